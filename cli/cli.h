@@ -1,0 +1,16 @@
+/*
+ * cli/cli.h -- the subcommands of the headscope program. Each takes argv with
+ * argv[0] = the subcommand name and returns the process exit status
+ * (0 ok, 1 user error, 2 usage error). Only cli/ prints and exits.
+ */
+#ifndef HS_CLI_H
+#define HS_CLI_H
+
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_circuit(int argc, char **argv);
+int cmd_weights(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+#endif

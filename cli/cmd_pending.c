@@ -1,0 +1,24 @@
+/* cli/cmd_pending.c -- subcommands whose modules have not landed yet say so
+ * (exit 1, one line) instead of pretending. Each moves to its own file as it
+ * lands. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int pending(const char *name, int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--help") == 0) {
+        printf("usage: headscope %s ... (not available in this build yet)\n", name);
+        return 0;
+    }
+    fprintf(stderr, "headscope %s: not available in this build yet\n", name);
+    return 1;
+}
+
+int cmd_train(int argc, char **argv) { return pending("train", argc, argv); }
+int cmd_eval(int argc, char **argv) { return pending("eval", argc, argv); }
+int cmd_inspect(int argc, char **argv) { return pending("inspect", argc, argv); }
+int cmd_circuit(int argc, char **argv) { return pending("circuit", argc, argv); }
+int cmd_weights(int argc, char **argv) { return pending("weights", argc, argv); }
+int cmd_demo(int argc, char **argv) { return pending("demo", argc, argv); }

@@ -1,0 +1,54 @@
+/*
+ * cli/main.c -- the `headscope` program: dispatches to thin subcommands over
+ * the library. Only this folder prints and exits (exit 0 success, 1 user
+ * error with one line on stderr, 2 usage error).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const struct {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+} COMMANDS[] = {
+    {"train", cmd_train, "train a model on a task and save it as .safetensors"},
+    {"eval", cmd_eval, "referent accuracy of a model on the train or held-out split"},
+    {"inspect", cmd_inspect, "every head's attention on one sentence: figures, JSON, text rows"},
+    {"circuit", cmd_circuit, "verify the two-step referent circuit on the held-out set"},
+    {"weights", cmd_weights, "virtual weights: full QK/OV circuits, composition, copying"},
+    {"demo", cmd_demo, "train the default model, inspect the chapter's sentences, run circuit"},
+};
+#define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
+
+static void usage(FILE *fp)
+{
+    fprintf(fp, "usage: headscope <command> [options]   (headscope <command> --help)\n\n"
+                "headscope " HS_VERSION " -- see what each attention head of a small transformer does.\n\n"
+                "commands:\n");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        fprintf(fp, "  %-8s  %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    fprintf(fp, "\nExit status: 0 success, 1 user error (one line on stderr), 2 usage error.\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("headscope %s\n", HS_VERSION);
+        return 0;
+    }
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        if (strcmp(argv[1], COMMANDS[i].name) == 0) return COMMANDS[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "headscope: unknown command '%s' (try: headscope --help)\n", argv[1]);
+    return 2;
+}

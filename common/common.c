@@ -1,0 +1,199 @@
+/*
+ * common/common.c -- status strings, error messages, atomic file writes.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "common.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+const char *hs_status_str(hs_status st)
+{
+    switch (st) {
+    case HS_OK: return "ok";
+    case HS_ERR_NOMEM: return "out of memory";
+    case HS_ERR_IO: return "I/O error";
+    case HS_ERR_FORMAT: return "malformed file";
+    case HS_ERR_CONFIG: return "invalid config";
+    case HS_ERR_INPUT: return "invalid input";
+    case HS_ERR_NUMERIC: return "non-finite value";
+    case HS_ERR_CALLBACK: return "aborted by callback";
+    }
+    return "unknown status";
+}
+
+hs_status hs_fail(hs_error *err, hs_status st, const char *fmt, ...)
+{
+    if (err != NULL) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        err->status = st;
+    }
+    return st;
+}
+
+hs_status hs_check_out_path(const char *path, hs_error *err)
+{
+    struct stat st;
+    if (path == NULL || path[0] == '\0')
+        return hs_fail(err, HS_ERR_INPUT, "output path is empty");
+    if (lstat(path, &st) == 0) {
+        if (S_ISLNK(st.st_mode)) {
+            if (stat(path, &st) != 0)
+                return hs_fail(err, HS_ERR_IO, "%s: dangling symbolic link", path);
+        }
+        if (!S_ISREG(st.st_mode))
+            return hs_fail(err, HS_ERR_IO,
+                           "%s exists and is not a regular file; refusing to replace it", path);
+    } else if (errno != ENOENT) {
+        return hs_fail(err, HS_ERR_IO, "%s: %s", path, strerror(errno));
+    }
+    /* parent folder must exist */
+    const char *slash = strrchr(path, '/');
+    if (slash != NULL && slash != path) {
+        size_t n = (size_t)(slash - path);
+        char *parent = malloc(n + 1);
+        if (!parent) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        memcpy(parent, path, n);
+        parent[n] = '\0';
+        int ok = stat(parent, &st) == 0 && S_ISDIR(st.st_mode);
+        int e = errno;
+        free(parent);
+        if (!ok)
+            return hs_fail(err, HS_ERR_IO, "%s: parent folder does not exist (%s)", path,
+                           strerror(e ? e : ENOTDIR));
+    }
+    return HS_OK;
+}
+
+hs_status hs_atomic_open(hs_atomic_file *af, const char *path, hs_error *err)
+{
+    memset(af, 0, sizeof *af);
+    hs_status s = hs_check_out_path(path, err);
+    if (s != HS_OK) return s;
+    size_t n = strlen(path);
+    af->path = malloc(n + 1);
+    af->tmp = malloc(n + 32);
+    if (!af->path || !af->tmp) {
+        hs_atomic_abort(af);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    memcpy(af->path, path, n + 1);
+    snprintf(af->tmp, n + 32, "%s.tmp.%ld", path, (long)getpid());
+    af->fp = fopen(af->tmp, "wb");
+    if (!af->fp) {
+        int e = errno;
+        hs_atomic_abort(af);
+        return hs_fail(err, HS_ERR_IO, "cannot write %s: %s", path, strerror(e));
+    }
+    return HS_OK;
+}
+
+void hs_atomic_abort(hs_atomic_file *af)
+{
+    if (af->fp) {
+        fclose(af->fp);
+        af->fp = NULL;
+        if (af->tmp) unlink(af->tmp);
+    }
+    free(af->path);
+    free(af->tmp);
+    af->path = af->tmp = NULL;
+}
+
+hs_status hs_atomic_commit(hs_atomic_file *af, hs_error *err)
+{
+    int e = 0;
+    if (ferror(af->fp)) e = EIO;
+    if (!e && fflush(af->fp) != 0) e = errno;
+    if (!e && fsync(fileno(af->fp)) != 0) e = errno;
+    int cl = fclose(af->fp);
+    af->fp = NULL;
+    if (!e && cl != 0) e = errno;
+    if (!e && rename(af->tmp, af->path) != 0) e = errno;
+    if (e) {
+        unlink(af->tmp);
+        hs_status s = hs_fail(err, HS_ERR_IO, "cannot write %s: %s", af->path, strerror(e));
+        hs_atomic_abort(af);
+        return s;
+    }
+    hs_atomic_abort(af); /* frees strings; fp already NULL */
+    return HS_OK;
+}
+
+hs_status hs_write_file_atomic(const char *path, const void *data, size_t n, hs_error *err)
+{
+    hs_atomic_file af;
+    hs_status s = hs_atomic_open(&af, path, err);
+    if (s != HS_OK) return s;
+    if (n > 0 && fwrite(data, 1, n, af.fp) != n) {
+        int e = errno;
+        char *p = af.path;
+        af.path = NULL;
+        hs_atomic_abort(&af);
+        s = hs_fail(err, HS_ERR_IO, "cannot write %s: %s", p, strerror(e ? e : EIO));
+        free(p);
+        return s;
+    }
+    return hs_atomic_commit(&af, err);
+}
+
+hs_status hs_read_file(const char *path, unsigned char **data, size_t *n, hs_error *err)
+{
+    *data = NULL;
+    *n = 0;
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return hs_fail(err, HS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
+        fclose(fp);
+        return hs_fail(err, HS_ERR_IO, "%s is not a regular file", path);
+    }
+    size_t size = (size_t)st.st_size;
+    unsigned char *buf = malloc(size + 1);
+    if (!buf) {
+        fclose(fp);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s (%zu bytes)", path, size);
+    }
+    size_t got = fread(buf, 1, size, fp);
+    int bad = ferror(fp);
+    fclose(fp);
+    if (got != size || bad) {
+        free(buf);
+        return hs_fail(err, HS_ERR_IO, "cannot read %s", path);
+    }
+    buf[size] = '\0';
+    *data = buf;
+    *n = size;
+    return HS_OK;
+}
+
+hs_status hs_mkdir(const char *path, hs_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) == 0) {
+        if (S_ISDIR(st.st_mode)) return HS_OK;
+        return hs_fail(err, HS_ERR_IO, "%s exists and is not a folder", path);
+    }
+    if (mkdir(path, 0777) != 0)
+        return hs_fail(err, HS_ERR_IO, "cannot create folder %s: %s", path, strerror(errno));
+    return HS_OK;
+}
+
+char *hs_path_join(const char *dir, const char *name)
+{
+    size_t a = strlen(dir), b = strlen(name);
+    char *p = malloc(a + b + 2);
+    if (!p) return NULL;
+    memcpy(p, dir, a);
+    size_t k = a;
+    if (a > 0 && dir[a - 1] != '/') p[k++] = '/';
+    memcpy(p + k, name, b + 1);
+    return p;
+}

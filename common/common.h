@@ -1,0 +1,100 @@
+/*
+ * common/common.h -- the base every headscope module may use: status codes,
+ * error messages, and atomic file writes. It knows nothing of models, tasks,
+ * probes or figures (DESIGN.md, Layout: dependencies point one way).
+ *
+ * Error convention (STYLE.md 7): library functions return hs_status; on a
+ * failure they fill a caller-owned hs_error with one line that names the
+ * problem (and, where it helps, a HINT). Library code never prints and never
+ * exits; only the CLI's main does.
+ */
+#ifndef HS_COMMON_H
+#define HS_COMMON_H
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Status codes. HS_OK is 0; every failure is non-zero. */
+typedef enum {
+    HS_OK = 0,
+    HS_ERR_NOMEM,     /* an allocation failed */
+    HS_ERR_IO,        /* open/read/write/rename/fsync failed (message has strerror) */
+    HS_ERR_FORMAT,    /* a file's contents are malformed (checkpoint, JSON) */
+    HS_ERR_CONFIG,    /* a config is invalid or inconsistent */
+    HS_ERR_INPUT,     /* user input is invalid (unknown word, bad sentence, bad flag value) */
+    HS_ERR_NUMERIC,   /* NaN/Inf where a finite number is required */
+    HS_ERR_CALLBACK,  /* an observer/hook callback asked to abort */
+} hs_status;
+
+/* Short name of a status ("ok", "out of memory", ...). Static string, never NULL. */
+const char *hs_status_str(hs_status st);
+
+/* Caller-owned error buffer: one line, no trailing newline. */
+typedef struct {
+    hs_status status;
+    char msg[1024];
+} hs_error;
+
+/* Sets err (if not NULL) to status st and a printf-style message; returns st,
+ * so `return hs_fail(err, HS_ERR_IO, "cannot open %s: %s", p, strerror(errno));`
+ * works. Passing an err that is NULL is allowed (the message is dropped). */
+hs_status hs_fail(hs_error *err, hs_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Programmer-error assertion, on in every build (STYLE.md 8): prints file:line
+ * and aborts. Never used for user input; user input gets a status return. */
+#define HS_ASSERT(cond)                                                           \
+    do {                                                                          \
+        if (!(cond)) {                                                            \
+            fprintf(stderr, "%s:%d: internal error: assertion '%s' failed\n",     \
+                    __FILE__, __LINE__, #cond);                                   \
+            abort();                                                              \
+        }                                                                         \
+    } while (0)
+
+/*
+ * Atomic file writes: the bytes go to "<path>.tmp.<pid>" in the same folder,
+ * are fsync'd, and the temp file is renamed over path; on any failure the temp
+ * file is removed and whatever was at path before is left byte-identical.
+ *
+ * hs_check_out_path: refuses a path that exists and is not a regular file
+ * (a device such as /dev/full, a FIFO, a socket, a folder), or whose parent
+ * folder is missing. HS_ERR_IO with a message naming the path.
+ */
+hs_status hs_check_out_path(const char *path, hs_error *err);
+
+/* An open atomic writer. fp is a normal FILE* to write into. */
+typedef struct {
+    FILE *fp;
+    char *path;     /* final path (owned) */
+    char *tmp;      /* temp path (owned) */
+} hs_atomic_file;
+
+/* Opens the temp file for path (after hs_check_out_path). On failure nothing
+ * is created. */
+hs_status hs_atomic_open(hs_atomic_file *af, const char *path, hs_error *err);
+/* Flushes, fsyncs, closes and renames the temp file over path. Checks every
+ * write/flush/close error (a full disk shows up here). On failure the temp
+ * file is removed and the old file at path is untouched. Frees af's strings. */
+hs_status hs_atomic_commit(hs_atomic_file *af, hs_error *err);
+/* Abandons the write: closes and removes the temp file. Safe on a zeroed af. */
+void hs_atomic_abort(hs_atomic_file *af);
+/* One-shot: writes n bytes atomically to path. */
+hs_status hs_write_file_atomic(const char *path, const void *data, size_t n, hs_error *err);
+
+/* Reads a whole file into a malloc'd buffer (caller frees); *n gets its size.
+ * A terminating NUL is appended (not counted) so text can be parsed in place. */
+hs_status hs_read_file(const char *path, unsigned char **data, size_t *n, hs_error *err);
+
+/* Creates folder path if missing (one level; the parent must exist). Refuses a
+ * path that exists and is not a folder. */
+hs_status hs_mkdir(const char *path, hs_error *err);
+
+/* Joins dir and name with '/', into a malloc'd string (caller frees); NULL on OOM. */
+char *hs_path_join(const char *dir, const char *name);
+
+#endif /* HS_COMMON_H */

@@ -1,0 +1,507 @@
+/*
+ * model/forward.c -- activations, the kernels' forward passes, the
+ * orchestrating forward with its observer, and cross-entropy.
+ *
+ * Kernels are plain functions (outputs first, then inputs, weights, dims);
+ * hs_forward calls the observer between them at the TransformerLens-named
+ * points documented in model.h. With no observer no point is materialised
+ * beyond what backward needs.
+ */
+#include "model.h"
+#include "model_internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Activations                                                               */
+
+hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_acts **out,
+                         hs_error *err)
+{
+    *out = NULL;
+    if (B < 1 || T < 1 || T > cfg->n_ctx)
+        return hs_fail(err, HS_ERR_INPUT, "activations: batch %d x %d positions invalid (n_ctx %d)",
+                       B, T, cfg->n_ctx);
+    hs_acts *a = calloc(1, sizeof *a);
+    if (!a) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    a->B = B;
+    a->T = T;
+    const size_t BT = (size_t)B * T, D = (size_t)cfg->d_model, H = (size_t)cfg->n_heads,
+                 dh = (size_t)cfg->d_head, M = (size_t)cfg->d_mlp, V = (size_t)cfg->d_vocab;
+    const size_t L = (size_t)cfg->n_layers;
+    const size_t per_layer = BT * (D * 6 + 4 + 4 * H * dh + 2 * M) + (size_t)B * H * T * T;
+    size_t n = BT * D * 4 + BT * 4 + L * per_layer + BT * V * 2;
+    size_t hd = H * D > (D > M ? D : M) ? H * D : (D > M ? D : M);
+    size_t n_scratch = BT * hd + (size_t)B * H * T * T;
+    a->n_floats = n + n_scratch;
+    a->mem = calloc(a->n_floats, sizeof(float));
+    if (!a->mem) {
+        free(a);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for activations (%zu floats)", n);
+    }
+    float *p = a->mem;
+#define TAKE(field, count) do { (field) = p; p += (count); } while (0)
+    TAKE(a->embed, BT * D);
+    TAKE(a->pos_embed, BT * D);
+    TAKE(a->x0, BT * D);
+    TAKE(a->lne_mean, BT);
+    TAKE(a->lne_rstd, BT);
+    for (size_t l = 0; l < L; l++) {
+        hs_block_acts *ba = &a->blocks[l];
+        TAKE(ba->resid_pre, BT * D);
+        TAKE(ba->ln1_out, BT * D);
+        TAKE(ba->ln1_mean, BT);
+        TAKE(ba->ln1_rstd, BT);
+        TAKE(ba->q, BT * H * dh);
+        TAKE(ba->k, BT * H * dh);
+        TAKE(ba->v, BT * H * dh);
+        TAKE(ba->att, (size_t)B * H * T * T);
+        TAKE(ba->z, BT * H * dh);
+        TAKE(ba->attn_out, BT * D);
+        TAKE(ba->resid_mid, BT * D);
+        TAKE(ba->ln2_out, BT * D);
+        TAKE(ba->ln2_mean, BT);
+        TAKE(ba->ln2_rstd, BT);
+        TAKE(ba->mlp_pre, BT * M);
+        TAKE(ba->mlp_post, BT * M);
+        TAKE(ba->resid_post, BT * D);
+    }
+    TAKE(a->lnf_out, BT * D);
+    TAKE(a->lnf_mean, BT);
+    TAKE(a->lnf_rstd, BT);
+    TAKE(a->logits, BT * V);
+    TAKE(a->probs, BT * V);
+    TAKE(a->scratch, BT * hd);
+    TAKE(a->scores, (size_t)B * H * T * T);
+#undef TAKE
+    HS_ASSERT((size_t)(p - a->mem) <= a->n_floats);
+    if (with_grad) {
+        /* dresid, dln, dlnf (3 x BT*D); dz, dq, dk, dv (4 x BT*H*dh);
+         * dpre, dpost (2 x BT*M); dlogits (BT*V); datt (T*T) */
+        a->n_d_floats = BT * D * 3 + BT * H * dh * 4 + BT * M * 2 + BT * V + (size_t)T * T;
+        a->d_mem = calloc(a->n_d_floats, sizeof(float));
+        if (!a->d_mem) {
+            hs_acts_destroy(a);
+            return hs_fail(err, HS_ERR_NOMEM, "out of memory for gradients of activations");
+        }
+    }
+    *out = a;
+    return HS_OK;
+}
+
+void hs_acts_destroy(hs_acts *a)
+{
+    if (a == NULL) return;
+    free(a->mem);
+    free(a->d_mem);
+    free(a);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Kernels                                                                   */
+
+/* out (N,D), mean (N), rstd (N) <- norm of inp (N,D). The affine part (w, b)
+ * is applied separately (norm_affine) so the observer can see the normalised
+ * value before it, as TransformerLens' hook_normalized. RMS: mean = 0. */
+void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, hs_norm type,
+                   float eps)
+{
+    for (size_t i = 0; i < N; i++) {
+        const float *x = inp + i * (size_t)D;
+        double mu = 0.0;
+        if (type == HS_NORM_LAYERNORM) {
+            for (int d = 0; d < D; d++) mu += x[d];
+            mu /= D;
+        }
+        double var = 0.0;
+        for (int d = 0; d < D; d++) {
+            double c = x[d] - mu;
+            var += c * c;
+        }
+        var /= D;
+        mean[i] = (float)mu;
+        rstd[i] = (float)(1.0 / sqrt(var + (double)eps));
+    }
+}
+
+void hs_norm_apply(float *out, const float *inp, const float *mean, const float *rstd, size_t N,
+                   int D)
+{
+    for (size_t i = 0; i < N; i++) {
+        const float *x = inp + i * (size_t)D;
+        float *o = out + i * (size_t)D;
+        for (int d = 0; d < D; d++) o[d] = (x[d] - mean[i]) * rstd[i];
+    }
+}
+
+static void norm_affine(float *out, const float *w, const float *b, size_t N, int D)
+{
+    for (size_t i = 0; i < N; i++) {
+        float *o = out + i * (size_t)D;
+        if (w)
+            for (int d = 0; d < D; d++) o[d] *= w[d];
+        if (b)
+            for (int d = 0; d < D; d++) o[d] += b[d];
+    }
+}
+
+/* out (N, OC) = inp (N, C) @ W (C, OC) + bias (OC) */
+void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
+                       int C, int OC)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, OC, C, 1.0f, inp, C, W, OC,
+                0.0f, out, OC);
+    if (bias)
+        for (size_t i = 0; i < N; i++) {
+            float *o = out + i * (size_t)OC;
+            for (int j = 0; j < OC; j++) o[j] += bias[j];
+        }
+}
+
+/* out (N, H, dh) = inp (N, D) @ W[h] (D, dh) + b[h] for each head h, W (H, D, dh). */
+static void heads_project(float *out, const float *inp, const float *W, const float *b, size_t N,
+                          int D, int H, int dh)
+{
+    for (int h = 0; h < H; h++) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, dh, D, 1.0f, inp, D,
+                    W + (size_t)h * D * dh, dh, 0.0f, out + (size_t)h * dh, H * dh);
+    }
+    if (b)
+        for (size_t i = 0; i < N; i++) {
+            float *o = out + i * (size_t)H * dh;
+            for (int j = 0; j < H * dh; j++) o[j] += b[j];
+        }
+}
+
+static float gelu(float x)
+{
+    return (float)(0.5 * x * (1.0 + erf(x * 0.70710678118654752440)));
+}
+
+
+/* scores (B,H,T,T) <- q.k / sqrt(dh), j > i = -inf. q,k (B,T,H,dh). */
+static void attn_scores(float *scores, const float *q, const float *k, int B, int T, int H, int dh)
+{
+    const float scale = 1.0f / sqrtf((float)dh);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            float *S = scores + ((size_t)b * H + h) * T * T;
+            for (int i = 0; i < T; i++) {
+                const float *qi = q + (((size_t)b * T + i) * H + h) * dh;
+                for (int j = 0; j < T; j++) {
+                    if (j > i) {
+                        S[i * T + j] = -INFINITY;
+                        continue;
+                    }
+                    const float *kj = k + (((size_t)b * T + j) * H + h) * dh;
+                    float s = 0.0f;
+                    for (int d = 0; d < dh; d++) s += qi[d] * kj[d];
+                    S[i * T + j] = s * scale;
+                }
+            }
+        }
+}
+
+/* att (B,H,T,T) <- row softmax over j <= i of scores; exact 0 above the diagonal. */
+static void attn_softmax(float *att, const float *scores, int B, int H, int T)
+{
+    for (size_t r = 0; r < (size_t)B * H * T; r++) {
+        int i = (int)(r % (size_t)T);
+        const float *s = scores + r * T;
+        float *a = att + r * T;
+        float mx = -INFINITY;
+        for (int j = 0; j <= i; j++)
+            if (s[j] > mx) mx = s[j];
+        float sum = 0.0f;
+        for (int j = 0; j <= i; j++) {
+            float e = (s[j] == -INFINITY) ? 0.0f : expf(s[j] - mx);
+            a[j] = e;
+            sum += e;
+        }
+        float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        for (int j = 0; j <= i; j++) a[j] *= inv;
+        for (int j = i + 1; j < T; j++) a[j] = 0.0f;
+    }
+}
+
+static void attn_uniform(float *att, int B, int H, int T)
+{
+    for (size_t r = 0; r < (size_t)B * H * T; r++) {
+        int i = (int)(r % (size_t)T);
+        float *a = att + r * T;
+        float w = 1.0f / (float)(i + 1);
+        for (int j = 0; j < T; j++) a[j] = j <= i ? w : 0.0f;
+    }
+}
+
+/* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h). */
+static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh)
+{
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *A = att + ((size_t)b * H + h) * T * T;
+            for (int i = 0; i < T; i++) {
+                float *zi = z + (((size_t)b * T + i) * H + h) * dh;
+                for (int d = 0; d < dh; d++) zi[d] = 0.0f;
+                for (int j = 0; j <= i; j++) {
+                    float w = A[i * T + j];
+                    if (w == 0.0f) continue;
+                    const float *vj = v + (((size_t)b * T + j) * H + h) * dh;
+                    for (int d = 0; d < dh; d++) zi[d] += w * vj[d];
+                }
+            }
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The forward pass                                                           */
+
+typedef struct {
+    const hs_observer *obs;
+    char name[64];
+} hook_ctx;
+
+/* Calls the observer at `name` if it wants it. Returns 1 if data changed,
+ * 0 if not or not called, -1 to abort. */
+static int hook(hook_ctx *hc, const char *name, float *data, int ndim, int64_t d0, int64_t d1,
+                int64_t d2, int64_t d3)
+{
+    if (hc->obs == NULL) return 0;
+    if (hc->obs->wants && !hc->obs->wants(name, hc->obs->ctx)) return 0;
+    int64_t shape[4] = {d0, d1, d2, d3};
+    int r = hc->obs->fn(name, shape, ndim, data, hc->obs->ctx);
+    return r < 0 ? -1 : (r > 0);
+}
+
+static int wants(hook_ctx *hc, const char *name)
+{
+    if (hc->obs == NULL) return 0;
+    return hc->obs->wants == NULL || hc->obs->wants(name, hc->obs->ctx);
+}
+
+#define HOOK(nm, data, ndim, d0, d1, d2, d3)                                               \
+    do {                                                                                  \
+        if (hook(&hc, (nm), (data), (ndim), (d0), (d1), (d2), (d3)) < 0) {                \
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", (nm)); \
+        }                                                                                 \
+    } while (0)
+
+/* A norm with its two hook points: scale (N,1) then normalized (N,D), then
+ * the affine part. prefix e.g. "blocks.0.ln1". */
+static hs_status norm_forward_hooked(hook_ctx *hc, const char *prefix, float *out, float *mean,
+                                     float *rstd, const float *inp, const float *w, const float *b,
+                                     int B, int T, int D, hs_norm type, float eps, float *scratch,
+                                     hs_error *err)
+{
+    size_t N = (size_t)B * T;
+    hs_norm_stats(mean, rstd, inp, N, D, type, eps);
+    char nm[96];
+    if (hc->obs) {
+        snprintf(nm, sizeof nm, "%s.hook_scale", prefix);
+        if (wants(hc, nm)) {
+            for (size_t i = 0; i < N; i++) scratch[i] = 1.0f / rstd[i];
+            int r = hook(hc, nm, scratch, 3, B, T, 1, 0);
+            if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+            if (r > 0)
+                for (size_t i = 0; i < N; i++) rstd[i] = 1.0f / scratch[i];
+        }
+    }
+    hs_norm_apply(out, inp, mean, rstd, N, D);
+    if (hc->obs) {
+        snprintf(nm, sizeof nm, "%s.hook_normalized", prefix);
+        if (hook(hc, nm, out, 3, B, T, D, 0) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+    }
+    norm_affine(out, w, b, N, D);
+    return HS_OK;
+}
+
+hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
+                     const hs_observer *observer, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const hs_params *P = &m->params;
+    const int D = c->d_model, H = c->n_heads, dh = c->d_head, M = c->d_mlp, V = c->d_vocab;
+    if (B < 1 || T < 1 || B > acts->B || T > acts->T)
+        return hs_fail(err, HS_ERR_INPUT, "forward: batch %d x %d exceeds activations %d x %d", B, T,
+                       acts->B, acts->T);
+    if (T > c->n_ctx)
+        return hs_fail(err, HS_ERR_INPUT, "forward: %d positions exceed n_ctx %d", T, c->n_ctx);
+    const size_t BT = (size_t)B * T;
+    for (size_t i = 0; i < BT; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return hs_fail(err, HS_ERR_INPUT, "forward: token id %d at index %zu out of range [0, %d)",
+                           tokens[i], i, V);
+    acts->b = B;
+    acts->t = T;
+    hook_ctx hc = {observer, {0}};
+    char nm[96];
+
+    /* embedding */
+    for (size_t i = 0; i < BT; i++) {
+        memcpy(acts->embed + i * D, P->W_E + (size_t)tokens[i] * D, (size_t)D * sizeof(float));
+    }
+    HOOK("hook_embed", acts->embed, 3, B, T, D, 0);
+    float *x0 = acts->x0;
+    if (c->pos == HS_POS_LEARNED) {
+        for (size_t i = 0; i < BT; i++)
+            memcpy(acts->pos_embed + i * D, P->W_pos + (i % (size_t)T) * D, (size_t)D * sizeof(float));
+        HOOK("hook_pos_embed", acts->pos_embed, 3, B, T, D, 0);
+        for (size_t i = 0; i < BT * D; i++) x0[i] = acts->embed[i] + acts->pos_embed[i];
+    } else {
+        memcpy(x0, acts->embed, BT * D * sizeof(float));
+    }
+    float *resid = acts->blocks[0].resid_pre;
+    if (c->embed_norm) {
+        hs_status s = norm_forward_hooked(&hc, "ln_embed", resid, acts->lne_mean, acts->lne_rstd, x0,
+                                          P->ln_embed_w, P->ln_embed_b, B, T, D, c->norm, c->eps,
+                                          acts->scratch, err);
+        if (s != HS_OK) return s;
+    } else {
+        memcpy(resid, x0, BT * D * sizeof(float));
+    }
+
+    for (int l = 0; l < c->n_layers; l++) {
+        hs_block_acts *ba = &acts->blocks[l];
+        const hs_block_params *bp = &P->blocks[l];
+        if (l > 0) memcpy(ba->resid_pre, acts->blocks[l - 1].resid_post, BT * D * sizeof(float));
+        snprintf(nm, sizeof nm, "blocks.%d.hook_resid_pre", l);
+        HOOK(nm, ba->resid_pre, 3, B, T, D, 0);
+
+        /* LN1 */
+        if (c->ln1 && c->norm != HS_NORM_NONE) {
+            snprintf(nm, sizeof nm, "blocks.%d.ln1", l);
+            hs_status s = norm_forward_hooked(&hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
+                                              ba->resid_pre, bp->ln1_w, bp->ln1_b, B, T, D, c->norm,
+                                              c->eps, acts->scratch, err);
+            if (s != HS_OK) return s;
+        } else {
+            memcpy(ba->ln1_out, ba->resid_pre, BT * D * sizeof(float));
+        }
+
+        /* Q, K, V, pattern */
+        if (c->attn == HS_ATTN_SOFTMAX) {
+            heads_project(ba->q, ba->ln1_out, bp->W_Q, bp->b_Q, BT, D, H, dh);
+            heads_project(ba->k, ba->ln1_out, bp->W_K, bp->b_K, BT, D, H, dh);
+            snprintf(nm, sizeof nm, "blocks.%d.attn.hook_q", l);
+            HOOK(nm, ba->q, 4, B, T, H, dh);
+            snprintf(nm, sizeof nm, "blocks.%d.attn.hook_k", l);
+            HOOK(nm, ba->k, 4, B, T, H, dh);
+        }
+        heads_project(ba->v, ba->ln1_out, bp->W_V, bp->b_V, BT, D, H, dh);
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_v", l);
+        HOOK(nm, ba->v, 4, B, T, H, dh);
+        if (c->attn == HS_ATTN_SOFTMAX) {
+            attn_scores(acts->scores, ba->q, ba->k, B, T, H, dh);
+            snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", l);
+            HOOK(nm, acts->scores, 4, B, H, T, T);
+            attn_softmax(ba->att, acts->scores, B, H, T);
+        } else {
+            attn_uniform(ba->att, B, H, T);
+        }
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_pattern", l);
+        HOOK(nm, ba->att, 4, B, H, T, T);
+        attn_mix(ba->z, ba->att, ba->v, B, T, H, dh);
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_z", l);
+        HOOK(nm, ba->z, 4, B, T, H, dh);
+
+        /* output: all heads in one sgemm; per-head results only when asked */
+        hs_matmul_forward(ba->attn_out, ba->z, bp->W_O, bp->b_O, BT, H * dh, D);
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_result", l);
+        if (wants(&hc, nm)) {
+            float *res = acts->scratch; /* (B,T,H,D) */
+            for (int h = 0; h < H; h++)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, D, dh, 1.0f,
+                            ba->z + (size_t)h * dh, H * dh, bp->W_O + (size_t)h * dh * D, D, 0.0f,
+                            res + (size_t)h * D, H * D);
+            int r = hook(&hc, nm, res, 4, B, T, H, D);
+            if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+            if (r > 0) {
+                for (size_t i = 0; i < BT; i++) {
+                    float *o = ba->attn_out + i * D;
+                    for (int d = 0; d < D; d++) o[d] = bp->b_O ? bp->b_O[d] : 0.0f;
+                    for (int h = 0; h < H; h++) {
+                        const float *rr = res + (i * H + h) * D;
+                        for (int d = 0; d < D; d++) o[d] += rr[d];
+                    }
+                }
+            }
+        }
+        snprintf(nm, sizeof nm, "blocks.%d.hook_attn_out", l);
+        HOOK(nm, ba->attn_out, 3, B, T, D, 0);
+        float *after_attn = (M > 0) ? ba->resid_mid : ba->resid_post;
+        for (size_t i = 0; i < BT * D; i++) after_attn[i] = ba->resid_pre[i] + ba->attn_out[i];
+
+        if (M > 0) {
+            snprintf(nm, sizeof nm, "blocks.%d.hook_resid_mid", l);
+            HOOK(nm, ba->resid_mid, 3, B, T, D, 0);
+            if (c->norm != HS_NORM_NONE) {
+                snprintf(nm, sizeof nm, "blocks.%d.ln2", l);
+                hs_status s = norm_forward_hooked(&hc, nm, ba->ln2_out, ba->ln2_mean, ba->ln2_rstd,
+                                                  ba->resid_mid, bp->ln2_w, bp->ln2_b, B, T, D,
+                                                  c->norm, c->eps, acts->scratch, err);
+                if (s != HS_OK) return s;
+            } else {
+                memcpy(ba->ln2_out, ba->resid_mid, BT * D * sizeof(float));
+            }
+            hs_matmul_forward(ba->mlp_pre, ba->ln2_out, bp->W_in, bp->b_in, BT, D, M);
+            snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
+            HOOK(nm, ba->mlp_pre, 3, B, T, M, 0);
+            for (size_t i = 0; i < BT * M; i++) {
+                float x = ba->mlp_pre[i];
+                ba->mlp_post[i] = c->act == HS_ACT_GELU ? gelu(x) : (x > 0.0f ? x : 0.0f);
+            }
+            snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_post", l);
+            HOOK(nm, ba->mlp_post, 3, B, T, M, 0);
+            float *mlp_out = acts->scratch;
+            hs_matmul_forward(mlp_out, ba->mlp_post, bp->W_out, bp->b_out, BT, M, D);
+            snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);
+            HOOK(nm, mlp_out, 3, B, T, D, 0);
+            for (size_t i = 0; i < BT * D; i++) ba->resid_post[i] = ba->resid_mid[i] + mlp_out[i];
+        }
+        snprintf(nm, sizeof nm, "blocks.%d.hook_resid_post", l);
+        HOOK(nm, ba->resid_post, 3, B, T, D, 0);
+    }
+
+    const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
+    if (c->ln_final && c->norm != HS_NORM_NONE) {
+        hs_status s = norm_forward_hooked(&hc, "ln_final", acts->lnf_out, acts->lnf_mean,
+                                          acts->lnf_rstd, final_resid, P->ln_final_w, P->ln_final_b,
+                                          B, T, D, c->norm, c->eps, acts->scratch, err);
+        if (s != HS_OK) return s;
+    } else {
+        memcpy(acts->lnf_out, final_resid, BT * D * sizeof(float));
+    }
+    hs_matmul_forward(acts->logits, acts->lnf_out, P->W_U, P->b_U, BT, D, V);
+    HOOK("logits", acts->logits, 3, B, T, V, 0);
+    return HS_OK;
+}
+
+float hs_cross_entropy(const hs_model *m, hs_acts *acts, const int *targets, int *n_valid)
+{
+    const int V = m->cfg.d_vocab;
+    const size_t BT = (size_t)acts->b * acts->t;
+    double total = 0.0;
+    int n = 0;
+    for (size_t i = 0; i < BT; i++) {
+        const float *lg = acts->logits + i * V;
+        float *pr = acts->probs + i * V;
+        float mx = -INFINITY;
+        for (int j = 0; j < V; j++)
+            if (lg[j] > mx) mx = lg[j];
+        double sum = 0.0;
+        for (int j = 0; j < V; j++) {
+            pr[j] = expf(lg[j] - mx);
+            sum += pr[j];
+        }
+        for (int j = 0; j < V; j++) pr[j] = (float)(pr[j] / sum);
+        if (targets[i] >= 0) {
+            total += -(lg[targets[i]] - mx - log(sum));
+            n++;
+        }
+    }
+    if (n_valid) *n_valid = n;
+    return n > 0 ? (float)(total / n) : 0.0f;
+}

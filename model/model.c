@@ -1,0 +1,280 @@
+/*
+ * model/model.c -- config, the parameter table, allocation, initialisation.
+ *
+ * Parameters live in one float allocation; m->tensors is the table of named
+ * views (TransformerLens names and shapes, checkpoint order), and hs_params is
+ * the struct of pointers into it (llm.c's ParameterTensors, STYLE.md 1).
+ */
+#include "model.h"
+
+#include <math.h>
+#include <string.h>
+
+hs_config hs_config_default(void)
+{
+    hs_config c;
+    memset(&c, 0, sizeof c);
+    c.n_layers = 2;
+    c.d_model = 64;
+    c.n_heads = 4;
+    c.d_head = 16;
+    c.d_mlp = 256;
+    c.n_ctx = 0;
+    c.d_vocab = 0;
+    c.norm = HS_NORM_LAYERNORM;
+    c.eps = 1e-5f;
+    c.act = HS_ACT_GELU;
+    c.pos = HS_POS_LEARNED;
+    c.attn = HS_ATTN_SOFTMAX;
+    c.ln1 = 1;
+    c.ln_final = 1;
+    c.embed_norm = 0;
+    c.bias = 1;
+    c.seed = 0;
+    return c;
+}
+
+static const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", "none"};
+static const char *const ACT_NAMES[] = {"gelu", "relu"};
+static const char *const POS_NAMES[] = {"learned", "none"};
+static const char *const ATTN_NAMES[] = {"softmax", "uniform"};
+
+static int parse_name(const char *s, const char *const *names, int n)
+{
+    if (s == NULL) return -1;
+    for (int i = 0; i < n; i++)
+        if (strcmp(s, names[i]) == 0) return i;
+    return -1;
+}
+
+const char *hs_norm_name(hs_norm n) { return (unsigned)n < 3 ? NORM_NAMES[n] : "?"; }
+const char *hs_act_name(hs_act a) { return (unsigned)a < 2 ? ACT_NAMES[a] : "?"; }
+const char *hs_pos_name(hs_pos p) { return (unsigned)p < 2 ? POS_NAMES[p] : "?"; }
+const char *hs_attn_name(hs_attn a) { return (unsigned)a < 2 ? ATTN_NAMES[a] : "?"; }
+int hs_norm_parse(const char *s) { return parse_name(s, NORM_NAMES, 3); }
+int hs_act_parse(const char *s) { return parse_name(s, ACT_NAMES, 2); }
+int hs_pos_parse(const char *s) { return parse_name(s, POS_NAMES, 2); }
+int hs_attn_parse(const char *s) { return parse_name(s, ATTN_NAMES, 2); }
+
+hs_status hs_config_validate(const hs_config *c, hs_error *err)
+{
+#define CHECK_RANGE(field, lo, hi)                                                       \
+    if (c->field < (lo) || c->field > (hi))                                               \
+        return hs_fail(err, HS_ERR_CONFIG, "config: %s = %d is out of range [%d, %d]",     \
+                       #field, c->field, (lo), (hi));
+    CHECK_RANGE(n_layers, 1, HS_MAX_LAYERS);
+    CHECK_RANGE(d_model, 1, 4096);
+    CHECK_RANGE(n_heads, 1, 64);
+    CHECK_RANGE(d_head, 1, 1024);
+    CHECK_RANGE(d_mlp, 0, 16384);
+    CHECK_RANGE(n_ctx, 1, 4096);
+    CHECK_RANGE(d_vocab, 1, 1 << 20);
+#undef CHECK_RANGE
+    if ((unsigned)c->norm > HS_NORM_NONE) return hs_fail(err, HS_ERR_CONFIG, "config: unknown norm");
+    if ((unsigned)c->act > HS_ACT_RELU) return hs_fail(err, HS_ERR_CONFIG, "config: unknown act");
+    if ((unsigned)c->pos > HS_POS_NONE) return hs_fail(err, HS_ERR_CONFIG, "config: unknown pos");
+    if ((unsigned)c->attn > HS_ATTN_UNIFORM) return hs_fail(err, HS_ERR_CONFIG, "config: unknown attn");
+    if (!(c->eps > 0.0f) || !isfinite(c->eps))
+        return hs_fail(err, HS_ERR_CONFIG, "config: eps must be a positive finite number");
+    if (c->embed_norm && c->norm == HS_NORM_NONE)
+        return hs_fail(err, HS_ERR_CONFIG, "config: embed norm needs a norm type (layernorm or rmsnorm), not none");
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The tensor table                                                           */
+
+typedef struct {
+    hs_model *m;
+    size_t offset;
+} table_builder;
+
+static void add_tensor(table_builder *tb, float **view_slot, int decay, int ndim, int64_t d0,
+                       int64_t d1, int64_t d2, const char *fmt, int layer)
+{
+    hs_model *m = tb->m;
+    HS_ASSERT(m->n_tensors < HS_MAX_TENSORS);
+    hs_tensor_info *t = &m->tensors[m->n_tensors++];
+    memset(t, 0, sizeof *t);
+    snprintf(t->name, sizeof t->name, fmt, layer);
+    t->ndim = ndim;
+    t->shape[0] = d0;
+    t->shape[1] = d1;
+    t->shape[2] = d2;
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)t->shape[i];
+    t->numel = n;
+    t->offset = tb->offset;
+    t->decay = decay;
+    tb->offset += n;
+    /* slot records the offset for now; pointed once memory exists */
+    *view_slot = (float *)(uintptr_t)(t->offset + 1);
+}
+
+/* Points every non-NULL slot of p (holding offset+1) into base. */
+static void point_params(const hs_params *layout, float *base, hs_params *out)
+{
+    const float *const *src = (const float *const *)layout;
+    float **dst = (float **)out;
+    size_t n_ptrs = sizeof(hs_params) / sizeof(float *);
+    _Static_assert(sizeof(hs_params) % sizeof(float *) == 0, "hs_params must hold only float*");
+    _Static_assert(sizeof(hs_block_params) == 16 * sizeof(float *), "hs_block_params has 16 views");
+    for (size_t i = 0; i < n_ptrs; i++) {
+        uintptr_t v = (uintptr_t)src[i];
+        dst[i] = v ? base + (v - 1) : NULL;
+    }
+}
+
+hs_status hs_model_create(const hs_config *cfg, hs_model **out, hs_error *err)
+{
+    *out = NULL;
+    hs_status s = hs_config_validate(cfg, err);
+    if (s != HS_OK) return s;
+    hs_model *m = calloc(1, sizeof *m);
+    if (!m) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    m->cfg = *cfg;
+
+    const int64_t V = cfg->d_vocab, D = cfg->d_model, H = cfg->n_heads, dh = cfg->d_head,
+                  M = cfg->d_mlp, C = cfg->n_ctx;
+    const int has_norm = cfg->norm != HS_NORM_NONE;
+    const int norm_b = cfg->norm == HS_NORM_LAYERNORM && cfg->bias;
+    hs_params lay;
+    memset(&lay, 0, sizeof lay);
+    table_builder tb = {m, 0};
+    add_tensor(&tb, &lay.W_E, 1, 2, V, D, 0, "embed.W_E", 0);
+    if (cfg->pos == HS_POS_LEARNED) add_tensor(&tb, &lay.W_pos, 1, 2, C, D, 0, "pos_embed.W_pos", 0);
+    if (cfg->embed_norm) {
+        add_tensor(&tb, &lay.ln_embed_w, 0, 1, D, 0, 0, "ln_embed.w", 0);
+        if (norm_b) add_tensor(&tb, &lay.ln_embed_b, 0, 1, D, 0, 0, "ln_embed.b", 0);
+    }
+    for (int l = 0; l < cfg->n_layers; l++) {
+        hs_block_params *bp = &lay.blocks[l];
+        if (cfg->ln1 && has_norm) {
+            add_tensor(&tb, &bp->ln1_w, 0, 1, D, 0, 0, "blocks.%d.ln1.w", l);
+            if (norm_b) add_tensor(&tb, &bp->ln1_b, 0, 1, D, 0, 0, "blocks.%d.ln1.b", l);
+        }
+        if (cfg->attn == HS_ATTN_SOFTMAX) {
+            add_tensor(&tb, &bp->W_Q, 1, 3, H, D, dh, "blocks.%d.attn.W_Q", l);
+            add_tensor(&tb, &bp->W_K, 1, 3, H, D, dh, "blocks.%d.attn.W_K", l);
+        }
+        add_tensor(&tb, &bp->W_V, 1, 3, H, D, dh, "blocks.%d.attn.W_V", l);
+        add_tensor(&tb, &bp->W_O, 1, 3, H, dh, D, "blocks.%d.attn.W_O", l);
+        if (cfg->bias) {
+            if (cfg->attn == HS_ATTN_SOFTMAX) {
+                add_tensor(&tb, &bp->b_Q, 0, 2, H, dh, 0, "blocks.%d.attn.b_Q", l);
+                add_tensor(&tb, &bp->b_K, 0, 2, H, dh, 0, "blocks.%d.attn.b_K", l);
+            }
+            add_tensor(&tb, &bp->b_V, 0, 2, H, dh, 0, "blocks.%d.attn.b_V", l);
+            add_tensor(&tb, &bp->b_O, 0, 1, D, 0, 0, "blocks.%d.attn.b_O", l);
+        }
+        if (M > 0) {
+            if (has_norm) {
+                add_tensor(&tb, &bp->ln2_w, 0, 1, D, 0, 0, "blocks.%d.ln2.w", l);
+                if (norm_b) add_tensor(&tb, &bp->ln2_b, 0, 1, D, 0, 0, "blocks.%d.ln2.b", l);
+            }
+            add_tensor(&tb, &bp->W_in, 1, 2, D, M, 0, "blocks.%d.mlp.W_in", l);
+            if (cfg->bias) add_tensor(&tb, &bp->b_in, 0, 1, M, 0, 0, "blocks.%d.mlp.b_in", l);
+            add_tensor(&tb, &bp->W_out, 1, 2, M, D, 0, "blocks.%d.mlp.W_out", l);
+            if (cfg->bias) add_tensor(&tb, &bp->b_out, 0, 1, D, 0, 0, "blocks.%d.mlp.b_out", l);
+        }
+    }
+    if (cfg->ln_final && has_norm) {
+        add_tensor(&tb, &lay.ln_final_w, 0, 1, D, 0, 0, "ln_final.w", 0);
+        if (norm_b) add_tensor(&tb, &lay.ln_final_b, 0, 1, D, 0, 0, "ln_final.b", 0);
+    }
+    add_tensor(&tb, &lay.W_U, 1, 2, D, V, 0, "unembed.W_U", 0);
+    if (cfg->bias) add_tensor(&tb, &lay.b_U, 0, 1, V, 0, 0, "unembed.b_U", 0);
+
+    m->n_params = tb.offset;
+    m->param_mem = calloc(m->n_params, sizeof(float));
+    if (!m->param_mem) {
+        hs_model_destroy(m);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for %zu parameters", tb.offset);
+    }
+    point_params(&lay, m->param_mem, &m->params);
+    *out = m;
+    return HS_OK;
+}
+
+void hs_model_destroy(hs_model *m)
+{
+    if (m == NULL) return;
+    free(m->param_mem);
+    free(m->grad_mem);
+    free(m->m_mem);
+    free(m->v_mem);
+    free(m);
+}
+
+hs_status hs_model_alloc_train(hs_model *m, hs_error *err)
+{
+    if (m->grad_mem) return HS_OK;
+    m->grad_mem = calloc(m->n_params, sizeof(float));
+    m->m_mem = calloc(m->n_params, sizeof(float));
+    m->v_mem = calloc(m->n_params, sizeof(float));
+    if (!m->grad_mem || !m->m_mem || !m->v_mem) {
+        free(m->grad_mem);
+        free(m->m_mem);
+        free(m->v_mem);
+        m->grad_mem = m->m_mem = m->v_mem = NULL;
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for gradients (%zu floats)", m->n_params);
+    }
+    /* same layout as the parameters, rebased onto grad_mem */
+    const float *const *src = (const float *const *)&m->params;
+    float **dst = (float **)&m->grads;
+    for (size_t i = 0; i < sizeof(hs_params) / sizeof(float *); i++)
+        dst[i] = src[i] ? m->grad_mem + (src[i] - m->param_mem) : NULL;
+    m->adam_t = 0;
+    return HS_OK;
+}
+
+const hs_tensor_info *hs_model_find_tensor(const hs_model *m, const char *name)
+{
+    for (int i = 0; i < m->n_tensors; i++)
+        if (strcmp(m->tensors[i].name, name) == 0) return &m->tensors[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Initialisation: splitmix64 + Box-Muller, deterministic per seed            */
+
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static double uniform01(uint64_t *s)
+{
+    return ((double)(splitmix64(s) >> 11) + 0.5) * (1.0 / 9007199254740992.0);
+}
+
+static double normal01(uint64_t *s)
+{
+    double u1 = uniform01(s), u2 = uniform01(s);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+void hs_model_init(hs_model *m)
+{
+    uint64_t st = m->cfg.seed * 0x2545F4914F6CDD1Dull + 0x1234567ull;
+    const double std = 0.02;
+    const double proj_std = 0.02 / sqrt(2.0 * m->cfg.n_layers);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const hs_tensor_info *t = &m->tensors[i];
+        float *p = m->param_mem + t->offset;
+        const char *dot = strrchr(t->name, '.');
+        const char *leaf = dot ? dot + 1 : t->name;
+        if (t->ndim >= 2) {
+            double sd = (strcmp(leaf, "W_O") == 0 || strcmp(leaf, "W_out") == 0) ? proj_std : std;
+            for (size_t j = 0; j < t->numel; j++) p[j] = (float)(sd * normal01(&st));
+        } else if (strcmp(leaf, "w") == 0) {
+            for (size_t j = 0; j < t->numel; j++) p[j] = 1.0f;
+        } else {
+            memset(p, 0, t->numel * sizeof(float));
+        }
+    }
+    m->adam_t = 0;
+}

@@ -1,0 +1,377 @@
+/*
+ * model/model.h -- headscope's transformer: config, parameters, forward with an
+ * observer, backward, cross-entropy, AdamW, checkpoint I/O (safetensors).
+ *
+ * Owns: the pre-norm decoder-only transformer of DESIGN.md ("Model") with the
+ * microGPT and attention-only variants as config switches. May call: common/,
+ * OpenBLAS (cblas_sgemm), cJSON. Knows nothing of tasks, probes or figures.
+ *
+ * Dims legend (STYLE.md 2):
+ *   B = batch, T = positions (<= n_ctx), D = d_model, H = n_heads,
+ *   dh = d_head, M = d_mlp, V = d_vocab, L = n_layers.
+ * Row vectors, as TransformerLens: a read is x @ W.
+ *
+ * Forward (DESIGN.md, CIRCUITS.md 1):
+ *   x = W_E[tok] + W_pos[pos]                       (W_pos absent when pos = none)
+ *   x = EmbedNorm(x)                                (embed_norm on: microGPT)
+ *   for l: x = x + sum_h Attn_h(LN1(x)) + b_O       (LN1 = identity when ln1 off)
+ *          x = x + MLP(LN2(x))                      (absent when d_mlp = 0)
+ *   logits = LNf(x) @ W_U + b_U                     (LNf = identity when final norm off)
+ * LN(x) = (x - mean)/s * w + b, s = sqrt(var + eps); RMS: x/s * w, s = sqrt(mean x^2 + eps).
+ * Attention (softmax): score[i,j] = q_i.k_j / sqrt(dh), j > i masked with -INFINITY.
+ * Attention (uniform): A[i,j] = 1/(i+1) for j <= i; no W_Q, W_K (the chapter's
+ * "uniform causal average").
+ * GELU is exact: 0.5 x (1 + erf(x / sqrt 2)).
+ *
+ * Memory (llm.c style, STYLE.md 1): parameters live in one float allocation and
+ * hs_params is a struct of named views into it; gradients and the Adam moments
+ * m, v are allocations of the same size and layout, so the optimizer is one
+ * flat loop and a checkpoint is one walk over the tensor table. Activations
+ * for a batch live in one allocation owned by hs_acts.
+ *
+ * Ownership: hs_model_create / hs_model_destroy; hs_acts_create / hs_acts_destroy.
+ * All *_destroy accept NULL.
+ */
+#ifndef HS_MODEL_H
+#define HS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+
+/* ------------------------------------------------------------------------ */
+/* Config                                                                    */
+
+typedef enum { HS_NORM_LAYERNORM = 0, HS_NORM_RMSNORM, HS_NORM_NONE } hs_norm;
+typedef enum { HS_ACT_GELU = 0, HS_ACT_RELU } hs_act;
+typedef enum { HS_POS_LEARNED = 0, HS_POS_NONE } hs_pos;
+typedef enum { HS_ATTN_SOFTMAX = 0, HS_ATTN_UNIFORM } hs_attn;
+
+typedef struct {
+    int n_layers;     /* L >= 1 */
+    int d_model;      /* D */
+    int n_heads;      /* H */
+    int d_head;       /* dh */
+    int d_mlp;        /* M; 0 = attention-only (no MLP, no ln2) */
+    int n_ctx;        /* max positions */
+    int d_vocab;      /* V */
+    hs_norm norm;     /* type of every norm (ln1, ln2, ln_final, ln_embed) */
+    float eps;        /* norm epsilon (1e-5 default, TransformerLens' default) */
+    hs_act act;       /* MLP activation */
+    hs_pos pos;       /* learned absolute positions or none */
+    hs_attn attn;     /* softmax (Q/K) or uniform causal average */
+    int ln1;          /* 1 = norm in front of attention (default), 0 = off on its own */
+    int ln_final;     /* 1 = final norm before W_U (default), 0 = none (microGPT) */
+    int embed_norm;   /* 1 = norm right after the embedding (microGPT), default 0 */
+    int bias;         /* 1 = biases on linear layers and LN b (default), 0 = none */
+    uint64_t seed;    /* initialisation seed */
+} hs_config;
+
+/* The default model: 2 layers, D 64, 4 heads of 16, MLP 256 GELU, LayerNorm
+ * eps 1e-5, learned positions, softmax attention, all norms on but embed norm,
+ * biases on, n_ctx and d_vocab 0 (the task sets them), seed 0. */
+hs_config hs_config_default(void);
+
+/* Checks a config: positive dims, n_ctx <= 4096, norm "none" with embed_norm is
+ * refused, etc. HS_ERR_CONFIG with a message naming the field. */
+hs_status hs_config_validate(const hs_config *cfg, hs_error *err);
+
+/* Names for the enums ("layernorm", "gelu", ...); parse returns -1 if unknown. */
+const char *hs_norm_name(hs_norm n);
+const char *hs_act_name(hs_act a);
+const char *hs_pos_name(hs_pos p);
+const char *hs_attn_name(hs_attn a);
+int hs_norm_parse(const char *s);
+int hs_act_parse(const char *s);
+int hs_pos_parse(const char *s);
+int hs_attn_parse(const char *s);
+
+/* ------------------------------------------------------------------------ */
+/* Parameters: named views into one allocation                               */
+
+typedef struct {
+    float *ln1_w, *ln1_b;      /* (D), (D)        blocks.l.ln1.w/b (NULL if ln1 off / no bias / RMS b) */
+    float *W_Q, *W_K, *W_V;    /* (H, D, dh)      W_Q, W_K NULL for uniform attention */
+    float *b_Q, *b_K, *b_V;    /* (H, dh) */
+    float *W_O;                /* (H, dh, D) */
+    float *b_O;                /* (D) */
+    float *ln2_w, *ln2_b;      /* (D)             NULL when d_mlp = 0 */
+    float *W_in;               /* (D, M) */
+    float *b_in;               /* (M) */
+    float *W_out;              /* (M, D) */
+    float *b_out;              /* (D) */
+} hs_block_params;
+
+#define HS_MAX_LAYERS 16
+
+typedef struct {
+    float *W_E;                /* (V, D)          embed.W_E */
+    float *W_pos;              /* (n_ctx, D)      pos_embed.W_pos; NULL when pos = none */
+    float *ln_embed_w, *ln_embed_b; /* (D)        ln_embed.w/b; only with embed_norm */
+    hs_block_params blocks[HS_MAX_LAYERS];
+    float *ln_final_w, *ln_final_b; /* (D)        ln_final.w/b */
+    float *W_U;                /* (D, V)          unembed.W_U */
+    float *b_U;                /* (V)             unembed.b_U */
+} hs_params;
+
+/* One entry of the tensor table: a TransformerLens name, its shape and where
+ * it lives (offset in floats into the parameter allocation). */
+typedef struct {
+    char name[48];             /* e.g. "blocks.1.attn.W_Q" */
+    int ndim;
+    int64_t shape[3];
+    size_t offset;             /* in floats */
+    size_t numel;
+    int decay;                 /* 1 = weight decay applies (matrices only) */
+} hs_tensor_info;
+
+#define HS_MAX_TENSORS (8 + 18 * HS_MAX_LAYERS)
+
+typedef struct hs_model {
+    hs_config cfg;
+    size_t n_params;                        /* total floats */
+    int n_tensors;
+    hs_tensor_info tensors[HS_MAX_TENSORS]; /* in checkpoint order */
+    float *param_mem;                       /* (n_params) */
+    float *grad_mem;                        /* (n_params), NULL until hs_model_alloc_train */
+    float *m_mem, *v_mem;                   /* AdamW moments, same */
+    hs_params params;                       /* views into param_mem */
+    hs_params grads;                        /* views into grad_mem */
+    long adam_t;                            /* AdamW steps taken */
+} hs_model;
+
+/* Builds a model for cfg: validates it, allocates parameters (zeroed) and the
+ * tensor table. Does not initialise weights (hs_model_init does). *out is NULL
+ * on failure. Free with hs_model_destroy. */
+hs_status hs_model_create(const hs_config *cfg, hs_model **out, hs_error *err);
+void hs_model_destroy(hs_model *m);
+
+/* Deterministic initialisation from cfg.seed (GPT-2 style): matrices N(0, 0.02),
+ * W_O and W_out scaled by 1/sqrt(2L), norm weights 1, biases 0. Same seed and
+ * config => bit-identical parameters. */
+void hs_model_init(hs_model *m);
+
+/* Allocates gradients and Adam moments (zeroed). Needed before backward/step. */
+hs_status hs_model_alloc_train(hs_model *m, hs_error *err);
+
+/* Looks up a tensor by name; NULL if absent. */
+const hs_tensor_info *hs_model_find_tensor(const hs_model *m, const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Observer: the forward pass's named points (DESIGN.md, Model)              */
+
+/*
+ * At each named point (TransformerLens hook names, batched tensors) the forward
+ * pass calls observer->fn(name, shape, ndim, data, ctx) when observer->wants
+ * (may be NULL = all names) returns non-zero for that name. The callback may
+ * read data or change it in place; it returns:
+ *    0  it did not change data,
+ *    1  it changed data (the forward pass then continues from the new values;
+ *       e.g. a changed hook_result is summed into hook_attn_out),
+ *   <0  abort the forward pass (HS_ERR_CALLBACK).
+ * With observer == NULL the pass does no extra work.
+ *
+ * Points and shapes (B batch, T positions; per layer l):
+ *   hook_embed [B,T,D], hook_pos_embed [B,T,D] (only with pos = learned),
+ *   ln_embed.hook_scale [B,T,1], ln_embed.hook_normalized [B,T,D] (embed_norm),
+ *   blocks.l.hook_resid_pre [B,T,D],
+ *   blocks.l.ln1.hook_scale [B,T,1], blocks.l.ln1.hook_normalized [B,T,D] (ln1 on),
+ *   blocks.l.attn.hook_q, hook_k [B,T,H,dh] (softmax only), hook_v [B,T,H,dh],
+ *   blocks.l.attn.hook_attn_scores [B,H,T,T] (softmax only; masked = -inf),
+ *   blocks.l.attn.hook_pattern [B,H,T,T], blocks.l.attn.hook_z [B,T,H,dh],
+ *   blocks.l.attn.hook_result [B,T,H,D] (z W_O per head, without b_O),
+ *   blocks.l.hook_attn_out [B,T,D] (sum of results + b_O),
+ *   blocks.l.hook_resid_mid [B,T,D],
+ *   blocks.l.ln2.hook_scale [B,T,1], blocks.l.ln2.hook_normalized [B,T,D],
+ *   blocks.l.mlp.hook_pre [B,T,M], blocks.l.mlp.hook_post [B,T,M],
+ *   blocks.l.hook_mlp_out [B,T,D]       (the MLP points only with d_mlp > 0),
+ *   blocks.l.hook_resid_post [B,T,D],
+ *   ln_final.hook_scale [B,T,1], ln_final.hook_normalized [B,T,D] (final norm on),
+ *   logits [B,T,V].
+ * Changing a hook_scale changes the normalised output (it is x/scale).
+ * Changing hook_pattern changes z (weights need not sum to 1).
+ */
+typedef int (*hs_observer_fn)(const char *name, const int64_t *shape, int ndim,
+                              float *data, void *ctx);
+typedef int (*hs_observer_wants_fn)(const char *name, void *ctx);
+typedef struct {
+    hs_observer_fn fn;
+    hs_observer_wants_fn wants;   /* NULL = every point */
+    void *ctx;
+} hs_observer;
+
+/* ------------------------------------------------------------------------ */
+/* Activations                                                               */
+
+typedef struct {
+    float *resid_pre;   /* (B,T,D) */
+    float *ln1_out;     /* (B,T,D) LN1 output (== resid_pre copy if ln1 off) */
+    float *ln1_mean, *ln1_rstd; /* (B,T) */
+    float *q, *k, *v;   /* (B,T,H,dh) */
+    float *att;         /* (B,H,T,T) pattern */
+    float *z;           /* (B,T,H,dh) */
+    float *attn_out;    /* (B,T,D) */
+    float *resid_mid;   /* (B,T,D) */
+    float *ln2_out;     /* (B,T,D) */
+    float *ln2_mean, *ln2_rstd; /* (B,T) */
+    float *mlp_pre;     /* (B,T,M) */
+    float *mlp_post;    /* (B,T,M) */
+    float *resid_post;  /* (B,T,D) */
+} hs_block_acts;
+
+typedef struct {
+    int B, T;                     /* capacity the buffers were made for */
+    int b, t;                     /* shape of the last forward */
+    float *mem;                   /* one allocation */
+    size_t n_floats;
+    float *embed;                 /* (B,T,D) token embedding rows */
+    float *pos_embed;             /* (B,T,D) */
+    float *x0;                    /* (B,T,D) embed + pos (before embed norm) */
+    float *lne_mean, *lne_rstd;   /* (B,T) embed norm stats */
+    hs_block_acts blocks[HS_MAX_LAYERS];
+    float *lnf_out;               /* (B,T,D) */
+    float *lnf_mean, *lnf_rstd;   /* (B,T) */
+    float *logits;                /* (B,T,V) */
+    float *probs;                 /* (B,T,V) softmax of logits (after loss) */
+    /* backward scratch */
+    float *d_mem;
+    size_t n_d_floats;
+    /* scratch for observer points */
+    float *scratch;               /* (B,T,H,D) or (B,T,max(D,M)) */
+    float *scores;                /* (B,H,T,T) pre-softmax scores (observer only) */
+} hs_acts;
+
+/* Allocates activations for batches up to B sequences of up to T tokens
+ * (T <= n_ctx). with_grad = 1 also allocates backward scratch. */
+hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad,
+                         hs_acts **out, hs_error *err);
+void hs_acts_destroy(hs_acts *a);
+
+/* ------------------------------------------------------------------------ */
+/* Forward, loss, backward, AdamW                                            */
+
+/*
+ * Runs the model on tokens (b, t) (row-major, ids in [0, V)), filling acts and
+ * acts->logits (b,t,V). observer may be NULL. b <= acts->B, t <= acts->T.
+ * Errors: HS_ERR_INPUT for a token id out of range or t > n_ctx;
+ * HS_ERR_CALLBACK when the observer returns < 0.
+ */
+hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
+                     const hs_observer *observer, hs_error *err);
+
+/*
+ * Mean next-token cross-entropy over the positions whose target is >= 0
+ * (targets (b,t); -1 = ignore). Uses acts->logits of the last forward and
+ * fills acts->probs. Returns the loss in nats; *n_valid gets the count.
+ */
+float hs_cross_entropy(const hs_model *m, hs_acts *acts, const int *targets, int *n_valid);
+
+/*
+ * Backward of the mean cross-entropy through the last forward (which must have
+ * run with observer == NULL). Accumulates (+=) into m->grad_mem; the caller
+ * zeros it (hs_zero_grad). If d_x0 != NULL it also receives dLoss/d(x0)
+ * (b,t,D), the gradient w.r.t. the summed input embedding (gradient checks).
+ */
+void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targets,
+                 float *d_x0);
+
+void hs_zero_grad(hs_model *m);
+
+/* Global L2 norm of the gradient. */
+double hs_grad_norm(const hs_model *m);
+
+typedef struct {
+    float lr;            /* 1e-3 */
+    float beta1, beta2;  /* 0.9, 0.999 */
+    float eps;           /* 1e-8 */
+    float weight_decay;  /* 0.01, applied to matrices only (hs_tensor_info.decay) */
+    float clip;          /* global-norm clip; <= 0 = off. Default 1.0 */
+} hs_adamw;
+
+hs_adamw hs_adamw_default(void);
+
+/*
+ * One AdamW step (Loshchilov & Hutter 2019, decoupled weight decay; PyTorch's
+ * torch.optim.AdamW update): if clip > 0 and ||g|| > clip, g *= clip/||g||;
+ * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; mhat = m/(1-b1^t);
+ * vhat = v/(1-b2^t); p -= lr (mhat/(sqrt(vhat)+eps) + wd p) [wd only if decay].
+ * Returns the gradient norm before clipping. HS_ERR_NUMERIC if it is not
+ * finite (parameters are then left untouched).
+ */
+hs_status hs_adamw_step(hs_model *m, const hs_adamw *opt, double *grad_norm, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Checkpoints: safetensors (DESIGN.md, "Checkpoint: safetensors")            */
+
+/*
+ * Generic safetensors I/O (format: 8-byte little-endian header length N, N
+ * bytes of JSON header {"name": {"dtype","shape","data_offsets":[begin,end]},
+ * "__metadata__": {string: string}}, then the raw little-endian data; offsets
+ * are relative to the data start). headscope writes F32 only, offsets
+ * contiguous from 0 in table order, header padded with spaces to 8 bytes.
+ * Used by the checkpoint and by probe's activation cache.
+ */
+typedef struct {
+    const char *name;
+    int ndim;                 /* 0..4 */
+    int64_t shape[4];
+    const float *data;        /* numel floats (host order; written little-endian) */
+} hs_st_tensor;
+
+/* Writes tensors (+ metadata key/value string pairs, n_meta of them) atomically. */
+hs_status hs_safetensors_write(const char *path, const hs_st_tensor *tensors, int n,
+                               const char *const *meta_keys, const char *const *meta_vals,
+                               int n_meta, hs_error *err);
+
+/* A parsed file: names and shapes point into the struct (owned), data are
+ * F32 copies in host order. Free with hs_st_file_free. */
+typedef struct {
+    int n;
+    char **names;             /* (n) */
+    int *ndim;                /* (n) */
+    int64_t (*shape)[4];      /* (n) */
+    float **data;             /* (n) each numel floats */
+    size_t *numel;            /* (n) */
+    int n_meta;
+    char **meta_keys, **meta_vals;
+} hs_st_file;
+
+/* Reads and validates a safetensors file: header length vs file size (and an
+ * absurd-size cap of 100 MB), JSON well-formed and an object, every entry has
+ * dtype F32 (others: HS_ERR_FORMAT naming the tensor and dtype), a shape, and
+ * data_offsets within the data section, ordered, not overlapping, leaving no
+ * holes, covering the data exactly (no trailing garbage); numel*4 matches the
+ * byte length; values finite. Each failure has its own message. */
+hs_status hs_safetensors_read(const char *path, hs_st_file *out, hs_error *err);
+/* Same, from a memory buffer (fuzzing); name is used in messages. */
+hs_status hs_safetensors_parse(const unsigned char *buf, size_t n, const char *name,
+                               hs_st_file *out, hs_error *err);
+void hs_st_file_free(hs_st_file *f);
+/* Index of a tensor name in f, or -1. Metadata value by key, or NULL. */
+int hs_st_find(const hs_st_file *f, const char *name);
+const char *hs_st_meta(const hs_st_file *f, const char *key);
+
+/* Metadata strings carried beside the weights: JSON texts owned by the caller
+ * (write) or by the struct (read; free with hs_meta_free). Any may be NULL. */
+typedef struct {
+    char *vocab;          /* JSON list of strings */
+    char *task;           /* JSON object */
+    char *train;          /* JSON object */
+} hs_meta;
+
+void hs_meta_free(hs_meta *meta);
+
+/* Writes m's parameters and config (+ meta) as one .safetensors file,
+ * atomically (temp file, fsync, rename). */
+hs_status hs_checkpoint_save(const hs_model *m, const hs_meta *meta, const char *path,
+                             hs_error *err);
+
+/* Loads a checkpoint written by headscope or by another tool with the same
+ * names and config keys. Validates everything DESIGN.md lists; skips
+ * TransformerLens buffers (blocks.l.attn.mask / IGNORE) and reports how many
+ * in *n_skipped (may be NULL). *out NULL on failure. meta may be NULL. */
+hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta,
+                             int *n_skipped, hs_error *err);
+
+#endif /* HS_MODEL_H */
