@@ -1,0 +1,333 @@
+/*
+ * tasks/tasks.h -- headscope's tasks: the word-level vocabulary and sentence
+ * tokenizer, the Winograd task of DESIGN.md ("The Winograd task") and its
+ * category variant, the train/held-out splits, the dataset text dump, training
+ * batches, and scoring (referent accuracy at position 14). Later: the two-step
+ * referent-circuit check (a task owns its data, its scoring and the circuit it
+ * expects).
+ *
+ * May call: common/ (status, errors, atomic writes), model/ (hs_forward for
+ * scoring), later probe/ (hooks for the circuit check), cJSON. Never viz/ or
+ * cli/. The library never prints and never exits: every failure is an
+ * hs_status plus a one-line message in a caller-owned hs_error.
+ *
+ * Dims legend: B = batch, T = positions, V = vocabulary size (d_vocab),
+ * HS_WG_LEN = 18 tokens per Winograd sentence.
+ *
+ * The sentence template (word-level; `,` and `.` are tokens), positions 0..17:
+ *
+ *   the {x} did not cross the {y} because it was too {adj} , so the {ref} waited .
+ *    0   1   2   3    4    5   6     7     8   9  10   11  12 13  14   15    16   17
+ *
+ * The prediction made at position 14 (the `the` after `so`) is scored; its
+ * target is ref at position 15.
+ *
+ * Vocabulary ids of the built-in vocabulary (hs_vocab_create_winograd), stable:
+ *   0..11  the template words in template order of first appearance:
+ *          the did not cross because it was too , so waited .
+ *   12..27 the 16 nouns in DESIGN.md order (hs_wg_nouns):
+ *          animal street dog road cat river horse bridge fox field goat path
+ *          cow lane deer creek
+ *   28..35 the 8 adjectives, crosser then crossed (hs_wg_adjectives):
+ *          tired scared slow weak wet wide busy steep
+ * V = 36. Both task variants use this one vocabulary. A vocabulary loaded from
+ * a checkpoint (hs_vocab_from_json) may order words differently; every task
+ * function looks words up in the vocabulary it is given, never assumes ids.
+ *
+ * Ownership: *_create / *_destroy for heap handles (hs_vocab, hs_winograd);
+ * hs_tokens is a caller-owned struct freed with hs_tokens_free. Every
+ * *_destroy / *_free accepts NULL. Strings returned through char ** are
+ * malloc'd and freed by the caller with free().
+ */
+#ifndef HS_TASKS_H
+#define HS_TASKS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "model/model.h"
+
+/* ------------------------------------------------------------------------ */
+/* Vocabulary                                                                */
+
+/* A word-level vocabulary: words[id] is the word with that id. Read the fields,
+ * do not change them (the lookup functions below are the interface). */
+typedef struct {
+    size_t n;          /* number of words (V) */
+    char **words;      /* (n) NUL-terminated, owned */
+} hs_vocab;
+
+/* Builds the built-in Winograd vocabulary (36 words, ids as in the comment at
+ * the top). *out is NULL on failure (HS_ERR_NOMEM). Free with hs_vocab_destroy. */
+hs_status hs_vocab_create_winograd(hs_vocab **out, hs_error *err);
+
+/* Builds a vocabulary from n words (copied; id = index). Rejects, with
+ * HS_ERR_FORMAT and a message naming the word and its index: n == 0, a NULL or
+ * empty word, a duplicated word (both indices), a word that is not valid UTF-8,
+ * has whitespace or control characters, upper-case ASCII letters (the
+ * tokenizer folds case, so such a word could never be typed), or contains `,`
+ * or `.` without being exactly "," or ".". *out is NULL on failure. */
+hs_status hs_vocab_create(const char *const *words, size_t n, hs_vocab **out, hs_error *err);
+
+/* Frees v and its words. NULL is allowed. */
+void hs_vocab_destroy(hs_vocab *v);
+
+/* Id of word (exact, case-sensitive match), or -1 if it is not in v. */
+int hs_vocab_id(const hs_vocab *v, const char *word);
+
+/* The word with id, or NULL if id is out of range [0, n). Owned by v. */
+const char *hs_vocab_word(const hs_vocab *v, int id);
+
+/* Exports v as a compact JSON list of strings in id order, e.g.
+ * ["the","did",...], the checkpoint's `vocab` metadata. *json is malloc'd
+ * (caller frees with free()); NULL on failure (HS_ERR_NOMEM). */
+hs_status hs_vocab_to_json(const hs_vocab *v, char **json, hs_error *err);
+
+/* Parses a JSON list of strings (a checkpoint's `vocab` metadata) into a new
+ * vocabulary. HS_ERR_FORMAT with a clear message when json is NULL or empty
+ * ("vocab metadata is missing"), is not valid JSON, is not a list, is an empty
+ * list, holds a non-string element (names its index), or any check of
+ * hs_vocab_create fails (duplicated word, ...). *out is NULL on failure. */
+hs_status hs_vocab_from_json(const char *json, hs_vocab **out, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Sentence tokenizer (user input)                                           */
+
+/* Tokens of one sentence. Caller-owned; free with hs_tokens_free. */
+typedef struct {
+    size_t n;          /* number of tokens */
+    int *ids;          /* (n) vocabulary ids, each in [0, V) */
+    char **strs;       /* (n) the token strings after case folding (== the vocab words) */
+    int folded;        /* 1 if folding to lower case changed any character */
+} hs_tokens;
+
+/*
+ * Splits sentence into word tokens and looks each up in v:
+ *  - tokens are separated by whitespace (space, \t, \n, \r, \v, \f);
+ *  - `,` and `.` are always tokens of their own, split off the words they
+ *    touch ("tired, so" -> tired , so; "waited." -> waited .);
+ *  - ASCII letters are folded to lower case; out->folded says whether that
+ *    changed anything (so the CLI can say so). Non-ASCII letters are kept as
+ *    they are (they are in no built-in word).
+ * n_ctx is the model's context length; 0 means no limit.
+ * On success fills *out (previous contents are overwritten, not freed).
+ * Errors (HS_ERR_INPUT, one line; out is left empty, nothing to free):
+ *   "sentence is empty"                          (NULL or "")
+ *   "sentence has only spaces"                   (whitespace only)
+ *   "sentence is not valid UTF-8 at byte P"      (0-based byte offset)
+ *   "sentence has a control character (0xHH) at byte P" (C0 controls other than
+ *                                                 the whitespace above, DEL,
+ *                                                 and U+0080..U+009F)
+ *   "sentence has N tokens, more than the model's context of C (n_ctx)"
+ *   "unknown word 'W' at position P; the vocabulary is: w0 w1 ..."
+ *                                                (P = 0-based token position,
+ *                                                 the first unknown word)
+ * HS_ERR_NOMEM on allocation failure.
+ */
+hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_tokens *out,
+                      hs_error *err);
+
+/* Frees t's arrays and zeroes it. NULL or an already-freed/zeroed t is allowed. */
+void hs_tokens_free(hs_tokens *t);
+
+/* ------------------------------------------------------------------------ */
+/* Winograd task (DESIGN.md, "The Winograd task")                            */
+
+#define HS_WG_LEN 18          /* tokens per sentence, positions 0..17 */
+#define HS_WG_POS_X 1         /* first noun (the crosser slot) */
+#define HS_WG_POS_Y 6         /* second noun (the crossed slot) */
+#define HS_WG_POS_ADJ 11      /* adjective (DESIGN.md's numbering: `,` is 12) */
+#define HS_WG_POS_QUERY 14    /* `the` after `so`: the scored prediction is made here */
+#define HS_WG_POS_REF 15      /* the referent: the target of the prediction at 14 */
+#define HS_WG_N_NOUNS 16
+#define HS_WG_N_ADJS 8
+#define HS_WG_N_CROSSER 4     /* adjectives 0..3 are crosser, 4..7 crossed */
+#define HS_WG_MAX_HELDOUT_PAIRS 24
+
+/* The 16 nouns in DESIGN.md order; in the category variant nouns 0,2,4,..,14
+ * (animal dog cat horse fox goat cow deer) are the animals and 1,3,..,15
+ * (street road river bridge field path lane creek) the places. */
+extern const char *const hs_wg_nouns[HS_WG_N_NOUNS];
+/* tired scared slow weak (crosser: `it` = x) wet wide busy steep (crossed: `it` = y). */
+extern const char *const hs_wg_adjectives[HS_WG_N_ADJS];
+/* The chapter's example pair: x = "animal", y = "street". */
+#define HS_WG_CHAPTER_X "animal"
+#define HS_WG_CHAPTER_Y "street"
+
+typedef enum {
+    HS_TASK_WINOGRAD = 0,          /* any noun in either slot, x != y */
+    HS_TASK_WINOGRAD_CATEGORY = 1  /* x an animal, y a place (the cautionary case) */
+} hs_task_kind;
+
+/* "winograd" / "winograd-category"; parse returns -1 for an unknown name. */
+const char *hs_task_name(hs_task_kind k);
+int hs_task_parse(const char *name);
+
+typedef enum { HS_ROLE_CROSSER = 0, HS_ROLE_CROSSED = 1 } hs_wg_role;
+
+/* "crosser" / "crossed". */
+const char *hs_wg_role_name(hs_wg_role r);
+
+typedef enum { HS_SPLIT_TRAIN = 0, HS_SPLIT_HELDOUT = 1 } hs_wg_split;
+
+/* "train" / "heldout"; parse returns -1 for an unknown name (also takes "held-out"). */
+const char *hs_wg_split_name(hs_wg_split s);
+int hs_wg_split_parse(const char *name);
+
+/* One sentence of the task. */
+typedef struct {
+    int tokens[HS_WG_LEN];  /* (18) vocabulary ids */
+    int x, y;               /* noun indices into hs_wg_nouns (x at position 1, y at 6) */
+    int adj;                /* adjective index into hs_wg_adjectives (position 12) */
+    hs_wg_role role;        /* crosser if adj < 4, else crossed */
+    int ref;                /* noun index of the referent: x (crosser) or y (crossed) */
+    int ref_id;             /* vocab id of ref (== tokens[15]): the target at 14 */
+    int other_id;           /* vocab id of the other noun of the pair */
+    int held_out;           /* 1 if in the held-out split */
+} hs_wg_example;
+
+/* A generated task: its examples split into train and held-out. Read-only. */
+typedef struct {
+    hs_task_kind kind;
+    uint64_t split_seed;
+    hs_vocab *vocab;                 /* owned copy of the vocabulary used for ids */
+    size_t n_train, n_heldout;
+    hs_wg_example *train;            /* (n_train) */
+    hs_wg_example *heldout;          /* (n_heldout) */
+    size_t n_heldout_pairs;          /* 24 (winograd) or 16 (category) */
+    int heldout_pairs[HS_WG_MAX_HELDOUT_PAIRS][2]; /* ordered (x, y) noun indices, sorted */
+} hs_winograd;
+
+/*
+ * Generates the task for split_seed, deterministically (own splitmix64 PRNG):
+ *  - winograd: all 240 ordered pairs x != y times 8 adjectives = 1920
+ *    sentences. Of the 120 unordered pairs, 24 are chosen by the seed
+ *    (Fisher-Yates shuffle of the pairs in index order i < j, first 24 kept)
+ *    and one orientation of each (one PRNG bit) is held out with all 8
+ *    adjectives: 192 held-out, 1728 train. The reversed order of every
+ *    held-out pair stays in training.
+ *  - winograd-category: x one of the 8 animals, y one of the 8 places: 64
+ *    ordered pairs x 8 adjectives = 512; 16 pairs chosen by the seed are held
+ *    out: 128 held-out, 384 train.
+ * Examples are listed with x in noun order, then y in noun order, then the
+ * adjective in hs_wg_adjectives order.
+ * vocab: the vocabulary whose ids the tokens use (copied); NULL = the
+ * built-in one. HS_ERR_FORMAT if it lacks a word the task needs (names the
+ * word). *out is NULL on failure. Free with hs_winograd_destroy.
+ */
+hs_status hs_winograd_create(hs_task_kind kind, uint64_t split_seed, const hs_vocab *vocab,
+                             hs_winograd **out, hs_error *err);
+
+/* Frees t. NULL is allowed. */
+void hs_winograd_destroy(hs_winograd *t);
+
+/* The examples of one split and their count (pointer owned by t). */
+const hs_wg_example *hs_winograd_examples(const hs_winograd *t, hs_wg_split split, size_t *n);
+
+/* Whether the ordered pair (x, y) (noun words) is held out for t's seed:
+ * 1 held out, 0 not (in training, or not a pair of this task), -1 if a word is
+ * not one of the 16 nouns. hs_winograd_is_held_out(t, HS_WG_CHAPTER_X,
+ * HS_WG_CHAPTER_Y) answers whether the chapter's pair (animal, street) is held
+ * out; reports should say it. */
+int hs_winograd_is_held_out(const hs_winograd *t, const char *x, const char *y);
+
+/* Writes the sentence of ex as text (words joined by single spaces) into buf of
+ * cap bytes, NUL-terminated. Returns the length it needs (without the NUL), as
+ * snprintf; the text is complete when that is < cap. */
+size_t hs_winograd_sentence(const hs_winograd *t, const hs_wg_example *ex, char *buf, size_t cap);
+
+/*
+ * Writes the dataset as text to path, atomically (hs_atomic_open/commit: a
+ * failure leaves any old file at path byte-identical). Format: comment lines
+ * starting with '#' (task, split seed, counts, the held-out pairs, whether the
+ * chapter's pair is held out, the column names), then one line per sentence,
+ * training sentences first, tab-separated:
+ *   split<TAB>role<TAB>ref<TAB>sentence
+ * e.g. "train\tcrosser\tanimal\tthe animal did not cross the street because it
+ * was too tired , so the animal waited .". Errors: HS_ERR_IO naming the path.
+ */
+hs_status hs_winograd_write_text(const hs_winograd *t, const char *path, hs_error *err);
+
+/*
+ * The checkpoint's `task` metadata: a compact JSON object {"name", "split_seed"
+ * (a number; a decimal string when above 2^53), "nouns", "adjectives",
+ * "heldout_pairs" [[x, y] words], "n_train", "n_heldout"}. *json is malloc'd
+ * (caller frees with free()).
+ */
+hs_status hs_winograd_task_json(const hs_winograd *t, char **json, hs_error *err);
+
+/*
+ * Rebuilds the task described by `task` metadata JSON (name and split_seed
+ * are read; nouns and adjectives, when present, must equal headscope's lists)
+ * with ids from vocab (NULL = built-in). HS_ERR_FORMAT naming the problem
+ * (missing/unknown name, bad split_seed, different nouns). *out NULL on failure.
+ */
+hs_status hs_winograd_from_task_json(const char *json, const hs_vocab *vocab,
+                                     hs_winograd **out, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Training batches                                                          */
+
+/* A small seeded PRNG (splitmix64), caller-owned state; no global state. */
+typedef struct {
+    uint64_t state;
+} hs_task_rng;
+
+/* Seeds r; the same seed gives the same stream. */
+void hs_task_rng_seed(hs_task_rng *r, uint64_t seed);
+/* Next 64 random bits. */
+uint64_t hs_task_rng_next(hs_task_rng *r);
+/* Uniform integer in [0, n) without modulo bias; n must be > 0. */
+uint64_t hs_task_rng_below(hs_task_rng *r, uint64_t n);
+
+/*
+ * Fills a training batch: B examples drawn uniformly, with replacement, from
+ * t's training split with r. tokens (B, 18) gets the ids; targets (B, 18) the
+ * next-token targets, targets[b][p] = tokens[b][p+1] for p < 17 and
+ * targets[b][17] = -1 (ignored by hs_cross_entropy). Both caller-allocated.
+ * HS_ASSERTs B > 0 and a non-empty training split (programmer errors).
+ */
+void hs_winograd_batch(const hs_winograd *t, hs_task_rng *r, size_t B, int *tokens,
+                       int *targets);
+
+/* ------------------------------------------------------------------------ */
+/* Scoring                                                                   */
+
+/* Counts from scoring a set of examples at position 14. Index r of the role
+ * arrays is an hs_wg_role, index a of the adjective arrays an index into
+ * hs_wg_adjectives. */
+typedef struct {
+    size_t n;                        /* examples scored */
+    size_t correct;                  /* argmax over all V == ref */
+    size_t other;                    /* argmax == the other noun of the pair */
+    size_t n_role[2], correct_role[2], other_role[2];
+    size_t n_adj[HS_WG_N_ADJS], correct_adj[HS_WG_N_ADJS], other_adj[HS_WG_N_ADJS];
+} hs_wg_score;
+
+/*
+ * Runs m on examples (n of them, batched through hs_forward in batches of up
+ * to 128, observer passed through and may be NULL) and scores the prediction
+ * at position 14: referent accuracy = argmax over the whole vocabulary (logits
+ * (b, 18, V), ties to the lowest id) equals ref_id; `other` counts argmax ==
+ * other_id; per role and per adjective. pred (n), if not NULL, receives each
+ * example's argmax id. *out is zeroed first.
+ * Errors: HS_ERR_CONFIG if m's d_vocab differs from the vocabulary size of t or
+ * n_ctx < 18 (both numbers named); HS_ERR_NUMERIC if a logit at position 14 is
+ * NaN; whatever hs_acts_create / hs_forward return.
+ */
+hs_status hs_winograd_score_examples(const hs_model *m, const hs_winograd *t,
+                                     const hs_wg_example *examples, size_t n,
+                                     const hs_observer *observer, int *pred, hs_wg_score *out,
+                                     hs_error *err);
+
+/* Scores one split of t (hs_winograd_score_examples on it). */
+hs_status hs_winograd_score(const hs_model *m, const hs_winograd *t, hs_wg_split split,
+                            const hs_observer *observer, hs_wg_score *out, hs_error *err);
+
+/* correct / n as a fraction in [0, 1] (0 when n == 0). */
+double hs_wg_score_accuracy(const hs_wg_score *s);
+/* other / n (0 when n == 0). */
+double hs_wg_score_other_rate(const hs_wg_score *s);
+
+#endif /* HS_TASKS_H */

@@ -1,0 +1,783 @@
+/*
+ * tests/test_tasks.c -- tasks/: vocabulary, sentence tokenizer, Winograd
+ * generator and splits, dataset dump, task JSON, training batches.
+ * Scoring (needs the model's forward) is in test_tasks_score.c.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tasks/tasks.h"
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+
+static hs_winograd *make_task(hs_task_kind kind, uint64_t seed)
+{
+    hs_winograd *t = NULL;
+    hs_error err = {0};
+    hs_status st = hs_winograd_create(kind, seed, NULL, &t, &err);
+    if (st != HS_OK) fail_msg("hs_winograd_create: %s", err.msg);
+    assert_non_null(t);
+    return t;
+}
+
+static hs_vocab *make_vocab(void)
+{
+    hs_vocab *v = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_vocab_create_winograd(&v, &err), HS_OK);
+    assert_non_null(v);
+    return v;
+}
+
+#define assert_msg_contains(err, sub)                                                      \
+    do {                                                                                   \
+        if (strstr((err).msg, (sub)) == NULL)                                              \
+            fail_msg("message \"%s\" does not contain \"%s\"", (err).msg, (sub));          \
+    } while (0)
+
+/* pair id x*16+y -> count of examples */
+static void count_pairs(const hs_wg_example *ex, size_t n, int counts[256])
+{
+    memset(counts, 0, 256 * sizeof counts[0]);
+    for (size_t i = 0; i < n; i++) counts[ex[i].x * 16 + ex[i].y]++;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Vocabulary                                                                */
+
+static void vocab_ids_follow_documented_order(void **state)
+{
+    (void)state;
+    hs_vocab *v = make_vocab();
+    assert_int_equal(v->n, 36);
+    const char *tmpl[] = {"the", "did", "not", "cross", "because", "it",
+                          "was", "too", ",",   "so",    "waited",  "."};
+    for (int i = 0; i < 12; i++) assert_int_equal(hs_vocab_id(v, tmpl[i]), i);
+    for (int i = 0; i < HS_WG_N_NOUNS; i++) assert_int_equal(hs_vocab_id(v, hs_wg_nouns[i]), 12 + i);
+    for (int i = 0; i < HS_WG_N_ADJS; i++)
+        assert_int_equal(hs_vocab_id(v, hs_wg_adjectives[i]), 28 + i);
+    assert_int_equal(hs_vocab_id(v, "animal"), 12);
+    assert_int_equal(hs_vocab_id(v, "creek"), 27);
+    assert_int_equal(hs_vocab_id(v, "tired"), 28);
+    assert_int_equal(hs_vocab_id(v, "steep"), 35);
+    assert_int_equal(hs_vocab_id(v, "dragon"), -1);
+    assert_int_equal(hs_vocab_id(v, "The"), -1);
+    assert_string_equal(hs_vocab_word(v, 0), "the");
+    assert_string_equal(hs_vocab_word(v, 35), "steep");
+    assert_null(hs_vocab_word(v, 36));
+    assert_null(hs_vocab_word(v, -1));
+    hs_vocab_destroy(v);
+    hs_vocab_destroy(NULL);
+}
+
+static void vocab_json_round_trips(void **state)
+{
+    (void)state;
+    hs_vocab *v = make_vocab(), *w = NULL;
+    hs_error err = {0};
+    char *json = NULL;
+    assert_int_equal(hs_vocab_to_json(v, &json, &err), HS_OK);
+    assert_non_null(json);
+    assert_true(strncmp(json, "[\"the\",\"did\",\"not\",\"cross\"", 26) == 0);
+    assert_non_null(strstr(json, "\"waited\",\".\",\"animal\",\"street\""));
+    assert_int_equal(hs_vocab_from_json(json, &w, &err), HS_OK);
+    assert_int_equal(w->n, v->n);
+    for (size_t i = 0; i < v->n; i++) assert_string_equal(w->words[i], v->words[i]);
+    free(json);
+    hs_vocab_destroy(v);
+    hs_vocab_destroy(w);
+}
+
+static void expect_vocab_json_error(const char *json, const char *sub)
+{
+    hs_vocab *v = (hs_vocab *)1;
+    hs_error err = {0};
+    hs_status st = hs_vocab_from_json(json, &v, &err);
+    if (st != HS_ERR_FORMAT) fail_msg("vocab %s: status %d, want HS_ERR_FORMAT", json ? json : "(null)", st);
+    assert_null(v);
+    assert_msg_contains(err, sub);
+    assert_null(strchr(err.msg, '\n'));
+}
+
+static void vocab_json_rejects_bad_lists(void **state)
+{
+    (void)state;
+    expect_vocab_json_error(NULL, "vocab metadata is missing");
+    expect_vocab_json_error("", "vocab metadata is missing");
+    expect_vocab_json_error("[\"the\",", "not valid JSON");
+    expect_vocab_json_error("[\"the\"] x", "not valid JSON");
+    expect_vocab_json_error("{\"the\":0}", "not a JSON list of strings");
+    expect_vocab_json_error("[]", "empty list");
+    expect_vocab_json_error("[\"the\",3]", "element 1 is not a string");
+    expect_vocab_json_error("[\"the\",null]", "element 1 is not a string");
+    expect_vocab_json_error("[\"the\",\"dog\",\"the\"]", "vocab word 'the' is duplicated (ids 0 and 2)");
+    expect_vocab_json_error("[\"the\",\"\"]", "vocab word 1 is an empty string");
+    expect_vocab_json_error("[\"the\",\"a b\"]", "vocab word 1 'a b' contains whitespace");
+    expect_vocab_json_error("[\"The\"]", "upper-case");
+    expect_vocab_json_error("[\"dog.\"]", "contains ',' or '.'");
+    expect_vocab_json_error("[\"a\\u0007\"]", "control character");
+}
+
+static void vocab_create_rejects_missing_word(void **state)
+{
+    (void)state;
+    const char *words[] = {"the", NULL, "dog"};
+    hs_vocab *v = (hs_vocab *)1;
+    hs_error err = {0};
+    assert_int_equal(hs_vocab_create(words, 3, &v, &err), HS_ERR_FORMAT);
+    assert_null(v);
+    assert_msg_contains(err, "vocab word 1 is missing");
+    assert_int_equal(hs_vocab_create(words, 0, &v, &err), HS_ERR_FORMAT);
+    assert_msg_contains(err, "vocab is empty");
+}
+
+/* ------------------------------------------------------------------------ */
+/* Tokenizer                                                                 */
+
+static hs_status tok(const hs_vocab *v, const char *s, size_t n_ctx, hs_tokens *t, hs_error *err)
+{
+    memset(err, 0, sizeof *err);
+    return hs_tokenize(v, s, n_ctx, t, err);
+}
+
+static void expect_tok_error(const hs_vocab *v, const char *s, size_t n_ctx, const char *sub)
+{
+    hs_tokens t;
+    hs_error err;
+    hs_status st = tok(v, s, n_ctx, &t, &err);
+    if (st != HS_ERR_INPUT) fail_msg("tokenize \"%s\": status %d, want HS_ERR_INPUT", s ? s : "(null)", st);
+    assert_msg_contains(err, sub);
+    assert_null(strchr(err.msg, '\n'));
+    assert_int_equal(t.n, 0);
+    assert_null(t.ids);
+    assert_null(t.strs);
+    hs_tokens_free(&t);
+}
+
+static void tokenizer_reads_the_chapter_prefix(void **state)
+{
+    (void)state;
+    hs_vocab *v = make_vocab();
+    hs_winograd *task = make_task(HS_TASK_WINOGRAD, 0);
+    hs_tokens t;
+    hs_error err;
+    const char *s = "the animal did not cross the street because it was too tired, so the";
+    assert_int_equal(tok(v, s, 18, &t, &err), HS_OK);
+    assert_int_equal(t.n, 15);
+    assert_int_equal(t.folded, 0);
+    /* same ids as the generator's sentence (animal, street, tired) */
+    const hs_wg_example *ex = NULL;
+    for (int split = 0; split < 2 && !ex; split++) {
+        size_t n;
+        const hs_wg_example *e = hs_winograd_examples(task, (hs_wg_split)split, &n);
+        for (size_t i = 0; i < n; i++)
+            if (e[i].x == 0 && e[i].y == 1 && e[i].adj == 0) ex = &e[i];
+    }
+    assert_non_null(ex);
+    for (size_t i = 0; i < 15; i++) assert_int_equal(t.ids[i], ex->tokens[i]);
+    assert_string_equal(t.strs[11], "tired");
+    assert_string_equal(t.strs[12], ",");
+    assert_string_equal(t.strs[13], "so");
+    assert_string_equal(t.strs[14], "the");
+    hs_tokens_free(&t);
+    hs_tokens_free(&t); /* freeing twice is safe: it zeroes */
+    hs_tokens_free(NULL);
+    hs_winograd_destroy(task);
+    hs_vocab_destroy(v);
+}
+
+static void tokenizer_splits_punctuation(void **state)
+{
+    (void)state;
+    hs_vocab *v = make_vocab();
+    hs_tokens t;
+    hs_error err;
+    assert_int_equal(tok(v, "tired, so", 0, &t, &err), HS_OK);
+    assert_int_equal(t.n, 3);
+    assert_string_equal(t.strs[0], "tired");
+    assert_string_equal(t.strs[1], ",");
+    assert_string_equal(t.strs[2], "so");
+    assert_int_equal(t.ids[0], 28);
+    assert_int_equal(t.ids[1], 8);
+    assert_int_equal(t.ids[2], 9);
+    hs_tokens_free(&t);
+
+    assert_int_equal(tok(v, "waited.", 0, &t, &err), HS_OK);
+    assert_int_equal(t.n, 2);
+    assert_string_equal(t.strs[0], "waited");
+    assert_string_equal(t.strs[1], ".");
+    hs_tokens_free(&t);
+
+    assert_int_equal(tok(v, " ,so.the\t\nwaited ,, ", 0, &t, &err), HS_OK);
+    const char *want[] = {",", "so", ".", "the", "waited", ",", ","};
+    assert_int_equal(t.n, 7);
+    for (size_t i = 0; i < 7; i++) assert_string_equal(t.strs[i], want[i]);
+    hs_tokens_free(&t);
+    hs_vocab_destroy(v);
+}
+
+static void tokenizer_folds_case_and_says_so(void **state)
+{
+    (void)state;
+    hs_vocab *v = make_vocab();
+    hs_tokens t;
+    hs_error err;
+    assert_int_equal(tok(v, "The ANIMAL Waited.", 0, &t, &err), HS_OK);
+    assert_int_equal(t.folded, 1);
+    assert_int_equal(t.n, 4);
+    assert_string_equal(t.strs[0], "the");
+    assert_string_equal(t.strs[1], "animal");
+    assert_string_equal(t.strs[2], "waited");
+    assert_int_equal(t.ids[1], 12);
+    hs_tokens_free(&t);
+    assert_int_equal(tok(v, "the animal waited.", 0, &t, &err), HS_OK);
+    assert_int_equal(t.folded, 0);
+    hs_tokens_free(&t);
+    hs_vocab_destroy(v);
+}
+
+static void tokenizer_rejects_bad_sentences(void **state)
+{
+    (void)state;
+    hs_vocab *v = make_vocab();
+    expect_tok_error(v, NULL, 18, "sentence is empty");
+    expect_tok_error(v, "", 18, "sentence is empty");
+    expect_tok_error(v, "   \t  \n", 18, "sentence has only spaces");
+    expect_tok_error(v, "the dragon did", 18, "unknown word 'dragon' at position 1");
+    expect_tok_error(v, "the dragon did", 18,
+                     "the vocabulary is: the did not cross because it was too , so waited . "
+                     "animal street");
+    expect_tok_error(v, "the dragon did", 18, "busy steep");
+    /* positions count the split-off punctuation */
+    expect_tok_error(v, "tired,dragon", 18, "unknown word 'dragon' at position 2");
+    expect_tok_error(v, "The Dragon", 18, "unknown word 'dragon' at position 1");
+    expect_tok_error(v, "the caf\xc3\xa9", 18, "unknown word 'caf\xc3\xa9' at position 1");
+    /* 19 tokens for an 18-token context */
+    expect_tok_error(v, "the the the the the the the the the the the the the the the the the the the",
+                     18, "sentence has 19 tokens, more than the model's context of 18 (n_ctx)");
+    expect_tok_error(v, "the dog , so .", 4, "sentence has 5 tokens, more than the model's context of 4");
+    expect_tok_error(v, "the \xff dog", 18, "sentence is not valid UTF-8 at byte 4");
+    expect_tok_error(v, "\xc0\xaf", 18, "sentence is not valid UTF-8 at byte 0");        /* overlong */
+    expect_tok_error(v, "dog \xe2\x82", 18, "sentence is not valid UTF-8 at byte 4");    /* truncated */
+    expect_tok_error(v, "dog \xed\xa0\x80", 18, "sentence is not valid UTF-8 at byte 4"); /* surrogate */
+    expect_tok_error(v, "the\x07" "dog", 18, "sentence has a control character (0x07) at byte 3");
+    expect_tok_error(v, "the dog\x7f", 18, "sentence has a control character (0x7F) at byte 7");
+    expect_tok_error(v, "\x1b[31mthe", 18, "sentence has a control character (0x1B) at byte 0");
+    expect_tok_error(v, "the \xc2\x85", 18, "sentence has a control character (0x85) at byte 4");
+    hs_vocab_destroy(v);
+}
+
+static void tokenizer_accepts_exactly_n_ctx_tokens(void **state)
+{
+    (void)state;
+    hs_vocab *v = make_vocab();
+    hs_tokens t;
+    hs_error err;
+    const char *s = "the animal did not cross the street because it was too wet , so the street waited .";
+    assert_int_equal(tok(v, s, 18, &t, &err), HS_OK);
+    assert_int_equal(t.n, 18);
+    hs_tokens_free(&t);
+    hs_vocab_destroy(v);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Splits                                                                    */
+
+static void winograd_split_sizes_are_192_and_1728(void **state)
+{
+    (void)state;
+    hs_winograd *t = make_task(HS_TASK_WINOGRAD, 0);
+    assert_int_equal(t->n_heldout, 192);
+    assert_int_equal(t->n_train, 1728);
+    assert_int_equal(t->n_heldout_pairs, 24);
+    /* 24 distinct unordered pairs */
+    int seen[256] = {0};
+    for (size_t k = 0; k < t->n_heldout_pairs; k++) {
+        int a = t->heldout_pairs[k][0], b = t->heldout_pairs[k][1];
+        assert_int_not_equal(a, b);
+        int lo = a < b ? a : b, hi = a < b ? b : a;
+        assert_int_equal(seen[lo * 16 + hi], 0);
+        seen[lo * 16 + hi] = 1;
+    }
+    hs_winograd_destroy(t);
+}
+
+static void winograd_split_covers_every_sentence_once(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 0; seed < 5; seed++) {
+        hs_winograd *t = make_task(HS_TASK_WINOGRAD, seed);
+        int seen[16][16][8];
+        memset(seen, 0, sizeof seen);
+        for (int s = 0; s < 2; s++) {
+            size_t n;
+            const hs_wg_example *e = hs_winograd_examples(t, (hs_wg_split)s, &n);
+            for (size_t i = 0; i < n; i++) {
+                assert_int_equal(e[i].held_out, s);
+                seen[e[i].x][e[i].y][e[i].adj]++;
+            }
+        }
+        for (int x = 0; x < 16; x++)
+            for (int y = 0; y < 16; y++)
+                for (int a = 0; a < 8; a++) assert_int_equal(seen[x][y][a], x != y ? 1 : 0);
+        hs_winograd_destroy(t);
+    }
+}
+
+static void winograd_no_heldout_pair_in_training_and_reverse_is(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 0; seed < 20; seed++) {
+        hs_winograd *t = make_task(HS_TASK_WINOGRAD, seed);
+        int tr[256], ho[256];
+        count_pairs(t->train, t->n_train, tr);
+        count_pairs(t->heldout, t->n_heldout, ho);
+        int n_ho_pairs = 0;
+        for (int x = 0; x < 16; x++)
+            for (int y = 0; y < 16; y++) {
+                if (ho[x * 16 + y] == 0) continue;
+                n_ho_pairs++;
+                assert_int_equal(ho[x * 16 + y], 8);  /* all 8 adjectives */
+                assert_int_equal(tr[x * 16 + y], 0);  /* never in training */
+                assert_int_equal(tr[y * 16 + x], 8);  /* reverse in training, all adjectives */
+                assert_int_equal(ho[y * 16 + x], 0);
+                assert_int_equal(hs_winograd_is_held_out(t, hs_wg_nouns[x], hs_wg_nouns[y]), 1);
+            }
+        assert_int_equal(n_ho_pairs, 24);
+        /* is_held_out agrees with the lists for every ordered pair */
+        for (int x = 0; x < 16; x++)
+            for (int y = 0; y < 16; y++)
+                assert_int_equal(hs_winograd_is_held_out(t, hs_wg_nouns[x], hs_wg_nouns[y]),
+                                 ho[x * 16 + y] > 0);
+        assert_int_equal(hs_winograd_is_held_out(t, "dragon", "street"), -1);
+        hs_winograd_destroy(t);
+    }
+}
+
+static void winograd_split_is_deterministic_per_seed(void **state)
+{
+    (void)state;
+    const uint64_t seeds[] = {0, 1, 42, 0xFFFFFFFFFFFFFFFFull};
+    for (size_t k = 0; k < 4; k++) {
+        hs_winograd *a = make_task(HS_TASK_WINOGRAD, seeds[k]);
+        hs_winograd *b = make_task(HS_TASK_WINOGRAD, seeds[k]);
+        assert_int_equal(a->n_train, b->n_train);
+        assert_memory_equal(a->train, b->train, a->n_train * sizeof a->train[0]);
+        assert_memory_equal(a->heldout, b->heldout, a->n_heldout * sizeof a->heldout[0]);
+        assert_memory_equal(a->heldout_pairs, b->heldout_pairs, sizeof a->heldout_pairs);
+        hs_winograd_destroy(a);
+        hs_winograd_destroy(b);
+    }
+}
+
+static void winograd_different_seeds_give_different_splits(void **state)
+{
+    (void)state;
+    hs_winograd *ts[8];
+    for (int s = 0; s < 8; s++) ts[s] = make_task(HS_TASK_WINOGRAD, (uint64_t)s);
+    for (int i = 0; i < 8; i++)
+        for (int j = i + 1; j < 8; j++)
+            assert_memory_not_equal(ts[i]->heldout_pairs, ts[j]->heldout_pairs,
+                                    sizeof ts[i]->heldout_pairs);
+    /* both orientations occur across the held-out pairs (the bit is used) */
+    int lo_first = 0, hi_first = 0;
+    for (size_t k = 0; k < ts[0]->n_heldout_pairs; k++) {
+        if (ts[0]->heldout_pairs[k][0] < ts[0]->heldout_pairs[k][1]) lo_first++;
+        else hi_first++;
+    }
+    assert_true(lo_first > 0 && hi_first > 0);
+    for (int s = 0; s < 8; s++) hs_winograd_destroy(ts[s]);
+}
+
+static void category_split_sizes_and_slots(void **state)
+{
+    (void)state;
+    for (uint64_t seed = 0; seed < 10; seed++) {
+        hs_winograd *t = make_task(HS_TASK_WINOGRAD_CATEGORY, seed);
+        assert_int_equal(t->n_heldout, 128);
+        assert_int_equal(t->n_train, 384);
+        assert_int_equal(t->n_heldout_pairs, 16);
+        int tr[256], ho[256];
+        count_pairs(t->train, t->n_train, tr);
+        count_pairs(t->heldout, t->n_heldout, ho);
+        int n_pairs = 0;
+        for (int x = 0; x < 16; x++)
+            for (int y = 0; y < 16; y++) {
+                int animal_place = (x % 2 == 0) && (y % 2 == 1);
+                if (!animal_place) {
+                    assert_int_equal(tr[x * 16 + y] + ho[x * 16 + y], 0);
+                    continue;
+                }
+                n_pairs++;
+                /* each (animal, place) pair in exactly one split with all 8 adjectives */
+                assert_true((tr[x * 16 + y] == 8 && ho[x * 16 + y] == 0) ||
+                            (tr[x * 16 + y] == 0 && ho[x * 16 + y] == 8));
+            }
+        assert_int_equal(n_pairs, 64);
+        /* the animals and places are DESIGN.md's */
+        const char *animals[] = {"animal", "dog", "cat", "horse", "fox", "goat", "cow", "deer"};
+        const char *places[] = {"street", "road", "river", "bridge", "field", "path", "lane", "creek"};
+        for (size_t i = 0; i < t->n_train; i++) {
+            int ok_x = 0, ok_y = 0;
+            for (int k = 0; k < 8; k++) {
+                ok_x |= strcmp(hs_wg_nouns[t->train[i].x], animals[k]) == 0;
+                ok_y |= strcmp(hs_wg_nouns[t->train[i].y], places[k]) == 0;
+            }
+            assert_true(ok_x && ok_y);
+        }
+        hs_winograd_destroy(t);
+    }
+    hs_winograd *a = make_task(HS_TASK_WINOGRAD_CATEGORY, 3);
+    hs_winograd *b = make_task(HS_TASK_WINOGRAD_CATEGORY, 3);
+    hs_winograd *c = make_task(HS_TASK_WINOGRAD_CATEGORY, 4);
+    assert_memory_equal(a->heldout_pairs, b->heldout_pairs, sizeof a->heldout_pairs);
+    assert_memory_not_equal(a->heldout_pairs, c->heldout_pairs, sizeof a->heldout_pairs);
+    hs_winograd_destroy(a);
+    hs_winograd_destroy(b);
+    hs_winograd_destroy(c);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Generator                                                                 */
+
+static void generator_places_words_and_ref_by_role(void **state)
+{
+    (void)state;
+    for (int kind = 0; kind < 2; kind++) {
+        hs_winograd *t = make_task((hs_task_kind)kind, 7);
+        const hs_vocab *v = t->vocab;
+        int the = hs_vocab_id(v, "the");
+        const char *tmpl[HS_WG_LEN] = {"the", "X", "did", "not", "cross", "the", "Y", "because", "it",
+                                       "was", "too", "ADJ", ",", "so", "the", "REF", "waited", "."};
+        for (int s = 0; s < 2; s++) {
+            size_t n;
+            const hs_wg_example *e = hs_winograd_examples(t, (hs_wg_split)s, &n);
+            for (size_t i = 0; i < n; i++) {
+                assert_int_not_equal(e[i].x, e[i].y);
+                assert_int_equal(e[i].tokens[1], hs_vocab_id(v, hs_wg_nouns[e[i].x]));
+                assert_int_equal(e[i].tokens[6], hs_vocab_id(v, hs_wg_nouns[e[i].y]));
+                /* DESIGN.md's numbering: adj at 11, `,` at 12, so 13, the 14, ref 15 */
+                assert_int_equal(e[i].tokens[11], hs_vocab_id(v, hs_wg_adjectives[e[i].adj]));
+                assert_int_equal(HS_WG_POS_ADJ, 11);
+                assert_int_equal(e[i].tokens[HS_WG_POS_X], e[i].tokens[1]);
+                assert_int_equal(e[i].tokens[HS_WG_POS_Y], e[i].tokens[6]);
+                assert_int_equal(e[i].tokens[HS_WG_POS_QUERY], the);
+                assert_int_equal(HS_WG_POS_QUERY, 14);
+                assert_int_equal(HS_WG_POS_REF, 15);
+                for (int p = 0; p < HS_WG_LEN; p++) {
+                    if (p == 1 || p == 6 || p == 11 || p == 15) continue;
+                    assert_int_equal(e[i].tokens[p], hs_vocab_id(v, tmpl[p]));
+                }
+                for (int p = 0; p < HS_WG_LEN; p++)
+                    assert_true(e[i].tokens[p] >= 0 && (size_t)e[i].tokens[p] < v->n);
+                assert_int_equal(e[i].tokens[14], the);
+                int crosser = e[i].adj < 4; /* tired scared slow weak */
+                assert_int_equal(e[i].role, crosser ? HS_ROLE_CROSSER : HS_ROLE_CROSSED);
+                assert_int_equal(e[i].ref, crosser ? e[i].x : e[i].y);
+                assert_int_equal(e[i].ref_id, e[i].tokens[15]);
+                assert_int_equal(e[i].ref_id, e[i].tokens[crosser ? 1 : 6]);
+                assert_int_equal(e[i].other_id, e[i].tokens[crosser ? 6 : 1]);
+            }
+        }
+        hs_winograd_destroy(t);
+    }
+}
+
+static const hs_wg_example *find_example(const hs_winograd *t, const char *x, const char *y,
+                                         const char *adj)
+{
+    for (int s = 0; s < 2; s++) {
+        size_t n;
+        const hs_wg_example *e = hs_winograd_examples(t, (hs_wg_split)s, &n);
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(hs_wg_nouns[e[i].x], x) == 0 && strcmp(hs_wg_nouns[e[i].y], y) == 0 &&
+                strcmp(hs_wg_adjectives[e[i].adj], adj) == 0)
+                return &e[i];
+    }
+    return NULL;
+}
+
+static void generator_writes_the_chapter_sentences(void **state)
+{
+    (void)state;
+    hs_winograd *t = make_task(HS_TASK_WINOGRAD, 0);
+    char buf[256];
+    const hs_wg_example *e = find_example(t, "animal", "street", "tired");
+    assert_non_null(e);
+    size_t n = hs_winograd_sentence(t, e, buf, sizeof buf);
+    assert_string_equal(buf, "the animal did not cross the street because it was too tired , so "
+                             "the animal waited .");
+    assert_int_equal(n, strlen(buf));
+    e = find_example(t, "animal", "street", "wet");
+    assert_non_null(e);
+    hs_winograd_sentence(t, e, buf, sizeof buf);
+    assert_string_equal(buf, "the animal did not cross the street because it was too wet , so "
+                             "the street waited .");
+    /* truncation behaves like snprintf */
+    char small[10];
+    size_t need = hs_winograd_sentence(t, e, small, sizeof small);
+    assert_int_equal(need, strlen(buf));
+    assert_string_equal(small, "the anima");
+    hs_winograd_destroy(t);
+}
+
+static void generator_uses_the_given_vocab_ids(void **state)
+{
+    (void)state;
+    hs_vocab *v = make_vocab();
+    /* reversed order */
+    const char *rev[36];
+    for (size_t i = 0; i < 36; i++) rev[i] = v->words[35 - i];
+    hs_vocab *r = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_vocab_create(rev, 36, &r, &err), HS_OK);
+    hs_winograd *a = make_task(HS_TASK_WINOGRAD, 5), *b = NULL;
+    assert_int_equal(hs_winograd_create(HS_TASK_WINOGRAD, 5, r, &b, &err), HS_OK);
+    char sa[256], sb[256];
+    for (size_t i = 0; i < a->n_heldout; i++) {
+        hs_winograd_sentence(a, &a->heldout[i], sa, sizeof sa);
+        hs_winograd_sentence(b, &b->heldout[i], sb, sizeof sb);
+        assert_string_equal(sa, sb);
+        assert_int_equal(b->heldout[i].tokens[0], 35 - 0);     /* "the" is last in r */
+        assert_int_equal(b->heldout[i].ref_id, 35 - a->heldout[i].ref_id);
+    }
+    hs_winograd_destroy(b);
+    /* a vocabulary without "creek" cannot make the task */
+    hs_vocab *small = NULL;
+    assert_int_equal(hs_vocab_create((const char *const *)v->words, 27, &small, &err), HS_OK);
+    b = (hs_winograd *)1;
+    assert_int_equal(hs_winograd_create(HS_TASK_WINOGRAD, 5, small, &b, &err), HS_ERR_FORMAT);
+    assert_null(b);
+    assert_msg_contains(err, "the vocabulary lacks the task word 'creek'");
+    hs_vocab_destroy(small);
+    hs_vocab_destroy(r);
+    hs_vocab_destroy(v);
+    hs_winograd_destroy(a);
+}
+
+static void task_names_parse(void **state)
+{
+    (void)state;
+    assert_int_equal(hs_task_parse("winograd"), HS_TASK_WINOGRAD);
+    assert_int_equal(hs_task_parse("winograd-category"), HS_TASK_WINOGRAD_CATEGORY);
+    assert_int_equal(hs_task_parse("winograd2"), -1);
+    assert_string_equal(hs_task_name(HS_TASK_WINOGRAD_CATEGORY), "winograd-category");
+    assert_int_equal(hs_wg_split_parse("heldout"), HS_SPLIT_HELDOUT);
+    assert_int_equal(hs_wg_split_parse("held-out"), HS_SPLIT_HELDOUT);
+    assert_int_equal(hs_wg_split_parse("train"), HS_SPLIT_TRAIN);
+    assert_int_equal(hs_wg_split_parse("test"), -1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Task JSON                                                                 */
+
+static void task_json_round_trips(void **state)
+{
+    (void)state;
+    const uint64_t seeds[] = {0, 17, 0xFFFFFFFFFFFFFFF0ull};
+    for (int kind = 0; kind < 2; kind++)
+        for (size_t k = 0; k < 3; k++) {
+            hs_winograd *a = make_task((hs_task_kind)kind, seeds[k]), *b = NULL;
+            hs_error err = {0};
+            char *json = NULL;
+            assert_int_equal(hs_winograd_task_json(a, &json, &err), HS_OK);
+            assert_non_null(strstr(json, kind ? "\"name\":\"winograd-category\"" : "\"name\":\"winograd\""));
+            assert_non_null(strstr(json, "\"nouns\":[\"animal\",\"street\""));
+            if (hs_winograd_from_task_json(json, NULL, &b, &err) != HS_OK) fail_msg("%s", err.msg);
+            assert_int_equal(b->kind, a->kind);
+            assert_true(b->split_seed == a->split_seed);
+            assert_memory_equal(a->heldout_pairs, b->heldout_pairs, sizeof a->heldout_pairs);
+            free(json);
+            hs_winograd_destroy(a);
+            hs_winograd_destroy(b);
+        }
+    hs_winograd *b = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_winograd_from_task_json("{\"name\":\"nope\",\"split_seed\":1}", NULL, &b, &err),
+                     HS_ERR_FORMAT);
+    assert_msg_contains(err, "unknown task 'nope'");
+    assert_int_equal(hs_winograd_from_task_json("{\"name\":\"winograd\"}", NULL, &b, &err), HS_ERR_FORMAT);
+    assert_msg_contains(err, "no 'split_seed'");
+    assert_int_equal(hs_winograd_from_task_json("{\"name\":\"winograd\",\"split_seed\":-1}", NULL, &b, &err),
+                     HS_ERR_FORMAT);
+    assert_msg_contains(err, "not a whole number");
+    assert_int_equal(hs_winograd_from_task_json(
+                         "{\"name\":\"winograd\",\"split_seed\":1,\"nouns\":[\"a\"]}", NULL, &b, &err),
+                     HS_ERR_FORMAT);
+    assert_msg_contains(err, "'nouns' is not a list of 16 words");
+    assert_int_equal(hs_winograd_from_task_json(NULL, NULL, &b, &err), HS_ERR_FORMAT);
+    assert_msg_contains(err, "task metadata is missing");
+    assert_null(b);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Dataset dump                                                              */
+
+static char *tmp_path(const char *name)
+{
+    const char *dir = getenv("HS_TEST_TMP");
+    if (!dir || !*dir) dir = "/tmp";
+    char *p = hs_path_join(dir, name);
+    assert_non_null(p);
+    return p;
+}
+
+static void dataset_dump_lists_every_sentence(void **state)
+{
+    (void)state;
+    hs_winograd *t = make_task(HS_TASK_WINOGRAD, 0);
+    char *path = tmp_path("test_tasks_dataset.txt");
+    hs_error err = {0};
+    /* an old file is replaced as a whole */
+    assert_int_equal(hs_write_file_atomic(path, "old\n", 4, &err), HS_OK);
+    if (hs_winograd_write_text(t, path, &err) != HS_OK) fail_msg("%s", err.msg);
+    unsigned char *data = NULL;
+    size_t n = 0;
+    assert_int_equal(hs_read_file(path, &data, &n, &err), HS_OK);
+    char *text = (char *)data;
+    assert_non_null(strstr(text, "# headscope dataset: task winograd, split seed 0\n"));
+    assert_non_null(strstr(text, "1728 train sentences, 192 held-out sentences"));
+    int chapter = hs_winograd_is_held_out(t, "animal", "street");
+    assert_non_null(strstr(text, chapter ? "the chapter's pair (animal, street) is held out"
+                                         : "the chapter's pair (animal, street) is not held out"));
+    assert_null(strstr(text, "old\n"));
+
+    size_t n_train = 0, n_ho = 0, n_lines = 0;
+    int seen_heldout = 0;
+    char expect[512];
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        if (line[0] == '#') {
+            assert_int_equal(n_lines, 0); /* comments only at the top */
+            continue;
+        }
+        /* line i matches example i, train first */
+        const hs_wg_example *e = n_lines < t->n_train ? &t->train[n_lines]
+                                                      : &t->heldout[n_lines - t->n_train];
+        assert_true(n_lines < t->n_train + t->n_heldout);
+        char sentence[256];
+        hs_winograd_sentence(t, e, sentence, sizeof sentence);
+        snprintf(expect, sizeof expect, "%s\t%s\t%s\t%s", e->held_out ? "heldout" : "train",
+                 e->role == HS_ROLE_CROSSER ? "crosser" : "crossed", hs_wg_nouns[e->ref], sentence);
+        assert_string_equal(line, expect);
+        if (strncmp(line, "train\t", 6) == 0) {
+            assert_int_equal(seen_heldout, 0);
+            n_train++;
+        } else {
+            seen_heldout = 1;
+            n_ho++;
+        }
+        n_lines++;
+    }
+    assert_int_equal(n_train, 1728);
+    assert_int_equal(n_ho, 192);
+    free(data);
+    remove(path);
+    free(path);
+    hs_winograd_destroy(t);
+}
+
+static void dataset_dump_refuses_missing_folder(void **state)
+{
+    (void)state;
+    hs_winograd *t = make_task(HS_TASK_WINOGRAD_CATEGORY, 1);
+    char *path = tmp_path("no-such-folder/dataset.txt");
+    hs_error err = {0};
+    assert_int_equal(hs_winograd_write_text(t, path, &err), HS_ERR_IO);
+    assert_msg_contains(err, "parent folder does not exist");
+    FILE *fp = fopen(path, "r");
+    assert_null(fp);
+    free(path);
+    hs_winograd_destroy(t);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Batches and PRNG                                                          */
+
+static void batch_draws_training_sentences_with_shifted_targets(void **state)
+{
+    (void)state;
+    hs_winograd *t = make_task(HS_TASK_WINOGRAD, 0);
+    enum { B = 64 };
+    int tok[B * HS_WG_LEN], tgt[B * HS_WG_LEN], tok2[B * HS_WG_LEN], tgt2[B * HS_WG_LEN];
+    hs_task_rng r, r2;
+    hs_task_rng_seed(&r, 9);
+    hs_task_rng_seed(&r2, 9);
+    hs_winograd_batch(t, &r, B, tok, tgt);
+    hs_winograd_batch(t, &r2, B, tok2, tgt2);
+    assert_memory_equal(tok, tok2, sizeof tok);
+    assert_memory_equal(tgt, tgt2, sizeof tgt);
+    size_t distinct = 0;
+    for (size_t b = 0; b < B; b++) {
+        const int *row = tok + b * HS_WG_LEN;
+        const int *trow = tgt + b * HS_WG_LEN;
+        for (int p = 0; p < 17; p++) assert_int_equal(trow[p], row[p + 1]);
+        assert_int_equal(trow[17], -1);
+        int found = 0;
+        for (size_t i = 0; i < t->n_train && !found; i++)
+            found = memcmp(row, t->train[i].tokens, sizeof t->train[i].tokens) == 0;
+        assert_true(found);
+        for (size_t i = 0; i < t->n_heldout; i++)
+            assert_memory_not_equal(row, t->heldout[i].tokens, sizeof t->heldout[i].tokens);
+        if (b > 0 && memcmp(row, tok, sizeof t->train[0].tokens) != 0) distinct++;
+    }
+    assert_true(distinct > B / 2);
+    /* the next batch differs */
+    hs_winograd_batch(t, &r, B, tok2, tgt2);
+    assert_memory_not_equal(tok, tok2, sizeof tok);
+    hs_winograd_destroy(t);
+}
+
+static void rng_below_is_in_range_and_covers(void **state)
+{
+    (void)state;
+    hs_task_rng r;
+    hs_task_rng_seed(&r, 0);
+    /* splitmix64 reference value for seed 0 (Vigna's splitmix64.c) */
+    assert_true(hs_task_rng_next(&r) == 0xE220A8397B1DCDAFull);
+    int counts[7] = {0};
+    for (int i = 0; i < 7000; i++) {
+        uint64_t v = hs_task_rng_below(&r, 7);
+        assert_true(v < 7);
+        counts[v]++;
+    }
+    for (int k = 0; k < 7; k++) assert_true(counts[k] > 800 && counts[k] < 1200);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(vocab_ids_follow_documented_order),
+        cmocka_unit_test(vocab_json_round_trips),
+        cmocka_unit_test(vocab_json_rejects_bad_lists),
+        cmocka_unit_test(vocab_create_rejects_missing_word),
+        cmocka_unit_test(tokenizer_reads_the_chapter_prefix),
+        cmocka_unit_test(tokenizer_splits_punctuation),
+        cmocka_unit_test(tokenizer_folds_case_and_says_so),
+        cmocka_unit_test(tokenizer_rejects_bad_sentences),
+        cmocka_unit_test(tokenizer_accepts_exactly_n_ctx_tokens),
+        cmocka_unit_test(winograd_split_sizes_are_192_and_1728),
+        cmocka_unit_test(winograd_split_covers_every_sentence_once),
+        cmocka_unit_test(winograd_no_heldout_pair_in_training_and_reverse_is),
+        cmocka_unit_test(winograd_split_is_deterministic_per_seed),
+        cmocka_unit_test(winograd_different_seeds_give_different_splits),
+        cmocka_unit_test(category_split_sizes_and_slots),
+        cmocka_unit_test(generator_places_words_and_ref_by_role),
+        cmocka_unit_test(generator_writes_the_chapter_sentences),
+        cmocka_unit_test(generator_uses_the_given_vocab_ids),
+        cmocka_unit_test(task_names_parse),
+        cmocka_unit_test(task_json_round_trips),
+        cmocka_unit_test(dataset_dump_lists_every_sentence),
+        cmocka_unit_test(dataset_dump_refuses_missing_folder),
+        cmocka_unit_test(batch_draws_training_sentences_with_shifted_targets),
+        cmocka_unit_test(rng_below_is_in_range_and_covers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
