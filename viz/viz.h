@@ -1,0 +1,243 @@
+/*
+ * viz/viz.h -- figures, data files and terminal rows for headscope.
+ *
+ * Owns: turning plain arrays + labels + titles into
+ *   - PNG images (libpng; text with FreeType and DejaVu Sans; viridis or a
+ *     diverging blue-white-red colour map; dpi recorded in the pHYs chunk),
+ *   - SVG images of the same figures (vector cells, text as <text>),
+ *   - JSON (cJSON) holding every number behind a figure, with tokens, shapes
+ *     and titles; attention in the shape CircuitsVis' attention_heads() takes,
+ *   - the chapter's terminal rows (`L0  the:0.00 animal:0.70 ...`).
+ * May call: common/common.h (status, errors, atomic writes), libpng, FreeType,
+ * fontconfig, cJSON, libc. It never sees a model: it does not include
+ * model/, probe/ or tasks/.
+ *
+ * Numbering (DESIGN.md): layers, heads and positions count from 0.
+ *
+ * Shapes legend: T = number of tokens, H = heads per layer, L = layers,
+ * R x C = rows x columns of a signed matrix, N = number of bars.
+ * Every array is row-major float32 and is only read.
+ *
+ * Figures are built in two steps: a pure step lays the figure out into an
+ * hs_viz_figure (a list of rectangles and text items in pixel units at the
+ * chosen dpi), then an edge step writes it as PNG or SVG (or rasterises it
+ * into an RGB buffer in memory). One figure object can be written in both
+ * formats; the PNG and the SVG have the same geometry.
+ *
+ * Caps (documented limits; inputs beyond them get HS_ERR_INPUT):
+ *   tokens per axis 1..HS_VIZ_MAX_TOKENS, layers 1..HS_VIZ_MAX_LAYERS,
+ *   heads 1..HS_VIZ_MAX_HEADS, bars 1..HS_VIZ_MAX_BARS. Labels are UTF-8;
+ *   labels longer than HS_VIZ_MAX_LABEL code points are shortened to
+ *   HS_VIZ_MAX_LABEL - 1 code points plus "…" in figures (JSON keeps them
+ *   whole). A figure grows with its tokens and heads: a single pattern's
+ *   cells are never smaller than one label line, so every token is labelled;
+ *   a grid grows until HS_VIZ_GRID_MAX_IN inches wide/tall, beyond which its
+ *   cells shrink and token labels are thinned to every k-th token so they
+ *   never overlap. Grids label only their outer axes (tokens on the left
+ *   column and the bottom row; L<l> row and H<h> column headers).
+ *   A canvas is at most HS_VIZ_MAX_PX pixels on a side.
+ *
+ * Errors: every function returns hs_status (HS_OK = 0) and, on failure,
+ * fills the caller's hs_error with one line naming the problem. Nothing
+ * prints or exits. Writes are atomic (temp file + rename): on failure the
+ * file at the path is left as it was.
+ */
+#ifndef HS_VIZ_H
+#define HS_VIZ_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/common.h"
+
+#define HS_VIZ_MAX_TOKENS 128
+#define HS_VIZ_MAX_LAYERS 32
+#define HS_VIZ_MAX_HEADS 32
+#define HS_VIZ_MAX_BARS 256
+#define HS_VIZ_MAX_LABEL 24   /* code points shown in a figure label */
+#define HS_VIZ_GRID_MAX_IN 24.0 /* inches: grid growth cap per side */
+#define HS_VIZ_MAX_PX 16384   /* pixels: canvas cap per side */
+
+/* Colour maps. DEFAULT = viridis for [0,1]-style data (attention),
+ * diverging blue-white-red for signed data. */
+typedef enum {
+    HS_VIZ_CMAP_DEFAULT = 0,
+    HS_VIZ_CMAP_VIRIDIS,   /* sequential, perceptually uniform (matplotlib's table) */
+    HS_VIZ_CMAP_GREYS,     /* sequential, white (low) to black (high) */
+    HS_VIZ_CMAP_DIVERGING, /* blue (negative) - white (0) - red (positive), ColorBrewer RdBu */
+} hs_viz_cmap;
+
+/* Value range of the colour scale. */
+typedef enum {
+    HS_VIZ_RANGE_FIXED = 0, /* [vmin, vmax] from the options (default [0, 1];
+                               signed figures use [-vmax, vmax] with vmax > 0) */
+    HS_VIZ_RANGE_AUTO,      /* per figure: [min, max] of the data (signed:
+                               [-m, m] with m = max |value|, so 0 stays white) */
+} hs_viz_range;
+
+/* Options a paper figure needs. Fill with hs_viz_options_default() and
+ * change fields. Strings are borrowed for the duration of the call. */
+typedef struct {
+    double dpi;            /* pixels per inch; recorded in the PNG (pHYs). Default 300; 36..1200 */
+    double width_in;       /* target figure width, inches; 0 = auto (grows with tokens).
+                              A figure never shrinks below what its labels need. 0..HS_VIZ_GRID_MAX_IN */
+    double font_pt;        /* label font size, points (title is 1.2x). Default 8; 4..36 */
+    hs_viz_cmap cmap;      /* colour map; DEFAULT picks per figure kind */
+    hs_viz_range range;    /* FIXED or AUTO, see hs_viz_range */
+    double vmin, vmax;     /* the FIXED range; defaults 0 and 1 */
+    int annotate;          /* nonzero: write each cell's value in the cell (%.2f;
+                              signed %.2g); grids skip it when cells are too small */
+    int causal_mask;       /* attention figures: nonzero (default) draws src > dest
+                              as masked (grey, hatched legend swatch), not as a value */
+    const char *font_path; /* TrueType font; NULL = $HS_FONT, then fontconfig's
+                              "DejaVu Sans", then /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf */
+} hs_viz_options;
+
+/* Fills o with the defaults above. */
+void hs_viz_options_default(hs_viz_options *o);
+
+/* Maps t in [0, 1] (clamped; NaN -> 0) through colour map cmap (DEFAULT =
+ * viridis) into rgb[3]. The 256-entry table lookup used by every figure:
+ * index = round(t * 255). */
+void hs_viz_cmap_rgb(hs_viz_cmap cmap, double t, unsigned char rgb[3]);
+
+/* The grey drawn for masked (causal, src > dest) attention cells. */
+extern const unsigned char HS_VIZ_MASK_RGB[3];
+
+/* ------------------------------------------------------------------------ */
+/* Figures                                                                  */
+
+/* A laid-out figure: rectangles and text items in pixels. Opaque; free with
+ * hs_viz_figure_destroy(). */
+typedef struct hs_viz_figure hs_viz_figure;
+
+/* One head's attention pattern.
+ * pattern: [T, T] = [dest (query), src (key)], weights in [0, 1] (not checked
+ *          against the range; values outside are clamped to the colour bar).
+ *          Cells with src > dest are drawn as masked when opt->causal_mask;
+ *          their values are ignored (may be 0, NaN or anything).
+ * tokens:  T UTF-8 labels (destination labels on the left axis, source labels
+ *          rotated 90 degrees under the map). title: UTF-8, may be NULL,
+ *          e.g. "L1H3 · blocks.1.attn.hook_pattern".
+ * opt: NULL = defaults. On success *out is a new figure (caller destroys).
+ * Errors: HS_ERR_INPUT (T out of 1..HS_VIZ_MAX_TOKENS, NULL or invalid UTF-8
+ * label, bad option), HS_ERR_NUMERIC (non-finite unmasked value),
+ * HS_ERR_IO (no usable font), HS_ERR_NOMEM. */
+hs_status hs_viz_attention_figure(hs_viz_figure **out, const float *pattern, size_t T,
+                                  const char *const *tokens, const char *title,
+                                  const hs_viz_options *opt, hs_error *err);
+
+/* A layers x heads grid of attention patterns sharing one colour scale.
+ * patterns: [L, H, T, T] = [layer, head, dest, src]. Row headers L0.., column
+ * headers H0..; tokens label the outer axes only. Other arguments and errors
+ * as hs_viz_attention_figure (L in 1..HS_VIZ_MAX_LAYERS, H in 1..HS_VIZ_MAX_HEADS). */
+hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t L, size_t H,
+                             size_t T, const char *const *tokens, const char *title,
+                             const hs_viz_options *opt, hs_error *err);
+
+/* A signed matrix (virtual weights, composition scores, attributions) with a
+ * diverging colour map centred on zero (opt->cmap DEFAULT = diverging).
+ * m: [R, C] row-major. row_labels: R labels (left axis), col_labels: C labels
+ * (rotated, under the map); xlabel/ylabel: axis titles, may be NULL.
+ * Range: AUTO = [-max|m|, max|m|] (default for this figure when opt is NULL),
+ * FIXED = [-opt->vmax, opt->vmax]. Errors as above (R, C in 1..HS_VIZ_MAX_TOKENS). */
+hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
+                               const char *const *row_labels, const char *const *col_labels,
+                               const char *title, const char *xlabel, const char *ylabel,
+                               const hs_viz_options *opt, hs_error *err);
+
+/* A horizontal bar chart of per-component contributions (e.g. direct logit
+ * attribution). values: [N], labels: N component names ("embed", "L0H1",
+ * "mlp0", ...) on the left; positive bars point right in red, negative left
+ * in blue, each with its value (%+.3g) at its end; a zero line; x ticks.
+ * xlabel: axis title (units), may be NULL. Errors as above (N in 1..HS_VIZ_MAX_BARS). */
+hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
+                             const char *const *labels, const char *title, const char *xlabel,
+                             const hs_viz_options *opt, hs_error *err);
+
+/* Canvas size in pixels, and the dpi it was laid out for. */
+size_t hs_viz_figure_width(const hs_viz_figure *f);
+size_t hs_viz_figure_height(const hs_viz_figure *f);
+double hs_viz_figure_dpi(const hs_viz_figure *f);
+
+/* Pure rasterisation: *rgb = malloc'd [height, width, 3] bytes (caller frees),
+ * *w and *h its size. Errors: HS_ERR_NOMEM. */
+hs_status hs_viz_figure_rgb(const hs_viz_figure *f, unsigned char **rgb, size_t *w, size_t *h,
+                            hs_error *err);
+
+/* Writes the figure as an 8-bit RGB PNG with its dpi in pHYs, atomically.
+ * Errors: HS_ERR_IO (path unwritable, a libpng or disk error), HS_ERR_NOMEM. */
+hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_error *err);
+
+/* The figure as an SVG document: *svg = malloc'd NUL-terminated text (caller
+ * frees), *len its length. Cells are <rect>s, each label one <text>
+ * (class "xtick", "ytick", "title", "header", "cbar", "axis", "annot",
+ * "label", "value"), XML-escaped. Errors: HS_ERR_NOMEM. */
+hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_error *err);
+
+/* Writes hs_viz_figure_svg()'s text to path atomically. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
+hs_status hs_viz_figure_write_svg(const hs_viz_figure *f, const char *path, hs_error *err);
+
+/* Frees a figure; NULL is allowed. */
+void hs_viz_figure_destroy(hs_viz_figure *f);
+
+/* ------------------------------------------------------------------------ */
+/* JSON (cJSON). Numbers are written with the fewest digits (up to 9
+ * significant) that read back as the same float32, so parse -> (float) gives
+ * the array back exactly. Non-finite values are refused (HS_ERR_NUMERIC). */
+
+/* The attention object: {"title": ..., "shape": [heads, T, T],
+ * "tokens": [...], "attention": [head][dest][src] (masked zeros included),
+ * "attention_head_names": [...]}. The last three are CircuitsVis'
+ * attention_heads(attention, tokens, attention_head_names) arguments.
+ * attention: [n_heads, T, T]; head_names: n_heads names ("L0H0", ...), or
+ * NULL for "H0".."H<n-1>"; title may be NULL. *out: new cJSON object (caller
+ * frees with cJSON_Delete); callers may add keys (e.g. the model config).
+ * Errors: HS_ERR_INPUT, HS_ERR_NUMERIC, HS_ERR_NOMEM. */
+hs_status hs_viz_attention_json(cJSON **out, const float *attention, size_t n_heads, size_t T,
+                                const char *const *tokens, const char *const *head_names,
+                                const char *title, hs_error *err);
+
+/* A signed matrix: {"title", "shape": [R, C], "row_labels", "col_labels",
+ * "xlabel", "ylabel", "values": [R][C]}. m: [R, C]. As above. */
+hs_status hs_viz_signed_json(cJSON **out, const float *m, size_t R, size_t C,
+                             const char *const *row_labels, const char *const *col_labels,
+                             const char *title, const char *xlabel, const char *ylabel,
+                             hs_error *err);
+
+/* Bars: {"title", "shape": [N], "labels", "xlabel", "values": [N]}. As above. */
+hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,
+                           const char *const *labels, const char *title, const char *xlabel,
+                           hs_error *err);
+
+/* Writes json (pretty-printed, trailing newline) to path atomically. json is
+ * only read. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
+hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Terminal rows, the chapter's format:
+ *   L0  the:0.00 animal:0.70 did:0.00 not:0.00 ...
+ *   L1  the:0.00 ...
+ * rows: [n_rows, T] weights (e.g. head-averaged attention of one destination
+ * position over its sources); row_labels: n_rows labels, or NULL for
+ * "L0".."L<n-1>" (0-based layers); tokens: T labels. Each item is
+ * "<token>:<value %.2f>", items separated by one space; a line longer than
+ * width columns (code points; 0 = no wrapping, minimum 20) wraps, and
+ * continuation lines are indented to where the items start. Every line ends
+ * with '\n'. */
+
+/* Into a malloc'd NUL-terminated string *text (caller frees), *len its length.
+ * Errors: HS_ERR_INPUT (n_rows or T is 0, NULL/invalid UTF-8 label),
+ * HS_ERR_NUMERIC (non-finite weight), HS_ERR_NOMEM. */
+hs_status hs_viz_rows_format(char **text, size_t *len, const float *rows, size_t n_rows,
+                             size_t T, const char *const *row_labels,
+                             const char *const *tokens, size_t width, hs_error *err);
+
+/* Into fp (e.g. stdout). Errors as above plus HS_ERR_IO when a write fails. */
+hs_status hs_viz_rows_write(FILE *fp, const float *rows, size_t n_rows, size_t T,
+                            const char *const *row_labels, const char *const *tokens,
+                            size_t width, hs_error *err);
+
+#endif /* HS_VIZ_H */

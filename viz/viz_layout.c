@@ -1,0 +1,920 @@
+/*
+ * viz/viz_layout.c -- the pure part of every figure: options, label
+ * clean-up, colour scales, and laying a figure out into rectangles and text
+ * items (pixel units at the figure's dpi). No file I/O here.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "viz/viz_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* UTF-8                                                                    */
+
+int vz_utf8_valid(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    while (*p) {
+        unsigned c = *p;
+        int n;
+        uint32_t cp;
+        if (c < 0x80) { p++; continue; }
+        else if ((c & 0xe0) == 0xc0) { n = 1; cp = c & 0x1f; }
+        else if ((c & 0xf0) == 0xe0) { n = 2; cp = c & 0x0f; }
+        else if ((c & 0xf8) == 0xf0) { n = 3; cp = c & 0x07; }
+        else return 0;
+        for (int i = 1; i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80) return 0;
+            cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
+            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+            return 0;
+        p += n + 1;
+    }
+    return 1;
+}
+
+uint32_t vz_utf8_next(const char **s)
+{
+    const unsigned char *p = (const unsigned char *)*s;
+    uint32_t cp = p[0];
+    int n = 0;
+    if (cp >= 0xf0) { cp &= 0x07; n = 3; }
+    else if (cp >= 0xe0) { cp &= 0x0f; n = 2; }
+    else if (cp >= 0xc0) { cp &= 0x1f; n = 1; }
+    for (int i = 1; i <= n && p[i]; i++) cp = (cp << 6) | (p[i] & 0x3f);
+    *s = (const char *)(p + 1 + n);
+    return cp;
+}
+
+size_t vz_utf8_len(const char *s)
+{
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        if ((*p & 0xc0) != 0x80) n++;
+    return n;
+}
+
+/* The label as shown in a figure: control characters become '?', more than
+ * HS_VIZ_MAX_LABEL code points become HS_VIZ_MAX_LABEL-1 plus "…". */
+static char *display_label(const char *s)
+{
+    size_t n = strlen(s);
+    char *d = malloc(n + 4);
+    if (!d) return NULL;
+    size_t cps = 0, total = vz_utf8_len(s), o = 0;
+    const char *p = s;
+    while (*p) {
+        if (total > HS_VIZ_MAX_LABEL && cps == HS_VIZ_MAX_LABEL - 1) {
+            memcpy(d + o, "\xe2\x80\xa6", 3);
+            o += 3;
+            break;
+        }
+        const char *q = p;
+        uint32_t cp = vz_utf8_next(&p);
+        if (cp < 0x20 || cp == 0x7f) d[o++] = '?';
+        else {
+            memcpy(d + o, q, (size_t)(p - q));
+            o += (size_t)(p - q);
+        }
+        cps++;
+    }
+    d[o] = '\0';
+    return d;
+}
+
+static hs_status check_labels(const char *const *labels, size_t n, const char *what,
+                              hs_error *err)
+{
+    if (labels == NULL) return hs_fail(err, HS_ERR_INPUT, "%s: labels are NULL", what);
+    for (size_t i = 0; i < n; i++) {
+        if (labels[i] == NULL)
+            return hs_fail(err, HS_ERR_INPUT, "%s: label %zu is NULL", what, i);
+        if (!vz_utf8_valid(labels[i]))
+            return hs_fail(err, HS_ERR_INPUT, "%s: label %zu is not valid UTF-8", what, i);
+    }
+    return HS_OK;
+}
+
+static hs_status check_title(const char *t, const char *what, hs_error *err)
+{
+    if (t != NULL && !vz_utf8_valid(t))
+        return hs_fail(err, HS_ERR_INPUT, "%s is not valid UTF-8", what);
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                  */
+
+void hs_viz_options_default(hs_viz_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->dpi = 300.0;
+    o->width_in = 0.0;
+    o->font_pt = 8.0;
+    o->cmap = HS_VIZ_CMAP_DEFAULT;
+    o->range = HS_VIZ_RANGE_FIXED;
+    o->vmin = 0.0;
+    o->vmax = 1.0;
+    o->annotate = 0;
+    o->causal_mask = 1;
+    o->font_path = NULL;
+}
+
+static hs_status check_options(const hs_viz_options *o, hs_error *err)
+{
+    if (!(o->dpi >= 36.0 && o->dpi <= 1200.0))
+        return hs_fail(err, HS_ERR_INPUT, "dpi %g is out of range (36..1200)", o->dpi);
+    if (!(o->font_pt >= 4.0 && o->font_pt <= 36.0))
+        return hs_fail(err, HS_ERR_INPUT, "font size %g pt is out of range (4..36)", o->font_pt);
+    if (!(o->width_in >= 0.0 && o->width_in <= HS_VIZ_GRID_MAX_IN))
+        return hs_fail(err, HS_ERR_INPUT, "figure width %g in is out of range (0 = auto, up to %g)",
+                       o->width_in, HS_VIZ_GRID_MAX_IN);
+    if ((int)o->cmap < 0 || o->cmap > HS_VIZ_CMAP_DIVERGING)
+        return hs_fail(err, HS_ERR_INPUT, "unknown colour map %d", (int)o->cmap);
+    if (o->range != HS_VIZ_RANGE_FIXED && o->range != HS_VIZ_RANGE_AUTO)
+        return hs_fail(err, HS_ERR_INPUT, "unknown value range mode %d", (int)o->range);
+    if (o->range == HS_VIZ_RANGE_FIXED && !(isfinite(o->vmin) && isfinite(o->vmax)))
+        return hs_fail(err, HS_ERR_INPUT, "fixed value range [%g, %g] is not finite", o->vmin,
+                       o->vmax);
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Figure building blocks                                                   */
+
+typedef struct {
+    hs_viz_figure *f;
+    hs_viz_options o;
+    double fpx, tpx, apx;  /* label, title, annotation font sizes (px) */
+    int lh, tlh, alh;      /* their line heights */
+    int pad, margin, lw;   /* spacing, line width */
+} vz_ctx;
+
+typedef struct {
+    double vmin, vmax;
+    hs_viz_cmap cmap;
+} vz_scale;
+
+static void scale_rgb(const vz_scale *s, double v, unsigned char rgb[3])
+{
+    double t = (v - s->vmin) / (s->vmax - s->vmin);
+    hs_viz_cmap_rgb(s->cmap, t, rgb);
+}
+
+static const unsigned char BLACK[3] = {0, 0, 0};
+static const unsigned char WHITE[3] = {255, 255, 255};
+static const unsigned char FRAME[3] = {0x40, 0x40, 0x40};
+
+static hs_status ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err)
+{
+    memset(c, 0, sizeof *c);
+    if (opt) c->o = *opt;
+    else hs_viz_options_default(&c->o);
+    hs_status s = check_options(&c->o, err);
+    if (s != HS_OK) return s;
+    hs_viz_figure *f = calloc(1, sizeof *f);
+    if (!f) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    c->f = f;
+    f->dpi = c->o.dpi;
+    s = vz_font_find(c->o.font_path, &f->font_file, err);
+    if (s == HS_OK) s = vz_font_open(&f->font, f->font_file, err);
+    if (s != HS_OK) {
+        hs_viz_figure_destroy(f);
+        c->f = NULL;
+        return s;
+    }
+    c->fpx = c->o.font_pt * c->o.dpi / 72.0;
+    c->tpx = c->fpx * 1.2;
+    c->apx = c->fpx * 0.8;
+    c->lh = vz_font_line(f->font, c->fpx);
+    c->tlh = vz_font_line(f->font, c->tpx);
+    c->alh = vz_font_line(f->font, c->apx);
+    c->pad = (int)lround(c->fpx * 0.4);
+    if (c->pad < 2) c->pad = 2;
+    c->margin = (int)lround(c->fpx * 0.6);
+    c->lw = (int)lround(c->o.dpi / 150.0);
+    if (c->lw < 1) c->lw = 1;
+    return HS_OK;
+}
+
+static hs_status add_rect(vz_ctx *c, int x, int y, int w, int h, const unsigned char rgb[3],
+                          int kind, int panel, int row, int col)
+{
+    hs_viz_figure *f = c->f;
+    if (f->n_rects == f->cap_rects) {
+        size_t nc = f->cap_rects ? f->cap_rects * 2 : 256;
+        vz_rect *r = realloc(f->rects, nc * sizeof *r);
+        if (!r) return HS_ERR_NOMEM;
+        f->rects = r;
+        f->cap_rects = nc;
+    }
+    vz_rect *r = &f->rects[f->n_rects++];
+    r->x = x; r->y = y; r->w = w; r->h = h;
+    memcpy(r->rgb, rgb, 3);
+    r->kind = kind; r->panel = panel; r->row = row; r->col = col;
+    return HS_OK;
+}
+
+static int text_len(vz_ctx *c, const char *s, double px)
+{
+    return vz_font_width(c->f->font, s, px);
+}
+
+/* Adds text s with its box's top-left at (x, y). Returns HS_ERR_NOMEM or HS_OK. */
+static hs_status add_text(vz_ctx *c, const char *s, double px, int rot, int x, int y,
+                          vz_anchor anchor, vz_role role, const unsigned char rgb[3])
+{
+    hs_viz_figure *f = c->f;
+    if (f->n_texts == f->cap_texts) {
+        size_t nc = f->cap_texts ? f->cap_texts * 2 : 64;
+        vz_text *t = realloc(f->texts, nc * sizeof *t);
+        if (!t) return HS_ERR_NOMEM;
+        f->texts = t;
+        f->cap_texts = nc;
+    }
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (!d) return HS_ERR_NOMEM;
+    memcpy(d, s, n);
+    int len = text_len(c, s, px), line = vz_font_line(f->font, px);
+    vz_text *t = &f->texts[f->n_texts++];
+    t->s = d;
+    t->x = x; t->y = y;
+    t->w = rot == 90 ? line : len;
+    t->h = rot == 90 ? len : line;
+    t->rot = rot;
+    t->px = px;
+    t->anchor = anchor;
+    t->role = role;
+    memcpy(t->rgb, rgb, 3);
+    return HS_OK;
+}
+
+/* Outline of [x, x+w) x [y, y+h), drawn outside it with line width lw. */
+static hs_status add_frame(vz_ctx *c, int x, int y, int w, int h, const unsigned char rgb[3])
+{
+    int lw = c->lw;
+    hs_status s = HS_OK;
+    if (!s) s = add_rect(c, x - lw, y - lw, w + 2 * lw, lw, rgb, 0, -1, -1, -1);
+    if (!s) s = add_rect(c, x - lw, y + h, w + 2 * lw, lw, rgb, 0, -1, -1, -1);
+    if (!s) s = add_rect(c, x - lw, y, lw, h, rgb, 0, -1, -1, -1);
+    if (!s) s = add_rect(c, x + w, y, lw, h, rgb, 0, -1, -1, -1);
+    return s;
+}
+
+/* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about 5 of them. */
+typedef struct {
+    double v[32];
+    int n;
+    int decimals;
+} vz_ticks;
+
+static void nice_ticks(double lo, double hi, int target, vz_ticks *t)
+{
+    t->n = 0;
+    double span = hi - lo;
+    if (!(span > 0)) span = 1.0;
+    double raw = span / target, mag = pow(10.0, floor(log10(raw))), step;
+    double r = raw / mag;
+    if (r <= 1.0) step = mag;
+    else if (r <= 2.0) step = 2 * mag;
+    else if (r <= 5.0) step = 5 * mag;
+    else step = 10 * mag;
+    int dec = (int)-floor(log10(step) + 1e-9);
+    t->decimals = dec < 0 ? 0 : dec;
+    double first = ceil(lo / step - 1e-9) * step;
+    for (double v = first; v <= hi + step * 1e-9 && t->n < 32; v += step) {
+        double q = fabs(v) < step * 1e-9 ? 0.0 : v;
+        t->v[t->n++] = q;
+    }
+}
+
+static void fmt_tick(char *buf, size_t n, double v, int dec)
+{
+    snprintf(buf, n, "%.*f", dec, v);
+    if (strcmp(buf, "-0") == 0 || (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1)))
+        memmove(buf, buf + 1, strlen(buf));
+}
+
+/* Vertical colour bar at (x, y), size bw x bh, top = vmax. Tick marks and
+ * labels on its right. *right gets the rightmost pixel used. */
+static hs_status add_colorbar(vz_ctx *c, const vz_scale *sc, int x, int y, int bw, int bh,
+                              int *right)
+{
+    hs_status s = HS_OK;
+    int start = 0;
+    unsigned char prev[3] = {0, 0, 0}, cur[3] = {0, 0, 0};
+    for (int r = 0; r <= bh && !s; r++) {
+        if (r < bh) {
+            double t = 1.0 - (double)r / (double)(bh - 1 > 0 ? bh - 1 : 1);
+            hs_viz_cmap_rgb(sc->cmap, t, cur);
+        }
+        if (r == 0) { memcpy(prev, cur, 3); continue; }
+        if (r == bh || memcmp(cur, prev, 3) != 0) {
+            s = add_rect(c, x, y + start, bw, r - start, prev, 3, -1, -1, -1);
+            start = r;
+            memcpy(prev, cur, 3);
+        }
+    }
+    if (!s) s = add_frame(c, x, y, bw, bh, FRAME);
+    vz_ticks tk;
+    nice_ticks(sc->vmin, sc->vmax, 5, &tk);
+    int tl = (int)lround(c->fpx * 0.3), mx = x + bw + c->lw;
+    for (int i = 0; i < tk.n && !s; i++) {
+        double t = (tk.v[i] - sc->vmin) / (sc->vmax - sc->vmin);
+        int ty = y + (int)lround((1.0 - t) * (bh - 1));
+        s = add_rect(c, x + bw + c->lw, ty - c->lw / 2, tl, c->lw, FRAME, 0, -1, -1, -1);
+        char buf[64];
+        fmt_tick(buf, sizeof buf, tk.v[i], tk.decimals);
+        int tx = x + bw + c->lw + tl + c->pad / 2;
+        if (!s) s = add_text(c, buf, c->fpx, 0, tx, ty - c->lh / 2, VZ_A_START, VZ_T_CBAR, BLACK);
+        int r = tx + text_len(c, buf, c->fpx);
+        if (r > mx) mx = r;
+    }
+    *right = mx;
+    return s;
+}
+
+/* Masked-cell legend swatch at (x, y); *right and *bottom get its extent. */
+static hs_status add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom)
+{
+    int sw = c->lh;
+    hs_status s = add_rect(c, x, y, sw, sw, HS_VIZ_MASK_RGB, 0, -1, -1, -1);
+    if (!s) s = add_frame(c, x, y, sw, sw, FRAME);
+    int tx = x + sw + c->lw + c->pad / 2;
+    if (!s) s = add_text(c, "masked", c->fpx, 0, tx, y, VZ_A_START, VZ_T_LABEL, BLACK);
+    *right = tx + text_len(c, "masked", c->fpx);
+    *bottom = y + sw + c->lw;
+    return s;
+}
+
+static int luminance_dark(const unsigned char rgb[3])
+{
+    return 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] < 128.0;
+}
+
+/* One heatmap panel: R x C cells of size cell at (x0, y0). data [R, C];
+ * masked(i, j) = causal && j > i. annotate: fmt for cell values or NULL. */
+static hs_status add_heatmap(vz_ctx *c, const float *data, size_t R, size_t C, int x0, int y0,
+                             int cell, const vz_scale *sc, int causal, int panel,
+                             const char *annot_fmt)
+{
+    hs_status s = HS_OK;
+    for (size_t i = 0; i < R && !s; i++) {
+        for (size_t j = 0; j < C && !s; j++) {
+            int masked = causal && j > i;
+            unsigned char rgb[3];
+            double v = data[i * C + j];
+            if (masked) memcpy(rgb, HS_VIZ_MASK_RGB, 3);
+            else scale_rgb(sc, v, rgb);
+            int x = x0 + (int)j * cell, y = y0 + (int)i * cell;
+            s = add_rect(c, x, y, cell, cell, rgb, masked ? 2 : 1, panel, (int)i, (int)j);
+            if (!s && annot_fmt && !masked) {
+                char buf[32];
+                snprintf(buf, sizeof buf, annot_fmt, v == 0.0 ? 0.0 : v);
+                if (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1))
+                    memmove(buf, buf + 1, strlen(buf)); /* no "-0" */
+                int tw = text_len(c, buf, c->apx);
+                s = add_text(c, buf, c->apx, 0, x + (cell - tw) / 2, y + (cell - c->alh) / 2,
+                             VZ_A_MIDDLE, VZ_T_ANNOT, luminance_dark(rgb) ? WHITE : BLACK);
+            }
+        }
+    }
+    if (!s) s = add_frame(c, x0, y0, (int)C * cell, (int)R * cell, FRAME);
+    return s;
+}
+
+/* Widest display label (px at the label size); fills shown[] (owned strings). */
+static hs_status prepare_labels(vz_ctx *c, const char *const *in, size_t n, char **shown,
+                                int *maxw)
+{
+    *maxw = 0;
+    for (size_t i = 0; i < n; i++) {
+        shown[i] = display_label(in[i]);
+        if (!shown[i]) return HS_ERR_NOMEM;
+        int w = text_len(c, shown[i], c->fpx);
+        if (w > *maxw) *maxw = w;
+    }
+    return HS_OK;
+}
+
+static void free_labels(char **shown, size_t n)
+{
+    if (!shown) return;
+    for (size_t i = 0; i < n; i++) free(shown[i]);
+    free(shown);
+}
+
+static int imax(int a, int b) { return a > b ? a : b; }
+
+/* Finishes a figure: checks the canvas cap, hands it out. */
+static hs_status finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err)
+{
+    if (W > HS_VIZ_MAX_PX || H > HS_VIZ_MAX_PX) {
+        hs_viz_figure_destroy(c->f);
+        c->f = NULL;
+        return hs_fail(err, HS_ERR_INPUT,
+                       "figure would be %d x %d px, over the %d px cap; "
+                       "HINT: lower the dpi or the font size", W, H, HS_VIZ_MAX_PX);
+    }
+    c->f->width = W;
+    c->f->height = H;
+    *out = c->f;
+    c->f = NULL;
+    return HS_OK;
+}
+
+/* Range of an attention figure's colour scale. */
+static hs_status attention_scale(const vz_ctx *c, const float *p, size_t n_panels, size_t T,
+                                 vz_scale *sc, hs_error *err)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    int causal = c->o.causal_mask;
+    for (size_t k = 0; k < n_panels; k++)
+        for (size_t i = 0; i < T; i++)
+            for (size_t j = 0; j < T; j++) {
+                if (causal && j > i) continue;
+                double v = p[(k * T + i) * T + j];
+                if (!isfinite(v))
+                    return hs_fail(err, HS_ERR_NUMERIC,
+                                   "attention value [%zu, %zu, %zu] is not finite (%g)", k, i, j, v);
+                if (v < lo) lo = v;
+                if (v > hi) hi = v;
+            }
+    sc->cmap = c->o.cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_VIRIDIS : c->o.cmap;
+    if (c->o.range == HS_VIZ_RANGE_AUTO) {
+        sc->vmin = lo;
+        sc->vmax = hi;
+    } else {
+        sc->vmin = c->o.vmin;
+        sc->vmax = c->o.vmax;
+    }
+    if (!(sc->vmax > sc->vmin)) {
+        if (c->o.range == HS_VIZ_RANGE_FIXED)
+            return hs_fail(err, HS_ERR_INPUT, "fixed value range [%g, %g] is empty", sc->vmin,
+                           sc->vmax);
+        sc->vmax = sc->vmin + 1.0;
+    }
+    return HS_OK;
+}
+
+/* Annotation cell width: widest of the strings annot_fmt gives over data. */
+static int annot_width(vz_ctx *c, const float *d, size_t n, const char *fmt)
+{
+    int w = 0;
+    char buf[32];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(buf, sizeof buf, fmt, (double)d[i]);
+        int tw = text_len(c, buf, c->apx);
+        if (tw > w) w = tw;
+    }
+    return w;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Heatmap with labels: shared by the single pattern and the signed matrix. */
+
+typedef struct {
+    const float *data;
+    size_t R, C;
+    const char *const *row_labels, *const *col_labels;
+    const char *title, *xlabel, *ylabel;
+    int causal;
+    const char *annot_fmt;
+} vz_heat_spec;
+
+static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *sc,
+                             hs_viz_figure **out, hs_error *err)
+{
+    hs_status s = HS_OK;
+    char **rl = calloc(hs->R, sizeof *rl), **cl = calloc(hs->C, sizeof *cl);
+    if (!rl || !cl) { s = HS_ERR_NOMEM; goto done; }
+    int rmax, cmax;
+    s = prepare_labels(c, hs->row_labels, hs->R, rl, &rmax);
+    if (!s) s = prepare_labels(c, hs->col_labels, hs->C, cl, &cmax);
+    if (s) goto done;
+
+    int m = c->margin, pad = c->pad, lh = c->lh;
+    size_t nmax = hs->R > hs->C ? hs->R : hs->C;
+    int cell_min = (int)ceil(lh * 1.15);
+    if (hs->annot_fmt)
+        cell_min = imax(cell_min, annot_width(c, hs->data, hs->R * hs->C, hs->annot_fmt) + pad);
+    int cell = imax(cell_min, (int)ceil(2.0 * c->o.dpi / (double)nmax));
+    int title_w = hs->title && hs->title[0] ? text_len(c, hs->title, c->tpx) : 0;
+    int ylab_w = hs->ylabel && hs->ylabel[0] ? text_len(c, hs->ylabel, c->fpx) : 0;
+    int xlab_w = hs->xlabel && hs->xlabel[0] ? text_len(c, hs->xlabel, c->fpx) : 0;
+    int top = m + (title_w ? c->tlh + pad : 0) + lh / 2;
+    int left = m + (ylab_w ? lh + pad : 0) + rmax + pad;
+    int bw = imax(lh, (int)lround(0.12 * c->o.dpi));
+    int cgap = 2 * pad;
+    if (c->o.width_in > 0) {
+        /* non-panel width: left part + colour bar + its labels (estimated) */
+        int rest = left + cgap + bw + pad * 3 + text_len(c, "-0.00", c->fpx) + m;
+        int avail = (int)lround(c->o.width_in * c->o.dpi) - rest;
+        cell = imax(cell_min, avail / (int)hs->C);
+    }
+    int PW = (int)hs->C * cell, PH = (int)hs->R * cell;
+
+    s = add_heatmap(c, hs->data, hs->R, hs->C, left, top, cell, sc, hs->causal, 0, hs->annot_fmt);
+    /* row labels, right-aligned against the map */
+    for (size_t i = 0; i < hs->R && !s; i++) {
+        int w = text_len(c, rl[i], c->fpx);
+        s = add_text(c, rl[i], c->fpx, 0, left - c->lw - pad - w,
+                     top + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, BLACK);
+    }
+    /* column labels, rotated, their ends against the map */
+    int ybelow = top + PH + c->lw + pad;
+    for (size_t j = 0; j < hs->C && !s; j++)
+        s = add_text(c, cl[j], c->fpx, 90, left + (int)j * cell + (cell - lh) / 2, ybelow,
+                     VZ_A_END, VZ_T_XTICK, BLACK);
+    int bottom = ybelow + cmax;
+    if (!s && xlab_w) {
+        s = add_text(c, hs->xlabel, c->fpx, 0, left + PW / 2 - xlab_w / 2, bottom + pad,
+                     VZ_A_MIDDLE, VZ_T_AXIS, BLACK);
+        bottom += pad + lh;
+    }
+    if (!s && ylab_w) {
+        int yy = top + PH / 2 - ylab_w / 2;
+        if (yy < top) yy = top;
+        s = add_text(c, hs->ylabel, c->fpx, 90, m, yy, VZ_A_MIDDLE, VZ_T_AXIS, BLACK);
+        bottom = imax(bottom, yy + ylab_w);
+    }
+    int right = left + PW + c->lw;
+    int cbx = left + PW + c->lw + cgap;
+    int cbh = PH;
+    if (!s) s = add_colorbar(c, sc, cbx, top, bw, cbh, &right);
+    if (!s && hs->causal && hs->R > 1 && hs->C > 1) {
+        int lr, lb;
+        s = add_mask_legend(c, cbx, top + PH + c->lw + pad, &lr, &lb);
+        right = imax(right, lr);
+        bottom = imax(bottom, lb);
+    }
+    int W = right + m;
+    if (title_w + 2 * m > W) W = title_w + 2 * m;
+    if (!s && title_w)
+        s = add_text(c, hs->title, c->tpx, 0, (W - title_w) / 2, m, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+    int H = bottom + m;
+    if (s) goto done;
+    s = finish(c, W, H, out, err);
+done:
+    free_labels(rl, hs->R);
+    free_labels(cl, hs->C);
+    if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
+    return s;
+}
+
+hs_status hs_viz_attention_figure(hs_viz_figure **out, const float *pattern, size_t T,
+                                  const char *const *tokens, const char *title,
+                                  const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    if (pattern == NULL) return hs_fail(err, HS_ERR_INPUT, "attention pattern is NULL");
+    if (T < 1 || T > HS_VIZ_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "%zu tokens: a figure takes 1..%d", T, HS_VIZ_MAX_TOKENS);
+    hs_status s = check_labels(tokens, T, "tokens", err);
+    if (!s) s = check_title(title, "title", err);
+    if (s) return s;
+    vz_ctx c;
+    s = ctx_init(&c, opt, err);
+    if (s) return s;
+    vz_scale sc;
+    s = attention_scale(&c, pattern, 1, T, &sc, err);
+    if (s) { hs_viz_figure_destroy(c.f); return s; }
+    vz_heat_spec hs = {pattern, T, T, tokens, tokens, title, "source (key)",
+                       "destination (query)", c.o.causal_mask, c.o.annotate ? "%.2f" : NULL};
+    s = heat_figure(&c, &hs, &sc, out, err);
+    hs_viz_figure_destroy(c.f);
+    return s;
+}
+
+hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
+                               const char *const *row_labels, const char *const *col_labels,
+                               const char *title, const char *xlabel, const char *ylabel,
+                               const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    if (m == NULL) return hs_fail(err, HS_ERR_INPUT, "signed matrix is NULL");
+    if (R < 1 || R > HS_VIZ_MAX_TOKENS || C < 1 || C > HS_VIZ_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "matrix is %zu x %zu: a figure takes 1..%d per side", R,
+                       C, HS_VIZ_MAX_TOKENS);
+    hs_status s = check_labels(row_labels, R, "row labels", err);
+    if (!s) s = check_labels(col_labels, C, "column labels", err);
+    if (!s) s = check_title(title, "title", err);
+    if (!s) s = check_title(xlabel, "x label", err);
+    if (!s) s = check_title(ylabel, "y label", err);
+    if (s) return s;
+    hs_viz_options o;
+    if (opt) o = *opt;
+    else {
+        hs_viz_options_default(&o);
+        o.range = HS_VIZ_RANGE_AUTO;
+    }
+    vz_ctx c;
+    s = ctx_init(&c, &o, err);
+    if (s) return s;
+    double amax = 0;
+    for (size_t i = 0; i < R * C; i++) {
+        if (!isfinite(m[i])) {
+            hs_viz_figure_destroy(c.f);
+            return hs_fail(err, HS_ERR_NUMERIC, "matrix value [%zu, %zu] is not finite (%g)",
+                           i / C, i % C, (double)m[i]);
+        }
+        if (fabs(m[i]) > amax) amax = fabs(m[i]);
+    }
+    vz_scale sc;
+    sc.cmap = o.cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_DIVERGING : o.cmap;
+    double lim = o.range == HS_VIZ_RANGE_AUTO ? amax : o.vmax;
+    if (o.range == HS_VIZ_RANGE_FIXED && !(lim > 0)) {
+        hs_viz_figure_destroy(c.f);
+        return hs_fail(err, HS_ERR_INPUT, "signed figure: fixed vmax %g must be > 0", lim);
+    }
+    if (!(lim > 0)) lim = 1.0;
+    sc.vmin = -lim;
+    sc.vmax = lim;
+    vz_heat_spec hs = {m, R, C, row_labels, col_labels, title, xlabel, ylabel, 0,
+                       o.annotate ? "%.2g" : NULL};
+    s = heat_figure(&c, &hs, &sc, out, err);
+    hs_viz_figure_destroy(c.f);
+    return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Grid                                                                     */
+
+hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t L, size_t H,
+                             size_t T, const char *const *tokens, const char *title,
+                             const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    if (patterns == NULL) return hs_fail(err, HS_ERR_INPUT, "attention patterns are NULL");
+    if (T < 1 || T > HS_VIZ_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "%zu tokens: a figure takes 1..%d", T, HS_VIZ_MAX_TOKENS);
+    if (L < 1 || L > HS_VIZ_MAX_LAYERS || H < 1 || H > HS_VIZ_MAX_HEADS)
+        return hs_fail(err, HS_ERR_INPUT, "grid of %zu layers x %zu heads: takes 1..%d x 1..%d", L,
+                       H, HS_VIZ_MAX_LAYERS, HS_VIZ_MAX_HEADS);
+    hs_status s = check_labels(tokens, T, "tokens", err);
+    if (!s) s = check_title(title, "title", err);
+    if (s) return s;
+    vz_ctx c;
+    s = ctx_init(&c, opt, err);
+    if (s) return s;
+    vz_scale sc;
+    s = attention_scale(&c, patterns, L * H, T, &sc, err);
+    if (s) { hs_viz_figure_destroy(c.f); return s; }
+
+    char **tl = calloc(T, sizeof *tl);
+    int tmax = 0;
+    if (!tl) { s = HS_ERR_NOMEM; goto done; }
+    s = prepare_labels(&c, tokens, T, tl, &tmax);
+    if (s) goto done;
+
+    int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
+    double dpi = c.o.dpi;
+    int lbl_min = (int)ceil(lh * 1.15); /* label pitch that never overlaps */
+    int gap = imax(2 * pad, (int)lround(0.08 * dpi)) + 2 * lw;
+    int title_w = title && title[0] ? text_len(&c, title, c.tpx) : 0;
+    const char *ylab = "destination (query)", *xlab = "source (key)";
+    int ylab_w = text_len(&c, ylab, c.fpx), xlab_w = text_len(&c, xlab, c.fpx);
+    char hb[16];
+    snprintf(hb, sizeof hb, "L%zu", L - 1);
+    int rh_w = text_len(&c, hb, c.fpx);
+    if (rh_w < text_len(&c, "L0", c.fpx)) rh_w = text_len(&c, "L0", c.fpx);
+    int bw = imax(lh, (int)lround(0.12 * dpi));
+    int left = m + lh + pad + rh_w + pad + tmax + pad;
+    int top = m + (title_w ? c.tlh + pad : 0) + lh + pad;
+    int right_fixed = 2 * pad + bw + 3 * pad + text_len(&c, "0.00", c.fpx) +
+                      text_len(&c, "masked", c.fpx) + m;
+    int bottom_fixed = pad + tmax + pad + lh + m;
+
+    /* cell: labels fit at lbl_min; small T gets panels of at least 0.8 in */
+    int cell = imax(lbl_min, (int)ceil(0.8 * dpi / (double)T));
+    int annot = 0;
+    if (c.o.annotate) {
+        int aw = annot_width(&c, patterns, L * H * T * T, "%.2f") + pad;
+        if (aw > cell && (double)aw * T * H <= HS_VIZ_GRID_MAX_IN * dpi) cell = aw;
+        annot = 1;
+    }
+    int capW = (int)lround((c.o.width_in > 0 ? c.o.width_in : HS_VIZ_GRID_MAX_IN) * dpi);
+    int capH = (int)lround(HS_VIZ_GRID_MAX_IN * dpi);
+    int availW = capW - left - right_fixed - (int)(H - 1) * gap;
+    int availH = capH - top - bottom_fixed - (int)(L - 1) * gap;
+    int cw = availW / (int)(H * T), ch = availH / (int)(L * T);
+    if (c.o.width_in > 0) cell = imax(1, cw);
+    else if (cell > cw) cell = imax(1, cw);
+    if (cell > ch) cell = imax(1, ch);
+    if (annot) {
+        int aw = annot_width(&c, patterns, L * H * T * T, "%.2f") + pad;
+        annot = cell >= aw && cell >= c.alh;
+    }
+    int stride = (lbl_min + cell - 1) / cell; /* label every stride-th token */
+    int P = (int)T * cell;
+
+    for (size_t l = 0; l < L && !s; l++)
+        for (size_t h = 0; h < H && !s; h++)
+            s = add_heatmap(&c, patterns + (l * H + h) * T * T, T, T,
+                            left + (int)h * (P + gap), top + (int)l * (P + gap), cell, &sc,
+                            c.o.causal_mask, (int)(l * H + h), annot ? "%.2f" : NULL);
+    int gridW = (int)H * P + (int)(H - 1) * gap, gridH = (int)L * P + (int)(L - 1) * gap;
+    /* column headers */
+    for (size_t h = 0; h < H && !s; h++) {
+        snprintf(hb, sizeof hb, "H%zu", h);
+        int w = text_len(&c, hb, c.fpx);
+        s = add_text(&c, hb, c.fpx, 0, left + (int)h * (P + gap) + P / 2 - w / 2,
+                     top - lw - pad / 2 - lh, VZ_A_MIDDLE, VZ_T_HEADER, BLACK);
+    }
+    /* row headers and y tick labels (left column only) */
+    for (size_t l = 0; l < L && !s; l++) {
+        int py = top + (int)l * (P + gap);
+        snprintf(hb, sizeof hb, "L%zu", l);
+        int w = text_len(&c, hb, c.fpx);
+        s = add_text(&c, hb, c.fpx, 0, m + lh + pad + rh_w - w, py + P / 2 - lh / 2, VZ_A_END,
+                     VZ_T_HEADER, BLACK);
+        for (size_t i = 0; i < T && !s; i += (size_t)stride) {
+            int tw = text_len(&c, tl[i], c.fpx);
+            s = add_text(&c, tl[i], c.fpx, 0, left - lw - pad - tw,
+                         py + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, BLACK);
+        }
+    }
+    /* x tick labels (bottom row only) */
+    int ybelow = top + gridH + lw + pad;
+    for (size_t h = 0; h < H && !s; h++)
+        for (size_t j = 0; j < T && !s; j += (size_t)stride)
+            s = add_text(&c, tl[j], c.fpx, 90, left + (int)h * (P + gap) + (int)j * cell + (cell - lh) / 2,
+                         ybelow, VZ_A_END, VZ_T_XTICK, BLACK);
+    int bottom = ybelow + tmax;
+    if (!s) s = add_text(&c, xlab, c.fpx, 0, left + gridW / 2 - xlab_w / 2, bottom + pad,
+                         VZ_A_MIDDLE, VZ_T_AXIS, BLACK);
+    bottom += pad + lh;
+    int yy = top + gridH / 2 - ylab_w / 2;
+    if (yy < top) yy = top;
+    if (!s) s = add_text(&c, ylab, c.fpx, 90, m, yy, VZ_A_MIDDLE, VZ_T_AXIS, BLACK);
+    bottom = imax(bottom, yy + ylab_w);
+    int right = left + gridW + lw, cbx = right + 2 * pad;
+    int cbh = gridH;
+    if (!s) s = add_colorbar(&c, &sc, cbx, top, bw, cbh, &right);
+    if (!s && c.o.causal_mask && T > 1) {
+        int lr, lb;
+        s = add_mask_legend(&c, cbx, top + gridH + lw + pad, &lr, &lb);
+        right = imax(right, lr);
+        bottom = imax(bottom, lb);
+    }
+    int W = right + m;
+    if (title_w + 2 * m > W) W = title_w + 2 * m;
+    if (!s && title_w)
+        s = add_text(&c, title, c.tpx, 0, (W - title_w) / 2, m, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+    if (s) goto done;
+    s = finish(&c, W, bottom + m, out, err);
+done:
+    free_labels(tl, T);
+    hs_viz_figure_destroy(c.f);
+    if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
+    return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Bars                                                                     */
+
+hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
+                             const char *const *labels, const char *title, const char *xlabel,
+                             const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    if (values == NULL) return hs_fail(err, HS_ERR_INPUT, "bar values are NULL");
+    if (N < 1 || N > HS_VIZ_MAX_BARS)
+        return hs_fail(err, HS_ERR_INPUT, "%zu bars: a chart takes 1..%d", N, HS_VIZ_MAX_BARS);
+    hs_status s = check_labels(labels, N, "bar labels", err);
+    if (!s) s = check_title(title, "title", err);
+    if (!s) s = check_title(xlabel, "x label", err);
+    if (s) return s;
+    double lo = 0, hi = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (!isfinite(values[i]))
+            return hs_fail(err, HS_ERR_NUMERIC, "bar value %zu is not finite (%g)", i,
+                           (double)values[i]);
+        if (values[i] < lo) lo = values[i];
+        if (values[i] > hi) hi = values[i];
+    }
+    vz_ctx c;
+    s = ctx_init(&c, opt, err);
+    if (s) return s;
+    if (c.o.range == HS_VIZ_RANGE_FIXED && opt != NULL && c.o.vmax > c.o.vmin) {
+        /* a fixed range widens (never clips) the axis */
+        if (c.o.vmin < lo) lo = c.o.vmin;
+        if (c.o.vmax > hi) hi = c.o.vmax;
+    }
+    if (hi == lo) hi = lo + 1.0;
+    vz_ticks tk;
+    nice_ticks(lo, hi, 6, &tk);
+    double step = tk.n > 1 ? tk.v[1] - tk.v[0] : 1.0;
+    double alo = tk.n ? fmin(tk.v[0], lo) : lo, ahi = tk.n ? fmax(tk.v[tk.n - 1], hi) : hi;
+    if (alo > lo) alo -= step;
+    if (ahi < hi) ahi += step;
+    nice_ticks(alo, ahi, 6, &tk);
+
+    char **bl = calloc(N, sizeof *bl);
+    int lmax = 0;
+    if (!bl) { s = HS_ERR_NOMEM; goto done; }
+    s = prepare_labels(&c, labels, N, bl, &lmax);
+    if (s) goto done;
+    int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
+    double dpi = c.o.dpi;
+    int vw = 0;
+    char buf[64];
+    for (size_t i = 0; i < N; i++) {
+        snprintf(buf, sizeof buf, "%+.3g", (double)values[i]);
+        vw = imax(vw, text_len(&c, buf, c.apx));
+    }
+    char t0[64], t1[64];
+    fmt_tick(t0, sizeof t0, tk.v[0], tk.decimals);
+    fmt_tick(t1, sizeof t1, tk.v[tk.n - 1], tk.decimals);
+    int row = (int)ceil(lh * 1.5), bar = (int)lround(row * 0.7);
+    int title_w = title && title[0] ? text_len(&c, title, c.tpx) : 0;
+    int xlab_w = xlabel && xlabel[0] ? text_len(&c, xlabel, c.fpx) : 0;
+    int padL = (alo < 0) ? vw + pad : 0, padR = (ahi > 0) ? vw + pad : 0;
+    int left = m + lmax + pad;
+    left = imax(left, m + text_len(&c, t0, c.fpx) / 2 - padL);
+    int top = m + (title_w ? c.tlh + pad : 0);
+    int PW = (int)lround(3.0 * dpi);
+    if (c.o.width_in > 0) {
+        int rest = left + padL + padR + text_len(&c, t1, c.fpx) / 2 + m;
+        PW = imax((int)lround(c.o.width_in * dpi) - rest, (int)lround(1.0 * dpi));
+    }
+    int ax0 = left + padL, ax1 = ax0 + PW; /* data axis pixels */
+#define XOF(v) (ax0 + (int)lround(((v) - alo) / (ahi - alo) * (double)PW))
+    int x0 = XOF(0.0);
+    int PH = (int)N * row;
+    unsigned char pos[3], neg[3];
+    memcpy(pos, vz_diverging[220], 3);
+    memcpy(neg, vz_diverging[35], 3);
+    for (size_t i = 0; i < N && !s; i++) {
+        int y = top + (int)i * row;
+        int tw = text_len(&c, bl[i], c.fpx);
+        s = add_text(&c, bl[i], c.fpx, 0, left - pad - tw, y + (row - lh) / 2, VZ_A_END,
+                     VZ_T_LABEL, BLACK);
+        double v = values[i];
+        int xv = XOF(v);
+        int bx = v >= 0 ? x0 : xv, bwid = abs(xv - x0);
+        if (!s && bwid > 0)
+            s = add_rect(&c, bx, y + (row - bar) / 2, bwid, bar, v >= 0 ? pos : neg, 4, -1,
+                         (int)i, -1);
+        snprintf(buf, sizeof buf, "%+.3g", v);
+        int vtw = text_len(&c, buf, c.apx);
+        int vx = v >= 0 ? xv + pad / 2 : xv - pad / 2 - vtw;
+        if (!s) s = add_text(&c, buf, c.apx, 0, vx, y + (row - c.alh) / 2,
+                             v >= 0 ? VZ_A_START : VZ_A_END, VZ_T_VALUE, BLACK);
+    }
+    /* zero line and axis */
+    if (!s) s = add_rect(&c, x0 - lw / 2, top, lw, PH, FRAME, 0, -1, -1, -1);
+    int ay = top + PH + pad / 2;
+    if (!s) s = add_rect(&c, ax0, ay, PW + lw, lw, FRAME, 0, -1, -1, -1);
+    int tl = (int)lround(c.fpx * 0.3);
+    int right = ax1 + padR;
+    for (int k = 0; k < tk.n && !s; k++) {
+        int tx = XOF(tk.v[k]);
+        s = add_rect(&c, tx - lw / 2, ay + lw, lw, tl, FRAME, 0, -1, -1, -1);
+        fmt_tick(buf, sizeof buf, tk.v[k], tk.decimals);
+        int w = text_len(&c, buf, c.fpx);
+        if (!s) s = add_text(&c, buf, c.fpx, 0, tx - w / 2, ay + lw + tl + pad / 4, VZ_A_MIDDLE,
+                             VZ_T_CBAR, BLACK);
+        right = imax(right, tx - w / 2 + w);
+    }
+#undef XOF
+    int bottom = ay + lw + tl + pad / 4 + lh;
+    if (!s && xlab_w) {
+        s = add_text(&c, xlabel, c.fpx, 0, ax0 + PW / 2 - xlab_w / 2, bottom + pad, VZ_A_MIDDLE,
+                     VZ_T_AXIS, BLACK);
+        bottom += pad + lh;
+        right = imax(right, ax0 + PW / 2 - xlab_w / 2 + xlab_w);
+    }
+    int W = right + m;
+    if (title_w + 2 * m > W) W = title_w + 2 * m;
+    if (!s && title_w)
+        s = add_text(&c, title, c.tpx, 0, (W - title_w) / 2, m, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+    if (s) goto done;
+    s = finish(&c, W, bottom + m, out, err);
+done:
+    free_labels(bl, N);
+    hs_viz_figure_destroy(c.f);
+    if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
+    return s;
+}
+
+/* ------------------------------------------------------------------------ */
+
+size_t hs_viz_figure_width(const hs_viz_figure *f) { return (size_t)f->width; }
+size_t hs_viz_figure_height(const hs_viz_figure *f) { return (size_t)f->height; }
+double hs_viz_figure_dpi(const hs_viz_figure *f) { return f->dpi; }
+
+void hs_viz_figure_destroy(hs_viz_figure *f)
+{
+    if (f == NULL) return;
+    for (size_t i = 0; i < f->n_texts; i++) free(f->texts[i].s);
+    free(f->texts);
+    free(f->rects);
+    free(f->font_file);
+    vz_font_close(f->font);
+    free(f);
+}

@@ -1,0 +1,136 @@
+/*
+ * viz/viz_png.c -- rasterising a figure into an RGB buffer (pure) and
+ * writing it as PNG through libpng (the I/O edge), atomically.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <setjmp.h>
+#include <string.h>
+
+#include <png.h>
+#include <zlib.h>
+
+#include "viz/viz_internal.h"
+
+/* Chosen with bench/bench_viz.c: the SUB filter turns runs of one colour into
+ * zero bytes and Z_RLE compresses those fast; level 1 is enough. */
+const vz_png_params VZ_PNG_DEFAULT = {1, Z_RLE, PNG_FILTER_SUB};
+
+static void fill_rect(unsigned char *rgb, int W, int H, const vz_rect *r)
+{
+    int x0 = r->x < 0 ? 0 : r->x, y0 = r->y < 0 ? 0 : r->y;
+    int x1 = r->x + r->w > W ? W : r->x + r->w, y1 = r->y + r->h > H ? H : r->y + r->h;
+    if (x1 <= x0 || y1 <= y0) return;
+    unsigned char *row0 = rgb + ((size_t)y0 * (size_t)W + (size_t)x0) * 3;
+    for (int x = 0; x < x1 - x0; x++) memcpy(row0 + 3 * x, r->rgb, 3);
+    size_t n = (size_t)(x1 - x0) * 3;
+    for (int y = y0 + 1; y < y1; y++)
+        memcpy(rgb + ((size_t)y * (size_t)W + (size_t)x0) * 3, row0, n);
+}
+
+hs_status hs_viz_figure_rgb(const hs_viz_figure *f, unsigned char **rgb, size_t *w, size_t *h,
+                            hs_error *err)
+{
+    *rgb = NULL;
+    size_t n = (size_t)f->width * (size_t)f->height * 3;
+    unsigned char *buf = malloc(n ? n : 1);
+    if (!buf)
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for a %d x %d image", f->width,
+                       f->height);
+    memset(buf, 255, n);
+    for (size_t i = 0; i < f->n_rects; i++) fill_rect(buf, f->width, f->height, &f->rects[i]);
+    for (size_t i = 0; i < f->n_texts; i++) {
+        const vz_text *t = &f->texts[i];
+        vz_font_draw(f->font, buf, f->width, f->height, t->s, t->px, t->x, t->y, t->rot, t->rgb);
+    }
+    *rgb = buf;
+    *w = (size_t)f->width;
+    *h = (size_t)f->height;
+    return HS_OK;
+}
+
+typedef struct {
+    char msg[256];
+} png_err_ctx;
+
+static void on_png_error(png_structp png, png_const_charp msg)
+{
+    png_err_ctx *e = png_get_error_ptr(png);
+    snprintf(e->msg, sizeof e->msg, "%s", msg);
+    png_longjmp(png, 1);
+}
+
+static void on_png_warning(png_structp png, png_const_charp msg)
+{
+    (void)png;
+    (void)msg; /* the library never prints */
+}
+
+/* Encodes into an open FILE*. Returns HS_OK or HS_ERR_IO/NOMEM. */
+static hs_status encode(FILE *fp, const unsigned char *rgb, int w, int h, double dpi,
+                        const vz_png_params *pp, hs_error *err)
+{
+    png_err_ctx ectx;
+    ectx.msg[0] = '\0';
+    png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &ectx, on_png_error,
+                                              on_png_warning);
+    if (!png) return hs_fail(err, HS_ERR_NOMEM, "libpng: cannot create a write struct");
+    png_infop info = png_create_info_struct(png);
+    if (!info) {
+        png_destroy_write_struct(&png, NULL);
+        return hs_fail(err, HS_ERR_NOMEM, "libpng: cannot create an info struct");
+    }
+    /* png and info are not modified after setjmp, so they need not be volatile. */
+    if (setjmp(png_jmpbuf(png))) {
+        png_destroy_write_struct(&png, &info);
+        return hs_fail(err, HS_ERR_IO, "libpng: %s", ectx.msg[0] ? ectx.msg : "write failed");
+    }
+    png_init_io(png, fp);
+    png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
+                 PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+    png_uint_32 ppm = (png_uint_32)lround(dpi / 0.0254);
+    png_set_pHYs(png, info, ppm, ppm, PNG_RESOLUTION_METER);
+    png_set_compression_level(png, pp->level);
+    png_set_compression_strategy(png, pp->strategy);
+    png_set_filter(png, PNG_FILTER_TYPE_BASE, pp->filter);
+    png_write_info(png, info);
+    for (int y = 0; y < h; y++) png_write_row(png, rgb + (size_t)y * (size_t)w * 3);
+    png_write_end(png, info);
+    png_destroy_write_struct(&png, &info);
+    return HS_OK;
+}
+
+hs_status vz_png_write_rgb(const char *path, const unsigned char *rgb, int w, int h, double dpi,
+                           const vz_png_params *pp, hs_error *err)
+{
+    if (w < 1 || h < 1)
+        return hs_fail(err, HS_ERR_INPUT, "%s: image is empty (%d x %d)", path, w, h);
+    hs_atomic_file af;
+    hs_status s = hs_atomic_open(&af, path, err);
+    if (s != HS_OK) return s;
+    s = encode(af.fp, rgb, w, h, dpi, pp ? pp : &VZ_PNG_DEFAULT, err);
+    if (s != HS_OK) {
+        hs_atomic_abort(&af);
+        char m[sizeof err->msg];
+        if (err) {
+            snprintf(m, sizeof m, "%s", err->msg);
+            hs_fail(err, s, "%s: %s", path, m);
+        }
+        return s;
+    }
+    return hs_atomic_commit(&af, err);
+}
+
+hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_error *err)
+{
+    if (f == NULL) return hs_fail(err, HS_ERR_INPUT, "figure is NULL");
+    hs_status s = hs_check_out_path(path, err);
+    if (s != HS_OK) return s;
+    unsigned char *rgb;
+    size_t w, h;
+    s = hs_viz_figure_rgb(f, &rgb, &w, &h, err);
+    if (s != HS_OK) return s;
+    s = vz_png_write_rgb(path, rgb, (int)w, (int)h, f->dpi, NULL, err);
+    free(rgb);
+    return s;
+}

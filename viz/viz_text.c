@@ -1,0 +1,125 @@
+/*
+ * viz/viz_text.c -- the chapter's terminal rows, `L0  the:0.00 animal:0.70 ...`,
+ * wrapped to a width with continuation lines indented under the first item.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "viz/viz_internal.h"
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+    int oom;
+} tbuf;
+
+static void tb_put(tbuf *b, const char *s, size_t n)
+{
+    if (b->oom) return;
+    if (b->len + n + 1 > b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 1024;
+        while (nc < b->len + n + 1) nc *= 2;
+        char *p = realloc(b->buf, nc);
+        if (!p) { b->oom = 1; return; }
+        b->buf = p;
+        b->cap = nc;
+    }
+    memcpy(b->buf + b->len, s, n);
+    b->len += n;
+    b->buf[b->len] = '\0';
+}
+
+static void tb_spaces(tbuf *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) tb_put(b, " ", 1);
+}
+
+hs_status hs_viz_rows_format(char **text, size_t *len, const float *rows, size_t n_rows,
+                             size_t T, const char *const *row_labels,
+                             const char *const *tokens, size_t width, hs_error *err)
+{
+    *text = NULL;
+    *len = 0;
+    if (rows == NULL) return hs_fail(err, HS_ERR_INPUT, "rows are NULL");
+    if (n_rows < 1 || T < 1)
+        return hs_fail(err, HS_ERR_INPUT, "rows: %zu rows x %zu tokens is empty", n_rows, T);
+    if (tokens == NULL) return hs_fail(err, HS_ERR_INPUT, "rows: tokens are NULL");
+    for (size_t j = 0; j < T; j++)
+        if (tokens[j] == NULL || !vz_utf8_valid(tokens[j]))
+            return hs_fail(err, HS_ERR_INPUT, "rows: token %zu is NULL or not valid UTF-8", j);
+    for (size_t i = 0; row_labels && i < n_rows; i++)
+        if (row_labels[i] == NULL || !vz_utf8_valid(row_labels[i]))
+            return hs_fail(err, HS_ERR_INPUT, "rows: row label %zu is NULL or not valid UTF-8", i);
+    for (size_t k = 0; k < n_rows * T; k++)
+        if (!isfinite(rows[k]))
+            return hs_fail(err, HS_ERR_NUMERIC, "rows: value [%zu, %zu] is not finite (%g)",
+                           k / T, k % T, (double)rows[k]);
+    if (width != 0 && width < 20) width = 20;
+
+    /* label column: widest label (code points) + 2 spaces */
+    size_t lab_w = 0;
+    char lb[32];
+    for (size_t i = 0; i < n_rows; i++) {
+        size_t w;
+        if (row_labels) w = vz_utf8_len(row_labels[i]);
+        else w = (size_t)snprintf(lb, sizeof lb, "L%zu", i);
+        if (w > lab_w) lab_w = w;
+    }
+    size_t indent = lab_w + 2;
+
+    tbuf b = {0};
+    for (size_t i = 0; i < n_rows; i++) {
+        const char *label = row_labels ? row_labels[i] : (snprintf(lb, sizeof lb, "L%zu", i), lb);
+        tb_put(&b, label, strlen(label));
+        tb_spaces(&b, indent - vz_utf8_len(label));
+        size_t col = indent;
+        for (size_t j = 0; j < T; j++) {
+            double v = rows[i * T + j];
+            if (v < 0 && v > -0.005) v = 0.0; /* no "-0.00" */
+            char num[48];
+            int nn = snprintf(num, sizeof num, ":%.2f", v);
+            size_t item = vz_utf8_len(tokens[j]) + (size_t)nn;
+            if (j > 0) {
+                if (width && col + 1 + item > width) {
+                    tb_put(&b, "\n", 1);
+                    tb_spaces(&b, indent);
+                    col = indent;
+                } else {
+                    tb_put(&b, " ", 1);
+                    col++;
+                }
+            }
+            tb_put(&b, tokens[j], strlen(tokens[j]));
+            tb_put(&b, num, (size_t)nn);
+            col += item;
+        }
+        tb_put(&b, "\n", 1);
+    }
+    if (b.oom) {
+        free(b.buf);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory formatting rows");
+    }
+    *text = b.buf;
+    *len = b.len;
+    return HS_OK;
+}
+
+hs_status hs_viz_rows_write(FILE *fp, const float *rows, size_t n_rows, size_t T,
+                            const char *const *row_labels, const char *const *tokens,
+                            size_t width, hs_error *err)
+{
+    if (fp == NULL) return hs_fail(err, HS_ERR_INPUT, "rows: output stream is NULL");
+    char *text;
+    size_t n;
+    hs_status s = hs_viz_rows_format(&text, &n, rows, n_rows, T, row_labels, tokens, width, err);
+    if (s != HS_OK) return s;
+    errno = 0;
+    size_t w = fwrite(text, 1, n, fp);
+    free(text);
+    if (w != n || fflush(fp) != 0)
+        return hs_fail(err, HS_ERR_IO, "rows: write failed: %s",
+                       errno ? strerror(errno) : "short write");
+    return HS_OK;
+}
