@@ -16,8 +16,6 @@ static int pending(const char *name, int argc, char **argv)
     return 1;
 }
 
-int cmd_train(int argc, char **argv) { return pending("train", argc, argv); }
-int cmd_eval(int argc, char **argv) { return pending("eval", argc, argv); }
 int cmd_inspect(int argc, char **argv) { return pending("inspect", argc, argv); }
 int cmd_circuit(int argc, char **argv) { return pending("circuit", argc, argv); }
 int cmd_weights(int argc, char **argv) { return pending("weights", argc, argv); }

@@ -302,6 +302,55 @@ hs_adamw hs_adamw_default(void);
 hs_status hs_adamw_step(hs_model *m, const hs_adamw *opt, double *grad_norm, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
+/* Training loop                                                             */
+
+/* Fills a batch: tokens (B,T) ids and targets (B,T) next-token ids (-1 =
+ * ignore). The data source (a task) owns ctx. */
+typedef void (*hs_batch_fn)(void *ctx, int B, int T, int *tokens, int *targets);
+
+/* What the trainer reports after a step. */
+typedef struct {
+    int step;            /* 1-based step just taken */
+    int steps;           /* budget */
+    float loss;          /* mean cross-entropy of this step's batch (nats) */
+    float lr;            /* learning rate used at this step */
+    double grad_norm;    /* before clipping */
+    double seconds;      /* wall time since training started */
+} hs_train_info;
+
+/* Called after every step. Return HS_OK to go on; any other status stops
+ * training and is returned by hs_train (e.g. an interrupt, or a failed
+ * checkpoint write, with err filled by the callback). */
+typedef hs_status (*hs_step_fn)(void *ctx, hs_model *m, const hs_train_info *info,
+                                hs_error *err);
+
+typedef struct {
+    int steps;           /* step budget */
+    int batch;           /* B (64) */
+    int seq_len;         /* T */
+    hs_adamw opt;        /* lr is the peak rate */
+    float decay_start;   /* fraction of the budget after which lr decays (0.6) */
+    float lr_final_frac; /* lr at the last step as a fraction of the peak (0.05) */
+} hs_train_opts;
+
+hs_train_opts hs_train_opts_default(void);
+
+/* Learning rate at 1-based step: opt.lr until decay_start * steps, then a
+ * cosine down to lr_final_frac * opt.lr at the last step. */
+float hs_train_lr(const hs_train_opts *o, int step);
+
+/*
+ * Trains m for o->steps AdamW steps on batches from batch_fn: forward, mean
+ * next-token cross-entropy, backward, clip, AdamW, then on_step (may be NULL).
+ * Allocates what it needs (gradients, activations) and frees its activations.
+ * A NaN/Inf loss or gradient stops training before that step's update with
+ * HS_ERR_NUMERIC naming the step ("loss is NaN at step 412"): parameters are
+ * those after the last good step.
+ */
+hs_status hs_train(hs_model *m, const hs_train_opts *o, hs_batch_fn batch_fn, void *batch_ctx,
+                   hs_step_fn on_step, void *step_ctx, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
 /* Checkpoints: safetensors (DESIGN.md, "Checkpoint: safetensors")            */
 
 /*
