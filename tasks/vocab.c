@@ -102,6 +102,7 @@ static hs_status check_word(const char *word, size_t i, hs_error *err)
     if (n == 0) return hs_fail(err, HS_ERR_FORMAT, "vocab word %zu is an empty string", i);
     if (n > 256)
         return hs_fail(err, HS_ERR_FORMAT, "vocab word %zu is %zu bytes long (at most 256)", i, n);
+    /* Pass 1 prints no part of the word: it may hold newlines or bad bytes. */
     const unsigned char *s = (const unsigned char *)word;
     for (size_t k = 0; k < n;) {
         uint32_t cp;
@@ -109,18 +110,22 @@ static hs_status check_word(const char *word, size_t i, hs_error *err)
         if (len == 0)
             return hs_fail(err, HS_ERR_FORMAT, "vocab word %zu is not valid UTF-8 (byte %zu)", i, k);
         if (cp < 0x80 && is_space((unsigned char)cp))
-            return hs_fail(err, HS_ERR_FORMAT, "vocab word %zu '%s' contains whitespace", i, word);
+            return hs_fail(err, HS_ERR_FORMAT, "vocab word %zu contains whitespace (byte %zu)", i, k);
         if (is_control(cp))
-            return hs_fail(err, HS_ERR_FORMAT, "vocab word %zu contains a control character", i);
-        if (cp >= 'A' && cp <= 'Z')
+            return hs_fail(err, HS_ERR_FORMAT,
+                           "vocab word %zu contains a control character (byte %zu)", i, k);
+        k += len;
+    }
+    /* Pass 2: the word is printable now. */
+    for (size_t k = 0; k < n; k++) {
+        if (word[k] >= 'A' && word[k] <= 'Z')
             return hs_fail(err, HS_ERR_FORMAT,
                            "vocab word %zu '%s' has upper-case letters; the tokenizer folds "
                            "case to lower, so it could never be typed", i, word);
-        if ((cp == ',' || cp == '.') && n != 1)
+        if ((word[k] == ',' || word[k] == '.') && n != 1)
             return hs_fail(err, HS_ERR_FORMAT,
                            "vocab word %zu '%s' contains ',' or '.'; the tokenizer splits those "
                            "off as tokens of their own", i, word);
-        k += len;
     }
     return HS_OK;
 }

@@ -443,8 +443,12 @@ hs_status hs_winograd_from_task_json(const char *json, const hs_vocab *vocab,
     }
     int kind = hs_task_parse(name->valuestring);
     if (kind < 0) {
-        st = hs_fail(err, HS_ERR_FORMAT, "task metadata names an unknown task '%.64s'",
-                     name->valuestring);
+        char shown[68];
+        size_t k = 0;
+        for (const char *c = name->valuestring; *c && k < 64; c++, k++)
+            shown[k] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c; /* keep one line */
+        shown[k] = '\0';
+        st = hs_fail(err, HS_ERR_FORMAT, "task metadata names an unknown task '%s'", shown);
         goto done;
     }
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "split_seed");

@@ -120,7 +120,11 @@ static void vocab_json_rejects_bad_lists(void **state)
     expect_vocab_json_error("[\"the\",null]", "element 1 is not a string");
     expect_vocab_json_error("[\"the\",\"dog\",\"the\"]", "vocab word 'the' is duplicated (ids 0 and 2)");
     expect_vocab_json_error("[\"the\",\"\"]", "vocab word 1 is an empty string");
-    expect_vocab_json_error("[\"the\",\"a b\"]", "vocab word 1 'a b' contains whitespace");
+    expect_vocab_json_error("[\"the\",\"a b\"]", "vocab word 1 contains whitespace (byte 1)");
+    /* a raw newline inside a JSON string (cJSON accepts it) stays out of the one-line message */
+    expect_vocab_json_error("[\"the\",\"a\nb\"]", "vocab word 1 contains whitespace (byte 1)");
+    expect_vocab_json_error("[\"the\",\"a\\nb\"]", "vocab word 1 contains whitespace (byte 1)");
+    expect_vocab_json_error("[\"\xee\"]", "vocab word 0 is not valid UTF-8 (byte 0)");
     expect_vocab_json_error("[\"The\"]", "upper-case");
     expect_vocab_json_error("[\"dog.\"]", "contains ',' or '.'");
     expect_vocab_json_error("[\"a\\u0007\"]", "control character");
