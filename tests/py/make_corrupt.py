@@ -378,7 +378,7 @@ def _(): return stlib.build(ref.tensors(), meta_with(with_config(d_vocab=7, d_vo
 def _(): return stlib.build(ref.tensors(), meta_with(with_config(n_layers=3)))
 
 
-@case("config_inconsistent_attn_only", "HS_ERR_FORMAT", "unknown tensor 'blocks.0.mlp.W_in'",
+@case("config_inconsistent_attn_only", "HS_ERR_FORMAT", "unknown tensor 'blocks.0.ln2.w'",
       "config attn_only (d_mlp null) but MLP weights present")
 def _(): return stlib.build(ref.tensors(), meta_with(with_config(attn_only=True, d_mlp=None)))
 
