@@ -1,0 +1,818 @@
+/*
+ * tests/test_viz.c -- viz/: PNG figures read back with libpng (size, dpi,
+ * cell colours = colour map, ink in label boxes, masked triangle), pngcheck
+ * on every PNG written, SVG through xmllint (one <text> per token label),
+ * JSON round trips, terminal rows, atomic writes and errors.
+ * Layout geometry over the documented caps is in test_viz_geometry.c.
+ * Outputs go to $HS_TEST_TMP.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <math.h>
+
+#include <cmocka.h>
+#include <png.h>
+#include <zlib.h>
+#include <ft2build.h>
+#include FT_FREETYPE_H
+
+#include "viz/viz.h"
+#include "viz/viz_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Helpers                                                                   */
+
+static const char *TOKS[18] = {"the", "animal", "did", "not", "cross", "the",
+                               "street", "because", "it", "was", "too", "tired",
+                               ",", "so", "the", "animal", "waited", "."};
+#define T18 18
+
+static char *tmp_path(const char *name)
+{
+    const char *dir = getenv("HS_TEST_TMP");
+    if (dir == NULL || dir[0] == '\0') dir = "/tmp";
+    mkdir(dir, 0777);
+    char *p = hs_path_join(dir, name);
+    assert_non_null(p);
+    return p;
+}
+
+static int run(const char *cmd)
+{
+    int r = system(cmd);
+    return r == -1 ? -1 : WEXITSTATUS(r);
+}
+
+static void need_tool(const char *tool)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
+    if (run(cmd) != 0) fail_msg("%s is not installed; it is required by this test", tool);
+}
+
+/* pngcheck must pass on every PNG the tests write. */
+static void assert_pngcheck(const char *path)
+{
+    need_tool("pngcheck");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "pngcheck -q '%s' >/dev/null 2>&1", path);
+    if (run(cmd) != 0) fail_msg("pngcheck fails on %s", path);
+}
+
+typedef struct {
+    unsigned char *rgb;
+    int w, h;
+    png_uint_32 ppm_x, ppm_y;
+    int unit;
+} image;
+
+static void read_png(const char *path, image *im)
+{
+    memset(im, 0, sizeof *im);
+    FILE *fp = fopen(path, "rb");
+    if (!fp) fail_msg("cannot open %s", path);
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    assert_non_null(png);
+    assert_non_null(info);
+    if (setjmp(png_jmpbuf(png))) {
+        fclose(fp);
+        fail_msg("libpng cannot read %s", path);
+    }
+    png_init_io(png, fp);
+    png_read_info(png, info);
+    im->w = (int)png_get_image_width(png, info);
+    im->h = (int)png_get_image_height(png, info);
+    assert_int_equal(png_get_color_type(png, info), PNG_COLOR_TYPE_RGB);
+    assert_int_equal(png_get_bit_depth(png, info), 8);
+    assert_true(png_get_pHYs(png, info, &im->ppm_x, &im->ppm_y, &im->unit) != 0);
+    im->rgb = malloc((size_t)im->w * (size_t)im->h * 3);
+    assert_non_null(im->rgb);
+    for (int y = 0; y < im->h; y++) png_read_row(png, im->rgb + (size_t)y * (size_t)im->w * 3, NULL);
+    png_read_end(png, NULL);
+    png_destroy_read_struct(&png, &info, NULL);
+    fclose(fp);
+}
+
+static const unsigned char *px(const image *im, int x, int y)
+{
+    assert_true(x >= 0 && y >= 0 && x < im->w && y < im->h);
+    return im->rgb + ((size_t)y * (size_t)im->w + (size_t)x) * 3;
+}
+
+static void assert_rgb(const unsigned char *got, const unsigned char *want, const char *what)
+{
+    if (memcmp(got, want, 3) != 0)
+        fail_msg("%s: got #%02x%02x%02x, want #%02x%02x%02x", what, got[0], got[1], got[2],
+                 want[0], want[1], want[2]);
+}
+
+static const vz_rect *find_cell(const hs_viz_figure *f, int panel, int row, int col)
+{
+    for (size_t i = 0; i < f->n_rects; i++) {
+        const vz_rect *r = &f->rects[i];
+        if ((r->kind == 1 || r->kind == 2) && r->panel == panel && r->row == row && r->col == col)
+            return r;
+    }
+    fail_msg("no cell panel %d (%d, %d)", panel, row, col);
+    return NULL;
+}
+
+static long ink_in_box(const image *im, int x, int y, int w, int h)
+{
+    long n = 0;
+    for (int yy = y; yy < y + h; yy++)
+        for (int xx = x; xx < x + w; xx++) {
+            const unsigned char *p = px(im, xx, yy);
+            if (p[0] < 160 && p[1] < 160 && p[2] < 160) n++;
+        }
+    return n;
+}
+
+static size_t count_role(const hs_viz_figure *f, vz_role role)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_texts; i++) n += f->texts[i].role == role;
+    return n;
+}
+
+/* A causal pattern with known values: row i puts 1 - 0.05 i on source 0
+ * (or 1.0 on row 0) and the rest evenly on sources 1..i; masked cells hold 0. */
+static void known_pattern(float *p, size_t T)
+{
+    for (size_t i = 0; i < T; i++)
+        for (size_t j = 0; j < T; j++) {
+            float v = 0.0f;
+            if (i == 0) v = j == 0 ? 1.0f : 0.0f;
+            else if (j == 0) v = 1.0f - 0.05f * (float)i;
+            else if (j <= i) v = 0.05f * (float)i / (float)i;
+            p[i * T + j] = v;
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Colour maps                                                               */
+
+static void viridis_table_has_published_values(void **state)
+{
+    (void)state;
+    unsigned char c[3];
+    static const unsigned char v0[3] = {0x44, 0x01, 0x54}, vh[3] = {0x21, 0x91, 0x8c},
+                               v1[3] = {0xfd, 0xe7, 0x25};
+    hs_viz_cmap_rgb(HS_VIZ_CMAP_VIRIDIS, 0.0, c);
+    assert_rgb(c, v0, "viridis(0)");
+    hs_viz_cmap_rgb(HS_VIZ_CMAP_VIRIDIS, 0.5, c);
+    assert_rgb(c, vh, "viridis(0.5)");
+    hs_viz_cmap_rgb(HS_VIZ_CMAP_VIRIDIS, 1.0, c);
+    assert_rgb(c, v1, "viridis(1)");
+    hs_viz_cmap_rgb(HS_VIZ_CMAP_VIRIDIS, 7.0, c); /* clamped */
+    assert_rgb(c, v1, "viridis(7)");
+    /* diverging: blue end, near-white centre, red end */
+    static const unsigned char d0[3] = {0x05, 0x30, 0x61}, d1[3] = {0x67, 0x00, 0x1f};
+    hs_viz_cmap_rgb(HS_VIZ_CMAP_DIVERGING, 0.0, c);
+    assert_rgb(c, d0, "diverging(0)");
+    hs_viz_cmap_rgb(HS_VIZ_CMAP_DIVERGING, 1.0, c);
+    assert_rgb(c, d1, "diverging(1)");
+    hs_viz_cmap_rgb(HS_VIZ_CMAP_DIVERGING, 0.5, c);
+    assert_true(c[0] >= 240 && c[1] >= 240 && c[2] >= 240);
+    /* the mask grey is no colour of viridis */
+    for (int i = 0; i < 256; i++)
+        assert_false(memcmp(vz_viridis[i], HS_VIZ_MASK_RGB, 3) == 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* PNG                                                                       */
+
+static void attention_png_reads_back_with_cells_labels_and_mask(void **state)
+{
+    (void)state;
+    float p[T18 * T18];
+    known_pattern(p, T18);
+    p[7 * T18 + 3] = 0.5f; /* a mid value */
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    const char *title = "L1H3 \xc2\xb7 blocks.1.attn.hook_pattern";
+    assert_int_equal(hs_viz_attention_figure(&f, p, T18, TOKS, title, NULL, &err), HS_OK);
+    char *path = tmp_path("viz_head.png");
+    hs_status st = hs_viz_figure_write_png(f, path, &err);
+    if (st != HS_OK) fail_msg("%s", err.msg);
+    assert_pngcheck(path);
+
+    image im;
+    read_png(path, &im);
+    assert_int_equal(im.w, (int)hs_viz_figure_width(f));
+    assert_int_equal(im.h, (int)hs_viz_figure_height(f));
+    assert_int_equal(im.unit, PNG_RESOLUTION_METER);
+    assert_int_equal(im.ppm_x, 11811); /* 300 dpi */
+    assert_int_equal(im.ppm_y, 11811);
+
+    /* every cell: centre colour = colour map at the value, or mask grey */
+    for (int i = 0; i < T18; i++)
+        for (int j = 0; j < T18; j++) {
+            const vz_rect *r = find_cell(f, 0, i, j);
+            const unsigned char *got = px(&im, r->x + r->w / 2, r->y + r->h / 2);
+            unsigned char want[3];
+            if (j > i) memcpy(want, HS_VIZ_MASK_RGB, 3);
+            else hs_viz_cmap_rgb(HS_VIZ_CMAP_VIRIDIS, p[i * T18 + j], want);
+            char what[64];
+            snprintf(what, sizeof what, "cell (%d, %d)", i, j);
+            assert_rgb(got, want, what);
+        }
+    /* known cells against the published viridis values, independent of the table code */
+    static const unsigned char one[3] = {0xfd, 0xe7, 0x25}, half[3] = {0x21, 0x91, 0x8c},
+                               zero[3] = {0x44, 0x01, 0x54};
+    const vz_rect *r = find_cell(f, 0, 0, 0);
+    assert_rgb(px(&im, r->x + r->w / 2, r->y + r->h / 2), one, "cell (0,0) = 1.0");
+    r = find_cell(f, 0, 7, 3);
+    assert_rgb(px(&im, r->x + r->w / 2, r->y + r->h / 2), half, "cell (7,3) = 0.5");
+    r = find_cell(f, 0, 0, 5); /* masked, value 0: must not be viridis(0) */
+    assert_false(memcmp(px(&im, r->x + r->w / 2, r->y + r->h / 2), zero, 3) == 0);
+
+    /* every token label, the title and the colour-bar labels hold ink */
+    assert_int_equal(count_role(f, VZ_T_XTICK), T18);
+    assert_int_equal(count_role(f, VZ_T_YTICK), T18);
+    assert_int_equal(count_role(f, VZ_T_TITLE), 1);
+    assert_true(count_role(f, VZ_T_CBAR) >= 3);
+    for (size_t k = 0; k < f->n_texts; k++) {
+        const vz_text *t = &f->texts[k];
+        if (ink_in_box(&im, t->x, t->y, t->w, t->h) == 0) fail_msg("label '%s' has no ink", t->s);
+    }
+    /* the canvas corners stay white (no ink outside the layout) */
+    static const unsigned char white[3] = {255, 255, 255};
+    assert_rgb(px(&im, 0, 0), white, "top-left corner");
+    assert_rgb(px(&im, im.w - 1, im.h - 1), white, "bottom-right corner");
+
+    /* colour bar: top = viridis(1), bottom = viridis(0) */
+    int top = -1, bottom = -1, cbx = -1;
+    for (size_t k = 0; k < f->n_rects; k++) {
+        const vz_rect *c = &f->rects[k];
+        if (c->kind != 3) continue;
+        if (top < 0 || c->y < top) top = c->y;
+        if (c->y + c->h - 1 > bottom) bottom = c->y + c->h - 1;
+        cbx = c->x + c->w / 2;
+    }
+    assert_true(top >= 0);
+    assert_rgb(px(&im, cbx, top), one, "colour bar top");
+    assert_rgb(px(&im, cbx, bottom), zero, "colour bar bottom");
+
+    /* the middle dot of the title has a glyph in the font */
+    FT_Library lib;
+    FT_Face face;
+    assert_int_equal(FT_Init_FreeType(&lib), 0);
+    assert_int_equal(FT_New_Face(lib, f->font_file, 0, &face), 0);
+    assert_true(FT_Get_Char_Index(face, 0xB7) != 0);
+    FT_Done_Face(face);
+    FT_Done_FreeType(lib);
+
+    free(im.rgb);
+    free(path);
+    hs_viz_figure_destroy(f);
+}
+
+static void grid_png_shares_one_scale_and_has_headers(void **state)
+{
+    (void)state;
+    enum { L = 2, H = 4 };
+    static float p[L * H * T18 * T18];
+    for (int k = 0; k < L * H; k++) known_pattern(p + k * T18 * T18, T18);
+    /* panel 5 (L1H1): cell (4, 2) = 0.5 */
+    p[5 * T18 * T18 + 4 * T18 + 2] = 0.5f;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_grid_figure(&f, p, L, H, T18, TOKS, "attention", NULL, &err), HS_OK);
+    char *path = tmp_path("viz_grid.png");
+    assert_int_equal(hs_viz_figure_write_png(f, path, &err), HS_OK);
+    assert_pngcheck(path);
+    image im;
+    read_png(path, &im);
+    assert_int_equal(im.w, (int)hs_viz_figure_width(f));
+    for (int k = 0; k < L * H; k++)
+        for (int i = 0; i < T18; i += 3)
+            for (int j = 0; j < T18; j += 2) {
+                const vz_rect *r = find_cell(f, k, i, j);
+                unsigned char want[3];
+                if (j > i) memcpy(want, HS_VIZ_MASK_RGB, 3);
+                else hs_viz_cmap_rgb(HS_VIZ_CMAP_VIRIDIS, p[(k * T18 + i) * T18 + j], want);
+                assert_rgb(px(&im, r->x + r->w / 2, r->y + r->h / 2), want, "grid cell");
+            }
+    static const unsigned char half[3] = {0x21, 0x91, 0x8c};
+    const vz_rect *r = find_cell(f, 5, 4, 2);
+    assert_rgb(px(&im, r->x + r->w / 2, r->y + r->h / 2), half, "L1H1 (4,2) = 0.5");
+    /* headers L0, L1, H0..H3 */
+    assert_int_equal(count_role(f, VZ_T_HEADER), L + H);
+    const char *want_hdr[] = {"H0", "H1", "H2", "H3", "L0", "L1"};
+    for (int k = 0; k < 6; k++) {
+        int found = 0;
+        for (size_t i = 0; i < f->n_texts; i++)
+            if (f->texts[i].role == VZ_T_HEADER && strcmp(f->texts[i].s, want_hdr[k]) == 0) {
+                found = 1;
+                assert_true(ink_in_box(&im, f->texts[i].x, f->texts[i].y, f->texts[i].w,
+                                       f->texts[i].h) > 0);
+            }
+        if (!found) fail_msg("header %s missing", want_hdr[k]);
+    }
+    /* outer axes only: y labels once per layer row, x labels once per head column */
+    assert_int_equal(count_role(f, VZ_T_YTICK), L * T18);
+    assert_int_equal(count_role(f, VZ_T_XTICK), H * T18);
+    free(im.rgb);
+    free(path);
+    hs_viz_figure_destroy(f);
+}
+
+static void signed_png_is_centred_on_zero(void **state)
+{
+    (void)state;
+    float m[3 * 4] = {-2.0f, 0.0f, 2.0f, 1.0f, 0.5f, -0.5f, 0.0f, 0.0f, 1.5f, -1.0f, 0.25f, 0.0f};
+    const char *rl[] = {"L0H0", "L0H1", "embed"};
+    const char *cl[] = {"L1H0 Q", "L1H0 K", "L1H0 V", "a very long column label!!"};
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.range = HS_VIZ_RANGE_AUTO;
+    o.annotate = 1;
+    assert_int_equal(hs_viz_signed_figure(&f, m, 3, 4, rl, cl, "W_O W_Q", "to", "from", &o, &err),
+                     HS_OK);
+    char *path = tmp_path("viz_signed.png");
+    assert_int_equal(hs_viz_figure_write_png(f, path, &err), HS_OK);
+    assert_pngcheck(path);
+    image im;
+    read_png(path, &im);
+    static const unsigned char blue[3] = {0x05, 0x30, 0x61}, red[3] = {0x67, 0x00, 0x1f};
+    unsigned char mid[3];
+    hs_viz_cmap_rgb(HS_VIZ_CMAP_DIVERGING, 0.5, mid);
+    /* sample off-centre (the annotation text sits in the middle) */
+    const vz_rect *r = find_cell(f, 0, 0, 0);
+    assert_rgb(px(&im, r->x + 2, r->y + 2), blue, "-max is the blue end");
+    r = find_cell(f, 0, 0, 2);
+    assert_rgb(px(&im, r->x + 2, r->y + 2), red, "+max is the red end");
+    r = find_cell(f, 0, 0, 1);
+    assert_rgb(px(&im, r->x + 2, r->y + 2), mid, "0 is the centre");
+    assert_int_equal(count_role(f, VZ_T_ANNOT), 12);
+    assert_int_equal(count_role(f, VZ_T_AXIS), 2);
+    for (size_t k = 0; k < f->n_texts; k++) {
+        const vz_text *t = &f->texts[k];
+        if (ink_in_box(&im, t->x, t->y, t->w, t->h) == 0 && t->role != VZ_T_ANNOT)
+            fail_msg("label '%s' has no ink", t->s);
+    }
+    /* the long label was shortened to 24 code points with an ellipsis */
+    int found = 0;
+    for (size_t k = 0; k < f->n_texts; k++)
+        if (f->texts[k].role == VZ_T_XTICK && strncmp(f->texts[k].s, "a very long", 11) == 0) {
+            assert_int_equal(vz_utf8_len(f->texts[k].s), HS_VIZ_MAX_LABEL);
+            assert_non_null(strstr(f->texts[k].s, "\xe2\x80\xa6"));
+            found = 1;
+        }
+    assert_true(found);
+    free(im.rgb);
+    free(path);
+    hs_viz_figure_destroy(f);
+}
+
+static void bars_png_has_signed_bars_and_labels(void **state)
+{
+    (void)state;
+    float v[5] = {1.5f, -0.75f, 0.0f, 3.0f, -2.0f};
+    const char *lb[] = {"embed", "L0H0", "L0H1", "L1H0", "mlp1"};
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_bars_figure(&f, v, 5, lb, "DLA", "logit diff", NULL, &err), HS_OK);
+    char *path = tmp_path("viz_bars.png");
+    assert_int_equal(hs_viz_figure_write_png(f, path, &err), HS_OK);
+    assert_pngcheck(path);
+    image im;
+    read_png(path, &im);
+    int nbars = 0;
+    for (size_t k = 0; k < f->n_rects; k++) {
+        const vz_rect *r = &f->rects[k];
+        if (r->kind != 4) continue;
+        nbars++;
+        float val = v[r->row];
+        const unsigned char *c = px(&im, r->x + r->w / 2, r->y + r->h / 2);
+        if (val > 0) assert_true(c[0] > c[2]); /* red */
+        else assert_true(c[2] > c[0]);         /* blue */
+    }
+    assert_int_equal(nbars, 4); /* the zero bar has no width */
+    /* bar lengths are proportional to the values */
+    int len3 = 0, len0 = 0;
+    for (size_t k = 0; k < f->n_rects; k++) {
+        if (f->rects[k].kind != 4) continue;
+        if (f->rects[k].row == 3) len3 = f->rects[k].w;
+        if (f->rects[k].row == 0) len0 = f->rects[k].w;
+    }
+    assert_true(abs(len3 - 2 * len0) <= 2);
+    assert_int_equal(count_role(f, VZ_T_LABEL), 5);
+    assert_int_equal(count_role(f, VZ_T_VALUE), 5);
+    for (size_t k = 0; k < f->n_texts; k++) {
+        const vz_text *t = &f->texts[k];
+        if (ink_in_box(&im, t->x, t->y, t->w, t->h) == 0) fail_msg("label '%s' has no ink", t->s);
+    }
+    free(im.rgb);
+    free(path);
+    hs_viz_figure_destroy(f);
+}
+
+static void options_change_dpi_size_and_colour_map(void **state)
+{
+    (void)state;
+    float p[4 * 4];
+    known_pattern(p, 4);
+    const char *t4[] = {"a", "b", "c", "d"};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 150;
+    o.cmap = HS_VIZ_CMAP_GREYS;
+    o.width_in = 4.0;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_attention_figure(&f, p, 4, t4, NULL, &o, &err), HS_OK);
+    assert_true(labs((long)hs_viz_figure_width(f) - 600) <= 40); /* 4 in at 150 dpi */
+    char *path = tmp_path("viz_opts.png");
+    assert_int_equal(hs_viz_figure_write_png(f, path, &err), HS_OK);
+    assert_pngcheck(path);
+    image im;
+    read_png(path, &im);
+    assert_int_equal(im.ppm_x, 5906); /* 150 dpi */
+    const vz_rect *r = find_cell(f, 0, 0, 0);
+    static const unsigned char black[3] = {0, 0, 0};
+    assert_rgb(px(&im, r->x + r->w / 2, r->y + r->h / 2), black, "greys(1) is black");
+    free(im.rgb);
+    free(path);
+    hs_viz_figure_destroy(f);
+
+    /* auto range: the largest value gets the top colour */
+    float q[2 * 2] = {0.2f, 0.0f, 0.1f, 0.4f};
+    hs_viz_options_default(&o);
+    o.range = HS_VIZ_RANGE_AUTO;
+    assert_int_equal(hs_viz_attention_figure(&f, q, 2, t4, NULL, &o, &err), HS_OK);
+    unsigned char *rgb;
+    size_t w, h;
+    assert_int_equal(hs_viz_figure_rgb(f, &rgb, &w, &h, &err), HS_OK);
+    r = find_cell(f, 0, 1, 1);
+    static const unsigned char one[3] = {0xfd, 0xe7, 0x25};
+    assert_rgb(rgb + ((size_t)(r->y + r->h / 2) * w + (size_t)(r->x + r->w / 2)) * 3, one,
+               "auto max");
+    free(rgb);
+    hs_viz_figure_destroy(f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* SVG                                                                       */
+
+static void svg_parses_and_has_one_text_per_token_label(void **state)
+{
+    (void)state;
+    need_tool("xmllint");
+    const char *toks[5] = {"<b>", "a&b", "\"q\"", "it's", "\xc3\xa9t\xc3\xa9"};
+    float p[5 * 5];
+    known_pattern(p, 5);
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(
+        hs_viz_attention_figure(&f, p, 5, toks, "L0H0 \xc2\xb7 <pattern> & more", NULL, &err),
+        HS_OK);
+    char *path = tmp_path("viz_head.svg");
+    assert_int_equal(hs_viz_figure_write_svg(f, path, &err), HS_OK);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "xmllint --noout '%s' 2>/dev/null", path);
+    assert_int_equal(run(cmd), 0);
+    const char *cls[2] = {"xtick", "ytick"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd,
+                 "test \"$(xmllint --xpath \"count(//*[local-name()='text'][@class='%s'])\" '%s')\" = 5",
+                 cls[k], path);
+        if (run(cmd) != 0) fail_msg("SVG does not hold 5 %s text elements", cls[k]);
+        /* each label's text content is the label itself (escaping round-trips) */
+        for (int i = 0; i < 5; i++) {
+            char out[256];
+            snprintf(out, sizeof out, "%s.txt", path);
+            snprintf(cmd, sizeof cmd,
+                     "xmllint --xpath \"string((//*[local-name()='text'][@class='%s'])[%d])\" '%s' > '%s'",
+                     cls[k], i + 1, path, out);
+            assert_int_equal(run(cmd), 0);
+            FILE *fp = fopen(out, "rb");
+            assert_non_null(fp);
+            char got[128] = {0};
+            size_t n = fread(got, 1, sizeof got - 1, fp);
+            fclose(fp);
+            while (n > 0 && got[n - 1] == '\n') got[--n] = '\0';
+            assert_string_equal(got, toks[i]);
+            unlink(out);
+        }
+    }
+    /* one rect per cell, masked ones marked */
+    snprintf(cmd, sizeof cmd,
+             "test \"$(xmllint --xpath \"count(//*[local-name()='rect'][@class='cell'])\" '%s')\" = 15 && "
+             "test \"$(xmllint --xpath \"count(//*[local-name()='rect'][@class='masked'])\" '%s')\" = 10",
+             path, path);
+    assert_int_equal(run(cmd), 0);
+    free(path);
+
+    /* a grid, a signed matrix and bars also parse */
+    hs_viz_figure_destroy(f);
+    static float g[2 * 3 * 5 * 5];
+    for (int k = 0; k < 6; k++) known_pattern(g + k * 25, 5);
+    assert_int_equal(hs_viz_grid_figure(&f, g, 2, 3, 5, toks, "grid", NULL, &err), HS_OK);
+    path = tmp_path("viz_grid.svg");
+    assert_int_equal(hs_viz_figure_write_svg(f, path, &err), HS_OK);
+    snprintf(cmd, sizeof cmd, "xmllint --noout '%s' 2>/dev/null", path);
+    assert_int_equal(run(cmd), 0);
+    free(path);
+    hs_viz_figure_destroy(f);
+    float v[3] = {1, -1, 0.5f};
+    assert_int_equal(hs_viz_bars_figure(&f, v, 3, toks, "b<a>rs", NULL, NULL, &err), HS_OK);
+    path = tmp_path("viz_bars.svg");
+    assert_int_equal(hs_viz_figure_write_svg(f, path, &err), HS_OK);
+    snprintf(cmd, sizeof cmd, "xmllint --noout '%s' 2>/dev/null", path);
+    assert_int_equal(run(cmd), 0);
+    free(path);
+    hs_viz_figure_destroy(f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* JSON                                                                      */
+
+static float rnd(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (float)(*s >> 8) / 16777216.0f;
+}
+
+static void json_attention_round_trips_exactly(void **state)
+{
+    (void)state;
+    enum { NH = 3, T = 7 };
+    float a[NH * T * T];
+    uint32_t seed = 12345;
+    for (int i = 0; i < NH * T * T; i++) a[i] = rnd(&seed);
+    a[0] = 0.1f;
+    a[1] = 1.0f / 3.0f;
+    a[2] = 1e-8f;
+    a[3] = 0.0f;
+    a[4] = 1.17549435e-38f;  /* FLT_MIN */
+    a[5] = 16777217.0f;      /* rounds to 16777216 in float */
+    a[6] = -0.7f;
+    const char *names[NH] = {"L0H0", "L0H1", "L1H0"};
+    const char *toks[T] = {"the", "\"q\"", "a\\b", "\xc3\xa9", "x", "y", "."};
+    cJSON *j = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_attention_json(&j, a, NH, T, toks, names, "t \xc2\xb7 u", &err), HS_OK);
+    char *path = tmp_path("viz_attn.json");
+    assert_int_equal(hs_viz_write_json(j, path, &err), HS_OK);
+    cJSON_Delete(j);
+
+    unsigned char *text;
+    size_t n;
+    assert_int_equal(hs_read_file(path, &text, &n, &err), HS_OK);
+    cJSON *back = cJSON_ParseWithLengthOpts((const char *)text, n, NULL, 0);
+    assert_non_null(back);
+    cJSON *shape = cJSON_GetObjectItemCaseSensitive(back, "shape");
+    assert_int_equal(cJSON_GetArraySize(shape), 3);
+    assert_int_equal(cJSON_GetArrayItem(shape, 0)->valueint, NH);
+    assert_int_equal(cJSON_GetArrayItem(shape, 1)->valueint, T);
+    assert_int_equal(cJSON_GetArrayItem(shape, 2)->valueint, T);
+    cJSON *tk = cJSON_GetObjectItemCaseSensitive(back, "tokens");
+    assert_int_equal(cJSON_GetArraySize(tk), T);
+    for (int i = 0; i < T; i++) assert_string_equal(cJSON_GetArrayItem(tk, i)->valuestring, toks[i]);
+    cJSON *hn = cJSON_GetObjectItemCaseSensitive(back, "attention_head_names");
+    assert_int_equal(cJSON_GetArraySize(hn), NH);
+    assert_string_equal(cJSON_GetArrayItem(hn, 2)->valuestring, "L1H0");
+    assert_string_equal(cJSON_GetObjectItemCaseSensitive(back, "title")->valuestring, "t \xc2\xb7 u");
+    cJSON *att = cJSON_GetObjectItemCaseSensitive(back, "attention");
+    assert_int_equal(cJSON_GetArraySize(att), NH);
+    for (int h = 0; h < NH; h++) {
+        cJSON *hd = cJSON_GetArrayItem(att, h);
+        assert_int_equal(cJSON_GetArraySize(hd), T);
+        for (int d = 0; d < T; d++) {
+            cJSON *row = cJSON_GetArrayItem(hd, d);
+            assert_int_equal(cJSON_GetArraySize(row), T);
+            for (int s = 0; s < T; s++) {
+                float got = (float)cJSON_GetArrayItem(row, s)->valuedouble;
+                float want = a[(h * T + d) * T + s];
+                if (got != want)
+                    fail_msg("attention[%d][%d][%d]: %.9g != %.9g", h, d, s, got, want);
+            }
+        }
+    }
+    /* short numbers, not float noise: 0.1f is printed as 0.1 */
+    assert_non_null(strstr((const char *)text, "0.1,"));
+    assert_null(strstr((const char *)text, "0.100000001"));
+    cJSON_Delete(back);
+    free(text);
+    free(path);
+}
+
+static void json_signed_and_bars_round_trip(void **state)
+{
+    (void)state;
+    float m[2 * 3] = {-1.5f, 0.333333343f, 2e-5f, 1e6f, -0.0f, 7.25f};
+    const char *rl[] = {"r0", "r1"}, *cl[] = {"c0", "c1", "c2"};
+    cJSON *j = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_signed_json(&j, m, 2, 3, rl, cl, "M", "x", NULL, &err), HS_OK);
+    char *s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    cJSON *b = cJSON_Parse(s);
+    assert_non_null(b);
+    cJSON *vals = cJSON_GetObjectItemCaseSensitive(b, "values");
+    assert_int_equal(cJSON_GetArraySize(vals), 2);
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(cJSON_GetArraySize(cJSON_GetArrayItem(vals, i)), 3);
+        for (int k = 0; k < 3; k++)
+            assert_true((float)cJSON_GetArrayItem(cJSON_GetArrayItem(vals, i), k)->valuedouble ==
+                        m[i * 3 + k]);
+    }
+    assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(b, "ylabel")));
+    cJSON_Delete(b);
+    cJSON_free(s);
+
+    float v[3] = {0.3f, -12.5f, 1e-3f};
+    const char *bl[] = {"a", "b", "c"};
+    assert_int_equal(hs_viz_bars_json(&j, v, 3, bl, "DLA", "logit", &err), HS_OK);
+    s = cJSON_PrintUnformatted(j);
+    cJSON_Delete(j);
+    b = cJSON_Parse(s);
+    vals = cJSON_GetObjectItemCaseSensitive(b, "values");
+    assert_int_equal(cJSON_GetArraySize(vals), 3);
+    for (int k = 0; k < 3; k++) assert_true((float)cJSON_GetArrayItem(vals, k)->valuedouble == v[k]);
+    cJSON_Delete(b);
+    cJSON_free(s);
+
+    /* non-finite numbers are refused */
+    m[1] = NAN;
+    assert_int_equal(hs_viz_signed_json(&j, m, 2, 3, rl, cl, NULL, NULL, NULL, &err),
+                     HS_ERR_NUMERIC);
+    assert_null(j);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Terminal rows                                                             */
+
+static void rows_match_the_chapter_format_and_wrap(void **state)
+{
+    (void)state;
+    const char *toks[4] = {"the", "animal", "did", "not"};
+    float r[2 * 4] = {0.0f, 0.7f, 0.004f, 0.296f, 1.0f, 0.0f, -0.001f, 0.0f};
+    char *text;
+    size_t n;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_rows_format(&text, &n, r, 2, 4, NULL, toks, 0, &err), HS_OK);
+    assert_string_equal(text, "L0  the:0.00 animal:0.70 did:0.00 not:0.30\n"
+                              "L1  the:1.00 animal:0.00 did:0.00 not:0.00\n");
+    assert_int_equal(n, strlen(text));
+    free(text);
+
+    /* wrapped at 24 columns; continuation lines indented under the items */
+    assert_int_equal(hs_viz_rows_format(&text, &n, r, 2, 4, NULL, toks, 24, &err), HS_OK);
+    assert_string_equal(text, "L0  the:0.00 animal:0.70\n"
+                              "    did:0.00 not:0.30\n"
+                              "L1  the:1.00 animal:0.00\n"
+                              "    did:0.00 not:0.00\n");
+    free(text);
+
+    /* 18 tokens at width 60: no line is longer than 60 columns */
+    float r18[T18];
+    for (int i = 0; i < T18; i++) r18[i] = (float)i / 17.0f;
+    const char *lab[1] = {"L1 (head mean)"};
+    assert_int_equal(hs_viz_rows_format(&text, &n, r18, 1, T18, lab, TOKS, 60, &err), HS_OK);
+    int lines = 0;
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        assert_non_null(nl);
+        assert_true(nl - line <= 60);
+        if (lines > 0) assert_true(strncmp(line, "                ", 16) == 0);
+        lines++;
+        line = nl + 1;
+    }
+    assert_true(lines >= 3);
+    free(text);
+
+    /* to a FILE*, and a failing stream is reported */
+    FILE *fp = tmpfile();
+    assert_non_null(fp);
+    assert_int_equal(hs_viz_rows_write(fp, r, 2, 4, NULL, toks, 0, &err), HS_OK);
+    assert_int_equal(ftell(fp), 86);
+    fclose(fp);
+    fp = fopen("/dev/full", "w");
+    if (fp != NULL) {
+        assert_int_equal(hs_viz_rows_write(fp, r, 2, 4, NULL, toks, 0, &err), HS_ERR_IO);
+        fclose(fp);
+    }
+    r[3] = INFINITY;
+    assert_int_equal(hs_viz_rows_format(&text, &n, r, 2, 4, NULL, toks, 0, &err), HS_ERR_NUMERIC);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errors and atomic writes                                                  */
+
+static void bad_inputs_get_clear_errors(void **state)
+{
+    (void)state;
+    float p[3 * 3];
+    known_pattern(p, 3);
+    const char *t3[] = {"a", "b", "c"};
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 0;
+    assert_int_equal(hs_viz_attention_figure(&f, p, 3, t3, NULL, &o, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "dpi"));
+    assert_null(f);
+    assert_int_equal(hs_viz_attention_figure(&f, p, 0, t3, NULL, NULL, &err), HS_ERR_INPUT);
+    const char *bad[] = {"a", "\xff\xfe", "c"};
+    assert_int_equal(hs_viz_attention_figure(&f, p, 3, bad, NULL, NULL, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "UTF-8"));
+    /* NaN in a masked cell is ignored, in a visible cell refused */
+    p[0 * 3 + 2] = NAN;
+    assert_int_equal(hs_viz_attention_figure(&f, p, 3, t3, NULL, NULL, &err), HS_OK);
+    hs_viz_figure_destroy(f);
+    p[2 * 3 + 1] = NAN;
+    assert_int_equal(hs_viz_attention_figure(&f, p, 3, t3, NULL, NULL, &err), HS_ERR_NUMERIC);
+    /* a missing font is an I/O error naming it */
+    known_pattern(p, 3);
+    hs_viz_options_default(&o);
+    o.font_path = "/nonexistent/font.ttf";
+    assert_int_equal(hs_viz_attention_figure(&f, p, 3, t3, NULL, &o, &err), HS_ERR_IO);
+    assert_non_null(strstr(err.msg, "/nonexistent/font.ttf"));
+    /* $HS_FONT overrides fontconfig */
+    const char *mono = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
+    if (access(mono, R_OK) == 0) {
+        setenv("HS_FONT", mono, 1);
+        assert_int_equal(hs_viz_attention_figure(&f, p, 3, t3, NULL, NULL, &err), HS_OK);
+        assert_string_equal(f->font_file, mono);
+        hs_viz_figure_destroy(f);
+        unsetenv("HS_FONT");
+    }
+    assert_int_equal(hs_viz_attention_figure(&f, p, 3, t3, NULL, NULL, &err), HS_OK);
+    assert_non_null(strstr(f->font_file, "DejaVuSans"));
+    hs_viz_figure_destroy(f);
+}
+
+static void writes_are_atomic_and_unwritable_paths_fail_clearly(void **state)
+{
+    (void)state;
+    float p[2 * 2] = {1, 0, 0.5f, 0.5f};
+    const char *t2[] = {"a", "b"};
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_attention_figure(&f, p, 2, t2, NULL, NULL, &err), HS_OK);
+    assert_int_equal(hs_viz_figure_write_png(f, "/nonexistent-dir/x.png", &err), HS_ERR_IO);
+    assert_non_null(strstr(err.msg, "/nonexistent-dir/x.png"));
+    assert_int_equal(hs_viz_figure_write_svg(f, "/nonexistent-dir/x.svg", &err), HS_ERR_IO);
+    assert_int_equal(hs_viz_figure_write_png(f, "/dev/full", &err), HS_ERR_IO);
+    char *dir = tmp_path("");
+    assert_int_equal(hs_viz_figure_write_png(f, dir, &err), HS_ERR_IO);
+    free(dir);
+
+    /* an existing file survives a write that fails inside libpng */
+    char *path = tmp_path("viz_keep.png");
+    assert_int_equal(hs_write_file_atomic(path, "keep", 4, &err), HS_OK);
+    unsigned char rgb[2 * 2 * 3] = {0};
+    vz_png_params broken = {42, Z_RLE, PNG_FILTER_SUB}; /* zlib refuses level 42 */
+    hs_status st = vz_png_write_rgb(path, rgb, 2, 2, 300, &broken, &err);
+    assert_int_equal(st, HS_ERR_IO);
+    assert_non_null(strstr(err.msg, "libpng"));
+    unsigned char *back;
+    size_t n;
+    assert_int_equal(hs_read_file(path, &back, &n, &err), HS_OK);
+    assert_int_equal(n, 4);
+    assert_memory_equal(back, "keep", 4);
+    free(back);
+    /* no temp file is left behind */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "ls '%s'.tmp.* >/dev/null 2>&1", path);
+    assert_int_not_equal(run(cmd), 0);
+    /* and a good write replaces it */
+    assert_int_equal(hs_viz_figure_write_png(f, path, &err), HS_OK);
+    assert_pngcheck(path);
+    free(path);
+    hs_viz_figure_destroy(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(viridis_table_has_published_values),
+        cmocka_unit_test(attention_png_reads_back_with_cells_labels_and_mask),
+        cmocka_unit_test(grid_png_shares_one_scale_and_has_headers),
+        cmocka_unit_test(signed_png_is_centred_on_zero),
+        cmocka_unit_test(bars_png_has_signed_bars_and_labels),
+        cmocka_unit_test(options_change_dpi_size_and_colour_map),
+        cmocka_unit_test(svg_parses_and_has_one_text_per_token_label),
+        cmocka_unit_test(json_attention_round_trips_exactly),
+        cmocka_unit_test(json_signed_and_bars_round_trip),
+        cmocka_unit_test(rows_match_the_chapter_format_and_wrap),
+        cmocka_unit_test(bad_inputs_get_clear_errors),
+        cmocka_unit_test(writes_are_atomic_and_unwritable_paths_fail_clearly),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
