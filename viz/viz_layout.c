@@ -548,10 +548,12 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     if (!s) s = add_colorbar(c, sc, cbx, top, bw, cbh, &right);
     if (!s && hs->causal && hs->R > 1 && hs->C > 1) {
         int lr, lb;
-        s = add_mask_legend(c, cbx, top + PH + c->lw + pad, &lr, &lb);
+        /* below the colour bar's lowest tick label */
+        s = add_mask_legend(c, cbx, top + cbh + lh / 2 + pad, &lr, &lb);
         right = imax(right, lr);
         bottom = imax(bottom, lb);
     }
+    bottom = imax(bottom, top + cbh + lh / 2 + lh % 2);
     int W = right + m;
     if (title_w + 2 * m > W) W = title_w + 2 * m;
     if (!s && title_w)
@@ -699,8 +701,9 @@ hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t 
     }
     int capW = (int)lround((c.o.width_in > 0 ? c.o.width_in : HS_VIZ_GRID_MAX_IN) * dpi);
     int capH = (int)lround(HS_VIZ_GRID_MAX_IN * dpi);
-    int availW = capW - left - right_fixed - (int)(H - 1) * gap;
-    int availH = capH - top - bottom_fixed - (int)(L - 1) * gap;
+    /* budget gaps wide enough for labels that overhang small cells */
+    int availW = capW - left - right_fixed - (int)(H - 1) * (gap + lbl_min);
+    int availH = capH - top - bottom_fixed - (int)(L - 1) * (gap + lbl_min);
     int cw = availW / (int)(H * T), ch = availH / (int)(L * T);
     if (c.o.width_in > 0) cell = imax(1, cw);
     else if (cell > cw) cell = imax(1, cw);
@@ -710,6 +713,9 @@ hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t 
         annot = cell >= aw && cell >= c.alh;
     }
     int stride = (lbl_min + cell - 1) / cell; /* label every stride-th token */
+    /* a label centred on a cell smaller than its line overhangs the panel by
+     * (lbl_min - cell) / 2; neighbouring panels' labels must not meet */
+    if (cell < lbl_min) gap += lbl_min - cell;
     int P = (int)T * cell;
 
     for (size_t l = 0; l < L && !s; l++)
@@ -739,7 +745,8 @@ hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t 
         }
     }
     /* x tick labels (bottom row only) */
-    int ybelow = top + gridH + lw + pad;
+    /* below the overhang of the last row's y labels */
+    int ybelow = top + gridH + lw + pad + (cell < lbl_min ? (lbl_min - cell + 1) / 2 : 0);
     for (size_t h = 0; h < H && !s; h++)
         for (size_t j = 0; j < T && !s; j += (size_t)stride)
             s = add_text(&c, tl[j], c.fpx, 90, left + (int)h * (P + gap) + (int)j * cell + (cell - lh) / 2,
@@ -757,10 +764,11 @@ hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t 
     if (!s) s = add_colorbar(&c, &sc, cbx, top, bw, cbh, &right);
     if (!s && c.o.causal_mask && T > 1) {
         int lr, lb;
-        s = add_mask_legend(&c, cbx, top + gridH + lw + pad, &lr, &lb);
+        s = add_mask_legend(&c, cbx, top + cbh + lh / 2 + pad, &lr, &lb);
         right = imax(right, lr);
         bottom = imax(bottom, lb);
     }
+    bottom = imax(bottom, top + cbh + lh / 2 + lh % 2);
     int W = right + m;
     if (title_w + 2 * m > W) W = title_w + 2 * m;
     if (!s && title_w)

@@ -1,0 +1,295 @@
+/*
+ * tests/test_viz_geometry.c -- layout geometry over the documented caps:
+ * labels of 1..24 (and 30, shortened) characters, 1..64 tokens, grids of
+ * 1..12 layers x 1..16 heads, signed matrices and bar charts. Every text box
+ * lies inside the canvas, no two text boxes overlap, no label box covers a
+ * heatmap cell (except values written in their own cell), single patterns
+ * label every token, and a few large figures are rasterised and checked to
+ * hold ink in every label box.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <math.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "viz/viz.h"
+#include "viz/viz_internal.h"
+
+#define MAXT 64
+
+static char LABELS[MAXT][64];
+static const char *LP[MAXT];
+
+/* Labels of varied length: position i gets a word of length 1 + (i*7) % len_max
+ * made of wide letters ('W', 'm') so widths are near the worst case. */
+static void make_labels(size_t T, int len_max)
+{
+    for (size_t i = 0; i < T; i++) {
+        int n = 1 + (int)((i * 7) % (size_t)len_max);
+        if (i == 0) n = len_max; /* always one label of the maximal length */
+        for (int k = 0; k < n; k++) LABELS[i][k] = (k % 2) ? 'm' : 'W';
+        LABELS[i][n] = '\0';
+        LP[i] = LABELS[i];
+    }
+}
+
+static int overlap(int ax, int ay, int aw, int ah, int bx, int by, int bw, int bh)
+{
+    return ax < bx + bw && bx < ax + aw && ay < by + bh && by < ay + ah;
+}
+
+static void check_geometry(const hs_viz_figure *f, const char *what)
+{
+    int W = f->width, H = f->height;
+    if (W < 1 || H < 1 || W > HS_VIZ_MAX_PX || H > HS_VIZ_MAX_PX)
+        fail_msg("%s: canvas %d x %d out of range", what, W, H);
+    for (size_t i = 0; i < f->n_texts; i++) {
+        const vz_text *a = &f->texts[i];
+        if (a->x < 0 || a->y < 0 || a->x + a->w > W || a->y + a->h > H)
+            fail_msg("%s: label '%s' box (%d,%d %dx%d) leaves the %dx%d canvas", what, a->s, a->x,
+                     a->y, a->w, a->h, W, H);
+        for (size_t j = i + 1; j < f->n_texts; j++) {
+            const vz_text *b = &f->texts[j];
+            if (overlap(a->x, a->y, a->w, a->h, b->x, b->y, b->w, b->h))
+                fail_msg("%s: labels '%s' (%d,%d %dx%d) and '%s' (%d,%d %dx%d) overlap", what,
+                         a->s, a->x, a->y, a->w, a->h, b->s, b->x, b->y, b->w, b->h);
+        }
+    }
+    /* label boxes vs heatmap panels (union box of each panel's cells) */
+    int np = 0;
+    for (size_t k = 0; k < f->n_rects; k++)
+        if (f->rects[k].panel + 1 > np) np = f->rects[k].panel + 1;
+    for (int p = 0; p < np; p++) {
+        int x0 = 1 << 30, y0 = 1 << 30, x1 = -1, y1 = -1;
+        for (size_t k = 0; k < f->n_rects; k++) {
+            const vz_rect *r = &f->rects[k];
+            if (r->panel != p) continue;
+            if (r->x < x0) x0 = r->x;
+            if (r->y < y0) y0 = r->y;
+            if (r->x + r->w > x1) x1 = r->x + r->w;
+            if (r->y + r->h > y1) y1 = r->y + r->h;
+        }
+        for (size_t i = 0; i < f->n_texts; i++) {
+            const vz_text *a = &f->texts[i];
+            if (a->role == VZ_T_ANNOT) continue;
+            if (overlap(a->x, a->y, a->w, a->h, x0, y0, x1 - x0, y1 - y0))
+                fail_msg("%s: label '%s' covers heatmap panel %d", what, a->s, p);
+        }
+    }
+    /* annotations stay inside their cell */
+    for (size_t i = 0; i < f->n_texts; i++) {
+        const vz_text *a = &f->texts[i];
+        if (a->role != VZ_T_ANNOT) continue;
+        int inside = 0;
+        for (size_t k = 0; k < f->n_rects && !inside; k++) {
+            const vz_rect *r = &f->rects[k];
+            if (r->kind == 1 && a->x >= r->x && a->y >= r->y && a->x + a->w <= r->x + r->w &&
+                a->y + a->h <= r->y + r->h)
+                inside = 1;
+        }
+        if (!inside) fail_msg("%s: value '%s' is not inside a cell", what, a->s);
+    }
+}
+
+static size_t count_role(const hs_viz_figure *f, vz_role role)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_texts; i++) n += f->texts[i].role == role;
+    return n;
+}
+
+static float *causal(size_t n_panels, size_t T)
+{
+    float *p = calloc(n_panels * T * T, sizeof *p);
+    assert_non_null(p);
+    for (size_t k = 0; k < n_panels; k++)
+        for (size_t i = 0; i < T; i++)
+            for (size_t j = 0; j <= i; j++) p[(k * T + i) * T + j] = 1.0f / (float)(i + 1);
+    return p;
+}
+
+static const size_t TS[] = {1, 2, 3, 7, 18, 33, 64};
+static const int LENS[] = {1, 8, 24, 30};
+
+static void single_patterns_label_every_token_without_overlap(void **state)
+{
+    (void)state;
+    for (size_t a = 0; a < sizeof TS / sizeof TS[0]; a++)
+        for (size_t b = 0; b < sizeof LENS / sizeof LENS[0]; b++)
+            for (int annot = 0; annot < 2; annot++) {
+                size_t T = TS[a];
+                make_labels(T, LENS[b]);
+                float *p = causal(1, T);
+                hs_viz_options o;
+                hs_viz_options_default(&o);
+                o.annotate = annot;
+                hs_viz_figure *f = NULL;
+                hs_error err = {0};
+                hs_status st = hs_viz_attention_figure(
+                    &f, p, T, LP, "L11H15 \xc2\xb7 blocks.11.attn.hook_pattern", &o, &err);
+                if (st != HS_OK) fail_msg("T=%zu len=%d: %s", T, LENS[b], err.msg);
+                char what[64];
+                snprintf(what, sizeof what, "pattern T=%zu len=%d annot=%d", T, LENS[b], annot);
+                check_geometry(f, what);
+                assert_int_equal(count_role(f, VZ_T_XTICK), T);
+                assert_int_equal(count_role(f, VZ_T_YTICK), T);
+                if (annot) assert_int_equal(count_role(f, VZ_T_ANNOT), T * (T + 1) / 2);
+                hs_viz_figure_destroy(f);
+                free(p);
+            }
+}
+
+static void grids_up_to_12x16_label_outer_axes_without_overlap(void **state)
+{
+    (void)state;
+    static const size_t LS[] = {1, 2, 3, 12, 12, 1};
+    static const size_t HS[] = {1, 4, 5, 16, 1, 16};
+    static const size_t GT[] = {1, 5, 18, 64};
+    for (size_t g = 0; g < sizeof LS / sizeof LS[0]; g++)
+        for (size_t a = 0; a < sizeof GT / sizeof GT[0]; a++) {
+            size_t L = LS[g], H = HS[g], T = GT[a];
+            make_labels(T, 24);
+            float *p = causal(L * H, T);
+            hs_viz_figure *f = NULL;
+            hs_error err = {0};
+            hs_status st = hs_viz_grid_figure(&f, p, L, H, T, LP, "attention \xc2\xb7 all heads",
+                                              NULL, &err);
+            if (st != HS_OK) fail_msg("grid %zux%zu T=%zu: %s", L, H, T, err.msg);
+            char what[64];
+            snprintf(what, sizeof what, "grid %zux%zu T=%zu", L, H, T);
+            check_geometry(f, what);
+            /* headers for every row and column; outer axes only */
+            assert_int_equal(count_role(f, VZ_T_HEADER), L + H);
+            size_t ny = count_role(f, VZ_T_YTICK), nx = count_role(f, VZ_T_XTICK);
+            assert_true(ny % L == 0 && ny / L >= 1 && ny / L <= T);
+            assert_true(nx % H == 0 && nx / H >= 1 && nx / H <= T);
+            /* growth cap */
+            assert_true(f->width <= (int)(HS_VIZ_GRID_MAX_IN * f->dpi) + 1);
+            assert_true(f->height <= (int)(HS_VIZ_GRID_MAX_IN * f->dpi) + 1);
+            hs_viz_figure_destroy(f);
+            free(p);
+        }
+}
+
+static void signed_and_bars_layouts_do_not_overlap(void **state)
+{
+    (void)state;
+    static const size_t RS[] = {1, 3, 16, 64};
+    static const size_t CS[] = {1, 12, 5, 64};
+    for (size_t a = 0; a < 4; a++)
+        for (int annot = 0; annot < 2; annot++) {
+            size_t R = RS[a], C = CS[a];
+            make_labels(R > C ? R : C, 24);
+            float *m = malloc(R * C * sizeof *m);
+            assert_non_null(m);
+            for (size_t i = 0; i < R * C; i++) m[i] = (float)((int)(i * 37 % 23) - 11) / 3.0f;
+            hs_viz_options o;
+            hs_viz_options_default(&o);
+            o.range = HS_VIZ_RANGE_AUTO;
+            o.annotate = annot;
+            hs_viz_figure *f = NULL;
+            hs_error err = {0};
+            hs_status st = hs_viz_signed_figure(&f, m, R, C, LP, LP, "virtual weights", "key side",
+                                                "query side", &o, &err);
+            if (st != HS_OK) fail_msg("signed %zux%zu: %s", R, C, err.msg);
+            char what[64];
+            snprintf(what, sizeof what, "signed %zux%zu annot=%d", R, C, annot);
+            check_geometry(f, what);
+            assert_int_equal(count_role(f, VZ_T_XTICK), C);
+            assert_int_equal(count_role(f, VZ_T_YTICK), R);
+            hs_viz_figure_destroy(f);
+            free(m);
+        }
+    static const size_t NS[] = {1, 2, 10, 64};
+    for (size_t a = 0; a < 4; a++)
+        for (int sign = 0; sign < 3; sign++) {
+            size_t N = NS[a];
+            make_labels(N, 24);
+            float v[64];
+            for (size_t i = 0; i < N; i++) {
+                float x = (float)((int)(i * 13 % 17) - 8) * 0.37f;
+                v[i] = sign == 0 ? x : sign == 1 ? fabsf(x) + 0.1f : -fabsf(x) - 123.0f;
+            }
+            hs_viz_figure *f = NULL;
+            hs_error err = {0};
+            hs_status st = hs_viz_bars_figure(&f, v, N, LP, "direct logit attribution",
+                                              "logit difference", NULL, &err);
+            if (st != HS_OK) fail_msg("bars N=%zu: %s", N, err.msg);
+            char what[64];
+            snprintf(what, sizeof what, "bars N=%zu sign=%d", N, sign);
+            check_geometry(f, what);
+            assert_int_equal(count_role(f, VZ_T_LABEL), N);
+            hs_viz_figure_destroy(f);
+        }
+}
+
+static void large_figures_rasterise_with_ink_in_every_label(void **state)
+{
+    (void)state;
+    make_labels(64, 24);
+    float *p = causal(3 * 5, 64);
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_grid_figure(&f, p, 3, 5, 64, LP, "3 x 5 x 64", NULL, &err), HS_OK);
+    unsigned char *rgb;
+    size_t w, h;
+    assert_int_equal(hs_viz_figure_rgb(f, &rgb, &w, &h, &err), HS_OK);
+    for (size_t i = 0; i < f->n_texts; i++) {
+        const vz_text *t = &f->texts[i];
+        long ink = 0;
+        for (int y = t->y; y < t->y + t->h; y++)
+            for (int x = t->x; x < t->x + t->w; x++)
+                ink += rgb[((size_t)y * w + (size_t)x) * 3] < 128;
+        if (ink == 0) fail_msg("label '%s' has no ink", t->s);
+    }
+    free(rgb);
+    hs_viz_figure_destroy(f);
+    free(p);
+}
+
+static void figures_beyond_the_caps_are_refused(void **state)
+{
+    (void)state;
+    make_labels(4, 4);
+    float p[16] = {0};
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_grid_figure(&f, p, HS_VIZ_MAX_LAYERS + 1, 1, 1, LP, NULL, NULL, &err),
+                     HS_ERR_INPUT);
+    assert_int_equal(hs_viz_attention_figure(&f, p, HS_VIZ_MAX_TOKENS + 1, LP, NULL, NULL, &err),
+                     HS_ERR_INPUT);
+    /* a single pattern that would exceed the pixel cap names the cap */
+    static float big[128 * 128];
+    static char lab[128][8];
+    static const char *lp[128];
+    for (int i = 0; i < 128; i++) {
+        snprintf(lab[i], sizeof lab[i], "t%d", i);
+        lp[i] = lab[i];
+    }
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 1200;
+    o.font_pt = 12;
+    assert_int_equal(hs_viz_attention_figure(&f, big, 128, lp, NULL, &o, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "px"));
+    assert_null(f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(single_patterns_label_every_token_without_overlap),
+        cmocka_unit_test(grids_up_to_12x16_label_outer_axes_without_overlap),
+        cmocka_unit_test(signed_and_bars_layouts_do_not_overlap),
+        cmocka_unit_test(large_figures_rasterise_with_ink_in_every_label),
+        cmocka_unit_test(figures_beyond_the_caps_are_refused),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
