@@ -1,0 +1,306 @@
+/*
+ * probe/hooks.c -- hook registry on top of the model's observer, name
+ * patterns, run_with_hooks, the activation cache and its safetensors export.
+ */
+#include "probe/probe.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Name patterns                                                             */
+
+int hs_name_match(const char *p, const char *s)
+{
+    while (*p) {
+        if (p[0] == '*' && p[1] == '*') {
+            p += 2;
+            while (*p == '*') p++;
+            if (*p == '\0') return 1;
+            for (const char *q = s; *q; q++)
+                if (hs_name_match(p, q)) return 1;
+            return 0;
+        }
+        if (p[0] == '*') {
+            p++;
+            /* any run without '.' */
+            for (const char *q = s;; q++) {
+                if (hs_name_match(p, q)) return 1;
+                if (*q == '\0' || *q == '.') return 0;
+            }
+        }
+        if (*s != *p) return 0;
+        p++;
+        s++;
+    }
+    return *s == '\0';
+}
+
+/* ------------------------------------------------------------------------ */
+/* Registry                                                                  */
+
+typedef struct {
+    char pattern[128];
+    hs_hook_fn fn;
+    void *ctx;
+    void (*free_ctx)(void *);
+} hook_entry;
+
+struct hs_hooks {
+    int n, cap;
+    hook_entry *e;
+};
+
+hs_status hs_hooks_create(hs_hooks **out, hs_error *err)
+{
+    *out = calloc(1, sizeof **out);
+    if (*out == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory for hooks");
+    return HS_OK;
+}
+
+void hs_hooks_clear(hs_hooks *hk)
+{
+    if (hk == NULL) return;
+    for (int i = 0; i < hk->n; i++)
+        if (hk->e[i].free_ctx) hk->e[i].free_ctx(hk->e[i].ctx);
+    hk->n = 0;
+}
+
+void hs_hooks_destroy(hs_hooks *hk)
+{
+    if (hk == NULL) return;
+    hs_hooks_clear(hk);
+    free(hk->e);
+    free(hk);
+}
+
+int hs_hooks_count(const hs_hooks *hk) { return hk ? hk->n : 0; }
+
+hs_status hs_hooks_add_owned(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *ctx,
+                             void (*free_ctx)(void *), hs_error *err)
+{
+    hs_status st = HS_OK;
+    if (hk == NULL || pattern == NULL || fn == NULL) {
+        st = hs_fail(err, HS_ERR_INPUT, "hooks: NULL registry, pattern or function");
+        goto fail;
+    }
+    if (strlen(pattern) >= sizeof hk->e[0].pattern) {
+        st = hs_fail(err, HS_ERR_INPUT, "hooks: pattern '%.40s...' longer than %zu chars", pattern,
+                     sizeof hk->e[0].pattern - 1);
+        goto fail;
+    }
+    if (hk->n == hk->cap) {
+        int cap = hk->cap ? hk->cap * 2 : 8;
+        hook_entry *e = realloc(hk->e, (size_t)cap * sizeof *e);
+        if (e == NULL) {
+            st = hs_fail(err, HS_ERR_NOMEM, "out of memory for hooks");
+            goto fail;
+        }
+        hk->e = e;
+        hk->cap = cap;
+    }
+    hook_entry *h = &hk->e[hk->n++];
+    snprintf(h->pattern, sizeof h->pattern, "%s", pattern);
+    h->fn = fn;
+    h->ctx = ctx;
+    h->free_ctx = free_ctx;
+    return HS_OK;
+fail:
+    if (free_ctx) free_ctx(ctx);
+    return st;
+}
+
+hs_status hs_hooks_add(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *ctx, hs_error *err)
+{
+    return hs_hooks_add_owned(hk, pattern, fn, ctx, NULL, err);
+}
+
+static int hooks_want(const hs_hooks *hk, const char *name)
+{
+    if (hk == NULL) return 0;
+    for (int i = 0; i < hk->n; i++)
+        if (hs_name_match(hk->e[i].pattern, name)) return 1;
+    return 0;
+}
+
+/* Runs every matching hook; -1 abort, 1 changed, 0 unchanged. */
+static int hooks_dispatch(const hs_hooks *hk, const char *name, const int64_t *shape, int ndim,
+                          float *data)
+{
+    int changed = 0;
+    if (hk == NULL) return 0;
+    for (int i = 0; i < hk->n; i++) {
+        if (!hs_name_match(hk->e[i].pattern, name)) continue;
+        int r = hk->e[i].fn(name, shape, ndim, data, hk->e[i].ctx);
+        if (r < 0) return -1;
+        if (r > 0) changed = 1;
+    }
+    return changed;
+}
+
+static int obs_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    return hooks_dispatch((const hs_hooks *)ctx, name, shape, ndim, data);
+}
+
+static int obs_wants(const char *name, void *ctx) { return hooks_want((const hs_hooks *)ctx, name); }
+
+hs_status hs_run_with_hooks(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
+                            const hs_hooks *hk, hs_error *err)
+{
+    if (hk == NULL || hk->n == 0) return hs_forward(m, acts, tokens, b, t, NULL, err);
+    hs_observer obs = {obs_fn, obs_wants, (void *)hk};
+    return hs_forward(m, acts, tokens, b, t, &obs, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cache                                                                     */
+
+void hs_cache_init(hs_cache *c) { memset(c, 0, sizeof *c); }
+
+void hs_cache_free(hs_cache *c)
+{
+    if (c == NULL) return;
+    for (int i = 0; i < c->n; i++) free(c->e[i].data);
+    free(c->e);
+    memset(c, 0, sizeof *c);
+}
+
+typedef struct {
+    const hs_hooks *hooks;
+    const char *const *filters;
+    int n_filters;
+    hs_cache *cache;
+    int oom;
+} cache_ctx;
+
+static int cache_filter(const cache_ctx *cc, const char *name)
+{
+    if (cc->filters == NULL || cc->n_filters <= 0) return 1;
+    for (int i = 0; i < cc->n_filters; i++)
+        if (hs_name_match(cc->filters[i], name)) return 1;
+    return 0;
+}
+
+static int cache_wants(const char *name, void *ctx)
+{
+    const cache_ctx *cc = ctx;
+    return cache_filter(cc, name) || hooks_want(cc->hooks, name);
+}
+
+static int cache_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    cache_ctx *cc = ctx;
+    int r = hooks_dispatch(cc->hooks, name, shape, ndim, data);
+    if (r < 0) return r;
+    if (!cache_filter(cc, name)) return r;
+    hs_cache *c = cc->cache;
+    if (strlen(name) >= sizeof c->e[0].name || ndim < 1 || ndim > 4) return -1;
+    if (c->n == c->cap) {
+        int cap = c->cap ? c->cap * 2 : 64;
+        hs_cache_entry *e = realloc(c->e, (size_t)cap * sizeof *e);
+        if (e == NULL) {
+            cc->oom = 1;
+            return -1;
+        }
+        c->e = e;
+        c->cap = cap;
+    }
+    hs_cache_entry *e = &c->e[c->n];
+    memset(e, 0, sizeof *e);
+    snprintf(e->name, sizeof e->name, "%s", name);
+    e->ndim = ndim;
+    size_t numel = 1;
+    for (int i = 0; i < ndim; i++) {
+        e->shape[i] = shape[i];
+        numel *= (size_t)shape[i];
+    }
+    e->numel = numel;
+    e->data = malloc(numel * sizeof(float));
+    if (e->data == NULL) {
+        cc->oom = 1;
+        return -1;
+    }
+    memcpy(e->data, data, numel * sizeof(float));
+    c->n++;
+    return r;
+}
+
+hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
+                            const char *const *filters, int n_filters, const hs_hooks *hooks,
+                            hs_cache *cache, hs_error *err)
+{
+    hs_cache_free(cache);
+    cache_ctx cc = {hooks, filters, n_filters, cache, 0};
+    hs_observer obs = {cache_fn, cache_wants, &cc};
+    hs_status st = hs_forward(m, acts, tokens, b, t, &obs, err);
+    if (cc.oom) st = hs_fail(err, HS_ERR_NOMEM, "out of memory while caching activations");
+    if (st != HS_OK) hs_cache_free(cache);
+    return st;
+}
+
+const hs_cache_entry *hs_cache_get(const hs_cache *c, const char *name)
+{
+    if (c == NULL || name == NULL) return NULL;
+    for (int i = 0; i < c->n; i++)
+        if (strcmp(c->e[i].name, name) == 0) return &c->e[i];
+    return NULL;
+}
+
+const hs_cache_entry *hs_cache_getf(const hs_cache *c, const char *fmt, ...)
+{
+    char name[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(name, sizeof name, fmt, ap);
+    va_end(ap);
+    return hs_cache_get(c, name);
+}
+
+hs_status hs_cache_save(const hs_cache *c, const char *path, const char *const *meta_keys,
+                        const char *const *meta_vals, int n_meta, hs_error *err)
+{
+    if (c == NULL || c->n == 0) return hs_fail(err, HS_ERR_INPUT, "cache save: the cache is empty");
+    hs_status st = HS_OK;
+    hs_st_tensor *ts = calloc((size_t)c->n, sizeof *ts);
+    float **copies = calloc((size_t)c->n, sizeof *copies);
+    if (ts == NULL || copies == NULL) {
+        st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int i = 0; i < c->n; i++) {
+        const hs_cache_entry *e = &c->e[i];
+        ts[i].name = e->name;
+        ts[i].ndim = e->ndim;
+        for (int d = 0; d < 4; d++) ts[i].shape[d] = e->shape[d];
+        ts[i].data = e->data;
+        /* masked scores are -inf; safetensors files here hold finite values */
+        for (size_t j = 0; j < e->numel; j++) {
+            if (isfinite(e->data[j])) continue;
+            if (isnan(e->data[j]) || e->data[j] > 0.0f) {
+                st = hs_fail(err, HS_ERR_NUMERIC, "cache save: '%s' has a non-finite value at index %zu",
+                             e->name, j);
+                goto done;
+            }
+            if (copies[i] == NULL) {
+                copies[i] = malloc(e->numel * sizeof(float));
+                if (copies[i] == NULL) {
+                    st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+                    goto done;
+                }
+                memcpy(copies[i], e->data, e->numel * sizeof(float));
+                ts[i].data = copies[i];
+            }
+            copies[i][j] = -FLT_MAX;
+        }
+    }
+    st = hs_safetensors_write(path, ts, c->n, meta_keys, meta_vals, n_meta, err);
+done:
+    if (copies)
+        for (int i = 0; i < c->n; i++) free(copies[i]);
+    free(copies);
+    free(ts);
+    return st;
+}

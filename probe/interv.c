@@ -1,0 +1,381 @@
+/*
+ * probe/interv.c -- interventions built on hooks (CIRCUITS.md 6): zero and
+ * mean ablation at hook_z, activation patching (whole points, one head at one
+ * position), direct path patching, and the logit-difference metrics.
+ */
+#include "probe/probe.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+static hs_status check_head(const hs_model *m, hs_head h, hs_error *err)
+{
+    if (h.layer < 0 || h.layer >= m->cfg.n_layers || h.head < 0 || h.head >= m->cfg.n_heads)
+        return hs_fail(err, HS_ERR_INPUT, "head L%dH%d is outside the model (%d layers x %d heads)",
+                       h.layer, h.head, m->cfg.n_layers, m->cfg.n_heads);
+    return HS_OK;
+}
+
+/* Layer number of a "blocks.{l}...." name, or -1. */
+static int name_layer(const char *name)
+{
+    int l;
+    if (sscanf(name, "blocks.%d.", &l) != 1) return -1;
+    return l;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Zero and mean ablation                                                    */
+
+typedef struct {
+    int n;
+    hs_head *heads;
+    /* mean ablation: per head, (n_pos, dh) means; n_pos = T_ref or 1 */
+    float **means;
+    int n_pos;
+    int dh;
+} ablate_ctx;
+
+static void ablate_free(void *p)
+{
+    ablate_ctx *a = p;
+    if (a == NULL) return;
+    if (a->means)
+        for (int i = 0; i < a->n; i++) free(a->means[i]);
+    free(a->means);
+    free(a->heads);
+    free(a);
+}
+
+static int ablate_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    const ablate_ctx *a = ctx;
+    int l = name_layer(name);
+    if (ndim != 4) return -1;
+    const int64_t B = shape[0], T = shape[1], H = shape[2], dh = shape[3];
+    int changed = 0;
+    for (int i = 0; i < a->n; i++) {
+        if (a->heads[i].layer != l) continue;
+        const int h = a->heads[i].head;
+        if (h >= H) return -1;
+        if (a->means && (dh != a->dh || (a->n_pos > 1 && T > a->n_pos))) return -1;
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t p = 0; p < T; p++) {
+                float *z = data + ((b * T + p) * H + h) * dh;
+                if (a->means) {
+                    const float *mu = a->means[i] + (a->n_pos > 1 ? p : 0) * dh;
+                    memcpy(z, mu, (size_t)dh * sizeof(float));
+                } else {
+                    memset(z, 0, (size_t)dh * sizeof(float));
+                }
+            }
+        changed = 1;
+    }
+    return changed;
+}
+
+static hs_status ablate_new(const hs_model *m, const hs_head *heads, int n, ablate_ctx **out,
+                            hs_error *err)
+{
+    *out = NULL;
+    if (heads == NULL || n < 1) return hs_fail(err, HS_ERR_INPUT, "ablation: no heads given");
+    for (int i = 0; i < n; i++) {
+        hs_status st = check_head(m, heads[i], err);
+        if (st != HS_OK) return st;
+    }
+    ablate_ctx *a = calloc(1, sizeof *a);
+    if (a == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    a->heads = malloc((size_t)n * sizeof *a->heads);
+    if (a->heads == NULL) {
+        free(a);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    memcpy(a->heads, heads, (size_t)n * sizeof *heads);
+    a->n = n;
+    a->dh = m->cfg.d_head;
+    *out = a;
+    return HS_OK;
+}
+
+hs_status hs_hooks_add_zero_ablation(hs_hooks *hk, const hs_model *m, const hs_head *heads,
+                                     int n_heads, hs_error *err)
+{
+    ablate_ctx *a;
+    hs_status st = ablate_new(m, heads, n_heads, &a, err);
+    if (st != HS_OK) return st;
+    return hs_hooks_add_owned(hk, "blocks.*.attn.hook_z", ablate_hook, a, ablate_free, err);
+}
+
+hs_status hs_hooks_add_mean_ablation(hs_hooks *hk, const hs_model *m, const hs_cache *ref,
+                                     const hs_head *heads, int n_heads, int pos_wise,
+                                     hs_error *err)
+{
+    ablate_ctx *a;
+    hs_status st = ablate_new(m, heads, n_heads, &a, err);
+    if (st != HS_OK) return st;
+    a->means = calloc((size_t)n_heads, sizeof *a->means);
+    if (a->means == NULL) {
+        ablate_free(a);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    for (int i = 0; i < n_heads; i++) {
+        const hs_cache_entry *e = hs_cache_getf(ref, "blocks.%d.attn.hook_z", heads[i].layer);
+        if (e == NULL || e->ndim != 4 || e->shape[2] != m->cfg.n_heads || e->shape[3] != m->cfg.d_head) {
+            ablate_free(a);
+            return hs_fail(err, HS_ERR_INPUT,
+                           "mean ablation: the reference cache lacks blocks.%d.attn.hook_z [B,T,%d,%d]",
+                           heads[i].layer, m->cfg.n_heads, m->cfg.d_head);
+        }
+        const int64_t B = e->shape[0], T = e->shape[1], H = e->shape[2], dh = e->shape[3];
+        const int n_pos = pos_wise ? (int)T : 1;
+        a->n_pos = n_pos;
+        double *acc = calloc((size_t)(n_pos * dh), sizeof *acc);
+        a->means[i] = malloc((size_t)(n_pos * dh) * sizeof(float));
+        if (acc == NULL || a->means[i] == NULL) {
+            free(acc);
+            ablate_free(a);
+            return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        }
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t p = 0; p < T; p++) {
+                const float *z = e->data + ((b * T + p) * H + heads[i].head) * dh;
+                double *dst = acc + (pos_wise ? p : 0) * dh;
+                for (int64_t d = 0; d < dh; d++) dst[d] += z[d];
+            }
+        const double cnt = pos_wise ? (double)B : (double)(B * T);
+        for (int64_t j = 0; j < n_pos * dh; j++) a->means[i][j] = (float)(acc[j] / cnt);
+        free(acc);
+    }
+    return hs_hooks_add_owned(hk, "blocks.*.attn.hook_z", ablate_hook, a, ablate_free, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Activation patching                                                       */
+
+static int same_shape(const hs_cache_entry *e, const int64_t *shape, int ndim)
+{
+    if (e->ndim != ndim) return 0;
+    for (int i = 0; i < ndim; i++)
+        if (e->shape[i] != shape[i]) return 0;
+    return 1;
+}
+
+static int patch_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    const hs_cache_entry *e = hs_cache_get((const hs_cache *)ctx, name);
+    if (e == NULL || !same_shape(e, shape, ndim)) return -1;
+    memcpy(data, e->data, e->numel * sizeof(float));
+    return 1;
+}
+
+hs_status hs_hooks_add_patch(hs_hooks *hk, const hs_cache *clean, const char *pattern,
+                             hs_error *err)
+{
+    if (clean == NULL) return hs_fail(err, HS_ERR_INPUT, "patch: no clean cache");
+    return hs_hooks_add(hk, pattern, patch_hook, (void *)clean, err);
+}
+
+typedef struct {
+    const hs_cache *clean;
+    hs_head head;
+    int pos;
+} patch_head_ctx;
+
+static int patch_head_hook(const char *name, const int64_t *shape, int ndim, float *data,
+                           void *ctx)
+{
+    const patch_head_ctx *pc = ctx;
+    const hs_cache_entry *e = hs_cache_get(pc->clean, name);
+    if (e == NULL || !same_shape(e, shape, ndim) || ndim != 4) return -1;
+    const int64_t B = shape[0], T = shape[1], H = shape[2], dh = shape[3];
+    if (pc->pos >= T || pc->head.head >= H) return -1;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t p = 0; p < T; p++) {
+            if (pc->pos >= 0 && p != pc->pos) continue;
+            size_t off = (size_t)(((b * T + p) * H + pc->head.head) * dh);
+            memcpy(data + off, e->data + off, (size_t)dh * sizeof(float));
+        }
+    return 1;
+}
+
+hs_status hs_hooks_add_patch_head(hs_hooks *hk, const hs_cache *clean, hs_head head, int pos,
+                                  hs_error *err)
+{
+    if (clean == NULL) return hs_fail(err, HS_ERR_INPUT, "patch: no clean cache");
+    if (head.layer < 0 || head.head < 0 || pos < -1)
+        return hs_fail(err, HS_ERR_INPUT, "patch: bad head L%dH%d or position %d", head.layer,
+                       head.head, pos);
+    patch_head_ctx *pc = malloc(sizeof *pc);
+    if (pc == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    pc->clean = clean;
+    pc->head = head;
+    pc->pos = pos;
+    char pat[64];
+    snprintf(pat, sizeof pat, "blocks.%d.attn.hook_z", head.layer);
+    return hs_hooks_add_owned(hk, pat, patch_head_hook, pc, free, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Path patching                                                             */
+
+typedef struct {
+    int head;
+    int64_t B, T, dh;
+    float *in[3]; /* q, k, v replacements (B,T,dh) or NULL */
+} path_ctx;
+
+static void path_free(void *p)
+{
+    path_ctx *pc = p;
+    if (pc == NULL) return;
+    for (int i = 0; i < 3; i++) free(pc->in[i]);
+    free(pc);
+}
+
+static int path_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    const path_ctx *pc = ctx;
+    size_t len = strlen(name);
+    int which = -1;
+    if (len >= 2 && name[len - 2] == '_') {
+        char c = name[len - 1];
+        which = c == 'q' ? 0 : c == 'k' ? 1 : c == 'v' ? 2 : -1;
+    }
+    if (which < 0 || pc->in[which] == NULL) return 0;
+    if (ndim != 4 || shape[0] != pc->B || shape[1] != pc->T || shape[3] != pc->dh ||
+        pc->head >= shape[2])
+        return -1;
+    const int64_t H = shape[2];
+    for (int64_t bt = 0; bt < pc->B * pc->T; bt++)
+        memcpy(data + (bt * H + pc->head) * pc->dh, pc->in[which] + bt * pc->dh,
+               (size_t)pc->dh * sizeof(float));
+    return 1;
+}
+
+hs_status hs_hooks_add_path_patch(hs_hooks *hk, const hs_model *m, const hs_cache *clean,
+                                  const hs_cache *corr, hs_head sender, hs_head receiver,
+                                  int inputs, hs_ln_mode ln, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model, H = c->n_heads, dh = c->d_head;
+    hs_status st = check_head(m, sender, err);
+    if (st != HS_OK) return st;
+    if ((st = check_head(m, receiver, err)) != HS_OK) return st;
+    if (receiver.layer <= sender.layer)
+        return hs_fail(err, HS_ERR_INPUT, "path patch: receiver L%dH%d must be in a later layer than sender L%dH%d",
+                       receiver.layer, receiver.head, sender.layer, sender.head);
+    if (inputs <= 0 || inputs > 7) return hs_fail(err, HS_ERR_INPUT, "path patch: inputs must be a non-empty set of HS_INPUT_Q|K|V");
+    if ((inputs & (HS_INPUT_Q | HS_INPUT_K)) && c->attn != HS_ATTN_SOFTMAX)
+        return hs_fail(err, HS_ERR_INPUT, "path patch: a uniform-attention model has no query/key input");
+    const hs_cache_entry *zc = hs_cache_getf(clean, "blocks.%d.attn.hook_z", sender.layer);
+    const hs_cache_entry *zr = hs_cache_getf(corr, "blocks.%d.attn.hook_z", sender.layer);
+    const hs_cache_entry *rp = hs_cache_getf(corr, "blocks.%d.hook_resid_pre", receiver.layer);
+    const int has_ln = c->ln1 && c->norm != HS_NORM_NONE;
+    const hs_cache_entry *sc = NULL;
+    if (zc == NULL || zr == NULL || rp == NULL || !same_shape(zc, zr->shape, zr->ndim) ||
+        zr->ndim != 4 || rp->ndim != 3 || rp->shape[0] != zr->shape[0] || rp->shape[1] != zr->shape[1])
+        return hs_fail(err, HS_ERR_INPUT,
+                       "path patch: need blocks.%d.attn.hook_z in both caches (same shape) and blocks.%d.hook_resid_pre in the corrupted one",
+                       sender.layer, receiver.layer);
+    if (ln == HS_LN_FROZEN && has_ln) {
+        sc = hs_cache_getf(corr, "blocks.%d.ln1.hook_scale", receiver.layer);
+        if (sc == NULL || sc->numel != (size_t)(rp->shape[0] * rp->shape[1]))
+            return hs_fail(err, HS_ERR_INPUT, "path patch: frozen LN needs blocks.%d.ln1.hook_scale in the corrupted cache",
+                           receiver.layer);
+    }
+    const int64_t B = zr->shape[0], T = zr->shape[1], BT = B * T;
+    const hs_block_params *bp1 = &m->params.blocks[sender.layer];
+    const hs_block_params *bp2 = &m->params.blocks[receiver.layer];
+
+    path_ctx *pc = calloc(1, sizeof *pc);
+    float *x = malloc((size_t)(BT * D) * sizeof(float));
+    float *dz = malloc((size_t)(BT * dh) * sizeof(float));
+    if (pc == NULL || x == NULL || dz == NULL) {
+        st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    pc->head = receiver.head;
+    pc->B = B;
+    pc->T = T;
+    pc->dh = dh;
+    /* x = resid_pre_corr + (z_clean - z_corr)^A W_O^A */
+    for (int64_t bt = 0; bt < BT; bt++)
+        for (int d = 0; d < dh; d++) {
+            size_t o = (size_t)((bt * H + sender.head) * dh + d);
+            dz[bt * dh + d] = zc->data[o] - zr->data[o];
+        }
+    memcpy(x, rp->data, (size_t)(BT * D) * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, D, dh, 1.0f, dz, dh,
+                bp1->W_O + (size_t)sender.head * dh * D, D, 1.0f, x, D);
+    /* LN1 of the receiver's layer, own scale or frozen */
+    if (has_ln) {
+        for (int64_t bt = 0; bt < BT; bt++) {
+            float *xi = x + bt * D;
+            double mu = 0.0, var = 0.0;
+            if (c->norm == HS_NORM_LAYERNORM) {
+                for (int d = 0; d < D; d++) mu += xi[d];
+                mu /= D;
+            }
+            for (int d = 0; d < D; d++) var += (xi[d] - mu) * (xi[d] - mu);
+            var /= D;
+            double s = sc ? (double)sc->data[bt] : sqrt(var + (double)c->eps);
+            for (int d = 0; d < D; d++) {
+                double v = (xi[d] - mu) / s;
+                if (bp2->ln1_w) v *= bp2->ln1_w[d];
+                if (bp2->ln1_b) v += bp2->ln1_b[d];
+                xi[d] = (float)v;
+            }
+        }
+    }
+    for (int w = 0; w < 3; w++) {
+        if (!(inputs & (1 << w))) continue;
+        const float *W = w == 0 ? bp2->W_Q : w == 1 ? bp2->W_K : bp2->W_V;
+        const float *bW = w == 0 ? bp2->b_Q : w == 1 ? bp2->b_K : bp2->b_V;
+        pc->in[w] = malloc((size_t)(BT * dh) * sizeof(float));
+        if (pc->in[w] == NULL) {
+            st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, dh, D, 1.0f, x, D,
+                    W + (size_t)receiver.head * D * dh, dh, 0.0f, pc->in[w], dh);
+        if (bW)
+            for (int64_t bt = 0; bt < BT; bt++)
+                for (int d = 0; d < dh; d++) pc->in[w][bt * dh + d] += bW[receiver.head * dh + d];
+    }
+    free(x);
+    free(dz);
+    char pat[64];
+    snprintf(pat, sizeof pat, "blocks.%d.attn.hook_*", receiver.layer);
+    return hs_hooks_add_owned(hk, pat, path_hook, pc, path_free, err);
+fail:
+    free(x);
+    free(dz);
+    path_free(pc);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Metrics                                                                   */
+
+double hs_logit_diff(const float *logits, int nb, int t, int V, int pos, const int *a,
+                     const int *b)
+{
+    if (pos < 0) pos += t;
+    if (logits == NULL || nb < 1 || pos < 0 || pos >= t) return NAN;
+    double sum = 0.0;
+    for (int r = 0; r < nb; r++) {
+        if (a[r] < 0 || a[r] >= V || b[r] < 0 || b[r] >= V) return NAN;
+        const float *lg = logits + ((size_t)r * t + pos) * V;
+        sum += (double)lg[a[r]] - (double)lg[b[r]];
+    }
+    return sum / nb;
+}
+
+double hs_patch_metric(double ld_patched, double ld_corr, double ld_clean)
+{
+    double den = ld_clean - ld_corr;
+    if (den == 0.0) return NAN;
+    return (ld_patched - ld_corr) / den;
+}

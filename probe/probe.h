@@ -1,0 +1,425 @@
+/*
+ * probe/probe.h -- headscope's probe: hook registration, activation caching,
+ * interventions (ablation, activation and path patching) and circuit maths
+ * (residual decomposition, direct logit attribution, attention statistics,
+ * virtual weights, composition and copying scores, head detectors).
+ *
+ * Owns: everything between a model's forward pass and an analysis' numbers.
+ * May call: model/ (hs_forward and its observer, hs_params, the safetensors
+ * writer) and common/; OpenBLAS (cblas) and LAPACKE. Task-agnostic: it knows
+ * nothing of Winograd or of any task; a task builds its detectors from the
+ * caller-supplied target pattern of hs_detect_heads.
+ * Formulas and sources: /work/shared/CIRCUITS.md, cited below as "C<n>" for
+ * its section n; [TL] TransformerLens, [FW] Elhage et al. 2021, [IH] Olsson et
+ * al. 2022, [AR] ARENA (CIRCUITS.md 9).
+ *
+ * Dims legend (as model.h): B batch, T positions, D d_model, H n_heads,
+ * dh d_head, M d_mlp, V d_vocab, L n_layers. Row vectors (x @ W), TL shapes.
+ * Layers, heads and positions count from 0. Attention patterns are
+ * [head, dest(query), src(key)]; batched hook tensors are those documented at
+ * hs_observer in model.h (e.g. hook_z [B,T,H,dh], hook_pattern [B,H,T,T]).
+ *
+ * Errors: functions return hs_status and fill a caller-owned hs_error (may be
+ * NULL); HS_ERR_INPUT for bad indices/names/shapes, HS_ERR_NOMEM, HS_ERR_IO,
+ * HS_ERR_CALLBACK when a hook aborted a forward. Nothing prints or exits.
+ * Ownership: *_create and *_destroy for heap handles; *_free for caller-owned
+ * structs filled by this module (all accept NULL / a zeroed struct).
+ *
+ * NORM FOLDING (virtual weights, C1-C4). The stored weights are the raw
+ * TransformerLens-named parameters; nothing in the model is modified. The
+ * virtual-weight functions take an hs_fold argument:
+ *   HS_FOLD_NONE: the stored matrices as they are (TL without fold_ln).
+ *   HS_FOLD_LN  : the reading weights that sit behind a norm are replaced by
+ *     what the residual stream is really multiplied by, up to the per-token
+ *     scale 1/s (which cancels from every ratio computed here):
+ *       W_Q, W_K, W_V of layer l  ->  P diag(ln1.w) W     (LayerNorm)
+ *                                      diag(ln1.w) W       (RMSNorm)
+ *                                      W                   (ln1 off / norm none)
+ *       W_U                        ->  P diag(ln_final.w) W_U (LN), diag(w) W_U (RMS),
+ *                                      W_U (no final norm)
+ *     with P = I - 1 1^T / D the centring projector (LN output is mean-zero;
+ *     TL fold_ln + center_weights, PR #116). Row form: LN(x) W = (x P / s)
+ *     diag(w) W + b W, so P diag(w) W is the reading matrix. The biases (b, b_Q,
+ *     ...) are not part of any virtual weight (C2: "these ignore biases").
+ *     W_O, W_E, W_pos are writing/embedding weights and are never changed; the
+ *     embed norm (embed_norm on) is not applied to W_E in the full circuits.
+ *   Composition scores and copying scores in this module are meant to be
+ *   used with HS_FOLD_LN (TL's scores are correct only for folded+centred
+ *   weights, C3 "LN caveat").
+ */
+#ifndef HS_PROBE_H
+#define HS_PROBE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/common.h"
+#include "model/model.h"
+
+/* ------------------------------------------------------------------------ */
+/* 1. Hooks                                                                  */
+
+/*
+ * Name patterns. A pattern is matched against a whole hook name:
+ *   - any character but '*' matches itself;
+ *   - '*'  matches any run (possibly empty) of characters WITHOUT a '.', i.e.
+ *          within one dotted segment: "blocks.*.attn.hook_pattern" matches
+ *          every layer's pattern; "blocks.1.attn.hook_*" matches hook_q, hook_k,
+ *          ..., hook_result of layer 1;
+ *   - '**' matches any run of characters, dots included: "**hook_z" matches
+ *          every layer's hook_z, "**" matches every point.
+ * Returns 1 on a match, 0 otherwise.
+ */
+int hs_name_match(const char *pattern, const char *name);
+
+/*
+ * A hook: the same contract as the model's observer callback (model.h,
+ * hs_observer): it sees (name, shape, ndim, data) of a batched tensor and may
+ * change data in place; returns 0 = unchanged, 1 = changed, < 0 = abort the
+ * forward (hs_run_with_hooks then returns HS_ERR_CALLBACK).
+ */
+typedef hs_observer_fn hs_hook_fn;
+
+/* Opaque registry of hooks. Hooks run in registration order at each point;
+ * a point "changed" if any of them returned 1. */
+typedef struct hs_hooks hs_hooks;
+
+hs_status hs_hooks_create(hs_hooks **out, hs_error *err);
+/* Frees the registry and every owned context (see hs_hooks_add_owned). NULL ok. */
+void hs_hooks_destroy(hs_hooks *hk);
+/* Registers fn on pattern; ctx is borrowed (must outlive the runs). The
+ * pattern string is copied (max 127 chars, else HS_ERR_INPUT). */
+hs_status hs_hooks_add(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *ctx,
+                       hs_error *err);
+/* Same, but the registry owns ctx: free_ctx(ctx) is called by clear/destroy
+ * (and on failure of this call). */
+hs_status hs_hooks_add_owned(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *ctx,
+                             void (*free_ctx)(void *), hs_error *err);
+/* Removes every hook (freeing owned contexts). */
+void hs_hooks_clear(hs_hooks *hk);
+/* Number of registered hooks (0 for NULL). */
+int hs_hooks_count(const hs_hooks *hk);
+
+/*
+ * Runs hs_forward(m, acts, tokens (b,t)) with the registered hooks. With hk
+ * NULL or empty the model gets observer = NULL: the pass costs what a plain
+ * forward costs. Otherwise the observer's wants() asks "does any pattern match
+ * this name?", so points nobody hooks (e.g. per-head hook_result) are not
+ * materialised. Logits end in acts->logits (b,t,V).
+ */
+hs_status hs_run_with_hooks(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
+                            const hs_hooks *hk, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* 2. Activation cache                                                       */
+
+typedef struct {
+    char name[64];      /* hook name, e.g. "blocks.0.attn.hook_z" */
+    int ndim;           /* 1..4 */
+    int64_t shape[4];   /* batched shape as the forward reported it */
+    size_t numel;
+    float *data;        /* owned copy (numel floats) */
+} hs_cache_entry;
+
+/* A cache: entries in forward order. Caller-owned struct; zero it (or
+ * hs_cache_init) before use, hs_cache_free after. */
+typedef struct {
+    int n, cap;
+    hs_cache_entry *e;
+} hs_cache;
+
+void hs_cache_init(hs_cache *c);
+void hs_cache_free(hs_cache *c);
+
+/*
+ * Runs the model on tokens (b,t) keeping every point whose name matches one
+ * of filters[0..n_filters) (patterns as hs_name_match; filters NULL or
+ * n_filters 0 = every point). hooks (may be NULL) are interventions that run
+ * first at each point: the cache holds the values after them (TL's
+ * run_with_cache(fwd_hooks=...) order). Any previous contents of cache are
+ * freed first. Every point is copied (the forward reuses scratch buffers).
+ */
+hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
+                            const char *const *filters, int n_filters, const hs_hooks *hooks,
+                            hs_cache *cache, hs_error *err);
+
+/* Entry by exact name, or NULL. The pointer is valid until the cache changes. */
+const hs_cache_entry *hs_cache_get(const hs_cache *c, const char *name);
+/* Same, with a printf-style name ("blocks.%d.attn.hook_z", l). */
+const hs_cache_entry *hs_cache_getf(const hs_cache *c, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* Writes the whole cache as one safetensors file (tensor names = hook names,
+ * F32, batched shapes; atomically, via hs_safetensors_write). meta: n_meta
+ * string pairs for __metadata__ (may be 0). The writer stores finite values
+ * only, so the causal mask's -inf in hook_attn_scores is written as -FLT_MAX
+ * (-3.4028235e38; softmax gives the same 0 weight); +inf or NaN anywhere:
+ * HS_ERR_NUMERIC. */
+hs_status hs_cache_save(const hs_cache *c, const char *path, const char *const *meta_keys,
+                        const char *const *meta_vals, int n_meta, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* 3. Interventions and metrics (C6)                                         */
+
+typedef struct {
+    int layer, head;
+} hs_head;
+
+/*
+ * Zero ablation (C6): at blocks.l.attn.hook_z sets z[:, :, h, :] = 0 for every
+ * listed head; the head's result z W_O vanishes, b_O stays. heads is copied.
+ * HS_ERR_INPUT for a head outside the model.
+ */
+hs_status hs_hooks_add_zero_ablation(hs_hooks *hk, const hs_model *m, const hs_head *heads,
+                                     int n_heads, hs_error *err);
+
+/*
+ * Mean ablation (C6, TL has no helper): z^{l,h}[b,p,:] <- mean over the
+ * reference batch of z^{l,h}[., p, :] (pos_wise = 1: position-wise, for
+ * templated prompts of equal length) or the mean over batch and positions
+ * (pos_wise = 0). ref is a cache of the reference run holding
+ * blocks.l.attn.hook_z for each listed layer; the means are computed here and
+ * owned by the registry (ref may be freed afterwards). A run longer than the
+ * reference (pos_wise) makes the hook abort (HS_ERR_CALLBACK).
+ */
+hs_status hs_hooks_add_mean_ablation(hs_hooks *hk, const hs_model *m, const hs_cache *ref,
+                                     const hs_head *heads, int n_heads, int pos_wise,
+                                     hs_error *err);
+
+/*
+ * Activation patching (C6, TL patching.py): every point matching pattern is
+ * overwritten with the value of the same name in clean (borrowed: must
+ * outlive the runs). A point with no clean entry or another shape aborts the
+ * run (HS_ERR_CALLBACK). Run it on the corrupted tokens.
+ */
+hs_status hs_hooks_add_patch(hs_hooks *hk, const hs_cache *clean, const char *pattern,
+                             hs_error *err);
+
+/*
+ * Patches one head at one position (TL get_act_patch_attn_head_out_by_pos):
+ * blocks.l.attn.hook_z[:, pos, h, :] <- clean's, for every batch row
+ * (pos = -1: all positions). clean is borrowed.
+ */
+hs_status hs_hooks_add_patch_head(hs_hooks *hk, const hs_cache *clean, hs_head head, int pos,
+                                  hs_error *err);
+
+/*
+ * Path patching, direct sender -> receiver edge (C6; Wang et al. 2022; TL
+ * direct_path_patching.py). On the corrupted run, the receiver head's
+ * query/key/value input (inputs = HS_INPUT_Q|K|V bits) is recomputed from
+ *     x = resid_pre^{l2}_corr + Delta,  Delta = (z_clean^A - z_corr^A) W_O^A
+ * at every batch row and position, and only that head's slice of
+ * hook_q/hook_k/hook_v is replaced; everything downstream of the receiver is
+ * recomputed as usual. Approximation: every other path is frozen at its
+ * corrupted value (other heads, MLPs and the sender's direct path to the
+ * logits see no change; heads between l1 and l2 do not see Delta).
+ * ln = HS_LN_RECOMPUTE applies the receiver's LN1 to x exactly (its own scale);
+ * HS_LN_FROZEN is TL's linearisation with the corrupted run's scale s:
+ *     n = n_corr + ((Delta - mean Delta) / s) * w   (LN; RMS: Delta/s * w;
+ *     ln1 off: Delta). Needs clean: blocks.l1.attn.hook_z; corr:
+ * blocks.l1.attn.hook_z, blocks.l2.hook_resid_pre (and blocks.l2.ln1.hook_scale
+ * for FROZEN). Requires l2 > l1; q/k inputs need softmax attention. The
+ * patched inputs are computed here (caches may be freed afterwards).
+ */
+enum { HS_INPUT_Q = 1, HS_INPUT_K = 2, HS_INPUT_V = 4 };
+typedef enum { HS_LN_RECOMPUTE = 0, HS_LN_FROZEN = 1 } hs_ln_mode;
+hs_status hs_hooks_add_path_patch(hs_hooks *hk, const hs_model *m, const hs_cache *clean,
+                                  const hs_cache *corr, hs_head sender, hs_head receiver,
+                                  int inputs, hs_ln_mode ln, hs_error *err);
+
+/*
+ * Logit difference (C6): mean over batch rows r of
+ *     logits[r, pos, a[r]] - logits[r, pos, b[r]]
+ * logits (nb, t, V); pos < 0 counts from the end (-1 = last, TL style).
+ * Returns NAN on an index out of range.
+ */
+double hs_logit_diff(const float *logits, int nb, int t, int V, int pos, const int *a,
+                     const int *b);
+
+/* Normalised metric (C6, TL Main_Demo): (LD_patched - LD_corr) / (LD_clean -
+ * LD_corr); 0 = no recovery, 1 = the clean result restored. NAN if clean ==
+ * corr. */
+double hs_patch_metric(double ld_patched, double ld_corr, double ld_clean);
+
+/* ------------------------------------------------------------------------ */
+/* 4. Residual decomposition and direct logit attribution (C5)               */
+
+/*
+ * The final residual stream at one (batch row, position), split into the
+ * components that write it (ActivationCache decompose_resid +
+ * stack_head_results):
+ *   "embed"      hook_embed (with embed_norm on: blocks.0.hook_resid_pre, the
+ *                output of ln_embed, as one component; no "pos_embed" then)
+ *   "pos_embed"  hook_pos_embed (pos = learned)
+ *   per layer l: "L{l}H{h}" for each head, z^{l,h} W_O^{l,h} without b_O
+ *                (from the cached hook_z), "L{l}_b_O" (bias on),
+ *                "L{l}_mlp_out" (d_mlp > 0; hook_mlp_out, includes b_out).
+ * The components sum to blocks.{L-1}.hook_resid_post (exact up to rounding)
+ * for a cache of an unmodified run holding hook_embed, hook_pos_embed (or
+ * blocks.0.hook_resid_pre), blocks.l.attn.hook_z, blocks.l.hook_mlp_out.
+ */
+typedef struct {
+    int n;               /* number of components */
+    int d_model;
+    char (*labels)[24];  /* (n) */
+    float *resid;        /* (n, D) raw component vectors (before the final norm) */
+} hs_resid_stack;
+
+hs_status hs_resid_decompose(const hs_model *m, const hs_cache *cache, int batch, int pos,
+                             hs_resid_stack *out, hs_error *err);
+void hs_resid_stack_free(hs_resid_stack *s);
+
+/*
+ * Direct logit attribution (C5, TL apply_ln_to_stack + logit_attrs), with the
+ * final norm's scale s = ln_final.hook_scale[batch,pos] frozen from the run:
+ *   c' = (c - mean_d c) / s * w_f  (LN),  c / s * w_f (RMS),  c (no final norm)
+ *   attr_c = c' . dir,  dir = W_U[:, a]            (tok_b < 0)
+ *                       dir = W_U[:, a] - W_U[:, b] (logit difference)
+ *   constant = b_f . dir (LN with bias; else 0): the final norm's bias term.
+ * Then sum_c attr_c + constant = logit[a] - b_U[a] (resp. LD - (b_U[a] -
+ * b_U[b])); `target` holds that right-hand side, read from the cached
+ * "logits", so a caller can check the identity. Labels as hs_resid_decompose.
+ */
+typedef struct {
+    int n;
+    char (*labels)[24];  /* (n) */
+    double *attr;        /* (n) in logit units */
+    double constant;     /* b_f . dir */
+    double target;       /* logit[a] - b_U[a] (- (logit[b] - b_U[b])) from cache "logits" */
+} hs_dla;
+
+hs_status hs_logit_attribution(const hs_model *m, const hs_cache *cache, int batch, int pos,
+                               int tok_a, int tok_b, hs_dla *out, hs_error *err);
+void hs_dla_free(hs_dla *d);
+
+/* ------------------------------------------------------------------------ */
+/* 5. Attention statistics (C8)                                              */
+
+typedef struct {
+    float entropy;      /* nats, H_i = -sum_j A ln A with 0 ln 0 = 0 */
+    float eff_tokens;   /* exp(H_i), in [1, i+1] for a causal row */
+    float max_weight;   /* max_j A[i,j] */
+    int argmax;         /* the src position of max_weight (first on ties) */
+} hs_attn_stat;
+
+/* Statistics of one attention row A[0..n) (the caller passes n = i+1 for a
+ * causal row). Weights <= 0 contribute nothing to the entropy. */
+hs_attn_stat hs_attn_row_stats(const float *row, int n);
+
+/* Statistics of every head and query of one pattern [H,T,T] (e.g. one batch
+ * row of hook_pattern): out (H,T), row i uses src 0..i. */
+void hs_attn_stats(const float *pattern, int H, int T, hs_attn_stat *out);
+
+/* ------------------------------------------------------------------------ */
+/* 6. Virtual weights, composition, copying (C2-C4)                          */
+
+typedef enum { HS_FOLD_NONE = 0, HS_FOLD_LN = 1 } hs_fold;
+
+/* The head's weights under fold (see NORM FOLDING above): W_Q, W_K, W_V
+ * (D,dh) and W_O (dh,D); any output may be NULL. W_Q/W_K requested on a
+ * uniform-attention model: HS_ERR_INPUT. */
+hs_status hs_head_weights(const hs_model *m, hs_head h, hs_fold fold, float *W_Q, float *W_K,
+                          float *W_V, float *W_O, hs_error *err);
+
+/* W_QK = W_Q W_K^T (D,D), indexed [dest-side, src-side] (C2). */
+hs_status hs_W_QK(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err);
+/* W_OV = W_V W_O (D,D), TL orientation [read, write] (C2; paper's W_O W_V transposed). */
+hs_status hs_W_OV(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err);
+
+/* Which input of the later head a product / score is about. */
+typedef enum { HS_COMP_Q = 0, HS_COMP_K = 1, HS_COMP_V = 2 } hs_comp;
+
+/* W_O^{h1} W_X^{h2} (dh,dh), X = Q, K or V of h2 (C2-C3 "virtual weights"
+ * from an earlier head's output to a later head's input). */
+hs_status hs_head_product(const hs_model *m, hs_head h1, hs_head h2, hs_comp kind, hs_fold fold,
+                          float *out, hs_error *err);
+/* The D-sized forms (C3): Q: W_OV^1 W_QK^2, K: W_OV^1 (W_QK^2)^T, V: W_OV^1 W_OV^2. out (D,D). */
+hs_status hs_OV_product(const hs_model *m, hs_head h1, hs_head h2, hs_comp kind, hs_fold fold,
+                        float *out, hs_error *err);
+
+/* C(L,R) = ||L R||_F / (||L||_F ||R||_F) (C3), dense, in double; L (n,k),
+ * R (k,p). 0 if a norm is 0. */
+double hs_comp_score_dense(const float *Lm, const float *Rm, int n, int k, int p);
+
+/*
+ * Composition scores for every head pair (C3, TL all_composition_scores):
+ *   Q: C(W_OV^1, W_QK^2)  K: C(W_OV^1, (W_QK^2)^T)  V: C(W_OV^1, W_OV^2)
+ * computed with the d_head-sized Gram form of C3 (equal to the dense value).
+ * q, k, v are (L,H,L,H) indexed [l1,h1,l2,h2]; only l2 > l1 is reported:
+ * entries with l2 <= l1 (within-layer and backwards pairs) are NAN, and Q/K
+ * entries for a uniform-attention model are NAN. baseline (mean) and
+ * baseline_std: the same score for n_draws random pairs of matrices of the
+ * same shapes (each a product of two iid Gaussian (D,dh)/(dh,D) factors,
+ * [AR] get_comp_score baseline with Gaussian instead of kaiming-uniform
+ * factors; C is scale-invariant), seeded; ~1/sqrt(D) (C3). Report C - baseline.
+ */
+typedef struct {
+    int L, H;
+    float *q, *k, *v;       /* (L,H,L,H) each, owned */
+    double baseline;        /* mean over draws */
+    double baseline_std;    /* standard deviation over draws */
+    int n_draws;
+} hs_comp_scores;
+
+hs_status hs_composition_scores(const hs_model *m, hs_fold fold, int n_draws, uint64_t seed,
+                                hs_comp_scores *out, hs_error *err);
+void hs_comp_scores_free(hs_comp_scores *s);
+/* The random baseline alone: n_draws >= 2 draws of C(A B, C E), A, C (D,dh),
+ * B, E (dh,D) iid N(0,1), from seed. */
+hs_status hs_comp_baseline(int d_model, int d_head, int n_draws, uint64_t seed, double *mean,
+                           double *std, hs_error *err);
+
+/* Full QK circuit W_E W_QK W_E^T (V,V) [dest_tok, src_tok] and full OV circuit
+ * W_E W_OV W_U (V,V) [src_tok, out_tok] (C2; W_U folded under HS_FOLD_LN). */
+hs_status hs_full_QK(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err);
+hs_status hs_full_OV(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err);
+
+/*
+ * Eigenvalue copying score (C4; [FW] "Detecting Copying Behavior", TL
+ * Main_Demo): (sum lambda).real / sum |lambda| over the eigenvalues of the
+ * full OV circuit W_U W_OV W_E, computed from the (dh,dh) matrix
+ * K = W_O W_U W_E W_V (same nonzero eigenvalues) with LAPACKE_dgeev.
+ * In [-1, 1]; 1 iff all nonzero eigenvalues are positive real. pos_frac (may
+ * be NULL): #{Re lambda > 0} / #{lambda != 0} ([IH] "fraction positive").
+ * 0 (and pos_frac 0) when every eigenvalue is 0. HS_ERR_NUMERIC if dgeev fails.
+ */
+hs_status hs_copying_score(const hs_model *m, hs_head h, hs_fold fold, double *score,
+                           double *pos_frac, hs_error *err);
+/* The same from a given square matrix K (n,n), row-major. */
+hs_status hs_copying_score_matrix(const float *K, int n, double *score, double *pos_frac,
+                                  hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* 7. Head detectors (C7, TL head_detector.py)                              */
+
+typedef enum {
+    HS_DETECT_PREV_TOKEN = 0,   /* D[i,i-1] = 1 */
+    HS_DETECT_DUPLICATE,        /* D[i,j] = 1 iff j < i and tok[j] = tok[i] */
+    HS_DETECT_INDUCTION,        /* D[i,j] = 1 iff 1 <= j <= i and tok[j-1] = tok[i] */
+    HS_DETECT_TARGET            /* a caller-supplied pattern */
+} hs_detector;
+
+/* Fills the detection pattern D (t,t) [dest, src] for tokens (t) (TL
+ * get_*_detection_pattern). Not for HS_DETECT_TARGET. */
+void hs_detection_pattern(hs_detector kind, const int *tokens, int t, float *D);
+
+/* "mul" score of one head (TL): A' = A with column 0 zeroed (exclude_bos) and
+ * the diagonal zeroed (exclude_current); score = sum(A' * D) / sum(A'),
+ * 0 if sum(A') = 0. A, D (t,t). */
+double hs_detector_score(const float *A, const float *D, int t, int exclude_bos,
+                         int exclude_current);
+
+/*
+ * Scores every head (out (L,H)) from a cache holding blocks.l.attn.hook_pattern
+ * of a run on tokens (nb,t): the mean over batch rows of hs_detector_score.
+ * kind HS_DETECT_TARGET uses target (t,t) for every row (else target is
+ * ignored and may be NULL).
+ */
+hs_status hs_detect_heads(const hs_model *m, const hs_cache *cache, const int *tokens, int nb,
+                          int t, hs_detector kind, const float *target, int exclude_bos,
+                          int exclude_current, float *out, hs_error *err);
+
+#endif /* HS_PROBE_H */
