@@ -1,0 +1,141 @@
+/*
+ * bench/bench_viz.c -- time the 2 x 4 attention grid of the chapter's
+ * 18-token sentence to PNG (layout + rasterise + encode + atomic write),
+ * median of N runs in ms, and compare PNG encoder settings (zlib level,
+ * strategy, filter) on the same image: time and file size.
+ *
+ * usage: bench_viz [runs=21] [out_dir=/tmp]
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <png.h>
+#include <zlib.h>
+
+#include "viz/viz.h"
+#include "viz/viz_internal.h"
+
+static const char *TOKS[18] = {"the", "animal", "did", "not", "cross", "the",
+                               "street", "because", "it", "was", "too", "tired",
+                               ",", "so", "the", "animal", "waited", "."};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int main(int argc, char **argv)
+{
+    int runs = argc > 1 ? atoi(argv[1]) : 21;
+    const char *dir = argc > 2 ? argv[2] : "/tmp";
+    if (runs < 1) runs = 1;
+    enum { L = 2, H = 4, T = 18 };
+    static float pat[L * H * T * T];
+    unsigned s = 1;
+    for (int k = 0; k < L * H; k++)
+        for (int i = 0; i < T; i++) {
+            float sum = 0;
+            for (int j = 0; j <= i; j++) {
+                s = s * 1103515245u + 12345u;
+                float v = (float)((s >> 16) & 1023) / 1023.0f;
+                pat[(k * T + i) * T + j] = v * v * v;
+                sum += v * v * v;
+            }
+            for (int j = 0; j <= i; j++) pat[(k * T + i) * T + j] /= sum;
+        }
+    char path[1024];
+    snprintf(path, sizeof path, "%s/bench_viz_grid.png", dir);
+    double *t = malloc((size_t)runs * sizeof *t), *tl = malloc((size_t)runs * sizeof *tl),
+           *tr = malloc((size_t)runs * sizeof *tr);
+    if (!t || !tl || !tr) return 1;
+    hs_error err = {0};
+    size_t W = 0, Hh = 0;
+    for (int r = 0; r < runs; r++) {
+        double t0 = now_ms();
+        hs_viz_figure *f = NULL;
+        if (hs_viz_grid_figure(&f, pat, L, H, T, TOKS, "attention \xc2\xb7 blocks.{l}.attn.hook_pattern",
+                               NULL, &err) != HS_OK) {
+            fprintf(stderr, "bench_viz: %s\n", err.msg);
+            return 1;
+        }
+        double t1 = now_ms();
+        unsigned char *rgb;
+        if (hs_viz_figure_rgb(f, &rgb, &W, &Hh, &err) != HS_OK) {
+            fprintf(stderr, "bench_viz: %s\n", err.msg);
+            return 1;
+        }
+        free(rgb);
+        double t2 = now_ms();
+        if (hs_viz_figure_write_png(f, path, &err) != HS_OK) {
+            fprintf(stderr, "bench_viz: %s\n", err.msg);
+            return 1;
+        }
+        double t3 = now_ms();
+        hs_viz_figure_destroy(f);
+        tl[r] = t1 - t0;
+        tr[r] = t2 - t1;
+        t[r] = (t1 - t0) + (t3 - t2); /* layout + (raster + encode + write) */
+    }
+    struct stat st;
+    stat(path, &st);
+    printf("2x4 grid, 18 tokens, 300 dpi: %zu x %zu px, %lld bytes\n", W, Hh, (long long)st.st_size);
+    printf("median of %d runs: %.1f ms to PNG (layout %.1f ms, rasterise %.1f ms)\n", runs,
+           median(t, runs), median(tl, runs), median(tr, runs));
+
+    /* encoder settings on the same image */
+    hs_viz_figure *f = NULL;
+    if (hs_viz_grid_figure(&f, pat, L, H, T, TOKS, "attention", NULL, &err) != HS_OK) return 1;
+    unsigned char *rgb;
+    if (hs_viz_figure_rgb(f, &rgb, &W, &Hh, &err) != HS_OK) return 1;
+    struct {
+        const char *name;
+        vz_png_params p;
+    } cfg[] = {
+        {"level 6, default strategy, all filters (libpng default)",
+         {6, Z_DEFAULT_STRATEGY, PNG_ALL_FILTERS}},
+        {"level 1, default strategy, all filters", {1, Z_DEFAULT_STRATEGY, PNG_ALL_FILTERS}},
+        {"level 1, default strategy, SUB (chosen)", {1, Z_DEFAULT_STRATEGY, PNG_FILTER_SUB}},
+        {"level 1, RLE, SUB", {1, Z_RLE, PNG_FILTER_SUB}},
+        {"level 1, RLE, NONE", {1, Z_RLE, PNG_FILTER_NONE}},
+        {"level 9, default strategy, all filters", {9, Z_DEFAULT_STRATEGY, PNG_ALL_FILTERS}},
+    };
+    int nr = runs < 5 ? runs : 5;
+    for (size_t k = 0; k < sizeof cfg / sizeof cfg[0]; k++) {
+        double v[64];
+        for (int r = 0; r < nr; r++) {
+            double t0 = now_ms();
+            if (vz_png_write_rgb(path, rgb, (int)W, (int)Hh, 300, &cfg[k].p, &err) != HS_OK) {
+                fprintf(stderr, "bench_viz: %s\n", err.msg);
+                return 1;
+            }
+            v[r] = now_ms() - t0;
+        }
+        stat(path, &st);
+        printf("  encode %-58s %7.1f ms %9lld bytes\n", cfg[k].name, median(v, nr),
+               (long long)st.st_size);
+    }
+    free(rgb);
+    hs_viz_figure_destroy(f);
+    free(t);
+    free(tl);
+    free(tr);
+    return 0;
+}
