@@ -121,7 +121,7 @@ static size_t build(unsigned char *buf, const char *header, size_t pad, const vo
     for (int i = 0; i < 8; i++) buf[i] = (unsigned char)(n >> (8 * i));
     memcpy(buf + 8, header, hl);
     memset(buf + 8 + hl, ' ', pad);
-    memcpy(buf + 8 + hl + pad, data, nd);
+    if (nd > 0) memcpy(buf + 8 + hl + pad, data, nd);
     return 8 + hl + pad + nd;
 }
 
