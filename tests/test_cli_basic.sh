@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# tests/test_cli_basic.sh -- the headscope program's basic contract:
+#   `headscope --help` exits 0 and prints the usage with the command list on stdout;
+#   an unknown subcommand exits 2 with exactly one line on stderr, nothing on stdout;
+#   no arguments is a usage error (2).
+# Run as: bash tests/test_cli_basic.sh BUILD_DIR HEADSCOPE_BIN
+set -euo pipefail
+
+BUILD_DIR=${1:?usage: test_cli_basic.sh BUILD_DIR HEADSCOPE_BIN}
+HS=${2:?usage: test_cli_basic.sh BUILD_DIR HEADSCOPE_BIN}
+TMP=$(mktemp -d "${HS_TEST_TMP:-$BUILD_DIR}/cli_basic.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# --help: exit 0, usage on stdout, nothing on stderr
+rc=0
+"$HS" --help >"$TMP/out" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 0 ] || fail "headscope --help exited $rc, expected 0"
+grep -q '^usage: headscope' "$TMP/out" || fail "--help: no 'usage: headscope' line on stdout"
+for cmd in train eval inspect circuit weights demo; do
+    grep -q "^  $cmd " "$TMP/out" || fail "--help does not list the '$cmd' command"
+done
+[ ! -s "$TMP/err" ] || fail "--help wrote to stderr: $(cat "$TMP/err")"
+
+# unknown subcommand: exit 2, one line on stderr naming it, nothing on stdout
+rc=0
+"$HS" frobnicate --x >"$TMP/out" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 2 ] || fail "unknown subcommand exited $rc, expected 2"
+lines=$(wc -l <"$TMP/err")
+[ "$lines" -eq 1 ] || fail "unknown subcommand: $lines lines on stderr, expected 1: $(cat "$TMP/err")"
+grep -q "frobnicate" "$TMP/err" || fail "unknown subcommand: message does not name it: $(cat "$TMP/err")"
+[ ! -s "$TMP/out" ] || fail "unknown subcommand wrote to stdout: $(cat "$TMP/out")"
+
+# no arguments: usage error
+rc=0
+"$HS" >"$TMP/out" 2>"$TMP/err" || rc=$?
+[ "$rc" -eq 2 ] || fail "no arguments exited $rc, expected 2"
+
+echo "cli_basic: ok"
