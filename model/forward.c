@@ -304,8 +304,9 @@ static hs_status norm_forward_hooked(hook_ctx *hc, const char *prefix, float *ou
             for (size_t i = 0; i < N; i++) scratch[i] = 1.0f / rstd[i];
             int r = hook(hc, nm, scratch, 3, B, T, 1, 0);
             if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-            if (r > 0)
-                for (size_t i = 0; i < N; i++) rstd[i] = 1.0f / scratch[i];
+            if (r > 0) /* only entries the observer changed: 1/(1/x) is not always x */
+                for (size_t i = 0; i < N; i++)
+                    if (scratch[i] != 1.0f / rstd[i]) rstd[i] = 1.0f / scratch[i];
         }
     }
     hs_norm_apply(out, inp, mean, rstd, N, D);

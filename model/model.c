@@ -267,7 +267,7 @@ void hs_model_init(hs_model *m)
         float *p = m->param_mem + t->offset;
         const char *dot = strrchr(t->name, '.');
         const char *leaf = dot ? dot + 1 : t->name;
-        if (t->ndim >= 2) {
+        if (strncmp(leaf, "W_", 2) == 0) { /* matrices; b_Q/b_K/b_V are 2-D but biases */
             double sd = (strcmp(leaf, "W_O") == 0 || strcmp(leaf, "W_out") == 0) ? proj_std : std;
             for (size_t j = 0; j < t->numel; j++) p[j] = (float)(sd * normal01(&st));
         } else if (strcmp(leaf, "w") == 0) {
