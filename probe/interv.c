@@ -34,6 +34,7 @@ typedef struct {
     hs_head *heads;
     /* mean ablation: per head, (n_pos, dh) means; n_pos = T_ref or 1 */
     float **means;
+    int pos_wise;   /* 1: means[i] is (n_pos, dh), one row per position */
     int n_pos;
     int dh;
 } ablate_ctx;
@@ -60,12 +61,12 @@ static int ablate_hook(const char *name, const int64_t *shape, int ndim, float *
         if (a->heads[i].layer != l) continue;
         const int h = a->heads[i].head;
         if (h >= H) return -1;
-        if (a->means && (dh != a->dh || (a->n_pos > 1 && T > a->n_pos))) return -1;
+        if (a->means && (dh != a->dh || (a->pos_wise && T > a->n_pos))) return -1;
         for (int64_t b = 0; b < B; b++)
             for (int64_t p = 0; p < T; p++) {
                 float *z = data + ((b * T + p) * H + h) * dh;
                 if (a->means) {
-                    const float *mu = a->means[i] + (a->n_pos > 1 ? p : 0) * dh;
+                    const float *mu = a->means[i] + (a->pos_wise ? p : 0) * dh;
                     memcpy(z, mu, (size_t)dh * sizeof(float));
                 } else {
                     memset(z, 0, (size_t)dh * sizeof(float));
@@ -130,7 +131,12 @@ hs_status hs_hooks_add_mean_ablation(hs_hooks *hk, const hs_model *m, const hs_c
         }
         const int64_t B = e->shape[0], T = e->shape[1], H = e->shape[2], dh = e->shape[3];
         const int n_pos = pos_wise ? (int)T : 1;
+        if (i > 0 && n_pos != a->n_pos) {
+            ablate_free(a);
+            return hs_fail(err, HS_ERR_INPUT, "mean ablation: reference hook_z lengths differ between layers");
+        }
         a->n_pos = n_pos;
+        a->pos_wise = pos_wise != 0;
         double *acc = calloc((size_t)(n_pos * dh), sizeof *acc);
         a->means[i] = malloc((size_t)(n_pos * dh) * sizeof(float));
         if (acc == NULL || a->means[i] == NULL) {
