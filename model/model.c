@@ -260,16 +260,22 @@ static double normal01(uint64_t *s)
 void hs_model_init(hs_model *m)
 {
     uint64_t st = m->cfg.seed * 0x2545F4914F6CDD1Dull + 0x1234567ull;
-    const double std = 0.02;
-    const double proj_std = 0.02 / sqrt(2.0 * m->cfg.n_layers);
     for (int i = 0; i < m->n_tensors; i++) {
         const hs_tensor_info *t = &m->tensors[i];
         float *p = m->param_mem + t->offset;
         const char *dot = strrchr(t->name, '.');
         const char *leaf = dot ? dot + 1 : t->name;
-        if (strncmp(leaf, "W_", 2) == 0) { /* matrices; b_Q/b_K/b_V are 2-D but biases */
-            double sd = (strcmp(leaf, "W_O") == 0 || strcmp(leaf, "W_out") == 0) ? proj_std : std;
-            for (size_t j = 0; j < t->numel; j++) p[j] = (float)(sd * normal01(&st));
+        if (strcmp(leaf, "W_E") == 0 || strcmp(leaf, "W_pos") == 0) {
+            /* torch.nn.Embedding: N(0, 1) */
+            for (size_t j = 0; j < t->numel; j++) p[j] = (float)normal01(&st);
+        } else if (strncmp(leaf, "W_", 2) == 0) { /* b_Q/b_K/b_V are 2-D but biases */
+            /* torch.nn.Linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)). fan_in is the
+             * input width: D for W_Q/W_K/W_V [H,D,dh], W_in and W_U; H*dh for
+             * W_O [H,dh,D]; M for W_out [M,D]. */
+            double fan_in = t->ndim == 3 ? (double)t->shape[1] : (double)t->shape[0];
+            if (strcmp(leaf, "W_O") == 0) fan_in = (double)(t->shape[0] * t->shape[1]);
+            const double bound = 1.0 / sqrt(fan_in);
+            for (size_t j = 0; j < t->numel; j++) p[j] = (float)(bound * (2.0 * uniform01(&st) - 1.0));
         } else if (strcmp(leaf, "w") == 0) {
             for (size_t j = 0; j < t->numel; j++) p[j] = 1.0f;
         } else {

