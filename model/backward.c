@@ -18,13 +18,51 @@ static void norm_backward(float *dinp, float *dw, float *db, const float *dout, 
                           const float *w, const float *mean, const float *rstd, size_t N, int D,
                           hs_norm type)
 {
+    const int d0 = D & ~7;
     for (size_t i = 0; i < N; i++) {
         const float *x = inp + i * D;
         const float *g = dout + i * D;
         float *dx = dinp + i * D;
         const float mu = mean[i], rs = rstd[i];
-        double sum_dn = 0.0, sum_dn_xhat = 0.0;
-        for (int d = 0; d < D; d++) {
+        const hs_v8 vmu = HS_V8_SET1(mu), vrs = HS_V8_SET1(rs);
+        /* sums in double: 8 lanes (two v4d) in a fixed order, then the tail */
+        hs_v4d a0 = {0, 0, 0, 0}, a1 = {0, 0, 0, 0}, b0 = {0, 0, 0, 0}, b1 = {0, 0, 0, 0};
+        for (int d = 0; d < d0; d += 8) {
+            hs_v8 vx, vg, xhat, dn;
+            HS_V8_LOAD(vx, x + d);
+            HS_V8_LOAD(vg, g + d);
+            xhat = (vx - vmu) * vrs;
+            dn = vg;
+            if (w) {
+                hs_v8 vw;
+                HS_V8_LOAD(vw, w + d);
+                dn = vg * vw;
+            }
+            hs_v4 dlo = {dn[0], dn[1], dn[2], dn[3]}, dhi = {dn[4], dn[5], dn[6], dn[7]};
+            hs_v4 xlo = {xhat[0], xhat[1], xhat[2], xhat[3]}, xhi = {xhat[4], xhat[5], xhat[6], xhat[7]};
+            hs_v4d dl = __builtin_convertvector(dlo, hs_v4d), dh = __builtin_convertvector(dhi, hs_v4d);
+            a0 += dl;
+            a1 += dh;
+            b0 += dl * __builtin_convertvector(xlo, hs_v4d);
+            b1 += dh * __builtin_convertvector(xhi, hs_v4d);
+            if (dw) {
+                hs_v8 t;
+                HS_V8_LOAD(t, dw + d);
+                t += vg * xhat;
+                HS_V8_STORE(dw + d, t);
+            }
+            if (db) {
+                hs_v8 t;
+                HS_V8_LOAD(t, db + d);
+                t += vg;
+                HS_V8_STORE(db + d, t);
+            }
+        }
+        a0 += a1;
+        b0 += b1;
+        double sum_dn = (a0[0] + a0[2]) + (a0[1] + a0[3]);
+        double sum_dn_xhat = (b0[0] + b0[2]) + (b0[1] + b0[3]);
+        for (int d = d0; d < D; d++) {
             float xhat = (x[d] - mu) * rs;
             float dn = w ? g[d] * w[d] : g[d];
             sum_dn += dn;
@@ -34,7 +72,27 @@ static void norm_backward(float *dinp, float *dw, float *db, const float *dout, 
         }
         const double mean_dn = type == HS_NORM_LAYERNORM ? sum_dn / D : 0.0;
         const double mean_dn_xhat = sum_dn_xhat / D;
-        for (int d = 0; d < D; d++) {
+        const hs_v4d vmdn = {mean_dn, mean_dn, mean_dn, mean_dn};
+        const hs_v4d vmdx = {mean_dn_xhat, mean_dn_xhat, mean_dn_xhat, mean_dn_xhat};
+        const hs_v4d vrsd = {rs, rs, rs, rs};
+        for (int d = 0; d < d0; d += 4) {
+            hs_v4 vx, vg, vdx;
+            memcpy(&vx, x + d, sizeof vx);
+            memcpy(&vg, g + d, sizeof vg);
+            memcpy(&vdx, dx + d, sizeof vdx);
+            hs_v4 xhat = (vx - (hs_v4){mu, mu, mu, mu}) * (hs_v4){rs, rs, rs, rs};
+            hs_v4 dn = vg;
+            if (w) {
+                hs_v4 vw;
+                memcpy(&vw, w + d, sizeof vw);
+                dn = vg * vw;
+            }
+            hs_v4d r = vrsd * (__builtin_convertvector(dn, hs_v4d) - vmdn -
+                               __builtin_convertvector(xhat, hs_v4d) * vmdx);
+            vdx += __builtin_convertvector(r, hs_v4);
+            memcpy(dx + d, &vdx, sizeof vdx);
+        }
+        for (int d = d0; d < D; d++) {
             float xhat = (x[d] - mu) * rs;
             float dn = w ? g[d] * w[d] : g[d];
             dx[d] += (float)(rs * (dn - mean_dn - xhat * mean_dn_xhat));
@@ -42,40 +100,49 @@ static void norm_backward(float *dinp, float *dw, float *db, const float *dout, 
     }
 }
 
-/* dinp (N,C) += dout (N,OC) @ W^T; dW (C,OC) += inp^T @ dout; dbias (OC) += sum dout. */
-static void matmul_backward(float *dinp, float *dW, float *dbias, const float *dout,
-                            const float *inp, const float *W, size_t N, int C, int OC)
+/* Column sums: dbias (OC) += sum over rows of dout (N,OC). */
+static void bias_backward(float *dbias, const float *dout, size_t N, int OC)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, C, OC, 1.0f, dout, OC, W, OC,
-                1.0f, dinp, C);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, (int)N, 1.0f, inp, C, dout, OC,
-                1.0f, dW, OC);
-    if (dbias)
-        for (size_t i = 0; i < N; i++)
-            for (int j = 0; j < OC; j++) dbias[j] += dout[i * OC + j];
+    for (size_t i = 0; i < N; i++) hs_add(dbias, dbias, dout + i * (size_t)OC, (size_t)OC);
 }
 
-/* Per-head projection backward: dinp (N,D) += sum_h dout[:,h] (N,dh) @ W[h]^T;
+/* dinp (N,C) (+)= dout (N,OC) @ W^T (beta 0: overwrite, 1: accumulate);
+ * dW (C,OC) += inp^T @ dout; dbias (OC) += sum dout. */
+static void matmul_backward(float *dinp, float dinp_beta, float *dW, float *dbias,
+                            const float *dout, const float *inp, const float *W, size_t N, int C,
+                            int OC)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, C, OC, 1.0f, dout, OC, W, OC,
+                dinp_beta, dinp, C);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, (int)N, 1.0f, inp, C, dout, OC,
+                1.0f, dW, OC);
+    if (dbias) bias_backward(dbias, dout, N, OC);
+}
+
+/* Per-head projection backward: dinp (N,D) (+)= sum_h dout[:,h] (N,dh) @ W[h]^T
+ * (the first head with beta dinp_beta, the others accumulate);
  * dW[h] (D,dh) += inp^T @ dout[:,h]; db (H,dh) += sum. dout (N,H,dh). */
-static void heads_backward(float *dinp, float *dW, float *db, const float *dout, const float *inp,
-                           const float *W, size_t N, int D, int H, int dh)
+static void heads_backward(float *dinp, float dinp_beta, float *dW, float *db, const float *dout,
+                           const float *inp, const float *W, size_t N, int D, int H, int dh)
 {
     for (int h = 0; h < H; h++) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, D, dh, 1.0f,
-                    dout + (size_t)h * dh, H * dh, W + (size_t)h * D * dh, dh, 1.0f, dinp, D);
+                    dout + (size_t)h * dh, H * dh, W + (size_t)h * D * dh, dh,
+                    h == 0 ? dinp_beta : 1.0f, dinp, D);
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, dh, (int)N, 1.0f, inp, D,
                     dout + (size_t)h * dh, H * dh, 1.0f, dW + (size_t)h * D * dh, dh);
     }
-    if (db)
-        for (size_t i = 0; i < N; i++)
-            for (int j = 0; j < H * dh; j++) db[j] += dout[i * H * dh + j];
+    if (db) bias_backward(db, dout, N, H * dh);
 }
 
-static float gelu_grad(float x)
+/* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x). */
+static void act_backward(float *dinp, const float *dout, const float *inp, size_t n, hs_act act)
 {
-    double cdf = 0.5 * (1.0 + erf(x * 0.70710678118654752440));
-    double pdf = 0.39894228040143267794 * exp(-0.5 * (double)x * x);
-    return (float)(cdf + x * pdf);
+    if (act == HS_ACT_RELU) {
+        for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * (inp[i] > 0.0f ? 1.0f : 0.0f);
+        return;
+    }
+    hs_gelu_backward(dinp, dout, inp, n);
 }
 
 void hs_zero_grad(hs_model *m)
@@ -132,17 +199,18 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     }
 
     /* unembed and final norm */
-    memset(dlnf, 0, BT * D * sizeof(float));
-    matmul_backward(dlnf, G->W_U, G->b_U, dlogits, acts->lnf_out, P->W_U, BT, D, V);
-    memset(dresid, 0, BT * D * sizeof(float));
+    matmul_backward(dlnf, 0.0f, G->W_U, G->b_U, dlogits, acts->lnf_out, P->W_U, BT, D, V);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
-    if (c->ln_final && has_norm)
+    if (c->ln_final && has_norm) {
+        memset(dresid, 0, BT * D * sizeof(float));
         norm_backward(dresid, G->ln_final_w, G->ln_final_b, dlnf, final_resid, P->ln_final_w,
                       acts->lnf_mean, acts->lnf_rstd, BT, D, c->norm);
-    else
+    } else {
         memcpy(dresid, dlnf, BT * D * sizeof(float));
+    }
 
     const float scale = 1.0f / sqrtf((float)dh);
+    const size_t HD = (size_t)H * dh;
     for (int l = c->n_layers - 1; l >= 0; l--) {
         hs_block_acts *ba = &acts->blocks[l];
         const hs_block_params *bp = &P->blocks[l];
@@ -150,75 +218,71 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
 
         if (M > 0) {
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
-            memset(dpost, 0, BT * M * sizeof(float));
-            matmul_backward(dpost, gp->W_out, gp->b_out, dresid, ba->mlp_post, bp->W_out, BT, M, D);
-            for (size_t i = 0; i < BT * M; i++) {
-                float x = ba->mlp_pre[i];
-                float g = c->act == HS_ACT_GELU ? gelu_grad(x) : (x > 0.0f ? 1.0f : 0.0f);
-                dpre[i] = dpost[i] * g;
-            }
-            memset(dln, 0, BT * D * sizeof(float));
-            matmul_backward(dln, gp->W_in, gp->b_in, dpre, ba->ln2_out, bp->W_in, BT, D, M);
+            matmul_backward(dpost, 0.0f, gp->W_out, gp->b_out, dresid, ba->mlp_post, bp->W_out, BT,
+                            M, D);
+            act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
+            matmul_backward(dln, 0.0f, gp->W_in, gp->b_in, dpre, ba->ln2_out, bp->W_in, BT, D, M);
             if (has_norm)
                 norm_backward(dresid, gp->ln2_w, gp->ln2_b, dln, ba->resid_mid, bp->ln2_w,
                               ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
             else
-                for (size_t i = 0; i < BT * D; i++) dresid[i] += dln[i];
+                hs_add(dresid, dresid, dln, BT * D);
         }
 
         /* attention output: d(attn_out) = dresid */
-        memset(dz, 0, BT * H * dh * sizeof(float));
-        matmul_backward(dz, gp->W_O, gp->b_O, dresid, ba->z, bp->W_O, BT, H * dh, D);
-        memset(dq, 0, BT * H * dh * sizeof(float));
-        memset(dk, 0, BT * H * dh * sizeof(float));
-        memset(dv, 0, BT * H * dh * sizeof(float));
+        matmul_backward(dz, 0.0f, gp->W_O, gp->b_O, dresid, ba->z, bp->W_O, BT, H * dh, D);
+        /* per (b, h); rows of q, k, v, z and their gradients are HD apart.
+         * Each gradient row is written once (zeroed, then summed over the
+         * other index in ascending order): no memset of dq, dk, dv. */
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++) {
                 const float *A = ba->att + ((size_t)b * H + h) * T * T;
-#define ROW(buf, t) ((buf) + (((size_t)b * T + (t)) * H + h) * dh)
-                for (int i = 0; i < T; i++) {
-                    const float *dzi = ROW(dz, i);
-                    for (int j = 0; j <= i; j++) {
-                        const float *vj = ROW(ba->v, j);
-                        float *dvj = ROW(dv, j);
-                        float a = A[i * T + j], s = 0.0f;
-                        for (int d = 0; d < dh; d++) {
-                            dvj[d] += a * dzi[d];
-                            s += dzi[d] * vj[d];
-                        }
-                        datt[i * T + j] = s;
-                    }
+                const size_t off = (size_t)b * T * HD + (size_t)h * dh;
+                const float *qb = ba->q + off, *kb = ba->k + off, *vb = ba->v + off;
+                const float *dzb = dz + off;
+                float *dqb = dq + off, *dkb = dk + off, *dvb = dv + off;
+                /* dv_j = sum_{i >= j} A[i,j] dz_i */
+                for (int j = 0; j < T; j++) {
+                    float *dvj = dvb + j * HD;
+                    memset(dvj, 0, (size_t)dh * sizeof(float));
+                    for (int i = j; i < T; i++) hs_axpy(dvj, A[(size_t)i * T + j], dzb + i * HD, dh);
                 }
                 if (c->attn != HS_ATTN_SOFTMAX) continue;
+                /* datt[i,j] = dz_i . v_j, then in place the score gradient
+                 * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) / sqrt(dh) */
                 for (int i = 0; i < T; i++) {
+                    const float *dzi = dzb + i * HD;
+                    float *Di = datt + (size_t)i * T;
+                    const float *Ai = A + (size_t)i * T;
+                    for (int j = 0; j <= i; j++) Di[j] = hs_dot(dzi, vb + j * HD, dh);
                     float dot = 0.0f;
-                    for (int j = 0; j <= i; j++) dot += A[i * T + j] * datt[i * T + j];
-                    const float *qi = ROW(ba->q, i);
-                    float *dqi = ROW(dq, i);
-                    for (int j = 0; j <= i; j++) {
-                        float ds = A[i * T + j] * (datt[i * T + j] - dot) * scale;
-                        if (ds == 0.0f) continue;
-                        const float *kj = ROW(ba->k, j);
-                        float *dkj = ROW(dk, j);
-                        for (int d = 0; d < dh; d++) {
-                            dqi[d] += ds * kj[d];
-                            dkj[d] += ds * qi[d];
-                        }
-                    }
+                    for (int j = 0; j <= i; j++) dot += Ai[j] * Di[j];
+                    for (int j = 0; j <= i; j++) Di[j] = Ai[j] * (Di[j] - dot) * scale;
                 }
-#undef ROW
+                /* dq_i = sum_{j <= i} ds[i,j] k_j; dk_j = sum_{i >= j} ds[i,j] q_i */
+                for (int i = 0; i < T; i++) {
+                    float *dqi = dqb + i * HD;
+                    memset(dqi, 0, (size_t)dh * sizeof(float));
+                    for (int j = 0; j <= i; j++) hs_axpy(dqi, datt[(size_t)i * T + j], kb + j * HD, dh);
+                }
+                for (int j = 0; j < T; j++) {
+                    float *dkj = dkb + j * HD;
+                    memset(dkj, 0, (size_t)dh * sizeof(float));
+                    for (int i = j; i < T; i++) hs_axpy(dkj, datt[(size_t)i * T + j], qb + i * HD, dh);
+                }
             }
-        memset(dln, 0, BT * D * sizeof(float));
         if (c->attn == HS_ATTN_SOFTMAX) {
-            heads_backward(dln, gp->W_Q, gp->b_Q, dq, ba->ln1_out, bp->W_Q, BT, D, H, dh);
-            heads_backward(dln, gp->W_K, gp->b_K, dk, ba->ln1_out, bp->W_K, BT, D, H, dh);
+            heads_backward(dln, 0.0f, gp->W_Q, gp->b_Q, dq, ba->ln1_out, bp->W_Q, BT, D, H, dh);
+            heads_backward(dln, 1.0f, gp->W_K, gp->b_K, dk, ba->ln1_out, bp->W_K, BT, D, H, dh);
+            heads_backward(dln, 1.0f, gp->W_V, gp->b_V, dv, ba->ln1_out, bp->W_V, BT, D, H, dh);
+        } else {
+            heads_backward(dln, 0.0f, gp->W_V, gp->b_V, dv, ba->ln1_out, bp->W_V, BT, D, H, dh);
         }
-        heads_backward(dln, gp->W_V, gp->b_V, dv, ba->ln1_out, bp->W_V, BT, D, H, dh);
         if (c->ln1 && has_norm)
             norm_backward(dresid, gp->ln1_w, gp->ln1_b, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean,
                           ba->ln1_rstd, BT, D, c->norm);
         else
-            for (size_t i = 0; i < BT * D; i++) dresid[i] += dln[i];
+            hs_add(dresid, dresid, dln, BT * D);
         /* dresid is now d(resid_pre) of layer l = d(resid_post) of layer l-1 */
     }
 
@@ -233,10 +297,10 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     for (size_t i = 0; i < BT; i++) {
         float *dwe = G->W_E + (size_t)tokens[i] * D;
         const float *g = dx0 + i * D;
-        for (int d = 0; d < D; d++) dwe[d] += g[d];
+        hs_add(dwe, dwe, g, (size_t)D);
         if (G->W_pos) {
             float *dwp = G->W_pos + (i % (size_t)T) * D;
-            for (int d = 0; d < D; d++) dwp[d] += g[d];
+            hs_add(dwp, dwp, g, (size_t)D);
         }
     }
     if (d_x0) memcpy(d_x0, dx0, BT * D * sizeof(float));

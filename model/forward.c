@@ -103,20 +103,44 @@ void hs_acts_destroy(hs_acts *a)
 /* Kernels                                                                   */
 
 /* out (N,D), mean (N), rstd (N) <- norm of inp (N,D). The affine part (w, b)
- * is applied separately (norm_affine) so the observer can see the normalised
+ * is applied after it (norm_apply_affine, fused unless observed) so the observer can see the normalised
  * value before it, as TransformerLens' hook_normalized. RMS: mean = 0. */
 void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, hs_norm type,
                    float eps)
 {
     for (size_t i = 0; i < N; i++) {
         const float *x = inp + i * (size_t)D;
+        int d0 = D & ~7;
         double mu = 0.0;
         if (type == HS_NORM_LAYERNORM) {
-            for (int d = 0; d < D; d++) mu += x[d];
+            /* 8 double lanes (two v4d), summed in a fixed order, then the tail */
+            hs_v4d s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
+            for (int d = 0; d < d0; d += 8) {
+                hs_v4 a, b;
+                memcpy(&a, x + d, sizeof a);
+                memcpy(&b, x + d + 4, sizeof b);
+                s0 += __builtin_convertvector(a, hs_v4d);
+                s1 += __builtin_convertvector(b, hs_v4d);
+            }
+            s0 += s1;
+            mu = (s0[0] + s0[2]) + (s0[1] + s0[3]);
+            for (int d = d0; d < D; d++) mu += x[d];
             mu /= D;
         }
-        double var = 0.0;
-        for (int d = 0; d < D; d++) {
+        hs_v4d q0 = {0, 0, 0, 0}, q1 = {0, 0, 0, 0};
+        const hs_v4d vmu = {mu, mu, mu, mu};
+        for (int d = 0; d < d0; d += 8) {
+            hs_v4 a, b;
+            memcpy(&a, x + d, sizeof a);
+            memcpy(&b, x + d + 4, sizeof b);
+            hs_v4d c0 = __builtin_convertvector(a, hs_v4d) - vmu;
+            hs_v4d c1 = __builtin_convertvector(b, hs_v4d) - vmu;
+            q0 += c0 * c0;
+            q1 += c1 * c1;
+        }
+        q0 += q1;
+        double var = (q0[0] + q0[2]) + (q0[1] + q0[3]);
+        for (int d = d0; d < D; d++) {
             double c = x[d] - mu;
             var += c * c;
         }
@@ -126,25 +150,54 @@ void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, 
     }
 }
 
-void hs_norm_apply(float *out, const float *inp, const float *mean, const float *rstd, size_t N,
-                   int D)
+/* out (N,D) = (inp - mean) * rstd, then (if affine) * w (+ b): the same
+ * operations in the same order whether or not the observer sits between
+ * the normalisation and the affine part. w, b may be NULL. */
+static void norm_apply_affine(float *out, const float *inp, const float *mean, const float *rstd,
+                              const float *w, const float *b, size_t N, int D, int normalize,
+                              int affine)
 {
     for (size_t i = 0; i < N; i++) {
         const float *x = inp + i * (size_t)D;
         float *o = out + i * (size_t)D;
-        for (int d = 0; d < D; d++) o[d] = (x[d] - mean[i]) * rstd[i];
+        const hs_v8 mu = HS_V8_SET1(mean[i]), rs = HS_V8_SET1(rstd[i]);
+        int d = 0;
+        for (; d + 8 <= D; d += 8) {
+            hs_v8 v;
+            if (normalize) {
+                HS_V8_LOAD(v, x + d);
+                v = (v - mu) * rs;
+            } else {
+                HS_V8_LOAD(v, o + d);
+            }
+            if (affine) {
+                hs_v8 t;
+                if (w) {
+                    HS_V8_LOAD(t, w + d);
+                    v *= t;
+                }
+                if (b) {
+                    HS_V8_LOAD(t, b + d);
+                    v += t;
+                }
+            }
+            HS_V8_STORE(o + d, v);
+        }
+        for (; d < D; d++) {
+            float v = normalize ? (x[d] - mean[i]) * rstd[i] : o[d];
+            if (affine) {
+                if (w) v *= w[d];
+                if (b) v += b[d];
+            }
+            o[d] = v;
+        }
     }
 }
 
-static void norm_affine(float *out, const float *w, const float *b, size_t N, int D)
+void hs_norm_apply(float *out, const float *inp, const float *mean, const float *rstd, size_t N,
+                   int D)
 {
-    for (size_t i = 0; i < N; i++) {
-        float *o = out + i * (size_t)D;
-        if (w)
-            for (int d = 0; d < D; d++) o[d] *= w[d];
-        if (b)
-            for (int d = 0; d < D; d++) o[d] += b[d];
-    }
+    norm_apply_affine(out, inp, mean, rstd, NULL, NULL, N, D, 1, 0);
 }
 
 /* out (N, OC) = inp (N, C) @ W (C, OC) + bias (OC) */
@@ -154,10 +207,7 @@ void hs_matmul_forward(float *out, const float *inp, const float *W, const float
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, OC, C, 1.0f, inp, C, W, OC,
                 0.0f, out, OC);
     if (bias)
-        for (size_t i = 0; i < N; i++) {
-            float *o = out + i * (size_t)OC;
-            for (int j = 0; j < OC; j++) o[j] += bias[j];
-        }
+        for (size_t i = 0; i < N; i++) hs_add(out + i * (size_t)OC, out + i * (size_t)OC, bias, (size_t)OC);
 }
 
 /* out (N, H, dh) = inp (N, D) @ W[h] (D, dh) + b[h] for each head h, W (H, D, dh). */
@@ -171,35 +221,37 @@ static void heads_project(float *out, const float *inp, const float *W, const fl
     if (b)
         for (size_t i = 0; i < N; i++) {
             float *o = out + i * (size_t)H * dh;
-            for (int j = 0; j < H * dh; j++) o[j] += b[j];
+            hs_add(o, o, b, (size_t)H * dh);
         }
 }
 
-static float gelu(float x)
+/* out (n) = act(inp (n)): GELU x Phi(x) (exact erf to float precision,
+ * hs_normal_cdf_v8) or ReLU. The tail goes through the same 8-lane code. */
+static void act_forward(float *out, const float *inp, size_t n, hs_act act)
 {
-    return (float)(0.5 * x * (1.0 + erf(x * 0.70710678118654752440)));
+    size_t i = 0;
+    if (act == HS_ACT_RELU) {
+        for (; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+        return;
+    }
+    hs_gelu_forward(out, inp, n);
 }
-
 
 /* scores (B,H,T,T) <- q.k / sqrt(dh), j > i = -inf. q,k (B,T,H,dh). */
 static void attn_scores(float *scores, const float *q, const float *k, int B, int T, int H, int dh)
 {
     const float scale = 1.0f / sqrtf((float)dh);
+    const size_t HD = (size_t)H * dh;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             float *S = scores + ((size_t)b * H + h) * T * T;
+            const float *qb = q + (size_t)b * T * HD + (size_t)h * dh;
+            const float *kb = k + (size_t)b * T * HD + (size_t)h * dh;
             for (int i = 0; i < T; i++) {
-                const float *qi = q + (((size_t)b * T + i) * H + h) * dh;
-                for (int j = 0; j < T; j++) {
-                    if (j > i) {
-                        S[i * T + j] = -INFINITY;
-                        continue;
-                    }
-                    const float *kj = k + (((size_t)b * T + j) * H + h) * dh;
-                    float s = 0.0f;
-                    for (int d = 0; d < dh; d++) s += qi[d] * kj[d];
-                    S[i * T + j] = s * scale;
-                }
+                const float *qi = qb + i * HD;
+                float *Si = S + (size_t)i * T;
+                for (int j = 0; j <= i; j++) Si[j] = hs_dot(qi, kb + j * HD, dh) * scale;
+                for (int j = i + 1; j < T; j++) Si[j] = -INFINITY;
             }
         }
 }
@@ -214,12 +266,25 @@ static void attn_softmax(float *att, const float *scores, int B, int H, int T)
         float mx = -INFINITY;
         for (int j = 0; j <= i; j++)
             if (s[j] > mx) mx = s[j];
-        float sum = 0.0f;
-        for (int j = 0; j <= i; j++) {
-            float e = (s[j] == -INFINITY) ? 0.0f : expf(s[j] - mx);
-            a[j] = e;
-            sum += e;
+        /* exp in 4-lane chunks (hs_exp_4(-inf) = 0); the sum in j order */
+        const hs_vf4 vmx = {mx, mx, mx, mx};
+        int j0 = 0;
+        for (; j0 + 4 <= i + 1; j0 += 4) {
+            hs_vf4 v, e;
+            memcpy(&v, s + j0, sizeof v);
+            v -= vmx;
+            hs_exp_4(&e, &v);
+            memcpy(a + j0, &e, sizeof e);
         }
+        if (j0 <= i) {
+            hs_vf4 v = {0}, e;
+            memcpy(&v, s + j0, (size_t)(i + 1 - j0) * sizeof(float));
+            v -= vmx;
+            hs_exp_4(&e, &v);
+            memcpy(a + j0, &e, (size_t)(i + 1 - j0) * sizeof(float));
+        }
+        float sum = 0.0f;
+        for (int j = 0; j <= i; j++) sum += a[j];
         float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
         for (int j = 0; j <= i; j++) a[j] *= inv;
         for (int j = i + 1; j < T; j++) a[j] = 0.0f;
@@ -239,20 +304,48 @@ static void attn_uniform(float *att, int B, int H, int T)
 /* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h). */
 static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh)
 {
+    const size_t HD = (size_t)H * dh;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             const float *A = att + ((size_t)b * H + h) * T * T;
+            const float *vb = v + (size_t)b * T * HD + (size_t)h * dh;
             for (int i = 0; i < T; i++) {
-                float *zi = z + (((size_t)b * T + i) * H + h) * dh;
-                for (int d = 0; d < dh; d++) zi[d] = 0.0f;
-                for (int j = 0; j <= i; j++) {
-                    float w = A[i * T + j];
-                    if (w == 0.0f) continue;
-                    const float *vj = v + (((size_t)b * T + j) * H + h) * dh;
-                    for (int d = 0; d < dh; d++) zi[d] += w * vj[d];
-                }
+                float *zi = z + ((size_t)b * T + i) * HD + (size_t)h * dh;
+                memset(zi, 0, (size_t)dh * sizeof(float));
+                for (int j = 0; j <= i; j++) hs_axpy(zi, A[(size_t)i * T + j], vb + j * HD, dh);
             }
         }
+}
+
+/* The widest GELU kernel the CPU runs (identical bits at every width). */
+void hs_gelu_forward(float *out, const float *inp, size_t n)
+{
+#ifdef HS_SIMD_X86
+    if (__builtin_cpu_supports("avx512f")) {
+        hs_gelu_forward_16(out, inp, n);
+        return;
+    }
+    if (__builtin_cpu_supports("avx2")) {
+        hs_gelu_forward_8(out, inp, n);
+        return;
+    }
+#endif
+    hs_gelu_forward_4(out, inp, n);
+}
+
+void hs_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n)
+{
+#ifdef HS_SIMD_X86
+    if (__builtin_cpu_supports("avx512f")) {
+        hs_gelu_backward_16(dinp, dout, inp, n);
+        return;
+    }
+    if (__builtin_cpu_supports("avx2")) {
+        hs_gelu_backward_8(dinp, dout, inp, n);
+        return;
+    }
+#endif
+    hs_gelu_backward_4(dinp, dout, inp, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -309,13 +402,18 @@ static hs_status norm_forward_hooked(hook_ctx *hc, const char *prefix, float *ou
                     if (scratch[i] != 1.0f / rstd[i]) rstd[i] = 1.0f / scratch[i];
         }
     }
-    hs_norm_apply(out, inp, mean, rstd, N, D);
     if (hc->obs) {
         snprintf(nm, sizeof nm, "%s.hook_normalized", prefix);
-        if (hook(hc, nm, out, 3, B, T, D, 0) < 0)
-            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        if (wants(hc, nm)) {
+            norm_apply_affine(out, inp, mean, rstd, w, b, N, D, 1, 0);
+            if (hook(hc, nm, out, 3, B, T, D, 0) < 0)
+                return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+            norm_apply_affine(out, inp, mean, rstd, w, b, N, D, 0, 1);
+            return HS_OK;
+        }
     }
-    norm_affine(out, w, b, N, D);
+    /* fused: the same per-element operations in the same order */
+    norm_apply_affine(out, inp, mean, rstd, w, b, N, D, 1, 1);
     return HS_OK;
 }
 
@@ -350,7 +448,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
         for (size_t i = 0; i < BT; i++)
             memcpy(acts->pos_embed + i * D, P->W_pos + (i % (size_t)T) * D, (size_t)D * sizeof(float));
         HOOK("hook_pos_embed", acts->pos_embed, 3, B, T, D, 0);
-        for (size_t i = 0; i < BT * D; i++) x0[i] = acts->embed[i] + acts->pos_embed[i];
+        hs_add(x0, acts->embed, acts->pos_embed, BT * D);
     } else {
         memcpy(x0, acts->embed, BT * D * sizeof(float));
     }
@@ -433,7 +531,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
         snprintf(nm, sizeof nm, "blocks.%d.hook_attn_out", l);
         HOOK(nm, ba->attn_out, 3, B, T, D, 0);
         float *after_attn = (M > 0) ? ba->resid_mid : ba->resid_post;
-        for (size_t i = 0; i < BT * D; i++) after_attn[i] = ba->resid_pre[i] + ba->attn_out[i];
+        hs_add(after_attn, ba->resid_pre, ba->attn_out, BT * D);
 
         if (M > 0) {
             snprintf(nm, sizeof nm, "blocks.%d.hook_resid_mid", l);
@@ -450,17 +548,14 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
             hs_matmul_forward(ba->mlp_pre, ba->ln2_out, bp->W_in, bp->b_in, BT, D, M);
             snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
             HOOK(nm, ba->mlp_pre, 3, B, T, M, 0);
-            for (size_t i = 0; i < BT * M; i++) {
-                float x = ba->mlp_pre[i];
-                ba->mlp_post[i] = c->act == HS_ACT_GELU ? gelu(x) : (x > 0.0f ? x : 0.0f);
-            }
+            act_forward(ba->mlp_post, ba->mlp_pre, BT * M, c->act);
             snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_post", l);
             HOOK(nm, ba->mlp_post, 3, B, T, M, 0);
             float *mlp_out = acts->scratch;
             hs_matmul_forward(mlp_out, ba->mlp_post, bp->W_out, bp->b_out, BT, M, D);
             snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);
             HOOK(nm, mlp_out, 3, B, T, D, 0);
-            for (size_t i = 0; i < BT * D; i++) ba->resid_post[i] = ba->resid_mid[i] + mlp_out[i];
+            hs_add(ba->resid_post, ba->resid_mid, mlp_out, BT * D);
         }
         snprintf(nm, sizeof nm, "blocks.%d.hook_resid_post", l);
         HOOK(nm, ba->resid_post, 3, B, T, D, 0);

@@ -8,6 +8,8 @@
 
 #include "model.h"
 
+#include <string.h>
+
 /* mean (N), rstd (N) <- statistics of inp (N,D): LayerNorm centres (mean of x),
  * RMSNorm does not (mean = 0); rstd = 1/sqrt(var + eps). Computed in double. */
 void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, hs_norm type,
@@ -18,5 +20,107 @@ void hs_norm_apply(float *out, const float *inp, const float *mean, const float 
 /* out (N,OC) = inp (N,C) @ W (C,OC) + bias (OC) (bias may be NULL). cblas_sgemm. */
 void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
                        int C, int OC);
+
+/* ------------------------------------------------------------------------ */
+/* Explicit SIMD for the element-wise loops (GCC/clang vector extensions).   */
+/*
+ * hs_v8 is 8 floats; the compiler lowers it to what the target has (two SSE
+ * operations at the default x86-64 -O2, which does not auto-vectorise loops
+ * of unknown trip count). Only element-wise operations and reductions in a
+ * fixed order written out here: the same input gives the same bits on every
+ * call, so the no-observer fast path and the observer path, which share
+ * these kernels, compute identical values. Loads and stores go through
+ * memcpy (unaligned, no aliasing games).
+ */
+typedef float hs_v8 __attribute__((vector_size(32)));
+typedef int hs_v8i __attribute__((vector_size(32)));
+typedef double hs_v4d __attribute__((vector_size(32)));
+typedef float hs_v4 __attribute__((vector_size(16)));
+
+#define HS_V8_LOAD(dst, p) memcpy(&(dst), (p), sizeof(hs_v8))
+#define HS_V8_STORE(p, src) memcpy((p), &(src), sizeof(hs_v8))
+#define HS_V8_SET1(x) ((hs_v8){(x), (x), (x), (x), (x), (x), (x), (x)})
+
+/* y (n) += a * x (n) */
+static inline void hs_axpy(float *y, float a, const float *x, int n)
+{
+    int i = 0;
+    const hs_v8 va = HS_V8_SET1(a);
+    for (; i + 8 <= n; i += 8) {
+        hs_v8 vx, vy;
+        HS_V8_LOAD(vx, x + i);
+        HS_V8_LOAD(vy, y + i);
+        vy += va * vx;
+        HS_V8_STORE(y + i, vy);
+    }
+    for (; i < n; i++) y[i] += a * x[i];
+}
+
+/* out (n) = a (n) + b (n); out may alias a or b. */
+static inline void hs_add(float *out, const float *a, const float *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        hs_v8 va, vb;
+        HS_V8_LOAD(va, a + i);
+        HS_V8_LOAD(vb, b + i);
+        va += vb;
+        HS_V8_STORE(out + i, va);
+    }
+    for (; i < n; i++) out[i] = a[i] + b[i];
+}
+
+/* Dot product of a, b (n): 8 lanes summed pairwise at the end, then the tail. */
+static inline float hs_dot(const float *a, const float *b, int n)
+{
+    int i = 0;
+    float s = 0.0f;
+    if (n >= 8) {
+        hs_v8 acc = HS_V8_SET1(0.0f);
+        for (; i + 8 <= n; i += 8) {
+            hs_v8 va, vb;
+            HS_V8_LOAD(va, a + i);
+            HS_V8_LOAD(vb, b + i);
+            acc += va * vb;
+        }
+        s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    }
+    for (; i < n; i++) s += a[i] * b[i];
+    return s;
+}
+
+/* Width-generic exp, normal CDF and GELU (model_simd.h): hs_exp_4 (...) at
+ * 4 lanes everywhere, and on x86-64 _8 (AVX2) and _16 (AVX-512F) versions
+ * compiled for those ISAs. Use them through hs_gelu_forward/backward, which
+ * pick the widest the CPU has; all widths give identical bits. */
+#define HS_SIMD_W 4
+#define HS_SIMD_SFX 4
+#define HS_SIMD_TGT
+#include "model_simd.h"
+#undef HS_SIMD_W
+#undef HS_SIMD_SFX
+#undef HS_SIMD_TGT
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define HS_SIMD_X86 1
+#define HS_SIMD_W 8
+#define HS_SIMD_SFX 8
+#define HS_SIMD_TGT __attribute__((target("avx2")))
+#include "model_simd.h"
+#undef HS_SIMD_W
+#undef HS_SIMD_SFX
+#undef HS_SIMD_TGT
+#define HS_SIMD_W 16
+#define HS_SIMD_SFX 16
+#define HS_SIMD_TGT __attribute__((target("avx512f")))
+#include "model_simd.h"
+#undef HS_SIMD_W
+#undef HS_SIMD_SFX
+#undef HS_SIMD_TGT
+#endif
+
+/* out (n) = GELU(inp (n)) = x Phi(x), exact erf to float precision. */
+void hs_gelu_forward(float *out, const float *inp, size_t n);
+/* dinp (n) = dout (n) * GELU'(inp (n)) (overwrites). */
+void hs_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
 
 #endif

@@ -1,0 +1,136 @@
+/*
+ * model/model_simd.h -- width-generic element-wise kernels, included by
+ * model_internal.h once per vector width (4 lanes: every x86-64/AArch64
+ * target; 8 lanes with AVX2 and 16 with AVX-512 on x86-64, compiled for that
+ * ISA with a target attribute and chosen at run time). Not a public header;
+ * no include guard on purpose.
+ *
+ * Every width runs the same operations per lane in the same order, with no
+ * reassociation and no FMA contraction (ISO C mode: -ffp-contract=off), so
+ * the result is bit-identical whichever width the machine picks, and the
+ * no-observer fast path and the observer path (which share these kernels)
+ * agree exactly. Tails go through the same vector code on a zero-padded copy.
+ *
+ * Parameters (macros defined by the includer): HS_SIMD_W (lanes),
+ * HS_SIMD_SFX (name suffix), HS_SIMD_TGT (function attribute or empty).
+ */
+#define HS_SIMD_CAT2(a, b) a##b
+#define HS_SIMD_CAT(a, b) HS_SIMD_CAT2(a, b)
+#define HS_SIMD_NAME(n) HS_SIMD_CAT(n, HS_SIMD_SFX)
+#define VF HS_SIMD_NAME(hs_vf)
+#define VI HS_SIMD_NAME(hs_vi)
+
+typedef float VF __attribute__((vector_size(4 * HS_SIMD_W)));
+typedef int VI __attribute__((vector_size(4 * HS_SIMD_W)));
+
+/* exp (Cephes expf: Cody-Waite reduction, degree-5 polynomial; relative
+ * error < 1e-7 over the float range). exp(x < -87.33) = 0, exp(x > 88.72) =
+ * +inf, NaN stays NaN: masked softmax scores (-inf) give exact zeros. */
+HS_SIMD_TGT static inline __attribute__((always_inline)) void
+HS_SIMD_NAME(hs_exp_)(VF *out_, const VF *in_)
+{
+    const VF x = *in_;
+    VI over = x > 88.7228f, under = x < -87.3365f, nan = x != x;
+    VI keep = ~(over | under | nan);
+    VF xc = (VF)((VI)x & keep); /* 0 where special: finite work */
+    VF fx = xc * 1.44269504088896341f + 0.5f;
+    VI n = __builtin_convertvector(fx, VI); /* truncates */
+    VF fn = __builtin_convertvector(n, VF);
+    n += (VI)(fn > fx); /* -1 where truncation rounded up: floor */
+    fn = __builtin_convertvector(n, VF);
+    VF r = xc - fn * 0.693359375f;
+    r = r - fn * -2.12194440e-4f;
+    VF p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    VF y = p * (r * r) + r + 1.0f;
+    VI bits = (n + 127) << 23;
+    y = y * (VF)bits;
+    *out_ = (VF)(((VI)y & keep) | (over & 0x7f800000) | ((VI)x & nan));
+}
+
+/* Standard normal CDF Phi(x) = 0.5 (1 + erf(x / sqrt 2)) as 0.5 erfc(|x| /
+ * sqrt 2) (x < 0) or 1 - that (x >= 0), erfc from the Chebyshev fit of
+ * Numerical Recipes (erfcc, fractional error < 1.2e-7 everywhere) and the exp
+ * above: |Phi - exact| < 2e-7 over the float range (exact erf to float
+ * precision; float erff's own error is 6e-8). *pdf_out (may be NULL) gets
+ * the density exp(-x^2/2) / sqrt(2 pi). */
+HS_SIMD_TGT static inline __attribute__((always_inline)) void
+HS_SIMD_NAME(hs_normal_cdf_)(VF *cdf_out, VF *pdf_out, const VF *in_)
+{
+    const VF x = *in_;
+    VF ax = (VF)((VI)x & 0x7fffffff);
+    VF z = ax * 0.70710678118654752f;
+    VF t = 1.0f / (z * 0.5f + 1.0f);
+    VF p = t * 0.17087277f + -0.82215223f;
+    p = p * t + 1.48851587f;
+    p = p * t + -1.13520398f;
+    p = p * t + 0.27886807f;
+    p = p * t + -0.18628806f;
+    p = p * t + 0.09678418f;
+    p = p * t + 0.37409196f;
+    p = p * t + 1.00002368f;
+    p = p * t + -1.26551223f;
+    VF arg = p - z * z, ex;
+    HS_SIMD_NAME(hs_exp_)(&ex, &arg);
+    VF half_erfc = t * 0.5f * ex;
+    VI neg = x < 0.0f;
+    VF upper = 1.0f - half_erfc;
+    *cdf_out = (VF)(((VI)half_erfc & neg) | ((VI)upper & ~neg));
+    if (pdf_out) {
+        VF a2 = x * x * -0.5f, e2;
+        HS_SIMD_NAME(hs_exp_)(&e2, &a2);
+        *pdf_out = e2 * 0.39894228040143267794f;
+    }
+}
+
+/* out (n) = x Phi(x) of inp (n). */
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_forward_)(float *out, const float *inp, size_t n)
+{
+    size_t i = 0;
+    for (; i + HS_SIMD_W <= n; i += HS_SIMD_W) {
+        VF x, cdf;
+        memcpy(&x, inp + i, sizeof x);
+        HS_SIMD_NAME(hs_normal_cdf_)(&cdf, NULL, &x);
+        x *= cdf;
+        memcpy(out + i, &x, sizeof x);
+    }
+    if (i < n) {
+        VF x = {0}, cdf;
+        memcpy(&x, inp + i, (n - i) * sizeof(float));
+        HS_SIMD_NAME(hs_normal_cdf_)(&cdf, NULL, &x);
+        x *= cdf;
+        memcpy(out + i, &x, (n - i) * sizeof(float));
+    }
+}
+
+/* dinp (n) = dout (n) * (Phi(x) + x phi(x)), x = inp (n). */
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_backward_)(float *dinp, const float *dout,
+                                                              const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i += HS_SIMD_W) {
+        size_t k = n - i < HS_SIMD_W ? n - i : HS_SIMD_W;
+        VF x = {0}, g = {0}, cdf, pdf;
+        if (k == HS_SIMD_W) {
+            memcpy(&x, inp + i, sizeof x);
+            memcpy(&g, dout + i, sizeof g);
+        } else {
+            memcpy(&x, inp + i, k * sizeof(float));
+            memcpy(&g, dout + i, k * sizeof(float));
+        }
+        HS_SIMD_NAME(hs_normal_cdf_)(&cdf, &pdf, &x);
+        g *= cdf + x * pdf;
+        if (k == HS_SIMD_W)
+            memcpy(dinp + i, &g, sizeof g);
+        else
+            memcpy(dinp + i, &g, k * sizeof(float));
+    }
+}
+
+#undef VF
+#undef VI
+#undef HS_SIMD_NAME
+#undef HS_SIMD_CAT
+#undef HS_SIMD_CAT2
