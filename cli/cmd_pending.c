@@ -19,4 +19,3 @@ static int pending(const char *name, int argc, char **argv)
 int cmd_inspect(int argc, char **argv) { return pending("inspect", argc, argv); }
 int cmd_circuit(int argc, char **argv) { return pending("circuit", argc, argv); }
 int cmd_weights(int argc, char **argv) { return pending("weights", argc, argv); }
-int cmd_demo(int argc, char **argv) { return pending("demo", argc, argv); }
