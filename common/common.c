@@ -5,6 +5,7 @@
 #include "common.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -33,6 +34,11 @@ hs_status hs_fail(hs_error *err, hs_status st, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(err->msg, sizeof err->msg, fmt, ap);
         va_end(ap);
+        /* Messages are one line: text echoed from a file or the command line
+         * (a JSON string, a field name) may carry a newline or an escape
+         * sequence; show those bytes as '?' (found by fuzz_config). */
+        for (char *p = err->msg; *p; p++)
+            if ((unsigned char)*p < 0x20 || (unsigned char)*p == 0x7f) *p = '?';
         err->status = st;
     }
     return st;
@@ -148,12 +154,20 @@ hs_status hs_read_file(const char *path, unsigned char **data, size_t *n, hs_err
 {
     *data = NULL;
     *n = 0;
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return hs_fail(err, HS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
+     * below); for a regular file the flag changes nothing. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) return hs_fail(err, HS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fclose(fp);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
         return hs_fail(err, HS_ERR_IO, "%s is not a regular file", path);
+    }
+    FILE *fp = fdopen(fd, "rb");
+    if (!fp) {
+        int e = errno;
+        close(fd);
+        return hs_fail(err, HS_ERR_IO, "cannot open %s: %s", path, strerror(e));
     }
     size_t size = (size_t)st.st_size;
     unsigned char *buf = malloc(size + 1);

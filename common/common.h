@@ -30,7 +30,8 @@ typedef enum {
 /* Short name of a status ("ok", "out of memory", ...). Static string, never NULL. */
 const char *hs_status_str(hs_status st);
 
-/* Caller-owned error buffer: one line, no trailing newline. */
+/* Caller-owned error buffer: one line, no trailing newline (hs_fail shows any
+ * control byte in the formatted text as '?'). */
 typedef struct {
     hs_status status;
     char msg[1024];

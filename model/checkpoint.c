@@ -423,10 +423,16 @@ static hs_status parse_hs_config(const char *fname, const cJSON *o, hs_config *c
 static hs_status config_from_meta(const char *fname, const hs_st_file *st, hs_config *c,
                                   hs_error *err)
 {
+    return hs_checkpoint_config_parse(fname, hs_st_meta(st, "config"),
+                                      hs_st_meta(st, "headscope_config"), c, err);
+}
+
+hs_status hs_checkpoint_config_parse(const char *fname, const char *tl_text, const char *hs_text,
+                                     hs_config *c, hs_error *err)
+{
     hs_status s = HS_OK;
     cJSON *tl = NULL, *hs = NULL;
     *c = hs_config_default();
-    const char *tl_text = hs_st_meta(st, "config");
     if (tl_text == NULL) {
         s = hs_fail(err, HS_ERR_FORMAT, "%s: no 'config' in __metadata__ (headscope needs the "
                     "TransformerLens HookedTransformerConfig fields there)", fname);
@@ -439,7 +445,6 @@ static hs_status config_from_meta(const char *fname, const hs_st_file *st, hs_co
     }
     s = parse_tl_config(fname, tl, c, err);
     if (s != HS_OK) goto done;
-    const char *hs_text = hs_st_meta(st, "headscope_config");
     if (hs_text != NULL && hs_text[0] != '\0') {
         hs = cJSON_ParseWithLengthOpts(hs_text, strlen(hs_text) + 1, NULL, 1);
         if (!cJSON_IsObject(hs)) {

@@ -34,4 +34,11 @@ int hs_checkpoint_is_tl_buffer(const char *name);
 hs_status hs_checkpoint_parse(const unsigned char *buf, size_t n, const char *name,
                               hs_model **out, hs_meta *meta, int *n_skipped, hs_error *err);
 
+/* The metadata config reader on its own (fuzzing, tests): tl_text is the
+ * `config` JSON (TransformerLens field names; NULL = missing), hs_text the
+ * `headscope_config` JSON (NULL or "" = absent). Fills *c from the defaults and
+ * the fields; does not run hs_config_validate. fname is used in messages. */
+hs_status hs_checkpoint_config_parse(const char *fname, const char *tl_text, const char *hs_text,
+                                     hs_config *c, hs_error *err);
+
 #endif /* HS_CHECKPOINT_INTERNAL_H */
