@@ -16,6 +16,4 @@ static int pending(const char *name, int argc, char **argv)
     return 1;
 }
 
-int cmd_inspect(int argc, char **argv) { return pending("inspect", argc, argv); }
 int cmd_circuit(int argc, char **argv) { return pending("circuit", argc, argv); }
-int cmd_weights(int argc, char **argv) { return pending("weights", argc, argv); }

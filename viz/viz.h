@@ -98,6 +98,13 @@ typedef struct {
 /* Fills o with the defaults above. */
 void hs_viz_options_default(hs_viz_options *o);
 
+/* The font file every figure would use for font_path (NULL = the search
+ * above: $HS_FONT, fontconfig, the Debian path), into a malloc'd *path (caller
+ * frees). A caller drawing many figures resolves it once and passes it as
+ * font_path: the fontconfig lookup costs a few ms per figure.
+ * Errors: HS_ERR_IO (no usable font), HS_ERR_NOMEM. */
+hs_status hs_viz_font_path(const char *font_path, char **path, hs_error *err);
+
 /* Maps t in [0, 1] (clamped; NaN -> 0) through colour map cmap (DEFAULT =
  * viridis) into rgb[3]. The 256-entry table lookup used by every figure:
  * index = round(t * 255). */
@@ -137,6 +144,17 @@ hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t 
                              size_t T, const char *const *tokens, const char *title,
                              const hs_viz_options *opt, hs_error *err);
 
+/* As hs_viz_grid_figure, with the headers given: row_headers L labels (NULL =
+ * "L0".."L<L-1>"), col_headers H labels (NULL = "H0".."H<H-1>"); an empty
+ * string leaves that header out. For a selection of heads shown side by side
+ * (a paper's L1H0 and L0H1): L = 1, row_headers = {""}, col_headers = the
+ * head names. Errors as hs_viz_grid_figure. */
+hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns, size_t L,
+                                     size_t H, size_t T, const char *const *tokens,
+                                     const char *const *row_headers,
+                                     const char *const *col_headers, const char *title,
+                                     const hs_viz_options *opt, hs_error *err);
+
 /* A signed matrix (virtual weights, composition scores, attributions) with a
  * diverging colour map centred on zero (opt->cmap DEFAULT = diverging).
  * m: [R, C] row-major. row_labels: R labels (left axis), col_labels: C labels
@@ -147,6 +165,17 @@ hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, si
                                const char *const *row_labels, const char *const *col_labels,
                                const char *title, const char *xlabel, const char *ylabel,
                                const hs_viz_options *opt, hs_error *err);
+
+/* As hs_viz_signed_figure, with masked cells: mask [R, C], nonzero = not
+ * reported (e.g. a composition score of a within-layer pair); those cells are
+ * drawn like causally masked attention (grey, "masked" legend swatch) and
+ * their values are ignored (may be NaN); they do not count for the AUTO range. */
+hs_status hs_viz_signed_figure_masked(hs_viz_figure **out, const float *m,
+                                      const unsigned char *mask, size_t R, size_t C,
+                                      const char *const *row_labels,
+                                      const char *const *col_labels, const char *title,
+                                      const char *xlabel, const char *ylabel,
+                                      const hs_viz_options *opt, hs_error *err);
 
 /* A horizontal bar chart of per-component contributions (e.g. direct logit
  * attribution). values: [N], labels: N component names ("embed", "L0H1",
@@ -206,6 +235,13 @@ hs_status hs_viz_signed_json(cJSON **out, const float *m, size_t R, size_t C,
                              const char *const *row_labels, const char *const *col_labels,
                              const char *title, const char *xlabel, const char *ylabel,
                              hs_error *err);
+
+/* As hs_viz_signed_json with masked cells written as null (mask [R, C],
+ * nonzero = masked; their values are ignored and may be NaN). */
+hs_status hs_viz_signed_json_masked(cJSON **out, const float *m, const unsigned char *mask,
+                                    size_t R, size_t C, const char *const *row_labels,
+                                    const char *const *col_labels, const char *title,
+                                    const char *xlabel, const char *ylabel, hs_error *err);
 
 /* Bars: {"title", "shape": [N], "labels", "xlabel", "values": [N]}. As above. */
 hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,

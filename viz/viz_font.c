@@ -197,3 +197,8 @@ void vz_font_draw(vz_font *f, unsigned char *rgb, int w, int h, const char *s, d
         pen += g->advance.x;
     }
 }
+
+hs_status hs_viz_font_path(const char *font_path, char **path, hs_error *err)
+{
+    return vz_font_find(font_path, path, err);
+}

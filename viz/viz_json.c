@@ -159,15 +159,42 @@ hs_status hs_viz_attention_json(cJSON **out, const float *attention, size_t n_he
     return HS_OK;
 }
 
-hs_status hs_viz_signed_json(cJSON **out, const float *m, size_t R, size_t C,
-                             const char *const *row_labels, const char *const *col_labels,
-                             const char *title, const char *xlabel, const char *ylabel,
-                             hs_error *err)
+/* [R][C] values, null where mask is set. */
+static cJSON *masked_rows(const float *m, const unsigned char *mask, size_t R, size_t C)
+{
+    cJSON *arr = cJSON_CreateArray();
+    for (size_t i = 0; arr && i < R; i++) {
+        cJSON *row = cJSON_CreateArray();
+        for (size_t j = 0; row && j < C; j++) {
+            cJSON *it = mask[i * C + j] ? cJSON_CreateNull() : num(m[i * C + j]);
+            if (!it || !cJSON_AddItemToArray(row, it)) {
+                cJSON_Delete(it);
+                cJSON_Delete(row);
+                row = NULL;
+            }
+        }
+        if (!row || !cJSON_AddItemToArray(arr, row)) {
+            cJSON_Delete(row);
+            cJSON_Delete(arr);
+            arr = NULL;
+        }
+    }
+    return arr;
+}
+
+static hs_status signed_json(cJSON **out, const float *m, const unsigned char *mask, size_t R,
+                             size_t C, const char *const *row_labels,
+                             const char *const *col_labels, const char *title,
+                             const char *xlabel, const char *ylabel, hs_error *err)
 {
     *out = NULL;
     if (m == NULL) return hs_fail(err, HS_ERR_INPUT, "matrix is NULL");
     if (R < 1 || C < 1) return hs_fail(err, HS_ERR_INPUT, "matrix %zu x %zu is empty", R, C);
-    hs_status s = check_finite(m, R * C, "matrix", err);
+    hs_status s = HS_OK;
+    for (size_t i = 0; i < R * C && !s; i++)
+        if ((!mask || !mask[i]) && !isfinite(m[i]))
+            s = hs_fail(err, HS_ERR_NUMERIC, "matrix value %zu is not finite (%g)", i,
+                        (double)m[i]);
     if (!s) s = check_strs(row_labels, R, "row labels", err);
     if (!s) s = check_strs(col_labels, C, "column labels", err);
     const char *ts[3] = {title, xlabel, ylabel};
@@ -183,13 +210,33 @@ hs_status hs_viz_signed_json(cJSON **out, const float *m, size_t R, size_t C,
     ok = ok && add_item(o, "col_labels", str_array(col_labels, C));
     ok = ok && add_str_or_null(o, "xlabel", xlabel);
     ok = ok && add_str_or_null(o, "ylabel", ylabel);
-    ok = ok && add_item(o, "values", num_array(m, dims, 2));
+    ok = ok && add_item(o, "values", mask ? masked_rows(m, mask, R, C) : num_array(m, dims, 2));
     if (!ok) {
         cJSON_Delete(o);
         return hs_fail(err, HS_ERR_NOMEM, "out of memory building matrix JSON");
     }
     *out = o;
     return HS_OK;
+}
+
+hs_status hs_viz_signed_json(cJSON **out, const float *m, size_t R, size_t C,
+                             const char *const *row_labels, const char *const *col_labels,
+                             const char *title, const char *xlabel, const char *ylabel,
+                             hs_error *err)
+{
+    return signed_json(out, m, NULL, R, C, row_labels, col_labels, title, xlabel, ylabel, err);
+}
+
+hs_status hs_viz_signed_json_masked(cJSON **out, const float *m, const unsigned char *mask,
+                                    size_t R, size_t C, const char *const *row_labels,
+                                    const char *const *col_labels, const char *title,
+                                    const char *xlabel, const char *ylabel, hs_error *err)
+{
+    if (mask == NULL) {
+        *out = NULL;
+        return hs_fail(err, HS_ERR_INPUT, "mask is NULL");
+    }
+    return signed_json(out, m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, err);
 }
 
 hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,

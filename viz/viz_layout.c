@@ -357,15 +357,16 @@ static int luminance_dark(const unsigned char rgb[3])
 }
 
 /* One heatmap panel: R x C cells of size cell at (x0, y0). data [R, C];
- * masked(i, j) = causal && j > i. annotate: fmt for cell values or NULL. */
-static hs_status add_heatmap(vz_ctx *c, const float *data, size_t R, size_t C, int x0, int y0,
-                             int cell, const vz_scale *sc, int causal, int panel,
-                             const char *annot_fmt)
+ * masked(i, j) = (causal && j > i) || (mask && mask[i*C+j]). annotate: fmt for
+ * cell values or NULL. */
+static hs_status add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask, size_t R,
+                             size_t C, int x0, int y0, int cell, const vz_scale *sc, int causal,
+                             int panel, const char *annot_fmt)
 {
     hs_status s = HS_OK;
     for (size_t i = 0; i < R && !s; i++) {
         for (size_t j = 0; j < C && !s; j++) {
-            int masked = causal && j > i;
+            int masked = (causal && j > i) || (mask && mask[i * C + j]);
             unsigned char rgb[3];
             double v = data[i * C + j];
             if (masked) memcpy(rgb, HS_VIZ_MASK_RGB, 3);
@@ -484,6 +485,7 @@ typedef struct {
     const char *title, *xlabel, *ylabel;
     int causal;
     const char *annot_fmt;
+    const unsigned char *mask; /* [R, C] nonzero = masked, or NULL */
 } vz_heat_spec;
 
 static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *sc,
@@ -518,7 +520,8 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     }
     int PW = (int)hs->C * cell, PH = (int)hs->R * cell;
 
-    s = add_heatmap(c, hs->data, hs->R, hs->C, left, top, cell, sc, hs->causal, 0, hs->annot_fmt);
+    s = add_heatmap(c, hs->data, hs->mask, hs->R, hs->C, left, top, cell, sc, hs->causal, 0,
+                    hs->annot_fmt);
     /* row labels, right-aligned against the map */
     for (size_t i = 0; i < hs->R && !s; i++) {
         int w = text_len(c, rl[i], c->fpx);
@@ -546,7 +549,9 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     int cbx = left + PW + c->lw + cgap;
     int cbh = PH;
     if (!s) s = add_colorbar(c, sc, cbx, top, bw, cbh, &right);
-    if (!s && hs->causal && hs->R > 1 && hs->C > 1) {
+    int any_mask = 0;
+    for (size_t i = 0; hs->mask && i < hs->R * hs->C; i++) any_mask |= hs->mask[i] != 0;
+    if (!s && ((hs->causal && hs->R > 1 && hs->C > 1) || any_mask)) {
         int lr, lb;
         /* below the colour bar's lowest tick label */
         s = add_mask_legend(c, cbx, top + cbh + lh / 2 + pad, &lr, &lb);
@@ -586,16 +591,18 @@ hs_status hs_viz_attention_figure(hs_viz_figure **out, const float *pattern, siz
     s = attention_scale(&c, pattern, 1, T, &sc, err);
     if (s) { hs_viz_figure_destroy(c.f); return s; }
     vz_heat_spec hs = {pattern, T, T, tokens, tokens, title, "source (key)",
-                       "destination (query)", c.o.causal_mask, c.o.annotate ? "%.2f" : NULL};
+                       "destination (query)", c.o.causal_mask, c.o.annotate ? "%.2f" : NULL,
+                       NULL};
     s = heat_figure(&c, &hs, &sc, out, err);
     hs_viz_figure_destroy(c.f);
     return s;
 }
 
-hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
-                               const char *const *row_labels, const char *const *col_labels,
-                               const char *title, const char *xlabel, const char *ylabel,
-                               const hs_viz_options *opt, hs_error *err)
+static hs_status signed_figure(hs_viz_figure **out, const float *m, const unsigned char *mask,
+                               size_t R, size_t C, const char *const *row_labels,
+                               const char *const *col_labels, const char *title,
+                               const char *xlabel, const char *ylabel, const hs_viz_options *opt,
+                               hs_error *err)
 {
     *out = NULL;
     if (m == NULL) return hs_fail(err, HS_ERR_INPUT, "signed matrix is NULL");
@@ -619,6 +626,7 @@ hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, si
     if (s) return s;
     double amax = 0;
     for (size_t i = 0; i < R * C; i++) {
+        if (mask && mask[i]) continue;
         if (!isfinite(m[i])) {
             hs_viz_figure_destroy(c.f);
             return hs_fail(err, HS_ERR_NUMERIC, "matrix value [%zu, %zu] is not finite (%g)",
@@ -636,18 +644,56 @@ hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, si
     if (!(lim > 0)) lim = 1.0;
     sc.vmin = -lim;
     sc.vmax = lim;
-    vz_heat_spec hs = {m, R, C, row_labels, col_labels, title, xlabel, ylabel, 0,
-                       o.annotate ? "%.2g" : NULL};
+    /* annotation widths must not see masked (possibly NaN) values */
+    float *shown = NULL;
+    const float *data = m;
+    if (mask) {
+        shown = malloc(R * C * sizeof *shown);
+        if (!shown) {
+            hs_viz_figure_destroy(c.f);
+            return hs_fail(err, HS_ERR_NOMEM, "out of memory laying out a figure");
+        }
+        for (size_t i = 0; i < R * C; i++) shown[i] = mask[i] ? 0.0f : m[i];
+        data = shown;
+    }
+    vz_heat_spec hs = {data, R, C, row_labels, col_labels, title, xlabel, ylabel, 0,
+                       o.annotate ? "%.2g" : NULL, mask};
     s = heat_figure(&c, &hs, &sc, out, err);
     hs_viz_figure_destroy(c.f);
+    free(shown);
     return s;
+}
+
+hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
+                               const char *const *row_labels, const char *const *col_labels,
+                               const char *title, const char *xlabel, const char *ylabel,
+                               const hs_viz_options *opt, hs_error *err)
+{
+    return signed_figure(out, m, NULL, R, C, row_labels, col_labels, title, xlabel, ylabel, opt,
+                         err);
+}
+
+hs_status hs_viz_signed_figure_masked(hs_viz_figure **out, const float *m,
+                                      const unsigned char *mask, size_t R, size_t C,
+                                      const char *const *row_labels,
+                                      const char *const *col_labels, const char *title,
+                                      const char *xlabel, const char *ylabel,
+                                      const hs_viz_options *opt, hs_error *err)
+{
+    if (mask == NULL) {
+        *out = NULL;
+        return hs_fail(err, HS_ERR_INPUT, "mask is NULL");
+    }
+    return signed_figure(out, m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, opt,
+                         err);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Grid                                                                     */
 
-hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t L, size_t H,
-                             size_t T, const char *const *tokens, const char *title,
+static hs_status grid_figure(hs_viz_figure **out, const float *patterns, size_t L, size_t H,
+                             size_t T, const char *const *tokens, const char *const *row_headers,
+                             const char *const *col_headers, const char *title,
                              const hs_viz_options *opt, hs_error *err)
 {
     *out = NULL;
@@ -659,6 +705,8 @@ hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t 
                        H, HS_VIZ_MAX_LAYERS, HS_VIZ_MAX_HEADS);
     hs_status s = check_labels(tokens, T, "tokens", err);
     if (!s) s = check_title(title, "title", err);
+    if (!s && row_headers) s = check_labels(row_headers, L, "row headers", err);
+    if (!s && col_headers) s = check_labels(col_headers, H, "column headers", err);
     if (s) return s;
     vz_ctx c;
     s = ctx_init(&c, opt, err);
@@ -681,9 +729,13 @@ hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t 
     const char *ylab = "destination (query)", *xlab = "source (key)";
     int ylab_w = text_len(&c, ylab, c.fpx), xlab_w = text_len(&c, xlab, c.fpx);
     char hb[16];
-    snprintf(hb, sizeof hb, "L%zu", L - 1);
-    int rh_w = text_len(&c, hb, c.fpx);
-    if (rh_w < text_len(&c, "L0", c.fpx)) rh_w = text_len(&c, "L0", c.fpx);
+    int rh_w = 0;
+    if (row_headers) {
+        for (size_t l = 0; l < L; l++) rh_w = imax(rh_w, text_len(&c, row_headers[l], c.fpx));
+    } else {
+        snprintf(hb, sizeof hb, "L%zu", L - 1);
+        rh_w = imax(text_len(&c, hb, c.fpx), text_len(&c, "L0", c.fpx));
+    }
     int bw = imax(lh, (int)lround(0.12 * dpi));
     int left = m + lh + pad + rh_w + pad + tmax + pad;
     int top = m + (title_w ? c.tlh + pad : 0) + lh + pad;
@@ -720,24 +772,28 @@ hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t 
 
     for (size_t l = 0; l < L && !s; l++)
         for (size_t h = 0; h < H && !s; h++)
-            s = add_heatmap(&c, patterns + (l * H + h) * T * T, T, T,
+            s = add_heatmap(&c, patterns + (l * H + h) * T * T, NULL, T, T,
                             left + (int)h * (P + gap), top + (int)l * (P + gap), cell, &sc,
                             c.o.causal_mask, (int)(l * H + h), annot ? "%.2f" : NULL);
     int gridW = (int)H * P + (int)(H - 1) * gap, gridH = (int)L * P + (int)(L - 1) * gap;
     /* column headers */
     for (size_t h = 0; h < H && !s; h++) {
         snprintf(hb, sizeof hb, "H%zu", h);
-        int w = text_len(&c, hb, c.fpx);
-        s = add_text(&c, hb, c.fpx, 0, left + (int)h * (P + gap) + P / 2 - w / 2,
+        const char *ht = col_headers ? col_headers[h] : hb;
+        if (!ht[0]) continue;
+        int w = text_len(&c, ht, c.fpx);
+        s = add_text(&c, ht, c.fpx, 0, left + (int)h * (P + gap) + P / 2 - w / 2,
                      top - lw - pad / 2 - lh, VZ_A_MIDDLE, VZ_T_HEADER, BLACK);
     }
     /* row headers and y tick labels (left column only) */
     for (size_t l = 0; l < L && !s; l++) {
         int py = top + (int)l * (P + gap);
         snprintf(hb, sizeof hb, "L%zu", l);
-        int w = text_len(&c, hb, c.fpx);
-        s = add_text(&c, hb, c.fpx, 0, m + lh + pad + rh_w - w, py + P / 2 - lh / 2, VZ_A_END,
-                     VZ_T_HEADER, BLACK);
+        const char *rt = row_headers ? row_headers[l] : hb;
+        int w = text_len(&c, rt, c.fpx);
+        if (rt[0])
+            s = add_text(&c, rt, c.fpx, 0, m + lh + pad + rh_w - w, py + P / 2 - lh / 2,
+                         VZ_A_END, VZ_T_HEADER, BLACK);
         for (size_t i = 0; i < T && !s; i += (size_t)stride) {
             int tw = text_len(&c, tl[i], c.fpx);
             s = add_text(&c, tl[i], c.fpx, 0, left - lw - pad - tw,
@@ -780,6 +836,22 @@ done:
     hs_viz_figure_destroy(c.f);
     if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
     return s;
+}
+
+hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t L, size_t H,
+                             size_t T, const char *const *tokens, const char *title,
+                             const hs_viz_options *opt, hs_error *err)
+{
+    return grid_figure(out, patterns, L, H, T, tokens, NULL, NULL, title, opt, err);
+}
+
+hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns, size_t L,
+                                     size_t H, size_t T, const char *const *tokens,
+                                     const char *const *row_headers,
+                                     const char *const *col_headers, const char *title,
+                                     const hs_viz_options *opt, hs_error *err)
+{
+    return grid_figure(out, patterns, L, H, T, tokens, row_headers, col_headers, title, opt, err);
 }
 
 /* ------------------------------------------------------------------------ */

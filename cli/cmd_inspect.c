@@ -1,0 +1,595 @@
+/*
+ * cli/cmd_inspect.c -- `headscope inspect`: every head's attention on one
+ * sentence (figures + JSON + the chapter's text rows), each component's direct
+ * logit attribution at a query position, and the top predictions there.
+ * Thin: tokenizer (tasks), run_with_cache + DLA (probe), figures (viz).
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "figopts.h"
+#include "probe/probe.h"
+#include "util.h"
+#include "viz/viz.h"
+
+static const char INSPECT_HELP[] =
+    "usage: headscope inspect --model FILE --sentence \"...\" [options]\n"
+    "\n"
+    "Runs the model on one sentence and writes, into the output folder: the layers\n"
+    "x heads grid of attention patterns (attention_grid), one figure per head\n"
+    "(L<l>H<h>), the head-averaged pattern of each layer (L<l>_mean), every\n"
+    "component's direct logit attribution to the predicted token at the query\n"
+    "position (dla; with --vs, dla_vs for the logit difference), the top\n"
+    "predictions (predictions.json) and index.json listing every file. Each figure\n"
+    "is a PNG and an SVG with a JSON beside it holding every number (CircuitsVis'\n"
+    "attention_heads shape for attention). Prints the chapter's rows for the query\n"
+    "position: one line per layer, head-averaged (L0  the:0.00 animal:0.70 ...).\n"
+    "Layers, heads and positions count from 0.\n"
+    "\n"
+    "  --model FILE           checkpoint (.safetensors with its vocabulary)\n"
+    "  --sentence TEXT        words of the model's vocabulary; `,` and `.` split off,\n"
+    "                         case folded to lower\n"
+    "  --out DIR              output folder (default inspect-out; created if missing)\n"
+    "  --position P           query position (default: the last token; negative\n"
+    "                         counts from the end, -1 = last)\n"
+    "  --vs WORD              also attribute the logit difference predicted - WORD\n"
+    "  --heads                also print one row per head (L0H1 ...)\n"
+    "  --only LIST            only these heads, e.g. L1H0,L0H1: their figures and a\n"
+    "                         grid of just them, in that order (and their rows)\n"
+    "  --top K                predictions to show (default 5)\n"
+    "PNGs default to 150 dpi (PNG encoding is most of the run time); use --dpi 300\n"
+    "or more for print.\n"
+    "\n";
+
+#define MAX_SEL (HS_MAX_LAYERS * HS_VIZ_MAX_HEADS)
+
+/* Parses "L1H0,L0H1" into sel; 0 ok, -1 syntax error. */
+static int parse_heads(const char *s, hs_head *sel, int *n)
+{
+    *n = 0;
+    const char *p = s;
+    while (1) {
+        int l, h, used = 0;
+        if (sscanf(p, "L%dH%d%n", &l, &h, &used) != 2 || used == 0 || l < 0 || h < 0) return -1;
+        /* no signs or spaces inside a name */
+        for (int k = 0; k < used; k++)
+            if (p[k] == '-' || p[k] == '+' || p[k] == ' ') return -1;
+        if (*n >= MAX_SEL) return -1;
+        sel[*n].layer = l;
+        sel[*n].head = h;
+        (*n)++;
+        p += used;
+        if (*p == '\0') return 0;
+        if (*p != ',') return -1;
+        p++;
+    }
+}
+
+typedef struct {
+    const char *model_path, *sentence;
+    const hs_config *cfg;
+    const hs_tokens *tok;
+    int pos;
+} insp_ctx;
+
+/* Adds the context every JSON carries: model path + config, sentence, tokens,
+ * query position. Returns 0 on OOM. */
+static int add_context(cJSON *o, const insp_ctx *x, int with_tokens)
+{
+    if (!o) return 0;
+    cJSON *cfg = cli_config_json(x->cfg);
+    if (!cfg) return 0;
+    cJSON_AddItemToObject(o, "config", cfg);
+    cJSON_AddStringToObject(o, "model", x->model_path);
+    cJSON_AddStringToObject(o, "sentence", x->sentence);
+    if (with_tokens) {
+        cJSON *t = cJSON_CreateStringArray((const char *const *)x->tok->strs, (int)x->tok->n);
+        if (!t) return 0;
+        cJSON_AddItemToObject(o, "tokens", t);
+    }
+    cJSON *ids = cJSON_CreateIntArray(x->tok->ids, (int)x->tok->n);
+    if (!ids) return 0;
+    cJSON_AddItemToObject(o, "token_ids", ids);
+    cJSON_AddNumberToObject(o, "query_position", x->pos);
+    return 1;
+}
+
+static int oom(const char *C)
+{
+    fprintf(stderr, "headscope %s: out of memory\n", C);
+    return 1;
+}
+
+/* One attention figure set (n panels of [T,T]): a grid (rows x cols with the
+ * given headers) or a single pattern, + its JSON. 0 ok, 1 printed. */
+static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, const float *pat,
+                           size_t rows, size_t cols, const char *const *row_h,
+                           const char *const *col_h, const char *const *names,
+                           const char *title, const char *shows, const cJSON *extra)
+{
+    const char *C = od->cmd;
+    size_t T = x->tok->n, n = rows * cols;
+    const char *const *toks = (const char *const *)x->tok->strs;
+    hs_error err = {0};
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    hs_status s = HS_OK;
+    if (cli_figopts_images(od->fo)) {
+        if (n == 1) s = hs_viz_attention_figure(&fig, pat, T, toks, title, &od->fo->viz, &err);
+        else s = hs_viz_grid_figure_labeled(&fig, pat, rows, cols, T, toks, row_h, col_h, title,
+                                            &od->fo->viz, &err);
+        if (s != HS_OK) return cli_error(C, &err);
+    }
+    if (od->fo->json) {
+        s = hs_viz_attention_json(&j, pat, n, T, toks, names, title, &err);
+        if (s != HS_OK) {
+            hs_viz_figure_destroy(fig);
+            return cli_error(C, &err);
+        }
+        if (!add_context(j, x, 0)) {
+            cJSON_Delete(j);
+            hs_viz_figure_destroy(fig);
+            return oom(C);
+        }
+        for (const cJSON *it = extra ? extra->child : NULL; it; it = it->next)
+            cJSON_AddItemToObject(j, it->string, cJSON_Duplicate(it, 1));
+    }
+    int rc = cli_out_figure(od, stem, fig, j, shows);
+    hs_viz_figure_destroy(fig);
+    cJSON_Delete(j);
+    return rc;
+}
+
+/* The DLA bar chart towards tok_a (or tok_a - tok_b). 0 ok, 1 printed. */
+static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const hs_cache *cache,
+                     const hs_vocab *v, int tok_a, int tok_b, const char *stem)
+{
+    const char *C = od->cmd;
+    hs_error err = {0};
+    hs_dla d = {0};
+    if (hs_logit_attribution(m, cache, 0, x->pos, tok_a, tok_b, &d, &err) != HS_OK)
+        return cli_error(C, &err);
+    int V = m->cfg.d_vocab, T = (int)x->tok->n;
+    const float *logits = hs_cache_get(cache, "logits")->data + (size_t)x->pos * V;
+    const float *bU = m->params.b_U;
+    double bu = bU ? (double)bU[tok_a] - (tok_b >= 0 ? (double)bU[tok_b] : 0.0) : 0.0;
+    double value = (double)logits[tok_a] - (tok_b >= 0 ? (double)logits[tok_b] : 0.0);
+    int has_const = m->cfg.ln_final && m->cfg.bias && m->cfg.norm == HS_NORM_LAYERNORM;
+    int n = d.n + has_const + (bU != NULL);
+    float *vals = malloc((size_t)n * sizeof *vals);
+    const char **labels = malloc((size_t)n * sizeof *labels);
+    if (!vals || !labels) {
+        free(vals);
+        free(labels);
+        hs_dla_free(&d);
+        return oom(C);
+    }
+    for (int i = 0; i < d.n; i++) {
+        vals[i] = (float)d.attr[i];
+        labels[i] = d.labels[i];
+    }
+    int k = d.n;
+    if (has_const) {
+        vals[k] = (float)d.constant;
+        labels[k++] = "ln_final.b";
+    }
+    if (bU) {
+        vals[k] = (float)bu;
+        labels[k++] = "unembed.b_U";
+    }
+    const char *wa = hs_vocab_word(v, tok_a), *wb = tok_b >= 0 ? hs_vocab_word(v, tok_b) : NULL;
+    char title[256], xlabel[128];
+    if (tok_b >= 0) {
+        snprintf(title, sizeof title, "logit difference '%s' - '%s' at position %d ('%s'): %.3f",
+                 wa, wb, x->pos, x->tok->strs[x->pos], value);
+        snprintf(xlabel, sizeof xlabel, "direct contribution to logit('%s') - logit('%s')", wa,
+                 wb);
+    } else {
+        snprintf(title, sizeof title, "direct logit attribution to '%s' at position %d ('%s'): %.3f",
+                 wa, x->pos, x->tok->strs[x->pos], value);
+        snprintf(xlabel, sizeof xlabel, "direct contribution to logit('%s')", wa);
+    }
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    int rc = 0;
+    if (cli_figopts_images(od->fo) &&
+        hs_viz_bars_figure(&fig, vals, (size_t)n, labels, title, xlabel, &od->fo->viz, &err) != HS_OK)
+        rc = cli_error(C, &err);
+    if (!rc && od->fo->json) {
+        if (hs_viz_bars_json(&j, vals, (size_t)n, labels, title, xlabel, &err) != HS_OK) {
+            rc = cli_error(C, &err);
+        } else if (!add_context(j, x, 1)) {
+            rc = oom(C);
+        } else {
+            cJSON_AddStringToObject(j, "target_token", wa);
+            cJSON_AddNumberToObject(j, "target_id", tok_a);
+            if (tok_b >= 0) {
+                cJSON_AddStringToObject(j, "vs_token", wb);
+                cJSON_AddNumberToObject(j, "vs_id", tok_b);
+            }
+            /* the identity a reader can check: sum(values) = metric */
+            cJSON_AddStringToObject(j, "metric", tok_b >= 0 ? "logit_diff" : "logit");
+            cJSON_AddNumberToObject(j, tok_b >= 0 ? "logit_diff" : "logit", value);
+            double sum = 0;
+            for (int i = 0; i < n; i++) sum += vals[i];
+            cJSON_AddNumberToObject(j, "sum_of_values", sum);
+            cJSON_AddNumberToObject(j, "ln_final_bias_term", d.constant);
+            cJSON_AddNumberToObject(j, "unembed_bias_term", bu);
+            cJSON_AddStringToObject(j, "note",
+                                    "values[i] = component i of the final residual stream at "
+                                    "query_position, through the final norm with its scale "
+                                    "frozen from this run, dotted with the unembedding "
+                                    "direction; with the norm's bias (ln_final.b) and b_U they "
+                                    "sum to the metric");
+            (void)T;
+        }
+    }
+    if (!rc) {
+        char shows[256];
+        if (tok_b >= 0)
+            snprintf(shows, sizeof shows,
+                     "direct logit attribution of each component to logit('%s') - logit('%s') "
+                     "at position %d", wa, wb, x->pos);
+        else
+            snprintf(shows, sizeof shows,
+                     "direct logit attribution of each component to the predicted token '%s' "
+                     "at position %d", wa, x->pos);
+        rc = cli_out_figure(od, stem, fig, j, shows);
+    }
+    hs_viz_figure_destroy(fig);
+    cJSON_Delete(j);
+    free(vals);
+    free(labels);
+    hs_dla_free(&d);
+    return rc;
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    enum { O_MODEL = 256, O_SENT, O_OUT, O_POS, O_VS, O_HEADS, O_ONLY, O_TOP, O_HELP };
+    static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
+                                         {"sentence", required_argument, 0, O_SENT},
+                                         {"out", required_argument, 0, O_OUT},
+                                         {"position", required_argument, 0, O_POS},
+                                         {"vs", required_argument, 0, O_VS},
+                                         {"heads", no_argument, 0, O_HEADS},
+                                         {"only", required_argument, 0, O_ONLY},
+                                         {"top", required_argument, 0, O_TOP},
+                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_FIGOPTS_LONGOPTS,
+                                         {0, 0, 0, 0}};
+    const char *C = "inspect", *model = NULL, *sentence = NULL, *out = "inspect-out",
+               *vs = NULL, *only = NULL;
+    long position = 0, top = 5;
+    int have_pos = 0, heads_rows = 0, c;
+    cli_figopts fo;
+    cli_figopts_default(&fo, 150);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_HELP:
+            fputs(INSPECT_HELP, stdout);
+            fputs(CLI_FIGOPTS_HELP, stdout);
+            return 0;
+        case O_MODEL: model = optarg; break;
+        case O_SENT: sentence = optarg; break;
+        case O_OUT: out = optarg; break;
+        case O_POS:
+            if (cli_parse_int(optarg, -100000, 100000, &position))
+                return cli_usage_error(C, "--position must be an integer, not '%s'", optarg);
+            have_pos = 1;
+            break;
+        case O_VS: vs = optarg; break;
+        case O_HEADS: heads_rows = 1; break;
+        case O_ONLY: only = optarg; break;
+        case O_TOP:
+            if (cli_parse_int(optarg, 1, 1000000, &top))
+                return cli_usage_error(C, "--top must be a positive integer, not '%s'", optarg);
+            break;
+        default: {
+            int r = cli_figopts_parse(C, c, optarg, &fo);
+            if (r == 0) break;
+            if (r > 0) return r;
+            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+        }
+    }
+    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
+    if (!model) return cli_usage_error(C, "--model FILE is required");
+    if (!sentence) return cli_usage_error(C, "--sentence \"...\" is required");
+    hs_head sel[MAX_SEL];
+    int n_sel = 0;
+    if (only && parse_heads(only, sel, &n_sel))
+        return cli_usage_error(C, "--only takes heads like L1H0,L0H1, not '%s'", only);
+
+    cli_loaded L;
+    if (cli_load(C, model, 0, &L)) return 1;
+    const hs_model *m = L.model;
+    const hs_config *cfg = &m->cfg;
+    int NL = cfg->n_layers, NH = cfg->n_heads, V = cfg->d_vocab;
+    hs_error err = {0};
+    hs_tokens tok = {0}, vtok = {0};
+    hs_acts *acts = NULL;
+    hs_cache cache;
+    hs_cache_init(&cache);
+    cli_outdir od = {0};
+    float *pats = NULL, *buf = NULL, *rows = NULL;
+    char **row_labels = NULL;
+    int rc = 1;
+
+    for (int i = 0; i < n_sel; i++)
+        if (sel[i].layer >= NL || sel[i].head >= NH) {
+            fprintf(stderr, "headscope %s: head L%dH%d is not in the model (%d layers x %d heads: "
+                            "L0H0..L%dH%d)\n", C, sel[i].layer, sel[i].head, NL, NH, NL - 1, NH - 1);
+            goto done;
+        }
+    if (n_sel > HS_VIZ_MAX_HEADS) {
+        fprintf(stderr, "headscope %s: --only lists %d heads; a figure shows at most %d\n", C,
+                n_sel, HS_VIZ_MAX_HEADS);
+        goto done;
+    }
+    if (hs_tokenize(L.vocab, sentence, (size_t)cfg->n_ctx, &tok, &err) != HS_OK) {
+        cli_error(C, &err);
+        goto done;
+    }
+    if (tok.folded)
+        fprintf(stderr, "headscope %s: note: folded the sentence to lower case\n", C);
+    int T = (int)tok.n;
+    if (T > HS_VIZ_MAX_TOKENS) {
+        fprintf(stderr, "headscope %s: sentence has %d tokens; figures take at most %d\n", C, T,
+                HS_VIZ_MAX_TOKENS);
+        goto done;
+    }
+    int pos = T - 1;
+    if (have_pos) {
+        if (position < -T || position >= T) {
+            fprintf(stderr, "headscope %s: --position %ld is outside the sentence's %d tokens "
+                            "(0..%d, or -1..-%d from the end)\n", C, position, T, T - 1, T);
+            goto done;
+        }
+        pos = position < 0 ? T + (int)position : (int)position;
+    }
+    int vs_id = -1;
+    if (vs) {
+        if (hs_tokenize(L.vocab, vs, 0, &vtok, &err) != HS_OK) {
+            fprintf(stderr, "headscope %s: --vs: %s\n", C, err.msg);
+            goto done;
+        }
+        if (vtok.n != 1) {
+            fprintf(stderr, "headscope %s: --vs takes one word of the vocabulary, not %zu ('%s')\n",
+                    C, vtok.n, vs);
+            goto done;
+        }
+        vs_id = vtok.ids[0];
+    }
+    if (top > V) top = V;
+
+    /* run with cache */
+    static const char *const filters[] = {"blocks.*.attn.hook_pattern", "hook_embed",
+                                          "hook_pos_embed", "blocks.0.hook_resid_pre",
+                                          "blocks.*.attn.hook_z", "blocks.*.hook_mlp_out",
+                                          "ln_final.hook_scale", "logits"};
+    if (hs_acts_create(cfg, 1, T, 0, &acts, &err) != HS_OK ||
+        hs_run_with_cache(m, acts, tok.ids, 1, T, filters, 8, NULL, &cache, &err) != HS_OK) {
+        cli_error(C, &err);
+        goto done;
+    }
+    size_t TT = (size_t)T * T;
+    pats = malloc((size_t)NL * NH * TT * sizeof *pats);
+    buf = malloc((size_t)(NL > n_sel ? NL : n_sel) * TT * sizeof *buf);
+    rows = malloc((size_t)(NL + NL * NH) * T * sizeof *rows);
+    row_labels = calloc((size_t)(NL + NL * NH), sizeof *row_labels);
+    if (!pats || !buf || !rows || !row_labels) {
+        oom(C);
+        goto done;
+    }
+    for (int l = 0; l < NL; l++) {
+        const hs_cache_entry *e = hs_cache_getf(&cache, "blocks.%d.attn.hook_pattern", l);
+        HS_ASSERT(e && e->numel == (size_t)NH * TT);
+        memcpy(pats + (size_t)l * NH * TT, e->data, (size_t)NH * TT * sizeof *pats);
+    }
+    const float *logits = hs_cache_get(&cache, "logits")->data + (size_t)pos * V;
+
+    /* predictions: softmax at pos, top K */
+    double mx = -INFINITY, Z = 0;
+    for (int i = 0; i < V; i++) mx = logits[i] > mx ? logits[i] : mx;
+    for (int i = 0; i < V; i++) Z += exp((double)logits[i] - mx);
+    int order[HS_VIZ_MAX_BARS > 4096 ? HS_VIZ_MAX_BARS : 4096];
+    int K = (int)top;
+    if (K > 4096) K = 4096;
+    int nk = 0;
+    for (int i = 0; i < V; i++) { /* insertion into a sorted top-K list */
+        int j;
+        if (nk < K) j = nk++;
+        else if (logits[i] > logits[order[K - 1]]) j = K - 1;
+        else continue;
+        while (j > 0 && logits[i] > logits[order[j - 1]]) {
+            order[j] = order[j - 1];
+            j--;
+        }
+        order[j] = i;
+    }
+    int pred = order[0];
+
+    insp_ctx x = {model, sentence, cfg, &tok, pos};
+    if (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo)) goto done;
+    const char *const *toks = (const char *const *)tok.strs;
+    char names[MAX_SEL][32], title[256], shows[256];
+    const char *name_p[MAX_SEL];
+
+    /* the grid: every head, or the selected ones side by side */
+    if (n_sel == 0) {
+        for (int i = 0; i < NL * NH; i++) {
+            snprintf(names[i], sizeof names[i], "L%dH%d", i / NH, i % NH);
+            name_p[i] = names[i];
+        }
+        snprintf(shows, sizeof shows, "attention pattern of every head, %d layers x %d heads "
+                                      "[dest (query), src (key)]", NL, NH);
+        if (write_attention(&od, &x, "attention_grid", pats, (size_t)NL, (size_t)NH, NULL, NULL,
+                            name_p, "attention patterns (blocks.<l>.attn.hook_pattern)", shows,
+                            NULL))
+            goto done;
+    } else {
+        for (int i = 0; i < n_sel; i++) {
+            snprintf(names[i], sizeof names[i], "L%dH%d", sel[i].layer, sel[i].head);
+            name_p[i] = names[i];
+            memcpy(buf + (size_t)i * TT,
+                   pats + ((size_t)sel[i].layer * NH + sel[i].head) * TT, TT * sizeof *buf);
+        }
+        const char *empty[1] = {""};
+        snprintf(shows, sizeof shows, "attention patterns of the selected heads (--only %s)", only);
+        if (write_attention(&od, &x, "attention_grid", buf, 1, (size_t)n_sel, empty, name_p,
+                            name_p, "attention patterns", shows, NULL))
+            goto done;
+    }
+    /* one figure per head */
+    for (int l = 0; l < NL; l++)
+        for (int h = 0; h < NH; h++) {
+            int want = n_sel == 0;
+            for (int i = 0; i < n_sel; i++) want |= sel[i].layer == l && sel[i].head == h;
+            if (!want) continue;
+            char nm[32];
+            snprintf(nm, sizeof nm, "L%dH%d", l, h);
+            const char *np[1] = {nm};
+            snprintf(title, sizeof title, "L%dH%d · blocks.%d.attn.hook_pattern", l, h, l);
+            snprintf(shows, sizeof shows, "attention pattern of head L%dH%d [dest, src]", l, h);
+            if (write_attention(&od, &x, nm, pats + ((size_t)l * NH + h) * TT, 1, 1, NULL, NULL,
+                                np, title, shows, NULL))
+                goto done;
+        }
+    /* head-averaged pattern per layer */
+    for (int l = 0; l < NL; l++) {
+        float *mean = buf + (size_t)l * TT;
+        for (size_t k = 0; k < TT; k++) {
+            double s = 0;
+            for (int h = 0; h < NH; h++) s += pats[((size_t)l * NH + h) * TT + k];
+            mean[k] = (float)(s / NH);
+        }
+        char nm[32];
+        snprintf(nm, sizeof nm, "L%d_mean", l);
+        const char *np[1] = {nm};
+        snprintf(title, sizeof title, "L%d, mean over its %d heads", l, NH);
+        snprintf(shows, sizeof shows, "attention pattern of layer %d averaged over its %d heads", l,
+                 NH);
+        cJSON *extra = cJSON_CreateObject();
+        cJSON *of = cJSON_AddArrayToObject(extra, "mean_of");
+        for (int h = 0; h < NH; h++) {
+            char hn[32];
+            snprintf(hn, sizeof hn, "L%dH%d", l, h);
+            cJSON_AddItemToArray(of, cJSON_CreateString(hn));
+        }
+        int r = write_attention(&od, &x, nm, mean, 1, 1, NULL, NULL, np, title, shows, extra);
+        cJSON_Delete(extra);
+        if (r) goto done;
+    }
+    /* direct logit attribution */
+    if (write_dla(&od, &x, m, &cache, L.vocab, pred, -1, "dla")) goto done;
+    if (vs_id >= 0) {
+        if (vs_id == pred)
+            fprintf(stderr, "headscope %s: note: --vs %s is the predicted token; the logit "
+                            "difference is 0\n", C, hs_vocab_word(L.vocab, vs_id));
+        if (write_dla(&od, &x, m, &cache, L.vocab, pred, vs_id, "dla_vs")) goto done;
+    }
+    /* predictions */
+    {
+        cJSON *pj = cJSON_CreateObject();
+        if (!add_context(pj, &x, 1)) {
+            cJSON_Delete(pj);
+            oom(C);
+            goto done;
+        }
+        cJSON_AddStringToObject(pj, "query_token", tok.strs[pos]);
+        cJSON *arr = cJSON_AddArrayToObject(pj, "predictions");
+        for (int i = 0; i < nk; i++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "token", hs_vocab_word(L.vocab, order[i]));
+            cJSON_AddNumberToObject(e, "id", order[i]);
+            cJSON_AddNumberToObject(e, "prob", exp((double)logits[order[i]] - mx) / Z);
+            cJSON_AddNumberToObject(e, "logit", logits[order[i]]);
+            cJSON_AddItemToArray(arr, e);
+        }
+        snprintf(shows, sizeof shows, "top %d next-token predictions at position %d with "
+                                      "probabilities", nk, pos);
+        int r = cli_out_json(&od, "predictions", pj, shows);
+        cJSON_Delete(pj);
+        if (r) goto done;
+    }
+    {
+        cJSON *extra = cJSON_CreateObject();
+        add_context(extra, &x, 1);
+        int r = cli_out_index(&od, extra);
+        cJSON_Delete(extra);
+        if (r) goto done;
+    }
+
+    /* the chapter's rows at the query position */
+    int S = pos + 1, nr = 0;
+    for (int l = 0; l < NL; l++) {
+        for (int j = 0; j < S; j++) {
+            double s = 0;
+            for (int h = 0; h < NH; h++)
+                s += pats[(((size_t)l * NH + h) * T + pos) * T + j];
+            rows[(size_t)nr * S + j] = (float)(s / NH);
+        }
+        row_labels[nr] = malloc(32);
+        if (!row_labels[nr]) { oom(C); goto done; }
+        snprintf(row_labels[nr], 32, "L%d", l);
+        nr++;
+    }
+    if (heads_rows)
+        for (int l = 0; l < NL; l++)
+            for (int h = 0; h < NH; h++) {
+                int want = n_sel == 0;
+                for (int i = 0; i < n_sel; i++) want |= sel[i].layer == l && sel[i].head == h;
+                if (!want) continue;
+                memcpy(rows + (size_t)nr * S, pats + (((size_t)l * NH + h) * T + pos) * T,
+                       (size_t)S * sizeof *rows);
+                row_labels[nr] = malloc(32);
+                if (!row_labels[nr]) { oom(C); goto done; }
+                snprintf(row_labels[nr], 32, "L%dH%d", l, h);
+                nr++;
+            }
+    printf("attention from position %d ('%s') over positions 0..%d%s:\n", pos, tok.strs[pos], pos,
+           heads_rows ? " (per layer, head-averaged; then per head)" : " (per layer, head-averaged)");
+    if (hs_viz_rows_write(stdout, rows, (size_t)nr, (size_t)S, (const char *const *)row_labels,
+                          toks, 0, &err) != HS_OK) {
+        cli_error(C, &err);
+        goto done;
+    }
+    printf("top predictions at position %d:\n", pos);
+    for (int i = 0; i < nk; i++)
+        printf("  %-10s %.4f\n", hs_vocab_word(L.vocab, order[i]),
+               exp((double)logits[order[i]] - mx) / Z);
+    if (vs_id >= 0)
+        printf("logit difference %s - %s: %.4f\n", hs_vocab_word(L.vocab, pred),
+               hs_vocab_word(L.vocab, vs_id), (double)logits[pred] - logits[vs_id]);
+    printf("wrote %d files to %s (listed in %s/index.json)\n", cJSON_GetArraySize(od.files), out,
+           out);
+    if (fflush(stdout) != 0) {
+        fprintf(stderr, "headscope %s: cannot write to stdout\n", C);
+        goto done;
+    }
+    rc = 0;
+done:
+    cli_outdir_close(&od);
+    cli_figopts_free(&fo);
+    if (row_labels)
+        for (int i = 0; i < NL + NL * NH; i++) free(row_labels[i]);
+    free(row_labels);
+    free(rows);
+    free(buf);
+    free(pats);
+    hs_cache_free(&cache);
+    hs_acts_destroy(acts);
+    hs_tokens_free(&vtok);
+    hs_tokens_free(&tok);
+    cli_loaded_free(&L);
+    return rc;
+}
