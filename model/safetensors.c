@@ -22,6 +22,7 @@
 #include "model/checkpoint_internal.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -692,7 +693,8 @@ hs_status hs_safetensors_write(const char *path, const hs_st_tensor *tensors, in
         }
     }
     if (!ok) {
-        s = hs_fail(err, HS_ERR_IO, "cannot write %s (write failed; disk full?)", path);
+        int e = errno;
+        s = hs_fail(err, HS_ERR_IO, "cannot write %s: %s", path, strerror(e ? e : EIO));
         hs_atomic_abort(&af);
         goto fail;
     }

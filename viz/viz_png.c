@@ -3,6 +3,7 @@
  * writing it as PNG through libpng (the I/O edge), atomically.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <errno.h>
 #include <math.h>
 #include <setjmp.h>
 #include <string.h>
@@ -84,9 +85,13 @@ static hs_status encode(FILE *fp, const unsigned char *rgb, int w, int h, double
     }
     /* png and info are not modified after setjmp, so they need not be volatile. */
     if (setjmp(png_jmpbuf(png))) {
+        int e = errno; /* libpng's fwrite-based writer says only "Write Error" */
         png_destroy_write_struct(&png, &info);
+        if (e != 0 && strcmp(ectx.msg, "Write Error") == 0)
+            return hs_fail(err, HS_ERR_IO, "cannot write: %s", strerror(e));
         return hs_fail(err, HS_ERR_IO, "libpng: %s", ectx.msg[0] ? ectx.msg : "write failed");
     }
+    errno = 0;
     png_init_io(png, fp);
     png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
