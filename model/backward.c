@@ -14,6 +14,7 @@
 
 /* dinp (N,D) += d/dinp of norm(inp)*w + b given dout (N,D); dw, db (D) +=.
  * w, dw, b, db may be NULL (no affine weight / bias). */
+HS_CLONES
 static void norm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                           const float *w, const float *mean, const float *rstd, size_t N, int D,
                           hs_norm type)
@@ -101,6 +102,7 @@ static void norm_backward(float *dinp, float *dw, float *db, const float *dout, 
 }
 
 /* Column sums: dbias (OC) += sum over rows of dout (N,OC). */
+HS_CLONES
 static void bias_backward(float *dbias, const float *dout, size_t N, int OC)
 {
     for (size_t i = 0; i < N; i++) hs_add(dbias, dbias, dout + i * (size_t)OC, (size_t)OC);
@@ -143,6 +145,52 @@ static void act_backward(float *dinp, const float *dout, const float *inp, size_
         return;
     }
     hs_gelu_backward(dinp, dout, inp, n);
+}
+
+/* Attention backward per (b, h), rows of q, k, v, z and their gradients HD
+ * apart: dv (B,T,H,dh) = pattern^T dz; with softmax also dq, dk (B,T,H,dh)
+ * through the softmax and the 1/sqrt(dh) scale. datt (T,T) is scratch.
+ * Overwrites dq, dk, dv. */
+HS_CLONES
+static void attn_backward(float *dq, float *dk, float *dv, float *datt, const float *dz,
+                          const float *att, const float *q, const float *k, const float *v, int B,
+                          int T, int H, int dh, int softmax)
+{
+    const float scale = 1.0f / sqrtf((float)dh);
+    const size_t HD = (size_t)H * dh;
+    /* per (b, h); rows of q, k, v, z and their gradients are HD apart.
+     * Each gradient row is written once (summed from zero over the other
+     * index in ascending order, hs_rows_combine): no memset of dq, dk, dv. */
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *A = att + ((size_t)b * H + h) * T * T;
+            const size_t off = (size_t)b * T * HD + (size_t)h * dh;
+            const float *qb = q + off, *kb = k + off, *vb = v + off;
+            const float *dzb = dz + off;
+            float *dqb = dq + off, *dkb = dk + off, *dvb = dv + off;
+            /* dv_j = sum_{i >= j} A[i,j] dz_i */
+            for (int j = 0; j < T; j++)
+                hs_rows_combine(dvb + j * HD, A + (size_t)j * T + j, (size_t)T, dzb + j * HD, HD,
+                                T - j, dh);
+            if (!softmax) continue;
+            /* datt[i,j] = dz_i . v_j, then in place the score gradient
+             * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) / sqrt(dh) */
+            for (int i = 0; i < T; i++) {
+                const float *dzi = dzb + i * HD;
+                float *Di = datt + (size_t)i * T;
+                const float *Ai = A + (size_t)i * T;
+                for (int j = 0; j <= i; j++) Di[j] = hs_dot(dzi, vb + j * HD, dh);
+                float dot = 0.0f;
+                for (int j = 0; j <= i; j++) dot += Ai[j] * Di[j];
+                for (int j = 0; j <= i; j++) Di[j] = Ai[j] * (Di[j] - dot) * scale;
+            }
+            /* dq_i = sum_{j <= i} ds[i,j] k_j; dk_j = sum_{i >= j} ds[i,j] q_i */
+            for (int i = 0; i < T; i++)
+                hs_rows_combine(dqb + i * HD, datt + (size_t)i * T, 1, kb, HD, i + 1, dh);
+            for (int j = 0; j < T; j++)
+                hs_rows_combine(dkb + j * HD, datt + (size_t)j * T + j, (size_t)T, qb + j * HD, HD,
+                                T - j, dh);
+        }
 }
 
 void hs_zero_grad(hs_model *m)
@@ -209,8 +257,6 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         memcpy(dresid, dlnf, BT * D * sizeof(float));
     }
 
-    const float scale = 1.0f / sqrtf((float)dh);
-    const size_t HD = (size_t)H * dh;
     for (int l = c->n_layers - 1; l >= 0; l--) {
         hs_block_acts *ba = &acts->blocks[l];
         const hs_block_params *bp = &P->blocks[l];
@@ -220,7 +266,11 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
             matmul_backward(dpost, 0.0f, gp->W_out, gp->b_out, dresid, ba->mlp_post, bp->W_out, BT,
                             M, D);
-            act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
+            const float *dact = hs_acts_dact(acts, c, l);
+            if (c->act == HS_ACT_GELU)
+                hs_mul(dpre, dpost, dact, BT * M); /* GELU' kept by the forward */
+            else
+                act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
             matmul_backward(dln, 0.0f, gp->W_in, gp->b_in, dpre, ba->ln2_out, bp->W_in, BT, D, M);
             if (has_norm)
                 norm_backward(dresid, gp->ln2_w, gp->ln2_b, dln, ba->resid_mid, bp->ln2_w,
@@ -231,46 +281,8 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
 
         /* attention output: d(attn_out) = dresid */
         matmul_backward(dz, 0.0f, gp->W_O, gp->b_O, dresid, ba->z, bp->W_O, BT, H * dh, D);
-        /* per (b, h); rows of q, k, v, z and their gradients are HD apart.
-         * Each gradient row is written once (zeroed, then summed over the
-         * other index in ascending order): no memset of dq, dk, dv. */
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < H; h++) {
-                const float *A = ba->att + ((size_t)b * H + h) * T * T;
-                const size_t off = (size_t)b * T * HD + (size_t)h * dh;
-                const float *qb = ba->q + off, *kb = ba->k + off, *vb = ba->v + off;
-                const float *dzb = dz + off;
-                float *dqb = dq + off, *dkb = dk + off, *dvb = dv + off;
-                /* dv_j = sum_{i >= j} A[i,j] dz_i */
-                for (int j = 0; j < T; j++) {
-                    float *dvj = dvb + j * HD;
-                    memset(dvj, 0, (size_t)dh * sizeof(float));
-                    for (int i = j; i < T; i++) hs_axpy(dvj, A[(size_t)i * T + j], dzb + i * HD, dh);
-                }
-                if (c->attn != HS_ATTN_SOFTMAX) continue;
-                /* datt[i,j] = dz_i . v_j, then in place the score gradient
-                 * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) / sqrt(dh) */
-                for (int i = 0; i < T; i++) {
-                    const float *dzi = dzb + i * HD;
-                    float *Di = datt + (size_t)i * T;
-                    const float *Ai = A + (size_t)i * T;
-                    for (int j = 0; j <= i; j++) Di[j] = hs_dot(dzi, vb + j * HD, dh);
-                    float dot = 0.0f;
-                    for (int j = 0; j <= i; j++) dot += Ai[j] * Di[j];
-                    for (int j = 0; j <= i; j++) Di[j] = Ai[j] * (Di[j] - dot) * scale;
-                }
-                /* dq_i = sum_{j <= i} ds[i,j] k_j; dk_j = sum_{i >= j} ds[i,j] q_i */
-                for (int i = 0; i < T; i++) {
-                    float *dqi = dqb + i * HD;
-                    memset(dqi, 0, (size_t)dh * sizeof(float));
-                    for (int j = 0; j <= i; j++) hs_axpy(dqi, datt[(size_t)i * T + j], kb + j * HD, dh);
-                }
-                for (int j = 0; j < T; j++) {
-                    float *dkj = dkb + j * HD;
-                    memset(dkj, 0, (size_t)dh * sizeof(float));
-                    for (int i = j; i < T; i++) hs_axpy(dkj, datt[(size_t)i * T + j], qb + i * HD, dh);
-                }
-            }
+        attn_backward(dq, dk, dv, datt, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
+                      c->attn == HS_ATTN_SOFTMAX);
         if (c->attn == HS_ATTN_SOFTMAX) {
             heads_backward(dln, 0.0f, gp->W_Q, gp->b_Q, dq, ba->ln1_out, bp->W_Q, BT, D, H, dh);
             heads_backward(dln, 1.0f, gp->W_K, gp->b_K, dk, ba->ln1_out, bp->W_K, BT, D, H, dh);

@@ -79,8 +79,10 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
     HS_ASSERT((size_t)(p - a->mem) <= a->n_floats);
     if (with_grad) {
         /* dresid, dln, dlnf (3 x BT*D); dz, dq, dk, dv (4 x BT*H*dh);
-         * dpre, dpost (2 x BT*M); dlogits (BT*V); datt (T*T) */
+         * dpre, dpost (2 x BT*M); dlogits (BT*V); datt (T*T); at the end the
+         * forward's act' (L x BT*M) */
         a->n_d_floats = BT * D * 3 + BT * H * dh * 4 + BT * M * 2 + BT * V + (size_t)T * T;
+        a->n_d_floats += L * BT * M; /* act'(mlp_pre) per layer (hs_acts_dact) */
         a->d_mem = calloc(a->n_d_floats, sizeof(float));
         if (!a->d_mem) {
             hs_acts_destroy(a);
@@ -105,6 +107,7 @@ void hs_acts_destroy(hs_acts *a)
 /* out (N,D), mean (N), rstd (N) <- norm of inp (N,D). The affine part (w, b)
  * is applied after it (norm_apply_affine, fused unless observed) so the observer can see the normalised
  * value before it, as TransformerLens' hook_normalized. RMS: mean = 0. */
+HS_CLONES
 void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, hs_norm type,
                    float eps)
 {
@@ -153,6 +156,7 @@ void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, 
 /* out (N,D) = (inp - mean) * rstd, then (if affine) * w (+ b): the same
  * operations in the same order whether or not the observer sits between
  * the normalisation and the affine part. w, b may be NULL. */
+HS_CLONES
 static void norm_apply_affine(float *out, const float *inp, const float *mean, const float *rstd,
                               const float *w, const float *b, size_t N, int D, int normalize,
                               int affine)
@@ -204,40 +208,40 @@ void hs_norm_apply(float *out, const float *inp, const float *mean, const float 
 void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
                        int C, int OC)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, OC, C, 1.0f, inp, C, W, OC,
-                0.0f, out, OC);
     if (bias)
-        for (size_t i = 0; i < N; i++) hs_add(out + i * (size_t)OC, out + i * (size_t)OC, bias, (size_t)OC);
+        for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)OC, bias, (size_t)OC * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, OC, C, 1.0f, inp, C, W, OC,
+                bias ? 1.0f : 0.0f, out, OC);
 }
 
 /* out (N, H, dh) = inp (N, D) @ W[h] (D, dh) + b[h] for each head h, W (H, D, dh). */
 static void heads_project(float *out, const float *inp, const float *W, const float *b, size_t N,
                           int D, int H, int dh)
 {
+    if (b)
+        for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)H * dh, b, (size_t)H * dh * sizeof(float));
     for (int h = 0; h < H; h++) {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, dh, D, 1.0f, inp, D,
-                    W + (size_t)h * D * dh, dh, 0.0f, out + (size_t)h * dh, H * dh);
+                    W + (size_t)h * D * dh, dh, b ? 1.0f : 0.0f, out + (size_t)h * dh, H * dh);
     }
-    if (b)
-        for (size_t i = 0; i < N; i++) {
-            float *o = out + i * (size_t)H * dh;
-            hs_add(o, o, b, (size_t)H * dh);
-        }
 }
 
 /* out (n) = act(inp (n)): GELU x Phi(x) (exact erf to float precision,
- * hs_normal_cdf_v8) or ReLU. The tail goes through the same 8-lane code. */
-static void act_forward(float *out, const float *inp, size_t n, hs_act act)
+ * model_simd.h) or ReLU. dact (may be NULL): GELU'(inp) for the backward. */
+static void act_forward(float *out, float *dact, const float *inp, size_t n, hs_act act)
 {
-    size_t i = 0;
     if (act == HS_ACT_RELU) {
-        for (; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+        for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
         return;
     }
-    hs_gelu_forward(out, inp, n);
+    if (dact)
+        hs_gelu_forward_grad(out, dact, inp, n);
+    else
+        hs_gelu_forward(out, inp, n);
 }
 
 /* scores (B,H,T,T) <- q.k / sqrt(dh), j > i = -inf. q,k (B,T,H,dh). */
+HS_CLONES
 static void attn_scores(float *scores, const float *q, const float *k, int B, int T, int H, int dh)
 {
     const float scale = 1.0f / sqrtf((float)dh);
@@ -257,6 +261,7 @@ static void attn_scores(float *scores, const float *q, const float *k, int B, in
 }
 
 /* att (B,H,T,T) <- row softmax over j <= i of scores; exact 0 above the diagonal. */
+HS_CLONES
 static void attn_softmax(float *att, const float *scores, int B, int H, int T)
 {
     for (size_t r = 0; r < (size_t)B * H * T; r++) {
@@ -302,6 +307,7 @@ static void attn_uniform(float *att, int B, int H, int T)
 }
 
 /* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h). */
+HS_CLONES
 static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh)
 {
     const size_t HD = (size_t)H * dh;
@@ -311,8 +317,7 @@ static void attn_mix(float *z, const float *att, const float *v, int B, int T, i
             const float *vb = v + (size_t)b * T * HD + (size_t)h * dh;
             for (int i = 0; i < T; i++) {
                 float *zi = z + ((size_t)b * T + i) * HD + (size_t)h * dh;
-                memset(zi, 0, (size_t)dh * sizeof(float));
-                for (int j = 0; j <= i; j++) hs_axpy(zi, A[(size_t)i * T + j], vb + j * HD, dh);
+                hs_rows_combine(zi, A + (size_t)i * T, 1, vb, HD, i + 1, dh);
             }
         }
 }
@@ -331,6 +336,21 @@ void hs_gelu_forward(float *out, const float *inp, size_t n)
     }
 #endif
     hs_gelu_forward_4(out, inp, n);
+}
+
+void hs_gelu_forward_grad(float *out, float *dact, const float *inp, size_t n)
+{
+#ifdef HS_SIMD_X86
+    if (__builtin_cpu_supports("avx512f")) {
+        hs_gelu_forward_grad_16(out, dact, inp, n);
+        return;
+    }
+    if (__builtin_cpu_supports("avx2")) {
+        hs_gelu_forward_grad_8(out, dact, inp, n);
+        return;
+    }
+#endif
+    hs_gelu_forward_grad_4(out, dact, inp, n);
 }
 
 void hs_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n)
@@ -548,7 +568,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
             hs_matmul_forward(ba->mlp_pre, ba->ln2_out, bp->W_in, bp->b_in, BT, D, M);
             snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
             HOOK(nm, ba->mlp_pre, 3, B, T, M, 0);
-            act_forward(ba->mlp_post, ba->mlp_pre, BT * M, c->act);
+            act_forward(ba->mlp_post, hs_acts_dact(acts, c, l), ba->mlp_pre, BT * M, c->act);
             snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_post", l);
             HOOK(nm, ba->mlp_post, 3, B, T, M, 0);
             float *mlp_out = acts->scratch;

@@ -17,7 +17,17 @@ void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, 
 /* out (N,D) = (inp - mean) * rstd, no affine part. */
 void hs_norm_apply(float *out, const float *inp, const float *mean, const float *rstd, size_t N,
                    int D);
-/* out (N,OC) = inp (N,C) @ W (C,OC) + bias (OC) (bias may be NULL). cblas_sgemm. */
+/* Where a training forward keeps act'(mlp_pre) of layer l for the backward:
+ * (B,T,M) at capacity B, T, at the end of acts->d_mem (NULL without it). */
+static inline float *hs_acts_dact(const hs_acts *a, const hs_config *c, int l)
+{
+    if (a->d_mem == NULL || c->d_mlp == 0) return NULL;
+    const size_t per = (size_t)a->B * a->T * c->d_mlp;
+    return a->d_mem + a->n_d_floats - (size_t)c->n_layers * per + (size_t)l * per;
+}
+
+/* out (N,OC) = inp (N,C) @ W (C,OC) + bias (OC) (bias may be NULL). cblas_sgemm
+ * on C pre-filled with the bias rows (beta 1), else beta 0. */
 void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
                        int C, int OC);
 
@@ -37,12 +47,22 @@ typedef int hs_v8i __attribute__((vector_size(32)));
 typedef double hs_v4d __attribute__((vector_size(32)));
 typedef float hs_v4 __attribute__((vector_size(16)));
 
+/* HS_CLONES on a kernel: GCC compiles it twice, for AVX2 and for the
+ * baseline, and picks one at load time (ifunc). The hs_v8 code then runs as
+ * native 256-bit operations on AVX2 machines; the operations per lane are the
+ * same (no FMA contraction in ISO C mode), so the bits are too. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#define HS_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define HS_CLONES
+#endif
+
 #define HS_V8_LOAD(dst, p) memcpy(&(dst), (p), sizeof(hs_v8))
 #define HS_V8_STORE(p, src) memcpy((p), &(src), sizeof(hs_v8))
 #define HS_V8_SET1(x) ((hs_v8){(x), (x), (x), (x), (x), (x), (x), (x)})
 
 /* y (n) += a * x (n) */
-static inline void hs_axpy(float *y, float a, const float *x, int n)
+static inline __attribute__((always_inline)) void hs_axpy(float *y, float a, const float *x, int n)
 {
     int i = 0;
     const hs_v8 va = HS_V8_SET1(a);
@@ -56,8 +76,46 @@ static inline void hs_axpy(float *y, float a, const float *x, int n)
     for (; i < n; i++) y[i] += a * x[i];
 }
 
+/* y (n) = sum_{r < count} coef[r * cs] * X[r * xs .. + n], summed from 0 in r
+ * order: the same bits as zeroing y and calling hs_axpy per r, with y held in
+ * registers (16 floats at a time) instead of reloaded per r. */
+static inline __attribute__((always_inline)) void hs_rows_combine(float *y, const float *coef,
+                                                                  size_t cs, const float *X,
+                                                                  size_t xs, int count, int n)
+{
+    int c = 0;
+    for (; c + 16 <= n; c += 16) {
+        hs_v8 a0 = HS_V8_SET1(0.0f), a1 = HS_V8_SET1(0.0f);
+        for (int r = 0; r < count; r++) {
+            const hs_v8 w = HS_V8_SET1(coef[r * cs]);
+            hs_v8 x0, x1;
+            HS_V8_LOAD(x0, X + r * xs + c);
+            HS_V8_LOAD(x1, X + r * xs + c + 8);
+            a0 += w * x0;
+            a1 += w * x1;
+        }
+        HS_V8_STORE(y + c, a0);
+        HS_V8_STORE(y + c + 8, a1);
+    }
+    for (; c + 8 <= n; c += 8) {
+        hs_v8 a0 = HS_V8_SET1(0.0f);
+        for (int r = 0; r < count; r++) {
+            const hs_v8 w = HS_V8_SET1(coef[r * cs]);
+            hs_v8 x0;
+            HS_V8_LOAD(x0, X + r * xs + c);
+            a0 += w * x0;
+        }
+        HS_V8_STORE(y + c, a0);
+    }
+    for (; c < n; c++) {
+        float a = 0.0f;
+        for (int r = 0; r < count; r++) a += coef[r * cs] * X[r * xs + c];
+        y[c] = a;
+    }
+}
+
 /* out (n) = a (n) + b (n); out may alias a or b. */
-static inline void hs_add(float *out, const float *a, const float *b, size_t n)
+static inline __attribute__((always_inline)) void hs_add(float *out, const float *a, const float *b, size_t n)
 {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
@@ -70,8 +128,25 @@ static inline void hs_add(float *out, const float *a, const float *b, size_t n)
     for (; i < n; i++) out[i] = a[i] + b[i];
 }
 
-/* Dot product of a, b (n): 8 lanes summed pairwise at the end, then the tail. */
-static inline float hs_dot(const float *a, const float *b, int n)
+/* out (n) = a (n) * b (n). */
+static inline __attribute__((always_inline)) void hs_mul(float *out, const float *a,
+                                                         const float *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        hs_v8 va, vb;
+        HS_V8_LOAD(va, a + i);
+        HS_V8_LOAD(vb, b + i);
+        va *= vb;
+        HS_V8_STORE(out + i, va);
+    }
+    for (; i < n; i++) out[i] = a[i] * b[i];
+}
+
+/* Dot product of a, b (n): 8 lane sums over the chunks of 8, folded as a
+ * 16/8/4-lane register would be (l + l+4, then + l+2, then + l+1), then the
+ * scalar tail. */
+static inline __attribute__((always_inline)) float hs_dot(const float *a, const float *b, int n)
 {
     int i = 0;
     float s = 0.0f;
@@ -83,7 +158,7 @@ static inline float hs_dot(const float *a, const float *b, int n)
             HS_V8_LOAD(vb, b + i);
             acc += va * vb;
         }
-        s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+        s = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
     }
     for (; i < n; i++) s += a[i] * b[i];
     return s;
@@ -120,6 +195,9 @@ static inline float hs_dot(const float *a, const float *b, int n)
 
 /* out (n) = GELU(inp (n)) = x Phi(x), exact erf to float precision. */
 void hs_gelu_forward(float *out, const float *inp, size_t n);
+/* out (n) = GELU(inp (n)) and dact (n) = GELU'(inp (n)), same bits as the two
+ * functions around it. */
+void hs_gelu_forward_grad(float *out, float *dact, const float *inp, size_t n);
 /* dinp (n) = dout (n) * GELU'(inp (n)) (overwrites). */
 void hs_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
 

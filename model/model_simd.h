@@ -106,6 +106,30 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_forward_)(float *out, const 
     }
 }
 
+/* out (n) = x Phi(x) and dact (n) = Phi(x) + x phi(x) of inp (n): the forward
+ * of a training step keeps GELU' for the backward (one pass, no recompute). */
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_forward_grad_)(float *out, float *dact,
+                                                                  const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i += HS_SIMD_W) {
+        size_t k = n - i < HS_SIMD_W ? n - i : HS_SIMD_W;
+        VF x = {0}, cdf, pdf;
+        if (k == HS_SIMD_W)
+            memcpy(&x, inp + i, sizeof x);
+        else
+            memcpy(&x, inp + i, k * sizeof(float));
+        HS_SIMD_NAME(hs_normal_cdf_)(&cdf, &pdf, &x);
+        VF y = x * cdf, d = cdf + x * pdf;
+        if (k == HS_SIMD_W) {
+            memcpy(out + i, &y, sizeof y);
+            memcpy(dact + i, &d, sizeof d);
+        } else {
+            memcpy(out + i, &y, k * sizeof(float));
+            memcpy(dact + i, &d, k * sizeof(float));
+        }
+    }
+}
+
 /* dinp (n) = dout (n) * (Phi(x) + x phi(x)), x = inp (n). */
 HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_backward_)(float *dinp, const float *dout,
                                                               const float *inp, size_t n)
