@@ -6,8 +6,11 @@ PKGS=(build-essential cmake pkg-config
       libopenblas-dev liblapacke-dev libpng-dev zlib1g-dev
       libfreetype-dev libfontconfig-dev fonts-dejavu-core
       libcjson-dev libcmocka-dev)
-TEST_PKGS=(pngcheck libxml2-utils clang libclang-rt-14-dev valgrind
-           python3 python3-numpy util-linux)
+# test: viz checks (pngcheck, xmllint), libFuzzer (clang + its runtime),
+# valgrind (needs libc6-dbg), Python fixtures, setpriv (util-linux) and
+# mount (the output-safety test's nobody and tmpfs cases).
+TEST_PKGS=(pngcheck libxml2-utils clang libclang-rt-14-dev valgrind libc6-dbg
+           python3 python3-numpy util-linux mount)
 want=("${PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then want+=("${TEST_PKGS[@]}"); fi
 if [ "${1:-}" = "--bench" ]; then want+=("${TEST_PKGS[@]}" python3-torch time); fi
