@@ -60,6 +60,7 @@ typedef struct {
     const char *model_path;
     const hs_config *cfg;
     const char *fold;
+    int annotate_small;   /* annotate this figure's cells when it is small */
 } w_ctx;
 
 /* Adds model path, config and fold to a JSON object; 0 on OOM. */
@@ -95,6 +96,7 @@ static int write_signed(const w_ctx *x, const char *stem, const float *mat,
         } else {
             hs_viz_options o = fo->viz;
             if (o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT; /* signed: diverging */
+            if (x->annotate_small && R * C <= 256) o.annotate = 1;
             if (o.range == HS_VIZ_RANGE_FIXED && lim > 0) o.vmax = lim;
             else o.range = HS_VIZ_RANGE_AUTO;
             hs_status s = mask ? hs_viz_signed_figure_masked(&fig, mat, mask, R, C, rl, cl, title,
@@ -195,7 +197,7 @@ int cmd_weights(int argc, char **argv)
     const char **name_p = NULL, **pcol_p = NULL;
     double *copy = NULL, *posf = NULL;
     int rc = 1;
-    w_ctx x = {&od, model, cfg, fold == HS_FOLD_LN ? "ln" : "none"};
+    w_ctx x = {&od, model, cfg, fold == HS_FOLD_LN ? "ln" : "none", 0};
 
     qk = uniform ? NULL : malloc((size_t)NA * VV * sizeof *qk);
     ov = malloc((size_t)NA * VV * sizeof *ov);
@@ -324,10 +326,12 @@ int cmd_weights(int argc, char **argv)
         snprintf(shows, sizeof shows, "Frobenius norms of the cross-layer virtual-weight products "
                  "W_O^A W_Q^B, W_O^A W_K^B, W_O^A W_V^B (sender A = row, receiver B.input = "
                  "column); the JSON holds every [d_head, d_head] product");
-        if (write_signed(&x, "virtual_weights", norms, pmask, (size_t)n_send, (size_t)ncol,
-                         (const char *const *)name_p, pcol_p, title, "receiver head . input",
-                         "sender head", 0, shows, extra))
-            goto done;
+        x.annotate_small = 1;
+        int r = write_signed(&x, "virtual_weights", norms, pmask, (size_t)n_send, (size_t)ncol,
+                             (const char *const *)name_p, pcol_p, title, "receiver head . input",
+                             "sender head", 0, shows, extra);
+        x.annotate_small = 0;
+        if (r) goto done;
 
         /* composition scores */
         cmat = malloc((size_t)NA * NA * sizeof *cmat);

@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# tests/test_inspect.sh -- `headscope inspect` driven as a user would:
+#   train a small model; inspect the chapter's `tired` and `wet` sentences;
+#   every file in index.json exists and parses (JSON: python, PNG: pngcheck,
+#   SVG: xmllint) and every file in the folder is listed; attention JSON rows
+#   sum to 1 with zeros above the diagonal and the sentence's tokens; the
+#   printed L0 row (and per-head rows) equal the JSON's numbers at the query
+#   position to 2 decimals; the DLA bars sum to the logit / logit difference
+#   the JSON reports, which equals predictions.json's logit; predictions are
+#   sorted probabilities; --only, --format, --position; every user error exits
+#   1 with one line naming the problem (and writes nothing), usage errors 2,
+#   --help 0.
+# Run as: bash tests/test_inspect.sh BUILD_DIR HEADSCOPE_BIN
+set -euo pipefail
+
+BUILD_DIR=${1:?usage: test_inspect.sh BUILD_DIR HEADSCOPE_BIN}
+HS=${2:?usage: test_inspect.sh BUILD_DIR HEADSCOPE_BIN}
+mkdir -p "$BUILD_DIR/testtmp"
+TMP=$(mktemp -d "$BUILD_DIR/testtmp/inspect.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+PY=/usr/bin/python3
+shopt -s nullglob
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# run EXPECTED_RC NAME args...: runs headscope, checks the exit status; stdout
+# in $TMP/NAME.out, stderr in $TMP/NAME.err
+run() {
+    local want=$1 name=$2 rc=0
+    shift 2
+    "$HS" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || rc=$?
+    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want; stderr: $(cat "$TMP/$name.err")"
+}
+# one_line NAME PATTERN: exactly one line on stderr, matching PATTERN
+one_line() {
+    local n
+    n=$(wc -l <"$TMP/$1.err")
+    [ "$n" -eq 1 ] || fail "$1: $n lines on stderr, expected 1: $(cat "$TMP/$1.err")"
+    grep -q -- "$2" "$TMP/$1.err" || fail "$1: stderr does not match '$2': $(cat "$TMP/$1.err")"
+}
+
+M="$TMP/m.safetensors"
+run 0 train train --out "$M" --steps 60 --d-model 32 --eval-every 0
+TIRED="the animal did not cross the street because it was too tired , so the"
+WET="the animal did not cross the street because it was too wet , so the"
+
+# --help
+run 0 help inspect --help
+grep -q '^usage: headscope inspect' "$TMP/help.out" || fail "--help: no usage line"
+grep -q -- '--only' "$TMP/help.out" || fail "--help does not document --only"
+grep -q -- '--dpi' "$TMP/help.out" || fail "--help does not document --dpi"
+
+# the chapter's sentence, every default figure, --vs and per-head rows
+run 0 tired inspect --model "$M" --sentence "$TIRED" --out "$TMP/tired" --vs street --heads
+run 0 wet inspect --model "$M" --sentence "$WET" --out "$TMP/wet"
+[ ! -s "$TMP/tired.err" ] || fail "tired: unexpected stderr: $(cat "$TMP/tired.err")"
+
+# check_folder DIR: index.json lists every file, each exists and parses
+check_folder() {
+    local dir=$1
+    "$PY" - "$dir" <<'EOF' || fail "index check of $dir"
+import json, os, sys
+d = sys.argv[1]
+idx = json.load(open(os.path.join(d, "index.json")))
+listed = [f["file"] for f in idx["files"]]
+assert len(listed) == len(set(listed)), "duplicate entries in index.json"
+for f in idx["files"]:
+    assert f["shows"], f
+    assert os.path.isfile(os.path.join(d, f["file"])), "listed but missing: " + f["file"]
+    assert f["file"].endswith("." + f["format"]), f
+on_disk = set(os.listdir(d))
+assert on_disk == set(listed), "not listed: %s; listed but absent: %s" % (
+    on_disk - set(listed), set(listed) - on_disk)
+for f in listed:
+    if f.endswith(".json"):
+        json.load(open(os.path.join(d, f)))
+EOF
+    local f
+    for f in "$dir"/*.png; do pngcheck -q "$f" >/dev/null || fail "pngcheck $f"; done
+    for f in "$dir"/*.svg; do xmllint --noout "$f" || fail "xmllint $f"; done
+}
+check_folder "$TMP/tired"
+check_folder "$TMP/wet"
+
+# the default file set of a 2 x 4 model
+for f in attention_grid L0H0 L0H3 L1H0 L1H3 L0_mean L1_mean dla dla_vs; do
+    for e in png svg json; do
+        [ -f "$TMP/tired/$f.$e" ] || fail "tired: missing $f.$e"
+    done
+done
+[ -f "$TMP/tired/predictions.json" ] || fail "tired: missing predictions.json"
+[ ! -e "$TMP/wet/dla_vs.json" ] || fail "wet: dla_vs written without --vs"
+
+# the numbers
+"$PY" - "$TMP/tired" "$TMP/tired.out" "$TIRED" <<'EOF' || fail "tired: numbers"
+import json, math, os, sys
+d, out_path, sentence = sys.argv[1], sys.argv[2], sys.argv[3]
+toks = sentence.split()
+T = len(toks)
+g = json.load(open(os.path.join(d, "attention_grid.json")))
+L, H = g["config"]["n_layers"], g["config"]["n_heads"]
+assert g["tokens"] == toks, g["tokens"]
+assert g["shape"] == [L * H, T, T], g["shape"]
+assert g["attention_head_names"] == ["L%dH%d" % (l, h) for l in range(L) for h in range(H)]
+A = g["attention"]
+for k in range(L * H):
+    for i in range(T):
+        s = sum(A[k][i])
+        assert abs(s - 1) < 1e-5, ("row sum", k, i, s)
+        for j in range(i + 1, T):
+            assert A[k][i][j] == 0, ("above diagonal", k, i, j, A[k][i][j])
+q = g["query_position"]
+assert q == T - 1
+# per-head file = the grid's head
+for l in range(L):
+    for h in range(H):
+        ph = json.load(open(os.path.join(d, "L%dH%d.json" % (l, h))))
+        assert ph["attention"][0] == A[l * H + h], ("per-head file differs", l, h)
+        assert ph["attention_head_names"] == ["L%dH%d" % (l, h)]
+# printed rows: L<l> = head average at the query position; L<l>H<h> = the head
+rows = {}
+for line in open(out_path):
+    parts = line.split()
+    if parts and (parts[0].startswith("L")) and ":" in (parts[1] if len(parts) > 1 else ""):
+        rows[parts[0]] = [(p.rsplit(":", 1)[0], float(p.rsplit(":", 1)[1])) for p in parts[1:]]
+assert "L0" in rows and "L1" in rows, rows.keys()
+for l in range(L):
+    r = rows["L%d" % l]
+    assert [t for t, _ in r] == toks[: q + 1], r
+    for j, (_, v) in enumerate(r):
+        mean = sum(A[l * H + h][q][j] for h in range(H)) / H
+        assert abs(v - mean) <= 0.005 + 1e-6, ("L%d" % l, j, v, mean)
+    mj = json.load(open(os.path.join(d, "L%d_mean.json" % l)))
+    for j in range(T):
+        mean = sum(A[l * H + h][q][j] for h in range(H)) / H
+        assert abs(mj["attention"][0][q][j] - mean) < 1e-6
+    for h in range(H):
+        r = rows["L%dH%d" % (l, h)]
+        for j, (_, v) in enumerate(r):
+            assert abs(v - A[l * H + h][q][j]) <= 0.005 + 1e-6, ("L%dH%d" % (l, h), j, v)
+# predictions: sorted, probabilities, printed
+p = json.load(open(os.path.join(d, "predictions.json")))
+pr = p["predictions"]
+assert len(pr) == 5
+assert all(0 < e["prob"] <= 1 for e in pr)
+assert all(pr[i]["prob"] >= pr[i + 1]["prob"] for i in range(len(pr) - 1))
+assert sum(e["prob"] for e in pr) <= 1 + 1e-9
+text = open(out_path).read()
+assert "top predictions at position %d" % q in text
+assert pr[0]["token"] in text
+# DLA: the bars sum to the logit; the logit is the prediction's
+dla = json.load(open(os.path.join(d, "dla.json")))
+assert dla["target_token"] == pr[0]["token"]
+assert dla["metric"] == "logit"
+s = sum(dla["values"])
+assert abs(s - dla["logit"]) < 1e-3 * max(1, abs(dla["logit"])), (s, dla["logit"])
+assert abs(dla["logit"] - pr[0]["logit"]) < 1e-4, (dla["logit"], pr[0]["logit"])
+labels = dla["labels"]
+for l in range(L):
+    for h in range(H):
+        assert "L%dH%d" % (l, h) in labels
+assert "embed" in labels and "L0_mlp_out" in labels
+assert len(labels) == len(dla["values"]) == dla["shape"][0]
+vs = json.load(open(os.path.join(d, "dla_vs.json")))
+assert vs["metric"] == "logit_diff" and vs["vs_token"] == "street"
+s = sum(vs["values"])
+assert abs(s - vs["logit_diff"]) < 1e-3 * max(1, abs(vs["logit_diff"])), (s, vs["logit_diff"])
+assert ("logit difference %s - street" % pr[0]["token"]) in text
+# every figure JSON carries the config and the tokens
+for f in os.listdir(d):
+    if f.endswith(".json") and f != "index.json":
+        j = json.load(open(os.path.join(d, f)))
+        assert j["config"]["n_layers"] == L, f
+        assert j["tokens"] == toks, f
+EOF
+
+# the printed rows: one per layer without --heads
+grep -c '^L[0-9] ' "$TMP/wet.out" | grep -qx 2 || fail "wet: expected 2 layer rows: $(cat "$TMP/wet.out")"
+grep -q '^L0H0 ' "$TMP/wet.out" && fail "wet: per-head rows without --heads"
+
+# --only: just those heads' figures, and a grid of them in that order
+run 0 only inspect --model "$M" --sentence "$TIRED" --out "$TMP/only" --only L1H0,L0H1 --heads
+check_folder "$TMP/only"
+ls "$TMP/only" | grep -E '^L[0-9]H[0-9]\.' | sed 's/\..*//' | sort -u | tr '\n' ' ' |
+    grep -qx 'L0H1 L1H0 ' || fail "--only: per-head files are $(ls "$TMP/only")"
+"$PY" - "$TMP/only/attention_grid.json" <<'EOF' || fail "--only grid"
+import json, sys
+g = json.load(open(sys.argv[1]))
+assert g["attention_head_names"] == ["L1H0", "L0H1"], g["attention_head_names"]
+assert g["shape"][0] == 2
+EOF
+grep -q '^L1H0 ' "$TMP/only.out" || fail "--only --heads: no L1H0 row"
+grep -q '^L0H0 ' "$TMP/only.out" && fail "--only --heads: printed an unselected head"
+
+# --format json: no images; --position: shorter rows; figure options
+run 0 fmt inspect --model "$M" --sentence "$TIRED" --out "$TMP/fmt" --format json --position 6
+check_folder "$TMP/fmt"
+ls "$TMP/fmt" | grep -qE '\.(png|svg)$' && fail "--format json wrote images"
+row=$(grep '^L0 ' "$TMP/fmt.out")
+[ "$(echo "$row" | wc -w)" -eq 8 ] || fail "--position 6: L0 row should have 7 items: $row"
+echo "$row" | grep -q 'street:' || fail "--position 6: row should end at street: $row"
+run 0 paper inspect --model "$M" --sentence "$TIRED" --out "$TMP/paper" --format png,svg \
+    --dpi 72 --width 6 --font-size 10 --cmap greys --range auto --annotate --only L0H0
+check_folder "$TMP/paper"
+pngcheck -v "$TMP/paper/L0H0.png" | grep -q 'pHYs' || fail "--dpi: no pHYs chunk"
+
+# case folding: a note, exit 0
+run 0 fold inspect --model "$M" --sentence "The Animal did not cross the street because it was too tired, so the" --out "$TMP/fold" --format json
+one_line fold 'lower case'
+
+# user errors: exit 1, one line naming the problem, nothing written
+run 1 unknown inspect --model "$M" --sentence "the zebra did not cross" --out "$TMP/e1"
+one_line unknown "unknown word 'zebra' at position 1"
+grep -q 'vocabulary' "$TMP/unknown.err" || fail "unknown word: vocabulary not listed"
+[ ! -e "$TMP/e1" ] || fail "unknown word: created the output folder"
+long=$(printf 'the %.0s' $(seq 1 40))
+run 1 long inspect --model "$M" --sentence "$long" --out "$TMP/e2"
+one_line long "more than the model's context"
+run 1 empty inspect --model "$M" --sentence "" --out "$TMP/e3"
+one_line empty "empty"
+run 1 spaces inspect --model "$M" --sentence "   " --out "$TMP/e3"
+one_line spaces "only spaces"
+run 1 bytes inspect --model "$M" --sentence $'the \xff animal' --out "$TMP/e3"
+one_line bytes "UTF-8"
+run 1 vsword inspect --model "$M" --sentence "$TIRED" --vs zebra --out "$TMP/e3"
+one_line vsword "zebra"
+run 1 pos inspect --model "$M" --sentence "$TIRED" --position 15 --out "$TMP/e3"
+one_line pos "position 15"
+run 1 head inspect --model "$M" --sentence "$TIRED" --only L2H0 --out "$TMP/e3"
+one_line head "L2H0"
+[ ! -e "$TMP/e3" ] || fail "user errors created the output folder"
+echo x >"$TMP/regular"
+run 1 outfile inspect --model "$M" --sentence "$TIRED" --out "$TMP/regular"
+one_line outfile "not a folder"
+[ "$(cat "$TMP/regular")" = x ] || fail "--out FILE: the file was changed"
+run 1 devnull inspect --model "$M" --sentence "$TIRED" --out /dev/null
+one_line devnull "/dev/null"
+run 1 noparent inspect --model "$M" --sentence "$TIRED" --out "$TMP/no/such/dir"
+one_line noparent "$TMP/no/such/dir"
+run 1 nomodel inspect --model "$TMP/absent.safetensors" --sentence "$TIRED" --out "$TMP/e4"
+one_line nomodel "absent.safetensors"
+
+# usage errors: exit 2
+run 2 badflag inspect --model "$M" --sentence "$TIRED" --frobnicate
+one_line badflag "frobnicate"
+run 2 nosent inspect --model "$M"
+run 2 nomodel2 inspect --sentence "$TIRED"
+run 2 badonly inspect --model "$M" --sentence "$TIRED" --only L1-H0
+run 2 badfmt inspect --model "$M" --sentence "$TIRED" --format png,gif
+one_line badfmt "gif"
+run 2 baddpi inspect --model "$M" --sentence "$TIRED" --dpi 5
+run 2 badcmap inspect --model "$M" --sentence "$TIRED" --cmap jet
+
+echo "inspect: ok"

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# tests/test_weights.sh -- `headscope weights` driven as a user would:
+#   train a small 2-layer model; every file in index.json exists and parses
+#   (JSON: python, PNG: pngcheck, SVG: xmllint) and every file in the folder
+#   is listed; one full QK and one full OV circuit per head, [V, V] with the
+#   vocabulary as labels; the composition JSONs hold null exactly for the
+#   pairs that are not reported (receiver not in a later layer) and numbers
+#   elsewhere, with values = scores - baseline; the virtual-weight norms are
+#   the Frobenius norms of the [d_head, d_head] products listed beside them;
+#   copying scores are in [-1, 1] and match the printed table; a uniform-
+#   attention model gets no QK figures and says so; a 1-layer model gets no
+#   cross-layer files; errors: --out a file / /dev/null (1), bad --fold or
+#   flag (2); --help (0).
+# Run as: bash tests/test_weights.sh BUILD_DIR HEADSCOPE_BIN
+set -euo pipefail
+
+BUILD_DIR=${1:?usage: test_weights.sh BUILD_DIR HEADSCOPE_BIN}
+HS=${2:?usage: test_weights.sh BUILD_DIR HEADSCOPE_BIN}
+mkdir -p "$BUILD_DIR/testtmp"
+TMP=$(mktemp -d "$BUILD_DIR/testtmp/weights.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+PY=/usr/bin/python3
+shopt -s nullglob
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+run() {
+    local want=$1 name=$2 rc=0
+    shift 2
+    "$HS" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || rc=$?
+    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want; stderr: $(cat "$TMP/$name.err")"
+}
+one_line() {
+    local n
+    n=$(wc -l <"$TMP/$1.err")
+    [ "$n" -eq 1 ] || fail "$1: $n lines on stderr, expected 1: $(cat "$TMP/$1.err")"
+    grep -q -- "$2" "$TMP/$1.err" || fail "$1: stderr does not match '$2': $(cat "$TMP/$1.err")"
+}
+check_folder() {
+    local dir=$1 f
+    "$PY" - "$dir" <<'EOF' || fail "index check of $dir"
+import json, os, sys
+d = sys.argv[1]
+idx = json.load(open(os.path.join(d, "index.json")))
+listed = [f["file"] for f in idx["files"]]
+assert len(listed) == len(set(listed)), "duplicate entries"
+for f in listed:
+    assert os.path.isfile(os.path.join(d, f)), "listed but missing: " + f
+    if f.endswith(".json"):
+        json.load(open(os.path.join(d, f)))
+assert set(os.listdir(d)) == set(listed), set(os.listdir(d)) ^ set(listed)
+EOF
+    for f in "$dir"/*.png; do pngcheck -q "$f" >/dev/null || fail "pngcheck $f"; done
+    for f in "$dir"/*.svg; do xmllint --noout "$f" || fail "xmllint $f"; done
+}
+
+M="$TMP/m.safetensors"
+run 0 train train --out "$M" --steps 60 --d-model 32 --eval-every 0
+run 0 help weights --help
+grep -q '^usage: headscope weights' "$TMP/help.out" || fail "--help: no usage line"
+
+run 0 w weights --model "$M" --out "$TMP/w" --dpi 72
+check_folder "$TMP/w"
+"$PY" - "$TMP/w" "$TMP/w.out" <<'EOF' || fail "weights: numbers"
+import json, math, os, sys
+d, out = sys.argv[1], open(sys.argv[2]).read()
+cfg = json.load(open(os.path.join(d, "copying.json")))["config"]
+L, H, V, dh = cfg["n_layers"], cfg["n_heads"], cfg["d_vocab"], cfg["d_head"]
+names = ["L%dH%d" % (l, h) for l in range(L) for h in range(H)]
+for n in names:
+    for c in ("QK", "OV"):
+        for e in ("png", "svg", "json"):
+            assert os.path.isfile(os.path.join(d, "%s_%s.%s" % (n, c, e))), (n, c, e)
+        j = json.load(open(os.path.join(d, "%s_%s.json" % (n, c))))
+        assert j["shape"] == [V, V] and len(j["values"]) == V
+        assert len(j["row_labels"]) == V and j["row_labels"] == j["col_labels"]
+        assert j["fold"] == "ln"
+# composition: null exactly where the receiver is not in a later layer
+for k in "QKV":
+    j = json.load(open(os.path.join(d, "composition_%s.json" % k)))
+    assert j["shape"] == [L * H, L * H]
+    assert j["row_labels"] == names and j["col_labels"] == names
+    b = j["baseline"]
+    assert 0 < b < 1
+    for a in range(L * H):
+        for r in range(L * H):
+            v, s = j["values"][a][r], j["scores"][a][r]
+            if r // H <= a // H:
+                assert v is None and s is None, ("reported within/backwards", k, a, r)
+            else:
+                assert v is not None and 0 <= s <= 1, (k, a, r, s)
+                assert abs(v - (s - b)) < 1e-5, (k, a, r, v, s, b)
+# virtual weights: norms are the products' Frobenius norms
+vw = json.load(open(os.path.join(d, "virtual_weights.json")))
+assert vw["shape"] == [(L - 1) * H, 3 * (L - 1) * H]
+assert len(vw["products"]) == H * H * 3  # L = 2
+for p in vw["products"]:
+    m = p["values"]
+    assert len(m) == dh and len(m[0]) == dh
+    fro = math.sqrt(sum(x * x for row in m for x in row))
+    a = names.index(p["sender"])
+    col = vw["col_labels"].index(p["receiver"] + "." + p["product"][-1])
+    assert abs(vw["values"][a][col] - fro) < 1e-4 * max(1, fro), (p["sender"], p["receiver"])
+    assert abs(p["frobenius_norm"] - fro) < 1e-4 * max(1, fro)
+# copying scores in [-1, 1] and printed
+c = json.load(open(os.path.join(d, "copying.json")))
+assert c["labels"] == names
+for n, v, f in zip(names, c["values"], c["positive_fraction"]):
+    assert -1 - 1e-6 <= v <= 1 + 1e-6, (n, v)
+    assert 0 <= f <= 1
+    assert ("%-6s %+7.3f" % (n, v)) in out, (n, v)
+EOF
+
+# --fold none and --format json: only JSON files
+run 0 wn weights --model "$M" --out "$TMP/wn" --fold none --format json
+check_folder "$TMP/wn"
+ls "$TMP/wn" | grep -qE '\.(png|svg)$' && fail "--format json wrote images"
+grep -q '"fold":[[:space:]]*"none"' "$TMP/wn/copying.json" || fail "--fold none not recorded"
+
+# uniform attention: no QK, said so; 1 layer: no cross-layer files
+U="$TMP/u.safetensors"
+run 0 trainu train --out "$U" --steps 20 --d-model 32 --layers 1 --attn uniform --eval-every 0
+run 0 wu weights --model "$U" --out "$TMP/wu" --format json,svg
+check_folder "$TMP/wu"
+grep -q 'uniform attention' "$TMP/wu.out" || fail "uniform: not said: $(cat "$TMP/wu.out")"
+grep -q 'one layer' "$TMP/wu.out" || fail "1 layer: not said: $(cat "$TMP/wu.out")"
+ls "$TMP/wu" | grep -q '_QK\.' && fail "uniform: QK files written"
+ls "$TMP/wu" | grep -qE '^(composition|virtual)' && fail "1 layer: cross-layer files written"
+[ -f "$TMP/wu/L0H0_OV.json" ] || fail "uniform: no OV circuit"
+
+# errors
+echo x >"$TMP/regular"
+run 1 outfile weights --model "$M" --out "$TMP/regular"
+one_line outfile "not a folder"
+run 1 devnull weights --model "$M" --out /dev/null
+one_line devnull "/dev/null"
+run 1 nomodel weights --model "$TMP/absent.safetensors"
+one_line nomodel "absent.safetensors"
+run 2 badfold weights --model "$M" --fold yes
+one_line badfold "fold"
+run 2 badflag weights --model "$M" --frobnicate
+run 2 nomodel2 weights
+
+echo "weights: ok"
