@@ -2,12 +2,13 @@
  * tasks/tasks.h -- headscope's tasks: the word-level vocabulary and sentence
  * tokenizer, the Winograd task of DESIGN.md ("The Winograd task") and its
  * category variant, the train/held-out splits, the dataset text dump, training
- * batches, and scoring (referent accuracy at position 14). Later: the two-step
+ * batches, scoring (referent accuracy at position 14), and the two-step
  * referent-circuit check (a task owns its data, its scoring and the circuit it
- * expects).
+ * expects; section "Two-step referent circuit check" at the end).
  *
  * May call: common/ (status, errors, atomic writes), model/ (hs_forward for
- * scoring), later probe/ (hooks for the circuit check), cJSON. Never viz/ or
+ * scoring), probe/ (hooks, patching, DLA, composition for the circuit
+ * check), cJSON. Never viz/ or
  * cli/. The library never prints and never exits: every failure is an
  * hs_status plus a one-line message in a caller-owned hs_error.
  *
@@ -47,6 +48,7 @@
 
 #include "common/common.h"
 #include "model/model.h"
+#include "probe/probe.h"
 
 /* ------------------------------------------------------------------------ */
 /* Vocabulary                                                                */
@@ -329,5 +331,217 @@ hs_status hs_winograd_score(const hs_model *m, const hs_winograd *t, hs_wg_split
 double hs_wg_score_accuracy(const hs_wg_score *s);
 /* other / n (0 when n == 0). */
 double hs_wg_score_other_rate(const hs_wg_score *s);
+
+
+/* ======================================================================== */
+/* Two-step referent circuit check (tasks/circuit.c; `headscope circuit`)    */
+/* ======================================================================== */
+/*
+ * DESIGN.md, "The two-step referent circuit". Finds each head's role from
+ * evidence on the held-out split, without assuming the chapter's route.
+ * Layers, heads and positions count from 0 (the chapter's "block 1" = layer 0,
+ * "block 2" = layer 1). Positions: x 1, y 6, adjective 11, query 14, ref 15.
+ *
+ * What hs_circuit_run computes (every forward is batched: one forward of the
+ * whole held-out set per intervention, T = 15 tokens = positions 0..14, which
+ * is all a causal model's prediction at 14 can see; logits at 14 equal those
+ * of an 18-token run up to float rounding):
+ *  - The exact invariant: the layer-0 query at position 14 is a function of
+ *    `the` and position 14 only, and each layer-0 key of that token and its
+ *    position only, so layer-0 scores at 14 (blocks.0.attn.hook_attn_scores
+ *    row 14) of two sentences are equal in every column whose token is equal.
+ *    Checked over EVERY pair of held-out sentences (those with the same nouns
+ *    and another adjective, and those with other nouns), all heads, all
+ *    equal-token columns 0..14: the max |difference| (expected 0 up to float
+ *    rounding). Contrast: the same columns in layer 1 (mean and max |diff|).
+ *    Not applicable to uniform attention (no scores).
+ *  - Per head (every layer): attention at 14 on x, y, the adjective and
+ *    elsewhere (sum of the other columns), mean over the held-out sentences of
+ *    each role and over all; the mean pattern row 14 over positions 0..14 per
+ *    role (figures); direct logit attribution at 14 (C5, hs_logit_attribution:
+ *    final-norm scale frozen from the clean run) towards x, towards y, x - y,
+ *    and ref - other (= x - y for crosser, y - x for crossed), same means; the
+ *    OV copying score (C4, hs_copying_score, HS_FOLD_LN).
+ *  - Activation patching (C6) between matched sentences: each held-out
+ *    crosser sentence (adjective a in 0..3) is matched with the crossed one of
+ *    the same (x, y) and adjective a + 4 (tired-wet, scared-wide, slow-busy,
+ *    weak-steep). Direction "crosser->crossed": clean = crosser sentence,
+ *    corrupted = its crossed partner; "crossed->crosser" the reverse; "both"
+ *    = the two in one batch. LD = logit(ref_clean) - logit(ref_corr) at 14,
+ *    mean over the batch; the normalised metric (LD_patched - LD_corr) /
+ *    (LD_clean - LD_corr) (hs_patch_metric). Each head's hook_z is patched at
+ *    position 14 only ("pos14") and at all positions ("all"); for the last
+ *    layer the two are the same intervention.
+ *  - Mean ablation (C6, hs_hooks_add_mean_ablation, position-wise): each
+ *    head, each layer's attention (all its heads), each layer's MLP
+ *    (hook_mlp_out replaced by its position-wise mean), and all candidate
+ *    pushers together; the means come from the training split (default) or
+ *    the held-out split (opts.ablate_ref). Held-out accuracy (argmax over the
+ *    whole vocabulary at 14 == ref) by role.
+ *  - Composition scores (C3, hs_composition_scores, HS_FOLD_LN) with the
+ *    random baseline, layer-0 heads into later heads; Q/K are NAN for uniform
+ *    attention. Path patching (C6, hs_hooks_add_path_patch, HS_LN_RECOMPUTE)
+ *    from each layer-0 head into each decision head's q, k, v separately,
+ *    between the matched sentences ("both" directions), normalised metric.
+ *
+ * Verdicts (thresholds in hs_circuit_opts; defaults tuned on five seeds of
+ * the default model, see hs_circuit_opts_default):
+ *  - candidate pusher: a layer-0 head with mean attention (all held-out) >=
+ *    push_attn on x (or y) at 14 and mean DLA >= push_dla towards that noun;
+ *  - step 1 holds when a pusher exists and mean-ablating all pushers together
+ *    drops held-out accuracy by >= step1_drop (a fraction: 0.25 = 25 points);
+ *  - decision head: a head in layer >= 1 whose pos14 patching ("both") moves
+ *    the normalised LD by >= decide_patch (absolute value), or whose
+ *    mean-ablation drops one role's held-out accuracy by >= decide_drop;
+ *  - step 2 holds when a decision head exists; "not applicable" with one layer.
+ *  - route features (named):
+ *      "chapter-adjective": a decision head puts >= route_attn on the adjective
+ *        with crosser adjectives (the chapter: 1.00);
+ *      "chapter-other-noun": a decision head puts >= route_attn on y with
+ *        crossed adjectives and raises y (DLA towards y >= route_dla) (0.49);
+ *      "suppression": a decision head puts >= route_attn on a noun for a role
+ *        and lowers that noun's logit (DLA <= -route_dla);
+ *      "copy": a decision head puts >= route_attn on the referent of a role
+ *        and raises it (DLA >= route_dla) (other than chapter-other-noun);
+ *      "adjective-key": a layer-0 head's weight on the adjective differs
+ *        between roles by >= adj_key_diff (it fetches one role's adjectives
+ *        by their key).
+ *    route = "chapter" when both chapter features hold; otherwise the
+ *    present features joined by " + " (e.g. "adjective-key + suppression");
+ *    "none" when step 2 does not hold; "one-layer" for a one-layer model.
+ */
+
+/* Index of an attention target at position 14. */
+enum { HS_CIRC_ON_X = 0, HS_CIRC_ON_Y = 1, HS_CIRC_ON_ADJ = 2, HS_CIRC_ON_ELSE = 3 };
+/* Index of a sentence group: the two roles (hs_wg_role) and all sentences. */
+enum { HS_CIRC_CROSSER = 0, HS_CIRC_CROSSED = 1, HS_CIRC_ALL = 2 };
+/* Index of a DLA direction. */
+enum { HS_CIRC_DLA_X = 0, HS_CIRC_DLA_Y = 1, HS_CIRC_DLA_X_MINUS_Y = 2,
+       HS_CIRC_DLA_REF_MINUS_OTHER = 3 };
+/* Index of a patching direction (clean -> corrupted). */
+enum { HS_CIRC_PATCH_CROSSER_TO_CROSSED = 0, HS_CIRC_PATCH_CROSSED_TO_CROSSER = 1,
+       HS_CIRC_PATCH_BOTH = 2 };
+/* Route feature bits (hs_circuit_report.route_features). */
+enum {
+    HS_ROUTE_CHAPTER_ADJ = 1,
+    HS_ROUTE_CHAPTER_OTHER_NOUN = 2,
+    HS_ROUTE_SUPPRESSION = 4,
+    HS_ROUTE_COPY = 8,
+    HS_ROUTE_ADJ_KEY = 16
+};
+
+#define HS_CIRC_T (HS_WG_POS_QUERY + 1) /* positions 0..14 run and shown */
+
+/* Thresholds and settings. Fill with hs_circuit_opts_default(). Attention in
+ * weight units [0, 1], DLA in logit units, drops as fractions of accuracy. */
+typedef struct {
+    double push_attn;     /* pusher: mean attention on x or y at 14 >= this */
+    double push_dla;      /* pusher: mean DLA towards that noun >= this */
+    double step1_drop;    /* step 1: ablating the pushers drops accuracy by >= this */
+    double decide_patch;  /* decision head: |normalised patching metric| >= this */
+    double decide_drop;   /* decision head: one role's accuracy drops by >= this */
+    double route_attn;    /* route features: "attends" means weight >= this */
+    double route_dla;     /* route features: copy / suppress means |DLA| >= this */
+    double adj_key_diff;  /* adjective-key: role difference of the weight on the adjective */
+    hs_wg_split ablate_ref; /* where mean-ablation means come from (HS_SPLIT_TRAIN default) */
+    int comp_draws;       /* random-baseline draws for composition scores (300) */
+    uint64_t comp_seed;   /* their seed (0) */
+} hs_circuit_opts;
+
+/* The documented defaults (tuned on seeds 0..4 of the default model):
+ * push_attn 0.25, push_dla 1.0, step1_drop 0.25, decide_patch 0.5,
+ * decide_drop 0.25, route_attn 0.25, route_dla 1.0, adj_key_diff 0.25,
+ * ablate_ref train, comp_draws 300, comp_seed 0. */
+hs_circuit_opts hs_circuit_opts_default(void);
+
+/* One head's evidence. Groups g index HS_CIRC_CROSSER/CROSSED/ALL. */
+typedef struct {
+    int layer, head;
+    char name[32];           /* "L0H1" */
+    double attn[3][4];       /* [g][HS_CIRC_ON_*] mean weight at query 14 */
+    double dla[3][4];        /* [g][HS_CIRC_DLA_*] mean direct logit attribution at 14 */
+    double copying;          /* OV copying score in [-1, 1] (C4) */
+    double copying_pos;      /* fraction of positive eigenvalues */
+    double patch_pos14[3];   /* [HS_CIRC_PATCH_*] normalised metric, hook_z at 14 */
+    double patch_all[3];     /* same, hook_z at every position */
+    double acc_ablated[3];   /* held-out accuracy [g] with this head mean-ablated */
+    int pusher;              /* bit 1: pushes x, bit 2: pushes y (layer 0 only) */
+    int decision;            /* bit 1: by patching, bit 2: by ablation (layer >= 1) */
+} hs_circuit_head;
+
+/* The whole report. Owned arrays; free with hs_circuit_report_free. */
+typedef struct {
+    hs_circuit_opts opts;    /* the thresholds used */
+    hs_config cfg;           /* the model's config */
+    hs_task_kind task;
+    uint64_t split_seed;
+    int chapter_pair_held_out; /* 1 if (animal, street) is held out */
+    int L, H;
+    size_t n_heldout, n_role[2];
+    size_t n_ablate_ref;     /* sentences the ablation means were taken over */
+    double acc[3];           /* clean held-out accuracy [g] */
+    double other_rate[3];    /* clean: argmax == the other noun [g] */
+
+    /* invariant */
+    int inv_applicable;      /* 0 for uniform attention */
+    size_t inv_pairs_same_nouns, inv_pairs_other_nouns;
+    size_t inv_cells;        /* (pair, head, column) cells compared in layer 0 */
+    double inv_max_dev_same_nouns;  /* layer 0, equal-token columns */
+    double inv_max_dev_other_nouns;
+    double inv_score_mean_abs;      /* mean |layer-0 score| at 14 (scale) */
+    double inv_l1_mean_dev, inv_l1_max_dev; /* layer 1, same columns; NAN if L = 1 */
+
+    hs_circuit_head *heads;  /* (L*H), index l*H + h */
+    float *attn_rows;        /* (L, H, 2, HS_CIRC_T) mean row 14 per role */
+    float *attn_rows_avg;    /* (L, 2, HS_CIRC_T) head-averaged (the chapter's rows) */
+
+    double (*acc_block_attn)[3]; /* (L) [g] accuracy, layer's attention mean-ablated */
+    double (*acc_block_mlp)[3];  /* (L) [g], NAN when d_mlp = 0 */
+    int n_pushers;
+    hs_head *pushers;        /* (n_pushers) */
+    double acc_pushers[3];   /* [g] with all pushers mean-ablated; NAN if none */
+
+    double ld_clean[3], ld_corr[3]; /* [HS_CIRC_PATCH_*] mean LD of the clean / corrupted runs */
+
+    hs_comp_scores comp;     /* all pairs (C3); NAN where not reported */
+
+    int n_decision;
+    hs_head *decision;       /* (n_decision) */
+    float *path;             /* (H0 senders = layer-0 heads, n_decision, 3 [q,k,v]) normalised
+                                metric; NAN for q/k with uniform attention */
+
+    int step1_holds;
+    int step2_applicable, step2_holds;
+    int route_features;      /* HS_ROUTE_* bits */
+    char route[96];          /* "chapter", "suppression", "adjective-key + copy", "none", ... */
+    char step1_reason[512], step2_reason[512], route_reason[1024];
+} hs_circuit_report;
+
+/*
+ * Runs the whole check on m and t's held-out split (t must be the task the
+ * model was trained on: same vocabulary). opts NULL = defaults.
+ * On success fills *out (free with hs_circuit_report_free); on failure *out
+ * is zeroed. Errors: HS_ERR_CONFIG (d_vocab differs from the task's
+ * vocabulary, n_ctx < 15, a threshold outside its range: attention and drops
+ * in [0, 1], DLA >= 0, patch >= 0, comp_draws in 2..100000), HS_ERR_NUMERIC
+ * (a NaN logit), HS_ERR_NOMEM, and whatever the probe calls return.
+ */
+hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circuit_opts *opts,
+                         hs_circuit_report *out, hs_error *err);
+
+void hs_circuit_report_free(hs_circuit_report *r);
+
+/*
+ * The report as JSON text (pretty-printed, malloc'd, caller frees): every
+ * number above, the thresholds, verdicts, heads and roles, held-out accuracy,
+ * whether the chapter's pair is held out, the model config. NAN is written
+ * as null. model_path may be NULL. HS_ERR_NOMEM.
+ */
+hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_path,
+                                 char **json, hs_error *err);
+
+/* A readable text summary (malloc'd, caller frees, lines end in '\n').
+ * HS_ERR_NOMEM. */
+hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *err);
 
 #endif /* HS_TASKS_H */
