@@ -737,7 +737,10 @@ static hs_status grid_figure(hs_viz_figure **out, const float *patterns, size_t 
         rh_w = imax(text_len(&c, hb, c.fpx), text_len(&c, "L0", c.fpx));
     }
     int bw = imax(lh, (int)lround(0.12 * dpi));
-    int left = m + lh + pad + rh_w + pad + tmax + pad;
+    /* a clear gap between the L<l> row headers and the longest token label,
+     * so "L0" does not read as part of a token ("L0 because") */
+    int hgap = imax(3 * pad, lh);
+    int left = m + lh + pad + rh_w + hgap + tmax + pad;
     int top = m + (title_w ? c.tlh + pad : 0) + lh + pad;
     int right_fixed = 2 * pad + bw + 3 * pad + text_len(&c, "0.00", c.fpx) +
                       text_len(&c, "masked", c.fpx) + m;
