@@ -220,7 +220,9 @@ cJSON *cli_config_json(const hs_config *c)
     cJSON_AddNumberToObject(o, "n_ctx", c->n_ctx);
     cJSON_AddNumberToObject(o, "d_vocab", c->d_vocab);
     cJSON_AddStringToObject(o, "norm", hs_norm_name(c->norm));
-    cJSON_AddNumberToObject(o, "eps", c->eps);
+    char eps[32];
+    snprintf(eps, sizeof eps, "%.7g", (double)c->eps); /* 1e-05, not 9.99999974737875e-06 */
+    cJSON_AddNumberToObject(o, "eps", strtod(eps, NULL));
     cJSON_AddStringToObject(o, "act", hs_act_name(c->act));
     cJSON_AddStringToObject(o, "pos", hs_pos_name(c->pos));
     cJSON_AddStringToObject(o, "attn", hs_attn_name(c->attn));
