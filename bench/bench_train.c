@@ -6,10 +6,14 @@
  * FLOPs counted from the shapes, achieved GFLOP/s, and the measured sgemm
  * roofline (cblas_sgemm at the step's own shapes, back to back).
  *
- * usage: bench_train [--steps N] [--warmup N] [--threads N] [--batch B]
- *                    [--no-roofline] [--json FILE]
- * --threads sets OpenBLAS' thread count (openblas_set_num_threads) for both
- * the step and the roofline; default: OpenBLAS' own (OPENBLAS_NUM_THREADS).
+ * usage: bench_train [--steps N] [--warmup N] [--threads N] [--blas-threads N]
+ *                    [--batch B] [--no-roofline] [--json FILE]
+ * --threads N: hs_acts_set_threads (N >= 2: the backward's weight gradients
+ * on a helper thread, OpenBLAS at 1 thread; default 0 = auto, as hs_train).
+ * --blas-threads N: instead, no helper thread and OpenBLAS' own threading at
+ * N threads (the alternative the library does not take; for comparison).
+ * The roofline is measured at OpenBLAS 1 thread (the library's setting)
+ * unless --blas-threads is given.
  */
 #include "bench_shapes.h"
 
@@ -31,19 +35,20 @@ static void die(const char *what, const hs_error *err)
 
 int main(int argc, char **argv)
 {
-    int steps = 300, warmup = 30, threads = 0, batch = 64, roofline = 1;
+    int steps = 300, warmup = 30, threads = 0, blas_threads = 0, batch = 64, roofline = 1;
     const char *json = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--blas-threads") && i + 1 < argc) blas_threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--no-roofline")) roofline = 0;
         else {
             fprintf(stderr,
-                    "usage: bench_train [--steps N] [--warmup N] [--threads N] [--batch B] "
-                    "[--no-roofline] [--json FILE]\n");
+                    "usage: bench_train [--steps N] [--warmup N] [--threads N] [--blas-threads N] "
+                    "[--batch B] [--no-roofline] [--json FILE]\n");
             return 2;
         }
     }
@@ -51,8 +56,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "bench_train: bad --steps/--warmup/--batch\n");
         return 2;
     }
-    if (threads > 0) openblas_set_num_threads(threads);
-    threads = openblas_get_num_threads();
 
     hs_error err;
     hs_winograd *task = NULL;
@@ -67,6 +70,15 @@ int main(int argc, char **argv)
     const int B = batch, T = HS_WG_LEN;
     hs_acts *acts = NULL;
     if (hs_acts_create(&cfg, B, T, 1, &acts, &err) != HS_OK) die("acts", &err);
+    if (blas_threads > 0) {
+        if (hs_acts_set_threads(acts, 1, &err) != HS_OK) die("threads", &err);
+        openblas_set_num_threads(blas_threads);
+        threads = 1;
+    } else {
+        if (hs_acts_set_threads(acts, threads, &err) != HS_OK) die("threads", &err);
+        threads = acts->worker ? 2 : 1;
+    }
+    const int blas_n = openblas_get_num_threads();
     int *tokens = malloc((size_t)B * T * sizeof(int));
     int *targets = malloc((size_t)B * T * sizeof(int));
     double *ph[PH_N];
@@ -119,18 +131,23 @@ int main(int argc, char **argv)
         roof_s = flops / (roof_gflops * 1e9);
     }
 
-    printf("headscope training step: default model, batch %d x %d, OpenBLAS threads %d\n", B, T,
-           threads);
+    printf("headscope training step: default model, batch %d x %d, threads %d (OpenBLAS %d)\n",
+           B, T, threads, blas_n);
     printf("  %-14s %10s\n", "phase", "median ms");
     for (int p = 0; p < PH_N; p++) printf("  %-14s %10.3f\n", PH_NAMES[p], med[p] * 1e3);
     printf("  %-14s %10.3f\n", "step (min)", step_min * 1e3);
     printf("  FLOPs/step: %.3f GFLOP (matmul %.3f, attention %.3f)\n", flops * 1e-9,
            gemm_flops * 1e-9, attn_flops * 1e-9);
-    printf("  achieved: %.1f GFLOP/s (median step)\n", flops / med[PH_STEP] * 1e-9);
+    printf("  achieved: %.1f GFLOP/s (median step), %.1f (min step)\n", flops / med[PH_STEP] * 1e-9,
+           flops / step_min * 1e-9);
     if (roofline)
-        printf("  sgemm roofline at the step's shapes: %.1f GFLOP/s -> %.3f ms/step; "
-               "step / roofline = %.2fx\n",
-               roof_gflops, roof_s * 1e3, med[PH_STEP] / roof_s);
+        printf("  sgemm roofline at the step's shapes (one core, OpenBLAS %d): %.1f GFLOP/s -> "
+               "%.3f ms/step; step / roofline = %.2fx (median), %.2fx (min)\n",
+               blas_n, roof_gflops, roof_s * 1e3, med[PH_STEP] / roof_s, step_min / roof_s);
+    if (roofline && threads >= 2)
+        printf("  two cores at that rate (the ideal split): %.3f ms/step; step / that = %.2fx "
+               "(median), %.2fx (min)\n",
+               roof_s * 0.5e3, med[PH_STEP] / (roof_s * 0.5), step_min / (roof_s * 0.5));
     printf("  final loss %.4f after %d steps\n", loss, warmup + steps);
 
     if (json) {
@@ -140,7 +157,8 @@ int main(int argc, char **argv)
             return 1;
         }
         fprintf(f, "{\n  \"bench\": \"train_step\",\n  \"batch\": %d,\n  \"seq_len\": %d,\n", B, T);
-        fprintf(f, "  \"threads\": %d,\n  \"steps\": %d,\n  \"warmup\": %d,\n", threads, steps, warmup);
+        fprintf(f, "  \"threads\": %d,\n  \"blas_threads\": %d,\n  \"steps\": %d,\n  \"warmup\": %d,\n",
+                threads, blas_n, steps, warmup);
         for (int p = 0; p < PH_N; p++) fprintf(f, "  \"%s_ms\": %.4f,\n", PH_NAMES[p], med[p] * 1e3);
         fprintf(f, "  \"step_min_ms\": %.4f,\n", step_min * 1e3);
         fprintf(f, "  \"gflop_per_step\": %.5f,\n  \"gemm_gflop\": %.5f,\n  \"attn_gflop\": %.5f,\n",
@@ -148,8 +166,8 @@ int main(int argc, char **argv)
         fprintf(f, "  \"achieved_gflops\": %.2f", flops / med[PH_STEP] * 1e-9);
         if (roofline)
             fprintf(f, ",\n  \"sgemm_roofline_gflops\": %.2f,\n  \"roofline_ms\": %.4f,\n"
-                       "  \"step_over_roofline\": %.3f",
-                    roof_gflops, roof_s * 1e3, med[PH_STEP] / roof_s);
+                       "  \"step_over_roofline\": %.3f,\n  \"step_min_over_roofline\": %.3f",
+                    roof_gflops, roof_s * 1e3, med[PH_STEP] / roof_s, step_min / roof_s);
         fprintf(f, ",\n  \"final_loss\": %.5f\n}\n", loss);
         if (fclose(f) != 0) {
             perror(json);

@@ -5,12 +5,19 @@
  * zeros them, hs_zero_grad) and into the input gradient it is given, as
  * llm.c's kernels do. Activation gradients live in acts->d_mem.
  */
+#define _POSIX_C_SOURCE 200809L
 #include "model.h"
 #include "model_internal.h"
 
 #include <cblas.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* OpenBLAS extension (its cblas.h declares it; repeated for other headers). */
+void openblas_set_num_threads(int num_threads);
 
 /* dinp (N,D) += d/dinp of norm(inp)*w + b given dout (N,D); dw, db (D) +=.
  * w, dw, b, db may be NULL (no affine weight / bias). */
@@ -108,33 +115,16 @@ static void bias_backward(float *dbias, const float *dout, size_t N, int OC)
     for (size_t i = 0; i < N; i++) hs_add(dbias, dbias, dout + i * (size_t)OC, (size_t)OC);
 }
 
-/* dinp (N,C) (+)= dout (N,OC) @ W^T (beta 0: overwrite, 1: accumulate);
- * dW (C,OC) += inp^T @ dout; dbias (OC) += sum dout. */
-static void matmul_backward(float *dinp, float dinp_beta, float *dW, float *dbias,
-                            const float *dout, const float *inp, const float *W, size_t N, int C,
-                            int OC)
+/* Per-head projection, input side: dinp (N,D) (+)= sum_h dout[:,h] (N,dh) @
+ * W[h]^T, the first head with beta dinp_beta, the others accumulating.
+ * dout (N,H,dh), W (H,D,dh). */
+static void heads_backward_dx(float *dinp, float dinp_beta, const float *dout, const float *W,
+                              size_t N, int D, int H, int dh)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, C, OC, 1.0f, dout, OC, W, OC,
-                dinp_beta, dinp, C);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, C, OC, (int)N, 1.0f, inp, C, dout, OC,
-                1.0f, dW, OC);
-    if (dbias) bias_backward(dbias, dout, N, OC);
-}
-
-/* Per-head projection backward: dinp (N,D) (+)= sum_h dout[:,h] (N,dh) @ W[h]^T
- * (the first head with beta dinp_beta, the others accumulate);
- * dW[h] (D,dh) += inp^T @ dout[:,h]; db (H,dh) += sum. dout (N,H,dh). */
-static void heads_backward(float *dinp, float dinp_beta, float *dW, float *db, const float *dout,
-                           const float *inp, const float *W, size_t N, int D, int H, int dh)
-{
-    for (int h = 0; h < H; h++) {
+    for (int h = 0; h < H; h++)
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, D, dh, 1.0f,
                     dout + (size_t)h * dh, H * dh, W + (size_t)h * D * dh, dh,
                     h == 0 ? dinp_beta : 1.0f, dinp, D);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, D, dh, (int)N, 1.0f, inp, D,
-                    dout + (size_t)h * dh, H * dh, 1.0f, dW + (size_t)h * D * dh, dh);
-    }
-    if (db) bias_backward(db, dout, N, H * dh);
 }
 
 /* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x). */
@@ -193,6 +183,136 @@ static void attn_backward(float *dq, float *dk, float *dv, float *datt, const fl
         }
 }
 
+/* ------------------------------------------------------------------------ */
+/* The weight-gradient helper thread (hs_acts_set_threads)                   */
+
+/* One weight-gradient job: dW (C,OC) += inp (N,C)^T @ dout (N,OC) and
+ * dbias (OC) += column sums (heads = 0), or per head h < H: dW[h] (C,dh) +=
+ * inp^T @ dout[:, h] with dout (N,H,dh), db (H*dh) += column sums (heads = 1). */
+typedef struct {
+    int heads;
+    float *dW, *dbias;
+    const float *inp, *dout;
+    size_t N;
+    int C, OC, H, dh;
+} dw_job;
+
+#define HS_WORKER_QUEUE 64
+
+struct hs_worker {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv_work, cv_done;
+    dw_job queue[HS_WORKER_QUEUE];
+    long submitted, done; /* jobs ever queued / finished, FIFO */
+    int stop;
+};
+
+static void dw_job_run(const dw_job *j)
+{
+    if (!j->heads) {
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->C, j->OC, (int)j->N, 1.0f, j->inp,
+                    j->C, j->dout, j->OC, 1.0f, j->dW, j->OC);
+        if (j->dbias) bias_backward(j->dbias, j->dout, j->N, j->OC);
+        return;
+    }
+    const int HD = j->H * j->dh;
+    for (int h = 0; h < j->H; h++)
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->C, j->dh, (int)j->N, 1.0f, j->inp,
+                    j->C, j->dout + (size_t)h * j->dh, HD, 1.0f, j->dW + (size_t)h * j->C * j->dh,
+                    j->dh);
+    if (j->dbias) bias_backward(j->dbias, j->dout, j->N, HD);
+}
+
+static void *worker_main(void *arg)
+{
+    struct hs_worker *w = arg;
+    pthread_mutex_lock(&w->mu);
+    for (;;) {
+        while (!w->stop && w->done == w->submitted) pthread_cond_wait(&w->cv_work, &w->mu);
+        if (w->done == w->submitted) break; /* stop, queue drained */
+        dw_job j = w->queue[w->done % HS_WORKER_QUEUE];
+        pthread_mutex_unlock(&w->mu);
+        dw_job_run(&j);
+        pthread_mutex_lock(&w->mu);
+        w->done++;
+        pthread_cond_broadcast(&w->cv_done);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Queues j on w (or runs it now when w is NULL); returns its ticket. */
+static long dw_submit(struct hs_worker *w, const dw_job *j)
+{
+    if (w == NULL) {
+        dw_job_run(j);
+        return 0;
+    }
+    pthread_mutex_lock(&w->mu);
+    while (w->submitted - w->done >= HS_WORKER_QUEUE) pthread_cond_wait(&w->cv_done, &w->mu);
+    w->queue[w->submitted % HS_WORKER_QUEUE] = *j;
+    long ticket = ++w->submitted;
+    pthread_cond_signal(&w->cv_work);
+    pthread_mutex_unlock(&w->mu);
+    return ticket;
+}
+
+/* Waits until the job with this ticket (and all before it) has finished. */
+static void dw_wait(struct hs_worker *w, long ticket)
+{
+    if (w == NULL) return;
+    pthread_mutex_lock(&w->mu);
+    while (w->done < ticket) pthread_cond_wait(&w->cv_done, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+}
+
+static void worker_stop(struct hs_worker *w)
+{
+    if (w == NULL) return;
+    pthread_mutex_lock(&w->mu);
+    w->stop = 1;
+    pthread_cond_signal(&w->cv_work);
+    pthread_mutex_unlock(&w->mu);
+    pthread_join(w->thread, NULL);
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv_work);
+    pthread_cond_destroy(&w->cv_done);
+    free(w);
+}
+
+void hs_worker_destroy(struct hs_worker *w)
+{
+    worker_stop(w);
+}
+
+hs_status hs_acts_set_threads(hs_acts *a, int threads, hs_error *err)
+{
+    if (threads < 0) return hs_fail(err, HS_ERR_INPUT, "threads must be >= 0, got %d", threads);
+    if (threads == 0) {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = n >= 2 ? 2 : 1;
+    }
+    openblas_set_num_threads(1);
+    worker_stop(a->worker);
+    a->worker = NULL;
+    if (threads < 2 || a->d_mem == NULL) return HS_OK;
+    struct hs_worker *w = calloc(1, sizeof *w);
+    if (!w) return hs_fail(err, HS_ERR_NOMEM, "out of memory for the backward thread");
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_cond_init(&w->cv_work, NULL);
+    pthread_cond_init(&w->cv_done, NULL);
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        pthread_mutex_destroy(&w->mu);
+        pthread_cond_destroy(&w->cv_work);
+        pthread_cond_destroy(&w->cv_done);
+        free(w);
+        return hs_fail(err, HS_ERR_NOMEM, "cannot start the backward thread");
+    }
+    a->worker = w;
+    return HS_OK;
+}
+
 void hs_zero_grad(hs_model *m)
 {
     HS_ASSERT(m->grad_mem != NULL);
@@ -246,8 +366,17 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         dl[targets[i]] -= inv_n;
     }
 
+    /* The weight gradients go to the helper thread (acts->worker, or run
+     * at once without it); the input-gradient chain stays here. A buffer a
+     * queued job reads is waited for before it is overwritten. */
+    struct hs_worker *w = acts->worker;
+    dw_job j;
+
     /* unembed and final norm */
-    matmul_backward(dlnf, 0.0f, G->W_U, G->b_U, dlogits, acts->lnf_out, P->W_U, BT, D, V);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, D, V, 1.0f, dlogits, V, P->W_U,
+                V, 0.0f, dlnf, D);
+    j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0};
+    dw_submit(w, &j);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
     if (c->ln_final && has_norm) {
         memset(dresid, 0, BT * D * sizeof(float));
@@ -257,6 +386,7 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         memcpy(dresid, dlnf, BT * D * sizeof(float));
     }
 
+    long t_dpre = 0, t_qkv = 0; /* jobs reading dpre / dq, dk, dv */
     for (int l = c->n_layers - 1; l >= 0; l--) {
         hs_block_acts *ba = &acts->blocks[l];
         const hs_block_params *bp = &P->blocks[l];
@@ -264,14 +394,21 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
 
         if (M > 0) {
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
-            matmul_backward(dpost, 0.0f, gp->W_out, gp->b_out, dresid, ba->mlp_post, bp->W_out, BT,
-                            M, D);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, M, D, 1.0f, dresid, D,
+                        bp->W_out, D, 0.0f, dpost, M);
+            j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0};
+            long t_out = dw_submit(w, &j);
+            dw_wait(w, t_dpre);
             const float *dact = hs_acts_dact(acts, c, l);
             if (c->act == HS_ACT_GELU)
                 hs_mul(dpre, dpost, dact, BT * M); /* GELU' kept by the forward */
             else
                 act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
-            matmul_backward(dln, 0.0f, gp->W_in, gp->b_in, dpre, ba->ln2_out, bp->W_in, BT, D, M);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, D, M, 1.0f, dpre, M,
+                        bp->W_in, M, 0.0f, dln, D);
+            j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0};
+            t_dpre = dw_submit(w, &j);
+            dw_wait(w, t_out); /* it reads dresid */
             if (has_norm)
                 norm_backward(dresid, gp->ln2_w, gp->ln2_b, dln, ba->resid_mid, bp->ln2_w,
                               ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
@@ -280,16 +417,27 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         }
 
         /* attention output: d(attn_out) = dresid */
-        matmul_backward(dz, 0.0f, gp->W_O, gp->b_O, dresid, ba->z, bp->W_O, BT, H * dh, D);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, H * dh, D, 1.0f, dresid, D,
+                    bp->W_O, D, 0.0f, dz, H * dh);
+        j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0};
+        long t_o = dw_submit(w, &j);
+        dw_wait(w, t_qkv);
         attn_backward(dq, dk, dv, datt, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
                       c->attn == HS_ATTN_SOFTMAX);
         if (c->attn == HS_ATTN_SOFTMAX) {
-            heads_backward(dln, 0.0f, gp->W_Q, gp->b_Q, dq, ba->ln1_out, bp->W_Q, BT, D, H, dh);
-            heads_backward(dln, 1.0f, gp->W_K, gp->b_K, dk, ba->ln1_out, bp->W_K, BT, D, H, dh);
-            heads_backward(dln, 1.0f, gp->W_V, gp->b_V, dv, ba->ln1_out, bp->W_V, BT, D, H, dh);
+            heads_backward_dx(dln, 0.0f, dq, bp->W_Q, BT, D, H, dh);
+            j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh};
+            dw_submit(w, &j);
+            heads_backward_dx(dln, 1.0f, dk, bp->W_K, BT, D, H, dh);
+            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh};
+            dw_submit(w, &j);
+            heads_backward_dx(dln, 1.0f, dv, bp->W_V, BT, D, H, dh);
         } else {
-            heads_backward(dln, 0.0f, gp->W_V, gp->b_V, dv, ba->ln1_out, bp->W_V, BT, D, H, dh);
+            heads_backward_dx(dln, 0.0f, dv, bp->W_V, BT, D, H, dh);
         }
+        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh};
+        t_qkv = dw_submit(w, &j);
+        dw_wait(w, t_o); /* it reads dresid */
         if (c->ln1 && has_norm)
             norm_backward(dresid, gp->ln1_w, gp->ln1_b, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean,
                           ba->ln1_rstd, BT, D, c->norm);
@@ -316,4 +464,5 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         }
     }
     if (d_x0) memcpy(d_x0, dx0, BT * D * sizeof(float));
+    if (w) dw_wait(w, w->submitted); /* all weight gradients in place */
 }

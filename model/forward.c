@@ -96,6 +96,7 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
 void hs_acts_destroy(hs_acts *a)
 {
     if (a == NULL) return;
+    hs_worker_destroy(a->worker);
     free(a->mem);
     free(a->d_mem);
     free(a);

@@ -245,6 +245,7 @@ typedef struct {
     /* scratch for observer points */
     float *scratch;               /* (B,T,H,D) or (B,T,max(D,M)) */
     float *scores;                /* (B,H,T,T) pre-softmax scores (observer only) */
+    struct hs_worker *worker;     /* helper thread of hs_backward (hs_acts_set_threads); NULL = none */
 } hs_acts;
 
 /* Allocates activations for batches up to B sequences of up to T tokens
@@ -252,6 +253,17 @@ typedef struct {
 hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad,
                          hs_acts **out, hs_error *err);
 void hs_acts_destroy(hs_acts *a);
+
+/* Threads for hs_backward on a (made with_grad): with threads >= 2 a helper
+ * thread computes the weight gradients (dW = inp^T dout and the bias sums,
+ * a third of a step's FLOPs, off the critical path) while the caller's thread
+ * runs the chain of input gradients; 1 = everything on the caller's thread;
+ * 0 = 2 if the machine has 2 or more CPUs, else 1. Each product is one
+ * sgemm either way, so gradients are bit-identical for every thread count.
+ * Sets OpenBLAS to one thread per call (openblas_set_num_threads(1), process
+ * wide): at a step's small shapes its own threading loses (bench_sgemm).
+ * HS_ERR_NOMEM / HS_ERR_INPUT if the thread cannot start. */
+hs_status hs_acts_set_threads(hs_acts *a, int threads, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Forward, loss, backward, AdamW                                            */
@@ -336,6 +348,7 @@ typedef struct {
     hs_adamw opt;        /* lr is the peak rate */
     float decay_start;   /* fraction of the budget after which lr decays (0.6) */
     float lr_final_frac; /* lr at the last step as a fraction of the peak (0.05) */
+    int threads;         /* hs_acts_set_threads: 0 = auto (2 with 2+ CPUs), 1 = one (0) */
 } hs_train_opts;
 
 hs_train_opts hs_train_opts_default(void);

@@ -17,6 +17,9 @@ void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, 
 /* out (N,D) = (inp - mean) * rstd, no affine part. */
 void hs_norm_apply(float *out, const float *inp, const float *mean, const float *rstd, size_t N,
                    int D);
+/* Stops and frees the backward's helper thread (hs_acts_set_threads). NULL ok. */
+void hs_worker_destroy(struct hs_worker *w);
+
 /* Where a training forward keeps act'(mlp_pre) of layer l for the backward:
  * (B,T,M) at capacity B, T, at the end of acts->d_mem (NULL without it). */
 static inline float *hs_acts_dact(const hs_acts *a, const hs_config *c, int l)

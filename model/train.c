@@ -17,6 +17,7 @@ hs_train_opts hs_train_opts_default(void)
     o.opt = hs_adamw_default();
     o.decay_start = 0.6f;
     o.lr_final_frac = 0.05f;
+    o.threads = 0;
     return o;
 }
 
@@ -50,6 +51,11 @@ hs_status hs_train(hs_model *m, const hs_train_opts *o, hs_batch_fn batch_fn, vo
     hs_acts *acts = NULL;
     s = hs_acts_create(&m->cfg, o->batch, o->seq_len, 1, &acts, err);
     if (s != HS_OK) return s;
+    s = hs_acts_set_threads(acts, o->threads, err);
+    if (s != HS_OK) {
+        hs_acts_destroy(acts);
+        return s;
+    }
     const size_t n = (size_t)o->batch * o->seq_len;
     int *tokens = malloc(n * sizeof(int));
     int *targets = malloc(n * sizeof(int));
