@@ -195,6 +195,8 @@ typedef struct {
     const float *inp, *dout;
     size_t N;
     int C, OC, H, dh;
+    void (*fn)(void *arg); /* when set, the job is fn(arg) instead (hs_worker_submit_fn) */
+    void *arg;
 } dw_job;
 
 #define HS_WORKER_QUEUE 64
@@ -210,6 +212,10 @@ struct hs_worker {
 
 static void dw_job_run(const dw_job *j)
 {
+    if (j->fn) {
+        j->fn(j->arg);
+        return;
+    }
     if (!j->heads) {
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->C, j->OC, (int)j->N, 1.0f, j->inp,
                     j->C, j->dout, j->OC, 1.0f, j->dW, j->OC);
@@ -279,6 +285,19 @@ static void worker_stop(struct hs_worker *w)
     pthread_cond_destroy(&w->cv_work);
     pthread_cond_destroy(&w->cv_done);
     free(w);
+}
+
+long hs_worker_submit_fn(struct hs_worker *w, void (*fn)(void *arg), void *arg)
+{
+    dw_job j = {0};
+    j.fn = fn;
+    j.arg = arg;
+    return dw_submit(w, &j);
+}
+
+void hs_worker_wait(struct hs_worker *w, long ticket)
+{
+    dw_wait(w, ticket);
 }
 
 void hs_worker_destroy(struct hs_worker *w)
@@ -375,7 +394,7 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     /* unembed and final norm */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, D, V, 1.0f, dlogits, V, P->W_U,
                 V, 0.0f, dlnf, D);
-    j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0};
+    j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL, NULL};
     dw_submit(w, &j);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
     if (c->ln_final && has_norm) {
@@ -396,7 +415,7 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, M, D, 1.0f, dresid, D,
                         bp->W_out, D, 0.0f, dpost, M);
-            j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0};
+            j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL, NULL};
             long t_out = dw_submit(w, &j);
             dw_wait(w, t_dpre);
             const float *dact = hs_acts_dact(acts, c, l);
@@ -406,7 +425,7 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
                 act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, D, M, 1.0f, dpre, M,
                         bp->W_in, M, 0.0f, dln, D);
-            j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0};
+            j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL, NULL};
             t_dpre = dw_submit(w, &j);
             dw_wait(w, t_out); /* it reads dresid */
             if (has_norm)
@@ -419,23 +438,23 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         /* attention output: d(attn_out) = dresid */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, H * dh, D, 1.0f, dresid, D,
                     bp->W_O, D, 0.0f, dz, H * dh);
-        j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0};
+        j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL, NULL};
         long t_o = dw_submit(w, &j);
         dw_wait(w, t_qkv);
         attn_backward(dq, dk, dv, datt, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
                       c->attn == HS_ATTN_SOFTMAX);
         if (c->attn == HS_ATTN_SOFTMAX) {
             heads_backward_dx(dln, 0.0f, dq, bp->W_Q, BT, D, H, dh);
-            j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh};
+            j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, NULL, NULL};
             dw_submit(w, &j);
             heads_backward_dx(dln, 1.0f, dk, bp->W_K, BT, D, H, dh);
-            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh};
+            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh, NULL, NULL};
             dw_submit(w, &j);
             heads_backward_dx(dln, 1.0f, dv, bp->W_V, BT, D, H, dh);
         } else {
             heads_backward_dx(dln, 0.0f, dv, bp->W_V, BT, D, H, dh);
         }
-        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh};
+        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh, NULL, NULL};
         t_qkv = dw_submit(w, &j);
         dw_wait(w, t_o); /* it reads dresid */
         if (c->ln1 && has_norm)

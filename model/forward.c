@@ -397,7 +397,7 @@ static int wants(hook_ctx *hc, const char *name)
 
 #define HOOK(nm, data, ndim, d0, d1, d2, d3)                                               \
     do {                                                                                  \
-        if (hook(&hc, (nm), (data), (ndim), (d0), (d1), (d2), (d3)) < 0) {                \
+        if (hook(hc, (nm), (data), (ndim), (d0), (d1), (d2), (d3)) < 0) {                 \
             return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", (nm)); \
         }                                                                                 \
     } while (0)
@@ -438,25 +438,15 @@ static hs_status norm_forward_hooked(hook_ctx *hc, const char *prefix, float *ou
     return HS_OK;
 }
 
-hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
-                     const hs_observer *observer, hs_error *err)
+/* The forward pass over B sequences of acts (a view: its pointers may start
+ * at a later sequence, acts_view), calling the observer in hc if any. */
+static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
+                              hook_ctx *hc, hs_error *err)
 {
     const hs_config *c = &m->cfg;
     const hs_params *P = &m->params;
     const int D = c->d_model, H = c->n_heads, dh = c->d_head, M = c->d_mlp, V = c->d_vocab;
-    if (B < 1 || T < 1 || B > acts->B || T > acts->T)
-        return hs_fail(err, HS_ERR_INPUT, "forward: batch %d x %d exceeds activations %d x %d", B, T,
-                       acts->B, acts->T);
-    if (T > c->n_ctx)
-        return hs_fail(err, HS_ERR_INPUT, "forward: %d positions exceed n_ctx %d", T, c->n_ctx);
     const size_t BT = (size_t)B * T;
-    for (size_t i = 0; i < BT; i++)
-        if (tokens[i] < 0 || tokens[i] >= V)
-            return hs_fail(err, HS_ERR_INPUT, "forward: token id %d at index %zu out of range [0, %d)",
-                           tokens[i], i, V);
-    acts->b = B;
-    acts->t = T;
-    hook_ctx hc = {observer, {0}};
     char nm[96];
 
     /* embedding */
@@ -475,7 +465,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
     }
     float *resid = acts->blocks[0].resid_pre;
     if (c->embed_norm) {
-        hs_status s = norm_forward_hooked(&hc, "ln_embed", resid, acts->lne_mean, acts->lne_rstd, x0,
+        hs_status s = norm_forward_hooked(hc, "ln_embed", resid, acts->lne_mean, acts->lne_rstd, x0,
                                           P->ln_embed_w, P->ln_embed_b, B, T, D, c->norm, c->eps,
                                           acts->scratch, err);
         if (s != HS_OK) return s;
@@ -493,7 +483,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
         /* LN1 */
         if (c->ln1 && c->norm != HS_NORM_NONE) {
             snprintf(nm, sizeof nm, "blocks.%d.ln1", l);
-            hs_status s = norm_forward_hooked(&hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
+            hs_status s = norm_forward_hooked(hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
                                               ba->resid_pre, bp->ln1_w, bp->ln1_b, B, T, D, c->norm,
                                               c->eps, acts->scratch, err);
             if (s != HS_OK) return s;
@@ -530,13 +520,13 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
         /* output: all heads in one sgemm; per-head results only when asked */
         hs_matmul_forward(ba->attn_out, ba->z, bp->W_O, bp->b_O, BT, H * dh, D);
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_result", l);
-        if (wants(&hc, nm)) {
+        if (wants(hc, nm)) {
             float *res = acts->scratch; /* (B,T,H,D) */
             for (int h = 0; h < H; h++)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, D, dh, 1.0f,
                             ba->z + (size_t)h * dh, H * dh, bp->W_O + (size_t)h * dh * D, D, 0.0f,
                             res + (size_t)h * D, H * D);
-            int r = hook(&hc, nm, res, 4, B, T, H, D);
+            int r = hook(hc, nm, res, 4, B, T, H, D);
             if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
             if (r > 0) {
                 for (size_t i = 0; i < BT; i++) {
@@ -559,7 +549,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
             HOOK(nm, ba->resid_mid, 3, B, T, D, 0);
             if (c->norm != HS_NORM_NONE) {
                 snprintf(nm, sizeof nm, "blocks.%d.ln2", l);
-                hs_status s = norm_forward_hooked(&hc, nm, ba->ln2_out, ba->ln2_mean, ba->ln2_rstd,
+                hs_status s = norm_forward_hooked(hc, nm, ba->ln2_out, ba->ln2_mean, ba->ln2_rstd,
                                                   ba->resid_mid, bp->ln2_w, bp->ln2_b, B, T, D,
                                                   c->norm, c->eps, acts->scratch, err);
                 if (s != HS_OK) return s;
@@ -584,7 +574,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
 
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
     if (c->ln_final && c->norm != HS_NORM_NONE) {
-        hs_status s = norm_forward_hooked(&hc, "ln_final", acts->lnf_out, acts->lnf_mean,
+        hs_status s = norm_forward_hooked(hc, "ln_final", acts->lnf_out, acts->lnf_mean,
                                           acts->lnf_rstd, final_resid, P->ln_final_w, P->ln_final_b,
                                           B, T, D, c->norm, c->eps, acts->scratch, err);
         if (s != HS_OK) return s;
@@ -594,6 +584,104 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
     hs_matmul_forward(acts->logits, acts->lnf_out, P->W_U, P->b_U, BT, D, V);
     HOOK("logits", acts->logits, 3, B, T, V, 0);
     return HS_OK;
+}
+
+/* acts with every batch-major pointer moved to sequence b0 (T positions per
+ * sequence, as the last forward): the view one thread's half of a batch
+ * runs on. d_mem moves by b0 rows of the act' stash (hs_acts_dact). */
+static hs_acts acts_view(const hs_acts *a, const hs_config *c, int b0, int T)
+{
+    hs_acts v = *a;
+    const size_t r = (size_t)b0 * T, D = (size_t)c->d_model, HD = (size_t)c->n_heads * c->d_head,
+                 M = (size_t)c->d_mlp, V = (size_t)c->d_vocab;
+    const size_t TT = (size_t)b0 * c->n_heads * T * T;
+    size_t hd = (size_t)c->n_heads * D;
+    if (D > hd) hd = D;
+    if (M > hd) hd = M;
+    v.embed += r * D;
+    v.pos_embed += r * D;
+    v.x0 += r * D;
+    v.lne_mean += r;
+    v.lne_rstd += r;
+    for (int l = 0; l < c->n_layers; l++) {
+        hs_block_acts *ba = &v.blocks[l];
+        ba->resid_pre += r * D;
+        ba->ln1_out += r * D;
+        ba->ln1_mean += r;
+        ba->ln1_rstd += r;
+        ba->q += r * HD;
+        ba->k += r * HD;
+        ba->v += r * HD;
+        ba->att += TT;
+        ba->z += r * HD;
+        ba->attn_out += r * D;
+        ba->resid_mid += r * D;
+        ba->ln2_out += r * D;
+        ba->ln2_mean += r;
+        ba->ln2_rstd += r;
+        ba->mlp_pre += r * M;
+        ba->mlp_post += r * M;
+        ba->resid_post += r * D;
+    }
+    v.lnf_out += r * D;
+    v.lnf_mean += r;
+    v.lnf_rstd += r;
+    v.logits += r * V;
+    v.probs += r * V;
+    v.scratch += r * hd;
+    v.scores += TT;
+    if (v.d_mem) v.d_mem += r * M;
+    return v;
+}
+
+typedef struct {
+    const hs_model *m;
+    hs_acts view;
+    const int *tokens;
+    int B, T;
+    hs_status status;
+} fwd_half;
+
+static void fwd_half_run(void *arg)
+{
+    fwd_half *f = arg;
+    hook_ctx hc = {NULL, {0}};
+    hs_error err;
+    f->status = forward_body(f->m, &f->view, f->tokens, f->B, f->T, &hc, &err);
+}
+
+hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
+                     const hs_observer *observer, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const int V = c->d_vocab;
+    if (B < 1 || T < 1 || B > acts->B || T > acts->T)
+        return hs_fail(err, HS_ERR_INPUT, "forward: batch %d x %d exceeds activations %d x %d", B, T,
+                       acts->B, acts->T);
+    if (T > c->n_ctx)
+        return hs_fail(err, HS_ERR_INPUT, "forward: %d positions exceed n_ctx %d", T, c->n_ctx);
+    const size_t BT = (size_t)B * T;
+    for (size_t i = 0; i < BT; i++)
+        if (tokens[i] < 0 || tokens[i] >= V)
+            return hs_fail(err, HS_ERR_INPUT, "forward: token id %d at index %zu out of range [0, %d)",
+                           tokens[i], i, V);
+    acts->b = B;
+    acts->t = T;
+    hook_ctx hc = {observer, {0}};
+    if (observer == NULL && acts->worker != NULL && B >= 2) {
+        /* two halves of the batch, one per thread: every kernel works per
+         * row or per sequence, and an sgemm's rows do not depend on how many
+         * rows it is given, so the values are those of one pass */
+        const int b1 = B / 2;
+        fwd_half half = {m, acts_view(acts, c, b1, T), tokens + (size_t)b1 * T, B - b1, T, HS_OK};
+        long ticket = hs_worker_submit_fn(acts->worker, fwd_half_run, &half);
+        hs_acts first = acts_view(acts, c, 0, T);
+        hs_status s = forward_body(m, &first, tokens, b1, T, &hc, err);
+        hs_worker_wait(acts->worker, ticket);
+        HS_ASSERT(s == HS_OK && half.status == HS_OK);
+        return HS_OK;
+    }
+    return forward_body(m, acts, tokens, B, T, &hc, err);
 }
 
 float hs_cross_entropy(const hs_model *m, hs_acts *acts, const int *targets, int *n_valid)
