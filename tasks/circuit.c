@@ -30,7 +30,7 @@ hs_circuit_opts hs_circuit_opts_default(void)
     o.push_attn = 0.25;
     o.push_dla = 1.0;
     o.step1_drop = 0.25;
-    o.decide_patch = 0.5;
+    o.decide_patch = 0.1;
     o.decide_drop = 0.25;
     o.route_attn = 0.25;
     o.route_dla = 1.0;
@@ -49,6 +49,7 @@ void hs_circuit_report_free(hs_circuit_report *r)
     free(r->attn_rows_avg);
     free(r->acc_block_attn);
     free(r->acc_block_mlp);
+    free(r->patch_layer);
     free(r->pushers);
     free(r->decision);
     free(r->path);
@@ -512,6 +513,7 @@ static void route_features(hs_circuit_report *r)
     const hs_circuit_opts *o = &r->opts;
     const int H = r->H;
     char *why = r->route_reason;
+    const size_t cap = sizeof r->route_reason;
     why[0] = '\0';
     int f = 0;
     for (int h = 0; h < H; h++) {
@@ -519,78 +521,88 @@ static void route_features(hs_circuit_report *r)
         double dif = hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ] - hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_ADJ];
         if (fabs(dif) >= o->adj_key_diff) {
             f |= HS_ROUTE_ADJ_KEY;
-            appendf(why, sizeof r->route_reason,
-                    "adjective-key: %s puts %.2f on crosser vs %.2f on crossed adjectives; ",
-                    hd->name, hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ],
-                    hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_ADJ]);
+            appendf(why, cap, "adjective-key: %s puts %.2f on crosser vs %.2f on crossed adjectives; ", hd->name,
+                    hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ], hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_ADJ]);
         }
     }
     for (int k = 0; k < r->n_decision; k++) {
         const hs_circuit_head *hd = &r->heads[r->decision[k].layer * H + r->decision[k].head];
-        if (hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ] >= o->route_attn) {
-            f |= HS_ROUTE_CHAPTER_ADJ;
-            appendf(why, sizeof r->route_reason,
-                    "chapter-adjective: %s puts %.2f on crosser adjectives; ", hd->name,
-                    hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ]);
+        const double (*A)[4] = hd->attn, (*Dl)[4] = hd->dla;
+        if (A[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ] >= o->route_attn) {
+            f |= HS_ROUTE_ADJ_READ;
+            appendf(why, cap, "adjective-read: %s puts %.2f on crosser adjectives; ", hd->name,
+                    A[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ]);
         }
-        if (hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_Y] >= o->route_attn &&
-            hd->dla[HS_CIRC_CROSSED][HS_CIRC_DLA_Y] >= o->route_dla) {
-            f |= HS_ROUTE_CHAPTER_OTHER_NOUN;
-            appendf(why, sizeof r->route_reason,
-                    "chapter-other-noun: %s puts %.2f on y with crossed adjectives and raises y (DLA %+.2f); ",
-                    hd->name, hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_Y],
-                    hd->dla[HS_CIRC_CROSSED][HS_CIRC_DLA_Y]);
+        /* DLA of (y - x) with crossed adjectives, (x - y) with crosser ones */
+        const double dyx = -Dl[HS_CIRC_CROSSED][HS_CIRC_DLA_X_MINUS_Y], dxy = Dl[HS_CIRC_CROSSER][HS_CIRC_DLA_X_MINUS_Y];
+        if (A[HS_CIRC_CROSSED][HS_CIRC_ON_Y] >= o->route_attn && dyx >= o->route_dla) {
+            f |= HS_ROUTE_OTHER_NOUN;
+            appendf(why, cap, "other-noun-fetch: %s puts %.2f on y with crossed adjectives and raises y over x (DLA y-x %+.2f); ",
+                    hd->name, A[HS_CIRC_CROSSED][HS_CIRC_ON_Y], dyx);
+        }
+        if (A[HS_CIRC_CROSSER][HS_CIRC_ON_X] >= o->route_attn && dxy >= o->route_dla) {
+            f |= HS_ROUTE_REFERENT_FETCH;
+            appendf(why, cap, "referent-fetch: %s puts %.2f on x with crosser adjectives and raises x over y (DLA x-y %+.2f); ",
+                    hd->name, A[HS_CIRC_CROSSER][HS_CIRC_ON_X], dxy);
         }
         for (int g = 0; g < 2; g++)
             for (int nn = 0; nn < 2; nn++) {
-                const double a = hd->attn[g][nn == 0 ? HS_CIRC_ON_X : HS_CIRC_ON_Y];
-                const double d = hd->dla[g][nn == 0 ? HS_CIRC_DLA_X : HS_CIRC_DLA_Y];
-                if (a < o->route_attn) continue;
-                const char *noun = nn == 0 ? "x" : "y";
-                const char *role = hs_wg_role_name((hs_wg_role)g);
-                if (d <= -o->route_dla) {
+                const double a = A[g][nn == 0 ? HS_CIRC_ON_X : HS_CIRC_ON_Y];
+                const double d = (nn == 0 ? 1.0 : -1.0) * Dl[g][HS_CIRC_DLA_X_MINUS_Y];
+                if (a >= o->route_attn && d <= -o->route_dla) {
                     f |= HS_ROUTE_SUPPRESSION;
-                    appendf(why, sizeof r->route_reason,
-                            "suppression: %s puts %.2f on %s with %s adjectives and lowers it (DLA %+.2f); ",
-                            hd->name, a, noun, role, d);
-                } else if (d >= o->route_dla && nn == (g == HS_CIRC_CROSSER ? 0 : 1) &&
-                           !(g == HS_CIRC_CROSSED && nn == 1 && (f & HS_ROUTE_CHAPTER_OTHER_NOUN))) {
-                    f |= HS_ROUTE_COPY;
-                    appendf(why, sizeof r->route_reason,
-                            "copy: %s puts %.2f on the referent %s with %s adjectives and raises it (DLA %+.2f); ",
-                            hd->name, a, noun, role, d);
+                    appendf(why, cap, "suppression: %s puts %.2f on %s with %s adjectives and lowers it below %s (DLA %+.2f); ",
+                            hd->name, a, nn == 0 ? "x" : "y", hs_wg_role_name((hs_wg_role)g), nn == 0 ? "y" : "x", d);
                 }
             }
     }
     r->route_features = f;
     size_t len = strlen(why);
     if (len >= 2 && why[len - 2] == ';') why[len - 2] = '\0';
+    char *rt = r->route;
+    rt[0] = '\0';
     if (r->L < 2) {
-        snprintf(r->route, sizeof r->route, "one-layer");
-    } else if (!r->step2_holds) {
-        snprintf(r->route, sizeof r->route, "none");
-    } else if ((f & HS_ROUTE_CHAPTER_ADJ) && (f & HS_ROUTE_CHAPTER_OTHER_NOUN)) {
-        snprintf(r->route, sizeof r->route, "chapter");
-        if (f & HS_ROUTE_ADJ_KEY) appendf(r->route, sizeof r->route, " + adjective-key");
-        if (f & HS_ROUTE_SUPPRESSION) appendf(r->route, sizeof r->route, " + suppression");
-    } else {
-        r->route[0] = '\0';
-        static const struct { int bit; const char *name; } names[] = {
-            {HS_ROUTE_ADJ_KEY, "adjective-key"},
-            {HS_ROUTE_CHAPTER_ADJ, "adjective-read"},
-            {HS_ROUTE_CHAPTER_OTHER_NOUN, "other-noun-fetch"},
-            {HS_ROUTE_SUPPRESSION, "suppression"},
-            {HS_ROUTE_COPY, "copy"},
-        };
-        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-            if (f & names[i].bit)
-                appendf(r->route, sizeof r->route, "%s%s", r->route[0] ? " + " : "", names[i].name);
-        if (r->route[0] == '\0') snprintf(r->route, sizeof r->route, "other");
+        snprintf(rt, sizeof r->route, "one-layer");
+        return;
     }
+    if (!r->step2_holds) {
+        snprintf(rt, sizeof r->route, "none");
+        return;
+    }
+    int left = f;
+    if (f & HS_ROUTE_ADJ_KEY) appendf(rt, sizeof r->route, "adjective-key");
+    left &= ~HS_ROUTE_ADJ_KEY;
+    const int chapter = (f & HS_ROUTE_ADJ_READ) && (f & HS_ROUTE_OTHER_NOUN) && !(f & HS_ROUTE_REFERENT_FETCH);
+    const int fetch = (f & HS_ROUTE_REFERENT_FETCH) && (f & HS_ROUTE_OTHER_NOUN);
+    if (chapter) {
+        appendf(rt, sizeof r->route, "%schapter", rt[0] ? " + " : "");
+        left &= ~(HS_ROUTE_ADJ_READ | HS_ROUTE_OTHER_NOUN);
+    } else if (fetch) {
+        appendf(rt, sizeof r->route, "%sreferent-fetch", rt[0] ? " + " : "");
+        left &= ~(HS_ROUTE_REFERENT_FETCH | HS_ROUTE_OTHER_NOUN);
+    }
+    static const struct { int bit; const char *name; } names[] = {
+        {HS_ROUTE_ADJ_READ, "adjective-read"},
+        {HS_ROUTE_OTHER_NOUN, "other-noun-fetch"},
+        {HS_ROUTE_REFERENT_FETCH, "referent-fetch"},
+        {HS_ROUTE_SUPPRESSION, "suppression"},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (left & names[i].bit) appendf(rt, sizeof r->route, "%s%s", rt[0] ? " + " : "", names[i].name);
+    if (rt[0] == '\0') snprintf(rt, sizeof r->route, "other");
 }
 
 /* ------------------------------------------------------------------------ */
 /* The run                                                                   */
+
+/* Largest mean weight (all held-out) a layer-0 head puts on target `on`. */
+static double max_attn0(const hs_circuit_report *r, int on)
+{
+    double m = 0.0;
+    for (int h = 0; h < r->H; h++)
+        if (r->heads[h].attn[HS_CIRC_ALL][on] > m) m = r->heads[h].attn[HS_CIRC_ALL][on];
+    return m;
+}
 
 static hs_status check_opts(const hs_circuit_opts *o, hs_error *err)
 {
@@ -647,10 +659,11 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
     r->attn_rows_avg = calloc((size_t)L * 2 * T_RUN, sizeof(float));
     r->acc_block_attn = calloc((size_t)L, sizeof *r->acc_block_attn);
     r->acc_block_mlp = calloc((size_t)L, sizeof *r->acc_block_mlp);
+    r->patch_layer = calloc((size_t)L, sizeof *r->patch_layer);
     r->pushers = calloc((size_t)H, sizeof *r->pushers);
     r->decision = calloc((size_t)L * H, sizeof *r->decision);
     if (!r->heads || !r->attn_rows || !r->attn_rows_avg || !r->acc_block_attn ||
-        !r->acc_block_mlp || !r->pushers || !r->decision) {
+        !r->acc_block_mlp || !r->patch_layer || !r->pushers || !r->decision) {
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         goto fail;
     }
@@ -771,6 +784,14 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
         if ((st = patched_metric(&c, hk, r, hd->patch_all, err)) != HS_OK) goto fail;
     }
 
+    /* every head of a layer at once, at 14 */
+    for (int l = 0; l < L; l++) {
+        hs_hooks_clear(hk);
+        for (int h = 0; h < H && st == HS_OK; h++) st = hs_hooks_add_patch_head(hk, &c.clean, (hs_head){l, h}, Q, err);
+        if (st != HS_OK) goto fail;
+        if ((st = patched_metric(&c, hk, r, r->patch_layer[l], err)) != HS_OK) goto fail;
+    }
+
     /* step 2: decision heads */
     for (int k = H; k < L * H; k++) {
         hs_circuit_head *hd = &r->heads[k];
@@ -813,8 +834,22 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
         if (r->n_pushers == 0) {
             r->step1_holds = 0;
             snprintf(w, sizeof r->step1_reason,
-                     "no layer-0 head puts >= %.2f on x or y at position 14 with DLA >= %+.2f towards that noun",
-                     o->push_attn, o->push_dla);
+                     "no layer-0 head puts >= %.2f on x or y at position 14 with DLA >= %+.2f towards that noun "
+                     "(max weight on x %.2f, on y %.2f)",
+                     o->push_attn, o->push_dla, max_attn0(r, HS_CIRC_ON_X), max_attn0(r, HS_CIRC_ON_Y));
+            int any = 0;
+            for (int h = 0; h < H; h++) {
+                const hs_circuit_head *hd = &r->heads[h];
+                const double a0 = hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ], a1 = hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_ADJ];
+                if (fabs(a0 - a1) < o->adj_key_diff) continue;
+                appendf(w, sizeof r->step1_reason,
+                        "%s %s %.2f on crosser / %.2f on crossed adjectives (patching it alone at 14: %+.2f)",
+                        any ? "," : "; instead layer 0 fetches the adjective by its key:", hd->name, a0, a1,
+                        hd->patch_pos14[HS_CIRC_PATCH_BOTH]);
+                any = 1;
+            }
+            appendf(w, sizeof r->step1_reason, "; mean-ablating layer 0's attention: held-out accuracy %.1f%% -> %.1f%%",
+                    100 * r->acc[HS_CIRC_ALL], 100 * r->acc_block_attn[0][HS_CIRC_ALL]);
         } else {
             double drop = r->acc[HS_CIRC_ALL] - r->acc_pushers[HS_CIRC_ALL];
             r->step1_holds = drop >= o->step1_drop;
@@ -1097,6 +1132,16 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
                                         "/ (LD_clean - LD_corr)") ||
         !add_item(pm, "ld_clean", patch3(r->ld_clean)) || !add_item(pm, "ld_corr", patch3(r->ld_corr)))
         goto nomem;
+    cJSON *pla = cJSON_AddArrayToObject(pm, "whole_layer_pos14");
+    if (!pla) goto nomem;
+    for (int l = 0; l < L; l++) {
+        cJSON *e = cJSON_CreateObject();
+        if (!e || !cJSON_AddItemToArray(pla, e)) {
+            cJSON_Delete(e);
+            goto nomem;
+        }
+        if (!cJSON_AddNumberToObject(e, "layer", l) || !add_item(e, "metric", patch3(r->patch_layer[l]))) goto nomem;
+    }
 
     cJSON *cp = cJSON_AddObjectToObject(root, "composition");
     if (!cp || !add_num(cp, "baseline", r->comp.baseline) || !add_num(cp, "baseline_std", r->comp.baseline_std) ||
@@ -1168,11 +1213,11 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
     cJSON *ft = rt ? cJSON_AddObjectToObject(rt, "features") : NULL;
     if (!ft || !cJSON_AddStringToObject(rt, "name", r->route) ||
         !cJSON_AddStringToObject(rt, "evidence", r->route_reason) ||
-        !cJSON_AddBoolToObject(rt, "chapter", strncmp(r->route, "chapter", 7) == 0) ||
-        !cJSON_AddBoolToObject(ft, "chapter_adjective", r->route_features & HS_ROUTE_CHAPTER_ADJ) ||
-        !cJSON_AddBoolToObject(ft, "chapter_other_noun", r->route_features & HS_ROUTE_CHAPTER_OTHER_NOUN) ||
+        !cJSON_AddBoolToObject(rt, "chapter", strstr(r->route, "chapter") != NULL) ||
+        !cJSON_AddBoolToObject(ft, "adjective_read", r->route_features & HS_ROUTE_ADJ_READ) ||
+        !cJSON_AddBoolToObject(ft, "other_noun_fetch", r->route_features & HS_ROUTE_OTHER_NOUN) ||
+        !cJSON_AddBoolToObject(ft, "referent_fetch", r->route_features & HS_ROUTE_REFERENT_FETCH) ||
         !cJSON_AddBoolToObject(ft, "suppression", r->route_features & HS_ROUTE_SUPPRESSION) ||
-        !cJSON_AddBoolToObject(ft, "copy", r->route_features & HS_ROUTE_COPY) ||
         !cJSON_AddBoolToObject(ft, "adjective_key", r->route_features & HS_ROUTE_ADJ_KEY))
         goto nomem;
 
@@ -1275,18 +1320,19 @@ hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *
         sb_printf(&s, "\n");
     }
 
-    sb_printf(&s, "per head at position 14 (means over the held-out set by adjective role):\n");
-    sb_printf(&s, "        crosser: x    y  adj else | crossed: x    y  adj else |  DLA x  DLA y ref-oth |"
-                  " copy | patch@14 | ablated acc crosser/crossed\n");
+    sb_printf(&s, "per head at position 14 (means over the held-out sentences of each adjective role):\n");
+    sb_printf(&s, "         attention crosser    | attention crossed    | DLA crosser | DLA crossed |       |"
+                  " patch | ablated accuracy\n");
+    sb_printf(&s, "          x    y  adj else |  x    y  adj else |    x     y  |    x     y  |  copy |   @14 |"
+                  " crosser crossed\n");
     for (int k = 0; k < L * H; k++) {
         const hs_circuit_head *hd = &r->heads[k];
         if (k > 0 && hd->head == 0) sb_printf(&s, "\n");
-        sb_printf(&s, "  %-5s        %.2f %.2f %.2f %.2f |       %.2f %.2f %.2f %.2f | %+6.2f %+6.2f %+6.2f  |"
-                      " %+.2f | %s | %s / %s",
+        sb_printf(&s, "  %-5s %.2f %.2f %.2f %.2f | %.2f %.2f %.2f %.2f | %+5.2f %+5.2f | %+5.2f %+5.2f | %+.2f | %s | %s %s",
                   hd->name, hd->attn[0][0], hd->attn[0][1], hd->attn[0][2], hd->attn[0][3], hd->attn[1][0],
-                  hd->attn[1][1], hd->attn[1][2], hd->attn[1][3], hd->dla[2][0], hd->dla[2][1], hd->dla[2][3],
-                  hd->copying, fmtv(a, sizeof a, "%+8.2f", hd->patch_pos14[2]), pct(b, sizeof b, hd->acc_ablated[0]),
-                  pct(c3, sizeof c3, hd->acc_ablated[1]));
+                  hd->attn[1][1], hd->attn[1][2], hd->attn[1][3], hd->dla[0][0], hd->dla[0][1], hd->dla[1][0],
+                  hd->dla[1][1], hd->copying, fmtv(a, sizeof a, "%+5.2f", hd->patch_pos14[2]),
+                  pct(b, sizeof b, hd->acc_ablated[0]), pct(c3, sizeof c3, hd->acc_ablated[1]));
         if (hd->pusher) sb_printf(&s, "  <- pusher (%s)", hd->pusher == 1 ? "x" : hd->pusher == 2 ? "y" : "x,y");
         if (hd->decision) sb_printf(&s, "  <- decision");
         sb_printf(&s, "\n");
@@ -1326,6 +1372,9 @@ hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *
         sb_printf(&s, "  %-5s        %+6.2f          %+6.2f        %+6.2f |  %+6.2f\n", hd->name,
                   hd->patch_pos14[0], hd->patch_pos14[1], hd->patch_pos14[2], hd->patch_all[2]);
     }
+    for (int l = 0; l < L; l++)
+        sb_printf(&s, "  L%d (all heads) %+6.2f          %+6.2f        %+6.2f |\n", l, r->patch_layer[l][0],
+                  r->patch_layer[l][1], r->patch_layer[l][2]);
 
     if (L > 1) {
         sb_printf(&s, "\ncomposition scores minus the random baseline %.3f (+/- %.3f), layer 0 -> layer 1, Q / K / V:\n",
