@@ -400,24 +400,28 @@ int cmd_circuit(int argc, char **argv)
         cli_figopts_free(&fo);
         return 1;
     }
+    cli_outdir od = {0};
+    if (out && (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo))) {
+        cli_outdir_close(&od);
+        cli_loaded_free(&Ld);
+        cli_figopts_free(&fo);
+        return 1;
+    }
     hs_circuit_report r;
     if (hs_circuit_run(Ld.model, Ld.task, &o, &r, &err) != HS_OK) {
+        cli_outdir_close(&od);
         cli_loaded_free(&Ld);
         cli_figopts_free(&fo);
         return cli_error(C, &err);
     }
     int rc = 0;
     char *text = NULL;
-    cli_outdir od = {0};
     if (json) {
         if (hs_circuit_report_json(&r, model, &text, &err) != HS_OK) rc = cli_error(C, &err);
     } else if (hs_circuit_summary(&r, &text, &err) != HS_OK) {
         rc = cli_error(C, &err);
     }
-    if (rc == 0 && out) {
-        if (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo) || write_outputs(&r, &od, model))
-            rc = 1;
-    }
+    if (rc == 0 && out && write_outputs(&r, &od, model)) rc = 1;
     if (rc == 0) {
         fputs(text, stdout);
         if (json) fputc('\n', stdout);

@@ -459,9 +459,11 @@ typedef struct {
 
 /* The documented defaults, tuned on seeds 0..4 of the default model
  * (`headscope train --seed S`, 2000 steps, 100% held-out):
- *   push_attn 0.25, push_dla 1.0, step1_drop 0.25: DESIGN.md's, kept (no
- *     layer-0 head of the five seeds puts more than 0.24 on a noun at 14, so
- *     no nearby value changes a verdict);
+ *   push_attn 0.25, push_dla 1.0, step1_drop 0.25: DESIGN.md's, kept: in
+ *     the five seeds layer 0 pushes no noun (the most weight any layer-0
+ *     head puts on a noun at 14 is 0.34, seed 4's L0H1, with DLA +0.3
+ *     towards it; every other head <= 0.15), so no nearby value changes a
+ *     verdict;
  *   decide_patch 0.1 (DESIGN.md started at 0.5): the seeds share the decision
  *     among 2-4 layer-1 heads, each restoring 0.15-0.52 of the logit
  *     difference (the whole layer 0.7-1.0), while heads with no
