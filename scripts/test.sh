@@ -76,7 +76,7 @@ if want valgrind; then
     export OPENBLAS_NUM_THREADS=1
     VG=(valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
         --show-leak-kinds=definite,indirect --track-fds=no --quiet)
-    vg() { echo "  valgrind: headscope $*"; "${VG[@]}" "$HS" "$@"; }
+    vg() { echo "  valgrind: headscope $*" >&2; "${VG[@]}" "$HS" "$@"; }
     vg train --steps 4 --layers 1 --d-model 16 --heads 2 --batch 8 --eval-every 2 \
         --checkpoint-every 2 --out "$V/m.safetensors" >/dev/null
     vg eval --model "$V/m.safetensors" >/dev/null
