@@ -10,6 +10,13 @@
 
 #include <string.h>
 
+/* No FMA contraction in model/: GCC in ISO C mode already has
+ * -ffp-contract=off; clang contracts a*b+c by default, which would make the
+ * AVX-512 kernels (FMA available) differ in bits from the 4-lane ones. */
+#ifdef __clang__
+#pragma STDC FP_CONTRACT OFF
+#endif
+
 /* mean (N), rstd (N) <- statistics of inp (N,D): LayerNorm centres (mean of x),
  * RMSNorm does not (mean = 0); rstd = 1/sqrt(var + eps). Computed in double. */
 void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, hs_norm type,
