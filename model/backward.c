@@ -115,16 +115,14 @@ static void bias_backward(float *dbias, const float *dout, size_t N, int OC)
     for (size_t i = 0; i < N; i++) hs_add(dbias, dbias, dout + i * (size_t)OC, (size_t)OC);
 }
 
-/* Per-head projection, input side: dinp (N,D) (+)= sum_h dout[:,h] (N,dh) @
- * W[h]^T, the first head with beta dinp_beta, the others accumulating.
- * dout (N,H,dh), W (H,D,dh). */
-static void heads_backward_dx(float *dinp, float dinp_beta, const float *dout, const float *W,
+/* Per-head projection, input side: dinp (N,D) (+)= dout (N,H*dh) @ Wp^T with
+ * the packed weights Wp (D,H*dh) (hs_acts_wpack): one sgemm for all heads. */
+static void heads_backward_dx(float *dinp, float dinp_beta, const float *dout, const float *Wp,
                               size_t N, int D, int H, int dh)
 {
-    for (int h = 0; h < H; h++)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, D, dh, 1.0f,
-                    dout + (size_t)h * dh, H * dh, W + (size_t)h * D * dh, dh,
-                    h == 0 ? dinp_beta : 1.0f, dinp, D);
+    const int HD = H * dh;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, D, HD, 1.0f, dout, HD, Wp, HD,
+                dinp_beta, dinp, D);
 }
 
 /* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x). */
@@ -188,7 +186,8 @@ static void attn_backward(float *dq, float *dk, float *dv, float *datt, const fl
 
 /* One weight-gradient job: dW (C,OC) += inp (N,C)^T @ dout (N,OC) and
  * dbias (OC) += column sums (heads = 0), or per head h < H: dW[h] (C,dh) +=
- * inp^T @ dout[:, h] with dout (N,H,dh), db (H*dh) += column sums (heads = 1). */
+ * inp^T @ dout[:, h] with dout (N,H,dh), db (H*dh) += column sums (heads = 1,
+ * through the packed scratch tmp). */
 typedef struct {
     int heads;
     float *dW, *dbias;
@@ -197,6 +196,7 @@ typedef struct {
     int C, OC, H, dh;
     void (*fn)(void *arg); /* when set, the job is fn(arg) instead (hs_worker_submit_fn) */
     void *arg;
+    float *tmp; /* heads: (C, H*dh) scratch for the packed product (hs_acts_dwpack) */
 } dw_job;
 
 #define HS_WORKER_QUEUE 64
@@ -222,11 +222,15 @@ static void dw_job_run(const dw_job *j)
         if (j->dbias) bias_backward(j->dbias, j->dout, j->N, j->OC);
         return;
     }
+    /* one sgemm into the packed (C, H*dh) scratch, then added per head */
     const int HD = j->H * j->dh;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->C, HD, (int)j->N, 1.0f, j->inp, j->C,
+                j->dout, HD, 0.0f, j->tmp, HD);
     for (int h = 0; h < j->H; h++)
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->C, j->dh, (int)j->N, 1.0f, j->inp,
-                    j->C, j->dout + (size_t)h * j->dh, HD, 1.0f, j->dW + (size_t)h * j->C * j->dh,
-                    j->dh);
+        for (int d = 0; d < j->C; d++) {
+            float *dw = j->dW + ((size_t)h * j->C + d) * j->dh;
+            hs_add(dw, dw, j->tmp + (size_t)d * HD + (size_t)h * j->dh, (size_t)j->dh);
+        }
     if (j->dbias) bias_backward(j->dbias, j->dout, j->N, HD);
 }
 
@@ -289,7 +293,8 @@ static void worker_stop(struct hs_worker *w)
 
 long hs_worker_submit_fn(struct hs_worker *w, void (*fn)(void *arg), void *arg)
 {
-    dw_job j = {0};
+    dw_job j;
+    memset(&j, 0, sizeof j);
     j.fn = fn;
     j.arg = arg;
     return dw_submit(w, &j);
@@ -389,12 +394,13 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
      * at once without it); the input-gradient chain stays here. A buffer a
      * queued job reads is waited for before it is overwritten. */
     struct hs_worker *w = acts->worker;
+    float *dw_scratch = hs_acts_dwpack(acts, c);
     dw_job j;
 
     /* unembed and final norm */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, D, V, 1.0f, dlogits, V, P->W_U,
                 V, 0.0f, dlnf, D);
-    j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL, NULL};
+    j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL, NULL, NULL};
     dw_submit(w, &j);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
     if (c->ln_final && has_norm) {
@@ -415,7 +421,7 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, M, D, 1.0f, dresid, D,
                         bp->W_out, D, 0.0f, dpost, M);
-            j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL, NULL};
+            j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL, NULL, NULL};
             long t_out = dw_submit(w, &j);
             dw_wait(w, t_dpre);
             const float *dact = hs_acts_dact(acts, c, l);
@@ -425,7 +431,7 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
                 act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, D, M, 1.0f, dpre, M,
                         bp->W_in, M, 0.0f, dln, D);
-            j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL, NULL};
+            j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL, NULL, NULL};
             t_dpre = dw_submit(w, &j);
             dw_wait(w, t_out); /* it reads dresid */
             if (has_norm)
@@ -438,23 +444,23 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         /* attention output: d(attn_out) = dresid */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, H * dh, D, 1.0f, dresid, D,
                     bp->W_O, D, 0.0f, dz, H * dh);
-        j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL, NULL};
+        j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL, NULL, NULL};
         long t_o = dw_submit(w, &j);
         dw_wait(w, t_qkv);
         attn_backward(dq, dk, dv, datt, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
                       c->attn == HS_ATTN_SOFTMAX);
         if (c->attn == HS_ATTN_SOFTMAX) {
-            heads_backward_dx(dln, 0.0f, dq, bp->W_Q, BT, D, H, dh);
-            j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, NULL, NULL};
+            heads_backward_dx(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), BT, D, H, dh);
+            j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, NULL, NULL, dw_scratch};
             dw_submit(w, &j);
-            heads_backward_dx(dln, 1.0f, dk, bp->W_K, BT, D, H, dh);
-            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh, NULL, NULL};
+            heads_backward_dx(dln, 1.0f, dk, hs_acts_wpack(acts, c, l, 1), BT, D, H, dh);
+            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh, NULL, NULL, dw_scratch};
             dw_submit(w, &j);
-            heads_backward_dx(dln, 1.0f, dv, bp->W_V, BT, D, H, dh);
+            heads_backward_dx(dln, 1.0f, dv, hs_acts_wpack(acts, c, l, 2), BT, D, H, dh);
         } else {
-            heads_backward_dx(dln, 0.0f, dv, bp->W_V, BT, D, H, dh);
+            heads_backward_dx(dln, 0.0f, dv, hs_acts_wpack(acts, c, l, 2), BT, D, H, dh);
         }
-        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh, NULL, NULL};
+        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh, NULL, NULL, dw_scratch};
         t_qkv = dw_submit(w, &j);
         dw_wait(w, t_o); /* it reads dresid */
         if (c->ln1 && has_norm)

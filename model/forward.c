@@ -35,7 +35,7 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
     size_t n = BT * D * 4 + BT * 4 + L * per_layer + BT * V * 2;
     size_t hd = H * D > (D > M ? D : M) ? H * D : (D > M ? D : M);
     size_t n_scratch = BT * hd + (size_t)B * H * T * T;
-    a->n_floats = n + n_scratch;
+    a->n_floats = n + n_scratch + L * 3 * D * H * dh; /* + packed W_Q/K/V (hs_acts_wpack) */
     a->mem = calloc(a->n_floats, sizeof(float));
     if (!a->mem) {
         free(a);
@@ -82,6 +82,7 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
          * dpre, dpost (2 x BT*M); dlogits (BT*V); datt (T*T); at the end the
          * forward's act' (L x BT*M) */
         a->n_d_floats = BT * D * 3 + BT * H * dh * 4 + BT * M * 2 + BT * V + (size_t)T * T;
+        a->n_d_floats += D * H * dh;  /* packed dW_Q/K/V scratch (hs_acts_dwpack) */
         a->n_d_floats += L * BT * M; /* act'(mlp_pre) per layer (hs_acts_dact) */
         a->d_mem = calloc(a->n_d_floats, sizeof(float));
         if (!a->d_mem) {
@@ -215,15 +216,38 @@ void hs_matmul_forward(float *out, const float *inp, const float *W, const float
                 bias ? 1.0f : 0.0f, out, OC);
 }
 
-/* out (N, H, dh) = inp (N, D) @ W[h] (D, dh) + b[h] for each head h, W (H, D, dh). */
-static void heads_project(float *out, const float *inp, const float *W, const float *b, size_t N,
+/* out (N, H*dh) = inp (N, D) @ Wp (D, H*dh) + b (H*dh): all heads' projection
+ * in one sgemm on the packed weights (hs_acts_wpack), C pre-filled with b. */
+static void heads_project(float *out, const float *inp, const float *Wp, const float *b, size_t N,
                           int D, int H, int dh)
 {
+    const int HD = H * dh;
     if (b)
-        for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)H * dh, b, (size_t)H * dh * sizeof(float));
-    for (int h = 0; h < H; h++) {
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, dh, D, 1.0f, inp, D,
-                    W + (size_t)h * D * dh, dh, b ? 1.0f : 0.0f, out + (size_t)h * dh, H * dh);
+        for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)HD, b, (size_t)HD * sizeof(float));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, HD, D, 1.0f, inp, D, Wp, HD,
+                b ? 1.0f : 0.0f, out, HD);
+}
+
+/* Packs W (H, D, dh) into Wp (D, H*dh). */
+static void pack_heads(float *Wp, const float *W, int D, int H, int dh)
+{
+    for (int h = 0; h < H; h++)
+        for (int d = 0; d < D; d++)
+            memcpy(Wp + (size_t)d * H * dh + (size_t)h * dh, W + ((size_t)h * D + d) * dh,
+                   (size_t)dh * sizeof(float));
+}
+
+/* Packs every layer's W_Q, W_K (softmax only) and W_V into acts. */
+static void pack_qkv(const hs_model *m, hs_acts *acts)
+{
+    const hs_config *c = &m->cfg;
+    for (int l = 0; l < c->n_layers; l++) {
+        const hs_block_params *bp = &m->params.blocks[l];
+        if (c->attn == HS_ATTN_SOFTMAX) {
+            pack_heads(hs_acts_wpack(acts, c, l, 0), bp->W_Q, c->d_model, c->n_heads, c->d_head);
+            pack_heads(hs_acts_wpack(acts, c, l, 1), bp->W_K, c->d_model, c->n_heads, c->d_head);
+        }
+        pack_heads(hs_acts_wpack(acts, c, l, 2), bp->W_V, c->d_model, c->n_heads, c->d_head);
     }
 }
 
@@ -493,14 +517,14 @@ static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *token
 
         /* Q, K, V, pattern */
         if (c->attn == HS_ATTN_SOFTMAX) {
-            heads_project(ba->q, ba->ln1_out, bp->W_Q, bp->b_Q, BT, D, H, dh);
-            heads_project(ba->k, ba->ln1_out, bp->W_K, bp->b_K, BT, D, H, dh);
+            heads_project(ba->q, ba->ln1_out, hs_acts_wpack(acts, c, l, 0), bp->b_Q, BT, D, H, dh);
+            heads_project(ba->k, ba->ln1_out, hs_acts_wpack(acts, c, l, 1), bp->b_K, BT, D, H, dh);
             snprintf(nm, sizeof nm, "blocks.%d.attn.hook_q", l);
             HOOK(nm, ba->q, 4, B, T, H, dh);
             snprintf(nm, sizeof nm, "blocks.%d.attn.hook_k", l);
             HOOK(nm, ba->k, 4, B, T, H, dh);
         }
-        heads_project(ba->v, ba->ln1_out, bp->W_V, bp->b_V, BT, D, H, dh);
+        heads_project(ba->v, ba->ln1_out, hs_acts_wpack(acts, c, l, 2), bp->b_V, BT, D, H, dh);
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_v", l);
         HOOK(nm, ba->v, 4, B, T, H, dh);
         if (c->attn == HS_ATTN_SOFTMAX) {
@@ -668,6 +692,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
     acts->b = B;
     acts->t = T;
     hook_ctx hc = {observer, {0}};
+    pack_qkv(m, acts);
     if (observer == NULL && acts->worker != NULL && B >= 2) {
         /* two halves of the batch, one per thread: every kernel works per
          * row or per sequence, and an sgemm's rows do not depend on how many

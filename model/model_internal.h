@@ -41,6 +41,25 @@ static inline float *hs_acts_dact(const hs_acts *a, const hs_config *c, int l)
     return a->d_mem + a->n_d_floats - (size_t)c->n_layers * per + (size_t)l * per;
 }
 
+/* W_Q, W_K, W_V of layer l packed as (D, H*dh) matrices (which = 0, 1, 2):
+ * packed[d][h*dh + e] = W[h][d][e], so a projection of all heads is one
+ * sgemm. Filled by hs_forward (hs_pack_qkv) for its own use and the
+ * backward's; at the end of acts->mem. */
+static inline float *hs_acts_wpack(const hs_acts *a, const hs_config *c, int l, int which)
+{
+    const size_t per = (size_t)c->d_model * c->n_heads * c->d_head;
+    return a->mem + a->n_floats - (size_t)c->n_layers * 3 * per + ((size_t)l * 3 + which) * per;
+}
+
+/* Scratch of the backward's packed weight gradient (D, H*dh), in d_mem just
+ * before the act' stash. */
+static inline float *hs_acts_dwpack(const hs_acts *a, const hs_config *c)
+{
+    const size_t per = (size_t)c->d_model * c->n_heads * c->d_head;
+    const size_t dact = (size_t)c->n_layers * a->B * a->T * c->d_mlp;
+    return a->d_mem + a->n_d_floats - dact - per;
+}
+
 /* out (N,OC) = inp (N,C) @ W (C,OC) + bias (OC) (bias may be NULL). cblas_sgemm
  * on C pre-filled with the bias rows (beta 1), else beta 0. */
 void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
