@@ -150,7 +150,9 @@ def main():
                               "HEAD"], capture_output=True, text=True).stdout.strip()
     except OSError:
         rev = "?"
-    doc = {"generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "git": rev, "machine": machine(),
+    doc = {"generated": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "git": rev,
+           "headscope_binary": a.headscope, "headscope_rev": os.environ.get("HEADSCOPE_REV") or rev,
+           "machine": machine(),
            "script_seconds": a.seconds, "parallel_jobs": a.jobs, "split_seed": a.split_seed,
            "steps": a.steps, "scoring": "headscope eval --json, position 14, argmax over the whole vocabulary",
            "rows": rows}

@@ -12,8 +12,10 @@ LN; unembedding with bias; switches --layers --d-model --heads --d-head
 replacement from the training sentences), same loss (next-token CE on every
 position, the last ignored), same optimiser (AdamW 1e-3, 0.9/0.999, eps 1e-8,
 weight decay 0.01 on W_* only, global grad-norm clip 1.0), same schedule
-(model/train.c hs_train_lr), same init (N(0, 0.02), W_O and W_out scaled by
-1/sqrt(2 L), norm weights 1, biases 0).
+(model/train.c hs_train_lr), same init (model/model.c hs_model_init: PyTorch's
+default layer inits -- W_E, W_pos N(0, 1), other matrices U(+-1/sqrt(fan_in)),
+norm weights 1, biases 0; --init gpt2 gives N(0, 0.02) with W_O, W_out scaled
+by 1/sqrt(2 L), the trainer's init before c4d919d).
 
 The dataset (and, for --init headscope and --save, headscope's vocabulary and
 checkpoint metadata) comes from running `headscope train --steps 0 --dataset`
@@ -73,8 +75,11 @@ def parse_args():
     p.add_argument("--dataset", help="dataset text written by headscope train --dataset (else generated)")
     p.add_argument("--headscope", default=os.environ.get("HEADSCOPE", os.path.join(REPO, "build-table", "headscope")),
                    help="headscope binary used to write the dataset (default build-table/headscope or $HEADSCOPE)")
-    p.add_argument("--init", default="torch", choices=["torch", "headscope"],
-                   help="torch: N(0,0.02) from torch.Generator(seed); headscope: headscope's own step-0 weights for this seed")
+    p.add_argument("--init", default="pytorch", choices=["pytorch", "gpt2", "headscope"],
+                   help="pytorch (default, = model/model.c hs_model_init since c4d919d): W_E, W_pos N(0,1) "
+                        "(nn.Embedding), other matrices U(+-1/sqrt(fan_in)) (nn.Linear), norm weights 1, biases 0, "
+                        "drawn from torch.Generator(seed); gpt2: N(0,0.02), W_O and W_out x 1/sqrt(2L); "
+                        "headscope: headscope's own step-0 weights for this seed (bit-identical start)")
     p.add_argument("--save", help="write the trained model as headscope-compatible .safetensors")
     p.add_argument("--no-foreach", action="store_true", help="AdamW without the multi-tensor (foreach) path")
     p.add_argument("--quiet", action="store_true")
@@ -203,14 +208,23 @@ class Peer(torch.nn.Module):
     def named(self):
         return [(n, self.p(n)) for n in self.names]
 
-    def init_(self, seed):
+    def init_(self, seed, scheme):
         g = torch.Generator().manual_seed(seed)
         proj = 0.02 / math.sqrt(2.0 * self.a.layers)
         with torch.no_grad():
             for n, t in self.named():
                 leaf = n.rsplit(".", 1)[-1]
-                if leaf.startswith("W_"):
+                if leaf.startswith("W_") and scheme == "gpt2":
                     t.normal_(0.0, proj if leaf in ("W_O", "W_out") else 0.02, generator=g)
+                elif leaf in ("W_E", "W_pos"):  # nn.Embedding
+                    t.normal_(0.0, 1.0, generator=g)
+                elif leaf.startswith("W_"):  # nn.Linear: kaiming-uniform(a=sqrt 5) = U(+-1/sqrt(fan_in))
+                    if t.dim() == 3:  # W_Q/W_K/W_V [H,D,dh]: fan_in D; W_O [H,dh,D]: fan_in H*dh
+                        fan_in = t.shape[0] * t.shape[1] if leaf == "W_O" else t.shape[1]
+                    else:  # W_in [D,M], W_out [M,D], W_U [D,V]
+                        fan_in = t.shape[0]
+                    bound = 1.0 / math.sqrt(fan_in)
+                    t.uniform_(-bound, bound, generator=g)
                 elif leaf == "w":
                     t.fill_(1.0)
                 else:
@@ -306,7 +320,7 @@ def main():
 
     torch.manual_seed(a.seed)
     model = Peer(a, len(vocab), T)
-    model.init_(a.seed)
+    model.init_(a.seed, "gpt2" if a.init == "gpt2" else "pytorch")
     if a.init == "headscope":
         with torch.no_grad():
             for n, t in model.named():

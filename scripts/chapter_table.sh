@@ -13,7 +13,8 @@
 # single-threaded (OPENBLAS_NUM_THREADS=1, torch threads 1): on this 2-core
 # machine two one-thread runs side by side beat one two-thread run at a time.
 # The held-out split is the test set: every run trains to its full budget,
-# nothing is stopped or selected on it.
+# nothing is stopped or selected on it. A rerun with the same --workdir skips
+# the runs already finished (resume after an interrupt).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -75,12 +76,15 @@ STEPFLAG=""
 : > "$WORK/jobs.txt"
 awk 1 "$WORK/rows.txt" | awk -F'|' '{print ($1=="two_blocks"?0:1) "|" $0}' | sort -s -t"|" -k1,1n |
     cut -d'|' -f2- > "$WORK/rows.order"
+# headscope runs first (the table's main columns), then the PyTorch peer's
 while IFS='|' read -r name flags; do
     for ((s = 0; s < SEEDS; s++)); do echo "hs $name $s${flags:+ $flags}" >> "$WORK/jobs.txt"; done
-    if [ "$TORCH" = 1 ]; then
-        for ((s = 0; s < TSEEDS; s++)); do echo "torch $name $s${flags:+ $flags}" >> "$WORK/jobs.txt"; done
-    fi
 done < "$WORK/rows.order"
+if [ "$TORCH" = 1 ]; then
+    while IFS='|' read -r name flags; do
+        for ((s = 0; s < TSEEDS; s++)); do echo "torch $name $s${flags:+ $flags}" >> "$WORK/jobs.txt"; done
+    done < "$WORK/rows.order"
+fi
 
 cat > "$WORK/job.sh" <<EOF
 #!/usr/bin/env bash
@@ -88,6 +92,8 @@ cat > "$WORK/job.sh" <<EOF
 set -uo pipefail
 kind=\$1; name=\$2; seed=\$3; shift 3
 base="$WORK/runs/\${kind}_\${name}_\${seed}"
+# a rerun with the same --workdir keeps finished runs
+if [ -s "\$base.time" ] && [ -s "\$base.heldout.json" ] && [ -s "\$base.train.json" ]; then exit 0; fi
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 t0=\$(date +%s.%N)
 if [ "\$kind" = hs ]; then
