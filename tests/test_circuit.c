@@ -675,7 +675,9 @@ static void uniform_attention_model_gets_a_report(void **state)
     assert_true(fabs(r.heads[0].attn[0][0] - 1.0 / 15) < 1e-6);
     char *txt = NULL;
     assert_int_equal(hs_circuit_report_json(&r, NULL, &txt, &err), HS_OK);
-    assert_non_null(cJSON_Parse(txt) ? txt : NULL);
+    cJSON *parsed = cJSON_Parse(txt);
+    assert_non_null(parsed);
+    cJSON_Delete(parsed);
     free(txt);
     hs_circuit_report_free(&r);
     hs_model_destroy(m);
