@@ -258,9 +258,9 @@ void hs_acts_destroy(hs_acts *a);
  * thread computes the weight gradients (dW = inp^T dout and the bias sums,
  * a third of a step's FLOPs, off the critical path) while the caller's thread
  * runs the chain of input gradients, and a forward without observer runs
- * half the batch on it; 1 = everything on the caller's thread; 0 = auto,
- * currently 1 (bench_train --threads 2 measures whether 2 wins on a given
- * machine: it did not on the shared machine it was tuned on). Each product is one
+ * half the batch on it; 1 = everything on the caller's thread; 0 = 2 if the
+ * machine has 2 or more CPUs, else 1 (on a machine whose cores are busy with
+ * other work, 1 is faster: bench_train --threads 1/2). Each product is one
  * sgemm either way, so gradients are bit-identical for every thread count.
  * Sets OpenBLAS to one thread per call (openblas_set_num_threads(1), process
  * wide): at a step's small shapes its own threading loses (bench_sgemm).
@@ -350,7 +350,7 @@ typedef struct {
     hs_adamw opt;        /* lr is the peak rate */
     float decay_start;   /* fraction of the budget after which lr decays (0.6) */
     float lr_final_frac; /* lr at the last step as a fraction of the peak (0.05) */
-    int threads;         /* hs_acts_set_threads: 0 = auto (1), 1 = one, 2 = helper thread (0) */
+    int threads;         /* hs_acts_set_threads: 0 = auto (2 with 2+ CPUs), 1, 2 (0) */
 } hs_train_opts;
 
 hs_train_opts hs_train_opts_default(void);
