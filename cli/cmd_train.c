@@ -34,6 +34,8 @@ static const char TRAIN_HELP[] =
     "  --log-every N          progress line every N steps when not a terminal (default 250)\n"
     "  --eval-every N         held-out accuracy every N steps (default 250; 0 = end only)\n"
     "  --dataset FILE         also write the train/held-out sentences as text\n"
+    "  --threads N            0 = auto (2 with 2+ CPUs, default), 1 or 2; the result\n"
+    "                         is bit-identical for every thread count\n"
     "model (every switch of the model core):\n"
     "  --layers N             n_layers (default 2)\n"
     "  --d-model D            d_model (default 64)\n"
@@ -149,7 +151,7 @@ static hs_status on_step(void *ctx, hs_model *m, const hs_train_info *in, hs_err
 int cmd_train(int argc, char **argv)
 {
     enum { O_TASK = 256, O_SPLIT_SEED, O_STEPS, O_SEED, O_LR, O_BATCH, O_CKPT, O_LOG, O_EVAL,
-           O_DATASET, O_LAYERS, O_DMODEL, O_HEADS, O_DHEAD, O_DMLP, O_NORM, O_EPS, O_ACT, O_POS,
+           O_DATASET, O_THREADS, O_LAYERS, O_DMODEL, O_HEADS, O_DHEAD, O_DMLP, O_NORM, O_EPS, O_ACT, O_POS,
            O_ATTN, O_NO_LN1, O_NO_FINAL, O_EMBED_NORM, O_NO_BIAS, O_OUT, O_HELP };
     static const struct option opts[] = {
         {"task", required_argument, 0, O_TASK}, {"split-seed", required_argument, 0, O_SPLIT_SEED},
@@ -157,6 +159,7 @@ int cmd_train(int argc, char **argv)
         {"lr", required_argument, 0, O_LR}, {"batch", required_argument, 0, O_BATCH},
         {"checkpoint-every", required_argument, 0, O_CKPT}, {"log-every", required_argument, 0, O_LOG},
         {"eval-every", required_argument, 0, O_EVAL}, {"dataset", required_argument, 0, O_DATASET},
+        {"threads", required_argument, 0, O_THREADS},
         {"layers", required_argument, 0, O_LAYERS}, {"d-model", required_argument, 0, O_DMODEL},
         {"heads", required_argument, 0, O_HEADS}, {"d-head", required_argument, 0, O_DHEAD},
         {"d-mlp", required_argument, 0, O_DMLP}, {"norm", required_argument, 0, O_NORM},
@@ -212,6 +215,10 @@ int cmd_train(int argc, char **argv)
             if (cli_parse_int(optarg, 0, 10000000, &eval_every)) return cli_usage_error(C, "--eval-every needs a non-negative integer, got '%s'", optarg);
             break;
         case O_DATASET: dataset = optarg; break;
+        case O_THREADS:
+            if (cli_parse_int(optarg, 0, 2, &v)) return cli_usage_error(C, "--threads needs 0, 1 or 2, got '%s'", optarg);
+            to.threads = (int)v;
+            break;
         case O_LAYERS:
             if (cli_parse_int(optarg, 1, HS_MAX_LAYERS, &v)) return cli_usage_error(C, "--layers needs an integer in [1, %d], got '%s'", HS_MAX_LAYERS, optarg);
             cfg.n_layers = (int)v;

@@ -2,7 +2,8 @@
 # End to end: `headscope train` on the Winograd task, then `headscope eval`.
 # Asserts held-out referent accuracy >= 95% for a small default-shaped model
 # trained for 800 steps, that eval --json and train agree, and that the same
-# seed gives a byte-identical checkpoint while another seed does not.
+# seed gives a byte-identical checkpoint (with 1 or 2 threads) while another
+# seed does not.
 set -euo pipefail
 BUILD=$1
 HS=$2
@@ -31,8 +32,10 @@ PY
 
 # determinism: same seed, same bytes; another seed, other bytes
 "$HS" train --steps 30 --seed 7 --eval-every 0 --out "$T/b.safetensors" 2>/dev/null >/dev/null
-"$HS" train --steps 30 --seed 7 --eval-every 0 --out "$T/c.safetensors" 2>/dev/null >/dev/null
+"$HS" train --steps 30 --seed 7 --eval-every 0 --threads 1 --out "$T/c.safetensors" 2>/dev/null >/dev/null
+"$HS" train --steps 30 --seed 7 --eval-every 0 --threads 2 --out "$T/c2.safetensors" 2>/dev/null >/dev/null
 "$HS" train --steps 30 --seed 8 --eval-every 0 --out "$T/d.safetensors" 2>/dev/null >/dev/null
-cmp "$T/b.safetensors" "$T/c.safetensors"
+cmp "$T/b.safetensors" "$T/c.safetensors"    # default threads vs 1 thread
+cmp "$T/c.safetensors" "$T/c2.safetensors"   # 1 vs 2 threads: bit-identical
 if cmp -s "$T/b.safetensors" "$T/d.safetensors"; then echo "seeds 7 and 8 gave the same model"; exit 1; fi
 echo "ok"
