@@ -6,22 +6,45 @@
  * decision heads, and the verdicts. See tasks.h for what is computed and the
  * formulas' sources (CIRCUITS.md sections 3-6).
  *
- * Every intervention is one batched forward over the whole held-out set
- * (rows 0..np-1 the crosser sentences, rows np..2np-1 their crossed partners
- * in the same order), T = 15 tokens.
+ * Rows: 0..np-1 are the crosser sentences, np..2np-1 their crossed partners
+ * in the same order, T = 15 tokens.
+ *
+ * Chunks and threads. Every forward runs on at most CHUNK held-out rows (the
+ * clean and corrupted caches are assembled chunk by chunk), so each
+ * activation buffer holds CHUNK x 15 rows, not the whole set. The forwards
+ * are grouped into phases of independent jobs:
+ *   A: the clean run, the corrupted run, and the training-split chunks of the
+ *      mean-ablation reference;
+ *   B: every ablation and activation patch (they need A's caches and means);
+ *   C: path patching (it needs the decision heads found from B).
+ * Within a phase, opts.threads workers (the caller's thread and helper
+ * pthreads) take jobs from one counter under a mutex; each worker owns its
+ * activations (hs_acts: the packed Q/K/V weights live there too), hook
+ * registry and per-row result buffers; the model, the caches, the means and
+ * the chunk views of the caches are read-only while a phase runs. A job
+ * writes only its own output slots. Values do not depend on the chunking or
+ * on which worker ran a job: every kernel of the forward works per row (an
+ * sgemm's rows do not depend on how many rows it is given; OpenBLAS is kept
+ * at one thread, its threads split rows and columns only), per-row results
+ * are stored and summed in row order, and the training-split means are
+ * accumulated chunk by chunk in order (a worker waits for its turn), so the
+ * report is bit-identical for any thread count.
  */
 #include "tasks/tasks.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
 #define T_RUN HS_CIRC_T  /* positions 0..14 */
 #define Q HS_WG_POS_QUERY
-#define MEAN_CHUNK 192   /* sentences per forward when averaging the training split */
+#define CHUNK 32         /* rows (sentences) per forward */
+#define MAX_THREADS 8
 
 hs_circuit_opts hs_circuit_opts_default(void)
 {
@@ -60,6 +83,18 @@ void hs_circuit_report_free(hs_circuit_report *r)
 /* ------------------------------------------------------------------------ */
 /* Run context                                                               */
 
+typedef struct jobq jobq;
+
+/* One worker: its activations, hook registry and per-row results. */
+typedef struct {
+    hs_acts *acts;   /* capacity (CHUNK, T_RUN) */
+    hs_hooks *hk;
+    hs_cache tmp;    /* the points one chunk's cached run keeps */
+    int *pred;       /* (n) argmax at 14 per held-out row, -1 on NaN */
+    double *ld;      /* (n) logit(ref_clean) - logit(ref_corr) at 14 per held-out row */
+    hs_error err;
+} cworker;
+
 typedef struct {
     const hs_model *m;
     const hs_winograd *t;
@@ -68,12 +103,70 @@ typedef struct {
     const hs_wg_example **ex; /* (n) clean order */
     int *tok_clean, *tok_corr; /* (n, T_RUN) */
     int *ref_clean, *ref_corr; /* (n) vocab ids: the clean / corrupted sentence's referent */
-    hs_acts *acts;            /* capacity (max(n, MEAN_CHUNK), T_RUN) */
-    int acts_B;
-    hs_cache clean, corr;     /* caches of the clean / corrupted runs */
+    int n_chunks;             /* ceil(n / CHUNK) */
+    hs_cache clean, corr;     /* caches of the clean / corrupted runs, all n rows */
+    hs_cache *clean_v, *corr_v; /* (n_chunks) views of rows [CHUNK k, CHUNK (k+1)) */
     hs_cache means;           /* batch-1 "reference" cache: position-wise means */
     float **mlp_mean;         /* (L) (T_RUN, D) or NULL: views into `means` */
+    int n_workers;
+    cworker w[MAX_THREADS];
+    jobq *q;                  /* the queue while run_jobs runs */
 } cctx;
+
+/* A view of rows [r0, r0 + b) of a cache whose entries are batch-major with
+ * n rows; shares the data (free with cache_view_free). */
+static hs_status cache_view(hs_cache *v, const hs_cache *full, int r0, int b, int n, hs_error *err)
+{
+    memset(v, 0, sizeof *v);
+    v->e = malloc((size_t)(full->n ? full->n : 1) * sizeof *v->e);
+    if (v->e == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < full->n; i++) {
+        hs_cache_entry *e = &v->e[i];
+        *e = full->e[i];
+        HS_ASSERT(e->shape[0] == n);
+        const size_t row = e->numel / (size_t)n;
+        e->shape[0] = b;
+        e->numel = row * (size_t)b;
+        e->data = full->e[i].data + row * (size_t)r0;
+    }
+    v->n = v->cap = full->n;
+    return HS_OK;
+}
+
+static void cache_view_free(hs_cache *v)
+{
+    free(v->e);
+    memset(v, 0, sizeof *v);
+}
+
+/* Copies a chunk's cache (batch b, rows r0.. of n) into `full`, creating its
+ * entries (batch n) at r0 == 0. */
+static hs_status cache_put_rows(hs_cache *full, const hs_cache *part, int r0, int b, int n,
+                                hs_error *err)
+{
+    if (r0 == 0) {
+        hs_cache_free(full);
+        full->e = calloc((size_t)(part->n ? part->n : 1), sizeof *full->e);
+        if (full->e == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        full->cap = part->n;
+        for (int i = 0; i < part->n; i++) {
+            hs_cache_entry *e = &full->e[i];
+            *e = part->e[i];
+            e->shape[0] = n;
+            e->numel = part->e[i].numel / (size_t)b * (size_t)n;
+            e->data = malloc(e->numel * sizeof(float));
+            if (e->data == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+            full->n = i + 1;
+        }
+    }
+    HS_ASSERT(full->n == part->n);
+    for (int i = 0; i < part->n; i++) {
+        HS_ASSERT(strcmp(full->e[i].name, part->e[i].name) == 0 && part->e[i].shape[0] == b);
+        const size_t row = part->e[i].numel / (size_t)b;
+        memcpy(full->e[i].data + row * (size_t)r0, part->e[i].data, part->e[i].numel * sizeof(float));
+    }
+    return HS_OK;
+}
 
 static void cctx_free(cctx *c)
 {
@@ -82,12 +175,43 @@ static void cctx_free(cctx *c)
     free(c->tok_corr);
     free(c->ref_clean);
     free(c->ref_corr);
-    hs_acts_destroy(c->acts);
     hs_cache_free(&c->clean);
     hs_cache_free(&c->corr);
+    for (int k = 0; k < c->n_chunks; k++) {
+        if (c->clean_v) cache_view_free(&c->clean_v[k]);
+        if (c->corr_v) cache_view_free(&c->corr_v[k]);
+    }
+    free(c->clean_v);
+    free(c->corr_v);
     hs_cache_free(&c->means);
     free(c->mlp_mean);
+    for (int i = 0; i < c->n_workers; i++) {
+        cworker *w = &c->w[i];
+        hs_acts_destroy(w->acts);
+        hs_hooks_destroy(w->hk);
+        hs_cache_free(&w->tmp);
+        free(w->pred);
+        free(w->ld);
+    }
     memset(c, 0, sizeof *c);
+}
+
+static hs_status workers_init(cctx *c, int threads, hs_error *err)
+{
+    if (threads == 0) threads = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
+    if (threads > MAX_THREADS) threads = MAX_THREADS;
+    for (int i = 0; i < threads; i++) {
+        cworker *w = &c->w[i];
+        c->n_workers = i + 1;
+        hs_status st = hs_acts_create(&c->m->cfg, CHUNK, T_RUN, 0, &w->acts, err);
+        if (st == HS_OK) st = hs_acts_set_threads(w->acts, 1, err); /* OpenBLAS at one thread */
+        if (st == HS_OK) st = hs_hooks_create(&w->hk, err);
+        if (st != HS_OK) return st;
+        w->pred = malloc((size_t)c->n * sizeof *w->pred);
+        w->ld = malloc((size_t)c->n * sizeof *w->ld);
+        if (!w->pred || !w->ld) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    return HS_OK;
 }
 
 /* Builds the matched held-out rows. */
@@ -143,8 +267,11 @@ static hs_status cctx_init(cctx *c, const hs_model *m, const hs_winograd *t, hs_
         c->ref_clean[i] = c->ex[i]->ref_id;
         c->ref_corr[i] = c->ex[pi]->ref_id;
     }
-    c->acts_B = n > MEAN_CHUNK ? n : MEAN_CHUNK;
-    return hs_acts_create(&m->cfg, c->acts_B, T_RUN, 0, &c->acts, err);
+    c->n_chunks = (n + CHUNK - 1) / CHUNK;
+    c->clean_v = calloc((size_t)c->n_chunks, sizeof *c->clean_v);
+    c->corr_v = calloc((size_t)c->n_chunks, sizeof *c->corr_v);
+    if (!c->clean_v || !c->corr_v) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    return HS_OK;
 }
 
 /* Argmax of a logits row, ties to the lowest id (as tasks/score.c); -1 on NaN. */
@@ -158,13 +285,24 @@ static int argmax_row(const float *row, int V)
     return best;
 }
 
-/* Accuracy [g] and other-noun rate [g] of logits (n, T_RUN, V) at 14 on the clean rows. */
-static hs_status score_logits(const cctx *c, const float *logits, double acc[3], double other[3],
-                              hs_error *err)
+/* Per-row results of logits (b, T_RUN, V) of held-out rows r0..r0+b-1: the
+ * argmax at 14 into pred[r0..], the LD at 14 into ld[r0..] (either may be NULL). */
+static void rows_of(const cctx *c, const float *logits, int r0, int b, int *pred, double *ld)
+{
+    for (int i = 0; i < b; i++) {
+        const float *row = logits + ((size_t)i * T_RUN + Q) * c->V;
+        if (pred) pred[r0 + i] = argmax_row(row, c->V);
+        if (ld) ld[r0 + i] = (double)row[c->ref_clean[r0 + i]] - (double)row[c->ref_corr[r0 + i]];
+    }
+}
+
+/* Accuracy [g] and other-noun rate [g] of the argmaxes at 14 on the clean rows. */
+static hs_status score_preds(const cctx *c, const int *pred, double acc[3], double other[3],
+                             hs_error *err)
 {
     size_t ok[3] = {0, 0, 0}, oth[3] = {0, 0, 0}, cnt[3] = {0, 0, 0};
     for (int i = 0; i < c->n; i++) {
-        int p = argmax_row(logits + ((size_t)i * T_RUN + Q) * c->V, c->V);
+        int p = pred[i];
         if (p < 0) return hs_fail(err, HS_ERR_NUMERIC, "circuit: NaN logit at position %d", Q);
         int g = i < c->np ? HS_CIRC_CROSSER : HS_CIRC_CROSSED;
         int good = p == c->ex[i]->ref_id, bad = p == c->ex[i]->other_id;
@@ -182,25 +320,94 @@ static hs_status score_logits(const cctx *c, const float *logits, double acc[3],
     return HS_OK;
 }
 
-/* Held-out accuracy [g] with hooks (may be NULL). */
-static hs_status acc_with_hooks(cctx *c, const hs_hooks *hk, double acc[3], hs_error *err)
-{
-    hs_status st = hs_run_with_hooks(c->m, c->acts, c->tok_clean, c->n, T_RUN, hk, err);
-    if (st != HS_OK) return st;
-    return score_logits(c, c->acts->logits, acc, NULL, err);
-}
-
-/* Mean LD [HS_CIRC_PATCH_*] of logits (n, T_RUN, V): logit(ref_clean) - logit(ref_corr) at 14. */
-static void ld_of(const cctx *c, const float *logits, double ld[3])
+/* Mean LD [HS_CIRC_PATCH_*] of the per-row LDs, summed in row order. */
+static void ld_sum(const cctx *c, const double *d, double ld[3])
 {
     double s[2] = {0.0, 0.0};
-    for (int i = 0; i < c->n; i++) {
-        const float *row = logits + ((size_t)i * T_RUN + Q) * c->V;
-        s[i < c->np ? 0 : 1] += (double)row[c->ref_clean[i]] - (double)row[c->ref_corr[i]];
-    }
+    for (int i = 0; i < c->n; i++) s[i < c->np ? 0 : 1] += d[i];
     ld[HS_CIRC_PATCH_CROSSER_TO_CROSSED] = s[0] / c->np;
     ld[HS_CIRC_PATCH_CROSSED_TO_CROSSER] = s[1] / c->np;
     ld[HS_CIRC_PATCH_BOTH] = (s[0] + s[1]) / c->n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Jobs on the workers                                                       */
+
+/* Runs job j on worker w; errors go to w->err. */
+typedef hs_status (*job_fn)(cctx *c, cworker *w, int j, void *arg);
+
+struct jobq {
+    cctx *c;
+    job_fn fn;
+    void *arg;
+    int n_jobs, next;
+    int failed;          /* lowest failed job index, or -1 */
+    hs_error err;        /* its error */
+    int turn;            /* ordered sections (job_wait_turn): the job whose turn it is */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+};
+
+typedef struct {
+    jobq *q;
+    cworker *w;
+} jobq_arg;
+
+static void *jobq_loop(void *p)
+{
+    jobq_arg *a = p;
+    jobq *q = a->q;
+    for (;;) {
+        pthread_mutex_lock(&q->mu);
+        const int j = q->failed < 0 && q->next < q->n_jobs ? q->next++ : -1;
+        pthread_mutex_unlock(&q->mu);
+        if (j < 0) break;
+        if (q->fn(q->c, a->w, j, q->arg) != HS_OK) {
+            pthread_mutex_lock(&q->mu);
+            if (q->failed < 0 || j < q->failed) {
+                q->failed = j;
+                q->err = a->w->err;
+            }
+            pthread_cond_broadcast(&q->cv);
+            pthread_mutex_unlock(&q->mu);
+        }
+    }
+    return NULL;
+}
+
+/* Jobs 0..n_jobs-1 on every worker (the caller's thread is worker 0). On
+ * failure returns the error of the lowest failed job. */
+static hs_status run_jobs(cctx *c, int n_jobs, job_fn fn, void *arg, hs_error *err)
+{
+    jobq q;
+    memset(&q, 0, sizeof q);
+    q.c = c;
+    q.fn = fn;
+    q.arg = arg;
+    q.n_jobs = n_jobs;
+    q.failed = -1;
+    pthread_mutex_init(&q.mu, NULL);
+    pthread_cond_init(&q.cv, NULL);
+    c->q = &q;
+    jobq_arg args[MAX_THREADS];
+    pthread_t th[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    int helpers = c->n_workers - 1;
+    if (helpers > n_jobs - 1) helpers = n_jobs - 1;
+    for (int i = 0; i <= helpers; i++) args[i] = (jobq_arg){&q, &c->w[i]};
+    for (int i = 1; i <= helpers; i++) /* a helper that cannot start leaves its jobs to the others */
+        started[i] = pthread_create(&th[i], NULL, jobq_loop, &args[i]) == 0;
+    jobq_loop(&args[0]);
+    for (int i = 1; i <= helpers; i++)
+        if (started[i]) pthread_join(th[i], NULL);
+    pthread_mutex_destroy(&q.mu);
+    pthread_cond_destroy(&q.cv);
+    c->q = NULL;
+    if (q.failed >= 0) {
+        if (err) *err = q.err;
+        return q.err.status != HS_OK ? q.err.status : HS_ERR_INPUT;
+    }
+    return HS_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -232,44 +439,107 @@ static hs_status cache_push(hs_cache *c, const char *name, const int64_t *shape,
     return HS_OK;
 }
 
-/* Averages blocks.l.attn.hook_z and blocks.l.hook_mlp_out over examples at
- * each position into c->means (entries of batch 1). */
-static hs_status build_means(cctx *c, const hs_wg_example *ex, size_t n_ex, hs_error *err)
+/* Phase A: job 0 the clean run, job 1 the corrupted run (cached chunk by
+ * chunk into c->clean / c->corr), job 2 + k chunk k of the mean-ablation
+ * reference, added to the sums in chunk order. */
+typedef struct {
+    const hs_wg_example *ref;
+    size_t n_ref;
+    double *zacc, *macc; /* (L, T_RUN * H * dh), (L, T_RUN * D) */
+} phase_a;
+
+static hs_status cached_run(cctx *c, cworker *w, const int *tok, const char *const *filt, int nf,
+                            hs_cache *out)
+{
+    for (int r0 = 0; r0 < c->n; r0 += CHUNK) {
+        const int b = c->n - r0 < CHUNK ? c->n - r0 : CHUNK;
+        hs_status st = hs_run_with_cache(c->m, w->acts, tok + (size_t)r0 * T_RUN, b, T_RUN, filt, nf,
+                                         NULL, &w->tmp, &w->err);
+        if (st == HS_OK) st = cache_put_rows(out, &w->tmp, r0, b, c->n, &w->err);
+        if (st != HS_OK) return st;
+    }
+    hs_cache_free(&w->tmp);
+    return HS_OK;
+}
+
+static hs_status phase_a_job(cctx *c, cworker *w, int j, void *arg)
+{
+    phase_a *pa = arg;
+    if (j == 0) {
+        static const char *const filt[] = {
+            "hook_embed", "hook_pos_embed", "blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
+            "blocks.*.attn.hook_attn_scores", "blocks.*.attn.hook_pattern", "blocks.*.attn.hook_z",
+            "blocks.*.hook_mlp_out", "ln_final.hook_scale", "logits"};
+        return cached_run(c, w, c->tok_clean, filt, 10, &c->clean);
+    }
+    if (j == 1) {
+        static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
+                                           "blocks.*.attn.hook_z", "logits"};
+        return cached_run(c, w, c->tok_corr, filt, 4, &c->corr);
+    }
+    const hs_config *cfg = &c->m->cfg;
+    const int L = c->L, has_mlp = cfg->d_mlp > 0;
+    const size_t zrow = (size_t)T_RUN * c->H * cfg->d_head, mrow = (size_t)T_RUN * c->D;
+    const int k = j - 2;
+    const size_t start = (size_t)k * CHUNK;
+    const int b = (int)(pa->n_ref - start < CHUNK ? pa->n_ref - start : CHUNK);
+    int tok[CHUNK * T_RUN];
+    for (int i = 0; i < b; i++)
+        memcpy(tok + (size_t)i * T_RUN, pa->ref[start + (size_t)i].tokens, T_RUN * sizeof(int));
+    static const char *const filt[] = {"blocks.*.attn.hook_z", "blocks.*.hook_mlp_out"};
+    hs_status st = hs_run_with_cache(c->m, w->acts, tok, b, T_RUN, filt, has_mlp ? 2 : 1, NULL, &w->tmp, &w->err);
+    if (st != HS_OK) return st;
+    /* the sums in chunk order, as one thread would add them */
+    jobq *q = c->q;
+    pthread_mutex_lock(&q->mu);
+    while (q->turn != k && q->failed < 0) pthread_cond_wait(&q->cv, &q->mu);
+    if (q->turn != k) {
+        pthread_mutex_unlock(&q->mu);
+        return hs_fail(&w->err, HS_ERR_INPUT, "circuit: an earlier job failed");
+    }
+    pthread_mutex_unlock(&q->mu);
+    for (int l = 0; l < L; l++) {
+        const hs_cache_entry *z = hs_cache_getf(&w->tmp, "blocks.%d.attn.hook_z", l);
+        HS_ASSERT(z != NULL && z->numel == (size_t)b * zrow);
+        double *za = pa->zacc + l * zrow;
+        for (int i = 0; i < b; i++)
+            for (size_t e = 0; e < zrow; e++) za[e] += z->data[i * zrow + e];
+        if (has_mlp) {
+            const hs_cache_entry *mo = hs_cache_getf(&w->tmp, "blocks.%d.hook_mlp_out", l);
+            HS_ASSERT(mo != NULL && mo->numel == (size_t)b * mrow);
+            double *ma = pa->macc + l * mrow;
+            for (int i = 0; i < b; i++)
+                for (size_t e = 0; e < mrow; e++) ma[e] += mo->data[i * mrow + e];
+        }
+    }
+    pthread_mutex_lock(&q->mu);
+    q->turn++;
+    pthread_cond_broadcast(&q->cv);
+    pthread_mutex_unlock(&q->mu);
+    return HS_OK;
+}
+
+/* Phase A; then the position-wise means of blocks.l.attn.hook_z and
+ * blocks.l.hook_mlp_out over the reference examples into c->means (entries
+ * of batch 1). */
+static hs_status run_phase_a(cctx *c, const hs_wg_example *ex, size_t n_ex, hs_error *err)
 {
     const hs_config *cfg = &c->m->cfg;
     const int L = c->L, H = c->H, dh = cfg->d_head, D = c->D;
     const int has_mlp = cfg->d_mlp > 0;
     const size_t zrow = (size_t)T_RUN * H * dh, mrow = (size_t)T_RUN * D;
     hs_status st = HS_OK;
-    double *zacc = calloc((size_t)L * zrow, sizeof(double));
-    double *macc = calloc((size_t)L * mrow, sizeof(double));
-    int *tok = malloc((size_t)c->acts_B * T_RUN * sizeof(int));
-    hs_cache ch;
-    hs_cache_init(&ch);
-    if (!zacc || !macc || !tok) {
+    phase_a pa = {ex, n_ex, calloc((size_t)L * zrow, sizeof(double)), calloc((size_t)L * mrow, sizeof(double))};
+    if (!pa.zacc || !pa.macc) {
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         goto done;
     }
-    static const char *const filt[] = {"blocks.*.attn.hook_z", "blocks.*.hook_mlp_out"};
-    for (size_t start = 0; start < n_ex; start += (size_t)c->acts_B) {
-        const int b = (int)(n_ex - start < (size_t)c->acts_B ? n_ex - start : (size_t)c->acts_B);
-        for (int i = 0; i < b; i++)
-            memcpy(tok + (size_t)i * T_RUN, ex[start + (size_t)i].tokens, T_RUN * sizeof(int));
-        st = hs_run_with_cache(c->m, c->acts, tok, b, T_RUN, filt, has_mlp ? 2 : 1, NULL, &ch, err);
-        if (st != HS_OK) goto done;
-        for (int l = 0; l < L; l++) {
-            const hs_cache_entry *z = hs_cache_getf(&ch, "blocks.%d.attn.hook_z", l);
-            HS_ASSERT(z != NULL && z->numel == (size_t)b * zrow);
-            for (int i = 0; i < b; i++)
-                for (size_t k = 0; k < zrow; k++) zacc[l * zrow + k] += z->data[i * zrow + k];
-            if (has_mlp) {
-                const hs_cache_entry *mo = hs_cache_getf(&ch, "blocks.%d.hook_mlp_out", l);
-                HS_ASSERT(mo != NULL && mo->numel == (size_t)b * mrow);
-                for (int i = 0; i < b; i++)
-                    for (size_t k = 0; k < mrow; k++) macc[l * mrow + k] += mo->data[i * mrow + k];
-            }
-        }
+    if (n_ex > (size_t)CHUNK * 1000000) {
+        st = hs_fail(err, HS_ERR_INPUT, "circuit: the reference split is too large");
+        goto done;
     }
+    if ((st = run_jobs(c, 2 + (int)((n_ex + CHUNK - 1) / CHUNK), phase_a_job, &pa, err)) != HS_OK)
+        goto done;
     c->mlp_mean = calloc((size_t)L, sizeof *c->mlp_mean);
     if (c->mlp_mean == NULL) {
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
@@ -282,7 +552,7 @@ static hs_status build_means(cctx *c, const hs_wg_example *ex, size_t n_ex, hs_e
             st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
             goto done;
         }
-        for (size_t k = 0; k < zrow; k++) zm[k] = (float)(zacc[l * zrow + k] / (double)n_ex);
+        for (size_t k = 0; k < zrow; k++) zm[k] = (float)(pa.zacc[l * zrow + k] / (double)n_ex);
         const int64_t zs[4] = {1, T_RUN, H, dh};
         snprintf(name, sizeof name, "blocks.%d.attn.hook_z", l);
         if ((st = cache_push(&c->means, name, zs, 4, zm, err)) != HS_OK) goto done;
@@ -292,18 +562,22 @@ static hs_status build_means(cctx *c, const hs_wg_example *ex, size_t n_ex, hs_e
                 st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
                 goto done;
             }
-            for (size_t k = 0; k < mrow; k++) mm[k] = (float)(macc[l * mrow + k] / (double)n_ex);
+            for (size_t k = 0; k < mrow; k++) mm[k] = (float)(pa.macc[l * mrow + k] / (double)n_ex);
             const int64_t ms[3] = {1, T_RUN, D};
             snprintf(name, sizeof name, "blocks.%d.hook_mlp_out", l);
             if ((st = cache_push(&c->means, name, ms, 3, mm, err)) != HS_OK) goto done;
             c->mlp_mean[l] = mm;
         }
     }
+    for (int k = 0; k < c->n_chunks && st == HS_OK; k++) {
+        const int r0 = k * CHUNK, b = c->n - r0 < CHUNK ? c->n - r0 : CHUNK;
+        st = cache_view(&c->clean_v[k], &c->clean, r0, b, c->n, err);
+        if (st == HS_OK) st = cache_view(&c->corr_v[k], &c->corr, r0, b, c->n, err);
+    }
 done:
-    free(zacc);
-    free(macc);
-    free(tok);
-    hs_cache_free(&ch);
+    free(pa.zacc);
+    free(pa.macc);
+    for (int i = 0; i < c->n_workers; i++) hs_cache_free(&c->w[i].tmp);
     return st;
 }
 
@@ -471,15 +745,73 @@ done:
     return st;
 }
 
-/* Normalised patching metric [HS_CIRC_PATCH_*] of a run on the corrupted tokens. */
-static hs_status patched_metric(cctx *c, const hs_hooks *hk, const hs_circuit_report *r,
-                                double out[3], hs_error *err)
+/* Phases B and C: one intervention per job, over every chunk of the
+ * held-out rows, on the worker's activations and hooks. */
+enum { J_ABLATE, J_ABLATE_MLP, J_PATCH, J_PATH };
+
+typedef struct {
+    int kind;
+    const hs_head *heads; /* J_ABLATE: the heads mean-ablated together; J_PATCH: patched */
+    int n_heads;
+    int pos;              /* J_PATCH: position patched, -1 all */
+    int layer;            /* J_ABLATE_MLP */
+    hs_head sender, receiver;
+    int inputs;           /* J_PATH: HS_INPUT_* bit */
+    double *acc;          /* J_ABLATE*: (3) accuracy by group */
+    double *metric;       /* J_PATCH, J_PATH: (3) normalised patching metric */
+} ijob;
+
+typedef struct {
+    ijob *jobs;
+    const hs_circuit_report *r;
+} ijobs;
+
+/* The hooks of job jb for held-out chunk k. */
+static hs_status ijob_hooks(cctx *c, cworker *w, const ijob *jb, int k)
 {
-    hs_status st = hs_run_with_hooks(c->m, c->acts, c->tok_corr, c->n, T_RUN, hk, err);
-    if (st != HS_OK) return st;
+    hs_status st = HS_OK;
+    hs_hooks_clear(w->hk);
+    switch (jb->kind) {
+    case J_ABLATE:
+        return hs_hooks_add_mean_ablation(w->hk, c->m, &c->means, jb->heads, jb->n_heads, 1, &w->err);
+    case J_ABLATE_MLP: {
+        mlp_ablate_ctx *mc = malloc(sizeof *mc);
+        if (mc == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+        mc->mean = c->mlp_mean[jb->layer];
+        mc->D = c->D;
+        char pat[64];
+        snprintf(pat, sizeof pat, "blocks.%d.hook_mlp_out", jb->layer);
+        return hs_hooks_add_owned(w->hk, pat, mlp_ablate_hook, mc, free, &w->err);
+    }
+    case J_PATCH:
+        for (int i = 0; i < jb->n_heads && st == HS_OK; i++)
+            st = hs_hooks_add_patch_head(w->hk, &c->clean_v[k], jb->heads[i], jb->pos, &w->err);
+        return st;
+    default:
+        return hs_hooks_add_path_patch(w->hk, c->m, &c->clean_v[k], &c->corr_v[k], jb->sender,
+                                       jb->receiver, jb->inputs, HS_LN_RECOMPUTE, &w->err);
+    }
+}
+
+static hs_status ijob_run(cctx *c, cworker *w, int j, void *arg)
+{
+    const ijobs *ij = arg;
+    const ijob *jb = &ij->jobs[j];
+    const int on_corr = jb->kind == J_PATCH || jb->kind == J_PATH;
+    for (int k = 0; k < c->n_chunks; k++) {
+        const int r0 = k * CHUNK, b = c->n - r0 < CHUNK ? c->n - r0 : CHUNK;
+        hs_status st = ijob_hooks(c, w, jb, k);
+        if (st == HS_OK)
+            st = hs_run_with_hooks(c->m, w->acts, (on_corr ? c->tok_corr : c->tok_clean) + (size_t)r0 * T_RUN,
+                                   b, T_RUN, w->hk, &w->err);
+        if (st != HS_OK) return st;
+        rows_of(c, w->acts->logits, r0, b, on_corr ? NULL : w->pred, on_corr ? w->ld : NULL);
+    }
+    hs_hooks_clear(w->hk);
+    if (!on_corr) return score_preds(c, w->pred, jb->acc, NULL, &w->err);
     double ld[3];
-    ld_of(c, c->acts->logits, ld);
-    for (int d = 0; d < 3; d++) out[d] = hs_patch_metric(ld[d], r->ld_corr[d], r->ld_clean[d]);
+    ld_sum(c, w->ld, ld);
+    for (int d = 0; d < 3; d++) jb->metric[d] = hs_patch_metric(ld[d], ij->r->ld_corr[d], ij->r->ld_clean[d]);
     return HS_OK;
 }
 
@@ -620,6 +952,8 @@ static hs_status check_opts(const hs_circuit_opts *o, hs_error *err)
         return hs_fail(err, HS_ERR_CONFIG, "circuit: comp_draws = %d is outside [2, 100000]", o->comp_draws);
     if (o->ablate_ref != HS_SPLIT_TRAIN && o->ablate_ref != HS_SPLIT_HELDOUT)
         return hs_fail(err, HS_ERR_CONFIG, "circuit: ablate_ref must be train or heldout");
+    if (o->threads < 0 || o->threads > MAX_THREADS)
+        return hs_fail(err, HS_ERR_CONFIG, "circuit: threads = %d is outside [0, %d]", o->threads, MAX_THREADS);
     return HS_OK;
 }
 
@@ -640,10 +974,11 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
         return hs_fail(err, HS_ERR_CONFIG, "the model's n_ctx is %d but the circuit needs positions 0..%d",
                        cfg->n_ctx, Q);
     cctx c;
-    hs_hooks *hk = NULL;
+    ijob *jobs = NULL;
+    hs_head *all_heads = NULL;
     st = cctx_init(&c, m, t, err);
+    if (st == HS_OK) st = workers_init(&c, r->opts.threads, err);
     if (st != HS_OK) goto fail;
-    if ((st = hs_hooks_create(&hk, err)) != HS_OK) goto fail;
     const int L = c.L, H = c.H;
     const int softmax = cfg->attn == HS_ATTN_SOFTMAX;
     r->cfg = *cfg;
@@ -675,22 +1010,23 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
             snprintf(hd->name, sizeof hd->name, "L%dH%d", l, h);
         }
 
-    /* clean and corrupted runs */
-    static const char *const filt[] = {
-        "hook_embed", "hook_pos_embed", "blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
-        "blocks.*.attn.hook_attn_scores", "blocks.*.attn.hook_pattern", "blocks.*.attn.hook_z",
-        "blocks.*.hook_mlp_out", "ln_final.hook_scale", "logits"};
-    if ((st = hs_run_with_cache(m, c.acts, c.tok_clean, c.n, T_RUN, filt, 10, NULL, &c.clean, err)) != HS_OK)
+
+    /* phase A: the clean and corrupted runs and the mean-ablation reference */
+    size_t n_ref;
+    const hs_wg_example *ref = hs_winograd_examples(t, r->opts.ablate_ref, &n_ref);
+    if (n_ref == 0) {
+        st = hs_fail(err, HS_ERR_INPUT, "circuit: the %s split is empty", hs_wg_split_name(r->opts.ablate_ref));
         goto fail;
+    }
+    r->n_ablate_ref = n_ref;
+    if ((st = run_phase_a(&c, ref, n_ref, err)) != HS_OK) goto fail;
     const hs_cache_entry *lg = hs_cache_get(&c.clean, "logits");
     HS_ASSERT(lg != NULL);
-    if ((st = score_logits(&c, lg->data, r->acc, r->other_rate, err)) != HS_OK) goto fail;
-    ld_of(&c, lg->data, r->ld_clean);
-    static const char *const filt_corr[] = {"blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
-                                            "blocks.*.attn.hook_z", "logits"};
-    if ((st = hs_run_with_cache(m, c.acts, c.tok_corr, c.n, T_RUN, filt_corr, 4, NULL, &c.corr, err)) != HS_OK)
-        goto fail;
-    ld_of(&c, hs_cache_get(&c.corr, "logits")->data, r->ld_corr);
+    rows_of(&c, lg->data, 0, c.n, c.w[0].pred, c.w[0].ld);
+    if ((st = score_preds(&c, c.w[0].pred, r->acc, r->other_rate, err)) != HS_OK) goto fail;
+    ld_sum(&c, c.w[0].ld, r->ld_clean);
+    rows_of(&c, hs_cache_get(&c.corr, "logits")->data, 0, c.n, NULL, c.w[0].ld);
+    ld_sum(&c, c.w[0].ld, r->ld_corr);
 
     invariant(&c, r);
     attention_stats(&c, r);
@@ -699,54 +1035,6 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
         hs_head hh = {r->heads[k].layer, r->heads[k].head};
         if ((st = hs_copying_score(m, hh, HS_FOLD_LN, &r->heads[k].copying, &r->heads[k].copying_pos, err)) != HS_OK)
             goto fail;
-    }
-
-    /* mean ablations */
-    size_t n_ref;
-    const hs_wg_example *ref = hs_winograd_examples(t, r->opts.ablate_ref, &n_ref);
-    if (n_ref == 0) {
-        st = hs_fail(err, HS_ERR_INPUT, "circuit: the %s split is empty", hs_wg_split_name(r->opts.ablate_ref));
-        goto fail;
-    }
-    r->n_ablate_ref = n_ref;
-    if ((st = build_means(&c, ref, n_ref, err)) != HS_OK) goto fail;
-    for (int k = 0; k < L * H; k++) {
-        hs_head hh = {r->heads[k].layer, r->heads[k].head};
-        hs_hooks_clear(hk);
-        if ((st = hs_hooks_add_mean_ablation(hk, m, &c.means, &hh, 1, 1, err)) != HS_OK) goto fail;
-        if ((st = acc_with_hooks(&c, hk, r->heads[k].acc_ablated, err)) != HS_OK) goto fail;
-    }
-    {
-        hs_head *lay = malloc((size_t)H * sizeof *lay);
-        if (lay == NULL) {
-            st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-            goto fail;
-        }
-        for (int l = 0; l < L && st == HS_OK; l++) {
-            for (int h = 0; h < H; h++) lay[h] = (hs_head){l, h};
-            hs_hooks_clear(hk);
-            if ((st = hs_hooks_add_mean_ablation(hk, m, &c.means, lay, H, 1, err)) == HS_OK)
-                st = acc_with_hooks(&c, hk, r->acc_block_attn[l], err);
-            if (st != HS_OK) break;
-            if (cfg->d_mlp > 0) {
-                mlp_ablate_ctx *mc = malloc(sizeof *mc);
-                if (mc == NULL) {
-                    st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-                    break;
-                }
-                mc->mean = c.mlp_mean[l];
-                mc->D = c.D;
-                char pat[64];
-                snprintf(pat, sizeof pat, "blocks.%d.hook_mlp_out", l);
-                hs_hooks_clear(hk);
-                if ((st = hs_hooks_add_owned(hk, pat, mlp_ablate_hook, mc, free, err)) == HS_OK)
-                    st = acc_with_hooks(&c, hk, r->acc_block_mlp[l], err);
-            } else {
-                for (int g = 0; g < 3; g++) r->acc_block_mlp[l][g] = NAN;
-            }
-        }
-        free(lay);
-        if (st != HS_OK) goto fail;
     }
 
     /* step 1: candidate pushers */
@@ -761,36 +1049,42 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
         if (hd->pusher) r->pushers[r->n_pushers++] = (hs_head){0, h};
     }
     for (int g = 0; g < 3; g++) r->acc_pushers[g] = NAN;
-    if (r->n_pushers > 0) {
-        hs_hooks_clear(hk);
-        if ((st = hs_hooks_add_mean_ablation(hk, m, &c.means, r->pushers, r->n_pushers, 1, err)) != HS_OK)
-            goto fail;
-        if ((st = acc_with_hooks(&c, hk, r->acc_pushers, err)) != HS_OK) goto fail;
-    }
 
-    /* activation patching of every head */
+    /* phase B: mean ablations (each head, each layer's attention, each MLP,
+     * the pushers) and activation patching (each head at 14 and at all
+     * positions, each layer's heads at 14) */
+    const int n_jobs_max = 4 * L * H + 3 * L + 1 + 3 * H * L * H;
+    jobs = calloc((size_t)n_jobs_max, sizeof *jobs);
+    all_heads = malloc((size_t)L * H * sizeof *all_heads);
+    if (!jobs || !all_heads) {
+        st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (int k = 0; k < L * H; k++) all_heads[k] = (hs_head){r->heads[k].layer, r->heads[k].head};
+    int nj = 0;
+    for (int k = 0; k < L * H; k++)
+        jobs[nj++] = (ijob){.kind = J_ABLATE, .heads = &all_heads[k], .n_heads = 1, .acc = r->heads[k].acc_ablated};
+    for (int l = 0; l < L; l++) {
+        jobs[nj++] = (ijob){.kind = J_ABLATE, .heads = &all_heads[l * H], .n_heads = H, .acc = r->acc_block_attn[l]};
+        if (cfg->d_mlp > 0)
+            jobs[nj++] = (ijob){.kind = J_ABLATE_MLP, .layer = l, .acc = r->acc_block_mlp[l]};
+        else
+            for (int g = 0; g < 3; g++) r->acc_block_mlp[l][g] = NAN;
+    }
+    if (r->n_pushers > 0)
+        jobs[nj++] = (ijob){.kind = J_ABLATE, .heads = r->pushers, .n_heads = r->n_pushers, .acc = r->acc_pushers};
     for (int k = 0; k < L * H; k++) {
         hs_circuit_head *hd = &r->heads[k];
-        hs_head hh = {hd->layer, hd->head};
-        hs_hooks_clear(hk);
-        if ((st = hs_hooks_add_patch_head(hk, &c.clean, hh, Q, err)) != HS_OK) goto fail;
-        if ((st = patched_metric(&c, hk, r, hd->patch_pos14, err)) != HS_OK) goto fail;
-        if (hd->layer == L - 1) {
-            memcpy(hd->patch_all, hd->patch_pos14, sizeof hd->patch_all);
-            continue;
-        }
-        hs_hooks_clear(hk);
-        if ((st = hs_hooks_add_patch_head(hk, &c.clean, hh, -1, err)) != HS_OK) goto fail;
-        if ((st = patched_metric(&c, hk, r, hd->patch_all, err)) != HS_OK) goto fail;
+        jobs[nj++] = (ijob){.kind = J_PATCH, .heads = &all_heads[k], .n_heads = 1, .pos = Q, .metric = hd->patch_pos14};
+        if (hd->layer < L - 1)
+            jobs[nj++] = (ijob){.kind = J_PATCH, .heads = &all_heads[k], .n_heads = 1, .pos = -1, .metric = hd->patch_all};
     }
-
-    /* every head of a layer at once, at 14 */
-    for (int l = 0; l < L; l++) {
-        hs_hooks_clear(hk);
-        for (int h = 0; h < H && st == HS_OK; h++) st = hs_hooks_add_patch_head(hk, &c.clean, (hs_head){l, h}, Q, err);
-        if (st != HS_OK) goto fail;
-        if ((st = patched_metric(&c, hk, r, r->patch_layer[l], err)) != HS_OK) goto fail;
-    }
+    for (int l = 0; l < L; l++)
+        jobs[nj++] = (ijob){.kind = J_PATCH, .heads = &all_heads[l * H], .n_heads = H, .pos = Q, .metric = r->patch_layer[l]};
+    ijobs ij = {jobs, r};
+    if ((st = run_jobs(&c, nj, ijob_run, &ij, err)) != HS_OK) goto fail;
+    for (int k = (L - 1) * H; k < L * H; k++) /* the last layer: the same intervention */
+        memcpy(r->heads[k].patch_all, r->heads[k].patch_pos14, sizeof r->heads[k].patch_all);
 
     /* step 2: decision heads */
     for (int k = H; k < L * H; k++) {
@@ -800,31 +1094,32 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
         if (hd->decision) r->decision[r->n_decision++] = (hs_head){hd->layer, hd->head};
     }
 
-    /* composition and path patching into the decision heads */
+    /* composition, and phase C: path patching into the decision heads */
     if ((st = hs_composition_scores(m, HS_FOLD_LN, r->opts.comp_draws, r->opts.comp_seed, &r->comp, err)) != HS_OK)
         goto fail;
     if (r->n_decision > 0) {
-        r->path = malloc((size_t)H * r->n_decision * 3 * sizeof(float));
-        if (r->path == NULL) {
+        const int n_path = H * r->n_decision * 3;
+        r->path = malloc((size_t)n_path * sizeof(float));
+        double (*met)[3] = calloc((size_t)n_path, sizeof *met);
+        if (r->path == NULL || met == NULL) {
+            free(met);
             st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
             goto fail;
         }
+        nj = 0;
         for (int s = 0; s < H; s++)
             for (int d = 0; d < r->n_decision; d++)
                 for (int w = 0; w < 3; w++) {
-                    float *dst = &r->path[((size_t)s * r->n_decision + d) * 3 + w];
-                    if (w < 2 && !softmax) {
-                        *dst = NAN;
-                        continue;
-                    }
-                    hs_hooks_clear(hk);
-                    if ((st = hs_hooks_add_path_patch(hk, m, &c.clean, &c.corr, (hs_head){0, s},
-                                                      r->decision[d], 1 << w, HS_LN_RECOMPUTE, err)) != HS_OK)
-                        goto fail;
-                    double met[3];
-                    if ((st = patched_metric(&c, hk, r, met, err)) != HS_OK) goto fail;
-                    *dst = (float)met[HS_CIRC_PATCH_BOTH];
+                    const int i = (s * r->n_decision + d) * 3 + w;
+                    if (w < 2 && !softmax) continue;
+                    jobs[nj++] = (ijob){.kind = J_PATH, .sender = {0, s}, .receiver = r->decision[d],
+                                        .inputs = 1 << w, .metric = met[i]};
                 }
+        st = run_jobs(&c, nj, ijob_run, &ij, err);
+        for (int i = 0; i < n_path; i++)
+            r->path[i] = (i % 3 < 2 && !softmax) ? NAN : (float)met[i][HS_CIRC_PATCH_BOTH];
+        free(met);
+        if (st != HS_OK) goto fail;
     }
 
     /* verdicts */
@@ -890,11 +1185,13 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
         }
         route_features(r);
     }
-    hs_hooks_destroy(hk);
+    free(jobs);
+    free(all_heads);
     cctx_free(&c);
     return HS_OK;
 fail:
-    hs_hooks_destroy(hk);
+    free(jobs);
+    free(all_heads);
     cctx_free(&c);
     hs_circuit_report_free(r);
     return st;

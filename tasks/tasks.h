@@ -342,10 +342,12 @@ double hs_wg_score_other_rate(const hs_wg_score *s);
  * Layers, heads and positions count from 0 (the chapter's "block 1" = layer 0,
  * "block 2" = layer 1). Positions: x 1, y 6, adjective 11, query 14, ref 15.
  *
- * What hs_circuit_run computes (every forward is batched: one forward of the
- * whole held-out set per intervention, T = 15 tokens = positions 0..14, which
- * is all a causal model's prediction at 14 can see; logits at 14 equal those
- * of an 18-token run up to float rounding):
+ * What hs_circuit_run computes (every forward is batched: each intervention
+ * runs over the whole held-out set in chunks of 32 sentences, T = 15 tokens =
+ * positions 0..14, which is all a causal model's prediction at 14 can see;
+ * logits at 14 equal those of an 18-token run up to float rounding; the
+ * independent forwards run on opts.threads threads, with results that do not
+ * depend on the chunking or the thread count, see tasks/circuit.c):
  *  - The exact invariant: the layer-0 query at position 14 is a function of
  *    `the` and position 14 only, and each layer-0 key of that token and its
  *    position only, so layer-0 scores at 14 (blocks.0.attn.hook_attn_scores
@@ -455,6 +457,8 @@ typedef struct {
     hs_wg_split ablate_ref; /* where mean-ablation means come from (HS_SPLIT_TRAIN default) */
     int comp_draws;       /* random-baseline draws for composition scores (300) */
     uint64_t comp_seed;   /* their seed (0) */
+    int threads;          /* workers running the forwards: 0 = auto (2 with 2+ CPUs), 1..8;
+                           * the report is bit-identical for every value (tasks/circuit.c) */
 } hs_circuit_opts;
 
 /* The documented defaults, tuned on seeds 0..4 of the default model
