@@ -19,40 +19,11 @@ TMP=$(mktemp -d "${HS_TEST_TMP:-$BUILD_DIR/testtmp}/circuit_cli.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 PY=/usr/bin/python3
 shopt -s nullglob
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-run() {
-    local want=$1 name=$2 rc=0
-    shift 2
-    "$HS" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || rc=$?
-    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want; stderr: $(cat "$TMP/$name.err")"
-}
-one_line() {
-    local n
-    n=$(wc -l <"$TMP/$1.err")
-    [ "$n" -eq 1 ] || fail "$1: $n lines on stderr, expected 1: $(cat "$TMP/$1.err")"
-    grep -q -- "$2" "$TMP/$1.err" || fail "$1: stderr does not match '$2': $(cat "$TMP/$1.err")"
-}
-check_folder() {
-    local dir=$1 f
-    "$PY" - "$dir" <<'EOF' || fail "index check of $dir"
-import json, os, sys
-d = sys.argv[1]
-idx = json.load(open(os.path.join(d, "index.json")))
-listed = [f["file"] for f in idx["files"]]
-assert len(listed) == len(set(listed)), "duplicate entries"
-for f in listed:
-    assert os.path.isfile(os.path.join(d, f)), "listed but missing: " + f
-    if f.endswith(".json"):
-        json.load(open(os.path.join(d, f)))
-assert set(os.listdir(d)) == set(listed), set(os.listdir(d)) ^ set(listed)
-for stem in ("report.json", "attention_14.png", "attention_14.svg", "attention_14.json", "ablation.png",
-             "patching.png", "patching.json"):
-    assert stem in listed, stem
-EOF
-    for f in "$dir"/*.png; do pngcheck -q "$f" >/dev/null || fail "pngcheck $f"; done
-    for f in "$dir"/*.svg; do xmllint --noout "$f" || fail "xmllint $f"; done
-}
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
+# files every circuit report folder must list
+CIRCUIT_FILES=(report.json attention_14.png attention_14.svg attention_14.json ablation.png
+               patching.png patching.json)
 
 M="$TMP/m.safetensors"
 run 0 train train --out "$M" --steps 300 --d-model 32 --seed 1 --eval-every 0
@@ -61,7 +32,7 @@ grep -q '^usage: headscope circuit' "$TMP/help.out" || fail "--help: no usage li
 grep -q 'decide-patch' "$TMP/help.out" || fail "--help does not document the thresholds"
 
 run 0 c circuit --model "$M" --out "$TMP/c" --dpi 72
-check_folder "$TMP/c"
+check_folder "$TMP/c" "${CIRCUIT_FILES[@]}"
 for s in "invariant:" "step 1 (candidate push, layer 0)" "step 2 (decision, layer >= 1)" "route: " "thresholds:"; do
     grep -qF "$s" "$TMP/c.out" || fail "summary lacks '$s'"
 done
@@ -128,7 +99,7 @@ M1="$TMP/m1.safetensors"
 run 0 train1 train --out "$M1" --steps 30 --d-model 32 --layers 1 --eval-every 0
 run 0 c1 circuit --model "$M1" --out "$TMP/c1" --dpi 72
 grep -q "not applicable: one layer" "$TMP/c1.out" || fail "1 layer: no 'not applicable: one layer'"
-check_folder "$TMP/c1"
+check_folder "$TMP/c1" "${CIRCUIT_FILES[@]}"
 "$PY" -c "import json; r=json.load(open('$TMP/c1/report.json')); v=r['verdict']; assert v['step2']['applicable'] is False and v['route']['name']=='one-layer' and r['invariant']['layer1_mean_dev'] is None" \
     || fail "1 layer report"
 [ ! -e "$TMP/c1/composition_q.png" ] || fail "1 layer: composition figure written"
@@ -138,7 +109,7 @@ MU="$TMP/mu.safetensors"
 run 0 trainu train --out "$MU" --steps 30 --d-model 32 --attn uniform --eval-every 0
 run 0 cu circuit --model "$MU" --out "$TMP/cu" --dpi 72
 grep -q "not applicable: uniform attention" "$TMP/cu.out" || fail "uniform: invariant not n/a"
-check_folder "$TMP/cu"
+check_folder "$TMP/cu" "${CIRCUIT_FILES[@]}"
 [ -e "$TMP/cu/composition_v.json" ] || fail "uniform: no V composition"
 [ ! -e "$TMP/cu/composition_q.json" ] || fail "uniform: Q composition written"
 "$PY" -c "import json; r=json.load(open('$TMP/cu/report.json')); p=r['composition']['pairs'][0]; assert p['q'] is None and p['k'] is None and p['v'] is not None; assert r['invariant']['applicable'] is False" \

@@ -20,24 +20,9 @@ TMP=$(mktemp -d "$BUILD_DIR/testtmp/inspect.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 PY=/usr/bin/python3
 shopt -s nullglob
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
 
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-# run EXPECTED_RC NAME args...: runs headscope, checks the exit status; stdout
-# in $TMP/NAME.out, stderr in $TMP/NAME.err
-run() {
-    local want=$1 name=$2 rc=0
-    shift 2
-    "$HS" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || rc=$?
-    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want; stderr: $(cat "$TMP/$name.err")"
-}
-# one_line NAME PATTERN: exactly one line on stderr, matching PATTERN
-one_line() {
-    local n
-    n=$(wc -l <"$TMP/$1.err")
-    [ "$n" -eq 1 ] || fail "$1: $n lines on stderr, expected 1: $(cat "$TMP/$1.err")"
-    grep -q -- "$2" "$TMP/$1.err" || fail "$1: stderr does not match '$2': $(cat "$TMP/$1.err")"
-}
 
 M="$TMP/m.safetensors"
 run 0 train train --out "$M" --steps 60 --d-model 32 --eval-every 0
@@ -55,30 +40,6 @@ run 0 tired inspect --model "$M" --sentence "$TIRED" --out "$TMP/tired" --vs str
 run 0 wet inspect --model "$M" --sentence "$WET" --out "$TMP/wet"
 [ ! -s "$TMP/tired.err" ] || fail "tired: unexpected stderr: $(cat "$TMP/tired.err")"
 
-# check_folder DIR: index.json lists every file, each exists and parses
-check_folder() {
-    local dir=$1
-    "$PY" - "$dir" <<'EOF' || fail "index check of $dir"
-import json, os, sys
-d = sys.argv[1]
-idx = json.load(open(os.path.join(d, "index.json")))
-listed = [f["file"] for f in idx["files"]]
-assert len(listed) == len(set(listed)), "duplicate entries in index.json"
-for f in idx["files"]:
-    assert f["shows"], f
-    assert os.path.isfile(os.path.join(d, f["file"])), "listed but missing: " + f["file"]
-    assert f["file"].endswith("." + f["format"]), f
-on_disk = set(os.listdir(d))
-assert on_disk == set(listed), "not listed: %s; listed but absent: %s" % (
-    on_disk - set(listed), set(listed) - on_disk)
-for f in listed:
-    if f.endswith(".json"):
-        json.load(open(os.path.join(d, f)))
-EOF
-    local f
-    for f in "$dir"/*.png; do pngcheck -q "$f" >/dev/null || fail "pngcheck $f"; done
-    for f in "$dir"/*.svg; do xmllint --noout "$f" || fail "xmllint $f"; done
-}
 check_folder "$TMP/tired"
 check_folder "$TMP/wet"
 

@@ -21,37 +21,8 @@ TMP=$(mktemp -d "$BUILD_DIR/testtmp/weights.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 PY=/usr/bin/python3
 shopt -s nullglob
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-run() {
-    local want=$1 name=$2 rc=0
-    shift 2
-    "$HS" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || rc=$?
-    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want; stderr: $(cat "$TMP/$name.err")"
-}
-one_line() {
-    local n
-    n=$(wc -l <"$TMP/$1.err")
-    [ "$n" -eq 1 ] || fail "$1: $n lines on stderr, expected 1: $(cat "$TMP/$1.err")"
-    grep -q -- "$2" "$TMP/$1.err" || fail "$1: stderr does not match '$2': $(cat "$TMP/$1.err")"
-}
-check_folder() {
-    local dir=$1 f
-    "$PY" - "$dir" <<'EOF' || fail "index check of $dir"
-import json, os, sys
-d = sys.argv[1]
-idx = json.load(open(os.path.join(d, "index.json")))
-listed = [f["file"] for f in idx["files"]]
-assert len(listed) == len(set(listed)), "duplicate entries"
-for f in listed:
-    assert os.path.isfile(os.path.join(d, f)), "listed but missing: " + f
-    if f.endswith(".json"):
-        json.load(open(os.path.join(d, f)))
-assert set(os.listdir(d)) == set(listed), set(os.listdir(d)) ^ set(listed)
-EOF
-    for f in "$dir"/*.png; do pngcheck -q "$f" >/dev/null || fail "pngcheck $f"; done
-    for f in "$dir"/*.svg; do xmllint --noout "$f" || fail "xmllint $f"; done
-}
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
 
 M="$TMP/m.safetensors"
 run 0 train train --out "$M" --steps 60 --d-model 32 --eval-every 0

@@ -1,0 +1,52 @@
+# tests/cli_lib.sh -- helpers shared by the CLI end-to-end tests (sourced, not
+# a test itself). The caller sets HS (the headscope binary), TMP (a scratch
+# folder) and PY (/usr/bin/python3) before using them.
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# run EXPECTED_RC NAME args...: runs headscope, checks the exit status; stdout
+# in $TMP/NAME.out, stderr in $TMP/NAME.err
+run() {
+    local want=$1 name=$2 rc=0
+    shift 2
+    "$HS" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err" || rc=$?
+    [ "$rc" -eq "$want" ] || fail "$name: exit $rc, expected $want; stderr: $(cat "$TMP/$name.err")"
+}
+
+# one_line NAME REGEX: the run NAME wrote exactly one line on stderr, matching REGEX
+one_line() {
+    local n
+    n=$(wc -l <"$TMP/$1.err")
+    [ "$n" -eq 1 ] || fail "$1: $n lines on stderr, expected 1: $(cat "$TMP/$1.err")"
+    grep -q -- "$2" "$TMP/$1.err" || fail "$1: stderr does not match '$2': $(cat "$TMP/$1.err")"
+}
+
+# check_folder DIR [FILE...]: DIR/index.json lists every file in DIR exactly
+# once, each with what it shows and a matching format; every JSON parses,
+# every PNG passes pngcheck, every SVG parses with xmllint; each FILE given is
+# listed.
+check_folder() {
+    local dir=$1 f
+    shift
+    "$PY" - "$dir" "$@" <<'PYEOF' || fail "index check of $dir"
+import json, os, sys
+d = sys.argv[1]
+idx = json.load(open(os.path.join(d, "index.json")))
+listed = [f["file"] for f in idx["files"]]
+assert len(listed) == len(set(listed)), "duplicate entries in index.json"
+for f in idx["files"]:
+    assert f["shows"], f
+    assert os.path.isfile(os.path.join(d, f["file"])), "listed but missing: " + f["file"]
+    assert f["file"].endswith("." + f["format"]), f
+on_disk = set(os.listdir(d))
+assert on_disk == set(listed), "not listed: %s; listed but absent: %s" % (
+    on_disk - set(listed), set(listed) - on_disk)
+for f in listed:
+    if f.endswith(".json"):
+        json.load(open(os.path.join(d, f)))
+for want in sys.argv[2:]:
+    assert want in listed, "expected in index.json: " + want
+PYEOF
+    for f in "$dir"/*.png; do pngcheck -q "$f" >/dev/null || fail "pngcheck $f"; done
+    for f in "$dir"/*.svg; do xmllint --noout "$f" || fail "xmllint $f"; done
+}
