@@ -54,6 +54,7 @@ hs_circuit_opts hs_circuit_opts_default(void)
     o.push_dla = 1.0;
     o.step1_drop = 0.25;
     o.decide_patch = 0.1;
+    o.min_ld_gap = 1.0;
     o.decide_drop = 0.25;
     o.route_attn = 0.25;
     o.route_dla = 1.0;
@@ -941,6 +942,7 @@ static hs_status check_opts(const hs_circuit_opts *o, hs_error *err)
     const struct { const char *name; double v, lo, hi; } chk[] = {
         {"push_attn", o->push_attn, 0.0, 1.0},     {"push_dla", o->push_dla, 0.0, 1e6},
         {"step1_drop", o->step1_drop, 0.0, 1.0},   {"decide_patch", o->decide_patch, 0.0, 1e6},
+        {"min_ld_gap", o->min_ld_gap, 0.0, 1e6},
         {"decide_drop", o->decide_drop, 0.0, 1.0}, {"route_attn", o->route_attn, 0.0, 1.0},
         {"route_dla", o->route_dla, 0.0, 1e6},     {"adj_key_diff", o->adj_key_diff, 0.0, 1.0},
     };
@@ -1086,10 +1088,16 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
     for (int k = (L - 1) * H; k < L * H; k++) /* the last layer: the same intervention */
         memcpy(r->heads[k].patch_all, r->heads[k].patch_pos14, sizeof r->heads[k].patch_all);
 
-    /* step 2: decision heads */
+    /* step 2: decision heads. The normalised patching metric divides by
+     * LD_clean - LD_corr; when the model does not separate the two roles
+     * (an untrained model) that is ~0 and the metric is noise, so only
+     * ablation can make a decision head then. */
+    r->patch_usable = fabs((double)r->ld_clean[HS_CIRC_PATCH_BOTH] - r->ld_corr[HS_CIRC_PATCH_BOTH]) >=
+                      r->opts.min_ld_gap;
     for (int k = H; k < L * H; k++) {
         hs_circuit_head *hd = &r->heads[k];
-        if (fabs(hd->patch_pos14[HS_CIRC_PATCH_BOTH]) >= r->opts.decide_patch) hd->decision |= 1;
+        if (r->patch_usable && fabs(hd->patch_pos14[HS_CIRC_PATCH_BOTH]) >= r->opts.decide_patch)
+            hd->decision |= 1;
         if (max_drop(r->acc, hd->acc_ablated) >= r->opts.decide_drop) hd->decision |= 2;
         if (hd->decision) r->decision[r->n_decision++] = (hs_head){hd->layer, hd->head};
     }
@@ -1167,6 +1175,13 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
         r->step2_applicable = L >= 2;
         if (!r->step2_applicable) {
             snprintf(w, sizeof r->step2_reason, "not applicable: one layer");
+        } else if (r->n_decision == 0 && !r->patch_usable) {
+            snprintf(w, sizeof r->step2_reason,
+                     "patching cannot judge: the clean and corrupted logit differences differ by only %.2f "
+                     "(< %.2f), so the model does not separate the roles; and no head's mean-ablation drops "
+                     "a role's held-out accuracy by >= %.1f points",
+                     fabs((double)r->ld_clean[HS_CIRC_PATCH_BOTH] - r->ld_corr[HS_CIRC_PATCH_BOTH]),
+                     o->min_ld_gap, 100 * o->decide_drop);
         } else if (r->n_decision == 0) {
             snprintf(w, sizeof r->step2_reason,
                      "no head in layer >= 1 moves the normalised logit difference by >= %.2f when patched at 14, "
@@ -1313,6 +1328,7 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
     cJSON *th = cJSON_AddObjectToObject(root, "thresholds");
     if (!th || !add_num(th, "push_attn", o->push_attn) || !add_num(th, "push_dla", o->push_dla) ||
         !add_num(th, "step1_drop", o->step1_drop) || !add_num(th, "decide_patch", o->decide_patch) ||
+        !add_num(th, "min_ld_gap", o->min_ld_gap) ||
         !add_num(th, "decide_drop", o->decide_drop) || !add_num(th, "route_attn", o->route_attn) ||
         !add_num(th, "route_dla", o->route_dla) || !add_num(th, "adj_key_diff", o->adj_key_diff) ||
         !cJSON_AddStringToObject(th, "ablate_ref", hs_wg_split_name(o->ablate_ref)) ||
@@ -1427,7 +1443,8 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
                                         "crosser (resp. crossed) sentence, corrupted = the other-role sentence with the same "
                                         "nouns; LD = logit(ref_clean) - logit(ref_corr) at 14; metric = (LD_patched - LD_corr) "
                                         "/ (LD_clean - LD_corr)") ||
-        !add_item(pm, "ld_clean", patch3(r->ld_clean)) || !add_item(pm, "ld_corr", patch3(r->ld_corr)))
+        !add_item(pm, "ld_clean", patch3(r->ld_clean)) || !add_item(pm, "ld_corr", patch3(r->ld_corr)) ||
+        !cJSON_AddBoolToObject(pm, "usable", r->patch_usable))
         goto nomem;
     cJSON *pla = cJSON_AddArrayToObject(pm, "whole_layer_pos14");
     if (!pla) goto nomem;
@@ -1703,8 +1720,11 @@ hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *
 
     sb_printf(&s, "\nstep 1 (candidate push, layer 0): %s -- %s\n", r->step1_holds ? "HOLDS" : "does not hold",
               r->step1_reason);
-    sb_printf(&s, "step 2 (decision, layer >= 1): %s -- %s\n",
-              !r->step2_applicable ? "not applicable" : r->step2_holds ? "HOLDS" : "does not hold", r->step2_reason);
+    if (!r->step2_applicable)
+        sb_printf(&s, "step 2 (decision, layer >= 1): %s\n", r->step2_reason);
+    else
+        sb_printf(&s, "step 2 (decision, layer >= 1): %s -- %s\n", r->step2_holds ? "HOLDS" : "does not hold",
+                  r->step2_reason);
     sb_printf(&s, "route: %s%s%s\n", r->route, r->route_reason[0] ? " -- " : "", r->route_reason);
     sb_printf(&s, "thresholds: pusher attention >= %.2f and DLA >= %+.2f; step 1 ablation drop >= %.0f points; "
                   "decision |patching| >= %.2f or a role's ablation drop >= %.0f points; route attention >= %.2f, "

@@ -450,6 +450,9 @@ typedef struct {
     double push_dla;      /* pusher: mean DLA towards that noun >= this */
     double step1_drop;    /* step 1: ablating the pushers drops accuracy by >= this */
     double decide_patch;  /* decision head: |normalised patching metric| >= this */
+    double min_ld_gap;    /* patching counts only when |LD_clean - LD_corr| >= this
+                             (logits; 1.0): below it the normalised metric divides by
+                             ~0 (an untrained model) and only ablation can decide */
     double decide_drop;   /* decision head: one role's accuracy drops by >= this */
     double route_attn;    /* route features: "attends" means weight >= this */
     double route_dla;     /* route features: raises / lowers means |DLA| >= this */
@@ -539,6 +542,7 @@ typedef struct {
 
     int step1_holds;
     int step2_applicable, step2_holds;
+    int patch_usable;        /* |ld_clean - ld_corr| (both directions) >= opts.min_ld_gap */
     int route_features;      /* HS_ROUTE_* bits */
     char route[128];         /* "chapter", "adjective-key + referent-fetch", "none", ... */
     char step1_reason[512], step2_reason[512], route_reason[1024];

@@ -604,6 +604,8 @@ static void report_json_carries_the_numbers(void **state)
     }
     assert_true(jnum(j, "verdict.step1.holds") == g_r.step1_holds);
     assert_true(jnum(j, "verdict.step2.holds") == g_r.step2_holds);
+    assert_int_equal(g_r.patch_usable, 1); /* a trained model separates the roles */
+    assert_true(jnum(j, "patching.usable") == 1);
     const cJSON *route = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "verdict"), "route"), "name");
     assert_string_equal(cJSON_GetStringValue(route), g_r.route);
     cJSON_Delete(j);
@@ -618,6 +620,28 @@ static void report_json_carries_the_numbers(void **state)
 
 /* ------------------------------------------------------------------------ */
 /* Other shapes of model                                                     */
+
+/* An untrained two-layer model separates nothing: LD_clean ~ LD_corr, so the
+ * normalised patching metric divides by ~0. It must not make decision heads
+ * (a fresh user saw "step 2: HOLDS" on such a model before min_ld_gap). */
+static void untrained_model_has_no_decision_heads(void **state)
+{
+    (void)state;
+    hs_config c = test_config(2);
+    hs_model *m = train_model(&c, 0);
+    hs_circuit_report r;
+    hs_error err = {0};
+    assert_int_equal(hs_circuit_run(m, g_t, NULL, &r, &err), HS_OK);
+    double gap = fabs((double)r.ld_clean[HS_CIRC_PATCH_BOTH] - r.ld_corr[HS_CIRC_PATCH_BOTH]);
+    print_message("untrained: |LD_clean - LD_corr| = %.3g, accuracy %.3f\n", gap, r.acc[HS_CIRC_ALL]);
+    assert_true(gap < r.opts.min_ld_gap);
+    assert_int_equal(r.patch_usable, 0);
+    assert_int_equal(r.n_decision, 0);
+    assert_int_equal(r.step2_holds, 0);
+    assert_non_null(strstr(r.step2_reason, "patching cannot judge"));
+    hs_circuit_report_free(&r);
+    hs_model_destroy(m);
+}
 
 static void one_layer_model_gets_a_report(void **state)
 {
@@ -658,6 +682,7 @@ static void uniform_attention_model_gets_a_report(void **state)
     hs_model *m = train_model(&c, 0);
     hs_circuit_opts o = hs_circuit_opts_default();
     o.decide_patch = 0.0; /* every layer-1 head a decision head: exercises path patching */
+    o.min_ld_gap = 0.0;   /* (the model is untrained: let patching count anyway) */
     hs_circuit_report r;
     hs_error err = {0};
     assert_int_equal(hs_circuit_run(m, g_t, &o, &r, &err), HS_OK);
@@ -714,6 +739,7 @@ int main(void)
         cmocka_unit_test(verdicts_follow_from_the_numbers_and_thresholds),
         cmocka_unit_test(report_json_carries_the_numbers),
         cmocka_unit_test(one_layer_model_gets_a_report),
+        cmocka_unit_test(untrained_model_has_no_decision_heads),
         cmocka_unit_test(uniform_attention_model_gets_a_report),
         cmocka_unit_test(bad_thresholds_and_mismatched_models_are_refused),
     };

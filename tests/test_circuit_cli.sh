@@ -62,7 +62,9 @@ for h in heads:
                             (a["y"] >= th["push_attn"] and d["y"] >= th["push_dla"])):
         pushers.append(h["name"])
     drop = h["mean_ablation"]["drop"]
-    if h["layer"] >= 1 and (abs(h["patching"]["pos14"]["both"]) >= th["decide_patch"] or
+    usable = abs(r["patching"]["ld_clean"]["both"] - r["patching"]["ld_corr"]["both"]) >= th["min_ld_gap"]
+    assert r["patching"]["usable"] == usable
+    if h["layer"] >= 1 and ((usable and abs(h["patching"]["pos14"]["both"]) >= th["decide_patch"]) or
                             max(drop["crosser"], drop["crossed"]) >= th["decide_drop"]):
         decision.append(h["name"])
 v = r["verdict"]
@@ -103,6 +105,18 @@ check_folder "$TMP/c1" "${CIRCUIT_FILES[@]}"
 "$PY" -c "import json; r=json.load(open('$TMP/c1/report.json')); v=r['verdict']; assert v['step2']['applicable'] is False and v['route']['name']=='one-layer' and r['invariant']['layer1_mean_dev'] is None" \
     || fail "1 layer report"
 [ ! -e "$TMP/c1/composition_q.png" ] || fail "1 layer: composition figure written"
+
+# a reused --out folder: the 2-layer run's files (composition, path patching)
+# go when a 1-layer run writes there; a file the user put there stays
+cp -r "$TMP/c" "$TMP/cr"
+echo keep >"$TMP/cr/notes.txt"
+run 0 cr circuit --model "$M1" --out "$TMP/cr" --dpi 72 --format json
+grep -q 'note: .*cr already holds 1 file headscope did not write; they are kept' "$TMP/cr.err" ||
+    fail "reuse: no note about the user's file: $(cat "$TMP/cr.err")"
+[ "$(cat "$TMP/cr/notes.txt")" = keep ] || fail "reuse: the user's file was changed"
+rm "$TMP/cr/notes.txt"
+check_folder "$TMP/cr" report.json
+ls "$TMP/cr" | grep -qE '^composition_|\.(png|svg)$' && fail "reuse: stale files: $(ls "$TMP/cr")"
 
 # uniform attention: no scores, no Q/K composition
 MU="$TMP/mu.safetensors"
