@@ -28,11 +28,12 @@ static const char TRAIN_HELP[] =
     "  --steps N              step budget (default 2000)\n"
     "  --seed S               initialisation and batch-order seed (default 0)\n"
     "  --lr X                 peak learning rate (default 1e-3; cosine decay over the\n"
-    "                         last 40%% of steps to 5%% of it)\n"
+    "                         last 40% of steps to 5% of it)\n"
     "  --batch B              sequences per step (default 64)\n"
     "  --checkpoint-every N   also save to --out every N steps (atomic)\n"
     "  --log-every N          progress line every N steps when not a terminal (default 250)\n"
-    "  --eval-every N         held-out accuracy every N steps (default 250; 0 = end only)\n"
+    "  --eval-every N         held-out accuracy every N steps (default 250; 0 = end only);\n"
+    "                         logged with the first step at 100%, never used to stop\n"
     "  --dataset FILE         also write the train/held-out sentences as text\n"
     "  --threads N            0 = auto (2 with 2+ CPUs, default), 1 or 2; the result\n"
     "                         is bit-identical for every thread count\n"
@@ -273,8 +274,12 @@ int cmd_train(int argc, char **argv)
     cfg.seed = seed;
 
     hs_error err = {0};
-    hs_status s = hs_check_out_path(out, &err);
+    /* Find out now, not after training, whether --out can be written: open
+     * (and drop) the temp file the final save will use. */
+    hs_atomic_file probe;
+    hs_status s = hs_atomic_open(&probe, out, &err);
     if (s != HS_OK) return cli_error(C, &err);
+    hs_atomic_abort(&probe);
 
     int rc = 1;
     hs_winograd *task = NULL;
@@ -295,9 +300,9 @@ int cmd_train(int argc, char **argv)
                     "(animal, street) is %s\n",
             hs_task_name(task->kind), split_seed, task->n_train, task->n_heldout,
             chapter_held == 1 ? "held out" : "in training");
-    fprintf(stderr, "model: %d layers, d_model %d, %d heads x %d, d_mlp %d, %s, %s, pos %s, attn %s%s%s%s%s; "
+    fprintf(stderr, "model: %d layer%s, d_model %d, %d heads x %d, d_mlp %d, %s, %s, pos %s, attn %s%s%s%s%s; "
                     "%zu parameters; %d steps, batch %d, seed %llu\n",
-            cfg.n_layers, cfg.d_model, cfg.n_heads, cfg.d_head, cfg.d_mlp, hs_norm_name(cfg.norm),
+            cfg.n_layers, cfg.n_layers == 1 ? "" : "s", cfg.d_model, cfg.n_heads, cfg.d_head, cfg.d_mlp, hs_norm_name(cfg.norm),
             hs_act_name(cfg.act), hs_pos_name(cfg.pos), hs_attn_name(cfg.attn),
             cfg.ln1 ? "" : ", no ln1", cfg.ln_final ? "" : ", no final norm",
             cfg.embed_norm ? ", embed norm" : "", cfg.bias ? "" : ", no bias", m->n_params,
