@@ -9,7 +9,7 @@
  * writer) and common/; OpenBLAS (cblas) and LAPACKE. Task-agnostic: it knows
  * nothing of Winograd or of any task; a task builds its detectors from the
  * caller-supplied target pattern of hs_detect_heads.
- * Formulas and sources: /work/shared/CIRCUITS.md, cited below as "C<n>" for
+ * Formulas and sources: docs/CIRCUITS.md, cited below as "C<n>" for
  * its section n; [TL] TransformerLens, [FW] Elhage et al. 2021, [IH] Olsson et
  * al. 2022, [AR] ARENA (CIRCUITS.md 9).
  *
