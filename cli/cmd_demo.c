@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -100,6 +101,9 @@ int cmd_demo(int argc, char **argv)
     if (!retrain && reusable(model)) {
         printf("== reusing %s (trained with the default settings)\n", model);
     } else {
+        if (!retrain && access(model, F_OK) == 0)
+            printf("== %s exists but cannot be read or was not trained with the default settings: "
+                   "training anew (the old file is replaced when training ends)\n", model);
         printf("== headscope train --out %s\n", model);
         fflush(stdout);
         char *a[] = {"train", "--out", model, NULL};

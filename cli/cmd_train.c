@@ -272,6 +272,10 @@ int cmd_train(int argc, char **argv)
     cfg.d_head = d_head > 0 ? (int)d_head : (cfg.d_model / cfg.n_heads > 0 ? cfg.d_model / cfg.n_heads : 1);
     cfg.d_mlp = d_mlp >= 0 ? (int)d_mlp : 4 * cfg.d_model;
     cfg.seed = seed;
+    if (d_head <= 0 && cfg.n_heads * cfg.d_head != cfg.d_model)
+        fprintf(stderr, "headscope train: note: d_head = d_model / heads = %d, so the heads span %d of "
+                        "d_model %d dimensions (set --d-head to choose)\n",
+                cfg.d_head, cfg.n_heads * cfg.d_head, cfg.d_model);
 
     hs_error err = {0};
     /* Find out now, not after training, whether --out can be written: open
