@@ -112,12 +112,7 @@ int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_f
     o->cmd = cmd;
     o->dir = dir;
     o->fo = fo;
-    hs_error err = {0};
-    if (dir[0] == '\0') {
-        fprintf(stderr, "headscope %s: --out is empty\n", cmd);
-        return 1;
-    }
-    if (hs_mkdir(dir, &err) != HS_OK) return cli_error(cmd, &err);
+    if (cli_prepare_out_dir(cmd, dir)) return 1;
     o->files = cJSON_CreateArray();
     if (!o->files) {
         fprintf(stderr, "headscope %s: out of memory\n", cmd);

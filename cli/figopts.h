@@ -66,8 +66,9 @@ typedef struct {
     cJSON *files;         /* [{"file", "format", "shows"}] */
 } cli_outdir;
 
-/* Creates dir if missing (its parent must exist); refuses a path that exists
- * and is not a folder. 0 ok, 1 after printing the error. */
+/* Prepares dir with cli_prepare_out_dir (cli/util.h): creates it if missing
+ * (its parent must exist), refuses a path that is not a folder, and removes
+ * the files an earlier run's index.json lists. 0 ok, 1 after printing. */
 int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_figopts *fo);
 void cli_outdir_close(cli_outdir *o);
 

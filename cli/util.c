@@ -1,10 +1,17 @@
 /* cli/util.c -- see util.h. */
+#define _POSIX_C_SOURCE 200809L
 #include "util.h"
 
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
 
 int cli_error(const char *cmd, const hs_error *err)
 {
@@ -100,5 +107,96 @@ int cli_load(const char *cmd, const char *path, int need_task, cli_loaded *out)
         cli_loaded_free(out);
         return 1;
     }
+    return 0;
+}
+
+/* A name an index may list for deletion: a plain file name in the folder. */
+static int plain_name(const char *s)
+{
+    return s && s[0] != '\0' && strchr(s, '/') == NULL && strchr(s, '\\') == NULL &&
+           strstr(s, "..") == NULL && strcmp(s, ".") != 0;
+}
+
+/* Deletes dir/name if it is there and not a folder; 0 ok (or absent), 1 printed. */
+static int remove_listed(const char *cmd, const char *dir, const char *name)
+{
+    char *path = hs_path_join(dir, name);
+    if (!path) {
+        fprintf(stderr, "headscope %s: out of memory\n", cmd);
+        return 1;
+    }
+    struct stat st;
+    int rc = 0;
+    if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(path) != 0 && errno != ENOENT) {
+        fprintf(stderr, "headscope %s: cannot remove %s from an earlier run: %s\n", cmd, path,
+                strerror(errno));
+        rc = 1;
+    }
+    free(path);
+    return rc;
+}
+
+int cli_prepare_out_dir(const char *cmd, const char *dir)
+{
+    hs_error err = {0};
+    if (dir[0] == '\0') {
+        fprintf(stderr, "headscope %s: --out is empty\n", cmd);
+        return 1;
+    }
+    if (hs_mkdir(dir, &err) != HS_OK) return cli_error(cmd, &err);
+
+    char *ipath = hs_path_join(dir, "index.json");
+    if (!ipath) {
+        fprintf(stderr, "headscope %s: out of memory\n", cmd);
+        return 1;
+    }
+    unsigned char *data = NULL;
+    size_t n = 0;
+    hs_error rerr = {0};
+    if (hs_read_file(ipath, &data, &n, &rerr) == HS_OK) {
+        cJSON *idx = cJSON_ParseWithLength((const char *)data, n);
+        const cJSON *files = idx ? cJSON_GetObjectItemCaseSensitive(idx, "files") : NULL;
+        const cJSON *command = idx ? cJSON_GetObjectItemCaseSensitive(idx, "command") : NULL;
+        /* only an index headscope wrote: {"command": "...", "files": [{"file": ...}]} */
+        if (cJSON_IsArray(files) && cJSON_IsString(command)) {
+            const cJSON *e;
+            cJSON_ArrayForEach(e, files)
+            {
+                const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
+                if (!cJSON_IsString(f) || !plain_name(f->valuestring) ||
+                    strcmp(f->valuestring, "index.json") == 0)
+                    continue;
+                if (remove_listed(cmd, dir, f->valuestring)) {
+                    cJSON_Delete(idx);
+                    free(data);
+                    free(ipath);
+                    return 1;
+                }
+            }
+            if (remove_listed(cmd, dir, "index.json")) {
+                cJSON_Delete(idx);
+                free(data);
+                free(ipath);
+                return 1;
+            }
+        }
+        cJSON_Delete(idx);
+        free(data);
+    }
+    free(ipath);
+
+    DIR *d = opendir(dir);
+    if (!d) {
+        fprintf(stderr, "headscope %s: cannot read folder %s: %s\n", cmd, dir, strerror(errno));
+        return 1;
+    }
+    long others = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) others++;
+    closedir(d);
+    if (others > 0)
+        fprintf(stderr, "note: %s already holds %ld file%s headscope did not write; "
+                        "they are kept\n",
+                dir, others, others == 1 ? "" : "s");
     return 0;
 }

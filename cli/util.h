@@ -27,6 +27,15 @@ int cli_error(const char *cmd, const hs_error *err);
 /* Prints "headscope CMD: <fmt...>" and returns 2 (usage error). */
 int cli_usage_error(const char *cmd, const char *fmt, ...);
 
+/* Gets output folder dir ready for a new run: creates it if missing (its
+ * parent must exist; a path that exists and is not a folder is refused). If
+ * dir/index.json is an index headscope wrote before, deletes exactly the files
+ * it lists (plain names only; an entry with '/' or ".." is skipped) and then
+ * the old index.json, so no file from an earlier run outlives it. Files no
+ * index lists are kept, with a one-line note on stderr. 0 ok, 1 after
+ * printing the error. */
+int cli_prepare_out_dir(const char *cmd, const char *dir);
+
 /* Strict integer / float parsing of a flag value; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
 int cli_parse_u64(const char *s, unsigned long long *out);

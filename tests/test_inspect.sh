@@ -153,6 +153,26 @@ EOF
 grep -q '^L1H0 ' "$TMP/only.out" || fail "--only --heads: no L1H0 row"
 grep -q '^L0H0 ' "$TMP/only.out" && fail "--only --heads: printed an unselected head"
 
+# a reused --out folder: the first run's files go, a file the user put there stays
+run 0 reuse1 inspect --model "$M" --sentence "$TIRED" --out "$TMP/reuse"
+n1=$(ls "$TMP/reuse" | wc -l)
+echo keep >"$TMP/reuse/notes.txt"
+run 0 reuse2 inspect --model "$M" --sentence "$WET" --out "$TMP/reuse" --only L1H1 --format png
+one_line reuse2 'note: .*reuse already holds 1 file headscope did not write; they are kept'
+[ "$(cat "$TMP/reuse/notes.txt")" = keep ] || fail "reuse: the user's file was changed"
+rm "$TMP/reuse/notes.txt"
+check_folder "$TMP/reuse"
+n2=$(ls "$TMP/reuse" | wc -l)
+[ "$n2" -lt "$n1" ] || fail "reuse: $n2 files after the smaller run, $n1 before"
+[ ! -e "$TMP/reuse/L0H0.png" ] || fail "reuse: L0H0.png from the first run is still there"
+# an index entry that leaves the folder is never followed
+mkdir "$TMP/evil"
+echo x >"$TMP/victim"
+echo '{"command":"inspect","files":[{"file":"../victim"},{"file":"sub/x"}]}' >"$TMP/evil/index.json"
+run 0 evil inspect --model "$M" --sentence "$TIRED" --out "$TMP/evil" --format json --only L0H0
+[ "$(cat "$TMP/victim")" = x ] || fail "reuse: deleted a file outside the folder"
+check_folder "$TMP/evil"
+
 # --format json: no images; --position: shorter rows; figure options
 run 0 fmt inspect --model "$M" --sentence "$TIRED" --out "$TMP/fmt" --format json --position 6
 check_folder "$TMP/fmt"

@@ -98,6 +98,17 @@ ls "$TMP/wu" | grep -q '_QK\.' && fail "uniform: QK files written"
 ls "$TMP/wu" | grep -qE '^(composition|virtual)' && fail "1 layer: cross-layer files written"
 [ -f "$TMP/wu/L0H0_OV.json" ] || fail "uniform: no OV circuit"
 
+# a reused --out folder: the first run's files go, a file the user put there stays
+cp -r "$TMP/w" "$TMP/wr"
+echo keep >"$TMP/wr/notes.txt"
+run 0 wr weights --model "$U" --out "$TMP/wr" --format json
+grep -q 'note: .*wr already holds 1 file headscope did not write; they are kept' "$TMP/wr.err" ||
+    fail "reuse: no note about the user's file: $(cat "$TMP/wr.err")"
+[ "$(cat "$TMP/wr/notes.txt")" = keep ] || fail "reuse: the user's file was changed"
+rm "$TMP/wr/notes.txt"
+check_folder "$TMP/wr"
+ls "$TMP/wr" | grep -qE '^(composition|virtual)|\.(png|svg)$' && fail "reuse: stale files: $(ls "$TMP/wr")"
+
 # errors
 echo x >"$TMP/regular"
 run 1 outfile weights --model "$M" --out "$TMP/regular"
