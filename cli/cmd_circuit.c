@@ -21,10 +21,10 @@ static const char CIRCUIT_HELP[] =
     "usage: headscope circuit --model FILE [--out DIR] [--json] [thresholds]\n"
     "\n"
     "Verifies the two-step referent circuit of the Winograd task on the held-out\n"
-    "set, finding each head's role from evidence (DESIGN.md, \"The two-step\n"
-    "referent circuit\"). Layers, heads and positions count from 0: the chapter's\n"
-    "block 1 is layer 0, block 2 is layer 1; x is position 1, y 6, the adjective\n"
-    "11, and the prediction is made at 14.\n"
+    "set, finding each head's role from evidence (the design notes, \"The\n"
+    "two-step referent circuit\"). Layers, heads and positions count from 0:\n"
+    "the chapter's block 1 is layer 0, block 2 is layer 1; x is position 1, y 6,\n"
+    "the adjective 11, and the prediction is made at 14.\n"
     "\n"
     "Evidence: the exact invariant (layer-0 scores at 14 differ between two\n"
     "sentences only in columns whose tokens differ: max deviation over every pair\n"
@@ -49,10 +49,10 @@ static const char CIRCUIT_HELP[] =
     "  route: \"chapter\" when a decision head puts >= ROUTE_ATTN on the adjective\n"
     "    with crosser adjectives and one puts >= ROUTE_ATTN on y with crossed ones\n"
     "    while raising y (DLA >= ROUTE_DLA); else the features found, joined by\n"
-    "    \" + \": suppression (attends a noun, DLA <= -ROUTE_DLA towards it), copy\n"
-    "    (attends the referent, raises it), adjective-read, other-noun-fetch,\n"
-    "    adjective-key (a layer-0 head's weight on the adjective differs between\n"
-    "    roles by >= ADJ_KEY_DIFF).\n"
+    "    \" + \": suppression (attends a noun, DLA <= -ROUTE_DLA towards it),\n"
+    "    referent-fetch (attends the referent, raises it), adjective-read,\n"
+    "    other-noun-fetch, adjective-key (a layer-0 head's weight on the adjective\n"
+    "    differs between roles by >= ADJ_KEY_DIFF); other when none is found.\n"
     "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab and task\n"
@@ -62,7 +62,7 @@ static const char CIRCUIT_HELP[] =
     "  --push-attn X         default 0.25\n"
     "  --push-dla X          default 1.0 (logits)\n"
     "  --step1-drop P        default 25 (points)\n"
-    "  --decide-patch X      default 0.1 (DESIGN.md began at 0.5; trained models share\n"
+    "  --decide-patch X      default 0.1 (the design notes began at 0.5; trained models share\n"
     "                        the decision among 2-4 layer-1 heads of 0.15-0.52 each)\n"
     "  --decide-drop P       default 25 (points)\n"
     "  --route-attn X        default 0.25\n"
@@ -74,7 +74,7 @@ static const char CIRCUIT_HELP[] =
     "Files in DIR: report.json (every number, thresholds, verdicts, heads and\n"
     "roles, config); attention_14.{png,svg,json} (mean attention row at 14 per\n"
     "head and role); ablation.* (accuracy change per mean ablation, by role);\n"
-    "patching.* (normalised patching metric per head); composition_{q,k,v}.*\n"
+    "patching.* (normalised patching metric per head); composition_{Q,K,V}.*\n"
     "(layer-0 heads into later heads, minus the baseline); path_patching.*\n"
     "(layer-0 heads into the decision heads' q/k/v) when a decision head exists.\n"
     "Exit status: 0 ok, 1 user error, 2 usage error.\n";
@@ -86,8 +86,9 @@ static const char *const POS_LABELS[HS_CIRC_T] = {"0 the", "1 x", "2 did", "3 no
 
 /* One figure (+ its JSON with the model and config added) through the shared
  * output folder: formats and figure options from the command line. kind 0 =
- * signed matrix (R x C), 1 = bars (R values). vmax > 0: fixed symmetric range
- * unless --range auto. 0 ok, 1 printed. */
+ * signed matrix (R x C, diverging), 1 = bars (R values), 2 = non-negative
+ * matrix (R x C, sequential from 0, e.g. attention). vmax > 0: fixed range
+ * (kind 0: [-vmax, vmax]; kind 2: [0, vmax]) unless --range auto. 0 ok, 1 printed. */
 typedef struct {
     cli_outdir *od;
     const char *model;
@@ -115,14 +116,18 @@ static int out_fig(const c_ctx *x, int kind, const char *stem, const float *m, s
             if (kind == 1) {
                 s = hs_viz_bars_figure(&fig, m, R, rl, title, xl, &o, &err);
             } else {
-                if (o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT;
+                /* signed data: the diverging map (a sequential one would hide the sign);
+                   non-negative data: viridis or the --cmap greys the user chose */
+                if (kind == 0 && o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT;
                 if (vmax > 0 && !(fo->range_set && o.range == HS_VIZ_RANGE_AUTO)) {
                     o.range = HS_VIZ_RANGE_FIXED;
+                    o.vmin = 0.0;
                     o.vmax = vmax;
                 } else {
                     o.range = HS_VIZ_RANGE_AUTO;
                 }
-                s = hs_viz_signed_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
+                s = kind == 2 ? hs_viz_matrix_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err)
+                              : hs_viz_signed_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
             }
             if (s != HS_OK) rc = cli_error(cmd, &err);
         }
@@ -190,7 +195,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
             snprintf(lab[k * 2 + g], sizeof lab[0], "%s %s", r->heads[k].name, g ? "crossed" : "crosser");
             rl[k * 2 + g] = lab[k * 2 + g];
         }
-    if (out_fig(&x, 0, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl, POS_LABELS,
+    if (out_fig(&x, 2, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl, POS_LABELS,
                 "mean attention at position 14 by head and adjective role (held-out)", "source position",
                 "head, role", 1.0,
                 "each head's attention row at position 14 averaged over the held-out sentences of each "
@@ -234,7 +239,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
         rl[k] = r->heads[k].name;
     }
     if (out_fig(&x, 0, "patching", m, (size_t)LH, 4, rl, PCOL,
-                "activation patching of hook_z: normalised logit difference (1 = clean answer restored)",
+                "patching hook_z: normalised LD (1 = clean answer restored)",
                 "patched where / direction", "head", 1.0,
                 "normalised logit-difference metric when one head's hook_z is patched from the clean "
                 "(one role) into the corrupted (other role, same nouns) run"))
@@ -243,7 +248,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
     /* composition: rows = layer-0 heads, columns = heads of layers >= 1 */
     if (L > 1 && r->comp.q) {
         const float *src[3] = {r->comp.q, r->comp.k, r->comp.v};
-        const char *nm[3] = {"composition_q", "composition_k", "composition_v"};
+        const char *nm[3] = {"composition_Q", "composition_K", "composition_V"};
         const char *kind[3] = {"Q", "K", "V"};
         for (int w = 0; w < 3; w++) {
             if (r->cfg.attn != HS_ATTN_SOFTMAX && w < 2) continue; /* no Q/K: n/a */

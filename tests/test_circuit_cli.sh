@@ -30,6 +30,12 @@ run 0 train train --out "$M" --steps 300 --d-model 32 --seed 1 --eval-every 0
 run 0 help circuit --help
 grep -q '^usage: headscope circuit' "$TMP/help.out" || fail "--help: no usage line"
 grep -q 'decide-patch' "$TMP/help.out" || fail "--help does not document the thresholds"
+# the route features under the names the summary prints; no file outside the repo
+for f in chapter referent-fetch adjective-read other-noun-fetch suppression adjective-key; do
+    grep -q -- "$f" "$TMP/help.out" || fail "--help does not name the route feature $f"
+done
+grep -q 'DESIGN.md' "$TMP/help.out" && fail "--help cites DESIGN.md, which is not in the repo"
+grep -q 'composition_{Q,K,V}' "$TMP/help.out" || fail "--help: composition file names"
 
 run 0 c circuit --model "$M" --out "$TMP/c" --dpi 72
 check_folder "$TMP/c" "${CIRCUIT_FILES[@]}"
@@ -104,7 +110,7 @@ grep -q "not applicable: one layer" "$TMP/c1.out" || fail "1 layer: no 'not appl
 check_folder "$TMP/c1" "${CIRCUIT_FILES[@]}"
 "$PY" -c "import json; r=json.load(open('$TMP/c1/report.json')); v=r['verdict']; assert v['step2']['applicable'] is False and v['route']['name']=='one-layer' and r['invariant']['layer1_mean_dev'] is None" \
     || fail "1 layer report"
-[ ! -e "$TMP/c1/composition_q.png" ] || fail "1 layer: composition figure written"
+[ ! -e "$TMP/c1/composition_Q.png" ] || fail "1 layer: composition figure written"
 
 # a reused --out folder: the 2-layer run's files (composition, path patching)
 # go when a 1-layer run writes there; a file the user put there stays
@@ -124,8 +130,8 @@ run 0 trainu train --out "$MU" --steps 30 --d-model 32 --attn uniform --eval-eve
 run 0 cu circuit --model "$MU" --out "$TMP/cu" --dpi 72
 grep -q "not applicable: uniform attention" "$TMP/cu.out" || fail "uniform: invariant not n/a"
 check_folder "$TMP/cu" "${CIRCUIT_FILES[@]}"
-[ -e "$TMP/cu/composition_v.json" ] || fail "uniform: no V composition"
-[ ! -e "$TMP/cu/composition_q.json" ] || fail "uniform: Q composition written"
+[ -e "$TMP/cu/composition_V.json" ] || fail "uniform: no V composition"
+[ ! -e "$TMP/cu/composition_Q.json" ] || fail "uniform: Q composition written"
 "$PY" -c "import json; r=json.load(open('$TMP/cu/report.json')); p=r['composition']['pairs'][0]; assert p['q'] is None and p['k'] is None and p['v'] is not None; assert r['invariant']['applicable'] is False" \
     || fail "uniform report"
 

@@ -177,6 +177,16 @@ hs_status hs_viz_signed_figure_masked(hs_viz_figure **out, const float *m,
                                       const char *xlabel, const char *ylabel,
                                       const hs_viz_options *opt, hs_error *err);
 
+/* A non-negative matrix (mean attention rows, weight norms) with a sequential
+ * colour map from 0 (opt->cmap DEFAULT or DIVERGING = viridis; GREYS kept).
+ * Arguments as hs_viz_signed_figure. Range: FIXED = [opt->vmin, opt->vmax]
+ * (defaults [0, 1], right for attention), AUTO = [0, max value] (default
+ * when opt is NULL). Annotations %.2f. Errors as hs_viz_signed_figure. */
+hs_status hs_viz_matrix_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
+                               const char *const *row_labels, const char *const *col_labels,
+                               const char *title, const char *xlabel, const char *ylabel,
+                               const hs_viz_options *opt, hs_error *err);
+
 /* A horizontal bar chart of per-component contributions (e.g. direct logit
  * attribution). values: [N], labels: N component names ("embed", "L0H1",
  * "mlp0", ...) on the left; positive bars point right in red, negative left

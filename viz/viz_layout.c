@@ -560,7 +560,14 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     }
     bottom = imax(bottom, top + cbh + lh / 2 + lh % 2);
     int W = right + m;
-    if (title_w + 2 * m > W) W = title_w + 2 * m;
+    if (title_w + 2 * m > W) {
+        /* a title wider than the plot: centre the plot under it rather than
+           leave the canvas's right part empty */
+        W = title_w + 2 * m;
+        int dx = (W - (right + m)) / 2;
+        for (size_t i = 0; !s && i < c->f->n_rects; i++) c->f->rects[i].x += dx;
+        for (size_t i = 0; !s && i < c->f->n_texts; i++) c->f->texts[i].x += dx;
+    }
     if (!s && title_w)
         s = add_text(c, hs->title, c->tpx, 0, (W - title_w) / 2, m, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
     int H = bottom + m;
@@ -598,11 +605,12 @@ hs_status hs_viz_attention_figure(hs_viz_figure **out, const float *pattern, siz
     return s;
 }
 
-static hs_status signed_figure(hs_viz_figure **out, const float *m, const unsigned char *mask,
+/* seq = 0: signed (diverging, symmetric range); 1: non-negative (sequential, from 0). */
+static hs_status matrix_figure(hs_viz_figure **out, const float *m, const unsigned char *mask,
                                size_t R, size_t C, const char *const *row_labels,
                                const char *const *col_labels, const char *title,
                                const char *xlabel, const char *ylabel, const hs_viz_options *opt,
-                               hs_error *err)
+                               int seq, hs_error *err)
 {
     *out = NULL;
     if (m == NULL) return hs_fail(err, HS_ERR_INPUT, "signed matrix is NULL");
@@ -635,15 +643,37 @@ static hs_status signed_figure(hs_viz_figure **out, const float *m, const unsign
         if (fabs(m[i]) > amax) amax = fabs(m[i]);
     }
     vz_scale sc;
-    sc.cmap = o.cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_DIVERGING : o.cmap;
+    if (seq) {
+        /* a sequential map from 0: a diverging map would invent a sign */
+        sc.cmap = (o.cmap == HS_VIZ_CMAP_DEFAULT || o.cmap == HS_VIZ_CMAP_DIVERGING)
+                      ? HS_VIZ_CMAP_VIRIDIS
+                      : o.cmap;
+        if (o.range == HS_VIZ_RANGE_AUTO) {
+            sc.vmin = 0.0;
+            sc.vmax = amax > 0 ? amax : 1.0;
+        } else {
+            sc.vmin = o.vmin;
+            sc.vmax = o.vmax;
+            if (!(sc.vmax > sc.vmin)) {
+                hs_viz_figure_destroy(c.f);
+                return hs_fail(err, HS_ERR_INPUT, "fixed value range [%g, %g] is empty", sc.vmin,
+                               sc.vmax);
+            }
+        }
+    } else {
+        sc.cmap = o.cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_DIVERGING : o.cmap;
+    }
     double lim = o.range == HS_VIZ_RANGE_AUTO ? amax : o.vmax;
+    if (seq) lim = 1.0; /* unused: the range is set above */
     if (o.range == HS_VIZ_RANGE_FIXED && !(lim > 0)) {
         hs_viz_figure_destroy(c.f);
         return hs_fail(err, HS_ERR_INPUT, "signed figure: fixed vmax %g must be > 0", lim);
     }
     if (!(lim > 0)) lim = 1.0;
-    sc.vmin = -lim;
-    sc.vmax = lim;
+    if (!seq) {
+        sc.vmin = -lim;
+        sc.vmax = lim;
+    }
     /* annotation widths must not see masked (possibly NaN) values */
     float *shown = NULL;
     const float *data = m;
@@ -657,7 +687,7 @@ static hs_status signed_figure(hs_viz_figure **out, const float *m, const unsign
         data = shown;
     }
     vz_heat_spec hs = {data, R, C, row_labels, col_labels, title, xlabel, ylabel, 0,
-                       o.annotate ? "%.2g" : NULL, mask};
+                       o.annotate ? (seq ? "%.2f" : "%.2g") : NULL, mask};
     s = heat_figure(&c, &hs, &sc, out, err);
     hs_viz_figure_destroy(c.f);
     free(shown);
@@ -669,7 +699,7 @@ hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, si
                                const char *title, const char *xlabel, const char *ylabel,
                                const hs_viz_options *opt, hs_error *err)
 {
-    return signed_figure(out, m, NULL, R, C, row_labels, col_labels, title, xlabel, ylabel, opt,
+    return matrix_figure(out, m, NULL, R, C, row_labels, col_labels, title, xlabel, ylabel, opt, 0,
                          err);
 }
 
@@ -684,7 +714,16 @@ hs_status hs_viz_signed_figure_masked(hs_viz_figure **out, const float *m,
         *out = NULL;
         return hs_fail(err, HS_ERR_INPUT, "mask is NULL");
     }
-    return signed_figure(out, m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, opt,
+    return matrix_figure(out, m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, opt, 0,
+                         err);
+}
+
+hs_status hs_viz_matrix_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
+                               const char *const *row_labels, const char *const *col_labels,
+                               const char *title, const char *xlabel, const char *ylabel,
+                               const hs_viz_options *opt, hs_error *err)
+{
+    return matrix_figure(out, m, NULL, R, C, row_labels, col_labels, title, xlabel, ylabel, opt, 1,
                          err);
 }
 
