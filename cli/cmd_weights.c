@@ -61,6 +61,7 @@ typedef struct {
     const hs_config *cfg;
     const char *fold;
     int annotate_small;   /* annotate this figure's cells when it is small */
+    int nonneg;           /* the values are never negative (norms): sequential map from 0 */
 } w_ctx;
 
 /* Adds model path, config and fold to a JSON object; 0 on OOM. */
@@ -95,14 +96,26 @@ static int write_signed(const w_ctx *x, const char *stem, const float *mat,
                             "side; writing its JSON only\n", cmd, stem, R, C, HS_VIZ_MAX_TOKENS);
         } else {
             hs_viz_options o = fo->viz;
-            if (o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT; /* signed: diverging */
+            /* signed: diverging; non-negative: viridis (or the --cmap greys chosen) from 0 */
+            if (!x->nonneg && o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT;
             if (x->annotate_small && R * C <= 256) o.annotate = 1;
-            if (o.range == HS_VIZ_RANGE_FIXED && lim > 0) o.vmax = lim;
-            else o.range = HS_VIZ_RANGE_AUTO;
-            hs_status s = mask ? hs_viz_signed_figure_masked(&fig, mat, mask, R, C, rl, cl, title,
-                                                             xlabel, ylabel, &o, &err)
-                               : hs_viz_signed_figure(&fig, mat, R, C, rl, cl, title, xlabel,
-                                                      ylabel, &o, &err);
+            if (o.range == HS_VIZ_RANGE_FIXED && lim > 0) {
+                o.vmin = 0.0;
+                o.vmax = lim;
+            } else {
+                o.range = HS_VIZ_RANGE_AUTO;
+            }
+            hs_status s;
+            if (x->nonneg)
+                s = mask ? hs_viz_matrix_figure_masked(&fig, mat, mask, R, C, rl, cl, title, xlabel,
+                                                       ylabel, &o, &err)
+                         : hs_viz_matrix_figure(&fig, mat, R, C, rl, cl, title, xlabel, ylabel, &o,
+                                                &err);
+            else
+                s = mask ? hs_viz_signed_figure_masked(&fig, mat, mask, R, C, rl, cl, title,
+                                                       xlabel, ylabel, &o, &err)
+                         : hs_viz_signed_figure(&fig, mat, R, C, rl, cl, title, xlabel, ylabel,
+                                                &o, &err);
             if (s != HS_OK) rc = cli_error(cmd, &err);
         }
     }
@@ -197,7 +210,7 @@ int cmd_weights(int argc, char **argv)
     const char **name_p = NULL, **pcol_p = NULL;
     double *copy = NULL, *posf = NULL;
     int rc = 1;
-    w_ctx x = {&od, model, cfg, fold == HS_FOLD_LN ? "ln" : "none", 0};
+    w_ctx x = {&od, model, cfg, fold == HS_FOLD_LN ? "ln" : "none", 0, 0};
 
     qk = uniform ? NULL : malloc((size_t)NA * VV * sizeof *qk);
     ov = malloc((size_t)NA * VV * sizeof *ov);
@@ -327,10 +340,13 @@ int cmd_weights(int argc, char **argv)
                  "W_O^A W_Q^B, W_O^A W_K^B, W_O^A W_V^B (sender A = row, receiver B.input = "
                  "column); the JSON holds every [d_head, d_head] product");
         x.annotate_small = 1;
+        x.nonneg = 1;
         int r = write_signed(&x, "virtual_weights", norms, pmask, (size_t)n_send, (size_t)ncol,
-                             (const char *const *)name_p, pcol_p, title, "receiver head . input",
-                             "sender head", 0, shows, extra);
+                             (const char *const *)name_p, pcol_p, title,
+                             "receiver head and its input (Q, K or V)", "sender head", 0, shows,
+                             extra);
         x.annotate_small = 0;
+        x.nonneg = 0;
         if (r) goto done;
 
         /* composition scores */
@@ -394,9 +410,16 @@ int cmd_weights(int argc, char **argv)
         int r = 0;
         snprintf(title, sizeof title, "OV copying score (sum lambda / sum |lambda|, fold %s)",
                  x.fold);
+        hs_viz_options bo = fo.viz;
+        if (!(fo.range_set && bo.range == HS_VIZ_RANGE_AUTO)) {
+            /* the score's whole range, so heads compare across figures and models */
+            bo.range = HS_VIZ_RANGE_FIXED;
+            bo.vmin = -1.0;
+            bo.vmax = 1.0;
+        }
         if (cli_figopts_images(&fo) &&
             hs_viz_bars_figure(&fig, cv, (size_t)NA, name_p, title, "copying score (-1..1)",
-                               &fo.viz, &err) != HS_OK)
+                               &bo, &err) != HS_OK)
             r = cli_error(C, &err);
         if (!r && fo.json) {
             if (hs_viz_bars_json(&j, cv, (size_t)NA, name_p, title, "copying score (-1..1)",

@@ -186,6 +186,14 @@ hs_status hs_viz_matrix_figure(hs_viz_figure **out, const float *m, size_t R, si
                                const char *const *row_labels, const char *const *col_labels,
                                const char *title, const char *xlabel, const char *ylabel,
                                const hs_viz_options *opt, hs_error *err);
+/* As hs_viz_matrix_figure with masked cells (mask [R, C], nonzero = not
+ * reported), drawn and handled as in hs_viz_signed_figure_masked. */
+hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
+                                      const unsigned char *mask, size_t R, size_t C,
+                                      const char *const *row_labels,
+                                      const char *const *col_labels, const char *title,
+                                      const char *xlabel, const char *ylabel,
+                                      const hs_viz_options *opt, hs_error *err);
 
 /* A horizontal bar chart of per-component contributions (e.g. direct logit
  * attribution). values: [N], labels: N component names ("embed", "L0H1",

@@ -727,6 +727,21 @@ hs_status hs_viz_matrix_figure(hs_viz_figure **out, const float *m, size_t R, si
                          err);
 }
 
+hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
+                                      const unsigned char *mask, size_t R, size_t C,
+                                      const char *const *row_labels,
+                                      const char *const *col_labels, const char *title,
+                                      const char *xlabel, const char *ylabel,
+                                      const hs_viz_options *opt, hs_error *err)
+{
+    if (mask == NULL) {
+        *out = NULL;
+        return hs_fail(err, HS_ERR_INPUT, "mask is NULL");
+    }
+    return matrix_figure(out, m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, opt, 1,
+                         err);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Grid                                                                     */
 
