@@ -308,6 +308,10 @@ int cmd_inspect(int argc, char **argv)
     int n_sel = 0;
     if (only && parse_heads(only, sel, &n_sel))
         return cli_usage_error(C, "--only takes heads like L1H0,L0H1, not '%s'", only);
+    for (int i = 0; i < n_sel; i++)
+        for (int k = 0; k < i; k++)
+            if (sel[i].layer == sel[k].layer && sel[i].head == sel[k].head)
+                return cli_usage_error(C, "--only lists L%dH%d twice", sel[i].layer, sel[i].head);
 
     cli_loaded L;
     if (cli_load(C, model, 0, &L)) return 1;
@@ -445,8 +449,16 @@ int cmd_inspect(int argc, char **argv)
         }
         const char *empty[1] = {""};
         snprintf(shows, sizeof shows, "attention patterns of the selected heads (--only %s)", only);
+        /* the title names the heads: one head is its hook; several, their list */
+        if (n_sel == 1) {
+            snprintf(title, sizeof title, "%s · blocks.%d.attn.hook_pattern", names[0], sel[0].layer);
+        } else {
+            size_t k = (size_t)snprintf(title, sizeof title, "attention patterns of ");
+            for (int i = 0; i < n_sel && k < sizeof title; i++)
+                k += (size_t)snprintf(title + k, sizeof title - k, "%s%s", i ? ", " : "", names[i]);
+        }
         if (write_attention(&od, &x, "attention_grid", buf, 1, (size_t)n_sel, empty, name_p,
-                            name_p, "attention patterns", shows, NULL))
+                            name_p, title, shows, NULL))
             goto done;
     }
     /* one figure per head */

@@ -150,7 +150,12 @@ g = json.load(open(sys.argv[1]))
 assert g["attention_head_names"] == ["L1H0", "L0H1"], g["attention_head_names"]
 assert g["shape"][0] == 2
 EOF
+grep -q '"title":[[:space:]]*"attention patterns of L1H0, L0H1"' "$TMP/only/attention_grid.json" ||
+    fail "--only: the grid title does not name the heads"
 grep -q '^L1H0 ' "$TMP/only.out" || fail "--only --heads: no L1H0 row"
+run 0 one inspect --model "$M" --sentence "$TIRED" --out "$TMP/one" --only L1H1 --format json
+grep -q '"title":[[:space:]]*"L1H1 · blocks.1.attn.hook_pattern"' "$TMP/one/attention_grid.json" ||
+    fail "--only one head: the grid title does not name it"
 grep -q '^L0H0 ' "$TMP/only.out" && fail "--only --heads: printed an unselected head"
 
 # a reused --out folder: the first run's files go, a file the user put there stays
@@ -227,6 +232,9 @@ one_line badflag "frobnicate"
 run 2 nosent inspect --model "$M"
 run 2 nomodel2 inspect --sentence "$TIRED"
 run 2 badonly inspect --model "$M" --sentence "$TIRED" --only L1-H0
+run 2 duponly inspect --model "$M" --sentence "$TIRED" --only L1H1,L1H1 --out "$TMP/e5"
+one_line duponly "L1H1 twice"
+[ ! -e "$TMP/e5" ] || fail "--only duplicate: created the output folder"
 run 2 badfmt inspect --model "$M" --sentence "$TIRED" --format png,gif
 one_line badfmt "gif"
 run 2 baddpi inspect --model "$M" --sentence "$TIRED" --dpi 5
