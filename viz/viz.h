@@ -90,7 +90,7 @@ typedef struct {
     int annotate;          /* nonzero: write each cell's value in the cell (%.2f;
                               signed %.2g); grids skip it when cells are too small */
     int causal_mask;       /* attention figures: nonzero (default) draws src > dest
-                              as masked (grey, hatched legend swatch), not as a value */
+                              as masked (light lilac, HS_VIZ_MASK_RGB), not as a value */
     const char *font_path; /* TrueType font; NULL = $HS_FONT, then fontconfig's
                               "DejaVu Sans", then /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf */
 } hs_viz_options;
@@ -110,7 +110,7 @@ hs_status hs_viz_font_path(const char *font_path, char **path, hs_error *err);
  * index = round(t * 255). */
 void hs_viz_cmap_rgb(hs_viz_cmap cmap, double t, unsigned char rgb[3]);
 
-/* The grey drawn for masked (causal, src > dest) attention cells. */
+/* The colour of masked cells (causal src > dest, unreported): a light lilac no colour map has. */
 extern const unsigned char HS_VIZ_MASK_RGB[3];
 
 /* ------------------------------------------------------------------------ */
@@ -168,7 +168,7 @@ hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, si
 
 /* As hs_viz_signed_figure, with masked cells: mask [R, C], nonzero = not
  * reported (e.g. a composition score of a within-layer pair); those cells are
- * drawn like causally masked attention (grey, "masked" legend swatch) and
+ * drawn like causally masked attention (HS_VIZ_MASK_RGB, "masked" legend swatch) and
  * their values are ignored (may be NaN); they do not count for the AUTO range. */
 hs_status hs_viz_signed_figure_masked(hs_viz_figure **out, const float *m,
                                       const unsigned char *mask, size_t R, size_t C,
@@ -198,7 +198,8 @@ hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
 /* A horizontal bar chart of per-component contributions (e.g. direct logit
  * attribution). values: [N], labels: N component names ("embed", "L0H1",
  * "mlp0", ...) on the left; positive bars point right in red, negative left
- * in blue, each with its value (%+.3g) at its end; a zero line; x ticks.
+ * in blue, each with its value at its end (one number of decimals per chart:
+ * 3 significant digits for the largest |value|, 0..4 decimals); a zero line; x ticks.
  * xlabel: axis title (units), may be NULL. Errors as above (N in 1..HS_VIZ_MAX_BARS). */
 hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
                              const char *const *labels, const char *title, const char *xlabel,

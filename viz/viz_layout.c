@@ -934,6 +934,12 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
         if (values[i] < lo) lo = values[i];
         if (values[i] > hi) hi = values[i];
     }
+    /* one number of decimals for every value label of the chart (3 significant
+       digits for the largest |value|), so "+3.00" stands next to "+1.66" */
+    double vabs = fmax(fabs(lo), fabs(hi));
+    int bar_dec = vabs > 0 ? 2 - (int)floor(log10(vabs)) : 2;
+    if (bar_dec < 0) bar_dec = 0;
+    if (bar_dec > 4) bar_dec = 4;
     vz_ctx c;
     s = ctx_init(&c, opt, err);
     if (s) return s;
@@ -961,7 +967,7 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
     int vw = 0;
     char buf[64];
     for (size_t i = 0; i < N; i++) {
-        snprintf(buf, sizeof buf, "%+.3g", (double)values[i]);
+        snprintf(buf, sizeof buf, "%+.*f", bar_dec, (double)values[i]);
         vw = imax(vw, text_len(&c, buf, c.apx));
     }
     char t0[64], t1[64];
@@ -997,7 +1003,7 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
         if (!s && bwid > 0)
             s = add_rect(&c, bx, y + (row - bar) / 2, bwid, bar, v >= 0 ? pos : neg, 4, -1,
                          (int)i, -1);
-        snprintf(buf, sizeof buf, "%+.3g", v);
+        snprintf(buf, sizeof buf, "%+.*f", bar_dec, v);
         int vtw = text_len(&c, buf, c.apx);
         int vx = v >= 0 ? xv + pad / 2 : xv - pad / 2 - vtw;
         if (!s) s = add_text(&c, buf, c.apx, 0, vx, y + (row - c.alh) / 2,
