@@ -976,7 +976,10 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
     int row = (int)ceil(lh * 1.5), bar = (int)lround(row * 0.7);
     int title_w = title && title[0] ? text_len(&c, title, c.tpx) : 0;
     int xlab_w = xlabel && xlabel[0] ? text_len(&c, xlabel, c.fpx) : 0;
-    int padL = (alo < 0) ? vw + pad : 0, padR = (ahi > 0) ? vw + pad : 0;
+    /* value labels sit right of bars >= 0 (zero included) and left of bars < 0 */
+    int any_neg = lo < 0, any_nonneg = 0;
+    for (size_t i = 0; i < N; i++) any_nonneg |= values[i] >= 0;
+    int padL = (alo < 0 || any_neg) ? vw + pad : 0, padR = (ahi > 0 || any_nonneg) ? vw + pad : 0;
     int left = m + lmax + pad;
     left = imax(left, m + text_len(&c, t0, c.fpx) / 2 - padL);
     int top = m + (title_w ? c.tlh + pad : 0);
