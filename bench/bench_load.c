@@ -10,7 +10,7 @@
  *
  * usage: bench_load FILE.safetensors [runs=21] [--json FILE]
  */
-#define _POSIX_C_SOURCE 200809L
+#include "bench_util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,24 +19,7 @@
 #include "model/model.h"
 #include "tasks/tasks.h"
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static double now_ms(void) { return bench_now() * 1e3; }
 
 /* One load; full = 1 also builds the vocabulary and the task. 0 = ok. */
 static int load_once(const char *path, int full)
@@ -92,7 +75,7 @@ int main(int argc, char **argv)
         tc[r] = t1 - t0;
         tf[r] = now_ms() - t1;
     }
-    double mc = median(tc, runs), mf = median(tf, runs);
+    double mc = bench_median(tc, runs), mf = bench_median(tf, runs);
     printf("load %s: median of %d runs: checkpoint %.3f ms, + vocab and task %.3f ms\n", path,
            runs, mc, mf);
     if (json) {

@@ -17,7 +17,7 @@
 #ifndef HS_BENCH_SHAPES_H
 #define HS_BENCH_SHAPES_H
 
-#define _POSIX_C_SOURCE 200809L
+#include "bench_util.h"
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,25 +32,6 @@ typedef struct {
     int m, n, k;       /* C (m,n) = op(A) (m,k) @ op(B) (k,n) */
     int count;         /* calls per step */
 } bench_gemm;
-
-static inline double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static inline int bench_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static inline double bench_median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, bench_cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 /* Fills out (cap entries) with the step's sgemm calls; returns the count. */
 static inline int bench_step_gemms(const hs_config *c, int B, int T, bench_gemm *out, int cap)

@@ -6,7 +6,7 @@
  *
  * usage: bench_viz [runs=21] [out_dir=/tmp]
  */
-#define _POSIX_C_SOURCE 200809L
+#include "bench_util.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,24 +23,7 @@ static const char *TOKS[18] = {"the", "animal", "did", "not", "cross", "the",
                                "street", "because", "it", "was", "too", "tired",
                                ",", "so", "the", "animal", "waited", "."};
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+static double now_ms(void) { return bench_now() * 1e3; }
 
 int main(int argc, char **argv)
 {
@@ -98,7 +81,7 @@ int main(int argc, char **argv)
     stat(path, &st);
     printf("2x4 grid, 18 tokens, 300 dpi: %zu x %zu px, %lld bytes\n", W, Hh, (long long)st.st_size);
     printf("median of %d runs: %.1f ms to PNG (layout %.1f ms, rasterise %.1f ms)\n", runs,
-           median(t, runs), median(tl, runs), median(tr, runs));
+           bench_median(t, runs), bench_median(tl, runs), bench_median(tr, runs));
 
     /* encoder settings on the same image */
     hs_viz_figure *f = NULL;
@@ -129,7 +112,7 @@ int main(int argc, char **argv)
             v[r] = now_ms() - t0;
         }
         stat(path, &st);
-        printf("  encode %-58s %7.1f ms %9lld bytes\n", cfg[k].name, median(v, nr),
+        printf("  encode %-58s %7.1f ms %9lld bytes\n", cfg[k].name, bench_median(v, nr),
                (long long)st.st_size);
     }
     free(rgb);
