@@ -621,6 +621,28 @@ static void report_json_carries_the_numbers(void **state)
 /* ------------------------------------------------------------------------ */
 /* Other shapes of model                                                     */
 
+/* The forwards run on worker threads in chunks; the report must not depend on
+ * how many: one thread and three give byte-identical report JSON. */
+static void report_is_identical_for_one_and_three_threads(void **state)
+{
+    (void)state;
+    hs_error err = {0};
+    char *txt[2] = {NULL, NULL};
+    const int threads[2] = {1, 3};
+    for (int i = 0; i < 2; i++) {
+        hs_circuit_opts o = hs_circuit_opts_default();
+        o.threads = threads[i];
+        hs_circuit_report r;
+        assert_int_equal(hs_circuit_run(g_m, g_t, &o, &r, &err), HS_OK);
+        r.opts.threads = 0; /* the one field allowed to differ */
+        assert_int_equal(hs_circuit_report_json(&r, NULL, &txt[i], &err), HS_OK);
+        hs_circuit_report_free(&r);
+    }
+    assert_string_equal(txt[0], txt[1]);
+    free(txt[0]);
+    free(txt[1]);
+}
+
 /* An untrained two-layer model separates nothing: LD_clean ~ LD_corr, so the
  * normalised patching metric divides by ~0. It must not make decision heads
  * (a fresh user saw "step 2: HOLDS" on such a model before min_ld_gap). */
@@ -740,6 +762,7 @@ int main(void)
         cmocka_unit_test(report_json_carries_the_numbers),
         cmocka_unit_test(one_layer_model_gets_a_report),
         cmocka_unit_test(untrained_model_has_no_decision_heads),
+        cmocka_unit_test(report_is_identical_for_one_and_three_threads),
         cmocka_unit_test(uniform_attention_model_gets_a_report),
         cmocka_unit_test(bad_thresholds_and_mismatched_models_are_refused),
     };
