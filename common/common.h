@@ -1,6 +1,7 @@
 /*
  * common/common.h -- the base every headscope module may use: status codes,
- * error messages, and atomic file writes. It knows nothing of models, tasks,
+ * error messages, atomic file writes, and text (a growable string buffer,
+ * UTF-8 decoding, the one float format). It knows nothing of models, tasks,
  * probes or figures (DESIGN.md, Layout: dependencies point one way).
  *
  * Error convention (STYLE.md 7): library functions return hs_status; on a
@@ -12,6 +13,7 @@
 #define HS_COMMON_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -97,5 +99,65 @@ hs_status hs_mkdir(const char *path, hs_error *err);
 
 /* Joins dir and name with '/', into a malloc'd string (caller frees); NULL on OOM. */
 char *hs_path_join(const char *dir, const char *name);
+
+
+/* ------------------------------------------------------------------------ */
+/* Text: one growable string buffer, one string duplicate, one UTF-8        */
+/* decoder, one float format. Every module uses these; none writes its own. */
+
+/* A growable string buffer: appends never truncate. On an allocation failure
+ * the buffer keeps what it had, sets oom, and every later append is a no-op
+ * (so a caller checks once, at the end, with hs_buf_take or b.oom).
+ * Zero-initialised ({0}) or hs_buf_init'd is an empty buffer; s is NULL until
+ * the first append, then always NUL-terminated. The buffer owns s. */
+typedef struct {
+    char *s;     /* the text, NUL-terminated (NULL while empty and never grown) */
+    size_t len;  /* bytes of text, not counting the NUL */
+    size_t cap;  /* bytes allocated at s */
+    int oom;     /* 1 after an allocation failed (sticky) */
+} hs_buf;
+
+/* Makes b an empty buffer (no allocation). */
+void hs_buf_init(hs_buf *b);
+/* Appends n bytes of s (which need not be NUL-terminated). Returns 0, or -1
+ * (and sets b->oom) when memory ran out or b->oom was already set. */
+int hs_buf_append(hs_buf *b, const char *s, size_t n);
+/* Appends the NUL-terminated string s. Same returns as hs_buf_append. */
+int hs_buf_puts(hs_buf *b, const char *s);
+/* Appends printf-style formatted text, growing as needed (never truncates).
+ * Same returns as hs_buf_append. */
+int hs_buf_printf(hs_buf *b, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Hands the text to the caller (who frees it with free()) and leaves b empty.
+ * Returns "" (malloc'd) for an empty buffer; NULL when b->oom is set (b is
+ * freed either way). */
+char *hs_buf_take(hs_buf *b);
+/* Frees b's text and leaves it empty. Safe on an empty or zeroed buffer. */
+void hs_buf_free(hs_buf *b);
+
+/* malloc'd copy of s (caller frees); NULL when s is NULL or memory ran out. */
+char *hs_strdup(const char *s);
+
+/* Decodes one UTF-8 sequence at s (n >= 1 bytes available). Returns its length
+ * (1..4) and the code point in *cp, or 0 when the bytes are not valid UTF-8
+ * (bad lead byte, truncated, bad continuation, overlong form, a surrogate
+ * U+D800..U+DFFF, or above U+10FFFF); *cp is then unchanged. RFC 3629. */
+size_t hs_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
+/* 1 when the NUL-terminated s is entirely valid UTF-8 (hs_utf8_decode), else 0. */
+int hs_utf8_valid(const char *s);
+
+/* The one float format of every text, JSON and terminal output: the shortest
+ * decimal (1..9 significant digits, %g style) that reads back as the same
+ * float32, e.g. 1e-05f -> "1e-05", 0.1f -> "0.1". Writes into out (at least
+ * HS_F32_BUF bytes) and returns out. Non-finite values print as "nan", "inf",
+ * "-inf". */
+#define HS_F32_BUF 32
+char *hs_fmt_f32(char out[HS_F32_BUF], float x);
+/* The double nearest the text hs_fmt_f32 writes for x: what a JSON writer
+ * (cJSON_CreateNumber) should store so its output reads back as x. */
+double hs_f32_shortest(float x);
 
 #endif /* HS_COMMON_H */
