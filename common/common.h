@@ -149,6 +149,43 @@ size_t hs_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
 /* 1 when the NUL-terminated s is entirely valid UTF-8 (hs_utf8_decode), else 0. */
 int hs_utf8_valid(const char *s);
 
+/* Code-point classes of the text policy (docs/DESIGN.md, "Text that cannot
+ * break a file or a terminal"): what a vocabulary may hold and how each
+ * output shows it. */
+typedef enum {
+    HS_CP_PLAIN = 0,   /* shown as is everywhere */
+    HS_CP_CONTROL,     /* C0 (U+0000..U+001F), DEL, C1 (U+0080..U+009F) */
+    HS_CP_NONCHAR,     /* U+FDD0..U+FDEF and U+xxFFFE/U+xxFFFF (not allowed in XML) */
+    HS_CP_PRIVATE,     /* private use: U+E000..U+F8FF, planes 15 and 16 */
+    HS_CP_FORMAT,      /* format, bidi and zero-width characters, variation selectors,
+                        * the other default-ignorable code points (U+00AD, U+200B..U+200F,
+                        * U+202A..U+202E, U+2066..U+2069, U+FEFF, ...) */
+    HS_CP_SPACE,       /* whitespace outside ASCII: U+00A0, U+1680, U+2000..U+200A,
+                        * U+2028, U+2029, U+202F, U+205F, U+3000 */
+} hs_cp_class;
+
+/* The class of code point cp (a valid scalar value; surrogates cannot be
+ * decoded, see hs_utf8_decode). */
+hs_cp_class hs_cp_classify(uint32_t cp);
+/* Short English name of a class ("a control character", ...). Static string. */
+const char *hs_cp_class_name(hs_cp_class c);
+
+/* Appends s as a terminal line or a message may show it: ASCII space and
+ * every HS_CP_PLAIN code point as is; ASCII whitespace other than space and
+ * every other class as "<U+XXXX>" (at least 4 hex digits); a byte that is not
+ * UTF-8 as "<0xXX>". The result holds no control, format or bidi character,
+ * so it cannot change how the rest of a line displays. Same returns as
+ * hs_buf_append. */
+int hs_buf_put_visible(hs_buf *b, const char *s);
+/* A malloc'd hs_buf_put_visible copy of s (caller frees); NULL on OOM. */
+char *hs_visible_dup(const char *s);
+
+/* FNV-1a, 64 bits (offset basis 14695981039346656037, prime 1099511628211;
+ * Fowler, Noll, Vo, draft-eastlake-fnv): the hash index.json records for
+ * every file headscope writes. Not cryptographic: it proves a file is
+ * unchanged since headscope wrote it, not that nobody forged it. */
+uint64_t hs_fnv1a64(const void *data, size_t n);
+
 /* The one float format of every text, JSON and terminal output: the shortest
  * decimal (1..9 significant digits, %g style) that reads back as the same
  * float32, e.g. 1e-05f -> "1e-05", 0.1f -> "0.1". Writes into out (at least

@@ -160,3 +160,80 @@ double hs_f32_shortest(float x)
     char buf[HS_F32_BUF];
     return strtod(hs_fmt_f32(buf, x), NULL);
 }
+
+hs_cp_class hs_cp_classify(uint32_t cp)
+{
+    if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F)) return HS_CP_CONTROL;
+    if ((cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFEu) == 0xFFFEu) return HS_CP_NONCHAR;
+    if ((cp >= 0xE000 && cp <= 0xF8FF) || cp >= 0xF0000) return HS_CP_PRIVATE;
+    if (cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 ||
+        cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000)
+        return HS_CP_SPACE;
+    /* Unicode 15 Cf (format) and Default_Ignorable_Code_Point */
+    static const uint32_t fmt[][2] = {
+        {0x00AD, 0x00AD},   {0x034F, 0x034F},   {0x0600, 0x0605},   {0x061C, 0x061C},
+        {0x06DD, 0x06DD},   {0x070F, 0x070F},   {0x0890, 0x0891},   {0x08E2, 0x08E2},
+        {0x115F, 0x1160},   {0x17B4, 0x17B5},   {0x180B, 0x180F},   {0x200B, 0x200F},
+        {0x202A, 0x202E},   {0x2060, 0x206F},   {0x3164, 0x3164},   {0xFE00, 0xFE0F},
+        {0xFEFF, 0xFEFF},   {0xFFA0, 0xFFA0},   {0xFFF0, 0xFFFB},   {0x110BD, 0x110BD},
+        {0x110CD, 0x110CD}, {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3}, {0x1D173, 0x1D17A},
+        {0xE0000, 0xE0FFF},
+    };
+    for (size_t i = 0; i < sizeof fmt / sizeof fmt[0]; i++)
+        if (cp >= fmt[i][0] && cp <= fmt[i][1]) return HS_CP_FORMAT;
+    return HS_CP_PLAIN;
+}
+
+const char *hs_cp_class_name(hs_cp_class c)
+{
+    switch (c) {
+    case HS_CP_PLAIN: return "a printable character";
+    case HS_CP_CONTROL: return "a control character";
+    case HS_CP_NONCHAR: return "a Unicode noncharacter";
+    case HS_CP_PRIVATE: return "a private-use character";
+    case HS_CP_FORMAT: return "an invisible format (bidi or zero-width) character";
+    case HS_CP_SPACE: return "a space outside ASCII";
+    }
+    return "a character";
+}
+
+int hs_buf_put_visible(hs_buf *b, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s), k = 0, start = 0; /* s[start..k) is plain, not yet appended */
+    while (k < n) {
+        uint32_t cp = 0;
+        size_t len = hs_utf8_decode(p + k, n - k, &cp);
+        if (len > 0 && (cp == ' ' || hs_cp_classify(cp) == HS_CP_PLAIN)) {
+            k += len;
+            continue;
+        }
+        hs_buf_append(b, s + start, k - start);
+        if (len == 0) hs_buf_printf(b, "<0x%02X>", p[k++]);
+        else {
+            hs_buf_printf(b, "<U+%04X>", (unsigned)cp);
+            k += len;
+        }
+        start = k;
+    }
+    hs_buf_append(b, s + start, k - start);
+    return b->oom ? -1 : 0;
+}
+
+char *hs_visible_dup(const char *s)
+{
+    hs_buf b = {0};
+    hs_buf_put_visible(&b, s);
+    return hs_buf_take(&b);
+}
+
+uint64_t hs_fnv1a64(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}

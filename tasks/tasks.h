@@ -67,9 +67,14 @@ hs_status hs_vocab_create_winograd(hs_vocab **out, hs_error *err);
 /* Builds a vocabulary from n words (copied; id = index). Rejects, with
  * HS_ERR_FORMAT and a message naming the word and its index: n == 0, a NULL or
  * empty word, a duplicated word (both indices), a word that is not valid UTF-8,
- * has whitespace or control characters, upper-case ASCII letters (the
- * tokenizer folds case, so such a word could never be typed), or contains `,`
- * or `.` without being exactly "," or ".". *out is NULL on failure. */
+ * has whitespace or control characters, holds a Unicode noncharacter
+ * (U+FDD0..U+FDEF, U+xxFFFE/U+xxFFFF: no SVG may contain one), upper-case
+ * ASCII letters (the tokenizer folds case, so such a word could never be
+ * typed), or contains `,` or `.` without being exactly "," or ".". Private-use,
+ * format/bidi/zero-width characters and spaces outside ASCII are accepted:
+ * JSON and SVG keep them exactly, terminals and messages show them as
+ * <U+XXXX> (hs_buf_put_visible; docs/DESIGN.md, text policy). Words in
+ * messages are shown that way too. *out is NULL on failure. */
 hs_status hs_vocab_create(const char *const *words, size_t n, hs_vocab **out, hs_error *err);
 
 /* Frees v and its words. NULL is allowed. */
@@ -122,9 +127,19 @@ typedef struct {
  *                                                 the whitespace above, DEL,
  *                                                 and U+0080..U+009F)
  *   "sentence has N tokens, more than the model's context of C (n_ctx)"
- *   "unknown word 'W' at position P; the vocabulary is: w0 w1 ..."
- *                                                (P = 0-based token position,
- *                                                 the first unknown word)
+ *   "unknown word 'W' at position P[ (it holds U+XXXX at byte B[, ...][; only
+ *    ASCII whitespace separates words])][; nearest vocabulary word: 'N'];
+ *    the vocabulary is: w0 w1 ..."
+ *                                                (P = 0-based token position
+ *                                                 of the first unknown word;
+ *                                                 every code point outside
+ *                                                 ASCII is named with its byte
+ *                                                 offset B in the sentence, at
+ *                                                 most 3; N is the closest word
+ *                                                 by edit distance when at most
+ *                                                 2 edits and fewer than half
+ *                                                 of W's characters; words are
+ *                                                 shown with hs_buf_put_visible)
  * HS_ERR_NOMEM on allocation failure.
  */
 hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_tokens *out,

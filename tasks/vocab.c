@@ -31,36 +31,6 @@ static const char *const template_words[] = {
 /* ------------------------------------------------------------------------ */
 /* UTF-8                                                                     */
 
-/* Decodes one UTF-8 sequence at s (n bytes available). Returns its length
- * (1..4) and the code point in *cp, or 0 if the bytes are not valid UTF-8
- * (bad lead byte, truncated, bad continuation, overlong, surrogate, > U+10FFFF). */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned char c = s[0];
-    size_t len;
-    uint32_t v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-        len = 2; v = c & 0x1Fu; min = 0x80;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        len = 3; v = c & 0x0Fu; min = 0x800;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        len = 4; v = c & 0x07u; min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < len) return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0u) != 0x80u) return 0;
-        v = (v << 6) | (s[i] & 0x3Fu);
-    }
-    if (v < min || v > 0x10FFFFu || (v >= 0xD800u && v <= 0xDFFFu)) return 0;
-    *cp = v;
-    return len;
-}
-
 static int is_space(unsigned char c)
 {
     return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
@@ -69,20 +39,11 @@ static int is_space(unsigned char c)
 /* C0 controls other than whitespace, DEL, C1 controls. */
 static int is_control(uint32_t cp)
 {
-    if (cp < 0x20) return !is_space((unsigned char)cp);
-    return cp == 0x7F || (cp >= 0x80 && cp <= 0x9F);
+    return hs_cp_classify(cp) == HS_CP_CONTROL && !(cp < 0x80 && is_space((unsigned char)cp));
 }
 
 /* ------------------------------------------------------------------------ */
 /* Vocabulary                                                                */
-
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s);
-    char *p = malloc(n + 1);
-    if (p) memcpy(p, s, n + 1);
-    return p;
-}
 
 void hs_vocab_destroy(hs_vocab *v)
 {
@@ -106,7 +67,7 @@ static hs_status check_word(const char *word, size_t i, hs_error *err)
     const unsigned char *s = (const unsigned char *)word;
     for (size_t k = 0; k < n;) {
         uint32_t cp;
-        size_t len = utf8_decode(s + k, n - k, &cp);
+        size_t len = hs_utf8_decode(s + k, n - k, &cp);
         if (len == 0)
             return hs_fail(err, HS_ERR_FORMAT, "vocab word %zu is not valid UTF-8 (byte %zu)", i, k);
         if (cp < 0x80 && is_space((unsigned char)cp))
@@ -114,20 +75,28 @@ static hs_status check_word(const char *word, size_t i, hs_error *err)
         if (is_control(cp))
             return hs_fail(err, HS_ERR_FORMAT,
                            "vocab word %zu contains a control character (byte %zu)", i, k);
+        if (hs_cp_classify(cp) == HS_CP_NONCHAR)
+            return hs_fail(err, HS_ERR_FORMAT,
+                           "vocab word %zu contains U+%04X, a Unicode noncharacter (byte %zu), "
+                           "which no SVG or other XML file may hold", i, (unsigned)cp, k);
         k += len;
     }
-    /* Pass 2: the word is printable now. */
-    for (size_t k = 0; k < n; k++) {
+    /* Pass 2: the word can be shown now (escaped: it may hold format characters). */
+    char *vis = hs_visible_dup(word);
+    if (!vis) return hs_fail(err, HS_ERR_NOMEM, "out of memory checking the vocabulary");
+    hs_status st = HS_OK;
+    for (size_t k = 0; k < n && st == HS_OK; k++) {
         if (word[k] >= 'A' && word[k] <= 'Z')
-            return hs_fail(err, HS_ERR_FORMAT,
-                           "vocab word %zu '%s' has upper-case letters; the tokenizer folds "
-                           "case to lower, so it could never be typed", i, word);
-        if ((word[k] == ',' || word[k] == '.') && n != 1)
-            return hs_fail(err, HS_ERR_FORMAT,
-                           "vocab word %zu '%s' contains ',' or '.'; the tokenizer splits those "
-                           "off as tokens of their own", i, word);
+            st = hs_fail(err, HS_ERR_FORMAT,
+                         "vocab word %zu '%s' has upper-case letters; the tokenizer folds "
+                         "case to lower, so it could never be typed", i, vis);
+        else if ((word[k] == ',' || word[k] == '.') && n != 1)
+            st = hs_fail(err, HS_ERR_FORMAT,
+                         "vocab word %zu '%s' contains ',' or '.'; the tokenizer splits those "
+                         "off as tokens of their own", i, vis);
     }
-    return HS_OK;
+    free(vis);
+    return st;
 }
 
 hs_status hs_vocab_create(const char *const *words, size_t n, hs_vocab **out, hs_error *err)
@@ -141,9 +110,13 @@ hs_status hs_vocab_create(const char *const *words, size_t n, hs_vocab **out, hs
         st = check_word(words[i], i, err);
         if (st != HS_OK) return st;
         for (size_t j = 0; j < i; j++) {
-            if (strcmp(words[i], words[j]) == 0)
-                return hs_fail(err, HS_ERR_FORMAT,
-                               "vocab word '%s' is duplicated (ids %zu and %zu)", words[i], j, i);
+            if (strcmp(words[i], words[j]) == 0) {
+                char *vis = hs_visible_dup(words[i]);
+                st = hs_fail(err, HS_ERR_FORMAT, "vocab word '%s' is duplicated (ids %zu and %zu)",
+                             vis ? vis : "?", j, i);
+                free(vis);
+                return st;
+            }
         }
     }
     v = calloc(1, sizeof *v);
@@ -152,7 +125,7 @@ hs_status hs_vocab_create(const char *const *words, size_t n, hs_vocab **out, hs
     if (!v->words) goto nomem;
     v->n = n;
     for (size_t i = 0; i < n; i++) {
-        v->words[i] = dup_str(words[i]);
+        v->words[i] = hs_strdup(words[i]);
         if (!v->words[i]) goto nomem;
     }
     *out = v;
@@ -201,7 +174,7 @@ hs_status hs_vocab_to_json(const hs_vocab *v, char **json, hs_error *err)
     }
     text = cJSON_PrintUnformatted(arr);
     if (!text) goto nomem;
-    *json = dup_str(text);
+    *json = hs_strdup(text);
     cJSON_free(text);
     cJSON_Delete(arr);
     if (!*json) return hs_fail(err, HS_ERR_NOMEM, "out of memory writing the vocab JSON");
@@ -268,50 +241,124 @@ void hs_tokens_free(hs_tokens *t)
     memset(t, 0, sizeof *t);
 }
 
-/* Appends src to dst (cap bytes, NUL-terminated) as far as it fits. */
-static void append(char *dst, size_t cap, size_t *len, const char *src)
+/* Decodes the valid UTF-8 s into at most cap code points; returns how many
+ * there are (may exceed cap: then only cap were stored). */
+static size_t code_points(const char *s, uint32_t *out, size_t cap)
 {
-    size_t n = strlen(src);
-    if (*len + 1 >= cap) return;
-    if (n > cap - 1 - *len) n = cap - 1 - *len;
-    memcpy(dst + *len, src, n);
-    *len += n;
-    dst[*len] = '\0';
-}
-
-/* Copies word into buf (cap >= 8), cut at a UTF-8 boundary with "..." when it
- * is longer than limit bytes. */
-static void clip_word(char *buf, size_t cap, const char *word, size_t limit)
-{
-    size_t n = strlen(word);
-    if (limit > cap - 4) limit = cap - 4;
-    if (n <= limit) {
-        memcpy(buf, word, n + 1);
-        return;
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s), m = 0;
+    for (size_t k = 0; k < n;) {
+        uint32_t cp = 0xFFFD;
+        size_t len = hs_utf8_decode(p + k, n - k, &cp);
+        if (m < cap) out[m] = cp;
+        m++;
+        k += len ? len : 1;
     }
-    size_t k = limit;
-    while (k > 0 && ((unsigned char)word[k] & 0xC0u) == 0x80u) k--;
-    memcpy(buf, word, k);
-    memcpy(buf + k, "...", 4);
+    return m;
 }
 
-static hs_status unknown_word(const hs_vocab *v, const char *word, size_t pos, hs_error *err)
+/* Optimal-string-alignment distance (Levenshtein plus adjacent swaps) between
+ * two code-point strings of at most EDIT_MAX code points each. */
+#define EDIT_MAX 64
+static size_t edit_distance(const uint32_t *a, size_t na, const uint32_t *b, size_t nb)
 {
-    char w[80];
-    char list[800];
-    size_t len = 0;
-    list[0] = '\0';
-    clip_word(w, sizeof w, word, 64);
+    size_t d[EDIT_MAX + 1][EDIT_MAX + 1];
+    for (size_t i = 0; i <= na; i++) d[i][0] = i;
+    for (size_t j = 0; j <= nb; j++) d[0][j] = j;
+    for (size_t i = 1; i <= na; i++)
+        for (size_t j = 1; j <= nb; j++) {
+            size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+            if (d[i - 1][j] + 1 < best) best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best) best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[na][nb];
+}
+
+/* The vocabulary word closest to word when one is close (at most 2 edits and
+ * fewer than half its code points), else NULL. Ties go to the lower id. */
+static const char *nearest_word(const hs_vocab *v, const char *word)
+{
+    uint32_t a[EDIT_MAX], b[EDIT_MAX];
+    size_t na = code_points(word, a, EDIT_MAX), best_d = (size_t)-1;
+    const char *best = NULL;
+    if (na > EDIT_MAX) return NULL;
     for (size_t i = 0; i < v->n; i++) {
-        if (len + strlen(v->words[i]) + 8 >= sizeof list) {
-            append(list, sizeof list, &len, " ...");
+        size_t nb = code_points(v->words[i], b, EDIT_MAX);
+        if (nb > EDIT_MAX) continue;
+        size_t d = edit_distance(a, na, b, nb);
+        if (d < best_d) {
+            best_d = d;
+            best = v->words[i];
+        }
+    }
+    return (best_d <= 2 && 2 * best_d < na) ? best : NULL;
+}
+
+/* "unknown word 'W' at position P[ (it holds U+XXXX at byte B, ...)][; nearest
+ * vocabulary word: 'N']; the vocabulary is: w0 w1 ..." Words are shown with
+ * hs_buf_put_visible; start is the token's byte offset in the sentence. */
+static hs_status unknown_word(const hs_vocab *v, const char *word, size_t pos, size_t start,
+                              hs_error *err)
+{
+    hs_buf b = {0};
+    const unsigned char *p = (const unsigned char *)word;
+    size_t n = strlen(word), shown = n, named = 0;
+    if (shown > 64) { /* cut at a UTF-8 boundary */
+        shown = 64;
+        while (shown > 0 && (p[shown] & 0xC0u) == 0x80u) shown--;
+    }
+    char *cut = malloc(shown + 1);
+    if (!cut) return hs_fail(err, HS_ERR_NOMEM, "out of memory naming an unknown word");
+    memcpy(cut, word, shown);
+    cut[shown] = '\0';
+    hs_buf_puts(&b, "unknown word '");
+    hs_buf_put_visible(&b, cut);
+    free(cut);
+    hs_buf_printf(&b, "%s' at position %zu", shown < n ? "..." : "", pos);
+    int space = 0;
+    for (size_t k = 0; k < n;) {
+        uint32_t cp = 0;
+        size_t len = hs_utf8_decode(p + k, n - k, &cp);
+        if (len == 0) break; /* the tokenizer checked UTF-8 before */
+        if (cp >= 0x80) {
+            if (named < 3)
+                hs_buf_printf(&b, "%s U+%04X at byte %zu", named ? "," : " (it holds",
+                              (unsigned)cp, start + k);
+            named++;
+            if (hs_cp_classify(cp) == HS_CP_SPACE) space = 1;
+        }
+        k += len;
+    }
+    if (named > 3) hs_buf_printf(&b, " and %zu more", named - 3);
+    if (named)
+        hs_buf_puts(&b, space ? "; only ASCII whitespace separates words)" : ")");
+    const char *near = nearest_word(v, word);
+    if (near) {
+        hs_buf_puts(&b, "; nearest vocabulary word: '");
+        hs_buf_put_visible(&b, near);
+        hs_buf_puts(&b, "'");
+    }
+    hs_buf_puts(&b, "; the vocabulary is:");
+    size_t list_start = b.len;
+    for (size_t i = 0; i < v->n; i++) {
+        if (b.len - list_start > 600) {
+            hs_buf_puts(&b, " ...");
             break;
         }
-        if (i > 0) append(list, sizeof list, &len, " ");
-        append(list, sizeof list, &len, v->words[i]);
+        hs_buf_puts(&b, " ");
+        hs_buf_put_visible(&b, v->words[i]);
     }
-    return hs_fail(err, HS_ERR_INPUT, "unknown word '%s' at position %zu; the vocabulary is: %s",
-                   w, pos, list);
+    if (b.oom) {
+        hs_buf_free(&b);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory naming an unknown word");
+    }
+    hs_status st = hs_fail(err, HS_ERR_INPUT, "%s", b.s);
+    hs_buf_free(&b);
+    return st;
 }
 
 hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_tokens *out,
@@ -319,6 +366,7 @@ hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_
 {
     hs_status st = HS_OK;
     char *buf = NULL;
+    size_t *starts = NULL; /* (n_tok) byte offset of each token in sentence */
     size_t n_tok = 0;
     memset(out, 0, sizeof *out);
     HS_ASSERT(v != NULL);
@@ -331,7 +379,7 @@ hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_
     int in_word = 0, folded = 0;
     for (size_t k = 0; k < n;) {
         uint32_t cp;
-        size_t len = utf8_decode(s + k, n - k, &cp);
+        size_t len = hs_utf8_decode(s + k, n - k, &cp);
         if (len == 0)
             return hs_fail(err, HS_ERR_INPUT, "sentence is not valid UTF-8 at byte %zu", k);
         if (is_control(cp))
@@ -358,10 +406,11 @@ hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_
     /* Pass 2: copy, fold and split. Each token is NUL-terminated in buf, which
      * needs at most n + n_tok + 1 bytes. */
     buf = malloc(n + n_tok + 1);
+    starts = malloc(n_tok * sizeof *starts);
     out->ids = calloc(n_tok, sizeof *out->ids);
     out->strs = calloc(n_tok, sizeof *out->strs);
-    if (!buf || !out->ids || !out->strs) goto nomem;
-    size_t b = 0, t = 0;
+    if (!buf || !starts || !out->ids || !out->strs) goto nomem;
+    size_t b = 0, t = 0, nt = 0;
     in_word = 0;
     for (size_t k = 0; k < n; k++) {
         unsigned char c = s[k];
@@ -371,14 +420,17 @@ hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_
                 in_word = 0;
             }
             if (c == ',' || c == '.') {
+                starts[nt++] = k;
                 buf[b++] = (char)c;
                 buf[b++] = '\0';
             }
         } else {
+            if (!in_word) starts[nt++] = k;
             buf[b++] = (char)((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c);
             in_word = 1;
         }
     }
+    HS_ASSERT(nt == n_tok);
     if (in_word) buf[b++] = '\0';
     /* Walk the NUL-separated tokens. */
     for (size_t k = 0; k < b && t < n_tok; t++) {
@@ -386,11 +438,11 @@ hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_
         size_t len = strlen(w);
         int id = hs_vocab_id(v, w);
         if (id < 0) {
-            st = unknown_word(v, w, t, err);
+            st = unknown_word(v, w, t, starts[t], err);
             goto fail;
         }
         out->ids[t] = id;
-        out->strs[t] = dup_str(w);
+        out->strs[t] = hs_strdup(w);
         if (!out->strs[t]) goto nomem;
         out->n = t + 1;
         k += len + 1;
@@ -399,11 +451,13 @@ hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_
     out->n = n_tok;
     out->folded = folded;
     free(buf);
+    free(starts);
     return HS_OK;
 nomem:
     st = hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
 fail:
     free(buf);
+    free(starts);
     hs_tokens_free(out);
     return st;
 }
