@@ -5,6 +5,7 @@
  * Thin: tokenizer (tasks), run_with_cache + DLA (probe), figures (viz).
  */
 #include <getopt.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,6 +268,7 @@ int cmd_inspect(int argc, char **argv)
     const char *C = "inspect", *model = NULL, *sentence = NULL, *out = "inspect-out",
                *vs = NULL, *only = NULL;
     long position = 0, top = 5;
+    const char *pos_arg = NULL; /* --position as typed, for the message */
     int have_pos = 0, heads_rows = 0, c;
     cli_figopts fo;
     cli_figopts_default(&fo, 150);
@@ -282,8 +284,14 @@ int cmd_inspect(int argc, char **argv)
         case O_SENT: sentence = optarg; break;
         case O_OUT: out = optarg; break;
         case O_POS:
-            if (cli_parse_int(optarg, -100000, 100000, &position))
-                return cli_usage_error(C, "--position must be an integer, not '%s'", optarg);
+            /* any integer: one beyond the sentence is refused below, naming the range */
+            if (cli_parse_int(optarg, LONG_MIN, LONG_MAX, &position)) {
+                char *end;
+                position = strtol(optarg, &end, 10); /* ERANGE: clamped, still outside */
+                if (end == optarg || *end != '\0')
+                    return cli_usage_error(C, "--position must be an integer, not '%s'", optarg);
+            }
+            pos_arg = optarg;
             have_pos = 1;
             break;
         case O_VS: vs = optarg; break;
@@ -354,8 +362,8 @@ int cmd_inspect(int argc, char **argv)
     int pos = T - 1;
     if (have_pos) {
         if (position < -T || position >= T) {
-            fprintf(stderr, "headscope %s: --position %ld is outside the sentence's %d tokens "
-                            "(0..%d, or -1..-%d from the end)\n", C, position, T, T - 1, T);
+            fprintf(stderr, "headscope %s: --position %s is outside the sentence's %d tokens "
+                            "(0..%d, or -1..-%d from the end)\n", C, pos_arg, T, T - 1, T);
             goto done;
         }
         pos = position < 0 ? T + (int)position : (int)position;
@@ -367,8 +375,10 @@ int cmd_inspect(int argc, char **argv)
             goto done;
         }
         if (vtok.n != 1) {
+            char *w = hs_visible_dup(vs);
             fprintf(stderr, "headscope %s: --vs takes one word of the vocabulary, not %zu ('%s')\n",
-                    C, vtok.n, vs);
+                    C, vtok.n, w ? w : "?");
+            free(w);
             goto done;
         }
         vs_id = vtok.ids[0];
@@ -505,8 +515,12 @@ int cmd_inspect(int argc, char **argv)
     if (write_dla(&od, &x, m, &cache, L.vocab, pred, -1, "dla")) goto done;
     if (vs_id >= 0) {
         if (vs_id == pred)
+        {
+            char *w = hs_visible_dup(hs_vocab_word(L.vocab, vs_id));
             fprintf(stderr, "headscope %s: note: --vs %s is the predicted token; the logit "
-                            "difference is 0\n", C, hs_vocab_word(L.vocab, vs_id));
+                            "difference is 0\n", C, w ? w : "?");
+            free(w);
+        }
         if (write_dla(&od, &x, m, &cache, L.vocab, pred, vs_id, "dla_vs")) goto done;
     }
     /* predictions */
@@ -555,33 +569,43 @@ int cmd_inspect(int argc, char **argv)
         snprintf(row_labels[nr], 32, "L%d", l);
         nr++;
     }
-    if (heads_rows)
-        for (int l = 0; l < NL; l++)
-            for (int h = 0; h < NH; h++) {
-                int want = n_sel == 0;
-                for (int i = 0; i < n_sel; i++) want |= sel[i].layer == l && sel[i].head == h;
-                if (!want) continue;
-                memcpy(rows + (size_t)nr * S, pats + (((size_t)l * NH + h) * T + pos) * T,
-                       (size_t)S * sizeof *rows);
-                row_labels[nr] = malloc(32);
-                if (!row_labels[nr]) { oom(C); goto done; }
-                snprintf(row_labels[nr], 32, "L%dH%d", l, h);
-                nr++;
-            }
-    printf("attention from position %d ('%s') over positions 0..%d%s:\n", pos, tok.strs[pos], pos,
+    /* per-head rows: the --only heads in the user's order, else every head */
+    for (int i = 0; heads_rows && i < (n_sel ? n_sel : NL * NH); i++) {
+        int l = n_sel ? sel[i].layer : i / NH, h = n_sel ? sel[i].head : i % NH;
+        memcpy(rows + (size_t)nr * S, pats + (((size_t)l * NH + h) * T + pos) * T,
+               (size_t)S * sizeof *rows);
+        row_labels[nr] = malloc(32);
+        if (!row_labels[nr]) { oom(C); goto done; }
+        snprintf(row_labels[nr], 32, "L%dH%d", l, h);
+        nr++;
+    }
+    char *qv = hs_visible_dup(tok.strs[pos]);
+    if (!qv) { oom(C); goto done; }
+    printf("attention from position %d ('%s') over positions 0..%d%s:\n", pos, qv, pos,
            heads_rows ? " (per layer, head-averaged; then per head)" : " (per layer, head-averaged)");
+    free(qv);
     if (hs_viz_rows_write(stdout, rows, (size_t)nr, (size_t)S, (const char *const *)row_labels,
                           toks, 0, &err) != HS_OK) {
         cli_error(C, &err);
         goto done;
     }
     printf("top predictions at position %d:\n", pos);
-    for (int i = 0; i < nk; i++)
-        printf("  %-10s %.4f\n", hs_vocab_word(L.vocab, order[i]),
-               exp((double)logits[order[i]] - mx) / Z);
-    if (vs_id >= 0)
-        printf("logit difference %s - %s: %.4f\n", hs_vocab_word(L.vocab, pred),
-               hs_vocab_word(L.vocab, vs_id), (double)logits[pred] - logits[vs_id]);
+    for (int i = 0; i < nk; i++) {
+        char *w = hs_visible_dup(hs_vocab_word(L.vocab, order[i]));
+        if (!w) { oom(C); goto done; }
+        printf("  %-10s %.4f\n", w, exp((double)logits[order[i]] - mx) / Z);
+        free(w);
+    }
+    if (vs_id >= 0) {
+        char *wp = hs_visible_dup(hs_vocab_word(L.vocab, pred));
+        char *wv = hs_visible_dup(hs_vocab_word(L.vocab, vs_id));
+        if (wp && wv)
+            printf("logit difference %s - %s: %.4f\n", wp, wv,
+                   (double)logits[pred] - logits[vs_id]);
+        free(wp);
+        free(wv);
+        if (!wp || !wv) { oom(C); goto done; }
+    }
     printf("wrote %d files to %s (listed in %s/index.json)\n", cJSON_GetArraySize(od.files), out,
            out);
     if (fflush(stdout) != 0) {

@@ -225,6 +225,15 @@ hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_e
  * "label", "value"), XML-escaped. Errors: HS_ERR_NOMEM. */
 hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_error *err);
 
+/* Appends s to b as XML 1.0 character data or attribute value: & < > " ' as
+ * entities, and every code point XML 1.0 (or a conforming reader) refuses or
+ * discourages as U+FFFD: controls other than tab, LF and CR (C0, DEL, C1),
+ * noncharacters (U+FDD0..U+FDEF, U+xxFFFE/U+xxFFFF), and each byte that is
+ * not UTF-8. Everything else (private use, format, bidi) is kept as is, so the
+ * output is well-formed whatever a label holds. The one XML escaping of
+ * every SVG (and HTML) headscope writes. Same returns as hs_buf_append. */
+int hs_viz_xml_escape(hs_buf *b, const char *s);
+
 /* Writes hs_viz_figure_svg()'s text to path atomically. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
 hs_status hs_viz_figure_write_svg(const hs_viz_figure *f, const char *path, hs_error *err);
 
@@ -278,7 +287,8 @@ hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
  * rows: [n_rows, T] weights (e.g. head-averaged attention of one destination
  * position over its sources); row_labels: n_rows labels, or NULL for
  * "L0".."L<n-1>" (0-based layers); tokens: T labels. Each item is
- * "<token>:<value %.2f>", items separated by one space; a line longer than
+ * "<token>:<value %.2f>" (the token as hs_buf_put_visible shows it: a control,
+ * format, bidi or private-use character as <U+XXXX>), items separated by one space; a line longer than
  * width columns (code points; 0 = no wrapping, minimum 20) wraps, and
  * continuation lines are indented to where the items start. Every line ends
  * with '\n'. */

@@ -47,18 +47,35 @@ static void sb_printf(sbuf *b, const char *fmt, ...)
     sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
 
+int hs_viz_xml_escape(hs_buf *b, const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t n = strlen(s);
+    for (size_t k = 0; k < n;) {
+        uint32_t cp = 0;
+        size_t len = hs_utf8_decode(p + k, n - k, &cp);
+        hs_cp_class c = len ? hs_cp_classify(cp) : HS_CP_CONTROL;
+        if (len == 0) len = 1;
+        if (cp == '&') hs_buf_puts(b, "&amp;");
+        else if (cp == '<') hs_buf_puts(b, "&lt;");
+        else if (cp == '>') hs_buf_puts(b, "&gt;");
+        else if (cp == '"') hs_buf_puts(b, "&quot;");
+        else if (cp == '\'') hs_buf_puts(b, "&apos;");
+        else if ((c == HS_CP_CONTROL && cp != '\t' && cp != '\n' && cp != '\r') ||
+                 c == HS_CP_NONCHAR)
+            hs_buf_puts(b, "\xEF\xBF\xBD"); /* U+FFFD */
+        else hs_buf_append(b, s + k, len);
+        k += len;
+    }
+    return b->oom ? -1 : 0;
+}
+
 static void sb_escape(sbuf *b, const char *s)
 {
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': sb_put(b, "&amp;", 5); break;
-        case '<': sb_put(b, "&lt;", 4); break;
-        case '>': sb_put(b, "&gt;", 4); break;
-        case '"': sb_put(b, "&quot;", 6); break;
-        case '\'': sb_put(b, "&apos;", 6); break;
-        default: sb_put(b, s, 1);
-        }
-    }
+    hs_buf e = {0};
+    if (hs_viz_xml_escape(&e, s) != 0) b->oom = 1;
+    else if (e.len) sb_put(b, e.s, e.len);
+    hs_buf_free(&e);
 }
 
 static const char *role_class[VZ_T_NROLES] = {"title", "xtick", "ytick", "header", "cbar",

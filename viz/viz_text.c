@@ -80,7 +80,12 @@ hs_status hs_viz_rows_format(char **text, size_t *len, const float *rows, size_t
             if (v < 0 && v > -0.005) v = 0.0; /* no "-0.00" */
             char num[48];
             int nn = snprintf(num, sizeof num, ":%.2f", v);
-            size_t item = vz_utf8_len(tokens[j]) + (size_t)nn;
+            char *tok = hs_visible_dup(tokens[j]); /* a terminal shows no raw format/bidi char */
+            if (!tok) {
+                b.oom = 1;
+                break;
+            }
+            size_t item = vz_utf8_len(tok) + (size_t)nn;
             if (j > 0) {
                 if (width && col + 1 + item > width) {
                     tb_put(&b, "\n", 1);
@@ -91,8 +96,9 @@ hs_status hs_viz_rows_format(char **text, size_t *len, const float *rows, size_t
                     col++;
                 }
             }
-            tb_put(&b, tokens[j], strlen(tokens[j]));
+            tb_put(&b, tok, strlen(tok));
             tb_put(&b, num, (size_t)nn);
+            free(tok);
             col += item;
         }
         tb_put(&b, "\n", 1);
