@@ -406,7 +406,8 @@ int cmd_circuit(int argc, char **argv)
         return 1;
     }
     cli_outdir od = {0};
-    if (out && (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo))) {
+    const char *const inputs[] = {model, NULL}; /* never replaced or removed */
+    if (out && (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, inputs))) {
         cli_outdir_close(&od);
         cli_loaded_free(&Ld);
         cli_figopts_free(&fo);

@@ -433,7 +433,8 @@ int cmd_inspect(int argc, char **argv)
     int pred = order[0];
 
     insp_ctx x = {model, sentence, cfg, &tok, pos};
-    if (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo)) goto done;
+    const char *const inputs[] = {model, NULL}; /* never replaced or removed */
+    if (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, inputs)) goto done;
     const char *const *toks = (const char *const *)tok.strs;
     char names[MAX_SEL][32], title[256], shows[256];
     const char *name_p[MAX_SEL];

@@ -240,7 +240,8 @@ int cmd_weights(int argc, char **argv)
         cli_error(C, &err);
         goto done;
     }
-    if (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo)) goto done;
+    const char *const inputs[] = {model, NULL}; /* never replaced or removed */
+    if (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, inputs)) goto done;
 
     const char *const *vocab = (const char *const *)L.vocab->words;
     char title[256], shows[320], stem[64];

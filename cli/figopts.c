@@ -1,6 +1,7 @@
 /* cli/figopts.c -- see figopts.h. */
 #include "figopts.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,13 +107,15 @@ int cli_figopts_parse(const char *cmd, int code, const char *arg, cli_figopts *f
     }
 }
 
-int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_figopts *fo)
+int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_figopts *fo,
+                    const char *const *inputs)
 {
     memset(o, 0, sizeof *o);
     o->cmd = cmd;
     o->dir = dir;
     o->fo = fo;
-    if (cli_prepare_out_dir(cmd, dir)) return 1;
+    for (int i = 0; inputs && inputs[i]; i++) cli_inputs_add(&o->inputs, inputs[i]);
+    if (cli_out_begin(cmd, dir, &o->stage)) return 1;
     o->files = cJSON_CreateArray();
     if (!o->files) {
         fprintf(stderr, "headscope %s: out of memory\n", cmd);
@@ -123,16 +126,29 @@ int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_f
 
 void cli_outdir_close(cli_outdir *o)
 {
+    if (o->dir) cli_out_discard(o->dir, &o->stage);
     cJSON_Delete(o->files);
     o->files = NULL;
 }
 
-static int add_index(cli_outdir *o, const char *file, const char *format, const char *shows)
+/* Lists file in the index; path (NULL for index.json itself) is where it was
+ * written, for its size and hash. */
+static int add_index(cli_outdir *o, const char *file, const char *format, const char *shows,
+                     const char *path)
 {
+    double bytes = 0;
+    char hex[17];
+    if (path && cli_file_digest(path, &bytes, hex) != 0) {
+        fprintf(stderr, "headscope %s: cannot read back %s: %s\n", o->cmd, path, strerror(errno));
+        return 1;
+    }
     cJSON *e = cJSON_CreateObject();
     if (!e || !cJSON_AddStringToObject(e, "file", file) ||
         !cJSON_AddStringToObject(e, "format", format) ||
-        !cJSON_AddStringToObject(e, "shows", shows) || !cJSON_AddItemToArray(o->files, e)) {
+        !cJSON_AddStringToObject(e, "shows", shows) ||
+        (path && (!cJSON_AddNumberToObject(e, "bytes", bytes) ||
+                  !cJSON_AddStringToObject(e, "fnv1a64", hex))) ||
+        !cJSON_AddItemToArray(o->files, e)) {
         cJSON_Delete(e);
         fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
         return 1;
@@ -146,7 +162,7 @@ static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_
 {
     char name[256];
     snprintf(name, sizeof name, "%s.%s", stem, ext);
-    char *path = hs_path_join(o->dir, name);
+    char *path = hs_path_join(o->stage.path, name);
     if (!path) {
         fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
         return 1;
@@ -156,9 +172,9 @@ static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_
     if (strcmp(ext, "png") == 0) s = hs_viz_figure_write_png(fig, path, &err);
     else if (strcmp(ext, "svg") == 0) s = hs_viz_figure_write_svg(fig, path, &err);
     else s = hs_viz_write_json(json, path, &err);
+    int rc = s != HS_OK ? cli_error(o->cmd, &err) : add_index(o, name, ext, shows, path);
     free(path);
-    if (s != HS_OK) return cli_error(o->cmd, &err);
-    return add_index(o, name, ext, shows);
+    return rc;
 }
 
 int cli_out_figure(cli_outdir *o, const char *stem, const hs_viz_figure *fig, const cJSON *json,
@@ -178,14 +194,18 @@ int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char 
 int cli_out_index(cli_outdir *o, const cJSON *extra)
 {
     cJSON *idx = cJSON_CreateObject();
-    int ok = idx && cJSON_AddStringToObject(idx, "command", o->cmd);
+    char gen[64];
+    snprintf(gen, sizeof gen, "headscope %s %s", HS_VERSION, o->cmd);
+    int ok = idx && cJSON_AddStringToObject(idx, "generator", gen) &&
+             cJSON_AddStringToObject(idx, "command", o->cmd);
     for (const cJSON *it = extra ? extra->child : NULL; ok && it; it = it->next) {
         cJSON *dup = cJSON_Duplicate(it, 1);
         ok = dup && cJSON_AddItemToObject(idx, it->string, dup);
         if (!ok) cJSON_Delete(dup);
     }
     /* index.json lists itself too, so every file in the folder is accounted for */
-    ok = ok && add_index(o, "index.json", "json", "this list: every file written and what it shows") == 0;
+    ok = ok && add_index(o, "index.json", "json",
+                         "this list: every file written and what it shows", NULL) == 0;
     cJSON *files = ok ? cJSON_Duplicate(o->files, 1) : NULL;
     ok = ok && files && cJSON_AddItemToObject(idx, "files", files);
     if (!ok) {
@@ -193,14 +213,14 @@ int cli_out_index(cli_outdir *o, const cJSON *extra)
         fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
         return 1;
     }
-    char *path = hs_path_join(o->dir, "index.json");
+    char *path = hs_path_join(o->stage.path, "index.json");
     hs_error err = {0};
     hs_status s = path ? hs_viz_write_json(idx, path, &err) : HS_ERR_NOMEM;
     if (!path) hs_fail(&err, HS_ERR_NOMEM, "out of memory");
     free(path);
     cJSON_Delete(idx);
     if (s != HS_OK) return cli_error(o->cmd, &err);
-    return 0;
+    return cli_out_commit(o->cmd, o->dir, &o->stage, o->files, &o->inputs);
 }
 
 cJSON *cli_config_json(const hs_config *c)

@@ -16,6 +16,7 @@
 #include <cjson/cJSON.h>
 
 #include "model/model.h"
+#include "util.h"
 #include "viz/viz.h"
 
 enum {
@@ -63,13 +64,18 @@ typedef struct {
     const char *cmd;      /* subcommand name for messages */
     const char *dir;      /* borrowed */
     const cli_figopts *fo;
-    cJSON *files;         /* [{"file", "format", "shows"}] */
+    cJSON *files;         /* [{"file", "format", "shows", "bytes", "fnv1a64"}] */
+    cli_stage stage;      /* where the files go until cli_out_index moves them in */
+    cli_inputs inputs;    /* the files the command reads: never replaced or removed */
 } cli_outdir;
 
-/* Prepares dir with cli_prepare_out_dir (cli/util.h): creates it if missing
- * (its parent must exist), refuses a path that is not a folder, and removes
- * the files an earlier run's index.json lists. 0 ok, 1 after printing. */
-int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_figopts *fo);
+/* Opens dir under the output-folder policy of cli/util.h ("Output folders"):
+ * creates it if missing (its parent must exist), refuses a path that is not a
+ * folder, and starts the run's working folder. inputs: the files the command
+ * reads, NULL-terminated (may be NULL). 0 ok, 1 after printing. */
+int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_figopts *fo,
+                    const char *const *inputs);
+/* Discards whatever was not committed (a failed run leaves dir as it was). */
 void cli_outdir_close(cli_outdir *o);
 
 /* Writes stem.png / stem.svg from fig and stem.json from json, in the formats
@@ -82,8 +88,10 @@ int cli_out_figure(cli_outdir *o, const char *stem, const hs_viz_figure *fig, co
 /* Writes a data file (name.json) whatever --format says; listed in the index. */
 int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char *shows);
 
-/* Writes index.json: {"command", "files": [...]} plus the keys of extra (may
- * be NULL; only read). 0 ok, 1 after printing the error. */
+/* Writes index.json: {"generator": "headscope <version> <command>", "command",
+ * "files": [...]} plus the keys of extra (may be NULL; only read), then moves
+ * every file of the run into the folder (cli_out_commit). Call it last.
+ * 0 ok, 1 after printing the error. */
 int cli_out_index(cli_outdir *o, const cJSON *extra);
 
 /* The model's config as every JSON carries it ({"n_layers", ...}); NULL on OOM. */

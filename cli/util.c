@@ -110,93 +110,270 @@ int cli_load(const char *cmd, const char *path, int need_task, cli_loaded *out)
     return 0;
 }
 
-/* A name an index may list for deletion: a plain file name in the folder. */
+/* ------------------------------------------------------------------------ */
+/* Output folders (util.h, "Output folders")                                 */
+
+int cli_inputs_add(cli_inputs *in, const char *path)
+{
+    struct stat st;
+    if (path == NULL || in->n >= CLI_MAX_INPUTS || stat(path, &st) != 0) return 0;
+    in->dev[in->n] = st.st_dev;
+    in->ino[in->n] = st.st_ino;
+    in->n++;
+    return 1;
+}
+
+/* 1 when st is one of the inputs (same device and inode). */
+static int is_input(const cli_inputs *in, const struct stat *st)
+{
+    for (int i = 0; in && i < in->n; i++)
+        if (in->dev[i] == st->st_dev && in->ino[i] == st->st_ino) return 1;
+    return 0;
+}
+
+int cli_file_digest(const char *path, double *bytes, char hex[17])
+{
+    unsigned char *data = NULL;
+    size_t n = 0;
+    hs_error err = {0};
+    if (hs_read_file(path, &data, &n, &err) != HS_OK) return -1;
+    snprintf(hex, 17, "%016llx", (unsigned long long)hs_fnv1a64(data, n));
+    free(data);
+    *bytes = (double)n;
+    return 0;
+}
+
+/* 1 when s is a plain file name (no '/', not "." or "..", not empty). */
 static int plain_name(const char *s)
 {
-    return s && s[0] != '\0' && strchr(s, '/') == NULL && strchr(s, '\\') == NULL &&
-           strstr(s, "..") == NULL && strcmp(s, ".") != 0;
+    return s && s[0] != '\0' && strchr(s, '/') == NULL && strcmp(s, ".") != 0 &&
+           strcmp(s, "..") != 0;
 }
 
-/* Deletes dir/name if it is there and not a folder; 0 ok (or absent), 1 printed. */
-static int remove_listed(const char *cmd, const char *dir, const char *name)
+int cli_out_begin(const char *cmd, const char *dir, cli_stage *st)
 {
-    char *path = hs_path_join(dir, name);
-    if (!path) {
-        fprintf(stderr, "headscope %s: out of memory\n", cmd);
-        return 1;
-    }
-    struct stat st;
-    int rc = 0;
-    if (lstat(path, &st) == 0 && !S_ISDIR(st.st_mode) && unlink(path) != 0 && errno != ENOENT) {
-        fprintf(stderr, "headscope %s: cannot remove %s from an earlier run: %s\n", cmd, path,
-                strerror(errno));
-        rc = 1;
-    }
-    free(path);
-    return rc;
-}
-
-int cli_prepare_out_dir(const char *cmd, const char *dir)
-{
-    hs_error err = {0};
+    memset(st, 0, sizeof *st);
     if (dir[0] == '\0') {
         fprintf(stderr, "headscope %s: --out is empty\n", cmd);
         return 1;
     }
-    if (hs_mkdir(dir, &err) != HS_OK) return cli_error(cmd, &err);
-
-    char *ipath = hs_path_join(dir, "index.json");
-    if (!ipath) {
-        fprintf(stderr, "headscope %s: out of memory\n", cmd);
+    struct stat sb;
+    if (stat(dir, &sb) != 0) {
+        hs_error err = {0};
+        if (hs_mkdir(dir, &err) != HS_OK) return cli_error(cmd, &err);
+        st->created = 1;
+    } else if (!S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "headscope %s: %s exists and is not a folder\n", cmd, dir);
         return 1;
     }
+    hs_buf b = {0};
+    hs_buf_printf(&b, ".headscope.tmp.%ld", (long)getpid());
+    st->name = hs_buf_take(&b);
+    st->path = st->name ? hs_path_join(dir, st->name) : NULL;
+    if (!st->path) {
+        fprintf(stderr, "headscope %s: out of memory\n", cmd);
+        cli_out_discard(dir, st);
+        return 1;
+    }
+    if (mkdir(st->path, 0777) != 0) {
+        fprintf(stderr, "headscope %s: cannot write into folder %s: %s\n", cmd, dir,
+                strerror(errno));
+        cli_out_discard(dir, st);
+        return 1;
+    }
+    return 0;
+}
+
+void cli_out_discard(const char *dir, cli_stage *st)
+{
+    if (st->path) {
+        DIR *d = opendir(st->path); /* everything in it is this run's */
+        for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
+            if (!plain_name(de->d_name)) continue;
+            char *f = hs_path_join(st->path, de->d_name);
+            if (f) unlink(f);
+            free(f);
+        }
+        if (d) closedir(d);
+        rmdir(st->path);
+    }
+    if (st->created) rmdir(dir); /* only if still empty */
+    free(st->path);
+    free(st->name);
+    memset(st, 0, sizeof *st);
+}
+
+/* What an earlier index.json proves headscope wrote in dir. */
+typedef struct {
+    cJSON *idx;       /* the parsed old index (owned), NULL when none or not headscope's */
+    int headscope;    /* 1 when dir/index.json is an index headscope wrote */
+} old_index;
+
+/* 1 when name is listed in a headscope index of dir with the size and FNV-1a
+ * the file still has, it is a regular file (not a link), and it is not an
+ * input of this command. */
+static int owned(const old_index *oi, const char *dir, const char *name, const cli_inputs *in)
+{
+    if (!oi->headscope) return 0;
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(oi->idx, "files"), *e;
+    cJSON_ArrayForEach(e, files)
+    {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
+        const cJSON *nb = cJSON_GetObjectItemCaseSensitive(e, "bytes");
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(e, "fnv1a64");
+        if (!cJSON_IsString(f) || strcmp(f->valuestring, name) != 0 || !plain_name(name) ||
+            !cJSON_IsNumber(nb) || !cJSON_IsString(h))
+            continue;
+        char *path = hs_path_join(dir, name);
+        struct stat sb;
+        char hex[17];
+        double bytes;
+        int ok = path && lstat(path, &sb) == 0 && S_ISREG(sb.st_mode) && !is_input(in, &sb) &&
+                 (double)sb.st_size == nb->valuedouble &&
+                 cli_file_digest(path, &bytes, hex) == 0 && strcmp(hex, h->valuestring) == 0;
+        free(path);
+        return ok;
+    }
+    return 0;
+}
+
+static void read_old_index(const char *dir, old_index *oi)
+{
+    memset(oi, 0, sizeof *oi);
+    char *ipath = hs_path_join(dir, "index.json");
     unsigned char *data = NULL;
     size_t n = 0;
-    hs_error rerr = {0};
-    if (hs_read_file(ipath, &data, &n, &rerr) == HS_OK) {
-        cJSON *idx = cJSON_ParseWithLength((const char *)data, n);
-        const cJSON *files = idx ? cJSON_GetObjectItemCaseSensitive(idx, "files") : NULL;
-        const cJSON *command = idx ? cJSON_GetObjectItemCaseSensitive(idx, "command") : NULL;
-        /* only an index headscope wrote: {"command": "...", "files": [{"file": ...}]} */
-        if (cJSON_IsArray(files) && cJSON_IsString(command)) {
-            const cJSON *e;
-            cJSON_ArrayForEach(e, files)
-            {
-                const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
-                if (!cJSON_IsString(f) || !plain_name(f->valuestring) ||
-                    strcmp(f->valuestring, "index.json") == 0)
-                    continue;
-                if (remove_listed(cmd, dir, f->valuestring)) {
-                    cJSON_Delete(idx);
-                    free(data);
-                    free(ipath);
-                    return 1;
-                }
-            }
-            if (remove_listed(cmd, dir, "index.json")) {
-                cJSON_Delete(idx);
-                free(data);
-                free(ipath);
-                return 1;
-            }
-        }
-        cJSON_Delete(idx);
-        free(data);
+    hs_error err = {0};
+    struct stat sb;
+    if (ipath && lstat(ipath, &sb) == 0 && S_ISREG(sb.st_mode) &&
+        hs_read_file(ipath, &data, &n, &err) == HS_OK) {
+        oi->idx = cJSON_ParseWithLength((const char *)data, n);
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(oi->idx, "generator");
+        oi->headscope = cJSON_IsString(g) && strncmp(g->valuestring, "headscope ", 10) == 0 &&
+                        cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(oi->idx, "files"));
     }
+    free(data);
     free(ipath);
+}
 
-    DIR *d = opendir(dir);
-    if (!d) {
-        fprintf(stderr, "headscope %s: cannot read folder %s: %s\n", cmd, dir, strerror(errno));
-        return 1;
+/* 1 when name is one of the files this run wrote. */
+static int is_new(const cJSON *files, const char *name)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, files)
+    {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
+        if (cJSON_IsString(f) && strcmp(f->valuestring, name) == 0) return 1;
     }
-    long others = 0;
-    for (struct dirent *de; (de = readdir(d)) != NULL;)
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) others++;
-    closedir(d);
-    if (others > 0)
-        fprintf(stderr, "note: %s already holds %ld file%s headscope did not write; "
-                        "they are kept\n",
-                dir, others, others == 1 ? "" : "s");
     return 0;
+}
+
+/* Moves stage/name over dir/name. 0 ok, 1 printed. */
+static int move_in(const char *cmd, const char *dir, const cli_stage *st, const char *name)
+{
+    char *from = hs_path_join(st->path, name), *to = hs_path_join(dir, name);
+    int rc = 0;
+    if (!from || !to) {
+        fprintf(stderr, "headscope %s: out of memory\n", cmd);
+        rc = 1;
+    } else if (rename(from, to) != 0) {
+        fprintf(stderr, "headscope %s: cannot move %s to %s: %s\n", cmd, from, to, strerror(errno));
+        rc = 1;
+    }
+    free(from);
+    free(to);
+    return rc;
+}
+
+int cli_out_commit(const char *cmd, const char *dir, cli_stage *st, const cJSON *files,
+                   const cli_inputs *in)
+{
+    old_index oi;
+    read_old_index(dir, &oi);
+    int rc = 1, replaced = 0, kept = 0, n_conflict = 0;
+    hs_buf removed = {0}, conflict = {0};
+    long n_removed = 0;
+
+    /* 1. every name this run writes must be free, or a file an earlier run
+     *    wrote and nobody changed since; otherwise nothing is touched */
+    const cJSON *e;
+    cJSON_ArrayForEach(e, files)
+    {
+        const char *name = cJSON_GetObjectItemCaseSensitive(e, "file")->valuestring;
+        char *path = hs_path_join(dir, name);
+        struct stat sb;
+        if (path && lstat(path, &sb) == 0) {
+            int ours = strcmp(name, "index.json") == 0 ? oi.headscope
+                                                        : owned(&oi, dir, name, in);
+            if (!ours && n_conflict++ == 0) {
+                if (S_ISREG(sb.st_mode) && is_input(in, &sb))
+                    hs_buf_printf(&conflict, "%s is an input of this command", path);
+                else if (strcmp(name, "index.json") == 0)
+                    hs_buf_printf(&conflict, "%s is not an index headscope wrote", path);
+                else
+                    hs_buf_printf(&conflict, "%s exists and headscope did not write it (or it "
+                                             "changed since: %s/index.json has no entry of its "
+                                             "size and hash)", path, dir);
+            }
+            if (ours && strcmp(name, "index.json") != 0) replaced++;
+        }
+        free(path);
+    }
+    if (n_conflict) {
+        if (n_conflict > 1) hs_buf_printf(&conflict, " (and %d more)", n_conflict - 1);
+        fprintf(stderr, "headscope %s: %s; nothing was changed: move %s away or choose another "
+                        "--out\n", cmd, conflict.s ? conflict.s : "?",
+                n_conflict > 1 ? "them" : "it");
+        goto done;
+    }
+    /* 2. move the new files in (index.json last) */
+    cJSON_ArrayForEach(e, files)
+    {
+        const char *name = cJSON_GetObjectItemCaseSensitive(e, "file")->valuestring;
+        if (strcmp(name, "index.json") != 0 && move_in(cmd, dir, st, name)) goto done;
+    }
+    /* 3. remove what the earlier run wrote that this one does not */
+    const cJSON *old = oi.headscope ? cJSON_GetObjectItemCaseSensitive(oi.idx, "files") : NULL;
+    cJSON_ArrayForEach(e, old)
+    {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
+        if (!cJSON_IsString(f) || is_new(files, f->valuestring) ||
+            strcmp(f->valuestring, "index.json") == 0 || !owned(&oi, dir, f->valuestring, in))
+            continue;
+        char *path = hs_path_join(dir, f->valuestring);
+        if (path && unlink(path) == 0) {
+            if (n_removed < 8) hs_buf_printf(&removed, "%s%s", n_removed ? ", " : "", f->valuestring);
+            n_removed++;
+        }
+        free(path);
+    }
+    if (move_in(cmd, dir, st, "index.json")) goto done;
+    if (rmdir(st->path) != 0) {
+        fprintf(stderr, "headscope %s: cannot remove the working folder %s: %s\n", cmd, st->path,
+                strerror(errno));
+        goto done;
+    }
+    st->created = 0;
+    if (replaced > 0 || n_removed > 0) {
+        fprintf(stderr, "headscope %s: note: files an earlier run wrote in %s (unchanged since, "
+                        "per its index.json): replaced %d, removed %ld", cmd, dir, replaced,
+                n_removed);
+        if (n_removed > 0)
+            fprintf(stderr, " (%s%s)", removed.s ? removed.s : "", n_removed > 8 ? ", ..." : "");
+        fputc('\n', stderr);
+    }
+    /* 4. say what else the folder holds */
+    DIR *d = opendir(dir);
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;)
+        if (plain_name(de->d_name) && !is_new(files, de->d_name)) kept++;
+    if (d) closedir(d);
+    if (kept > 0)
+        fprintf(stderr, "note: %s already holds %d file%s headscope did not write; "
+                        "they are kept\n", dir, kept, kept == 1 ? "" : "s");
+    rc = 0;
+done:
+    hs_buf_free(&removed);
+    hs_buf_free(&conflict);
+    cJSON_Delete(oi.idx);
+    return rc;
 }

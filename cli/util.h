@@ -5,6 +5,10 @@
 #ifndef HS_CLI_UTIL_H
 #define HS_CLI_UTIL_H
 
+#include <sys/types.h>
+
+#include <cjson/cJSON.h>
+
 #include "common/common.h"
 #include "model/model.h"
 #include "tasks/tasks.h"
@@ -27,14 +31,61 @@ int cli_error(const char *cmd, const hs_error *err);
 /* Prints "headscope CMD: <fmt...>" and returns 2 (usage error). */
 int cli_usage_error(const char *cmd, const char *fmt, ...);
 
-/* Gets output folder dir ready for a new run: creates it if missing (its
- * parent must exist; a path that exists and is not a folder is refused). If
- * dir/index.json is an index headscope wrote before, deletes exactly the files
- * it lists (plain names only; an entry with '/' or ".." is skipped) and then
- * the old index.json, so no file from an earlier run outlives it. Files no
- * index lists are kept, with a one-line note on stderr. 0 ok, 1 after
- * printing the error. */
-int cli_prepare_out_dir(const char *cmd, const char *dir);
+/*
+ * Output folders (the one policy of every command that writes a folder;
+ * docs/DESIGN.md, "Output folders"). A run writes into a working folder
+ * `DIR/.headscope.tmp.<pid>` (DIR is created if missing; its parent folder
+ * must exist: headscope creates one level, never parents). Only when every
+ * file is written does cli_out_commit move them into DIR, index.json last; a
+ * run that fails calls cli_out_discard, which removes the working folder (and
+ * DIR if this run created it), so DIR is as it was before the run.
+ *
+ * index.json records {"generator": "headscope <version> <command>", "files":
+ * [{"file", "format", "shows", "bytes", "fnv1a64"}]} (FNV-1a 64 of the bytes,
+ * hs_fnv1a64). A later run replaces or removes a file in DIR only when that
+ * index is headscope's (has the generator) and lists the file with the size
+ * and hash it still has, and the file is not an input of the run (same device
+ * and inode); it says on stderr what it replaced and removed. A name this run
+ * writes that is taken by any other file (the user's, one changed since, an
+ * input, an index.json headscope did not write) is refused before anything
+ * in DIR changes. Files no index vouches for are kept, with a note.
+ */
+
+/* The files a command reads (compared by device and inode). */
+#define CLI_MAX_INPUTS 4
+typedef struct {
+    int n;
+    dev_t dev[CLI_MAX_INPUTS];
+    ino_t ino[CLI_MAX_INPUTS];
+} cli_inputs;
+
+/* Adds path to in (ignored when it cannot be stat'ed or in is full: a file
+ * that does not exist cannot be in the folder). Returns 1 when added. */
+int cli_inputs_add(cli_inputs *in, const char *path);
+
+/* A run's working folder inside DIR. */
+typedef struct {
+    char *name;   /* ".headscope.tmp.<pid>" (owned) */
+    char *path;   /* DIR/name (owned): where the run's files go */
+    int created;  /* 1 when this run created DIR */
+} cli_stage;
+
+/* Makes DIR (if missing) and the working folder. 0 ok, 1 after printing
+ * ("DIR exists and is not a folder", "cannot create folder DIR: its parent
+ * folder does not exist", "cannot write into folder DIR: Permission denied"). */
+int cli_out_begin(const char *cmd, const char *dir, cli_stage *st);
+/* Moves the files listed in files ([{"file": name}], index.json among them)
+ * from the working folder into DIR under the policy above, then removes the
+ * working folder. 0 ok, 1 after printing (a refused name: DIR unchanged). */
+int cli_out_commit(const char *cmd, const char *dir, cli_stage *st, const cJSON *files,
+                   const cli_inputs *in);
+/* Removes the working folder and everything in it (and DIR when this run
+ * created it and it is empty). Safe on a zeroed or committed st. */
+void cli_out_discard(const char *dir, cli_stage *st);
+
+/* Size in bytes and FNV-1a 64 (16 lower-case hex digits) of the file at
+ * path; 0 ok, -1 when it cannot be read. */
+int cli_file_digest(const char *path, double *bytes, char hex[17]);
 
 /* Strict integer / float parsing of a flag value; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);

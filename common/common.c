@@ -195,8 +195,12 @@ hs_status hs_mkdir(const char *path, hs_error *err)
         if (S_ISDIR(st.st_mode)) return HS_OK;
         return hs_fail(err, HS_ERR_IO, "%s exists and is not a folder", path);
     }
-    if (mkdir(path, 0777) != 0)
+    if (mkdir(path, 0777) != 0) {
+        if (errno == ENOENT)
+            return hs_fail(err, HS_ERR_IO, "cannot create folder %s: its parent folder does not "
+                                           "exist (headscope creates the last folder only)", path);
         return hs_fail(err, HS_ERR_IO, "cannot create folder %s: %s", path, strerror(errno));
+    }
     return HS_OK;
 }
 

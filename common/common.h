@@ -93,8 +93,9 @@ hs_status hs_write_file_atomic(const char *path, const void *data, size_t n, hs_
  * A terminating NUL is appended (not counted) so text can be parsed in place. */
 hs_status hs_read_file(const char *path, unsigned char **data, size_t *n, hs_error *err);
 
-/* Creates folder path if missing (one level; the parent must exist). Refuses a
- * path that exists and is not a folder. */
+/* Creates folder path if missing (one level; the parent must exist: "cannot
+ * create folder P: its parent folder does not exist ..."). Refuses a path
+ * that exists and is not a folder. */
 hs_status hs_mkdir(const char *path, hs_error *err);
 
 /* Joins dir and name with '/', into a malloc'd string (caller frees); NULL on OOM. */

@@ -163,7 +163,12 @@ run 0 reuse1 inspect --model "$M" --sentence "$TIRED" --out "$TMP/reuse"
 n1=$(ls "$TMP/reuse" | wc -l)
 echo keep >"$TMP/reuse/notes.txt"
 run 0 reuse2 inspect --model "$M" --sentence "$WET" --out "$TMP/reuse" --only L1H1 --format png
-one_line reuse2 'note: .*reuse already holds 1 file headscope did not write; they are kept'
+grep -q 'note: .*reuse already holds 1 file headscope did not write; they are kept' "$TMP/reuse2.err" ||
+    fail "reuse2: no note about the user's file: $(cat "$TMP/reuse2.err")"
+grep -q "note: files an earlier run wrote in .*reuse (unchanged since, per its index.json): replaced 6, removed $((n1 - 7)) (" \
+    "$TMP/reuse2.err" || fail "reuse2: no note of what was replaced and removed: $(cat "$TMP/reuse2.err")"
+[ "$(wc -l <"$TMP/reuse2.err")" -eq 2 ] || fail "reuse2: expected 2 notes: $(cat "$TMP/reuse2.err")"
+
 [ "$(cat "$TMP/reuse/notes.txt")" = keep ] || fail "reuse: the user's file was changed"
 rm "$TMP/reuse/notes.txt"
 check_folder "$TMP/reuse"
@@ -173,7 +178,7 @@ n2=$(ls "$TMP/reuse" | wc -l)
 # an index entry that leaves the folder is never followed
 mkdir "$TMP/evil"
 echo x >"$TMP/victim"
-echo '{"command":"inspect","files":[{"file":"../victim"},{"file":"sub/x"}]}' >"$TMP/evil/index.json"
+echo '{"generator":"headscope 0.1.0 inspect","command":"inspect","files":[{"file":"../victim","bytes":2,"fnv1a64":"0"},{"file":"sub/x"}]}' >"$TMP/evil/index.json"
 run 0 evil inspect --model "$M" --sentence "$TIRED" --out "$TMP/evil" --format json --only L0H0
 [ "$(cat "$TMP/victim")" = x ] || fail "reuse: deleted a file outside the folder"
 check_folder "$TMP/evil"
