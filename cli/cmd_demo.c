@@ -27,7 +27,8 @@ static const char DEMO_HELP[] =
     "  headscope circuit into DIR/circuit,\n"
     "and prints where everything was written.\n"
     "  --out DIR    where to write (default: headscope-demo)\n"
-    "  --retrain    train again even if DIR/model.safetensors matches\n";
+    "  --retrain    train again, replacing DIR/model.safetensors (needed when it\n"
+    "               was not trained with the default settings)\n";
 
 static const char *const SENTENCES[2][2] = {
     {"tired", "the animal did not cross the street because it was too tired , so the"},
@@ -101,13 +102,15 @@ int cmd_demo(int argc, char **argv)
     if (!retrain && reusable(model)) {
         printf("== reusing %s (trained with the default settings)\n", model);
     } else {
-        if (!retrain && access(model, F_OK) == 0)
-            printf("== %s exists but cannot be read or was not trained with the default settings: "
-                   "training anew (the old file is replaced when training ends)\n", model);
-        printf("== headscope train --out %s\n", model);
+        if (!retrain && access(model, F_OK) == 0) {
+            fprintf(stderr, "headscope demo: %s exists but cannot be read or was not trained with "
+                            "the default settings; --retrain replaces it\n", model);
+            goto done;
+        }
+        printf("== headscope train --out %s%s\n", model, retrain ? " --force" : "");
         fflush(stdout);
-        char *a[] = {"train", "--out", model, NULL};
-        if ((rc = cmd_train(3, a)) != 0) goto done;
+        char *a[] = {"train", "--out", model, retrain ? "--force" : NULL, NULL};
+        if ((rc = cmd_train(retrain ? 4 : 3, a)) != 0) goto done;
     }
     for (int i = 0; i < 2; i++) {
         printf("\n== headscope inspect --model %s --sentence \"%s\" --out %s\n", model,

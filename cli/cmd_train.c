@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cjson/cJSON.h>
@@ -16,7 +17,7 @@
 #include "util.h"
 
 static const char TRAIN_HELP[] =
-    "usage: headscope train --out FILE.safetensors [options]\n"
+    "usage: headscope train --out FILE.safetensors [--force] [options]\n"
     "\n"
     "Trains a pre-norm transformer on the Winograd task (next-token loss on every\n"
     "position, AdamW, batch 64) and saves it as safetensors. The held-out split is\n"
@@ -35,6 +36,8 @@ static const char TRAIN_HELP[] =
     "  --eval-every N         held-out accuracy every N steps (default 250; 0 = end only);\n"
     "                         logged with the first step at 100%, never used to stop\n"
     "  --dataset FILE         also write the train/held-out sentences as text\n"
+    "  --force                replace --out (and --dataset) when the file exists;\n"
+    "                         without it an existing file is refused, untouched\n"
     "  --threads N            0 = auto (2 with 2+ CPUs, default), 1 or 2; the result\n"
     "                         is bit-identical for every thread count\n"
     "model (every switch of the model core):\n"
@@ -130,15 +133,17 @@ static hs_status on_step(void *ctx, hs_model *m, const hs_train_info *in, hs_err
     }
     double sps = in->step / (in->seconds > 1e-9 ? in->seconds : 1e-9);
     double eta = (in->steps - in->step) / sps;
-    char acc[32] = "  -   ";
-    if (sc->last_acc_step > 0) snprintf(acc, sizeof acc, "%5.1f%%", 100.0 * sc->last_acc);
+    char acc[64] = ""; /* nothing to say before the first evaluation */
+    if (sc->last_acc_step > 0)
+        snprintf(acc, sizeof acc, "held-out acc %5.1f%% (step %d)", 100.0 * sc->last_acc,
+                 sc->last_acc_step);
     if (sc->tty) {
-        fprintf(stderr, "\rstep %5d/%d  loss %.4f  held-out acc %s (step %d)  %6.0f steps/s  ETA %4.0fs ",
-                in->step, in->steps, in->loss, acc, sc->last_acc_step, sps, eta);
+        fprintf(stderr, "\rstep %5d/%d  loss %.4f  %-30s  %6.0f steps/s  ETA %4.0fs ",
+                in->step, in->steps, in->loss, acc, sps, eta);
         if (last) fputc('\n', stderr);
     } else if (in->step % sc->log_every == 0 || last) {
-        fprintf(stderr, "step %d/%d loss %.4f lr %.2e held-out acc %s (step %d) %.0f steps/s ETA %.0fs\n",
-                in->step, in->steps, in->loss, in->lr, acc, sc->last_acc_step, sps, eta);
+        fprintf(stderr, "step %d/%d loss %.4f lr %.2e %s%s%.0f steps/s ETA %.0fs\n", in->step,
+                in->steps, in->loss, in->lr, acc, acc[0] ? " " : "", sps, eta);
     }
     if (sc->checkpoint_every > 0 && in->step % sc->checkpoint_every == 0 && !last) {
         hs_status s = save(sc, m, in->step, in->steps, err);
@@ -153,7 +158,7 @@ int cmd_train(int argc, char **argv)
 {
     enum { O_TASK = 256, O_SPLIT_SEED, O_STEPS, O_SEED, O_LR, O_BATCH, O_CKPT, O_LOG, O_EVAL,
            O_DATASET, O_THREADS, O_LAYERS, O_DMODEL, O_HEADS, O_DHEAD, O_DMLP, O_NORM, O_EPS, O_ACT, O_POS,
-           O_ATTN, O_NO_LN1, O_NO_FINAL, O_EMBED_NORM, O_NO_BIAS, O_OUT, O_HELP };
+           O_ATTN, O_NO_LN1, O_NO_FINAL, O_EMBED_NORM, O_NO_BIAS, O_OUT, O_HELP, O_FORCE };
     static const struct option opts[] = {
         {"task", required_argument, 0, O_TASK}, {"split-seed", required_argument, 0, O_SPLIT_SEED},
         {"steps", required_argument, 0, O_STEPS}, {"seed", required_argument, 0, O_SEED},
@@ -168,7 +173,8 @@ int cmd_train(int argc, char **argv)
         {"pos", required_argument, 0, O_POS}, {"attn", required_argument, 0, O_ATTN},
         {"no-ln1", no_argument, 0, O_NO_LN1}, {"no-final-norm", no_argument, 0, O_NO_FINAL},
         {"embed-norm", no_argument, 0, O_EMBED_NORM}, {"no-bias", no_argument, 0, O_NO_BIAS},
-        {"out", required_argument, 0, O_OUT}, {"help", no_argument, 0, O_HELP}, {0, 0, 0, 0}};
+        {"out", required_argument, 0, O_OUT}, {"help", no_argument, 0, O_HELP},
+        {"force", no_argument, 0, O_FORCE}, {0, 0, 0, 0}};
     const char *C = "train";
     hs_config cfg = hs_config_default();
     hs_train_opts to = hs_train_opts_default();
@@ -176,6 +182,7 @@ int cmd_train(int argc, char **argv)
     unsigned long long split_seed = 0, seed = 0;
     long d_head = -1, d_mlp = -1, ckpt_every = 0, log_every = 250, eval_every = 250;
     const char *out = NULL, *dataset = NULL;
+    int force = 0; /* --force: replace an existing --out / --dataset */
     long v;
     double d;
     int c;
@@ -263,6 +270,7 @@ int cmd_train(int argc, char **argv)
         case O_EMBED_NORM: cfg.embed_norm = 1; break;
         case O_NO_BIAS: cfg.bias = 0; break;
         case O_OUT: out = optarg; break;
+        case O_FORCE: force = 1; break;
         default:
             return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
@@ -279,11 +287,23 @@ int cmd_train(int argc, char **argv)
 
     hs_error err = {0};
     /* Find out now, not after training, whether --out can be written: open
-     * (and drop) the temp file the final save will use. */
+     * (and drop) the temp file the final save will use. A file already there
+     * is data this run did not make: replaced only with --force. */
     hs_atomic_file probe;
     hs_status s = hs_atomic_open(&probe, out, &err);
     if (s != HS_OK) return cli_error(C, &err);
     hs_atomic_abort(&probe);
+    if (dataset && hs_check_out_path(dataset, &err) != HS_OK) return cli_error(C, &err);
+    struct stat st;
+    if (!force && stat(out, &st) == 0) {
+        fprintf(stderr, "headscope %s: --out %s already exists; use --force to replace it\n", C, out);
+        return 1;
+    }
+    if (!force && dataset && stat(dataset, &st) == 0) {
+        fprintf(stderr, "headscope %s: --dataset %s already exists; use --force to replace it\n", C,
+                dataset);
+        return 1;
+    }
 
     int rc = 1;
     hs_winograd *task = NULL;
@@ -305,12 +325,12 @@ int cmd_train(int argc, char **argv)
             hs_task_name(task->kind), split_seed, task->n_train, task->n_heldout,
             chapter_held == 1 ? "held out" : "in training");
     fprintf(stderr, "model: %d layer%s, d_model %d, %d heads x %d, d_mlp %d, %s, %s, pos %s, attn %s%s%s%s%s; "
-                    "%zu parameters; %d steps, batch %d, seed %llu\n",
+                    "%zu parameters; %d step%s, batch %d, seed %llu\n",
             cfg.n_layers, cfg.n_layers == 1 ? "" : "s", cfg.d_model, cfg.n_heads, cfg.d_head, cfg.d_mlp, hs_norm_name(cfg.norm),
             hs_act_name(cfg.act), hs_pos_name(cfg.pos), hs_attn_name(cfg.attn),
             cfg.ln1 ? "" : ", no ln1", cfg.ln_final ? "" : ", no final norm",
             cfg.embed_norm ? ", embed norm" : "", cfg.bias ? "" : ", no bias", m->n_params,
-            to.steps, to.batch, seed);
+            to.steps, to.steps == 1 ? "" : "s", to.batch, seed);
 
     batch_ctx bc = {task, {0}};
     hs_task_rng_seed(&bc.rng, seed ^ 0x5DEECE66Dull);
@@ -343,7 +363,8 @@ int cmd_train(int argc, char **argv)
         sc.last_acc_step = 0;
     }
     if ((s = save(&sc, m, to.steps, to.steps, &err)) != HS_OK) goto fail;
-    printf("held-out referent accuracy %.1f%% after %d steps", 100.0 * sc.last_acc, to.steps);
+    printf("held-out referent accuracy %.1f%% after %d step%s", 100.0 * sc.last_acc, to.steps,
+           to.steps == 1 ? "" : "s");
     if (sc.first_full_step > 0) printf(" (first 100%% at step %d)", sc.first_full_step);
     printf("\nwrote %s\n", out);
     rc = 0;

@@ -98,7 +98,7 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
 t0=\$(date +%s.%N)
 if [ "\$kind" = hs ]; then
     "$HEADSCOPE" train "\$@" --seed "\$seed" --split-seed $SPLIT $STEPFLAG --eval-every 100 --log-every 100 \\
-        --out "\$base.safetensors" > "\$base.train.out" 2> "\$base.train.log" || { echo "FAILED \$base" >&2; exit 0; }
+        --force --out "\$base.safetensors" > "\$base.train.out" 2> "\$base.train.log" || { echo "FAILED \$base" >&2; exit 0; }
 else
     HEADSCOPE="$HEADSCOPE" "$PY" "$ROOT/bench/torch_peer.py" "\$@" --seed "\$seed" --split-seed $SPLIT $STEPFLAG \\
         --threads 1 --eval-every 100 --quiet --save "\$base.safetensors" > "\$base.peer.json" 2> "\$base.train.log" \\

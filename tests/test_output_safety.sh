@@ -201,15 +201,15 @@ else
     if [ "$RC" -ne 0 ]; then
         fail "nobody cannot train into a writable folder (exit $RC): $(tail -2 "$T/case.err")"
     else
-        run "${AS_NOBODY[@]}" "$H" train --steps 1 "${SMALL[@]}" --out "$T/ro/m.safetensors"
+        run "${AS_NOBODY[@]}" "$H" train --steps 1 "${SMALL[@]}" --force --out "$T/ro/m.safetensors"
         expect_user_error "train --out unwritable folder" train "Permission denied" &&
             ok "train --out in a folder nobody may not write"
         cmp -s "$T/precious" "$T/ro/m.safetensors" || fail "unwritable folder: existing --out changed"
-        run "${AS_NOBODY[@]}" "$H" train --steps 2 "${SMALL[@]}" --checkpoint-every 1 --out "$T/ro/m.safetensors"
+        run "${AS_NOBODY[@]}" "$H" train --steps 2 "${SMALL[@]}" --checkpoint-every 1 --force --out "$T/ro/m.safetensors"
         expect_user_error "train --checkpoint-every, unwritable folder" train "Permission denied" &&
             ok "train --checkpoint-every in a folder nobody may not write"
         cmp -s "$T/precious" "$T/ro/m.safetensors" || fail "unwritable folder: existing --out changed (checkpoint)"
-        run "${AS_NOBODY[@]}" "$H" train --steps 1 "${SMALL[@]}" --dataset "$T/ro/d.txt" --out "$T/rw/x.safetensors"
+        run "${AS_NOBODY[@]}" "$H" train --steps 1 "${SMALL[@]}" --force --dataset "$T/ro/d.txt" --out "$T/rw/x.safetensors"
         expect_user_error "train --dataset unwritable folder" train "Permission denied" &&
             ok "train --dataset in a folder nobody may not write"
         cmp -s "$T/precious" "$T/ro/d.txt" || fail "unwritable folder: existing --dataset file changed"
@@ -258,16 +258,16 @@ else
     NOSPACE="No space left|File too large"
 fi
 cp "$T/precious" "$FULL/m.safetensors"
-run "${FULLPFX[@]}" "$H" train --steps 1 --eval-every 0 --out "$FULL/m.safetensors"
+run "${FULLPFX[@]}" "$H" train --steps 1 --eval-every 0 --force --out "$FULL/m.safetensors"
 expect_user_error "train --out on a full disk" train "$NOSPACE" && ok "train --out on a full disk"
 cmp -s "$T/precious" "$FULL/m.safetensors" || fail "full disk: existing --out changed"
-run "${FULLPFX[@]}" "$H" train --steps 2 --eval-every 0 --checkpoint-every 1 --out "$FULL/m.safetensors"
+run "${FULLPFX[@]}" "$H" train --steps 2 --eval-every 0 --checkpoint-every 1 --force --out "$FULL/m.safetensors"
 expect_user_error "train --checkpoint-every on a full disk" train "$NOSPACE" &&
     ok "train --checkpoint-every on a full disk"
 cmp -s "$T/precious" "$FULL/m.safetensors" || fail "full disk: existing --out changed (checkpoint)"
 # the dataset text (~130 KB) does not fit either
 cp "$T/precious" "$FULL/d.txt"
-run "${FULLPFX[@]}" "$H" train --steps 1 "${SMALL[@]}" --dataset "$FULL/d.txt" --out "$T/x.safetensors"
+run "${FULLPFX[@]}" "$H" train --steps 1 "${SMALL[@]}" --force --dataset "$FULL/d.txt" --out "$T/x.safetensors"
 expect_user_error "train --dataset on a full disk" train "$NOSPACE" && ok "train --dataset on a full disk"
 cmp -s "$T/precious" "$FULL/d.txt" || fail "full disk: existing --dataset file changed"
 no_temp_files "$FULL" "full disk"

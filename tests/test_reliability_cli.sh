@@ -62,7 +62,7 @@ ls "$T" | grep -q '\.tmp' && fail "temp files left: $(ls "$T")"
 printf 'an older model\n' >"$T/old.safetensors"
 cp "$T/old.safetensors" "$T/old.copy"
 rc=0
-"$HS" train "${BLOWUP[@]}" --out "$T/old.safetensors" >/dev/null 2>"$T/err" || rc=$?
+"$HS" train "${BLOWUP[@]}" --force --out "$T/old.safetensors" >/dev/null 2>"$T/err" || rc=$?
 [ "$rc" -eq 1 ] || fail "diverging training (no checkpoints) exited $rc, expected 1"
 grep -q '^headscope train: .* at step [0-9]*; .*nothing was written to --out' "$T/err" ||
     fail "unexpected message: $(cat "$T/err")"
