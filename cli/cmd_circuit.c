@@ -138,7 +138,7 @@ static int out_fig(const c_ctx *x, int kind, const char *stem, const float *m, s
         if (s != HS_OK) {
             rc = cli_error(cmd, &err);
         } else {
-            cJSON *cfg = cli_config_json(x->cfg);
+            cJSON *cfg = hs_config_to_json(x->cfg, HS_CONFIG_JSON_ALL);
             if (!cfg || !cJSON_AddItemToObject(j, "config", cfg) ||
                 !cJSON_AddStringToObject(j, "model", x->model)) {
                 if (cfg && !cJSON_GetObjectItem(j, "config")) cJSON_Delete(cfg);
@@ -301,7 +301,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
     }
     {
         cJSON *extra = cJSON_CreateObject();
-        cJSON *cfg = cli_config_json(&r->cfg);
+        cJSON *cfg = hs_config_to_json(&r->cfg, HS_CONFIG_JSON_ALL);
         int ok = extra && cfg && cJSON_AddItemToObject(extra, "config", cfg) &&
                  cJSON_AddStringToObject(extra, "model", model) &&
                  cJSON_AddStringToObject(extra, "route", r->route);

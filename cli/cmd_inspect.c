@@ -84,7 +84,7 @@ typedef struct {
 static int add_context(cJSON *o, const insp_ctx *x, int with_tokens)
 {
     if (!o) return 0;
-    cJSON *cfg = cli_config_json(x->cfg);
+    cJSON *cfg = hs_config_to_json(x->cfg, HS_CONFIG_JSON_ALL);
     if (!cfg) return 0;
     cJSON_AddItemToObject(o, "config", cfg);
     cJSON_AddStringToObject(o, "model", x->model_path);

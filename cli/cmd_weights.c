@@ -67,7 +67,7 @@ typedef struct {
 /* Adds model path, config and fold to a JSON object; 0 on OOM. */
 static int add_context(cJSON *o, const w_ctx *x)
 {
-    cJSON *cfg = o ? cli_config_json(x->cfg) : NULL;
+    cJSON *cfg = o ? hs_config_to_json(x->cfg, HS_CONFIG_JSON_ALL) : NULL;
     if (!cfg) return 0;
     cJSON_AddItemToObject(o, "config", cfg);
     cJSON_AddStringToObject(o, "model", x->model_path);

@@ -222,28 +222,3 @@ int cli_out_index(cli_outdir *o, const cJSON *extra)
     if (s != HS_OK) return cli_error(o->cmd, &err);
     return cli_out_commit(o->cmd, o->dir, &o->stage, o->files, &o->inputs);
 }
-
-cJSON *cli_config_json(const hs_config *c)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return NULL;
-    cJSON_AddNumberToObject(o, "n_layers", c->n_layers);
-    cJSON_AddNumberToObject(o, "d_model", c->d_model);
-    cJSON_AddNumberToObject(o, "n_heads", c->n_heads);
-    cJSON_AddNumberToObject(o, "d_head", c->d_head);
-    cJSON_AddNumberToObject(o, "d_mlp", c->d_mlp);
-    cJSON_AddNumberToObject(o, "n_ctx", c->n_ctx);
-    cJSON_AddNumberToObject(o, "d_vocab", c->d_vocab);
-    cJSON_AddStringToObject(o, "norm", hs_norm_name(c->norm));
-    char eps[32];
-    snprintf(eps, sizeof eps, "%.7g", (double)c->eps); /* 1e-05, not 9.99999974737875e-06 */
-    cJSON_AddNumberToObject(o, "eps", strtod(eps, NULL));
-    cJSON_AddStringToObject(o, "act", hs_act_name(c->act));
-    cJSON_AddStringToObject(o, "pos", hs_pos_name(c->pos));
-    cJSON_AddStringToObject(o, "attn", hs_attn_name(c->attn));
-    cJSON_AddBoolToObject(o, "ln1", c->ln1);
-    cJSON_AddBoolToObject(o, "ln_final", c->ln_final);
-    cJSON_AddBoolToObject(o, "embed_norm", c->embed_norm);
-    cJSON_AddBoolToObject(o, "bias", c->bias);
-    return o;
-}

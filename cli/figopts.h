@@ -94,9 +94,6 @@ int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char 
  * 0 ok, 1 after printing the error. */
 int cli_out_index(cli_outdir *o, const cJSON *extra);
 
-/* The model's config as every JSON carries it ({"n_layers", ...}); NULL on OOM. */
-cJSON *cli_config_json(const hs_config *c);
-
 /* Whether any image format is wanted (so a command can skip the layout). */
 int cli_figopts_images(const cli_figopts *fo);
 

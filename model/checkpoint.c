@@ -38,14 +38,6 @@
 
 #define CKPT_FORMAT "1"
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s);
-    char *p = malloc(n + 1);
-    if (p) memcpy(p, s, n + 1);
-    return p;
-}
-
 void hs_meta_free(hs_meta *meta)
 {
     if (meta == NULL) return;
@@ -130,27 +122,16 @@ static int json_text_ok(const char *text)
 /* ------------------------------------------------------------------------ */
 /* Config <-> JSON                                                           */
 
-/* Adds eps with the fewest digits that read back as the same float (1e-05,
- * not 9.99999974737875e-06). */
-static int add_float_short(cJSON *obj, const char *key, float v)
+/* The one config -> JSON writer (model.h). Floats go through hs_f32_shortest,
+ * so eps prints as 1e-05 in every output. */
+cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
 {
-    char num[32];
-    for (int p = 1; p <= 9; p++) {
-        snprintf(num, sizeof num, "%.*g", p, (double)v);
-        if (strtof(num, NULL) == v) break;
-    }
-    cJSON *r = cJSON_CreateRaw(num);
-    if (!r) return 0;
-    return cJSON_AddItemToObject(obj, key, r) ? 1 : 0;
-}
-
-/* TransformerLens config JSON for cfg (malloc'd text) or NULL on OOM. */
-static char *config_to_json(const hs_config *c)
-{
-    char *text = NULL;
     cJSON *o = cJSON_CreateObject();
     if (!o) return NULL;
-    int ok = cJSON_AddNumberToObject(o, "n_layers", c->n_layers) &&
+    double eps = hs_f32_shortest(c->eps);
+    int ok = 1;
+    if (kind == HS_CONFIG_JSON_TL) {
+        ok = cJSON_AddNumberToObject(o, "n_layers", c->n_layers) &&
              cJSON_AddNumberToObject(o, "d_model", c->d_model) &&
              cJSON_AddNumberToObject(o, "n_heads", c->n_heads) &&
              cJSON_AddNumberToObject(o, "d_head", c->d_head) &&
@@ -164,44 +145,63 @@ static char *config_to_json(const hs_config *c)
                   ? cJSON_AddNullToObject(o, "normalization_type") != NULL
                   : cJSON_AddStringToObject(o, "normalization_type",
                                             c->norm == HS_NORM_RMSNORM ? "RMS" : "LN") != NULL) &&
-             add_float_short(o, "eps", c->eps) &&
+             cJSON_AddNumberToObject(o, "eps", eps) &&
              cJSON_AddStringToObject(o, "positional_embedding_type", "standard") &&
              cJSON_AddBoolToObject(o, "attn_only", c->d_mlp == 0) &&
              cJSON_AddStringToObject(o, "attention_dir", "causal");
-    if (ok) text = cJSON_PrintUnformatted(o);
-    cJSON_Delete(o);
-    return text;
+    } else if (kind == HS_CONFIG_JSON_SWITCHES) {
+        const hs_config d = hs_config_default();
+        if (c->attn != d.attn) ok = ok && cJSON_AddStringToObject(o, "attn", hs_attn_name(c->attn));
+        if (!c->ln1 != !d.ln1) ok = ok && cJSON_AddBoolToObject(o, "ln1", c->ln1 != 0);
+        if (!c->ln_final != !d.ln_final)
+            ok = ok && cJSON_AddBoolToObject(o, "ln_final", c->ln_final != 0);
+        if (!c->embed_norm != !d.embed_norm)
+            ok = ok && cJSON_AddBoolToObject(o, "embed_norm", c->embed_norm != 0);
+        if (c->pos != d.pos) ok = ok && cJSON_AddStringToObject(o, "pos", hs_pos_name(c->pos));
+        if (!c->bias != !d.bias) ok = ok && cJSON_AddBoolToObject(o, "bias", c->bias != 0);
+        if (c->seed != d.seed) {
+            /* exact: a JSON number only when a double holds it */
+            char num[32];
+            snprintf(num, sizeof num, "%llu", (unsigned long long)c->seed);
+            cJSON *r = c->seed <= (1ULL << 53) ? cJSON_CreateRaw(num) : cJSON_CreateString(num);
+            ok = ok && r && cJSON_AddItemToObject(o, "seed", r);
+        }
+    } else {
+        ok = cJSON_AddNumberToObject(o, "n_layers", c->n_layers) &&
+             cJSON_AddNumberToObject(o, "d_model", c->d_model) &&
+             cJSON_AddNumberToObject(o, "n_heads", c->n_heads) &&
+             cJSON_AddNumberToObject(o, "d_head", c->d_head) &&
+             cJSON_AddNumberToObject(o, "d_mlp", c->d_mlp) &&
+             cJSON_AddNumberToObject(o, "n_ctx", c->n_ctx) &&
+             cJSON_AddNumberToObject(o, "d_vocab", c->d_vocab) &&
+             cJSON_AddStringToObject(o, "norm", hs_norm_name(c->norm)) &&
+             cJSON_AddNumberToObject(o, "eps", eps) &&
+             cJSON_AddStringToObject(o, "act", hs_act_name(c->act)) &&
+             cJSON_AddStringToObject(o, "pos", hs_pos_name(c->pos)) &&
+             cJSON_AddStringToObject(o, "attn", hs_attn_name(c->attn)) &&
+             cJSON_AddBoolToObject(o, "ln1", c->ln1) &&
+             cJSON_AddBoolToObject(o, "ln_final", c->ln_final) &&
+             cJSON_AddBoolToObject(o, "embed_norm", c->embed_norm) &&
+             cJSON_AddBoolToObject(o, "bias", c->bias);
+    }
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
 }
 
-/* headscope_config JSON (non-default switches only); *text NULL when every
- * switch is at its default. Returns 0 on OOM. */
-static int hsconfig_to_json(const hs_config *c, char **text)
+/* The checkpoint's "config" text, and its "headscope_config" text (NULL when
+ * every switch is at its default). Returns 0 on OOM. */
+static int config_texts(const hs_config *c, char **tl, char **sw)
 {
-    const hs_config d = hs_config_default();
-    *text = NULL;
-    cJSON *o = cJSON_CreateObject();
-    if (!o) return 0;
-    int ok = 1;
-    if (c->attn != d.attn) ok = ok && cJSON_AddStringToObject(o, "attn", hs_attn_name(c->attn));
-    if (!c->ln1 != !d.ln1) ok = ok && cJSON_AddBoolToObject(o, "ln1", c->ln1 != 0);
-    if (!c->ln_final != !d.ln_final)
-        ok = ok && cJSON_AddBoolToObject(o, "ln_final", c->ln_final != 0);
-    if (!c->embed_norm != !d.embed_norm)
-        ok = ok && cJSON_AddBoolToObject(o, "embed_norm", c->embed_norm != 0);
-    if (c->pos != d.pos) ok = ok && cJSON_AddStringToObject(o, "pos", hs_pos_name(c->pos));
-    if (!c->bias != !d.bias) ok = ok && cJSON_AddBoolToObject(o, "bias", c->bias != 0);
-    if (c->seed != d.seed) {
-        /* exact: a JSON number only when a double holds it */
-        char num[32];
-        snprintf(num, sizeof num, "%llu", (unsigned long long)c->seed);
-        cJSON *r = c->seed <= (1ULL << 53) ? cJSON_CreateRaw(num) : cJSON_CreateString(num);
-        ok = ok && r && cJSON_AddItemToObject(o, "seed", r);
-    }
-    if (ok && cJSON_GetArraySize(o) > 0) {
-        *text = cJSON_PrintUnformatted(o);
-        ok = *text != NULL;
-    }
-    cJSON_Delete(o);
+    cJSON *a = hs_config_to_json(c, HS_CONFIG_JSON_TL);
+    cJSON *b = hs_config_to_json(c, HS_CONFIG_JSON_SWITCHES);
+    *tl = a ? cJSON_PrintUnformatted(a) : NULL;
+    *sw = b && cJSON_GetArraySize(b) > 0 ? cJSON_PrintUnformatted(b) : NULL;
+    int ok = *tl && b && (cJSON_GetArraySize(b) == 0 || *sw);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
     return ok;
 }
 
@@ -505,8 +505,7 @@ hs_status hs_checkpoint_save(const hs_model *m, const hs_meta *meta, const char 
         s = hs_fail(err, HS_ERR_INPUT, "%s: metadata 'train' is not valid JSON", path);
         goto done;
     }
-    cfg_text = config_to_json(&m->cfg);
-    if (!cfg_text || !hsconfig_to_json(&m->cfg, &hs_text)) {
+    if (!config_texts(&m->cfg, &cfg_text, &hs_text)) {
         s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         goto done;
     }
@@ -642,8 +641,8 @@ static hs_status load_from_st(const char *fname, const hs_st_file *st, hs_model 
         goto fail;
     }
     if (meta) {
-        if ((vocab && !(got.vocab = dup_str(vocab))) || (task && !(got.task = dup_str(task))) ||
-            (train && !(got.train = dup_str(train)))) {
+        if ((vocab && !(got.vocab = hs_strdup(vocab))) || (task && !(got.task = hs_strdup(task))) ||
+            (train && !(got.train = hs_strdup(train)))) {
             s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
             goto fail;
         }

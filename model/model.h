@@ -38,6 +38,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/common.h"
 
 /* ------------------------------------------------------------------------ */
@@ -76,6 +78,26 @@ hs_config hs_config_default(void);
 /* Checks a config: positive dims, n_ctx <= 4096, norm "none" with embed_norm is
  * refused, etc. HS_ERR_CONFIG with a message naming the field. */
 hs_status hs_config_validate(const hs_config *cfg, hs_error *err);
+
+/* The one config -> JSON writer (checkpoint metadata, circuit's report.json,
+ * every figure JSON and index.json). Numbers are exact; eps is written with
+ * hs_f32_shortest (1e-05, never 9.99999974737875e-06). kinds:
+ *   HS_CONFIG_JSON_TL        TransformerLens HookedTransformerConfig fields
+ *                            (the checkpoint's "config"): n_layers, d_model,
+ *                            n_heads, d_head, d_mlp (null when 0), n_ctx,
+ *                            d_vocab, d_vocab_out, act_fn, normalization_type
+ *                            ("LN", "RMS" or null), eps, positional_embedding_type,
+ *                            attn_only, attention_dir
+ *   HS_CONFIG_JSON_SWITCHES  the switches TL has no field for, only those off
+ *                            their default (the checkpoint's "headscope_config";
+ *                            {} for a plain model): attn, ln1, ln_final,
+ *                            embed_norm, pos, bias, seed
+ *   HS_CONFIG_JSON_ALL       every field by headscope name: n_layers, d_model,
+ *                            n_heads, d_head, d_mlp, n_ctx, d_vocab, norm, eps,
+ *                            act, pos, attn, ln1, ln_final, embed_norm, bias
+ * Returns a new object (caller frees with cJSON_Delete), NULL on OOM. */
+typedef enum { HS_CONFIG_JSON_TL, HS_CONFIG_JSON_SWITCHES, HS_CONFIG_JSON_ALL } hs_config_json_kind;
+cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind);
 
 /* Names for the enums ("layernorm", "gelu", ...); parse returns -1 if unknown. */
 const char *hs_norm_name(hs_norm n);

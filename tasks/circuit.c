@@ -1269,33 +1269,6 @@ static int add_item(cJSON *o, const char *key, cJSON *item)
     return 1;
 }
 
-static cJSON *config_json(const hs_config *c)
-{
-    cJSON *o = cJSON_CreateObject();
-    if (o == NULL) return NULL;
-    int ok = cJSON_AddNumberToObject(o, "n_layers", c->n_layers) &&
-             cJSON_AddNumberToObject(o, "d_model", c->d_model) &&
-             cJSON_AddNumberToObject(o, "n_heads", c->n_heads) &&
-             cJSON_AddNumberToObject(o, "d_head", c->d_head) &&
-             cJSON_AddNumberToObject(o, "d_mlp", c->d_mlp) &&
-             cJSON_AddNumberToObject(o, "n_ctx", c->n_ctx) &&
-             cJSON_AddNumberToObject(o, "d_vocab", c->d_vocab) &&
-             cJSON_AddStringToObject(o, "norm", hs_norm_name(c->norm)) &&
-             cJSON_AddNumberToObject(o, "eps", c->eps) &&
-             cJSON_AddStringToObject(o, "act", hs_act_name(c->act)) &&
-             cJSON_AddStringToObject(o, "pos", hs_pos_name(c->pos)) &&
-             cJSON_AddStringToObject(o, "attn", hs_attn_name(c->attn)) &&
-             cJSON_AddBoolToObject(o, "ln1", c->ln1) &&
-             cJSON_AddBoolToObject(o, "ln_final", c->ln_final) &&
-             cJSON_AddBoolToObject(o, "embed_norm", c->embed_norm) &&
-             cJSON_AddBoolToObject(o, "bias", c->bias);
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
 static cJSON *head_ref(const hs_circuit_report *r, hs_head h)
 {
     return cJSON_CreateString(r->heads[h.layer * r->H + h.head].name);
@@ -1310,7 +1283,7 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
     cJSON *root = cJSON_CreateObject();
     if (root == NULL) goto nomem;
     if (model_path && !cJSON_AddStringToObject(root, "model", model_path)) goto nomem;
-    if (!add_item(root, "config", config_json(&r->cfg))) goto nomem;
+    if (!add_item(root, "config", hs_config_to_json(&r->cfg, HS_CONFIG_JSON_ALL))) goto nomem;
     if (!cJSON_AddStringToObject(root, "task", hs_task_name(r->task))) goto nomem;
     if (!cJSON_AddNumberToObject(root, "split_seed", (double)r->split_seed)) goto nomem;
     if (!cJSON_AddBoolToObject(root, "chapter_pair_held_out", r->chapter_pair_held_out)) goto nomem;
