@@ -76,7 +76,7 @@ int main(int argc, char **argv)
         threads = 1;
     } else {
         if (hs_acts_set_threads(acts, threads, &err) != HS_OK) die("threads", &err);
-        threads = acts->worker ? 2 : 1;
+        threads = hs_pool_threads(acts->pool);
     }
     const int blas_n = openblas_get_num_threads();
     int *tokens = malloc((size_t)B * T * sizeof(int));

@@ -198,4 +198,66 @@ char *hs_fmt_f32(char out[HS_F32_BUF], float x);
  * (cJSON_CreateNumber) should store so its output reads back as x. */
 double hs_f32_shortest(float x);
 
+/* ------------------------------------------------------------------------ */
+/* The worker pool: the one mechanism every parallel part of the library     */
+/* uses (the trainer's batch split and weight-gradient lane, the experiment  */
+/* engine's jobs). ggml-style: an object created once and passed to what     */
+/* runs in parallel. Results never depend on the thread count: a job writes   */
+/* only its own outputs, and sums that cross jobs are made in job order       */
+/* (hs_pool_ordered_begin/end, like OpenMP's `ordered`).                      */
+
+typedef struct hs_pool hs_pool;
+
+/* Online CPUs of this machine (sysconf), at least 1: what threads = 0 means. */
+int hs_pool_cpus(void);
+
+/* Creates a pool of `threads` workers: the caller's thread is worker 0 and
+ * threads - 1 helper pthreads wait for work (no spinning). threads = 0 means
+ * hs_pool_cpus(); 1 means everything runs on the caller's thread (no helper
+ * is started). Also sets OpenBLAS to one thread per call (process wide): at
+ * headscope's small shapes its own threading loses (bench_sgemm), and one
+ * sgemm's values do not depend on the pool. Caller frees with
+ * hs_pool_destroy. HS_ERR_INPUT when threads < 0 or > 1024; HS_ERR_NOMEM when
+ * a thread cannot start. */
+hs_status hs_pool_create(int threads, hs_pool **out, hs_error *err);
+/* Waits for every queued job, stops the helpers, frees. NULL ok. */
+void hs_pool_destroy(hs_pool *p);
+/* Workers of p (1 for NULL). */
+int hs_pool_threads(const hs_pool *p);
+
+/* One job of hs_pool_for: job index j in [0, n_jobs), run on worker
+ * `worker` in [0, hs_pool_threads) (index per-worker scratch with it); a
+ * failure returns its status and fills err. */
+typedef hs_status (*hs_pool_job)(void *ctx, int j, int worker, hs_error *err);
+
+/* Runs jobs 0..n_jobs-1 on every worker (the caller's thread included),
+ * handed out in index order, and returns when all have finished. After a job
+ * fails no new job starts; the error returned is the lowest failed job's.
+ * p NULL runs them in order on the caller's thread. Not reentrant: a job must
+ * not call hs_pool_for on the same pool. */
+hs_status hs_pool_for(hs_pool *p, int n_jobs, hs_pool_job fn, void *ctx, hs_error *err);
+
+/* Inside an hs_pool_for job running on `worker`: waits until the ordered
+ * sections with keys 0..key-1 have ended (keys count from 0 in each hs_pool_for and must grow
+ * with the job index), so what the section adds to a shared sum is added in
+ * key order whatever the thread count. HS_ERR_INPUT (and no section) when
+ * a job before this one failed. Every begin that returns HS_OK is paired with
+ * hs_pool_ordered_end. p NULL: returns HS_OK at once. */
+hs_status hs_pool_ordered_begin(hs_pool *p, int worker, int key, hs_error *err);
+void hs_pool_ordered_end(hs_pool *p);
+
+/* The pool's one asynchronous lane: fn(arg) runs on worker 1, jobs one at a
+ * time in submission order (so two lane jobs never run together), while the
+ * caller goes on. The lane copies `size` bytes of arg (size <= HS_POOL_ARG)
+ * and hands fn the copy. Returns a ticket for hs_pool_wait. With fewer than 2
+ * workers (or p NULL) fn runs at once on the caller's thread and the ticket
+ * is 0. Used by the backward's weight gradients and the forward's split. */
+#define HS_POOL_ARG 160
+long hs_pool_async(hs_pool *p, void (*fn)(void *arg), const void *arg, size_t size);
+/* Waits until the lane job with this ticket, and every one before it, has
+ * finished. p NULL or ticket 0: returns at once. */
+void hs_pool_wait(hs_pool *p, long ticket);
+/* Waits until every lane job submitted so far has finished. */
+void hs_pool_wait_all(hs_pool *p);
+
 #endif /* HS_COMMON_H */

@@ -11,13 +11,8 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-/* OpenBLAS extension (its cblas.h declares it; repeated for other headers). */
-void openblas_set_num_threads(int num_threads);
 
 /* dinp (N,D) += d/dinp of norm(inp)*w + b given dout (N,D); dw, db (D) +=.
  * w, dw, b, db may be NULL (no affine weight / bias). */
@@ -182,7 +177,7 @@ static void attn_backward(float *dq, float *dk, float *dv, float *datt, const fl
 }
 
 /* ------------------------------------------------------------------------ */
-/* The weight-gradient helper thread (hs_acts_set_threads)                   */
+/* Weight-gradient jobs on the pool's lane (hs_acts_set_pool)                */
 
 /* One weight-gradient job: dW (C,OC) += inp (N,C)^T @ dout (N,OC) and
  * dbias (OC) += column sums (heads = 0), or per head h < H: dW[h] (C,dh) +=
@@ -194,28 +189,12 @@ typedef struct {
     const float *inp, *dout;
     size_t N;
     int C, OC, H, dh;
-    void (*fn)(void *arg); /* when set, the job is fn(arg) instead (hs_worker_submit_fn) */
-    void *arg;
     float *tmp; /* heads: (C, H*dh) scratch for the packed product (hs_acts_dwpack) */
 } dw_job;
 
-#define HS_WORKER_QUEUE 64
-
-struct hs_worker {
-    pthread_t thread;
-    pthread_mutex_t mu;
-    pthread_cond_t cv_work, cv_done;
-    dw_job queue[HS_WORKER_QUEUE];
-    long submitted, done; /* jobs ever queued / finished, FIFO */
-    int stop;
-};
-
-static void dw_job_run(const dw_job *j)
+static void dw_job_run(void *arg)
 {
-    if (j->fn) {
-        j->fn(j->arg);
-        return;
-    }
+    const dw_job *j = arg;
     if (!j->heads) {
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->C, j->OC, (int)j->N, 1.0f, j->inp,
                     j->C, j->dout, j->OC, 1.0f, j->dW, j->OC);
@@ -234,106 +213,26 @@ static void dw_job_run(const dw_job *j)
     if (j->dbias) bias_backward(j->dbias, j->dout, j->N, HD);
 }
 
-static void *worker_main(void *arg)
+/* Queues j on the pool's lane (or runs it now without one); returns its ticket. */
+static long dw_submit(hs_pool *p, const dw_job *j)
 {
-    struct hs_worker *w = arg;
-    pthread_mutex_lock(&w->mu);
-    for (;;) {
-        while (!w->stop && w->done == w->submitted) pthread_cond_wait(&w->cv_work, &w->mu);
-        if (w->done == w->submitted) break; /* stop, queue drained */
-        dw_job j = w->queue[w->done % HS_WORKER_QUEUE];
-        pthread_mutex_unlock(&w->mu);
-        dw_job_run(&j);
-        pthread_mutex_lock(&w->mu);
-        w->done++;
-        pthread_cond_broadcast(&w->cv_done);
-    }
-    pthread_mutex_unlock(&w->mu);
-    return NULL;
+    return hs_pool_async(p, dw_job_run, j, sizeof *j);
 }
 
-/* Queues j on w (or runs it now when w is NULL); returns its ticket. */
-static long dw_submit(struct hs_worker *w, const dw_job *j)
+void hs_acts_set_pool(hs_acts *a, hs_pool *pool)
 {
-    if (w == NULL) {
-        dw_job_run(j);
-        return 0;
-    }
-    pthread_mutex_lock(&w->mu);
-    while (w->submitted - w->done >= HS_WORKER_QUEUE) pthread_cond_wait(&w->cv_done, &w->mu);
-    w->queue[w->submitted % HS_WORKER_QUEUE] = *j;
-    long ticket = ++w->submitted;
-    pthread_cond_signal(&w->cv_work);
-    pthread_mutex_unlock(&w->mu);
-    return ticket;
-}
-
-/* Waits until the job with this ticket (and all before it) has finished. */
-static void dw_wait(struct hs_worker *w, long ticket)
-{
-    if (w == NULL) return;
-    pthread_mutex_lock(&w->mu);
-    while (w->done < ticket) pthread_cond_wait(&w->cv_done, &w->mu);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static void worker_stop(struct hs_worker *w)
-{
-    if (w == NULL) return;
-    pthread_mutex_lock(&w->mu);
-    w->stop = 1;
-    pthread_cond_signal(&w->cv_work);
-    pthread_mutex_unlock(&w->mu);
-    pthread_join(w->thread, NULL);
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv_work);
-    pthread_cond_destroy(&w->cv_done);
-    free(w);
-}
-
-long hs_worker_submit_fn(struct hs_worker *w, void (*fn)(void *arg), void *arg)
-{
-    dw_job j;
-    memset(&j, 0, sizeof j);
-    j.fn = fn;
-    j.arg = arg;
-    return dw_submit(w, &j);
-}
-
-void hs_worker_wait(struct hs_worker *w, long ticket)
-{
-    dw_wait(w, ticket);
-}
-
-void hs_worker_destroy(struct hs_worker *w)
-{
-    worker_stop(w);
+    if (a->own_pool) hs_pool_destroy(a->pool);
+    a->pool = pool;
+    a->own_pool = 0;
 }
 
 hs_status hs_acts_set_threads(hs_acts *a, int threads, hs_error *err)
 {
-    if (threads < 0) return hs_fail(err, HS_ERR_INPUT, "threads must be >= 0, got %d", threads);
-    /* auto = 2 with 2+ CPUs: on an idle 2-core machine 7.8 ms/step against
-     * 13.2 with one thread (bench_train); when other processes hold both
-     * cores the helper waits on a descheduled thread and one thread is better */
-    if (threads == 0) threads = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
-    openblas_set_num_threads(1);
-    worker_stop(a->worker);
-    a->worker = NULL;
-    if (threads < 2 || a->d_mem == NULL) return HS_OK;
-    struct hs_worker *w = calloc(1, sizeof *w);
-    if (!w) return hs_fail(err, HS_ERR_NOMEM, "out of memory for the backward thread");
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_cond_init(&w->cv_work, NULL);
-    pthread_cond_init(&w->cv_done, NULL);
-    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-        pthread_mutex_destroy(&w->mu);
-        pthread_cond_destroy(&w->cv_work);
-        pthread_cond_destroy(&w->cv_done);
-        free(w);
-        return hs_fail(err, HS_ERR_NOMEM, "cannot start the backward thread");
-    }
-    a->worker = w;
+    hs_pool *p = NULL;
+    hs_status s = hs_pool_create(threads, &p, err);
+    if (s != HS_OK) return s;
+    hs_acts_set_pool(a, p);
+    a->own_pool = 1;
     return HS_OK;
 }
 
@@ -390,17 +289,17 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         dl[targets[i]] -= inv_n;
     }
 
-    /* The weight gradients go to the helper thread (acts->worker, or run
-     * at once without it); the input-gradient chain stays here. A buffer a
+    /* The weight gradients go to the pool's lane (acts->pool, or run at
+     * once without it); the input-gradient chain stays here. A buffer a
      * queued job reads is waited for before it is overwritten. */
-    struct hs_worker *w = acts->worker;
+    hs_pool *w = acts->pool;
     float *dw_scratch = hs_acts_dwpack(acts, c);
     dw_job j;
 
     /* unembed and final norm */
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, D, V, 1.0f, dlogits, V, P->W_U,
                 V, 0.0f, dlnf, D);
-    j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL, NULL, NULL};
+    j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL};
     dw_submit(w, &j);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
     if (c->ln_final && has_norm) {
@@ -421,9 +320,9 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, M, D, 1.0f, dresid, D,
                         bp->W_out, D, 0.0f, dpost, M);
-            j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL, NULL, NULL};
+            j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL};
             long t_out = dw_submit(w, &j);
-            dw_wait(w, t_dpre);
+            hs_pool_wait(w, t_dpre);
             const float *dact = hs_acts_dact(acts, c, l);
             if (c->act == HS_ACT_GELU)
                 hs_mul(dpre, dpost, dact, BT * M); /* GELU' kept by the forward */
@@ -431,9 +330,9 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
                 act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, D, M, 1.0f, dpre, M,
                         bp->W_in, M, 0.0f, dln, D);
-            j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL, NULL, NULL};
+            j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
             t_dpre = dw_submit(w, &j);
-            dw_wait(w, t_out); /* it reads dresid */
+            hs_pool_wait(w, t_out); /* it reads dresid */
             if (has_norm)
                 norm_backward(dresid, gp->ln2_w, gp->ln2_b, dln, ba->resid_mid, bp->ln2_w,
                               ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
@@ -444,25 +343,25 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         /* attention output: d(attn_out) = dresid */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, H * dh, D, 1.0f, dresid, D,
                     bp->W_O, D, 0.0f, dz, H * dh);
-        j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL, NULL, NULL};
+        j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL};
         long t_o = dw_submit(w, &j);
-        dw_wait(w, t_qkv);
+        hs_pool_wait(w, t_qkv);
         attn_backward(dq, dk, dv, datt, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
                       c->attn == HS_ATTN_SOFTMAX);
         if (c->attn == HS_ATTN_SOFTMAX) {
             heads_backward_dx(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), BT, D, H, dh);
-            j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, NULL, NULL, dw_scratch};
+            j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, dw_scratch};
             dw_submit(w, &j);
             heads_backward_dx(dln, 1.0f, dk, hs_acts_wpack(acts, c, l, 1), BT, D, H, dh);
-            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh, NULL, NULL, dw_scratch};
+            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh, dw_scratch};
             dw_submit(w, &j);
             heads_backward_dx(dln, 1.0f, dv, hs_acts_wpack(acts, c, l, 2), BT, D, H, dh);
         } else {
             heads_backward_dx(dln, 0.0f, dv, hs_acts_wpack(acts, c, l, 2), BT, D, H, dh);
         }
-        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh, NULL, NULL, dw_scratch};
+        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh, dw_scratch};
         t_qkv = dw_submit(w, &j);
-        dw_wait(w, t_o); /* it reads dresid */
+        hs_pool_wait(w, t_o); /* it reads dresid */
         if (c->ln1 && has_norm)
             norm_backward(dresid, gp->ln1_w, gp->ln1_b, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean,
                           ba->ln1_rstd, BT, D, c->norm);
@@ -489,5 +388,5 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         }
     }
     if (d_x0) memcpy(d_x0, dx0, BT * D * sizeof(float));
-    if (w) dw_wait(w, w->submitted); /* all weight gradients in place */
+    hs_pool_wait_all(w); /* all weight gradients in place */
 }

@@ -97,7 +97,7 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
 void hs_acts_destroy(hs_acts *a)
 {
     if (a == NULL) return;
-    hs_worker_destroy(a->worker);
+    if (a->own_pool) hs_pool_destroy(a->pool);
     free(a->mem);
     free(a->d_mem);
     free(a);
@@ -658,20 +658,22 @@ static hs_acts acts_view(const hs_acts *a, const hs_config *c, int b0, int T)
     return v;
 }
 
+/* The parts of a batch split over the pool's workers (hs_forward). */
 typedef struct {
     const hs_model *m;
-    hs_acts view;
+    const hs_acts *acts;
     const int *tokens;
-    int B, T;
-    hs_status status;
-} fwd_half;
+    int B, T, parts;
+} fwd_split;
 
-static void fwd_half_run(void *arg)
+static hs_status fwd_part_run(void *ctx, int j, int worker, hs_error *err)
 {
-    fwd_half *f = arg;
+    (void)worker;
+    const fwd_split *f = ctx;
+    const int b0 = (int)((long)f->B * j / f->parts), b1 = (int)((long)f->B * (j + 1) / f->parts);
+    hs_acts view = acts_view(f->acts, &f->m->cfg, b0, f->T);
     hook_ctx hc = {NULL, {0}};
-    hs_error err;
-    f->status = forward_body(f->m, &f->view, f->tokens, f->B, f->T, &hc, &err);
+    return forward_body(f->m, &view, f->tokens + (size_t)b0 * f->T, b1 - b0, f->T, &hc, err);
 }
 
 hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
@@ -693,18 +695,13 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
     acts->t = T;
     hook_ctx hc = {observer, {0}};
     pack_qkv(m, acts);
-    if (observer == NULL && acts->worker != NULL && B >= 2) {
-        /* two halves of the batch, one per thread: every kernel works per
-         * row or per sequence, and an sgemm's rows do not depend on how many
-         * rows it is given, so the values are those of one pass */
-        const int b1 = B / 2;
-        fwd_half half = {m, acts_view(acts, c, b1, T), tokens + (size_t)b1 * T, B - b1, T, HS_OK};
-        long ticket = hs_worker_submit_fn(acts->worker, fwd_half_run, &half);
-        hs_acts first = acts_view(acts, c, 0, T);
-        hs_status s = forward_body(m, &first, tokens, b1, T, &hc, err);
-        hs_worker_wait(acts->worker, ticket);
-        HS_ASSERT(s == HS_OK && half.status == HS_OK);
-        return HS_OK;
+    const int parts = hs_pool_threads(acts->pool) < B ? hs_pool_threads(acts->pool) : B;
+    if (observer == NULL && parts >= 2) {
+        /* one part of the batch per worker: every kernel works per row or
+         * per sequence, and an sgemm's rows do not depend on how many rows
+         * it is given, so the values are those of one pass */
+        fwd_split f = {m, acts, tokens, B, T, parts};
+        return hs_pool_for(acts->pool, parts, fwd_part_run, &f, err);
     }
     return forward_body(m, acts, tokens, B, T, &hc, err);
 }

@@ -267,7 +267,8 @@ typedef struct {
     /* scratch for observer points */
     float *scratch;               /* (B,T,H,D) or (B,T,max(D,M)) */
     float *scores;                /* (B,H,T,T) pre-softmax scores (observer only) */
-    struct hs_worker *worker;     /* helper thread of hs_backward (hs_acts_set_threads); NULL = none */
+    hs_pool *pool;                /* workers of hs_forward / hs_backward (hs_acts_set_pool); NULL = the caller's thread */
+    int own_pool;                 /* 1 when hs_acts_set_threads made pool (destroyed with a) */
 } hs_acts;
 
 /* Allocates activations for batches up to B sequences of up to T tokens
@@ -276,17 +277,19 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad,
                          hs_acts **out, hs_error *err);
 void hs_acts_destroy(hs_acts *a);
 
-/* Threads for hs_backward on a (made with_grad): with threads >= 2 a helper
- * thread computes the weight gradients (dW = inp^T dout and the bias sums,
- * a third of a step's FLOPs, off the critical path) while the caller's thread
- * runs the chain of input gradients, and a forward without observer runs
- * half the batch on it; 1 = everything on the caller's thread; 0 = 2 if the
- * machine has 2 or more CPUs, else 1 (on a machine whose cores are busy with
- * other work, 1 is faster: bench_train --threads 1/2). Each product is one
- * sgemm either way, so gradients are bit-identical for every thread count.
- * Sets OpenBLAS to one thread per call (openblas_set_num_threads(1), process
- * wide): at a step's small shapes its own threading loses (bench_sgemm).
- * HS_ERR_NOMEM / HS_ERR_INPUT if the thread cannot start. */
+/* The worker pool hs_forward and hs_backward on a use (borrowed: the caller
+ * keeps it alive while a uses it and destroys it; NULL = the caller's thread
+ * only). With 2+ workers the backward's weight gradients (dW = inp^T dout and
+ * the bias sums, a third of a step's FLOPs, off the critical path) run on the
+ * pool's lane while the caller's thread runs the chain of input gradients,
+ * and a forward without observer splits the batch into one part per worker
+ * (hs_pool_for). Each product is one sgemm and every kernel works per row, so
+ * values are bit-identical for every thread count. On a machine whose cores
+ * are busy with other work 1 thread is faster (bench_train --threads 1/2).
+ * Replaces (and destroys) a pool hs_acts_set_threads made. */
+void hs_acts_set_pool(hs_acts *a, hs_pool *pool);
+/* hs_acts_set_pool with a pool of `threads` workers that a owns (0 = every
+ * CPU, hs_pool_cpus; 1 = none). Errors of hs_pool_create. */
 hs_status hs_acts_set_threads(hs_acts *a, int threads, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
@@ -372,7 +375,7 @@ typedef struct {
     hs_adamw opt;        /* lr is the peak rate */
     float decay_start;   /* fraction of the budget after which lr decays (0.6) */
     float lr_final_frac; /* lr at the last step as a fraction of the peak (0.05) */
-    int threads;         /* hs_acts_set_threads: 0 = auto (2 with 2+ CPUs), 1, 2 (0) */
+    int threads;         /* workers (hs_acts_set_threads): 0 = every CPU (hs_pool_cpus), 1.. (0) */
 } hs_train_opts;
 
 hs_train_opts hs_train_opts_default(void);

@@ -24,13 +24,6 @@ void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, 
 /* out (N,D) = (inp - mean) * rstd, no affine part. */
 void hs_norm_apply(float *out, const float *inp, const float *mean, const float *rstd, size_t N,
                    int D);
-/* Stops and frees the backward's helper thread (hs_acts_set_threads). NULL ok. */
-void hs_worker_destroy(struct hs_worker *w);
-/* Queues fn(arg) on the helper thread (FIFO with the backward's jobs; runs it
- * at once when w is NULL); returns a ticket for hs_worker_wait. */
-long hs_worker_submit_fn(struct hs_worker *w, void (*fn)(void *arg), void *arg);
-/* Waits until the job with this ticket and all before it have finished. */
-void hs_worker_wait(struct hs_worker *w, long ticket);
 
 /* Where a training forward keeps act'(mlp_pre) of layer l for the backward:
  * (B,T,M) at capacity B, T, at the end of acts->d_mem (NULL without it). */

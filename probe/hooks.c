@@ -163,7 +163,8 @@ void hs_cache_init(hs_cache *c) { memset(c, 0, sizeof *c); }
 void hs_cache_free(hs_cache *c)
 {
     if (c == NULL) return;
-    for (int i = 0; i < c->n; i++) free(c->e[i].data);
+    if (!c->borrowed) /* a view's data belong to the viewed cache */
+        for (int i = 0; i < c->n; i++) free(c->e[i].data);
     free(c->e);
     memset(c, 0, sizeof *c);
 }

@@ -122,10 +122,16 @@ typedef struct {
 } hs_cache_entry;
 
 /* A cache: entries in forward order. Caller-owned struct; zero it (or
- * hs_cache_init) before use, hs_cache_free after. */
+ * hs_cache_init) before use, hs_cache_free after. A cache either owns its
+ * entries' data (borrowed = 0: hs_run_with_cache, hs_engine_cache) or is a
+ * view of rows of another cache (borrowed = 1: hs_cache_view_rows), whose
+ * data belongs to that cache: hs_cache_free on a view frees only its entry
+ * table, so freeing a view (or both) can never free the data twice; the
+ * viewed cache must outlive its views. */
 typedef struct {
     int n, cap;
     hs_cache_entry *e;
+    int borrowed;       /* 1: a view; entries' data belong to another cache */
 } hs_cache;
 
 void hs_cache_init(hs_cache *c);
@@ -421,5 +427,86 @@ double hs_detector_score(const float *A, const float *D, int t, int exclude_bos,
 hs_status hs_detect_heads(const hs_model *m, const hs_cache *cache, const int *tokens, int nb,
                           int t, hs_detector kind, const float *target, int exclude_bos,
                           int exclude_current, float *out, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* 8. The experiment engine (probe/engine.c)                                 */
+/*
+ * The batch runner under every experiment (circuit, patch, ablate, dla, lens,
+ * heads): rows of t tokens run in chunks of at most HS_ENGINE_CHUNK
+ * sentences, jobs run on a worker pool (common.h, hs_pool) with one set of
+ * activations, hooks and chunk cache per worker, and sums across chunks are
+ * made in chunk order, so every result is bit-identical for any thread count
+ * and any chunking. Tasks configure it (which rows, which hooks, what to read
+ * from the logits); they do not re-implement it.
+ */
+
+#define HS_ENGINE_CHUNK 32 /* rows per forward */
+
+/* One worker's resources. Owned by the engine. */
+typedef struct {
+    int index;        /* 0..n_workers-1: index per-worker scratch with it */
+    hs_acts *acts;    /* capacity (HS_ENGINE_CHUNK, t); runs on one thread */
+    hs_hooks *hk;     /* cleared before each chunk of hs_engine_sweep */
+    hs_cache tmp;     /* one chunk's cache (scratch) */
+    hs_error err;     /* a job's error */
+} hs_engine_worker;
+
+typedef struct {
+    const hs_model *m; /* borrowed */
+    hs_pool *pool;     /* borrowed; NULL = the caller's thread */
+    int t;             /* positions per row */
+    int n_workers;     /* hs_pool_threads(pool) */
+    hs_engine_worker *w; /* (n_workers) */
+} hs_engine;
+
+/* Makes one worker per pool thread, each with activations for
+ * HS_ENGINE_CHUNK rows of t positions. HS_ERR_INPUT when t is outside
+ * [1, n_ctx]; HS_ERR_NOMEM. Free with hs_engine_free (also after a failure). */
+hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, hs_error *err);
+void hs_engine_free(hs_engine *e);
+/* Chunks of n rows: ceil(n / HS_ENGINE_CHUNK). */
+int hs_engine_chunks(int n);
+
+/* A job of hs_engine_for: j in [0, n_jobs) on worker w; errors go to w->err. */
+typedef hs_status (*hs_engine_job)(hs_engine *e, hs_engine_worker *w, int j, void *ctx);
+/* Runs jobs 0..n_jobs-1 on the workers (hs_pool_for); the error returned is
+ * the lowest failed job's. */
+hs_status hs_engine_for(hs_engine *e, int n_jobs, hs_engine_job fn, void *ctx, hs_error *err);
+
+/* On worker w: runs tokens (n, t) chunk by chunk with hooks (may be NULL) and
+ * keeps the points matching filters (hs_run_with_cache) in out, entries of
+ * batch n in row order (out is freed first, owned by the caller). Errors in
+ * w->err. */
+hs_status hs_engine_cache(hs_engine *e, hs_engine_worker *w, const int *tokens, int n,
+                          const char *const *filters, int n_filters, const hs_hooks *hooks,
+                          hs_cache *out);
+
+/* Called before chunk `chunk` (rows r0..r0+b-1) of a sweep: registers the
+ * chunk's hooks on w->hk (cleared before the call). */
+typedef hs_status (*hs_engine_hooks_fn)(void *ctx, hs_engine_worker *w, int chunk, int r0, int b);
+/* Called after it with the chunk's logits (b, t, V). */
+typedef void (*hs_engine_rows_fn)(void *ctx, hs_engine_worker *w, const float *logits, int r0,
+                                  int b);
+/* On worker w: every chunk of tokens (n, t) with the hooks `hooks` sets, then
+ * `rows` reads the logits (either may be NULL). Errors in w->err. */
+hs_status hs_engine_sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, int n,
+                          hs_engine_hooks_fn hooks, hs_engine_rows_fn rows, void *ctx);
+
+/* Position-wise means over the n rows of tokens (n, t) of every point
+ * matching filters: means gets one entry per point, batch 1 ([1, ...]), mean
+ * = (sum over rows, in row order, in double) / n, as float. Runs on all
+ * workers, chunk sums added in chunk order. means is freed first; the caller
+ * frees it. HS_ERR_INPUT for n = 0. */
+hs_status hs_engine_means(hs_engine *e, const int *tokens, size_t n, const char *const *filters,
+                          int n_filters, hs_cache *means, hs_error *err);
+
+/* view <- rows r0..r0+b-1 of full (every entry batch-major with the same
+ * batch), a borrowed view (view->borrowed = 1) sharing full's data.
+ * HS_ERR_INPUT when the rows are outside full. Free with hs_cache_free. */
+hs_status hs_cache_view_rows(hs_cache *view, const hs_cache *full, int r0, int b, hs_error *err);
+/* views <- (hs_engine_chunks(n)) views of full's rows, chunk by chunk (malloc'd
+ * array; free with hs_engine_views_free(views, hs_engine_chunks(n))). */
+hs_status hs_engine_views(const hs_cache *full, int n, hs_cache **views, hs_error *err);
+void hs_engine_views_free(hs_cache *views, int n_chunks);
 
 #endif /* HS_PROBE_H */

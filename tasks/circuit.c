@@ -1,50 +1,35 @@
 /*
  * tasks/circuit.c -- the two-step referent-circuit check of DESIGN.md ("The
- * two-step referent circuit"; `headscope circuit`): the layer-0 score
- * invariant, per-head attention / DLA / copying / patching / ablation
- * evidence on the held-out split, composition and path patching into the
- * decision heads, and the verdicts. See tasks.h for what is computed and the
- * formulas' sources (CIRCUITS.md sections 3-6).
+ * two-step referent circuit"; `headscope circuit`): the Winograd prompt sets
+ * (matched crosser/crossed held-out pairs, the mean-ablation reference) and
+ * the evidence and verdict rules over the experiment engine (probe.h,
+ * section 8): the layer-0 score invariant, per-head attention / DLA / copying
+ * / patching / ablation evidence on the held-out split, composition and path
+ * patching into the decision heads, and the verdicts. The report's JSON and
+ * text summary are in tasks/circuit_report.c. See tasks.h for what is
+ * computed and the formulas' sources (CIRCUITS.md sections 3-6).
  *
  * Rows: 0..np-1 are the crosser sentences, np..2np-1 their crossed partners
  * in the same order, T = 15 tokens.
  *
- * Chunks and threads. Every forward runs on at most CHUNK held-out rows (the
- * clean and corrupted caches are assembled chunk by chunk), so each
- * activation buffer holds CHUNK x 15 rows, not the whole set. The forwards
- * are grouped into phases of independent jobs:
- *   A: the clean run, the corrupted run, and the training-split chunks of the
- *      mean-ablation reference;
+ * Phases of independent engine jobs (chunks, workers and the bit-identity
+ * for any thread count are the engine's):
+ *   A: the clean run, the corrupted run (cached), then the position-wise
+ *      means of the mean-ablation reference (hs_engine_means);
  *   B: every ablation and activation patch (they need A's caches and means);
  *   C: path patching (it needs the decision heads found from B).
- * Within a phase, opts.threads workers (the caller's thread and helper
- * pthreads) take jobs from one counter under a mutex; each worker owns its
- * activations (hs_acts: the packed Q/K/V weights live there too), hook
- * registry and per-row result buffers; the model, the caches, the means and
- * the chunk views of the caches are read-only while a phase runs. A job
- * writes only its own output slots. Values do not depend on the chunking or
- * on which worker ran a job: every kernel of the forward works per row (an
- * sgemm's rows do not depend on how many rows it is given; OpenBLAS is kept
- * at one thread, its threads split rows and columns only), per-row results
- * are stored and summed in row order, and the training-split means are
- * accumulated chunk by chunk in order (a worker waits for its turn), so the
- * report is bit-identical for any thread count.
+ * A job writes only its own output slots; per-row results go to the
+ * worker's row buffers and are summed in row order.
  */
 #include "tasks/tasks.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-
-#include <cjson/cJSON.h>
 
 #define T_RUN HS_CIRC_T  /* positions 0..14 */
 #define Q HS_WG_POS_QUERY
-#define CHUNK 32         /* rows (sentences) per forward */
-#define MAX_THREADS 8
 
 hs_circuit_opts hs_circuit_opts_default(void)
 {
@@ -84,18 +69,6 @@ void hs_circuit_report_free(hs_circuit_report *r)
 /* ------------------------------------------------------------------------ */
 /* Run context                                                               */
 
-typedef struct jobq jobq;
-
-/* One worker: its activations, hook registry and per-row results. */
-typedef struct {
-    hs_acts *acts;   /* capacity (CHUNK, T_RUN) */
-    hs_hooks *hk;
-    hs_cache tmp;    /* the points one chunk's cached run keeps */
-    int *pred;       /* (n) argmax at 14 per held-out row, -1 on NaN */
-    double *ld;      /* (n) logit(ref_clean) - logit(ref_corr) at 14 per held-out row */
-    hs_error err;
-} cworker;
-
 typedef struct {
     const hs_model *m;
     const hs_winograd *t;
@@ -104,70 +77,16 @@ typedef struct {
     const hs_wg_example **ex; /* (n) clean order */
     int *tok_clean, *tok_corr; /* (n, T_RUN) */
     int *ref_clean, *ref_corr; /* (n) vocab ids: the clean / corrupted sentence's referent */
-    int n_chunks;             /* ceil(n / CHUNK) */
+    int n_chunks;             /* hs_engine_chunks(n) */
     hs_cache clean, corr;     /* caches of the clean / corrupted runs, all n rows */
-    hs_cache *clean_v, *corr_v; /* (n_chunks) views of rows [CHUNK k, CHUNK (k+1)) */
+    hs_cache *clean_v, *corr_v; /* (n_chunks) borrowed views of each chunk's rows */
     hs_cache means;           /* batch-1 "reference" cache: position-wise means */
-    float **mlp_mean;         /* (L) (T_RUN, D) or NULL: views into `means` */
-    int n_workers;
-    cworker w[MAX_THREADS];
-    jobq *q;                  /* the queue while run_jobs runs */
+    const float **mlp_mean;   /* (L) (T_RUN, D) or NULL: data of entries of `means` */
+    hs_pool *pool;
+    hs_engine eng;
+    int **pred;               /* (workers) (n) argmax at 14 per held-out row, -1 on NaN */
+    double **ld;              /* (workers) (n) logit(ref_clean) - logit(ref_corr) at 14 per row */
 } cctx;
-
-/* A view of rows [r0, r0 + b) of a cache whose entries are batch-major with
- * n rows; shares the data (free with cache_view_free). */
-static hs_status cache_view(hs_cache *v, const hs_cache *full, int r0, int b, int n, hs_error *err)
-{
-    memset(v, 0, sizeof *v);
-    v->e = malloc((size_t)(full->n ? full->n : 1) * sizeof *v->e);
-    if (v->e == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < full->n; i++) {
-        hs_cache_entry *e = &v->e[i];
-        *e = full->e[i];
-        HS_ASSERT(e->shape[0] == n);
-        const size_t row = e->numel / (size_t)n;
-        e->shape[0] = b;
-        e->numel = row * (size_t)b;
-        e->data = full->e[i].data + row * (size_t)r0;
-    }
-    v->n = v->cap = full->n;
-    return HS_OK;
-}
-
-static void cache_view_free(hs_cache *v)
-{
-    free(v->e);
-    memset(v, 0, sizeof *v);
-}
-
-/* Copies a chunk's cache (batch b, rows r0.. of n) into `full`, creating its
- * entries (batch n) at r0 == 0. */
-static hs_status cache_put_rows(hs_cache *full, const hs_cache *part, int r0, int b, int n,
-                                hs_error *err)
-{
-    if (r0 == 0) {
-        hs_cache_free(full);
-        full->e = calloc((size_t)(part->n ? part->n : 1), sizeof *full->e);
-        if (full->e == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
-        full->cap = part->n;
-        for (int i = 0; i < part->n; i++) {
-            hs_cache_entry *e = &full->e[i];
-            *e = part->e[i];
-            e->shape[0] = n;
-            e->numel = part->e[i].numel / (size_t)b * (size_t)n;
-            e->data = malloc(e->numel * sizeof(float));
-            if (e->data == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
-            full->n = i + 1;
-        }
-    }
-    HS_ASSERT(full->n == part->n);
-    for (int i = 0; i < part->n; i++) {
-        HS_ASSERT(strcmp(full->e[i].name, part->e[i].name) == 0 && part->e[i].shape[0] == b);
-        const size_t row = part->e[i].numel / (size_t)b;
-        memcpy(full->e[i].data + row * (size_t)r0, part->e[i].data, part->e[i].numel * sizeof(float));
-    }
-    return HS_OK;
-}
 
 static void cctx_free(cctx *c)
 {
@@ -176,41 +95,36 @@ static void cctx_free(cctx *c)
     free(c->tok_corr);
     free(c->ref_clean);
     free(c->ref_corr);
+    hs_engine_views_free(c->clean_v, c->n_chunks);
+    hs_engine_views_free(c->corr_v, c->n_chunks);
     hs_cache_free(&c->clean);
     hs_cache_free(&c->corr);
-    for (int k = 0; k < c->n_chunks; k++) {
-        if (c->clean_v) cache_view_free(&c->clean_v[k]);
-        if (c->corr_v) cache_view_free(&c->corr_v[k]);
-    }
-    free(c->clean_v);
-    free(c->corr_v);
     hs_cache_free(&c->means);
     free(c->mlp_mean);
-    for (int i = 0; i < c->n_workers; i++) {
-        cworker *w = &c->w[i];
-        hs_acts_destroy(w->acts);
-        hs_hooks_destroy(w->hk);
-        hs_cache_free(&w->tmp);
-        free(w->pred);
-        free(w->ld);
+    for (int i = 0; i < c->eng.n_workers; i++) {
+        if (c->pred) free(c->pred[i]);
+        if (c->ld) free(c->ld[i]);
     }
+    free(c->pred);
+    free(c->ld);
+    hs_engine_free(&c->eng);
+    hs_pool_destroy(c->pool);
     memset(c, 0, sizeof *c);
 }
 
 static hs_status workers_init(cctx *c, int threads, hs_error *err)
 {
-    if (threads == 0) threads = sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
-    if (threads > MAX_THREADS) threads = MAX_THREADS;
-    for (int i = 0; i < threads; i++) {
-        cworker *w = &c->w[i];
-        c->n_workers = i + 1;
-        hs_status st = hs_acts_create(&c->m->cfg, CHUNK, T_RUN, 0, &w->acts, err);
-        if (st == HS_OK) st = hs_acts_set_threads(w->acts, 1, err); /* OpenBLAS at one thread */
-        if (st == HS_OK) st = hs_hooks_create(&w->hk, err);
-        if (st != HS_OK) return st;
-        w->pred = malloc((size_t)c->n * sizeof *w->pred);
-        w->ld = malloc((size_t)c->n * sizeof *w->ld);
-        if (!w->pred || !w->ld) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_status st = hs_pool_create(threads, &c->pool, err);
+    if (st == HS_OK) st = hs_engine_init(&c->eng, c->m, c->pool, T_RUN, err);
+    if (st != HS_OK) return st;
+    const int nw = c->eng.n_workers;
+    c->pred = calloc((size_t)nw, sizeof *c->pred);
+    c->ld = calloc((size_t)nw, sizeof *c->ld);
+    if (!c->pred || !c->ld) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < nw; i++) {
+        c->pred[i] = malloc((size_t)c->n * sizeof **c->pred);
+        c->ld[i] = malloc((size_t)c->n * sizeof **c->ld);
+        if (!c->pred[i] || !c->ld[i]) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     }
     return HS_OK;
 }
@@ -268,10 +182,7 @@ static hs_status cctx_init(cctx *c, const hs_model *m, const hs_winograd *t, hs_
         c->ref_clean[i] = c->ex[i]->ref_id;
         c->ref_corr[i] = c->ex[pi]->ref_id;
     }
-    c->n_chunks = (n + CHUNK - 1) / CHUNK;
-    c->clean_v = calloc((size_t)c->n_chunks, sizeof *c->clean_v);
-    c->corr_v = calloc((size_t)c->n_chunks, sizeof *c->corr_v);
-    if (!c->clean_v || !c->corr_v) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    c->n_chunks = hs_engine_chunks(n);
     return HS_OK;
 }
 
@@ -332,259 +243,54 @@ static void ld_sum(const cctx *c, const double *d, double ld[3])
 }
 
 /* ------------------------------------------------------------------------ */
-/* Jobs on the workers                                                       */
+/* Phase A: the clean and corrupted caches, the mean-ablation reference      */
 
-/* Runs job j on worker w; errors go to w->err. */
-typedef hs_status (*job_fn)(cctx *c, cworker *w, int j, void *arg);
-
-struct jobq {
-    cctx *c;
-    job_fn fn;
-    void *arg;
-    int n_jobs, next;
-    int failed;          /* lowest failed job index, or -1 */
-    hs_error err;        /* its error */
-    int turn;            /* ordered sections (job_wait_turn): the job whose turn it is */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-};
-
-typedef struct {
-    jobq *q;
-    cworker *w;
-} jobq_arg;
-
-static void *jobq_loop(void *p)
+static hs_status phase_a_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
-    jobq_arg *a = p;
-    jobq *q = a->q;
-    for (;;) {
-        pthread_mutex_lock(&q->mu);
-        const int j = q->failed < 0 && q->next < q->n_jobs ? q->next++ : -1;
-        pthread_mutex_unlock(&q->mu);
-        if (j < 0) break;
-        if (q->fn(q->c, a->w, j, q->arg) != HS_OK) {
-            pthread_mutex_lock(&q->mu);
-            if (q->failed < 0 || j < q->failed) {
-                q->failed = j;
-                q->err = a->w->err;
-            }
-            pthread_cond_broadcast(&q->cv);
-            pthread_mutex_unlock(&q->mu);
-        }
-    }
-    return NULL;
-}
-
-/* Jobs 0..n_jobs-1 on every worker (the caller's thread is worker 0). On
- * failure returns the error of the lowest failed job. */
-static hs_status run_jobs(cctx *c, int n_jobs, job_fn fn, void *arg, hs_error *err)
-{
-    jobq q;
-    memset(&q, 0, sizeof q);
-    q.c = c;
-    q.fn = fn;
-    q.arg = arg;
-    q.n_jobs = n_jobs;
-    q.failed = -1;
-    pthread_mutex_init(&q.mu, NULL);
-    pthread_cond_init(&q.cv, NULL);
-    c->q = &q;
-    jobq_arg args[MAX_THREADS];
-    pthread_t th[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
-    int helpers = c->n_workers - 1;
-    if (helpers > n_jobs - 1) helpers = n_jobs - 1;
-    for (int i = 0; i <= helpers; i++) args[i] = (jobq_arg){&q, &c->w[i]};
-    for (int i = 1; i <= helpers; i++) /* a helper that cannot start leaves its jobs to the others */
-        started[i] = pthread_create(&th[i], NULL, jobq_loop, &args[i]) == 0;
-    jobq_loop(&args[0]);
-    for (int i = 1; i <= helpers; i++)
-        if (started[i]) pthread_join(th[i], NULL);
-    pthread_mutex_destroy(&q.mu);
-    pthread_cond_destroy(&q.cv);
-    c->q = NULL;
-    if (q.failed >= 0) {
-        if (err) *err = q.err;
-        return q.err.status != HS_OK ? q.err.status : HS_ERR_INPUT;
-    }
-    return HS_OK;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Mean-ablation reference: position-wise means as a batch-1 cache          */
-
-static hs_status cache_push(hs_cache *c, const char *name, const int64_t *shape, int ndim,
-                            float *data, hs_error *err)
-{
-    if (c->n == c->cap) {
-        int cap = c->cap ? c->cap * 2 : 16;
-        hs_cache_entry *e = realloc(c->e, (size_t)cap * sizeof *e);
-        if (e == NULL) {
-            free(data);
-            return hs_fail(err, HS_ERR_NOMEM, "out of memory");
-        }
-        c->e = e;
-        c->cap = cap;
-    }
-    hs_cache_entry *e = &c->e[c->n++];
-    memset(e, 0, sizeof *e);
-    snprintf(e->name, sizeof e->name, "%s", name);
-    e->ndim = ndim;
-    e->numel = 1;
-    for (int i = 0; i < ndim; i++) {
-        e->shape[i] = shape[i];
-        e->numel *= (size_t)shape[i];
-    }
-    e->data = data;
-    return HS_OK;
-}
-
-/* Phase A: job 0 the clean run, job 1 the corrupted run (cached chunk by
- * chunk into c->clean / c->corr), job 2 + k chunk k of the mean-ablation
- * reference, added to the sums in chunk order. */
-typedef struct {
-    const hs_wg_example *ref;
-    size_t n_ref;
-    double *zacc, *macc; /* (L, T_RUN * H * dh), (L, T_RUN * D) */
-} phase_a;
-
-static hs_status cached_run(cctx *c, cworker *w, const int *tok, const char *const *filt, int nf,
-                            hs_cache *out)
-{
-    for (int r0 = 0; r0 < c->n; r0 += CHUNK) {
-        const int b = c->n - r0 < CHUNK ? c->n - r0 : CHUNK;
-        hs_status st = hs_run_with_cache(c->m, w->acts, tok + (size_t)r0 * T_RUN, b, T_RUN, filt, nf,
-                                         NULL, &w->tmp, &w->err);
-        if (st == HS_OK) st = cache_put_rows(out, &w->tmp, r0, b, c->n, &w->err);
-        if (st != HS_OK) return st;
-    }
-    hs_cache_free(&w->tmp);
-    return HS_OK;
-}
-
-static hs_status phase_a_job(cctx *c, cworker *w, int j, void *arg)
-{
-    phase_a *pa = arg;
+    cctx *c = arg;
     if (j == 0) {
         static const char *const filt[] = {
             "hook_embed", "hook_pos_embed", "blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
             "blocks.*.attn.hook_attn_scores", "blocks.*.attn.hook_pattern", "blocks.*.attn.hook_z",
             "blocks.*.hook_mlp_out", "ln_final.hook_scale", "logits"};
-        return cached_run(c, w, c->tok_clean, filt, 10, &c->clean);
+        return hs_engine_cache(e, w, c->tok_clean, c->n, filt, 10, NULL, &c->clean);
     }
-    if (j == 1) {
-        static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
-                                           "blocks.*.attn.hook_z", "logits"};
-        return cached_run(c, w, c->tok_corr, filt, 4, &c->corr);
-    }
-    const hs_config *cfg = &c->m->cfg;
-    const int L = c->L, has_mlp = cfg->d_mlp > 0;
-    const size_t zrow = (size_t)T_RUN * c->H * cfg->d_head, mrow = (size_t)T_RUN * c->D;
-    const int k = j - 2;
-    const size_t start = (size_t)k * CHUNK;
-    const int b = (int)(pa->n_ref - start < CHUNK ? pa->n_ref - start : CHUNK);
-    int tok[CHUNK * T_RUN];
-    for (int i = 0; i < b; i++)
-        memcpy(tok + (size_t)i * T_RUN, pa->ref[start + (size_t)i].tokens, T_RUN * sizeof(int));
-    static const char *const filt[] = {"blocks.*.attn.hook_z", "blocks.*.hook_mlp_out"};
-    hs_status st = hs_run_with_cache(c->m, w->acts, tok, b, T_RUN, filt, has_mlp ? 2 : 1, NULL, &w->tmp, &w->err);
-    if (st != HS_OK) return st;
-    /* the sums in chunk order, as one thread would add them */
-    jobq *q = c->q;
-    pthread_mutex_lock(&q->mu);
-    while (q->turn != k && q->failed < 0) pthread_cond_wait(&q->cv, &q->mu);
-    if (q->turn != k) {
-        pthread_mutex_unlock(&q->mu);
-        return hs_fail(&w->err, HS_ERR_INPUT, "circuit: an earlier job failed");
-    }
-    pthread_mutex_unlock(&q->mu);
-    for (int l = 0; l < L; l++) {
-        const hs_cache_entry *z = hs_cache_getf(&w->tmp, "blocks.%d.attn.hook_z", l);
-        HS_ASSERT(z != NULL && z->numel == (size_t)b * zrow);
-        double *za = pa->zacc + l * zrow;
-        for (int i = 0; i < b; i++)
-            for (size_t e = 0; e < zrow; e++) za[e] += z->data[i * zrow + e];
-        if (has_mlp) {
-            const hs_cache_entry *mo = hs_cache_getf(&w->tmp, "blocks.%d.hook_mlp_out", l);
-            HS_ASSERT(mo != NULL && mo->numel == (size_t)b * mrow);
-            double *ma = pa->macc + l * mrow;
-            for (int i = 0; i < b; i++)
-                for (size_t e = 0; e < mrow; e++) ma[e] += mo->data[i * mrow + e];
-        }
-    }
-    pthread_mutex_lock(&q->mu);
-    q->turn++;
-    pthread_cond_broadcast(&q->cv);
-    pthread_mutex_unlock(&q->mu);
-    return HS_OK;
+    static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
+                                       "blocks.*.attn.hook_z", "logits"};
+    return hs_engine_cache(e, w, c->tok_corr, c->n, filt, 4, NULL, &c->corr);
 }
 
 /* Phase A; then the position-wise means of blocks.l.attn.hook_z and
  * blocks.l.hook_mlp_out over the reference examples into c->means (entries
- * of batch 1). */
+ * of batch 1), and the chunk views of the caches. */
 static hs_status run_phase_a(cctx *c, const hs_wg_example *ex, size_t n_ex, hs_error *err)
 {
-    const hs_config *cfg = &c->m->cfg;
-    const int L = c->L, H = c->H, dh = cfg->d_head, D = c->D;
-    const int has_mlp = cfg->d_mlp > 0;
-    const size_t zrow = (size_t)T_RUN * H * dh, mrow = (size_t)T_RUN * D;
-    hs_status st = HS_OK;
-    phase_a pa = {ex, n_ex, calloc((size_t)L * zrow, sizeof(double)), calloc((size_t)L * mrow, sizeof(double))};
-    if (!pa.zacc || !pa.macc) {
-        st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-        goto done;
+    hs_status st = hs_engine_for(&c->eng, 2, phase_a_job, c, err);
+    if (st != HS_OK) return st;
+    if (n_ex > (size_t)HS_ENGINE_CHUNK * 1000000)
+        return hs_fail(err, HS_ERR_INPUT, "circuit: the reference split is too large");
+    int *tok = malloc(n_ex * T_RUN * sizeof(int));
+    if (tok == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < n_ex; i++) memcpy(tok + i * T_RUN, ex[i].tokens, T_RUN * sizeof(int));
+    static const char *const filt[] = {"blocks.*.attn.hook_z", "blocks.*.hook_mlp_out"};
+    st = hs_engine_means(&c->eng, tok, n_ex, filt, c->m->cfg.d_mlp > 0 ? 2 : 1, &c->means, err);
+    free(tok);
+    if (st != HS_OK) return st;
+    c->mlp_mean = calloc((size_t)c->L, sizeof *c->mlp_mean);
+    if (c->mlp_mean == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (int l = 0; l < c->L && c->m->cfg.d_mlp > 0; l++) {
+        const hs_cache_entry *mm = hs_cache_getf(&c->means, "blocks.%d.hook_mlp_out", l);
+        HS_ASSERT(mm != NULL);
+        c->mlp_mean[l] = mm->data;
     }
-    if (n_ex > (size_t)CHUNK * 1000000) {
-        st = hs_fail(err, HS_ERR_INPUT, "circuit: the reference split is too large");
-        goto done;
-    }
-    if ((st = run_jobs(c, 2 + (int)((n_ex + CHUNK - 1) / CHUNK), phase_a_job, &pa, err)) != HS_OK)
-        goto done;
-    c->mlp_mean = calloc((size_t)L, sizeof *c->mlp_mean);
-    if (c->mlp_mean == NULL) {
-        st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    for (int l = 0; l < L; l++) {
-        char name[64];
-        float *zm = malloc(zrow * sizeof(float));
-        if (zm == NULL) {
-            st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-            goto done;
-        }
-        for (size_t k = 0; k < zrow; k++) zm[k] = (float)(pa.zacc[l * zrow + k] / (double)n_ex);
-        const int64_t zs[4] = {1, T_RUN, H, dh};
-        snprintf(name, sizeof name, "blocks.%d.attn.hook_z", l);
-        if ((st = cache_push(&c->means, name, zs, 4, zm, err)) != HS_OK) goto done;
-        if (has_mlp) {
-            float *mm = malloc(mrow * sizeof(float));
-            if (mm == NULL) {
-                st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-                goto done;
-            }
-            for (size_t k = 0; k < mrow; k++) mm[k] = (float)(pa.macc[l * mrow + k] / (double)n_ex);
-            const int64_t ms[3] = {1, T_RUN, D};
-            snprintf(name, sizeof name, "blocks.%d.hook_mlp_out", l);
-            if ((st = cache_push(&c->means, name, ms, 3, mm, err)) != HS_OK) goto done;
-            c->mlp_mean[l] = mm;
-        }
-    }
-    for (int k = 0; k < c->n_chunks && st == HS_OK; k++) {
-        const int r0 = k * CHUNK, b = c->n - r0 < CHUNK ? c->n - r0 : CHUNK;
-        st = cache_view(&c->clean_v[k], &c->clean, r0, b, c->n, err);
-        if (st == HS_OK) st = cache_view(&c->corr_v[k], &c->corr, r0, b, c->n, err);
-    }
-done:
-    free(pa.zacc);
-    free(pa.macc);
-    for (int i = 0; i < c->n_workers; i++) hs_cache_free(&c->w[i].tmp);
+    st = hs_engine_views(&c->clean, c->n, &c->clean_v, err);
+    if (st == HS_OK) st = hs_engine_views(&c->corr, c->n, &c->corr_v, err);
     return st;
 }
 
 /* MLP mean ablation: blocks.l.hook_mlp_out[b, p, :] <- mean[p, :]. */
 typedef struct {
-    const float *mean; /* (T_RUN, D) */
+    const float *mean; /* (T_RUN, D), borrowed */
     int D;
 } mlp_ablate_ctx;
 
@@ -763,15 +469,21 @@ typedef struct {
 } ijob;
 
 typedef struct {
+    cctx *c;
     ijob *jobs;
     const hs_circuit_report *r;
+    const ijob *jb; /* the sweep's job (per worker: sw[w->index]) */
 } ijobs;
 
-/* The hooks of job jb for held-out chunk k. */
-static hs_status ijob_hooks(cctx *c, cworker *w, const ijob *jb, int k)
+/* The hooks of a sweep's job for held-out chunk k. */
+static hs_status ijob_hooks(void *arg, hs_engine_worker *w, int k, int r0, int b)
 {
+    (void)r0;
+    (void)b;
+    const ijobs *ij = arg;
+    const cctx *c = ij->c;
+    const ijob *jb = ij->jb;
     hs_status st = HS_OK;
-    hs_hooks_clear(w->hk);
     switch (jb->kind) {
     case J_ABLATE:
         return hs_hooks_add_mean_ablation(w->hk, c->m, &c->means, jb->heads, jb->n_heads, 1, &w->err);
@@ -794,25 +506,28 @@ static hs_status ijob_hooks(cctx *c, cworker *w, const ijob *jb, int k)
     }
 }
 
-static hs_status ijob_run(cctx *c, cworker *w, int j, void *arg)
+static void ijob_rows(void *arg, hs_engine_worker *w, const float *logits, int r0, int b)
 {
     const ijobs *ij = arg;
-    const ijob *jb = &ij->jobs[j];
+    const int on_corr = ij->jb->kind == J_PATCH || ij->jb->kind == J_PATH;
+    rows_of(ij->c, logits, r0, b, on_corr ? NULL : ij->c->pred[w->index],
+            on_corr ? ij->c->ld[w->index] : NULL);
+}
+
+static hs_status ijob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
+{
+    const ijobs *all = arg;
+    cctx *c = all->c;
+    const ijob *jb = &all->jobs[j];
+    ijobs one = {c, all->jobs, all->r, jb};
     const int on_corr = jb->kind == J_PATCH || jb->kind == J_PATH;
-    for (int k = 0; k < c->n_chunks; k++) {
-        const int r0 = k * CHUNK, b = c->n - r0 < CHUNK ? c->n - r0 : CHUNK;
-        hs_status st = ijob_hooks(c, w, jb, k);
-        if (st == HS_OK)
-            st = hs_run_with_hooks(c->m, w->acts, (on_corr ? c->tok_corr : c->tok_clean) + (size_t)r0 * T_RUN,
-                                   b, T_RUN, w->hk, &w->err);
-        if (st != HS_OK) return st;
-        rows_of(c, w->acts->logits, r0, b, on_corr ? NULL : w->pred, on_corr ? w->ld : NULL);
-    }
-    hs_hooks_clear(w->hk);
-    if (!on_corr) return score_preds(c, w->pred, jb->acc, NULL, &w->err);
+    hs_status st = hs_engine_sweep(e, w, on_corr ? c->tok_corr : c->tok_clean, c->n, ijob_hooks,
+                                   ijob_rows, &one);
+    if (st != HS_OK) return st;
+    if (!on_corr) return score_preds(c, c->pred[w->index], jb->acc, NULL, &w->err);
     double ld[3];
-    ld_sum(c, w->ld, ld);
-    for (int d = 0; d < 3; d++) jb->metric[d] = hs_patch_metric(ld[d], ij->r->ld_corr[d], ij->r->ld_clean[d]);
+    ld_sum(c, c->ld[w->index], ld);
+    for (int d = 0; d < 3; d++) jb->metric[d] = hs_patch_metric(ld[d], all->r->ld_corr[d], all->r->ld_clean[d]);
     return HS_OK;
 }
 
@@ -954,8 +669,8 @@ static hs_status check_opts(const hs_circuit_opts *o, hs_error *err)
         return hs_fail(err, HS_ERR_CONFIG, "circuit: comp_draws = %d is outside [2, 100000]", o->comp_draws);
     if (o->ablate_ref != HS_SPLIT_TRAIN && o->ablate_ref != HS_SPLIT_HELDOUT)
         return hs_fail(err, HS_ERR_CONFIG, "circuit: ablate_ref must be train or heldout");
-    if (o->threads < 0 || o->threads > MAX_THREADS)
-        return hs_fail(err, HS_ERR_CONFIG, "circuit: threads = %d is outside [0, %d]", o->threads, MAX_THREADS);
+    if (o->threads < 0 || o->threads > 1024)
+        return hs_fail(err, HS_ERR_CONFIG, "circuit: threads = %d is outside [0, 1024]", o->threads);
     return HS_OK;
 }
 
@@ -1024,11 +739,11 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
     if ((st = run_phase_a(&c, ref, n_ref, err)) != HS_OK) goto fail;
     const hs_cache_entry *lg = hs_cache_get(&c.clean, "logits");
     HS_ASSERT(lg != NULL);
-    rows_of(&c, lg->data, 0, c.n, c.w[0].pred, c.w[0].ld);
-    if ((st = score_preds(&c, c.w[0].pred, r->acc, r->other_rate, err)) != HS_OK) goto fail;
-    ld_sum(&c, c.w[0].ld, r->ld_clean);
-    rows_of(&c, hs_cache_get(&c.corr, "logits")->data, 0, c.n, NULL, c.w[0].ld);
-    ld_sum(&c, c.w[0].ld, r->ld_corr);
+    rows_of(&c, lg->data, 0, c.n, c.pred[0], c.ld[0]);
+    if ((st = score_preds(&c, c.pred[0], r->acc, r->other_rate, err)) != HS_OK) goto fail;
+    ld_sum(&c, c.ld[0], r->ld_clean);
+    rows_of(&c, hs_cache_get(&c.corr, "logits")->data, 0, c.n, NULL, c.ld[0]);
+    ld_sum(&c, c.ld[0], r->ld_corr);
 
     invariant(&c, r);
     attention_stats(&c, r);
@@ -1083,8 +798,8 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
     }
     for (int l = 0; l < L; l++)
         jobs[nj++] = (ijob){.kind = J_PATCH, .heads = &all_heads[l * H], .n_heads = H, .pos = Q, .metric = r->patch_layer[l]};
-    ijobs ij = {jobs, r};
-    if ((st = run_jobs(&c, nj, ijob_run, &ij, err)) != HS_OK) goto fail;
+    ijobs ij = {&c, jobs, r, NULL};
+    if ((st = hs_engine_for(&c.eng, nj, ijob_run, &ij, err)) != HS_OK) goto fail;
     for (int k = (L - 1) * H; k < L * H; k++) /* the last layer: the same intervention */
         memcpy(r->heads[k].patch_all, r->heads[k].patch_pos14, sizeof r->heads[k].patch_all);
 
@@ -1123,7 +838,7 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
                     jobs[nj++] = (ijob){.kind = J_PATH, .sender = {0, s}, .receiver = r->decision[d],
                                         .inputs = 1 << w, .metric = met[i]};
                 }
-        st = run_jobs(&c, nj, ijob_run, &ij, err);
+        st = hs_engine_for(&c.eng, nj, ijob_run, &ij, err);
         for (int i = 0; i < n_path; i++)
             r->path[i] = (i % 3 < 2 && !softmax) ? NAN : (float)met[i][HS_CIRC_PATCH_BOTH];
         free(met);
@@ -1210,504 +925,4 @@ fail:
     cctx_free(&c);
     hs_circuit_report_free(r);
     return st;
-}
-
-/* ------------------------------------------------------------------------ */
-/* JSON                                                                      */
-
-static cJSON *num(double v)
-{
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
-/* Adds key: v (null for NaN/Inf). Returns 0 on OOM. */
-static int add_num(cJSON *o, const char *key, double v)
-{
-    cJSON *n = num(v);
-    if (n == NULL) return 0;
-    if (!cJSON_AddItemToObject(o, key, n)) {
-        cJSON_Delete(n);
-        return 0;
-    }
-    return 1;
-}
-
-static const char *const GROUP_NAMES[3] = {"crosser", "crossed", "all"};
-static const char *const PATCH_NAMES[3] = {"crosser_to_crossed", "crossed_to_crosser", "both"};
-
-static cJSON *groups3(const double v[3])
-{
-    cJSON *o = cJSON_CreateObject();
-    if (o == NULL) return NULL;
-    for (int g = 0; g < 3; g++)
-        if (!add_num(o, GROUP_NAMES[g], v[g])) {
-            cJSON_Delete(o);
-            return NULL;
-        }
-    return o;
-}
-
-static cJSON *patch3(const double v[3])
-{
-    cJSON *o = cJSON_CreateObject();
-    if (o == NULL) return NULL;
-    for (int g = 0; g < 3; g++)
-        if (!add_num(o, PATCH_NAMES[g], v[g])) {
-            cJSON_Delete(o);
-            return NULL;
-        }
-    return o;
-}
-
-static int add_item(cJSON *o, const char *key, cJSON *item)
-{
-    if (item == NULL) return 0;
-    if (!cJSON_AddItemToObject(o, key, item)) {
-        cJSON_Delete(item);
-        return 0;
-    }
-    return 1;
-}
-
-static cJSON *head_ref(const hs_circuit_report *r, hs_head h)
-{
-    return cJSON_CreateString(r->heads[h.layer * r->H + h.head].name);
-}
-
-hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_path,
-                                 char **json, hs_error *err)
-{
-    *json = NULL;
-    const int L = r->L, H = r->H;
-    const hs_circuit_opts *o = &r->opts;
-    cJSON *root = cJSON_CreateObject();
-    if (root == NULL) goto nomem;
-    if (model_path && !cJSON_AddStringToObject(root, "model", model_path)) goto nomem;
-    if (!add_item(root, "config", hs_config_to_json(&r->cfg, HS_CONFIG_JSON_ALL))) goto nomem;
-    if (!cJSON_AddStringToObject(root, "task", hs_task_name(r->task))) goto nomem;
-    if (!cJSON_AddNumberToObject(root, "split_seed", (double)r->split_seed)) goto nomem;
-    if (!cJSON_AddBoolToObject(root, "chapter_pair_held_out", r->chapter_pair_held_out)) goto nomem;
-    if (!cJSON_AddStringToObject(root, "numbering",
-                                 "layers, heads and positions count from 0; the chapter's block 1 = layer 0, block 2 = layer 1"))
-        goto nomem;
-    cJSON *pos = cJSON_AddObjectToObject(root, "positions");
-    if (!pos || !cJSON_AddNumberToObject(pos, "x", HS_WG_POS_X) ||
-        !cJSON_AddNumberToObject(pos, "y", HS_WG_POS_Y) ||
-        !cJSON_AddNumberToObject(pos, "adjective", HS_WG_POS_ADJ) ||
-        !cJSON_AddNumberToObject(pos, "query", HS_WG_POS_QUERY) ||
-        !cJSON_AddNumberToObject(pos, "ref", HS_WG_POS_REF))
-        goto nomem;
-
-    cJSON *th = cJSON_AddObjectToObject(root, "thresholds");
-    if (!th || !add_num(th, "push_attn", o->push_attn) || !add_num(th, "push_dla", o->push_dla) ||
-        !add_num(th, "step1_drop", o->step1_drop) || !add_num(th, "decide_patch", o->decide_patch) ||
-        !add_num(th, "min_ld_gap", o->min_ld_gap) ||
-        !add_num(th, "decide_drop", o->decide_drop) || !add_num(th, "route_attn", o->route_attn) ||
-        !add_num(th, "route_dla", o->route_dla) || !add_num(th, "adj_key_diff", o->adj_key_diff) ||
-        !cJSON_AddStringToObject(th, "ablate_ref", hs_wg_split_name(o->ablate_ref)) ||
-        !cJSON_AddNumberToObject(th, "comp_draws", o->comp_draws) ||
-        !cJSON_AddNumberToObject(th, "comp_seed", (double)o->comp_seed))
-        goto nomem;
-
-    cJSON *ho = cJSON_AddObjectToObject(root, "heldout");
-    if (!ho || !cJSON_AddNumberToObject(ho, "n", (double)r->n_heldout) ||
-        !cJSON_AddNumberToObject(ho, "n_crosser", (double)r->n_role[0]) ||
-        !cJSON_AddNumberToObject(ho, "n_crossed", (double)r->n_role[1]) ||
-        !add_item(ho, "accuracy", groups3(r->acc)) || !add_item(ho, "other_noun_rate", groups3(r->other_rate)))
-        goto nomem;
-
-    cJSON *inv = cJSON_AddObjectToObject(root, "invariant");
-    if (!inv || !cJSON_AddBoolToObject(inv, "applicable", r->inv_applicable) ||
-        !cJSON_AddStringToObject(inv, "what",
-                                 "blocks.0.attn.hook_attn_scores row 14: max |difference| between two held-out "
-                                 "sentences over the columns whose tokens are equal (all heads, columns 0..14)") ||
-        !cJSON_AddNumberToObject(inv, "pairs_same_nouns", (double)r->inv_pairs_same_nouns) ||
-        !cJSON_AddNumberToObject(inv, "pairs_other_nouns", (double)r->inv_pairs_other_nouns) ||
-        !cJSON_AddNumberToObject(inv, "cells_compared", (double)r->inv_cells) ||
-        !add_num(inv, "max_dev_same_nouns", r->inv_max_dev_same_nouns) ||
-        !add_num(inv, "max_dev_other_nouns", r->inv_max_dev_other_nouns) ||
-        !add_num(inv, "layer0_score_mean_abs", r->inv_score_mean_abs) ||
-        !add_num(inv, "layer1_mean_dev", r->inv_l1_mean_dev) ||
-        !add_num(inv, "layer1_max_dev", r->inv_l1_max_dev))
-        goto nomem;
-
-    cJSON *heads = cJSON_AddArrayToObject(root, "heads");
-    if (!heads) goto nomem;
-    static const char *const ON[4] = {"x", "y", "adjective", "elsewhere"};
-    static const char *const DL[4] = {"x", "y", "x_minus_y", "ref_minus_other"};
-    for (int k = 0; k < L * H; k++) {
-        const hs_circuit_head *hd = &r->heads[k];
-        cJSON *h = cJSON_CreateObject();
-        if (!h || !cJSON_AddItemToArray(heads, h)) {
-            cJSON_Delete(h);
-            goto nomem;
-        }
-        if (!cJSON_AddStringToObject(h, "name", hd->name) || !cJSON_AddNumberToObject(h, "layer", hd->layer) ||
-            !cJSON_AddNumberToObject(h, "head", hd->head))
-            goto nomem;
-        cJSON *roles = cJSON_AddArrayToObject(h, "roles");
-        if (!roles) goto nomem;
-        if (hd->pusher & 1) cJSON_AddItemToArray(roles, cJSON_CreateString("candidate pusher (x)"));
-        if (hd->pusher & 2) cJSON_AddItemToArray(roles, cJSON_CreateString("candidate pusher (y)"));
-        if (hd->decision & 1) cJSON_AddItemToArray(roles, cJSON_CreateString("decision (patching)"));
-        if (hd->decision & 2) cJSON_AddItemToArray(roles, cJSON_CreateString("decision (ablation)"));
-        cJSON *at = cJSON_AddObjectToObject(h, "attention_at_14");
-        cJSON *dl = cJSON_AddObjectToObject(h, "dla_at_14");
-        if (!at || !dl) goto nomem;
-        for (int g = 0; g < 3; g++) {
-            cJSON *ag = cJSON_AddObjectToObject(at, GROUP_NAMES[g]);
-            cJSON *dg = cJSON_AddObjectToObject(dl, GROUP_NAMES[g]);
-            if (!ag || !dg) goto nomem;
-            for (int i = 0; i < 4; i++)
-                if (!add_num(ag, ON[i], hd->attn[g][i]) || !add_num(dg, DL[i], hd->dla[g][i])) goto nomem;
-        }
-        if (!add_num(h, "copying_score", hd->copying) || !add_num(h, "copying_pos_frac", hd->copying_pos))
-            goto nomem;
-        cJSON *pt = cJSON_AddObjectToObject(h, "patching");
-        if (!pt || !add_item(pt, "pos14", patch3(hd->patch_pos14)) || !add_item(pt, "all_positions", patch3(hd->patch_all)))
-            goto nomem;
-        cJSON *ab = cJSON_AddObjectToObject(h, "mean_ablation");
-        double drop[3];
-        for (int g = 0; g < 3; g++) drop[g] = r->acc[g] - hd->acc_ablated[g];
-        if (!ab || !add_item(ab, "accuracy", groups3(hd->acc_ablated)) || !add_item(ab, "drop", groups3(drop)))
-            goto nomem;
-        cJSON *rows = cJSON_AddObjectToObject(h, "mean_pattern_row_14");
-        if (!rows) goto nomem;
-        for (int g = 0; g < 2; g++) {
-            cJSON *a = cJSON_CreateFloatArray(r->attn_rows + ((size_t)k * 2 + g) * HS_CIRC_T, HS_CIRC_T);
-            if (!add_item(rows, GROUP_NAMES[g], a)) goto nomem;
-        }
-    }
-
-    cJSON *avg = cJSON_AddArrayToObject(root, "layer_mean_pattern_row_14");
-    if (!avg) goto nomem;
-    for (int l = 0; l < L; l++) {
-        cJSON *e = cJSON_CreateObject();
-        if (!e || !cJSON_AddItemToArray(avg, e)) {
-            cJSON_Delete(e);
-            goto nomem;
-        }
-        if (!cJSON_AddNumberToObject(e, "layer", l)) goto nomem;
-        for (int g = 0; g < 2; g++)
-            if (!add_item(e, GROUP_NAMES[g], cJSON_CreateFloatArray(r->attn_rows_avg + ((size_t)l * 2 + g) * HS_CIRC_T, HS_CIRC_T)))
-                goto nomem;
-    }
-
-    cJSON *blk = cJSON_AddArrayToObject(root, "block_ablation");
-    if (!blk) goto nomem;
-    for (int l = 0; l < L; l++) {
-        cJSON *e = cJSON_CreateObject();
-        if (!e || !cJSON_AddItemToArray(blk, e)) {
-            cJSON_Delete(e);
-            goto nomem;
-        }
-        if (!cJSON_AddNumberToObject(e, "layer", l) || !add_item(e, "attention_accuracy", groups3(r->acc_block_attn[l])) ||
-            !add_item(e, "mlp_accuracy", groups3(r->acc_block_mlp[l])))
-            goto nomem;
-    }
-    if (!cJSON_AddStringToObject(root, "ablation_method",
-                                 "mean ablation, position-wise means of hook_z (heads) / hook_mlp_out (MLP) over the reference split"))
-        goto nomem;
-    if (!cJSON_AddNumberToObject(root, "ablation_ref_sentences", (double)r->n_ablate_ref)) goto nomem;
-
-    cJSON *pm = cJSON_AddObjectToObject(root, "patching");
-    if (!pm || !cJSON_AddStringToObject(pm, "method",
-                                        "activation patching of hook_z at position 14 (pos14) or all positions; clean = "
-                                        "crosser (resp. crossed) sentence, corrupted = the other-role sentence with the same "
-                                        "nouns; LD = logit(ref_clean) - logit(ref_corr) at 14; metric = (LD_patched - LD_corr) "
-                                        "/ (LD_clean - LD_corr)") ||
-        !add_item(pm, "ld_clean", patch3(r->ld_clean)) || !add_item(pm, "ld_corr", patch3(r->ld_corr)) ||
-        !cJSON_AddBoolToObject(pm, "usable", r->patch_usable))
-        goto nomem;
-    cJSON *pla = cJSON_AddArrayToObject(pm, "whole_layer_pos14");
-    if (!pla) goto nomem;
-    for (int l = 0; l < L; l++) {
-        cJSON *e = cJSON_CreateObject();
-        if (!e || !cJSON_AddItemToArray(pla, e)) {
-            cJSON_Delete(e);
-            goto nomem;
-        }
-        if (!cJSON_AddNumberToObject(e, "layer", l) || !add_item(e, "metric", patch3(r->patch_layer[l]))) goto nomem;
-    }
-
-    cJSON *cp = cJSON_AddObjectToObject(root, "composition");
-    if (!cp || !add_num(cp, "baseline", r->comp.baseline) || !add_num(cp, "baseline_std", r->comp.baseline_std) ||
-        !cJSON_AddNumberToObject(cp, "n_draws", r->comp.n_draws) ||
-        !cJSON_AddStringToObject(cp, "fold", "LN folded and centred (HS_FOLD_LN)"))
-        goto nomem;
-    cJSON *pairs = cJSON_AddArrayToObject(cp, "pairs");
-    if (!pairs) goto nomem;
-    if (r->comp.q)
-        for (int l1 = 0; l1 < L; l1++)
-            for (int h1 = 0; h1 < H; h1++)
-                for (int l2 = l1 + 1; l2 < L; l2++)
-                    for (int h2 = 0; h2 < H; h2++) {
-                        size_t i = (((size_t)l1 * H + h1) * L + l2) * H + h2;
-                        cJSON *e = cJSON_CreateObject();
-                        if (!e || !cJSON_AddItemToArray(pairs, e)) {
-                            cJSON_Delete(e);
-                            goto nomem;
-                        }
-                        if (!cJSON_AddStringToObject(e, "sender", r->heads[l1 * H + h1].name) ||
-                            !cJSON_AddStringToObject(e, "receiver", r->heads[l2 * H + h2].name) ||
-                            !add_num(e, "q", r->comp.q[i]) || !add_num(e, "k", r->comp.k[i]) ||
-                            !add_num(e, "v", r->comp.v[i]) || !add_num(e, "q_minus_baseline", r->comp.q[i] - r->comp.baseline) ||
-                            !add_num(e, "k_minus_baseline", r->comp.k[i] - r->comp.baseline) ||
-                            !add_num(e, "v_minus_baseline", r->comp.v[i] - r->comp.baseline))
-                            goto nomem;
-                    }
-
-    cJSON *pp = cJSON_AddObjectToObject(root, "path_patching");
-    if (!pp || !cJSON_AddStringToObject(pp, "method",
-                                        "sender = layer-0 head, receiver = decision head's q, k or v input "
-                                        "(receiver LN recomputed); both directions; normalised LD metric"))
-        goto nomem;
-    cJSON *pl = cJSON_AddArrayToObject(pp, "edges");
-    if (!pl) goto nomem;
-    for (int s = 0; s < H && r->path; s++)
-        for (int d = 0; d < r->n_decision; d++) {
-            cJSON *e = cJSON_CreateObject();
-            if (!e || !cJSON_AddItemToArray(pl, e)) {
-                cJSON_Delete(e);
-                goto nomem;
-            }
-            const float *v = &r->path[((size_t)s * r->n_decision + d) * 3];
-            if (!cJSON_AddStringToObject(e, "sender", r->heads[s].name) ||
-                !add_item(e, "receiver", head_ref(r, r->decision[d])) || !add_num(e, "q", v[0]) ||
-                !add_num(e, "k", v[1]) || !add_num(e, "v", v[2]))
-                goto nomem;
-        }
-
-    cJSON *steps = cJSON_AddObjectToObject(root, "verdict");
-    if (!steps) goto nomem;
-    cJSON *s1 = cJSON_AddObjectToObject(steps, "step1");
-    if (!s1 || !cJSON_AddBoolToObject(s1, "holds", r->step1_holds) ||
-        !cJSON_AddStringToObject(s1, "reason", r->step1_reason) || !add_item(s1, "accuracy_pushers_ablated", groups3(r->acc_pushers)))
-        goto nomem;
-    cJSON *pu = cJSON_AddArrayToObject(s1, "pushers");
-    if (!pu) goto nomem;
-    for (int i = 0; i < r->n_pushers; i++)
-        if (!cJSON_AddItemToArray(pu, head_ref(r, r->pushers[i]))) goto nomem;
-    cJSON *s2 = cJSON_AddObjectToObject(steps, "step2");
-    if (!s2 || !cJSON_AddBoolToObject(s2, "applicable", r->step2_applicable) ||
-        !cJSON_AddBoolToObject(s2, "holds", r->step2_holds) || !cJSON_AddStringToObject(s2, "reason", r->step2_reason))
-        goto nomem;
-    cJSON *de = cJSON_AddArrayToObject(s2, "decision_heads");
-    if (!de) goto nomem;
-    for (int i = 0; i < r->n_decision; i++)
-        if (!cJSON_AddItemToArray(de, head_ref(r, r->decision[i]))) goto nomem;
-    cJSON *rt = cJSON_AddObjectToObject(steps, "route");
-    cJSON *ft = rt ? cJSON_AddObjectToObject(rt, "features") : NULL;
-    if (!ft || !cJSON_AddStringToObject(rt, "name", r->route) ||
-        !cJSON_AddStringToObject(rt, "evidence", r->route_reason) ||
-        !cJSON_AddBoolToObject(rt, "chapter", strstr(r->route, "chapter") != NULL) ||
-        !cJSON_AddBoolToObject(ft, "adjective_read", r->route_features & HS_ROUTE_ADJ_READ) ||
-        !cJSON_AddBoolToObject(ft, "other_noun_fetch", r->route_features & HS_ROUTE_OTHER_NOUN) ||
-        !cJSON_AddBoolToObject(ft, "referent_fetch", r->route_features & HS_ROUTE_REFERENT_FETCH) ||
-        !cJSON_AddBoolToObject(ft, "suppression", r->route_features & HS_ROUTE_SUPPRESSION) ||
-        !cJSON_AddBoolToObject(ft, "adjective_key", r->route_features & HS_ROUTE_ADJ_KEY))
-        goto nomem;
-
-    *json = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (*json == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory writing the report JSON");
-    return HS_OK;
-nomem:
-    cJSON_Delete(root);
-    return hs_fail(err, HS_ERR_NOMEM, "out of memory building the report JSON");
-}
-
-/* ------------------------------------------------------------------------ */
-/* Text summary                                                              */
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_printf(sbuf *s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void sb_printf(sbuf *s, const char *fmt, ...)
-{
-    if (s->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(s->buf ? s->buf + s->len : NULL, s->buf ? s->cap - s->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            s->oom = 1;
-            return;
-        }
-        if (s->buf && s->len + (size_t)n < s->cap) {
-            s->len += (size_t)n;
-            return;
-        }
-        size_t cap = s->cap ? s->cap * 2 : 4096;
-        while (cap < s->len + (size_t)n + 1) cap *= 2;
-        char *b = realloc(s->buf, cap);
-        if (b == NULL) {
-            s->oom = 1;
-            return;
-        }
-        s->buf = b;
-        s->cap = cap;
-    }
-}
-
-static const char *pct(char *b, size_t n, double v)
-{
-    if (isfinite(v)) snprintf(b, n, "%5.1f%%", 100 * v);
-    else snprintf(b, n, "   n/a");
-    return b;
-}
-
-static const char *fmtv(char *b, size_t n, const char *f, double v)
-{
-    if (isfinite(v)) snprintf(b, n, f, v);
-    else snprintf(b, n, "n/a");
-    return b;
-}
-
-hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *err)
-{
-    *text = NULL;
-    sbuf s = {0};
-    const int L = r->L, H = r->H;
-    const hs_circuit_opts *o = &r->opts;
-    char a[32], b[32], c3[32], d4[32];
-    sb_printf(&s, "circuit: %s, split seed %llu, %zu held-out sentences (%zu crosser, %zu crossed); "
-                  "the chapter's pair (animal, street) is %s\n",
-              hs_task_name(r->task), (unsigned long long)r->split_seed, r->n_heldout, r->n_role[0],
-              r->n_role[1], r->chapter_pair_held_out ? "held out" : "in training");
-    sb_printf(&s, "model: %d layer%s x %d heads (d_head %d), d_model %d, d_mlp %d, %s, %s attention\n", L,
-              L > 1 ? "s" : "", H, r->cfg.d_head, r->cfg.d_model, r->cfg.d_mlp, hs_norm_name(r->cfg.norm),
-              hs_attn_name(r->cfg.attn));
-    sb_printf(&s, "held-out accuracy %s (crosser %s, crossed %s); other noun %s\n",
-              pct(a, sizeof a, r->acc[2]), pct(b, sizeof b, r->acc[0]), pct(c3, sizeof c3, r->acc[1]),
-              pct(d4, sizeof d4, r->other_rate[2]));
-    sb_printf(&s, "layers, heads and positions count from 0 (block 1 = layer 0, block 2 = layer 1); "
-                  "x = position 1, y = 6, adjective = 11, prediction at 14\n\n");
-
-    sb_printf(&s, "invariant: layer-0 scores at position 14 differ only in columns whose tokens differ\n");
-    if (!r->inv_applicable) {
-        sb_printf(&s, "  not applicable: uniform attention has no scores\n\n");
-    } else {
-        sb_printf(&s, "  max |deviation| in equal-token columns: %.3g over %zu same-noun pairs, %.3g over %zu "
-                      "other pairs (%zu cells; mean |score| %.3g)\n",
-                  r->inv_max_dev_same_nouns, r->inv_pairs_same_nouns, r->inv_max_dev_other_nouns,
-                  r->inv_pairs_other_nouns, r->inv_cells, r->inv_score_mean_abs);
-        if (L > 1)
-            sb_printf(&s, "  layer 1 in the same columns, for contrast: mean %.3g, max %.3g\n", r->inv_l1_mean_dev,
-                      r->inv_l1_max_dev);
-        sb_printf(&s, "\n");
-    }
-
-    sb_printf(&s, "per head at position 14 (means over the held-out sentences of each adjective role):\n");
-    sb_printf(&s, "         attention crosser    | attention crossed    | DLA crosser | DLA crossed |       |"
-                  " patch | ablated accuracy\n");
-    sb_printf(&s, "          x    y  adj else |  x    y  adj else |    x     y  |    x     y  |  copy |   @14 |"
-                  " crosser crossed\n");
-    for (int k = 0; k < L * H; k++) {
-        const hs_circuit_head *hd = &r->heads[k];
-        if (k > 0 && hd->head == 0) sb_printf(&s, "\n");
-        sb_printf(&s, "  %-5s %.2f %.2f %.2f %.2f | %.2f %.2f %.2f %.2f | %+5.2f %+5.2f | %+5.2f %+5.2f | %+.2f | %s | %s %s",
-                  hd->name, hd->attn[0][0], hd->attn[0][1], hd->attn[0][2], hd->attn[0][3], hd->attn[1][0],
-                  hd->attn[1][1], hd->attn[1][2], hd->attn[1][3], hd->dla[0][0], hd->dla[0][1], hd->dla[1][0],
-                  hd->dla[1][1], hd->copying, fmtv(a, sizeof a, "%+5.2f", hd->patch_pos14[2]),
-                  pct(b, sizeof b, hd->acc_ablated[0]), pct(c3, sizeof c3, hd->acc_ablated[1]));
-        if (hd->pusher) sb_printf(&s, "  <- pusher (%s)", hd->pusher == 1 ? "x" : hd->pusher == 2 ? "y" : "x,y");
-        if (hd->decision) sb_printf(&s, "  <- decision");
-        sb_printf(&s, "\n");
-    }
-    sb_printf(&s, "\nhead-averaged attention at 14 (the chapter's rows; chapter: layer 0 0.70 on x for every "
-                  "adjective; layer 1 crosser 1.00 on the adjective, crossed 0.49 on y):\n");
-    for (int l = 0; l < L; l++)
-        for (int g = 0; g < 2; g++) {
-            const float *row = r->attn_rows_avg + ((size_t)l * 2 + g) * HS_CIRC_T;
-            sb_printf(&s, "  L%d %-7s x %.2f  y %.2f  adj %.2f  elsewhere %.2f\n", l, GROUP_NAMES[g],
-                      row[HS_WG_POS_X], row[HS_WG_POS_Y], row[HS_WG_POS_ADJ],
-                      1.0 - row[HS_WG_POS_X] - row[HS_WG_POS_Y] - row[HS_WG_POS_ADJ]);
-        }
-
-    sb_printf(&s, "\nmean ablation (position-wise means over the %s split, %zu sentences): held-out accuracy "
-                  "all / crosser / crossed\n",
-              hs_wg_split_name(o->ablate_ref), r->n_ablate_ref);
-    sb_printf(&s, "  none            %s / %s / %s\n", pct(a, sizeof a, r->acc[2]), pct(b, sizeof b, r->acc[0]),
-              pct(c3, sizeof c3, r->acc[1]));
-    for (int l = 0; l < L; l++) {
-        sb_printf(&s, "  L%d attention    %s / %s / %s\n", l, pct(a, sizeof a, r->acc_block_attn[l][2]),
-                  pct(b, sizeof b, r->acc_block_attn[l][0]), pct(c3, sizeof c3, r->acc_block_attn[l][1]));
-        if (r->cfg.d_mlp > 0)
-            sb_printf(&s, "  L%d MLP          %s / %s / %s\n", l, pct(a, sizeof a, r->acc_block_mlp[l][2]),
-                      pct(b, sizeof b, r->acc_block_mlp[l][0]), pct(c3, sizeof c3, r->acc_block_mlp[l][1]));
-    }
-    if (r->n_pushers > 0)
-        sb_printf(&s, "  all pushers     %s / %s / %s\n", pct(a, sizeof a, r->acc_pushers[2]),
-                  pct(b, sizeof b, r->acc_pushers[0]), pct(c3, sizeof c3, r->acc_pushers[1]));
-
-    sb_printf(&s, "\nactivation patching (hook_z; clean = one role, corrupted = the other with the same nouns): "
-                  "LD clean %+.2f, corrupted %+.2f\n",
-              r->ld_clean[2], r->ld_corr[2]);
-    sb_printf(&s, "        pos14: crosser->crossed crossed->crosser   both | all positions: both\n");
-    for (int k = 0; k < L * H; k++) {
-        const hs_circuit_head *hd = &r->heads[k];
-        sb_printf(&s, "  %-5s        %+6.2f          %+6.2f        %+6.2f |  %+6.2f\n", hd->name,
-                  hd->patch_pos14[0], hd->patch_pos14[1], hd->patch_pos14[2], hd->patch_all[2]);
-    }
-    for (int l = 0; l < L; l++)
-        sb_printf(&s, "  L%d (all heads) %+6.2f          %+6.2f        %+6.2f |\n", l, r->patch_layer[l][0],
-                  r->patch_layer[l][1], r->patch_layer[l][2]);
-
-    if (L > 1) {
-        sb_printf(&s, "\ncomposition scores minus the random baseline %.3f (+/- %.3f), layer 0 -> layer 1, Q / K / V:\n",
-                  r->comp.baseline, r->comp.baseline_std);
-        for (int h1 = 0; h1 < H; h1++) {
-            sb_printf(&s, "  L0H%-2d ->", h1);
-            for (int h2 = 0; h2 < H; h2++) {
-                size_t i = (((size_t)0 * H + h1) * L + 1) * H + h2;
-                sb_printf(&s, "  L1H%d %s/%s/%s", h2, fmtv(a, sizeof a, "%+.2f", r->comp.q[i] - r->comp.baseline),
-                          fmtv(b, sizeof b, "%+.2f", r->comp.k[i] - r->comp.baseline),
-                          fmtv(c3, sizeof c3, "%+.2f", r->comp.v[i] - r->comp.baseline));
-            }
-            sb_printf(&s, "\n");
-        }
-    }
-    if (r->n_decision > 0 && r->path) {
-        sb_printf(&s, "\npath patching layer-0 head -> decision head input (normalised LD, both directions), q / k / v:\n");
-        for (int sd = 0; sd < H; sd++) {
-            sb_printf(&s, "  L0H%-2d ->", sd);
-            for (int d = 0; d < r->n_decision; d++) {
-                const float *v = &r->path[((size_t)sd * r->n_decision + d) * 3];
-                sb_printf(&s, "  %s %s/%s/%s", r->heads[r->decision[d].layer * H + r->decision[d].head].name,
-                          fmtv(a, sizeof a, "%+.2f", v[0]), fmtv(b, sizeof b, "%+.2f", v[1]),
-                          fmtv(c3, sizeof c3, "%+.2f", v[2]));
-            }
-            sb_printf(&s, "\n");
-        }
-    }
-
-    sb_printf(&s, "\nstep 1 (candidate push, layer 0): %s -- %s\n", r->step1_holds ? "HOLDS" : "does not hold",
-              r->step1_reason);
-    if (!r->step2_applicable)
-        sb_printf(&s, "step 2 (decision, layer >= 1): %s\n", r->step2_reason);
-    else
-        sb_printf(&s, "step 2 (decision, layer >= 1): %s -- %s\n", r->step2_holds ? "HOLDS" : "does not hold",
-                  r->step2_reason);
-    sb_printf(&s, "route: %s%s%s\n", r->route, r->route_reason[0] ? " -- " : "", r->route_reason);
-    sb_printf(&s, "thresholds: pusher attention >= %.2f and DLA >= %+.2f; step 1 ablation drop >= %.0f points; "
-                  "decision |patching| >= %.2f or a role's ablation drop >= %.0f points; route attention >= %.2f, "
-                  "|DLA| >= %.2f, adjective-key role difference >= %.2f\n",
-              o->push_attn, o->push_dla, 100 * o->step1_drop, o->decide_patch, 100 * o->decide_drop, o->route_attn,
-              o->route_dla, o->adj_key_diff);
-    if (s.oom) {
-        free(s.buf);
-        return hs_fail(err, HS_ERR_NOMEM, "out of memory writing the summary");
-    }
-    *text = s.buf;
-    return HS_OK;
 }

@@ -1,0 +1,271 @@
+/*
+ * probe/engine.c -- the experiment engine (probe.h, section 8): the chunked,
+ * threaded batch runner every experiment runs on (circuit, patch, ablate,
+ * dla, lens, heads).
+ *
+ * Every forward runs on at most HS_ENGINE_CHUNK rows, so each worker's
+ * activation buffer holds HS_ENGINE_CHUNK x t rows, not the whole set. Jobs
+ * run on the pool's workers (hs_pool_for); each worker owns its activations
+ * (the packed Q/K/V weights live there too), hook registry and chunk cache;
+ * the model and the caches a phase reads are read-only while it runs. Values
+ * do not depend on the chunking or on which worker ran a job: every kernel of
+ * the forward works per row (an sgemm's rows do not depend on how many rows
+ * it is given; OpenBLAS stays at one thread, hs_pool_create), per-row results
+ * are stored by row, and sums across chunks are made in chunk order
+ * (hs_pool_ordered_begin), so results are bit-identical for any thread count.
+ */
+#include "probe/probe.h"
+
+#include <stdio.h>
+#include <string.h>
+
+hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, hs_error *err)
+{
+    memset(e, 0, sizeof *e);
+    if (t < 1 || t > m->cfg.n_ctx)
+        return hs_fail(err, HS_ERR_INPUT, "engine: %d positions outside [1, n_ctx %d]", t, m->cfg.n_ctx);
+    e->m = m;
+    e->pool = pool;
+    e->t = t;
+    const int n = hs_pool_threads(pool);
+    e->w = calloc((size_t)n, sizeof *e->w);
+    if (e->w == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) {
+        hs_engine_worker *w = &e->w[i];
+        w->index = i;
+        e->n_workers = i + 1;
+        hs_status st = hs_acts_create(&m->cfg, HS_ENGINE_CHUNK, t, 0, &w->acts, err);
+        if (st == HS_OK) st = hs_hooks_create(&w->hk, err);
+        if (st != HS_OK) {
+            hs_engine_free(e);
+            return st;
+        }
+    }
+    return HS_OK;
+}
+
+void hs_engine_free(hs_engine *e)
+{
+    if (e == NULL) return;
+    for (int i = 0; i < e->n_workers; i++) {
+        hs_acts_destroy(e->w[i].acts);
+        hs_hooks_destroy(e->w[i].hk);
+        hs_cache_free(&e->w[i].tmp);
+    }
+    free(e->w);
+    memset(e, 0, sizeof *e);
+}
+
+int hs_engine_chunks(int n)
+{
+    return (n + HS_ENGINE_CHUNK - 1) / HS_ENGINE_CHUNK;
+}
+
+typedef struct {
+    hs_engine *e;
+    hs_engine_job fn;
+    void *ctx;
+} for_ctx;
+
+static hs_status for_job(void *ctx, int j, int worker, hs_error *err)
+{
+    for_ctx *f = ctx;
+    hs_engine_worker *w = &f->e->w[worker];
+    hs_status st = f->fn(f->e, w, j, f->ctx);
+    if (st != HS_OK && err) *err = w->err;
+    return st;
+}
+
+hs_status hs_engine_for(hs_engine *e, int n_jobs, hs_engine_job fn, void *ctx, hs_error *err)
+{
+    for_ctx f = {e, fn, ctx};
+    return hs_pool_for(e->pool, n_jobs, for_job, &f, err);
+}
+
+/* Copies a chunk's cache (batch b, rows r0.. of n) into `full`, creating its
+ * entries (batch n) at r0 == 0. */
+static hs_status cache_put_rows(hs_cache *full, const hs_cache *part, int r0, int b, int n,
+                                hs_error *err)
+{
+    if (r0 == 0) {
+        hs_cache_free(full);
+        full->e = calloc((size_t)(part->n ? part->n : 1), sizeof *full->e);
+        if (full->e == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        full->cap = part->n;
+        for (int i = 0; i < part->n; i++) {
+            hs_cache_entry *en = &full->e[i];
+            *en = part->e[i];
+            en->shape[0] = n;
+            en->numel = part->e[i].numel / (size_t)b * (size_t)n;
+            en->data = malloc(en->numel * sizeof(float));
+            if (en->data == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+            full->n = i + 1;
+        }
+    }
+    HS_ASSERT(full->n == part->n);
+    for (int i = 0; i < part->n; i++) {
+        HS_ASSERT(strcmp(full->e[i].name, part->e[i].name) == 0 && part->e[i].shape[0] == b);
+        const size_t row = part->e[i].numel / (size_t)b;
+        memcpy(full->e[i].data + row * (size_t)r0, part->e[i].data, part->e[i].numel * sizeof(float));
+    }
+    return HS_OK;
+}
+
+hs_status hs_engine_cache(hs_engine *e, hs_engine_worker *w, const int *tokens, int n,
+                          const char *const *filters, int n_filters, const hs_hooks *hooks,
+                          hs_cache *out)
+{
+    if (n < 1) return hs_fail(&w->err, HS_ERR_INPUT, "engine: no rows to run");
+    for (int r0 = 0; r0 < n; r0 += HS_ENGINE_CHUNK) {
+        const int b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
+        hs_status st = hs_run_with_cache(e->m, w->acts, tokens + (size_t)r0 * e->t, b, e->t, filters,
+                                         n_filters, hooks, &w->tmp, &w->err);
+        if (st == HS_OK) st = cache_put_rows(out, &w->tmp, r0, b, n, &w->err);
+        if (st != HS_OK) {
+            hs_cache_free(out);
+            hs_cache_free(&w->tmp);
+            return st;
+        }
+    }
+    hs_cache_free(&w->tmp);
+    return HS_OK;
+}
+
+hs_status hs_engine_sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, int n,
+                          hs_engine_hooks_fn hooks, hs_engine_rows_fn rows, void *ctx)
+{
+    for (int k = 0, r0 = 0; r0 < n; k++, r0 += HS_ENGINE_CHUNK) {
+        const int b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
+        hs_hooks_clear(w->hk);
+        hs_status st = hooks ? hooks(ctx, w, k, r0, b) : HS_OK;
+        if (st == HS_OK)
+            st = hs_run_with_hooks(e->m, w->acts, tokens + (size_t)r0 * e->t, b, e->t, w->hk, &w->err);
+        if (st != HS_OK) {
+            hs_hooks_clear(w->hk);
+            return st;
+        }
+        if (rows) rows(ctx, w, w->acts->logits, r0, b);
+    }
+    hs_hooks_clear(w->hk);
+    return HS_OK;
+}
+
+/* Means: one job per chunk; the sums in chunk order. */
+typedef struct {
+    const int *tokens;
+    size_t n;
+    const char *const *filters;
+    int n_filters;
+    hs_cache *means;  /* entries (1, ...) once the first chunk is in */
+    double **acc;     /* (means->n) sums, one per entry */
+} means_ctx;
+
+static hs_status means_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
+{
+    means_ctx *mc = arg;
+    const size_t start = (size_t)j * HS_ENGINE_CHUNK;
+    const int b = (int)(mc->n - start < HS_ENGINE_CHUNK ? mc->n - start : HS_ENGINE_CHUNK);
+    hs_status st = hs_run_with_cache(e->m, w->acts, mc->tokens + start * (size_t)e->t, b, e->t,
+                                     mc->filters, mc->n_filters, NULL, &w->tmp, &w->err);
+    if (st != HS_OK) return st;
+    if ((st = hs_pool_ordered_begin(e->pool, w->index, j, &w->err)) != HS_OK) return st;
+    if (j == 0) { /* the first chunk lays the entries out */
+        mc->means->e = calloc((size_t)(w->tmp.n ? w->tmp.n : 1), sizeof *mc->means->e);
+        mc->acc = calloc((size_t)(w->tmp.n ? w->tmp.n : 1), sizeof *mc->acc);
+        if (mc->means->e == NULL || mc->acc == NULL) st = hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < w->tmp.n && st == HS_OK; i++) {
+            hs_cache_entry *en = &mc->means->e[i];
+            *en = w->tmp.e[i];
+            en->shape[0] = 1;
+            en->numel = w->tmp.e[i].numel / (size_t)b;
+            en->data = NULL;
+            mc->acc[i] = calloc(en->numel, sizeof(double));
+            if (mc->acc[i] == NULL) st = hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+            mc->means->n = mc->means->cap = i + 1;
+        }
+    }
+    for (int i = 0; i < w->tmp.n && st == HS_OK; i++) {
+        HS_ASSERT(i < mc->means->n && strcmp(mc->means->e[i].name, w->tmp.e[i].name) == 0);
+        const size_t row = mc->means->e[i].numel;
+        double *a = mc->acc[i];
+        const float *d = w->tmp.e[i].data;
+        for (int r = 0; r < b; r++)
+            for (size_t k = 0; k < row; k++) a[k] += d[(size_t)r * row + k];
+    }
+    hs_pool_ordered_end(e->pool);
+    return st;
+}
+
+hs_status hs_engine_means(hs_engine *e, const int *tokens, size_t n, const char *const *filters,
+                          int n_filters, hs_cache *means, hs_error *err)
+{
+    hs_cache_free(means);
+    if (n == 0) return hs_fail(err, HS_ERR_INPUT, "engine: the reference set is empty");
+    if (n > (size_t)HS_ENGINE_CHUNK * 1000000)
+        return hs_fail(err, HS_ERR_INPUT, "engine: the reference set is too large");
+    means_ctx mc = {tokens, n, filters, n_filters, means, NULL};
+    hs_status st = hs_engine_for(e, hs_engine_chunks((int)n), means_job, &mc, err);
+    for (int i = 0; i < means->n && st == HS_OK; i++) {
+        hs_cache_entry *en = &means->e[i];
+        en->data = malloc(en->numel * sizeof(float));
+        if (en->data == NULL) {
+            st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (size_t k = 0; k < en->numel; k++) en->data[k] = (float)(mc.acc[i][k] / (double)n);
+    }
+    for (int i = 0; mc.acc && i < means->n; i++) free(mc.acc[i]);
+    free(mc.acc);
+    for (int i = 0; i < e->n_workers; i++) hs_cache_free(&e->w[i].tmp);
+    if (st != HS_OK) hs_cache_free(means);
+    return st;
+}
+
+hs_status hs_cache_view_rows(hs_cache *view, const hs_cache *full, int r0, int b, hs_error *err)
+{
+    memset(view, 0, sizeof *view);
+    view->e = malloc((size_t)(full->n ? full->n : 1) * sizeof *view->e);
+    if (view->e == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < full->n; i++) {
+        hs_cache_entry *en = &view->e[i];
+        *en = full->e[i];
+        const int64_t n = full->e[i].shape[0];
+        if (r0 < 0 || b < 1 || r0 + b > n) {
+            free(view->e);
+            memset(view, 0, sizeof *view);
+            return hs_fail(err, HS_ERR_INPUT, "cache view: rows %d..%d outside the %lld rows of %s", r0,
+                           r0 + b - 1, (long long)n, full->e[i].name);
+        }
+        const size_t row = en->numel / (size_t)n;
+        en->shape[0] = b;
+        en->numel = row * (size_t)b;
+        en->data = full->e[i].data + row * (size_t)r0;
+    }
+    view->n = view->cap = full->n;
+    view->borrowed = 1;
+    return HS_OK;
+}
+
+hs_status hs_engine_views(const hs_cache *full, int n, hs_cache **views, hs_error *err)
+{
+    const int nc = hs_engine_chunks(n);
+    *views = calloc((size_t)(nc ? nc : 1), sizeof **views);
+    if (*views == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < nc; k++) {
+        const int r0 = k * HS_ENGINE_CHUNK, b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
+        hs_status st = hs_cache_view_rows(&(*views)[k], full, r0, b, err);
+        if (st != HS_OK) {
+            hs_engine_views_free(*views, k);
+            *views = NULL;
+            return st;
+        }
+    }
+    return HS_OK;
+}
+
+void hs_engine_views_free(hs_cache *views, int n_chunks)
+{
+    if (views == NULL) return;
+    for (int k = 0; k < n_chunks; k++) hs_cache_free(&views[k]);
+    free(views);
+}
