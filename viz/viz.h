@@ -225,6 +225,12 @@ hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_e
  * "label", "value"), XML-escaped. Errors: HS_ERR_NOMEM. */
 hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_error *err);
 
+/* Writes the figure as a one-page PDF (cairo) of exactly the figure's
+ * physical size (media box = width / dpi inches), vector cells and text with
+ * the font embedded as a subset, the title in the document info, atomically.
+ * Shows the same picture as the PNG. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
+hs_status hs_viz_figure_write_pdf(const hs_viz_figure *f, const char *path, hs_error *err);
+
 /* Writes hs_viz_figure_svg()'s text to path atomically. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
 hs_status hs_viz_figure_write_svg(const hs_viz_figure *f, const char *path, hs_error *err);
 

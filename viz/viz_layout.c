@@ -12,48 +12,12 @@
 /* ------------------------------------------------------------------------ */
 /* UTF-8                                                                    */
 
-int vz_utf8_valid(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        int n;
-        uint32_t cp;
-        if (c < 0x80) { p++; continue; }
-        else if ((c & 0xe0) == 0xc0) { n = 1; cp = c & 0x1f; }
-        else if ((c & 0xf0) == 0xe0) { n = 2; cp = c & 0x0f; }
-        else if ((c & 0xf8) == 0xf0) { n = 3; cp = c & 0x07; }
-        else return 0;
-        for (int i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80) return 0;
-            cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        p += n + 1;
-    }
-    return 1;
-}
-
-uint32_t vz_utf8_next(const char **s)
-{
-    const unsigned char *p = (const unsigned char *)*s;
-    uint32_t cp = p[0];
-    int n = 0;
-    if (cp >= 0xf0) { cp &= 0x07; n = 3; }
-    else if (cp >= 0xe0) { cp &= 0x0f; n = 2; }
-    else if (cp >= 0xc0) { cp &= 0x1f; n = 1; }
-    for (int i = 1; i <= n && p[i]; i++) cp = (cp << 6) | (p[i] & 0x3f);
-    *s = (const char *)(p + 1 + n);
-    return cp;
-}
-
 size_t vz_utf8_len(const char *s)
 {
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if ((*p & 0xc0) != 0x80) n++;
+    size_t n = 0, len = strlen(s), k;
+    uint32_t cp;
+    for (size_t i = 0; i < len; i += k ? k : 1, n++)
+        k = hs_utf8_decode((const unsigned char *)s + i, len - i, &cp);
     return n;
 }
 
@@ -64,21 +28,22 @@ static char *display_label(const char *s)
     size_t n = strlen(s);
     char *d = malloc(n + 4);
     if (!d) return NULL;
-    size_t cps = 0, total = vz_utf8_len(s), o = 0;
-    const char *p = s;
-    while (*p) {
+    size_t cps = 0, total = vz_utf8_len(s), o = 0, i = 0;
+    while (i < n) {
         if (total > HS_VIZ_MAX_LABEL && cps == HS_VIZ_MAX_LABEL - 1) {
             memcpy(d + o, "\xe2\x80\xa6", 3);
             o += 3;
             break;
         }
-        const char *q = p;
-        uint32_t cp = vz_utf8_next(&p);
+        uint32_t cp = '?';
+        size_t k = hs_utf8_decode((const unsigned char *)s + i, n - i, &cp);
+        if (k == 0) k = 1; /* labels are checked valid first */
         if (cp < 0x20 || cp == 0x7f) d[o++] = '?';
         else {
-            memcpy(d + o, q, (size_t)(p - q));
-            o += (size_t)(p - q);
+            memcpy(d + o, s + i, k);
+            o += k;
         }
+        i += k;
         cps++;
     }
     d[o] = '\0';
@@ -92,7 +57,7 @@ static hs_status check_labels(const char *const *labels, size_t n, const char *w
     for (size_t i = 0; i < n; i++) {
         if (labels[i] == NULL)
             return hs_fail(err, HS_ERR_INPUT, "%s: label %zu is NULL", what, i);
-        if (!vz_utf8_valid(labels[i]))
+        if (!hs_utf8_valid(labels[i]))
             return hs_fail(err, HS_ERR_INPUT, "%s: label %zu is not valid UTF-8", what, i);
     }
     return HS_OK;
@@ -100,7 +65,7 @@ static hs_status check_labels(const char *const *labels, size_t n, const char *w
 
 static hs_status check_title(const char *t, const char *what, hs_error *err)
 {
-    if (t != NULL && !vz_utf8_valid(t))
+    if (t != NULL && !hs_utf8_valid(t))
         return hs_fail(err, HS_ERR_INPUT, "%s is not valid UTF-8", what);
     return HS_OK;
 }
@@ -151,6 +116,7 @@ typedef struct {
     double fpx, tpx, apx;  /* label, title, annotation font sizes (px) */
     int lh, tlh, alh;      /* their line heights */
     int pad, margin, lw;   /* spacing, line width */
+    int group;             /* group of the items added next */
 } vz_ctx;
 
 typedef struct {
@@ -167,6 +133,8 @@ static void scale_rgb(const vz_scale *s, double v, unsigned char rgb[3])
 static const unsigned char BLACK[3] = {0, 0, 0};
 static const unsigned char WHITE[3] = {255, 255, 255};
 static const unsigned char FRAME[3] = {0x40, 0x40, 0x40};
+
+static hs_status begin_group(vz_ctx *c, const char *id);
 
 static hs_status ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err)
 {
@@ -197,11 +165,50 @@ static hs_status ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err)
     c->margin = (int)lround(c->fpx * 0.6);
     c->lw = (int)lround(c->o.dpi / 150.0);
     if (c->lw < 1) c->lw = 1;
+    if (begin_group(c, "plot")) {
+        hs_viz_figure_destroy(f);
+        c->f = NULL;
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    return HS_OK;
+}
+
+/* Starts a new group (SVG <g id>) for the items added next. id is made a
+ * valid, unique XML id: characters outside [A-Za-z0-9_-] become '_', a
+ * leading digit gets "g", a repeat gets "-2", "-3", ... */
+static hs_status begin_group(vz_ctx *c, const char *id)
+{
+    hs_viz_figure *f = c->f;
+    hs_buf b = {0};
+    if (!(id[0] >= 'A' && id[0] <= 'Z') && !(id[0] >= 'a' && id[0] <= 'z')) hs_buf_puts(&b, "g");
+    for (const char *p = id; *p; p++) {
+        char ch = *p;
+        int ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                 ch == '-' || ch == '_';
+        hs_buf_append(&b, ok ? p : "_", 1);
+    }
+    size_t base = b.len;
+    for (int k = 2;; k++) {
+        int dup = 0;
+        for (size_t i = 0; i < f->n_groups && !dup && b.s; i++) dup = strcmp(f->groups[i], b.s) == 0;
+        if (!dup) break;
+        b.len = base;
+        hs_buf_printf(&b, "-%d", k);
+    }
+    char *name = hs_buf_take(&b);
+    char **g = name ? realloc(f->groups, (f->n_groups + 1) * sizeof *g) : NULL;
+    if (!g) {
+        free(name);
+        return HS_ERR_NOMEM;
+    }
+    f->groups = g;
+    f->groups[f->n_groups] = name;
+    c->group = (int)f->n_groups++;
     return HS_OK;
 }
 
 static hs_status add_rect(vz_ctx *c, int x, int y, int w, int h, const unsigned char rgb[3],
-                          int kind, int panel, int row, int col)
+                          vz_rect_kind kind, int panel, int row, int col)
 {
     hs_viz_figure *f = c->f;
     if (f->n_rects == f->cap_rects) {
@@ -212,9 +219,11 @@ static hs_status add_rect(vz_ctx *c, int x, int y, int w, int h, const unsigned 
         f->cap_rects = nc;
     }
     vz_rect *r = &f->rects[f->n_rects++];
+    memset(r, 0, sizeof *r);
     r->x = x; r->y = y; r->w = w; r->h = h;
     memcpy(r->rgb, rgb, 3);
     r->kind = kind; r->panel = panel; r->row = row; r->col = col;
+    r->group = c->group;
     return HS_OK;
 }
 
@@ -235,16 +244,34 @@ static hs_status add_text(vz_ctx *c, const char *s, double px, int rot, int x, i
         f->texts = t;
         f->cap_texts = nc;
     }
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (!d) return HS_ERR_NOMEM;
-    memcpy(d, s, n);
-    int len = text_len(c, s, px), line = vz_font_line(f->font, px);
+    vz_run run;
+    if (vz_font_shape(f->font, s, px, &run) != HS_OK) return HS_ERR_NOMEM;
+    char *d = hs_strdup(s);
+    if (!d) {
+        vz_run_free(&run);
+        return HS_ERR_NOMEM;
+    }
+    int len = (int)ceil(fmax(run.adv, run.ink_r) - 1e-9), line = vz_font_line(f->font, px);
+    double asc = vz_font_ascender(f->font, px);
     vz_text *t = &f->texts[f->n_texts++];
+    memset(t, 0, sizeof *t);
     t->s = d;
+    t->run = run;
+    t->group = c->group;
     t->x = x; t->y = y;
     t->w = rot == 90 ? line : len;
     t->h = rot == 90 ? len : line;
+    /* ink box: along the text ink_l..ink_r from the pen start, across it
+       ink_t above and ink_b below the baseline (asc below the box's top) */
+    int a0 = (int)floor(run.ink_l), a1 = (int)ceil(run.ink_r);
+    int c0 = (int)floor(asc - run.ink_t), c1 = (int)ceil(asc + run.ink_b);
+    if (rot == 90) {
+        t->ix = x + c0; t->iw = c1 - c0;
+        t->iy = y + len - a1; t->ih = a1 - a0;
+    } else {
+        t->ix = x + a0; t->iw = a1 - a0;
+        t->iy = y + c0; t->ih = c1 - c0;
+    }
     t->rot = rot;
     t->px = px;
     t->anchor = anchor;
@@ -258,10 +285,10 @@ static hs_status add_frame(vz_ctx *c, int x, int y, int w, int h, const unsigned
 {
     int lw = c->lw;
     hs_status s = HS_OK;
-    if (!s) s = add_rect(c, x - lw, y - lw, w + 2 * lw, lw, rgb, 0, -1, -1, -1);
-    if (!s) s = add_rect(c, x - lw, y + h, w + 2 * lw, lw, rgb, 0, -1, -1, -1);
-    if (!s) s = add_rect(c, x - lw, y, lw, h, rgb, 0, -1, -1, -1);
-    if (!s) s = add_rect(c, x + w, y, lw, h, rgb, 0, -1, -1, -1);
+    if (!s) s = add_rect(c, x - lw, y - lw, w + 2 * lw, lw, rgb, VZ_R_PLAIN, -1, -1, -1);
+    if (!s) s = add_rect(c, x - lw, y + h, w + 2 * lw, lw, rgb, VZ_R_PLAIN, -1, -1, -1);
+    if (!s) s = add_rect(c, x - lw, y, lw, h, rgb, VZ_R_PLAIN, -1, -1, -1);
+    if (!s) s = add_rect(c, x + w, y, lw, h, rgb, VZ_R_PLAIN, -1, -1, -1);
     return s;
 }
 
@@ -304,21 +331,9 @@ static void fmt_tick(char *buf, size_t n, double v, int dec)
 static hs_status add_colorbar(vz_ctx *c, const vz_scale *sc, int x, int y, int bw, int bh,
                               int *right)
 {
-    hs_status s = HS_OK;
-    int start = 0;
-    unsigned char prev[3] = {0, 0, 0}, cur[3] = {0, 0, 0};
-    for (int r = 0; r <= bh && !s; r++) {
-        if (r < bh) {
-            double t = 1.0 - (double)r / (double)(bh - 1 > 0 ? bh - 1 : 1);
-            hs_viz_cmap_rgb(sc->cmap, t, cur);
-        }
-        if (r == 0) { memcpy(prev, cur, 3); continue; }
-        if (r == bh || memcmp(cur, prev, 3) != 0) {
-            s = add_rect(c, x, y + start, bw, r - start, prev, 3, -1, -1, -1);
-            start = r;
-            memcpy(prev, cur, 3);
-        }
-    }
+    if (begin_group(c, "colorbar")) return HS_ERR_NOMEM;
+    hs_status s = add_rect(c, x, y, bw, bh, WHITE, VZ_R_CBAR, -1, -1, -1);
+    if (!s) c->f->rects[c->f->n_rects - 1].cmap = sc->cmap;
     if (!s) s = add_frame(c, x, y, bw, bh, FRAME);
     vz_ticks tk;
     nice_ticks(sc->vmin, sc->vmax, 5, &tk);
@@ -326,7 +341,7 @@ static hs_status add_colorbar(vz_ctx *c, const vz_scale *sc, int x, int y, int b
     for (int i = 0; i < tk.n && !s; i++) {
         double t = (tk.v[i] - sc->vmin) / (sc->vmax - sc->vmin);
         int ty = y + (int)lround((1.0 - t) * (bh - 1));
-        s = add_rect(c, x + bw + c->lw, ty - c->lw / 2, tl, c->lw, FRAME, 0, -1, -1, -1);
+        s = add_rect(c, x + bw + c->lw, ty - c->lw / 2, tl, c->lw, FRAME, VZ_R_PLAIN, -1, -1, -1);
         char buf[64];
         fmt_tick(buf, sizeof buf, tk.v[i], tk.decimals);
         int tx = x + bw + c->lw + tl + c->pad / 2;
@@ -342,7 +357,8 @@ static hs_status add_colorbar(vz_ctx *c, const vz_scale *sc, int x, int y, int b
 static hs_status add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom)
 {
     int sw = c->lh;
-    hs_status s = add_rect(c, x, y, sw, sw, HS_VIZ_MASK_RGB, 0, -1, -1, -1);
+    if (begin_group(c, "legend")) return HS_ERR_NOMEM;
+    hs_status s = add_rect(c, x, y, sw, sw, HS_VIZ_MASK_RGB, VZ_R_MASKED, -1, -1, -1);
     if (!s) s = add_frame(c, x, y, sw, sw, FRAME);
     int tx = x + sw + c->lw + c->pad / 2;
     if (!s) s = add_text(c, "masked", c->fpx, 0, tx, y, VZ_A_START, VZ_T_LABEL, BLACK);
@@ -361,9 +377,9 @@ static int luminance_dark(const unsigned char rgb[3])
  * cell values or NULL. */
 static hs_status add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask, size_t R,
                              size_t C, int x0, int y0, int cell, const vz_scale *sc, int causal,
-                             int panel, const char *annot_fmt)
+                             int panel, const char *annot_fmt, const char *gid)
 {
-    hs_status s = HS_OK;
+    hs_status s = begin_group(c, gid);
     for (size_t i = 0; i < R && !s; i++) {
         for (size_t j = 0; j < C && !s; j++) {
             int masked = (causal && j > i) || (mask && mask[i * C + j]);
@@ -372,7 +388,7 @@ static hs_status add_heatmap(vz_ctx *c, const float *data, const unsigned char *
             if (masked) memcpy(rgb, HS_VIZ_MASK_RGB, 3);
             else scale_rgb(sc, v, rgb);
             int x = x0 + (int)j * cell, y = y0 + (int)i * cell;
-            s = add_rect(c, x, y, cell, cell, rgb, masked ? 2 : 1, panel, (int)i, (int)j);
+            s = add_rect(c, x, y, cell, cell, rgb, masked ? VZ_R_MASKED : VZ_R_CELL, panel, (int)i, (int)j);
             if (!s && annot_fmt && !masked) {
                 char buf[32];
                 snprintf(buf, sizeof buf, annot_fmt, v == 0.0 ? 0.0 : v);
@@ -410,6 +426,31 @@ static void free_labels(char **shown, size_t n)
 }
 
 static int imax(int a, int b) { return a > b ? a : b; }
+
+/* The title, centred over a canvas W px wide, in its own group. */
+static hs_status add_title(vz_ctx *c, const char *title, int W)
+{
+    int w = text_len(c, title, c->tpx);
+    hs_status s = begin_group(c, "title");
+    if (!s) s = add_text(c, title, c->tpx, 0, (W - w) / 2, c->margin, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+    if (!s && !c->f->title && !(c->f->title = hs_strdup(title))) s = HS_ERR_NOMEM;
+    return s;
+}
+
+/* A grid panel's group id: row header + column header ("L1H0"), or "L<l>H<h>"
+ * when both are empty. */
+static const char *panel_id(char *buf, size_t n, const char *const *rh, const char *const *ch,
+                            size_t l, size_t h)
+{
+    char r[32], c[32];
+    if (rh) snprintf(r, sizeof r, "%s", rh[l]);
+    else snprintf(r, sizeof r, "L%zu", l);
+    if (ch) snprintf(c, sizeof c, "%s", ch[h]);
+    else snprintf(c, sizeof c, "H%zu", h);
+    if (!r[0] && !c[0]) snprintf(buf, n, "L%zuH%zu", l, h);
+    else snprintf(buf, n, "%s%s", r, c);
+    return buf;
+}
 
 /* Finishes a figure: checks the canvas cap, hands it out. */
 static hs_status finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err)
@@ -521,7 +562,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     int PW = (int)hs->C * cell, PH = (int)hs->R * cell;
 
     s = add_heatmap(c, hs->data, hs->mask, hs->R, hs->C, left, top, cell, sc, hs->causal, 0,
-                    hs->annot_fmt);
+                    hs->annot_fmt, "panel");
     /* row labels, right-aligned against the map */
     for (size_t i = 0; i < hs->R && !s; i++) {
         int w = text_len(c, rl[i], c->fpx);
@@ -569,7 +610,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
         for (size_t i = 0; !s && i < c->f->n_texts; i++) c->f->texts[i].x += dx;
     }
     if (!s && title_w)
-        s = add_text(c, hs->title, c->tpx, 0, (W - title_w) / 2, m, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+        s = add_title(c, hs->title, W);
     int H = bottom + m;
     if (s) goto done;
     s = finish(c, W, H, out, err);
@@ -827,11 +868,14 @@ static hs_status grid_figure(hs_viz_figure **out, const float *patterns, size_t 
     if (cell < lbl_min) gap += lbl_min - cell;
     int P = (int)T * cell;
 
+    char gidb[64];
     for (size_t l = 0; l < L && !s; l++)
         for (size_t h = 0; h < H && !s; h++)
             s = add_heatmap(&c, patterns + (l * H + h) * T * T, NULL, T, T,
                             left + (int)h * (P + gap), top + (int)l * (P + gap), cell, &sc,
-                            c.o.causal_mask, (int)(l * H + h), annot ? "%.2f" : NULL);
+                            c.o.causal_mask, (int)(l * H + h), annot ? "%.2f" : NULL,
+                            panel_id(gidb, sizeof gidb, row_headers, col_headers, l, h));
+    if (!s) s = begin_group(&c, "labels");
     int gridW = (int)H * P + (int)(H - 1) * gap, gridH = (int)L * P + (int)(L - 1) * gap;
     /* column headers */
     for (size_t h = 0; h < H && !s; h++) {
@@ -885,7 +929,7 @@ static hs_status grid_figure(hs_viz_figure **out, const float *patterns, size_t 
     int W = right + m;
     if (title_w + 2 * m > W) W = title_w + 2 * m;
     if (!s && title_w)
-        s = add_text(&c, title, c.tpx, 0, (W - title_w) / 2, m, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+        s = add_title(&c, title, W);
     if (s) goto done;
     s = finish(&c, W, bottom + m, out, err);
 done:
@@ -1004,7 +1048,7 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
         int xv = XOF(v);
         int bx = v >= 0 ? x0 : xv, bwid = abs(xv - x0);
         if (!s && bwid > 0)
-            s = add_rect(&c, bx, y + (row - bar) / 2, bwid, bar, v >= 0 ? pos : neg, 4, -1,
+            s = add_rect(&c, bx, y + (row - bar) / 2, bwid, bar, v >= 0 ? pos : neg, VZ_R_BAR, -1,
                          (int)i, -1);
         snprintf(buf, sizeof buf, "%+.*f", bar_dec, v);
         int vtw = text_len(&c, buf, c.apx);
@@ -1013,14 +1057,14 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
                              v >= 0 ? VZ_A_START : VZ_A_END, VZ_T_VALUE, BLACK);
     }
     /* zero line and axis */
-    if (!s) s = add_rect(&c, x0 - lw / 2, top, lw, PH, FRAME, 0, -1, -1, -1);
+    if (!s) s = add_rect(&c, x0 - lw / 2, top, lw, PH, FRAME, VZ_R_PLAIN, -1, -1, -1);
     int ay = top + PH + pad / 2;
-    if (!s) s = add_rect(&c, ax0, ay, PW + lw, lw, FRAME, 0, -1, -1, -1);
+    if (!s) s = add_rect(&c, ax0, ay, PW + lw, lw, FRAME, VZ_R_PLAIN, -1, -1, -1);
     int tl = (int)lround(c.fpx * 0.3);
     int right = ax1 + padR;
     for (int k = 0; k < tk.n && !s; k++) {
         int tx = XOF(tk.v[k]);
-        s = add_rect(&c, tx - lw / 2, ay + lw, lw, tl, FRAME, 0, -1, -1, -1);
+        s = add_rect(&c, tx - lw / 2, ay + lw, lw, tl, FRAME, VZ_R_PLAIN, -1, -1, -1);
         fmt_tick(buf, sizeof buf, tk.v[k], tk.decimals);
         int w = text_len(&c, buf, c.fpx);
         if (!s) s = add_text(&c, buf, c.fpx, 0, tx - w / 2, ay + lw + tl + pad / 4, VZ_A_MIDDLE,
@@ -1038,7 +1082,7 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
     int W = right + m;
     if (title_w + 2 * m > W) W = title_w + 2 * m;
     if (!s && title_w)
-        s = add_text(&c, title, c.tpx, 0, (W - title_w) / 2, m, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+        s = add_title(&c, title, W);
     if (s) goto done;
     s = finish(&c, W, bottom + m, out, err);
 done:
@@ -1057,8 +1101,15 @@ double hs_viz_figure_dpi(const hs_viz_figure *f) { return f->dpi; }
 void hs_viz_figure_destroy(hs_viz_figure *f)
 {
     if (f == NULL) return;
-    for (size_t i = 0; i < f->n_texts; i++) free(f->texts[i].s);
+    for (size_t i = 0; i < f->n_texts; i++) {
+        free(f->texts[i].s);
+        vz_run_free(&f->texts[i].run);
+    }
     free(f->texts);
+    for (size_t i = 0; i < f->n_groups; i++) free(f->groups[i]);
+    free(f->groups);
+    free(f->title);
+    free(f->desc);
     free(f->rects);
     free(f->font_file);
     vz_font_close(f->font);
