@@ -43,6 +43,7 @@ typedef struct {
     unsigned char rgb[3];
     vz_rect_kind kind;
     hs_viz_cmap cmap; /* VZ_R_CBAR: the colour map of the gradient */
+    int vertical;     /* VZ_R_CBAR: 1 = vmin at the bottom to vmax at the top, 0 = left to right */
     int panel;     /* heatmap panel index (layer * H + head), -1 otherwise */
     int row, col;  /* cell row/column in its panel (bar: row), -1 otherwise */
     int group;     /* index into hs_viz_figure.groups */

@@ -20,10 +20,12 @@ static void set_rgb(cairo_t *cr, const unsigned char rgb[3])
     cairo_set_source_rgb(cr, rgb[0] / 255.0, rgb[1] / 255.0, rgb[2] / 255.0);
 }
 
-/* The colour bar's gradient: 256 stops of cmap, t = 0 at the bottom. */
+/* The colour bar's gradient: 256 stops of cmap, t = 0 at the bottom (vertical)
+ * or the left. */
 static void draw_cbar(cairo_t *cr, const vz_rect *r)
 {
-    cairo_pattern_t *g = cairo_pattern_create_linear(0, r->y + r->h, 0, r->y);
+    cairo_pattern_t *g = r->vertical ? cairo_pattern_create_linear(0, r->y + r->h, 0, r->y)
+                                     : cairo_pattern_create_linear(r->x, 0, r->x + r->w, 0);
     for (int i = 0; i < 256; i++) {
         unsigned char c[3];
         hs_viz_cmap_rgb(r->cmap, i / 255.0, c);

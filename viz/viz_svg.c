@@ -29,18 +29,19 @@ static const char *role_class[VZ_T_NROLES] = {"title", "xtick", "ytick", "header
                                               "axis",  "annot", "label", "value"};
 
 /* <defs>: one gradient per colour map a colour bar uses, one hatch pattern
- * per masked-cell size. Ids: "cbar-<cmap>", "hatch-<cell px>". */
+ * per masked-cell size. Ids: "cbar-<2 * cmap + vertical>", "hatch-<cell px>". */
 static void write_defs(hs_buf *b, const hs_viz_figure *f)
 {
     hs_buf_puts(b, "<defs>\n");
-    int seen_cmap[8] = {0};
+    int seen_cmap[16] = {0};
     int hatch[16], n_hatch = 0;
     for (size_t i = 0; i < f->n_rects; i++) {
         const vz_rect *r = &f->rects[i];
-        if (r->kind == VZ_R_CBAR && (int)r->cmap >= 0 && (int)r->cmap < 8 && !seen_cmap[r->cmap]) {
-            seen_cmap[r->cmap] = 1;
-            hs_buf_printf(b, "<linearGradient id=\"cbar-%d\" x1=\"0\" y1=\"1\" x2=\"0\" y2=\"0\">\n",
-                          (int)r->cmap);
+        int gi = (int)r->cmap * 2 + (r->vertical != 0);
+        if (r->kind == VZ_R_CBAR && gi >= 0 && gi < 16 && !seen_cmap[gi]) {
+            seen_cmap[gi] = 1;
+            hs_buf_printf(b, "<linearGradient id=\"cbar-%d\" x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"0\">\n",
+                          gi, r->vertical ? 1 : 0, r->vertical ? 0 : 1);
             for (int k = 0; k < 256; k++) {
                 unsigned char c[3];
                 hs_viz_cmap_rgb(r->cmap, k / 255.0, c);
@@ -77,7 +78,8 @@ static void write_rect(hs_buf *b, const vz_rect *r)
 {
     hs_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" ", r->x, r->y, r->w, r->h);
     if (r->kind == VZ_R_CBAR)
-        hs_buf_printf(b, "fill=\"url(#cbar-%d)\" class=\"cbar\"", (int)r->cmap);
+        hs_buf_printf(b, "fill=\"url(#cbar-%d)\" class=\"cbar\"",
+                      (int)r->cmap * 2 + (r->vertical != 0));
     else if (r->kind == VZ_R_MASKED) /* a masked cell or the legend's swatch */
         hs_buf_printf(b, "fill=\"url(#hatch-%d)\"", r->w < r->h ? r->w : r->h);
     else
