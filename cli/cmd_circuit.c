@@ -85,19 +85,22 @@ static const char *const POS_LABELS[HS_CIRC_T] = {"0 the", "1 x", "2 did", "3 no
                                                    "10 too", "11 adj", "12 ,", "13 so", "14 the"};
 
 /* One figure (+ its JSON with the model and config added) through the shared
- * output folder: formats and figure options from the command line. kind 0 =
- * signed matrix (R x C, diverging), 1 = bars (R values), 2 = non-negative
- * matrix (R x C, sequential from 0, e.g. attention). vmax > 0: fixed range
- * (kind 0: [-vmax, vmax]; kind 2: [0, vmax]) unless --range auto. 0 ok, 1 printed. */
+ * output folder: formats and figure options from the command line. kind:
+ * CLI_FIG_SIGNED (R x C, diverging), CLI_FIG_BARS (R values), CLI_FIG_NONNEG
+ * (R x C, sequential from 0, e.g. attention). lim > 0: a limit shared by the
+ * figures of a kind (cli_figopts_for). q: the quantity the colour bar shows.
+ * note: a line on the figure saying why its numbers are not usable, or NULL.
+ * 0 ok, 1 printed. */
 typedef struct {
     cli_outdir *od;
     const char *model;
     const hs_config *cfg;
 } c_ctx;
 
-static int out_fig(const c_ctx *x, int kind, const char *stem, const float *m, size_t R, size_t C,
-                   const char *const *rl, const char *const *cl, const char *title, const char *xl,
-                   const char *yl, double vmax, const char *shows)
+static int out_fig(const c_ctx *x, cli_fig_kind kind, const char *stem, const float *m, size_t R,
+                   size_t C, const char *const *rl, const char *const *cl, const char *title,
+                   const char *xl, const char *yl, double lim, const char *q, const char *note,
+                   const char *shows)
 {
     const char *cmd = x->od->cmd;
     const cli_figopts *fo = x->od->fo;
@@ -105,42 +108,36 @@ static int out_fig(const c_ctx *x, int kind, const char *stem, const float *m, s
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     int rc = 0;
-    const size_t cap = kind == 1 ? HS_VIZ_MAX_BARS : HS_VIZ_MAX_TOKENS;
+    const size_t cap = kind == CLI_FIG_BARS ? HS_VIZ_MAX_BARS : HS_VIZ_MAX_TOKENS;
     if (cli_figopts_images(fo)) {
         if (R > cap || C > HS_VIZ_MAX_TOKENS) {
             fprintf(stderr, "headscope %s: note: %s is %zu x %zu, over the figure cap; writing its JSON only\n",
                     cmd, stem, R, C);
         } else {
-            hs_viz_options o = fo->viz;
+            hs_viz_options o = cli_figopts_for(fo, kind, lim);
+            o.value_label = q;
+            o.note = note;
             hs_status s;
-            if (kind == 1) {
+            if (kind == CLI_FIG_BARS)
                 s = hs_viz_bars_figure(&fig, m, R, rl, title, xl, &o, &err);
-            } else {
-                /* signed data: the diverging map (a sequential one would hide the sign);
-                   non-negative data: viridis or the --cmap greys the user chose */
-                if (kind == 0 && o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT;
-                if (vmax > 0 && !(fo->range_set && o.range == HS_VIZ_RANGE_AUTO)) {
-                    o.range = HS_VIZ_RANGE_FIXED;
-                    o.vmin = 0.0;
-                    o.vmax = vmax;
-                } else {
-                    o.range = HS_VIZ_RANGE_AUTO;
-                }
-                s = kind == 2 ? hs_viz_matrix_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err)
-                              : hs_viz_signed_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
-            }
+            else if (kind == CLI_FIG_NONNEG)
+                s = hs_viz_matrix_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
+            else
+                s = hs_viz_signed_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
             if (s != HS_OK) rc = cli_error(cmd, &err);
         }
     }
     if (!rc && fo->json) {
-        hs_status s = kind == 1 ? hs_viz_bars_json(&j, m, R, rl, title, xl, &err)
+        hs_status s = kind == CLI_FIG_BARS ? hs_viz_bars_json(&j, m, R, rl, title, xl, &err)
                                 : hs_viz_signed_json(&j, m, R, C, rl, cl, title, xl, yl, &err);
         if (s != HS_OK) {
             rc = cli_error(cmd, &err);
         } else {
             cJSON *cfg = hs_config_to_json(x->cfg, HS_CONFIG_JSON_ALL);
             if (!cfg || !cJSON_AddItemToObject(j, "config", cfg) ||
-                !cJSON_AddStringToObject(j, "model", x->model)) {
+                !cJSON_AddStringToObject(j, "model", x->model) ||
+                (note && (!cJSON_AddBoolToObject(j, "usable", 0) ||
+                          !cJSON_AddStringToObject(j, "why_not_usable", note)))) {
                 if (cfg && !cJSON_GetObjectItem(j, "config")) cJSON_Delete(cfg);
                 fprintf(stderr, "headscope %s: out of memory\n", cmd);
                 rc = 1;
@@ -195,9 +192,9 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
             snprintf(lab[k * 2 + g], sizeof lab[0], "%s %s", r->heads[k].name, g ? "crossed" : "crosser");
             rl[k * 2 + g] = lab[k * 2 + g];
         }
-    if (out_fig(&x, 2, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl, POS_LABELS,
-                "mean attention at position 14 by head and adjective role (held-out)", "source position",
-                "head, role", 1.0,
+    if (out_fig(&x, CLI_FIG_NONNEG, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl,
+                POS_LABELS, "mean attention at position 14 by head and adjective role (held-out)",
+                "source position", "head, role", 1.0, "mean attention weight", NULL,
                 "each head's attention row at position 14 averaged over the held-out sentences of each "
                 "adjective role (x = 1, y = 6, adjective = 11)"))
         goto done;
@@ -222,9 +219,9 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
             m[nb++] = (float)(100.0 * (r->acc_pushers[g] - r->acc[g]));
         }
     for (size_t i = 0; i < nb; i++) rl[i] = lab[i];
-    if (out_fig(&x, 1, "ablation", m, nb, 1, rl, NULL,
+    if (out_fig(&x, CLI_FIG_BARS, "ablation", m, nb, 1, rl, NULL,
                 "held-out accuracy change with mean ablation, by adjective role",
-                "accuracy change, points (position-wise mean ablation)", NULL, 0.0,
+                "accuracy change, points (position-wise mean ablation)", NULL, 0.0, NULL, NULL,
                 "held-out accuracy change (points) by role when each head, each layer's attention, "
                 "each MLP and the pushers are mean-ablated"))
         goto done;
@@ -238,9 +235,13 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
         for (int c = 0; c < 4; c++) m[k * 4 + c] = isfinite(v[c]) ? (float)v[c] : 0.0f;
         rl[k] = r->heads[k].name;
     }
-    if (out_fig(&x, 0, "patching", m, (size_t)LH, 4, rl, PCOL,
+    char why[200];
+    snprintf(why, sizeof why, "not usable: clean and corrupted logit differences differ by only %.2f",
+             fabs((double)r->ld_clean[HS_CIRC_PATCH_BOTH] - r->ld_corr[HS_CIRC_PATCH_BOTH]));
+    if (out_fig(&x, CLI_FIG_SIGNED, "patching", m, (size_t)LH, 4, rl, PCOL,
                 "patching hook_z: normalised LD (1 = clean answer restored)",
-                "patched where / direction", "head", 1.0,
+                "patched where / direction", "head", 1.0, "normalised logit difference",
+                r->patch_usable ? NULL : why,
                 "normalised logit-difference metric when one head's hook_z is patched from the clean "
                 "(one role) into the corrupted (other role, same nouns) run"))
         goto done;
@@ -250,6 +251,16 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
         const float *src[3] = {r->comp.q, r->comp.k, r->comp.v};
         const char *nm[3] = {"composition_Q", "composition_K", "composition_V"};
         const char *kind[3] = {"Q", "K", "V"};
+        /* one scale for Q, K and V: the three are compared */
+        double lim = 0;
+        for (int w = 0; w < 3; w++) {
+            if (r->cfg.attn != HS_ATTN_SOFTMAX && w < 2) continue;
+            for (int h1 = 0; h1 < H; h1++)
+                for (int k2 = H; k2 < LH; k2++) {
+                    size_t i = (((size_t)0 * H + h1) * L + k2 / H) * H + k2 % H;
+                    lim = fmax(lim, fabs(src[w][i] - r->comp.baseline));
+                }
+        }
         for (int w = 0; w < 3; w++) {
             if (r->cfg.attn != HS_ATTN_SOFTMAX && w < 2) continue; /* no Q/K: n/a */
             for (int h1 = 0; h1 < H; h1++) {
@@ -266,8 +277,9 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
                      r->comp.baseline);
             snprintf(shows, sizeof shows, "%s-composition scores (C3, LN folded) of layer-0 heads into later "
                      "heads, minus the random baseline", kind[w]);
-            if (out_fig(&x, 0, nm[w], m, (size_t)H, (size_t)(LH - H), rl, cl, title, "receiver (later head)",
-                        "sender (layer 0)", 0.0, shows))
+            if (out_fig(&x, CLI_FIG_SIGNED, nm[w], m, (size_t)H, (size_t)(LH - H), rl, cl, title,
+                        "receiver (later head)", "sender (layer 0)", lim,
+                        "composition score - baseline", NULL, shows))
                 goto done;
         }
     }
@@ -292,9 +304,10 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
                     m[s * nc + c++] = isfinite(v) ? v : 0.0f;
                 }
         }
-        if (out_fig(&x, 0, "path_patching", m, (size_t)H, nc, rl, cl,
+        if (out_fig(&x, CLI_FIG_SIGNED, "path_patching", m, (size_t)H, nc, rl, cl,
                     "path patching layer-0 head -> decision head input: normalised logit difference",
-                    "receiver input", "sender (layer 0)", 1.0,
+                    "receiver input", "sender (layer 0)", 1.0, "normalised logit difference",
+                    r->patch_usable ? NULL : why,
                     "normalised logit-difference metric when only the edge from a layer-0 head into a decision "
                     "head's q, k or v is patched (receiver LN recomputed)"))
             goto done;
@@ -390,10 +403,9 @@ int cmd_circuit(int argc, char **argv)
             o.comp_draws = (int)n;
             break;
         default: {
-            int fr = cli_figopts_parse(C, c, optarg, &fo);
-            if (fr == 0) break;
-            if (fr > 0) return fr;
-            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
+            int fr = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
+            if (fr) return fr;
+            break;
         }
         }
     }

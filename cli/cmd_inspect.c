@@ -302,10 +302,9 @@ int cmd_inspect(int argc, char **argv)
                 return cli_usage_error(C, "--top must be a positive integer, not '%s'", optarg);
             break;
         default: {
-            int r = cli_figopts_parse(C, c, optarg, &fo);
-            if (r == 0) break;
-            if (r > 0) return r;
-            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
+            int r = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
+            if (r) return r;
+            break;
         }
         }
     }

@@ -81,8 +81,8 @@ static int add_context(cJSON *o, const w_ctx *x)
 static int write_signed(const w_ctx *x, const char *stem, const float *mat,
                         const unsigned char *mask, size_t R, size_t C,
                         const char *const *rl, const char *const *cl, const char *title,
-                        const char *xlabel, const char *ylabel, double lim, const char *shows,
-                        cJSON *extra)
+                        const char *xlabel, const char *ylabel, double lim, const char *q,
+                        const char *shows, cJSON *extra)
 {
     const char *cmd = x->od->cmd;
     const cli_figopts *fo = x->od->fo;
@@ -95,16 +95,9 @@ static int write_signed(const w_ctx *x, const char *stem, const float *mat,
             fprintf(stderr, "headscope %s: note: %s is %zu x %zu, over the figure cap of %d per "
                             "side; writing its JSON only\n", cmd, stem, R, C, HS_VIZ_MAX_TOKENS);
         } else {
-            hs_viz_options o = fo->viz;
-            /* signed: diverging; non-negative: viridis (or the --cmap greys chosen) from 0 */
-            if (!x->nonneg && o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT;
+            hs_viz_options o = cli_figopts_for(fo, x->nonneg ? CLI_FIG_NONNEG : CLI_FIG_SIGNED, lim);
+            o.value_label = q;
             if (x->annotate_small && R * C <= 256) o.annotate = 1;
-            if (o.range == HS_VIZ_RANGE_FIXED && lim > 0) {
-                o.vmin = 0.0;
-                o.vmax = lim;
-            } else {
-                o.range = HS_VIZ_RANGE_AUTO;
-            }
             hs_status s;
             if (x->nonneg)
                 s = mask ? hs_viz_matrix_figure_masked(&fig, mat, mask, R, C, rl, cl, title, xlabel,
@@ -184,10 +177,9 @@ int cmd_weights(int argc, char **argv)
                                        optarg);
             break;
         default: {
-            int r = cli_figopts_parse(C, c, optarg, &fo);
-            if (r == 0) break;
-            if (r > 0) return r;
-            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
+            int r = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
+            if (r) return r;
+            break;
         }
         }
     }
@@ -261,7 +253,7 @@ int cmd_weights(int argc, char **argv)
             cJSON_AddNumberToObject(e, "shared_color_limit", qk_lim);
             if (write_signed(&x, stem, qk + (size_t)i * VV, NULL, (size_t)V, (size_t)V, vocab,
                              vocab, title, "key token (source)", "query token (destination)",
-                             qk_lim, shows, e))
+                             qk_lim, "attention score", shows, e))
                 goto done;
         }
         snprintf(stem, sizeof stem, "%s_OV", names[i]);
@@ -274,8 +266,8 @@ int cmd_weights(int argc, char **argv)
         cJSON_AddNumberToObject(e, "shared_color_limit", ov_lim);
         cJSON_AddNumberToObject(e, "copying_score", copy[i]);
         if (write_signed(&x, stem, ov + (size_t)i * VV, NULL, (size_t)V, (size_t)V, vocab, vocab,
-                         title, "output token (logit)", "attended token (source)", ov_lim, shows,
-                         e))
+                         title, "output token (logit)", "attended token (source)", ov_lim,
+                         "direct effect on the logit", shows, e))
             goto done;
     }
 
@@ -344,8 +336,8 @@ int cmd_weights(int argc, char **argv)
         x.nonneg = 1;
         int r = write_signed(&x, "virtual_weights", norms, pmask, (size_t)n_send, (size_t)ncol,
                              (const char *const *)name_p, pcol_p, title,
-                             "receiver head and its input (Q, K or V)", "sender head", 0, shows,
-                             extra);
+                             "receiver head and its input (Q, K or V)", "sender head", 0,
+                             "Frobenius norm", shows, extra);
         x.annotate_small = 0;
         x.nonneg = 0;
         if (r) goto done;
@@ -358,6 +350,11 @@ int cmd_weights(int argc, char **argv)
             goto done;
         }
         const float *src[3] = {cs.q, cs.k, cs.v};
+        /* one scale for Q, K and V: the three are compared */
+        double comp_lim = 0;
+        for (int k = 0; k < 3; k++)
+            for (size_t i = 0; i < (size_t)NA * NA && !(uniform && k != HS_COMP_V); i++)
+                if (isfinite(src[k][i])) comp_lim = fmax(comp_lim, fabs(src[k][i] - cs.baseline));
         for (int k = 0; k < 3; k++) {
             if (uniform && k != HS_COMP_V) continue;
             cJSON *e = cJSON_CreateObject();
@@ -390,7 +387,8 @@ int cmd_weights(int argc, char **argv)
                      cs.baseline, cs.baseline_std, cs.n_draws);
             if (write_signed(&x, stem, cmat, cmask, (size_t)NA, (size_t)NA,
                              (const char *const *)name_p, (const char *const *)name_p, title,
-                             "receiver head", "sender head", 0, shows, e))
+                             "receiver head", "sender head", comp_lim,
+                             "composition score - baseline", shows, e))
                 goto done;
         }
     }
@@ -411,13 +409,8 @@ int cmd_weights(int argc, char **argv)
         int r = 0;
         snprintf(title, sizeof title, "OV copying score (sum lambda / sum |lambda|, fold %s)",
                  x.fold);
-        hs_viz_options bo = fo.viz;
-        if (!(fo.range_set && bo.range == HS_VIZ_RANGE_AUTO)) {
-            /* the score's whole range, so heads compare across figures and models */
-            bo.range = HS_VIZ_RANGE_FIXED;
-            bo.vmin = -1.0;
-            bo.vmax = 1.0;
-        }
+        /* the score's whole range, so heads compare across figures and models */
+        hs_viz_options bo = cli_figopts_for(&fo, CLI_FIG_BARS, 1.0);
         if (cli_figopts_images(&fo) &&
             hs_viz_bars_figure(&fig, cv, (size_t)NA, name_p, title, "copying score (-1..1)",
                                &bo, &err) != HS_OK)
@@ -465,6 +458,11 @@ int cmd_weights(int argc, char **argv)
         printf("composition scores (random baseline %.3f +- %.3f); top pairs:\n", cs.baseline,
                cs.baseline_std);
         const float *src[3] = {cs.q, cs.k, cs.v};
+        /* one scale for Q, K and V: the three are compared */
+        double comp_lim = 0;
+        for (int k = 0; k < 3; k++)
+            for (size_t i = 0; i < (size_t)NA * NA && !(uniform && k != HS_COMP_V); i++)
+                if (isfinite(src[k][i])) comp_lim = fmax(comp_lim, fabs(src[k][i] - cs.baseline));
         for (int k = 0; k < 3; k++) {
             if (uniform && k != HS_COMP_V) continue;
             int bi = -1;

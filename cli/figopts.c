@@ -2,6 +2,7 @@
 #include "figopts.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,14 +12,21 @@
 
 const char CLI_FIGOPTS_HELP[] =
     "figure options (for papers):\n"
-    "  --format LIST          comma-separated png,svg,json (default: all three)\n"
+    "  --format LIST          comma-separated png,svg,pdf,json (default png,svg,json);\n"
+    "                         the PNG, SVG and PDF of a figure show the same picture\n"
     "  --dpi N                pixels per inch, recorded in the PNG (36..1200)\n"
-    "  --width IN             figure width in inches (0 = grows with the tokens)\n"
-    "  --font-size PT         label font size in points (4..36; default 8)\n"
+    "  --width W              figure width: inches, `column` (3.25) or `page` (6.75);\n"
+    "                         a promise: the figure is exactly W wide with every\n"
+    "                         label, or the command says the smallest width that fits\n"
+    "                         (default: a column for one panel, a page for a grid,\n"
+    "                         wider only when the labels need it)\n"
+    "  --font-size PT         label font size in points (4..36; default: 8, or down to\n"
+    "                         6 when that is what fits the width)\n"
     "  --cmap NAME            viridis | greys (attention; signed figures stay blue-white-red)\n"
     "  --range fixed|auto     attention: [0, 1] (fixed, default) or each figure's\n"
     "                         [min, max]; signed matrices: one scale shared by the\n"
     "                         figures of a kind (fixed) or each figure's own (auto)\n"
+    "  --vmin X, --vmax X     the ends of the colour scale (bars: of the axis)\n"
     "  --annotate             write each cell's value in the cell\n";
 
 void cli_figopts_default(cli_figopts *fo, double dpi)
@@ -27,9 +35,10 @@ void cli_figopts_default(cli_figopts *fo, double dpi)
     hs_viz_options_default(&fo->viz);
     fo->viz.dpi = dpi;
     fo->png = fo->svg = fo->json = 1;
+    fo->pdf = 0;
 }
 
-int cli_figopts_images(const cli_figopts *fo) { return fo->png || fo->svg; }
+int cli_figopts_images(const cli_figopts *fo) { return fo->png || fo->svg || fo->pdf; }
 
 int cli_figopts_font(const char *cmd, cli_figopts *fo)
 {
@@ -47,25 +56,34 @@ void cli_figopts_free(cli_figopts *fo)
     fo->viz.font_path = NULL;
 }
 
+/* The formats --format takes, and the flag each sets. */
+typedef struct {
+    const char *name;
+    size_t flag; /* offsetof the int in cli_figopts */
+} fo_format;
+static const fo_format FORMATS[] = {{"png", offsetof(cli_figopts, png)},
+                                    {"svg", offsetof(cli_figopts, svg)},
+                                    {"pdf", offsetof(cli_figopts, pdf)},
+                                    {"json", offsetof(cli_figopts, json)}};
+#define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
+
 static int parse_formats(const char *cmd, const char *arg, cli_figopts *fo)
 {
-    int png = 0, svg = 0, json = 0;
+    int want[N_FORMATS] = {0};
     const char *p = arg;
     while (1) {
         const char *e = strchr(p, ',');
-        size_t n = e ? (size_t)(e - p) : strlen(p);
-        if (n == 3 && strncmp(p, "png", 3) == 0) png = 1;
-        else if (n == 3 && strncmp(p, "svg", 3) == 0) svg = 1;
-        else if (n == 4 && strncmp(p, "json", 4) == 0) json = 1;
-        else
-            return cli_usage_error(cmd, "unknown format '%.*s' in --format (png, svg, json)",
+        size_t n = e ? (size_t)(e - p) : strlen(p), k = 0;
+        while (k < N_FORMATS && !(strlen(FORMATS[k].name) == n && strncmp(p, FORMATS[k].name, n) == 0))
+            k++;
+        if (k == N_FORMATS)
+            return cli_usage_error(cmd, "unknown format '%.*s' in --format (png, svg, pdf, json)",
                                    (int)n, p);
+        want[k] = 1;
         if (!e) break;
         p = e + 1;
     }
-    fo->png = png;
-    fo->svg = svg;
-    fo->json = json;
+    for (size_t k = 0; k < N_FORMATS; k++) *(int *)((char *)fo + FORMATS[k].flag) = want[k];
     return 0;
 }
 
@@ -79,8 +97,10 @@ int cli_figopts_parse(const char *cmd, int code, const char *arg, cli_figopts *f
         fo->viz.dpi = v;
         return 0;
     case CLI_FO_WIDTH:
-        if (cli_parse_float(arg, 0, HS_VIZ_GRID_MAX_IN, &v))
-            return cli_usage_error(cmd, "--width must be inches in 0..%g (0 = auto), not '%s'",
+        if (strcmp(arg, "column") == 0) v = HS_VIZ_COLUMN_IN;
+        else if (strcmp(arg, "page") == 0) v = HS_VIZ_PAGE_IN;
+        else if (cli_parse_float(arg, 0.5, HS_VIZ_GRID_MAX_IN, &v))
+            return cli_usage_error(cmd, "--width must be inches in 0.5..%g, column or page, not '%s'",
                                    HS_VIZ_GRID_MAX_IN, arg);
         fo->viz.width_in = v;
         return 0;
@@ -88,6 +108,7 @@ int cli_figopts_parse(const char *cmd, int code, const char *arg, cli_figopts *f
         if (cli_parse_float(arg, 4, 36, &v))
             return cli_usage_error(cmd, "--font-size must be points in 4..36, not '%s'", arg);
         fo->viz.font_pt = v;
+        fo->viz.font_min_pt = 0;
         return 0;
     case CLI_FO_CMAP:
         if (strcmp(arg, "viridis") == 0) fo->viz.cmap = HS_VIZ_CMAP_VIRIDIS;
@@ -101,10 +122,58 @@ int cli_figopts_parse(const char *cmd, int code, const char *arg, cli_figopts *f
         else return cli_usage_error(cmd, "unknown --range '%s' (fixed, auto)", arg);
         fo->range_set = 1;
         return 0;
+    case CLI_FO_VMIN:
+    case CLI_FO_VMAX:
+        if (cli_parse_float(arg, -1e30, 1e30, &v))
+            return cli_usage_error(cmd, "--%s must be a number, not '%s'",
+                                   code == CLI_FO_VMIN ? "vmin" : "vmax", arg);
+        if (code == CLI_FO_VMIN) fo->viz.vmin = v, fo->vmin_set = 1;
+        else fo->viz.vmax = v, fo->vmax_set = 1;
+        if (fo->vmin_set && fo->vmax_set && !(fo->viz.vmax > fo->viz.vmin))
+            return cli_usage_error(cmd, "--vmax (%g) must be above --vmin (%g)", fo->viz.vmax,
+                                   fo->viz.vmin);
+        return 0;
     case CLI_FO_ANNOTATE: fo->viz.annotate = 1; return 0;
     case CLI_FO_FORMAT: return parse_formats(cmd, arg, fo);
     default: return -1;
     }
+}
+
+int cli_figopts_option(const char *cmd, int code, const char *arg, const char *given,
+                       cli_figopts *fo)
+{
+    int r = cli_figopts_parse(cmd, code, arg, fo);
+    if (r >= 0) return r;
+    return cli_usage_error(cmd, "unknown or incomplete option '%s'", given);
+}
+
+hs_viz_options cli_figopts_for(const cli_figopts *fo, cli_fig_kind kind, double lim)
+{
+    hs_viz_options o = fo->viz;
+    /* signed data: the diverging map (a sequential one would hide the sign) */
+    if (kind == CLI_FIG_SIGNED && o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT;
+    if (kind == CLI_FIG_BARS) o.cmap = HS_VIZ_CMAP_DEFAULT;
+    int own = fo->range_set && fo->viz.range == HS_VIZ_RANGE_AUTO;
+    if (kind == CLI_FIG_ATTENTION) {
+        if (!fo->vmin_set) o.vmin = 0.0;
+        if (!fo->vmax_set) o.vmax = 1.0;
+        return o;
+    }
+    if (lim > 0 && !own) {
+        o.range = HS_VIZ_RANGE_FIXED;
+        o.vmin = kind == CLI_FIG_NONNEG ? 0.0 : -lim;
+        o.vmax = lim;
+    } else {
+        o.range = HS_VIZ_RANGE_AUTO;
+    }
+    if (fo->vmin_set || fo->vmax_set) {
+        o.range = HS_VIZ_RANGE_FIXED;
+        if (fo->vmin_set) o.vmin = fo->viz.vmin;
+        if (fo->vmax_set) o.vmax = fo->viz.vmax;
+        if (kind == CLI_FIG_SIGNED && !fo->vmin_set) o.vmin = -o.vmax;
+        if (kind == CLI_FIG_SIGNED && !fo->vmax_set) o.vmax = -o.vmin;
+    }
+    return o;
 }
 
 int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_figopts *fo,
@@ -171,6 +240,7 @@ static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_
     hs_status s;
     if (strcmp(ext, "png") == 0) s = hs_viz_figure_write_png(fig, path, &err);
     else if (strcmp(ext, "svg") == 0) s = hs_viz_figure_write_svg(fig, path, &err);
+    else if (strcmp(ext, "pdf") == 0) s = hs_viz_figure_write_pdf(fig, path, &err);
     else s = hs_viz_write_json(json, path, &err);
     int rc = s != HS_OK ? cli_error(o->cmd, &err) : add_index(o, name, ext, shows, path);
     free(path);
@@ -182,6 +252,7 @@ int cli_out_figure(cli_outdir *o, const char *stem, const hs_viz_figure *fig, co
 {
     if (o->fo->png && fig && write_one(o, stem, "png", fig, NULL, shows)) return 1;
     if (o->fo->svg && fig && write_one(o, stem, "svg", fig, NULL, shows)) return 1;
+    if (o->fo->pdf && fig && write_one(o, stem, "pdf", fig, NULL, shows)) return 1;
     if (o->fo->json && json && write_one(o, stem, "json", NULL, json, shows)) return 1;
     return 0;
 }

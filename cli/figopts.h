@@ -1,12 +1,14 @@
 /*
  * cli/figopts.h -- what the figure-writing subcommands (inspect, weights,
  * circuit) share: the figure options of viz on the command line (--dpi,
- * --width, --font-size, --cmap, --range, --annotate, --format) and an output
+ * --width, --font-size, --cmap, --range, --vmin, --vmax, --annotate,
+ * --format), the options each kind of figure gets from them, and an output
  * folder that writes a figure in the chosen formats and lists every file in
  * index.json.
  *
  * Use: put CLI_FIGOPTS_LONGOPTS in the getopt_long table, call
- * cli_figopts_parse() in the default branch, print CLI_FIGOPTS_HELP in --help.
+ * cli_figopts_option() in the default branch, print CLI_FIGOPTS_HELP in --help,
+ * and take each figure's options from cli_figopts_for().
  */
 #ifndef HS_CLI_FIGOPTS_H
 #define HS_CLI_FIGOPTS_H
@@ -27,6 +29,8 @@ enum {
     CLI_FO_RANGE,
     CLI_FO_ANNOTATE,
     CLI_FO_FORMAT,
+    CLI_FO_VMIN,
+    CLI_FO_VMAX,
 };
 
 #define CLI_FIGOPTS_LONGOPTS                                                     \
@@ -36,16 +40,27 @@ enum {
     {"cmap", required_argument, 0, CLI_FO_CMAP},                                 \
     {"range", required_argument, 0, CLI_FO_RANGE},                               \
     {"annotate", no_argument, 0, CLI_FO_ANNOTATE},                               \
-    {"format", required_argument, 0, CLI_FO_FORMAT}
+    {"format", required_argument, 0, CLI_FO_FORMAT},                             \
+    {"vmin", required_argument, 0, CLI_FO_VMIN},                                 \
+    {"vmax", required_argument, 0, CLI_FO_VMAX}
 
 extern const char CLI_FIGOPTS_HELP[];
 
 typedef struct {
     hs_viz_options viz;   /* passed to every figure */
-    int png, svg, json;   /* formats to write (default: all three) */
+    int png, svg, pdf, json; /* formats to write (default: png, svg, json) */
     int range_set;        /* 1 if --range was given */
+    int vmin_set, vmax_set; /* 1 if --vmin / --vmax was given (values in viz) */
     char *font;           /* resolved font file (owned), see cli_figopts_font */
 } cli_figopts;
+
+/* What a figure shows, for cli_figopts_for. */
+typedef enum {
+    CLI_FIG_ATTENTION = 0, /* attention weights in [0, 1] */
+    CLI_FIG_SIGNED,        /* a signed matrix: diverging map centred on 0 */
+    CLI_FIG_NONNEG,        /* a non-negative matrix: sequential map from 0 */
+    CLI_FIG_BARS,          /* a bar chart */
+} cli_fig_kind;
 
 /* Defaults: viz defaults at dpi (the command's choice), all formats. */
 void cli_figopts_default(cli_figopts *fo, double dpi);
@@ -58,6 +73,18 @@ void cli_figopts_free(cli_figopts *fo);
 /* Handles one option code from getopt_long. Returns -1 if code is not a
  * figure option, 0 when handled, 2 after printing a usage error. */
 int cli_figopts_parse(const char *cmd, int code, const char *arg, cli_figopts *fo);
+
+/* The default branch of a command's getopt loop: a figure option is handled
+ * (0), anything else is a usage error naming `given` (the argv word) (2). */
+int cli_figopts_option(const char *cmd, int code, const char *arg, const char *given,
+                       cli_figopts *fo);
+
+/* The options of one figure of kind from the command line's: signed figures
+ * keep the diverging map; lim > 0 is a limit shared by the figures of a kind
+ * (signed and bars: [-lim, lim]; non-negative: [0, lim]) used unless --range
+ * auto; --vmin/--vmax override both ends; bars without either are fitted to
+ * their data. */
+hs_viz_options cli_figopts_for(const cli_figopts *fo, cli_fig_kind kind, double lim);
 
 /* An output folder and the index of what was written into it. */
 typedef struct {
@@ -78,7 +105,7 @@ int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_f
 /* Discards whatever was not committed (a failed run leaves dir as it was). */
 void cli_outdir_close(cli_outdir *o);
 
-/* Writes stem.png / stem.svg from fig and stem.json from json, in the formats
+/* Writes stem.png / stem.svg / stem.pdf from fig and stem.json from json, in the formats
  * chosen (fig may be NULL when neither PNG nor SVG is wanted; json may be NULL
  * when JSON is not wanted), and lists each in the index with `shows`.
  * 0 ok, 1 after printing the error. */
@@ -94,7 +121,7 @@ int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char 
  * 0 ok, 1 after printing the error. */
 int cli_out_index(cli_outdir *o, const cJSON *extra);
 
-/* Whether any image format is wanted (so a command can skip the layout). */
+/* Whether any image format (png, svg, pdf) is wanted (so a command can skip the layout). */
 int cli_figopts_images(const cli_figopts *fo);
 
 #endif

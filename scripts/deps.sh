@@ -5,11 +5,13 @@ set -euo pipefail
 PKGS=(build-essential cmake pkg-config
       libopenblas-dev liblapacke-dev libpng-dev zlib1g-dev
       libfreetype-dev libfontconfig-dev fonts-dejavu-core
+      libcairo2-dev libharfbuzz-dev
       libcjson-dev libcmocka-dev)
-# test: viz checks (pngcheck, xmllint), libFuzzer (clang + its runtime),
-# valgrind (needs libc6-dbg), Python fixtures, setpriv (util-linux) and
+# test: viz checks (pngcheck, xmllint; poppler-utils' pdfinfo, pdffonts,
+# pdftoppm, pdftotext; rsvg-convert), libFuzzer (clang + its runtime), valgrind (needs libc6-dbg), Python fixtures, setpriv (util-linux) and
 # mount (the output-safety test's nobody and tmpfs cases).
-TEST_PKGS=(pngcheck libxml2-utils clang libclang-rt-14-dev valgrind libc6-dbg
+TEST_PKGS=(pngcheck libxml2-utils poppler-utils librsvg2-bin
+           clang libclang-rt-14-dev valgrind libc6-dbg
            python3 python3-numpy util-linux mount)
 want=("${PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then want+=("${TEST_PKGS[@]}"); fi

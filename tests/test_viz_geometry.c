@@ -50,16 +50,19 @@ static void check_geometry(const hs_viz_figure *f, const char *what)
     int W = f->width, H = f->height;
     if (W < 1 || H < 1 || W > HS_VIZ_MAX_PX || H > HS_VIZ_MAX_PX)
         fail_msg("%s: canvas %d x %d out of range", what, W, H);
+    /* a label's box is its ink (what a reader sees), from the shaped glyphs */
     for (size_t i = 0; i < f->n_texts; i++) {
         const vz_text *a = &f->texts[i];
-        if (a->x < 0 || a->y < 0 || a->x + a->w > W || a->y + a->h > H)
-            fail_msg("%s: label '%s' box (%d,%d %dx%d) leaves the %dx%d canvas", what, a->s, a->x,
-                     a->y, a->w, a->h, W, H);
+        if (a->ix < 0 || a->iy < 0 || a->ix + a->iw > W || a->iy + a->ih > H)
+            fail_msg("%s: label '%s' box (%d,%d %dx%d) leaves the %dx%d canvas", what, a->s, a->ix,
+                     a->iy, a->iw, a->ih, W, H);
+        if (a->px * 72.0 / f->dpi < 6.0 - 1e-9 && a->role != VZ_T_ANNOT)
+            fail_msg("%s: label '%s' is %.2f pt, under 6 pt", what, a->s, a->px * 72.0 / f->dpi);
         for (size_t j = i + 1; j < f->n_texts; j++) {
             const vz_text *b = &f->texts[j];
-            if (overlap(a->x, a->y, a->w, a->h, b->x, b->y, b->w, b->h))
+            if (overlap(a->ix, a->iy, a->iw, a->ih, b->ix, b->iy, b->iw, b->ih))
                 fail_msg("%s: labels '%s' (%d,%d %dx%d) and '%s' (%d,%d %dx%d) overlap", what,
-                         a->s, a->x, a->y, a->w, a->h, b->s, b->x, b->y, b->w, b->h);
+                         a->s, a->ix, a->iy, a->iw, a->ih, b->s, b->ix, b->iy, b->iw, b->ih);
         }
     }
     /* label boxes vs heatmap panels (union box of each panel's cells) */
@@ -79,7 +82,7 @@ static void check_geometry(const hs_viz_figure *f, const char *what)
         for (size_t i = 0; i < f->n_texts; i++) {
             const vz_text *a = &f->texts[i];
             if (a->role == VZ_T_ANNOT) continue;
-            if (overlap(a->x, a->y, a->w, a->h, x0, y0, x1 - x0, y1 - y0))
+            if (overlap(a->ix, a->iy, a->iw, a->ih, x0, y0, x1 - x0, y1 - y0))
                 fail_msg("%s: label '%s' covers heatmap panel %d", what, a->s, p);
         }
     }
@@ -90,8 +93,8 @@ static void check_geometry(const hs_viz_figure *f, const char *what)
         int inside = 0;
         for (size_t k = 0; k < f->n_rects && !inside; k++) {
             const vz_rect *r = &f->rects[k];
-            if (r->kind == 1 && a->x >= r->x && a->y >= r->y && a->x + a->w <= r->x + r->w &&
-                a->y + a->h <= r->y + r->h)
+            if (r->kind == VZ_R_CELL && a->ix >= r->x && a->iy >= r->y &&
+                a->ix + a->iw <= r->x + r->w && a->iy + a->ih <= r->y + r->h)
                 inside = 1;
         }
         if (!inside) fail_msg("%s: value '%s' is not inside a cell", what, a->s);
@@ -161,18 +164,24 @@ static void grids_up_to_12x16_label_outer_axes_without_overlap(void **state)
             hs_error err = {0};
             hs_status st = hs_viz_grid_figure(&f, p, L, H, T, LP, "attention \xc2\xb7 all heads",
                                               NULL, &err);
+            /* every label or a refusal: 24 in hold about 250 labels of 6 pt side by side */
+            if (st != HS_OK && ((H * T > 200 && strstr(err.msg, "needs")) ||
+                                (L * T > 200 && strstr(err.msg, "px cap")))) {
+                free(p);
+                continue;
+            }
             if (st != HS_OK) fail_msg("grid %zux%zu T=%zu: %s", L, H, T, err.msg);
             char what[64];
             snprintf(what, sizeof what, "grid %zux%zu T=%zu", L, H, T);
             check_geometry(f, what);
-            /* headers for every row and column; outer axes only */
+            /* headers for every row and column; every token on the outer axes */
             assert_int_equal(count_role(f, VZ_T_HEADER), L + H);
-            size_t ny = count_role(f, VZ_T_YTICK), nx = count_role(f, VZ_T_XTICK);
-            assert_true(ny % L == 0 && ny / L >= 1 && ny / L <= T);
-            assert_true(nx % H == 0 && nx / H >= 1 && nx / H <= T);
+            assert_int_equal(count_role(f, VZ_T_YTICK), L * T);
+            assert_int_equal(count_role(f, VZ_T_XTICK), H * T);
             /* growth cap */
             assert_true(f->width <= (int)(HS_VIZ_GRID_MAX_IN * f->dpi) + 1);
-            assert_true(f->height <= (int)(HS_VIZ_GRID_MAX_IN * f->dpi) + 1);
+            /* auto width: a page, wider only when the labels need it */
+            assert_true(f->width >= (int)lround(HS_VIZ_PAGE_IN * f->dpi) || L * H == 1);
             hs_viz_figure_destroy(f);
             free(p);
         }
@@ -234,18 +243,19 @@ static void large_figures_rasterise_with_ink_in_every_label(void **state)
 {
     (void)state;
     make_labels(64, 24);
-    float *p = causal(3 * 5, 64);
+    float *p = causal(3 * 3, 64);
     hs_viz_figure *f = NULL;
     hs_error err = {0};
-    assert_int_equal(hs_viz_grid_figure(&f, p, 3, 5, 64, LP, "3 x 5 x 64", NULL, &err), HS_OK);
+    hs_status st = hs_viz_grid_figure(&f, p, 3, 3, 64, LP, "3 x 3 x 64", NULL, &err);
+    if (st != HS_OK) fail_msg("%s", err.msg);
     unsigned char *rgb;
     size_t w, h;
     assert_int_equal(hs_viz_figure_rgb(f, &rgb, &w, &h, &err), HS_OK);
     for (size_t i = 0; i < f->n_texts; i++) {
         const vz_text *t = &f->texts[i];
         long ink = 0;
-        for (int y = t->y; y < t->y + t->h; y++)
-            for (int x = t->x; x < t->x + t->w; x++)
+        for (int y = t->iy; y < t->iy + t->ih; y++)
+            for (int x = t->ix; x < t->ix + t->iw; x++)
                 ink += rgb[((size_t)y * w + (size_t)x) * 3] < 128;
         if (ink == 0) fail_msg("label '%s' has no ink", t->s);
     }

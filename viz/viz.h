@@ -59,6 +59,8 @@
 #define HS_VIZ_MAX_LABEL 24   /* code points shown in a figure label */
 #define HS_VIZ_GRID_MAX_IN 24.0 /* inches: grid growth cap per side */
 #define HS_VIZ_MAX_PX 16384   /* pixels: canvas cap per side */
+#define HS_VIZ_COLUMN_IN 3.25 /* inches: one column of a two-column paper */
+#define HS_VIZ_PAGE_IN 6.75   /* inches: the text width of a page */
 
 /* Colour maps. DEFAULT = viridis for [0,1]-style data (attention),
  * diverging blue-white-red for signed data. */
@@ -81,9 +83,20 @@ typedef enum {
  * change fields. Strings are borrowed for the duration of the call. */
 typedef struct {
     double dpi;            /* pixels per inch; recorded in the PNG (pHYs). Default 300; 36..1200 */
-    double width_in;       /* target figure width, inches; 0 = auto (grows with tokens).
-                              A figure never shrinks below what its labels need. 0..HS_VIZ_GRID_MAX_IN */
+    double width_in;       /* figure width, inches, a promise: the canvas is exactly this
+                              wide (to one pixel) with every label, or the call fails with
+                              HS_ERR_INPUT naming the width that fits (and the largest font
+                              size that fits this one). 0 = auto: HS_VIZ_COLUMN_IN for one
+                              panel or a bar chart, HS_VIZ_PAGE_IN for a grid, wider only when
+                              the labels need it at font_pt. 0..HS_VIZ_GRID_MAX_IN */
     double font_pt;        /* label font size, points (title is 1.2x). Default 8; 4..36 */
+    double font_min_pt;    /* when the labels do not fit at font_pt, smaller sizes down to this
+                              one are tried (0.5 pt steps) before the width is refused or grown;
+                              0 or >= font_pt = font_pt only. Default 6 */
+    const char *value_label; /* the quantity (and unit) the colour bar shows, e.g. "logit";
+                              NULL = "attention weight" for attention figures, none otherwise */
+    const char *note;      /* one line under the title in dark red, e.g. why the numbers are
+                              not usable; NULL = none */
     hs_viz_cmap cmap;      /* colour map; DEFAULT picks per figure kind */
     hs_viz_range range;    /* FIXED or AUTO, see hs_viz_range */
     double vmin, vmax;     /* the FIXED range; defaults 0 and 1 */
@@ -233,6 +246,12 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
  * output is well-formed whatever a label holds. The one XML escaping of
  * every SVG (and HTML) headscope writes. Same returns as hs_buf_append. */
 int hs_viz_xml_escape(hs_buf *b, const char *s);
+
+/* Writes the figure as a one-page PDF (cairo) of exactly the figure's
+ * physical size (media box = width / dpi inches), vector cells and text with
+ * the font embedded as a subset, the title in the document info, atomically.
+ * Shows the same picture as the PNG. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
+hs_status hs_viz_figure_write_pdf(const hs_viz_figure *f, const char *path, hs_error *err);
 
 /* Writes hs_viz_figure_svg()'s text to path atomically. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
 hs_status hs_viz_figure_write_svg(const hs_viz_figure *f, const char *path, hs_error *err);

@@ -11,6 +11,8 @@
 /* light lilac: no colour map has it (viridis, greys, the diverging RdBu: CIELAB
  * distance >= 22 from every entry), so a masked cell never reads as a value */
 const unsigned char HS_VIZ_MASK_RGB[3] = {0xe4, 0xc8, 0xf0};
+/* the hatching over masked cells: dark grey, so grey print still shows them */
+const unsigned char VZ_HATCH_RGB[3] = {0x60, 0x60, 0x60};
 
 const unsigned char vz_viridis[256][3] = {
     {68,1,84}, {68,2,86}, {69,4,87}, {69,5,89}, {70,7,90}, {70,8,92}, {70,10,93}, {70,11,94},

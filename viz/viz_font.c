@@ -1,7 +1,8 @@
 /*
  * viz/viz_font.c -- finding DejaVu Sans (explicit path, $HS_FONT, fontconfig,
- * the Debian path) and measuring/drawing UTF-8 text with FreeType, upright
- * or rotated 90 degrees (reading bottom to top), alpha-blended into RGB.
+ * the Debian path), shaping UTF-8 text with HarfBuzz (kerning and the font's
+ * other default features, unhinted, so every output gets the same glyph
+ * positions) and the cairo font face the renderers draw those glyphs with.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -9,27 +10,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <ft2build.h>
-#include FT_FREETYPE_H
+#include <cairo-ft.h>
 #include <fontconfig/fontconfig.h>
+#include <hb.h>
 
 #include "viz/viz_internal.h"
 
 #define VZ_DEBIAN_FONT "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
 struct vz_font {
-    FT_Library lib;
-    FT_Face face;
-    long size26; /* current char size, 26.6 */
+    hb_blob_t *blob;
+    hb_face_t *face;
+    hb_font_t *font;     /* scale = units per em: positions are in font units */
+    hb_buffer_t *buf;    /* reused for every shaping call */
+    double upem;
+    double asc, desc;    /* ascender (> 0) and descender (> 0, below the baseline), em */
+    cairo_font_face_t *cairo; /* the same file for cairo (PNG, PDF) */
 };
-
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
 
 /* fontconfig's match for "DejaVu Sans", or NULL when it has none whose
  * family is DejaVu Sans. Returned string is malloc'd. */
@@ -49,7 +46,7 @@ static char *fontconfig_dejavu(void)
             if (FcPatternGetString(m, FC_FILE, 0, &file) == FcResultMatch &&
                 FcPatternGetString(m, FC_FAMILY, 0, &fam) == FcResultMatch &&
                 strcmp((const char *)fam, "DejaVu Sans") == 0)
-                res = dup_str((const char *)file);
+                res = hs_strdup((const char *)file);
             FcPatternDestroy(m);
         }
         FcPatternDestroy(pat);
@@ -70,13 +67,13 @@ hs_status vz_font_find(const char *explicit_path, char **path, hs_error *err)
     if (p != NULL && p[0] != '\0') {
         if (access(p, R_OK) != 0)
             return hs_fail(err, HS_ERR_IO, "font %s (from %s): %s", p, why, strerror(errno));
-        *path = dup_str(p);
+        *path = hs_strdup(p);
         return *path ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     }
     *path = fontconfig_dejavu();
     if (*path) return HS_OK;
     if (access(VZ_DEBIAN_FONT, R_OK) == 0) {
-        *path = dup_str(VZ_DEBIAN_FONT);
+        *path = hs_strdup(VZ_DEBIAN_FONT);
         return *path ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     }
     return hs_fail(err, HS_ERR_IO,
@@ -90,19 +87,38 @@ hs_status vz_font_open(vz_font **out, const char *path, hs_error *err)
     *out = NULL;
     vz_font *f = calloc(1, sizeof *f);
     if (!f) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    if (FT_Init_FreeType(&f->lib) != 0) {
-        free(f);
-        return hs_fail(err, HS_ERR_IO, "FreeType failed to initialise");
-    }
-    FT_Error e = FT_New_Face(f->lib, path, 0, &f->face);
-    if (e != 0) {
-        FT_Done_FreeType(f->lib);
-        free(f);
-        return hs_fail(err, HS_ERR_IO, "font %s: FreeType cannot open it (error %d)", path, e);
-    }
-    if (!FT_IS_SCALABLE(f->face)) {
+    f->blob = hb_blob_create_from_file(path);
+    if (hb_blob_get_length(f->blob) == 0) {
         vz_font_close(f);
-        return hs_fail(err, HS_ERR_IO, "font %s is not a scalable (TrueType/OpenType) font", path);
+        return hs_fail(err, HS_ERR_IO, "font %s: cannot read it", path);
+    }
+    f->face = hb_face_create(f->blob, 0);
+    f->upem = hb_face_get_upem(f->face);
+    if (hb_face_get_glyph_count(f->face) == 0 || !(f->upem > 0)) {
+        vz_font_close(f);
+        return hs_fail(err, HS_ERR_IO, "font %s is not a scalable (TrueType/OpenType) font",
+                       path);
+    }
+    f->font = hb_font_create(f->face);
+    hb_font_set_scale(f->font, (int)f->upem, (int)f->upem);
+    f->buf = hb_buffer_create();
+    hb_font_extents_t ext;
+    hb_font_get_h_extents(f->font, &ext);
+    f->asc = ext.ascender / f->upem;
+    f->desc = -ext.descender / f->upem;
+    FcPattern *pat = FcPatternCreate();
+    if (!pat || !hb_buffer_allocation_successful(f->buf) ||
+        !FcPatternAddString(pat, FC_FILE, (const FcChar8 *)path) ||
+        !FcPatternAddInteger(pat, FC_INDEX, 0)) {
+        if (pat) FcPatternDestroy(pat);
+        vz_font_close(f);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory opening font %s", path);
+    }
+    f->cairo = cairo_ft_font_face_create_for_pattern(pat);
+    FcPatternDestroy(pat);
+    if (cairo_font_face_status(f->cairo) != CAIRO_STATUS_SUCCESS) {
+        vz_font_close(f);
+        return hs_fail(err, HS_ERR_IO, "font %s: cairo cannot open it", path);
     }
     *out = f;
     return HS_OK;
@@ -111,92 +127,78 @@ hs_status vz_font_open(vz_font **out, const char *path, hs_error *err)
 void vz_font_close(vz_font *f)
 {
     if (f == NULL) return;
-    if (f->face) FT_Done_Face(f->face);
-    if (f->lib) FT_Done_FreeType(f->lib);
+    if (f->cairo) cairo_font_face_destroy(f->cairo);
+    if (f->buf) hb_buffer_destroy(f->buf);
+    if (f->font) hb_font_destroy(f->font);
+    if (f->face) hb_face_destroy(f->face);
+    if (f->blob) hb_blob_destroy(f->blob);
     free(f);
 }
 
-static void set_size(vz_font *f, double px)
+cairo_font_face_t *vz_font_cairo(const vz_font *f) { return f->cairo; }
+
+hs_status vz_font_shape(vz_font *f, const char *s, double px, vz_run *run)
 {
-    long s = lround(px * 64.0);
-    if (s < 64) s = 64;
-    if (s != f->size26) {
-        FT_Set_Char_Size(f->face, 0, (FT_F26Dot6)s, 72, 72);
-        f->size26 = s;
+    memset(run, 0, sizeof *run);
+    hb_buffer_t *b = f->buf;
+    hb_buffer_clear_contents(b);
+    hb_buffer_add_utf8(b, s, -1, 0, -1);
+    hb_buffer_guess_segment_properties(b);
+    hb_shape(f->font, b, NULL, 0);
+    if (!hb_buffer_allocation_successful(b)) return HS_ERR_NOMEM;
+    unsigned n = 0;
+    const hb_glyph_info_t *gi = hb_buffer_get_glyph_infos(b, &n);
+    const hb_glyph_position_t *gp = hb_buffer_get_glyph_positions(b, NULL);
+    if (n > 0) {
+        run->g = malloc(n * sizeof *run->g);
+        if (!run->g) return HS_ERR_NOMEM;
     }
+    double k = px / f->upem, pen = 0;
+    double l = INFINITY, r = -INFINITY, t = 0, d = 0;
+    for (unsigned i = 0; i < n; i++) {
+        run->g[i].id = gi[i].codepoint;
+        run->g[i].x = (pen + gp[i].x_offset) * k;
+        run->g[i].y = -gp[i].y_offset * k;
+        hb_glyph_extents_t e;
+        if (hb_font_get_glyph_extents(f->font, gi[i].codepoint, &e) && e.width != 0) {
+            double x0 = pen + gp[i].x_offset + e.x_bearing, x1 = x0 + e.width;
+            double top = gp[i].y_offset + e.y_bearing, bot = -(top + e.height);
+            if (x0 < l) l = x0;
+            if (x1 > r) r = x1;
+            if (top > t) t = top;
+            if (bot > d) d = bot;
+        }
+        pen += gp[i].x_advance;
+    }
+    run->n = n;
+    run->adv = pen * k;
+    if (r < l) { l = 0; r = 0; } /* no ink (spaces only) */
+    run->ink_l = l * k;
+    run->ink_r = r * k;
+    run->ink_t = t * k;
+    run->ink_b = d * k;
+    return HS_OK;
 }
 
-#define VZ_LOAD_FLAGS (FT_LOAD_DEFAULT | FT_LOAD_TARGET_LIGHT)
+void vz_run_free(vz_run *run)
+{
+    free(run->g);
+    run->g = NULL;
+    run->n = 0;
+}
 
 int vz_font_width(vz_font *f, const char *s, double px)
 {
-    set_size(f, px);
-    long pen = 0, right = 0;
-    const char *p = s;
-    while (*p) {
-        uint32_t cp = vz_utf8_next(&p);
-        if (FT_Load_Char(f->face, cp, VZ_LOAD_FLAGS) != 0) continue;
-        FT_GlyphSlot g = f->face->glyph;
-        long ink = pen + g->metrics.horiBearingX + g->metrics.width;
-        if (ink > right) right = ink;
-        pen += g->advance.x;
-    }
-    if (pen > right) right = pen;
-    return (int)((right + 63) / 64);
+    vz_run r;
+    if (vz_font_shape(f, s, px, &r) != HS_OK) return (int)ceil(strlen(s) * px); /* over-estimate */
+    double w = fmax(r.adv, r.ink_r);
+    vz_run_free(&r);
+    return (int)ceil(w - 1e-9);
 }
 
-int vz_font_line(vz_font *f, double px)
-{
-    set_size(f, px);
-    long a = f->face->size->metrics.ascender, d = f->face->size->metrics.descender;
-    return (int)((a - d + 63) / 64);
-}
+int vz_font_line(vz_font *f, double px) { return (int)ceil((f->asc + f->desc) * px - 1e-9); }
 
-int vz_font_ascender(vz_font *f, double px)
-{
-    set_size(f, px);
-    return (int)((f->face->size->metrics.ascender + 63) / 64);
-}
-
-static void blend(unsigned char *rgb, int w, int h, int cx, int cy, unsigned a,
-                  const unsigned char col[3])
-{
-    if (cx < 0 || cy < 0 || cx >= w || cy >= h || a == 0) return;
-    unsigned char *p = rgb + ((size_t)cy * (size_t)w + (size_t)cx) * 3;
-    for (int k = 0; k < 3; k++)
-        p[k] = (unsigned char)((p[k] * (255u - a) + col[k] * a + 127u) / 255u);
-}
-
-void vz_font_draw(vz_font *f, unsigned char *rgb, int w, int h, const char *s, double px,
-                  int x, int y, int rot, const unsigned char col[3])
-{
-    set_size(f, px);
-    int asc = vz_font_ascender(f, px);
-    int len = vz_font_width(f, s, px); /* box length along the text */
-    long pen = 0;
-    const char *p = s;
-    while (*p) {
-        uint32_t cp = vz_utf8_next(&p);
-        if (FT_Load_Char(f->face, cp, VZ_LOAD_FLAGS | FT_LOAD_RENDER) != 0) continue;
-        FT_GlyphSlot g = f->face->glyph;
-        const FT_Bitmap *bm = &g->bitmap;
-        int u0 = (int)((pen + 32) / 64) + g->bitmap_left;
-        int v0 = asc - g->bitmap_top;
-        for (unsigned gy = 0; gy < bm->rows; gy++) {
-            const unsigned char *row = bm->buffer + (long)gy * bm->pitch;
-            for (unsigned gx = 0; gx < bm->width; gx++) {
-                unsigned a = row[gx];
-                if (a == 0) continue;
-                int u = u0 + (int)gx, v = v0 + (int)gy;
-                if (rot == 90)
-                    blend(rgb, w, h, x + v, y + (len - 1 - u), a, col);
-                else
-                    blend(rgb, w, h, x + u, y + v, a, col);
-            }
-        }
-        pen += g->advance.x;
-    }
-}
+int vz_font_ascender(vz_font *f, double px) { return (int)ceil(f->asc * px - 1e-9); }
 
 hs_status hs_viz_font_path(const char *font_path, char **path, hs_error *err)
 {

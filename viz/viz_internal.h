@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include <cairo.h>
+
 #include "viz/viz.h"
 
 /* Text roles (also the SVG class of each <text>). */
@@ -26,14 +28,42 @@ typedef enum {
 
 typedef enum { VZ_A_START = 0, VZ_A_MIDDLE, VZ_A_END } vz_anchor;
 
+/* What a rectangle is; the renderers draw each kind its own way. */
+typedef enum {
+    VZ_R_PLAIN = 0, /* filled with rgb (frames, ticks, swatches, lines) */
+    VZ_R_CELL,      /* a heatmap cell, filled with rgb */
+    VZ_R_MASKED,    /* a masked heatmap cell: HS_VIZ_MASK_RGB with dark hatching */
+    VZ_R_CBAR,      /* a colour bar: one vertical gradient of cmap, top = 1, bottom = 0 */
+    VZ_R_BAR,       /* a bar of a bar chart, filled with rgb */
+} vz_rect_kind;
+
 /* A filled axis-aligned rectangle, integer pixels, [x, x+w) x [y, y+h). */
 typedef struct {
     int x, y, w, h;
     unsigned char rgb[3];
-    int kind;      /* 0 = plain, 1 = heatmap cell, 2 = masked cell */
+    vz_rect_kind kind;
+    hs_viz_cmap cmap; /* VZ_R_CBAR: the colour map of the gradient */
+    int vertical;     /* VZ_R_CBAR: 1 = vmin at the bottom to vmax at the top, 0 = left to right */
     int panel;     /* heatmap panel index (layer * H + head), -1 otherwise */
-    int row, col;  /* cell row/column in its panel, -1 otherwise */
+    int row, col;  /* cell row/column in its panel (bar: row), -1 otherwise */
+    int group;     /* index into hs_viz_figure.groups */
 } vz_rect;
+
+/* One shaped glyph: glyph id and its origin relative to the pen start on the
+ * baseline, in px (x along the text, y down). */
+typedef struct {
+    uint32_t id;
+    double x, y;
+} vz_glyph;
+
+/* A shaped string (HarfBuzz, kerning on): glyphs, the advance width and the
+ * ink extents relative to the pen start on the baseline, px: ink_l..ink_r
+ * along the text, ink_t above and ink_b below the baseline (both >= 0). */
+typedef struct {
+    vz_glyph *g;
+    size_t n;
+    double adv, ink_l, ink_r, ink_t, ink_b;
+} vz_run;
 
 /* A text item. (x, y, w, h) is its box on the canvas (after rotation): the
  * advance width and the font's line height (ascender - descender). rot is 0
@@ -42,6 +72,9 @@ typedef struct {
 typedef struct {
     char *s;       /* UTF-8, owned */
     int x, y, w, h;
+    int ix, iy, iw, ih; /* ink box on the canvas (what a reader sees; overlap checks) */
+    vz_run run;    /* shaped glyphs (owned): every renderer draws these positions */
+    int group;     /* index into hs_viz_figure.groups */
     int rot;
     double px;     /* font size in pixels (em) */
     vz_anchor anchor;
@@ -59,6 +92,10 @@ struct hs_viz_figure {
     size_t n_rects, cap_rects;
     vz_text *texts;
     size_t n_texts, cap_texts;
+    char **groups;     /* group ids (SVG <g id>; owned): "title", "L1H0", "colorbar", ... */
+    size_t n_groups;
+    char *title;       /* the figure's title (owned, may be NULL): SVG <title>, PDF metadata */
+    char *desc;        /* one line saying what it shows (owned, may be NULL): SVG <desc> */
     char *font_file;   /* resolved font path (owned) */
     vz_font *font;
 };
@@ -73,23 +110,30 @@ extern const unsigned char vz_diverging[256][3];
 hs_status vz_font_find(const char *explicit_path, char **path, hs_error *err);
 hs_status vz_font_open(vz_font **f, const char *path, hs_error *err);
 void vz_font_close(vz_font *f);
-/* Advance width (px, rounded up) of UTF-8 s at size px; line height and
- * ascender (px) at that size. */
+/* Shapes UTF-8 s at size px (em, pixels) into *run (caller frees with
+ * vz_run_free). Errors: HS_ERR_NOMEM (no message set). */
+hs_status vz_font_shape(vz_font *f, const char *s, double px, vz_run *run);
+void vz_run_free(vz_run *run);
+/* Width (px, rounded up) of s at size px: the advance, or the ink's right
+ * end when a glyph overhangs it; line height and ascender (px) at that size. */
 int vz_font_width(vz_font *f, const char *s, double px);
 int vz_font_line(vz_font *f, double px);
 int vz_font_ascender(vz_font *f, double px);
-/* Draws s into rgb [h, w, 3] with its box's top-left at (x, y), rotated
- * rot (0 or 90), colour col, alpha-blended; clipped to the canvas. */
-void vz_font_draw(vz_font *f, unsigned char *rgb, int w, int h, const char *s, double px,
-                  int x, int y, int rot, const unsigned char col[3]);
+/* The cairo font face of the same file (borrowed; lives as long as f). */
+cairo_font_face_t *vz_font_cairo(const vz_font *f);
 
-/* ---- utf-8 (viz_layout.c) ---- */
-/* 1 if s is valid UTF-8 (no overlongs/surrogates), else 0. */
-int vz_utf8_valid(const char *s);
-/* Decodes one code point at *s, advances *s; returns the code point. Assumes valid. */
-uint32_t vz_utf8_next(const char **s);
+/* ---- utf-8 (viz_layout.c, over common's hs_utf8_decode) ---- */
 /* Number of code points in valid UTF-8 s. */
 size_t vz_utf8_len(const char *s);
+
+/* ---- rendering (viz_render.c) ---- */
+/* Hatching of masked cells: dark lines x + y = k * spacing (canvas px), of
+ * width px, for a cell of side cell px; the same in PNG, PDF and SVG. */
+extern const unsigned char VZ_HATCH_RGB[3];
+void vz_hatch_geometry(int cell, double *spacing, double *width);
+/* Draws the figure on cr in its pixel units (the caller sets the scale):
+ * white background, then group by group its rectangles and its texts. */
+void vz_render(cairo_t *cr, const hs_viz_figure *f);
 
 /* ---- PNG (viz_png.c) ---- */
 /* PNG encoder settings (the bench compares them; the library uses the defaults). */

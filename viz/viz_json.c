@@ -43,7 +43,7 @@ static hs_status check_strs(const char *const *s, size_t n, const char *what, hs
     if (s == NULL) return hs_fail(err, HS_ERR_INPUT, "%s are NULL", what);
     for (size_t i = 0; i < n; i++) {
         if (s[i] == NULL) return hs_fail(err, HS_ERR_INPUT, "%s: label %zu is NULL", what, i);
-        if (!vz_utf8_valid(s[i]))
+        if (!hs_utf8_valid(s[i]))
             return hs_fail(err, HS_ERR_INPUT, "%s: label %zu is not valid UTF-8", what, i);
     }
     return HS_OK;
@@ -128,7 +128,7 @@ hs_status hs_viz_attention_json(cJSON **out, const float *attention, size_t n_he
     hs_status s = check_finite(attention, n_heads * T * T, "attention", err);
     if (!s) s = check_strs(tokens, T, "tokens", err);
     if (!s && head_names) s = check_strs(head_names, n_heads, "head names", err);
-    if (!s && title && !vz_utf8_valid(title)) s = hs_fail(err, HS_ERR_INPUT, "title is not valid UTF-8");
+    if (!s && title && !hs_utf8_valid(title)) s = hs_fail(err, HS_ERR_INPUT, "title is not valid UTF-8");
     if (s) return s;
     size_t dims[3] = {n_heads, T, T};
     cJSON *o = cJSON_CreateObject();
@@ -199,7 +199,7 @@ static hs_status signed_json(cJSON **out, const float *m, const unsigned char *m
     if (!s) s = check_strs(col_labels, C, "column labels", err);
     const char *ts[3] = {title, xlabel, ylabel};
     for (int k = 0; k < 3 && !s; k++)
-        if (ts[k] && !vz_utf8_valid(ts[k])) s = hs_fail(err, HS_ERR_INPUT, "a title is not valid UTF-8");
+        if (ts[k] && !hs_utf8_valid(ts[k])) s = hs_fail(err, HS_ERR_INPUT, "a title is not valid UTF-8");
     if (s) return s;
     size_t dims[2] = {R, C};
     cJSON *o = cJSON_CreateObject();
@@ -248,7 +248,7 @@ hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,
     if (N < 1) return hs_fail(err, HS_ERR_INPUT, "no bars");
     hs_status s = check_finite(values, N, "bar", err);
     if (!s) s = check_strs(labels, N, "bar labels", err);
-    if (!s && ((title && !vz_utf8_valid(title)) || (xlabel && !vz_utf8_valid(xlabel))))
+    if (!s && ((title && !hs_utf8_valid(title)) || (xlabel && !hs_utf8_valid(xlabel))))
         s = hs_fail(err, HS_ERR_INPUT, "a title is not valid UTF-8");
     if (s) return s;
     size_t dims[1] = {N};

@@ -12,48 +12,12 @@
 /* ------------------------------------------------------------------------ */
 /* UTF-8                                                                    */
 
-int vz_utf8_valid(const char *s)
-{
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p) {
-        unsigned c = *p;
-        int n;
-        uint32_t cp;
-        if (c < 0x80) { p++; continue; }
-        else if ((c & 0xe0) == 0xc0) { n = 1; cp = c & 0x1f; }
-        else if ((c & 0xf0) == 0xe0) { n = 2; cp = c & 0x0f; }
-        else if ((c & 0xf8) == 0xf0) { n = 3; cp = c & 0x07; }
-        else return 0;
-        for (int i = 1; i <= n; i++) {
-            if ((p[i] & 0xc0) != 0x80) return 0;
-            cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) || (n == 3 && cp < 0x10000) ||
-            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return 0;
-        p += n + 1;
-    }
-    return 1;
-}
-
-uint32_t vz_utf8_next(const char **s)
-{
-    const unsigned char *p = (const unsigned char *)*s;
-    uint32_t cp = p[0];
-    int n = 0;
-    if (cp >= 0xf0) { cp &= 0x07; n = 3; }
-    else if (cp >= 0xe0) { cp &= 0x0f; n = 2; }
-    else if (cp >= 0xc0) { cp &= 0x1f; n = 1; }
-    for (int i = 1; i <= n && p[i]; i++) cp = (cp << 6) | (p[i] & 0x3f);
-    *s = (const char *)(p + 1 + n);
-    return cp;
-}
-
 size_t vz_utf8_len(const char *s)
 {
-    size_t n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-        if ((*p & 0xc0) != 0x80) n++;
+    size_t n = 0, len = strlen(s), k;
+    uint32_t cp;
+    for (size_t i = 0; i < len; i += k ? k : 1, n++)
+        k = hs_utf8_decode((const unsigned char *)s + i, len - i, &cp);
     return n;
 }
 
@@ -64,21 +28,22 @@ static char *display_label(const char *s)
     size_t n = strlen(s);
     char *d = malloc(n + 4);
     if (!d) return NULL;
-    size_t cps = 0, total = vz_utf8_len(s), o = 0;
-    const char *p = s;
-    while (*p) {
+    size_t cps = 0, total = vz_utf8_len(s), o = 0, i = 0;
+    while (i < n) {
         if (total > HS_VIZ_MAX_LABEL && cps == HS_VIZ_MAX_LABEL - 1) {
             memcpy(d + o, "\xe2\x80\xa6", 3);
             o += 3;
             break;
         }
-        const char *q = p;
-        uint32_t cp = vz_utf8_next(&p);
+        uint32_t cp = '?';
+        size_t k = hs_utf8_decode((const unsigned char *)s + i, n - i, &cp);
+        if (k == 0) k = 1; /* labels are checked valid first */
         if (cp < 0x20 || cp == 0x7f) d[o++] = '?';
         else {
-            memcpy(d + o, q, (size_t)(p - q));
-            o += (size_t)(p - q);
+            memcpy(d + o, s + i, k);
+            o += k;
         }
+        i += k;
         cps++;
     }
     d[o] = '\0';
@@ -92,7 +57,7 @@ static hs_status check_labels(const char *const *labels, size_t n, const char *w
     for (size_t i = 0; i < n; i++) {
         if (labels[i] == NULL)
             return hs_fail(err, HS_ERR_INPUT, "%s: label %zu is NULL", what, i);
-        if (!vz_utf8_valid(labels[i]))
+        if (!hs_utf8_valid(labels[i]))
             return hs_fail(err, HS_ERR_INPUT, "%s: label %zu is not valid UTF-8", what, i);
     }
     return HS_OK;
@@ -100,7 +65,7 @@ static hs_status check_labels(const char *const *labels, size_t n, const char *w
 
 static hs_status check_title(const char *t, const char *what, hs_error *err)
 {
-    if (t != NULL && !vz_utf8_valid(t))
+    if (t != NULL && !hs_utf8_valid(t))
         return hs_fail(err, HS_ERR_INPUT, "%s is not valid UTF-8", what);
     return HS_OK;
 }
@@ -114,6 +79,7 @@ void hs_viz_options_default(hs_viz_options *o)
     o->dpi = 300.0;
     o->width_in = 0.0;
     o->font_pt = 8.0;
+    o->font_min_pt = 6.0;
     o->cmap = HS_VIZ_CMAP_DEFAULT;
     o->range = HS_VIZ_RANGE_FIXED;
     o->vmin = 0.0;
@@ -129,6 +95,11 @@ static hs_status check_options(const hs_viz_options *o, hs_error *err)
         return hs_fail(err, HS_ERR_INPUT, "dpi %g is out of range (36..1200)", o->dpi);
     if (!(o->font_pt >= 4.0 && o->font_pt <= 36.0))
         return hs_fail(err, HS_ERR_INPUT, "font size %g pt is out of range (4..36)", o->font_pt);
+    if ((o->note && !hs_utf8_valid(o->note)) || (o->value_label && !hs_utf8_valid(o->value_label)))
+        return hs_fail(err, HS_ERR_INPUT, "figure note or value label is not valid UTF-8");
+    if (!(o->font_min_pt >= 0.0 && o->font_min_pt <= 36.0))
+        return hs_fail(err, HS_ERR_INPUT, "smallest font size %g pt is out of range (0..36)",
+                       o->font_min_pt);
     if (!(o->width_in >= 0.0 && o->width_in <= HS_VIZ_GRID_MAX_IN))
         return hs_fail(err, HS_ERR_INPUT, "figure width %g in is out of range (0 = auto, up to %g)",
                        o->width_in, HS_VIZ_GRID_MAX_IN);
@@ -151,11 +122,14 @@ typedef struct {
     double fpx, tpx, apx;  /* label, title, annotation font sizes (px) */
     int lh, tlh, alh;      /* their line heights */
     int pad, margin, lw;   /* spacing, line width */
+    int group;             /* group of the items added next */
+    struct vz_fit_s *fit;  /* the width promise's record (see fit_width) */
 } vz_ctx;
 
 typedef struct {
     double vmin, vmax;
     hs_viz_cmap cmap;
+    const char *label; /* the quantity (and unit) the colour bar shows, or NULL */
 } vz_scale;
 
 static void scale_rgb(const vz_scale *s, double v, unsigned char rgb[3])
@@ -164,9 +138,14 @@ static void scale_rgb(const vz_scale *s, double v, unsigned char rgb[3])
     hs_viz_cmap_rgb(s->cmap, t, rgb);
 }
 
+static int imax(int a, int b) { return a > b ? a : b; }
+static int imin(int a, int b) { return a < b ? a : b; }
+
 static const unsigned char BLACK[3] = {0, 0, 0};
 static const unsigned char WHITE[3] = {255, 255, 255};
 static const unsigned char FRAME[3] = {0x40, 0x40, 0x40};
+
+static hs_status begin_group(vz_ctx *c, const char *id);
 
 static hs_status ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err)
 {
@@ -197,11 +176,50 @@ static hs_status ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err)
     c->margin = (int)lround(c->fpx * 0.6);
     c->lw = (int)lround(c->o.dpi / 150.0);
     if (c->lw < 1) c->lw = 1;
+    if (begin_group(c, "plot")) {
+        hs_viz_figure_destroy(f);
+        c->f = NULL;
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    return HS_OK;
+}
+
+/* Starts a new group (SVG <g id>) for the items added next. id is made a
+ * valid, unique XML id: characters outside [A-Za-z0-9_-] become '_', a
+ * leading digit gets "g", a repeat gets "-2", "-3", ... */
+static hs_status begin_group(vz_ctx *c, const char *id)
+{
+    hs_viz_figure *f = c->f;
+    hs_buf b = {0};
+    if (!(id[0] >= 'A' && id[0] <= 'Z') && !(id[0] >= 'a' && id[0] <= 'z')) hs_buf_puts(&b, "g");
+    for (const char *p = id; *p; p++) {
+        char ch = *p;
+        int ok = (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') ||
+                 ch == '-' || ch == '_';
+        hs_buf_append(&b, ok ? p : "_", 1);
+    }
+    size_t base = b.len;
+    for (int k = 2;; k++) {
+        int dup = 0;
+        for (size_t i = 0; i < f->n_groups && !dup && b.s; i++) dup = strcmp(f->groups[i], b.s) == 0;
+        if (!dup) break;
+        b.len = base;
+        hs_buf_printf(&b, "-%d", k);
+    }
+    char *name = hs_buf_take(&b);
+    char **g = name ? realloc(f->groups, (f->n_groups + 1) * sizeof *g) : NULL;
+    if (!g) {
+        free(name);
+        return HS_ERR_NOMEM;
+    }
+    f->groups = g;
+    f->groups[f->n_groups] = name;
+    c->group = (int)f->n_groups++;
     return HS_OK;
 }
 
 static hs_status add_rect(vz_ctx *c, int x, int y, int w, int h, const unsigned char rgb[3],
-                          int kind, int panel, int row, int col)
+                          vz_rect_kind kind, int panel, int row, int col)
 {
     hs_viz_figure *f = c->f;
     if (f->n_rects == f->cap_rects) {
@@ -212,9 +230,11 @@ static hs_status add_rect(vz_ctx *c, int x, int y, int w, int h, const unsigned 
         f->cap_rects = nc;
     }
     vz_rect *r = &f->rects[f->n_rects++];
+    memset(r, 0, sizeof *r);
     r->x = x; r->y = y; r->w = w; r->h = h;
     memcpy(r->rgb, rgb, 3);
     r->kind = kind; r->panel = panel; r->row = row; r->col = col;
+    r->group = c->group;
     return HS_OK;
 }
 
@@ -235,16 +255,34 @@ static hs_status add_text(vz_ctx *c, const char *s, double px, int rot, int x, i
         f->texts = t;
         f->cap_texts = nc;
     }
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (!d) return HS_ERR_NOMEM;
-    memcpy(d, s, n);
-    int len = text_len(c, s, px), line = vz_font_line(f->font, px);
+    vz_run run;
+    if (vz_font_shape(f->font, s, px, &run) != HS_OK) return HS_ERR_NOMEM;
+    char *d = hs_strdup(s);
+    if (!d) {
+        vz_run_free(&run);
+        return HS_ERR_NOMEM;
+    }
+    int len = (int)ceil(fmax(run.adv, run.ink_r) - 1e-9), line = vz_font_line(f->font, px);
+    double asc = vz_font_ascender(f->font, px);
     vz_text *t = &f->texts[f->n_texts++];
+    memset(t, 0, sizeof *t);
     t->s = d;
+    t->run = run;
+    t->group = c->group;
     t->x = x; t->y = y;
     t->w = rot == 90 ? line : len;
     t->h = rot == 90 ? len : line;
+    /* ink box: along the text ink_l..ink_r from the pen start, across it
+       ink_t above and ink_b below the baseline (asc below the box's top) */
+    int a0 = (int)floor(run.ink_l), a1 = (int)ceil(run.ink_r);
+    int c0 = (int)floor(asc - run.ink_t), c1 = (int)ceil(asc + run.ink_b);
+    if (rot == 90) {
+        t->ix = x + c0; t->iw = c1 - c0;
+        t->iy = y + len - a1; t->ih = a1 - a0;
+    } else {
+        t->ix = x + a0; t->iw = a1 - a0;
+        t->iy = y + c0; t->ih = c1 - c0;
+    }
     t->rot = rot;
     t->px = px;
     t->anchor = anchor;
@@ -258,33 +296,41 @@ static hs_status add_frame(vz_ctx *c, int x, int y, int w, int h, const unsigned
 {
     int lw = c->lw;
     hs_status s = HS_OK;
-    if (!s) s = add_rect(c, x - lw, y - lw, w + 2 * lw, lw, rgb, 0, -1, -1, -1);
-    if (!s) s = add_rect(c, x - lw, y + h, w + 2 * lw, lw, rgb, 0, -1, -1, -1);
-    if (!s) s = add_rect(c, x - lw, y, lw, h, rgb, 0, -1, -1, -1);
-    if (!s) s = add_rect(c, x + w, y, lw, h, rgb, 0, -1, -1, -1);
+    if (!s) s = add_rect(c, x - lw, y - lw, w + 2 * lw, lw, rgb, VZ_R_PLAIN, -1, -1, -1);
+    if (!s) s = add_rect(c, x - lw, y + h, w + 2 * lw, lw, rgb, VZ_R_PLAIN, -1, -1, -1);
+    if (!s) s = add_rect(c, x - lw, y, lw, h, rgb, VZ_R_PLAIN, -1, -1, -1);
+    if (!s) s = add_rect(c, x + w, y, lw, h, rgb, VZ_R_PLAIN, -1, -1, -1);
     return s;
 }
 
-/* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about 5 of them. */
+/* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about `target` of
+ * them. sci: the magnitudes need scientific notation (|values| >= 1e4, or
+ * all below 1e-3). */
 typedef struct {
-    double v[32];
+    double v[34];
     int n;
+    double step;
     int decimals;
+    int sci;
 } vz_ticks;
 
 static void nice_ticks(double lo, double hi, int target, vz_ticks *t)
 {
     t->n = 0;
     double span = hi - lo;
-    if (!(span > 0)) span = 1.0;
+    if (!(span > 0)) span = fabs(hi) > 0 ? fabs(hi) : 1.0;
+    if (target < 1) target = 1;
     double raw = span / target, mag = pow(10.0, floor(log10(raw))), step;
     double r = raw / mag;
     if (r <= 1.0) step = mag;
     else if (r <= 2.0) step = 2 * mag;
     else if (r <= 5.0) step = 5 * mag;
     else step = 10 * mag;
+    t->step = step;
     int dec = (int)-floor(log10(step) + 1e-9);
     t->decimals = dec < 0 ? 0 : dec;
+    double amax = fmax(fabs(lo), fabs(hi));
+    t->sci = amax >= 1e4 || (amax > 0 && amax < 1e-3);
     double first = ceil(lo / step - 1e-9) * step;
     for (double v = first; v <= hi + step * 1e-9 && t->n < 32; v += step) {
         double q = fabs(v) < step * 1e-9 ? 0.0 : v;
@@ -292,57 +338,166 @@ static void nice_ticks(double lo, double hi, int target, vz_ticks *t)
     }
 }
 
-static void fmt_tick(char *buf, size_t n, double v, int dec)
+/* Drops a "-" from a number that prints as zero ("-0.00" -> "0.00"). */
+static void no_minus_zero(char *buf)
 {
-    snprintf(buf, n, "%.*f", dec, v);
-    if (strcmp(buf, "-0") == 0 || (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1)))
+    const char *d = buf + 1;
+    if (buf[0] == '-' && strspn(d, "0.") == strcspn(d, "e"))
         memmove(buf, buf + 1, strlen(buf));
 }
 
-/* Vertical colour bar at (x, y), size bw x bh, top = vmax. Tick marks and
- * labels on its right. *right gets the rightmost pixel used. */
-static hs_status add_colorbar(vz_ctx *c, const vz_scale *sc, int x, int y, int bw, int bh,
-                              int *right)
+/* Shortens an exponent: "1.5e-06" -> "1.5e-6", "2e+05" -> "2e5". */
+static void short_exp(char *buf)
 {
-    hs_status s = HS_OK;
-    int start = 0;
-    unsigned char prev[3] = {0, 0, 0}, cur[3] = {0, 0, 0};
-    for (int r = 0; r <= bh && !s; r++) {
-        if (r < bh) {
-            double t = 1.0 - (double)r / (double)(bh - 1 > 0 ? bh - 1 : 1);
-            hs_viz_cmap_rgb(sc->cmap, t, cur);
-        }
-        if (r == 0) { memcpy(prev, cur, 3); continue; }
-        if (r == bh || memcmp(cur, prev, 3) != 0) {
-            s = add_rect(c, x, y + start, bw, r - start, prev, 3, -1, -1, -1);
-            start = r;
-            memcpy(prev, cur, 3);
-        }
+    char *e = strchr(buf, 'e');
+    if (!e) return;
+    char *p = e + 1, sign = 0;
+    if (*p == '+' || *p == '-') sign = *p++;
+    char *q = p;
+    while (*q == '0' && q[1]) q++;
+    char tail[16];
+    snprintf(tail, sizeof tail, "%s%s", sign == '-' ? "-" : "", q);
+    snprintf(e + 1, 16, "%s", tail);
+}
+
+/* One tick label: fixed decimals, or scientific with enough digits to tell
+ * neighbouring ticks apart. */
+static void fmt_tick(char *buf, size_t n, double v, const vz_ticks *t)
+{
+    if (t->sci && v != 0.0) {
+        int dig = (int)floor(log10(fabs(v))) - (int)floor(log10(t->step) + 1e-9);
+        if (dig < 0) dig = 0;
+        if (dig > 6) dig = 6;
+        snprintf(buf, n, "%.*e", dig, v);
+        short_exp(buf);
+    } else {
+        snprintf(buf, n, "%.*f", t->decimals, v);
     }
-    if (!s) s = add_frame(c, x, y, bw, bh, FRAME);
+    no_minus_zero(buf);
+}
+
+/* An end value of a scale: 3 significant digits, trailing zeros dropped. */
+static void fmt_end(char *buf, size_t n, double v, int sci)
+{
+    if (sci && v != 0.0) {
+        snprintf(buf, n, "%.2e", v);
+        char *e = strchr(buf, 'e'), *z = e;
+        while (z > buf && z[-1] == '0') z--;
+        if (z > buf && z[-1] == '.') z--;
+        memmove(z, e, strlen(e) + 1);
+        short_exp(buf);
+    } else {
+        snprintf(buf, n, "%.3g", v);
+        if (strchr(buf, 'e')) snprintf(buf, n, "%.*f", fabs(v) >= 1 ? 0 : 3, v);
+    }
+    no_minus_zero(buf);
+}
+
+/* A scale's labelled values: the two ends (always, so a reader sees the
+ * range) and the nice ticks between them at least min_gap (a fraction of
+ * the scale) away from each end. */
+typedef struct {
+    double v[34];
+    char s[34][32];
+    int n;
+} vz_scale_ticks;
+
+static void scale_ticks(const vz_scale *sc, double min_gap, vz_scale_ticks *out)
+{
     vz_ticks tk;
     nice_ticks(sc->vmin, sc->vmax, 5, &tk);
-    int tl = (int)lround(c->fpx * 0.3), mx = x + bw + c->lw;
+    double span = sc->vmax - sc->vmin;
+    out->n = 0;
+    out->v[out->n] = sc->vmin;
+    fmt_end(out->s[out->n++], 32, sc->vmin, tk.sci);
+    for (int i = 0; i < tk.n; i++) {
+        if ((tk.v[i] - sc->vmin) / span < min_gap || (sc->vmax - tk.v[i]) / span < min_gap) continue;
+        out->v[out->n] = tk.v[i];
+        fmt_tick(out->s[out->n++], 32, tk.v[i], &tk);
+    }
+    out->v[out->n] = sc->vmax;
+    fmt_end(out->s[out->n++], 32, sc->vmax, tk.sci);
+}
+
+/* Colour bar at (x, y), size bw x bh, in its own group "colorbar".
+ * Vertical: top = vmax, tick labels on its right and the quantity
+ * (sc->label, rotated) right of them. Horizontal: left = vmin, tick labels
+ * below and the quantity under them. *right / *bottom get the extent. */
+static hs_status add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, int y, int bw,
+                              int bh, int *right, int *bottom)
+{
+    if (begin_group(c, "colorbar")) return HS_ERR_NOMEM;
+    hs_status s = add_rect(c, x, y, bw, bh, WHITE, VZ_R_CBAR, -1, -1, -1);
+    if (!s) {
+        c->f->rects[c->f->n_rects - 1].cmap = sc->cmap;
+        c->f->rects[c->f->n_rects - 1].vertical = vertical;
+    }
+    if (!s) s = add_frame(c, x, y, bw, bh, FRAME);
+    int len = vertical ? bh : bw, tl = (int)lround(c->fpx * 0.3);
+    vz_scale_ticks tk;
+    /* labels need their line (vertical) or about 4 em (horizontal) between them */
+    double gap = (vertical ? 1.1 * c->lh : 4.5 * c->fpx) / (len > 1 ? len : 1);
+    scale_ticks(sc, gap, &tk);
+    int mx = x + bw + c->lw, my = y + bh + c->lw;
     for (int i = 0; i < tk.n && !s; i++) {
         double t = (tk.v[i] - sc->vmin) / (sc->vmax - sc->vmin);
-        int ty = y + (int)lround((1.0 - t) * (bh - 1));
-        s = add_rect(c, x + bw + c->lw, ty - c->lw / 2, tl, c->lw, FRAME, 0, -1, -1, -1);
-        char buf[64];
-        fmt_tick(buf, sizeof buf, tk.v[i], tk.decimals);
-        int tx = x + bw + c->lw + tl + c->pad / 2;
-        if (!s) s = add_text(c, buf, c->fpx, 0, tx, ty - c->lh / 2, VZ_A_START, VZ_T_CBAR, BLACK);
-        int r = tx + text_len(c, buf, c->fpx);
-        if (r > mx) mx = r;
+        int w = text_len(c, tk.s[i], c->fpx);
+        if (vertical) {
+            int ty = y + (int)lround((1.0 - t) * (bh - 1));
+            s = add_rect(c, x + bw + c->lw, ty - c->lw / 2, tl, c->lw, FRAME, VZ_R_PLAIN, -1, -1, -1);
+            int tx = x + bw + c->lw + tl + c->pad / 2;
+            if (!s) s = add_text(c, tk.s[i], c->fpx, 0, tx, ty - c->lh / 2, VZ_A_START, VZ_T_CBAR, BLACK);
+            mx = imax(mx, tx + w);
+        } else {
+            int tx = x + (int)lround(t * (bw - 1));
+            s = add_rect(c, tx - c->lw / 2, y + bh + c->lw, c->lw, tl, FRAME, VZ_R_PLAIN, -1, -1, -1);
+            /* ends stay inside the bar's span, the rest centred on their tick */
+            int lx = i == 0 ? tx - c->lw : i == tk.n - 1 ? tx + c->lw - w : tx - w / 2;
+            int ty = y + bh + c->lw + tl + c->pad / 4;
+            if (!s) s = add_text(c, tk.s[i], c->fpx, 0, lx, ty, VZ_A_MIDDLE, VZ_T_CBAR, BLACK);
+            my = imax(my, ty + c->lh);
+            mx = imax(mx, lx + w);
+        }
+    }
+    if (!s && sc->label && sc->label[0]) {
+        int w = text_len(c, sc->label, c->fpx);
+        if (vertical) {
+            int ly = y + bh / 2 - w / 2;
+            if (ly < y) ly = y;
+            s = add_text(c, sc->label, c->fpx, 90, mx + c->pad / 2, ly, VZ_A_MIDDLE, VZ_T_AXIS, BLACK);
+            mx += c->pad / 2 + c->lh;
+            my = imax(my, ly + w);
+        } else {
+            s = add_text(c, sc->label, c->fpx, 0, x + bw / 2 - w / 2, my + c->pad / 4, VZ_A_MIDDLE,
+                         VZ_T_AXIS, BLACK);
+            my += c->pad / 4 + c->lh;
+            mx = imax(mx, x + bw / 2 - w / 2 + w);
+        }
     }
     *right = mx;
+    *bottom = my;
     return s;
+}
+
+/* Width a vertical colour bar's labels take right of the bar (ticks and the
+ * quantity), for planning a layout. */
+static int colorbar_label_width(vz_ctx *c, const vz_scale *sc)
+{
+    vz_scale_ticks tk;
+    scale_ticks(sc, 0.0, &tk);
+    int w = 0;
+    for (int i = 0; i < tk.n; i++) w = imax(w, text_len(c, tk.s[i], c->fpx));
+    w += (int)lround(c->fpx * 0.3) + c->pad / 2 + c->lw;
+    if (sc->label && sc->label[0]) w += c->pad / 2 + c->lh;
+    return w;
 }
 
 /* Masked-cell legend swatch at (x, y); *right and *bottom get its extent. */
 static hs_status add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom)
 {
     int sw = c->lh;
-    hs_status s = add_rect(c, x, y, sw, sw, HS_VIZ_MASK_RGB, 0, -1, -1, -1);
+    if (begin_group(c, "legend")) return HS_ERR_NOMEM;
+    hs_status s = add_rect(c, x, y, sw, sw, HS_VIZ_MASK_RGB, VZ_R_MASKED, -1, -1, -1);
     if (!s) s = add_frame(c, x, y, sw, sw, FRAME);
     int tx = x + sw + c->lw + c->pad / 2;
     if (!s) s = add_text(c, "masked", c->fpx, 0, tx, y, VZ_A_START, VZ_T_LABEL, BLACK);
@@ -361,9 +516,9 @@ static int luminance_dark(const unsigned char rgb[3])
  * cell values or NULL. */
 static hs_status add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask, size_t R,
                              size_t C, int x0, int y0, int cell, const vz_scale *sc, int causal,
-                             int panel, const char *annot_fmt)
+                             int panel, const char *annot_fmt, const char *gid)
 {
-    hs_status s = HS_OK;
+    hs_status s = begin_group(c, gid);
     for (size_t i = 0; i < R && !s; i++) {
         for (size_t j = 0; j < C && !s; j++) {
             int masked = (causal && j > i) || (mask && mask[i * C + j]);
@@ -372,7 +527,7 @@ static hs_status add_heatmap(vz_ctx *c, const float *data, const unsigned char *
             if (masked) memcpy(rgb, HS_VIZ_MASK_RGB, 3);
             else scale_rgb(sc, v, rgb);
             int x = x0 + (int)j * cell, y = y0 + (int)i * cell;
-            s = add_rect(c, x, y, cell, cell, rgb, masked ? 2 : 1, panel, (int)i, (int)j);
+            s = add_rect(c, x, y, cell, cell, rgb, masked ? VZ_R_MASKED : VZ_R_CELL, panel, (int)i, (int)j);
             if (!s && annot_fmt && !masked) {
                 char buf[32];
                 snprintf(buf, sizeof buf, annot_fmt, v == 0.0 ? 0.0 : v);
@@ -409,11 +564,92 @@ static void free_labels(char **shown, size_t n)
     free(shown);
 }
 
-static int imax(int a, int b) { return a > b ? a : b; }
 
-/* Finishes a figure: checks the canvas cap, hands it out. */
+/* The title, centred over a canvas W px wide, in its own group. */
+static hs_status add_title(vz_ctx *c, const char *title, int W)
+{
+    hs_status s = begin_group(c, "title");
+    int y = c->margin;
+    if (!s && title && title[0]) {
+        int w = text_len(c, title, c->tpx);
+        s = add_text(c, title, c->tpx, 0, (W - w) / 2, y, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+        y += c->tlh + c->pad;
+        if (!s && !c->f->title && !(c->f->title = hs_strdup(title))) s = HS_ERR_NOMEM;
+    }
+    if (!s && c->o.note && c->o.note[0]) {
+        static const unsigned char NOTE[3] = {0xb0, 0x10, 0x10};
+        int w = text_len(c, c->o.note, c->fpx);
+        s = add_text(c, c->o.note, c->fpx, 0, (W - w) / 2, y, VZ_A_MIDDLE, VZ_T_LABEL, NOTE);
+    }
+    return s;
+}
+
+/* Height (px) of the title block (title line, note line) and its width. */
+static int title_block(vz_ctx *c, const char *title, int *w)
+{
+    int h = 0;
+    *w = 0;
+    if (title && title[0]) {
+        h += c->tlh + c->pad;
+        *w = text_len(c, title, c->tpx);
+    }
+    if (c->o.note && c->o.note[0]) {
+        h += c->lh + c->pad;
+        *w = imax(*w, text_len(c, c->o.note, c->fpx));
+    }
+    return h;
+}
+
+/* A grid panel's group id: row header + column header ("L1H0"), or "L<l>H<h>"
+ * when both are empty. */
+static const char *panel_id(char *buf, size_t n, const char *const *rh, const char *const *ch,
+                            size_t l, size_t h)
+{
+    char r[32], c[32];
+    if (rh) snprintf(r, sizeof r, "%s", rh[l]);
+    else snprintf(r, sizeof r, "L%zu", l);
+    if (ch) snprintf(c, sizeof c, "%s", ch[h]);
+    else snprintf(c, sizeof c, "H%zu", h);
+    if (!r[0] && !c[0]) snprintf(buf, n, "L%zuH%zu", l, h);
+    else snprintf(buf, n, "%s%s", r, c);
+    return buf;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Width: the promise. A layout plans its cells for the target width; when
+ * its labels need more than that it lays out at their minimum and says so
+ * (cramped); the driver (fit_width) then tries smaller fonts down to
+ * font_min_pt, and otherwise refuses with the width that fits. */
+
+typedef struct vz_fit_s {
+    int extra;   /* in: px to take off the planned panel width (a retry's correction) */
+    int cramped; /* out: cells or plot at their minimum: the labels need this width */
+    int nofit;   /* out: the layout is wider than the target */
+    int W;       /* out: the width the layout took, px */
+} vz_fit;
+
+/* Finishes a figure: holds it to the target width (centred when narrower;
+ * refused through fit->nofit when wider), checks the canvas cap, hands it out. */
 static hs_status finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err)
 {
+    int target = (int)lround(c->o.width_in * c->o.dpi);
+    if (c->fit) c->fit->W = W;
+    if (c->o.width_in > 0 && W > target) {
+        if (c->fit) c->fit->nofit = 1;
+        hs_viz_figure_destroy(c->f);
+        c->f = NULL;
+        return hs_fail(err, HS_ERR_INPUT, "figure needs %.2f in, wider than %.2f in",
+                       W / c->o.dpi, c->o.width_in);
+    }
+    if (c->o.width_in > 0 && W < target) {
+        int dx = (target - W) / 2;
+        for (size_t i = 0; i < c->f->n_rects; i++) c->f->rects[i].x += dx;
+        for (size_t i = 0; i < c->f->n_texts; i++) {
+            c->f->texts[i].x += dx;
+            c->f->texts[i].ix += dx;
+        }
+        W = target;
+    }
     if (W > HS_VIZ_MAX_PX || H > HS_VIZ_MAX_PX) {
         hs_viz_figure_destroy(c->f);
         c->f = NULL;
@@ -426,6 +662,94 @@ static hs_status finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *
     *out = c->f;
     c->f = NULL;
     return HS_OK;
+}
+
+/* Lays a figure out: validated arguments in args, options o (width_in > 0,
+ * font_pt set), the fit record; ends in finish(). */
+typedef hs_status (*vz_build)(hs_viz_figure **out, const void *args, const hs_viz_options *o,
+                              vz_fit *fit, hs_error *err);
+
+/* One font size: up to 4 layouts, each taking the previous one's excess off
+ * its plan. HS_OK, or fit->nofit with fit->W the width the labels need. */
+static hs_status try_font(hs_viz_figure **out, vz_build build, const void *args,
+                          const hs_viz_options *o, vz_fit *fit, hs_error *err)
+{
+    int target = (int)lround(o->width_in * o->dpi);
+    memset(fit, 0, sizeof *fit);
+    for (int k = 0; k < 4; k++) {
+        int extra = fit->extra;
+        memset(fit, 0, sizeof *fit);
+        fit->extra = extra;
+        hs_status s = build(out, args, o, fit, err);
+        if (s == HS_OK || !fit->nofit) return s;
+        if (fit->cramped) return s;
+        fit->extra += fit->W - target;
+    }
+    return HS_ERR_INPUT;
+}
+
+static hs_status fit_width(hs_viz_figure **out, vz_build build, const void *args,
+                           const hs_viz_options *opt, double auto_in, const char *what,
+                           hs_error *err)
+{
+    *out = NULL;
+    hs_viz_options o;
+    if (opt) o = *opt;
+    else hs_viz_options_default(&o);
+    hs_status s = check_options(&o, err);
+    if (s) return s;
+    char *font = NULL;
+    s = vz_font_find(o.font_path, &font, err);
+    if (s) return s;
+    o.font_path = font;
+    double fmax = o.font_pt;
+    double fmin = o.font_min_pt > 0 && o.font_min_pt < fmax ? o.font_min_pt : fmax;
+    int auto_w = !(o.width_in > 0);
+    o.width_in = auto_w ? auto_in : o.width_in;
+    vz_fit fit;
+    int need_min = 0; /* px the labels need at the smallest font tried */
+    for (double f = fmax; f >= fmin - 1e-9; f -= 0.5) {
+        o.font_pt = f;
+        s = try_font(out, build, args, &o, &fit, err);
+        if (s == HS_OK || !fit.nofit) goto done;
+        need_min = fit.W;
+    }
+    if (auto_w) {
+        /* no width asked: grow to what the labels need at the font size */
+        o.font_pt = fmax;
+        memset(&fit, 0, sizeof fit);
+        double w_in = need_min / o.dpi;
+        for (int k = 0; k < 4; k++) {
+            o.width_in = w_in;
+            if (o.width_in > HS_VIZ_GRID_MAX_IN) break;
+            s = try_font(out, build, args, &o, &fit, err);
+            if (s == HS_OK || !fit.nofit) goto done;
+            w_in = fit.W / o.dpi;
+        }
+        s = hs_fail(err, HS_ERR_INPUT,
+                    "%s needs %.2f in to show every label at %g pt, over the %g in cap; "
+                    "HINT: fewer tokens or heads, or --font-size %g", what,
+                    need_min / o.dpi, fmin, HS_VIZ_GRID_MAX_IN, fmin > 4 ? 4.0 : fmin);
+        goto done;
+    }
+    /* the largest font size that fits the width asked, for the hint */
+    double fits = 0;
+    for (double f = fmin - 0.5; f >= 4.0 - 1e-9 && fits == 0; f -= 0.5) {
+        o.font_pt = f;
+        hs_error e2 = {0};
+        hs_viz_figure *probe = NULL;
+        if (try_font(&probe, build, args, &o, &fit, &e2) == HS_OK) fits = f;
+        hs_viz_figure_destroy(probe);
+    }
+    char hint[96] = "";
+    if (fits > 0) snprintf(hint, sizeof hint, " or --font-size %g", fits);
+    s = hs_fail(err, HS_ERR_INPUT,
+                "%s cannot show every label in %.2f in at %g pt: it needs %.2f in; "
+                "HINT: --width %.2f%s", what, opt->width_in, fmin, need_min / o.dpi,
+                ceil(need_min / o.dpi * 100.0) / 100.0, hint);
+done:
+    free(font);
+    return s;
 }
 
 /* Range of an attention figure's colour scale. */
@@ -446,6 +770,7 @@ static hs_status attention_scale(const vz_ctx *c, const float *p, size_t n_panel
                 if (v > hi) hi = v;
             }
     sc->cmap = c->o.cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_VIRIDIS : c->o.cmap;
+    sc->label = c->o.value_label ? c->o.value_label : "attention weight";
     if (c->o.range == HS_VIZ_RANGE_AUTO) {
         sc->vmin = lo;
         sc->vmax = hi;
@@ -475,8 +800,22 @@ static int annot_width(vz_ctx *c, const float *d, size_t n, const char *fmt)
     return w;
 }
 
+/* The pitch (px) labels need side by side without their ink touching: the
+ * tallest ink of any of them (ascender to descender) plus 0.15 em. */
+static int label_pitch(vz_ctx *c, char *const *shown, size_t n)
+{
+    double ink = 0;
+    for (size_t i = 0; i < n; i++) {
+        vz_run r;
+        if (vz_font_shape(c->f->font, shown[i], c->fpx, &r) != HS_OK) return c->lh;
+        ink = fmax(ink, r.ink_t + r.ink_b);
+        vz_run_free(&r);
+    }
+    return (int)ceil(ink + 0.15 * c->fpx);
+}
+
 /* ------------------------------------------------------------------------ */
-/* Heatmap with labels: shared by the single pattern and the signed matrix. */
+/* Heatmap with labels: shared by the single pattern and the matrices.      */
 
 typedef struct {
     const float *data;
@@ -499,41 +838,47 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     if (!s) s = prepare_labels(c, hs->col_labels, hs->C, cl, &cmax);
     if (s) goto done;
 
-    int m = c->margin, pad = c->pad, lh = c->lh;
+    int m = c->margin, pad = c->pad, lh = c->lh, lw = c->lw;
     size_t nmax = hs->R > hs->C ? hs->R : hs->C;
-    int cell_min = (int)ceil(lh * 1.15);
+    int cell_min = imax(label_pitch(c, rl, hs->R), label_pitch(c, cl, hs->C));
     if (hs->annot_fmt)
         cell_min = imax(cell_min, annot_width(c, hs->data, hs->R * hs->C, hs->annot_fmt) + pad);
-    int cell = imax(cell_min, (int)ceil(2.0 * c->o.dpi / (double)nmax));
-    int title_w = hs->title && hs->title[0] ? text_len(c, hs->title, c->tpx) : 0;
+    int title_w, title_h = title_block(c, hs->title, &title_w);
     int ylab_w = hs->ylabel && hs->ylabel[0] ? text_len(c, hs->ylabel, c->fpx) : 0;
     int xlab_w = hs->xlabel && hs->xlabel[0] ? text_len(c, hs->xlabel, c->fpx) : 0;
-    int top = m + (title_w ? c->tlh + pad : 0) + lh / 2;
-    int left = m + (ylab_w ? lh + pad : 0) + rmax + pad;
+    int top = m + title_h + lh / 2;
+    int left = m + (ylab_w ? lh + pad : 0) + rmax + pad + lw;
     int bw = imax(lh, (int)lround(0.12 * c->o.dpi));
     int cgap = 2 * pad;
-    if (c->o.width_in > 0) {
-        /* non-panel width: left part + colour bar + its labels (estimated) */
-        int rest = left + cgap + bw + pad * 3 + text_len(c, "-0.00", c->fpx) + m;
-        int avail = (int)lround(c->o.width_in * c->o.dpi) - rest;
-        cell = imax(cell_min, avail / (int)hs->C);
+    int any_mask = 0;
+    for (size_t i = 0; hs->mask && i < hs->R * hs->C; i++) any_mask |= hs->mask[i] != 0;
+    int legend = (hs->causal && hs->R > 1 && hs->C > 1) || any_mask;
+    int legend_w = legend ? lh + lw + pad / 2 + text_len(c, "masked", c->fpx) : 0;
+    int rest = left + lw + cgap + imax(bw + lw + colorbar_label_width(c, sc), legend_w) + m;
+    int avail = (int)lround(c->o.width_in * c->o.dpi) - c->fit->extra - rest;
+    int cell = avail / (int)nmax;
+    if (cell < cell_min) {
+        cell = cell_min;
+        c->fit->cramped = 1;
     }
+    if (title_w + 2 * m > (int)lround(c->o.width_in * c->o.dpi)) c->fit->cramped = 1;
     int PW = (int)hs->C * cell, PH = (int)hs->R * cell;
 
     s = add_heatmap(c, hs->data, hs->mask, hs->R, hs->C, left, top, cell, sc, hs->causal, 0,
-                    hs->annot_fmt);
+                    hs->annot_fmt, "panel");
     /* row labels, right-aligned against the map */
     for (size_t i = 0; i < hs->R && !s; i++) {
         int w = text_len(c, rl[i], c->fpx);
-        s = add_text(c, rl[i], c->fpx, 0, left - c->lw - pad - w,
+        s = add_text(c, rl[i], c->fpx, 0, left - lw - pad - w,
                      top + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, BLACK);
     }
     /* column labels, rotated, their ends against the map */
-    int ybelow = top + PH + c->lw + pad;
+    int ybelow = top + PH + lw + pad;
     for (size_t j = 0; j < hs->C && !s; j++)
         s = add_text(c, cl[j], c->fpx, 90, left + (int)j * cell + (cell - lh) / 2, ybelow,
                      VZ_A_END, VZ_T_XTICK, BLACK);
     int bottom = ybelow + cmax;
+    if (!s) s = begin_group(c, "axes");
     if (!s && xlab_w) {
         s = add_text(c, hs->xlabel, c->fpx, 0, left + PW / 2 - xlab_w / 2, bottom + pad,
                      VZ_A_MIDDLE, VZ_T_AXIS, BLACK);
@@ -545,13 +890,12 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
         s = add_text(c, hs->ylabel, c->fpx, 90, m, yy, VZ_A_MIDDLE, VZ_T_AXIS, BLACK);
         bottom = imax(bottom, yy + ylab_w);
     }
-    int right = left + PW + c->lw;
-    int cbx = left + PW + c->lw + cgap;
-    int cbh = PH;
-    if (!s) s = add_colorbar(c, sc, cbx, top, bw, cbh, &right);
-    int any_mask = 0;
-    for (size_t i = 0; hs->mask && i < hs->R * hs->C; i++) any_mask |= hs->mask[i] != 0;
-    if (!s && ((hs->causal && hs->R > 1 && hs->C > 1) || any_mask)) {
+    int right = left + PW + lw;
+    int cbx = left + PW + lw + cgap;
+    int cbh = imax(PH, (int)lround(0.8 * c->o.dpi)), cbb = 0;
+    if (!s) s = add_colorbar(c, sc, 1, cbx, top, bw, cbh, &right, &cbb);
+    bottom = imax(bottom, cbb);
+    if (!s && legend) {
         int lr, lb;
         /* below the colour bar's lowest tick label */
         s = add_mask_legend(c, cbx, top + cbh + lh / 2 + pad, &lr, &lb);
@@ -559,17 +903,8 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
         bottom = imax(bottom, lb);
     }
     bottom = imax(bottom, top + cbh + lh / 2 + lh % 2);
-    int W = right + m;
-    if (title_w + 2 * m > W) {
-        /* a title wider than the plot: centre the plot under it rather than
-           leave the canvas's right part empty */
-        W = title_w + 2 * m;
-        int dx = (W - (right + m)) / 2;
-        for (size_t i = 0; !s && i < c->f->n_rects; i++) c->f->rects[i].x += dx;
-        for (size_t i = 0; !s && i < c->f->n_texts; i++) c->f->texts[i].x += dx;
-    }
-    if (!s && title_w)
-        s = add_text(c, hs->title, c->tpx, 0, (W - title_w) / 2, m, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+    int W = imax(right + m, title_w + 2 * m);
+    if (!s && title_w) s = add_title(c, hs->title, W);
     int H = bottom + m;
     if (s) goto done;
     s = finish(c, W, H, out, err);
@@ -577,6 +912,33 @@ done:
     free_labels(rl, hs->R);
     free_labels(cl, hs->C);
     if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
+    return s;
+}
+
+typedef struct {
+    const float *pattern;
+    size_t T;
+    const char *const *tokens;
+    const char *title;
+} vz_attn_args;
+
+static hs_status build_attention(hs_viz_figure **out, const void *args, const hs_viz_options *o,
+                                 vz_fit *fit, hs_error *err)
+{
+    const vz_attn_args *a = args;
+    vz_ctx c;
+    hs_status s = ctx_init(&c, o, err);
+    if (s) return s;
+    c.fit = fit;
+    vz_scale sc;
+    s = attention_scale(&c, a->pattern, 1, a->T, &sc, err);
+    if (!s) {
+        vz_heat_spec hs = {a->pattern, a->T, a->T, a->tokens, a->tokens, a->title,
+                           "source (key)", "destination (query)", c.o.causal_mask,
+                           c.o.annotate ? "%.2f" : NULL, NULL};
+        s = heat_figure(&c, &hs, &sc, out, err);
+    }
+    hs_viz_figure_destroy(c.f);
     return s;
 }
 
@@ -591,47 +953,30 @@ hs_status hs_viz_attention_figure(hs_viz_figure **out, const float *pattern, siz
     hs_status s = check_labels(tokens, T, "tokens", err);
     if (!s) s = check_title(title, "title", err);
     if (s) return s;
-    vz_ctx c;
-    s = ctx_init(&c, opt, err);
-    if (s) return s;
-    vz_scale sc;
-    s = attention_scale(&c, pattern, 1, T, &sc, err);
-    if (s) { hs_viz_figure_destroy(c.f); return s; }
-    vz_heat_spec hs = {pattern, T, T, tokens, tokens, title, "source (key)",
-                       "destination (query)", c.o.causal_mask, c.o.annotate ? "%.2f" : NULL,
-                       NULL};
-    s = heat_figure(&c, &hs, &sc, out, err);
-    hs_viz_figure_destroy(c.f);
-    return s;
+    vz_attn_args a = {pattern, T, tokens, title};
+    return fit_width(out, build_attention, &a, opt, HS_VIZ_COLUMN_IN, "attention pattern", err);
 }
 
-/* seq = 0: signed (diverging, symmetric range); 1: non-negative (sequential, from 0). */
-static hs_status matrix_figure(hs_viz_figure **out, const float *m, const unsigned char *mask,
-                               size_t R, size_t C, const char *const *row_labels,
-                               const char *const *col_labels, const char *title,
-                               const char *xlabel, const char *ylabel, const hs_viz_options *opt,
-                               int seq, hs_error *err)
+typedef struct {
+    const float *m;
+    const unsigned char *mask;
+    size_t R, C;
+    const char *const *row_labels, *const *col_labels;
+    const char *title, *xlabel, *ylabel;
+    int seq; /* 0: signed (diverging, symmetric range); 1: non-negative (sequential, from 0) */
+} vz_matrix_args;
+
+static hs_status build_matrix(hs_viz_figure **out, const void *args, const hs_viz_options *o,
+                              vz_fit *fit, hs_error *err)
 {
-    *out = NULL;
-    if (m == NULL) return hs_fail(err, HS_ERR_INPUT, "signed matrix is NULL");
-    if (R < 1 || R > HS_VIZ_MAX_TOKENS || C < 1 || C > HS_VIZ_MAX_TOKENS)
-        return hs_fail(err, HS_ERR_INPUT, "matrix is %zu x %zu: a figure takes 1..%d per side", R,
-                       C, HS_VIZ_MAX_TOKENS);
-    hs_status s = check_labels(row_labels, R, "row labels", err);
-    if (!s) s = check_labels(col_labels, C, "column labels", err);
-    if (!s) s = check_title(title, "title", err);
-    if (!s) s = check_title(xlabel, "x label", err);
-    if (!s) s = check_title(ylabel, "y label", err);
-    if (s) return s;
-    hs_viz_options o;
-    if (opt) o = *opt;
-    else {
-        hs_viz_options_default(&o);
-        o.range = HS_VIZ_RANGE_AUTO;
-    }
+    const vz_matrix_args *a = args;
+    size_t R = a->R, C = a->C;
+    const float *m = a->m;
+    const unsigned char *mask = a->mask;
     vz_ctx c;
-    s = ctx_init(&c, &o, err);
+    hs_status s = ctx_init(&c, o, err);
     if (s) return s;
+    c.fit = fit;
     double amax = 0;
     for (size_t i = 0; i < R * C; i++) {
         if (mask && mask[i]) continue;
@@ -643,17 +988,18 @@ static hs_status matrix_figure(hs_viz_figure **out, const float *m, const unsign
         if (fabs(m[i]) > amax) amax = fabs(m[i]);
     }
     vz_scale sc;
-    if (seq) {
+    sc.label = o->value_label;
+    if (a->seq) {
         /* a sequential map from 0: a diverging map would invent a sign */
-        sc.cmap = (o.cmap == HS_VIZ_CMAP_DEFAULT || o.cmap == HS_VIZ_CMAP_DIVERGING)
+        sc.cmap = (o->cmap == HS_VIZ_CMAP_DEFAULT || o->cmap == HS_VIZ_CMAP_DIVERGING)
                       ? HS_VIZ_CMAP_VIRIDIS
-                      : o.cmap;
-        if (o.range == HS_VIZ_RANGE_AUTO) {
+                      : o->cmap;
+        if (o->range == HS_VIZ_RANGE_AUTO) {
             sc.vmin = 0.0;
             sc.vmax = amax > 0 ? amax : 1.0;
         } else {
-            sc.vmin = o.vmin;
-            sc.vmax = o.vmax;
+            sc.vmin = o->vmin;
+            sc.vmax = o->vmax;
             if (!(sc.vmax > sc.vmin)) {
                 hs_viz_figure_destroy(c.f);
                 return hs_fail(err, HS_ERR_INPUT, "fixed value range [%g, %g] is empty", sc.vmin,
@@ -661,16 +1007,13 @@ static hs_status matrix_figure(hs_viz_figure **out, const float *m, const unsign
             }
         }
     } else {
-        sc.cmap = o.cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_DIVERGING : o.cmap;
-    }
-    double lim = o.range == HS_VIZ_RANGE_AUTO ? amax : o.vmax;
-    if (seq) lim = 1.0; /* unused: the range is set above */
-    if (o.range == HS_VIZ_RANGE_FIXED && !(lim > 0)) {
-        hs_viz_figure_destroy(c.f);
-        return hs_fail(err, HS_ERR_INPUT, "signed figure: fixed vmax %g must be > 0", lim);
-    }
-    if (!(lim > 0)) lim = 1.0;
-    if (!seq) {
+        sc.cmap = o->cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_DIVERGING : o->cmap;
+        double lim = o->range == HS_VIZ_RANGE_AUTO ? amax : o->vmax;
+        if (o->range == HS_VIZ_RANGE_FIXED && !(lim > 0)) {
+            hs_viz_figure_destroy(c.f);
+            return hs_fail(err, HS_ERR_INPUT, "signed figure: fixed vmax %g must be > 0", lim);
+        }
+        if (!(lim > 0)) lim = 1.0;
         sc.vmin = -lim;
         sc.vmax = lim;
     }
@@ -686,12 +1029,36 @@ static hs_status matrix_figure(hs_viz_figure **out, const float *m, const unsign
         for (size_t i = 0; i < R * C; i++) shown[i] = mask[i] ? 0.0f : m[i];
         data = shown;
     }
-    vz_heat_spec hs = {data, R, C, row_labels, col_labels, title, xlabel, ylabel, 0,
-                       o.annotate ? (seq ? "%.2f" : "%.2g") : NULL, mask};
+    vz_heat_spec hs = {data, R, C, a->row_labels, a->col_labels, a->title, a->xlabel, a->ylabel, 0,
+                       o->annotate ? (a->seq ? "%.2f" : "%.2g") : NULL, mask};
     s = heat_figure(&c, &hs, &sc, out, err);
     hs_viz_figure_destroy(c.f);
     free(shown);
     return s;
+}
+
+static hs_status matrix_figure(hs_viz_figure **out, const vz_matrix_args *a,
+                               const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    if (a->m == NULL) return hs_fail(err, HS_ERR_INPUT, "matrix is NULL");
+    if (a->R < 1 || a->R > HS_VIZ_MAX_TOKENS || a->C < 1 || a->C > HS_VIZ_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "matrix is %zu x %zu: a figure takes 1..%d per side",
+                       a->R, a->C, HS_VIZ_MAX_TOKENS);
+    hs_status s = check_labels(a->row_labels, a->R, "row labels", err);
+    if (!s) s = check_labels(a->col_labels, a->C, "column labels", err);
+    if (!s) s = check_title(a->title, "title", err);
+    if (!s) s = check_title(a->xlabel, "x label", err);
+    if (!s) s = check_title(a->ylabel, "y label", err);
+    if (s) return s;
+    hs_viz_options o;
+    if (opt) o = *opt;
+    else {
+        hs_viz_options_default(&o);
+        o.range = HS_VIZ_RANGE_AUTO;
+    }
+    return fit_width(out, build_matrix, a, &o, HS_VIZ_COLUMN_IN, a->title ? a->title : "matrix",
+                     err);
 }
 
 hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
@@ -699,8 +1066,8 @@ hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, si
                                const char *title, const char *xlabel, const char *ylabel,
                                const hs_viz_options *opt, hs_error *err)
 {
-    return matrix_figure(out, m, NULL, R, C, row_labels, col_labels, title, xlabel, ylabel, opt, 0,
-                         err);
+    return hs_viz_signed_figure_masked(out, m, NULL, R, C, row_labels, col_labels, title, xlabel,
+                                       ylabel, opt, err);
 }
 
 hs_status hs_viz_signed_figure_masked(hs_viz_figure **out, const float *m,
@@ -710,12 +1077,8 @@ hs_status hs_viz_signed_figure_masked(hs_viz_figure **out, const float *m,
                                       const char *xlabel, const char *ylabel,
                                       const hs_viz_options *opt, hs_error *err)
 {
-    if (mask == NULL) {
-        *out = NULL;
-        return hs_fail(err, HS_ERR_INPUT, "mask is NULL");
-    }
-    return matrix_figure(out, m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, opt, 0,
-                         err);
+    vz_matrix_args a = {m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, 0};
+    return matrix_figure(out, &a, opt, err);
 }
 
 hs_status hs_viz_matrix_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
@@ -723,8 +1086,8 @@ hs_status hs_viz_matrix_figure(hs_viz_figure **out, const float *m, size_t R, si
                                const char *title, const char *xlabel, const char *ylabel,
                                const hs_viz_options *opt, hs_error *err)
 {
-    return matrix_figure(out, m, NULL, R, C, row_labels, col_labels, title, xlabel, ylabel, opt, 1,
-                         err);
+    return hs_viz_matrix_figure_masked(out, m, NULL, R, C, row_labels, col_labels, title, xlabel,
+                                       ylabel, opt, err);
 }
 
 hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
@@ -734,37 +1097,32 @@ hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
                                       const char *xlabel, const char *ylabel,
                                       const hs_viz_options *opt, hs_error *err)
 {
-    if (mask == NULL) {
-        *out = NULL;
-        return hs_fail(err, HS_ERR_INPUT, "mask is NULL");
-    }
-    return matrix_figure(out, m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, opt, 1,
-                         err);
+    vz_matrix_args a = {m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, 1};
+    return matrix_figure(out, &a, opt, err);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Grid                                                                     */
 
-static hs_status grid_figure(hs_viz_figure **out, const float *patterns, size_t L, size_t H,
-                             size_t T, const char *const *tokens, const char *const *row_headers,
-                             const char *const *col_headers, const char *title,
-                             const hs_viz_options *opt, hs_error *err)
+typedef struct {
+    const float *patterns;
+    size_t L, H, T;
+    const char *const *tokens, *const *row_headers, *const *col_headers;
+    const char *title;
+} vz_grid_args;
+
+static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_options *opt,
+                            vz_fit *fit, hs_error *err)
 {
-    *out = NULL;
-    if (patterns == NULL) return hs_fail(err, HS_ERR_INPUT, "attention patterns are NULL");
-    if (T < 1 || T > HS_VIZ_MAX_TOKENS)
-        return hs_fail(err, HS_ERR_INPUT, "%zu tokens: a figure takes 1..%d", T, HS_VIZ_MAX_TOKENS);
-    if (L < 1 || L > HS_VIZ_MAX_LAYERS || H < 1 || H > HS_VIZ_MAX_HEADS)
-        return hs_fail(err, HS_ERR_INPUT, "grid of %zu layers x %zu heads: takes 1..%d x 1..%d", L,
-                       H, HS_VIZ_MAX_LAYERS, HS_VIZ_MAX_HEADS);
-    hs_status s = check_labels(tokens, T, "tokens", err);
-    if (!s) s = check_title(title, "title", err);
-    if (!s && row_headers) s = check_labels(row_headers, L, "row headers", err);
-    if (!s && col_headers) s = check_labels(col_headers, H, "column headers", err);
-    if (s) return s;
+    const vz_grid_args *a = args;
+    const float *patterns = a->patterns;
+    size_t L = a->L, H = a->H, T = a->T;
+    const char *const *row_headers = a->row_headers, *const *col_headers = a->col_headers;
+    const char *title = a->title;
     vz_ctx c;
-    s = ctx_init(&c, opt, err);
+    hs_status s = ctx_init(&c, opt, err);
     if (s) return s;
+    c.fit = fit;
     vz_scale sc;
     s = attention_scale(&c, patterns, L * H, T, &sc, err);
     if (s) { hs_viz_figure_destroy(c.f); return s; }
@@ -772,66 +1130,49 @@ static hs_status grid_figure(hs_viz_figure **out, const float *patterns, size_t 
     char **tl = calloc(T, sizeof *tl);
     int tmax = 0;
     if (!tl) { s = HS_ERR_NOMEM; goto done; }
-    s = prepare_labels(&c, tokens, T, tl, &tmax);
+    s = prepare_labels(&c, a->tokens, T, tl, &tmax);
     if (s) goto done;
 
     int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
     double dpi = c.o.dpi;
-    int lbl_min = (int)ceil(lh * 1.15); /* label pitch that never overlaps */
-    int gap = imax(2 * pad, (int)lround(0.08 * dpi)) + 2 * lw;
-    int title_w = title && title[0] ? text_len(&c, title, c.tpx) : 0;
+    int pitch = label_pitch(&c, tl, T);
+    int gap = imax(2 * pad, (int)lround(0.05 * dpi)) + 2 * lw;
+    int title_w, title_h = title_block(&c, title, &title_w);
     const char *ylab = "destination (query)", *xlab = "source (key)";
     int ylab_w = text_len(&c, ylab, c.fpx), xlab_w = text_len(&c, xlab, c.fpx);
-    char hb[16];
+    char hb[32];
     int rh_w = 0;
-    if (row_headers) {
-        for (size_t l = 0; l < L; l++) rh_w = imax(rh_w, text_len(&c, row_headers[l], c.fpx));
-    } else {
-        snprintf(hb, sizeof hb, "L%zu", L - 1);
-        rh_w = imax(text_len(&c, hb, c.fpx), text_len(&c, "L0", c.fpx));
+    for (size_t l = 0; l < L; l++) {
+        snprintf(hb, sizeof hb, "L%zu", l);
+        rh_w = imax(rh_w, text_len(&c, row_headers ? row_headers[l] : hb, c.fpx));
     }
-    int bw = imax(lh, (int)lround(0.12 * dpi));
     /* a clear gap between the L<l> row headers and the longest token label,
      * so "L0" does not read as part of a token ("L0 because") */
-    int hgap = imax(3 * pad, lh);
-    int left = m + lh + pad + rh_w + hgap + tmax + pad;
-    int top = m + (title_w ? c.tlh + pad : 0) + lh + pad;
-    int right_fixed = 2 * pad + bw + 3 * pad + text_len(&c, "0.00", c.fpx) +
-                      text_len(&c, "masked", c.fpx) + m;
-    int bottom_fixed = pad + tmax + pad + lh + m;
-
-    /* cell: labels fit at lbl_min; small T gets panels of at least 0.8 in */
-    int cell = imax(lbl_min, (int)ceil(0.8 * dpi / (double)T));
-    int annot = 0;
-    if (c.o.annotate) {
-        int aw = annot_width(&c, patterns, L * H * T * T, "%.2f") + pad;
-        if (aw > cell && (double)aw * T * H <= HS_VIZ_GRID_MAX_IN * dpi) cell = aw;
-        annot = 1;
+    int hgap = rh_w ? imax(2 * pad, lh) : 0;
+    int left = m + lh + pad + rh_w + hgap + tmax + pad + lw;
+    int top = m + title_h + lh + pad;
+    int target = (int)lround(c.o.width_in * dpi) - fit->extra;
+    int cell_min = pitch;
+    int annot = c.o.annotate;
+    if (annot) cell_min = imax(cell_min, annot_width(&c, patterns, L * H * T * T, "%.2f") + pad);
+    int availW = target - left - lw - m - (int)(H - 1) * gap;
+    int cell = availW / (int)(H * T);
+    /* panels no taller than 2 in: a grid of a few tokens stays a grid */
+    cell = imin(cell, imax(cell_min, (int)(2.0 * dpi / (double)T)));
+    if (cell < cell_min) {
+        cell = cell_min;
+        fit->cramped = 1;
     }
-    int capW = (int)lround((c.o.width_in > 0 ? c.o.width_in : HS_VIZ_GRID_MAX_IN) * dpi);
-    int capH = (int)lround(HS_VIZ_GRID_MAX_IN * dpi);
-    /* budget gaps wide enough for labels that overhang small cells */
-    int availW = capW - left - right_fixed - (int)(H - 1) * (gap + lbl_min);
-    int availH = capH - top - bottom_fixed - (int)(L - 1) * (gap + lbl_min);
-    int cw = availW / (int)(H * T), ch = availH / (int)(L * T);
-    if (c.o.width_in > 0) cell = imax(1, cw);
-    else if (cell > cw) cell = imax(1, cw);
-    if (cell > ch) cell = imax(1, ch);
-    if (annot) {
-        int aw = annot_width(&c, patterns, L * H * T * T, "%.2f") + pad;
-        annot = cell >= aw && cell >= c.alh;
-    }
-    int stride = (lbl_min + cell - 1) / cell; /* label every stride-th token */
-    /* a label centred on a cell smaller than its line overhangs the panel by
-     * (lbl_min - cell) / 2; neighbouring panels' labels must not meet */
-    if (cell < lbl_min) gap += lbl_min - cell;
+    if (title_w + 2 * m > target) fit->cramped = 1;
     int P = (int)T * cell;
-
+    char gidb[64];
     for (size_t l = 0; l < L && !s; l++)
         for (size_t h = 0; h < H && !s; h++)
             s = add_heatmap(&c, patterns + (l * H + h) * T * T, NULL, T, T,
                             left + (int)h * (P + gap), top + (int)l * (P + gap), cell, &sc,
-                            c.o.causal_mask, (int)(l * H + h), annot ? "%.2f" : NULL);
+                            c.o.causal_mask, (int)(l * H + h), annot ? "%.2f" : NULL,
+                            panel_id(gidb, sizeof gidb, row_headers, col_headers, l, h));
+    if (!s) s = begin_group(&c, "labels");
     int gridW = (int)H * P + (int)(H - 1) * gap, gridH = (int)L * P + (int)(L - 1) * gap;
     /* column headers */
     for (size_t h = 0; h < H && !s; h++) {
@@ -842,7 +1183,7 @@ static hs_status grid_figure(hs_viz_figure **out, const float *patterns, size_t 
         s = add_text(&c, ht, c.fpx, 0, left + (int)h * (P + gap) + P / 2 - w / 2,
                      top - lw - pad / 2 - lh, VZ_A_MIDDLE, VZ_T_HEADER, BLACK);
     }
-    /* row headers and y tick labels (left column only) */
+    /* row headers and y tick labels (left column) */
     for (size_t l = 0; l < L && !s; l++) {
         int py = top + (int)l * (P + gap);
         snprintf(hb, sizeof hb, "L%zu", l);
@@ -851,20 +1192,21 @@ static hs_status grid_figure(hs_viz_figure **out, const float *patterns, size_t 
         if (rt[0])
             s = add_text(&c, rt, c.fpx, 0, m + lh + pad + rh_w - w, py + P / 2 - lh / 2,
                          VZ_A_END, VZ_T_HEADER, BLACK);
-        for (size_t i = 0; i < T && !s; i += (size_t)stride) {
+        for (size_t i = 0; i < T && !s; i++) {
             int tw = text_len(&c, tl[i], c.fpx);
             s = add_text(&c, tl[i], c.fpx, 0, left - lw - pad - tw,
                          py + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, BLACK);
         }
     }
-    /* x tick labels (bottom row only) */
-    /* below the overhang of the last row's y labels */
-    int ybelow = top + gridH + lw + pad + (cell < lbl_min ? (lbl_min - cell + 1) / 2 : 0);
+    /* x tick labels under every panel of the bottom row */
+    int ybelow = top + gridH + lw + pad;
     for (size_t h = 0; h < H && !s; h++)
-        for (size_t j = 0; j < T && !s; j += (size_t)stride)
-            s = add_text(&c, tl[j], c.fpx, 90, left + (int)h * (P + gap) + (int)j * cell + (cell - lh) / 2,
-                         ybelow, VZ_A_END, VZ_T_XTICK, BLACK);
+        for (size_t j = 0; j < T && !s; j++)
+            s = add_text(&c, tl[j], c.fpx, 90,
+                         left + (int)h * (P + gap) + (int)j * cell + (cell - lh) / 2, ybelow,
+                         VZ_A_END, VZ_T_XTICK, BLACK);
     int bottom = ybelow + tmax;
+    if (!s) s = begin_group(&c, "axes");
     if (!s) s = add_text(&c, xlab, c.fpx, 0, left + gridW / 2 - xlab_w / 2, bottom + pad,
                          VZ_A_MIDDLE, VZ_T_AXIS, BLACK);
     bottom += pad + lh;
@@ -872,20 +1214,28 @@ static hs_status grid_figure(hs_viz_figure **out, const float *patterns, size_t 
     if (yy < top) yy = top;
     if (!s) s = add_text(&c, ylab, c.fpx, 90, m, yy, VZ_A_MIDDLE, VZ_T_AXIS, BLACK);
     bottom = imax(bottom, yy + ylab_w);
-    int right = left + gridW + lw, cbx = right + 2 * pad;
-    int cbh = gridH;
-    if (!s) s = add_colorbar(&c, &sc, cbx, top, bw, cbh, &right);
-    if (!s && c.o.causal_mask && T > 1) {
+    /* the colour bar lies under the grid (a page's width goes to the panels),
+       the masked swatch right of it */
+    int right = left + gridW + lw;
+    int bh = imax((int)lround(0.6 * lh), (int)lround(0.06 * dpi));
+    int legend = c.o.causal_mask && T > 1;
+    int legend_w = legend ? lh + lw + pad / 2 + text_len(&c, "masked", c.fpx) + 3 * pad : 0;
+    /* the strip under the grid: the grid's width or the rest of the target's */
+    int strip = imax(gridW, target - left - m);
+    int cbw = imax(imin((int)lround(2.5 * dpi), strip - legend_w), (int)lround(1.0 * dpi));
+    int cbx = left + imax(0, (imin(strip, imax(gridW, cbw + legend_w)) - cbw - legend_w) / 2);
+    int cby = bottom + 2 * pad, cbr = 0, cbb = 0;
+    if (!s) s = add_colorbar(&c, &sc, 0, cbx, cby, cbw, bh, &cbr, &cbb);
+    right = imax(right, cbr);
+    bottom = imax(bottom, cbb);
+    if (!s && legend) {
         int lr, lb;
-        s = add_mask_legend(&c, cbx, top + cbh + lh / 2 + pad, &lr, &lb);
+        s = add_mask_legend(&c, cbx + cbw + 3 * pad, cby + bh / 2 - lh / 2, &lr, &lb);
         right = imax(right, lr);
         bottom = imax(bottom, lb);
     }
-    bottom = imax(bottom, top + cbh + lh / 2 + lh % 2);
-    int W = right + m;
-    if (title_w + 2 * m > W) W = title_w + 2 * m;
-    if (!s && title_w)
-        s = add_text(&c, title, c.tpx, 0, (W - title_w) / 2, m, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+    int W = imax(right + m, title_w + 2 * m);
+    if (!s && title_w) s = add_title(&c, title, W);
     if (s) goto done;
     s = finish(&c, W, bottom + m, out, err);
 done:
@@ -899,7 +1249,7 @@ hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t 
                              size_t T, const char *const *tokens, const char *title,
                              const hs_viz_options *opt, hs_error *err)
 {
-    return grid_figure(out, patterns, L, H, T, tokens, NULL, NULL, title, opt, err);
+    return hs_viz_grid_figure_labeled(out, patterns, L, H, T, tokens, NULL, NULL, title, opt, err);
 }
 
 hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns, size_t L,
@@ -908,87 +1258,126 @@ hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns,
                                      const char *const *col_headers, const char *title,
                                      const hs_viz_options *opt, hs_error *err)
 {
-    return grid_figure(out, patterns, L, H, T, tokens, row_headers, col_headers, title, opt, err);
+    *out = NULL;
+    if (patterns == NULL) return hs_fail(err, HS_ERR_INPUT, "attention patterns are NULL");
+    if (T < 1 || T > HS_VIZ_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "%zu tokens: a figure takes 1..%d", T, HS_VIZ_MAX_TOKENS);
+    if (L < 1 || L > HS_VIZ_MAX_LAYERS || H < 1 || H > HS_VIZ_MAX_HEADS)
+        return hs_fail(err, HS_ERR_INPUT, "grid of %zu layers x %zu heads: takes 1..%d x 1..%d", L,
+                       H, HS_VIZ_MAX_LAYERS, HS_VIZ_MAX_HEADS);
+    hs_status s = check_labels(tokens, T, "tokens", err);
+    if (!s) s = check_title(title, "title", err);
+    if (!s && row_headers) s = check_labels(row_headers, L, "row headers", err);
+    if (!s && col_headers) s = check_labels(col_headers, H, "column headers", err);
+    if (s) return s;
+    vz_grid_args a = {patterns, L, H, T, tokens, row_headers, col_headers, title};
+    return fit_width(out, build_grid, &a, opt, L * H > 1 ? HS_VIZ_PAGE_IN : HS_VIZ_COLUMN_IN,
+                     "attention grid", err);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Bars                                                                     */
 
-hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
-                             const char *const *labels, const char *title, const char *xlabel,
-                             const hs_viz_options *opt, hs_error *err)
+/* A bar's value label: fixed decimals (dec), or scientific when sci. */
+static void fmt_bar(char *buf, size_t n, double v, int dec, int sci)
 {
-    *out = NULL;
-    if (values == NULL) return hs_fail(err, HS_ERR_INPUT, "bar values are NULL");
-    if (N < 1 || N > HS_VIZ_MAX_BARS)
-        return hs_fail(err, HS_ERR_INPUT, "%zu bars: a chart takes 1..%d", N, HS_VIZ_MAX_BARS);
-    hs_status s = check_labels(labels, N, "bar labels", err);
-    if (!s) s = check_title(title, "title", err);
-    if (!s) s = check_title(xlabel, "x label", err);
-    if (s) return s;
+    if (sci) {
+        snprintf(buf, n, "%+.2e", v);
+        short_exp(buf);
+    } else {
+        snprintf(buf, n, "%+.*f", dec, v);
+    }
+}
+
+typedef struct {
+    const float *values;
+    size_t N;
+    const char *const *labels;
+    const char *title, *xlabel;
+    int explicit_range; /* opt was given: a FIXED range widens the axis */
+} vz_bars_args;
+
+static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_options *opt,
+                            vz_fit *fit, hs_error *err)
+{
+    const vz_bars_args *a = args;
+    const float *values = a->values;
+    size_t N = a->N;
+    const char *title = a->title, *xlabel = a->xlabel;
     double lo = 0, hi = 0;
     for (size_t i = 0; i < N; i++) {
-        if (!isfinite(values[i]))
-            return hs_fail(err, HS_ERR_NUMERIC, "bar value %zu is not finite (%g)", i,
-                           (double)values[i]);
         if (values[i] < lo) lo = values[i];
         if (values[i] > hi) hi = values[i];
     }
-    /* one number of decimals for every value label of the chart (3 significant
+    /* one number format for every value label of the chart (3 significant
        digits for the largest |value|), so "+3.00" stands next to "+1.66" */
     double vabs = fmax(fabs(lo), fabs(hi));
+    int bar_sci = vabs >= 1e5 || (vabs > 0 && vabs < 1e-3);
     int bar_dec = vabs > 0 ? 2 - (int)floor(log10(vabs)) : 2;
     if (bar_dec < 0) bar_dec = 0;
     if (bar_dec > 4) bar_dec = 4;
     vz_ctx c;
-    s = ctx_init(&c, opt, err);
+    hs_status s = ctx_init(&c, opt, err);
     if (s) return s;
-    if (c.o.range == HS_VIZ_RANGE_FIXED && opt != NULL && c.o.vmax > c.o.vmin) {
+    c.fit = fit;
+    if (c.o.range == HS_VIZ_RANGE_FIXED && a->explicit_range && c.o.vmax > c.o.vmin) {
         /* a fixed range widens (never clips) the axis */
         if (c.o.vmin < lo) lo = c.o.vmin;
         if (c.o.vmax > hi) hi = c.o.vmax;
     }
-    if (hi == lo) hi = lo + 1.0;
-    vz_ticks tk;
-    nice_ticks(lo, hi, 6, &tk);
-    double step = tk.n > 1 ? tk.v[1] - tk.v[0] : 1.0;
-    double alo = tk.n ? fmin(tk.v[0], lo) : lo, ahi = tk.n ? fmax(tk.v[tk.n - 1], hi) : hi;
-    if (alo > lo) alo -= step;
-    if (ahi < hi) ahi += step;
-    nice_ticks(alo, ahi, 6, &tk);
+    if (hi == lo) hi = lo + (lo != 0 ? fabs(lo) : 1.0);
 
     char **bl = calloc(N, sizeof *bl);
     int lmax = 0;
     if (!bl) { s = HS_ERR_NOMEM; goto done; }
-    s = prepare_labels(&c, labels, N, bl, &lmax);
+    s = prepare_labels(&c, a->labels, N, bl, &lmax);
     if (s) goto done;
     int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
     double dpi = c.o.dpi;
     int vw = 0;
     char buf[64];
     for (size_t i = 0; i < N; i++) {
-        snprintf(buf, sizeof buf, "%+.*f", bar_dec, (double)values[i]);
+        fmt_bar(buf, sizeof buf, values[i], bar_dec, bar_sci);
         vw = imax(vw, text_len(&c, buf, c.apx));
     }
-    char t0[64], t1[64];
-    fmt_tick(t0, sizeof t0, tk.v[0], tk.decimals);
-    fmt_tick(t1, sizeof t1, tk.v[tk.n - 1], tk.decimals);
-    int row = (int)ceil(lh * 1.5), bar = (int)lround(row * 0.7);
-    int title_w = title && title[0] ? text_len(&c, title, c.tpx) : 0;
+    int row = imax((int)ceil(lh * 1.3), label_pitch(&c, bl, N)), bar = (int)lround(row * 0.7);
+    int title_w, title_h = title_block(&c, title, &title_w);
     int xlab_w = xlabel && xlabel[0] ? text_len(&c, xlabel, c.fpx) : 0;
     /* value labels sit right of bars >= 0 (zero included) and left of bars < 0 */
     int any_neg = lo < 0, any_nonneg = 0;
     for (size_t i = 0; i < N; i++) any_nonneg |= values[i] >= 0;
-    int padL = (alo < 0 || any_neg) ? vw + pad : 0, padR = (ahi > 0 || any_nonneg) ? vw + pad : 0;
+    int padL = any_neg ? vw + pad : 0, padR = any_nonneg ? vw + pad : 0;
     int left = m + lmax + pad;
-    left = imax(left, m + text_len(&c, t0, c.fpx) / 2 - padL);
-    int top = m + (title_w ? c.tlh + pad : 0);
-    int PW = (int)lround(3.0 * dpi);
-    if (c.o.width_in > 0) {
-        int rest = left + padL + padR + text_len(&c, t1, c.fpx) / 2 + m;
-        PW = imax((int)lround(c.o.width_in * dpi) - rest, (int)lround(1.0 * dpi));
+    int top = m + title_h;
+    int target = (int)lround(c.o.width_in * dpi) - fit->extra;
+    /* ticks: as many as fit without their labels meeting (>= 2) */
+    vz_ticks tk;
+    double alo = lo, ahi = hi;
+    int PW = 0, edge = 0;
+    for (int want = 6; want >= 1; want--) {
+        nice_ticks(lo, hi, want, &tk);
+        alo = floor(lo / tk.step - 1e-9) * tk.step;
+        ahi = ceil(hi / tk.step - 1e-9) * tk.step;
+        if (alo > lo) alo = lo;
+        if (ahi < hi) ahi = hi;
+        nice_ticks(alo, ahi, want, &tk);
+        int tw = 0;
+        for (int k = 0; k < tk.n; k++) {
+            fmt_tick(buf, sizeof buf, tk.v[k], &tk);
+            tw = imax(tw, text_len(&c, buf, c.fpx));
+        }
+        edge = tw / 2;
+        PW = target - left - imax(padL, edge) - imax(padR, edge) - m;
+        double spacing = tk.n > 1 ? PW * tk.step / (ahi - alo) : PW;
+        if (spacing >= tw + 2 * pad || want == 1) break;
     }
-    int ax0 = left + padL, ax1 = ax0 + PW; /* data axis pixels */
+    int PW_min = (int)lround(1.0 * dpi);
+    if (PW < PW_min) {
+        PW = PW_min;
+        fit->cramped = 1;
+    }
+    if (title_w + 2 * m > target) fit->cramped = 1;
+    int ax0 = left + imax(padL, edge), ax1 = ax0 + PW; /* data axis pixels */
 #define XOF(v) (ax0 + (int)lround(((v) - alo) / (ahi - alo) * (double)PW))
     int x0 = XOF(0.0);
     int PH = (int)N * row;
@@ -1004,24 +1393,25 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
         int xv = XOF(v);
         int bx = v >= 0 ? x0 : xv, bwid = abs(xv - x0);
         if (!s && bwid > 0)
-            s = add_rect(&c, bx, y + (row - bar) / 2, bwid, bar, v >= 0 ? pos : neg, 4, -1,
+            s = add_rect(&c, bx, y + (row - bar) / 2, bwid, bar, v >= 0 ? pos : neg, VZ_R_BAR, -1,
                          (int)i, -1);
-        snprintf(buf, sizeof buf, "%+.*f", bar_dec, v);
+        fmt_bar(buf, sizeof buf, v, bar_dec, bar_sci);
         int vtw = text_len(&c, buf, c.apx);
         int vx = v >= 0 ? xv + pad / 2 : xv - pad / 2 - vtw;
         if (!s) s = add_text(&c, buf, c.apx, 0, vx, y + (row - c.alh) / 2,
                              v >= 0 ? VZ_A_START : VZ_A_END, VZ_T_VALUE, BLACK);
     }
     /* zero line and axis */
-    if (!s) s = add_rect(&c, x0 - lw / 2, top, lw, PH, FRAME, 0, -1, -1, -1);
+    if (!s) s = begin_group(&c, "axis");
+    if (!s) s = add_rect(&c, x0 - lw / 2, top, lw, PH, FRAME, VZ_R_PLAIN, -1, -1, -1);
     int ay = top + PH + pad / 2;
-    if (!s) s = add_rect(&c, ax0, ay, PW + lw, lw, FRAME, 0, -1, -1, -1);
+    if (!s) s = add_rect(&c, ax0, ay, PW + lw, lw, FRAME, VZ_R_PLAIN, -1, -1, -1);
     int tl = (int)lround(c.fpx * 0.3);
     int right = ax1 + padR;
     for (int k = 0; k < tk.n && !s; k++) {
         int tx = XOF(tk.v[k]);
-        s = add_rect(&c, tx - lw / 2, ay + lw, lw, tl, FRAME, 0, -1, -1, -1);
-        fmt_tick(buf, sizeof buf, tk.v[k], tk.decimals);
+        s = add_rect(&c, tx - lw / 2, ay + lw, lw, tl, FRAME, VZ_R_PLAIN, -1, -1, -1);
+        fmt_tick(buf, sizeof buf, tk.v[k], &tk);
         int w = text_len(&c, buf, c.fpx);
         if (!s) s = add_text(&c, buf, c.fpx, 0, tx - w / 2, ay + lw + tl + pad / 4, VZ_A_MIDDLE,
                              VZ_T_CBAR, BLACK);
@@ -1035,10 +1425,8 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
         bottom += pad + lh;
         right = imax(right, ax0 + PW / 2 - xlab_w / 2 + xlab_w);
     }
-    int W = right + m;
-    if (title_w + 2 * m > W) W = title_w + 2 * m;
-    if (!s && title_w)
-        s = add_text(&c, title, c.tpx, 0, (W - title_w) / 2, m, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
+    int W = imax(right + m, title_w + 2 * m);
+    if (!s && title_w) s = add_title(&c, title, W);
     if (s) goto done;
     s = finish(&c, W, bottom + m, out, err);
 done:
@@ -1046,6 +1434,26 @@ done:
     hs_viz_figure_destroy(c.f);
     if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
     return s;
+}
+
+hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
+                             const char *const *labels, const char *title, const char *xlabel,
+                             const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    if (values == NULL) return hs_fail(err, HS_ERR_INPUT, "bar values are NULL");
+    if (N < 1 || N > HS_VIZ_MAX_BARS)
+        return hs_fail(err, HS_ERR_INPUT, "%zu bars: a chart takes 1..%d", N, HS_VIZ_MAX_BARS);
+    hs_status s = check_labels(labels, N, "bar labels", err);
+    if (!s) s = check_title(title, "title", err);
+    if (!s) s = check_title(xlabel, "x label", err);
+    if (s) return s;
+    for (size_t i = 0; i < N; i++)
+        if (!isfinite(values[i]))
+            return hs_fail(err, HS_ERR_NUMERIC, "bar value %zu is not finite (%g)", i,
+                           (double)values[i]);
+    vz_bars_args a = {values, N, labels, title, xlabel, opt != NULL};
+    return fit_width(out, build_bars, &a, opt, HS_VIZ_COLUMN_IN, "bar chart", err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1057,8 +1465,15 @@ double hs_viz_figure_dpi(const hs_viz_figure *f) { return f->dpi; }
 void hs_viz_figure_destroy(hs_viz_figure *f)
 {
     if (f == NULL) return;
-    for (size_t i = 0; i < f->n_texts; i++) free(f->texts[i].s);
+    for (size_t i = 0; i < f->n_texts; i++) {
+        free(f->texts[i].s);
+        vz_run_free(&f->texts[i].run);
+    }
     free(f->texts);
+    for (size_t i = 0; i < f->n_groups; i++) free(f->groups[i]);
+    free(f->groups);
+    free(f->title);
+    free(f->desc);
     free(f->rects);
     free(f->font_file);
     vz_font_close(f->font);

@@ -1,6 +1,7 @@
 /*
- * viz/viz_png.c -- rasterising a figure into an RGB buffer (pure) and
- * writing it as PNG through libpng (the I/O edge), atomically.
+ * viz/viz_png.c -- writing a figure as PNG: cairo draws it into an RGB buffer
+ * (viz_render.c), libpng encodes it here with the dpi in pHYs and our own
+ * filter and zlib settings, atomically.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -18,39 +19,6 @@
  * default strategy was the fastest setting and smaller than Z_RLE
  * (libpng's default, level 6 + all filters, is ~3x slower). */
 const vz_png_params VZ_PNG_DEFAULT = {1, Z_DEFAULT_STRATEGY, PNG_FILTER_SUB};
-
-static void fill_rect(unsigned char *rgb, int W, int H, const vz_rect *r)
-{
-    int x0 = r->x < 0 ? 0 : r->x, y0 = r->y < 0 ? 0 : r->y;
-    int x1 = r->x + r->w > W ? W : r->x + r->w, y1 = r->y + r->h > H ? H : r->y + r->h;
-    if (x1 <= x0 || y1 <= y0) return;
-    unsigned char *row0 = rgb + ((size_t)y0 * (size_t)W + (size_t)x0) * 3;
-    for (int x = 0; x < x1 - x0; x++) memcpy(row0 + 3 * x, r->rgb, 3);
-    size_t n = (size_t)(x1 - x0) * 3;
-    for (int y = y0 + 1; y < y1; y++)
-        memcpy(rgb + ((size_t)y * (size_t)W + (size_t)x0) * 3, row0, n);
-}
-
-hs_status hs_viz_figure_rgb(const hs_viz_figure *f, unsigned char **rgb, size_t *w, size_t *h,
-                            hs_error *err)
-{
-    *rgb = NULL;
-    size_t n = (size_t)f->width * (size_t)f->height * 3;
-    unsigned char *buf = malloc(n ? n : 1);
-    if (!buf)
-        return hs_fail(err, HS_ERR_NOMEM, "out of memory for a %d x %d image", f->width,
-                       f->height);
-    memset(buf, 255, n);
-    for (size_t i = 0; i < f->n_rects; i++) fill_rect(buf, f->width, f->height, &f->rects[i]);
-    for (size_t i = 0; i < f->n_texts; i++) {
-        const vz_text *t = &f->texts[i];
-        vz_font_draw(f->font, buf, f->width, f->height, t->s, t->px, t->x, t->y, t->rot, t->rgb);
-    }
-    *rgb = buf;
-    *w = (size_t)f->width;
-    *h = (size_t)f->height;
-    return HS_OK;
-}
 
 typedef struct {
     char msg[256];

@@ -1,51 +1,15 @@
 /*
- * viz/viz_svg.c -- a figure as SVG: the same geometry as the PNG (pixel
- * units in the viewBox, physical size in inches from the dpi), cells as
- * <rect>, every label one <text> (selectable, editable), XML-escaped.
+ * viz/viz_svg.c -- a figure as SVG from the same display list as the PNG and
+ * the PDF (pixel units in the viewBox, physical size in inches from the
+ * dpi): <title>/<desc>, one <g id> per group (a panel "L1H0", "colorbar",
+ * "legend", "title", ...), cells as <rect>, masked cells hatched through one
+ * <pattern>, the colour bar as one <linearGradient>, every label one <text>
+ * (selectable, editable), XML-escaped.
  */
-#include <stdarg.h>
+#include <math.h>
 #include <string.h>
 
 #include "viz/viz_internal.h"
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_put(sbuf *b, const char *s, size_t n)
-{
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap : 4096;
-        while (nc < b->len + n + 1) nc *= 2;
-        char *p = realloc(b->buf, nc);
-        if (!p) { b->oom = 1; return; }
-        b->buf = p;
-        b->cap = nc;
-    }
-    memcpy(b->buf + b->len, s, n);
-    b->len += n;
-    b->buf[b->len] = '\0';
-}
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-
-static void sb_printf(sbuf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n < 0) { b->oom = 1; return; }
-    sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
 
 int hs_viz_xml_escape(hs_buf *b, const char *s)
 {
@@ -70,65 +34,135 @@ int hs_viz_xml_escape(hs_buf *b, const char *s)
     return b->oom ? -1 : 0;
 }
 
-static void sb_escape(sbuf *b, const char *s)
-{
-    hs_buf e = {0};
-    if (hs_viz_xml_escape(&e, s) != 0) b->oom = 1;
-    else if (e.len) sb_put(b, e.s, e.len);
-    hs_buf_free(&e);
-}
-
 static const char *role_class[VZ_T_NROLES] = {"title", "xtick", "ytick", "header", "cbar",
                                               "axis",  "annot", "label", "value"};
+
+/* <defs>: one gradient per colour map a colour bar uses, one hatch pattern
+ * per masked-cell size. Ids: "cbar-<2 * cmap + vertical>", "hatch-<cell px>". */
+static void write_defs(hs_buf *b, const hs_viz_figure *f)
+{
+    hs_buf_puts(b, "<defs>\n");
+    int seen_cmap[16] = {0};
+    int hatch[16], n_hatch = 0;
+    for (size_t i = 0; i < f->n_rects; i++) {
+        const vz_rect *r = &f->rects[i];
+        int gi = (int)r->cmap * 2 + (r->vertical != 0);
+        if (r->kind == VZ_R_CBAR && gi >= 0 && gi < 16 && !seen_cmap[gi]) {
+            seen_cmap[gi] = 1;
+            hs_buf_printf(b, "<linearGradient id=\"cbar-%d\" x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"0\">\n",
+                          gi, r->vertical ? 1 : 0, r->vertical ? 0 : 1);
+            for (int k = 0; k < 256; k++) {
+                unsigned char c[3];
+                hs_viz_cmap_rgb(r->cmap, k / 255.0, c);
+                hs_buf_printf(b, "<stop offset=\"%.4f\" stop-color=\"#%02x%02x%02x\"/>\n",
+                              k / 255.0, c[0], c[1], c[2]);
+            }
+            hs_buf_puts(b, "</linearGradient>\n");
+        }
+        if (r->kind == VZ_R_MASKED) {
+            int cell = r->w < r->h ? r->w : r->h, dup = 0;
+            for (int k = 0; k < n_hatch && !dup; k++) dup = hatch[k] == cell;
+            if (dup || n_hatch == 16) continue;
+            hatch[n_hatch++] = cell;
+            double sp, lw;
+            vz_hatch_geometry(cell, &sp, &lw);
+            /* lines x + y = k * sp, in canvas coordinates like the PNG's */
+            hs_buf_printf(b,
+                          "<pattern id=\"hatch-%d\" patternUnits=\"userSpaceOnUse\" x=\"0\" "
+                          "y=\"0\" width=\"%.4f\" height=\"%.4f\">"
+                          "<rect width=\"%.4f\" height=\"%.4f\" fill=\"#%02x%02x%02x\"/>"
+                          "<path d=\"M%.4f,%.4f L%.4f,%.4f M0,%.4f L%.4f,0 M%.4f,%.4f L%.4f,%.4f\" "
+                          "stroke=\"#%02x%02x%02x\" stroke-width=\"%.3f\" fill=\"none\"/>"
+                          "</pattern>\n",
+                          cell, sp, sp, sp, sp, HS_VIZ_MASK_RGB[0], HS_VIZ_MASK_RGB[1],
+                          HS_VIZ_MASK_RGB[2], -lw, lw, lw, -lw, sp, sp, sp - lw, sp + lw, sp + lw,
+                          sp - lw,
+                          VZ_HATCH_RGB[0], VZ_HATCH_RGB[1], VZ_HATCH_RGB[2], lw);
+        }
+    }
+    hs_buf_puts(b, "</defs>\n");
+}
+
+static void write_rect(hs_buf *b, const vz_rect *r)
+{
+    hs_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" ", r->x, r->y, r->w, r->h);
+    if (r->kind == VZ_R_CBAR)
+        hs_buf_printf(b, "fill=\"url(#cbar-%d)\" class=\"cbar\"",
+                      (int)r->cmap * 2 + (r->vertical != 0));
+    else if (r->kind == VZ_R_MASKED) /* a masked cell or the legend's swatch */
+        hs_buf_printf(b, "fill=\"url(#hatch-%d)\"", r->w < r->h ? r->w : r->h);
+    else
+        hs_buf_printf(b, "fill=\"#%02x%02x%02x\"", r->rgb[0], r->rgb[1], r->rgb[2]);
+    if (r->kind == VZ_R_CELL || (r->kind == VZ_R_MASKED && r->panel >= 0))
+        hs_buf_printf(b, " class=\"%s\" data-panel=\"%d\" data-row=\"%d\" data-col=\"%d\"",
+                      r->kind == VZ_R_MASKED ? "masked" : "cell", r->panel, r->row, r->col);
+    else if (r->kind == VZ_R_BAR)
+        hs_buf_printf(b, " class=\"bar\" data-row=\"%d\"", r->row);
+    hs_buf_puts(b, "/>\n");
+}
+
+static void write_text(hs_buf *b, const hs_viz_figure *f, const vz_text *t)
+{
+    int asc = vz_font_ascender(f->font, t->px);
+    hs_buf_printf(b, "<text class=\"%s\" font-size=\"%.2f\" fill=\"#%02x%02x%02x\" ",
+                  role_class[t->role], t->px, t->rgb[0], t->rgb[1], t->rgb[2]);
+    /* pinned at the start, with the length HarfBuzz gave the layout: a renderer
+       with other metrics still fits the text into its box */
+    if (t->rot == 90)
+        hs_buf_printf(b, "transform=\"translate(%d %d) rotate(-90)\" x=\"0\" y=\"0\">",
+                      t->x + asc, t->y + t->h);
+    else
+        hs_buf_printf(b, "x=\"%d\" y=\"%d\">", t->x, t->y + asc);
+    hs_viz_xml_escape(b, t->s);
+    hs_buf_puts(b, "</text>\n");
+}
 
 hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_error *err)
 {
     *svg = NULL;
     if (f == NULL) return hs_fail(err, HS_ERR_INPUT, "figure is NULL");
-    sbuf b = {0};
-    sb_printf(&b,
-              "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-              "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
-              "width=\"%.4fin\" height=\"%.4fin\" viewBox=\"0 0 %d %d\">\n",
-              f->width / f->dpi, f->height / f->dpi, f->width, f->height);
-    sb_printf(&b, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n",
-              f->width, f->height);
-    sb_printf(&b, "<g shape-rendering=\"crispEdges\">\n");
-    for (size_t i = 0; i < f->n_rects && !b.oom; i++) {
-        const vz_rect *r = &f->rects[i];
-        sb_printf(&b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"#%02x%02x%02x\"",
-                  r->x, r->y, r->w, r->h, r->rgb[0], r->rgb[1], r->rgb[2]);
-        if (r->kind == 1 || r->kind == 2)
-            sb_printf(&b, " class=\"%s\" data-panel=\"%d\" data-row=\"%d\" data-col=\"%d\"",
-                      r->kind == 2 ? "masked" : "cell", r->panel, r->row, r->col);
-        sb_put(&b, "/>\n", 3);
+    hs_buf b = {0};
+    hs_buf_printf(&b,
+                  "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
+                  "width=\"%.4fin\" height=\"%.4fin\" viewBox=\"0 0 %d %d\">\n",
+                  f->width / f->dpi, f->height / f->dpi, f->width, f->height);
+    hs_buf_puts(&b, "<title>");
+    hs_viz_xml_escape(&b, f->title ? f->title : "headscope figure");
+    hs_buf_puts(&b, "</title>\n<desc>");
+    hs_viz_xml_escape(&b, f->desc ? f->desc : "made by headscope");
+    hs_buf_puts(&b, "</desc>\n");
+    write_defs(&b, f);
+    hs_buf_printf(&b, "<rect id=\"background\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
+                      "fill=\"#ffffff\"/>\n", f->width, f->height);
+    for (size_t g = 0; g < f->n_groups; g++) {
+        size_t nr = 0, nt = 0;
+        for (size_t i = 0; i < f->n_rects; i++) nr += f->rects[i].group == (int)g;
+        for (size_t i = 0; i < f->n_texts; i++) nt += f->texts[i].group == (int)g;
+        if (nr + nt == 0) continue;
+        hs_buf_puts(&b, "<g id=\"");
+        hs_viz_xml_escape(&b, f->groups[g]);
+        hs_buf_puts(&b, "\">\n");
+        if (nr) {
+            hs_buf_puts(&b, "<g shape-rendering=\"crispEdges\">\n");
+            for (size_t i = 0; i < f->n_rects; i++)
+                if (f->rects[i].group == (int)g) write_rect(&b, &f->rects[i]);
+            hs_buf_puts(&b, "</g>\n");
+        }
+        if (nt) {
+            hs_buf_puts(&b, "<g font-family=\"DejaVu Sans, Verdana, sans-serif\">\n");
+            for (size_t i = 0; i < f->n_texts; i++)
+                if (f->texts[i].group == (int)g) write_text(&b, f, &f->texts[i]);
+            hs_buf_puts(&b, "</g>\n");
+        }
+        hs_buf_puts(&b, "</g>\n");
     }
-    sb_printf(&b, "</g>\n<g font-family=\"DejaVu Sans, Verdana, sans-serif\">\n");
-    for (size_t i = 0; i < f->n_texts && !b.oom; i++) {
-        const vz_text *t = &f->texts[i];
-        int asc = vz_font_ascender(f->font, t->px);
-        const char *anchor = t->anchor == VZ_A_START ? "start"
-                             : t->anchor == VZ_A_MIDDLE ? "middle" : "end";
-        int len_along = t->rot == 90 ? t->h : t->w;
-        int ax = t->anchor == VZ_A_START ? 0 : t->anchor == VZ_A_MIDDLE ? len_along / 2 : len_along;
-        sb_printf(&b, "<text class=\"%s\" font-size=\"%.2f\" fill=\"#%02x%02x%02x\" "
-                      "text-anchor=\"%s\" ",
-                  role_class[t->role], t->px, t->rgb[0], t->rgb[1], t->rgb[2], anchor);
-        if (t->rot == 90)
-            sb_printf(&b, "transform=\"translate(%d %d) rotate(-90)\" x=\"0\" y=\"0\">",
-                      t->x + asc, t->y + t->h - ax);
-        else
-            sb_printf(&b, "x=\"%d\" y=\"%d\">", t->x + ax, t->y + asc);
-        sb_escape(&b, t->s);
-        sb_put(&b, "</text>\n", 8);
-    }
-    sb_put(&b, "</g>\n</svg>\n", 12);
-    if (b.oom) {
-        free(b.buf);
-        return hs_fail(err, HS_ERR_NOMEM, "out of memory writing SVG");
-    }
-    *svg = b.buf;
-    *len = b.len;
+    hs_buf_puts(&b, "</svg>\n");
+    size_t n = b.len;
+    char *s = hs_buf_take(&b);
+    if (!s) return hs_fail(err, HS_ERR_NOMEM, "out of memory writing SVG");
+    *svg = s;
+    *len = n;
     return HS_OK;
 }
 

@@ -47,10 +47,10 @@ hs_status hs_viz_rows_format(char **text, size_t *len, const float *rows, size_t
         return hs_fail(err, HS_ERR_INPUT, "rows: %zu rows x %zu tokens is empty", n_rows, T);
     if (tokens == NULL) return hs_fail(err, HS_ERR_INPUT, "rows: tokens are NULL");
     for (size_t j = 0; j < T; j++)
-        if (tokens[j] == NULL || !vz_utf8_valid(tokens[j]))
+        if (tokens[j] == NULL || !hs_utf8_valid(tokens[j]))
             return hs_fail(err, HS_ERR_INPUT, "rows: token %zu is NULL or not valid UTF-8", j);
     for (size_t i = 0; row_labels && i < n_rows; i++)
-        if (row_labels[i] == NULL || !vz_utf8_valid(row_labels[i]))
+        if (row_labels[i] == NULL || !hs_utf8_valid(row_labels[i]))
             return hs_fail(err, HS_ERR_INPUT, "rows: row label %zu is NULL or not valid UTF-8", i);
     for (size_t k = 0; k < n_rows * T; k++)
         if (!isfinite(rows[k]))

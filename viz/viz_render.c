@@ -1,0 +1,203 @@
+/*
+ * viz/viz_render.c -- drawing a laid-out figure with cairo: into an RGB
+ * buffer (an image surface; viz_png.c encodes it) and into a PDF (a PDF
+ * surface; the font is embedded as a subset by cairo). Both draw the same
+ * display list in the same order with the glyph positions HarfBuzz gave the
+ * layout, so the PNG and the PDF show the same picture; viz_svg.c writes the
+ * same list as SVG.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <math.h>
+#include <string.h>
+
+#include <cairo-pdf.h>
+
+#include "viz/viz_internal.h"
+
+static void set_rgb(cairo_t *cr, const unsigned char rgb[3])
+{
+    cairo_set_source_rgb(cr, rgb[0] / 255.0, rgb[1] / 255.0, rgb[2] / 255.0);
+}
+
+/* The colour bar's gradient: 256 stops of cmap, t = 0 at the bottom (vertical)
+ * or the left. */
+static void draw_cbar(cairo_t *cr, const vz_rect *r)
+{
+    cairo_pattern_t *g = r->vertical ? cairo_pattern_create_linear(0, r->y + r->h, 0, r->y)
+                                     : cairo_pattern_create_linear(r->x, 0, r->x + r->w, 0);
+    for (int i = 0; i < 256; i++) {
+        unsigned char c[3];
+        hs_viz_cmap_rgb(r->cmap, i / 255.0, c);
+        cairo_pattern_add_color_stop_rgb(g, i / 255.0, c[0] / 255.0, c[1] / 255.0, c[2] / 255.0);
+    }
+    cairo_rectangle(cr, r->x, r->y, r->w, r->h);
+    cairo_set_source(cr, g);
+    cairo_fill(cr);
+    cairo_pattern_destroy(g);
+}
+
+void vz_hatch_geometry(int cell, double *spacing, double *width)
+{
+    *spacing = fmax(3.0, cell / 3.0);
+    *width = fmax(0.6, cell / 24.0);
+}
+
+/* A masked cell: the mask colour with dark diagonal hatching (lines at 45
+ * degrees in canvas coordinates, every spacing px of x + y), so it reads as
+ * "no value" in colour and in grey print. */
+static void draw_masked(cairo_t *cr, const vz_rect *r)
+{
+    set_rgb(cr, r->rgb);
+    cairo_rectangle(cr, r->x, r->y, r->w, r->h);
+    cairo_fill_preserve(cr);
+    cairo_save(cr);
+    cairo_clip(cr);
+    double sp, lw;
+    vz_hatch_geometry(r->w < r->h ? r->w : r->h, &sp, &lw);
+    set_rgb(cr, VZ_HATCH_RGB);
+    cairo_set_line_width(cr, lw);
+    double k0 = floor((r->x + r->y) / sp), k1 = ceil((r->x + r->w + r->y + r->h) / sp);
+    for (double k = k0; k <= k1; k++) {
+        double s = k * sp; /* the line x + y = s */
+        cairo_move_to(cr, s - r->y, r->y);
+        cairo_line_to(cr, s - (r->y + r->h), r->y + r->h);
+    }
+    cairo_stroke(cr);
+    cairo_restore(cr);
+}
+
+static void draw_text(cairo_t *cr, const hs_viz_figure *f, const vz_text *t)
+{
+    if (t->run.n == 0) return;
+    cairo_glyph_t stackg[64], *g = stackg;
+    if (t->run.n > 64) {
+        g = malloc(t->run.n * sizeof *g);
+        if (!g) return;
+    }
+    for (size_t i = 0; i < t->run.n; i++) {
+        g[i].index = t->run.g[i].id;
+        g[i].x = t->run.g[i].x;
+        g[i].y = t->run.g[i].y;
+    }
+    int asc = vz_font_ascender(f->font, t->px);
+    cairo_save(cr);
+    set_rgb(cr, t->rgb);
+    cairo_set_font_face(cr, vz_font_cairo(f->font));
+    cairo_set_font_size(cr, t->px);
+    if (t->rot == 90) {
+        cairo_translate(cr, t->x + asc, t->y + t->h);
+        cairo_rotate(cr, -2.0 * atan(1.0)); /* -90 degrees */
+    } else {
+        cairo_translate(cr, t->x, t->y + asc);
+    }
+    cairo_show_glyphs(cr, g, (int)t->run.n);
+    cairo_restore(cr);
+    if (g != stackg) free(g);
+}
+
+void vz_render(cairo_t *cr, const hs_viz_figure *f)
+{
+    cairo_font_options_t *fo = cairo_font_options_create();
+    cairo_font_options_set_hint_style(fo, CAIRO_HINT_STYLE_NONE);
+    cairo_font_options_set_hint_metrics(fo, CAIRO_HINT_METRICS_OFF);
+    cairo_font_options_set_antialias(fo, CAIRO_ANTIALIAS_GRAY);
+    cairo_set_font_options(cr, fo);
+    cairo_font_options_destroy(fo);
+    cairo_set_source_rgb(cr, 1, 1, 1);
+    cairo_paint(cr);
+    for (size_t g = 0; g < f->n_groups; g++) {
+        for (size_t i = 0; i < f->n_rects; i++) {
+            const vz_rect *r = &f->rects[i];
+            if (r->group != (int)g) continue;
+            if (r->kind == VZ_R_CBAR) draw_cbar(cr, r);
+            else if (r->kind == VZ_R_MASKED) draw_masked(cr, r);
+            else {
+                set_rgb(cr, r->rgb);
+                cairo_rectangle(cr, r->x, r->y, r->w, r->h);
+                cairo_fill(cr);
+            }
+        }
+        for (size_t i = 0; i < f->n_texts; i++)
+            if (f->texts[i].group == (int)g) draw_text(cr, f, &f->texts[i]);
+    }
+}
+
+hs_status hs_viz_figure_rgb(const hs_viz_figure *f, unsigned char **rgb, size_t *w, size_t *h,
+                            hs_error *err)
+{
+    *rgb = NULL;
+    cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, f->width, f->height);
+    if (cairo_surface_status(sf) != CAIRO_STATUS_SUCCESS) {
+        cairo_surface_destroy(sf);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for a %d x %d image", f->width,
+                       f->height);
+    }
+    cairo_t *cr = cairo_create(sf);
+    vz_render(cr, f);
+    cairo_status_t cs = cairo_status(cr);
+    cairo_destroy(cr);
+    cairo_surface_flush(sf);
+    size_t n = (size_t)f->width * (size_t)f->height * 3;
+    unsigned char *buf = cs == CAIRO_STATUS_SUCCESS ? malloc(n ? n : 1) : NULL;
+    if (!buf) {
+        cairo_surface_destroy(sf);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for a %d x %d image (%s)", f->width,
+                       f->height, cairo_status_to_string(cs));
+    }
+    const unsigned char *data = cairo_image_surface_get_data(sf);
+    int stride = cairo_image_surface_get_stride(sf);
+    for (int y = 0; y < f->height; y++) {
+        const uint32_t *row = (const uint32_t *)(data + (size_t)y * (size_t)stride);
+        unsigned char *o = buf + (size_t)y * (size_t)f->width * 3;
+        for (int x = 0; x < f->width; x++) {
+            uint32_t p = row[x]; /* xRGB in native endianness */
+            o[3 * x] = (unsigned char)(p >> 16);
+            o[3 * x + 1] = (unsigned char)(p >> 8);
+            o[3 * x + 2] = (unsigned char)p;
+        }
+    }
+    cairo_surface_destroy(sf);
+    *rgb = buf;
+    *w = (size_t)f->width;
+    *h = (size_t)f->height;
+    return HS_OK;
+}
+
+static cairo_status_t write_fp(void *closure, const unsigned char *data, unsigned int n)
+{
+    FILE *fp = closure;
+    return fwrite(data, 1, n, fp) == n ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
+}
+
+hs_status hs_viz_figure_write_pdf(const hs_viz_figure *f, const char *path, hs_error *err)
+{
+    if (f == NULL) return hs_fail(err, HS_ERR_INPUT, "figure is NULL");
+    hs_status s = hs_check_out_path(path, err);
+    if (s != HS_OK) return s;
+    hs_atomic_file af;
+    s = hs_atomic_open(&af, path, err);
+    if (s != HS_OK) return s;
+    double k = 72.0 / f->dpi; /* points per pixel */
+    errno = 0;
+    cairo_surface_t *sf =
+        cairo_pdf_surface_create_for_stream(write_fp, af.fp, f->width * k, f->height * k);
+    if (f->title) cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_TITLE, f->title);
+    cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_CREATOR, "headscope");
+    cairo_t *cr = cairo_create(sf);
+    cairo_scale(cr, k, k);
+    vz_render(cr, f);
+    cairo_status_t cs = cairo_status(cr);
+    cairo_destroy(cr);
+    cairo_surface_finish(sf);
+    if (cs == CAIRO_STATUS_SUCCESS) cs = cairo_surface_status(sf);
+    cairo_surface_destroy(sf);
+    if (cs != CAIRO_STATUS_SUCCESS) {
+        int e = errno;
+        hs_atomic_abort(&af);
+        return hs_fail(err, HS_ERR_IO, "%s: cannot write the PDF: %s", path,
+                       cs == CAIRO_STATUS_WRITE_ERROR && e ? strerror(e)
+                                                           : cairo_status_to_string(cs));
+    }
+    return hs_atomic_commit(&af, err);
+}
