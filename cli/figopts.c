@@ -10,7 +10,10 @@
 
 const char CLI_FIGOPTS_HELP[] =
     "figure options (for papers):\n"
-    "  --format LIST          comma-separated png,svg,json (default: all three)\n"
+    "  --format LIST          comma-separated png,svg,json,html (default: png,svg,json);\n"
+    "                         html adds index.html, one offline page to explore the\n"
+    "                         data (open it in a browser; `headscope view DIR` makes\n"
+    "                         one from an existing folder)\n"
     "  --dpi N                pixels per inch, recorded in the PNG (36..1200)\n"
     "  --width IN             figure width in inches (0 = grows with the tokens)\n"
     "  --font-size PT         label font size in points (4..36; default 8)\n"
@@ -30,6 +33,8 @@ void cli_figopts_default(cli_figopts *fo, double dpi)
 
 int cli_figopts_images(const cli_figopts *fo) { return fo->png || fo->svg; }
 
+int cli_figopts_data(const cli_figopts *fo) { return fo->json || fo->html; }
+
 int cli_figopts_font(const char *cmd, cli_figopts *fo)
 {
     if (!cli_figopts_images(fo) || fo->font) return 0;
@@ -48,7 +53,7 @@ void cli_figopts_free(cli_figopts *fo)
 
 static int parse_formats(const char *cmd, const char *arg, cli_figopts *fo)
 {
-    int png = 0, svg = 0, json = 0;
+    int png = 0, svg = 0, json = 0, html = 0;
     const char *p = arg;
     while (1) {
         const char *e = strchr(p, ',');
@@ -56,8 +61,9 @@ static int parse_formats(const char *cmd, const char *arg, cli_figopts *fo)
         if (n == 3 && strncmp(p, "png", 3) == 0) png = 1;
         else if (n == 3 && strncmp(p, "svg", 3) == 0) svg = 1;
         else if (n == 4 && strncmp(p, "json", 4) == 0) json = 1;
+        else if (n == 4 && strncmp(p, "html", 4) == 0) html = 1;
         else
-            return cli_usage_error(cmd, "unknown format '%.*s' in --format (png, svg, json)",
+            return cli_usage_error(cmd, "unknown format '%.*s' in --format (png, svg, json, html)",
                                    (int)n, p);
         if (!e) break;
         p = e + 1;
@@ -65,6 +71,7 @@ static int parse_formats(const char *cmd, const char *arg, cli_figopts *fo)
     fo->png = png;
     fo->svg = svg;
     fo->json = json;
+    fo->html = html;
     return 0;
 }
 
@@ -114,7 +121,8 @@ int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_f
     o->fo = fo;
     if (cli_prepare_out_dir(cmd, dir)) return 1;
     o->files = cJSON_CreateArray();
-    if (!o->files) {
+    if (fo->html) o->page = cJSON_CreateObject();
+    if (!o->files || (fo->html && !o->page)) {
         fprintf(stderr, "headscope %s: out of memory\n", cmd);
         return 1;
     }
@@ -124,7 +132,48 @@ int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_f
 void cli_outdir_close(cli_outdir *o)
 {
     cJSON_Delete(o->files);
+    cJSON_Delete(o->page);
     o->files = NULL;
+    o->page = NULL;
+}
+
+int cli_page_keeps(const char *cmd, const char *stem)
+{
+    if (strcmp(cmd, "inspect") != 0) return 1;
+    int l, h, n = 0;
+    if (sscanf(stem, "L%dH%d%n", &l, &h, &n) == 2 && stem[n] == '\0') return 0;
+    n = 0;
+    if (sscanf(stem, "L%d_mean%n", &l, &n) == 1 && n > 0 && stem[n] == '\0') return 0;
+    return 1;
+}
+
+int cli_out_page(cli_outdir *o, const char *stem, cJSON *data)
+{
+    if (!o->page || !cli_page_keeps(o->cmd, stem) || cJSON_GetObjectItem(o->page, stem)) {
+        cJSON_Delete(data);
+        return 0;
+    }
+    if (!data || !cJSON_AddItemToObject(o->page, stem, data)) {
+        cJSON_Delete(data);
+        fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
+        return 1;
+    }
+    return 0;
+}
+
+cJSON *cli_page_data(cJSON *runs, hs_viz_cmap cmap)
+{
+    cJSON *d = cJSON_CreateObject();
+    if (!d || !runs || !cJSON_AddItemToObject(d, "runs", runs)) {
+        cJSON_Delete(d);
+        cJSON_Delete(runs);
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(d, "cmap", cmap == HS_VIZ_CMAP_GREYS ? "greys" : "viridis")) {
+        cJSON_Delete(d);
+        return NULL;
+    }
+    return d;
 }
 
 static int add_index(cli_outdir *o, const char *file, const char *format, const char *shows)
@@ -167,12 +216,40 @@ int cli_out_figure(cli_outdir *o, const char *stem, const hs_viz_figure *fig, co
     if (o->fo->png && fig && write_one(o, stem, "png", fig, NULL, shows)) return 1;
     if (o->fo->svg && fig && write_one(o, stem, "svg", fig, NULL, shows)) return 1;
     if (o->fo->json && json && write_one(o, stem, "json", NULL, json, shows)) return 1;
+    if (o->page && json) return cli_out_page(o, stem, cJSON_Duplicate(json, 1));
     return 0;
 }
 
 int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char *shows)
 {
-    return write_one(o, name, "json", NULL, json, shows);
+    if (write_one(o, name, "json", NULL, json, shows)) return 1;
+    return o->page ? cli_out_page(o, name, cJSON_Duplicate(json, 1)) : 0;
+}
+
+/* Writes index.html: the page of one run, this folder (idx is its index). 0 ok, 1 printed. */
+static int write_page(cli_outdir *o, const cJSON *idx)
+{
+    cJSON *run = cJSON_CreateObject(), *runs = cJSON_CreateArray();
+    int ok = run && runs && cJSON_AddStringToObject(run, "dir", o->dir) &&
+             cJSON_AddStringToObject(run, "command", o->cmd) &&
+             cJSON_AddItemReferenceToObject(run, "index", (cJSON *)idx) &&
+             cJSON_AddItemReferenceToObject(run, "files", o->page) &&
+             cJSON_AddItemToArray(runs, run);
+    if (!ok) {
+        cJSON_Delete(run);
+        cJSON_Delete(runs);
+        fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
+        return 1;
+    }
+    cJSON *data = cli_page_data(runs, o->fo->viz.cmap);
+    char *path = hs_path_join(o->dir, "index.html"), title[512];
+    snprintf(title, sizeof title, "headscope %s · %s", o->cmd, o->dir);
+    hs_error err = {0};
+    hs_status s = !data || !path ? hs_fail(&err, HS_ERR_NOMEM, "out of memory")
+                                 : hs_viz_write_html(data, title, path, &err);
+    free(path);
+    cJSON_Delete(data);
+    return s != HS_OK ? cli_error(o->cmd, &err) : 0;
 }
 
 int cli_out_index(cli_outdir *o, const cJSON *extra)
@@ -184,6 +261,9 @@ int cli_out_index(cli_outdir *o, const cJSON *extra)
         ok = dup && cJSON_AddItemToObject(idx, it->string, dup);
         if (!ok) cJSON_Delete(dup);
     }
+    if (ok && o->page)
+        ok = add_index(o, "index.html", "html", "one offline page to explore this folder's data "
+                                                 "(open it in a browser)") == 0;
     /* index.json lists itself too, so every file in the folder is accounted for */
     ok = ok && add_index(o, "index.json", "json", "this list: every file written and what it shows") == 0;
     cJSON *files = ok ? cJSON_Duplicate(o->files, 1) : NULL;
@@ -191,6 +271,10 @@ int cli_out_index(cli_outdir *o, const cJSON *extra)
     if (!ok) {
         cJSON_Delete(idx);
         fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
+        return 1;
+    }
+    if (o->page && write_page(o, idx)) {
+        cJSON_Delete(idx);
         return 1;
     }
     char *path = hs_path_join(o->dir, "index.json");

@@ -42,6 +42,7 @@ extern const char CLI_FIGOPTS_HELP[];
 typedef struct {
     hs_viz_options viz;   /* passed to every figure */
     int png, svg, json;   /* formats to write (default: all three) */
+    int html;             /* also index.html: one page of the folder's data (hs_viz_html_page) */
     int range_set;        /* 1 if --range was given */
     char *font;           /* resolved font file (owned), see cli_figopts_font */
 } cli_figopts;
@@ -64,6 +65,7 @@ typedef struct {
     const char *dir;      /* borrowed */
     const cli_figopts *fo;
     cJSON *files;         /* [{"file", "format", "shows"}] */
+    cJSON *page;          /* {stem: JSON} that index.html shows (--format html), else NULL */
 } cli_outdir;
 
 /* Prepares dir with cli_prepare_out_dir (cli/util.h): creates it if missing
@@ -79,11 +81,29 @@ void cli_outdir_close(cli_outdir *o);
 int cli_out_figure(cli_outdir *o, const char *stem, const hs_viz_figure *fig, const cJSON *json,
                    const char *shows);
 
+/* Adds data (consumed) to the page under stem, unless the page has stem
+ * already or does not want it (cli_page_keeps); a no-op without --format
+ * html. For data built in the page's packed form (hs_viz_attention_json_packed)
+ * before cli_out_figure adds the file's form. 0 ok, 1 after printing. */
+int cli_out_page(cli_outdir *o, const char *stem, cJSON *data);
+
+/* Whether the HTML page of command cmd shows the JSON named stem: every file
+ * but inspect's per-head and per-layer-mean patterns (L<l>H<h>, L<l>_mean),
+ * which its attention_grid holds. `inspect --format html` and `view` both
+ * ask this. */
+int cli_page_keeps(const char *cmd, const char *stem);
+
+/* The page's data for runs (an array of {"dir", "command", "index", "files"},
+ * consumed): {"runs", "cmap"}; NULL on OOM. */
+cJSON *cli_page_data(cJSON *runs, hs_viz_cmap cmap);
+
 /* Writes a data file (name.json) whatever --format says; listed in the index. */
 int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char *shows);
 
 /* Writes index.json: {"command", "files": [...]} plus the keys of extra (may
- * be NULL; only read). 0 ok, 1 after printing the error. */
+ * be NULL; only read), and with --format html first index.html (listed in
+ * index.json), the page of everything cli_out_page collected. 0 ok, 1 after
+ * printing the error. */
 int cli_out_index(cli_outdir *o, const cJSON *extra);
 
 /* The model's config as every JSON carries it ({"n_layers", ...}); NULL on OOM. */
@@ -91,5 +111,7 @@ cJSON *cli_config_json(const hs_config *c);
 
 /* Whether any image format is wanted (so a command can skip the layout). */
 int cli_figopts_images(const cli_figopts *fo);
+/* Whether figure JSON is wanted: for the .json files or for the HTML page. */
+int cli_figopts_data(const cli_figopts *fo);
 
 #endif
