@@ -12,5 +12,6 @@ int cmd_inspect(int argc, char **argv);
 int cmd_circuit(int argc, char **argv);
 int cmd_weights(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_view(int argc, char **argv);
 
 #endif

@@ -127,7 +127,7 @@ static int out_fig(const c_ctx *x, cli_fig_kind kind, const char *stem, const fl
             if (s != HS_OK) rc = cli_error(cmd, &err);
         }
     }
-    if (!rc && fo->json) {
+    if (!rc && cli_figopts_data(fo)) {
         hs_status s = kind == CLI_FIG_BARS ? hs_viz_bars_json(&j, m, R, rl, title, xl, &err)
                                 : hs_viz_signed_json(&j, m, R, C, rl, cl, title, xl, yl, &err);
         if (s != HS_OK) {

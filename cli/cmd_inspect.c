@@ -127,6 +127,25 @@ static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, 
                                             &od->fo->viz, &err);
         if (s != HS_OK) return cli_error(C, &err);
     }
+    if (od->page && cli_page_keeps(C, stem)) { /* the page's packed form, before the file's */
+        cJSON *pj = NULL;
+        s = hs_viz_attention_json_packed(&pj, pat, n, T, toks, names, title, &err);
+        if (s != HS_OK) {
+            hs_viz_figure_destroy(fig);
+            return cli_error(C, &err);
+        }
+        if (!add_context(pj, x, 0)) {
+            cJSON_Delete(pj);
+            hs_viz_figure_destroy(fig);
+            return oom(C);
+        }
+        for (const cJSON *it = extra ? extra->child : NULL; it; it = it->next)
+            cJSON_AddItemToObject(pj, it->string, cJSON_Duplicate(it, 1));
+        if (cli_out_page(od, stem, pj)) {
+            hs_viz_figure_destroy(fig);
+            return 1;
+        }
+    }
     if (od->fo->json) {
         s = hs_viz_attention_json(&j, pat, n, T, toks, names, title, &err);
         if (s != HS_OK) {
@@ -202,7 +221,7 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
     if (cli_figopts_images(od->fo) &&
         hs_viz_bars_figure(&fig, vals, (size_t)n, labels, title, xlabel, &od->fo->viz, &err) != HS_OK)
         rc = cli_error(C, &err);
-    if (!rc && od->fo->json) {
+    if (!rc && cli_figopts_data(od->fo)) {
         if (hs_viz_bars_json(&j, vals, (size_t)n, labels, title, xlabel, &err) != HS_OK) {
             rc = cli_error(C, &err);
         } else if (!add_context(j, x, 1)) {
@@ -353,9 +372,9 @@ int cmd_inspect(int argc, char **argv)
     if (tok.folded)
         fprintf(stderr, "headscope %s: note: folded the sentence to lower case\n", C);
     int T = (int)tok.n;
-    if (T > HS_VIZ_MAX_TOKENS) {
-        fprintf(stderr, "headscope %s: sentence has %d tokens; figures take at most %d\n", C, T,
-                HS_VIZ_MAX_TOKENS);
+    if (T > HS_VIZ_MAX_TOKENS && cli_figopts_images(&fo)) {
+        fprintf(stderr, "headscope %s: sentence has %d tokens; figures take at most %d (--format "
+                        "json,html writes no figure)\n", C, T, HS_VIZ_MAX_TOKENS);
         goto done;
     }
     int pos = T - 1;

@@ -42,6 +42,9 @@ static const char TRAIN_HELP[] =
     "                         is bit-identical for every thread count\n"
     "model (every switch of the model core):\n"
     "  --layers N             n_layers (default 2)\n"
+    "  --n-ctx N              n_ctx, positions the model takes (default and minimum:\n"
+    "                         the task's 18; training uses 18, longer inputs are for\n"
+    "                         inspect, e.g. a viewer's scale test; up to 4096)\n"
     "  --d-model D            d_model (default 64)\n"
     "  --heads H              n_heads (default 4)\n"
     "  --d-head K             d_head (default d_model / heads)\n"
@@ -158,7 +161,8 @@ int cmd_train(int argc, char **argv)
 {
     enum { O_TASK = 256, O_SPLIT_SEED, O_STEPS, O_SEED, O_LR, O_BATCH, O_CKPT, O_LOG, O_EVAL,
            O_DATASET, O_THREADS, O_LAYERS, O_DMODEL, O_HEADS, O_DHEAD, O_DMLP, O_NORM, O_EPS, O_ACT, O_POS,
-           O_ATTN, O_NO_LN1, O_NO_FINAL, O_EMBED_NORM, O_NO_BIAS, O_OUT, O_HELP, O_FORCE };
+           O_ATTN, O_NO_LN1, O_NO_FINAL, O_EMBED_NORM, O_NO_BIAS, O_OUT, O_HELP, O_FORCE,
+           O_NCTX };
     static const struct option opts[] = {
         {"task", required_argument, 0, O_TASK}, {"split-seed", required_argument, 0, O_SPLIT_SEED},
         {"steps", required_argument, 0, O_STEPS}, {"seed", required_argument, 0, O_SEED},
@@ -166,7 +170,8 @@ int cmd_train(int argc, char **argv)
         {"checkpoint-every", required_argument, 0, O_CKPT}, {"log-every", required_argument, 0, O_LOG},
         {"eval-every", required_argument, 0, O_EVAL}, {"dataset", required_argument, 0, O_DATASET},
         {"threads", required_argument, 0, O_THREADS},
-        {"layers", required_argument, 0, O_LAYERS}, {"d-model", required_argument, 0, O_DMODEL},
+        {"layers", required_argument, 0, O_LAYERS}, {"n-ctx", required_argument, 0, O_NCTX},
+        {"d-model", required_argument, 0, O_DMODEL},
         {"heads", required_argument, 0, O_HEADS}, {"d-head", required_argument, 0, O_DHEAD},
         {"d-mlp", required_argument, 0, O_DMLP}, {"norm", required_argument, 0, O_NORM},
         {"eps", required_argument, 0, O_EPS}, {"act", required_argument, 0, O_ACT},
@@ -180,6 +185,7 @@ int cmd_train(int argc, char **argv)
     hs_train_opts to = hs_train_opts_default();
     int task_kind = HS_TASK_WINOGRAD;
     unsigned long long split_seed = 0, seed = 0;
+    int n_ctx = HS_WG_LEN;
     long d_head = -1, d_mlp = -1, ckpt_every = 0, log_every = 250, eval_every = 250;
     const char *out = NULL, *dataset = NULL;
     int force = 0; /* --force: replace an existing --out / --dataset */
@@ -230,6 +236,10 @@ int cmd_train(int argc, char **argv)
         case O_LAYERS:
             if (cli_parse_int(optarg, 1, HS_MAX_LAYERS, &v)) return cli_usage_error(C, "--layers needs an integer in [1, %d], got '%s'", HS_MAX_LAYERS, optarg);
             cfg.n_layers = (int)v;
+            break;
+        case O_NCTX:
+            if (cli_parse_int(optarg, HS_WG_LEN, 4096, &v)) return cli_usage_error(C, "--n-ctx needs an integer in [%d, 4096], got '%s'", HS_WG_LEN, optarg);
+            n_ctx = (int)v;
             break;
         case O_DMODEL:
             if (cli_parse_int(optarg, 1, 4096, &v)) return cli_usage_error(C, "--d-model needs an integer in [1, 4096], got '%s'", optarg);
@@ -312,7 +322,7 @@ int cmd_train(int argc, char **argv)
     memset(&sc, 0, sizeof sc);
     if ((s = hs_winograd_create((hs_task_kind)task_kind, split_seed, NULL, &task, &err)) != HS_OK) goto fail;
     cfg.d_vocab = (int)task->vocab->n;
-    cfg.n_ctx = HS_WG_LEN;
+    cfg.n_ctx = n_ctx;
     if ((s = hs_model_create(&cfg, &m, &err)) != HS_OK) goto fail;
     hs_model_init(m);
     if (dataset && (s = hs_winograd_write_text(task, dataset, &err)) != HS_OK) goto fail;

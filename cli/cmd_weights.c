@@ -112,7 +112,7 @@ static int write_signed(const w_ctx *x, const char *stem, const float *mat,
             if (s != HS_OK) rc = cli_error(cmd, &err);
         }
     }
-    if (!rc && fo->json) {
+    if (!rc && cli_figopts_data(fo)) {
         hs_status s = mask ? hs_viz_signed_json_masked(&j, mat, mask, R, C, rl, cl, title, xlabel,
                                                        ylabel, &err)
                            : hs_viz_signed_json(&j, mat, R, C, rl, cl, title, xlabel, ylabel,
@@ -415,7 +415,7 @@ int cmd_weights(int argc, char **argv)
             hs_viz_bars_figure(&fig, cv, (size_t)NA, name_p, title, "copying score (-1..1)",
                                &bo, &err) != HS_OK)
             r = cli_error(C, &err);
-        if (!r && fo.json) {
+        if (!r && cli_figopts_data(&fo)) {
             if (hs_viz_bars_json(&j, cv, (size_t)NA, name_p, title, "copying score (-1..1)",
                                  &err) != HS_OK)
                 r = cli_error(C, &err);

@@ -12,8 +12,11 @@
 
 const char CLI_FIGOPTS_HELP[] =
     "figure options (for papers):\n"
-    "  --format LIST          comma-separated png,svg,pdf,json (default png,svg,json);\n"
-    "                         the PNG, SVG and PDF of a figure show the same picture\n"
+    "  --format LIST          comma-separated png,svg,pdf,json,html (default png,svg,json);\n"
+    "                         the PNG, SVG and PDF of a figure show the same picture;\n"
+    "                         html adds index.html, one offline page to explore the\n"
+    "                         data (open it in a browser; `headscope view DIR` makes\n"
+    "                         one from an existing folder)\n"
     "  --dpi N                pixels per inch, recorded in the PNG (36..1200)\n"
     "  --width W              figure width: inches, `column` (3.25) or `page` (6.75);\n"
     "                         a promise: the figure is exactly W wide with every\n"
@@ -40,6 +43,8 @@ void cli_figopts_default(cli_figopts *fo, double dpi)
 
 int cli_figopts_images(const cli_figopts *fo) { return fo->png || fo->svg || fo->pdf; }
 
+int cli_figopts_data(const cli_figopts *fo) { return fo->json || fo->html; }
+
 int cli_figopts_font(const char *cmd, cli_figopts *fo)
 {
     if (!cli_figopts_images(fo) || fo->font) return 0;
@@ -64,7 +69,8 @@ typedef struct {
 static const fo_format FORMATS[] = {{"png", offsetof(cli_figopts, png)},
                                     {"svg", offsetof(cli_figopts, svg)},
                                     {"pdf", offsetof(cli_figopts, pdf)},
-                                    {"json", offsetof(cli_figopts, json)}};
+                                    {"json", offsetof(cli_figopts, json)},
+                                    {"html", offsetof(cli_figopts, html)}};
 #define N_FORMATS (sizeof FORMATS / sizeof FORMATS[0])
 
 static int parse_formats(const char *cmd, const char *arg, cli_figopts *fo)
@@ -77,7 +83,7 @@ static int parse_formats(const char *cmd, const char *arg, cli_figopts *fo)
         while (k < N_FORMATS && !(strlen(FORMATS[k].name) == n && strncmp(p, FORMATS[k].name, n) == 0))
             k++;
         if (k == N_FORMATS)
-            return cli_usage_error(cmd, "unknown format '%.*s' in --format (png, svg, pdf, json)",
+            return cli_usage_error(cmd, "unknown format '%.*s' in --format (png, svg, pdf, json, html)",
                                    (int)n, p);
         want[k] = 1;
         if (!e) break;
@@ -186,7 +192,8 @@ int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_f
     for (int i = 0; inputs && inputs[i]; i++) cli_inputs_add(&o->inputs, inputs[i]);
     if (cli_out_begin(cmd, dir, &o->stage)) return 1;
     o->files = cJSON_CreateArray();
-    if (!o->files) {
+    if (fo->html) o->page = cJSON_CreateObject();
+    if (!o->files || (fo->html && !o->page)) {
         fprintf(stderr, "headscope %s: out of memory\n", cmd);
         return 1;
     }
@@ -197,7 +204,48 @@ void cli_outdir_close(cli_outdir *o)
 {
     if (o->dir) cli_out_discard(o->dir, &o->stage);
     cJSON_Delete(o->files);
+    cJSON_Delete(o->page);
     o->files = NULL;
+    o->page = NULL;
+}
+
+int cli_page_keeps(const char *cmd, const char *stem)
+{
+    if (strcmp(cmd, "inspect") != 0) return 1;
+    int l, h, n = 0;
+    if (sscanf(stem, "L%dH%d%n", &l, &h, &n) == 2 && stem[n] == '\0') return 0;
+    n = 0;
+    if (sscanf(stem, "L%d_mean%n", &l, &n) == 1 && n > 0 && stem[n] == '\0') return 0;
+    return 1;
+}
+
+int cli_out_page(cli_outdir *o, const char *stem, cJSON *data)
+{
+    if (!o->page || !cli_page_keeps(o->cmd, stem) || cJSON_GetObjectItem(o->page, stem)) {
+        cJSON_Delete(data);
+        return 0;
+    }
+    if (!data || !cJSON_AddItemToObject(o->page, stem, data)) {
+        cJSON_Delete(data);
+        fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
+        return 1;
+    }
+    return 0;
+}
+
+cJSON *cli_page_data(cJSON *runs, hs_viz_cmap cmap)
+{
+    cJSON *d = cJSON_CreateObject();
+    if (!d || !runs || !cJSON_AddItemToObject(d, "runs", runs)) {
+        cJSON_Delete(d);
+        cJSON_Delete(runs);
+        return NULL;
+    }
+    if (!cJSON_AddStringToObject(d, "cmap", cmap == HS_VIZ_CMAP_GREYS ? "greys" : "viridis")) {
+        cJSON_Delete(d);
+        return NULL;
+    }
+    return d;
 }
 
 /* Lists file in the index; path (NULL for index.json itself) is where it was
@@ -254,12 +302,44 @@ int cli_out_figure(cli_outdir *o, const char *stem, const hs_viz_figure *fig, co
     if (o->fo->svg && fig && write_one(o, stem, "svg", fig, NULL, shows)) return 1;
     if (o->fo->pdf && fig && write_one(o, stem, "pdf", fig, NULL, shows)) return 1;
     if (o->fo->json && json && write_one(o, stem, "json", NULL, json, shows)) return 1;
+    if (o->page && json) return cli_out_page(o, stem, cJSON_Duplicate(json, 1));
     return 0;
 }
 
 int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char *shows)
 {
-    return write_one(o, name, "json", NULL, json, shows);
+    if (write_one(o, name, "json", NULL, json, shows)) return 1;
+    return o->page ? cli_out_page(o, name, cJSON_Duplicate(json, 1)) : 0;
+}
+
+/* Writes index.html: the page of one run, this folder (idx is its index). 0 ok, 1 printed. */
+static int write_page(cli_outdir *o, const cJSON *idx)
+{
+    cJSON *run = cJSON_CreateObject(), *runs = cJSON_CreateArray();
+    int ok = run && runs && cJSON_AddStringToObject(run, "dir", o->dir) &&
+             cJSON_AddStringToObject(run, "command", o->cmd) &&
+             cJSON_AddItemReferenceToObject(run, "index", (cJSON *)idx) &&
+             cJSON_AddItemReferenceToObject(run, "files", o->page) &&
+             cJSON_AddItemToArray(runs, run);
+    if (!ok) {
+        cJSON_Delete(run);
+        cJSON_Delete(runs);
+        fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
+        return 1;
+    }
+    cJSON *data = cli_page_data(runs, o->fo->viz.cmap);
+    char *path = hs_path_join(o->stage.path, "index.html"), title[512];
+    snprintf(title, sizeof title, "headscope %s · %s", o->cmd, o->dir);
+    hs_error err = {0};
+    hs_status s = !data || !path ? hs_fail(&err, HS_ERR_NOMEM, "out of memory")
+                                 : hs_viz_write_html(data, title, path, &err);
+    cJSON_Delete(data);
+    int rc = s != HS_OK ? cli_error(o->cmd, &err)
+                        : add_index(o, "index.html", "html",
+                                    "one offline page to explore this folder's data "
+                                    "(open it in a browser)", path);
+    free(path);
+    return rc;
 }
 
 int cli_out_index(cli_outdir *o, const cJSON *extra)
@@ -279,6 +359,16 @@ int cli_out_index(cli_outdir *o, const cJSON *extra)
                          "this list: every file written and what it shows", NULL) == 0;
     cJSON *files = ok ? cJSON_Duplicate(o->files, 1) : NULL;
     ok = ok && files && cJSON_AddItemToObject(idx, "files", files);
+    /* the page shows the index as it stands; then index.html joins the list */
+    if (ok && o->page) {
+        if (write_page(o, idx)) {
+            cJSON_Delete(idx);
+            return 1;
+        }
+        cJSON *last = cJSON_Duplicate(cJSON_GetArrayItem(o->files, cJSON_GetArraySize(o->files) - 1), 1);
+        ok = last && cJSON_AddItemToArray(files, last);
+        if (!ok) cJSON_Delete(last);
+    }
     if (!ok) {
         cJSON_Delete(idx);
         fprintf(stderr, "headscope %s: out of memory\n", o->cmd);

@@ -49,6 +49,7 @@ extern const char CLI_FIGOPTS_HELP[];
 typedef struct {
     hs_viz_options viz;   /* passed to every figure */
     int png, svg, pdf, json; /* formats to write (default: png, svg, json) */
+    int html;             /* also index.html: one page of the folder's data (hs_viz_html_page) */
     int range_set;        /* 1 if --range was given */
     int vmin_set, vmax_set; /* 1 if --vmin / --vmax was given (values in viz) */
     char *font;           /* resolved font file (owned), see cli_figopts_font */
@@ -94,6 +95,7 @@ typedef struct {
     cJSON *files;         /* [{"file", "format", "shows", "bytes", "fnv1a64"}] */
     cli_stage stage;      /* where the files go until cli_out_index moves them in */
     cli_inputs inputs;    /* the files the command reads: never replaced or removed */
+    cJSON *page;          /* {stem: JSON} that index.html shows (--format html), else NULL */
 } cli_outdir;
 
 /* Opens dir under the output-folder policy of cli/util.h ("Output folders"):
@@ -112,16 +114,35 @@ void cli_outdir_close(cli_outdir *o);
 int cli_out_figure(cli_outdir *o, const char *stem, const hs_viz_figure *fig, const cJSON *json,
                    const char *shows);
 
+/* Adds data (consumed) to the page under stem, unless the page has stem
+ * already or does not want it (cli_page_keeps); a no-op without --format
+ * html. For data built in the page's packed form (hs_viz_attention_json_packed)
+ * before cli_out_figure adds the file's form. 0 ok, 1 after printing. */
+int cli_out_page(cli_outdir *o, const char *stem, cJSON *data);
+
+/* Whether the HTML page of command cmd shows the JSON named stem: every file
+ * but inspect's per-head and per-layer-mean patterns (L<l>H<h>, L<l>_mean),
+ * which its attention_grid holds. `inspect --format html` and `view` both
+ * ask this. */
+int cli_page_keeps(const char *cmd, const char *stem);
+
+/* The page's data for runs (an array of {"dir", "command", "index", "files"},
+ * consumed): {"runs", "cmap"}; NULL on OOM. */
+cJSON *cli_page_data(cJSON *runs, hs_viz_cmap cmap);
+
 /* Writes a data file (name.json) whatever --format says; listed in the index. */
 int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char *shows);
 
 /* Writes index.json: {"generator": "headscope <version> <command>", "command",
- * "files": [...]} plus the keys of extra (may be NULL; only read), then moves
- * every file of the run into the folder (cli_out_commit). Call it last.
- * 0 ok, 1 after printing the error. */
+ * "files": [...]} plus the keys of extra (may be NULL; only read), with
+ * --format html first index.html (listed in index.json: the page of everything
+ * cli_out_page collected), then moves every file of the run into the folder
+ * (cli_out_commit). Call it last. 0 ok, 1 after printing the error. */
 int cli_out_index(cli_outdir *o, const cJSON *extra);
 
 /* Whether any image format (png, svg, pdf) is wanted (so a command can skip the layout). */
 int cli_figopts_images(const cli_figopts *fo);
+/* Whether figure JSON is wanted: for the .json files or for the HTML page. */
+int cli_figopts_data(const cli_figopts *fo);
 
 #endif

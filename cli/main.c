@@ -18,6 +18,7 @@ static const struct {
     {"inspect", cmd_inspect, "every head's attention on one sentence: figures, JSON, text rows"},
     {"circuit", cmd_circuit, "verify the two-step referent circuit on the held-out set"},
     {"weights", cmd_weights, "virtual weights: full QK/OV circuits, composition, copying"},
+    {"view", cmd_view, "one offline HTML page to explore output folders (index.json + JSON)"},
     {"demo", cmd_demo, "train the default model, inspect the chapter's sentences, run circuit"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])

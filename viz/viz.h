@@ -276,6 +276,16 @@ hs_status hs_viz_attention_json(cJSON **out, const float *attention, size_t n_he
                                 const char *const *tokens, const char *const *head_names,
                                 const char *title, hs_error *err);
 
+/* As hs_viz_attention_json, with "attention" in the HTML page's packed form
+ * (exact float32, little-endian, base64; only src <= dest when the upper
+ * triangle is all zero), for data that goes into a page rather than a file:
+ * at 12 heads x 12 layers x 256 tokens the nested arrays would be ~9.4 M
+ * cJSON items. See hs_viz_html_page. Errors as hs_viz_attention_json. */
+hs_status hs_viz_attention_json_packed(cJSON **out, const float *attention, size_t n_heads,
+                                       size_t T, const char *const *tokens,
+                                       const char *const *head_names, const char *title,
+                                       hs_error *err);
+
 /* A signed matrix: {"title", "shape": [R, C], "row_labels", "col_labels",
  * "xlabel", "ylabel", "values": [R][C]}. m: [R, C]. As above. */
 hs_status hs_viz_signed_json(cJSON **out, const float *m, size_t R, size_t C,
@@ -298,6 +308,40 @@ hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,
 /* Writes json (pretty-printed, trailing newline) to path atomically. json is
  * only read. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
 hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* HTML: one self-contained page (viz/html/viewer.{html,css,js}, inlined at
+ * build time) that shows the JSON of one or more output folders
+ * interactively: attention grids, heads and tokens, bars, matrices, the
+ * circuit report. No request leaves the page (no CDN, no fetch): it opens
+ * from file:// with no network. */
+
+/* Replaces, in place, every "attention" member of data (at any depth) that is
+ * a [H][T][T] array of numbers with its packed form (see
+ * hs_viz_attention_json_packed), so JSON read back from a file goes into a
+ * page as compactly as data built for one. Other members are left alone.
+ * Errors: HS_ERR_INPUT (an "attention" array that is ragged or holds a
+ * non-number), HS_ERR_NOMEM. */
+hs_status hs_viz_html_pack(cJSON *data, hs_error *err);
+
+/* The page: *html = malloc'd NUL-terminated text (caller frees), *len its
+ * length. data (only read) goes into the page as JSON under "data", beside
+ * "colormaps": the 256-entry tables of hs_viz_cmap_rgb for viridis, greys
+ * and diverging, and the masked-cell colour, as hex strings, so the page
+ * colours cells exactly as the PNG/SVG figures do. Inside the page's
+ * <script type="application/json"> element '<', '>', '&', U+2028 and U+2029
+ * are written as \u escapes, so no string in data can end the element.
+ * title: the page's <title> (UTF-8; HTML-escaped), may be NULL.
+ * The shape of data is the viewer's contract (docs/DESIGN.md, Outputs):
+ * {"runs": [{"dir", "command", "index": index.json, "files": {stem: JSON}}],
+ *  "cmap": "viridis" | "greys"}.
+ * Errors: HS_ERR_INPUT (title not UTF-8), HS_ERR_NOMEM. */
+hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const char *title,
+                           hs_error *err);
+
+/* Writes hs_viz_html_page()'s text to path atomically. Errors: as above, HS_ERR_IO. */
+hs_status hs_viz_write_html(const cJSON *data, const char *title, const char *path,
+                            hs_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Terminal rows, the chapter's format:

@@ -147,4 +147,12 @@ extern const vz_png_params VZ_PNG_DEFAULT;
 hs_status vz_png_write_rgb(const char *path, const unsigned char *rgb, int w, int h, double dpi,
                            const vz_png_params *pp, hs_error *err);
 
+/* ---- HTML (viz_html.c) ---- */
+/* The page's packed form of attention [H, T, T] (hs_viz_attention_json_packed):
+ * {"dtype": "float32", "shape": [H, T, T], "causal": bool, "base64": "..."},
+ * the float32 values little-endian, base64 (RFC 4648); when every src > dest
+ * value is exactly 0, causal is true and only the cells src <= dest are
+ * stored, row by row (row d holds d + 1 values). NULL on OOM. */
+cJSON *vz_attention_packed(const float *attention, size_t H, size_t T);
+
 #endif /* HS_VIZ_INTERNAL_H */

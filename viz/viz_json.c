@@ -117,9 +117,11 @@ static int add_item(cJSON *o, const char *key, cJSON *it)
     return 1;
 }
 
-hs_status hs_viz_attention_json(cJSON **out, const float *attention, size_t n_heads, size_t T,
+/* The attention object with its "attention" value built by packed ? the
+ * page's packed form (vz_attention_packed) : nested number arrays. */
+static hs_status attention_json(cJSON **out, const float *attention, size_t n_heads, size_t T,
                                 const char *const *tokens, const char *const *head_names,
-                                const char *title, hs_error *err)
+                                const char *title, int packed, hs_error *err)
 {
     *out = NULL;
     if (attention == NULL) return hs_fail(err, HS_ERR_INPUT, "attention is NULL");
@@ -136,7 +138,8 @@ hs_status hs_viz_attention_json(cJSON **out, const float *attention, size_t n_he
     ok = ok && add_str_or_null(o, "title", title);
     ok = ok && add_item(o, "shape", shape_array(dims, 3));
     ok = ok && add_item(o, "tokens", str_array(tokens, T));
-    ok = ok && add_item(o, "attention", num_array(attention, dims, 3));
+    ok = ok && add_item(o, "attention", packed ? vz_attention_packed(attention, n_heads, T)
+                                               : num_array(attention, dims, 3));
     if (ok) {
         cJSON *names = cJSON_CreateArray();
         for (size_t h = 0; names && h < n_heads; h++) {
@@ -157,6 +160,21 @@ hs_status hs_viz_attention_json(cJSON **out, const float *attention, size_t n_he
     }
     *out = o;
     return HS_OK;
+}
+
+hs_status hs_viz_attention_json(cJSON **out, const float *attention, size_t n_heads, size_t T,
+                                const char *const *tokens, const char *const *head_names,
+                                const char *title, hs_error *err)
+{
+    return attention_json(out, attention, n_heads, T, tokens, head_names, title, 0, err);
+}
+
+hs_status hs_viz_attention_json_packed(cJSON **out, const float *attention, size_t n_heads,
+                                       size_t T, const char *const *tokens,
+                                       const char *const *head_names, const char *title,
+                                       hs_error *err)
+{
+    return attention_json(out, attention, n_heads, T, tokens, head_names, title, 1, err);
 }
 
 /* [R][C] values, null where mask is set. */

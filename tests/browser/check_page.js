@@ -1,0 +1,258 @@
+#!/usr/bin/env node
+/*
+ * tests/browser/check_page.js -- opens one headscope HTML page in a real
+ * browser (Debian's chromium, headless, over the DevTools protocol with
+ * puppeteer-core; nothing is downloaded) and checks it as a reader would:
+ *   - from file:// with the network cut: every request that is not file:// is
+ *     failed and counted, and the count must be 0;
+ *   - no console error, no page error;
+ *   - the colour of known (head, dest, src) cells of the large head view is
+ *     the attention value (from the folder's attention_grid.json, or decoded
+ *     here from the page's packed data) through the colour table, and the
+ *     table is the static figures' viridis (anchors from viz_color.c);
+ *   - hovering a destination token shades every source token with that
+ *     token's attention row (value and colour), masked after it;
+ *   - arrow keys on the grid move the selected head;
+ *   - a screenshot (the artefact) is written;
+ *   - with --perf: load time (navigation start to the viewer's ready mark)
+ *     and the longest hover frame, both bounded.
+ * Usage: node check_page.js --page P.html --shot OUT.png [--json attention_grid.json]
+ *        [--perf --max-frame-ms 100 --max-load-ms N] [--browser chromium|firefox]
+ * Prints one JSON line of measurements; exits 1 on the first failed check.
+ */
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const puppeteer = require('puppeteer-core');
+
+const args = {};
+for (let i = 2; i < process.argv.length; i++) {
+  const a = process.argv[i];
+  if (!a.startsWith('--')) throw new Error('unexpected argument ' + a);
+  const k = a.slice(2);
+  const v = process.argv[i + 1] && !process.argv[i + 1].startsWith('--') ? process.argv[++i] : true;
+  args[k] = v;
+}
+function fail(msg) {
+  console.error('FAIL: ' + msg);
+  process.exit(1);
+}
+if (!args.page || !args.shot) fail('usage: --page FILE --shot OUT.png');
+
+/* viz_color.c's viridis at 0, 64, 128, 192, 255 and the masked colour */
+const VIRIDIS_ANCHORS = { 0: [68, 1, 84], 64: [59, 82, 139], 128: [33, 145, 140], 192: [94, 201, 98], 255: [253, 231, 37] };
+const MASKED = [0xe4, 0xc8, 0xf0];
+
+/* the page's packed attention, decoded independently of viewer.js */
+function unpackNode(att) {
+  const H = att.shape[0], T = att.shape[1];
+  const buf = Buffer.from(att.base64, 'base64');
+  const a = new Float32Array(H * T * T);
+  let k = 0;
+  for (let h = 0; h < H; h++)
+    for (let d = 0; d < T; d++)
+      for (let s = 0; s < (att.causal ? d + 1 : T); s++, k += 4) a[(h * T + d) * T + s] = buf.readFloatLE(k);
+  if (k !== buf.length) fail(`packed attention has ${buf.length} bytes, expected ${k}`);
+  return { H, T, a };
+}
+
+(async () => {
+  const browserName = args.browser || 'chromium';
+  const exe = args.exe || (browserName === 'firefox' ? '/usr/bin/firefox-esr' : '/usr/bin/chromium');
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-browser-'));
+  const launch = browserName === 'firefox'
+    ? { browser: 'firefox', executablePath: exe, headless: true, userDataDir: profile }
+    : {
+      executablePath: exe, headless: true, userDataDir: profile,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+        '--disable-background-networking', '--disable-component-update', '--disable-sync',
+        '--disable-default-apps', '--disable-extensions', '--font-render-hinting=none'],
+    };
+  const browser = await puppeteer.launch(launch);
+  const result = {};
+  try {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1400, height: 1000, deviceScaleFactor: 1 });
+    const errors = [], blocked = [];
+    page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
+    page.on('pageerror', (e) => errors.push('page error: ' + (e.stack || e.message)));
+    await page.setRequestInterception(true);
+    page.on('request', (r) => {
+      const u = r.url();
+      if (u.startsWith('file://')) r.continue();
+      else { blocked.push(u); r.abort('internetdisconnected'); }
+    });
+    if (browserName === 'chromium') await page.setOfflineMode(true);
+
+    const url = 'file://' + path.resolve(args.page);
+    const t0 = Date.now();
+    await page.goto(url, { waitUntil: 'load', timeout: 120000 });
+    try {
+      await page.waitForSelector('body[data-ready="1"]', { timeout: Number(args['ready-timeout-ms'] || 60000) });
+    } catch (e) {
+      fail('the page never became ready' + (errors.length ? ': ' + errors.join(' | ') : ' (no error reported)'));
+    }
+    result.load_wall_ms = Date.now() - t0;
+    const timing = await page.evaluate(() => ({
+      ready: window.hsViewer.readyAt, render: window.hsViewer.renderMs,
+      parse: window.hsViewer.parseMs,
+    }));
+    result.load_ms = Math.round(timing.ready);
+    result.render_ms = Math.round(timing.render);
+    result.parse_ms = Math.round(timing.parse);
+    result.page_bytes = fs.statSync(args.page).size;
+
+    /* the colour table is the static figures' */
+    const maps = await page.evaluate(() => JSON.parse(document.getElementById('hs-data').textContent).colormaps);
+    const table = (hex) => { const t = []; for (let i = 0; i < 256; i++) t.push([0, 2, 4].map((o) => parseInt(hex.substr(6 * i + o, 2), 16))); return t; };
+    const cmap = table(maps.viridis);
+    for (const [i, rgb] of Object.entries(VIRIDIS_ANCHORS))
+      if (cmap[i].join() !== rgb.join()) fail(`page viridis[${i}] = ${cmap[i]}, viz_color.c has ${rgb}`);
+    if (table(maps.masked)[0].join() !== MASKED.join()) fail('masked colour differs from HS_VIZ_MASK_RGB');
+    const colour = (v) => cmap[Math.round(Math.min(1, Math.max(0, v)) * 255)];
+
+    /* the attention: the folder's JSON file, or the page's packed data */
+    let A;
+    if (args.json) {
+      const j = JSON.parse(fs.readFileSync(args.json, 'utf8'));
+      const H = j.attention.length, T = j.attention[0].length, a = new Float32Array(H * T * T);
+      for (let h = 0; h < H; h++) for (let d = 0; d < T; d++) a.set(j.attention[h][d], (h * T + d) * T);
+      A = { H, T, a };
+    } else {
+      const packed = await page.evaluate(() => {
+        const runs = JSON.parse(document.getElementById('hs-data').textContent).data.runs;
+        return runs[0].files.attention_grid.attention;
+      });
+      A = unpackNode(packed);
+    }
+    const view = await page.evaluate(() => { const v = window.hsViewer.views[0]; return { L: v.L, H: v.H, T: v.T }; });
+    if (view.L * view.H !== A.H || view.T !== A.T) fail(`viewer shows ${view.L}x${view.H}x${view.T}, data has ${A.H}x${A.T}`);
+    const T = A.T, at = (k, d, s) => A.a[(k * T + d) * T + s];
+
+    /* known cells: for a few heads, the cell each row puts most weight on,
+       the diagonal, the first column, and one masked cell */
+    const heads = [0, A.H - 1, Math.floor(A.H / 2)];
+    let checked = 0;
+    for (const k of heads) {
+      const l = Math.floor(k / view.H), h = k % view.H;
+      await page.evaluate((l, h) => window.hsViewer.select(l, h, 'head'), l, h);
+      const cells = [];
+      for (const d of [T - 1, Math.floor(T / 2), 1]) {
+        let best = 0;
+        for (let s = 0; s <= d; s++) if (at(k, d, s) > at(k, d, best)) best = s;
+        cells.push([d, best], [d, d], [d, 0]);
+      }
+      const got = await page.evaluate((cells) => {
+        const c = document.querySelector('canvas.head');
+        const x0 = +c.dataset.x0, y0 = +c.dataset.y0, cell = +c.dataset.cell;
+        const r = c.width / parseFloat(c.style.width);
+        const g = c.getContext('2d');
+        return { name: c.dataset.name, px: cells.map(([d, s]) => Array.from(g.getImageData(Math.floor((x0 + (s + 0.5) * cell) * r), Math.floor((y0 + (d + 0.5) * cell) * r), 1, 1).data).slice(0, 3)) };
+      }, cells.concat([[0, 1]]));
+      const want = `L${l}H${h}`;
+      if (got.name !== want) fail(`head view shows ${got.name}, selected ${want}`);
+      cells.forEach(([d, s], i) => {
+        const v = at(k, d, s), exp = colour(v);
+        if (got.px[i].join() !== exp.join()) fail(`${want} cell (dest ${d}, src ${s}) = ${v}: drawn ${got.px[i]}, colour map gives ${exp}`);
+        checked++;
+      });
+      if (got.px[cells.length].join() !== MASKED.join()) fail(`${want} masked cell (0, 1) drawn ${got.px[cells.length]}`);
+    }
+    result.cells_checked = checked;
+
+    /* hover a destination token: the source column is its attention row */
+    {
+      const k = A.H - 1, l = Math.floor(k / view.H), h = k % view.H;
+      await page.evaluate((l, h) => window.hsViewer.select(l, h, 'head'), l, h);
+      const d = Math.min(T - 1, Math.max(2, Math.floor(T * 0.6)));
+      const sel = `.tokcol.dest .tok[data-pos="${d}"]`;
+      await page.$eval(sel, (e) => e.scrollIntoView({ block: 'center' }));
+      await page.hover(sel);
+      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      const row = await page.evaluate(() => Array.from(document.querySelectorAll('.attview')[0].querySelectorAll('.tokcol.src .tok')).map((e) => ({
+        w: e.getAttribute('data-w'), bg: getComputedStyle(e).backgroundColor, text: e.lastChild.textContent,
+      })));
+      if (row.length !== T) fail(`token view has ${row.length} source tokens, expected ${T}`);
+      for (let s = 0; s < T; s++) {
+        if (s > d) {
+          if (row[s].w !== null || row[s].bg !== `rgb(${MASKED.join(', ')})`) fail(`hover ${d}: source ${s} after it is not masked (${row[s].bg})`);
+          continue;
+        }
+        const v = at(k, d, s);
+        if (row[s].w === null || Math.fround(Number(row[s].w)) !== v) fail(`hover ${d}: source ${s} shows ${row[s].w}, attention row has ${v}`);
+        const exp = `rgb(${colour(v).join(', ')})`;
+        if (row[s].bg !== exp) fail(`hover ${d}: source ${s} background ${row[s].bg}, colour map gives ${exp}`);
+        if (row[s].text !== v.toFixed(2)) fail(`hover ${d}: source ${s} shows '${row[s].text}', not ${v.toFixed(2)}`);
+      }
+      result.hover_row_checked = d;
+    }
+
+    /* keyboard: the grid takes arrows */
+    {
+      await page.evaluate(() => window.hsViewer.select(0, 0, 'head'));
+      await page.focus('canvas.grid');
+      await page.keyboard.press('ArrowRight');
+      await page.keyboard.press('ArrowDown');
+      const name = await page.$eval('canvas.head', (c) => c.dataset.name);
+      const want = `L${Math.min(1, view.L - 1)}H${Math.min(1, view.H - 1)}`;
+      if (name !== want) fail(`after ArrowRight, ArrowDown the head view shows ${name}, expected ${want}`);
+    }
+
+    if (args.perf) {
+      /* hover frames: tokens across the sentence, and grid thumbnails */
+      await page.evaluate(() => {
+        window.__long = 0;
+        try {
+          new PerformanceObserver((l) => l.getEntries().forEach((e) => { window.__long = Math.max(window.__long, e.duration); }))
+            .observe({ type: 'longtask', buffered: false });
+        } catch (e) { /* not every browser has longtask */ }
+      });
+      let worst = 0;
+      const frame = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));
+      for (let i = 0; i < 24; i++) {
+        const d = Math.floor((i + 0.5) * T / 24);
+        const sel = `.tokcol.dest .tok[data-pos="${d}"]`;
+        await page.$eval(sel, (e) => e.scrollIntoView({ block: 'center' }));
+        const box = await (await page.$(sel)).boundingBox();
+        const s = Date.now();
+        await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+        await frame();
+        worst = Math.max(worst, Date.now() - s);
+      }
+      await page.$eval('canvas.grid', (e) => e.scrollIntoView({ block: 'start' }));
+      const gb = await (await page.$('canvas.grid')).boundingBox();
+      for (let i = 0; i < 24; i++) {
+        const s = Date.now();
+        await page.mouse.move(gb.x + 40 + (i * 37) % (gb.width - 50), gb.y + 25 + (i * 53) % (gb.height - 30));
+        await frame();
+        worst = Math.max(worst, Date.now() - s);
+      }
+      /* a click that changes the head redraws everything: also one frame */
+      for (let i = 0; i < 6; i++) {
+        const s = Date.now();
+        await page.mouse.click(gb.x + 40 + (i * 71) % (gb.width - 50), gb.y + 25 + (i * 97) % (gb.height - 30));
+        await frame();
+        worst = Math.max(worst, Date.now() - s);
+      }
+      result.max_hover_frame_ms = worst;
+      result.max_long_task_ms = Math.round(await page.evaluate(() => window.__long));
+      const bound = Number(args['max-frame-ms'] || 100);
+      if (worst > bound) fail(`a hover frame took ${worst} ms (bound ${bound} ms)`);
+      if (result.max_long_task_ms > bound) fail(`a task during hovering took ${result.max_long_task_ms} ms (bound ${bound} ms)`);
+      if (args['max-load-ms'] && result.load_ms > Number(args['max-load-ms'])) fail(`load took ${result.load_ms} ms (bound ${args['max-load-ms']} ms)`);
+    }
+
+    await page.evaluate(() => { window.scrollTo(0, 0); window.hsViewer.select(1 % window.hsViewer.views[0].L, 1 % window.hsViewer.views[0].H, 'head'); });
+    await page.mouse.move(0, 0);
+    await page.screenshot({ path: args.shot, fullPage: !args.perf });
+    if (errors.length) fail('errors in the page: ' + errors.join(' | '));
+    if (blocked.length) fail(`the page asked the network for ${blocked.length} URL(s): ${blocked.slice(0, 3).join(', ')}`);
+    result.requests_blocked = blocked.length;
+    result.console_errors = errors.length;
+    console.log(JSON.stringify(result));
+  } finally {
+    await browser.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+})().catch((e) => fail(e.stack || String(e)));

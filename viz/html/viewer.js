@@ -1,0 +1,776 @@
+/*
+ * viz/html/viewer.js -- headscope's offline viewer. Reads the page's JSON
+ * (<script id="hs-data">: {"colormaps", "data": {"runs", "cmap"}}, built by
+ * viz/viz_html.c) and draws it: attention grids and heads on <canvas> (one
+ * T x T image per head, precomputed once, scaled without smoothing), a token
+ * view (hover or focus a token: its attention row as shading and lines, the
+ * numbers beside it), bars, matrices, the circuit's verdicts and evidence.
+ * Plain ES2017 for current Chromium and Firefox; no library, no request.
+ * Colours come only from the colour tables in the data (viz_color.c's), with
+ * the PNG figures' rule: index = round(clamp(t, 0, 1) * 255).
+ */
+(function () {
+  'use strict';
+
+  var tParse = performance.now();
+  var PAGE = JSON.parse(document.getElementById('hs-data').textContent);
+  var parseMs = performance.now() - tParse;
+  var DATA = PAGE.data || { runs: [] };
+
+  /* ---- colour maps (viz_color.c via hs_viz_cmap_rgb) ---- */
+  function table(hex) {
+    var t = new Uint8Array(hex.length / 2);
+    for (var i = 0; i < t.length; i++) t[i] = parseInt(hex.substr(2 * i, 2), 16);
+    return t;
+  }
+  var CMAPS = {};
+  ['viridis', 'greys', 'diverging'].forEach(function (n) { CMAPS[n] = table(PAGE.colormaps[n]); });
+  var MASKED = table(PAGE.colormaps.masked);
+  var ATT_MAP = CMAPS[DATA.cmap] || CMAPS.viridis;
+  /* the bar chart's colours: viz_layout.c draws bars with diverging entries 220 (+) and 35 (-) */
+  var BAR_POS = rgbAt(CMAPS.diverging, 220), BAR_NEG = rgbAt(CMAPS.diverging, 35);
+
+  function cindex(t) {
+    if (!(t >= 0)) t = 0;
+    if (t > 1) t = 1;
+    return Math.round(t * 255);
+  }
+  function rgbAt(map, i) { return [map[3 * i], map[3 * i + 1], map[3 * i + 2]]; }
+  function css(rgb) { return 'rgb(' + rgb[0] + ', ' + rgb[1] + ', ' + rgb[2] + ')'; }
+  function ink(rgb) { return 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] > 140 ? '#000' : '#fff'; }
+  function fmt(v, d) { return v === null || v === undefined ? '–' : Number(v).toFixed(d === undefined ? 3 : d); }
+
+  /* ---- small DOM helpers ---- */
+  function el(tag, attrs, kids) {
+    var e = document.createElement(tag);
+    if (attrs) Object.keys(attrs).forEach(function (k) {
+      if (k === 'text') e.textContent = attrs[k];
+      else if (k === 'cls') e.className = attrs[k];
+      else e.setAttribute(k, attrs[k]);
+    });
+    (kids || []).forEach(function (c) { if (c) e.appendChild(c); });
+    return e;
+  }
+  var TIP = document.getElementById('hs-tip');
+  function tip(text, x, y) {
+    if (text === null) { TIP.hidden = true; return; }
+    TIP.textContent = text;
+    TIP.hidden = false;
+    TIP.style.left = Math.min(x + 14, window.innerWidth - TIP.offsetWidth - 4) + 'px';
+    TIP.style.top = (y + 14) + 'px';
+  }
+  /* runs fn at most once per animation frame with the latest argument */
+  function perFrame(fn) {
+    var pending = null, queued = false;
+    return function (arg) {
+      pending = arg;
+      if (queued) return;
+      queued = true;
+      requestAnimationFrame(function () { queued = false; fn(pending); });
+    };
+  }
+  function canvas(w, h, label) {
+    var c = el('canvas', { tabindex: '0', role: 'img', 'aria-label': label });
+    var dpr = window.devicePixelRatio || 1;
+    c.width = Math.round(w * dpr);
+    c.height = Math.round(h * dpr);
+    c.style.width = w + 'px';
+    c.style.height = h + 'px';
+    var g = c.getContext('2d');
+    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    return { c: c, g: g };
+  }
+
+  /* ---- attention tensors ---- */
+  /* {H, T, a: Float32Array [H*T*T]} from the JSON form or the page's packed form */
+  function unpack(att) {
+    if (Array.isArray(att)) {
+      var H0 = att.length, T0 = att[0].length, a0 = new Float32Array(H0 * T0 * T0);
+      for (var h = 0; h < H0; h++)
+        for (var d = 0; d < T0; d++) a0.set(att[h][d], (h * T0 + d) * T0);
+      return { H: H0, T: T0, a: a0 };
+    }
+    var H = att.shape[0], T = att.shape[1];
+    var bin = atob(att.base64), n = bin.length, bytes = new Uint8Array(n);
+    for (var i = 0; i < n; i++) bytes[i] = bin.charCodeAt(i);
+    var dv = new DataView(bytes.buffer), a = new Float32Array(H * T * T), k = 0;
+    for (var hh = 0; hh < H; hh++)
+      for (var dd = 0; dd < T; dd++) {
+        var m = att.causal ? dd + 1 : T, base = (hh * T + dd) * T;
+        for (var s = 0; s < m; s++, k += 4) a[base + s] = dv.getFloat32(k, true);
+      }
+    return { H: H, T: T, a: a };
+  }
+
+  /* A T x T offscreen canvas of one pattern (causal cells masked), the PNG figures' colours. */
+  function patternImage(a, off, T, causal) {
+    var c = document.createElement('canvas');
+    c.width = T;
+    c.height = T;
+    var g = c.getContext('2d'), img = g.createImageData(T, T), px = img.data;
+    for (var d = 0; d < T; d++)
+      for (var s = 0; s < T; s++) {
+        var p = 4 * (d * T + s), rgb;
+        if (causal && s > d) { px[p] = MASKED[0]; px[p + 1] = MASKED[1]; px[p + 2] = MASKED[2]; }
+        else {
+          var i = 3 * cindex(a[off + d * T + s]);
+          px[p] = ATT_MAP[i]; px[p + 1] = ATT_MAP[i + 1]; px[p + 2] = ATT_MAP[i + 2];
+        }
+        px[p + 3] = 255;
+        void rgb;
+      }
+    g.putImageData(img, 0, 0);
+    return c;
+  }
+
+  function colourBar(map, lo, hi, label) {
+    var w = 160, cb = canvas(w + 60, 30, label + ': colour bar from ' + lo + ' to ' + hi);
+    cb.c.removeAttribute('tabindex');
+    for (var x = 0; x < w; x++) {
+      cb.g.fillStyle = css(rgbAt(map, cindex(x / (w - 1))));
+      cb.g.fillRect(30 + x, 2, 1, 12);
+    }
+    cb.g.fillStyle = '#333';
+    cb.g.font = '11px sans-serif';
+    cb.g.textAlign = 'center';
+    [0, 0.5, 1].forEach(function (t) { cb.g.fillText(fmt(lo + t * (hi - lo), 2), 30 + t * (w - 1), 27); });
+    return el('div', { cls: 'legend' }, [el('span', { text: label }), cb.c]);
+  }
+
+  /* ---- the attention view of one run (inspect's attention_grid) ---- */
+  var SHARED = { views: [], layer: 0, head: 0, mode: 'head', pinned: null };
+
+  function AttentionView(run, file) {
+    var self = this, A = unpack(file.attention);
+    var names = file.attention_head_names || [];
+    var cfg = file.config || {};
+    var H = cfg.n_heads && A.H % cfg.n_heads === 0 && names[0] === 'L0H0' ? cfg.n_heads : A.H;
+    this.L = A.H / H; this.H = H; this.T = A.T; this.A = A;
+    this.names = names; this.tokens = file.tokens;
+    this.causal = file.attention.causal !== false;
+    this.dest = typeof file.query_position === 'number' ? file.query_position : A.T - 1;
+    this.run = run;
+    var T = A.T, TT = T * T;
+    this.images = [];
+    for (var k = 0; k < A.H; k++) this.images.push(patternImage(A.a, k * TT, T, this.causal));
+    this.means = [];
+    for (var l = 0; l < this.L; l++) {
+      var m = new Float32Array(TT);
+      for (var h = 0; h < H; h++) {
+        var off = (l * H + h) * TT;
+        for (var q = 0; q < TT; q++) m[q] += A.a[off + q];
+      }
+      for (var q2 = 0; q2 < TT; q2++) m[q2] /= H;
+      this.means.push({ a: m, img: patternImage(m, 0, T, this.causal) });
+    }
+    this.root = el('div', { cls: 'attview' });
+    this.buildGrid();
+    this.buildHead();
+    this.buildTokens();
+    SHARED.views.push(this);
+    this.update();
+    void self;
+  }
+  AttentionView.prototype.headName = function (l, h) {
+    return this.names[l * this.H + h] || ('L' + l + 'H' + h);
+  };
+  /* the pattern shown: {a, off, name} for the selected head or its layer's mean */
+  AttentionView.prototype.current = function (pin) {
+    var l = SHARED.layer, h = SHARED.head, mode = SHARED.mode;
+    if (pin && SHARED.pinned) { l = SHARED.pinned.layer; h = SHARED.pinned.head; mode = SHARED.pinned.mode; }
+    if (l >= this.L) l = this.L - 1;
+    if (h >= this.H) h = this.H - 1;
+    if (mode === 'mean')
+      return { a: this.means[l].a, off: 0, img: this.means[l].img, name: 'L' + l + ' mean of ' + this.H + ' heads' };
+    var k = l * this.H + h;
+    return { a: this.A.a, off: k * this.T * this.T, img: this.images[k], name: this.headName(l, h) };
+  };
+  AttentionView.prototype.value = function (cur, d, s) { return cur.a[cur.off + d * this.T + s]; };
+
+  AttentionView.prototype.buildGrid = function () {
+    var self = this, L = this.L, H = this.H;
+    var s = Math.max(28, Math.min(110, Math.floor(900 / H) - 6)), gap = 4, ml = 30, mt = 18;
+    this.gs = { s: s, gap: gap, ml: ml, mt: mt };
+    var w = ml + H * (s + gap), h = mt + L * (s + gap);
+    var cv = canvas(w, h, 'grid of ' + L + ' layers x ' + H + ' heads of attention patterns');
+    cv.c.className = 'grid';
+    cv.c.setAttribute('data-thumb', s);
+    this.grid = cv;
+    var status = el('p', { cls: 'status', 'aria-live': 'polite' });
+    this.gridStatus = status;
+    function at(ev) {
+      var r = cv.c.getBoundingClientRect(), x = ev.clientX - r.left - ml, y = ev.clientY - r.top - mt;
+      var hh = Math.floor(x / (s + gap)), ll = Math.floor(y / (s + gap));
+      if (hh < 0 || ll < 0 || hh >= H || ll >= L) return null;
+      var fx = (x - hh * (s + gap)) / s, fy = (y - ll * (s + gap)) / s;
+      if (fx >= 1 || fy >= 1) return null;
+      return { l: ll, h: hh, d: Math.floor(fy * self.T), s: Math.floor(fx * self.T) };
+    }
+    var hover = perFrame(function (ev) {
+      var p = at(ev);
+      if (!p) { tip(null); return; }
+      var k = (p.l * H + p.h) * self.T * self.T, v = self.A.a[k + p.d * self.T + p.s];
+      var masked = self.causal && p.s > p.d;
+      tip(self.headName(p.l, p.h) + ' · ' + self.tokens[p.d] + ' (' + p.d + ') → ' + self.tokens[p.s] +
+          ' (' + p.s + '): ' + (masked ? 'masked' : fmt(v)), ev.clientX, ev.clientY);
+    });
+    cv.c.addEventListener('mousemove', hover);
+    cv.c.addEventListener('mouseleave', function () { tip(null); });
+    cv.c.addEventListener('click', function (ev) {
+      var p = at(ev);
+      if (p) select(p.l, p.h, 'head');
+    });
+    cv.c.addEventListener('keydown', function (ev) {
+      var l = SHARED.layer, h = SHARED.head;
+      if (ev.key === 'ArrowLeft') h = Math.max(0, h - 1);
+      else if (ev.key === 'ArrowRight') h = Math.min(H - 1, h + 1);
+      else if (ev.key === 'ArrowUp') l = Math.max(0, l - 1);
+      else if (ev.key === 'ArrowDown') l = Math.min(L - 1, l + 1);
+      else if (ev.key === 'Enter' || ev.key === ' ') { select(l, h, 'head'); ev.preventDefault(); return; }
+      else return;
+      ev.preventDefault();
+      select(l, h, SHARED.mode);
+    });
+    var fig = el('figure', { cls: 'panel' }, [
+      el('h3', { text: 'Every head (layers x heads)' }),
+      el('div', { cls: 'scroll' }, [cv.c]), status,
+      colourBar(ATT_MAP, 0, 1, 'attention weight'),
+      el('figcaption', { text: 'blocks.<l>.attn.hook_pattern of each head, rows = destination (query), ' +
+        'columns = source (key); lilac = masked (source after destination). Click or use the arrow keys to choose a head.' })]);
+    this.row1 = el('div', { cls: 'row' }, [fig]);
+    this.root.appendChild(this.row1);
+  };
+  AttentionView.prototype.drawGrid = function () {
+    var g = this.grid.g, gs = this.gs, L = this.L, H = this.H;
+    var w = gs.ml + H * (gs.s + gs.gap), h = gs.mt + L * (gs.s + gs.gap);
+    g.clearRect(0, 0, w, h);
+    g.imageSmoothingEnabled = false;
+    g.fillStyle = '#333';
+    g.font = '12px sans-serif';
+    g.textAlign = 'center';
+    for (var hh = 0; hh < H; hh++) g.fillText('H' + hh, gs.ml + hh * (gs.s + gs.gap) + gs.s / 2, 13);
+    g.textAlign = 'right';
+    for (var l = 0; l < L; l++) {
+      g.fillText('L' + l, gs.ml - 6, gs.mt + l * (gs.s + gs.gap) + gs.s / 2 + 4);
+      for (var h2 = 0; h2 < H; h2++)
+        g.drawImage(this.images[l * H + h2], gs.ml + h2 * (gs.s + gs.gap), gs.mt + l * (gs.s + gs.gap), gs.s, gs.s);
+    }
+    g.strokeStyle = '#c0392b';
+    g.lineWidth = 3;
+    var x0 = gs.ml + (SHARED.mode === 'mean' ? 0 : SHARED.head * (gs.s + gs.gap)) - 2;
+    var ww = SHARED.mode === 'mean' ? H * (gs.s + gs.gap) - gs.gap + 4 : gs.s + 4;
+    g.strokeRect(x0, gs.mt + SHARED.layer * (gs.s + gs.gap) - 2, ww, gs.s + 4);
+    var cur = this.current();
+    this.grid.c.setAttribute('aria-label', 'grid of ' + L + ' layers x ' + H + ' heads; selected ' + cur.name +
+      '. Arrow keys move, Enter selects.');
+    this.gridStatus.textContent = 'selected: ' + cur.name;
+  };
+
+  /* the large pattern with token labels */
+  AttentionView.prototype.headCanvas = function (container, pin) {
+    var self = this, T = this.T;
+    var cell = Math.max(2, Math.min(28, Math.floor(560 / T)));
+    var every = Math.max(1, Math.ceil(13 / cell));
+    var lw = 0, probe = document.createElement('canvas').getContext('2d');
+    probe.font = '12px sans-serif';
+    this.tokens.forEach(function (t, i) { lw = Math.max(lw, probe.measureText(i + ' ' + t).width); });
+    var ml = Math.ceil(lw) + 10, mt = Math.ceil(lw) + 10, w = ml + T * cell + 4, h = mt + T * cell + 4;
+    var cv = canvas(w, h, 'attention pattern');
+    cv.c.className = 'head';
+    cv.c.setAttribute('data-x0', ml);
+    cv.c.setAttribute('data-y0', mt);
+    cv.c.setAttribute('data-cell', cell);
+    var status = el('p', { cls: 'status', 'aria-live': 'polite' });
+    var cursor = { d: this.dest, s: 0 };
+    function draw() {
+      var cur = self.current(pin), g = cv.g;
+      g.clearRect(0, 0, w, h);
+      g.imageSmoothingEnabled = false;
+      g.drawImage(cur.img, ml, mt, T * cell, T * cell);
+      g.fillStyle = '#222';
+      g.font = '12px sans-serif';
+      g.textAlign = 'right';
+      for (var i = 0; i < T; i += every) g.fillText(i + ' ' + self.tokens[i], ml - 4, mt + i * cell + cell / 2 + 4);
+      g.save();
+      g.translate(ml, mt - 4);
+      g.rotate(-Math.PI / 2);
+      g.textAlign = 'left';
+      for (var j = 0; j < T; j += every) g.fillText(j + ' ' + self.tokens[j], 0, j * cell + cell / 2 + 4);
+      g.restore();
+      if (!pin) {
+        g.strokeStyle = '#c0392b';
+        g.lineWidth = 2;
+        g.strokeRect(ml - 1, mt + self.dest * cell - 1, T * cell + 2, cell + 2);
+      }
+      cv.c.setAttribute('aria-label', cur.name + ': attention pattern over ' + T + ' tokens, rows = destination, ' +
+        'columns = source. Focus and use the arrow keys to read cells.');
+      cv.c.setAttribute('data-name', cur.name);
+    }
+    function say(d, s, ev) {
+      var cur = self.current(pin), masked = self.causal && s > d;
+      var text = cur.name + ' · ' + self.tokens[d] + ' (' + d + ') → ' + self.tokens[s] + ' (' + s + '): ' +
+        (masked ? 'masked' : fmt(self.value(cur, d, s)));
+      status.textContent = text;
+      if (ev) tip(text, ev.clientX, ev.clientY);
+    }
+    function at(ev) {
+      var r = cv.c.getBoundingClientRect();
+      var s = Math.floor((ev.clientX - r.left - ml) / cell), d = Math.floor((ev.clientY - r.top - mt) / cell);
+      return d >= 0 && s >= 0 && d < T && s < T ? { d: d, s: s } : null;
+    }
+    cv.c.addEventListener('mousemove', perFrame(function (ev) {
+      var p = at(ev);
+      if (p) say(p.d, p.s, ev); else tip(null);
+    }));
+    cv.c.addEventListener('mouseleave', function () { tip(null); });
+    cv.c.addEventListener('click', function (ev) {
+      var p = at(ev);
+      if (p && !pin) self.setDest(p.d);
+    });
+    cv.c.addEventListener('keydown', function (ev) {
+      var k = ev.key;
+      if (k === 'ArrowUp') cursor.d = Math.max(0, cursor.d - 1);
+      else if (k === 'ArrowDown') cursor.d = Math.min(T - 1, cursor.d + 1);
+      else if (k === 'ArrowLeft') cursor.s = Math.max(0, cursor.s - 1);
+      else if (k === 'ArrowRight') cursor.s = Math.min(T - 1, cursor.s + 1);
+      else if ((k === 'Enter' || k === ' ') && !pin) { self.setDest(cursor.d); ev.preventDefault(); return; }
+      else return;
+      ev.preventDefault();
+      say(cursor.d, cursor.s, null);
+    });
+    container.appendChild(el('div', { cls: 'scroll' }, [cv.c]));
+    container.appendChild(status);
+    return draw;
+  };
+
+  AttentionView.prototype.buildHead = function () {
+    var self = this;
+    var title = el('h3', { text: 'One head' });
+    var modeHead = el('button', { 'aria-pressed': 'true', text: 'per head' });
+    var modeMean = el('button', { 'aria-pressed': 'false', text: 'head-averaged per layer' });
+    var pinBtn = el('button', { text: 'pin this head' });
+    modeHead.addEventListener('click', function () { select(SHARED.layer, SHARED.head, 'head'); });
+    modeMean.addEventListener('click', function () { select(SHARED.layer, SHARED.head, 'mean'); });
+    pinBtn.addEventListener('click', function () {
+      SHARED.pinned = { layer: SHARED.layer, head: SHARED.head, mode: SHARED.mode };
+      SHARED.views.forEach(function (v) { v.update(); });
+    });
+    this.modeButtons = [modeHead, modeMean];
+    var fig = el('figure', { cls: 'panel' }, [title,
+      el('div', { cls: 'controls' }, [el('span', { text: 'show:' }), modeHead, modeMean].concat(
+        DATA.runs.length > 1 ? [pinBtn] : []))]);
+    this.headTitle = title;
+    this.drawHead = this.headCanvas(fig, false);
+    fig.appendChild(el('figcaption', { text: 'Click a row (or focus the figure and press Enter) to choose the ' +
+      'destination token the token view shows; the outlined row is that token.' }));
+    this.row1.appendChild(fig);
+    this.row2 = el('div', { cls: 'row' });
+    this.root.appendChild(this.row2);
+  };
+
+  /* BertViz's head view: destination tokens left, source tokens right, lines */
+  AttentionView.prototype.buildTokens = function () {
+    var self = this, T = this.T, rowH = 20;
+    var left = el('div', { cls: 'tokcol dest', role: 'listbox', 'aria-label': 'destination tokens' });
+    var right = el('div', { cls: 'tokcol src', 'aria-label': 'source tokens with the attention they receive' });
+    this.srcEls = [];
+    this.destEls = [];
+    for (var i = 0; i < T; i++) {
+      var b = el('button', { cls: 'tok', 'data-pos': String(i), role: 'option', 'aria-selected': 'false' },
+        [el('span', { cls: 'pos', text: String(i) }), el('span', { text: this.tokens[i] })]);
+      (function (d) {
+        b.addEventListener('mouseenter', function () { self.hoverDest(d); });
+        b.addEventListener('focus', function () { self.hoverDest(d); });
+        b.addEventListener('click', function () { self.setDest(d); });
+        b.addEventListener('keydown', function (ev) {
+          var n = ev.key === 'ArrowDown' ? d + 1 : ev.key === 'ArrowUp' ? d - 1 : -1;
+          if (n >= 0 && n < T) { self.destEls[n].focus(); ev.preventDefault(); }
+        });
+      })(i);
+      left.appendChild(b);
+      this.destEls.push(b);
+      var sp = el('span', { cls: 'tok', 'data-pos': String(i) },
+        [el('span', { text: i + ' ' + this.tokens[i] }), el('span', { cls: 'w' })]);
+      right.appendChild(sp);
+      this.srcEls.push(sp);
+    }
+    left.addEventListener('mouseleave', function () { self.hoverDest(null); });
+    var lines = canvas(160, T * rowH, 'lines from the destination token to each source token, ' +
+      'opacity = attention weight');
+    lines.c.removeAttribute('tabindex');
+    this.lines = lines;
+    this.tokStatus = el('p', { cls: 'status', 'aria-live': 'polite' });
+    var fig = el('figure', { cls: 'panel' }, [
+      el('h3', { text: 'Tokens: hover or focus a destination token (left)' }),
+      this.tokStatus,
+      el('div', { cls: 'scroll' }, [el('div', { cls: 'tokview' }, [left, lines.c, right])]),
+      el('figcaption', { text: 'The right column is shaded by the chosen token\'s attention row (same ' +
+        'colour map as the figures) and shows each weight; line opacity is the weight.' })]);
+    this.row2.appendChild(fig);
+  };
+  /* shows destination d's row (null = back to the chosen destination) */
+  AttentionView.prototype.hoverDest = function (d) {
+    this.showRow(d === null ? this.dest : d);
+  };
+  AttentionView.prototype.setDest = function (d) {
+    this.dest = d;
+    this.update();
+  };
+  AttentionView.prototype.showRow = function (d) {
+    var cur = this.current(), T = this.T, g = this.lines.g, rowH = 20, top = [];
+    for (var i = 0; i < T; i++) {
+      this.destEls[i].classList.toggle('active', i === d);
+      this.destEls[i].setAttribute('aria-selected', i === d ? 'true' : 'false');
+    }
+    g.clearRect(0, 0, 160, T * rowH);
+    for (var s = 0; s < T; s++) {
+      var e = this.srcEls[s], masked = this.causal && s > d;
+      if (masked) {
+        e.style.background = css(MASKED);
+        e.style.color = '#555';
+        e.lastChild.textContent = '';
+        e.removeAttribute('data-w');
+        e.setAttribute('title', 'masked');
+        continue;
+      }
+      var v = this.value(cur, d, s), rgb = rgbAt(ATT_MAP, cindex(v));
+      e.style.background = css(rgb);
+      e.style.color = ink(rgb);
+      e.lastChild.textContent = fmt(v, 2);
+      e.setAttribute('data-w', String(v));
+      e.setAttribute('title', this.tokens[d] + ' → ' + this.tokens[s] + ': ' + fmt(v));
+      top.push([v, s]);
+      if (v > 0.01) {
+        g.strokeStyle = 'rgba(192, 57, 43, ' + Math.min(1, v).toFixed(3) + ')';
+        g.lineWidth = 1 + 3 * v;
+        g.beginPath();
+        g.moveTo(2, d * rowH + rowH / 2);
+        g.lineTo(158, s * rowH + rowH / 2);
+        g.stroke();
+      }
+    }
+    top.sort(function (x, y) { return y[0] - x[0]; });
+    this.tokStatus.textContent = cur.name + ', from ' + this.tokens[d] + ' (' + d + '): ' +
+      top.slice(0, 3).map(function (p) { return this.tokens[p[1]] + ' (' + p[1] + ') ' + fmt(p[0], 2); }, this).join(', ');
+    this.shownDest = d;
+  };
+  AttentionView.prototype.update = function () {
+    this.drawGrid();
+    this.drawHead();
+    this.headTitle.textContent = 'One head: ' + this.current().name;
+    var self = this;
+    this.modeButtons[0].setAttribute('aria-pressed', SHARED.mode === 'head' ? 'true' : 'false');
+    this.modeButtons[1].setAttribute('aria-pressed', SHARED.mode === 'mean' ? 'true' : 'false');
+    this.showRow(this.dest);
+    if (this.drawPinned) this.drawPinned();
+    void self;
+  };
+  function select(l, h, mode) {
+    SHARED.layer = l;
+    SHARED.head = h;
+    SHARED.mode = mode;
+    SHARED.views.forEach(function (v) { v.update(); });
+  }
+
+  /* ---- bars, predictions, matrices ---- */
+  function bars(file, caption) {
+    var vals = file.values, labs = file.labels, n = vals.length, m = 0;
+    vals.forEach(function (v) { m = Math.max(m, Math.abs(v)); });
+    if (!(m > 0)) m = 1;
+    var neg = vals.some(function (v) { return v < 0; }), zero = neg ? 50 : 0;
+    var dec = Math.max(0, Math.min(4, 2 - Math.floor(Math.log10(m))));
+    var g = el('div', { cls: 'bars', role: 'table', 'aria-label': file.title || 'bars' });
+    for (var i = 0; i < n; i++) {
+      var v = vals[i], w = Math.abs(v) / m * (neg ? 50 : 100);
+      var bar = el('div', { cls: 'bar' });
+      bar.style.left = (v < 0 ? zero - w : zero) + '%';
+      bar.style.width = w + '%';
+      bar.style.background = css(v < 0 ? BAR_NEG : BAR_POS);
+      var z = el('div', { cls: 'zero' });
+      z.style.left = zero + '%';
+      g.appendChild(el('div', { cls: 'lab', role: 'rowheader', text: labs[i] }));
+      g.appendChild(el('div', { cls: 'track', title: labs[i] + ': ' + fmt(v, dec) }, [z, bar]));
+      g.appendChild(el('div', { cls: 'val', role: 'cell', text: (v >= 0 ? '+' : '') + fmt(v, dec) }));
+    }
+    return el('figure', { cls: 'panel' }, [el('h3', { text: file.title || '' }), g,
+      el('figcaption', { text: (file.xlabel ? file.xlabel + '. ' : '') + (caption || '') })]);
+  }
+  function predictions(file) {
+    var t = el('table', {}, [el('caption', { text: 'top predictions at position ' + file.query_position +
+      ' (' + file.query_token + ')' }), el('tr', {}, [el('th', { text: 'token' }), el('th', { text: 'probability' }),
+      el('th', { text: 'logit' })])]);
+    file.predictions.forEach(function (p) {
+      t.appendChild(el('tr', {}, [el('td', { text: p.token }), el('td', { text: fmt(p.prob, 4) }),
+        el('td', { text: fmt(p.logit, 3) })]));
+    });
+    return el('figure', { cls: 'panel' }, [el('h3', { text: 'Predictions' }), t]);
+  }
+
+  /* A matrix heatmap; signed data on the diverging map over [-max|v|, max|v|],
+   * non-negative on the attention map from 0 (to 1, or the maximum above 1). */
+  function matrix(stem, file, caption) {
+    var V = file.values, R = V.length, C = V[0].length, mn = 0, mx = 0;
+    V.forEach(function (r) { r.forEach(function (v) { if (v !== null) { mn = Math.min(mn, v); mx = Math.max(mx, v); } }); });
+    var signed = mn < 0, lim = Math.max(Math.abs(mn), Math.abs(mx)) || 1;
+    var lo = signed ? -lim : 0, hi = signed ? lim : Math.max(1, mx), map = signed ? CMAPS.diverging : ATT_MAP;
+    var cell = Math.max(6, Math.min(28, Math.floor(640 / C)));
+    var probe = document.createElement('canvas').getContext('2d');
+    probe.font = '12px sans-serif';
+    var rw = 0, cw = 0;
+    (file.row_labels || []).forEach(function (t) { rw = Math.max(rw, probe.measureText(t).width); });
+    (file.col_labels || []).forEach(function (t) { cw = Math.max(cw, probe.measureText(t).width); });
+    var ml = Math.ceil(rw) + 8, mt = Math.ceil(cw) + 8, w = ml + C * cell + 4, h = mt + R * cell + 4;
+    var cv = canvas(w, h, (file.title || stem) + ': ' + R + ' x ' + C + ' matrix; focus and use the arrow keys to read values');
+    cv.c.id = 'fig-' + stem;
+    cv.c.setAttribute('data-x0', ml);
+    cv.c.setAttribute('data-y0', mt);
+    cv.c.setAttribute('data-cell', cell);
+    var g = cv.g, status = el('p', { cls: 'status', 'aria-live': 'polite' }), hl = null;
+    function draw() {
+      g.clearRect(0, 0, w, h);
+      for (var i = 0; i < R; i++)
+        for (var j = 0; j < C; j++) {
+          var v = V[i][j];
+          g.fillStyle = css(v === null ? MASKED : rgbAt(map, cindex((v - lo) / (hi - lo))));
+          g.fillRect(ml + j * cell, mt + i * cell, cell, cell);
+        }
+      g.fillStyle = '#222';
+      g.font = '12px sans-serif';
+      g.textAlign = 'right';
+      var every = Math.max(1, Math.ceil(13 / cell));
+      for (var r = 0; r < R; r += every) g.fillText(file.row_labels[r], ml - 4, mt + r * cell + cell / 2 + 4);
+      g.save();
+      g.translate(ml, mt - 4);
+      g.rotate(-Math.PI / 2);
+      g.textAlign = 'left';
+      for (var c = 0; c < C; c += every) g.fillText(file.col_labels[c], 0, c * cell + cell / 2 + 4);
+      g.restore();
+      if (hl) {
+        g.strokeStyle = '#c0392b';
+        g.lineWidth = 2;
+        hl.forEach(function (r) { g.strokeRect(ml - 1, mt + r * cell - 1, C * cell + 2, cell + 2); });
+      }
+    }
+    function say(i, j, ev) {
+      var v = V[i][j];
+      var text = file.row_labels[i] + ' · ' + file.col_labels[j] + ': ' + (v === null ? 'not reported' : fmt(v));
+      status.textContent = text;
+      if (ev) tip(text, ev.clientX, ev.clientY);
+    }
+    var cur = { i: 0, j: 0 };
+    cv.c.addEventListener('mousemove', perFrame(function (ev) {
+      var r = cv.c.getBoundingClientRect();
+      var j = Math.floor((ev.clientX - r.left - ml) / cell), i = Math.floor((ev.clientY - r.top - mt) / cell);
+      if (i >= 0 && j >= 0 && i < R && j < C) say(i, j, ev); else tip(null);
+    }));
+    cv.c.addEventListener('mouseleave', function () { tip(null); });
+    cv.c.addEventListener('keydown', function (ev) {
+      var k = ev.key;
+      if (k === 'ArrowUp') cur.i = Math.max(0, cur.i - 1);
+      else if (k === 'ArrowDown') cur.i = Math.min(R - 1, cur.i + 1);
+      else if (k === 'ArrowLeft') cur.j = Math.max(0, cur.j - 1);
+      else if (k === 'ArrowRight') cur.j = Math.min(C - 1, cur.j + 1);
+      else return;
+      ev.preventDefault();
+      say(cur.i, cur.j, null);
+    });
+    draw();
+    var fig = el('figure', { cls: 'panel' }, [el('h3', { text: file.title || stem }),
+      el('div', { cls: 'scroll' }, [cv.c]), status,
+      colourBar(map, lo, hi, signed ? 'signed, 0 = white' : 'value'),
+      el('figcaption', { text: [file.ylabel ? 'rows: ' + file.ylabel : '', file.xlabel ? 'columns: ' + file.xlabel : '',
+        caption || ''].filter(Boolean).join('. ') })]);
+    fig.highlight = function (rows) { hl = rows; draw(); };
+    return fig;
+  }
+
+  /* ---- the circuit report ---- */
+  function circuit(report, figs, shows) {
+    var box = el('div', {});
+    var v = report.verdict || {};
+    box.appendChild(el('h2', { text: 'Verdicts' }));
+    [['step 1 (candidate push, layer 0)', v.step1], ['step 2 (decision, layer >= 1)', v.step2]].forEach(function (p) {
+      if (!p[1]) return;
+      var st = p[1].applicable === false ? 'not applicable' : p[1].holds ? 'holds' : 'does not hold';
+      box.appendChild(el('div', { cls: 'verdict ' + (p[1].holds ? 'holds' : 'fails') }, [
+        el('b', { text: p[0] + ': ' + st }), el('span', { text: p[1].reason || '' })]));
+    });
+    if (v.route) box.appendChild(el('div', { cls: 'verdict' }, [el('b', { text: 'route: ' + v.route.name }),
+      el('span', { text: v.route.evidence || '' })]));
+    if (report.heldout && report.heldout.accuracy)
+      box.appendChild(el('p', { text: 'held-out accuracy (' + report.heldout.n + ' sentences): all ' +
+        fmt(100 * report.heldout.accuracy.all, 1) + '%, crosser ' + fmt(100 * report.heldout.accuracy.crosser, 1) +
+        '%, crossed ' + fmt(100 * report.heldout.accuracy.crossed, 1) + '%' }));
+    var heads = report.heads || [];
+    function g(o, path) { return path.reduce(function (x, k) { return x && x[k] !== undefined ? x[k] : null; }, o); }
+    var cols = [
+      ['head', function (h) { return h.name; }, 'text'],
+      ['roles', function (h) { return (h.roles || []).join(', '); }, 'text'],
+      ['attn@14 crosser: x', function (h) { return g(h, ['attention_at_14', 'crosser', 'x']); }],
+      ['crosser: adj', function (h) { return g(h, ['attention_at_14', 'crosser', 'adjective']); }],
+      ['crossed: y', function (h) { return g(h, ['attention_at_14', 'crossed', 'y']); }],
+      ['crossed: adj', function (h) { return g(h, ['attention_at_14', 'crossed', 'adjective']); }],
+      ['DLA ref−other', function (h) { return g(h, ['dla_at_14', 'all', 'ref_minus_other']); }],
+      ['copying', function (h) { return h.copying_score; }],
+      ['patching@14', function (h) { return g(h, ['patching', 'pos14', 'both']); }],
+      ['ablation drop crosser', function (h) { return g(h, ['mean_ablation', 'drop', 'crosser']); }],
+      ['ablation drop crossed', function (h) { return g(h, ['mean_ablation', 'drop', 'crossed']); }]];
+    var table = el('table', { cls: 'evidence' });
+    table.appendChild(el('caption', { text: 'per-head evidence (held-out means; click a column to sort, a head to see its attention)' }));
+    var trh = el('tr');
+    var sort = { col: -1, dir: 1 }, body = el('tbody'), ths = [];
+    cols.forEach(function (c, ci) {
+      var b = el('button', { text: c[0] });
+      var th = el('th', { scope: 'col', 'aria-sort': 'none' }, [b]);
+      ths.push(th);
+      b.addEventListener('click', function () {
+        sort.dir = sort.col === ci ? -sort.dir : (c[2] ? 1 : -1);
+        sort.col = ci;
+        ths.forEach(function (t, k) { t.setAttribute('aria-sort', k === ci ? (sort.dir > 0 ? 'ascending' : 'descending') : 'none'); });
+        fill();
+      });
+      trh.appendChild(th);
+    });
+    table.appendChild(el('thead', {}, [trh]));
+    table.appendChild(body);
+    var strip = el('div', { cls: 'headrow', 'aria-live': 'polite' });
+    function showHead(h) {
+      Array.prototype.forEach.call(body.children, function (tr) { tr.classList.toggle('sel', tr.getAttribute('data-head') === h.name); });
+      strip.textContent = '';
+      var att = figs.attention_14;
+      strip.appendChild(el('h3', { text: h.name + ': mean attention row at position 14 (held-out)' }));
+      var labels = att && att.file.col_labels;
+      ['crosser', 'crossed'].forEach(function (role) {
+        var row = g(h, ['mean_pattern_row_14', role]);
+        if (!row) return;
+        var s = el('div', { cls: 'strip', role: 'list', 'aria-label': h.name + ' ' + role });
+        s.appendChild(el('span', { cls: 'lab', text: role + ':' }));
+        row.forEach(function (w, i) {
+          var rgb = rgbAt(ATT_MAP, cindex(w));
+          var t = el('span', { cls: 'tok', role: 'listitem', title: fmt(w) }, [
+            el('span', { text: labels ? labels[i] : String(i) }), el('span', { cls: 'w', text: fmt(w, 2) })]);
+          t.style.background = css(rgb);
+          t.style.color = ink(rgb);
+          s.appendChild(t);
+        });
+        strip.appendChild(s);
+      });
+      if (att) {
+        var rows = [];
+        att.file.row_labels.forEach(function (l, i) { if (l.split(' ')[0] === h.name) rows.push(i); });
+        att.fig.highlight(rows);
+      }
+    }
+    function fill() {
+      var hs = heads.slice();
+      if (sort.col >= 0) {
+        var f = cols[sort.col][1];
+        hs.sort(function (a, b) {
+          var x = f(a), y = f(b);
+          if (x === y) return 0;
+          if (x === null) return 1;
+          if (y === null) return -1;
+          return (x < y ? -1 : 1) * sort.dir;
+        });
+      }
+      body.textContent = '';
+      hs.forEach(function (h) {
+        var tr = el('tr', { 'data-head': h.name });
+        cols.forEach(function (c, ci) {
+          var x = c[1](h);
+          if (ci === 0) {
+            var a = el('a', { href: '#fig-attention_14', text: x });
+            a.addEventListener('click', function () { showHead(h); });
+            tr.appendChild(el('td', {}, [a]));
+          } else tr.appendChild(el('td', { cls: c[2] ? 'text' : '', text: c[2] ? x : fmt(x, 2) }));
+        });
+        body.appendChild(tr);
+      });
+    }
+    fill();
+    box.appendChild(el('h2', { text: 'Evidence per head' }));
+    box.appendChild(el('div', { cls: 'scroll' }, [table]));
+    box.appendChild(strip);
+    void shows;
+    return box;
+  }
+
+  /* ---- one run (one output folder) ---- */
+  function shows(run, stem) {
+    var files = (run.index && run.index.files) || [];
+    for (var i = 0; i < files.length; i++) if (files[i].file === stem + '.json') return files[i].shows;
+    return '';
+  }
+  function renderRun(run, app) {
+    var sec = el('section', { cls: 'run' });
+    var idx = run.index || {};
+    sec.appendChild(el('h2', { text: run.command + ' · ' + run.dir + (idx.sentence ? ' · “' + idx.sentence + '”' : '') }));
+    if (idx.model) sec.appendChild(el('p', { cls: 'sub', text: 'model ' + idx.model + (idx.config ?
+      ' (' + idx.config.n_layers + ' layers x ' + idx.config.n_heads + ' heads, d_model ' + idx.config.d_model + ')' : '') }));
+    var files = run.files || {}, stems = Object.keys(files), figs = {}, rest = el('div', { cls: 'row' });
+    var view = null;
+    stems.forEach(function (stem) {
+      var f = files[stem];
+      if (f.attention && !view) {
+        view = new AttentionView(run, f);
+        run.view = view;
+        sec.appendChild(view.root);
+      }
+    });
+    var side = el('div', { cls: 'row' });
+    if (files.predictions && files.predictions.predictions) side.appendChild(predictions(files.predictions));
+    stems.forEach(function (stem) {
+      var f = files[stem];
+      if (f.attention || stem === 'predictions' || stem === 'report') return;
+      if (Array.isArray(f.values) && Array.isArray(f.labels)) {
+        (stem.indexOf('dla') === 0 ? side : rest).appendChild(bars(f, shows(run, stem)));
+      } else if (Array.isArray(f.values) && Array.isArray(f.values[0])) {
+        var fig = matrix(stem, f, shows(run, stem));
+        figs[stem] = { file: f, fig: fig };
+        rest.appendChild(fig);
+      }
+    });
+    if (side.children.length) sec.appendChild(side);
+    if (files.report && files.report.verdict) sec.appendChild(circuit(files.report, figs, shows));
+    if (rest.children.length) {
+      sec.appendChild(el('h2', { text: 'Figures' }));
+      sec.appendChild(rest);
+    }
+    app.appendChild(sec);
+  }
+
+  /* two or more sentences: the pinned head side by side */
+  function renderCompare(app) {
+    var views = DATA.runs.map(function (r) { return r.view; }).filter(Boolean);
+    if (views.length < 2) return;
+    var row = el('div', { cls: 'row' });
+    var sec = el('section', { cls: 'run' }, [el('h2', { text: 'Compare sentences: the pinned head' }),
+      el('p', { cls: 'sub', text: 'Pin a head with “pin this head” below; until then the selected head is shown.' }), row]);
+    views.forEach(function (v) {
+      var fig = el('figure', { cls: 'panel compare' });
+      var cap = el('h3');
+      fig.appendChild(cap);
+      var draw = v.headCanvas(fig, true);
+      v.drawPinned = function () {
+        draw();
+        cap.textContent = v.current(true).name + ' · ' + v.tokens.join(' ');
+      };
+      v.drawPinned();
+      row.appendChild(fig);
+    });
+    app.insertBefore(sec, app.firstChild);
+  }
+
+  var t0 = performance.now();
+  var app = document.getElementById('hs-app');
+  document.getElementById('hs-title').textContent = DATA.runs.map(function (r) { return 'headscope ' + r.command; })
+    .filter(function (x, i, a) { return a.indexOf(x) === i; }).join(', ');
+  document.getElementById('hs-sub').textContent = DATA.runs.map(function (r) { return r.dir; }).join(' · ') +
+    ' — made by ' + PAGE.generator + '; layers, heads and positions count from 0.';
+  DATA.runs.forEach(function (r) { renderRun(r, app); });
+  renderCompare(app);
+  /* for tests and the bench: readyAt is ms since navigation start */
+  window.hsViewer = { ready: true, parseMs: parseMs, renderMs: performance.now() - t0,
+    readyAt: performance.now(), views: SHARED.views, select: select };
+  document.body.setAttribute('data-ready', '1');
+})();
