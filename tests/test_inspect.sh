@@ -191,7 +191,7 @@ row=$(grep '^L0 ' "$TMP/fmt.out")
 [ "$(echo "$row" | wc -w)" -eq 8 ] || fail "--position 6: L0 row should have 7 items: $row"
 echo "$row" | grep -q 'street:' || fail "--position 6: row should end at street: $row"
 run 0 paper inspect --model "$M" --sentence "$TIRED" --out "$TMP/paper" --format png,svg \
-    --dpi 72 --width 6 --font-size 10 --cmap greys --range auto --annotate --only L0H0
+    --dpi 72 --width 7 --font-size 10 --cmap greys --range auto --annotate --only L0H0
 check_folder "$TMP/paper"
 pngcheck -v "$TMP/paper/L0H0.png" | grep -q 'pHYs' || fail "--dpi: no pHYs chunk"
 
