@@ -116,7 +116,7 @@ static hs_status save(step_ctx *sc, hs_model *m, int step, int steps, hs_error *
 {
     char *tj = train_json(sc, step, steps);
     if (!tj) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    hs_meta meta = {sc->vocab_json, sc->task_json, tj};
+    hs_meta meta = {sc->vocab_json, sc->task_json, tj, NULL};
     hs_status s = hs_checkpoint_save(m, &meta, sc->out, err);
     cJSON_free(tj);
     return s;

@@ -77,6 +77,7 @@ int cli_load(const char *cmd, const char *path, int need_task, cli_loaded *out)
     int skipped = 0;
     if (hs_checkpoint_load(path, &out->model, &out->meta, &skipped, &err) != HS_OK)
         return cli_error(cmd, &err);
+    if (out->meta.warning) fprintf(stderr, "headscope %s: warning: %s\n", cmd, out->meta.warning);
     if (skipped > 0)
         fprintf(stderr, "headscope %s: note: skipped %d TransformerLens buffer tensor(s) "
                         "(blocks.*.attn.mask/IGNORE)\n", cmd, skipped);

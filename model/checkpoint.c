@@ -44,7 +44,41 @@ void hs_meta_free(hs_meta *meta)
     free(meta->vocab);
     free(meta->task);
     free(meta->train);
-    meta->vocab = meta->task = meta->train = NULL;
+    free(meta->warning);
+    meta->vocab = meta->task = meta->train = meta->warning = NULL;
+}
+
+hs_status hs_model_magnitude_warning(const hs_model *m, char **warning, hs_error *err)
+{
+    *warning = NULL;
+    int first = -1, others = 0;
+    float worst = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const hs_tensor_info *t = &m->tensors[i];
+        const float *x = m->param_mem + t->offset;
+        float mx = 0;
+        for (size_t k = 0; k < t->numel; k++) {
+            float a = fabsf(x[k]);
+            if (isfinite(a) && a > mx) mx = a;
+        }
+        if (!(mx > HS_WEIGHT_ABSURD)) continue;
+        if (first < 0) {
+            first = i;
+            worst = mx;
+        } else {
+            others++;
+        }
+    }
+    if (first < 0) return HS_OK;
+    char w[HS_F32_BUF], lim[HS_F32_BUF];
+    hs_buf b = {0};
+    hs_buf_printf(&b, "%s holds |w| up to %s", m->tensors[first].name, hs_fmt_f32(w, worst));
+    if (others) hs_buf_printf(&b, " (and %d more tensor%s)", others, others == 1 ? "" : "s");
+    hs_buf_printf(&b, "; training never produces |w| > %s: predictions from these weights "
+                      "mean nothing", hs_fmt_f32(lim, HS_WEIGHT_ABSURD));
+    *warning = hs_buf_take(&b);
+    if (!*warning) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    return HS_OK;
 }
 
 int hs_checkpoint_is_tl_buffer(const char *name)
@@ -555,7 +589,7 @@ static hs_status load_from_st(const char *fname, const hs_st_file *st, hs_model 
     hs_status s = HS_OK;
     hs_model *m = NULL;
     unsigned char *found = NULL;
-    hs_meta got = {NULL, NULL, NULL};
+    hs_meta got = {NULL, NULL, NULL, NULL};
     hs_config cfg;
 
     const char *ver = hs_st_meta(st, "headscope_format");
@@ -646,6 +680,7 @@ static hs_status load_from_st(const char *fname, const hs_st_file *st, hs_model 
             s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
             goto fail;
         }
+        if ((s = hs_model_magnitude_warning(m, &got.warning, err)) != HS_OK) goto fail;
         *meta = got;
     }
     free(found);
@@ -665,7 +700,7 @@ hs_status hs_checkpoint_parse(const unsigned char *buf, size_t n, const char *na
     hs_st_file st;
     int skipped = 0;
     *out = NULL;
-    if (meta) meta->vocab = meta->task = meta->train = NULL;
+    if (meta) meta->vocab = meta->task = meta->train = meta->warning = NULL;
     if (n_skipped) *n_skipped = 0;
     hs_status s = hs_safetensors_parse_ex(buf, n, name, skip_tl_buffer, NULL, &st, &skipped, err);
     if (s != HS_OK) return s;
@@ -681,7 +716,7 @@ hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta, in
     unsigned char *buf = NULL;
     size_t n = 0;
     *out = NULL;
-    if (meta) meta->vocab = meta->task = meta->train = NULL;
+    if (meta) meta->vocab = meta->task = meta->train = meta->warning = NULL;
     if (n_skipped) *n_skipped = 0;
     hs_status s = hs_read_file(path, &buf, &n, err);
     if (s != HS_OK) return s;

@@ -452,9 +452,25 @@ typedef struct {
     char *vocab;          /* JSON list of strings */
     char *task;           /* JSON object */
     char *train;          /* JSON object */
+    char *warning;        /* read only: hs_model_magnitude_warning's line for the
+                           * loaded weights, or NULL when they look trainable */
 } hs_meta;
 
 void hs_meta_free(hs_meta *meta);
+
+/* Weights whose magnitude no training produces: AdamW moves a weight by
+ * about lr (1e-3) per step, so headscope's budgets keep every weight within
+ * ~10 of its N(0,1) / U(+-1/sqrt(fan_in)) init, and trained TransformerLens
+ * models stay within ~1e3. A finite |w| above HS_WEIGHT_ABSURD still loads
+ * (it is a valid file) but warns: its logits saturate the softmax. */
+#define HS_WEIGHT_ABSURD 1e4f
+
+/* *warning = one line naming the first tensor holding a finite value with
+ * |w| > HS_WEIGHT_ABSURD, its largest |w|, and how many other tensors do
+ * ("unembed.b_U holds |w| up to 1e+30 (and 1 more tensor); training never
+ * produces |w| > 1e+04: predictions from these weights mean nothing"),
+ * malloc'd (caller frees); NULL when there is none. HS_ERR_NOMEM. */
+hs_status hs_model_magnitude_warning(const hs_model *m, char **warning, hs_error *err);
 
 /* Writes m's parameters and config (+ meta) as one .safetensors file,
  * atomically (temp file, fsync, rename). */
@@ -464,7 +480,9 @@ hs_status hs_checkpoint_save(const hs_model *m, const hs_meta *meta, const char 
 /* Loads a checkpoint written by headscope or by another tool with the same
  * names and config keys. Validates everything DESIGN.md lists; skips
  * TransformerLens buffers (blocks.l.attn.mask / IGNORE) and reports how many
- * in *n_skipped (may be NULL). *out NULL on failure. meta may be NULL. */
+ * in *n_skipped (may be NULL). *out NULL on failure. meta may be NULL; when
+ * given, meta->warning says whether the weights are absurd
+ * (hs_model_magnitude_warning): the caller shows it, once. */
 hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta,
                              int *n_skipped, hs_error *err);
 

@@ -125,7 +125,7 @@ static void roundtrip(const hs_config *c, const char *fname)
 {
     hs_model *m = make_model(c);
     hs_meta meta = {"[\"the\",\"dog\",\"cat\",\"sat\",\".\"]", "{\"name\":\"winograd\",\"split_seed\":3}",
-                    "{\"steps\":10}"};
+                    "{\"steps\":10}", NULL};
     if (c->d_vocab != 5) meta.vocab = NULL;
     hs_error err;
     const char *path = tmp_path(fname);
@@ -427,7 +427,7 @@ static void corrupt_cases_give_their_exact_errors(void **state)
         char path[512];
         snprintf(path, sizeof path, "checkpoint/corpus/%s.safetensors", name);
         hs_model *m = (hs_model *)&n_cases; /* must be reset to NULL */
-        hs_meta meta = {(char *)path, NULL, NULL};
+        hs_meta meta = {(char *)path, NULL, NULL, NULL};
         int skipped = 99;
         hs_error err = {HS_OK, ""};
         hs_status s = hs_checkpoint_load(path, &m, &meta, &skipped, &err);
@@ -474,7 +474,7 @@ static void save_refuses_bad_metadata(void **state)
     hs_error err;
     const char *path = tmp_path("badmeta.safetensors");
     unlink(path);
-    hs_meta meta = {"[\"a\",\"b\"]", NULL, NULL};
+    hs_meta meta = {"[\"a\",\"b\"]", NULL, NULL, NULL};
     assert_int_equal(hs_checkpoint_save(m, &meta, path, &err), HS_ERR_INPUT);
     assert_non_null(strstr(err.msg, "vocab has 2 words but config d_vocab is 5"));
     meta.vocab = "[\"a\",\"b\",\"c\",\"a\",\"e\"]";
@@ -591,6 +591,58 @@ static void load_reports_io_errors(void **state)
     assert_int_equal(hs_checkpoint_load(g_tmp, &m, NULL, NULL, &err), HS_ERR_IO);
 }
 
+/* Finite but absurd weights load, with one warning naming the tensor (issue
+ * 16: unembed.b_U set to 1e30 predicted with probability 1.0000, silently). */
+static void absurd_weights_load_with_a_warning_naming_the_tensor(void **state)
+{
+    (void)state;
+    hs_config c = hs_config_default();
+    c.n_layers = 1;
+    c.d_model = 16;
+    c.n_heads = 2;
+    c.d_head = 8;
+    c.d_mlp = 32;
+    c.n_ctx = 8;
+    c.d_vocab = 5;
+    hs_model *m = make_model(&c);
+    hs_error err;
+    const char *path = tmp_path("absurd.safetensors");
+    hs_meta got = {0};
+    hs_model *m2 = NULL;
+    /* a trained-looking model: no warning */
+    assert_int_equal(hs_checkpoint_save(m, NULL, path, &err), HS_OK);
+    assert_int_equal(hs_checkpoint_load(path, &m2, &got, NULL, &err), HS_OK);
+    assert_null(got.warning);
+    hs_model_destroy(m2);
+    hs_meta_free(&got);
+    /* 1e4 is the limit itself: still no warning */
+    m->params.b_U[3] = 1e4f;
+    assert_int_equal(hs_checkpoint_save(m, NULL, path, &err), HS_OK);
+    assert_int_equal(hs_checkpoint_load(path, &m2, &got, NULL, &err), HS_OK);
+    assert_null(got.warning);
+    hs_model_destroy(m2);
+    hs_meta_free(&got);
+    /* b_U = 1e30 (and W_E beyond the limit too): one line, the first tensor named */
+    m->params.b_U[3] = 1e30f;
+    m->params.W_E[0] = -2e5f;
+    assert_int_equal(hs_checkpoint_save(m, NULL, path, &err), HS_OK);
+    assert_int_equal(hs_checkpoint_load(path, &m2, &got, NULL, &err), HS_OK);
+    assert_non_null(got.warning);
+    assert_string_equal(got.warning,
+                        "embed.W_E holds |w| up to 2e+05 (and 1 more tensor); training never "
+                        "produces |w| > 1e+04: predictions from these weights mean nothing");
+    hs_meta_free(&got);
+    m->params.W_E[0] = 0.5f;
+    char *w = NULL;
+    assert_int_equal(hs_model_magnitude_warning(m, &w, &err), HS_OK);
+    assert_string_equal(w, "unembed.b_U holds |w| up to 1e+30; training never produces "
+                           "|w| > 1e+04: predictions from these weights mean nothing");
+    assert_null(strchr(w, '\n'));
+    free(w);
+    hs_model_destroy(m2);
+    hs_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -606,6 +658,7 @@ int main(void)
         cmocka_unit_test(save_refuses_bad_metadata),
         cmocka_unit_test(save_never_leaves_a_half_written_checkpoint),
         cmocka_unit_test(load_reports_io_errors),
+        cmocka_unit_test(absurd_weights_load_with_a_warning_naming_the_tensor),
     };
     return cmocka_run_group_tests(tests, setup_tmp, NULL);
 }
