@@ -36,7 +36,9 @@ static const char INSPECT_HELP[] =
     "  --model FILE           checkpoint (.safetensors with its vocabulary)\n"
     "  --sentence TEXT        words of the model's vocabulary; `,` and `.` split off,\n"
     "                         case folded to lower\n"
-    "  --out DIR              output folder (default inspect-out; created if missing)\n"
+    "  --out DIR              output folder (default inspect-out; created if missing,\n"
+    "                         its parent must exist). Only files an earlier run wrote\n"
+    "                         and nobody changed are replaced; a failed run changes nothing\n"
     "  --position P           query position (default: the last token; negative\n"
     "                         counts from the end, -1 = last)\n"
     "  --vs WORD              also attribute the logit difference predicted - WORD\n"
@@ -428,6 +430,15 @@ int cmd_inspect(int argc, char **argv)
         memcpy(pats + (size_t)l * NH * TT, e->data, (size_t)NH * TT * sizeof *pats);
     }
     const float *logits = hs_cache_get(&cache, "logits")->data + (size_t)pos * V;
+    for (int i = 0; i < V; i++)
+        if (!isfinite(logits[i])) { /* refused before anything is written */
+            char *w = hs_visible_dup(hs_vocab_word(L.vocab, i));
+            fprintf(stderr, "headscope %s: the logit of '%s' at position %d is %s: the weights "
+                            "overflow float32\n", C, w ? w : "?", pos,
+                    isnan(logits[i]) ? "NaN" : logits[i] > 0 ? "+inf" : "-inf");
+            free(w);
+            goto done;
+        }
 
     /* predictions: softmax at pos, top K */
     double mx = -INFINITY, Z = 0;
