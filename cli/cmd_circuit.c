@@ -57,7 +57,7 @@ static const char CIRCUIT_HELP[] =
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab and task\n"
     "  --out DIR             write report.json and figures into DIR (created if\n"
-    "                        missing; its parent must exist). Only files an earlier\n"
+    "                        missing, its parent must exist). Only files an earlier\n"
     "                        run wrote and nobody changed are replaced; a failed run\n"
     "                        changes nothing\n"
     "  --json                print the report JSON on stdout instead of the summary\n"
