@@ -6,8 +6,9 @@
 # noncharacters, surrogates written as UTF-8), or goes through
 # `inspect --format png,svg,json --heads --vs x<CP>y`, and then
 #   - every SVG passes `xmllint --noout`, every JSON parses with a strict
-#     parser (no NaN/Infinity), every PNG passes pngcheck, and the JSON holds
-#     the exact word;
+#     parser (no NaN/Infinity), every PNG passes pngcheck, the JSON holds the
+#     exact word, and so does the HTML page's embedded data (strict JSON,
+#     nothing that could close its <script> early);
 #   - stdout and stderr hold no raw control, format, bidi, private-use or
 #     non-ASCII space character (they show as <U+XXXX>);
 # and a sentence with an unknown word holding the character is refused with a
@@ -91,7 +92,7 @@ for row in "${CASES[@]}"; do
     fi
     D="$TMP/$name.d"
     run 0 "$name" inspect --model "$V" --sentence "the $word did not cross" --out "$D" \
-        --format png,svg,json --heads --vs "$word" --position 1
+        --format png,svg,json,html --heads --vs "$word" --position 1
     check_folder "$D" attention_grid.svg attention_grid.json dla_vs.svg predictions.json
     "$PY" - "$D" "$word" <<'EOF' || fail "$name: JSON is not strict or lost the word"
 import json, os, sys
@@ -106,6 +107,15 @@ g = json.load(open(os.path.join(d, "attention_grid.json"), encoding="utf-8"))
 assert g["tokens"][1] == word, (g["tokens"], word)
 p = json.load(open(os.path.join(d, "predictions.json"), encoding="utf-8"))
 assert p["query_token"] == word, p["query_token"]
+# the page: parses, its embedded data is strict JSON holding the exact word,
+# and nothing in it could end the <script> element early
+import html.parser, re
+page = open(os.path.join(d, "index.html"), encoding="utf-8").read()
+html.parser.HTMLParser().feed(page)
+m = re.search(r'<script type="application/json" id="hs-data">(.*?)</script>', page, re.S)
+assert m and "<" not in m.group(1), "page data missing or unescaped"
+data = json.loads(m.group(1), parse_constant=no_constants)
+assert word in json.dumps(data, ensure_ascii=False), "the page lost the word"
 EOF
     grep -qF "$word" "$D/attention_grid.svg" || fail "$name: the SVG does not hold the exact word"
     terminal_clean "$TMP/$name.out" || fail "$name: raw character on stdout"

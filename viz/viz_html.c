@@ -220,20 +220,6 @@ static void put_script_json(hs_buf *b, const char *j)
     hs_buf_puts(b, run);
 }
 
-/* Appends text HTML-escaped (& < > "). */
-static void put_html_text(hs_buf *b, const char *s)
-{
-    for (; *s; s++) {
-        switch (*s) {
-        case '&': hs_buf_puts(b, "&amp;"); break;
-        case '<': hs_buf_puts(b, "&lt;"); break;
-        case '>': hs_buf_puts(b, "&gt;"); break;
-        case '"': hs_buf_puts(b, "&quot;"); break;
-        default: hs_buf_append(b, s, 1);
-        }
-    }
-}
-
 hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const char *title,
                            hs_error *err)
 {
@@ -261,7 +247,7 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
                     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
                     "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
                     "<title>");
-    put_html_text(&b, title ? title : "headscope");
+    hs_viz_xml_escape(&b, title ? title : "headscope"); /* the one XML/HTML escaping */
     hs_buf_puts(&b, "</title>\n<style>\n");
     hs_buf_puts(&b, vz_html_css);
     hs_buf_puts(&b, "</style>\n</head>\n<body>\n");
