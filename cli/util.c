@@ -291,7 +291,7 @@ int cli_out_commit(const char *cmd, const char *dir, cli_stage *st, const cJSON 
 {
     old_index oi;
     read_old_index(dir, &oi);
-    int rc = 1, replaced = 0, kept = 0, n_conflict = 0;
+    int rc = 1, kept = 0, n_conflict = 0;
     hs_buf removed = {0}, conflict = {0};
     long n_removed = 0;
 
@@ -316,7 +316,6 @@ int cli_out_commit(const char *cmd, const char *dir, cli_stage *st, const cJSON 
                                              "changed since: %s/index.json has no entry of its "
                                              "size and hash)", path, dir);
             }
-            if (ours && strcmp(name, "index.json") != 0) replaced++;
         }
         free(path);
     }
@@ -355,14 +354,11 @@ int cli_out_commit(const char *cmd, const char *dir, cli_stage *st, const cJSON 
         goto done;
     }
     st->created = 0;
-    if (replaced > 0 || n_removed > 0) {
-        fprintf(stderr, "headscope %s: note: files an earlier run wrote in %s (unchanged since, "
-                        "per its index.json): replaced %d, removed %ld", cmd, dir, replaced,
-                n_removed);
-        if (n_removed > 0)
-            fprintf(stderr, " (%s%s)", removed.s ? removed.s : "", n_removed > 8 ? ", ..." : "");
-        fputc('\n', stderr);
-    }
+    if (n_removed > 0) /* a file replaced by one of the same name is no news */
+        fprintf(stderr, "headscope %s: note: removed %ld file%s an earlier run wrote in %s "
+                        "(unchanged since, per its index.json) that this run does not write: "
+                        "%s%s\n", cmd, n_removed, n_removed == 1 ? "" : "s", dir,
+                removed.s ? removed.s : "", n_removed > 8 ? ", ..." : "");
     /* 4. say what else the folder holds */
     DIR *d = opendir(dir);
     for (struct dirent *de; d && (de = readdir(d)) != NULL;)
