@@ -70,6 +70,8 @@ static const char CIRCUIT_HELP[] =
     "  --adj-key-diff X      default 0.25\n"
     "  --ablate-ref SPLIT    train (default) | heldout: where ablation means come from\n"
     "  --comp-draws N        random-baseline draws for composition scores (default 300)\n"
+    "  --threads N           worker threads, 0 = every CPU (default); the report is\n"
+    "                        bit-identical for every count\n"
     "\n"
     "Files in DIR: report.json (every number, thresholds, verdicts, heads and\n"
     "roles, config); attention_14.{png,svg,json} (mean attention row at 14 per\n"
@@ -328,7 +330,7 @@ done:
 
 int cmd_circuit(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_OUT, O_JSON, O_HELP, O_PA, O_PD, O_S1, O_DP, O_DD, O_RA, O_RD, O_AK, O_REF, O_CD };
+    enum { O_MODEL = 256, O_OUT, O_JSON, O_HELP, O_PA, O_PD, O_S1, O_DP, O_DD, O_RA, O_RD, O_AK, O_REF, O_CD, O_THREADS };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"out", required_argument, 0, O_OUT},
                                          {"json", no_argument, 0, O_JSON},
@@ -343,6 +345,7 @@ int cmd_circuit(int argc, char **argv)
                                          {"adj-key-diff", required_argument, 0, O_AK},
                                          {"ablate-ref", required_argument, 0, O_REF},
                                          {"comp-draws", required_argument, 0, O_CD},
+                                         {"threads", required_argument, 0, O_THREADS},
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "circuit", *model = NULL, *out = NULL;
@@ -389,6 +392,9 @@ int cmd_circuit(int argc, char **argv)
                 return cli_usage_error(C, "--comp-draws needs an integer in [2, 100000], got '%s'", optarg);
             o.comp_draws = (int)n;
             break;
+        case O_THREADS:
+            if (cli_parse_threads(C, optarg, &o.threads)) return 2;
+            break;
         default: {
             int fr = cli_figopts_parse(C, c, optarg, &fo);
             if (fr == 0) break;
@@ -412,6 +418,7 @@ int cmd_circuit(int argc, char **argv)
         cli_figopts_free(&fo);
         return 1;
     }
+    cli_say_threads(C, o.threads);
     hs_circuit_report r;
     if (hs_circuit_run(Ld.model, Ld.task, &o, &r, &err) != HS_OK) {
         cli_outdir_close(&od);
