@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "expout.h"
 #include "figopts.h"
 #include "util.h"
 #include "viz/viz.h"
@@ -86,80 +87,11 @@ static const char *const POS_LABELS[HS_CIRC_T] = {"0 the", "1 x", "2 did", "3 no
                                                    "5 the", "6 y", "7 because", "8 it", "9 was",
                                                    "10 too", "11 adj", "12 ,", "13 so", "14 the"};
 
-/* One figure (+ its JSON with the model and config added) through the shared
- * output folder: formats and figure options from the command line. kind 0 =
- * signed matrix (R x C, diverging), 1 = bars (R values), 2 = non-negative
- * matrix (R x C, sequential from 0, e.g. attention). vmax > 0: fixed range
- * (kind 0: [-vmax, vmax]; kind 2: [0, vmax]) unless --range auto. 0 ok, 1 printed. */
-typedef struct {
-    cli_outdir *od;
-    const char *model;
-    const hs_config *cfg;
-} c_ctx;
-
-static int out_fig(const c_ctx *x, int kind, const char *stem, const float *m, size_t R, size_t C,
-                   const char *const *rl, const char *const *cl, const char *title, const char *xl,
-                   const char *yl, double vmax, const char *shows)
-{
-    const char *cmd = x->od->cmd;
-    const cli_figopts *fo = x->od->fo;
-    hs_error err = {0};
-    hs_viz_figure *fig = NULL;
-    cJSON *j = NULL;
-    int rc = 0;
-    const size_t cap = kind == 1 ? HS_VIZ_MAX_BARS : HS_VIZ_MAX_TOKENS;
-    if (cli_figopts_images(fo)) {
-        if (R > cap || C > HS_VIZ_MAX_TOKENS) {
-            fprintf(stderr, "headscope %s: note: %s is %zu x %zu, over the figure cap; writing its JSON only\n",
-                    cmd, stem, R, C);
-        } else {
-            hs_viz_options o = fo->viz;
-            hs_status s;
-            if (kind == 1) {
-                s = hs_viz_bars_figure(&fig, m, R, rl, title, xl, &o, &err);
-            } else {
-                /* signed data: the diverging map (a sequential one would hide the sign);
-                   non-negative data: viridis or the --cmap greys the user chose */
-                if (kind == 0 && o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT;
-                if (vmax > 0 && !(fo->range_set && o.range == HS_VIZ_RANGE_AUTO)) {
-                    o.range = HS_VIZ_RANGE_FIXED;
-                    o.vmin = 0.0;
-                    o.vmax = vmax;
-                } else {
-                    o.range = HS_VIZ_RANGE_AUTO;
-                }
-                s = kind == 2 ? hs_viz_matrix_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err)
-                              : hs_viz_signed_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
-            }
-            if (s != HS_OK) rc = cli_error(cmd, &err);
-        }
-    }
-    if (!rc && fo->json) {
-        hs_status s = kind == 1 ? hs_viz_bars_json(&j, m, R, rl, title, xl, &err)
-                                : hs_viz_signed_json(&j, m, R, C, rl, cl, title, xl, yl, &err);
-        if (s != HS_OK) {
-            rc = cli_error(cmd, &err);
-        } else {
-            cJSON *cfg = cli_config_json(x->cfg);
-            if (!cfg || !cJSON_AddItemToObject(j, "config", cfg) ||
-                !cJSON_AddStringToObject(j, "model", x->model)) {
-                if (cfg && !cJSON_GetObjectItem(j, "config")) cJSON_Delete(cfg);
-                fprintf(stderr, "headscope %s: out of memory\n", cmd);
-                rc = 1;
-            }
-        }
-    }
-    if (!rc) rc = cli_out_figure(x->od, stem, fig, j, shows);
-    cJSON_Delete(j);
-    hs_viz_figure_destroy(fig);
-    return rc;
-}
-
 /* report.json, the figures and index.json. 0 ok, 1 printed. */
 static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char *model)
 {
     const int L = r->L, H = r->H, LH = L * H;
-    const c_ctx x = {od, model, &r->cfg};
+    const cli_fig_ctx x = {od, model, &r->cfg};
     const char *C = od->cmd;
     int rc = 1;
     char *json = NULL;
@@ -197,7 +129,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
             snprintf(lab[k * 2 + g], sizeof lab[0], "%s %s", r->heads[k].name, g ? "crossed" : "crosser");
             rl[k * 2 + g] = lab[k * 2 + g];
         }
-    if (out_fig(&x, 2, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl, POS_LABELS,
+    if (cli_out_fig(&x, 2, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl, POS_LABELS,
                 "mean attention at position 14 by head and adjective role (held-out)", "source position",
                 "head, role", 1.0,
                 "each head's attention row at position 14 averaged over the held-out sentences of each "
@@ -224,7 +156,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
             m[nb++] = (float)(100.0 * (r->acc_pushers[g] - r->acc[g]));
         }
     for (size_t i = 0; i < nb; i++) rl[i] = lab[i];
-    if (out_fig(&x, 1, "ablation", m, nb, 1, rl, NULL,
+    if (cli_out_fig(&x, 1, "ablation", m, nb, 1, rl, NULL,
                 "held-out accuracy change with mean ablation, by adjective role",
                 "accuracy change, points (position-wise mean ablation)", NULL, 0.0,
                 "held-out accuracy change (points) by role when each head, each layer's attention, "
@@ -240,7 +172,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
         for (int c = 0; c < 4; c++) m[k * 4 + c] = isfinite(v[c]) ? (float)v[c] : 0.0f;
         rl[k] = r->heads[k].name;
     }
-    if (out_fig(&x, 0, "patching", m, (size_t)LH, 4, rl, PCOL,
+    if (cli_out_fig(&x, 0, "patching", m, (size_t)LH, 4, rl, PCOL,
                 "patching hook_z: normalised LD (1 = clean answer restored)",
                 "patched where / direction", "head", 1.0,
                 "normalised logit-difference metric when one head's hook_z is patched from the clean "
@@ -268,7 +200,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
                      r->comp.baseline);
             snprintf(shows, sizeof shows, "%s-composition scores (C3, LN folded) of layer-0 heads into later "
                      "heads, minus the random baseline", kind[w]);
-            if (out_fig(&x, 0, nm[w], m, (size_t)H, (size_t)(LH - H), rl, cl, title, "receiver (later head)",
+            if (cli_out_fig(&x, 0, nm[w], m, (size_t)H, (size_t)(LH - H), rl, cl, title, "receiver (later head)",
                         "sender (layer 0)", 0.0, shows))
                 goto done;
         }
@@ -294,7 +226,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
                     m[s * nc + c++] = isfinite(v) ? v : 0.0f;
                 }
         }
-        if (out_fig(&x, 0, "path_patching", m, (size_t)H, nc, rl, cl,
+        if (cli_out_fig(&x, 0, "path_patching", m, (size_t)H, nc, rl, cl,
                     "path patching layer-0 head -> decision head input: normalised logit difference",
                     "receiver input", "sender (layer 0)", 1.0,
                     "normalised logit-difference metric when only the edge from a layer-0 head into a decision "

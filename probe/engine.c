@@ -269,3 +269,69 @@ void hs_engine_views_free(hs_cache *views, int n_chunks)
     for (int k = 0; k < n_chunks; k++) hs_cache_free(&views[k]);
     free(views);
 }
+
+/* Head detectors: one job per chunk, per-row scores, the mean in row order. */
+typedef struct {
+    const int *tokens;
+    int n, n_det;
+    hs_pattern_fn pattern;
+    void *ctx;
+    hs_detect_metric metric;
+    int exclude_bos, exclude_current;
+    double *rows; /* (n_det, n, L*H) */
+} detect_ctx;
+
+static hs_status detect_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
+{
+    const detect_ctx *dc = arg;
+    const int L = e->m->cfg.n_layers, H = e->m->cfg.n_heads, t = e->t;
+    const int r0 = j * HS_ENGINE_CHUNK, b = dc->n - r0 < HS_ENGINE_CHUNK ? dc->n - r0 : HS_ENGINE_CHUNK;
+    static const char *const filt[] = {"blocks.*.attn.hook_pattern"};
+    hs_status st = hs_run_with_cache(e->m, w->acts, dc->tokens + (size_t)r0 * t, b, t, filt, 1, NULL, &w->tmp,
+                                     &w->err);
+    if (st != HS_OK) return st;
+    float *D = malloc((size_t)t * t * sizeof(float));
+    if (D == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    for (int l = 0; l < L && st == HS_OK; l++) {
+        const hs_cache_entry *p = hs_cache_getf(&w->tmp, "blocks.%d.attn.hook_pattern", l);
+        if (p == NULL) st = hs_fail(&w->err, HS_ERR_INPUT, "heads: the model has no blocks.%d.attn.hook_pattern", l);
+    }
+    for (int d = 0; d < dc->n_det && st == HS_OK; d++)
+        for (int r = 0; r < b; r++) {
+            const int row = r0 + r;
+            dc->pattern(dc->ctx, d, row, dc->tokens + (size_t)row * t, t, D);
+            for (int l = 0; l < L; l++) {
+                const hs_cache_entry *p = hs_cache_getf(&w->tmp, "blocks.%d.attn.hook_pattern", l);
+                for (int h = 0; h < H; h++) {
+                    const float *A = p->data + ((size_t)r * H + h) * t * t;
+                    dc->rows[((size_t)d * dc->n + row) * L * H + (size_t)l * H + h] =
+                        dc->metric == HS_DETECT_ABS
+                            ? hs_detector_score_abs(A, D, t, dc->exclude_bos, dc->exclude_current)
+                            : hs_detector_score(A, D, t, dc->exclude_bos, dc->exclude_current);
+                }
+            }
+        }
+    free(D);
+    return st;
+}
+
+hs_status hs_engine_detect_heads(hs_engine *e, const int *tokens, int n, int n_det, hs_pattern_fn pattern,
+                                 void *ctx, hs_detect_metric metric, int exclude_bos, int exclude_current,
+                                 double *out, hs_error *err)
+{
+    if (n < 1 || n_det < 1) return hs_fail(err, HS_ERR_INPUT, "heads: no prompts or no detectors");
+    const size_t LH = (size_t)e->m->cfg.n_layers * e->m->cfg.n_heads;
+    detect_ctx dc = {tokens, n, n_det, pattern, ctx, metric, exclude_bos, exclude_current,
+                     malloc((size_t)n_det * n * LH * sizeof(double))};
+    if (dc.rows == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_status st = hs_engine_for(e, hs_engine_chunks(n), detect_job, &dc, err);
+    for (int d = 0; d < n_det && st == HS_OK; d++)
+        for (size_t k = 0; k < LH; k++) {
+            double s = 0.0;
+            for (int r = 0; r < n; r++) s += dc.rows[((size_t)d * n + r) * LH + k];
+            out[(size_t)d * LH + k] = s / n;
+        }
+    free(dc.rows);
+    for (int i = 0; i < e->n_workers; i++) hs_cache_free(&e->w[i].tmp);
+    return st;
+}

@@ -417,6 +417,12 @@ void hs_detection_pattern(hs_detector kind, const int *tokens, int t, float *D);
  * 0 if sum(A') = 0. A, D (t,t). */
 double hs_detector_score(const float *A, const float *D, int t, int exclude_bos,
                          int exclude_current);
+/* "abs" score of one head (TL detect_head, error_measure="abs"): with the
+ * same exclusions applied to |A - D|, score = 1 - round(sum|A - D| / t, 3)
+ * (TL: 1 - round(mean(|A - D|) * t, 3); round half to even). D must be
+ * lower-triangular, as A is. */
+double hs_detector_score_abs(const float *A, const float *D, int t, int exclude_bos,
+                             int exclude_current);
 
 /*
  * Scores every head (out (L,H)) from a cache holding blocks.l.attn.hook_pattern
@@ -503,6 +509,21 @@ hs_status hs_engine_means(hs_engine *e, const int *tokens, size_t n, const char 
 /* view <- rows r0..r0+b-1 of full (every entry batch-major with the same
  * batch), a borrowed view (view->borrowed = 1) sharing full's data.
  * HS_ERR_INPUT when the rows are outside full. Free with hs_cache_free. */
+/* The two scores of a head detector (TL error_measure). */
+typedef enum { HS_DETECT_MUL = 0, HS_DETECT_ABS = 1 } hs_detect_metric;
+/* Fills D (t, t) [dest, src], the detection pattern of detector `det` for
+ * prompt `row` with tokens (t) (e.g. hs_detection_pattern, or a task's). */
+typedef void (*hs_pattern_fn)(void *ctx, int det, int row, const int *tokens, int t, float *D);
+/* Every head's score for n_det detectors over the rows of tokens (n, t),
+ * chunk by chunk on the engine (only blocks.*.attn.hook_pattern is kept):
+ * out (n_det, L, H) = the mean over rows, summed in row order, of
+ * hs_detector_score (mul) or hs_detector_score_abs (abs) of the head's
+ * pattern [dest, src] on that row against pattern(det, row). TL
+ * detect_head over a list of prompts. HS_ERR_INPUT for n < 1 or n_det < 1. */
+hs_status hs_engine_detect_heads(hs_engine *e, const int *tokens, int n, int n_det, hs_pattern_fn pattern,
+                                 void *ctx, hs_detect_metric metric, int exclude_bos, int exclude_current,
+                                 double *out, hs_error *err);
+
 hs_status hs_cache_view_rows(hs_cache *view, const hs_cache *full, int r0, int b, hs_error *err);
 /* views <- (hs_engine_chunks(n)) views of full's rows, chunk by chunk (malloc'd
  * array; free with hs_engine_views_free(views, hs_engine_chunks(n))). */

@@ -575,4 +575,55 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
  * HS_ERR_NOMEM. */
 hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* Prompt sets (tasks/prompts.c): the input of patch, ablate, dla, lens and  */
+/* heads                                                                     */
+/*
+ * A prompt set is a JSONL file, one object a line (blank lines skipped):
+ *   {"prompt": "the animal ...", "corrupted": "the animal ...",
+ *    "answer": "animal", "wrong": "street", "position": 14}
+ *   prompt     the clean sentence (tokenised as hs_tokenize; required);
+ *   corrupted  its corrupted partner, the same number of tokens (optional;
+ *              present on every line or on none);
+ *   answer     one token of the model's vocabulary: the right next token at
+ *              `position` (required unless HS_PROMPTS_TEXT_ONLY);
+ *   wrong      one token: the competing answer of the logit difference
+ *              answer - wrong (optional; on every line or on none);
+ *   position   where the prediction is read, 0..t-1 (default t-1, the last).
+ * Every prompt of a set has the same number of tokens t (the engine runs
+ * them as one batch). Any other key is refused (a typo would otherwise be
+ * silently ignored).
+ * Errors (HS_ERR_INPUT, one line "FILE:LINE: problem"): not JSON / not an
+ * object, a missing or non-string field, an unknown key, an unknown word
+ * (hs_tokenize's message), answer/wrong not one token of the vocabulary,
+ * corrupted of another length than prompt, a prompt of another length than
+ * line 1's, corrupted/wrong on some lines only, position out of range; "FILE:
+ * empty prompt set" for a file with no prompt. HS_ERR_IO when it cannot be read.
+ */
+typedef struct {
+    int n;          /* prompts */
+    int t;          /* tokens per prompt */
+    int *clean;     /* (n, t) token ids */
+    int *corr;      /* (n, t) or NULL when the set has no "corrupted" */
+    int *answer;    /* (n) vocab id, or -1 (HS_PROMPTS_TEXT_ONLY and no answer) */
+    int *wrong;     /* (n) vocab id, or NULL when the set has no "wrong" */
+    int *pos;       /* (n) position read, 0..t-1 */
+    int *line;      /* (n) 1-based line of each prompt in the file */
+} hs_prompts;
+
+#define HS_PROMPTS_TEXT_ONLY 1 /* flags: "answer" optional (heads, lens) */
+
+/* Reads and checks the prompt set at path against vocabulary v (n_ctx:
+ * longest prompt allowed, 0 = no limit); fills *out (caller frees with
+ * hs_prompts_free, also after a failure). Errors above. */
+hs_status hs_prompts_load(const char *path, const hs_vocab *v, int n_ctx, int flags,
+                          hs_prompts *out, hs_error *err);
+/* The same from text (len bytes); `name` stands for the file in messages. */
+hs_status hs_prompts_parse(const char *text, size_t len, const char *name, const hs_vocab *v,
+                           int n_ctx, int flags, hs_prompts *out, hs_error *err);
+/* One sentence as a set of one prompt (position: the last token). */
+hs_status hs_prompts_sentence(const char *sentence, const hs_vocab *v, int n_ctx, hs_prompts *out,
+                              hs_error *err);
+void hs_prompts_free(hs_prompts *p);
+
 #endif /* HS_TASKS_H */
