@@ -46,6 +46,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/common.h"
 #include "model/model.h"
 #include "probe/probe.h"
@@ -625,5 +627,56 @@ hs_status hs_prompts_parse(const char *text, size_t len, const char *name, const
 hs_status hs_prompts_sentence(const char *sentence, const hs_vocab *v, int n_ctx, hs_prompts *out,
                               hs_error *err);
 void hs_prompts_free(hs_prompts *p);
+
+/* ------------------------------------------------------------------------ */
+/* Experiments over a prompt set (tasks/experiments.c): what `headscope      */
+/* heads`, `patch`, ... compute, on the engine (probe.h, section 8).         */
+
+/* Head detectors of hs_heads_run, in this order. */
+typedef enum {
+    HS_HEADS_PREV_TOKEN = 0, /* D[i,i-1] = 1 (TL previous_token_head) */
+    HS_HEADS_DUPLICATE,      /* D[i,j] = 1 iff j < i, tok[j] = tok[i] (TL duplicate_token_head) */
+    HS_HEADS_INDUCTION,      /* D[i,j] = 1 iff 1 <= j <= i, tok[j-1] = tok[i] (TL induction_head) */
+    HS_HEADS_FIRST_NOUN,     /* D[i,j*] = 1 for i >= j*, j* the first noun of the row (nouns: the
+                              * Winograd nouns found in the vocabulary); rows without one: 0 */
+    HS_HEADS_TARGET,         /* the user's pattern (t, t), every row */
+    HS_HEADS_N
+} hs_heads_kind;
+/* "previous-token", "duplicate-token", "induction", "first-noun", "target". */
+extern const char *const hs_heads_names[HS_HEADS_N];
+
+typedef struct {
+    int L, H, n, t;            /* layers, heads, prompts, tokens per prompt */
+    hs_detect_metric metric;
+    int exclude_bos, exclude_current;
+    int has[HS_HEADS_N];       /* 1 for the detectors computed */
+    double score[HS_HEADS_N][HS_MAX_LAYERS * 64]; /* [kind][l * H + h]; NAN where !has */
+} hs_heads_report;
+
+/*
+ * Every head's detector scores over the prompts p (their "prompt" tokens):
+ * previous-token, duplicate-token, induction always; first-noun when the
+ * vocabulary holds at least one Winograd noun; target when target (t, t)
+ * [dest, src], lower-triangular, is given. metric, exclude_bos and
+ * exclude_current as TL detect_head (probe.h hs_detector_score*). The
+ * engine runs on pool (NULL = the caller's thread); the scores are
+ * bit-identical for every thread count. HS_ERR_INPUT when p is empty or
+ * the model has more than 64 heads a layer.
+ */
+hs_status hs_heads_run(const hs_model *m, const hs_vocab *v, hs_pool *pool, const hs_prompts *p,
+                       const float *target, hs_detect_metric metric, int exclude_bos,
+                       int exclude_current, hs_heads_report *out, hs_error *err);
+/* The report as JSON: {"metric", "exclude_bos", "exclude_current", "prompts",
+ * "tokens", "detectors": [names], "scores": {name: [[head...] per layer]}}.
+ * Caller frees with cJSON_Delete; NULL when memory ran out. */
+cJSON *hs_heads_json(const hs_heads_report *r);
+/* The text summary (a table, heads x detectors) appended to b. */
+void hs_heads_summary(const hs_heads_report *r, hs_buf *b);
+
+/* Reads a target pattern file: a JSON array of t rows of t finite numbers,
+ * [dest][src], zero above the diagonal. *D (t, t) malloc'd, caller frees.
+ * HS_ERR_INPUT naming the file and the problem (wrong size, non-number,
+ * above-diagonal value at [i, j]); HS_ERR_IO. */
+hs_status hs_target_pattern_load(const char *path, int t, float **D, hs_error *err);
 
 #endif /* HS_TASKS_H */
