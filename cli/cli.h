@@ -12,6 +12,7 @@ int cmd_inspect(int argc, char **argv);
 int cmd_circuit(int argc, char **argv);
 int cmd_weights(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
+int cmd_patch(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 
 #endif

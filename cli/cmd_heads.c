@@ -53,14 +53,10 @@ static const char HEADS_HELP[] =
     "Prompt-set errors name the file and line (unknown word, lengths that differ,\n"
     "a bad key). Exit status: 0 ok, 1 user error, 2 usage error.\n";
 
-/* heads.json, one figure per detector, index.json. 0 ok, 1 printed. */
-static int write_outputs(const hs_heads_report *r, cli_outdir *od, const char *model, const hs_config *cfg,
-                         const cJSON *json)
+/* One layers x heads figure per detector. 0 ok, 1 printed. */
+static int write_figures(const hs_heads_report *r, cli_exp *x)
 {
-    const cli_fig_ctx x = {od, model, cfg};
-    if (cli_out_json(od, "heads", json, "every head's detector scores (TL detect_head), layers x heads, "
-                                        "with the metric and the prompt count"))
-        return 1;
+    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
     const int L = r->L, H = r->H;
     char (*lab)[16] = calloc((size_t)(L + H), sizeof *lab);
     const char **rl = calloc((size_t)(L + H), sizeof *rl);
@@ -87,19 +83,12 @@ static int write_outputs(const hs_heads_report *r, cli_outdir *od, const char *m
                  r->metric == HS_DETECT_ABS ? "abs" : "mul", r->n, r->n == 1 ? "" : "s");
         snprintf(shows, sizeof shows, "the %s detector's %s score of every head, layers x heads", hs_heads_names[k],
                  r->metric == HS_DETECT_ABS ? "abs" : "mul");
-        /* mul is in [0, 1]; abs can go below 0 (signed map) */
-        if (cli_out_fig(&x, r->metric == HS_DETECT_ABS ? 0 : 2, stem, m, (size_t)L, (size_t)H, rl, rl + L, title,
-                        "head", "layer", 1.0, shows))
+        /* mul is in [0, 1]; abs goes down to -1 and below (signed map, its own range) */
+        if (cli_out_fig(&fx, r->metric == HS_DETECT_ABS ? 0 : 2, stem, m, (size_t)L, (size_t)H, rl, rl + L, title,
+                        "head", "layer", r->metric == HS_DETECT_ABS ? 0.0 : 1.0, shows))
             goto done;
     }
-    cJSON *extra = cJSON_CreateObject();
-    if (!extra || !cJSON_AddStringToObject(extra, "model", model)) {
-        cJSON_Delete(extra);
-        fprintf(stderr, "headscope heads: out of memory\n");
-        goto done;
-    }
-    rc = cli_out_index(od, extra);
-    cJSON_Delete(extra);
+    rc = 0;
 done:
     free(lab);
     free(rl);
@@ -123,11 +112,11 @@ int cmd_heads(int argc, char **argv)
                                          {"help", no_argument, 0, O_HELP},
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
-    const char *C = "heads", *model = NULL, *data = NULL, *sent = NULL, *target_path = NULL, *out = NULL;
-    int json = 0, threads = 0, ebos = 0, ecur = 0, c;
+    const char *C = "heads", *target_path = NULL;
+    int ebos = 0, ecur = 0, c;
     hs_detect_metric metric = HS_DETECT_MUL;
-    cli_figopts fo;
-    cli_figopts_default(&fo, 300);
+    cli_exp x;
+    cli_exp_init(&x, C);
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -136,9 +125,9 @@ int cmd_heads(int argc, char **argv)
             fputs(HEADS_HELP, stdout);
             fputs(CLI_FIGOPTS_HELP, stdout);
             return 0;
-        case O_MODEL: model = optarg; break;
-        case O_DATA: data = optarg; break;
-        case O_SENT: sent = optarg; break;
+        case O_MODEL: x.model = optarg; break;
+        case O_DATA: x.data = optarg; break;
+        case O_SENT: x.sentence = optarg; break;
         case O_TARGET: target_path = optarg; break;
         case O_METRIC:
             if (strcmp(optarg, "mul") == 0) metric = HS_DETECT_MUL;
@@ -147,13 +136,13 @@ int cmd_heads(int argc, char **argv)
             break;
         case O_EBOS: ebos = 1; break;
         case O_ECUR: ecur = 1; break;
-        case O_OUT: out = optarg; break;
-        case O_JSON: json = 1; break;
+        case O_OUT: x.out = optarg; break;
+        case O_JSON: x.json = 1; break;
         case O_THREADS:
-            if (cli_parse_threads(C, optarg, &threads)) return 2;
+            if (cli_parse_threads(C, optarg, &x.threads)) return 2;
             break;
         default: {
-            int fr = cli_figopts_parse(C, c, optarg, &fo);
+            int fr = cli_figopts_parse(C, c, optarg, &x.fo);
             if (fr == 0) break;
             if (fr > 0) return fr;
             return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
@@ -161,79 +150,40 @@ int cmd_heads(int argc, char **argv)
         }
     }
     if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
-    if (!model) return cli_usage_error(C, "--model FILE is required");
-    if (!data == !sent) return cli_usage_error(C, "give one of --data FILE or --sentence S");
+    if (!x.model) return cli_usage_error(C, "--model FILE is required");
+    if (!x.data == !x.sentence) return cli_usage_error(C, "give one of --data FILE or --sentence S");
     hs_error err = {0};
-    cli_loaded Ld;
-    if (cli_load(C, model, 0, &Ld)) {
-        cli_figopts_free(&fo);
-        return 1;
-    }
     int rc = 1;
-    hs_prompts p = {0};
-    hs_pool *pool = NULL;
     float *target = NULL;
     cJSON *j = NULL;
     hs_buf text = {0};
-    cli_outdir od = {0};
     hs_heads_report *r = calloc(1, sizeof *r);
     if (r == NULL) {
         fprintf(stderr, "headscope %s: out of memory\n", C);
         goto done;
     }
-    hs_status st = data ? hs_prompts_load(data, Ld.vocab, Ld.model->cfg.n_ctx, HS_PROMPTS_TEXT_ONLY, &p, &err)
-                        : hs_prompts_sentence(sent, Ld.vocab, Ld.model->cfg.n_ctx, &p, &err);
-    if (st == HS_OK && target_path) st = hs_target_pattern_load(target_path, p.t, &target, &err);
+    if (cli_exp_open(&x, HS_PROMPTS_TEXT_ONLY)) goto done;
+    hs_status st = target_path ? hs_target_pattern_load(target_path, x.p.t, &target, &err) : HS_OK;
+    if (st == HS_OK)
+        st = hs_heads_run(x.Ld.model, x.Ld.vocab, x.pool, &x.p, target, metric, ebos, ecur, r, &err);
     if (st != HS_OK) {
         rc = cli_error(C, &err);
         goto done;
     }
-    if (out && (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo))) goto done;
-    cli_say_threads(C, threads);
-    if ((st = hs_pool_create(threads, &pool, &err)) == HS_OK)
-        st = hs_heads_run(Ld.model, Ld.vocab, pool, &p, target, metric, ebos, ecur, r, &err);
-    if (st != HS_OK) {
-        rc = cli_error(C, &err);
-        goto done;
-    }
-    j = hs_heads_json(r);
-    cJSON *cfg = j ? cli_config_json(&Ld.model->cfg) : NULL;
-    if (!j || !cfg || !cJSON_AddItemToObject(j, "config", cfg) || !cJSON_AddStringToObject(j, "model", model)) {
-        if (cfg && !(j && cJSON_GetObjectItem(j, "config"))) cJSON_Delete(cfg);
+    if ((j = hs_heads_json(r)) == NULL) {
         fprintf(stderr, "headscope %s: out of memory\n", C);
         goto done;
     }
-    if (out && write_outputs(r, &od, model, &Ld.model->cfg, j)) goto done;
-    if (json) {
-        char *s = cJSON_Print(j);
-        if (s) hs_buf_printf(&text, "%s\n", s);
-        else text.oom = 1;
-        free(s);
-    } else {
-        hs_heads_summary(r, &text);
-        if (out)
-            hs_buf_printf(&text, "\nwrote %d files to %s (heads.json, figures; listed in %s/index.json)\n",
-                          cJSON_GetArraySize(od.files), out, out);
-    }
-    if (text.oom) {
-        fprintf(stderr, "headscope %s: out of memory\n", C);
-        goto done;
-    }
-    fputs(text.s ? text.s : "", stdout);
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, "headscope %s: cannot write to stdout\n", C);
-        goto done;
-    }
-    rc = 0;
+    if (x.out && write_figures(r, &x)) goto done;
+    hs_heads_summary(r, &text);
+    rc = cli_exp_finish(&x, j, "heads",
+                        "every head's detector scores (TL detect_head), layers x heads, with the metric and the "
+                        "prompt count", &text);
 done:
     hs_buf_free(&text);
     cJSON_Delete(j);
-    cli_outdir_close(&od);
-    hs_pool_destroy(pool);
     free(target);
     free(r);
-    hs_prompts_free(&p);
-    cli_loaded_free(&Ld);
-    cli_figopts_free(&fo);
+    cli_exp_close(&x);
     return rc;
 }

@@ -2,6 +2,7 @@
 #include "expout.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #include "util.h"
 
@@ -63,3 +64,80 @@ int cli_out_fig(const cli_fig_ctx *x, int kind, const char *stem, const float *m
     return rc;
 }
 
+
+void cli_exp_init(cli_exp *x, const char *cmd)
+{
+    memset(x, 0, sizeof *x);
+    x->cmd = cmd;
+    cli_figopts_default(&x->fo, 300);
+}
+
+int cli_exp_open(cli_exp *x, int prompt_flags)
+{
+    hs_error err = {0};
+    if (cli_load(x->cmd, x->model, 0, &x->Ld)) return 1;
+    const int n_ctx = x->Ld.model->cfg.n_ctx;
+    hs_status st = x->data ? hs_prompts_load(x->data, x->Ld.vocab, n_ctx, prompt_flags, &x->p, &err)
+                           : hs_prompts_sentence(x->sentence, x->Ld.vocab, n_ctx, &x->p, &err);
+    if (st != HS_OK) return cli_error(x->cmd, &err);
+    if (x->out && (cli_figopts_font(x->cmd, &x->fo) || cli_outdir_open(&x->od, x->cmd, x->out, &x->fo))) return 1;
+    cli_say_threads(x->cmd, x->threads);
+    if (hs_pool_create(x->threads, &x->pool, &err) != HS_OK) return cli_error(x->cmd, &err);
+    return 0;
+}
+
+int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows, hs_buf *summary)
+{
+    cJSON *cfg = cli_config_json(&x->Ld.model->cfg);
+    if (!cfg || !cJSON_AddItemToObject(json, "config", cfg) || !cJSON_AddStringToObject(json, "model", x->model)) {
+        if (cfg && !cJSON_GetObjectItem(json, "config")) cJSON_Delete(cfg);
+        fprintf(stderr, "headscope %s: out of memory\n", x->cmd);
+        return 1;
+    }
+    if (x->out) {
+        if (cli_out_json(&x->od, name, json, shows)) return 1;
+        cJSON *extra = cJSON_CreateObject();
+        if (!extra || !cJSON_AddStringToObject(extra, "model", x->model)) {
+            cJSON_Delete(extra);
+            fprintf(stderr, "headscope %s: out of memory\n", x->cmd);
+            return 1;
+        }
+        int bad = cli_out_index(&x->od, extra);
+        cJSON_Delete(extra);
+        if (bad) return 1;
+    }
+    hs_buf text = {0};
+    if (x->json) {
+        char *s = cJSON_Print(json);
+        if (s) hs_buf_printf(&text, "%s\n", s);
+        else text.oom = 1;
+        free(s);
+    } else {
+        hs_buf_append(&text, summary->s ? summary->s : "", summary->len);
+        if (x->out)
+            hs_buf_printf(&text, "\nwrote %d files to %s (%s.json, figures; listed in %s/index.json)\n",
+                          cJSON_GetArraySize(x->od.files), x->out, name, x->out);
+    }
+    int rc = 0;
+    if (text.oom) {
+        fprintf(stderr, "headscope %s: out of memory\n", x->cmd);
+        rc = 1;
+    } else {
+        fputs(text.s ? text.s : "", stdout);
+        if (fflush(stdout) != 0) {
+            fprintf(stderr, "headscope %s: cannot write to stdout\n", x->cmd);
+            rc = 1;
+        }
+    }
+    hs_buf_free(&text);
+    return rc;
+}
+
+void cli_exp_close(cli_exp *x)
+{
+    cli_outdir_close(&x->od);
+    hs_pool_destroy(x->pool);
+    hs_prompts_free(&x->p);
+    cli_loaded_free(&x->Ld);
+    cli_figopts_free(&x->fo);
+}

@@ -8,6 +8,7 @@
 #define HS_CLI_EXPOUT_H
 
 #include "figopts.h"
+#include "util.h"
 
 typedef struct {
     cli_outdir *od;
@@ -23,5 +24,31 @@ typedef struct {
 int cli_out_fig(const cli_fig_ctx *x, int kind, const char *stem, const float *m, size_t R, size_t C,
                 const char *const *rl, const char *const *cl, const char *title, const char *xl,
                 const char *yl, double vmax, const char *shows);
+
+/* What every command over a prompt set shares (heads, patch): the checkpoint,
+ * the prompt set (or one sentence), the worker pool, the output folder. */
+typedef struct {
+    const char *cmd;
+    const char *model, *data, *sentence, *out; /* from the command line */
+    int json;          /* --json: print the JSON instead of the summary */
+    int threads;       /* --threads */
+    cli_figopts fo;
+    cli_loaded Ld;
+    hs_prompts p;
+    hs_pool *pool;
+    cli_outdir od;
+} cli_exp;
+
+/* Defaults (figure options at 300 dpi) for command cmd. */
+void cli_exp_init(cli_exp *x, const char *cmd);
+/* After parsing: loads the model, reads the prompt set (--data, with
+ * prompt_flags of hs_prompts_load) or the sentence, opens the output folder,
+ * starts the pool and says its threads. 0 ok, 1 after printing. */
+int cli_exp_open(cli_exp *x, int prompt_flags);
+/* Writes NAME.json (json, with "model" and "config" added here) and
+ * index.json into the folder when --out was given, then prints the JSON
+ * (--json) or summary (plus the files written). 0 ok, 1 after printing. */
+int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows, hs_buf *summary);
+void cli_exp_close(cli_exp *x);
 
 #endif

@@ -18,6 +18,7 @@ static const struct {
     {"inspect", cmd_inspect, "every head's attention on one sentence: figures, JSON, text rows"},
     {"circuit", cmd_circuit, "verify the two-step referent circuit on the held-out set"},
     {"weights", cmd_weights, "virtual weights: full QK/OV circuits, composition, copying"},
+    {"patch", cmd_patch, "activation patching clean -> corrupted over a prompt set (get_act_patch_*)"},
     {"heads", cmd_heads, "every head's detector scores (previous-token, induction, ...) on prompts"},
     {"demo", cmd_demo, "train the default model, inspect the chapter's sentences, run circuit"},
 };

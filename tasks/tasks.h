@@ -679,4 +679,64 @@ void hs_heads_summary(const hs_heads_report *r, hs_buf *b);
  * above-diagonal value at [i, j]); HS_ERR_IO. */
 hs_status hs_target_pattern_load(const char *path, int t, float **D, hs_error *err);
 
+/* Activation patching (tasks/patch.c; TL patching.py get_act_patch_*). The
+ * activations patched, each a hook point of every layer l: */
+typedef enum {
+    HS_PATCH_RESID_PRE = 0, /* blocks.l.hook_resid_pre [B,T,D]: by layer x position */
+    HS_PATCH_ATTN_OUT,      /* blocks.l.hook_attn_out: by layer x position */
+    HS_PATCH_MLP_OUT,       /* blocks.l.hook_mlp_out: by layer x position */
+    HS_PATCH_RESID_POST,    /* blocks.l.hook_resid_post: by layer x position */
+    HS_PATCH_Z,             /* blocks.l.attn.hook_z [B,T,H,dh]: by head (all positions; head x position) */
+    HS_PATCH_Q,             /* blocks.l.attn.hook_q: by head */
+    HS_PATCH_K,             /* blocks.l.attn.hook_k: by head */
+    HS_PATCH_V,             /* blocks.l.attn.hook_v: by head */
+    HS_PATCH_PATTERN,       /* blocks.l.attn.hook_pattern [B,H,T,T]: by head (position = dest row) */
+    HS_PATCH_N
+} hs_patch_act;
+/* "resid_pre", "attn_out", "mlp_out", "resid_post", "z", "q", "k", "v", "pattern". */
+extern const char *const hs_patch_act_names[HS_PATCH_N];
+/* 1 for the per-head acts (z, q, k, v, pattern). */
+int hs_patch_act_is_head(int act);
+/* The act named name, or -1. */
+int hs_patch_act_parse(const char *name);
+
+/*
+ * The results. LD = logit(answer) - logit(wrong) at each prompt's position,
+ * averaged over the prompts (summed in prompt order); metric = (LD_patched -
+ * LD_corr) / (LD_clean - LD_corr) (hs_patch_metric; NAN when clean = corr):
+ * 0 = the corrupted run, 1 = the clean answer restored. For act a (bit a of
+ * acts): layer-level acts: ld[a], metric[a] (L, t) [layer][position]; head
+ * acts: ld[a], metric[a] (L, H) patched at every position, and ld_pos[a],
+ * metric_pos[a] (L, H, t) at one position. Arrays of acts not computed are NULL.
+ */
+typedef struct {
+    int L, H, n, t;
+    unsigned acts;
+    double ld_clean, ld_corr;
+    double *metric[HS_PATCH_N], *ld[HS_PATCH_N];
+    double *metric_pos[HS_PATCH_N], *ld_pos[HS_PATCH_N];
+} hs_patch_report;
+
+/* Patches the clean prompts' activations into the corrupted prompts of p
+ * (which must have "corrupted", "answer" and "wrong"), one sweep over the set
+ * per cell, on pool. acts: bits of hs_patch_act. HS_ERR_INPUT when p lacks
+ * them or the model does not produce an act (mlp_out with d_mlp 0, q/k with
+ * uniform attention). Free out with hs_patch_report_free. */
+hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
+                       hs_patch_report *out, hs_error *err);
+/* The same on token arrays: src (n, t) the runs patched from, dst (n, t) the
+ * runs patched into; answer, wrong, pos (n). */
+hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
+                              const int *answer, const int *wrong, const int *pos, unsigned acts,
+                              hs_patch_report *out, hs_error *err);
+void hs_patch_report_free(hs_patch_report *r);
+/* As JSON ({"ld_clean", "ld_corrupted", "prompts", "tokens", "metric":
+ * "normalised logit difference ...", "acts": {name: {"by": "layer x
+ * position" | "head", "metric": [[...]], "ld": [[...]], and for heads
+ * "metric_by_position": [[[...]]], "ld_by_position"}}}); caller frees with
+ * cJSON_Delete; NULL when memory ran out. */
+cJSON *hs_patch_json(const hs_patch_report *r);
+/* The text summary appended to b. */
+void hs_patch_summary(const hs_patch_report *r, hs_buf *b);
+
 #endif /* HS_TASKS_H */
