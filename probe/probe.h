@@ -446,7 +446,15 @@ hs_status hs_detect_heads(const hs_model *m, const hs_cache *cache, const int *t
  * from the logits); they do not re-implement it.
  */
 
-#define HS_ENGINE_CHUNK 32 /* rows per forward */
+/* Rows per forward. Every forward runs on exactly this many rows: a short
+ * last chunk is padded by repeating its last row (and the padded rows' values
+ * are dropped), so every sgemm has the same shape whatever the set's size.
+ * OpenBLAS takes another kernel for small products (M N K below ~1e6), whose
+ * sums round differently; with one shape a prompt's numbers are the same
+ * alone or in a set of any size. Hooks of hs_engine_sweep see the padded
+ * batch (HS_ENGINE_CHUNK rows); a caller whose hooks copy from a cache of its
+ * own rows pads the set first (hs_engine_pad_rows). */
+#define HS_ENGINE_CHUNK 32
 
 /* One worker's resources. Owned by the engine. */
 typedef struct {
@@ -454,6 +462,7 @@ typedef struct {
     hs_acts *acts;    /* capacity (HS_ENGINE_CHUNK, t); runs on one thread */
     hs_hooks *hk;     /* cleared before each chunk of hs_engine_sweep */
     hs_cache tmp;     /* one chunk's cache (scratch) */
+    int *pad;         /* (HS_ENGINE_CHUNK, t) a short chunk's tokens, padded */
     hs_error err;     /* a job's error */
 } hs_engine_worker;
 
@@ -472,6 +481,9 @@ hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, 
 void hs_engine_free(hs_engine *e);
 /* Chunks of n rows: ceil(n / HS_ENGINE_CHUNK). */
 int hs_engine_chunks(int n);
+/* v (n, width) padded to *n_pad = hs_engine_chunks(n) * HS_ENGINE_CHUNK rows
+ * by repeating row n-1 (n >= 1); malloc'd (caller frees), NULL on OOM. */
+int *hs_engine_pad_rows(const int *v, int n, int width, int *n_pad);
 
 /* A job of hs_engine_for: j in [0, n_jobs) on worker w; errors go to w->err. */
 typedef hs_status (*hs_engine_job)(hs_engine *e, hs_engine_worker *w, int j, void *ctx);

@@ -58,7 +58,8 @@ typedef struct {
 
 typedef struct {
     const hs_model *m;
-    int n, t;
+    int n, t;                     /* rows (padded to whole chunks), tokens */
+    int n_real;                   /* the prompts; rows n_real.. repeat the last one */
     const int *src, *dst;         /* (n, t) clean and corrupted tokens */
     const int *answer, *wrong, *pos; /* (n) */
     hs_cache *src_v;              /* (chunks) views of the clean cache */
@@ -159,7 +160,7 @@ static hs_status pjob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     sweep_arg sa = {c, &c->jobs[j]};
     hs_status st = hs_engine_sweep(e, w, c->dst, c->n, sweep_hooks, sweep_rows, &sa);
     if (st != HS_OK) return st;
-    const double ld = mean_rows(c->row_ld[w->index], c->n);
+    const double ld = mean_rows(c->row_ld[w->index], c->n_real);
     *c->jobs[j].ld = ld;
     *c->jobs[j].metric = hs_patch_metric(ld, c->ld_corr, c->ld_clean);
     return HS_OK;
@@ -218,17 +219,22 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     pctx c;
     memset(&c, 0, sizeof c);
     c.m = m;
-    c.n = n;
     c.t = t;
-    c.src = src;
-    c.dst = dst;
-    c.answer = answer;
-    c.wrong = wrong;
-    c.pos = pos;
+    c.n_real = n;
+    /* whole chunks, so the clean cache's chunk views match every forward */
+    int np = 0, *psrc = hs_engine_pad_rows(src, n, t, &np), *pdst = hs_engine_pad_rows(dst, n, t, &np);
+    int *pans = hs_engine_pad_rows(answer, n, 1, &np), *pwr = hs_engine_pad_rows(wrong, n, 1, &np);
+    int *ppos = hs_engine_pad_rows(pos, n, 1, &np);
+    c.n = np;
+    c.src = psrc;
+    c.dst = pdst;
+    c.answer = pans;
+    c.wrong = pwr;
+    c.pos = ppos;
     hs_engine e;
     memset(&e, 0, sizeof e);
     hs_cache clean = {0};
-    double *lds = malloc((size_t)n * 2 * sizeof *lds);
+    double *lds = malloc((size_t)np * 2 * sizeof *lds);
     const char *filt[HS_PATCH_N + 1];
     char pats[HS_PATCH_N][48];
     int nf = 0, n_jobs = 0;
@@ -254,7 +260,7 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     }
     filt[nf++] = "logits";
     c.jobs = calloc((size_t)(n_jobs ? n_jobs : 1), sizeof *c.jobs);
-    if (!lds || !c.jobs) goto oom;
+    if (!lds || !c.jobs || !psrc || !pdst || !pans || !pwr || !ppos) goto oom;
     int nj = 0;
     for (int a = 0; a < HS_PATCH_N; a++) {
         if (!(acts & (1u << a))) continue;
@@ -277,12 +283,12 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     c.row_ld = calloc((size_t)e.n_workers, sizeof *c.row_ld);
     if (c.row_ld == NULL) goto oom;
     for (int i = 0; i < e.n_workers; i++)
-        if ((c.row_ld[i] = malloc((size_t)n * sizeof(double))) == NULL) goto oom;
-    base_arg ba = {&c, filt, nf, &clean, lds, lds + n};
+        if ((c.row_ld[i] = malloc((size_t)np * sizeof(double))) == NULL) goto oom;
+    base_arg ba = {&c, filt, nf, &clean, lds, lds + np};
     if ((st = hs_engine_for(&e, 2, base_job, &ba, err)) != HS_OK) goto fail;
     c.ld_clean = out->ld_clean = mean_rows(lds, n);
-    c.ld_corr = out->ld_corr = mean_rows(lds + n, n);
-    if ((st = hs_engine_views(&clean, n, &c.src_v, err)) != HS_OK) goto fail;
+    c.ld_corr = out->ld_corr = mean_rows(lds + np, n);
+    if ((st = hs_engine_views(&clean, np, &c.src_v, err)) != HS_OK) goto fail;
     st = hs_engine_for(&e, nj, pjob_run, &c, err);
     goto done;
 oom:
@@ -292,7 +298,12 @@ done:
     if (c.row_ld)
         for (int i = 0; i < e.n_workers; i++) free(c.row_ld[i]);
     free(c.row_ld);
-    hs_engine_views_free(c.src_v, hs_engine_chunks(n));
+    hs_engine_views_free(c.src_v, hs_engine_chunks(np));
+    free(psrc);
+    free(pdst);
+    free(pans);
+    free(pwr);
+    free(ppos);
     hs_cache_free(&clean);
     hs_engine_free(&e);
     free(c.jobs);
