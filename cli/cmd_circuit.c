@@ -350,7 +350,6 @@ int cmd_circuit(int argc, char **argv)
         cli_figopts_free(&fo);
         return 1;
     }
-    cli_say_threads(C, o.threads);
     hs_circuit_report r;
     if (hs_circuit_run(Ld.model, Ld.task, &o, &r, &err) != HS_OK) {
         cli_outdir_close(&od);
@@ -376,6 +375,7 @@ int cmd_circuit(int argc, char **argv)
             fprintf(stderr, "headscope %s: cannot write to stdout\n", C);
             rc = 1;
         }
+        if (rc == 0) cli_say_threads(C, o.threads);
     }
     free(text);
     cli_outdir_close(&od);

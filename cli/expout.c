@@ -81,7 +81,6 @@ int cli_exp_open(cli_exp *x, int prompt_flags)
                            : hs_prompts_sentence(x->sentence, x->Ld.vocab, n_ctx, &x->p, &err);
     if (st != HS_OK) return cli_error(x->cmd, &err);
     if (x->out && (cli_figopts_font(x->cmd, &x->fo) || cli_outdir_open(&x->od, x->cmd, x->out, &x->fo))) return 1;
-    cli_say_threads(x->cmd, x->threads);
     if (hs_pool_create(x->threads, &x->pool, &err) != HS_OK) return cli_error(x->cmd, &err);
     return 0;
 }
@@ -128,6 +127,7 @@ int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows,
             fprintf(stderr, "headscope %s: cannot write to stdout\n", x->cmd);
             rc = 1;
         }
+        if (rc == 0) cli_say_threads(x->cmd, x->threads);
     }
     hs_buf_free(&text);
     return rc;

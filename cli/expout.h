@@ -43,11 +43,12 @@ typedef struct {
 void cli_exp_init(cli_exp *x, const char *cmd);
 /* After parsing: loads the model, reads the prompt set (--data, with
  * prompt_flags of hs_prompts_load) or the sentence, opens the output folder,
- * starts the pool and says its threads. 0 ok, 1 after printing. */
+ * starts the pool. 0 ok, 1 after printing. */
 int cli_exp_open(cli_exp *x, int prompt_flags);
 /* Writes NAME.json (json, with "model" and "config" added here) and
  * index.json into the folder when --out was given, then prints the JSON
- * (--json) or summary (plus the files written). 0 ok, 1 after printing. */
+ * (--json) or summary (plus the files written), and says the threads used
+ * on stderr. 0 ok, 1 after printing. */
 int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows, hs_buf *summary);
 void cli_exp_close(cli_exp *x);
 
