@@ -362,6 +362,11 @@ double hs_comp_score_dense(const float *Lm, const float *Rm, int n, int k, int p
  * [AR] get_comp_score baseline with Gaussian instead of kaiming-uniform
  * factors; C is scale-invariant), seeded; ~1/sqrt(D) (C3). Report C - baseline.
  */
+/* Random draws of the composition baseline: the one default of every command
+ * that reports composition scores (circuit, weights: --comp-draws), so the
+ * same cell has the same value in both. */
+#define HS_COMP_DRAWS 300
+
 typedef struct {
     int L, H;
     float *q, *k, *v;       /* (L,H,L,H) each, owned */

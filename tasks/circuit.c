@@ -45,7 +45,7 @@ hs_circuit_opts hs_circuit_opts_default(void)
     o.route_dla = 1.0;
     o.adj_key_diff = 0.25;
     o.ablate_ref = HS_SPLIT_TRAIN;
-    o.comp_draws = 300;
+    o.comp_draws = HS_COMP_DRAWS;
     o.comp_seed = 0;
     return o;
 }

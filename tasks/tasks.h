@@ -460,7 +460,7 @@ typedef struct {
     double route_dla;     /* route features: raises / lowers means |DLA| >= this */
     double adj_key_diff;  /* adjective-key: role difference of the weight on the adjective */
     hs_wg_split ablate_ref; /* where mean-ablation means come from (HS_SPLIT_TRAIN default) */
-    int comp_draws;       /* random-baseline draws for composition scores (300) */
+    int comp_draws;       /* random-baseline draws for composition scores (HS_COMP_DRAWS, 300) */
     uint64_t comp_seed;   /* their seed (0) */
     int threads;          /* workers running the forwards: 0 = auto (2 with 2+ CPUs), 1..8;
                            * the report is bit-identical for every value (tasks/circuit.c) */

@@ -6,7 +6,11 @@
 # `circuit` writes exactly circuit_tiny.report.json (the "model" path aside)
 # and prints exactly circuit_tiny.summary.txt (the folder aside), with 1 and
 # with every CPU's worth of worker threads. --threads above the CPU count is
-# refused naming the range; the thread count used is said on stderr. A change to the engine, the pool, the chunking or the
+# refused naming the range; the thread count used is said on stderr. The
+# patching table's '|' sits in one column for the head rows and the
+# "L0 (all heads)" rows; --help names the routes the summary prints ("none"
+# for an untrained model); weights and circuit give the same composition cell
+# (one --comp-draws, one default). A change to the engine, the pool, the chunking or the
 # report writers that moves one digit fails here.
 # Run as: bash tests/test_circuit_golden.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
@@ -48,4 +52,30 @@ run 2 toomany circuit --model "$M" --threads $((CPUS + 1))
 one_line toomany "--threads needs an integer in \[0, $CPUS\] (0 = all $CPUS CPUs of this machine), got '$((CPUS + 1))'"
 run 2 toomany_train train --out "$TMP/t.safetensors" --threads $((CPUS + 1))
 one_line toomany_train "--threads needs an integer in \[0, $CPUS\]"
+# one column for '|' in the patching table
+awk '/^activation patching/{t=1; next} t && /\|/{print index($0, "|")} t && /^$/{exit}' "$TMP/c1.out" | sort -u >"$TMP/bars"
+[ "$(wc -l <"$TMP/bars")" -eq 1 ] || fail "the patching table's rows are misaligned: '|' at columns $(tr '\n' ' ' <"$TMP/bars")"
+grep -q 'L0 (all heads)' "$TMP/c1.out" || fail "no L0 (all heads) row"
+# routes: the help names what the summary prints
+run 0 help circuit --help
+grep -q '"none" when step 2 does not' "$TMP/help.out" || fail "--help does not name route none"
+grep -q '"other" when a decision head' "$TMP/help.out" || fail "--help does not say when the route is other"
+run 0 u0 train --steps 1 --d-model 32 --d-mlp 64 --eval-every 0 --out "$TMP/u.safetensors"
+run 0 u circuit --model "$TMP/u.safetensors"
+grep -q '^route: none' "$TMP/u.out" || fail "an untrained model: route is not none: $(grep '^route' "$TMP/u.out")"
+# one composition default: weights' raw scores and baseline = circuit's
+run 0 w weights --model "$M" --out "$TMP/w" --format json
+"$PY" - "$TMP/w/composition_Q.json" "$TMP/c1/report.json" <<'PYEOF' || fail "weights and circuit disagree on a composition cell"
+import json, sys
+w = json.load(open(sys.argv[1]))
+c = json.load(open(sys.argv[2]))["composition"]
+assert w["n_draws"] == c["n_draws"] == 300, (w["n_draws"], c["n_draws"])
+assert w["baseline"] == c["baseline"], (w["baseline"], c["baseline"])
+H = 4
+for p in c["pairs"]:
+    s, r = p["sender"], p["receiver"]
+    i = int(s[1]) * H + int(s[3]); j = int(r[1]) * H + int(r[3])
+    assert w["scores"][i][j] == p["q"], (s, r, w["scores"][i][j], p["q"])
+PYEOF
+run 2 wd weights --model "$M" --draws 5
 echo "ok"
