@@ -11,6 +11,8 @@ int cmd_eval(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);
 int cmd_circuit(int argc, char **argv);
 int cmd_weights(int argc, char **argv);
+int cmd_heads(int argc, char **argv);
+int cmd_patch(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 

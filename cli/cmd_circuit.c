@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "expout.h"
 #include "figopts.h"
 #include "util.h"
 #include "viz/viz.h"
@@ -52,7 +53,9 @@ static const char CIRCUIT_HELP[] =
     "    \" + \": suppression (attends a noun, DLA <= -ROUTE_DLA towards it),\n"
     "    referent-fetch (attends the referent, raises it), adjective-read,\n"
     "    other-noun-fetch, adjective-key (a layer-0 head's weight on the adjective\n"
-    "    differs between roles by >= ADJ_KEY_DIFF); other when none is found.\n"
+    "    differs between roles by >= ADJ_KEY_DIFF); \"other\" when a decision head\n"
+    "    exists but none of these features is found, \"none\" when step 2 does not\n"
+    "    hold (no decision head), \"one-layer\" for a one-layer model.\n"
     "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab and task\n"
@@ -72,6 +75,8 @@ static const char CIRCUIT_HELP[] =
     "  --adj-key-diff X      default 0.25\n"
     "  --ablate-ref SPLIT    train (default) | heldout: where ablation means come from\n"
     "  --comp-draws N        random-baseline draws for composition scores (default 300)\n"
+    "  --threads N           worker threads, 0 = every CPU (default); the report is\n"
+    "                        bit-identical for every count\n"
     "\n"
     "Files in DIR: report.json (every number, thresholds, verdicts, heads and\n"
     "roles, config); attention_14.{png,svg,json} (mean attention row at 14 per\n"
@@ -86,77 +91,11 @@ static const char *const POS_LABELS[HS_CIRC_T] = {"0 the", "1 x", "2 did", "3 no
                                                    "5 the", "6 y", "7 because", "8 it", "9 was",
                                                    "10 too", "11 adj", "12 ,", "13 so", "14 the"};
 
-/* One figure (+ its JSON with the model and config added) through the shared
- * output folder: formats and figure options from the command line. kind:
- * CLI_FIG_SIGNED (R x C, diverging), CLI_FIG_BARS (R values), CLI_FIG_NONNEG
- * (R x C, sequential from 0, e.g. attention). lim > 0: a limit shared by the
- * figures of a kind (cli_figopts_for). q: the quantity the colour bar shows.
- * note: a line on the figure saying why its numbers are not usable, or NULL.
- * 0 ok, 1 printed. */
-typedef struct {
-    cli_outdir *od;
-    const char *model;
-    const hs_config *cfg;
-} c_ctx;
-
-static int out_fig(const c_ctx *x, cli_fig_kind kind, const char *stem, const float *m, size_t R,
-                   size_t C, const char *const *rl, const char *const *cl, const char *title,
-                   const char *xl, const char *yl, double lim, const char *q, const char *note,
-                   const char *shows)
-{
-    const char *cmd = x->od->cmd;
-    const cli_figopts *fo = x->od->fo;
-    hs_error err = {0};
-    hs_viz_figure *fig = NULL;
-    cJSON *j = NULL;
-    int rc = 0;
-    const size_t cap = kind == CLI_FIG_BARS ? HS_VIZ_MAX_BARS : HS_VIZ_MAX_TOKENS;
-    if (cli_figopts_images(fo)) {
-        if (R > cap || C > HS_VIZ_MAX_TOKENS) {
-            fprintf(stderr, "headscope %s: note: %s is %zu x %zu, over the figure cap; writing its JSON only\n",
-                    cmd, stem, R, C);
-        } else {
-            hs_viz_options o = cli_figopts_for(fo, kind, lim);
-            o.value_label = q;
-            o.note = note;
-            hs_status s;
-            if (kind == CLI_FIG_BARS)
-                s = hs_viz_bars_figure(&fig, m, R, rl, title, xl, &o, &err);
-            else if (kind == CLI_FIG_NONNEG)
-                s = hs_viz_matrix_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
-            else
-                s = hs_viz_signed_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
-            if (s != HS_OK) rc = cli_error(cmd, &err);
-        }
-    }
-    if (!rc && cli_figopts_data(fo)) {
-        hs_status s = kind == CLI_FIG_BARS ? hs_viz_bars_json(&j, m, R, rl, title, xl, &err)
-                                : hs_viz_signed_json(&j, m, R, C, rl, cl, title, xl, yl, &err);
-        if (s != HS_OK) {
-            rc = cli_error(cmd, &err);
-        } else {
-            cJSON *cfg = hs_config_to_json(x->cfg, HS_CONFIG_JSON_ALL);
-            if (!cfg || !cJSON_AddItemToObject(j, "config", cfg) ||
-                !cJSON_AddStringToObject(j, "model", x->model) ||
-                (note && (!cJSON_AddBoolToObject(j, "usable", 0) ||
-                          !cJSON_AddStringToObject(j, "why_not_usable", note)))) {
-                if (cfg && !cJSON_GetObjectItem(j, "config")) cJSON_Delete(cfg);
-                fprintf(stderr, "headscope %s: out of memory\n", cmd);
-                rc = 1;
-            }
-        }
-    }
-    if (!rc) rc = cli_out_figure(x->od, stem, fig, j, shows);
-    cJSON_Delete(j);
-    hs_viz_figure_destroy(fig);
-    return rc;
-}
-
 /* report.json, the figures and index.json. 0 ok, 1 printed. */
 static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char *model)
 {
     const int L = r->L, H = r->H, LH = L * H;
-    const c_ctx x = {od, model, &r->cfg};
+    const cli_fig_ctx x = {od, model, &r->cfg};
     const char *C = od->cmd;
     int rc = 1;
     char *json = NULL;
@@ -194,7 +133,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
             snprintf(lab[k * 2 + g], sizeof lab[0], "%s %s", r->heads[k].name, g ? "crossed" : "crosser");
             rl[k * 2 + g] = lab[k * 2 + g];
         }
-    if (out_fig(&x, CLI_FIG_NONNEG, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl,
+    if (cli_out_fig(&x, CLI_FIG_NONNEG, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl,
                 POS_LABELS, "mean attention at position 14 by head and adjective role (held-out)",
                 "source position", "head, role", 1.0, "mean attention weight", NULL,
                 "each head's attention row at position 14 averaged over the held-out sentences of each "
@@ -221,7 +160,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
             m[nb++] = (float)(100.0 * (r->acc_pushers[g] - r->acc[g]));
         }
     for (size_t i = 0; i < nb; i++) rl[i] = lab[i];
-    if (out_fig(&x, CLI_FIG_BARS, "ablation", m, nb, 1, rl, NULL,
+    if (cli_out_fig(&x, CLI_FIG_BARS, "ablation", m, nb, 1, rl, NULL,
                 "held-out accuracy change with mean ablation, by adjective role",
                 "accuracy change, points (position-wise mean ablation)", NULL, 0.0, NULL, NULL,
                 "held-out accuracy change (points) by role when each head, each layer's attention, "
@@ -240,7 +179,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
     char why[200];
     snprintf(why, sizeof why, "not usable: clean and corrupted logit differences differ by only %.2f",
              fabs((double)r->ld_clean[HS_CIRC_PATCH_BOTH] - r->ld_corr[HS_CIRC_PATCH_BOTH]));
-    if (out_fig(&x, CLI_FIG_SIGNED, "patching", m, (size_t)LH, 4, rl, PCOL,
+    if (cli_out_fig(&x, CLI_FIG_SIGNED, "patching", m, (size_t)LH, 4, rl, PCOL,
                 "patching hook_z: normalised LD (1 = clean answer restored)",
                 "patched where / direction", "head", 1.0, "normalised logit difference",
                 r->patch_usable ? NULL : why,
@@ -279,7 +218,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
                      r->comp.baseline);
             snprintf(shows, sizeof shows, "%s-composition scores (C3, LN folded) of layer-0 heads into later "
                      "heads, minus the random baseline", kind[w]);
-            if (out_fig(&x, CLI_FIG_SIGNED, nm[w], m, (size_t)H, (size_t)(LH - H), rl, cl, title,
+            if (cli_out_fig(&x, CLI_FIG_SIGNED, nm[w], m, (size_t)H, (size_t)(LH - H), rl, cl, title,
                         "receiver (later head)", "sender (layer 0)", lim,
                         "composition score - baseline", NULL, shows))
                 goto done;
@@ -306,7 +245,7 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
                     m[s * nc + c++] = isfinite(v) ? v : 0.0f;
                 }
         }
-        if (out_fig(&x, CLI_FIG_SIGNED, "path_patching", m, (size_t)H, nc, rl, cl,
+        if (cli_out_fig(&x, CLI_FIG_SIGNED, "path_patching", m, (size_t)H, nc, rl, cl,
                     "path patching layer-0 head -> decision head input: normalised logit difference",
                     "receiver input", "sender (layer 0)", 1.0, "normalised logit difference",
                     r->patch_usable ? NULL : why,
@@ -343,7 +282,7 @@ done:
 
 int cmd_circuit(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_OUT, O_JSON, O_HELP, O_PA, O_PD, O_S1, O_DP, O_DD, O_RA, O_RD, O_AK, O_REF, O_CD };
+    enum { O_MODEL = 256, O_OUT, O_JSON, O_HELP, O_PA, O_PD, O_S1, O_DP, O_DD, O_RA, O_RD, O_AK, O_REF, O_CD, O_THREADS };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"out", required_argument, 0, O_OUT},
                                          {"json", no_argument, 0, O_JSON},
@@ -358,6 +297,7 @@ int cmd_circuit(int argc, char **argv)
                                          {"adj-key-diff", required_argument, 0, O_AK},
                                          {"ablate-ref", required_argument, 0, O_REF},
                                          {"comp-draws", required_argument, 0, O_CD},
+                                         {"threads", required_argument, 0, O_THREADS},
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "circuit", *model = NULL, *out = NULL;
@@ -403,6 +343,9 @@ int cmd_circuit(int argc, char **argv)
             if (cli_parse_int(optarg, 2, 100000, &n))
                 return cli_usage_error(C, "--comp-draws needs an integer in [2, 100000], got '%s'", optarg);
             o.comp_draws = (int)n;
+            break;
+        case O_THREADS:
+            if (cli_parse_threads(C, optarg, &o.threads)) return 2;
             break;
         default: {
             int fr = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
@@ -452,6 +395,7 @@ int cmd_circuit(int argc, char **argv)
             fprintf(stderr, "headscope %s: cannot write to stdout\n", C);
             rc = 1;
         }
+        if (rc == 0) cli_say_threads(C, o.threads);
     }
     free(text);
     cli_outdir_close(&od);

@@ -38,7 +38,8 @@ static const char TRAIN_HELP[] =
     "  --dataset FILE         also write the train/held-out sentences as text\n"
     "  --force                replace --out (and --dataset) when the file exists;\n"
     "                         without it an existing file is refused, untouched\n"
-    "  --threads N            0 = auto (2 with 2+ CPUs, default), 1 or 2; the result\n"
+    "  --threads N            worker threads, 0 = every CPU (default) up to the CPU\n"
+    "                         count; the result\n"
     "                         is bit-identical for every thread count\n"
     "model (every switch of the model core):\n"
     "  --layers N             n_layers (default 2)\n"
@@ -230,8 +231,7 @@ int cmd_train(int argc, char **argv)
             break;
         case O_DATASET: dataset = optarg; break;
         case O_THREADS:
-            if (cli_parse_int(optarg, 0, 2, &v)) return cli_usage_error(C, "--threads needs 0, 1 or 2, got '%s'", optarg);
-            to.threads = (int)v;
+            if (cli_parse_threads(C, optarg, &to.threads)) return 2;
             break;
         case O_LAYERS:
             if (cli_parse_int(optarg, 1, HS_MAX_LAYERS, &v)) return cli_usage_error(C, "--layers needs an integer in [1, %d], got '%s'", HS_MAX_LAYERS, optarg);
@@ -329,6 +329,7 @@ int cmd_train(int argc, char **argv)
     if ((s = hs_vocab_to_json(task->vocab, &sc.vocab_json, &err)) != HS_OK) goto fail;
     if ((s = hs_winograd_task_json(task, &sc.task_json, &err)) != HS_OK) goto fail;
 
+    cli_say_threads(C, to.threads);
     int chapter_held = hs_winograd_is_held_out(task, HS_WG_CHAPTER_X, HS_WG_CHAPTER_Y);
     fprintf(stderr, "task %s, split seed %llu: %zu train / %zu held-out sentences; the chapter's pair "
                     "(animal, street) is %s\n",

@@ -45,7 +45,8 @@ static const char WEIGHTS_HELP[] =
     "  --fold ln|none         fold the norms' weights (and LayerNorm's centring) into\n"
     "                         the reading matrices (ln, default) or use the stored\n"
     "                         matrices as they are (none)\n"
-    "  --draws N              random pairs for the composition baseline (default 200)\n"
+    "  --comp-draws N         random pairs for the composition baseline (default 300,\n"
+    "                         as circuit's --comp-draws: the same cell, the same value)\n"
     "\n";
 
 #define NAME_LEN 32
@@ -148,13 +149,13 @@ int cmd_weights(int argc, char **argv)
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"out", required_argument, 0, O_OUT},
                                          {"fold", required_argument, 0, O_FOLD},
-                                         {"draws", required_argument, 0, O_DRAWS},
+                                         {"comp-draws", required_argument, 0, O_DRAWS},
                                          {"help", no_argument, 0, O_HELP},
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "weights", *model = NULL, *out = "weights-out";
     hs_fold fold = HS_FOLD_LN;
-    long draws = 200;
+    long draws = HS_COMP_DRAWS;
     int c;
     cli_figopts fo;
     cli_figopts_default(&fo, 300);
@@ -175,7 +176,7 @@ int cmd_weights(int argc, char **argv)
             break;
         case O_DRAWS:
             if (cli_parse_int(optarg, 2, 100000, &draws))
-                return cli_usage_error(C, "--draws must be an integer in 2..100000, not '%s'",
+                return cli_usage_error(C, "--comp-draws needs an integer in [2, 100000], got '%s'",
                                        optarg);
             break;
         default: {

@@ -374,3 +374,21 @@ done:
     cJSON_Delete(oi.idx);
     return rc;
 }
+
+int cli_parse_threads(const char *cmd, const char *s, int *out)
+{
+    long v;
+    const int cpus = hs_pool_cpus();
+    if (cli_parse_int(s, 0, cpus, &v))
+        return cli_usage_error(cmd, "--threads needs an integer in [0, %d] (0 = all %d CPUs of this machine), got '%s'",
+                               cpus, cpus, s);
+    *out = (int)v;
+    return 0;
+}
+
+void cli_say_threads(const char *cmd, int threads)
+{
+    const int cpus = hs_pool_cpus();
+    fprintf(stderr, "headscope %s: threads: %d of %d CPU%s%s\n", cmd, threads > 0 ? threads : cpus, cpus,
+            cpus == 1 ? "" : "s", threads > 0 ? "" : " (--threads 0 = all)");
+}

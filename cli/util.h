@@ -87,6 +87,14 @@ void cli_out_discard(const char *dir, cli_stage *st);
  * path; 0 ok, -1 when it cannot be read. */
 int cli_file_digest(const char *path, double *bytes, char hex[17]);
 
+/* --threads N: 0 (every CPU) up to the machine's online CPUs (hs_pool_cpus).
+ * 0 on success; otherwise prints the usage error naming the range and
+ * returns 2. */
+int cli_parse_threads(const char *cmd, const char *s, int *out);
+/* Says on stderr how many worker threads a run uses ("threads: 2 of 2
+ * CPUs"), resolving 0 (auto) to the CPU count. */
+void cli_say_threads(const char *cmd, int threads);
+
 /* Strict integer / float parsing of a flag value; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
 int cli_parse_u64(const char *s, unsigned long long *out);

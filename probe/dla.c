@@ -240,6 +240,18 @@ double hs_detector_score(const float *A, const float *D, int t, int exclude_bos,
     return den != 0.0 ? num / den : 0.0;
 }
 
+double hs_detector_score_abs(const float *A, const float *D, int t, int exclude_bos,
+                             int exclude_current)
+{
+    double sum = 0.0;
+    for (int i = 0; i < t; i++)
+        for (int j = 0; j < t; j++) {
+            if ((exclude_bos && j == 0) || (exclude_current && i == j)) continue;
+            sum += fabs((double)A[(size_t)i * t + j] - (double)D[(size_t)i * t + j]);
+        }
+    return 1.0 - nearbyint(sum / t * 1000.0) / 1000.0;
+}
+
 hs_status hs_detect_heads(const hs_model *m, const hs_cache *cache, const int *tokens, int nb,
                           int t, hs_detector kind, const float *target, int exclude_bos,
                           int exclude_current, float *out, hs_error *err)

@@ -36,6 +36,8 @@ hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, 
         e->n_workers = i + 1;
         hs_status st = hs_acts_create(&m->cfg, HS_ENGINE_CHUNK, t, 0, &w->acts, err);
         if (st == HS_OK) st = hs_hooks_create(&w->hk, err);
+        if (st == HS_OK && (w->pad = malloc((size_t)HS_ENGINE_CHUNK * t * sizeof(int))) == NULL)
+            st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         if (st != HS_OK) {
             hs_engine_free(e);
             return st;
@@ -51,6 +53,7 @@ void hs_engine_free(hs_engine *e)
         hs_acts_destroy(e->w[i].acts);
         hs_hooks_destroy(e->w[i].hk);
         hs_cache_free(&e->w[i].tmp);
+        free(e->w[i].pad);
     }
     free(e->w);
     memset(e, 0, sizeof *e);
@@ -59,6 +62,32 @@ void hs_engine_free(hs_engine *e)
 int hs_engine_chunks(int n)
 {
     return (n + HS_ENGINE_CHUNK - 1) / HS_ENGINE_CHUNK;
+}
+
+int *hs_engine_pad_rows(const int *v, int n, int width, int *n_pad)
+{
+    const int np = hs_engine_chunks(n) * HS_ENGINE_CHUNK;
+    int *out = malloc((size_t)(np ? np : 1) * (size_t)width * sizeof(int));
+    if (out == NULL) return NULL;
+    memcpy(out, v, (size_t)n * width * sizeof(int));
+    for (int r = n; r < np; r++) memcpy(out + (size_t)r * width, v + (size_t)(n - 1) * width, (size_t)width * sizeof(int));
+    *n_pad = np;
+    return out;
+}
+
+/* The tokens of the chunk at row r0 with b real rows, as HS_ENGINE_CHUNK rows:
+ * tokens itself when the chunk is full, else w's copy with the last row
+ * repeated (every forward has the same shape, so OpenBLAS takes the same
+ * kernels and a row's values do not depend on how many rows the set has). */
+static const int *chunk_tokens(hs_engine *e, hs_engine_worker *w, const int *tokens, int r0, int b)
+{
+    const int *src = tokens + (size_t)r0 * e->t;
+    if (b == HS_ENGINE_CHUNK) return src;
+    int *pad = w->pad;
+    memcpy(pad, src, (size_t)b * e->t * sizeof(int));
+    for (int r = b; r < HS_ENGINE_CHUNK; r++)
+        memcpy(pad + (size_t)r * e->t, src + (size_t)(b - 1) * e->t, (size_t)e->t * sizeof(int));
+    return pad;
 }
 
 typedef struct {
@@ -82,8 +111,8 @@ hs_status hs_engine_for(hs_engine *e, int n_jobs, hs_engine_job fn, void *ctx, h
     return hs_pool_for(e->pool, n_jobs, for_job, &f, err);
 }
 
-/* Copies a chunk's cache (batch b, rows r0.. of n) into `full`, creating its
- * entries (batch n) at r0 == 0. */
+/* Copies the first b rows of a chunk's cache (batch HS_ENGINE_CHUNK) to rows
+ * r0.. of `full` (batch n), creating its entries at r0 == 0. */
 static hs_status cache_put_rows(hs_cache *full, const hs_cache *part, int r0, int b, int n,
                                 hs_error *err)
 {
@@ -96,7 +125,7 @@ static hs_status cache_put_rows(hs_cache *full, const hs_cache *part, int r0, in
             hs_cache_entry *en = &full->e[i];
             *en = part->e[i];
             en->shape[0] = n;
-            en->numel = part->e[i].numel / (size_t)b * (size_t)n;
+            en->numel = part->e[i].numel / HS_ENGINE_CHUNK * (size_t)n;
             en->data = malloc(en->numel * sizeof(float));
             if (en->data == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
             full->n = i + 1;
@@ -104,9 +133,9 @@ static hs_status cache_put_rows(hs_cache *full, const hs_cache *part, int r0, in
     }
     HS_ASSERT(full->n == part->n);
     for (int i = 0; i < part->n; i++) {
-        HS_ASSERT(strcmp(full->e[i].name, part->e[i].name) == 0 && part->e[i].shape[0] == b);
-        const size_t row = part->e[i].numel / (size_t)b;
-        memcpy(full->e[i].data + row * (size_t)r0, part->e[i].data, part->e[i].numel * sizeof(float));
+        HS_ASSERT(strcmp(full->e[i].name, part->e[i].name) == 0 && part->e[i].shape[0] == HS_ENGINE_CHUNK);
+        const size_t row = part->e[i].numel / HS_ENGINE_CHUNK;
+        memcpy(full->e[i].data + row * (size_t)r0, part->e[i].data, row * (size_t)b * sizeof(float));
     }
     return HS_OK;
 }
@@ -118,8 +147,8 @@ hs_status hs_engine_cache(hs_engine *e, hs_engine_worker *w, const int *tokens, 
     if (n < 1) return hs_fail(&w->err, HS_ERR_INPUT, "engine: no rows to run");
     for (int r0 = 0; r0 < n; r0 += HS_ENGINE_CHUNK) {
         const int b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
-        hs_status st = hs_run_with_cache(e->m, w->acts, tokens + (size_t)r0 * e->t, b, e->t, filters,
-                                         n_filters, hooks, &w->tmp, &w->err);
+        hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, tokens, r0, b), HS_ENGINE_CHUNK, e->t,
+                                         filters, n_filters, hooks, &w->tmp, &w->err);
         if (st == HS_OK) st = cache_put_rows(out, &w->tmp, r0, b, n, &w->err);
         if (st != HS_OK) {
             hs_cache_free(out);
@@ -139,7 +168,8 @@ hs_status hs_engine_sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, 
         hs_hooks_clear(w->hk);
         hs_status st = hooks ? hooks(ctx, w, k, r0, b) : HS_OK;
         if (st == HS_OK)
-            st = hs_run_with_hooks(e->m, w->acts, tokens + (size_t)r0 * e->t, b, e->t, w->hk, &w->err);
+            st = hs_run_with_hooks(e->m, w->acts, chunk_tokens(e, w, tokens, r0, b), HS_ENGINE_CHUNK, e->t, w->hk,
+                                   &w->err);
         if (st != HS_OK) {
             hs_hooks_clear(w->hk);
             return st;
@@ -165,8 +195,8 @@ static hs_status means_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     means_ctx *mc = arg;
     const size_t start = (size_t)j * HS_ENGINE_CHUNK;
     const int b = (int)(mc->n - start < HS_ENGINE_CHUNK ? mc->n - start : HS_ENGINE_CHUNK);
-    hs_status st = hs_run_with_cache(e->m, w->acts, mc->tokens + start * (size_t)e->t, b, e->t,
-                                     mc->filters, mc->n_filters, NULL, &w->tmp, &w->err);
+    hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, mc->tokens, (int)start, b), HS_ENGINE_CHUNK,
+                                     e->t, mc->filters, mc->n_filters, NULL, &w->tmp, &w->err);
     if (st != HS_OK) return st;
     if ((st = hs_pool_ordered_begin(e->pool, w->index, j, &w->err)) != HS_OK) return st;
     if (j == 0) { /* the first chunk lays the entries out */
@@ -177,7 +207,7 @@ static hs_status means_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
             hs_cache_entry *en = &mc->means->e[i];
             *en = w->tmp.e[i];
             en->shape[0] = 1;
-            en->numel = w->tmp.e[i].numel / (size_t)b;
+            en->numel = w->tmp.e[i].numel / HS_ENGINE_CHUNK;
             en->data = NULL;
             mc->acc[i] = calloc(en->numel, sizeof(double));
             if (mc->acc[i] == NULL) st = hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
@@ -268,4 +298,70 @@ void hs_engine_views_free(hs_cache *views, int n_chunks)
     if (views == NULL) return;
     for (int k = 0; k < n_chunks; k++) hs_cache_free(&views[k]);
     free(views);
+}
+
+/* Head detectors: one job per chunk, per-row scores, the mean in row order. */
+typedef struct {
+    const int *tokens;
+    int n, n_det;
+    hs_pattern_fn pattern;
+    void *ctx;
+    hs_detect_metric metric;
+    int exclude_bos, exclude_current;
+    double *rows; /* (n_det, n, L*H) */
+} detect_ctx;
+
+static hs_status detect_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
+{
+    const detect_ctx *dc = arg;
+    const int L = e->m->cfg.n_layers, H = e->m->cfg.n_heads, t = e->t;
+    const int r0 = j * HS_ENGINE_CHUNK, b = dc->n - r0 < HS_ENGINE_CHUNK ? dc->n - r0 : HS_ENGINE_CHUNK;
+    static const char *const filt[] = {"blocks.*.attn.hook_pattern"};
+    hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, dc->tokens, r0, b), HS_ENGINE_CHUNK, t,
+                                     filt, 1, NULL, &w->tmp, &w->err);
+    if (st != HS_OK) return st;
+    float *D = malloc((size_t)t * t * sizeof(float));
+    if (D == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    for (int l = 0; l < L && st == HS_OK; l++) {
+        const hs_cache_entry *p = hs_cache_getf(&w->tmp, "blocks.%d.attn.hook_pattern", l);
+        if (p == NULL) st = hs_fail(&w->err, HS_ERR_INPUT, "heads: the model has no blocks.%d.attn.hook_pattern", l);
+    }
+    for (int d = 0; d < dc->n_det && st == HS_OK; d++)
+        for (int r = 0; r < b; r++) {
+            const int row = r0 + r;
+            dc->pattern(dc->ctx, d, row, dc->tokens + (size_t)row * t, t, D);
+            for (int l = 0; l < L; l++) {
+                const hs_cache_entry *p = hs_cache_getf(&w->tmp, "blocks.%d.attn.hook_pattern", l);
+                for (int h = 0; h < H; h++) {
+                    const float *A = p->data + ((size_t)r * H + h) * t * t;
+                    dc->rows[((size_t)d * dc->n + row) * L * H + (size_t)l * H + h] =
+                        dc->metric == HS_DETECT_ABS
+                            ? hs_detector_score_abs(A, D, t, dc->exclude_bos, dc->exclude_current)
+                            : hs_detector_score(A, D, t, dc->exclude_bos, dc->exclude_current);
+                }
+            }
+        }
+    free(D);
+    return st;
+}
+
+hs_status hs_engine_detect_heads(hs_engine *e, const int *tokens, int n, int n_det, hs_pattern_fn pattern,
+                                 void *ctx, hs_detect_metric metric, int exclude_bos, int exclude_current,
+                                 double *out, hs_error *err)
+{
+    if (n < 1 || n_det < 1) return hs_fail(err, HS_ERR_INPUT, "heads: no prompts or no detectors");
+    const size_t LH = (size_t)e->m->cfg.n_layers * e->m->cfg.n_heads;
+    detect_ctx dc = {tokens, n, n_det, pattern, ctx, metric, exclude_bos, exclude_current,
+                     malloc((size_t)n_det * n * LH * sizeof(double))};
+    if (dc.rows == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_status st = hs_engine_for(e, hs_engine_chunks(n), detect_job, &dc, err);
+    for (int d = 0; d < n_det && st == HS_OK; d++)
+        for (size_t k = 0; k < LH; k++) {
+            double s = 0.0;
+            for (int r = 0; r < n; r++) s += dc.rows[((size_t)d * n + r) * LH + k];
+            out[(size_t)d * LH + k] = s / n;
+        }
+    free(dc.rows);
+    for (int i = 0; i < e->n_workers; i++) hs_cache_free(&e->w[i].tmp);
+    return st;
 }

@@ -362,6 +362,11 @@ double hs_comp_score_dense(const float *Lm, const float *Rm, int n, int k, int p
  * [AR] get_comp_score baseline with Gaussian instead of kaiming-uniform
  * factors; C is scale-invariant), seeded; ~1/sqrt(D) (C3). Report C - baseline.
  */
+/* Random draws of the composition baseline: the one default of every command
+ * that reports composition scores (circuit, weights: --comp-draws), so the
+ * same cell has the same value in both. */
+#define HS_COMP_DRAWS 300
+
 typedef struct {
     int L, H;
     float *q, *k, *v;       /* (L,H,L,H) each, owned */
@@ -417,6 +422,12 @@ void hs_detection_pattern(hs_detector kind, const int *tokens, int t, float *D);
  * 0 if sum(A') = 0. A, D (t,t). */
 double hs_detector_score(const float *A, const float *D, int t, int exclude_bos,
                          int exclude_current);
+/* "abs" score of one head (TL detect_head, error_measure="abs"): with the
+ * same exclusions applied to |A - D|, score = 1 - round(sum|A - D| / t, 3)
+ * (TL: 1 - round(mean(|A - D|) * t, 3); round half to even). D must be
+ * lower-triangular, as A is. */
+double hs_detector_score_abs(const float *A, const float *D, int t, int exclude_bos,
+                             int exclude_current);
 
 /*
  * Scores every head (out (L,H)) from a cache holding blocks.l.attn.hook_pattern
@@ -440,7 +451,15 @@ hs_status hs_detect_heads(const hs_model *m, const hs_cache *cache, const int *t
  * from the logits); they do not re-implement it.
  */
 
-#define HS_ENGINE_CHUNK 32 /* rows per forward */
+/* Rows per forward. Every forward runs on exactly this many rows: a short
+ * last chunk is padded by repeating its last row (and the padded rows' values
+ * are dropped), so every sgemm has the same shape whatever the set's size.
+ * OpenBLAS takes another kernel for small products (M N K below ~1e6), whose
+ * sums round differently; with one shape a prompt's numbers are the same
+ * alone or in a set of any size. Hooks of hs_engine_sweep see the padded
+ * batch (HS_ENGINE_CHUNK rows); a caller whose hooks copy from a cache of its
+ * own rows pads the set first (hs_engine_pad_rows). */
+#define HS_ENGINE_CHUNK 32
 
 /* One worker's resources. Owned by the engine. */
 typedef struct {
@@ -448,6 +467,7 @@ typedef struct {
     hs_acts *acts;    /* capacity (HS_ENGINE_CHUNK, t); runs on one thread */
     hs_hooks *hk;     /* cleared before each chunk of hs_engine_sweep */
     hs_cache tmp;     /* one chunk's cache (scratch) */
+    int *pad;         /* (HS_ENGINE_CHUNK, t) a short chunk's tokens, padded */
     hs_error err;     /* a job's error */
 } hs_engine_worker;
 
@@ -466,6 +486,9 @@ hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, 
 void hs_engine_free(hs_engine *e);
 /* Chunks of n rows: ceil(n / HS_ENGINE_CHUNK). */
 int hs_engine_chunks(int n);
+/* v (n, width) padded to *n_pad = hs_engine_chunks(n) * HS_ENGINE_CHUNK rows
+ * by repeating row n-1 (n >= 1); malloc'd (caller frees), NULL on OOM. */
+int *hs_engine_pad_rows(const int *v, int n, int width, int *n_pad);
 
 /* A job of hs_engine_for: j in [0, n_jobs) on worker w; errors go to w->err. */
 typedef hs_status (*hs_engine_job)(hs_engine *e, hs_engine_worker *w, int j, void *ctx);
@@ -503,6 +526,21 @@ hs_status hs_engine_means(hs_engine *e, const int *tokens, size_t n, const char 
 /* view <- rows r0..r0+b-1 of full (every entry batch-major with the same
  * batch), a borrowed view (view->borrowed = 1) sharing full's data.
  * HS_ERR_INPUT when the rows are outside full. Free with hs_cache_free. */
+/* The two scores of a head detector (TL error_measure). */
+typedef enum { HS_DETECT_MUL = 0, HS_DETECT_ABS = 1 } hs_detect_metric;
+/* Fills D (t, t) [dest, src], the detection pattern of detector `det` for
+ * prompt `row` with tokens (t) (e.g. hs_detection_pattern, or a task's). */
+typedef void (*hs_pattern_fn)(void *ctx, int det, int row, const int *tokens, int t, float *D);
+/* Every head's score for n_det detectors over the rows of tokens (n, t),
+ * chunk by chunk on the engine (only blocks.*.attn.hook_pattern is kept):
+ * out (n_det, L, H) = the mean over rows, summed in row order, of
+ * hs_detector_score (mul) or hs_detector_score_abs (abs) of the head's
+ * pattern [dest, src] on that row against pattern(det, row). TL
+ * detect_head over a list of prompts. HS_ERR_INPUT for n < 1 or n_det < 1. */
+hs_status hs_engine_detect_heads(hs_engine *e, const int *tokens, int n, int n_det, hs_pattern_fn pattern,
+                                 void *ctx, hs_detect_metric metric, int exclude_bos, int exclude_current,
+                                 double *out, hs_error *err);
+
 hs_status hs_cache_view_rows(hs_cache *view, const hs_cache *full, int r0, int b, hs_error *err);
 /* views <- (hs_engine_chunks(n)) views of full's rows, chunk by chunk (malloc'd
  * array; free with hs_engine_views_free(views, hs_engine_chunks(n))). */

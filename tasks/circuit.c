@@ -45,7 +45,7 @@ hs_circuit_opts hs_circuit_opts_default(void)
     o.route_dla = 1.0;
     o.adj_key_diff = 0.25;
     o.ablate_ref = HS_SPLIT_TRAIN;
-    o.comp_draws = 300;
+    o.comp_draws = HS_COMP_DRAWS;
     o.comp_seed = 0;
     return o;
 }
@@ -235,11 +235,14 @@ static hs_status score_preds(const cctx *c, const int *pred, double acc[3], doub
 /* Mean LD [HS_CIRC_PATCH_*] of the per-row LDs, summed in row order. */
 static void ld_sum(const cctx *c, const double *d, double ld[3])
 {
-    double s[2] = {0.0, 0.0};
-    for (int i = 0; i < c->n; i++) s[i < c->np ? 0 : 1] += d[i];
+    double s[2] = {0.0, 0.0}, all = 0.0;
+    for (int i = 0; i < c->n; i++) {
+        s[i < c->np ? 0 : 1] += d[i];
+        all += d[i];
+    }
     ld[HS_CIRC_PATCH_CROSSER_TO_CROSSED] = s[0] / c->np;
     ld[HS_CIRC_PATCH_CROSSED_TO_CROSSER] = s[1] / c->np;
-    ld[HS_CIRC_PATCH_BOTH] = (s[0] + s[1]) / c->n;
+    ld[HS_CIRC_PATCH_BOTH] = all / c->n;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -456,15 +456,20 @@ hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *
     sb_printf(&s, "\nactivation patching (hook_z; clean = one role, corrupted = the other with the same nouns): "
                   "LD clean %+.2f, corrupted %+.2f\n",
               r->ld_clean[2], r->ld_corr[2]);
-    sb_printf(&s, "        pos14: crosser->crossed crossed->crosser   both | all positions: both\n");
+    /* one label column (18 wide) for the head rows and the "L0 (all heads)" rows */
+    sb_printf(&s, "       pos14: crosser->crossed crossed->crosser   both | all positions: both\n");
     for (int k = 0; k < L * H; k++) {
         const hs_circuit_head *hd = &r->heads[k];
-        sb_printf(&s, "  %-5s        %+6.2f          %+6.2f        %+6.2f |  %+6.2f\n", hd->name,
+        sb_printf(&s, "  %-16s%+6.2f          %+6.2f        %+6.2f |  %+6.2f\n", hd->name,
                   hd->patch_pos14[0], hd->patch_pos14[1], hd->patch_pos14[2], hd->patch_all[2]);
     }
     for (int l = 0; l < L; l++)
-        sb_printf(&s, "  L%d (all heads) %+6.2f          %+6.2f        %+6.2f |\n", l, r->patch_layer[l][0],
+    {
+        char lab[32];
+        snprintf(lab, sizeof lab, "L%d (all heads)", l);
+        sb_printf(&s, "  %-16s%+6.2f          %+6.2f        %+6.2f |\n", lab, r->patch_layer[l][0],
                   r->patch_layer[l][1], r->patch_layer[l][2]);
+    }
 
     if (L > 1) {
         sb_printf(&s, "\ncomposition scores minus the random baseline %.3f (+/- %.3f), layer 0 -> layer 1, Q / K / V:\n",

@@ -46,6 +46,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <cjson/cJSON.h>
+
 #include "common/common.h"
 #include "model/model.h"
 #include "probe/probe.h"
@@ -473,7 +475,7 @@ typedef struct {
     double route_dla;     /* route features: raises / lowers means |DLA| >= this */
     double adj_key_diff;  /* adjective-key: role difference of the weight on the adjective */
     hs_wg_split ablate_ref; /* where mean-ablation means come from (HS_SPLIT_TRAIN default) */
-    int comp_draws;       /* random-baseline draws for composition scores (300) */
+    int comp_draws;       /* random-baseline draws for composition scores (HS_COMP_DRAWS, 300) */
     uint64_t comp_seed;   /* their seed (0) */
     int threads;          /* workers running the forwards: 0 = auto (2 with 2+ CPUs), 1..8;
                            * the report is bit-identical for every value (tasks/circuit.c) */
@@ -589,5 +591,167 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
 /* A readable text summary (malloc'd, caller frees, lines end in '\n').
  * HS_ERR_NOMEM. */
 hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Prompt sets (tasks/prompts.c): the input of patch, ablate, dla, lens and  */
+/* heads                                                                     */
+/*
+ * A prompt set is a JSONL file, one object a line (blank lines skipped):
+ *   {"prompt": "the animal ...", "corrupted": "the animal ...",
+ *    "answer": "animal", "wrong": "street", "position": 14}
+ *   prompt     the clean sentence (tokenised as hs_tokenize; required);
+ *   corrupted  its corrupted partner, the same number of tokens (optional;
+ *              present on every line or on none);
+ *   answer     one token of the model's vocabulary: the right next token at
+ *              `position` (required unless HS_PROMPTS_TEXT_ONLY);
+ *   wrong      one token: the competing answer of the logit difference
+ *              answer - wrong (optional; on every line or on none);
+ *   position   where the prediction is read, 0..t-1 (default t-1, the last).
+ * Every prompt of a set has the same number of tokens t (the engine runs
+ * them as one batch). Any other key is refused (a typo would otherwise be
+ * silently ignored).
+ * Errors (HS_ERR_INPUT, one line "FILE:LINE: problem"): not JSON / not an
+ * object, a missing or non-string field, an unknown key, an unknown word
+ * (hs_tokenize's message), answer/wrong not one token of the vocabulary,
+ * corrupted of another length than prompt, a prompt of another length than
+ * line 1's, corrupted/wrong on some lines only, position out of range; "FILE:
+ * empty prompt set" for a file with no prompt. HS_ERR_IO when it cannot be read.
+ */
+typedef struct {
+    int n;          /* prompts */
+    int t;          /* tokens per prompt */
+    int *clean;     /* (n, t) token ids */
+    int *corr;      /* (n, t) or NULL when the set has no "corrupted" */
+    int *answer;    /* (n) vocab id, or -1 (HS_PROMPTS_TEXT_ONLY and no answer) */
+    int *wrong;     /* (n) vocab id, or NULL when the set has no "wrong" */
+    int *pos;       /* (n) position read, 0..t-1 */
+    int *line;      /* (n) 1-based line of each prompt in the file */
+} hs_prompts;
+
+#define HS_PROMPTS_TEXT_ONLY 1 /* flags: "answer" optional (heads, lens) */
+
+/* Reads and checks the prompt set at path against vocabulary v (n_ctx:
+ * longest prompt allowed, 0 = no limit); fills *out (caller frees with
+ * hs_prompts_free, also after a failure). Errors above. */
+hs_status hs_prompts_load(const char *path, const hs_vocab *v, int n_ctx, int flags,
+                          hs_prompts *out, hs_error *err);
+/* The same from text (len bytes); `name` stands for the file in messages. */
+hs_status hs_prompts_parse(const char *text, size_t len, const char *name, const hs_vocab *v,
+                           int n_ctx, int flags, hs_prompts *out, hs_error *err);
+/* One sentence as a set of one prompt (position: the last token). */
+hs_status hs_prompts_sentence(const char *sentence, const hs_vocab *v, int n_ctx, hs_prompts *out,
+                              hs_error *err);
+void hs_prompts_free(hs_prompts *p);
+
+/* ------------------------------------------------------------------------ */
+/* Experiments over a prompt set (tasks/experiments.c): what `headscope      */
+/* heads`, `patch`, ... compute, on the engine (probe.h, section 8).         */
+
+/* Head detectors of hs_heads_run, in this order. */
+typedef enum {
+    HS_HEADS_PREV_TOKEN = 0, /* D[i,i-1] = 1 (TL previous_token_head) */
+    HS_HEADS_DUPLICATE,      /* D[i,j] = 1 iff j < i, tok[j] = tok[i] (TL duplicate_token_head) */
+    HS_HEADS_INDUCTION,      /* D[i,j] = 1 iff 1 <= j <= i, tok[j-1] = tok[i] (TL induction_head) */
+    HS_HEADS_FIRST_NOUN,     /* D[i,j*] = 1 for i >= j*, j* the first noun of the row (nouns: the
+                              * Winograd nouns found in the vocabulary); rows without one: 0 */
+    HS_HEADS_TARGET,         /* the user's pattern (t, t), every row */
+    HS_HEADS_N
+} hs_heads_kind;
+/* "previous-token", "duplicate-token", "induction", "first-noun", "target". */
+extern const char *const hs_heads_names[HS_HEADS_N];
+
+typedef struct {
+    int L, H, n, t;            /* layers, heads, prompts, tokens per prompt */
+    hs_detect_metric metric;
+    int exclude_bos, exclude_current;
+    int has[HS_HEADS_N];       /* 1 for the detectors computed */
+    double score[HS_HEADS_N][HS_MAX_LAYERS * 64]; /* [kind][l * H + h]; NAN where !has */
+} hs_heads_report;
+
+/*
+ * Every head's detector scores over the prompts p (their "prompt" tokens):
+ * previous-token, duplicate-token, induction always; first-noun when the
+ * vocabulary holds at least one Winograd noun; target when target (t, t)
+ * [dest, src], lower-triangular, is given. metric, exclude_bos and
+ * exclude_current as TL detect_head (probe.h hs_detector_score*). The
+ * engine runs on pool (NULL = the caller's thread); the scores are
+ * bit-identical for every thread count. HS_ERR_INPUT when p is empty or
+ * the model has more than 64 heads a layer.
+ */
+hs_status hs_heads_run(const hs_model *m, const hs_vocab *v, hs_pool *pool, const hs_prompts *p,
+                       const float *target, hs_detect_metric metric, int exclude_bos,
+                       int exclude_current, hs_heads_report *out, hs_error *err);
+/* The report as JSON: {"metric", "exclude_bos", "exclude_current", "prompts",
+ * "tokens", "detectors": [names], "scores": {name: [[head...] per layer]}}.
+ * Caller frees with cJSON_Delete; NULL when memory ran out. */
+cJSON *hs_heads_json(const hs_heads_report *r);
+/* The text summary (a table, heads x detectors) appended to b. */
+void hs_heads_summary(const hs_heads_report *r, hs_buf *b);
+
+/* Reads a target pattern file: a JSON array of t rows of t finite numbers,
+ * [dest][src], zero above the diagonal. *D (t, t) malloc'd, caller frees.
+ * HS_ERR_INPUT naming the file and the problem (wrong size, non-number,
+ * above-diagonal value at [i, j]); HS_ERR_IO. */
+hs_status hs_target_pattern_load(const char *path, int t, float **D, hs_error *err);
+
+/* Activation patching (tasks/patch.c; TL patching.py get_act_patch_*). The
+ * activations patched, each a hook point of every layer l: */
+typedef enum {
+    HS_PATCH_RESID_PRE = 0, /* blocks.l.hook_resid_pre [B,T,D]: by layer x position */
+    HS_PATCH_ATTN_OUT,      /* blocks.l.hook_attn_out: by layer x position */
+    HS_PATCH_MLP_OUT,       /* blocks.l.hook_mlp_out: by layer x position */
+    HS_PATCH_RESID_POST,    /* blocks.l.hook_resid_post: by layer x position */
+    HS_PATCH_Z,             /* blocks.l.attn.hook_z [B,T,H,dh]: by head (all positions; head x position) */
+    HS_PATCH_Q,             /* blocks.l.attn.hook_q: by head */
+    HS_PATCH_K,             /* blocks.l.attn.hook_k: by head */
+    HS_PATCH_V,             /* blocks.l.attn.hook_v: by head */
+    HS_PATCH_PATTERN,       /* blocks.l.attn.hook_pattern [B,H,T,T]: by head (position = dest row) */
+    HS_PATCH_N
+} hs_patch_act;
+/* "resid_pre", "attn_out", "mlp_out", "resid_post", "z", "q", "k", "v", "pattern". */
+extern const char *const hs_patch_act_names[HS_PATCH_N];
+/* 1 for the per-head acts (z, q, k, v, pattern). */
+int hs_patch_act_is_head(int act);
+/* The act named name, or -1. */
+int hs_patch_act_parse(const char *name);
+
+/*
+ * The results. LD = logit(answer) - logit(wrong) at each prompt's position,
+ * averaged over the prompts (summed in prompt order); metric = (LD_patched -
+ * LD_corr) / (LD_clean - LD_corr) (hs_patch_metric; NAN when clean = corr):
+ * 0 = the corrupted run, 1 = the clean answer restored. For act a (bit a of
+ * acts): layer-level acts: ld[a], metric[a] (L, t) [layer][position]; head
+ * acts: ld[a], metric[a] (L, H) patched at every position, and ld_pos[a],
+ * metric_pos[a] (L, H, t) at one position. Arrays of acts not computed are NULL.
+ */
+typedef struct {
+    int L, H, n, t;
+    unsigned acts;
+    double ld_clean, ld_corr;
+    double *metric[HS_PATCH_N], *ld[HS_PATCH_N];
+    double *metric_pos[HS_PATCH_N], *ld_pos[HS_PATCH_N];
+} hs_patch_report;
+
+/* Patches the clean prompts' activations into the corrupted prompts of p
+ * (which must have "corrupted", "answer" and "wrong"), one sweep over the set
+ * per cell, on pool. acts: bits of hs_patch_act. HS_ERR_INPUT when p lacks
+ * them or the model does not produce an act (mlp_out with d_mlp 0, q/k with
+ * uniform attention). Free out with hs_patch_report_free. */
+hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
+                       hs_patch_report *out, hs_error *err);
+/* The same on token arrays: src (n, t) the runs patched from, dst (n, t) the
+ * runs patched into; answer, wrong, pos (n). */
+hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
+                              const int *answer, const int *wrong, const int *pos, unsigned acts,
+                              hs_patch_report *out, hs_error *err);
+void hs_patch_report_free(hs_patch_report *r);
+/* As JSON ({"ld_clean", "ld_corrupted", "prompts", "tokens", "metric":
+ * "normalised logit difference ...", "acts": {name: {"by": "layer x
+ * position" | "head", "metric": [[...]], "ld": [[...]], and for heads
+ * "metric_by_position": [[[...]]], "ld_by_position"}}}); caller frees with
+ * cJSON_Delete; NULL when memory ran out. */
+cJSON *hs_patch_json(const hs_patch_report *r);
+/* The text summary appended to b. */
+void hs_patch_summary(const hs_patch_report *r, hs_buf *b);
 
 #endif /* HS_TASKS_H */

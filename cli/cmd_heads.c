@@ -1,0 +1,190 @@
+/*
+ * cli/cmd_heads.c -- `headscope heads`: every head's detector scores
+ * (previous-token, duplicate-token, induction, first-noun, a user's target
+ * pattern) over a prompt set or one sentence (tasks/ hs_heads_run on the
+ * experiment engine): a table on stdout (or the JSON with --json), and with
+ * --out DIR heads.json and one layers x heads figure per detector.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "expout.h"
+#include "figopts.h"
+#include "util.h"
+
+static const char HEADS_HELP[] =
+    "usage: headscope heads --model FILE (--data FILE.jsonl | --sentence S) [options]\n"
+    "\n"
+    "Scores every attention head with the head detectors of TransformerLens\n"
+    "(head_detector.py, detect_head) over a prompt set: previous-token (D[i,i-1]),\n"
+    "duplicate-token (D[i,j] = 1 when j < i holds the same token), induction\n"
+    "(D[i,j] = 1 when the token before j equals token i), first-noun (every\n"
+    "position from the first of the task's nouns on attends to it; computed when\n"
+    "the vocabulary has such nouns) and, with --target, your own pattern. A\n"
+    "head's score is the mean over the prompts of\n"
+    "  mul: sum(A * D) / sum(A)                  (TL's default)\n"
+    "  abs: 1 - round(sum |A - D| / t, 3)\n"
+    "with A its attention pattern [dest, src] and D the detection pattern.\n"
+    "Layers and heads count from 0.\n"
+    "\n"
+    "options:\n"
+    "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    "  --data FILE           prompt set: JSONL, one {\"prompt\": \"...\"} a line (other\n"
+    "                        keys of the format are read and checked, not needed);\n"
+    "                        every prompt has the same number of tokens\n"
+    "  --sentence S          one sentence instead of a set\n"
+    "  --target FILE         your detection pattern: a JSON array of t rows of t\n"
+    "                        numbers [dest][src], zero above the diagonal\n"
+    "  --metric mul|abs      the score (default mul)\n"
+    "  --exclude-bos         zero column 0 of A (and of |A - D|) first\n"
+    "  --exclude-current     zero the diagonal first\n"
+    "  --out DIR             write heads.json and heads_<detector>.{png,svg,json}\n"
+    "                        (layers x heads) into DIR (created if missing; its\n"
+    "                        parent must exist)\n"
+    "  --json                print the scores as JSON instead of the table\n"
+    "  --threads N           worker threads, 0 = every CPU (default); the scores are\n"
+    "                        bit-identical for every count\n"
+    "\n"
+    "Prompt-set errors name the file and line (unknown word, lengths that differ,\n"
+    "a bad key). Exit status: 0 ok, 1 user error, 2 usage error.\n";
+
+/* One layers x heads figure per detector. 0 ok, 1 printed. */
+static int write_figures(const hs_heads_report *r, cli_exp *x)
+{
+    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
+    const int L = r->L, H = r->H;
+    char (*lab)[16] = calloc((size_t)(L + H), sizeof *lab);
+    const char **rl = calloc((size_t)(L + H), sizeof *rl);
+    float *m = calloc((size_t)L * H, sizeof *m);
+    int rc = 1;
+    if (!lab || !rl || !m) {
+        fprintf(stderr, "headscope heads: out of memory\n");
+        goto done;
+    }
+    for (int l = 0; l < L; l++) {
+        snprintf(lab[l], sizeof lab[0], "L%d", l);
+        rl[l] = lab[l];
+    }
+    for (int h = 0; h < H; h++) {
+        snprintf(lab[L + h], sizeof lab[0], "H%d", h);
+        rl[L + h] = lab[L + h];
+    }
+    for (int k = 0; k < HS_HEADS_N; k++) {
+        if (!r->has[k]) continue;
+        for (int i = 0; i < L * H; i++) m[i] = (float)r->score[k][i];
+        char stem[48], title[160], shows[200];
+        snprintf(stem, sizeof stem, "heads_%s", hs_heads_names[k]);
+        snprintf(title, sizeof title, "%s score per head (%s, %d prompt%s)", hs_heads_names[k],
+                 r->metric == HS_DETECT_ABS ? "abs" : "mul", r->n, r->n == 1 ? "" : "s");
+        snprintf(shows, sizeof shows, "the %s detector's %s score of every head, layers x heads", hs_heads_names[k],
+                 r->metric == HS_DETECT_ABS ? "abs" : "mul");
+        /* mul is in [0, 1]; abs goes down to -1 and below (signed map, its own range) */
+        if (cli_out_fig(&fx, r->metric == HS_DETECT_ABS ? CLI_FIG_SIGNED : CLI_FIG_NONNEG, stem, m, (size_t)L, (size_t)H, rl, rl + L, title,
+                        "head", "layer", r->metric == HS_DETECT_ABS ? 0.0 : 1.0, "detector score", NULL,
+                        shows))
+            goto done;
+    }
+    rc = 0;
+done:
+    free(lab);
+    free(rl);
+    free(m);
+    return rc;
+}
+
+int cmd_heads(int argc, char **argv)
+{
+    enum { O_MODEL = 256, O_DATA, O_SENT, O_TARGET, O_METRIC, O_EBOS, O_ECUR, O_OUT, O_JSON, O_THREADS, O_HELP };
+    static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
+                                         {"data", required_argument, 0, O_DATA},
+                                         {"sentence", required_argument, 0, O_SENT},
+                                         {"target", required_argument, 0, O_TARGET},
+                                         {"metric", required_argument, 0, O_METRIC},
+                                         {"exclude-bos", no_argument, 0, O_EBOS},
+                                         {"exclude-current", no_argument, 0, O_ECUR},
+                                         {"out", required_argument, 0, O_OUT},
+                                         {"json", no_argument, 0, O_JSON},
+                                         {"threads", required_argument, 0, O_THREADS},
+                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_FIGOPTS_LONGOPTS,
+                                         {0, 0, 0, 0}};
+    const char *C = "heads", *target_path = NULL;
+    int ebos = 0, ecur = 0, c;
+    hs_detect_metric metric = HS_DETECT_MUL;
+    cli_exp x;
+    cli_exp_init(&x, C);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_HELP:
+            fputs(HEADS_HELP, stdout);
+            fputs(CLI_FIGOPTS_HELP, stdout);
+            return 0;
+        case O_MODEL: x.model = optarg; break;
+        case O_DATA: x.data = optarg; break;
+        case O_SENT: x.sentence = optarg; break;
+        case O_TARGET: target_path = optarg; break;
+        case O_METRIC:
+            if (strcmp(optarg, "mul") == 0) metric = HS_DETECT_MUL;
+            else if (strcmp(optarg, "abs") == 0) metric = HS_DETECT_ABS;
+            else return cli_usage_error(C, "--metric needs mul or abs, got '%s'", optarg);
+            break;
+        case O_EBOS: ebos = 1; break;
+        case O_ECUR: ecur = 1; break;
+        case O_OUT: x.out = optarg; break;
+        case O_JSON: x.json = 1; break;
+        case O_THREADS:
+            if (cli_parse_threads(C, optarg, &x.threads)) return 2;
+            break;
+        default: {
+            int fr = cli_figopts_parse(C, c, optarg, &x.fo);
+            if (fr == 0) break;
+            if (fr > 0) return fr;
+            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+        }
+    }
+    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
+    if (!x.model) return cli_usage_error(C, "--model FILE is required");
+    if (!x.data == !x.sentence) return cli_usage_error(C, "give one of --data FILE or --sentence S");
+    hs_error err = {0};
+    int rc = 1;
+    float *target = NULL;
+    cJSON *j = NULL;
+    hs_buf text = {0};
+    hs_heads_report *r = calloc(1, sizeof *r);
+    if (r == NULL) {
+        fprintf(stderr, "headscope %s: out of memory\n", C);
+        goto done;
+    }
+    if (cli_exp_open(&x, HS_PROMPTS_TEXT_ONLY)) goto done;
+    hs_status st = target_path ? hs_target_pattern_load(target_path, x.p.t, &target, &err) : HS_OK;
+    if (st == HS_OK)
+        st = hs_heads_run(x.Ld.model, x.Ld.vocab, x.pool, &x.p, target, metric, ebos, ecur, r, &err);
+    if (st != HS_OK) {
+        rc = cli_error(C, &err);
+        goto done;
+    }
+    if ((j = hs_heads_json(r)) == NULL) {
+        fprintf(stderr, "headscope %s: out of memory\n", C);
+        goto done;
+    }
+    if (x.out && write_figures(r, &x)) goto done;
+    hs_heads_summary(r, &text);
+    rc = cli_exp_finish(&x, j, "heads",
+                        "every head's detector scores (TL detect_head), layers x heads, with the metric and the "
+                        "prompt count", &text);
+done:
+    hs_buf_free(&text);
+    cJSON_Delete(j);
+    free(target);
+    free(r);
+    cli_exp_close(&x);
+    return rc;
+}

@@ -1,0 +1,224 @@
+/*
+ * cli/cmd_patch.c -- `headscope patch`: activation patching clean ->
+ * corrupted over a prompt set (tasks/ hs_patch_run on the experiment
+ * engine): tables on stdout (or the JSON with --json), and with --out DIR
+ * patch.json and one figure per activation (and per head x position).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "expout.h"
+#include "figopts.h"
+#include "util.h"
+
+static const char PATCH_HELP[] =
+    "usage: headscope patch --model FILE --data FILE.jsonl [options]\n"
+    "\n"
+    "Activation patching, as TransformerLens's patching.py (get_act_patch_*):\n"
+    "each prompt's clean run is cached; then, one cell at a time, the clean value\n"
+    "of one activation replaces the corrupted run's, and the logit difference\n"
+    "LD = logit(answer) - logit(wrong) is read at each prompt's position. The\n"
+    "value of a cell is the normalised LD over the set,\n"
+    "  (LD_patched - LD_corrupted) / (LD_clean - LD_corrupted)\n"
+    "(means over the prompts): 0 = no effect, 1 = the clean answer restored.\n"
+    "Cells: layer x position for resid_pre, attn_out, mlp_out, resid_post\n"
+    "(blocks.l.hook_*); head (all positions, and head x position) for z, q, k, v\n"
+    "(blocks.l.attn.hook_*) and pattern (hook_pattern; the position is the\n"
+    "destination row). Layers, heads and positions count from 0.\n"
+    "\n"
+    "options:\n"
+    "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    "  --data FILE           prompt set: JSONL, one object a line with \"prompt\",\n"
+    "                        \"corrupted\" (same number of tokens), \"answer\" and\n"
+    "                        \"wrong\" (tokens of the vocabulary), optional\n"
+    "                        \"position\" (default the last token); every prompt has\n"
+    "                        the same number of tokens\n"
+    "  --acts LIST           comma-separated: resid_pre,attn_out,mlp_out,resid_post,\n"
+    "                        z,q,k,v,pattern (default: every one the model has)\n"
+    "  --out DIR             write patch.json and patch_<act>.{png,svg,json} (+\n"
+    "                        patch_<act>_by_position for heads) into DIR (created\n"
+    "                        if missing; its parent must exist)\n"
+    "  --json                print every number as JSON instead of the tables\n"
+    "  --threads N           worker threads, 0 = every CPU (default); the numbers\n"
+    "                        are bit-identical for every count\n"
+    "\n"
+    "Prompt-set errors name the file and line (unknown word, a corrupted prompt\n"
+    "of another length, an answer not in the vocabulary, a bad key).\n"
+    "Exit status: 0 ok, 1 user error, 2 usage error.\n";
+
+/* Figures: per act a layer x position (or layer x head) matrix; per head act
+ * also heads x positions. 0 ok, 1 printed. */
+static int write_figures(const hs_patch_report *r, cli_exp *x)
+{
+    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
+    const int L = r->L, H = r->H, T = r->t;
+    const size_t n_lab = (size_t)L * H + (size_t)T + (size_t)L + (size_t)H;
+    char (*lab)[48] = calloc(n_lab, sizeof *lab);
+    const char **ll = calloc(n_lab, sizeof *ll);
+    float *m = calloc((size_t)L * H * T + (size_t)L * T, sizeof *m);
+    int rc = 1;
+    if (!lab || !ll || !m) {
+        fprintf(stderr, "headscope patch: out of memory\n");
+        goto done;
+    }
+    /* labels: positions (with the first prompt's tokens), layers, heads, layer-heads */
+    const char **pos_l = ll, **lay_l = ll + T, **head_l = ll + T + L, **lh_l = ll + T + L + H;
+    size_t k = 0;
+    for (int p = 0; p < T; p++, k++) {
+        snprintf(lab[k], sizeof lab[0], "%d %s", p, hs_vocab_word(x->Ld.vocab, x->p.clean[p]));
+        pos_l[p] = lab[k];
+    }
+    for (int l = 0; l < L; l++, k++) {
+        snprintf(lab[k], sizeof lab[0], "L%d", l);
+        lay_l[l] = lab[k];
+    }
+    for (int h = 0; h < H; h++, k++) {
+        snprintf(lab[k], sizeof lab[0], "H%d", h);
+        head_l[h] = lab[k];
+    }
+    for (int i = 0; i < L * H; i++, k++) {
+        snprintf(lab[k], sizeof lab[0], "L%dH%d", i / H, i % H);
+        lh_l[i] = lab[k];
+    }
+    for (int a = 0; a < HS_PATCH_N; a++) {
+        if (!(r->acts & (1u << a))) continue;
+        const char *nm = hs_patch_act_names[a];
+        char stem[64], title[160], shows[240];
+        const int head = hs_patch_act_is_head(a);
+        const size_t R = (size_t)L, C = head ? (size_t)H : (size_t)T;
+        for (size_t i = 0; i < R * C; i++) m[i] = (float)r->metric[a][i];
+        snprintf(stem, sizeof stem, "patch_%s", nm);
+        snprintf(title, sizeof title, "patching %s%s: normalised LD (1 = clean restored)", nm,
+                 head ? " per head, all positions" : "");
+        snprintf(shows, sizeof shows, "normalised logit difference when %s is patched clean -> corrupted, %s", nm,
+                 head ? "per head at every position [layer][head]" : "by layer x position");
+        if (cli_out_fig(&fx, CLI_FIG_SIGNED, stem, m, R, C, lay_l, head ? head_l : pos_l, title, head ? "head" : "position",
+                        "layer", 1.0, "normalised logit difference", NULL, shows))
+            goto done;
+        if (!head) continue;
+        for (size_t i = 0; i < (size_t)L * H * T; i++) m[i] = (float)r->metric_pos[a][i];
+        snprintf(stem, sizeof stem, "patch_%s_by_position", nm);
+        snprintf(title, sizeof title, "patching %s per head and position: normalised LD", nm);
+        snprintf(shows, sizeof shows, "normalised logit difference when one head's %s is patched at one position "
+                 "[layer*heads + head][position]", nm);
+        if (cli_out_fig(&fx, CLI_FIG_SIGNED, stem, m, (size_t)L * H, (size_t)T, lh_l, pos_l, title,
+                        a == HS_PATCH_PATTERN ? "destination position" : "position", "head", 1.0,
+                        "normalised logit difference", NULL, shows))
+            goto done;
+    }
+    rc = 0;
+done:
+    free(lab);
+    free(ll);
+    free(m);
+    return rc;
+}
+
+/* --acts LIST into bits; -1 on an unknown name (printed). */
+static int parse_acts(const char *C, const char *s, unsigned *acts)
+{
+    *acts = 0;
+    char *copy = hs_strdup(s), *save = NULL;
+    if (copy == NULL) return -1;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int a = hs_patch_act_parse(t);
+        if (a < 0) {
+            cli_usage_error(C, "unknown activation '%s' in --acts (resid_pre, attn_out, mlp_out, resid_post, "
+                               "z, q, k, v, pattern)", t);
+            free(copy);
+            return -1;
+        }
+        *acts |= 1u << a;
+    }
+    free(copy);
+    if (*acts == 0) {
+        cli_usage_error(C, "--acts is empty");
+        return -1;
+    }
+    return 0;
+}
+
+int cmd_patch(int argc, char **argv)
+{
+    enum { O_MODEL = 256, O_DATA, O_ACTS, O_OUT, O_JSON, O_THREADS, O_HELP };
+    static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
+                                         {"data", required_argument, 0, O_DATA},
+                                         {"acts", required_argument, 0, O_ACTS},
+                                         {"out", required_argument, 0, O_OUT},
+                                         {"json", no_argument, 0, O_JSON},
+                                         {"threads", required_argument, 0, O_THREADS},
+                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_FIGOPTS_LONGOPTS,
+                                         {0, 0, 0, 0}};
+    const char *C = "patch";
+    unsigned acts = 0;
+    int c;
+    cli_exp x;
+    cli_exp_init(&x, C);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_HELP:
+            fputs(PATCH_HELP, stdout);
+            fputs(CLI_FIGOPTS_HELP, stdout);
+            return 0;
+        case O_MODEL: x.model = optarg; break;
+        case O_DATA: x.data = optarg; break;
+        case O_ACTS:
+            if (parse_acts(C, optarg, &acts)) return 2;
+            break;
+        case O_OUT: x.out = optarg; break;
+        case O_JSON: x.json = 1; break;
+        case O_THREADS:
+            if (cli_parse_threads(C, optarg, &x.threads)) return 2;
+            break;
+        default: {
+            int fr = cli_figopts_parse(C, c, optarg, &x.fo);
+            if (fr == 0) break;
+            if (fr > 0) return fr;
+            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
+        }
+        }
+    }
+    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
+    if (!x.model) return cli_usage_error(C, "--model FILE is required");
+    if (!x.data) return cli_usage_error(C, "--data FILE is required (a JSONL prompt set)");
+    hs_error err = {0};
+    int rc = 1;
+    cJSON *j = NULL;
+    hs_buf text = {0};
+    hs_patch_report r = {0};
+    if (cli_exp_open(&x, 0)) goto done;
+    if (acts == 0) { /* every act the model produces */
+        const hs_config *cfg = &x.Ld.model->cfg;
+        for (int a = 0; a < HS_PATCH_N; a++) acts |= 1u << a;
+        if (cfg->d_mlp == 0) acts &= ~(1u << HS_PATCH_MLP_OUT);
+        if (cfg->attn != HS_ATTN_SOFTMAX) acts &= ~((1u << HS_PATCH_Q) | (1u << HS_PATCH_K));
+    }
+    if (hs_patch_run(x.Ld.model, x.pool, &x.p, acts, &r, &err) != HS_OK) {
+        rc = cli_error(C, &err);
+        goto done;
+    }
+    if ((j = hs_patch_json(&r)) == NULL) {
+        fprintf(stderr, "headscope %s: out of memory\n", C);
+        goto done;
+    }
+    if (x.out && write_figures(&r, &x)) goto done;
+    hs_patch_summary(&r, &text);
+    rc = cli_exp_finish(&x, j, "patch",
+                        "every patching number: normalised and raw logit differences per activation, layer, "
+                        "head and position, LD clean and corrupted", &text);
+done:
+    hs_buf_free(&text);
+    cJSON_Delete(j);
+    hs_patch_report_free(&r);
+    cli_exp_close(&x);
+    return rc;
+}

@@ -1,0 +1,140 @@
+/* cli/expout.c -- see expout.h. */
+#include "expout.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "util.h"
+
+int cli_out_fig(const cli_fig_ctx *x, cli_fig_kind kind, const char *stem, const float *m, size_t R,
+                   size_t C, const char *const *rl, const char *const *cl, const char *title,
+                   const char *xl, const char *yl, double lim, const char *q, const char *note,
+                   const char *shows)
+{
+    const char *cmd = x->od->cmd;
+    const cli_figopts *fo = x->od->fo;
+    hs_error err = {0};
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    int rc = 0;
+    const size_t cap = kind == CLI_FIG_BARS ? HS_VIZ_MAX_BARS : HS_VIZ_MAX_TOKENS;
+    if (cli_figopts_images(fo)) {
+        if (R > cap || C > HS_VIZ_MAX_TOKENS) {
+            fprintf(stderr, "headscope %s: note: %s is %zu x %zu, over the figure cap; writing its JSON only\n",
+                    cmd, stem, R, C);
+        } else {
+            hs_viz_options o = cli_figopts_for(fo, kind, lim);
+            o.value_label = q;
+            o.note = note;
+            hs_status s;
+            if (kind == CLI_FIG_BARS)
+                s = hs_viz_bars_figure(&fig, m, R, rl, title, xl, &o, &err);
+            else if (kind == CLI_FIG_NONNEG)
+                s = hs_viz_matrix_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
+            else
+                s = hs_viz_signed_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
+            if (s != HS_OK) rc = cli_error(cmd, &err);
+        }
+    }
+    if (!rc && cli_figopts_data(fo)) {
+        hs_status s = kind == CLI_FIG_BARS ? hs_viz_bars_json(&j, m, R, rl, title, xl, &err)
+                                : hs_viz_signed_json(&j, m, R, C, rl, cl, title, xl, yl, &err);
+        if (s != HS_OK) {
+            rc = cli_error(cmd, &err);
+        } else {
+            cJSON *cfg = hs_config_to_json(x->cfg, HS_CONFIG_JSON_ALL);
+            if (!cfg || !cJSON_AddItemToObject(j, "config", cfg) ||
+                !cJSON_AddStringToObject(j, "model", x->model) ||
+                (note && (!cJSON_AddBoolToObject(j, "usable", 0) ||
+                          !cJSON_AddStringToObject(j, "why_not_usable", note)))) {
+                if (cfg && !cJSON_GetObjectItem(j, "config")) cJSON_Delete(cfg);
+                fprintf(stderr, "headscope %s: out of memory\n", cmd);
+                rc = 1;
+            }
+        }
+    }
+    if (!rc) rc = cli_out_figure(x->od, stem, fig, j, shows);
+    cJSON_Delete(j);
+    hs_viz_figure_destroy(fig);
+    return rc;
+}
+
+void cli_exp_init(cli_exp *x, const char *cmd)
+{
+    memset(x, 0, sizeof *x);
+    x->cmd = cmd;
+    cli_figopts_default(&x->fo, 300);
+}
+
+int cli_exp_open(cli_exp *x, int prompt_flags)
+{
+    hs_error err = {0};
+    if (cli_load(x->cmd, x->model, 0, &x->Ld)) return 1;
+    const int n_ctx = x->Ld.model->cfg.n_ctx;
+    hs_status st = x->data ? hs_prompts_load(x->data, x->Ld.vocab, n_ctx, prompt_flags, &x->p, &err)
+                           : hs_prompts_sentence(x->sentence, x->Ld.vocab, n_ctx, &x->p, &err);
+    if (st != HS_OK) return cli_error(x->cmd, &err);
+    const char *inputs[] = {x->model, x->data, NULL};
+    if (x->out && (cli_figopts_font(x->cmd, &x->fo) ||
+                   cli_outdir_open(&x->od, x->cmd, x->out, &x->fo, inputs)))
+        return 1;
+    if (hs_pool_create(x->threads, &x->pool, &err) != HS_OK) return cli_error(x->cmd, &err);
+    return 0;
+}
+
+int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows, hs_buf *summary)
+{
+    cJSON *cfg = hs_config_to_json(&x->Ld.model->cfg, HS_CONFIG_JSON_ALL);
+    if (!cfg || !cJSON_AddItemToObject(json, "config", cfg) || !cJSON_AddStringToObject(json, "model", x->model)) {
+        if (cfg && !cJSON_GetObjectItem(json, "config")) cJSON_Delete(cfg);
+        fprintf(stderr, "headscope %s: out of memory\n", x->cmd);
+        return 1;
+    }
+    if (x->out) {
+        if (cli_out_json(&x->od, name, json, shows)) return 1;
+        cJSON *extra = cJSON_CreateObject();
+        if (!extra || !cJSON_AddStringToObject(extra, "model", x->model)) {
+            cJSON_Delete(extra);
+            fprintf(stderr, "headscope %s: out of memory\n", x->cmd);
+            return 1;
+        }
+        int bad = cli_out_index(&x->od, extra);
+        cJSON_Delete(extra);
+        if (bad) return 1;
+    }
+    hs_buf text = {0};
+    if (x->json) {
+        char *s = cJSON_Print(json);
+        if (s) hs_buf_printf(&text, "%s\n", s);
+        else text.oom = 1;
+        free(s);
+    } else {
+        hs_buf_append(&text, summary->s ? summary->s : "", summary->len);
+        if (x->out)
+            hs_buf_printf(&text, "\nwrote %d files to %s (%s.json, figures; listed in %s/index.json)\n",
+                          cJSON_GetArraySize(x->od.files), x->out, name, x->out);
+    }
+    int rc = 0;
+    if (text.oom) {
+        fprintf(stderr, "headscope %s: out of memory\n", x->cmd);
+        rc = 1;
+    } else {
+        fputs(text.s ? text.s : "", stdout);
+        if (fflush(stdout) != 0) {
+            fprintf(stderr, "headscope %s: cannot write to stdout\n", x->cmd);
+            rc = 1;
+        }
+        if (rc == 0) cli_say_threads(x->cmd, x->threads);
+    }
+    hs_buf_free(&text);
+    return rc;
+}
+
+void cli_exp_close(cli_exp *x)
+{
+    cli_outdir_close(&x->od);
+    hs_pool_destroy(x->pool);
+    hs_prompts_free(&x->p);
+    cli_loaded_free(&x->Ld);
+    cli_figopts_free(&x->fo);
+}

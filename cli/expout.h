@@ -1,0 +1,59 @@
+/*
+ * cli/expout.h -- one figure (+ its JSON with the model and config added)
+ * through the shared output folder (figopts.h), for the commands that write
+ * matrices and bars of an experiment: circuit, patch, ablate, dla, lens,
+ * heads.
+ */
+#ifndef HS_CLI_EXPOUT_H
+#define HS_CLI_EXPOUT_H
+
+#include "figopts.h"
+#include "util.h"
+
+typedef struct {
+    cli_outdir *od;
+    const char *model;     /* the checkpoint path, written into each JSON */
+    const hs_config *cfg;  /* its config, written into each JSON */
+} cli_fig_ctx;
+
+/* Writes stem.{png,svg,pdf,json} in the formats chosen. kind: CLI_FIG_SIGNED
+ * (R x C, diverging), CLI_FIG_BARS (R values), CLI_FIG_NONNEG (R x C,
+ * sequential from 0, e.g. attention). lim > 0: a limit shared by the figures
+ * of a kind (cli_figopts_for), unless --range auto or --vmin/--vmax. q: the
+ * quantity the colour bar (or bar axis) shows, with its unit. note: a line on
+ * the figure (and "usable": false in its JSON) saying why its numbers are not
+ * usable, or NULL. A figure over the viz caps gets its JSON only, with a note.
+ * 0 ok, 1 after printing. */
+int cli_out_fig(const cli_fig_ctx *x, cli_fig_kind kind, const char *stem, const float *m,
+                size_t R, size_t C, const char *const *rl, const char *const *cl,
+                const char *title, const char *xl, const char *yl, double lim, const char *q,
+                const char *note, const char *shows);
+
+/* What every command over a prompt set shares (heads, patch): the checkpoint,
+ * the prompt set (or one sentence), the worker pool, the output folder. */
+typedef struct {
+    const char *cmd;
+    const char *model, *data, *sentence, *out; /* from the command line */
+    int json;          /* --json: print the JSON instead of the summary */
+    int threads;       /* --threads */
+    cli_figopts fo;
+    cli_loaded Ld;
+    hs_prompts p;
+    hs_pool *pool;
+    cli_outdir od;
+} cli_exp;
+
+/* Defaults (figure options at 300 dpi) for command cmd. */
+void cli_exp_init(cli_exp *x, const char *cmd);
+/* After parsing: loads the model, reads the prompt set (--data, with
+ * prompt_flags of hs_prompts_load) or the sentence, opens the output folder,
+ * starts the pool. 0 ok, 1 after printing. */
+int cli_exp_open(cli_exp *x, int prompt_flags);
+/* Writes NAME.json (json, with "model" and "config" added here) and
+ * index.json into the folder when --out was given, then prints the JSON
+ * (--json) or summary (plus the files written), and says the threads used
+ * on stderr. 0 ok, 1 after printing. */
+int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows, hs_buf *summary);
+void cli_exp_close(cli_exp *x);
+
+#endif

@@ -1,0 +1,453 @@
+/*
+ * tasks/patch.c -- activation patching over a prompt set (`headscope
+ * patch`; TransformerLens patching.py, get_act_patch_*), on the experiment
+ * engine: for every layer x position (residual stream and block outputs) and
+ * every head (all positions, and head x position: z, q, k, v, pattern), the
+ * clean run's value is written into the corrupted run and the mean logit
+ * difference answer - wrong is read at each prompt's position.
+ *
+ * Every sweep runs all prompts chunk by chunk on one worker; per-prompt
+ * logit differences are stored by row and summed in row order, so every
+ * number is bit-identical for any thread count and equals one prompt at a
+ * time (tests/test_experiments.c).
+ */
+#include "tasks/tasks.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+const char *const hs_patch_act_names[HS_PATCH_N] = {"resid_pre", "attn_out", "mlp_out", "resid_post",
+                                                    "z", "q", "k", "v", "pattern"};
+/* the hook point of each act in layer l */
+static const char *const HOOK[HS_PATCH_N] = {"blocks.%d.hook_resid_pre", "blocks.%d.hook_attn_out",
+                                             "blocks.%d.hook_mlp_out", "blocks.%d.hook_resid_post",
+                                             "blocks.%d.attn.hook_z", "blocks.%d.attn.hook_q",
+                                             "blocks.%d.attn.hook_k", "blocks.%d.attn.hook_v",
+                                             "blocks.%d.attn.hook_pattern"};
+
+int hs_patch_act_is_head(int act)
+{
+    return act >= HS_PATCH_Z;
+}
+
+int hs_patch_act_parse(const char *name)
+{
+    for (int a = 0; a < HS_PATCH_N; a++)
+        if (strcmp(name, hs_patch_act_names[a]) == 0) return a;
+    return -1;
+}
+
+void hs_patch_report_free(hs_patch_report *r)
+{
+    if (r == NULL) return;
+    for (int a = 0; a < HS_PATCH_N; a++) {
+        free(r->metric[a]);
+        free(r->ld[a]);
+        free(r->metric_pos[a]);
+        free(r->ld_pos[a]);
+    }
+    memset(r, 0, sizeof *r);
+}
+
+/* One sweep: act in layer, head (-1: a layer-level act), pos (-1: all). */
+typedef struct {
+    int act, layer, head, pos;
+    double *ld, *metric; /* where its mean LD and normalised metric go */
+} pjob;
+
+typedef struct {
+    const hs_model *m;
+    int n, t;                     /* rows (padded to whole chunks), tokens */
+    int n_real;                   /* the prompts; rows n_real.. repeat the last one */
+    const int *src, *dst;         /* (n, t) clean and corrupted tokens */
+    const int *answer, *wrong, *pos; /* (n) */
+    hs_cache *src_v;              /* (chunks) views of the clean cache */
+    double **row_ld;              /* (workers) (n) per-row LD scratch */
+    pjob *jobs;
+    double ld_clean, ld_corr;
+} pctx;
+
+typedef struct {
+    const hs_cache_entry *src; /* the clean value of this chunk */
+    int act, head, pos;
+} phook;
+
+static int patch_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name;
+    const phook *p = ctx;
+    const hs_cache_entry *e = p->src;
+    if (ndim != e->ndim) return -1;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] != e->shape[i]) return -1;
+    const int64_t B = shape[0];
+    if (p->act == HS_PATCH_PATTERN) { /* [B, H, T(dest), T(src)] */
+        const int64_t H = shape[1], T = shape[2], S = shape[3];
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t q = 0; q < T; q++) {
+                if (p->pos >= 0 && q != p->pos) continue;
+                const size_t o = (((size_t)b * H + p->head) * T + q) * S;
+                memcpy(data + o, e->data + o, (size_t)S * sizeof(float));
+            }
+        return 1;
+    }
+    const int64_t T = shape[1];
+    size_t inner = 1; /* floats per (b, position) */
+    for (int i = 2; i < ndim; i++) inner *= (size_t)shape[i];
+    size_t off = 0, len = inner;
+    if (p->head >= 0) { /* [B, T, H, dh] */
+        len = (size_t)shape[3];
+        off = (size_t)p->head * len;
+    }
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t q = 0; q < T; q++) {
+            if (p->pos >= 0 && q != p->pos) continue;
+            const size_t o = ((size_t)b * T + q) * inner + off;
+            memcpy(data + o, e->data + o, len * sizeof(float));
+        }
+    return 1;
+}
+
+typedef struct {
+    pctx *c;
+    const pjob *jb;
+} sweep_arg;
+
+static hs_status sweep_hooks(void *arg, hs_engine_worker *w, int chunk, int r0, int b)
+{
+    (void)r0;
+    (void)b;
+    const sweep_arg *sa = arg;
+    const pjob *jb = sa->jb;
+    char name[64];
+    snprintf(name, sizeof name, HOOK[jb->act], jb->layer);
+    const hs_cache_entry *e = hs_cache_get(&sa->c->src_v[chunk], name);
+    if (e == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "patch: the model has no point %s", name);
+    phook *p = malloc(sizeof *p);
+    if (p == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    *p = (phook){e, jb->act, jb->head, jb->pos};
+    return hs_hooks_add_owned(w->hk, name, patch_hook, p, free, &w->err);
+}
+
+/* LD = logit(answer) - logit(wrong) at each prompt's position. */
+static void ld_rows(const pctx *c, double *out, const float *logits, int r0, int b)
+{
+    const int V = c->m->cfg.d_vocab;
+    for (int i = 0; i < b; i++) {
+        const int r = r0 + i;
+        const float *row = logits + ((size_t)i * c->t + c->pos[r]) * V;
+        out[r] = (double)row[c->answer[r]] - (double)row[c->wrong[r]];
+    }
+}
+
+static void sweep_rows(void *arg, hs_engine_worker *w, const float *logits, int r0, int b)
+{
+    const sweep_arg *sa = arg;
+    ld_rows(sa->c, sa->c->row_ld[w->index], logits, r0, b);
+}
+
+static double mean_rows(const double *v, int n)
+{
+    double s = 0.0;
+    for (int i = 0; i < n; i++) s += v[i];
+    return s / n;
+}
+
+static hs_status pjob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
+{
+    pctx *c = arg;
+    sweep_arg sa = {c, &c->jobs[j]};
+    hs_status st = hs_engine_sweep(e, w, c->dst, c->n, sweep_hooks, sweep_rows, &sa);
+    if (st != HS_OK) return st;
+    const double ld = mean_rows(c->row_ld[w->index], c->n_real);
+    *c->jobs[j].ld = ld;
+    *c->jobs[j].metric = hs_patch_metric(ld, c->ld_corr, c->ld_clean);
+    return HS_OK;
+}
+
+/* Job 0: the clean run, cached; job 1: the corrupted run's LDs. */
+typedef struct {
+    pctx *c;
+    const char *const *filt;
+    int nf;
+    hs_cache *clean;
+    double *ld_src, *ld_dst; /* (n) */
+} base_arg;
+
+static void base_rows(void *arg, hs_engine_worker *w, const float *logits, int r0, int b)
+{
+    (void)w;
+    const base_arg *ba = arg;
+    ld_rows(ba->c, ba->ld_dst, logits, r0, b);
+}
+
+static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
+{
+    base_arg *ba = arg;
+    pctx *c = ba->c;
+    if (j == 1) return hs_engine_sweep(e, w, c->dst, c->n, NULL, base_rows, ba);
+    hs_status st = hs_engine_cache(e, w, c->src, c->n, ba->filt, ba->nf, NULL, ba->clean);
+    if (st != HS_OK) return st;
+    const hs_cache_entry *lg = hs_cache_get(ba->clean, "logits");
+    HS_ASSERT(lg != NULL);
+    ld_rows(c, ba->ld_src, lg->data, 0, c->n);
+    return HS_OK;
+}
+
+hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
+                              const int *answer, const int *wrong, const int *pos, unsigned acts,
+                              hs_patch_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const hs_config *cfg = &m->cfg;
+    const int L = cfg->n_layers, H = cfg->n_heads, V = cfg->d_vocab;
+    if (n < 1 || t < 1) return hs_fail(err, HS_ERR_INPUT, "patch: the prompt set is empty");
+    for (int i = 0; i < n; i++)
+        if (answer[i] < 0 || answer[i] >= V || wrong[i] < 0 || wrong[i] >= V || pos[i] < 0 || pos[i] >= t)
+            return hs_fail(err, HS_ERR_INPUT, "patch: prompt %d has no answer/wrong token or a bad position", i);
+    /* acts the model does not produce */
+    if (cfg->d_mlp == 0 && (acts & (1u << HS_PATCH_MLP_OUT)))
+        return hs_fail(err, HS_ERR_INPUT, "patch: mlp_out: the model has no MLP (d_mlp 0)");
+    if (cfg->attn != HS_ATTN_SOFTMAX && (acts & ((1u << HS_PATCH_Q) | (1u << HS_PATCH_K))))
+        return hs_fail(err, HS_ERR_INPUT, "patch: q, k: the model's uniform attention has no queries or keys");
+    out->L = L;
+    out->H = H;
+    out->n = n;
+    out->t = t;
+    out->acts = acts;
+    pctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.t = t;
+    c.n_real = n;
+    /* whole chunks, so the clean cache's chunk views match every forward */
+    int np = 0, *psrc = hs_engine_pad_rows(src, n, t, &np), *pdst = hs_engine_pad_rows(dst, n, t, &np);
+    int *pans = hs_engine_pad_rows(answer, n, 1, &np), *pwr = hs_engine_pad_rows(wrong, n, 1, &np);
+    int *ppos = hs_engine_pad_rows(pos, n, 1, &np);
+    c.n = np;
+    c.src = psrc;
+    c.dst = pdst;
+    c.answer = pans;
+    c.wrong = pwr;
+    c.pos = ppos;
+    hs_engine e;
+    memset(&e, 0, sizeof e);
+    hs_cache clean = {0};
+    double *lds = malloc((size_t)np * 2 * sizeof *lds);
+    const char *filt[HS_PATCH_N + 1];
+    char pats[HS_PATCH_N][48];
+    int nf = 0, n_jobs = 0;
+    hs_status st = HS_OK;
+    for (int a = 0; a < HS_PATCH_N; a++) {
+        if (!(acts & (1u << a))) continue;
+        snprintf(pats[a], sizeof pats[a], HOOK[a], 0);
+        /* "blocks.0.x" -> "blocks.*.x" */
+        char *d0 = strstr(pats[a], ".0.");
+        d0[1] = '*';
+        filt[nf++] = pats[a];
+        const size_t cells = hs_patch_act_is_head(a) ? (size_t)L * H : (size_t)L * t;
+        out->metric[a] = malloc(cells * sizeof(double));
+        out->ld[a] = malloc(cells * sizeof(double));
+        if (!out->metric[a] || !out->ld[a]) goto oom;
+        n_jobs += (int)cells;
+        if (hs_patch_act_is_head(a)) {
+            out->metric_pos[a] = malloc(cells * t * sizeof(double));
+            out->ld_pos[a] = malloc(cells * t * sizeof(double));
+            if (!out->metric_pos[a] || !out->ld_pos[a]) goto oom;
+            n_jobs += (int)cells * t;
+        }
+    }
+    filt[nf++] = "logits";
+    c.jobs = calloc((size_t)(n_jobs ? n_jobs : 1), sizeof *c.jobs);
+    if (!lds || !c.jobs || !psrc || !pdst || !pans || !pwr || !ppos) goto oom;
+    int nj = 0;
+    for (int a = 0; a < HS_PATCH_N; a++) {
+        if (!(acts & (1u << a))) continue;
+        for (int l = 0; l < L; l++) {
+            if (!hs_patch_act_is_head(a)) {
+                for (int p = 0; p < t; p++)
+                    c.jobs[nj++] = (pjob){a, l, -1, p, &out->ld[a][l * t + p], &out->metric[a][l * t + p]};
+                continue;
+            }
+            for (int h = 0; h < H; h++) {
+                c.jobs[nj++] = (pjob){a, l, h, -1, &out->ld[a][l * H + h], &out->metric[a][l * H + h]};
+                for (int p = 0; p < t; p++) {
+                    const size_t k = ((size_t)l * H + h) * t + p;
+                    c.jobs[nj++] = (pjob){a, l, h, p, &out->ld_pos[a][k], &out->metric_pos[a][k]};
+                }
+            }
+        }
+    }
+    if ((st = hs_engine_init(&e, m, pool, t, err)) != HS_OK) goto fail;
+    c.row_ld = calloc((size_t)e.n_workers, sizeof *c.row_ld);
+    if (c.row_ld == NULL) goto oom;
+    for (int i = 0; i < e.n_workers; i++)
+        if ((c.row_ld[i] = malloc((size_t)np * sizeof(double))) == NULL) goto oom;
+    base_arg ba = {&c, filt, nf, &clean, lds, lds + np};
+    if ((st = hs_engine_for(&e, 2, base_job, &ba, err)) != HS_OK) goto fail;
+    c.ld_clean = out->ld_clean = mean_rows(lds, n);
+    c.ld_corr = out->ld_corr = mean_rows(lds + np, n);
+    if ((st = hs_engine_views(&clean, np, &c.src_v, err)) != HS_OK) goto fail;
+    st = hs_engine_for(&e, nj, pjob_run, &c, err);
+    goto done;
+oom:
+    st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+fail:
+done:
+    if (c.row_ld)
+        for (int i = 0; i < e.n_workers; i++) free(c.row_ld[i]);
+    free(c.row_ld);
+    hs_engine_views_free(c.src_v, hs_engine_chunks(np));
+    free(psrc);
+    free(pdst);
+    free(pans);
+    free(pwr);
+    free(ppos);
+    hs_cache_free(&clean);
+    hs_engine_free(&e);
+    free(c.jobs);
+    free(lds);
+    if (st != HS_OK) hs_patch_report_free(out);
+    return st;
+}
+
+hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
+                       hs_patch_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (p->corr == NULL)
+        return hs_fail(err, HS_ERR_INPUT, "patch: the prompt set has no \"corrupted\" prompts to patch into");
+    if (p->wrong == NULL)
+        return hs_fail(err, HS_ERR_INPUT, "patch: the prompt set has no \"wrong\" answers (the metric is the "
+                                          "logit difference answer - wrong)");
+    for (int i = 0; i < p->n; i++)
+        if (p->answer[i] < 0)
+            return hs_fail(err, HS_ERR_INPUT, "patch: line %d has no \"answer\"", p->line[i]);
+    return hs_patch_run_tokens(m, pool, p->clean, p->corr, p->n, p->t, p->answer, p->wrong, p->pos, acts, out,
+                               err);
+}
+
+static cJSON *num_or_null(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+/* [[v[0..C-1]], ...] of R rows (v row-major). */
+static cJSON *matrix(const double *v, int R, int C)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int r = 0; a && r < R; r++) {
+        cJSON *row = cJSON_CreateArray();
+        if (!row || !cJSON_AddItemToArray(a, row)) {
+            cJSON_Delete(row);
+            cJSON_Delete(a);
+            return NULL;
+        }
+        for (int c = 0; c < C; c++)
+            if (!cJSON_AddItemToArray(row, num_or_null(v[(size_t)r * C + c]))) {
+                cJSON_Delete(a);
+                return NULL;
+            }
+    }
+    return a;
+}
+
+/* [[[v...] per position] per head] per layer. */
+static cJSON *cube(const double *v, int L, int H, int T)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int l = 0; a && l < L; l++) {
+        cJSON *m = matrix(v + (size_t)l * H * T, H, T);
+        if (!m || !cJSON_AddItemToArray(a, m)) {
+            cJSON_Delete(m);
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+static int add(cJSON *o, const char *k, cJSON *v)
+{
+    if (v && cJSON_AddItemToObject(o, k, v)) return 1;
+    cJSON_Delete(v);
+    return 0;
+}
+
+cJSON *hs_patch_json(const hs_patch_report *r)
+{
+    cJSON *o = cJSON_CreateObject(), *acts = cJSON_CreateObject();
+    int ok = o && acts &&
+             cJSON_AddStringToObject(o, "metric", "normalised logit difference (LD_patched - LD_corrupted) / "
+                                                  "(LD_clean - LD_corrupted), LD = logit(answer) - logit(wrong) "
+                                                  "at each prompt's position, averaged over the prompts") &&
+             add(o, "ld_clean", num_or_null(r->ld_clean)) && add(o, "ld_corrupted", num_or_null(r->ld_corr)) &&
+             cJSON_AddNumberToObject(o, "prompts", r->n) && cJSON_AddNumberToObject(o, "tokens", r->t);
+    for (int a = 0; a < HS_PATCH_N && ok; a++) {
+        if (!(r->acts & (1u << a))) continue;
+        cJSON *x = cJSON_CreateObject();
+        ok = add(acts, hs_patch_act_names[a], x);
+        if (!ok) break;
+        char hook[64];
+        snprintf(hook, sizeof hook, HOOK[a], 0);
+        hook[7] = 'l'; /* "blocks.l...." */
+        ok = cJSON_AddStringToObject(x, "hook", hook) != NULL;
+        if (hs_patch_act_is_head(a)) {
+            ok = ok && cJSON_AddStringToObject(x, "by", "head (all positions) [layer][head]; by_position "
+                                                       "[layer][head][position]") &&
+                 add(x, "metric", matrix(r->metric[a], r->L, r->H)) && add(x, "ld", matrix(r->ld[a], r->L, r->H)) &&
+                 add(x, "metric_by_position", cube(r->metric_pos[a], r->L, r->H, r->t)) &&
+                 add(x, "ld_by_position", cube(r->ld_pos[a], r->L, r->H, r->t));
+        } else {
+            ok = ok && cJSON_AddStringToObject(x, "by", "layer x position [layer][position]") &&
+                 add(x, "metric", matrix(r->metric[a], r->L, r->t)) && add(x, "ld", matrix(r->ld[a], r->L, r->t));
+        }
+    }
+    if (ok) ok = add(o, "acts", acts);
+    else cJSON_Delete(acts);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+void hs_patch_summary(const hs_patch_report *r, hs_buf *b)
+{
+    hs_buf_printf(b, "patch: %d prompt%s of %d tokens, clean -> corrupted; LD = logit(answer) - logit(wrong): "
+                     "clean %+.3f, corrupted %+.3f\n",
+                  r->n, r->n == 1 ? "" : "s", r->t, r->ld_clean, r->ld_corr);
+    hs_buf_printf(b, "values: normalised LD (0 = corrupted, 1 = clean restored); layers, heads and positions "
+                     "count from 0\n");
+    for (int a = 0; a < HS_PATCH_N; a++) {
+        if (!(r->acts & (1u << a))) continue;
+        char hook[64];
+        snprintf(hook, sizeof hook, HOOK[a], 0);
+        hook[7] = 'l';
+        if (!hs_patch_act_is_head(a)) {
+            hs_buf_printf(b, "\n%s (%s), layer x position:\n%-6s", hs_patch_act_names[a], hook, "");
+            for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %6d", p);
+            hs_buf_printf(b, "\n");
+            for (int l = 0; l < r->L; l++) {
+                hs_buf_printf(b, "L%-5d", l);
+                for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %+6.2f", r->metric[a][l * r->t + p]);
+                hs_buf_printf(b, "\n");
+            }
+            continue;
+        }
+        hs_buf_printf(b, "\n%s (%s), by head: all positions | each position\n%-6s %6s |", hs_patch_act_names[a], hook,
+                      "", "all");
+        for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %6d", p);
+        hs_buf_printf(b, "\n");
+        for (int l = 0; l < r->L; l++)
+            for (int h = 0; h < r->H; h++) {
+                char name[24];
+                snprintf(name, sizeof name, "L%dH%d", l, h);
+                hs_buf_printf(b, "%-6s %+6.2f |", name, r->metric[a][l * r->H + h]);
+                for (int p = 0; p < r->t; p++)
+                    hs_buf_printf(b, " %+6.2f", r->metric_pos[a][((size_t)l * r->H + h) * r->t + p]);
+                hs_buf_printf(b, "\n");
+            }
+    }
+}

@@ -1,0 +1,347 @@
+/*
+ * tests/test_experiments.c -- the worker pool, the experiment engine and the
+ * experiments over prompt sets (prompt sets, heads, patch), on the committed
+ * small Winograd checkpoint (tests/checkpoint/circuit_tiny.safetensors: 2
+ * layers, 4 heads, 100% held-out):
+ *   - the pool: ordered sums equal the sequential ones, the lowest failed
+ *     job's error is returned;
+ *   - prompt sets: a bad-input table, each message with file:line;
+ *   - patch: the held-out crosser/crossed pairs reproduce circuit's per-head
+ *     numbers exactly; corrupted patched into corrupted is exactly the
+ *     corrupted LD (metric 0); the whole clean residual at the last layer and
+ *     the read position gives exactly 1; batched = one prompt at a time; 1 and
+ *     3 threads identical;
+ *   - heads: a detector score recomputed by hand from one sentence's pattern.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "tasks/tasks.h"
+
+#define Q HS_WG_POS_QUERY
+
+static hs_model *g_m;
+static hs_vocab *g_v;
+static hs_winograd *g_t;
+static hs_prompts g_p; /* circuit's pairs: crosser -> crossed, then crossed -> crosser */
+
+static int setup(void **state)
+{
+    (void)state;
+    hs_error err = {0};
+    hs_meta meta = {0};
+    if (hs_checkpoint_load("checkpoint/circuit_tiny.safetensors", &g_m, &meta, NULL, &err) != HS_OK ||
+        hs_vocab_from_json(meta.vocab, &g_v, &err) != HS_OK ||
+        hs_winograd_from_task_json(meta.task, g_v, &g_t, &err) != HS_OK) {
+        fprintf(stderr, "setup: %s\n", err.msg);
+        return -1;
+    }
+    hs_meta_free(&meta);
+    /* the matched pairs in circuit's order, as a prompt-set text */
+    size_t nh;
+    const hs_wg_example *ho = hs_winograd_examples(g_t, HS_SPLIT_HELDOUT, &nh);
+    hs_buf b = {0};
+    for (int dir = 0; dir < 2; dir++)
+        for (size_t i = 0; i < nh; i++) {
+            if (ho[i].role != HS_ROLE_CROSSER) continue;
+            const hs_wg_example *pt = NULL;
+            for (size_t j = 0; j < nh; j++)
+                if (ho[j].x == ho[i].x && ho[j].y == ho[i].y && ho[j].adj == ho[i].adj + HS_WG_N_CROSSER) pt = &ho[j];
+            if (pt == NULL) return -1;
+            const hs_wg_example *cl = dir == 0 ? &ho[i] : pt, *co = dir == 0 ? pt : &ho[i];
+            hs_buf_printf(&b, "{\"prompt\": \"");
+            for (int k = 0; k <= Q; k++) hs_buf_printf(&b, "%s%s", k ? " " : "", hs_vocab_word(g_v, cl->tokens[k]));
+            hs_buf_printf(&b, "\", \"corrupted\": \"");
+            for (int k = 0; k <= Q; k++) hs_buf_printf(&b, "%s%s", k ? " " : "", hs_vocab_word(g_v, co->tokens[k]));
+            hs_buf_printf(&b, "\", \"answer\": \"%s\", \"wrong\": \"%s\"}\n", hs_vocab_word(g_v, cl->ref_id),
+                          hs_vocab_word(g_v, co->ref_id));
+        }
+    hs_status st = hs_prompts_parse(b.s, b.len, "pairs.jsonl", g_v, g_m->cfg.n_ctx, 0, &g_p, &err);
+    hs_buf_free(&b);
+    if (st != HS_OK) {
+        fprintf(stderr, "setup: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    hs_prompts_free(&g_p);
+    hs_winograd_destroy(g_t);
+    hs_vocab_destroy(g_v);
+    hs_model_destroy(g_m);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The pool                                                                  */
+
+typedef struct {
+    double sum;
+    int order[64], n_order;
+    const double *x;
+} ordered_ctx;
+
+typedef struct {
+    ordered_ctx o;
+    hs_pool *pool;
+} ordered_run;
+
+static hs_status ordered_job2(void *ctx, int j, int worker, hs_error *err)
+{
+    ordered_run *r = ctx;
+    hs_status st = hs_pool_ordered_begin(r->pool, worker, j, err);
+    if (st != HS_OK) return st;
+    r->o.sum += r->o.x[j];
+    r->o.order[r->o.n_order++] = j;
+    hs_pool_ordered_end(r->pool);
+    return HS_OK;
+}
+
+static hs_status failing_job(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)ctx;
+    (void)worker;
+    if (j == 5 || j == 9) return hs_fail(err, HS_ERR_INPUT, "job %d failed", j);
+    return HS_OK;
+}
+
+static void pool_ordered_sums_and_errors(void **state)
+{
+    (void)state;
+    double x[64], seq = 0.0;
+    for (int i = 0; i < 64; i++) {
+        x[i] = 1.0 / (i + 3.0) * (i % 2 ? 1e8 : 1e-8); /* an order-sensitive sum */
+        seq += x[i];
+    }
+    for (int th = 1; th <= 4; th++) {
+        ordered_run r;
+        memset(&r, 0, sizeof r);
+        r.o.x = x;
+        hs_error err = {0};
+        assert_int_equal(hs_pool_create(th, &r.pool, &err), HS_OK);
+        assert_int_equal(hs_pool_threads(r.pool), th);
+        assert_int_equal(hs_pool_for(r.pool, 64, ordered_job2, &r, &err), HS_OK);
+        assert_true(r.o.sum == seq);
+        for (int i = 0; i < 64; i++) assert_int_equal(r.o.order[i], i);
+        assert_int_equal(hs_pool_for(r.pool, 20, failing_job, NULL, &err), HS_ERR_INPUT);
+        assert_string_equal(err.msg, "job 5 failed");
+        hs_pool_destroy(r.pool);
+    }
+    hs_error err = {0};
+    hs_pool *p = NULL;
+    assert_int_equal(hs_pool_create(-1, &p, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "threads must be in [0, 1024]"));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Prompt sets                                                               */
+
+static void prompt_sets_refuse_bad_lines_with_file_and_line(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text, *msg;
+    } cases[] = {
+        {"", "set.jsonl: empty prompt set"},
+        {"\n  \n", "set.jsonl: empty prompt set"},
+        {"{\"prompt\": \"the zebra\", \"answer\": \"animal\"}\n", "set.jsonl:1: prompt: unknown word 'zebra'"},
+        {"{\"prompt\": \"the animal\", \"answer\": \"zebra\"}\n",
+         "set.jsonl:1: answer 'zebra' is not a token of the model's vocabulary"},
+        {"{\"prompt\": \"the animal\", \"answer\": \"animal\", \"wrong\": \"the cat\"}\n",
+         "set.jsonl:1: wrong 'the cat' is not a token"},
+        {"{\"prompt\": \"the animal\", \"answer\": \"animal\"}\n{\"prompt\": \"the animal did\", \"answer\": \"cat\"}\n",
+         "set.jsonl:2: the prompt has 3 tokens but line 1's has 2"},
+        {"{\"prompt\": \"the animal\", \"corrupted\": \"the\", \"answer\": \"animal\"}\n",
+         "set.jsonl:1: the corrupted prompt has 1 tokens but the prompt has 2"},
+        {"{\"prompt\": \"the animal\", \"answer\": \"animal\"}\n\n{\"prompt\": \"the cat\", \"corrupted\": \"the dog\", "
+         "\"answer\": \"cat\"}\n",
+         "set.jsonl:3: \"corrupted\" is given here but missing on line 1"},
+        {"{\"prompt\": \"the animal\"}\n", "set.jsonl:1: \"answer\" is missing"},
+        {"{\"prompt\": \"the animal\", \"answer\": \"cat\", \"positon\": 1}\n", "set.jsonl:1: unknown key \"positon\""},
+        {"{\"prompt\": \"the animal\", \"answer\": \"cat\", \"position\": 2}\n",
+         "set.jsonl:1: \"position\" must be an integer in [0, 1]"},
+        {"[1, 2]\n", "set.jsonl:1: not a JSON object"},
+        {"{\"prompt\": 3, \"answer\": \"cat\"}\n", "set.jsonl:1: \"prompt\" must be a string"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hs_prompts p;
+        hs_error err = {0};
+        hs_status st = hs_prompts_parse(cases[i].text, strlen(cases[i].text), "set.jsonl", g_v, 0, 0, &p, &err);
+        if (st != HS_ERR_INPUT || strstr(err.msg, cases[i].msg) != err.msg)
+            fail_msg("case %zu: status %d, message '%s', expected to start with '%s'", i, st, err.msg, cases[i].msg);
+        assert_int_equal(p.n, 0);
+    }
+    /* a good one: position defaults to the last token, ids looked up */
+    const char *ok = "{\"prompt\": \"the animal did\", \"answer\": \"not\", \"wrong\": \"cat\"}\n"
+                     "{\"prompt\": \"the cat did\", \"answer\": \"not\", \"wrong\": \"dog\", \"position\": 1}\n";
+    hs_prompts p;
+    hs_error err = {0};
+    assert_int_equal(hs_prompts_parse(ok, strlen(ok), "ok", g_v, 0, 0, &p, &err), HS_OK);
+    assert_int_equal(p.n, 2);
+    assert_int_equal(p.t, 3);
+    assert_null(p.corr);
+    assert_int_equal(p.pos[0], 2);
+    assert_int_equal(p.pos[1], 1);
+    assert_int_equal(p.clean[3 + 1], hs_vocab_id(g_v, "cat"));
+    assert_int_equal(p.wrong[1], hs_vocab_id(g_v, "dog"));
+    assert_int_equal(p.line[1], 2);
+    hs_prompts_free(&p);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Patch                                                                     */
+
+static void patch_reproduces_circuit_per_head_numbers(void **state)
+{
+    (void)state;
+    hs_error err = {0};
+    hs_circuit_report r;
+    hs_circuit_opts o = hs_circuit_opts_default();
+    o.threads = 2;
+    assert_int_equal(hs_circuit_run(g_m, g_t, &o, &r, &err), HS_OK);
+    hs_patch_report pr;
+    assert_int_equal(hs_patch_run(g_m, NULL, &g_p, 1u << HS_PATCH_Z, &pr, &err), HS_OK);
+    assert_int_equal(pr.n, 192);
+    assert_true(pr.ld_clean == r.ld_clean[HS_CIRC_PATCH_BOTH]);
+    assert_true(pr.ld_corr == r.ld_corr[HS_CIRC_PATCH_BOTH]);
+    for (int k = 0; k < r.L * r.H; k++) {
+        const hs_circuit_head *hd = &r.heads[k];
+        const double at14 = pr.metric_pos[HS_PATCH_Z][(size_t)k * pr.t + Q], all = pr.metric[HS_PATCH_Z][k];
+        if (!(at14 == hd->patch_pos14[HS_CIRC_PATCH_BOTH]) || !(all == hd->patch_all[HS_CIRC_PATCH_BOTH]))
+            fail_msg("%s: patch %.17g / %.17g, circuit %.17g / %.17g", hd->name, at14, all,
+                     hd->patch_pos14[HS_CIRC_PATCH_BOTH], hd->patch_all[HS_CIRC_PATCH_BOTH]);
+    }
+    hs_patch_report_free(&pr);
+    hs_circuit_report_free(&r);
+}
+
+static void patch_identities_and_batch_independence(void **state)
+{
+    (void)state;
+    const int n = 8, t = g_p.t, L = g_m->cfg.n_layers, H = g_m->cfg.n_heads;
+    const int *src = g_p.clean, *dst = g_p.corr; /* the first n pairs */
+    hs_error err = {0};
+    /* corrupted into corrupted: every cell is exactly the corrupted LD */
+    hs_patch_report cc;
+    const unsigned all = (1u << HS_PATCH_RESID_PRE) | (1u << HS_PATCH_RESID_POST) | (1u << HS_PATCH_Z) |
+                         (1u << HS_PATCH_PATTERN);
+    assert_int_equal(hs_patch_run_tokens(g_m, NULL, dst, dst, n, t, g_p.answer, g_p.wrong, g_p.pos, all, &cc, &err),
+                     HS_OK);
+    for (int a = 0; a < HS_PATCH_N; a++) {
+        if (!(all & (1u << a))) continue;
+        const size_t cells = hs_patch_act_is_head(a) ? (size_t)L * H : (size_t)L * t;
+        for (size_t i = 0; i < cells; i++) assert_true(cc.ld[a][i] == cc.ld_corr);
+    }
+    hs_patch_report_free(&cc);
+
+    /* clean into corrupted, batched and with 3 threads */
+    hs_pool *pool = NULL;
+    assert_int_equal(hs_pool_create(3, &pool, &err), HS_OK);
+    hs_patch_report b1, b3;
+    assert_int_equal(hs_patch_run_tokens(g_m, NULL, src, dst, n, t, g_p.answer, g_p.wrong, g_p.pos, all, &b1, &err),
+                     HS_OK);
+    assert_int_equal(hs_patch_run_tokens(g_m, pool, src, dst, n, t, g_p.answer, g_p.wrong, g_p.pos, all, &b3, &err),
+                     HS_OK);
+    /* the whole clean residual at the last layer and the read position: exactly 1 */
+    assert_true(b1.metric[HS_PATCH_RESID_POST][(L - 1) * t + Q] == 1.0);
+    /* layer 0's input at the adjective, the one token that differs: exactly 1 */
+    assert_true(b1.metric[HS_PATCH_RESID_PRE][0 * t + HS_WG_POS_ADJ] == 1.0);
+    /* a position whose token is the same in both runs changes nothing: exactly 0 */
+    assert_true(b1.metric[HS_PATCH_RESID_PRE][0 * t + 3] == 0.0); /* "not" */
+    for (int a = 0; a < HS_PATCH_N; a++) {
+        if (!(all & (1u << a))) continue;
+        const size_t cells = hs_patch_act_is_head(a) ? (size_t)L * H : (size_t)L * t;
+        assert_memory_equal(b1.ld[a], b3.ld[a], cells * sizeof(double));
+        if (hs_patch_act_is_head(a)) assert_memory_equal(b1.ld_pos[a], b3.ld_pos[a], cells * t * sizeof(double));
+    }
+    /* one pair at a time: the per-pair LDs, summed in order, give the batched grid */
+    double *acc = calloc((size_t)L * H * t, sizeof *acc);
+    for (int i = 0; i < n; i++) {
+        hs_patch_report one;
+        assert_int_equal(hs_patch_run_tokens(g_m, NULL, src + (size_t)i * t, dst + (size_t)i * t, 1, t, g_p.answer + i,
+                                             g_p.wrong + i, g_p.pos + i, 1u << HS_PATCH_Z, &one, &err),
+                         HS_OK);
+        for (int k = 0; k < L * H * t; k++) acc[k] += one.ld_pos[HS_PATCH_Z][k];
+        hs_patch_report_free(&one);
+    }
+    for (int k = 0; k < L * H * t; k++)
+        if (!(acc[k] / n == b1.ld_pos[HS_PATCH_Z][k]))
+            fail_msg("cell %d: one at a time %.17g, batched %.17g", k, acc[k] / n, b1.ld_pos[HS_PATCH_Z][k]);
+    free(acc);
+    hs_patch_report_free(&b1);
+    hs_patch_report_free(&b3);
+    hs_pool_destroy(pool);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Heads                                                                     */
+
+static void heads_scores_match_a_hand_computed_pattern(void **state)
+{
+    (void)state;
+    const char *s = "the animal did not cross the street because it was too tired , so the animal waited .";
+    hs_prompts p;
+    hs_error err = {0};
+    assert_int_equal(hs_prompts_sentence(s, g_v, g_m->cfg.n_ctx, &p, &err), HS_OK);
+    const int t = p.t, L = g_m->cfg.n_layers, H = g_m->cfg.n_heads;
+    hs_heads_report *r = calloc(1, sizeof *r);
+    assert_int_equal(hs_heads_run(g_m, g_v, NULL, &p, NULL, HS_DETECT_MUL, 0, 0, r, &err), HS_OK);
+    assert_true(r->has[HS_HEADS_FIRST_NOUN] && !r->has[HS_HEADS_TARGET]);
+    /* by hand: the pattern of one forward, the sums written out */
+    hs_acts *a = NULL;
+    hs_cache c = {0};
+    assert_int_equal(hs_acts_create(&g_m->cfg, 1, t, 0, &a, &err), HS_OK);
+    const char *filt[] = {"blocks.*.attn.hook_pattern"};
+    assert_int_equal(hs_run_with_cache(g_m, a, p.clean, 1, t, filt, 1, NULL, &c, &err), HS_OK);
+    for (int l = 0; l < L; l++) {
+        const hs_cache_entry *e = hs_cache_getf(&c, "blocks.%d.attn.hook_pattern", l);
+        for (int h = 0; h < H; h++) {
+            const float *A = e->data + (size_t)h * t * t;
+            double prev = 0.0, tot = 0.0, first = 0.0;
+            for (int i = 0; i < t; i++)
+                for (int j = 0; j <= i; j++) {
+                    tot += A[i * t + j];
+                    if (j == i - 1) prev += A[i * t + j];
+                    if (j == 1) first += A[i * t + j]; /* "animal" at 1 is the first noun */
+                }
+            assert_true(fabs(r->score[HS_HEADS_PREV_TOKEN][l * H + h] - prev / tot) < 1e-12);
+            assert_true(fabs(r->score[HS_HEADS_FIRST_NOUN][l * H + h] - first / tot) < 1e-12);
+        }
+    }
+    /* abs: 1 - round(sum|A - D| / t, 3) for the previous-token pattern */
+    hs_heads_report *ra = calloc(1, sizeof *ra);
+    assert_int_equal(hs_heads_run(g_m, g_v, NULL, &p, NULL, HS_DETECT_ABS, 0, 0, ra, &err), HS_OK);
+    const hs_cache_entry *e0 = hs_cache_get(&c, "blocks.0.attn.hook_pattern");
+    double absd = 0.0;
+    for (int i = 0; i < t; i++)
+        for (int j = 0; j < t; j++) absd += fabs(e0->data[i * t + j] - (j == i - 1 ? 1.0 : 0.0));
+    assert_true(ra->score[HS_HEADS_PREV_TOKEN][0] == 1.0 - nearbyint(absd / t * 1000.0) / 1000.0);
+    hs_cache_free(&c);
+    hs_acts_destroy(a);
+    free(r);
+    free(ra);
+    hs_prompts_free(&p);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(pool_ordered_sums_and_errors),
+        cmocka_unit_test(prompt_sets_refuse_bad_lines_with_file_and_line),
+        cmocka_unit_test(patch_reproduces_circuit_per_head_numbers),
+        cmocka_unit_test(patch_identities_and_batch_independence),
+        cmocka_unit_test(heads_scores_match_a_hand_computed_pattern),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# tests/test_experiments_cli.sh -- `headscope heads` and `headscope patch` as a
+# user drives them, on the committed small checkpoint: --help; the bad-input
+# table (unknown token, empty file, corrupted of another length, prompts of
+# different lengths, answer not in the vocabulary, missing wrong) refused with
+# exit 1, one line naming file:line; --out folders whose files all parse and
+# are all listed; --json parsed; patch over circuit's 192 held-out pairs gives
+# circuit's per-head patching numbers exactly (hook_z at 14 and at every
+# position); heads' previous-token scores sit in [0, 1] with one per head.
+# Run as: bash tests/test_experiments_cli.sh BUILD_DIR HEADSCOPE_BIN
+set -euo pipefail
+
+BUILD_DIR=${1:?usage: test_experiments_cli.sh BUILD_DIR HEADSCOPE_BIN}
+HS=${2:?usage: test_experiments_cli.sh BUILD_DIR HEADSCOPE_BIN}
+mkdir -p "${HS_TEST_TMP:-$BUILD_DIR/testtmp}"
+TMP=$(mktemp -d "${HS_TEST_TMP:-$BUILD_DIR/testtmp}/experiments_cli.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+PY=/usr/bin/python3
+shopt -s nullglob
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+M="$TMP/m.safetensors"
+cp "$HERE/checkpoint/circuit_tiny.safetensors" "$M"
+for cmd in heads patch; do
+    run 0 "help_$cmd" "$cmd" --help
+    grep -q "^usage: headscope $cmd" "$TMP/help_$cmd.out" || fail "$cmd --help: no usage line"
+done
+
+# the bad-input table: file contents, the message each must give
+S1='the animal did not'
+bad() { # NAME CONTENT MESSAGE
+    printf '%b' "$2" >"$TMP/$1.jsonl"
+    for cmd in heads patch; do
+        run 1 "$1_$cmd" "$cmd" --model "$M" --data "$TMP/$1.jsonl"
+        one_line "$1_$cmd" "$3"
+    done
+}
+bad empty '' "$TMP/empty.jsonl: empty prompt set"
+bad unknown '{"prompt": "the zebra did not", "corrupted": "the cat did not", "answer": "animal", "wrong": "cat"}\n' \
+    "unknown.jsonl:1: prompt: unknown word 'zebra' at position 1"
+bad corrlen "{\"prompt\": \"$S1\", \"corrupted\": \"the cat did\", \"answer\": \"cross\", \"wrong\": \"not\"}\n" \
+    "corrlen.jsonl:1: the corrupted prompt has 3 tokens but the prompt has 4"
+bad lengths "{\"prompt\": \"$S1\", \"corrupted\": \"$S1\", \"answer\": \"cross\", \"wrong\": \"not\"}\n\n{\"prompt\": \"the cat\", \"corrupted\": \"the dog\", \"answer\": \"cross\", \"wrong\": \"not\"}\n" \
+    "lengths.jsonl:3: the prompt has 2 tokens but line 1's has 4"
+bad answer "{\"prompt\": \"$S1\", \"corrupted\": \"$S1\", \"answer\": \"zebra\", \"wrong\": \"not\"}\n" \
+    "answer.jsonl:1: answer 'zebra' is not a token of the model's vocabulary"
+# patch needs what heads does not
+printf '{"prompt": "%s", "answer": "cross"}\n' "$S1" >"$TMP/nocorr.jsonl"
+run 1 nocorr patch --model "$M" --data "$TMP/nocorr.jsonl"
+one_line nocorr 'no "corrupted" prompts'
+run 0 nocorr_heads heads --model "$M" --data "$TMP/nocorr.jsonl" --json
+run 2 noacts patch --model "$M" --data "$TMP/nocorr.jsonl" --acts z,zz
+one_line noacts "unknown activation 'zz'"
+run 2 nodata patch --model "$M"
+run 2 both heads --model "$M" --data "$TMP/nocorr.jsonl" --sentence "$S1"
+
+# circuit's pairs (split seed 0, as the checkpoint's task) -> patch == circuit
+run 0 ds train --steps 1 --eval-every 0 --dataset "$TMP/ds.txt" --out "$TMP/ds.safetensors"
+"$PY" "$HERE/py/winograd_pairs.py" "$TMP/ds.txt" "$TMP/pairs.jsonl"
+run 0 pz patch --model "$M" --data "$TMP/pairs.jsonl" --acts z --json
+run 0 cj circuit --model "$M" --json
+"$PY" - "$TMP/pz.out" "$TMP/cj.out" <<'PYEOF' || fail "patch differs from circuit"
+import json, sys
+p = json.load(open(sys.argv[1]))
+c = json.load(open(sys.argv[2]))
+z = p["acts"]["z"]
+assert p["prompts"] == 192 and p["tokens"] == 15, (p["prompts"], p["tokens"])
+assert p["ld_clean"] == c["patching"]["ld_clean"]["both"], (p["ld_clean"], c["patching"]["ld_clean"])
+for h in c["heads"]:
+    l, k = h["layer"], h["head"]
+    a, b = z["metric_by_position"][l][k][14], h["patching"]["pos14"]["both"]
+    assert a == b, (h["name"], a, b)
+    a, b = z["metric"][l][k], h["patching"]["all_positions"]["both"]
+    assert a == b, (h["name"], a, b)
+PYEOF
+
+# folders
+run 0 po patch --model "$M" --data "$TMP/pairs.jsonl" --acts resid_pre,z --out "$TMP/po" --dpi 72
+check_folder "$TMP/po" patch.json patch_resid_pre.png patch_z.svg patch_z_by_position.json
+grep -q "wrote 11 files to $TMP/po" "$TMP/po.out" || fail "patch: summary does not count its files"
+run 0 ho heads --model "$M" --data "$TMP/pairs.jsonl" --out "$TMP/ho" --dpi 72
+check_folder "$TMP/ho" heads.json heads_previous-token.png heads_first-noun.json
+"$PY" - "$TMP/ho/heads.json" <<'PYEOF' || fail "heads.json"
+import json, sys
+h = json.load(open(sys.argv[1]))
+assert h["prompts"] == 192 and h["metric"] == "mul"
+assert h["detectors"] == ["previous-token", "duplicate-token", "induction", "first-noun"], h["detectors"]
+s = h["scores"]["previous-token"]
+assert len(s) == h["config"]["n_layers"] and all(len(r) == h["config"]["n_heads"] for r in s)
+assert all(0.0 <= v <= 1.0 for r in s for v in r)
+PYEOF
+echo "ok"
