@@ -265,11 +265,12 @@ static void act_forward(float *out, float *dact, const float *inp, size_t n, hs_
         hs_gelu_forward(out, inp, n);
 }
 
-/* scores (B,H,T,T) <- q.k / sqrt(dh), j > i = -inf. q,k (B,T,H,dh). */
+/* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale), j > i = -inf.
+ * q,k (B,T,H,dh). */
 HS_CLONES
-static void attn_scores(float *scores, const float *q, const float *k, int B, int T, int H, int dh)
+static void attn_scores(float *scores, const float *q, const float *k, int B, int T, int H, int dh,
+                        float inv_scale)
 {
-    const float scale = 1.0f / sqrtf((float)dh);
     const size_t HD = (size_t)H * dh;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
@@ -279,46 +280,69 @@ static void attn_scores(float *scores, const float *q, const float *k, int B, in
             for (int i = 0; i < T; i++) {
                 const float *qi = qb + i * HD;
                 float *Si = S + (size_t)i * T;
-                for (int j = 0; j <= i; j++) Si[j] = hs_dot(qi, kb + j * HD, dh) * scale;
+                for (int j = 0; j <= i; j++) Si[j] = hs_dot(qi, kb + j * HD, dh) * inv_scale;
                 for (int j = i + 1; j < T; j++) Si[j] = -INFINITY;
             }
         }
 }
 
-/* att (B,H,T,T) <- row softmax over j <= i of scores; exact 0 above the diagonal. */
+/* att (B,H,T,T) <- row softmax of scores over j <= i (full = 0; exact 0 above
+ * the diagonal) or over the whole row (full = 1: an observer wrote a finite
+ * score above the diagonal; TransformerLens softmaxes the whole hooked row).
+ * A row whose maximum is not finite (all -inf, a +inf or a NaN) gets weights
+ * 0, as TransformerLens' softmax NaN -> 0. */
 HS_CLONES
-static void attn_softmax(float *att, const float *scores, int B, int H, int T)
+static void attn_softmax(float *att, const float *scores, int B, int H, int T, int full)
 {
     for (size_t r = 0; r < (size_t)B * H * T; r++) {
-        int i = (int)(r % (size_t)T);
+        const int n = full ? T : (int)(r % (size_t)T) + 1;
         const float *s = scores + r * T;
         float *a = att + r * T;
         float mx = -INFINITY;
-        for (int j = 0; j <= i; j++)
+        int nan = 0;
+        for (int j = 0; j < n; j++) {
             if (s[j] > mx) mx = s[j];
+            nan |= isnan(s[j]);
+        }
+        if (nan || !isfinite(mx)) {
+            memset(a, 0, (size_t)T * sizeof(float));
+            continue;
+        }
         /* exp in 4-lane chunks (hs_exp_4(-inf) = 0); the sum in j order */
         const hs_vf4 vmx = {mx, mx, mx, mx};
         int j0 = 0;
-        for (; j0 + 4 <= i + 1; j0 += 4) {
+        for (; j0 + 4 <= n; j0 += 4) {
             hs_vf4 v, e;
             memcpy(&v, s + j0, sizeof v);
             v -= vmx;
             hs_exp_4(&e, &v);
             memcpy(a + j0, &e, sizeof e);
         }
-        if (j0 <= i) {
+        if (j0 < n) {
             hs_vf4 v = {0}, e;
-            memcpy(&v, s + j0, (size_t)(i + 1 - j0) * sizeof(float));
+            memcpy(&v, s + j0, (size_t)(n - j0) * sizeof(float));
             v -= vmx;
             hs_exp_4(&e, &v);
-            memcpy(a + j0, &e, (size_t)(i + 1 - j0) * sizeof(float));
+            memcpy(a + j0, &e, (size_t)(n - j0) * sizeof(float));
         }
         float sum = 0.0f;
-        for (int j = 0; j <= i; j++) sum += a[j];
+        for (int j = 0; j < n; j++) sum += a[j];
         float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-        for (int j = 0; j <= i; j++) a[j] *= inv;
-        for (int j = i + 1; j < T; j++) a[j] = 0.0f;
+        for (int j = 0; j < n; j++) a[j] *= inv;
+        for (int j = n; j < T; j++) a[j] = 0.0f;
     }
+}
+
+/* 1 if any entry of x (B,H,T,T) above the diagonal differs from `masked`
+ * (-inf for scores, 0 for patterns): an observer wrote there. */
+static int above_diagonal_edited(const float *x, int B, int H, int T, float masked)
+{
+    for (size_t r = 0; r < (size_t)B * H * T; r++) {
+        const int i = (int)(r % (size_t)T);
+        for (int j = i + 1; j < T; j++)
+            if (!(x[r * T + j] == masked)) return 1;
+    }
+    return 0;
 }
 
 static void attn_uniform(float *att, int B, int H, int T)
@@ -331,9 +355,12 @@ static void attn_uniform(float *att, int B, int H, int T)
     }
 }
 
-/* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h). */
+/* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h): over src j <= i
+ * (full = 0) or every src (full = 1: an observer wrote weights above the
+ * diagonal of hook_pattern, which TransformerLens mixes in). */
 HS_CLONES
-static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh)
+static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh,
+                     int full)
 {
     const size_t HD = (size_t)H * dh;
     for (int b = 0; b < B; b++)
@@ -342,7 +369,7 @@ static void attn_mix(float *z, const float *att, const float *v, int B, int T, i
             const float *vb = v + (size_t)b * T * HD + (size_t)h * dh;
             for (int i = 0; i < T; i++) {
                 float *zi = z + ((size_t)b * T + i) * HD + (size_t)h * dh;
-                hs_rows_combine(zi, A + (size_t)i * T, 1, vb, HD, i + 1, dh);
+                hs_rows_combine(zi, A + (size_t)i * T, 1, vb, HD, full ? T : i + 1, dh);
             }
         }
 }
@@ -462,10 +489,145 @@ static hs_status norm_forward_hooked(hook_ctx *hc, const char *prefix, float *ou
     return HS_OK;
 }
 
+/* TransformerLens' split attention inputs (hook_attn_in, hook_q/k/v_input,
+ * [B,T,H,D], resid_pre repeated per head). When an observer wants one of
+ * them it sees it; if it changed any (compared with the repeat, so a hook
+ * that returns 1 without writing changes nothing), the q, k or v of every
+ * head whose input changed is recomputed from that head's own input: LN1 per
+ * head (its statistics from that input), then x W[h] + b[h]. The LN1 points
+ * then stay unobserved (TL has them per head, [B,T,H,1]): an observer that
+ * also wants them gets HS_ERR_INPUT. Called after the ordinary projections. */
+typedef struct {
+    float *mem;          /* NULL = no split input observed */
+    float *rep, *in[3];  /* (BT,H,D): the repeat of resid_pre; q, k, v inputs */
+} split_in;
+
+static hs_status split_inputs(hook_ctx *hc, const hs_model *m, int l, const hs_block_acts *ba,
+                              int B, int T, split_in *si, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model, H = c->n_heads;
+    const int softmax = c->attn == HS_ATTN_SOFTMAX;
+    const size_t BT = (size_t)B * T, HD = (size_t)H * D;
+    static const char *const kinds[3] = {"q", "k", "v"};
+    char nm[96];
+    int want[4];
+    snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
+    want[3] = wants(hc, nm);
+    for (int x = 0; x < 3; x++) {
+        snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
+        want[x] = (softmax || x == 2) && wants(hc, nm);
+    }
+    si->mem = NULL;
+    if (!want[0] && !want[1] && !want[2] && !want[3]) return HS_OK;
+    /* rep (BT,H,D) the repeat, attn_in and in[x] each input, then (split_apply)
+     * tmp (BT,D) and statistics 2 x BT */
+    float *mem = malloc((BT * HD * 5 + BT * D + 2 * BT) * sizeof(float));
+    if (mem == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory for blocks.%d split inputs", l);
+    float *rep = mem, *attn_in = rep + BT * HD;
+    si->mem = mem;
+    si->rep = rep;
+    for (int x = 0; x < 3; x++) si->in[x] = attn_in + (size_t)(x + 1) * BT * HD;
+    for (size_t i = 0; i < BT; i++)
+        for (int h = 0; h < H; h++)
+            memcpy(rep + (i * H + h) * D, ba->resid_pre + i * D, (size_t)D * sizeof(float));
+    memcpy(attn_in, rep, BT * HD * sizeof(float));
+    if (want[3]) {
+        snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
+        if (hook(hc, nm, attn_in, 4, B, T, H, D) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+    }
+    for (int x = 0; x < 3; x++) {
+        memcpy(si->in[x], attn_in, BT * HD * sizeof(float));
+        if (!want[x]) continue;
+        snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
+        if (hook(hc, nm, si->in[x], 4, B, T, H, D) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+    }
+    return HS_OK;
+}
+
+/* After the ordinary projections: q, k or v of each head whose split input
+ * was edited, recomputed from it (split_inputs). */
+static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_block_acts *ba,
+                             int B, int T, int ln1_observed, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const hs_block_params *bp = &m->params.blocks[l];
+    const int D = c->d_model, H = c->n_heads, dh = c->d_head;
+    const size_t BT = (size_t)B * T, HD = (size_t)H * D;
+    static const char *const kinds[3] = {"q", "k", "v"};
+    float *tmp = si->in[2] + BT * HD, *mean = tmp + BT * D, *rstd = mean + BT;
+    const int has_ln1 = c->ln1 && c->norm != HS_NORM_NONE;
+    float *outs[3] = {ba->q, ba->k, ba->v};
+    const float *Ws[3] = {bp->W_Q, bp->W_K, bp->W_V}, *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
+    for (int x = 0; x < 3; x++) {
+        if (c->attn != HS_ATTN_SOFTMAX && x < 2) continue;
+        for (int h = 0; h < H; h++) {
+            int edited = 0;
+            for (size_t i = 0; i < BT && !edited; i++)
+                edited = memcmp(si->in[x] + (i * H + h) * D, si->rep + (i * H + h) * D,
+                                (size_t)D * sizeof(float)) != 0;
+            if (!edited) continue;
+            if (ln1_observed)
+                return hs_fail(err, HS_ERR_INPUT, "blocks.%d: an edited hook_attn_in/hook_%s_input "
+                               "runs ln1 per head, whose points ([B,T,H,1]) headscope does not "
+                               "offer; do not hook blocks.%d.ln1.* in the same run", l, kinds[x], l);
+            for (size_t i = 0; i < BT; i++)
+                memcpy(tmp + i * D, si->in[x] + (i * H + h) * D, (size_t)D * sizeof(float));
+            if (has_ln1) {
+                hs_norm_stats(mean, rstd, tmp, BT, D, c->norm, c->eps);
+                norm_apply_affine(tmp, tmp, mean, rstd, bp->ln1_w, bp->ln1_b, BT, D, 1, 1);
+            }
+            float *o = outs[x] + (size_t)h * dh;
+            if (bs[x])
+                for (size_t i = 0; i < BT; i++)
+                    memcpy(o + i * H * dh, bs[x] + (size_t)h * dh, (size_t)dh * sizeof(float));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, dh, D, 1.0f, tmp, D,
+                        Ws[x] + (size_t)h * D * dh, dh, bs[x] ? 1.0f : 0.0f, o, H * dh);
+        }
+    }
+    return HS_OK;
+}
+
 /* The forward pass over B sequences of acts (a view: its pointers may start
  * at a later sequence, acts_view), calling the observer in hc if any. */
+static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tokens, int B,
+                                int T, hook_ctx *hc, hs_error *err);
+
+/* hook_tokens (token ids as floats [B,T]): an edit must leave ids in [0, V). */
 static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
                               hook_ctx *hc, hs_error *err)
+{
+    const size_t BT = (size_t)B * T;
+    if (!wants(hc, "hook_tokens")) return forward_layers(m, acts, tokens, B, T, hc, err);
+    float *tf = malloc(BT * sizeof(float));
+    int *edited = malloc(BT * sizeof(int));
+    if (tf == NULL || edited == NULL) {
+        free(tf);
+        free(edited);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for hook_tokens");
+    }
+    for (size_t i = 0; i < BT; i++) tf[i] = (float)tokens[i];
+    hs_status st = HS_OK;
+    int r = hook(hc, "hook_tokens", tf, 2, B, T, 0, 0);
+    if (r < 0) st = hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at hook_tokens");
+    for (size_t i = 0; i < BT && st == HS_OK; i++) {
+        const float v = tf[i];
+        if (!(v >= 0.0f && v < (float)m->cfg.d_vocab && v == floorf(v)))
+            st = hs_fail(err, HS_ERR_INPUT, "hook_tokens: value %g at index %zu is not a token id "
+                         "in [0, %d)", (double)v, i, m->cfg.d_vocab);
+        else
+            edited[i] = (int)v;
+    }
+    if (st == HS_OK) st = forward_layers(m, acts, r > 0 ? edited : tokens, B, T, hc, err);
+    free(tf);
+    free(edited);
+    return st;
+}
+
+static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tokens, int B,
+                                int T, hook_ctx *hc, hs_error *err)
 {
     const hs_config *c = &m->cfg;
     const hs_params *P = &m->params;
@@ -504,13 +666,25 @@ static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *token
         snprintf(nm, sizeof nm, "blocks.%d.hook_resid_pre", l);
         HOOK(nm, ba->resid_pre, 3, B, T, D, 0);
 
+        split_in si = {NULL, NULL, {NULL, NULL, NULL}};
+        if (hc->obs) {
+            hs_status s = split_inputs(hc, m, l, ba, B, T, &si, err);
+            if (s != HS_OK) {
+                free(si.mem);
+                return s;
+            }
+        }
+
         /* LN1 */
         if (c->ln1 && c->norm != HS_NORM_NONE) {
             snprintf(nm, sizeof nm, "blocks.%d.ln1", l);
             hs_status s = norm_forward_hooked(hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
                                               ba->resid_pre, bp->ln1_w, bp->ln1_b, B, T, D, c->norm,
                                               c->eps, acts->scratch, err);
-            if (s != HS_OK) return s;
+            if (s != HS_OK) {
+                free(si.mem);
+                return s;
+            }
         } else {
             memcpy(ba->ln1_out, ba->resid_pre, BT * D * sizeof(float));
         }
@@ -519,25 +693,40 @@ static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *token
         if (c->attn == HS_ATTN_SOFTMAX) {
             heads_project(ba->q, ba->ln1_out, hs_acts_wpack(acts, c, l, 0), bp->b_Q, BT, D, H, dh);
             heads_project(ba->k, ba->ln1_out, hs_acts_wpack(acts, c, l, 1), bp->b_K, BT, D, H, dh);
+        }
+        heads_project(ba->v, ba->ln1_out, hs_acts_wpack(acts, c, l, 2), bp->b_V, BT, D, H, dh);
+        if (si.mem) {
+            snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_scale", l);
+            int ln1_observed = c->ln1 && c->norm != HS_NORM_NONE && wants(hc, nm);
+            snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_normalized", l);
+            ln1_observed |= c->ln1 && c->norm != HS_NORM_NONE && wants(hc, nm);
+            hs_status s = split_apply(&si, m, l, ba, B, T, ln1_observed, err);
+            free(si.mem);
+            if (s != HS_OK) return s;
+        }
+        if (c->attn == HS_ATTN_SOFTMAX) {
             snprintf(nm, sizeof nm, "blocks.%d.attn.hook_q", l);
             HOOK(nm, ba->q, 4, B, T, H, dh);
             snprintf(nm, sizeof nm, "blocks.%d.attn.hook_k", l);
             HOOK(nm, ba->k, 4, B, T, H, dh);
         }
-        heads_project(ba->v, ba->ln1_out, hs_acts_wpack(acts, c, l, 2), bp->b_V, BT, D, H, dh);
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_v", l);
         HOOK(nm, ba->v, 4, B, T, H, dh);
         if (c->attn == HS_ATTN_SOFTMAX) {
-            attn_scores(acts->scores, ba->q, ba->k, B, T, H, dh);
+            attn_scores(acts->scores, ba->q, ba->k, B, T, H, dh, 1.0f / hs_attn_scale(c));
             snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", l);
-            HOOK(nm, acts->scores, 4, B, H, T, T);
-            attn_softmax(ba->att, acts->scores, B, H, T);
+            int r = hook(hc, nm, acts->scores, 4, B, H, T, T);
+            if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+            attn_softmax(ba->att, acts->scores, B, H, T,
+                         r > 0 && above_diagonal_edited(acts->scores, B, H, T, -INFINITY));
         } else {
             attn_uniform(ba->att, B, H, T);
         }
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_pattern", l);
-        HOOK(nm, ba->att, 4, B, H, T, T);
-        attn_mix(ba->z, ba->att, ba->v, B, T, H, dh);
+        int rp = hook(hc, nm, ba->att, 4, B, H, T, T);
+        if (rp < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        attn_mix(ba->z, ba->att, ba->v, B, T, H, dh,
+                 rp > 0 && above_diagonal_edited(ba->att, B, H, T, 0.0f));
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_z", l);
         HOOK(nm, ba->z, 4, B, T, H, dh);
 
@@ -571,13 +760,22 @@ static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *token
         if (M > 0) {
             snprintf(nm, sizeof nm, "blocks.%d.hook_resid_mid", l);
             HOOK(nm, ba->resid_mid, 3, B, T, D, 0);
+            /* hook_mlp_in: the input of ln2 alone (a copy in ln2_out, normalised
+             * in place), so an edit leaves the residual skip as it was */
+            const float *ln2_in = ba->resid_mid;
+            snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_in", l);
+            if (wants(hc, nm)) {
+                memcpy(ba->ln2_out, ba->resid_mid, BT * D * sizeof(float));
+                HOOK(nm, ba->ln2_out, 3, B, T, D, 0);
+                ln2_in = ba->ln2_out;
+            }
             if (c->norm != HS_NORM_NONE) {
                 snprintf(nm, sizeof nm, "blocks.%d.ln2", l);
                 hs_status s = norm_forward_hooked(hc, nm, ba->ln2_out, ba->ln2_mean, ba->ln2_rstd,
-                                                  ba->resid_mid, bp->ln2_w, bp->ln2_b, B, T, D,
+                                                  ln2_in, bp->ln2_w, bp->ln2_b, B, T, D,
                                                   c->norm, c->eps, acts->scratch, err);
                 if (s != HS_OK) return s;
-            } else {
+            } else if (ln2_in != ba->ln2_out) {
                 memcpy(ba->ln2_out, ba->resid_mid, BT * D * sizeof(float));
             }
             hs_matmul_forward(ba->mlp_pre, ba->ln2_out, bp->W_in, bp->b_in, BT, D, M);
@@ -605,6 +803,7 @@ static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *token
     } else {
         memcpy(acts->lnf_out, final_resid, BT * D * sizeof(float));
     }
+    HOOK("unembed.hook_in", acts->lnf_out, 3, B, T, D, 0);
     hs_matmul_forward(acts->logits, acts->lnf_out, P->W_U, P->b_U, BT, D, V);
     HOOK("logits", acts->logits, 3, B, T, V, 0);
     return HS_OK;

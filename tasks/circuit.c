@@ -468,13 +468,13 @@ static hs_status phase_a_job(cctx *c, cworker *w, int j, void *arg)
     phase_a *pa = arg;
     if (j == 0) {
         static const char *const filt[] = {
-            "hook_embed", "hook_pos_embed", "blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
-            "blocks.*.attn.hook_attn_scores", "blocks.*.attn.hook_pattern", "blocks.*.attn.hook_z",
-            "blocks.*.hook_mlp_out", "ln_final.hook_scale", "logits"};
+            "hook_embed", "?hook_pos_embed", "blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale",
+            "?blocks.*.attn.hook_attn_scores", "blocks.*.attn.hook_pattern", "blocks.*.attn.hook_z",
+            "?blocks.*.hook_mlp_out", "?ln_final.hook_scale", "logits"};
         return cached_run(c, w, c->tok_clean, filt, 10, &c->clean);
     }
     if (j == 1) {
-        static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
+        static const char *const filt[] = {"blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale",
                                            "blocks.*.attn.hook_z", "logits"};
         return cached_run(c, w, c->tok_corr, filt, 4, &c->corr);
     }

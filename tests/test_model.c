@@ -568,25 +568,35 @@ static void observer_sees_every_documented_point_with_its_shape(void **state)
 
     /* every point of model.h for this config, in forward order */
     static const char *const per_layer[] = {
-        "hook_resid_pre", "ln1.hook_scale", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k",
+        "hook_resid_pre", "hook_attn_in", "hook_q_input", "hook_k_input", "hook_v_input",
+        "ln1.hook_scale", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k",
         "attn.hook_v", "attn.hook_attn_scores", "attn.hook_pattern", "attn.hook_z",
-        "attn.hook_result", "hook_attn_out", "hook_resid_mid", "ln2.hook_scale",
+        "attn.hook_result", "hook_attn_out", "hook_resid_mid", "hook_mlp_in", "ln2.hook_scale",
         "ln2.hook_normalized", "mlp.hook_pre", "mlp.hook_post", "hook_mlp_out", "hook_resid_post"};
     const int n_per = (int)(sizeof per_layer / sizeof per_layer[0]);
     char expect[MAX_POINTS][64];
     int ne = 0;
+    snprintf(expect[ne++], 64, "hook_tokens");
     snprintf(expect[ne++], 64, "hook_embed");
     snprintf(expect[ne++], 64, "hook_pos_embed");
     for (int l = 0; l < c.n_layers; l++)
         for (int k = 0; k < n_per; k++) snprintf(expect[ne++], 64, "blocks.%d.%s", l, per_layer[k]);
     snprintf(expect[ne++], 64, "ln_final.hook_scale");
     snprintf(expect[ne++], 64, "ln_final.hook_normalized");
+    snprintf(expect[ne++], 64, "unembed.hook_in");
     snprintf(expect[ne++], 64, "logits");
     for (int i = 0; i < ne && i < lc->n; i++)
         if (strcmp(lc->names[i], expect[i]) != 0)
             fail_msg("point %d is %s, expected %s", i, lc->names[i], expect[i]);
     assert_int_equal(lc->n, ne);
+    /* hs_hook_points lists the same names in the same order */
+    hs_hook_point pts[MAX_POINTS];
+    assert_int_equal(hs_hook_points(&c, pts, MAX_POINTS), ne);
+    for (int i = 0; i < ne; i++) assert_string_equal(pts[i].name, expect[i]);
+    assert_string_equal(pts[ne - 1].alias, "unembed.hook_out");
 
+    expect_shape(lc, "hook_tokens", 2, B, T, 0, 0);
+    expect_shape(lc, "blocks.1.hook_q_input", 4, B, T, H, D);
     expect_shape(lc, "hook_embed", 3, B, T, D, 0);
     expect_shape(lc, "blocks.0.ln1.hook_scale", 3, B, T, 1, 0);
     expect_shape(lc, "blocks.0.attn.hook_q", 4, B, T, H, dh);
