@@ -361,19 +361,11 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     const size_t BT = (size_t)B * T;
     const int has_norm = c->norm != HS_NORM_NONE;
 
-    float *p = acts->d_mem;
-    float *dresid = p; p += BT * D;
-    float *dln = p; p += BT * D;
-    float *dlnf = p; p += BT * D;
-    float *dz = p; p += BT * H * dh;
-    float *dq = p; p += BT * H * dh;
-    float *dk = p; p += BT * H * dh;
-    float *dv = p; p += BT * H * dh;
-    float *dpre = p; p += BT * M;
-    float *dpost = p; p += BT * M;
-    float *dlogits = p; p += BT * V;
-    float *datt = p; p += (size_t)T * T;
-    HS_ASSERT((size_t)(p - acts->d_mem) <= acts->n_d_floats);
+    hs_grad_scratch gs;
+    hs_grad_point(acts, c, &gs);
+    float *dresid = gs.dresid, *dln = gs.dln, *dlnf = gs.dlnf, *dz = gs.dz, *dq = gs.dq;
+    float *dk = gs.dk, *dv = gs.dv, *dpre = gs.dpre, *dpost = gs.dpost, *dlogits = gs.dlogits;
+    float *datt = gs.datt;
 
     /* cross-entropy: dlogits = (probs - onehot) / n_valid on valid positions */
     int n_valid = 0;

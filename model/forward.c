@@ -12,10 +12,124 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
-/* Activations                                                               */
+/* Activations: the layout table (model_internal.h)                          */
+
+/* Floats per sequence at T positions (FIXED_TT: t*t once, not per sequence). */
+typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_FIXED_TT } slot_size;
+/* Where a slot's pointer lives. */
+typedef enum { IN_ACTS, IN_BLOCK, IN_GRAD } slot_home;
+
+typedef struct {
+    slot_home home;
+    slot_size size;
+    size_t field;  /* offsetof in hs_acts, hs_block_acts or hs_grad_scratch */
+} act_slot;
+
+#define A(f, sz) {IN_ACTS, sz, offsetof(hs_acts, f)}
+#define L(f, sz) {IN_BLOCK, sz, offsetof(hs_block_acts, f)}
+#define G(f, sz) {IN_GRAD, sz, offsetof(hs_grad_scratch, f)}
+/* In memory order: the embedding, every layer's block (L slots, repeated per
+ * layer), the end; then the backward's scratch in d_mem. */
+static const act_slot ACT_SLOTS[] = {
+    A(embed, SZ_TD), A(pos_embed, SZ_TD), A(x0, SZ_TD), A(lne_mean, SZ_T), A(lne_rstd, SZ_T),
+    L(resid_pre, SZ_TD), L(ln1_out, SZ_TD), L(ln1_mean, SZ_T), L(ln1_rstd, SZ_T),
+    L(q, SZ_THD), L(k, SZ_THD), L(v, SZ_THD), L(att, SZ_HTT), L(z, SZ_THD),
+    L(attn_out, SZ_TD), L(resid_mid, SZ_TD), L(ln2_out, SZ_TD), L(ln2_mean, SZ_T),
+    L(ln2_rstd, SZ_T), L(mlp_pre, SZ_TM), L(mlp_post, SZ_TM), L(resid_post, SZ_TD),
+    A(lnf_out, SZ_TD), A(lnf_mean, SZ_T), A(lnf_rstd, SZ_T), A(logits, SZ_TV), A(probs, SZ_TV),
+    A(scratch, SZ_TX), A(scores, SZ_HTT),
+    G(dresid, SZ_TD), G(dln, SZ_TD), G(dlnf, SZ_TD), G(dz, SZ_THD), G(dq, SZ_THD),
+    G(dk, SZ_THD), G(dv, SZ_THD), G(dpre, SZ_TM), G(dpost, SZ_TM), G(dlogits, SZ_TV),
+    G(datt, SZ_FIXED_TT),
+};
+#undef A
+#undef L
+#undef G
+enum { N_SLOTS = sizeof ACT_SLOTS / sizeof ACT_SLOTS[0] };
+_Static_assert(sizeof(hs_block_acts) == 17 * sizeof(float *),
+               "a buffer added to hs_block_acts must be added to ACT_SLOTS");
+_Static_assert(sizeof(hs_grad_scratch) == 11 * sizeof(float *),
+               "a buffer added to hs_grad_scratch must be added to ACT_SLOTS");
+
+/* Floats of one sequence of a slot at T positions (SZ_FIXED_TT: the whole). */
+static size_t slot_floats(const hs_config *c, slot_size sz, size_t T)
+{
+    const size_t D = (size_t)c->d_model, H = (size_t)c->n_heads, dh = (size_t)c->d_head,
+                 M = (size_t)c->d_mlp, V = (size_t)c->d_vocab;
+    size_t x = H * D > D ? H * D : D; /* scratch: (T,H,D) or (T,max(D,M)) */
+    if (M > x) x = M;
+    switch (sz) {
+    case SZ_TD: return T * D;
+    case SZ_T: return T;
+    case SZ_THD: return T * H * dh;
+    case SZ_HTT: return H * T * T;
+    case SZ_TM: return T * M;
+    case SZ_TV: return T * V;
+    case SZ_TX: return T * x;
+    case SZ_FIXED_TT: return T * T;
+    }
+    return 0;
+}
+
+/* The pointer of slot s (layer l for IN_BLOCK) in a / g. */
+static float **slot_ptr(const act_slot *s, hs_acts *a, hs_grad_scratch *g, int l)
+{
+    char *base = s->home == IN_ACTS    ? (char *)a
+                 : s->home == IN_BLOCK ? (char *)&a->blocks[l]
+                                       : (char *)g;
+    return (float **)(void *)(base + s->field);
+}
+
+/* Points the activation slots (grad = 0; a block's slots once per layer,
+ * layer after layer) or the backward's (grad = 1) at B sequences of T
+ * positions from p on, in table order; returns the floats used. With p NULL
+ * only counts. */
+static size_t point_slots(hs_acts *a, hs_grad_scratch *g, const hs_config *c, int grad, size_t B,
+                          size_t T, float *p)
+{
+    size_t n = 0;
+    for (int i = 0; i < N_SLOTS;) {
+        int end = i + 1; /* [i, end): one slot, or a block's run of slots */
+        while (ACT_SLOTS[i].home == IN_BLOCK && end < N_SLOTS && ACT_SLOTS[end].home == IN_BLOCK)
+            end++;
+        const int n_rep = ACT_SLOTS[i].home == IN_BLOCK ? c->n_layers : 1;
+        if ((ACT_SLOTS[i].home == IN_GRAD) == grad)
+            for (int l = 0; l < n_rep; l++)
+                for (int k = i; k < end; k++) {
+                    const act_slot *sk = &ACT_SLOTS[k];
+                    if (p) *slot_ptr(sk, a, g, l) = p + n;
+                    n += (sk->size == SZ_FIXED_TT ? 1 : B) * slot_floats(c, sk->size, T);
+                }
+        i = end;
+    }
+    return n;
+}
+
+hs_acts hs_acts_view(const hs_acts *a, const hs_config *c, int b0, int t)
+{
+    hs_acts v = *a;
+    for (int i = 0; i < N_SLOTS; i++) {
+        const act_slot *s = &ACT_SLOTS[i];
+        if (s->home == IN_GRAD) continue;
+        const size_t off = (size_t)b0 * slot_floats(c, s->size, (size_t)t);
+        for (int l = 0; l < (s->home == IN_BLOCK ? c->n_layers : 1); l++)
+            *slot_ptr(s, &v, NULL, l) += off;
+    }
+    /* the act' stash (hs_acts_dact) sits at the end of d_mem: moving d_mem
+     * moves it by b0 sequences */
+    if (v.d_mem) v.d_mem += (size_t)b0 * t * c->d_mlp;
+    return v;
+}
+
+void hs_grad_point(const hs_acts *a, const hs_config *c, hs_grad_scratch *g)
+{
+    size_t n = point_slots(NULL, g, c, 1, (size_t)a->b, (size_t)a->t, a->d_mem);
+    HS_ASSERT(n <= a->n_d_floats);
+}
 
 hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_acts **out,
                          hs_error *err)
@@ -28,62 +142,23 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
     if (!a) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     a->B = B;
     a->T = T;
-    const size_t BT = (size_t)B * T, D = (size_t)cfg->d_model, H = (size_t)cfg->n_heads,
-                 dh = (size_t)cfg->d_head, M = (size_t)cfg->d_mlp, V = (size_t)cfg->d_vocab;
-    const size_t L = (size_t)cfg->n_layers;
-    const size_t per_layer = BT * (D * 6 + 4 + 4 * H * dh + 2 * M) + (size_t)B * H * T * T;
-    size_t n = BT * D * 4 + BT * 4 + L * per_layer + BT * V * 2;
-    size_t hd = H * D > (D > M ? D : M) ? H * D : (D > M ? D : M);
-    size_t n_scratch = BT * hd + (size_t)B * H * T * T;
-    a->n_floats = n + n_scratch + L * 3 * D * H * dh; /* + packed W_Q/K/V (hs_acts_wpack) */
+    const size_t wpack = (size_t)cfg->n_layers * 3 * cfg->d_model * cfg->n_heads * cfg->d_head;
+    const size_t n = point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, NULL);
+    a->n_floats = n + wpack; /* + packed W_Q/K/V at the end (hs_acts_wpack) */
     a->mem = calloc(a->n_floats, sizeof(float));
     if (!a->mem) {
         free(a);
         return hs_fail(err, HS_ERR_NOMEM, "out of memory for activations (%zu floats)", n);
     }
-    float *p = a->mem;
-#define TAKE(field, count) do { (field) = p; p += (count); } while (0)
-    TAKE(a->embed, BT * D);
-    TAKE(a->pos_embed, BT * D);
-    TAKE(a->x0, BT * D);
-    TAKE(a->lne_mean, BT);
-    TAKE(a->lne_rstd, BT);
-    for (size_t l = 0; l < L; l++) {
-        hs_block_acts *ba = &a->blocks[l];
-        TAKE(ba->resid_pre, BT * D);
-        TAKE(ba->ln1_out, BT * D);
-        TAKE(ba->ln1_mean, BT);
-        TAKE(ba->ln1_rstd, BT);
-        TAKE(ba->q, BT * H * dh);
-        TAKE(ba->k, BT * H * dh);
-        TAKE(ba->v, BT * H * dh);
-        TAKE(ba->att, (size_t)B * H * T * T);
-        TAKE(ba->z, BT * H * dh);
-        TAKE(ba->attn_out, BT * D);
-        TAKE(ba->resid_mid, BT * D);
-        TAKE(ba->ln2_out, BT * D);
-        TAKE(ba->ln2_mean, BT);
-        TAKE(ba->ln2_rstd, BT);
-        TAKE(ba->mlp_pre, BT * M);
-        TAKE(ba->mlp_post, BT * M);
-        TAKE(ba->resid_post, BT * D);
-    }
-    TAKE(a->lnf_out, BT * D);
-    TAKE(a->lnf_mean, BT);
-    TAKE(a->lnf_rstd, BT);
-    TAKE(a->logits, BT * V);
-    TAKE(a->probs, BT * V);
-    TAKE(a->scratch, BT * hd);
-    TAKE(a->scores, (size_t)B * H * T * T);
-#undef TAKE
-    HS_ASSERT((size_t)(p - a->mem) <= a->n_floats);
+    point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, a->mem);
     if (with_grad) {
-        /* dresid, dln, dlnf (3 x BT*D); dz, dq, dk, dv (4 x BT*H*dh);
-         * dpre, dpost (2 x BT*M); dlogits (BT*V); datt (T*T); at the end the
-         * forward's act' (L x BT*M) */
-        a->n_d_floats = BT * D * 3 + BT * H * dh * 4 + BT * M * 2 + BT * V + (size_t)T * T;
-        a->n_d_floats += D * H * dh;  /* packed dW_Q/K/V scratch (hs_acts_dwpack) */
-        a->n_d_floats += L * BT * M; /* act'(mlp_pre) per layer (hs_acts_dact) */
+        /* the backward's scratch, then the packed dW_Q/K/V scratch
+         * (hs_acts_dwpack) and the forward's act'(mlp_pre) per layer
+         * (hs_acts_dact) at the end */
+        hs_grad_scratch g;
+        a->n_d_floats = point_slots(NULL, &g, cfg, 1, (size_t)B, (size_t)T, NULL);
+        a->n_d_floats += (size_t)cfg->d_model * cfg->n_heads * cfg->d_head;
+        a->n_d_floats += (size_t)cfg->n_layers * B * T * cfg->d_mlp;
         a->d_mem = calloc(a->n_d_floats, sizeof(float));
         if (!a->d_mem) {
             hs_acts_destroy(a);
@@ -591,7 +666,7 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
 }
 
 /* The forward pass over B sequences of acts (a view: its pointers may start
- * at a later sequence, acts_view), calling the observer in hc if any. */
+ * at a later sequence, hs_acts_view), calling the observer in hc if any. */
 static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tokens, int B,
                                 int T, hook_ctx *hc, hs_error *err);
 
@@ -809,54 +884,6 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
     return HS_OK;
 }
 
-/* acts with every batch-major pointer moved to sequence b0 (T positions per
- * sequence, as the last forward): the view one thread's half of a batch
- * runs on. d_mem moves by b0 rows of the act' stash (hs_acts_dact). */
-static hs_acts acts_view(const hs_acts *a, const hs_config *c, int b0, int T)
-{
-    hs_acts v = *a;
-    const size_t r = (size_t)b0 * T, D = (size_t)c->d_model, HD = (size_t)c->n_heads * c->d_head,
-                 M = (size_t)c->d_mlp, V = (size_t)c->d_vocab;
-    const size_t TT = (size_t)b0 * c->n_heads * T * T;
-    size_t hd = (size_t)c->n_heads * D;
-    if (D > hd) hd = D;
-    if (M > hd) hd = M;
-    v.embed += r * D;
-    v.pos_embed += r * D;
-    v.x0 += r * D;
-    v.lne_mean += r;
-    v.lne_rstd += r;
-    for (int l = 0; l < c->n_layers; l++) {
-        hs_block_acts *ba = &v.blocks[l];
-        ba->resid_pre += r * D;
-        ba->ln1_out += r * D;
-        ba->ln1_mean += r;
-        ba->ln1_rstd += r;
-        ba->q += r * HD;
-        ba->k += r * HD;
-        ba->v += r * HD;
-        ba->att += TT;
-        ba->z += r * HD;
-        ba->attn_out += r * D;
-        ba->resid_mid += r * D;
-        ba->ln2_out += r * D;
-        ba->ln2_mean += r;
-        ba->ln2_rstd += r;
-        ba->mlp_pre += r * M;
-        ba->mlp_post += r * M;
-        ba->resid_post += r * D;
-    }
-    v.lnf_out += r * D;
-    v.lnf_mean += r;
-    v.lnf_rstd += r;
-    v.logits += r * V;
-    v.probs += r * V;
-    v.scratch += r * hd;
-    v.scores += TT;
-    if (v.d_mem) v.d_mem += r * M;
-    return v;
-}
-
 typedef struct {
     const hs_model *m;
     hs_acts view;
@@ -871,6 +898,24 @@ static void fwd_half_run(void *arg)
     hook_ctx hc = {NULL, {0}};
     hs_error err;
     f->status = forward_body(f->m, &f->view, f->tokens, f->B, f->T, &hc, &err);
+}
+
+/* Where a two-thread forward splits a batch of B sequences of T positions:
+ * the sequence count b1 nearest B/2 whose row count b1*T is a multiple of
+ * 16, or 0 (no split) when there is none in [1, B). OpenBLAS's sgemm
+ * kernels handle rows in blocks of up to 16 (4 on this machine's Haswell
+ * kernel), and a row in a partial block at the end of a call can get other
+ * bits (1 ulp) than in a full one: found with B 2, T 5 (rows 5 of 10). With
+ * both parts starting on a multiple of 16 rows every row meets the same
+ * kernel as in one call. The default training batch (64 x 15) splits at 32
+ * as before. */
+static int split_point(int B, int T)
+{
+    int g = 16; /* sequences per 16-row unit: 16 / gcd(T, 16) */
+    for (int t = T; g > 1 && t % 2 == 0; t /= 2) g /= 2;
+    int k = (B / 2 + g / 2) / g;
+    if (k < 1) k = 1;
+    return k * g < B ? k * g : 0;
 }
 
 hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
@@ -892,14 +937,15 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
     acts->t = T;
     hook_ctx hc = {observer, {0}};
     pack_qkv(m, acts);
-    if (observer == NULL && acts->worker != NULL && B >= 2) {
-        /* two halves of the batch, one per thread: every kernel works per
-         * row or per sequence, and an sgemm's rows do not depend on how many
-         * rows it is given, so the values are those of one pass */
-        const int b1 = B / 2;
-        fwd_half half = {m, acts_view(acts, c, b1, T), tokens + (size_t)b1 * T, B - b1, T, HS_OK};
+    const int b1 = observer == NULL && acts->worker != NULL ? split_point(B, T) : 0;
+    if (b1 > 0) {
+        /* two parts of the batch, one per thread: every kernel works per
+         * row or per sequence, and an sgemm gives a row the same bits when
+         * the rows before it are a multiple of its kernel's unroll
+         * (split_point), so the values are those of one pass */
+        fwd_half half = {m, hs_acts_view(acts, c, b1, T), tokens + (size_t)b1 * T, B - b1, T, HS_OK};
         long ticket = hs_worker_submit_fn(acts->worker, fwd_half_run, &half);
-        hs_acts first = acts_view(acts, c, 0, T);
+        hs_acts first = hs_acts_view(acts, c, 0, T);
         hs_status s = forward_body(m, &first, tokens, b1, T, &hc, err);
         hs_worker_wait(acts->worker, ticket);
         HS_ASSERT(s == HS_OK && half.status == HS_OK);

@@ -299,7 +299,9 @@ void hs_acts_destroy(hs_acts *a);
  * thread computes the weight gradients (dW = inp^T dout and the bias sums,
  * a third of a step's FLOPs, off the critical path) while the caller's thread
  * runs the chain of input gradients, and a forward without observer runs
- * half the batch on it; 1 = everything on the caller's thread; 0 = 2 if the
+ * about half the batch on it (a split at a multiple of 16 rows, so each row
+ * meets the same sgemm kernel as in one call; a batch with no such split runs
+ * on one thread); 1 = everything on the caller's thread; 0 = 2 if the
  * machine has 2 or more CPUs, else 1 (on a machine whose cores are busy with
  * other work, 1 is faster: bench_train --threads 1/2). Each product is one
  * sgemm either way, so gradients are bit-identical for every thread count.
