@@ -407,9 +407,9 @@ int cmd_inspect(int argc, char **argv)
 
     /* run with cache */
     static const char *const filters[] = {"blocks.*.attn.hook_pattern", "hook_embed",
-                                          "hook_pos_embed", "blocks.0.hook_resid_pre",
-                                          "blocks.*.attn.hook_z", "blocks.*.hook_mlp_out",
-                                          "ln_final.hook_scale", "logits"};
+                                          "?hook_pos_embed", "blocks.0.hook_resid_pre",
+                                          "blocks.*.attn.hook_z", "?blocks.*.hook_mlp_out",
+                                          "?ln_final.hook_scale", "logits"};
     if (hs_acts_create(cfg, 1, T, 0, &acts, &err) != HS_OK ||
         hs_run_with_cache(m, acts, tok.ids, 1, T, filters, 8, NULL, &cache, &err) != HS_OK) {
         cli_error(C, &err);

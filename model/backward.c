@@ -132,14 +132,14 @@ static void act_backward(float *dinp, const float *dout, const float *inp, size_
 
 /* Attention backward per (b, h), rows of q, k, v, z and their gradients HD
  * apart: dv (B,T,H,dh) = pattern^T dz; with softmax also dq, dk (B,T,H,dh)
- * through the softmax and the 1/sqrt(dh) scale. datt (T,T) is scratch.
- * Overwrites dq, dk, dv. */
+ * through the softmax and the score scale inv_scale = 1 / hs_attn_scale.
+ * datt (T,T) is scratch. Overwrites dq, dk, dv. */
 HS_CLONES
 static void attn_backward(float *dq, float *dk, float *dv, float *datt, const float *dz,
                           const float *att, const float *q, const float *k, const float *v, int B,
-                          int T, int H, int dh, int softmax)
+                          int T, int H, int dh, int softmax, float inv_scale)
 {
-    const float scale = 1.0f / sqrtf((float)dh);
+    const float scale = inv_scale;
     const size_t HD = (size_t)H * dh;
     /* per (b, h); rows of q, k, v, z and their gradients are HD apart.
      * Each gradient row is written once (summed from zero over the other
@@ -157,7 +157,7 @@ static void attn_backward(float *dq, float *dk, float *dv, float *datt, const fl
                                 T - j, dh);
             if (!softmax) continue;
             /* datt[i,j] = dz_i . v_j, then in place the score gradient
-             * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) / sqrt(dh) */
+             * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) * inv_scale */
             for (int i = 0; i < T; i++) {
                 const float *dzi = dzb + i * HD;
                 float *Di = datt + (size_t)i * T;
@@ -260,19 +260,11 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     const size_t BT = (size_t)B * T;
     const int has_norm = c->norm != HS_NORM_NONE;
 
-    float *p = acts->d_mem;
-    float *dresid = p; p += BT * D;
-    float *dln = p; p += BT * D;
-    float *dlnf = p; p += BT * D;
-    float *dz = p; p += BT * H * dh;
-    float *dq = p; p += BT * H * dh;
-    float *dk = p; p += BT * H * dh;
-    float *dv = p; p += BT * H * dh;
-    float *dpre = p; p += BT * M;
-    float *dpost = p; p += BT * M;
-    float *dlogits = p; p += BT * V;
-    float *datt = p; p += (size_t)T * T;
-    HS_ASSERT((size_t)(p - acts->d_mem) <= acts->n_d_floats);
+    hs_grad_scratch gs;
+    hs_grad_point(acts, c, &gs);
+    float *dresid = gs.dresid, *dln = gs.dln, *dlnf = gs.dlnf, *dz = gs.dz, *dq = gs.dq;
+    float *dk = gs.dk, *dv = gs.dv, *dpre = gs.dpre, *dpost = gs.dpost, *dlogits = gs.dlogits;
+    float *datt = gs.datt;
 
     /* cross-entropy: dlogits = (probs - onehot) / n_valid on valid positions */
     int n_valid = 0;
@@ -347,7 +339,7 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         long t_o = dw_submit(w, &j);
         hs_pool_wait(w, t_qkv);
         attn_backward(dq, dk, dv, datt, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
-                      c->attn == HS_ATTN_SOFTMAX);
+                      c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale(c));
         if (c->attn == HS_ATTN_SOFTMAX) {
             heads_backward_dx(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), BT, D, H, dh);
             j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, dw_scratch};

@@ -180,6 +180,9 @@ cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
                   : cJSON_AddStringToObject(o, "normalization_type",
                                             c->norm == HS_NORM_RMSNORM ? "RMS" : "LN") != NULL) &&
              cJSON_AddNumberToObject(o, "eps", eps) &&
+             (c->attn_scale > 0.0f
+                  ? cJSON_AddNumberToObject(o, "attn_scale", hs_f32_shortest(c->attn_scale)) != NULL
+                  : 1) &&
              cJSON_AddStringToObject(o, "positional_embedding_type", "standard") &&
              cJSON_AddBoolToObject(o, "attn_only", c->d_mlp == 0) &&
              cJSON_AddStringToObject(o, "attention_dir", "causal");
@@ -254,15 +257,87 @@ static hs_status get_int(const char *fname, const char *obj_name, const cJSON *o
     return HS_OK;
 }
 
-/* A TransformerLens field that must keep its default: bool false / null. */
-static hs_status check_tl_off(const char *fname, const cJSON *o, const char *key,
-                              hs_error *err)
+/* Every HookedTransformerConfig field headscope knows (the pinned list,
+ * tests/checkpoint/tl_config_fields.txt) and what the loader does with it:
+ * computed as TransformerLens computes it, inert (changes nothing in the
+ * forward: names, devices, initialisation, hook switches whose points
+ * headscope always offers, fields read only by a refused feature), or refused
+ * unless it has its "off" value (null, false, a negative number, or for
+ * dtype float32). tests/test_config_fields.c keeps this table and the pinned
+ * list in step. */
+static const struct {
+    const char *name;
+    hs_tl_field kind;
+} TL_FIELDS[] = {
+    {"n_layers", HS_TL_COMPUTED}, {"d_model", HS_TL_COMPUTED}, {"n_ctx", HS_TL_COMPUTED},
+    {"d_head", HS_TL_COMPUTED}, {"n_heads", HS_TL_COMPUTED}, {"d_mlp", HS_TL_COMPUTED},
+    {"act_fn", HS_TL_COMPUTED}, {"d_vocab", HS_TL_COMPUTED}, {"eps", HS_TL_COMPUTED},
+    {"use_attn_scale", HS_TL_COMPUTED}, {"attn_scale", HS_TL_COMPUTED},
+    {"normalization_type", HS_TL_COMPUTED}, {"attention_dir", HS_TL_COMPUTED},
+    {"attn_only", HS_TL_COMPUTED}, {"positional_embedding_type", HS_TL_COMPUTED},
+    {"d_vocab_out", HS_TL_COMPUTED}, {"n_key_value_heads", HS_TL_COMPUTED},
+    {"model_name", HS_TL_INERT}, {"use_attn_result", HS_TL_INERT},
+    {"use_split_qkv_input", HS_TL_INERT}, {"use_hook_mlp_in", HS_TL_INERT},
+    {"use_attn_in", HS_TL_INERT}, {"use_hook_tokens", HS_TL_INERT},
+    {"ungroup_grouped_query_attention", HS_TL_INERT}, {"original_architecture", HS_TL_INERT},
+    {"from_checkpoint", HS_TL_INERT}, {"checkpoint_index", HS_TL_INERT},
+    {"checkpoint_label_type", HS_TL_INERT}, {"checkpoint_value", HS_TL_INERT},
+    {"tokenizer_name", HS_TL_INERT}, {"window_size", HS_TL_INERT}, {"attn_types", HS_TL_INERT},
+    {"init_mode", HS_TL_INERT}, {"device", HS_TL_INERT}, {"n_devices", HS_TL_INERT},
+    {"seed", HS_TL_INERT}, {"initializer_range", HS_TL_INERT}, {"init_weights", HS_TL_INERT},
+    {"n_params", HS_TL_INERT}, {"default_prepend_bos", HS_TL_INERT},
+    {"tokenizer_prepends_bos", HS_TL_INERT}, {"rotary_dim", HS_TL_INERT},
+    {"rotary_base", HS_TL_INERT}, {"rotary_adjacent_pairs", HS_TL_INERT},
+    {"use_NTK_by_parts_rope", HS_TL_INERT}, {"NTK_by_parts_low_freq_factor", HS_TL_INERT},
+    {"NTK_by_parts_high_freq_factor", HS_TL_INERT}, {"NTK_by_parts_factor", HS_TL_INERT},
+    {"trust_remote_code", HS_TL_INERT}, {"experts_per_token", HS_TL_INERT},
+    {"relative_attention_max_distance", HS_TL_INERT},
+    {"relative_attention_num_buckets", HS_TL_INERT}, {"decoder_start_token_id", HS_TL_INERT},
+    {"tie_word_embeddings", HS_TL_INERT},
+    {"use_local_attn", HS_TL_REFUSED}, {"scale_attn_by_inverse_layer_idx", HS_TL_REFUSED},
+    {"final_rms", HS_TL_REFUSED}, {"parallel_attn_mlp", HS_TL_REFUSED},
+    {"gated_mlp", HS_TL_REFUSED}, {"dtype", HS_TL_REFUSED}, {"post_embedding_ln", HS_TL_REFUSED},
+    {"load_in_4bit", HS_TL_REFUSED}, {"num_experts", HS_TL_REFUSED},
+    {"use_normalization_before_and_after", HS_TL_REFUSED},
+    {"attn_scores_soft_cap", HS_TL_REFUSED}, {"output_logits_soft_cap", HS_TL_REFUSED},
+};
+
+int hs_checkpoint_tl_field(const char *name)
 {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (it == NULL || cJSON_IsNull(it) || cJSON_IsFalse(it)) return HS_OK;
-    if (cJSON_IsNumber(it) && it->valuedouble < 0) return HS_OK; /* -1.0 = not set */
-    return hs_fail(err, HS_ERR_CONFIG, "%s: config field '%s' is set; headscope does not "
-                   "support that TransformerLens feature", fname, key);
+    for (size_t i = 0; i < sizeof TL_FIELDS / sizeof TL_FIELDS[0]; i++)
+        if (strcmp(TL_FIELDS[i].name, name) == 0) return (int)TL_FIELDS[i].kind;
+    return -1;
+}
+
+/* A refused field is accepted only at its "off" value. */
+static int tl_off(const char *key, const cJSON *it)
+{
+    if (cJSON_IsNull(it) || cJSON_IsFalse(it)) return 1;
+    if (cJSON_IsNumber(it) && it->valuedouble < 0) return 1; /* -1.0 = not set */
+    if (strcmp(key, "dtype") == 0 && cJSON_IsString(it))
+        return strcmp(it->valuestring, "float32") == 0 || strcmp(it->valuestring, "torch.float32") == 0;
+    return 0;
+}
+
+/* Every field of the config is known; refused ones are off. */
+static hs_status check_tl_fields(const char *fname, const cJSON *o, hs_error *err)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, o) {
+        const int kind = hs_checkpoint_tl_field(it->string);
+        if (kind < 0)
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config field '%.64s' is not a TransformerLens "
+                           "field headscope knows (tests/checkpoint/tl_config_fields.txt)",
+                           fname, it->string);
+        if (kind != HS_TL_REFUSED || tl_off(it->string, it)) continue;
+        char *v = cJSON_PrintUnformatted(it);
+        hs_status s = hs_fail(err, HS_ERR_CONFIG, "%s: config field '%s' = %.40s is not supported "
+                              "by headscope (it computes only the TransformerLens default)",
+                              fname, it->string, v ? v : "?");
+        cJSON_free(v);
+        return s;
+    }
+    return HS_OK;
 }
 
 static hs_status parse_tl_config(const char *fname, const cJSON *o, hs_config *c,
@@ -366,26 +441,33 @@ static hs_status parse_tl_config(const char *fname, const cJSON *o, hs_config *c
                        "\"none\")", fname, cJSON_IsString(pe) ? pe->valuestring : "?");
     const cJSON *ad = cJSON_GetObjectItemCaseSensitive(o, "attention_dir");
     if (ad != NULL && !(cJSON_IsString(ad) && strcmp(ad->valuestring, "causal") == 0))
-        return hs_fail(err, HS_ERR_CONFIG, "%s: config attention_dir must be \"causal\"", fname);
-    const cJSON *us = cJSON_GetObjectItemCaseSensitive(o, "use_attn_scale");
-    if (us != NULL && !cJSON_IsTrue(us))
-        return hs_fail(err, HS_ERR_CONFIG, "%s: config use_attn_scale must be true (scores are "
-                       "q.k/sqrt(d_head))", fname);
-    static const char *const off_fields[] = {
-        "parallel_attn_mlp", "gated_mlp", "final_rms", "post_embedding_ln", "use_local_attn",
-        "num_experts", "scale_attn_by_inverse_layer_idx", "attn_scores_soft_cap",
-        "output_logits_soft_cap", "use_normalization_before_and_after", "rotary_dim",
-    };
-    for (size_t i = 0; i < sizeof off_fields / sizeof off_fields[0]; i++) {
-        s = check_tl_off(fname, o, off_fields[i], err);
-        if (s != HS_OK) return s;
+        return hs_fail(err, HS_ERR_CONFIG, "%s: config attention_dir '%.32s' is not supported "
+                       "(only \"causal\")", fname, cJSON_IsString(ad) ? ad->valuestring : "?");
+    /* TransformerLens: scores / attn_scale (-1 = sqrt(d_head)); use_attn_scale
+     * false divides by 1 whatever attn_scale says */
+    const cJSON *as = cJSON_GetObjectItemCaseSensitive(o, "attn_scale");
+    if (as != NULL && !cJSON_IsNull(as)) {
+        if (!cJSON_IsNumber(as) || !isfinite(as->valuedouble) ||
+            !(as->valuedouble > 0 || as->valuedouble == -1.0) || as->valuedouble > 1e30)
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config attn_scale must be a positive number "
+                           "(or -1 = sqrt(d_head))", fname);
+        c->attn_scale = as->valuedouble > 0 ? (float)as->valuedouble : 0.0f;
     }
+    const cJSON *us = cJSON_GetObjectItemCaseSensitive(o, "use_attn_scale");
+    if (us != NULL && !cJSON_IsNull(us)) {
+        if (!cJSON_IsBool(us))
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config field 'use_attn_scale' must be true or "
+                           "false", fname);
+        if (cJSON_IsFalse(us)) c->attn_scale = 1.0f;
+    }
+    s = check_tl_fields(fname, o, err);
+    if (s != HS_OK) return s;
     int nkv = -1;
     s = get_int(fname, "config", o, "n_key_value_heads", 0, 1 << 20, &nkv, &present, err);
     if (s != HS_OK) return s;
     if (present && nkv != c->n_heads)
-        return hs_fail(err, HS_ERR_CONFIG, "%s: config n_key_value_heads (grouped-query "
-                       "attention) is not supported", fname);
+        return hs_fail(err, HS_ERR_CONFIG, "%s: config n_key_value_heads %d (grouped-query "
+                       "attention) is not supported (n_heads %d)", fname, nkv, c->n_heads);
     return HS_OK;
 }
 

@@ -41,4 +41,14 @@ hs_status hs_checkpoint_parse(const unsigned char *buf, size_t n, const char *na
 hs_status hs_checkpoint_config_parse(const char *fname, const char *tl_text, const char *hs_text,
                                      hs_config *c, hs_error *err);
 
+/* What the loader does with a HookedTransformerConfig field: computes it as
+ * TransformerLens does, ignores it as inert (it changes nothing in the
+ * forward), or refuses any value but its default (one line naming field and
+ * value). */
+typedef enum { HS_TL_COMPUTED = 0, HS_TL_INERT = 1, HS_TL_REFUSED = 2 } hs_tl_field;
+
+/* The hs_tl_field of a config field name, or -1 for a field the loader does
+ * not know (which it refuses). */
+int hs_checkpoint_tl_field(const char *name);
+
 #endif /* HS_CHECKPOINT_INTERNAL_H */

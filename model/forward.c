@@ -12,10 +12,124 @@
 
 #include <cblas.h>
 #include <math.h>
+#include <stddef.h>
 #include <string.h>
 
 /* ------------------------------------------------------------------------ */
-/* Activations                                                               */
+/* Activations: the layout table (model_internal.h)                          */
+
+/* Floats per sequence at T positions (FIXED_TT: t*t once, not per sequence). */
+typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_FIXED_TT } slot_size;
+/* Where a slot's pointer lives. */
+typedef enum { IN_ACTS, IN_BLOCK, IN_GRAD } slot_home;
+
+typedef struct {
+    slot_home home;
+    slot_size size;
+    size_t field;  /* offsetof in hs_acts, hs_block_acts or hs_grad_scratch */
+} act_slot;
+
+#define A(f, sz) {IN_ACTS, sz, offsetof(hs_acts, f)}
+#define L(f, sz) {IN_BLOCK, sz, offsetof(hs_block_acts, f)}
+#define G(f, sz) {IN_GRAD, sz, offsetof(hs_grad_scratch, f)}
+/* In memory order: the embedding, every layer's block (L slots, repeated per
+ * layer), the end; then the backward's scratch in d_mem. */
+static const act_slot ACT_SLOTS[] = {
+    A(embed, SZ_TD), A(pos_embed, SZ_TD), A(x0, SZ_TD), A(lne_mean, SZ_T), A(lne_rstd, SZ_T),
+    L(resid_pre, SZ_TD), L(ln1_out, SZ_TD), L(ln1_mean, SZ_T), L(ln1_rstd, SZ_T),
+    L(q, SZ_THD), L(k, SZ_THD), L(v, SZ_THD), L(att, SZ_HTT), L(z, SZ_THD),
+    L(attn_out, SZ_TD), L(resid_mid, SZ_TD), L(ln2_out, SZ_TD), L(ln2_mean, SZ_T),
+    L(ln2_rstd, SZ_T), L(mlp_pre, SZ_TM), L(mlp_post, SZ_TM), L(resid_post, SZ_TD),
+    A(lnf_out, SZ_TD), A(lnf_mean, SZ_T), A(lnf_rstd, SZ_T), A(logits, SZ_TV), A(probs, SZ_TV),
+    A(scratch, SZ_TX), A(scores, SZ_HTT),
+    G(dresid, SZ_TD), G(dln, SZ_TD), G(dlnf, SZ_TD), G(dz, SZ_THD), G(dq, SZ_THD),
+    G(dk, SZ_THD), G(dv, SZ_THD), G(dpre, SZ_TM), G(dpost, SZ_TM), G(dlogits, SZ_TV),
+    G(datt, SZ_FIXED_TT),
+};
+#undef A
+#undef L
+#undef G
+enum { N_SLOTS = sizeof ACT_SLOTS / sizeof ACT_SLOTS[0] };
+_Static_assert(sizeof(hs_block_acts) == 17 * sizeof(float *),
+               "a buffer added to hs_block_acts must be added to ACT_SLOTS");
+_Static_assert(sizeof(hs_grad_scratch) == 11 * sizeof(float *),
+               "a buffer added to hs_grad_scratch must be added to ACT_SLOTS");
+
+/* Floats of one sequence of a slot at T positions (SZ_FIXED_TT: the whole). */
+static size_t slot_floats(const hs_config *c, slot_size sz, size_t T)
+{
+    const size_t D = (size_t)c->d_model, H = (size_t)c->n_heads, dh = (size_t)c->d_head,
+                 M = (size_t)c->d_mlp, V = (size_t)c->d_vocab;
+    size_t x = H * D > D ? H * D : D; /* scratch: (T,H,D) or (T,max(D,M)) */
+    if (M > x) x = M;
+    switch (sz) {
+    case SZ_TD: return T * D;
+    case SZ_T: return T;
+    case SZ_THD: return T * H * dh;
+    case SZ_HTT: return H * T * T;
+    case SZ_TM: return T * M;
+    case SZ_TV: return T * V;
+    case SZ_TX: return T * x;
+    case SZ_FIXED_TT: return T * T;
+    }
+    return 0;
+}
+
+/* The pointer of slot s (layer l for IN_BLOCK) in a / g. */
+static float **slot_ptr(const act_slot *s, hs_acts *a, hs_grad_scratch *g, int l)
+{
+    char *base = s->home == IN_ACTS    ? (char *)a
+                 : s->home == IN_BLOCK ? (char *)&a->blocks[l]
+                                       : (char *)g;
+    return (float **)(void *)(base + s->field);
+}
+
+/* Points the activation slots (grad = 0; a block's slots once per layer,
+ * layer after layer) or the backward's (grad = 1) at B sequences of T
+ * positions from p on, in table order; returns the floats used. With p NULL
+ * only counts. */
+static size_t point_slots(hs_acts *a, hs_grad_scratch *g, const hs_config *c, int grad, size_t B,
+                          size_t T, float *p)
+{
+    size_t n = 0;
+    for (int i = 0; i < N_SLOTS;) {
+        int end = i + 1; /* [i, end): one slot, or a block's run of slots */
+        while (ACT_SLOTS[i].home == IN_BLOCK && end < N_SLOTS && ACT_SLOTS[end].home == IN_BLOCK)
+            end++;
+        const int n_rep = ACT_SLOTS[i].home == IN_BLOCK ? c->n_layers : 1;
+        if ((ACT_SLOTS[i].home == IN_GRAD) == grad)
+            for (int l = 0; l < n_rep; l++)
+                for (int k = i; k < end; k++) {
+                    const act_slot *sk = &ACT_SLOTS[k];
+                    if (p) *slot_ptr(sk, a, g, l) = p + n;
+                    n += (sk->size == SZ_FIXED_TT ? 1 : B) * slot_floats(c, sk->size, T);
+                }
+        i = end;
+    }
+    return n;
+}
+
+hs_acts hs_acts_view(const hs_acts *a, const hs_config *c, int b0, int t)
+{
+    hs_acts v = *a;
+    for (int i = 0; i < N_SLOTS; i++) {
+        const act_slot *s = &ACT_SLOTS[i];
+        if (s->home == IN_GRAD) continue;
+        const size_t off = (size_t)b0 * slot_floats(c, s->size, (size_t)t);
+        for (int l = 0; l < (s->home == IN_BLOCK ? c->n_layers : 1); l++)
+            *slot_ptr(s, &v, NULL, l) += off;
+    }
+    /* the act' stash (hs_acts_dact) sits at the end of d_mem: moving d_mem
+     * moves it by b0 sequences */
+    if (v.d_mem) v.d_mem += (size_t)b0 * t * c->d_mlp;
+    return v;
+}
+
+void hs_grad_point(const hs_acts *a, const hs_config *c, hs_grad_scratch *g)
+{
+    size_t n = point_slots(NULL, g, c, 1, (size_t)a->b, (size_t)a->t, a->d_mem);
+    HS_ASSERT(n <= a->n_d_floats);
+}
 
 hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_acts **out,
                          hs_error *err)
@@ -28,62 +142,23 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
     if (!a) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     a->B = B;
     a->T = T;
-    const size_t BT = (size_t)B * T, D = (size_t)cfg->d_model, H = (size_t)cfg->n_heads,
-                 dh = (size_t)cfg->d_head, M = (size_t)cfg->d_mlp, V = (size_t)cfg->d_vocab;
-    const size_t L = (size_t)cfg->n_layers;
-    const size_t per_layer = BT * (D * 6 + 4 + 4 * H * dh + 2 * M) + (size_t)B * H * T * T;
-    size_t n = BT * D * 4 + BT * 4 + L * per_layer + BT * V * 2;
-    size_t hd = H * D > (D > M ? D : M) ? H * D : (D > M ? D : M);
-    size_t n_scratch = BT * hd + (size_t)B * H * T * T;
-    a->n_floats = n + n_scratch + L * 3 * D * H * dh; /* + packed W_Q/K/V (hs_acts_wpack) */
+    const size_t wpack = (size_t)cfg->n_layers * 3 * cfg->d_model * cfg->n_heads * cfg->d_head;
+    const size_t n = point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, NULL);
+    a->n_floats = n + wpack; /* + packed W_Q/K/V at the end (hs_acts_wpack) */
     a->mem = calloc(a->n_floats, sizeof(float));
     if (!a->mem) {
         free(a);
         return hs_fail(err, HS_ERR_NOMEM, "out of memory for activations (%zu floats)", n);
     }
-    float *p = a->mem;
-#define TAKE(field, count) do { (field) = p; p += (count); } while (0)
-    TAKE(a->embed, BT * D);
-    TAKE(a->pos_embed, BT * D);
-    TAKE(a->x0, BT * D);
-    TAKE(a->lne_mean, BT);
-    TAKE(a->lne_rstd, BT);
-    for (size_t l = 0; l < L; l++) {
-        hs_block_acts *ba = &a->blocks[l];
-        TAKE(ba->resid_pre, BT * D);
-        TAKE(ba->ln1_out, BT * D);
-        TAKE(ba->ln1_mean, BT);
-        TAKE(ba->ln1_rstd, BT);
-        TAKE(ba->q, BT * H * dh);
-        TAKE(ba->k, BT * H * dh);
-        TAKE(ba->v, BT * H * dh);
-        TAKE(ba->att, (size_t)B * H * T * T);
-        TAKE(ba->z, BT * H * dh);
-        TAKE(ba->attn_out, BT * D);
-        TAKE(ba->resid_mid, BT * D);
-        TAKE(ba->ln2_out, BT * D);
-        TAKE(ba->ln2_mean, BT);
-        TAKE(ba->ln2_rstd, BT);
-        TAKE(ba->mlp_pre, BT * M);
-        TAKE(ba->mlp_post, BT * M);
-        TAKE(ba->resid_post, BT * D);
-    }
-    TAKE(a->lnf_out, BT * D);
-    TAKE(a->lnf_mean, BT);
-    TAKE(a->lnf_rstd, BT);
-    TAKE(a->logits, BT * V);
-    TAKE(a->probs, BT * V);
-    TAKE(a->scratch, BT * hd);
-    TAKE(a->scores, (size_t)B * H * T * T);
-#undef TAKE
-    HS_ASSERT((size_t)(p - a->mem) <= a->n_floats);
+    point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, a->mem);
     if (with_grad) {
-        /* dresid, dln, dlnf (3 x BT*D); dz, dq, dk, dv (4 x BT*H*dh);
-         * dpre, dpost (2 x BT*M); dlogits (BT*V); datt (T*T); at the end the
-         * forward's act' (L x BT*M) */
-        a->n_d_floats = BT * D * 3 + BT * H * dh * 4 + BT * M * 2 + BT * V + (size_t)T * T;
-        a->n_d_floats += D * H * dh;  /* packed dW_Q/K/V scratch (hs_acts_dwpack) */
-        a->n_d_floats += L * BT * M; /* act'(mlp_pre) per layer (hs_acts_dact) */
+        /* the backward's scratch, then the packed dW_Q/K/V scratch
+         * (hs_acts_dwpack) and the forward's act'(mlp_pre) per layer
+         * (hs_acts_dact) at the end */
+        hs_grad_scratch g;
+        a->n_d_floats = point_slots(NULL, &g, cfg, 1, (size_t)B, (size_t)T, NULL);
+        a->n_d_floats += (size_t)cfg->d_model * cfg->n_heads * cfg->d_head;
+        a->n_d_floats += (size_t)cfg->n_layers * B * T * cfg->d_mlp;
         a->d_mem = calloc(a->n_d_floats, sizeof(float));
         if (!a->d_mem) {
             hs_acts_destroy(a);
@@ -265,11 +340,12 @@ static void act_forward(float *out, float *dact, const float *inp, size_t n, hs_
         hs_gelu_forward(out, inp, n);
 }
 
-/* scores (B,H,T,T) <- q.k / sqrt(dh), j > i = -inf. q,k (B,T,H,dh). */
+/* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale), j > i = -inf.
+ * q,k (B,T,H,dh). */
 HS_CLONES
-static void attn_scores(float *scores, const float *q, const float *k, int B, int T, int H, int dh)
+static void attn_scores(float *scores, const float *q, const float *k, int B, int T, int H, int dh,
+                        float inv_scale)
 {
-    const float scale = 1.0f / sqrtf((float)dh);
     const size_t HD = (size_t)H * dh;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
@@ -279,46 +355,69 @@ static void attn_scores(float *scores, const float *q, const float *k, int B, in
             for (int i = 0; i < T; i++) {
                 const float *qi = qb + i * HD;
                 float *Si = S + (size_t)i * T;
-                for (int j = 0; j <= i; j++) Si[j] = hs_dot(qi, kb + j * HD, dh) * scale;
+                for (int j = 0; j <= i; j++) Si[j] = hs_dot(qi, kb + j * HD, dh) * inv_scale;
                 for (int j = i + 1; j < T; j++) Si[j] = -INFINITY;
             }
         }
 }
 
-/* att (B,H,T,T) <- row softmax over j <= i of scores; exact 0 above the diagonal. */
+/* att (B,H,T,T) <- row softmax of scores over j <= i (full = 0; exact 0 above
+ * the diagonal) or over the whole row (full = 1: an observer wrote a finite
+ * score above the diagonal; TransformerLens softmaxes the whole hooked row).
+ * A row whose maximum is not finite (all -inf, a +inf or a NaN) gets weights
+ * 0, as TransformerLens' softmax NaN -> 0. */
 HS_CLONES
-static void attn_softmax(float *att, const float *scores, int B, int H, int T)
+static void attn_softmax(float *att, const float *scores, int B, int H, int T, int full)
 {
     for (size_t r = 0; r < (size_t)B * H * T; r++) {
-        int i = (int)(r % (size_t)T);
+        const int n = full ? T : (int)(r % (size_t)T) + 1;
         const float *s = scores + r * T;
         float *a = att + r * T;
         float mx = -INFINITY;
-        for (int j = 0; j <= i; j++)
+        int nan = 0;
+        for (int j = 0; j < n; j++) {
             if (s[j] > mx) mx = s[j];
+            nan |= isnan(s[j]);
+        }
+        if (nan || !isfinite(mx)) {
+            memset(a, 0, (size_t)T * sizeof(float));
+            continue;
+        }
         /* exp in 4-lane chunks (hs_exp_4(-inf) = 0); the sum in j order */
         const hs_vf4 vmx = {mx, mx, mx, mx};
         int j0 = 0;
-        for (; j0 + 4 <= i + 1; j0 += 4) {
+        for (; j0 + 4 <= n; j0 += 4) {
             hs_vf4 v, e;
             memcpy(&v, s + j0, sizeof v);
             v -= vmx;
             hs_exp_4(&e, &v);
             memcpy(a + j0, &e, sizeof e);
         }
-        if (j0 <= i) {
+        if (j0 < n) {
             hs_vf4 v = {0}, e;
-            memcpy(&v, s + j0, (size_t)(i + 1 - j0) * sizeof(float));
+            memcpy(&v, s + j0, (size_t)(n - j0) * sizeof(float));
             v -= vmx;
             hs_exp_4(&e, &v);
-            memcpy(a + j0, &e, (size_t)(i + 1 - j0) * sizeof(float));
+            memcpy(a + j0, &e, (size_t)(n - j0) * sizeof(float));
         }
         float sum = 0.0f;
-        for (int j = 0; j <= i; j++) sum += a[j];
+        for (int j = 0; j < n; j++) sum += a[j];
         float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-        for (int j = 0; j <= i; j++) a[j] *= inv;
-        for (int j = i + 1; j < T; j++) a[j] = 0.0f;
+        for (int j = 0; j < n; j++) a[j] *= inv;
+        for (int j = n; j < T; j++) a[j] = 0.0f;
     }
+}
+
+/* 1 if any entry of x (B,H,T,T) above the diagonal differs from `masked`
+ * (-inf for scores, 0 for patterns): an observer wrote there. */
+static int above_diagonal_edited(const float *x, int B, int H, int T, float masked)
+{
+    for (size_t r = 0; r < (size_t)B * H * T; r++) {
+        const int i = (int)(r % (size_t)T);
+        for (int j = i + 1; j < T; j++)
+            if (!(x[r * T + j] == masked)) return 1;
+    }
+    return 0;
 }
 
 static void attn_uniform(float *att, int B, int H, int T)
@@ -331,9 +430,12 @@ static void attn_uniform(float *att, int B, int H, int T)
     }
 }
 
-/* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h). */
+/* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h): over src j <= i
+ * (full = 0) or every src (full = 1: an observer wrote weights above the
+ * diagonal of hook_pattern, which TransformerLens mixes in). */
 HS_CLONES
-static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh)
+static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh,
+                     int full)
 {
     const size_t HD = (size_t)H * dh;
     for (int b = 0; b < B; b++)
@@ -342,7 +444,7 @@ static void attn_mix(float *z, const float *att, const float *v, int B, int T, i
             const float *vb = v + (size_t)b * T * HD + (size_t)h * dh;
             for (int i = 0; i < T; i++) {
                 float *zi = z + ((size_t)b * T + i) * HD + (size_t)h * dh;
-                hs_rows_combine(zi, A + (size_t)i * T, 1, vb, HD, i + 1, dh);
+                hs_rows_combine(zi, A + (size_t)i * T, 1, vb, HD, full ? T : i + 1, dh);
             }
         }
 }
@@ -462,10 +564,145 @@ static hs_status norm_forward_hooked(hook_ctx *hc, const char *prefix, float *ou
     return HS_OK;
 }
 
+/* TransformerLens' split attention inputs (hook_attn_in, hook_q/k/v_input,
+ * [B,T,H,D], resid_pre repeated per head). When an observer wants one of
+ * them it sees it; if it changed any (compared with the repeat, so a hook
+ * that returns 1 without writing changes nothing), the q, k or v of every
+ * head whose input changed is recomputed from that head's own input: LN1 per
+ * head (its statistics from that input), then x W[h] + b[h]. The LN1 points
+ * then stay unobserved (TL has them per head, [B,T,H,1]): an observer that
+ * also wants them gets HS_ERR_INPUT. Called after the ordinary projections. */
+typedef struct {
+    float *mem;          /* NULL = no split input observed */
+    float *rep, *in[3];  /* (BT,H,D): the repeat of resid_pre; q, k, v inputs */
+} split_in;
+
+static hs_status split_inputs(hook_ctx *hc, const hs_model *m, int l, const hs_block_acts *ba,
+                              int B, int T, split_in *si, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model, H = c->n_heads;
+    const int softmax = c->attn == HS_ATTN_SOFTMAX;
+    const size_t BT = (size_t)B * T, HD = (size_t)H * D;
+    static const char *const kinds[3] = {"q", "k", "v"};
+    char nm[96];
+    int want[4];
+    snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
+    want[3] = wants(hc, nm);
+    for (int x = 0; x < 3; x++) {
+        snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
+        want[x] = (softmax || x == 2) && wants(hc, nm);
+    }
+    si->mem = NULL;
+    if (!want[0] && !want[1] && !want[2] && !want[3]) return HS_OK;
+    /* rep (BT,H,D) the repeat, attn_in and in[x] each input, then (split_apply)
+     * tmp (BT,D) and statistics 2 x BT */
+    float *mem = malloc((BT * HD * 5 + BT * D + 2 * BT) * sizeof(float));
+    if (mem == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory for blocks.%d split inputs", l);
+    float *rep = mem, *attn_in = rep + BT * HD;
+    si->mem = mem;
+    si->rep = rep;
+    for (int x = 0; x < 3; x++) si->in[x] = attn_in + (size_t)(x + 1) * BT * HD;
+    for (size_t i = 0; i < BT; i++)
+        for (int h = 0; h < H; h++)
+            memcpy(rep + (i * H + h) * D, ba->resid_pre + i * D, (size_t)D * sizeof(float));
+    memcpy(attn_in, rep, BT * HD * sizeof(float));
+    if (want[3]) {
+        snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
+        if (hook(hc, nm, attn_in, 4, B, T, H, D) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+    }
+    for (int x = 0; x < 3; x++) {
+        memcpy(si->in[x], attn_in, BT * HD * sizeof(float));
+        if (!want[x]) continue;
+        snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
+        if (hook(hc, nm, si->in[x], 4, B, T, H, D) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+    }
+    return HS_OK;
+}
+
+/* After the ordinary projections: q, k or v of each head whose split input
+ * was edited, recomputed from it (split_inputs). */
+static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_block_acts *ba,
+                             int B, int T, int ln1_observed, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const hs_block_params *bp = &m->params.blocks[l];
+    const int D = c->d_model, H = c->n_heads, dh = c->d_head;
+    const size_t BT = (size_t)B * T, HD = (size_t)H * D;
+    static const char *const kinds[3] = {"q", "k", "v"};
+    float *tmp = si->in[2] + BT * HD, *mean = tmp + BT * D, *rstd = mean + BT;
+    const int has_ln1 = c->ln1 && c->norm != HS_NORM_NONE;
+    float *outs[3] = {ba->q, ba->k, ba->v};
+    const float *Ws[3] = {bp->W_Q, bp->W_K, bp->W_V}, *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
+    for (int x = 0; x < 3; x++) {
+        if (c->attn != HS_ATTN_SOFTMAX && x < 2) continue;
+        for (int h = 0; h < H; h++) {
+            int edited = 0;
+            for (size_t i = 0; i < BT && !edited; i++)
+                edited = memcmp(si->in[x] + (i * H + h) * D, si->rep + (i * H + h) * D,
+                                (size_t)D * sizeof(float)) != 0;
+            if (!edited) continue;
+            if (ln1_observed)
+                return hs_fail(err, HS_ERR_INPUT, "blocks.%d: an edited hook_attn_in/hook_%s_input "
+                               "runs ln1 per head, whose points ([B,T,H,1]) headscope does not "
+                               "offer; do not hook blocks.%d.ln1.* in the same run", l, kinds[x], l);
+            for (size_t i = 0; i < BT; i++)
+                memcpy(tmp + i * D, si->in[x] + (i * H + h) * D, (size_t)D * sizeof(float));
+            if (has_ln1) {
+                hs_norm_stats(mean, rstd, tmp, BT, D, c->norm, c->eps);
+                norm_apply_affine(tmp, tmp, mean, rstd, bp->ln1_w, bp->ln1_b, BT, D, 1, 1);
+            }
+            float *o = outs[x] + (size_t)h * dh;
+            if (bs[x])
+                for (size_t i = 0; i < BT; i++)
+                    memcpy(o + i * H * dh, bs[x] + (size_t)h * dh, (size_t)dh * sizeof(float));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, dh, D, 1.0f, tmp, D,
+                        Ws[x] + (size_t)h * D * dh, dh, bs[x] ? 1.0f : 0.0f, o, H * dh);
+        }
+    }
+    return HS_OK;
+}
+
 /* The forward pass over B sequences of acts (a view: its pointers may start
- * at a later sequence, acts_view), calling the observer in hc if any. */
+ * at a later sequence, hs_acts_view), calling the observer in hc if any. */
+static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tokens, int B,
+                                int T, hook_ctx *hc, hs_error *err);
+
+/* hook_tokens (token ids as floats [B,T]): an edit must leave ids in [0, V). */
 static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
                               hook_ctx *hc, hs_error *err)
+{
+    const size_t BT = (size_t)B * T;
+    if (!wants(hc, "hook_tokens")) return forward_layers(m, acts, tokens, B, T, hc, err);
+    float *tf = malloc(BT * sizeof(float));
+    int *edited = malloc(BT * sizeof(int));
+    if (tf == NULL || edited == NULL) {
+        free(tf);
+        free(edited);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for hook_tokens");
+    }
+    for (size_t i = 0; i < BT; i++) tf[i] = (float)tokens[i];
+    hs_status st = HS_OK;
+    int r = hook(hc, "hook_tokens", tf, 2, B, T, 0, 0);
+    if (r < 0) st = hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at hook_tokens");
+    for (size_t i = 0; i < BT && st == HS_OK; i++) {
+        const float v = tf[i];
+        if (!(v >= 0.0f && v < (float)m->cfg.d_vocab && v == floorf(v)))
+            st = hs_fail(err, HS_ERR_INPUT, "hook_tokens: value %g at index %zu is not a token id "
+                         "in [0, %d)", (double)v, i, m->cfg.d_vocab);
+        else
+            edited[i] = (int)v;
+    }
+    if (st == HS_OK) st = forward_layers(m, acts, r > 0 ? edited : tokens, B, T, hc, err);
+    free(tf);
+    free(edited);
+    return st;
+}
+
+static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tokens, int B,
+                                int T, hook_ctx *hc, hs_error *err)
 {
     const hs_config *c = &m->cfg;
     const hs_params *P = &m->params;
@@ -504,13 +741,25 @@ static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *token
         snprintf(nm, sizeof nm, "blocks.%d.hook_resid_pre", l);
         HOOK(nm, ba->resid_pre, 3, B, T, D, 0);
 
+        split_in si = {NULL, NULL, {NULL, NULL, NULL}};
+        if (hc->obs) {
+            hs_status s = split_inputs(hc, m, l, ba, B, T, &si, err);
+            if (s != HS_OK) {
+                free(si.mem);
+                return s;
+            }
+        }
+
         /* LN1 */
         if (c->ln1 && c->norm != HS_NORM_NONE) {
             snprintf(nm, sizeof nm, "blocks.%d.ln1", l);
             hs_status s = norm_forward_hooked(hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
                                               ba->resid_pre, bp->ln1_w, bp->ln1_b, B, T, D, c->norm,
                                               c->eps, acts->scratch, err);
-            if (s != HS_OK) return s;
+            if (s != HS_OK) {
+                free(si.mem);
+                return s;
+            }
         } else {
             memcpy(ba->ln1_out, ba->resid_pre, BT * D * sizeof(float));
         }
@@ -519,25 +768,40 @@ static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *token
         if (c->attn == HS_ATTN_SOFTMAX) {
             heads_project(ba->q, ba->ln1_out, hs_acts_wpack(acts, c, l, 0), bp->b_Q, BT, D, H, dh);
             heads_project(ba->k, ba->ln1_out, hs_acts_wpack(acts, c, l, 1), bp->b_K, BT, D, H, dh);
+        }
+        heads_project(ba->v, ba->ln1_out, hs_acts_wpack(acts, c, l, 2), bp->b_V, BT, D, H, dh);
+        if (si.mem) {
+            snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_scale", l);
+            int ln1_observed = c->ln1 && c->norm != HS_NORM_NONE && wants(hc, nm);
+            snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_normalized", l);
+            ln1_observed |= c->ln1 && c->norm != HS_NORM_NONE && wants(hc, nm);
+            hs_status s = split_apply(&si, m, l, ba, B, T, ln1_observed, err);
+            free(si.mem);
+            if (s != HS_OK) return s;
+        }
+        if (c->attn == HS_ATTN_SOFTMAX) {
             snprintf(nm, sizeof nm, "blocks.%d.attn.hook_q", l);
             HOOK(nm, ba->q, 4, B, T, H, dh);
             snprintf(nm, sizeof nm, "blocks.%d.attn.hook_k", l);
             HOOK(nm, ba->k, 4, B, T, H, dh);
         }
-        heads_project(ba->v, ba->ln1_out, hs_acts_wpack(acts, c, l, 2), bp->b_V, BT, D, H, dh);
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_v", l);
         HOOK(nm, ba->v, 4, B, T, H, dh);
         if (c->attn == HS_ATTN_SOFTMAX) {
-            attn_scores(acts->scores, ba->q, ba->k, B, T, H, dh);
+            attn_scores(acts->scores, ba->q, ba->k, B, T, H, dh, 1.0f / hs_attn_scale(c));
             snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", l);
-            HOOK(nm, acts->scores, 4, B, H, T, T);
-            attn_softmax(ba->att, acts->scores, B, H, T);
+            int r = hook(hc, nm, acts->scores, 4, B, H, T, T);
+            if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+            attn_softmax(ba->att, acts->scores, B, H, T,
+                         r > 0 && above_diagonal_edited(acts->scores, B, H, T, -INFINITY));
         } else {
             attn_uniform(ba->att, B, H, T);
         }
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_pattern", l);
-        HOOK(nm, ba->att, 4, B, H, T, T);
-        attn_mix(ba->z, ba->att, ba->v, B, T, H, dh);
+        int rp = hook(hc, nm, ba->att, 4, B, H, T, T);
+        if (rp < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        attn_mix(ba->z, ba->att, ba->v, B, T, H, dh,
+                 rp > 0 && above_diagonal_edited(ba->att, B, H, T, 0.0f));
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_z", l);
         HOOK(nm, ba->z, 4, B, T, H, dh);
 
@@ -571,13 +835,22 @@ static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *token
         if (M > 0) {
             snprintf(nm, sizeof nm, "blocks.%d.hook_resid_mid", l);
             HOOK(nm, ba->resid_mid, 3, B, T, D, 0);
+            /* hook_mlp_in: the input of ln2 alone (a copy in ln2_out, normalised
+             * in place), so an edit leaves the residual skip as it was */
+            const float *ln2_in = ba->resid_mid;
+            snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_in", l);
+            if (wants(hc, nm)) {
+                memcpy(ba->ln2_out, ba->resid_mid, BT * D * sizeof(float));
+                HOOK(nm, ba->ln2_out, 3, B, T, D, 0);
+                ln2_in = ba->ln2_out;
+            }
             if (c->norm != HS_NORM_NONE) {
                 snprintf(nm, sizeof nm, "blocks.%d.ln2", l);
                 hs_status s = norm_forward_hooked(hc, nm, ba->ln2_out, ba->ln2_mean, ba->ln2_rstd,
-                                                  ba->resid_mid, bp->ln2_w, bp->ln2_b, B, T, D,
+                                                  ln2_in, bp->ln2_w, bp->ln2_b, B, T, D,
                                                   c->norm, c->eps, acts->scratch, err);
                 if (s != HS_OK) return s;
-            } else {
+            } else if (ln2_in != ba->ln2_out) {
                 memcpy(ba->ln2_out, ba->resid_mid, BT * D * sizeof(float));
             }
             hs_matmul_forward(ba->mlp_pre, ba->ln2_out, bp->W_in, bp->b_in, BT, D, M);
@@ -605,57 +878,43 @@ static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *token
     } else {
         memcpy(acts->lnf_out, final_resid, BT * D * sizeof(float));
     }
+    HOOK("unembed.hook_in", acts->lnf_out, 3, B, T, D, 0);
     hs_matmul_forward(acts->logits, acts->lnf_out, P->W_U, P->b_U, BT, D, V);
     HOOK("logits", acts->logits, 3, B, T, V, 0);
     return HS_OK;
 }
 
-/* acts with every batch-major pointer moved to sequence b0 (T positions per
- * sequence, as the last forward): the view one thread's half of a batch
- * runs on. d_mem moves by b0 rows of the act' stash (hs_acts_dact). */
-static hs_acts acts_view(const hs_acts *a, const hs_config *c, int b0, int T)
+/* Sequences per 16-row unit of a batch of T positions: 16 / gcd(T, 16).
+ * OpenBLAS's sgemm kernels handle rows in blocks of up to 16 (4 on this
+ * machine's Haswell kernel), and a row in a partial block at the end of a
+ * call can get other bits (1 ulp) than in a full one: found with B 2, T 5
+ * (rows 5 of 10). With every part starting on a multiple of 16 rows each row
+ * meets the same kernel as in one call. */
+static int split_unit(int T)
 {
-    hs_acts v = *a;
-    const size_t r = (size_t)b0 * T, D = (size_t)c->d_model, HD = (size_t)c->n_heads * c->d_head,
-                 M = (size_t)c->d_mlp, V = (size_t)c->d_vocab;
-    const size_t TT = (size_t)b0 * c->n_heads * T * T;
-    size_t hd = (size_t)c->n_heads * D;
-    if (D > hd) hd = D;
-    if (M > hd) hd = M;
-    v.embed += r * D;
-    v.pos_embed += r * D;
-    v.x0 += r * D;
-    v.lne_mean += r;
-    v.lne_rstd += r;
-    for (int l = 0; l < c->n_layers; l++) {
-        hs_block_acts *ba = &v.blocks[l];
-        ba->resid_pre += r * D;
-        ba->ln1_out += r * D;
-        ba->ln1_mean += r;
-        ba->ln1_rstd += r;
-        ba->q += r * HD;
-        ba->k += r * HD;
-        ba->v += r * HD;
-        ba->att += TT;
-        ba->z += r * HD;
-        ba->attn_out += r * D;
-        ba->resid_mid += r * D;
-        ba->ln2_out += r * D;
-        ba->ln2_mean += r;
-        ba->ln2_rstd += r;
-        ba->mlp_pre += r * M;
-        ba->mlp_post += r * M;
-        ba->resid_post += r * D;
-    }
-    v.lnf_out += r * D;
-    v.lnf_mean += r;
-    v.lnf_rstd += r;
-    v.logits += r * V;
-    v.probs += r * V;
-    v.scratch += r * hd;
-    v.scores += TT;
-    if (v.d_mem) v.d_mem += r * M;
-    return v;
+    int g = 16;
+    for (int t = T; g > 1 && t % 2 == 0; t /= 2) g /= 2;
+    return g;
+}
+
+/* How many parts a forward of B sequences splits into over `threads`
+ * workers: at most one per whole 16-row unit; 1 (no split) when there is no
+ * second unit. The default training batch (64 x 15) splits at 32 on 2. */
+static int split_parts(int B, int T, int threads)
+{
+    const int units = B / split_unit(T);
+    int parts = threads < units ? threads : units;
+    return parts >= 2 ? parts : 1;
+}
+
+/* The first sequence of part j of `parts` (part_start(.., parts) = B): the
+ * multiple of the 16-row unit nearest B * j / parts. */
+static int part_start(int B, int T, int parts, int j)
+{
+    if (j >= parts) return B;
+    const int g = split_unit(T);
+    const int k = (int)(((long)B * j / parts + g / 2) / g) * g;
+    return k < B ? k : B;
 }
 
 /* The parts of a batch split over the pool's workers (hs_forward). */
@@ -670,8 +929,9 @@ static hs_status fwd_part_run(void *ctx, int j, int worker, hs_error *err)
 {
     (void)worker;
     const fwd_split *f = ctx;
-    const int b0 = (int)((long)f->B * j / f->parts), b1 = (int)((long)f->B * (j + 1) / f->parts);
-    hs_acts view = acts_view(f->acts, &f->m->cfg, b0, f->T);
+    const int b0 = part_start(f->B, f->T, f->parts, j), b1 = part_start(f->B, f->T, f->parts, j + 1);
+    if (b1 == b0) return HS_OK;
+    hs_acts view = hs_acts_view(f->acts, &f->m->cfg, b0, f->T);
     hook_ctx hc = {NULL, {0}};
     return forward_body(f->m, &view, f->tokens + (size_t)b0 * f->T, b1 - b0, f->T, &hc, err);
 }
@@ -695,11 +955,12 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
     acts->t = T;
     hook_ctx hc = {observer, {0}};
     pack_qkv(m, acts);
-    const int parts = hs_pool_threads(acts->pool) < B ? hs_pool_threads(acts->pool) : B;
-    if (observer == NULL && parts >= 2) {
+    const int parts = observer == NULL ? split_parts(B, T, hs_pool_threads(acts->pool)) : 1;
+    if (parts >= 2) {
         /* one part of the batch per worker: every kernel works per row or
-         * per sequence, and an sgemm's rows do not depend on how many rows
-         * it is given, so the values are those of one pass */
+         * per sequence, and an sgemm gives a row the same bits when the rows
+         * before it are a multiple of its kernel's unroll (split_parts), so
+         * the values are those of one pass */
         fwd_split f = {m, acts, tokens, B, T, parts};
         return hs_pool_for(acts->pool, parts, fwd_part_run, &f, err);
     }

@@ -76,9 +76,99 @@ hs_status hs_config_validate(const hs_config *c, hs_error *err)
     if ((unsigned)c->attn > HS_ATTN_UNIFORM) return hs_fail(err, HS_ERR_CONFIG, "config: unknown attn");
     if (!(c->eps > 0.0f) || !isfinite(c->eps))
         return hs_fail(err, HS_ERR_CONFIG, "config: eps must be a positive finite number");
+    if (!(c->attn_scale >= 0.0f) || !isfinite(c->attn_scale))
+        return hs_fail(err, HS_ERR_CONFIG, "config: attn_scale %g must be a positive finite number (0 = sqrt(d_head))",
+                       (double)c->attn_scale);
     if (c->embed_norm && c->norm == HS_NORM_NONE)
         return hs_fail(err, HS_ERR_CONFIG, "config: embed norm needs a norm type (layernorm or rmsnorm), not none");
     return HS_OK;
+}
+
+float hs_attn_scale(const hs_config *cfg)
+{
+    return cfg->attn_scale > 0.0f ? cfg->attn_scale : sqrtf((float)cfg->d_head);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Hook points (model.h, docs/HOOKS.md)                                      */
+
+typedef struct {
+    hs_hook_point *out;
+    int cap, n;
+} point_list;
+
+static void point(point_list *pl, const char *alias, const char *fmt, int l)
+{
+    if (pl->n < pl->cap) {
+        snprintf(pl->out[pl->n].name, sizeof pl->out[pl->n].name, fmt, l);
+        snprintf(pl->out[pl->n].alias, sizeof pl->out[pl->n].alias, "%s", alias);
+    }
+    pl->n++;
+}
+
+int hs_hook_points(const hs_config *c, hs_hook_point *out, int cap)
+{
+    point_list pl = {out, cap, 0};
+    const int softmax = c->attn == HS_ATTN_SOFTMAX, norm = c->norm != HS_NORM_NONE;
+    point(&pl, "", "hook_tokens", 0);
+    point(&pl, "", "hook_embed", 0);
+    if (c->pos == HS_POS_LEARNED) point(&pl, "", "hook_pos_embed", 0);
+    if (c->embed_norm) {
+        point(&pl, "", "ln_embed.hook_scale", 0);
+        point(&pl, "", "ln_embed.hook_normalized", 0);
+    }
+    for (int l = 0; l < c->n_layers; l++) {
+        point(&pl, "", "blocks.%d.hook_resid_pre", l);
+        point(&pl, "", "blocks.%d.hook_attn_in", l);
+        if (softmax) {
+            point(&pl, "", "blocks.%d.hook_q_input", l);
+            point(&pl, "", "blocks.%d.hook_k_input", l);
+        }
+        point(&pl, "", "blocks.%d.hook_v_input", l);
+        if (c->ln1 && norm) {
+            point(&pl, "", "blocks.%d.ln1.hook_scale", l);
+            point(&pl, "", "blocks.%d.ln1.hook_normalized", l);
+        }
+        if (softmax) {
+            point(&pl, "", "blocks.%d.attn.hook_q", l);
+            point(&pl, "", "blocks.%d.attn.hook_k", l);
+        }
+        point(&pl, "", "blocks.%d.attn.hook_v", l);
+        if (softmax) point(&pl, "", "blocks.%d.attn.hook_attn_scores", l);
+        point(&pl, "", "blocks.%d.attn.hook_pattern", l);
+        point(&pl, "", "blocks.%d.attn.hook_z", l);
+        point(&pl, "", "blocks.%d.attn.hook_result", l);
+        point(&pl, "", "blocks.%d.hook_attn_out", l);
+        if (c->d_mlp > 0) {
+            point(&pl, "", "blocks.%d.hook_resid_mid", l);
+            point(&pl, "", "blocks.%d.hook_mlp_in", l);
+            if (norm) {
+                point(&pl, "", "blocks.%d.ln2.hook_scale", l);
+                point(&pl, "", "blocks.%d.ln2.hook_normalized", l);
+            }
+            point(&pl, "", "blocks.%d.mlp.hook_pre", l);
+            point(&pl, "", "blocks.%d.mlp.hook_post", l);
+            point(&pl, "", "blocks.%d.hook_mlp_out", l);
+        }
+        point(&pl, "", "blocks.%d.hook_resid_post", l);
+    }
+    if (c->ln_final && norm) {
+        point(&pl, "", "ln_final.hook_scale", 0);
+        point(&pl, "", "ln_final.hook_normalized", 0);
+    }
+    point(&pl, "", "unembed.hook_in", 0);
+    point(&pl, hs_hook_alias("logits"), "logits", 0);
+    return pl.n;
+}
+
+const char *hs_hook_canonical(const char *name)
+{
+    return strcmp(name, "unembed.hook_out") == 0 ? "logits" : name;
+}
+
+const char *hs_hook_alias(const char *name)
+{
+    return strcmp(name, "logits") == 0 ? "unembed.hook_out" : NULL;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -18,7 +18,8 @@
  *          x = x + MLP(LN2(x))                      (absent when d_mlp = 0)
  *   logits = LNf(x) @ W_U + b_U                     (LNf = identity when final norm off)
  * LN(x) = (x - mean)/s * w + b, s = sqrt(var + eps); RMS: x/s * w, s = sqrt(mean x^2 + eps).
- * Attention (softmax): score[i,j] = q_i.k_j / sqrt(dh), j > i masked with -INFINITY.
+ * Attention (softmax): score[i,j] = q_i.k_j / attn_scale (sqrt(dh) by default),
+ * j > i masked with -INFINITY.
  * Attention (uniform): A[i,j] = 1/(i+1) for j <= i; no W_Q, W_K (the chapter's
  * "uniform causal average").
  * GELU is exact: 0.5 x (1 + erf(x / sqrt 2)).
@@ -67,8 +68,15 @@ typedef struct {
     int ln_final;     /* 1 = final norm before W_U (default), 0 = none (microGPT) */
     int embed_norm;   /* 1 = norm right after the embedding (microGPT), default 0 */
     int bias;         /* 1 = biases on linear layers and LN b (default), 0 = none */
+    float attn_scale; /* scores are q.k / attn_scale (TransformerLens cfg.attn_scale);
+                         0 = sqrt(d_head), TL's default; use_attn_scale false = 1 */
     uint64_t seed;    /* initialisation seed */
 } hs_config;
+
+/* The divisor of the attention scores: cfg->attn_scale, or sqrtf(d_head) when
+ * it is 0. The forward multiplies by its reciprocal 1.0f / scale (one
+ * rounding; for d_head 16 the same bits as TL's division). */
+float hs_attn_scale(const hs_config *cfg);
 
 /* The default model: 2 layers, D 64, 4 heads of 16, MLP 256 GELU, LayerNorm
  * eps 1e-5, learned positions, softmax attention, all norms on but embed norm,
@@ -199,23 +207,37 @@ const hs_tensor_info *hs_model_find_tensor(const hs_model *m, const char *name);
  *   <0  abort the forward pass (HS_ERR_CALLBACK).
  * With observer == NULL the pass does no extra work.
  *
- * Points and shapes (B batch, T positions; per layer l):
- *   hook_embed [B,T,D], hook_pos_embed [B,T,D] (only with pos = learned),
- *   ln_embed.hook_scale [B,T,1], ln_embed.hook_normalized [B,T,D] (embed_norm),
+ * Points, in forward order (the names, shapes, where each sits and what an
+ * edit does downstream: docs/HOOKS.md, which follows TransformerLens 3.x;
+ * hs_hook_points lists those a config produces):
+ *   hook_tokens [B,T] (token ids as floats; an edit must leave integer ids in
+ *     [0, V), else HS_ERR_INPUT), hook_embed [B,T,D], hook_pos_embed [B,T,D]
+ *     (pos = learned), ln_embed.hook_scale [B,T,1], ln_embed.hook_normalized
+ *     [B,T,D] (embed_norm; no TL counterpart, see HOOKS.md),
  *   blocks.l.hook_resid_pre [B,T,D],
- *   blocks.l.ln1.hook_scale [B,T,1], blocks.l.ln1.hook_normalized [B,T,D] (ln1 on),
+ *   blocks.l.hook_attn_in [B,T,H,D], blocks.l.hook_q_input, hook_k_input
+ *     (softmax only), hook_v_input [B,T,H,D]: resid_pre repeated per head;
+ *     an edit changes only that head's q/k/v (LN1 then runs per head),
+ *   blocks.l.ln1.hook_scale [B,T,1], blocks.l.ln1.hook_normalized [B,T,D] (ln1 on;
+ *     normalized is (x - mean)/scale, before the gain and bias, as TL 3.x),
  *   blocks.l.attn.hook_q, hook_k [B,T,H,dh] (softmax only), hook_v [B,T,H,dh],
- *   blocks.l.attn.hook_attn_scores [B,H,T,T] (softmax only; masked = -inf),
- *   blocks.l.attn.hook_pattern [B,H,T,T], blocks.l.attn.hook_z [B,T,H,dh],
+ *   blocks.l.attn.hook_attn_scores [B,H,T,T] (softmax only; the causal mask is
+ *     applied before the point: masked = -inf; the softmax runs over the whole
+ *     hooked row, so an edit above the diagonal un-masks it; a row with no
+ *     finite maximum gives weights 0, TL's NaN -> 0),
+ *   blocks.l.attn.hook_pattern [B,H,T,T] (weights above the diagonal written
+ *     here are mixed into z), blocks.l.attn.hook_z [B,T,H,dh],
  *   blocks.l.attn.hook_result [B,T,H,D] (z W_O per head, without b_O),
  *   blocks.l.hook_attn_out [B,T,D] (sum of results + b_O),
- *   blocks.l.hook_resid_mid [B,T,D],
+ *   blocks.l.hook_resid_mid [B,T,D], blocks.l.hook_mlp_in [B,T,D] (the input of
+ *     ln2 alone: an edit does not change the residual skip),
  *   blocks.l.ln2.hook_scale [B,T,1], blocks.l.ln2.hook_normalized [B,T,D],
  *   blocks.l.mlp.hook_pre [B,T,M], blocks.l.mlp.hook_post [B,T,M],
  *   blocks.l.hook_mlp_out [B,T,D]       (the MLP points only with d_mlp > 0),
  *   blocks.l.hook_resid_post [B,T,D],
  *   ln_final.hook_scale [B,T,1], ln_final.hook_normalized [B,T,D] (final norm on),
- *   logits [B,T,V].
+ *   unembed.hook_in [B,T,D] (what W_U reads), logits [B,T,V] (alias
+ *     unembed.hook_out: one point, two names; the observer sees "logits").
  * Changing a hook_scale changes the normalised output (it is x/scale).
  * Changing hook_pattern changes z (weights need not sum to 1).
  */
@@ -227,6 +249,25 @@ typedef struct {
     hs_observer_wants_fn wants;   /* NULL = every point */
     void *ctx;
 } hs_observer;
+
+/* One hook point of a config: its name and, if it has one, a second name
+ * (alias) that means the same point ("logits" / "unembed.hook_out"). */
+typedef struct {
+    char name[64];
+    char alias[32];  /* "" = none */
+} hs_hook_point;
+
+/* Lists the hook points a model of cfg offers, in forward order, into out
+ * (up to cap entries; out may be NULL with cap 0). Returns how many there
+ * are (which may exceed cap). */
+int hs_hook_points(const hs_config *cfg, hs_hook_point *out, int cap);
+
+/* The canonical name of a hook point name: "logits" for "unembed.hook_out",
+ * name itself otherwise. */
+const char *hs_hook_canonical(const char *name);
+/* The second name of a canonical point name ("unembed.hook_out" for
+ * "logits"), or NULL. */
+const char *hs_hook_alias(const char *name);
 
 /* ------------------------------------------------------------------------ */
 /* Activations                                                               */
@@ -283,7 +324,8 @@ void hs_acts_destroy(hs_acts *a);
  * the bias sums, a third of a step's FLOPs, off the critical path) run on the
  * pool's lane while the caller's thread runs the chain of input gradients,
  * and a forward without observer splits the batch into one part per worker
- * (hs_pool_for). Each product is one sgemm and every kernel works per row, so
+ * (hs_pool_for; parts start at a multiple of 16 rows, so each row meets the
+ * same sgemm kernel as in one call; a batch with no such split runs whole). Each product is one sgemm and every kernel works per row, so
  * values are bit-identical for every thread count. On a machine whose cores
  * are busy with other work 1 thread is faster (bench_train --threads 1/2).
  * Replaces (and destroys) a pool hs_acts_set_threads made. */

@@ -25,6 +25,33 @@ void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, 
 void hs_norm_apply(float *out, const float *inp, const float *mean, const float *rstd, size_t N,
                    int D);
 
+/* ------------------------------------------------------------------------ */
+/* The activation layout: one table (model/forward.c, ACT_SLOTS) of every
+ * buffer of hs_acts and of the backward's scratch, with its size per
+ * sequence as a function of T (llm.c's act_sizes + pointer table). It drives
+ * the allocation (hs_acts_create), the half-batch views one thread runs a
+ * forward on (pointers moved by b0 sequences), and the backward's scratch
+ * (hs_grad_point). A buffer added to hs_acts is added to the table and
+ * nowhere else. */
+
+/* The backward's activation gradients, views into acts->d_mem packed at the
+ * last forward's shape (b, t). */
+typedef struct {
+    float *dresid, *dln, *dlnf;   /* (b,t,D) */
+    float *dz, *dq, *dk, *dv;     /* (b,t,H,dh) */
+    float *dpre, *dpost;          /* (b,t,M) */
+    float *dlogits;               /* (b,t,V) */
+    float *datt;                  /* (t,t), one (b, h) at a time */
+} hs_grad_scratch;
+
+/* Points g into a->d_mem for the last forward's shape (a->b, a->t). */
+void hs_grad_point(const hs_acts *a, const hs_config *c, hs_grad_scratch *g);
+
+/* a with every batch-major buffer moved to sequence b0 (t positions per
+ * sequence, as the forward about to run): the view one thread's part of a
+ * batch runs on. */
+hs_acts hs_acts_view(const hs_acts *a, const hs_config *c, int b0, int t);
+
 /* Where a training forward keeps act'(mlp_pre) of layer l for the backward:
  * (B,T,M) at capacity B, T, at the end of acts->d_mem (NULL without it). */
 static inline float *hs_acts_dact(const hs_acts *a, const hs_config *c, int l)

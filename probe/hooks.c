@@ -46,6 +46,7 @@ typedef struct {
     hs_hook_fn fn;
     void *ctx;
     void (*free_ctx)(void *);
+    hs_hook_explain_fn explain;  /* may be NULL */
 } hook_entry;
 
 struct hs_hooks {
@@ -81,6 +82,13 @@ int hs_hooks_count(const hs_hooks *hk) { return hk ? hk->n : 0; }
 hs_status hs_hooks_add_owned(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *ctx,
                              void (*free_ctx)(void *), hs_error *err)
 {
+    return hs_hooks_add_explained(hk, pattern, fn, ctx, free_ctx, NULL, err);
+}
+
+hs_status hs_hooks_add_explained(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *ctx,
+                                 void (*free_ctx)(void *), hs_hook_explain_fn explain,
+                                 hs_error *err)
+{
     hs_status st = HS_OK;
     if (hk == NULL || pattern == NULL || fn == NULL) {
         st = hs_fail(err, HS_ERR_INPUT, "hooks: NULL registry, pattern or function");
@@ -106,6 +114,7 @@ hs_status hs_hooks_add_owned(hs_hooks *hk, const char *pattern, hs_hook_fn fn, v
     h->fn = fn;
     h->ctx = ctx;
     h->free_ctx = free_ctx;
+    h->explain = explain;
     return HS_OK;
 fail:
     if (free_ctx) free_ctx(ctx);
@@ -117,42 +126,125 @@ hs_status hs_hooks_add(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *c
     return hs_hooks_add_owned(hk, pattern, fn, ctx, NULL, err);
 }
 
+/* A pattern matches a point if it matches its name or its alias
+ * (hs_hook_points: "unembed.hook_out" for "logits"). */
+static int point_match(const char *pattern, const char *name)
+{
+    if (hs_name_match(pattern, name)) return 1;
+    const char *alias = hs_hook_alias(name);
+    return alias != NULL && hs_name_match(pattern, alias);
+}
+
+int hs_hook_spec_matches(const hs_config *cfg, const char *pattern)
+{
+    const int n = hs_hook_points(cfg, NULL, 0);
+    hs_hook_point *pts = malloc((size_t)n * sizeof *pts);
+    if (pts == NULL) return -1;
+    hs_hook_points(cfg, pts, n);
+    int k = 0;
+    for (int i = 0; i < n; i++) k += point_match(pattern, pts[i].name);
+    free(pts);
+    return k;
+}
+
+/* HS_ERR_INPUT naming the first of the registry's patterns that matches no
+ * point of cfg (what = "hook" or "cache filter"). */
+static hs_status check_spec(const hs_config *cfg, const char *what, const char *pattern,
+                            hs_error *err)
+{
+    const int k = hs_hook_spec_matches(cfg, pattern);
+    if (k < 0) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (k == 0)
+        return hs_fail(err, HS_ERR_INPUT, "%s '%s' matches no hook point of this model "
+                       "(docs/HOOKS.md lists them and when each exists)", what, pattern);
+    return HS_OK;
+}
+
+hs_status hs_hooks_match_counts(const hs_hooks *hk, const hs_model *m, int *counts, hs_error *err)
+{
+    for (int i = 0; hk && i < hk->n; i++) {
+        counts[i] = hs_hook_spec_matches(&m->cfg, hk->e[i].pattern);
+        if (counts[i] < 0) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    return HS_OK;
+}
+
+static hs_status check_hooks(const hs_hooks *hk, const hs_config *cfg, hs_error *err)
+{
+    for (int i = 0; hk && i < hk->n; i++) {
+        hs_status st = check_spec(cfg, "hook", hk->e[i].pattern, err);
+        if (st != HS_OK) return st;
+    }
+    return HS_OK;
+}
+
 static int hooks_want(const hs_hooks *hk, const char *name)
 {
     if (hk == NULL) return 0;
     for (int i = 0; i < hk->n; i++)
-        if (hs_name_match(hk->e[i].pattern, name)) return 1;
+        if (point_match(hk->e[i].pattern, name)) return 1;
     return 0;
 }
 
+/* One run's dispatch state: which hook aborted, at which point and shape,
+ * so the run's error can say why (hook_entry.explain). */
+typedef struct {
+    const hs_hooks *hk;
+    int aborted;            /* entry index, -1 = none */
+    char name[64];
+    int64_t shape[4];
+    int ndim;
+} dispatch;
+
 /* Runs every matching hook; -1 abort, 1 changed, 0 unchanged. */
-static int hooks_dispatch(const hs_hooks *hk, const char *name, const int64_t *shape, int ndim,
+static int hooks_dispatch(dispatch *dp, const char *name, const int64_t *shape, int ndim,
                           float *data)
 {
+    const hs_hooks *hk = dp->hk;
     int changed = 0;
     if (hk == NULL) return 0;
     for (int i = 0; i < hk->n; i++) {
-        if (!hs_name_match(hk->e[i].pattern, name)) continue;
+        if (!point_match(hk->e[i].pattern, name)) continue;
         int r = hk->e[i].fn(name, shape, ndim, data, hk->e[i].ctx);
-        if (r < 0) return -1;
+        if (r < 0) {
+            dp->aborted = i;
+            snprintf(dp->name, sizeof dp->name, "%s", name);
+            dp->ndim = ndim < 4 ? ndim : 4;
+            memcpy(dp->shape, shape, (size_t)dp->ndim * sizeof(int64_t));
+            return -1;
+        }
         if (r > 0) changed = 1;
     }
     return changed;
 }
 
-static int obs_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+/* After a run: a hook's own explanation of its abort replaces the forward's
+ * generic "aborted by observer" message. */
+static hs_status explain_abort(const dispatch *dp, hs_status st, hs_error *err)
 {
-    return hooks_dispatch((const hs_hooks *)ctx, name, shape, ndim, data);
+    if (st != HS_ERR_CALLBACK || dp->aborted < 0) return st;
+    const hook_entry *e = &dp->hk->e[dp->aborted];
+    if (e->explain && e->explain(e->ctx, dp->name, dp->shape, dp->ndim, err)) return HS_ERR_CALLBACK;
+    return st;
 }
 
-static int obs_wants(const char *name, void *ctx) { return hooks_want((const hs_hooks *)ctx, name); }
+static int obs_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    return hooks_dispatch((dispatch *)ctx, name, shape, ndim, data);
+}
+
+static int obs_wants(const char *name, void *ctx) { return hooks_want(((dispatch *)ctx)->hk, name); }
 
 hs_status hs_run_with_hooks(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                             const hs_hooks *hk, hs_error *err)
 {
     if (hk == NULL || hk->n == 0) return hs_forward(m, acts, tokens, b, t, NULL, err);
-    hs_observer obs = {obs_fn, obs_wants, (void *)hk};
-    return hs_forward(m, acts, tokens, b, t, &obs, err);
+    hs_status st = check_hooks(hk, &m->cfg, err);
+    if (st != HS_OK) return st;
+    dispatch dp = {hk, -1, {0}, {0}, 0};
+    hs_observer obs = {obs_fn, obs_wants, &dp};
+    st = hs_forward(m, acts, tokens, b, t, &obs, err);
+    return explain_abort(&dp, st, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -170,31 +262,34 @@ void hs_cache_free(hs_cache *c)
 }
 
 typedef struct {
-    const hs_hooks *hooks;
+    dispatch dp;
     const char *const *filters;
     int n_filters;
     hs_cache *cache;
     int oom;
 } cache_ctx;
 
+/* A filter "?pattern" is optional: it may match no point of the model. */
+static const char *filter_pattern(const char *f) { return f[0] == '?' ? f + 1 : f; }
+
 static int cache_filter(const cache_ctx *cc, const char *name)
 {
     if (cc->filters == NULL || cc->n_filters <= 0) return 1;
     for (int i = 0; i < cc->n_filters; i++)
-        if (hs_name_match(cc->filters[i], name)) return 1;
+        if (point_match(filter_pattern(cc->filters[i]), name)) return 1;
     return 0;
 }
 
 static int cache_wants(const char *name, void *ctx)
 {
     const cache_ctx *cc = ctx;
-    return cache_filter(cc, name) || hooks_want(cc->hooks, name);
+    return cache_filter(cc, name) || hooks_want(cc->dp.hk, name);
 }
 
 static int cache_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
 {
     cache_ctx *cc = ctx;
-    int r = hooks_dispatch(cc->hooks, name, shape, ndim, data);
+    int r = hooks_dispatch(&cc->dp, name, shape, ndim, data);
     if (r < 0) return r;
     if (!cache_filter(cc, name)) return r;
     hs_cache *c = cc->cache;
@@ -234,9 +329,14 @@ hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens,
                             hs_cache *cache, hs_error *err)
 {
     hs_cache_free(cache);
-    cache_ctx cc = {hooks, filters, n_filters, cache, 0};
+    hs_status st = check_hooks(hooks, &m->cfg, err);
+    for (int i = 0; st == HS_OK && filters && i < n_filters; i++)
+        if (filters[i][0] != '?') st = check_spec(&m->cfg, "cache filter", filters[i], err);
+    if (st != HS_OK) return st;
+    cache_ctx cc = {{hooks, -1, {0}, {0}, 0}, filters, n_filters, cache, 0};
     hs_observer obs = {cache_fn, cache_wants, &cc};
-    hs_status st = hs_forward(m, acts, tokens, b, t, &obs, err);
+    st = hs_forward(m, acts, tokens, b, t, &obs, err);
+    st = explain_abort(&cc.dp, st, err);
     if (cc.oom) st = hs_fail(err, HS_ERR_NOMEM, "out of memory while caching activations");
     if (st != HS_OK) hs_cache_free(cache);
     return st;
@@ -245,6 +345,7 @@ hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens,
 const hs_cache_entry *hs_cache_get(const hs_cache *c, const char *name)
 {
     if (c == NULL || name == NULL) return NULL;
+    name = hs_hook_canonical(name);
     for (int i = 0; i < c->n; i++)
         if (strcmp(c->e[i].name, name) == 0) return &c->e[i];
     return NULL;

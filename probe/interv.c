@@ -176,11 +176,47 @@ static int patch_hook(const char *name, const int64_t *shape, int ndim, float *d
     return 1;
 }
 
+/* "[1,5,4,16]" */
+static void shape_text(char *out, size_t n, const int64_t *shape, int ndim)
+{
+    size_t k = (size_t)snprintf(out, n, "[");
+    for (int i = 0; i < ndim && k < n; i++)
+        k += (size_t)snprintf(out + k, n - k, i ? ",%lld" : "%lld", (long long)shape[i]);
+    if (k < n) snprintf(out + k, n - k, "]");
+}
+
+/* Why a patch aborted: no clean value for the point, or another shape. */
+static int patch_explain_cache(const hs_cache *clean, const char *name, const int64_t *shape,
+                               int ndim, hs_error *err)
+{
+    const hs_cache_entry *e = hs_cache_get(clean, name);
+    if (e == NULL) {
+        hs_fail(err, HS_ERR_CALLBACK, "patch: the clean cache has no '%s' (cache it in the clean run)",
+                name);
+        return 1;
+    }
+    if (!same_shape(e, shape, ndim)) {
+        char here[96], there[96];
+        shape_text(here, sizeof here, shape, ndim);
+        shape_text(there, sizeof there, e->shape, e->ndim);
+        hs_fail(err, HS_ERR_CALLBACK, "patch: '%s' is %s in this run but %s in the clean cache "
+                "(runs of different shapes)", name, here, there);
+        return 1;
+    }
+    return 0;
+}
+
+static int patch_explain(void *ctx, const char *name, const int64_t *shape, int ndim,
+                         hs_error *err)
+{
+    return patch_explain_cache((const hs_cache *)ctx, name, shape, ndim, err);
+}
+
 hs_status hs_hooks_add_patch(hs_hooks *hk, const hs_cache *clean, const char *pattern,
                              hs_error *err)
 {
     if (clean == NULL) return hs_fail(err, HS_ERR_INPUT, "patch: no clean cache");
-    return hs_hooks_add(hk, pattern, patch_hook, (void *)clean, err);
+    return hs_hooks_add_explained(hk, pattern, patch_hook, (void *)clean, NULL, patch_explain, err);
 }
 
 typedef struct {
@@ -206,6 +242,16 @@ static int patch_head_hook(const char *name, const int64_t *shape, int ndim, flo
     return 1;
 }
 
+static int patch_head_explain(void *ctx, const char *name, const int64_t *shape, int ndim,
+                              hs_error *err)
+{
+    const patch_head_ctx *pc = ctx;
+    if (patch_explain_cache(pc->clean, name, shape, ndim, err)) return 1;
+    hs_fail(err, HS_ERR_CALLBACK, "patch: head L%dH%d or position %d is outside '%s'",
+            pc->head.layer, pc->head.head, pc->pos, name);
+    return 1;
+}
+
 hs_status hs_hooks_add_patch_head(hs_hooks *hk, const hs_cache *clean, hs_head head, int pos,
                                   hs_error *err)
 {
@@ -220,7 +266,7 @@ hs_status hs_hooks_add_patch_head(hs_hooks *hk, const hs_cache *clean, hs_head h
     pc->pos = pos;
     char pat[64];
     snprintf(pat, sizeof pat, "blocks.%d.attn.hook_z", head.layer);
-    return hs_hooks_add_owned(hk, pat, patch_head_hook, pc, free, err);
+    return hs_hooks_add_explained(hk, pat, patch_head_hook, pc, free, patch_head_explain, err);
 }
 
 /* ------------------------------------------------------------------------ */

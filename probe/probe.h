@@ -95,10 +95,27 @@ hs_status hs_hooks_add(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *c
  * (and on failure of this call). */
 hs_status hs_hooks_add_owned(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *ctx,
                              void (*free_ctx)(void *), hs_error *err);
+/* Why a hook aborted a run: fills err with one line (e.g. "patch: 'X' is
+ * [1,5,4,16] in this run but [1,3,4,16] in the clean cache") and returns 1,
+ * or returns 0 to keep the generic message. Called once, after the run. */
+typedef int (*hs_hook_explain_fn)(void *ctx, const char *name, const int64_t *shape, int ndim,
+                                  hs_error *err);
+/* hs_hooks_add_owned with an explanation for its aborts (explain may be NULL). */
+hs_status hs_hooks_add_explained(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *ctx,
+                                 void (*free_ctx)(void *), hs_hook_explain_fn explain,
+                                 hs_error *err);
 /* Removes every hook (freeing owned contexts). */
 void hs_hooks_clear(hs_hooks *hk);
 /* Number of registered hooks (0 for NULL). */
 int hs_hooks_count(const hs_hooks *hk);
+
+/* How many hook points of a model of cfg the pattern matches (a point matches
+ * by its name or its alias, hs_hook_points); -1 when out of memory. */
+int hs_hook_spec_matches(const hs_config *cfg, const char *pattern);
+/* counts (hs_hooks_count(hk)): how many of m's hook points each registered
+ * hook's pattern matches, in registration order. */
+hs_status hs_hooks_match_counts(const hs_hooks *hk, const hs_model *m, int *counts,
+                                hs_error *err);
 
 /*
  * Runs hs_forward(m, acts, tokens (b,t)) with the registered hooks. With hk
@@ -106,6 +123,11 @@ int hs_hooks_count(const hs_hooks *hk);
  * forward costs. Otherwise the observer's wants() asks "does any pattern match
  * this name?", so points nobody hooks (e.g. per-head hook_result) are not
  * materialised. Logits end in acts->logits (b,t,V).
+ * A hook whose pattern matches no hook point of m (a misspelt name, or one
+ * this config does not produce, e.g. blocks.0.mlp.hook_pre with d_mlp 0) is
+ * HS_ERR_INPUT naming the pattern, before anything runs. A hook that aborts
+ * gives HS_ERR_CALLBACK with its explanation (hs_hooks_add_explained) when it
+ * has one.
  */
 hs_status hs_run_with_hooks(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                             const hs_hooks *hk, hs_error *err);
@@ -144,12 +166,18 @@ void hs_cache_free(hs_cache *c);
  * first at each point: the cache holds the values after them (TL's
  * run_with_cache(fwd_hooks=...) order). Any previous contents of cache are
  * freed first. Every point is copied (the forward reuses scratch buffers).
+ * Entries are kept under the canonical name ("logits"; hs_cache_get also
+ * finds its alias "unembed.hook_out"). A filter or hook matching no point of
+ * m is HS_ERR_INPUT naming it, as hs_run_with_hooks; a filter written
+ * "?pattern" is optional (it may match none, e.g. "?blocks.*.hook_mlp_out"
+ * for a caller that serves attention-only models too).
  */
 hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                             const char *const *filters, int n_filters, const hs_hooks *hooks,
                             hs_cache *cache, hs_error *err);
 
-/* Entry by exact name, or NULL. The pointer is valid until the cache changes. */
+/* Entry by exact name (or the alias of one), or NULL. The pointer is valid
+ * until the cache changes. */
 const hs_cache_entry *hs_cache_get(const hs_cache *c, const char *name);
 /* Same, with a printf-style name ("blocks.%d.attn.hook_z", l). */
 const hs_cache_entry *hs_cache_getf(const hs_cache *c, const char *fmt, ...)

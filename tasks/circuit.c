@@ -253,12 +253,12 @@ static hs_status phase_a_job(hs_engine *e, hs_engine_worker *w, int j, void *arg
     cctx *c = arg;
     if (j == 0) {
         static const char *const filt[] = {
-            "hook_embed", "hook_pos_embed", "blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
-            "blocks.*.attn.hook_attn_scores", "blocks.*.attn.hook_pattern", "blocks.*.attn.hook_z",
-            "blocks.*.hook_mlp_out", "ln_final.hook_scale", "logits"};
+            "hook_embed", "?hook_pos_embed", "blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale",
+            "?blocks.*.attn.hook_attn_scores", "blocks.*.attn.hook_pattern", "blocks.*.attn.hook_z",
+            "?blocks.*.hook_mlp_out", "?ln_final.hook_scale", "logits"};
         return hs_engine_cache(e, w, c->tok_clean, c->n, filt, 10, NULL, &c->clean);
     }
-    static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale",
+    static const char *const filt[] = {"blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale",
                                        "blocks.*.attn.hook_z", "logits"};
     return hs_engine_cache(e, w, c->tok_corr, c->n, filt, 4, NULL, &c->corr);
 }

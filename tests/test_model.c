@@ -568,25 +568,35 @@ static void observer_sees_every_documented_point_with_its_shape(void **state)
 
     /* every point of model.h for this config, in forward order */
     static const char *const per_layer[] = {
-        "hook_resid_pre", "ln1.hook_scale", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k",
+        "hook_resid_pre", "hook_attn_in", "hook_q_input", "hook_k_input", "hook_v_input",
+        "ln1.hook_scale", "ln1.hook_normalized", "attn.hook_q", "attn.hook_k",
         "attn.hook_v", "attn.hook_attn_scores", "attn.hook_pattern", "attn.hook_z",
-        "attn.hook_result", "hook_attn_out", "hook_resid_mid", "ln2.hook_scale",
+        "attn.hook_result", "hook_attn_out", "hook_resid_mid", "hook_mlp_in", "ln2.hook_scale",
         "ln2.hook_normalized", "mlp.hook_pre", "mlp.hook_post", "hook_mlp_out", "hook_resid_post"};
     const int n_per = (int)(sizeof per_layer / sizeof per_layer[0]);
     char expect[MAX_POINTS][64];
     int ne = 0;
+    snprintf(expect[ne++], 64, "hook_tokens");
     snprintf(expect[ne++], 64, "hook_embed");
     snprintf(expect[ne++], 64, "hook_pos_embed");
     for (int l = 0; l < c.n_layers; l++)
         for (int k = 0; k < n_per; k++) snprintf(expect[ne++], 64, "blocks.%d.%s", l, per_layer[k]);
     snprintf(expect[ne++], 64, "ln_final.hook_scale");
     snprintf(expect[ne++], 64, "ln_final.hook_normalized");
+    snprintf(expect[ne++], 64, "unembed.hook_in");
     snprintf(expect[ne++], 64, "logits");
     for (int i = 0; i < ne && i < lc->n; i++)
         if (strcmp(lc->names[i], expect[i]) != 0)
             fail_msg("point %d is %s, expected %s", i, lc->names[i], expect[i]);
     assert_int_equal(lc->n, ne);
+    /* hs_hook_points lists the same names in the same order */
+    hs_hook_point pts[MAX_POINTS];
+    assert_int_equal(hs_hook_points(&c, pts, MAX_POINTS), ne);
+    for (int i = 0; i < ne; i++) assert_string_equal(pts[i].name, expect[i]);
+    assert_string_equal(pts[ne - 1].alias, "unembed.hook_out");
 
+    expect_shape(lc, "hook_tokens", 2, B, T, 0, 0);
+    expect_shape(lc, "blocks.1.hook_q_input", 4, B, T, H, D);
     expect_shape(lc, "hook_embed", 3, B, T, D, 0);
     expect_shape(lc, "blocks.0.ln1.hook_scale", 3, B, T, 1, 0);
     expect_shape(lc, "blocks.0.attn.hook_q", 4, B, T, H, dh);
@@ -979,6 +989,70 @@ static void forward_rejects_out_of_range_tokens(void **state)
     hs_model_destroy(m);
 }
 
+/* One training step's forward (no observer) and backward with 2 threads:
+ * logits, probabilities, every gradient and dLoss/dx0 are bit-identical with
+ * 1 thread. Shapes: B 3 x T 8 (split 2 + 1: 16 and 8 rows), B 34 x T 5
+ * (split 16 + 18: 80 and 90 rows; split in half, 85 rows, gave the last row
+ * of the first part other bits), B 2 x T 5 (no 16-row split: one thread).
+ * The views come from the activation layout table. Under TSan/ASan
+ * (scripts/test.sh) this is also the test that the two threads never touch
+ * the same buffer. */
+static void two_threads_give_the_bits_of_one(void **state)
+{
+    (void)state;
+    static const int shapes[3][2] = {{3, 8}, {34, 5}, {2, 5}};
+    for (int variant = 0; variant < 2; variant++) {
+        hs_config c = small_config();
+        c.n_ctx = 8;
+        if (variant == 1) {
+            c.d_mlp = 0;
+            c.norm = HS_NORM_RMSNORM;
+            c.attn_scale = 3.0f;
+        }
+        hs_model *m = new_model(&c);
+        randomise(m, 77 + (uint64_t)variant, 1.0);
+        hs_error err;
+        assert_int_equal(hs_model_alloc_train(m, &err), HS_OK);
+        for (int s = 0; s < 3; s++) {
+            const int B = shapes[s][0], T = shapes[s][1];
+            int tok[34 * 8], tgt[34 * 8];
+            for (int i = 0; i < B * T; i++) {
+                tok[i] = (i * 7 + 3) % c.d_vocab;
+                tgt[i] = (i * 5 + 1) % c.d_vocab;
+            }
+            float *keep[2] = {NULL, NULL}, *dx[2] = {NULL, NULL}, *lg[2] = {NULL, NULL};
+            const size_t BTD = (size_t)B * T * c.d_model, BTV = (size_t)B * T * c.d_vocab;
+            for (int th = 0; th < 2; th++) {
+                hs_acts *a = new_acts(m, B, T, 1);
+                assert_int_equal(hs_acts_set_threads(a, th + 1, &err), HS_OK);
+                assert_true((hs_pool_threads(a->pool) >= 2) == (th == 1));
+                hs_zero_grad(m);
+                assert_int_equal(hs_forward(m, a, tok, B, T, NULL, &err), HS_OK);
+                int nv = 0;
+                hs_cross_entropy(m, a, tgt, &nv);
+                dx[th] = calloc(BTD, sizeof(float));
+                hs_backward(m, a, tok, tgt, dx[th]);
+                keep[th] = malloc(m->n_params * sizeof(float));
+                memcpy(keep[th], m->grad_mem, m->n_params * sizeof(float));
+                lg[th] = malloc(2 * BTV * sizeof(float));
+                memcpy(lg[th], a->logits, BTV * sizeof(float));
+                memcpy(lg[th] + BTV, a->probs, BTV * sizeof(float));
+                hs_acts_destroy(a);
+            }
+            if (memcmp(lg[0], lg[1], 2 * BTV * sizeof(float)) != 0 ||
+                memcmp(keep[0], keep[1], m->n_params * sizeof(float)) != 0 ||
+                memcmp(dx[0], dx[1], BTD * sizeof(float)) != 0)
+                fail_msg("variant %d, B %d x T %d: 2 threads differ from 1", variant, B, T);
+            for (int th = 0; th < 2; th++) {
+                free(keep[th]);
+                free(dx[th]);
+                free(lg[th]);
+            }
+        }
+        hs_model_destroy(m);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -993,6 +1067,7 @@ int main(void)
         cmocka_unit_test(tiny_model_memorises_four_sequences),
         cmocka_unit_test(config_validate_rejects_bad_fields_naming_them),
         cmocka_unit_test(forward_rejects_out_of_range_tokens),
+        cmocka_unit_test(two_threads_give_the_bits_of_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,13 +17,7 @@
 
 #include "model/model.h"
 #include "probe/probe.h"
-
-static uint64_t rng_state;
-static double rnd(void) /* uniform in (-1, 1) */
-{
-    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-    return ((double)(rng_state >> 11) / 9007199254740992.0) * 2.0 - 1.0;
-}
+#include "fixture.h"
 
 static double gauss(void)
 {
@@ -31,21 +25,7 @@ static double gauss(void)
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
 }
 
-static hs_model *random_model(hs_config cfg, uint64_t seed)
-{
-    hs_error err;
-    hs_model *m = NULL;
-    if (hs_model_create(&cfg, &m, &err) != HS_OK) fail_msg("create: %s", err.msg);
-    rng_state = seed;
-    for (size_t i = 0; i < m->n_params; i++) m->param_mem[i] = (float)(0.5 * rnd());
-    for (int t = 0; t < m->n_tensors; t++) {
-        const hs_tensor_info *ti = &m->tensors[t];
-        size_t n = strlen(ti->name);
-        if (n > 2 && strcmp(ti->name + n - 2, ".w") == 0)
-            for (size_t i = 0; i < ti->numel; i++) m->param_mem[ti->offset + i] += 1.0f;
-    }
-    return m;
-}
+static hs_model *random_model(hs_config cfg, uint64_t seed) { return random_model_of(&cfg, seed); }
 
 static hs_config small_config(int L, int D, int H, int dh, int V)
 {
