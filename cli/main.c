@@ -19,6 +19,7 @@ static const struct {
     {"circuit", cmd_circuit, "verify the two-step referent circuit on the held-out set"},
     {"weights", cmd_weights, "virtual weights: full QK/OV circuits, composition, copying"},
     {"view", cmd_view, "one offline HTML page to explore output folders (index.json + JSON)"},
+    {"timeline", cmd_timeline, "circuits over training: scores and verdicts of every kept checkpoint"},
     {"demo", cmd_demo, "train the default model, inspect the chapter's sentences, run circuit"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
