@@ -141,6 +141,8 @@ typedef struct {
     int last_acc_step;
     int first_full_step;
     unsigned long long seed;
+    int batch;           /* recorded so --resume continues with the same batches */
+    float lr;            /* peak learning rate, likewise */
     const char *init;
     char *vocab_json, *task_json;
 } step_ctx;
@@ -155,6 +157,8 @@ static char *train_json(const step_ctx *sc, int step, int steps)
     cJSON_AddNumberToObject(o, "steps_done", step);
     cJSON_AddNumberToObject(o, "seed", (double)sc->seed);
     cJSON_AddStringToObject(o, "init", sc->init);
+    cJSON_AddNumberToObject(o, "batch", sc->batch);
+    cJSON_AddNumberToObject(o, "lr", hs_f32_shortest(sc->lr));
     /* the batch stream's state after step steps_done (what --resume continues from) */
     cJSON_AddStringToObject(o, "batch_rng_state", rng);
     if (sc->last_acc_step > 0 || step == 0) {
@@ -247,7 +251,7 @@ static int parse_range(const char *s, long lo, long hi, int *a, int *b)
 /* Reads what --resume needs from a checkpoint's train metadata: steps,
  * steps_done, seed, init and the batch stream's state. 0 ok, 1 printed. */
 static int resume_state(const char *C, const char *path, const char *train, int *steps, int *done,
-                        unsigned long long *seed, int *init, uint64_t *rng)
+                        unsigned long long *seed, int *init, uint64_t *rng, int *batch, float *lr)
 {
     cJSON *o = train ? cJSON_Parse(train) : NULL;
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(o, "steps");
@@ -255,7 +259,11 @@ static int resume_state(const char *C, const char *path, const char *train, int 
     const cJSON *sd = cJSON_GetObjectItemCaseSensitive(o, "seed");
     const cJSON *in = cJSON_GetObjectItemCaseSensitive(o, "init");
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(o, "batch_rng_state");
-    int ok = cJSON_IsNumber(st) && cJSON_IsNumber(dn) && cJSON_IsNumber(sd) && cJSON_IsString(rs);
+    const cJSON *bt = cJSON_GetObjectItemCaseSensitive(o, "batch");
+    const cJSON *lr_ = cJSON_GetObjectItemCaseSensitive(o, "lr");
+    int ok = cJSON_IsNumber(st) && cJSON_IsNumber(dn) && cJSON_IsNumber(sd) && cJSON_IsString(rs) &&
+             cJSON_IsNumber(bt) && bt->valuedouble >= 1 && bt->valuedouble <= 4096 && cJSON_IsNumber(lr_) &&
+             lr_->valuedouble > 0 && lr_->valuedouble <= 10;
     unsigned long long r = 0;
     if (ok) ok = cli_parse_u64(rs->valuestring, &r) == 0;
     if (ok) {
@@ -264,6 +272,8 @@ static int resume_state(const char *C, const char *path, const char *train, int 
         *seed = (unsigned long long)sd->valuedouble;
         *init = cJSON_IsString(in) ? hs_init_parse(in->valuestring) : HS_INIT_PYTORCH;
         *rng = r;
+        *batch = (int)bt->valuedouble;
+        *lr = (float)lr_->valuedouble;
         ok = *init >= 0 && *done >= 0;
     }
     cJSON_Delete(o);
@@ -318,7 +328,7 @@ int cmd_train(int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if ((c >= O_LAYERS && c <= O_NO_BIAS) || c == O_INIT) model_flag = 1;
+        if ((c >= O_LAYERS && c <= O_NO_BIAS) || c == O_INIT || c == O_LR || c == O_BATCH) model_flag = 1;
         if (c == O_TASK || c == O_SPLIT_SEED || c == O_SEED || (c >= O_VOCAB_SIZE && c <= O_LOSS_ALL) ||
             c == O_DATASET)
             task_flag = 1;
@@ -443,8 +453,8 @@ int cmd_train(int argc, char **argv)
     if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
     if (out == NULL) return cli_usage_error(C, "--out FILE.safetensors is required");
     if (resume && (model_flag || task_flag))
-        return cli_usage_error(C, "--resume continues the checkpoint's own task and model; drop the "
-                                  "task and model flags");
+        return cli_usage_error(C, "--resume continues the checkpoint's own task, model, batch and "
+                                  "learning rate; drop those flags");
     if (!induction && !resume &&
         (ip.n_symbols != 64 || ip.seg_min != 4 || ip.seg_max != 16 || ip.gap_min != 0 ||
          ip.gap_max != 32 || ip.n_heldout != 512 || ip.loss_all))
@@ -502,7 +512,9 @@ int cmd_train(int argc, char **argv)
                             "--save-optimizer can be resumed\n", resume);
             goto done;
         }
-        if (resume_state(C, resume, rmeta.train, &r_steps, &start, &seed, &init, &rng_state)) goto done;
+        if (resume_state(C, resume, rmeta.train, &r_steps, &start, &seed, &init, &rng_state, &to.batch,
+                         &to.opt.lr))
+            goto done;
         if (!steps_set) to.steps = r_steps;
         if (start > to.steps) {
             fprintf(stderr, "headscope train: %s is at step %d, past the budget of %d steps\n", resume,
@@ -605,6 +617,8 @@ int cmd_train(int argc, char **argv)
     sc.tty = isatty(2);
     sc.seed = seed;
     sc.init = hs_init_name((hs_init)init);
+    sc.batch = to.batch;
+    sc.lr = to.opt.lr;
     to.seq_len = tt.ind ? tt.ind->p.n_ctx : HS_WG_LEN;
     to.start_step = start;
     if (keep && !resume) {
