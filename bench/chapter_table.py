@@ -20,6 +20,7 @@ REF = {
     "uniform_no_norm": ("uniform causal average, no norm in front (1 block)", "27.9%",
                         "28.1% (26.6-31.2), wrong noun 40.8%, train 43.6%"),
     "uniform_ln": ("uniform average, LayerNorm in front (1 block)", "-", "83-89%"),
+    "uniform_ln_gpt2": ("uniform average, LayerNorm in front, GPT-2 init, 3000 steps (1 block)", "-", "83-89%"),
     "uniform_no_pos": ("uniform average, no positions (1 block)", "-", "0% (wrong noun every time)"),
     "one_block": ("one block", "92.7%", "100% (3/3 seeds)"),
     "two_blocks": ("two blocks (default)", "100%", "100%"),

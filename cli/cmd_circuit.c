@@ -21,6 +21,11 @@
 static const char CIRCUIT_HELP[] =
     "usage: headscope circuit --model FILE [--out DIR] [--json] [thresholds]\n"
     "\n"
+    "On a model trained with --task induction it checks the induction circuit\n"
+    "instead (previous-token head -> induction head; tasks.h, \"Induction circuit\n"
+    "check\"): detector scores, K-composition, path patching into keys / queries /\n"
+    "values, OV copying, ablation; the thresholds flags below are Winograd's.\n"
+    "\n"
     "Verifies the two-step referent circuit of the Winograd task on the held-out\n"
     "set, finding each head's role from evidence (the design notes, \"The\n"
     "two-step referent circuit\"). Layers, heads and positions count from 0:\n"
@@ -301,7 +306,7 @@ int cmd_circuit(int argc, char **argv)
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "circuit", *model = NULL, *out = NULL;
-    int json = 0, c;
+    int json = 0, c, comp_draws = 0;
     hs_circuit_opts o = hs_circuit_opts_default();
     cli_figopts fo;
     cli_figopts_default(&fo, 300);
@@ -343,6 +348,7 @@ int cmd_circuit(int argc, char **argv)
             if (cli_parse_int(optarg, 2, 100000, &n))
                 return cli_usage_error(C, "--comp-draws needs an integer in [2, 100000], got '%s'", optarg);
             o.comp_draws = (int)n;
+            comp_draws = (int)n;
             break;
         case O_THREADS:
             if (cli_parse_threads(C, optarg, &o.threads)) return 2;
@@ -358,7 +364,7 @@ int cmd_circuit(int argc, char **argv)
     if (!model) return cli_usage_error(C, "--model FILE is required");
     hs_error err = {0};
     cli_loaded Ld;
-    if (cli_load(C, model, 1, &Ld)) {
+    if (cli_load(C, model, 2, &Ld)) {
         cli_figopts_free(&fo);
         return 1;
     }
@@ -369,6 +375,13 @@ int cmd_circuit(int argc, char **argv)
         cli_loaded_free(&Ld);
         cli_figopts_free(&fo);
         return 1;
+    }
+    if (Ld.ind) { /* an induction-task model: its own check (cmd_circuit_induction.c) */
+        int irc = cli_circuit_induction(C, model, &Ld, json, out ? &od : NULL, comp_draws);
+        cli_outdir_close(&od);
+        cli_loaded_free(&Ld);
+        cli_figopts_free(&fo);
+        return irc;
     }
     hs_circuit_report r;
     if (hs_circuit_run(Ld.model, Ld.task, &o, &r, &err) != HS_OK) {

@@ -21,6 +21,7 @@ static const struct {
     {"view", cmd_view, "one offline HTML page to explore output folders (index.json + JSON)"},
     {"patch", cmd_patch, "activation patching clean -> corrupted over a prompt set (get_act_patch_*)"},
     {"heads", cmd_heads, "every head's detector scores (previous-token, induction, ...) on prompts"},
+    {"timeline", cmd_timeline, "circuits over training: scores and verdicts of every kept checkpoint"},
     {"demo", cmd_demo, "train the default model, inspect the chapter's sentences, run circuit"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])

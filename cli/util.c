@@ -66,6 +66,7 @@ void cli_loaded_free(cli_loaded *l)
     hs_model_destroy(l->model);
     hs_vocab_destroy(l->vocab);
     hs_winograd_destroy(l->task);
+    hs_induction_destroy(l->ind);
     hs_meta_free(&l->meta);
     memset(l, 0, sizeof *l);
 }
@@ -97,7 +98,20 @@ int cli_load(const char *cmd, const char *path, int need_task, cli_loaded *out)
         cli_loaded_free(out);
         return 1;
     }
-    if (out->meta.task != NULL) {
+    char tname[64] = "";
+    if (out->meta.task != NULL && hs_task_json_name(out->meta.task, tname, sizeof tname, &err) == HS_OK &&
+        strcmp(tname, "induction") == 0) {
+        if (need_task == 1) {
+            fprintf(stderr, "headscope %s: %s is an induction-task model; this command works on "
+                            "Winograd models\n", cmd, path);
+            cli_loaded_free(out);
+            return 1;
+        }
+        if (hs_induction_from_task_json(out->meta.task, out->vocab, &out->ind, &err) != HS_OK) {
+            cli_loaded_free(out);
+            return cli_error(cmd, &err);
+        }
+    } else if (out->meta.task != NULL) {
         if (hs_winograd_from_task_json(out->meta.task, out->vocab, &out->task, &err) != HS_OK) {
             cli_loaded_free(out);
             return cli_error(cmd, &err);

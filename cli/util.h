@@ -13,16 +13,20 @@
 #include "model/model.h"
 #include "tasks/tasks.h"
 
-/* A loaded checkpoint: the model, its vocabulary, and its task (NULL when
- * the checkpoint carries no task metadata). */
+/* A loaded checkpoint: the model, its vocabulary, and its task: task for a
+ * Winograd model, ind for an induction model (both NULL when the checkpoint
+ * carries no task metadata). */
 typedef struct {
     hs_model *model;
     hs_vocab *vocab;
     hs_winograd *task;
+    hs_induction *ind;
     hs_meta meta;
 } cli_loaded;
 
-/* Loads path; on failure prints "headscope CMD: <message>" and returns 1. */
+/* Loads path; on failure prints "headscope CMD: <message>" and returns 1.
+ * need_task: 0 none, 1 a Winograd task (an induction model is refused),
+ * 2 any task. */
 int cli_load(const char *cmd, const char *path, int need_task, cli_loaded *out);
 void cli_loaded_free(cli_loaded *l);
 

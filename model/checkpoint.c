@@ -601,11 +601,19 @@ static size_t matrix_floats(const hs_config *c)
 hs_status hs_checkpoint_save(const hs_model *m, const hs_meta *meta, const char *path,
                              hs_error *err)
 {
+    return hs_checkpoint_save_ex(m, meta, 0, path, err);
+}
+
+hs_status hs_checkpoint_save_ex(const hs_model *m, const hs_meta *meta, int with_optimizer,
+                                const char *path, hs_error *err)
+{
     hs_status s = HS_OK;
     char *cfg_text = NULL, *hs_text = NULL;
     hs_st_tensor *ts = NULL;
-    const char *keys[8], *vals[8];
-    int nm = 0;
+    char (*onames)[64] = NULL;
+    const char *keys[9], *vals[9];
+    char opt_text[64];
+    int nm = 0, nt = 0;
 
     if (m == NULL || path == NULL)
         return hs_fail(err, HS_ERR_INPUT, "hs_checkpoint_save: no model or no path");
@@ -634,20 +642,38 @@ hs_status hs_checkpoint_save(const hs_model *m, const hs_meta *meta, const char 
     if (meta && meta->task) keys[nm] = "task", vals[nm++] = meta->task;
     if (meta && meta->train) keys[nm] = "train", vals[nm++] = meta->train;
 
-    ts = calloc((size_t)m->n_tensors + 1, sizeof *ts);
-    if (!ts) {
+    if (with_optimizer && !m->m_mem)
+        with_optimizer = 0; /* nothing trained yet: no moments to save */
+    if (with_optimizer) {
+        snprintf(opt_text, sizeof opt_text, "{\"adam_t\":%ld}", m->adam_t);
+        keys[nm] = "optimizer", vals[nm++] = opt_text;
+    }
+    const int copies = with_optimizer ? 3 : 1;
+    ts = calloc((size_t)m->n_tensors * copies + 1, sizeof *ts);
+    onames = calloc((size_t)m->n_tensors * 2 + 1, sizeof *onames);
+    if (!ts || !onames) {
         s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         goto done;
     }
-    for (int i = 0; i < m->n_tensors; i++) {
-        const hs_tensor_info *t = &m->tensors[i];
-        ts[i].name = t->name;
-        ts[i].ndim = t->ndim;
-        for (int d = 0; d < t->ndim && d < 3; d++) ts[i].shape[d] = t->shape[d];
-        ts[i].data = m->param_mem + t->offset;
-    }
-    s = hs_safetensors_write(path, ts, m->n_tensors, keys, vals, nm, err);
+    for (int c = 0; c < copies; c++)
+        for (int i = 0; i < m->n_tensors; i++) {
+            const hs_tensor_info *t = &m->tensors[i];
+            hs_st_tensor *o = &ts[nt++];
+            if (c == 0) {
+                o->name = t->name;
+            } else {
+                char *nmb = onames[(c - 1) * m->n_tensors + i];
+                snprintf(nmb, sizeof onames[0], "%s%s", c == 1 ? HS_OPT_M_PREFIX : HS_OPT_V_PREFIX,
+                         t->name);
+                o->name = nmb;
+            }
+            o->ndim = t->ndim;
+            for (int d = 0; d < t->ndim && d < 3; d++) o->shape[d] = t->shape[d];
+            o->data = (c == 0 ? m->param_mem : c == 1 ? m->m_mem : m->v_mem) + t->offset;
+        }
+    s = hs_safetensors_write(path, ts, nt, keys, vals, nm, err);
 done:
+    free(onames);
     free(ts);
     free(cfg_text);
     free(hs_text);
@@ -711,8 +737,30 @@ static hs_status load_from_st(const char *fname, const hs_st_file *st, hs_model 
         s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         goto fail;
     }
+    int n_opt = 0;
     for (int i = 0; i < st->n; i++) {
-        const hs_tensor_info *t = hs_model_find_tensor(m, st->names[i]);
+        const char *nm_i = st->names[i];
+        int opt = strncmp(nm_i, HS_OPT_M_PREFIX, sizeof HS_OPT_M_PREFIX - 1) == 0   ? 1
+                  : strncmp(nm_i, HS_OPT_V_PREFIX, sizeof HS_OPT_V_PREFIX - 1) == 0 ? 2
+                                                                                    : 0;
+        if (opt) nm_i += sizeof HS_OPT_M_PREFIX - 1;
+        const hs_tensor_info *t = hs_model_find_tensor(m, nm_i);
+        if (opt && t && !m->m_mem) {
+            const char *ot = hs_st_meta(st, "optimizer");
+            cJSON *oj = ot ? cJSON_Parse(ot) : NULL;
+            const cJSON *at = cJSON_GetObjectItemCaseSensitive(oj, "adam_t");
+            int ok = cJSON_IsNumber(at) && at->valuedouble >= 0 && at->valuedouble <= 1e9 &&
+                     at->valuedouble == floor(at->valuedouble);
+            long adam_t = ok ? (long)at->valuedouble : 0;
+            cJSON_Delete(oj);
+            if (!ok) {
+                s = hs_fail(err, HS_ERR_FORMAT, "%s: optimizer tensors but no valid 'optimizer' "
+                            "metadata ({\"adam_t\": steps})", fname);
+                goto fail;
+            }
+            if ((s = hs_model_alloc_train(m, err)) != HS_OK) goto fail;
+            m->adam_t = adam_t;
+        }
         if (t == NULL) {
             s = hs_fail(err, HS_ERR_FORMAT, "%s: unknown tensor '%.64s': not part of the model "
                         "the config describes (HINT: check 'config'/'headscope_config' in "
@@ -730,8 +778,20 @@ static hs_status load_from_st(const char *fname, const hs_st_file *st, hs_model 
             goto fail;
         }
         HS_ASSERT(st->numel[i] == t->numel);
+        if (opt) {
+            n_opt++;
+            if (t->numel)
+                memcpy((opt == 1 ? m->m_mem : m->v_mem) + t->offset, st->data[i],
+                       t->numel * sizeof(float));
+            continue;
+        }
         found[t - m->tensors] = 1;
         if (t->numel) memcpy(m->param_mem + t->offset, st->data[i], t->numel * sizeof(float));
+    }
+    if (n_opt != 0 && n_opt != 2 * m->n_tensors) {
+        s = hs_fail(err, HS_ERR_FORMAT, "%s: %d optimizer tensors, expected none or %d (a moment "
+                    "m and v per parameter)", fname, n_opt, 2 * m->n_tensors);
+        goto fail;
     }
     for (int i = 0; i < m->n_tensors; i++)
         if (!found[i]) {

@@ -55,6 +55,9 @@ int hs_norm_parse(const char *s) { return parse_name(s, NORM_NAMES, 3); }
 int hs_act_parse(const char *s) { return parse_name(s, ACT_NAMES, 2); }
 int hs_pos_parse(const char *s) { return parse_name(s, POS_NAMES, 2); }
 int hs_attn_parse(const char *s) { return parse_name(s, ATTN_NAMES, 2); }
+static const char *const INIT_NAMES[] = {"pytorch", "gpt2"};
+const char *hs_init_name(hs_init s) { return (unsigned)s < 2 ? INIT_NAMES[s] : "?"; }
+int hs_init_parse(const char *s) { return parse_name(s, INIT_NAMES, 2); }
 
 hs_status hs_config_validate(const hs_config *c, hs_error *err)
 {
@@ -349,13 +352,21 @@ static double normal01(uint64_t *s)
 
 void hs_model_init(hs_model *m)
 {
+    hs_model_init_scheme(m, HS_INIT_PYTORCH);
+}
+
+void hs_model_init_scheme(hs_model *m, hs_init scheme)
+{
     uint64_t st = m->cfg.seed * 0x2545F4914F6CDD1Dull + 0x1234567ull;
     for (int i = 0; i < m->n_tensors; i++) {
         const hs_tensor_info *t = &m->tensors[i];
         float *p = m->param_mem + t->offset;
         const char *dot = strrchr(t->name, '.');
         const char *leaf = dot ? dot + 1 : t->name;
-        if (strcmp(leaf, "W_E") == 0 || strcmp(leaf, "W_pos") == 0) {
+        if (scheme == HS_INIT_GPT2 && strncmp(leaf, "W_", 2) == 0) {
+            /* GPT-2 (design notes' PyTorch reference): every matrix and embedding N(0, 0.02) */
+            for (size_t j = 0; j < t->numel; j++) p[j] = (float)(0.02 * normal01(&st));
+        } else if (strcmp(leaf, "W_E") == 0 || strcmp(leaf, "W_pos") == 0) {
             /* torch.nn.Embedding: N(0, 1) */
             for (size_t j = 0; j < t->numel; j++) p[j] = (float)normal01(&st);
         } else if (strncmp(leaf, "W_", 2) == 0) { /* b_Q/b_K/b_V are 2-D but biases */

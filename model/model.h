@@ -187,6 +187,16 @@ void hs_model_destroy(hs_model *m);
  * Same seed and config => bit-identical parameters. */
 void hs_model_init(hs_model *m);
 
+/* Initialisation schemes: HS_INIT_PYTORCH is hs_model_init's; HS_INIT_GPT2 is
+ * the recipe of the design notes' PyTorch reference (the 83-89% uniform-with-
+ * LayerNorm figure): every matrix and embedding (W_E, W_pos, W_Q, W_K, W_V,
+ * W_O, W_in, W_out, W_U) N(0, 0.02), norm weights 1, biases 0 (no 1/sqrt(2L)
+ * scaling of the output projections). Same seed and scheme => bit-identical. */
+typedef enum { HS_INIT_PYTORCH = 0, HS_INIT_GPT2 = 1 } hs_init;
+void hs_model_init_scheme(hs_model *m, hs_init scheme);
+const char *hs_init_name(hs_init s);
+int hs_init_parse(const char *s);
+
 /* Allocates gradients and Adam moments (zeroed). Needed before backward/step. */
 hs_status hs_model_alloc_train(hs_model *m, hs_error *err);
 
@@ -418,6 +428,8 @@ typedef struct {
     float decay_start;   /* fraction of the budget after which lr decays (0.6) */
     float lr_final_frac; /* lr at the last step as a fraction of the peak (0.05) */
     int threads;         /* workers (hs_acts_set_threads): 0 = every CPU (hs_pool_cpus), 1.. (0) */
+    int start_step;      /* steps already taken (0; a resumed run: the checkpoint's):
+                            training runs steps start_step+1 .. steps, same schedule */
 } hs_train_opts;
 
 hs_train_opts hs_train_opts_default(void);
@@ -519,10 +531,22 @@ hs_status hs_model_magnitude_warning(const hs_model *m, char **warning, hs_error
 hs_status hs_checkpoint_save(const hs_model *m, const hs_meta *meta, const char *path,
                              hs_error *err);
 
+/* Same, and with with_optimizer != 0 (and m trained: m_mem allocated) also
+ * the AdamW state, so `train --resume` continues bit-identically: the moments
+ * as tensors "optimizer.m.<name>" and "optimizer.v.<name>" (same shapes as
+ * <name>) and metadata "optimizer" = {"adam_t": steps taken}. TransformerLens'
+ * load_state_dict(strict=False) ignores these names. */
+#define HS_OPT_M_PREFIX "optimizer.m."
+#define HS_OPT_V_PREFIX "optimizer.v."
+hs_status hs_checkpoint_save_ex(const hs_model *m, const hs_meta *meta, int with_optimizer,
+                                const char *path, hs_error *err);
+
 /* Loads a checkpoint written by headscope or by another tool with the same
  * names and config keys. Validates everything DESIGN.md lists; skips
  * TransformerLens buffers (blocks.l.attn.mask / IGNORE) and reports how many
- * in *n_skipped (may be NULL). *out NULL on failure. meta may be NULL; when
+ * in *n_skipped (may be NULL). Optimizer state saved by hs_checkpoint_save_ex
+ * is loaded into m_mem / v_mem / adam_t (gradients allocated, zeroed);
+ * without it those stay NULL / 0. *out NULL on failure. meta may be NULL; when
  * given, meta->warning says whether the weights are absurd
  * (hs_model_magnitude_warning): the caller shows it, once. */
 hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta,

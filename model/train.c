@@ -18,6 +18,7 @@ hs_train_opts hs_train_opts_default(void)
     o.decay_start = 0.6f;
     o.lr_final_frac = 0.05f;
     o.threads = 0;
+    o.start_step = 0;
     return o;
 }
 
@@ -42,10 +43,11 @@ static double now_seconds(void)
 hs_status hs_train(hs_model *m, const hs_train_opts *o, hs_batch_fn batch_fn, void *batch_ctx,
                    hs_step_fn on_step, void *step_ctx, hs_error *err)
 {
-    if (o->steps < 0 || o->batch < 1 || o->seq_len < 1 || o->seq_len > m->cfg.n_ctx)
+    if (o->steps < 0 || o->batch < 1 || o->seq_len < 1 || o->seq_len > m->cfg.n_ctx ||
+        o->start_step < 0 || o->start_step > o->steps)
         return hs_fail(err, HS_ERR_CONFIG,
-                       "train: invalid options (steps %d, batch %d, seq_len %d, n_ctx %d)",
-                       o->steps, o->batch, o->seq_len, m->cfg.n_ctx);
+                       "train: invalid options (steps %d, start %d, batch %d, seq_len %d, n_ctx %d)",
+                       o->steps, o->start_step, o->batch, o->seq_len, m->cfg.n_ctx);
     hs_status s = hs_model_alloc_train(m, err);
     if (s != HS_OK) return s;
     hs_acts *acts = NULL;
@@ -64,7 +66,7 @@ hs_status hs_train(hs_model *m, const hs_train_opts *o, hs_batch_fn batch_fn, vo
         goto done;
     }
     const double t0 = now_seconds();
-    for (int step = 1; step <= o->steps; step++) {
+    for (int step = o->start_step + 1; step <= o->steps; step++) {
         batch_fn(batch_ctx, o->batch, o->seq_len, tokens, targets);
         s = hs_forward(m, acts, tokens, o->batch, o->seq_len, NULL, err);
         if (s != HS_OK) goto done;

@@ -57,6 +57,7 @@ mkdir -p "$WORK/runs" "$OUT"
 # name | exact `headscope train` flags (the torch peer takes the same switches)
 ROW_DEFS='uniform_no_norm|--layers 1 --attn uniform --no-ln1
 uniform_ln|--layers 1 --attn uniform
+uniform_ln_gpt2|--layers 1 --attn uniform --init gpt2 --steps 3000
 uniform_no_pos|--layers 1 --attn uniform --no-ln1 --pos none
 one_block|--layers 1
 two_blocks|

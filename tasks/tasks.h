@@ -753,5 +753,278 @@ void hs_patch_report_free(hs_patch_report *r);
 cJSON *hs_patch_json(const hs_patch_report *r);
 /* The text summary appended to b. */
 void hs_patch_summary(const hs_patch_report *r, hs_buf *b);
+/* ======================================================================== */
+/* Induction task (tasks/induction.c; `headscope train --task induction`)    */
+/* ======================================================================== */
+/*
+ * Olsson et al. 2022 ([IH], CIRCUITS.md 7): sequences of n_ctx random symbols
+ * in which one random segment reappears later, the gap between the two
+ * occurrences varying from sequence to sequence, so no fixed positional
+ * offset finds the earlier copy; only an induction head ([A][B] ... [A] ->
+ * [B]) predicts the repeated tokens.
+ *
+ * One sequence (T = n_ctx, positions 0..T-1), drawn from an hs_task_rng:
+ *   len   uniform in [seg_min, seg_max]      (the segment's length)
+ *   gap   uniform in [gap_min, gap_max]      (tokens between the occurrences)
+ *   start1 uniform in [0, T - 2 len - gap], start2 = start1 + len + gap
+ *   the segment: len distinct symbols; every other position (filler): symbols
+ *   not in the segment (repeats among themselves allowed). So each token of
+ *   the second occurrence appears exactly once before it, at start1 + k, and
+ *   the induction target of position start2 + k is start1 + k + 1.
+ * Validation guarantees 2 seg_max + gap_max <= T, so len and gap are
+ * independent and exactly uniform (no clipping), and the occurrences never
+ * overlap (start2 >= start1 + len).
+ *
+ * Scored: the tokens of the second occurrence after its first one, i.e. the
+ * predictions made at positions start2 + k - 1 of tokens start2 + k,
+ * k = 1..len-1 (the first token of a repeat is unpredictable).
+ * Vocabulary: n_symbols words "s0", "s1", ... (ids = index).
+ * Held-out: n_heldout sequences drawn from split_seed. Training batches skip
+ * (redraw) every sequence whose segment (its len symbols, in order) is the
+ * segment of a held-out sequence, so held-out segments are never trained on.
+ */
+#define HS_IND_MAX_SYMBOLS 4096
+
+typedef struct {
+    int n_symbols;            /* V (64) */
+    int n_ctx;                /* T (64) */
+    int seg_min, seg_max;     /* segment length range (4, 16); 2 <= min <= max < V */
+    int gap_min, gap_max;     /* gap range (0, 32); 2 seg_max + gap_max <= T */
+    uint64_t split_seed;      /* held-out sequences (0) */
+    int n_heldout;            /* held-out sequences (512) */
+    int loss_all;             /* training targets: 1 = every next token, 0 = only the
+                                 scored (repeated-segment) tokens (default) */
+} hs_ind_params;
+
+/* The defaults above (tuned so a 2-layer attention-only model learns
+ * induction in well under a minute; README "Induction heads"). */
+hs_ind_params hs_ind_params_default(void);
+
+/* Checks p: HS_ERR_CONFIG naming the field (n_symbols in [4, 4096], n_ctx in
+ * [4, 4096], 2 <= seg_min <= seg_max < n_symbols / 2 ... as documented above,
+ * n_heldout in [1, 100000] and small enough that training can avoid the
+ * held-out segments: n_heldout <= n_symbols^seg_min / 4). */
+hs_status hs_ind_params_validate(const hs_ind_params *p, hs_error *err);
+
+/* Where the segment sits in one sequence. gap = start2 - start1 - len. */
+typedef struct {
+    int start1, start2, len;
+} hs_ind_seq;
+
+/* Draws one sequence with r: tokens (T) and its layout (*info). p must be
+ * valid (HS_ASSERT). */
+void hs_ind_generate(const hs_ind_params *p, hs_task_rng *r, int *tokens, hs_ind_seq *info);
+
+typedef struct {
+    hs_ind_params p;
+    hs_vocab *vocab;          /* "s0".."s{V-1}", owned */
+    int *heldout_tokens;      /* (n_heldout, T) */
+    hs_ind_seq *heldout;      /* (n_heldout) */
+    uint64_t *seg_hash;       /* open-addressing set of held-out segment hashes (owned) */
+    size_t hash_cap;          /* power of two */
+} hs_induction;
+
+/* Builds the task (vocabulary, held-out set) for p. vocab: the vocabulary the
+ * ids index (copied; NULL = the built-in "s0".. list; it must be exactly that
+ * list). *out NULL on failure. Free with hs_induction_destroy (NULL ok). */
+hs_status hs_induction_create(const hs_ind_params *p, const hs_vocab *vocab, hs_induction **out,
+                              hs_error *err);
+void hs_induction_destroy(hs_induction *t);
+
+/* 1 if the segment (len symbols) is the segment of a held-out sequence. */
+int hs_induction_is_heldout_segment(const hs_induction *t, const int *seg, int len);
+
+/* A training batch: B sequences from r (held-out segments redrawn), tokens
+ * (B, T); targets (B, T): next-token ids where trained (every position but
+ * T-1 with loss_all, else the scored repeated-segment tokens), -1 elsewhere.
+ * info (B) may be NULL. */
+void hs_induction_batch(const hs_induction *t, hs_task_rng *r, size_t B, int *tokens,
+                        int *targets, hs_ind_seq *info);
+
+/* The checkpoint's `task` metadata: {"name": "induction", "n_symbols",
+ * "n_ctx", "seg_len": [min, max], "gap": [min, max], "split_seed",
+ * "n_heldout", "loss": "all" | "segment", "filler": "symbols not in the
+ * segment"}. *json malloc'd. */
+hs_status hs_induction_task_json(const hs_induction *t, char **json, hs_error *err);
+/* Rebuilds the task from that JSON (every field required; validated). */
+hs_status hs_induction_from_task_json(const char *json, const hs_vocab *vocab, hs_induction **out,
+                                      hs_error *err);
+
+/* The "name" of a task metadata JSON object ("winograd", "induction", ...)
+ * copied into buf (cap bytes); HS_ERR_FORMAT when json is not an object with
+ * a string "name". */
+hs_status hs_task_json_name(const char *json, char *buf, size_t cap, hs_error *err);
+
+/* Scores of a model on the induction task's held-out sequences. */
+typedef struct {
+    size_t n_seqs;            /* sequences scored */
+    size_t n_scored;          /* repeated-segment tokens scored (sum of len - 1) */
+    size_t correct;           /* argmax (ties to the lowest id) == the token */
+    double seg_loss;          /* mean cross-entropy (nats) on those tokens */
+    double loss;              /* mean cross-entropy on every next-token target */
+    double early_loss, late_loss; /* mean loss of the predictions at positions
+                                     [T/16, 3T/16) and [T - 1 - T/8, T - 1) */
+    double icl_score;         /* late_loss - early_loss ([IH] in-context-learning score,
+                                 their token 500 vs 50 of 512, scaled to T) */
+    double chance;            /* 1 / n_symbols */
+} hs_ind_score;
+
+/* Runs m (batched forwards, observer may be NULL: e.g. an ablation) on the
+ * first n (0 = all) held-out sequences and fills *out. Errors: HS_ERR_CONFIG
+ * when d_vocab != n_symbols or n_ctx < T; HS_ERR_NUMERIC on a NaN logit. */
+hs_status hs_induction_score(const hs_model *m, const hs_induction *t, size_t n,
+                             const hs_observer *observer, hs_ind_score *out, hs_error *err);
+/* correct / n_scored (0 when nothing was scored). */
+double hs_ind_score_accuracy(const hs_ind_score *s);
+
+/* ------------------------------------------------------------------------ */
+/* Induction circuit check (tasks/induction_circuit.c; `headscope circuit`  */
+/* on an induction model, and `headscope timeline`)                          */
+/*
+ * [IH], [FW] "Analyzing a Two-Layer Model": a previous-token head in layer 0
+ * writes "the previous token was A" into each position; an induction head in
+ * a later layer reads it through K-composition (its keys), so its query at a
+ * later A matches the position after the earlier A, and its OV circuit copies
+ * that token (B). Evidence, on the first n_seqs held-out sequences (one
+ * batched forward each, T = n_ctx):
+ *  - per head: previous-token score (TL "mul", hs_detect_heads
+ *    HS_DETECT_PREV_TOKEN, nothing excluded: (1/T) sum_{i>=1} A[i,i-1], at
+ *    most (T-1)/T); induction score: the mean attention from each position
+ *    start2 + k of the second occurrence (k = 0..len-1) to start1 + k + 1,
+ *    the token after the same token's earlier occurrence (the TL induction
+ *    pattern restricted to the rows where it is defined by the task); TL's
+ *    induction "mul" score beside it (hs_detect_heads HS_DETECT_INDUCTION);
+ *    the OV copying score (C4, HS_FOLD_LN); accuracy on the repeated segment
+ *    with the head mean-ablated (position-wise means over the same sequences);
+ *  - roles: previous-token heads = layer-0 heads with score >= prev_min;
+ *    induction heads = heads of layers >= 1 with induction score >= ind_min;
+ *    the named pair is the best-scoring head of each role;
+ *  - K-composition (C3, HS_FOLD_LN) from the named previous-token head into
+ *    the named induction head minus the random baseline; Q and V beside it;
+ *  - path patching (C6, HS_LN_RECOMPUTE) sender = the previous-token head,
+ *    receiver = the induction head, into its keys, queries and values
+ *    separately. Clean = the held-out sequences; corrupted = the same tokens
+ *    with the previous-token head mean-ablated (its output no longer says
+ *    which token came before). Metric M = mean log-probability of the correct
+ *    token over the scored (repeated-segment) predictions; normalised
+ *    (M_patched - M_corr) / (M_clean - M_corr), decided only when M_clean -
+ *    M_corr >= min_gap nats;
+ *  - ablation: repeated-segment accuracy with all previous-token heads, then
+ *    all induction heads, mean-ablated together.
+ * Verdict: holds when every criterion holds (each is reported with its
+ * numbers): a previous-token head; an induction head (impossible with one
+ * layer: "does not hold", with that reason); K-composition minus baseline >=
+ * comp_min; path patching into keys >= patch_k_min and into queries and into
+ * values each < patch_qv_max; copying score of the induction head >=
+ * copy_min; each role's ablation leaves accuracy <= chance + chance_margin
+ * (chance = 1 / n_symbols).
+ */
+typedef struct {
+    double prev_min;       /* previous-token head: TL score >= this (0.5) */
+    double ind_min;        /* induction head: induction score >= this (0.5) */
+    double comp_min;       /* K-composition minus baseline >= this (0.05) */
+    double patch_k_min;    /* path patching into keys restores >= this (0.5) */
+    double patch_qv_max;   /* into queries, into values: < this (0.2) */
+    double min_gap;        /* M_clean - M_corr >= this (nats) to decide patching (1.0) */
+    double copy_min;       /* induction head's OV copying score >= this (0.5) */
+    double chance_margin;  /* ablated accuracy <= 1/n_symbols + this (0.1) */
+    int n_seqs;            /* held-out sequences used (128; at most the task's) */
+    int comp_draws;        /* random-baseline draws (300) */
+    uint64_t comp_seed;    /* (0) */
+} hs_ind_circuit_opts;
+
+hs_ind_circuit_opts hs_ind_circuit_opts_default(void);
+
+typedef struct {
+    int layer, head;
+    char name[32];         /* "L0H1" */
+    double prev_score;     /* TL mul previous-token score */
+    double ind_score;      /* induction score (task rows) */
+    double tl_induction;   /* TL mul induction score */
+    double copying, copying_pos; /* OV copying score, fraction of positive eigenvalues */
+    double acc_ablated;    /* repeated-segment accuracy, this head mean-ablated */
+    int role;              /* bit 1: previous-token head, bit 2: induction head */
+} hs_ind_head;
+
+/* Criterion indices of hs_ind_circuit_report.ok / why. */
+enum { HS_IND_PREV = 0, HS_IND_IND, HS_IND_COMP, HS_IND_PATH, HS_IND_COPY, HS_IND_ABLATE,
+       HS_IND_N_CRIT };
+
+typedef struct {
+    hs_ind_circuit_opts opts;
+    hs_config cfg;
+    hs_ind_params task;
+    int L, H;
+    size_t n_seqs, n_scored;
+    double acc, seg_loss, loss, icl_score, chance;   /* clean, on the n_seqs */
+    hs_ind_head *heads;    /* (L*H), index l*H + h */
+    int n_prev, n_ind;
+    hs_head *prev, *ind;   /* role sets (n_prev), (n_ind) */
+    hs_head prev_best, ind_best; /* layer -1 when none */
+    hs_comp_scores comp;   /* all pairs (C3); zeroed when L = 1 */
+    double comp_q, comp_k, comp_v; /* best pair, minus baseline; NAN when no pair */
+    double metric_clean, metric_corr; /* mean log p(correct) on scored tokens; NAN: no pair */
+    double path[3];        /* [q, k, v] normalised; NAN when not run */
+    double acc_prev_ablated, acc_ind_ablated; /* role sets; NAN when empty */
+    float *attn_prev, *attn_ind; /* (T,T) pattern of the named heads on sequence 0; NULL if none */
+    int ok[HS_IND_N_CRIT];
+    char why[HS_IND_N_CRIT][256];
+    int holds;
+    char verdict[512];     /* one line: holds / does not hold and why */
+} hs_ind_circuit_report;
+
+/* Runs the check of m on t's held-out sequences. opts NULL = defaults. On
+ * failure *out is zeroed. Errors: HS_ERR_CONFIG (model and task do not fit,
+ * a threshold out of range, uniform attention), HS_ERR_NUMERIC, HS_ERR_NOMEM
+ * and whatever the probe returns. */
+hs_status hs_ind_circuit_run(const hs_model *m, const hs_induction *t,
+                             const hs_ind_circuit_opts *opts, hs_ind_circuit_report *out,
+                             hs_error *err);
+void hs_ind_circuit_report_free(hs_ind_circuit_report *r);
+/* Every number above as JSON (NAN -> null), with the model config and task
+ * parameters: pretty-printed text, malloc'd, caller frees. */
+hs_status hs_ind_circuit_report_json(const hs_ind_circuit_report *r, const char *model_path,
+                                     char **json, hs_error *err);
+/* A readable summary (malloc'd text, lines end in '\n'). */
+hs_status hs_ind_circuit_summary(const hs_ind_circuit_report *r, char **text, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Circuits over training (tasks/timeline.c; `headscope timeline`)           */
+/*
+ * One checkpoint's numbers for the timeline, computed exactly as `circuit`
+ * computes them on that checkpoint alone:
+ *  - induction: hs_ind_circuit_run with the defaults: loss (every next token)
+ *    and repeated-segment accuracy / loss / ICL score on its n_seqs held-out
+ *    sequences, each head's previous-token and induction scores, the verdict;
+ *  - Winograd: hs_circuit_run with the defaults (held-out accuracy, step 1 /
+ *    step 2, decision heads, first-noun score = mean attention at 14 on x),
+ *    plus each head's previous-token and TL induction scores (hs_detect_heads
+ *    over the held-out sentences, positions 0..17) and the mean next-token
+ *    loss over the held-out sentences.
+ */
+typedef struct {
+    int L, H;
+    double loss;            /* mean next-token cross-entropy (nats) */
+    double accuracy;        /* the task metric: repeated-segment / referent accuracy */
+    double seg_loss, icl;   /* induction only (else NAN) */
+    float *prev;            /* (L*H) previous-token score */
+    float *ind;             /* (L*H) induction score (task rows; Winograd: TL mul) */
+    float *first_noun;      /* (L*H) Winograd: attention at 14 on x; NULL for induction */
+    int holds;              /* induction: the circuit holds; Winograd: step 2 holds */
+    int step1;              /* Winograd: step 1 holds (else 0) */
+    int n_decision;         /* Winograd: decision heads (induction: induction heads) */
+    char heads[256];        /* the named heads ("L0H2 -> L1H1"; Winograd: decision heads) */
+    char verdict[512];
+} hs_timeline_point;
+
+hs_status hs_timeline_point_induction(const hs_model *m, const hs_induction *t, hs_timeline_point *out,
+                                      hs_error *err);
+hs_status hs_timeline_point_winograd(const hs_model *m, const hs_winograd *t, hs_timeline_point *out,
+                                     hs_error *err);
+void hs_timeline_point_free(hs_timeline_point *p);
+
+/* Index i >= 1 of the largest change y[i] - y[i-1] (sign > 0: increase, sign
+ * < 0: decrease), NaN pairs skipped; -1 when n < 2 or none is finite. */
+int hs_timeline_jump(const double *y, int n, int sign);
 
 #endif /* HS_TASKS_H */

@@ -368,4 +368,46 @@ hs_status hs_viz_rows_write(FILE *fp, const float *rows, size_t n_rows, size_t T
                             const char *const *row_labels, const char *const *tokens,
                             size_t width, hs_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* Line plots over a shared x axis (viz_lines.c), e.g. scores over training */
+
+#define HS_VIZ_MAX_POINTS 4096 /* points per series */
+#define HS_VIZ_MAX_PANELS 8
+
+/* One panel: n_series lines over the plot's x. y: [n_series, N] (NaN = no
+ * point there: the line breaks); labels: n_series legend entries (right of
+ * the panel, in series order, colours hs_viz_series_rgb(i)); title and
+ * ylabel may be NULL; ymin < ymax fixes the y range (values outside are
+ * drawn at the edge), else the data's range padded by 5%. */
+typedef struct {
+    const float *y;
+    size_t n_series;
+    const char *const *labels;
+    const char *title;
+    const char *ylabel;
+    double ymin, ymax;
+} hs_viz_panel;
+
+/* The colour of series i (matplotlib's tab10, cycled). */
+void hs_viz_series_rgb(size_t i, unsigned char rgb[3]);
+
+/* Stacked panels sharing x [N] (finite, strictly increasing, e.g. training
+ * steps): each a framed plot with y ticks, lines with point markers, a
+ * legend; x ticks and xlabel under the last panel; mark_x (NAN = none) a
+ * dashed vertical line through every panel labelled mark_label (may be NULL).
+ * Width: opt->width_in (legend included) or a 4.5 in plot; each panel 1.7 in.
+ * Errors: HS_ERR_INPUT (N out of 1..HS_VIZ_MAX_POINTS, panels out of
+ * 1..HS_VIZ_MAX_PANELS, series out of 1..HS_VIZ_MAX_BARS, x not increasing,
+ * bad labels), HS_ERR_NUMERIC (non-finite x, infinite y), HS_ERR_IO, HS_ERR_NOMEM. */
+hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N,
+                              const hs_viz_panel *panels, size_t n_panels, const char *title,
+                              const char *xlabel, double mark_x, const char *mark_label,
+                              const hs_viz_options *opt, hs_error *err);
+
+/* The numbers: {"title", "xlabel", "x": [N], "panels": [{"title", "ylabel",
+ * "series": [{"label", "y": [N] (null for NaN)}]}]}. Errors as above. */
+hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_panel *panels,
+                            size_t n_panels, const char *title, const char *xlabel,
+                            hs_error *err);
+
 #endif /* HS_VIZ_H */

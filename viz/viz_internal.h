@@ -100,6 +100,51 @@ struct hs_viz_figure {
     vz_font *font;
 };
 
+/* ---- layout building blocks (viz_layout.c), for figure kinds in other files ---- */
+typedef struct {
+    hs_viz_figure *f;
+    hs_viz_options o;
+    double fpx, tpx, apx;  /* label, title, annotation font sizes (px) */
+    int lh, tlh, alh;      /* their line heights */
+    int pad, margin, lw;   /* spacing, line width */
+    int group;             /* group of the items added next */
+    struct vz_fit_s *fit;  /* the width promise's record (see fit_width); NULL = none */
+} vz_ctx;
+
+/* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about `target` of
+ * them. sci: the magnitudes need scientific notation (|values| >= 1e4, or
+ * all below 1e-3). */
+typedef struct {
+    double v[34];
+    int n;
+    double step;
+    int decimals;
+    int sci;
+} vz_ticks;
+
+/* Checks the options, opens the font, sizes fonts and spacing from dpi. */
+hs_status vz_ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err);
+/* Starts a group (SVG <g id>, unique valid XML id) for the items added next. */
+hs_status vz_begin_group(vz_ctx *c, const char *id);
+/* A plain filled rectangle / a black text item (box top-left at x, y). HS_ERR_NOMEM or HS_OK. */
+hs_status vz_add_rect(vz_ctx *c, int x, int y, int w, int h, const unsigned char rgb[3]);
+hs_status vz_add_text(vz_ctx *c, const char *s, double px, int rot, int x, int y, vz_anchor anchor,
+                      vz_role role);
+int vz_text_len(vz_ctx *c, const char *s, double px);
+/* About target ticks over [lo, hi]; one tick's text. */
+void vz_nice_ticks(double lo, double hi, int target, vz_ticks *t);
+void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t);
+/* Label / title checks (NULL, UTF-8) and a label as shown (shortened; malloc'd). */
+hs_status vz_check_labels(const char *const *labels, size_t n, const char *what, hs_error *err);
+hs_status vz_check_title(const char *t, const char *what, hs_error *err);
+char *vz_display_label(const char *s);
+/* Height of the title block (title, note) and its width; the block itself over a canvas W wide. */
+int vz_title_block(vz_ctx *c, const char *title, int *w);
+hs_status vz_add_title(vz_ctx *c, const char *title, int W);
+/* Holds the figure to the target width (centred when narrower; refused when
+ * wider), checks the canvas cap and hands it out (c->f becomes NULL). */
+hs_status vz_finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err);
+
 /* ---- colour (viz_color.c) ---- */
 extern const unsigned char vz_viridis[256][3];
 extern const unsigned char vz_diverging[256][3];

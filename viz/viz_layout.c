@@ -117,16 +117,6 @@ static hs_status check_options(const hs_viz_options *o, hs_error *err)
 /* Figure building blocks                                                   */
 
 typedef struct {
-    hs_viz_figure *f;
-    hs_viz_options o;
-    double fpx, tpx, apx;  /* label, title, annotation font sizes (px) */
-    int lh, tlh, alh;      /* their line heights */
-    int pad, margin, lw;   /* spacing, line width */
-    int group;             /* group of the items added next */
-    struct vz_fit_s *fit;  /* the width promise's record (see fit_width) */
-} vz_ctx;
-
-typedef struct {
     double vmin, vmax;
     hs_viz_cmap cmap;
     const char *label; /* the quantity (and unit) the colour bar shows, or NULL */
@@ -303,17 +293,7 @@ static hs_status add_frame(vz_ctx *c, int x, int y, int w, int h, const unsigned
     return s;
 }
 
-/* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about `target` of
- * them. sci: the magnitudes need scientific notation (|values| >= 1e4, or
- * all below 1e-3). */
-typedef struct {
-    double v[34];
-    int n;
-    double step;
-    int decimals;
-    int sci;
-} vz_ticks;
-
+/* Nice ticks over [lo, hi] (vz_ticks, viz_internal.h). */
 static void nice_ticks(double lo, double hi, int target, vz_ticks *t)
 {
     t->n = 0;
@@ -1478,4 +1458,34 @@ void hs_viz_figure_destroy(hs_viz_figure *f)
     free(f->font_file);
     vz_font_close(f->font);
     free(f);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The building blocks for figure kinds laid out in other files (viz_internal.h) */
+
+hs_status vz_ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err) { return ctx_init(c, opt, err); }
+hs_status vz_begin_group(vz_ctx *c, const char *id) { return begin_group(c, id); }
+hs_status vz_add_rect(vz_ctx *c, int x, int y, int w, int h, const unsigned char rgb[3])
+{
+    return add_rect(c, x, y, w, h, rgb, VZ_R_PLAIN, -1, -1, -1);
+}
+hs_status vz_add_text(vz_ctx *c, const char *s, double px, int rot, int x, int y, vz_anchor anchor,
+                      vz_role role)
+{
+    return add_text(c, s, px, rot, x, y, anchor, role, BLACK);
+}
+int vz_text_len(vz_ctx *c, const char *s, double px) { return text_len(c, s, px); }
+void vz_nice_ticks(double lo, double hi, int target, vz_ticks *t) { nice_ticks(lo, hi, target, t); }
+void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t) { fmt_tick(buf, n, v, t); }
+hs_status vz_check_labels(const char *const *labels, size_t n, const char *what, hs_error *err)
+{
+    return check_labels(labels, n, what, err);
+}
+hs_status vz_check_title(const char *t, const char *what, hs_error *err) { return check_title(t, what, err); }
+char *vz_display_label(const char *s) { return display_label(s); }
+int vz_title_block(vz_ctx *c, const char *title, int *w) { return title_block(c, title, w); }
+hs_status vz_add_title(vz_ctx *c, const char *title, int W) { return add_title(c, title, W); }
+hs_status vz_finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err)
+{
+    return finish(c, W, H, out, err);
 }

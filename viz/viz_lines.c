@@ -1,0 +1,301 @@
+/*
+ * viz/viz_lines.c -- line plots over a shared x axis (e.g. training steps):
+ * stacked panels, one coloured line (with point markers) per series, a
+ * legend right of each panel, y ticks per panel, x ticks and label under the
+ * last panel, and an optional dashed vertical marker (e.g. the step of a
+ * phase change). Lines are drawn with the scene's rectangles: one column of
+ * pixels at a time along x (runs of equal columns merged), so PNG and SVG
+ * share the geometry like every other figure. JSON: every number.
+ */
+#include "viz/viz_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* matplotlib's tab10: distinguishable categorical colours. */
+static const unsigned char TAB10[10][3] = {
+    {0x1f, 0x77, 0xb4}, {0xff, 0x7f, 0x0e}, {0x2c, 0xa0, 0x2c}, {0xd6, 0x27, 0x28}, {0x94, 0x67, 0xbd},
+    {0x8c, 0x56, 0x4b}, {0xe3, 0x77, 0xc2}, {0x7f, 0x7f, 0x7f}, {0xbc, 0xbd, 0x22}, {0x17, 0xbe, 0xcf}};
+static const unsigned char AXIS_RGB[3] = {0x40, 0x40, 0x40};
+static const unsigned char MARK_RGB[3] = {0x90, 0x90, 0x90};
+
+void hs_viz_series_rgb(size_t i, unsigned char rgb[3])
+{
+    memcpy(rgb, TAB10[i % 10], 3);
+}
+
+static hs_status check_input(const float *x, size_t N, const hs_viz_panel *panels, size_t n_panels,
+                             hs_error *err)
+{
+    if (x == NULL || panels == NULL) return hs_fail(err, HS_ERR_INPUT, "line plot: x or panels are NULL");
+    if (N < 1 || N > HS_VIZ_MAX_POINTS)
+        return hs_fail(err, HS_ERR_INPUT, "line plot: %zu points; a plot takes 1..%d", N, HS_VIZ_MAX_POINTS);
+    if (n_panels < 1 || n_panels > HS_VIZ_MAX_PANELS)
+        return hs_fail(err, HS_ERR_INPUT, "line plot: %zu panels; a plot takes 1..%d", n_panels,
+                       HS_VIZ_MAX_PANELS);
+    for (size_t i = 0; i < N; i++) {
+        if (!isfinite(x[i])) return hs_fail(err, HS_ERR_NUMERIC, "line plot: x[%zu] is not finite", i);
+        if (i > 0 && !(x[i] > x[i - 1]))
+            return hs_fail(err, HS_ERR_INPUT, "line plot: x must increase (x[%zu] = %g after %g)", i,
+                           (double)x[i], (double)x[i - 1]);
+    }
+    for (size_t p = 0; p < n_panels; p++) {
+        const hs_viz_panel *P = &panels[p];
+        if (P->y == NULL || P->n_series < 1 || P->n_series > HS_VIZ_MAX_BARS)
+            return hs_fail(err, HS_ERR_INPUT, "line plot: panel %zu needs 1..%d series", p, HS_VIZ_MAX_BARS);
+        hs_status s = vz_check_labels(P->labels, P->n_series, "series labels", err);
+        if (!s) s = vz_check_title(P->title, "panel title", err);
+        if (!s) s = vz_check_title(P->ylabel, "y label", err);
+        if (s) return s;
+        for (size_t k = 0; k < P->n_series * N; k++)
+            if (isinf(P->y[k]))
+                return hs_fail(err, HS_ERR_NUMERIC, "line plot: panel %zu value %zu is infinite", p, k);
+    }
+    return HS_OK;
+}
+
+/* The y range of a panel: fixed, or the data's (NaN skipped) padded by 5%. */
+static void panel_range(const hs_viz_panel *P, size_t N, double *lo, double *hi)
+{
+    if (P->ymin < P->ymax) {
+        *lo = P->ymin;
+        *hi = P->ymax;
+        return;
+    }
+    double a = INFINITY, b = -INFINITY;
+    for (size_t k = 0; k < P->n_series * N; k++)
+        if (!isnan(P->y[k])) a = fmin(a, P->y[k]), b = fmax(b, P->y[k]);
+    if (!isfinite(a)) a = 0, b = 1;
+    if (b - a < 1e-12) a -= 0.5, b += 0.5;
+    double pad = 0.05 * (b - a);
+    *lo = a - pad;
+    *hi = b + pad;
+}
+
+/* A line from (x0, y0) to (x1, y1) (x0 < x1) of thickness t: one column of
+ * pixels per x, columns with the same vertical extent merged. */
+static hs_status add_segment(vz_ctx *c, double x0, double y0, double x1, double y1, int t,
+                             const unsigned char rgb[3])
+{
+    int xa = (int)lround(x0), xb = (int)lround(x1);
+    if (xb <= xa) return vz_add_rect(c, xa - t / 2, (int)lround(fmin(y0, y1)) - t / 2, t,
+                                     (int)lround(fabs(y1 - y0)) + t, rgb);
+    int run_x = xa, run_top = 0, run_bot = 0, have = 0;
+    hs_status s = HS_OK;
+    for (int px = xa; px <= xb && !s; px++) {
+        double u0 = (px - 0.5 - x0) / (x1 - x0), u1 = (px + 0.5 - x0) / (x1 - x0);
+        u0 = fmax(0.0, fmin(1.0, u0));
+        u1 = fmax(0.0, fmin(1.0, u1));
+        double ya = y0 + u0 * (y1 - y0), yb = y0 + u1 * (y1 - y0);
+        int top = (int)lround(fmin(ya, yb)) - t / 2, bot = (int)lround(fmax(ya, yb)) - t / 2 + t;
+        if (have && top == run_top && bot == run_bot) continue;
+        if (have) s = vz_add_rect(c, run_x, run_top, px - run_x, run_bot - run_top, rgb);
+        run_x = px, run_top = top, run_bot = bot, have = 1;
+    }
+    if (!s && have) s = vz_add_rect(c, run_x, run_top, xb + 1 - run_x, run_bot - run_top, rgb);
+    return s;
+}
+
+hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, const hs_viz_panel *panels,
+                              size_t n_panels, const char *title, const char *xlabel, double mark_x,
+                              const char *mark_label, const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    hs_status s = check_input(x, N, panels, n_panels, err);
+    if (!s) s = vz_check_title(title, "title", err);
+    if (!s) s = vz_check_title(xlabel, "x label", err);
+    if (!s) s = vz_check_title(mark_label, "marker label", err);
+    if (s) return s;
+    vz_ctx c;
+    if ((s = vz_ctx_init(&c, opt, err)) != HS_OK) return s;
+    const int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
+    const double dpi = c.o.dpi;
+    const int thick = lw * 2 < 2 ? 2 : lw * 2, mk = thick + 2 * lw + 1;
+    const int tl = (int)lround(c.fpx * 0.3);
+    double xlo = x[0], xhi = x[N - 1];
+    if (xhi == xlo) xlo -= 0.5, xhi += 0.5;
+    vz_ticks xt;
+    vz_nice_ticks(xlo, xhi, 6, &xt);
+    char buf[64];
+
+    /* left gutter: y label (rotated) + the widest y tick of any panel */
+    int ytick_w = 0, legend_w = 0;
+    vz_ticks yt[HS_VIZ_MAX_PANELS];
+    double ylo[HS_VIZ_MAX_PANELS], yhi[HS_VIZ_MAX_PANELS];
+    for (size_t p = 0; p < n_panels; p++) {
+        panel_range(&panels[p], N, &ylo[p], &yhi[p]);
+        vz_nice_ticks(ylo[p], yhi[p], 4, &yt[p]);
+        for (int k = 0; k < yt[p].n; k++) {
+            vz_fmt_tick(buf, sizeof buf, yt[p].v[k], &yt[p]);
+            ytick_w = ytick_w > vz_text_len(&c, buf, c.fpx) ? ytick_w : vz_text_len(&c, buf, c.fpx);
+        }
+        for (size_t i = 0; i < panels[p].n_series; i++) {
+            char *d = vz_display_label(panels[p].labels[i]);
+            if (!d) {
+                s = HS_ERR_NOMEM;
+                goto done;
+            }
+            int w = vz_text_len(&c, d, c.fpx);
+            free(d);
+            legend_w = legend_w > w ? legend_w : w;
+        }
+    }
+    const int swatch = (int)lround(lh * 0.8);
+    const int left = m + lh + pad + ytick_w + pad + tl;
+    int title_w = 0;
+    const int title_h = vz_title_block(&c, title, &title_w);
+    int PW = (int)lround(4.5 * dpi);
+    const int legend_total = pad * 2 + swatch + pad + legend_w;
+    if (c.o.width_in > 0) {
+        int rest = left + legend_total + m;
+        PW = (int)lround(c.o.width_in * dpi) - rest;
+        if (PW < (int)lround(1.5 * dpi)) PW = (int)lround(1.5 * dpi);
+    }
+    const int PH = (int)lround(1.7 * dpi);
+    int y = m + title_h;
+#define XPX(v) (left + ((v) - xlo) / (xhi - xlo) * (double)PW)
+    for (size_t p = 0; p < n_panels && !s; p++) {
+        const hs_viz_panel *P = &panels[p];
+        char gid[32];
+        snprintf(gid, sizeof gid, "panel%zu", p);
+        s = vz_begin_group(&c, gid);
+        if (!s && P->title && P->title[0]) {
+            s = vz_add_text(&c, P->title, c.fpx, 0, left, y, VZ_A_START, VZ_T_HEADER);
+            y += lh + pad / 2;
+        }
+        const int top = y;
+        const double lo = ylo[p], hi = yhi[p];
+#define YPX(v) (top + (hi - (v)) / (hi - lo) * (double)PH)
+        /* frame, y ticks and gridless axes */
+        if (!s) s = vz_add_rect(&c, left - lw, top, lw, PH + lw, AXIS_RGB);
+        if (!s) s = vz_add_rect(&c, left - lw, top + PH, PW + lw, lw, AXIS_RGB);
+        for (int k = 0; k < yt[p].n && !s; k++) {
+            double v = yt[p].v[k];
+            if (v < lo - 1e-12 || v > hi + 1e-12) continue;
+            int ty = (int)lround(YPX(v));
+            s = vz_add_rect(&c, left - lw - tl, ty - lw / 2, tl, lw, AXIS_RGB);
+            vz_fmt_tick(buf, sizeof buf, v, &yt[p]);
+            int w = vz_text_len(&c, buf, c.fpx);
+            if (!s) s = vz_add_text(&c, buf, c.fpx, 0, left - lw - tl - pad / 2 - w, ty - lh / 2, VZ_A_END,
+                                    VZ_T_CBAR);
+        }
+        if (!s && P->ylabel && P->ylabel[0]) {
+            int w = vz_text_len(&c, P->ylabel, c.fpx);
+            s = vz_add_text(&c, P->ylabel, c.fpx, 90, m, top + PH / 2 - w / 2, VZ_A_MIDDLE, VZ_T_AXIS);
+        }
+        /* the marker */
+        if (!s && isfinite(mark_x) && mark_x >= xlo && mark_x <= xhi) {
+            int mx = (int)lround(XPX(mark_x)), dash = (int)lround(lh * 0.5);
+            for (int yy = top; yy < top + PH && !s; yy += 2 * dash)
+                s = vz_add_rect(&c, mx - lw / 2, yy, lw > 1 ? lw : 1, yy + dash > top + PH ? top + PH - yy : dash,
+                                MARK_RGB);
+            if (!s && p == 0 && mark_label && mark_label[0])
+                s = vz_add_text(&c, mark_label, c.apx, 0, mx + pad / 2, top + pad / 2, VZ_A_START, VZ_T_LABEL);
+        }
+        /* lines and markers, then the legend */
+        for (size_t i = 0; i < P->n_series && !s; i++) {
+            unsigned char rgb[3];
+            hs_viz_series_rgb(i, rgb);
+            const float *yy = P->y + i * N;
+            for (size_t k = 0; k < N && !s; k++) {
+                if (isnan(yy[k])) continue;
+                double cy = fmax(lo, fmin(hi, (double)yy[k]));
+                if (k + 1 < N && !isnan(yy[k + 1])) {
+                    double ny = fmax(lo, fmin(hi, (double)yy[k + 1]));
+                    s = add_segment(&c, XPX(x[k]), YPX(cy), XPX(x[k + 1]), YPX(ny), thick, rgb);
+                }
+                if (!s) s = vz_add_rect(&c, (int)lround(XPX(x[k])) - mk / 2, (int)lround(YPX(cy)) - mk / 2, mk, mk, rgb);
+            }
+            int ly = top + (int)i * (lh + pad / 2);
+            int lx = left + PW + 2 * pad;
+            if (!s) s = vz_add_rect(&c, lx, ly + (lh - swatch) / 2, swatch, swatch, rgb);
+            char *d = vz_display_label(P->labels[i]);
+            if (!d) s = HS_ERR_NOMEM;
+            if (!s) s = vz_add_text(&c, d, c.fpx, 0, lx + swatch + pad, ly, VZ_A_START, VZ_T_LABEL);
+            free(d);
+        }
+        int legend_h = (int)P->n_series * (lh + pad / 2);
+        y = top + (PH > legend_h ? PH : legend_h) + lw + pad;
+#undef YPX
+    }
+    /* x ticks and label under the last panel */
+    int ay = y - pad;
+    for (int k = 0; k < xt.n && !s; k++) {
+        if (xt.v[k] < xlo - 1e-9 || xt.v[k] > xhi + 1e-9) continue;
+        int tx = (int)lround(XPX(xt.v[k]));
+        s = vz_add_rect(&c, tx - lw / 2, ay, lw, tl, AXIS_RGB);
+        vz_fmt_tick(buf, sizeof buf, xt.v[k], &xt);
+        int w = vz_text_len(&c, buf, c.fpx);
+        if (!s) s = vz_add_text(&c, buf, c.fpx, 0, tx - w / 2, ay + tl + pad / 4, VZ_A_MIDDLE, VZ_T_CBAR);
+    }
+#undef XPX
+    int bottom = ay + tl + pad / 4 + lh;
+    if (!s && xlabel && xlabel[0]) {
+        int w = vz_text_len(&c, xlabel, c.fpx);
+        s = vz_add_text(&c, xlabel, c.fpx, 0, left + PW / 2 - w / 2, bottom + pad / 2, VZ_A_MIDDLE, VZ_T_AXIS);
+        bottom += pad / 2 + lh;
+    }
+    int W = left + PW + legend_total + m;
+    if (title_w + 2 * m > W) W = title_w + 2 * m;
+    if (!s) s = vz_add_title(&c, title, W);
+    if (!s) s = vz_finish(&c, W, bottom + m, out, err);
+done:
+    hs_viz_figure_destroy(c.f);
+    if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
+    return s;
+}
+
+static cJSON *float_array(const float *v, size_t n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (size_t i = 0; a && i < n; i++) {
+        cJSON *x = isnan(v[i]) ? cJSON_CreateNull() : cJSON_CreateNumber(hs_f32_shortest(v[i]));
+        if (!x || !cJSON_AddItemToArray(a, x)) {
+            cJSON_Delete(x);
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_panel *panels,
+                            size_t n_panels, const char *title, const char *xlabel, hs_error *err)
+{
+    *out = NULL;
+    hs_status s = check_input(x, N, panels, n_panels, err);
+    if (s) return s;
+    cJSON *o = cJSON_CreateObject();
+    int ok = o && (!title || cJSON_AddStringToObject(o, "title", title)) &&
+             (!xlabel || cJSON_AddStringToObject(o, "xlabel", xlabel)) &&
+             cJSON_AddItemToObject(o, "x", float_array(x, N));
+    cJSON *ps = ok ? cJSON_AddArrayToObject(o, "panels") : NULL;
+    ok = ps != NULL;
+    for (size_t p = 0; ok && p < n_panels; p++) {
+        const hs_viz_panel *P = &panels[p];
+        cJSON *po = cJSON_CreateObject();
+        ok = po && cJSON_AddItemToArray(ps, po);
+        if (!ok) {
+            cJSON_Delete(po);
+            break;
+        }
+        ok = (!P->title || cJSON_AddStringToObject(po, "title", P->title)) &&
+             (!P->ylabel || cJSON_AddStringToObject(po, "ylabel", P->ylabel));
+        cJSON *ss = ok ? cJSON_AddArrayToObject(po, "series") : NULL;
+        ok = ss != NULL;
+        for (size_t i = 0; ok && i < P->n_series; i++) {
+            cJSON *so = cJSON_CreateObject();
+            ok = so && cJSON_AddItemToArray(ss, so) && cJSON_AddStringToObject(so, "label", P->labels[i]);
+            cJSON *ya = ok ? float_array(P->y + i * N, N) : NULL;
+            ok = ok && ya && cJSON_AddItemToObject(so, "y", ya);
+        }
+    }
+    if (!ok) {
+        cJSON_Delete(o);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    *out = o;
+    return HS_OK;
+}
