@@ -201,44 +201,82 @@ function unpackNode(att) {
 
     if (args.perf) {
       /* hover frames: tokens across the sentence, and grid thumbnails */
+      /* Event Timing: an entry's duration runs from the input event to the
+         next paint after its handlers, i.e. the frame the hover produced */
       await page.evaluate(() => {
         window.__long = 0;
+        window.__since = Infinity; /* set by settle() once a part is in view */
+        window.__event = 0;
+        window.__events = 0;
         try {
-          new PerformanceObserver((l) => l.getEntries().forEach((e) => { window.__long = Math.max(window.__long, e.duration); }))
+          new PerformanceObserver((l) => l.getEntries().forEach((e) => {
+            if (e.startTime >= window.__since) window.__long = Math.max(window.__long, e.duration);
+          }))
             .observe({ type: 'longtask', buffered: false });
         } catch (e) { /* not every browser has longtask */ }
+        new PerformanceObserver((l) => l.getEntries().forEach((e) => {
+          if (e.startTime < window.__since) return;
+          window.__events++;
+          if (e.duration > window.__event) window.__worst = [e.name, e.duration, e.processingStart - e.startTime, e.processingEnd - e.processingStart, window.__phase];
+          window.__event = Math.max(window.__event, e.duration);
+        })).observe({ type: 'event', durationThreshold: 16, buffered: false });
       });
       let worst = 0;
       const frame = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));
-      for (let i = 0; i < 24; i++) {
-        const d = Math.floor((i + 0.5) * T / 24);
-        const sel = `.tokcol.dest .tok[data-pos="${d}"]`;
-        await page.$eval(sel, (e) => e.scrollIntoView({ block: 'center' }));
-        const box = await (await page.$(sel)).boundingBox();
+      /* scrolling is not hovering: bring each part into view first, let it
+         paint, then count only the entries of the hovers that follow */
+      const settle = async (phase) => {
+        await frame();
+        await new Promise((r) => setTimeout(r, 300));
+        await page.evaluate((ph) => { window.__since = performance.now(); window.__phase = ph; }, phase);
+      };
+      if (args.trace) await page.tracing.start({ path: args.trace, categories: ['devtools.timeline', 'blink', 'cc'] });
+      await page.evaluate(() => {
+        const v = document.querySelector('.tokview');
+        v.parentElement.scrollTop = 0;
+        v.scrollIntoView({ block: 'start' });
+      });
+      await settle('tokens');
+      const boxes = await page.$$eval('.tokcol.dest .tok', (es) => es.map((e) => {
+        const r = e.getBoundingClientRect();
+        return [r.x + r.width / 2, r.y + r.height / 2];
+      }).filter((p) => p[1] > 0 && p[1] < window.innerHeight - 5));
+      if (boxes.length < 10) fail(`only ${boxes.length} destination tokens are in view to hover`);
+      for (let i = 0; i < 30; i++) {
+        const p = boxes[Math.floor(i * boxes.length / 30)];
         const s = Date.now();
-        await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+        await page.mouse.move(p[0], p[1]);
         await frame();
         worst = Math.max(worst, Date.now() - s);
       }
       await page.$eval('canvas.grid', (e) => e.scrollIntoView({ block: 'start' }));
+      await settle('grid');
       const gb = await (await page.$('canvas.grid')).boundingBox();
-      for (let i = 0; i < 24; i++) {
+      const gh = Math.min(gb.height, 1000 - Math.max(0, gb.y)) - 30;
+      for (let i = 0; i < 30; i++) {
         const s = Date.now();
-        await page.mouse.move(gb.x + 40 + (i * 37) % (gb.width - 50), gb.y + 25 + (i * 53) % (gb.height - 30));
+        await page.mouse.move(gb.x + 40 + (i * 37) % (gb.width - 50), Math.max(0, gb.y) + 25 + (i * 53) % gh);
         await frame();
         worst = Math.max(worst, Date.now() - s);
       }
-      /* a click that changes the head redraws everything: also one frame */
+      /* a click that changes the head redraws grid, head and tokens: also one frame */
+      await page.evaluate(() => { window.__phase = 'click'; });
       for (let i = 0; i < 6; i++) {
         const s = Date.now();
-        await page.mouse.click(gb.x + 40 + (i * 71) % (gb.width - 50), gb.y + 25 + (i * 97) % (gb.height - 30));
+        await page.mouse.click(gb.x + 40 + (i * 71) % (gb.width - 50), Math.max(0, gb.y) + 25 + (i * 97) % gh);
         await frame();
         worst = Math.max(worst, Date.now() - s);
       }
-      result.max_hover_frame_ms = worst;
+      await frame();
+      if (args.trace) await page.tracing.stop();
+      result.max_hover_wall_ms = worst; /* includes the protocol's round trips */
+      const ev = await page.evaluate(() => [window.__event, window.__events, window.__worst]);
+      result.slowest_event = ev[2]; /* [type, duration, input delay, handler time, phase] */
+      result.max_hover_frame_ms = Math.round(ev[0]);
+      result.slow_event_entries = ev[1];
       result.max_long_task_ms = Math.round(await page.evaluate(() => window.__long));
       const bound = Number(args['max-frame-ms'] || 100);
-      if (worst > bound) fail(`a hover frame took ${worst} ms (bound ${bound} ms)`);
+      if (result.max_hover_frame_ms > bound) fail(`a hover/click frame took ${result.max_hover_frame_ms} ms from input to paint (bound ${bound} ms)`);
       if (result.max_long_task_ms > bound) fail(`a task during hovering took ${result.max_long_task_ms} ms (bound ${bound} ms)`);
       if (args['max-load-ms'] && result.load_ms > Number(args['max-load-ms'])) fail(`load took ${result.load_ms} ms (bound ${args['max-load-ms']} ms)`);
     }
