@@ -356,9 +356,9 @@ function unpackNode(att) {
       if (args['max-load-ms'] && result.load_ms > Number(args['max-load-ms'])) fail(`load took ${result.load_ms} ms (bound ${args['max-load-ms']} ms)`);
     }
 
-    await page.evaluate(() => { window.scrollTo(0, 0); window.hsViewer.select(1 % window.hsViewer.views[0].L, 1 % window.hsViewer.views[0].H, 'head'); });
+    await page.evaluate(() => { if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0); window.hsViewer.select(1 % window.hsViewer.views[0].L, 1 % window.hsViewer.views[0].H, 'head'); });
     await page.mouse.move(0, 0);
-    await page.screenshot({ path: args.shot, fullPage: !args.perf });
+    await page.screenshot({ path: args.shot, fullPage: !args.perf && !args['shot-viewport'] });
     if (errors.length) fail('errors in the page: ' + errors.join(' | '));
     if (blocked.length) fail(`the page asked the network for ${blocked.length} URL(s): ${blocked.slice(0, 3).join(', ')}`);
     result.requests_blocked = blocked.length;

@@ -198,7 +198,7 @@
   AttentionView.prototype.buildGrid = function () {
     var self = this, L = this.L, H = this.H;
     /* thumbnails fit ~640 px on the longer side, so the grid and one head sit side by side */
-    var gap = 4, s = Math.max(28, Math.min(110, Math.floor(640 / Math.max(H, L)) - gap)), ml = 30, mt = 18;
+    var gap = 4, s = Math.max(28, Math.min(90, Math.floor(640 / Math.max(H, L)) - gap)), ml = 30, mt = 18;
     this.gs = { s: s, gap: gap, ml: ml, mt: mt };
     var w = ml + H * (s + gap), h = mt + L * (s + gap);
     var cv = canvas(w, h, 'grid of ' + L + ' layers x ' + H + ' heads of attention patterns');
@@ -240,7 +240,7 @@
       ev.preventDefault();
       select(l, h, SHARED.mode);
     });
-    var fig = el('figure', { cls: 'panel' }, [
+    var fig = el('figure', { cls: 'panel fit' }, [
       el('h3', { text: 'Every head (layers x heads)' }),
       cv.c, status,
       colourBar(ATT_MAP, 0, 1, 'attention weight'),
@@ -292,7 +292,7 @@
   /* the large pattern with token labels */
   AttentionView.prototype.headCanvas = function (container, pin) {
     var self = this, T = this.T;
-    var cell = Math.max(2, Math.min(28, Math.floor(560 / T)));
+    var cell = Math.max(2, Math.min(24, Math.floor(560 / T)));
     var every = Math.max(1, Math.ceil(13 / cell));
     var lw = 0, probe = document.createElement('canvas').getContext('2d');
     probe.font = '12px sans-serif';
@@ -379,7 +379,7 @@
       SHARED.views.forEach(function (v) { v.update(); });
     });
     this.modeButtons = [modeHead, modeMean];
-    var fig = el('figure', { cls: 'panel' }, [title,
+    var fig = el('figure', { cls: 'panel fit' }, [title,
       el('div', { cls: 'controls' }, [el('span', { text: 'show:' }), modeHead, modeMean].concat(
         DATA.runs.length > 1 ? [pinBtn] : []))]);
     this.headTitle = title;
@@ -387,8 +387,6 @@
     fig.appendChild(el('figcaption', { text: 'Click a row (or focus the figure and press Enter) to choose the ' +
       'destination token the token view shows; the outlined row is that token.' }));
     this.row1.appendChild(fig);
-    this.row2 = el('div', { cls: 'row' });
-    this.root.appendChild(this.row2);
   };
 
   /* BertViz's head view: destination tokens left, source tokens right, lines */
@@ -429,7 +427,7 @@
       el('div', { cls: 'scroll' }, [el('div', { cls: 'tokview' }, [left, lines.c, right])]),
       el('figcaption', { text: 'The right column is shaded by the chosen token\'s attention row (same ' +
         'colour map as the figures) and shows each weight; line opacity is the weight.' })]);
-    this.row2.appendChild(fig);
+    this.row1.appendChild(fig);
   };
   /* shows destination d's row (null = back to the chosen destination) */
   AttentionView.prototype.hoverDest = function (d) {
