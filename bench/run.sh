@@ -15,7 +15,9 @@
 #     the chapter's 18-token sentence with every default figure; circuit over
 #     the held-out set (summary only, and with --out figures); the 2x4 grid PNG
 #     (bench_viz); loading a checkpoint (bench_load, and `headscope eval` =
-#     load + held-out scoring); the PyTorch peer's peak RSS.
+#     load + held-out scoring); the PyTorch peer's peak RSS; the HTML viewer's
+#     page at 12 layers x 12 heads x 256 tokens in chromium (bench/html_page.sh:
+#     size, load time, longest hover frame -> bench/results/html_page.json).
 #  4. a 5-seed sweep of the default model: PAR runs side by side at one
 #     thread (or core) each, vs one after another at THREADS threads.
 #
@@ -163,6 +165,9 @@ rep load "$BDIR/bench_load" "$M" 1
 "$BDIR/bench_load" "$M" 21 --json "$WORK/load.json" > "$WORK/load21.out"
 STAGE="eval"
 rep eval "$HS" eval --model "$M"
+STAGE="html page"
+log "HTML viewer page at 12 x 12 x 256 (bench/html_page.sh -> bench/results/html_page.json)"
+BENCH_RUNS="$RUNS" bash "$ROOT/bench/html_page.sh" "$HS" > "$WORK/html_page.md"
 
 # ---- 4. the seed sweep ----------------------------------------------------------
 if [ "$SWEEP" != 0 ]; then

@@ -121,7 +121,9 @@ static int write_signed(const w_ctx *x, const char *stem, const float *mat,
                            : hs_viz_signed_json(&j, mat, R, C, rl, cl, title, xlabel, ylabel,
                                                 &err);
         if (s != HS_OK) rc = cli_error(cmd, &err);
-        else if (!add_context(j, x)) rc = oom(cmd);
+        else if (!add_context(j, x) ||
+                 cli_add_scale(j, fo, x->nonneg ? CLI_FIG_NONNEG : CLI_FIG_SIGNED, lim))
+            rc = oom(cmd);
         else
             for (cJSON *it = extra ? extra->child : NULL; it; it = it->next)
                 cJSON_AddItemToObject(j, it->string, cJSON_Duplicate(it, 1));

@@ -43,7 +43,8 @@ int cli_out_fig(const cli_fig_ctx *x, cli_fig_kind kind, const char *stem, const
             rc = cli_error(cmd, &err);
         } else {
             cJSON *cfg = hs_config_to_json(x->cfg, HS_CONFIG_JSON_ALL);
-            if (!cfg || !cJSON_AddItemToObject(j, "config", cfg) ||
+            if ((kind != CLI_FIG_BARS && cli_add_scale(j, fo, kind, lim)) || !cfg ||
+                !cJSON_AddItemToObject(j, "config", cfg) ||
                 !cJSON_AddStringToObject(j, "model", x->model) ||
                 (note && (!cJSON_AddBoolToObject(j, "usable", 0) ||
                           !cJSON_AddStringToObject(j, "why_not_usable", note)))) {

@@ -45,6 +45,24 @@ int cli_figopts_images(const cli_figopts *fo) { return fo->png || fo->svg || fo-
 
 int cli_figopts_data(const cli_figopts *fo) { return fo->json || fo->html; }
 
+int cli_add_scale(cJSON *j, const cli_figopts *fo, cli_fig_kind kind, double lim)
+{
+    const hs_viz_options v = cli_figopts_for(fo, kind, lim);
+    const int fixed = v.range == HS_VIZ_RANGE_FIXED || kind == CLI_FIG_ATTENTION;
+    const char *name = kind == CLI_FIG_SIGNED ? "diverging"
+                       : v.cmap == HS_VIZ_CMAP_GREYS ? "greys" : "viridis";
+    cJSON *o = cJSON_CreateObject();
+    int ok = o && cJSON_AddStringToObject(o, "cmap", name) &&
+             cJSON_AddStringToObject(o, "range", fixed ? "fixed" : "auto");
+    if (ok && fixed)
+        ok = cJSON_AddNumberToObject(o, "vmin", v.vmin) && cJSON_AddNumberToObject(o, "vmax", v.vmax);
+    if (!ok || !cJSON_AddItemToObject(j, "colour_scale", o)) {
+        cJSON_Delete(o);
+        return 1;
+    }
+    return 0;
+}
+
 int cli_figopts_font(const char *cmd, cli_figopts *fo)
 {
     if (!cli_figopts_images(fo) || fo->font) return 0;

@@ -140,6 +140,13 @@ int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char 
  * (cli_out_commit). Call it last. 0 ok, 1 after printing the error. */
 int cli_out_index(cli_outdir *o, const cJSON *extra);
 
+/* Adds "colour_scale" to a figure's JSON j: the scale its PNG/SVG/PDF uses
+ * (cli_figopts_for(fo, kind, lim)), so the HTML page draws the same:
+ * {"cmap": "diverging"|"viridis"|"greys", "range": "fixed"|"auto", and for
+ * fixed "vmin", "vmax"}. auto is the figures' rule: signed [-max|v|, max|v|],
+ * non-negative [0, max v]. 0 ok, 1 on OOM. */
+int cli_add_scale(cJSON *j, const cli_figopts *fo, cli_fig_kind kind, double lim);
+
 /* Whether any image format (png, svg, pdf) is wanted (so a command can skip the layout). */
 int cli_figopts_images(const cli_figopts *fo);
 /* Whether figure JSON is wanted: for the .json files or for the HTML page. */

@@ -9,10 +9,12 @@ PKGS=(build-essential cmake pkg-config
       libcjson-dev libcmocka-dev)
 # test: viz checks (pngcheck, xmllint; poppler-utils' pdfinfo, pdffonts,
 # pdftoppm, pdftotext; rsvg-convert), libFuzzer (clang + its runtime), valgrind (needs libc6-dbg), Python fixtures, setpriv (util-linux) and
-# mount (the output-safety test's nobody and tmpfs cases).
+# mount (the output-safety test's nobody and tmpfs cases), and the HTML
+# viewer's browser test: Debian's chromium, driven headless by puppeteer-core
+# (npm, tests/browser/; it downloads no browser).
 TEST_PKGS=(pngcheck libxml2-utils poppler-utils librsvg2-bin
            clang libclang-rt-14-dev valgrind libc6-dbg
-           python3 python3-numpy util-linux mount)
+           python3 python3-numpy util-linux mount chromium)
 want=("${PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then want+=("${TEST_PKGS[@]}"); fi
 if [ "${1:-}" = "--bench" ]; then want+=("${TEST_PKGS[@]}" python3-torch time); fi
@@ -20,10 +22,25 @@ missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ ${#missing[@]} -eq 0 ]; then exit 0; fi
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-echo "installing: ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq </dev/null
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
+# node and npm by command: a NodeSource nodejs (which carries npm) is as good
+# as Debian's nodejs + npm, and Debian's npm package conflicts with it
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
+  command -v node >/dev/null 2>&1 || missing+=(nodejs)
+  command -v npm >/dev/null 2>&1 || missing+=(npm)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq </dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
+fi
+# the browser test's driver, pinned by tests/browser/package-lock.json
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
+  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
+  if [ ! -d "$dir/node_modules/puppeteer-core" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+    echo "npm ci in tests/browser (puppeteer-core; no browser download)" >&2
+    (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error </dev/null >/dev/null)
+  fi
+fi

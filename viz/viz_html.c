@@ -144,7 +144,7 @@ static hs_status pack_walk(cJSON *node, hs_error *err)
                                "an \"attention\" member is not a [head][dest][src] array of numbers");
             cJSON *p = vz_attention_packed(f, H, T);
             free(f);
-            if (!p || !cJSON_ReplaceItemViaPointer(node, it, p)) {
+            if (!p || !cJSON_ReplaceItemInObjectCaseSensitive(node, "attention", p)) {
                 cJSON_Delete(p);
                 return hs_fail(err, HS_ERR_NOMEM, "out of memory packing attention");
             }

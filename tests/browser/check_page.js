@@ -16,8 +16,12 @@
  *   - a screenshot (the artefact) is written;
  *   - with --perf: load time (navigation start to the viewer's ready mark)
  *     and the longest hover frame, both bounded.
+ *   - with --matrix STEM:FILE, every cell of that matrix figure against
+ *     FILE's values through its colour_scale; on a circuit page the evidence
+ *     table sorts both ways and a head's link shows its attention row.
  * Usage: node check_page.js --page P.html --shot OUT.png [--json attention_grid.json]
- *        [--perf --max-frame-ms 100 --max-load-ms N] [--browser chromium|firefox]
+ *        [--matrix patching:patching.json] [--perf --max-frame-ms 100 --max-load-ms N]
+ *        [--browser chromium|firefox]
  * Prints one JSON line of measurements; exits 1 on the first failed check.
  */
 'use strict';
@@ -112,6 +116,60 @@ function unpackNode(att) {
     if (table(maps.masked)[0].join() !== MASKED.join()) fail('masked colour differs from HS_VIZ_MASK_RGB');
     const colour = (v) => cmap[Math.round(Math.min(1, Math.max(0, v)) * 255)];
 
+    /* a matrix figure (--matrix STEM:FILE.json with a fixed colour_scale):
+       every cell's colour is its value through its figure's map and range */
+    if (args.matrix) {
+      const [stem, file] = args.matrix.split(':');
+      const j = JSON.parse(fs.readFileSync(file, 'utf8'));
+      const cs = j.colour_scale;
+      if (!cs || cs.range !== 'fixed') fail(`${file} has no fixed colour_scale`);
+      const map = table(maps[cs.cmap]);
+      const px = await page.evaluate((stem, R, C) => {
+        const c = document.getElementById('fig-' + stem);
+        const x0 = +c.dataset.x0, y0 = +c.dataset.y0, cell = +c.dataset.cell, r = c.width / parseFloat(c.style.width);
+        const g = c.getContext('2d'), out = [];
+        for (let i = 0; i < R; i++) for (let k = 0; k < C; k++)
+          out.push(Array.from(g.getImageData(Math.floor((x0 + (k + 0.5) * cell) * r), Math.floor((y0 + (i + 0.5) * cell) * r), 1, 1).data).slice(0, 3));
+        return out;
+      }, stem, j.values.length, j.values[0].length);
+      let n = 0;
+      j.values.forEach((row, i) => row.forEach((v, k) => {
+        const exp = v === null ? MASKED : map[Math.round(Math.min(1, Math.max(0, (v - cs.vmin) / (cs.vmax - cs.vmin))) * 255)];
+        const got = px[n++];
+        if (got.join() !== exp.join()) fail(`${stem} cell (${i}, ${k}) = ${v}: drawn ${got}, ${cs.cmap} on [${cs.vmin}, ${cs.vmax}] gives ${exp}`);
+      }));
+      result.matrix_cells_checked = n;
+    }
+    /* the circuit's evidence table sorts, and a head links to its attention */
+    if (await page.$('table.evidence')) {
+      const col = await page.$$eval('table.evidence th button', (bs) => bs.map((b) => b.textContent).indexOf('copying'));
+      if (col < 0) fail('evidence table has no copying column');
+      const read = () => page.$$eval('table.evidence tbody tr', (trs, col) => trs.map((tr) => Number(tr.children[col].textContent)), col);
+      await page.click(`table.evidence th:nth-child(${col + 1}) button`);
+      const desc = await read();
+      if (desc.some((v, i) => i > 0 && v > desc[i - 1])) fail(`copying column not sorted descending: ${desc}`);
+      await page.click(`table.evidence th:nth-child(${col + 1}) button`);
+      const asc = await read();
+      if (asc.some((v, i) => i > 0 && v < asc[i - 1])) fail(`copying column not sorted ascending: ${asc}`);
+      const sortAttr = await page.$eval(`table.evidence th:nth-child(${col + 1})`, (t) => t.getAttribute('aria-sort'));
+      if (sortAttr !== 'ascending') fail(`aria-sort is ${sortAttr} after the second click`);
+      const name = await page.$eval('table.evidence tbody tr:last-child a', (a) => { a.click(); return a.textContent; });
+      const shown = await page.$eval('.headrow h3', (h) => h.textContent);
+      if (!shown.startsWith(name + ':')) fail(`clicking ${name} shows '${shown}'`);
+      result.evidence_sorted = asc.length;
+    }
+    const nviews = await page.evaluate(() => window.hsViewer.views.length);
+    if (nviews === 0 && args.json) fail('the page shows no attention view, but ' + args.json + ' has attention');
+    if (nviews === 0) {
+      await page.screenshot({ path: args.shot, fullPage: true });
+      if (errors.length) fail('errors in the page: ' + errors.join(' | '));
+      if (blocked.length) fail(`the page asked the network for ${blocked.length} URL(s)`);
+      result.requests_blocked = 0;
+      result.console_errors = 0;
+      console.log(JSON.stringify(result));
+      return;
+    }
+
     /* the attention: the folder's JSON file, or the page's packed data */
     let A;
     if (args.json) {
@@ -200,52 +258,107 @@ function unpackNode(att) {
     }
 
     if (args.perf) {
-      /* hover frames: tokens across the sentence, and grid thumbnails */
-      await page.evaluate(() => {
-        window.__long = 0;
-        try {
-          new PerformanceObserver((l) => l.getEntries().forEach((e) => { window.__long = Math.max(window.__long, e.duration); }))
-            .observe({ type: 'longtask', buffered: false });
-        } catch (e) { /* not every browser has longtask */ }
-      });
-      let worst = 0;
-      const frame = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));
-      for (let i = 0; i < 24; i++) {
-        const d = Math.floor((i + 0.5) * T / 24);
-        const sel = `.tokcol.dest .tok[data-pos="${d}"]`;
-        await page.$eval(sel, (e) => e.scrollIntoView({ block: 'center' }));
-        const box = await (await page.$(sel)).boundingBox();
-        const s = Date.now();
-        await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+      /* one pass of hovers and clicks; returns the longest frame */
+      const measure = async () => {
+        /* hover frames: tokens across the sentence, and grid thumbnails.
+           Event Timing: an entry's duration runs from the input event to the
+           next paint after its handlers, i.e. the frame the hover produced */
+        await page.evaluate(() => {
+          window.__long = 0;
+          window.__since = Infinity; /* set by settle() once a part is in view */
+          window.__event = 0;
+          window.__events = 0;
+          window.__worst = null;
+          if (window.__observing) return;
+          window.__observing = true;
+          try {
+            new PerformanceObserver((l) => l.getEntries().forEach((e) => {
+              if (e.startTime >= window.__since) window.__long = Math.max(window.__long, e.duration);
+            }))
+              .observe({ type: 'longtask', buffered: false });
+          } catch (e) { /* not every browser has longtask */ }
+          new PerformanceObserver((l) => l.getEntries().forEach((e) => {
+            if (e.startTime < window.__since) return;
+            window.__events++;
+            if (e.duration > window.__event) window.__worst = [e.name, e.duration, e.processingStart - e.startTime, e.processingEnd - e.processingStart, window.__phase];
+            window.__event = Math.max(window.__event, e.duration);
+          })).observe({ type: 'event', durationThreshold: 16, buffered: false });
+        });
+        let worst = 0;
+        const frame = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(() => r()))));
+        /* scrolling is not hovering: bring each part into view first, let it
+           paint, then count only the entries of the hovers that follow */
+        const settle = async (phase) => {
+          await frame();
+          await new Promise((r) => setTimeout(r, 300));
+          await page.evaluate((ph) => { window.__since = performance.now(); window.__phase = ph; }, phase);
+        };
+        if (args.trace) await page.tracing.start({ path: args.trace, categories: ['devtools.timeline', 'blink', 'cc'] });
+        await page.evaluate(() => {
+          const v = document.querySelector('.tokview');
+          v.parentElement.scrollTop = 0;
+          v.scrollIntoView({ block: 'start' });
+        });
+        await settle('tokens');
+        const boxes = await page.$$eval('.tokcol.dest .tok', (es) => es.map((e) => {
+          const r = e.getBoundingClientRect();
+          return [r.x + r.width / 2, r.y + r.height / 2];
+        }).filter((p) => p[1] > 0 && p[1] < window.innerHeight - 5));
+        if (boxes.length < 10) fail(`only ${boxes.length} destination tokens are in view to hover`);
+        for (let i = 0; i < 30; i++) {
+          const p = boxes[Math.floor(i * boxes.length / 30)];
+          const s = Date.now();
+          await page.mouse.move(p[0], p[1]);
+          await frame();
+          worst = Math.max(worst, Date.now() - s);
+        }
+        await page.$eval('canvas.grid', (e) => e.scrollIntoView({ block: 'start' }));
+        await settle('grid');
+        const gb = await (await page.$('canvas.grid')).boundingBox();
+        const gh = Math.min(gb.height, 1000 - Math.max(0, gb.y)) - 30;
+        for (let i = 0; i < 30; i++) {
+          const s = Date.now();
+          await page.mouse.move(gb.x + 40 + (i * 37) % (gb.width - 50), Math.max(0, gb.y) + 25 + (i * 53) % gh);
+          await frame();
+          worst = Math.max(worst, Date.now() - s);
+        }
+        /* a click that changes the head redraws grid, head and tokens: also one frame */
+        await page.evaluate(() => { window.__phase = 'click'; });
+        for (let i = 0; i < 6; i++) {
+          const s = Date.now();
+          await page.mouse.click(gb.x + 40 + (i * 71) % (gb.width - 50), Math.max(0, gb.y) + 25 + (i * 97) % gh);
+          await frame();
+          worst = Math.max(worst, Date.now() - s);
+        }
         await frame();
-        worst = Math.max(worst, Date.now() - s);
+        if (args.trace) await page.tracing.stop();
+        const ev = await page.evaluate(() => [window.__event, window.__events, window.__worst, window.__long]);
+        return { wall: worst, frame: Math.round(ev[0]), entries: ev[1], slowest: ev[2], long: Math.round(ev[3]) };
+      };
+      /* another process on a shared machine can steal a frame: a pass that
+         exceeds the bound is measured again, up to --perf-tries passes (default
+         2); a slow path of the page exceeds it in every pass */
+      const bound = Number(args['max-frame-ms'] || 100), tries = Number(args['perf-tries'] || 2);
+      let m, passes = [];
+      for (let t = 0; t < tries; t++) {
+        m = await measure();
+        passes.push(Math.max(m.frame, m.long));
+        if (m.frame <= bound && m.long <= bound) break;
       }
-      await page.$eval('canvas.grid', (e) => e.scrollIntoView({ block: 'start' }));
-      const gb = await (await page.$('canvas.grid')).boundingBox();
-      for (let i = 0; i < 24; i++) {
-        const s = Date.now();
-        await page.mouse.move(gb.x + 40 + (i * 37) % (gb.width - 50), gb.y + 25 + (i * 53) % (gb.height - 30));
-        await frame();
-        worst = Math.max(worst, Date.now() - s);
-      }
-      /* a click that changes the head redraws everything: also one frame */
-      for (let i = 0; i < 6; i++) {
-        const s = Date.now();
-        await page.mouse.click(gb.x + 40 + (i * 71) % (gb.width - 50), gb.y + 25 + (i * 97) % (gb.height - 30));
-        await frame();
-        worst = Math.max(worst, Date.now() - s);
-      }
-      result.max_hover_frame_ms = worst;
-      result.max_long_task_ms = Math.round(await page.evaluate(() => window.__long));
-      const bound = Number(args['max-frame-ms'] || 100);
-      if (worst > bound) fail(`a hover frame took ${worst} ms (bound ${bound} ms)`);
-      if (result.max_long_task_ms > bound) fail(`a task during hovering took ${result.max_long_task_ms} ms (bound ${bound} ms)`);
+      result.max_hover_wall_ms = m.wall; /* includes the protocol's round trips */
+      result.slowest_event = m.slowest; /* [type, duration, input delay, handler time, phase] */
+      result.max_hover_frame_ms = m.frame;
+      result.slow_event_entries = m.entries;
+      result.max_long_task_ms = m.long;
+      result.perf_passes = passes;
+      if (m.frame > bound) fail(`a hover/click frame took ${m.frame} ms from input to paint (bound ${bound} ms; passes ${passes})`);
+      if (m.long > bound) fail(`a task during hovering took ${m.long} ms (bound ${bound} ms; passes ${passes})`);
       if (args['max-load-ms'] && result.load_ms > Number(args['max-load-ms'])) fail(`load took ${result.load_ms} ms (bound ${args['max-load-ms']} ms)`);
     }
 
-    await page.evaluate(() => { window.scrollTo(0, 0); window.hsViewer.select(1 % window.hsViewer.views[0].L, 1 % window.hsViewer.views[0].H, 'head'); });
+    await page.evaluate(() => { if (document.activeElement) document.activeElement.blur(); window.scrollTo(0, 0); window.hsViewer.select(1 % window.hsViewer.views[0].L, 1 % window.hsViewer.views[0].H, 'head'); });
     await page.mouse.move(0, 0);
-    await page.screenshot({ path: args.shot, fullPage: !args.perf });
+    await page.screenshot({ path: args.shot, fullPage: !args.perf && !args['shot-viewport'] });
     if (errors.length) fail('errors in the page: ' + errors.join(' | '));
     if (blocked.length) fail(`the page asked the network for ${blocked.length} URL(s): ${blocked.slice(0, 3).join(', ')}`);
     result.requests_blocked = blocked.length;

@@ -56,7 +56,10 @@
     if (text === null) { TIP.hidden = true; return; }
     TIP.textContent = text;
     TIP.hidden = false;
-    TIP.style.left = Math.min(x + 14, window.innerWidth - TIP.offsetWidth - 4) + 'px';
+    /* no layout read here: left of the pointer on the right half of the window */
+    var right = x > window.innerWidth / 2;
+    TIP.style.left = right ? 'auto' : (x + 14) + 'px';
+    TIP.style.right = right ? (window.innerWidth - x + 14) + 'px' : 'auto';
     TIP.style.top = (y + 14) + 'px';
   }
   /* runs fn at most once per animation frame with the latest argument */
@@ -93,11 +96,16 @@
     var H = att.shape[0], T = att.shape[1];
     var bin = atob(att.base64), n = bin.length, bytes = new Uint8Array(n);
     for (var i = 0; i < n; i++) bytes[i] = bin.charCodeAt(i);
-    var dv = new DataView(bytes.buffer), a = new Float32Array(H * T * T), k = 0;
+    var a = new Float32Array(H * T * T), k = 0;
+    var le = new Uint8Array(new Float32Array([1]).buffer)[3] === 0x3f;
+    /* little-endian machines (all current ones) view the bytes directly */
+    var src = le ? new Float32Array(bytes.buffer) : null, dv = le ? null : new DataView(bytes.buffer);
     for (var hh = 0; hh < H; hh++)
       for (var dd = 0; dd < T; dd++) {
         var m = att.causal ? dd + 1 : T, base = (hh * T + dd) * T;
-        for (var s = 0; s < m; s++, k += 4) a[base + s] = dv.getFloat32(k, true);
+        if (src) a.set(src.subarray(k, k + m), base);
+        else for (var s = 0; s < m; s++) a[base + s] = dv.getFloat32(4 * (k + s), true);
+        k += m;
       }
     return { H: H, T: T, a: a };
   }
@@ -189,7 +197,8 @@
 
   AttentionView.prototype.buildGrid = function () {
     var self = this, L = this.L, H = this.H;
-    var s = Math.max(28, Math.min(110, Math.floor(900 / H) - 6)), gap = 4, ml = 30, mt = 18;
+    /* thumbnails fit ~640 px on the longer side, so the grid and one head sit side by side */
+    var gap = 4, s = Math.max(28, Math.min(90, Math.floor(640 / Math.max(H, L)) - gap)), ml = 30, mt = 18;
     this.gs = { s: s, gap: gap, ml: ml, mt: mt };
     var w = ml + H * (s + gap), h = mt + L * (s + gap);
     var cv = canvas(w, h, 'grid of ' + L + ' layers x ' + H + ' heads of attention patterns');
@@ -231,9 +240,9 @@
       ev.preventDefault();
       select(l, h, SHARED.mode);
     });
-    var fig = el('figure', { cls: 'panel' }, [
+    var fig = el('figure', { cls: 'panel fit' }, [
       el('h3', { text: 'Every head (layers x heads)' }),
-      el('div', { cls: 'scroll' }, [cv.c]), status,
+      cv.c, status,
       colourBar(ATT_MAP, 0, 1, 'attention weight'),
       el('figcaption', { text: 'blocks.<l>.attn.hook_pattern of each head, rows = destination (query), ' +
         'columns = source (key); lilac = masked (source after destination). Click or use the arrow keys to choose a head.' })]);
@@ -243,7 +252,30 @@
   AttentionView.prototype.drawGrid = function () {
     var g = this.grid.g, gs = this.gs, L = this.L, H = this.H;
     var w = gs.ml + H * (gs.s + gs.gap), h = gs.mt + L * (gs.s + gs.gap);
-    g.clearRect(0, 0, w, h);
+    if (!this.gridBase) { /* thumbnails and headers once; a selection redraws only the outline */
+      this.gridBase = document.createElement('canvas');
+      this.gridBase.width = this.grid.c.width;
+      this.gridBase.height = this.grid.c.height;
+      var bg = this.gridBase.getContext('2d'), dpr = this.grid.c.width / w;
+      bg.setTransform(dpr, 0, 0, dpr, 0, 0);
+      this.drawGridBase(bg, gs, L, H);
+    }
+    g.save();
+    g.setTransform(1, 0, 0, 1, 0, 0);
+    g.clearRect(0, 0, this.grid.c.width, this.grid.c.height);
+    g.drawImage(this.gridBase, 0, 0);
+    g.restore();
+    g.strokeStyle = '#c0392b';
+    g.lineWidth = 3;
+    var x0 = gs.ml + (SHARED.mode === 'mean' ? 0 : SHARED.head * (gs.s + gs.gap)) - 2;
+    var ww = SHARED.mode === 'mean' ? H * (gs.s + gs.gap) - gs.gap + 4 : gs.s + 4;
+    g.strokeRect(x0, gs.mt + SHARED.layer * (gs.s + gs.gap) - 2, ww, gs.s + 4);
+    var cur = this.current();
+    this.grid.c.setAttribute('aria-label', 'grid of ' + L + ' layers x ' + H + ' heads; selected ' + cur.name +
+      '. Arrow keys move, Enter selects.');
+    this.gridStatus.textContent = 'selected: ' + cur.name;
+  };
+  AttentionView.prototype.drawGridBase = function (g, gs, L, H) {
     g.imageSmoothingEnabled = false;
     g.fillStyle = '#333';
     g.font = '12px sans-serif';
@@ -255,21 +287,12 @@
       for (var h2 = 0; h2 < H; h2++)
         g.drawImage(this.images[l * H + h2], gs.ml + h2 * (gs.s + gs.gap), gs.mt + l * (gs.s + gs.gap), gs.s, gs.s);
     }
-    g.strokeStyle = '#c0392b';
-    g.lineWidth = 3;
-    var x0 = gs.ml + (SHARED.mode === 'mean' ? 0 : SHARED.head * (gs.s + gs.gap)) - 2;
-    var ww = SHARED.mode === 'mean' ? H * (gs.s + gs.gap) - gs.gap + 4 : gs.s + 4;
-    g.strokeRect(x0, gs.mt + SHARED.layer * (gs.s + gs.gap) - 2, ww, gs.s + 4);
-    var cur = this.current();
-    this.grid.c.setAttribute('aria-label', 'grid of ' + L + ' layers x ' + H + ' heads; selected ' + cur.name +
-      '. Arrow keys move, Enter selects.');
-    this.gridStatus.textContent = 'selected: ' + cur.name;
   };
 
   /* the large pattern with token labels */
   AttentionView.prototype.headCanvas = function (container, pin) {
     var self = this, T = this.T;
-    var cell = Math.max(2, Math.min(28, Math.floor(560 / T)));
+    var cell = Math.max(2, Math.min(24, Math.floor(560 / T)));
     var every = Math.max(1, Math.ceil(13 / cell));
     var lw = 0, probe = document.createElement('canvas').getContext('2d');
     probe.font = '12px sans-serif';
@@ -356,7 +379,7 @@
       SHARED.views.forEach(function (v) { v.update(); });
     });
     this.modeButtons = [modeHead, modeMean];
-    var fig = el('figure', { cls: 'panel' }, [title,
+    var fig = el('figure', { cls: 'panel fit' }, [title,
       el('div', { cls: 'controls' }, [el('span', { text: 'show:' }), modeHead, modeMean].concat(
         DATA.runs.length > 1 ? [pinBtn] : []))]);
     this.headTitle = title;
@@ -364,8 +387,6 @@
     fig.appendChild(el('figcaption', { text: 'Click a row (or focus the figure and press Enter) to choose the ' +
       'destination token the token view shows; the outlined row is that token.' }));
     this.row1.appendChild(fig);
-    this.row2 = el('div', { cls: 'row' });
-    this.root.appendChild(this.row2);
   };
 
   /* BertViz's head view: destination tokens left, source tokens right, lines */
@@ -406,7 +427,7 @@
       el('div', { cls: 'scroll' }, [el('div', { cls: 'tokview' }, [left, lines.c, right])]),
       el('figcaption', { text: 'The right column is shaded by the chosen token\'s attention row (same ' +
         'colour map as the figures) and shows each weight; line opacity is the weight.' })]);
-    this.row2.appendChild(fig);
+    this.row1.appendChild(fig);
   };
   /* shows destination d's row (null = back to the chosen destination) */
   AttentionView.prototype.hoverDest = function (d) {
@@ -511,9 +532,13 @@
   function matrix(stem, file, caption) {
     var V = file.values, R = V.length, C = V[0].length, mn = 0, mx = 0;
     V.forEach(function (r) { r.forEach(function (v) { if (v !== null) { mn = Math.min(mn, v); mx = Math.max(mx, v); } }); });
-    var signed = mn < 0, lim = Math.max(Math.abs(mn), Math.abs(mx)) || 1;
-    var lo = signed ? -lim : 0, hi = signed ? lim : Math.max(1, mx), map = signed ? CMAPS.diverging : ATT_MAP;
-    var cell = Math.max(6, Math.min(28, Math.floor(640 / C)));
+    /* the figure's own scale when its JSON says it (colour_scale), else the
+       figures' auto rule: signed data symmetric about 0, non-negative from 0 */
+    var cs = file.colour_scale || { cmap: mn < 0 ? 'diverging' : DATA.cmap, range: 'auto' };
+    var signed = cs.cmap === 'diverging', lim = Math.max(Math.abs(mn), Math.abs(mx)) || 1;
+    var lo = signed ? -lim : 0, hi = signed ? lim : (mx > 0 ? mx : 1), map = CMAPS[cs.cmap] || ATT_MAP;
+    if (cs.range === 'fixed') { lo = cs.vmin; hi = cs.vmax; }
+    var cell = Math.max(4, Math.min(28, Math.floor(560 / C)));
     var probe = document.createElement('canvas').getContext('2d');
     probe.font = '12px sans-serif';
     var rw = 0, cw = 0;
@@ -704,7 +729,9 @@
   function renderRun(run, app) {
     var sec = el('section', { cls: 'run' });
     var idx = run.index || {};
-    sec.appendChild(el('h2', { text: run.command + ' · ' + run.dir + (idx.sentence ? ' · “' + idx.sentence + '”' : '') }));
+    var sent = idx.sentence || '', words = sent.split(' ');
+    if (words.length > 24) sent = words.slice(0, 24).join(' ') + ' … (' + (idx.tokens ? idx.tokens.length : words.length) + ' tokens)';
+    sec.appendChild(el('h2', { text: run.command + ' · ' + run.dir + (sent ? ' · “' + sent + '”' : ''), title: idx.sentence || '' }));
     if (idx.model) sec.appendChild(el('p', { cls: 'sub', text: 'model ' + idx.model + (idx.config ?
       ' (' + idx.config.n_layers + ' layers x ' + idx.config.n_heads + ' heads, d_model ' + idx.config.d_model + ')' : '') }));
     var files = run.files || {}, stems = Object.keys(files), figs = {}, rest = el('div', { cls: 'row' });

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# tests/test_html_browser.sh -- the HTML viewer in a real browser: Debian's
+# chromium, headless, driven over the DevTools protocol by puppeteer-core
+# (tests/browser/check_page.js; `scripts/deps.sh --test` installs both).
+#   - inspect --format html on the chapter's tired sentence: the page opens
+#     from file:// with every non-file request failed (none made), no console
+#     error; known (head, dest, src) cells of the large head view have the
+#     colour of attention_grid.json's value through viridis; hovering a token
+#     shades the source tokens with exactly its attention row; arrow keys move
+#     the selected head;
+#   - view DIR DIR (tired + wet) makes one page that passes the same checks,
+#     and index.html is listed in the first folder's index.json;
+#   - circuit --format html: every patching cell is its value through the
+#     figure's diverging map on [-1, 1]; the evidence table sorts;
+#   - 12 layers x 12 heads x 256 tokens (a model trained 2 steps): the page
+#     loads within HS_HTML_MAX_LOAD_MS (default 20000) and no hover or click
+#     frame takes over 100 ms (Event Timing, input to paint).
+# Screenshots are kept in BUILD_DIR/browser-artefacts/.
+# Without chromium (or the npm driver) the test is skipped (exit 77) unless
+# CI=true, where it fails.
+# Run as: bash tests/test_html_browser.sh BUILD_DIR HEADSCOPE_BIN
+set -euo pipefail
+
+BUILD_DIR=${1:?usage: test_html_browser.sh BUILD_DIR HEADSCOPE_BIN}
+HS=${2:?usage: test_html_browser.sh BUILD_DIR HEADSCOPE_BIN}
+HERE=$(cd "$(dirname "$0")" && pwd)
+CHROMIUM=${HS_CHROMIUM:-/usr/bin/chromium}
+missing=""
+[ -x "$CHROMIUM" ] || missing="chromium ($CHROMIUM)"
+command -v node >/dev/null 2>&1 || missing="${missing:+$missing, }node"
+[ -d "$HERE/browser/node_modules/puppeteer-core" ] || missing="${missing:+$missing, }puppeteer-core (npm ci in tests/browser)"
+if [ -n "$missing" ]; then
+    if [ "${CI:-}" = "true" ]; then
+        echo "FAIL: the browser test cannot run in CI: missing $missing (bash scripts/deps.sh --test installs them)" >&2
+        exit 1
+    fi
+    echo "SKIP: missing $missing; bash scripts/deps.sh --test installs them" >&2
+    exit 77
+fi
+
+mkdir -p "$BUILD_DIR/testtmp"
+TMP=$(mktemp -d "$BUILD_DIR/testtmp/html.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+ART="$BUILD_DIR/browser-artefacts"
+mkdir -p "$ART"
+PY=/usr/bin/python3
+# shellcheck source=tests/cli_lib.sh
+source "$HERE/cli_lib.sh"
+shopt -s nullglob
+check() { node "$HERE/browser/check_page.js" --exe "$CHROMIUM" "$@" || fail "browser check: $*"; }
+
+M="$TMP/m.safetensors"
+run 0 train train --out "$M" --steps 150 --eval-every 0
+TIRED="the animal did not cross the street because it was too tired , so the"
+WET="the animal did not cross the street because it was too wet , so the"
+run 0 tired inspect --model "$M" --sentence "$TIRED" --out "$TMP/tired" --format json,html
+run 0 wet inspect --model "$M" --sentence "$WET" --out "$TMP/wet" --format json
+check_folder "$TMP/tired" index.html attention_grid.json
+check --page "$TMP/tired/index.html" --json "$TMP/tired/attention_grid.json" --shot "$ART/inspect_tired.png"
+
+# view: two sentences in one page; index.html joins the first folder's index
+run 0 view view "$TMP/tired" "$TMP/wet"
+check_folder "$TMP/wet"
+run 0 view2 view "$TMP/wet" "$TMP/tired"
+check_folder "$TMP/wet" index.html
+check --page "$TMP/wet/index.html" --json "$TMP/wet/attention_grid.json" --shot "$ART/view_wet_tired.png"
+# a file headscope did not write is not overwritten
+echo "mine" >"$TMP/foreign.html"
+mkdir "$TMP/f" && cp "$TMP/tired/"*.json "$TMP/f/" && echo "mine" >"$TMP/f/index.html"
+"$PY" - "$TMP/f/index.json" <<'PYEOF'
+import json, sys
+p = sys.argv[1]
+j = json.load(open(p))
+j["files"] = [f for f in j["files"] if f["file"] != "index.html"]
+json.dump(j, open(p, "w"))
+PYEOF
+run 1 foreign view "$TMP/f"
+one_line foreign "index.html exists and .* does not list it"
+[ "$(cat "$TMP/f/index.html")" = "mine" ] || fail "view overwrote a file it did not write"
+run 2 view_none view
+run 1 view_missing view "$TMP/nope"
+
+# circuit: matrices on their figures' scales, sortable evidence
+run 0 circuit circuit --model "$M" --out "$TMP/circuit" --format json,html
+check --page "$TMP/circuit/index.html" --matrix "patching:$TMP/circuit/patching.json" --shot "$ART/circuit.png"
+
+# 12 layers x 12 heads x 256 tokens
+B="$TMP/big.safetensors"
+run 0 big_train train --out "$B" --layers 12 --heads 12 --d-model 96 --n-ctx 256 --steps 2 --eval-every 0
+LONG=$("$PY" -c "
+w = '$TIRED'.split()
+print(' '.join(w[(7 * i) % len(w)] for i in range(256)))")
+run 0 big inspect --model "$B" --sentence "$LONG" --out "$TMP/big" --format html
+check --page "$TMP/big/index.html" --shot "$ART/big_12x12x256.png" --perf --max-frame-ms 100 \
+    --max-load-ms "${HS_HTML_MAX_LOAD_MS:-20000}"
+echo "browser checks passed; screenshots in $ART"
