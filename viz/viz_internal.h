@@ -54,6 +54,7 @@ typedef struct {
 typedef struct {
     uint32_t id;
     double x, y;
+    uint32_t cluster; /* byte offset in the string of the text this glyph shows */
 } vz_glyph;
 
 /* A shaped string (HarfBuzz, kerning on): glyphs, the advance width and the

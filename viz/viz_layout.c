@@ -86,6 +86,7 @@ void hs_viz_options_default(hs_viz_options *o)
     o->vmax = 1.0;
     o->annotate = 0;
     o->causal_mask = 1;
+    o->highlight_row = -1;
     o->font_path = NULL;
 }
 
@@ -124,6 +125,7 @@ typedef struct {
     int pad, margin, lw;   /* spacing, line width */
     int group;             /* group of the items added next */
     struct vz_fit_s *fit;  /* the width promise's record (see fit_width) */
+    int attention;         /* an attention figure (the query row may be highlighted) */
 } vz_ctx;
 
 typedef struct {
@@ -405,7 +407,9 @@ typedef struct {
 static void scale_ticks(const vz_scale *sc, double min_gap, vz_scale_ticks *out)
 {
     vz_ticks tk;
-    nice_ticks(sc->vmin, sc->vmax, 5, &tk);
+    /* about one tick per min_gap of the scale, at most 5 */
+    int target = min_gap > 0 ? (int)floor(1.0 / min_gap) : 5;
+    nice_ticks(sc->vmin, sc->vmax, target < 1 ? 1 : target > 5 ? 5 : target, &tk);
     double span = sc->vmax - sc->vmin;
     out->n = 0;
     out->v[out->n] = sc->vmin;
@@ -436,7 +440,7 @@ static hs_status add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x
     int len = vertical ? bh : bw, tl = (int)lround(c->fpx * 0.3);
     vz_scale_ticks tk;
     /* labels need their line (vertical) or about 4 em (horizontal) between them */
-    double gap = (vertical ? 1.1 * c->lh : 4.5 * c->fpx) / (len > 1 ? len : 1);
+    double gap = (vertical ? 1.2 * c->lh : 4.5 * c->fpx) / (len > 1 ? len : 1);
     scale_ticks(sc, gap, &tk);
     int mx = x + bw + c->lw, my = y + bh + c->lw;
     for (int i = 0; i < tk.n && !s; i++) {
@@ -540,6 +544,15 @@ static hs_status add_heatmap(vz_ctx *c, const float *data, const unsigned char *
         }
     }
     if (!s) s = add_frame(c, x0, y0, (int)C * cell, (int)R * cell, FRAME);
+    if (!s && c->attention && c->o.highlight_row >= 0 && (size_t)c->o.highlight_row < R) {
+        /* the query row: a frame of twice the line width, red-orange (no colour map has it) */
+        static const unsigned char HILITE[3] = {0xff, 0x45, 0x00};
+        int lw = c->lw, y = y0 + c->o.highlight_row * cell, w = (int)C * cell;
+        s = add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, HILITE, VZ_R_PLAIN, -1, -1, -1);
+        if (!s) s = add_rect(c, x0 - 2 * lw, y + cell, w + 4 * lw, 2 * lw, HILITE, VZ_R_PLAIN, -1, -1, -1);
+        if (!s) s = add_rect(c, x0 - 2 * lw, y, 2 * lw, cell, HILITE, VZ_R_PLAIN, -1, -1, -1);
+        if (!s) s = add_rect(c, x0 + w, y, 2 * lw, cell, HILITE, VZ_R_PLAIN, -1, -1, -1);
+    }
     return s;
 }
 
@@ -728,8 +741,8 @@ static hs_status fit_width(hs_viz_figure **out, vz_build build, const void *args
         }
         s = hs_fail(err, HS_ERR_INPUT,
                     "%s needs %.2f in to show every label at %g pt, over the %g in cap; "
-                    "HINT: fewer tokens or heads, or --font-size %g", what,
-                    need_min / o.dpi, fmin, HS_VIZ_GRID_MAX_IN, fmin > 4 ? 4.0 : fmin);
+                    "HINT: fewer tokens or heads, or --positions A:B", what,
+                    ceil(need_min / o.dpi * 100.0 - 1e-9) / 100.0, fmin, HS_VIZ_GRID_MAX_IN);
         goto done;
     }
     /* the largest font size that fits the width asked, for the hint */
@@ -743,10 +756,10 @@ static hs_status fit_width(hs_viz_figure **out, vz_build build, const void *args
     }
     char hint[96] = "";
     if (fits > 0) snprintf(hint, sizeof hint, " or --font-size %g", fits);
+    double need_in = ceil(need_min / o.dpi * 100.0 - 1e-9) / 100.0; /* rounded up: it fits */
     s = hs_fail(err, HS_ERR_INPUT,
                 "%s cannot show every label in %.2f in at %g pt: it needs %.2f in; "
-                "HINT: --width %.2f%s", what, opt->width_in, fmin, need_min / o.dpi,
-                ceil(need_min / o.dpi * 100.0) / 100.0, hint);
+                "HINT: --width %.2f%s", what, opt->width_in, fmin, need_in, need_in, hint);
 done:
     free(font);
     return s;
@@ -930,6 +943,7 @@ static hs_status build_attention(hs_viz_figure **out, const void *args, const hs
     hs_status s = ctx_init(&c, o, err);
     if (s) return s;
     c.fit = fit;
+    c.attention = 1;
     vz_scale sc;
     s = attention_scale(&c, a->pattern, 1, a->T, &sc, err);
     if (!s) {
@@ -1123,6 +1137,7 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
     hs_status s = ctx_init(&c, opt, err);
     if (s) return s;
     c.fit = fit;
+    c.attention = 1;
     vz_scale sc;
     s = attention_scale(&c, patterns, L * H, T, &sc, err);
     if (s) { hs_viz_figure_destroy(c.f); return s; }
