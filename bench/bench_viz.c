@@ -1,8 +1,10 @@
 /*
  * bench/bench_viz.c -- time the 2 x 4 attention grid of the chapter's
- * 18-token sentence to PNG (layout + rasterise + encode + atomic write),
- * median of N runs in ms, and compare PNG encoder settings (zlib level,
- * strategy, filter) on the same image: time and file size.
+ * 18-token sentence at 300 dpi to PNG (layout with HarfBuzz + rasterise with
+ * cairo + encode with libpng + atomic write), median of N runs in ms, at the
+ * default width (a page) and at 11.3 in (the size before widths were a
+ * promise); the same figure to PDF and SVG; and PNG encoder settings (zlib
+ * level, strategy, filter) on the same image: time and file size.
  *
  * usage: bench_viz [runs=21] [out_dir=/tmp]
  */
@@ -44,44 +46,68 @@ int main(int argc, char **argv)
             }
             for (int j = 0; j <= i; j++) pat[(k * T + i) * T + j] /= sum;
         }
-    char path[1024];
+    char path[1024], pdf[1024], svg[1024];
     snprintf(path, sizeof path, "%s/bench_viz_grid.png", dir);
+    snprintf(pdf, sizeof pdf, "%s/bench_viz_grid.pdf", dir);
+    snprintf(svg, sizeof svg, "%s/bench_viz_grid.svg", dir);
     double *t = malloc((size_t)runs * sizeof *t), *tl = malloc((size_t)runs * sizeof *tl),
-           *tr = malloc((size_t)runs * sizeof *tr);
-    if (!t || !tl || !tr) return 1;
+           *tr = malloc((size_t)runs * sizeof *tr), *tp = malloc((size_t)runs * sizeof *tp),
+           *ts = malloc((size_t)runs * sizeof *ts);
+    if (!t || !tl || !tr || !tp || !ts) return 1;
     hs_error err = {0};
     size_t W = 0, Hh = 0;
-    for (int r = 0; r < runs; r++) {
-        double t0 = now_ms();
-        hs_viz_figure *f = NULL;
-        if (hs_viz_grid_figure(&f, pat, L, H, T, TOKS, "attention \xc2\xb7 blocks.{l}.attn.hook_pattern",
-                               NULL, &err) != HS_OK) {
-            fprintf(stderr, "bench_viz: %s\n", err.msg);
-            return 1;
-        }
-        double t1 = now_ms();
-        unsigned char *rgb;
-        if (hs_viz_figure_rgb(f, &rgb, &W, &Hh, &err) != HS_OK) {
-            fprintf(stderr, "bench_viz: %s\n", err.msg);
-            return 1;
-        }
-        free(rgb);
-        double t2 = now_ms();
-        if (hs_viz_figure_write_png(f, path, &err) != HS_OK) {
-            fprintf(stderr, "bench_viz: %s\n", err.msg);
-            return 1;
-        }
-        double t3 = now_ms();
-        hs_viz_figure_destroy(f);
-        tl[r] = t1 - t0;
-        tr[r] = t2 - t1;
-        t[r] = (t1 - t0) + (t3 - t2); /* layout + (raster + encode + write) */
-    }
     struct stat st;
-    stat(path, &st);
-    printf("2x4 grid, 18 tokens, 300 dpi: %zu x %zu px, %lld bytes\n", W, Hh, (long long)st.st_size);
-    printf("median of %d runs: %.1f ms to PNG (layout %.1f ms, rasterise %.1f ms)\n", runs,
-           bench_median(t, runs), bench_median(tl, runs), bench_median(tr, runs));
+    static const double widths[2] = {0.0, 11.3};
+    for (int wi = 0; wi < 2; wi++) {
+        hs_viz_options o;
+        hs_viz_options_default(&o);
+        o.width_in = widths[wi];
+        for (int r = 0; r < runs; r++) {
+            double t0 = now_ms();
+            hs_viz_figure *f = NULL;
+            if (hs_viz_grid_figure(&f, pat, L, H, T, TOKS, "attention patterns of every head", &o,
+                                   &err) != HS_OK) {
+                fprintf(stderr, "bench_viz: %s\n", err.msg);
+                return 1;
+            }
+            double t1 = now_ms();
+            unsigned char *rgb;
+            if (hs_viz_figure_rgb(f, &rgb, &W, &Hh, &err) != HS_OK) {
+                fprintf(stderr, "bench_viz: %s\n", err.msg);
+                return 1;
+            }
+            free(rgb);
+            double t2 = now_ms();
+            if (hs_viz_figure_write_png(f, path, &err) != HS_OK) {
+                fprintf(stderr, "bench_viz: %s\n", err.msg);
+                return 1;
+            }
+            double t3 = now_ms();
+            if (hs_viz_figure_write_pdf(f, pdf, &err) != HS_OK) {
+                fprintf(stderr, "bench_viz: %s\n", err.msg);
+                return 1;
+            }
+            double t4 = now_ms();
+            if (hs_viz_figure_write_svg(f, svg, &err) != HS_OK) {
+                fprintf(stderr, "bench_viz: %s\n", err.msg);
+                return 1;
+            }
+            double t5 = now_ms();
+            hs_viz_figure_destroy(f);
+            tl[r] = t1 - t0;
+            tr[r] = t2 - t1;
+            t[r] = (t1 - t0) + (t3 - t2); /* layout + (raster + encode + write) */
+            tp[r] = t4 - t3;
+            ts[r] = t5 - t4;
+        }
+        stat(path, &st);
+        printf("2x4 grid, 18 tokens, %s, 300 dpi: %zu x %zu px, %lld bytes\n",
+               wi ? "11.3 in wide" : "default width (a page)", W, Hh, (long long)st.st_size);
+        printf("median of %d runs: %.1f ms to PNG (layout %.1f ms, rasterise %.1f ms); "
+               "PDF %.1f ms, SVG %.1f ms after layout\n", runs, bench_median(t, runs),
+               bench_median(tl, runs), bench_median(tr, runs), bench_median(tp, runs),
+               bench_median(ts, runs));
+    }
 
     /* encoder settings on the same image */
     hs_viz_figure *f = NULL;
@@ -120,5 +146,7 @@ int main(int argc, char **argv)
     free(t);
     free(tl);
     free(tr);
+    free(tp);
+    free(ts);
     return 0;
 }

@@ -46,6 +46,16 @@ static const char INSPECT_HELP[] =
     "  --only LIST            only these heads, e.g. L1H0,L0H1: their figures and a\n"
     "                         grid of just them, in that order (and their rows)\n"
     "  --top K                predictions to show (default 5)\n"
+    "  --sentence TEXT (again) a second sentence of the same length (e.g. the tired /\n"
+    "                         wet pair): pair_* shows both on one scale, diff_* B - A\n"
+    "  --positions A:B        crop the attention figures to positions A..B (sources\n"
+    "                         and destinations; labels from the cropped slice)\n"
+    "  --title TEXT           the title of the main figure (attention_grid)\n"
+    "  --no-title             no titles (papers caption instead)\n"
+    "Figures: the grid, one per head and per layer mean frame the query row;\n"
+    "query_row is the query position's row of every head as one heatmap strip.\n"
+    "A figure over the caps (%d tokens, %d heads per row) or wider than the auto\n"
+    "width allows is written as JSON only, with a note.\n"
     "PNGs default to 150 dpi (PNG encoding is most of the run time); use --dpi 300\n"
     "or more for print.\n"
     "\n";
@@ -79,7 +89,28 @@ typedef struct {
     const hs_config *cfg;
     const hs_tokens *tok;
     int pos;
+    int a, b;          /* attention figures show positions a..b (--positions) */
+    const char *title; /* --title: the main figure's title, or NULL */
+    int no_title;      /* --no-title */
 } insp_ctx;
+
+/* The title a figure gets: none with --no-title, --title for the main one. */
+static const char *pick_title(const insp_ctx *x, const char *dflt, int main_fig)
+{
+    if (x->no_title) return NULL;
+    if (main_fig && x->title) return x->title;
+    return dflt;
+}
+
+/* pat [n, T, T] cropped to positions a..b into out [n, b-a+1, b-a+1]. */
+static void crop(float *out, const float *pat, size_t n, size_t T, int a, int b)
+{
+    size_t S = (size_t)(b - a + 1);
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < S; i++)
+            memcpy(out + (k * S + i) * S, pat + (k * T + (size_t)a + i) * T + (size_t)a,
+                   S * sizeof *out);
+}
 
 /* Adds the context every JSON carries: model path + config, sentence, tokens,
  * query position. Returns 0 on OOM. */
@@ -110,24 +141,54 @@ static int oom(const char *C)
 }
 
 /* One attention figure set (n panels of [T,T]): a grid (rows x cols with the
- * given headers) or a single pattern, + its JSON. 0 ok, 1 printed. */
+ * given headers) or a single pattern, + its JSON; cropped to x->a..x->b with
+ * the query row framed. toks: T labels (NULL = the sentence's). A figure over
+ * the caps, or one the auto width cannot hold, is written as JSON only with a
+ * note; a width the user asked for that cannot hold it is an error.
+ * 0 ok, 1 printed. */
 static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, const float *pat,
                            size_t rows, size_t cols, const char *const *row_h,
                            const char *const *col_h, const char *const *names,
-                           const char *title, const char *shows, const cJSON *extra)
+                           const char *title, const char *shows, const cJSON *extra,
+                           const char *const *toks)
 {
     const char *C = od->cmd;
-    size_t T = x->tok->n, n = rows * cols;
-    const char *const *toks = (const char *const *)x->tok->strs;
+    size_t T = x->tok->n, n = rows * cols, S = (size_t)(x->b - x->a + 1);
+    if (!toks) toks = (const char *const *)x->tok->strs;
     hs_error err = {0};
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     hs_status s = HS_OK;
+    float *cp = NULL;
+    if (S != T) {
+        cp = malloc(n * S * S * sizeof *cp);
+        if (!cp) return oom(C);
+        crop(cp, pat, n, T, x->a, x->b);
+        pat = cp;
+        toks += x->a;
+        T = S;
+    }
     if (cli_figopts_images(od->fo)) {
-        if (n == 1) s = hs_viz_attention_figure(&fig, pat, T, toks, title, &od->fo->viz, &err);
-        else s = hs_viz_grid_figure_labeled(&fig, pat, rows, cols, T, toks, row_h, col_h, title,
-                                            &od->fo->viz, &err);
-        if (s != HS_OK) return cli_error(C, &err);
+        hs_viz_options o = cli_figopts_for(od->fo, CLI_FIG_ATTENTION, 0);
+        o.highlight_row = x->pos - x->a;
+        if (T > HS_VIZ_MAX_TOKENS || rows > HS_VIZ_MAX_LAYERS || cols > HS_VIZ_MAX_HEADS) {
+            fprintf(stderr, "headscope %s: note: %s is %zu x %zu panels of %zu tokens, over the "
+                            "figure caps (%d x %d of %d); writing its JSON only\n", C, stem, rows,
+                    cols, T, HS_VIZ_MAX_LAYERS, HS_VIZ_MAX_HEADS, HS_VIZ_MAX_TOKENS);
+        } else {
+            if (n == 1) s = hs_viz_attention_figure(&fig, pat, T, toks, title, &o, &err);
+            else s = hs_viz_grid_figure_labeled(&fig, pat, rows, cols, T, toks, row_h, col_h,
+                                                title, &o, &err);
+            if (s == HS_ERR_INPUT && !(od->fo->viz.width_in > 0)) {
+                fprintf(stderr, "headscope %s: note: %s: %s; writing its JSON only\n", C, stem,
+                        err.msg);
+                s = HS_OK;
+            }
+            if (s != HS_OK) {
+                free(cp);
+                return cli_error(C, &err);
+            }
+        }
     }
     if (od->page && cli_page_keeps(C, stem)) { /* the page's packed form, before the file's */
         cJSON *pj = NULL;
@@ -148,15 +209,17 @@ static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, 
             return 1;
         }
     }
-    if (od->fo->json) {
+    if (cli_figopts_data(od->fo)) {
         s = hs_viz_attention_json(&j, pat, n, T, toks, names, title, &err);
         if (s != HS_OK) {
             hs_viz_figure_destroy(fig);
+            free(cp);
             return cli_error(C, &err);
         }
-        if (!add_context(j, x, 0)) {
+        if (!add_context(j, x, 0) || (cp && !cJSON_AddNumberToObject(j, "first_position", x->a))) {
             cJSON_Delete(j);
             hs_viz_figure_destroy(fig);
+            free(cp);
             return oom(C);
         }
         for (const cJSON *it = extra ? extra->child : NULL; it; it = it->next)
@@ -165,6 +228,116 @@ static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, 
     int rc = cli_out_figure(od, stem, fig, j, shows);
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
+    free(cp);
+    return rc;
+}
+
+/* B - A of two patterns [T, T] as a diverging map centred on 0 with the
+ * causal triangle masked, cropped like the attention figures. 0 ok, 1 printed. */
+static int write_diff(cli_outdir *od, const insp_ctx *x, const char *stem, const float *d,
+                      const char *const *toks, const char *title, const char *shows)
+{
+    const char *C = od->cmd;
+    size_t T = x->tok->n, S = (size_t)(x->b - x->a + 1);
+    float *m = malloc(S * S * sizeof *m);
+    unsigned char *mask = malloc(S * S);
+    if (!m || !mask) {
+        free(m);
+        free(mask);
+        return oom(C);
+    }
+    crop(m, d, 1, T, x->a, x->b);
+    double lim = 0;
+    for (size_t i = 0; i < S; i++)
+        for (size_t j = 0; j < S; j++) {
+            mask[i * S + j] = j > i;
+            if (j <= i) lim = fmax(lim, fabs(m[i * S + j]));
+        }
+    toks += x->a;
+    hs_error err = {0};
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    int rc = 0;
+    if (cli_figopts_images(od->fo)) {
+        hs_viz_options o = cli_figopts_for(od->fo, CLI_FIG_SIGNED, lim > 0 ? lim : 1.0);
+        o.value_label = "attention weight, B - A";
+        hs_status s = HS_ERR_INPUT;
+        if (S <= HS_VIZ_MAX_TOKENS)
+            s = hs_viz_signed_figure_masked(&fig, m, mask, S, S, toks, toks, title,
+                                            "source (key)", "destination (query)", &o, &err);
+        else
+            hs_fail(&err, HS_ERR_INPUT, "%zu tokens, over the figure cap of %d", S,
+                    HS_VIZ_MAX_TOKENS);
+        if (s == HS_ERR_INPUT && !(od->fo->viz.width_in > 0)) {
+            fprintf(stderr, "headscope %s: note: %s: %s; writing its JSON only\n", C, stem, err.msg);
+            s = HS_OK;
+        }
+        if (s != HS_OK) rc = cli_error(C, &err);
+    }
+    if (!rc && cli_figopts_data(od->fo)) {
+        if (hs_viz_signed_json_masked(&j, m, mask, S, S, toks, toks, title, "source (key)",
+                                      "destination (query)", &err) != HS_OK)
+            rc = cli_error(C, &err);
+        else if (!add_context(j, x, 1))
+            rc = oom(C);
+    }
+    if (!rc) rc = cli_out_figure(od, stem, fig, j, shows);
+    hs_viz_figure_destroy(fig);
+    cJSON_Delete(j);
+    free(m);
+    free(mask);
+    return rc;
+}
+
+/* The query position's row of every head as one heatmap strip: rows = heads,
+ * columns = sources 0..pos. 0 ok, 1 printed. */
+static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats, int NL, int NH,
+                           const char *const *names)
+{
+    const char *C = od->cmd;
+    size_t T = x->tok->n, S = (size_t)x->pos + 1, R = (size_t)NL * NH;
+    float *m = malloc(R * S * sizeof *m);
+    if (!m) return oom(C);
+    for (size_t k = 0; k < R; k++)
+        memcpy(m + k * S, pats + (k * T + (size_t)x->pos) * T, S * sizeof *m);
+    char title[256], shows[256];
+    snprintf(title, sizeof title, "attention from position %d ('%s'), every head", x->pos,
+             x->tok->strs[x->pos]);
+    snprintf(shows, sizeof shows, "attention row of every head at query position %d over "
+             "sources 0..%d [head, src]", x->pos, x->pos);
+    const char *t = pick_title(x, title, 0);
+    const char *const *toks = (const char *const *)x->tok->strs;
+    hs_error err = {0};
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    int rc = 0;
+    if (cli_figopts_images(od->fo)) {
+        hs_viz_options o = cli_figopts_for(od->fo, CLI_FIG_ATTENTION, 0);
+        o.value_label = "attention weight";
+        hs_status s = HS_ERR_INPUT;
+        if (R <= HS_VIZ_MAX_TOKENS && S <= HS_VIZ_MAX_TOKENS)
+            s = hs_viz_matrix_figure(&fig, m, R, S, names, toks, t, "source (key)", "head", &o,
+                                     &err);
+        else
+            hs_fail(&err, HS_ERR_INPUT, "%zu heads x %zu sources, over the figure cap of %d", R, S,
+                    HS_VIZ_MAX_TOKENS);
+        if (s == HS_ERR_INPUT && !(od->fo->viz.width_in > 0)) {
+            fprintf(stderr, "headscope %s: note: query_row: %s; writing its JSON only\n", C,
+                    err.msg);
+            s = HS_OK;
+        }
+        if (s != HS_OK) rc = cli_error(C, &err);
+    }
+    if (!rc && cli_figopts_data(od->fo)) {
+        if (hs_viz_signed_json(&j, m, R, S, names, toks, t, "source (key)", "head", &err) != HS_OK)
+            rc = cli_error(C, &err);
+        else if (!add_context(j, x, 1))
+            rc = oom(C);
+    }
+    if (!rc) rc = cli_out_figure(od, "query_row", fig, j, shows);
+    hs_viz_figure_destroy(fig);
+    cJSON_Delete(j);
+    free(m);
     return rc;
 }
 
@@ -220,11 +393,13 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     int rc = 0;
+    hs_viz_options bo = cli_figopts_for(od->fo, CLI_FIG_BARS, 0);
+    const char *t = pick_title(x, title, 0);
     if (cli_figopts_images(od->fo) &&
-        hs_viz_bars_figure(&fig, vals, (size_t)n, labels, title, xlabel, &od->fo->viz, &err) != HS_OK)
+        hs_viz_bars_figure(&fig, vals, (size_t)n, labels, t, xlabel, &bo, &err) != HS_OK)
         rc = cli_error(C, &err);
     if (!rc && cli_figopts_data(od->fo)) {
-        if (hs_viz_bars_json(&j, vals, (size_t)n, labels, title, xlabel, &err) != HS_OK) {
+        if (hs_viz_bars_json(&j, vals, (size_t)n, labels, t, xlabel, &err) != HS_OK) {
             rc = cli_error(C, &err);
         } else if (!add_context(j, x, 1)) {
             rc = oom(C);
@@ -274,7 +449,8 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
 
 int cmd_inspect(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_SENT, O_OUT, O_POS, O_VS, O_HEADS, O_ONLY, O_TOP, O_HELP };
+    enum { O_MODEL = 256, O_SENT, O_OUT, O_POS, O_VS, O_HEADS, O_ONLY, O_TOP, O_HELP, O_POSS,
+           O_TITLE, O_NOTITLE };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"sentence", required_argument, 0, O_SENT},
                                          {"out", required_argument, 0, O_OUT},
@@ -283,14 +459,17 @@ int cmd_inspect(int argc, char **argv)
                                          {"heads", no_argument, 0, O_HEADS},
                                          {"only", required_argument, 0, O_ONLY},
                                          {"top", required_argument, 0, O_TOP},
+                                         {"positions", required_argument, 0, O_POSS},
+                                         {"title", required_argument, 0, O_TITLE},
+                                         {"no-title", no_argument, 0, O_NOTITLE},
                                          {"help", no_argument, 0, O_HELP},
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "inspect", *model = NULL, *sentence = NULL, *out = "inspect-out",
-               *vs = NULL, *only = NULL;
-    long position = 0, top = 5;
+               *vs = NULL, *only = NULL, *sentence2 = NULL, *title_opt = NULL;
+    long position = 0, top = 5, crop_a = -1, crop_b = -1;
     const char *pos_arg = NULL; /* --position as typed, for the message */
-    int have_pos = 0, heads_rows = 0, c;
+    int have_pos = 0, heads_rows = 0, no_title = 0, c;
     cli_figopts fo;
     cli_figopts_default(&fo, 150);
     optind = 1;
@@ -298,11 +477,26 @@ int cmd_inspect(int argc, char **argv)
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case O_HELP:
-            fputs(INSPECT_HELP, stdout);
+            printf(INSPECT_HELP, HS_VIZ_MAX_TOKENS, HS_VIZ_MAX_HEADS);
             fputs(CLI_FIGOPTS_HELP, stdout);
             return 0;
         case O_MODEL: model = optarg; break;
-        case O_SENT: sentence = optarg; break;
+        case O_SENT:
+            if (sentence2) return cli_usage_error(C, "--sentence takes one or two sentences");
+            if (sentence) sentence2 = optarg;
+            else sentence = optarg;
+            break;
+        case O_POSS: {
+            char *e = NULL;
+            crop_a = strtol(optarg, &e, 10);
+            if (e == optarg || *e != ':' || crop_a < 0 ||
+                cli_parse_int(e + 1, crop_a, 100000, &crop_b))
+                return cli_usage_error(C, "--positions takes A:B with 0 <= A <= B, not '%s'",
+                                       optarg);
+            break;
+        }
+        case O_TITLE: title_opt = optarg; break;
+        case O_NOTITLE: no_title = 1; break;
         case O_OUT: out = optarg; break;
         case O_POS:
             /* any integer: one beyond the sentence is refused below, naming the range */
@@ -347,12 +541,13 @@ int cmd_inspect(int argc, char **argv)
     const hs_config *cfg = &m->cfg;
     int NL = cfg->n_layers, NH = cfg->n_heads, V = cfg->d_vocab;
     hs_error err = {0};
-    hs_tokens tok = {0}, vtok = {0};
+    hs_tokens tok = {0}, vtok = {0}, tok2 = {0};
     hs_acts *acts = NULL;
     hs_cache cache;
     hs_cache_init(&cache);
     cli_outdir od = {0};
-    float *pats = NULL, *buf = NULL, *rows = NULL;
+    float *pats = NULL, *buf = NULL, *rows = NULL, *pats2 = NULL, *pair = NULL;
+    char **pair_labels = NULL;
     char **row_labels = NULL;
     int rc = 1;
 
@@ -374,9 +569,20 @@ int cmd_inspect(int argc, char **argv)
     if (tok.folded)
         fprintf(stderr, "headscope %s: note: folded the sentence to lower case\n", C);
     int T = (int)tok.n;
-    if (T > HS_VIZ_MAX_TOKENS && cli_figopts_images(&fo)) {
-        fprintf(stderr, "headscope %s: sentence has %d tokens; figures take at most %d (--format "
-                        "json,html writes no figure)\n", C, T, HS_VIZ_MAX_TOKENS);
+    if (sentence2) {
+        if (hs_tokenize(L.vocab, sentence2, (size_t)cfg->n_ctx, &tok2, &err) != HS_OK) {
+            fprintf(stderr, "headscope %s: second --sentence: %s\n", C, err.msg);
+            goto done;
+        }
+        if (tok2.n != tok.n) {
+            fprintf(stderr, "headscope %s: the two sentences have %zu and %zu tokens; a pair and "
+                            "its difference need the same number\n", C, tok.n, tok2.n);
+            goto done;
+        }
+    }
+    if (crop_a >= 0 && crop_b >= T) {
+        fprintf(stderr, "headscope %s: --positions %ld:%ld is outside the sentence's %d tokens "
+                        "(0..%d)\n", C, crop_a, crop_b, T, T - 1);
         goto done;
     }
     int pos = T - 1;
@@ -429,6 +635,25 @@ int cmd_inspect(int argc, char **argv)
         HS_ASSERT(e && e->numel == (size_t)NH * TT);
         memcpy(pats + (size_t)l * NH * TT, e->data, (size_t)NH * TT * sizeof *pats);
     }
+    if (sentence2) {
+        /* the second sentence's patterns (same length: the same acts fit) */
+        hs_cache c2;
+        hs_cache_init(&c2);
+        pats2 = malloc((size_t)NL * NH * TT * sizeof *pats2);
+        if (!pats2 || hs_run_with_cache(m, acts, tok2.ids, 1, T, filters, 1, NULL, &c2, &err) !=
+                          HS_OK) {
+            hs_cache_free(&c2);
+            if (!pats2) oom(C);
+            else cli_error(C, &err);
+            goto done;
+        }
+        for (int l = 0; l < NL; l++) {
+            const hs_cache_entry *e = hs_cache_getf(&c2, "blocks.%d.attn.hook_pattern", l);
+            HS_ASSERT(e && e->numel == (size_t)NH * TT);
+            memcpy(pats2 + (size_t)l * NH * TT, e->data, (size_t)NH * TT * sizeof *pats2);
+        }
+        hs_cache_free(&c2);
+    }
     const float *logits = hs_cache_get(&cache, "logits")->data + (size_t)pos * V;
     for (int i = 0; i < V; i++)
         if (!isfinite(logits[i])) { /* refused before anything is written */
@@ -461,7 +686,8 @@ int cmd_inspect(int argc, char **argv)
     }
     int pred = order[0];
 
-    insp_ctx x = {model, sentence, cfg, &tok, pos};
+    insp_ctx x = {model, sentence, cfg, &tok, pos, crop_a >= 0 ? (int)crop_a : 0,
+                  crop_a >= 0 ? (int)crop_b : T - 1, title_opt, no_title};
     const char *const inputs[] = {model, NULL}; /* never replaced or removed */
     if (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, inputs)) goto done;
     const char *const *toks = (const char *const *)tok.strs;
@@ -477,9 +703,10 @@ int cmd_inspect(int argc, char **argv)
         snprintf(shows, sizeof shows, "attention pattern of every head, %d layers x %d heads "
                                       "[dest (query), src (key)]", NL, NH);
         if (write_attention(&od, &x, "attention_grid", pats, (size_t)NL, (size_t)NH, NULL, NULL,
-                            name_p, "attention patterns (blocks.<l>.attn.hook_pattern)", shows,
-                            NULL))
+                            name_p, pick_title(&x, "attention patterns of every head (hook_pattern)", 1),
+                            shows, NULL, NULL))
             goto done;
+        if (write_query_row(&od, &x, pats, NL, NH, name_p)) goto done;
     } else {
         for (int i = 0; i < n_sel; i++) {
             snprintf(names[i], sizeof names[i], "L%dH%d", sel[i].layer, sel[i].head);
@@ -498,7 +725,7 @@ int cmd_inspect(int argc, char **argv)
                 k += (size_t)snprintf(title + k, sizeof title - k, "%s%s", i ? ", " : "", names[i]);
         }
         if (write_attention(&od, &x, "attention_grid", buf, 1, (size_t)n_sel, empty, name_p,
-                            name_p, title, shows, NULL))
+                            name_p, pick_title(&x, title, 1), shows, NULL, NULL))
             goto done;
     }
     /* one figure per head */
@@ -513,7 +740,7 @@ int cmd_inspect(int argc, char **argv)
             snprintf(title, sizeof title, "L%dH%d · blocks.%d.attn.hook_pattern", l, h, l);
             snprintf(shows, sizeof shows, "attention pattern of head L%dH%d [dest, src]", l, h);
             if (write_attention(&od, &x, nm, pats + ((size_t)l * NH + h) * TT, 1, 1, NULL, NULL,
-                                np, title, shows, NULL))
+                                np, pick_title(&x, title, 0), shows, NULL, NULL))
                 goto done;
         }
     /* head-averaged pattern per layer */
@@ -537,9 +764,76 @@ int cmd_inspect(int argc, char **argv)
             snprintf(hn, sizeof hn, "L%dH%d", l, h);
             cJSON_AddItemToArray(of, cJSON_CreateString(hn));
         }
-        int r = write_attention(&od, &x, nm, mean, 1, 1, NULL, NULL, np, title, shows, extra);
+        int r = write_attention(&od, &x, nm, mean, 1, 1, NULL, NULL, np, pick_title(&x, title, 0),
+                                shows, extra, NULL);
         cJSON_Delete(extra);
         if (r) goto done;
+    }
+    /* the pair of sentences: per layer mean (and per --only head) */
+    if (sentence2) {
+        pair = malloc(3 * TT * sizeof *pair);
+        pair_labels = calloc((size_t)T + 2, sizeof *pair_labels);
+        if (!pair || !pair_labels) {
+            oom(C);
+            goto done;
+        }
+        int first_diff = -1;
+        for (int i = 0; i < T; i++) {
+            int same = strcmp(tok.strs[i], tok2.strs[i]) == 0;
+            if (!same && first_diff < 0) first_diff = i;
+            size_t n = strlen(tok.strs[i]) + strlen(tok2.strs[i]) + 2;
+            pair_labels[i] = malloc(n);
+            if (!pair_labels[i]) {
+                oom(C);
+                goto done;
+            }
+            if (same) snprintf(pair_labels[i], n, "%s", tok.strs[i]);
+            else snprintf(pair_labels[i], n, "%s/%s", tok.strs[i], tok2.strs[i]);
+        }
+        char ha[64], hb[64];
+        if (first_diff >= 0) {
+            snprintf(ha, sizeof ha, "A: %s", tok.strs[first_diff]);
+            snprintf(hb, sizeof hb, "B: %s", tok2.strs[first_diff]);
+        } else {
+            snprintf(ha, sizeof ha, "A");
+            snprintf(hb, sizeof hb, "B");
+        }
+        const char *hdr[2] = {ha, hb}, *empty[1] = {""};
+        for (int k = 0; k < NL + NL * NH; k++) {
+            int l = k < NL ? k : (k - NL) / NH, h = k < NL ? -1 : (k - NL) % NH;
+            int want = h < 0;
+            for (int i = 0; i < n_sel && h >= 0; i++) want |= sel[i].layer == l && sel[i].head == h;
+            if (!want) continue;
+            char nm[48], st[64];
+            if (h < 0) snprintf(nm, sizeof nm, "L%d_mean", l);
+            else snprintf(nm, sizeof nm, "L%dH%d", l, h);
+            for (size_t q = 0; q < TT; q++) {
+                double sa = 0, sb = 0;
+                for (int hh = (h < 0 ? 0 : h); hh < (h < 0 ? NH : h + 1); hh++) {
+                    sa += pats[((size_t)l * NH + hh) * TT + q];
+                    sb += pats2[((size_t)l * NH + hh) * TT + q];
+                }
+                int cnt = h < 0 ? NH : 1;
+                pair[q] = (float)(sa / cnt);
+                pair[TT + q] = (float)(sb / cnt);
+                pair[2 * TT + q] = (float)(sb / cnt - sa / cnt);
+            }
+            const char *pn[2] = {ha, hb};
+            snprintf(st, sizeof st, "pair_%s", nm);
+            snprintf(title, sizeof title, "%s: sentence A and B on one scale", nm);
+            snprintf(shows, sizeof shows, "%s attention for sentence A (%s) and B (%s) side by "
+                     "side on one colour scale", nm, sentence, sentence2);
+            if (write_attention(&od, &x, st, pair, 1, 2, empty, hdr, pn, pick_title(&x, title, 0),
+                                shows, NULL, (const char *const *)pair_labels))
+                goto done;
+            snprintf(st, sizeof st, "diff_%s", nm);
+            snprintf(title, sizeof title, "%s: attention B - A", nm);
+            snprintf(shows, sizeof shows, "%s attention of sentence B (%s) minus sentence A (%s); "
+                     "masked = causal (source after destination)", nm, sentence2, sentence);
+            if (write_diff(&od, &x, st, pair + 2 * TT, (const char *const *)pair_labels,
+                           pick_title(&x, title, 0), shows))
+                goto done;
+        }
     }
     /* direct logit attribution */
     if (write_dla(&od, &x, m, &cache, L.vocab, pred, -1, "dla")) goto done;
@@ -656,6 +950,12 @@ done:
     hs_acts_destroy(acts);
     hs_tokens_free(&vtok);
     hs_tokens_free(&tok);
+    hs_tokens_free(&tok2);
+    free(pats2);
+    free(pair);
+    if (pair_labels)
+        for (int i = 0; i < (int)tok.n; i++) free(pair_labels[i]);
+    free(pair_labels);
     cli_loaded_free(&L);
     return rc;
 }

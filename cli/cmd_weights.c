@@ -379,6 +379,7 @@ int cmd_weights(int argc, char **argv)
             cJSON_AddNumberToObject(e, "baseline", cs.baseline);
             cJSON_AddNumberToObject(e, "baseline_std", cs.baseline_std);
             cJSON_AddNumberToObject(e, "n_draws", cs.n_draws);
+            cJSON_AddNumberToObject(e, "shared_color_limit", comp_lim);
             cJSON_AddStringToObject(e, "note", "values = scores - baseline (what the figure "
                                     "shows); scores = C(W_OV^A, W_X^B) for sender A (row) and "
                                     "receiver B (column); null = not reported (B is not in a "

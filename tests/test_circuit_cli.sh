@@ -70,6 +70,9 @@ for h in heads:
     drop = h["mean_ablation"]["drop"]
     usable = abs(r["patching"]["ld_clean"]["both"] - r["patching"]["ld_corr"]["both"]) >= th["min_ld_gap"]
     assert r["patching"]["usable"] == usable
+    # the patching figure's JSON says so too when its numbers are not usable
+    pj = json.load(open(sys.argv[1].replace("report.json", "patching.json")))
+    assert pj.get("usable", True) == usable and (usable or pj["why_not_usable"].startswith("not usable"))
     if h["layer"] >= 1 and ((usable and abs(h["patching"]["pos14"]["both"]) >= th["decide_patch"]) or
                             max(drop["crosser"], drop["crossed"]) >= th["decide_drop"]):
         decision.append(h["name"])
@@ -147,4 +150,17 @@ run 1 outfile circuit --model "$M" --out "$TMP/afile"
 one_line outfile "afile"
 run 1 missing circuit --model "$TMP/nope.safetensors"
 one_line missing "nope"
+# an untrained model: patching cannot judge, and its figure and JSON say so
+M0="$TMP/m0.safetensors"
+run 0 train0 train --out "$M0" --steps 0 --d-model 32 --eval-every 0
+run 0 c0 circuit --model "$M0" --out "$TMP/c0" --dpi 72 --format svg,json
+"$PY" - "$TMP/c0" <<'EOF' || fail "untrained: usable"
+import json, os, sys
+d = sys.argv[1]
+r = json.load(open(os.path.join(d, "report.json")))
+p = json.load(open(os.path.join(d, "patching.json")))
+assert r["patching"]["usable"] is False
+assert p["usable"] is False and p["why_not_usable"].startswith("not usable"), p.get("usable")
+assert "not usable: clean and corrupted" in open(os.path.join(d, "patching.svg")).read()
+EOF
 echo "circuit_cli: ok"

@@ -190,14 +190,59 @@ ls "$TMP/fmt" | grep -qE '\.(png|svg)$' && fail "--format json wrote images"
 row=$(grep '^L0 ' "$TMP/fmt.out")
 [ "$(echo "$row" | wc -w)" -eq 8 ] || fail "--position 6: L0 row should have 7 items: $row"
 echo "$row" | grep -q 'street:' || fail "--position 6: row should end at street: $row"
-run 0 paper inspect --model "$M" --sentence "$TIRED" --out "$TMP/paper" --format png,svg \
-    --dpi 72 --width 7 --font-size 10 --cmap greys --range auto --annotate --only L0H0
-check_folder "$TMP/paper"
+# a width that cannot hold every label (and every value) at the font size asked:
+# one line naming the width that fits; then that width (a page) works
+run 1 narrow inspect --model "$M" --sentence "$TIRED" --out "$TMP/narrow" --format png,svg \
+    --dpi 72 --width 6 --font-size 10 --cmap greys --range auto --annotate --only L0H0
+one_line narrow "cannot show every label in 6.00 in at 10 pt: it needs [0-9.]* in; HINT: --width"
+run 0 paper inspect --model "$M" --sentence "$TIRED" --out "$TMP/paper" --format png,svg,pdf \
+    --dpi 72 --width page --font-size 10 --cmap greys --range auto --annotate --only L0H0
+check_folder "$TMP/paper" L0H0.pdf attention_grid.pdf dla.pdf
 pngcheck -v "$TMP/paper/L0H0.png" | grep -q 'pHYs' || fail "--dpi: no pHYs chunk"
+grep -q 'width="6.75' "$TMP/paper/L0H0.svg" || fail "--width page: the SVG is not 6.75 in wide"
+pdfinfo "$TMP/paper/L0H0.pdf" | grep -q 'Page size: *486 x' || fail "--width page: PDF not 486 pt wide"
+
+# the figures papers show: the tired / wet pair and its difference, cropped
+# positions, the query row strip, no titles
+run 0 pair inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/pair" \
+    --positions 2:11 --no-title --format svg,json
+check_folder "$TMP/pair" pair_L1_mean.svg diff_L1_mean.svg query_row.svg pair_L0_mean.json
+"$PY" - "$TMP/pair" <<'EOF' || fail "pair: numbers"
+import json, os, sys
+d = sys.argv[1]
+p = json.load(open(os.path.join(d, "pair_L1_mean.json")))
+toks = p["tokens"]
+assert toks == ["did", "not", "cross", "the", "street", "because", "it", "was", "too", "tired/wet"], toks
+assert p["first_position"] == 2
+a, b = p["attention"]
+q = json.load(open(os.path.join(d, "diff_L1_mean.json")))
+for i in range(10):
+    for j in range(10):
+        v = q["values"][i][j]
+        if j > i:
+            assert v is None
+        else:
+            assert abs(v - (b[i][j] - a[i][j])) < 1e-5, (i, j, v)
+r = json.load(open(os.path.join(d, "query_row.json")))
+assert r["shape"] == [8, 15], r["shape"]
+for f in os.listdir(d):
+    if f.endswith(".svg"):
+        assert 'class="title"' not in open(os.path.join(d, f)).read(), f
+EOF
+run 1 pairlen inspect --model "$M" --sentence "$TIRED" --sentence "the animal was tired" --out "$TMP/e0"
+one_line pairlen "same number"
 
 # case folding: a note, exit 0
 run 0 fold inspect --model "$M" --sentence "The Animal did not cross the street because it was too tired, so the" --out "$TMP/fold" --format json
 one_line fold 'lower case'
+
+# over the figure caps (33 heads): what fits is drawn, the rest is JSON with a note, exit 0
+M33="$TMP/m33.safetensors"
+run 0 train33 train --out "$M33" --layers 1 --heads 33 --d-head 2 --d-mlp 0 --steps 2 --eval-every 0
+run 0 over inspect --model "$M33" --sentence "the animal" --out "$TMP/over" --format png,json
+check_folder "$TMP/over" attention_grid.json L0H32.png
+[ ! -e "$TMP/over/attention_grid.png" ] || fail "over the caps: drew the grid"
+grep -q 'attention_grid.*over the figure caps' "$TMP/over.err" || fail "over the caps: no note"
 
 # user errors: exit 1, one line naming the problem, nothing written
 run 1 unknown inspect --model "$M" --sentence "the zebra did not cross" --out "$TMP/e1"

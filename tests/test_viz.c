@@ -26,6 +26,7 @@
 
 #include "viz/viz.h"
 #include "viz/viz_internal.h"
+#include "viz_check.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
@@ -35,29 +36,6 @@ static const char *TOKS[18] = {"the", "animal", "did", "not", "cross", "the",
                                ",", "so", "the", "animal", "waited", "."};
 #define T18 18
 
-static char *tmp_path(const char *name)
-{
-    const char *dir = getenv("HS_TEST_TMP");
-    if (dir == NULL || dir[0] == '\0') dir = "/tmp";
-    mkdir(dir, 0777);
-    char *p = hs_path_join(dir, name);
-    assert_non_null(p);
-    return p;
-}
-
-static int run(const char *cmd)
-{
-    int r = system(cmd);
-    return r == -1 ? -1 : WEXITSTATUS(r);
-}
-
-static void need_tool(const char *tool)
-{
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "command -v %s >/dev/null 2>&1", tool);
-    if (run(cmd) != 0) fail_msg("%s is not installed; it is required by this test", tool);
-}
-
 /* pngcheck must pass on every PNG the tests write. */
 static void assert_pngcheck(const char *path)
 {
@@ -65,47 +43,6 @@ static void assert_pngcheck(const char *path)
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "pngcheck -q '%s' >/dev/null 2>&1", path);
     if (run(cmd) != 0) fail_msg("pngcheck fails on %s", path);
-}
-
-typedef struct {
-    unsigned char *rgb;
-    int w, h;
-    png_uint_32 ppm_x, ppm_y;
-    int unit;
-} image;
-
-static void read_png(const char *path, image *im)
-{
-    memset(im, 0, sizeof *im);
-    FILE *fp = fopen(path, "rb");
-    if (!fp) fail_msg("cannot open %s", path);
-    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
-    png_infop info = png_create_info_struct(png);
-    assert_non_null(png);
-    assert_non_null(info);
-    if (setjmp(png_jmpbuf(png))) {
-        fclose(fp);
-        fail_msg("libpng cannot read %s", path);
-    }
-    png_init_io(png, fp);
-    png_read_info(png, info);
-    im->w = (int)png_get_image_width(png, info);
-    im->h = (int)png_get_image_height(png, info);
-    assert_int_equal(png_get_color_type(png, info), PNG_COLOR_TYPE_RGB);
-    assert_int_equal(png_get_bit_depth(png, info), 8);
-    assert_true(png_get_pHYs(png, info, &im->ppm_x, &im->ppm_y, &im->unit) != 0);
-    im->rgb = malloc((size_t)im->w * (size_t)im->h * 3);
-    assert_non_null(im->rgb);
-    for (int y = 0; y < im->h; y++) png_read_row(png, im->rgb + (size_t)y * (size_t)im->w * 3, NULL);
-    png_read_end(png, NULL);
-    png_destroy_read_struct(&png, &info, NULL);
-    fclose(fp);
-}
-
-static const unsigned char *px(const image *im, int x, int y)
-{
-    assert_true(x >= 0 && y >= 0 && x < im->w && y < im->h);
-    return im->rgb + ((size_t)y * (size_t)im->w + (size_t)x) * 3;
 }
 
 static void assert_rgb(const unsigned char *got, const unsigned char *want, const char *what)
@@ -137,12 +74,6 @@ static long ink_in_box(const image *im, int x, int y, int w, int h)
     return n;
 }
 
-static size_t count_role(const hs_viz_figure *f, vz_role role)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < f->n_texts; i++) n += f->texts[i].role == role;
-    return n;
-}
 
 /* A causal pattern with known values: row i puts 1 - 0.05 i on source 0
  * (or 1.0 on row 0) and the rest evenly on sources 1..i; masked cells hold 0. */

@@ -21,6 +21,7 @@
 
 #include "viz/viz.h"
 #include "viz/viz_internal.h"
+#include "viz_check.h"
 
 #define MAXT 64
 
@@ -40,73 +41,6 @@ static void make_labels(size_t T, int len_max)
     }
 }
 
-static int overlap(int ax, int ay, int aw, int ah, int bx, int by, int bw, int bh)
-{
-    return ax < bx + bw && bx < ax + aw && ay < by + bh && by < ay + ah;
-}
-
-static void check_geometry(const hs_viz_figure *f, const char *what)
-{
-    int W = f->width, H = f->height;
-    if (W < 1 || H < 1 || W > HS_VIZ_MAX_PX || H > HS_VIZ_MAX_PX)
-        fail_msg("%s: canvas %d x %d out of range", what, W, H);
-    /* a label's box is its ink (what a reader sees), from the shaped glyphs */
-    for (size_t i = 0; i < f->n_texts; i++) {
-        const vz_text *a = &f->texts[i];
-        if (a->ix < 0 || a->iy < 0 || a->ix + a->iw > W || a->iy + a->ih > H)
-            fail_msg("%s: label '%s' box (%d,%d %dx%d) leaves the %dx%d canvas", what, a->s, a->ix,
-                     a->iy, a->iw, a->ih, W, H);
-        if (a->px * 72.0 / f->dpi < 6.0 - 1e-9 && a->role != VZ_T_ANNOT)
-            fail_msg("%s: label '%s' is %.2f pt, under 6 pt", what, a->s, a->px * 72.0 / f->dpi);
-        for (size_t j = i + 1; j < f->n_texts; j++) {
-            const vz_text *b = &f->texts[j];
-            if (overlap(a->ix, a->iy, a->iw, a->ih, b->ix, b->iy, b->iw, b->ih))
-                fail_msg("%s: labels '%s' (%d,%d %dx%d) and '%s' (%d,%d %dx%d) overlap", what,
-                         a->s, a->ix, a->iy, a->iw, a->ih, b->s, b->ix, b->iy, b->iw, b->ih);
-        }
-    }
-    /* label boxes vs heatmap panels (union box of each panel's cells) */
-    int np = 0;
-    for (size_t k = 0; k < f->n_rects; k++)
-        if (f->rects[k].panel + 1 > np) np = f->rects[k].panel + 1;
-    for (int p = 0; p < np; p++) {
-        int x0 = 1 << 30, y0 = 1 << 30, x1 = -1, y1 = -1;
-        for (size_t k = 0; k < f->n_rects; k++) {
-            const vz_rect *r = &f->rects[k];
-            if (r->panel != p) continue;
-            if (r->x < x0) x0 = r->x;
-            if (r->y < y0) y0 = r->y;
-            if (r->x + r->w > x1) x1 = r->x + r->w;
-            if (r->y + r->h > y1) y1 = r->y + r->h;
-        }
-        for (size_t i = 0; i < f->n_texts; i++) {
-            const vz_text *a = &f->texts[i];
-            if (a->role == VZ_T_ANNOT) continue;
-            if (overlap(a->ix, a->iy, a->iw, a->ih, x0, y0, x1 - x0, y1 - y0))
-                fail_msg("%s: label '%s' covers heatmap panel %d", what, a->s, p);
-        }
-    }
-    /* annotations stay inside their cell */
-    for (size_t i = 0; i < f->n_texts; i++) {
-        const vz_text *a = &f->texts[i];
-        if (a->role != VZ_T_ANNOT) continue;
-        int inside = 0;
-        for (size_t k = 0; k < f->n_rects && !inside; k++) {
-            const vz_rect *r = &f->rects[k];
-            if (r->kind == VZ_R_CELL && a->ix >= r->x && a->iy >= r->y &&
-                a->ix + a->iw <= r->x + r->w && a->iy + a->ih <= r->y + r->h)
-                inside = 1;
-        }
-        if (!inside) fail_msg("%s: value '%s' is not inside a cell", what, a->s);
-    }
-}
-
-static size_t count_role(const hs_viz_figure *f, vz_role role)
-{
-    size_t n = 0;
-    for (size_t i = 0; i < f->n_texts; i++) n += f->texts[i].role == role;
-    return n;
-}
 
 static float *causal(size_t n_panels, size_t T)
 {

@@ -60,6 +60,11 @@ for k in "QKV":
             else:
                 assert v is not None and 0 <= s <= 1, (k, a, r, s)
                 assert abs(v - (s - b)) < 1e-5, (k, a, r, v, s, b)
+# Q, K and V share one colour scale: the largest |score - baseline| of the three
+comp = [json.load(open(os.path.join(d, "composition_%s.json" % k))) for k in "QKV"]
+lim = max(abs(v) for j in comp for row in j["values"] for v in row if v is not None)
+for j in comp:
+    assert abs(j["shared_color_limit"] - lim) < 1e-6, (j["shared_color_limit"], lim)
 # virtual weights: norms are the products' Frobenius norms
 vw = json.load(open(os.path.join(d, "virtual_weights.json")))
 assert vw["shape"] == [(L - 1) * H, 3 * (L - 1) * H]

@@ -2,15 +2,18 @@
  * viz/viz.h -- figures, data files and terminal rows for headscope.
  *
  * Owns: turning plain arrays + labels + titles into
- *   - PNG images (libpng; text with FreeType and DejaVu Sans; viridis or a
- *     diverging blue-white-red colour map; dpi recorded in the pHYs chunk),
- *   - SVG images of the same figures (vector cells, text as <text>),
+ *   - figures as PNG (drawn by cairo, encoded by libpng with the dpi in pHYs),
+ *     PDF (cairo; the font embedded as a subset) and SVG (written here: text
+ *     as <text>, a <g id> per panel, the colour bar as one gradient), all
+ *     three from one display list, so they show the same picture. Text is
+ *     DejaVu Sans shaped by HarfBuzz (kerning on) and every output draws the
+ *     glyph positions the layout measured;
  *   - JSON (cJSON) holding every number behind a figure, with tokens, shapes
  *     and titles; attention in the shape CircuitsVis' attention_heads() takes,
  *   - the chapter's terminal rows (`L0  the:0.00 animal:0.70 ...`).
- * May call: common/common.h (status, errors, atomic writes), libpng, FreeType,
- * fontconfig, cJSON, libc. It never sees a model: it does not include
- * model/, probe/ or tasks/.
+ * May call: common/common.h (status, errors, atomic writes, text), cairo,
+ * HarfBuzz, libpng, fontconfig, cJSON, libc. It never sees a model: it does
+ * not include model/, probe/ or tasks/.
  *
  * Numbering (DESIGN.md): layers, heads and positions count from 0.
  *
@@ -19,22 +22,27 @@
  * Every array is row-major float32 and is only read.
  *
  * Figures are built in two steps: a pure step lays the figure out into an
- * hs_viz_figure (a list of rectangles and text items in pixel units at the
- * chosen dpi), then an edge step writes it as PNG or SVG (or rasterises it
- * into an RGB buffer in memory). One figure object can be written in both
- * formats; the PNG and the SVG have the same geometry.
+ * hs_viz_figure (a display list of rectangles, gradients, hatched cells and
+ * shaped text runs in groups, in pixel units at the chosen dpi), then an edge
+ * step writes it as PNG, PDF or SVG (or rasterises it into an RGB buffer).
+ *
+ * Width is a promise (hs_viz_options.width_in): the canvas is exactly that
+ * wide (to a pixel) and shows every token label, header and annotation asked
+ * for; labels are never thinned, dropped or shrunk below font_min_pt. When
+ * they cannot fit, the call fails with one line naming the width that fits
+ * (and the largest font size that fits the width asked). With width_in = 0 a
+ * single panel or bar chart is a column wide (HS_VIZ_COLUMN_IN) and a grid a
+ * page (HS_VIZ_PAGE_IN), wider only when its labels need it, up to
+ * HS_VIZ_GRID_MAX_IN. No printed text is under font_min_pt except the values
+ * written in cells (0.8 x the label size).
  *
  * Caps (documented limits; inputs beyond them get HS_ERR_INPUT):
  *   tokens per axis 1..HS_VIZ_MAX_TOKENS, layers 1..HS_VIZ_MAX_LAYERS,
  *   heads 1..HS_VIZ_MAX_HEADS, bars 1..HS_VIZ_MAX_BARS. Labels are UTF-8;
  *   labels longer than HS_VIZ_MAX_LABEL code points are shortened to
  *   HS_VIZ_MAX_LABEL - 1 code points plus "…" in figures (JSON keeps them
- *   whole). A figure grows with its tokens and heads: a single pattern's
- *   cells are never smaller than one label line, so every token is labelled;
- *   a grid grows until HS_VIZ_GRID_MAX_IN inches wide/tall, beyond which its
- *   cells shrink and token labels are thinned to every k-th token so they
- *   never overlap. Grids label only their outer axes (tokens on the left
- *   column and the bottom row; L<l> row and H<h> column headers).
+ *   whole). Grids label their outer axes (every token on the left column and
+ *   under every panel of the bottom row; L<l> row and H<h> column headers).
  *   A canvas is at most HS_VIZ_MAX_PX pixels on a side.
  *
  * Errors: every function returns hs_status (HS_OK = 0) and, on failure,
@@ -57,7 +65,7 @@
 #define HS_VIZ_MAX_HEADS 32
 #define HS_VIZ_MAX_BARS 256
 #define HS_VIZ_MAX_LABEL 24   /* code points shown in a figure label */
-#define HS_VIZ_GRID_MAX_IN 24.0 /* inches: grid growth cap per side */
+#define HS_VIZ_GRID_MAX_IN 24.0 /* inches: the widest figure (asked or grown to) */
 #define HS_VIZ_MAX_PX 16384   /* pixels: canvas cap per side */
 #define HS_VIZ_COLUMN_IN 3.25 /* inches: one column of a two-column paper */
 #define HS_VIZ_PAGE_IN 6.75   /* inches: the text width of a page */
@@ -95,15 +103,18 @@ typedef struct {
                               0 or >= font_pt = font_pt only. Default 6 */
     const char *value_label; /* the quantity (and unit) the colour bar shows, e.g. "logit";
                               NULL = "attention weight" for attention figures, none otherwise */
+    int highlight_row;     /* attention figures: a frame around this destination row (the
+                              query position) in every panel; -1 (default) = none */
     const char *note;      /* one line under the title in dark red, e.g. why the numbers are
                               not usable; NULL = none */
     hs_viz_cmap cmap;      /* colour map; DEFAULT picks per figure kind */
     hs_viz_range range;    /* FIXED or AUTO, see hs_viz_range */
     double vmin, vmax;     /* the FIXED range; defaults 0 and 1 */
     int annotate;          /* nonzero: write each cell's value in the cell (%.2f;
-                              signed %.2g); grids skip it when cells are too small */
+                              signed %.2g); cells grow to hold them (part of the width promise) */
     int causal_mask;       /* attention figures: nonzero (default) draws src > dest
-                              as masked (light lilac, HS_VIZ_MASK_RGB), not as a value */
+                              as masked (light lilac HS_VIZ_MASK_RGB with dark hatching, so
+                              grey print tells it from every value), with a legend swatch */
     const char *font_path; /* TrueType font; NULL = $HS_FONT, then fontconfig's
                               "DejaVu Sans", then /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf */
 } hs_viz_options;
@@ -179,7 +190,7 @@ hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, si
                                const char *title, const char *xlabel, const char *ylabel,
                                const hs_viz_options *opt, hs_error *err);
 
-/* As hs_viz_signed_figure, with masked cells: mask [R, C], nonzero = not
+/* As hs_viz_signed_figure, with masked cells: mask [R, C] (NULL = none), nonzero = not
  * reported (e.g. a composition score of a within-layer pair); those cells are
  * drawn like causally masked attention (HS_VIZ_MASK_RGB, "masked" legend swatch) and
  * their values are ignored (may be NaN); they do not count for the AUTO range. */
@@ -199,7 +210,7 @@ hs_status hs_viz_matrix_figure(hs_viz_figure **out, const float *m, size_t R, si
                                const char *const *row_labels, const char *const *col_labels,
                                const char *title, const char *xlabel, const char *ylabel,
                                const hs_viz_options *opt, hs_error *err);
-/* As hs_viz_matrix_figure with masked cells (mask [R, C], nonzero = not
+/* As hs_viz_matrix_figure with masked cells (mask [R, C] or NULL, nonzero = not
  * reported), drawn and handled as in hs_viz_signed_figure_masked. */
 hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
                                       const unsigned char *mask, size_t R, size_t C,
@@ -212,7 +223,10 @@ hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
  * attribution). values: [N], labels: N component names ("embed", "L0H1",
  * "mlp0", ...) on the left; positive bars point right in red, negative left
  * in blue, each with its value at its end (one number of decimals per chart:
- * 3 significant digits for the largest |value|, 0..4 decimals); a zero line; x ticks.
+ * 3 significant digits for the largest |value|, 0..4 decimals; scientific
+ * notation when the largest |value| is below 1e-3 or from 1e5); a zero line;
+ * x ticks as many as fit without meeting. The axis is fitted to the data
+ * (rounded out to a tick); an explicit FIXED [vmin, vmax] widens it, never clips.
  * xlabel: axis title (units), may be NULL. Errors as above (N in 1..HS_VIZ_MAX_BARS). */
 hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
                              const char *const *labels, const char *title, const char *xlabel,
@@ -233,9 +247,14 @@ hs_status hs_viz_figure_rgb(const hs_viz_figure *f, unsigned char **rgb, size_t 
 hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_error *err);
 
 /* The figure as an SVG document: *svg = malloc'd NUL-terminated text (caller
- * frees), *len its length. Cells are <rect>s, each label one <text>
- * (class "xtick", "ytick", "title", "header", "cbar", "axis", "annot",
- * "label", "value"), XML-escaped. Errors: HS_ERR_NOMEM. */
+ * frees), *len its length. <title> (the figure's title) and <desc>; one <g>
+ * per group with its id ("panel" or the grid's "L1H0" ..., "labels", "axes",
+ * "colorbar", "legend", "title"); cells are <rect class="cell"|"masked"
+ * data-panel data-row data-col>, masked ones filled with one hatch <pattern>;
+ * the colour bar is one <rect> filled with one <linearGradient> (256 stops of
+ * the map); each label one <text> (class "xtick", "ytick", "title",
+ * "header", "cbar", "axis", "annot", "label", "value"), XML-escaped.
+ * Errors: HS_ERR_NOMEM. */
 hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_error *err);
 
 /* Appends s to b as XML 1.0 character data or attribute value: & < > " ' as

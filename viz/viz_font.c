@@ -159,6 +159,7 @@ hs_status vz_font_shape(vz_font *f, const char *s, double px, vz_run *run)
         run->g[i].id = gi[i].codepoint;
         run->g[i].x = (pen + gp[i].x_offset) * k;
         run->g[i].y = -gp[i].y_offset * k;
+        run->g[i].cluster = gi[i].cluster;
         hb_glyph_extents_t e;
         if (hb_font_get_glyph_extents(f->font, gi[i].codepoint, &e) && e.width != 0) {
             double x0 = pen + gp[i].x_offset + e.x_bearing, x1 = x0 + e.width;

@@ -54,6 +54,7 @@ typedef struct {
 typedef struct {
     uint32_t id;
     double x, y;
+    uint32_t cluster; /* byte offset in the string of the text this glyph shows */
 } vz_glyph;
 
 /* A shaped string (HarfBuzz, kerning on): glyphs, the advance width and the
@@ -109,6 +110,7 @@ typedef struct {
     int pad, margin, lw;   /* spacing, line width */
     int group;             /* group of the items added next */
     struct vz_fit_s *fit;  /* the width promise's record (see fit_width); NULL = none */
+    int attention;         /* an attention figure (the query row may be highlighted) */
 } vz_ctx;
 
 /* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about `target` of

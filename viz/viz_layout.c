@@ -86,6 +86,7 @@ void hs_viz_options_default(hs_viz_options *o)
     o->vmax = 1.0;
     o->annotate = 0;
     o->causal_mask = 1;
+    o->highlight_row = -1;
     o->font_path = NULL;
 }
 
@@ -344,7 +345,11 @@ static void short_exp(char *buf)
  * neighbouring ticks apart. */
 static void fmt_tick(char *buf, size_t n, double v, const vz_ticks *t)
 {
-    if (t->sci && v != 0.0) {
+    if (t->sci && v == 0.0) {
+        snprintf(buf, n, "0");
+        return;
+    }
+    if (t->sci) {
         int dig = (int)floor(log10(fabs(v))) - (int)floor(log10(t->step) + 1e-9);
         if (dig < 0) dig = 0;
         if (dig > 6) dig = 6;
@@ -385,7 +390,9 @@ typedef struct {
 static void scale_ticks(const vz_scale *sc, double min_gap, vz_scale_ticks *out)
 {
     vz_ticks tk;
-    nice_ticks(sc->vmin, sc->vmax, 5, &tk);
+    /* about one tick per min_gap of the scale, at most 5 */
+    int target = min_gap > 0 ? (int)floor(1.0 / min_gap) : 5;
+    nice_ticks(sc->vmin, sc->vmax, target < 1 ? 1 : target > 5 ? 5 : target, &tk);
     double span = sc->vmax - sc->vmin;
     out->n = 0;
     out->v[out->n] = sc->vmin;
@@ -416,7 +423,7 @@ static hs_status add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x
     int len = vertical ? bh : bw, tl = (int)lround(c->fpx * 0.3);
     vz_scale_ticks tk;
     /* labels need their line (vertical) or about 4 em (horizontal) between them */
-    double gap = (vertical ? 1.1 * c->lh : 4.5 * c->fpx) / (len > 1 ? len : 1);
+    double gap = (vertical ? 1.2 * c->lh : 4.5 * c->fpx) / (len > 1 ? len : 1);
     scale_ticks(sc, gap, &tk);
     int mx = x + bw + c->lw, my = y + bh + c->lw;
     for (int i = 0; i < tk.n && !s; i++) {
@@ -520,6 +527,15 @@ static hs_status add_heatmap(vz_ctx *c, const float *data, const unsigned char *
         }
     }
     if (!s) s = add_frame(c, x0, y0, (int)C * cell, (int)R * cell, FRAME);
+    if (!s && c->attention && c->o.highlight_row >= 0 && (size_t)c->o.highlight_row < R) {
+        /* the query row: a frame of twice the line width, red-orange (no colour map has it) */
+        static const unsigned char HILITE[3] = {0xff, 0x45, 0x00};
+        int lw = c->lw, y = y0 + c->o.highlight_row * cell, w = (int)C * cell;
+        s = add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, HILITE, VZ_R_PLAIN, -1, -1, -1);
+        if (!s) s = add_rect(c, x0 - 2 * lw, y + cell, w + 4 * lw, 2 * lw, HILITE, VZ_R_PLAIN, -1, -1, -1);
+        if (!s) s = add_rect(c, x0 - 2 * lw, y, 2 * lw, cell, HILITE, VZ_R_PLAIN, -1, -1, -1);
+        if (!s) s = add_rect(c, x0 + w, y, 2 * lw, cell, HILITE, VZ_R_PLAIN, -1, -1, -1);
+    }
     return s;
 }
 
@@ -545,39 +561,105 @@ static void free_labels(char **shown, size_t n)
 }
 
 
-/* The title, centred over a canvas W px wide, in its own group. */
-static hs_status add_title(vz_ctx *c, const char *title, int W)
+/* s broken at spaces into lines no wider than maxw px at size px (a word
+ * wider than that stays whole on its line). Calls fn(arg, line, width) per
+ * line; returns the number of lines, or -1 on OOM. */
+static int wrap_lines(vz_ctx *c, const char *s, double px, int maxw,
+                      hs_status (*fn)(vz_ctx *, void *, const char *, int), void *arg)
 {
-    hs_status s = begin_group(c, "title");
-    int y = c->margin;
-    if (!s && title && title[0]) {
-        int w = text_len(c, title, c->tpx);
-        s = add_text(c, title, c->tpx, 0, (W - w) / 2, y, VZ_A_MIDDLE, VZ_T_TITLE, BLACK);
-        y += c->tlh + c->pad;
-        if (!s && !c->f->title && !(c->f->title = hs_strdup(title))) s = HS_ERR_NOMEM;
+    hs_buf line = {0}, cand = {0};
+    int n = 0;
+    const char *p = s;
+    while (*p) {
+        while (*p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ' ') e++;
+        if (e == p) break;
+        cand.len = 0;
+        if (line.len) hs_buf_printf(&cand, "%s %.*s", line.s, (int)(e - p), p);
+        else hs_buf_printf(&cand, "%.*s", (int)(e - p), p);
+        if (cand.oom) break;
+        if (line.len && text_len(c, cand.s, px) > maxw) {
+            if (fn && fn(c, arg, line.s, text_len(c, line.s, px))) break;
+            n++;
+            line.len = 0;
+            hs_buf_printf(&line, "%.*s", (int)(e - p), p);
+        } else {
+            line.len = 0;
+            hs_buf_puts(&line, cand.s);
+        }
+        p = e;
     }
-    if (!s && c->o.note && c->o.note[0]) {
-        static const unsigned char NOTE[3] = {0xb0, 0x10, 0x10};
-        int w = text_len(c, c->o.note, c->fpx);
-        s = add_text(c, c->o.note, c->fpx, 0, (W - w) / 2, y, VZ_A_MIDDLE, VZ_T_LABEL, NOTE);
+    int ok = !line.oom && !cand.oom && *p == '\0';
+    if (ok && line.len) {
+        if (fn && fn(c, arg, line.s, text_len(c, line.s, px))) ok = 0;
+        else n++;
     }
+    hs_buf_free(&line);
+    hs_buf_free(&cand);
+    return ok ? n : -1;
+}
+
+typedef struct {
+    int W, y, widest;
+    double px;
+    vz_role role;
+    const unsigned char *rgb;
+    int line_h;
+} vz_title_pen;
+
+static hs_status title_line(vz_ctx *c, void *arg, const char *line, int w)
+{
+    vz_title_pen *t = arg;
+    hs_status s = HS_OK;
+    if (t->W > 0)
+        s = add_text(c, line, t->px, 0, (t->W - w) / 2, t->y, VZ_A_MIDDLE, t->role, t->rgb);
+    t->y += t->line_h;
+    t->widest = imax(t->widest, w);
     return s;
 }
 
-/* Height (px) of the title block (title line, note line) and its width. */
+static const unsigned char NOTE_RGB[3] = {0xb0, 0x10, 0x10};
+
+/* Lays out (W > 0: adds) the title block: the title (1.2x, wrapped to the
+ * target width) and the note (dark red, wrapped). Returns its height; *w gets
+ * its widest line. */
+static int title_lines(vz_ctx *c, const char *title, int W, int *w, hs_status *st)
+{
+    int maxw = (int)lround(c->o.width_in * c->o.dpi) - 2 * c->margin;
+    vz_title_pen t = {W, c->margin, 0, c->tpx, VZ_T_TITLE, BLACK, c->tlh};
+    *st = HS_OK;
+    if (title && title[0] && wrap_lines(c, title, c->tpx, maxw, title_line, &t) < 0)
+        *st = HS_ERR_NOMEM;
+    if (t.y > c->margin) t.y += c->pad;
+    int y_note = t.y;
+    t.px = c->fpx;
+    t.role = VZ_T_LABEL;
+    t.rgb = NOTE_RGB;
+    t.line_h = c->lh;
+    if (!*st && c->o.note && c->o.note[0] && wrap_lines(c, c->o.note, c->fpx, maxw, title_line, &t) < 0)
+        *st = HS_ERR_NOMEM;
+    if (t.y > y_note) t.y += c->pad;
+    *w = t.widest;
+    return t.y - c->margin;
+}
+
+/* The title block, centred over a canvas W px wide, in its own group. */
+static hs_status add_title(vz_ctx *c, const char *title, int W)
+{
+    hs_status s = begin_group(c, "title");
+    int w;
+    if (!s) title_lines(c, title, W, &w, &s);
+    if (!s && title && title[0] && !c->f->title && !(c->f->title = hs_strdup(title)))
+        s = HS_ERR_NOMEM;
+    return s;
+}
+
+/* Height (px) of the title block and its widest line. */
 static int title_block(vz_ctx *c, const char *title, int *w)
 {
-    int h = 0;
-    *w = 0;
-    if (title && title[0]) {
-        h += c->tlh + c->pad;
-        *w = text_len(c, title, c->tpx);
-    }
-    if (c->o.note && c->o.note[0]) {
-        h += c->lh + c->pad;
-        *w = imax(*w, text_len(c, c->o.note, c->fpx));
-    }
-    return h;
+    hs_status st;
+    return title_lines(c, title, 0, w, &st);
 }
 
 /* A grid panel's group id: row header + column header ("L1H0"), or "L<l>H<h>"
@@ -708,8 +790,8 @@ static hs_status fit_width(hs_viz_figure **out, vz_build build, const void *args
         }
         s = hs_fail(err, HS_ERR_INPUT,
                     "%s needs %.2f in to show every label at %g pt, over the %g in cap; "
-                    "HINT: fewer tokens or heads, or --font-size %g", what,
-                    need_min / o.dpi, fmin, HS_VIZ_GRID_MAX_IN, fmin > 4 ? 4.0 : fmin);
+                    "HINT: fewer tokens or heads, or --positions A:B", what,
+                    ceil(need_min / o.dpi * 100.0 - 1e-9) / 100.0, fmin, HS_VIZ_GRID_MAX_IN);
         goto done;
     }
     /* the largest font size that fits the width asked, for the hint */
@@ -723,10 +805,10 @@ static hs_status fit_width(hs_viz_figure **out, vz_build build, const void *args
     }
     char hint[96] = "";
     if (fits > 0) snprintf(hint, sizeof hint, " or --font-size %g", fits);
+    double need_in = ceil(need_min / o.dpi * 100.0 - 1e-9) / 100.0; /* rounded up: it fits */
     s = hs_fail(err, HS_ERR_INPUT,
                 "%s cannot show every label in %.2f in at %g pt: it needs %.2f in; "
-                "HINT: --width %.2f%s", what, opt->width_in, fmin, need_min / o.dpi,
-                ceil(need_min / o.dpi * 100.0) / 100.0, hint);
+                "HINT: --width %.2f%s", what, opt->width_in, fmin, need_in, need_in, hint);
 done:
     free(font);
     return s;
@@ -884,7 +966,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     }
     bottom = imax(bottom, top + cbh + lh / 2 + lh % 2);
     int W = imax(right + m, title_w + 2 * m);
-    if (!s && title_w) s = add_title(c, hs->title, W);
+    if (!s && title_h) s = add_title(c, hs->title, W);
     int H = bottom + m;
     if (s) goto done;
     s = finish(c, W, H, out, err);
@@ -910,6 +992,7 @@ static hs_status build_attention(hs_viz_figure **out, const void *args, const hs
     hs_status s = ctx_init(&c, o, err);
     if (s) return s;
     c.fit = fit;
+    c.attention = 1;
     vz_scale sc;
     s = attention_scale(&c, a->pattern, 1, a->T, &sc, err);
     if (!s) {
@@ -1103,6 +1186,7 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
     hs_status s = ctx_init(&c, opt, err);
     if (s) return s;
     c.fit = fit;
+    c.attention = 1;
     vz_scale sc;
     s = attention_scale(&c, patterns, L * H, T, &sc, err);
     if (s) { hs_viz_figure_destroy(c.f); return s; }
@@ -1215,7 +1299,7 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
         bottom = imax(bottom, lb);
     }
     int W = imax(right + m, title_w + 2 * m);
-    if (!s && title_w) s = add_title(&c, title, W);
+    if (!s && title_h) s = add_title(&c, title, W);
     if (s) goto done;
     s = finish(&c, W, bottom + m, out, err);
 done:
@@ -1261,7 +1345,9 @@ hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns,
 /* A bar's value label: fixed decimals (dec), or scientific when sci. */
 static void fmt_bar(char *buf, size_t n, double v, int dec, int sci)
 {
-    if (sci) {
+    if (sci && v == 0.0) {
+        snprintf(buf, n, "0");
+    } else if (sci) {
         snprintf(buf, n, "%+.2e", v);
         short_exp(buf);
     } else {
@@ -1406,7 +1492,7 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
         right = imax(right, ax0 + PW / 2 - xlab_w / 2 + xlab_w);
     }
     int W = imax(right + m, title_w + 2 * m);
-    if (!s && title_w) s = add_title(&c, title, W);
+    if (!s && title_h) s = add_title(&c, title, W);
     if (s) goto done;
     s = finish(&c, W, bottom + m, out, err);
 done:

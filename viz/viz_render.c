@@ -67,18 +67,35 @@ static void draw_masked(cairo_t *cr, const vz_rect *r)
     cairo_restore(cr);
 }
 
+/* Draws t's shaped glyphs with the text they show (clusters from HarfBuzz),
+ * so a PDF's text extracts as the string even through ligatures ("fi"). */
 static void draw_text(cairo_t *cr, const hs_viz_figure *f, const vz_text *t)
 {
-    if (t->run.n == 0) return;
-    cairo_glyph_t stackg[64], *g = stackg;
-    if (t->run.n > 64) {
-        g = malloc(t->run.n * sizeof *g);
-        if (!g) return;
+    size_t n = t->run.n;
+    if (n == 0) return;
+    cairo_glyph_t *g = malloc(n * sizeof *g);
+    cairo_text_cluster_t *cl = malloc(n * sizeof *cl);
+    if (!g || !cl) {
+        free(g);
+        free(cl);
+        return;
     }
-    for (size_t i = 0; i < t->run.n; i++) {
+    int len = (int)strlen(t->s), ncl = 0;
+    for (size_t i = 0; i < n; i++) {
         g[i].index = t->run.g[i].id;
         g[i].x = t->run.g[i].x;
         g[i].y = t->run.g[i].y;
+        if (i == 0 || t->run.g[i].cluster != t->run.g[i - 1].cluster) {
+            cl[ncl].num_glyphs = 0;
+            cl[ncl++].num_bytes = 0;
+        }
+        cl[ncl - 1].num_glyphs++;
+    }
+    /* bytes of each cluster: up to the next cluster's start (left-to-right text) */
+    for (int c = 0, i = 0; c < ncl; i += cl[c++].num_glyphs) {
+        uint32_t start = t->run.g[i].cluster;
+        uint32_t end = c + 1 < ncl ? t->run.g[i + cl[c].num_glyphs].cluster : (uint32_t)len;
+        cl[c].num_bytes = end > start ? (int)(end - start) : 0;
     }
     int asc = vz_font_ascender(f->font, t->px);
     cairo_save(cr);
@@ -91,9 +108,16 @@ static void draw_text(cairo_t *cr, const hs_viz_figure *f, const vz_text *t)
     } else {
         cairo_translate(cr, t->x, t->y + asc);
     }
-    cairo_show_glyphs(cr, g, (int)t->run.n);
+    int bytes = 0, ok = 1;
+    for (int c = 0; c < ncl; c++) {
+        ok &= cl[c].num_bytes > 0;
+        bytes += cl[c].num_bytes;
+    }
+    if (ok && bytes == len) cairo_show_text_glyphs(cr, t->s, len, g, (int)n, cl, ncl, 0);
+    else cairo_show_glyphs(cr, g, (int)n); /* clusters cairo would refuse: glyphs only */
     cairo_restore(cr);
-    if (g != stackg) free(g);
+    free(g);
+    free(cl);
 }
 
 void vz_render(cairo_t *cr, const hs_viz_figure *f)

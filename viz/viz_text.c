@@ -9,31 +9,9 @@
 
 #include "viz/viz_internal.h"
 
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int oom;
-} tbuf;
-
-static void tb_put(tbuf *b, const char *s, size_t n)
+static void put_spaces(hs_buf *b, size_t n)
 {
-    if (b->oom) return;
-    if (b->len + n + 1 > b->cap) {
-        size_t nc = b->cap ? b->cap * 2 : 1024;
-        while (nc < b->len + n + 1) nc *= 2;
-        char *p = realloc(b->buf, nc);
-        if (!p) { b->oom = 1; return; }
-        b->buf = p;
-        b->cap = nc;
-    }
-    memcpy(b->buf + b->len, s, n);
-    b->len += n;
-    b->buf[b->len] = '\0';
-}
-
-static void tb_spaces(tbuf *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) tb_put(b, " ", 1);
+    for (size_t i = 0; i < n; i++) hs_buf_append(b, " ", 1);
 }
 
 hs_status hs_viz_rows_format(char **text, size_t *len, const float *rows, size_t n_rows,
@@ -69,11 +47,11 @@ hs_status hs_viz_rows_format(char **text, size_t *len, const float *rows, size_t
     }
     size_t indent = lab_w + 2;
 
-    tbuf b = {0};
+    hs_buf b = {0};
     for (size_t i = 0; i < n_rows; i++) {
         const char *label = row_labels ? row_labels[i] : (snprintf(lb, sizeof lb, "L%zu", i), lb);
-        tb_put(&b, label, strlen(label));
-        tb_spaces(&b, indent - vz_utf8_len(label));
+        hs_buf_append(&b, label, strlen(label));
+        put_spaces(&b, indent - vz_utf8_len(label));
         size_t col = indent;
         for (size_t j = 0; j < T; j++) {
             double v = rows[i * T + j];
@@ -88,27 +66,26 @@ hs_status hs_viz_rows_format(char **text, size_t *len, const float *rows, size_t
             size_t item = vz_utf8_len(tok) + (size_t)nn;
             if (j > 0) {
                 if (width && col + 1 + item > width) {
-                    tb_put(&b, "\n", 1);
-                    tb_spaces(&b, indent);
+                    hs_buf_append(&b, "\n", 1);
+                    put_spaces(&b, indent);
                     col = indent;
                 } else {
-                    tb_put(&b, " ", 1);
+                    hs_buf_append(&b, " ", 1);
                     col++;
                 }
             }
-            tb_put(&b, tok, strlen(tok));
-            tb_put(&b, num, (size_t)nn);
+            hs_buf_append(&b, tok, strlen(tok));
+            hs_buf_append(&b, num, (size_t)nn);
             free(tok);
             col += item;
         }
-        tb_put(&b, "\n", 1);
+        hs_buf_append(&b, "\n", 1);
     }
-    if (b.oom) {
-        free(b.buf);
-        return hs_fail(err, HS_ERR_NOMEM, "out of memory formatting rows");
-    }
-    *text = b.buf;
-    *len = b.len;
+    size_t n = b.len;
+    char *out = hs_buf_take(&b);
+    if (!out) return hs_fail(err, HS_ERR_NOMEM, "out of memory formatting rows");
+    *text = out;
+    *len = n;
     return HS_OK;
 }
 

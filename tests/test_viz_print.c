@@ -1,0 +1,393 @@
+/*
+ * tests/test_viz_print.c -- figures a paper can use as they are. Every figure
+ * type at --width column (3.25 in) and page (6.75 in), written as PNG, SVG
+ * and PDF: the physical width within 0.01 in in each (pHYs, the SVG width,
+ * the PDF media box by pdfinfo), every token label present (SVG <text>, the
+ * PDF's text by pdftotext), no two label boxes overlapping and no text under
+ * 6 pt (viz_check.h), the PDF's fonts embedded (pdffonts), the PDF rendered
+ * by pdftoppm and the SVG by rsvg-convert against the PNG (mean absolute
+ * difference per channel under PARITY_MAD), the refusal of a width that
+ * cannot hold the labels, and kerning ("To", "AV") against FreeType's
+ * advance plus kerning.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+
+#include "viz_check.h"
+
+#include <ft2build.h>
+#include FT_FREETYPE_H
+
+/* Mean absolute difference per channel (0..255) allowed between the PNG and
+ * another renderer's raster of the PDF or SVG: anti-aliasing of edges and
+ * glyphs differs between rasterisers; a missing label or a wrong colour
+ * moves it by several units. Measured: about 1-3 on these figures. */
+#define PARITY_MAD 6.0
+
+static const char *TOK[12] = {"the", "animal", "did", "not", "cross", "the",
+                              "street", "because", "it", "was", "too", "tired"};
+#define NT 12
+
+static const char *HEADS[16] = {"L0H0", "L0H1", "L0H2", "L0H3", "L1H0", "L1H1",
+                                "L1H2", "L1H3", "embed", "pos_embed", "L0_mlp_out",
+                                "L1_mlp_out", "ln_final.b", "unembed.b_U", "L2H0", "L2H1"};
+
+typedef enum { K_ATTN = 0, K_GRID, K_SIGNED, K_MASKED, K_BARS, K_N } kind;
+static const char *KIND_NAME[K_N] = {"attention", "grid", "signed", "masked", "bars"};
+
+static void causal_rows(float *p, size_t n_panels, size_t T)
+{
+    for (size_t k = 0; k < n_panels; k++)
+        for (size_t i = 0; i < T; i++)
+            for (size_t j = 0; j < T; j++)
+                p[(k * T + i) * T + j] = j > i ? 0.0f : (float)((i + j + k) % 5 + 1) / (float)(5 * (i + 1));
+}
+
+/* The figure of kind k at width_in; its labels in *labels / *n. */
+static hs_status make(kind k, double width_in, hs_viz_figure **f, const char *const **labels,
+                      size_t *n, hs_error *err)
+{
+    static float buf[8 * NT * NT];
+    static unsigned char mask[NT * NT];
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.width_in = width_in;
+    o.dpi = 200;
+    *labels = TOK;
+    *n = NT;
+    switch (k) {
+    case K_ATTN:
+        causal_rows(buf, 1, NT);
+        return hs_viz_attention_figure(f, buf, NT, TOK, "L1H0 \xc2\xb7 blocks.1.attn.hook_pattern",
+                                       &o, err);
+    case K_GRID:
+        causal_rows(buf, 8, NT);
+        return hs_viz_grid_figure(f, buf, 2, 4, NT, TOK, "attention patterns of every head", &o,
+                                  err);
+    case K_SIGNED:
+        for (size_t i = 0; i < 8 * NT; i++) buf[i] = (float)((int)(i * 37 % 23) - 11) * 0.013f;
+        *labels = HEADS;
+        *n = 8;
+        o.range = HS_VIZ_RANGE_AUTO;
+        o.value_label = "composition score - baseline";
+        return hs_viz_signed_figure(f, buf, 8, NT, HEADS, TOK, "Q-composition", "receiver",
+                                    "sender", &o, err);
+    case K_MASKED:
+        for (size_t i = 0; i < 8; i++)
+            for (size_t j = 0; j < 8; j++) {
+                mask[i * 8 + j] = j <= i;
+                buf[i * 8 + j] = mask[i * 8 + j] ? NAN : (float)(i + 2 * j) * 0.1f;
+            }
+        *labels = HEADS;
+        *n = 8;
+        o.range = HS_VIZ_RANGE_AUTO;
+        return hs_viz_matrix_figure_masked(f, buf, mask, 8, 8, HEADS, HEADS, "virtual weights",
+                                           "receiver", "sender", &o, err);
+    default:
+        /* magnitudes that need scientific notation */
+        for (size_t i = 0; i < 14; i++) buf[i] = (float)((int)(i * 7 % 11) - 3) * 1.3e-6f;
+        *labels = HEADS;
+        *n = 14;
+        o.range = HS_VIZ_RANGE_AUTO;
+        return hs_viz_bars_figure(f, buf, 14, HEADS, "direct logit attribution", "logit", &o, err);
+    }
+}
+
+static char *slurp(const char *cmd)
+{
+    FILE *p = popen(cmd, "r");
+    if (!p) fail_msg("cannot run %s", cmd);
+    hs_buf b = {0};
+    char chunk[4096];
+    size_t r;
+    while ((r = fread(chunk, 1, sizeof chunk, p)) > 0) hs_buf_append(&b, chunk, r);
+    if (pclose(p) != 0) fail_msg("%s failed", cmd);
+    char *s = hs_buf_take(&b);
+    assert_non_null(s);
+    return s;
+}
+
+/* Mean absolute difference per channel between two RGB PNGs of one size. */
+static double mad(const char *a, const char *b)
+{
+    image x, y;
+    read_png(a, &x);
+    read_png(b, &y);
+    /* a renderer may round a page's size up by one pixel */
+    if (abs(x.w - y.w) > 1 || abs(x.h - y.h) > 1)
+        fail_msg("%s is %dx%d, %s is %dx%d", a, x.w, x.h, b, y.w, y.h);
+    int w = x.w < y.w ? x.w : y.w, h = x.h < y.h ? x.h : y.h;
+    double s = 0;
+    for (int r = 0; r < h; r++)
+        for (int c = 0; c < w * 3; c++)
+            s += abs((int)x.rgb[((size_t)r * (size_t)x.w) * 3 + (size_t)c] -
+                     (int)y.rgb[((size_t)r * (size_t)y.w) * 3 + (size_t)c]);
+    free(x.rgb);
+    free(y.rgb);
+    return s / ((double)w * h * 3);
+}
+
+/* Converts a renderer's RGBA/grey output to an 8-bit RGB PNG with pHYs (for read_png). */
+static void to_rgb_png(const char *in, const char *out, double dpi)
+{
+    /* read with libpng as RGBA/RGB, flatten on white, write through viz */
+    FILE *fp = fopen(in, "rb");
+    if (!fp) fail_msg("cannot open %s", in);
+    png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, NULL, NULL, NULL);
+    png_infop info = png_create_info_struct(png);
+    if (setjmp(png_jmpbuf(png))) fail_msg("libpng cannot read %s", in);
+    png_init_io(png, fp);
+    png_read_info(png, info);
+    png_set_expand(png);
+    png_set_strip_16(png);
+    png_set_gray_to_rgb(png);
+    png_read_update_info(png, info);
+    int w = (int)png_get_image_width(png, info), h = (int)png_get_image_height(png, info);
+    int ch = png_get_channels(png, info);
+    unsigned char *row = malloc((size_t)w * (size_t)ch), *rgb = malloc((size_t)w * (size_t)h * 3);
+    assert_non_null(row);
+    assert_non_null(rgb);
+    for (int y = 0; y < h; y++) {
+        png_read_row(png, row, NULL);
+        for (int x = 0; x < w; x++) {
+            unsigned a = ch == 4 ? row[x * 4 + 3] : 255;
+            for (int c = 0; c < 3; c++)
+                rgb[((size_t)y * (size_t)w + (size_t)x) * 3 + (size_t)c] =
+                    (unsigned char)((row[x * ch + c] * a + 255u * (255u - a) + 127u) / 255u);
+        }
+    }
+    png_destroy_read_struct(&png, &info, NULL);
+    fclose(fp);
+    hs_error err = {0};
+    if (vz_png_write_rgb(out, rgb, w, h, dpi, NULL, &err) != HS_OK) fail_msg("%s", err.msg);
+    free(row);
+    free(rgb);
+}
+
+/* Writes f as PNG, SVG and PDF and checks what a paper needs of each. */
+static void check_outputs(const hs_viz_figure *f, const char *stem, double width_in,
+                          const char *const *labels, size_t n, int parity)
+{
+    char name[128], *png, *svgp, *pdf;
+    snprintf(name, sizeof name, "%s.png", stem);
+    png = tmp_path(name);
+    snprintf(name, sizeof name, "%s.svg", stem);
+    svgp = tmp_path(name);
+    snprintf(name, sizeof name, "%s.pdf", stem);
+    pdf = tmp_path(name);
+    hs_error err = {0};
+    if (hs_viz_figure_write_png(f, png, &err) || hs_viz_figure_write_svg(f, svgp, &err) ||
+        hs_viz_figure_write_pdf(f, pdf, &err))
+        fail_msg("%s: %s", stem, err.msg);
+    check_geometry(f, stem);
+
+    /* PNG: pHYs */
+    image im;
+    read_png(png, &im);
+    double w_png = im.w / (im.ppm_x * 0.0254);
+    if (fabs(w_png - width_in) > 0.01) fail_msg("%s.png is %.4f in wide, not %.2f", stem, w_png, width_in);
+    free(im.rgb);
+
+    /* SVG: width attribute, one <text> per label */
+    char *svg = NULL;
+    size_t len;
+    assert_int_equal(hs_viz_figure_svg(f, &svg, &len, &err), HS_OK);
+    const char *wa = strstr(svg, "width=\"");
+    assert_non_null(wa);
+    double w_svg = strtod(wa + 7, NULL);
+    if (fabs(w_svg - width_in) > 0.01) fail_msg("%s.svg is %.4f in wide, not %.2f", stem, w_svg, width_in);
+    for (size_t i = 0; i < n; i++) {
+        char needle[64];
+        snprintf(needle, sizeof needle, ">%s</text>", labels[i]);
+        if (!strstr(svg, needle)) fail_msg("%s.svg has no <text> '%s'", stem, labels[i]);
+    }
+    assert_non_null(strstr(svg, "<title>"));
+    assert_non_null(strstr(svg, "<desc>"));
+    free(svg);
+
+    /* PDF: media box, embedded fonts, every label in its text */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "pdfinfo '%s'", pdf);
+    char *info = slurp(cmd);
+    const char *ps = strstr(info, "Page size:");
+    assert_non_null(ps);
+    double wpt = strtod(ps + 10, NULL);
+    if (fabs(wpt / 72.0 - width_in) > 0.01)
+        fail_msg("%s.pdf media box is %.4f in wide, not %.2f", stem, wpt / 72.0, width_in);
+    free(info);
+    snprintf(cmd, sizeof cmd, "pdffonts '%s' | tail -n +3", pdf);
+    char *fonts = slurp(cmd);
+    if (fonts[0] == '\0') fail_msg("%s.pdf lists no font", stem);
+    for (char *line = fonts; *line;) {
+        char *e = strchr(line, '\n');
+        if (e) *e = '\0';
+        if (line[0] && !strstr(line, " yes yes ")) fail_msg("%s.pdf: font not embedded as a subset: %s", stem, line);
+        if (!e) break;
+        line = e + 1;
+    }
+    free(fonts);
+    snprintf(cmd, sizeof cmd, "pdftotext -raw '%s' -", pdf);
+    char *text = slurp(cmd);
+    for (size_t i = 0; i < n; i++)
+        if (!strstr(text, labels[i])) fail_msg("%s.pdf has no text '%s'", stem, labels[i]);
+    free(text);
+
+    if (parity) {
+        /* the PDF (pdftoppm) and the SVG (rsvg-convert) show the PNG's picture */
+        char *a = tmp_path("parity_pdf"), *b = tmp_path("parity_pdf.png"), *c = tmp_path("parity_svg.png");
+        char *a2 = tmp_path("parity_pdf_rgb.png"), *c2 = tmp_path("parity_svg_rgb.png");
+        double dpi = f->dpi;
+        snprintf(cmd, sizeof cmd, "pdftoppm -r %g -singlefile -png '%s' '%s'", dpi, pdf, a);
+        if (run(cmd) != 0) fail_msg("%s failed", cmd);
+        snprintf(cmd, sizeof cmd, "rsvg-convert -d %g -p %g -b white '%s' -o '%s'", dpi, dpi, svgp, c);
+        if (run(cmd) != 0) fail_msg("%s failed", cmd);
+        to_rgb_png(b, a2, dpi);
+        to_rgb_png(c, c2, dpi);
+        double m1 = mad(png, a2), m2 = mad(png, c2);
+        print_message("%s: mean |PNG - pdftoppm| = %.3f, |PNG - rsvg| = %.3f (of 255)\n", stem, m1, m2);
+        if (m1 > PARITY_MAD) fail_msg("%s: PDF differs from the PNG by %.2f per channel", stem, m1);
+        if (m2 > PARITY_MAD) fail_msg("%s: SVG differs from the PNG by %.2f per channel", stem, m2);
+        free(a);
+        free(b);
+        free(c);
+        free(a2);
+        free(c2);
+    }
+    free(png);
+    free(svgp);
+    free(pdf);
+}
+
+static void every_figure_at_column_and_page_width(void **state)
+{
+    (void)state;
+    need_tool("pdfinfo");
+    need_tool("pdffonts");
+    need_tool("pdftotext");
+    need_tool("pdftoppm");
+    need_tool("rsvg-convert");
+    static const double W[2] = {HS_VIZ_COLUMN_IN, HS_VIZ_PAGE_IN};
+    for (int k = 0; k < K_N; k++)
+        for (int w = 0; w < 2; w++) {
+            hs_viz_figure *f = NULL;
+            const char *const *labels;
+            size_t n;
+            hs_error err = {0};
+            hs_status s = make((kind)k, W[w], &f, &labels, &n, &err);
+            char stem[64];
+            snprintf(stem, sizeof stem, "print_%s_%s", KIND_NAME[k], w ? "page" : "column");
+            if (k == K_GRID && w == 0) {
+                /* 2 x 4 panels of 12 tokens cannot be labelled in a column at 6 pt */
+                assert_int_equal(s, HS_ERR_INPUT);
+                assert_null(f);
+                assert_non_null(strstr(err.msg, "cannot show every label in 3.25 in"));
+                assert_non_null(strstr(err.msg, "HINT: --width "));
+                continue;
+            }
+            if (s != HS_OK) fail_msg("%s: %s", stem, err.msg);
+            check_outputs(f, stem, W[w], labels, n, w == 0 || k == K_GRID);
+            hs_viz_figure_destroy(f);
+        }
+}
+
+static void refusal_names_the_width_and_the_font_size_that_fit(void **state)
+{
+    (void)state;
+    float p[8 * NT * NT];
+    causal_rows(p, 8, NT);
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.width_in = 4.0;
+    o.font_pt = 8.0;
+    o.font_min_pt = 0; /* the user fixed the size: no smaller font */
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_grid_figure(&f, p, 2, 4, NT, TOK, NULL, &o, &err), HS_ERR_INPUT);
+    assert_null(f);
+    /* "attention grid cannot show every label in 4.00 in at 8 pt: it needs X in;
+        HINT: --width X or --font-size Y" */
+    const char *nd = strstr(err.msg, "it needs ");
+    assert_non_null(nd);
+    double need = strtod(nd + 9, NULL);
+    const char *fs = strstr(err.msg, "--font-size ");
+    assert_non_null(fs);
+    double font = strtod(fs + 12, NULL);
+    assert_null(strchr(err.msg, '\n'));
+    /* both are true: the width named fits at 8 pt, the font named fits 4 in */
+    o.width_in = ceil(need * 100.0) / 100.0;
+    if (hs_viz_grid_figure(&f, p, 2, 4, NT, TOK, NULL, &o, &err) != HS_OK) fail_msg("%s", err.msg);
+    assert_int_equal(f->width, (int)lround(o.width_in * o.dpi));
+    hs_viz_figure_destroy(f);
+    o.width_in = 4.0;
+    o.font_pt = font;
+    if (hs_viz_grid_figure(&f, p, 2, 4, NT, TOK, NULL, &o, &err) != HS_OK) fail_msg("%s", err.msg);
+    assert_int_equal(f->width, (int)lround(4.0 * o.dpi));
+    assert_true(count_role(f, VZ_T_XTICK) == 4 * NT);
+    hs_viz_figure_destroy(f);
+    /* and half a point more does not fit */
+    o.font_pt = font + 0.5;
+    assert_int_equal(hs_viz_grid_figure(&f, p, 2, 4, NT, TOK, NULL, &o, &err), HS_ERR_INPUT);
+}
+
+/* FreeType's advance plus kerning of s (two glyphs) at px, unhinted, in px. */
+static double ft_width(FT_Face face, const char *s, double px)
+{
+    FT_Set_Char_Size(face, 0, (FT_F26Dot6)lround(px * 64), 72, 72);
+    FT_UInt g0 = FT_Get_Char_Index(face, (FT_ULong)s[0]), g1 = FT_Get_Char_Index(face, (FT_ULong)s[1]);
+    double w = 0;
+    FT_Load_Glyph(face, g0, FT_LOAD_NO_HINTING);
+    w += face->glyph->linearHoriAdvance / 65536.0;
+    FT_Load_Glyph(face, g1, FT_LOAD_NO_HINTING);
+    w += face->glyph->linearHoriAdvance / 65536.0;
+    FT_Vector k;
+    FT_Get_Kerning(face, g0, g1, FT_KERNING_UNSCALED, &k);
+    return w + k.x * px / face->units_per_EM;
+}
+
+static void text_is_kerned_like_freetype(void **state)
+{
+    (void)state;
+    char *path = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_font_path(NULL, &path, &err), HS_OK);
+    vz_font *font = NULL;
+    assert_int_equal(vz_font_open(&font, path, &err), HS_OK);
+    FT_Library lib;
+    FT_Face face;
+    assert_int_equal(FT_Init_FreeType(&lib), 0);
+    assert_int_equal(FT_New_Face(lib, path, 0, &face), 0);
+    assert_true(FT_HAS_KERNING(face));
+    static const char *PAIRS[2] = {"To", "AV"};
+    static const double PX[2] = {33.0, 100.0};
+    for (int i = 0; i < 2; i++)
+        for (int k = 0; k < 2; k++) {
+            vz_run r;
+            assert_int_equal(vz_font_shape(font, PAIRS[i], PX[k], &r), HS_OK);
+            assert_int_equal(r.n, 2);
+            double want = ft_width(face, PAIRS[i], PX[k]);
+            double unkerned = 0;
+            FT_Vector z;
+            FT_Get_Kerning(face, FT_Get_Char_Index(face, (FT_ULong)PAIRS[i][0]),
+                           FT_Get_Char_Index(face, (FT_ULong)PAIRS[i][1]), FT_KERNING_UNSCALED, &z);
+            unkerned = want - z.x * PX[k] / face->units_per_EM;
+            print_message("%s at %g px: shaped %.2f, FreeType %.2f (unkerned %.2f)\n", PAIRS[i],
+                          PX[k], r.adv, want, unkerned);
+            assert_true(fabs(r.adv - want) <= 1.0);
+            assert_true(unkerned - r.adv >= 2.0); /* the pair really closes up */
+            vz_run_free(&r);
+        }
+    FT_Done_Face(face);
+    FT_Done_FreeType(lib);
+    vz_font_close(font);
+    free(path);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_figure_at_column_and_page_width),
+        cmocka_unit_test(refusal_names_the_width_and_the_font_size_that_fit),
+        cmocka_unit_test(text_is_kerned_like_freetype),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
