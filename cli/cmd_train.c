@@ -585,7 +585,6 @@ int cmd_train(int argc, char **argv)
         }
     }
 
-    cli_say_threads(C, to.threads);
     if (tt.ind)
         fprintf(stderr, "task induction, split seed %llu: %d symbols, context %d, segment %d..%d, gap %d..%d; "
                         "%d held-out sequences (their segments never trained on)\n",
@@ -650,6 +649,7 @@ int cmd_train(int argc, char **argv)
     if (tt.ind && isfinite(sc.last_seg_loss)) printf(" (segment loss %.3f)", sc.last_seg_loss);
     if (sc.first_full_step > 0) printf(" (first 100%% at step %d)", sc.first_full_step);
     printf("\nwrote %s\n", out);
+    cli_say_threads(C, to.threads);
     rc = 0;
     goto done;
 fail:

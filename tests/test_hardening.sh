@@ -47,7 +47,8 @@ one_line dataset "^headscope train: --dataset .*/notes.txt already exists; use -
 [ ! -e "$TMP/new.safetensors" ] || fail "dataset: refused, yet --out was written"
 run 0 force train --out "$TMP/keep.safetensors" --force --steps 1 --seed 5 "${SMALL[@]}"
 cmp -s "$TMP/keep.before" "$TMP/keep.safetensors" && fail "force: --force did not replace the file"
-"$HS" train --help | grep -q -- "--force .*replace --out" || fail "train --help does not describe --force"
+help=$("$HS" train --help)
+echo "$help" | grep -q -- "--force .*replace --out" || fail "train --help does not describe --force"
 echo "ok: train refuses an existing --out/--dataset unless --force"
 
 # "1 step"; no held-out accuracy before the first evaluation
