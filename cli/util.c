@@ -13,20 +13,41 @@
 
 #include <cjson/cJSON.h>
 
+/* Prints "headscope CMD: MSG" with every character that could change how the
+ * line displays shown as <U+XXXX> (hs_buf_put_visible): messages may quote
+ * what the user typed or a checkpoint holds. */
+static void print_visible(const char *cmd, const char *msg, const char *tail)
+{
+    hs_buf b = {0};
+    hs_buf_put_visible(&b, msg);
+    fprintf(stderr, "headscope %s: %s%s\n", cmd, b.s && !b.oom ? b.s : "(out of memory)", tail);
+    hs_buf_free(&b);
+}
+
 int cli_error(const char *cmd, const hs_error *err)
 {
-    fprintf(stderr, "headscope %s: %s\n", cmd, err->msg);
+    print_visible(cmd, err->msg, "");
     return 1;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "headscope %s: ", cmd);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (try: headscope %s --help)\n", cmd);
+    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    if (msg) {
+        char tail[96];
+        va_start(ap, fmt);
+        vsnprintf(msg, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        snprintf(tail, sizeof tail, " (try: headscope %s --help)", cmd);
+        print_visible(cmd, msg, tail);
+    } else {
+        fprintf(stderr, "headscope %s: out of memory\n", cmd);
+    }
+    free(msg);
     return 2;
 }
 

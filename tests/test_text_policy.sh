@@ -141,4 +141,13 @@ one_line typo "unknown word 'anmial' at position 1; nearest vocabulary word: 'an
 run 1 far inspect --model "$M" --sentence "the zebra did not cross" --out "$TMP/far"
 grep -q nearest "$TMP/far.err" && fail "far: suggested a word for 'zebra': $(cat "$TMP/far.err")"
 echo "ok: unknown-word messages name the code point, the byte and the nearest word"
+# messages quoting what the user typed show format/bidi characters escaped too
+RLO=$(printf '\xe2\x80\xae')
+run 2 only_bidi inspect --model "$M" --sentence "the cat" --only "L1${RLO}H0"
+one_line only_bidi "not 'L1<U+202E>H0' (try: headscope inspect --help)$"
+terminal_clean "$TMP/only_bidi.err" || fail "only_bidi: raw character in the message"
+run 1 model_bidi inspect --model "$TMP/a${RLO}b" --sentence "the cat"
+one_line model_bidi "cannot open .*/a<U+202E>b: No such file or directory$"
+terminal_clean "$TMP/model_bidi.err" || fail "model_bidi: raw character in the message"
+echo "ok: messages quoting user input escape format/bidi characters"
 echo "text policy: all classes pass"
