@@ -88,12 +88,56 @@ static void float_format_is_shortest_round_trip(void **state)
     assert_true(hs_f32_shortest(1e-5f) == 1e-05);
 }
 
+/* The text policy's classes (docs/DESIGN.md): one code point per row. */
+static void code_points_fall_in_their_classes(void **state)
+{
+    (void)state;
+    static const struct { uint32_t cp; hs_cp_class c; } rows[] = {
+        {'a', HS_CP_PLAIN},         {0x00E9, HS_CP_PLAIN},      {0x6F22, HS_CP_PLAIN},
+        {0x0007, HS_CP_CONTROL},    {0x007F, HS_CP_CONTROL},    {0x0085, HS_CP_CONTROL},
+        {0xFFFE, HS_CP_NONCHAR},    {0xFDD0, HS_CP_NONCHAR},    {0x10FFFF, HS_CP_NONCHAR},
+        {0xE000, HS_CP_PRIVATE},    {0xF0000, HS_CP_PRIVATE},   {0x10FFFD, HS_CP_PRIVATE},
+        {0x200B, HS_CP_FORMAT},     {0x202E, HS_CP_FORMAT},     {0x2066, HS_CP_FORMAT},
+        {0xFEFF, HS_CP_FORMAT},     {0x00AD, HS_CP_FORMAT},     {0xE0001, HS_CP_FORMAT},
+        {0x00A0, HS_CP_SPACE},      {0x2028, HS_CP_SPACE},      {0x3000, HS_CP_SPACE},
+        {0x00A1, HS_CP_PLAIN},      {0xFFFD, HS_CP_PLAIN},      {0x1F600, HS_CP_PLAIN},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (hs_cp_classify(rows[i].cp) != rows[i].c)
+            fail_msg("U+%04X: class %d, expected %d", (unsigned)rows[i].cp,
+                     (int)hs_cp_classify(rows[i].cp), (int)rows[i].c);
+    }
+}
+
+static void visible_text_escapes_what_changes_a_line(void **state)
+{
+    (void)state;
+    char *v = hs_visible_dup("a b\tc\xe2\x80\xae" "d\xef\xbf\xbe" "e\xc3\xa9\xff" "f\xee\x80\x80");
+    assert_string_equal(v, "a b<U+0009>c<U+202E>d<U+FFFE>e\xc3\xa9<0xFF>f<U+E000>");
+    free(v);
+    v = hs_visible_dup("");
+    assert_string_equal(v, "");
+    free(v);
+}
+
+/* Published FNV-1a 64 vectors (draft-eastlake-fnv, test suite). */
+static void fnv1a64_matches_the_published_vectors(void **state)
+{
+    (void)state;
+    assert_true(hs_fnv1a64("", 0) == 0xcbf29ce484222325ull);
+    assert_true(hs_fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull);
+    assert_true(hs_fnv1a64("foobar", 6) == 0x85944171f73967e8ull);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(buf_grows_past_any_fixed_size),
         cmocka_unit_test(utf8_decoder_follows_rfc3629),
         cmocka_unit_test(float_format_is_shortest_round_trip),
+        cmocka_unit_test(code_points_fall_in_their_classes),
+        cmocka_unit_test(visible_text_escapes_what_changes_a_line),
+        cmocka_unit_test(fnv1a64_matches_the_published_vectors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

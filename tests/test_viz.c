@@ -751,10 +751,23 @@ static void writes_are_atomic_and_unwritable_paths_fail_clearly(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* The one XML escaping: entities, and U+FFFD for what XML 1.0 refuses. */
+static void xml_escape_keeps_any_label_well_formed(void **state)
+{
+    (void)state;
+    hs_buf b = {0};
+    assert_int_equal(hs_viz_xml_escape(&b, "a<&>\"'\x01\xef\xbf\xbe\xc2\x85\xff\t"
+                                           "\xe2\x80\xae\xee\x80\x80z"), 0);
+    assert_string_equal(b.s, "a&lt;&amp;&gt;&quot;&apos;\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"
+                             "\xef\xbf\xbd\t\xe2\x80\xae\xee\x80\x80z");
+    hs_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(viridis_table_has_published_values),
+        cmocka_unit_test(xml_escape_keeps_any_label_well_formed),
         cmocka_unit_test(attention_png_reads_back_with_cells_labels_and_mask),
         cmocka_unit_test(grid_png_shares_one_scale_and_has_headers),
         cmocka_unit_test(signed_png_is_centred_on_zero),
