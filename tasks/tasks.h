@@ -561,8 +561,9 @@ typedef struct {
     int step2_applicable, step2_holds;
     int patch_usable;        /* |ld_clean - ld_corr| (both directions) >= opts.min_ld_gap */
     int route_features;      /* HS_ROUTE_* bits */
-    char route[128];         /* "chapter", "adjective-key + referent-fetch", "none", ... */
-    char step1_reason[512], step2_reason[512], route_reason[1024];
+    /* the verdicts' words, owned (malloc'd, any length; hs_circuit_report_free) */
+    char *route;             /* "chapter", "adjective-key + referent-fetch", "none", ... */
+    char *step1_reason, *step2_reason, *route_reason;
 } hs_circuit_report;
 
 /*
@@ -580,13 +581,14 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
 void hs_circuit_report_free(hs_circuit_report *r);
 
 /*
- * The report as JSON text (pretty-printed, malloc'd, caller frees): every
- * number above, the thresholds, verdicts, heads and roles, held-out accuracy,
- * whether the chapter's pair is held out, the model config. NAN is written
- * as null. model_path may be NULL. HS_ERR_NOMEM.
+ * The report as JSON (*json, caller frees with cJSON_Delete; the one JSON
+ * type modules hand each other): every number above, the thresholds,
+ * verdicts, heads and roles, held-out accuracy, whether the chapter's pair is
+ * held out, the model config. NAN is written as null. model_path may be
+ * NULL. HS_ERR_NOMEM (*json NULL).
  */
 hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_path,
-                                 char **json, hs_error *err);
+                                 cJSON **json, hs_error *err);
 
 /* A readable text summary (malloc'd, caller frees, lines end in '\n').
  * HS_ERR_NOMEM. */
