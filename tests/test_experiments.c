@@ -275,6 +275,38 @@ static void patch_identities_and_batch_independence(void **state)
         for (int k = 0; k < L * H * t; k++) acc[k] += one.ld_pos[HS_PATCH_Z][k];
         hs_patch_report_free(&one);
     }
+    /* the cells left out of the sweeps (the last layer's z at a position no
+     * prompt reads) equal the corrupted LD; and a hand-patched forward there
+     * leaves every read logit bit-identical to the unpatched one */
+    assert_true(b1.ld_pos[HS_PATCH_Z][((size_t)(L - 1) * H + 0) * t + 3] == b1.ld_corr);
+    {
+        hs_acts *a = NULL;
+        hs_hooks *hk = NULL;
+        hs_cache cl = {0};
+        assert_int_equal(hs_acts_create(&g_m->cfg, n, t, 0, &a, &err), HS_OK);
+        assert_int_equal(hs_hooks_create(&hk, &err), HS_OK);
+        const char *f[] = {"blocks.*.attn.hook_z"};
+        assert_int_equal(hs_run_with_cache(g_m, a, src, n, t, f, 1, NULL, &cl, &err), HS_OK);
+        float *plain = malloc((size_t)n * g_m->cfg.d_vocab * sizeof *plain);
+        assert_int_equal(hs_run_with_hooks(g_m, a, dst, n, t, NULL, &err), HS_OK);
+        for (int i = 0; i < n; i++)
+            memcpy(plain + (size_t)i * g_m->cfg.d_vocab, a->logits + ((size_t)i * t + Q) * g_m->cfg.d_vocab,
+                   (size_t)g_m->cfg.d_vocab * sizeof *plain);
+        for (int h = 0; h < H; h++)
+            for (int p = 0; p < Q; p++) {
+                hs_hooks_clear(hk);
+                assert_int_equal(hs_hooks_add_patch_head(hk, &cl, (hs_head){L - 1, h}, p, &err), HS_OK);
+                assert_int_equal(hs_run_with_hooks(g_m, a, dst, n, t, hk, &err), HS_OK);
+                for (int i = 0; i < n; i++)
+                    assert_memory_equal(plain + (size_t)i * g_m->cfg.d_vocab,
+                                        a->logits + ((size_t)i * t + Q) * g_m->cfg.d_vocab,
+                                        (size_t)g_m->cfg.d_vocab * sizeof *plain);
+            }
+        free(plain);
+        hs_cache_free(&cl);
+        hs_hooks_destroy(hk);
+        hs_acts_destroy(a);
+    }
     for (int k = 0; k < L * H * t; k++)
         if (!(acc[k] / n == b1.ld_pos[HS_PATCH_Z][k]))
             fail_msg("cell %d: one at a time %.17g, batched %.17g", k, acc[k] / n, b1.ld_pos[HS_PATCH_Z][k]);
