@@ -1029,4 +1029,34 @@ void hs_timeline_point_free(hs_timeline_point *p);
  * < 0: decrease), NaN pairs skipped; -1 when n < 2 or none is finite. */
 int hs_timeline_jump(const double *y, int n, int sign);
 
+/* The logit lens (tasks/experiments.c): the model's output head
+ * (hs_final_logits: the final norm with statistics recomputed from each
+ * residual, not the final layer's cached scale; then W_U, b_U) applied to the
+ * residual stream at L + 1 points: blocks.l.hook_resid_pre for l = 0..L-1,
+ * then blocks.{L-1}.hook_resid_post (whose lens is the model's own logits). */
+typedef struct {
+    int L, n, t, V;
+    int n_points;          /* L + 1 */
+    int has_answer, has_wrong;
+    double *p_answer;      /* (n_points) mean softmax probability of the answer at each prompt's position */
+    double *logit_answer;  /* (n_points) mean logit of the answer there */
+    double *acc;           /* (n_points) fraction of prompts whose top-1 there is the answer */
+    double *ld;            /* (n_points) mean logit(answer) - logit(wrong) (has_wrong) */
+    double *p_final;       /* (n_points, t) mean probability the lens gives, at each position, to
+                            * the model's own top-1 token there */
+    int *top1;             /* (n_points, t) the lens's top-1 token id of the first prompt */
+} hs_lens_report;
+
+/* The lens over the prompts of p (answer/wrong optional), on the engine.
+ * HS_ERR_INPUT for an empty set. Free with hs_lens_report_free. */
+hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_lens_report *out,
+                      hs_error *err);
+void hs_lens_report_free(hs_lens_report *r);
+/* Name of lens point k ("blocks.0.hook_resid_pre", ..., "blocks.1.hook_resid_post") into buf. */
+void hs_lens_point_name(const hs_lens_report *r, int k, char *buf, size_t cap);
+/* As JSON (every array above, with point names; caller frees with cJSON_Delete; NULL on OOM). */
+cJSON *hs_lens_json(const hs_lens_report *r, const hs_vocab *v);
+/* The text summary appended to b. */
+void hs_lens_summary(const hs_lens_report *r, const hs_vocab *v, hs_buf *b);
+
 #endif /* HS_TASKS_H */
