@@ -64,9 +64,9 @@ static int write_figure(const hs_lens_report *r, cli_exp *x)
         ll[K + q] = lab[K + q];
     }
     for (size_t i = 0; i < (size_t)K * T; i++) m[i] = (float)r->p_final[i];
-    rc = cli_out_fig(&fx, 2, "lens_final", m, (size_t)K, (size_t)T, ll, ll + K,
+    rc = cli_out_fig(&fx, CLI_FIG_NONNEG, "lens_final", m, (size_t)K, (size_t)T, ll, ll + K,
                      "logit lens: probability of the model's final prediction", "position (first prompt's tokens)",
-                     "residual stream", 1.0,
+                     "residual stream", 1.0, "probability", NULL,
                      "the probability the logit lens at each point gives to the model's own top-1 token at each "
                      "position, averaged over the prompts [point][position]");
 done:
@@ -78,15 +78,10 @@ done:
 
 int cmd_lens(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_DATA, O_SENT, O_OUT, O_JSON, O_THREADS, O_HELP };
-    static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
-                                         {"data", required_argument, 0, O_DATA},
-                                         {"sentence", required_argument, 0, O_SENT},
-                                         {"out", required_argument, 0, O_OUT},
-                                         {"json", no_argument, 0, O_JSON},
-                                         {"threads", required_argument, 0, O_THREADS},
-                                         {"help", no_argument, 0, O_HELP},
-                                         CLI_FIGOPTS_LONGOPTS,
+    enum { O_HELP = 256 };
+    static const struct option opts[] = {{"help", no_argument, 0, O_HELP},
+                                         CLI_EXP_SENTENCE_LONGOPT,
+                                         CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "lens";
     int c;
@@ -100,25 +95,12 @@ int cmd_lens(int argc, char **argv)
             fputs(LENS_HELP, stdout);
             fputs(CLI_FIGOPTS_HELP, stdout);
             return 0;
-        case O_MODEL: x.model = optarg; break;
-        case O_DATA: x.data = optarg; break;
-        case O_SENT: x.sentence = optarg; break;
-        case O_OUT: x.out = optarg; break;
-        case O_JSON: x.json = 1; break;
-        case O_THREADS:
-            if (cli_parse_threads(C, optarg, &x.threads)) return 2;
+        default:
+            if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
             break;
-        default: {
-            int fr = cli_figopts_parse(C, c, optarg, &x.fo);
-            if (fr == 0) break;
-            if (fr > 0) return fr;
-            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
         }
     }
-    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
-    if (!x.model) return cli_usage_error(C, "--model FILE is required");
-    if (!x.data == !x.sentence) return cli_usage_error(C, "give one of --data FILE or --sentence S");
+    if (cli_exp_check(&x, argc, argv, 1)) return 2;
     hs_error err = {0};
     int rc = 1;
     cJSON *j = NULL;
