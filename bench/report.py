@@ -185,6 +185,10 @@ def main():
                         "set, summary on stdout (process)"),
         "circuit_out": dict(lat(W("circuit_out.time")) or {}, what="headscope circuit --out DIR "
                             "(+ report.json and every figure)"),
+        "patch_z": dict(lat(W("patch_z.time")) or {}, what="headscope patch --acts z over circuit's 192 "
+                        "held-out pairs: every head at every position and at all positions (128 sweeps)"),
+        "heads": dict(lat(W("heads.time")) or {}, what="headscope heads over the same 192 prompts "
+                      "(previous-token, duplicate-token, induction, first-noun)"),
         "grid_png": {"what": "2x4 attention grid to PNG, in process (bench_viz: layout + rasterise "
                      "+ encode + write)",
                      "runs": int(m.group(1)) if m else None,
@@ -296,6 +300,8 @@ def markdown(d):
     row("`inspect`, 18-token sentence, every default figure (%s files)" % lt["inspect"].get("files"), lt["inspect"])
     row("`circuit`, whole held-out set (summary)", lt["circuit"])
     row("`circuit --out` (+ report.json, figures)", lt["circuit_out"])
+    row("`patch --acts z`, 192 prompts, head x position", lt["patch_z"])
+    row("`heads`, 192 prompts, 4 detectors", lt["heads"])
     g = lt["grid_png"]
     L.append("| 2x4 grid to PNG, %s dpi (in process, median of %s) | %s | | %s |" %
              (f(g["dpi"], "%d"), f(g["runs"], "%d"), f(g["median_ms"]), f((g["process"] or {}).get("peak_rss_mb"))))

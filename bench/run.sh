@@ -150,13 +150,20 @@ rep() {
 }
 M="$WORK/hs.safetensors"
 STAGE="inspect"
-log "latency: inspect, circuit, grid PNG, load, eval ($RUNS runs each)"
+log "latency: inspect, circuit, patch, heads, grid PNG, load, eval ($RUNS runs each)"
 rep inspect "$HS" inspect --model "$M" --sentence "$SENTENCE" --out "$WORK/inspect"
 find "$WORK/inspect" -type f | wc -l > "$WORK/inspect.files"
 STAGE="circuit"
 rep circuit "$HS" circuit --model "$M"
 STAGE="circuit --out"
 rep circuit_out "$HS" circuit --model "$M" --out "$WORK/circuit"
+STAGE="patch"
+# circuit's 192 held-out pairs as a prompt set: patch by head x position
+# (hook_z, every head at every position and at all positions), and heads
+"$PY" "$ROOT/tests/py/winograd_pairs.py" "$WORK/dataset.txt" "$WORK/pairs.jsonl"
+rep patch_z "$HS" patch --model "$M" --data "$WORK/pairs.jsonl" --acts z
+STAGE="heads"
+rep heads "$HS" heads --model "$M" --data "$WORK/pairs.jsonl"
 STAGE="grid PNG"
 rep viz "$BDIR/bench_viz" 1 "$WORK"
 "$BDIR/bench_viz" 21 "$WORK" > "$WORK/viz21.out"

@@ -13,6 +13,7 @@ int cmd_circuit(int argc, char **argv);
 int cmd_weights(int argc, char **argv);
 int cmd_heads(int argc, char **argv);
 int cmd_patch(int argc, char **argv);
+int cmd_lens(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);

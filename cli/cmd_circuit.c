@@ -97,32 +97,21 @@ static const char *const POS_LABELS[HS_CIRC_T] = {"0 the", "1 x", "2 did", "3 no
                                                    "10 too", "11 adj", "12 ,", "13 so", "14 the"};
 
 /* report.json, the figures and index.json. 0 ok, 1 printed. */
-static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char *model)
+static int write_outputs(const hs_circuit_report *r, const cJSON *rep, cli_outdir *od, const char *model)
 {
     const int L = r->L, H = r->H, LH = L * H;
     const cli_fig_ctx x = {od, model, &r->cfg};
     const char *C = od->cmd;
     int rc = 1;
-    char *json = NULL;
-    cJSON *rep = NULL;
     float *m = NULL;
     char (*lab)[48] = NULL;
     const char **rl = NULL, **cl = NULL;
     const size_t n_lab = (size_t)LH * 3 + 16;
-    hs_error err = {0};
     lab = calloc(n_lab, sizeof *lab);
     rl = calloc(n_lab, sizeof *rl);
     cl = calloc(n_lab, sizeof *cl);
     m = calloc((size_t)n_lab * (size_t)(LH > HS_CIRC_T ? LH : HS_CIRC_T) * 4, sizeof *m);
     if (!lab || !rl || !cl || !m) {
-        fprintf(stderr, "headscope %s: out of memory\n", C);
-        goto done;
-    }
-    if (hs_circuit_report_json(r, model, &json, &err) != HS_OK) {
-        cli_error(C, &err);
-        goto done;
-    }
-    if ((rep = cJSON_Parse(json)) == NULL) {
         fprintf(stderr, "headscope %s: out of memory\n", C);
         goto done;
     }
@@ -276,8 +265,6 @@ static int write_outputs(const hs_circuit_report *r, cli_outdir *od, const char 
     }
     rc = 0;
 done:
-    free(json);
-    cJSON_Delete(rep);
     free(m);
     free(lab);
     free(rl);
@@ -392,12 +379,18 @@ int cmd_circuit(int argc, char **argv)
     }
     int rc = 0;
     char *text = NULL;
-    if (json) {
-        if (hs_circuit_report_json(&r, model, &text, &err) != HS_OK) rc = cli_error(C, &err);
+    cJSON *rep = NULL;
+    if (hs_circuit_report_json(&r, model, &rep, &err) != HS_OK) {
+        rc = cli_error(C, &err);
+    } else if (json) {
+        if ((text = cJSON_Print(rep)) == NULL) {
+            fprintf(stderr, "headscope %s: out of memory\n", C);
+            rc = 1;
+        }
     } else if (hs_circuit_summary(&r, &text, &err) != HS_OK) {
         rc = cli_error(C, &err);
     }
-    if (rc == 0 && out && write_outputs(&r, &od, model)) rc = 1;
+    if (rc == 0 && out && write_outputs(&r, rep, &od, model)) rc = 1;
     if (rc == 0) {
         fputs(text, stdout);
         if (json) fputc('\n', stdout);
@@ -411,6 +404,7 @@ int cmd_circuit(int argc, char **argv)
         if (rc == 0) cli_say_threads(C, o.threads);
     }
     free(text);
+    cJSON_Delete(rep);
     cli_outdir_close(&od);
     cli_figopts_free(&fo);
     hs_circuit_report_free(&r);

@@ -99,19 +99,14 @@ done:
 
 int cmd_heads(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_DATA, O_SENT, O_TARGET, O_METRIC, O_EBOS, O_ECUR, O_OUT, O_JSON, O_THREADS, O_HELP };
-    static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
-                                         {"data", required_argument, 0, O_DATA},
-                                         {"sentence", required_argument, 0, O_SENT},
-                                         {"target", required_argument, 0, O_TARGET},
+    enum { O_TARGET = 256, O_METRIC, O_EBOS, O_ECUR, O_HELP };
+    static const struct option opts[] = {{"target", required_argument, 0, O_TARGET},
                                          {"metric", required_argument, 0, O_METRIC},
                                          {"exclude-bos", no_argument, 0, O_EBOS},
                                          {"exclude-current", no_argument, 0, O_ECUR},
-                                         {"out", required_argument, 0, O_OUT},
-                                         {"json", no_argument, 0, O_JSON},
-                                         {"threads", required_argument, 0, O_THREADS},
                                          {"help", no_argument, 0, O_HELP},
-                                         CLI_FIGOPTS_LONGOPTS,
+                                         CLI_EXP_SENTENCE_LONGOPT,
+                                         CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "heads", *target_path = NULL;
     int ebos = 0, ecur = 0, c;
@@ -126,9 +121,6 @@ int cmd_heads(int argc, char **argv)
             fputs(HEADS_HELP, stdout);
             fputs(CLI_FIGOPTS_HELP, stdout);
             return 0;
-        case O_MODEL: x.model = optarg; break;
-        case O_DATA: x.data = optarg; break;
-        case O_SENT: x.sentence = optarg; break;
         case O_TARGET: target_path = optarg; break;
         case O_METRIC:
             if (strcmp(optarg, "mul") == 0) metric = HS_DETECT_MUL;
@@ -137,22 +129,12 @@ int cmd_heads(int argc, char **argv)
             break;
         case O_EBOS: ebos = 1; break;
         case O_ECUR: ecur = 1; break;
-        case O_OUT: x.out = optarg; break;
-        case O_JSON: x.json = 1; break;
-        case O_THREADS:
-            if (cli_parse_threads(C, optarg, &x.threads)) return 2;
+        default:
+            if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
             break;
-        default: {
-            int fr = cli_figopts_parse(C, c, optarg, &x.fo);
-            if (fr == 0) break;
-            if (fr > 0) return fr;
-            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
         }
     }
-    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
-    if (!x.model) return cli_usage_error(C, "--model FILE is required");
-    if (!x.data == !x.sentence) return cli_usage_error(C, "give one of --data FILE or --sentence S");
+    if (cli_exp_check(&x, argc, argv, 1)) return 2;
     hs_error err = {0};
     int rc = 1;
     float *target = NULL;

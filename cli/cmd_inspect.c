@@ -665,25 +665,10 @@ int cmd_inspect(int argc, char **argv)
             goto done;
         }
 
-    /* predictions: softmax at pos, top K */
-    double mx = -INFINITY, Z = 0;
-    for (int i = 0; i < V; i++) mx = logits[i] > mx ? logits[i] : mx;
-    for (int i = 0; i < V; i++) Z += exp((double)logits[i] - mx);
+    /* predictions: softmax at pos, top K (probe: hs_top_k) */
     int order[HS_VIZ_MAX_BARS > 4096 ? HS_VIZ_MAX_BARS : 4096];
-    int K = (int)top;
-    if (K > 4096) K = 4096;
-    int nk = 0;
-    for (int i = 0; i < V; i++) { /* insertion into a sorted top-K list */
-        int j;
-        if (nk < K) j = nk++;
-        else if (logits[i] > logits[order[K - 1]]) j = K - 1;
-        else continue;
-        while (j > 0 && logits[i] > logits[order[j - 1]]) {
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = i;
-    }
+    double prob[sizeof order / sizeof order[0]];
+    const int nk = hs_top_k(logits, V, top > 4096 ? 4096 : (int)top, order, prob);
     int pred = order[0];
 
     insp_ctx x = {model, sentence, cfg, &tok, pos, crop_a >= 0 ? (int)crop_a : 0,
@@ -861,7 +846,7 @@ int cmd_inspect(int argc, char **argv)
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "token", hs_vocab_word(L.vocab, order[i]));
             cJSON_AddNumberToObject(e, "id", order[i]);
-            cJSON_AddNumberToObject(e, "prob", exp((double)logits[order[i]] - mx) / Z);
+            cJSON_AddNumberToObject(e, "prob", prob[i]);
             cJSON_AddNumberToObject(e, "logit", logits[order[i]]);
             cJSON_AddItemToArray(arr, e);
         }
@@ -917,7 +902,7 @@ int cmd_inspect(int argc, char **argv)
     for (int i = 0; i < nk; i++) {
         char *w = hs_visible_dup(hs_vocab_word(L.vocab, order[i]));
         if (!w) { oom(C); goto done; }
-        printf("  %-10s %.4f\n", w, exp((double)logits[order[i]] - mx) / Z);
+        printf("  %-10s %.4f\n", w, prob[i]);
         free(w);
     }
     if (vs_id >= 0) {

@@ -146,15 +146,10 @@ static int parse_acts(const char *C, const char *s, unsigned *acts)
 
 int cmd_patch(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_DATA, O_ACTS, O_OUT, O_JSON, O_THREADS, O_HELP };
-    static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
-                                         {"data", required_argument, 0, O_DATA},
-                                         {"acts", required_argument, 0, O_ACTS},
-                                         {"out", required_argument, 0, O_OUT},
-                                         {"json", no_argument, 0, O_JSON},
-                                         {"threads", required_argument, 0, O_THREADS},
+    enum { O_ACTS = 256, O_HELP };
+    static const struct option opts[] = {{"acts", required_argument, 0, O_ACTS},
                                          {"help", no_argument, 0, O_HELP},
-                                         CLI_FIGOPTS_LONGOPTS,
+                                         CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "patch";
     unsigned acts = 0;
@@ -169,27 +164,15 @@ int cmd_patch(int argc, char **argv)
             fputs(PATCH_HELP, stdout);
             fputs(CLI_FIGOPTS_HELP, stdout);
             return 0;
-        case O_MODEL: x.model = optarg; break;
-        case O_DATA: x.data = optarg; break;
         case O_ACTS:
             if (parse_acts(C, optarg, &acts)) return 2;
             break;
-        case O_OUT: x.out = optarg; break;
-        case O_JSON: x.json = 1; break;
-        case O_THREADS:
-            if (cli_parse_threads(C, optarg, &x.threads)) return 2;
+        default:
+            if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
             break;
-        default: {
-            int fr = cli_figopts_parse(C, c, optarg, &x.fo);
-            if (fr == 0) break;
-            if (fr > 0) return fr;
-            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
-        }
         }
     }
-    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
-    if (!x.model) return cli_usage_error(C, "--model FILE is required");
-    if (!x.data) return cli_usage_error(C, "--data FILE is required (a JSONL prompt set)");
+    if (cli_exp_check(&x, argc, argv, 0)) return 2;
     hs_error err = {0};
     int rc = 1;
     cJSON *j = NULL;

@@ -139,3 +139,30 @@ void cli_exp_close(cli_exp *x)
     cli_loaded_free(&x->Ld);
     cli_figopts_free(&x->fo);
 }
+
+int cli_exp_option(cli_exp *x, int code, const char *arg, const char *bad)
+{
+    switch (code) {
+    case CLI_EXP_MODEL: x->model = arg; return 0;
+    case CLI_EXP_DATA: x->data = arg; return 0;
+    case CLI_EXP_SENTENCE: x->sentence = arg; return 0;
+    case CLI_EXP_OUT: x->out = arg; return 0;
+    case CLI_EXP_JSON: x->json = 1; return 0;
+    case CLI_EXP_THREADS: return cli_parse_threads(x->cmd, arg, &x->threads) ? 2 : 0;
+    default: {
+        int fr = cli_figopts_parse(x->cmd, code, arg, &x->fo);
+        if (fr >= 0) return fr;
+        return cli_usage_error(x->cmd, "unknown or incomplete option '%s'", bad);
+    }
+    }
+}
+
+int cli_exp_check(const cli_exp *x, int argc, char **argv, int sentence_ok)
+{
+    if (optind < argc) return cli_usage_error(x->cmd, "unexpected argument '%s'", argv[optind]);
+    if (!x->model) return cli_usage_error(x->cmd, "--model FILE is required");
+    if (!sentence_ok && !x->data) return cli_usage_error(x->cmd, "--data FILE is required (a JSONL prompt set)");
+    if (sentence_ok && !x->data == !x->sentence)
+        return cli_usage_error(x->cmd, "give one of --data FILE or --sentence S");
+    return 0;
+}

@@ -43,12 +43,33 @@ typedef struct {
     cli_outdir od;
 } cli_exp;
 
+/* The options every prompt-set command shares, for its getopt_long table:
+ * --model, --data, --out, --json, --threads and the figure options (and
+ * --sentence where a single sentence is allowed). */
+enum { CLI_EXP_MODEL = 1100, CLI_EXP_DATA, CLI_EXP_SENTENCE, CLI_EXP_OUT, CLI_EXP_JSON, CLI_EXP_THREADS };
+#define CLI_EXP_LONGOPTS                                                         \
+    {"model", required_argument, 0, CLI_EXP_MODEL},                              \
+    {"data", required_argument, 0, CLI_EXP_DATA},                                \
+    {"out", required_argument, 0, CLI_EXP_OUT},                                  \
+    {"json", no_argument, 0, CLI_EXP_JSON},                                      \
+    {"threads", required_argument, 0, CLI_EXP_THREADS},                          \
+    CLI_FIGOPTS_LONGOPTS
+#define CLI_EXP_SENTENCE_LONGOPT {"sentence", required_argument, 0, CLI_EXP_SENTENCE}
+
 /* Defaults (figure options at 300 dpi) for command cmd. */
 void cli_exp_init(cli_exp *x, const char *cmd);
 /* After parsing: loads the model, reads the prompt set (--data, with
  * prompt_flags of hs_prompts_load) or the sentence, opens the output folder,
  * starts the pool. 0 ok, 1 after printing. */
 int cli_exp_open(cli_exp *x, int prompt_flags);
+/* Handles one shared option code from getopt_long (bad: the option's text
+ * for the message). 0 when handled; 2 after printing a usage error (an
+ * unknown option included). */
+int cli_exp_option(cli_exp *x, int code, const char *arg, const char *bad);
+/* After the option loop: no stray argument, --model given, and --data (or,
+ * when sentence_ok, exactly one of --data and --sentence). 0 ok, 2 after
+ * printing the usage error. */
+int cli_exp_check(const cli_exp *x, int argc, char **argv, int sentence_ok);
 /* Writes NAME.json (json, with "model" and "config" added here) and
  * index.json into the folder when --out was given, then prints the JSON
  * (--json) or summary (plus the files written), and says the threads used

@@ -215,3 +215,13 @@ char *hs_path_join(const char *dir, const char *name)
     memcpy(p + k, name, b + 1);
     return p;
 }
+
+int hs_argmax(const float *x, size_t n)
+{
+    size_t best = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (x[i] != x[i]) return -1; /* NaN */
+        if (x[i] > x[best]) best = i;
+    }
+    return (int)best;
+}

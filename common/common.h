@@ -198,6 +198,10 @@ char *hs_fmt_f32(char out[HS_F32_BUF], float x);
  * (cJSON_CreateNumber) should store so its output reads back as x. */
 double hs_f32_shortest(float x);
 
+/* Index of the largest of x[0..n-1], ties to the lowest index; -1 when any
+ * value is NaN (n >= 1). The one argmax (scoring, circuit, experiments). */
+int hs_argmax(const float *x, size_t n);
+
 /* ------------------------------------------------------------------------ */
 /* The worker pool: the one mechanism every parallel part of the library     */
 /* uses (the trainer's batch split and weight-gradient lane, the experiment  */

@@ -993,3 +993,18 @@ float hs_cross_entropy(const hs_model *m, hs_acts *acts, const int *targets, int
     if (n_valid) *n_valid = n;
     return n > 0 ? (float)(total / n) : 0.0f;
 }
+
+void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scratch, float *logits)
+{
+    const hs_config *c = &m->cfg;
+    const hs_params *P = &m->params;
+    const int D = c->d_model;
+    float *out = scratch, *mean = scratch + N * D, *rstd = mean + N;
+    if (c->ln_final && c->norm != HS_NORM_NONE) {
+        hs_norm_stats(mean, rstd, resid, N, D, c->norm, c->eps);
+        norm_apply_affine(out, resid, mean, rstd, P->ln_final_w, P->ln_final_b, N, D, 1, 1);
+    } else {
+        memcpy(out, resid, N * D * sizeof(float));
+    }
+    hs_matmul_forward(logits, out, P->W_U, P->b_U, N, D, c->d_vocab);
+}

@@ -356,6 +356,15 @@ hs_status hs_acts_set_threads(hs_acts *a, int threads, hs_error *err);
 hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                      const hs_observer *observer, hs_error *err);
 
+/* The model's output head applied to any residual (the logit lens): logits
+ * (N, V) = LN_final(resid) W_U + b_U with the final norm's statistics (mean,
+ * 1/rstd) computed from resid itself, row by row, exactly as the forward
+ * computes them for the last layer's output (so resid = the final residual
+ * gives the forward's logits bit for bit when N matches the forward's rows:
+ * OpenBLAS's kernel depends on the product's size). No final norm (or norm
+ * none): resid W_U + b_U. scratch: (N, D) floats plus 2 N. resid (N, D). */
+void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scratch, float *logits);
+
 /*
  * Mean next-token cross-entropy over the positions whose target is >= 0
  * (targets (b,t); -1 = ignore). Uses acts->logits of the last forward and

@@ -288,3 +288,28 @@ hs_status hs_detect_heads(const hs_model *m, const hs_cache *cache, const int *t
     free(Dp);
     return HS_OK;
 }
+
+int hs_top_k(const float *logits, int V, int K, int *ids, double *probs)
+{
+    if (K > V) K = V;
+    if (K < 1) K = 1;
+    int nk = 0;
+    for (int i = 0; i < V; i++) { /* insertion into a sorted top-K list */
+        int j;
+        if (nk < K) j = nk++;
+        else if (logits[i] > logits[ids[K - 1]]) j = K - 1;
+        else continue;
+        while (j > 0 && logits[i] > logits[ids[j - 1]]) {
+            ids[j] = ids[j - 1];
+            j--;
+        }
+        ids[j] = i;
+    }
+    if (probs) {
+        double mx = -INFINITY, Z = 0.0;
+        for (int i = 0; i < V; i++) mx = logits[i] > mx ? logits[i] : mx;
+        for (int i = 0; i < V; i++) Z += exp((double)logits[i] - mx);
+        for (int k = 0; k < K; k++) probs[k] = exp((double)logits[ids[k]] - mx) / Z;
+    }
+    return K;
+}

@@ -329,6 +329,12 @@ hs_status hs_logit_attribution(const hs_model *m, const hs_cache *cache, int bat
                                int tok_a, int tok_b, hs_dla *out, hs_error *err);
 void hs_dla_free(hs_dla *d);
 
+/* The K most likely next tokens from one logits row (V): ids[0..K-1] by
+ * falling logit (ties to the lower id), probs[k] their softmax probability
+ * (computed in double over the whole row, max subtracted). K is clamped to
+ * [1, V]; returns the K used. ids, probs hold K entries (probs may be NULL). */
+int hs_top_k(const float *logits, int V, int K, int *ids, double *probs);
+
 /* ------------------------------------------------------------------------ */
 /* 5. Attention statistics (C8)                                              */
 

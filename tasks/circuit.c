@@ -62,6 +62,10 @@ void hs_circuit_report_free(hs_circuit_report *r)
     free(r->pushers);
     free(r->decision);
     free(r->path);
+    free(r->route);
+    free(r->step1_reason);
+    free(r->step2_reason);
+    free(r->route_reason);
     hs_comp_scores_free(&r->comp);
     memset(r, 0, sizeof *r);
 }
@@ -186,24 +190,13 @@ static hs_status cctx_init(cctx *c, const hs_model *m, const hs_winograd *t, hs_
     return HS_OK;
 }
 
-/* Argmax of a logits row, ties to the lowest id (as tasks/score.c); -1 on NaN. */
-static int argmax_row(const float *row, int V)
-{
-    int best = 0;
-    for (int v = 0; v < V; v++) {
-        if (isnan(row[v])) return -1;
-        if (row[v] > row[best]) best = v;
-    }
-    return best;
-}
-
 /* Per-row results of logits (b, T_RUN, V) of held-out rows r0..r0+b-1: the
  * argmax at 14 into pred[r0..], the LD at 14 into ld[r0..] (either may be NULL). */
 static void rows_of(const cctx *c, const float *logits, int r0, int b, int *pred, double *ld)
 {
     for (int i = 0; i < b; i++) {
         const float *row = logits + ((size_t)i * T_RUN + Q) * c->V;
-        if (pred) pred[r0 + i] = argmax_row(row, c->V);
+        if (pred) pred[r0 + i] = hs_argmax(row, (size_t)c->V);
         if (ld) ld[r0 + i] = (double)row[c->ref_clean[r0 + i]] - (double)row[c->ref_corr[r0 + i]];
     }
 }
@@ -537,21 +530,6 @@ static hs_status ijob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 /* ------------------------------------------------------------------------ */
 /* Verdicts                                                                  */
 
-static void appendf(char *buf, size_t cap, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static void appendf(char *buf, size_t cap, const char *fmt, ...)
-{
-    size_t len = strlen(buf);
-    if (len + 1 >= cap) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf + len, cap - len, fmt, ap);
-    va_end(ap);
-}
-
 static double max_drop(const double base[3], const double abl[3])
 {
     double a = base[HS_CIRC_CROSSER] - abl[HS_CIRC_CROSSER];
@@ -559,20 +537,21 @@ static double max_drop(const double base[3], const double abl[3])
     return a > b ? a : b;
 }
 
+/* The route's name from its feature bits (route_features). */
+static void route_name(hs_buf *rt, int f);
+
 static void route_features(hs_circuit_report *r)
 {
     const hs_circuit_opts *o = &r->opts;
     const int H = r->H;
-    char *why = r->route_reason;
-    const size_t cap = sizeof r->route_reason;
-    why[0] = '\0';
+    hs_buf why = {0}, rt = {0};
     int f = 0;
     for (int h = 0; h < H; h++) {
         const hs_circuit_head *hd = &r->heads[h];
         double dif = hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ] - hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_ADJ];
         if (fabs(dif) >= o->adj_key_diff) {
             f |= HS_ROUTE_ADJ_KEY;
-            appendf(why, cap, "adjective-key: %s puts %.2f on crosser vs %.2f on crossed adjectives; ", hd->name,
+            hs_buf_printf(&why, "adjective-key: %s puts %.2f on crosser vs %.2f on crossed adjectives; ", hd->name,
                     hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ], hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_ADJ]);
         }
     }
@@ -581,19 +560,19 @@ static void route_features(hs_circuit_report *r)
         const double (*A)[4] = hd->attn, (*Dl)[4] = hd->dla;
         if (A[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ] >= o->route_attn) {
             f |= HS_ROUTE_ADJ_READ;
-            appendf(why, cap, "adjective-read: %s puts %.2f on crosser adjectives; ", hd->name,
+            hs_buf_printf(&why, "adjective-read: %s puts %.2f on crosser adjectives; ", hd->name,
                     A[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ]);
         }
         /* DLA of (y - x) with crossed adjectives, (x - y) with crosser ones */
         const double dyx = -Dl[HS_CIRC_CROSSED][HS_CIRC_DLA_X_MINUS_Y], dxy = Dl[HS_CIRC_CROSSER][HS_CIRC_DLA_X_MINUS_Y];
         if (A[HS_CIRC_CROSSED][HS_CIRC_ON_Y] >= o->route_attn && dyx >= o->route_dla) {
             f |= HS_ROUTE_OTHER_NOUN;
-            appendf(why, cap, "other-noun-fetch: %s puts %.2f on y with crossed adjectives and raises y over x (DLA y-x %+.2f); ",
+            hs_buf_printf(&why, "other-noun-fetch: %s puts %.2f on y with crossed adjectives and raises y over x (DLA y-x %+.2f); ",
                     hd->name, A[HS_CIRC_CROSSED][HS_CIRC_ON_Y], dyx);
         }
         if (A[HS_CIRC_CROSSER][HS_CIRC_ON_X] >= o->route_attn && dxy >= o->route_dla) {
             f |= HS_ROUTE_REFERENT_FETCH;
-            appendf(why, cap, "referent-fetch: %s puts %.2f on x with crosser adjectives and raises x over y (DLA x-y %+.2f); ",
+            hs_buf_printf(&why, "referent-fetch: %s puts %.2f on x with crosser adjectives and raises x over y (DLA x-y %+.2f); ",
                     hd->name, A[HS_CIRC_CROSSER][HS_CIRC_ON_X], dxy);
         }
         for (int g = 0; g < 2; g++)
@@ -602,34 +581,37 @@ static void route_features(hs_circuit_report *r)
                 const double d = (nn == 0 ? 1.0 : -1.0) * Dl[g][HS_CIRC_DLA_X_MINUS_Y];
                 if (a >= o->route_attn && d <= -o->route_dla) {
                     f |= HS_ROUTE_SUPPRESSION;
-                    appendf(why, cap, "suppression: %s puts %.2f on %s with %s adjectives and lowers it below %s (DLA %+.2f); ",
+                    hs_buf_printf(&why, "suppression: %s puts %.2f on %s with %s adjectives and lowers it below %s (DLA %+.2f); ",
                             hd->name, a, nn == 0 ? "x" : "y", hs_wg_role_name((hs_wg_role)g), nn == 0 ? "y" : "x", d);
                 }
             }
     }
     r->route_features = f;
-    size_t len = strlen(why);
-    if (len >= 2 && why[len - 2] == ';') why[len - 2] = '\0';
-    char *rt = r->route;
-    rt[0] = '\0';
+    if (why.len >= 2 && why.s[why.len - 2] == ';') why.s[why.len -= 2] = '\0'; /* the last "; " */
     if (r->L < 2) {
-        snprintf(rt, sizeof r->route, "one-layer");
-        return;
+        hs_buf_puts(&rt, "one-layer");
+    } else if (!r->step2_holds) {
+        hs_buf_puts(&rt, "none");
+    } else {
+        route_name(&rt, f);
     }
-    if (!r->step2_holds) {
-        snprintf(rt, sizeof r->route, "none");
-        return;
-    }
+    r->route_reason = hs_buf_take(&why);
+    r->route = hs_buf_take(&rt);
+}
+
+/* The route's name from its feature bits (a decision head exists). */
+static void route_name(hs_buf *rt, int f)
+{
     int left = f;
-    if (f & HS_ROUTE_ADJ_KEY) appendf(rt, sizeof r->route, "adjective-key");
+    if (f & HS_ROUTE_ADJ_KEY) hs_buf_puts(rt, "adjective-key");
     left &= ~HS_ROUTE_ADJ_KEY;
     const int chapter = (f & HS_ROUTE_ADJ_READ) && (f & HS_ROUTE_OTHER_NOUN) && !(f & HS_ROUTE_REFERENT_FETCH);
     const int fetch = (f & HS_ROUTE_REFERENT_FETCH) && (f & HS_ROUTE_OTHER_NOUN);
     if (chapter) {
-        appendf(rt, sizeof r->route, "%schapter", rt[0] ? " + " : "");
+        hs_buf_printf(rt, "%schapter", rt->len ? " + " : "");
         left &= ~(HS_ROUTE_ADJ_READ | HS_ROUTE_OTHER_NOUN);
     } else if (fetch) {
-        appendf(rt, sizeof r->route, "%sreferent-fetch", rt[0] ? " + " : "");
+        hs_buf_printf(rt, "%sreferent-fetch", rt->len ? " + " : "");
         left &= ~(HS_ROUTE_REFERENT_FETCH | HS_ROUTE_OTHER_NOUN);
     }
     static const struct { int bit; const char *name; } names[] = {
@@ -639,8 +621,8 @@ static void route_features(hs_circuit_report *r)
         {HS_ROUTE_SUPPRESSION, "suppression"},
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        if (left & names[i].bit) appendf(rt, sizeof r->route, "%s%s", rt[0] ? " + " : "", names[i].name);
-    if (rt[0] == '\0') snprintf(rt, sizeof r->route, "other");
+        if (left & names[i].bit) hs_buf_printf(rt, "%s%s", rt->len ? " + " : "", names[i].name);
+    if (rt->len == 0) hs_buf_puts(rt, "other");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -851,11 +833,10 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
     /* verdicts */
     {
         const hs_circuit_opts *o = &r->opts;
-        char *w = r->step1_reason;
+        hs_buf w1 = {0}, w2 = {0}, *w = &w1;
         if (r->n_pushers == 0) {
             r->step1_holds = 0;
-            snprintf(w, sizeof r->step1_reason,
-                     "no layer-0 head puts >= %.2f on x or y at position 14 with DLA >= %+.2f towards that noun "
+            hs_buf_printf(w, "no layer-0 head puts >= %.2f on x or y at position 14 with DLA >= %+.2f towards that noun "
                      "(max weight on x %.2f, on y %.2f)",
                      o->push_attn, o->push_dla, max_attn0(r, HS_CIRC_ON_X), max_attn0(r, HS_CIRC_ON_Y));
             int any = 0;
@@ -863,60 +844,60 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
                 const hs_circuit_head *hd = &r->heads[h];
                 const double a0 = hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ], a1 = hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_ADJ];
                 if (fabs(a0 - a1) < o->adj_key_diff) continue;
-                appendf(w, sizeof r->step1_reason,
-                        "%s %s %.2f on crosser / %.2f on crossed adjectives (patching it alone at 14: %+.2f)",
+                hs_buf_printf(w, "%s %s %.2f on crosser / %.2f on crossed adjectives (patching it alone at 14: %+.2f)",
                         any ? "," : "; instead layer 0 fetches the adjective by its key:", hd->name, a0, a1,
                         hd->patch_pos14[HS_CIRC_PATCH_BOTH]);
                 any = 1;
             }
-            appendf(w, sizeof r->step1_reason, "; mean-ablating layer 0's attention: held-out accuracy %.1f%% -> %.1f%%",
+            hs_buf_printf(w, "; mean-ablating layer 0's attention: held-out accuracy %.1f%% -> %.1f%%",
                     100 * r->acc[HS_CIRC_ALL], 100 * r->acc_block_attn[0][HS_CIRC_ALL]);
         } else {
             double drop = r->acc[HS_CIRC_ALL] - r->acc_pushers[HS_CIRC_ALL];
             r->step1_holds = drop >= o->step1_drop;
-            w[0] = '\0';
-            appendf(w, sizeof r->step1_reason, "pusher%s", r->n_pushers > 1 ? "s" : "");
+            hs_buf_printf(w, "pusher%s", r->n_pushers > 1 ? "s" : "");
             for (int i = 0; i < r->n_pushers; i++) {
                 const hs_circuit_head *hd = &r->heads[r->pushers[i].head];
-                appendf(w, sizeof r->step1_reason, " %s (%s%s%s: weight %.2f, DLA %+.2f)", hd->name,
+                hs_buf_printf(w, " %s (%s%s%s: weight %.2f, DLA %+.2f)", hd->name,
                         (hd->pusher & 1) ? "x" : "", hd->pusher == 3 ? "," : "", (hd->pusher & 2) ? "y" : "",
                         (hd->pusher & 1) ? hd->attn[HS_CIRC_ALL][HS_CIRC_ON_X] : hd->attn[HS_CIRC_ALL][HS_CIRC_ON_Y],
                         (hd->pusher & 1) ? hd->dla[HS_CIRC_ALL][HS_CIRC_DLA_X] : hd->dla[HS_CIRC_ALL][HS_CIRC_DLA_Y]);
             }
-            appendf(w, sizeof r->step1_reason,
-                    "; mean-ablating %s: held-out accuracy %.1f%% -> %.1f%% (drop %.1f points %s %.1f)",
+            hs_buf_printf(w, "; mean-ablating %s: held-out accuracy %.1f%% -> %.1f%% (drop %.1f points %s %.1f)",
                     r->n_pushers > 1 ? "them" : "it", 100 * r->acc[HS_CIRC_ALL],
                     100 * r->acc_pushers[HS_CIRC_ALL], 100 * drop, r->step1_holds ? ">=" : "<",
                     100 * o->step1_drop);
         }
-        w = r->step2_reason;
+        w = &w2;
         r->step2_applicable = L >= 2;
         if (!r->step2_applicable) {
-            snprintf(w, sizeof r->step2_reason, "not applicable: one layer");
+            hs_buf_printf(w, "not applicable: one layer");
         } else if (r->n_decision == 0 && !r->patch_usable) {
-            snprintf(w, sizeof r->step2_reason,
-                     "patching cannot judge: the clean and corrupted logit differences differ by only %.2f "
+            hs_buf_printf(w, "patching cannot judge: the clean and corrupted logit differences differ by only %.2f "
                      "(< %.2f), so the model does not separate the roles; and no head's mean-ablation drops "
                      "a role's held-out accuracy by >= %.1f points",
                      fabs((double)r->ld_clean[HS_CIRC_PATCH_BOTH] - r->ld_corr[HS_CIRC_PATCH_BOTH]),
                      o->min_ld_gap, 100 * o->decide_drop);
         } else if (r->n_decision == 0) {
-            snprintf(w, sizeof r->step2_reason,
-                     "no head in layer >= 1 moves the normalised logit difference by >= %.2f when patched at 14, "
+            hs_buf_printf(w, "no head in layer >= 1 moves the normalised logit difference by >= %.2f when patched at 14, "
                      "nor drops a role's held-out accuracy by >= %.1f points when mean-ablated",
                      o->decide_patch, 100 * o->decide_drop);
         } else {
             r->step2_holds = 1;
-            w[0] = '\0';
-            appendf(w, sizeof r->step2_reason, "decision head%s", r->n_decision > 1 ? "s" : "");
+            hs_buf_printf(w, "decision head%s", r->n_decision > 1 ? "s" : "");
             for (int i = 0; i < r->n_decision; i++) {
                 const hs_circuit_head *hd = &r->heads[r->decision[i].layer * H + r->decision[i].head];
-                appendf(w, sizeof r->step2_reason, "%s %s (patching %+.2f, ablation drops crosser %.1f / crossed %.1f points)",
+                hs_buf_printf(w, "%s %s (patching %+.2f, ablation drops crosser %.1f / crossed %.1f points)",
                         i ? ";" : "", hd->name, hd->patch_pos14[HS_CIRC_PATCH_BOTH],
                         100 * (r->acc[0] - hd->acc_ablated[0]), 100 * (r->acc[1] - hd->acc_ablated[1]));
             }
         }
+        r->step1_reason = hs_buf_take(&w1);
+        r->step2_reason = hs_buf_take(&w2);
         route_features(r);
+        if (!r->step1_reason || !r->step2_reason || !r->route || !r->route_reason) {
+            st = hs_fail(err, HS_ERR_NOMEM, "out of memory writing the verdicts");
+            goto fail;
+        }
     }
     free(jobs);
     free(all_heads);

@@ -78,7 +78,7 @@ static cJSON *head_ref(const hs_circuit_report *r, hs_head h)
 }
 
 hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_path,
-                                 char **json, hs_error *err)
+                                 cJSON **json, hs_error *err)
 {
     *json = NULL;
     const int L = r->L, H = r->H;
@@ -311,9 +311,7 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
         !cJSON_AddBoolToObject(ft, "adjective_key", r->route_features & HS_ROUTE_ADJ_KEY))
         goto nomem;
 
-    *json = cJSON_Print(root);
-    cJSON_Delete(root);
-    if (*json == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory writing the report JSON");
+    *json = root;
     return HS_OK;
 nomem:
     cJSON_Delete(root);
@@ -322,45 +320,6 @@ nomem:
 
 /* ------------------------------------------------------------------------ */
 /* Text summary                                                              */
-
-typedef struct {
-    char *buf;
-    size_t len, cap;
-    int oom;
-} sbuf;
-
-static void sb_printf(sbuf *s, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 2, 3)))
-#endif
-    ;
-static void sb_printf(sbuf *s, const char *fmt, ...)
-{
-    if (s->oom) return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(s->buf ? s->buf + s->len : NULL, s->buf ? s->cap - s->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            s->oom = 1;
-            return;
-        }
-        if (s->buf && s->len + (size_t)n < s->cap) {
-            s->len += (size_t)n;
-            return;
-        }
-        size_t cap = s->cap ? s->cap * 2 : 4096;
-        while (cap < s->len + (size_t)n + 1) cap *= 2;
-        char *b = realloc(s->buf, cap);
-        if (b == NULL) {
-            s->oom = 1;
-            return;
-        }
-        s->buf = b;
-        s->cap = cap;
-    }
-}
 
 static const char *pct(char *b, size_t n, double v)
 {
@@ -379,143 +338,139 @@ static const char *fmtv(char *b, size_t n, const char *f, double v)
 hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *err)
 {
     *text = NULL;
-    sbuf s = {0};
+    hs_buf s = {0};
     const int L = r->L, H = r->H;
     const hs_circuit_opts *o = &r->opts;
     char a[32], b[32], c3[32], d4[32];
-    sb_printf(&s, "circuit: %s, split seed %llu, %zu held-out sentences (%zu crosser, %zu crossed); "
+    hs_buf_printf(&s, "circuit: %s, split seed %llu, %zu held-out sentences (%zu crosser, %zu crossed); "
                   "the chapter's pair (animal, street) is %s\n",
               hs_task_name(r->task), (unsigned long long)r->split_seed, r->n_heldout, r->n_role[0],
               r->n_role[1], r->chapter_pair_held_out ? "held out" : "in training");
-    sb_printf(&s, "model: %d layer%s x %d heads (d_head %d), d_model %d, d_mlp %d, %s, %s attention\n", L,
+    hs_buf_printf(&s, "model: %d layer%s x %d heads (d_head %d), d_model %d, d_mlp %d, %s, %s attention\n", L,
               L > 1 ? "s" : "", H, r->cfg.d_head, r->cfg.d_model, r->cfg.d_mlp, hs_norm_name(r->cfg.norm),
               hs_attn_name(r->cfg.attn));
-    sb_printf(&s, "held-out accuracy %s (crosser %s, crossed %s); other noun %s\n",
+    hs_buf_printf(&s, "held-out accuracy %s (crosser %s, crossed %s); other noun %s\n",
               pct(a, sizeof a, r->acc[2]), pct(b, sizeof b, r->acc[0]), pct(c3, sizeof c3, r->acc[1]),
               pct(d4, sizeof d4, r->other_rate[2]));
-    sb_printf(&s, "layers, heads and positions count from 0 (block 1 = layer 0, block 2 = layer 1); "
+    hs_buf_printf(&s, "layers, heads and positions count from 0 (block 1 = layer 0, block 2 = layer 1); "
                   "x = position 1, y = 6, adjective = 11, prediction at 14\n\n");
 
-    sb_printf(&s, "invariant: layer-0 scores at position 14 differ only in columns whose tokens differ\n");
+    hs_buf_printf(&s, "invariant: layer-0 scores at position 14 differ only in columns whose tokens differ\n");
     if (!r->inv_applicable) {
-        sb_printf(&s, "  not applicable: uniform attention has no scores\n\n");
+        hs_buf_printf(&s, "  not applicable: uniform attention has no scores\n\n");
     } else {
-        sb_printf(&s, "  max |deviation| in equal-token columns: %.3g over %zu same-noun pairs, %.3g over %zu "
+        hs_buf_printf(&s, "  max |deviation| in equal-token columns: %.3g over %zu same-noun pairs, %.3g over %zu "
                       "other pairs (%zu cells; mean |score| %.3g)\n",
                   r->inv_max_dev_same_nouns, r->inv_pairs_same_nouns, r->inv_max_dev_other_nouns,
                   r->inv_pairs_other_nouns, r->inv_cells, r->inv_score_mean_abs);
         if (L > 1)
-            sb_printf(&s, "  layer 1 in the same columns, for contrast: mean %.3g, max %.3g\n", r->inv_l1_mean_dev,
+            hs_buf_printf(&s, "  layer 1 in the same columns, for contrast: mean %.3g, max %.3g\n", r->inv_l1_mean_dev,
                       r->inv_l1_max_dev);
-        sb_printf(&s, "\n");
+        hs_buf_printf(&s, "\n");
     }
 
-    sb_printf(&s, "per head at position 14 (means over the held-out sentences of each adjective role):\n");
-    sb_printf(&s, "         attention crosser    | attention crossed    | DLA crosser | DLA crossed |       |"
+    hs_buf_printf(&s, "per head at position 14 (means over the held-out sentences of each adjective role):\n");
+    hs_buf_printf(&s, "         attention crosser    | attention crossed    | DLA crosser | DLA crossed |       |"
                   " patch | ablated accuracy\n");
-    sb_printf(&s, "          x    y  adj else |  x    y  adj else |    x     y  |    x     y  |  copy |   @14 |"
+    hs_buf_printf(&s, "          x    y  adj else |  x    y  adj else |    x     y  |    x     y  |  copy |   @14 |"
                   " crosser crossed\n");
     for (int k = 0; k < L * H; k++) {
         const hs_circuit_head *hd = &r->heads[k];
-        if (k > 0 && hd->head == 0) sb_printf(&s, "\n");
-        sb_printf(&s, "  %-5s %.2f %.2f %.2f %.2f | %.2f %.2f %.2f %.2f | %+5.2f %+5.2f | %+5.2f %+5.2f | %+.2f | %s | %s %s",
+        if (k > 0 && hd->head == 0) hs_buf_printf(&s, "\n");
+        hs_buf_printf(&s, "  %-5s %.2f %.2f %.2f %.2f | %.2f %.2f %.2f %.2f | %+5.2f %+5.2f | %+5.2f %+5.2f | %+.2f | %s | %s %s",
                   hd->name, hd->attn[0][0], hd->attn[0][1], hd->attn[0][2], hd->attn[0][3], hd->attn[1][0],
                   hd->attn[1][1], hd->attn[1][2], hd->attn[1][3], hd->dla[0][0], hd->dla[0][1], hd->dla[1][0],
                   hd->dla[1][1], hd->copying, fmtv(a, sizeof a, "%+5.2f", hd->patch_pos14[2]),
                   pct(b, sizeof b, hd->acc_ablated[0]), pct(c3, sizeof c3, hd->acc_ablated[1]));
-        if (hd->pusher) sb_printf(&s, "  <- pusher (%s)", hd->pusher == 1 ? "x" : hd->pusher == 2 ? "y" : "x,y");
-        if (hd->decision) sb_printf(&s, "  <- decision");
-        sb_printf(&s, "\n");
+        if (hd->pusher) hs_buf_printf(&s, "  <- pusher (%s)", hd->pusher == 1 ? "x" : hd->pusher == 2 ? "y" : "x,y");
+        if (hd->decision) hs_buf_printf(&s, "  <- decision");
+        hs_buf_printf(&s, "\n");
     }
-    sb_printf(&s, "\nhead-averaged attention at 14 (the chapter's rows; chapter: layer 0 0.70 on x for every "
+    hs_buf_printf(&s, "\nhead-averaged attention at 14 (the chapter's rows; chapter: layer 0 0.70 on x for every "
                   "adjective; layer 1 crosser 1.00 on the adjective, crossed 0.49 on y):\n");
     for (int l = 0; l < L; l++)
         for (int g = 0; g < 2; g++) {
             const float *row = r->attn_rows_avg + ((size_t)l * 2 + g) * HS_CIRC_T;
-            sb_printf(&s, "  L%d %-7s x %.2f  y %.2f  adj %.2f  elsewhere %.2f\n", l, GROUP_NAMES[g],
+            hs_buf_printf(&s, "  L%d %-7s x %.2f  y %.2f  adj %.2f  elsewhere %.2f\n", l, GROUP_NAMES[g],
                       row[HS_WG_POS_X], row[HS_WG_POS_Y], row[HS_WG_POS_ADJ],
                       1.0 - row[HS_WG_POS_X] - row[HS_WG_POS_Y] - row[HS_WG_POS_ADJ]);
         }
 
-    sb_printf(&s, "\nmean ablation (position-wise means over the %s split, %zu sentences): held-out accuracy "
+    hs_buf_printf(&s, "\nmean ablation (position-wise means over the %s split, %zu sentences): held-out accuracy "
                   "all / crosser / crossed\n",
               hs_wg_split_name(o->ablate_ref), r->n_ablate_ref);
-    sb_printf(&s, "  none            %s / %s / %s\n", pct(a, sizeof a, r->acc[2]), pct(b, sizeof b, r->acc[0]),
+    hs_buf_printf(&s, "  none            %s / %s / %s\n", pct(a, sizeof a, r->acc[2]), pct(b, sizeof b, r->acc[0]),
               pct(c3, sizeof c3, r->acc[1]));
     for (int l = 0; l < L; l++) {
-        sb_printf(&s, "  L%d attention    %s / %s / %s\n", l, pct(a, sizeof a, r->acc_block_attn[l][2]),
+        hs_buf_printf(&s, "  L%d attention    %s / %s / %s\n", l, pct(a, sizeof a, r->acc_block_attn[l][2]),
                   pct(b, sizeof b, r->acc_block_attn[l][0]), pct(c3, sizeof c3, r->acc_block_attn[l][1]));
         if (r->cfg.d_mlp > 0)
-            sb_printf(&s, "  L%d MLP          %s / %s / %s\n", l, pct(a, sizeof a, r->acc_block_mlp[l][2]),
+            hs_buf_printf(&s, "  L%d MLP          %s / %s / %s\n", l, pct(a, sizeof a, r->acc_block_mlp[l][2]),
                       pct(b, sizeof b, r->acc_block_mlp[l][0]), pct(c3, sizeof c3, r->acc_block_mlp[l][1]));
     }
     if (r->n_pushers > 0)
-        sb_printf(&s, "  all pushers     %s / %s / %s\n", pct(a, sizeof a, r->acc_pushers[2]),
+        hs_buf_printf(&s, "  all pushers     %s / %s / %s\n", pct(a, sizeof a, r->acc_pushers[2]),
                   pct(b, sizeof b, r->acc_pushers[0]), pct(c3, sizeof c3, r->acc_pushers[1]));
 
-    sb_printf(&s, "\nactivation patching (hook_z; clean = one role, corrupted = the other with the same nouns): "
+    hs_buf_printf(&s, "\nactivation patching (hook_z; clean = one role, corrupted = the other with the same nouns): "
                   "LD clean %+.2f, corrupted %+.2f\n",
               r->ld_clean[2], r->ld_corr[2]);
     /* one label column (18 wide) for the head rows and the "L0 (all heads)" rows */
-    sb_printf(&s, "       pos14: crosser->crossed crossed->crosser   both | all positions: both\n");
+    hs_buf_printf(&s, "       pos14: crosser->crossed crossed->crosser   both | all positions: both\n");
     for (int k = 0; k < L * H; k++) {
         const hs_circuit_head *hd = &r->heads[k];
-        sb_printf(&s, "  %-16s%+6.2f          %+6.2f        %+6.2f |  %+6.2f\n", hd->name,
+        hs_buf_printf(&s, "  %-16s%+6.2f          %+6.2f        %+6.2f |  %+6.2f\n", hd->name,
                   hd->patch_pos14[0], hd->patch_pos14[1], hd->patch_pos14[2], hd->patch_all[2]);
     }
     for (int l = 0; l < L; l++)
     {
         char lab[32];
         snprintf(lab, sizeof lab, "L%d (all heads)", l);
-        sb_printf(&s, "  %-16s%+6.2f          %+6.2f        %+6.2f |\n", lab, r->patch_layer[l][0],
+        hs_buf_printf(&s, "  %-16s%+6.2f          %+6.2f        %+6.2f |\n", lab, r->patch_layer[l][0],
                   r->patch_layer[l][1], r->patch_layer[l][2]);
     }
 
     if (L > 1) {
-        sb_printf(&s, "\ncomposition scores minus the random baseline %.3f (+/- %.3f), layer 0 -> layer 1, Q / K / V:\n",
+        hs_buf_printf(&s, "\ncomposition scores minus the random baseline %.3f (+/- %.3f), layer 0 -> layer 1, Q / K / V:\n",
                   r->comp.baseline, r->comp.baseline_std);
         for (int h1 = 0; h1 < H; h1++) {
-            sb_printf(&s, "  L0H%-2d ->", h1);
+            hs_buf_printf(&s, "  L0H%-2d ->", h1);
             for (int h2 = 0; h2 < H; h2++) {
                 size_t i = (((size_t)0 * H + h1) * L + 1) * H + h2;
-                sb_printf(&s, "  L1H%d %s/%s/%s", h2, fmtv(a, sizeof a, "%+.2f", r->comp.q[i] - r->comp.baseline),
+                hs_buf_printf(&s, "  L1H%d %s/%s/%s", h2, fmtv(a, sizeof a, "%+.2f", r->comp.q[i] - r->comp.baseline),
                           fmtv(b, sizeof b, "%+.2f", r->comp.k[i] - r->comp.baseline),
                           fmtv(c3, sizeof c3, "%+.2f", r->comp.v[i] - r->comp.baseline));
             }
-            sb_printf(&s, "\n");
+            hs_buf_printf(&s, "\n");
         }
     }
     if (r->n_decision > 0 && r->path) {
-        sb_printf(&s, "\npath patching layer-0 head -> decision head input (normalised LD, both directions), q / k / v:\n");
+        hs_buf_printf(&s, "\npath patching layer-0 head -> decision head input (normalised LD, both directions), q / k / v:\n");
         for (int sd = 0; sd < H; sd++) {
-            sb_printf(&s, "  L0H%-2d ->", sd);
+            hs_buf_printf(&s, "  L0H%-2d ->", sd);
             for (int d = 0; d < r->n_decision; d++) {
                 const float *v = &r->path[((size_t)sd * r->n_decision + d) * 3];
-                sb_printf(&s, "  %s %s/%s/%s", r->heads[r->decision[d].layer * H + r->decision[d].head].name,
+                hs_buf_printf(&s, "  %s %s/%s/%s", r->heads[r->decision[d].layer * H + r->decision[d].head].name,
                           fmtv(a, sizeof a, "%+.2f", v[0]), fmtv(b, sizeof b, "%+.2f", v[1]),
                           fmtv(c3, sizeof c3, "%+.2f", v[2]));
             }
-            sb_printf(&s, "\n");
+            hs_buf_printf(&s, "\n");
         }
     }
 
-    sb_printf(&s, "\nstep 1 (candidate push, layer 0): %s -- %s\n", r->step1_holds ? "HOLDS" : "does not hold",
+    hs_buf_printf(&s, "\nstep 1 (candidate push, layer 0): %s -- %s\n", r->step1_holds ? "HOLDS" : "does not hold",
               r->step1_reason);
     if (!r->step2_applicable)
-        sb_printf(&s, "step 2 (decision, layer >= 1): %s\n", r->step2_reason);
+        hs_buf_printf(&s, "step 2 (decision, layer >= 1): %s\n", r->step2_reason);
     else
-        sb_printf(&s, "step 2 (decision, layer >= 1): %s -- %s\n", r->step2_holds ? "HOLDS" : "does not hold",
+        hs_buf_printf(&s, "step 2 (decision, layer >= 1): %s -- %s\n", r->step2_holds ? "HOLDS" : "does not hold",
                   r->step2_reason);
-    sb_printf(&s, "route: %s%s%s\n", r->route, r->route_reason[0] ? " -- " : "", r->route_reason);
-    sb_printf(&s, "thresholds: pusher attention >= %.2f and DLA >= %+.2f; step 1 ablation drop >= %.0f points; "
+    hs_buf_printf(&s, "route: %s%s%s\n", r->route, r->route_reason && r->route_reason[0] ? " -- " : "", r->route_reason);
+    hs_buf_printf(&s, "thresholds: pusher attention >= %.2f and DLA >= %+.2f; step 1 ablation drop >= %.0f points; "
                   "decision |patching| >= %.2f or a role's ablation drop >= %.0f points; route attention >= %.2f, "
                   "|DLA| >= %.2f, adjective-key role difference >= %.2f\n",
               o->push_attn, o->push_dla, 100 * o->step1_drop, o->decide_patch, 100 * o->decide_drop, o->route_attn,
               o->route_dla, o->adj_key_diff);
-    if (s.oom) {
-        free(s.buf);
-        return hs_fail(err, HS_ERR_NOMEM, "out of memory writing the summary");
-    }
-    *text = s.buf;
+    if ((*text = hs_buf_take(&s)) == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory writing the summary");
     return HS_OK;
 }

@@ -54,6 +54,7 @@ void hs_patch_report_free(hs_patch_report *r)
 typedef struct {
     int act, layer, head, pos;
     double *ld, *metric; /* where its mean LD and normalised metric go */
+    int same;            /* 1: provably the corrupted run at every read position (no sweep) */
 } pjob;
 
 typedef struct {
@@ -157,6 +158,11 @@ static double mean_rows(const double *v, int n)
 static hs_status pjob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     pctx *c = arg;
+    if (c->jobs[j].same) { /* every read logit is the corrupted run's, bit for bit */
+        *c->jobs[j].ld = c->ld_corr;
+        *c->jobs[j].metric = hs_patch_metric(c->ld_corr, c->ld_corr, c->ld_clean);
+        return HS_OK;
+    }
     sweep_arg sa = {c, &c->jobs[j]};
     hs_status st = hs_engine_sweep(e, w, c->dst, c->n, sweep_hooks, sweep_rows, &sa);
     if (st != HS_OK) return st;
@@ -193,6 +199,16 @@ static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     HS_ASSERT(lg != NULL);
     ld_rows(c, ba->ld_src, lg->data, 0, c->n);
     return HS_OK;
+}
+
+/* 1 when patching act at position p of layer l cannot change a logit read
+ * at any prompt's position (see the comment at the call). */
+static int unreachable(int act, int l, int p, int L, int max_pos, const unsigned char *read)
+{
+    if (p > max_pos) return 1;
+    const int own_position_only = act == HS_PATCH_Z || act == HS_PATCH_Q || act == HS_PATCH_PATTERN ||
+                                  act == HS_PATCH_ATTN_OUT || act == HS_PATCH_MLP_OUT || act == HS_PATCH_RESID_POST;
+    return l == L - 1 && own_position_only && !read[p];
 }
 
 hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
@@ -239,6 +255,7 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     char pats[HS_PATCH_N][48];
     int nf = 0, n_jobs = 0;
     hs_status st = HS_OK;
+    unsigned char *read = NULL;
     for (int a = 0; a < HS_PATCH_N; a++) {
         if (!(acts & (1u << a))) continue;
         snprintf(pats[a], sizeof pats[a], HOOK[a], 0);
@@ -261,20 +278,35 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     filt[nf++] = "logits";
     c.jobs = calloc((size_t)(n_jobs ? n_jobs : 1), sizeof *c.jobs);
     if (!lds || !c.jobs || !psrc || !pdst || !pans || !pwr || !ppos) goto oom;
+    /* Cells whose patch cannot reach a read logit, left out of the sweeps
+     * (their LD is the corrupted one exactly): a position after every read
+     * position (causal attention), and in the last layer a position no prompt
+     * reads for the acts that write only their own position there (z, q,
+     * pattern rows, attn_out, mlp_out, resid_post; not k, v or resid_pre,
+     * which later positions' attention reads). */
+    int max_pos = 0;
+    read = calloc((size_t)t, 1);
+    if (read == NULL) goto oom;
+    for (int i = 0; i < n; i++) {
+        read[pos[i]] = 1;
+        if (pos[i] > max_pos) max_pos = pos[i];
+    }
     int nj = 0;
     for (int a = 0; a < HS_PATCH_N; a++) {
         if (!(acts & (1u << a))) continue;
         for (int l = 0; l < L; l++) {
             if (!hs_patch_act_is_head(a)) {
                 for (int p = 0; p < t; p++)
-                    c.jobs[nj++] = (pjob){a, l, -1, p, &out->ld[a][l * t + p], &out->metric[a][l * t + p]};
+                    c.jobs[nj++] = (pjob){a, l, -1, p, &out->ld[a][l * t + p], &out->metric[a][l * t + p],
+                                      unreachable(a, l, p, L, max_pos, read)};
                 continue;
             }
             for (int h = 0; h < H; h++) {
-                c.jobs[nj++] = (pjob){a, l, h, -1, &out->ld[a][l * H + h], &out->metric[a][l * H + h]};
+                c.jobs[nj++] = (pjob){a, l, h, -1, &out->ld[a][l * H + h], &out->metric[a][l * H + h], 0};
                 for (int p = 0; p < t; p++) {
                     const size_t k = ((size_t)l * H + h) * t + p;
-                    c.jobs[nj++] = (pjob){a, l, h, p, &out->ld_pos[a][k], &out->metric_pos[a][k]};
+                    c.jobs[nj++] = (pjob){a, l, h, p, &out->ld_pos[a][k], &out->metric_pos[a][k],
+                                          unreachable(a, l, p, L, max_pos, read)};
                 }
             }
         }
@@ -299,6 +331,7 @@ done:
         for (int i = 0; i < e.n_workers; i++) free(c.row_ld[i]);
     free(c.row_ld);
     hs_engine_views_free(c.src_v, hs_engine_chunks(np));
+    free(read);
     free(psrc);
     free(pdst);
     free(pans);

@@ -10,17 +10,6 @@
 
 #define SCORE_BATCH 128
 
-/* Argmax of row (V floats), ties to the lowest id. Returns -1 if any is NaN. */
-static int argmax_row(const float *row, size_t V)
-{
-    int best = 0;
-    for (size_t v = 0; v < V; v++) {
-        if (isnan(row[v])) return -1;
-        if (row[v] > row[best]) best = (int)v;
-    }
-    return best;
-}
-
 hs_status hs_winograd_score_examples(const hs_model *m, const hs_winograd *t,
                                      const hs_wg_example *examples, size_t n,
                                      const hs_observer *observer, int *pred, hs_wg_score *out,
@@ -57,7 +46,7 @@ hs_status hs_winograd_score_examples(const hs_model *m, const hs_winograd *t,
         for (size_t i = 0; i < b; i++) {
             const hs_wg_example *e = &examples[start + i];
             const float *row = acts->logits + (i * HS_WG_LEN + HS_WG_POS_QUERY) * V;
-            int p = argmax_row(row, V);
+            int p = hs_argmax(row, (size_t)V);
             if (p < 0) {
                 st = hs_fail(err, HS_ERR_NUMERIC,
                              "NaN logit at position %d of example %zu", HS_WG_POS_QUERY, start + i);

@@ -561,8 +561,9 @@ typedef struct {
     int step2_applicable, step2_holds;
     int patch_usable;        /* |ld_clean - ld_corr| (both directions) >= opts.min_ld_gap */
     int route_features;      /* HS_ROUTE_* bits */
-    char route[128];         /* "chapter", "adjective-key + referent-fetch", "none", ... */
-    char step1_reason[512], step2_reason[512], route_reason[1024];
+    /* the verdicts' words, owned (malloc'd, any length; hs_circuit_report_free) */
+    char *route;             /* "chapter", "adjective-key + referent-fetch", "none", ... */
+    char *step1_reason, *step2_reason, *route_reason;
 } hs_circuit_report;
 
 /*
@@ -580,13 +581,14 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
 void hs_circuit_report_free(hs_circuit_report *r);
 
 /*
- * The report as JSON text (pretty-printed, malloc'd, caller frees): every
- * number above, the thresholds, verdicts, heads and roles, held-out accuracy,
- * whether the chapter's pair is held out, the model config. NAN is written
- * as null. model_path may be NULL. HS_ERR_NOMEM.
+ * The report as JSON (*json, caller frees with cJSON_Delete; the one JSON
+ * type modules hand each other): every number above, the thresholds,
+ * verdicts, heads and roles, held-out accuracy, whether the chapter's pair is
+ * held out, the model config. NAN is written as null. model_path may be
+ * NULL. HS_ERR_NOMEM (*json NULL).
  */
 hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_path,
-                                 char **json, hs_error *err);
+                                 cJSON **json, hs_error *err);
 
 /* A readable text summary (malloc'd, caller frees, lines end in '\n').
  * HS_ERR_NOMEM. */
@@ -1026,5 +1028,35 @@ void hs_timeline_point_free(hs_timeline_point *p);
 /* Index i >= 1 of the largest change y[i] - y[i-1] (sign > 0: increase, sign
  * < 0: decrease), NaN pairs skipped; -1 when n < 2 or none is finite. */
 int hs_timeline_jump(const double *y, int n, int sign);
+
+/* The logit lens (tasks/experiments.c): the model's output head
+ * (hs_final_logits: the final norm with statistics recomputed from each
+ * residual, not the final layer's cached scale; then W_U, b_U) applied to the
+ * residual stream at L + 1 points: blocks.l.hook_resid_pre for l = 0..L-1,
+ * then blocks.{L-1}.hook_resid_post (whose lens is the model's own logits). */
+typedef struct {
+    int L, n, t, V;
+    int n_points;          /* L + 1 */
+    int has_answer, has_wrong;
+    double *p_answer;      /* (n_points) mean softmax probability of the answer at each prompt's position */
+    double *logit_answer;  /* (n_points) mean logit of the answer there */
+    double *acc;           /* (n_points) fraction of prompts whose top-1 there is the answer */
+    double *ld;            /* (n_points) mean logit(answer) - logit(wrong) (has_wrong) */
+    double *p_final;       /* (n_points, t) mean probability the lens gives, at each position, to
+                            * the model's own top-1 token there */
+    int *top1;             /* (n_points, t) the lens's top-1 token id of the first prompt */
+} hs_lens_report;
+
+/* The lens over the prompts of p (answer/wrong optional), on the engine.
+ * HS_ERR_INPUT for an empty set. Free with hs_lens_report_free. */
+hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_lens_report *out,
+                      hs_error *err);
+void hs_lens_report_free(hs_lens_report *r);
+/* Name of lens point k ("blocks.0.hook_resid_pre", ..., "blocks.1.hook_resid_post") into buf. */
+void hs_lens_point_name(const hs_lens_report *r, int k, char *buf, size_t cap);
+/* As JSON (every array above, with point names; caller frees with cJSON_Delete; NULL on OOM). */
+cJSON *hs_lens_json(const hs_lens_report *r, const hs_vocab *v);
+/* The text summary appended to b. */
+void hs_lens_summary(const hs_lens_report *r, const hs_vocab *v, hs_buf *b);
 
 #endif /* HS_TASKS_H */

@@ -580,10 +580,9 @@ static double jnum(const cJSON *o, const char *path)
 static void report_json_carries_the_numbers(void **state)
 {
     (void)state;
-    char *txt = NULL;
     hs_error err = {0};
-    assert_int_equal(hs_circuit_report_json(&g_r, "m.safetensors", &txt, &err), HS_OK);
-    cJSON *j = cJSON_Parse(txt);
+    cJSON *j = NULL;
+    assert_int_equal(hs_circuit_report_json(&g_r, "m.safetensors", &j, &err), HS_OK);
     assert_non_null(j);
     assert_true(fabs(jnum(j, "heldout.accuracy.all") - g_r.acc[2]) < 1e-12);
     assert_true(fabs(jnum(j, "heldout.accuracy.crossed") - g_r.acc[1]) < 1e-12);
@@ -609,7 +608,6 @@ static void report_json_carries_the_numbers(void **state)
     const cJSON *route = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "verdict"), "route"), "name");
     assert_string_equal(cJSON_GetStringValue(route), g_r.route);
     cJSON_Delete(j);
-    free(txt);
     char *sum = NULL;
     assert_int_equal(hs_circuit_summary(&g_r, &sum, &err), HS_OK);
     assert_non_null(strstr(sum, "step 1 (candidate push, layer 0)"));
@@ -635,7 +633,10 @@ static void report_is_identical_for_one_and_three_threads(void **state)
         hs_circuit_report r;
         assert_int_equal(hs_circuit_run(g_m, g_t, &o, &r, &err), HS_OK);
         r.opts.threads = 0; /* the one field allowed to differ */
-        assert_int_equal(hs_circuit_report_json(&r, NULL, &txt[i], &err), HS_OK);
+        cJSON *j = NULL;
+        assert_int_equal(hs_circuit_report_json(&r, NULL, &j, &err), HS_OK);
+        txt[i] = cJSON_Print(j);
+        cJSON_Delete(j);
         hs_circuit_report_free(&r);
     }
     assert_string_equal(txt[0], txt[1]);
@@ -682,15 +683,50 @@ static void one_layer_model_gets_a_report(void **state)
     assert_true(isnan(r.inv_l1_mean_dev));
     assert_true(r.inv_max_dev_same_nouns < 1e-5);
     char *txt = NULL;
-    assert_int_equal(hs_circuit_report_json(&r, NULL, &txt, &err), HS_OK);
-    cJSON *j = cJSON_Parse(txt);
+    cJSON *j = NULL;
+    assert_int_equal(hs_circuit_report_json(&r, NULL, &j, &err), HS_OK);
     assert_non_null(j);
     assert_true(jnum(j, "verdict.step2.applicable") == 0);
     assert_true(isnan(jnum(j, "invariant.layer1_mean_dev")));
     cJSON_Delete(j);
-    free(txt);
     assert_int_equal(hs_circuit_summary(&r, &txt, &err), HS_OK);
     assert_non_null(strstr(txt, "not applicable"));
+    free(txt);
+    hs_circuit_report_free(&r);
+    hs_model_destroy(m);
+}
+
+/* Verdict reasons have no length limit: 16 heads a layer and every threshold
+ * at 0 make the route's evidence name every head's features (over 5,000
+ * characters); the JSON and the summary carry all of it, the last head's
+ * words included (fixed 1,024-byte buffers cut it before). */
+static void long_verdict_reasons_reach_every_writer_whole(void **state)
+{
+    (void)state;
+    hs_config c = test_config(2);
+    c.n_heads = 16;
+    c.d_head = 4;
+    hs_model *m = train_model(&c, 0);
+    hs_circuit_opts o = hs_circuit_opts_default();
+    o.route_attn = o.route_dla = o.adj_key_diff = o.decide_patch = o.decide_drop = o.min_ld_gap = 0.0;
+    o.comp_draws = 2;
+    hs_circuit_report r;
+    hs_error err = {0};
+    assert_int_equal(hs_circuit_run(m, g_t, &o, &r, &err), HS_OK);
+    const size_t n = strlen(r.route_reason);
+    print_message("route evidence: %zu characters, step 2: %zu\n", n, strlen(r.step2_reason));
+    assert_true(n >= 5000);
+    assert_non_null(strstr(r.route_reason, "L1H15 puts"));
+    assert_non_null(strstr(r.step2_reason, "L1H15 (patching"));
+    cJSON *j = NULL;
+    assert_int_equal(hs_circuit_report_json(&r, NULL, &j, &err), HS_OK);
+    const cJSON *ev = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "verdict"), "route"), "evidence");
+    assert_string_equal(cJSON_GetStringValue(ev), r.route_reason);
+    cJSON_Delete(j);
+    char *txt = NULL;
+    assert_int_equal(hs_circuit_summary(&r, &txt, &err), HS_OK);
+    assert_non_null(strstr(txt, r.route_reason));
+    assert_non_null(strstr(txt, r.step2_reason));
     free(txt);
     hs_circuit_report_free(&r);
     hs_model_destroy(m);
@@ -720,12 +756,10 @@ static void uniform_attention_model_gets_a_report(void **state)
         }
     /* uniform weights 1/15 at position 14 */
     assert_true(fabs(r.heads[0].attn[0][0] - 1.0 / 15) < 1e-6);
-    char *txt = NULL;
-    assert_int_equal(hs_circuit_report_json(&r, NULL, &txt, &err), HS_OK);
-    cJSON *parsed = cJSON_Parse(txt);
+    cJSON *parsed = NULL;
+    assert_int_equal(hs_circuit_report_json(&r, NULL, &parsed, &err), HS_OK);
     assert_non_null(parsed);
     cJSON_Delete(parsed);
-    free(txt);
     hs_circuit_report_free(&r);
     hs_model_destroy(m);
 }
@@ -762,6 +796,7 @@ int main(void)
         cmocka_unit_test(report_json_carries_the_numbers),
         cmocka_unit_test(one_layer_model_gets_a_report),
         cmocka_unit_test(untrained_model_has_no_decision_heads),
+        cmocka_unit_test(long_verdict_reasons_reach_every_writer_whole),
         cmocka_unit_test(report_is_identical_for_one_and_three_threads),
         cmocka_unit_test(uniform_attention_model_gets_a_report),
         cmocka_unit_test(bad_thresholds_and_mismatched_models_are_refused),

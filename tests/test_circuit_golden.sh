@@ -61,6 +61,7 @@ run 0 help circuit --help
 grep -q '"none" when step 2 does not' "$TMP/help.out" || fail "--help does not name route none"
 grep -q '"other" when a decision head' "$TMP/help.out" || fail "--help does not say when the route is other"
 run 0 u0 train --steps 1 --d-model 32 --d-mlp 64 --eval-every 0 --out "$TMP/u.safetensors"
+grep -q "^headscope train: threads: $CPUS of $CPUS CPU" "$TMP/u0.err" || fail "train does not say its threads"
 run 0 u circuit --model "$TMP/u.safetensors"
 grep -q '^route: none' "$TMP/u.out" || fail "an untrained model: route is not none: $(grep '^route' "$TMP/u.out")"
 # one composition default: weights' raw scores and baseline = circuit's

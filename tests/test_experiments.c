@@ -275,6 +275,38 @@ static void patch_identities_and_batch_independence(void **state)
         for (int k = 0; k < L * H * t; k++) acc[k] += one.ld_pos[HS_PATCH_Z][k];
         hs_patch_report_free(&one);
     }
+    /* the cells left out of the sweeps (the last layer's z at a position no
+     * prompt reads) equal the corrupted LD; and a hand-patched forward there
+     * leaves every read logit bit-identical to the unpatched one */
+    assert_true(b1.ld_pos[HS_PATCH_Z][((size_t)(L - 1) * H + 0) * t + 3] == b1.ld_corr);
+    {
+        hs_acts *a = NULL;
+        hs_hooks *hk = NULL;
+        hs_cache cl = {0};
+        assert_int_equal(hs_acts_create(&g_m->cfg, n, t, 0, &a, &err), HS_OK);
+        assert_int_equal(hs_hooks_create(&hk, &err), HS_OK);
+        const char *f[] = {"blocks.*.attn.hook_z"};
+        assert_int_equal(hs_run_with_cache(g_m, a, src, n, t, f, 1, NULL, &cl, &err), HS_OK);
+        float *plain = malloc((size_t)n * g_m->cfg.d_vocab * sizeof *plain);
+        assert_int_equal(hs_run_with_hooks(g_m, a, dst, n, t, NULL, &err), HS_OK);
+        for (int i = 0; i < n; i++)
+            memcpy(plain + (size_t)i * g_m->cfg.d_vocab, a->logits + ((size_t)i * t + Q) * g_m->cfg.d_vocab,
+                   (size_t)g_m->cfg.d_vocab * sizeof *plain);
+        for (int h = 0; h < H; h++)
+            for (int p = 0; p < Q; p++) {
+                hs_hooks_clear(hk);
+                assert_int_equal(hs_hooks_add_patch_head(hk, &cl, (hs_head){L - 1, h}, p, &err), HS_OK);
+                assert_int_equal(hs_run_with_hooks(g_m, a, dst, n, t, hk, &err), HS_OK);
+                for (int i = 0; i < n; i++)
+                    assert_memory_equal(plain + (size_t)i * g_m->cfg.d_vocab,
+                                        a->logits + ((size_t)i * t + Q) * g_m->cfg.d_vocab,
+                                        (size_t)g_m->cfg.d_vocab * sizeof *plain);
+            }
+        free(plain);
+        hs_cache_free(&cl);
+        hs_hooks_destroy(hk);
+        hs_acts_destroy(a);
+    }
     for (int k = 0; k < L * H * t; k++)
         if (!(acc[k] / n == b1.ld_pos[HS_PATCH_Z][k]))
             fail_msg("cell %d: one at a time %.17g, batched %.17g", k, acc[k] / n, b1.ld_pos[HS_PATCH_Z][k]);
@@ -334,6 +366,67 @@ static void heads_scores_match_a_hand_computed_pattern(void **state)
     hs_prompts_free(&p);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Lens                                                                      */
+
+static void lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics(void **state)
+{
+    (void)state;
+    const int t = g_p.t, B = HS_ENGINE_CHUNK, L = g_m->cfg.n_layers, D = g_m->cfg.d_model, V = g_m->cfg.d_vocab;
+    hs_error err = {0};
+    hs_acts *a = NULL;
+    hs_cache c = {0};
+    assert_int_equal(hs_acts_create(&g_m->cfg, B, t, 0, &a, &err), HS_OK);
+    const char *f[] = {"blocks.*.hook_resid_pre", "blocks.*.hook_resid_post", "ln_final.hook_scale", "logits"};
+    assert_int_equal(hs_run_with_cache(g_m, a, g_p.clean, B, t, f, 4, NULL, &c, &err), HS_OK);
+    const size_t N = (size_t)B * t;
+    float *scratch = malloc(N * (D + 2) * sizeof(float)), *lg = malloc(N * V * sizeof(float));
+    /* the last point: the model's logits, bit for bit */
+    hs_final_logits(g_m, hs_cache_getf(&c, "blocks.%d.hook_resid_post", L - 1)->data, N, scratch, lg);
+    assert_memory_equal(lg, hs_cache_get(&c, "logits")->data, N * V * sizeof(float));
+    /* layer 0: LN with resid_pre 0's own mean and variance (by hand, in
+     * double), not the final residual's scale */
+    hs_final_logits(g_m, hs_cache_get(&c, "blocks.0.hook_resid_pre")->data, N, scratch, lg);
+    const float *x = hs_cache_get(&c, "blocks.0.hook_resid_pre")->data + (size_t)Q * D; /* row 0, position 14 */
+    const float fs = hs_cache_get(&c, "ln_final.hook_scale")->data[Q];
+    const hs_params *P = &g_m->params;
+    double mu = 0.0, var = 0.0;
+    for (int d = 0; d < D; d++) mu += x[d];
+    mu /= D;
+    for (int d = 0; d < D; d++) var += (x[d] - mu) * (x[d] - mu);
+    const double own = sqrt(var / D + g_m->cfg.eps);
+    double max_own = 0.0, max_final = 0.0;
+    for (int v = 0; v < V; v++) {
+        double lo = P->b_U ? P->b_U[v] : 0.0, lf = lo;
+        for (int d = 0; d < D; d++) {
+            const double w = P->W_U[(size_t)d * V + v], g = P->ln_final_w[d], b = P->ln_final_b ? P->ln_final_b[d] : 0.0;
+            lo += ((x[d] - mu) / own * g + b) * w;
+            lf += ((x[d] - mu) / fs * g + b) * w;
+        }
+        const double got = lg[(size_t)Q * V + v];
+        if (fabs(got - lo) > max_own) max_own = fabs(got - lo);
+        if (fabs(got - lf) > max_final) max_final = fabs(got - lf);
+    }
+    print_message("layer 0 lens vs own statistics: %.2g; vs the final scale (%.3f vs own %.3f): %.3g\n", max_own,
+                  (double)fs, own, max_final);
+    assert_true(max_own < 1e-4);
+    assert_true(max_final > 0.1);
+    free(scratch);
+    free(lg);
+    hs_cache_free(&c);
+    hs_acts_destroy(a);
+    /* the report: the last point's numbers are the model's (top-1 = answer on every pair) */
+    hs_lens_report r;
+    assert_int_equal(hs_lens_run(g_m, NULL, &g_p, &r, &err), HS_OK);
+    assert_int_equal(r.n_points, L + 1);
+    assert_true(r.acc[L] == 1.0);
+    hs_patch_report pr;
+    assert_int_equal(hs_patch_run(g_m, NULL, &g_p, 1u << HS_PATCH_RESID_PRE, &pr, &err), HS_OK);
+    assert_true(r.ld[L] == pr.ld_clean); /* the same logits, the same row order */
+    hs_patch_report_free(&pr);
+    hs_lens_report_free(&r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -342,6 +435,7 @@ int main(void)
         cmocka_unit_test(patch_reproduces_circuit_per_head_numbers),
         cmocka_unit_test(patch_identities_and_batch_independence),
         cmocka_unit_test(heads_scores_match_a_hand_computed_pattern),
+        cmocka_unit_test(lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/test_experiments_cli.sh -- `headscope heads` and `headscope patch` as a
+# tests/test_experiments_cli.sh -- `headscope heads`, `patch` and `lens` as a
 # user drives them, on the committed small checkpoint: --help; the bad-input
 # table (unknown token, empty file, corrupted of another length, prompts of
 # different lengths, answer not in the vocabulary, missing wrong) refused with
@@ -23,7 +23,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 M="$TMP/m.safetensors"
 cp "$HERE/checkpoint/circuit_tiny.safetensors" "$M"
-for cmd in heads patch; do
+for cmd in heads patch lens; do
     run 0 "help_$cmd" "$cmd" --help
     grep -q "^usage: headscope $cmd" "$TMP/help_$cmd.out" || fail "$cmd --help: no usage line"
 done
@@ -32,7 +32,7 @@ done
 S1='the animal did not'
 bad() { # NAME CONTENT MESSAGE
     printf '%b' "$2" >"$TMP/$1.jsonl"
-    for cmd in heads patch; do
+    for cmd in heads patch lens; do
         run 1 "$1_$cmd" "$cmd" --model "$M" --data "$TMP/$1.jsonl"
         one_line "$1_$cmd" "$3"
     done
@@ -91,4 +91,15 @@ s = h["scores"]["previous-token"]
 assert len(s) == h["config"]["n_layers"] and all(len(r) == h["config"]["n_heads"] for r in s)
 assert all(0.0 <= v <= 1.0 for r in s for v in r)
 PYEOF
+run 0 lo lens --model "$M" --data "$TMP/pairs.jsonl" --out "$TMP/lo" --dpi 72
+check_folder "$TMP/lo" lens.json lens_final.png
+"$PY" - "$TMP/lo/lens.json" "$TMP/pz.out" <<'PYEOF' || fail "lens.json"
+import json, sys
+l = json.load(open(sys.argv[1]))
+p = json.load(open(sys.argv[2]))
+pts = l["points"]
+assert [x["point"] for x in pts] == ["blocks.0.hook_resid_pre", "blocks.1.hook_resid_pre", "blocks.1.hook_resid_post"]
+assert pts[-1]["accuracy"] == 1.0 and pts[-1]["logit_diff"] == p["ld_clean"], (pts[-1], p["ld_clean"])
+PYEOF
+run 0 ls lens --model "$M" --sentence "the animal did not cross the street because it was too tired , so the"
 echo "ok"

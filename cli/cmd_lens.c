@@ -1,0 +1,129 @@
+/*
+ * cli/cmd_lens.c -- `headscope lens`: the logit lens per layer on a sentence
+ * or a prompt set (tasks/ hs_lens_run on the experiment engine): a table on
+ * stdout (or the JSON with --json), and with --out DIR lens.json and a
+ * points x positions figure.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "expout.h"
+#include "figopts.h"
+#include "util.h"
+
+static const char LENS_HELP[] =
+    "usage: headscope lens --model FILE (--data FILE.jsonl | --sentence S) [options]\n"
+    "\n"
+    "The logit lens: the model's output head applied to the residual stream\n"
+    "before each layer (blocks.l.hook_resid_pre) and after the last\n"
+    "(blocks.L-1.hook_resid_post, whose lens is the model's own logits). The\n"
+    "final norm's statistics (mean, scale) are recomputed from each residual,\n"
+    "not taken from the last layer's run. For each point: the probability and\n"
+    "logit of the answer at each prompt's position, how often it is the top-1,\n"
+    "and answer - wrong (when the set has \"wrong\"), averaged over the prompts;\n"
+    "the first prompt's top-1 token at every position; and, per position, the\n"
+    "probability the lens gives to the model's own final prediction there.\n"
+    "\n"
+    "options:\n"
+    "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    "  --data FILE           prompt set: JSONL, one {\"prompt\", \"answer\", ...} a\n"
+    "                        line (answer optional; same length for every prompt)\n"
+    "  --sentence S          one sentence instead of a set\n"
+    "  --out DIR             write lens.json and lens_final.{png,svg,json} (points x\n"
+    "                        positions) into DIR (created if missing; its parent\n"
+    "                        must exist)\n"
+    "  --json                print every number as JSON instead of the table\n"
+    "  --threads N           worker threads, 0 = every CPU (default)\n"
+    "\n"
+    "Exit status: 0 ok, 1 user error, 2 usage error.\n";
+
+static int write_figure(const hs_lens_report *r, cli_exp *x)
+{
+    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
+    const int K = r->n_points, T = r->t;
+    char (*lab)[64] = calloc((size_t)(K + T), sizeof *lab);
+    const char **ll = calloc((size_t)(K + T), sizeof *ll);
+    float *m = calloc((size_t)K * T, sizeof *m);
+    int rc = 1;
+    if (!lab || !ll || !m) {
+        fprintf(stderr, "headscope lens: out of memory\n");
+        goto done;
+    }
+    for (int k = 0; k < K; k++) {
+        if (k < r->L) snprintf(lab[k], sizeof lab[0], "L%d resid_pre", k);
+        else snprintf(lab[k], sizeof lab[0], "L%d resid_post", r->L - 1);
+        ll[k] = lab[k];
+    }
+    for (int q = 0; q < T; q++) {
+        snprintf(lab[K + q], sizeof lab[0], "%d %s", q, hs_vocab_word(x->Ld.vocab, x->p.clean[q]));
+        ll[K + q] = lab[K + q];
+    }
+    for (size_t i = 0; i < (size_t)K * T; i++) m[i] = (float)r->p_final[i];
+    rc = cli_out_fig(&fx, CLI_FIG_NONNEG, "lens_final", m, (size_t)K, (size_t)T, ll, ll + K,
+                     "logit lens: probability of the model's final prediction", "position (first prompt's tokens)",
+                     "residual stream", 1.0, "probability", NULL,
+                     "the probability the logit lens at each point gives to the model's own top-1 token at each "
+                     "position, averaged over the prompts [point][position]");
+done:
+    free(lab);
+    free(ll);
+    free(m);
+    return rc;
+}
+
+int cmd_lens(int argc, char **argv)
+{
+    enum { O_HELP = 256 };
+    static const struct option opts[] = {{"help", no_argument, 0, O_HELP},
+                                         CLI_EXP_SENTENCE_LONGOPT,
+                                         CLI_EXP_LONGOPTS,
+                                         {0, 0, 0, 0}};
+    const char *C = "lens";
+    int c;
+    cli_exp x;
+    cli_exp_init(&x, C);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_HELP:
+            fputs(LENS_HELP, stdout);
+            fputs(CLI_FIGOPTS_HELP, stdout);
+            return 0;
+        default:
+            if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
+            break;
+        }
+    }
+    if (cli_exp_check(&x, argc, argv, 1)) return 2;
+    hs_error err = {0};
+    int rc = 1;
+    cJSON *j = NULL;
+    hs_buf text = {0};
+    hs_lens_report r = {0};
+    if (cli_exp_open(&x, HS_PROMPTS_TEXT_ONLY)) goto done;
+    if (hs_lens_run(x.Ld.model, x.pool, &x.p, &r, &err) != HS_OK) {
+        rc = cli_error(C, &err);
+        goto done;
+    }
+    if ((j = hs_lens_json(&r, x.Ld.vocab)) == NULL) {
+        fprintf(stderr, "headscope %s: out of memory\n", C);
+        goto done;
+    }
+    if (x.out && write_figure(&r, &x)) goto done;
+    hs_lens_summary(&r, x.Ld.vocab, &text);
+    rc = cli_exp_finish(&x, j, "lens", "every logit-lens number: per point the answer's probability, logit, "
+                                       "top-1 rate and LD; per position the final prediction's probability",
+                        &text);
+done:
+    hs_buf_free(&text);
+    cJSON_Delete(j);
+    hs_lens_report_free(&r);
+    cli_exp_close(&x);
+    return rc;
+}
