@@ -140,6 +140,33 @@ static int oom(const char *C)
     return 1;
 }
 
+/* The attention JSON of n panels of [T, T] with labels toks, packed for the
+ * page (hs_viz_attention_json_packed) or nested for the file, with the context,
+ * "first_position" when cropped (first >= 0) and extra's keys; NULL after
+ * printing. */
+static cJSON *attention_data(const char *C, const insp_ctx *x, int packed, const float *pat,
+                             size_t n, size_t T, const char *const *toks,
+                             const char *const *names, const char *title, const cJSON *extra,
+                             int first)
+{
+    hs_error err = {0};
+    cJSON *j = NULL;
+    hs_status s = packed ? hs_viz_attention_json_packed(&j, pat, n, T, toks, names, title, &err)
+                         : hs_viz_attention_json(&j, pat, n, T, toks, names, title, &err);
+    if (s != HS_OK) {
+        cli_error(C, &err);
+        return NULL;
+    }
+    if (!add_context(j, x, 0) || (first >= 0 && !cJSON_AddNumberToObject(j, "first_position", first))) {
+        cJSON_Delete(j);
+        oom(C);
+        return NULL;
+    }
+    for (const cJSON *it = extra ? extra->child : NULL; it; it = it->next)
+        cJSON_AddItemToObject(j, it->string, cJSON_Duplicate(it, 1));
+    return j;
+}
+
 /* One attention figure set (n panels of [T,T]): a grid (rows x cols with the
  * given headers) or a single pattern, + its JSON; cropped to x->a..x->b with
  * the query row framed. toks: T labels (NULL = the sentence's). A figure over
@@ -191,39 +218,19 @@ static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, 
         }
     }
     if (od->page && cli_page_keeps(C, stem)) { /* the page's packed form, before the file's */
-        cJSON *pj = NULL;
-        s = hs_viz_attention_json_packed(&pj, pat, n, T, toks, names, title, &err);
-        if (s != HS_OK) {
+        cJSON *pj = attention_data(C, x, 1, pat, n, T, toks, names, title, extra, cp ? x->a : -1);
+        if (!pj || cli_out_page(od, stem, pj)) {
             hs_viz_figure_destroy(fig);
-            return cli_error(C, &err);
-        }
-        if (!add_context(pj, x, 0)) {
-            cJSON_Delete(pj);
-            hs_viz_figure_destroy(fig);
-            return oom(C);
-        }
-        for (const cJSON *it = extra ? extra->child : NULL; it; it = it->next)
-            cJSON_AddItemToObject(pj, it->string, cJSON_Duplicate(it, 1));
-        if (cli_out_page(od, stem, pj)) {
-            hs_viz_figure_destroy(fig);
+            free(cp);
             return 1;
         }
     }
-    if (cli_figopts_data(od->fo)) {
-        s = hs_viz_attention_json(&j, pat, n, T, toks, names, title, &err);
-        if (s != HS_OK) {
-            hs_viz_figure_destroy(fig);
-            free(cp);
-            return cli_error(C, &err);
-        }
-        if (!add_context(j, x, 0) || (cp && !cJSON_AddNumberToObject(j, "first_position", x->a))) {
-            cJSON_Delete(j);
-            hs_viz_figure_destroy(fig);
-            free(cp);
-            return oom(C);
-        }
-        for (const cJSON *it = extra ? extra->child : NULL; it; it = it->next)
-            cJSON_AddItemToObject(j, it->string, cJSON_Duplicate(it, 1));
+    /* the file's nested form only for --format json: the page has its packed one */
+    if (od->fo->json && !(j = attention_data(C, x, 0, pat, n, T, toks, names, title, extra,
+                                             cp ? x->a : -1))) {
+        hs_viz_figure_destroy(fig);
+        free(cp);
+        return 1;
     }
     int rc = cli_out_figure(od, stem, fig, j, shows);
     hs_viz_figure_destroy(fig);

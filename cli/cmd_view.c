@@ -114,50 +114,79 @@ static cJSON *load_run(const char *C, const char *dir)
     return NULL;
 }
 
-/* With the default --out: lists index.html in DIR/index.json (idx, from the
- * run) so the next run in DIR removes it. 0 ok, 1 printed. */
+/* The entry of index.html in the run's index, or NULL. */
+static cJSON *page_entry(const cJSON *idx)
+{
+    const cJSON *files = cJSON_GetObjectItem(idx, "files");
+    for (cJSON *f = files ? files->child : NULL; f; f = f->next) {
+        const cJSON *fn = cJSON_GetObjectItem(f, "file");
+        if (cJSON_IsString(fn) && strcmp(fn->valuestring, "index.html") == 0) return f;
+    }
+    return NULL;
+}
+
+/* Sets key to a number or string in o, replacing what it had. 0 on OOM. */
+static int set_item(cJSON *o, const char *key, cJSON *v)
+{
+    if (!v) return 0;
+    if (cJSON_GetObjectItem(o, key)) return cJSON_ReplaceItemInObjectCaseSensitive(o, key, v);
+    if (cJSON_AddItemToObject(o, key, v)) return 1;
+    cJSON_Delete(v);
+    return 0;
+}
+
+/* With the default --out: lists index.html (written at dir) in DIR/index.json
+ * with its size and hash, as every run lists its files, so the next run in
+ * DIR may replace or remove it. 0 ok, 1 printed. */
 static int list_page(const char *C, const char *dir, const cJSON *run)
 {
     cJSON *idx = cJSON_Duplicate(cJSON_GetObjectItem(run, "index"), 1);
     cJSON *files = cJSON_GetObjectItem(idx, "files");
-    for (const cJSON *f = files ? files->child : NULL; f; f = f->next) {
-        const cJSON *fn = cJSON_GetObjectItem(f, "file");
-        if (cJSON_IsString(fn) && strcmp(fn->valuestring, "index.html") == 0) {
-            cJSON_Delete(idx);
-            return 0;
-        }
-    }
-    cJSON *e = cJSON_CreateObject();
+    cJSON *e = page_entry(idx);
+    char *page = hs_path_join(dir, "index.html"), *path = hs_path_join(dir, "index.json");
+    double bytes = 0;
+    char hex[17];
     hs_error err = {0};
-    char *path = hs_path_join(dir, "index.json");
-    int ok = idx && files && e && path && cJSON_AddStringToObject(e, "file", "index.html") &&
+    int ok = idx && files && page && path && cli_file_digest(page, &bytes, hex) == 0;
+    if (ok && !e) {
+        e = cJSON_CreateObject();
+        ok = e && cJSON_AddStringToObject(e, "file", "index.html") &&
              cJSON_AddStringToObject(e, "format", "html") &&
              cJSON_AddStringToObject(e, "shows", "one offline page to explore this folder's data "
                                                  "(headscope view; open it in a browser)") &&
              cJSON_AddItemToArray(files, e);
-    if (ok) e = NULL;
-    hs_status s = ok ? hs_viz_write_json(idx, path, &err) : hs_fail(&err, HS_ERR_NOMEM, "out of memory");
-    cJSON_Delete(e);
+        if (!ok) cJSON_Delete(e);
+    }
+    ok = ok && set_item(e, "bytes", cJSON_CreateNumber(bytes)) &&
+         set_item(e, "fnv1a64", cJSON_CreateString(hex));
+    hs_status s = ok ? hs_viz_write_json(idx, path, &err)
+                     : hs_fail(&err, HS_ERR_NOMEM, "cannot list index.html in %s/index.json", dir);
     cJSON_Delete(idx);
+    free(page);
     free(path);
     return s != HS_OK ? cli_error(C, &err) : 0;
 }
 
-/* 1 when dir/index.html exists and dir's index does not list it (a file
- * headscope did not write: left alone). */
+/* 1 when dir/index.html exists and dir's index does not vouch for it (not
+ * listed, or changed since: its size or hash differ): not headscope's page,
+ * left alone. */
 static int foreign_page(const char *dir, const cJSON *run)
 {
     char *path = hs_path_join(dir, "index.html");
     FILE *fp = path ? fopen(path, "rb") : NULL;
-    free(path);
-    if (!fp) return 0;
-    fclose(fp);
-    const cJSON *files = cJSON_GetObjectItem(cJSON_GetObjectItem(run, "index"), "files");
-    for (const cJSON *f = files ? files->child : NULL; f; f = f->next) {
-        const cJSON *fn = cJSON_GetObjectItem(f, "file");
-        if (cJSON_IsString(fn) && strcmp(fn->valuestring, "index.html") == 0) return 0;
+    if (!fp) {
+        free(path);
+        return 0;
     }
-    return 1;
+    fclose(fp);
+    const cJSON *e = page_entry(cJSON_GetObjectItem(run, "index"));
+    const cJSON *h = cJSON_GetObjectItem(e, "fnv1a64");
+    double bytes = 0;
+    char hex[17];
+    int same = cJSON_IsString(h) && cli_file_digest(path, &bytes, hex) == 0 &&
+               strcmp(hex, h->valuestring) == 0;
+    free(path);
+    return !same;
 }
 
 int cmd_view(int argc, char **argv)
@@ -204,8 +233,8 @@ int cmd_view(int argc, char **argv)
     char *path = out ? hs_strdup(out) : hs_path_join(dir0, "index.html");
     int rc = 1;
     if (!out && foreign_page(dir0, run0)) {
-        fprintf(stderr, "headscope %s: %s/index.html exists and %s/index.json does not list it; "
-                        "not overwriting it (choose a file with --out)\n", C, dir0, dir0);
+        fprintf(stderr, "headscope %s: %s/index.html exists and %s/index.json does not list it "
+                        "as it is; not overwriting it (choose a file with --out)\n", C, dir0, dir0);
         goto done;
     }
     cJSON *data = cli_page_data(runs, cmap); /* owns runs and run0 now */

@@ -21,7 +21,7 @@
  *     table sorts both ways and a head's link shows its attention row.
  * Usage: node check_page.js --page P.html --shot OUT.png [--json attention_grid.json]
  *        [--matrix patching:patching.json] [--perf --max-frame-ms 100 --max-load-ms N]
- *        [--browser chromium|firefox]
+ *        [--browser chromium|firefox] [--hover mouse|focus]
  * Prints one JSON line of measurements; exits 1 on the first failed check.
  */
 'use strict';
@@ -225,9 +225,26 @@ function unpackNode(att) {
       await page.evaluate((l, h) => window.hsViewer.select(l, h, 'head'), l, h);
       const d = Math.min(T - 1, Math.max(2, Math.floor(T * 0.6)));
       const sel = `.tokcol.dest .tok[data-pos="${d}"]`;
-      await page.$eval(sel, (e) => e.scrollIntoView({ block: 'center' }));
-      await page.hover(sel);
-      await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      const twoFrames = () => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+      /* the pointer over token d, after scrolling has settled (a pointer left
+         over another token while the page scrolls would hover that one) */
+      let active = null;
+      for (let t = 0; t < 3 && active !== String(d); t++) {
+        await page.$eval(sel, (e) => e.scrollIntoView({ block: 'center', behavior: 'instant' }));
+        await twoFrames();
+        if (args.hover === 'focus') {
+          await page.focus(sel); /* keyboard focus shows the row as hovering does */
+        } else {
+          const b = await (await page.$(sel)).boundingBox();
+          await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
+        }
+        await twoFrames();
+        active = await page.evaluate(() => {
+          const a = document.querySelector('.tokcol.dest .tok.active');
+          return a && a.getAttribute('data-pos');
+        });
+      }
+      if (active !== String(d)) fail(`hovering destination token ${d} made token ${active} the active one`);
       const row = await page.evaluate(() => Array.from(document.querySelectorAll('.attview')[0].querySelectorAll('.tokcol.src .tok')).map((e) => ({
         w: e.getAttribute('data-w'), bg: getComputedStyle(e).backgroundColor, text: e.lastChild.textContent,
       })));

@@ -62,6 +62,18 @@
     TIP.style.right = right ? (window.innerWidth - x + 14) + 'px' : 'auto';
     TIP.style.top = (y + 14) + 'px';
   }
+  /* moves cur {r, c} inside R x C by an arrow key; true (and the key is
+     consumed) when the key was an arrow */
+  function arrowKey(ev, cur, R, C) {
+    var k = ev.key;
+    if (k === 'ArrowUp') cur.r = Math.max(0, cur.r - 1);
+    else if (k === 'ArrowDown') cur.r = Math.min(R - 1, cur.r + 1);
+    else if (k === 'ArrowLeft') cur.c = Math.max(0, cur.c - 1);
+    else if (k === 'ArrowRight') cur.c = Math.min(C - 1, cur.c + 1);
+    else return false;
+    ev.preventDefault();
+    return true;
+  }
   /* runs fn at most once per animation frame with the latest argument */
   function perFrame(fn) {
     var pending = null, queued = false;
@@ -156,7 +168,10 @@
     this.L = A.H / H; this.H = H; this.T = A.T; this.A = A;
     this.names = names; this.tokens = file.tokens;
     this.causal = file.attention.causal !== false;
-    this.dest = typeof file.query_position === 'number' ? file.query_position : A.T - 1;
+    /* a cropped pattern (inspect's window) starts at first_position */
+    this.first = typeof file.first_position === 'number' ? file.first_position : 0;
+    var q = typeof file.query_position === 'number' ? file.query_position - this.first : A.T - 1;
+    this.dest = Math.max(0, Math.min(A.T - 1, q));
     this.run = run;
     var T = A.T, TT = T * T;
     this.images = [];
@@ -220,8 +235,8 @@
       if (!p) { tip(null); return; }
       var k = (p.l * H + p.h) * self.T * self.T, v = self.A.a[k + p.d * self.T + p.s];
       var masked = self.causal && p.s > p.d;
-      tip(self.headName(p.l, p.h) + ' · ' + self.tokens[p.d] + ' (' + p.d + ') → ' + self.tokens[p.s] +
-          ' (' + p.s + '): ' + (masked ? 'masked' : fmt(v)), ev.clientX, ev.clientY);
+      tip(self.headName(p.l, p.h) + ' · ' + self.tokens[p.d] + ' (' + (p.d + self.first) + ') → ' +
+          self.tokens[p.s] + ' (' + (p.s + self.first) + '): ' + (masked ? 'masked' : fmt(v)), ev.clientX, ev.clientY);
     });
     cv.c.addEventListener('mousemove', hover);
     cv.c.addEventListener('mouseleave', function () { tip(null); });
@@ -230,15 +245,9 @@
       if (p) select(p.l, p.h, 'head');
     });
     cv.c.addEventListener('keydown', function (ev) {
-      var l = SHARED.layer, h = SHARED.head;
-      if (ev.key === 'ArrowLeft') h = Math.max(0, h - 1);
-      else if (ev.key === 'ArrowRight') h = Math.min(H - 1, h + 1);
-      else if (ev.key === 'ArrowUp') l = Math.max(0, l - 1);
-      else if (ev.key === 'ArrowDown') l = Math.min(L - 1, l + 1);
-      else if (ev.key === 'Enter' || ev.key === ' ') { select(l, h, 'head'); ev.preventDefault(); return; }
-      else return;
-      ev.preventDefault();
-      select(l, h, SHARED.mode);
+      var at = { r: SHARED.layer, c: SHARED.head };
+      if (ev.key === 'Enter' || ev.key === ' ') { select(at.r, at.c, 'head'); ev.preventDefault(); return; }
+      if (arrowKey(ev, at, L, H)) select(at.r, at.c, SHARED.mode);
     });
     var fig = el('figure', { cls: 'panel fit' }, [
       el('h3', { text: 'Every head (layers x heads)' }),
@@ -296,7 +305,7 @@
     var every = Math.max(1, Math.ceil(13 / cell));
     var lw = 0, probe = document.createElement('canvas').getContext('2d');
     probe.font = '12px sans-serif';
-    this.tokens.forEach(function (t, i) { lw = Math.max(lw, probe.measureText(i + ' ' + t).width); });
+    this.tokens.forEach(function (t, i) { lw = Math.max(lw, probe.measureText((i + self.first) + ' ' + t).width); });
     var ml = Math.ceil(lw) + 10, mt = Math.ceil(lw) + 10, w = ml + T * cell + 4, h = mt + T * cell + 4;
     var cv = canvas(w, h, 'attention pattern');
     cv.c.className = 'head';
@@ -304,7 +313,7 @@
     cv.c.setAttribute('data-y0', mt);
     cv.c.setAttribute('data-cell', cell);
     var status = el('p', { cls: 'status', 'aria-live': 'polite' });
-    var cursor = { d: this.dest, s: 0 };
+    var cursor = { r: this.dest, c: 0 };
     function draw() {
       var cur = self.current(pin), g = cv.g;
       g.clearRect(0, 0, w, h);
@@ -313,12 +322,12 @@
       g.fillStyle = '#222';
       g.font = '12px sans-serif';
       g.textAlign = 'right';
-      for (var i = 0; i < T; i += every) g.fillText(i + ' ' + self.tokens[i], ml - 4, mt + i * cell + cell / 2 + 4);
+      for (var i = 0; i < T; i += every) g.fillText((i + self.first) + ' ' + self.tokens[i], ml - 4, mt + i * cell + cell / 2 + 4);
       g.save();
       g.translate(ml, mt - 4);
       g.rotate(-Math.PI / 2);
       g.textAlign = 'left';
-      for (var j = 0; j < T; j += every) g.fillText(j + ' ' + self.tokens[j], 0, j * cell + cell / 2 + 4);
+      for (var j = 0; j < T; j += every) g.fillText((j + self.first) + ' ' + self.tokens[j], 0, j * cell + cell / 2 + 4);
       g.restore();
       if (!pin) {
         g.strokeStyle = '#c0392b';
@@ -331,8 +340,8 @@
     }
     function say(d, s, ev) {
       var cur = self.current(pin), masked = self.causal && s > d;
-      var text = cur.name + ' · ' + self.tokens[d] + ' (' + d + ') → ' + self.tokens[s] + ' (' + s + '): ' +
-        (masked ? 'masked' : fmt(self.value(cur, d, s)));
+      var text = cur.name + ' · ' + self.tokens[d] + ' (' + (d + self.first) + ') → ' + self.tokens[s] + ' (' +
+        (s + self.first) + '): ' + (masked ? 'masked' : fmt(self.value(cur, d, s)));
       status.textContent = text;
       if (ev) tip(text, ev.clientX, ev.clientY);
     }
@@ -351,15 +360,8 @@
       if (p && !pin) self.setDest(p.d);
     });
     cv.c.addEventListener('keydown', function (ev) {
-      var k = ev.key;
-      if (k === 'ArrowUp') cursor.d = Math.max(0, cursor.d - 1);
-      else if (k === 'ArrowDown') cursor.d = Math.min(T - 1, cursor.d + 1);
-      else if (k === 'ArrowLeft') cursor.s = Math.max(0, cursor.s - 1);
-      else if (k === 'ArrowRight') cursor.s = Math.min(T - 1, cursor.s + 1);
-      else if ((k === 'Enter' || k === ' ') && !pin) { self.setDest(cursor.d); ev.preventDefault(); return; }
-      else return;
-      ev.preventDefault();
-      say(cursor.d, cursor.s, null);
+      if ((ev.key === 'Enter' || ev.key === ' ') && !pin) { self.setDest(cursor.r); ev.preventDefault(); return; }
+      if (arrowKey(ev, cursor, T, T)) say(cursor.r, cursor.c, null);
     });
     container.appendChild(el('div', { cls: 'scroll' }, [cv.c]));
     container.appendChild(status);
@@ -398,7 +400,7 @@
     this.destEls = [];
     for (var i = 0; i < T; i++) {
       var b = el('button', { cls: 'tok', 'data-pos': String(i), role: 'option', 'aria-selected': 'false' },
-        [el('span', { cls: 'pos', text: String(i) }), el('span', { text: this.tokens[i] })]);
+        [el('span', { cls: 'pos', text: String(i + this.first) }), el('span', { text: this.tokens[i] })]);
       (function (d) {
         b.addEventListener('mouseenter', function () { self.hoverDest(d); });
         b.addEventListener('focus', function () { self.hoverDest(d); });
@@ -411,7 +413,7 @@
       left.appendChild(b);
       this.destEls.push(b);
       var sp = el('span', { cls: 'tok', 'data-pos': String(i) },
-        [el('span', { text: i + ' ' + this.tokens[i] }), el('span', { cls: 'w' })]);
+        [el('span', { text: (i + this.first) + ' ' + this.tokens[i] }), el('span', { cls: 'w' })]);
       right.appendChild(sp);
       this.srcEls.push(sp);
     }
@@ -471,8 +473,8 @@
       }
     }
     top.sort(function (x, y) { return y[0] - x[0]; });
-    this.tokStatus.textContent = cur.name + ', from ' + this.tokens[d] + ' (' + d + '): ' +
-      top.slice(0, 3).map(function (p) { return this.tokens[p[1]] + ' (' + p[1] + ') ' + fmt(p[0], 2); }, this).join(', ');
+    this.tokStatus.textContent = cur.name + ', from ' + this.tokens[d] + ' (' + (d + this.first) + '): ' +
+      top.slice(0, 3).map(function (p) { return this.tokens[p[1]] + ' (' + (p[1] + this.first) + ') ' + fmt(p[0], 2); }, this).join(', ');
     this.shownDest = d;
   };
   AttentionView.prototype.update = function () {
@@ -582,7 +584,7 @@
       status.textContent = text;
       if (ev) tip(text, ev.clientX, ev.clientY);
     }
-    var cur = { i: 0, j: 0 };
+    var cur = { r: 0, c: 0 };
     cv.c.addEventListener('mousemove', perFrame(function (ev) {
       var r = cv.c.getBoundingClientRect();
       var j = Math.floor((ev.clientX - r.left - ml) / cell), i = Math.floor((ev.clientY - r.top - mt) / cell);
@@ -590,14 +592,7 @@
     }));
     cv.c.addEventListener('mouseleave', function () { tip(null); });
     cv.c.addEventListener('keydown', function (ev) {
-      var k = ev.key;
-      if (k === 'ArrowUp') cur.i = Math.max(0, cur.i - 1);
-      else if (k === 'ArrowDown') cur.i = Math.min(R - 1, cur.i + 1);
-      else if (k === 'ArrowLeft') cur.j = Math.max(0, cur.j - 1);
-      else if (k === 'ArrowRight') cur.j = Math.min(C - 1, cur.j + 1);
-      else return;
-      ev.preventDefault();
-      say(cur.i, cur.j, null);
+      if (arrowKey(ev, cur, R, C)) say(cur.r, cur.c, null);
     });
     draw();
     var fig = el('figure', { cls: 'panel' }, [el('h3', { text: file.title || stem }),
