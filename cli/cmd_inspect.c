@@ -809,14 +809,20 @@ int cmd_inspect(int argc, char **argv)
             }
             const char *pn[2] = {ha, hb};
             snprintf(st, sizeof st, "pair_%s", nm);
-            snprintf(title, sizeof title, "%s: sentence A and B on one scale", nm);
+            char who[48];
+            if (h < 0) snprintf(who, sizeof who, "L%d, mean of its heads", l);
+            else snprintf(who, sizeof who, "%s", nm);
+            snprintf(title, sizeof title, "%s: sentences A and B on one scale", who);
             snprintf(shows, sizeof shows, "%s attention for sentence A (%s) and B (%s) side by "
                      "side on one colour scale", nm, sentence, sentence2);
-            if (write_attention(&od, &x, st, pair, 1, 2, empty, hdr, pn, pick_title(&x, title, 0),
-                                shows, NULL, (const char *const *)pair_labels))
+            /* side by side on a page; one above the other in a narrower width (a column) */
+            int stack = fo.viz.width_in > 0 && fo.viz.width_in < HS_VIZ_PAGE_IN;
+            if (write_attention(&od, &x, st, pair, stack ? 2 : 1, stack ? 1 : 2, stack ? hdr : empty,
+                                stack ? empty : hdr, pn, pick_title(&x, title, 0), shows, NULL,
+                                (const char *const *)pair_labels))
                 goto done;
             snprintf(st, sizeof st, "diff_%s", nm);
-            snprintf(title, sizeof title, "%s: attention B - A", nm);
+            snprintf(title, sizeof title, "%s: attention B - A", who);
             snprintf(shows, sizeof shows, "%s attention of sentence B (%s) minus sentence A (%s); "
                      "masked = causal (source after destination)", nm, sentence2, sentence);
             if (write_diff(&od, &x, st, pair + 2 * TT, (const char *const *)pair_labels,

@@ -791,11 +791,16 @@ static hs_status fit_width(hs_viz_figure **out, vz_build build, const void *args
     o.width_in = auto_w ? auto_in : o.width_in;
     vz_fit fit;
     int need_min = 0; /* px the labels need at the smallest font tried */
-    for (double f = fmax; f >= fmin - 1e-9; f -= 0.5) {
+    int target = (int)lround(o.width_in * o.dpi);
+    for (double f = fmax; f >= fmin - 1e-9;) {
         o.font_pt = f;
         s = try_font(out, build, args, &o, &fit, err);
         if (s == HS_OK || !fit.nofit) goto done;
         need_min = fit.W;
+        /* a figure's width scales about with its font: skip the sizes that
+           cannot come close (a large grid would be laid out five times) */
+        if (f > fmin && fit.W * (fmin / f) > 1.15 * target) f = fmin;
+        else f -= 0.5;
     }
     if (auto_w) {
         /* no width asked: grow to what the labels need at the font size */
