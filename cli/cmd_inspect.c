@@ -943,14 +943,14 @@ done:
     free(pats);
     hs_cache_free(&cache);
     hs_acts_destroy(acts);
+    if (pair_labels) /* before tok is freed: it holds their count */
+        for (int i = 0; i < (int)tok.n; i++) free(pair_labels[i]);
+    free(pair_labels);
     hs_tokens_free(&vtok);
     hs_tokens_free(&tok);
     hs_tokens_free(&tok2);
     free(pats2);
     free(pair);
-    if (pair_labels)
-        for (int i = 0; i < (int)tok.n; i++) free(pair_labels[i]);
-    free(pair_labels);
     cli_loaded_free(&L);
     return rc;
 }
