@@ -169,7 +169,9 @@ static hs_status ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err)
     }
     c->fpx = c->o.font_pt * c->o.dpi / 72.0;
     c->tpx = c->fpx * 1.2;
-    c->apx = c->fpx * 0.8;
+    /* values in cells and at bars: 0.8 x the labels, never under 6 pt (unless
+       the labels themselves are) */
+    c->apx = fmax(c->fpx * 0.8, fmin(c->fpx, 6.0 * c->o.dpi / 72.0));
     c->lh = vz_font_line(f->font, c->fpx);
     c->tlh = vz_font_line(f->font, c->tpx);
     c->alh = vz_font_line(f->font, c->apx);
