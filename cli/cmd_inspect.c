@@ -51,7 +51,7 @@ static const char INSPECT_HELP[] =
     "  --title TEXT           the title of the main figure (attention_grid)\n"
     "  --no-title             no titles (papers caption instead)\n"
     "Figures: the grid, one per head and per layer mean frame the query row;\n"
-    "query_row is the query position's row of every head as one heatmap strip.\n"
+    "query_row is the query position's row of every head (or --only's) as a heatmap strip.\n"
     "A figure over the caps (%d tokens, %d heads per row) or wider than the auto\n"
     "width allows is written as JSON only, with a note.\n"
     "PNGs default to 150 dpi (PNG encoding is most of the run time); use --dpi 300\n"
@@ -288,20 +288,20 @@ static int write_diff(cli_outdir *od, const insp_ctx *x, const char *stem, const
 }
 
 /* The query position's row of every head as one heatmap strip: rows = heads,
- * columns = sources 0..pos. 0 ok, 1 printed. */
-static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats, int NL, int NH,
+ * columns = sources 0..pos. pats: [R, T, T], names: R head names. 0 ok, 1 printed. */
+static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats, size_t R,
                            const char *const *names)
 {
     const char *C = od->cmd;
-    size_t T = x->tok->n, S = (size_t)x->pos + 1, R = (size_t)NL * NH;
+    size_t T = x->tok->n, S = (size_t)x->pos + 1;
     float *m = malloc(R * S * sizeof *m);
     if (!m) return oom(C);
     for (size_t k = 0; k < R; k++)
         memcpy(m + k * S, pats + (k * T + (size_t)x->pos) * T, S * sizeof *m);
     char title[256], shows[256];
-    snprintf(title, sizeof title, "attention from position %d ('%s'), every head", x->pos,
+    snprintf(title, sizeof title, "attention from position %d ('%s'), by head", x->pos,
              x->tok->strs[x->pos]);
-    snprintf(shows, sizeof shows, "attention row of every head at query position %d over "
+    snprintf(shows, sizeof shows, "attention row of each head at query position %d over "
              "sources 0..%d [head, src]", x->pos, x->pos);
     const char *t = pick_title(x, title, 0);
     const char *const *toks = (const char *const *)x->tok->strs;
@@ -695,7 +695,7 @@ int cmd_inspect(int argc, char **argv)
                             name_p, pick_title(&x, "attention patterns of every head (hook_pattern)", 1),
                             shows, NULL, NULL))
             goto done;
-        if (write_query_row(&od, &x, pats, NL, NH, name_p)) goto done;
+        if (write_query_row(&od, &x, pats, (size_t)NL * NH, name_p)) goto done;
     } else {
         for (int i = 0; i < n_sel; i++) {
             snprintf(names[i], sizeof names[i], "L%dH%d", sel[i].layer, sel[i].head);
@@ -716,6 +716,7 @@ int cmd_inspect(int argc, char **argv)
         if (write_attention(&od, &x, "attention_grid", buf, 1, (size_t)n_sel, empty, name_p,
                             name_p, pick_title(&x, title, 1), shows, NULL, NULL))
             goto done;
+        if (write_query_row(&od, &x, buf, (size_t)n_sel, name_p)) goto done;
     }
     /* one figure per head */
     for (int l = 0; l < NL; l++)
