@@ -53,7 +53,7 @@ static const char INSPECT_HELP[] =
     "  --title TEXT           the title of the main figure (attention_grid)\n"
     "  --no-title             no titles (papers caption instead)\n"
     "Figures: the grid, one per head and per layer mean frame the query row;\n"
-    "query_row is the query position's row of every head as one heatmap strip.\n"
+    "query_row is the query position's row of every head (or --only's) as a heatmap strip.\n"
     "A figure over the caps (%d tokens, %d heads per row) or wider than the auto\n"
     "width allows is written as JSON only, with a note.\n"
     "PNGs default to 150 dpi (PNG encoding is most of the run time); use --dpi 300\n"
@@ -297,20 +297,20 @@ static int write_diff(cli_outdir *od, const insp_ctx *x, const char *stem, const
 }
 
 /* The query position's row of every head as one heatmap strip: rows = heads,
- * columns = sources 0..pos. 0 ok, 1 printed. */
-static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats, int NL, int NH,
+ * columns = sources 0..pos. pats: [R, T, T], names: R head names. 0 ok, 1 printed. */
+static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats, size_t R,
                            const char *const *names)
 {
     const char *C = od->cmd;
-    size_t T = x->tok->n, S = (size_t)x->pos + 1, R = (size_t)NL * NH;
+    size_t T = x->tok->n, S = (size_t)x->pos + 1;
     float *m = malloc(R * S * sizeof *m);
     if (!m) return oom(C);
     for (size_t k = 0; k < R; k++)
         memcpy(m + k * S, pats + (k * T + (size_t)x->pos) * T, S * sizeof *m);
     char title[256], shows[256];
-    snprintf(title, sizeof title, "attention from position %d ('%s'), every head", x->pos,
+    snprintf(title, sizeof title, "attention from position %d ('%s'), by head", x->pos,
              x->tok->strs[x->pos]);
-    snprintf(shows, sizeof shows, "attention row of every head at query position %d over "
+    snprintf(shows, sizeof shows, "attention row of each head at query position %d over "
              "sources 0..%d [head, src]", x->pos, x->pos);
     const char *t = pick_title(x, title, 0);
     const char *const *toks = (const char *const *)x->tok->strs;
@@ -698,7 +698,7 @@ int cmd_inspect(int argc, char **argv)
                             name_p, pick_title(&x, "attention patterns of every head (hook_pattern)", 1),
                             shows, NULL, NULL))
             goto done;
-        if (write_query_row(&od, &x, pats, NL, NH, name_p)) goto done;
+        if (write_query_row(&od, &x, pats, (size_t)NL * NH, name_p)) goto done;
     } else {
         for (int i = 0; i < n_sel; i++) {
             snprintf(names[i], sizeof names[i], "L%dH%d", sel[i].layer, sel[i].head);
@@ -719,6 +719,7 @@ int cmd_inspect(int argc, char **argv)
         if (write_attention(&od, &x, "attention_grid", buf, 1, (size_t)n_sel, empty, name_p,
                             name_p, pick_title(&x, title, 1), shows, NULL, NULL))
             goto done;
+        if (write_query_row(&od, &x, buf, (size_t)n_sel, name_p)) goto done;
     }
     /* one figure per head */
     for (int l = 0; l < NL; l++)
@@ -812,14 +813,20 @@ int cmd_inspect(int argc, char **argv)
             }
             const char *pn[2] = {ha, hb};
             snprintf(st, sizeof st, "pair_%s", nm);
-            snprintf(title, sizeof title, "%s: sentence A and B on one scale", nm);
+            char who[48];
+            if (h < 0) snprintf(who, sizeof who, "L%d, mean of its heads", l);
+            else snprintf(who, sizeof who, "%s", nm);
+            snprintf(title, sizeof title, "%s: sentences A and B on one scale", who);
             snprintf(shows, sizeof shows, "%s attention for sentence A (%s) and B (%s) side by "
                      "side on one colour scale", nm, sentence, sentence2);
-            if (write_attention(&od, &x, st, pair, 1, 2, empty, hdr, pn, pick_title(&x, title, 0),
-                                shows, NULL, (const char *const *)pair_labels))
+            /* side by side on a page; one above the other in a narrower width (a column) */
+            int stack = fo.viz.width_in > 0 && fo.viz.width_in < HS_VIZ_PAGE_IN;
+            if (write_attention(&od, &x, st, pair, stack ? 2 : 1, stack ? 1 : 2, stack ? hdr : empty,
+                                stack ? empty : hdr, pn, pick_title(&x, title, 0), shows, NULL,
+                                (const char *const *)pair_labels))
                 goto done;
             snprintf(st, sizeof st, "diff_%s", nm);
-            snprintf(title, sizeof title, "%s: attention B - A", nm);
+            snprintf(title, sizeof title, "%s: attention B - A", who);
             snprintf(shows, sizeof shows, "%s attention of sentence B (%s) minus sentence A (%s); "
                      "masked = causal (source after destination)", nm, sentence2, sentence);
             if (write_diff(&od, &x, st, pair + 2 * TT, (const char *const *)pair_labels,
@@ -940,14 +947,14 @@ done:
     free(pats);
     hs_cache_free(&cache);
     hs_acts_destroy(acts);
+    if (pair_labels) /* before tok is freed: it holds their count */
+        for (int i = 0; i < (int)tok.n; i++) free(pair_labels[i]);
+    free(pair_labels);
     hs_tokens_free(&vtok);
     hs_tokens_free(&tok);
     hs_tokens_free(&tok2);
     free(pats2);
     free(pair);
-    if (pair_labels)
-        for (int i = 0; i < (int)tok.n; i++) free(pair_labels[i]);
-    free(pair_labels);
     cli_loaded_free(&L);
     return rc;
 }

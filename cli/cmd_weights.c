@@ -464,11 +464,6 @@ int cmd_weights(int argc, char **argv)
         printf("composition scores (random baseline %.3f +- %.3f); top pairs:\n", cs.baseline,
                cs.baseline_std);
         const float *src[3] = {cs.q, cs.k, cs.v};
-        /* one scale for Q, K and V: the three are compared */
-        double comp_lim = 0;
-        for (int k = 0; k < 3; k++)
-            for (size_t i = 0; i < (size_t)NA * NA && !(uniform && k != HS_COMP_V); i++)
-                if (isfinite(src[k][i])) comp_lim = fmax(comp_lim, fabs(src[k][i] - cs.baseline));
         for (int k = 0; k < 3; k++) {
             if (uniform && k != HS_COMP_V) continue;
             int bi = -1;

@@ -165,7 +165,7 @@ echo keep >"$TMP/reuse/notes.txt"
 run 0 reuse2 inspect --model "$M" --sentence "$WET" --out "$TMP/reuse" --only L1H1 --format png
 grep -q 'note: .*reuse already holds 1 file headscope did not write; they are kept' "$TMP/reuse2.err" ||
     fail "reuse2: no note about the user's file: $(cat "$TMP/reuse2.err")"
-grep -q "note: removed $((n1 - 7)) files an earlier run wrote in .*reuse (unchanged since, per its index.json) that this run does not write: " \
+grep -q "note: removed $((n1 - 8)) files an earlier run wrote in .*reuse (unchanged since, per its index.json) that this run does not write: " \
     "$TMP/reuse2.err" || fail "reuse2: no note of what was removed: $(cat "$TMP/reuse2.err")"
 [ "$(wc -l <"$TMP/reuse2.err")" -eq 2 ] || fail "reuse2: expected 2 notes: $(cat "$TMP/reuse2.err")"
 

@@ -8,7 +8,8 @@
  * by pdftoppm and the SVG by rsvg-convert against the PNG (mean absolute
  * difference per channel under PARITY_MAD), the refusal of a width that
  * cannot hold the labels, and kerning ("To", "AV") against FreeType's
- * advance plus kerning.
+ * advance plus kerning. The SVG has <title>, <desc>, a <g id> per panel and
+ * for the colour bar, and the colour bar is one gradient.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -203,6 +204,22 @@ static void check_outputs(const hs_viz_figure *f, const char *stem, double width
     }
     assert_non_null(strstr(svg, "<title>"));
     assert_non_null(strstr(svg, "<desc>"));
+    /* editable: a group per panel and for the colour bar, the bar one gradient */
+    if (!strstr(stem, "bars")) {
+        assert_non_null(strstr(svg, "<g id=\"colorbar\">"));
+        const char *g1 = strstr(svg, "<linearGradient");
+        assert_non_null(g1);
+        assert_null(strstr(g1 + 1, "<linearGradient"));
+    }
+    if (strstr(stem, "grid")) {
+        for (int l = 0; l < 2; l++)
+            for (int h = 0; h < 4; h++) {
+                char id[32];
+                snprintf(id, sizeof id, "<g id=\"L%dH%d\">", l, h);
+                if (!strstr(svg, id)) fail_msg("%s.svg has no group %s", stem, id);
+            }
+        assert_non_null(strstr(svg, "<g id=\"title\">"));
+    }
     free(svg);
 
     /* PDF: media box, embedded fonts, every label in its text */

@@ -104,7 +104,7 @@ static inline void check_geometry(const hs_viz_figure *f, const char *what)
         if (a->ix < 0 || a->iy < 0 || a->ix + a->iw > W || a->iy + a->ih > H)
             fail_msg("%s: label '%s' box (%d,%d %dx%d) leaves the %dx%d canvas", what, a->s, a->ix,
                      a->iy, a->iw, a->ih, W, H);
-        if (a->px * 72.0 / f->dpi < 6.0 - 1e-9 && a->role != VZ_T_ANNOT)
+        if (a->px * 72.0 / f->dpi < 6.0 - 1e-9)
             fail_msg("%s: label '%s' is %.2f pt, under 6 pt", what, a->s, a->px * 72.0 / f->dpi);
         for (size_t j = i + 1; j < f->n_texts; j++) {
             const vz_text *b = &f->texts[j];

@@ -33,8 +33,8 @@
  * (and the largest font size that fits the width asked). With width_in = 0 a
  * single panel or bar chart is a column wide (HS_VIZ_COLUMN_IN) and a grid a
  * page (HS_VIZ_PAGE_IN), wider only when its labels need it, up to
- * HS_VIZ_GRID_MAX_IN. No printed text is under font_min_pt except the values
- * written in cells (0.8 x the label size).
+ * HS_VIZ_GRID_MAX_IN. Values written in cells and at bars are 0.8 x the label
+ * size but never under 6 pt (unless the labels are).
  *
  * Caps (documented limits; inputs beyond them get HS_ERR_INPUT):
  *   tokens per axis 1..HS_VIZ_MAX_TOKENS, layers 1..HS_VIZ_MAX_LAYERS,

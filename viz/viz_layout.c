@@ -158,7 +158,9 @@ static hs_status ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err)
     }
     c->fpx = c->o.font_pt * c->o.dpi / 72.0;
     c->tpx = c->fpx * 1.2;
-    c->apx = c->fpx * 0.8;
+    /* values in cells and at bars: 0.8 x the labels, never under 6 pt (unless
+       the labels themselves are) */
+    c->apx = fmax(c->fpx * 0.8, fmin(c->fpx, 6.0 * c->o.dpi / 72.0));
     c->lh = vz_font_line(f->font, c->fpx);
     c->tlh = vz_font_line(f->font, c->tpx);
     c->alh = vz_font_line(f->font, c->apx);
@@ -770,11 +772,16 @@ static hs_status fit_width(hs_viz_figure **out, vz_build build, const void *args
     o.width_in = auto_w ? auto_in : o.width_in;
     vz_fit fit;
     int need_min = 0; /* px the labels need at the smallest font tried */
-    for (double f = fmax; f >= fmin - 1e-9; f -= 0.5) {
+    int target = (int)lround(o.width_in * o.dpi);
+    for (double f = fmax; f >= fmin - 1e-9;) {
         o.font_pt = f;
         s = try_font(out, build, args, &o, &fit, err);
         if (s == HS_OK || !fit.nofit) goto done;
         need_min = fit.W;
+        /* a figure's width scales about with its font: skip the sizes that
+           cannot come close (a large grid would be laid out five times) */
+        if (f > fmin && fit.W * (fmin / f) > 1.15 * target) f = fmin;
+        else f -= 0.5;
     }
     if (auto_w) {
         /* no width asked: grow to what the labels need at the font size */

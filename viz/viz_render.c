@@ -43,25 +43,41 @@ void vz_hatch_geometry(int cell, double *spacing, double *width)
     *width = fmax(0.6, cell / 24.0);
 }
 
-/* A masked cell: the mask colour with dark diagonal hatching (lines at 45
- * degrees in canvas coordinates, every spacing px of x + y), so it reads as
- * "no value" in colour and in grey print. */
-static void draw_masked(cairo_t *cr, const vz_rect *r)
+/* Masked cells: the mask colour with dark diagonal hatching (lines at 45
+ * degrees in canvas coordinates, every spacing px of x + y), so they read as
+ * "no value" in colour and in grey print. Every masked cell of group g with
+ * the side of rects[first] is drawn at once (one clip, one stroke); done[]
+ * marks them. */
+static void draw_masked(cairo_t *cr, const hs_viz_figure *f, size_t first, unsigned char *done)
 {
-    set_rgb(cr, r->rgb);
-    cairo_rectangle(cr, r->x, r->y, r->w, r->h);
+    const vz_rect *r0 = &f->rects[first];
+    int side = r0->w < r0->h ? r0->w : r0->h;
+    double x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+    cairo_new_path(cr);
+    for (size_t i = first; i < f->n_rects; i++) {
+        const vz_rect *r = &f->rects[i];
+        if (r->kind != VZ_R_MASKED || r->group != r0->group || (r->w < r->h ? r->w : r->h) != side)
+            continue;
+        if (done) done[i] = 1;
+        cairo_rectangle(cr, r->x, r->y, r->w, r->h);
+        x0 = fmin(x0, r->x);
+        y0 = fmin(y0, r->y);
+        x1 = fmax(x1, r->x + r->w);
+        y1 = fmax(y1, r->y + r->h);
+        if (!done) break;
+    }
+    set_rgb(cr, r0->rgb);
     cairo_fill_preserve(cr);
     cairo_save(cr);
     cairo_clip(cr);
     double sp, lw;
-    vz_hatch_geometry(r->w < r->h ? r->w : r->h, &sp, &lw);
+    vz_hatch_geometry(side, &sp, &lw);
     set_rgb(cr, VZ_HATCH_RGB);
     cairo_set_line_width(cr, lw);
-    double k0 = floor((r->x + r->y) / sp), k1 = ceil((r->x + r->w + r->y + r->h) / sp);
-    for (double k = k0; k <= k1; k++) {
-        double s = k * sp; /* the line x + y = s */
-        cairo_move_to(cr, s - r->y, r->y);
-        cairo_line_to(cr, s - (r->y + r->h), r->y + r->h);
+    for (double k = floor((x0 + y0) / sp); k <= ceil((x1 + y1) / sp); k++) {
+        double s = k * sp; /* the line x + y = s across the cells' bounding box */
+        cairo_move_to(cr, s - y0, y0);
+        cairo_line_to(cr, s - y1, y1);
     }
     cairo_stroke(cr);
     cairo_restore(cr);
@@ -130,12 +146,13 @@ void vz_render(cairo_t *cr, const hs_viz_figure *f)
     cairo_font_options_destroy(fo);
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_paint(cr);
+    unsigned char *done = calloc(f->n_rects ? f->n_rects : 1, 1); /* NULL: one cell at a time */
     for (size_t g = 0; g < f->n_groups; g++) {
         for (size_t i = 0; i < f->n_rects; i++) {
             const vz_rect *r = &f->rects[i];
-            if (r->group != (int)g) continue;
+            if (r->group != (int)g || (done && done[i])) continue;
             if (r->kind == VZ_R_CBAR) draw_cbar(cr, r);
-            else if (r->kind == VZ_R_MASKED) draw_masked(cr, r);
+            else if (r->kind == VZ_R_MASKED) draw_masked(cr, f, i, done);
             else {
                 set_rgb(cr, r->rgb);
                 cairo_rectangle(cr, r->x, r->y, r->w, r->h);
@@ -145,6 +162,7 @@ void vz_render(cairo_t *cr, const hs_viz_figure *f)
         for (size_t i = 0; i < f->n_texts; i++)
             if (f->texts[i].group == (int)g) draw_text(cr, f, &f->texts[i]);
     }
+    free(done);
 }
 
 hs_status hs_viz_figure_rgb(const hs_viz_figure *f, unsigned char **rgb, size_t *w, size_t *h,
