@@ -96,11 +96,7 @@ static const char *const POS_LABELS[HS_CIRC_T] = {"0 the", "1 x", "2 did", "3 no
  * figures of a kind (cli_figopts_for). q: the quantity the colour bar shows.
  * note: a line on the figure saying why its numbers are not usable, or NULL.
  * 0 ok, 1 printed. */
-typedef struct {
-    cli_outdir *od;
-    const char *model;
-    const hs_config *cfg;
-} c_ctx;
+typedef cli_fig_ctx c_ctx;
 
 static int out_fig(const c_ctx *x, cli_fig_kind kind, const char *stem, const float *m, size_t R,
                    size_t C, const char *const *rl, const char *const *cl, const char *title,
@@ -470,4 +466,11 @@ int cmd_circuit(int argc, char **argv)
     hs_circuit_report_free(&r);
     cli_loaded_free(&Ld);
     return rc;
+}
+
+int cli_circuit_fig(const cli_fig_ctx *x, cli_fig_kind kind, const char *stem, const float *m, size_t R,
+                    size_t C, const char *const *rl, const char *const *cl, const char *title,
+                    const char *xl, const char *yl, double lim, const char *q, const char *shows)
+{
+    return out_fig(x, kind, stem, m, R, C, rl, cl, title, xl, yl, lim, q, NULL, shows);
 }
