@@ -21,6 +21,7 @@ int cmd_timeline(int argc, char **argv);
 #include "figopts.h"
 #include "util.h"
 
+
 /* `circuit` on an induction-task model (cmd_circuit_induction.c): runs the
  * induction-circuit check on ld, prints the summary (or the JSON with json),
  * writes report.json and figures into od when od is not NULL; comp_draws 0 =
