@@ -36,7 +36,7 @@ no_tmp() { ! find "$1" -name '*.tmp*' | grep -q . || fail "$2: temp files left: 
 cp "$M" "$TMP/keep.safetensors"
 cp "$M" "$TMP/keep.before"
 run 1 keep train --out "$TMP/keep.safetensors" --steps 1 "${SMALL[@]}"
-one_line keep "^headscope train: --out .*/keep.safetensors already exists; use --force to replace it$"
+one_line keep "^headscope train: --out .*/keep.safetensors already exists; use --force to replace it (or --resume .*/keep.safetensors to continue the run it holds)$"
 cmp -s "$TMP/keep.before" "$TMP/keep.safetensors" || fail "keep: the existing checkpoint changed"
 printf 'my notes\n' >"$TMP/notes.txt"
 run 1 notes train --out "$TMP/notes.txt" --steps 1 "${SMALL[@]}"
