@@ -292,6 +292,15 @@ static void read_old_index(const char *dir, old_index *oi)
     free(ipath);
 }
 
+int cli_out_owns(const char *dir, const char *name)
+{
+    old_index oi;
+    read_old_index(dir, &oi);
+    int ok = owned(&oi, dir, name, NULL);
+    cJSON_Delete(oi.idx);
+    return ok;
+}
+
 /* 1 when name is one of the files this run wrote. */
 static int is_new(const cJSON *files, const char *name)
 {
