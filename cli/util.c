@@ -20,7 +20,7 @@ static void print_visible(const char *cmd, const char *msg, const char *tail)
 {
     hs_buf b = {0};
     hs_buf_put_visible(&b, msg);
-    fprintf(stderr, "headscope %s: %s%s\n", cmd, b.s && !b.oom ? b.s : "(out of memory)", tail);
+    fprintf(stderr, "headscope %s: %s%s\n", cmd, b.oom ? "(out of memory)" : b.s ? b.s : "", tail);
     hs_buf_free(&b);
 }
 
