@@ -485,7 +485,8 @@ int cmd_train(int argc, char **argv)
      * --force, or with --resume (the run it holds goes on). */
     struct stat st_out;
     if (!force && !resume && stat(out, &st_out) == 0) {
-        fprintf(stderr, "headscope %s: --out %s already exists; use --force to replace it\n", C, out);
+        fprintf(stderr, "headscope %s: --out %s already exists; use --force to replace it (or "
+                        "--resume %s to continue the run it holds)\n", C, out, out);
         return 1;
     }
     if (!force && dataset && stat(dataset, &st_out) == 0) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -16,7 +17,7 @@
 #include "viz/viz.h"
 
 static const char VIEW_HELP[] =
-    "usage: headscope view DIR [DIR...] [--out FILE] [--cmap viridis|greys]\n"
+    "usage: headscope view DIR [DIR...] [--out FILE [--force]] [--cmap viridis|greys]\n"
     "\n"
     "Turns output folders of inspect, circuit or weights (their index.json and the\n"
     "JSON files it lists) into one self-contained HTML page: data, script and style\n"
@@ -25,8 +26,9 @@ static const char VIEW_HELP[] =
     "compares a pinned head across the two sentences.\n"
     "\n"
     "  --out FILE     the page (default DIR/index.html of the first DIR, then listed\n"
-    "                 in its index.json; an index.html that index.json does not\n"
-    "                 list is not overwritten)\n"
+    "                 in its index.json with its size and hash; an index.html that\n"
+    "                 index.json does not list so is not overwritten)\n"
+    "  --force        replace an existing --out FILE (otherwise refused, untouched)\n"
     "  --cmap NAME    viridis (default) | greys, the attention colour map\n"
     "\n"
     "The page: the layers x heads grid, one head large, a token view (hover or focus\n"
@@ -114,27 +116,6 @@ static cJSON *load_run(const char *C, const char *dir)
     return NULL;
 }
 
-/* The entry of index.html in the run's index, or NULL. */
-static cJSON *page_entry(const cJSON *idx)
-{
-    const cJSON *files = cJSON_GetObjectItem(idx, "files");
-    for (cJSON *f = files ? files->child : NULL; f; f = f->next) {
-        const cJSON *fn = cJSON_GetObjectItem(f, "file");
-        if (cJSON_IsString(fn) && strcmp(fn->valuestring, "index.html") == 0) return f;
-    }
-    return NULL;
-}
-
-/* Sets key to a number or string in o, replacing what it had. 0 on OOM. */
-static int set_item(cJSON *o, const char *key, cJSON *v)
-{
-    if (!v) return 0;
-    if (cJSON_GetObjectItem(o, key)) return cJSON_ReplaceItemInObjectCaseSensitive(o, key, v);
-    if (cJSON_AddItemToObject(o, key, v)) return 1;
-    cJSON_Delete(v);
-    return 0;
-}
-
 /* With the default --out: lists index.html (written at dir) in DIR/index.json
  * with its size and hash, as every run lists its files, so the next run in
  * DIR may replace or remove it. 0 ok, 1 printed. */
@@ -142,69 +123,66 @@ static int list_page(const char *C, const char *dir, const cJSON *run)
 {
     cJSON *idx = cJSON_Duplicate(cJSON_GetObjectItem(run, "index"), 1);
     cJSON *files = cJSON_GetObjectItem(idx, "files");
-    cJSON *e = page_entry(idx);
-    char *page = hs_path_join(dir, "index.html"), *path = hs_path_join(dir, "index.json");
+    for (cJSON *f = files ? files->child : NULL; f; f = f->next) {
+        const cJSON *fn = cJSON_GetObjectItem(f, "file");
+        if (cJSON_IsString(fn) && strcmp(fn->valuestring, "index.html") == 0) {
+            cJSON_DetachItemViaPointer(files, f); /* listed again with the new size and hash */
+            cJSON_Delete(f);
+            break;
+        }
+    }
+    cJSON *e = cJSON_CreateObject();
+    hs_error err = {0};
+    char *path = hs_path_join(dir, "index.json"), *page = hs_path_join(dir, "index.html");
     double bytes = 0;
     char hex[17];
-    hs_error err = {0};
-    int ok = idx && files && page && path && cli_file_digest(page, &bytes, hex) == 0;
-    if (ok && !e) {
-        e = cJSON_CreateObject();
-        ok = e && cJSON_AddStringToObject(e, "file", "index.html") &&
+    /* with its size and hash, so a later run may replace or remove it (cli/util.h) */
+    int ok = idx && files && e && path && page && cli_file_digest(page, &bytes, hex) == 0 &&
+             cJSON_AddStringToObject(e, "file", "index.html") &&
              cJSON_AddStringToObject(e, "format", "html") &&
              cJSON_AddStringToObject(e, "shows", "one offline page to explore this folder's data "
                                                  "(headscope view; open it in a browser)") &&
-             cJSON_AddItemToArray(files, e);
-        if (!ok) cJSON_Delete(e);
-    }
-    ok = ok && set_item(e, "bytes", cJSON_CreateNumber(bytes)) &&
-         set_item(e, "fnv1a64", cJSON_CreateString(hex));
-    hs_status s = ok ? hs_viz_write_json(idx, path, &err)
-                     : hs_fail(&err, HS_ERR_NOMEM, "cannot list index.html in %s/index.json", dir);
+             cJSON_AddNumberToObject(e, "bytes", bytes) &&
+             cJSON_AddStringToObject(e, "fnv1a64", hex) && cJSON_AddItemToArray(files, e);
+    free(page);
+    if (ok) e = NULL;
+    hs_status s = ok ? hs_viz_write_json(idx, path, &err) : hs_fail(&err, HS_ERR_NOMEM, "out of memory");
+    cJSON_Delete(e);
     cJSON_Delete(idx);
     free(page);
     free(path);
     return s != HS_OK ? cli_error(C, &err) : 0;
 }
 
-/* 1 when dir/index.html exists and dir's index does not vouch for it (not
- * listed, or changed since: its size or hash differ): not headscope's page,
- * left alone. */
-static int foreign_page(const char *dir, const cJSON *run)
+/* 1 when dir/index.html exists and dir's index does not vouch for it (listed
+ * with the size and hash it has now: cli_out_owns): left alone. */
+static int foreign_page(const char *dir)
 {
     char *path = hs_path_join(dir, "index.html");
-    FILE *fp = path ? fopen(path, "rb") : NULL;
-    if (!fp) {
-        free(path);
-        return 0;
-    }
-    fclose(fp);
-    const cJSON *e = page_entry(cJSON_GetObjectItem(run, "index"));
-    const cJSON *h = cJSON_GetObjectItem(e, "fnv1a64");
-    double bytes = 0;
-    char hex[17];
-    int same = cJSON_IsString(h) && cli_file_digest(path, &bytes, hex) == 0 &&
-               strcmp(hex, h->valuestring) == 0;
+    struct stat st;
+    int there = path && stat(path, &st) == 0;
     free(path);
-    return !same;
+    return there && !cli_out_owns(dir, "index.html");
 }
 
 int cmd_view(int argc, char **argv)
 {
-    enum { O_OUT = 1, O_CMAP, O_HELP };
+    enum { O_OUT = 1, O_CMAP, O_HELP, O_FORCE };
     static const struct option opts[] = {{"out", required_argument, 0, O_OUT},
+                                         {"force", no_argument, 0, O_FORCE},
                                          {"cmap", required_argument, 0, O_CMAP},
                                          {"help", no_argument, 0, O_HELP},
                                          {0, 0, 0, 0}};
     const char *C = "view", *out = NULL;
     hs_viz_cmap cmap = HS_VIZ_CMAP_VIRIDIS;
-    int c;
+    int c, force = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
         case O_HELP: fputs(VIEW_HELP, stdout); return 0;
         case O_OUT: out = optarg; break;
+        case O_FORCE: force = 1; break;
         case O_CMAP:
             if (strcmp(optarg, "viridis") == 0) cmap = HS_VIZ_CMAP_VIRIDIS;
             else if (strcmp(optarg, "greys") == 0 || strcmp(optarg, "grays") == 0)
@@ -232,9 +210,16 @@ int cmd_view(int argc, char **argv)
     const cJSON *run0 = cJSON_GetArrayItem(runs, 0);
     char *path = out ? hs_strdup(out) : hs_path_join(dir0, "index.html");
     int rc = 1;
-    if (!out && foreign_page(dir0, run0)) {
+    struct stat st;
+    if (!out && foreign_page(dir0)) {
         fprintf(stderr, "headscope %s: %s/index.html exists and %s/index.json does not list it "
-                        "as it is; not overwriting it (choose a file with --out)\n", C, dir0, dir0);
+                        "with its size and hash; not overwriting it (choose a file with --out)\n",
+                C, dir0, dir0);
+        goto done;
+    }
+    if (out && !force && stat(out, &st) == 0) {
+        fprintf(stderr, "headscope %s: --out %s already exists; use --force to replace it\n", C,
+                out);
         goto done;
     }
     cJSON *data = cli_page_data(runs, cmap); /* owns runs and run0 now */

@@ -291,6 +291,26 @@ static int add_index(cli_outdir *o, const char *file, const char *format, const 
     return 0;
 }
 
+/* Prints a write error naming DIR/file, not the run's working folder the
+ * file was going to (the user never sees that folder). Returns 1. */
+static int out_error(const cli_outdir *o, const hs_error *err)
+{
+    hs_error e = *err;
+    char *from = hs_path_join(o->stage.path, ""), *to = hs_path_join(o->dir, "");
+    char *at = from && to ? strstr(err->msg, from) : NULL;
+    if (at) {
+        hs_buf b = {0};
+        hs_buf_append(&b, err->msg, (size_t)(at - err->msg));
+        hs_buf_puts(&b, to);
+        hs_buf_puts(&b, at + strlen(from));
+        if (!b.oom) snprintf(e.msg, sizeof e.msg, "%s", b.s);
+        hs_buf_free(&b);
+    }
+    free(from);
+    free(to);
+    return cli_error(o->cmd, &e);
+}
+
 /* Writes one file dir/stem.ext with fn; 0 ok, 1 printed. */
 static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_viz_figure *fig,
                      const cJSON *json, const char *shows)
@@ -308,7 +328,7 @@ static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_
     else if (strcmp(ext, "svg") == 0) s = hs_viz_figure_write_svg(fig, path, &err);
     else if (strcmp(ext, "pdf") == 0) s = hs_viz_figure_write_pdf(fig, path, &err);
     else s = hs_viz_write_json(json, path, &err);
-    int rc = s != HS_OK ? cli_error(o->cmd, &err) : add_index(o, name, ext, shows, path);
+    int rc = s != HS_OK ? out_error(o, &err) : add_index(o, name, ext, shows, path);
     free(path);
     return rc;
 }
@@ -352,7 +372,7 @@ static int write_page(cli_outdir *o, const cJSON *idx)
     hs_status s = !data || !path ? hs_fail(&err, HS_ERR_NOMEM, "out of memory")
                                  : hs_viz_write_html(data, title, path, &err);
     cJSON_Delete(data);
-    int rc = s != HS_OK ? cli_error(o->cmd, &err)
+    int rc = s != HS_OK ? out_error(o, &err)
                         : add_index(o, "index.html", "html",
                                     "one offline page to explore this folder's data "
                                     "(open it in a browser)", path);
@@ -398,6 +418,6 @@ int cli_out_index(cli_outdir *o, const cJSON *extra)
     if (!path) hs_fail(&err, HS_ERR_NOMEM, "out of memory");
     free(path);
     cJSON_Delete(idx);
-    if (s != HS_OK) return cli_error(o->cmd, &err);
+    if (s != HS_OK) return out_error(o, &err);
     return cli_out_commit(o->cmd, o->dir, &o->stage, o->files, &o->inputs);
 }

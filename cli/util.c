@@ -20,7 +20,7 @@ static void print_visible(const char *cmd, const char *msg, const char *tail)
 {
     hs_buf b = {0};
     hs_buf_put_visible(&b, msg);
-    fprintf(stderr, "headscope %s: %s%s\n", cmd, b.s && !b.oom ? b.s : "(out of memory)", tail);
+    fprintf(stderr, "headscope %s: %s%s\n", cmd, b.oom ? "(out of memory)" : b.s ? b.s : "", tail);
     hs_buf_free(&b);
 }
 
@@ -290,6 +290,15 @@ static void read_old_index(const char *dir, old_index *oi)
     }
     free(data);
     free(ipath);
+}
+
+int cli_out_owns(const char *dir, const char *name)
+{
+    old_index oi;
+    read_old_index(dir, &oi);
+    int ok = owned(&oi, dir, name, NULL);
+    cJSON_Delete(oi.idx);
+    return ok;
 }
 
 /* 1 when name is one of the files this run wrote. */

@@ -87,6 +87,10 @@ int cli_out_commit(const char *cmd, const char *dir, cli_stage *st, const cJSON 
  * created it and it is empty). Safe on a zeroed or committed st. */
 void cli_out_discard(const char *dir, cli_stage *st);
 
+/* 1 when DIR/index.json is headscope's and lists name with the size and
+ * FNV-1a the file has now (a file a later run may replace), else 0. */
+int cli_out_owns(const char *dir, const char *name);
+
 /* Size in bytes and FNV-1a 64 (16 lower-case hex digits) of the file at
  * path; 0 ok, -1 when it cannot be read. */
 int cli_file_digest(const char *path, double *bytes, char hex[17]);

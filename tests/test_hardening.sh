@@ -8,7 +8,8 @@
 #     edited is never replaced; index.json records generator, size and FNV-1a
 #     of every file; a run that fails half way (a file too large for
 #     `ulimit -f`) leaves the folder byte-identical; `--out a/b/c` with a
-#     missing parent is refused, as --help says;
+#     missing parent is refused, as --help says; `view`'s page is listed
+#     with its size and hash, an edited page or an existing --out is kept;
 #   - rough edges: "1 step", no held-out accuracy before the first
 #     evaluation, --heads rows in --only's order, --position names the range,
 #     eps is 1e-05 in every output, absurd weights warn once naming the
@@ -36,7 +37,7 @@ no_tmp() { ! find "$1" -name '*.tmp*' | grep -q . || fail "$2: temp files left: 
 cp "$M" "$TMP/keep.safetensors"
 cp "$M" "$TMP/keep.before"
 run 1 keep train --out "$TMP/keep.safetensors" --steps 1 "${SMALL[@]}"
-one_line keep "^headscope train: --out .*/keep.safetensors already exists; use --force to replace it$"
+one_line keep "^headscope train: --out .*/keep.safetensors already exists; use --force to replace it (or --resume .*/keep.safetensors to continue the run it holds)$"
 cmp -s "$TMP/keep.before" "$TMP/keep.safetensors" || fail "keep: the existing checkpoint changed"
 printf 'my notes\n' >"$TMP/notes.txt"
 run 1 notes train --out "$TMP/notes.txt" --steps 1 "${SMALL[@]}"
@@ -145,13 +146,41 @@ half() { (trap '' XFSZ; ulimit -f 1; exec "$HS" inspect --model "$M" --sentence 
     --out "$1" --only L0H0 --format json) >"$TMP/half.out" 2>"$TMP/half.err"; }
 rc=0; half "$H" || rc=$?
 [ "$rc" -eq 1 ] || fail "half: exit $rc: $(cat "$TMP/half.err")"
-one_line half "^headscope inspect: cannot write .*dla.json: File too large$"
+one_line half "^headscope inspect: cannot write .*/half/dla.json: File too large$"
 diff -r "$TMP/half.before" "$H" >/dev/null || fail "half: the folder changed after a failed run"
 no_tmp "$H" half
 rc=0; half "$TMP/half_new" || rc=$?
 [ "$rc" -eq 1 ] || fail "half_new: exit $rc"
 [ ! -e "$TMP/half_new" ] || fail "half_new: a failed run left $(ls -A "$TMP/half_new")"
 echo "ok: a run that fails half way leaves the folder as it was"
+
+# `view DIR` lists its page in DIR/index.json with size and hash, so the next
+# run may replace or remove it; an edited page, or an existing --out FILE, is
+# never overwritten (unless --force)
+V="$TMP/view"
+run 0 v1 inspect --model "$M" --sentence "$S" --out "$V" --format json,html
+run 0 v2 view "$V"
+run 0 v3 view "$V"
+run 0 v4 inspect --model "$M" --sentence "the animal did" --out "$V" --format json,html
+run 0 v5 view "$V"
+run 0 v6 inspect --model "$M" --sentence "$S" --out "$V" --format json
+grep -q "note: removed 1 file an earlier run wrote in .*/view (unchanged since, per its index.json) that this run does not write: index.html$" \
+    "$TMP/v6.err" || fail "v6: $(cat "$TMP/v6.err")"
+[ ! -e "$V/index.html" ] || fail "v6: the page of an earlier run is still there"
+check_folder "$V"
+run 0 v7 view "$V"
+echo "<!-- mine -->" >>"$V/index.html"
+cp "$V/index.html" "$TMP/page.before"
+run 1 v8 view "$V"
+one_line v8 "index.html exists and .*/view/index.json does not list it with its size and hash; not overwriting it"
+cmp -s "$TMP/page.before" "$V/index.html" || fail "v8: view overwrote an edited page"
+printf 'my page\n' >"$TMP/mine.html"
+run 1 v9 view "$V" --out "$TMP/mine.html"
+one_line v9 "^headscope view: --out .*/mine.html already exists; use --force to replace it$"
+[ "$(cat "$TMP/mine.html")" = "my page" ] || fail "v9: view overwrote --out"
+run 0 v10 view "$V" --out "$TMP/mine.html" --force
+grep -q '<!DOCTYPE html>' "$TMP/mine.html" || fail "v10: --force did not write the page"
+echo "ok: view's page is under the output-folder policy; nothing of yours is overwritten"
 
 # --out a/b/c: the parent must exist, as --help says
 run 1 deep inspect --model "$M" --sentence "$S" --out "$TMP/a/b/c" --format json
