@@ -161,6 +161,8 @@ function unpackNode(att) {
     const nviews = await page.evaluate(() => window.hsViewer.views.length);
     if (nviews === 0 && args.json) fail('the page shows no attention view, but ' + args.json + ' has attention');
     if (nviews === 0) {
+      result.figures = await page.evaluate(() => document.querySelectorAll('figure canvas, figure svg, figure .bars').length);
+      if (result.figures === 0) fail('the page draws no figure');
       await page.screenshot({ path: args.shot, fullPage: true });
       if (errors.length) fail('errors in the page: ' + errors.join(' | '));
       if (blocked.length) fail(`the page asked the network for ${blocked.length} URL(s)`);
@@ -368,7 +370,7 @@ function unpackNode(att) {
       result.slow_event_entries = m.entries;
       result.max_long_task_ms = m.long;
       result.perf_passes = passes;
-      if (m.frame > bound) fail(`a hover/click frame took ${m.frame} ms from input to paint (bound ${bound} ms; passes ${passes})`);
+      if (m.frame > bound) fail(`a hover/click frame took ${m.frame} ms from input to paint (bound ${bound} ms; passes ${passes}; slowest ${JSON.stringify(m.slowest)})`);
       if (m.long > bound) fail(`a task during hovering took ${m.long} ms (bound ${bound} ms; passes ${passes})`);
       if (args['max-load-ms'] && result.load_ms > Number(args['max-load-ms'])) fail(`load took ${result.load_ms} ms (bound ${args['max-load-ms']} ms)`);
     }
