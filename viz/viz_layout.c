@@ -296,8 +296,8 @@ static hs_status add_frame(vz_ctx *c, int x, int y, int w, int h, const unsigned
     return s;
 }
 
-/* Nice ticks over [lo, hi] (vz_ticks, viz_internal.h). */
-/* The multiples of step in [lo, hi] into t (step, decimals, sci set too). */
+/* The multiples of step in [lo, hi] into t (vz_ticks, viz_internal.h; step,
+ * decimals and sci set too). */
 static void ticks_at(double lo, double hi, double step, vz_ticks *t)
 {
     t->n = 0;
@@ -313,6 +313,7 @@ static void ticks_at(double lo, double hi, double step, vz_ticks *t)
     }
 }
 
+/* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about target of them. */
 static void nice_ticks(double lo, double hi, int target, vz_ticks *t)
 {
     double span = hi - lo;
