@@ -346,6 +346,52 @@ static void refusal_names_the_width_and_the_font_size_that_fit(void **state)
     assert_int_equal(hs_viz_grid_figure(&f, p, 2, 4, NT, TOK, NULL, &o, &err), HS_ERR_INPUT);
 }
 
+/* The bar chart's axis: its tick labels' values, first and last. */
+static void axis_ends(const hs_viz_figure *f, double *lo, double *hi, int *n)
+{
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    *n = 0;
+    for (size_t i = 0; i < f->n_texts; i++) {
+        if (f->texts[i].role != VZ_T_CBAR) continue;
+        double v = strtod(f->texts[i].s, NULL);
+        *lo = fmin(*lo, v);
+        *hi = fmax(*hi, v);
+        (*n)++;
+    }
+}
+
+static void bar_axes_fit_the_data_or_the_fixed_range(void **state)
+{
+    (void)state;
+    static const float small[4] = {-0.0013f, 0.0042f, 0.0007f, 0.0021f};
+    static const float copy[4] = {-0.784f, 0.596f, -0.199f, 0.776f};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    double lo, hi;
+    int n;
+    /* fitted: the axis ends within one tick step of the data, not at [0, 1] */
+    o.range = HS_VIZ_RANGE_AUTO;
+    assert_int_equal(hs_viz_bars_figure(&f, small, 4, HEADS, NULL, "logit", &o, &err), HS_OK);
+    axis_ends(f, &lo, &hi, &n);
+    print_message("fitted axis %g..%g (%d ticks)\n", lo, hi, n);
+    assert_true(n >= 2);
+    assert_true(lo <= -0.0013 && lo >= -0.0013 - (hi - lo) / (n - 1) - 1e-12);
+    assert_true(hi >= 0.0042 && hi <= 0.0042 + (hi - lo) / (n - 1) + 1e-12);
+    check_geometry(f, "bars fitted");
+    hs_viz_figure_destroy(f);
+    /* a fixed range is the axis exactly when the data lie inside it */
+    o.range = HS_VIZ_RANGE_FIXED;
+    o.vmin = -1.0;
+    o.vmax = 1.0;
+    assert_int_equal(hs_viz_bars_figure(&f, copy, 4, HEADS, NULL, "copying score", &o, &err), HS_OK);
+    axis_ends(f, &lo, &hi, &n);
+    assert_true(lo == -1.0 && hi == 1.0);
+    hs_viz_figure_destroy(f);
+}
+
 /* FreeType's advance plus kerning of s (two glyphs) at px, unhinted, in px. */
 static double ft_width(FT_Face face, const char *s, double px)
 {
@@ -405,6 +451,7 @@ int main(void)
         cmocka_unit_test(every_figure_at_column_and_page_width),
         cmocka_unit_test(refusal_names_the_width_and_the_font_size_that_fit),
         cmocka_unit_test(text_is_kerned_like_freetype),
+        cmocka_unit_test(bar_axes_fit_the_data_or_the_fixed_range),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -181,6 +181,9 @@ void vz_hatch_geometry(int cell, double *spacing, double *width);
 /* Draws the figure on cr in its pixel units (the caller sets the scale):
  * white background, then group by group its rectangles and its texts. */
 void vz_render(cairo_t *cr, const hs_viz_figure *f);
+/* The figure drawn into a new RGB24 cairo image surface (caller destroys).
+ * Errors: HS_ERR_NOMEM. */
+hs_status vz_render_image(const hs_viz_figure *f, cairo_surface_t **out, hs_error *err);
 
 /* ---- PNG (viz_png.c) ---- */
 /* PNG encoder settings (the bench compares them; the library uses the defaults). */

@@ -296,19 +296,11 @@ static hs_status add_frame(vz_ctx *c, int x, int y, int w, int h, const unsigned
     return s;
 }
 
-/* Nice ticks over [lo, hi] (vz_ticks, viz_internal.h). */
-static void nice_ticks(double lo, double hi, int target, vz_ticks *t)
+/* The multiples of step in [lo, hi] into t (vz_ticks, viz_internal.h; step,
+ * decimals and sci set too). */
+static void ticks_at(double lo, double hi, double step, vz_ticks *t)
 {
     t->n = 0;
-    double span = hi - lo;
-    if (!(span > 0)) span = fabs(hi) > 0 ? fabs(hi) : 1.0;
-    if (target < 1) target = 1;
-    double raw = span / target, mag = pow(10.0, floor(log10(raw))), step;
-    double r = raw / mag;
-    if (r <= 1.0) step = mag;
-    else if (r <= 2.0) step = 2 * mag;
-    else if (r <= 5.0) step = 5 * mag;
-    else step = 10 * mag;
     t->step = step;
     int dec = (int)-floor(log10(step) + 1e-9);
     t->decimals = dec < 0 ? 0 : dec;
@@ -319,6 +311,21 @@ static void nice_ticks(double lo, double hi, int target, vz_ticks *t)
         double q = fabs(v) < step * 1e-9 ? 0.0 : v;
         t->v[t->n++] = q;
     }
+}
+
+/* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about target of them. */
+static void nice_ticks(double lo, double hi, int target, vz_ticks *t)
+{
+    double span = hi - lo;
+    if (!(span > 0)) span = fabs(hi) > 0 ? fabs(hi) : 1.0;
+    if (target < 1) target = 1;
+    double raw = span / target, mag = pow(10.0, floor(log10(raw))), step;
+    double r = raw / mag;
+    if (r <= 1.0) step = mag;
+    else if (r <= 2.0) step = 2 * mag;
+    else if (r <= 5.0) step = 5 * mag;
+    else step = 10 * mag;
+    ticks_at(lo, hi, step, t);
 }
 
 /* Drops a "-" from a number that prints as zero ("-0.00" -> "0.00"). */
@@ -1429,11 +1436,9 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
     int PW = 0, edge = 0;
     for (int want = 6; want >= 1; want--) {
         nice_ticks(lo, hi, want, &tk);
-        alo = floor(lo / tk.step - 1e-9) * tk.step;
+        alo = floor(lo / tk.step + 1e-9) * tk.step;
         ahi = ceil(hi / tk.step - 1e-9) * tk.step;
-        if (alo > lo) alo = lo;
-        if (ahi < hi) ahi = hi;
-        nice_ticks(alo, ahi, want, &tk);
+        ticks_at(alo, ahi, tk.step, &tk); /* the axis ends on ticks */
         int tw = 0;
         for (int k = 0; k < tk.n; k++) {
             fmt_tick(buf, sizeof buf, tk.v[k], &tk);

@@ -37,9 +37,12 @@ static void on_png_warning(png_structp png, png_const_charp msg)
     (void)msg; /* the library never prints */
 }
 
-/* Encodes into an open FILE*. Returns HS_OK or HS_ERR_IO/NOMEM. */
-static hs_status encode(FILE *fp, const unsigned char *rgb, int w, int h, double dpi,
-                        const vz_png_params *pp, hs_error *err)
+/* Encodes rows into an open FILE*: px holds h rows stride bytes apart, each
+ * w pixels of RGB bytes (xrgb = 0) or of cairo's native-endian 0x00RRGGBB
+ * words (xrgb = 1; libpng drops the filler and orders the bytes, so the
+ * cairo surface is encoded without a copy). Returns HS_OK or HS_ERR_IO/NOMEM. */
+static hs_status encode(FILE *fp, const unsigned char *px, size_t stride, int xrgb, int w, int h,
+                        double dpi, const vz_png_params *pp, hs_error *err)
 {
     png_err_ctx ectx;
     ectx.msg[0] = '\0';
@@ -70,21 +73,29 @@ static hs_status encode(FILE *fp, const unsigned char *rgb, int w, int h, double
     png_set_filter(png, PNG_FILTER_TYPE_BASE, pp->filter);
     png_set_compression_buffer_size(png, 1u << 20);
     png_write_info(png, info);
-    for (int y = 0; y < h; y++) png_write_row(png, rgb + (size_t)y * (size_t)w * 3);
+    if (xrgb) {
+        const uint32_t one = 1;
+        int little = *(const unsigned char *)&one == 1;
+        /* in memory: B G R X (little-endian) or X R G B (big-endian) */
+        png_set_filler(png, 0, little ? PNG_FILLER_AFTER : PNG_FILLER_BEFORE);
+        if (little) png_set_bgr(png);
+    }
+    for (int y = 0; y < h; y++) png_write_row(png, px + (size_t)y * stride);
     png_write_end(png, info);
     png_destroy_write_struct(&png, &info);
     return HS_OK;
 }
 
-hs_status vz_png_write_rgb(const char *path, const unsigned char *rgb, int w, int h, double dpi,
-                           const vz_png_params *pp, hs_error *err)
+/* Writes rows (as encode) to path atomically. */
+static hs_status write_rows(const char *path, const unsigned char *px, size_t stride, int xrgb,
+                            int w, int h, double dpi, const vz_png_params *pp, hs_error *err)
 {
     if (w < 1 || h < 1)
         return hs_fail(err, HS_ERR_INPUT, "%s: image is empty (%d x %d)", path, w, h);
     hs_atomic_file af;
     hs_status s = hs_atomic_open(&af, path, err);
     if (s != HS_OK) return s;
-    s = encode(af.fp, rgb, w, h, dpi, pp ? pp : &VZ_PNG_DEFAULT, err);
+    s = encode(af.fp, px, stride, xrgb, w, h, dpi, pp ? pp : &VZ_PNG_DEFAULT, err);
     if (s != HS_OK) {
         hs_atomic_abort(&af);
         char m[sizeof err->msg];
@@ -97,16 +108,23 @@ hs_status vz_png_write_rgb(const char *path, const unsigned char *rgb, int w, in
     return hs_atomic_commit(&af, err);
 }
 
+hs_status vz_png_write_rgb(const char *path, const unsigned char *rgb, int w, int h, double dpi,
+                           const vz_png_params *pp, hs_error *err)
+{
+    return write_rows(path, rgb, (size_t)(w > 0 ? w : 0) * 3, 0, w, h, dpi, pp, err);
+}
+
 hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_error *err)
 {
     if (f == NULL) return hs_fail(err, HS_ERR_INPUT, "figure is NULL");
     hs_status s = hs_check_out_path(path, err);
     if (s != HS_OK) return s;
-    unsigned char *rgb;
-    size_t w, h;
-    s = hs_viz_figure_rgb(f, &rgb, &w, &h, err);
+    cairo_surface_t *sf = NULL;
+    s = vz_render_image(f, &sf, err);
     if (s != HS_OK) return s;
-    s = vz_png_write_rgb(path, rgb, (int)w, (int)h, f->dpi, NULL, err);
-    free(rgb);
+    s = write_rows(path, cairo_image_surface_get_data(sf),
+                   (size_t)cairo_image_surface_get_stride(sf), 1, f->width, f->height, f->dpi, NULL,
+                   err);
+    cairo_surface_destroy(sf);
     return s;
 }

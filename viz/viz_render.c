@@ -39,20 +39,49 @@ static void draw_cbar(cairo_t *cr, const vz_rect *r)
 
 void vz_hatch_geometry(int cell, double *spacing, double *width)
 {
-    *spacing = fmax(3.0, cell / 3.0);
+    *spacing = fmax(3.0, round(cell / 3.0)); /* whole pixels: a raster tile repeats exactly */
     *width = fmax(0.6, cell / 24.0);
 }
 
+/* The hatching as one tile (spacing px square, whole pixels) to repeat from
+ * the canvas origin: the same tile the SVG's <pattern> holds. */
+static cairo_pattern_t *hatch_tile(const unsigned char rgb[3], double sp, double lw)
+{
+    cairo_rectangle_t ext = {0, 0, sp, sp};
+    cairo_surface_t *tile = cairo_recording_surface_create(CAIRO_CONTENT_COLOR, &ext);
+    cairo_t *tc = cairo_create(tile);
+    set_rgb(tc, rgb);
+    cairo_paint(tc);
+    set_rgb(tc, VZ_HATCH_RGB);
+    cairo_set_line_width(tc, lw);
+    /* x + y = 0, sp and 2 sp cross the tile */
+    cairo_move_to(tc, -lw, lw);
+    cairo_line_to(tc, lw, -lw);
+    cairo_move_to(tc, 0, sp);
+    cairo_line_to(tc, sp, 0);
+    cairo_move_to(tc, sp - lw, sp + lw);
+    cairo_line_to(tc, sp + lw, sp - lw);
+    cairo_stroke(tc);
+    cairo_destroy(tc);
+    cairo_pattern_t *pat = cairo_pattern_create_for_surface(tile);
+    cairo_pattern_set_extend(pat, CAIRO_EXTEND_REPEAT);
+    cairo_surface_destroy(tile); /* the pattern holds it */
+    return pat;
+}
+
 /* Masked cells: the mask colour with dark diagonal hatching (lines at 45
- * degrees in canvas coordinates, every spacing px of x + y), so they read as
- * "no value" in colour and in grey print. Every masked cell of group g with
- * the side of rects[first] is drawn at once (one clip, one stroke); done[]
- * marks them. */
+ * degrees in canvas coordinates, x + y = k * spacing), so they read as "no
+ * value" in colour and in grey print. Every masked cell of the group of
+ * rects[first] with its side is drawn at once; done[] marks them. A raster
+ * fills them with the repeated tile (fast); a vector surface (PDF) gets the
+ * cells and whole lines through them (a viewer's tiling seams would show). */
 static void draw_masked(cairo_t *cr, const hs_viz_figure *f, size_t first, unsigned char *done)
 {
     const vz_rect *r0 = &f->rects[first];
     int side = r0->w < r0->h ? r0->w : r0->h;
-    double x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+    double sp, lw, x0 = INFINITY, y0 = INFINITY, x1 = -INFINITY, y1 = -INFINITY;
+    vz_hatch_geometry(side, &sp, &lw);
+    int raster = cairo_surface_get_type(cairo_get_target(cr)) == CAIRO_SURFACE_TYPE_IMAGE;
     cairo_new_path(cr);
     for (size_t i = first; i < f->n_rects; i++) {
         const vz_rect *r = &f->rects[i];
@@ -66,12 +95,17 @@ static void draw_masked(cairo_t *cr, const hs_viz_figure *f, size_t first, unsig
         y1 = fmax(y1, r->y + r->h);
         if (!done) break;
     }
+    if (raster) {
+        cairo_pattern_t *pat = hatch_tile(r0->rgb, sp, lw);
+        cairo_set_source(cr, pat);
+        cairo_fill(cr);
+        cairo_pattern_destroy(pat);
+        return;
+    }
     set_rgb(cr, r0->rgb);
     cairo_fill_preserve(cr);
     cairo_save(cr);
     cairo_clip(cr);
-    double sp, lw;
-    vz_hatch_geometry(side, &sp, &lw);
     set_rgb(cr, VZ_HATCH_RGB);
     cairo_set_line_width(cr, lw);
     for (double k = floor((x0 + y0) / sp); k <= ceil((x1 + y1) / sp); k++) {
@@ -165,10 +199,9 @@ void vz_render(cairo_t *cr, const hs_viz_figure *f)
     free(done);
 }
 
-hs_status hs_viz_figure_rgb(const hs_viz_figure *f, unsigned char **rgb, size_t *w, size_t *h,
-                            hs_error *err)
+hs_status vz_render_image(const hs_viz_figure *f, cairo_surface_t **out, hs_error *err)
 {
-    *rgb = NULL;
+    *out = NULL;
     cairo_surface_t *sf = cairo_image_surface_create(CAIRO_FORMAT_RGB24, f->width, f->height);
     if (cairo_surface_status(sf) != CAIRO_STATUS_SUCCESS) {
         cairo_surface_destroy(sf);
@@ -180,12 +213,28 @@ hs_status hs_viz_figure_rgb(const hs_viz_figure *f, unsigned char **rgb, size_t 
     cairo_status_t cs = cairo_status(cr);
     cairo_destroy(cr);
     cairo_surface_flush(sf);
+    if (cs != CAIRO_STATUS_SUCCESS) {
+        cairo_surface_destroy(sf);
+        return hs_fail(err, HS_ERR_NOMEM, "drawing a %d x %d image: %s", f->width, f->height,
+                       cairo_status_to_string(cs));
+    }
+    *out = sf;
+    return HS_OK;
+}
+
+hs_status hs_viz_figure_rgb(const hs_viz_figure *f, unsigned char **rgb, size_t *w, size_t *h,
+                            hs_error *err)
+{
+    *rgb = NULL;
+    cairo_surface_t *sf;
+    hs_status s = vz_render_image(f, &sf, err);
+    if (s != HS_OK) return s;
     size_t n = (size_t)f->width * (size_t)f->height * 3;
-    unsigned char *buf = cs == CAIRO_STATUS_SUCCESS ? malloc(n ? n : 1) : NULL;
+    unsigned char *buf = malloc(n ? n : 1);
     if (!buf) {
         cairo_surface_destroy(sf);
-        return hs_fail(err, HS_ERR_NOMEM, "out of memory for a %d x %d image (%s)", f->width,
-                       f->height, cairo_status_to_string(cs));
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for a %d x %d image", f->width,
+                       f->height);
     }
     const unsigned char *data = cairo_image_surface_get_data(sf);
     int stride = cairo_image_surface_get_stride(sf);
