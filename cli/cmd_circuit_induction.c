@@ -12,56 +12,19 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "expout.h"
 #include "figopts.h"
 #include "util.h"
 #include "viz/viz.h"
 
-/* One figure (PNG/SVG from fig_fn's layout, JSON from the same numbers). kind:
- * 0 signed matrix, 1 bars, 2 non-negative matrix [0, 1]. 0 ok, 1 printed. */
 static int fig(cli_outdir *od, const hs_config *cfg, const char *model, int kind, const char *stem,
                const float *m, size_t R, size_t C, const char *const *rl, const char *const *cl,
                const char *title, const char *xl, const char *yl, const char *shows)
 {
-    const cli_figopts *fo = od->fo;
-    hs_error err = {0};
-    hs_viz_figure *f = NULL;
-    cJSON *j = NULL;
-    int rc = 0;
-    if (cli_figopts_images(fo)) {
-        hs_viz_options o = fo->viz;
-        hs_status s;
-        if (kind == 1) {
-            s = hs_viz_bars_figure(&f, m, R, rl, title, xl, &o, &err);
-        } else if (kind == 2) {
-            if (!(fo->range_set && o.range == HS_VIZ_RANGE_AUTO)) {
-                o.range = HS_VIZ_RANGE_FIXED;
-                o.vmin = 0.0;
-                o.vmax = 1.0;
-            }
-            s = hs_viz_matrix_figure(&f, m, R, C, rl, cl, title, xl, yl, &o, &err);
-        } else {
-            if (o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT;
-            o.range = HS_VIZ_RANGE_AUTO;
-            s = hs_viz_signed_figure(&f, m, R, C, rl, cl, title, xl, yl, &o, &err);
-        }
-        if (s != HS_OK) rc = cli_error(od->cmd, &err);
-    }
-    if (!rc && fo->json) {
-        hs_status s = kind == 1 ? hs_viz_bars_json(&j, m, R, rl, title, xl, &err)
-                                : hs_viz_signed_json(&j, m, R, C, rl, cl, title, xl, yl, &err);
-        cJSON *c = s == HS_OK ? hs_config_to_json(cfg, HS_CONFIG_JSON_ALL) : NULL;
-        if (s != HS_OK) {
-            rc = cli_error(od->cmd, &err);
-        } else if (!c || !cJSON_AddItemToObject(j, "config", c) || !cJSON_AddStringToObject(j, "model", model)) {
-            if (c && !cJSON_GetObjectItem(j, "config")) cJSON_Delete(c);
-            fprintf(stderr, "headscope %s: out of memory\n", od->cmd);
-            rc = 1;
-        }
-    }
-    if (!rc) rc = cli_out_figure(od, stem, f, j, shows);
-    cJSON_Delete(j);
-    hs_viz_figure_destroy(f);
-    return rc;
+    const cli_fig_ctx x = {od, model, cfg};
+    const cli_fig_kind k = kind == 1 ? CLI_FIG_BARS : kind == 2 ? CLI_FIG_NONNEG : CLI_FIG_SIGNED;
+    return cli_out_fig(&x, k, stem, m, R, C, rl, cl, title, xl, yl, kind == 2 ? 1.0 : 0.0,
+                       kind == 2 ? "score" : NULL, NULL, shows);
 }
 
 /* The named heads' attention on held-out sequence 0, side by side. */
@@ -94,12 +57,13 @@ static int attention_fig(cli_outdir *od, const hs_ind_circuit_report *r, const h
     const char *heads[2] = {n0, n1}, *row[1] = {""};
     snprintf(title, sizeof title, "held-out sequence 0: segment at %d and %d, length %d", t->heldout[0].start1,
              t->heldout[0].start2, t->heldout[0].len);
+    hs_viz_options vo = cli_figopts_for(fo, CLI_FIG_ATTENTION, 1.0);
     if (cli_figopts_images(fo) &&
-        hs_viz_grid_figure_labeled(&f, pat, 1, 2, (size_t)T, tok, row, heads, title, &fo->viz, &err) != HS_OK) {
+        hs_viz_grid_figure_labeled(&f, pat, 1, 2, (size_t)T, tok, row, heads, title, &vo, &err) != HS_OK) {
         cli_error(od->cmd, &err);
         goto done;
     }
-    if (fo->json) {
+    if (cli_figopts_data(fo)) {
         if (hs_viz_attention_json(&j, pat, 2, (size_t)T, tok, heads, title, &err) != HS_OK) {
             cli_error(od->cmd, &err);
             goto done;

@@ -114,10 +114,12 @@ int cmd_timeline(int argc, char **argv)
         case O_OUT: out = optarg; break;
         case O_JSON: json = 1; break;
         default: {
-            int fr = cli_figopts_parse(C, c, optarg, &fo);
-            if (fr == 0) break;
-            if (fr > 0) return fr;
-            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
+            int fr = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
+            if (fr != 0) {
+                cli_figopts_free(&fo);
+                return fr;
+            }
+            break;
         }
         }
     }
@@ -144,7 +146,18 @@ int cmd_timeline(int argc, char **argv)
         fprintf(stderr, "headscope timeline: out of memory\n");
         goto done;
     }
-    if (out && (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, NULL))) goto done;
+    if (out) {
+        /* the checkpoints are inputs: never replaced or removed by the output folder */
+        const char **inputs = calloc((size_t)n + 1, sizeof *inputs);
+        if (!inputs) {
+            fprintf(stderr, "headscope timeline: out of memory\n");
+            goto done;
+        }
+        for (int i = 0; i < n; i++) inputs[i] = ck[i].path;
+        int bad = cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, inputs);
+        free(inputs);
+        if (bad) goto done;
+    }
     for (int i = 0; i < n; i++) {
         cli_loaded ld;
         hs_error err = {0};
@@ -287,15 +300,16 @@ int cmd_timeline(int argc, char **argv)
             char title[160];
             snprintf(title, sizeof title, "%s over training (%d checkpoints)",
                      induction ? "induction circuit" : "referent circuit", n);
+            hs_viz_options vo = cli_figopts_for(&fo, CLI_FIG_SIGNED, 0.0);
             if (n > HS_VIZ_MAX_POINTS) {
                 fprintf(stderr, "headscope timeline: %d checkpoints, over the plot's %d; writing timeline.json only\n",
                         n, HS_VIZ_MAX_POINTS);
             } else {
                 if (cli_figopts_images(&fo) &&
-                    hs_viz_lines_figure(&f, x, (size_t)n, P, 4, title, "training step", mark, mlabel, &fo.viz,
+                    hs_viz_lines_figure(&f, x, (size_t)n, P, 4, title, "training step", mark, mlabel, &vo,
                                         &err) != HS_OK)
                     bad = cli_error(C, &err) + 1;
-                if (!bad && fo.json && hs_viz_lines_json(&j, x, (size_t)n, P, 4, title, "training step", &err) != HS_OK)
+                if (!bad && cli_figopts_data(&fo) && hs_viz_lines_json(&j, x, (size_t)n, P, 4, title, "training step", &err) != HS_OK)
                     bad = cli_error(C, &err) + 1;
                 if (!bad)
                     bad = cli_out_figure(&od, "timeline", f, j,

@@ -29,9 +29,9 @@ static const char TRAIN_HELP[] =
     "  --task NAME            winograd (default) | winograd-category | induction\n"
     "  --split-seed S         which noun pairs (induction: which sequences) are held out\n"
     "                         (default 0)\n"
-    "  --steps N              step budget (default 2000; induction 1000)\n"
+    "  --steps N              step budget (default 2000; induction 1500)\n"
     "  --seed S               initialisation and batch-order seed (default 0)\n"
-    "  --lr X                 peak learning rate (default 1e-3; cosine decay over the\n"
+    "  --lr X                 peak learning rate (default 1e-3, induction 3e-3; cosine decay over the\n"
     "                         last 40% of steps to 5% of it)\n"
     "  --batch B              sequences per step (default 64)\n"
     "  --init NAME            pytorch (default: PyTorch's layer inits) | gpt2 (every\n"
@@ -55,8 +55,8 @@ static const char TRAIN_HELP[] =
     "  --threads N            worker threads, 0 = every CPU (default) up to the CPU\n"
     "                         count; the result is bit-identical for every thread count\n"
     "induction task (sequences of random symbols, a segment repeated after a gap):\n"
-    "  --vocab-size N         symbols (default 64)\n"
-    "  --seg-len MIN:MAX      repeated segment's length (default 4:16)\n"
+    "  --vocab-size N         symbols (default 16)\n"
+    "  --seg-len MIN:MAX      repeated segment's length (default 4:8)\n"
     "  --gap MIN:MAX          tokens between the two occurrences (default 0:32)\n"
     "  --heldout N            held-out sequences (default 512; their segments are\n"
     "                         never trained on)\n"
@@ -317,7 +317,7 @@ int cmd_train(int argc, char **argv)
     hs_train_opts to = hs_train_opts_default();
     hs_ind_params ip = hs_ind_params_default();
     int task_kind = HS_TASK_WINOGRAD, induction = 0, init = HS_INIT_PYTORCH, save_opt = 0;
-    int steps_set = 0, model_flag = 0, task_flag = 0;
+    int steps_set = 0, lr_set = 0, model_flag = 0, task_flag = 0;
     unsigned long long split_seed = 0, seed = 0;
     long d_head = -1, d_mlp = -1, ckpt_every = 0, log_every = 250, eval_every = 250;
     const char *out = NULL, *dataset = NULL, *keep = NULL, *resume = NULL;
@@ -357,6 +357,7 @@ int cmd_train(int argc, char **argv)
         case O_LR:
             if (cli_parse_float(optarg, 1e-9, 10.0, &d)) return cli_usage_error(C, "--lr needs a number in (0, 10], got '%s'", optarg);
             to.opt.lr = (float)d;
+            lr_set = 1;
             break;
         case O_BATCH:
             if (cli_parse_int(optarg, 1, 4096, &v)) return cli_usage_error(C, "--batch needs an integer in [1, 4096], got '%s'", optarg);
@@ -455,14 +456,15 @@ int cmd_train(int argc, char **argv)
         return cli_usage_error(C, "--resume continues the checkpoint's own task, model, batch and "
                                   "learning rate; drop those flags");
     if (!induction && !resume &&
-        (ip.n_symbols != 64 || ip.seg_min != 4 || ip.seg_max != 16 || ip.gap_min != 0 ||
+        (ip.n_symbols != 16 || ip.seg_min != 4 || ip.seg_max != 8 || ip.gap_min != 0 ||
          ip.gap_max != 32 || ip.n_heldout != 512 || ip.loss_all))
         return cli_usage_error(C, "--vocab-size, --seg-len, --gap, --heldout and --loss-all are for --task induction");
     if (!induction && n_ctx_set && ip.n_ctx < HS_WG_LEN)
         return cli_usage_error(C, "--n-ctx needs an integer in [%d, 4096] for the Winograd task, got %d", HS_WG_LEN,
                                ip.n_ctx);
     if (keep && ckpt_every == 0) ckpt_every = 100;
-    if (induction && !steps_set) to.steps = 1000;
+    if (induction && !steps_set) to.steps = 1500;
+    if (induction && !lr_set) to.opt.lr = 3e-3f;
     cfg.d_head = d_head > 0 ? (int)d_head : (cfg.d_model / cfg.n_heads > 0 ? cfg.d_model / cfg.n_heads : 1);
     cfg.d_mlp = d_mlp >= 0 ? (int)d_mlp : 4 * cfg.d_model;
     cfg.seed = seed;

@@ -17,10 +17,10 @@
 hs_ind_params hs_ind_params_default(void)
 {
     hs_ind_params p;
-    p.n_symbols = 64;
+    p.n_symbols = 16;
     p.n_ctx = 64;
     p.seg_min = 4;
-    p.seg_max = 16;
+    p.seg_max = 8;
     p.gap_min = 0;
     p.gap_max = 32;
     p.split_seed = 0;

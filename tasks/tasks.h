@@ -786,9 +786,9 @@ void hs_patch_summary(const hs_patch_report *r, hs_buf *b);
 #define HS_IND_MAX_SYMBOLS 4096
 
 typedef struct {
-    int n_symbols;            /* V (64) */
+    int n_symbols;            /* V (16) */
     int n_ctx;                /* T (64) */
-    int seg_min, seg_max;     /* segment length range (4, 16); 2 <= min <= max < V */
+    int seg_min, seg_max;     /* segment length range (4, 8); 2 <= min <= max <= V / 2 */
     int gap_min, gap_max;     /* gap range (0, 32); 2 seg_max + gap_max <= T */
     uint64_t split_seed;      /* held-out sequences (0) */
     int n_heldout;            /* held-out sequences (512) */
@@ -796,8 +796,11 @@ typedef struct {
                                  scored (repeated-segment) tokens (default) */
 } hs_ind_params;
 
-/* The defaults above (tuned so a 2-layer attention-only model learns
- * induction in well under a minute; README "Induction heads"). */
+/* The defaults above. Tuned on 2-layer attention-only models (README
+ * "Induction heads"): with 64 symbols no run left chance (~5%, "copy a token
+ * seen before") in 1500 steps at lr 1e-3..1e-2, loss on every token or only
+ * the segment's; with 16 symbols the default model reached 82% by step 700
+ * (lr 3e-3, segment loss), and a 24-token context 95% by step 500. */
 hs_ind_params hs_ind_params_default(void);
 
 /* Checks p: HS_ERR_CONFIG naming the field (n_symbols in [4, 4096], n_ctx in
