@@ -180,10 +180,7 @@ int cmd_timeline(int argc, char **argv)
             goto done;
         }
         steps[i] = ck[i].step;
-        if (!json)
-            fprintf(stderr, "\rtimeline: %d/%d checkpoints", i + 1, n);
     }
-    if (!json) fputc('\n', stderr);
 
     /* summary numbers */
     double *best_ind = calloc((size_t)n, sizeof *best_ind), *lossv = calloc((size_t)n, sizeof *lossv);
@@ -348,13 +345,14 @@ int cmd_timeline(int argc, char **argv)
     } else {
         printf("%s timeline of %s: %d checkpoints, %d layers x %d heads\n", induction ? "induction" : "winograd",
                dir, n, L, H);
-        printf("%8s %8s %8s  %-14s %-10s %s\n", "step", "loss", "acc", induction ? "best ind." : "best 1st-noun",
-               "holds", "heads / verdict");
+        printf("%8s %8s %8s  %-14s %-10s %s\n", "step", induction ? "seg loss" : "loss", "acc",
+               induction ? "best ind." : "best 1st-noun", "holds", "heads / verdict");
         for (int i = 0; i < n; i++) {
             double b = 0;
             for (int k = induction ? H : 0; k < L * H; k++)
                 b = fmax(b, induction ? pts[i].ind[k] : pts[i].first_noun[k]);
-            printf("%8d %8.4f %7.1f%%  %-14.3f %-10s %s\n", steps[i], pts[i].loss, 100 * pts[i].accuracy, b,
+            printf("%8d %8.4f %7.1f%%  %-14.3f %-10s %s\n", steps[i], induction ? pts[i].seg_loss : pts[i].loss,
+                   100 * pts[i].accuracy, b,
                    pts[i].holds ? "yes" : "no", pts[i].holds ? pts[i].heads : pts[i].verdict);
         }
         if (jump >= 0) printf("largest induction-score jump: at step %d\n", steps[jump]);

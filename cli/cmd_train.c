@@ -29,7 +29,7 @@ static const char TRAIN_HELP[] =
     "  --task NAME            winograd (default) | winograd-category | induction\n"
     "  --split-seed S         which noun pairs (induction: which sequences) are held out\n"
     "                         (default 0)\n"
-    "  --steps N              step budget (default 2000; induction 1500)\n"
+    "  --steps N              step budget (default 2000; induction 1000)\n"
     "  --seed S               initialisation and batch-order seed (default 0)\n"
     "  --lr X                 peak learning rate (default 1e-3, induction 3e-3; cosine decay over the\n"
     "                         last 40% of steps to 5% of it)\n"
@@ -55,9 +55,9 @@ static const char TRAIN_HELP[] =
     "  --threads N            worker threads, 0 = every CPU (default) up to the CPU\n"
     "                         count; the result is bit-identical for every thread count\n"
     "induction task (sequences of random symbols, a segment repeated after a gap):\n"
-    "  --vocab-size N         symbols (default 16)\n"
+    "  --vocab-size N         symbols (default 32)\n"
     "  --seg-len MIN:MAX      repeated segment's length (default 4:8)\n"
-    "  --gap MIN:MAX          tokens between the two occurrences (default 0:32)\n"
+    "  --gap MIN:MAX          tokens between the two occurrences (default 0:16)\n"
     "  --heldout N            held-out sequences (default 512; their segments are\n"
     "                         never trained on)\n"
     "  --loss-all             train on every next token (default: only the repeated\n"
@@ -67,7 +67,7 @@ static const char TRAIN_HELP[] =
     "  --n-ctx N              n_ctx, positions the model takes (Winograd: default and\n"
     "                         minimum the task's 18; training uses 18, longer inputs are\n"
     "                         for inspect, e.g. a viewer's scale test; up to 4096;\n"
-    "                         induction: the sequence length, default 64)\n"
+    "                         induction: the sequence length, default 32)\n"
     "  --d-model D            d_model (default 64)\n"
     "  --heads H              n_heads (default 4)\n"
     "  --d-head K             d_head (default d_model / heads)\n"
@@ -456,14 +456,14 @@ int cmd_train(int argc, char **argv)
         return cli_usage_error(C, "--resume continues the checkpoint's own task, model, batch and "
                                   "learning rate; drop those flags");
     if (!induction && !resume &&
-        (ip.n_symbols != 16 || ip.seg_min != 4 || ip.seg_max != 8 || ip.gap_min != 0 ||
-         ip.gap_max != 32 || ip.n_heldout != 512 || ip.loss_all))
+        (ip.n_symbols != 32 || ip.seg_min != 4 || ip.seg_max != 8 || ip.gap_min != 0 ||
+         ip.gap_max != 16 || ip.n_heldout != 512 || ip.loss_all))
         return cli_usage_error(C, "--vocab-size, --seg-len, --gap, --heldout and --loss-all are for --task induction");
     if (!induction && n_ctx_set && ip.n_ctx < HS_WG_LEN)
         return cli_usage_error(C, "--n-ctx needs an integer in [%d, 4096] for the Winograd task, got %d", HS_WG_LEN,
                                ip.n_ctx);
     if (keep && ckpt_every == 0) ckpt_every = 100;
-    if (induction && !steps_set) to.steps = 1500;
+    if (induction && !steps_set) to.steps = 1000;
     if (induction && !lr_set) to.opt.lr = 3e-3f;
     cfg.d_head = d_head > 0 ? (int)d_head : (cfg.d_model / cfg.n_heads > 0 ? cfg.d_model / cfg.n_heads : 1);
     cfg.d_mlp = d_mlp >= 0 ? (int)d_mlp : 4 * cfg.d_model;

@@ -17,12 +17,12 @@
 hs_ind_params hs_ind_params_default(void)
 {
     hs_ind_params p;
-    p.n_symbols = 16;
-    p.n_ctx = 64;
+    p.n_symbols = 32;
+    p.n_ctx = 32;
     p.seg_min = 4;
     p.seg_max = 8;
     p.gap_min = 0;
-    p.gap_max = 32;
+    p.gap_max = 16;
     p.split_seed = 0;
     p.n_heldout = 512;
     p.loss_all = 0;

@@ -28,7 +28,7 @@ hs_ind_circuit_opts hs_ind_circuit_opts_default(void)
     o.patch_qv_max = 0.2;
     o.min_gap = 1.0;
     o.copy_min = 0.5;
-    o.chance_margin = 0.1;
+    o.ablate_frac = 0.8;
     o.n_seqs = 128;
     o.comp_draws = 300;
     o.comp_seed = 0;
@@ -111,7 +111,7 @@ static void set_ok(hs_ind_circuit_report *r, int k, int ok, const char *fmt, ...
 static hs_status check_opts(const hs_ind_circuit_opts *o, hs_error *err)
 {
     const double v[8] = {o->prev_min, o->ind_min, o->patch_k_min, o->patch_qv_max,
-                         o->copy_min, o->chance_margin, o->comp_min, o->min_gap};
+                         o->copy_min, o->ablate_frac, o->comp_min, o->min_gap};
     for (int i = 0; i < 8; i++)
         if (!isfinite(v[i]) || v[i] < (i == 4 ? -1.0 : 0.0) || v[i] > (i >= 6 ? 1000.0 : 1.0))
             return hs_fail(err, HS_ERR_CONFIG, "induction circuit: threshold %d (%g) out of range", i,
@@ -265,14 +265,17 @@ hs_status hs_ind_circuit_run(const hs_model *m, const hs_induction *t,
     if (r->n_ind > 0 &&
         (s = run_ablated(m, acts, t, n, &clean, r->ind, r->n_ind, &r->acc_ind_ablated, err)) != HS_OK)
         goto fail;
-    const double lim = r->chance + o.chance_margin;
     if (r->n_prev > 0 && r->n_ind > 0) {
-        int ok = r->acc_prev_ablated <= lim && r->acc_ind_ablated <= lim;
+        /* the share of the accuracy above chance that each ablation removes */
+        const double above = r->acc - r->chance;
+        const double fp = above > 0 ? (r->acc - r->acc_prev_ablated) / above : 0.0;
+        const double fi = above > 0 ? (r->acc - r->acc_ind_ablated) / above : 0.0;
+        int ok = above > 0 && fp >= o.ablate_frac && fi >= o.ablate_frac;
         set_ok(r, HS_IND_ABLATE, ok,
                "accuracy %.1f%% -> %.1f%% without the previous-token head(s), %.1f%% without the induction "
-               "head(s) (%s chance %.1f%% + %.0f points)",
-               100 * r->acc, 100 * r->acc_prev_ablated, 100 * r->acc_ind_ablated, ok ? "both <=" : "not both <=",
-               100 * r->chance, 100 * o.chance_margin);
+               "head(s): %.0f%% and %.0f%% of the accuracy above chance (%.1f%%) removed (%s %.0f%%)",
+               100 * r->acc, 100 * r->acc_prev_ablated, 100 * r->acc_ind_ablated, 100 * fp, 100 * fi,
+               100 * r->chance, ok ? "both >=" : "not both >=", 100 * o.ablate_frac);
     } else {
         set_ok(r, HS_IND_ABLATE, 0, "no previous-token / induction head pair to ablate");
     }
@@ -436,7 +439,7 @@ hs_status hs_ind_circuit_report_json(const hs_ind_circuit_report *r, const char 
     ok = th && add_num(th, "prev_min", r->opts.prev_min) && add_num(th, "ind_min", r->opts.ind_min) &&
          add_num(th, "comp_min", r->opts.comp_min) && add_num(th, "patch_k_min", r->opts.patch_k_min) &&
          add_num(th, "patch_qv_max", r->opts.patch_qv_max) && add_num(th, "min_gap", r->opts.min_gap) &&
-         add_num(th, "copy_min", r->opts.copy_min) && add_num(th, "chance_margin", r->opts.chance_margin) &&
+         add_num(th, "copy_min", r->opts.copy_min) && add_num(th, "ablate_frac", r->opts.ablate_frac) &&
          add_num(th, "n_seqs", r->opts.n_seqs) && add_num(th, "comp_draws", r->opts.comp_draws);
     cJSON *ta = ok ? cJSON_AddObjectToObject(o, "task_params") : NULL;
     ok = ta && add_num(ta, "n_symbols", r->task.n_symbols) && add_num(ta, "n_ctx", r->task.n_ctx) &&

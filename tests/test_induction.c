@@ -60,10 +60,11 @@ static void generator_layout_and_distributions(void **state)
             if (!seg) assert_int_equal(in_seg[tok[i]], 0);
         }
     }
-    /* gap: 33 cells (df 32, chi2 0.1% critical value 62.5); length: 5 cells (df 4, 18.5) */
+    /* gap: 17 cells (df 16, chi2 0.1% critical value 39.3); length: 5 cells (df 4, 18.5) */
     double chi = 0.0, e = (double)N / (p.gap_max - p.gap_min + 1);
     for (int g = p.gap_min; g <= p.gap_max; g++) chi += (gap_count[g] - e) * (gap_count[g] - e) / e;
-    assert_true(chi < 62.5);
+    assert_int_equal(p.gap_max - p.gap_min + 1, 17);
+    assert_true(chi < 39.3);
     chi = 0.0;
     e = (double)N / (p.seg_max - p.seg_min + 1);
     for (int l = p.seg_min; l <= p.seg_max; l++) chi += (len_count[l] - e) * (len_count[l] - e) / e;
@@ -123,18 +124,18 @@ static void task_json_round_trip_and_bad_params(void **state)
     assert_int_equal(hs_task_json_name(json, name, sizeof name, &err), HS_OK);
     assert_string_equal(name, "induction");
     assert_int_equal(hs_induction_from_task_json(json, t->vocab, &u, &err), HS_OK);
-    assert_memory_equal(u->heldout_tokens, t->heldout_tokens, sizeof(int) * 64 * 512);
+    assert_memory_equal(u->heldout_tokens, t->heldout_tokens, sizeof(int) * (size_t)p.n_ctx * 512);
     assert_int_equal(u->p.loss_all, 1);
-    assert_string_equal(hs_vocab_word(u->vocab, 15), "s15");
-    assert_null(hs_vocab_word(u->vocab, 16));
+    assert_string_equal(hs_vocab_word(u->vocab, 31), "s31");
+    assert_null(hs_vocab_word(u->vocab, 32));
     hs_induction_destroy(u);
     free(json);
     hs_ind_params b = p;
-    b.gap_max = 50; /* 2 x 8 + 50 > 64 */
+    b.gap_max = 17; /* 2 x 8 + 17 > 32 */
     assert_int_equal(hs_induction_create(&b, NULL, &u, &err), HS_ERR_CONFIG);
     assert_non_null(strstr(err.msg, "does not fit the context"));
     b = p;
-    b.seg_max = 9; /* more than half the 16 symbols */
+    b.seg_max = 17; /* more than half the 32 symbols */
     assert_int_equal(hs_induction_create(&b, NULL, &u, &err), HS_ERR_CONFIG);
     assert_null(u);
     hs_induction_destroy(t);
