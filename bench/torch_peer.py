@@ -56,10 +56,10 @@ QUERY_POS = 14  # the prediction made at position 14 (`the` after `so`) names th
 def parse_args():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--task", default="winograd", choices=["winograd", "winograd-category", "induction"])
-    p.add_argument("--vocab-size", type=int, default=16, help="induction: symbols (headscope's default)")
-    p.add_argument("--n-ctx", type=int, default=64, help="induction: sequence length")
+    p.add_argument("--vocab-size", type=int, default=32, help="induction: symbols (headscope's default)")
+    p.add_argument("--n-ctx", type=int, default=32, help="induction: sequence length")
     p.add_argument("--seg-len", default="4:8", help="induction: MIN:MAX repeated segment length")
-    p.add_argument("--gap", default="0:32", help="induction: MIN:MAX tokens between the occurrences")
+    p.add_argument("--gap", default="0:16", help="induction: MIN:MAX tokens between the occurrences")
     p.add_argument("--split-seed", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--steps", type=int, default=2000, help="default = headscope train's (2000)")
