@@ -144,7 +144,6 @@ static int list_page(const char *C, const char *dir, const cJSON *run)
                                                  "(headscope view; open it in a browser)") &&
              cJSON_AddNumberToObject(e, "bytes", bytes) &&
              cJSON_AddStringToObject(e, "fnv1a64", hex) && cJSON_AddItemToArray(files, e);
-    free(page);
     if (ok) e = NULL;
     hs_status s = ok ? hs_viz_write_json(idx, path, &err) : hs_fail(&err, HS_ERR_NOMEM, "out of memory");
     cJSON_Delete(e);
