@@ -1066,4 +1066,39 @@ cJSON *hs_lens_json(const hs_lens_report *r, const hs_vocab *v);
 /* The text summary appended to b. */
 void hs_lens_summary(const hs_lens_report *r, const hs_vocab *v, hs_buf *b);
 
+/* Ablation over a prompt set (tasks/ablate.c): each head
+ * (blocks.l.attn.hook_z[:, :, h, :]), each layer's attention (all its heads)
+ * and each MLP (blocks.l.hook_mlp_out) replaced, one at a time, by zero, by
+ * its position-wise mean over a reference set, or by its value on another
+ * reference prompt (resample: prompt i takes reference row (i + n_ref / 2)
+ * mod n_ref). Metric: mean LD answer - wrong at each prompt's position (mean
+ * answer logit when the set has no "wrong"); accuracy: top-1 = answer. */
+typedef enum { HS_ABLATE_ZERO = 0, HS_ABLATE_MEAN, HS_ABLATE_RESAMPLE } hs_ablate_method;
+/* "zero", "mean", "resample". */
+extern const char *const hs_ablate_method_names[3];
+typedef struct {
+    int layer, head;       /* head >= 0: one head; -1: the layer's attention; -2: its MLP */
+    double metric, acc;    /* with it ablated */
+} hs_ablate_comp;
+typedef struct {
+    int L, H, n, n_ref, has_wrong;
+    hs_ablate_method method;
+    double metric_clean, acc_clean;
+    int n_comp;
+    hs_ablate_comp *comp;  /* (n_comp) per layer: its heads, its attention, its MLP */
+} hs_ablate_report;
+
+/* Ablates every component over the prompts of p (each needs "answer"); ref:
+ * the reference set of the means or resampling (NULL = p itself; the same
+ * number of tokens). HS_ERR_INPUT for an empty set, a missing answer or a
+ * reference of another length. Free with hs_ablate_report_free. */
+hs_status hs_ablate_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_prompts *ref,
+                        hs_ablate_method method, hs_ablate_report *out, hs_error *err);
+void hs_ablate_report_free(hs_ablate_report *r);
+/* "L0H1", "L0 attn", "L0 mlp" into buf. */
+void hs_ablate_comp_name(const hs_ablate_comp *c, char *buf, size_t cap);
+/* As JSON (caller frees with cJSON_Delete; NULL on OOM) and as text (appended to b). */
+cJSON *hs_ablate_json(const hs_ablate_report *r);
+void hs_ablate_summary(const hs_ablate_report *r, hs_buf *b);
+
 #endif /* HS_TASKS_H */

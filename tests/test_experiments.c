@@ -427,6 +427,103 @@ static void lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics(vo
     hs_lens_report_free(&r);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Ablate                                                                    */
+
+typedef struct {
+    const float *mean; /* (t, H, dh) */
+    int head, H, dh;
+} mean_hook_ctx;
+
+static int replace_head_z(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name;
+    (void)ndim;
+    const mean_hook_ctx *mc = ctx;
+    for (int64_t b = 0; b < shape[0]; b++)
+        for (int64_t p = 0; p < shape[1]; p++)
+            memcpy(data + ((size_t)(b * shape[1] + p) * mc->H + mc->head) * mc->dh,
+                   mc->mean + ((size_t)p * mc->H + mc->head) * mc->dh, (size_t)mc->dh * sizeof(float));
+    return 1;
+}
+
+/* mean LD over the rows of a run's logits */
+static double mean_ld(const hs_acts *a, const hs_prompts *p, int n)
+{
+    const int V = g_m->cfg.d_vocab;
+    double s = 0.0;
+    for (int i = 0; i < n; i++) {
+        const float *x = a->logits + ((size_t)i * p->t + p->pos[i]) * V;
+        s += (double)x[p->answer[i]] - (double)x[p->wrong[i]];
+    }
+    return s / n;
+}
+
+static void ablate_zero_and_mean_equal_hand_ablation(void **state)
+{
+    (void)state;
+    hs_prompts sub = g_p; /* the first 32 pairs (one chunk), borrowed */
+    sub.n = HS_ENGINE_CHUNK;
+    const int n = sub.n, t = sub.t, L = g_m->cfg.n_layers, H = g_m->cfg.n_heads, dh = g_m->cfg.d_head;
+    hs_error err = {0};
+    hs_ablate_report z, mn;
+    assert_int_equal(hs_ablate_run(g_m, NULL, &sub, NULL, HS_ABLATE_ZERO, &z, &err), HS_OK);
+    assert_int_equal(hs_ablate_run(g_m, NULL, &sub, NULL, HS_ABLATE_MEAN, &mn, &err), HS_OK);
+    assert_int_equal(z.n_comp, L * (H + 2));
+    hs_acts *a = NULL;
+    hs_hooks *hk = NULL;
+    hs_cache c = {0};
+    assert_int_equal(hs_acts_create(&g_m->cfg, n, t, 0, &a, &err), HS_OK);
+    assert_int_equal(hs_hooks_create(&hk, &err), HS_OK);
+    assert_int_equal(hs_run_with_hooks(g_m, a, sub.clean, n, t, NULL, &err), HS_OK);
+    assert_true(z.metric_clean == mean_ld(a, &sub, n));
+    /* zero: every head, and each layer's heads together, removed by hand */
+    for (int l = 0; l < L; l++)
+        for (int h = -1; h < H; h++) {
+            hs_head heads[64];
+            int nh = 0;
+            for (int k = 0; k < H; k++)
+                if (h < 0 || k == h) heads[nh++] = (hs_head){l, k};
+            hs_hooks_clear(hk);
+            assert_int_equal(hs_hooks_add_zero_ablation(hk, g_m, heads, nh, &err), HS_OK);
+            assert_int_equal(hs_run_with_hooks(g_m, a, sub.clean, n, t, hk, &err), HS_OK);
+            const hs_ablate_comp *cp = &z.comp[l * (H + 2) + (h < 0 ? H : h)];
+            assert_int_equal(cp->layer, l);
+            assert_int_equal(cp->head, h);
+            if (!(cp->metric == mean_ld(a, &sub, n)))
+                fail_msg("zero L%d %d: %.17g by hand %.17g", l, h, cp->metric, mean_ld(a, &sub, n));
+        }
+    /* mean: the position-wise mean of hook_z over the 32 prompts, by hand */
+    const char *f[] = {"blocks.*.attn.hook_z"};
+    assert_int_equal(hs_run_with_cache(g_m, a, sub.clean, n, t, f, 1, NULL, &c, &err), HS_OK);
+    const size_t row = (size_t)t * H * dh;
+    float *mean = malloc(row * sizeof *mean);
+    for (int l = 0; l < L; l++) {
+        const hs_cache_entry *e = hs_cache_getf(&c, "blocks.%d.attn.hook_z", l);
+        for (size_t k = 0; k < row; k++) {
+            double s = 0.0;
+            for (int i = 0; i < n; i++) s += e->data[(size_t)i * row + k];
+            mean[k] = (float)(s / n);
+        }
+        for (int h = 0; h < H; h++) {
+            mean_hook_ctx mc = {mean, h, H, dh};
+            char name[64];
+            snprintf(name, sizeof name, "blocks.%d.attn.hook_z", l);
+            hs_hooks_clear(hk);
+            assert_int_equal(hs_hooks_add(hk, name, replace_head_z, &mc, &err), HS_OK);
+            assert_int_equal(hs_run_with_hooks(g_m, a, sub.clean, n, t, hk, &err), HS_OK);
+            const double want = mean_ld(a, &sub, n), got = mn.comp[l * (H + 2) + h].metric;
+            if (!(got == want)) fail_msg("mean L%dH%d: %.17g by hand %.17g", l, h, got, want);
+        }
+    }
+    free(mean);
+    hs_cache_free(&c);
+    hs_hooks_destroy(hk);
+    hs_acts_destroy(a);
+    hs_ablate_report_free(&z);
+    hs_ablate_report_free(&mn);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -436,6 +533,7 @@ int main(void)
         cmocka_unit_test(patch_identities_and_batch_independence),
         cmocka_unit_test(heads_scores_match_a_hand_computed_pattern),
         cmocka_unit_test(lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics),
+        cmocka_unit_test(ablate_zero_and_mean_equal_hand_ablation),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/test_experiments_cli.sh -- `headscope heads`, `patch` and `lens` as a
+# tests/test_experiments_cli.sh -- `headscope heads`, `patch`, `lens` and `ablate` as a
 # user drives them, on the committed small checkpoint: --help; the bad-input
 # table (unknown token, empty file, corrupted of another length, prompts of
 # different lengths, answer not in the vocabulary, missing wrong) refused with
@@ -23,7 +23,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 M="$TMP/m.safetensors"
 cp "$HERE/checkpoint/circuit_tiny.safetensors" "$M"
-for cmd in heads patch lens; do
+for cmd in heads patch lens ablate; do
     run 0 "help_$cmd" "$cmd" --help
     grep -q "^usage: headscope $cmd" "$TMP/help_$cmd.out" || fail "$cmd --help: no usage line"
 done
@@ -32,7 +32,7 @@ done
 S1='the animal did not'
 bad() { # NAME CONTENT MESSAGE
     printf '%b' "$2" >"$TMP/$1.jsonl"
-    for cmd in heads patch lens; do
+    for cmd in heads patch lens ablate; do
         run 1 "$1_$cmd" "$cmd" --model "$M" --data "$TMP/$1.jsonl"
         one_line "$1_$cmd" "$3"
     done
@@ -101,5 +101,18 @@ pts = l["points"]
 assert [x["point"] for x in pts] == ["blocks.0.hook_resid_pre", "blocks.1.hook_resid_pre", "blocks.1.hook_resid_post"]
 assert pts[-1]["accuracy"] == 1.0 and pts[-1]["logit_diff"] == p["ld_clean"], (pts[-1], p["ld_clean"])
 PYEOF
+run 0 ao ablate --model "$M" --data "$TMP/pairs.jsonl" --method zero --out "$TMP/ao" --dpi 72
+check_folder "$TMP/ao" ablate.json ablate_change.png
+"$PY" - "$TMP/ao/ablate.json" <<'PYEOF' || fail "ablate.json"
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["method"] == "zero" and a["prompts"] == 192 and a["accuracy_clean"] == 1.0
+names = [c["component"] for c in a["components"]]
+assert names[:6] == ["L0H0", "L0H1", "L0H2", "L0H3", "L0 attn", "L0 mlp"], names
+for c in a["components"]:
+    assert abs(c["metric_change"] - (c["metric"] - a["metric_clean"])) < 1e-9
+PYEOF
+run 2 abm ablate --model "$M" --data "$TMP/pairs.jsonl" --method median
+one_line abm "--method needs zero, mean or resample"
 run 0 ls lens --model "$M" --sentence "the animal did not cross the street because it was too tired , so the"
 echo "ok"

@@ -1,0 +1,140 @@
+/*
+ * cli/cmd_ablate.c -- `headscope ablate`: zero, mean or resample ablation of
+ * every head, every layer's attention and every MLP over a prompt set
+ * (tasks/ hs_ablate_run on the experiment engine): a table on stdout (or the
+ * JSON with --json), and with --out DIR ablate.json and a bar figure of the
+ * metric change.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "expout.h"
+#include "figopts.h"
+#include "util.h"
+
+static const char ABLATE_HELP[] =
+    "usage: headscope ablate --model FILE --data FILE.jsonl [options]\n"
+    "\n"
+    "Ablates, one at a time, every head (its blocks.l.attn.hook_z), every\n"
+    "layer's attention (all its heads) and every MLP (blocks.l.hook_mlp_out),\n"
+    "and reports the metric and the accuracy (top-1 = answer) at each prompt's\n"
+    "position, with their change from the clean run. The metric is the mean\n"
+    "logit difference answer - wrong, or the mean answer logit when the set has\n"
+    "no \"wrong\". Layers and heads count from 0.\n"
+    "\n"
+    "options:\n"
+    "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    "  --data FILE           prompt set: JSONL, one {\"prompt\", \"answer\", ...} a line\n"
+    "  --method M            zero | mean (default: the position-wise mean over the\n"
+    "                        reference prompts) | resample (prompt i takes the value\n"
+    "                        of reference prompt (i + n/2) mod n)\n"
+    "  --ref FILE            reference prompt set for mean and resample (default:\n"
+    "                        the prompts themselves; the same number of tokens)\n"
+    "  --out DIR             write ablate.json and ablate_change.{png,svg,json}\n"
+    "                        into DIR (created if missing; its parent must exist)\n"
+    "  --json                print every number as JSON instead of the table\n"
+    "  --threads N           worker threads, 0 = every CPU (default)\n"
+    "\n"
+    "Exit status: 0 ok, 1 user error, 2 usage error.\n";
+
+static int write_figure(const hs_ablate_report *r, cli_exp *x)
+{
+    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
+    char (*lab)[32] = calloc((size_t)r->n_comp, sizeof *lab);
+    const char **ll = calloc((size_t)r->n_comp, sizeof *ll);
+    float *m = calloc((size_t)r->n_comp, sizeof *m);
+    int rc = 1;
+    if (!lab || !ll || !m) {
+        fprintf(stderr, "headscope ablate: out of memory\n");
+        goto done;
+    }
+    for (int k = 0; k < r->n_comp; k++) {
+        hs_ablate_comp_name(&r->comp[k], lab[k], sizeof lab[0]);
+        ll[k] = lab[k];
+        m[k] = (float)(r->comp[k].metric - r->metric_clean);
+    }
+    char title[128];
+    snprintf(title, sizeof title, "%s ablation: metric change per component", hs_ablate_method_names[r->method]);
+    rc = cli_out_fig(&fx, CLI_FIG_BARS, "ablate_change", m, (size_t)r->n_comp, 1, ll, NULL, title,
+                     r->has_wrong ? "change of the mean LD (answer - wrong)" : "change of the mean answer logit",
+                     NULL, 0.0, "logits", NULL,
+                     "the metric's change when each head, each layer's attention and each MLP is ablated");
+done:
+    free(lab);
+    free(ll);
+    free(m);
+    return rc;
+}
+
+int cmd_ablate(int argc, char **argv)
+{
+    enum { O_METHOD = 256, O_REF, O_HELP };
+    static const struct option opts[] = {{"method", required_argument, 0, O_METHOD},
+                                         {"ref", required_argument, 0, O_REF},
+                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_EXP_LONGOPTS,
+                                         {0, 0, 0, 0}};
+    const char *C = "ablate", *ref_path = NULL;
+    hs_ablate_method method = HS_ABLATE_MEAN;
+    int c;
+    cli_exp x;
+    cli_exp_init(&x, C);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+        switch (c) {
+        case O_HELP:
+            fputs(ABLATE_HELP, stdout);
+            fputs(CLI_FIGOPTS_HELP, stdout);
+            return 0;
+        case O_METHOD: {
+            int k = -1;
+            for (int i = 0; i < 3; i++)
+                if (strcmp(optarg, hs_ablate_method_names[i]) == 0) k = i;
+            if (k < 0) return cli_usage_error(C, "--method needs zero, mean or resample, got '%s'", optarg);
+            method = (hs_ablate_method)k;
+            break;
+        }
+        case O_REF: ref_path = optarg; break;
+        default:
+            if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
+            break;
+        }
+    }
+    if (cli_exp_check(&x, argc, argv, 0)) return 2;
+    hs_error err = {0};
+    int rc = 1;
+    cJSON *j = NULL;
+    hs_buf text = {0};
+    hs_prompts ref = {0};
+    hs_ablate_report r = {0};
+    if (cli_exp_open(&x, 0)) goto done;
+    if (ref_path && hs_prompts_load(ref_path, x.Ld.vocab, x.Ld.model->cfg.n_ctx, HS_PROMPTS_TEXT_ONLY, &ref, &err) != HS_OK) {
+        rc = cli_error(C, &err);
+        goto done;
+    }
+    if (hs_ablate_run(x.Ld.model, x.pool, &x.p, ref_path ? &ref : NULL, method, &r, &err) != HS_OK) {
+        rc = cli_error(C, &err);
+        goto done;
+    }
+    if ((j = hs_ablate_json(&r)) == NULL) {
+        fprintf(stderr, "headscope %s: out of memory\n", C);
+        goto done;
+    }
+    if (x.out && write_figure(&r, &x)) goto done;
+    hs_ablate_summary(&r, &text);
+    rc = cli_exp_finish(&x, j, "ablate", "every ablation number: the metric and accuracy with each head, each "
+                                         "layer's attention and each MLP ablated, and their change", &text);
+done:
+    hs_buf_free(&text);
+    cJSON_Delete(j);
+    hs_ablate_report_free(&r);
+    hs_prompts_free(&ref);
+    cli_exp_close(&x);
+    return rc;
+}
