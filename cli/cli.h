@@ -15,6 +15,7 @@ int cmd_heads(int argc, char **argv);
 int cmd_patch(int argc, char **argv);
 int cmd_lens(int argc, char **argv);
 int cmd_ablate(int argc, char **argv);
+int cmd_dla(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);

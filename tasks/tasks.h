@@ -1101,4 +1101,22 @@ void hs_ablate_comp_name(const hs_ablate_comp *c, char *buf, size_t cap);
 cJSON *hs_ablate_json(const hs_ablate_report *r);
 void hs_ablate_summary(const hs_ablate_report *r, hs_buf *b);
 
+/* Direct logit attribution over a prompt set (tasks/experiments.c;
+ * hs_logit_attribution per prompt, final norm frozen): each component's
+ * attribution towards answer - wrong (or the answer) at each prompt's
+ * position, averaged over the prompts in order. */
+typedef struct {
+    int n, n_comp, has_wrong;
+    char (*labels)[24];  /* (n_comp) hs_resid_decompose's labels ("embed", "L0H1", "L0 mlp", ...) */
+    double *attr;        /* (n_comp) mean attribution, logits */
+    double constant;     /* mean final-norm bias term */
+    double target;       /* mean logit (or LD) less b_U: sum attr + constant = target */
+} hs_dla_set;
+/* HS_ERR_INPUT for an empty set or a prompt without "answer". Free with hs_dla_set_free. */
+hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_dla_set *out,
+                         hs_error *err);
+void hs_dla_set_free(hs_dla_set *r);
+cJSON *hs_dla_set_json(const hs_dla_set *r);
+void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b);
+
 #endif /* HS_TASKS_H */

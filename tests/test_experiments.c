@@ -223,6 +223,23 @@ static void patch_reproduces_circuit_per_head_numbers(void **state)
                      hd->patch_pos14[HS_CIRC_PATCH_BOTH], hd->patch_all[HS_CIRC_PATCH_BOTH]);
     }
     hs_patch_report_free(&pr);
+    /* dla over the same pairs (answer = the referent, wrong = the other noun)
+     * is circuit's per-head DLA towards ref - other; the parts sum to the LD */
+    hs_dla_set d;
+    assert_int_equal(hs_dla_set_run(g_m, NULL, &g_p, &d, &err), HS_OK);
+    double sum = d.constant;
+    for (int k = 0; k < d.n_comp; k++) sum += d.attr[k];
+    assert_true(fabs(sum - d.target) < 1e-4);
+    int found = 0;
+    for (int k = 0; k < r.L * r.H; k++)
+        for (int i = 0; i < d.n_comp; i++)
+            if (strcmp(d.labels[i], r.heads[k].name) == 0) {
+                found++;
+                const double want = r.heads[k].dla[HS_CIRC_ALL][HS_CIRC_DLA_REF_MINUS_OTHER];
+                if (!(fabs(d.attr[i] - want) < 1e-9)) fail_msg("%s: dla %.17g, circuit %.17g", d.labels[i], d.attr[i], want);
+            }
+    assert_int_equal(found, r.L * r.H);
+    hs_dla_set_free(&d);
     hs_circuit_report_free(&r);
 }
 

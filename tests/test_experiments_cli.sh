@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tests/test_experiments_cli.sh -- `headscope heads`, `patch`, `lens` and `ablate` as a
+# tests/test_experiments_cli.sh -- `headscope heads`, `patch`, `lens`, `ablate`, `dla` as a
 # user drives them, on the committed small checkpoint: --help; the bad-input
 # table (unknown token, empty file, corrupted of another length, prompts of
 # different lengths, answer not in the vocabulary, missing wrong) refused with
@@ -23,7 +23,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 M="$TMP/m.safetensors"
 cp "$HERE/checkpoint/circuit_tiny.safetensors" "$M"
-for cmd in heads patch lens ablate; do
+for cmd in heads patch lens ablate dla; do
     run 0 "help_$cmd" "$cmd" --help
     grep -q "^usage: headscope $cmd" "$TMP/help_$cmd.out" || fail "$cmd --help: no usage line"
 done
@@ -32,7 +32,7 @@ done
 S1='the animal did not'
 bad() { # NAME CONTENT MESSAGE
     printf '%b' "$2" >"$TMP/$1.jsonl"
-    for cmd in heads patch lens ablate; do
+    for cmd in heads patch lens ablate dla; do
         run 1 "$1_$cmd" "$cmd" --model "$M" --data "$TMP/$1.jsonl"
         one_line "$1_$cmd" "$3"
     done
@@ -114,5 +114,14 @@ for c in a["components"]:
 PYEOF
 run 2 abm ablate --model "$M" --data "$TMP/pairs.jsonl" --method median
 one_line abm "--method needs zero, mean or resample"
+run 0 do dla --model "$M" --data "$TMP/pairs.jsonl" --out "$TMP/do" --dpi 72
+check_folder "$TMP/do" dla.json dla_bars.png
+"$PY" - "$TMP/do/dla.json" <<'PYEOF' || fail "dla.json"
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = sum(c["attribution"] for c in d["components"]) + d["constant"]
+assert abs(s - d["target"]) < 1e-4, (s, d["target"])
+assert "frozen" in d["final_norm"]
+PYEOF
 run 0 ls lens --model "$M" --sentence "the animal did not cross the street because it was too tired , so the"
 echo "ok"
