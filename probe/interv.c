@@ -310,35 +310,47 @@ hs_status hs_hooks_add_path_patch(hs_hooks *hk, const hs_model *m, const hs_cach
                                   const hs_cache *corr, hs_head sender, hs_head receiver,
                                   int inputs, hs_ln_mode ln, hs_error *err)
 {
+    return hs_hooks_add_path_patch_senders(hk, m, clean, corr, &sender, 1, receiver, inputs, ln, err);
+}
+
+hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const hs_cache *clean,
+                                          const hs_cache *corr, const hs_head *senders, int n_senders,
+                                          hs_head receiver, int inputs, hs_ln_mode ln, hs_error *err)
+{
     const hs_config *c = &m->cfg;
     const int D = c->d_model, H = c->n_heads, dh = c->d_head;
-    hs_status st = check_head(m, sender, err);
+    hs_status st = check_head(m, receiver, err);
     if (st != HS_OK) return st;
-    if ((st = check_head(m, receiver, err)) != HS_OK) return st;
-    if (receiver.layer <= sender.layer)
-        return hs_fail(err, HS_ERR_INPUT, "path patch: receiver L%dH%d must be in a later layer than sender L%dH%d",
-                       receiver.layer, receiver.head, sender.layer, sender.head);
+    if (senders == NULL || n_senders < 1) return hs_fail(err, HS_ERR_INPUT, "path patch: no sender");
+    for (int i = 0; i < n_senders; i++) {
+        const hs_head sender = senders[i];
+        if ((st = check_head(m, sender, err)) != HS_OK) return st;
+        if (receiver.layer <= sender.layer)
+            return hs_fail(err, HS_ERR_INPUT, "path patch: receiver L%dH%d must be in a later layer than sender L%dH%d",
+                           receiver.layer, receiver.head, sender.layer, sender.head);
+    }
     if (inputs <= 0 || inputs > 7) return hs_fail(err, HS_ERR_INPUT, "path patch: inputs must be a non-empty set of HS_INPUT_Q|K|V");
     if ((inputs & (HS_INPUT_Q | HS_INPUT_K)) && c->attn != HS_ATTN_SOFTMAX)
         return hs_fail(err, HS_ERR_INPUT, "path patch: a uniform-attention model has no query/key input");
-    const hs_cache_entry *zc = hs_cache_getf(clean, "blocks.%d.attn.hook_z", sender.layer);
-    const hs_cache_entry *zr = hs_cache_getf(corr, "blocks.%d.attn.hook_z", sender.layer);
     const hs_cache_entry *rp = hs_cache_getf(corr, "blocks.%d.hook_resid_pre", receiver.layer);
     const int has_ln = c->ln1 && c->norm != HS_NORM_NONE;
     const hs_cache_entry *sc = NULL;
-    if (zc == NULL || zr == NULL || rp == NULL || !same_shape(zc, zr->shape, zr->ndim) ||
-        zr->ndim != 4 || rp->ndim != 3 || rp->shape[0] != zr->shape[0] || rp->shape[1] != zr->shape[1])
-        return hs_fail(err, HS_ERR_INPUT,
-                       "path patch: need blocks.%d.attn.hook_z in both caches (same shape) and blocks.%d.hook_resid_pre in the corrupted one",
-                       sender.layer, receiver.layer);
+    for (int i = 0; i < n_senders; i++) {
+        const hs_cache_entry *zc = hs_cache_getf(clean, "blocks.%d.attn.hook_z", senders[i].layer);
+        const hs_cache_entry *zr = hs_cache_getf(corr, "blocks.%d.attn.hook_z", senders[i].layer);
+        if (zc == NULL || zr == NULL || rp == NULL || !same_shape(zc, zr->shape, zr->ndim) ||
+            zr->ndim != 4 || rp->ndim != 3 || rp->shape[0] != zr->shape[0] || rp->shape[1] != zr->shape[1])
+            return hs_fail(err, HS_ERR_INPUT,
+                           "path patch: need blocks.%d.attn.hook_z in both caches (same shape) and blocks.%d.hook_resid_pre in the corrupted one",
+                           senders[i].layer, receiver.layer);
+    }
     if (ln == HS_LN_FROZEN && has_ln) {
         sc = hs_cache_getf(corr, "blocks.%d.ln1.hook_scale", receiver.layer);
         if (sc == NULL || sc->numel != (size_t)(rp->shape[0] * rp->shape[1]))
             return hs_fail(err, HS_ERR_INPUT, "path patch: frozen LN needs blocks.%d.ln1.hook_scale in the corrupted cache",
                            receiver.layer);
     }
-    const int64_t B = zr->shape[0], T = zr->shape[1], BT = B * T;
-    const hs_block_params *bp1 = &m->params.blocks[sender.layer];
+    const int64_t B = rp->shape[0], T = rp->shape[1], BT = B * T;
     const hs_block_params *bp2 = &m->params.blocks[receiver.layer];
 
     path_ctx *pc = calloc(1, sizeof *pc);
@@ -352,15 +364,20 @@ hs_status hs_hooks_add_path_patch(hs_hooks *hk, const hs_model *m, const hs_cach
     pc->B = B;
     pc->T = T;
     pc->dh = dh;
-    /* x = resid_pre_corr + (z_clean - z_corr)^A W_O^A */
-    for (int64_t bt = 0; bt < BT; bt++)
-        for (int d = 0; d < dh; d++) {
-            size_t o = (size_t)((bt * H + sender.head) * dh + d);
-            dz[bt * dh + d] = zc->data[o] - zr->data[o];
-        }
+    /* x = resid_pre_corr + sum over senders A of (z_clean - z_corr)^A W_O^A */
     memcpy(x, rp->data, (size_t)(BT * D) * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, D, dh, 1.0f, dz, dh,
-                bp1->W_O + (size_t)sender.head * dh * D, D, 1.0f, x, D);
+    for (int i = 0; i < n_senders; i++) {
+        const hs_head sender = senders[i];
+        const hs_cache_entry *zc = hs_cache_getf(clean, "blocks.%d.attn.hook_z", sender.layer);
+        const hs_cache_entry *zr = hs_cache_getf(corr, "blocks.%d.attn.hook_z", sender.layer);
+        for (int64_t bt = 0; bt < BT; bt++)
+            for (int d = 0; d < dh; d++) {
+                size_t o = (size_t)((bt * H + sender.head) * dh + d);
+                dz[bt * dh + d] = zc->data[o] - zr->data[o];
+            }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, D, dh, 1.0f, dz, dh,
+                    m->params.blocks[sender.layer].W_O + (size_t)sender.head * dh * D, D, 1.0f, x, D);
+    }
     /* LN1 of the receiver's layer, own scale or frozen */
     if (has_ln) {
         for (int64_t bt = 0; bt < BT; bt++) {

@@ -263,6 +263,13 @@ typedef enum { HS_LN_RECOMPUTE = 0, HS_LN_FROZEN = 1 } hs_ln_mode;
 hs_status hs_hooks_add_path_patch(hs_hooks *hk, const hs_model *m, const hs_cache *clean,
                                   const hs_cache *corr, hs_head sender, hs_head receiver,
                                   int inputs, hs_ln_mode ln, hs_error *err);
+/* The same edge from several senders at once (a role shared by heads, e.g.
+ * every previous-token head): Delta = sum over senders A of (z_clean^A -
+ * z_corr^A) W_O^A, each from its own layer's hook_z (all layers < the
+ * receiver's). n_senders >= 1; hs_hooks_add_path_patch is n_senders = 1. */
+hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const hs_cache *clean,
+                                          const hs_cache *corr, const hs_head *senders, int n_senders,
+                                          hs_head receiver, int inputs, hs_ln_mode ln, hs_error *err);
 
 /*
  * Logit difference (C6): mean over batch rows r of

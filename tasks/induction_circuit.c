@@ -21,7 +21,7 @@
 hs_ind_circuit_opts hs_ind_circuit_opts_default(void)
 {
     hs_ind_circuit_opts o;
-    o.prev_min = 0.5;
+    o.prev_min = 0.35;
     o.ind_min = 0.5;
     o.comp_min = 0.05;
     o.patch_k_min = 0.5;
@@ -293,10 +293,11 @@ hs_status hs_ind_circuit_run(const hs_model *m, const hs_induction *t,
                P->name, I->name, r->comp_k, r->comp.baseline, r->comp_k >= o.comp_min ? ">=" : "<",
                o.comp_min, r->comp_q, r->comp_v);
 
-        /* path patching: corrupted = the previous-token head mean-ablated */
-        const hs_head sender = r->prev_best, recv = r->ind_best;
+        /* path patching: corrupted = every previous-token head mean-ablated;
+           patched: their summed output into the induction head's q, k or v */
+        const hs_head recv = r->ind_best;
         if ((s = hs_hooks_create(&hk, err)) != HS_OK) goto fail;
-        if ((s = hs_hooks_add_mean_ablation(hk, m, &clean, &sender, 1, 1, err)) != HS_OK) goto fail;
+        if ((s = hs_hooks_add_mean_ablation(hk, m, &clean, r->prev, r->n_prev, 1, err)) != HS_OK) goto fail;
         static const char *const cfilt[2] = {"blocks.*.attn.hook_z", "blocks.*.hook_resid_pre"};
         if ((s = hs_run_with_cache(m, acts, t->heldout_tokens, (int)n, T, cfilt, 2, hk, &corr, err)) != HS_OK)
             goto fail;
@@ -306,10 +307,10 @@ hs_status hs_ind_circuit_run(const hs_model *m, const hs_induction *t,
         static const int inputs[3] = {HS_INPUT_Q, HS_INPUT_K, HS_INPUT_V};
         if (gap >= o.min_gap) {
             for (int w = 0; w < 3; w++) {
-                hs_hooks_clear(hk); /* the corrupted run (sender ablated) + the one patched edge */
-                if ((s = hs_hooks_add_mean_ablation(hk, m, &clean, &sender, 1, 1, err)) != HS_OK) goto fail;
-                if ((s = hs_hooks_add_path_patch(hk, m, &clean, &corr, sender, recv, inputs[w],
-                                                 HS_LN_RECOMPUTE, err)) != HS_OK)
+                hs_hooks_clear(hk); /* the corrupted run (senders ablated) + the one patched edge */
+                if ((s = hs_hooks_add_mean_ablation(hk, m, &clean, r->prev, r->n_prev, 1, err)) != HS_OK) goto fail;
+                if ((s = hs_hooks_add_path_patch_senders(hk, m, &clean, &corr, r->prev, r->n_prev, recv,
+                                                         inputs[w], HS_LN_RECOMPUTE, err)) != HS_OK)
                     goto fail;
                 if ((s = hs_run_with_hooks(m, acts, t->heldout_tokens, (int)n, T, hk, err)) != HS_OK) goto fail;
                 double a, lp;
@@ -319,16 +320,17 @@ hs_status hs_ind_circuit_run(const hs_model *m, const hs_induction *t,
             int ok = r->path[1] >= o.patch_k_min && fabs(r->path[0]) < o.patch_qv_max &&
                      fabs(r->path[2]) < o.patch_qv_max;
             set_ok(r, HS_IND_PATH, ok,
-                   "path patching %s -> %s restores %.2f via keys (%s %.2f), %.2f via queries, %.2f via values "
-                   "(%s %.2f)",
-                   P->name, I->name, r->path[1], r->path[1] >= o.patch_k_min ? ">=" : "<", o.patch_k_min,
+                   "path patching the previous-token head%s (%s%s) -> %s restores %.2f via keys (%s %.2f), %.2f via "
+                   "queries, %.2f via values (%s %.2f)",
+                   r->n_prev > 1 ? "s" : "", P->name, r->n_prev > 1 ? " and the others" : "", I->name, r->path[1], r->path[1] >= o.patch_k_min ? ">=" : "<", o.patch_k_min,
                    r->path[0], r->path[2],
                    fabs(r->path[0]) < o.patch_qv_max && fabs(r->path[2]) < o.patch_qv_max ? "both |.| <"
                                                                                            : "not both |.| <",
                    o.patch_qv_max);
         } else {
-            set_ok(r, HS_IND_PATH, 0, "ablating %s moves the log-probability of the repeated tokens by only "
-                   "%.2f nats (< %.2f): patching cannot decide", P->name, gap, o.min_gap);
+            set_ok(r, HS_IND_PATH, 0, "ablating the previous-token head%s moves the log-probability of the "
+                   "repeated tokens by only %.2f nats (< %.2f): patching cannot decide",
+                   r->n_prev > 1 ? "s" : "", gap, o.min_gap);
         }
         set_ok(r, HS_IND_COPY, I->copying >= o.copy_min, "OV copying score of %s: %.3f (%s %.2f; %.0f%% of "
                "eigenvalues positive)", I->name, I->copying, I->copying >= o.copy_min ? ">=" : "<", o.copy_min,

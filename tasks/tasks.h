@@ -908,11 +908,12 @@ double hs_ind_score_accuracy(const hs_ind_score *s);
  *    the named pair is the best-scoring head of each role;
  *  - K-composition (C3, HS_FOLD_LN) from the named previous-token head into
  *    the named induction head minus the random baseline; Q and V beside it;
- *  - path patching (C6, HS_LN_RECOMPUTE) sender = the previous-token head,
- *    receiver = the induction head, into its keys, queries and values
- *    separately. Clean = the held-out sequences; corrupted = the same tokens
- *    with the previous-token head mean-ablated (its output no longer says
- *    which token came before). Metric M = mean log-probability of the correct
+ *  - path patching (C6, HS_LN_RECOMPUTE, hs_hooks_add_path_patch_senders)
+ *    senders = every previous-token head (the role is often shared), receiver
+ *    = the induction head, into its keys, queries and values separately.
+ *    Clean = the held-out sequences; corrupted = the same tokens with the
+ *    previous-token heads mean-ablated (their output no longer says which
+ *    token came before). Metric M = mean log-probability of the correct
  *    token over the scored (repeated-segment) predictions; normalised
  *    (M_patched - M_corr) / (M_clean - M_corr), decided only when M_clean -
  *    M_corr >= min_gap nats;
@@ -927,7 +928,9 @@ double hs_ind_score_accuracy(const hs_ind_score *s);
  * above chance (chance = 1 / n_symbols): (acc - acc_ablated) / (acc - chance).
  */
 typedef struct {
-    double prev_min;       /* previous-token head: TL score >= this (0.5) */
+    double prev_min;       /* previous-token head: TL score >= this (0.35: on five trained
+                              seeds layer-0 heads score 0.41-0.73 or 0.07-0.28; a
+                              uniform head (1/T) sum 1/(i+1), 0.10 at T = 32) */
     double ind_min;        /* induction head: induction score >= this (0.5) */
     double comp_min;       /* K-composition minus baseline >= this (0.05) */
     double patch_k_min;    /* path patching into keys restores >= this (0.5) */
