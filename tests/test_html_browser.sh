@@ -12,6 +12,7 @@
 #     and index.html is listed in the first folder's index.json;
 #   - circuit --format html: every patching cell is its value through the
 #     figure's diverging map on [-1, 1]; the evidence table sorts;
+#   - timeline --format html draws its line plots;
 #   - 12 layers x 12 heads x 256 tokens (a model trained 2 steps): the page
 #     loads within HS_HTML_MAX_LOAD_MS (default 20000) and no hover or click
 #     frame takes over 100 ms (Event Timing, input to paint);
@@ -99,6 +100,11 @@ run 1 view_missing view "$TMP/nope"
 # circuit: matrices on their figures' scales, sortable evidence
 run 0 circuit circuit --model "$M" --out "$TMP/circuit" --format json,html
 check --page "$TMP/circuit/index.html" --matrix "patching:$TMP/circuit/patching.json" --shot "$ART/circuit.png"
+
+# timeline: line plots (every checkpoint of a short run)
+run 0 keep train --out "$TMP/k.safetensors" --steps 20 --checkpoint-every 10 --keep "$TMP/keep" --eval-every 0
+run 0 timeline timeline "$TMP/keep" --out "$TMP/tl" --format json,html
+check --page "$TMP/tl/index.html" --shot "$ART/timeline.png"
 
 # 12 layers x 12 heads x 256 tokens
 B="$TMP/big.safetensors"

@@ -346,7 +346,8 @@ hs_status hs_viz_html_pack(cJSON *data, hs_error *err);
 /* The page: *html = malloc'd NUL-terminated text (caller frees), *len its
  * length. data (only read) goes into the page as JSON under "data", beside
  * "colormaps": the 256-entry tables of hs_viz_cmap_rgb for viridis, greys
- * and diverging, and the masked-cell colour, as hex strings, so the page
+ * and diverging, the line plots' series colours (hs_viz_series_rgb, 10) and
+ * the masked-cell colour, as hex strings, so the page
  * colours cells exactly as the PNG/SVG figures do. Inside the page's
  * <script type="application/json"> element '<', '>', '&', U+2028 and U+2029
  * are written as \u escapes, so no string in data can end the element.

@@ -163,7 +163,8 @@ hs_status hs_viz_html_pack(cJSON *data, hs_error *err) { return pack_walk(data, 
 
 /* ---- the page ------------------------------------------------------------ */
 
-/* The colour tables as {"viridis": "440154...", ...}: 256 x "rrggbb" each. */
+/* The colour tables as {"viridis": "440154...", ...}: 256 x "rrggbb" each,
+ * "series": the line plots' 10 series colours, "masked": one. */
 static cJSON *colormaps(void)
 {
     static const struct {
@@ -184,6 +185,15 @@ static cJSON *colormaps(void)
             cJSON_Delete(o);
             return NULL;
         }
+    }
+    for (int i = 0; i < 10; i++) { /* line plots' series colours (one cycle of tab10) */
+        unsigned char rgb[3];
+        hs_viz_series_rgb((size_t)i, rgb);
+        snprintf(hex + 6 * i, 7, "%02x%02x%02x", rgb[0], rgb[1], rgb[2]);
+    }
+    if (o && !cJSON_AddStringToObject(o, "series", hex)) {
+        cJSON_Delete(o);
+        return NULL;
     }
     snprintf(hex, 7, "%02x%02x%02x", HS_VIZ_MASK_RGB[0], HS_VIZ_MASK_RGB[1], HS_VIZ_MASK_RGB[2]);
     if (o && !cJSON_AddStringToObject(o, "masked", hex)) {

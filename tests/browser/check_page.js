@@ -161,6 +161,8 @@ function unpackNode(att) {
     const nviews = await page.evaluate(() => window.hsViewer.views.length);
     if (nviews === 0 && args.json) fail('the page shows no attention view, but ' + args.json + ' has attention');
     if (nviews === 0) {
+      result.figures = await page.evaluate(() => document.querySelectorAll('figure canvas, figure svg, figure .bars').length);
+      if (result.figures === 0) fail('the page draws no figure');
       await page.screenshot({ path: args.shot, fullPage: true });
       if (errors.length) fail('errors in the page: ' + errors.join(' | '));
       if (blocked.length) fail(`the page asked the network for ${blocked.length} URL(s)`);

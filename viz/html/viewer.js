@@ -604,6 +604,62 @@
     return fig;
   }
 
+  /* Line plots over a shared x ({"x", "panels": [{"title", "ylabel",
+   * "series": [{"label", "y"}]}]}, e.g. timeline): one SVG per panel, the
+   * static figure's series colours, each point's value on hover/focus. */
+  var SERIES = table(PAGE.colormaps.series);
+  function lines(file, caption) {
+    var NS = 'http://www.w3.org/2000/svg', x = file.x, W = 520, Hh = 180, ml = 50, mr = 110, mt = 8, mb = 30;
+    var xmin = x[0], xmax = x[x.length - 1] === xmin ? xmin + 1 : x[x.length - 1];
+    var box = el('figure', { cls: 'panel' }, [el('h3', { text: file.title || '' })]);
+    function sv(tag, attrs) {
+      var e = document.createElementNS(NS, tag);
+      Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
+      return e;
+    }
+    file.panels.forEach(function (p) {
+      var lo = Infinity, hi = -Infinity;
+      p.series.forEach(function (s) { s.y.forEach(function (v) { if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }); });
+      if (!(hi > lo)) { lo -= 0.5; hi += 0.5; }
+      var pad = 0.05 * (hi - lo); lo -= pad; hi += pad;
+      var X = function (v) { return ml + (v - xmin) / (xmax - xmin) * (W - ml - mr); };
+      var Y = function (v) { return mt + (hi - v) / (hi - lo) * (Hh - mt - mb); };
+      var svg = sv('svg', { width: W, height: Hh, role: 'img', 'aria-label': (p.title || '') + ': ' + p.series.length + ' lines over ' + (file.xlabel || 'x') });
+      svg.appendChild(sv('rect', { x: ml, y: mt, width: W - ml - mr, height: Hh - mt - mb, fill: 'none', stroke: '#888' }));
+      [lo + pad, (lo + hi) / 2, hi - pad].forEach(function (v) {
+        var t = sv('text', { x: ml - 4, y: Y(v) + 4, 'text-anchor': 'end', 'font-size': 11 });
+        t.textContent = fmt(v, 2);
+        svg.appendChild(t);
+      });
+      [x[0], x[x.length - 1]].forEach(function (v) {
+        var t = sv('text', { x: X(v), y: Hh - mb + 14, 'text-anchor': 'middle', 'font-size': 11 });
+        t.textContent = String(v);
+        svg.appendChild(t);
+      });
+      p.series.forEach(function (s, k) {
+        var col = css(rgbAt(SERIES, k % 10)), d = '', up = true;
+        s.y.forEach(function (v, i) {
+          if (v === null) { up = true; return; }
+          d += (up ? 'M' : 'L') + X(x[i]).toFixed(1) + ' ' + Y(v).toFixed(1) + ' ';
+          up = false;
+          var c = sv('circle', { cx: X(x[i]), cy: Y(v), r: 3, fill: col, tabindex: '0' });
+          var t = sv('title', {});
+          t.textContent = s.label + ' at ' + (file.xlabel || 'x') + ' ' + x[i] + ': ' + fmt(v);
+          c.appendChild(t);
+          svg.appendChild(c);
+        });
+        svg.insertBefore(sv('path', { d: d, fill: 'none', stroke: col, 'stroke-width': 1.5 }), svg.children[1]);
+        var lg = sv('text', { x: W - mr + 8, y: mt + 12 + 13 * k, 'font-size': 11, fill: col });
+        lg.textContent = s.label;
+        svg.appendChild(lg);
+      });
+      box.appendChild(el('h3', { text: p.title || '' }));
+      box.appendChild(svg);
+    });
+    box.appendChild(el('figcaption', { text: [file.xlabel ? 'x: ' + file.xlabel : '', caption || ''].filter(Boolean).join('. ') }));
+    return box;
+  }
+
   /* ---- the circuit report ---- */
   function circuit(report, figs, shows) {
     var box = el('div', {});
@@ -744,7 +800,9 @@
     stems.forEach(function (stem) {
       var f = files[stem];
       if (f.attention || stem === 'predictions' || stem === 'report') return;
-      if (Array.isArray(f.values) && Array.isArray(f.labels)) {
+      if (Array.isArray(f.x) && Array.isArray(f.panels)) {
+        rest.appendChild(lines(f, shows(run, stem)));
+      } else if (Array.isArray(f.values) && Array.isArray(f.labels)) {
         (stem.indexOf('dla') === 0 ? side : rest).appendChild(bars(f, shows(run, stem)));
       } else if (Array.isArray(f.values) && Array.isArray(f.values[0])) {
         var fig = matrix(stem, f, shows(run, stem));
