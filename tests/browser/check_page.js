@@ -370,7 +370,7 @@ function unpackNode(att) {
       result.slow_event_entries = m.entries;
       result.max_long_task_ms = m.long;
       result.perf_passes = passes;
-      if (m.frame > bound) fail(`a hover/click frame took ${m.frame} ms from input to paint (bound ${bound} ms; passes ${passes})`);
+      if (m.frame > bound) fail(`a hover/click frame took ${m.frame} ms from input to paint (bound ${bound} ms; passes ${passes}; slowest ${JSON.stringify(m.slowest)})`);
       if (m.long > bound) fail(`a task during hovering took ${m.long} ms (bound ${bound} ms; passes ${passes})`);
       if (args['max-load-ms'] && result.load_ms > Number(args['max-load-ms'])) fail(`load took ${result.load_ms} ms (bound ${args['max-load-ms']} ms)`);
     }
