@@ -6,7 +6,7 @@
 #                build-asan/, then ctest again (minus tests labelled nosanitize)
 #   4. tsan      -DHS_TSAN=ON (ThreadSanitizer) into build-tsan/: the model's
 #                2-thread unit test (test_model), then training with
-#                --threads 2 and circuit (2 workers on 2+ CPUs); any report fails
+#                --threads 2 and circuit --threads 2; any report fails
 #   5. valgrind  one end-to-end run under valgrind --error-exitcode=1
 #                --leak-check=full: train a tiny model, eval it, and inspect /
 #                circuit / weights it when this build has them
@@ -79,7 +79,7 @@ if want tsan; then
     # batch 32 x 15 positions: the forward splits across the two threads
     build-tsan/headscope train --steps 4 --layers 1 --d-model 16 --heads 2 --batch 32 \
         --threads 2 --eval-every 2 --out "$V/m.safetensors" >/dev/null
-    build-tsan/headscope circuit --model "$V/m.safetensors" --out "$V/c" >/dev/null
+    build-tsan/headscope circuit --model "$V/m.safetensors" --threads 2 --out "$V/c" >/dev/null
     unset TSAN_OPTIONS
     rm -rf "$V"
     stage_end
