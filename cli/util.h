@@ -35,7 +35,7 @@ typedef struct {
 } cli_source;
 
 /* Option codes and getopt entries of those flags, and their --help lines. */
-enum { CLI_O_VOCAB = 1100, CLI_O_SPLIT_SEED, CLI_O_HELDOUT_PAIRS }; /* after figopts.h's 1000.. */
+enum { CLI_O_VOCAB = 1200, CLI_O_SPLIT_SEED, CLI_O_HELDOUT_PAIRS }; /* after figopts.h's 1000.., expout.h's 1100.. */
 #define CLI_VOCAB_OPT {"vocab", required_argument, 0, CLI_O_VOCAB}
 #define CLI_SPLIT_OPTS                                                                   \
     {"split-seed", required_argument, 0, CLI_O_SPLIT_SEED},                              \

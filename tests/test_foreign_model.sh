@@ -11,6 +11,7 @@
 #            numpy's (the hand-built model copies the first noun: 50% / 50%);
 #            --split-seed works too;
 #   circuit  --vocab --heldout-pairs: finds the hand-built copying head L0H0;
+#   heads    --vocab: L0H0 has the highest first-noun score;
 #   errors   no --vocab (inspect/eval), no split (eval/circuit), both split
 #            flags, a vocabulary with an empty line or the wrong size, an
 #            unknown noun in the pairs file: one line each, naming the problem.
@@ -61,6 +62,15 @@ run 0 circuit circuit --model "$M" --vocab "$F/vocab.txt" --heldout-pairs "$F/he
 import json, sys
 v = json.load(open(sys.argv[1]))["verdict"]["step1"]
 assert v["holds"] and v["pushers"] == ["L0H0"], v
+PYEOF
+
+run 0 heads heads --model "$M" --vocab "$F/vocab.txt" --json \
+    --sentence "the animal did not cross the street because it was too tired , so the animal waited ."
+"$PY" - "$TMP/heads.out" <<'PYEOF' || fail "heads: L0H0 is not the first-noun head"
+import json, sys
+s = json.load(open(sys.argv[1]))["scores"]["first-noun"]
+best = max((v, l, h) for l, row in enumerate(s) for h, v in enumerate(row))
+assert best[1:] == (0, 0), best
 PYEOF
 
 # errors: one line each (besides the note on TL's buffers), naming what to do
