@@ -221,7 +221,9 @@ typedef struct {
     size_t n_train, n_heldout;
     hs_wg_example *train;            /* (n_train) */
     hs_wg_example *heldout;          /* (n_heldout) */
-    size_t n_heldout_pairs;          /* 24 (winograd) or 16 (category) */
+    size_t n_heldout_pairs;          /* 24 (winograd) or 16 (category); or as given */
+    int pairs_given;                 /* 1: held-out pairs given (hs_winograd_create_pairs),
+                                        not drawn from split_seed (then 0) */
     int heldout_pairs[HS_WG_MAX_HELDOUT_PAIRS][2]; /* ordered (x, y) noun indices, sorted */
 } hs_winograd;
 
@@ -549,6 +551,7 @@ typedef struct {
     hs_config cfg;           /* the model's config */
     hs_task_kind task;
     uint64_t split_seed;
+    int pairs_given;         /* 1: the held-out pairs were given, not drawn from split_seed */
     int chapter_pair_held_out; /* 1 if (animal, street) is held out */
     int L, H;
     size_t n_heldout, n_role[2];

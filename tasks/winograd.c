@@ -246,6 +246,7 @@ static hs_status create_task(hs_task_kind kind, uint64_t split_seed, const int (
     }
 
     if (pairs) {
+        t->pairs_given = 1;
         t->n_heldout_pairs = n_pairs_given;
         memcpy(t->heldout_pairs, pairs, n_pairs_given * sizeof pairs[0]);
         qsort(t->heldout_pairs, n_pairs_given, sizeof t->heldout_pairs[0], cmp_pair);

@@ -60,7 +60,9 @@ run 0 circuit circuit --model "$M" --vocab "$F/vocab.txt" --heldout-pairs "$F/he
     --out "$TMP/c" --format json
 "$PY" - "$TMP/c/report.json" <<'PYEOF' || fail "circuit did not find the hand-built head"
 import json, sys
-v = json.load(open(sys.argv[1]))["verdict"]["step1"]
+r = json.load(open(sys.argv[1]))
+assert r["split_seed"] is None and r["split"].startswith("held-out pairs given"), r["split"]
+v = r["verdict"]["step1"]
 assert v["holds"] and v["pushers"] == ["L0H0"], v
 PYEOF
 
