@@ -347,11 +347,8 @@ int cmd_circuit(int argc, char **argv)
             if (cli_parse_threads(C, optarg, &o.threads)) return 2;
             break;
         default: {
-            int sr = cli_source_opt(C, c, optarg, &from);
-            if (sr > 0) break;
-            if (sr < 0) return 2;
-            int fr = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
-            if (fr) return fr;
+            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, &fo);
+            if (r) return r;
             break;
         }
         }

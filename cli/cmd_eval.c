@@ -50,10 +50,9 @@ int cmd_eval(int argc, char **argv)
             break;
         case O_JSON: json = 1; break;
         default: {
-            int sr = cli_source_opt(C, c, optarg, &from);
-            if (sr > 0) break;
-            if (sr < 0) return 2;
-            return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
+            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, NULL);
+            if (r) return r;
+            break;
         }
         }
     }

@@ -527,10 +527,7 @@ int cmd_inspect(int argc, char **argv)
                 return cli_usage_error(C, "--top must be a positive integer, not '%s'", optarg);
             break;
         default: {
-            int sr = cli_source_opt(C, c, optarg, &from);
-            if (sr > 0) break;
-            if (sr < 0) return 2;
-            int r = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
+            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, &fo);
             if (r) return r;
             break;
         }

@@ -150,13 +150,7 @@ int cli_exp_option(cli_exp *x, int code, const char *arg, const char *bad)
     case CLI_EXP_OUT: x->out = arg; return 0;
     case CLI_EXP_JSON: x->json = 1; return 0;
     case CLI_EXP_THREADS: return cli_parse_threads(x->cmd, arg, &x->threads) ? 2 : 0;
-    default: {
-        int sr = cli_source_opt(x->cmd, code, arg, &x->from);
-        if (sr != 0) return sr > 0 ? 0 : 2;
-        int fr = cli_figopts_parse(x->cmd, code, arg, &x->fo);
-        if (fr >= 0) return fr;
-        return cli_usage_error(x->cmd, "unknown or incomplete option '%s'", bad);
-    }
+    default: return cli_command_option(x->cmd, code, arg, bad, &x->from, &x->fo);
     }
 }
 
