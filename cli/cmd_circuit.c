@@ -64,6 +64,9 @@ static const char CIRCUIT_HELP[] =
     "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab and task\n"
+    "  --vocab FILE, --split-seed S, --heldout-pairs FILE\n"
+    "                        for a checkpoint without vocab or task metadata (as\n"
+    "                        in eval --help)\n"
     "  --out DIR             write report.json and figures into DIR (created if\n"
     "                        missing, its parent must exist). Only files an earlier\n"
     "                        run wrote and nobody changed are replaced; a failed run\n"
@@ -290,10 +293,13 @@ int cmd_circuit(int argc, char **argv)
                                          {"ablate-ref", required_argument, 0, O_REF},
                                          {"comp-draws", required_argument, 0, O_CD},
                                          {"threads", required_argument, 0, O_THREADS},
+                                         CLI_VOCAB_OPT,
+                                         CLI_SPLIT_OPTS,
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "circuit", *model = NULL, *out = NULL;
     int json = 0, c, comp_draws = 0;
+    cli_source from = {0};
     hs_circuit_opts o = hs_circuit_opts_default();
     cli_figopts fo;
     cli_figopts_default(&fo, 300);
@@ -341,8 +347,8 @@ int cmd_circuit(int argc, char **argv)
             if (cli_parse_threads(C, optarg, &o.threads)) return 2;
             break;
         default: {
-            int fr = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
-            if (fr) return fr;
+            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, &fo);
+            if (r) return r;
             break;
         }
         }
@@ -351,9 +357,10 @@ int cmd_circuit(int argc, char **argv)
     if (!model) return cli_usage_error(C, "--model FILE is required");
     hs_error err = {0};
     cli_loaded Ld;
-    if (cli_load(C, model, 2, &Ld)) {
+    int lrc = cli_load_src(C, model, CLI_NEED_ANY_TASK, &from, &Ld);
+    if (lrc) {
         cli_figopts_free(&fo);
-        return 1;
+        return lrc;
     }
     cli_outdir od = {0};
     const char *const inputs[] = {model, NULL}; /* never replaced or removed */

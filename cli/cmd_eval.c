@@ -12,14 +12,18 @@
 #include "util.h"
 
 static const char EVAL_HELP[] =
-    "usage: headscope eval --model FILE [--split heldout|train] [--json]\n"
+    "usage: headscope eval --model FILE [--split heldout|train] [--json] [--vocab FILE]\n"
+    "                      [--split-seed S | --heldout-pairs FILE]\n"
     "\n"
     "Scores the prediction at position 14 (`the` after `so`) of every sentence of\n"
     "a split of the task the model was trained on: referent accuracy (argmax over\n"
     "the whole vocabulary equals the referent), how often the other noun of the\n"
     "pair is predicted instead, by adjective role and by adjective.\n"
     "  --split NAME   heldout (default) | train\n"
-    "  --json         print the numbers as one JSON object\n";
+    "  --json         print the numbers as one JSON object\n"
+    "\n"
+    "A checkpoint without vocab or task metadata (written elsewhere):\n"
+    CLI_VOCAB_HELP CLI_SPLIT_HELP;
 
 int cmd_eval(int argc, char **argv)
 {
@@ -27,10 +31,13 @@ int cmd_eval(int argc, char **argv)
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"split", required_argument, 0, O_SPLIT},
                                          {"json", no_argument, 0, O_JSON},
+                                         CLI_VOCAB_OPT,
+                                         CLI_SPLIT_OPTS,
                                          {"help", no_argument, 0, O_HELP},
                                          {0, 0, 0, 0}};
     const char *C = "eval", *model = NULL;
     int split = HS_SPLIT_HELDOUT, json = 0, c;
+    cli_source from = {0};
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -42,13 +49,18 @@ int cmd_eval(int argc, char **argv)
                 return cli_usage_error(C, "unknown --split '%s' (heldout, train)", optarg);
             break;
         case O_JSON: json = 1; break;
-        default: return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
+        default: {
+            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, NULL);
+            if (r) return r;
+            break;
+        }
         }
     }
     if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
     if (!model) return cli_usage_error(C, "--model FILE is required");
     cli_loaded L;
-    if (cli_load(C, model, 1, &L)) return 1;
+    int rc = cli_load_src(C, model, CLI_NEED_TASK, &from, &L);
+    if (rc) return rc;
     hs_error err = {0};
     hs_wg_score s;
     if (hs_winograd_score(L.model, L.task, (hs_wg_split)split, NULL, &s, &err) != HS_OK) {

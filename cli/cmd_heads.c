@@ -34,6 +34,7 @@ static const char HEADS_HELP[] =
     "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL, one {\"prompt\": \"...\"} a line (other\n"
     "                        keys of the format are read and checked, not needed);\n"
     "                        every prompt has the same number of tokens\n"

@@ -34,6 +34,7 @@ static const char INSPECT_HELP[] =
     "Layers, heads and positions count from 0.\n"
     "\n"
     "  --model FILE           checkpoint (.safetensors with its vocabulary)\n"
+    CLI_VOCAB_HELP
     "  --sentence TEXT        words of the model's vocabulary; `,` and `.` split off,\n"
     "                         case folded to lower\n"
     "  --out DIR              output folder (default inspect-out; created if missing,\n"
@@ -470,6 +471,7 @@ int cmd_inspect(int argc, char **argv)
                                          {"title", required_argument, 0, O_TITLE},
                                          {"no-title", no_argument, 0, O_NOTITLE},
                                          {"help", no_argument, 0, O_HELP},
+                                         CLI_VOCAB_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "inspect", *model = NULL, *sentence = NULL, *out = "inspect-out",
@@ -477,6 +479,7 @@ int cmd_inspect(int argc, char **argv)
     long position = 0, top = 5, crop_a = -1, crop_b = -1;
     const char *pos_arg = NULL; /* --position as typed, for the message */
     int have_pos = 0, heads_rows = 0, no_title = 0, c;
+    cli_source from = {0};
     cli_figopts fo;
     cli_figopts_default(&fo, 150);
     optind = 1;
@@ -524,7 +527,7 @@ int cmd_inspect(int argc, char **argv)
                 return cli_usage_error(C, "--top must be a positive integer, not '%s'", optarg);
             break;
         default: {
-            int r = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
+            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, &fo);
             if (r) return r;
             break;
         }
@@ -543,7 +546,8 @@ int cmd_inspect(int argc, char **argv)
                 return cli_usage_error(C, "--only lists L%dH%d twice", sel[i].layer, sel[i].head);
 
     cli_loaded L;
-    if (cli_load(C, model, 0, &L)) return 1;
+    int lrc = cli_load_src(C, model, CLI_NEED_VOCAB, &from, &L);
+    if (lrc) return lrc;
     const hs_model *m = L.model;
     const hs_config *cfg = &m->cfg;
     int NL = cfg->n_layers, NH = cfg->n_heads, V = cfg->d_vocab;

@@ -34,6 +34,7 @@ static const char PATCH_HELP[] =
     "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL, one object a line with \"prompt\",\n"
     "                        \"corrupted\" (same number of tokens), \"answer\" and\n"
     "                        \"wrong\" (tokens of the vocabulary), optional\n"

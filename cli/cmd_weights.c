@@ -39,6 +39,8 @@ static const char WEIGHTS_HELP[] =
     "Layers and heads count from 0.\n"
     "\n"
     "  --model FILE           checkpoint (.safetensors with its vocabulary)\n"
+    CLI_VOCAB_HELP
+    "                         (without either, tokens are labelled by id: #0, #1, ...)\n"
     "  --out DIR              output folder (default weights-out; created if missing,\n"
     "                         its parent must exist). Only files an earlier run wrote\n"
     "                         and nobody changed are replaced; a failed run changes nothing\n"
@@ -153,12 +155,14 @@ int cmd_weights(int argc, char **argv)
                                          {"fold", required_argument, 0, O_FOLD},
                                          {"comp-draws", required_argument, 0, O_DRAWS},
                                          {"help", no_argument, 0, O_HELP},
+                                         CLI_VOCAB_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "weights", *model = NULL, *out = "weights-out";
     hs_fold fold = HS_FOLD_LN;
     long draws = HS_COMP_DRAWS;
     int c;
+    cli_source from = {0};
     cli_figopts fo;
     cli_figopts_default(&fo, 300);
     optind = 1;
@@ -182,7 +186,7 @@ int cmd_weights(int argc, char **argv)
                                        optarg);
             break;
         default: {
-            int r = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
+            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, &fo);
             if (r) return r;
             break;
         }
@@ -192,7 +196,11 @@ int cmd_weights(int argc, char **argv)
     if (!model) return cli_usage_error(C, "--model FILE is required");
 
     cli_loaded L;
-    if (cli_load(C, model, 0, &L)) return 1;
+    int lrc = cli_load_src(C, model, 0, &from, &L);
+    if (lrc) return lrc;
+    if (L.vocab_is_ids)
+        fprintf(stderr, "headscope weights: note: %s has no vocabulary; tokens are labelled by "
+                        "id (#0, #1, ...); --vocab FILE names them\n", model);
     const hs_model *m = L.model;
     const hs_config *cfg = &m->cfg;
     int NL = cfg->n_layers, NH = cfg->n_heads, V = cfg->d_vocab, dh = cfg->d_head;

@@ -70,7 +70,8 @@ void cli_exp_init(cli_exp *x, const char *cmd)
 int cli_exp_open(cli_exp *x, int prompt_flags)
 {
     hs_error err = {0};
-    if (cli_load(x->cmd, x->model, 0, &x->Ld)) return 1;
+    int lrc = cli_load_src(x->cmd, x->model, CLI_NEED_VOCAB, &x->from, &x->Ld);
+    if (lrc) return lrc;
     const int n_ctx = x->Ld.model->cfg.n_ctx;
     hs_status st = x->data ? hs_prompts_load(x->data, x->Ld.vocab, n_ctx, prompt_flags, &x->p, &err)
                            : hs_prompts_sentence(x->sentence, x->Ld.vocab, n_ctx, &x->p, &err);
@@ -149,11 +150,7 @@ int cli_exp_option(cli_exp *x, int code, const char *arg, const char *bad)
     case CLI_EXP_OUT: x->out = arg; return 0;
     case CLI_EXP_JSON: x->json = 1; return 0;
     case CLI_EXP_THREADS: return cli_parse_threads(x->cmd, arg, &x->threads) ? 2 : 0;
-    default: {
-        int fr = cli_figopts_parse(x->cmd, code, arg, &x->fo);
-        if (fr >= 0) return fr;
-        return cli_usage_error(x->cmd, "unknown or incomplete option '%s'", bad);
-    }
+    default: return cli_command_option(x->cmd, code, arg, bad, &x->from, &x->fo);
     }
 }
 

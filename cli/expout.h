@@ -36,6 +36,7 @@ typedef struct {
     const char *model, *data, *sentence, *out; /* from the command line */
     int json;          /* --json: print the JSON instead of the summary */
     int threads;       /* --threads */
+    cli_source from;   /* --vocab for a checkpoint without one */
     cli_figopts fo;
     cli_loaded Ld;
     hs_prompts p;
@@ -44,7 +45,7 @@ typedef struct {
 } cli_exp;
 
 /* The options every prompt-set command shares, for its getopt_long table:
- * --model, --data, --out, --json, --threads and the figure options (and
+ * --model, --data, --out, --json, --threads, --vocab and the figure options (and
  * --sentence where a single sentence is allowed). */
 enum { CLI_EXP_MODEL = 1100, CLI_EXP_DATA, CLI_EXP_SENTENCE, CLI_EXP_OUT, CLI_EXP_JSON, CLI_EXP_THREADS };
 #define CLI_EXP_LONGOPTS                                                         \
@@ -53,6 +54,7 @@ enum { CLI_EXP_MODEL = 1100, CLI_EXP_DATA, CLI_EXP_SENTENCE, CLI_EXP_OUT, CLI_EX
     {"out", required_argument, 0, CLI_EXP_OUT},                                  \
     {"json", no_argument, 0, CLI_EXP_JSON},                                      \
     {"threads", required_argument, 0, CLI_EXP_THREADS},                          \
+    CLI_VOCAB_OPT,                                                               \
     CLI_FIGOPTS_LONGOPTS
 #define CLI_EXP_SENTENCE_LONGOPT {"sentence", required_argument, 0, CLI_EXP_SENTENCE}
 

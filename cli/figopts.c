@@ -171,6 +171,15 @@ int cli_figopts_option(const char *cmd, int code, const char *arg, const char *g
     return cli_usage_error(cmd, "unknown or incomplete option '%s'", given);
 }
 
+int cli_command_option(const char *cmd, int code, const char *arg, const char *given,
+                       cli_source *src, cli_figopts *fo)
+{
+    int r = cli_source_opt(cmd, code, arg, src);
+    if (r != 0) return r > 0 ? 0 : 2;
+    if (fo) return cli_figopts_option(cmd, code, arg, given, fo);
+    return cli_usage_error(cmd, "unknown or incomplete option '%s'", given);
+}
+
 hs_viz_options cli_figopts_for(const cli_figopts *fo, cli_fig_kind kind, double lim)
 {
     hs_viz_options o = fo->viz;

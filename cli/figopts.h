@@ -80,6 +80,12 @@ int cli_figopts_parse(const char *cmd, int code, const char *arg, cli_figopts *f
 int cli_figopts_option(const char *cmd, int code, const char *arg, const char *given,
                        cli_figopts *fo);
 
+/* The same for a command with the checkpoint-source flags (util.h,
+ * cli_source: --vocab, --split-seed, --heldout-pairs) too; fo may be NULL for
+ * a command without figures. 0 handled, 2 after printing a usage error. */
+int cli_command_option(const char *cmd, int code, const char *arg, const char *given,
+                       cli_source *src, cli_figopts *fo);
+
 /* The options of one figure of kind from the command line's: signed figures
  * keep the diverging map; lim > 0 is a limit shared by the figures of a kind
  * (signed and bars: [-lim, lim]; non-negative: [0, lim]) used unless --range

@@ -219,7 +219,10 @@ cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
              cJSON_AddBoolToObject(o, "ln1", c->ln1) &&
              cJSON_AddBoolToObject(o, "ln_final", c->ln_final) &&
              cJSON_AddBoolToObject(o, "embed_norm", c->embed_norm) &&
-             cJSON_AddBoolToObject(o, "bias", c->bias);
+             cJSON_AddBoolToObject(o, "bias", c->bias) &&
+             (c->attn_scale > 0.0f /* else sqrt(d_head), and the key is left out */
+                  ? cJSON_AddNumberToObject(o, "attn_scale", hs_f32_shortest(c->attn_scale)) != NULL
+                  : 1);
     }
     if (!ok) {
         cJSON_Delete(o);

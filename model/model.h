@@ -103,6 +103,8 @@ hs_status hs_config_validate(const hs_config *cfg, hs_error *err);
  *   HS_CONFIG_JSON_ALL       every field by headscope name: n_layers, d_model,
  *                            n_heads, d_head, d_mlp, n_ctx, d_vocab, norm, eps,
  *                            act, pos, attn, ln1, ln_final, embed_norm, bias
+ *                            (and attn_scale when it is not sqrt(d_head); TL
+ *                            carries it in HS_CONFIG_JSON_TL likewise)
  * Returns a new object (caller frees with cJSON_Delete), NULL on OOM. */
 typedef enum { HS_CONFIG_JSON_TL, HS_CONFIG_JSON_SWITCHES, HS_CONFIG_JSON_ALL } hs_config_json_kind;
 cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind);

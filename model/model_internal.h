@@ -105,7 +105,8 @@ typedef float hs_v4 __attribute__((vector_size(16)));
  * baseline, and picks one at load time (ifunc). The hs_v8 code then runs as
  * native 256-bit operations on AVX2 machines; the operations per lane are the
  * same (no FMA contraction in ISO C mode), so the bits are too. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && \
+    !defined(HS_NO_CLONES) /* HS_NO_CLONES: the ThreadSanitizer build (CMakeLists.txt) */
 #define HS_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define HS_CLONES

@@ -42,14 +42,6 @@ static int mul_size(size_t a, size_t b, size_t *out)
     return 1;
 }
 
-static char *dup_str(const char *s)
-{
-    size_t n = strlen(s);
-    char *p = malloc(n + 1);
-    if (p) memcpy(p, s, n + 1);
-    return p;
-}
-
 static int host_is_little_endian(void)
 {
     const uint16_t one = 1;
@@ -312,8 +304,8 @@ static hs_status parse_metadata(const char *fname, const cJSON *meta, hs_st_file
                 return hs_fail(err, HS_ERR_FORMAT, "%s: metadata key '%.64s' appears twice",
                                fname, kv->string);
         int k = out->n_meta;
-        out->meta_keys[k] = dup_str(kv->string);
-        out->meta_vals[k] = dup_str(kv->valuestring);
+        out->meta_keys[k] = hs_strdup(kv->string);
+        out->meta_vals[k] = hs_strdup(kv->valuestring);
         if (!out->meta_keys[k] || !out->meta_vals[k]) {
             free(out->meta_keys[k]);
             free(out->meta_vals[k]);
@@ -485,7 +477,7 @@ hs_status hs_safetensors_parse_ex(const unsigned char *buf, size_t n, const char
             continue;
         }
         int k = out->n;
-        out->names[k] = dup_str(e->name);
+        out->names[k] = hs_strdup(e->name);
         out->data[k] = malloc(e->numel ? e->numel * sizeof(float) : 1);
         out->n++; /* so hs_st_file_free releases both */
         if (!out->names[k] || !out->data[k]) {

@@ -4,22 +4,25 @@
 #   2. build     -DHS_WERROR=ON into build/, then ctest
 #   3. asan      -DHS_SANITIZE=ON (ASan + UBSan, -fno-sanitize-recover) into
 #                build-asan/, then ctest again (minus tests labelled nosanitize)
-#   4. valgrind  one end-to-end run under valgrind --error-exitcode=1
+#   4. tsan      -DHS_TSAN=ON (ThreadSanitizer) into build-tsan/: the model's
+#                2-thread unit test (test_model), then training with
+#                --threads 2 and circuit --threads 2; any report fails
+#   5. valgrind  one end-to-end run under valgrind --error-exitcode=1
 #                --leak-check=full: train a tiny model, eval it, and inspect /
 #                circuit / weights it when this build has them
-#   5. fuzz      clang -DHS_FUZZ=ON -DHS_SANITIZE=ON into build-fuzz/; every
+#   6. fuzz      clang -DHS_FUZZ=ON -DHS_SANITIZE=ON into build-fuzz/; every
 #                tests/fuzz/fuzz_*.c runs HS_FUZZ_SECONDS (default 60) from its
 #                seed corpus; any crash fails (the input is kept in build-fuzz/)
 # Prints the time of each stage. Environment:
 #   HS_FUZZ_SECONDS=N   fuzz time per target (0 skips the stage)
-#   HS_TEST_STAGES="build asan valgrind fuzz"   which stages to run (deps always)
+#   HS_TEST_STAGES="build asan tsan valgrind fuzz"   which stages to run (deps always)
 #   JOBS=N              parallel build/test jobs (default nproc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 JOBS=${JOBS:-$(nproc)}
 FUZZ_SECONDS=${HS_FUZZ_SECONDS:-60}
-STAGES=${HS_TEST_STAGES:-build asan valgrind fuzz}
+STAGES=${HS_TEST_STAGES:-build asan tsan valgrind fuzz}
 # Root in CI: the output-safety test must really run its nobody/tmpfs cases.
 if [ "$(id -u)" -eq 0 ]; then export HS_REQUIRE_ROOT_CASES=${HS_REQUIRE_ROOT_CASES:-1}; fi
 
@@ -64,6 +67,21 @@ if want asan; then
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     (cd build-asan && ctest --output-on-failure -j"$JOBS" -LE nosanitize)
     unset ASAN_OPTIONS UBSAN_OPTIONS
+    stage_end
+fi
+
+if want tsan; then
+    stage_begin tsan
+    BUILD=build-tsan TARGETS="headscope test_model" bash scripts/build.sh -DHS_WERROR=ON -DHS_TSAN=ON
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:abort_on_error=1}
+    (cd tests && ../build-tsan/test_model)
+    V=$(mktemp -d "${TMPDIR:-/tmp}/hs_tsan.XXXXXX")
+    # batch 32 x 15 positions: the forward splits across the two threads
+    build-tsan/headscope train --steps 4 --layers 1 --d-model 16 --heads 2 --batch 32 \
+        --threads 2 --eval-every 2 --out "$V/m.safetensors" >/dev/null
+    build-tsan/headscope circuit --model "$V/m.safetensors" --threads 2 --out "$V/c" >/dev/null
+    unset TSAN_OPTIONS
+    rm -rf "$V"
     stage_end
 fi
 

@@ -686,6 +686,7 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
     r->cfg = *cfg;
     r->task = t->kind;
     r->split_seed = t->split_seed;
+    r->pairs_given = t->pairs_given;
     r->chapter_pair_held_out = hs_winograd_is_held_out(t, HS_WG_CHAPTER_X, HS_WG_CHAPTER_Y) == 1;
     r->L = L;
     r->H = H;

@@ -88,7 +88,10 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
     if (model_path && !cJSON_AddStringToObject(root, "model", model_path)) goto nomem;
     if (!add_item(root, "config", hs_config_to_json(&r->cfg, HS_CONFIG_JSON_ALL))) goto nomem;
     if (!cJSON_AddStringToObject(root, "task", hs_task_name(r->task))) goto nomem;
-    if (!cJSON_AddNumberToObject(root, "split_seed", (double)r->split_seed)) goto nomem;
+    if (r->pairs_given ? !cJSON_AddNullToObject(root, "split_seed") ||
+                             !cJSON_AddStringToObject(root, "split", "held-out pairs given (--heldout-pairs)")
+                       : !cJSON_AddNumberToObject(root, "split_seed", (double)r->split_seed))
+        goto nomem;
     if (!cJSON_AddBoolToObject(root, "chapter_pair_held_out", r->chapter_pair_held_out)) goto nomem;
     if (!cJSON_AddStringToObject(root, "numbering",
                                  "layers, heads and positions count from 0; the chapter's block 1 = layer 0, block 2 = layer 1"))
@@ -342,9 +345,14 @@ hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *
     const int L = r->L, H = r->H;
     const hs_circuit_opts *o = &r->opts;
     char a[32], b[32], c3[32], d4[32];
-    hs_buf_printf(&s, "circuit: %s, split seed %llu, %zu held-out sentences (%zu crosser, %zu crossed); "
+    char split[48];
+    if (r->pairs_given)
+        snprintf(split, sizeof split, "held-out pairs given");
+    else
+        snprintf(split, sizeof split, "split seed %llu", (unsigned long long)r->split_seed);
+    hs_buf_printf(&s, "circuit: %s, %s, %zu held-out sentences (%zu crosser, %zu crossed); "
                   "the chapter's pair (animal, street) is %s\n",
-              hs_task_name(r->task), (unsigned long long)r->split_seed, r->n_heldout, r->n_role[0],
+              hs_task_name(r->task), split, r->n_heldout, r->n_role[0],
               r->n_role[1], r->chapter_pair_held_out ? "held out" : "in training");
     hs_buf_printf(&s, "model: %d layer%s x %d heads (d_head %d), d_model %d, d_mlp %d, %s, %s attention\n", L,
               L > 1 ? "s" : "", H, r->cfg.d_head, r->cfg.d_model, r->cfg.d_mlp, hs_norm_name(r->cfg.norm),

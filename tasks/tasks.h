@@ -100,6 +100,13 @@ hs_status hs_vocab_to_json(const hs_vocab *v, char **json, hs_error *err);
  * hs_vocab_create fails (duplicated word, ...). *out is NULL on failure. */
 hs_status hs_vocab_from_json(const char *json, hs_vocab **out, hs_error *err);
 
+/* Reads a vocabulary file: a JSON list of strings (the first non-blank
+ * character is '['), or one token a line ("\n" or "\r\n", id = line - 1).
+ * The words pass hs_vocab_create's checks. HS_ERR_IO when the file cannot be
+ * read; HS_ERR_FORMAT naming the path (and the line) otherwise: an empty
+ * file, an empty line, a duplicated or invalid word. *out NULL on failure. */
+hs_status hs_vocab_read(const char *path, hs_vocab **out, hs_error *err);
+
 /* ------------------------------------------------------------------------ */
 /* Sentence tokenizer (user input)                                           */
 
@@ -214,7 +221,9 @@ typedef struct {
     size_t n_train, n_heldout;
     hs_wg_example *train;            /* (n_train) */
     hs_wg_example *heldout;          /* (n_heldout) */
-    size_t n_heldout_pairs;          /* 24 (winograd) or 16 (category) */
+    size_t n_heldout_pairs;          /* 24 (winograd) or 16 (category); or as given */
+    int pairs_given;                 /* 1: held-out pairs given (hs_winograd_create_pairs),
+                                        not drawn from split_seed (then 0) */
     int heldout_pairs[HS_WG_MAX_HELDOUT_PAIRS][2]; /* ordered (x, y) noun indices, sorted */
 } hs_winograd;
 
@@ -237,6 +246,27 @@ typedef struct {
  */
 hs_status hs_winograd_create(hs_task_kind kind, uint64_t split_seed, const hs_vocab *vocab,
                              hs_winograd **out, hs_error *err);
+
+/*
+ * The same task with the held-out split given as n ordered noun pairs
+ * (pairs[k] = {x, y}, indices into hs_wg_nouns; each held out with all 8
+ * adjectives) instead of drawn from a seed: for a model trained elsewhere on
+ * a split of its own. split_seed is 0. HS_ERR_INPUT naming the pair when
+ * one is not a pair of the task (x == y; category: animal then place), is
+ * listed twice, or n is 0 or above HS_WG_MAX_HELDOUT_PAIRS.
+ */
+hs_status hs_winograd_create_pairs(hs_task_kind kind, const int (*pairs)[2], size_t n,
+                                   const hs_vocab *vocab, hs_winograd **out, hs_error *err);
+
+/*
+ * Reads held-out pairs from a text file: one pair a line, two noun words
+ * separated by spaces ("animal street"); blank lines and lines starting with
+ * '#' are skipped. pairs (cap entries) get noun indices. HS_ERR_IO when the
+ * file cannot be read; HS_ERR_FORMAT "path:line: ..." for a word that is not
+ * one of the 16 nouns, a line without exactly two words, or more than cap pairs.
+ */
+hs_status hs_wg_pairs_read(const char *path, int (*pairs)[2], size_t cap, size_t *n,
+                           hs_error *err);
 
 /* Frees t. NULL is allowed. */
 void hs_winograd_destroy(hs_winograd *t);
@@ -521,6 +551,7 @@ typedef struct {
     hs_config cfg;           /* the model's config */
     hs_task_kind task;
     uint64_t split_seed;
+    int pairs_given;         /* 1: the held-out pairs were given, not drawn from split_seed */
     int chapter_pair_held_out; /* 1 if (animal, street) is held out */
     int L, H;
     size_t n_heldout, n_role[2];

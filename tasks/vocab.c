@@ -461,3 +461,65 @@ fail:
     hs_tokens_free(out);
     return st;
 }
+
+hs_status hs_vocab_read(const char *path, hs_vocab **out, hs_error *err)
+{
+    *out = NULL;
+    unsigned char *data = NULL;
+    size_t n = 0;
+    hs_status st = hs_read_file(path, &data, &n, err);
+    if (st != HS_OK) return st;
+    char *text = (char *)data; /* NUL-terminated by hs_read_file */
+    if (strlen(text) != n) {
+        st = hs_fail(err, HS_ERR_FORMAT, "%s: the vocabulary file has a NUL byte", path);
+        goto done;
+    }
+    size_t k = 0;
+    while (text[k] == ' ' || text[k] == '\t' || text[k] == '\n' || text[k] == '\r') k++;
+    if (text[k] == '[') {
+        st = hs_vocab_from_json(text, out, err);
+        if (st != HS_OK) {
+            hs_error inner = *err;
+            st = hs_fail(err, inner.status, "%s: %s", path, inner.msg);
+        }
+        goto done;
+    }
+    /* one token a line ("\n" or "\r\n"); a final newline is optional */
+    size_t cap = 1;
+    for (size_t i = 0; i < n; i++) cap += text[i] == '\n';
+    const char **words = calloc(cap, sizeof *words);
+    if (words == NULL) {
+        st = hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", path);
+        goto done;
+    }
+    size_t nw = 0;
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        char *next = nl ? nl + 1 : line + strlen(line);
+        if (nl) *nl = '\0';
+        size_t len = strlen(line);
+        if (len > 0 && line[len - 1] == '\r') line[--len] = '\0';
+        if (len == 0) {
+            free(words);
+            st = hs_fail(err, HS_ERR_FORMAT, "%s:%zu: empty line (one token a line; the "
+                         "vocabulary has no empty token)", path, nw + 1);
+            goto done;
+        }
+        words[nw++] = line;
+        line = next;
+    }
+    if (nw == 0) {
+        free(words);
+        st = hs_fail(err, HS_ERR_FORMAT, "%s: the vocabulary file is empty", path);
+        goto done;
+    }
+    st = hs_vocab_create(words, nw, out, err);
+    free(words);
+    if (st != HS_OK) {
+        hs_error inner = *err;
+        st = hs_fail(err, inner.status, "%s (line = index + 1): %s", path, inner.msg);
+    }
+done:
+    free(text);
+    return st;
+}

@@ -173,14 +173,39 @@ static int pair_in_task(hs_task_kind kind, int x, int y)
     return 1;
 }
 
-hs_status hs_winograd_create(hs_task_kind kind, uint64_t split_seed, const hs_vocab *vocab,
-                             hs_winograd **out, hs_error *err)
+static int cmp_pair(const void *a, const void *b)
+{
+    const int *p = a, *q = b;
+    return p[0] != q[0] ? (p[0] > q[0]) - (p[0] < q[0]) : (p[1] > q[1]) - (p[1] < q[1]);
+}
+
+/* The task with held-out pairs from the seed (pairs NULL) or given. */
+static hs_status create_task(hs_task_kind kind, uint64_t split_seed, const int (*pairs)[2],
+                             size_t n_pairs_given, const hs_vocab *vocab, hs_winograd **out,
+                             hs_error *err)
 {
     hs_status st = HS_OK;
     hs_winograd *t = NULL;
     *out = NULL;
     if (kind != HS_TASK_WINOGRAD && kind != HS_TASK_WINOGRAD_CATEGORY)
         return hs_fail(err, HS_ERR_INPUT, "unknown task kind %d", (int)kind);
+    if (pairs) {
+        if (n_pairs_given == 0 || n_pairs_given > HS_WG_MAX_HELDOUT_PAIRS)
+            return hs_fail(err, HS_ERR_INPUT, "held-out pairs: %zu given, need 1 to %d",
+                           n_pairs_given, HS_WG_MAX_HELDOUT_PAIRS);
+        for (size_t k = 0; k < n_pairs_given; k++) {
+            const int x = pairs[k][0], y = pairs[k][1];
+            if (x < 0 || x >= HS_WG_N_NOUNS || y < 0 || y >= HS_WG_N_NOUNS)
+                return hs_fail(err, HS_ERR_INPUT, "held-out pair %zu: noun index out of range", k);
+            if (!pair_in_task(kind, x, y))
+                return hs_fail(err, HS_ERR_INPUT, "held-out pair (%s, %s) is not a pair of the "
+                               "%s task", hs_wg_nouns[x], hs_wg_nouns[y], hs_task_name(kind));
+            for (size_t j = 0; j < k; j++)
+                if (pairs[j][0] == x && pairs[j][1] == y)
+                    return hs_fail(err, HS_ERR_INPUT, "held-out pair (%s, %s) is listed twice",
+                                   hs_wg_nouns[x], hs_wg_nouns[y]);
+        }
+    }
     t = calloc(1, sizeof *t);
     if (!t) goto nomem;
     t->kind = kind;
@@ -220,7 +245,14 @@ hs_status hs_winograd_create(hs_task_kind kind, uint64_t split_seed, const hs_vo
         }
     }
 
-    choose_heldout(t);
+    if (pairs) {
+        t->pairs_given = 1;
+        t->n_heldout_pairs = n_pairs_given;
+        memcpy(t->heldout_pairs, pairs, n_pairs_given * sizeof pairs[0]);
+        qsort(t->heldout_pairs, n_pairs_given, sizeof t->heldout_pairs[0], cmp_pair);
+    } else {
+        choose_heldout(t);
+    }
     size_t n_pairs = kind == HS_TASK_WINOGRAD ? 240 : 64;
     t->n_heldout = t->n_heldout_pairs * HS_WG_N_ADJS;
     t->n_train = n_pairs * HS_WG_N_ADJS - t->n_heldout;
@@ -264,6 +296,69 @@ nomem:
     st = hs_fail(err, HS_ERR_NOMEM, "out of memory generating the Winograd task");
 fail:
     hs_winograd_destroy(t);
+    return st;
+}
+
+hs_status hs_winograd_create(hs_task_kind kind, uint64_t split_seed, const hs_vocab *vocab,
+                             hs_winograd **out, hs_error *err)
+{
+    return create_task(kind, split_seed, NULL, 0, vocab, out, err);
+}
+
+hs_status hs_winograd_create_pairs(hs_task_kind kind, const int (*pairs)[2], size_t n,
+                                   const hs_vocab *vocab, hs_winograd **out, hs_error *err)
+{
+    *out = NULL;
+    if (pairs == NULL) return hs_fail(err, HS_ERR_INPUT, "held-out pairs: none given");
+    return create_task(kind, 0, pairs, n, vocab, out, err);
+}
+
+hs_status hs_wg_pairs_read(const char *path, int (*pairs)[2], size_t cap, size_t *n,
+                           hs_error *err)
+{
+    *n = 0;
+    unsigned char *data = NULL;
+    size_t len = 0;
+    hs_status st = hs_read_file(path, &data, &len, err);
+    if (st != HS_OK) return st;
+    char *text = (char *)data; /* NUL-terminated by hs_read_file */
+    (void)len;
+    size_t line_no = 0;
+    for (char *line = text; *line && st == HS_OK;) {
+        char *nl = strchr(line, '\n');
+        char *next = nl ? nl + 1 : line + strlen(line);
+        if (nl) *nl = '\0';
+        line_no++;
+        char *w[3] = {NULL, NULL, NULL};
+        int nw = 0;
+        for (char *p = line; *p && nw < 3;) { /* words split at spaces, tabs, '\r' */
+            while (*p == ' ' || *p == '\t' || *p == '\r') *p++ = '\0';
+            if (*p == '\0') break;
+            w[nw++] = p;
+            while (*p && *p != ' ' && *p != '\t' && *p != '\r') p++;
+        }
+        line = next;
+        if (w[0] == NULL || w[0][0] == '#') continue;
+        if (w[1] == NULL || w[2] != NULL) {
+            st = hs_fail(err, HS_ERR_FORMAT, "%s:%zu: a pair is two noun words, e.g. 'animal street'",
+                         path, line_no);
+            break;
+        }
+        for (int k = 0; k < 2 && st == HS_OK; k++)
+            if (noun_index(w[k]) < 0)
+                st = hs_fail(err, HS_ERR_FORMAT, "%s:%zu: '%.32s' is not one of the task's 16 nouns",
+                             path, line_no, w[k]);
+        if (st != HS_OK) break;
+        if (*n == cap) {
+            st = hs_fail(err, HS_ERR_FORMAT, "%s:%zu: more than %zu pairs", path, line_no, cap);
+            break;
+        }
+        pairs[*n][0] = noun_index(w[0]);
+        pairs[*n][1] = noun_index(w[1]);
+        (*n)++;
+    }
+    if (st == HS_OK && *n == 0) st = hs_fail(err, HS_ERR_FORMAT, "%s: no pairs in the file", path);
+    free(text);
     return st;
 }
 

@@ -755,6 +755,37 @@ static void rng_below_is_in_range_and_covers(void **state)
     for (int k = 0; k < 7; k++) assert_true(counts[k] > 800 && counts[k] < 1200);
 }
 
+/* A split given as pairs: exactly those ordered pairs are held out, with all
+ * 8 adjectives, and their reverses stay in training; bad pairs are refused
+ * naming them. */
+static void split_from_given_pairs_holds_out_exactly_those(void **state)
+{
+    (void)state;
+    hs_error err;
+    const int pairs[3][2] = {{2, 9}, {0, 1}, {15, 4}}; /* dog field, animal street, creek cat */
+    hs_winograd *t = NULL;
+    assert_int_equal(hs_winograd_create_pairs(HS_TASK_WINOGRAD, pairs, 3, NULL, &t, &err), HS_OK);
+    assert_int_equal(t->n_heldout, 3 * 8);
+    assert_int_equal(t->n_train, 240 * 8 - 24);
+    assert_int_equal(hs_winograd_is_held_out(t, "animal", "street"), 1);
+    assert_int_equal(hs_winograd_is_held_out(t, "street", "animal"), 0);
+    assert_int_equal(hs_winograd_is_held_out(t, "creek", "cat"), 1);
+    for (size_t i = 0; i < t->n_heldout; i++) {
+        const hs_wg_example *e = &t->heldout[i];
+        assert_true((e->x == 0 && e->y == 1) || (e->x == 2 && e->y == 9) || (e->x == 15 && e->y == 4));
+    }
+    hs_winograd_destroy(t);
+    const int twice[2][2] = {{0, 1}, {0, 1}}, same[1][2] = {{3, 3}};
+    assert_int_equal(hs_winograd_create_pairs(HS_TASK_WINOGRAD, twice, 2, NULL, &t, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "(animal, street) is listed twice"));
+    assert_int_equal(hs_winograd_create_pairs(HS_TASK_WINOGRAD, same, 1, NULL, &t, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "(road, road) is not a pair"));
+    const int place_first[1][2] = {{1, 0}}; /* street animal: not animal -> place */
+    assert_int_equal(hs_winograd_create_pairs(HS_TASK_WINOGRAD_CATEGORY, place_first, 1, NULL, &t, &err),
+                     HS_ERR_INPUT);
+    assert_null(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -782,6 +813,7 @@ int main(void)
         cmocka_unit_test(dataset_dump_refuses_missing_folder),
         cmocka_unit_test(batch_draws_training_sentences_with_shifted_targets),
         cmocka_unit_test(rng_below_is_in_range_and_covers),
+        cmocka_unit_test(split_from_given_pairs_holds_out_exactly_those),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

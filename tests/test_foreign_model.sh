@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# tests/test_foreign_model.sh -- the README's "Bring your own model" example,
+# end to end: tests/py/foreign_model.py (numpy only, independent of
+# headscope) writes a checkpoint with TransformerLens tensor names and a
+# `config` only (attn_scale 6, not sqrt(d_head) = 4; TL's attention buffers
+# included), a vocabulary file in an order of its own and held-out pairs of
+# its own, and computes with its own forward what headscope must find. Then:
+#   weights  runs without any vocabulary (tokens labelled by id) and says so;
+#   inspect  --vocab: the top-5 predictions and probabilities equal numpy's;
+#   eval     --vocab --heldout-pairs: n, accuracy and other-noun rate equal
+#            numpy's (the hand-built model copies the first noun: 50% / 50%);
+#            --split-seed works too;
+#   circuit  --vocab --heldout-pairs: finds the hand-built copying head L0H0;
+#   heads    --vocab: L0H0 has the highest first-noun score;
+#   errors   no --vocab (inspect/eval), no split (eval/circuit), both split
+#            flags, a vocabulary with an empty line or the wrong size, an
+#            unknown noun in the pairs file: one line each, naming the problem.
+# Run as: bash tests/test_foreign_model.sh BUILD_DIR HEADSCOPE_BIN
+set -euo pipefail
+BUILD_DIR=${1:?usage: test_foreign_model.sh BUILD_DIR HEADSCOPE_BIN}
+HS=${2:?usage: test_foreign_model.sh BUILD_DIR HEADSCOPE_BIN}
+PY=/usr/bin/python3
+mkdir -p "$BUILD_DIR/testtmp"
+TMP=$(mktemp -d "$BUILD_DIR/testtmp/foreign.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
+
+F="$TMP/foreign"
+"$PY" "$(dirname "$0")/py/foreign_model.py" "$F"
+M="$F/model.safetensors"
+SENT="the animal did not cross the street because it was too tired , so the"
+
+run 0 weights weights --model "$M" --out "$TMP/w"
+grep -q "has no vocabulary; tokens are labelled by id" "$TMP/weights.err" || fail "weights: no id note"
+check_folder "$TMP/w"
+
+run 0 inspect inspect --model "$M" --vocab "$F/vocab.txt" --sentence "$SENT" --out "$TMP/i"
+"$PY" - "$TMP/i/predictions.json" "$F/expected.json" <<'PYEOF' || fail "inspect predictions differ from numpy's"
+import json, sys
+got = json.load(open(sys.argv[1]))["predictions"]
+want = json.load(open(sys.argv[2]))["top"]
+assert [p["token"] for p in got[:5]] == [w for w, _ in want], (got, want)
+for p, (_, q) in zip(got, want):
+    assert abs(p["prob"] - q) < 2e-6, (p, q)
+PYEOF
+
+run 0 eval eval --model "$M" --vocab "$F/vocab.txt" --heldout-pairs "$F/heldout_pairs.txt" --json
+"$PY" - "$TMP/eval.out" "$F/expected.json" <<'PYEOF' || fail "eval differs from numpy's"
+import json, sys
+got, want = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert got["n"] == want["n"] == 192, got
+assert got["accuracy"] == want["accuracy"] == 0.5, (got, want)
+assert got["other_noun_rate"] == want["other_noun_rate"] == 0.5, (got, want)
+PYEOF
+run 0 eval_seed eval --model "$M" --vocab "$F/vocab.txt" --split-seed 3 --json
+grep -q '"n":[[:space:]]*192' "$TMP/eval_seed.out" || fail "eval --split-seed: not 192 sentences"
+
+run 0 circuit circuit --model "$M" --vocab "$F/vocab.txt" --heldout-pairs "$F/heldout_pairs.txt" \
+    --out "$TMP/c" --format json
+"$PY" - "$TMP/c/report.json" <<'PYEOF' || fail "circuit did not find the hand-built head"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["split_seed"] is None and r["split"].startswith("held-out pairs given"), r["split"]
+v = r["verdict"]["step1"]
+assert v["holds"] and v["pushers"] == ["L0H0"], v
+PYEOF
+
+run 0 heads heads --model "$M" --vocab "$F/vocab.txt" --json \
+    --sentence "the animal did not cross the street because it was too tired , so the animal waited ."
+"$PY" - "$TMP/heads.out" <<'PYEOF' || fail "heads: L0H0 is not the first-noun head"
+import json, sys
+s = json.load(open(sys.argv[1]))["scores"]["first-noun"]
+best = max((v, l, h) for l, row in enumerate(s) for h, v in enumerate(row))
+assert best[1:] == (0, 0), best
+PYEOF
+
+# errors: one line each (besides the note on TL's buffers), naming what to do
+err_line() {
+    grep -v ': note: skipped' "$TMP/$1.err" >"$TMP/$1.err1" || true
+    local n
+    n=$(wc -l <"$TMP/$1.err1")
+    [ "$n" -eq 1 ] || fail "$1: $n error lines, expected 1: $(cat "$TMP/$1.err")"
+    grep -q -- "$2" "$TMP/$1.err1" || fail "$1: '$(cat "$TMP/$1.err1")' does not match '$2'"
+}
+run 1 no_vocab inspect --model "$M" --sentence "$SENT" --out "$TMP/x"
+err_line no_vocab "has no vocab metadata.*--vocab FILE"
+run 1 no_split eval --model "$M" --vocab "$F/vocab.txt"
+err_line no_split "has no task metadata.*--split-seed S or --heldout-pairs FILE"
+run 1 no_split_c circuit --model "$M" --vocab "$F/vocab.txt"
+err_line no_split_c "has no task metadata"
+run 2 both_split eval --model "$M" --vocab "$F/vocab.txt" --split-seed 1 --heldout-pairs "$F/heldout_pairs.txt"
+err_line both_split "not both"
+run 2 bad_seed eval --model "$M" --vocab "$F/vocab.txt" --split-seed -1
+printf 'the\n\nanimal\n' >"$TMP/gap.txt"
+run 1 vocab_gap inspect --model "$M" --vocab "$TMP/gap.txt" --sentence "$SENT" --out "$TMP/x"
+err_line vocab_gap "gap.txt:2: empty line"
+head -n 35 "$F/vocab.txt" >"$TMP/short.txt"
+run 1 vocab_short inspect --model "$M" --vocab "$TMP/short.txt" --sentence "$SENT" --out "$TMP/x"
+err_line vocab_short "has 35 words but d_vocab is 36"
+"$PY" -c "import json,sys; print(json.dumps(open(sys.argv[1]).read().split()))" "$F/vocab.txt" >"$TMP/vocab.json"
+run 0 vocab_json eval --model "$M" --vocab "$TMP/vocab.json" --heldout-pairs "$F/heldout_pairs.txt" --json
+cmp -s <(grep -v '"model"' "$TMP/eval.out") <(grep -v '"model"' "$TMP/vocab_json.out") || fail "JSON vocabulary gives another eval"
+printf 'animal street\nunicorn road\n' >"$TMP/pairs.txt"
+run 1 pairs_bad eval --model "$M" --vocab "$F/vocab.txt" --heldout-pairs "$TMP/pairs.txt"
+err_line pairs_bad "pairs.txt:2: 'unicorn' is not one of the task's 16 nouns"
+printf 'animal animal\n' >"$TMP/pairs2.txt"
+run 1 pairs_same eval --model "$M" --vocab "$F/vocab.txt" --heldout-pairs "$TMP/pairs2.txt"
+err_line pairs_same "(animal, animal) is not a pair"
+echo "ok: foreign checkpoint through weights, inspect, eval, circuit"
