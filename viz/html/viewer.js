@@ -130,14 +130,13 @@
     var g = c.getContext('2d'), img = g.createImageData(T, T), px = img.data;
     for (var d = 0; d < T; d++)
       for (var s = 0; s < T; s++) {
-        var p = 4 * (d * T + s), rgb;
+        var p = 4 * (d * T + s);
         if (causal && s > d) { px[p] = MASKED[0]; px[p + 1] = MASKED[1]; px[p + 2] = MASKED[2]; }
         else {
           var i = 3 * cindex(a[off + d * T + s]);
           px[p] = ATT_MAP[i]; px[p + 1] = ATT_MAP[i + 1]; px[p + 2] = ATT_MAP[i + 2];
         }
         px[p + 3] = 255;
-        void rgb;
       }
     g.putImageData(img, 0, 0);
     return c;
@@ -161,7 +160,7 @@
   var SHARED = { views: [], layer: 0, head: 0, mode: 'head', pinned: null };
 
   function AttentionView(run, file) {
-    var self = this, A = unpack(file.attention);
+    var A = unpack(file.attention);
     var names = file.attention_head_names || [];
     var cfg = file.config || {};
     var H = cfg.n_heads && A.H % cfg.n_heads === 0 && names[0] === 'L0H0' ? cfg.n_heads : A.H;
@@ -192,7 +191,6 @@
     this.buildTokens();
     SHARED.views.push(this);
     this.update();
-    void self;
   }
   AttentionView.prototype.headName = function (l, h) {
     return this.names[l * this.H + h] || ('L' + l + 'H' + h);
@@ -481,12 +479,10 @@
     this.drawGrid();
     this.drawHead();
     this.headTitle.textContent = 'One head: ' + this.current().name;
-    var self = this;
     this.modeButtons[0].setAttribute('aria-pressed', SHARED.mode === 'head' ? 'true' : 'false');
     this.modeButtons[1].setAttribute('aria-pressed', SHARED.mode === 'mean' ? 'true' : 'false');
     this.showRow(this.dest);
     if (this.drawPinned) this.drawPinned();
-    void self;
   };
   function select(l, h, mode) {
     SHARED.layer = l;
@@ -661,7 +657,7 @@
   }
 
   /* ---- the circuit report ---- */
-  function circuit(report, figs, shows) {
+  function circuit(report, figs) {
     var box = el('div', {});
     var v = report.verdict || {};
     box.appendChild(el('h2', { text: 'Verdicts' }));
@@ -767,7 +763,6 @@
     box.appendChild(el('h2', { text: 'Evidence per head' }));
     box.appendChild(el('div', { cls: 'scroll' }, [table]));
     box.appendChild(strip);
-    void shows;
     return box;
   }
 
@@ -811,7 +806,7 @@
       }
     });
     if (side.children.length) sec.appendChild(side);
-    if (files.report && files.report.verdict) sec.appendChild(circuit(files.report, figs, shows));
+    if (files.report && files.report.verdict) sec.appendChild(circuit(files.report, figs));
     if (rest.children.length) {
       sec.appendChild(el('h2', { text: 'Figures' }));
       sec.appendChild(rest);
