@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -257,6 +258,39 @@ static int plain_name(const char *s)
            strcmp(s, "..") != 0;
 }
 
+/* Empties and removes dir/name, a working folder ".headscope.tmp.<pid>" that
+ * a run killed before it could clean up left (its process is gone): only the
+ * plain files in it, then the folder (rmdir fails, and it stays, if it holds
+ * anything else). 1 when it was removed. */
+static int remove_stale_stage(const char *dir, const char *name)
+{
+    static const char prefix[] = ".headscope.tmp.";
+    const size_t np = sizeof prefix - 1;
+    if (strncmp(name, prefix, np) != 0 || name[np] == '\0') return 0;
+    char *end = NULL;
+    errno = 0;
+    long pid = strtol(name + np, &end, 10);
+    if (errno || *end != '\0' || pid <= 0 || pid == (long)getpid()) return 0;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) return 0; /* still running (or not ours to ask) */
+    char *path = hs_path_join(dir, name);
+    struct stat sb;
+    if (!path || lstat(path, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
+        free(path);
+        return 0;
+    }
+    DIR *d = opendir(path);
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
+        if (!plain_name(de->d_name)) continue;
+        char *f = hs_path_join(path, de->d_name);
+        if (f && lstat(f, &sb) == 0 && S_ISREG(sb.st_mode)) unlink(f);
+        free(f);
+    }
+    if (d) closedir(d);
+    int gone = rmdir(path) == 0;
+    free(path);
+    return gone;
+}
+
 int cli_out_begin(const char *cmd, const char *dir, cli_stage *st)
 {
     memset(st, 0, sizeof *st);
@@ -273,6 +307,13 @@ int cli_out_begin(const char *cmd, const char *dir, cli_stage *st)
         fprintf(stderr, "headscope %s: %s exists and is not a folder\n", cmd, dir);
         return 1;
     }
+    /* a working folder a killed run left (SIGKILL, a crash) is removed first */
+    DIR *d = opendir(dir);
+    for (struct dirent *de; d && (de = readdir(d)) != NULL;)
+        if (remove_stale_stage(dir, de->d_name))
+            fprintf(stderr, "headscope %s: note: removed %s/%s, the working folder of an earlier "
+                            "run that was killed before it finished\n", cmd, dir, de->d_name);
+    if (d) closedir(d);
     hs_buf b = {0};
     hs_buf_printf(&b, ".headscope.tmp.%ld", (long)getpid());
     st->name = hs_buf_take(&b);

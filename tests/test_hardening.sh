@@ -154,6 +154,22 @@ rc=0; half "$TMP/half_new" || rc=$?
 [ ! -e "$TMP/half_new" ] || fail "half_new: a failed run left $(ls -A "$TMP/half_new")"
 echo "ok: a run that fails half way leaves the folder as it was"
 
+# a run killed before it could clean up (SIGKILL) leaves its working folder;
+# the next run into the folder removes it (its process is gone) and says so,
+# while a working folder whose process still runs is left alone
+sleep 0 & dead=$!; wait "$dead"
+mkdir "$H/.headscope.tmp.$dead" && echo partial >"$H/.headscope.tmp.$dead/L0H0.json"
+sleep 30 & alive=$!
+mkdir "$H/.headscope.tmp.$alive"
+run 0 stale inspect --model "$M" --sentence "the animal did" --out "$H" --format json
+kill "$alive"; wait "$alive" 2>/dev/null || true
+[ ! -e "$H/.headscope.tmp.$dead" ] || fail "stale: the killed run's working folder is still there"
+[ -d "$H/.headscope.tmp.$alive" ] || fail "stale: a running process's working folder was removed"
+grep -q "note: removed .*/half/.headscope.tmp.$dead, the working folder of an earlier run that was killed" \
+    "$TMP/stale.err" || fail "stale: no note of the removal: $(cat "$TMP/stale.err")"
+rmdir "$H/.headscope.tmp.$alive"
+echo "ok: a killed run's working folder is removed by the next run"
+
 # `view DIR` lists its page in DIR/index.json with size and hash, so the next
 # run may replace or remove it; an edited page, or an existing --out FILE, is
 # never overwritten (unless --force)
