@@ -96,7 +96,8 @@ for x in rows:
         x["layers"], x["seed"], 100 * x["heldout_accuracy"], x["first_step_95"] or "-",
         "holds" if x["circuit_holds"] else "does not hold",
         ("%s -> %s" % (x["previous_token_head"], x["induction_head"])) if x["induction_head"] else
-        (x["verdict"].replace("does not hold: ", "")[:60]),
+        ("one layer: no induction head can form" if x["verdict"].startswith("does not hold: one layer")
+         else x["verdict"].replace("does not hold: ", "")[:60]),
         f(x["k_composition_minus_baseline"]),
         "-" if pp["k"] is None else "%.2f / %.2f / %.2f" % (pp["q"], pp["k"], pp["v"]),
         "-" if x["accuracy_induction_heads_ablated"] is None else "%.1f%% / %.1f%%" % (
