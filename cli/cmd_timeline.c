@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -50,7 +51,8 @@ static int list_ckpts(const char *dir, ckpt **out)
 {
     DIR *d = opendir(dir);
     if (!d) {
-        fprintf(stderr, "headscope timeline: cannot open folder %s\n", dir);
+        fprintf(stderr, "headscope timeline: cannot open folder %s: %s (timeline takes the folder of "
+                        "train --keep DIR)\n", dir, strerror(errno));
         return -1;
     }
     ckpt *v = NULL;
@@ -346,7 +348,8 @@ int cmd_timeline(int argc, char **argv)
         printf("%s timeline of %s: %d checkpoints, %d layers x %d heads\n", induction ? "induction" : "winograd",
                dir, n, L, H);
         printf("%8s %8s %8s  %-14s %-10s %s\n", "step", induction ? "seg loss" : "loss", "acc",
-               induction ? "best ind." : "best 1st-noun", "holds", "heads / verdict");
+               induction ? "best ind." : "best 1st-noun", induction ? "holds" : "step 2",
+               "heads / verdict");
         for (int i = 0; i < n; i++) {
             double b = 0;
             for (int k = induction ? H : 0; k < L * H; k++)
@@ -358,7 +361,11 @@ int cmd_timeline(int argc, char **argv)
         if (jump >= 0) printf("largest induction-score jump: at step %d\n", steps[jump]);
         if (drop >= 0) printf("largest %s drop: at step %d\n", induction ? "repeated-segment loss" : "loss",
                               steps[drop]);
-        if (first_hold >= 0) printf("circuit first holds at step %d\n", steps[first_hold]);
+        if (first_hold >= 0)
+            printf(induction ? "circuit first holds at step %d\n"
+                             : "step 2 (decision heads by patching) first holds at step %d; step 1 is "
+                               "judged in each checkpoint's verdict\n",
+                   steps[first_hold]);
         if (!induction && first_decision >= 0) printf("decision heads first appear at step %d\n", steps[first_decision]);
         if (out) printf("wrote %d files to %s (listed in %s/index.json)\n", cJSON_GetArraySize(od.files), out, out);
     }

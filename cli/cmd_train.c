@@ -486,7 +486,8 @@ int cmd_train(int argc, char **argv)
     struct stat st_out;
     if (!force && !resume && stat(out, &st_out) == 0) {
         fprintf(stderr, "headscope %s: --out %s already exists; use --force to replace it (or "
-                        "--resume %s to continue the run it holds)\n", C, out, out);
+                        "--resume %s to continue the run it holds, if it was saved with "
+                        "--save-optimizer)\n", C, out, out);
         return 1;
     }
     if (!force && dataset && stat(dataset, &st_out) == 0) {

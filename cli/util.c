@@ -291,6 +291,8 @@ static int remove_stale_stage(const char *dir, const char *name)
     return gone;
 }
 
+static char *other_command(const char *dir, const char *cmd);
+
 int cli_out_begin(const char *cmd, const char *dir, cli_stage *st)
 {
     memset(st, 0, sizeof *st);
@@ -305,6 +307,14 @@ int cli_out_begin(const char *cmd, const char *dir, cli_stage *st)
         st->created = 1;
     } else if (!S_ISDIR(sb.st_mode)) {
         fprintf(stderr, "headscope %s: %s exists and is not a folder\n", cmd, dir);
+        return 1;
+    }
+    /* another command's folder: its files are not this command's to replace */
+    char *other = st->created ? NULL : other_command(dir, cmd);
+    if (other) {
+        fprintf(stderr, "headscope %s: %s holds the output of `headscope %s` (its index.json); "
+                        "choose another --out, or move that folder away\n", cmd, dir, other);
+        free(other);
         return 1;
     }
     /* a working folder a killed run left (SIGKILL, a crash) is removed first */
@@ -402,6 +412,23 @@ static void read_old_index(const char *dir, old_index *oi)
     }
     free(data);
     free(ipath);
+}
+
+/* The command an earlier headscope run into dir was (malloc'd, caller
+ * frees) when it is not cmd; NULL when dir has no headscope index, or one of
+ * cmd itself. (`view` adds its page to any command's folder: not a run of
+ * its own.) */
+static char *other_command(const char *dir, const char *cmd)
+{
+    old_index oi;
+    read_old_index(dir, &oi);
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(oi.idx, "command");
+    char *other = oi.headscope && cJSON_IsString(c) && strcmp(c->valuestring, cmd) != 0 &&
+                          strcmp(cmd, "view") != 0
+                      ? hs_strdup(c->valuestring)
+                      : NULL;
+    cJSON_Delete(oi.idx);
+    return other;
 }
 
 int cli_out_owns(const char *dir, const char *name)

@@ -116,7 +116,9 @@ typedef struct {
 /* Makes DIR (if missing) and the working folder, after removing (and saying
  * so) any working folder a killed run left in DIR: one named
  * ".headscope.tmp.<pid>" whose process no longer exists, emptied of its
- * plain files. 0 ok, 1 after printing
+ * plain files. A folder holding another command's output (its headscope
+ * index.json names another command) is refused before anything is written
+ * ("DIR holds the output of `headscope inspect` ..."). 0 ok, 1 after printing
  * ("DIR exists and is not a folder", "cannot create folder DIR: its parent
  * folder does not exist", "cannot write into folder DIR: Permission denied"). */
 int cli_out_begin(const char *cmd, const char *dir, cli_stage *st);

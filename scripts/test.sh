@@ -23,6 +23,12 @@ ROOT=$(pwd)
 JOBS=${JOBS:-$(nproc)}
 FUZZ_SECONDS=${HS_FUZZ_SECONDS:-60}
 STAGES=${HS_TEST_STAGES:-build asan tsan valgrind fuzz}
+for s in $STAGES; do  # a misspelt stage must not pass by running nothing
+    case "$s" in
+        build | asan | tsan | valgrind | fuzz) ;;
+        *) echo "scripts/test.sh: unknown stage '$s' in HS_TEST_STAGES (build asan tsan valgrind fuzz)" >&2; exit 2 ;;
+    esac
+done
 # Root in CI: the output-safety test must really run its nobody/tmpfs cases.
 if [ "$(id -u)" -eq 0 ]; then export HS_REQUIRE_ROOT_CASES=${HS_REQUIRE_ROOT_CASES:-1}; fi
 

@@ -124,7 +124,7 @@ static hs_status sweep_hooks(void *arg, hs_engine_worker *w, int chunk, int r0, 
     char name[64];
     snprintf(name, sizeof name, HOOK[jb->act], jb->layer);
     const hs_cache_entry *e = hs_cache_get(&sa->c->src_v[chunk], name);
-    if (e == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "patch: the model has no point %s", name);
+    if (e == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "the model has no point %s", name);
     phook *p = malloc(sizeof *p);
     if (p == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
     *p = (phook){e, jb->act, jb->head, jb->pos};
@@ -218,15 +218,15 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     memset(out, 0, sizeof *out);
     const hs_config *cfg = &m->cfg;
     const int L = cfg->n_layers, H = cfg->n_heads, V = cfg->d_vocab;
-    if (n < 1 || t < 1) return hs_fail(err, HS_ERR_INPUT, "patch: the prompt set is empty");
+    if (n < 1 || t < 1) return hs_fail(err, HS_ERR_INPUT, "the prompt set is empty");
     for (int i = 0; i < n; i++)
         if (answer[i] < 0 || answer[i] >= V || wrong[i] < 0 || wrong[i] >= V || pos[i] < 0 || pos[i] >= t)
-            return hs_fail(err, HS_ERR_INPUT, "patch: prompt %d has no answer/wrong token or a bad position", i);
+            return hs_fail(err, HS_ERR_INPUT, "prompt %d has no answer/wrong token or a bad position", i);
     /* acts the model does not produce */
     if (cfg->d_mlp == 0 && (acts & (1u << HS_PATCH_MLP_OUT)))
-        return hs_fail(err, HS_ERR_INPUT, "patch: mlp_out: the model has no MLP (d_mlp 0)");
+        return hs_fail(err, HS_ERR_INPUT, "mlp_out: the model has no MLP (d_mlp 0)");
     if (cfg->attn != HS_ATTN_SOFTMAX && (acts & ((1u << HS_PATCH_Q) | (1u << HS_PATCH_K))))
-        return hs_fail(err, HS_ERR_INPUT, "patch: q, k: the model's uniform attention has no queries or keys");
+        return hs_fail(err, HS_ERR_INPUT, "q, k: the model's uniform attention has no queries or keys");
     out->L = L;
     out->H = H;
     out->n = n;
@@ -350,13 +350,13 @@ hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, un
 {
     memset(out, 0, sizeof *out);
     if (p->corr == NULL)
-        return hs_fail(err, HS_ERR_INPUT, "patch: the prompt set has no \"corrupted\" prompts to patch into");
+        return hs_fail(err, HS_ERR_INPUT, "the prompt set has no \"corrupted\" prompts to patch into");
     if (p->wrong == NULL)
-        return hs_fail(err, HS_ERR_INPUT, "patch: the prompt set has no \"wrong\" answers (the metric is the "
+        return hs_fail(err, HS_ERR_INPUT, "the prompt set has no \"wrong\" answers (the metric is the "
                                           "logit difference answer - wrong)");
     for (int i = 0; i < p->n; i++)
         if (p->answer[i] < 0)
-            return hs_fail(err, HS_ERR_INPUT, "patch: line %d has no \"answer\"", p->line[i]);
+            return hs_fail(err, HS_ERR_INPUT, "line %d has no \"answer\"", p->line[i]);
     return hs_patch_run_tokens(m, pool, p->clean, p->corr, p->n, p->t, p->answer, p->wrong, p->pos, acts, out,
                                err);
 }

@@ -37,7 +37,7 @@ no_tmp() { ! find "$1" -name '*.tmp*' | grep -q . || fail "$2: temp files left: 
 cp "$M" "$TMP/keep.safetensors"
 cp "$M" "$TMP/keep.before"
 run 1 keep train --out "$TMP/keep.safetensors" --steps 1 "${SMALL[@]}"
-one_line keep "^headscope train: --out .*/keep.safetensors already exists; use --force to replace it (or --resume .*/keep.safetensors to continue the run it holds)$"
+one_line keep "^headscope train: --out .*/keep.safetensors already exists; use --force to replace it (or --resume .*/keep.safetensors to continue the run it holds, if it was saved with --save-optimizer)$"
 cmp -s "$TMP/keep.before" "$TMP/keep.safetensors" || fail "keep: the existing checkpoint changed"
 printf 'my notes\n' >"$TMP/notes.txt"
 run 1 notes train --out "$TMP/notes.txt" --steps 1 "${SMALL[@]}"
@@ -169,6 +169,14 @@ grep -q "note: removed .*/half/.headscope.tmp.$dead, the working folder of an ea
     "$TMP/stale.err" || fail "stale: no note of the removal: $(cat "$TMP/stale.err")"
 rmdir "$H/.headscope.tmp.$alive"
 echo "ok: a killed run's working folder is removed by the next run"
+
+# another command's folder is refused before anything changes (weights into
+# inspect's folder would otherwise remove inspect's files as stale)
+cp -a "$H" "$TMP/other.before"
+run 1 other weights --model "$M" --out "$H" --format json
+one_line other "^headscope weights: .*/half holds the output of \`headscope inspect\` (its index.json); choose another --out, or move that folder away$"
+diff -r "$TMP/other.before" "$H" >/dev/null || fail "other: the folder changed"
+echo "ok: another command's folder is refused, untouched"
 
 # `view DIR` lists its page in DIR/index.json with size and hash, so the next
 # run may replace or remove it; an edited page, or an existing --out FILE, is
