@@ -5,6 +5,7 @@
  * DIR dla.json and a bar figure.
  */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +75,10 @@ int cmd_dla(int argc, char **argv)
         goto done;
     }
     if (x.out) {
-        m = calloc((size_t)r.n_comp, sizeof *m);
-        ll = calloc((size_t)r.n_comp, sizeof *ll);
+        /* the components, then the norm's bias term (as the summary prints it), so the bars sum to the target */
+        const int nb = r.n_comp + (isfinite(r.constant) ? 1 : 0);
+        m = calloc((size_t)nb, sizeof *m);
+        ll = calloc((size_t)nb, sizeof *ll);
         if (!m || !ll) {
             fprintf(stderr, "headscope %s: out of memory\n", C);
             goto done;
@@ -84,11 +87,16 @@ int cmd_dla(int argc, char **argv)
             m[k] = (float)r.attr[k];
             ll[k] = r.labels[k];
         }
+        if (nb > r.n_comp) {
+            m[r.n_comp] = (float)r.constant;
+            ll[r.n_comp] = "norm bias";
+        }
         const cli_fig_ctx fx = {&x.od, x.model, &x.Ld.model->cfg};
-        if (cli_out_fig(&fx, CLI_FIG_BARS, "dla_bars", m, (size_t)r.n_comp, 1, ll, NULL,
+        if (cli_out_fig(&fx, CLI_FIG_BARS, "dla_bars", m, (size_t)nb, 1, ll, NULL,
                         "direct logit attribution (final norm frozen), mean over the prompts",
                         r.has_wrong ? "logit difference answer - wrong" : "answer logit", NULL, 0.0, "logits", NULL,
-                        "each component's mean direct logit attribution at the prompts' positions"))
+                        "each component's mean direct logit attribution at the prompts' positions, then the "
+                        "final norm's bias term"))
             goto done;
     }
     hs_dla_set_summary(&r, &text);

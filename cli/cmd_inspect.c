@@ -339,8 +339,8 @@ static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats,
     if (!rc && cli_figopts_data(od->fo)) {
         if (hs_viz_signed_json(&j, m, R, S, names, toks, t, "source (key)", "head", &err) != HS_OK)
             rc = cli_error(C, &err);
-        else if (!add_context(j, x, 1))
-            rc = oom(C);
+        else if (!add_context(j, x, 1) || cli_add_scale(j, od->fo, CLI_FIG_ATTENTION, 0))
+            rc = oom(C); /* the page draws attention on the figure's fixed [0, 1] */
     }
     if (!rc) rc = cli_out_figure(od, "query_row", fig, j, shows);
     hs_viz_figure_destroy(fig);

@@ -18,9 +18,11 @@
  *     and the longest hover frame, both bounded.
  *   - with --matrix STEM:FILE, every cell of that matrix figure against
  *     FILE's values through its colour_scale; on a circuit page the evidence
- *     table sorts both ways and a head's link shows its attention row.
+ *     table sorts both ways and a head's link shows its attention row;
+ *   - with --report REPORT.json (the induction circuit's), its verdict and
+ *     criteria, each head's detector scores, the named heads' real names.
  * Usage: node check_page.js --page P.html --shot OUT.png [--json attention_grid.json]
- *        [--matrix patching:patching.json] [--perf --max-frame-ms 100 --max-load-ms N]
+ *        [--matrix patching:patching.json] [--report report.json] [--perf --max-frame-ms 100 --max-load-ms N]
  *        [--browser chromium|firefox] [--hover mouse|focus]
  * Prints one JSON line of measurements; exits 1 on the first failed check.
  */
@@ -142,7 +144,8 @@ function unpackNode(att) {
     }
     /* the circuit's evidence table sorts, and a head links to its attention */
     if (await page.$('table.evidence')) {
-      const col = await page.$$eval('table.evidence th button', (bs) => bs.map((b) => b.textContent).indexOf('copying'));
+      const col = await page.$$eval('table.evidence th button', (bs) => bs.map((b) => b.textContent)
+        .findIndex((t) => t === 'copying' || t === 'OV copying'));
       if (col < 0) fail('evidence table has no copying column');
       const read = () => page.$$eval('table.evidence tbody tr', (trs, col) => trs.map((tr) => Number(tr.children[col].textContent)), col);
       await page.click(`table.evidence th:nth-child(${col + 1}) button`);
@@ -157,6 +160,29 @@ function unpackNode(att) {
       const shown = await page.$eval('.headrow h3', (h) => h.textContent);
       if (!shown.startsWith(name + ':')) fail(`clicking ${name} shows '${shown}'`);
       result.evidence_sorted = asc.length;
+    }
+    /* --report REPORT.json of the induction circuit: its verdict and every
+       criterion with its evidence, each head's scores in the evidence table,
+       and the named heads' patterns under their L<l>H<h> names */
+    if (args.report) {
+      const rep = JSON.parse(fs.readFileSync(args.report, 'utf8'));
+      const verdicts = await page.$$eval('.verdict', (vs) => vs.map((v) => v.textContent));
+      const want = [rep.verdict].concat(Object.values(rep.criteria).map((c) => c.evidence));
+      want.forEach((w) => { if (!verdicts.some((v) => v.includes(w))) fail(`no verdict shows '${w}'`); });
+      const rows = await page.$$eval('table.evidence tr', (trs) => trs.map((tr) => Array.from(tr.children).map((c) => c.textContent)));
+      const hdr = rows[0], ci = hdr.indexOf('induction score'), cp = hdr.indexOf('previous-token score');
+      if (ci < 0 || cp < 0) fail(`evidence columns are ${hdr}`);
+      rep.heads.forEach((h) => {
+        const r = rows.find((x) => x[0] === h.name);
+        if (!r) fail(`no evidence row for ${h.name}`);
+        if (r[ci] !== h.induction_score.toFixed(2) || r[cp] !== h.previous_token_score.toFixed(2))
+          fail(`${h.name}: table shows ${r[cp]}, ${r[ci]}; report has ${h.previous_token_score}, ${h.induction_score}`);
+      });
+      const grid = await page.$eval('canvas.grid', (c) => c.getAttribute('aria-label'));
+      [rep.previous_token_head, rep.induction_head].forEach((n) => {
+        if (!grid.includes(n + ' ')) fail(`the patterns' grid does not name ${n}: ${grid}`);
+      });
+      result.verdicts = verdicts.length;
     }
     const nviews = await page.evaluate(() => window.hsViewer.views.length);
     if (nviews === 0 && args.json) fail('the page shows no attention view, but ' + args.json + ' has attention');
@@ -186,7 +212,7 @@ function unpackNode(att) {
       });
       A = unpackNode(packed);
     }
-    const view = await page.evaluate(() => { const v = window.hsViewer.views[0]; return { L: v.L, H: v.H, T: v.T }; });
+    const view = await page.evaluate(() => { const v = window.hsViewer.views[0]; return { L: v.L, H: v.H, T: v.T, names: v.names }; });
     if (view.L * view.H !== A.H || view.T !== A.T) fail(`viewer shows ${view.L}x${view.H}x${view.T}, data has ${A.H}x${A.T}`);
     const T = A.T, at = (k, d, s) => A.a[(k * T + d) * T + s];
 
@@ -210,7 +236,7 @@ function unpackNode(att) {
         const g = c.getContext('2d');
         return { name: c.dataset.name, px: cells.map(([d, s]) => Array.from(g.getImageData(Math.floor((x0 + (s + 0.5) * cell) * r), Math.floor((y0 + (d + 0.5) * cell) * r), 1, 1).data).slice(0, 3)) };
       }, cells.concat([[0, 1]]));
-      const want = `L${l}H${h}`;
+      const want = view.names[k] || `L${l}H${h}`;
       if (got.name !== want) fail(`head view shows ${got.name}, selected ${want}`);
       cells.forEach(([d, s], i) => {
         const v = at(k, d, s), exp = colour(v);
@@ -272,7 +298,8 @@ function unpackNode(att) {
       await page.keyboard.press('ArrowRight');
       await page.keyboard.press('ArrowDown');
       const name = await page.$eval('canvas.head', (c) => c.dataset.name);
-      const want = `L${Math.min(1, view.L - 1)}H${Math.min(1, view.H - 1)}`;
+      const l1 = Math.min(1, view.L - 1), h1 = Math.min(1, view.H - 1);
+      const want = view.names[l1 * view.H + h1] || `L${l1}H${h1}`;
       if (name !== want) fail(`after ArrowRight, ArrowDown the head view shows ${name}, expected ${want}`);
     }
 

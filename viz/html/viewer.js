@@ -163,8 +163,12 @@
     var A = unpack(file.attention);
     var names = file.attention_head_names || [];
     var cfg = file.config || {};
-    var H = cfg.n_heads && A.H % cfg.n_heads === 0 && names[0] === 'L0H0' ? cfg.n_heads : A.H;
+    var grid = cfg.n_heads && A.H % cfg.n_heads === 0 && names[0] === 'L0H0';
+    var H = grid ? cfg.n_heads : A.H;
     this.L = A.H / H; this.H = H; this.T = A.T; this.A = A;
+    /* not every head of the model (the circuit's named heads, sentences A and B):
+       one row of patterns under their own names, no layer mean */
+    this.named = !grid && names.length === A.H;
     this.names = names; this.tokens = file.tokens;
     this.causal = file.attention.causal !== false;
     /* a cropped pattern (inspect's window) starts at first_position */
@@ -211,10 +215,13 @@
   AttentionView.prototype.buildGrid = function () {
     var self = this, L = this.L, H = this.H;
     /* thumbnails fit ~640 px on the longer side, so the grid and one head sit side by side */
-    var gap = 4, s = Math.max(28, Math.min(90, Math.floor(640 / Math.max(H, L)) - gap)), ml = 30, mt = 18;
+    var gap = 4, s = Math.max(28, Math.min(90, Math.floor(640 / Math.max(H, L)) - gap));
+    var ml = this.named ? 4 : 30, mt = this.named ? 32 : 18;
+    if (this.named) gap = 12;
     this.gs = { s: s, gap: gap, ml: ml, mt: mt };
     var w = ml + H * (s + gap), h = mt + L * (s + gap);
-    var cv = canvas(w, h, 'grid of ' + L + ' layers x ' + H + ' heads of attention patterns');
+    var what = this.named ? H + ' patterns: ' + this.names.join(', ') : L + ' layers x ' + H + ' heads of attention patterns';
+    var cv = canvas(w, h, 'grid of ' + what);
     cv.c.className = 'grid';
     cv.c.setAttribute('data-thumb', s);
     this.grid = cv;
@@ -248,7 +255,7 @@
       if (arrowKey(ev, at, L, H)) select(at.r, at.c, SHARED.mode);
     });
     var fig = el('figure', { cls: 'panel fit' }, [
-      el('h3', { text: 'Every head (layers x heads)' }),
+      el('h3', { text: this.named ? 'The patterns (click one)' : 'Every head (layers x heads)' }),
       cv.c, status,
       colourBar(ATT_MAP, 0, 1, 'attention weight'),
       el('figcaption', { text: 'blocks.<l>.attn.hook_pattern of each head, rows = destination (query), ' +
@@ -278,7 +285,9 @@
     var ww = SHARED.mode === 'mean' ? H * (gs.s + gs.gap) - gs.gap + 4 : gs.s + 4;
     g.strokeRect(x0, gs.mt + SHARED.layer * (gs.s + gs.gap) - 2, ww, gs.s + 4);
     var cur = this.current();
-    this.grid.c.setAttribute('aria-label', 'grid of ' + L + ' layers x ' + H + ' heads; selected ' + cur.name +
+    this.grid.c.setAttribute('aria-label', 'grid of ' + (this.named ? H + ' patterns (' + this.names.join(', ') + ')'
+      : L + ' layers x ' + H + ' heads') +
+      '; selected ' + cur.name +
       '. Arrow keys move, Enter selects.');
     this.gridStatus.textContent = 'selected: ' + cur.name;
   };
@@ -287,10 +296,17 @@
     g.fillStyle = '#333';
     g.font = '12px sans-serif';
     g.textAlign = 'center';
-    for (var hh = 0; hh < H; hh++) g.fillText('H' + hh, gs.ml + hh * (gs.s + gs.gap) + gs.s / 2, 13);
+    for (var hh = 0; hh < H; hh++) {
+      var x = gs.ml + hh * (gs.s + gs.gap) + gs.s / 2;
+      if (!this.named) { g.fillText('H' + hh, x, 13); continue; }
+      /* a name such as "L1H2 induction": the head on the first line, the rest below */
+      var nm = this.names[hh], sp = nm.indexOf(' ');
+      g.fillText(sp < 0 ? nm : nm.slice(0, sp), x, 12);
+      if (sp >= 0) g.fillText(nm.slice(sp + 1), x, 26);
+    }
     g.textAlign = 'right';
     for (var l = 0; l < L; l++) {
-      g.fillText('L' + l, gs.ml - 6, gs.mt + l * (gs.s + gs.gap) + gs.s / 2 + 4);
+      if (!this.named) g.fillText('L' + l, gs.ml - 6, gs.mt + l * (gs.s + gs.gap) + gs.s / 2 + 4);
       for (var h2 = 0; h2 < H; h2++)
         g.drawImage(this.images[l * H + h2], gs.ml + h2 * (gs.s + gs.gap), gs.mt + l * (gs.s + gs.gap), gs.s, gs.s);
     }
@@ -380,7 +396,7 @@
     });
     this.modeButtons = [modeHead, modeMean];
     var fig = el('figure', { cls: 'panel fit' }, [title,
-      el('div', { cls: 'controls' }, [el('span', { text: 'show:' }), modeHead, modeMean].concat(
+      el('div', { cls: 'controls' }, [el('span', { text: 'show:' }), modeHead, this.named ? null : modeMean].concat(
         DATA.runs.length > 1 ? [pinBtn] : []))]);
     this.headTitle = title;
     this.drawHead = this.headCanvas(fig, false);
@@ -656,16 +672,18 @@
     return box;
   }
 
-  /* ---- the circuit report ---- */
-  function circuit(report, figs) {
-    var box = el('div', {});
+  /* ---- the circuit report (the Winograd circuit's or the induction circuit's report.json) ---- */
+  function g(o, path) { return path.reduce(function (x, k) { return x && x[k] !== undefined ? x[k] : null; }, o); }
+  function verdictRow(label, holds, reason, applicable) {
+    var st = applicable === false ? 'not applicable' : holds ? 'holds' : 'does not hold';
+    return el('div', { cls: 'verdict ' + (holds ? 'holds' : 'fails') }, [
+      el('b', { text: label + ': ' + st }), el('span', { text: reason || '' })]);
+  }
+  /* Winograd (tasks/circuit.c): verdict {step1, step2, route}, held-out accuracy, evidence at position 14 */
+  function winogradVerdicts(report, box) {
     var v = report.verdict || {};
-    box.appendChild(el('h2', { text: 'Verdicts' }));
     [['step 1 (candidate push, layer 0)', v.step1], ['step 2 (decision, layer >= 1)', v.step2]].forEach(function (p) {
-      if (!p[1]) return;
-      var st = p[1].applicable === false ? 'not applicable' : p[1].holds ? 'holds' : 'does not hold';
-      box.appendChild(el('div', { cls: 'verdict ' + (p[1].holds ? 'holds' : 'fails') }, [
-        el('b', { text: p[0] + ': ' + st }), el('span', { text: p[1].reason || '' })]));
+      if (p[1]) box.appendChild(verdictRow(p[0], p[1].holds, p[1].reason, p[1].applicable));
     });
     if (v.route) box.appendChild(el('div', { cls: 'verdict' }, [el('b', { text: 'route: ' + v.route.name }),
       el('span', { text: v.route.evidence || '' })]));
@@ -673,22 +691,64 @@
       box.appendChild(el('p', { text: 'held-out accuracy (' + report.heldout.n + ' sentences): all ' +
         fmt(100 * report.heldout.accuracy.all, 1) + '%, crosser ' + fmt(100 * report.heldout.accuracy.crosser, 1) +
         '%, crossed ' + fmt(100 * report.heldout.accuracy.crossed, 1) + '%' }));
-    var heads = report.heads || [];
-    function g(o, path) { return path.reduce(function (x, k) { return x && x[k] !== undefined ? x[k] : null; }, o); }
-    var cols = [
-      ['head', function (h) { return h.name; }, 'text'],
-      ['roles', function (h) { return (h.roles || []).join(', '); }, 'text'],
-      ['attn@14 crosser: x', function (h) { return g(h, ['attention_at_14', 'crosser', 'x']); }],
-      ['crosser: adj', function (h) { return g(h, ['attention_at_14', 'crosser', 'adjective']); }],
-      ['crossed: y', function (h) { return g(h, ['attention_at_14', 'crossed', 'y']); }],
-      ['crossed: adj', function (h) { return g(h, ['attention_at_14', 'crossed', 'adjective']); }],
-      ['DLA ref−other', function (h) { return g(h, ['dla_at_14', 'all', 'ref_minus_other']); }],
-      ['copying', function (h) { return h.copying_score; }],
-      ['patching@14', function (h) { return g(h, ['patching', 'pos14', 'both']); }],
-      ['ablation drop crosser', function (h) { return g(h, ['mean_ablation', 'drop', 'crosser']); }],
-      ['ablation drop crossed', function (h) { return g(h, ['mean_ablation', 'drop', 'crossed']); }]];
+    return { fig: 'attention_14', caption: 'per-head evidence (held-out means; click a column to sort, a head to see its attention)',
+      cols: [
+        ['head', function (h) { return h.name; }, 'text'],
+        ['roles', function (h) { return (h.roles || []).join(', '); }, 'text'],
+        ['attn@14 crosser: x', function (h) { return g(h, ['attention_at_14', 'crosser', 'x']); }],
+        ['crosser: adj', function (h) { return g(h, ['attention_at_14', 'crosser', 'adjective']); }],
+        ['crossed: y', function (h) { return g(h, ['attention_at_14', 'crossed', 'y']); }],
+        ['crossed: adj', function (h) { return g(h, ['attention_at_14', 'crossed', 'adjective']); }],
+        ['DLA ref−other', function (h) { return g(h, ['dla_at_14', 'all', 'ref_minus_other']); }],
+        ['copying', function (h) { return h.copying_score; }],
+        ['patching@14', function (h) { return g(h, ['patching', 'pos14', 'both']); }],
+        ['ablation drop crosser', function (h) { return g(h, ['mean_ablation', 'drop', 'crosser']); }],
+        ['ablation drop crossed', function (h) { return g(h, ['mean_ablation', 'drop', 'crossed']); }]] };
+  }
+  /* induction (tasks/induction_circuit.c): "holds", "verdict" (text), "criteria" {name: {holds, evidence}},
+     per-head detector scores, OV copying and the accuracy with the head mean-ablated */
+  function inductionVerdicts(report, box, figs) {
+    box.appendChild(verdictRow('induction circuit', report.holds, report.verdict));
+    var cr = report.criteria || {};
+    Object.keys(cr).forEach(function (k) {
+      box.appendChild(verdictRow(k.replace(/_/g, ' '), cr[k].holds, cr[k].evidence));
+    });
+    if (typeof report.accuracy === 'number')
+      box.appendChild(el('p', { text: 'held-out repeated-segment accuracy (' + report.n_seqs + ' sequences, ' +
+        report.n_scored + ' tokens scored): ' + fmt(100 * report.accuracy, 1) + '% (chance ' +
+        fmt(100 * report.chance, 1) + '%); previous-token heads ' + (report.previous_token_heads || []).join(', ') +
+        ', induction heads ' + (report.induction_heads || []).join(', ') }));
+    var acc = report.accuracy;
+    /* K-composition from the named previous-token head (composition_K.json: rows = layer-0 senders,
+       columns = later receivers, minus the random baseline) */
+    var ck = figs.composition_K && figs.composition_K.file, pr = report.previous_token_head;
+    var kRow = ck && pr ? ck.row_labels.indexOf(pr) : -1;
+    function kcomp(h) {
+      var c = kRow >= 0 ? ck.col_labels.indexOf(h.name) : -1;
+      return c >= 0 ? ck.values[kRow][c] : null;
+    }
+    return { fig: 'heads', caption: 'per-head evidence (held-out sequences; click a column to sort, a head to see its scores)',
+      cols: [
+        ['head', function (h) { return h.name; }, 'text'],
+        ['roles', function (h) { return [h.previous_token_head ? 'previous-token' : '', h.induction_head ? 'induction' : '']
+          .filter(Boolean).join(', '); }, 'text'],
+        ['previous-token score', function (h) { return g(h, ['previous_token_score']); }],
+        ['induction score', function (h) { return g(h, ['induction_score']); }],
+        ['TL induction score', function (h) { return g(h, ['tl_induction_score']); }],
+        ['K-comp. from ' + (pr || 'prev.') + ' − baseline', kcomp],
+        ['OV copying', function (h) { return g(h, ['copying']); }],
+        ['copying eigenvalues > 0', function (h) { return g(h, ['copying_positive_fraction']); }],
+        ['ablated: accuracy change (points)', function (h) {
+          var a = g(h, ['accuracy_ablated']);
+          return a === null || typeof acc !== 'number' ? null : 100 * (a - acc); }]] };
+  }
+  function circuit(report, figs) {
+    var box = el('div', {});
+    box.appendChild(el('h2', { text: 'Verdicts' }));
+    var spec = report.task === 'induction' ? inductionVerdicts(report, box, figs) : winogradVerdicts(report, box);
+    var heads = report.heads || [], cols = spec.cols;
     var table = el('table', { cls: 'evidence' });
-    table.appendChild(el('caption', { text: 'per-head evidence (held-out means; click a column to sort, a head to see its attention)' }));
+    table.appendChild(el('caption', { text: spec.caption }));
     var trh = el('tr');
     var sort = { col: -1, dir: 1 }, body = el('tbody'), ths = [];
     cols.forEach(function (c, ci) {
@@ -709,8 +769,9 @@
     function showHead(h) {
       Array.prototype.forEach.call(body.children, function (tr) { tr.classList.toggle('sel', tr.getAttribute('data-head') === h.name); });
       strip.textContent = '';
-      var att = figs.attention_14;
-      strip.appendChild(el('h3', { text: h.name + ': mean attention row at position 14 (held-out)' }));
+      var att = figs[spec.fig];
+      strip.appendChild(el('h3', { text: h.name + (h.mean_pattern_row_14 ? ': mean attention row at position 14 (held-out)'
+        : ': its row is outlined in “' + (att ? att.file.title : spec.fig) + '”') }));
       var labels = att && att.file.col_labels;
       ['crosser', 'crossed'].forEach(function (role) {
         var row = g(h, ['mean_pattern_row_14', role]);
@@ -751,7 +812,7 @@
         cols.forEach(function (c, ci) {
           var x = c[1](h);
           if (ci === 0) {
-            var a = el('a', { href: '#fig-attention_14', text: x });
+            var a = el('a', { href: '#fig-' + spec.fig, text: x });
             a.addEventListener('click', function () { showHead(h); });
             tr.appendChild(el('td', {}, [a]));
           } else tr.appendChild(el('td', { cls: c[2] ? 'text' : '', text: c[2] ? x : fmt(x, 2) }));
