@@ -12,6 +12,9 @@
 #     and index.html is listed in the first folder's index.json;
 #   - circuit --format html: every patching cell is its value through the
 #     figure's diverging map on [-1, 1]; the evidence table sorts;
+#   - circuit on an induction model: the report's verdict and criteria, each
+#     head's detector scores in the evidence table, the named heads by name;
+#   - inspect's query_row on its figure's fixed [0, 1] scale;
 #   - timeline --format html draws its line plots;
 #   - 12 layers x 12 heads x 256 tokens (a model trained 2 steps): the page
 #     loads within HS_HTML_MAX_LOAD_MS (default 20000) and no hover or click
@@ -60,7 +63,8 @@ WET="the animal did not cross the street because it was too wet , so the"
 run 0 tired inspect --model "$M" --sentence "$TIRED" --out "$TMP/tired" --format json,html
 run 0 wet inspect --model "$M" --sentence "$WET" --out "$TMP/wet" --format json
 check_folder "$TMP/tired" index.html attention_grid.json
-check --page "$TMP/tired/index.html" --json "$TMP/tired/attention_grid.json" --shot "$ART/inspect_tired.png"
+check --page "$TMP/tired/index.html" --json "$TMP/tired/attention_grid.json" --shot "$ART/inspect_tired.png" \
+    --matrix "query_row:$TMP/tired/query_row.json"
 
 # the same page in Firefox, when Debian's firefox-esr is installed (not by
 # deps.sh: an optional check that no Chromium-only API crept in)
@@ -100,6 +104,15 @@ run 1 view_missing view "$TMP/nope"
 # circuit: matrices on their figures' scales, sortable evidence
 run 0 circuit circuit --model "$M" --out "$TMP/circuit" --format json,html
 check --page "$TMP/circuit/index.html" --matrix "patching:$TMP/circuit/patching.json" --shot "$ART/circuit.png"
+
+# the induction circuit: its verdict and criteria, per-head scores, the two
+# named heads' patterns under their own names (a small model that forms the
+# circuit in 700 steps, ~4 s)
+run 0 ind_train train --task induction --d-mlp 0 --d-model 32 --heads 2 --vocab-size 16 --n-ctx 24 \
+    --seg-len 3:6 --gap 0:8 --heldout 64 --batch 32 --steps 700 --eval-every 0 --out "$TMP/ind.safetensors"
+run 0 ind_circuit circuit --model "$TMP/ind.safetensors" --out "$TMP/ind" --format json,html --comp-draws 20
+check --page "$TMP/ind/index.html" --report "$TMP/ind/report.json" --json "$TMP/ind/attention.json" \
+    --shot "$ART/circuit_induction.png"
 
 # timeline: line plots (every checkpoint of a short run)
 run 0 keep train --out "$TMP/k.safetensors" --steps 20 --checkpoint-every 10 --keep "$TMP/keep" --eval-every 0
