@@ -226,6 +226,27 @@ static void figures_beyond_the_caps_are_refused(void **state)
     assert_null(f);
 }
 
+/* A line plot with no width asked wraps its title to the plot, not to
+   nothing: the timeline title was one word a line. */
+static void line_plot_title_wraps_to_the_plot_width(void **state)
+{
+    (void)state;
+    float x[11], y[22];
+    for (int i = 0; i < 11; i++) x[i] = (float)(i * 100), y[i] = (float)i / 10.0f, y[11 + i] = 1.0f - y[i];
+    const char *lab[] = {"score", "loss"};
+    hs_viz_panel P = {y, 2, lab, "panel", "value", 0, 0};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    if (hs_viz_lines_figure(&f, x, 11, &P, 1, "induction circuit over training (11 checkpoints)",
+                            "training step", NAN, NULL, &o, &err) != HS_OK)
+        fail_msg("lines: %s", err.msg);
+    check_geometry(f, "lines default width");
+    assert_int_equal(count_role(f, VZ_T_TITLE), 1); /* one line, not 7 */
+    hs_viz_figure_destroy(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -234,6 +255,7 @@ int main(void)
         cmocka_unit_test(signed_and_bars_layouts_do_not_overlap),
         cmocka_unit_test(large_figures_rasterise_with_ink_in_every_label),
         cmocka_unit_test(figures_beyond_the_caps_are_refused),
+        cmocka_unit_test(line_plot_title_wraps_to_the_plot_width),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

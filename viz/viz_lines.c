@@ -144,10 +144,13 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     }
     const int swatch = (int)lround(lh * 0.8);
     const int left = m + lh + pad + ytick_w + pad + tl;
-    int title_w = 0;
-    const int title_h = vz_title_block(&c, title, &title_w);
     int PW = (int)lround(4.5 * dpi);
     const int legend_total = pad * 2 + swatch + pad + legend_w;
+    /* no width asked: the title wraps to the natural plot's width, not to 0 */
+    const int auto_w = !(c.o.width_in > 0);
+    if (auto_w) c.o.width_in = (left + PW + legend_total + m) / dpi;
+    int title_w = 0;
+    const int title_h = vz_title_block(&c, title, &title_w);
     if (c.o.width_in > 0) {
         int rest = left + legend_total + m;
         PW = (int)lround(c.o.width_in * dpi) - rest;
@@ -239,6 +242,7 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     }
     int W = left + PW + legend_total + m;
     if (title_w + 2 * m > W) W = title_w + 2 * m;
+    if (auto_w) c.o.width_in = W / dpi; /* a word longer than the plot widens it */
     if (!s) s = vz_add_title(&c, title, W);
     if (!s) s = vz_finish(&c, W, bottom + m, out, err);
 done:
