@@ -232,6 +232,7 @@ void cli_outdir_close(cli_outdir *o)
     if (o->dir) cli_out_discard(o->dir, &o->stage);
     cJSON_Delete(o->files);
     cJSON_Delete(o->page);
+    hs_buf_free(&o->wide);
     o->files = NULL;
     o->page = NULL;
 }
@@ -345,6 +346,11 @@ static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_
 int cli_out_figure(cli_outdir *o, const char *stem, const hs_viz_figure *fig, const cJSON *json,
                    const char *shows)
 {
+    if (fig && hs_viz_figure_grown_from_in(fig) > 0 && (o->fo->png || o->fo->svg || o->fo->pdf)) {
+        hs_buf_printf(&o->wide, "%s%s %.2f in", o->n_wide ? ", " : "", stem,
+                      hs_viz_figure_width_in(fig));
+        o->n_wide++;
+    }
     if (o->fo->png && fig && write_one(o, stem, "png", fig, NULL, shows)) return 1;
     if (o->fo->svg && fig && write_one(o, stem, "svg", fig, NULL, shows)) return 1;
     if (o->fo->pdf && fig && write_one(o, stem, "pdf", fig, NULL, shows)) return 1;
@@ -428,5 +434,9 @@ int cli_out_index(cli_outdir *o, const cJSON *extra)
     free(path);
     cJSON_Delete(idx);
     if (s != HS_OK) return out_error(o, &err);
+    if (o->n_wide && !o->wide.oom)
+        fprintf(stderr, "note: %d figure%s wider than %s default width so every label fits: %s; "
+                "--width sets it\n", o->n_wide, o->n_wide > 1 ? "s are" : " is",
+                o->n_wide > 1 ? "their" : "its", o->wide.s);
     return cli_out_commit(o->cmd, o->dir, &o->stage, o->files, &o->inputs);
 }

@@ -102,6 +102,8 @@ typedef struct {
     cli_stage stage;      /* where the files go until cli_out_index moves them in */
     cli_inputs inputs;    /* the files the command reads: never replaced or removed */
     cJSON *page;          /* {stem: JSON} that index.html shows (--format html), else NULL */
+    hs_buf wide;          /* "stem W in, ..." of the figures wider than their default */
+    int n_wide;
 } cli_outdir;
 
 /* Opens dir under the output-folder policy of cli/util.h ("Output folders"):

@@ -157,6 +157,17 @@ run 0 one inspect --model "$M" --sentence "$TIRED" --out "$TMP/one" --only L1H1 
 grep -q '"title":[[:space:]]*"L1H1 · blocks.1.attn.hook_pattern"' "$TMP/one/attention_grid.json" ||
     fail "--only one head: the grid title does not name it"
 grep -q '^L0H0 ' "$TMP/only.out" && fail "--only --heads: printed an unselected head"
+# no --width and labels too wide for the default: the figures grow, and one
+# note line names each with its width (the PNG's width is that, at 300 dpi)
+run 0 wide inspect --model "$M" --sentence "$TIRED" --out "$TMP/wide" --only L1H1,L0H2 --dpi 300 \
+    --annotate --format png
+[ "$(grep -c '^note: ' "$TMP/wide.err")" -eq 1 ] || fail "wide: $(cat "$TMP/wide.err")"
+W=$("$PY" -c 'import struct,sys; print("%.2f" % (struct.unpack(">I", open(sys.argv[1], "rb").read()[16:20])[0] / 300))' "$TMP/wide/L1H1.png")
+grep -q "^note: .* wider than their default width so every label fits: .*L1H1 $W in.*--width sets it" \
+    "$TMP/wide.err" || fail "wide: note does not name L1H1 $W in: $(cat "$TMP/wide.err")"
+awk -v w="$W" 'BEGIN { exit !(w > 3.25) }' || fail "wide: L1H1 is $W in, expected wider than 3.25"
+run 0 narrow inspect --model "$M" --sentence "$TIRED" --out "$TMP/narrow" --only L1H1 --format png
+grep -q '^note: ' "$TMP/narrow.err" && fail "narrow: a note without a grown figure"
 
 # a reused --out folder: the first run's files go, a file the user put there stays
 run 0 reuse1 inspect --model "$M" --sentence "$TIRED" --out "$TMP/reuse"

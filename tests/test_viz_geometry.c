@@ -247,6 +247,35 @@ static void line_plot_title_wraps_to_the_plot_width(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* No width asked and the column cannot hold the labels at 12 pt: the chart
+   grows (it converges even with an x label wider than the axis) and says
+   which default it outgrew; a width asked that is too narrow names --width. */
+static void grown_figures_say_so(void **state)
+{
+    (void)state;
+    float v[4] = {0.45f, -0.05f, 0.02f, 0.47f};
+    const char *lab[] = {"embed", "pos_embed", "L0H0", "unembed.b_U"};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.font_pt = 12;
+    o.font_min_pt = 0;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    if (hs_viz_bars_figure(&f, v, 4, lab, "logit difference",
+                           "direct contribution to logit('horse') - logit('street')", &o, &err) != HS_OK)
+        fail_msg("bars at 12 pt: %s", err.msg);
+    check_geometry(f, "bars grown");
+    assert_true(hs_viz_figure_grown_from_in(f) == HS_VIZ_COLUMN_IN);
+    assert_true(hs_viz_figure_width_in(f) > HS_VIZ_COLUMN_IN + 0.5);
+    hs_viz_figure_destroy(f);
+    o.font_pt = 9;
+    o.font_min_pt = 6;
+    assert_int_equal(hs_viz_bars_figure(&f, v, 4, lab, "t", "x", &o, &err), HS_OK);
+    assert_true(hs_viz_figure_grown_from_in(f) == 0); /* fits its column */
+    assert_true(hs_viz_figure_width_in(f) == HS_VIZ_COLUMN_IN);
+    hs_viz_figure_destroy(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -256,6 +285,7 @@ int main(void)
         cmocka_unit_test(large_figures_rasterise_with_ink_in_every_label),
         cmocka_unit_test(figures_beyond_the_caps_are_refused),
         cmocka_unit_test(line_plot_title_wraps_to_the_plot_width),
+        cmocka_unit_test(grown_figures_say_so),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -278,6 +278,15 @@ hs_status hs_viz_figure_write_svg(const hs_viz_figure *f, const char *path, hs_e
 /* Frees a figure; NULL is allowed. */
 void hs_viz_figure_destroy(hs_viz_figure *f);
 
+/* The default width (inches) a figure outgrew: > 0 when no width was asked
+ * and the kind's default (column or page) could not hold every label at the
+ * font size, so the figure came out wider (its width is f's canvas width /
+ * dpi); 0 when it kept its default or a width was asked. The CLI says so. */
+double hs_viz_figure_grown_from_in(const hs_viz_figure *f);
+
+/* The figure's width in inches (canvas px / dpi). */
+double hs_viz_figure_width_in(const hs_viz_figure *f);
+
 /* ------------------------------------------------------------------------ */
 /* JSON (cJSON). Numbers are written with the fewest digits (up to 9
  * significant) that read back as the same float32, so parse -> (float) gives

@@ -97,6 +97,7 @@ struct hs_viz_figure {
     size_t n_groups;
     char *title;       /* the figure's title (owned, may be NULL): SVG <title>, PDF metadata */
     char *desc;        /* one line saying what it shows (owned, may be NULL): SVG <desc> */
+    double grown_from_in; /* the default width it outgrew (hs_viz_figure_grown_from_in), or 0 */
     char *font_file;   /* resolved font path (owned) */
     vz_font *font;
 };

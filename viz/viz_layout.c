@@ -795,17 +795,26 @@ static hs_status fit_width(hs_viz_figure **out, vz_build build, const void *args
         o.font_pt = fmax;
         memset(&fit, 0, sizeof fit);
         double w_in = need_min / o.dpi;
-        for (int k = 0; k < 4; k++) {
+        /* a layout's width moves with its plan (tick counts, rounding), so
+           each retry adds a little slack: it converges, centred */
+        for (int k = 0; k < 8; k++) {
             o.width_in = w_in;
             if (o.width_in > HS_VIZ_GRID_MAX_IN) break;
             s = try_font(out, build, args, &o, &fit, err);
+            if (s == HS_OK) (*out)->grown_from_in = auto_in;
             if (s == HS_OK || !fit.nofit) goto done;
-            w_in = fit.W / o.dpi;
+            w_in = fit.W / o.dpi + 0.02 * (k + 1);
         }
-        s = hs_fail(err, HS_ERR_INPUT,
-                    "%s needs %.2f in to show every label at %g pt, over the %g in cap; "
-                    "HINT: fewer tokens or heads, or --positions A:B", what,
-                    ceil(need_min / o.dpi * 100.0 - 1e-9) / 100.0, fmin, HS_VIZ_GRID_MAX_IN);
+        double need_in = ceil(imax(need_min, fit.W) / o.dpi * 100.0 - 1e-9) / 100.0;
+        if (o.width_in > HS_VIZ_GRID_MAX_IN)
+            s = hs_fail(err, HS_ERR_INPUT,
+                        "%s needs %.2f in to show every label at %g pt, over the %g in cap; "
+                        "HINT: fewer tokens or heads, or --positions A:B", what, need_in, fmax,
+                        HS_VIZ_GRID_MAX_IN);
+        else
+            s = hs_fail(err, HS_ERR_INPUT,
+                        "%s needs %.2f in to show every label at %g pt, wider than its default "
+                        "%.2f in; HINT: --width %.2f", what, need_in, fmax, auto_in, need_in);
         goto done;
     }
     /* the largest font size that fits the width asked, for the hint */
@@ -1241,7 +1250,7 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
         cell = cell_min;
         fit->cramped = 1;
     }
-    if (title_w + 2 * m > target) fit->cramped = 1;
+    if (title_w + 2 * m > (int)lround(c.o.width_in * dpi)) fit->cramped = 1; /* the canvas, not the retry plan */
     int P = (int)T * cell;
     char gidb[64];
     for (size_t l = 0; l < L && !s; l++)
@@ -1449,12 +1458,13 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
         double spacing = tk.n > 1 ? PW * tk.step / (ahi - alo) : PW;
         if (spacing >= tw + 2 * pad || want == 1) break;
     }
-    int PW_min = (int)lround(1.0 * dpi);
+    /* the x label is centred under the axis: the axis is at least as wide */
+    int PW_min = imax((int)lround(1.0 * dpi), xlab_w);
     if (PW < PW_min) {
         PW = PW_min;
         fit->cramped = 1;
     }
-    if (title_w + 2 * m > target) fit->cramped = 1;
+    if (title_w + 2 * m > (int)lround(c.o.width_in * dpi)) fit->cramped = 1; /* the canvas, not the retry plan */
     int ax0 = left + imax(padL, edge), ax1 = ax0 + PW; /* data axis pixels */
 #define XOF(v) (ax0 + (int)lround(((v) - alo) / (ahi - alo) * (double)PW))
     int x0 = XOF(0.0);
@@ -1587,3 +1597,6 @@ hs_status vz_finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err)
 {
     return finish(c, W, H, out, err);
 }
+
+double hs_viz_figure_grown_from_in(const hs_viz_figure *f) { return f ? f->grown_from_in : 0; }
+double hs_viz_figure_width_in(const hs_viz_figure *f) { return f && f->dpi > 0 ? f->width / f->dpi : 0; }
