@@ -276,6 +276,29 @@ static void grown_figures_say_so(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* One head's query row at 12 pt: the colour bar's rotated quantity label
+   stays within the bar (it ran past it to the figure's edge). */
+static void one_row_colour_bar_label_stays_on_the_bar(void **state)
+{
+    (void)state;
+    make_labels(14, 8);
+    float m[14];
+    for (int j = 0; j < 14; j++) m[j] = (float)j / 91.0f;
+    const char *rows[] = {"L1H1"};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.font_pt = 12;
+    o.font_min_pt = 0;
+    o.value_label = "attention weight";
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    if (hs_viz_matrix_figure(&f, m, 1, 14, rows, LP, "attention from position 14", "source (key)",
+                             "head", &o, &err) != HS_OK)
+        fail_msg("query row: %s", err.msg);
+    check_geometry(f, "query row 12 pt");
+    hs_viz_figure_destroy(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -286,6 +309,7 @@ int main(void)
         cmocka_unit_test(figures_beyond_the_caps_are_refused),
         cmocka_unit_test(line_plot_title_wraps_to_the_plot_width),
         cmocka_unit_test(grown_figures_say_so),
+        cmocka_unit_test(one_row_colour_bar_label_stays_on_the_bar),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

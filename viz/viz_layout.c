@@ -977,7 +977,8 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     }
     int right = left + PW + lw;
     int cbx = left + PW + lw + cgap;
-    int cbh = imax(PH, (int)lround(0.8 * c->o.dpi)), cbb = 0;
+    /* the bar is at least as tall as its quantity label, which runs along it */
+    int cbh = imax(imax(PH, (int)lround(0.8 * c->o.dpi)), sc->label ? text_len(c, sc->label, c->fpx) : 0), cbb = 0;
     if (!s) s = add_colorbar(c, sc, 1, cbx, top, bw, cbh, &right, &cbb);
     bottom = imax(bottom, cbb);
     if (!s && legend) {
@@ -1310,6 +1311,7 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
     /* the strip under the grid: the grid's width or the rest of the target's */
     int strip = imax(gridW, target - left - m);
     int cbw = imax(imin((int)lround(2.5 * dpi), strip - legend_w), (int)lround(1.0 * dpi));
+    cbw = imax(cbw, sc.label ? text_len(&c, sc.label, c.fpx) : 0); /* as wide as its quantity label */
     int cbx = left + imax(0, (imin(strip, imax(gridW, cbw + legend_w)) - cbw - legend_w) / 2);
     int cby = bottom + 2 * pad, cbr = 0, cbb = 0;
     if (!s) s = add_colorbar(&c, &sc, 0, cbx, cby, cbw, bh, &cbr, &cbb);
