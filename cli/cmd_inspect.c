@@ -199,6 +199,12 @@ static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, 
     if (cli_figopts_images(od->fo)) {
         hs_viz_options o = cli_figopts_for(od->fo, CLI_FIG_ATTENTION, 0);
         o.highlight_row = x->pos - x->a;
+        char note[128];
+        if (cp && !x->no_title) { /* the crop drops sources: say so on the figure */
+            snprintf(note, sizeof note, "positions %d..%d of 0..%zu: rows shown need not sum to 1",
+                     x->a, x->b, x->tok->n - 1);
+            o.note = note;
+        }
         if (T > HS_VIZ_MAX_TOKENS || rows > HS_VIZ_MAX_LAYERS || cols > HS_VIZ_MAX_HEADS) {
             fprintf(stderr, "headscope %s: note: %s is %zu x %zu panels of %zu tokens, over the "
                             "figure caps (%d x %d of %d); writing its JSON only\n", C, stem, rows,
@@ -269,6 +275,11 @@ static int write_diff(cli_outdir *od, const insp_ctx *x, const char *stem, const
     if (cli_figopts_images(od->fo)) {
         hs_viz_options o = cli_figopts_for(od->fo, CLI_FIG_SIGNED, lim > 0 ? lim : 1.0);
         o.value_label = "attention weight, B - A";
+        char note[96];
+        if (S != T && !x->no_title) {
+            snprintf(note, sizeof note, "positions %d..%d of 0..%zu", x->a, x->b, T - 1);
+            o.note = note;
+        }
         hs_status s = HS_ERR_INPUT;
         if (S <= HS_VIZ_MAX_TOKENS)
             s = hs_viz_signed_figure_masked(&fig, m, mask, S, S, toks, toks, title,

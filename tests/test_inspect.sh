@@ -243,6 +243,12 @@ for f in os.listdir(d):
     if f.endswith(".svg"):
         assert 'class="title"' not in open(os.path.join(d, f)).read(), f
 EOF
+# cropped with titles: the figure says so under its title (rows need not sum to 1)
+run 0 crop inspect --model "$M" --sentence "$TIRED" --out "$TMP/crop" --only L1H1 --positions 6:14 \
+    --format svg
+grep -q 'positions 6\.\.14 of 0\.\.14: rows shown need not sum to 1' "$TMP/crop/L1H1.svg" ||
+    fail "crop: L1H1.svg does not say it is cropped"
+grep -q 'need not sum' "$TMP/only/L1H0.svg" && fail "only: an uncropped figure says it is cropped"
 run 1 pairlen inspect --model "$M" --sentence "$TIRED" --sentence "the animal was tired" --out "$TMP/e0"
 one_line pairlen "same number"
 
