@@ -299,6 +299,42 @@ static void one_row_colour_bar_label_stays_on_the_bar(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* A narrow matrix (8 heads x 2 scores) under a wider title: the body is
+   centred under it, not left with the right half empty. */
+static void narrow_body_is_centred_under_a_wide_title(void **state)
+{
+    (void)state;
+    float m[16];
+    for (int i = 0; i < 16; i++) m[i] = (float)(i % 5) / 4.0f;
+    const char *rows[] = {"L0H0", "L0H1", "L0H2", "L0H3", "L1H0", "L1H1", "L1H2", "L1H3"};
+    const char *cols[] = {"previous-token", "induction"};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 300;
+    o.value_label = "score";
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    if (hs_viz_matrix_figure(&f, m, 8, 2, rows, cols, "head detector scores (held-out sequences)",
+                             "score", "head", &o, &err) != HS_OK)
+        fail_msg("narrow matrix: %s", err.msg);
+    check_geometry(f, "narrow matrix");
+    int x0 = f->width, x1 = 0;
+    for (size_t i = 0; i < f->n_rects; i++) {
+        if (f->rects[i].x < x0) x0 = f->rects[i].x;
+        if (f->rects[i].x + f->rects[i].w > x1) x1 = f->rects[i].x + f->rects[i].w;
+    }
+    for (size_t i = 0; i < f->n_texts; i++) {
+        const vz_text *t = &f->texts[i];
+        if (t->role == VZ_T_TITLE) continue;
+        if (t->ix < x0) x0 = t->ix;
+        if (t->ix + t->iw > x1) x1 = t->ix + t->iw;
+    }
+    int gap_l = x0, gap_r = f->width - x1;
+    if (abs(gap_l - gap_r) > f->width / 10)
+        fail_msg("body %d..%d of %d px: %d px left, %d px right", x0, x1, f->width, gap_l, gap_r);
+    hs_viz_figure_destroy(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -310,6 +346,7 @@ int main(void)
         cmocka_unit_test(line_plot_title_wraps_to_the_plot_width),
         cmocka_unit_test(grown_figures_say_so),
         cmocka_unit_test(one_row_colour_bar_label_stays_on_the_bar),
+        cmocka_unit_test(narrow_body_is_centred_under_a_wide_title),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -699,6 +699,16 @@ typedef struct vz_fit_s {
     int W;       /* out: the width the layout took, px */
 } vz_fit;
 
+/* Moves everything laid out so far dx px right. */
+static void shift_items(vz_ctx *c, int dx)
+{
+    for (size_t i = 0; i < c->f->n_rects; i++) c->f->rects[i].x += dx;
+    for (size_t i = 0; i < c->f->n_texts; i++) {
+        c->f->texts[i].x += dx;
+        c->f->texts[i].ix += dx;
+    }
+}
+
 /* Finishes a figure: holds it to the target width (centred when narrower;
  * refused through fit->nofit when wider), checks the canvas cap, hands it out. */
 static hs_status finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err)
@@ -713,12 +723,7 @@ static hs_status finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *
                        W / c->o.dpi, c->o.width_in);
     }
     if (c->o.width_in > 0 && W < target) {
-        int dx = (target - W) / 2;
-        for (size_t i = 0; i < c->f->n_rects; i++) c->f->rects[i].x += dx;
-        for (size_t i = 0; i < c->f->n_texts; i++) {
-            c->f->texts[i].x += dx;
-            c->f->texts[i].ix += dx;
-        }
+        shift_items(c, (target - W) / 2);
         W = target;
     }
     if (W > HS_VIZ_MAX_PX || H > HS_VIZ_MAX_PX) {
@@ -990,6 +995,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     }
     bottom = imax(bottom, top + cbh + lh / 2 + lh % 2);
     int W = imax(right + m, title_w + 2 * m);
+    shift_items(c, (W - right - m) / 2); /* the body centred under a wider title */
     if (!s && title_h) s = add_title(c, hs->title, W);
     int H = bottom + m;
     if (s) goto done;
@@ -1324,6 +1330,7 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
         bottom = imax(bottom, lb);
     }
     int W = imax(right + m, title_w + 2 * m);
+    shift_items(&c, (W - right - m) / 2); /* the body centred under a wider title */
     if (!s && title_h) s = add_title(&c, title, W);
     if (s) goto done;
     s = finish(&c, W, bottom + m, out, err);
@@ -1516,6 +1523,7 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
         right = imax(right, ax0 + PW / 2 - xlab_w / 2 + xlab_w);
     }
     int W = imax(right + m, title_w + 2 * m);
+    shift_items(&c, (W - right - m) / 2); /* the body centred under a wider title */
     if (!s && title_h) s = add_title(&c, title, W);
     if (s) goto done;
     s = finish(&c, W, bottom + m, out, err);
