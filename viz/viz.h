@@ -32,8 +32,10 @@
  * they cannot fit, the call fails with one line naming the width that fits
  * (and the largest font size that fits the width asked). With width_in = 0 a
  * single panel or bar chart is a column wide (HS_VIZ_COLUMN_IN) and a grid a
- * page (HS_VIZ_PAGE_IN), wider only when its labels need it, up to
- * HS_VIZ_GRID_MAX_IN. Values written in cells and at bars are 0.8 x the label
+ * page (HS_VIZ_PAGE_IN), wider only when its labels need it (at font_pt;
+ * hs_viz_figure_grown_from_in then says which default it outgrew), up to
+ * HS_VIZ_GRID_MAX_IN. A line plot with width_in = 0 has a 4.5 in plot and
+ * wraps its title to that. Values written in cells and at bars are 0.8 x the label
  * size but never under 6 pt (unless the labels are).
  *
  * Caps (documented limits; inputs beyond them get HS_ERR_INPUT):
