@@ -28,23 +28,34 @@ static const char DLA_HELP[] =
     "at each prompt's position, averaged over the prompts. The components and\n"
     "the norm's bias term sum to the logit difference less b_U.\n"
     "\n"
+    "--by-position adds, per component and source position q, what the component\n"
+    "writes at q read at the prompt's position (TransformerLens decompose_resid /\n"
+    "stack_head_results with pos_slice = q, then apply_ln_to_stack and logit_attrs\n"
+    "with the read position's frozen scale and its answer - wrong direction), the\n"
+    "mean over the prompts. At the read position it is the attribution above; at\n"
+    "other positions it does not sum to the logits (a write at q reaches them only\n"
+    "through later attention; positions after a read position never do).\n"
+    "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab\n"
     "  --data FILE           prompt set: JSONL, one {\"prompt\", \"answer\", ...} a line\n"
     "  --out DIR             write dla.json and dla_bars.{png,svg,json} into DIR\n"
     "  --json                print every number as JSON instead of the table\n"
+    "  --by-position         also every component at every source position (and,\n"
+    "                        with --out, dla_by_position.{png,svg,json})\n"
     "  --threads N           worker threads, 0 = every CPU (default)\n"
     "\n"
     "Exit status: 0 ok, 1 user error, 2 usage error.\n";
 
 int cmd_dla(int argc, char **argv)
 {
-    enum { O_HELP = 256 };
+    enum { O_HELP = 256, O_BYPOS };
     static const struct option opts[] = {{"help", no_argument, 0, O_HELP},
+                                         {"by-position", no_argument, 0, O_BYPOS},
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "dla";
-    int c;
+    int c, by_pos = 0;
     cli_exp x;
     cli_exp_init(&x, C);
     optind = 1;
@@ -55,6 +66,10 @@ int cmd_dla(int argc, char **argv)
             fputs(CLI_FIGOPTS_HELP, stdout);
             return 0;
         }
+        if (c == O_BYPOS) {
+            by_pos = 1;
+            continue;
+        }
         if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
     }
     if (cli_exp_check(&x, argc, argv, 0)) return 2;
@@ -64,9 +79,10 @@ int cmd_dla(int argc, char **argv)
     hs_buf text = {0};
     hs_dla_set r = {0};
     float *m = NULL;
-    const char **ll = NULL;
+    const char **ll = NULL, **pl = NULL;
+    char (*pb)[12] = NULL;
     if (cli_exp_open(&x, 0)) goto done;
-    if (hs_dla_set_run(x.Ld.model, x.pool, &x.p, &r, &err) != HS_OK) {
+    if (hs_dla_set_run(x.Ld.model, x.pool, &x.p, by_pos, &r, &err) != HS_OK) {
         rc = cli_error(C, &err);
         goto done;
     }
@@ -98,6 +114,28 @@ int cmd_dla(int argc, char **argv)
                         "each component's mean direct logit attribution at the prompts' positions, then the "
                         "final norm's bias term"))
             goto done;
+        if (r.attr_pos) {
+            const size_t n = (size_t)r.n_comp * r.t;
+            float *mp = realloc(m, n * sizeof *m);
+            pl = calloc((size_t)r.t, sizeof *pl);
+            pb = calloc((size_t)r.t, sizeof *pb);
+            if (mp) m = mp;
+            if (!mp || !pl || !pb) {
+                fprintf(stderr, "headscope %s: out of memory\n", C);
+                goto done;
+            }
+            for (size_t i = 0; i < n; i++) m[i] = (float)r.attr_pos[i];
+            for (int q = 0; q < r.t; q++) {
+                snprintf(pb[q], sizeof pb[q], "%d", q);
+                pl[q] = pb[q];
+            }
+            if (cli_out_fig(&fx, CLI_FIG_SIGNED, "dla_by_position", m, (size_t)r.n_comp, (size_t)r.t, ll, pl,
+                            "direct logit attribution by source position (final norm frozen at the read position)",
+                            "source position", "component", 0.0, "logits", NULL,
+                            "what each component writes at each position, read at the prompts' positions, "
+                            "mean over the prompts"))
+                goto done;
+        }
     }
     hs_dla_set_summary(&r, &text);
     rc = cli_exp_finish(&x, j, "dla", "every component's mean direct logit attribution, the norm's bias term "
@@ -105,6 +143,8 @@ int cmd_dla(int argc, char **argv)
 done:
     free(m);
     free(ll);
+    free(pl);
+    free(pb);
     hs_buf_free(&text);
     cJSON_Delete(j);
     hs_dla_set_free(&r);

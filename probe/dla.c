@@ -114,10 +114,18 @@ void hs_dla_free(hs_dla *d)
 hs_status hs_logit_attribution(const hs_model *m, const hs_cache *cache, int batch, int pos,
                                int tok_a, int tok_b, hs_dla *out, hs_error *err)
 {
+    return hs_logit_attribution_at(m, cache, batch, pos, pos, tok_a, tok_b, out, err);
+}
+
+hs_status hs_logit_attribution_at(const hs_model *m, const hs_cache *cache, int batch, int src_pos, int pos,
+                                  int tok_a, int tok_b, hs_dla *out, hs_error *err)
+{
     const hs_config *c = &m->cfg;
     const hs_params *P = &m->params;
     const int D = c->d_model, V = c->d_vocab;
     memset(out, 0, sizeof *out);
+    if (pos < 0 || src_pos < 0)
+        return hs_fail(err, HS_ERR_INPUT, "logit attribution: negative position %d/%d", src_pos, pos);
     if (tok_a < 0 || tok_a >= V || tok_b >= V)
         return hs_fail(err, HS_ERR_INPUT, "logit attribution: token %d/%d outside [0, %d)", tok_a,
                        tok_b, V);
@@ -135,7 +143,7 @@ hs_status hs_logit_attribution(const hs_model *m, const hs_cache *cache, int bat
         s = sr[0];
     }
     hs_resid_stack st;
-    hs_status rc = hs_resid_decompose(m, cache, batch, pos, &st, err);
+    hs_status rc = hs_resid_decompose(m, cache, batch, src_pos, &st, err);
     if (rc != HS_OK) return rc;
     double *dir = malloc((size_t)D * sizeof *dir);
     out->attr = calloc((size_t)st.n, sizeof *out->attr);

@@ -334,6 +334,21 @@ typedef struct {
 
 hs_status hs_logit_attribution(const hs_model *m, const hs_cache *cache, int batch, int pos,
                                int tok_a, int tok_b, hs_dla *out, hs_error *err);
+/*
+ * Direct logit attribution of what each component writes at source position
+ * src_pos, read at position pos (TL: decompose_resid / stack_head_results
+ * with pos_slice = src_pos, then apply_ln_to_stack and logit_attrs with pos's
+ * frozen ln_final.hook_scale and pos's answer/wrong direction): attr_c =
+ * c(src_pos)' . dir with c' and dir exactly as hs_logit_attribution at pos,
+ * only c taken at src_pos; constant and target are pos's. src_pos = pos is
+ * hs_logit_attribution (bit for bit). A component at src_pos != pos does not
+ * sum to pos's logits (it reaches them only through later attention): the
+ * number says how its write at src_pos lines up with pos's unembedding
+ * direction. Errors as hs_logit_attribution (the cache needs src_pos's
+ * components, pos's scale and logits).
+ */
+hs_status hs_logit_attribution_at(const hs_model *m, const hs_cache *cache, int batch, int src_pos, int pos,
+                                  int tok_a, int tok_b, hs_dla *out, hs_error *err);
 void hs_dla_free(hs_dla *d);
 
 /* The K most likely next tokens from one logits row (V): ids[0..K-1] by

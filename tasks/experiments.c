@@ -403,6 +403,7 @@ void hs_dla_set_free(hs_dla_set *r)
     if (r == NULL) return;
     free(r->labels);
     free(r->attr);
+    free(r->attr_pos);
     memset(r, 0, sizeof *r);
 }
 
@@ -412,7 +413,9 @@ typedef struct {
     const int *tok;   /* (n_pad, t) */
     int n;            /* real prompts */
     hs_dla_set *r;
-    double *rows;     /* (n, n_comp + 2): attributions, constant, target */
+    int by_pos;
+    size_t stride;    /* n_comp + 2 (+ n_comp * t with by_pos) */
+    double *rows;     /* (n, stride): attributions, constant, target (, attr_pos's terms) */
 } dla_ctx;
 
 static hs_status dla_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
@@ -436,18 +439,25 @@ static hs_status dla_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
             hs_dla_free(&d);
             return hs_fail(&w->err, HS_ERR_INPUT, "dla: %d components, expected %d", d.n, dc->r->n_comp);
         }
-        double *o = dc->rows + (size_t)row * (dc->r->n_comp + 2);
+        double *o = dc->rows + (size_t)row * dc->stride;
         for (int k = 0; k < d.n; k++) o[k] = d.attr[k];
         o[d.n] = d.constant;
         o[d.n + 1] = d.target;
         if (row == 0) memcpy(dc->r->labels, d.labels, (size_t)d.n * sizeof *d.labels);
         hs_dla_free(&d);
+        for (int q = 0; q < t && dc->by_pos && st == HS_OK; q++) {
+            st = hs_logit_attribution_at(dc->m, &w->tmp, i, q, dc->p->pos[row], dc->p->answer[row],
+                                         dc->p->wrong ? dc->p->wrong[row] : -1, &d, &w->err);
+            if (st != HS_OK) break;
+            for (int k = 0; k < d.n; k++) o[dc->r->n_comp + 2 + (size_t)k * t + q] = d.attr[k];
+            hs_dla_free(&d);
+        }
     }
     return st;
 }
 
-hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_dla_set *out,
-                         hs_error *err)
+hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, int by_position,
+                         hs_dla_set *out, hs_error *err)
 {
     memset(out, 0, sizeof *out);
     if (p->n < 1) return hs_fail(err, HS_ERR_INPUT, "dla: the prompt set is empty");
@@ -474,16 +484,21 @@ hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, 
     out->has_wrong = p->wrong != NULL;
     out->labels = calloc((size_t)(out->n_comp ? out->n_comp : 1), sizeof *out->labels);
     out->attr = calloc((size_t)(out->n_comp ? out->n_comp : 1), sizeof *out->attr);
-    if (st == HS_OK) rows = malloc((size_t)p->n * (out->n_comp + 2) * sizeof *rows);
-    if (st == HS_OK && (!rows || !out->labels || !out->attr)) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    dla_ctx dc = {m, p, tok, p->n, out, rows};
+    out->t = p->t;
+    const size_t stride = (size_t)out->n_comp + 2 + (by_position ? (size_t)out->n_comp * p->t : 0);
+    if (st == HS_OK) rows = malloc((size_t)p->n * stride * sizeof *rows);
+    if (st == HS_OK && by_position) out->attr_pos = malloc((size_t)out->n_comp * p->t * sizeof *out->attr_pos);
+    if (st == HS_OK && (!rows || !out->labels || !out->attr || (by_position && !out->attr_pos)))
+        st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    dla_ctx dc = {m, p, tok, p->n, out, by_position != 0, stride, rows};
     if (st == HS_OK) st = hs_engine_for(&e, hs_engine_chunks(p->n), dla_job, &dc, err);
-    for (int k = 0; k < out->n_comp + 2 && st == HS_OK; k++) {
+    for (size_t k = 0; k < stride && st == HS_OK; k++) {
         double s = 0.0;
-        for (int i = 0; i < p->n; i++) s += rows[(size_t)i * (out->n_comp + 2) + k];
-        if (k < out->n_comp) out->attr[k] = s / p->n;
-        else if (k == out->n_comp) out->constant = s / p->n;
-        else out->target = s / p->n;
+        for (int i = 0; i < p->n; i++) s += rows[(size_t)i * stride + k];
+        if (k < (size_t)out->n_comp) out->attr[k] = s / p->n;
+        else if (k == (size_t)out->n_comp) out->constant = s / p->n;
+        else if (k == (size_t)out->n_comp + 1) out->target = s / p->n;
+        else out->attr_pos[k - out->n_comp - 2] = s / p->n;
     }
     for (int i = 0; i < e.n_workers; i++) hs_cache_free(&e.w[i].tmp);
     hs_engine_free(&e);
@@ -506,7 +521,18 @@ cJSON *hs_dla_set_json(const hs_dla_set *r)
         cJSON *x = cJSON_CreateObject();
         ok = x && cJSON_AddItemToArray(a, x) && cJSON_AddStringToObject(x, "component", r->labels[k]) &&
              cJSON_AddItemToObject(x, "attribution", num_or_null(r->attr[k]));
+        cJSON *bp = r->attr_pos ? cJSON_CreateArray() : NULL;
+        if (r->attr_pos) ok = ok && bp && cJSON_AddItemToObject(x, "by_position", bp);
+        if (r->attr_pos && !ok && bp && !cJSON_GetObjectItem(x, "by_position")) cJSON_Delete(bp);
+        for (int q = 0; q < r->t && r->attr_pos && ok; q++)
+            ok = cJSON_AddItemToArray(bp, num_or_null(r->attr_pos[(size_t)k * r->t + q]));
     }
+    if (ok && r->attr_pos)
+        ok = cJSON_AddStringToObject(o, "by_position",
+                                     "components[k].by_position[q]: the mean over the prompts of what component k "
+                                     "writes at position q, through the final norm frozen at the prompt's read "
+                                     "position, dotted with its direction (q = the read position: the "
+                                     "attribution)") != NULL;
     if (!ok) {
         cJSON_Delete(o);
         return NULL;
@@ -526,4 +552,13 @@ void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b)
     }
     hs_buf_printf(b, "  %-14s %+9.3f\n  sum %+.3f = %s %+.3f (the logits, less b_U)\n", "norm bias", r->constant,
                   s + r->constant, r->has_wrong ? "LD" : "logit", r->target);
+    if (r->attr_pos == NULL) return;
+    hs_buf_printf(b, "\nby position: what each component writes at position q, read through the final norm frozen "
+                     "at the prompt's position and its direction; means over the prompts\n%-14s", "");
+    for (int q = 0; q < r->t; q++) hs_buf_printf(b, " %7d", q);
+    for (int k = 0; k < r->n_comp; k++) {
+        hs_buf_printf(b, "\n  %-12s", r->labels[k]);
+        for (int q = 0; q < r->t; q++) hs_buf_printf(b, " %+7.2f", r->attr_pos[(size_t)k * r->t + q]);
+    }
+    hs_buf_printf(b, "\n");
 }

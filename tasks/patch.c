@@ -285,11 +285,22 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
      * pattern rows, attn_out, mlp_out, resid_post; not k, v or resid_pre,
      * which later positions' attention reads). */
     int max_pos = 0;
-    read = calloc((size_t)t, 1);
+    read = calloc((size_t)t, 2);
     if (read == NULL) goto oom;
     for (int i = 0; i < n; i++) {
         read[pos[i]] = 1;
         if (pos[i] > max_pos) max_pos = pos[i];
+    }
+    /* Cells at a position p before which (p included) every clean prompt
+     * equals its corrupted partner token for token are left out too: every
+     * act at p depends on tokens 0..p only (causal attention, per-row
+     * kernels), so the clean value written there is the corrupted run's bit
+     * for bit and the patched run is the corrupted run (Winograd pairs differ
+     * from the adjective on: 11 of 15 positions per head). */
+    unsigned char *same_prefix = read + t;
+    for (int p = 0, same = 1; p < t; p++) {
+        for (int i = 0; i < n && same; i++) same = src[(size_t)i * t + p] == dst[(size_t)i * t + p];
+        same_prefix[p] = (unsigned char)same;
     }
     int nj = 0;
     for (int a = 0; a < HS_PATCH_N; a++) {
@@ -298,7 +309,7 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
             if (!hs_patch_act_is_head(a)) {
                 for (int p = 0; p < t; p++)
                     c.jobs[nj++] = (pjob){a, l, -1, p, &out->ld[a][l * t + p], &out->metric[a][l * t + p],
-                                      unreachable(a, l, p, L, max_pos, read)};
+                                      same_prefix[p] || unreachable(a, l, p, L, max_pos, read)};
                 continue;
             }
             for (int h = 0; h < H; h++) {
@@ -306,7 +317,7 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
                 for (int p = 0; p < t; p++) {
                     const size_t k = ((size_t)l * H + h) * t + p;
                     c.jobs[nj++] = (pjob){a, l, h, p, &out->ld_pos[a][k], &out->metric_pos[a][k],
-                                          unreachable(a, l, p, L, max_pos, read)};
+                                          same_prefix[p] || unreachable(a, l, p, L, max_pos, read)};
                 }
             }
         }

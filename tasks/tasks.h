@@ -1145,10 +1145,21 @@ typedef struct {
     double *attr;        /* (n_comp) mean attribution, logits */
     double constant;     /* mean final-norm bias term */
     double target;       /* mean logit (or LD) less b_U: sum attr + constant = target */
+    int t;               /* tokens per prompt */
+    double *attr_pos;    /* (n_comp, t) with by_position, else NULL: see hs_dla_set_run */
 } hs_dla_set;
-/* HS_ERR_INPUT for an empty set or a prompt without "answer". Free with hs_dla_set_free. */
-hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_dla_set *out,
-                         hs_error *err);
+/* HS_ERR_INPUT for an empty set or a prompt without "answer". Free with hs_dla_set_free.
+ * by_position = 1 also fills attr_pos[k * t + q]: the mean over the prompts of
+ * hs_logit_attribution_at(src_pos q, read position the prompt's): what
+ * component k writes at position q, through the final norm with the read
+ * position's frozen scale (and its mean, LN), dotted with the read position's
+ * answer - wrong direction (TL: stack_head_results / decompose_resid with
+ * pos_slice = q, then apply_ln_to_stack and logit_attrs with the read
+ * position's scale). Column q = a prompt's read position is attr's term
+ * exactly; every q in [0, t) is averaged over every prompt, including
+ * positions after a prompt's read position (which cannot reach its logits). */
+hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, int by_position,
+                         hs_dla_set *out, hs_error *err);
 void hs_dla_set_free(hs_dla_set *r);
 cJSON *hs_dla_set_json(const hs_dla_set *r);
 void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b);

@@ -226,7 +226,7 @@ static void patch_reproduces_circuit_per_head_numbers(void **state)
     /* dla over the same pairs (answer = the referent, wrong = the other noun)
      * is circuit's per-head DLA towards ref - other; the parts sum to the LD */
     hs_dla_set d;
-    assert_int_equal(hs_dla_set_run(g_m, NULL, &g_p, &d, &err), HS_OK);
+    assert_int_equal(hs_dla_set_run(g_m, NULL, &g_p, 0, &d, &err), HS_OK);
     double sum = d.constant;
     for (int k = 0; k < d.n_comp; k++) sum += d.attr[k];
     assert_true(fabs(sum - d.target) < 1e-4);
@@ -241,6 +241,64 @@ static void patch_reproduces_circuit_per_head_numbers(void **state)
     assert_int_equal(found, r.L * r.H);
     hs_dla_set_free(&d);
     hs_circuit_report_free(&r);
+}
+
+/* dla --by-position: at the read position (14 for every pair) each
+ * component's column is its attribution bit for bit; elsewhere, pos_embed at
+ * position 3 of the first prompt alone is W_pos[3] centred (LayerNorm),
+ * divided by ln_final.hook_scale at 14, times w_f, dotted with
+ * W_U[:, answer] - W_U[:, wrong], computed here by hand. */
+static void dla_by_position_matches_dla_at_the_read_position_and_by_hand(void **state)
+{
+    (void)state;
+    const int t = g_p.t, D = g_m->cfg.d_model, V = g_m->cfg.d_vocab;
+    hs_error err = {0};
+    hs_dla_set d0, d1;
+    assert_int_equal(hs_dla_set_run(g_m, NULL, &g_p, 0, &d0, &err), HS_OK);
+    assert_int_equal(hs_dla_set_run(g_m, NULL, &g_p, 1, &d1, &err), HS_OK);
+    assert_null(d0.attr_pos);
+    assert_non_null(d1.attr_pos);
+    assert_int_equal(d1.t, t);
+    for (int i = 0; i < g_p.n; i++) assert_int_equal(g_p.pos[i], 14);
+    assert_true(d1.constant == d0.constant && d1.target == d0.target);
+    for (int k = 0; k < d1.n_comp; k++)
+        if (!(d1.attr_pos[(size_t)k * t + 14] == d0.attr[k] && d1.attr[k] == d0.attr[k]))
+            fail_msg("%s: by position %.17g, dla %.17g", d1.labels[k], d1.attr_pos[(size_t)k * t + 14], d0.attr[k]);
+    hs_dla_set_free(&d0);
+    hs_dla_set_free(&d1);
+
+    hs_prompts one = g_p;
+    one.n = 1;
+    assert_int_equal(hs_dla_set_run(g_m, NULL, &one, 1, &d1, &err), HS_OK);
+    int kp = -1;
+    for (int k = 0; k < d1.n_comp; k++)
+        if (strcmp(d1.labels[k], "pos_embed") == 0) kp = k;
+    assert_true(kp >= 0);
+    assert_int_equal(g_m->cfg.norm, HS_NORM_LAYERNORM);
+    hs_acts *a = NULL;
+    hs_cache c = {0};
+    assert_int_equal(hs_acts_create(&g_m->cfg, 1, t, 0, &a, &err), HS_OK);
+    static const char *const f[] = {"ln_final.hook_scale"};
+    assert_int_equal(hs_run_with_cache(g_m, a, g_p.clean, 1, t, f, 1, NULL, &c, &err), HS_OK);
+    const double scale = hs_cache_get(&c, "ln_final.hook_scale")->data[14];
+    const hs_params *P = &g_m->params;
+    const float *wp = P->W_pos + (size_t)3 * D;
+    double mu = 0.0, want = 0.0;
+    for (int e = 0; e < D; e++) mu += wp[e];
+    mu /= D;
+    for (int e = 0; e < D; e++)
+        want += ((double)wp[e] - mu) * P->ln_final_w[e] *
+                ((double)P->W_U[(size_t)e * V + g_p.answer[0]] - P->W_U[(size_t)e * V + g_p.wrong[0]]);
+    want /= scale;
+    /* the scale here comes from a 1-row forward, the engine's from a padded
+     * chunk: OpenBLAS's kernel differs with the size, so float rounding */
+    if (!(fabs(d1.attr_pos[(size_t)kp * t + 3] - want) < 1e-5 * (1.0 + fabs(want))))
+        fail_msg("pos_embed at 3: %.17g, by hand %.17g", d1.attr_pos[(size_t)kp * t + 3], want);
+    /* and it is not the number at the read position */
+    assert_true(fabs(d1.attr_pos[(size_t)kp * t + 3] - d1.attr[kp]) > 1e-3);
+    hs_cache_free(&c);
+    hs_acts_destroy(a);
+    hs_dla_set_free(&d1);
 }
 
 static void patch_identities_and_batch_independence(void **state)
@@ -548,6 +606,7 @@ int main(void)
         cmocka_unit_test(prompt_sets_refuse_bad_lines_with_file_and_line),
         cmocka_unit_test(patch_reproduces_circuit_per_head_numbers),
         cmocka_unit_test(patch_identities_and_batch_independence),
+        cmocka_unit_test(dla_by_position_matches_dla_at_the_read_position_and_by_hand),
         cmocka_unit_test(heads_scores_match_a_hand_computed_pattern),
         cmocka_unit_test(lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics),
         cmocka_unit_test(ablate_zero_and_mean_equal_hand_ablation),

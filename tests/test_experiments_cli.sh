@@ -122,6 +122,16 @@ d = json.load(open(sys.argv[1]))
 s = sum(c["attribution"] for c in d["components"]) + d["constant"]
 assert abs(s - d["target"]) < 1e-4, (s, d["target"])
 assert "frozen" in d["final_norm"]
+assert "by_position" not in d["components"][0]
+PYEOF
+run 0 dp dla --model "$M" --data "$TMP/pairs.jsonl" --by-position --out "$TMP/dp" --dpi 72
+check_folder "$TMP/dp" dla.json dla_bars.png dla_by_position.png
+"$PY" - "$TMP/dp/dla.json" <<'PYEOF' || fail "dla.json --by-position"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for c in d["components"]:
+    assert len(c["by_position"]) == 15 and c["by_position"][14] == c["attribution"], c
+assert any(abs(c["by_position"][3]) > 1e-3 for c in d["components"])
 PYEOF
 run 0 ls lens --model "$M" --sentence "the animal did not cross the street because it was too tired , so the"
 echo "ok"
