@@ -305,14 +305,18 @@ static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats,
     const char *C = od->cmd;
     size_t T = x->tok->n, S = (size_t)x->pos + 1;
     float *m = malloc(R * S * sizeof *m);
-    if (!m) return oom(C);
+    /* the token is the user's text: no fixed buffer */
+    char *title = hs_strfmt("attention from position %d ('%s'), by head", x->pos, x->tok->strs[x->pos]);
+    char *shows = hs_strfmt("attention row of each head at query position %d over sources 0..%d [head, src]",
+                            x->pos, x->pos);
+    if (!m || !title || !shows) {
+        free(m);
+        free(title);
+        free(shows);
+        return oom(C);
+    }
     for (size_t k = 0; k < R; k++)
         memcpy(m + k * S, pats + (k * T + (size_t)x->pos) * T, S * sizeof *m);
-    char title[256], shows[256];
-    snprintf(title, sizeof title, "attention from position %d ('%s'), by head", x->pos,
-             x->tok->strs[x->pos]);
-    snprintf(shows, sizeof shows, "attention row of each head at query position %d over "
-             "sources 0..%d [head, src]", x->pos, x->pos);
     const char *t = pick_title(x, title, 0);
     const char *const *toks = (const char *const *)x->tok->strs;
     hs_error err = {0};
@@ -346,6 +350,8 @@ static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats,
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
     free(m);
+    free(title);
+    free(shows);
     return rc;
 }
 
@@ -387,16 +393,29 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
         labels[k++] = "unembed.b_U";
     }
     const char *wa = hs_vocab_word(v, tok_a), *wb = tok_b >= 0 ? hs_vocab_word(v, tok_b) : NULL;
-    char title[256], xlabel[128];
+    /* vocabulary words and the prompt's tokens are user text: no fixed buffers */
+    char *title, *xlabel, *shows;
     if (tok_b >= 0) {
-        snprintf(title, sizeof title, "logit difference '%s' - '%s' at position %d ('%s'): %.3f",
-                 wa, wb, x->pos, x->tok->strs[x->pos], value);
-        snprintf(xlabel, sizeof xlabel, "direct contribution to logit('%s') - logit('%s')", wa,
-                 wb);
+        title = hs_strfmt("logit difference '%s' - '%s' at position %d ('%s'): %.3f", wa, wb, x->pos,
+                          x->tok->strs[x->pos], value);
+        xlabel = hs_strfmt("direct contribution to logit('%s') - logit('%s')", wa, wb);
+        shows = hs_strfmt("direct logit attribution of each component to logit('%s') - logit('%s') "
+                          "at position %d", wa, wb, x->pos);
     } else {
-        snprintf(title, sizeof title, "direct logit attribution to '%s' at position %d ('%s'): %.3f",
-                 wa, x->pos, x->tok->strs[x->pos], value);
-        snprintf(xlabel, sizeof xlabel, "direct contribution to logit('%s')", wa);
+        title = hs_strfmt("direct logit attribution to '%s' at position %d ('%s'): %.3f", wa, x->pos,
+                          x->tok->strs[x->pos], value);
+        xlabel = hs_strfmt("direct contribution to logit('%s')", wa);
+        shows = hs_strfmt("direct logit attribution of each component to the predicted token '%s' "
+                          "at position %d", wa, x->pos);
+    }
+    if (!title || !xlabel || !shows) {
+        free(title);
+        free(xlabel);
+        free(shows);
+        free(vals);
+        free(labels);
+        hs_dla_free(&d);
+        return oom(C);
     }
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
@@ -435,20 +454,12 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
             (void)T;
         }
     }
-    if (!rc) {
-        char shows[256];
-        if (tok_b >= 0)
-            snprintf(shows, sizeof shows,
-                     "direct logit attribution of each component to logit('%s') - logit('%s') "
-                     "at position %d", wa, wb, x->pos);
-        else
-            snprintf(shows, sizeof shows,
-                     "direct logit attribution of each component to the predicted token '%s' "
-                     "at position %d", wa, x->pos);
-        rc = cli_out_figure(od, stem, fig, j, shows);
-    }
+    if (!rc) rc = cli_out_figure(od, stem, fig, j, shows);
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
+    free(title);
+    free(xlabel);
+    free(shows);
     free(vals);
     free(labels);
     hs_dla_free(&d);
