@@ -408,21 +408,12 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
         shows = hs_strfmt("direct logit attribution of each component to the predicted token '%s' "
                           "at position %d", wa, x->pos);
     }
-    if (!title || !xlabel || !shows) {
-        free(title);
-        free(xlabel);
-        free(shows);
-        free(vals);
-        free(labels);
-        hs_dla_free(&d);
-        return oom(C);
-    }
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
-    int rc = 0;
+    int rc = !title || !xlabel || !shows ? oom(C) : 0;
     hs_viz_options bo = cli_figopts_for(od->fo, CLI_FIG_BARS, 0);
     const char *t = pick_title(x, title, 0);
-    if (cli_figopts_images(od->fo) &&
+    if (!rc && cli_figopts_images(od->fo) &&
         hs_viz_bars_figure(&fig, vals, (size_t)n, labels, t, xlabel, &bo, &err) != HS_OK)
         rc = cli_error(C, &err);
     if (!rc && cli_figopts_data(od->fo)) {
@@ -544,8 +535,8 @@ int cmd_inspect(int argc, char **argv)
         }
         }
     }
-    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
-    if (!model) return cli_usage_error(C, "--model FILE is required");
+    int rest = cli_args_end(C, argc, argv, optind, model);
+    if (rest) return rest;
     if (!sentence) return cli_usage_error(C, "--sentence \"...\" is required");
     hs_head sel[MAX_SEL];
     int n_sel = 0;
