@@ -353,8 +353,8 @@ int cmd_circuit(int argc, char **argv)
         }
         }
     }
-    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
-    if (!model) return cli_usage_error(C, "--model FILE is required");
+    int rest = cli_args_end(C, argc, argv, optind, model);
+    if (rest) return rest;
     hs_error err = {0};
     cli_loaded Ld;
     int lrc = cli_load_src(C, model, CLI_NEED_ANY_TASK, &from, &Ld);

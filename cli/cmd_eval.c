@@ -56,8 +56,8 @@ int cmd_eval(int argc, char **argv)
         }
         }
     }
-    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
-    if (!model) return cli_usage_error(C, "--model FILE is required");
+    int rest = cli_args_end(C, argc, argv, optind, model);
+    if (rest) return rest;
     cli_loaded L;
     int rc = cli_load_src(C, model, CLI_NEED_TASK, &from, &L);
     if (rc) return rc;

@@ -316,14 +316,18 @@ static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats,
     const char *C = od->cmd;
     size_t T = x->tok->n, S = (size_t)x->pos + 1;
     float *m = malloc(R * S * sizeof *m);
-    if (!m) return oom(C);
+    /* the token is the user's text: no fixed buffer */
+    char *title = hs_strfmt("attention from position %d ('%s'), by head", x->pos, x->tok->strs[x->pos]);
+    char *shows = hs_strfmt("attention row of each head at query position %d over sources 0..%d [head, src]",
+                            x->pos, x->pos);
+    if (!m || !title || !shows) {
+        free(m);
+        free(title);
+        free(shows);
+        return oom(C);
+    }
     for (size_t k = 0; k < R; k++)
         memcpy(m + k * S, pats + (k * T + (size_t)x->pos) * T, S * sizeof *m);
-    char title[256], shows[256];
-    snprintf(title, sizeof title, "attention from position %d ('%s'), by head", x->pos,
-             x->tok->strs[x->pos]);
-    snprintf(shows, sizeof shows, "attention row of each head at query position %d over "
-             "sources 0..%d [head, src]", x->pos, x->pos);
     const char *t = pick_title(x, title, 0);
     const char *const *toks = (const char *const *)x->tok->strs;
     hs_error err = {0};
@@ -357,6 +361,8 @@ static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats,
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
     free(m);
+    free(title);
+    free(shows);
     return rc;
 }
 
@@ -398,23 +404,27 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
         labels[k++] = "unembed.b_U";
     }
     const char *wa = hs_vocab_word(v, tok_a), *wb = tok_b >= 0 ? hs_vocab_word(v, tok_b) : NULL;
-    char title[256], xlabel[128];
+    /* vocabulary words and the prompt's tokens are user text: no fixed buffers */
+    char *title, *xlabel, *shows;
     if (tok_b >= 0) {
-        snprintf(title, sizeof title, "logit difference '%s' - '%s' at position %d ('%s'): %.3f",
-                 wa, wb, x->pos, x->tok->strs[x->pos], value);
-        snprintf(xlabel, sizeof xlabel, "direct contribution to logit('%s') - logit('%s')", wa,
-                 wb);
+        title = hs_strfmt("logit difference '%s' - '%s' at position %d ('%s'): %.3f", wa, wb, x->pos,
+                          x->tok->strs[x->pos], value);
+        xlabel = hs_strfmt("direct contribution to logit('%s') - logit('%s')", wa, wb);
+        shows = hs_strfmt("direct logit attribution of each component to logit('%s') - logit('%s') "
+                          "at position %d", wa, wb, x->pos);
     } else {
-        snprintf(title, sizeof title, "direct logit attribution to '%s' at position %d ('%s'): %.3f",
-                 wa, x->pos, x->tok->strs[x->pos], value);
-        snprintf(xlabel, sizeof xlabel, "direct contribution to logit('%s')", wa);
+        title = hs_strfmt("direct logit attribution to '%s' at position %d ('%s'): %.3f", wa, x->pos,
+                          x->tok->strs[x->pos], value);
+        xlabel = hs_strfmt("direct contribution to logit('%s')", wa);
+        shows = hs_strfmt("direct logit attribution of each component to the predicted token '%s' "
+                          "at position %d", wa, x->pos);
     }
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
-    int rc = 0;
+    int rc = !title || !xlabel || !shows ? oom(C) : 0;
     hs_viz_options bo = cli_figopts_for(od->fo, CLI_FIG_BARS, 0);
     const char *t = pick_title(x, title, 0);
-    if (cli_figopts_images(od->fo) &&
+    if (!rc && cli_figopts_images(od->fo) &&
         hs_viz_bars_figure(&fig, vals, (size_t)n, labels, t, xlabel, &bo, &err) != HS_OK)
         rc = cli_error(C, &err);
     if (!rc && cli_figopts_data(od->fo)) {
@@ -446,20 +456,12 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
             (void)T;
         }
     }
-    if (!rc) {
-        char shows[256];
-        if (tok_b >= 0)
-            snprintf(shows, sizeof shows,
-                     "direct logit attribution of each component to logit('%s') - logit('%s') "
-                     "at position %d", wa, wb, x->pos);
-        else
-            snprintf(shows, sizeof shows,
-                     "direct logit attribution of each component to the predicted token '%s' "
-                     "at position %d", wa, x->pos);
-        rc = cli_out_figure(od, stem, fig, j, shows);
-    }
+    if (!rc) rc = cli_out_figure(od, stem, fig, j, shows);
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
+    free(title);
+    free(xlabel);
+    free(shows);
     free(vals);
     free(labels);
     hs_dla_free(&d);
@@ -544,8 +546,8 @@ int cmd_inspect(int argc, char **argv)
         }
         }
     }
-    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
-    if (!model) return cli_usage_error(C, "--model FILE is required");
+    int rest = cli_args_end(C, argc, argv, optind, model);
+    if (rest) return rest;
     if (!sentence) return cli_usage_error(C, "--sentence \"...\" is required");
     hs_head sel[MAX_SEL];
     int n_sel = 0;

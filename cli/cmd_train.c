@@ -183,16 +183,16 @@ static hs_status save(step_ctx *sc, hs_model *m, const char *path, int step, int
     return s;
 }
 
-static void keep_path(char *buf, size_t cap, const char *dir, int step)
-{
-    snprintf(buf, cap, "%s/step-%06d.safetensors", dir, step);
-}
+/* dir/step-NNNNNN.safetensors, malloc'd (any length of dir); NULL out of memory. */
+static char *keep_path(const char *dir, int step) { return hs_strfmt("%s/step-%06d.safetensors", dir, step); }
 
 static hs_status save_keep(step_ctx *sc, hs_model *m, int step, int steps, hs_error *err)
 {
-    char path[4096];
-    keep_path(path, sizeof path, sc->keep, step);
-    return save(sc, m, path, step, steps, err);
+    char *path = keep_path(sc->keep, step);
+    if (path == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_status s = save(sc, m, path, step, steps, err);
+    free(path);
+    return s;
 }
 
 static hs_status on_step(void *ctx, hs_model *m, const hs_train_info *in, hs_error *err)
@@ -576,16 +576,20 @@ int cmd_train(int argc, char **argv)
             goto done;
         }
         if ((s = hs_mkdir(keep, &err)) != HS_OK) goto fail;
-        char path[4096];
         for (int st = start; st <= to.steps; st++) {
             if (st != start && st != to.steps && st % ckpt_every != 0) continue;
             if (resume && st == start) continue;
-            keep_path(path, sizeof path, keep, st);
-            if (access(path, F_OK) == 0) {
+            char *path = keep_path(keep, st);
+            if (path == NULL) {
+                s = hs_fail(&err, HS_ERR_NOMEM, "out of memory");
+                goto fail;
+            }
+            int exists = access(path, F_OK) == 0;
+            if (exists)
                 fprintf(stderr, "headscope train: %s already exists (another run's checkpoint?); "
                                 "choose another --keep folder\n", path);
-                goto done;
-            }
+            free(path);
+            if (exists) goto done;
         }
     }
 

@@ -84,25 +84,28 @@ static cJSON *load_run(const char *C, const char *dir)
         if (n < 6 || strcmp(name + n - 5, ".json") != 0 || strchr(name, '/') ||
             strstr(name, "..") || strcmp(name, "index.json") == 0)
             continue;
-        char stem[256];
-        snprintf(stem, sizeof stem, "%.*s", (int)(n - 5), name);
-        if (!cli_page_keeps(cmd->valuestring, stem) || cJSON_GetObjectItem(page, stem)) continue;
-        cJSON *j = read_json(C, dir, name);
-        if (!j) {
+        char *stem = hs_strdup(name); /* the name without ".json"; any length */
+        if (!stem) {
             ok = 0;
             break;
         }
+        stem[n - 5] = '\0';
+        if (!cli_page_keeps(cmd->valuestring, stem) || cJSON_GetObjectItem(page, stem)) {
+            free(stem);
+            continue;
+        }
+        cJSON *j = read_json(C, dir, name);
         hs_error err = {0};
-        if (hs_viz_html_pack(j, &err) != HS_OK) {
+        if (j && hs_viz_html_pack(j, &err) != HS_OK) {
             fprintf(stderr, "headscope %s: %s/%s: %s\n", C, dir, name, err.msg);
             cJSON_Delete(j);
-            ok = 0;
-            break;
+            j = NULL;
         }
-        if (!cJSON_AddItemToObject(page, stem, j)) {
+        if (!j || !cJSON_AddItemToObject(page, stem, j)) {
             cJSON_Delete(j);
             ok = 0;
         }
+        free(stem);
     }
     if (ok) ok = cJSON_AddStringToObject(run, "dir", dir) &&
                  cJSON_AddStringToObject(run, "command", cmd->valuestring) &&
@@ -208,6 +211,7 @@ int cmd_view(int argc, char **argv)
     const char *dir0 = argv[optind];
     const cJSON *run0 = cJSON_GetArrayItem(runs, 0);
     char *path = out ? hs_strdup(out) : hs_path_join(dir0, "index.html");
+    char *title = NULL;
     int rc = 1;
     struct stat st;
     if (!out && foreign_page(dir0)) {
@@ -223,10 +227,9 @@ int cmd_view(int argc, char **argv)
     }
     cJSON *data = cli_page_data(runs, cmap); /* owns runs and run0 now */
     runs = NULL;
-    char title[512];
-    snprintf(title, sizeof title, "headscope view · %s%s", dir0, argc - optind > 1 ? " …" : "");
+    title = hs_strfmt("headscope view · %s%s", dir0, argc - optind > 1 ? " …" : ""); /* a path */
     hs_error err = {0};
-    hs_status s = !data || !path ? hs_fail(&err, HS_ERR_NOMEM, "out of memory")
+    hs_status s = !data || !path || !title ? hs_fail(&err, HS_ERR_NOMEM, "out of memory")
                                  : hs_viz_write_html(data, title, path, &err);
     if (s != HS_OK) cli_error(C, &err);
     int listed = s == HS_OK && (out || list_page(C, dir0, run0) == 0);
@@ -237,5 +240,6 @@ int cmd_view(int argc, char **argv)
 done:
     cJSON_Delete(runs);
     free(path);
+    free(title);
     return rc;
 }

@@ -192,8 +192,8 @@ int cmd_weights(int argc, char **argv)
         }
         }
     }
-    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
-    if (!model) return cli_usage_error(C, "--model FILE is required");
+    int rest = cli_args_end(C, argc, argv, optind, model);
+    if (rest) return rest;
 
     cli_loaded L;
     int lrc = cli_load_src(C, model, 0, &from, &L);

@@ -156,8 +156,8 @@ int cli_exp_option(cli_exp *x, int code, const char *arg, const char *bad)
 
 int cli_exp_check(const cli_exp *x, int argc, char **argv, int sentence_ok)
 {
-    if (optind < argc) return cli_usage_error(x->cmd, "unexpected argument '%s'", argv[optind]);
-    if (!x->model) return cli_usage_error(x->cmd, "--model FILE is required");
+    int rest = cli_args_end(x->cmd, argc, argv, optind, x->model);
+    if (rest) return rest;
     if (!sentence_ok && !x->data) return cli_usage_error(x->cmd, "--data FILE is required (a JSONL prompt set)");
     if (sentence_ok && !x->data == !x->sentence)
         return cli_usage_error(x->cmd, "give one of --data FILE or --sentence S");

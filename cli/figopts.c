@@ -325,10 +325,10 @@ static int out_error(const cli_outdir *o, const hs_error *err)
 static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_viz_figure *fig,
                      const cJSON *json, const char *shows)
 {
-    char name[256];
-    snprintf(name, sizeof name, "%s.%s", stem, ext);
-    char *path = hs_path_join(o->stage.path, name);
+    char *name = hs_strfmt("%s.%s", stem, ext);
+    char *path = name ? hs_path_join(o->stage.path, name) : NULL;
     if (!path) {
+        free(name);
         fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
         return 1;
     }
@@ -340,6 +340,7 @@ static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_
     else s = hs_viz_write_json(json, path, &err);
     int rc = s != HS_OK ? out_error(o, &err) : add_index(o, name, ext, shows, path);
     free(path);
+    free(name);
     return rc;
 }
 

@@ -33,23 +33,27 @@ int cli_error(const char *cmd, const hs_error *err)
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
+    hs_buf b = {0};
     va_list ap;
     va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
+    hs_buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    char *msg = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    if (msg) {
-        char tail[96];
-        va_start(ap, fmt);
-        vsnprintf(msg, (size_t)n + 1, fmt, ap);
-        va_end(ap);
-        snprintf(tail, sizeof tail, " (try: headscope %s --help)", cmd);
+    char *msg = hs_buf_take(&b);
+    char *tail = hs_strfmt(" (try: headscope %s --help)", cmd);
+    if (msg && tail)
         print_visible(cmd, msg, tail);
-    } else {
+    else
         fprintf(stderr, "headscope %s: out of memory\n", cmd);
-    }
     free(msg);
+    free(tail);
     return 2;
+}
+
+int cli_args_end(const char *cmd, int argc, char **argv, int next, const char *model)
+{
+    if (next < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[next]);
+    if (!model) return cli_usage_error(cmd, "--model FILE is required");
+    return 0;
 }
 
 int cli_parse_int(const char *s, long lo, long hi, long *out)

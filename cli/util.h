@@ -73,6 +73,10 @@ void cli_loaded_free(cli_loaded *l);
 int cli_error(const char *cmd, const hs_error *err);
 /* Prints "headscope CMD: <fmt...>" and returns 2 (usage error). */
 int cli_usage_error(const char *cmd, const char *fmt, ...);
+/* The end of a command's options: a usage error (returns 2) for an argument
+ * left over (argv[next], next < argc; next is getopt's optind) or a missing
+ * --model (model NULL); else 0. */
+int cli_args_end(const char *cmd, int argc, char **argv, int next, const char *model);
 
 /*
  * Output folders (the one policy of every command that writes a folder;

@@ -12,6 +12,7 @@
 #ifndef HS_COMMON_H
 #define HS_COMMON_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -132,6 +133,8 @@ int hs_buf_printf(hs_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+/* hs_buf_printf with a va_list (ap is consumed as by vprintf). */
+int hs_buf_vprintf(hs_buf *b, const char *fmt, va_list ap);
 /* Hands the text to the caller (who frees it with free()) and leaves b empty.
  * Returns "" (malloc'd) for an empty buffer; NULL when b->oom is set (b is
  * freed either way). */
@@ -139,6 +142,13 @@ char *hs_buf_take(hs_buf *b);
 /* Frees b's text and leaves it empty. Safe on an empty or zeroed buffer. */
 void hs_buf_free(hs_buf *b);
 
+/* printf-style formatted text, malloc'd (caller frees): never truncates.
+ * NULL when memory ran out. */
+char *hs_strfmt(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
 /* malloc'd copy of s (caller frees); NULL when s is NULL or memory ran out. */
 char *hs_strdup(const char *s);
 

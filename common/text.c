@@ -51,23 +51,40 @@ int hs_buf_puts(hs_buf *b, const char *s)
     return hs_buf_append(b, s, strlen(s));
 }
 
-int hs_buf_printf(hs_buf *b, const char *fmt, ...)
+int hs_buf_vprintf(hs_buf *b, const char *fmt, va_list ap)
 {
     if (b->oom) return -1;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
+    va_list ap2;
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap2);
+    va_end(ap2);
     if (n < 0) { /* an encoding error: the format cannot be written */
         b->oom = 1;
         return -1;
     }
     if (buf_reserve(b, (size_t)n) != 0) return -1;
-    va_start(ap, fmt);
     vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
-    va_end(ap);
     b->len += (size_t)n;
     return 0;
+}
+
+int hs_buf_printf(hs_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int r = hs_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+char *hs_strfmt(const char *fmt, ...)
+{
+    hs_buf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    hs_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    return hs_buf_take(&b);
 }
 
 char *hs_buf_take(hs_buf *b)

@@ -353,12 +353,14 @@ const hs_cache_entry *hs_cache_get(const hs_cache *c, const char *name)
 
 const hs_cache_entry *hs_cache_getf(const hs_cache *c, const char *fmt, ...)
 {
-    char name[128];
+    hs_buf b = {0}; /* grows: a truncated name could find another entry */
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(name, sizeof name, fmt, ap);
+    hs_buf_vprintf(&b, fmt, ap);
     va_end(ap);
-    return hs_cache_get(c, name);
+    const hs_cache_entry *e = b.oom ? NULL : hs_cache_get(c, b.s ? b.s : "");
+    hs_buf_free(&b);
+    return e;
 }
 
 hs_status hs_cache_save(const hs_cache *c, const char *path, const char *const *meta_keys,

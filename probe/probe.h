@@ -179,7 +179,8 @@ hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens,
 /* Entry by exact name (or the alias of one), or NULL. The pointer is valid
  * until the cache changes. */
 const hs_cache_entry *hs_cache_get(const hs_cache *c, const char *name);
-/* Same, with a printf-style name ("blocks.%d.attn.hook_z", l). */
+/* Same, with a printf-style name ("blocks.%d.attn.hook_z", l); NULL also when
+ * memory for the name ran out. */
 const hs_cache_entry *hs_cache_getf(const hs_cache *c, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

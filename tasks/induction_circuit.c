@@ -43,6 +43,8 @@ void hs_ind_circuit_report_free(hs_ind_circuit_report *r)
     free(r->ind);
     free(r->attn_prev);
     free(r->attn_ind);
+    for (int k = 0; k < HS_IND_N_CRIT; k++) free(r->why[k]);
+    free(r->verdict);
     hs_comp_scores_free(&r->comp);
     memset(r, 0, sizeof *r);
 }
@@ -101,10 +103,13 @@ static void set_ok(hs_ind_circuit_report *r, int k, int ok, const char *fmt, ...
     ;
 static void set_ok(hs_ind_circuit_report *r, int k, int ok, const char *fmt, ...)
 {
+    hs_buf b = {0};
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(r->why[k], sizeof r->why[k], fmt, ap);
+    hs_buf_vprintf(&b, fmt, ap);
     va_end(ap);
+    free(r->why[k]);
+    r->why[k] = hs_buf_take(&b); /* NULL on OOM: hs_ind_circuit_run checks */
     r->ok[k] = ok;
 }
 
@@ -359,14 +364,23 @@ hs_status hs_ind_circuit_run(const hs_model *m, const hs_induction *t,
 
     r->holds = 1;
     for (int k = 0; k < HS_IND_N_CRIT; k++) r->holds &= r->ok[k];
+    for (int k = 0; k < HS_IND_N_CRIT; k++)
+        if (r->why[k] == NULL) {
+            s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+            goto fail;
+        }
+    hs_buf vb = {0};
     if (r->holds) {
-        snprintf(r->verdict, sizeof r->verdict, "HOLDS: previous-token head %s -> induction head %s",
-                 P->name, I->name);
+        hs_buf_printf(&vb, "HOLDS: previous-token head %s -> induction head %s", P->name, I->name);
     } else {
         int first = 0;
         while (first < HS_IND_N_CRIT && r->ok[first]) first++;
         if (L < 2) first = HS_IND_IND; /* the reason that decides it */
-        snprintf(r->verdict, sizeof r->verdict, "does not hold: %s", r->why[first]);
+        hs_buf_printf(&vb, "does not hold: %s", r->why[first]);
+    }
+    if ((r->verdict = hs_buf_take(&vb)) == NULL) {
+        s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        goto fail;
     }
     s = HS_OK;
     goto done;

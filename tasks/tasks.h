@@ -1011,9 +1011,9 @@ typedef struct {
     double acc_prev_ablated, acc_ind_ablated; /* role sets; NAN when empty */
     float *attn_prev, *attn_ind; /* (T,T) pattern of the named heads on sequence 0; NULL if none */
     int ok[HS_IND_N_CRIT];
-    char why[HS_IND_N_CRIT][256];
+    char *why[HS_IND_N_CRIT]; /* each criterion's evidence, one line (malloc'd; freed by _free) */
     int holds;
-    char verdict[512];     /* one line: holds / does not hold and why */
+    char *verdict;         /* one line: holds / does not hold and why (malloc'd; freed by _free) */
 } hs_ind_circuit_report;
 
 /* Runs the check of m on t's held-out sequences. opts NULL = defaults. On
@@ -1056,8 +1056,8 @@ typedef struct {
     int holds;              /* induction: the circuit holds; Winograd: step 2 holds */
     int step1;              /* Winograd: step 1 holds (else 0) */
     int n_decision;         /* Winograd: decision heads (induction: induction heads) */
-    char heads[256];        /* the named heads ("L0H2 -> L1H1"; Winograd: decision heads) */
-    char verdict[512];
+    char *heads;            /* the named heads ("L0H2 -> L1H1"; Winograd: decision heads); malloc'd */
+    char *verdict;          /* one line; malloc'd; both freed by hs_timeline_point_free */
 } hs_timeline_point;
 
 hs_status hs_timeline_point_induction(const hs_model *m, const hs_induction *t, hs_timeline_point *out,

@@ -16,6 +16,8 @@ void hs_timeline_point_free(hs_timeline_point *p)
     free(p->prev);
     free(p->ind);
     free(p->first_noun);
+    free(p->heads);
+    free(p->verdict);
     memset(p, 0, sizeof *p);
 }
 
@@ -52,10 +54,15 @@ hs_status hs_timeline_point_induction(const hs_model *m, const hs_induction *t, 
         }
         out->holds = r.holds;
         out->n_decision = r.n_ind;
+        hs_buf hb = {0};
         if (r.prev_best.layer >= 0 && r.ind_best.layer >= 0)
-            snprintf(out->heads, sizeof out->heads, "L0H%d -> L%dH%d", r.prev_best.head, r.ind_best.layer,
-                     r.ind_best.head);
-        snprintf(out->verdict, sizeof out->verdict, "%s", r.verdict);
+            hs_buf_printf(&hb, "L0H%d -> L%dH%d", r.prev_best.head, r.ind_best.layer, r.ind_best.head);
+        out->heads = hs_buf_take(&hb);
+        out->verdict = hs_strdup(r.verdict);
+        if (!out->heads || !out->verdict) {
+            hs_timeline_point_free(out);
+            s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        }
     }
     hs_ind_circuit_report_free(&r);
     return s;
@@ -104,13 +111,14 @@ hs_status hs_timeline_point_winograd(const hs_model *m, const hs_winograd *t, hs
     out->holds = r.step2_holds;
     out->step1 = r.step1_holds;
     out->n_decision = r.n_decision;
-    size_t k = 0;
-    for (int d = 0; d < r.n_decision && k + 8 < sizeof out->heads; d++)
-        k += (size_t)snprintf(out->heads + k, sizeof out->heads - k, "%sL%dH%d", d ? " " : "",
-                              r.decision[d].layer, r.decision[d].head);
-    snprintf(out->verdict, sizeof out->verdict, "step 1 %s, step 2 %s; route %s",
-             r.step1_holds ? "holds" : "does not hold",
-             r.step2_applicable ? (r.step2_holds ? "holds" : "does not hold") : "not applicable", r.route);
+    hs_buf hb = {0}, vb = {0};
+    for (int d = 0; d < r.n_decision; d++)
+        hs_buf_printf(&hb, "%sL%dH%d", d ? " " : "", r.decision[d].layer, r.decision[d].head);
+    hs_buf_printf(&vb, "step 1 %s, step 2 %s; route %s", r.step1_holds ? "holds" : "does not hold",
+                  r.step2_applicable ? (r.step2_holds ? "holds" : "does not hold") : "not applicable", r.route);
+    out->heads = hs_buf_take(&hb);
+    out->verdict = hs_buf_take(&vb);
+    if (!out->heads || !out->verdict) s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
 done:
     if (s != HS_OK) hs_timeline_point_free(out);
     hs_cache_free(&cache);

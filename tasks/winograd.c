@@ -402,15 +402,28 @@ size_t hs_winograd_sentence(const hs_winograd *t, const hs_wg_example *ex, char 
 static int write_examples(FILE *fp, const hs_winograd *t, const hs_wg_example *ex, size_t n,
                           const char *split)
 {
-    char line[512];
-    for (size_t i = 0; i < n; i++) {
-        size_t len = hs_winograd_sentence(t, &ex[i], line, sizeof line);
-        if (len >= sizeof line) return -1;
-        if (fprintf(fp, "%s\t%s\t%s\t%s\n", split, hs_wg_role_name(ex[i].role),
-                    hs_wg_nouns[ex[i].ref], line) < 0)
-            return -1;
+    char *line = NULL; /* grows to the longest sentence: vocabulary words have no length limit */
+    size_t cap = 0;
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        size_t len = hs_winograd_sentence(t, &ex[i], line, cap);
+        if (len >= cap) {
+            char *g = realloc(line, len + 1);
+            if (g == NULL) {
+                errno = ENOMEM;
+                rc = -1;
+                break;
+            }
+            line = g;
+            cap = len + 1;
+            hs_winograd_sentence(t, &ex[i], line, cap);
+        }
+        if (fprintf(fp, "%s\t%s\t%s\t%s\n", split, hs_wg_role_name(ex[i].role), hs_wg_nouns[ex[i].ref],
+                    line) < 0)
+            rc = -1;
     }
-    return 0;
+    free(line);
+    return rc;
 }
 
 hs_status hs_winograd_write_text(const hs_winograd *t, const char *path, hs_error *err)

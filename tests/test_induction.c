@@ -266,6 +266,47 @@ static void hand_built_two_layer_model_is_recognised(void **state)
     hs_induction_destroy(t);
 }
 
+/* Evidence and verdict have no length limit: a 5,000-character reason and
+ * verdict reach the summary and the JSON whole (they lived in fixed 256- and
+ * 512-byte buffers before). */
+static void long_reasons_reach_the_induction_writers_whole(void **state)
+{
+    (void)state;
+    hs_ind_params p = small_params();
+    hs_induction *t = make_task(&p);
+    hs_model *m = hand_built(1);
+    hs_ind_circuit_report r;
+    hs_error err = {0};
+    assert_int_equal(hs_ind_circuit_run(m, t, NULL, &r, &err), HS_OK);
+    char *big = malloc(5001);
+    assert_non_null(big);
+    for (int i = 0; i < 5000; i++) big[i] = (char)('a' + i % 26);
+    memcpy(big + 4990, "LAST WORDS", 10);
+    big[5000] = '\0';
+    free(r.why[HS_IND_PATH]);
+    r.why[HS_IND_PATH] = hs_strdup(big);
+    free(r.verdict);
+    r.verdict = hs_strdup(big);
+    assert_non_null(r.why[HS_IND_PATH]);
+    assert_non_null(r.verdict);
+    char *text = NULL;
+    assert_int_equal(hs_ind_circuit_summary(&r, &text, &err), HS_OK);
+    const char *at = strstr(text, big);
+    assert_non_null(at);
+    assert_non_null(strstr(at + 5000, big)); /* the criterion line and the verdict line */
+    free(text);
+    char *json = NULL;
+    assert_int_equal(hs_ind_circuit_report_json(&r, "hand", &json, &err), HS_OK);
+    at = strstr(json, big); /* plain letters: no JSON escapes */
+    assert_non_null(at);
+    assert_non_null(strstr(at + 5000, big)); /* the verdict and the criterion's evidence */
+    free(json);
+    free(big);
+    hs_ind_circuit_report_free(&r);
+    hs_model_destroy(m);
+    hs_induction_destroy(t);
+}
+
 static void one_layer_model_does_not_hold_with_the_reason(void **state)
 {
     (void)state;
@@ -298,6 +339,7 @@ int main(void)
         cmocka_unit_test(task_json_round_trip_and_bad_params),
         cmocka_unit_test(hand_built_two_layer_model_is_recognised),
         cmocka_unit_test(one_layer_model_does_not_hold_with_the_reason),
+        cmocka_unit_test(long_reasons_reach_the_induction_writers_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

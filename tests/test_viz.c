@@ -490,6 +490,46 @@ static void svg_parses_and_has_one_text_per_token_label(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* A 5,000-character title, axis label and bar label go through the figure,
+ * SVG and JSON writers: the figure refuses a title it cannot fit, with a
+ * reason; the SVG stays well-formed XML (no escape cut in half; tick labels
+ * are shortened with an ellipsis by design); the JSON carries each text whole
+ * (no fixed buffer on the way). */
+static void long_texts_reach_every_figure_writer(void **state)
+{
+    (void)state;
+    need_tool("xmllint");
+    char *big = malloc(5001);
+    assert_non_null(big);
+    for (int i = 0; i < 5000; i++) big[i] = "a<&b"[i % 4]; /* escapes that grow in XML */
+    big[4996] = 'E', big[4997] = 'N', big[4998] = 'D', big[4999] = '!';
+    big[5000] = '\0';
+    const char *labels[2] = {big, "short"};
+    const float v[2] = {0.5f, -1.0f};
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    /* a title that long wraps past the canvas cap: a clear error, not a cut title */
+    assert_int_equal(hs_viz_bars_figure(&f, v, 2, labels, big, NULL, NULL, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "cap"));
+    if (hs_viz_bars_figure(&f, v, 2, labels, "long label", "units", NULL, &err) != HS_OK)
+        fail_msg("%s", err.msg);
+    char *path = tmp_path("viz_long.svg");
+    assert_int_equal(hs_viz_figure_write_svg(f, path, &err), HS_OK);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "xmllint --noout '%s' 2>/dev/null", path);
+    assert_int_equal(run(cmd), 0);
+    unlink(path);
+    free(path);
+    hs_viz_figure_destroy(f);
+    cJSON *j = NULL;
+    assert_int_equal(hs_viz_bars_json(&j, v, 2, labels, big, big, &err), HS_OK);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "title")), big);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(j, "xlabel")), big);
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "labels"), 0)), big);
+    cJSON_Delete(j);
+    free(big);
+}
+
 /* ------------------------------------------------------------------------ */
 /* JSON                                                                      */
 
@@ -766,6 +806,7 @@ static void xml_escape_keeps_any_label_well_formed(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(long_texts_reach_every_figure_writer),
         cmocka_unit_test(viridis_table_has_published_values),
         cmocka_unit_test(xml_escape_keeps_any_label_well_formed),
         cmocka_unit_test(attention_png_reads_back_with_cells_labels_and_mask),
