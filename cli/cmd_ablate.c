@@ -73,10 +73,10 @@ done:
 
 int cmd_ablate(int argc, char **argv)
 {
-    enum { O_METHOD = 256, O_REF, O_HELP };
+    enum { O_METHOD = 256, O_REF };
     static const struct option opts[] = {{"method", required_argument, 0, O_METHOD},
                                          {"ref", required_argument, 0, O_REF},
-                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_HELP_OPT,
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "ablate", *ref_path = NULL;
@@ -84,14 +84,10 @@ int cmd_ablate(int argc, char **argv)
     int c;
     cli_exp x;
     cli_exp_init(&x, C);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    cli_opts op = {.cmd = C, .help = ABLATE_HELP, .exp = &x};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
-        case O_HELP:
-            fputs(ABLATE_HELP, stdout);
-            fputs(CLI_FIGOPTS_HELP, stdout);
-            return 0;
+        case CLI_OPT_EXIT: return op.status;
         case O_METHOD: {
             int k = -1;
             for (int i = 0; i < 3; i++)
@@ -101,9 +97,6 @@ int cmd_ablate(int argc, char **argv)
             break;
         }
         case O_REF: ref_path = optarg; break;
-        default:
-            if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
-            break;
         }
     }
     if (cli_exp_check(&x, argc, argv, 0)) return 2;

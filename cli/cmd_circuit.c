@@ -277,11 +277,11 @@ done:
 
 int cmd_circuit(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_OUT, O_JSON, O_HELP, O_PA, O_PD, O_S1, O_DP, O_DD, O_RA, O_RD, O_AK, O_REF, O_CD, O_THREADS };
+    enum { O_MODEL = 256, O_OUT, O_JSON, O_PA, O_PD, O_S1, O_DP, O_DD, O_RA, O_RD, O_AK, O_REF, O_CD, O_THREADS };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"out", required_argument, 0, O_OUT},
                                          {"json", no_argument, 0, O_JSON},
-                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_HELP_OPT,
                                          {"push-attn", required_argument, 0, O_PA},
                                          {"push-dla", required_argument, 0, O_PD},
                                          {"step1-drop", required_argument, 0, O_S1},
@@ -303,16 +303,12 @@ int cmd_circuit(int argc, char **argv)
     hs_circuit_opts o = hs_circuit_opts_default();
     cli_figopts fo;
     cli_figopts_default(&fo, 300);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    cli_opts op = {.cmd = C, .help = CIRCUIT_HELP, .src = &from, .fo = &fo};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         double v;
         long n;
         switch (c) {
-        case O_HELP:
-            fputs(CIRCUIT_HELP, stdout);
-            fputs(CLI_FIGOPTS_HELP, stdout);
-            return 0;
+        case CLI_OPT_EXIT: return op.status;
         case O_MODEL: model = optarg; break;
         case O_OUT: out = optarg; break;
         case O_JSON: json = 1; break;
@@ -346,11 +342,6 @@ int cmd_circuit(int argc, char **argv)
         case O_THREADS:
             if (cli_parse_threads(C, optarg, &o.threads)) return 2;
             break;
-        default: {
-            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, &fo);
-            if (r) return r;
-            break;
-        }
         }
     }
     int rest = cli_args_end(C, argc, argv, optind, model);

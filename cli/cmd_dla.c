@@ -49,8 +49,8 @@ static const char DLA_HELP[] =
 
 int cmd_dla(int argc, char **argv)
 {
-    enum { O_HELP = 256, O_BYPOS };
-    static const struct option opts[] = {{"help", no_argument, 0, O_HELP},
+    enum { O_BYPOS = 256 };
+    static const struct option opts[] = {CLI_HELP_OPT,
                                          {"by-position", no_argument, 0, O_BYPOS},
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
@@ -58,19 +58,10 @@ int cmd_dla(int argc, char **argv)
     int c, by_pos = 0;
     cli_exp x;
     cli_exp_init(&x, C);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        if (c == O_HELP) {
-            fputs(DLA_HELP, stdout);
-            fputs(CLI_FIGOPTS_HELP, stdout);
-            return 0;
-        }
-        if (c == O_BYPOS) {
-            by_pos = 1;
-            continue;
-        }
-        if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
+    cli_opts op = {.cmd = C, .help = DLA_HELP, .exp = &x};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
+        if (c == CLI_OPT_EXIT) return op.status;
+        if (c == O_BYPOS) by_pos = 1;
     }
     if (cli_exp_check(&x, argc, argv, 0)) return 2;
     hs_error err = {0};

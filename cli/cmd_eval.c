@@ -9,6 +9,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "expout.h"
 #include "util.h"
 
 static const char EVAL_HELP[] =
@@ -27,33 +28,27 @@ static const char EVAL_HELP[] =
 
 int cmd_eval(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_SPLIT, O_JSON, O_HELP };
+    enum { O_MODEL = 256, O_SPLIT, O_JSON };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"split", required_argument, 0, O_SPLIT},
                                          {"json", no_argument, 0, O_JSON},
                                          CLI_VOCAB_OPT,
                                          CLI_SPLIT_OPTS,
-                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_HELP_OPT,
                                          {0, 0, 0, 0}};
     const char *C = "eval", *model = NULL;
     int split = HS_SPLIT_HELDOUT, json = 0, c;
     cli_source from = {0};
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    cli_opts op = {.cmd = C, .help = EVAL_HELP, .src = &from};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
-        case O_HELP: fputs(EVAL_HELP, stdout); return 0;
+        case CLI_OPT_EXIT: return op.status;
         case O_MODEL: model = optarg; break;
         case O_SPLIT:
             if ((split = hs_wg_split_parse(optarg)) < 0)
                 return cli_usage_error(C, "unknown --split '%s' (heldout, train)", optarg);
             break;
         case O_JSON: json = 1; break;
-        default: {
-            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, NULL);
-            if (r) return r;
-            break;
-        }
         }
     }
     int rest = cli_args_end(C, argc, argv, optind, model);

@@ -100,12 +100,12 @@ done:
 
 int cmd_heads(int argc, char **argv)
 {
-    enum { O_TARGET = 256, O_METRIC, O_EBOS, O_ECUR, O_HELP };
+    enum { O_TARGET = 256, O_METRIC, O_EBOS, O_ECUR };
     static const struct option opts[] = {{"target", required_argument, 0, O_TARGET},
                                          {"metric", required_argument, 0, O_METRIC},
                                          {"exclude-bos", no_argument, 0, O_EBOS},
                                          {"exclude-current", no_argument, 0, O_ECUR},
-                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_HELP_OPT,
                                          CLI_EXP_SENTENCE_LONGOPT,
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
@@ -114,14 +114,10 @@ int cmd_heads(int argc, char **argv)
     hs_detect_metric metric = HS_DETECT_MUL;
     cli_exp x;
     cli_exp_init(&x, C);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    cli_opts op = {.cmd = C, .help = HEADS_HELP, .exp = &x};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
-        case O_HELP:
-            fputs(HEADS_HELP, stdout);
-            fputs(CLI_FIGOPTS_HELP, stdout);
-            return 0;
+        case CLI_OPT_EXIT: return op.status;
         case O_TARGET: target_path = optarg; break;
         case O_METRIC:
             if (strcmp(optarg, "mul") == 0) metric = HS_DETECT_MUL;
@@ -130,9 +126,6 @@ int cmd_heads(int argc, char **argv)
             break;
         case O_EBOS: ebos = 1; break;
         case O_ECUR: ecur = 1; break;
-        default:
-            if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
-            break;
         }
     }
     if (cli_exp_check(&x, argc, argv, 1)) return 2;

@@ -14,6 +14,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "expout.h"
 #include "figopts.h"
 #include "probe/probe.h"
 #include "util.h"
@@ -495,10 +496,10 @@ int cmd_inspect(int argc, char **argv)
     cli_source from = {0};
     cli_figopts fo;
     cli_figopts_default(&fo, 150);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    cli_opts op = {.cmd = C, .src = &from, .fo = &fo};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
+        case CLI_OPT_EXIT: return op.status;
         case O_HELP:
             printf(INSPECT_HELP, HS_VIZ_MAX_TOKENS, HS_VIZ_MAX_HEADS);
             fputs(CLI_FIGOPTS_HELP, stdout);
@@ -539,11 +540,6 @@ int cmd_inspect(int argc, char **argv)
             if (cli_parse_int(optarg, 1, 1000000, &top))
                 return cli_usage_error(C, "--top must be a positive integer, not '%s'", optarg);
             break;
-        default: {
-            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, &fo);
-            if (r) return r;
-            break;
-        }
         }
     }
     int rest = cli_args_end(C, argc, argv, optind, model);

@@ -78,8 +78,7 @@ done:
 
 int cmd_lens(int argc, char **argv)
 {
-    enum { O_HELP = 256 };
-    static const struct option opts[] = {{"help", no_argument, 0, O_HELP},
+    static const struct option opts[] = {CLI_HELP_OPT,
                                          CLI_EXP_SENTENCE_LONGOPT,
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
@@ -87,19 +86,9 @@ int cmd_lens(int argc, char **argv)
     int c;
     cli_exp x;
     cli_exp_init(&x, C);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-        switch (c) {
-        case O_HELP:
-            fputs(LENS_HELP, stdout);
-            fputs(CLI_FIGOPTS_HELP, stdout);
-            return 0;
-        default:
-            if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
-            break;
-        }
-    }
+    cli_opts op = {.cmd = C, .help = LENS_HELP, .exp = &x};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END)
+        if (c == CLI_OPT_EXIT) return op.status; /* lens has no options of its own */
     if (cli_exp_check(&x, argc, argv, 1)) return 2;
     hs_error err = {0};
     int rc = 1;

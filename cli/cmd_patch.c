@@ -147,9 +147,9 @@ static int parse_acts(const char *C, const char *s, unsigned *acts)
 
 int cmd_patch(int argc, char **argv)
 {
-    enum { O_ACTS = 256, O_HELP };
+    enum { O_ACTS = 256 };
     static const struct option opts[] = {{"acts", required_argument, 0, O_ACTS},
-                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_HELP_OPT,
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "patch";
@@ -157,19 +157,12 @@ int cmd_patch(int argc, char **argv)
     int c;
     cli_exp x;
     cli_exp_init(&x, C);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    cli_opts op = {.cmd = C, .help = PATCH_HELP, .exp = &x};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
-        case O_HELP:
-            fputs(PATCH_HELP, stdout);
-            fputs(CLI_FIGOPTS_HELP, stdout);
-            return 0;
+        case CLI_OPT_EXIT: return op.status;
         case O_ACTS:
             if (parse_acts(C, optarg, &acts)) return 2;
-            break;
-        default:
-            if (cli_exp_option(&x, c, optarg, argv[optind - 1])) return 2;
             break;
         }
     }

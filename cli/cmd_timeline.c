@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "expout.h"
 
 static const char TIMELINE_HELP[] =
     "usage: headscope timeline DIR [--out OUTDIR] [--json]\n"
@@ -95,34 +96,22 @@ static void add_num(cJSON *o, const char *k, double v)
 
 int cmd_timeline(int argc, char **argv)
 {
-    enum { O_OUT = 256, O_JSON, O_HELP };
+    enum { O_OUT = 256, O_JSON };
     static const struct option opts[] = {{"out", required_argument, 0, O_OUT},
                                          {"json", no_argument, 0, O_JSON},
-                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_HELP_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "timeline", *out = NULL, *dir = NULL;
     int json = 0, c;
     cli_figopts fo;
     cli_figopts_default(&fo, 150);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    cli_opts op = {.cmd = C, .help = TIMELINE_HELP, .fo = &fo};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
-        case O_HELP:
-            fputs(TIMELINE_HELP, stdout);
-            fputs(CLI_FIGOPTS_HELP, stdout);
-            return 0;
+        case CLI_OPT_EXIT: cli_figopts_free(&fo); return op.status;
         case O_OUT: out = optarg; break;
         case O_JSON: json = 1; break;
-        default: {
-            int fr = cli_figopts_option(C, c, optarg, argv[optind - 1], &fo);
-            if (fr != 0) {
-                cli_figopts_free(&fo);
-                return fr;
-            }
-            break;
-        }
         }
     }
     if (optind + 1 != argc) {

@@ -15,6 +15,7 @@
 #include <cjson/cJSON.h>
 
 #include "cli.h"
+#include "expout.h"
 #include "figopts.h"
 #include "probe/probe.h"
 #include "util.h"
@@ -149,12 +150,12 @@ static const char *COMP_NAME[3] = {"Q", "K", "V"};
 
 int cmd_weights(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_OUT, O_FOLD, O_DRAWS, O_HELP };
+    enum { O_MODEL = 256, O_OUT, O_FOLD, O_DRAWS };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"out", required_argument, 0, O_OUT},
                                          {"fold", required_argument, 0, O_FOLD},
                                          {"comp-draws", required_argument, 0, O_DRAWS},
-                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_HELP_OPT,
                                          CLI_VOCAB_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
@@ -165,14 +166,10 @@ int cmd_weights(int argc, char **argv)
     cli_source from = {0};
     cli_figopts fo;
     cli_figopts_default(&fo, 300);
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    cli_opts op = {.cmd = C, .help = WEIGHTS_HELP, .src = &from, .fo = &fo};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
-        case O_HELP:
-            fputs(WEIGHTS_HELP, stdout);
-            fputs(CLI_FIGOPTS_HELP, stdout);
-            return 0;
+        case CLI_OPT_EXIT: return op.status;
         case O_MODEL: model = optarg; break;
         case O_OUT: out = optarg; break;
         case O_FOLD:
@@ -185,11 +182,6 @@ int cmd_weights(int argc, char **argv)
                 return cli_usage_error(C, "--comp-draws needs an integer in [2, 100000], got '%s'",
                                        optarg);
             break;
-        default: {
-            int r = cli_command_option(C, c, optarg, argv[optind - 1], &from, &fo);
-            if (r) return r;
-            break;
-        }
         }
     }
     int rest = cli_args_end(C, argc, argv, optind, model);

@@ -163,3 +163,29 @@ int cli_exp_check(const cli_exp *x, int argc, char **argv, int sentence_ok)
         return cli_usage_error(x->cmd, "give one of --data FILE or --sentence S");
     return 0;
 }
+
+int cli_opt_next(cli_opts *o, int argc, char **argv, const struct option *opts)
+{
+    if (!o->started) {
+        optind = 1;
+        opterr = 0;
+        o->started = 1;
+    }
+    for (;;) {
+        const int c = getopt_long(argc, argv, "", opts, NULL);
+        if (c == -1) return CLI_OPT_END;
+        if (c >= CLI_OPT_OWN_FIRST && c < CLI_OPT_OWN_END) return c;
+        const char *given = argv[optind - 1];
+        if (c == CLI_O_HELP && o->help) {
+            fputs(o->help, stdout);
+            if (o->fo || o->exp) fputs(CLI_FIGOPTS_HELP, stdout);
+            o->status = 0;
+            return CLI_OPT_EXIT;
+        }
+        if (o->exp) o->status = cli_exp_option(o->exp, c, optarg, given) ? 2 : 0;
+        else if (o->src) o->status = cli_command_option(o->cmd, c, optarg, given, o->src, o->fo);
+        else if (o->fo) o->status = cli_figopts_option(o->cmd, c, optarg, given, o->fo);
+        else o->status = cli_usage_error(o->cmd, "unknown or incomplete option '%s'", given);
+        if (o->status) return CLI_OPT_EXIT;
+    }
+}

@@ -2,10 +2,11 @@
  * cli/expout.h -- one figure (+ its JSON with the model and config added)
  * through the shared output folder (figopts.h), for the commands that write
  * matrices and bars of an experiment: circuit, patch, ablate, dla, lens,
- * heads.
+ * heads; the option loop those and inspect, weights, timeline and eval share.
  */
 #ifndef HS_CLI_EXPOUT_H
 #define HS_CLI_EXPOUT_H
+
 
 #include "figopts.h"
 #include "util.h"
@@ -78,5 +79,44 @@ int cli_exp_check(const cli_exp *x, int argc, char **argv, int sentence_ok);
  * on stderr. 0 ok, 1 after printing. */
 int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows, hs_buf *summary);
 void cli_exp_close(cli_exp *x);
+
+/*
+ * The option loop every command with shared options runs (getopt_long over
+ * opts, long options only, getopt's own messages off):
+ *
+ *     cli_opts op = {.cmd = C, .help = HELP, .src = &from, .fo = &fo};
+ *     while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END)
+ *         switch (c) {
+ *         case CLI_OPT_EXIT: return op.status;
+ *         case O_MINE: ...
+ *         }
+ *
+ * A command's own option codes are CLI_OPT_OWN_FIRST (256) up to 999 and are
+ * returned to it; every other code (the shared ones: --help, figure options,
+ * checkpoint source, a prompt-set command's CLI_EXP_LONGOPTS; an unknown or
+ * incomplete option) is handled here.
+ */
+enum { CLI_OPT_END = -1, CLI_OPT_EXIT = -2, CLI_OPT_OWN_FIRST = 256, CLI_OPT_OWN_END = 1000 };
+enum { CLI_O_HELP = 1300 }; /* after util.h's 1200.. */
+#define CLI_HELP_OPT {"help", no_argument, 0, CLI_O_HELP}
+
+typedef struct {
+    const char *cmd;
+    const char *help;  /* printed on --help (CLI_HELP_OPT), CLI_FIGOPTS_HELP after it when there
+                        * are figure options; NULL when the command prints its own help */
+    cli_source *src;   /* --vocab, --split-seed, --heldout-pairs go here, or NULL */
+    cli_figopts *fo;   /* the figure options go here, or NULL (a command without figures) */
+    cli_exp *exp;      /* a prompt-set command: CLI_EXP_LONGOPTS go here (cli_exp_option; src and
+                        * fo are then exp's own), or NULL */
+    int status;        /* after CLI_OPT_EXIT: the command's exit status (0 after --help, 2 after
+                        * a usage error, printed) */
+    int started;       /* 0 before the first call, which resets getopt (optind = 1) */
+} cli_opts;
+
+/* The next of the command's own option codes (optarg holds its value), after
+ * handling any shared options before it; CLI_OPT_END when the options end
+ * (optind is then the first argument left); CLI_OPT_EXIT when the command
+ * should return o->status (help printed, or a usage error printed). */
+int cli_opt_next(cli_opts *o, int argc, char **argv, const struct option *opts);
 
 #endif

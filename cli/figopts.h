@@ -6,9 +6,10 @@
  * folder that writes a figure in the chosen formats and lists every file in
  * index.json.
  *
- * Use: put CLI_FIGOPTS_LONGOPTS in the getopt_long table, call
- * cli_figopts_option() in the default branch, print CLI_FIGOPTS_HELP in --help,
- * and take each figure's options from cli_figopts_for().
+ * Use: put CLI_FIGOPTS_LONGOPTS in the getopt_long table, run the option loop
+ * with cli_opt_next() (expout.h: it hands the figure options to
+ * cli_figopts_option() and prints CLI_FIGOPTS_HELP after --help), and take
+ * each figure's options from cli_figopts_for().
  */
 #ifndef HS_CLI_FIGOPTS_H
 #define HS_CLI_FIGOPTS_H
@@ -75,8 +76,9 @@ void cli_figopts_free(cli_figopts *fo);
  * figure option, 0 when handled, 2 after printing a usage error. */
 int cli_figopts_parse(const char *cmd, int code, const char *arg, cli_figopts *fo);
 
-/* The default branch of a command's getopt loop: a figure option is handled
- * (0), anything else is a usage error naming `given` (the argv word) (2). */
+/* What cli_opt_next does with a code that is not the command's own: a figure
+ * option is handled (0), anything else is a usage error naming `given` (the
+ * argv word) (2). */
 int cli_figopts_option(const char *cmd, int code, const char *arg, const char *given,
                        cli_figopts *fo);
 
