@@ -253,18 +253,10 @@ static int write_outputs(const hs_circuit_report *r, const cJSON *rep, cli_outdi
     {
         cJSON *extra = cJSON_CreateObject();
         cJSON *cfg = hs_config_to_json(&r->cfg, HS_CONFIG_JSON_ALL);
-        int ok = extra && cfg && cJSON_AddItemToObject(extra, "config", cfg) &&
-                 cJSON_AddStringToObject(extra, "model", model) &&
-                 cJSON_AddStringToObject(extra, "route", r->route);
-        if (!ok) {
-            if (cfg && !(extra && cJSON_GetObjectItem(extra, "config"))) cJSON_Delete(cfg);
-            cJSON_Delete(extra);
-            fprintf(stderr, "headscope %s: out of memory\n", C);
-            goto done;
-        }
-        int bad = cli_out_index(od, extra);
-        cJSON_Delete(extra);
-        if (bad) goto done;
+        int ok = extra && cfg && cJSON_AddItemToObject(extra, "config", cfg);
+        if (!ok) cJSON_Delete(cfg); /* not attached: still ours */
+        ok = ok && cJSON_AddStringToObject(extra, "model", model) && cJSON_AddStringToObject(extra, "route", r->route);
+        if (cli_out_index_with(od, extra, ok)) goto done;
     }
     rc = 0;
 done:
@@ -392,13 +384,11 @@ int cmd_circuit(int argc, char **argv)
     if (rc == 0) {
         fputs(text, stdout);
         if (json) fputc('\n', stdout);
-        else if (out)
-            printf("\nwrote %d files to %s (report.json, figures; listed in %s/index.json)\n",
-                   cJSON_GetArraySize(od.files), out, out);
-        if (fflush(stdout) != 0) {
-            fprintf(stderr, "headscope %s: cannot write to stdout\n", C);
-            rc = 1;
+        else if (out) {
+            fputc('\n', stdout);
+            cli_out_say_wrote(&od, "report.json, figures");
         }
+        rc = cli_stdout_done(C);
         if (rc == 0) cli_say_threads(C, o.threads);
     }
     free(text);

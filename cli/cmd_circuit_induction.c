@@ -171,14 +171,7 @@ static int write_outputs(cli_outdir *od, const hs_ind_circuit_report *r, const h
         int ok = extra && cJSON_AddStringToObject(extra, "model", model) &&
                  cJSON_AddStringToObject(extra, "task", "induction") &&
                  cJSON_AddBoolToObject(extra, "holds", r->holds);
-        if (!ok) {
-            cJSON_Delete(extra);
-            fprintf(stderr, "headscope %s: out of memory\n", od->cmd);
-            goto done;
-        }
-        int bad = cli_out_index(od, extra);
-        cJSON_Delete(extra);
-        if (bad) goto done;
+        if (cli_out_index_with(od, extra, ok)) goto done;
     }
     rc = 0;
 done:
@@ -207,13 +200,11 @@ int cli_circuit_induction(const char *cmd, const char *model, const cli_loaded *
     if (!rc) {
         fputs(text, stdout);
         if (json) fputc('\n', stdout);
-        else if (od && od->dir)
-            printf("\nwrote %d files to %s (report.json, figures; listed in %s/index.json)\n",
-                   cJSON_GetArraySize(od->files), od->dir, od->dir);
-        if (fflush(stdout) != 0) {
-            fprintf(stderr, "headscope %s: cannot write to stdout\n", cmd);
-            rc = 1;
+        else if (od && od->dir) {
+            fputc('\n', stdout);
+            cli_out_say_wrote(od, "report.json, figures");
         }
+        rc = cli_stdout_done(cmd);
     }
     free(text);
     hs_ind_circuit_report_free(&r);

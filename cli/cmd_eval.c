@@ -110,9 +110,5 @@ int cmd_eval(int argc, char **argv)
                    s.n_adj[a] ? 100.0 * s.other_adj[a] / s.n_adj[a] : 0.0, s.n_adj[a]);
     }
     cli_loaded_free(&L);
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "headscope eval: cannot write to stdout\n");
-        return 1;
-    }
-    return 0;
+    return cli_stdout_done(C);
 }

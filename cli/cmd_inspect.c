@@ -942,12 +942,8 @@ int cmd_inspect(int argc, char **argv)
         free(wv);
         if (!wp || !wv) { oom(C); goto done; }
     }
-    printf("wrote %d files to %s (listed in %s/index.json)\n", cJSON_GetArraySize(od.files), out,
-           out);
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, "headscope %s: cannot write to stdout\n", C);
-        goto done;
-    }
+    cli_out_say_wrote(&od, NULL);
+    if (cli_stdout_done(C)) goto done;
     rc = 0;
 done:
     cli_outdir_close(&od);

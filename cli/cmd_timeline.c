@@ -356,12 +356,9 @@ int cmd_timeline(int argc, char **argv)
                                "judged in each checkpoint's verdict\n",
                    steps[first_hold]);
         if (!induction && first_decision >= 0) printf("decision heads first appear at step %d\n", steps[first_decision]);
-        if (out) printf("wrote %d files to %s (listed in %s/index.json)\n", cJSON_GetArraySize(od.files), out, out);
+        if (out) cli_out_say_wrote(&od, NULL);
     }
-    if (fflush(stdout) != 0) {
-        fprintf(stderr, "headscope timeline: cannot write to stdout\n");
-        goto done;
-    }
+    if (cli_stdout_done(C)) goto done;
     rc = 0;
 done:
     cJSON_Delete(root);

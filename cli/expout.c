@@ -95,41 +95,32 @@ int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows,
     if (x->out) {
         if (cli_out_json(&x->od, name, json, shows)) return 1;
         cJSON *extra = cJSON_CreateObject();
-        if (!extra || !cJSON_AddStringToObject(extra, "model", x->model)) {
-            cJSON_Delete(extra);
-            fprintf(stderr, "headscope %s: out of memory\n", x->cmd);
+        if (cli_out_index_with(&x->od, extra, extra && cJSON_AddStringToObject(extra, "model", x->model)))
             return 1;
-        }
-        int bad = cli_out_index(&x->od, extra);
-        cJSON_Delete(extra);
-        if (bad) return 1;
     }
-    hs_buf text = {0};
-    if (x->json) {
-        char *s = cJSON_Print(json);
-        if (s) hs_buf_printf(&text, "%s\n", s);
-        else text.oom = 1;
+    char *s = x->json ? cJSON_Print(json) : NULL;
+    hs_buf what = {0};
+    if (x->out) hs_buf_printf(&what, "%s.json, figures", name);
+    if ((x->json && !s) || what.oom) {
         free(s);
-    } else {
-        hs_buf_append(&text, summary->s ? summary->s : "", summary->len);
-        if (x->out)
-            hs_buf_printf(&text, "\nwrote %d files to %s (%s.json, figures; listed in %s/index.json)\n",
-                          cJSON_GetArraySize(x->od.files), x->out, name, x->out);
-    }
-    int rc = 0;
-    if (text.oom) {
+        hs_buf_free(&what);
         fprintf(stderr, "headscope %s: out of memory\n", x->cmd);
-        rc = 1;
-    } else {
-        fputs(text.s ? text.s : "", stdout);
-        if (fflush(stdout) != 0) {
-            fprintf(stderr, "headscope %s: cannot write to stdout\n", x->cmd);
-            rc = 1;
-        }
-        if (rc == 0) cli_say_threads(x->cmd, x->threads);
+        return 1;
     }
-    hs_buf_free(&text);
-    return rc;
+    if (s) {
+        printf("%s\n", s);
+    } else {
+        fputs(summary->s ? summary->s : "", stdout);
+        if (x->out) {
+            fputc('\n', stdout);
+            cli_out_say_wrote(&x->od, what.s);
+        }
+    }
+    free(s);
+    hs_buf_free(&what);
+    if (cli_stdout_done(x->cmd)) return 1;
+    cli_say_threads(x->cmd, x->threads);
+    return 0;
 }
 
 void cli_exp_close(cli_exp *x)

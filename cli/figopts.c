@@ -396,6 +396,21 @@ static int write_page(cli_outdir *o, const cJSON *idx)
     return rc;
 }
 
+int cli_out_index_with(cli_outdir *o, cJSON *extra, int ok)
+{
+    int bad = 1;
+    if (!extra || !ok) fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
+    else bad = cli_out_index(o, extra);
+    cJSON_Delete(extra);
+    return bad;
+}
+
+void cli_out_say_wrote(const cli_outdir *o, const char *what)
+{
+    printf("wrote %d files to %s (%s%slisted in %s/index.json)\n", cJSON_GetArraySize(o->files), o->dir,
+           what ? what : "", what ? "; " : "", o->dir);
+}
+
 int cli_out_index(cli_outdir *o, const cJSON *extra)
 {
     cJSON *idx = cJSON_CreateObject();

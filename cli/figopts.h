@@ -150,6 +150,15 @@ int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char 
  * (cli_out_commit). Call it last. 0 ok, 1 after printing the error. */
 int cli_out_index(cli_outdir *o, const cJSON *extra);
 
+/* cli_out_index with extra built by the caller (with the cJSON_Add* results
+ * ANDed into ok): extra NULL or ok 0 is out of memory, said. extra is
+ * consumed. 0 ok, 1 after printing. */
+int cli_out_index_with(cli_outdir *o, cJSON *extra, int ok);
+
+/* Prints "wrote N files to DIR (WHAT; listed in DIR/index.json)" on stdout,
+ * N the files the index lists (what NULL: "(listed in DIR/index.json)"). */
+void cli_out_say_wrote(const cli_outdir *o, const char *what);
+
 /* Adds "colour_scale" to a figure's JSON j: the scale its PNG/SVG/PDF uses
  * (cli_figopts_for(fo, kind, lim)), so the HTML page draws the same:
  * {"cmap": "diverging"|"viridis"|"greys", "range": "fixed"|"auto", and for

@@ -579,3 +579,10 @@ void cli_say_threads(const char *cmd, int threads)
     fprintf(stderr, "headscope %s: threads: %d of %d CPU%s%s\n", cmd, threads > 0 ? threads : cpus, cpus,
             cpus == 1 ? "" : "s", threads > 0 ? "" : " (--threads 0 = all)");
 }
+
+int cli_stdout_done(const char *cmd)
+{
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    fprintf(stderr, "headscope %s: cannot write to stdout\n", cmd);
+    return 1;
+}

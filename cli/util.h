@@ -151,6 +151,11 @@ int cli_parse_threads(const char *cmd, const char *s, int *out);
  * CPUs"), resolving 0 (auto) to the CPU count. */
 void cli_say_threads(const char *cmd, int threads);
 
+/* The end of a command's stdout: flushes it; when that fails (or an earlier
+ * write did) prints "headscope CMD: cannot write to stdout" and returns 1,
+ * else 0. */
+int cli_stdout_done(const char *cmd);
+
 /* Strict integer / float parsing of a flag value; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
 int cli_parse_u64(const char *s, unsigned long long *out);
