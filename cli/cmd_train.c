@@ -531,10 +531,12 @@ int cmd_train(int argc, char **argv)
             fprintf(stderr, "headscope train: %s has no vocab or task metadata to resume with\n", resume);
             goto done;
         }
-        char tname[64];
+        char *tname = NULL;
         if ((s = hs_vocab_from_json(rmeta.vocab, &rvocab, &err)) != HS_OK) goto fail;
-        if ((s = hs_task_json_name(rmeta.task, tname, sizeof tname, &err)) != HS_OK) goto fail;
-        if (strcmp(tname, "induction") == 0) {
+        if ((s = hs_task_json_name(rmeta.task, &tname, &err)) != HS_OK) goto fail;
+        const int is_ind = strcmp(tname, "induction") == 0;
+        free(tname);
+        if (is_ind) {
             induction = 1;
             if ((s = hs_induction_from_task_json(rmeta.task, rvocab, &tt.ind, &err)) != HS_OK) goto fail;
         } else if ((s = hs_winograd_from_task_json(rmeta.task, rvocab, &tt.wg, &err)) != HS_OK) {

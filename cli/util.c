@@ -181,9 +181,11 @@ int cli_load_src(const char *cmd, const char *path, int need, const cli_source *
         cli_loaded_free(out);
         return 1;
     }
-    char tname[64] = "";
-    if (out->meta.task != NULL && hs_task_json_name(out->meta.task, tname, sizeof tname, &err) == HS_OK &&
-        strcmp(tname, "induction") == 0) {
+    char *tname = NULL;
+    const int is_ind = out->meta.task != NULL &&
+                       hs_task_json_name(out->meta.task, &tname, &err) == HS_OK && strcmp(tname, "induction") == 0;
+    free(tname);
+    if (is_ind) {
         if (need & CLI_NEED_TASK) {
             fprintf(stderr, "headscope %s: %s is an induction-task model; this command works on "
                             "Winograd models\n", cmd, path);

@@ -261,8 +261,9 @@ hs_status hs_induction_task_json(const hs_induction *t, char **json, hs_error *e
     return *json ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
 }
 
-hs_status hs_task_json_name(const char *json, char *buf, size_t cap, hs_error *err)
+hs_status hs_task_json_name(const char *json, char **name, hs_error *err)
 {
+    *name = NULL;
     if (json == NULL || json[0] == '\0')
         return hs_fail(err, HS_ERR_FORMAT, "task metadata is missing");
     cJSON *o = cJSON_Parse(json);
@@ -270,8 +271,8 @@ hs_status hs_task_json_name(const char *json, char *buf, size_t cap, hs_error *e
     hs_status s = HS_OK;
     if (!cJSON_IsObject(o) || !cJSON_IsString(nm))
         s = hs_fail(err, HS_ERR_FORMAT, "task metadata is not a JSON object with a string 'name'");
-    else
-        snprintf(buf, cap, "%s", nm->valuestring);
+    else if ((*name = hs_strdup(nm->valuestring)) == NULL)
+        s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     cJSON_Delete(o);
     return s;
 }

@@ -888,10 +888,11 @@ hs_status hs_induction_task_json(const hs_induction *t, char **json, hs_error *e
 hs_status hs_induction_from_task_json(const char *json, const hs_vocab *vocab, hs_induction **out,
                                       hs_error *err);
 
-/* The "name" of a task metadata JSON object ("winograd", "induction", ...)
- * copied into buf (cap bytes); HS_ERR_FORMAT when json is not an object with
- * a string "name". */
-hs_status hs_task_json_name(const char *json, char *buf, size_t cap, hs_error *err);
+/* The "name" of a task metadata JSON object ("winograd", "induction", ...),
+ * whole, in *name (malloc'd, the caller frees; NULL on failure).
+ * HS_ERR_FORMAT when json is not an object with a string "name",
+ * HS_ERR_NOMEM. */
+hs_status hs_task_json_name(const char *json, char **name, hs_error *err);
 
 /* Scores of a model on the induction task's held-out sequences. */
 typedef struct {

@@ -118,11 +118,21 @@ static void task_json_round_trip_and_bad_params(void **state)
     p.split_seed = 99;
     p.loss_all = 1;
     hs_induction *t = make_task(&p), *u = NULL;
-    char *json = NULL, name[32];
+    char *json = NULL, *name = NULL;
     hs_error err = {0};
     assert_int_equal(hs_induction_task_json(t, &json, &err), HS_OK);
-    assert_int_equal(hs_task_json_name(json, name, sizeof name, &err), HS_OK);
+    assert_int_equal(hs_task_json_name(json, &name, &err), HS_OK);
     assert_string_equal(name, "induction");
+    free(name);
+    /* a name of any length comes back whole (no fixed buffer to cut it) */
+    char long_json[400];
+    snprintf(long_json, sizeof long_json, "{\"name\": \"%0300d\"}", 7);
+    assert_int_equal(hs_task_json_name(long_json, &name, &err), HS_OK);
+    assert_int_equal(strlen(name), 300);
+    assert_string_equal(name + 299, "7");
+    free(name);
+    assert_int_equal(hs_task_json_name("[1]", &name, &err), HS_ERR_FORMAT);
+    assert_null(name);
     assert_int_equal(hs_induction_from_task_json(json, t->vocab, &u, &err), HS_OK);
     assert_memory_equal(u->heldout_tokens, t->heldout_tokens, sizeof(int) * (size_t)p.n_ctx * 512);
     assert_int_equal(u->p.loss_all, 1);
