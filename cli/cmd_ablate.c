@@ -44,7 +44,7 @@ static const char ABLATE_HELP[] =
 
 static int write_figure(const hs_ablate_report *r, cli_exp *x)
 {
-    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
+    const cli_fig_ctx fx = cli_exp_fig(x);
     char (*lab)[32] = calloc((size_t)r->n_comp, sizeof *lab);
     const char **ll = calloc((size_t)r->n_comp, sizeof *ll);
     float *m = calloc((size_t)r->n_comp, sizeof *m);

@@ -37,21 +37,19 @@ static int attention_fig(cli_outdir *od, const hs_ind_circuit_report *r, const h
     hs_error err = {0};
     int rc = 1;
     float *pat = malloc((size_t)2 * T * T * sizeof *pat);
-    char (*lab)[16] = calloc((size_t)T, sizeof *lab);
-    const char **tok = calloc((size_t)T, sizeof *tok);
+    cli_labels lab;
+    cli_labels_init(&lab, (size_t)T);
+    for (int i = 0; i < T; i++) cli_labels_set(&lab, (size_t)i, "%s", hs_vocab_word(t->vocab, t->heldout_tokens[i]));
+    const char **tok = lab.at;
     hs_viz_figure *f = NULL;
     cJSON *j = NULL;
     char n0[64], n1[64], title[200];
-    if (!pat || !lab || !tok) {
+    if (!pat || lab.oom) {
         fprintf(stderr, "headscope %s: out of memory\n", od->cmd);
         goto done;
     }
     memcpy(pat, r->attn_prev, (size_t)T * T * sizeof *pat);
     memcpy(pat + (size_t)T * T, r->attn_ind, (size_t)T * T * sizeof *pat);
-    for (int i = 0; i < T; i++) {
-        snprintf(lab[i], sizeof lab[0], "%s", hs_vocab_word(t->vocab, t->heldout_tokens[i]));
-        tok[i] = lab[i];
-    }
     snprintf(n0, sizeof n0, "%s prev-token", r->heads[r->prev_best.head].name);
     snprintf(n1, sizeof n1, "%s induction", r->heads[r->ind_best.layer * r->H + r->ind_best.head].name);
     const char *heads[2] = {n0, n1}, *row[1] = {""};
@@ -76,8 +74,7 @@ done:
     cJSON_Delete(j);
     hs_viz_figure_destroy(f);
     free(pat);
-    free(lab);
-    free(tok);
+    cli_labels_free(&lab);
     return rc;
 }
 

@@ -98,7 +98,7 @@ int cmd_dla(int argc, char **argv)
             m[r.n_comp] = (float)r.constant;
             ll[r.n_comp] = "norm bias";
         }
-        const cli_fig_ctx fx = {&x.od, x.model, &x.Ld.model->cfg};
+        const cli_fig_ctx fx = cli_exp_fig(&x);
         if (cli_out_fig(&fx, CLI_FIG_BARS, "dla_bars", m, (size_t)nb, 1, ll, NULL,
                         "direct logit attribution (final norm frozen), mean over the prompts",
                         r.has_wrong ? "logit difference answer - wrong" : "answer logit", NULL, 0.0, "logits", NULL,

@@ -57,23 +57,18 @@ static const char HEADS_HELP[] =
 /* One layers x heads figure per detector. 0 ok, 1 printed. */
 static int write_figures(const hs_heads_report *r, cli_exp *x)
 {
-    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
+    const cli_fig_ctx fx = cli_exp_fig(x);
     const int L = r->L, H = r->H;
-    char (*lab)[16] = calloc((size_t)(L + H), sizeof *lab);
-    const char **rl = calloc((size_t)(L + H), sizeof *rl);
+    cli_labels lab;
+    cli_labels_init(&lab, (size_t)(L + H));
+    for (int l = 0; l < L; l++) cli_labels_set(&lab, (size_t)l, "L%d", l);
+    for (int h = 0; h < H; h++) cli_labels_set(&lab, (size_t)(L + h), "H%d", h);
+    const char **rl = lab.at;
     float *m = calloc((size_t)L * H, sizeof *m);
     int rc = 1;
-    if (!lab || !rl || !m) {
+    if (lab.oom || !m) {
         fprintf(stderr, "headscope heads: out of memory\n");
         goto done;
-    }
-    for (int l = 0; l < L; l++) {
-        snprintf(lab[l], sizeof lab[0], "L%d", l);
-        rl[l] = lab[l];
-    }
-    for (int h = 0; h < H; h++) {
-        snprintf(lab[L + h], sizeof lab[0], "H%d", h);
-        rl[L + h] = lab[L + h];
     }
     for (int k = 0; k < HS_HEADS_N; k++) {
         if (!r->has[k]) continue;
@@ -92,8 +87,7 @@ static int write_figures(const hs_heads_report *r, cli_exp *x)
     }
     rc = 0;
 done:
-    free(lab);
-    free(rl);
+    cli_labels_free(&lab);
     free(m);
     return rc;
 }

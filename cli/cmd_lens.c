@@ -44,24 +44,21 @@ static const char LENS_HELP[] =
 
 static int write_figure(const hs_lens_report *r, cli_exp *x)
 {
-    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
+    const cli_fig_ctx fx = cli_exp_fig(x);
     const int K = r->n_points, T = r->t;
-    char (*lab)[64] = calloc((size_t)(K + T), sizeof *lab);
-    const char **ll = calloc((size_t)(K + T), sizeof *ll);
+    cli_labels lab;
+    cli_labels_init(&lab, (size_t)(K + T));
+    for (int k = 0; k < K; k++)
+        if (k < r->L) cli_labels_set(&lab, (size_t)k, "L%d resid_pre", k);
+        else cli_labels_set(&lab, (size_t)k, "L%d resid_post", r->L - 1);
+    for (int q = 0; q < T; q++)
+        cli_labels_set(&lab, (size_t)(K + q), "%d %s", q, hs_vocab_word(x->Ld.vocab, x->p.clean[q]));
+    const char **ll = lab.at;
     float *m = calloc((size_t)K * T, sizeof *m);
     int rc = 1;
-    if (!lab || !ll || !m) {
+    if (lab.oom || !m) {
         fprintf(stderr, "headscope lens: out of memory\n");
         goto done;
-    }
-    for (int k = 0; k < K; k++) {
-        if (k < r->L) snprintf(lab[k], sizeof lab[0], "L%d resid_pre", k);
-        else snprintf(lab[k], sizeof lab[0], "L%d resid_post", r->L - 1);
-        ll[k] = lab[k];
-    }
-    for (int q = 0; q < T; q++) {
-        snprintf(lab[K + q], sizeof lab[0], "%d %s", q, hs_vocab_word(x->Ld.vocab, x->p.clean[q]));
-        ll[K + q] = lab[K + q];
     }
     for (size_t i = 0; i < (size_t)K * T; i++) m[i] = (float)r->p_final[i];
     rc = cli_out_fig(&fx, CLI_FIG_NONNEG, "lens_final", m, (size_t)K, (size_t)T, ll, ll + K,
@@ -70,8 +67,7 @@ static int write_figure(const hs_lens_report *r, cli_exp *x)
                      "the probability the logit lens at each point gives to the model's own top-1 token at each "
                      "position, averaged over the prompts [point][position]");
 done:
-    free(lab);
-    free(ll);
+    cli_labels_free(&lab);
     free(m);
     return rc;
 }

@@ -57,35 +57,22 @@ static const char PATCH_HELP[] =
  * also heads x positions. 0 ok, 1 printed. */
 static int write_figures(const hs_patch_report *r, cli_exp *x)
 {
-    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
+    const cli_fig_ctx fx = cli_exp_fig(x);
     const int L = r->L, H = r->H, T = r->t;
-    const size_t n_lab = (size_t)L * H + (size_t)T + (size_t)L + (size_t)H;
-    char (*lab)[48] = calloc(n_lab, sizeof *lab);
-    const char **ll = calloc(n_lab, sizeof *ll);
+    /* labels: positions (with the first prompt's tokens), layers, heads, layer-heads */
+    cli_labels lab;
+    cli_labels_init(&lab, (size_t)L * H + (size_t)T + (size_t)L + (size_t)H);
+    size_t k = 0;
+    for (int p = 0; p < T; p++) cli_labels_set(&lab, k++, "%d %s", p, hs_vocab_word(x->Ld.vocab, x->p.clean[p]));
+    for (int l = 0; l < L; l++) cli_labels_set(&lab, k++, "L%d", l);
+    for (int h = 0; h < H; h++) cli_labels_set(&lab, k++, "H%d", h);
+    for (int i = 0; i < L * H; i++) cli_labels_set(&lab, k++, "L%dH%d", i / H, i % H);
+    const char **pos_l = lab.at, **lay_l = pos_l + T, **head_l = lay_l + L, **lh_l = head_l + H;
     float *m = calloc((size_t)L * H * T + (size_t)L * T, sizeof *m);
     int rc = 1;
-    if (!lab || !ll || !m) {
+    if (lab.oom || !m) {
         fprintf(stderr, "headscope patch: out of memory\n");
         goto done;
-    }
-    /* labels: positions (with the first prompt's tokens), layers, heads, layer-heads */
-    const char **pos_l = ll, **lay_l = ll + T, **head_l = ll + T + L, **lh_l = ll + T + L + H;
-    size_t k = 0;
-    for (int p = 0; p < T; p++, k++) {
-        snprintf(lab[k], sizeof lab[0], "%d %s", p, hs_vocab_word(x->Ld.vocab, x->p.clean[p]));
-        pos_l[p] = lab[k];
-    }
-    for (int l = 0; l < L; l++, k++) {
-        snprintf(lab[k], sizeof lab[0], "L%d", l);
-        lay_l[l] = lab[k];
-    }
-    for (int h = 0; h < H; h++, k++) {
-        snprintf(lab[k], sizeof lab[0], "H%d", h);
-        head_l[h] = lab[k];
-    }
-    for (int i = 0; i < L * H; i++, k++) {
-        snprintf(lab[k], sizeof lab[0], "L%dH%d", i / H, i % H);
-        lh_l[i] = lab[k];
     }
     for (int a = 0; a < HS_PATCH_N; a++) {
         if (!(r->acts & (1u << a))) continue;
@@ -115,8 +102,7 @@ static int write_figures(const hs_patch_report *r, cli_exp *x)
     }
     rc = 0;
 done:
-    free(lab);
-    free(ll);
+    cli_labels_free(&lab);
     free(m);
     return rc;
 }

@@ -1,7 +1,9 @@
 /* cli/expout.c -- see expout.h. */
 #include "expout.h"
 
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
@@ -58,6 +60,48 @@ int cli_out_fig(const cli_fig_ctx *x, cli_fig_kind kind, const char *stem, const
     cJSON_Delete(j);
     hs_viz_figure_destroy(fig);
     return rc;
+}
+
+void cli_labels_init(cli_labels *l, size_t n)
+{
+    l->s = calloc(n ? n : 1, sizeof *l->s);
+    l->at = calloc(n ? n : 1, sizeof *l->at);
+    l->n = n;
+    l->oom = !l->s || !l->at;
+}
+
+void cli_labels_set(cli_labels *l, size_t i, const char *fmt, ...)
+{
+    HS_ASSERT(i < l->n);
+    if (l->oom) return;
+    va_list ap;
+    va_start(ap, fmt);
+    hs_buf b = {0};
+    hs_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    char *s = hs_buf_take(&b); /* NULL on OOM */
+    if (!s) {
+        l->oom = 1;
+        return;
+    }
+    free(l->s[i]);
+    l->s[i] = s;
+    l->at[i] = s;
+}
+
+void cli_labels_free(cli_labels *l)
+{
+    if (l->s)
+        for (size_t i = 0; i < l->n; i++) free(l->s[i]);
+    free(l->s);
+    free((void *)l->at);
+    memset(l, 0, sizeof *l);
+}
+
+cli_fig_ctx cli_exp_fig(cli_exp *x)
+{
+    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
+    return fx;
 }
 
 void cli_exp_init(cli_exp *x, const char *cmd)

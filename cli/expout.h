@@ -17,6 +17,27 @@ typedef struct {
     const hs_config *cfg;  /* its config, written into each JSON */
 } cli_fig_ctx;
 
+/* The row and column labels of a command's figures: n strings, each
+ * formatted whole (hs_strfmt: never cut, however long a vocabulary word is),
+ * and the array of them the figure calls take. */
+typedef struct {
+    char **s;          /* [n] malloc'd, NULL until set */
+    const char **at;   /* [n] at[i] == s[i]: what a figure reads */
+    size_t n;
+    int oom;           /* cli_labels_init or a cli_labels_set ran out of memory */
+} cli_labels;
+
+/* n unset labels; on OOM l->oom is set (and sets do nothing), so a caller
+ * checks once, after its sets. */
+void cli_labels_init(cli_labels *l, size_t n);
+/* Label i (< n) becomes the printf-style fmt, whole. */
+void cli_labels_set(cli_labels *l, size_t i, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void cli_labels_free(cli_labels *l);
+
 /* Writes stem.{png,svg,pdf,json} in the formats chosen. kind: CLI_FIG_SIGNED
  * (R x C, diverging), CLI_FIG_BARS (R values), CLI_FIG_NONNEG (R x C,
  * sequential from 0, e.g. attention). lim > 0: a limit shared by the figures
@@ -58,6 +79,10 @@ enum { CLI_EXP_MODEL = 1100, CLI_EXP_DATA, CLI_EXP_SENTENCE, CLI_EXP_OUT, CLI_EX
     CLI_VOCAB_OPT,                                                               \
     CLI_FIGOPTS_LONGOPTS
 #define CLI_EXP_SENTENCE_LONGOPT {"sentence", required_argument, 0, CLI_EXP_SENTENCE}
+
+/* The figure context of a prompt-set command's figures (its folder, model
+ * path and config), after cli_exp_open. */
+cli_fig_ctx cli_exp_fig(cli_exp *x);
 
 /* Defaults (figure options at 300 dpi) for command cmd. */
 void cli_exp_init(cli_exp *x, const char *cmd);
