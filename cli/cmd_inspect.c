@@ -943,8 +943,7 @@ int cmd_inspect(int argc, char **argv)
         if (!wp || !wv) { oom(C); goto done; }
     }
     cli_out_say_wrote(&od, NULL);
-    if (cli_stdout_done(C)) goto done;
-    rc = 0;
+    rc = cli_stdout_done(C);
 done:
     cli_outdir_close(&od);
     cli_figopts_free(&fo);

@@ -475,8 +475,7 @@ int cmd_weights(int argc, char **argv)
         }
     }
     cli_out_say_wrote(&od, NULL);
-    if (cli_stdout_done(C)) goto done;
-    rc = 0;
+    rc = cli_stdout_done(C);
 done:
     cli_outdir_close(&od);
     cli_figopts_free(&fo);
