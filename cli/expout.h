@@ -36,6 +36,7 @@ void cli_labels_set(cli_labels *l, size_t i, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+/* Frees every label and both arrays; leaves l zeroed (safe to call twice). */
 void cli_labels_free(cli_labels *l);
 
 /* Writes stem.{png,svg,pdf,json} in the formats chosen. kind: CLI_FIG_SIGNED
