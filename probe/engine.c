@@ -43,6 +43,15 @@ hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, 
             return st;
         }
     }
+    if (!m->cfg.embed_norm && m->cfg.n_layers > 1) {
+        e->tail = calloc((size_t)m->cfg.n_layers, sizeof *e->tail);
+        hs_status st = e->tail ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        for (int l = 1; l < m->cfg.n_layers && st == HS_OK; l++) st = hs_model_tail(m, l, &e->tail[l], err);
+        if (st != HS_OK) {
+            hs_engine_free(e);
+            return st;
+        }
+    }
     return HS_OK;
 }
 
@@ -54,8 +63,11 @@ void hs_engine_free(hs_engine *e)
         hs_hooks_destroy(e->w[i].hk);
         hs_cache_free(&e->w[i].tmp);
         free(e->w[i].pad);
+        free(e->w[i].rpad);
     }
     free(e->w);
+    for (int l = 0; e->tail && l < e->m->cfg.n_layers; l++) free(e->tail[l]);
+    free(e->tail);
     memset(e, 0, sizeof *e);
 }
 
@@ -170,6 +182,45 @@ hs_status hs_engine_sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, 
         if (st == HS_OK)
             st = hs_run_with_hooks(e->m, w->acts, chunk_tokens(e, w, tokens, r0, b), HS_ENGINE_CHUNK, e->t, w->hk,
                                    &w->err);
+        if (st != HS_OK) {
+            hs_hooks_clear(w->hk);
+            return st;
+        }
+        if (rows) rows(ctx, w, w->acts->logits, r0, b);
+    }
+    hs_hooks_clear(w->hk);
+    return HS_OK;
+}
+
+hs_status hs_engine_sweep_from(hs_engine *e, hs_engine_worker *w, const int *tokens, int n, int layer,
+                               const hs_cache *resid, hs_engine_hooks_fn hooks, hs_engine_rows_fn rows,
+                               void *ctx)
+{
+    if (layer == 0 || e->tail == NULL) return hs_engine_sweep(e, w, tokens, n, hooks, rows, ctx);
+    const int D = e->m->cfg.d_model, t = e->t;
+    if (layer < 0 || layer >= e->m->cfg.n_layers)
+        return hs_fail(&w->err, HS_ERR_INPUT, "engine: layer %d outside the model's %d", layer, e->m->cfg.n_layers);
+    const hs_cache_entry *rp = hs_cache_getf(resid, "blocks.%d.hook_resid_pre", layer);
+    if (rp == NULL || rp->ndim != 3 || rp->shape[0] != n || rp->shape[1] != t || rp->shape[2] != D)
+        return hs_fail(&w->err, HS_ERR_INPUT, "engine: no blocks.%d.hook_resid_pre [%d,%d,%d] to start from",
+                       layer, n, t, D);
+    const size_t row = (size_t)t * D;
+    for (int k = 0, r0 = 0; r0 < n; k++, r0 += HS_ENGINE_CHUNK) {
+        const int b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
+        const float *x = rp->data + row * (size_t)r0;
+        if (b < HS_ENGINE_CHUNK) { /* padded as chunk_tokens pads the tokens */
+            if (w->rpad == NULL && (w->rpad = malloc(HS_ENGINE_CHUNK * row * sizeof(float))) == NULL)
+                return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+            memcpy(w->rpad, x, (size_t)b * row * sizeof(float));
+            for (int r = b; r < HS_ENGINE_CHUNK; r++)
+                memcpy(w->rpad + (size_t)r * row, x + (size_t)(b - 1) * row, row * sizeof(float));
+            x = w->rpad;
+        }
+        hs_hooks_clear(w->hk);
+        hs_status st = hooks ? hooks(ctx, w, k, r0, b) : HS_OK;
+        if (st == HS_OK)
+            st = hs_run_tail_with_hooks(e->m, e->tail[layer], layer, w->acts, x, chunk_tokens(e, w, tokens, r0, b),
+                                        HS_ENGINE_CHUNK, t, w->hk, &w->err);
         if (st != HS_OK) {
             hs_hooks_clear(w->hk);
             return st;

@@ -247,6 +247,81 @@ hs_status hs_run_with_hooks(const hs_model *m, hs_acts *acts, const int *tokens,
     return explain_abort(&dp, st, err);
 }
 
+hs_status hs_model_tail(const hs_model *m, int layer, hs_model **out, hs_error *err)
+{
+    *out = NULL;
+    const int L = m->cfg.n_layers;
+    if (layer < 1 || layer >= L)
+        return hs_fail(err, HS_ERR_INPUT, "model tail: layer %d outside [1, %d]", layer, L - 1);
+    if (m->cfg.embed_norm)
+        return hs_fail(err, HS_ERR_INPUT, "model tail: a model with an embedding norm cannot start at a later layer");
+    hs_model *v = calloc(1, sizeof *v);
+    if (v == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    v->cfg = m->cfg;
+    v->cfg.n_layers = L - layer;
+    v->params = m->params;
+    for (int l = 0; l < L - layer; l++) v->params.blocks[l] = m->params.blocks[l + layer];
+    v->param_mem = m->param_mem;
+    v->n_params = m->n_params;
+    *out = v;
+    return HS_OK;
+}
+
+/* The tail run's observer: its input replaces the embedding (position
+ * embedding -0.0), its point names are m's (blocks.{j} -> blocks.{j + layer}). */
+typedef struct {
+    dispatch dp;
+    int layer;
+    const float *resid; /* (b, t, D) */
+} tail_ctx;
+
+/* name under m's numbering into buf, or name itself */
+static const char *tail_name(const tail_ctx *tc, const char *name, char *buf, size_t n)
+{
+    int l, k = 0;
+    if (sscanf(name, "blocks.%d.%n", &l, &k) != 1 || k == 0) return name;
+    snprintf(buf, n, "blocks.%d.%s", l + tc->layer, name + k);
+    return buf;
+}
+
+static int tail_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    tail_ctx *tc = ctx;
+    if (strcmp(name, "hook_embed") == 0 || strcmp(name, "hook_pos_embed") == 0) {
+        size_t numel = 1;
+        for (int i = 0; i < ndim; i++) numel *= (size_t)shape[i];
+        if (name[5] == 'e') memcpy(data, tc->resid, numel * sizeof(float));
+        else
+            for (size_t i = 0; i < numel; i++) data[i] = -0.0f;
+        return 1;
+    }
+    char buf[96];
+    return hooks_dispatch(&tc->dp, tail_name(tc, name, buf, sizeof buf), shape, ndim, data);
+}
+
+static int tail_wants(const char *name, void *ctx)
+{
+    const tail_ctx *tc = ctx;
+    if (strcmp(name, "hook_embed") == 0 || strcmp(name, "hook_pos_embed") == 0) return 1;
+    char buf[96];
+    return hooks_want(tc->dp.hk, tail_name(tc, name, buf, sizeof buf));
+}
+
+hs_status hs_run_tail_with_hooks(const hs_model *m, const hs_model *tail, int layer, hs_acts *acts,
+                                 const float *resid_pre, const int *tokens, int b, int t,
+                                 const hs_hooks *hk, hs_error *err)
+{
+    if (layer == 0) return hs_run_with_hooks(m, acts, tokens, b, t, hk, err);
+    if (tail == NULL || resid_pre == NULL || layer < 0 || tail->cfg.n_layers != m->cfg.n_layers - layer)
+        return hs_fail(err, HS_ERR_INPUT, "tail run: no tail of the model from layer %d, or no residual", layer);
+    hs_status st = check_hooks(hk, &m->cfg, err);
+    if (st != HS_OK) return st;
+    tail_ctx tc = {{hk, -1, {0}, {0}, 0}, layer, resid_pre};
+    hs_observer obs = {tail_fn, tail_wants, &tc};
+    st = hs_forward(tail, acts, tokens, b, t, &obs, err);
+    return explain_abort(&tc.dp, st, err);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Cache                                                                     */
 

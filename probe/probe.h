@@ -132,6 +132,35 @@ hs_status hs_hooks_match_counts(const hs_hooks *hk, const hs_model *m, int *coun
 hs_status hs_run_with_hooks(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                             const hs_hooks *hk, hs_error *err);
 
+/*
+ * The layers layer..L-1 of m (and its final norm and unembedding) as a model
+ * of L - layer layers, for hs_run_tail_with_hooks: a shallow copy whose
+ * parameters point into m's (m must outlive it; free it with free()).
+ * layer in [1, L-1]; HS_ERR_INPUT otherwise, and for a model with an
+ * embedding norm (cfg.embed_norm: the tail's input would be normalised again).
+ */
+hs_status hs_model_tail(const hs_model *m, int layer, hs_model **out, hs_error *err);
+
+/*
+ * hs_run_with_hooks(m, ...) from blocks.{layer} on, without running the
+ * layers before it: resid_pre (b, t, D) is the residual stream entering
+ * blocks.{layer}, e.g. rows of a cache's blocks.{layer}.hook_resid_pre from a
+ * run of the same tokens. tail = hs_model_tail(m, layer). Hooks see the
+ * points of blocks.{layer} onward and the final ones under m's names; a hook
+ * on an earlier point is never called. Logits end in acts->logits (b,t,V);
+ * acts' blocks 0..L-layer-1 hold blocks layer..L-1 (the forward's buffers,
+ * not by name). When resid_pre is what a run of tokens with the same hooks
+ * computes there (no hook changes anything before blocks.{layer}) the logits
+ * and every point are bit-identical to hs_run_with_hooks': the same kernels
+ * run on the same inputs (the tail's embedding is replaced by resid_pre and
+ * its position embedding by -0.0, which adds exactly nothing). tokens (b, t)
+ * must be valid ids (they are looked up, then replaced). layer 0 runs
+ * hs_run_with_hooks (tail and resid_pre unused). Errors as hs_run_with_hooks.
+ */
+hs_status hs_run_tail_with_hooks(const hs_model *m, const hs_model *tail, int layer, hs_acts *acts,
+                                 const float *resid_pre, const int *tokens, int b, int t,
+                                 const hs_hooks *hk, hs_error *err);
+
 /* ------------------------------------------------------------------------ */
 /* 2. Activation cache                                                       */
 
@@ -525,6 +554,7 @@ typedef struct {
     hs_hooks *hk;     /* cleared before each chunk of hs_engine_sweep */
     hs_cache tmp;     /* one chunk's cache (scratch) */
     int *pad;         /* (HS_ENGINE_CHUNK, t) a short chunk's tokens, padded */
+    float *rpad;      /* (HS_ENGINE_CHUNK, t, D) a short chunk's residuals, padded (on first use) */
     hs_error err;     /* a job's error */
 } hs_engine_worker;
 
@@ -534,6 +564,7 @@ typedef struct {
     int t;             /* positions per row */
     int n_workers;     /* hs_pool_threads(pool) */
     hs_engine_worker *w; /* (n_workers) */
+    hs_model **tail;   /* (n_layers) hs_model_tail(m, l) for l >= 1 (read-only); NULL with an embedding norm */
 } hs_engine;
 
 /* Makes one worker per pool thread, each with activations for
@@ -571,6 +602,17 @@ typedef void (*hs_engine_rows_fn)(void *ctx, hs_engine_worker *w, const float *l
  * `rows` reads the logits (either may be NULL). Errors in w->err. */
 hs_status hs_engine_sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, int n,
                           hs_engine_hooks_fn hooks, hs_engine_rows_fn rows, void *ctx);
+/* hs_engine_sweep from blocks.{layer} on (hs_run_tail_with_hooks): the layers
+ * before it are not run; each chunk's residual entering it comes from
+ * resid's entry blocks.{layer}.hook_resid_pre (n rows in row order, e.g. an
+ * hs_engine_cache of the same tokens). The hooks must change nothing before
+ * blocks.{layer}; then every value is bit-identical to hs_engine_sweep's
+ * (the cache's rows are that sweep's residuals: the same chunks, the same
+ * kernels). layer 0, or a model with an embedding norm, runs hs_engine_sweep.
+ * HS_ERR_INPUT (in w->err) when resid lacks the entry or it is not (n, t, D). */
+hs_status hs_engine_sweep_from(hs_engine *e, hs_engine_worker *w, const int *tokens, int n, int layer,
+                               const hs_cache *resid, hs_engine_hooks_fn hooks, hs_engine_rows_fn rows,
+                               void *ctx);
 
 /* Position-wise means over the n rows of tokens (n, t) of every point
  * matching filters: means gets one entry per point, batch 1 ([1, ...]), mean

@@ -517,8 +517,13 @@ static hs_status ijob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     const ijob *jb = &all->jobs[j];
     ijobs one = {c, all->jobs, all->r, jb};
     const int on_corr = jb->kind == J_PATCH || jb->kind == J_PATH;
-    hs_status st = hs_engine_sweep(e, w, on_corr ? c->tok_corr : c->tok_clean, c->n, ijob_hooks,
-                                   ijob_rows, &one);
+    /* the layers before the intervention's are those of the run it starts
+     * from (the clean or corrupted cache): start there (bit-identical) */
+    int layer = jb->kind == J_ABLATE_MLP ? jb->layer : jb->kind == J_PATH ? jb->receiver.layer : c->L;
+    for (int i = 0; i < jb->n_heads && (jb->kind == J_ABLATE || jb->kind == J_PATCH); i++)
+        if (jb->heads[i].layer < layer) layer = jb->heads[i].layer;
+    hs_status st = hs_engine_sweep_from(e, w, on_corr ? c->tok_corr : c->tok_clean, c->n, layer,
+                                        on_corr ? &c->corr : &c->clean, ijob_hooks, ijob_rows, &one);
     if (st != HS_OK) return st;
     if (!on_corr) return score_preds(c, c->pred[w->index], jb->acc, NULL, &w->err);
     double ld[3];
