@@ -11,7 +11,9 @@
  *     corrupted LD (metric 0); the whole clean residual at the last layer and
  *     the read position gives exactly 1; batched = one prompt at a time; 1 and
  *     3 threads identical;
- *   - heads: a detector score recomputed by hand from one sentence's pattern.
+ *   - heads: a detector score recomputed by hand from one sentence's pattern;
+ *   - a run from a later layer on a cached residual (hs_run_tail_with_hooks,
+ *     hs_engine_sweep_from) is bit-identical to the full run, point by point.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -25,6 +27,7 @@
 #include <cmocka.h>
 
 #include "tasks/tasks.h"
+#include "fixture.h"
 
 #define Q HS_WG_POS_QUERY
 
@@ -599,6 +602,193 @@ static void ablate_zero_and_mean_equal_hand_ablation(void **state)
     hs_ablate_report_free(&mn);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Starting at a later layer                                                 */
+
+static int count_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name;
+    (void)shape;
+    (void)ndim;
+    (void)data;
+    ++*(int *)ctx;
+    return 0;
+}
+
+/* A hook on every point of a tail run: compares it with the full run's. */
+typedef struct {
+    const hs_cache *full;
+    int layer, seen, differ, early;
+} cmp_ctx;
+
+static int compare_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)shape;
+    (void)ndim;
+    cmp_ctx *cc = ctx;
+    int l;
+    if (sscanf(name, "blocks.%d.", &l) == 1 && l < cc->layer) cc->early++;
+    const hs_cache_entry *e = hs_cache_get(cc->full, name);
+    if (e == NULL) return 0; /* hook_tokens, hook_embed, hook_pos_embed: the tail's own */
+    cc->seen++;
+    if (memcmp(e->data, data, e->numel * sizeof(float)) != 0) cc->differ++;
+    return 0;
+}
+
+/* Random 3-layer models (learned positions, LayerNorm, GELU; no position
+ * embedding, RMSNorm, ReLU, no biases): from each later layer, on the full
+ * run's cached residual and with a zero ablation and a patch from another
+ * run, every point from that layer on and the logits are bit-identical to
+ * the full run's, and no hook on an earlier point is called. */
+static void a_run_from_a_later_layer_is_bit_identical_to_the_full_run(void **state)
+{
+    (void)state;
+    enum { B = 3, T = 6 };
+    for (int variant = 0; variant < 2; variant++) {
+        hs_config c = hs_config_default();
+        c.n_layers = 3;
+        c.d_model = 16;
+        c.n_heads = 2;
+        c.d_head = 8;
+        c.d_mlp = 32;
+        c.n_ctx = T;
+        c.d_vocab = 11;
+        if (variant == 1) {
+            c.pos = HS_POS_NONE;
+            c.norm = HS_NORM_RMSNORM;
+            c.act = HS_ACT_RELU;
+            c.bias = 0;
+        }
+        hs_model *m = random_model_of(&c, 7 + (uint64_t)variant);
+        hs_error err = {0};
+        int tok[B * T], tok2[B * T];
+        for (int i = 0; i < B * T; i++) {
+            tok[i] = (i * 7 + 3) % c.d_vocab;
+            tok2[i] = (i * 5 + 1) % c.d_vocab;
+        }
+        hs_acts *a = NULL;
+        hs_hooks *hk = NULL;
+        assert_int_equal(hs_acts_create(&m->cfg, B, T, 0, &a, &err), HS_OK);
+        assert_int_equal(hs_hooks_create(&hk, &err), HS_OK);
+        const char *every[] = {"**"};
+        hs_cache other = {0};
+        assert_int_equal(hs_run_with_cache(m, a, tok2, B, T, every, 1, NULL, &other, &err), HS_OK);
+        for (int layer = 1; layer < c.n_layers; layer++) {
+            hs_model *tail = NULL;
+            assert_int_equal(hs_model_tail(m, layer, &tail, &err), HS_OK);
+            hs_cache full = {0};
+            hs_hooks_clear(hk);
+            assert_int_equal(hs_hooks_add_zero_ablation(hk, m, &(hs_head){layer, 1}, 1, &err), HS_OK);
+            assert_int_equal(hs_hooks_add_patch_head(hk, &other, (hs_head){c.n_layers - 1, 0}, 2, &err), HS_OK);
+            assert_int_equal(hs_run_with_cache(m, a, tok, B, T, every, 1, hk, &full, &err), HS_OK);
+            const hs_cache_entry *rp = hs_cache_getf(&full, "blocks.%d.hook_resid_pre", layer);
+            assert_non_null(rp);
+            cmp_ctx cc = {&full, layer, 0, 0, 0};
+            int early = 0;
+            char pat[64];
+            snprintf(pat, sizeof pat, "blocks.%d.hook_resid_post", layer - 1);
+            assert_int_equal(hs_hooks_add(hk, pat, count_hook, &early, &err), HS_OK);
+            assert_int_equal(hs_hooks_add(hk, "**", compare_hook, &cc, &err), HS_OK);
+            memset(a->logits, 0, (size_t)B * T * c.d_vocab * sizeof(float));
+            assert_int_equal(hs_run_tail_with_hooks(m, tail, layer, a, rp->data, tok, B, T, hk, &err), HS_OK);
+            assert_int_equal(early, 0);
+            assert_int_equal(cc.early, 0);
+            assert_int_equal(cc.differ, 0);
+            /* the layers from `layer` on, each with at least its residual, attention and MLP points */
+            assert_true(cc.seen >= 10 * (c.n_layers - layer));
+            assert_memory_equal(a->logits, hs_cache_get(&full, "logits")->data,
+                                (size_t)B * T * c.d_vocab * sizeof(float));
+            /* a different residual gives different logits: the input is used */
+            const hs_cache_entry *rp2 = hs_cache_getf(&other, "blocks.%d.hook_resid_pre", layer);
+            hs_hooks_clear(hk);
+            assert_int_equal(hs_run_tail_with_hooks(m, tail, layer, a, rp2->data, tok, B, T, NULL, &err), HS_OK);
+            assert_memory_equal(a->logits, hs_cache_get(&other, "logits")->data,
+                                (size_t)B * T * c.d_vocab * sizeof(float));
+            hs_cache_free(&full);
+            free(tail);
+        }
+        /* layer 0 and L are no tails */
+        hs_model *bad = NULL;
+        assert_int_equal(hs_model_tail(m, 0, &bad, &err), HS_ERR_INPUT);
+        assert_int_equal(hs_model_tail(m, c.n_layers, &bad, &err), HS_ERR_INPUT);
+        assert_null(bad);
+        hs_cache_free(&other);
+        hs_hooks_destroy(hk);
+        hs_acts_destroy(a);
+        hs_model_destroy(m);
+    }
+}
+
+/* The engine from a later layer: a sweep with a patch at layer 1 over 37
+ * rows (a short last chunk) from the cached residuals gives the logits of
+ * the full sweep bit for bit. */
+typedef struct {
+    const hs_cache *clean_pad; /* (n_pad) rows */
+    float *logits;             /* (n, t, V) */
+    int t, V;
+} sweep_ctx;
+
+static hs_status sweep_hooks(void *ctx, hs_engine_worker *w, int chunk, int r0, int b)
+{
+    (void)b;
+    (void)chunk;
+    const sweep_ctx *sc = ctx;
+    hs_cache view;
+    hs_status st = hs_cache_view_rows(&view, sc->clean_pad, r0, HS_ENGINE_CHUNK, &w->err);
+    if (st != HS_OK) return st;
+    /* the view must outlive the run: keep its table in the worker's scratch cache */
+    hs_cache_free(&w->tmp);
+    w->tmp = view;
+    return hs_hooks_add_patch_head(w->hk, &w->tmp, (hs_head){1, 2}, -1, &w->err);
+}
+
+static void sweep_rows(void *ctx, hs_engine_worker *w, const float *logits, int r0, int b)
+{
+    (void)w;
+    const sweep_ctx *sc = ctx;
+    memcpy(sc->logits + (size_t)r0 * sc->t * sc->V, logits, (size_t)b * sc->t * sc->V * sizeof(float));
+}
+
+static void engine_sweep_from_a_later_layer_equals_the_full_sweep(void **state)
+{
+    (void)state;
+    const int n = 37, t = g_p.t, V = g_m->cfg.d_vocab;
+    hs_error err = {0};
+    int n_pad = 0;
+    int *clean_pad = hs_engine_pad_rows(g_p.clean, n, t, &n_pad);
+    assert_non_null(clean_pad);
+    hs_engine e;
+    assert_int_equal(hs_engine_init(&e, g_m, NULL, t, &err), HS_OK);
+    const char *f[] = {"blocks.*.hook_resid_pre", "blocks.*.attn.hook_z"};
+    hs_cache clean = {0}, corr = {0};
+    assert_int_equal(hs_engine_cache(&e, &e.w[0], clean_pad, n_pad, f, 2, NULL, &clean), HS_OK);
+    assert_int_equal(hs_engine_cache(&e, &e.w[0], g_p.corr, n, f, 2, NULL, &corr), HS_OK);
+    float *a = calloc((size_t)n * t * V, sizeof *a), *b = calloc((size_t)n * t * V, sizeof *b);
+    sweep_ctx s1 = {&clean, a, t, V}, s2 = {&clean, b, t, V};
+    assert_int_equal(hs_engine_sweep(&e, &e.w[0], g_p.corr, n, sweep_hooks, sweep_rows, &s1), HS_OK);
+    assert_int_equal(hs_engine_sweep_from(&e, &e.w[0], g_p.corr, n, 1, &corr, sweep_hooks, sweep_rows, &s2), HS_OK);
+    assert_memory_equal(a, b, (size_t)n * t * V * sizeof *a);
+    /* the patch did something: the logits differ from the unpatched corrupted run's */
+    float *c = calloc((size_t)n * t * V, sizeof *c);
+    sweep_ctx s3 = {&clean, c, t, V};
+    assert_int_equal(hs_engine_sweep(&e, &e.w[0], g_p.corr, n, NULL, sweep_rows, &s3), HS_OK);
+    assert_true(memcmp(a, c, (size_t)n * t * V * sizeof *a) != 0);
+    /* a residual cache without the layer's entry is refused */
+    hs_cache z = {0};
+    const char *fz[] = {"blocks.*.attn.hook_z"};
+    assert_int_equal(hs_engine_cache(&e, &e.w[0], g_p.corr, n, fz, 1, NULL, &z), HS_OK);
+    assert_int_equal(hs_engine_sweep_from(&e, &e.w[0], g_p.corr, n, 1, &z, NULL, sweep_rows, &s3), HS_ERR_INPUT);
+    hs_cache_free(&z);
+    free(a);
+    free(b);
+    free(c);
+    hs_cache_free(&e.w[0].tmp);
+    hs_cache_free(&clean);
+    hs_cache_free(&corr);
+    hs_engine_free(&e);
+    free(clean_pad);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -610,6 +800,8 @@ int main(void)
         cmocka_unit_test(heads_scores_match_a_hand_computed_pattern),
         cmocka_unit_test(lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics),
         cmocka_unit_test(ablate_zero_and_mean_equal_hand_ablation),
+        cmocka_unit_test(a_run_from_a_later_layer_is_bit_identical_to_the_full_run),
+        cmocka_unit_test(engine_sweep_from_a_later_layer_equals_the_full_sweep),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
