@@ -121,9 +121,14 @@ int main(int argc, char **argv)
         {"level 6, default strategy, all filters (libpng default)",
          {6, Z_DEFAULT_STRATEGY, PNG_ALL_FILTERS}},
         {"level 1, default strategy, all filters", {1, Z_DEFAULT_STRATEGY, PNG_ALL_FILTERS}},
-        {"level 1, default strategy, SUB (chosen)", {1, Z_DEFAULT_STRATEGY, PNG_FILTER_SUB}},
+        {"level 1, default strategy, SUB", {1, Z_DEFAULT_STRATEGY, PNG_FILTER_SUB}},
         {"level 1, RLE, SUB", {1, Z_RLE, PNG_FILTER_SUB}},
         {"level 1, RLE, NONE", {1, Z_RLE, PNG_FILTER_NONE}},
+        {"level 1, default strategy, NONE (chosen)", {1, Z_DEFAULT_STRATEGY, PNG_FILTER_NONE}},
+        {"level 1, default strategy, UP", {1, Z_DEFAULT_STRATEGY, PNG_FILTER_UP}},
+        {"level 2, default strategy, NONE", {2, Z_DEFAULT_STRATEGY, PNG_FILTER_NONE}},
+        {"level 3, default strategy, NONE", {3, Z_DEFAULT_STRATEGY, PNG_FILTER_NONE}},
+        {"level 1, filtered, NONE", {1, Z_FILTERED, PNG_FILTER_NONE}},
         {"level 9, default strategy, all filters", {9, Z_DEFAULT_STRATEGY, PNG_ALL_FILTERS}},
     };
     int nr = runs < 5 ? runs : 5;
