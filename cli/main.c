@@ -41,6 +41,7 @@ static void usage(FILE *fp)
 
 int main(int argc, char **argv)
 {
+    hs_blas_one_thread(); /* no OpenBLAS helper polling beside the command */
     if (argc < 2) {
         usage(stderr);
         return 2;

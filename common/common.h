@@ -225,6 +225,15 @@ typedef struct hs_pool hs_pool;
 /* Online CPUs of this machine (sysconf), at least 1: what threads = 0 means. */
 int hs_pool_cpus(void);
 
+/* Sets OpenBLAS to one thread per call (process wide) and stops its idle
+ * helper threads: the pthread build starts CPUs - 1 of them when it loads,
+ * and they poll with sched_yield for ~2^28 cycles before sleeping (a core
+ * taken for the first ~0.1 s of every process: 10% of `inspect`'s samples).
+ * headscope never asks OpenBLAS for threads (hs_pool_create); a later
+ * openblas_set_num_threads(n > 1) restarts them on first use. Nothing with
+ * an OpenBLAS built without threads (no helper to stop). */
+void hs_blas_one_thread(void);
+
 /* Creates a pool of `threads` workers: the caller's thread is worker 0 and
  * threads - 1 helper pthreads wait for work (no spinning). threads = 0 means
  * hs_pool_cpus(); 1 means everything runs on the caller's thread (no helper

@@ -24,6 +24,15 @@
 #include <unistd.h>
 
 void openblas_set_num_threads(int num_threads);
+/* the pthread/OpenMP builds' shutdown of their helper threads (also run at
+ * fork); weak: a serial OpenBLAS has none */
+int blas_thread_shutdown_(void) __attribute__((weak));
+
+void hs_blas_one_thread(void)
+{
+    openblas_set_num_threads(1);
+    if (blas_thread_shutdown_) blas_thread_shutdown_();
+}
 
 #define LANE_QUEUE 64
 
@@ -125,7 +134,7 @@ hs_status hs_pool_create(int threads, hs_pool **out, hs_error *err)
         return hs_fail(err, HS_ERR_INPUT, "threads must be in [0, 1024] (0 = all %d CPUs), got %d",
                        hs_pool_cpus(), threads);
     if (threads == 0) threads = hs_pool_cpus();
-    openblas_set_num_threads(1);
+    hs_blas_one_thread();
     hs_pool *p = calloc(1, sizeof *p);
     if (p == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory for the worker pool");
     p->n = threads;
