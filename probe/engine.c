@@ -172,43 +172,16 @@ hs_status hs_engine_cache(hs_engine *e, hs_engine_worker *w, const int *tokens, 
     return HS_OK;
 }
 
-hs_status hs_engine_sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, int n,
-                          hs_engine_hooks_fn hooks, hs_engine_rows_fn rows, void *ctx)
+/* The chunks of a sweep from `layer` (0: the whole forward; else from the
+ * residuals rp (n, t, D), hs_engine_sweep_from). */
+static hs_status sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, int n, int layer,
+                       const hs_cache_entry *rp, hs_engine_hooks_fn hooks, hs_engine_rows_fn rows, void *ctx)
 {
+    const size_t row = (size_t)e->t * e->m->cfg.d_model;
     for (int k = 0, r0 = 0; r0 < n; k++, r0 += HS_ENGINE_CHUNK) {
         const int b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
-        hs_hooks_clear(w->hk);
-        hs_status st = hooks ? hooks(ctx, w, k, r0, b) : HS_OK;
-        if (st == HS_OK)
-            st = hs_run_with_hooks(e->m, w->acts, chunk_tokens(e, w, tokens, r0, b), HS_ENGINE_CHUNK, e->t, w->hk,
-                                   &w->err);
-        if (st != HS_OK) {
-            hs_hooks_clear(w->hk);
-            return st;
-        }
-        if (rows) rows(ctx, w, w->acts->logits, r0, b);
-    }
-    hs_hooks_clear(w->hk);
-    return HS_OK;
-}
-
-hs_status hs_engine_sweep_from(hs_engine *e, hs_engine_worker *w, const int *tokens, int n, int layer,
-                               const hs_cache *resid, hs_engine_hooks_fn hooks, hs_engine_rows_fn rows,
-                               void *ctx)
-{
-    if (layer == 0 || e->tail == NULL) return hs_engine_sweep(e, w, tokens, n, hooks, rows, ctx);
-    const int D = e->m->cfg.d_model, t = e->t;
-    if (layer < 0 || layer >= e->m->cfg.n_layers)
-        return hs_fail(&w->err, HS_ERR_INPUT, "engine: layer %d outside the model's %d", layer, e->m->cfg.n_layers);
-    const hs_cache_entry *rp = hs_cache_getf(resid, "blocks.%d.hook_resid_pre", layer);
-    if (rp == NULL || rp->ndim != 3 || rp->shape[0] != n || rp->shape[1] != t || rp->shape[2] != D)
-        return hs_fail(&w->err, HS_ERR_INPUT, "engine: no blocks.%d.hook_resid_pre [%d,%d,%d] to start from",
-                       layer, n, t, D);
-    const size_t row = (size_t)t * D;
-    for (int k = 0, r0 = 0; r0 < n; k++, r0 += HS_ENGINE_CHUNK) {
-        const int b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
-        const float *x = rp->data + row * (size_t)r0;
-        if (b < HS_ENGINE_CHUNK) { /* padded as chunk_tokens pads the tokens */
+        const float *x = rp ? rp->data + row * (size_t)r0 : NULL;
+        if (rp && b < HS_ENGINE_CHUNK) { /* padded as chunk_tokens pads the tokens */
             if (w->rpad == NULL && (w->rpad = malloc(HS_ENGINE_CHUNK * row * sizeof(float))) == NULL)
                 return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
             memcpy(w->rpad, x, (size_t)b * row * sizeof(float));
@@ -219,8 +192,8 @@ hs_status hs_engine_sweep_from(hs_engine *e, hs_engine_worker *w, const int *tok
         hs_hooks_clear(w->hk);
         hs_status st = hooks ? hooks(ctx, w, k, r0, b) : HS_OK;
         if (st == HS_OK)
-            st = hs_run_tail_with_hooks(e->m, e->tail[layer], layer, w->acts, x, chunk_tokens(e, w, tokens, r0, b),
-                                        HS_ENGINE_CHUNK, t, w->hk, &w->err);
+            st = hs_run_tail_with_hooks(e->m, layer ? e->tail[layer] : NULL, layer, w->acts, x,
+                                        chunk_tokens(e, w, tokens, r0, b), HS_ENGINE_CHUNK, e->t, w->hk, &w->err);
         if (st != HS_OK) {
             hs_hooks_clear(w->hk);
             return st;
@@ -229,6 +202,27 @@ hs_status hs_engine_sweep_from(hs_engine *e, hs_engine_worker *w, const int *tok
     }
     hs_hooks_clear(w->hk);
     return HS_OK;
+}
+
+hs_status hs_engine_sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, int n,
+                          hs_engine_hooks_fn hooks, hs_engine_rows_fn rows, void *ctx)
+{
+    return sweep(e, w, tokens, n, 0, NULL, hooks, rows, ctx);
+}
+
+hs_status hs_engine_sweep_from(hs_engine *e, hs_engine_worker *w, const int *tokens, int n, int layer,
+                               const hs_cache *resid, hs_engine_hooks_fn hooks, hs_engine_rows_fn rows,
+                               void *ctx)
+{
+    if (layer == 0 || e->tail == NULL) return sweep(e, w, tokens, n, 0, NULL, hooks, rows, ctx);
+    const int D = e->m->cfg.d_model, t = e->t;
+    if (layer < 0 || layer >= e->m->cfg.n_layers)
+        return hs_fail(&w->err, HS_ERR_INPUT, "engine: layer %d outside the model's %d", layer, e->m->cfg.n_layers);
+    const hs_cache_entry *rp = hs_cache_getf(resid, "blocks.%d.hook_resid_pre", layer);
+    if (rp == NULL || rp->ndim != 3 || rp->shape[0] != n || rp->shape[1] != t || rp->shape[2] != D)
+        return hs_fail(&w->err, HS_ERR_INPUT, "engine: no blocks.%d.hook_resid_pre [%d,%d,%d] to start from",
+                       layer, n, t, D);
+    return sweep(e, w, tokens, n, layer, rp, hooks, rows, ctx);
 }
 
 /* Means: one job per chunk; the sums in chunk order. */
