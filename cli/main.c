@@ -3,8 +3,11 @@
  * the library. Only this folder prints and exits (exit 0 success, 1 user
  * error with one line on stderr, 2 usage error).
  */
+#define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -39,8 +42,23 @@ static void usage(FILE *fp)
     fprintf(fp, "\nExit status: 0 success, 1 user error (one line on stderr), 2 usage error.\n");
 }
 
+/* Starts this program again with OPENBLAS_CORETYPE set when OpenBLAS chose
+ * kernels older than the CPU (hs_blas_core_advice); returns when there is
+ * nothing to do or the exec fails (the run goes on, slower). Not under
+ * valgrind (its preload in LD_PRELOAD): the new image would run outside it. */
+static void blas_core_reexec(char **argv)
+{
+    const char *core = hs_blas_core_advice();
+    const char *pre = getenv("LD_PRELOAD");
+    if (core == NULL || (pre && strstr(pre, "vgpreload"))) return;
+    if (setenv("OPENBLAS_CORETYPE", core, 1) != 0) return;
+    execv("/proc/self/exe", argv);
+    unsetenv("OPENBLAS_CORETYPE");
+}
+
 int main(int argc, char **argv)
 {
+    blas_core_reexec(argv);
     hs_blas_one_thread(); /* no OpenBLAS helper polling beside the command */
     if (argc < 2) {
         usage(stderr);
@@ -52,7 +70,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(argv[1], "--version") == 0) {
-        printf("headscope %s\n", HS_VERSION);
+        printf("headscope %s (OpenBLAS core %s)\n", HS_VERSION, hs_blas_core());
         return 0;
     }
     for (size_t i = 0; i < N_COMMANDS; i++)

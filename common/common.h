@@ -222,6 +222,24 @@ int hs_argmax(const float *x, size_t n);
 
 typedef struct hs_pool hs_pool;
 
+/* The kernel family OpenBLAS runs its products on (openblas_get_corename():
+ * "Haswell", "SkylakeX", "Prescott", ...). Static string; never NULL. */
+const char *hs_blas_core(void);
+
+/* The OPENBLAS_CORETYPE this process should have been started with, or NULL
+ * when OpenBLAS's choice is right. Debian 12's OpenBLAS 0.3.21 does not know
+ * CPUs newer than it (Intel family 6 model 207, Emerald Rapids, seen here)
+ * and falls back to "Prescott", SSE3 kernels that run a step's products 2-7
+ * times slower than the AVX-512 ones the CPU has (bench_sgemm: 16.8 against
+ * 124 GFLOP/s). Returns "SkylakeX" when the CPU and OS have AVX-512 F, CD,
+ * BW, DQ and VL, "Haswell" when they have AVX2 and FMA, and only when
+ * OpenBLAS picked a pre-AVX2 core and OPENBLAS_CORETYPE is unset (a user's
+ * own setting is kept). OpenBLAS reads the variable once, when it is loaded,
+ * so only a new process image can use the advice: headscope's main() execs
+ * itself with it set (cli/main.c); a program linking the library can set it
+ * in its environment. */
+const char *hs_blas_core_advice(void);
+
 /* Online CPUs of this machine (sysconf), at least 1: what threads = 0 means. */
 int hs_pool_cpus(void);
 

@@ -27,6 +27,7 @@ void openblas_set_num_threads(int num_threads);
 /* the pthread/OpenMP builds' shutdown of their helper threads (also run at
  * fork); weak: a serial OpenBLAS has none */
 int blas_thread_shutdown_(void) __attribute__((weak));
+char *openblas_get_corename(void);
 
 void hs_blas_one_thread(void)
 {
@@ -124,6 +125,32 @@ static void *helper_main(void *arg)
         pthread_cond_wait(&p->cv_work, &p->mu);
     }
     pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+const char *hs_blas_core(void)
+{
+    const char *name = openblas_get_corename();
+    return name ? name : "unknown";
+}
+
+const char *hs_blas_core_advice(void)
+{
+    if (getenv("OPENBLAS_CORETYPE") != NULL) return NULL;
+    /* the cores Debian 12's OpenBLAS builds with AVX2 kernels or better */
+    static const char *const FAST[] = {"Haswell", "SkylakeX", "Cooperlake", "SapphireRapids",
+                                       "Zen"};
+    const char *core = hs_blas_core();
+    for (size_t i = 0; i < sizeof FAST / sizeof FAST[0]; i++)
+        if (strcmp(core, FAST[i]) == 0) return NULL;
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+        return "SkylakeX";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "Haswell";
+#endif
     return NULL;
 }
 

@@ -249,27 +249,27 @@ double hs_grad_norm(const hs_model *m)
     return sqrt(s);
 }
 
-void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targets, float *d_x0)
+/* The backward of acts->b sequences (a whole batch, or one part's view,
+ * hs_acts_view) into the gradients G, with the scratch gs (hs_grad_point);
+ * the weight-gradient jobs on w's lane (NULL: each at once, in order).
+ * inv_n = 1 / the valid targets of the whole batch. d_x0 as hs_backward's,
+ * for these rows. */
+static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *acts,
+                          const hs_grad_scratch *gs, hs_pool *w, const int *tokens,
+                          const int *targets, float inv_n, float *d_x0)
 {
-    HS_ASSERT(m->grad_mem != NULL && acts->d_mem != NULL);
     const hs_config *c = &m->cfg;
     const hs_params *P = &m->params;
-    hs_params *G = &m->grads;
     const int B = acts->b, T = acts->t;
     const int D = c->d_model, H = c->n_heads, dh = c->d_head, M = c->d_mlp, V = c->d_vocab;
     const size_t BT = (size_t)B * T;
     const int has_norm = c->norm != HS_NORM_NONE;
 
-    hs_grad_scratch gs;
-    hs_grad_point(acts, c, &gs);
-    float *dresid = gs.dresid, *dln = gs.dln, *dlnf = gs.dlnf, *dz = gs.dz, *dq = gs.dq;
-    float *dk = gs.dk, *dv = gs.dv, *dpre = gs.dpre, *dpost = gs.dpost, *dlogits = gs.dlogits;
-    float *datt = gs.datt;
+    float *dresid = gs->dresid, *dln = gs->dln, *dlnf = gs->dlnf, *dz = gs->dz, *dq = gs->dq;
+    float *dk = gs->dk, *dv = gs->dv, *dpre = gs->dpre, *dpost = gs->dpost;
+    float *dlogits = gs->dlogits, *datt = gs->datt;
 
     /* cross-entropy: dlogits = (probs - onehot) / n_valid on valid positions */
-    int n_valid = 0;
-    for (size_t i = 0; i < BT; i++) n_valid += targets[i] >= 0;
-    const float inv_n = n_valid > 0 ? 1.0f / (float)n_valid : 0.0f;
     for (size_t i = 0; i < BT; i++) {
         float *dl = dlogits + i * V;
         const float *pr = acts->probs + i * V;
@@ -281,11 +281,10 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
         dl[targets[i]] -= inv_n;
     }
 
-    /* The weight gradients go to the pool's lane (acts->pool, or run at
-     * once without it); the input-gradient chain stays here. A buffer a
-     * queued job reads is waited for before it is overwritten. */
-    hs_pool *w = acts->pool;
-    float *dw_scratch = hs_acts_dwpack(acts, c);
+    /* The weight gradients go to w's lane (or run at once without it); the
+     * input-gradient chain stays here. A buffer a queued job reads is waited
+     * for before it is overwritten. */
+    float *dw_scratch = gs->dwpack;
     dw_job j;
 
     /* unembed and final norm */
@@ -304,9 +303,9 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
 
     long t_dpre = 0, t_qkv = 0; /* jobs reading dpre / dq, dk, dv */
     for (int l = c->n_layers - 1; l >= 0; l--) {
-        hs_block_acts *ba = &acts->blocks[l];
+        const hs_block_acts *ba = &acts->blocks[l];
         const hs_block_params *bp = &P->blocks[l];
-        hs_block_params *gp = &G->blocks[l];
+        const hs_block_params *gp = &G->blocks[l];
 
         if (M > 0) {
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
@@ -381,4 +380,76 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     }
     if (d_x0) memcpy(d_x0, dx0, BT * D * sizeof(float));
     hs_pool_wait_all(w); /* all weight gradients in place */
+}
+
+/* The gradients of batch part `part` > 0: m->grads' layout rebased onto its
+ * buffer in grad_part_mem. */
+static hs_params part_grads(const hs_model *m, int part)
+{
+    float *base = m->grad_part_mem + (size_t)(part - 1) * m->n_params;
+    hs_params g;
+    const float *const *src = (const float *const *)&m->grads;
+    float **dst = (float **)&g;
+    for (size_t i = 0; i < sizeof(hs_params) / sizeof(float *); i++)
+        dst[i] = src[i] ? base + (src[i] - m->grad_mem) : NULL;
+    return g;
+}
+
+/* The parts of a batch's backward (hs_backward). */
+typedef struct {
+    const hs_model *m;
+    const hs_acts *acts;
+    const int *tokens, *targets;
+    float *d_x0;
+    float inv_n;
+    int parts;
+} bwd_split;
+
+static hs_status bwd_part_run(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const bwd_split *f = ctx;
+    const hs_config *c = &f->m->cfg;
+    const int B = f->acts->b, T = f->acts->t;
+    const int b0 = hs_batch_part_start(B, T, f->parts, j);
+    const int b1 = hs_batch_part_start(B, T, f->parts, j + 1);
+    hs_acts view = hs_acts_view(f->acts, c, b0, T);
+    view.b = b1 - b0;
+    hs_grad_scratch gs;
+    hs_grad_point(f->acts, c, j, b0, b1 - b0, &gs);
+    hs_params g = f->m->grads;
+    if (j > 0) {
+        g = part_grads(f->m, j);
+        memset(f->m->grad_part_mem + (size_t)(j - 1) * f->m->n_params, 0,
+               f->m->n_params * sizeof(float));
+    }
+    const size_t off = (size_t)b0 * T;
+    backward_rows(f->m, &g, &view, &gs, NULL, f->tokens + off, f->targets + off, f->inv_n,
+                  f->d_x0 ? f->d_x0 + off * c->d_model : NULL);
+    return HS_OK;
+}
+
+void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targets, float *d_x0)
+{
+    HS_ASSERT(m->grad_mem != NULL && acts->d_mem != NULL);
+    const size_t BT = (size_t)acts->b * acts->t;
+    int n_valid = 0;
+    for (size_t i = 0; i < BT; i++) n_valid += targets[i] >= 0;
+    const float inv_n = n_valid > 0 ? 1.0f / (float)n_valid : 0.0f;
+    const int parts = hs_batch_parts(acts->b, acts->t, HS_GRAD_PARTS);
+    if (parts < 2) {
+        hs_grad_scratch gs;
+        hs_grad_point(acts, &m->cfg, 0, 0, acts->b, &gs);
+        backward_rows(m, &m->grads, acts, &gs, acts->pool, tokens, targets, inv_n, d_x0);
+        return;
+    }
+    bwd_split f = {m, acts, tokens, targets, d_x0, inv_n, parts};
+    hs_error err;
+    hs_status s = hs_pool_for(acts->pool, parts, bwd_part_run, &f, &err);
+    HS_ASSERT(s == HS_OK); /* the jobs cannot fail */
+    /* grad_mem += part 1 += part 2 ...: in part order, whatever ran where */
+    for (int j = 1; j < parts; j++)
+        hs_add(m->grad_mem, m->grad_mem, m->grad_part_mem + (size_t)(j - 1) * m->n_params,
+               m->n_params);
 }

@@ -18,8 +18,9 @@
 /* ------------------------------------------------------------------------ */
 /* Activations: the layout table (model_internal.h)                          */
 
-/* Floats per sequence at T positions (FIXED_TT: t*t once, not per sequence). */
-typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_FIXED_TT } slot_size;
+/* Floats per sequence at T positions. */
+/* (FIXED_*: one per batch part, not per sequence: t*t, D*H*dh) */
+typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_FIXED_TT, SZ_FIXED_W } slot_size;
 /* Where a slot's pointer lives. */
 typedef enum { IN_ACTS, IN_BLOCK, IN_GRAD } slot_home;
 
@@ -44,7 +45,7 @@ static const act_slot ACT_SLOTS[] = {
     A(scratch, SZ_TX), A(scores, SZ_HTT),
     G(dresid, SZ_TD), G(dln, SZ_TD), G(dlnf, SZ_TD), G(dz, SZ_THD), G(dq, SZ_THD),
     G(dk, SZ_THD), G(dv, SZ_THD), G(dpre, SZ_TM), G(dpost, SZ_TM), G(dlogits, SZ_TV),
-    G(datt, SZ_FIXED_TT),
+    G(datt, SZ_FIXED_TT), G(dwpack, SZ_FIXED_W),
 };
 #undef A
 #undef L
@@ -52,10 +53,10 @@ static const act_slot ACT_SLOTS[] = {
 enum { N_SLOTS = sizeof ACT_SLOTS / sizeof ACT_SLOTS[0] };
 _Static_assert(sizeof(hs_block_acts) == 17 * sizeof(float *),
                "a buffer added to hs_block_acts must be added to ACT_SLOTS");
-_Static_assert(sizeof(hs_grad_scratch) == 11 * sizeof(float *),
+_Static_assert(sizeof(hs_grad_scratch) == 12 * sizeof(float *),
                "a buffer added to hs_grad_scratch must be added to ACT_SLOTS");
 
-/* Floats of one sequence of a slot at T positions (SZ_FIXED_TT: the whole). */
+/* Floats of one sequence of a slot at T positions (SZ_FIXED_*: the whole). */
 static size_t slot_floats(const hs_config *c, slot_size sz, size_t T)
 {
     const size_t D = (size_t)c->d_model, H = (size_t)c->n_heads, dh = (size_t)c->d_head,
@@ -71,6 +72,7 @@ static size_t slot_floats(const hs_config *c, slot_size sz, size_t T)
     case SZ_TV: return T * V;
     case SZ_TX: return T * x;
     case SZ_FIXED_TT: return T * T;
+    case SZ_FIXED_W: return D * H * dh;
     }
     return 0;
 }
@@ -102,7 +104,8 @@ static size_t point_slots(hs_acts *a, hs_grad_scratch *g, const hs_config *c, in
                 for (int k = i; k < end; k++) {
                     const act_slot *sk = &ACT_SLOTS[k];
                     if (p) *slot_ptr(sk, a, g, l) = p + n;
-                    n += (sk->size == SZ_FIXED_TT ? 1 : B) * slot_floats(c, sk->size, T);
+                    const int fixed = sk->size == SZ_FIXED_TT || sk->size == SZ_FIXED_W;
+                    n += (fixed ? 1 : B) * slot_floats(c, sk->size, T);
                 }
         i = end;
     }
@@ -119,16 +122,28 @@ hs_acts hs_acts_view(const hs_acts *a, const hs_config *c, int b0, int t)
         for (int l = 0; l < (s->home == IN_BLOCK ? c->n_layers : 1); l++)
             *slot_ptr(s, &v, NULL, l) += off;
     }
-    /* the act' stash (hs_acts_dact) sits at the end of d_mem: moving d_mem
-     * moves it by b0 sequences */
-    if (v.d_mem) v.d_mem += (size_t)b0 * t * c->d_mlp;
+    if (v.dact_mem) v.dact_mem += (size_t)b0 * t * c->d_mlp;
     return v;
 }
 
-void hs_grad_point(const hs_acts *a, const hs_config *c, hs_grad_scratch *g)
+/* The backward's scratch: floats per sequence and per part at t positions. */
+static void grad_sizes(const hs_config *c, size_t t, size_t *per_seq, size_t *per_part)
 {
-    size_t n = point_slots(NULL, g, c, 1, (size_t)a->b, (size_t)a->t, a->d_mem);
-    HS_ASSERT(n <= a->n_d_floats);
+    *per_part = point_slots(NULL, &(hs_grad_scratch){0}, c, 1, 0, t, NULL);
+    *per_seq = point_slots(NULL, &(hs_grad_scratch){0}, c, 1, 1, t, NULL) - *per_part;
+}
+
+void hs_grad_point(const hs_acts *a, const hs_config *c, int part, int b0, int b,
+                   hs_grad_scratch *g)
+{
+    HS_ASSERT(part >= 0 && part < HS_GRAD_PARTS && b0 >= 0 && b0 + b <= a->B);
+    size_t per_seq, per_part;
+    grad_sizes(c, (size_t)a->t, &per_seq, &per_part);
+    /* part p from b0 * per_seq + p * per_part: b sequences, then its fixed
+     * slots; part p + 1 starts after them (its b0 is this one's b0 + b) */
+    float *base = a->d_mem + (size_t)b0 * per_seq + (size_t)part * per_part;
+    size_t n = point_slots(NULL, g, c, 1, (size_t)b, (size_t)a->t, base);
+    HS_ASSERT((size_t)(base - a->d_mem) + n <= a->n_d_floats);
 }
 
 hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_acts **out,
@@ -152,18 +167,19 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
     }
     point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, a->mem);
     if (with_grad) {
-        /* the backward's scratch, then the packed dW_Q/K/V scratch
-         * (hs_acts_dwpack) and the forward's act'(mlp_pre) per layer
-         * (hs_acts_dact) at the end */
-        hs_grad_scratch g;
-        a->n_d_floats = point_slots(NULL, &g, cfg, 1, (size_t)B, (size_t)T, NULL);
-        a->n_d_floats += (size_t)cfg->d_model * cfg->n_heads * cfg->d_head;
-        a->n_d_floats += (size_t)cfg->n_layers * B * T * cfg->d_mlp;
+        /* the backward's scratch (one region per batch part: per-sequence
+         * slots, then the part's fixed ones), then the forward's
+         * act'(mlp_pre) per layer (hs_acts_dact) */
+        size_t per_seq, per_part;
+        grad_sizes(cfg, (size_t)T, &per_seq, &per_part);
+        const size_t scratch = (size_t)B * per_seq + HS_GRAD_PARTS * per_part;
+        a->n_d_floats = scratch + (size_t)cfg->n_layers * B * T * cfg->d_mlp;
         a->d_mem = calloc(a->n_d_floats, sizeof(float));
         if (!a->d_mem) {
             hs_acts_destroy(a);
             return hs_fail(err, HS_ERR_NOMEM, "out of memory for gradients of activations");
         }
+        a->dact_mem = a->d_mem + scratch;
     }
     *out = a;
     return HS_OK;
@@ -897,19 +913,14 @@ static int split_unit(int T)
     return g;
 }
 
-/* How many parts a forward of B sequences splits into over `threads`
- * workers: at most one per whole 16-row unit; 1 (no split) when there is no
- * second unit. The default training batch (64 x 15) splits at 32 on 2. */
-static int split_parts(int B, int T, int threads)
+int hs_batch_parts(int B, int T, int parts)
 {
     const int units = B / split_unit(T);
-    int parts = threads < units ? threads : units;
+    if (parts > units) parts = units;
     return parts >= 2 ? parts : 1;
 }
 
-/* The first sequence of part j of `parts` (part_start(.., parts) = B): the
- * multiple of the 16-row unit nearest B * j / parts. */
-static int part_start(int B, int T, int parts, int j)
+int hs_batch_part_start(int B, int T, int parts, int j)
 {
     if (j >= parts) return B;
     const int g = split_unit(T);
@@ -929,7 +940,8 @@ static hs_status fwd_part_run(void *ctx, int j, int worker, hs_error *err)
 {
     (void)worker;
     const fwd_split *f = ctx;
-    const int b0 = part_start(f->B, f->T, f->parts, j), b1 = part_start(f->B, f->T, f->parts, j + 1);
+    const int b0 = hs_batch_part_start(f->B, f->T, f->parts, j);
+    const int b1 = hs_batch_part_start(f->B, f->T, f->parts, j + 1);
     if (b1 == b0) return HS_OK;
     hs_acts view = hs_acts_view(f->acts, &f->m->cfg, b0, f->T);
     hook_ctx hc = {NULL, {0}};
@@ -955,11 +967,11 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
     acts->t = T;
     hook_ctx hc = {observer, {0}};
     pack_qkv(m, acts);
-    const int parts = observer == NULL ? split_parts(B, T, hs_pool_threads(acts->pool)) : 1;
+    const int parts = observer == NULL ? hs_batch_parts(B, T, hs_pool_threads(acts->pool)) : 1;
     if (parts >= 2) {
         /* one part of the batch per worker: every kernel works per row or
          * per sequence, and an sgemm gives a row the same bits when the rows
-         * before it are a multiple of its kernel's unroll (split_parts), so
+         * before it are a multiple of its kernel's unroll (hs_batch_parts), so
          * the values are those of one pass */
         fwd_split f = {m, acts, tokens, B, T, parts};
         return hs_pool_for(acts->pool, parts, fwd_part_run, &f, err);

@@ -294,6 +294,7 @@ void hs_model_destroy(hs_model *m)
     if (m == NULL) return;
     free(m->param_mem);
     free(m->grad_mem);
+    free(m->grad_part_mem);
     free(m->m_mem);
     free(m->v_mem);
     free(m);
@@ -303,13 +304,15 @@ hs_status hs_model_alloc_train(hs_model *m, hs_error *err)
 {
     if (m->grad_mem) return HS_OK;
     m->grad_mem = calloc(m->n_params, sizeof(float));
+    m->grad_part_mem = calloc((HS_GRAD_PARTS - 1) * m->n_params, sizeof(float));
     m->m_mem = calloc(m->n_params, sizeof(float));
     m->v_mem = calloc(m->n_params, sizeof(float));
-    if (!m->grad_mem || !m->m_mem || !m->v_mem) {
+    if (!m->grad_mem || !m->grad_part_mem || !m->m_mem || !m->v_mem) {
         free(m->grad_mem);
+        free(m->grad_part_mem);
         free(m->m_mem);
         free(m->v_mem);
-        m->grad_mem = m->m_mem = m->v_mem = NULL;
+        m->grad_mem = m->grad_part_mem = m->m_mem = m->v_mem = NULL;
         return hs_fail(err, HS_ERR_NOMEM, "out of memory for gradients (%zu floats)", m->n_params);
     }
     /* same layout as the parameters, rebased onto grad_mem */

@@ -136,6 +136,9 @@ typedef struct {
 } hs_block_params;
 
 #define HS_MAX_LAYERS 16
+/* Parts a training batch's backward is split into (hs_backward): fixed, so
+ * that gradients do not depend on the thread count. */
+#define HS_GRAD_PARTS 2
 
 typedef struct {
     float *W_E;                /* (V, D)          embed.W_E */
@@ -167,6 +170,9 @@ typedef struct hs_model {
     hs_tensor_info tensors[HS_MAX_TENSORS]; /* in checkpoint order */
     float *param_mem;                       /* (n_params) */
     float *grad_mem;                        /* (n_params), NULL until hs_model_alloc_train */
+    float *grad_part_mem;                   /* (HS_GRAD_PARTS - 1, n_params): the gradients of
+                                             * the backward's later batch parts (hs_backward),
+                                             * summed into grad_mem in part order; same */
     float *m_mem, *v_mem;                   /* AdamW moments, same */
     hs_params params;                       /* views into param_mem */
     hs_params grads;                        /* views into grad_mem */
@@ -314,9 +320,10 @@ typedef struct {
     float *lnf_mean, *lnf_rstd;   /* (B,T) */
     float *logits;                /* (B,T,V) */
     float *probs;                 /* (B,T,V) softmax of logits (after loss) */
-    /* backward scratch */
+    /* backward scratch: one region per batch part (hs_backward), then dact_mem */
     float *d_mem;
     size_t n_d_floats;
+    float *dact_mem;              /* (L,B,T,M) act'(mlp_pre) a training forward keeps; moved by views */
     /* scratch for observer points */
     float *scratch;               /* (B,T,H,D) or (B,T,max(D,M)) */
     float *scores;                /* (B,H,T,T) pre-softmax scores (observer only) */
@@ -332,15 +339,16 @@ void hs_acts_destroy(hs_acts *a);
 
 /* The worker pool hs_forward and hs_backward on a use (borrowed: the caller
  * keeps it alive while a uses it and destroys it; NULL = the caller's thread
- * only). With 2+ workers the backward's weight gradients (dW = inp^T dout and
- * the bias sums, a third of a step's FLOPs, off the critical path) run on the
- * pool's lane while the caller's thread runs the chain of input gradients,
- * and a forward without observer splits the batch into one part per worker
- * (hs_pool_for; parts start at a multiple of 16 rows, so each row meets the
- * same sgemm kernel as in one call; a batch with no such split runs whole). Each product is one sgemm and every kernel works per row, so
- * values are bit-identical for every thread count. On a machine whose cores
- * are busy with other work 1 thread is faster (bench_train --threads 1/2).
- * Replaces (and destroys) a pool hs_acts_set_threads made. */
+ * only). A forward without observer splits the batch into one part per
+ * worker (hs_pool_for; parts start at a multiple of 16 rows, so each row
+ * meets the same sgemm kernel as in one call; a batch with no such split runs
+ * whole): every kernel works per row, so its values are those of one pass.
+ * The backward splits a batch of two or more 16-row units into HS_GRAD_PARTS
+ * parts whatever the thread count (data parallel: each part's whole backward
+ * on one worker, its gradients in their own buffer, summed in part order), so
+ * its values too are bit-identical for every thread count; a smaller batch
+ * runs whole, its weight gradients on the pool's lane beside the chain of
+ * input gradients. Replaces (and destroys) a pool hs_acts_set_threads made. */
 void hs_acts_set_pool(hs_acts *a, hs_pool *pool);
 /* hs_acts_set_pool with a pool of `threads` workers that a owns (0 = every
  * CPU, hs_pool_cpus; 1 = none). Errors of hs_pool_create. */
@@ -377,7 +385,11 @@ float hs_cross_entropy(const hs_model *m, hs_acts *acts, const int *targets, int
 /*
  * Backward of the mean cross-entropy through the last forward (which must have
  * run with observer == NULL). Accumulates (+=) into m->grad_mem; the caller
- * zeros it (hs_zero_grad). If d_x0 != NULL it also receives dLoss/d(x0)
+ * zeros it (hs_zero_grad). A batch of two or more 16-row units runs as
+ * HS_GRAD_PARTS parts on the pool (hs_acts_set_pool): part 0 accumulates into
+ * grad_mem, part p > 0 into its own zeroed buffer (grad_part_mem), then
+ * grad_mem += part 1 += part 2 ... in that order (the data-parallel step of
+ * llm.c / PyTorch DDP with a fixed reduction order). If d_x0 != NULL it also receives dLoss/d(x0)
  * (b,t,D), the gradient w.r.t. the summed input embedding (gradient checks).
  */
 void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targets,

@@ -34,31 +34,42 @@ void hs_norm_apply(float *out, const float *inp, const float *mean, const float 
  * (hs_grad_point). A buffer added to hs_acts is added to the table and
  * nowhere else. */
 
-/* The backward's activation gradients, views into acts->d_mem packed at the
- * last forward's shape (b, t). */
+/* The backward's activation gradients of one batch part, views into its
+ * region of acts->d_mem (hs_grad_point). */
 typedef struct {
     float *dresid, *dln, *dlnf;   /* (b,t,D) */
     float *dz, *dq, *dk, *dv;     /* (b,t,H,dh) */
     float *dpre, *dpost;          /* (b,t,M) */
     float *dlogits;               /* (b,t,V) */
     float *datt;                  /* (t,t), one (b, h) at a time */
+    float *dwpack;                /* (D,H*dh) a packed dW_Q/K/V before it is added per head */
 } hs_grad_scratch;
 
-/* Points g into a->d_mem for the last forward's shape (a->b, a->t). */
-void hs_grad_point(const hs_acts *a, const hs_config *c, hs_grad_scratch *g);
+/* Points g at the backward scratch of part `part` (< HS_GRAD_PARTS) of the
+ * last forward's batch: its b sequences from sequence b0 on, t = a->t
+ * positions. Parts' regions never overlap. */
+void hs_grad_point(const hs_acts *a, const hs_config *c, int part, int b0, int b,
+                   hs_grad_scratch *g);
 
 /* a with every batch-major buffer moved to sequence b0 (t positions per
  * sequence, as the forward about to run): the view one thread's part of a
- * batch runs on. */
+ * batch runs on. The backward's scratch (d_mem) is not moved: hs_grad_point. */
 hs_acts hs_acts_view(const hs_acts *a, const hs_config *c, int b0, int t);
 
+/* How a batch of B sequences of T positions splits into parts (hs_forward
+ * over `threads` workers; hs_backward into HS_GRAD_PARTS): at most one part
+ * per whole 16-row unit, 1 (no split) when there is no second unit. */
+int hs_batch_parts(int B, int T, int parts);
+/* The first sequence of part j of `parts` (j = parts gives B): the multiple
+ * of the 16-row unit nearest B * j / parts. */
+int hs_batch_part_start(int B, int T, int parts, int j);
+
 /* Where a training forward keeps act'(mlp_pre) of layer l for the backward:
- * (B,T,M) at capacity B, T, at the end of acts->d_mem (NULL without it). */
+ * (B,T,M) at capacity B, T, in acts->dact_mem (NULL without it). */
 static inline float *hs_acts_dact(const hs_acts *a, const hs_config *c, int l)
 {
-    if (a->d_mem == NULL || c->d_mlp == 0) return NULL;
-    const size_t per = (size_t)a->B * a->T * c->d_mlp;
-    return a->d_mem + a->n_d_floats - (size_t)c->n_layers * per + (size_t)l * per;
+    if (a->dact_mem == NULL || c->d_mlp == 0) return NULL;
+    return a->dact_mem + (size_t)l * a->B * a->T * c->d_mlp;
 }
 
 /* W_Q, W_K, W_V of layer l packed as (D, H*dh) matrices (which = 0, 1, 2):
@@ -69,15 +80,6 @@ static inline float *hs_acts_wpack(const hs_acts *a, const hs_config *c, int l, 
 {
     const size_t per = (size_t)c->d_model * c->n_heads * c->d_head;
     return a->mem + a->n_floats - (size_t)c->n_layers * 3 * per + ((size_t)l * 3 + which) * per;
-}
-
-/* Scratch of the backward's packed weight gradient (D, H*dh), in d_mem just
- * before the act' stash. */
-static inline float *hs_acts_dwpack(const hs_acts *a, const hs_config *c)
-{
-    const size_t per = (size_t)c->d_model * c->n_heads * c->d_head;
-    const size_t dact = (size_t)c->n_layers * a->B * a->T * c->d_mlp;
-    return a->d_mem + a->n_d_floats - dact - per;
 }
 
 /* out (N,OC) = inp (N,C) @ W (C,OC) + bias (OC) (bias may be NULL). cblas_sgemm

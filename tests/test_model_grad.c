@@ -23,7 +23,10 @@
 
 #include "model/model.h"
 
-enum { B = 2, T = 5, V = 7 };
+enum { T = 5, V = 7, B_MAX = 32 };
+/* Sequences of the batch: 2, or B_MAX = two 16-row units, which hs_backward
+ * splits into HS_GRAD_PARTS parts whose gradients it sums. */
+static int B = 2;
 
 static uint64_t rng_state;
 static double rnd(void) /* uniform in (-1, 1) */
@@ -74,9 +77,13 @@ static void check_config(hs_config cfg, const char *label)
     }
     hs_acts *a = NULL;
     assert_int_equal(hs_acts_create(&m->cfg, B, T, 1, &a, &err), HS_OK);
-    int tok[B * T] = {1, 3, 0, 6, 2, 5, 5, 4, 1, 0};
-    int tgt[B * T] = {3, 0, 6, 2, -1, 5, 4, 1, 0, 2};
-    float dx0[B * T * 8];
+    int tok[B_MAX * T] = {1, 3, 0, 6, 2, 5, 5, 4, 1, 0};
+    int tgt[B_MAX * T] = {3, 0, 6, 2, -1, 5, 4, 1, 0, 2};
+    for (int i = 10; i < B * T; i++) {
+        tok[i] = (i * 5 + i / 7) % V;
+        tgt[i] = i % 11 == 4 ? -1 : (i * 3 + 1) % V;
+    }
+    float dx0[B_MAX * T * 8];
 
     loss_of(m, a, tok, tgt);
     size_t n_signs = relu_signs(m, a, kinks0);
@@ -162,10 +169,25 @@ static void gradients_match_finite_differences_for_every_switch(void **state)
 #undef RUN
 }
 
+/* The same check on a batch the backward splits into parts (B_MAX sequences
+ * of 5 = two 16-row units): the parts' gradients must sum to the batch's. */
+static void gradients_of_a_split_batch_match_finite_differences(void **state)
+{
+    (void)state;
+    B = B_MAX;
+    hs_config c = hs_config_default();
+    check_config(c, "split batch (32 x 5)");
+    c.norm = HS_NORM_RMSNORM;
+    c.embed_norm = 1;
+    check_config(c, "split batch, rmsnorm, embed norm");
+    B = 2;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gradients_match_finite_differences_for_every_switch),
+        cmocka_unit_test(gradients_of_a_split_batch_match_finite_differences),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
