@@ -101,7 +101,7 @@ int main(int argc, char **argv)
         t[3] = bench_now();
         hs_backward(m, acts, tokens, targets, NULL);
         t[4] = bench_now();
-        if (hs_adamw_step(m, &opt, NULL, &err) != HS_OK) die("adamw", &err);
+        if (hs_adamw_step_on(m, &opt, acts->pool, NULL, &err) != HS_OK) die("adamw", &err);
         t[5] = bench_now();
         if (s >= 0) {
             for (int p = 0; p < PH_STEP; p++) ph[p][s] = t[p + 1] - t[p];

@@ -60,7 +60,57 @@ static void adamw_tensor(float *p, float *mm, float *vv, const float *g, size_t 
     }
 }
 
+/* Floats per job of the parallel update and gradient norm: fixed, so the
+ * norm's partial sums (and so every bit) do not depend on the thread count. */
+#define ADAM_CHUNK 16384
+
+double hs_grad_norm(const hs_model *m)
+{
+    double s = 0.0;
+    for (size_t i0 = 0; i0 < m->n_params; i0 += ADAM_CHUNK) {
+        const size_t i1 = i0 + ADAM_CHUNK < m->n_params ? i0 + ADAM_CHUNK : m->n_params;
+        double c = 0.0;
+        for (size_t i = i0; i < i1; i++) c += (double)m->grad_mem[i] * m->grad_mem[i];
+        s += c;
+    }
+    return sqrt(s);
+}
+
+typedef struct {
+    hs_model *m;
+    const hs_adamw *opt;
+    float gscale;
+    double bc1, bc2;
+} adam_job;
+
+/* Job j: the elements [j, j + 1) * ADAM_CHUNK, tensor by tensor. */
+static hs_status adam_run(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const adam_job *a = ctx;
+    hs_model *m = a->m;
+    const hs_adamw *o = a->opt;
+    const size_t lo = (size_t)j * ADAM_CHUNK, hi = lo + ADAM_CHUNK;
+    for (int ti = 0; ti < m->n_tensors; ti++) {
+        const hs_tensor_info *t = &m->tensors[ti];
+        const size_t b = t->offset > lo ? t->offset : lo;
+        const size_t e = t->offset + t->numel < hi ? t->offset + t->numel : hi;
+        if (b >= e) continue;
+        adamw_tensor(m->param_mem + b, m->m_mem + b, m->v_mem + b, m->grad_mem + b, e - b,
+                     a->gscale, o->beta1, o->beta2, a->bc1, a->bc2, o->lr, o->eps,
+                     t->decay ? o->weight_decay : 0.0f);
+    }
+    return HS_OK;
+}
+
 hs_status hs_adamw_step(hs_model *m, const hs_adamw *opt, double *grad_norm, hs_error *err)
+{
+    return hs_adamw_step_on(m, opt, NULL, grad_norm, err);
+}
+
+hs_status hs_adamw_step_on(hs_model *m, const hs_adamw *opt, hs_pool *pool, double *grad_norm,
+                           hs_error *err)
 {
     HS_ASSERT(m->grad_mem != NULL);
     double norm = hs_grad_norm(m);
@@ -71,17 +121,8 @@ hs_status hs_adamw_step(hs_model *m, const hs_adamw *opt, double *grad_norm, hs_
     float gscale = 1.0f;
     if (opt->clip > 0.0f && norm > opt->clip) gscale = (float)(opt->clip / norm);
     m->adam_t++;
-    const double bc1 = 1.0 - pow(opt->beta1, (double)m->adam_t);
-    const double bc2 = 1.0 - pow(opt->beta2, (double)m->adam_t);
-    for (int ti = 0; ti < m->n_tensors; ti++) {
-        const hs_tensor_info *t = &m->tensors[ti];
-        const float wd = t->decay ? opt->weight_decay : 0.0f;
-        float *p = m->param_mem + t->offset;
-        const float *g = m->grad_mem + t->offset;
-        float *mm = m->m_mem + t->offset;
-        float *vv = m->v_mem + t->offset;
-        adamw_tensor(p, mm, vv, g, t->numel, gscale, opt->beta1, opt->beta2, bc1, bc2, opt->lr,
-                     opt->eps, wd);
-    }
-    return HS_OK;
+    adam_job a = {m, opt, gscale, 1.0 - pow(opt->beta1, (double)m->adam_t),
+                  1.0 - pow(opt->beta2, (double)m->adam_t)};
+    /* every element's update is its own: any split gives the same bits */
+    return hs_pool_for(pool, (int)((m->n_params + ADAM_CHUNK - 1) / ADAM_CHUNK), adam_run, &a, err);
 }

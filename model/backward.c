@@ -242,13 +242,6 @@ void hs_zero_grad(hs_model *m)
     memset(m->grad_mem, 0, m->n_params * sizeof(float));
 }
 
-double hs_grad_norm(const hs_model *m)
-{
-    double s = 0.0;
-    for (size_t i = 0; i < m->n_params; i++) s += (double)m->grad_mem[i] * m->grad_mem[i];
-    return sqrt(s);
-}
-
 /* The backward of acts->b sequences (a whole batch, or one part's view,
  * hs_acts_view) into the gradients G, with the scratch gs (hs_grad_point);
  * the weight-gradient jobs on w's lane (NULL: each at once, in order).

@@ -397,7 +397,8 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
 
 void hs_zero_grad(hs_model *m);
 
-/* Global L2 norm of the gradient. */
+/* Global L2 norm of the gradient: squares summed in double over fixed runs
+ * of 16,384 floats, the runs' sums added in order. */
 double hs_grad_norm(const hs_model *m);
 
 typedef struct {
@@ -419,6 +420,11 @@ hs_adamw hs_adamw_default(void);
  * finite (parameters are then left untouched).
  */
 hs_status hs_adamw_step(hs_model *m, const hs_adamw *opt, double *grad_norm, hs_error *err);
+/* hs_adamw_step with the update split over pool's workers (NULL = the
+ * caller's thread): each element's update is its own, so the parameters get
+ * the same bits for every pool. */
+hs_status hs_adamw_step_on(hs_model *m, const hs_adamw *opt, hs_pool *pool, double *grad_norm,
+                           hs_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Training loop                                                             */

@@ -81,7 +81,7 @@ hs_status hs_train(hs_model *m, const hs_train_opts *o, hs_batch_fn batch_fn, vo
         hs_adamw opt = o->opt;
         opt.lr = hs_train_lr(o, step);
         double gnorm = 0.0;
-        s = hs_adamw_step(m, &opt, &gnorm, err);
+        s = hs_adamw_step_on(m, &opt, acts->pool, &gnorm, err);
         if (s != HS_OK) {
             hs_fail(err, s, "gradient norm is %s at step %d; stopped before updating",
                     isnan(gnorm) ? "NaN" : "Inf", step);

@@ -1053,6 +1053,49 @@ static void two_threads_give_the_bits_of_one(void **state)
     }
 }
 
+/* AdamW split over a 2-worker pool (jobs of 16,384 floats, cutting through
+ * tensors) moves every parameter and moment to the bits of the one-thread
+ * update; a model of d_model 64 has ~10 such runs. */
+static void adamw_on_a_pool_gives_the_bits_of_one_thread(void **state)
+{
+    (void)state;
+    hs_config c = hs_config_default();
+    c.d_vocab = 40;
+    c.n_ctx = 8;
+    hs_model *m[2];
+    hs_error err;
+    hs_pool *pool = NULL;
+    assert_int_equal(hs_pool_create(2, &pool, &err), HS_OK);
+    for (int k = 0; k < 2; k++) {
+        m[k] = new_model(&c);
+        randomise(m[k], 21, 0.5);
+        assert_int_equal(hs_model_alloc_train(m[k], &err), HS_OK);
+        assert_true(m[k]->n_params > 4 * 16384);
+    }
+    hs_adamw opt = hs_adamw_default();
+    float *before = malloc(m[0]->n_params * sizeof(float));
+    assert_non_null(before);
+    memcpy(before, m[0]->param_mem, m[0]->n_params * sizeof(float));
+    for (int step = 0; step < 3; step++) {
+        double norm[2];
+        for (int k = 0; k < 2; k++) {
+            for (size_t i = 0; i < m[k]->n_params; i++)
+                m[k]->grad_mem[i] = (float)((long)((i * 2654435761u + (size_t)step * 97) % 2001) - 1000) * 1e-4f;
+            assert_int_equal(hs_adamw_step_on(m[k], &opt, k ? pool : NULL, &norm[k], &err), HS_OK);
+        }
+        assert_true(norm[0] == norm[1] && norm[0] > 1.0); /* clipped: gscale < 1 */
+    }
+    assert_memory_equal(m[0]->param_mem, m[1]->param_mem, m[0]->n_params * sizeof(float));
+    assert_memory_equal(m[0]->m_mem, m[1]->m_mem, m[0]->n_params * sizeof(float));
+    assert_memory_equal(m[0]->v_mem, m[1]->v_mem, m[0]->n_params * sizeof(float));
+    /* no element left out at a run's or a tensor's edge: every one moved */
+    for (size_t i = 0; i < m[0]->n_params; i++)
+        if (m[0]->param_mem[i] == before[i]) fail_msg("parameter %zu not updated", i);
+    free(before);
+    for (int k = 0; k < 2; k++) hs_model_destroy(m[k]);
+    hs_pool_destroy(pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1068,6 +1111,7 @@ int main(void)
         cmocka_unit_test(config_validate_rejects_bad_fields_naming_them),
         cmocka_unit_test(forward_rejects_out_of_range_tokens),
         cmocka_unit_test(two_threads_give_the_bits_of_one),
+        cmocka_unit_test(adamw_on_a_pool_gives_the_bits_of_one_thread),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
