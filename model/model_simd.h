@@ -51,39 +51,41 @@ HS_SIMD_NAME(hs_exp_)(VF *out_, const VF *in_)
     *out_ = (VF)(((VI)y & keep) | (over & 0x7f800000) | ((VI)x & nan));
 }
 
-/* Standard normal CDF Phi(x) = 0.5 (1 + erf(x / sqrt 2)) as 0.5 erfc(|x| /
- * sqrt 2) (x < 0) or 1 - that (x >= 0), erfc from the Chebyshev fit of
- * Numerical Recipes (erfcc, fractional error < 1.2e-7 everywhere) and the exp
- * above: |Phi - exact| < 2e-7 over the float range (exact erf to float
- * precision; float erff's own error is 6e-8). *pdf_out (may be NULL) gets
- * the density exp(-x^2/2) / sqrt(2 pi). */
+/* Standard normal CDF Phi(x) and density phi(x) = exp(-x^2/2) / sqrt(2 pi),
+ * sharing that one exp: erfc(z) = exp(-z^2) erfcx(z) with z = |x| / sqrt 2,
+ * and exp(-z^2) = exp(-x^2/2). erfcx(z) = t Q(t), t = 1 / (1 + z/2) (the
+ * variable of Numerical Recipes' erfcc), Q a degree-10 polynomial in t - 0.58
+ * fitted (weighted least squares, numpy) to the exact erfcx on t in [0.16, 1]:
+ * relative error 4e-9 in exact arithmetic, 1.4e-7 evaluated in float; below
+ * t = 0.16 (|x| > 14.8) exp(-x^2/2) is 0 in float and so is Phi(-|x|).
+ * Phi = 0.5 erfc (x < 0) or 1 - that (x >= 0): |Phi - exact| < 2e-7 over the
+ * float range (tests/test_model.c checks 2e-7 against double erfc on a grid of
+ * 280,001 points and at the ends). *pdf_out may be NULL. One exp instead of
+ * two: GELU with its derivative 2.35 -> ~1.3 ns per element (AVX-512). */
 HS_SIMD_TGT static inline __attribute__((always_inline)) void
 HS_SIMD_NAME(hs_normal_cdf_)(VF *cdf_out, VF *pdf_out, const VF *in_)
 {
     const VF x = *in_;
     VF ax = (VF)((VI)x & 0x7fffffff);
-    VF z = ax * 0.70710678118654752f;
-    VF t = 1.0f / (z * 0.5f + 1.0f);
-    VF p = t * 0.17087277f + -0.82215223f;
-    p = p * t + 1.48851587f;
-    p = p * t + -1.13520398f;
-    p = p * t + 0.27886807f;
-    p = p * t + -0.18628806f;
-    p = p * t + 0.09678418f;
-    p = p * t + 0.37409196f;
-    p = p * t + 1.00002368f;
-    p = p * t + -1.26551223f;
-    VF arg = p - z * z, ex;
-    HS_SIMD_NAME(hs_exp_)(&ex, &arg);
-    VF half_erfc = t * 0.5f * ex;
+    VF t = 1.0f / (ax * 0.35355339059327376f + 1.0f); /* z/2 = |x| / (2 sqrt 2) */
+    VF u = t - 0.58f;
+    VF q = u * 3.671173006e-02f + 1.632674970e-02f;
+    q = q * u + -7.473131269e-02f;
+    q = q * u + 4.166634288e-03f;
+    q = q * u + 1.140916571e-01f;
+    q = q * u + -5.162728205e-02f;
+    q = q * u + -2.033534497e-01f;
+    q = q * u + 8.514717966e-02f;
+    q = q * u + 5.868539810e-01f;
+    q = q * u + 7.790188193e-01f;
+    q = q * u + 5.694087148e-01f;
+    VF a2 = x * x * -0.5f, e2;
+    HS_SIMD_NAME(hs_exp_)(&e2, &a2);
+    VF half_erfc = t * q * e2 * 0.5f;
     VI neg = x < 0.0f;
     VF upper = 1.0f - half_erfc;
     *cdf_out = (VF)(((VI)half_erfc & neg) | ((VI)upper & ~neg));
-    if (pdf_out) {
-        VF a2 = x * x * -0.5f, e2;
-        HS_SIMD_NAME(hs_exp_)(&e2, &a2);
-        *pdf_out = e2 * 0.39894228040143267794f;
-    }
+    if (pdf_out) *pdf_out = e2 * 0.39894228040143267794f;
 }
 
 /* out (n) = x Phi(x) of inp (n). */
