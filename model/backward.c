@@ -141,6 +141,37 @@ static void attn_backward(float *dq, float *dk, float *dv, float *datt, const fl
 {
     const float scale = inv_scale;
     const size_t HD = (size_t)H * dh;
+    if (T >= HS_ATTN_GEMM_T) {
+        /* per (b, h), whole T x T tiles (HS_ATTN_GEMM_T): the pattern is 0
+         * above the diagonal, and so is the score gradient made from it */
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) {
+                const float *A = att + ((size_t)b * H + h) * T * T;
+                const size_t off = (size_t)b * T * HD + (size_t)h * dh;
+                const int ld = (int)HD;
+                /* dv = A^T dz */
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, A, T,
+                            dz + off, ld, 0.0f, dv + off, ld);
+                if (!softmax) continue;
+                /* datt = dz v^T, then ds in place (rows over j <= i, 0 above) */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dz + off, ld,
+                            v + off, ld, 0.0f, datt, T);
+                for (int i = 0; i < T; i++) {
+                    float *Di = datt + (size_t)i * T;
+                    const float *Ai = A + (size_t)i * T;
+                    float dot = 0.0f;
+                    for (int j = 0; j <= i; j++) dot += Ai[j] * Di[j];
+                    for (int j = 0; j <= i; j++) Di[j] = Ai[j] * (Di[j] - dot) * scale;
+                    for (int j = i + 1; j < T; j++) Di[j] = 0.0f;
+                }
+                /* dq = ds k, dk = ds^T q */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, datt, T,
+                            k + off, ld, 0.0f, dq + off, ld);
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, datt, T,
+                            q + off, ld, 0.0f, dk + off, ld);
+            }
+        return;
+    }
     /* per (b, h); rows of q, k, v, z and their gradients are HD apart.
      * Each gradient row is written once (summed from zero over the other
      * index in ascending order, hs_rows_combine): no memset of dq, dk, dv. */

@@ -363,6 +363,18 @@ static void attn_scores(float *scores, const float *q, const float *k, int B, in
                         float inv_scale)
 {
     const size_t HD = (size_t)H * dh;
+    if (T >= HS_ATTN_GEMM_T) {
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) {
+                float *S = scores + ((size_t)b * H + h) * T * T;
+                const size_t off = (size_t)b * T * HD + (size_t)h * dh;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, inv_scale, q + off,
+                            (int)HD, k + off, (int)HD, 0.0f, S, T);
+                for (int i = 0; i < T; i++)
+                    for (int j = i + 1; j < T; j++) S[(size_t)i * T + j] = -INFINITY;
+            }
+        return;
+    }
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             float *S = scores + ((size_t)b * H + h) * T * T;
@@ -382,6 +394,46 @@ static void attn_scores(float *scores, const float *q, const float *k, int B, in
  * score above the diagonal; TransformerLens softmaxes the whole hooked row).
  * A row whose maximum is not finite (all -inf, a +inf or a NaN) gets weights
  * 0, as TransformerLens' softmax NaN -> 0. */
+/* One long row (T >= HS_ATTN_GEMM_T) of attn_softmax: a[j] = exp(s[j] - mx)
+ * / sum for j < n, 0 after; the sum over 4 lanes, then the lanes in a fixed
+ * order (the short rows sum in j order; the choice depends on T alone). */
+static inline __attribute__((always_inline)) void softmax_row_long(float *a, const float *s,
+                                                                   int n, int T, float mx)
+{
+    const hs_vf4 vmx = {mx, mx, mx, mx};
+    hs_vf4 acc = {0, 0, 0, 0};
+    int j0 = 0;
+    for (; j0 + 4 <= n; j0 += 4) {
+        hs_vf4 v, e;
+        memcpy(&v, s + j0, sizeof v);
+        v -= vmx;
+        hs_exp_4(&e, &v);
+        acc += e;
+        memcpy(a + j0, &e, sizeof e);
+    }
+    if (j0 < n) {
+        hs_vf4 v = {0}, e;
+        memcpy(&v, s + j0, (size_t)(n - j0) * sizeof(float));
+        v -= vmx;
+        hs_exp_4(&e, &v);
+        for (int k = n - j0; k < 4; k++) e[k] = 0.0f;
+        acc += e;
+        memcpy(a + j0, &e, (size_t)(n - j0) * sizeof(float));
+    }
+    const float sum = (acc[0] + acc[2]) + (acc[1] + acc[3]);
+    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+    const hs_vf4 vinv = {inv, inv, inv, inv};
+    int j = 0;
+    for (; j + 4 <= n; j += 4) {
+        hs_vf4 e;
+        memcpy(&e, a + j, sizeof e);
+        e *= vinv;
+        memcpy(a + j, &e, sizeof e);
+    }
+    for (; j < n; j++) a[j] *= inv;
+    memset(a + n, 0, (size_t)(T - n) * sizeof(float));
+}
+
 HS_CLONES
 static void attn_softmax(float *att, const float *scores, int B, int H, int T, int full)
 {
@@ -397,6 +449,10 @@ static void attn_softmax(float *att, const float *scores, int B, int H, int T, i
         }
         if (nan || !isfinite(mx)) {
             memset(a, 0, (size_t)T * sizeof(float));
+            continue;
+        }
+        if (T >= HS_ATTN_GEMM_T) {
+            softmax_row_long(a, s, n, T, mx);
             continue;
         }
         /* exp in 4-lane chunks (hs_exp_4(-inf) = 0); the sum in j order */
@@ -454,6 +510,18 @@ static void attn_mix(float *z, const float *att, const float *v, int B, int T, i
                      int full)
 {
     const size_t HD = (size_t)H * dh;
+    if (T >= HS_ATTN_GEMM_T) {
+        /* whole rows: above the diagonal the weights are exact zeros (or an
+         * observer's, which TransformerLens mixes in) */
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++) {
+                const size_t off = (size_t)b * T * HD + (size_t)h * dh;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f,
+                            att + ((size_t)b * H + h) * T * T, T, v + off, (int)HD, 0.0f, z + off,
+                            (int)HD);
+            }
+        return;
+    }
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             const float *A = att + ((size_t)b * H + h) * T * T;

@@ -82,6 +82,16 @@ static inline float *hs_acts_wpack(const hs_acts *a, const hs_config *c, int l, 
     return a->mem + a->n_floats - (size_t)c->n_layers * 3 * per + ((size_t)l * 3 + which) * per;
 }
 
+/* Attention at T >= HS_ATTN_GEMM_T positions runs per (batch, head) as sgemm
+ * products over whole T x T tiles (the masked half multiplies exact zeros or
+ * is masked after). Forward + backward of one layer, d_model 128, 4 heads of
+ * 32, 4,096 tokens, one thread: T 256 86 -> 55 ms, T 64 36 -> 32, T 32 28.6
+ * -> 27.6; at T 16-18 the two are even (a call's overhead against 18 x 18
+ * tiles), so the default model (T 18) keeps the loops over j <= i. The
+ * choice depends on T alone, so a prompt's values do not depend on its batch
+ * or the thread count. */
+#define HS_ATTN_GEMM_T 32
+
 /* out (N,OC) = inp (N,C) @ W (C,OC) + bias (OC) (bias may be NULL). cblas_sgemm
  * on C pre-filled with the bias rows (beta 1), else beta 0. */
 void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,

@@ -240,6 +240,71 @@ static void hand_computed_attention_pattern_and_output(void **state)
     hs_model_destroy(m);
 }
 
+/* At T >= HS_ATTN_GEMM_T the scores and the mix are sgemm products over
+ * whole tiles: the pattern must still be the causal softmax of q.k / scale
+ * (exact zeros above the diagonal) and z the pattern times v, in double. */
+static void long_context_attention_matches_double(void **state)
+{
+    (void)state;
+    enum { B = 2, T = HS_ATTN_GEMM_T + 16, H = 2, DH = 8 };
+    hs_config c = hs_config_default();
+    c.n_layers = 1;
+    c.d_model = 16;
+    c.n_heads = H;
+    c.d_head = DH;
+    c.d_mlp = 0;
+    c.n_ctx = T;
+    c.d_vocab = 11;
+    hs_model *m = new_model(&c);
+    randomise(m, 31, 1.0);
+    int tok[B * T];
+    for (int i = 0; i < B * T; i++) tok[i] = (i * 7 + i / 5) % c.d_vocab;
+    capture cap = {5, {"blocks.0.attn.hook_q", "blocks.0.attn.hook_k", "blocks.0.attn.hook_v",
+                       "blocks.0.attn.hook_pattern", "blocks.0.attn.hook_z"}, {0}, {0}, {{0}}, {0}};
+    hs_observer obs = {capture_fn, NULL, &cap};
+    hs_acts *a = new_acts(m, B, T, 0);
+    run(m, a, tok, B, T, &obs);
+    const float *q = captured(&cap, "blocks.0.attn.hook_q"), *k = captured(&cap, "blocks.0.attn.hook_k");
+    const float *v = captured(&cap, "blocks.0.attn.hook_v");
+    const float *pat = captured(&cap, "blocks.0.attn.hook_pattern");
+    const float *z = captured(&cap, "blocks.0.attn.hook_z");
+    const double scale = hs_attn_scale(&c);
+    double worst_p = 0.0, worst_z = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T; i++) {
+                double sc[T], mx = -INFINITY, sum = 0.0;
+                for (int j = 0; j <= i; j++) {
+                    double d = 0.0;
+                    for (int e = 0; e < DH; e++)
+                        d += (double)q[((b * T + i) * H + h) * DH + e] * k[((b * T + j) * H + h) * DH + e];
+                    sc[j] = d / scale;
+                    if (sc[j] > mx) mx = sc[j];
+                }
+                for (int j = 0; j <= i; j++) sum += (sc[j] = exp(sc[j] - mx));
+                const float *prow = pat + (((size_t)b * H + h) * T + i) * T;
+                for (int j = 0; j < T; j++) {
+                    if (j > i) {
+                        if (prow[j] != 0.0f) fail_msg("pattern[%d,%d,%d,%d] = %g above the diagonal", b, h, i, j, prow[j]);
+                        continue;
+                    }
+                    double d = fabs(prow[j] - sc[j] / sum);
+                    if (d > worst_p) worst_p = d;
+                }
+                for (int e = 0; e < DH; e++) {
+                    double zz = 0.0;
+                    for (int j = 0; j <= i; j++) zz += sc[j] / sum * v[((b * T + j) * H + h) * DH + e];
+                    double d = fabs(z[((b * T + i) * H + h) * DH + e] - zz);
+                    if (d > worst_z) worst_z = d;
+                }
+            }
+    if (worst_p > 2e-6 || worst_z > 2e-5)
+        fail_msg("T %d: pattern off by %.3g, z by %.3g", T, worst_p, worst_z);
+    capture_free(&cap);
+    hs_acts_destroy(a);
+    hs_model_destroy(m);
+}
+
 /* ------------------------------------------------------------------------ */
 /* 2. Pattern invariants                                                     */
 
@@ -1135,6 +1200,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hand_computed_attention_pattern_and_output),
+        cmocka_unit_test(long_context_attention_matches_double),
         cmocka_unit_test(pattern_rows_sum_to_one_with_exact_zeros_above_the_diagonal),
         cmocka_unit_test(observer_that_reads_or_adds_zero_leaves_logits_bit_identical),
         cmocka_unit_test(zeroing_a_heads_z_changes_logits_exactly_as_removing_the_head),

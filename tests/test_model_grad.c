@@ -22,11 +22,13 @@
 #include <cmocka.h>
 
 #include "model/model.h"
+#include "model/model_internal.h" /* HS_ATTN_GEMM_T */
 
-enum { T = 5, V = 7, B_MAX = 32 };
+enum { V = 7, B_MAX = 32, T_MAX = HS_ATTN_GEMM_T };
 /* Sequences of the batch: 2, or B_MAX = two 16-row units, which hs_backward
- * splits into HS_GRAD_PARTS parts whose gradients it sums. */
-static int B = 2;
+ * splits into HS_GRAD_PARTS parts whose gradients it sums; positions: 5, or
+ * T_MAX, where attention runs as sgemm products (HS_ATTN_GEMM_T). */
+static int B = 2, T = 5;
 
 static uint64_t rng_state;
 static double rnd(void) /* uniform in (-1, 1) */
@@ -77,13 +79,13 @@ static void check_config(hs_config cfg, const char *label)
     }
     hs_acts *a = NULL;
     assert_int_equal(hs_acts_create(&m->cfg, B, T, 1, &a, &err), HS_OK);
-    int tok[B_MAX * T] = {1, 3, 0, 6, 2, 5, 5, 4, 1, 0};
-    int tgt[B_MAX * T] = {3, 0, 6, 2, -1, 5, 4, 1, 0, 2};
+    int tok[B_MAX * 5 + T_MAX] = {1, 3, 0, 6, 2, 5, 5, 4, 1, 0};
+    int tgt[B_MAX * 5 + T_MAX] = {3, 0, 6, 2, -1, 5, 4, 1, 0, 2};
     for (int i = 10; i < B * T; i++) {
         tok[i] = (i * 5 + i / 7) % V;
         tgt[i] = i % 11 == 4 ? -1 : (i * 3 + 1) % V;
     }
-    float dx0[B_MAX * T * 8];
+    float dx0[(B_MAX * 5 + T_MAX) * 8];
 
     loss_of(m, a, tok, tgt);
     size_t n_signs = relu_signs(m, a, kinks0);
@@ -183,11 +185,27 @@ static void gradients_of_a_split_batch_match_finite_differences(void **state)
     B = 2;
 }
 
+/* The same check at T_MAX positions, where attention runs as whole-tile
+ * sgemm products and their backward (HS_ATTN_GEMM_T). */
+static void gradients_at_a_long_context_match_finite_differences(void **state)
+{
+    (void)state;
+    B = 1;
+    T = T_MAX;
+    hs_config c = hs_config_default();
+    check_config(c, "long context (1 x 64)");
+    c.attn = HS_ATTN_UNIFORM;
+    check_config(c, "long context, uniform attention");
+    B = 2;
+    T = 5;
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gradients_match_finite_differences_for_every_switch),
         cmocka_unit_test(gradients_of_a_split_batch_match_finite_differences),
+        cmocka_unit_test(gradients_at_a_long_context_match_finite_differences),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
