@@ -394,49 +394,28 @@ static void attn_scores(float *scores, const float *q, const float *k, int B, in
  * score above the diagonal; TransformerLens softmaxes the whole hooked row).
  * A row whose maximum is not finite (all -inf, a +inf or a NaN) gets weights
  * 0, as TransformerLens' softmax NaN -> 0. */
-/* One long row (T >= HS_ATTN_GEMM_T) of attn_softmax: a[j] = exp(s[j] - mx)
- * / sum for j < n, 0 after; the sum over 4 lanes, then the lanes in a fixed
- * order (the short rows sum in j order; the choice depends on T alone). */
-static inline __attribute__((always_inline)) void softmax_row_long(float *a, const float *s,
-                                                                   int n, int T, float mx)
+static void softmax_rows_long(float *att, const float *scores, size_t rows, int T, int full)
 {
-    const hs_vf4 vmx = {mx, mx, mx, mx};
-    hs_vf4 acc = {0, 0, 0, 0};
-    int j0 = 0;
-    for (; j0 + 4 <= n; j0 += 4) {
-        hs_vf4 v, e;
-        memcpy(&v, s + j0, sizeof v);
-        v -= vmx;
-        hs_exp_4(&e, &v);
-        acc += e;
-        memcpy(a + j0, &e, sizeof e);
+#ifdef HS_SIMD_X86
+    if (__builtin_cpu_supports("avx512f")) {
+        hs_softmax_rows_16(att, scores, rows, T, full);
+        return;
     }
-    if (j0 < n) {
-        hs_vf4 v = {0}, e;
-        memcpy(&v, s + j0, (size_t)(n - j0) * sizeof(float));
-        v -= vmx;
-        hs_exp_4(&e, &v);
-        for (int k = n - j0; k < 4; k++) e[k] = 0.0f;
-        acc += e;
-        memcpy(a + j0, &e, (size_t)(n - j0) * sizeof(float));
+    if (__builtin_cpu_supports("avx2")) {
+        hs_softmax_rows_8(att, scores, rows, T, full);
+        return;
     }
-    const float sum = (acc[0] + acc[2]) + (acc[1] + acc[3]);
-    const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const hs_vf4 vinv = {inv, inv, inv, inv};
-    int j = 0;
-    for (; j + 4 <= n; j += 4) {
-        hs_vf4 e;
-        memcpy(&e, a + j, sizeof e);
-        e *= vinv;
-        memcpy(a + j, &e, sizeof e);
-    }
-    for (; j < n; j++) a[j] *= inv;
-    memset(a + n, 0, (size_t)(T - n) * sizeof(float));
+#endif
+    hs_softmax_rows_4(att, scores, rows, T, full);
 }
 
 HS_CLONES
 static void attn_softmax(float *att, const float *scores, int B, int H, int T, int full)
 {
+    if (T >= HS_ATTN_GEMM_T) { /* long rows: 16-lane sums (model_simd.h) */
+        softmax_rows_long(att, scores, (size_t)B * H * T, T, full);
+        return;
+    }
     for (size_t r = 0; r < (size_t)B * H * T; r++) {
         const int n = full ? T : (int)(r % (size_t)T) + 1;
         const float *s = scores + r * T;
@@ -449,10 +428,6 @@ static void attn_softmax(float *att, const float *scores, int B, int H, int T, i
         }
         if (nan || !isfinite(mx)) {
             memset(a, 0, (size_t)T * sizeof(float));
-            continue;
-        }
-        if (T >= HS_ATTN_GEMM_T) {
-            softmax_row_long(a, s, n, T, mx);
             continue;
         }
         /* exp in 4-lane chunks (hs_exp_4(-inf) = 0); the sum in j order */

@@ -8,6 +8,7 @@
 
 #include "model.h"
 
+#include <math.h>
 #include <string.h>
 
 /* No FMA contraction in model/: GCC in ISO C mode already has

@@ -155,6 +155,72 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_backward_)(float *dinp, cons
     }
 }
 
+/* Row softmax of long attention rows (T >= HS_ATTN_GEMM_T): for each of
+ * `rows` rows r of scores (rows, T), row r % T of its (b, h) tile, over
+ * j <= r % T (full = 0) or the whole row (full = 1): att = exp(s - max) / sum,
+ * exact 0 after the last column used; a row whose maximum is not finite (or
+ * holding a NaN) gets 0 everywhere. The sum runs in 16 fixed lanes (column j
+ * into lane j % 16, then the lanes added pairwise: 8 apart, 4, 2, 1), so
+ * every width gives the same bits. */
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_)(float *att, const float *scores,
+                                                             size_t rows, int T, int full)
+{
+    enum { L = 16, NA = 16 / HS_SIMD_W };
+    for (size_t r = 0; r < rows; r++) {
+        const int n = full ? T : (int)(r % (size_t)T) + 1;
+        const float *s = scores + r * T;
+        float *a = att + r * T;
+        float mx = -INFINITY;
+        int nan = 0;
+        for (int j = 0; j < n; j++) {
+            if (s[j] > mx) mx = s[j];
+            nan |= s[j] != s[j];
+        }
+        if (nan || !(mx - mx == 0.0f)) { /* NaN, or a non-finite maximum */
+            memset(a, 0, (size_t)T * sizeof(float));
+            continue;
+        }
+        VF acc[NA], vmx;
+        for (int k = 0; k < HS_SIMD_W; k++) vmx[k] = mx;
+        for (int q = 0; q < NA; q++)
+            for (int k = 0; k < HS_SIMD_W; k++) acc[q][k] = 0.0f;
+        for (int j0 = 0; j0 < n; j0 += L)
+            for (int q = 0; q < NA; q++) {
+                const int j = j0 + q * HS_SIMD_W;
+                VF v, e;
+                if (j + HS_SIMD_W <= n) {
+                    memcpy(&v, s + j, sizeof v);
+                    v -= vmx;
+                    HS_SIMD_NAME(hs_exp_)(&e, &v);
+                    memcpy(a + j, &e, sizeof e);
+                } else {
+                    for (int k = 0; k < HS_SIMD_W; k++) v[k] = -INFINITY; /* exp = 0 */
+                    if (j < n) memcpy(&v, s + j, (size_t)(n - j) * sizeof(float));
+                    v -= vmx;
+                    HS_SIMD_NAME(hs_exp_)(&e, &v);
+                    if (j < n) memcpy(a + j, &e, (size_t)(n - j) * sizeof(float));
+                }
+                acc[q] += e;
+            }
+        float lane[L];
+        memcpy(lane, acc, sizeof lane);
+        for (int w = L / 2; w >= 1; w /= 2)
+            for (int k = 0; k < w; k++) lane[k] += lane[k + w];
+        const float inv = lane[0] > 0.0f ? 1.0f / lane[0] : 0.0f;
+        VF vinv;
+        for (int k = 0; k < HS_SIMD_W; k++) vinv[k] = inv;
+        int j = 0;
+        for (; j + HS_SIMD_W <= n; j += HS_SIMD_W) {
+            VF e;
+            memcpy(&e, a + j, sizeof e);
+            e *= vinv;
+            memcpy(a + j, &e, sizeof e);
+        }
+        for (; j < n; j++) a[j] *= inv;
+        memset(a + n, 0, (size_t)(T - n) * sizeof(float));
+    }
+}
+
 #undef VF
 #undef VI
 #undef HS_SIMD_NAME
