@@ -1196,6 +1196,55 @@ static void gelu_matches_double_erfc(void **state)
     free(y2);
 }
 
+/* 1 if row r of a (rows of T, each the (r % T)-th of its tile) has a
+ * nonzero entry past its diagonal. */
+static int j_past(int r, int T, const float *a)
+{
+    for (int j = r % T + 1; j < T; j++)
+        if (a[r * T + j] != 0.0f) return 1;
+    return 0;
+}
+
+/* The element-wise kernels run at the widest vectors the CPU has (4, 8 or
+ * 16 lanes) and promise the same bits at every width: GELU with its
+ * derivative and the long softmax rows (16 fixed sum lanes), on rows with a
+ * tail, masked columns and a row of NaN. */
+static void simd_widths_give_the_same_bits(void **state)
+{
+    (void)state;
+    enum { T = 45, ROWS = 3 * T, N = 1001 };
+    static float x[N], y[3][N], d[3][N], sc[ROWS * T], att[3][ROWS * T];
+    for (int i = 0; i < N; i++) x[i] = (float)((i * 37 % 1001) - 500) / 50.0f;
+    for (int i = 0; i < ROWS * T; i++) sc[i] = (float)((i * 53 % 997) - 498) / 40.0f;
+    for (int j = 0; j < T; j++) sc[(2 * T + 7) * T + j] = NAN; /* row 7 of tile 2 */
+    int widths = 1;
+    hs_gelu_forward_grad_4(y[0], d[0], x, N);
+    hs_softmax_rows_4(att[0], sc, ROWS, T, 0);
+#ifdef HS_SIMD_X86
+    if (__builtin_cpu_supports("avx2")) {
+        hs_gelu_forward_grad_8(y[widths], d[widths], x, N);
+        hs_softmax_rows_8(att[widths++], sc, ROWS, T, 0);
+    }
+    if (__builtin_cpu_supports("avx512f")) {
+        hs_gelu_forward_grad_16(y[widths], d[widths], x, N);
+        hs_softmax_rows_16(att[widths++], sc, ROWS, T, 0);
+    }
+#endif
+    for (int w = 1; w < widths; w++) {
+        assert_memory_equal(y[0], y[w], sizeof y[0]);
+        assert_memory_equal(d[0], d[w], sizeof d[0]);
+        assert_memory_equal(att[0], att[w], sizeof att[0]);
+    }
+    /* and the softmax is one: rows sum to 1, 0 past the diagonal and on the NaN row */
+    for (int r = 0; r < ROWS; r++) {
+        double sum = 0.0;
+        for (int j = 0; j < T; j++) sum += att[0][r * T + j];
+        if (j_past(r, T, att[0]) || fabs(sum - (r == 2 * T + 7 ? 0.0 : 1.0)) > 1e-6)
+            fail_msg("softmax row %d sums to %.9g", r, sum);
+    }
+    printf("  widths compared: %d\n", widths);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1214,6 +1263,7 @@ int main(void)
         cmocka_unit_test(two_threads_give_the_bits_of_one),
         cmocka_unit_test(adamw_on_a_pool_gives_the_bits_of_one_thread),
         cmocka_unit_test(gelu_matches_double_erfc),
+        cmocka_unit_test(simd_widths_give_the_same_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
