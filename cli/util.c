@@ -345,11 +345,15 @@ int cli_out_begin(const char *cmd, const char *dir, cli_stage *st)
         cli_out_discard(dir, st);
         return 1;
     }
+    /* files in the working folder are made durable together, by one sync
+     * before cli_out_commit moves them in, not by one fsync each */
+    hs_atomic_defer_sync(1);
     return 0;
 }
 
 void cli_out_discard(const char *dir, cli_stage *st)
 {
+    hs_atomic_defer_sync(0);
     if (st->path) {
         DIR *d = opendir(st->path); /* everything in it is this run's */
         for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
@@ -515,7 +519,14 @@ int cli_out_commit(const char *cmd, const char *dir, cli_stage *st, const cJSON 
                 n_conflict > 1 ? "them" : "it");
         goto done;
     }
-    /* 2. move the new files in (index.json last) */
+    /* 2. everything written is on disk (hs_atomic_defer_sync), then the new
+     *    files move in (index.json last) */
+    hs_error serr = {0};
+    if (hs_sync_fs(st->path, &serr) != HS_OK) {
+        cli_error(cmd, &serr);
+        goto done;
+    }
+    hs_atomic_defer_sync(0);
     cJSON_ArrayForEach(e, files)
     {
         const char *name = cJSON_GetObjectItemCaseSensitive(e, "file")->valuestring;

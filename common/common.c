@@ -113,12 +113,40 @@ void hs_atomic_abort(hs_atomic_file *af)
     af->path = af->tmp = NULL;
 }
 
+static int g_defer_sync; /* hs_atomic_defer_sync */
+
+#ifdef __linux__
+int syncfs(int fd); /* glibc declares it under _GNU_SOURCE only */
+#else
+static int syncfs(int fd) /* POSIX: every file system */
+{
+    (void)fd;
+    sync();
+    return 0;
+}
+#endif
+
+void hs_atomic_defer_sync(int on)
+{
+    g_defer_sync = on != 0;
+}
+
+hs_status hs_sync_fs(const char *path, hs_error *err)
+{
+    int fd = open(path, O_RDONLY);
+    if (fd < 0) return hs_fail(err, HS_ERR_IO, "cannot open %s to sync it: %s", path, strerror(errno));
+    int rc = syncfs(fd), e = errno;
+    close(fd);
+    if (rc != 0) return hs_fail(err, HS_ERR_IO, "cannot sync %s to disk: %s", path, strerror(e));
+    return HS_OK;
+}
+
 hs_status hs_atomic_commit(hs_atomic_file *af, hs_error *err)
 {
     int e = 0;
     if (ferror(af->fp)) e = EIO;
     if (!e && fflush(af->fp) != 0) e = errno;
-    if (!e && fsync(fileno(af->fp)) != 0) e = errno;
+    if (!e && !g_defer_sync && fsync(fileno(af->fp)) != 0) e = errno;
     int cl = fclose(af->fp);
     af->fp = NULL;
     if (!e && cl != 0) e = errno;

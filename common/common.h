@@ -81,12 +81,24 @@ typedef struct {
 /* Opens the temp file for path (after hs_check_out_path). On failure nothing
  * is created. */
 hs_status hs_atomic_open(hs_atomic_file *af, const char *path, hs_error *err);
-/* Flushes, fsyncs, closes and renames the temp file over path. Checks every
- * write/flush/close error (a full disk shows up here). On failure the temp
- * file is removed and the old file at path is untouched. Frees af's strings. */
+/* Flushes, fsyncs (unless deferred: hs_atomic_defer_sync), closes and
+ * renames the temp file over path. Checks every write/flush/close error (a
+ * full disk shows up here). On failure the temp file is removed and the old
+ * file at path is untouched. Frees af's strings. */
 hs_status hs_atomic_commit(hs_atomic_file *af, hs_error *err);
 /* Abandons the write: closes and removes the temp file. Safe on a zeroed af. */
 void hs_atomic_abort(hs_atomic_file *af);
+/* For a program that writes many files into a private working folder and
+ * publishes them together (the CLI's output folders): on = 1 makes
+ * hs_atomic_commit skip its fsync in this process (one fsync costs ~3-5 ms on
+ * a disk that honours it; inspect writes 41 files), and the caller then makes
+ * everything durable with one hs_sync_fs before it moves the files where
+ * readers look. Process-wide; set it from one thread, not while other
+ * threads write. */
+void hs_atomic_defer_sync(int on);
+/* syncfs(2) of the file system holding path: every file written there so
+ * far is on disk when it returns. HS_ERR_IO naming path on failure. */
+hs_status hs_sync_fs(const char *path, hs_error *err);
 /* One-shot: writes n bytes atomically to path. */
 hs_status hs_write_file_atomic(const char *path, const void *data, size_t n, hs_error *err);
 
