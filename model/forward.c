@@ -157,6 +157,7 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
     if (!a) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     a->B = B;
     a->T = T;
+    a->logit_pos = -1;
     const size_t wpack = (size_t)cfg->n_layers * 3 * cfg->d_model * cfg->n_heads * cfg->d_head;
     const size_t n = point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, NULL);
     a->n_floats = n + wpack; /* + packed W_Q/K/V at the end (hs_acts_wpack) */
@@ -760,6 +761,86 @@ static hs_status forward_body(const hs_model *m, hs_acts *acts, const int *token
     return st;
 }
 
+/* 1 when acts->logit_pos lets the last block run at one position after its
+ * attention output: a position inside the run, no observer point from the
+ * last block's hook_attn_out on, and room in acts->scratch for the compact
+ * rows. */
+static int last_block_at_one_position(const hs_model *m, const hs_acts *acts, int T,
+                                      hook_ctx *hc)
+{
+    const hs_config *c = &m->cfg;
+    const int l = c->n_layers - 1, p = acts->logit_pos;
+    if (p < 0 || p >= T || c->embed_norm) return 0;
+    const size_t D = (size_t)c->d_model;
+    /* acts->scratch holds T * max(H*D, D, M) floats a sequence (ACT_SLOTS) */
+    size_t x = (size_t)c->n_heads * D > D ? (size_t)c->n_heads * D : D;
+    if ((size_t)c->d_mlp > x) x = (size_t)c->d_mlp;
+    const size_t need = 7 * D + 2 * (size_t)c->d_mlp + (size_t)c->d_vocab + 2, have = (size_t)T * x;
+    if (need > have) return 0;
+    static const char *const late[] = {"hook_attn_out", "hook_resid_mid",
+                                       "hook_mlp_in", "ln2.hook_scale", "ln2.hook_normalized",
+                                       "mlp.hook_pre", "mlp.hook_post", "hook_mlp_out",
+                                       "hook_resid_post"};
+    char nm[96];
+    for (size_t i = 0; i < sizeof late / sizeof late[0]; i++) {
+        snprintf(nm, sizeof nm, "blocks.%d.%s", l, late[i]);
+        if (wants(hc, nm)) return 0;
+    }
+    static const char *const tail[] = {"ln_final.hook_scale", "ln_final.hook_normalized",
+                                       "unembed.hook_in", "logits"};
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+        if (wants(hc, tail[i])) return 0;
+    return 1;
+}
+
+/* The last block after its attention output (attn_out, every position), the
+ * final norm and the unembedding for the row at position p =
+ * acts->logit_pos of each of the B sequences only: the same operations as
+ * the full forward on a compact (B, .) copy in acts->scratch, then
+ * logits[b, p] <- row b. Every other buffer from there on keeps stale values. */
+static void last_block_at_one_position_run(const hs_model *m, hs_acts *acts, int B, int T)
+{
+    const hs_config *c = &m->cfg;
+    const hs_params *P = &m->params;
+    const int l = c->n_layers - 1, p = acts->logit_pos;
+    const int D = c->d_model, M = c->d_mlp, V = c->d_vocab;
+    const hs_block_acts *ba = &acts->blocks[l];
+    const hs_block_params *bp = &P->blocks[l];
+    const size_t nb = (size_t)B;
+    float *ao = acts->scratch, *rm = ao + nb * D, *ln = rm + nb * D;
+    float *mo = ln + nb * D, *rp = mo + nb * D, *lf = rp + nb * D, *pre = lf + nb * D;
+    float *post = pre + nb * M, *lg = post + nb * M, *mean = lg + nb * V, *rstd = mean + nb;
+    for (int b = 0; b < B; b++) {
+        const size_t row = (size_t)b * T + p;
+        memcpy(ao + (size_t)b * D, ba->attn_out + row * D, (size_t)D * sizeof(float));
+        memcpy(rm + (size_t)b * D, ba->resid_pre + row * D, (size_t)D * sizeof(float));
+    }
+    hs_add(rm, rm, ao, nb * D);
+    const float *after = rm;
+    if (M > 0) {
+        const float *ln2_in = rm;
+        if (c->norm != HS_NORM_NONE) {
+            hs_norm_stats(mean, rstd, rm, nb, D, c->norm, c->eps);
+            norm_apply_affine(ln, rm, mean, rstd, bp->ln2_w, bp->ln2_b, nb, D, 1, 1);
+            ln2_in = ln;
+        }
+        hs_matmul_forward(pre, ln2_in, bp->W_in, bp->b_in, nb, D, M);
+        act_forward(post, NULL, pre, nb * M, c->act);
+        hs_matmul_forward(mo, post, bp->W_out, bp->b_out, nb, M, D);
+        hs_add(rp, rm, mo, nb * D);
+        after = rp;
+    }
+    const float *fin = after;
+    if (c->ln_final && c->norm != HS_NORM_NONE) {
+        hs_norm_stats(mean, rstd, after, nb, D, c->norm, c->eps);
+        norm_apply_affine(lf, after, mean, rstd, P->ln_final_w, P->ln_final_b, nb, D, 1, 1);
+        fin = lf;
+    }
+    hs_matmul_forward(lg, fin, P->W_U, P->b_U, nb, D, V);
+    for (int b = 0; b < B; b++)
+        memcpy(acts->logits + ((size_t)b * T + p) * V, lg + (size_t)b * V, (size_t)V * sizeof(float));
+}
+
 static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tokens, int B,
                                 int T, hook_ctx *hc, hs_error *err)
 {
@@ -885,6 +966,10 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
                     }
                 }
             }
+        }
+        if (l == c->n_layers - 1 && last_block_at_one_position(m, acts, T, hc)) {
+            last_block_at_one_position_run(m, acts, B, T);
+            return HS_OK;
         }
         snprintf(nm, sizeof nm, "blocks.%d.hook_attn_out", l);
         HOOK(nm, ba->attn_out, 3, B, T, D, 0);

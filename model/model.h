@@ -327,6 +327,14 @@ typedef struct {
     /* scratch for observer points */
     float *scratch;               /* (B,T,H,D) or (B,T,max(D,M)) */
     float *scores;                /* (B,H,T,T) pre-softmax scores (observer only) */
+    int logit_pos;                /* -1 (hs_acts_create): every position. p >= 0: a forward
+                                   * computes the last block from its attention output on,
+                                   * the final norm and the logits at position p of each
+                                   * sequence only (a reader of those logits alone: the
+                                   * experiment engine's sweeps); the buffers from there on
+                                   * then hold nothing else of use. Ignored (every position)
+                                   * when the observer wants a point there, with an
+                                   * embedding norm, or when p >= t. */
     hs_pool *pool;                /* workers of hs_forward / hs_backward (hs_acts_set_pool); NULL = the caller's thread */
     int own_pool;                 /* 1 when hs_acts_set_threads made pool (destroyed with a) */
 } hs_acts;

@@ -22,6 +22,7 @@
 hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, hs_error *err)
 {
     memset(e, 0, sizeof *e);
+    e->read_pos = -1;
     if (t < 1 || t > m->cfg.n_ctx)
         return hs_fail(err, HS_ERR_INPUT, "engine: %d positions outside [1, n_ctx %d]", t, m->cfg.n_ctx);
     e->m = m;
@@ -191,9 +192,11 @@ static hs_status sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, int
         }
         hs_hooks_clear(w->hk);
         hs_status st = hooks ? hooks(ctx, w, k, r0, b) : HS_OK;
+        w->acts->logit_pos = e->read_pos;
         if (st == HS_OK)
             st = hs_run_tail_with_hooks(e->m, layer ? e->tail[layer] : NULL, layer, w->acts, x,
                                         chunk_tokens(e, w, tokens, r0, b), HS_ENGINE_CHUNK, e->t, w->hk, &w->err);
+        w->acts->logit_pos = -1;
         if (st != HS_OK) {
             hs_hooks_clear(w->hk);
             return st;

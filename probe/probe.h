@@ -565,6 +565,10 @@ typedef struct {
     int n_workers;     /* hs_pool_threads(pool) */
     hs_engine_worker *w; /* (n_workers) */
     hs_model **tail;   /* (n_layers) hs_model_tail(m, l) for l >= 1 (read-only); NULL with an embedding norm */
+    int read_pos;      /* -1 (hs_engine_init): sweeps compute every position's logits. p >= 0:
+                        * a task whose sweeps read the logits at position p alone sets it, and
+                        * sweeps compute the last block from its attention output on at p only
+                        * (hs_acts.logit_pos; caches are whole) */
 } hs_engine;
 
 /* Makes one worker per pool thread, each with activations for
@@ -595,7 +599,8 @@ hs_status hs_engine_cache(hs_engine *e, hs_engine_worker *w, const int *tokens, 
 /* Called before chunk `chunk` (rows r0..r0+b-1) of a sweep: registers the
  * chunk's hooks on w->hk (cleared before the call). */
 typedef hs_status (*hs_engine_hooks_fn)(void *ctx, hs_engine_worker *w, int chunk, int r0, int b);
-/* Called after it with the chunk's logits (b, t, V). */
+/* Called after it with the chunk's logits (b, t, V) (with e->read_pos >= 0
+ * only position read_pos of each row holds logits). */
 typedef void (*hs_engine_rows_fn)(void *ctx, hs_engine_worker *w, const float *logits, int r0,
                                   int b);
 /* On worker w: every chunk of tokens (n, t) with the hooks `hooks` sets, then

@@ -120,6 +120,7 @@ static hs_status workers_init(cctx *c, int threads, hs_error *err)
 {
     hs_status st = hs_pool_create(threads, &c->pool, err);
     if (st == HS_OK) st = hs_engine_init(&c->eng, c->m, c->pool, T_RUN, err);
+    if (st == HS_OK) c->eng.read_pos = Q; /* every sweep reads the logits at Q alone (rows_of) */
     if (st != HS_OK) return st;
     const int nw = c->eng.n_workers;
     c->pred = calloc((size_t)nw, sizeof *c->pred);

@@ -305,6 +305,74 @@ static void long_context_attention_matches_double(void **state)
     hs_model_destroy(m);
 }
 
+/* hs_acts.logit_pos = p: the last block after its attention output, the
+ * final norm and the unembedding run at position p alone; the logits there
+ * must be those of the whole forward (within 1e-5 relative: products of
+ * another row count may round differently), for every switch that changes that code,
+ * and an observer wanting a point from there on gets the whole forward. */
+static int wants_resid_post(const char *name, void *ctx)
+{
+    (void)ctx;
+    return strcmp(name, "blocks.1.hook_resid_post") == 0;
+}
+static int read_only(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name, (void)shape, (void)ndim, (void)data, (void)ctx;
+    return 0;
+}
+
+static void logits_at_one_position_match_the_whole_forward(void **state)
+{
+    (void)state;
+    enum { B = 5, T = 9 };
+    for (int variant = 0; variant < 4; variant++) {
+        hs_config c = hs_config_default();
+        c.n_ctx = T;
+        c.d_vocab = 13;
+        if (variant == 1) c.d_mlp = 0;
+        if (variant == 2) c.norm = HS_NORM_NONE;
+        if (variant == 3) c.ln_final = 0, c.norm = HS_NORM_RMSNORM, c.act = HS_ACT_RELU;
+        hs_model *m = new_model(&c);
+        randomise(m, 41 + (uint64_t)variant, 0.7);
+        int tok[B * T];
+        for (int i = 0; i < B * T; i++) tok[i] = (i * 5 + i / 3) % c.d_vocab;
+        hs_acts *full = new_acts(m, B, T, 0), *one = new_acts(m, B, T, 0);
+        assert_int_equal(full->logit_pos, -1);
+        run(m, full, tok, B, T, NULL);
+        const size_t V = (size_t)c.d_vocab;
+        for (int p = 0; p < T; p += T - 1 - 2) {
+            memset(one->logits, 0, (size_t)B * T * V * sizeof(float));
+            one->logit_pos = p;
+            run(m, one, tok, B, T, NULL);
+            double worst = 0.0;
+            int others_untouched = 1;
+            for (int b = 0; b < B; b++)
+                for (int t = 0; t < T; t++)
+                    for (size_t v = 0; v < V; v++) {
+                        const size_t k = ((size_t)b * T + t) * V + v;
+                        if (t != p) {
+                            others_untouched &= one->logits[k] == 0.0f;
+                            continue;
+                        }
+                        const double a = fabs((double)full->logits[k]);
+                        const double d = fabs((double)one->logits[k] - full->logits[k]) / (a > 1.0 ? a : 1.0);
+                        if (d > worst) worst = d;
+                    }
+            if (worst > 1e-5 || !others_untouched)
+                fail_msg("variant %d, p %d: logits off by %.3g relative (other positions written: %d)",
+                         variant, p, worst, !others_untouched);
+        }
+        /* an observer of blocks.1.hook_resid_post: every position again */
+        hs_observer obs = {read_only, wants_resid_post, NULL};
+        one->logit_pos = 3;
+        run(m, one, tok, B, T, &obs);
+        assert_memory_equal(one->logits, full->logits, (size_t)B * T * V * sizeof(float));
+        hs_acts_destroy(full);
+        hs_acts_destroy(one);
+        hs_model_destroy(m);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* 2. Pattern invariants                                                     */
 
@@ -1250,6 +1318,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(hand_computed_attention_pattern_and_output),
         cmocka_unit_test(long_context_attention_matches_double),
+        cmocka_unit_test(logits_at_one_position_match_the_whole_forward),
         cmocka_unit_test(pattern_rows_sum_to_one_with_exact_zeros_above_the_diagonal),
         cmocka_unit_test(observer_that_reads_or_adds_zero_leaves_logits_bit_identical),
         cmocka_unit_test(zeroing_a_heads_z_changes_logits_exactly_as_removing_the_head),
