@@ -232,6 +232,20 @@ static inline __attribute__((always_inline)) float hs_dot(const float *a, const 
     return s;
 }
 
+/* The maximum of s[0..n) into *mx; 0 when the row holds a NaN or its
+ * maximum is not finite (the softmax then gives the row weights 0). */
+static inline __attribute__((always_inline)) int hs_row_max(const float *s, int n, float *mx)
+{
+    float m = -INFINITY;
+    int nan = 0;
+    for (int j = 0; j < n; j++) {
+        if (s[j] > m) m = s[j];
+        nan |= s[j] != s[j];
+    }
+    *mx = m;
+    return !nan && m - m == 0.0f;
+}
+
 /* Width-generic exp, normal CDF and GELU (model_simd.h): hs_exp_4 (...) at
  * 4 lanes everywhere, and on x86-64 _8 (AVX2) and _16 (AVX-512F) versions
  * compiled for those ISAs. Use them through hs_gelu_forward/backward, which

@@ -1280,35 +1280,39 @@ static int j_past(int r, int T, const float *a)
 static void simd_widths_give_the_same_bits(void **state)
 {
     (void)state;
-    enum { T = 45, ROWS = 3 * T, N = 1001 };
-    static float x[N], y[3][N], d[3][N], sc[ROWS * T], att[3][ROWS * T];
+    enum { TM = 45, N = 1001 };
+    static float x[N], y[3][N], d[3][N], sc[3 * TM * TM], att[3][3 * TM * TM];
     for (int i = 0; i < N; i++) x[i] = (float)((i * 37 % 1001) - 500) / 50.0f;
-    for (int i = 0; i < ROWS * T; i++) sc[i] = (float)((i * 53 % 997) - 498) / 40.0f;
-    for (int j = 0; j < T; j++) sc[(2 * T + 7) * T + j] = NAN; /* row 7 of tile 2 */
     int widths = 1;
     hs_gelu_forward_grad_4(y[0], d[0], x, N);
-    hs_softmax_rows_4(att[0], sc, ROWS, T, 0);
 #ifdef HS_SIMD_X86
-    if (__builtin_cpu_supports("avx2")) {
-        hs_gelu_forward_grad_8(y[widths], d[widths], x, N);
-        hs_softmax_rows_8(att[widths++], sc, ROWS, T, 0);
-    }
-    if (__builtin_cpu_supports("avx512f")) {
-        hs_gelu_forward_grad_16(y[widths], d[widths], x, N);
-        hs_softmax_rows_16(att[widths++], sc, ROWS, T, 0);
-    }
+    if (__builtin_cpu_supports("avx2")) hs_gelu_forward_grad_8(y[widths], d[widths], x, N), widths++;
+    if (__builtin_cpu_supports("avx512f")) hs_gelu_forward_grad_16(y[widths], d[widths], x, N), widths++;
 #endif
     for (int w = 1; w < widths; w++) {
         assert_memory_equal(y[0], y[w], sizeof y[0]);
         assert_memory_equal(d[0], d[w], sizeof d[0]);
-        assert_memory_equal(att[0], att[w], sizeof att[0]);
     }
-    /* and the softmax is one: rows sum to 1, 0 past the diagonal and on the NaN row */
-    for (int r = 0; r < ROWS; r++) {
-        double sum = 0.0;
-        for (int j = 0; j < T; j++) sum += att[0][r * T + j];
-        if (j_past(r, T, att[0]) || fabs(sum - (r == 2 * T + 7 ? 0.0 : 1.0)) > 1e-6)
-            fail_msg("softmax row %d sums to %.9g", r, sum);
+    /* softmax rows: short (j-order sums) and long (16 lanes), T 15 and 45 */
+    for (int T = 15; T <= TM; T += 30) {
+        const int ROWS = 3 * T;
+        for (int i = 0; i < ROWS * T; i++) sc[i] = (float)((i * 53 % 997) - 498) / 40.0f;
+        for (int j = 0; j < T; j++) sc[(2 * T + 7) * T + j] = NAN; /* row 7 of tile 2 */
+        int k = 1;
+        hs_softmax_rows_4(att[0], sc, (size_t)ROWS, T, 0);
+#ifdef HS_SIMD_X86
+        if (__builtin_cpu_supports("avx2")) hs_softmax_rows_8(att[k++], sc, (size_t)ROWS, T, 0);
+        if (__builtin_cpu_supports("avx512f")) hs_softmax_rows_16(att[k++], sc, (size_t)ROWS, T, 0);
+#endif
+        for (int w = 1; w < k; w++)
+            assert_memory_equal(att[0], att[w], (size_t)ROWS * T * sizeof(float));
+        /* and the softmax is one: rows sum to 1, 0 past the diagonal and on the NaN row */
+        for (int r = 0; r < ROWS; r++) {
+            double sum = 0.0;
+            for (int j = 0; j < T; j++) sum += att[0][r * T + j];
+            if (j_past(r, T, att[0]) || fabs(sum - (r == 2 * T + 7 ? 0.0 : 1.0)) > 1e-6)
+                fail_msg("T %d: softmax row %d sums to %.9g", T, r, sum);
+        }
     }
     printf("  widths compared: %d\n", widths);
 }
