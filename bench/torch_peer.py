@@ -21,6 +21,24 @@ The dataset (and, for --init headscope and --save, headscope's vocabulary and
 checkpoint metadata) comes from running `headscope train --steps 0 --dataset`
 with the same task, split seed, seed and model flags, unless --dataset is given.
 
+--impl fast: the same model as a user would write it in PyTorch (nanoGPT's
+layout): parameters in PyTorch's own layout (nn.Embedding, nn.LayerNorm,
+nn.Linear with weight [out, in]), one fused nn.Linear for Q, K and V per
+block, the explicit masked softmax (this torch, 1.13, has no
+F.scaled_dot_product_attention), no per-step copies or permutes of any
+parameter. Same maths, init (the TransformerLens-layout peer's, mapped:
+fast_from_tl), optimiser (weight decay on the matrices, W_E and W_pos
+included, as --impl tl), data and schedule; bench/peer_equiv.py checks the
+two give the same loss curve. Default shape only: softmax attention, ln1,
+learned positions, d_mlp > 0.
+
+--task tokens: a fixed token stream instead of a task (bench/scale.py's
+scaling table): --tokens FILE of little-endian int32 rows of n_ctx + 1
+tokens (< --vocab-size), batch k = rows [k*B, (k+1)*B) cycled; inputs the
+first n_ctx, targets the next token at every position; --warmup untimed
+steps, then --steps timed ones, at a constant --lr (as bench_train). Reports
+the median step time and the losses only.
+
 Prints one JSON object on stdout: held-out referent accuracy at position 14
 (argmax over the whole vocabulary == ref), other-noun rate, per adjective,
 train accuracy, median step time (ms, after warm-up), wall time, the first
@@ -53,9 +71,13 @@ DEFAULT_VOCAB = ("the did not cross because it was too , so waited . "
 QUERY_POS = 14  # the prediction made at position 14 (`the` after `so`) names the referent
 
 
-def parse_args():
+def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--task", default="winograd", choices=["winograd", "winograd-category", "induction"])
+    p.add_argument("--task", default="winograd", choices=["winograd", "winograd-category", "induction", "tokens"])
+    p.add_argument("--impl", default="tl", choices=["tl", "fast"],
+                   help="tl: TransformerLens layout (numerical twin of headscope); fast: PyTorch's own layout, "
+                        "fused Q/K/V (the fastest plain-PyTorch formulation)")
+    p.add_argument("--tokens", help="--task tokens: int32 token file (rows of n_ctx + 1)")
     p.add_argument("--vocab-size", type=int, default=32, help="induction: symbols (headscope's default)")
     p.add_argument("--n-ctx", type=int, default=32, help="induction: sequence length")
     p.add_argument("--seg-len", default="4:8", help="induction: MIN:MAX repeated segment length")
@@ -87,11 +109,17 @@ def parse_args():
     p.add_argument("--save", help="write the trained model as headscope-compatible .safetensors")
     p.add_argument("--no-foreach", action="store_true", help="AdamW without the multi-tensor (foreach) path")
     p.add_argument("--quiet", action="store_true")
-    a = p.parse_args()
+    a = p.parse_args(argv)
     if a.d_head <= 0:
         a.d_head = a.d_model // a.heads
     if a.d_mlp < 0:
         a.d_mlp = 4 * a.d_model
+    if a.impl == "fast" and (a.attn != "softmax" or a.no_ln1 or a.pos != "learned" or a.d_mlp == 0):
+        p.error("--impl fast is the default shape only (softmax attention, ln1, learned positions, an MLP)")
+    if a.impl == "fast" and a.save:
+        p.error("--save writes the TransformerLens layout: use --impl tl")
+    if a.task == "tokens" and not a.tokens:
+        p.error("--task tokens needs --tokens FILE")
     return a
 
 
@@ -209,6 +237,12 @@ class Peer(torch.nn.Module):
     def p(self, name):
         return getattr(self, name.replace(".", "__"))
 
+    def decay_split(self):
+        """Weight decay on W_* (headscope's rule), none on norms and biases."""
+        named = self.named()
+        return ([t for n, t in named if n.rsplit(".", 1)[-1].startswith("W_")],
+                [t for n, t in named if not n.rsplit(".", 1)[-1].startswith("W_")])
+
     def named(self):
         return [(n, self.p(n)) for n in self.names]
 
@@ -267,6 +301,120 @@ class Peer(torch.nn.Module):
         return torch.addmm(self.p("unembed.b_U"), x.reshape(B * T, D), self.p("unembed.W_U")).view(B, T, self.V)
 
 
+class FastBlock(torch.nn.Module):
+    """One pre-norm block as nanoGPT writes it: fused Q/K/V, weights [out, in]."""
+
+    def __init__(self, a):
+        super().__init__()
+        D, H, dh, M = a.d_model, a.heads, a.d_head, a.d_mlp
+        self.H, self.dh, self.scale = H, dh, math.sqrt(dh)
+        self.ln1 = torch.nn.LayerNorm(D, eps=1e-5)
+        self.qkv = torch.nn.Linear(D, 3 * H * dh)
+        self.proj = torch.nn.Linear(H * dh, D)
+        self.ln2 = torch.nn.LayerNorm(D, eps=1e-5)
+        self.fc = torch.nn.Linear(D, M)
+        self.fc2 = torch.nn.Linear(M, D)
+
+    def forward(self, x, mask):
+        B, T, _ = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(self.H * self.dh, dim=2)
+        q = q.view(B, T, self.H, self.dh).transpose(1, 2)  # [B,H,T,dh]
+        k = k.view(B, T, self.H, self.dh).transpose(1, 2)
+        v = v.view(B, T, self.H, self.dh).transpose(1, 2)
+        s = (q @ k.transpose(-1, -2)) / self.scale
+        att = torch.softmax(s.masked_fill(mask, float("-inf")), dim=-1)
+        z = (att @ v).transpose(1, 2).reshape(B, T, self.H * self.dh)
+        x = x + self.proj(z)
+        return x + self.fc2(F.gelu(self.fc(self.ln2(x))))
+
+
+class FastPeer(torch.nn.Module):
+    """--impl fast: the same model in PyTorch's own layout (see the module docstring)."""
+
+    def __init__(self, a, V, C):
+        super().__init__()
+        D = a.d_model
+        self.V = V
+        self.wte = torch.nn.Embedding(V, D)
+        self.wpe = torch.nn.Embedding(C, D)
+        self.blocks = torch.nn.ModuleList([FastBlock(a) for _ in range(a.layers)])
+        self.ln_f = torch.nn.LayerNorm(D, eps=1e-5)
+        self.head = torch.nn.Linear(D, V)
+        self.register_buffer("mask", torch.ones(C, C, dtype=torch.bool).triu(1), persistent=False)
+
+    def forward(self, tok):
+        T = tok.shape[1]
+        x = self.wte(tok) + self.wpe.weight[:T]
+        mask = self.mask[:T, :T]
+        for blk in self.blocks:
+            x = blk(x, mask)
+        return self.head(self.ln_f(x))
+
+    def decay_split(self):
+        """Weight decay on the matrices (embeddings included, as --impl tl's W_*)."""
+        ps = list(self.parameters())
+        return [t for t in ps if t.dim() >= 2], [t for t in ps if t.dim() < 2]
+
+
+@torch.no_grad()
+def fast_from_tl(tl, a):
+    """A FastPeer holding exactly tl's (a Peer's) parameters, mapped to PyTorch's layout:
+    W_Q/W_K/W_V [H,D,dh] -> rows of qkv.weight [3*H*dh, D]; W_O [H,dh,D] -> proj.weight
+    [D, H*dh]; W_in [D,M], W_out [M,D], W_U [D,V] transposed."""
+    fast = FastPeer(a, tl.V, tl.C)
+    H, D, dh = a.heads, a.d_model, a.d_head
+    P = tl.p
+    fast.wte.weight.copy_(P("embed.W_E"))
+    fast.wpe.weight.copy_(P("pos_embed.W_pos"))
+    for l, blk in enumerate(fast.blocks):
+        b = "blocks.%d." % l
+        blk.ln1.weight.copy_(P(b + "ln1.w")); blk.ln1.bias.copy_(P(b + "ln1.b"))
+        blk.qkv.weight.copy_(torch.cat([P(b + "attn.W_" + w).permute(0, 2, 1).reshape(H * dh, D) for w in "QKV"]))
+        blk.qkv.bias.copy_(torch.cat([P(b + "attn.b_" + w).reshape(H * dh) for w in "QKV"]))
+        blk.proj.weight.copy_(P(b + "attn.W_O").reshape(H * dh, D).t()); blk.proj.bias.copy_(P(b + "attn.b_O"))
+        blk.ln2.weight.copy_(P(b + "ln2.w")); blk.ln2.bias.copy_(P(b + "ln2.b"))
+        blk.fc.weight.copy_(P(b + "mlp.W_in").t()); blk.fc.bias.copy_(P(b + "mlp.b_in"))
+        blk.fc2.weight.copy_(P(b + "mlp.W_out").t()); blk.fc2.bias.copy_(P(b + "mlp.b_out"))
+    fast.ln_f.weight.copy_(P("ln_final.w")); fast.ln_f.bias.copy_(P("ln_final.b"))
+    fast.head.weight.copy_(P("unembed.W_U").t()); fast.head.bias.copy_(P("unembed.b_U"))
+    return fast
+
+
+def make_model(a, V, C, init_tensors=None):
+    """The peer --impl asks for, initialised as --init says (init_tensors: headscope's step-0
+    weights by TransformerLens name, for --init headscope); --impl fast maps the same init."""
+    torch.manual_seed(a.seed)
+    model = Peer(a, V, C)
+    model.init_(a.seed, "gpt2" if a.init == "gpt2" else "pytorch")
+    if init_tensors is not None:
+        with torch.no_grad():
+            for n, t in model.named():
+                t.copy_(init_tensors[n])
+    return fast_from_tl(model, a) if a.impl == "fast" else model
+
+
+def make_opt(model, a):
+    """AdamW 0.9/0.999, eps 1e-8, weight decay 0.01 on the matrices only."""
+    decay, no_decay = model.decay_split()
+    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=a.lr, betas=(0.9, 0.999), eps=1e-8, foreach=not a.no_foreach)
+
+
+def train_step(model, opt, params, tok, tgt, lr):
+    """One step: mean next-token cross-entropy (targets -100 ignored), backward, global-norm
+    clip 1.0, AdamW at lr. Returns the loss tensor."""
+    logits = model(tok)
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100)
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(params, 1.0)
+    for g in opt.param_groups:
+        g["lr"] = lr
+    opt.step()
+    return loss
+
+
 def hs_train_lr(lr, step, steps, decay_start=0.6, lo=0.05):
     """model/train.c hs_train_lr: constant, then cosine over the last 40% to 5% of peak."""
     start = decay_start * steps
@@ -322,14 +470,8 @@ def main_induction(a):
     """The induction task: same model, optimiser and schedule; held-out accuracy on the repeated
     segment over 512 sequences of its own (seed 12345)."""
     t_start = time.perf_counter()
-    torch.manual_seed(a.seed)
-    model = Peer(a, a.vocab_size, a.n_ctx)
-    model.init_(a.seed, "gpt2" if a.init == "gpt2" else "pytorch")
-    decay = [t for n, t in model.named() if n.rsplit(".", 1)[-1].startswith("W_")]
-    no_decay = [t for n, t in model.named() if not n.rsplit(".", 1)[-1].startswith("W_")]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.999), eps=1e-8, foreach=not a.no_foreach)
+    model = make_model(a, a.vocab_size, a.n_ctx)
+    opt = make_opt(model, a)
     params = list(model.parameters())
     rng = np.random.default_rng(a.seed)
     held_tok, held_tgt = induction_batch(a, np.random.default_rng(12345), 512)
@@ -345,15 +487,7 @@ def main_induction(a):
     for step in range(1, a.steps + 1):
         t0 = time.perf_counter()
         tok, tgt = induction_batch(a, rng, a.batch)
-        logits = model(tok)
-        loss = F.cross_entropy(logits.reshape(-1, a.vocab_size), tgt.reshape(-1), ignore_index=-100)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
-        lr = hs_train_lr(a.lr, step, a.steps)
-        for g in opt.param_groups:
-            g["lr"] = lr
-        opt.step()
+        loss = train_step(model, opt, params, tok, tgt, hs_train_lr(a.lr, step, a.steps))
         step_ms.append((time.perf_counter() - t0) * 1e3)
         if (a.eval_every and step % a.eval_every == 0) or step == a.steps:
             acc = held_acc()
@@ -365,7 +499,7 @@ def main_induction(a):
                       (step, a.steps, loss.item(), 100 * acc, float(np.median(step_ms[-a.eval_every or 1:]))),
                       file=sys.stderr, flush=True)
     warm = step_ms[a.warmup:] if len(step_ms) > a.warmup else step_ms
-    out = {"tool": "torch_peer", "torch": torch.__version__, "threads": a.threads, "task": "induction",
+    out = {"tool": "torch_peer", "impl": a.impl, "torch": torch.__version__, "threads": a.threads, "task": "induction",
            "seed": a.seed, "steps": a.steps, "batch": a.batch, "init": a.init,
            "task_params": {"n_symbols": a.vocab_size, "n_ctx": a.n_ctx, "seg_len": a.seg_len, "gap": a.gap},
            "config": {"n_layers": a.layers, "d_model": a.d_model, "n_heads": a.heads, "d_head": a.d_head,
@@ -378,11 +512,49 @@ def main_induction(a):
     print()
 
 
+def read_tokens(path, T, V):
+    """--tokens FILE: little-endian int32 rows of T + 1 tokens, each in [0, V)."""
+    flat = np.fromfile(path, dtype="<i4")
+    if flat.size == 0 or flat.size % (T + 1) or flat.min() < 0 or flat.max() >= V:
+        sys.exit("torch_peer: %s is not rows of %d tokens in [0, %d)" % (path, T + 1, V))
+    return torch.from_numpy(flat.astype(np.int64).reshape(-1, T + 1))
+
+
+def main_tokens(a):
+    """--task tokens: the step time on a fixed token stream (no evaluation)."""
+    t_start = time.perf_counter()
+    rows = read_tokens(a.tokens, a.n_ctx, a.vocab_size)
+    nb = rows.shape[0] // a.batch
+    if nb < 1:
+        sys.exit("torch_peer: %s holds fewer than one batch of %d rows" % (a.tokens, a.batch))
+    model = make_model(a, a.vocab_size, a.n_ctx)
+    opt = make_opt(model, a)
+    params = list(model.parameters())
+    step_ms, losses = [], []
+    for step in range(1, a.warmup + a.steps + 1):
+        k = (step - 1) % nb
+        batch = rows[k * a.batch:(k + 1) * a.batch]
+        t0 = time.perf_counter()
+        loss = train_step(model, opt, params, batch[:, :-1], batch[:, 1:], a.lr)
+        step_ms.append((time.perf_counter() - t0) * 1e3)
+        losses.append(loss.item())
+    timed = step_ms[a.warmup:]
+    out = {"tool": "torch_peer", "impl": a.impl, "torch": torch.__version__, "threads": a.threads,
+           "task": "tokens", "batch": a.batch, "steps": a.steps, "warmup": a.warmup,
+           "config": {"n_layers": a.layers, "d_model": a.d_model, "n_heads": a.heads, "d_head": a.d_head,
+                      "d_mlp": a.d_mlp, "n_ctx": a.n_ctx, "d_vocab": a.vocab_size},
+           "median_step_ms": float(np.median(timed)), "min_step_ms": float(np.min(timed)),
+           "step_ms": timed, "losses": losses, "wall_s": time.perf_counter() - t_start,
+           "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0}
+    json.dump(out, sys.stdout, indent=1)
+    print()
+
+
 def main():
     a = parse_args()
-    if a.task == "induction":
+    if a.task in ("induction", "tokens"):
         torch.set_num_threads(a.threads)
-        return main_induction(a)
+        return main_induction(a) if a.task == "induction" else main_tokens(a)
     torch.set_num_threads(a.threads)
     t_start = time.perf_counter()
 
@@ -407,18 +579,8 @@ def main():
     T = train_tok.shape[1]
     N = train_tok.shape[0]
 
-    torch.manual_seed(a.seed)
-    model = Peer(a, len(vocab), T)
-    model.init_(a.seed, "gpt2" if a.init == "gpt2" else "pytorch")
-    if a.init == "headscope":
-        with torch.no_grad():
-            for n, t in model.named():
-                t.copy_(init_tensors[n])
-    decay = [t for n, t in model.named() if n.rsplit(".", 1)[-1].startswith("W_")]
-    no_decay = [t for n, t in model.named() if not n.rsplit(".", 1)[-1].startswith("W_")]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=a.lr, betas=(0.9, 0.999), eps=1e-8, foreach=not a.no_foreach)
+    model = make_model(a, len(vocab), T, init_tensors if a.init == "headscope" else None)
+    opt = make_opt(model, a)
     params = list(model.parameters())
     gen = torch.Generator().manual_seed(a.seed)
     inputs = train_tok
@@ -462,7 +624,7 @@ def main():
         write_safetensors(a.save, {n: t for n, t in model.named()}, m)
     warm = step_ms[a.warmup:] if len(step_ms) > a.warmup else step_ms
     out = {
-        "tool": "torch_peer", "torch": torch.__version__, "threads": a.threads,
+        "tool": "torch_peer", "impl": a.impl, "torch": torch.__version__, "threads": a.threads,
         "task": a.task, "split_seed": a.split_seed, "seed": a.seed, "steps": a.steps,
         "batch": a.batch, "init": a.init,
         "config": {"n_layers": a.layers, "d_model": a.d_model, "n_heads": a.heads, "d_head": a.d_head,

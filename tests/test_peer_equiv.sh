@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# tests/test_peer_equiv.sh BUILD_DIR HEADSCOPE_BIN -- bench/torch_peer.py's two
+# PyTorch peers (--impl tl, TransformerLens layout; --impl fast, PyTorch's own
+# layout with fused Q/K/V) give the same loss at every step of 50 (default
+# shape) and 20 (a second shape) steps from the same init on the same batches,
+# to 1e-4 relative (bench/peer_equiv.py; about 10 s at one thread, no
+# downloads). Skipped without /usr/bin/python3 and torch.
+set -euo pipefail
+PY=/usr/bin/python3
+if [ ! -x "$PY" ] || ! "$PY" -c 'import torch, numpy' 2>/dev/null; then echo "SKIP: no $PY with torch"; exit 0; fi
+cd "$(dirname "$0")/.."
+"$PY" bench/peer_equiv.py --threads 1
