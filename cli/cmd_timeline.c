@@ -271,11 +271,11 @@ int cmd_timeline(int argc, char **argv)
             hs_viz_panel P[4] = {
                 {y0, (size_t)LH, hl, induction ? "induction score (second occurrence -> token after the first)"
                                                : "first-noun score (attention at 14 on x)",
-                 "score", 0.0, 1.0},
-                {y1, (size_t)LH, hl, "previous-token score (TL mul)", "score", 0.0, 1.0},
+                 "score", 0.0, 1.0, 0},
+                {y1, (size_t)LH, hl, "previous-token score (TL mul)", "score", 0.0, 1.0, 0},
                 {y2, 1, ACC, induction ? "repeated-segment accuracy (held-out)" : "referent accuracy at 14 (held-out)",
-                 "accuracy", 0.0, 1.0},
-                {y3, induction ? 2u : 1u, induction ? LOSS_I : LOSS_W, "loss", "nats", 0.0, 0.0}};
+                 "accuracy", 0.0, 1.0, 0},
+                {y3, induction ? 2u : 1u, induction ? LOSS_I : LOSS_W, "loss", "nats", 0.0, 0.0, 0}};
             double mark = NAN;
             char mlabel[96] = "";
             if (induction && jump >= 0) {

@@ -234,7 +234,7 @@ static void line_plot_title_wraps_to_the_plot_width(void **state)
     float x[11], y[22];
     for (int i = 0; i < 11; i++) x[i] = (float)(i * 100), y[i] = (float)i / 10.0f, y[11 + i] = 1.0f - y[i];
     const char *lab[] = {"score", "loss"};
-    hs_viz_panel P = {y, 2, lab, "panel", "value", 0, 0};
+    hs_viz_panel P = {y, 2, lab, "panel", "value", 0, 0, 0};
     hs_viz_options o;
     hs_viz_options_default(&o);
     hs_viz_figure *f = NULL;
@@ -245,6 +245,93 @@ static void line_plot_title_wraps_to_the_plot_width(void **state)
     check_geometry(f, "lines default width");
     assert_int_equal(count_role(f, VZ_T_TITLE), 1); /* one line, not 7 */
     hs_viz_figure_destroy(f);
+}
+
+/* The marker squares of series 0 (tab10 blue): the side most squares of that
+   colour have (the legend swatch is one larger square; line columns vary),
+   centres in x order into cx, cy. */
+static size_t marker_centres(const hs_viz_figure *f, double *cx, double *cy, size_t cap)
+{
+    unsigned char rgb[3];
+    hs_viz_series_rgb(0, rgb);
+    int side = 0, best = 0;
+    for (size_t i = 0; i < f->n_rects; i++) {
+        const vz_rect *r = &f->rects[i];
+        if (memcmp(r->rgb, rgb, 3) || r->w != r->h) continue;
+        int n = 0;
+        for (size_t j = 0; j < f->n_rects; j++)
+            n += !memcmp(f->rects[j].rgb, rgb, 3) && f->rects[j].w == r->w && f->rects[j].h == r->w;
+        if (n > best) best = n, side = r->w;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_rects && n < cap; i++) {
+        const vz_rect *r = &f->rects[i];
+        if (memcmp(r->rgb, rgb, 3) || r->w != side || r->h != side) continue;
+        cx[n] = r->x + r->w / 2.0, cy[n] = r->y + r->h / 2.0;
+        n++;
+    }
+    return n;
+}
+
+static int has_text(const hs_viz_figure *f, const char *s)
+{
+    for (size_t i = 0; i < f->n_texts; i++)
+        if (!strcmp(f->texts[i].s, s)) return 1;
+    return 0;
+}
+
+/* Log-log axes: y = 3 x^1.5 at x = 10, 100, 1000, 10000 (FLOPs against
+   ms, as bench/scale.py plots) lands on equally spaced points of one
+   straight line, the decades are labelled, and the same data on linear
+   axes does not (the test can fail). Values <= 0 on a log axis are refused. */
+static void log_axes_put_a_power_law_on_a_straight_line(void **state)
+{
+    (void)state;
+    float x[4] = {10, 100, 1000, 10000}, y[4];
+    for (int i = 0; i < 4; i++) y[i] = 3.0f * powf(x[i], 1.5f);
+    const char *lab[] = {"headscope"};
+    for (int logs = 1; logs >= 0; logs--) {
+        hs_viz_panel P = {y, 1, lab, NULL, "ms per step", 0, 0, logs};
+        hs_viz_options o;
+        hs_viz_options_default(&o);
+        o.log_x = logs;
+        hs_viz_figure *f = NULL;
+        hs_error err = {0};
+        if (hs_viz_lines_figure(&f, x, 4, &P, 1, "step time against FLOPs", "FLOPs per step", NAN, NULL, &o,
+                                &err) != HS_OK)
+            fail_msg("lines: %s", err.msg);
+        check_geometry(f, logs ? "log-log lines" : "linear lines");
+        double cx[8], cy[8];
+        assert_int_equal(marker_centres(f, cx, cy, 8), 4);
+        const double dx = cx[1] - cx[0], dy = cy[1] - cy[0];
+        assert_true(dx > 10); /* left to right */
+        if (logs) assert_true(dy < -10); /* and up */
+        for (int i = 2; i < 4; i++) {
+            const int even = fabs(cx[i] - cx[i - 1] - dx) <= 1.5 && fabs(cy[i] - cy[i - 1] - dy) <= 1.5;
+            if (logs) assert_true(even);
+            else assert_false(even);
+        }
+        if (logs) {
+            assert_true(fabs(dy / dx) > 0.1); /* a slope, not a flat line */
+            assert_true(has_text(f, "100") && has_text(f, "1000") && has_text(f, "10000"));
+            assert_true(has_text(f, "1e6")); /* 3 x 10^6 on y: 1e5 .. 1e6 labelled */
+        }
+        hs_viz_figure_destroy(f);
+    }
+    float bad[4] = {0, 100, 1000, 10000};
+    hs_viz_panel P = {y, 1, lab, NULL, NULL, 0, 0, 1};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.log_x = 1;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_lines_figure(&f, bad, 4, &P, 1, NULL, NULL, NAN, NULL, &o, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "log axis"));
+    assert_null(f);
+    y[2] = -1.0f;
+    o.log_x = 0;
+    assert_int_equal(hs_viz_lines_figure(&f, x, 4, &P, 1, NULL, NULL, NAN, NULL, &o, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "needs y > 0"));
 }
 
 /* No width asked and the column cannot hold the labels at 12 pt: the chart
@@ -344,6 +431,7 @@ int main(void)
         cmocka_unit_test(large_figures_rasterise_with_ink_in_every_label),
         cmocka_unit_test(figures_beyond_the_caps_are_refused),
         cmocka_unit_test(line_plot_title_wraps_to_the_plot_width),
+        cmocka_unit_test(log_axes_put_a_power_law_on_a_straight_line),
         cmocka_unit_test(grown_figures_say_so),
         cmocka_unit_test(one_row_colour_bar_label_stays_on_the_bar),
         cmocka_unit_test(narrow_body_is_centred_under_a_wide_title),

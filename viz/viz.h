@@ -119,6 +119,8 @@ typedef struct {
                               grey print tells it from every value), with a legend swatch */
     const char *font_path; /* TrueType font; NULL = $HS_FONT, then fontconfig's
                               "DejaVu Sans", then /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf */
+    int log_x;             /* line plots (hs_viz_lines_figure): nonzero puts x on a log10 axis
+                              (every x must be > 0); other figures ignore it. Default 0 */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */
@@ -409,7 +411,10 @@ hs_status hs_viz_rows_write(FILE *fp, const float *rows, size_t n_rows, size_t T
  * point there: the line breaks); labels: n_series legend entries (right of
  * the panel, in series order, colours hs_viz_series_rgb(i)); title and
  * ylabel may be NULL; ymin < ymax fixes the y range (values outside are
- * drawn at the edge), else the data's range padded by 5%. */
+ * drawn at the edge), else the data's range padded by 5%. log_y nonzero:
+ * y on a log10 axis (every y that is not NaN, and a fixed ymin, > 0; the
+ * padding is 5% of the decades shown), ticks at the powers of ten (and at
+ * 2 and 5 times them when fewer than three powers fall in the range). */
 typedef struct {
     const float *y;
     size_t n_series;
@@ -417,6 +422,7 @@ typedef struct {
     const char *title;
     const char *ylabel;
     double ymin, ymax;
+    int log_y;
 } hs_viz_panel;
 
 /* The colour of series i (matplotlib's tab10, cycled). */
@@ -427,9 +433,12 @@ void hs_viz_series_rgb(size_t i, unsigned char rgb[3]);
  * legend; x ticks and xlabel under the last panel; mark_x (NAN = none) a
  * dashed vertical line through every panel labelled mark_label (may be NULL).
  * Width: opt->width_in (legend included) or a 4.5 in plot; each panel 1.7 in.
+ * opt->log_x: x on a log10 axis, ticks as a log_y panel's (e.g. time against
+ * FLOPs, log-log: a power law is a straight line).
  * Errors: HS_ERR_INPUT (N out of 1..HS_VIZ_MAX_POINTS, panels out of
  * 1..HS_VIZ_MAX_PANELS, series out of 1..HS_VIZ_MAX_BARS, x not increasing,
- * bad labels), HS_ERR_NUMERIC (non-finite x, infinite y), HS_ERR_IO, HS_ERR_NOMEM. */
+ * bad labels, a value <= 0 on a log axis), HS_ERR_NUMERIC (non-finite x,
+ * infinite y), HS_ERR_IO, HS_ERR_NOMEM. */
 hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N,
                               const hs_viz_panel *panels, size_t n_panels, const char *title,
                               const char *xlabel, double mark_x, const char *mark_label,

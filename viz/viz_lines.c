@@ -5,7 +5,10 @@
  * last panel, and an optional dashed vertical marker (e.g. the step of a
  * phase change). Lines are drawn with the scene's rectangles: one column of
  * pixels at a time along x (runs of equal columns merged), so PNG and SVG
- * share the geometry like every other figure. JSON: every number.
+ * share the geometry like every other figure. Either axis may be log10
+ * (opt->log_x, hs_viz_panel.log_y): positions are then taken in decades
+ * (axis units = log10 of the value) and ticks sit at powers of ten. JSON:
+ * every number.
  */
 #include "viz/viz_internal.h"
 
@@ -26,8 +29,60 @@ void hs_viz_series_rgb(size_t i, unsigned char rgb[3])
     memcpy(rgb, TAB10[i % 10], 3);
 }
 
+/* An axis of the plot: linear (nice ticks) or log10. Axis units are the
+ * value itself or its log10; the ticks t.v are values (not axis units). */
+typedef struct {
+    int log;
+    vz_ticks t;
+} axis;
+
+static double ax_pos(const axis *a, double v)
+{
+    return a->log ? log10(v) : v;
+}
+
+/* Ticks over [lo, hi] (axis units), about target of them when linear; log:
+ * the powers of ten inside (every k-th when there are more than 8 decades),
+ * with 2x and 5x each when fewer than three powers fall inside. */
+static void ax_ticks(axis *a, double lo, double hi, int target)
+{
+    if (!a->log) {
+        vz_nice_ticks(lo, hi, target, &a->t);
+        return;
+    }
+    static const double MUL[3] = {1.0, 2.0, 5.0};
+    const int e0 = (int)floor(lo), e1 = (int)ceil(hi);
+    int powers = 0;
+    for (int e = e0; e <= e1; e++) powers += e >= lo - 1e-9 && e <= hi + 1e-9;
+    const int n_mul = powers < 3 ? 3 : 1, every = powers > 8 ? (powers + 7) / 8 : 1;
+    a->t.n = 0;
+    for (int e = e0; e <= e1; e++) {
+        if (((e % every) + every) % every) continue;
+        for (int k = 0; k < n_mul; k++) {
+            double v = MUL[k] * pow(10.0, e), u = log10(v);
+            if (u >= lo - 1e-9 && u <= hi + 1e-9 && a->t.n < (int)(sizeof a->t.v / sizeof a->t.v[0]))
+                a->t.v[a->t.n++] = v;
+        }
+    }
+}
+
+/* One tick's text: the linear axis's format, or on a log axis the value
+ * written out from 0.001 to 100000 and as 1e6, 2e-5 beyond. */
+static void ax_text(char *buf, size_t n, double v, const axis *a)
+{
+    if (!a->log) {
+        vz_fmt_tick(buf, n, v, &a->t);
+        return;
+    }
+    int e = (int)floor(log10(v) + 1e-9);
+    if (e >= -3 && e <= 5)
+        snprintf(buf, n, "%.*f", e < 0 ? -e : 0, v);
+    else
+        snprintf(buf, n, "%de%d", (int)lround(v / pow(10.0, e)), e);
+}
+
 static hs_status check_input(const float *x, size_t N, const hs_viz_panel *panels, size_t n_panels,
-                             hs_error *err)
+                             int log_x, hs_error *err)
 {
     if (x == NULL || panels == NULL) return hs_fail(err, HS_ERR_INPUT, "line plot: x or panels are NULL");
     if (N < 1 || N > HS_VIZ_MAX_POINTS)
@@ -37,6 +92,9 @@ static hs_status check_input(const float *x, size_t N, const hs_viz_panel *panel
                        HS_VIZ_MAX_PANELS);
     for (size_t i = 0; i < N; i++) {
         if (!isfinite(x[i])) return hs_fail(err, HS_ERR_NUMERIC, "line plot: x[%zu] is not finite", i);
+        if (log_x && !(x[i] > 0))
+            return hs_fail(err, HS_ERR_INPUT, "line plot: x[%zu] = %g on a log axis; it needs x > 0", i,
+                           (double)x[i]);
         if (i > 0 && !(x[i] > x[i - 1]))
             return hs_fail(err, HS_ERR_INPUT, "line plot: x must increase (x[%zu] = %g after %g)", i,
                            (double)x[i], (double)x[i - 1]);
@@ -49,24 +107,32 @@ static hs_status check_input(const float *x, size_t N, const hs_viz_panel *panel
         if (!s) s = vz_check_title(P->title, "panel title", err);
         if (!s) s = vz_check_title(P->ylabel, "y label", err);
         if (s) return s;
-        for (size_t k = 0; k < P->n_series * N; k++)
+        for (size_t k = 0; k < P->n_series * N; k++) {
             if (isinf(P->y[k]))
                 return hs_fail(err, HS_ERR_NUMERIC, "line plot: panel %zu value %zu is infinite", p, k);
+            if (P->log_y && !isnan(P->y[k]) && !(P->y[k] > 0))
+                return hs_fail(err, HS_ERR_INPUT, "line plot: panel %zu value %zu = %g on a log axis; it needs y > 0",
+                               p, k, (double)P->y[k]);
+        }
+        if (P->log_y && P->ymin < P->ymax && !(P->ymin > 0))
+            return hs_fail(err, HS_ERR_INPUT, "line plot: panel %zu: ymin %g on a log axis; it needs ymin > 0", p,
+                           P->ymin);
     }
     return HS_OK;
 }
 
-/* The y range of a panel: fixed, or the data's (NaN skipped) padded by 5%. */
-static void panel_range(const hs_viz_panel *P, size_t N, double *lo, double *hi)
+/* The y range of a panel in axis units: fixed, or the data's (NaN skipped)
+ * padded by 5%. */
+static void panel_range(const hs_viz_panel *P, const axis *ya, size_t N, double *lo, double *hi)
 {
     if (P->ymin < P->ymax) {
-        *lo = P->ymin;
-        *hi = P->ymax;
+        *lo = ax_pos(ya, P->ymin);
+        *hi = ax_pos(ya, P->ymax);
         return;
     }
     double a = INFINITY, b = -INFINITY;
     for (size_t k = 0; k < P->n_series * N; k++)
-        if (!isnan(P->y[k])) a = fmin(a, P->y[k]), b = fmax(b, P->y[k]);
+        if (!isnan(P->y[k])) a = fmin(a, ax_pos(ya, P->y[k])), b = fmax(b, ax_pos(ya, P->y[k]));
     if (!isfinite(a)) a = 0, b = 1;
     if (b - a < 1e-12) a -= 0.5, b += 0.5;
     double pad = 0.05 * (b - a);
@@ -103,7 +169,7 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
                               const char *mark_label, const hs_viz_options *opt, hs_error *err)
 {
     *out = NULL;
-    hs_status s = check_input(x, N, panels, n_panels, err);
+    hs_status s = check_input(x, N, panels, n_panels, opt && opt->log_x, err);
     if (!s) s = vz_check_title(title, "title", err);
     if (!s) s = vz_check_title(xlabel, "x label", err);
     if (!s) s = vz_check_title(mark_label, "marker label", err);
@@ -114,21 +180,22 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     const double dpi = c.o.dpi;
     const int thick = lw * 2 < 2 ? 2 : lw * 2, mk = thick + 2 * lw + 1;
     const int tl = (int)lround(c.fpx * 0.3);
-    double xlo = x[0], xhi = x[N - 1];
+    axis xa = {c.o.log_x != 0, {{0}, 0, 0, 0, 0}};
+    double xlo = ax_pos(&xa, x[0]), xhi = ax_pos(&xa, x[N - 1]);
     if (xhi == xlo) xlo -= 0.5, xhi += 0.5;
-    vz_ticks xt;
-    vz_nice_ticks(xlo, xhi, 6, &xt);
+    ax_ticks(&xa, xlo, xhi, 6);
     char buf[64];
 
     /* left gutter: y label (rotated) + the widest y tick of any panel */
     int ytick_w = 0, legend_w = 0;
-    vz_ticks yt[HS_VIZ_MAX_PANELS];
+    axis ya[HS_VIZ_MAX_PANELS];
     double ylo[HS_VIZ_MAX_PANELS], yhi[HS_VIZ_MAX_PANELS];
     for (size_t p = 0; p < n_panels; p++) {
-        panel_range(&panels[p], N, &ylo[p], &yhi[p]);
-        vz_nice_ticks(ylo[p], yhi[p], 4, &yt[p]);
-        for (int k = 0; k < yt[p].n; k++) {
-            vz_fmt_tick(buf, sizeof buf, yt[p].v[k], &yt[p]);
+        ya[p].log = panels[p].log_y != 0;
+        panel_range(&panels[p], &ya[p], N, &ylo[p], &yhi[p]);
+        ax_ticks(&ya[p], ylo[p], yhi[p], 4);
+        for (int k = 0; k < ya[p].t.n; k++) {
+            ax_text(buf, sizeof buf, ya[p].t.v[k], &ya[p]);
             ytick_w = ytick_w > vz_text_len(&c, buf, c.fpx) ? ytick_w : vz_text_len(&c, buf, c.fpx);
         }
         for (size_t i = 0; i < panels[p].n_series; i++) {
@@ -158,7 +225,7 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     }
     const int PH = (int)lround(1.7 * dpi);
     int y = m + title_h;
-#define XPX(v) (left + ((v) - xlo) / (xhi - xlo) * (double)PW)
+#define XPX(v) (left + (ax_pos(&xa, (v)) - xlo) / (xhi - xlo) * (double)PW)
     for (size_t p = 0; p < n_panels && !s; p++) {
         const hs_viz_panel *P = &panels[p];
         char gid[32];
@@ -170,16 +237,16 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
         }
         const int top = y;
         const double lo = ylo[p], hi = yhi[p];
-#define YPX(v) (top + (hi - (v)) / (hi - lo) * (double)PH)
+#define YPX(u) (top + (hi - (u)) / (hi - lo) * (double)PH) /* u in axis units */
         /* frame, y ticks and gridless axes */
         if (!s) s = vz_add_rect(&c, left - lw, top, lw, PH + lw, AXIS_RGB);
         if (!s) s = vz_add_rect(&c, left - lw, top + PH, PW + lw, lw, AXIS_RGB);
-        for (int k = 0; k < yt[p].n && !s; k++) {
-            double v = yt[p].v[k];
-            if (v < lo - 1e-12 || v > hi + 1e-12) continue;
-            int ty = (int)lround(YPX(v));
+        for (int k = 0; k < ya[p].t.n && !s; k++) {
+            double v = ya[p].t.v[k], u = ax_pos(&ya[p], v);
+            if (u < lo - 1e-12 || u > hi + 1e-12) continue;
+            int ty = (int)lround(YPX(u));
             s = vz_add_rect(&c, left - lw - tl, ty - lw / 2, tl, lw, AXIS_RGB);
-            vz_fmt_tick(buf, sizeof buf, v, &yt[p]);
+            ax_text(buf, sizeof buf, v, &ya[p]);
             int w = vz_text_len(&c, buf, c.fpx);
             if (!s) s = vz_add_text(&c, buf, c.fpx, 0, left - lw - tl - pad / 2 - w, ty - lh / 2, VZ_A_END,
                                     VZ_T_CBAR);
@@ -189,7 +256,8 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
             s = vz_add_text(&c, P->ylabel, c.fpx, 90, m, top + PH / 2 - w / 2, VZ_A_MIDDLE, VZ_T_AXIS);
         }
         /* the marker */
-        if (!s && isfinite(mark_x) && mark_x >= xlo && mark_x <= xhi) {
+        if (!s && isfinite(mark_x) && (!xa.log || mark_x > 0) && ax_pos(&xa, mark_x) >= xlo &&
+            ax_pos(&xa, mark_x) <= xhi) {
             int mx = (int)lround(XPX(mark_x)), dash = (int)lround(lh * 0.5);
             for (int yy = top; yy < top + PH && !s; yy += 2 * dash)
                 s = vz_add_rect(&c, mx - lw / 2, yy, lw > 1 ? lw : 1, yy + dash > top + PH ? top + PH - yy : dash,
@@ -204,9 +272,9 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
             const float *yy = P->y + i * N;
             for (size_t k = 0; k < N && !s; k++) {
                 if (isnan(yy[k])) continue;
-                double cy = fmax(lo, fmin(hi, (double)yy[k]));
+                double cy = fmax(lo, fmin(hi, ax_pos(&ya[p], yy[k])));
                 if (k + 1 < N && !isnan(yy[k + 1])) {
-                    double ny = fmax(lo, fmin(hi, (double)yy[k + 1]));
+                    double ny = fmax(lo, fmin(hi, ax_pos(&ya[p], yy[k + 1])));
                     s = add_segment(&c, XPX(x[k]), YPX(cy), XPX(x[k + 1]), YPX(ny), thick, rgb);
                 }
                 if (!s) s = vz_add_rect(&c, (int)lround(XPX(x[k])) - mk / 2, (int)lround(YPX(cy)) - mk / 2, mk, mk, rgb);
@@ -225,11 +293,12 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     }
     /* x ticks and label under the last panel */
     int ay = y - pad;
-    for (int k = 0; k < xt.n && !s; k++) {
-        if (xt.v[k] < xlo - 1e-9 || xt.v[k] > xhi + 1e-9) continue;
-        int tx = (int)lround(XPX(xt.v[k]));
+    for (int k = 0; k < xa.t.n && !s; k++) {
+        const double u = ax_pos(&xa, xa.t.v[k]);
+        if (u < xlo - 1e-9 || u > xhi + 1e-9) continue;
+        int tx = (int)lround(XPX(xa.t.v[k]));
         s = vz_add_rect(&c, tx - lw / 2, ay, lw, tl, AXIS_RGB);
-        vz_fmt_tick(buf, sizeof buf, xt.v[k], &xt);
+        ax_text(buf, sizeof buf, xa.t.v[k], &xa);
         int w = vz_text_len(&c, buf, c.fpx);
         if (!s) s = vz_add_text(&c, buf, c.fpx, 0, tx - w / 2, ay + tl + pad / 4, VZ_A_MIDDLE, VZ_T_CBAR);
     }
@@ -269,7 +338,7 @@ hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_
                             size_t n_panels, const char *title, const char *xlabel, hs_error *err)
 {
     *out = NULL;
-    hs_status s = check_input(x, N, panels, n_panels, err);
+    hs_status s = check_input(x, N, panels, n_panels, 0, err);
     if (s) return s;
     cJSON *o = cJSON_CreateObject();
     int ok = o && (!title || cJSON_AddStringToObject(o, "title", title)) &&
