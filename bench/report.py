@@ -114,6 +114,8 @@ def main():
     hs_log = train_log(W("hs_train.log"))
     peer = load_json(W("peer.json")) or {}
     peer_t = times(W("peer.time"))
+    fast = load_json(W("peer_fast.json")) or {}
+    fast_t = times(W("peer_fast.time"))
     hs = {
         "step_ms": bt.get("step_ms"), "step_min_ms": bt.get("step_min_ms"),
         "phases_ms": {k: bt.get(k + "_ms") for k in ("forward", "cross_entropy", "zero_grad",
@@ -125,16 +127,21 @@ def main():
         "first_full_heldout_step": hs_log["first_full_heldout_step"],
         "heldout_accuracy": hs_log["heldout_accuracy"],
     }
-    pt = {
-        "torch": peer.get("torch"), "threads": peer.get("threads"),
-        "step_ms": peer.get("median_step_ms"),
-        "train_wall_s": peer_t[-1][0] if peer_t else None,
-        "train_loop_s": peer.get("train_wall_s"),
-        "train_peak_rss_mb": peer_t[-1][1] / 1024.0 if peer_t else None,
-        "self_reported_rss_mb": peer.get("peak_rss_mb"),
-        "first_full_heldout_step": peer.get("first_full_heldout_step"),
-        "heldout_accuracy": peer.get("heldout_accuracy"),
-    }
+    def peer_side(js, tm, impl):
+        return {
+            "impl": impl, "torch": js.get("torch"), "threads": js.get("threads"),
+            "step_ms": js.get("median_step_ms"),
+            "train_wall_s": tm[-1][0] if tm else None,
+            "train_loop_s": js.get("train_wall_s"),
+            "train_peak_rss_mb": tm[-1][1] / 1024.0 if tm else None,
+            "self_reported_rss_mb": js.get("peak_rss_mb"),
+            "first_full_heldout_step": js.get("first_full_heldout_step"),
+            "heldout_accuracy": js.get("heldout_accuracy"),
+        }
+    pt = peer_side(peer, peer_t, "tl")
+    pf = peer_side(fast, fast_t, "fast")
+    # every ratio against the faster peer (by median step)
+    best = pf if pf["step_ms"] and (not pt["step_ms"] or pf["step_ms"] < pt["step_ms"]) else pt
     training = {
         "steps": cfg.get("steps"), "batch": peer.get("batch", 64), "eval_every": 100,
         "threads": T,
@@ -142,10 +149,12 @@ def main():
                           "OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=T; headscope runs T threads of "
                           "its own (hs_acts_set_threads: caller + helper) with OpenBLAS at 1 "
                           "thread per call (set by the library)"),
-        "headscope": hs, "torch": pt,
-        "step_ratio_torch_over_headscope": ratio(pt["step_ms"], hs["step_ms"]),
-        "wall_ratio_torch_over_headscope": ratio(pt["train_wall_s"], hs["train_wall_s"]),
-        "rss_ratio_torch_over_headscope": ratio(pt["train_peak_rss_mb"], hs["train_peak_rss_mb"]),
+        "headscope": hs, "torch": pt, "torch_fast": pf, "faster_peer": best["impl"],
+        "step_ratio_tl_peer_over_headscope": ratio(pt["step_ms"], hs["step_ms"]),
+        "step_ratio_fast_peer_over_headscope": ratio(pf["step_ms"], hs["step_ms"]),
+        "step_ratio_torch_over_headscope": ratio(best["step_ms"], hs["step_ms"]),
+        "wall_ratio_torch_over_headscope": ratio(best["train_wall_s"], hs["train_wall_s"]),
+        "rss_ratio_torch_over_headscope": ratio(best["train_peak_rss_mb"], hs["train_peak_rss_mb"]),
     }
 
     # ---- roofline ---------------------------------------------------------
@@ -227,8 +236,11 @@ def main():
         sweep = dict(sw, runs=runs, faster=("par" if sw["par_wall_s"] < sw["seq_wall_s"] else "seq"),
                      speedup=sw["seq_wall_s"] / sw["par_wall_s"] if sw["par_wall_s"] else None)
 
+    # ---- scaling table (bench/scale.py's JSON, copied into the work folder) ----
+    scale = load_json(W("scale.json"))
+
     doc = {"bench": "headscope bench/run.sh", "machine": mach, "config": cfg, "training": training,
-           "roofline": roof, "latency": latency, "sweep": sweep, "total_s": a.seconds}
+           "roofline": roof, "latency": latency, "sweep": sweep, "scale": scale, "total_s": a.seconds}
     tmp = a.out + ".tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=1)
@@ -265,17 +277,24 @@ def markdown(d):
              "(PyTorch %s: torch.set_num_threads(%s), OMP/OpenBLAS %s; headscope: %s threads, OpenBLAS 1 per call)"
              % (tr["batch"], tr["steps"], T, pt["torch"], T, T, hs["threads"]))
     L.append("")
-    L.append("| | headscope | PyTorch peer | PyTorch / headscope |")
-    L.append("|---|---:|---:|---:|")
-    L.append("| training step, median ms | %s | %s | %s |" %
-             (f(hs["step_ms"], "%.2f"), f(pt["step_ms"], "%.2f"), f(tr["step_ratio_torch_over_headscope"], "%.2fx")))
-    L.append("| full training run, wall s (process) | %s | %s | %s |" %
-             (f(hs["train_wall_s"], "%.1f"), f(pt["train_wall_s"], "%.1f"), f(tr["wall_ratio_torch_over_headscope"], "%.2fx")))
-    L.append("| first step with 100%% held-out (every 100) | %s | %s | |" %
-             (f(hs["first_full_heldout_step"], "%d", "never"), f(pt["first_full_heldout_step"], "%d", "never")))
-    L.append("| held-out accuracy at the end | %s | %s | |" % (pct(hs["heldout_accuracy"]), pct(pt["heldout_accuracy"])))
-    L.append("| peak RSS while training, MB | %s | %s | %s |" %
-             (f(hs["train_peak_rss_mb"]), f(pt["train_peak_rss_mb"]), f(tr["rss_ratio_torch_over_headscope"], "%.1fx")))
+    pf = tr.get("torch_fast") or {}
+    L.append("| | headscope | PyTorch peer, TL layout (`--impl tl`) | PyTorch peer, own layout (`--impl fast`) "
+             "| faster peer (%s) / headscope |" % tr.get("faster_peer", "tl"))
+    L.append("|---|---:|---:|---:|---:|")
+    L.append("| training step, median ms | %s | %s | %s | %s |" %
+             (f(hs["step_ms"], "%.2f"), f(pt["step_ms"], "%.2f"), f(pf.get("step_ms"), "%.2f"),
+              f(tr["step_ratio_torch_over_headscope"], "%.2fx")))
+    L.append("| full training run, wall s (process) | %s | %s | %s | %s |" %
+             (f(hs["train_wall_s"], "%.1f"), f(pt["train_wall_s"], "%.1f"), f(pf.get("train_wall_s"), "%.1f"),
+              f(tr["wall_ratio_torch_over_headscope"], "%.2fx")))
+    L.append("| first step with 100%% held-out (every 100) | %s | %s | %s | |" %
+             (f(hs["first_full_heldout_step"], "%d", "never"), f(pt["first_full_heldout_step"], "%d", "never"),
+              f(pf.get("first_full_heldout_step"), "%d", "never")))
+    L.append("| held-out accuracy at the end | %s | %s | %s | |" % (pct(hs["heldout_accuracy"]), pct(pt["heldout_accuracy"]),
+                                                                pct(pf.get("heldout_accuracy"))))
+    L.append("| peak RSS while training, MB | %s | %s | %s | %s |" %
+             (f(hs["train_peak_rss_mb"]), f(pt["train_peak_rss_mb"]), f(pf.get("train_peak_rss_mb")),
+              f(tr["rss_ratio_torch_over_headscope"], "%.1fx")))
     L.append("")
     L.append("Roofline: a step is %s GFLOP (matmul %s, attention %s); headscope achieves %s GFLOP/s. "
              "cblas_sgemm at the step's shapes, back to back: %s GFLOP/s at 1 thread, %s at %s threads."
@@ -324,6 +343,19 @@ def markdown(d):
         L.append("")
         L.append("Fastest sweep: %s (%.2fx)." % ("side by side" if sw["faster"] == "par" else "one after another",
                                                  max(sw["speedup"], 1 / sw["speedup"]) if sw["speedup"] else 0))
+    sc = d.get("scale")
+    if sc:
+        L.append("")
+        L.append("Scaling table (bench/scale.py, %d threads, peer `--impl %s`%s; full table in "
+                 "bench/results/scale.md, figure scale.png):" % (sc["threads"], sc["peer"], ", QUICK sizes" if sc.get("quick") else ""))
+        L.append("")
+        L.append("| d_model | layers | context | GFLOP/step | headscope ms | peer ms | peer / headscope "
+                 "| headscope / %d-core ideal | RSS MB headscope / peer |" % sc["threads"])
+        L.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for r in sc["rows"]:
+            L.append("| %d | %d | %d | %.2f | %.1f | %.1f | %.2fx | %.2fx | %.0f / %.0f |" %
+                     (r["d_model"], r["layers"], r["ctx"], r["gflop"], r["hs_ms"], r["peer_ms"], r["peer_over_hs"],
+                      r["hs_over_ideal"], r["hs_rss_mb"], r["peer_rss_mb"]))
     if d.get("total_s"):
         L.append("")
         L.append("Whole bench: %.0f s." % d["total_s"])

@@ -7,8 +7,12 @@
 #  1. training: headscope's step time (bench_train: median after warm-up) and
 #     a full default `headscope train` run (wall time, peak RSS, the step at
 #     which held-out accuracy first reaches 100%, evaluated every 100 steps);
-#     the same for bench/torch_peer.py on the same data (`headscope train
-#     --dataset`), steps, batch and optimiser, at the same thread count.
+#     the same for both PyTorch peers of bench/torch_peer.py on the same data
+#     (`headscope train --dataset`), steps, batch and optimiser, at the same
+#     thread count: --impl tl (TransformerLens layout, headscope's numerical
+#     twin) and --impl fast (PyTorch's own layout, fused Q/K/V: what a user
+#     would write; bench/peer_equiv.py checks both give the same losses).
+#     Every ratio is taken against the faster of the two.
 #  2. roofline: FLOPs of a step, achieved GFLOP/s, this machine's cblas_sgemm
 #     at the step's own shapes (bench_sgemm, 1 and THREADS OpenBLAS threads).
 #  3. latency + peak RSS (/usr/bin/time, median of RUNS processes): inspect on
@@ -20,6 +24,14 @@
 #     size, load time, longest hover frame -> bench/results/html_page.json).
 #  4. a 5-seed sweep of the default model: PAR runs side by side at one
 #     thread (or core) each, vs one after another at THREADS threads.
+#  5. the scaling table (bench/scale.py): headscope vs the fast peer at
+#     THREADS threads over 9 model sizes (d_model 64..512, layers 2..8,
+#     context 18..256, batch 64, random tokens; one axis at a time around
+#     d_model 128 x 4 layers x context 64, plus 512 x 8 x 256), with the
+#     one-core sgemm roofline at each size's shapes and peak RSS of each side;
+#     ~10 minutes on a quiet machine. Writes bench/results/scale.json,
+#     scale.md and the figure scale.png/.svg/.json (ms/step against FLOPs per
+#     step, log-log, through viz: bench_plot).
 #
 # Prints a markdown table (machine, date, every figure) and writes every number
 # to bench/results/bench.json. Exits non-zero when a stage fails.
@@ -31,7 +43,10 @@
 #                       headscope train's default, 2000); small = a smoke test
 #   BENCH_STEP_SAMPLES=N  bench_train's timed steps (default 300, warm-up 30)
 #   BENCH_RUNS=N        processes per latency median (default 5)
-#   BENCH_SWEEP=0       skip the 5-seed sweep (the slowest stage)
+#   BENCH_SWEEP=0       skip the 5-seed sweep
+#   BENCH_SCALE=0       skip the scaling table (the slowest stage); quick = its
+#                       tiny sizes (a smoke test) into the work folder instead
+#                       of bench/results/
 #   BENCH_SEEDS=N       sweep seeds 0..N-1 (default 5)
 #   BENCH_OUT=FILE      JSON output (default bench/results/bench.json)
 #   BENCH_WORK=DIR      scratch folder (default a new /tmp/headscope-bench.XXXXXX)
@@ -41,7 +56,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-    sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
 fi
 
@@ -56,6 +71,7 @@ done
 SAMPLES="${BENCH_STEP_SAMPLES:-300}"
 WARMUP=$(( SAMPLES / 10 > 30 ? 30 : SAMPLES / 10 ))
 SWEEP="${BENCH_SWEEP:-1}"
+SCALE="${BENCH_SCALE:-1}"
 SEEDS="${BENCH_SEEDS:-5}"
 OUT="${BENCH_OUT:-$ROOT/bench/results/bench.json}"
 PY=/usr/bin/python3
@@ -84,7 +100,7 @@ fi
 
 STAGE="build"
 log "building Release into $BDIR"
-BUILD="$BDIR" TARGETS="headscope bench_train bench_sgemm bench_viz bench_load" \
+BUILD="$BDIR" TARGETS="headscope bench_train bench_sgemm bench_viz bench_load bench_plot" \
     bash "$ROOT/scripts/build.sh" > "$WORK/build.log" 2>&1 || { tail -20 "$WORK/build.log" >&2; exit 1; }
 HS="$BDIR/headscope"
 DEFAULT_STEPS="$("$HS" train --help | sed -n 's/.*--steps N.*(default \([0-9][0-9]*\)).*/\1/p' | head -1)"
@@ -102,7 +118,7 @@ export OPENBLAS_NUM_THREADS="$THREADS" OMP_NUM_THREADS="$THREADS"
 
 cat > "$WORK/config.json" <<EOF
 {"threads": $THREADS, "steps": $STEPS, "default_steps": ${DEFAULT_STEPS:-null}, "step_samples": $SAMPLES,
- "step_warmup": $WARMUP, "train_threads_flag": $TFLAG, "runs": $RUNS, "sweep": $SWEEP, "seeds": $SEEDS, "build": "$BDIR",
+ "step_warmup": $WARMUP, "train_threads_flag": $TFLAG, "runs": $RUNS, "sweep": $SWEEP, "scale": "$SCALE", "seeds": $SEEDS, "build": "$BDIR",
  "sentence": "$SENTENCE", "work": "$WORK"}
 EOF
 
@@ -136,6 +152,13 @@ TIMEFILE="$WORK/peer.time"
 timed "$PY" "$ROOT/bench/torch_peer.py" --headscope "$HS" --dataset "$WORK/dataset.txt" \
     --steps "$STEPS" --batch 64 --threads "$THREADS" --eval-every 100 --warmup "$WARMUP" --quiet \
     > "$WORK/peer.json" 2> "$WORK/peer.log" || { tail -5 "$WORK/peer.log" >&2; exit 1; }
+
+STAGE="torch peer (fast)"
+log "torch_peer --impl fast: $STEPS steps, --threads $THREADS"
+TIMEFILE="$WORK/peer_fast.time"
+timed "$PY" "$ROOT/bench/torch_peer.py" --impl fast --headscope "$HS" --dataset "$WORK/dataset.txt" \
+    --steps "$STEPS" --batch 64 --threads "$THREADS" --eval-every 100 --warmup "$WARMUP" --quiet \
+    > "$WORK/peer_fast.json" 2> "$WORK/peer_fast.log" || { tail -5 "$WORK/peer_fast.log" >&2; exit 1; }
 
 # ---- 3. latency and peak RSS ------------------------------------------------
 # rep NAME CMD...: one untimed run (page cache), then RUNS timed processes
@@ -225,6 +248,22 @@ EOF
     printf '{"seq_wall_s": %s, "par_wall_s": %s, "par_jobs": %d, "par_mode": "%s", "seq_threads": %d}\n' \
         "$(elapsed "$t0" "$t1")" "$(elapsed "$t1" "$t2")" "$PAR" "$PMODE" "$THREADS" \
         > "$WORK/sweep.json"
+fi
+
+# ---- 5. the scaling table -------------------------------------------------------
+if [ "$SCALE" != 0 ]; then
+    STAGE="scale"
+    if [ "$SCALE" = quick ]; then
+        log "scaling table: tiny sizes (BENCH_SCALE=quick) into $WORK/scale"
+        SOUT="$WORK/scale"; QUICK=(--quick)
+    else
+        log "scaling table: 9 sizes, ~10 min (bench/scale.py; BENCH_SCALE=0 skips)"
+        SOUT="$ROOT/bench/results/scale"; QUICK=()
+    fi
+    mkdir -p "$WORK/scale"
+    "$PY" "$ROOT/bench/scale.py" --build "$BDIR" --threads "$THREADS" --peer fast "${QUICK[@]}" \
+        --out "$SOUT.json" --md "$SOUT.md" --fig "$SOUT" --work "$WORK/scale" > "$WORK/scale.out"
+    cp "$SOUT.json" "$WORK/scale.json"
 fi
 
 # ---- report -------------------------------------------------------------------
