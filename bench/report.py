@@ -347,7 +347,7 @@ def markdown(d):
     if sc:
         L.append("")
         L.append("Scaling table (bench/scale.py, %d threads, peer `--impl %s`%s; full table in "
-                 "bench/results/scale.md, figure scale.png):" % (sc["threads"], sc["peer"], ", QUICK sizes" if sc.get("quick") else ""))
+                 "bench/results/scale.md, figure scale_fig.png):" % (sc["threads"], sc["peer"], ", QUICK sizes" if sc.get("quick") else ""))
         L.append("")
         L.append("| d_model | layers | context | GFLOP/step | headscope ms | peer ms | peer / headscope "
                  "| headscope / %d-core ideal | RSS MB headscope / peer |" % sc["threads"])

@@ -30,8 +30,8 @@
 #     d_model 128 x 4 layers x context 64, plus 512 x 8 x 256), with the
 #     one-core sgemm roofline at each size's shapes and peak RSS of each side;
 #     ~10 minutes on a quiet machine. Writes bench/results/scale.json,
-#     scale.md and the figure scale.png/.svg/.json (ms/step against FLOPs per
-#     step, log-log, through viz: bench_plot).
+#     scale.md and the figure scale_fig.png/.svg/.json (ms/step against FLOPs
+#     per step, log-log, through viz: bench_plot).
 #
 # Prints a markdown table (machine, date, every figure) and writes every number
 # to bench/results/bench.json. Exits non-zero when a stage fails.
@@ -255,14 +255,14 @@ if [ "$SCALE" != 0 ]; then
     STAGE="scale"
     if [ "$SCALE" = quick ]; then
         log "scaling table: tiny sizes (BENCH_SCALE=quick) into $WORK/scale"
-        SOUT="$WORK/scale"; QUICK=(--quick)
+        SOUT="$WORK/scale/scale"; QUICK=(--quick)
     else
         log "scaling table: 9 sizes, ~10 min (bench/scale.py; BENCH_SCALE=0 skips)"
         SOUT="$ROOT/bench/results/scale"; QUICK=()
     fi
     mkdir -p "$WORK/scale"
     "$PY" "$ROOT/bench/scale.py" --build "$BDIR" --threads "$THREADS" --peer fast "${QUICK[@]}" \
-        --out "$SOUT.json" --md "$SOUT.md" --fig "$SOUT" --work "$WORK/scale" > "$WORK/scale.out"
+        --out "$SOUT.json" --md "$SOUT.md" --fig "${SOUT}_fig" --work "$WORK/scale" > "$WORK/scale.out"
     cp "$SOUT.json" "$WORK/scale.json"
 fi
 

@@ -29,7 +29,7 @@ two-core ideal (FLOPs / (2 x that rate)), step / two-core ideal for each side, p
 
 Writes --out (default bench/results/scale.json: every number, machine, load average), --md
 (default bench/results/scale.md: the table) and the figure --fig (default
-bench/results/scale: .png, .svg, .json; ms/step against FLOPs per step, log-log, both sides,
+bench/results/scale_fig: .png, .svg, .json; ms/step against FLOPs per step, log-log, both sides,
 through headscope's viz: bench_plot). --quick: tiny sizes (a smoke test of the pipeline, not a
 measurement). Builds nothing: run scripts/build.sh first (bench/run.sh does).
 """
@@ -209,11 +209,13 @@ def main():
     ap.add_argument("--peer", default="fast", choices=["fast", "tl"])
     ap.add_argument("--out", default=os.path.join(HERE, "results", "scale.json"))
     ap.add_argument("--md", default=os.path.join(HERE, "results", "scale.md"))
-    ap.add_argument("--fig", default=os.path.join(HERE, "results", "scale"))
+    ap.add_argument("--fig", default=os.path.join(HERE, "results", "scale_fig"))
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test, not a measurement")
     ap.add_argument("--work", help="scratch folder (default a new temporary one, removed at the end)")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
+    if os.path.abspath(a.fig + ".json") == os.path.abspath(a.out):
+        sys.exit("bench/scale.py: --fig %s would write its numbers over --out %s" % (a.fig, a.out))
     for prog in ("bench_train", "bench_sgemm", "bench_plot"):
         if not os.access(os.path.join(a.build, prog), os.X_OK):
             sys.exit("bench/scale.py: %s/%s missing: build first (scripts/build.sh)" % (a.build, prog))
