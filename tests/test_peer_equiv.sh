@@ -9,4 +9,4 @@ set -euo pipefail
 PY=/usr/bin/python3
 if [ ! -x "$PY" ] || ! "$PY" -c 'import torch, numpy' 2>/dev/null; then echo "SKIP: no $PY with torch"; exit 0; fi
 cd "$(dirname "$0")/.."
-"$PY" bench/peer_equiv.py --threads 1
+OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 "$PY" bench/peer_equiv.py --threads 1
