@@ -257,6 +257,38 @@ def pct(x):
     return "-" if x is None else "%.1f%%" % (100 * x)
 
 
+# A size of the scaling table counts as large from this many GFLOP a step
+# (the d_model 512 rows: each sgemm well past OpenBLAS' packing overheads).
+LARGE_GFLOP = 100.0
+
+
+def targets(d):
+    """Issue 15's targets as (what, value, format, met: True/False/None = not measured)."""
+    tr, rf, lt, sc = d["training"], d["roofline"], d["latency"], d.get("scale")
+
+    def cmp(v, ok):
+        return None if v is None else ok(v)
+    ideal = rf.get("step_over_roofline_ideal_split")
+    speed = tr.get("step_ratio_torch_over_headscope")
+    rss = tr["headscope"].get("train_peak_rss_mb")
+    out = [("default step / two-core ideal <= 1.25", ideal, "%.2fx", cmp(ideal, lambda v: v <= 1.25)),
+           ("faster PyTorch peer / default step >= 4", speed, "%.2fx", cmp(speed, lambda v: v >= 4.0)),
+           ("peak RSS training the default model < 40 MB", rss, "%.1f", cmp(rss, lambda v: v < 40.0))]
+    if sc and sc.get("rows"):
+        worst = min(r["peer_over_hs"] for r in sc["rows"])
+        out.append(("scaling: ahead of the peer at every size (least peer / headscope)", worst, "%.2fx", worst > 1.0))
+        large = [r["hs_over_ideal"] for r in sc["rows"] if r["gflop"] >= LARGE_GFLOP]
+        far = max(large) if large else None
+        out.append(("scaling: within 1.3x of the two-core ideal from %.0f GFLOP/step (worst)" % LARGE_GFLOP, far,
+                    "%.2fx", cmp(far, lambda v: v <= 1.3)))
+    for key, name, lim in (("inspect", "`inspect`, every default figure, ms < 50", 50.0),
+                           ("circuit", "`circuit` over the held-out set, ms < 300", 300.0),
+                           ("grid_png", "2x4 grid PNG at 300 dpi, ms < 30", 30.0)):
+        v = (lt.get(key) or {}).get("median_ms")
+        out.append((name, v, "%.1f", cmp(v, lambda x, lim=lim: x < lim)))
+    return out
+
+
 def markdown(d):
     m, tr, rf, lt, sw = d["machine"], d["training"], d["roofline"], d["latency"], d["sweep"]
     hs, pt, T = tr["headscope"], tr["torch"], tr["threads"]
@@ -356,6 +388,11 @@ def markdown(d):
             L.append("| %d | %d | %d | %.2f | %.1f | %.1f | %.2fx | %.2fx | %.0f / %.0f |" %
                      (r["d_model"], r["layers"], r["ctx"], r["gflop"], r["hs_ms"], r["peer_ms"], r["peer_over_hs"],
                       r["hs_over_ideal"], r["hs_rss_mb"], r["peer_rss_mb"]))
+    L.append("")
+    L.append("| target (issue 15) | measured | |")
+    L.append("|---|---:|---|")
+    for name, value, fmt, ok in targets(d):
+        L.append("| %s | %s | %s |" % (name, f(value, fmt), "-" if ok is None else "met" if ok else "not met"))
     if d.get("total_s"):
         L.append("")
         L.append("Whole bench: %.0f s." % d["total_s"])
