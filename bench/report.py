@@ -293,9 +293,11 @@ def markdown(d):
     m, tr, rf, lt, sw = d["machine"], d["training"], d["roofline"], d["latency"], d["sweep"]
     hs, pt, T = tr["headscope"], tr["torch"], tr["threads"]
     L = []
-    L.append("**Machine:** %s, %s CPUs, %s, Linux %s; %s (commit %s; load average at start %s, "
-             "at end %s)" % (m["cpu"], m["nproc"], m["openblas"], m["kernel"], m["date"], m["commit"],
-                             m["loadavg_start"], m["loadavg_end"]))
+    core = (d.get("config") or {}).get("openblas_coretype") or "OpenBLAS's own choice"
+    L.append("**Machine:** %s, %s CPUs, %s (kernels: %s, both sides), Linux %s; %s (commit %s; "
+             "load average at start %s, at end %s)" % (m["cpu"], m["nproc"], m["openblas"], core,
+                                                       m["kernel"], m["date"], m["commit"],
+                                                       m["loadavg_start"], m["loadavg_end"]))
     try:
         busy = float((m["loadavg_start"] or "0").split()[0]) >= 0.5
     except ValueError:

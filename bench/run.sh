@@ -115,10 +115,18 @@ else HS_TRAIN_THREADS=(); TFLAG=0; fi
 # headscope runs THREADS threads of its own (hs_acts_set_threads: the caller +
 # a helper thread) and sets OpenBLAS to one thread per call itself.
 export OPENBLAS_NUM_THREADS="$THREADS" OMP_NUM_THREADS="$THREADS"
+# both sides on the same OpenBLAS kernels: the ones headscope picks for this
+# CPU (hs_blas_core_advice: Debian's OpenBLAS 0.3.21 falls back to its SSE3
+# Prescott kernels on CPUs newer than it; `headscope --version` names the
+# core after its re-exec), unless OPENBLAS_CORETYPE is set already. The bench
+# programs and PyTorch (which calls the system OpenBLAS) read it at start.
+BLAS_CORE="$("$HS" --version | sed -n 's/.*OpenBLAS core \([A-Za-z0-9]*\)).*/\1/p')"
+export OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-$BLAS_CORE}"
+log "OpenBLAS kernels: ${OPENBLAS_CORETYPE:-as OpenBLAS chose}"
 
 cat > "$WORK/config.json" <<EOF
 {"threads": $THREADS, "steps": $STEPS, "default_steps": ${DEFAULT_STEPS:-null}, "step_samples": $SAMPLES,
- "step_warmup": $WARMUP, "train_threads_flag": $TFLAG, "runs": $RUNS, "sweep": $SWEEP, "scale": "$SCALE", "seeds": $SEEDS, "build": "$BDIR",
+ "step_warmup": $WARMUP, "openblas_coretype": "${OPENBLAS_CORETYPE:-}", "train_threads_flag": $TFLAG, "runs": $RUNS, "sweep": $SWEEP, "scale": "$SCALE", "seeds": $SEEDS, "build": "$BDIR",
  "sentence": "$SENTENCE", "work": "$WORK"}
 EOF
 
