@@ -394,11 +394,9 @@ static void attn_scores(float *scores, const float *q, const float *k, int B, in
  * the diagonal) or over the whole row (full = 1: an observer wrote a finite
  * score above the diagonal; TransformerLens softmaxes the whole hooked row).
  * A row whose maximum is not finite (all -inf, a +inf or a NaN) gets weights
- * 0, as TransformerLens' softmax NaN -> 0. The widest kernel the CPU runs
- * (model_simd.h; the same bits at every width). */
-static void attn_softmax(float *att, const float *scores, int B, int H, int T, int full)
+ * 0, as TransformerLens' softmax NaN -> 0. */
+static void softmax_rows_long(float *att, const float *scores, size_t rows, int T, int full)
 {
-    const size_t rows = (size_t)B * H * T;
 #ifdef HS_SIMD_X86
     if (__builtin_cpu_supports("avx512f")) {
         hs_softmax_rows_16(att, scores, rows, T, full);
@@ -410,6 +408,49 @@ static void attn_softmax(float *att, const float *scores, int B, int H, int T, i
     }
 #endif
     hs_softmax_rows_4(att, scores, rows, T, full);
+}
+
+HS_CLONES
+static void attn_softmax(float *att, const float *scores, int B, int H, int T, int full)
+{
+    if (T >= HS_ATTN_GEMM_T) { /* long rows: 16-lane sums (model_simd.h); short
+                                 * ones here: 4-lane exp and a sum in j order
+                                 * were faster than the wide kernel at T 18 */
+        softmax_rows_long(att, scores, (size_t)B * H * T, T, full);
+        return;
+    }
+    for (size_t r = 0; r < (size_t)B * H * T; r++) {
+        const int n = full ? T : (int)(r % (size_t)T) + 1;
+        const float *s = scores + r * T;
+        float *a = att + r * T;
+        float mx;
+        if (!hs_row_max(s, n, &mx)) {
+            memset(a, 0, (size_t)T * sizeof(float));
+            continue;
+        }
+        /* exp in 4-lane chunks (hs_exp_4(-inf) = 0); the sum in j order */
+        const hs_vf4 vmx = {mx, mx, mx, mx};
+        int j0 = 0;
+        for (; j0 + 4 <= n; j0 += 4) {
+            hs_vf4 v, e;
+            memcpy(&v, s + j0, sizeof v);
+            v -= vmx;
+            hs_exp_4(&e, &v);
+            memcpy(a + j0, &e, sizeof e);
+        }
+        if (j0 < n) {
+            hs_vf4 v = {0}, e;
+            memcpy(&v, s + j0, (size_t)(n - j0) * sizeof(float));
+            v -= vmx;
+            hs_exp_4(&e, &v);
+            memcpy(a + j0, &e, (size_t)(n - j0) * sizeof(float));
+        }
+        float sum = 0.0f;
+        for (int j = 0; j < n; j++) sum += a[j];
+        float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+        for (int j = 0; j < n; j++) a[j] *= inv;
+        for (int j = n; j < T; j++) a[j] = 0.0f;
+    }
 }
 
 /* 1 if any entry of x (B,H,T,T) above the diagonal differs from `masked`

@@ -155,13 +155,13 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_backward_)(float *dinp, cons
     }
 }
 
-/* Row softmax of attention rows: for each of `rows` rows r of scores
- * (rows, T), row r % T of its (b, h) tile, over j <= r % T (full = 0) or the
- * whole row (full = 1): att = exp(s - max) / sum, exact 0 after the last
- * column used; a row whose maximum is not finite (or holding a NaN) gets 0
- * everywhere. Short rows (T < HS_ATTN_GEMM_T) sum in j order; long ones in
- * 16 fixed lanes (column j into lane j % 16, then the lanes added pairwise:
- * 8 apart, 4, 2, 1). Either way every width gives the same bits. */
+/* Row softmax of long attention rows (T >= HS_ATTN_GEMM_T): for each of
+ * `rows` rows r of scores (rows, T), row r % T of its (b, h) tile, over
+ * j <= r % T (full = 0) or the whole row (full = 1): att = exp(s - max) / sum,
+ * exact 0 after the last column used; a row whose maximum is not finite (or
+ * holding a NaN) gets 0 everywhere. The sum runs in 16 fixed lanes (column j
+ * into lane j % 16, then the lanes added pairwise: 8 apart, 4, 2, 1), so
+ * every width gives the same bits. */
 HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_)(float *att, const float *scores,
                                                              size_t rows, int T, int full)
 {
@@ -177,29 +177,6 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_)(float *att, const 
         }
         VF acc[NA], vmx;
         for (int k = 0; k < HS_SIMD_W; k++) vmx[k] = mx;
-        if (T < HS_ATTN_GEMM_T) { /* short rows: the sum in j order */
-            int j0 = 0;
-            for (; j0 + HS_SIMD_W <= n; j0 += HS_SIMD_W) {
-                VF v, e;
-                memcpy(&v, s + j0, sizeof v);
-                v -= vmx;
-                HS_SIMD_NAME(hs_exp_)(&e, &v);
-                memcpy(a + j0, &e, sizeof e);
-            }
-            if (j0 < n) {
-                VF v = vmx, e;
-                memcpy(&v, s + j0, (size_t)(n - j0) * sizeof(float));
-                v -= vmx;
-                HS_SIMD_NAME(hs_exp_)(&e, &v);
-                memcpy(a + j0, &e, (size_t)(n - j0) * sizeof(float));
-            }
-            float sum = 0.0f;
-            for (int j = 0; j < n; j++) sum += a[j];
-            const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-            for (int j = 0; j < n; j++) a[j] *= inv;
-            memset(a + n, 0, (size_t)(T - n) * sizeof(float));
-            continue;
-        }
         for (int q = 0; q < NA; q++)
             for (int k = 0; k < HS_SIMD_W; k++) acc[q][k] = 0.0f;
         for (int j0 = 0; j0 < n; j0 += L)

@@ -1293,7 +1293,7 @@ static void simd_widths_give_the_same_bits(void **state)
         assert_memory_equal(y[0], y[w], sizeof y[0]);
         assert_memory_equal(d[0], d[w], sizeof d[0]);
     }
-    /* softmax rows: short (j-order sums) and long (16 lanes), T 15 and 45 */
+    /* the softmax kernel of long rows (16-lane sums), at T 15 and 45 */
     for (int T = 15; T <= TM; T += 30) {
         const int ROWS = 3 * T;
         for (int i = 0; i < ROWS * T; i++) sc[i] = (float)((i * 53 % 997) - 498) / 40.0f;
