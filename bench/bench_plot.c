@@ -4,7 +4,7 @@
  * for headscope and the PyTorch peer with it, log-log.
  *
  * usage: bench_plot IN.tsv OUT_PREFIX [--title S] [--xlabel S] [--ylabel S]
- *                   [--log-x] [--log-y]
+ *                   [--log-x] [--log-y] [--markers-only]
  * IN.tsv: a header line "x<TAB>label 1<TAB>label 2..." (the series' legend
  * entries), then one line per point: x (strictly increasing) and a value
  * per series ("nan" = no point). Writes OUT_PREFIX.png (300 dpi),
@@ -30,7 +30,7 @@ static int fail(const char *what, const hs_error *err)
 int main(int argc, char **argv)
 {
     const char *title = NULL, *xlabel = NULL, *ylabel = NULL;
-    int log_x = 0, log_y = 0, npos = 0;
+    int log_x = 0, log_y = 0, markers_only = 0, npos = 0;
     const char *pos[2] = {NULL, NULL};
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--title") && i + 1 < argc) title = argv[++i];
@@ -38,12 +38,13 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--ylabel") && i + 1 < argc) ylabel = argv[++i];
         else if (!strcmp(argv[i], "--log-x")) log_x = 1;
         else if (!strcmp(argv[i], "--log-y")) log_y = 1;
+        else if (!strcmp(argv[i], "--markers-only")) markers_only = 1;
         else if (argv[i][0] != '-' && npos < 2) pos[npos++] = argv[i];
         else npos = 3;
     }
     if (npos != 2) {
         fprintf(stderr, "usage: bench_plot IN.tsv OUT_PREFIX [--title S] [--xlabel S] [--ylabel S] "
-                        "[--log-x] [--log-y]\n");
+                        "[--log-x] [--log-y] [--markers-only]\n");
         return 2;
     }
     FILE *in = fopen(pos[0], "r");
@@ -89,6 +90,7 @@ int main(int argc, char **argv)
     hs_viz_options o;
     hs_viz_options_default(&o);
     o.log_x = log_x;
+    o.markers_only = markers_only;
     hs_viz_figure *f = NULL;
     cJSON *j = NULL;
     hs_error err = {0};

@@ -268,8 +268,10 @@ def main():
                 continue
             last = r["gflop"] * 1e9
             fh.write("%.6g\t%.6g\t%.6g\n" % (last, r["hs_ms"], r["peer_ms"]))
-    subprocess.run([os.path.join(a.build, "bench_plot"), tsv, a.fig, "--log-x", "--log-y",
-                    "--title", "training step time against FLOPs per step (%d threads, batch %d)" % (a.threads, BATCH),
+    # markers only: the points are models of other shapes, not samples of one curve
+    subprocess.run([os.path.join(a.build, "bench_plot"), tsv, a.fig, "--log-x", "--log-y", "--markers-only",
+                    "--title", "training step time against FLOPs per step, one point a model size "
+                    "(%d threads, batch %d)" % (a.threads, BATCH),
                     "--xlabel", "FLOPs per step", "--ylabel", "ms per step"], check=True, stdout=subprocess.DEVNULL)
     print(md)
     log("done in %.0f s: %s, %s, %s.png" % (time.time() - t0, a.out, a.md, a.fig))

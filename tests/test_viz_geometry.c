@@ -284,6 +284,51 @@ static int has_text(const hs_viz_figure *f, const char *s)
    ms, as bench/scale.py plots) lands on equally spaced points of one
    straight line, the decades are labelled, and the same data on linear
    axes does not (the test can fail). Values <= 0 on a log axis are refused. */
+/* Rects drawn in series 0's colour (markers, line runs and its legend swatch). */
+static size_t series0_rects(const hs_viz_figure *f)
+{
+    unsigned char rgb[3];
+    hs_viz_series_rgb(0, rgb);
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_rects; i++) n += !memcmp(f->rects[i].rgb, rgb, 3);
+    return n;
+}
+
+/* markers_only: the same points in the same order, inside a padded frame,
+ * and nothing else in the series' colour but its 5 markers and legend
+ * swatch; with lines there is more (the joining runs). */
+static void markers_only_draws_no_lines(void **state)
+{
+    (void)state;
+    float x[5] = {1, 2, 3, 4, 5}, y[5] = {3, 1, 4, 1, 5};
+    const char *lab[] = {"a"};
+    hs_viz_panel P = {y, 1, lab, NULL, "y", 0, 0, 0};
+    size_t n[2];
+    double cx[2][8], cy[2][8];
+    for (int only = 0; only < 2; only++) {
+        hs_viz_options o;
+        hs_viz_options_default(&o);
+        o.markers_only = only;
+        hs_viz_figure *f = NULL;
+        hs_error err = {0};
+        if (hs_viz_lines_figure(&f, x, 5, &P, 1, "points", "x", NAN, NULL, &o, &err) != HS_OK)
+            fail_msg("lines: %s", err.msg);
+        check_geometry(f, only ? "markers only" : "lines");
+        assert_int_equal(marker_centres(f, cx[only], cy[only], 8), 5);
+        n[only] = series0_rects(f);
+        hs_viz_figure_destroy(f);
+    }
+    for (int only = 0; only < 2; only++) /* left to right, higher values higher up */
+        for (int i = 0; i + 1 < 5; i++) {
+            assert_true(cx[only][i + 1] > cx[only][i]);
+            assert_true((y[i + 1] > y[i]) == (cy[only][i + 1] < cy[only][i]));
+        }
+    /* a scatter pads its axes: the extreme points sit inside, not on the frame */
+    assert_true(cx[1][0] - cx[0][0] > 5 && cx[0][4] - cx[1][4] > 5);
+    assert_int_equal(n[1], 5 + 1);
+    assert_true(n[0] > n[1] + 4);
+}
+
 static void log_axes_put_a_power_law_on_a_straight_line(void **state)
 {
     (void)state;
@@ -432,6 +477,7 @@ int main(void)
         cmocka_unit_test(figures_beyond_the_caps_are_refused),
         cmocka_unit_test(line_plot_title_wraps_to_the_plot_width),
         cmocka_unit_test(log_axes_put_a_power_law_on_a_straight_line),
+        cmocka_unit_test(markers_only_draws_no_lines),
         cmocka_unit_test(grown_figures_say_so),
         cmocka_unit_test(one_row_colour_bar_label_stays_on_the_bar),
         cmocka_unit_test(narrow_body_is_centred_under_a_wide_title),

@@ -121,6 +121,10 @@ typedef struct {
                               "DejaVu Sans", then /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf */
     int log_x;             /* line plots (hs_viz_lines_figure): nonzero puts x on a log10 axis
                               (every x must be > 0); other figures ignore it. Default 0 */
+    int markers_only;      /* line plots: nonzero draws each point as its marker with no line
+                              joining it to the next (a scatter: points that are not samples
+                              of one curve, e.g. models of other shapes); other figures
+                              ignore it. Default 0 */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */

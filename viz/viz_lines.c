@@ -178,11 +178,17 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     if ((s = vz_ctx_init(&c, opt, err)) != HS_OK) return s;
     const int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
     const double dpi = c.o.dpi;
-    const int thick = lw * 2 < 2 ? 2 : lw * 2, mk = thick + 2 * lw + 1;
+    const int thick = lw * 2 < 2 ? 2 : lw * 2;
+    /* a scatter's markers carry the figure alone: twice a line plot's */
+    const int mk = (thick + 2 * lw + 1) * (c.o.markers_only ? 2 : 1);
     const int tl = (int)lround(c.fpx * 0.3);
     axis xa = {c.o.log_x != 0, {{0}, 0, 0, 0, 0}};
     double xlo = ax_pos(&xa, x[0]), xhi = ax_pos(&xa, x[N - 1]);
     if (xhi == xlo) xlo -= 0.5, xhi += 0.5;
+    if (c.o.markers_only) { /* no point on the frame */
+        const double d = 0.05 * (xhi - xlo);
+        xlo -= d, xhi += d;
+    }
     ax_ticks(&xa, xlo, xhi, 6);
     char buf[64];
 
@@ -193,6 +199,10 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     for (size_t p = 0; p < n_panels; p++) {
         ya[p].log = panels[p].log_y != 0;
         panel_range(&panels[p], &ya[p], N, &ylo[p], &yhi[p]);
+        if (c.o.markers_only) {
+            const double d = 0.06 * (yhi[p] - ylo[p]);
+            ylo[p] -= d, yhi[p] += d;
+        }
         ax_ticks(&ya[p], ylo[p], yhi[p], 4);
         for (int k = 0; k < ya[p].t.n; k++) {
             ax_text(buf, sizeof buf, ya[p].t.v[k], &ya[p]);
@@ -273,7 +283,7 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
             for (size_t k = 0; k < N && !s; k++) {
                 if (isnan(yy[k])) continue;
                 double cy = fmax(lo, fmin(hi, ax_pos(&ya[p], yy[k])));
-                if (k + 1 < N && !isnan(yy[k + 1])) {
+                if (!c.o.markers_only && k + 1 < N && !isnan(yy[k + 1])) {
                     double ny = fmax(lo, fmin(hi, ax_pos(&ya[p], yy[k + 1])));
                     s = add_segment(&c, XPX(x[k]), YPX(cy), XPX(x[k + 1]), YPX(ny), thick, rgb);
                 }
