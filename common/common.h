@@ -241,9 +241,9 @@ const char *hs_blas_core(void);
 /* The OPENBLAS_CORETYPE this process should have been started with, or NULL
  * when OpenBLAS's choice is right. Debian 12's OpenBLAS 0.3.21 does not know
  * CPUs newer than it (Intel family 6 model 207, Emerald Rapids, seen here)
- * and falls back to "Prescott", SSE3 kernels that run a step's products 2-7
- * times slower than the AVX-512 ones the CPU has (bench_sgemm: 16.8 against
- * 124 GFLOP/s). Returns "SkylakeX" when the CPU and OS have AVX-512 F, CD,
+ * and falls back to "Prescott", SSE3 kernels that run a step's products 4.4
+ * times slower than the AVX-512 ones the CPU has (bench_sgemm, quiet: 32.7
+ * against 145 GFLOP/s). Returns "SkylakeX" when the CPU and OS have AVX-512 F, CD,
  * BW, DQ and VL, "Haswell" when they have AVX2 and FMA, and only when
  * OpenBLAS picked a pre-AVX2 core and OPENBLAS_CORETYPE is unset (a user's
  * own setting is kept). OpenBLAS reads the variable once, when it is loaded,
