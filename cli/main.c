@@ -45,12 +45,23 @@ static void usage(FILE *fp)
 /* Starts this program again with OPENBLAS_CORETYPE set when OpenBLAS chose
  * kernels older than the CPU (hs_blas_core_advice); returns when there is
  * nothing to do or the exec fails (the run goes on, slower). Not under
- * valgrind (its preload in LD_PRELOAD): the new image would run outside it. */
+ * valgrind (its preload in LD_PRELOAD): the new image would run outside it;
+ * not when started through the dynamic loader. No loop: the new image has
+ * the variable set, and the advice is then NULL. */
 static void blas_core_reexec(char **argv)
 {
     const char *core = hs_blas_core_advice();
     const char *pre = getenv("LD_PRELOAD");
     if (core == NULL || (pre && strstr(pre, "vgpreload"))) return;
+    /* started through the dynamic loader (ld-linux... ./headscope): the
+     * image is the loader, which would take argv[1] for the program */
+    char exe[4096];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return;
+    exe[n] = '\0';
+    const char *base = strrchr(exe, '/');
+    base = base ? base + 1 : exe;
+    if (strncmp(base, "ld-", 3) == 0 || strncmp(base, "ld.so", 5) == 0) return;
     if (setenv("OPENBLAS_CORETYPE", core, 1) != 0) return;
     execv("/proc/self/exe", argv);
     unsetenv("OPENBLAS_CORETYPE");

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -302,6 +303,7 @@ static char *other_command(const char *dir, const char *cmd);
 int cli_out_begin(const char *cmd, const char *dir, cli_stage *st)
 {
     memset(st, 0, sizeof *st);
+    st->fd = -1;
     if (dir[0] == '\0') {
         fprintf(stderr, "headscope %s: --out is empty\n", cmd);
         return 1;
@@ -346,14 +348,18 @@ int cli_out_begin(const char *cmd, const char *dir, cli_stage *st)
         return 1;
     }
     /* files in the working folder are made durable together, by one sync
-     * before cli_out_commit moves them in, not by one fsync each */
-    hs_atomic_defer_sync(1);
+     * before cli_out_commit moves them in, not by one fsync each; the folder
+     * is opened now so that the sync reports write-back errors of every file
+     * (if it cannot be opened, each file keeps its own fsync) */
+    st->fd = open(st->path, O_RDONLY);
+    if (st->fd >= 0) hs_atomic_defer_sync(1);
     return 0;
 }
 
 void cli_out_discard(const char *dir, cli_stage *st)
 {
     hs_atomic_defer_sync(0);
+    if (st->fd >= 0) close(st->fd);
     if (st->path) {
         DIR *d = opendir(st->path); /* everything in it is this run's */
         for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
@@ -369,6 +375,7 @@ void cli_out_discard(const char *dir, cli_stage *st)
     free(st->path);
     free(st->name);
     memset(st, 0, sizeof *st);
+    st->fd = -1;
 }
 
 /* What an earlier index.json proves headscope wrote in dir. */
@@ -522,7 +529,7 @@ int cli_out_commit(const char *cmd, const char *dir, cli_stage *st, const cJSON 
     /* 2. everything written is on disk (hs_atomic_defer_sync), then the new
      *    files move in (index.json last) */
     hs_error serr = {0};
-    if (hs_sync_fs(st->path, &serr) != HS_OK) {
+    if (st->fd >= 0 && hs_sync_fs(st->fd, st->path, &serr) != HS_OK) {
         cli_error(cmd, &serr);
         goto done;
     }

@@ -115,6 +115,7 @@ typedef struct {
     char *name;   /* ".headscope.tmp.<pid>" (owned) */
     char *path;   /* DIR/name (owned): where the run's files go */
     int created;  /* 1 when this run created DIR */
+    int fd;       /* the working folder, open from before the first file (hs_sync_fs); -1 */
 } cli_stage;
 
 /* Makes DIR (if missing) and the working folder, after removing (and saying

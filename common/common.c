@@ -131,13 +131,9 @@ void hs_atomic_defer_sync(int on)
     g_defer_sync = on != 0;
 }
 
-hs_status hs_sync_fs(const char *path, hs_error *err)
+hs_status hs_sync_fs(int fd, const char *path, hs_error *err)
 {
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) return hs_fail(err, HS_ERR_IO, "cannot open %s to sync it: %s", path, strerror(errno));
-    int rc = syncfs(fd), e = errno;
-    close(fd);
-    if (rc != 0) return hs_fail(err, HS_ERR_IO, "cannot sync %s to disk: %s", path, strerror(e));
+    if (syncfs(fd) != 0) return hs_fail(err, HS_ERR_IO, "cannot sync %s to disk: %s", path, strerror(errno));
     return HS_OK;
 }
 

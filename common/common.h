@@ -92,13 +92,18 @@ void hs_atomic_abort(hs_atomic_file *af);
  * publishes them together (the CLI's output folders): on = 1 makes
  * hs_atomic_commit skip its fsync in this process (one fsync costs ~3-5 ms on
  * a disk that honours it; inspect writes 41 files), and the caller then makes
- * everything durable with one hs_sync_fs before it moves the files where
- * readers look. Process-wide; set it from one thread, not while other
+ * everything durable with one hs_sync_fs (on a folder it opened before the
+ * writes) before it moves the files where readers look. Process-wide; set it from one thread, not while other
  * threads write. */
 void hs_atomic_defer_sync(int on);
-/* syncfs(2) of the file system holding path: every file written there so
- * far is on disk when it returns. HS_ERR_IO naming path on failure. */
-hs_status hs_sync_fs(const char *path, hs_error *err);
+/* syncfs(2) of the file system holding fd, an open folder (path names it in
+ * messages): every file written there is on disk when it returns. Open fd
+ * before the files are written: Linux (5.8 and later) then reports a
+ * write-back error of any of them since, as their own fsync would have;
+ * older kernels report none. It flushes every process's data on that file
+ * system, so on a disk busy with other writes it waits for them too.
+ * HS_ERR_IO naming path on failure. */
+hs_status hs_sync_fs(int fd, const char *path, hs_error *err);
 /* One-shot: writes n bytes atomically to path. */
 hs_status hs_write_file_atomic(const char *path, const void *data, size_t n, hs_error *err);
 
@@ -245,8 +250,9 @@ const char *hs_blas_core(void);
  * times slower than the AVX-512 ones the CPU has (bench_sgemm, quiet: 32.7
  * against 145 GFLOP/s). Returns "SkylakeX" when the CPU and OS have AVX-512 F, CD,
  * BW, DQ and VL, "Haswell" when they have AVX2 and FMA, and only when
- * OpenBLAS picked a pre-AVX2 core and OPENBLAS_CORETYPE is unset (a user's
- * own setting is kept). OpenBLAS reads the variable once, when it is loaded,
+ * OpenBLAS runs one of its pre-AVX2 Intel cores (Prescott, Core2, Nehalem,
+ * Sandybridge, ...; names compared without case) and OPENBLAS_CORETYPE is
+ * unset (a user's own setting is kept). OpenBLAS reads the variable once, when it is loaded,
  * so only a new process image can use the advice: headscope's main() execs
  * itself with it set (cli/main.c); a program linking the library can set it
  * in its environment. */
@@ -259,9 +265,10 @@ int hs_pool_cpus(void);
  * helper threads: the pthread build starts CPUs - 1 of them when it loads,
  * and they poll with sched_yield for ~2^28 cycles before sleeping (a core
  * taken for the first ~0.1 s of every process: 10% of `inspect`'s samples).
- * headscope never asks OpenBLAS for threads (hs_pool_create); a later
- * openblas_set_num_threads(n > 1) restarts them on first use. Nothing with
- * an OpenBLAS built without threads (no helper to stop). */
+ * headscope never asks OpenBLAS for threads (hs_pool_create leaves the
+ * count alone when it is 1 already): any later openblas_set_num_threads
+ * call starts them again. Nothing with an OpenBLAS built without threads
+ * (no helper to stop). */
 void hs_blas_one_thread(void);
 
 /* Creates a pool of `threads` workers: the caller's thread is worker 0 and

@@ -21,17 +21,27 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
 /* the pthread/OpenMP builds' shutdown of their helper threads (also run at
  * fork); weak: a serial OpenBLAS has none */
 int blas_thread_shutdown_(void) __attribute__((weak));
 char *openblas_get_corename(void);
 
+/* OpenBLAS at one thread per call. Only when it is not already: any
+ * openblas_set_num_threads call starts its helper threads again (pthread
+ * build, goto_set_num_threads), undoing hs_blas_one_thread. */
+static void blas_one_per_call(void)
+{
+    if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
+}
+
 void hs_blas_one_thread(void)
 {
-    openblas_set_num_threads(1);
+    blas_one_per_call();
     if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
 
@@ -137,12 +147,17 @@ const char *hs_blas_core(void)
 const char *hs_blas_core_advice(void)
 {
     if (getenv("OPENBLAS_CORETYPE") != NULL) return NULL;
-    /* the cores Debian 12's OpenBLAS builds with AVX2 kernels or better */
-    static const char *const FAST[] = {"Haswell", "SkylakeX", "Cooperlake", "SapphireRapids",
-                                       "Zen"};
+    /* the cores OpenBLAS falls back to or picks for pre-AVX2 Intel CPUs (a
+     * build without DYNAMIC_ARCH names its one core in capitals, and
+     * OPENBLAS_CORETYPE cannot change it: compared without case, and only a
+     * core named here is replaced) */
+    static const char *const SLOW[] = {"Prescott", "Core2",  "Penryn",     "Dunnington",
+                                       "Nehalem",  "Sandybridge", "Atom", "Katmai",
+                                       "Coppermine", "Northwood", "Banias", "Unknown"};
     const char *core = hs_blas_core();
-    for (size_t i = 0; i < sizeof FAST / sizeof FAST[0]; i++)
-        if (strcmp(core, FAST[i]) == 0) return NULL;
+    int slow = 0;
+    for (size_t i = 0; i < sizeof SLOW / sizeof SLOW[0]; i++) slow |= strcasecmp(core, SLOW[i]) == 0;
+    if (!slow) return NULL;
 #if defined(__x86_64__) && defined(__GNUC__)
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&

@@ -334,7 +334,12 @@ typedef struct {
                                    * experiment engine's sweeps); the buffers from there on
                                    * then hold nothing else of use. Ignored (every position)
                                    * when the observer wants a point there, with an
-                                   * embedding norm, or when p >= t. */
+                                   * embedding norm, when p >= t, or when the compact rows
+                                   * do not fit acts->scratch (a few positions and a large
+                                   * vocabulary). The logits at p are the whole forward's
+                                   * up to the last bits (products over another row count
+                                   * may round differently: equal on this machine's
+                                   * OpenBLAS for circuit's report, tested to 1e-5). */
     hs_pool *pool;                /* workers of hs_forward / hs_backward (hs_acts_set_pool); NULL = the caller's thread */
     int own_pool;                 /* 1 when hs_acts_set_threads made pool (destroyed with a) */
 } hs_acts;

@@ -37,4 +37,17 @@ rc=0
 "$HS" >"$TMP/out" 2>"$TMP/err" || rc=$?
 [ "$rc" -eq 2 ] || fail "no arguments exited $rc, expected 2"
 
+# the OpenBLAS kernels: --version names the core in use; a core set by the
+# user is kept; started through the dynamic loader the program still runs
+# (its re-exec with OPENBLAS_CORETYPE would start the loader, not headscope)
+v=$(OPENBLAS_CORETYPE=Prescott "$HS" --version) || fail "--version with OPENBLAS_CORETYPE failed"
+case "$v" in "headscope "*"(OpenBLAS core Prescott)") ;; *) fail "--version does not keep the user's core: $v" ;; esac
+"$HS" --version | grep -q "OpenBLAS core [A-Za-z0-9]" || fail "--version does not name the OpenBLAS core"
+LDSO=
+for f in /lib64/ld-linux-x86-64.so.2 /lib/ld-linux-aarch64.so.1; do [ -x "$f" ] && LDSO=$f && break; done
+if [ -n "$LDSO" ]; then
+    v=$(env -u OPENBLAS_CORETYPE "$LDSO" "$HS" --version) || fail "headscope through $LDSO failed"
+    case "$v" in "headscope "*) ;; *) fail "headscope through $LDSO printed: $v" ;; esac
+fi
+
 echo "cli_basic: ok"

@@ -257,12 +257,16 @@ function unpackNode(att) {
       /* the pointer over token d, after scrolling has settled (a pointer left
          over another token while the page scrolls would hover that one) */
       let active = null;
-      for (let t = 0; t < 3 && active !== String(d); t++) {
+      for (let t = 0; t < 5 && active !== String(d); t++) {
         await page.$eval(sel, (e) => e.scrollIntoView({ block: 'center', behavior: 'instant' }));
         await twoFrames();
         if (args.hover === 'focus') {
           await page.focus(sel); /* keyboard focus shows the row as hovering does */
         } else {
+          /* off the tokens first: a pointer already at the spot (the layout
+             moved under it) fires no mouseover when moved there again */
+          await page.mouse.move(0, 0);
+          await twoFrames();
           const b = await (await page.$(sel)).boundingBox();
           await page.mouse.move(b.x + b.width / 2, b.y + b.height / 2);
         }
