@@ -380,8 +380,9 @@ def markdown(d):
     sc = d.get("scale")
     if sc:
         L.append("")
+        where = "the work folder's scale/" if sc.get("quick") else "bench/results/"
         L.append("Scaling table (bench/scale.py, %d threads, peer `--impl %s`%s; full table in "
-                 "bench/results/scale.md, figure scale_fig.png):" % (sc["threads"], sc["peer"], ", QUICK sizes" if sc.get("quick") else ""))
+                 "%sscale.md, figure scale_fig.png):" % (sc["threads"], sc["peer"], ", QUICK sizes" if sc.get("quick") else "", where))
         L.append("")
         L.append("| d_model | layers | context | GFLOP/step | headscope ms | peer ms | peer / headscope "
                  "| headscope / %d-core ideal | RSS MB headscope / peer |" % sc["threads"])

@@ -48,7 +48,10 @@
 #                       tiny sizes (a smoke test) into the work folder instead
 #                       of bench/results/
 #   BENCH_SEEDS=N       sweep seeds 0..N-1 (default 5)
-#   BENCH_OUT=FILE      JSON output (default bench/results/bench.json)
+#   BENCH_OUT=FILE      JSON output (default bench/results/bench.json; a smoke run
+#                       -- fewer steps, samples or runs than the defaults, or
+#                       BENCH_SCALE=quick -- writes it and html_page.json into
+#                       the work folder instead, leaving bench/results/ alone)
 #   BENCH_WORK=DIR      scratch folder (default a new /tmp/headscope-bench.XXXXXX)
 #   BENCH_DEPS=0        do not run scripts/deps.sh --bench
 set -euo pipefail
@@ -56,7 +59,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-    sed -n '2,53p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
 fi
 
@@ -73,10 +76,22 @@ WARMUP=$(( SAMPLES / 10 > 30 ? 30 : SAMPLES / 10 ))
 SWEEP="${BENCH_SWEEP:-1}"
 SCALE="${BENCH_SCALE:-1}"
 SEEDS="${BENCH_SEEDS:-5}"
-OUT="${BENCH_OUT:-$ROOT/bench/results/bench.json}"
 PY=/usr/bin/python3
 SENTENCE="the animal did not cross the street because it was too tired, so the animal waited."
 WORK="${BENCH_WORK:-$(mktemp -d /tmp/headscope-bench.XXXXXX)}"
+# a smoke run (fewer steps, samples or runs than the defaults, or the quick
+# scaling sizes) keeps its numbers in WORK: bench/results/ holds full runs only
+SMOKE=0
+[ "${BENCH_STEPS:-2000}" -lt 2000 ] 2>/dev/null && SMOKE=1
+[ "$SAMPLES" -lt 300 ] 2>/dev/null && SMOKE=1
+[ "$RUNS" -lt 5 ] && SMOKE=1
+[ "$SCALE" = quick ] && SMOKE=1
+if [ "$SMOKE" = 1 ]; then
+    OUT="${BENCH_OUT:-$WORK/bench.json}"
+    export BENCH_HTML_OUT="${BENCH_HTML_OUT:-$WORK/html_page.json}"
+else
+    OUT="${BENCH_OUT:-$ROOT/bench/results/bench.json}"
+fi
 mkdir -p "$WORK" "$(dirname "$OUT")"
 
 STAGE="setup"
@@ -204,7 +219,7 @@ rep load "$BDIR/bench_load" "$M" 1
 STAGE="eval"
 rep eval "$HS" eval --model "$M"
 STAGE="html page"
-log "HTML viewer page at 12 x 12 x 256 (bench/html_page.sh -> bench/results/html_page.json)"
+log "HTML viewer page at 12 x 12 x 256 (bench/html_page.sh -> ${BENCH_HTML_OUT:-bench/results/html_page.json})"
 BENCH_RUNS="$RUNS" bash "$ROOT/bench/html_page.sh" "$HS" > "$WORK/html_page.md"
 
 # ---- 4. the seed sweep ----------------------------------------------------------
