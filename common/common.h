@@ -230,6 +230,26 @@ double hs_f32_shortest(float x);
 int hs_argmax(const float *x, size_t n);
 
 /* ------------------------------------------------------------------------ */
+/* The matrix product                                                         */
+
+/* C (M, N) = alpha op(A) op(B) + beta C, row-major single precision, as
+ * cblas_sgemm(CblasRowMajor, ...): op(A) is (M, K) -- A itself with row
+ * stride lda, or A^T when ta != 0 (A stored (K, M)) -- and op(B) is (K, N)
+ * likewise with tb and ldb; C has row stride ldc. The one product every
+ * module calls (common/gemm.c): libxsmm's JIT kernels where they beat
+ * OpenBLAS (alpha 1, beta 0 or 1, no transposes or A^T B, the operand that
+ * stays in cache at most 256 K elements: the whole training step at
+ * d_model <= 256), OpenBLAS's cblas_sgemm otherwise. Which one runs depends
+ * on the shape only, and an NN product's rows get the same bits whatever
+ * rows are in the same call, so results do not depend on how a batch is
+ * split over threads. beta 0 ignores what C held (NaN included). M or N <= 0
+ * does nothing. Runs on the calling thread; safe from any number of threads
+ * at once (libxsmm's kernel registry is thread safe). No errors: a kernel
+ * libxsmm cannot make falls back to OpenBLAS. */
+void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+              const float *B, int ldb, float beta, float *C, int ldc);
+
+/* ------------------------------------------------------------------------ */
 /* The worker pool: the one mechanism every parallel part of the library     */
 /* uses (the trainer's batch split and weight-gradient lane, the experiment  */
 /* engine's jobs). ggml-style: an object created once and passed to what     */

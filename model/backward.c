@@ -9,7 +9,6 @@
 #include "model.h"
 #include "model_internal.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +106,7 @@ static void heads_backward_dx(float *dinp, float dinp_beta, const float *dout, c
                               size_t N, int D, int H, int dh)
 {
     const int HD = H * dh;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, D, HD, 1.0f, dout, HD, Wp, HD,
+    hs_sgemm(0, 1, (int)N, D, HD, 1.0f, dout, HD, Wp, HD,
                 dinp_beta, dinp, D);
 }
 
@@ -141,11 +140,11 @@ static void attn_backward(float *dq, float *dk, float *dv, float *datt, const fl
                 const size_t off = (size_t)b * T * HD + (size_t)h * dh;
                 const int ld = (int)HD;
                 /* dv = A^T dz */
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, A, T,
+                hs_sgemm(1, 0, T, dh, T, 1.0f, A, T,
                             dz + off, ld, 0.0f, dv + off, ld);
                 if (!softmax) continue;
                 /* datt = dz v^T, then ds in place (rows over j <= i, 0 above) */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, 1.0f, dz + off, ld,
+                hs_sgemm(0, 1, T, T, dh, 1.0f, dz + off, ld,
                             v + off, ld, 0.0f, datt, T);
                 for (int i = 0; i < T; i++) {
                     float *Di = datt + (size_t)i * T;
@@ -156,9 +155,9 @@ static void attn_backward(float *dq, float *dk, float *dv, float *datt, const fl
                     for (int j = i + 1; j < T; j++) Di[j] = 0.0f;
                 }
                 /* dq = ds k, dk = ds^T q */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f, datt, T,
+                hs_sgemm(0, 0, T, dh, T, 1.0f, datt, T,
                             k + off, ld, 0.0f, dq + off, ld);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, dh, T, 1.0f, datt, T,
+                hs_sgemm(1, 0, T, dh, T, 1.0f, datt, T,
                             q + off, ld, 0.0f, dk + off, ld);
             }
         return;
@@ -218,14 +217,14 @@ static void dw_job_run(void *arg)
 {
     const dw_job *j = arg;
     if (!j->heads) {
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->C, j->OC, (int)j->N, 1.0f, j->inp,
+        hs_sgemm(1, 0, j->C, j->OC, (int)j->N, 1.0f, j->inp,
                     j->C, j->dout, j->OC, 1.0f, j->dW, j->OC);
         if (j->dbias) bias_backward(j->dbias, j->dout, j->N, j->OC);
         return;
     }
     /* one sgemm into the packed (C, H*dh) scratch, then added per head */
     const int HD = j->H * j->dh;
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, j->C, HD, (int)j->N, 1.0f, j->inp, j->C,
+    hs_sgemm(1, 0, j->C, HD, (int)j->N, 1.0f, j->inp, j->C,
                 j->dout, HD, 0.0f, j->tmp, HD);
     for (int h = 0; h < j->H; h++)
         for (int d = 0; d < j->C; d++) {
@@ -303,7 +302,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     dw_job j;
 
     /* unembed and final norm */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, D, V, 1.0f, dlogits, V, P->W_U,
+    hs_sgemm(0, 1, (int)BT, D, V, 1.0f, dlogits, V, P->W_U,
                 V, 0.0f, dlnf, D);
     j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL};
     dw_submit(w, &j);
@@ -324,7 +323,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
 
         if (M > 0) {
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, M, D, 1.0f, dresid, D,
+            hs_sgemm(0, 1, (int)BT, M, D, 1.0f, dresid, D,
                         bp->W_out, D, 0.0f, dpost, M);
             j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL};
             long t_out = dw_submit(w, &j);
@@ -334,7 +333,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
                 hs_mul(dpre, dpost, dact, BT * M); /* GELU' kept by the forward */
             else
                 act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, D, M, 1.0f, dpre, M,
+            hs_sgemm(0, 1, (int)BT, D, M, 1.0f, dpre, M,
                         bp->W_in, M, 0.0f, dln, D);
             j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
             t_dpre = dw_submit(w, &j);
@@ -347,7 +346,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         }
 
         /* attention output: d(attn_out) = dresid */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)BT, H * dh, D, 1.0f, dresid, D,
+        hs_sgemm(0, 1, (int)BT, H * dh, D, 1.0f, dresid, D,
                     bp->W_O, D, 0.0f, dz, H * dh);
         j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL};
         long t_o = dw_submit(w, &j);

@@ -10,7 +10,6 @@
 #include "model.h"
 #include "model_internal.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stddef.h>
 #include <string.h>
@@ -304,7 +303,7 @@ void hs_matmul_forward(float *out, const float *inp, const float *W, const float
 {
     if (bias)
         for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)OC, bias, (size_t)OC * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, OC, C, 1.0f, inp, C, W, OC,
+    hs_sgemm(0, 0, (int)N, OC, C, 1.0f, inp, C, W, OC,
                 bias ? 1.0f : 0.0f, out, OC);
 }
 
@@ -316,7 +315,7 @@ static void heads_project(float *out, const float *inp, const float *Wp, const f
     const int HD = H * dh;
     if (b)
         for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)HD, b, (size_t)HD * sizeof(float));
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, HD, D, 1.0f, inp, D, Wp, HD,
+    hs_sgemm(0, 0, (int)N, HD, D, 1.0f, inp, D, Wp, HD,
                 b ? 1.0f : 0.0f, out, HD);
 }
 
@@ -369,7 +368,7 @@ static void attn_scores(float *scores, const float *q, const float *k, int B, in
             for (int h = 0; h < H; h++) {
                 float *S = scores + ((size_t)b * H + h) * T * T;
                 const size_t off = (size_t)b * T * HD + (size_t)h * dh;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, T, T, dh, inv_scale, q + off,
+                hs_sgemm(0, 1, T, T, dh, inv_scale, q + off,
                             (int)HD, k + off, (int)HD, 0.0f, S, T);
                 for (int i = 0; i < T; i++)
                     for (int j = i + 1; j < T; j++) S[(size_t)i * T + j] = -INFINITY;
@@ -489,7 +488,7 @@ static void attn_mix(float *z, const float *att, const float *v, int B, int T, i
         for (int b = 0; b < B; b++)
             for (int h = 0; h < H; h++) {
                 const size_t off = (size_t)b * T * HD + (size_t)h * dh;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, T, dh, T, 1.0f,
+                hs_sgemm(0, 0, T, dh, T, 1.0f,
                             att + ((size_t)b * H + h) * T * T, T, v + off, (int)HD, 0.0f, z + off,
                             (int)HD);
             }
@@ -715,7 +714,7 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
             if (bs[x])
                 for (size_t i = 0; i < BT; i++)
                     memcpy(o + i * H * dh, bs[x] + (size_t)h * dh, (size_t)dh * sizeof(float));
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, dh, D, 1.0f, tmp, D,
+            hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, tmp, D,
                         Ws[x] + (size_t)h * D * dh, dh, bs[x] ? 1.0f : 0.0f, o, H * dh);
         }
     }
@@ -948,7 +947,7 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
         if (wants(hc, nm)) {
             float *res = acts->scratch; /* (B,T,H,D) */
             for (int h = 0; h < H; h++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, D, dh, 1.0f,
+                hs_sgemm(0, 0, (int)BT, D, dh, 1.0f,
                             ba->z + (size_t)h * dh, H * dh, bp->W_O + (size_t)h * dh * D, D, 0.0f,
                             res + (size_t)h * D, H * D);
             int r = hook(hc, nm, res, 4, B, T, H, D);

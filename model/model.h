@@ -4,7 +4,7 @@
  *
  * Owns: the pre-norm decoder-only transformer of DESIGN.md ("Model") with the
  * microGPT and attention-only variants as config switches. May call: common/,
- * OpenBLAS (cblas_sgemm), cJSON. Knows nothing of tasks, probes or figures.
+ * OpenBLAS and libxsmm (through common/'s hs_sgemm), cJSON. Knows nothing of tasks, probes or figures.
  *
  * Dims legend (STYLE.md 2):
  *   B = batch, T = positions (<= n_ctx), D = d_model, H = n_heads,

@@ -96,7 +96,7 @@ static inline float *hs_acts_wpack(const hs_acts *a, const hs_config *c, int l, 
  * or the thread count. */
 #define HS_ATTN_GEMM_T 32
 
-/* out (N,OC) = inp (N,C) @ W (C,OC) + bias (OC) (bias may be NULL). cblas_sgemm
+/* out (N,OC) = inp (N,C) @ W (C,OC) + bias (OC) (bias may be NULL). hs_sgemm
  * on C pre-filled with the bias rows (beta 1), else beta 0. */
 void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
                        int C, int OC);

@@ -5,7 +5,6 @@
  */
 #include "probe/probe.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -375,7 +374,7 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
                 size_t o = (size_t)((bt * H + sender.head) * dh + d);
                 dz[bt * dh + d] = zc->data[o] - zr->data[o];
             }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, D, dh, 1.0f, dz, dh,
+        hs_sgemm(0, 0, (int)BT, D, dh, 1.0f, dz, dh,
                     m->params.blocks[sender.layer].W_O + (size_t)sender.head * dh * D, D, 1.0f, x, D);
     }
     /* LN1 of the receiver's layer, own scale or frozen */
@@ -407,7 +406,7 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
             st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
             goto fail;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)BT, dh, D, 1.0f, x, D,
+        hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, x, D,
                     W + (size_t)receiver.head * D * dh, dh, 0.0f, pc->in[w], dh);
         if (bW)
             for (int64_t bt = 0; bt < BT; bt++)

@@ -66,8 +66,7 @@ static void unembed_weights(const hs_model *m, hs_fold fold, float *out)
 /* out (n,p) = A (n,k) B (k,p), or A B^T with B (p,k) when bt. */
 static void mm(float *out, const float *A, const float *Bm, int n, int k, int p, int bt)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, bt ? CblasTrans : CblasNoTrans, n, p, k, 1.0f, A, k, Bm,
-                bt ? k : p, 0.0f, out, p);
+    hs_sgemm(0, bt, n, p, k, 1.0f, A, k, Bm, bt ? k : p, 0.0f, out, p);
 }
 
 /* Buffers for one head: Q, K, V (D,dh), O (dh,D). */

@@ -26,7 +26,7 @@ PY=/usr/bin/python3
 # other last digits), and headscope re-executes itself with the fastest the
 # CPU has (hs_blas_core_advice). Prescott (SSE3) runs on every x86-64, so the
 # golden holds on every machine; headscope keeps a user's OPENBLAS_CORETYPE.
-export OPENBLAS_CORETYPE=Prescott
+export OPENBLAS_CORETYPE=Prescott LIBXSMM_TARGET=sse3
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "$0")/cli_lib.sh"
 HERE=$(cd "$(dirname "$0")" && pwd)
