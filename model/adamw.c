@@ -13,74 +13,159 @@ hs_adamw hs_adamw_default(void)
     return o;
 }
 
-/* The update of one tensor, 8 elements at a time and then the tail, with
- * exactly the per-element operations of the scalar form (m/bc1 and v/bc2 in
- * double, the rest in float), so the bits do not depend on the width. */
-HS_CLONES
-static void adamw_tensor(float *p, float *mm, float *vv, const float *g, size_t n, float gscale,
-                         float b1, float b2, double bc1, double bc2, float lr, float eps, float wd)
+/* The update of one run of elements, in PyTorch's form (torch.optim.AdamW,
+ * single-tensor path, 1.13): every operation in float with scalars made once
+ * in double and rounded, so no per-element double division or conversion:
+ *   g = g gscale; p = p decay; m = b1 m + c1 g; v = b2 v + (c2 g) g;
+ *   p = p - step (m / (sqrt(v) / bc2s + eps))
+ * with decay = 1 - lr wd, step = lr / (1 - b1^t), bc2s = sqrt(1 - b2^t). */
+typedef struct {
+    float gscale, b1, c1, b2, c2, decay, step, bc2s, eps;
+} adam_scalars;
+
+static inline float adam_one(float *p, float *m, float *v, float g, const adam_scalars *k)
 {
-    const float c1 = 1.0f - b1, c2 = 1.0f - b2;
+    g = g * k->gscale;
+    float pd = *p * k->decay;
+    float mi = k->b1 * *m + k->c1 * g;
+    float vi = k->b2 * *v + k->c2 * g * g;
+    *m = mi;
+    *v = vi;
+    return pd - k->step * (mi / (sqrtf(vi) / k->bc2s + k->eps));
+}
+
+static void adam_run_scalar(float *p, float *m, float *v, const float *g, size_t n,
+                            const adam_scalars *k)
+{
+    for (size_t i = 0; i < n; i++) p[i] = adam_one(p + i, m + i, v + i, g[i], k);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+/* The same operations 16 lanes at a time (IEEE sqrt and division are
+ * correctly rounded at every width, and nothing is contracted into an FMA:
+ * -ffp-contract=off), then the tail through adam_one: the bits of the scalar
+ * form. */
+__attribute__((target("avx512f"))) static void adam_run_16(float *p, float *m, float *v,
+                                                            const float *g, size_t n,
+                                                            const adam_scalars *k)
+{
+    const __m512 gs = _mm512_set1_ps(k->gscale), b1 = _mm512_set1_ps(k->b1),
+                 c1 = _mm512_set1_ps(k->c1), b2 = _mm512_set1_ps(k->b2),
+                 c2 = _mm512_set1_ps(k->c2), dc = _mm512_set1_ps(k->decay),
+                 st = _mm512_set1_ps(k->step), bs = _mm512_set1_ps(k->bc2s),
+                 ep = _mm512_set1_ps(k->eps);
     size_t i = 0;
-    const hs_v4d vbc1 = {bc1, bc1, bc1, bc1}, vbc2 = {bc2, bc2, bc2, bc2};
+    for (; i + 16 <= n; i += 16) {
+        __m512 gi = _mm512_mul_ps(_mm512_loadu_ps(g + i), gs);
+        __m512 pd = _mm512_mul_ps(_mm512_loadu_ps(p + i), dc);
+        __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(m + i)), _mm512_mul_ps(c1, gi));
+        __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(v + i)),
+                                  _mm512_mul_ps(_mm512_mul_ps(c2, gi), gi));
+        _mm512_storeu_ps(m + i, mi);
+        _mm512_storeu_ps(v + i, vi);
+        __m512 den = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), bs), ep);
+        _mm512_storeu_ps(p + i, _mm512_sub_ps(pd, _mm512_mul_ps(st, _mm512_div_ps(mi, den))));
+    }
+    adam_run_scalar(p + i, m + i, v + i, g + i, n - i, k);
+}
+
+__attribute__((target("avx"))) static void adam_run_8(float *p, float *m, float *v,
+                                                      const float *g, size_t n,
+                                                      const adam_scalars *k)
+{
+    const __m256 gs = _mm256_set1_ps(k->gscale), b1 = _mm256_set1_ps(k->b1),
+                 c1 = _mm256_set1_ps(k->c1), b2 = _mm256_set1_ps(k->b2),
+                 c2 = _mm256_set1_ps(k->c2), dc = _mm256_set1_ps(k->decay),
+                 st = _mm256_set1_ps(k->step), bs = _mm256_set1_ps(k->bc2s),
+                 ep = _mm256_set1_ps(k->eps);
+    size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        hs_v8 gi, m8, v8, p8;
-        HS_V8_LOAD(gi, g + i);
-        HS_V8_LOAD(m8, mm + i);
-        HS_V8_LOAD(v8, vv + i);
-        HS_V8_LOAD(p8, p + i);
-        gi = gi * gscale;
-        m8 = b1 * m8 + c1 * gi;
-        v8 = b2 * v8 + c2 * gi * gi;
-        HS_V8_STORE(mm + i, m8);
-        HS_V8_STORE(vv + i, v8);
-        hs_v4 mlo = {m8[0], m8[1], m8[2], m8[3]}, mhi = {m8[4], m8[5], m8[6], m8[7]};
-        hs_v4 vlo = {v8[0], v8[1], v8[2], v8[3]}, vhi = {v8[4], v8[5], v8[6], v8[7]};
-        hs_v4 mhat_lo = __builtin_convertvector(__builtin_convertvector(mlo, hs_v4d) / vbc1, hs_v4);
-        hs_v4 mhat_hi = __builtin_convertvector(__builtin_convertvector(mhi, hs_v4d) / vbc1, hs_v4);
-        hs_v4 vhat_lo = __builtin_convertvector(__builtin_convertvector(vlo, hs_v4d) / vbc2, hs_v4);
-        hs_v4 vhat_hi = __builtin_convertvector(__builtin_convertvector(vhi, hs_v4d) / vbc2, hs_v4);
-        hs_v8 mhat = {mhat_lo[0], mhat_lo[1], mhat_lo[2], mhat_lo[3],
-                      mhat_hi[0], mhat_hi[1], mhat_hi[2], mhat_hi[3]};
-        hs_v8 den;
-        for (int k = 0; k < 4; k++) {
-            den[k] = sqrtf(vhat_lo[k]);
-            den[k + 4] = sqrtf(vhat_hi[k]);
-        }
-        p8 -= lr * (mhat / (den + eps) + wd * p8);
-        HS_V8_STORE(p + i, p8);
+        __m256 gi = _mm256_mul_ps(_mm256_loadu_ps(g + i), gs);
+        __m256 pd = _mm256_mul_ps(_mm256_loadu_ps(p + i), dc);
+        __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gi));
+        __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
+                                  _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
+        _mm256_storeu_ps(m + i, mi);
+        _mm256_storeu_ps(v + i, vi);
+        __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bs), ep);
+        _mm256_storeu_ps(p + i, _mm256_sub_ps(pd, _mm256_mul_ps(st, _mm256_div_ps(mi, den))));
     }
-    for (; i < n; i++) {
-        float gi = g[i] * gscale;
-        mm[i] = b1 * mm[i] + c1 * gi;
-        vv[i] = b2 * vv[i] + c2 * gi * gi;
-        float mhat = (float)(mm[i] / bc1);
-        float vhat = (float)(vv[i] / bc2);
-        p[i] -= lr * (mhat / (sqrtf(vhat) + eps) + wd * p[i]);
+    adam_run_scalar(p + i, m + i, v + i, g + i, n - i, k);
+    _mm256_zeroupper();
+}
+#endif
+
+/* The widest version the CPU runs (all give the same bits). */
+static void adam_run_elems(float *p, float *m, float *v, const float *g, size_t n,
+                           const adam_scalars *k)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (__builtin_cpu_supports("avx512f")) {
+        adam_run_16(p, m, v, g, n, k);
+        return;
     }
+    if (__builtin_cpu_supports("avx")) {
+        adam_run_8(p, m, v, g, n, k);
+        return;
+    }
+#endif
+    adam_run_scalar(p, m, v, g, n, k);
 }
 
 /* Floats per job of the parallel update and gradient norm: fixed, so the
  * norm's partial sums (and so every bit) do not depend on the thread count. */
 #define ADAM_CHUNK 16384
 
+/* Sum of squares of x (n) in double over 8 fixed lanes, added lane 0 to 7
+ * at the end: the same bits on any machine (no width-dependent order). */
+static double sum_squares(const float *x, size_t n)
+{
+    double l[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++) l[k] += (double)x[i + k] * x[i + k];
+    for (int k = 0; i < n; i++, k++) l[k] += (double)x[i] * x[i];
+    double c = 0.0;
+    for (int k = 0; k < 8; k++) c += l[k];
+    return c;
+}
+
+static size_t chunk_end(const hs_model *m, size_t i0)
+{
+    return i0 + ADAM_CHUNK < m->n_params ? i0 + ADAM_CHUNK : m->n_params;
+}
+
 double hs_grad_norm(const hs_model *m)
 {
     double s = 0.0;
-    for (size_t i0 = 0; i0 < m->n_params; i0 += ADAM_CHUNK) {
-        const size_t i1 = i0 + ADAM_CHUNK < m->n_params ? i0 + ADAM_CHUNK : m->n_params;
-        double c = 0.0;
-        for (size_t i = i0; i < i1; i++) c += (double)m->grad_mem[i] * m->grad_mem[i];
-        s += c;
-    }
+    for (size_t i0 = 0; i0 < m->n_params; i0 += ADAM_CHUNK)
+        s += sum_squares(m->grad_mem + i0, chunk_end(m, i0) - i0);
     return sqrt(s);
+}
+
+typedef struct {
+    const hs_model *m;
+    hs_pool *pool;
+    double sum; /* chunks' sums of squares, added in chunk order: hs_grad_norm's bits */
+} norm_job;
+
+static hs_status norm_run(void *ctx, int j, int worker, hs_error *err)
+{
+    norm_job *a = ctx;
+    const size_t i0 = (size_t)j * ADAM_CHUNK;
+    const double c = sum_squares(a->m->grad_mem + i0, chunk_end(a->m, i0) - i0);
+    hs_status s = hs_pool_ordered_begin(a->pool, worker, j, err);
+    if (s != HS_OK) return s;
+    a->sum += c;
+    hs_pool_ordered_end(a->pool);
+    return HS_OK;
 }
 
 typedef struct {
     hs_model *m;
     const hs_adamw *opt;
-    float gscale;
-    double bc1, bc2;
+    adam_scalars k; /* decay set per tensor */
 } adam_job;
 
 /* Job j: the elements [j, j + 1) * ADAM_CHUNK, tensor by tensor. */
@@ -92,14 +177,14 @@ static hs_status adam_run(void *ctx, int j, int worker, hs_error *err)
     hs_model *m = a->m;
     const hs_adamw *o = a->opt;
     const size_t lo = (size_t)j * ADAM_CHUNK, hi = lo + ADAM_CHUNK;
+    adam_scalars k = a->k;
     for (int ti = 0; ti < m->n_tensors; ti++) {
         const hs_tensor_info *t = &m->tensors[ti];
         const size_t b = t->offset > lo ? t->offset : lo;
         const size_t e = t->offset + t->numel < hi ? t->offset + t->numel : hi;
         if (b >= e) continue;
-        adamw_tensor(m->param_mem + b, m->m_mem + b, m->v_mem + b, m->grad_mem + b, e - b,
-                     a->gscale, o->beta1, o->beta2, a->bc1, a->bc2, o->lr, o->eps,
-                     t->decay ? o->weight_decay : 0.0f);
+        k.decay = t->decay ? (float)(1.0 - (double)o->lr * o->weight_decay) : 1.0f;
+        adam_run_elems(m->param_mem + b, m->m_mem + b, m->v_mem + b, m->grad_mem + b, e - b, &k);
     }
     return HS_OK;
 }
@@ -113,7 +198,11 @@ hs_status hs_adamw_step_on(hs_model *m, const hs_adamw *opt, hs_pool *pool, doub
                            hs_error *err)
 {
     HS_ASSERT(m->grad_mem != NULL);
-    double norm = hs_grad_norm(m);
+    const int chunks = (int)((m->n_params + ADAM_CHUNK - 1) / ADAM_CHUNK);
+    norm_job nj = {m, pool, 0.0};
+    hs_status st = hs_pool_for(pool, chunks, norm_run, &nj, err);
+    if (st != HS_OK) return st;
+    const double norm = sqrt(nj.sum);
     if (grad_norm) *grad_norm = norm;
     if (!isfinite(norm))
         return hs_fail(err, HS_ERR_NUMERIC, "gradient norm is %s at AdamW step %ld",
@@ -121,8 +210,11 @@ hs_status hs_adamw_step_on(hs_model *m, const hs_adamw *opt, hs_pool *pool, doub
     float gscale = 1.0f;
     if (opt->clip > 0.0f && norm > opt->clip) gscale = (float)(opt->clip / norm);
     m->adam_t++;
-    adam_job a = {m, opt, gscale, 1.0 - pow(opt->beta1, (double)m->adam_t),
-                  1.0 - pow(opt->beta2, (double)m->adam_t)};
+    const double bc1 = 1.0 - pow(opt->beta1, (double)m->adam_t);
+    const double bc2 = 1.0 - pow(opt->beta2, (double)m->adam_t);
+    adam_job a = {m, opt,
+                  {gscale, opt->beta1, 1.0f - opt->beta1, opt->beta2, 1.0f - opt->beta2, 1.0f,
+                   (float)(opt->lr / bc1), (float)sqrt(bc2), opt->eps}};
     /* every element's update is its own: any split gives the same bits */
-    return hs_pool_for(pool, (int)((m->n_params + ADAM_CHUNK - 1) / ADAM_CHUNK), adam_run, &a, err);
+    return hs_pool_for(pool, chunks, adam_run, &a, err);
 }

@@ -101,13 +101,42 @@ static void bias_backward(float *dbias, const float *dout, size_t N, int OC)
 }
 
 /* Per-head projection, input side: dinp (N,D) (+)= dout (N,H*dh) @ Wp^T with
- * the packed weights Wp (D,H*dh) (hs_acts_wpack): one sgemm for all heads. */
-static void heads_backward_dx(float *dinp, float dinp_beta, const float *dout, const float *Wp,
+ * WpT (H*dh,D) the packed weights transposed (hs_acts_wT): one product for
+ * all heads. */
+static void heads_backward_dx(float *dinp, float dinp_beta, const float *dout, const float *WpT,
                               size_t N, int D, int H, int dh)
 {
     const int HD = H * dh;
-    hs_sgemm(0, 1, (int)N, D, HD, 1.0f, dout, HD, Wp, HD,
-                dinp_beta, dinp, D);
+    hs_sgemm(0, 0, (int)N, D, HD, 1.0f, dout, HD, WpT, D, dinp_beta, dinp, D);
+}
+
+/* out (C,R) = in (R,C)^T, in 16 x 16 tiles. */
+static void transpose(float *out, const float *in, int R, int C)
+{
+    for (int r0 = 0; r0 < R; r0 += 16)
+        for (int c0 = 0; c0 < C; c0 += 16) {
+            const int r1 = r0 + 16 < R ? r0 + 16 : R, c1 = c0 + 16 < C ? c0 + 16 : C;
+            for (int c = c0; c < c1; c++)
+                for (int r = r0; r < r1; r++) out[(size_t)c * R + r] = in[(size_t)r * C + c];
+        }
+}
+
+/* Fills hs_acts_wT from m's weights and the forward's packed W_Q/K/V. */
+static void transpose_weights(const hs_model *m, const hs_acts *acts)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
+    for (int l = 0; l < c->n_layers; l++) {
+        const hs_block_params *bp = &m->params.blocks[l];
+        for (int w = c->attn == HS_ATTN_SOFTMAX ? 0 : 2; w < 3; w++)
+            transpose(hs_acts_wT(acts, c, l, w), hs_acts_wpack(acts, c, l, w), D, HD);
+        transpose(hs_acts_wT(acts, c, l, 3), bp->W_O, HD, D);
+        if (M > 0) {
+            transpose(hs_acts_wT(acts, c, l, 4), bp->W_in, D, M);
+            transpose(hs_acts_wT(acts, c, l, 5), bp->W_out, M, D);
+        }
+    }
+    transpose(hs_acts_wT(acts, c, c->n_layers, 0), m->params.W_U, D, c->d_vocab);
 }
 
 /* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x). */
@@ -302,8 +331,8 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     dw_job j;
 
     /* unembed and final norm */
-    hs_sgemm(0, 1, (int)BT, D, V, 1.0f, dlogits, V, P->W_U,
-                V, 0.0f, dlnf, D);
+    hs_sgemm(0, 0, (int)BT, D, V, 1.0f, dlogits, V, hs_acts_wT(acts, c, c->n_layers, 0), D, 0.0f,
+             dlnf, D);
     j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL};
     dw_submit(w, &j);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
@@ -323,8 +352,8 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
 
         if (M > 0) {
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
-            hs_sgemm(0, 1, (int)BT, M, D, 1.0f, dresid, D,
-                        bp->W_out, D, 0.0f, dpost, M);
+            hs_sgemm(0, 0, (int)BT, M, D, 1.0f, dresid, D, hs_acts_wT(acts, c, l, 5), M, 0.0f,
+                     dpost, M);
             j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL};
             long t_out = dw_submit(w, &j);
             hs_pool_wait(w, t_dpre);
@@ -333,8 +362,8 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
                 hs_mul(dpre, dpost, dact, BT * M); /* GELU' kept by the forward */
             else
                 act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
-            hs_sgemm(0, 1, (int)BT, D, M, 1.0f, dpre, M,
-                        bp->W_in, M, 0.0f, dln, D);
+            hs_sgemm(0, 0, (int)BT, D, M, 1.0f, dpre, M, hs_acts_wT(acts, c, l, 4), D, 0.0f, dln,
+                     D);
             j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
             t_dpre = dw_submit(w, &j);
             hs_pool_wait(w, t_out); /* it reads dresid */
@@ -346,23 +375,23 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         }
 
         /* attention output: d(attn_out) = dresid */
-        hs_sgemm(0, 1, (int)BT, H * dh, D, 1.0f, dresid, D,
-                    bp->W_O, D, 0.0f, dz, H * dh);
+        hs_sgemm(0, 0, (int)BT, H * dh, D, 1.0f, dresid, D, hs_acts_wT(acts, c, l, 3), H * dh,
+                 0.0f, dz, H * dh);
         j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL};
         long t_o = dw_submit(w, &j);
         hs_pool_wait(w, t_qkv);
         attn_backward(dq, dk, dv, datt, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
                       c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale(c));
         if (c->attn == HS_ATTN_SOFTMAX) {
-            heads_backward_dx(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), BT, D, H, dh);
+            heads_backward_dx(dln, 0.0f, dq, hs_acts_wT(acts, c, l, 0), BT, D, H, dh);
             j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, dw_scratch};
             dw_submit(w, &j);
-            heads_backward_dx(dln, 1.0f, dk, hs_acts_wpack(acts, c, l, 1), BT, D, H, dh);
+            heads_backward_dx(dln, 1.0f, dk, hs_acts_wT(acts, c, l, 1), BT, D, H, dh);
             j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh, dw_scratch};
             dw_submit(w, &j);
-            heads_backward_dx(dln, 1.0f, dv, hs_acts_wpack(acts, c, l, 2), BT, D, H, dh);
+            heads_backward_dx(dln, 1.0f, dv, hs_acts_wT(acts, c, l, 2), BT, D, H, dh);
         } else {
-            heads_backward_dx(dln, 0.0f, dv, hs_acts_wpack(acts, c, l, 2), BT, D, H, dh);
+            heads_backward_dx(dln, 0.0f, dv, hs_acts_wT(acts, c, l, 2), BT, D, H, dh);
         }
         j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh, dw_scratch};
         t_qkv = dw_submit(w, &j);
@@ -451,6 +480,7 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     int n_valid = 0;
     for (size_t i = 0; i < BT; i++) n_valid += targets[i] >= 0;
     const float inv_n = n_valid > 0 ? 1.0f / (float)n_valid : 0.0f;
+    transpose_weights(m, acts);
     const int parts = hs_batch_parts(acts->b, acts->t, HS_GRAD_PARTS);
     if (parts < 2) {
         hs_grad_scratch gs;

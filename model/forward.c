@@ -169,11 +169,12 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
     if (with_grad) {
         /* the backward's scratch (one region per batch part: per-sequence
          * slots, then the part's fixed ones), then the forward's
-         * act'(mlp_pre) per layer (hs_acts_dact) */
+         * act'(mlp_pre) per layer (hs_acts_dact), then the backward's
+         * transposed weights (hs_acts_wT) */
         size_t per_seq, per_part;
         grad_sizes(cfg, (size_t)T, &per_seq, &per_part);
         const size_t scratch = (size_t)B * per_seq + HS_GRAD_PARTS * per_part;
-        a->n_d_floats = scratch + (size_t)cfg->n_layers * B * T * cfg->d_mlp;
+        a->n_d_floats = scratch + (size_t)cfg->n_layers * B * T * cfg->d_mlp + hs_wT_floats(cfg);
         a->d_mem = calloc(a->n_d_floats, sizeof(float));
         if (!a->d_mem) {
             hs_acts_destroy(a);
@@ -1103,31 +1104,61 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
     return forward_body(m, acts, tokens, B, T, &hc, err);
 }
 
+/* Rows per job of the cross-entropy: fixed, and each row's loss is added to
+ * the total in row order (an ordered section), so the loss has the bits of
+ * one pass for every pool. */
+#define CE_ROWS 64
+
+typedef struct {
+    const hs_acts *acts;
+    const int *targets;
+    int V;
+    size_t rows;
+    double total;
+    int n;
+} ce_job;
+
+static hs_status ce_run(void *ctx, int j, int worker, hs_error *err)
+{
+    ce_job *c = ctx;
+    const int V = c->V;
+    const size_t r0 = (size_t)j * CE_ROWS;
+    const size_t r1 = r0 + CE_ROWS < c->rows ? r0 + CE_ROWS : c->rows;
+    double loss[CE_ROWS];
+    for (size_t i = r0; i < r1; i++) {
+        const float *lg = c->acts->logits + i * V;
+        float *pr = c->acts->probs + i * V;
+        float mx = -INFINITY;
+        for (int k = 0; k < V; k++)
+            if (lg[k] > mx) mx = lg[k];
+        double sum = 0.0;
+        for (int k = 0; k < V; k++) {
+            pr[k] = expf(lg[k] - mx);
+            sum += pr[k];
+        }
+        for (int k = 0; k < V; k++) pr[k] = (float)(pr[k] / sum);
+        if (c->targets[i] >= 0) loss[i - r0] = -(lg[c->targets[i]] - mx - log(sum));
+    }
+    hs_status s = hs_pool_ordered_begin(c->acts->pool, worker, j, err);
+    if (s != HS_OK) return s;
+    for (size_t i = r0; i < r1; i++)
+        if (c->targets[i] >= 0) {
+            c->total += loss[i - r0];
+            c->n++;
+        }
+    hs_pool_ordered_end(c->acts->pool);
+    return HS_OK;
+}
+
 float hs_cross_entropy(const hs_model *m, hs_acts *acts, const int *targets, int *n_valid)
 {
-    const int V = m->cfg.d_vocab;
     const size_t BT = (size_t)acts->b * acts->t;
-    double total = 0.0;
-    int n = 0;
-    for (size_t i = 0; i < BT; i++) {
-        const float *lg = acts->logits + i * V;
-        float *pr = acts->probs + i * V;
-        float mx = -INFINITY;
-        for (int j = 0; j < V; j++)
-            if (lg[j] > mx) mx = lg[j];
-        double sum = 0.0;
-        for (int j = 0; j < V; j++) {
-            pr[j] = expf(lg[j] - mx);
-            sum += pr[j];
-        }
-        for (int j = 0; j < V; j++) pr[j] = (float)(pr[j] / sum);
-        if (targets[i] >= 0) {
-            total += -(lg[targets[i]] - mx - log(sum));
-            n++;
-        }
-    }
-    if (n_valid) *n_valid = n;
-    return n > 0 ? (float)(total / n) : 0.0f;
+    ce_job c = {acts, targets, m->cfg.d_vocab, BT, 0.0, 0};
+    hs_error err;
+    /* jobs fail only when an earlier one did, and none can */
+    (void)hs_pool_for(acts->pool, (int)((BT + CE_ROWS - 1) / CE_ROWS), ce_run, &c, &err);
+    if (n_valid) *n_valid = c.n;
+    return c.n > 0 ? (float)(c.total / c.n) : 0.0f;
 }
 
 void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scratch, float *logits)

@@ -391,7 +391,9 @@ void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scr
 /*
  * Mean next-token cross-entropy over the positions whose target is >= 0
  * (targets (b,t); -1 = ignore). Uses acts->logits of the last forward and
- * fills acts->probs. Returns the loss in nats; *n_valid gets the count.
+ * fills acts->probs, rows split over acts->pool (the loss and probs have the
+ * bits of one pass for any pool). Returns the loss in nats; *n_valid gets
+ * the count.
  */
 float hs_cross_entropy(const hs_model *m, hs_acts *acts, const int *targets, int *n_valid);
 
@@ -411,7 +413,8 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
 void hs_zero_grad(hs_model *m);
 
 /* Global L2 norm of the gradient: squares summed in double over fixed runs
- * of 16,384 floats, the runs' sums added in order. */
+ * of 16,384 floats (each run in 8 fixed lanes, lanes added 0 to 7), the
+ * runs' sums added in order: the same bits on every machine and pool. */
 double hs_grad_norm(const hs_model *m);
 
 typedef struct {
@@ -425,12 +428,17 @@ typedef struct {
 hs_adamw hs_adamw_default(void);
 
 /*
- * One AdamW step (Loshchilov & Hutter 2019, decoupled weight decay; PyTorch's
- * torch.optim.AdamW update): if clip > 0 and ||g|| > clip, g *= clip/||g||;
- * m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2; mhat = m/(1-b1^t);
- * vhat = v/(1-b2^t); p -= lr (mhat/(sqrt(vhat)+eps) + wd p) [wd only if decay].
- * Returns the gradient norm before clipping. HS_ERR_NUMERIC if it is not
- * finite (parameters are then left untouched).
+ * One AdamW step (Loshchilov & Hutter 2019, decoupled weight decay) in the
+ * form of PyTorch's torch.optim.AdamW (1.13, single-tensor path): if clip > 0
+ * and ||g|| > clip, g *= clip/||g||; then per element, in float,
+ *   p = p (1 - lr wd); m = b1 m + (1-b1) g; v = b2 v + (1-b2) g^2;
+ *   p = p - lr/(1-b1^t) * m / (sqrt(v) / sqrt(1-b2^t) + eps)
+ * with wd only on tensors with decay (matrices) and the scalars lr/(1-b1^t),
+ * sqrt(1-b2^t), 1 - lr wd made in double and rounded once. (Algebraically
+ * the textbook p -= lr (mhat / (sqrt(vhat) + eps) + wd p).) Vector widths
+ * give the same bits as the scalar form. Returns the gradient norm before
+ * clipping (hs_grad_norm). HS_ERR_NUMERIC if it is not finite (parameters
+ * are then left untouched).
  */
 hs_status hs_adamw_step(hs_model *m, const hs_adamw *opt, double *grad_norm, hs_error *err);
 /* hs_adamw_step with the update split over pool's workers (NULL = the

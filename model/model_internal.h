@@ -83,6 +83,30 @@ static inline float *hs_acts_wpack(const hs_acts *a, const hs_config *c, int l, 
     return a->mem + a->n_floats - (size_t)c->n_layers * 3 * per + ((size_t)l * 3 + which) * per;
 }
 
+/* Floats of the backward's transposed weights (hs_acts_wT). */
+static inline size_t hs_wT_floats(const hs_config *c)
+{
+    const size_t D = (size_t)c->d_model, HD = (size_t)c->n_heads * c->d_head, M = (size_t)c->d_mlp;
+    return (size_t)c->n_layers * (4 * HD * D + 2 * M * D) + (size_t)c->d_vocab * D;
+}
+
+/* The weights the backward's input gradients multiply by, transposed so each
+ * product is an NN one (hs_sgemm runs those on libxsmm): of layer l,
+ * which = 0, 1, 2: the packed W_Q, W_K, W_V transposed, (H*dh, D); 3: W_O^T
+ * (D, H*dh); 4: W_in^T (M, D); 5: W_out^T (D, M); l = n_layers (which 0):
+ * W_U^T (V, D). Filled by hs_backward at its start (after the forward that
+ * packed W_Q/K/V); at the end of acts->d_mem (NULL without it). */
+static inline float *hs_acts_wT(const hs_acts *a, const hs_config *c, int l, int which)
+{
+    if (a->d_mem == NULL) return NULL;
+    const size_t D = (size_t)c->d_model, HD = (size_t)c->n_heads * c->d_head, M = (size_t)c->d_mlp;
+    static const int hd_units[6] = {0, 1, 2, 3, 4, 4}; /* HD*D matrices before `which` */
+    static const int m_units[6] = {0, 0, 0, 0, 0, 1};  /* M*D matrices before `which` */
+    float *base = a->d_mem + a->n_d_floats - hs_wT_floats(c);
+    return base + (size_t)l * (4 * HD * D + 2 * M * D) + (size_t)hd_units[which] * HD * D +
+           (size_t)m_units[which] * M * D;
+}
+
 /* Attention at T >= HS_ATTN_GEMM_T positions runs per (batch, head) as sgemm
  * products over whole T x T tiles (the masked half multiplies exact zeros or
  * is masked after; with finite values the results are the loops'. An

@@ -934,6 +934,12 @@ static void adamw_step_matches_hand_computed_update(void **state)
         assert_true(step == 1 ? scale < 0.6 : scale == 1.0);
         const double b1 = opt.beta1, b2 = opt.beta2;
         const double bc1 = 1.0 - pow(b1, step), bc2 = 1.0 - pow(b2, step);
+        /* in double, the textbook form (mhat, vhat); and in float, PyTorch's
+         * operations in PyTorch's order, which every vector width of the
+         * library must reproduce bit for bit (elements 0-15 run 16 lanes wide
+         * on AVX-512, 0-7 and 8-15 8 wide on AVX, the rest one at a time) */
+        float pf[23];
+        const float gs = (float)scale, st = (float)(opt.lr / bc1), b2s = (float)sqrt(bc2);
         for (size_t i = 0; i < n; i++) {
             double g = (double)m->grad_mem[i] * scale;
             mm[i] = b1 * mm[i] + (1.0 - b1) * g;
@@ -941,12 +947,20 @@ static void adamw_step_matches_hand_computed_update(void **state)
             double mhat = mm[i] / bc1, vhat = vv[i] / bc2;
             double wd = decay[i] ? (double)opt.weight_decay : 0.0;
             p[i] -= (double)opt.lr * (mhat / (sqrt(vhat) + (double)opt.eps) + wd * p[i]);
+            const float gf = m->grad_mem[i] * gs;
+            const float dec = decay[i] ? (float)(1.0 - (double)opt.lr * opt.weight_decay) : 1.0f;
+            const float mf = opt.beta1 * m->m_mem[i] + (1.0f - opt.beta1) * gf;
+            const float vf = opt.beta2 * m->v_mem[i] + (1.0f - opt.beta2) * gf * gf;
+            pf[i] = m->param_mem[i] * dec - st * (mf / (sqrtf(vf) / b2s + opt.eps));
         }
         double got_norm = 0.0;
         assert_int_equal(hs_adamw_step(m, &opt, &got_norm, &err), HS_OK);
         assert_int_equal(m->adam_t, step);
         if (fabs(got_norm - norm) > 1e-9 * norm) fail_msg("step %d: grad norm %.12g, expected %.12g", step, got_norm, norm);
         for (size_t i = 0; i < n; i++) {
+            if (m->param_mem[i] != pf[i])
+                fail_msg("step %d: p[%zu] = %.9g, PyTorch's float form gives %.9g", step, i,
+                         m->param_mem[i], pf[i]);
             if (fabs(m->param_mem[i] - p[i]) > 1e-6)
                 fail_msg("step %d: p[%zu] = %.9g, expected %.9g (decay %d)", step, i, m->param_mem[i], p[i], decay[i]);
             if (fabs(m->m_mem[i] - mm[i]) > 1e-6 * fabs(mm[i]) + 1e-12)
