@@ -1,5 +1,6 @@
 /*
- * bench/bench_sgemm.c -- this machine's cblas_sgemm GFLOP/s at the matrix
+ * bench/bench_sgemm.c -- this machine's GFLOP/s of the library's product
+ * (hs_sgemm: libxsmm's kernels where they win, OpenBLAS otherwise) at the matrix
  * shapes of one training step of the default model (batch 64 x 18) or of
  * the model the shape flags give (bench_shapes.h: --d-model --layers --heads
  * --d-head --d-mlp --ctx --vocab), per shape and for the whole step's
@@ -44,17 +45,17 @@ int main(int argc, char **argv)
     int n = bench_step_gemms(&cfg, B, T, g, 32);
     /* the per-head form, for comparison (not part of the step) */
     const int BT = B * T, D = cfg.d_model, dh = cfg.d_head;
-    g[n] = (bench_gemm){"per-head fwd (x H)", 0, 0, BT, dh, D, 0};
-    g[n + 1] = (bench_gemm){"per-head bwd dx (x H)", 0, 1, BT, D, dh, 0};
-    g[n + 2] = (bench_gemm){"per-head bwd dW (x H)", 1, 0, D, dh, BT, 0};
+    g[n] = (bench_gemm){"per-head fwd (x H)", 0, 0, BT, dh, D, 0, 0.0f};
+    g[n + 1] = (bench_gemm){"per-head bwd dx (x H)", 0, 1, BT, D, dh, 0, 0.0f};
+    g[n + 2] = (bench_gemm){"per-head bwd dW (x H)", 1, 0, D, dh, BT, 0, 1.0f};
     const int n_all = n + 3;
     bench_bufs bb;
     bench_bufs_init(&bb, bench_gemm_cap(g, n_all));
 
     char name[128];
     bench_shape_name(&sh, name, sizeof name);
-    printf("cblas_sgemm at the step's shapes (%s, batch %d), OpenBLAS threads %d (C = op(A) op(B), "
-           "beta 1)\n", name, B, threads);
+    printf("hs_sgemm at the step's shapes (%s, batch %d), OpenBLAS threads %d (C = op(A) op(B) "
+           "+ beta C)\n", name, B, threads);
     printf("  %-22s %2s %2s %6s %6s %6s %5s %10s %9s\n", "product", "tA", "tB", "m", "n", "k",
            "calls", "us/call", "GFLOP/s");
     double gf[40];

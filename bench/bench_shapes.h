@@ -1,7 +1,8 @@
 /*
  * bench/bench_shapes.h -- the matrix products of one training step of a
- * config, counted analytically, and a timer for cblas_sgemm at those shapes
- * (the measured roofline of bench_train and bench_sgemm). Header-only (every
+ * config, counted analytically, and a timer for the library's product
+ * (hs_sgemm: libxsmm or OpenBLAS) at those shapes (the measured roofline of
+ * bench_train and bench_sgemm). Header-only (every
  * every bench program is its own executable); static inline functions.
  *
  * A step = forward + cross-entropy + backward + AdamW. Matmul FLOPs: each
@@ -11,8 +12,9 @@
  * forward 2 products, backward 4 (dv, datt, dq, dk).
  *
  * The sgemm list is the products as the library issues them for the shapes
- * of the step (transposes as in backward), taking the packed Q/K/V form:
- * one (BT,D)@(D,H*dh) product per projection.
+ * of the step, taking the packed Q/K/V form: one (BT,D)@(D,H*dh) product per
+ * projection; the backward's input gradients are NN products on the
+ * transposed weights (hs_acts_wT), its weight gradients A^T B (beta 1).
  *
  * Model-shape flags (bench_config_arg), shared by bench_train and
  * bench_sgemm: --d-model D --layers L --heads H --d-head dh --d-mlp M
@@ -111,6 +113,7 @@ typedef struct {
     int ta, tb;        /* 1 = transposed operand */
     int m, n, k;       /* C (m,n) = op(A) (m,k) @ op(B) (k,n) */
     int count;         /* calls per step */
+    float beta;        /* 0: C overwritten (forward, input gradients); 1: accumulated (dW) */
 } bench_gemm;
 
 /* Fills out (cap entries) with the step's sgemm calls; returns the count. */
@@ -122,7 +125,7 @@ static inline int bench_step_gemms(const hs_config *c, int B, int T, bench_gemm 
     int n = 0;
 #define G(w, a, b, mm, nn, kk, cnt)                                                            \
     do {                                                                                      \
-        if (n < cap) out[n] = (bench_gemm){(w), (a), (b), (mm), (nn), (kk), (cnt)};           \
+        if (n < cap) out[n] = (bench_gemm){(w), (a), (b), (mm), (nn), (kk), (cnt), (float)(a)}; \
         n++;                                                                                  \
     } while (0)
     G("fwd Q/K/V", 0, 0, BT, HD, D, L * nproj);
@@ -132,17 +135,17 @@ static inline int bench_step_gemms(const hs_config *c, int B, int T, bench_gemm 
         G("fwd W_out", 0, 0, BT, D, M, L);
     }
     G("fwd W_U", 0, 0, BT, V, D, 1);
-    G("bwd W_U dx", 0, 1, BT, D, V, 1);
+    G("bwd W_U dx", 0, 0, BT, D, V, 1);
     G("bwd W_U dW", 1, 0, D, V, BT, 1);
     if (M > 0) {
-        G("bwd W_out dx", 0, 1, BT, M, D, L);
+        G("bwd W_out dx", 0, 0, BT, M, D, L);
         G("bwd W_out dW", 1, 0, M, D, BT, L);
-        G("bwd W_in dx", 0, 1, BT, D, M, L);
+        G("bwd W_in dx", 0, 0, BT, D, M, L);
         G("bwd W_in dW", 1, 0, D, M, BT, L);
     }
-    G("bwd W_O dx", 0, 1, BT, HD, D, L);
+    G("bwd W_O dx", 0, 0, BT, HD, D, L);
     G("bwd W_O dW", 1, 0, HD, D, BT, L);
-    G("bwd QKV dx", 0, 1, BT, D, nproj * HD, L);
+    G("bwd QKV dx", 0, 0, BT, D, nproj * HD, L);
     G("bwd QKV dW", 1, 0, D, nproj * HD, BT, L);
 #undef G
     return n;
@@ -192,13 +195,12 @@ static inline void bench_bufs_free(bench_bufs *bb)
     free(bb->c);
 }
 
-/* One call of g (beta 1, as backward accumulates). */
+/* One call of g through the library's product (hs_sgemm: libxsmm or
+ * OpenBLAS, as the step's own call at that shape gets). */
 static inline void bench_gemm_call(const bench_gemm *g, const bench_bufs *bb)
 {
     const int lda = g->ta ? g->m : g->k, ldb = g->tb ? g->k : g->n;
-    cblas_sgemm(CblasRowMajor, g->ta ? CblasTrans : CblasNoTrans,
-                g->tb ? CblasTrans : CblasNoTrans, g->m, g->n, g->k, 1.0f, bb->a, lda, bb->b, ldb,
-                1.0f, bb->c, g->n);
+    hs_sgemm(g->ta, g->tb, g->m, g->n, g->k, 1.0f, bb->a, lda, bb->b, ldb, g->beta, bb->c, g->n);
 }
 
 /* FLOPs the repetitions of one timer may take: ~2 s at 100 GFLOP/s. */

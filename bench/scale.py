@@ -261,13 +261,14 @@ def main():
     pts = sorted(rows, key=lambda r: r["gflop"])
     tsv = os.path.join(work, "scale.tsv")
     with open(tsv, "w") as fh:
-        fh.write("FLOPs per step\theadscope\tPyTorch (--impl %s)\n" % a.peer)
+        fh.write("FLOPs per step\theadscope\tPyTorch (--impl %s)\t%d-core ideal (sgemm rate)\n"
+                 % (a.peer, a.threads))
         last = None
         for r in pts:
             if last is not None and r["gflop"] * 1e9 <= last * (1 + 1e-6):
                 continue
             last = r["gflop"] * 1e9
-            fh.write("%.6g\t%.6g\t%.6g\n" % (last, r["hs_ms"], r["peer_ms"]))
+            fh.write("%.6g\t%.6g\t%.6g\t%.6g\n" % (last, r["hs_ms"], r["peer_ms"], r["ideal_2core_ms"]))
     # markers only: the points are models of other shapes, not samples of one curve
     subprocess.run([os.path.join(a.build, "bench_plot"), tsv, a.fig, "--log-x", "--log-y", "--markers-only",
                     "--title", "training step time against FLOPs per step, one point a model size "

@@ -237,9 +237,9 @@ int hs_argmax(const float *x, size_t n);
  * stride lda, or A^T when ta != 0 (A stored (K, M)) -- and op(B) is (K, N)
  * likewise with tb and ldb; C has row stride ldc. The one product every
  * module calls (common/gemm.c): libxsmm's JIT kernels where they beat
- * OpenBLAS (alpha 1, beta 0 or 1, no transposes or A^T B, the operand that
- * stays in cache at most 256 K elements: the whole training step at
- * d_model <= 256), OpenBLAS's cblas_sgemm otherwise. Which one runs depends
+ * OpenBLAS (alpha 1, beta 0 or 1; A B with B at most 256 K elements, or
+ * A^T B with K (M + N) at most 256 K: every product of the default training
+ * step), OpenBLAS's cblas_sgemm otherwise. Which one runs depends
  * on the shape only, and an NN product's rows get the same bits whatever
  * rows are in the same call, so results do not depend on how a batch is
  * split over threads. beta 0 ignores what C held (NaN included). M or N <= 0

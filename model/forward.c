@@ -298,14 +298,43 @@ void hs_norm_apply(float *out, const float *inp, const float *mean, const float 
     norm_apply_affine(out, inp, mean, rstd, NULL, NULL, N, D, 1, 0);
 }
 
-/* out (N, OC) = inp (N, C) @ W (C, OC) + bias (OC) */
+/* out (N, OC) += bias (OC) on every row: what every product of the forward
+ * does after its beta-0 product, so the fused passes below give its bits. */
+HS_CLONES
+static void add_bias_rows(float *out, const float *bias, size_t N, int OC)
+{
+    for (size_t i = 0; i < N; i++) hs_add(out + i * (size_t)OC, out + i * (size_t)OC, bias, (size_t)OC);
+}
+
+/* out (N, OC) = inp (N, C) @ W (C, OC), then + bias (OC) (may be NULL). */
 void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
                        int C, int OC)
 {
-    if (bias)
-        for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)OC, bias, (size_t)OC * sizeof(float));
-    hs_sgemm(0, 0, (int)N, OC, C, 1.0f, inp, C, W, OC,
-                bias ? 1.0f : 0.0f, out, OC);
+    hs_sgemm(0, 0, (int)N, OC, C, 1.0f, inp, C, W, OC, 0.0f, out, OC);
+    if (bias) add_bias_rows(out, bias, N, OC);
+}
+
+/* The no-observer forward's fused passes, with the bits of add_bias_rows
+ * followed by the separate pass they replace (float + commutes exactly):
+ * y (N, D) += bias (may be NULL), then resid_out = resid + y, row by row
+ * while y's row is in L1. keep_y = 0 leaves y without its bias (the MLP's
+ * output, a scratch). */
+HS_CLONES
+static void bias_residual(float *resid_out, const float *resid, float *y, const float *bias,
+                          size_t N, int D, int keep_y)
+{
+    float t[256];
+    for (size_t i = 0; i < N; i++)
+        for (int d0 = 0; d0 < D; d0 += 256) {
+            const size_t n = D - d0 < 256 ? (size_t)(D - d0) : 256, o = i * (size_t)D + (size_t)d0;
+            const float *src = y + o;
+            if (bias) {
+                float *dst = keep_y ? y + o : t;
+                hs_add(dst, y + o, bias + d0, n);
+                src = dst;
+            }
+            hs_add(resid_out + o, resid + o, src, n);
+        }
 }
 
 /* out (N, H*dh) = inp (N, D) @ Wp (D, H*dh) + b (H*dh): all heads' projection
@@ -355,6 +384,19 @@ static void act_forward(float *out, float *dact, const float *inp, size_t n, hs_
         hs_gelu_forward_grad(out, dact, inp, n);
     else
         hs_gelu_forward(out, inp, n);
+}
+
+/* The no-observer MLP's first pass: pre (N, M) += bias (may be NULL), then
+ * out = act(pre) (and dact, may be NULL), row by row while the row is in L1:
+ * the bits of add_bias_rows and act_forward. */
+static void bias_act_forward(float *out, float *dact, float *pre, const float *bias, size_t N,
+                             int M, hs_act act)
+{
+    for (size_t i = 0; i < N; i++) {
+        const size_t o = i * (size_t)M;
+        if (bias) hs_add(pre + o, pre + o, bias, (size_t)M);
+        act_forward(out + o, dact ? dact + o : NULL, pre + o, (size_t)M, act);
+    }
 }
 
 /* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale), j > i = -inf.
@@ -943,7 +985,12 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
         HOOK(nm, ba->z, 4, B, T, H, dh);
 
         /* output: all heads in one sgemm; per-head results only when asked */
-        hs_matmul_forward(ba->attn_out, ba->z, bp->W_O, bp->b_O, BT, H * dh, D);
+        /* without an observer the bias is added in the residual's pass
+         * (bias_residual); the last block at one position reads attn_out
+         * whole, so it gets its bias here */
+        const int fuse = hc->obs == NULL && !(l == c->n_layers - 1 && acts->logit_pos >= 0);
+        hs_sgemm(0, 0, (int)BT, D, H * dh, 1.0f, ba->z, H * dh, bp->W_O, D, 0.0f, ba->attn_out, D);
+        if (!fuse && bp->b_O) add_bias_rows(ba->attn_out, bp->b_O, BT, D);
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_result", l);
         if (wants(hc, nm)) {
             float *res = acts->scratch; /* (B,T,H,D) */
@@ -971,7 +1018,10 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
         snprintf(nm, sizeof nm, "blocks.%d.hook_attn_out", l);
         HOOK(nm, ba->attn_out, 3, B, T, D, 0);
         float *after_attn = (M > 0) ? ba->resid_mid : ba->resid_post;
-        hs_add(after_attn, ba->resid_pre, ba->attn_out, BT * D);
+        if (fuse)
+            bias_residual(after_attn, ba->resid_pre, ba->attn_out, bp->b_O, BT, D, 1);
+        else
+            hs_add(after_attn, ba->resid_pre, ba->attn_out, BT * D);
 
         if (M > 0) {
             snprintf(nm, sizeof nm, "blocks.%d.hook_resid_mid", l);
@@ -994,17 +1044,28 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
             } else if (ln2_in != ba->ln2_out) {
                 memcpy(ba->ln2_out, ba->resid_mid, BT * D * sizeof(float));
             }
-            hs_matmul_forward(ba->mlp_pre, ba->ln2_out, bp->W_in, bp->b_in, BT, D, M);
-            snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
-            HOOK(nm, ba->mlp_pre, 3, B, T, M, 0);
-            act_forward(ba->mlp_post, hs_acts_dact(acts, c, l), ba->mlp_pre, BT * M, c->act);
-            snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_post", l);
-            HOOK(nm, ba->mlp_post, 3, B, T, M, 0);
+            hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
+            if (fuse) {
+                bias_act_forward(ba->mlp_post, hs_acts_dact(acts, c, l), ba->mlp_pre, bp->b_in, BT,
+                                 M, c->act);
+            } else {
+                if (bp->b_in) add_bias_rows(ba->mlp_pre, bp->b_in, BT, M);
+                snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
+                HOOK(nm, ba->mlp_pre, 3, B, T, M, 0);
+                act_forward(ba->mlp_post, hs_acts_dact(acts, c, l), ba->mlp_pre, BT * M, c->act);
+                snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_post", l);
+                HOOK(nm, ba->mlp_post, 3, B, T, M, 0);
+            }
             float *mlp_out = acts->scratch;
-            hs_matmul_forward(mlp_out, ba->mlp_post, bp->W_out, bp->b_out, BT, M, D);
-            snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);
-            HOOK(nm, mlp_out, 3, B, T, D, 0);
-            hs_add(ba->resid_post, ba->resid_mid, mlp_out, BT * D);
+            hs_sgemm(0, 0, (int)BT, D, M, 1.0f, ba->mlp_post, M, bp->W_out, D, 0.0f, mlp_out, D);
+            if (fuse) {
+                bias_residual(ba->resid_post, ba->resid_mid, mlp_out, bp->b_out, BT, D, 0);
+            } else {
+                if (bp->b_out) add_bias_rows(mlp_out, bp->b_out, BT, D);
+                snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);
+                HOOK(nm, mlp_out, 3, B, T, D, 0);
+                hs_add(ba->resid_post, ba->resid_mid, mlp_out, BT * D);
+            }
         }
         snprintf(nm, sizeof nm, "blocks.%d.hook_resid_post", l);
         HOOK(nm, ba->resid_post, 3, B, T, D, 0);

@@ -21,11 +21,13 @@ mkdir -p "${HS_TEST_TMP:-$BUILD_DIR/testtmp}"
 TMP=$(mktemp -d "${HS_TEST_TMP:-$BUILD_DIR/testtmp}/circuit_golden.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 PY=/usr/bin/python3
-# The pinned bytes are those of one sgemm kernel family: OpenBLAS's kernels
-# for different CPUs round differently (Prescott, Haswell and SkylakeX give
-# other last digits), and headscope re-executes itself with the fastest the
-# CPU has (hs_blas_core_advice). Prescott (SSE3) runs on every x86-64, so the
-# golden holds on every machine; headscope keeps a user's OPENBLAS_CORETYPE.
+# The pinned bytes are those of one kernel family for each product library
+# (common/gemm.c): OpenBLAS's and libxsmm's kernels for different CPUs round
+# differently (Prescott, Haswell and SkylakeX give other last digits), and
+# headscope re-executes itself with the fastest OpenBLAS core the CPU has
+# (hs_blas_core_advice); libxsmm picks its own. OpenBLAS's Prescott and
+# libxsmm's sse3 run on every x86-64, so the golden holds on every machine;
+# headscope keeps a user's OPENBLAS_CORETYPE.
 export OPENBLAS_CORETYPE=Prescott LIBXSMM_TARGET=sse3
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "$0")/cli_lib.sh"
