@@ -152,78 +152,51 @@ static void act_backward(float *dinp, const float *dout, const float *inp, size_
 /* Attention backward per (b, h), rows of q, k, v, z and their gradients HD
  * apart: dv (B,T,H,dh) = pattern^T dz; with softmax also dq, dk (B,T,H,dh)
  * through the softmax and the score scale inv_scale = 1 / hs_attn_scale.
- * datt (T,T) is scratch. Overwrites dq, dk, dv. */
+ * Products over whole T x T tiles (hs_sgemm: libxsmm; the pattern is 0 above
+ * the diagonal, and so is the score gradient made from it). datt (T,T) and
+ * vT (H*dh,T) are scratch. Overwrites dq, dk, dv. */
 HS_CLONES
-static void attn_backward(float *dq, float *dk, float *dv, float *datt, const float *dz,
+static void attn_backward(float *dq, float *dk, float *dv, float *datt, float *vT, const float *dz,
                           const float *att, const float *q, const float *k, const float *v, int B,
                           int T, int H, int dh, int softmax, float inv_scale)
 {
-    const float scale = inv_scale;
     const size_t HD = (size_t)H * dh;
-    if (T >= HS_ATTN_GEMM_T) {
-        /* per (b, h), whole T x T tiles (HS_ATTN_GEMM_T): the pattern is 0
-         * above the diagonal, and so is the score gradient made from it */
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < H; h++) {
-                const float *A = att + ((size_t)b * H + h) * T * T;
-                const size_t off = (size_t)b * T * HD + (size_t)h * dh;
-                const int ld = (int)HD;
-                /* dv = A^T dz */
-                hs_sgemm(1, 0, T, dh, T, 1.0f, A, T,
-                            dz + off, ld, 0.0f, dv + off, ld);
-                if (!softmax) continue;
-                /* datt = dz v^T, then ds in place (rows over j <= i, 0 above) */
-                hs_sgemm(0, 1, T, T, dh, 1.0f, dz + off, ld,
-                            v + off, ld, 0.0f, datt, T);
-                for (int i = 0; i < T; i++) {
-                    float *Di = datt + (size_t)i * T;
-                    const float *Ai = A + (size_t)i * T;
-                    float dot = 0.0f;
-                    for (int j = 0; j <= i; j++) dot += Ai[j] * Di[j];
-                    for (int j = 0; j <= i; j++) Di[j] = Ai[j] * (Di[j] - dot) * scale;
-                    for (int j = i + 1; j < T; j++) Di[j] = 0.0f;
-                }
-                /* dq = ds k, dk = ds^T q */
-                hs_sgemm(0, 0, T, dh, T, 1.0f, datt, T,
-                            k + off, ld, 0.0f, dq + off, ld);
-                hs_sgemm(1, 0, T, dh, T, 1.0f, datt, T,
-                            q + off, ld, 0.0f, dk + off, ld);
-            }
-        return;
-    }
-    /* per (b, h); rows of q, k, v, z and their gradients are HD apart.
-     * Each gradient row is written once (summed from zero over the other
-     * index in ascending order, hs_rows_combine): no memset of dq, dk, dv. */
-    for (int b = 0; b < B; b++)
+    const int ld = (int)HD;
+    const hs_v8 vscale = HS_V8_SET1(inv_scale);
+    for (int b = 0; b < B; b++) {
+        if (softmax) hs_transpose_rows(vT, v + (size_t)b * T * HD, T, ld, HD);
         for (int h = 0; h < H; h++) {
             const float *A = att + ((size_t)b * H + h) * T * T;
             const size_t off = (size_t)b * T * HD + (size_t)h * dh;
-            const float *qb = q + off, *kb = k + off, *vb = v + off;
-            const float *dzb = dz + off;
-            float *dqb = dq + off, *dkb = dk + off, *dvb = dv + off;
-            /* dv_j = sum_{i >= j} A[i,j] dz_i */
-            for (int j = 0; j < T; j++)
-                hs_rows_combine(dvb + j * HD, A + (size_t)j * T + j, (size_t)T, dzb + j * HD, HD,
-                                T - j, dh);
+            /* dv = A^T dz */
+            hs_sgemm(1, 0, T, dh, T, 1.0f, A, T, dz + off, ld, 0.0f, dv + off, ld);
             if (!softmax) continue;
-            /* datt[i,j] = dz_i . v_j, then in place the score gradient
-             * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) * inv_scale */
+            /* datt = dz v^T, then in place the score gradient over j <= i
+             * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) * inv_scale, 0 above */
+            hs_sgemm(0, 0, T, T, dh, 1.0f, dz + off, ld, vT + (size_t)h * dh * T, T, 0.0f, datt,
+                     T);
             for (int i = 0; i < T; i++) {
-                const float *dzi = dzb + i * HD;
                 float *Di = datt + (size_t)i * T;
                 const float *Ai = A + (size_t)i * T;
-                for (int j = 0; j <= i; j++) Di[j] = hs_dot(dzi, vb + j * HD, dh);
-                float dot = 0.0f;
-                for (int j = 0; j <= i; j++) dot += Ai[j] * Di[j];
-                for (int j = 0; j <= i; j++) Di[j] = Ai[j] * (Di[j] - dot) * scale;
+                const int n = i + 1;
+                const float dot = hs_dot(Ai, Di, n);
+                const hs_v8 vdot = HS_V8_SET1(dot);
+                int j = 0;
+                for (; j + 8 <= n; j += 8) {
+                    hs_v8 a, d;
+                    HS_V8_LOAD(a, Ai + j);
+                    HS_V8_LOAD(d, Di + j);
+                    d = a * (d - vdot) * vscale;
+                    HS_V8_STORE(Di + j, d);
+                }
+                for (; j < n; j++) Di[j] = Ai[j] * (Di[j] - dot) * inv_scale;
+                for (; j < T; j++) Di[j] = 0.0f;
             }
-            /* dq_i = sum_{j <= i} ds[i,j] k_j; dk_j = sum_{i >= j} ds[i,j] q_i */
-            for (int i = 0; i < T; i++)
-                hs_rows_combine(dqb + i * HD, datt + (size_t)i * T, 1, kb, HD, i + 1, dh);
-            for (int j = 0; j < T; j++)
-                hs_rows_combine(dkb + j * HD, datt + (size_t)j * T + j, (size_t)T, qb + j * HD, HD,
-                                T - j, dh);
+            /* dq = ds k, dk = ds^T q */
+            hs_sgemm(0, 0, T, dh, T, 1.0f, datt, T, k + off, ld, 0.0f, dq + off, ld);
+            hs_sgemm(1, 0, T, dh, T, 1.0f, datt, T, q + off, ld, 0.0f, dk + off, ld);
         }
+    }
 }
 
 /* ------------------------------------------------------------------------ */
@@ -310,7 +283,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
 
     float *dresid = gs->dresid, *dln = gs->dln, *dlnf = gs->dlnf, *dz = gs->dz, *dq = gs->dq;
     float *dk = gs->dk, *dv = gs->dv, *dpre = gs->dpre, *dpost = gs->dpost;
-    float *dlogits = gs->dlogits, *datt = gs->datt;
+    float *dlogits = gs->dlogits, *datt = gs->datt, *vT = gs->vT;
 
     /* cross-entropy: dlogits = (probs - onehot) / n_valid on valid positions */
     for (size_t i = 0; i < BT; i++) {
@@ -380,7 +353,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL};
         long t_o = dw_submit(w, &j);
         hs_pool_wait(w, t_qkv);
-        attn_backward(dq, dk, dv, datt, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
+        attn_backward(dq, dk, dv, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
                       c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale(c));
         if (c->attn == HS_ATTN_SOFTMAX) {
             heads_backward_dx(dln, 0.0f, dq, hs_acts_wT(acts, c, l, 0), BT, D, H, dh);

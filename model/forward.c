@@ -18,8 +18,8 @@
 /* Activations: the layout table (model_internal.h)                          */
 
 /* Floats per sequence at T positions. */
-/* (FIXED_*: one per batch part, not per sequence: t*t, D*H*dh) */
-typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_FIXED_TT, SZ_FIXED_W } slot_size;
+/* (FIXED_*: one per batch part, not per sequence: t*t, t*H*dh, D*H*dh) */
+typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_FIXED_TT, SZ_FIXED_THD, SZ_FIXED_W } slot_size;
 /* Where a slot's pointer lives. */
 typedef enum { IN_ACTS, IN_BLOCK, IN_GRAD } slot_home;
 
@@ -44,7 +44,7 @@ static const act_slot ACT_SLOTS[] = {
     A(scratch, SZ_TX), A(scores, SZ_HTT),
     G(dresid, SZ_TD), G(dln, SZ_TD), G(dlnf, SZ_TD), G(dz, SZ_THD), G(dq, SZ_THD),
     G(dk, SZ_THD), G(dv, SZ_THD), G(dpre, SZ_TM), G(dpost, SZ_TM), G(dlogits, SZ_TV),
-    G(datt, SZ_FIXED_TT), G(dwpack, SZ_FIXED_W),
+    G(datt, SZ_FIXED_TT), G(vT, SZ_FIXED_THD), G(dwpack, SZ_FIXED_W),
 };
 #undef A
 #undef L
@@ -52,7 +52,7 @@ static const act_slot ACT_SLOTS[] = {
 enum { N_SLOTS = sizeof ACT_SLOTS / sizeof ACT_SLOTS[0] };
 _Static_assert(sizeof(hs_block_acts) == 17 * sizeof(float *),
                "a buffer added to hs_block_acts must be added to ACT_SLOTS");
-_Static_assert(sizeof(hs_grad_scratch) == 12 * sizeof(float *),
+_Static_assert(sizeof(hs_grad_scratch) == 13 * sizeof(float *),
                "a buffer added to hs_grad_scratch must be added to ACT_SLOTS");
 
 /* Floats of one sequence of a slot at T positions (SZ_FIXED_*: the whole). */
@@ -60,8 +60,9 @@ static size_t slot_floats(const hs_config *c, slot_size sz, size_t T)
 {
     const size_t D = (size_t)c->d_model, H = (size_t)c->n_heads, dh = (size_t)c->d_head,
                  M = (size_t)c->d_mlp, V = (size_t)c->d_vocab;
-    size_t x = H * D > D ? H * D : D; /* scratch: (T,H,D) or (T,max(D,M)) */
+    size_t x = H * D > D ? H * D : D; /* scratch: (T,H,D), (T,max(D,M)) or (H*dh,T) */
     if (M > x) x = M;
+    if (H * dh > x) x = H * dh;
     switch (sz) {
     case SZ_TD: return T * D;
     case SZ_T: return T;
@@ -71,6 +72,7 @@ static size_t slot_floats(const hs_config *c, slot_size sz, size_t T)
     case SZ_TV: return T * V;
     case SZ_TX: return T * x;
     case SZ_FIXED_TT: return T * T;
+    case SZ_FIXED_THD: return T * H * dh;
     case SZ_FIXED_W: return D * H * dh;
     }
     return 0;
@@ -103,7 +105,7 @@ static size_t point_slots(hs_acts *a, hs_grad_scratch *g, const hs_config *c, in
                 for (int k = i; k < end; k++) {
                     const act_slot *sk = &ACT_SLOTS[k];
                     if (p) *slot_ptr(sk, a, g, l) = p + n;
-                    const int fixed = sk->size == SZ_FIXED_TT || sk->size == SZ_FIXED_W;
+                    const int fixed = sk->size >= SZ_FIXED_TT; /* the SZ_FIXED_* */
                     n += (fixed ? 1 : B) * slot_floats(c, sk->size, T);
                 }
         i = end;
@@ -400,36 +402,35 @@ static void bias_act_forward(float *out, float *dact, float *pre, const float *b
 }
 
 /* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale), j > i = -inf.
- * q,k (B,T,H,dh). */
+ * q,k (B,T,H,dh); kT (H*dh, T) scratch. Per sequence k is transposed once,
+ * then per head S = q k^T is an NN product (hs_sgemm: libxsmm) over the
+ * whole T x T tile, scaled and masked after. */
 HS_CLONES
-static void attn_scores(float *scores, const float *q, const float *k, int B, int T, int H, int dh,
-                        float inv_scale)
+static void attn_scores(float *scores, float *kT, const float *q, const float *k, int B, int T,
+                        int H, int dh, float inv_scale)
 {
     const size_t HD = (size_t)H * dh;
-    if (T >= HS_ATTN_GEMM_T) {
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < H; h++) {
-                float *S = scores + ((size_t)b * H + h) * T * T;
-                const size_t off = (size_t)b * T * HD + (size_t)h * dh;
-                hs_sgemm(0, 1, T, T, dh, inv_scale, q + off,
-                            (int)HD, k + off, (int)HD, 0.0f, S, T);
-                for (int i = 0; i < T; i++)
-                    for (int j = i + 1; j < T; j++) S[(size_t)i * T + j] = -INFINITY;
-            }
-        return;
-    }
-    for (int b = 0; b < B; b++)
+    const hs_v8 vscale = HS_V8_SET1(inv_scale);
+    for (int b = 0; b < B; b++) {
+        hs_transpose_rows(kT, k + (size_t)b * T * HD, T, (int)HD, HD);
         for (int h = 0; h < H; h++) {
             float *S = scores + ((size_t)b * H + h) * T * T;
-            const float *qb = q + (size_t)b * T * HD + (size_t)h * dh;
-            const float *kb = k + (size_t)b * T * HD + (size_t)h * dh;
+            hs_sgemm(0, 0, T, T, dh, 1.0f, q + (size_t)b * T * HD + (size_t)h * dh, (int)HD,
+                     kT + (size_t)h * dh * T, T, 0.0f, S, T);
             for (int i = 0; i < T; i++) {
-                const float *qi = qb + i * HD;
                 float *Si = S + (size_t)i * T;
-                for (int j = 0; j <= i; j++) Si[j] = hs_dot(qi, kb + j * HD, dh) * inv_scale;
-                for (int j = i + 1; j < T; j++) Si[j] = -INFINITY;
+                int j = 0;
+                for (; j + 8 <= i + 1; j += 8) {
+                    hs_v8 x;
+                    HS_V8_LOAD(x, Si + j);
+                    x *= vscale;
+                    HS_V8_STORE(Si + j, x);
+                }
+                for (; j <= i; j++) Si[j] *= inv_scale;
+                for (; j < T; j++) Si[j] = -INFINITY;
             }
         }
+    }
 }
 
 /* att (B,H,T,T) <- row softmax of scores over j <= i (full = 0; exact 0 above
@@ -452,46 +453,79 @@ static void softmax_rows_long(float *att, const float *scores, size_t rows, int 
     hs_softmax_rows_4(att, scores, rows, T, full);
 }
 
+/* out (n) = exp(inp (n)) at the widest width the CPU runs (identical bits at
+ * every width). */
+static void exp_span(float *out, const float *inp, size_t n)
+{
+#ifdef HS_SIMD_X86
+    if (__builtin_cpu_supports("avx512f")) {
+        hs_exp_span_16(out, inp, n);
+        return;
+    }
+    if (__builtin_cpu_supports("avx2")) {
+        hs_exp_span_8(out, inp, n);
+        return;
+    }
+#endif
+    hs_exp_span_4(out, inp, n);
+}
+
 HS_CLONES
 static void attn_softmax(float *att, const float *scores, int B, int H, int T, int full)
 {
-    if (T >= HS_ATTN_GEMM_T) { /* long rows: 16-lane sums (model_simd.h); short
-                                 * ones here: 4-lane exp and a sum in j order
-                                 * were faster than the wide kernel at T 18 */
+    if (T >= HS_SOFTMAX_LONG_T) { /* long rows: 16-lane sums (model_simd.h) */
         softmax_rows_long(att, scores, (size_t)B * H * T, T, full);
         return;
     }
-    for (size_t r = 0; r < (size_t)B * H * T; r++) {
-        const int n = full ? T : (int)(r % (size_t)T) + 1;
-        const float *s = scores + r * T;
-        float *a = att + r * T;
-        float mx;
-        if (!hs_row_max(s, n, &mx)) {
-            memset(a, 0, (size_t)T * sizeof(float));
-            continue;
+    /* short rows, a (b, h) tile at a time: each row's maximum; the shifted
+     * scores s - max over the whole row (above the diagonal -inf when full =
+     * 0, so their exp is an exact 0); one exp over the tile; each row summed
+     * in j order from 0 (the zeros change no bit) and scaled. A row whose
+     * maximum is not finite or that holds a NaN gets 0 everywhere. */
+    const size_t TT = (size_t)T * T;
+    (void)full; /* full = 0 rows hold -inf above the diagonal: same code */
+    for (size_t t = 0; t < (size_t)B * H; t++) {
+        const float *S = scores + t * TT;
+        float *A = att + t * TT;
+        unsigned bad = 0; /* bit i: row i gets zeros (T < 32) */
+        for (int i = 0; i < T; i++) {
+            const float *s = S + (size_t)i * T;
+            float *a = A + (size_t)i * T;
+            float mx;
+            if (!hs_row_max(s, T, &mx)) {
+                bad |= 1u << i;
+                mx = 0.0f;
+            }
+            const hs_v8 vmx = HS_V8_SET1(mx);
+            int j = 0;
+            for (; j + 8 <= T; j += 8) {
+                hs_v8 v;
+                HS_V8_LOAD(v, s + j);
+                v -= vmx;
+                HS_V8_STORE(a + j, v);
+            }
+            for (; j < T; j++) a[j] = s[j] - mx;
         }
-        /* exp in 4-lane chunks (hs_exp_4(-inf) = 0); the sum in j order */
-        const hs_vf4 vmx = {mx, mx, mx, mx};
-        int j0 = 0;
-        for (; j0 + 4 <= n; j0 += 4) {
-            hs_vf4 v, e;
-            memcpy(&v, s + j0, sizeof v);
-            v -= vmx;
-            hs_exp_4(&e, &v);
-            memcpy(a + j0, &e, sizeof e);
+        exp_span(A, A, TT);
+        for (int i = 0; i < T; i++) {
+            float *a = A + (size_t)i * T;
+            if (bad >> i & 1u) {
+                memset(a, 0, (size_t)T * sizeof(float));
+                continue;
+            }
+            float sum = 0.0f;
+            for (int j = 0; j < T; j++) sum += a[j];
+            const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+            const hs_v8 vinv = HS_V8_SET1(inv);
+            int j = 0;
+            for (; j + 8 <= T; j += 8) {
+                hs_v8 v;
+                HS_V8_LOAD(v, a + j);
+                v *= vinv;
+                HS_V8_STORE(a + j, v);
+            }
+            for (; j < T; j++) a[j] *= inv;
         }
-        if (j0 < n) {
-            hs_vf4 v = {0}, e;
-            memcpy(&v, s + j0, (size_t)(n - j0) * sizeof(float));
-            v -= vmx;
-            hs_exp_4(&e, &v);
-            memcpy(a + j0, &e, (size_t)(n - j0) * sizeof(float));
-        }
-        float sum = 0.0f;
-        for (int j = 0; j < n; j++) sum += a[j];
-        float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-        for (int j = 0; j < n; j++) a[j] *= inv;
-        for (int j = n; j < T; j++) a[j] = 0.0f;
     }
 }
 
@@ -517,34 +551,19 @@ static void attn_uniform(float *att, int B, int H, int T)
     }
 }
 
-/* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h): over src j <= i
- * (full = 0) or every src (full = 1: an observer wrote weights above the
- * diagonal of hook_pattern, which TransformerLens mixes in). */
-HS_CLONES
-static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh,
-                     int full)
+/* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h): one NN product
+ * (hs_sgemm: libxsmm) over every src, as TransformerLens mixes (weights an
+ * observer wrote above the diagonal of hook_pattern are mixed in). */
+static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh)
 {
+    /* whole rows: above the diagonal the weights are exact zeros (or an
+     * observer's, which TransformerLens mixes in) */
     const size_t HD = (size_t)H * dh;
-    if (T >= HS_ATTN_GEMM_T) {
-        /* whole rows: above the diagonal the weights are exact zeros (or an
-         * observer's, which TransformerLens mixes in) */
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < H; h++) {
-                const size_t off = (size_t)b * T * HD + (size_t)h * dh;
-                hs_sgemm(0, 0, T, dh, T, 1.0f,
-                            att + ((size_t)b * H + h) * T * T, T, v + off, (int)HD, 0.0f, z + off,
-                            (int)HD);
-            }
-        return;
-    }
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
-            const float *A = att + ((size_t)b * H + h) * T * T;
-            const float *vb = v + (size_t)b * T * HD + (size_t)h * dh;
-            for (int i = 0; i < T; i++) {
-                float *zi = z + ((size_t)b * T + i) * HD + (size_t)h * dh;
-                hs_rows_combine(zi, A + (size_t)i * T, 1, vb, HD, full ? T : i + 1, dh);
-            }
+            const size_t off = (size_t)b * T * HD + (size_t)h * dh;
+            hs_sgemm(0, 0, T, dh, T, 1.0f, att + ((size_t)b * H + h) * T * T, T, v + off, (int)HD,
+                     0.0f, z + off, (int)HD);
         }
 }
 
@@ -967,7 +986,7 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_v", l);
         HOOK(nm, ba->v, 4, B, T, H, dh);
         if (c->attn == HS_ATTN_SOFTMAX) {
-            attn_scores(acts->scores, ba->q, ba->k, B, T, H, dh, 1.0f / hs_attn_scale(c));
+            attn_scores(acts->scores, acts->scratch, ba->q, ba->k, B, T, H, dh, 1.0f / hs_attn_scale(c));
             snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", l);
             int r = hook(hc, nm, acts->scores, 4, B, H, T, T);
             if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
@@ -979,8 +998,7 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_pattern", l);
         int rp = hook(hc, nm, ba->att, 4, B, H, T, T);
         if (rp < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-        attn_mix(ba->z, ba->att, ba->v, B, T, H, dh,
-                 rp > 0 && above_diagonal_edited(ba->att, B, H, T, 0.0f));
+        attn_mix(ba->z, ba->att, ba->v, B, T, H, dh);
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_z", l);
         HOOK(nm, ba->z, 4, B, T, H, dh);
 

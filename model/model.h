@@ -325,7 +325,7 @@ typedef struct {
     size_t n_d_floats;
     float *dact_mem;              /* (L,B,T,M) act'(mlp_pre) a training forward keeps; moved by views */
     /* scratch for observer points */
-    float *scratch;               /* (B,T,H,D) or (B,T,max(D,M)) */
+    float *scratch;               /* (B,T,H,D), (B,T,max(D,M)) or (H*dh,T) */
     float *scores;                /* (B,H,T,T) pre-softmax scores (observer only) */
     int logit_pos;                /* -1 (hs_acts_create): every position. p >= 0: a forward
                                    * computes the last block from its attention output on,

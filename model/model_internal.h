@@ -43,6 +43,7 @@ typedef struct {
     float *dpre, *dpost;          /* (b,t,M) */
     float *dlogits;               /* (b,t,V) */
     float *datt;                  /* (t,t), one (b, h) at a time */
+    float *vT;                    /* (H*dh,t), one sequence's v transposed */
     float *dwpack;                /* (D,H*dh) a packed dW_Q/K/V before it is added per head */
 } hs_grad_scratch;
 
@@ -107,18 +108,33 @@ static inline float *hs_acts_wT(const hs_acts *a, const hs_config *c, int l, int
            (size_t)m_units[which] * M * D;
 }
 
-/* Attention at T >= HS_ATTN_GEMM_T positions runs per (batch, head) as sgemm
- * products over whole T x T tiles (the masked half multiplies exact zeros or
- * is masked after; with finite values the results are the loops'. An
- * infinite or NaN q, k or v at a later position, which only an observer's
- * edit can make, reaches earlier rows there through 0 x inf = NaN, where the
- * loops never read it). Forward + backward of one layer, d_model 128, 4 heads of
- * 32, 4,096 tokens, one thread: T 256 86 -> 55 ms, T 64 36 -> 32, T 32 28.6
- * -> 27.6; at T 16-18 the two are even (a call's overhead against 18 x 18
- * tiles), so the default model (T 18) keeps the loops over j <= i. The
- * choice depends on T alone, so a prompt's values do not depend on its batch
- * or the thread count. */
-#define HS_ATTN_GEMM_T 32
+/* Attention runs per (batch, head) as hs_sgemm products over whole T x T
+ * tiles at every T (libxsmm kernels: almost no call overhead even at 18 x
+ * 18; the masked half multiplies exact zeros or is masked after; with finite
+ * values the results are the causal ones. An infinite or NaN q, k or v at a
+ * later position, which only an observer's edit can make, reaches earlier
+ * rows through 0 x inf = NaN, as in TransformerLens' own einsum). The A B^T
+ * products (q k^T, dz v^T) read k or v transposed once per sequence. The
+ * softmax's rows are short below HS_SOFTMAX_LONG_T: there a (b, h) tile is
+ * shifted, exponentiated at once and each row summed in j order; at and
+ * above it a row sums in 16 fixed lanes (model_simd.h). Default step (T 18),
+ * one thread: the attention kernels 17% -> ~9% of the step (forward 4.2 ->
+ * 3.8 ms). The choice depends on T alone, so a prompt's values do not depend
+ * on its batch or the thread count. */
+#define HS_SOFTMAX_LONG_T 32 /* the softmax's long-row path from here on */
+
+/* out (C,R) = in (R,C)^T with in's rows ld apart, in 8 x 8 blocks: the
+ * transposed copy of k or v that turns attention's q k^T and dz v^T into NN
+ * products (libxsmm has no A B^T kernel). */
+static inline void hs_transpose_rows(float *out, const float *in, int R, int C, size_t ld)
+{
+    for (int r0 = 0; r0 < R; r0 += 8)
+        for (int c0 = 0; c0 < C; c0 += 8) {
+            const int r1 = r0 + 8 < R ? r0 + 8 : R, c1 = c0 + 8 < C ? c0 + 8 : C;
+            for (int c = c0; c < c1; c++)
+                for (int r = r0; r < r1; r++) out[(size_t)c * R + r] = in[(size_t)r * ld + c];
+        }
+}
 
 /* out (N,OC) = inp (N,C) @ W (C,OC) + bias (OC) (bias may be NULL). hs_sgemm
  * on C pre-filled with the bias rows (beta 1), else beta 0. */
@@ -264,8 +280,24 @@ static inline __attribute__((always_inline)) float hs_dot(const float *a, const 
 static inline __attribute__((always_inline)) int hs_row_max(const float *s, int n, float *mx)
 {
     float m = -INFINITY;
-    int nan = 0;
-    for (int j = 0; j < n; j++) {
+    int nan = 0, j = 0;
+    if (n >= 8) { /* 8 lanes, then folded: the maximum is the same in any order
+                  * (up to the sign of a zero, which s - max does not see) */
+        hs_v8 vm = HS_V8_SET1(-INFINITY);
+        hs_v8i vnan = {0};
+        for (; j + 8 <= n; j += 8) {
+            hs_v8 x;
+            HS_V8_LOAD(x, s + j);
+            const hs_v8i gt = x > vm;
+            vm = (hs_v8)(((hs_v8i)x & gt) | ((hs_v8i)vm & ~gt));
+            vnan |= x != x;
+        }
+        for (int k = 0; k < 8; k++) {
+            if (vm[k] > m) m = vm[k];
+            nan |= vnan[k];
+        }
+    }
+    for (; j < n; j++) {
         if (s[j] > m) m = s[j];
         nan |= s[j] != s[j];
     }

@@ -155,7 +155,26 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_backward_)(float *dinp, cons
     }
 }
 
-/* Row softmax of long attention rows (T >= HS_ATTN_GEMM_T): for each of
+/* out (n) = exp(inp (n)) (out may be inp): the softmax's exp over a whole
+ * (b, h) tile of shifted scores at once (masked entries -inf give 0). */
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_exp_span_)(float *out, const float *inp, size_t n)
+{
+    size_t i = 0;
+    for (; i + HS_SIMD_W <= n; i += HS_SIMD_W) {
+        VF x, e;
+        memcpy(&x, inp + i, sizeof x);
+        HS_SIMD_NAME(hs_exp_)(&e, &x);
+        memcpy(out + i, &e, sizeof e);
+    }
+    if (i < n) {
+        VF x = {0}, e;
+        memcpy(&x, inp + i, (n - i) * sizeof(float));
+        HS_SIMD_NAME(hs_exp_)(&e, &x);
+        memcpy(out + i, &e, (n - i) * sizeof(float));
+    }
+}
+
+/* Row softmax of long attention rows (T >= HS_SOFTMAX_LONG_T): for each of
  * `rows` rows r of scores (rows, T), row r % T of its (b, h) tile, over
  * j <= r % T (full = 0) or the whole row (full = 1): att = exp(s - max) / sum,
  * exact 0 after the last column used; a row whose maximum is not finite (or

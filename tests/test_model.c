@@ -240,13 +240,14 @@ static void hand_computed_attention_pattern_and_output(void **state)
     hs_model_destroy(m);
 }
 
-/* At T >= HS_ATTN_GEMM_T the scores and the mix are sgemm products over
- * whole tiles: the pattern must still be the causal softmax of q.k / scale
+/* The scores and the mix are products over whole tiles, and at T >=
+ * HS_SOFTMAX_LONG_T the softmax sums rows in 16 lanes: the pattern must still
+ * be the causal softmax of q.k / scale
  * (exact zeros above the diagonal) and z the pattern times v, in double. */
 static void long_context_attention_matches_double(void **state)
 {
     (void)state;
-    enum { B = 2, T = HS_ATTN_GEMM_T + 16, H = 2, DH = 8 };
+    enum { B = 2, T = HS_SOFTMAX_LONG_T + 16, H = 2, DH = 8 };
     hs_config c = hs_config_default();
     c.n_layers = 1;
     c.d_model = 16;

@@ -22,12 +22,12 @@
 #include <cmocka.h>
 
 #include "model/model.h"
-#include "model/model_internal.h" /* HS_ATTN_GEMM_T */
+#include "model/model_internal.h" /* HS_SOFTMAX_LONG_T */
 
-enum { V = 7, B_MAX = 32, T_MAX = HS_ATTN_GEMM_T };
+enum { V = 7, B_MAX = 32, T_MAX = HS_SOFTMAX_LONG_T };
 /* Sequences of the batch: 2, or B_MAX = two 16-row units, which hs_backward
  * splits into HS_GRAD_PARTS parts whose gradients it sums; positions: 5, or
- * T_MAX, where attention runs as sgemm products (HS_ATTN_GEMM_T). */
+ * T_MAX, where the softmax takes its long rows' path (HS_SOFTMAX_LONG_T). */
 static int B = 2, T = 5;
 
 static uint64_t rng_state;
@@ -185,8 +185,8 @@ static void gradients_of_a_split_batch_match_finite_differences(void **state)
     B = 2;
 }
 
-/* The same check at T_MAX positions, where attention runs as whole-tile
- * sgemm products and their backward (HS_ATTN_GEMM_T). */
+/* The same check at T_MAX positions, where the softmax sums its rows in 16
+ * lanes (HS_SOFTMAX_LONG_T); the products are whole tiles at every T. */
 static void gradients_at_a_long_context_match_finite_differences(void **state)
 {
     (void)state;
