@@ -249,6 +249,27 @@ int hs_argmax(const float *x, size_t n);
 void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 
+/* A product's kernels chosen once for many calls of one shape on other
+ * operands (the attention's per-(batch, head) tiles: ~1,000 products of
+ * 18 x 18 a layer, where libxsmm's registry lookup alone cost 0.11 us a
+ * call). Fields are hs_sgemm's arguments and what hs_sgemm_plan_init found;
+ * read-only after it. */
+typedef void (*hs_sgemm_kernel)(void);
+typedef struct {
+    int ta, tb, M, N, K, lda, ldb, ldc;
+    float alpha, beta;
+    int xsmm;                    /* 1: libxsmm's kernels below; 0: OpenBLAS */
+    hs_sgemm_kernel full, rest;  /* NN: rows in full blocks / the rest; TN: full */
+} hs_sgemm_plan;
+
+/* Fills p for hs_sgemm_run with hs_sgemm's arguments less the matrices (the
+ * same choice of library and kernels as hs_sgemm makes). No errors. */
+void hs_sgemm_plan_init(hs_sgemm_plan *p, int ta, int tb, int M, int N, int K, float alpha,
+                        int lda, int ldb, float beta, int ldc);
+/* hs_sgemm with p's shape on A, B, C: the same bits as hs_sgemm. p may be
+ * used by any number of threads at once. */
+void hs_sgemm_run(const hs_sgemm_plan *p, const float *A, const float *B, float *C);
+
 /* ------------------------------------------------------------------------ */
 /* The worker pool: the one mechanism every parallel part of the library     */
 /* uses (the trainer's batch split and weight-gradient lane, the experiment  */

@@ -24,7 +24,6 @@
 
 #include <cblas.h>
 #include <libxsmm.h>
-#include <string.h>
 
 /* rows a libxsmm NN kernel takes at once (the last block takes the rest) */
 #define HS_XSMM_ROWS 64
@@ -38,67 +37,40 @@
  * 112 -> 47; 256 x 1024 from 4096 rows 146 -> 49 */
 #define HS_XSMM_MAX_TN (256 * 1024)
 
-/* libxsmm's kernel for one shape, through a per-thread direct-mapped cache in
- * front of libxsmm_smmdispatch (its registry lookup cost 0.11 us a call, 2.9%
- * of a default step whose attention makes ~1,000 18 x 18 products a layer).
- * NULL when libxsmm has none. */
-typedef struct {
-    int key[7];
-    libxsmm_smmfunction f;
-} kernel_slot;
-
-#define KERNEL_SLOTS 64
-
-static libxsmm_smmfunction kernel(int m, int n, int k, int lda, int ldb, int ldc, int flags)
+/* libxsmm's kernel for one shape (column-major m, n, k; NULL when it has none). */
+static hs_sgemm_kernel kernel(int m, int n, int k, int lda, int ldb, int ldc, int flags)
 {
-    static _Thread_local kernel_slot cache[KERNEL_SLOTS];
-    const int key[7] = {m, n, k, lda, ldb, ldc, flags + 1}; /* + 1: an empty slot never matches */
-    unsigned h = 2166136261u;
-    for (int i = 0; i < 7; i++) h = (h ^ (unsigned)key[i]) * 16777619u;
-    kernel_slot *s = &cache[h % KERNEL_SLOTS];
-    if (memcmp(s->key, key, sizeof key) == 0) return s->f;
     const float alpha = 1.0f, beta = (flags & LIBXSMM_GEMM_FLAG_BETA_0) ? 0.0f : 1.0f;
     const libxsmm_blasint lm = m, ln = n, lk = k, la = lda, lb = ldb, lc = ldc;
-    libxsmm_smmfunction f = libxsmm_smmdispatch(lm, ln, lk, &la, &lb, &lc, &alpha, &beta, &flags, NULL);
-    memcpy(s->key, key, sizeof key);
-    s->f = f;
-    return f;
+    return (hs_sgemm_kernel)libxsmm_smmdispatch(lm, ln, lk, &la, &lb, &lc, &alpha, &beta, &flags,
+                                                NULL);
 }
 
 /* NN: C (M, N) = A (M, K) B (K, N) + beta C. Column-major, that is C^T = B^T
- * A^T: libxsmm's m = N, n = rows, k = K, with B as its first operand. */
-static int xsmm_nn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-                   float beta, float *C, int ldc)
+ * A^T: libxsmm's m = N, n = rows (blocks of HS_XSMM_ROWS), k = K, with B as
+ * its first operand. 1 when libxsmm takes it. */
+static int plan_nn(hs_sgemm_plan *p)
 {
-    if ((long)N * K > HS_XSMM_MAX_WEIGHT) return 0;
-    const int flags = beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : LIBXSMM_GEMM_FLAG_NONE;
-    const int full = M / HS_XSMM_ROWS, rest = M % HS_XSMM_ROWS;
-    libxsmm_smmfunction f = NULL, g = NULL;
-    if (full > 0 && (f = kernel(N, HS_XSMM_ROWS, K, ldb, lda, ldc, flags)) == NULL) return 0;
-    if (rest > 0 && (g = kernel(N, rest, K, ldb, lda, ldc, flags)) == NULL) return 0;
-    for (int i = 0; i < full; i++) {
-        const size_t r = (size_t)i * HS_XSMM_ROWS;
-        f(B, A + r * (size_t)lda, C + r * (size_t)ldc);
-    }
-    if (rest > 0) {
-        const size_t r = (size_t)full * HS_XSMM_ROWS;
-        g(B, A + r * (size_t)lda, C + r * (size_t)ldc);
-    }
+    if ((long)p->N * p->K > HS_XSMM_MAX_WEIGHT) return 0;
+    const int flags = p->beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : LIBXSMM_GEMM_FLAG_NONE;
+    const int full = p->M / HS_XSMM_ROWS, rest = p->M % HS_XSMM_ROWS;
+    if (full > 0 && (p->full = kernel(p->N, HS_XSMM_ROWS, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)
+        return 0;
+    if (rest > 0 && (p->rest = kernel(p->N, rest, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)
+        return 0;
     return 1;
 }
 
 /* TN: C (M, N) = A^T B + beta C with A (K, M), B (K, N). Column-major, C^T =
  * B^T A: libxsmm's m = N, n = M, k = K, its second operand transposed. */
-static int xsmm_tn(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
-                   float beta, float *C, int ldc)
+static int plan_tn(hs_sgemm_plan *p)
 {
-    if ((long)M * N > HS_XSMM_MAX_WEIGHT || (long)K * (M + N) > HS_XSMM_MAX_TN) return 0;
+    if ((long)p->M * p->N > HS_XSMM_MAX_WEIGHT || (long)p->K * (p->M + p->N) > HS_XSMM_MAX_TN)
+        return 0;
     const int flags = LIBXSMM_GEMM_FLAG_TRANS_B |
-                      (beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : LIBXSMM_GEMM_FLAG_NONE);
-    libxsmm_smmfunction f = kernel(N, M, K, ldb, lda, ldc, flags);
-    if (f == NULL) return 0;
-    f(B, A, C);
-    return 1;
+                      (p->beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : LIBXSMM_GEMM_FLAG_NONE);
+    p->full = kernel(p->N, p->M, p->K, p->ldb, p->lda, p->ldc, flags);
+    return p->full != NULL;
 }
 
 /* libxsmm 1.17's AVX kernels return with the upper halves of the vector
@@ -112,17 +84,43 @@ static void clear_upper(void)
 #endif
 }
 
+void hs_sgemm_plan_init(hs_sgemm_plan *p, int ta, int tb, int M, int N, int K, float alpha,
+                        int lda, int ldb, float beta, int ldc)
+{
+    *p = (hs_sgemm_plan){ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, 0, NULL, NULL};
+    if (M > 0 && N > 0 && K > 0 && alpha == 1.0f && (beta == 0.0f || beta == 1.0f))
+        p->xsmm = (!ta && !tb) ? plan_nn(p) : (ta && !tb) ? plan_tn(p) : 0;
+}
+
+void hs_sgemm_run(const hs_sgemm_plan *p, const float *A, const float *B, float *C)
+{
+    if (p->M <= 0 || p->N <= 0) return;
+    if (!p->xsmm) {
+        cblas_sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans,
+                    p->tb ? CblasTrans : CblasNoTrans, p->M, p->N, p->K, p->alpha, A, p->lda, B,
+                    p->ldb, p->beta, C, p->ldc);
+        return;
+    }
+    if (p->ta) { /* TN: one call */
+        ((libxsmm_smmfunction)p->full)(B, A, C);
+    } else { /* NN: blocks of rows, the same kernel for every full block */
+        const int full = p->M / HS_XSMM_ROWS;
+        for (int i = 0; i < full; i++) {
+            const size_t r = (size_t)i * HS_XSMM_ROWS;
+            ((libxsmm_smmfunction)p->full)(B, A + r * (size_t)p->lda, C + r * (size_t)p->ldc);
+        }
+        if (p->rest) {
+            const size_t r = (size_t)full * HS_XSMM_ROWS;
+            ((libxsmm_smmfunction)p->rest)(B, A + r * (size_t)p->lda, C + r * (size_t)p->ldc);
+        }
+    }
+    clear_upper();
+}
+
 void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc)
 {
-    if (M <= 0 || N <= 0) return;
-    if (alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && K > 0) {
-        if ((!ta && !tb && xsmm_nn(M, N, K, A, lda, B, ldb, beta, C, ldc)) ||
-            (ta && !tb && xsmm_tn(M, N, K, A, lda, B, ldb, beta, C, ldc))) {
-            clear_upper();
-            return;
-        }
-    }
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
-                K, alpha, A, lda, B, ldb, beta, C, ldc);
+    hs_sgemm_plan p;
+    hs_sgemm_plan_init(&p, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc);
+    hs_sgemm_run(&p, A, B, C);
 }

@@ -163,18 +163,22 @@ static void attn_backward(float *dq, float *dk, float *dv, float *datt, float *v
     const size_t HD = (size_t)H * dh;
     const int ld = (int)HD;
     const hs_v8 vscale = HS_V8_SET1(inv_scale);
+    hs_sgemm_plan atdz, dzvt, dsk, dstq; /* dv = A^T dz, datt = dz v^T, dq = ds k, dk = ds^T q */
+    hs_sgemm_plan_init(&atdz, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
+    hs_sgemm_plan_init(&dzvt, 0, 0, T, T, dh, 1.0f, ld, T, 0.0f, T);
+    hs_sgemm_plan_init(&dsk, 0, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
+    hs_sgemm_plan_init(&dstq, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
     for (int b = 0; b < B; b++) {
         if (softmax) hs_transpose_rows(vT, v + (size_t)b * T * HD, T, ld, HD);
         for (int h = 0; h < H; h++) {
             const float *A = att + ((size_t)b * H + h) * T * T;
             const size_t off = (size_t)b * T * HD + (size_t)h * dh;
             /* dv = A^T dz */
-            hs_sgemm(1, 0, T, dh, T, 1.0f, A, T, dz + off, ld, 0.0f, dv + off, ld);
+            hs_sgemm_run(&atdz, A, dz + off, dv + off);
             if (!softmax) continue;
             /* datt = dz v^T, then in place the score gradient over j <= i
              * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) * inv_scale, 0 above */
-            hs_sgemm(0, 0, T, T, dh, 1.0f, dz + off, ld, vT + (size_t)h * dh * T, T, 0.0f, datt,
-                     T);
+            hs_sgemm_run(&dzvt, dz + off, vT + (size_t)h * dh * T, datt);
             for (int i = 0; i < T; i++) {
                 float *Di = datt + (size_t)i * T;
                 const float *Ai = A + (size_t)i * T;
@@ -193,8 +197,8 @@ static void attn_backward(float *dq, float *dk, float *dv, float *datt, float *v
                 for (; j < T; j++) Di[j] = 0.0f;
             }
             /* dq = ds k, dk = ds^T q */
-            hs_sgemm(0, 0, T, dh, T, 1.0f, datt, T, k + off, ld, 0.0f, dq + off, ld);
-            hs_sgemm(1, 0, T, dh, T, 1.0f, datt, T, q + off, ld, 0.0f, dk + off, ld);
+            hs_sgemm_run(&dsk, datt, k + off, dq + off);
+            hs_sgemm_run(&dstq, datt, q + off, dk + off);
         }
     }
 }

@@ -411,12 +411,13 @@ static void attn_scores(float *scores, float *kT, const float *q, const float *k
 {
     const size_t HD = (size_t)H * dh;
     const hs_v8 vscale = HS_V8_SET1(inv_scale);
+    hs_sgemm_plan qk;
+    hs_sgemm_plan_init(&qk, 0, 0, T, T, dh, 1.0f, (int)HD, T, 0.0f, T);
     for (int b = 0; b < B; b++) {
         hs_transpose_rows(kT, k + (size_t)b * T * HD, T, (int)HD, HD);
         for (int h = 0; h < H; h++) {
             float *S = scores + ((size_t)b * H + h) * T * T;
-            hs_sgemm(0, 0, T, T, dh, 1.0f, q + (size_t)b * T * HD + (size_t)h * dh, (int)HD,
-                     kT + (size_t)h * dh * T, T, 0.0f, S, T);
+            hs_sgemm_run(&qk, q + (size_t)b * T * HD + (size_t)h * dh, kT + (size_t)h * dh * T, S);
             for (int i = 0; i < T; i++) {
                 float *Si = S + (size_t)i * T;
                 int j = 0;
@@ -559,11 +560,12 @@ static void attn_mix(float *z, const float *att, const float *v, int B, int T, i
     /* whole rows: above the diagonal the weights are exact zeros (or an
      * observer's, which TransformerLens mixes in) */
     const size_t HD = (size_t)H * dh;
+    hs_sgemm_plan av;
+    hs_sgemm_plan_init(&av, 0, 0, T, dh, T, 1.0f, T, (int)HD, 0.0f, (int)HD);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
             const size_t off = (size_t)b * T * HD + (size_t)h * dh;
-            hs_sgemm(0, 0, T, dh, T, 1.0f, att + ((size_t)b * H + h) * T * T, T, v + off, (int)HD,
-                     0.0f, z + off, (int)HD);
+            hs_sgemm_run(&av, att + ((size_t)b * H + h) * T * T, v + off, z + off);
         }
 }
 

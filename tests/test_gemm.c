@@ -1,0 +1,147 @@
+/*
+ * tests/test_gemm.c -- the library's one matrix product (common.h, hs_sgemm
+ * and its plans): every transpose pair against a double-precision product,
+ * on shapes libxsmm takes (row blocks of 64 plus a rest) and shapes it
+ * leaves to OpenBLAS; beta 0 ignores what C held, beta 1 adds; a row's bits
+ * do not depend on the rows in the same call (what makes a batch split over
+ * threads give one pass's values); a plan gives hs_sgemm's bits.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/common.h"
+
+static float *filled(size_t n, unsigned seed)
+{
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(x);
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)((seed >> 8) & 0xffff) / 65536.0f - 0.5f;
+    }
+    return x;
+}
+
+/* C0 (M, N) + op(A) op(B) in double, the operands stored as hs_sgemm reads them. */
+static double ref(int ta, int tb, int K, const float *A, int lda, const float *B, int ldb, int i,
+                  int j)
+{
+    double s = 0.0;
+    for (int k = 0; k < K; k++) {
+        const double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+        const double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+        s += a * b;
+    }
+    return s;
+}
+
+static void check(int ta, int tb, int M, int N, int K, float beta)
+{
+    const int lda = ta ? M : K, ldb = tb ? K : N, ldc = N + 3; /* a C row stride wider than N */
+    float *A = filled((size_t)M * K, 1u + (unsigned)M), *B = filled((size_t)K * N, 7u + (unsigned)N);
+    float *C = filled((size_t)M * ldc, 11u), *C0 = malloc((size_t)M * ldc * sizeof(float));
+    assert_non_null(C0);
+    if (beta == 0.0f) /* beta 0 must not read C: NaN there must not come out */
+        for (size_t i = 0; i < (size_t)M * ldc; i++) C[i] = NAN;
+    memcpy(C0, C, (size_t)M * ldc * sizeof(float));
+    hs_sgemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
+    double worst = 0.0;
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            const double want = (beta != 0.0f ? C0[(size_t)i * ldc + j] : 0.0) +
+                                ref(ta, tb, K, A, lda, B, ldb, i, j);
+            const double got = C[(size_t)i * ldc + j];
+            const double e = fabs(got - want) / (1.0 + fabs(want));
+            if (!(e <= worst)) worst = e; /* NaN too */
+        }
+        for (int j = N; j < ldc; j++) /* past N in a row: untouched */
+            assert_memory_equal(&C[(size_t)i * ldc + j], &C0[(size_t)i * ldc + j], sizeof(float));
+    }
+    if (!(worst < 4e-6 * sqrt((double)K)))
+        fail_msg("ta %d tb %d, %d x %d x %d, beta %g: relative error %g", ta, tb, M, N, K,
+                 (double)beta, worst);
+    free(A);
+    free(B);
+    free(C);
+    free(C0);
+}
+
+static void every_transpose_pair_matches_double(void **state)
+{
+    (void)state;
+    /* M 130 = two 64-row blocks and a rest of 2 (libxsmm's NN); 64 x 256
+     * from 576 rows (the default step's weight gradient); a 600 x 600 weight
+     * is past libxsmm's limits (OpenBLAS) */
+    static const int shapes[][3] = {{130, 64, 64}, {18, 18, 16}, {576, 256, 64}, {64, 256, 576},
+                                    {7, 5, 3},     {40, 600, 600}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                check(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], 0.0f);
+                check(ta, tb, shapes[s][0], shapes[s][1], shapes[s][2], 1.0f);
+            }
+}
+
+static void a_row_gets_the_same_bits_in_any_call(void **state)
+{
+    (void)state;
+    const int M = 150, N = 64, K = 256; /* rows 70.. of one call = rows 0.. of another */
+    float *A = filled((size_t)M * K, 3u), *B = filled((size_t)K * N, 5u);
+    float *C1 = calloc((size_t)M * N, sizeof(float)), *C2 = calloc((size_t)M * N, sizeof(float));
+    assert_non_null(C1);
+    assert_non_null(C2);
+    hs_sgemm(0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C1, N);
+    hs_sgemm(0, 0, 70, N, K, 1.0f, A, K, B, N, 0.0f, C2, N);
+    hs_sgemm(0, 0, M - 70, N, K, 1.0f, A + (size_t)70 * K, K, B, N, 0.0f, C2 + (size_t)70 * N, N);
+    assert_memory_equal(C1, C2, (size_t)M * N * sizeof(float));
+    free(A);
+    free(B);
+    free(C1);
+    free(C2);
+}
+
+static void a_plan_gives_the_bits_of_hs_sgemm(void **state)
+{
+    (void)state;
+    const int T = 18, dh = 16;
+    float *A = filled((size_t)T * T, 9u), *B = filled((size_t)T * dh, 13u);
+    float *C1 = calloc((size_t)T * dh, sizeof(float)), *C2 = calloc((size_t)T * dh, sizeof(float));
+    assert_non_null(C1);
+    assert_non_null(C2);
+    for (int ta = 0; ta < 2; ta++) {
+        hs_sgemm_plan p;
+        hs_sgemm_plan_init(&p, ta, 0, T, dh, T, 1.0f, T, dh, 0.0f, dh);
+        for (int rep = 0; rep < 3; rep++) hs_sgemm_run(&p, A, B, C1);
+        hs_sgemm(ta, 0, T, dh, T, 1.0f, A, T, B, dh, 0.0f, C2, dh);
+        assert_memory_equal(C1, C2, (size_t)T * dh * sizeof(float));
+    }
+    /* alpha != 1: OpenBLAS, still through the plan */
+    hs_sgemm_plan p;
+    hs_sgemm_plan_init(&p, 0, 0, T, dh, T, 0.25f, T, dh, 0.0f, dh);
+    assert_int_equal(p.xsmm, 0);
+    hs_sgemm_run(&p, A, B, C1);
+    hs_sgemm(0, 0, T, dh, T, 0.25f, A, T, B, dh, 0.0f, C2, dh);
+    assert_memory_equal(C1, C2, (size_t)T * dh * sizeof(float));
+    assert_true(fabs(C1[5] - 0.25 * ref(0, 0, T, A, T, B, dh, 0, 5)) < 1e-6);
+    free(A);
+    free(B);
+    free(C1);
+    free(C2);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(every_transpose_pair_matches_double),
+        cmocka_unit_test(a_row_gets_the_same_bits_in_any_call),
+        cmocka_unit_test(a_plan_gives_the_bits_of_hs_sgemm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
