@@ -121,22 +121,45 @@ static void transpose(float *out, const float *in, int R, int C)
         }
 }
 
-/* Fills hs_acts_wT from m's weights and the forward's packed W_Q/K/V. */
+/* Fills hs_acts_wT from m's weights and the forward's packed W_Q/K/V: job
+ * j = 6 l + which of layer l (which as hs_acts_wT), j = 6 L for W_U; a job
+ * of a matrix the model has not does nothing. */
+typedef struct {
+    const hs_model *m;
+    const hs_acts *acts;
+} wT_job;
+
+static hs_status transpose_run(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const wT_job *a = ctx;
+    const hs_config *c = &a->m->cfg;
+    const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
+    const int l = j / 6, w = j % 6;
+    if (l == c->n_layers) {
+        transpose(hs_acts_wT(a->acts, c, l, 0), a->m->params.W_U, D, c->d_vocab);
+        return HS_OK;
+    }
+    const hs_block_params *bp = &a->m->params.blocks[l];
+    if (w < 3) {
+        if (w == 2 || c->attn == HS_ATTN_SOFTMAX)
+            transpose(hs_acts_wT(a->acts, c, l, w), hs_acts_wpack(a->acts, c, l, w), D, HD);
+    } else if (w == 3) {
+        transpose(hs_acts_wT(a->acts, c, l, 3), bp->W_O, HD, D);
+    } else if (M > 0) {
+        transpose(hs_acts_wT(a->acts, c, l, w), w == 4 ? bp->W_in : bp->W_out, w == 4 ? D : M,
+                  w == 4 ? M : D);
+    }
+    return HS_OK;
+}
+
 static void transpose_weights(const hs_model *m, const hs_acts *acts)
 {
-    const hs_config *c = &m->cfg;
-    const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
-    for (int l = 0; l < c->n_layers; l++) {
-        const hs_block_params *bp = &m->params.blocks[l];
-        for (int w = c->attn == HS_ATTN_SOFTMAX ? 0 : 2; w < 3; w++)
-            transpose(hs_acts_wT(acts, c, l, w), hs_acts_wpack(acts, c, l, w), D, HD);
-        transpose(hs_acts_wT(acts, c, l, 3), bp->W_O, HD, D);
-        if (M > 0) {
-            transpose(hs_acts_wT(acts, c, l, 4), bp->W_in, D, M);
-            transpose(hs_acts_wT(acts, c, l, 5), bp->W_out, M, D);
-        }
-    }
-    transpose(hs_acts_wT(acts, c, c->n_layers, 0), m->params.W_U, D, c->d_vocab);
+    wT_job a = {m, acts};
+    hs_error err;
+    hs_status s = hs_pool_for(acts->pool, 6 * m->cfg.n_layers + 1, transpose_run, &a, &err);
+    HS_ASSERT(s == HS_OK); /* the jobs cannot fail */
 }
 
 /* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x). */
