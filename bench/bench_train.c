@@ -5,7 +5,7 @@
  * random tokens (bench/scale.py's scaling table): median over many steps
  * after warm-up, split into forward / cross-entropy / zero_grad / backward /
  * AdamW (constant lr 1e-3), the step's FLOPs counted from the shapes,
- * achieved GFLOP/s, and the measured sgemm roofline (cblas_sgemm at the
+ * achieved GFLOP/s, and the measured roofline (the library's product, hs_sgemm, at the
  * step's own shapes, back to back; bench_shapes.h).
  *
  * usage: bench_train [--steps N] [--warmup N] [--threads N] [--blas-threads N]

@@ -331,7 +331,8 @@ def markdown(d):
               f(tr["rss_ratio_torch_over_headscope"], "%.1fx")))
     L.append("")
     L.append("Roofline: a step is %s GFLOP (matmul %s, attention %s); headscope achieves %s GFLOP/s. "
-             "cblas_sgemm at the step's shapes, back to back: %s GFLOP/s at 1 thread, %s at %s threads."
+             "The library's product (hs_sgemm: libxsmm's kernels where they win, OpenBLAS otherwise) at the "
+             "step's shapes, back to back: %s GFLOP/s at 1 thread, %s with OpenBLAS at %s threads."
              % (f(rf["gflop_per_step"], "%.3f"), f(rf["gemm_gflop"], "%.3f"), f(rf["attn_gflop"], "%.3f"),
                 f(rf["achieved_gflops"]), f(rf["sgemm_1thread_gflops"]), f(rf["sgemm_nthreads_gflops"]),
                 f(rf["sgemm_threads"], "%d")))

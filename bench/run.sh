@@ -13,8 +13,9 @@
 #     twin) and --impl fast (PyTorch's own layout, fused Q/K/V: what a user
 #     would write; bench/peer_equiv.py checks both give the same losses).
 #     Every ratio is taken against the faster of the two.
-#  2. roofline: FLOPs of a step, achieved GFLOP/s, this machine's cblas_sgemm
-#     at the step's own shapes (bench_sgemm, 1 and THREADS OpenBLAS threads).
+#  2. roofline: FLOPs of a step, achieved GFLOP/s, this machine's rate of the
+#     library's product (hs_sgemm: libxsmm or OpenBLAS) at the step's own
+#     shapes (bench_sgemm, 1 and THREADS OpenBLAS threads).
 #  3. latency + peak RSS (/usr/bin/time, median of RUNS processes): inspect on
 #     the chapter's 18-token sentence with every default figure; circuit over
 #     the held-out set (summary only, and with --out figures); the 2x4 grid PNG
