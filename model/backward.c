@@ -100,6 +100,23 @@ static void bias_backward(float *dbias, const float *dout, size_t N, int OC)
     for (size_t i = 0; i < N; i++) hs_add(dbias, dbias, dout + i * (size_t)OC, (size_t)OC);
 }
 
+/* dW_E[token] += dx0 row and dW_pos[t] += dx0 row (dW_pos may be NULL), rows
+ * in order. dx0 (N, D), tokens (N), positions i % T. */
+HS_CLONES
+static void embed_backward(float *dW_E, float *dW_pos, const float *dx0, const int *tokens,
+                           size_t N, int T, int D)
+{
+    for (size_t i = 0; i < N; i++) {
+        float *dwe = dW_E + (size_t)tokens[i] * D;
+        const float *g = dx0 + i * D;
+        hs_add(dwe, dwe, g, (size_t)D);
+        if (dW_pos) {
+            float *dwp = dW_pos + (i % (size_t)T) * D;
+            hs_add(dwp, dwp, g, (size_t)D);
+        }
+    }
+}
+
 /* Per-head projection, input side: dinp (N,D) (+)= dout (N,H*dh) @ Wp^T with
  * WpT (H*dh,D) the packed weights transposed (hs_acts_wT): one product for
  * all heads. */
@@ -359,7 +376,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
             hs_pool_wait(w, t_dpre);
             const float *dact = hs_acts_dact(acts, c, l);
             if (c->act == HS_ACT_GELU)
-                hs_mul(dpre, dpost, dact, BT * M); /* GELU' kept by the forward */
+                hs_mul_long(dpre, dpost, dact, BT * M); /* GELU' kept by the forward */
             else
                 act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
             hs_sgemm(0, 0, (int)BT, D, M, 1.0f, dpre, M, hs_acts_wT(acts, c, l, 4), D, 0.0f, dln,
@@ -371,7 +388,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
                 norm_backward(dresid, gp->ln2_w, gp->ln2_b, dln, ba->resid_mid, bp->ln2_w,
                               ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
             else
-                hs_add(dresid, dresid, dln, BT * D);
+                hs_add_long(dresid, dresid, dln, BT * D);
         }
 
         /* attention output: d(attn_out) = dresid */
@@ -400,7 +417,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
             norm_backward(dresid, gp->ln1_w, gp->ln1_b, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean,
                           ba->ln1_rstd, BT, D, c->norm);
         else
-            hs_add(dresid, dresid, dln, BT * D);
+            hs_add_long(dresid, dresid, dln, BT * D);
         /* dresid is now d(resid_pre) of layer l = d(resid_post) of layer l-1 */
     }
 
@@ -412,15 +429,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
                       acts->lne_mean, acts->lne_rstd, BT, D, c->norm);
         dx0 = dln;
     }
-    for (size_t i = 0; i < BT; i++) {
-        float *dwe = G->W_E + (size_t)tokens[i] * D;
-        const float *g = dx0 + i * D;
-        hs_add(dwe, dwe, g, (size_t)D);
-        if (G->W_pos) {
-            float *dwp = G->W_pos + (i % (size_t)T) * D;
-            hs_add(dwp, dwp, g, (size_t)D);
-        }
-    }
+    embed_backward(G->W_E, G->W_pos, dx0, tokens, BT, T, D);
     if (d_x0) memcpy(d_x0, dx0, BT * D * sizeof(float));
     hs_pool_wait_all(w); /* all weight gradients in place */
 }
@@ -494,6 +503,6 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     HS_ASSERT(s == HS_OK); /* the jobs cannot fail */
     /* grad_mem += part 1 += part 2 ...: in part order, whatever ran where */
     for (int j = 1; j < parts; j++)
-        hs_add(m->grad_mem, m->grad_mem, m->grad_part_mem + (size_t)(j - 1) * m->n_params,
+        hs_add_long(m->grad_mem, m->grad_mem, m->grad_part_mem + (size_t)(j - 1) * m->n_params,
                m->n_params);
 }

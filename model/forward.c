@@ -300,6 +300,18 @@ void hs_norm_apply(float *out, const float *inp, const float *mean, const float 
     norm_apply_affine(out, inp, mean, rstd, NULL, NULL, N, D, 1, 0);
 }
 
+HS_CLONES
+void hs_add_long(float *out, const float *a, const float *b, size_t n)
+{
+    hs_add(out, a, b, n);
+}
+
+HS_CLONES
+void hs_mul_long(float *out, const float *a, const float *b, size_t n)
+{
+    hs_mul(out, a, b, n);
+}
+
 /* out (N, OC) += bias (OC) on every row: what every product of the forward
  * does after its beta-0 product, so the fused passes below give its bits. */
 HS_CLONES
@@ -391,6 +403,7 @@ static void act_forward(float *out, float *dact, const float *inp, size_t n, hs_
 /* The no-observer MLP's first pass: pre (N, M) += bias (may be NULL), then
  * out = act(pre) (and dact, may be NULL), row by row while the row is in L1:
  * the bits of add_bias_rows and act_forward. */
+HS_CLONES
 static void bias_act_forward(float *out, float *dact, float *pre, const float *bias, size_t N,
                              int M, hs_act act)
 {
@@ -875,7 +888,7 @@ static void last_block_at_one_position_run(const hs_model *m, hs_acts *acts, int
         memcpy(ao + (size_t)b * D, ba->attn_out + row * D, (size_t)D * sizeof(float));
         memcpy(rm + (size_t)b * D, ba->resid_pre + row * D, (size_t)D * sizeof(float));
     }
-    hs_add(rm, rm, ao, nb * D);
+    hs_add_long(rm, rm, ao, nb * D);
     const float *after = rm;
     if (M > 0) {
         const float *ln2_in = rm;
@@ -887,7 +900,7 @@ static void last_block_at_one_position_run(const hs_model *m, hs_acts *acts, int
         hs_matmul_forward(pre, ln2_in, bp->W_in, bp->b_in, nb, D, M);
         act_forward(post, NULL, pre, nb * M, c->act);
         hs_matmul_forward(mo, post, bp->W_out, bp->b_out, nb, M, D);
-        hs_add(rp, rm, mo, nb * D);
+        hs_add_long(rp, rm, mo, nb * D);
         after = rp;
     }
     const float *fin = after;
@@ -920,7 +933,7 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
         for (size_t i = 0; i < BT; i++)
             memcpy(acts->pos_embed + i * D, P->W_pos + (i % (size_t)T) * D, (size_t)D * sizeof(float));
         HOOK("hook_pos_embed", acts->pos_embed, 3, B, T, D, 0);
-        hs_add(x0, acts->embed, acts->pos_embed, BT * D);
+        hs_add_long(x0, acts->embed, acts->pos_embed, BT * D);
     } else {
         memcpy(x0, acts->embed, BT * D * sizeof(float));
     }
@@ -1041,7 +1054,7 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
         if (fuse)
             bias_residual(after_attn, ba->resid_pre, ba->attn_out, bp->b_O, BT, D, 1);
         else
-            hs_add(after_attn, ba->resid_pre, ba->attn_out, BT * D);
+            hs_add_long(after_attn, ba->resid_pre, ba->attn_out, BT * D);
 
         if (M > 0) {
             snprintf(nm, sizeof nm, "blocks.%d.hook_resid_mid", l);
@@ -1084,7 +1097,7 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
                 if (bp->b_out) add_bias_rows(mlp_out, bp->b_out, BT, D);
                 snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);
                 HOOK(nm, mlp_out, 3, B, T, D, 0);
-                hs_add(ba->resid_post, ba->resid_mid, mlp_out, BT * D);
+                hs_add_long(ba->resid_post, ba->resid_mid, mlp_out, BT * D);
             }
         }
         snprintf(nm, sizeof nm, "blocks.%d.hook_resid_post", l);

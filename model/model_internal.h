@@ -254,6 +254,13 @@ static inline __attribute__((always_inline)) void hs_mul(float *out, const float
     for (; i < n; i++) out[i] = a[i] * b[i];
 }
 
+/* hs_add and hs_mul for long arrays, called from code that is not itself an
+ * HS_CLONES kernel: inlined there, the 8-lane form compiles to SSE2 with
+ * stack spills (the backward's dpre = dpost * GELU' ran at half speed).
+ * Same operations, same bits. */
+void hs_add_long(float *out, const float *a, const float *b, size_t n);
+void hs_mul_long(float *out, const float *a, const float *b, size_t n);
+
 /* Dot product of a, b (n): 8 lane sums over the chunks of 8, folded as a
  * 16/8/4-lane register would be (l + l+4, then + l+2, then + l+1), then the
  * scalar tail. */
