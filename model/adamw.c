@@ -13,104 +13,22 @@ hs_adamw hs_adamw_default(void)
     return o;
 }
 
-/* The update of one run of elements, in PyTorch's form (torch.optim.AdamW,
- * single-tensor path, 1.13): every operation in float with scalars made once
- * in double and rounded, so no per-element double division or conversion:
- *   g = g gscale; p = p decay; m = b1 m + c1 g; v = b2 v + (c2 g) g;
- *   p = p - step (m / (sqrt(v) / bc2s + eps))
- * with decay = 1 - lr wd, step = lr / (1 - b1^t), bc2s = sqrt(1 - b2^t). */
-typedef struct {
-    float gscale, b1, c1, b2, c2, decay, step, bc2s, eps;
-} adam_scalars;
-
-static inline float adam_one(float *p, float *m, float *v, float g, const adam_scalars *k)
-{
-    g = g * k->gscale;
-    float pd = *p * k->decay;
-    float mi = k->b1 * *m + k->c1 * g;
-    float vi = k->b2 * *v + k->c2 * g * g;
-    *m = mi;
-    *v = vi;
-    return pd - k->step * (mi / (sqrtf(vi) / k->bc2s + k->eps));
-}
-
-static void adam_run_scalar(float *p, float *m, float *v, const float *g, size_t n,
-                            const adam_scalars *k)
-{
-    for (size_t i = 0; i < n; i++) p[i] = adam_one(p + i, m + i, v + i, g[i], k);
-}
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-/* The same operations 16 lanes at a time (IEEE sqrt and division are
- * correctly rounded at every width, and nothing is contracted into an FMA:
- * -ffp-contract=off), then the tail through adam_one: the bits of the scalar
- * form. */
-__attribute__((target("avx512f"))) static void adam_run_16(float *p, float *m, float *v,
-                                                            const float *g, size_t n,
-                                                            const adam_scalars *k)
-{
-    const __m512 gs = _mm512_set1_ps(k->gscale), b1 = _mm512_set1_ps(k->b1),
-                 c1 = _mm512_set1_ps(k->c1), b2 = _mm512_set1_ps(k->b2),
-                 c2 = _mm512_set1_ps(k->c2), dc = _mm512_set1_ps(k->decay),
-                 st = _mm512_set1_ps(k->step), bs = _mm512_set1_ps(k->bc2s),
-                 ep = _mm512_set1_ps(k->eps);
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-        __m512 gi = _mm512_mul_ps(_mm512_loadu_ps(g + i), gs);
-        __m512 pd = _mm512_mul_ps(_mm512_loadu_ps(p + i), dc);
-        __m512 mi = _mm512_add_ps(_mm512_mul_ps(b1, _mm512_loadu_ps(m + i)), _mm512_mul_ps(c1, gi));
-        __m512 vi = _mm512_add_ps(_mm512_mul_ps(b2, _mm512_loadu_ps(v + i)),
-                                  _mm512_mul_ps(_mm512_mul_ps(c2, gi), gi));
-        _mm512_storeu_ps(m + i, mi);
-        _mm512_storeu_ps(v + i, vi);
-        __m512 den = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(vi), bs), ep);
-        _mm512_storeu_ps(p + i, _mm512_sub_ps(pd, _mm512_mul_ps(st, _mm512_div_ps(mi, den))));
-    }
-    adam_run_scalar(p + i, m + i, v + i, g + i, n - i, k);
-}
-
-__attribute__((target("avx"))) static void adam_run_8(float *p, float *m, float *v,
-                                                      const float *g, size_t n,
-                                                      const adam_scalars *k)
-{
-    const __m256 gs = _mm256_set1_ps(k->gscale), b1 = _mm256_set1_ps(k->b1),
-                 c1 = _mm256_set1_ps(k->c1), b2 = _mm256_set1_ps(k->b2),
-                 c2 = _mm256_set1_ps(k->c2), dc = _mm256_set1_ps(k->decay),
-                 st = _mm256_set1_ps(k->step), bs = _mm256_set1_ps(k->bc2s),
-                 ep = _mm256_set1_ps(k->eps);
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 gi = _mm256_mul_ps(_mm256_loadu_ps(g + i), gs);
-        __m256 pd = _mm256_mul_ps(_mm256_loadu_ps(p + i), dc);
-        __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gi));
-        __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
-                                  _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
-        _mm256_storeu_ps(m + i, mi);
-        _mm256_storeu_ps(v + i, vi);
-        __m256 den = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bs), ep);
-        _mm256_storeu_ps(p + i, _mm256_sub_ps(pd, _mm256_mul_ps(st, _mm256_div_ps(mi, den))));
-    }
-    adam_run_scalar(p + i, m + i, v + i, g + i, n - i, k);
-    _mm256_zeroupper();
-}
-#endif
-
-/* The widest version the CPU runs (all give the same bits). */
+/* The update of a run of elements (hs_adam_run_4/8/16, model_simd.h): the
+ * widest version the CPU runs; all give the same bits. */
 static void adam_run_elems(float *p, float *m, float *v, const float *g, size_t n,
-                           const adam_scalars *k)
+                           const hs_adam_k *k)
 {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#ifdef HS_SIMD_X86
     if (__builtin_cpu_supports("avx512f")) {
-        adam_run_16(p, m, v, g, n, k);
+        hs_adam_run_16(p, m, v, g, n, k);
         return;
     }
-    if (__builtin_cpu_supports("avx")) {
-        adam_run_8(p, m, v, g, n, k);
+    if (__builtin_cpu_supports("avx2")) {
+        hs_adam_run_8(p, m, v, g, n, k);
         return;
     }
 #endif
-    adam_run_scalar(p, m, v, g, n, k);
+    hs_adam_run_4(p, m, v, g, n, k);
 }
 
 /* Floats per job of the parallel update and gradient norm: fixed, so the
@@ -165,7 +83,7 @@ static hs_status norm_run(void *ctx, int j, int worker, hs_error *err)
 typedef struct {
     hs_model *m;
     const hs_adamw *opt;
-    adam_scalars k; /* decay set per tensor */
+    hs_adam_k k; /* decay set per tensor */
 } adam_job;
 
 /* Job j: the elements [j, j + 1) * ADAM_CHUNK, tensor by tensor. */
@@ -177,7 +95,7 @@ static hs_status adam_run(void *ctx, int j, int worker, hs_error *err)
     hs_model *m = a->m;
     const hs_adamw *o = a->opt;
     const size_t lo = (size_t)j * ADAM_CHUNK, hi = lo + ADAM_CHUNK;
-    adam_scalars k = a->k;
+    hs_adam_k k = a->k;
     for (int ti = 0; ti < m->n_tensors; ti++) {
         const hs_tensor_info *t = &m->tensors[ti];
         const size_t b = t->offset > lo ? t->offset : lo;

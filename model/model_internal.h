@@ -312,6 +312,17 @@ static inline __attribute__((always_inline)) int hs_row_max(const float *s, int 
     return !nan && m - m == 0.0f;
 }
 
+/* AdamW's scalars for one run of elements (model/adamw.c): decay = 1 - lr wd
+ * (1 without decay), step = lr / (1 - b1^t), bc2s = sqrt(1 - b2^t), c1 =
+ * 1 - b1, c2 = 1 - b2, gscale the clip factor; made in double, rounded once. */
+typedef struct {
+    float gscale, b1, c1, b2, c2, decay, step, bc2s, eps;
+} hs_adam_k;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 /* Width-generic exp, normal CDF and GELU (model_simd.h): hs_exp_4 (...) at
  * 4 lanes everywhere, and on x86-64 _8 (AVX2) and _16 (AVX-512F) versions
  * compiled for those ISAs. Use them through hs_gelu_forward/backward, which

@@ -155,6 +155,49 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_backward_)(float *dinp, cons
     }
 }
 
+/* Lane-wise square root, correctly rounded (IEEE) at every width. */
+HS_SIMD_TGT static inline __attribute__((always_inline)) VF HS_SIMD_NAME(hs_sqrt_)(VF x)
+{
+#if HS_SIMD_W == 16
+    return (VF)_mm512_sqrt_ps((__m512)x);
+#elif HS_SIMD_W == 8
+    return (VF)_mm256_sqrt_ps((__m256)x);
+#elif defined(__SSE__)
+    return (VF)_mm_sqrt_ps((__m128)x);
+#else
+    for (int k = 0; k < HS_SIMD_W; k++) x[k] = sqrtf(x[k]);
+    return x;
+#endif
+}
+
+/* One AdamW update of p, m, v (n) from g (n) (model/adamw.c, hs_adam_k):
+ * per element, in float, in PyTorch's order (torch.optim.AdamW):
+ *   g = g gscale; p = p decay; m = b1 m + c1 g; v = b2 v + (c2 g) g;
+ *   p = p - step (m / (sqrt(v) / bc2s + eps)).
+ * The tail through the same code on a zero-padded copy: every width and the
+ * scalar form give the same bits. */
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_adam_run_)(float *p, float *m, float *v,
+                                                         const float *g, size_t n,
+                                                         const hs_adam_k *k)
+{
+    for (size_t i = 0; i < n; i += HS_SIMD_W) {
+        const size_t w = n - i < HS_SIMD_W ? n - i : HS_SIMD_W;
+        VF gi = {0}, pi = {0}, mi = {0}, vi = {0};
+        memcpy(&gi, g + i, w * sizeof(float));
+        memcpy(&pi, p + i, w * sizeof(float));
+        memcpy(&mi, m + i, w * sizeof(float));
+        memcpy(&vi, v + i, w * sizeof(float));
+        gi = gi * k->gscale;
+        pi = pi * k->decay;
+        mi = k->b1 * mi + k->c1 * gi;
+        vi = k->b2 * vi + k->c2 * gi * gi;
+        pi = pi - k->step * (mi / (HS_SIMD_NAME(hs_sqrt_)(vi) / k->bc2s + k->eps));
+        memcpy(m + i, &mi, w * sizeof(float));
+        memcpy(v + i, &vi, w * sizeof(float));
+        memcpy(p + i, &pi, w * sizeof(float));
+    }
+}
+
 /* out (n) = exp(inp (n)) (out may be inp): the softmax's exp over a whole
  * (b, h) tile of shifted scores at once (masked entries -inf give 0). */
 HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_exp_span_)(float *out, const float *inp, size_t n)

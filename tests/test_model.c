@@ -1290,8 +1290,8 @@ static int j_past(int r, int T, const float *a)
 
 /* The element-wise kernels run at the widest vectors the CPU has (4, 8 or
  * 16 lanes) and promise the same bits at every width: GELU with its
- * derivative and the long softmax rows (16 fixed sum lanes), on rows with a
- * tail, masked columns and a row of NaN. */
+ * derivative, the long softmax rows (16 fixed sum lanes), on rows with a
+ * tail, masked columns and a row of NaN, and AdamW's update. */
 static void simd_widths_give_the_same_bits(void **state)
 {
     (void)state;
@@ -1329,6 +1329,29 @@ static void simd_widths_give_the_same_bits(void **state)
                 fail_msg("T %d: softmax row %d sums to %.9g", T, r, sum);
         }
     }
+    /* AdamW's update (1001 elements: a tail at every width) */
+    static float ap[3][N], am[3][N], av[3][N];
+    const hs_adam_k ak = {0.5f, 0.9f, 0.1f, 0.999f, 0.001f, 0.99999f, 0.0031f, 0.0447f, 1e-8f};
+    int aw = 0;
+    for (int w = 0; w < 3; w++) {
+        for (int i = 0; i < N; i++) {
+            ap[w][i] = x[i] * 0.1f;
+            am[w][i] = x[(i + 7) % N] * 0.01f;
+            av[w][i] = x[(i + 3) % N] * x[(i + 3) % N] * 1e-4f;
+        }
+    }
+    hs_adam_run_4(ap[aw], am[aw], av[aw], x, N, &ak), aw++;
+#ifdef HS_SIMD_X86
+    if (__builtin_cpu_supports("avx2")) hs_adam_run_8(ap[aw], am[aw], av[aw], x, N, &ak), aw++;
+    if (__builtin_cpu_supports("avx512f")) hs_adam_run_16(ap[aw], am[aw], av[aw], x, N, &ak), aw++;
+#endif
+    for (int w = 1; w < aw; w++) {
+        assert_memory_equal(ap[0], ap[w], sizeof ap[0]);
+        assert_memory_equal(am[0], am[w], sizeof am[0]);
+        assert_memory_equal(av[0], av[w], sizeof av[0]);
+    }
+    /* and it moved the parameters (the last element: through the tail) */
+    assert_true(ap[0][N - 1] != x[N - 1] * 0.1f);
     printf("  widths compared: %d\n", widths);
 }
 
