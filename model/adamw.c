@@ -18,17 +18,7 @@ hs_adamw hs_adamw_default(void)
 static void adam_run_elems(float *p, float *m, float *v, const float *g, size_t n,
                            const hs_adam_k *k)
 {
-#ifdef HS_SIMD_X86
-    if (__builtin_cpu_supports("avx512f")) {
-        hs_adam_run_16(p, m, v, g, n, k);
-        return;
-    }
-    if (__builtin_cpu_supports("avx2")) {
-        hs_adam_run_8(p, m, v, g, n, k);
-        return;
-    }
-#endif
-    hs_adam_run_4(p, m, v, g, n, k);
+    HS_SIMD_CALL(hs_adam_run_, p, m, v, g, n, k);
 }
 
 /* Floats per job of the parallel update and gradient norm: fixed, so the

@@ -454,34 +454,14 @@ static void attn_scores(float *scores, float *kT, const float *q, const float *k
  * 0, as TransformerLens' softmax NaN -> 0. */
 static void softmax_rows_long(float *att, const float *scores, size_t rows, int T, int full)
 {
-#ifdef HS_SIMD_X86
-    if (__builtin_cpu_supports("avx512f")) {
-        hs_softmax_rows_16(att, scores, rows, T, full);
-        return;
-    }
-    if (__builtin_cpu_supports("avx2")) {
-        hs_softmax_rows_8(att, scores, rows, T, full);
-        return;
-    }
-#endif
-    hs_softmax_rows_4(att, scores, rows, T, full);
+    HS_SIMD_CALL(hs_softmax_rows_, att, scores, rows, T, full);
 }
 
 /* out (n) = exp(inp (n)) at the widest width the CPU runs (identical bits at
  * every width). */
 static void exp_span(float *out, const float *inp, size_t n)
 {
-#ifdef HS_SIMD_X86
-    if (__builtin_cpu_supports("avx512f")) {
-        hs_exp_span_16(out, inp, n);
-        return;
-    }
-    if (__builtin_cpu_supports("avx2")) {
-        hs_exp_span_8(out, inp, n);
-        return;
-    }
-#endif
-    hs_exp_span_4(out, inp, n);
+    HS_SIMD_CALL(hs_exp_span_, out, inp, n);
 }
 
 HS_CLONES
@@ -585,47 +565,17 @@ static void attn_mix(float *z, const float *att, const float *v, int B, int T, i
 /* The widest GELU kernel the CPU runs (identical bits at every width). */
 void hs_gelu_forward(float *out, const float *inp, size_t n)
 {
-#ifdef HS_SIMD_X86
-    if (__builtin_cpu_supports("avx512f")) {
-        hs_gelu_forward_16(out, inp, n);
-        return;
-    }
-    if (__builtin_cpu_supports("avx2")) {
-        hs_gelu_forward_8(out, inp, n);
-        return;
-    }
-#endif
-    hs_gelu_forward_4(out, inp, n);
+    HS_SIMD_CALL(hs_gelu_forward_, out, inp, n);
 }
 
 void hs_gelu_forward_grad(float *out, float *dact, const float *inp, size_t n)
 {
-#ifdef HS_SIMD_X86
-    if (__builtin_cpu_supports("avx512f")) {
-        hs_gelu_forward_grad_16(out, dact, inp, n);
-        return;
-    }
-    if (__builtin_cpu_supports("avx2")) {
-        hs_gelu_forward_grad_8(out, dact, inp, n);
-        return;
-    }
-#endif
-    hs_gelu_forward_grad_4(out, dact, inp, n);
+    HS_SIMD_CALL(hs_gelu_forward_grad_, out, dact, inp, n);
 }
 
 void hs_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n)
 {
-#ifdef HS_SIMD_X86
-    if (__builtin_cpu_supports("avx512f")) {
-        hs_gelu_backward_16(dinp, dout, inp, n);
-        return;
-    }
-    if (__builtin_cpu_supports("avx2")) {
-        hs_gelu_backward_8(dinp, dout, inp, n);
-        return;
-    }
-#endif
-    hs_gelu_backward_4(dinp, dout, inp, n);
+    HS_SIMD_CALL(hs_gelu_backward_, dinp, dout, inp, n);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -352,6 +352,22 @@ typedef struct {
 #undef HS_SIMD_TGT
 #endif
 
+/* Calls fn_16, fn_8 or fn_4 (model_simd.h) with the arguments: the widest
+ * version the CPU runs (every width gives the same bits). */
+#ifdef HS_SIMD_X86
+#define HS_SIMD_CALL(fn, ...)                                                 \
+    do {                                                                      \
+        if (__builtin_cpu_supports("avx512f"))                                \
+            fn##16(__VA_ARGS__);                                              \
+        else if (__builtin_cpu_supports("avx2"))                              \
+            fn##8(__VA_ARGS__);                                               \
+        else                                                                  \
+            fn##4(__VA_ARGS__);                                               \
+    } while (0)
+#else
+#define HS_SIMD_CALL(fn, ...) fn##4(__VA_ARGS__)
+#endif
+
 /* out (n) = GELU(inp (n)) = x Phi(x), exact erf to float precision. */
 void hs_gelu_forward(float *out, const float *inp, size_t n);
 /* out (n) = GELU(inp (n)) and dact (n) = GELU'(inp (n)), same bits as the two
