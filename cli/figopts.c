@@ -334,7 +334,7 @@ static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_
     }
     hs_error err = {0};
     hs_status s;
-    if (strcmp(ext, "png") == 0) s = hs_viz_figure_write_png(fig, path, &err);
+    if (strcmp(ext, "png") == 0) s = hs_viz_figure_write_png(fig, path, NULL, &err);
     else if (strcmp(ext, "svg") == 0) s = hs_viz_figure_write_svg(fig, path, &err);
     else if (strcmp(ext, "pdf") == 0) s = hs_viz_figure_write_pdf(fig, path, &err);
     else s = hs_viz_write_json(json, path, &err);
