@@ -36,6 +36,13 @@
 const vz_png_params VZ_PNG_DEFAULT = {1, Z_DEFAULT_STRATEGY, PNG_FILTER_NONE};
 
 /* deflate's window: the dictionary each strip is primed with. */
+
+
+/* zlib's memLevel: hash table and literal buffer sizes. 6 rather than zlib's
+ * default 8: the smaller tables stay in cache, level 1 on the 2 x 4 grid
+ * (300 dpi, one thread) takes 25.2 ms instead of 29.5 for the same size
+ * (306 kB; 9: 44 ms, 5: 25.2, 4: 26.1, 3 runs each, bench_viz). */
+#define MEM_LEVEL 6
 #define WINDOW 32768u
 
 typedef struct {
@@ -69,12 +76,25 @@ static void raw_row(const enc_ctx *c, int y, unsigned char *rgb)
         return;
     }
     const uint32_t *p = (const uint32_t *)(const void *)src;
-    if (c->little) { /* 0x00RRGGBB -> bytes R G B 0: one 4-byte store a pixel */
-        for (int x = 0; x < c->w; x++) {
-            uint32_t v = p[x];
-            v = ((v >> 16) & 0xffu) | (v & 0xff00u) | ((v & 0xffu) << 16);
-            memcpy(rgb + 3 * (size_t)x, &v, 4);
+    if (c->little) {
+        /* xRGB word -> R | G << 8 | B << 16 (little-endian bytes R G B); four
+         * pixels are three 4-byte stores */
+#define RGB_OF(v) ((((v) >> 16) & 0xffu) | ((v) & 0xff00u) | (((v) & 0xffu) << 16))
+        int x = 0;
+        unsigned char *o = rgb;
+        for (; x + 4 <= c->w; x += 4, o += 12) {
+            uint32_t a = RGB_OF(p[x]), b = RGB_OF(p[x + 1]), d = RGB_OF(p[x + 2]),
+                     e = RGB_OF(p[x + 3]);
+            uint32_t w0 = a | b << 24, w1 = b >> 8 | d << 16, w2 = d >> 16 | e << 8;
+            memcpy(o, &w0, 4);
+            memcpy(o + 4, &w1, 4);
+            memcpy(o + 8, &w2, 4);
         }
+        for (; x < c->w; x++, o += 3) { /* one 4-byte store: the byte after is overwritten */
+            uint32_t v = RGB_OF(p[x]);
+            memcpy(o, &v, 4);
+        }
+#undef RGB_OF
         return;
     }
     for (int x = 0; x < c->w; x++) {
@@ -204,7 +224,7 @@ static hs_status strip_job(void *ctx, int j, int worker, hs_error *err)
     int zr;
     if (!c->inited[worker]) {
         memset(zs, 0, sizeof *zs);
-        zr = deflateInit2(zs, c->pp->level, Z_DEFLATED, -15, 8, c->pp->strategy);
+        zr = deflateInit2(zs, c->pp->level, Z_DEFLATED, -15, MEM_LEVEL, c->pp->strategy);
         if (zr != Z_OK)
             return hs_fail(err, HS_ERR_IO, "zlib: cannot start deflate (level %d, strategy %d): %s",
                            c->pp->level, c->pp->strategy, zr == Z_MEM_ERROR ? "out of memory"
