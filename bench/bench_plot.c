@@ -98,7 +98,7 @@ int main(int argc, char **argv)
     if (hs_viz_lines_figure(&f, x, N, &P, 1, title, xlabel, NAN, NULL, &o, &err) != HS_OK)
         return fail("figure", &err);
     snprintf(path, sizeof path, "%s.png", pos[1]);
-    if (hs_viz_figure_write_png(f, path, &err) != HS_OK) return fail(path, &err);
+    if (hs_viz_figure_write_png(f, path, NULL, &err) != HS_OK) return fail(path, &err);
     snprintf(path, sizeof path, "%s.svg", pos[1]);
     if (hs_viz_figure_write_svg(f, path, &err) != HS_OK) return fail(path, &err);
     if (hs_viz_lines_json(&j, x, N, &P, 1, title, xlabel, &err) != HS_OK) return fail("json", &err);

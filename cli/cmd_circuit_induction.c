@@ -68,7 +68,7 @@ static int attention_fig(cli_outdir *od, const hs_ind_circuit_report *r, const h
         }
         cJSON_AddStringToObject(j, "model", model);
     }
-    rc = cli_out_figure(od, "attention", f, j,
+    rc = cli_out_figure(od, "attention", &f, j,
                         "the named previous-token and induction heads' patterns on held-out sequence 0");
 done:
     cJSON_Delete(j);

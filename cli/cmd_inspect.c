@@ -54,6 +54,8 @@ static const char INSPECT_HELP[] =
     "                         and destinations; labels from the cropped slice)\n"
     "  --title TEXT           the title of the main figure (attention_grid)\n"
     "  --no-title             no titles (papers caption instead)\n"
+    "  --threads N            worker threads drawing and encoding the figures, 0 = every\n"
+    "                         CPU (default); the files are the same for any N\n"
     "Figures: the grid, one per head and per layer mean frame the query row;\n"
     "query_row is the query position's row of every head (or --only's) as a heatmap strip.\n"
     "A figure over the caps (%d tokens, %d heads per row) or wider than the auto\n"
@@ -240,7 +242,7 @@ static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, 
         free(cp);
         return 1;
     }
-    int rc = cli_out_figure(od, stem, fig, j, shows);
+    int rc = cli_out_figure(od, stem, &fig, j, shows);
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
     free(cp);
@@ -301,7 +303,7 @@ static int write_diff(cli_outdir *od, const insp_ctx *x, const char *stem, const
         else if (!add_context(j, x, 1))
             rc = oom(C);
     }
-    if (!rc) rc = cli_out_figure(od, stem, fig, j, shows);
+    if (!rc) rc = cli_out_figure(od, stem, &fig, j, shows);
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
     free(m);
@@ -358,7 +360,7 @@ static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats,
         else if (!add_context(j, x, 1) || cli_add_scale(j, od->fo, CLI_FIG_ATTENTION, 0))
             rc = oom(C); /* the page draws attention on the figure's fixed [0, 1] */
     }
-    if (!rc) rc = cli_out_figure(od, "query_row", fig, j, shows);
+    if (!rc) rc = cli_out_figure(od, "query_row", &fig, j, shows);
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
     free(m);
@@ -457,7 +459,7 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
             (void)T;
         }
     }
-    if (!rc) rc = cli_out_figure(od, stem, fig, j, shows);
+    if (!rc) rc = cli_out_figure(od, stem, &fig, j, shows);
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
     free(title);
@@ -472,7 +474,7 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
 int cmd_inspect(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_SENT, O_OUT, O_POS, O_VS, O_HEADS, O_ONLY, O_TOP, O_HELP, O_POSS,
-           O_TITLE, O_NOTITLE };
+           O_TITLE, O_NOTITLE, O_THREADS };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"sentence", required_argument, 0, O_SENT},
                                          {"out", required_argument, 0, O_OUT},
@@ -484,6 +486,7 @@ int cmd_inspect(int argc, char **argv)
                                          {"positions", required_argument, 0, O_POSS},
                                          {"title", required_argument, 0, O_TITLE},
                                          {"no-title", no_argument, 0, O_NOTITLE},
+                                         {"threads", required_argument, 0, O_THREADS},
                                          {"help", no_argument, 0, O_HELP},
                                          CLI_VOCAB_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
@@ -492,7 +495,7 @@ int cmd_inspect(int argc, char **argv)
                *vs = NULL, *only = NULL, *sentence2 = NULL, *title_opt = NULL;
     long position = 0, top = 5, crop_a = -1, crop_b = -1;
     const char *pos_arg = NULL; /* --position as typed, for the message */
-    int have_pos = 0, heads_rows = 0, no_title = 0, c;
+    int have_pos = 0, heads_rows = 0, no_title = 0, threads = 0, c;
     cli_source from = {0};
     cli_figopts fo;
     cli_figopts_default(&fo, 150);
@@ -521,6 +524,9 @@ int cmd_inspect(int argc, char **argv)
         }
         case O_TITLE: title_opt = optarg; break;
         case O_NOTITLE: no_title = 1; break;
+        case O_THREADS:
+            if (cli_parse_threads(C, optarg, &threads)) return 2;
+            break;
         case O_OUT: out = optarg; break;
         case O_POS:
             /* any integer: one beyond the sentence is refused below, naming the range */
@@ -566,6 +572,7 @@ int cmd_inspect(int argc, char **argv)
     hs_cache cache;
     hs_cache_init(&cache);
     cli_outdir od = {0};
+    hs_pool *pool = NULL;
     float *pats = NULL, *buf = NULL, *rows = NULL, *pats2 = NULL, *pair = NULL;
     char **pair_labels = NULL;
     char **row_labels = NULL;
@@ -695,6 +702,14 @@ int cmd_inspect(int argc, char **argv)
                   crop_a >= 0 ? (int)crop_b : T - 1, title_opt, no_title};
     const char *const inputs[] = {model, NULL}; /* never replaced or removed */
     if (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, inputs)) goto done;
+    {
+        hs_error perr = {0};
+        if (hs_pool_create(threads, &pool, &perr) != HS_OK) {
+            cli_error(C, &perr);
+            goto done;
+        }
+        od.pool = pool;
+    }
     const char *const *toks = (const char *const *)tok.strs;
     char names[MAX_SEL][32], title[256], shows[256];
     const char *name_p[MAX_SEL];
@@ -946,6 +961,7 @@ int cmd_inspect(int argc, char **argv)
     rc = cli_stdout_done(C);
 done:
     cli_outdir_close(&od);
+    hs_pool_destroy(pool);
     cli_figopts_free(&fo);
     if (row_labels)
         for (int i = 0; i < NL + NL * NH; i++) free(row_labels[i]);

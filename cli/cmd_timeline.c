@@ -300,7 +300,7 @@ int cmd_timeline(int argc, char **argv)
                 if (!bad && cli_figopts_data(&fo) && hs_viz_lines_json(&j, x, (size_t)n, P, 4, title, "training step", &err) != HS_OK)
                     bad = cli_error(C, &err) + 1;
                 if (!bad)
-                    bad = cli_out_figure(&od, "timeline", f, j,
+                    bad = cli_out_figure(&od, "timeline", &f, j,
                                          "per-head scores, the task metric and the loss over training steps");
             }
         } else {

@@ -131,7 +131,7 @@ static int write_signed(const w_ctx *x, const char *stem, const float *mat,
             for (cJSON *it = extra ? extra->child : NULL; it; it = it->next)
                 cJSON_AddItemToObject(j, it->string, cJSON_Duplicate(it, 1));
     }
-    if (!rc) rc = cli_out_figure(x->od, stem, fig, j, shows);
+    if (!rc) rc = cli_out_figure(x->od, stem, &fig, j, shows);
     cJSON_Delete(extra);
     cJSON_Delete(j);
     hs_viz_figure_destroy(fig);
@@ -437,7 +437,7 @@ int cmd_weights(int argc, char **argv)
             }
         }
         if (!r)
-            r = cli_out_figure(&od, "copying", fig, j,
+            r = cli_out_figure(&od, "copying", &fig, j,
                                "each head's eigenvalue copying score of its full OV circuit");
         hs_viz_figure_destroy(fig);
         cJSON_Delete(j);

@@ -56,7 +56,7 @@ int cli_out_fig(const cli_fig_ctx *x, cli_fig_kind kind, const char *stem, const
             }
         }
     }
-    if (!rc) rc = cli_out_figure(x->od, stem, fig, j, shows);
+    if (!rc) rc = cli_out_figure(x->od, stem, &fig, j, shows);
     cJSON_Delete(j);
     hs_viz_figure_destroy(fig);
     return rc;
@@ -125,6 +125,7 @@ int cli_exp_open(cli_exp *x, int prompt_flags)
                    cli_outdir_open(&x->od, x->cmd, x->out, &x->fo, inputs)))
         return 1;
     if (hs_pool_create(x->threads, &x->pool, &err) != HS_OK) return cli_error(x->cmd, &err);
+    x->od.pool = x->pool; /* the figures are drawn on it too */
     return 0;
 }
 

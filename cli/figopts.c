@@ -2,6 +2,7 @@
 #include "figopts.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,8 +228,14 @@ int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_f
     return 0;
 }
 
+static void pending_free(cli_outdir *o);
+
 void cli_outdir_close(cli_outdir *o)
 {
+    pending_free(o);
+    free(o->pend);
+    o->pend = NULL;
+    o->cap_pend = 0;
     if (o->dir) cli_out_discard(o->dir, &o->stage);
     cJSON_Delete(o->files);
     cJSON_Delete(o->page);
@@ -322,8 +329,8 @@ static int out_error(const cli_outdir *o, const hs_error *err)
 }
 
 /* Writes one file dir/stem.ext with fn; 0 ok, 1 printed. */
-static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_viz_figure *fig,
-                     const cJSON *json, const char *shows)
+static int write_one(cli_outdir *o, const char *stem, const char *ext, const cJSON *json,
+                     const char *shows)
 {
     char *name = hs_strfmt("%s.%s", stem, ext);
     char *path = name ? hs_path_join(o->stage.path, name) : NULL;
@@ -333,36 +340,187 @@ static int write_one(cli_outdir *o, const char *stem, const char *ext, const hs_
         return 1;
     }
     hs_error err = {0};
-    hs_status s;
-    if (strcmp(ext, "png") == 0) s = hs_viz_figure_write_png(fig, path, &err);
-    else if (strcmp(ext, "svg") == 0) s = hs_viz_figure_write_svg(fig, path, &err);
-    else if (strcmp(ext, "pdf") == 0) s = hs_viz_figure_write_pdf(fig, path, &err);
-    else s = hs_viz_write_json(json, path, &err);
+    hs_status s = hs_viz_write_json(json, path, &err);
     int rc = s != HS_OK ? out_error(o, &err) : add_index(o, name, ext, shows, path);
     free(path);
     free(name);
     return rc;
 }
 
-int cli_out_figure(cli_outdir *o, const char *stem, const hs_viz_figure *fig, const cJSON *json,
+/* A figure cli_out_figure took: its image files, listed in the index
+ * already (entry[k], without bytes and hash until written). Whoever claims it
+ * first (the lane job queued for it, or a job of the final hs_pool_for)
+ * writes the files and destroys the figure. */
+struct cli_pending {
+    const cli_outdir *o;
+    hs_viz_figure *fig;
+    char *stem;
+    atomic_int claimed;
+    int n;               /* formats */
+    const char *ext[3];  /* "png", "svg", "pdf", in that order */
+    cJSON *entry[3];     /* borrowed from o->files */
+    double bytes[3];
+    char hex[3][17];
+    hs_status st;        /* the write's status, and its error */
+    hs_error err;
+};
+
+/* Writes pending figure p's files, in order, and their sizes and hashes,
+ * unless another thread claimed it first. */
+static hs_status pending_write(struct cli_pending *p)
+{
+    if (atomic_exchange(&p->claimed, 1)) return HS_OK;
+    hs_error *err = &p->err;
+    hs_status s = HS_OK;
+    for (int k = 0; s == HS_OK && k < p->n; k++) {
+        char *name = hs_strfmt("%s.%s", p->stem, p->ext[k]);
+        char *path = name ? hs_path_join(p->o->stage.path, name) : NULL;
+        free(name);
+        if (!path) {
+            s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+            break;
+        }
+        /* no pool: a job must not start jobs on the pool it runs on */
+        if (strcmp(p->ext[k], "png") == 0) s = hs_viz_figure_write_png(p->fig, path, NULL, err);
+        else if (strcmp(p->ext[k], "svg") == 0) s = hs_viz_figure_write_svg(p->fig, path, err);
+        else s = hs_viz_figure_write_pdf(p->fig, path, err);
+        if (s == HS_OK && cli_file_digest(path, &p->bytes[k], p->hex[k]) != 0)
+            s = hs_fail(err, HS_ERR_IO, "cannot read back %s: %s", path, strerror(errno));
+        free(path);
+    }
+    hs_viz_figure_destroy(p->fig);
+    p->fig = NULL;
+    p->st = s;
+    return s;
+}
+
+/* The lane job queued for a pending figure: arg holds its pointer. */
+static void pending_lane(void *arg)
+{
+    struct cli_pending *p;
+    memcpy(&p, arg, sizeof p);
+    pending_write(p);
+}
+
+/* A job of the final hs_pool_for: pending figure j, unless its lane job took it. */
+static hs_status pending_job(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err; /* each figure keeps its own error */
+    cli_outdir *o = ctx;
+    return pending_write(o->pend[j]);
+}
+
+static void pending_free(cli_outdir *o)
+{
+    hs_pool_wait_all(o->pool); /* no lane job still writes into the stage */
+    for (int i = 0; i < o->n_pend; i++) {
+        hs_viz_figure_destroy(o->pend[i]->fig);
+        free(o->pend[i]->stem);
+        free(o->pend[i]);
+    }
+    o->n_pend = 0;
+}
+
+/* Writes every pending figure not written yet, on both the lane and the
+ * caller's thread (hs_pool_for), waits for the lane, and puts the files'
+ * bytes and hashes into the index. 0 ok, 1 after printing the first failed
+ * figure's error. */
+static int pending_flush(cli_outdir *o)
+{
+    if (o->n_pend == 0) return 0;
+    hs_error err = {0};
+    hs_pool_for(o->pool, o->n_pend, pending_job, o, &err);
+    hs_pool_wait_all(o->pool);
+    int rc = 0;
+    for (int i = 0; !rc && i < o->n_pend; i++) {
+        struct cli_pending *p = o->pend[i];
+        if (!atomic_load(&p->claimed)) /* hs_pool_for stopped after a failure */
+            continue;
+        if (p->st != HS_OK) {
+            rc = out_error(o, &p->err);
+            break;
+        }
+        for (int k = 0; !rc && k < p->n; k++)
+            if (!cJSON_AddNumberToObject(p->entry[k], "bytes", p->bytes[k]) ||
+                !cJSON_AddStringToObject(p->entry[k], "fnv1a64", p->hex[k])) {
+                fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
+                rc = 1;
+            }
+    }
+    pending_free(o);
+    return rc;
+}
+
+/* Lists stem's image files in the index, takes *fig and queues its write on
+ * the pool's lane (with one worker it runs now). 0 ok, 1 after printing. */
+static int pending_add(cli_outdir *o, const char *stem, hs_viz_figure **fig, const char *shows)
+{
+    hs_viz_figure *f = *fig;
+    *fig = NULL;
+    struct cli_pending *p = NULL;
+    if (o->n_pend == o->cap_pend) {
+        int cap = o->cap_pend ? 2 * o->cap_pend : 16;
+        struct cli_pending **np = realloc(o->pend, (size_t)cap * sizeof *np);
+        if (!np) goto oom;
+        o->pend = np;
+        o->cap_pend = cap;
+    }
+    p = calloc(1, sizeof *p);
+    if (!p || !(p->stem = hs_strdup(stem))) goto oom;
+    p->o = o;
+    p->fig = f;
+    f = NULL;
+    atomic_init(&p->claimed, 0);
+    if (o->fo->png) p->ext[p->n++] = "png";
+    if (o->fo->svg) p->ext[p->n++] = "svg";
+    if (o->fo->pdf) p->ext[p->n++] = "pdf";
+    for (int k = 0; k < p->n; k++) {
+        char *name = hs_strfmt("%s.%s", stem, p->ext[k]);
+        int bad = !name || add_index(o, name, p->ext[k], shows, NULL);
+        free(name);
+        if (bad) {
+            hs_viz_figure_destroy(p->fig);
+            free(p->stem);
+            free(p);
+            if (!name) fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
+            return 1;
+        }
+        p->entry[k] = cJSON_GetArrayItem(o->files, cJSON_GetArraySize(o->files) - 1);
+    }
+    o->pend[o->n_pend++] = p;
+    hs_pool_async(o->pool, pending_lane, &p, sizeof p);
+    return 0;
+oom:
+    hs_viz_figure_destroy(f);
+    if (p) free(p);
+    fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
+    return 1;
+}
+
+int cli_out_figure(cli_outdir *o, const char *stem, hs_viz_figure **fig, const cJSON *json,
                    const char *shows)
 {
-    if (fig && hs_viz_figure_grown_from_in(fig) > 0 && (o->fo->png || o->fo->svg || o->fo->pdf)) {
+    hs_viz_figure *f = fig ? *fig : NULL;
+    if (f && hs_viz_figure_grown_from_in(f) > 0 && (o->fo->png || o->fo->svg || o->fo->pdf)) {
         hs_buf_printf(&o->wide, "%s%s %.2f in", o->n_wide ? ", " : "", stem,
-                      hs_viz_figure_width_in(fig));
+                      hs_viz_figure_width_in(f));
         o->n_wide++;
     }
-    if (o->fo->png && fig && write_one(o, stem, "png", fig, NULL, shows)) return 1;
-    if (o->fo->svg && fig && write_one(o, stem, "svg", fig, NULL, shows)) return 1;
-    if (o->fo->pdf && fig && write_one(o, stem, "pdf", fig, NULL, shows)) return 1;
-    if (o->fo->json && json && write_one(o, stem, "json", NULL, json, shows)) return 1;
+    if (f && (o->fo->png || o->fo->svg || o->fo->pdf)) {
+        if (pending_add(o, stem, fig, shows)) return 1;
+    } else if (fig) {
+        hs_viz_figure_destroy(f);
+        *fig = NULL;
+    }
+    if (o->fo->json && json && write_one(o, stem, "json", json, shows)) return 1;
     if (o->page && json) return cli_out_page(o, stem, cJSON_Duplicate(json, 1));
     return 0;
 }
 
 int cli_out_json(cli_outdir *o, const char *name, const cJSON *json, const char *shows)
 {
-    if (write_one(o, name, "json", NULL, json, shows)) return 1;
+    if (write_one(o, name, "json", json, shows)) return 1;
     return o->page ? cli_out_page(o, name, cJSON_Duplicate(json, 1)) : 0;
 }
 
@@ -413,6 +571,7 @@ void cli_out_say_wrote(const cli_outdir *o, const char *what)
 
 int cli_out_index(cli_outdir *o, const cJSON *extra)
 {
+    if (pending_flush(o)) return 1; /* every figure's file is in the index first */
     cJSON *idx = cJSON_CreateObject();
     char gen[64];
     snprintf(gen, sizeof gen, "headscope %s %s", HS_VERSION, o->cmd);

@@ -106,6 +106,10 @@ typedef struct {
     cJSON *page;          /* {stem: JSON} that index.html shows (--format html), else NULL */
     hs_buf wide;          /* "stem W in, ..." of the figures wider than their default */
     int n_wide;
+    hs_pool *pool;        /* borrowed, may be NULL: figures are written on it (set it
+                           * after cli_outdir_open; it must outlive cli_outdir_close) */
+    struct cli_pending **pend; /* figures cli_out_figure took, until cli_out_index */
+    int n_pend, cap_pend;
 } cli_outdir;
 
 /* Opens dir under the output-folder policy of cli/util.h ("Output folders"):
@@ -114,14 +118,22 @@ typedef struct {
  * reads, NULL-terminated (may be NULL). 0 ok, 1 after printing. */
 int cli_outdir_open(cli_outdir *o, const char *cmd, const char *dir, const cli_figopts *fo,
                     const char *const *inputs);
-/* Discards whatever was not committed (a failed run leaves dir as it was). */
+/* Discards whatever was not committed (a failed run leaves dir as it was),
+ * pending figures included. */
 void cli_outdir_close(cli_outdir *o);
 
-/* Writes stem.png / stem.svg / stem.pdf from fig and stem.json from json, in the formats
- * chosen (fig may be NULL when neither PNG nor SVG is wanted; json may be NULL
- * when JSON is not wanted), and lists each in the index with `shows`.
- * 0 ok, 1 after printing the error. */
-int cli_out_figure(cli_outdir *o, const char *stem, const hs_viz_figure *fig, const cJSON *json,
+/* Writes stem.png / stem.svg / stem.pdf from *fig and stem.json from json, in
+ * the formats chosen (*fig may be NULL when neither PNG nor SVG is wanted; json
+ * may be NULL when JSON is not wanted), and lists each in the index with
+ * `shows`, in that order. Takes the figure (*fig is set to NULL; it is
+ * destroyed once written, also on failure). Its files are written by one
+ * thread, in order, while the command goes on: a job on o->pool's lane, or,
+ * for what the lane has not reached by then, a job of cli_out_index's
+ * hs_pool_for on every worker; with no pool or one worker, at once. The
+ * files do not depend on the pool; cli_out_index fills in their bytes and
+ * hashes and reports a write that failed. JSON is written at once. 0 ok, 1
+ * after printing the error. */
+int cli_out_figure(cli_outdir *o, const char *stem, hs_viz_figure **fig, const cJSON *json,
                    const char *shows);
 
 /* Adds data (consumed) to the page under stem, unless the page has stem

@@ -53,17 +53,27 @@ int hs_buf_puts(hs_buf *b, const char *s)
 
 int hs_buf_vprintf(hs_buf *b, const char *fmt, va_list ap)
 {
-    if (b->oom) return -1;
+    /* Formats once into the room there is (at least 128 bytes), and again
+     * only when the text is longer: an SVG's thousands of short elements
+     * cost one vsnprintf each, not two. */
+    if (buf_reserve(b, 128) != 0) return -1;
+    size_t room = b->cap - b->len;
     va_list ap2;
     va_copy(ap2, ap);
-    int n = vsnprintf(NULL, 0, fmt, ap2);
+    int n = vsnprintf(b->s + b->len, room, fmt, ap2);
     va_end(ap2);
     if (n < 0) { /* an encoding error: the format cannot be written */
+        b->s[b->len] = '\0';
         b->oom = 1;
         return -1;
     }
-    if (buf_reserve(b, (size_t)n) != 0) return -1;
-    vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    if ((size_t)n >= room) {
+        if (buf_reserve(b, (size_t)n) != 0) {
+            b->s[b->len] = '\0';
+            return -1;
+        }
+        vsnprintf(b->s + b->len, (size_t)n + 1, fmt, ap);
+    }
     b->len += (size_t)n;
     return 0;
 }

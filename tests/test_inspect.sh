@@ -7,7 +7,8 @@
 #   printed L0 row (and per-head rows) equal the JSON's numbers at the query
 #   position to 2 decimals; the DLA bars sum to the logit / logit difference
 #   the JSON reports, which equals predictions.json's logit; predictions are
-#   sorted probabilities; --only, --format, --position; every user error exits
+#   sorted probabilities; --threads 1 and 2 write the same bytes (every format
+#   but PDF's date, 300 dpi); --only, --format, --position; every user error exits
 #   1 with one line naming the problem (and writes nothing), usage errors 2,
 #   --help 0.
 # Run as: bash tests/test_inspect.sh BUILD_DIR HEADSCOPE_BIN
@@ -34,6 +35,7 @@ run 0 help inspect --help
 grep -q '^usage: headscope inspect' "$TMP/help.out" || fail "--help: no usage line"
 grep -q -- '--only' "$TMP/help.out" || fail "--help does not document --only"
 grep -q -- '--dpi' "$TMP/help.out" || fail "--help does not document --dpi"
+grep -q -- '--threads' "$TMP/help.out" || fail "--help does not document --threads"
 
 # the chapter's sentence, every default figure, --vs and per-head rows
 run 0 tired inspect --model "$M" --sentence "$TIRED" --out "$TMP/tired" --vs street --heads
@@ -45,6 +47,24 @@ grep -v '^note: [0-9]* figures\? \(is\|are\) wider than' "$TMP/tired.err" | grep
 
 check_folder "$TMP/tired"
 check_folder "$TMP/wet"
+
+# figures are written on the worker pool: one thread gives the same folder,
+# byte for byte (PNG strips fixed by the image size, index in call order),
+# also with every format and a 300 dpi grid of several PNG strips
+run 0 tired1 inspect --model "$M" --sentence "$TIRED" --out "$TMP/tired1" --vs street --heads \
+    --threads 1
+diff -r "$TMP/tired" "$TMP/tired1" >/dev/null || fail "--threads 1 wrote other files than the default"
+run 0 pdf2 inspect --model "$M" --sentence "$TIRED" --out "$TMP/pdf2" --format png,svg,pdf,json \
+    --dpi 300 --threads 2
+run 0 pdf1 inspect --model "$M" --sentence "$TIRED" --out "$TMP/pdf1" --format png,svg,pdf,json \
+    --dpi 300 --threads 1
+check_folder "$TMP/pdf2"
+for f in "$TMP"/pdf2/*; do
+    b=$(basename "$f")
+    case "$b" in *.pdf | index.json) continue ;; esac # a PDF carries its creation date
+    cmp -s "$f" "$TMP/pdf1/$b" || fail "--threads 1 vs 2: $b differs"
+done
+run 2 badthreads inspect --model "$M" --sentence "$TIRED" --threads -1
 
 # the default file set of a 2 x 4 model
 for f in attention_grid L0H0 L0H3 L1H0 L1H3 L0_mean L1_mean dla dla_vs; do

@@ -160,7 +160,7 @@ static void to_rgb_png(const char *in, const char *out, double dpi)
     png_destroy_read_struct(&png, &info, NULL);
     fclose(fp);
     hs_error err = {0};
-    if (vz_png_write_rgb(out, rgb, w, h, dpi, NULL, &err) != HS_OK) fail_msg("%s", err.msg);
+    if (vz_png_write_rgb(out, rgb, w, h, dpi, NULL, NULL, &err) != HS_OK) fail_msg("%s", err.msg);
     free(row);
     free(rgb);
 }
@@ -177,7 +177,7 @@ static void check_outputs(const hs_viz_figure *f, const char *stem, double width
     snprintf(name, sizeof name, "%s.pdf", stem);
     pdf = tmp_path(name);
     hs_error err = {0};
-    if (hs_viz_figure_write_png(f, png, &err) || hs_viz_figure_write_svg(f, svgp, &err) ||
+    if (hs_viz_figure_write_png(f, png, NULL, &err) || hs_viz_figure_write_svg(f, svgp, &err) ||
         hs_viz_figure_write_pdf(f, pdf, &err))
         fail_msg("%s: %s", stem, err.msg);
     check_geometry(f, stem);

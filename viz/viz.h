@@ -2,7 +2,8 @@
  * viz/viz.h -- figures, data files and terminal rows for headscope.
  *
  * Owns: turning plain arrays + labels + titles into
- *   - figures as PNG (drawn by cairo, encoded by libpng with the dpi in pHYs),
+ *   - figures as PNG (drawn by cairo; rows deflated by zlib in strips on the
+ *     worker pool, libpng writing the chunks with the dpi in pHYs),
  *     PDF (cairo; the font embedded as a subset) and SVG (written here: text
  *     as <text>, a <g id> per panel, the colour bar as one gradient), all
  *     three from one display list, so they show the same picture. Text is
@@ -11,8 +12,8 @@
  *   - JSON (cJSON) holding every number behind a figure, with tokens, shapes
  *     and titles; attention in the shape CircuitsVis' attention_heads() takes,
  *   - the chapter's terminal rows (`L0  the:0.00 animal:0.70 ...`).
- * May call: common/common.h (status, errors, atomic writes, text), cairo,
- * HarfBuzz, libpng, fontconfig, cJSON, libc. It never sees a model: it does
+ * May call: common/common.h (status, errors, atomic writes, text, the worker
+ * pool), cairo, HarfBuzz, libpng, zlib, fontconfig, cJSON, libc. It never sees a model: it does
  * not include model/, probe/ or tasks/.
  *
  * Numbering (DESIGN.md): layers, heads and positions count from 0.
@@ -251,8 +252,14 @@ hs_status hs_viz_figure_rgb(const hs_viz_figure *f, unsigned char **rgb, size_t 
                             hs_error *err);
 
 /* Writes the figure as an 8-bit RGB PNG with its dpi in pHYs, atomically.
- * Errors: HS_ERR_IO (path unwritable, a libpng or disk error), HS_ERR_NOMEM. */
-hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_error *err);
+ * cairo draws it; its rows are deflated in strips of a size fixed by the
+ * image (viz_png.c) as jobs on pool, or on the caller's thread when pool is
+ * NULL: the file's bytes are the same for any pool. Must not be called from
+ * inside a job of the same pool (hs_pool_for is not reentrant: pass NULL
+ * there). Errors: HS_ERR_IO (path unwritable, a libpng, zlib or disk error),
+ * HS_ERR_NOMEM. */
+hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_pool *pool,
+                                  hs_error *err);
 
 /* The figure as an SVG document: *svg = malloc'd NUL-terminated text (caller
  * frees), *len its length. <title> (the figure's title) and <desc>; one <g>

@@ -191,12 +191,21 @@ hs_status vz_render_image(const hs_viz_figure *f, cairo_surface_t **out, hs_erro
 typedef struct {
     int level;    /* zlib level 0..9 */
     int strategy; /* zlib strategy (Z_DEFAULT_STRATEGY, Z_RLE, ...) */
-    int filter;   /* PNG_FILTER_* mask */
+    int filter;   /* PNG_FILTER_* mask: one bit is that filter for every row;
+                   * several, per row the one of least sum of |signed byte|
+                   * (libpng's heuristic; ties to the lower filter type) */
 } vz_png_params;
 extern const vz_png_params VZ_PNG_DEFAULT;
-/* Writes rgb [h, w, 3] as a PNG with dpi in pHYs to path, atomically. */
+/* Filtered bytes (rows of 1 + 3 w) per deflate strip: the strips, and so the
+ * file's bytes, depend on the image's size only, never on the thread count.
+ * An image of fewer bytes is one strip, encoded on the caller's thread. */
+#define VZ_PNG_STRIP_BYTES (512u * 1024u)
+/* Writes rgb [h, w, 3] as a PNG with dpi in pHYs to path, atomically, its
+ * strips deflated on pool (NULL: on the caller's thread; same bytes).
+ * Errors as hs_viz_figure_write_png; HS_ERR_IO names zlib when it refuses
+ * the settings. */
 hs_status vz_png_write_rgb(const char *path, const unsigned char *rgb, int w, int h, double dpi,
-                           const vz_png_params *pp, hs_error *err);
+                           const vz_png_params *pp, hs_pool *pool, hs_error *err);
 
 /* ---- HTML (viz_html.c) ---- */
 /* The page's packed form of attention [H, T, T] (hs_viz_attention_json_packed):
