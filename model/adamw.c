@@ -107,6 +107,10 @@ hs_status hs_adamw_step_on(hs_model *m, const hs_adamw *opt, hs_pool *pool, doub
 {
     HS_ASSERT(m->grad_mem != NULL);
     const int chunks = (int)((m->n_params + ADAM_CHUNK - 1) / ADAM_CHUNK);
+    /* the pool only for 8 or more runs a worker: below, waking it costs more
+     * than the split saves (default model, 7 runs: 0.125 ms on one thread,
+     * 0.166 on two). The bits are the same either way. */
+    if (chunks < 8 * hs_pool_threads(pool)) pool = NULL;
     norm_job nj = {m, pool, 0.0};
     hs_status st = hs_pool_for(pool, chunks, norm_run, &nj, err);
     if (st != HS_OK) return st;

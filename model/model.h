@@ -441,9 +441,11 @@ hs_adamw hs_adamw_default(void);
  * are then left untouched).
  */
 hs_status hs_adamw_step(hs_model *m, const hs_adamw *opt, double *grad_norm, hs_error *err);
-/* hs_adamw_step with the update split over pool's workers (NULL = the
- * caller's thread): each element's update is its own, so the parameters get
- * the same bits for every pool. */
+/* hs_adamw_step with the gradient norm and the update split over pool's
+ * workers (NULL = the caller's thread) in runs of 16,384 floats, when there
+ * are 8 or more runs a worker (fewer: the caller's thread, as waking the
+ * pool costs more). Each element's update is its own and the norm's runs
+ * are added in order, so the parameters get the same bits for every pool. */
 hs_status hs_adamw_step_on(hs_model *m, const hs_adamw *opt, hs_pool *pool, double *grad_norm,
                            hs_error *err);
 

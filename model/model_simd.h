@@ -176,22 +176,42 @@ HS_SIMD_TGT static inline __attribute__((always_inline)) VF HS_SIMD_NAME(hs_sqrt
  *   p = p - step (m / (sqrt(v) / bc2s + eps)).
  * The tail through the same code on a zero-padded copy: every width and the
  * scalar form give the same bits. */
+HS_SIMD_TGT static inline __attribute__((always_inline)) void
+HS_SIMD_NAME(hs_adam_vec_)(VF *p, VF *m, VF *v, VF g, const hs_adam_k *k)
+{
+    g = g * k->gscale;
+    VF pd = *p * k->decay;
+    VF mi = k->b1 * *m + k->c1 * g;
+    VF vi = k->b2 * *v + k->c2 * g * g;
+    *m = mi;
+    *v = vi;
+    *p = pd - k->step * (mi / (HS_SIMD_NAME(hs_sqrt_)(vi) / k->bc2s + k->eps));
+}
+
 HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_adam_run_)(float *p, float *m, float *v,
                                                          const float *g, size_t n,
                                                          const hs_adam_k *k)
 {
-    for (size_t i = 0; i < n; i += HS_SIMD_W) {
-        const size_t w = n - i < HS_SIMD_W ? n - i : HS_SIMD_W;
+    size_t i = 0;
+    for (; i + HS_SIMD_W <= n; i += HS_SIMD_W) {
+        VF gi, pi, mi, vi;
+        memcpy(&gi, g + i, sizeof gi);
+        memcpy(&pi, p + i, sizeof pi);
+        memcpy(&mi, m + i, sizeof mi);
+        memcpy(&vi, v + i, sizeof vi);
+        HS_SIMD_NAME(hs_adam_vec_)(&pi, &mi, &vi, gi, k);
+        memcpy(m + i, &mi, sizeof mi);
+        memcpy(v + i, &vi, sizeof vi);
+        memcpy(p + i, &pi, sizeof pi);
+    }
+    if (i < n) {
+        const size_t w = n - i;
         VF gi = {0}, pi = {0}, mi = {0}, vi = {0};
         memcpy(&gi, g + i, w * sizeof(float));
         memcpy(&pi, p + i, w * sizeof(float));
         memcpy(&mi, m + i, w * sizeof(float));
         memcpy(&vi, v + i, w * sizeof(float));
-        gi = gi * k->gscale;
-        pi = pi * k->decay;
-        mi = k->b1 * mi + k->c1 * gi;
-        vi = k->b2 * vi + k->c2 * gi * gi;
-        pi = pi - k->step * (mi / (HS_SIMD_NAME(hs_sqrt_)(vi) / k->bc2s + k->eps));
+        HS_SIMD_NAME(hs_adam_vec_)(&pi, &mi, &vi, gi, k);
         memcpy(m + i, &mi, w * sizeof(float));
         memcpy(v + i, &vi, w * sizeof(float));
         memcpy(p + i, &pi, w * sizeof(float));
