@@ -1148,9 +1148,11 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
     return forward_body(m, acts, tokens, B, T, &hc, err);
 }
 
-/* Rows per job of the cross-entropy: fixed, and each row's loss is added to
- * the total in row order (an ordered section), so the loss has the bits of
- * one pass for every pool. */
+/* The cross-entropy in HS_GRAD_PARTS fixed parts of the rows (not one per
+ * worker), each summing its rows' losses in row order, the parts' sums added
+ * in part order: the loss has the same bits for every pool. A part works in
+ * blocks of CE_ROWS rows: every row shifted by its maximum, then one exp
+ * over the block. */
 #define CE_ROWS 64
 
 typedef struct {
@@ -1158,51 +1160,62 @@ typedef struct {
     const int *targets;
     int V;
     size_t rows;
-    double total;
-    int n;
+    double total[HS_GRAD_PARTS];
+    int n[HS_GRAD_PARTS];
 } ce_job;
 
+HS_CLONES
 static hs_status ce_run(void *ctx, int j, int worker, hs_error *err)
 {
+    (void)worker;
+    (void)err;
     ce_job *c = ctx;
     const int V = c->V;
-    const size_t r0 = (size_t)j * CE_ROWS;
-    const size_t r1 = r0 + CE_ROWS < c->rows ? r0 + CE_ROWS : c->rows;
-    double loss[CE_ROWS];
-    for (size_t i = r0; i < r1; i++) {
-        const float *lg = c->acts->logits + i * V;
-        float *pr = c->acts->probs + i * V;
-        float mx = -INFINITY;
-        for (int k = 0; k < V; k++)
-            if (lg[k] > mx) mx = lg[k];
-        double sum = 0.0;
-        for (int k = 0; k < V; k++) {
-            pr[k] = expf(lg[k] - mx);
-            sum += pr[k];
+    const size_t p0 = c->rows * (size_t)j / HS_GRAD_PARTS, p1 = c->rows * (size_t)(j + 1) / HS_GRAD_PARTS;
+    float mx[CE_ROWS];
+    for (size_t r0 = p0; r0 < p1; r0 += CE_ROWS) {
+        const size_t r1 = r0 + CE_ROWS < p1 ? r0 + CE_ROWS : p1;
+        for (size_t i = r0; i < r1; i++) {
+            const float *lg = c->acts->logits + i * V;
+            float *pr = c->acts->probs + i * V;
+            float m = -INFINITY;
+            for (int k = 0; k < V; k++)
+                if (lg[k] > m) m = lg[k];
+            mx[i - r0] = m;
+            for (int k = 0; k < V; k++) pr[k] = lg[k] - m;
         }
-        for (int k = 0; k < V; k++) pr[k] = (float)(pr[k] / sum);
-        if (c->targets[i] >= 0) loss[i - r0] = -(lg[c->targets[i]] - mx - log(sum));
+        float *P = c->acts->probs + r0 * V;
+        exp_span(P, P, (r1 - r0) * (size_t)V);
+        for (size_t i = r0; i < r1; i++) {
+            const float *lg = c->acts->logits + i * V;
+            float *pr = c->acts->probs + i * V;
+            double sum = 0.0;
+            for (int k = 0; k < V; k++) sum += pr[k];
+            const float inv = (float)(1.0 / sum);
+            for (int k = 0; k < V; k++) pr[k] *= inv;
+            if (c->targets[i] >= 0) {
+                c->total[j] += -(lg[c->targets[i]] - mx[i - r0] - log(sum));
+                c->n[j]++;
+            }
+        }
     }
-    hs_status s = hs_pool_ordered_begin(c->acts->pool, worker, j, err);
-    if (s != HS_OK) return s;
-    for (size_t i = r0; i < r1; i++)
-        if (c->targets[i] >= 0) {
-            c->total += loss[i - r0];
-            c->n++;
-        }
-    hs_pool_ordered_end(c->acts->pool);
     return HS_OK;
 }
 
 float hs_cross_entropy(const hs_model *m, hs_acts *acts, const int *targets, int *n_valid)
 {
-    const size_t BT = (size_t)acts->b * acts->t;
-    ce_job c = {acts, targets, m->cfg.d_vocab, BT, 0.0, 0};
+    ce_job c = {acts, targets, m->cfg.d_vocab, (size_t)acts->b * acts->t, {0.0}, {0}};
     hs_error err;
-    /* jobs fail only when an earlier one did, and none can */
-    (void)hs_pool_for(acts->pool, (int)((BT + CE_ROWS - 1) / CE_ROWS), ce_run, &c, &err);
-    if (n_valid) *n_valid = c.n;
-    return c.n > 0 ? (float)(c.total / c.n) : 0.0f;
+    /* the jobs cannot fail */
+    (void)hs_pool_for(acts->pool, HS_GRAD_PARTS, ce_run, &c, &err);
+    double total = 0.0;
+    int n = 0;
+    for (int j = 0; j < HS_GRAD_PARTS; j++) {
+        total += c.total[j];
+        n += c.n[j];
+    }
+    if (n_valid) *n_valid = n;
+    return n > 0 ? (float)(total / n) : 0.0f;
 }
 
 void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scratch, float *logits)
