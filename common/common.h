@@ -244,15 +244,18 @@ int hs_argmax(const float *x, size_t n);
  * rows are in the same call, so results do not depend on how a batch is
  * split over threads. beta 0 ignores what C held (NaN included). M or N <= 0
  * does nothing. Runs on the calling thread; safe from any number of threads
- * at once (libxsmm's kernel registry is thread safe). No errors: a kernel
- * libxsmm cannot make falls back to OpenBLAS. */
+ * at once (a shape's kernel is generated at its first use, under a mutex, and
+ * kept until the process ends: a few KB each; LIBXSMM_TARGET picks an older
+ * instruction set, as for libxsmm itself). No errors: a kernel libxsmm cannot
+ * make (no JIT for the CPU, no executable memory) leaves the shape to
+ * OpenBLAS for the rest of the process. */
 void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 
 /* A product's kernels chosen once for many calls of one shape on other
  * operands (the attention's per-(batch, head) tiles: ~1,000 products of
- * 18 x 18 a layer, where libxsmm's registry lookup alone cost 0.11 us a
- * call). Fields are hs_sgemm's arguments and what hs_sgemm_plan_init found;
+ * 18 x 18 a layer, where looking the kernel up on each call cost 3% of a
+ * training step). Fields are hs_sgemm's arguments and what hs_sgemm_plan_init found;
  * read-only after it. */
 typedef void (*hs_sgemm_kernel)(void);
 typedef struct {

@@ -20,10 +20,18 @@
  * not depend on the block a row is in, so results stay the same for any
  * thread count (the forward's batch split hands each worker whole rows).
  */
+#define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "common.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include <cblas.h>
 #include <libxsmm.h>
+#include <libxsmm_generator.h>
 
 /* rows a libxsmm NN kernel takes at once (the last block takes the rest) */
 #define HS_XSMM_ROWS 64
@@ -37,13 +45,123 @@
  * 112 -> 47; 256 x 1024 from 4096 rows 146 -> 49 */
 #define HS_XSMM_MAX_TN (256 * 1024)
 
-/* libxsmm's kernel for one shape (column-major m, n, k; NULL when it has none). */
+/* ------------------------------------------------------------------------ */
+/* The kernel store                                                           */
+/*
+ * libxsmm's code generator writes a kernel for a shape; we keep it in pages
+ * of our own. Not libxsmm_smmdispatch: its registry (2^17 entries, 10 MB
+ * touched at its first call) alone made training the default model 35 ->
+ * 46 MB of peak RSS. A table under one mutex maps a shape to its kernel;
+ * kernels live until the process ends (as libxsmm's do). A kernel that cannot
+ * be made (no JIT for the CPU, no memory, no executable pages) is stored as
+ * NULL, so its shape goes to OpenBLAS from then on.
+ */
+
+typedef struct {
+    int key[7]; /* column-major m, n, k, lda, ldb, ldc, flags; m = 0: empty */
+    hs_sgemm_kernel f;
+} kernel_entry;
+
+static pthread_mutex_t store_mu = PTHREAD_MUTEX_INITIALIZER;
+static kernel_entry *store;      /* open addressing, cap a power of two */
+static size_t store_cap, store_n;
+static int store_arch = -1;      /* libxsmm's target id; 0: no JIT */
+
+/* The instruction set to generate for: LIBXSMM_TARGET as libxsmm reads it
+ * (the circuit golden test pins sse3), else what the CPU and OS run. 0 when
+ * libxsmm has no JIT for it. */
+static int target_arch(void)
+{
+    static const struct {
+        const char *name;
+        int id;
+    } names[] = {{"sse3", LIBXSMM_X86_SSE3},   {"sse4", LIBXSMM_X86_SSE4},
+                 {"wsm", LIBXSMM_X86_SSE4},    {"avx", LIBXSMM_X86_AVX},
+                 {"snb", LIBXSMM_X86_AVX},     {"avx2", LIBXSMM_X86_AVX2},
+                 {"hsw", LIBXSMM_X86_AVX2},    {"skx", LIBXSMM_X86_AVX512_CORE},
+                 {"avx3", LIBXSMM_X86_AVX512_CORE}, {"clx", LIBXSMM_X86_AVX512_CLX},
+                 {"cpx", LIBXSMM_X86_AVX512_CPX}};
+    int id = libxsmm_cpuid();
+    const char *t = getenv("LIBXSMM_TARGET");
+    for (size_t i = 0; t && i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(t, names[i].name) == 0 && names[i].id <= id) id = names[i].id;
+    return id >= LIBXSMM_X86_SSE3 && id <= LIBXSMM_X86_AVX512_CPX ? id : 0;
+}
+
+/* Generates the kernel for key into executable pages of its own, or NULL. */
+static hs_sgemm_kernel generate(const int key[7])
+{
+    if (store_arch == 0) return NULL;
+    const float beta = (key[6] & LIBXSMM_GEMM_FLAG_BETA_0) ? 0.0f : 1.0f;
+    libxsmm_descriptor_blob blob;
+    const libxsmm_gemm_descriptor *d = libxsmm_sgemm_descriptor_init(
+        &blob, key[0], key[1], key[2], key[3], key[4], key[5], 1.0f, beta, key[6],
+        LIBXSMM_GEMM_PREFETCH_NONE);
+    if (d == NULL) return NULL;
+    hs_sgemm_kernel f = NULL;
+    for (unsigned size = 1u << 16; size <= (1u << 24) && f == NULL; size *= 4) {
+        void *buf = malloc(size);
+        if (buf == NULL) return NULL;
+        libxsmm_generated_code gc;
+        memset(&gc, 0, sizeof gc);
+        gc.generated_code = buf;
+        gc.buffer_size = size;
+        gc.code_type = 2; /* machine code */
+        gc.arch = (unsigned)store_arch;
+        libxsmm_generator_gemm_kernel(&gc, d);
+        if (gc.last_error == 0 && gc.code_size > 0) {
+            void *x = mmap(NULL, gc.code_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                           -1, 0);
+            if (x != MAP_FAILED) {
+                memcpy(x, buf, gc.code_size);
+                if (mprotect(x, gc.code_size, PROT_READ | PROT_EXEC) == 0)
+                    f = (hs_sgemm_kernel)(uintptr_t)x;
+                else
+                    munmap(x, gc.code_size);
+            }
+            free(buf);
+            break; /* made, or no pages for it */
+        }
+        free(buf); /* an error: most likely the buffer; a larger one next */
+    }
+    return f;
+}
+
+static kernel_entry *slot_of(kernel_entry *tab, size_t cap, const int key[7])
+{
+    unsigned h = 2166136261u; /* FNV-1a over the key */
+    for (int i = 0; i < 7; i++) h = (h ^ (unsigned)key[i]) * 16777619u;
+    for (size_t i = h & (cap - 1);; i = (i + 1) & (cap - 1))
+        if (tab[i].key[0] == 0 || memcmp(tab[i].key, key, sizeof tab[i].key) == 0) return &tab[i];
+}
+
+/* The kernel for a column-major shape (m, n, k > 0), made at its first use. */
 static hs_sgemm_kernel kernel(int m, int n, int k, int lda, int ldb, int ldc, int flags)
 {
-    const float alpha = 1.0f, beta = (flags & LIBXSMM_GEMM_FLAG_BETA_0) ? 0.0f : 1.0f;
-    const libxsmm_blasint lm = m, ln = n, lk = k, la = lda, lb = ldb, lc = ldc;
-    return (hs_sgemm_kernel)libxsmm_smmdispatch(lm, ln, lk, &la, &lb, &lc, &alpha, &beta, &flags,
-                                                NULL);
+    const int key[7] = {m, n, k, lda, ldb, ldc, flags};
+    hs_sgemm_kernel f = NULL;
+    pthread_mutex_lock(&store_mu);
+    if (store_arch < 0) store_arch = target_arch();
+    if (store_n + 1 > store_cap / 2) { /* grow: at most half full */
+        const size_t cap = store_cap ? 2 * store_cap : 64;
+        kernel_entry *tab = calloc(cap, sizeof *tab);
+        if (tab == NULL) goto done; /* no room to remember it: OpenBLAS this time */
+        for (size_t i = 0; i < store_cap; i++)
+            if (store[i].key[0] != 0) *slot_of(tab, cap, store[i].key) = store[i];
+        free(store);
+        store = tab;
+        store_cap = cap;
+    }
+    kernel_entry *e = slot_of(store, store_cap, key);
+    if (e->key[0] == 0) {
+        memcpy(e->key, key, sizeof key);
+        e->f = generate(key);
+        store_n++;
+    }
+    f = e->f;
+done:
+    pthread_mutex_unlock(&store_mu);
+    return f;
 }
 
 /* NN: C (M, N) = A (M, K) B (K, N) + beta C. Column-major, that is C^T = B^T
