@@ -261,7 +261,7 @@ def main():
     pts = sorted(rows, key=lambda r: r["gflop"])
     tsv = os.path.join(work, "scale.tsv")
     with open(tsv, "w") as fh:
-        fh.write("FLOPs per step\theadscope\tPyTorch (--impl %s)\t%d-core ideal (sgemm rate)\n"
+        fh.write("FLOPs per step\theadscope\tPyTorch (--impl %s)\tideal, %d cores\n"
                  % (a.peer, a.threads))
         last = None
         for r in pts:

@@ -252,6 +252,12 @@ int hs_argmax(const float *x, size_t n);
 void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 
+/* 1 when hs_sgemm would run an NN product whose B is (K, N) on libxsmm
+ * (whatever its rows): where a caller with B^T at hand gains by transposing
+ * it once into B (the backward's input gradients); elsewhere OpenBLAS takes
+ * the transposed operand as it lies. */
+int hs_sgemm_nn_jit(int N, int K);
+
 /* A product's kernels chosen once for many calls of one shape on other
  * operands (the attention's per-(batch, head) tiles: ~1,000 products of
  * 18 x 18 a layer, where looking the kernel up on each call cost 3% of a

@@ -164,12 +164,17 @@ done:
     return f;
 }
 
+int hs_sgemm_nn_jit(int N, int K)
+{
+    return N > 0 && K > 0 && (long)N * K <= HS_XSMM_MAX_WEIGHT;
+}
+
 /* NN: C (M, N) = A (M, K) B (K, N) + beta C. Column-major, that is C^T = B^T
  * A^T: libxsmm's m = N, n = rows (blocks of HS_XSMM_ROWS), k = K, with B as
  * its first operand. 1 when libxsmm takes it. */
 static int plan_nn(hs_sgemm_plan *p)
 {
-    if ((long)p->N * p->K > HS_XSMM_MAX_WEIGHT) return 0;
+    if (!hs_sgemm_nn_jit(p->N, p->K)) return 0;
     const int flags = p->beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : LIBXSMM_GEMM_FLAG_NONE;
     const int full = p->M / HS_XSMM_ROWS, rest = p->M % HS_XSMM_ROWS;
     if (full > 0 && (p->full = kernel(p->N, HS_XSMM_ROWS, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)

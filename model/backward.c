@@ -117,14 +117,17 @@ static void embed_backward(float *dW_E, float *dW_pos, const float *dx0, const i
     }
 }
 
-/* Per-head projection, input side: dinp (N,D) (+)= dout (N,H*dh) @ Wp^T with
- * WpT (H*dh,D) the packed weights transposed (hs_acts_wT): one product for
- * all heads. */
-static void heads_backward_dx(float *dinp, float dinp_beta, const float *dout, const float *WpT,
-                              size_t N, int D, int H, int dh)
+/* dx (N, C) (+)= dy (N, OC) @ W^T with W (C, OC): an NN product on WT (OC, C)
+ * = W^T (hs_acts_wT) where libxsmm runs it (hs_sgemm_nn_jit; transpose_run
+ * made WT), else A B^T on W itself (OpenBLAS reads the transposed operand as
+ * it lies; no copy made). */
+static void dx_product(float *dx, float beta, const float *dy, const float *W, const float *WT,
+                       size_t N, int C, int OC)
 {
-    const int HD = H * dh;
-    hs_sgemm(0, 0, (int)N, D, HD, 1.0f, dout, HD, WpT, D, dinp_beta, dinp, D);
+    if (hs_sgemm_nn_jit(C, OC))
+        hs_sgemm(0, 0, (int)N, C, OC, 1.0f, dy, OC, WT, C, beta, dx, C);
+    else
+        hs_sgemm(0, 1, (int)N, C, OC, 1.0f, dy, OC, W, OC, beta, dx, C);
 }
 
 /* out (C,R) = in (R,C)^T, in 16 x 16 tiles. */
@@ -146,6 +149,12 @@ typedef struct {
     const hs_acts *acts;
 } wT_job;
 
+/* out (C,R) = in (R,C)^T when dx_product will read it (hs_sgemm_nn_jit). */
+static void transpose_for_dx(float *out, const float *in, int R, int C)
+{
+    if (hs_sgemm_nn_jit(R, C)) transpose(out, in, R, C);
+}
+
 static hs_status transpose_run(void *ctx, int j, int worker, hs_error *err)
 {
     (void)worker;
@@ -155,18 +164,18 @@ static hs_status transpose_run(void *ctx, int j, int worker, hs_error *err)
     const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
     const int l = j / 6, w = j % 6;
     if (l == c->n_layers) {
-        transpose(hs_acts_wT(a->acts, c, l, 0), a->m->params.W_U, D, c->d_vocab);
+        transpose_for_dx(hs_acts_wT(a->acts, c, l, 0), a->m->params.W_U, D, c->d_vocab);
         return HS_OK;
     }
     const hs_block_params *bp = &a->m->params.blocks[l];
     if (w < 3) {
         if (w == 2 || c->attn == HS_ATTN_SOFTMAX)
-            transpose(hs_acts_wT(a->acts, c, l, w), hs_acts_wpack(a->acts, c, l, w), D, HD);
+            transpose_for_dx(hs_acts_wT(a->acts, c, l, w), hs_acts_wpack(a->acts, c, l, w), D, HD);
     } else if (w == 3) {
-        transpose(hs_acts_wT(a->acts, c, l, 3), bp->W_O, HD, D);
+        transpose_for_dx(hs_acts_wT(a->acts, c, l, 3), bp->W_O, HD, D);
     } else if (M > 0) {
-        transpose(hs_acts_wT(a->acts, c, l, w), w == 4 ? bp->W_in : bp->W_out, w == 4 ? D : M,
-                  w == 4 ? M : D);
+        transpose_for_dx(hs_acts_wT(a->acts, c, l, w), w == 4 ? bp->W_in : bp->W_out,
+                         w == 4 ? D : M, w == 4 ? M : D);
     }
     return HS_OK;
 }
@@ -348,8 +357,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     dw_job j;
 
     /* unembed and final norm */
-    hs_sgemm(0, 0, (int)BT, D, V, 1.0f, dlogits, V, hs_acts_wT(acts, c, c->n_layers, 0), D, 0.0f,
-             dlnf, D);
+    dx_product(dlnf, 0.0f, dlogits, P->W_U, hs_acts_wT(acts, c, c->n_layers, 0), BT, D, V);
     j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL};
     dw_submit(w, &j);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
@@ -369,8 +377,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
 
         if (M > 0) {
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
-            hs_sgemm(0, 0, (int)BT, M, D, 1.0f, dresid, D, hs_acts_wT(acts, c, l, 5), M, 0.0f,
-                     dpost, M);
+            dx_product(dpost, 0.0f, dresid, bp->W_out, hs_acts_wT(acts, c, l, 5), BT, M, D);
             j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL};
             long t_out = dw_submit(w, &j);
             hs_pool_wait(w, t_dpre);
@@ -379,8 +386,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
                 hs_mul_long(dpre, dpost, dact, BT * M); /* GELU' kept by the forward */
             else
                 act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
-            hs_sgemm(0, 0, (int)BT, D, M, 1.0f, dpre, M, hs_acts_wT(acts, c, l, 4), D, 0.0f, dln,
-                     D);
+            dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
             j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
             t_dpre = dw_submit(w, &j);
             hs_pool_wait(w, t_out); /* it reads dresid */
@@ -392,23 +398,26 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         }
 
         /* attention output: d(attn_out) = dresid */
-        hs_sgemm(0, 0, (int)BT, H * dh, D, 1.0f, dresid, D, hs_acts_wT(acts, c, l, 3), H * dh,
-                 0.0f, dz, H * dh);
+        dx_product(dz, 0.0f, dresid, bp->W_O, hs_acts_wT(acts, c, l, 3), BT, H * dh, D);
         j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL};
         long t_o = dw_submit(w, &j);
         hs_pool_wait(w, t_qkv);
         attn_backward(dq, dk, dv, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
                       c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale(c));
         if (c->attn == HS_ATTN_SOFTMAX) {
-            heads_backward_dx(dln, 0.0f, dq, hs_acts_wT(acts, c, l, 0), BT, D, H, dh);
+            dx_product(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), hs_acts_wT(acts, c, l, 0), BT, D,
+                       H * dh);
             j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, dw_scratch};
             dw_submit(w, &j);
-            heads_backward_dx(dln, 1.0f, dk, hs_acts_wT(acts, c, l, 1), BT, D, H, dh);
+            dx_product(dln, 1.0f, dk, hs_acts_wpack(acts, c, l, 1), hs_acts_wT(acts, c, l, 1), BT, D,
+                       H * dh);
             j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh, dw_scratch};
             dw_submit(w, &j);
-            heads_backward_dx(dln, 1.0f, dv, hs_acts_wT(acts, c, l, 2), BT, D, H, dh);
+            dx_product(dln, 1.0f, dv, hs_acts_wpack(acts, c, l, 2), hs_acts_wT(acts, c, l, 2), BT, D,
+                       H * dh);
         } else {
-            heads_backward_dx(dln, 0.0f, dv, hs_acts_wT(acts, c, l, 2), BT, D, H, dh);
+            dx_product(dln, 0.0f, dv, hs_acts_wpack(acts, c, l, 2), hs_acts_wT(acts, c, l, 2), BT, D,
+                       H * dh);
         }
         j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh, dw_scratch};
         t_qkv = dw_submit(w, &j);

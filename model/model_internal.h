@@ -96,7 +96,9 @@ static inline size_t hs_wT_floats(const hs_config *c)
  * which = 0, 1, 2: the packed W_Q, W_K, W_V transposed, (H*dh, D); 3: W_O^T
  * (D, H*dh); 4: W_in^T (M, D); 5: W_out^T (D, M); l = n_layers (which 0):
  * W_U^T (V, D). Filled by hs_backward at its start (after the forward that
- * packed W_Q/K/V); at the end of acts->d_mem (NULL without it). */
+ * packed W_Q/K/V), only those whose product libxsmm runs (hs_sgemm_nn_jit;
+ * the others are multiplied as they lie, and their pages never touched); at
+ * the end of acts->d_mem (NULL without it). */
 static inline float *hs_acts_wT(const hs_acts *a, const hs_config *c, int l, int which)
 {
     if (a->d_mem == NULL) return NULL;
