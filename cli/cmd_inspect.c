@@ -66,6 +66,20 @@ static const char INSPECT_HELP[] =
 
 #define MAX_SEL (HS_MAX_LAYERS * HS_VIZ_MAX_HEADS)
 
+/* The font opened on the pool's lane while the model loads and runs. */
+typedef struct {
+    cli_figopts *fo;
+    hs_status st;
+    hs_error err;
+} font_job;
+
+static void font_job_run(void *arg)
+{
+    font_job *j;
+    memcpy(&j, arg, sizeof j);
+    j->st = cli_figopts_font_open(j->fo, &j->err);
+}
+
 /* Parses "L1H0,L0H1" into sel; 0 ok, -1 syntax error. */
 static int parse_heads(const char *s, hs_head *sel, int *n)
 {
@@ -560,9 +574,26 @@ int cmd_inspect(int argc, char **argv)
             if (sel[i].layer == sel[k].layer && sel[i].head == sel[k].head)
                 return cli_usage_error(C, "--only lists L%dH%d twice", sel[i].layer, sel[i].head);
 
+    /* the pool first: the font is resolved (fontconfig) and opened on its
+       lane while this thread loads the model and runs it */
+    hs_pool *pool = NULL;
+    font_job fj = {&fo, HS_OK, {0}};
+    {
+        hs_error perr = {0};
+        if (hs_pool_create(threads, &pool, &perr) != HS_OK) {
+            cli_figopts_free(&fo);
+            return cli_error(C, &perr);
+        }
+        const font_job *fjp = &fj;
+        hs_pool_async(pool, font_job_run, &fjp, sizeof fjp);
+    }
     cli_loaded L;
     int lrc = cli_load_src(C, model, CLI_NEED_VOCAB, &from, &L);
-    if (lrc) return lrc;
+    if (lrc) {
+        hs_pool_destroy(pool); /* after the font job */
+        cli_figopts_free(&fo);
+        return lrc;
+    }
     const hs_model *m = L.model;
     const hs_config *cfg = &m->cfg;
     int NL = cfg->n_layers, NH = cfg->n_heads, V = cfg->d_vocab;
@@ -572,7 +603,6 @@ int cmd_inspect(int argc, char **argv)
     hs_cache cache;
     hs_cache_init(&cache);
     cli_outdir od = {0};
-    hs_pool *pool = NULL;
     float *pats = NULL, *buf = NULL, *rows = NULL, *pats2 = NULL, *pair = NULL;
     char **pair_labels = NULL;
     char **row_labels = NULL;
@@ -701,15 +731,13 @@ int cmd_inspect(int argc, char **argv)
     insp_ctx x = {model, sentence, cfg, &tok, pos, crop_a >= 0 ? (int)crop_a : 0,
                   crop_a >= 0 ? (int)crop_b : T - 1, title_opt, no_title};
     const char *const inputs[] = {model, NULL}; /* never replaced or removed */
-    if (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, inputs)) goto done;
-    {
-        hs_error perr = {0};
-        if (hs_pool_create(threads, &pool, &perr) != HS_OK) {
-            cli_error(C, &perr);
-            goto done;
-        }
-        od.pool = pool;
+    hs_pool_wait_all(pool); /* the font job */
+    if (fj.st != HS_OK) {
+        cli_error(C, &fj.err);
+        goto done;
     }
+    if (cli_outdir_open(&od, C, out, &fo, inputs)) goto done;
+    od.pool = pool;
     const char *const *toks = (const char *const *)tok.strs;
     char names[MAX_SEL][32], title[256], shows[256];
     const char *name_p[MAX_SEL];

@@ -64,17 +64,30 @@ int cli_add_scale(cJSON *j, const cli_figopts *fo, cli_fig_kind kind, double lim
     return 0;
 }
 
+hs_status cli_figopts_font_open(cli_figopts *fo, hs_error *err)
+{
+    if (!cli_figopts_images(fo) || fo->vfont) return HS_OK;
+    if (!fo->font) {
+        hs_status s = hs_viz_font_path(fo->viz.font_path, &fo->font, err);
+        if (s != HS_OK) return s;
+        fo->viz.font_path = fo->font;
+    }
+    hs_status s = hs_viz_font_open(fo->font, &fo->vfont, err);
+    if (s == HS_OK) fo->viz.font = fo->vfont;
+    return s;
+}
+
 int cli_figopts_font(const char *cmd, cli_figopts *fo)
 {
-    if (!cli_figopts_images(fo) || fo->font) return 0;
     hs_error err = {0};
-    if (hs_viz_font_path(fo->viz.font_path, &fo->font, &err) != HS_OK) return cli_error(cmd, &err);
-    fo->viz.font_path = fo->font;
-    return 0;
+    return cli_figopts_font_open(fo, &err) != HS_OK ? cli_error(cmd, &err) : 0;
 }
 
 void cli_figopts_free(cli_figopts *fo)
 {
+    hs_viz_font_close(fo->vfont);
+    fo->vfont = NULL;
+    fo->viz.font = NULL;
     free(fo->font);
     fo->font = NULL;
     fo->viz.font_path = NULL;

@@ -54,6 +54,7 @@ typedef struct {
     int range_set;        /* 1 if --range was given */
     int vmin_set, vmax_set; /* 1 if --vmin / --vmax was given (values in viz) */
     char *font;           /* resolved font file (owned), see cli_figopts_font */
+    hs_viz_font *vfont;   /* that font opened once for every figure (owned; viz.font) */
 } cli_figopts;
 
 /* What a figure shows, for cli_figopts_for. */
@@ -67,9 +68,14 @@ typedef enum {
 /* Defaults: viz defaults at dpi (the command's choice), all formats. */
 void cli_figopts_default(cli_figopts *fo, double dpi);
 
-/* Resolves the font once for every figure (sets viz.font_path; the string is
- * owned by fo and freed by cli_figopts_free). 0 ok, 1 after printing. */
+/* Resolves and opens the font once for every figure (sets viz.font_path and
+ * viz.font; both owned by fo and freed by cli_figopts_free). 0 ok, 1 after
+ * printing. */
 int cli_figopts_font(const char *cmd, cli_figopts *fo);
+/* cli_figopts_font without printing, for a job on another thread: HS_OK, or
+ * the status with err's message (HS_ERR_IO: no usable font). Nothing is done
+ * when no image format is asked for. */
+hs_status cli_figopts_font_open(cli_figopts *fo, hs_error *err);
 void cli_figopts_free(cli_figopts *fo);
 
 /* Handles one option code from getopt_long. Returns -1 if code is not a

@@ -213,6 +213,10 @@ char *hs_visible_dup(const char *s);
  * every file headscope writes. Not cryptographic: it proves a file is
  * unchanged since headscope wrote it, not that nobody forged it. */
 uint64_t hs_fnv1a64(const void *data, size_t n);
+/* The FNV-1a 64 of bytes B followed by data [n], given h = the hash of B
+ * (hs_fnv1a64, or HS_FNV1A64_BASIS for none): hashes a file read in pieces. */
+#define HS_FNV1A64_BASIS 14695981039346656037ull
+uint64_t hs_fnv1a64_more(uint64_t h, const void *data, size_t n);
 
 /* The one float format of every text, JSON and terminal output: the shortest
  * decimal (1..9 significant digits, %g style) that reads back as the same
@@ -224,6 +228,12 @@ char *hs_fmt_f32(char out[HS_F32_BUF], float x);
 /* The double nearest the text hs_fmt_f32 writes for x: what a JSON writer
  * (cJSON_CreateNumber) should store so its output reads back as x. */
 double hs_f32_shortest(float x);
+/* The text "%1.15g" gives for v (what cJSON's print_number writes), into out,
+ * when v is a value hs_f32_shortest returns (a float's shortest text as a
+ * double) other than 0, found without printf; returns out, or NULL for any
+ * other v (the caller prints it itself). E.g. hs_f32_shortest(0.1f) -> "0.1",
+ * 1e6 -> "1000000", 1e-05 -> "1e-05". */
+char *hs_fmt_f32_json(char out[HS_F32_BUF], double v);
 
 /* Index of the largest of x[0..n-1], ties to the lowest index; -1 when any
  * value is NaN (n >= 1). The one argmax (scoring, circuit, experiments). */

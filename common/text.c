@@ -6,6 +6,9 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void hs_buf_init(hs_buf *b)
@@ -164,6 +167,159 @@ int hs_utf8_valid(const char *s)
     return 1;
 }
 
+/* ---- the one float format --------------------------------------------------
+ * hs_fmt_f32 is printf's "%.<p>g" for the least p in 1..9 whose text strtod
+ * reads back (then cast to float) as x. For 1e-9 <= |x| < 1e9 that search is
+ * done here in exact integer arithmetic, with printf's and strtod's own
+ * rounding (both exact in glibc: round half to even; strtod correctly rounded,
+ * then the cast to float rounds again, as in the search it stands for), so no
+ * text is printed or parsed per try; other values take the printf/strtod loop.
+ * tests/test_common_text.c checks both agree on millions of floats. */
+
+typedef unsigned __int128 u128;
+
+static const uint64_t POW10[20] = {
+    1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+    1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+    100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+    1000000000000000000ull, 10000000000000000000ull};
+
+static int bitlen128(u128 v)
+{
+    uint64_t hi = (uint64_t)(v >> 64);
+    if (hi) return 128 - __builtin_clzll(hi);
+    uint64_t lo = (uint64_t)v;
+    return lo ? 64 - __builtin_clzll(lo) : 0;
+}
+
+/* 1 when m 2^e >= 10^k (exactly; -10 <= k <= 10, m < 2^24, -60 <= e <= 10). */
+static int ge_pow10(uint32_t m, int e, int k)
+{
+    if (k >= 0) {
+        u128 p = POW10[k];
+        return e >= 0 ? ((u128)m << e) >= p : (u128)m >= (p << -e);
+    }
+    if (e >= 0) return 1;
+    return (u128)m * POW10[-k] >= ((u128)1 << -e);
+}
+
+/* q rounded half to even, given the remainder r of a division by den. */
+static u128 round_even(u128 q, u128 r, u128 den)
+{
+    u128 r2 = r << 1; /* r < den < 2^127 */
+    return r2 > den || (r2 == den && (q & 1)) ? q + 1 : q;
+}
+
+/* The double strtod reads from the decimal n 10^-s (n < 2^34, 0 <= s <= 19):
+ * the nearest one, ties to even. */
+static double dec_to_double(uint64_t n, int s)
+{
+    if (s == 0 || n == 0) return (double)n; /* n < 2^53: exact */
+    int K = 127 - bitlen128(n);
+    u128 N = (u128)n << K, P = POW10[s];
+    u128 Q = N / P, R = N % P; /* Q has >= 62 bits */
+    int shift = bitlen128(Q) - 53;
+    u128 M = Q >> shift, rem = Q & (((u128)1 << shift) - 1), half = (u128)1 << (shift - 1);
+    if (rem > half || (rem == half && (R != 0 || (M & 1)))) M++;
+    if (M >> 53) {
+        M >>= 1;
+        shift++;
+    }
+    return ldexp((double)(uint64_t)M, shift - K);
+}
+
+/* The least p (1..9) whose %.<p>g text of x round-trips, as its digits n
+ * (p of them, n < 10^p), decimal exponent X (x ~ n 10^(X-p+1)) and the double
+ * strtod reads from it. x > 0; 0 when x is outside [1e-9, 1e9) (the caller
+ * falls back to printf). */
+static int f32_shortest(float x, uint64_t *n_out, int *p_out, int *X_out, double *d_out)
+{
+    if (!(x >= 1e-9f && x < 1e9f)) return 0;
+    int ex;
+    float fr = frexpf(x, &ex);
+    uint32_t m = (uint32_t)ldexpf(fr, 24);
+    int e = ex - 24; /* x = m 2^e exactly */
+    int E = (int)floor(log10((double)x));
+    while (!ge_pow10(m, e, E)) E--;
+    while (ge_pow10(m, e, E + 1)) E++;
+    for (int p = 1; p <= 9; p++) {
+        int s = p - 1 - E; /* n = x 10^s, rounded */
+        u128 n;
+        if (s >= 0) {
+            u128 A = (u128)m * POW10[s];
+            if (e >= 0) n = A << e;
+            else n = round_even(A >> -e, A & (((u128)1 << -e) - 1), (u128)1 << -e);
+        } else {
+            u128 num = e >= 0 ? (u128)m << e : (u128)m;
+            u128 den = e >= 0 ? (u128)POW10[-s] : (u128)POW10[-s] << -e;
+            n = round_even(num / den, num % den, den);
+        }
+        int X = E;
+        if (n == POW10[p]) { /* rounded up to the next power of ten */
+            n = POW10[p - 1];
+            X = E + 1;
+        }
+        int s2 = p - 1 - X;
+        double d = s2 >= 0 ? dec_to_double((uint64_t)n, s2) : (double)((uint64_t)n * POW10[-s2]);
+        if ((float)d == x) {
+            *n_out = (uint64_t)n;
+            *p_out = p;
+            *X_out = X;
+            *d_out = d;
+            return 1;
+        }
+    }
+    return 0; /* not reached: 9 digits always round-trip */
+}
+
+/* printf's "%.<P>g" of the decimal (-1)^neg n 10^(X-p+1), n of p digits:
+ * exponent form when X < -4 or X >= P, trailing fractional zeros dropped. */
+static char *fmt_digits(char out[HS_F32_BUF], int neg, uint64_t n, int p, int X, int P)
+{
+    char dg[20];
+    for (int i = p - 1; i >= 0; i--, n /= 10) dg[i] = (char)('0' + n % 10);
+    int nd = p; /* significant digits left after dropping trailing zeros */
+    while (nd > 1 && dg[nd - 1] == '0') nd--;
+    char *o = out;
+    if (neg) *o++ = '-';
+    if (X < -4 || X >= P) {
+        *o++ = dg[0];
+        if (nd > 1) {
+            *o++ = '.';
+            for (int i = 1; i < nd; i++) *o++ = dg[i];
+        }
+        int a = X < 0 ? -X : X;
+        *o++ = 'e';
+        *o++ = X < 0 ? '-' : '+';
+        if (a >= 100) *o++ = (char)('0' + a / 100);
+        *o++ = (char)('0' + a / 10 % 10);
+        *o++ = (char)('0' + a % 10);
+    } else if (X >= 0) {
+        for (int i = 0; i <= X; i++) *o++ = i < p ? dg[i] : '0';
+        if (nd > X + 1) {
+            *o++ = '.';
+            for (int i = X + 1; i < nd; i++) *o++ = dg[i];
+        }
+    } else {
+        *o++ = '0';
+        *o++ = '.';
+        for (int i = 0; i < -X - 1; i++) *o++ = '0';
+        for (int i = 0; i < nd; i++) *o++ = dg[i];
+    }
+    *o = '\0';
+    return out;
+}
+
+/* The printf/strtod search hs_fmt_f32 stands for (finite x). */
+static char *fmt_f32_slow(char out[HS_F32_BUF], float x)
+{
+    for (int p = 1; p <= 9; p++) {
+        snprintf(out, HS_F32_BUF, "%.*g", p, (double)x);
+        if ((float)strtod(out, NULL) == x) return out;
+    }
+    return out; /* %.9g always round-trips a float32 */
+}
+
 char *hs_fmt_f32(char out[HS_F32_BUF], float x)
 {
     if (isnan(x)) {
@@ -174,18 +330,34 @@ char *hs_fmt_f32(char out[HS_F32_BUF], float x)
         strcpy(out, x > 0 ? "inf" : "-inf");
         return out;
     }
-    for (int p = 1; p <= 9; p++) {
-        snprintf(out, HS_F32_BUF, "%.*g", p, (double)x);
-        if ((float)strtod(out, NULL) == x) return out;
-    }
-    return out; /* %.9g always round-trips a float32 */
+    uint64_t n;
+    int p, X;
+    double d;
+    if (f32_shortest(fabsf(x), &n, &p, &X, &d)) return fmt_digits(out, x < 0, n, p, X, p);
+    return fmt_f32_slow(out, x);
 }
 
 double hs_f32_shortest(float x)
 {
     if (!isfinite(x)) return (double)x;
+    uint64_t n;
+    int p, X;
+    double d;
+    if (f32_shortest(fabsf(x), &n, &p, &X, &d)) return x < 0 ? -d : d;
     char buf[HS_F32_BUF];
-    return strtod(hs_fmt_f32(buf, x), NULL);
+    return strtod(fmt_f32_slow(buf, x), NULL);
+}
+
+char *hs_fmt_f32_json(char out[HS_F32_BUF], double v)
+{
+    /* fast only for the doubles hs_f32_shortest makes */
+    float x = (float)v;
+    uint64_t n;
+    int p, X;
+    double d;
+    if (isfinite(v) && v != 0 && f32_shortest(fabsf(x), &n, &p, &X, &d) && (x < 0 ? -d : d) == v)
+        return fmt_digits(out, v < 0, n, p, X, 15);
+    return NULL;
 }
 
 hs_cp_class hs_cp_classify(uint32_t cp)
@@ -256,8 +428,12 @@ char *hs_visible_dup(const char *s)
 
 uint64_t hs_fnv1a64(const void *data, size_t n)
 {
+    return hs_fnv1a64_more(HS_FNV1A64_BASIS, data, n);
+}
+
+uint64_t hs_fnv1a64_more(uint64_t h, const void *data, size_t n)
+{
     const unsigned char *p = data;
-    uint64_t h = 14695981039346656037ull;
     for (size_t i = 0; i < n; i++) {
         h ^= p[i];
         h *= 1099511628211ull;

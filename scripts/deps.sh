@@ -3,7 +3,7 @@
 # Runs as root with no standard input (CI); uses sudo when not root.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config
-      libopenblas-dev liblapacke-dev libxsmm-dev libpng-dev zlib1g-dev
+      libopenblas-dev liblapacke-dev libxsmm-dev libpng-dev zlib1g-dev libdeflate-dev
       libfreetype-dev libfontconfig-dev fonts-dejavu-core
       libcairo2-dev libharfbuzz-dev
       libcjson-dev libcmocka-dev)

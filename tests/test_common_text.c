@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -88,6 +90,77 @@ static void float_format_is_shortest_round_trip(void **state)
     assert_true(hs_f32_shortest(1e-5f) == 1e-05);
 }
 
+/* The definition hs_fmt_f32 computes without printing: "%.<p>g" for the
+ * least p whose text strtod (then the cast to float) reads back as x. */
+static const char *ref_fmt_f32(char out[HS_F32_BUF], float x)
+{
+    for (int p = 1; p <= 9; p++) {
+        snprintf(out, HS_F32_BUF, "%.*g", p, (double)x);
+        if ((float)strtod(out, NULL) == x) return out;
+    }
+    return out;
+}
+
+/* x through hs_fmt_f32 and hs_f32_shortest against the printf/strtod
+ * search; 1 when both agree. */
+static int agrees(float x)
+{
+    char a[HS_F32_BUF], b[HS_F32_BUF];
+    ref_fmt_f32(a, x);
+    hs_fmt_f32(b, x);
+    if (strcmp(a, b) != 0 || hs_f32_shortest(x) != strtod(a, NULL)) {
+        uint32_t bits;
+        memcpy(&bits, &x, sizeof bits);
+        print_error("x = %.9g (bits %08x): printf search '%s', hs_fmt_f32 '%s'\n", (double)x,
+                    (unsigned)bits, a, b);
+        return 0;
+    }
+    return 1;
+}
+
+/* The exact integer search (1e-9 <= |x| < 1e9) gives printf's text byte for
+ * byte: random bit patterns over every exponent, every float of a few whole
+ * binades in [0, 1] where attention weights live, decimals of few digits and
+ * their float neighbours (the rounding ties and carries: 9.5, 0.995, 1e8),
+ * the ends of the range and powers of ten. */
+static void float_format_matches_the_printf_search(void **state)
+{
+    (void)state;
+    uint64_t r = 0x9E3779B97F4A7C15ull;
+    int bad = 0;
+    for (int i = 0; i < 400000 && bad < 5; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        uint32_t bits = (uint32_t)(r >> 16);
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        if (isfinite(x)) bad += !agrees(x);
+    }
+    /* every 13th float of [0.5, 1) and every 29th of [2^-7, 2^-6) (all of
+       [0.5, 1) and 3 million random ones agreed when this was written) */
+    for (uint32_t bits = 0x3F000000u; bits < 0x3F800000u && bad < 5; bits += 13) {
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        bad += !agrees(x);
+    }
+    for (uint32_t bits = 0x3C000000u; bits < 0x3C800000u && bad < 5; bits += 29) {
+        float x;
+        memcpy(&x, &bits, sizeof x);
+        bad += !agrees(x);
+    }
+    /* short decimals k 10^q and the floats either side of them */
+    for (int q = -12; q <= 10 && bad < 5; q++)
+        for (int k = 1; k < 4000 && bad < 5; k++) {
+            float x = (float)((double)k * pow(10.0, q));
+            bad += !agrees(x) + !agrees(nextafterf(x, 0)) + !agrees(nextafterf(x, INFINITY)) +
+                   !agrees(-x);
+        }
+    const float ends[] = {1e-9f, 1e9f, 0x1p-31f, 0x1p30f, 999999940.0f, 9.999999e-10f, 0.0f,
+                          -0.0f, 0x1p-149f, 0x1.fffffep127f, 16777217.0f};
+    for (size_t i = 0; i < sizeof ends / sizeof ends[0]; i++)
+        bad += !agrees(ends[i]) + !agrees(nextafterf(ends[i], 0)) + !agrees(nextafterf(ends[i], 1e30f));
+    assert_int_equal(bad, 0);
+}
+
 /* The text policy's classes (docs/DESIGN.md): one code point per row. */
 static void code_points_fall_in_their_classes(void **state)
 {
@@ -135,6 +208,7 @@ int main(void)
         cmocka_unit_test(buf_grows_past_any_fixed_size),
         cmocka_unit_test(utf8_decoder_follows_rfc3629),
         cmocka_unit_test(float_format_is_shortest_round_trip),
+        cmocka_unit_test(float_format_matches_the_printf_search),
         cmocka_unit_test(code_points_fall_in_their_classes),
         cmocka_unit_test(visible_text_escapes_what_changes_a_line),
         cmocka_unit_test(fnv1a64_matches_the_published_vectors),

@@ -922,11 +922,166 @@ static void xml_escape_keeps_any_label_well_formed(void **state)
     hs_buf_free(&b);
 }
 
+/* Draws figure k of the shared-font test on a pool worker. */
+typedef struct {
+    hs_viz_figure *fig[4];
+    unsigned char *rgb[4];
+    char *svg[4];
+} shared_font_job;
+
+static hs_status shared_font_draw(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    shared_font_job *x = ctx;
+    size_t w, h, n;
+    hs_status s = hs_viz_figure_rgb(x->fig[j], &x->rgb[j], &w, &h, err);
+    return s ? s : hs_viz_figure_svg(x->fig[j], &x->svg[j], &n, err);
+}
+
+/* A font opened once (hs_viz_options.font) gives the figures a font opened
+ * per layout gives, pixel for pixel and byte for byte, also when the figures
+ * sharing it are drawn on two threads at once after the handle is closed. */
+static void a_shared_font_draws_what_its_own_font_draws(void **state)
+{
+    (void)state;
+    static const char *tok[6] = {"the", "animal", "AV", "To", "it", "tired"};
+    float pat[2 * 2 * 36];
+    for (int k = 0; k < 4; k++)
+        for (int i = 0; i < 6; i++) {
+            float sum = 0;
+            for (int j = 0; j <= i; j++) sum += (float)(1 + (i * 7 + j * 3 + k) % 5);
+            for (int j = 0; j < 6; j++)
+                pat[(k * 6 + i) * 6 + j] = j <= i ? (float)(1 + (i * 7 + j * 3 + k) % 5) / sum : 0;
+        }
+    hs_error err = {0};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 150;
+    shared_font_job own = {0}, shared = {0};
+    hs_viz_font *font = NULL;
+    assert_int_equal(hs_viz_font_open(NULL, &font, &err), HS_OK);
+    for (int k = 0; k < 4; k++) {
+        hs_viz_options ok = o;
+        if (k % 2) ok.font_pt = 7;
+        if (k < 2)
+            assert_int_equal(hs_viz_grid_figure(&own.fig[k], pat, 2, 2, 6, tok, "grid", &ok, &err), HS_OK);
+        else
+            assert_int_equal(hs_viz_attention_figure(&own.fig[k], pat + 36 * k, 6, tok, "one", &ok, &err), HS_OK);
+        ok.font = font;
+        if (k < 2)
+            assert_int_equal(hs_viz_grid_figure(&shared.fig[k], pat, 2, 2, 6, tok, "grid", &ok, &err), HS_OK);
+        else
+            assert_int_equal(hs_viz_attention_figure(&shared.fig[k], pat + 36 * k, 6, tok, "one", &ok, &err), HS_OK);
+    }
+    hs_viz_font_close(font); /* the figures keep theirs */
+    hs_pool *pool = NULL;
+    assert_int_equal(hs_pool_create(2, &pool, &err), HS_OK);
+    assert_int_equal(hs_pool_for(NULL, 4, shared_font_draw, &own, &err), HS_OK);
+    assert_int_equal(hs_pool_for(pool, 4, shared_font_draw, &shared, &err), HS_OK);
+    hs_pool_destroy(pool);
+    for (int k = 0; k < 4; k++) {
+        size_t n = hs_viz_figure_width(own.fig[k]) * hs_viz_figure_height(own.fig[k]) * 3;
+        assert_int_equal(hs_viz_figure_width(shared.fig[k]), hs_viz_figure_width(own.fig[k]));
+        assert_int_equal(hs_viz_figure_height(shared.fig[k]), hs_viz_figure_height(own.fig[k]));
+        assert_memory_equal(shared.rgb[k], own.rgb[k], n);
+        assert_string_equal(shared.svg[k], own.svg[k]);
+        free(own.rgb[k]);
+        free(shared.rgb[k]);
+        free(own.svg[k]);
+        free(shared.svg[k]);
+        hs_viz_figure_destroy(own.fig[k]);
+        hs_viz_figure_destroy(shared.fig[k]);
+    }
+}
+
+/* vz_json_print writes cJSON_Print's bytes: every item type, nesting of
+ * arrays in objects in arrays, empty ones, keys and strings with every
+ * escape and byte, and numbers of every kind (floats' shortest doubles, as
+ * the figure JSON holds them, and any other double: integers, -0, the
+ * 17-digit ones, huge and tiny, NaN and infinity). */
+static void json_print_is_cjson_print_byte_for_byte(void **state)
+{
+    (void)state;
+    uint64_t r = 0x243F6A8885A308D3ull;
+    cJSON *root = cJSON_CreateObject();
+    cJSON *nums = cJSON_AddArrayToObject(root, "numbers");
+    for (int i = 0; i < 200000; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        double v;
+        if (i % 4 == 0) {
+            uint32_t b = (uint32_t)(r >> 11);
+            float f;
+            memcpy(&f, &b, sizeof f);
+            v = hs_f32_shortest(f);
+        } else if (i % 4 == 1) {
+            v = hs_f32_shortest((float)((double)(r >> 40) / 16777216.0)); /* [0, 1) */
+        } else if (i % 4 == 2) {
+            memcpy(&v, &r, sizeof v);
+        } else {
+            v = (double)(int64_t)(r >> 20) / (double)(1 + (r & 0xFFFF)) * ((r & 1) ? 1e-12 : 1e12);
+        }
+        cJSON_AddItemToArray(nums, cJSON_CreateNumber(v));
+    }
+    const double special[] = {0.0, -0.0, 1.0, -1.0, 1e6, 1e15, 1e16, 123456789.0, 1e-5, 1e-4,
+                              0.1, 1e300, 5e-324, NAN, INFINITY, -INFINITY, 2147483647.0,
+                              2147483648.0, -2147483649.0, 16777217.0};
+    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
+        cJSON_AddItemToArray(nums, cJSON_CreateNumber(special[i]));
+    char all[256];
+    for (int i = 1; i < 256; i++) all[i - 1] = (char)i;
+    all[255] = '\0';
+    cJSON_AddStringToObject(root, all, all);
+    cJSON_AddStringToObject(root, "", "");
+    cJSON_AddItemToObject(root, "null", cJSON_CreateNull());
+    cJSON_AddItemToObject(root, "t", cJSON_CreateTrue());
+    cJSON_AddItemToObject(root, "f", cJSON_CreateFalse());
+    cJSON_AddItemToObject(root, "raw", cJSON_CreateRaw("{\"as\": is}"));
+    cJSON_AddItemToObject(root, "empty_a", cJSON_CreateArray());
+    cJSON_AddItemToObject(root, "empty_o", cJSON_CreateObject());
+    cJSON *deep = cJSON_AddArrayToObject(root, "deep");
+    for (int i = 0; i < 3; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON *a = cJSON_AddArrayToObject(o, "rows");
+        for (int j = 0; j < 3; j++) {
+            cJSON *row = cJSON_CreateArray();
+            cJSON_AddItemToArray(row, cJSON_CreateNumber(hs_f32_shortest(0.1f * (float)j)));
+            cJSON_AddItemToArray(row, cJSON_CreateObject());
+            cJSON *in = cJSON_CreateObject();
+            cJSON_AddItemToObject(in, "x", cJSON_CreateArray());
+            cJSON_AddItemToArray(row, in);
+            cJSON_AddItemToArray(a, row);
+        }
+        cJSON_AddItemToArray(deep, o);
+    }
+    cJSON_AddItemToArray(deep, cJSON_CreateArray());
+    char *want = cJSON_Print(root), *got = vz_json_print(root);
+    assert_non_null(want);
+    assert_non_null(got);
+    size_t k = 0;
+    while (want[k] && want[k] == got[k]) k++;
+    if (want[k] != got[k])
+        print_error("first difference at byte %zu: cJSON '%.40s' vs '%.40s'\n", k, want + k, got + k);
+    assert_string_equal(got, want);
+    cJSON_free(want);
+    free(got);
+    /* a bare value and an empty object at the top */
+    cJSON *e = cJSON_CreateObject();
+    want = cJSON_Print(e);
+    got = vz_json_print(e);
+    assert_string_equal(got, want);
+    cJSON_free(want);
+    free(got);
+    cJSON_Delete(e);
+    cJSON_Delete(root);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(long_texts_reach_every_figure_writer),
         cmocka_unit_test(viridis_table_has_published_values),
+        cmocka_unit_test(json_print_is_cjson_print_byte_for_byte),
+        cmocka_unit_test(a_shared_font_draws_what_its_own_font_draws),
         cmocka_unit_test(xml_escape_keeps_any_label_well_formed),
         cmocka_unit_test(attention_png_reads_back_with_cells_labels_and_mask),
         cmocka_unit_test(png_strips_decode_to_cairo_pixels_for_any_thread_count),

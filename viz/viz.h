@@ -13,7 +13,7 @@
  *     and titles; attention in the shape CircuitsVis' attention_heads() takes,
  *   - the chapter's terminal rows (`L0  the:0.00 animal:0.70 ...`).
  * May call: common/common.h (status, errors, atomic writes, text, the worker
- * pool), cairo, HarfBuzz, libpng, zlib, fontconfig, cJSON, libc. It never sees a model: it does
+ * pool), cairo, HarfBuzz, libpng, zlib, libdeflate (adler32), fontconfig, cJSON, libc. It never sees a model: it does
  * not include model/, probe/ or tasks/.
  *
  * Numbering (DESIGN.md): layers, heads and positions count from 0.
@@ -120,6 +120,9 @@ typedef struct {
                               grey print tells it from every value), with a legend swatch */
     const char *font_path; /* TrueType font; NULL = $HS_FONT, then fontconfig's
                               "DejaVu Sans", then /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf */
+    struct hs_viz_font *font; /* an opened font (hs_viz_font_open) used instead of font_path:
+                              borrowed; each figure keeps its own reference. NULL (default) =
+                              font_path is opened for each layout */
     int log_x;             /* line plots (hs_viz_lines_figure): nonzero puts x on a log10 axis
                               (every x must be > 0); other figures ignore it. Default 0 */
     int markers_only;      /* line plots: nonzero draws each point as its marker with no line
@@ -137,6 +140,25 @@ void hs_viz_options_default(hs_viz_options *o);
  * font_path: the fontconfig lookup costs a few ms per figure.
  * Errors: HS_ERR_IO (no usable font), HS_ERR_NOMEM. */
 hs_status hs_viz_font_path(const char *font_path, char **path, hs_error *err);
+
+/* An opened font that many figures share (hs_viz_options.font): the file
+ * read and its tables parsed once (HarfBuzz), one cairo font face, so
+ * cairo's cache of rasterised glyphs outlives each figure, and one cache of
+ * shaped texts by (text, size) (a layout is tried several times and labels
+ * repeat across figures: inspect shapes 294 distinct texts 5170 times).
+ * Figures laid out with it hold their own references, so it may be closed
+ * while they live; figures sharing it may be laid out and written on several
+ * threads at once. The figures are the same as with a font opened per
+ * layout (font_path), pixel for pixel. */
+typedef struct hs_viz_font hs_viz_font;
+
+/* Opens the font font_path names (NULL = the search of hs_viz_font_path)
+ * into *out (close with hs_viz_font_close). Errors: HS_ERR_IO (no usable
+ * font, or not a scalable font), HS_ERR_NOMEM. */
+hs_status hs_viz_font_open(const char *font_path, hs_viz_font **out, hs_error *err);
+/* Drops the caller's reference to f (NULL is a no-op): figures laid out with
+ * it keep theirs. */
+void hs_viz_font_close(hs_viz_font *f);
 
 /* Maps t in [0, 1] (clamped; NaN -> 0) through colour map cmap (DEFAULT =
  * viridis) into rgb[3]. The 256-entry table lookup used by every figure:

@@ -7,6 +7,10 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -18,7 +22,111 @@
 
 #define VZ_DEBIAN_FONT "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
-struct vz_font {
+/* Shaped runs by (text, size), shared by a font and every copy of it
+ * (vz_font_share): a figure's layout is tried several times and its labels
+ * repeat across figures (inspect: 5170 shapings of 294 distinct texts). A
+ * run depends only on the font, the text and the size, so a copy out of the
+ * cache is what shaping again would give. Open addressing, at most
+ * SHAPE_CAP entries (then new texts are shaped but not kept). */
+#define SHAPE_CAP 1024
+#define SHAPE_SLOTS (2 * SHAPE_CAP) /* a power of two */
+typedef struct {
+    char *s;   /* owned; NULL = empty slot */
+    double px;
+    vz_run run;
+} shape_entry;
+
+typedef struct {
+    pthread_mutex_t mu;
+    atomic_int refs;
+    size_t n;
+    shape_entry slot[SHAPE_SLOTS];
+} shape_cache;
+
+static shape_cache *shape_cache_new(void)
+{
+    shape_cache *c = calloc(1, sizeof *c);
+    if (!c) return NULL;
+    if (pthread_mutex_init(&c->mu, NULL) != 0) {
+        free(c);
+        return NULL;
+    }
+    atomic_init(&c->refs, 1);
+    return c;
+}
+
+static void shape_cache_unref(shape_cache *c)
+{
+    if (c == NULL || atomic_fetch_sub(&c->refs, 1) != 1) return;
+    for (size_t i = 0; i < SHAPE_SLOTS; i++) {
+        free(c->slot[i].s);
+        free(c->slot[i].run.g);
+    }
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+}
+
+static size_t shape_hash(const char *s, double px)
+{
+    uint64_t h = hs_fnv1a64(s, strlen(s));
+    h = hs_fnv1a64_more(h, &px, sizeof px);
+    return (size_t)(h ^ (h >> 29));
+}
+
+/* A copy of run into *out (its glyphs malloc'd); 0 on OOM. */
+static int run_copy(vz_run *out, const vz_run *run)
+{
+    *out = *run;
+    out->g = NULL;
+    if (run->n > 0) {
+        out->g = malloc(run->n * sizeof *out->g);
+        if (!out->g) return 0;
+        memcpy(out->g, run->g, run->n * sizeof *out->g);
+    }
+    return 1;
+}
+
+/* The slot of (s, px): the entry holding it, or the empty slot where it goes. */
+static shape_entry *shape_slot(shape_cache *c, const char *s, double px)
+{
+    size_t i = shape_hash(s, px) & (SHAPE_SLOTS - 1);
+    while (c->slot[i].s && !(c->slot[i].px == px && strcmp(c->slot[i].s, s) == 0))
+        i = (i + 1) & (SHAPE_SLOTS - 1);
+    return &c->slot[i];
+}
+
+/* 1 with *run a copy of the cached run of (s, px); 0 when it is not cached. */
+static int shape_cache_get(shape_cache *c, const char *s, double px, vz_run *run)
+{
+    pthread_mutex_lock(&c->mu);
+    const shape_entry *e = shape_slot(c, s, px);
+    int hit = e->s != NULL && run_copy(run, &e->run);
+    pthread_mutex_unlock(&c->mu);
+    return hit;
+}
+
+/* Keeps a copy of run for (s, px) (not when the cache is full or on OOM). */
+static void shape_cache_put(shape_cache *c, const char *s, double px, const vz_run *run)
+{
+    pthread_mutex_lock(&c->mu);
+    shape_entry *e = shape_slot(c, s, px);
+    if (e->s == NULL && c->n < SHAPE_CAP) {
+        vz_run r;
+        char *k = hs_strdup(s);
+        if (k && run_copy(&r, run)) {
+            e->s = k;
+            e->px = px;
+            e->run = r;
+            c->n++;
+        } else {
+            free(k);
+        }
+    }
+    pthread_mutex_unlock(&c->mu);
+}
+
+struct hs_viz_font {
+    char *path;          /* the font file (owned) */
     hb_blob_t *blob;
     hb_face_t *face;
     hb_font_t *font;     /* scale = units per em: positions are in font units */
@@ -26,6 +134,7 @@ struct vz_font {
     double upem;
     double asc, desc;    /* ascender (> 0) and descender (> 0, below the baseline), em */
     cairo_font_face_t *cairo; /* the same file for cairo (PNG, PDF) */
+    shape_cache *shapes; /* shared with every copy (vz_font_share) */
 };
 
 /* fontconfig's match for "DejaVu Sans", or NULL when it has none whose
@@ -87,6 +196,11 @@ hs_status vz_font_open(vz_font **out, const char *path, hs_error *err)
     *out = NULL;
     vz_font *f = calloc(1, sizeof *f);
     if (!f) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    f->path = hs_strdup(path);
+    if (!f->path) {
+        free(f);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
     f->blob = hb_blob_create_from_file(path);
     if (hb_blob_get_length(f->blob) == 0) {
         vz_font_close(f);
@@ -102,12 +216,13 @@ hs_status vz_font_open(vz_font **out, const char *path, hs_error *err)
     f->font = hb_font_create(f->face);
     hb_font_set_scale(f->font, (int)f->upem, (int)f->upem);
     f->buf = hb_buffer_create();
+    f->shapes = shape_cache_new();
     hb_font_extents_t ext;
     hb_font_get_h_extents(f->font, &ext);
     f->asc = ext.ascender / f->upem;
     f->desc = -ext.descender / f->upem;
     FcPattern *pat = FcPatternCreate();
-    if (!pat || !hb_buffer_allocation_successful(f->buf) ||
+    if (!pat || !hb_buffer_allocation_successful(f->buf) || !f->shapes ||
         !FcPatternAddString(pat, FC_FILE, (const FcChar8 *)path) ||
         !FcPatternAddInteger(pat, FC_INDEX, 0)) {
         if (pat) FcPatternDestroy(pat);
@@ -124,9 +239,41 @@ hs_status vz_font_open(vz_font **out, const char *path, hs_error *err)
     return HS_OK;
 }
 
+hs_status vz_font_share(vz_font **out, const vz_font *src, hs_error *err)
+{
+    *out = NULL;
+    vz_font *f = calloc(1, sizeof *f);
+    if (!f || !(f->path = hs_strdup(src->path))) {
+        free(f);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    f->buf = hb_buffer_create();
+    if (!hb_buffer_allocation_successful(f->buf)) {
+        vz_font_close(f);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    /* HarfBuzz's and cairo's objects are reference-counted and safe to use
+       from several threads at once; only the shaping buffer is per copy */
+    f->blob = hb_blob_reference(src->blob);
+    f->face = hb_face_reference(src->face);
+    f->font = hb_font_reference(src->font);
+    f->cairo = cairo_font_face_reference(src->cairo);
+    f->shapes = src->shapes;
+    atomic_fetch_add(&f->shapes->refs, 1);
+    f->upem = src->upem;
+    f->asc = src->asc;
+    f->desc = src->desc;
+    *out = f;
+    return HS_OK;
+}
+
+const char *vz_font_file(const vz_font *f) { return f->path; }
+
 void vz_font_close(vz_font *f)
 {
     if (f == NULL) return;
+    free(f->path);
+    shape_cache_unref(f->shapes);
     if (f->cairo) cairo_font_face_destroy(f->cairo);
     if (f->buf) hb_buffer_destroy(f->buf);
     if (f->font) hb_font_destroy(f->font);
@@ -140,6 +287,7 @@ cairo_font_face_t *vz_font_cairo(const vz_font *f) { return f->cairo; }
 hs_status vz_font_shape(vz_font *f, const char *s, double px, vz_run *run)
 {
     memset(run, 0, sizeof *run);
+    if (shape_cache_get(f->shapes, s, px, run)) return HS_OK;
     hb_buffer_t *b = f->buf;
     hb_buffer_clear_contents(b);
     hb_buffer_add_utf8(b, s, -1, 0, -1);
@@ -178,6 +326,7 @@ hs_status vz_font_shape(vz_font *f, const char *s, double px, vz_run *run)
     run->ink_r = r * k;
     run->ink_t = t * k;
     run->ink_b = d * k;
+    shape_cache_put(f->shapes, s, px, run);
     return HS_OK;
 }
 
@@ -205,3 +354,15 @@ hs_status hs_viz_font_path(const char *font_path, char **path, hs_error *err)
 {
     return vz_font_find(font_path, path, err);
 }
+
+hs_status hs_viz_font_open(const char *font_path, hs_viz_font **out, hs_error *err)
+{
+    *out = NULL;
+    char *path = NULL;
+    hs_status s = vz_font_find(font_path, &path, err);
+    if (s == HS_OK) s = vz_font_open(out, path, err);
+    free(path);
+    return s;
+}
+
+void hs_viz_font_close(hs_viz_font *f) { vz_font_close(f); }

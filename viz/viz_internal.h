@@ -83,8 +83,9 @@ typedef struct {
     unsigned char rgb[3];
 } vz_text;
 
-/* The font: FreeType face at one pixel size at a time. */
-typedef struct vz_font vz_font;
+/* The font (viz_font.c): HarfBuzz face and font, cairo face, a shaping
+ * buffer; hs_viz_font is the same struct. */
+typedef struct hs_viz_font vz_font;
 
 struct hs_viz_figure {
     int width, height;
@@ -157,6 +158,14 @@ extern const unsigned char vz_diverging[256][3];
  * *path malloc'd. */
 hs_status vz_font_find(const char *explicit_path, char **path, hs_error *err);
 hs_status vz_font_open(vz_font **f, const char *path, hs_error *err);
+/* A copy of src for one figure: the same file, HarfBuzz font and cairo face
+ * (references: src may be closed first), its own shaping buffer, so figures
+ * sharing a font can be laid out and drawn on several threads at once.
+ * Errors: HS_ERR_NOMEM. */
+hs_status vz_font_share(vz_font **f, const vz_font *src, hs_error *err);
+/* The font's file (borrowed). */
+const char *vz_font_file(const vz_font *f);
+/* Closes f (NULL is a no-op); the objects it shares live while other copies do. */
 void vz_font_close(vz_font *f);
 /* Shapes UTF-8 s at size px (em, pixels) into *run (caller frees with
  * vz_run_free). Errors: HS_ERR_NOMEM (no message set). */
@@ -169,6 +178,12 @@ int vz_font_line(vz_font *f, double px);
 int vz_font_ascender(vz_font *f, double px);
 /* The cairo font face of the same file (borrowed; lives as long as f). */
 cairo_font_face_t *vz_font_cairo(const vz_font *f);
+
+/* ---- JSON text (viz_json.c) ---- */
+/* json as cJSON_Print prints it, byte for byte (malloc'd, caller frees); the
+ * digits of float-derived numbers come from hs_fmt_f32_json. NULL on OOM or
+ * an item cJSON cannot print. */
+char *vz_json_print(const cJSON *json);
 
 /* ---- utf-8 (viz_layout.c, over common's hs_utf8_decode) ---- */
 /* Number of code points in valid UTF-8 s. */

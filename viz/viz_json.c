@@ -1,10 +1,13 @@
 /*
  * viz/viz_json.c -- the numbers behind every figure as JSON (cJSON), with
  * tokens, shapes and titles; attention in CircuitsVis' attention_heads shape.
- * Each float is stored as the shortest decimal (6..9 significant digits)
- * that reads back as the same float32, so cJSON prints it compactly and
- * (float)strtod(text) gives the original value.
+ * Each float is stored as the double of its one text format (common's
+ * hs_fmt_f32: the shortest decimal that reads back as the same float32), so
+ * the file shows those digits and (float)strtod(text) gives the original value.
+ * Files are printed by vz_json_print: cJSON_Print's bytes, with those numbers'
+ * digits from hs_fmt_f32's exact search instead of printf and sscanf.
  */
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,21 +15,9 @@
 
 #include "viz/viz_internal.h"
 
-/* The double whose shortest %.Ng text round-trips to f. */
-static double short_double(float f)
-{
-    char buf[32];
-    for (int p = 6; p <= 9; p++) {
-        snprintf(buf, sizeof buf, "%.*g", p, (double)f);
-        double d = strtod(buf, NULL);
-        if ((float)d == f) return d;
-    }
-    return (double)f;
-}
-
 static cJSON *num(float f)
 {
-    return cJSON_CreateNumber(short_double(f));
+    return cJSON_CreateNumber(hs_f32_shortest(f));
 }
 
 static hs_status check_finite(const float *a, size_t n, const char *what, hs_error *err)
@@ -285,24 +276,126 @@ hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,
     return HS_OK;
 }
 
+/* A number as cJSON 1.7's print_number writes it: "%1.15g", or "%1.17g" when
+ * that does not read back (within DBL_EPSILON), "null" when not finite. */
+static void json_number(hs_buf *b, double d)
+{
+    char t[HS_F32_BUF];
+    if (hs_fmt_f32_json(t, d)) { /* a float's shortest text: "%1.15g" without printf */
+        hs_buf_puts(b, t);
+        return;
+    }
+    char nb[32];
+    if (isnan(d) || isinf(d)) {
+        hs_buf_puts(b, "null");
+        return;
+    }
+    snprintf(nb, sizeof nb, "%1.15g", d);
+    double test = 0;
+    if (sscanf(nb, "%lg", &test) != 1 || !(fabs(test - d) <= fmax(fabs(test), fabs(d)) * DBL_EPSILON))
+        snprintf(nb, sizeof nb, "%1.17g", d);
+    hs_buf_puts(b, nb);
+}
+
+/* A string as cJSON prints it: ", \\ and the C escapes \b \f \n \r \t, other
+ * bytes below 32 as \u00xx, everything else as is; NULL as "". */
+static void json_string(hs_buf *b, const char *s)
+{
+    hs_buf_append(b, "\"", 1);
+    const char *run = s;
+    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
+        if (*p > 31 && *p != '"' && *p != '\\') continue;
+        hs_buf_append(b, run, (size_t)((const char *)p - run));
+        char e[8];
+        switch (*p) {
+        case '"': hs_buf_puts(b, "\\\""); break;
+        case '\\': hs_buf_puts(b, "\\\\"); break;
+        case '\b': hs_buf_puts(b, "\\b"); break;
+        case '\f': hs_buf_puts(b, "\\f"); break;
+        case '\n': hs_buf_puts(b, "\\n"); break;
+        case '\r': hs_buf_puts(b, "\\r"); break;
+        case '\t': hs_buf_puts(b, "\\t"); break;
+        default:
+            snprintf(e, sizeof e, "\\u%04x", *p);
+            hs_buf_puts(b, e);
+        }
+        run = (const char *)p + 1;
+    }
+    if (s) hs_buf_puts(b, run);
+    hs_buf_append(b, "\"", 1);
+}
+
+static void tabs(hs_buf *b, size_t n)
+{
+    static const char T[] = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
+    for (; n > 16; n -= 16) hs_buf_append(b, T, 16);
+    hs_buf_append(b, T, n);
+}
+
+/* cJSON's formatted print_value at nesting depth (arrays and objects each
+ * count one). 0 on an item cJSON cannot print (NULL raw text, unknown type). */
+static int json_value(hs_buf *b, const cJSON *it, size_t depth)
+{
+    switch (it->type & 0xFF) {
+    case cJSON_NULL: hs_buf_puts(b, "null"); return 1;
+    case cJSON_False: hs_buf_puts(b, "false"); return 1;
+    case cJSON_True: hs_buf_puts(b, "true"); return 1;
+    case cJSON_Number: json_number(b, it->valuedouble); return 1;
+    case cJSON_Raw:
+        if (!it->valuestring) return 0;
+        hs_buf_puts(b, it->valuestring);
+        return 1;
+    case cJSON_String: json_string(b, it->valuestring); return 1;
+    case cJSON_Array:
+        hs_buf_append(b, "[", 1);
+        for (const cJSON *c = it->child; c; c = c->next) {
+            if (!json_value(b, c, depth + 1)) return 0;
+            if (c->next) hs_buf_append(b, ", ", 2);
+        }
+        hs_buf_append(b, "]", 1);
+        return 1;
+    case cJSON_Object:
+        hs_buf_append(b, "{\n", 2);
+        for (const cJSON *c = it->child; c; c = c->next) {
+            tabs(b, depth + 1);
+            json_string(b, c->string);
+            hs_buf_append(b, ":\t", 2);
+            if (!json_value(b, c, depth + 1)) return 0;
+            hs_buf_append(b, c->next ? ",\n" : "\n", c->next ? 2 : 1);
+        }
+        tabs(b, depth);
+        hs_buf_append(b, "}", 1);
+        return 1;
+    default: return 0;
+    }
+}
+
+char *vz_json_print(const cJSON *json)
+{
+    hs_buf b = {0};
+    if (!json || !json_value(&b, json, 0)) {
+        hs_buf_free(&b);
+        return NULL;
+    }
+    return hs_buf_take(&b); /* NULL on OOM */
+}
+
 hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err)
 {
     if (json == NULL) return hs_fail(err, HS_ERR_INPUT, "JSON object is NULL");
     hs_status s = hs_check_out_path(path, err);
     if (s != HS_OK) return s;
-    char *text = cJSON_Print(json);
-    if (!text) return hs_fail(err, HS_ERR_NOMEM, "out of memory printing JSON for %s", path);
-    size_t n = strlen(text);
-    char *t2 = malloc(n + 2);
-    if (!t2) {
-        cJSON_free(text);
+    hs_buf b = {0};
+    if (!json_value(&b, json, 0)) {
+        hs_buf_free(&b);
+        return hs_fail(err, HS_ERR_INPUT, "JSON for %s holds an item that cannot be printed", path);
+    }
+    hs_buf_append(&b, "\n", 1);
+    if (b.oom) {
+        hs_buf_free(&b);
         return hs_fail(err, HS_ERR_NOMEM, "out of memory printing JSON for %s", path);
     }
-    memcpy(t2, text, n);
-    cJSON_free(text);
-    t2[n] = '\n';
-    t2[n + 1] = '\0';
-    s = hs_write_file_atomic(path, t2, n + 1, err);
-    free(t2);
+    s = hs_write_file_atomic(path, b.s, b.len, err);
+    hs_buf_free(&b);
     return s;
 }

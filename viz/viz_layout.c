@@ -88,6 +88,7 @@ void hs_viz_options_default(hs_viz_options *o)
     o->causal_mask = 1;
     o->highlight_row = -1;
     o->font_path = NULL;
+    o->font = NULL;
 }
 
 static hs_status check_options(const hs_viz_options *o, hs_error *err)
@@ -149,8 +150,14 @@ static hs_status ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err)
     if (!f) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     c->f = f;
     f->dpi = c->o.dpi;
-    s = vz_font_find(c->o.font_path, &f->font_file, err);
-    if (s == HS_OK) s = vz_font_open(&f->font, f->font_file, err);
+    if (c->o.font) { /* opened once by the caller (hs_viz_font_open) */
+        s = vz_font_share(&f->font, c->o.font, err);
+        if (s == HS_OK && !(f->font_file = hs_strdup(vz_font_file(f->font))))
+            s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    } else {
+        s = vz_font_find(c->o.font_path, &f->font_file, err);
+        if (s == HS_OK) s = vz_font_open(&f->font, f->font_file, err);
+    }
     if (s != HS_OK) {
         hs_viz_figure_destroy(f);
         c->f = NULL;
@@ -775,9 +782,11 @@ static hs_status fit_width(hs_viz_figure **out, vz_build build, const void *args
     hs_status s = check_options(&o, err);
     if (s) return s;
     char *font = NULL;
-    s = vz_font_find(o.font_path, &font, err);
-    if (s) return s;
-    o.font_path = font;
+    if (!o.font) { /* resolved once for every layout tried */
+        s = vz_font_find(o.font_path, &font, err);
+        if (s) return s;
+        o.font_path = font;
+    }
     double fmax = o.font_pt;
     double fmin = o.font_min_pt > 0 && o.font_min_pt < fmax ? o.font_min_pt : fmax;
     int auto_w = !(o.width_in > 0);
