@@ -54,7 +54,8 @@
  * 46 MB of peak RSS. A table under one mutex maps a shape to its kernel;
  * kernels live until the process ends (as libxsmm's do). A kernel that cannot
  * be made (no JIT for the CPU, no memory, no executable pages) is stored as
- * NULL, so its shape goes to OpenBLAS from then on.
+ * NULL, so its shape goes to OpenBLAS from then on (and if the table itself
+ * cannot grow, out of memory, that one call does).
  */
 
 typedef struct {
