@@ -248,11 +248,13 @@ int hs_argmax(const float *x, size_t n);
  * likewise with tb and ldb; C has row stride ldc. The one product every
  * module calls (common/gemm.c): libxsmm's JIT kernels where they beat
  * OpenBLAS (alpha 1, beta 0 or 1; A B with B at most 256 K elements, or
- * A^T B with K (M + N) at most 256 K: every product of the default training
- * step), OpenBLAS's cblas_sgemm otherwise. Which one runs depends
- * on the shape only, and an NN product's rows get the same bits whatever
- * rows are in the same call, so results do not depend on how a batch is
- * split over threads. beta 0 ignores what C held (NaN included). M or N <= 0
+ * A^T B with M N and K (M + N) at most 256 K each: every product of the
+ * default training step), OpenBLAS's cblas_sgemm otherwise. Which one runs
+ * depends on the shape only. An NN product's row gets the same bits whatever
+ * rows share its call as long as calls start on 16-row units (rows in blocks
+ * of 64, or of 16 padded for outputs whose last 64-column block is 1-16
+ * wide, where libxsmm's AVX-512 kernel sums with more accumulators in short
+ * blocks), so results do not depend on how a batch is split over threads. beta 0 ignores what C held (NaN included). M or N <= 0
  * does nothing. Runs on the calling thread; safe from any number of threads
  * at once (a shape's kernel is generated at its first use, under a mutex, and
  * kept until the process ends: a few KB each; LIBXSMM_TARGET picks an older
@@ -262,10 +264,11 @@ int hs_argmax(const float *x, size_t n);
 void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
 
-/* 1 when hs_sgemm would run an NN product whose B is (K, N) on libxsmm
- * (whatever its rows): where a caller with B^T at hand gains by transposing
- * it once into B (the backward's input gradients); elsewhere OpenBLAS takes
- * the transposed operand as it lies. */
+/* 1 when an NN product whose B is (K, N) is small enough for libxsmm
+ * (alpha 1, beta 0 or 1, whatever its rows; a CPU without JIT still goes to
+ * OpenBLAS): where a caller with B^T at hand gains by transposing it once
+ * into B (the backward's input gradients); elsewhere OpenBLAS takes the
+ * transposed operand as it lies. */
 int hs_sgemm_nn_jit(int N, int K);
 
 /* A product's kernels chosen once for many calls of one shape on other
@@ -278,6 +281,7 @@ typedef struct {
     int ta, tb, M, N, K, lda, ldb, ldc;
     float alpha, beta;
     int xsmm;                    /* 1: libxsmm's kernels below; 0: OpenBLAS */
+    int rows, pad;               /* NN: rows a kernel call takes; 1: the rest padded to them */
     hs_sgemm_kernel full, rest;  /* NN: rows in full blocks / the rest; TN: full */
 } hs_sgemm_plan;
 
@@ -285,8 +289,10 @@ typedef struct {
  * same choice of library and kernels as hs_sgemm makes). No errors. */
 void hs_sgemm_plan_init(hs_sgemm_plan *p, int ta, int tb, int M, int N, int K, float alpha,
                         int lda, int ldb, float beta, int ldc);
-/* hs_sgemm with p's shape on A, B, C: the same bits as hs_sgemm. p may be
- * used by any number of threads at once. */
+/* hs_sgemm with p's shape on A, B, C (the same bits as hs_sgemm, but for an
+ * output whose last 64-column block is 1-16 wide: a plan's calls all have its
+ * M rows, so it keeps libxsmm's 64-row blocks there). p may be used by any
+ * number of threads at once. */
 void hs_sgemm_run(const hs_sgemm_plan *p, const float *A, const float *B, float *C);
 
 /* ------------------------------------------------------------------------ */

@@ -15,10 +15,14 @@
  * (each element a k-sequential FMA chain); C = A^T B (TN, weight gradients)
  * sums in another order.
  *
- * Bits: which library runs a product depends only on its shape and flags, and
- * a libxsmm NN product is made in blocks of HS_XSMM_ROWS rows whose values do
- * not depend on the block a row is in, so results stay the same for any
- * thread count (the forward's batch split hands each worker whole rows).
+ * Bits: which library runs a product depends only on its shape and flags.
+ * hs_sgemm's libxsmm NN products are made in blocks of HS_XSMM_ROWS rows with
+ * kernels whose every element is one k-sequential FMA chain, so a row's value
+ * does not depend on the rows in the same call, and results stay the same for
+ * any thread count (the forward's batch split hands each worker whole rows,
+ * starting on 16-row units, which OpenBLAS needs); outputs whose last column
+ * block is narrow (narrow()) go to OpenBLAS there. A plan has one row count
+ * for all its calls, so it keeps libxsmm for those too.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "common.h"
@@ -32,9 +36,14 @@
 #include <cblas.h>
 #include <libxsmm.h>
 #include <libxsmm_generator.h>
+#include <libxsmm/generator_common.h> /* LIBXSMM_ERR_BUFFER_TOO_SMALL */
 
 /* rows a libxsmm NN kernel takes at once (the last block takes the rest) */
 #define HS_XSMM_ROWS 64
+/* the same for hs_sgemm's narrow outputs (narrow()), the last block padded to
+ * it: a batch part starts on a 16-row unit (model/forward.c), so a row keeps
+ * its offset in its block however the batch is split */
+#define HS_XSMM_NARROW_ROWS 16
 /* the most elements the libxsmm operand that stays in cache may have: the
  * weight of an NN product (K x N), the gradient of a TN one (M x N) */
 #define HS_XSMM_MAX_WEIGHT (256 * 1024)
@@ -100,7 +109,7 @@ static hs_sgemm_kernel generate(const int key[7])
         LIBXSMM_GEMM_PREFETCH_NONE);
     if (d == NULL) return NULL;
     hs_sgemm_kernel f = NULL;
-    for (unsigned size = 1u << 16; size <= (1u << 24) && f == NULL; size *= 4) {
+    for (unsigned size = 1u << 20; size <= (1u << 24) && f == NULL; size *= 4) {
         void *buf = malloc(size);
         if (buf == NULL) return NULL;
         libxsmm_generated_code gc;
@@ -123,7 +132,8 @@ static hs_sgemm_kernel generate(const int key[7])
             free(buf);
             break; /* made, or no pages for it */
         }
-        free(buf); /* an error: most likely the buffer; a larger one next */
+        free(buf);
+        if (gc.last_error != LIBXSMM_ERR_BUFFER_TOO_SMALL) break; /* no kernel for it */
     }
     return f;
 }
@@ -142,7 +152,14 @@ static hs_sgemm_kernel kernel(int m, int n, int k, int lda, int ldb, int ldc, in
     const int key[7] = {m, n, k, lda, ldb, ldc, flags};
     hs_sgemm_kernel f = NULL;
     pthread_mutex_lock(&store_mu);
-    if (store_arch < 0) store_arch = target_arch();
+    if (store_arch < 0) {
+        /* libxsmm's generator reports its errors on stderr unless told it is
+         * initialised and quiet; a library never prints (generate() falls
+         * back to OpenBLAS instead) */
+        libxsmm_verbosity = 0;
+        libxsmm_ninit = 2;
+        store_arch = target_arch();
+    }
     if (store_n + 1 > store_cap / 2) { /* grow: at most half full */
         const size_t cap = store_cap ? 2 * store_cap : 64;
         kernel_entry *tab = calloc(cap, sizeof *tab);
@@ -170,15 +187,39 @@ int hs_sgemm_nn_jit(int N, int K)
     return N > 0 && K > 0 && (long)N * K <= HS_XSMM_MAX_WEIGHT;
 }
 
+/* 1 when libxsmm's kernel for an NN product N wide would give a row bits that
+ * depend on the rows beside it: on AVX-512 a last column block of one vector
+ * (N % 64 in 1..16) runs a kernel that splits each sum over 1, 2 or 4
+ * accumulators by how many rows share its register block (libxsmm 1.17,
+ * generator_gemm_avx512_microkernel.c, found in review), so the rows of one
+ * call and of the same rows split over two calls differ in the last bits. */
+static int narrow(int N)
+{
+    return N % 64 >= 1 && N % 64 <= 16;
+}
+
 /* NN: C (M, N) = A (M, K) B (K, N) + beta C. Column-major, that is C^T = B^T
  * A^T: libxsmm's m = N, n = rows (blocks of HS_XSMM_ROWS), k = K, with B as
  * its first operand. 1 when libxsmm takes it. */
-static int plan_nn(hs_sgemm_plan *p)
+static int plan_nn(hs_sgemm_plan *p, int rows_vary)
 {
     if (!hs_sgemm_nn_jit(p->N, p->K)) return 0;
     const int flags = p->beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : LIBXSMM_GEMM_FLAG_NONE;
-    const int full = p->M / HS_XSMM_ROWS, rest = p->M % HS_XSMM_ROWS;
-    if (full > 0 && (p->full = kernel(p->N, HS_XSMM_ROWS, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)
+    if (rows_vary && narrow(p->N)) {
+        /* blocks of HS_XSMM_NARROW_ROWS rows, the last one padded: every row
+         * meets the same kernel at the same offset in its block */
+        p->rows = HS_XSMM_NARROW_ROWS;
+        p->pad = 1;
+        const int full = p->M / p->rows, rest = p->M % p->rows;
+        if (full > 0 && (p->full = kernel(p->N, p->rows, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)
+            return 0;
+        if (rest > 0 && (p->rest = kernel(p->N, p->rows, p->K, p->ldb, p->K, p->N, flags)) == NULL)
+            return 0;
+        return 1;
+    }
+    p->rows = HS_XSMM_ROWS;
+    const int full = p->M / p->rows, rest = p->M % p->rows;
+    if (full > 0 && (p->full = kernel(p->N, p->rows, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)
         return 0;
     if (rest > 0 && (p->rest = kernel(p->N, rest, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)
         return 0;
@@ -208,12 +249,41 @@ static void clear_upper(void)
 #endif
 }
 
+static void plan_make(hs_sgemm_plan *p, int ta, int tb, int M, int N, int K, float alpha, int lda,
+                      int ldb, float beta, int ldc, int rows_vary)
+{
+    *p = (hs_sgemm_plan){ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, 0, 0, 0, NULL, NULL};
+    if (M > 0 && N > 0 && K > 0 && alpha == 1.0f && (beta == 0.0f || beta == 1.0f))
+        p->xsmm = (!ta && !tb) ? plan_nn(p, rows_vary) : (ta && !tb) ? plan_tn(p) : 0;
+}
+
 void hs_sgemm_plan_init(hs_sgemm_plan *p, int ta, int tb, int M, int N, int K, float alpha,
                         int lda, int ldb, float beta, int ldc)
 {
-    *p = (hs_sgemm_plan){ta, tb, M, N, K, lda, ldb, ldc, alpha, beta, 0, NULL, NULL};
-    if (M > 0 && N > 0 && K > 0 && alpha == 1.0f && (beta == 0.0f || beta == 1.0f))
-        p->xsmm = (!ta && !tb) ? plan_nn(p) : (ta && !tb) ? plan_tn(p) : 0;
+    plan_make(p, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc, 0);
+}
+
+/* The last `rest` (< p->rows) rows of a padded plan: through the full
+ * block's kernel on a zero-padded copy (p->rest is that kernel for the
+ * copy's strides). Out of memory: OpenBLAS for these rows (other bits in the
+ * last place, the one case). */
+static void run_padded(const hs_sgemm_plan *p, const float *B, const float *A, float *C, int rest)
+{
+    const size_t K = (size_t)p->K, N = (size_t)p->N, R = (size_t)p->rows;
+    float *sa = calloc(R * K + R * N, sizeof(float));
+    if (sa == NULL) {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rest, p->N, p->K, 1.0f, A, p->lda, B,
+                    p->ldb, p->beta, C, p->ldc);
+        return;
+    }
+    float *sc = sa + R * K;
+    for (int i = 0; i < rest; i++) {
+        memcpy(sa + (size_t)i * K, A + (size_t)i * p->lda, K * sizeof(float));
+        if (p->beta != 0.0f) memcpy(sc + (size_t)i * N, C + (size_t)i * p->ldc, N * sizeof(float));
+    }
+    ((libxsmm_smmfunction)p->rest)(B, sa, sc);
+    for (int i = 0; i < rest; i++) memcpy(C + (size_t)i * p->ldc, sc + (size_t)i * N, N * sizeof(float));
+    free(sa);
 }
 
 void hs_sgemm_run(const hs_sgemm_plan *p, const float *A, const float *B, float *C)
@@ -228,14 +298,17 @@ void hs_sgemm_run(const hs_sgemm_plan *p, const float *A, const float *B, float 
     if (p->ta) { /* TN: one call */
         ((libxsmm_smmfunction)p->full)(B, A, C);
     } else { /* NN: blocks of rows, the same kernel for every full block */
-        const int full = p->M / HS_XSMM_ROWS;
+        const int full = p->M / p->rows, rest = p->M % p->rows;
         for (int i = 0; i < full; i++) {
-            const size_t r = (size_t)i * HS_XSMM_ROWS;
+            const size_t r = (size_t)i * p->rows;
             ((libxsmm_smmfunction)p->full)(B, A + r * (size_t)p->lda, C + r * (size_t)p->ldc);
         }
-        if (p->rest) {
-            const size_t r = (size_t)full * HS_XSMM_ROWS;
-            ((libxsmm_smmfunction)p->rest)(B, A + r * (size_t)p->lda, C + r * (size_t)p->ldc);
+        if (rest > 0) {
+            const size_t r = (size_t)full * p->rows;
+            if (!p->pad)
+                ((libxsmm_smmfunction)p->rest)(B, A + r * (size_t)p->lda, C + r * (size_t)p->ldc);
+            else
+                run_padded(p, B, A + r * (size_t)p->lda, C + r * (size_t)p->ldc, rest);
         }
     }
     clear_upper();
@@ -244,7 +317,7 @@ void hs_sgemm_run(const hs_sgemm_plan *p, const float *A, const float *B, float 
 void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc)
 {
-    hs_sgemm_plan p;
-    hs_sgemm_plan_init(&p, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc);
+    hs_sgemm_plan p; /* a call's rows may be any part of a batch: no narrow kernels */
+    plan_make(&p, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc, 1);
     hs_sgemm_run(&p, A, B, C);
 }

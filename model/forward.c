@@ -476,6 +476,7 @@ static void attn_softmax(float *att, const float *scores, int B, int H, int T, i
      * 0, so their exp is an exact 0); one exp over the tile; each row summed
      * in j order from 0 (the zeros change no bit) and scaled. A row whose
      * maximum is not finite or that holds a NaN gets 0 everywhere. */
+    _Static_assert(HS_SOFTMAX_LONG_T <= 32, "the short rows' bitmask below is one unsigned");
     const size_t TT = (size_t)T * T;
     (void)full; /* full = 0 rows hold -inf above the diagonal: same code */
     for (size_t t = 0; t < (size_t)B * H; t++) {

@@ -338,8 +338,9 @@ typedef struct {
                                    * do not fit acts->scratch (a few positions and a large
                                    * vocabulary). The logits at p are the whole forward's
                                    * up to the last bits (products over another row count
-                                   * may round differently: equal on this machine's
-                                   * OpenBLAS for circuit's report, tested to 1e-5). */
+                                   * may round differently where OpenBLAS runs them; on
+                                   * libxsmm (hs_sgemm) a row's bits do not depend on
+                                   * the row count; tested to 1e-5). */
     hs_pool *pool;                /* workers of hs_forward / hs_backward (hs_acts_set_pool); NULL = the caller's thread */
     int own_pool;                 /* 1 when hs_acts_set_threads made pool (destroyed with a) */
 } hs_acts;
@@ -383,8 +384,9 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int b,
  * (N, V) = LN_final(resid) W_U + b_U with the final norm's statistics (mean,
  * 1/rstd) computed from resid itself, row by row, exactly as the forward
  * computes them for the last layer's output (so resid = the final residual
- * gives the forward's logits bit for bit when N matches the forward's rows:
- * OpenBLAS's kernel depends on the product's size). No final norm (or norm
+ * gives the forward's logits bit for bit when N matches the forward's rows;
+ * with another N too where hs_sgemm runs the product on libxsmm, not where
+ * OpenBLAS does, whose kernel depends on the product's size). No final norm (or norm
  * none): resid W_U + b_U. scratch: (N, D) floats plus 2 N. resid (N, D). */
 void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scratch, float *logits);
 
