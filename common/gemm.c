@@ -205,23 +205,17 @@ static int plan_nn(hs_sgemm_plan *p, int rows_vary)
 {
     if (!hs_sgemm_nn_jit(p->N, p->K)) return 0;
     const int flags = p->beta == 0.0f ? LIBXSMM_GEMM_FLAG_BETA_0 : LIBXSMM_GEMM_FLAG_NONE;
-    if (rows_vary && narrow(p->N)) {
-        /* blocks of HS_XSMM_NARROW_ROWS rows, the last one padded: every row
-         * meets the same kernel at the same offset in its block */
-        p->rows = HS_XSMM_NARROW_ROWS;
-        p->pad = 1;
-        const int full = p->M / p->rows, rest = p->M % p->rows;
-        if (full > 0 && (p->full = kernel(p->N, p->rows, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)
-            return 0;
-        if (rest > 0 && (p->rest = kernel(p->N, p->rows, p->K, p->ldb, p->K, p->N, flags)) == NULL)
-            return 0;
-        return 1;
-    }
-    p->rows = HS_XSMM_ROWS;
+    /* narrow outputs of hs_sgemm: blocks of HS_XSMM_NARROW_ROWS rows, the
+     * last one padded (its kernel reads the padded copy's strides), so every
+     * row meets the same kernel at the same offset in its block */
+    p->pad = rows_vary && narrow(p->N);
+    p->rows = p->pad ? HS_XSMM_NARROW_ROWS : HS_XSMM_ROWS;
     const int full = p->M / p->rows, rest = p->M % p->rows;
     if (full > 0 && (p->full = kernel(p->N, p->rows, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)
         return 0;
-    if (rest > 0 && (p->rest = kernel(p->N, rest, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)
+    if (rest > 0 &&
+        (p->rest = p->pad ? kernel(p->N, p->rows, p->K, p->ldb, p->K, p->N, flags)
+                          : kernel(p->N, rest, p->K, p->ldb, p->lda, p->ldc, flags)) == NULL)
         return 0;
     return 1;
 }

@@ -130,17 +130,6 @@ static void dx_product(float *dx, float beta, const float *dy, const float *W, c
         hs_sgemm(0, 1, (int)N, C, OC, 1.0f, dy, OC, W, OC, beta, dx, C);
 }
 
-/* out (C,R) = in (R,C)^T, in 16 x 16 tiles. */
-static void transpose(float *out, const float *in, int R, int C)
-{
-    for (int r0 = 0; r0 < R; r0 += 16)
-        for (int c0 = 0; c0 < C; c0 += 16) {
-            const int r1 = r0 + 16 < R ? r0 + 16 : R, c1 = c0 + 16 < C ? c0 + 16 : C;
-            for (int c = c0; c < c1; c++)
-                for (int r = r0; r < r1; r++) out[(size_t)c * R + r] = in[(size_t)r * C + c];
-        }
-}
-
 /* Fills hs_acts_wT from m's weights and the forward's packed W_Q/K/V: job
  * j = 6 l + which of layer l (which as hs_acts_wT), j = 6 L for W_U; a job
  * of a matrix the model has not does nothing. */
@@ -152,7 +141,7 @@ typedef struct {
 /* out (C,R) = in (R,C)^T when dx_product will read it (hs_sgemm_nn_jit). */
 static void transpose_for_dx(float *out, const float *in, int R, int C)
 {
-    if (hs_sgemm_nn_jit(R, C)) transpose(out, in, R, C);
+    if (hs_sgemm_nn_jit(R, C)) hs_transpose_rows(out, in, R, C, (size_t)C);
 }
 
 static hs_status transpose_run(void *ctx, int j, int worker, hs_error *err)

@@ -126,8 +126,8 @@ static inline float *hs_acts_wT(const hs_acts *a, const hs_config *c, int l, int
 #define HS_SOFTMAX_LONG_T 32 /* the softmax's long-row path from here on */
 
 /* out (C,R) = in (R,C)^T with in's rows ld apart, in 8 x 8 blocks: the
- * transposed copy of k or v that turns attention's q k^T and dz v^T into NN
- * products (libxsmm has no A B^T kernel). */
+ * transposed copies (of k or v, of the backward's weights) that turn A B^T
+ * products into NN ones (libxsmm has no A B^T kernel). */
 static inline void hs_transpose_rows(float *out, const float *in, int R, int C, size_t ld)
 {
     for (int r0 = 0; r0 < R; r0 += 8)
@@ -138,8 +138,9 @@ static inline void hs_transpose_rows(float *out, const float *in, int R, int C, 
         }
 }
 
-/* out (N,OC) = inp (N,C) @ W (C,OC) + bias (OC) (bias may be NULL). hs_sgemm
- * on C pre-filled with the bias rows (beta 1), else beta 0. */
+/* out (N,OC) = inp (N,C) @ W (C,OC), then + bias (OC) on every row (bias may
+ * be NULL): hs_sgemm with beta 0, the bias added after (the bits of the
+ * forward's fused bias passes). */
 void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
                        int C, int OC);
 
