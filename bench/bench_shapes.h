@@ -174,9 +174,10 @@ typedef struct {
 static inline void bench_bufs_init(bench_bufs *bb, size_t cap)
 {
     bb->cap = cap;
-    bb->a = malloc(cap * sizeof(float));
-    bb->b = malloc(cap * sizeof(float));
-    bb->c = malloc(cap * sizeof(float));
+    /* aligned as the model's own arrays are (hs_floats_alloc) */
+    bb->a = hs_floats_alloc(cap);
+    bb->b = hs_floats_alloc(cap);
+    bb->c = hs_floats_alloc(cap);
     if (!bb->a || !bb->b || !bb->c) {
         fprintf(stderr, "bench: out of memory\n");
         exit(1);
@@ -190,9 +191,9 @@ static inline void bench_bufs_init(bench_bufs *bb, size_t cap)
 
 static inline void bench_bufs_free(bench_bufs *bb)
 {
-    free(bb->a);
-    free(bb->b);
-    free(bb->c);
+    hs_floats_free(bb->a);
+    hs_floats_free(bb->b);
+    hs_floats_free(bb->c);
 }
 
 /* One call of g through the library's product (hs_sgemm: libxsmm or

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -238,6 +240,26 @@ char *hs_path_join(const char *dir, const char *name)
     if (a > 0 && dir[a - 1] != '/') p[k++] = '/';
     memcpy(p + k, name, b + 1);
     return p;
+}
+
+/* The block is calloc'd 64 bytes larger (room for the alignment and, just
+ * before the aligned start, the pointer calloc returned). */
+float *hs_floats_alloc(size_t n)
+{
+    if (n == 0 || n > (SIZE_MAX - 64) / sizeof(float)) return NULL;
+    char *raw = calloc(1, n * sizeof(float) + 64);
+    if (raw == NULL) return NULL;
+    char *p = raw + 64 - ((uintptr_t)raw & 63); /* 16..64 bytes on: room for the pointer */
+    memcpy(p - sizeof raw, &raw, sizeof raw);
+    return (float *)(void *)p;
+}
+
+void hs_floats_free(float *p)
+{
+    if (p == NULL) return;
+    char *raw;
+    memcpy(&raw, (char *)p - sizeof raw, sizeof raw);
+    free(raw);
 }
 
 int hs_argmax(const float *x, size_t n)

@@ -106,7 +106,16 @@ static size_t point_slots(hs_acts *a, hs_grad_scratch *g, const hs_config *c, in
                     const act_slot *sk = &ACT_SLOTS[k];
                     if (p) *slot_ptr(sk, a, g, l) = p + n;
                     const int fixed = sk->size >= SZ_FIXED_TT; /* the SZ_FIXED_* */
-                    n += (fixed ? 1 : B) * slot_floats(c, sk->size, T);
+                    /* slots start on cache lines (hs_floats_alloc) when what
+                     * precedes them allows: an activation after any slot, a
+                     * fixed slot is a whole number of lines (the scratch's
+                     * per-sequence slots stay contiguous: grad_sizes reads
+                     * floats per sequence off the count) */
+                    if (fixed)
+                        n += hs_floats_round(slot_floats(c, sk->size, T));
+                    else
+                        n += B * slot_floats(c, sk->size, T);
+                    if (!grad) n = hs_floats_round(n);
                 }
         i = end;
     }
@@ -162,7 +171,7 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
     const size_t wpack = (size_t)cfg->n_layers * 3 * cfg->d_model * cfg->n_heads * cfg->d_head;
     const size_t n = point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, NULL);
     a->n_floats = n + wpack; /* + packed W_Q/K/V at the end (hs_acts_wpack) */
-    a->mem = calloc(a->n_floats, sizeof(float));
+    a->mem = hs_floats_alloc(a->n_floats);
     if (!a->mem) {
         free(a);
         return hs_fail(err, HS_ERR_NOMEM, "out of memory for activations (%zu floats)", n);
@@ -175,9 +184,9 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
          * transposed weights (hs_acts_wT) */
         size_t per_seq, per_part;
         grad_sizes(cfg, (size_t)T, &per_seq, &per_part);
-        const size_t scratch = (size_t)B * per_seq + HS_GRAD_PARTS * per_part;
+        const size_t scratch = hs_floats_round((size_t)B * per_seq + HS_GRAD_PARTS * per_part);
         a->n_d_floats = scratch + (size_t)cfg->n_layers * B * T * cfg->d_mlp + hs_wT_floats(cfg);
-        a->d_mem = calloc(a->n_d_floats, sizeof(float));
+        a->d_mem = hs_floats_alloc(a->n_d_floats);
         if (!a->d_mem) {
             hs_acts_destroy(a);
             return hs_fail(err, HS_ERR_NOMEM, "out of memory for gradients of activations");
@@ -192,8 +201,8 @@ void hs_acts_destroy(hs_acts *a)
 {
     if (a == NULL) return;
     if (a->own_pool) hs_pool_destroy(a->pool);
-    free(a->mem);
-    free(a->d_mem);
+    hs_floats_free(a->mem);
+    hs_floats_free(a->d_mem);
     free(a);
 }
 

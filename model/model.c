@@ -279,7 +279,7 @@ hs_status hs_model_create(const hs_config *cfg, hs_model **out, hs_error *err)
     if (cfg->bias) add_tensor(&tb, &lay.b_U, 0, 1, V, 0, 0, "unembed.b_U", 0);
 
     m->n_params = tb.offset;
-    m->param_mem = calloc(m->n_params, sizeof(float));
+    m->param_mem = hs_floats_alloc(m->n_params);
     if (!m->param_mem) {
         hs_model_destroy(m);
         return hs_fail(err, HS_ERR_NOMEM, "out of memory for %zu parameters", tb.offset);
@@ -292,26 +292,26 @@ hs_status hs_model_create(const hs_config *cfg, hs_model **out, hs_error *err)
 void hs_model_destroy(hs_model *m)
 {
     if (m == NULL) return;
-    free(m->param_mem);
-    free(m->grad_mem);
-    free(m->grad_part_mem);
-    free(m->m_mem);
-    free(m->v_mem);
+    hs_floats_free(m->param_mem);
+    hs_floats_free(m->grad_mem);
+    hs_floats_free(m->grad_part_mem);
+    hs_floats_free(m->m_mem);
+    hs_floats_free(m->v_mem);
     free(m);
 }
 
 hs_status hs_model_alloc_train(hs_model *m, hs_error *err)
 {
     if (m->grad_mem) return HS_OK;
-    m->grad_mem = calloc(m->n_params, sizeof(float));
-    m->grad_part_mem = calloc((HS_GRAD_PARTS - 1) * m->n_params, sizeof(float));
-    m->m_mem = calloc(m->n_params, sizeof(float));
-    m->v_mem = calloc(m->n_params, sizeof(float));
+    m->grad_mem = hs_floats_alloc(m->n_params);
+    m->grad_part_mem = hs_floats_alloc((HS_GRAD_PARTS - 1) * hs_floats_round(m->n_params));
+    m->m_mem = hs_floats_alloc(m->n_params);
+    m->v_mem = hs_floats_alloc(m->n_params);
     if (!m->grad_mem || !m->grad_part_mem || !m->m_mem || !m->v_mem) {
-        free(m->grad_mem);
-        free(m->grad_part_mem);
-        free(m->m_mem);
-        free(m->v_mem);
+        hs_floats_free(m->grad_mem);
+        hs_floats_free(m->grad_part_mem);
+        hs_floats_free(m->m_mem);
+        hs_floats_free(m->v_mem);
         m->grad_mem = m->grad_part_mem = m->m_mem = m->v_mem = NULL;
         return hs_fail(err, HS_ERR_NOMEM, "out of memory for gradients (%zu floats)", m->n_params);
     }

@@ -168,11 +168,13 @@ typedef struct hs_model {
     size_t n_params;                        /* total floats */
     int n_tensors;
     hs_tensor_info tensors[HS_MAX_TENSORS]; /* in checkpoint order */
-    float *param_mem;                       /* (n_params) */
+    float *param_mem;                       /* (n_params); the five arrays are hs_floats_alloc's
+                                             * (64-byte aligned; hs_model_destroy frees them) */
     float *grad_mem;                        /* (n_params), NULL until hs_model_alloc_train */
-    float *grad_part_mem;                   /* (HS_GRAD_PARTS - 1, n_params): the gradients of
-                                             * the backward's later batch parts (hs_backward),
-                                             * summed into grad_mem in part order; same */
+    float *grad_part_mem;                   /* (HS_GRAD_PARTS - 1, hs_floats_round(n_params)):
+                                             * the gradients of the backward's later batch parts
+                                             * (hs_backward), summed into grad_mem in part order;
+                                             * same */
     float *m_mem, *v_mem;                   /* AdamW moments, same */
     hs_params params;                       /* views into param_mem */
     hs_params grads;                        /* views into grad_mem */

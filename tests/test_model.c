@@ -1138,6 +1138,65 @@ static void forward_rejects_out_of_range_tokens(void **state)
     hs_model_destroy(m);
 }
 
+/* Every array the products read or write starts on a cache line
+ * (hs_floats_alloc), at a batch of 3 x 7 positions (21 rows: (B,T) slots
+ * such as the norms' means are not whole lines, so the slot after one starts
+ * on a line only because the layout rounds it): the parameters, gradients,
+ * moments, each later part's gradients, every activation slot of hs_acts_view's
+ * table, the packed and transposed weights, the backward's fixed scratch. */
+#define LINE_ALIGNED(p) assert_int_equal((uintptr_t)(const void *)(p) % 64, 0)
+static void arrays_the_products_read_start_on_cache_lines(void **state)
+{
+    (void)state;
+    hs_config c = hs_config_default();
+    c.d_vocab = 37; /* b_U of 37 floats: n_params not a whole number of lines */
+    c.n_ctx = 18;
+    hs_error err;
+    hs_model *m = NULL;
+    assert_int_equal(hs_model_create(&c, &m, &err), HS_OK);
+    assert_int_equal(hs_model_alloc_train(m, &err), HS_OK);
+    assert_int_not_equal(m->n_params % 16, 0);
+    LINE_ALIGNED(m->param_mem);
+    LINE_ALIGNED(m->grad_mem);
+    LINE_ALIGNED(m->m_mem);
+    LINE_ALIGNED(m->v_mem);
+    for (int p = 1; p < HS_GRAD_PARTS; p++)
+        LINE_ALIGNED(m->grad_part_mem + (size_t)(p - 1) * hs_floats_round(m->n_params));
+    hs_acts *a = NULL;
+    assert_int_equal(hs_acts_create(&c, 3, 7, 1, &a, &err), HS_OK);
+    LINE_ALIGNED(a->embed);
+    LINE_ALIGNED(a->pos_embed);
+    LINE_ALIGNED(a->x0);
+    LINE_ALIGNED(a->lne_rstd);
+    for (int l = 0; l < c.n_layers; l++) {
+        const hs_block_acts *b = &a->blocks[l];
+        const float *const slots[] = {b->resid_pre, b->ln1_out, b->ln1_mean, b->ln1_rstd, b->q,
+                                      b->k, b->v, b->att, b->z, b->attn_out, b->resid_mid,
+                                      b->ln2_out, b->ln2_mean, b->ln2_rstd, b->mlp_pre,
+                                      b->mlp_post, b->resid_post};
+        for (size_t i = 0; i < sizeof slots / sizeof slots[0]; i++) LINE_ALIGNED(slots[i]);
+        for (int w = 0; w < 3; w++) LINE_ALIGNED(hs_acts_wpack(a, &c, l, w));
+        for (int w = 0; w < 6; w++) LINE_ALIGNED(hs_acts_wT(a, &c, l, w));
+    }
+    LINE_ALIGNED(hs_acts_wT(a, &c, c.n_layers, 0));
+    LINE_ALIGNED(a->lnf_out);
+    LINE_ALIGNED(a->logits);
+    LINE_ALIGNED(a->probs);
+    LINE_ALIGNED(a->scratch);
+    LINE_ALIGNED(a->scores);
+    LINE_ALIGNED(a->dact_mem);
+    for (int p = 0; p < HS_GRAD_PARTS; p++) {
+        hs_grad_scratch g;
+        hs_grad_point(a, &c, p, 0, 0, &g); /* an empty part: its fixed slots only */
+        LINE_ALIGNED(g.datt);
+        LINE_ALIGNED(g.vT);
+        LINE_ALIGNED(g.dwpack);
+    }
+    hs_acts_destroy(a);
+    hs_model_destroy(m);
+}
+#undef LINE_ALIGNED
+
 /* One training step's forward (no observer) and backward with 2 threads:
  * logits, probabilities, every gradient and dLoss/dx0 are bit-identical with
  * 1 thread. Shapes: B 3 x T 8 (one 16-row unit and a rest: not split), B 34 x T 5
@@ -1377,6 +1436,7 @@ int main(void)
         cmocka_unit_test(config_validate_rejects_bad_fields_naming_them),
         cmocka_unit_test(forward_rejects_out_of_range_tokens),
         cmocka_unit_test(two_threads_give_the_bits_of_one),
+        cmocka_unit_test(arrays_the_products_read_start_on_cache_lines),
         cmocka_unit_test(adamw_on_a_pool_gives_the_bits_of_one_thread),
         cmocka_unit_test(gelu_matches_double_erfc),
         cmocka_unit_test(simd_widths_give_the_same_bits),
