@@ -12,7 +12,8 @@ d_model 64/128/256/512, layers 2/4/8, context 18/64/256 -- plus the large corner
 8 layers, context 256; ~2.5 TFLOP a step). Nine models: each axis's effect alone, and the
 largest size the issue names, in ~10 minutes on a quiet 2-core machine; the full 4x3x3 cross
 product would take hours at the large end (tens of seconds a step, each side). Steps: 2 warm-up
-and up to 30 timed, fewer as a step grows (at least 3 timed after 1 warm-up; timed_steps()).
+and up to 30 timed, fewer as a step grows (at least 5 timed after 1 warm-up under 1 TFLOP a step,
+3 above; timed_steps()).
 
 Data: per context, one file of 4 batches of random tokens (numpy default_rng(0), int32 rows of
 context + 1), read by both sides (bench_train --tokens, torch_peer.py --task tokens); inputs the
@@ -92,9 +93,12 @@ def flops(r):
 
 def timed_steps(f):
     """(warm-up, timed) steps for a step of f FLOPs: 2 + up to 30 timed while the timed steps
-    stay ~200 GFLOP (2 s at 100 GFLOP/s), at least 1 + 3."""
+    stay ~200 GFLOP (2 s at 100 GFLOP/s); at least 1 + 5 under 1 TFLOP a step (a median of 3
+    moved d_model 512 x 4 layers by 5% between runs), 1 + 3 above."""
     n = int(2e11 / f)
-    return (2, min(30, n)) if n >= 3 else (1, 3)
+    if n >= 5:
+        return (2, min(30, n))
+    return (1, 5) if f < 1e12 else (1, 3)
 
 
 def shape_flags(r):
