@@ -271,9 +271,10 @@ void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
  * transposed operand as it lies. */
 int hs_sgemm_nn_jit(int N, int K);
 
-/* Float arrays for the products (common/common.c): n floats, zeroed, on a 64-byte
- * boundary (a cache line), so a row that starts a multiple of 16 floats from
- * there is read and written by whole-line vector loads and stores. calloc
+/* Float arrays for the products (common/common.c): n floats, zeroed, on a
+ * 64-byte boundary (a cache line), so a row that starts a multiple of 16
+ * floats from there is read and written by whole-line vector loads and
+ * stores. calloc
  * gives a large block 16 bytes past a page boundary, where every 64-byte load
  * of libxsmm's kernels spans two lines: measured one thread, AVX-512, 8192
  * rows, 512 x 512 weights 152 -> 173 GFLOP/s, 64 x 256 143 -> 167 aligned.

@@ -501,6 +501,6 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     HS_ASSERT(s == HS_OK); /* the jobs cannot fail */
     /* grad_mem += part 1 += part 2 ...: in part order, whatever ran where */
     for (int j = 1; j < parts; j++)
-        hs_add_long(m->grad_mem, m->grad_mem, m->grad_part_mem + (size_t)(j - 1) * hs_floats_round(m->n_params),
-               m->n_params);
+        hs_add_long(m->grad_mem, m->grad_mem,
+                    m->grad_part_mem + (size_t)(j - 1) * hs_floats_round(m->n_params), m->n_params);
 }
