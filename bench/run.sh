@@ -106,15 +106,17 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 # timed CMD...: appends "wall_s peak_rss_kb" of one process to $TIMEFILE: the
 # wall time read around /usr/bin/time by bash itself ($EPOCHREALTIME, to the
 # microsecond; /usr/bin/time's own %e has 10 ms steps; this includes starting
-# /usr/bin/time, ~1 ms), the peak RSS from /usr/bin/time
+# /usr/bin/time, ~1 ms), the peak RSS from /usr/bin/time. Decimal points:
+# bash and awk write the locale's, report.py reads only '.'.
 timed() {
     local t0 t1 rc=0
-    t0=$EPOCHREALTIME
+    t0=${EPOCHREALTIME/,/.}
     /usr/bin/time -f '%M' -o "$TIMEFILE.rss" "$@" || rc=$?
-    t1=$EPOCHREALTIME
+    t1=${EPOCHREALTIME/,/.}
     [ "$rc" -eq 0 ] || return "$rc"
-    awk -v a="$t0" -v b="$t1" -v m="$(tail -n 1 "$TIMEFILE.rss")" \
+    LC_ALL=C awk -v a="$t0" -v b="$t1" -v m="$(tail -n 1 "$TIMEFILE.rss")" \
         'BEGIN { printf "%.4f %s\n", b - a, m }' >> "$TIMEFILE"
+    rm -f "$TIMEFILE.rss"
 }
 
 # ---- dependencies and build -------------------------------------------------

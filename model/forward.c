@@ -89,12 +89,18 @@ static float **slot_ptr(const act_slot *s, hs_acts *a, hs_grad_scratch *g, int l
 
 /* Points the activation slots (grad = 0; a block's slots once per layer,
  * layer after layer) or the backward's (grad = 1) at B sequences of T
- * positions from p on, in table order; returns the floats used. With p NULL
- * only counts. */
+ * positions from p on, in table order, and the backward's fixed slots
+ * (SZ_FIXED_*: one set per batch part) from pf on; returns the floats used
+ * from p, and in *n_fixed (may be NULL) those from pf. With p NULL only
+ * counts. Every slot starts on a cache line (hs_floats_alloc) when p and pf
+ * do: an activation slot is rounded up to whole lines, and so is a fixed
+ * one; the scratch's per-sequence slots are not (they stay contiguous, so
+ * floats per sequence are the count at B = 1), and start on a line when
+ * B T is a multiple of 16, as every batch part but the last is. */
 static size_t point_slots(hs_acts *a, hs_grad_scratch *g, const hs_config *c, int grad, size_t B,
-                          size_t T, float *p)
+                          size_t T, float *p, float *pf, size_t *n_fixed)
 {
-    size_t n = 0;
+    size_t n = 0, nf = 0;
     for (int i = 0; i < N_SLOTS;) {
         int end = i + 1; /* [i, end): one slot, or a block's run of slots */
         while (ACT_SLOTS[i].home == IN_BLOCK && end < N_SLOTS && ACT_SLOTS[end].home == IN_BLOCK)
@@ -104,21 +110,18 @@ static size_t point_slots(hs_acts *a, hs_grad_scratch *g, const hs_config *c, in
             for (int l = 0; l < n_rep; l++)
                 for (int k = i; k < end; k++) {
                     const act_slot *sk = &ACT_SLOTS[k];
-                    if (p) *slot_ptr(sk, a, g, l) = p + n;
-                    const int fixed = sk->size >= SZ_FIXED_TT; /* the SZ_FIXED_* */
-                    /* slots start on cache lines (hs_floats_alloc) when what
-                     * precedes them allows: an activation after any slot, a
-                     * fixed slot is a whole number of lines (the scratch's
-                     * per-sequence slots stay contiguous: grad_sizes reads
-                     * floats per sequence off the count) */
-                    if (fixed)
-                        n += hs_floats_round(slot_floats(c, sk->size, T));
-                    else
+                    if (sk->size >= SZ_FIXED_TT) { /* the SZ_FIXED_* */
+                        if (p) *slot_ptr(sk, a, g, l) = pf + nf;
+                        nf += hs_floats_round(slot_floats(c, sk->size, T));
+                    } else {
+                        if (p) *slot_ptr(sk, a, g, l) = p + n;
                         n += B * slot_floats(c, sk->size, T);
-                    if (!grad) n = hs_floats_round(n);
+                        if (!grad) n = hs_floats_round(n);
+                    }
                 }
         i = end;
     }
+    if (n_fixed) *n_fixed = nf;
     return n;
 }
 
@@ -136,11 +139,11 @@ hs_acts hs_acts_view(const hs_acts *a, const hs_config *c, int b0, int t)
     return v;
 }
 
-/* The backward's scratch: floats per sequence and per part at t positions. */
+/* The backward's scratch: floats per sequence and per part (its fixed
+ * slots, whole cache lines) at t positions. */
 static void grad_sizes(const hs_config *c, size_t t, size_t *per_seq, size_t *per_part)
 {
-    *per_part = point_slots(NULL, &(hs_grad_scratch){0}, c, 1, 0, t, NULL);
-    *per_seq = point_slots(NULL, &(hs_grad_scratch){0}, c, 1, 1, t, NULL) - *per_part;
+    *per_seq = point_slots(NULL, &(hs_grad_scratch){0}, c, 1, 1, t, NULL, NULL, per_part);
 }
 
 void hs_grad_point(const hs_acts *a, const hs_config *c, int part, int b0, int b,
@@ -149,11 +152,13 @@ void hs_grad_point(const hs_acts *a, const hs_config *c, int part, int b0, int b
     HS_ASSERT(part >= 0 && part < HS_GRAD_PARTS && b0 >= 0 && b0 + b <= a->B);
     size_t per_seq, per_part;
     grad_sizes(c, (size_t)a->t, &per_seq, &per_part);
-    /* part p from b0 * per_seq + p * per_part: b sequences, then its fixed
-     * slots; part p + 1 starts after them (its b0 is this one's b0 + b) */
-    float *base = a->d_mem + (size_t)b0 * per_seq + (size_t)part * per_part;
-    size_t n = point_slots(NULL, g, c, 1, (size_t)b, (size_t)a->t, base);
-    HS_ASSERT((size_t)(base - a->d_mem) + n <= a->n_d_floats);
+    /* the parts' fixed slots first (part p's from p * per_part: on a cache
+     * line, per_part being whole lines), then the sequences (sequence s from
+     * HS_GRAD_PARTS * per_part + s * per_seq: part p's b from its b0) */
+    float *fixed = a->d_mem + (size_t)part * per_part;
+    float *seqs = a->d_mem + HS_GRAD_PARTS * per_part + (size_t)b0 * per_seq;
+    size_t n = point_slots(NULL, g, c, 1, (size_t)b, (size_t)a->t, seqs, fixed, NULL);
+    HS_ASSERT((size_t)(seqs - a->d_mem) + n <= a->n_d_floats);
 }
 
 hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_acts **out,
@@ -169,17 +174,17 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
     a->T = T;
     a->logit_pos = -1;
     const size_t wpack = (size_t)cfg->n_layers * 3 * cfg->d_model * cfg->n_heads * cfg->d_head;
-    const size_t n = point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, NULL);
+    const size_t n = point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, NULL, NULL, NULL);
     a->n_floats = n + wpack; /* + packed W_Q/K/V at the end (hs_acts_wpack) */
     a->mem = hs_floats_alloc(a->n_floats);
     if (!a->mem) {
         free(a);
         return hs_fail(err, HS_ERR_NOMEM, "out of memory for activations (%zu floats)", n);
     }
-    point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, a->mem);
+    point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, a->mem, NULL, NULL);
     if (with_grad) {
-        /* the backward's scratch (one region per batch part: per-sequence
-         * slots, then the part's fixed ones), then the forward's
+        /* the backward's scratch (every batch part's fixed slots, then the
+         * batch's per-sequence slots: hs_grad_point), then the forward's
          * act'(mlp_pre) per layer (hs_acts_dact), then the backward's
          * transposed weights (hs_acts_wT) */
         size_t per_seq, per_part;

@@ -311,7 +311,8 @@ typedef struct {
 typedef struct {
     int B, T;                     /* capacity the buffers were made for */
     int b, t;                     /* shape of the last forward */
-    float *mem;                   /* one allocation */
+    float *mem;                   /* one allocation (hs_floats_alloc: every slot on a cache
+                                   * line; hs_acts_destroy frees it, with d_mem) */
     size_t n_floats;
     float *embed;                 /* (B,T,D) token embedding rows */
     float *pos_embed;             /* (B,T,D) */
@@ -322,7 +323,8 @@ typedef struct {
     float *lnf_mean, *lnf_rstd;   /* (B,T) */
     float *logits;                /* (B,T,V) */
     float *probs;                 /* (B,T,V) softmax of logits (after loss) */
-    /* backward scratch: one region per batch part (hs_backward), then dact_mem */
+    /* backward scratch (hs_floats_alloc): every batch part's fixed slots, the
+     * per-sequence slots (hs_backward), then dact_mem, then the transposed weights */
     float *d_mem;
     size_t n_d_floats;
     float *dact_mem;              /* (L,B,T,M) act'(mlp_pre) a training forward keeps; moved by views */

@@ -1139,11 +1139,13 @@ static void forward_rejects_out_of_range_tokens(void **state)
 }
 
 /* Every array the products read or write starts on a cache line
- * (hs_floats_alloc), at a batch of 3 x 7 positions (21 rows: (B,T) slots
+ * (hs_floats_alloc), at a batch of 35 x 7 positions (245 rows: (B,T) slots
  * such as the norms' means are not whole lines, so the slot after one starts
- * on a line only because the layout rounds it): the parameters, gradients,
- * moments, each later part's gradients, every activation slot of hs_acts_view's
- * table, the packed and transposed weights, the backward's fixed scratch. */
+ * on a line only because the layout rounds it; the backward splits it into
+ * parts at 16 sequences, and 35 x 7 x V is not whole lines either): the
+ * parameters, gradients, moments, each later part's gradients, every
+ * activation slot, the packed and transposed weights, and every backward
+ * part's scratch as hs_backward points it after a forward of the batch. */
 #define LINE_ALIGNED(p) assert_int_equal((uintptr_t)(const void *)(p) % 64, 0)
 static void arrays_the_products_read_start_on_cache_lines(void **state)
 {
@@ -1163,7 +1165,7 @@ static void arrays_the_products_read_start_on_cache_lines(void **state)
     for (int p = 1; p < HS_GRAD_PARTS; p++)
         LINE_ALIGNED(m->grad_part_mem + (size_t)(p - 1) * hs_floats_round(m->n_params));
     hs_acts *a = NULL;
-    assert_int_equal(hs_acts_create(&c, 3, 7, 1, &a, &err), HS_OK);
+    assert_int_equal(hs_acts_create(&c, 35, 7, 1, &a, &err), HS_OK);
     LINE_ALIGNED(a->embed);
     LINE_ALIGNED(a->pos_embed);
     LINE_ALIGNED(a->x0);
@@ -1185,12 +1187,19 @@ static void arrays_the_products_read_start_on_cache_lines(void **state)
     LINE_ALIGNED(a->scratch);
     LINE_ALIGNED(a->scores);
     LINE_ALIGNED(a->dact_mem);
-    for (int p = 0; p < HS_GRAD_PARTS; p++) {
+    a->b = 35; /* as a forward of the whole batch leaves them */
+    a->t = 7;
+    const int parts = hs_batch_parts(35, 7, HS_GRAD_PARTS);
+    assert_true(parts >= 2);
+    for (int p = 0; p < parts; p++) {
+        const int b0 = hs_batch_part_start(35, 7, parts, p);
+        const int b1 = hs_batch_part_start(35, 7, parts, p + 1);
         hs_grad_scratch g;
-        hs_grad_point(a, &c, p, 0, 0, &g); /* an empty part: its fixed slots only */
+        hs_grad_point(a, &c, p, b0, b1 - b0, &g);
         LINE_ALIGNED(g.datt);
         LINE_ALIGNED(g.vT);
         LINE_ALIGNED(g.dwpack);
+        LINE_ALIGNED(g.dresid); /* a part's first per-sequence slot */
     }
     hs_acts_destroy(a);
     hs_model_destroy(m);
