@@ -254,7 +254,7 @@ typedef struct {
     const float *inp, *dout;
     size_t N;
     int C, OC, H, dh;
-    float *tmp; /* heads: (C, H*dh) scratch for the packed product (hs_acts_dwpack) */
+    float *tmp; /* heads: (C, H*dh) scratch for the packed product (hs_grad_scratch.dwpack) */
 } dw_job;
 
 static void dw_job_run(void *arg)
