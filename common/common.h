@@ -274,10 +274,10 @@ int hs_sgemm_nn_jit(int N, int K);
 /* Float arrays for the products (common/common.c): n floats, zeroed, on a
  * 64-byte boundary (a cache line), so a row that starts a multiple of 16
  * floats from there is read and written by whole-line vector loads and
- * stores. calloc
- * gives a large block 16 bytes past a page boundary, where every 64-byte load
- * of libxsmm's kernels spans two lines: measured one thread, AVX-512, 8192
- * rows, 512 x 512 weights 152 -> 173 GFLOP/s, 64 x 256 143 -> 167 aligned.
+ * stores. calloc gives a large block 16 bytes past a page boundary, where
+ * every 64-byte load of libxsmm's kernels spans two lines: measured one
+ * thread, AVX-512, 8192 rows, 512 x 512 weights 152 -> 173 GFLOP/s, 64 x 256
+ * 143 -> 167 aligned.
  * Pages are zeroed as calloc's are (a large block's pages are touched only
  * when written). Returns NULL when n is 0, too large, or memory runs out.
  * The caller frees it with hs_floats_free (never free); NULL is ignored. */

@@ -432,11 +432,17 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     hs_pool_wait_all(w); /* all weight gradients in place */
 }
 
+/* The buffer of batch part `part` > 0 in grad_part_mem (n_params floats). */
+static float *part_grad_mem(const hs_model *m, int part)
+{
+    return m->grad_part_mem + (size_t)(part - 1) * hs_floats_round(m->n_params);
+}
+
 /* The gradients of batch part `part` > 0: m->grads' layout rebased onto its
  * buffer in grad_part_mem. */
 static hs_params part_grads(const hs_model *m, int part)
 {
-    float *base = m->grad_part_mem + (size_t)(part - 1) * hs_floats_round(m->n_params);
+    float *base = part_grad_mem(m, part);
     hs_params g;
     const float *const *src = (const float *const *)&m->grads;
     float **dst = (float **)&g;
@@ -471,8 +477,7 @@ static hs_status bwd_part_run(void *ctx, int j, int worker, hs_error *err)
     hs_params g = f->m->grads;
     if (j > 0) {
         g = part_grads(f->m, j);
-        memset(f->m->grad_part_mem + (size_t)(j - 1) * hs_floats_round(f->m->n_params), 0,
-               f->m->n_params * sizeof(float));
+        memset(part_grad_mem(f->m, j), 0, f->m->n_params * sizeof(float));
     }
     const size_t off = (size_t)b0 * T;
     backward_rows(f->m, &g, &view, &gs, NULL, f->tokens + off, f->targets + off, f->inv_n,
@@ -501,6 +506,5 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     HS_ASSERT(s == HS_OK); /* the jobs cannot fail */
     /* grad_mem += part 1 += part 2 ...: in part order, whatever ran where */
     for (int j = 1; j < parts; j++)
-        hs_add_long(m->grad_mem, m->grad_mem,
-                    m->grad_part_mem + (size_t)(j - 1) * hs_floats_round(m->n_params), m->n_params);
+        hs_add_long(m->grad_mem, m->grad_mem, part_grad_mem(m, j), m->n_params);
 }
