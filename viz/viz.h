@@ -306,7 +306,10 @@ int hs_viz_xml_escape(hs_buf *b, const char *s);
 /* Writes the figure as a one-page PDF (cairo) of exactly the figure's
  * physical size (media box = width / dpi inches), vector cells and text with
  * the font embedded as a subset, the title in the document info, atomically.
- * Shows the same picture as the PNG. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
+ * Shows the same picture as the PNG. The creation date is the time of
+ * writing, or SOURCE_DATE_EPOCH (seconds since 1970 UTC, the
+ * reproducible-builds convention) when that is set: the same figure is then
+ * the same bytes. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
 hs_status hs_viz_figure_write_pdf(const hs_viz_figure *f, const char *path, hs_error *err);
 
 /* Writes hs_viz_figure_svg()'s text to path atomically. Errors: HS_ERR_IO, HS_ERR_NOMEM. */

@@ -9,7 +9,9 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <cairo-pdf.h>
 
@@ -261,6 +263,22 @@ static cairo_status_t write_fp(void *closure, const unsigned char *data, unsigne
     return fwrite(data, 1, n, fp) == n ? CAIRO_STATUS_SUCCESS : CAIRO_STATUS_WRITE_ERROR;
 }
 
+/* SOURCE_DATE_EPOCH (reproducible-builds.org: seconds since 1970, UTC) as
+ * the ISO 8601 date cairo records, into buf; 0 when unset or not a whole
+ * number of seconds. */
+static int source_date(char *buf, size_t cap)
+{
+    const char *s = getenv("SOURCE_DATE_EPOCH");
+    char *end = NULL;
+    errno = 0;
+    long long v = s && *s ? strtoll(s, &end, 10) : -1;
+    if (v < 0 || errno || *end != '\0') return 0;
+    time_t t = (time_t)v;
+    struct tm tm;
+    if (gmtime_r(&t, &tm) == NULL) return 0;
+    return strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm) > 0;
+}
+
 hs_status hs_viz_figure_write_pdf(const hs_viz_figure *f, const char *path, hs_error *err)
 {
     if (f == NULL) return hs_fail(err, HS_ERR_INPUT, "figure is NULL");
@@ -275,6 +293,9 @@ hs_status hs_viz_figure_write_pdf(const hs_viz_figure *f, const char *path, hs_e
         cairo_pdf_surface_create_for_stream(write_fp, af.fp, f->width * k, f->height * k);
     if (f->title) cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_TITLE, f->title);
     cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_CREATOR, "headscope");
+    char date[32];
+    if (source_date(date, sizeof date))
+        cairo_pdf_surface_set_metadata(sf, CAIRO_PDF_METADATA_CREATE_DATE, date);
     cairo_t *cr = cairo_create(sf);
     cairo_scale(cr, k, k);
     vz_render(cr, f);
