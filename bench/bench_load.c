@@ -27,7 +27,7 @@ static int load_once(const char *path, int full)
     hs_error err = {0};
     hs_model *m = NULL;
     hs_meta meta = {0};
-    hs_vocab *vocab = NULL;
+    hs_tokenizer *vocab = NULL;
     hs_winograd *task = NULL;
     int rc = 0;
     if (hs_checkpoint_load(path, &m, &meta, NULL, &err) != HS_OK) {
@@ -35,13 +35,13 @@ static int load_once(const char *path, int full)
         return 1;
     }
     if (full && meta.vocab) {
-        if (hs_vocab_from_json(meta.vocab, &vocab, &err) != HS_OK) rc = 1;
+        if (hs_tokenizer_from_json(meta.vocab, &vocab, &err) != HS_OK) rc = 1;
         else if (meta.task && hs_winograd_from_task_json(meta.task, vocab, &task, &err) != HS_OK)
             rc = 1;
         if (rc) fprintf(stderr, "bench_load: %s\n", err.msg);
     }
     hs_winograd_destroy(task);
-    hs_vocab_destroy(vocab);
+    hs_tokenizer_destroy(vocab);
     hs_meta_free(&meta);
     hs_model_destroy(m);
     return rc;

@@ -39,7 +39,7 @@ static int attention_fig(cli_outdir *od, const hs_ind_circuit_report *r, const h
     float *pat = malloc((size_t)2 * T * T * sizeof *pat);
     cli_labels lab;
     cli_labels_init(&lab, (size_t)T);
-    for (int i = 0; i < T; i++) cli_labels_set(&lab, (size_t)i, "%s", hs_vocab_word(t->vocab, t->heldout_tokens[i]));
+    for (int i = 0; i < T; i++) cli_labels_set(&lab, (size_t)i, "%s", hs_tok_str(t->vocab, t->heldout_tokens[i]));
     const char **tok = lab.at;
     hs_viz_figure *f = NULL;
     cJSON *j = NULL;

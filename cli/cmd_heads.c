@@ -136,7 +136,7 @@ int cmd_heads(int argc, char **argv)
     if (cli_exp_open(&x, HS_PROMPTS_TEXT_ONLY)) goto done;
     hs_status st = target_path ? hs_target_pattern_load(target_path, x.p.t, &target, &err) : HS_OK;
     if (st == HS_OK)
-        st = hs_heads_run(x.Ld.model, x.Ld.vocab, x.pool, &x.p, target, metric, ebos, ecur, r, &err);
+        st = hs_heads_run(x.Ld.model, x.Ld.vocab, x.pool, &x.p, hs_wg_nouns, HS_WG_N_NOUNS, target, metric, ebos, ecur, r, &err);
     if (st != HS_OK) {
         rc = cli_error(C, &err);
         goto done;

@@ -385,7 +385,7 @@ static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats,
 
 /* The DLA bar chart towards tok_a (or tok_a - tok_b). 0 ok, 1 printed. */
 static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const hs_cache *cache,
-                     const hs_vocab *v, int tok_a, int tok_b, const char *stem)
+                     const hs_tokenizer *v, int tok_a, int tok_b, const char *stem)
 {
     const char *C = od->cmd;
     hs_error err = {0};
@@ -420,7 +420,7 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
         vals[k] = (float)bu;
         labels[k++] = "unembed.b_U";
     }
-    const char *wa = hs_vocab_word(v, tok_a), *wb = tok_b >= 0 ? hs_vocab_word(v, tok_b) : NULL;
+    const char *wa = hs_tok_str(v, tok_a), *wb = tok_b >= 0 ? hs_tok_str(v, tok_b) : NULL;
     /* vocabulary words and the prompt's tokens are user text: no fixed buffers */
     char *title, *xlabel, *shows;
     if (tok_b >= 0) {
@@ -619,7 +619,7 @@ int cmd_inspect(int argc, char **argv)
                 n_sel, HS_VIZ_MAX_HEADS);
         goto done;
     }
-    if (hs_tokenize(L.vocab, sentence, (size_t)cfg->n_ctx, &tok, &err) != HS_OK) {
+    if (hs_tok_encode(L.vocab, sentence, (size_t)cfg->n_ctx, &tok, &err) != HS_OK) {
         cli_error(C, &err);
         goto done;
     }
@@ -627,7 +627,7 @@ int cmd_inspect(int argc, char **argv)
         fprintf(stderr, "headscope %s: note: folded the sentence to lower case\n", C);
     int T = (int)tok.n;
     if (sentence2) {
-        if (hs_tokenize(L.vocab, sentence2, (size_t)cfg->n_ctx, &tok2, &err) != HS_OK) {
+        if (hs_tok_encode(L.vocab, sentence2, (size_t)cfg->n_ctx, &tok2, &err) != HS_OK) {
             fprintf(stderr, "headscope %s: second --sentence: %s\n", C, err.msg);
             goto done;
         }
@@ -653,7 +653,7 @@ int cmd_inspect(int argc, char **argv)
     }
     int vs_id = -1;
     if (vs) {
-        if (hs_tokenize(L.vocab, vs, 0, &vtok, &err) != HS_OK) {
+        if (hs_tok_encode(L.vocab, vs, 0, &vtok, &err) != HS_OK) {
             fprintf(stderr, "headscope %s: --vs: %s\n", C, err.msg);
             goto done;
         }
@@ -714,7 +714,7 @@ int cmd_inspect(int argc, char **argv)
     const float *logits = hs_cache_get(&cache, "logits")->data + (size_t)pos * V;
     for (int i = 0; i < V; i++)
         if (!isfinite(logits[i])) { /* refused before anything is written */
-            char *w = hs_visible_dup(hs_vocab_word(L.vocab, i));
+            char *w = hs_visible_dup(hs_tok_str(L.vocab, i));
             fprintf(stderr, "headscope %s: the logit of '%s' at position %d is %s: the weights "
                             "overflow float32\n", C, w ? w : "?", pos,
                     isnan(logits[i]) ? "NaN" : logits[i] > 0 ? "+inf" : "-inf");
@@ -895,7 +895,7 @@ int cmd_inspect(int argc, char **argv)
     if (vs_id >= 0) {
         if (vs_id == pred)
         {
-            char *w = hs_visible_dup(hs_vocab_word(L.vocab, vs_id));
+            char *w = hs_visible_dup(hs_tok_str(L.vocab, vs_id));
             fprintf(stderr, "headscope %s: note: --vs %s is the predicted token; the logit "
                             "difference is 0\n", C, w ? w : "?");
             free(w);
@@ -914,7 +914,7 @@ int cmd_inspect(int argc, char **argv)
         cJSON *arr = cJSON_AddArrayToObject(pj, "predictions");
         for (int i = 0; i < nk; i++) {
             cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "token", hs_vocab_word(L.vocab, order[i]));
+            cJSON_AddStringToObject(e, "token", hs_tok_str(L.vocab, order[i]));
             cJSON_AddNumberToObject(e, "id", order[i]);
             cJSON_AddNumberToObject(e, "prob", prob[i]);
             cJSON_AddNumberToObject(e, "logit", logits[order[i]]);
@@ -970,14 +970,14 @@ int cmd_inspect(int argc, char **argv)
     }
     printf("top predictions at position %d:\n", pos);
     for (int i = 0; i < nk; i++) {
-        char *w = hs_visible_dup(hs_vocab_word(L.vocab, order[i]));
+        char *w = hs_visible_dup(hs_tok_str(L.vocab, order[i]));
         if (!w) { oom(C); goto done; }
         printf("  %-10s %.4f\n", w, prob[i]);
         free(w);
     }
     if (vs_id >= 0) {
-        char *wp = hs_visible_dup(hs_vocab_word(L.vocab, pred));
-        char *wv = hs_visible_dup(hs_vocab_word(L.vocab, vs_id));
+        char *wp = hs_visible_dup(hs_tok_str(L.vocab, pred));
+        char *wv = hs_visible_dup(hs_tok_str(L.vocab, vs_id));
         if (wp && wv)
             printf("logit difference %s - %s: %.4f\n", wp, wv,
                    (double)logits[pred] - logits[vs_id]);

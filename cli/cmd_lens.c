@@ -52,7 +52,7 @@ static int write_figure(const hs_lens_report *r, cli_exp *x)
         if (k < r->L) cli_labels_set(&lab, (size_t)k, "L%d resid_pre", k);
         else cli_labels_set(&lab, (size_t)k, "L%d resid_post", r->L - 1);
     for (int q = 0; q < T; q++)
-        cli_labels_set(&lab, (size_t)(K + q), "%d %s", q, hs_vocab_word(x->Ld.vocab, x->p.clean[q]));
+        cli_labels_set(&lab, (size_t)(K + q), "%d %s", q, hs_tok_str(x->Ld.vocab, x->p.clean[q]));
     const char **ll = lab.at;
     float *m = calloc((size_t)K * T, sizeof *m);
     int rc = 1;

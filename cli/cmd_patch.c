@@ -63,7 +63,7 @@ static int write_figures(const hs_patch_report *r, cli_exp *x)
     cli_labels lab;
     cli_labels_init(&lab, (size_t)L * H + (size_t)T + (size_t)L + (size_t)H);
     size_t k = 0;
-    for (int p = 0; p < T; p++) cli_labels_set(&lab, k++, "%d %s", p, hs_vocab_word(x->Ld.vocab, x->p.clean[p]));
+    for (int p = 0; p < T; p++) cli_labels_set(&lab, k++, "%d %s", p, hs_tok_str(x->Ld.vocab, x->p.clean[p]));
     for (int l = 0; l < L; l++) cli_labels_set(&lab, k++, "L%d", l);
     for (int h = 0; h < H; h++) cli_labels_set(&lab, k++, "H%d", h);
     for (int i = 0; i < L * H; i++) cli_labels_set(&lab, k++, "L%dH%d", i / H, i % H);

@@ -99,7 +99,7 @@ static void on_sigint(int sig)
 typedef struct {
     hs_winograd *wg;
     hs_induction *ind;
-    const hs_vocab *vocab;
+    const hs_tokenizer *vocab;
     hs_task_rng rng;          /* the batch stream */
 } train_task;
 
@@ -501,7 +501,7 @@ int cmd_train(int argc, char **argv)
     memset(&tt, 0, sizeof tt);
     hs_model *m = NULL;
     hs_meta rmeta = {NULL, NULL, NULL, NULL};
-    hs_vocab *rvocab = NULL;
+    hs_tokenizer *rvocab = NULL;
     step_ctx sc;
     memset(&sc, 0, sizeof sc);
     sc.last_seg_loss = NAN;
@@ -532,7 +532,7 @@ int cmd_train(int argc, char **argv)
             goto done;
         }
         char *tname = NULL;
-        if ((s = hs_vocab_from_json(rmeta.vocab, &rvocab, &err)) != HS_OK) goto fail;
+        if ((s = hs_tokenizer_from_json(rmeta.vocab, &rvocab, &err)) != HS_OK) goto fail;
         if ((s = hs_task_json_name(rmeta.task, &tname, &err)) != HS_OK) goto fail;
         const int is_ind = strcmp(tname, "induction") == 0;
         free(tname);
@@ -566,7 +566,7 @@ int cmd_train(int argc, char **argv)
                         "rebuilds its sequences from the checkpoint's task metadata\n");
         goto done;
     }
-    if ((s = hs_vocab_to_json(tt.vocab, &sc.vocab_json, &err)) != HS_OK) goto fail;
+    if ((s = hs_tokenizer_to_json(tt.vocab, &sc.vocab_json, &err)) != HS_OK) goto fail;
     if (tt.ind ? (s = hs_induction_task_json(tt.ind, &sc.task_json, &err)) != HS_OK
                : (s = hs_winograd_task_json(tt.wg, &sc.task_json, &err)) != HS_OK)
         goto fail;
@@ -670,7 +670,7 @@ done:
     hs_model_destroy(m);
     hs_winograd_destroy(tt.wg);
     hs_induction_destroy(tt.ind);
-    hs_vocab_destroy(rvocab);
+    hs_tokenizer_destroy(rvocab);
     hs_meta_free(&rmeta);
     return rc;
 }

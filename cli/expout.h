@@ -10,6 +10,7 @@
 
 #include "figopts.h"
 #include "util.h"
+#include "experiments/experiments.h"
 
 typedef struct {
     cli_outdir *od;

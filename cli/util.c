@@ -91,7 +91,7 @@ int cli_parse_float(const char *s, double lo, double hi, double *out)
 void cli_loaded_free(cli_loaded *l)
 {
     hs_model_destroy(l->model);
-    hs_vocab_destroy(l->vocab);
+    hs_tokenizer_destroy(l->vocab);
     hs_winograd_destroy(l->task);
     hs_induction_destroy(l->ind);
     hs_meta_free(&l->meta);
@@ -112,22 +112,6 @@ int cli_source_opt(const char *cmd, int c, const char *arg, cli_source *src)
         return 1;
     default: return 0;
     }
-}
-
-/* A vocabulary of id labels "#0".."#<V-1>" for a checkpoint with none. */
-static hs_status id_vocab(int V, hs_vocab **out, hs_error *err)
-{
-    char **w = calloc((size_t)V, sizeof *w);
-    hs_status st = w ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < V && st == HS_OK; i++) {
-        char lab[24];
-        snprintf(lab, sizeof lab, "#%d", i);
-        if ((w[i] = hs_strdup(lab)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    }
-    if (st == HS_OK) st = hs_vocab_create((const char *const *)w, (size_t)V, out, err);
-    for (int i = 0; w && i < V; i++) free(w[i]);
-    free(w);
-    return st;
 }
 
 int cli_load_src(const char *cmd, const char *path, int need, const cli_source *src,
@@ -151,9 +135,9 @@ int cli_load_src(const char *cmd, const char *path, int need, const cli_source *
         if (out->meta.vocab)
             fprintf(stderr, "headscope %s: note: --vocab %s replaces the checkpoint's vocabulary\n",
                     cmd, src->vocab);
-        st = hs_vocab_read(src->vocab, &out->vocab, &err);
+        st = hs_tokenizer_read(src->vocab, &out->vocab, &err);
     } else if (out->meta.vocab) {
-        st = hs_vocab_from_json(out->meta.vocab, &out->vocab, &err);
+        st = hs_tokenizer_from_json(out->meta.vocab, &out->vocab, &err);
     } else if (need & (CLI_NEED_VOCAB | CLI_NEED_TASK | CLI_NEED_ANY_TASK)) {
         fprintf(stderr, "headscope %s: %s has no vocab metadata; headscope needs the word list "
                         "to read sentences: give --vocab FILE (one token a line, or a JSON "
@@ -161,7 +145,7 @@ int cli_load_src(const char *cmd, const char *path, int need, const cli_source *
         cli_loaded_free(out);
         return 1;
     } else {
-        st = id_vocab(out->model->cfg.d_vocab, &out->vocab, &err);
+        st = hs_tokenizer_ids(out->model->cfg.d_vocab, &out->vocab, &err);
         out->vocab_is_ids = 1;
     }
     if (st != HS_OK) {

@@ -18,7 +18,7 @@
  * carries no task metadata). */
 typedef struct {
     hs_model *model;
-    hs_vocab *vocab;
+    hs_tokenizer *vocab;
     hs_winograd *task;
     hs_induction *ind;
     hs_meta meta;

@@ -235,6 +235,13 @@ double hs_f32_shortest(float x);
  * 1e6 -> "1000000", 1e-05 -> "1e-05". */
 char *hs_fmt_f32_json(char out[HS_F32_BUF], double v);
 
+struct cJSON;
+/* A JSON number holding v, or JSON null when v is NaN or infinite (JSON has
+ * no such numbers): the one way reports write a value that may be missing.
+ * NULL when memory ran out. Caller owns it (cJSON_Delete, or add it to an
+ * object or array). */
+struct cJSON *hs_json_num_or_null(double v);
+
 /* Index of the largest of x[0..n-1], ties to the lowest index; -1 when any
  * value is NaN (n >= 1). The one argmax (scoring, circuit, experiments). */
 int hs_argmax(const float *x, size_t n);

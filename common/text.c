@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cjson/cJSON.h>
+
 void hs_buf_init(hs_buf *b)
 {
     b->s = NULL;
@@ -439,4 +441,9 @@ uint64_t hs_fnv1a64_more(uint64_t h, const void *data, size_t n)
         h *= 1099511628211ull;
     }
     return h;
+}
+
+cJSON *hs_json_num_or_null(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }

@@ -156,14 +156,14 @@ void hs_induction_batch(const hs_induction *t, hs_task_rng *r, size_t B, int *to
 void hs_induction_destroy(hs_induction *t)
 {
     if (t == NULL) return;
-    hs_vocab_destroy(t->vocab);
+    hs_tokenizer_destroy(t->vocab);
     free(t->heldout_tokens);
     free(t->heldout);
     free(t->seg_hash);
     free(t);
 }
 
-static hs_status make_vocab(int V, hs_vocab **out, hs_error *err)
+static hs_status make_vocab(int V, hs_tokenizer **out, hs_error *err)
 {
     char (*names)[16] = calloc((size_t)V, sizeof *names);
     const char **ptr = calloc((size_t)V, sizeof *ptr);
@@ -175,14 +175,14 @@ static hs_status make_vocab(int V, hs_vocab **out, hs_error *err)
             snprintf(names[i], sizeof names[0], "s%d", i);
             ptr[i] = names[i];
         }
-        s = hs_vocab_create(ptr, (size_t)V, out, err);
+        s = hs_tokenizer_words(ptr, (size_t)V, out, err);
     }
     free(names);
     free(ptr);
     return s;
 }
 
-hs_status hs_induction_create(const hs_ind_params *p, const hs_vocab *vocab, hs_induction **out,
+hs_status hs_induction_create(const hs_ind_params *p, const hs_tokenizer *vocab, hs_induction **out,
                               hs_error *err)
 {
     *out = NULL;
@@ -295,7 +295,7 @@ static int json_int(const cJSON *o, const char *key, int idx, long *out)
     return 0;
 }
 
-hs_status hs_induction_from_task_json(const char *json, const hs_vocab *vocab, hs_induction **out,
+hs_status hs_induction_from_task_json(const char *json, const hs_tokenizer *vocab, hs_induction **out,
                                       hs_error *err)
 {
     *out = NULL;

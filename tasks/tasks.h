@@ -23,7 +23,7 @@
  * The prediction made at position 14 (the `the` after `so`) is scored; its
  * target is ref at position 15.
  *
- * Vocabulary ids of the built-in vocabulary (hs_vocab_create_winograd), stable:
+ * Vocabulary ids of the built-in vocabulary (hs_winograd_vocab), stable:
  *   0..11  the template words in template order of first appearance:
  *          the did not cross because it was too , so waited .
  *   12..27 the 16 nouns in DESIGN.md order (hs_wg_nouns):
@@ -32,10 +32,10 @@
  *   28..35 the 8 adjectives, crosser then crossed (hs_wg_adjectives):
  *          tired scared slow weak wet wide busy steep
  * V = 36. Both task variants use this one vocabulary. A vocabulary loaded from
- * a checkpoint (hs_vocab_from_json) may order words differently; every task
+ * a checkpoint (hs_tokenizer_from_json) may order words differently; every task
  * function looks words up in the vocabulary it is given, never assumes ids.
  *
- * Ownership: *_create / *_destroy for heap handles (hs_vocab, hs_winograd);
+ * Ownership: *_create / *_destroy for heap handles (hs_tokenizer, hs_winograd);
  * hs_tokens is a caller-owned struct freed with hs_tokens_free. Every
  * *_destroy / *_free accepts NULL. Strings returned through char ** are
  * malloc'd and freed by the caller with free().
@@ -51,111 +51,7 @@
 #include "common/common.h"
 #include "model/model.h"
 #include "probe/probe.h"
-
-/* ------------------------------------------------------------------------ */
-/* Vocabulary                                                                */
-
-/* A word-level vocabulary: words[id] is the word with that id. Read the fields,
- * do not change them (the lookup functions below are the interface). */
-typedef struct {
-    size_t n;          /* number of words (V) */
-    char **words;      /* (n) NUL-terminated, owned */
-} hs_vocab;
-
-/* Builds the built-in Winograd vocabulary (36 words, ids as in the comment at
- * the top). *out is NULL on failure (HS_ERR_NOMEM). Free with hs_vocab_destroy. */
-hs_status hs_vocab_create_winograd(hs_vocab **out, hs_error *err);
-
-/* Builds a vocabulary from n words (copied; id = index). Rejects, with
- * HS_ERR_FORMAT and a message naming the word and its index: n == 0, a NULL or
- * empty word, a duplicated word (both indices), a word that is not valid UTF-8,
- * has whitespace or control characters, holds a Unicode noncharacter
- * (U+FDD0..U+FDEF, U+xxFFFE/U+xxFFFF: no SVG may contain one), upper-case
- * ASCII letters (the tokenizer folds case, so such a word could never be
- * typed), or contains `,` or `.` without being exactly "," or ".". Private-use,
- * format/bidi/zero-width characters and spaces outside ASCII are accepted:
- * JSON and SVG keep them exactly, terminals and messages show them as
- * <U+XXXX> (hs_buf_put_visible; docs/DESIGN.md, text policy). Words in
- * messages are shown that way too. *out is NULL on failure. */
-hs_status hs_vocab_create(const char *const *words, size_t n, hs_vocab **out, hs_error *err);
-
-/* Frees v and its words. NULL is allowed. */
-void hs_vocab_destroy(hs_vocab *v);
-
-/* Id of word (exact, case-sensitive match), or -1 if it is not in v. */
-int hs_vocab_id(const hs_vocab *v, const char *word);
-
-/* The word with id, or NULL if id is out of range [0, n). Owned by v. */
-const char *hs_vocab_word(const hs_vocab *v, int id);
-
-/* Exports v as a compact JSON list of strings in id order, e.g.
- * ["the","did",...], the checkpoint's `vocab` metadata. *json is malloc'd
- * (caller frees with free()); NULL on failure (HS_ERR_NOMEM). */
-hs_status hs_vocab_to_json(const hs_vocab *v, char **json, hs_error *err);
-
-/* Parses a JSON list of strings (a checkpoint's `vocab` metadata) into a new
- * vocabulary. HS_ERR_FORMAT with a clear message when json is NULL or empty
- * ("vocab metadata is missing"), is not valid JSON, is not a list, is an empty
- * list, holds a non-string element (names its index), or any check of
- * hs_vocab_create fails (duplicated word, ...). *out is NULL on failure. */
-hs_status hs_vocab_from_json(const char *json, hs_vocab **out, hs_error *err);
-
-/* Reads a vocabulary file: a JSON list of strings (the first non-blank
- * character is '['), or one token a line ("\n" or "\r\n", id = line - 1).
- * The words pass hs_vocab_create's checks. HS_ERR_IO when the file cannot be
- * read; HS_ERR_FORMAT naming the path (and the line) otherwise: an empty
- * file, an empty line, a duplicated or invalid word. *out NULL on failure. */
-hs_status hs_vocab_read(const char *path, hs_vocab **out, hs_error *err);
-
-/* ------------------------------------------------------------------------ */
-/* Sentence tokenizer (user input)                                           */
-
-/* Tokens of one sentence. Caller-owned; free with hs_tokens_free. */
-typedef struct {
-    size_t n;          /* number of tokens */
-    int *ids;          /* (n) vocabulary ids, each in [0, V) */
-    char **strs;       /* (n) the token strings after case folding (== the vocab words) */
-    int folded;        /* 1 if folding to lower case changed any character */
-} hs_tokens;
-
-/*
- * Splits sentence into word tokens and looks each up in v:
- *  - tokens are separated by whitespace (space, \t, \n, \r, \v, \f);
- *  - `,` and `.` are always tokens of their own, split off the words they
- *    touch ("tired, so" -> tired , so; "waited." -> waited .);
- *  - ASCII letters are folded to lower case; out->folded says whether that
- *    changed anything (so the CLI can say so). Non-ASCII letters are kept as
- *    they are (they are in no built-in word).
- * n_ctx is the model's context length; 0 means no limit.
- * On success fills *out (previous contents are overwritten, not freed).
- * Errors (HS_ERR_INPUT, one line; out is left empty, nothing to free):
- *   "sentence is empty"                          (NULL or "")
- *   "sentence has only spaces"                   (whitespace only)
- *   "sentence is not valid UTF-8 at byte P"      (0-based byte offset)
- *   "sentence has a control character (0xHH) at byte P" (C0 controls other than
- *                                                 the whitespace above, DEL,
- *                                                 and U+0080..U+009F)
- *   "sentence has N tokens, more than the model's context of C (n_ctx)"
- *   "unknown word 'W' at position P[ (it holds U+XXXX at byte B[, ...][; only
- *    ASCII whitespace separates words])][; nearest vocabulary word: 'N'];
- *    the vocabulary is: w0 w1 ..."
- *                                                (P = 0-based token position
- *                                                 of the first unknown word;
- *                                                 every code point outside
- *                                                 ASCII is named with its byte
- *                                                 offset B in the sentence, at
- *                                                 most 3; N is the closest word
- *                                                 by edit distance when at most
- *                                                 2 edits and fewer than half
- *                                                 of W's characters; words are
- *                                                 shown with hs_buf_put_visible)
- * HS_ERR_NOMEM on allocation failure.
- */
-hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_tokens *out,
-                      hs_error *err);
-
-/* Frees t's arrays and zeroes it. NULL or an already-freed/zeroed t is allowed. */
-void hs_tokens_free(hs_tokens *t);
+#include "tokenize/tokenize.h"
 
 /* ------------------------------------------------------------------------ */
 /* Winograd task (DESIGN.md, "The Winograd task")                            */
@@ -177,6 +73,10 @@ void hs_tokens_free(hs_tokens *t);
 extern const char *const hs_wg_nouns[HS_WG_N_NOUNS];
 /* tired scared slow weak (crosser: `it` = x) wet wide busy steep (crossed: `it` = y). */
 extern const char *const hs_wg_adjectives[HS_WG_N_ADJS];
+/* Builds the built-in Winograd vocabulary (36 words, ids as in the comment at
+ * the top), a word tokenizer. *out is NULL on failure (HS_ERR_NOMEM). Free
+ * with hs_tokenizer_destroy. */
+hs_status hs_winograd_vocab(hs_tokenizer **out, hs_error *err);
 /* The chapter's example pair: x = "animal", y = "street". */
 #define HS_WG_CHAPTER_X "animal"
 #define HS_WG_CHAPTER_Y "street"
@@ -217,7 +117,7 @@ typedef struct {
 typedef struct {
     hs_task_kind kind;
     uint64_t split_seed;
-    hs_vocab *vocab;                 /* owned copy of the vocabulary used for ids */
+    hs_tokenizer *vocab;                 /* owned copy of the vocabulary used for ids */
     size_t n_train, n_heldout;
     hs_wg_example *train;            /* (n_train) */
     hs_wg_example *heldout;          /* (n_heldout) */
@@ -244,7 +144,7 @@ typedef struct {
  * built-in one. HS_ERR_FORMAT if it lacks a word the task needs (names the
  * word). *out is NULL on failure. Free with hs_winograd_destroy.
  */
-hs_status hs_winograd_create(hs_task_kind kind, uint64_t split_seed, const hs_vocab *vocab,
+hs_status hs_winograd_create(hs_task_kind kind, uint64_t split_seed, const hs_tokenizer *vocab,
                              hs_winograd **out, hs_error *err);
 
 /*
@@ -256,7 +156,7 @@ hs_status hs_winograd_create(hs_task_kind kind, uint64_t split_seed, const hs_vo
  * listed twice, or n is 0 or above HS_WG_MAX_HELDOUT_PAIRS.
  */
 hs_status hs_winograd_create_pairs(hs_task_kind kind, const int (*pairs)[2], size_t n,
-                                   const hs_vocab *vocab, hs_winograd **out, hs_error *err);
+                                   const hs_tokenizer *vocab, hs_winograd **out, hs_error *err);
 
 /*
  * Reads held-out pairs from a text file: one pair a line, two noun words
@@ -312,7 +212,7 @@ hs_status hs_winograd_task_json(const hs_winograd *t, char **json, hs_error *err
  * with ids from vocab (NULL = built-in). HS_ERR_FORMAT naming the problem
  * (missing/unknown name, bad split_seed, different nouns). *out NULL on failure.
  */
-hs_status hs_winograd_from_task_json(const char *json, const hs_vocab *vocab,
+hs_status hs_winograd_from_task_json(const char *json, const hs_tokenizer *vocab,
                                      hs_winograd **out, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
@@ -625,167 +525,6 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
  * HS_ERR_NOMEM. */
 hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *err);
 
-/* ------------------------------------------------------------------------ */
-/* Prompt sets (tasks/prompts.c): the input of patch, ablate, dla, lens and  */
-/* heads                                                                     */
-/*
- * A prompt set is a JSONL file, one object a line (blank lines skipped):
- *   {"prompt": "the animal ...", "corrupted": "the animal ...",
- *    "answer": "animal", "wrong": "street", "position": 14}
- *   prompt     the clean sentence (tokenised as hs_tokenize; required);
- *   corrupted  its corrupted partner, the same number of tokens (optional;
- *              present on every line or on none);
- *   answer     one token of the model's vocabulary: the right next token at
- *              `position` (required unless HS_PROMPTS_TEXT_ONLY);
- *   wrong      one token: the competing answer of the logit difference
- *              answer - wrong (optional; on every line or on none);
- *   position   where the prediction is read, 0..t-1 (default t-1, the last).
- * Every prompt of a set has the same number of tokens t (the engine runs
- * them as one batch). Any other key is refused (a typo would otherwise be
- * silently ignored).
- * Errors (HS_ERR_INPUT, one line "FILE:LINE: problem"): not JSON / not an
- * object, a missing or non-string field, an unknown key, an unknown word
- * (hs_tokenize's message), answer/wrong not one token of the vocabulary,
- * corrupted of another length than prompt, a prompt of another length than
- * line 1's, corrupted/wrong on some lines only, position out of range; "FILE:
- * empty prompt set" for a file with no prompt. HS_ERR_IO when it cannot be read.
- */
-typedef struct {
-    int n;          /* prompts */
-    int t;          /* tokens per prompt */
-    int *clean;     /* (n, t) token ids */
-    int *corr;      /* (n, t) or NULL when the set has no "corrupted" */
-    int *answer;    /* (n) vocab id, or -1 (HS_PROMPTS_TEXT_ONLY and no answer) */
-    int *wrong;     /* (n) vocab id, or NULL when the set has no "wrong" */
-    int *pos;       /* (n) position read, 0..t-1 */
-    int *line;      /* (n) 1-based line of each prompt in the file */
-} hs_prompts;
-
-#define HS_PROMPTS_TEXT_ONLY 1 /* flags: "answer" optional (heads, lens) */
-
-/* Reads and checks the prompt set at path against vocabulary v (n_ctx:
- * longest prompt allowed, 0 = no limit); fills *out (caller frees with
- * hs_prompts_free, also after a failure). Errors above. */
-hs_status hs_prompts_load(const char *path, const hs_vocab *v, int n_ctx, int flags,
-                          hs_prompts *out, hs_error *err);
-/* The same from text (len bytes); `name` stands for the file in messages. */
-hs_status hs_prompts_parse(const char *text, size_t len, const char *name, const hs_vocab *v,
-                           int n_ctx, int flags, hs_prompts *out, hs_error *err);
-/* One sentence as a set of one prompt (position: the last token). */
-hs_status hs_prompts_sentence(const char *sentence, const hs_vocab *v, int n_ctx, hs_prompts *out,
-                              hs_error *err);
-void hs_prompts_free(hs_prompts *p);
-
-/* ------------------------------------------------------------------------ */
-/* Experiments over a prompt set (tasks/experiments.c): what `headscope      */
-/* heads`, `patch`, ... compute, on the engine (probe.h, section 8).         */
-
-/* Head detectors of hs_heads_run, in this order. */
-typedef enum {
-    HS_HEADS_PREV_TOKEN = 0, /* D[i,i-1] = 1 (TL previous_token_head) */
-    HS_HEADS_DUPLICATE,      /* D[i,j] = 1 iff j < i, tok[j] = tok[i] (TL duplicate_token_head) */
-    HS_HEADS_INDUCTION,      /* D[i,j] = 1 iff 1 <= j <= i, tok[j-1] = tok[i] (TL induction_head) */
-    HS_HEADS_FIRST_NOUN,     /* D[i,j*] = 1 for i >= j*, j* the first noun of the row (nouns: the
-                              * Winograd nouns found in the vocabulary); rows without one: 0 */
-    HS_HEADS_TARGET,         /* the user's pattern (t, t), every row */
-    HS_HEADS_N
-} hs_heads_kind;
-/* "previous-token", "duplicate-token", "induction", "first-noun", "target". */
-extern const char *const hs_heads_names[HS_HEADS_N];
-
-typedef struct {
-    int L, H, n, t;            /* layers, heads, prompts, tokens per prompt */
-    hs_detect_metric metric;
-    int exclude_bos, exclude_current;
-    int has[HS_HEADS_N];       /* 1 for the detectors computed */
-    double score[HS_HEADS_N][HS_MAX_LAYERS * 64]; /* [kind][l * H + h]; NAN where !has */
-} hs_heads_report;
-
-/*
- * Every head's detector scores over the prompts p (their "prompt" tokens):
- * previous-token, duplicate-token, induction always; first-noun when the
- * vocabulary holds at least one Winograd noun; target when target (t, t)
- * [dest, src], lower-triangular, is given. metric, exclude_bos and
- * exclude_current as TL detect_head (probe.h hs_detector_score*). The
- * engine runs on pool (NULL = the caller's thread); the scores are
- * bit-identical for every thread count. HS_ERR_INPUT when p is empty or
- * the model has more than 64 heads a layer.
- */
-hs_status hs_heads_run(const hs_model *m, const hs_vocab *v, hs_pool *pool, const hs_prompts *p,
-                       const float *target, hs_detect_metric metric, int exclude_bos,
-                       int exclude_current, hs_heads_report *out, hs_error *err);
-/* The report as JSON: {"metric", "exclude_bos", "exclude_current", "prompts",
- * "tokens", "detectors": [names], "scores": {name: [[head...] per layer]}}.
- * Caller frees with cJSON_Delete; NULL when memory ran out. */
-cJSON *hs_heads_json(const hs_heads_report *r);
-/* The text summary (a table, heads x detectors) appended to b. */
-void hs_heads_summary(const hs_heads_report *r, hs_buf *b);
-
-/* Reads a target pattern file: a JSON array of t rows of t finite numbers,
- * [dest][src], zero above the diagonal. *D (t, t) malloc'd, caller frees.
- * HS_ERR_INPUT naming the file and the problem (wrong size, non-number,
- * above-diagonal value at [i, j]); HS_ERR_IO. */
-hs_status hs_target_pattern_load(const char *path, int t, float **D, hs_error *err);
-
-/* Activation patching (tasks/patch.c; TL patching.py get_act_patch_*). The
- * activations patched, each a hook point of every layer l: */
-typedef enum {
-    HS_PATCH_RESID_PRE = 0, /* blocks.l.hook_resid_pre [B,T,D]: by layer x position */
-    HS_PATCH_ATTN_OUT,      /* blocks.l.hook_attn_out: by layer x position */
-    HS_PATCH_MLP_OUT,       /* blocks.l.hook_mlp_out: by layer x position */
-    HS_PATCH_RESID_POST,    /* blocks.l.hook_resid_post: by layer x position */
-    HS_PATCH_Z,             /* blocks.l.attn.hook_z [B,T,H,dh]: by head (all positions; head x position) */
-    HS_PATCH_Q,             /* blocks.l.attn.hook_q: by head */
-    HS_PATCH_K,             /* blocks.l.attn.hook_k: by head */
-    HS_PATCH_V,             /* blocks.l.attn.hook_v: by head */
-    HS_PATCH_PATTERN,       /* blocks.l.attn.hook_pattern [B,H,T,T]: by head (position = dest row) */
-    HS_PATCH_N
-} hs_patch_act;
-/* "resid_pre", "attn_out", "mlp_out", "resid_post", "z", "q", "k", "v", "pattern". */
-extern const char *const hs_patch_act_names[HS_PATCH_N];
-/* 1 for the per-head acts (z, q, k, v, pattern). */
-int hs_patch_act_is_head(int act);
-/* The act named name, or -1. */
-int hs_patch_act_parse(const char *name);
-
-/*
- * The results. LD = logit(answer) - logit(wrong) at each prompt's position,
- * averaged over the prompts (summed in prompt order); metric = (LD_patched -
- * LD_corr) / (LD_clean - LD_corr) (hs_patch_metric; NAN when clean = corr):
- * 0 = the corrupted run, 1 = the clean answer restored. For act a (bit a of
- * acts): layer-level acts: ld[a], metric[a] (L, t) [layer][position]; head
- * acts: ld[a], metric[a] (L, H) patched at every position, and ld_pos[a],
- * metric_pos[a] (L, H, t) at one position. Arrays of acts not computed are NULL.
- */
-typedef struct {
-    int L, H, n, t;
-    unsigned acts;
-    double ld_clean, ld_corr;
-    double *metric[HS_PATCH_N], *ld[HS_PATCH_N];
-    double *metric_pos[HS_PATCH_N], *ld_pos[HS_PATCH_N];
-} hs_patch_report;
-
-/* Patches the clean prompts' activations into the corrupted prompts of p
- * (which must have "corrupted", "answer" and "wrong"), one sweep over the set
- * per cell, on pool. acts: bits of hs_patch_act. HS_ERR_INPUT when p lacks
- * them or the model does not produce an act (mlp_out with d_mlp 0, q/k with
- * uniform attention). Free out with hs_patch_report_free. */
-hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
-                       hs_patch_report *out, hs_error *err);
-/* The same on token arrays: src (n, t) the runs patched from, dst (n, t) the
- * runs patched into; answer, wrong, pos (n). */
-hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
-                              const int *answer, const int *wrong, const int *pos, unsigned acts,
-                              hs_patch_report *out, hs_error *err);
-void hs_patch_report_free(hs_patch_report *r);
-/* As JSON ({"ld_clean", "ld_corrupted", "prompts", "tokens", "metric":
- * "normalised logit difference ...", "acts": {name: {"by": "layer x
- * position" | "head", "metric": [[...]], "ld": [[...]], and for heads
- * "metric_by_position": [[[...]]], "ld_by_position"}}}); caller frees with
- * cJSON_Delete; NULL when memory ran out. */
-cJSON *hs_patch_json(const hs_patch_report *r);
-/* The text summary appended to b. */
-void hs_patch_summary(const hs_patch_report *r, hs_buf *b);
 /* ======================================================================== */
 /* Induction task (tasks/induction.c; `headscope train --task induction`)    */
 /* ======================================================================== */
@@ -855,7 +594,7 @@ void hs_ind_generate(const hs_ind_params *p, hs_task_rng *r, int *tokens, hs_ind
 
 typedef struct {
     hs_ind_params p;
-    hs_vocab *vocab;          /* "s0".."s{V-1}", owned */
+    hs_tokenizer *vocab;          /* "s0".."s{V-1}", owned */
     int *heldout_tokens;      /* (n_heldout, T) */
     hs_ind_seq *heldout;      /* (n_heldout) */
     uint64_t *seg_hash;       /* open-addressing set of held-out segment hashes (owned) */
@@ -865,7 +604,7 @@ typedef struct {
 /* Builds the task (vocabulary, held-out set) for p. vocab: the vocabulary the
  * ids index (copied; NULL = the built-in "s0".. list; it must be exactly that
  * list). *out NULL on failure. Free with hs_induction_destroy (NULL ok). */
-hs_status hs_induction_create(const hs_ind_params *p, const hs_vocab *vocab, hs_induction **out,
+hs_status hs_induction_create(const hs_ind_params *p, const hs_tokenizer *vocab, hs_induction **out,
                               hs_error *err);
 void hs_induction_destroy(hs_induction *t);
 
@@ -885,7 +624,7 @@ void hs_induction_batch(const hs_induction *t, hs_task_rng *r, size_t B, int *to
  * segment"}. *json malloc'd. */
 hs_status hs_induction_task_json(const hs_induction *t, char **json, hs_error *err);
 /* Rebuilds the task from that JSON (every field required; validated). */
-hs_status hs_induction_from_task_json(const char *json, const hs_vocab *vocab, hs_induction **out,
+hs_status hs_induction_from_task_json(const char *json, const hs_tokenizer *vocab, hs_induction **out,
                                       hs_error *err);
 
 /* The "name" of a task metadata JSON object ("winograd", "induction", ...),
@@ -1070,99 +809,5 @@ void hs_timeline_point_free(hs_timeline_point *p);
 /* Index i >= 1 of the largest change y[i] - y[i-1] (sign > 0: increase, sign
  * < 0: decrease), NaN pairs skipped; -1 when n < 2 or none is finite. */
 int hs_timeline_jump(const double *y, int n, int sign);
-
-/* The logit lens (tasks/experiments.c): the model's output head
- * (hs_final_logits: the final norm with statistics recomputed from each
- * residual, not the final layer's cached scale; then W_U, b_U) applied to the
- * residual stream at L + 1 points: blocks.l.hook_resid_pre for l = 0..L-1,
- * then blocks.{L-1}.hook_resid_post (whose lens is the model's own logits). */
-typedef struct {
-    int L, n, t, V;
-    int n_points;          /* L + 1 */
-    int has_answer, has_wrong;
-    double *p_answer;      /* (n_points) mean softmax probability of the answer at each prompt's position */
-    double *logit_answer;  /* (n_points) mean logit of the answer there */
-    double *acc;           /* (n_points) fraction of prompts whose top-1 there is the answer */
-    double *ld;            /* (n_points) mean logit(answer) - logit(wrong) (has_wrong) */
-    double *p_final;       /* (n_points, t) mean probability the lens gives, at each position, to
-                            * the model's own top-1 token there */
-    int *top1;             /* (n_points, t) the lens's top-1 token id of the first prompt */
-} hs_lens_report;
-
-/* The lens over the prompts of p (answer/wrong optional), on the engine.
- * HS_ERR_INPUT for an empty set. Free with hs_lens_report_free. */
-hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_lens_report *out,
-                      hs_error *err);
-void hs_lens_report_free(hs_lens_report *r);
-/* Name of lens point k ("blocks.0.hook_resid_pre", ..., "blocks.1.hook_resid_post") into buf. */
-void hs_lens_point_name(const hs_lens_report *r, int k, char *buf, size_t cap);
-/* As JSON (every array above, with point names; caller frees with cJSON_Delete; NULL on OOM). */
-cJSON *hs_lens_json(const hs_lens_report *r, const hs_vocab *v);
-/* The text summary appended to b. */
-void hs_lens_summary(const hs_lens_report *r, const hs_vocab *v, hs_buf *b);
-
-/* Ablation over a prompt set (tasks/ablate.c): each head
- * (blocks.l.attn.hook_z[:, :, h, :]), each layer's attention (all its heads)
- * and each MLP (blocks.l.hook_mlp_out) replaced, one at a time, by zero, by
- * its position-wise mean over a reference set, or by its value on another
- * reference prompt (resample: prompt i takes reference row (i + n_ref / 2)
- * mod n_ref). Metric: mean LD answer - wrong at each prompt's position (mean
- * answer logit when the set has no "wrong"); accuracy: top-1 = answer. */
-typedef enum { HS_ABLATE_ZERO = 0, HS_ABLATE_MEAN, HS_ABLATE_RESAMPLE } hs_ablate_method;
-/* "zero", "mean", "resample". */
-extern const char *const hs_ablate_method_names[3];
-typedef struct {
-    int layer, head;       /* head >= 0: one head; -1: the layer's attention; -2: its MLP */
-    double metric, acc;    /* with it ablated */
-} hs_ablate_comp;
-typedef struct {
-    int L, H, n, n_ref, has_wrong;
-    hs_ablate_method method;
-    double metric_clean, acc_clean;
-    int n_comp;
-    hs_ablate_comp *comp;  /* (n_comp) per layer: its heads, its attention, its MLP */
-} hs_ablate_report;
-
-/* Ablates every component over the prompts of p (each needs "answer"); ref:
- * the reference set of the means or resampling (NULL = p itself; the same
- * number of tokens). HS_ERR_INPUT for an empty set, a missing answer or a
- * reference of another length. Free with hs_ablate_report_free. */
-hs_status hs_ablate_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_prompts *ref,
-                        hs_ablate_method method, hs_ablate_report *out, hs_error *err);
-void hs_ablate_report_free(hs_ablate_report *r);
-/* "L0H1", "L0 attn", "L0 mlp" into buf. */
-void hs_ablate_comp_name(const hs_ablate_comp *c, char *buf, size_t cap);
-/* As JSON (caller frees with cJSON_Delete; NULL on OOM) and as text (appended to b). */
-cJSON *hs_ablate_json(const hs_ablate_report *r);
-void hs_ablate_summary(const hs_ablate_report *r, hs_buf *b);
-
-/* Direct logit attribution over a prompt set (tasks/experiments.c;
- * hs_logit_attribution per prompt, final norm frozen): each component's
- * attribution towards answer - wrong (or the answer) at each prompt's
- * position, averaged over the prompts in order. */
-typedef struct {
-    int n, n_comp, has_wrong;
-    char (*labels)[24];  /* (n_comp) hs_resid_decompose's labels ("embed", "L0H1", "L0 mlp", ...) */
-    double *attr;        /* (n_comp) mean attribution, logits */
-    double constant;     /* mean final-norm bias term */
-    double target;       /* mean logit (or LD) less b_U: sum attr + constant = target */
-    int t;               /* tokens per prompt */
-    double *attr_pos;    /* (n_comp, t) with by_position, else NULL: see hs_dla_set_run */
-} hs_dla_set;
-/* HS_ERR_INPUT for an empty set or a prompt without "answer". Free with hs_dla_set_free.
- * by_position = 1 also fills attr_pos[k * t + q]: the mean over the prompts of
- * hs_logit_attribution_at(src_pos q, read position the prompt's): what
- * component k writes at position q, through the final norm with the read
- * position's frozen scale (and its mean, LN), dotted with the read position's
- * answer - wrong direction (TL: stack_head_results / decompose_resid with
- * pos_slice = q, then apply_ln_to_stack and logit_attrs with the read
- * position's scale). Column q = a prompt's read position is attr's term
- * exactly; every q in [0, t) is averaged over every prompt, including
- * positions after a prompt's read position (which cannot reach its logits). */
-hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, int by_position,
-                         hs_dla_set *out, hs_error *err);
-void hs_dla_set_free(hs_dla_set *r);
-cJSON *hs_dla_set_json(const hs_dla_set *r);
-void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b);
 
 #endif /* HS_TASKS_H */

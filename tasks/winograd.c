@@ -11,6 +11,35 @@
 #include <cjson/cJSON.h>
 
 /* ------------------------------------------------------------------------ */
+/* Word lists                                                                */
+
+const char *const hs_wg_nouns[HS_WG_N_NOUNS] = {
+    "animal", "street", "dog",  "road", "cat", "river", "horse", "bridge",
+    "fox",    "field",  "goat", "path", "cow", "lane",  "deer",  "creek",
+};
+
+const char *const hs_wg_adjectives[HS_WG_N_ADJS] = {
+    "tired", "scared", "slow", "weak", /* crosser: it = x */
+    "wet",   "wide",   "busy", "steep" /* crossed: it = y */
+};
+
+/* The template words in order of first appearance in the template. */
+static const char *const template_words[] = {
+    "the", "did", "not", "cross", "because", "it", "was", "too", ",", "so", "waited", ".",
+};
+#define N_TEMPLATE_WORDS (sizeof template_words / sizeof template_words[0])
+
+hs_status hs_winograd_vocab(hs_tokenizer **out, hs_error *err)
+{
+    const char *words[N_TEMPLATE_WORDS + HS_WG_N_NOUNS + HS_WG_N_ADJS];
+    size_t k = 0;
+    for (size_t i = 0; i < N_TEMPLATE_WORDS; i++) words[k++] = template_words[i];
+    for (size_t i = 0; i < HS_WG_N_NOUNS; i++) words[k++] = hs_wg_nouns[i];
+    for (size_t i = 0; i < HS_WG_N_ADJS; i++) words[k++] = hs_wg_adjectives[i];
+    return hs_tokenizer_words(words, k, out, err);
+}
+
+/* ------------------------------------------------------------------------ */
 /* PRNG: splitmix64 (Steele, Lea, Flood 2014; Vigna's reference constants)   */
 
 void hs_task_rng_seed(hs_task_rng *r, uint64_t seed)
@@ -106,7 +135,7 @@ static int pair_cmp(const void *a, const void *b)
 void hs_winograd_destroy(hs_winograd *t)
 {
     if (t == NULL) return;
-    hs_vocab_destroy(t->vocab);
+    hs_tokenizer_destroy(t->vocab);
     free(t->train);
     free(t->heldout);
     free(t);
@@ -181,7 +210,7 @@ static int cmp_pair(const void *a, const void *b)
 
 /* The task with held-out pairs from the seed (pairs NULL) or given. */
 static hs_status create_task(hs_task_kind kind, uint64_t split_seed, const int (*pairs)[2],
-                             size_t n_pairs_given, const hs_vocab *vocab, hs_winograd **out,
+                             size_t n_pairs_given, const hs_tokenizer *vocab, hs_winograd **out,
                              hs_error *err)
 {
     hs_status st = HS_OK;
@@ -211,9 +240,9 @@ static hs_status create_task(hs_task_kind kind, uint64_t split_seed, const int (
     t->kind = kind;
     t->split_seed = split_seed;
     if (vocab == NULL)
-        st = hs_vocab_create_winograd(&t->vocab, err);
+        st = hs_winograd_vocab(&t->vocab, err);
     else
-        st = hs_vocab_create((const char *const *)vocab->words, vocab->n, &t->vocab, err);
+        st = hs_tokenizer_words((const char *const *)vocab->words, vocab->n, &t->vocab, err);
     if (st != HS_OK) goto fail;
 
     /* Ids of every word the task needs. */
@@ -221,7 +250,7 @@ static hs_status create_task(hs_task_kind kind, uint64_t split_seed, const int (
     for (int p = 0; p < HS_WG_LEN; p++) {
         tmpl_id[p] = -1;
         if (template_tokens[p] == NULL) continue;
-        tmpl_id[p] = hs_vocab_id(t->vocab, template_tokens[p]);
+        tmpl_id[p] = hs_tok_id(t->vocab, template_tokens[p]);
         if (tmpl_id[p] < 0) {
             st = hs_fail(err, HS_ERR_FORMAT, "the vocabulary lacks the task word '%s'",
                          template_tokens[p]);
@@ -229,7 +258,7 @@ static hs_status create_task(hs_task_kind kind, uint64_t split_seed, const int (
         }
     }
     for (int i = 0; i < HS_WG_N_NOUNS; i++) {
-        noun_id[i] = hs_vocab_id(t->vocab, hs_wg_nouns[i]);
+        noun_id[i] = hs_tok_id(t->vocab, hs_wg_nouns[i]);
         if (noun_id[i] < 0) {
             st = hs_fail(err, HS_ERR_FORMAT, "the vocabulary lacks the task word '%s'",
                          hs_wg_nouns[i]);
@@ -237,7 +266,7 @@ static hs_status create_task(hs_task_kind kind, uint64_t split_seed, const int (
         }
     }
     for (int i = 0; i < HS_WG_N_ADJS; i++) {
-        adj_id[i] = hs_vocab_id(t->vocab, hs_wg_adjectives[i]);
+        adj_id[i] = hs_tok_id(t->vocab, hs_wg_adjectives[i]);
         if (adj_id[i] < 0) {
             st = hs_fail(err, HS_ERR_FORMAT, "the vocabulary lacks the task word '%s'",
                          hs_wg_adjectives[i]);
@@ -299,14 +328,14 @@ fail:
     return st;
 }
 
-hs_status hs_winograd_create(hs_task_kind kind, uint64_t split_seed, const hs_vocab *vocab,
+hs_status hs_winograd_create(hs_task_kind kind, uint64_t split_seed, const hs_tokenizer *vocab,
                              hs_winograd **out, hs_error *err)
 {
     return create_task(kind, split_seed, NULL, 0, vocab, out, err);
 }
 
 hs_status hs_winograd_create_pairs(hs_task_kind kind, const int (*pairs)[2], size_t n,
-                                   const hs_vocab *vocab, hs_winograd **out, hs_error *err)
+                                   const hs_tokenizer *vocab, hs_winograd **out, hs_error *err)
 {
     *out = NULL;
     if (pairs == NULL) return hs_fail(err, HS_ERR_INPUT, "held-out pairs: none given");
@@ -383,7 +412,7 @@ size_t hs_winograd_sentence(const hs_winograd *t, const hs_wg_example *ex, char 
 {
     size_t need = 0;
     for (int p = 0; p < HS_WG_LEN; p++) {
-        const char *w = hs_vocab_word(t->vocab, ex->tokens[p]);
+        const char *w = hs_tok_str(t->vocab, ex->tokens[p]);
         if (w == NULL) w = "?";
         if (p > 0) {
             if (need + 1 < cap) buf[need] = ' ';
@@ -532,7 +561,7 @@ static hs_status check_list(const cJSON *list, const char *key, const char *cons
     return HS_OK;
 }
 
-hs_status hs_winograd_from_task_json(const char *json, const hs_vocab *vocab,
+hs_status hs_winograd_from_task_json(const char *json, const hs_tokenizer *vocab,
                                      hs_winograd **out, hs_error *err)
 {
     hs_status st;

@@ -26,13 +26,14 @@
 
 #include <cmocka.h>
 
+#include "experiments/experiments.h"
 #include "tasks/tasks.h"
 #include "fixture.h"
 
 #define Q HS_WG_POS_QUERY
 
 static hs_model *g_m;
-static hs_vocab *g_v;
+static hs_tokenizer *g_v;
 static hs_winograd *g_t;
 static hs_prompts g_p; /* circuit's pairs: crosser -> crossed, then crossed -> crosser */
 
@@ -42,7 +43,7 @@ static int setup(void **state)
     hs_error err = {0};
     hs_meta meta = {0};
     if (hs_checkpoint_load("checkpoint/circuit_tiny.safetensors", &g_m, &meta, NULL, &err) != HS_OK ||
-        hs_vocab_from_json(meta.vocab, &g_v, &err) != HS_OK ||
+        hs_tokenizer_from_json(meta.vocab, &g_v, &err) != HS_OK ||
         hs_winograd_from_task_json(meta.task, g_v, &g_t, &err) != HS_OK) {
         fprintf(stderr, "setup: %s\n", err.msg);
         return -1;
@@ -61,11 +62,11 @@ static int setup(void **state)
             if (pt == NULL) return -1;
             const hs_wg_example *cl = dir == 0 ? &ho[i] : pt, *co = dir == 0 ? pt : &ho[i];
             hs_buf_printf(&b, "{\"prompt\": \"");
-            for (int k = 0; k <= Q; k++) hs_buf_printf(&b, "%s%s", k ? " " : "", hs_vocab_word(g_v, cl->tokens[k]));
+            for (int k = 0; k <= Q; k++) hs_buf_printf(&b, "%s%s", k ? " " : "", hs_tok_str(g_v, cl->tokens[k]));
             hs_buf_printf(&b, "\", \"corrupted\": \"");
-            for (int k = 0; k <= Q; k++) hs_buf_printf(&b, "%s%s", k ? " " : "", hs_vocab_word(g_v, co->tokens[k]));
-            hs_buf_printf(&b, "\", \"answer\": \"%s\", \"wrong\": \"%s\"}\n", hs_vocab_word(g_v, cl->ref_id),
-                          hs_vocab_word(g_v, co->ref_id));
+            for (int k = 0; k <= Q; k++) hs_buf_printf(&b, "%s%s", k ? " " : "", hs_tok_str(g_v, co->tokens[k]));
+            hs_buf_printf(&b, "\", \"answer\": \"%s\", \"wrong\": \"%s\"}\n", hs_tok_str(g_v, cl->ref_id),
+                          hs_tok_str(g_v, co->ref_id));
         }
     hs_status st = hs_prompts_parse(b.s, b.len, "pairs.jsonl", g_v, g_m->cfg.n_ctx, 0, &g_p, &err);
     hs_buf_free(&b);
@@ -81,7 +82,7 @@ static int teardown(void **state)
     (void)state;
     hs_prompts_free(&g_p);
     hs_winograd_destroy(g_t);
-    hs_vocab_destroy(g_v);
+    hs_tokenizer_destroy(g_v);
     hs_model_destroy(g_m);
     return 0;
 }
@@ -196,8 +197,8 @@ static void prompt_sets_refuse_bad_lines_with_file_and_line(void **state)
     assert_null(p.corr);
     assert_int_equal(p.pos[0], 2);
     assert_int_equal(p.pos[1], 1);
-    assert_int_equal(p.clean[3 + 1], hs_vocab_id(g_v, "cat"));
-    assert_int_equal(p.wrong[1], hs_vocab_id(g_v, "dog"));
+    assert_int_equal(p.clean[3 + 1], hs_tok_id(g_v, "cat"));
+    assert_int_equal(p.wrong[1], hs_tok_id(g_v, "dog"));
     assert_int_equal(p.line[1], 2);
     hs_prompts_free(&p);
 }
@@ -406,7 +407,7 @@ static void heads_scores_match_a_hand_computed_pattern(void **state)
     assert_int_equal(hs_prompts_sentence(s, g_v, g_m->cfg.n_ctx, &p, &err), HS_OK);
     const int t = p.t, L = g_m->cfg.n_layers, H = g_m->cfg.n_heads;
     hs_heads_report *r = calloc(1, sizeof *r);
-    assert_int_equal(hs_heads_run(g_m, g_v, NULL, &p, NULL, HS_DETECT_MUL, 0, 0, r, &err), HS_OK);
+    assert_int_equal(hs_heads_run(g_m, g_v, NULL, &p, hs_wg_nouns, HS_WG_N_NOUNS, NULL, HS_DETECT_MUL, 0, 0, r, &err), HS_OK);
     assert_true(r->has[HS_HEADS_FIRST_NOUN] && !r->has[HS_HEADS_TARGET]);
     /* by hand: the pattern of one forward, the sums written out */
     hs_acts *a = NULL;
@@ -431,7 +432,7 @@ static void heads_scores_match_a_hand_computed_pattern(void **state)
     }
     /* abs: 1 - round(sum|A - D| / t, 3) for the previous-token pattern */
     hs_heads_report *ra = calloc(1, sizeof *ra);
-    assert_int_equal(hs_heads_run(g_m, g_v, NULL, &p, NULL, HS_DETECT_ABS, 0, 0, ra, &err), HS_OK);
+    assert_int_equal(hs_heads_run(g_m, g_v, NULL, &p, hs_wg_nouns, HS_WG_N_NOUNS, NULL, HS_DETECT_ABS, 0, 0, ra, &err), HS_OK);
     const hs_cache_entry *e0 = hs_cache_get(&c, "blocks.0.attn.hook_pattern");
     double absd = 0.0;
     for (int i = 0; i < t; i++)

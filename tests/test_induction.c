@@ -136,8 +136,8 @@ static void task_json_round_trip_and_bad_params(void **state)
     assert_int_equal(hs_induction_from_task_json(json, t->vocab, &u, &err), HS_OK);
     assert_memory_equal(u->heldout_tokens, t->heldout_tokens, sizeof(int) * (size_t)p.n_ctx * 512);
     assert_int_equal(u->p.loss_all, 1);
-    assert_string_equal(hs_vocab_word(u->vocab, 31), "s31");
-    assert_null(hs_vocab_word(u->vocab, 32));
+    assert_string_equal(hs_tok_str(u->vocab, 31), "s31");
+    assert_null(hs_tok_str(u->vocab, 32));
     hs_induction_destroy(u);
     free(json);
     hs_ind_params b = p;

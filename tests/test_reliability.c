@@ -125,27 +125,27 @@ static void regress_config(const char *path, const unsigned char *buf, size_t n)
 static void regress_tokenizer(const char *path, const unsigned char *buf, size_t n)
 {
     if (n == 0) return;
-    hs_vocab *v = NULL;
+    hs_tokenizer *v = NULL;
     hs_error err = {0};
-    assert_int_equal(hs_vocab_create_winograd(&v, &err), HS_OK);
+    assert_int_equal(hs_winograd_vocab(&v, &err), HS_OK);
     char *s = malloc(n);
     assert_non_null(s);
     memcpy(s, buf + 1, n - 1);
     s[n - 1] = '\0';
     hs_tokens t;
-    hs_status st = hs_tokenize(v, s, buf[0] & 31u, &t, &err);
+    hs_status st = hs_tok_encode(v, s, buf[0] & 31u, &t, &err);
     if (st != HS_OK) assert_one_line_error(st, &err, path);
     hs_tokens_free(&t);
     if (buf[0] & 0x80u) {
-        hs_vocab *w = NULL;
-        st = hs_vocab_from_json(s, &w, &err);
+        hs_tokenizer *w = NULL;
+        st = hs_tokenizer_from_json(s, &w, &err);
         if (st != HS_OK)
             assert_one_line_error(st, &err, path);
         else
-            hs_vocab_destroy(w);
+            hs_tokenizer_destroy(w);
     }
     free(s);
-    hs_vocab_destroy(v);
+    hs_tokenizer_destroy(v);
 }
 
 static void fuzz_regressions_give_clean_errors(void **state)

@@ -28,11 +28,11 @@ static hs_winograd *make_task(hs_task_kind kind, uint64_t seed)
     return t;
 }
 
-static hs_vocab *make_vocab(void)
+static hs_tokenizer *make_vocab(void)
 {
-    hs_vocab *v = NULL;
+    hs_tokenizer *v = NULL;
     hs_error err = {0};
-    assert_int_equal(hs_vocab_create_winograd(&v, &err), HS_OK);
+    assert_int_equal(hs_winograd_vocab(&v, &err), HS_OK);
     assert_non_null(v);
     return v;
 }
@@ -56,51 +56,51 @@ static void count_pairs(const hs_wg_example *ex, size_t n, int counts[256])
 static void vocab_ids_follow_documented_order(void **state)
 {
     (void)state;
-    hs_vocab *v = make_vocab();
+    hs_tokenizer *v = make_vocab();
     assert_int_equal(v->n, 36);
     const char *tmpl[] = {"the", "did", "not", "cross", "because", "it",
                           "was", "too", ",",   "so",    "waited",  "."};
-    for (int i = 0; i < 12; i++) assert_int_equal(hs_vocab_id(v, tmpl[i]), i);
-    for (int i = 0; i < HS_WG_N_NOUNS; i++) assert_int_equal(hs_vocab_id(v, hs_wg_nouns[i]), 12 + i);
+    for (int i = 0; i < 12; i++) assert_int_equal(hs_tok_id(v, tmpl[i]), i);
+    for (int i = 0; i < HS_WG_N_NOUNS; i++) assert_int_equal(hs_tok_id(v, hs_wg_nouns[i]), 12 + i);
     for (int i = 0; i < HS_WG_N_ADJS; i++)
-        assert_int_equal(hs_vocab_id(v, hs_wg_adjectives[i]), 28 + i);
-    assert_int_equal(hs_vocab_id(v, "animal"), 12);
-    assert_int_equal(hs_vocab_id(v, "creek"), 27);
-    assert_int_equal(hs_vocab_id(v, "tired"), 28);
-    assert_int_equal(hs_vocab_id(v, "steep"), 35);
-    assert_int_equal(hs_vocab_id(v, "dragon"), -1);
-    assert_int_equal(hs_vocab_id(v, "The"), -1);
-    assert_string_equal(hs_vocab_word(v, 0), "the");
-    assert_string_equal(hs_vocab_word(v, 35), "steep");
-    assert_null(hs_vocab_word(v, 36));
-    assert_null(hs_vocab_word(v, -1));
-    hs_vocab_destroy(v);
-    hs_vocab_destroy(NULL);
+        assert_int_equal(hs_tok_id(v, hs_wg_adjectives[i]), 28 + i);
+    assert_int_equal(hs_tok_id(v, "animal"), 12);
+    assert_int_equal(hs_tok_id(v, "creek"), 27);
+    assert_int_equal(hs_tok_id(v, "tired"), 28);
+    assert_int_equal(hs_tok_id(v, "steep"), 35);
+    assert_int_equal(hs_tok_id(v, "dragon"), -1);
+    assert_int_equal(hs_tok_id(v, "The"), -1);
+    assert_string_equal(hs_tok_str(v, 0), "the");
+    assert_string_equal(hs_tok_str(v, 35), "steep");
+    assert_null(hs_tok_str(v, 36));
+    assert_null(hs_tok_str(v, -1));
+    hs_tokenizer_destroy(v);
+    hs_tokenizer_destroy(NULL);
 }
 
 static void vocab_json_round_trips(void **state)
 {
     (void)state;
-    hs_vocab *v = make_vocab(), *w = NULL;
+    hs_tokenizer *v = make_vocab(), *w = NULL;
     hs_error err = {0};
     char *json = NULL;
-    assert_int_equal(hs_vocab_to_json(v, &json, &err), HS_OK);
+    assert_int_equal(hs_tokenizer_to_json(v, &json, &err), HS_OK);
     assert_non_null(json);
     assert_true(strncmp(json, "[\"the\",\"did\",\"not\",\"cross\"", 26) == 0);
     assert_non_null(strstr(json, "\"waited\",\".\",\"animal\",\"street\""));
-    assert_int_equal(hs_vocab_from_json(json, &w, &err), HS_OK);
+    assert_int_equal(hs_tokenizer_from_json(json, &w, &err), HS_OK);
     assert_int_equal(w->n, v->n);
     for (size_t i = 0; i < v->n; i++) assert_string_equal(w->words[i], v->words[i]);
     free(json);
-    hs_vocab_destroy(v);
-    hs_vocab_destroy(w);
+    hs_tokenizer_destroy(v);
+    hs_tokenizer_destroy(w);
 }
 
 static void expect_vocab_json_error(const char *json, const char *sub)
 {
-    hs_vocab *v = (hs_vocab *)1;
+    hs_tokenizer *v = (hs_tokenizer *)1;
     hs_error err = {0};
-    hs_status st = hs_vocab_from_json(json, &v, &err);
+    hs_status st = hs_tokenizer_from_json(json, &v, &err);
     if (st != HS_ERR_FORMAT) fail_msg("vocab %s: status %d, want HS_ERR_FORMAT", json ? json : "(null)", st);
     assert_null(v);
     assert_msg_contains(err, sub);
@@ -134,25 +134,25 @@ static void vocab_create_rejects_missing_word(void **state)
 {
     (void)state;
     const char *words[] = {"the", NULL, "dog"};
-    hs_vocab *v = (hs_vocab *)1;
+    hs_tokenizer *v = (hs_tokenizer *)1;
     hs_error err = {0};
-    assert_int_equal(hs_vocab_create(words, 3, &v, &err), HS_ERR_FORMAT);
+    assert_int_equal(hs_tokenizer_words(words, 3, &v, &err), HS_ERR_FORMAT);
     assert_null(v);
     assert_msg_contains(err, "vocab word 1 is missing");
-    assert_int_equal(hs_vocab_create(words, 0, &v, &err), HS_ERR_FORMAT);
+    assert_int_equal(hs_tokenizer_words(words, 0, &v, &err), HS_ERR_FORMAT);
     assert_msg_contains(err, "vocab is empty");
 }
 
 /* ------------------------------------------------------------------------ */
 /* Tokenizer                                                                 */
 
-static hs_status tok(const hs_vocab *v, const char *s, size_t n_ctx, hs_tokens *t, hs_error *err)
+static hs_status tok(const hs_tokenizer *v, const char *s, size_t n_ctx, hs_tokens *t, hs_error *err)
 {
     memset(err, 0, sizeof *err);
-    return hs_tokenize(v, s, n_ctx, t, err);
+    return hs_tok_encode(v, s, n_ctx, t, err);
 }
 
-static void expect_tok_error(const hs_vocab *v, const char *s, size_t n_ctx, const char *sub)
+static void expect_tok_error(const hs_tokenizer *v, const char *s, size_t n_ctx, const char *sub)
 {
     hs_tokens t;
     hs_error err;
@@ -169,7 +169,7 @@ static void expect_tok_error(const hs_vocab *v, const char *s, size_t n_ctx, con
 static void tokenizer_reads_the_chapter_prefix(void **state)
 {
     (void)state;
-    hs_vocab *v = make_vocab();
+    hs_tokenizer *v = make_vocab();
     hs_winograd *task = make_task(HS_TASK_WINOGRAD, 0);
     hs_tokens t;
     hs_error err;
@@ -195,13 +195,13 @@ static void tokenizer_reads_the_chapter_prefix(void **state)
     hs_tokens_free(&t); /* freeing twice is safe: it zeroes */
     hs_tokens_free(NULL);
     hs_winograd_destroy(task);
-    hs_vocab_destroy(v);
+    hs_tokenizer_destroy(v);
 }
 
 static void tokenizer_splits_punctuation(void **state)
 {
     (void)state;
-    hs_vocab *v = make_vocab();
+    hs_tokenizer *v = make_vocab();
     hs_tokens t;
     hs_error err;
     assert_int_equal(tok(v, "tired, so", 0, &t, &err), HS_OK);
@@ -225,13 +225,13 @@ static void tokenizer_splits_punctuation(void **state)
     assert_int_equal(t.n, 7);
     for (size_t i = 0; i < 7; i++) assert_string_equal(t.strs[i], want[i]);
     hs_tokens_free(&t);
-    hs_vocab_destroy(v);
+    hs_tokenizer_destroy(v);
 }
 
 static void tokenizer_folds_case_and_says_so(void **state)
 {
     (void)state;
-    hs_vocab *v = make_vocab();
+    hs_tokenizer *v = make_vocab();
     hs_tokens t;
     hs_error err;
     assert_int_equal(tok(v, "The ANIMAL Waited.", 0, &t, &err), HS_OK);
@@ -245,13 +245,13 @@ static void tokenizer_folds_case_and_says_so(void **state)
     assert_int_equal(tok(v, "the animal waited.", 0, &t, &err), HS_OK);
     assert_int_equal(t.folded, 0);
     hs_tokens_free(&t);
-    hs_vocab_destroy(v);
+    hs_tokenizer_destroy(v);
 }
 
 static void tokenizer_rejects_bad_sentences(void **state)
 {
     (void)state;
-    hs_vocab *v = make_vocab();
+    hs_tokenizer *v = make_vocab();
     expect_tok_error(v, NULL, 18, "sentence is empty");
     expect_tok_error(v, "", 18, "sentence is empty");
     expect_tok_error(v, "   \t  \n", 18, "sentence has only spaces");
@@ -276,20 +276,20 @@ static void tokenizer_rejects_bad_sentences(void **state)
     expect_tok_error(v, "the dog\x7f", 18, "sentence has a control character (0x7F) at byte 7");
     expect_tok_error(v, "\x1b[31mthe", 18, "sentence has a control character (0x1B) at byte 0");
     expect_tok_error(v, "the \xc2\x85", 18, "sentence has a control character (0x85) at byte 4");
-    hs_vocab_destroy(v);
+    hs_tokenizer_destroy(v);
 }
 
 static void tokenizer_accepts_exactly_n_ctx_tokens(void **state)
 {
     (void)state;
-    hs_vocab *v = make_vocab();
+    hs_tokenizer *v = make_vocab();
     hs_tokens t;
     hs_error err;
     const char *s = "the animal did not cross the street because it was too wet , so the street waited .";
     assert_int_equal(tok(v, s, 18, &t, &err), HS_OK);
     assert_int_equal(t.n, 18);
     hs_tokens_free(&t);
-    hs_vocab_destroy(v);
+    hs_tokenizer_destroy(v);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -457,8 +457,8 @@ static void generator_places_words_and_ref_by_role(void **state)
     (void)state;
     for (int kind = 0; kind < 2; kind++) {
         hs_winograd *t = make_task((hs_task_kind)kind, 7);
-        const hs_vocab *v = t->vocab;
-        int the = hs_vocab_id(v, "the");
+        const hs_tokenizer *v = t->vocab;
+        int the = hs_tok_id(v, "the");
         const char *tmpl[HS_WG_LEN] = {"the", "X", "did", "not", "cross", "the", "Y", "because", "it",
                                        "was", "too", "ADJ", ",", "so", "the", "REF", "waited", "."};
         for (int s = 0; s < 2; s++) {
@@ -466,10 +466,10 @@ static void generator_places_words_and_ref_by_role(void **state)
             const hs_wg_example *e = hs_winograd_examples(t, (hs_wg_split)s, &n);
             for (size_t i = 0; i < n; i++) {
                 assert_int_not_equal(e[i].x, e[i].y);
-                assert_int_equal(e[i].tokens[1], hs_vocab_id(v, hs_wg_nouns[e[i].x]));
-                assert_int_equal(e[i].tokens[6], hs_vocab_id(v, hs_wg_nouns[e[i].y]));
+                assert_int_equal(e[i].tokens[1], hs_tok_id(v, hs_wg_nouns[e[i].x]));
+                assert_int_equal(e[i].tokens[6], hs_tok_id(v, hs_wg_nouns[e[i].y]));
                 /* DESIGN.md's numbering: adj at 11, `,` at 12, so 13, the 14, ref 15 */
-                assert_int_equal(e[i].tokens[11], hs_vocab_id(v, hs_wg_adjectives[e[i].adj]));
+                assert_int_equal(e[i].tokens[11], hs_tok_id(v, hs_wg_adjectives[e[i].adj]));
                 assert_int_equal(HS_WG_POS_ADJ, 11);
                 assert_int_equal(e[i].tokens[HS_WG_POS_X], e[i].tokens[1]);
                 assert_int_equal(e[i].tokens[HS_WG_POS_Y], e[i].tokens[6]);
@@ -478,7 +478,7 @@ static void generator_places_words_and_ref_by_role(void **state)
                 assert_int_equal(HS_WG_POS_REF, 15);
                 for (int p = 0; p < HS_WG_LEN; p++) {
                     if (p == 1 || p == 6 || p == 11 || p == 15) continue;
-                    assert_int_equal(e[i].tokens[p], hs_vocab_id(v, tmpl[p]));
+                    assert_int_equal(e[i].tokens[p], hs_tok_id(v, tmpl[p]));
                 }
                 for (int p = 0; p < HS_WG_LEN; p++)
                     assert_true(e[i].tokens[p] >= 0 && (size_t)e[i].tokens[p] < v->n);
@@ -536,13 +536,13 @@ static void generator_writes_the_chapter_sentences(void **state)
 static void generator_uses_the_given_vocab_ids(void **state)
 {
     (void)state;
-    hs_vocab *v = make_vocab();
+    hs_tokenizer *v = make_vocab();
     /* reversed order */
     const char *rev[36];
     for (size_t i = 0; i < 36; i++) rev[i] = v->words[35 - i];
-    hs_vocab *r = NULL;
+    hs_tokenizer *r = NULL;
     hs_error err = {0};
-    assert_int_equal(hs_vocab_create(rev, 36, &r, &err), HS_OK);
+    assert_int_equal(hs_tokenizer_words(rev, 36, &r, &err), HS_OK);
     hs_winograd *a = make_task(HS_TASK_WINOGRAD, 5), *b = NULL;
     assert_int_equal(hs_winograd_create(HS_TASK_WINOGRAD, 5, r, &b, &err), HS_OK);
     char sa[256], sb[256];
@@ -555,15 +555,15 @@ static void generator_uses_the_given_vocab_ids(void **state)
     }
     hs_winograd_destroy(b);
     /* a vocabulary without "creek" cannot make the task */
-    hs_vocab *small = NULL;
-    assert_int_equal(hs_vocab_create((const char *const *)v->words, 27, &small, &err), HS_OK);
+    hs_tokenizer *small = NULL;
+    assert_int_equal(hs_tokenizer_words((const char *const *)v->words, 27, &small, &err), HS_OK);
     b = (hs_winograd *)1;
     assert_int_equal(hs_winograd_create(HS_TASK_WINOGRAD, 5, small, &b, &err), HS_ERR_FORMAT);
     assert_null(b);
     assert_msg_contains(err, "the vocabulary lacks the task word 'creek'");
-    hs_vocab_destroy(small);
-    hs_vocab_destroy(r);
-    hs_vocab_destroy(v);
+    hs_tokenizer_destroy(small);
+    hs_tokenizer_destroy(r);
+    hs_tokenizer_destroy(v);
     hs_winograd_destroy(a);
 }
 

@@ -59,7 +59,7 @@ static void constant_prediction_counts_match_the_examples(void **state)
     hs_config c = small_config();
     hs_model *m = make_model(&c);
     hs_winograd *t = make_task();
-    int animal = hs_vocab_id(t->vocab, "animal");
+    int animal = hs_tok_id(t->vocab, "animal");
     assert_non_null(m->params.b_U);
     m->params.b_U[animal] = 1.0f;
     for (int s = 0; s < 2; s++) {

@@ -1,6 +1,6 @@
 /*
  * tests/fuzz/fuzz_tokenizer.c -- libFuzzer target for the sentence tokenizer
- * (hs_tokenize) and the vocab JSON reader (hs_vocab_from_json).
+ * (hs_tokenize) and the vocab JSON reader (hs_tokenizer_from_json).
  *
  * Input: byte 0 picks n_ctx (byte & 31; 0 = no limit) and, when its top bit is
  * set, also feeds the rest to the vocab JSON reader; the rest, NUL-terminated,
@@ -10,7 +10,7 @@
  *  - failure: HS_ERR_INPUT (or NOMEM), a one-line non-empty message, out left
  *    empty;
  *  - vocab JSON: success gives n > 0 unique words that round-trip through
- *    hs_vocab_to_json; failure gives HS_ERR_FORMAT and a one-line message.
+ *    hs_tokenizer_to_json; failure gives HS_ERR_FORMAT and a one-line message.
  * Build: cmake -DHS_FUZZ=ON with CC=clang; run: ./fuzz_tokenizer -max_total_time=60
  */
 #include <stdint.h>
@@ -21,7 +21,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static hs_vocab *vocab;
+static hs_tokenizer *vocab;
 
 static void check(int ok)
 {
@@ -30,9 +30,9 @@ static void check(int ok)
 
 static void check_vocab_json(const char *text)
 {
-    hs_vocab *v = NULL;
+    hs_tokenizer *v = NULL;
     hs_error err = {0};
-    hs_status st = hs_vocab_from_json(text, &v, &err);
+    hs_status st = hs_tokenizer_from_json(text, &v, &err);
     if (st != HS_OK) {
         check(st == HS_ERR_FORMAT || st == HS_ERR_NOMEM);
         check(v == NULL && err.msg[0] != '\0' && strchr(err.msg, '\n') == NULL);
@@ -42,21 +42,21 @@ static void check_vocab_json(const char *text)
     for (size_t i = 0; i < v->n; i++)
         for (size_t j = 0; j < i; j++) check(strcmp(v->words[i], v->words[j]) != 0);
     char *json = NULL;
-    hs_vocab *w = NULL;
-    check(hs_vocab_to_json(v, &json, &err) == HS_OK);
-    check(hs_vocab_from_json(json, &w, &err) == HS_OK);
+    hs_tokenizer *w = NULL;
+    check(hs_tokenizer_to_json(v, &json, &err) == HS_OK);
+    check(hs_tokenizer_from_json(json, &w, &err) == HS_OK);
     check(w->n == v->n);
     for (size_t i = 0; i < v->n; i++) check(strcmp(w->words[i], v->words[i]) == 0);
     free(json);
-    hs_vocab_destroy(w);
-    hs_vocab_destroy(v);
+    hs_tokenizer_destroy(w);
+    hs_tokenizer_destroy(v);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (vocab == NULL) {
         hs_error err = {0};
-        if (hs_vocab_create_winograd(&vocab, &err) != HS_OK) abort();
+        if (hs_winograd_vocab(&vocab, &err) != HS_OK) abort();
     }
     if (size == 0) return 0;
     size_t n_ctx = data[0] & 31u;
@@ -68,14 +68,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     hs_tokens t;
     hs_error err = {0};
-    hs_status st = hs_tokenize(vocab, s, n_ctx, &t, &err);
+    hs_status st = hs_tok_encode(vocab, s, n_ctx, &t, &err);
     if (st == HS_OK) {
         check(t.n > 0);
         check(n_ctx == 0 || t.n <= n_ctx);
         check(t.folded == 0 || t.folded == 1);
         for (size_t i = 0; i < t.n; i++) {
             check(t.ids[i] >= 0 && (size_t)t.ids[i] < vocab->n);
-            check(strcmp(t.strs[i], hs_vocab_word(vocab, t.ids[i])) == 0);
+            check(strcmp(t.strs[i], hs_tok_str(vocab, t.ids[i])) == 0);
             check(strpbrk(t.strs[i], " \t\n\r\v\f") == NULL);
         }
     } else {

@@ -1,8 +1,8 @@
 /*
- * tasks/prompts.c -- prompt sets: JSONL files of prompts, corrupted
- * partners, answers and wrong answers in a model's vocabulary (tasks.h).
+ * experiments/prompts.c -- prompt sets: JSONL files of prompts, corrupted
+ * partners, answers and wrong answers in a model's vocabulary (experiments.h).
  */
-#include "tasks/tasks.h"
+#include "experiments/experiments.h"
 
 #include <math.h>
 #include <string.h>
@@ -44,7 +44,7 @@ static int grow(hs_prompts *p, int cap, int t, int corr, int wrong)
 
 /* The vocab id of field `key` of o, which must be one token; -1 when absent
  * (HS_OK), or an error. */
-static hs_status one_token(const cJSON *o, const char *key, const hs_vocab *v, const char *name,
+static hs_status one_token(const cJSON *o, const char *key, const hs_tokenizer *v, const char *name,
                            int line, int *id, hs_error *err)
 {
     *id = -1;
@@ -52,7 +52,7 @@ static hs_status one_token(const cJSON *o, const char *key, const hs_vocab *v, c
     if (f == NULL) return HS_OK;
     if (!cJSON_IsString(f))
         return hs_fail(err, HS_ERR_INPUT, "%s:%d: \"%s\" must be a string (one token)", name, line, key);
-    *id = hs_vocab_id(v, f->valuestring);
+    *id = hs_tok_id(v, f->valuestring);
     if (*id < 0)
         return hs_fail(err, HS_ERR_INPUT, "%s:%d: %s '%s' is not a token of the model's vocabulary (%zu words)",
                        name, line, key, f->valuestring, v->n);
@@ -60,19 +60,19 @@ static hs_status one_token(const cJSON *o, const char *key, const hs_vocab *v, c
 }
 
 /* Tokenises field `key` of o into ids (t tokens). */
-static hs_status sentence(const cJSON *o, const char *key, const hs_vocab *v, int n_ctx, const char *name,
+static hs_status sentence(const cJSON *o, const char *key, const hs_tokenizer *v, int n_ctx, const char *name,
                           int line, hs_tokens *tk, hs_error *err)
 {
     const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsString(f))
         return hs_fail(err, HS_ERR_INPUT, "%s:%d: \"%s\" must be a string", name, line, key);
     hs_error e2 = {0};
-    if (hs_tokenize(v, f->valuestring, (size_t)(n_ctx > 0 ? n_ctx : 0), tk, &e2) != HS_OK)
+    if (hs_tok_encode(v, f->valuestring, (size_t)(n_ctx > 0 ? n_ctx : 0), tk, &e2) != HS_OK)
         return hs_fail(err, HS_ERR_INPUT, "%s:%d: %s: %s", name, line, key, e2.msg);
     return HS_OK;
 }
 
-static hs_status parse_line(const char *s, size_t n, const char *name, int line, const hs_vocab *v,
+static hs_status parse_line(const char *s, size_t n, const char *name, int line, const hs_tokenizer *v,
                             int n_ctx, int flags, hs_prompts *p, int *cap, hs_error *err)
 {
     static const char *const KEYS[] = {"prompt", "corrupted", "answer", "wrong", "position"};
@@ -160,7 +160,7 @@ done:
     return st;
 }
 
-hs_status hs_prompts_parse(const char *text, size_t len, const char *name, const hs_vocab *v,
+hs_status hs_prompts_parse(const char *text, size_t len, const char *name, const hs_tokenizer *v,
                            int n_ctx, int flags, hs_prompts *out, hs_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -189,7 +189,7 @@ hs_status hs_prompts_parse(const char *text, size_t len, const char *name, const
     return HS_OK;
 }
 
-hs_status hs_prompts_load(const char *path, const hs_vocab *v, int n_ctx, int flags,
+hs_status hs_prompts_load(const char *path, const hs_tokenizer *v, int n_ctx, int flags,
                           hs_prompts *out, hs_error *err)
 {
     memset(out, 0, sizeof *out);
@@ -202,12 +202,12 @@ hs_status hs_prompts_load(const char *path, const hs_vocab *v, int n_ctx, int fl
     return st;
 }
 
-hs_status hs_prompts_sentence(const char *s, const hs_vocab *v, int n_ctx, hs_prompts *out,
+hs_status hs_prompts_sentence(const char *s, const hs_tokenizer *v, int n_ctx, hs_prompts *out,
                               hs_error *err)
 {
     memset(out, 0, sizeof *out);
     hs_tokens tk = {0};
-    hs_status st = hs_tokenize(v, s, (size_t)(n_ctx > 0 ? n_ctx : 0), &tk, err);
+    hs_status st = hs_tok_encode(v, s, (size_t)(n_ctx > 0 ? n_ctx : 0), &tk, err);
     if (st != HS_OK) return st;
     const int t = (int)tk.n;
     out->clean = malloc((size_t)t * sizeof(int));

@@ -1,5 +1,5 @@
 /*
- * tasks/patch.c -- activation patching over a prompt set (`headscope
+ * experiments/patch.c -- activation patching over a prompt set (`headscope
  * patch`; TransformerLens patching.py, get_act_patch_*), on the experiment
  * engine: for every layer x position (residual stream and block outputs) and
  * every head (all positions, and head x position: z, q, k, v, pattern), the
@@ -11,7 +11,7 @@
  * number is bit-identical for any thread count and equals one prompt at a
  * time (tests/test_experiments.c).
  */
-#include "tasks/tasks.h"
+#include "experiments/experiments.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -372,11 +372,6 @@ hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, un
                                err);
 }
 
-static cJSON *num_or_null(double v)
-{
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
 /* [[v[0..C-1]], ...] of R rows (v row-major). */
 static cJSON *matrix(const double *v, int R, int C)
 {
@@ -389,7 +384,7 @@ static cJSON *matrix(const double *v, int R, int C)
             return NULL;
         }
         for (int c = 0; c < C; c++)
-            if (!cJSON_AddItemToArray(row, num_or_null(v[(size_t)r * C + c]))) {
+            if (!cJSON_AddItemToArray(row, hs_json_num_or_null(v[(size_t)r * C + c]))) {
                 cJSON_Delete(a);
                 return NULL;
             }
@@ -426,7 +421,7 @@ cJSON *hs_patch_json(const hs_patch_report *r)
              cJSON_AddStringToObject(o, "metric", "normalised logit difference (LD_patched - LD_corrupted) / "
                                                   "(LD_clean - LD_corrupted), LD = logit(answer) - logit(wrong) "
                                                   "at each prompt's position, averaged over the prompts") &&
-             add(o, "ld_clean", num_or_null(r->ld_clean)) && add(o, "ld_corrupted", num_or_null(r->ld_corr)) &&
+             add(o, "ld_clean", hs_json_num_or_null(r->ld_clean)) && add(o, "ld_corrupted", hs_json_num_or_null(r->ld_corr)) &&
              cJSON_AddNumberToObject(o, "prompts", r->n) && cJSON_AddNumberToObject(o, "tokens", r->t);
     for (int a = 0; a < HS_PATCH_N && ok; a++) {
         if (!(r->acts & (1u << a))) continue;

@@ -1,32 +1,16 @@
 /*
- * tasks/vocab.c -- the word-level vocabulary (built-in Winograd words, JSON
- * export/import for the checkpoint's `vocab` metadata) and the sentence
- * tokenizer for user input.
+ * tokenize/words.c -- the word-level tokenizer (tokenize.h): a word list
+ * checked once, its JSON form (a checkpoint's `vocab` metadata) and file form,
+ * and the sentence tokenizer for user input (whitespace-separated words, `,`
+ * and `.` split off, ASCII case folded), with an unknown word named and the
+ * nearest word suggested.
  */
-#include "tasks/tasks.h"
+#include "tokenize/tokenize.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
-
-/* ------------------------------------------------------------------------ */
-/* Word lists                                                                */
-
-const char *const hs_wg_nouns[HS_WG_N_NOUNS] = {
-    "animal", "street", "dog",  "road", "cat", "river", "horse", "bridge",
-    "fox",    "field",  "goat", "path", "cow", "lane",  "deer",  "creek",
-};
-
-const char *const hs_wg_adjectives[HS_WG_N_ADJS] = {
-    "tired", "scared", "slow", "weak", /* crosser: it = x */
-    "wet",   "wide",   "busy", "steep" /* crossed: it = y */
-};
-
-/* The template words in order of first appearance in the template. */
-static const char *const template_words[] = {
-    "the", "did", "not", "cross", "because", "it", "was", "too", ",", "so", "waited", ".",
-};
-#define N_TEMPLATE_WORDS (sizeof template_words / sizeof template_words[0])
 
 /* ------------------------------------------------------------------------ */
 /* UTF-8                                                                     */
@@ -45,7 +29,7 @@ static int is_control(uint32_t cp)
 /* ------------------------------------------------------------------------ */
 /* Vocabulary                                                                */
 
-void hs_vocab_destroy(hs_vocab *v)
+void hs_tokenizer_destroy(hs_tokenizer *v)
 {
     if (v == NULL) return;
     if (v->words) {
@@ -99,10 +83,10 @@ static hs_status check_word(const char *word, size_t i, hs_error *err)
     return st;
 }
 
-hs_status hs_vocab_create(const char *const *words, size_t n, hs_vocab **out, hs_error *err)
+hs_status hs_tokenizer_words(const char *const *words, size_t n, hs_tokenizer **out, hs_error *err)
 {
     hs_status st = HS_OK;
-    hs_vocab *v = NULL;
+    hs_tokenizer *v = NULL;
     *out = NULL;
     if (n == 0 || words == NULL) return hs_fail(err, HS_ERR_FORMAT, "vocab is empty (no words)");
     if (n > (size_t)INT32_MAX) return hs_fail(err, HS_ERR_FORMAT, "vocab has too many words (%zu)", n);
@@ -131,21 +115,11 @@ hs_status hs_vocab_create(const char *const *words, size_t n, hs_vocab **out, hs
     *out = v;
     return HS_OK;
 nomem:
-    hs_vocab_destroy(v);
+    hs_tokenizer_destroy(v);
     return hs_fail(err, HS_ERR_NOMEM, "out of memory building the vocabulary");
 }
 
-hs_status hs_vocab_create_winograd(hs_vocab **out, hs_error *err)
-{
-    const char *words[N_TEMPLATE_WORDS + HS_WG_N_NOUNS + HS_WG_N_ADJS];
-    size_t k = 0;
-    for (size_t i = 0; i < N_TEMPLATE_WORDS; i++) words[k++] = template_words[i];
-    for (size_t i = 0; i < HS_WG_N_NOUNS; i++) words[k++] = hs_wg_nouns[i];
-    for (size_t i = 0; i < HS_WG_N_ADJS; i++) words[k++] = hs_wg_adjectives[i];
-    return hs_vocab_create(words, k, out, err);
-}
-
-int hs_vocab_id(const hs_vocab *v, const char *word)
+int hs_tok_id(const hs_tokenizer *v, const char *word)
 {
     if (v == NULL || word == NULL) return -1;
     for (size_t i = 0; i < v->n; i++)
@@ -153,13 +127,61 @@ int hs_vocab_id(const hs_vocab *v, const char *word)
     return -1;
 }
 
-const char *hs_vocab_word(const hs_vocab *v, int id)
+const char *hs_tok_str(const hs_tokenizer *v, int id)
 {
     if (v == NULL || id < 0 || (size_t)id >= v->n) return NULL;
     return v->words[id];
 }
 
-hs_status hs_vocab_to_json(const hs_vocab *v, char **json, hs_error *err)
+hs_status hs_tokenizer_ids(int V, hs_tokenizer **out, hs_error *err)
+{
+    *out = NULL;
+    if (V < 1) return hs_fail(err, HS_ERR_CONFIG, "a vocabulary of id labels needs V >= 1, not %d", V);
+    char **w = calloc((size_t)V, sizeof *w);
+    hs_status st = w ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < V && st == HS_OK; i++) {
+        char lab[24];
+        snprintf(lab, sizeof lab, "#%d", i);
+        if ((w[i] = hs_strdup(lab)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    if (st == HS_OK) st = hs_tokenizer_words((const char *const *)w, (size_t)V, out, err);
+    for (int i = 0; w && i < V; i++) free(w[i]);
+    free(w);
+    return st;
+}
+
+int hs_tok_display(const hs_tokenizer *t, int id, hs_buf *b)
+{
+    const char *s = hs_tok_str(t, id);
+    if (s == NULL) return hs_buf_printf(b, "#%d", id);
+    return hs_buf_puts(b, s);
+}
+
+int hs_tok_bos(const hs_tokenizer *t)
+{
+    (void)t; /* a word vocabulary prepends nothing */
+    return -1;
+}
+
+hs_status hs_tok_decode(const hs_tokenizer *t, const int *ids, size_t n, char **text,
+                        hs_error *err)
+{
+    *text = NULL;
+    hs_buf b = {0};
+    for (size_t i = 0; i < n; i++) {
+        const char *s = hs_tok_str(t, ids[i]);
+        if (s == NULL) {
+            hs_buf_free(&b);
+            return hs_fail(err, HS_ERR_INPUT, "token %zu: id %d is not in [0, %zu)", i, ids[i], t->n);
+        }
+        if (i) hs_buf_puts(&b, " ");
+        hs_buf_puts(&b, s);
+    }
+    *text = hs_buf_take(&b);
+    return *text ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory decoding tokens");
+}
+
+hs_status hs_tokenizer_to_json(const hs_tokenizer *v, char **json, hs_error *err)
 {
     *json = NULL;
     cJSON *arr = cJSON_CreateArray();
@@ -184,7 +206,7 @@ nomem:
     return hs_fail(err, HS_ERR_NOMEM, "out of memory writing the vocab JSON");
 }
 
-hs_status hs_vocab_from_json(const char *json, hs_vocab **out, hs_error *err)
+hs_status hs_tokenizer_from_json(const char *json, hs_tokenizer **out, hs_error *err)
 {
     hs_status st;
     cJSON *root = NULL;
@@ -220,7 +242,7 @@ hs_status hs_vocab_from_json(const char *json, hs_vocab **out, hs_error *err)
         }
         words[i++] = item->valuestring;
     }
-    st = hs_vocab_create(words, (size_t)n, out, err);
+    st = hs_tokenizer_words(words, (size_t)n, out, err);
 done:
     free(words);
     cJSON_Delete(root);
@@ -280,7 +302,7 @@ static size_t edit_distance(const uint32_t *a, size_t na, const uint32_t *b, siz
 
 /* The vocabulary word closest to word when one is close (at most 2 edits and
  * fewer than half its code points), else NULL. Ties go to the lower id. */
-static const char *nearest_word(const hs_vocab *v, const char *word)
+static const char *nearest_word(const hs_tokenizer *v, const char *word)
 {
     uint32_t a[EDIT_MAX], b[EDIT_MAX];
     size_t na = code_points(word, a, EDIT_MAX), best_d = (size_t)-1;
@@ -301,7 +323,7 @@ static const char *nearest_word(const hs_vocab *v, const char *word)
 /* "unknown word 'W' at position P[ (it holds U+XXXX at byte B, ...)][; nearest
  * vocabulary word: 'N']; the vocabulary is: w0 w1 ..." Words are shown with
  * hs_buf_put_visible; start is the token's byte offset in the sentence. */
-static hs_status unknown_word(const hs_vocab *v, const char *word, size_t pos, size_t start,
+static hs_status unknown_word(const hs_tokenizer *v, const char *word, size_t pos, size_t start,
                               hs_error *err)
 {
     hs_buf b = {0};
@@ -361,7 +383,7 @@ static hs_status unknown_word(const hs_vocab *v, const char *word, size_t pos, s
     return st;
 }
 
-hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_tokens *out,
+hs_status hs_tok_encode(const hs_tokenizer *v, const char *sentence, size_t n_ctx, hs_tokens *out,
                       hs_error *err)
 {
     hs_status st = HS_OK;
@@ -436,7 +458,7 @@ hs_status hs_tokenize(const hs_vocab *v, const char *sentence, size_t n_ctx, hs_
     for (size_t k = 0; k < b && t < n_tok; t++) {
         const char *w = buf + k;
         size_t len = strlen(w);
-        int id = hs_vocab_id(v, w);
+        int id = hs_tok_id(v, w);
         if (id < 0) {
             st = unknown_word(v, w, t, starts[t], err);
             goto fail;
@@ -462,7 +484,7 @@ fail:
     return st;
 }
 
-hs_status hs_vocab_read(const char *path, hs_vocab **out, hs_error *err)
+hs_status hs_tokenizer_read(const char *path, hs_tokenizer **out, hs_error *err)
 {
     *out = NULL;
     unsigned char *data = NULL;
@@ -477,7 +499,7 @@ hs_status hs_vocab_read(const char *path, hs_vocab **out, hs_error *err)
     size_t k = 0;
     while (text[k] == ' ' || text[k] == '\t' || text[k] == '\n' || text[k] == '\r') k++;
     if (text[k] == '[') {
-        st = hs_vocab_from_json(text, out, err);
+        st = hs_tokenizer_from_json(text, out, err);
         if (st != HS_OK) {
             hs_error inner = *err;
             st = hs_fail(err, inner.status, "%s: %s", path, inner.msg);
@@ -513,7 +535,7 @@ hs_status hs_vocab_read(const char *path, hs_vocab **out, hs_error *err)
         st = hs_fail(err, HS_ERR_FORMAT, "%s: the vocabulary file is empty", path);
         goto done;
     }
-    st = hs_vocab_create(words, nw, out, err);
+    st = hs_tokenizer_words(words, nw, out, err);
     free(words);
     if (st != HS_OK) {
         hs_error inner = *err;

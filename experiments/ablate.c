@@ -1,5 +1,5 @@
 /*
- * tasks/ablate.c -- ablation over a prompt set (`headscope ablate`), on the
+ * experiments/ablate.c -- ablation over a prompt set (`headscope ablate`), on the
  * experiment engine: each head (blocks.l.attn.hook_z[:, :, h, :]), each
  * layer's attention (every head of the layer) and each MLP
  * (blocks.l.hook_mlp_out) is replaced by zero, by its position-wise mean over
@@ -9,7 +9,7 @@
  * (mean LD answer - wrong, or the mean answer logit without "wrong") and the
  * accuracy (top-1 = answer) are read at each prompt's position.
  */
-#include "tasks/tasks.h"
+#include "experiments/experiments.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,0 +1,290 @@
+/*
+ * experiments/experiments.h -- experiments a researcher runs on any model and
+ * any prompt set, on the experiment engine (probe.h, section 8): prompt sets,
+ * head detectors (`heads`), activation patching (`patch`), ablation
+ * (`ablate`), direct logit attribution over a set (`dla`) and the logit lens
+ * (`lens`). Each is a run that returns a report (numbers; *_free), the
+ * report as JSON (*_json) and as a text table (*_summary).
+ *
+ * May call: common/, model/, probe/ (hooks, engine, DLA), tokenize/ (prompt
+ * text to token ids), cJSON. Never tasks/ or cli/: a task configures these
+ * experiments (e.g. names the nouns of the first-noun detector), they know no
+ * task. The library never prints and never exits: every failure is an
+ * hs_status plus a one-line message in a caller-owned hs_error.
+ *
+ * Dims legend: n = prompts of a set, t = tokens per prompt (every prompt of a
+ * set has t), L = layers, H = heads a layer, V = vocabulary size, P = the
+ * points of a report (lens points, ablated components).
+ * Ownership: a report is a caller-owned struct freed with its *_free (NULL
+ * and zeroed structs allowed); JSON from *_json is freed with cJSON_Delete.
+ */
+#ifndef HS_EXPERIMENTS_H
+#define HS_EXPERIMENTS_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/common.h"
+#include "model/model.h"
+#include "probe/probe.h"
+#include "tokenize/tokenize.h"
+
+/* ------------------------------------------------------------------------ */
+/* Prompt sets (experiments/prompts.c): the input of patch, ablate, dla, lens and  */
+/* heads                                                                     */
+/*
+ * A prompt set is a JSONL file, one object a line (blank lines skipped):
+ *   {"prompt": "the animal ...", "corrupted": "the animal ...",
+ *    "answer": "animal", "wrong": "street", "position": 14}
+ *   prompt     the clean sentence (tokenised as hs_tok_encode; required);
+ *   corrupted  its corrupted partner, the same number of tokens (optional;
+ *              present on every line or on none);
+ *   answer     one token of the model's vocabulary: the right next token at
+ *              `position` (required unless HS_PROMPTS_TEXT_ONLY);
+ *   wrong      one token: the competing answer of the logit difference
+ *              answer - wrong (optional; on every line or on none);
+ *   position   where the prediction is read, 0..t-1 (default t-1, the last).
+ * Every prompt of a set has the same number of tokens t (the engine runs
+ * them as one batch). Any other key is refused (a typo would otherwise be
+ * silently ignored).
+ * Errors (HS_ERR_INPUT, one line "FILE:LINE: problem"): not JSON / not an
+ * object, a missing or non-string field, an unknown key, an unknown word
+ * (hs_tok_encode's message), answer/wrong not one token of the vocabulary,
+ * corrupted of another length than prompt, a prompt of another length than
+ * line 1's, corrupted/wrong on some lines only, position out of range; "FILE:
+ * empty prompt set" for a file with no prompt. HS_ERR_IO when it cannot be read.
+ */
+typedef struct {
+    int n;          /* prompts */
+    int t;          /* tokens per prompt */
+    int *clean;     /* (n, t) token ids */
+    int *corr;      /* (n, t) or NULL when the set has no "corrupted" */
+    int *answer;    /* (n) vocab id, or -1 (HS_PROMPTS_TEXT_ONLY and no answer) */
+    int *wrong;     /* (n) vocab id, or NULL when the set has no "wrong" */
+    int *pos;       /* (n) position read, 0..t-1 */
+    int *line;      /* (n) 1-based line of each prompt in the file */
+} hs_prompts;
+
+#define HS_PROMPTS_TEXT_ONLY 1 /* flags: "answer" optional (heads, lens) */
+
+/* Reads and checks the prompt set at path against vocabulary v (n_ctx:
+ * longest prompt allowed, 0 = no limit); fills *out (caller frees with
+ * hs_prompts_free, also after a failure). Errors above. */
+hs_status hs_prompts_load(const char *path, const hs_tokenizer *v, int n_ctx, int flags,
+                          hs_prompts *out, hs_error *err);
+/* The same from text (len bytes); `name` stands for the file in messages. */
+hs_status hs_prompts_parse(const char *text, size_t len, const char *name, const hs_tokenizer *v,
+                           int n_ctx, int flags, hs_prompts *out, hs_error *err);
+/* One sentence as a set of one prompt (position: the last token). */
+hs_status hs_prompts_sentence(const char *sentence, const hs_tokenizer *v, int n_ctx, hs_prompts *out,
+                              hs_error *err);
+void hs_prompts_free(hs_prompts *p);
+
+/* ------------------------------------------------------------------------ */
+/* Head detectors (experiments/heads.c; `headscope heads`)                  */
+
+/* Head detectors of hs_heads_run, in this order. */
+typedef enum {
+    HS_HEADS_PREV_TOKEN = 0, /* D[i,i-1] = 1 (TL previous_token_head) */
+    HS_HEADS_DUPLICATE,      /* D[i,j] = 1 iff j < i, tok[j] = tok[i] (TL duplicate_token_head) */
+    HS_HEADS_INDUCTION,      /* D[i,j] = 1 iff 1 <= j <= i, tok[j-1] = tok[i] (TL induction_head) */
+    HS_HEADS_FIRST_NOUN,     /* D[i,j*] = 1 for i >= j*, j* the first noun of the row (nouns: the
+                              * caller's noun words found in the vocabulary, e.g. the Winograd
+                              * task's); rows without one: 0 */
+    HS_HEADS_TARGET,         /* the user's pattern (t, t), every row */
+    HS_HEADS_N
+} hs_heads_kind;
+/* "previous-token", "duplicate-token", "induction", "first-noun", "target". */
+extern const char *const hs_heads_names[HS_HEADS_N];
+
+typedef struct {
+    int L, H, n, t;            /* layers, heads, prompts, tokens per prompt */
+    hs_detect_metric metric;
+    int exclude_bos, exclude_current;
+    int has[HS_HEADS_N];       /* 1 for the detectors computed */
+    double score[HS_HEADS_N][HS_MAX_LAYERS * 64]; /* [kind][l * H + h]; NAN where !has */
+} hs_heads_report;
+
+/*
+ * Every head's detector scores over the prompts p (their "prompt" tokens):
+ * previous-token, duplicate-token, induction always; first-noun when the
+ * vocabulary holds at least one of the n_noun_words words nouns[] (a task's
+ * nouns; NULL, 0 for none); target when target (t, t)
+ * [dest, src], lower-triangular, is given. metric, exclude_bos and
+ * exclude_current as TL detect_head (probe.h hs_detector_score*). The
+ * engine runs on pool (NULL = the caller's thread); the scores are
+ * bit-identical for every thread count. HS_ERR_INPUT when p is empty or
+ * the model has more than 64 heads a layer.
+ */
+hs_status hs_heads_run(const hs_model *m, const hs_tokenizer *v, hs_pool *pool, const hs_prompts *p,
+                       const char *const *nouns, int n_noun_words, const float *target,
+                       hs_detect_metric metric, int exclude_bos,
+                       int exclude_current, hs_heads_report *out, hs_error *err);
+/* The report as JSON: {"metric", "exclude_bos", "exclude_current", "prompts",
+ * "tokens", "detectors": [names], "scores": {name: [[head...] per layer]}}.
+ * Caller frees with cJSON_Delete; NULL when memory ran out. */
+cJSON *hs_heads_json(const hs_heads_report *r);
+/* The text summary (a table, heads x detectors) appended to b. */
+void hs_heads_summary(const hs_heads_report *r, hs_buf *b);
+
+/* Reads a target pattern file: a JSON array of t rows of t finite numbers,
+ * [dest][src], zero above the diagonal. *D (t, t) malloc'd, caller frees.
+ * HS_ERR_INPUT naming the file and the problem (wrong size, non-number,
+ * above-diagonal value at [i, j]); HS_ERR_IO. */
+hs_status hs_target_pattern_load(const char *path, int t, float **D, hs_error *err);
+
+/* Activation patching (experiments/patch.c; TL patching.py get_act_patch_*). The
+ * activations patched, each a hook point of every layer l: */
+typedef enum {
+    HS_PATCH_RESID_PRE = 0, /* blocks.l.hook_resid_pre [B,T,D]: by layer x position */
+    HS_PATCH_ATTN_OUT,      /* blocks.l.hook_attn_out: by layer x position */
+    HS_PATCH_MLP_OUT,       /* blocks.l.hook_mlp_out: by layer x position */
+    HS_PATCH_RESID_POST,    /* blocks.l.hook_resid_post: by layer x position */
+    HS_PATCH_Z,             /* blocks.l.attn.hook_z [B,T,H,dh]: by head (all positions; head x position) */
+    HS_PATCH_Q,             /* blocks.l.attn.hook_q: by head */
+    HS_PATCH_K,             /* blocks.l.attn.hook_k: by head */
+    HS_PATCH_V,             /* blocks.l.attn.hook_v: by head */
+    HS_PATCH_PATTERN,       /* blocks.l.attn.hook_pattern [B,H,T,T]: by head (position = dest row) */
+    HS_PATCH_N
+} hs_patch_act;
+/* "resid_pre", "attn_out", "mlp_out", "resid_post", "z", "q", "k", "v", "pattern". */
+extern const char *const hs_patch_act_names[HS_PATCH_N];
+/* 1 for the per-head acts (z, q, k, v, pattern). */
+int hs_patch_act_is_head(int act);
+/* The act named name, or -1. */
+int hs_patch_act_parse(const char *name);
+
+/*
+ * The results. LD = logit(answer) - logit(wrong) at each prompt's position,
+ * averaged over the prompts (summed in prompt order); metric = (LD_patched -
+ * LD_corr) / (LD_clean - LD_corr) (hs_patch_metric; NAN when clean = corr):
+ * 0 = the corrupted run, 1 = the clean answer restored. For act a (bit a of
+ * acts): layer-level acts: ld[a], metric[a] (L, t) [layer][position]; head
+ * acts: ld[a], metric[a] (L, H) patched at every position, and ld_pos[a],
+ * metric_pos[a] (L, H, t) at one position. Arrays of acts not computed are NULL.
+ */
+typedef struct {
+    int L, H, n, t;
+    unsigned acts;
+    double ld_clean, ld_corr;
+    double *metric[HS_PATCH_N], *ld[HS_PATCH_N];
+    double *metric_pos[HS_PATCH_N], *ld_pos[HS_PATCH_N];
+} hs_patch_report;
+
+/* Patches the clean prompts' activations into the corrupted prompts of p
+ * (which must have "corrupted", "answer" and "wrong"), one sweep over the set
+ * per cell, on pool. acts: bits of hs_patch_act. HS_ERR_INPUT when p lacks
+ * them or the model does not produce an act (mlp_out with d_mlp 0, q/k with
+ * uniform attention). Free out with hs_patch_report_free. */
+hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
+                       hs_patch_report *out, hs_error *err);
+/* The same on token arrays: src (n, t) the runs patched from, dst (n, t) the
+ * runs patched into; answer, wrong, pos (n). */
+hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
+                              const int *answer, const int *wrong, const int *pos, unsigned acts,
+                              hs_patch_report *out, hs_error *err);
+void hs_patch_report_free(hs_patch_report *r);
+/* As JSON ({"ld_clean", "ld_corrupted", "prompts", "tokens", "metric":
+ * "normalised logit difference ...", "acts": {name: {"by": "layer x
+ * position" | "head", "metric": [[...]], "ld": [[...]], and for heads
+ * "metric_by_position": [[[...]]], "ld_by_position"}}}); caller frees with
+ * cJSON_Delete; NULL when memory ran out. */
+cJSON *hs_patch_json(const hs_patch_report *r);
+/* The text summary appended to b. */
+void hs_patch_summary(const hs_patch_report *r, hs_buf *b);
+/* The logit lens (experiments/lens.c): the model's output head
+ * (hs_final_logits: the final norm with statistics recomputed from each
+ * residual, not the final layer's cached scale; then W_U, b_U) applied to the
+ * residual stream at L + 1 points: blocks.l.hook_resid_pre for l = 0..L-1,
+ * then blocks.{L-1}.hook_resid_post (whose lens is the model's own logits). */
+typedef struct {
+    int L, n, t, V;
+    int n_points;          /* L + 1 */
+    int has_answer, has_wrong;
+    double *p_answer;      /* (n_points) mean softmax probability of the answer at each prompt's position */
+    double *logit_answer;  /* (n_points) mean logit of the answer there */
+    double *acc;           /* (n_points) fraction of prompts whose top-1 there is the answer */
+    double *ld;            /* (n_points) mean logit(answer) - logit(wrong) (has_wrong) */
+    double *p_final;       /* (n_points, t) mean probability the lens gives, at each position, to
+                            * the model's own top-1 token there */
+    int *top1;             /* (n_points, t) the lens's top-1 token id of the first prompt */
+} hs_lens_report;
+
+/* The lens over the prompts of p (answer/wrong optional), on the engine.
+ * HS_ERR_INPUT for an empty set. Free with hs_lens_report_free. */
+hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_lens_report *out,
+                      hs_error *err);
+void hs_lens_report_free(hs_lens_report *r);
+/* Name of lens point k ("blocks.0.hook_resid_pre", ..., "blocks.1.hook_resid_post") into buf. */
+void hs_lens_point_name(const hs_lens_report *r, int k, char *buf, size_t cap);
+/* As JSON (every array above, with point names; caller frees with cJSON_Delete; NULL on OOM). */
+cJSON *hs_lens_json(const hs_lens_report *r, const hs_tokenizer *v);
+/* The text summary appended to b. */
+void hs_lens_summary(const hs_lens_report *r, const hs_tokenizer *v, hs_buf *b);
+
+/* Ablation over a prompt set (experiments/ablate.c): each head
+ * (blocks.l.attn.hook_z[:, :, h, :]), each layer's attention (all its heads)
+ * and each MLP (blocks.l.hook_mlp_out) replaced, one at a time, by zero, by
+ * its position-wise mean over a reference set, or by its value on another
+ * reference prompt (resample: prompt i takes reference row (i + n_ref / 2)
+ * mod n_ref). Metric: mean LD answer - wrong at each prompt's position (mean
+ * answer logit when the set has no "wrong"); accuracy: top-1 = answer. */
+typedef enum { HS_ABLATE_ZERO = 0, HS_ABLATE_MEAN, HS_ABLATE_RESAMPLE } hs_ablate_method;
+/* "zero", "mean", "resample". */
+extern const char *const hs_ablate_method_names[3];
+typedef struct {
+    int layer, head;       /* head >= 0: one head; -1: the layer's attention; -2: its MLP */
+    double metric, acc;    /* with it ablated */
+} hs_ablate_comp;
+typedef struct {
+    int L, H, n, n_ref, has_wrong;
+    hs_ablate_method method;
+    double metric_clean, acc_clean;
+    int n_comp;
+    hs_ablate_comp *comp;  /* (n_comp) per layer: its heads, its attention, its MLP */
+} hs_ablate_report;
+
+/* Ablates every component over the prompts of p (each needs "answer"); ref:
+ * the reference set of the means or resampling (NULL = p itself; the same
+ * number of tokens). HS_ERR_INPUT for an empty set, a missing answer or a
+ * reference of another length. Free with hs_ablate_report_free. */
+hs_status hs_ablate_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_prompts *ref,
+                        hs_ablate_method method, hs_ablate_report *out, hs_error *err);
+void hs_ablate_report_free(hs_ablate_report *r);
+/* "L0H1", "L0 attn", "L0 mlp" into buf. */
+void hs_ablate_comp_name(const hs_ablate_comp *c, char *buf, size_t cap);
+/* As JSON (caller frees with cJSON_Delete; NULL on OOM) and as text (appended to b). */
+cJSON *hs_ablate_json(const hs_ablate_report *r);
+void hs_ablate_summary(const hs_ablate_report *r, hs_buf *b);
+
+/* Direct logit attribution over a prompt set (experiments/dla_set.c;
+ * hs_logit_attribution per prompt, final norm frozen): each component's
+ * attribution towards answer - wrong (or the answer) at each prompt's
+ * position, averaged over the prompts in order. */
+typedef struct {
+    int n, n_comp, has_wrong;
+    char (*labels)[24];  /* (n_comp) hs_resid_decompose's labels ("embed", "L0H1", "L0 mlp", ...) */
+    double *attr;        /* (n_comp) mean attribution, logits */
+    double constant;     /* mean final-norm bias term */
+    double target;       /* mean logit (or LD) less b_U: sum attr + constant = target */
+    int t;               /* tokens per prompt */
+    double *attr_pos;    /* (n_comp, t) with by_position, else NULL: see hs_dla_set_run */
+} hs_dla_set;
+/* HS_ERR_INPUT for an empty set or a prompt without "answer". Free with hs_dla_set_free.
+ * by_position = 1 also fills attr_pos[k * t + q]: the mean over the prompts of
+ * hs_logit_attribution_at(src_pos q, read position the prompt's): what
+ * component k writes at position q, through the final norm with the read
+ * position's frozen scale (and its mean, LN), dotted with the read position's
+ * answer - wrong direction (TL: stack_head_results / decompose_resid with
+ * pos_slice = q, then apply_ln_to_stack and logit_attrs with the read
+ * position's scale). Column q = a prompt's read position is attr's term
+ * exactly; every q in [0, t) is averaged over every prompt, including
+ * positions after a prompt's read position (which cannot reach its logits). */
+hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, int by_position,
+                         hs_dla_set *out, hs_error *err);
+void hs_dla_set_free(hs_dla_set *r);
+cJSON *hs_dla_set_json(const hs_dla_set *r);
+void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b);
+
+#endif /* HS_EXPERIMENTS_H */

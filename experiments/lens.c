@@ -1,0 +1,206 @@
+/*
+ * experiments/lens.c -- the logit lens over a prompt set (`headscope lens`):
+ * the model's output head applied to the residual stream before each layer
+ * and after the last, on the experiment engine.
+ */
+#include "experiments/experiments.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+void hs_lens_report_free(hs_lens_report *r)
+{
+    if (r == NULL) return;
+    free(r->p_answer);
+    free(r->logit_answer);
+    free(r->acc);
+    free(r->ld);
+    free(r->p_final);
+    free(r->top1);
+    memset(r, 0, sizeof *r);
+}
+
+void hs_lens_point_name(const hs_lens_report *r, int k, char *buf, size_t cap)
+{
+    if (k < r->L) snprintf(buf, cap, "blocks.%d.hook_resid_pre", k);
+    else snprintf(buf, cap, "blocks.%d.hook_resid_post", r->L - 1);
+}
+
+typedef struct {
+    const hs_model *m;
+    const hs_prompts *p;
+    const int *tok;        /* (n_pad, t) */
+    int n, t;
+    hs_lens_report *r;
+    double *rows;          /* (n_points, n, 4 + t): p_answer, logit, top1 == answer, ld, p_final[t] */
+} lens_ctx;
+
+static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
+{
+    (void)e;
+    const lens_ctx *lc = arg;
+    const hs_model *m = lc->m;
+    const int L = m->cfg.n_layers, D = m->cfg.d_model, V = m->cfg.d_vocab, t = lc->t;
+    const int r0 = j * HS_ENGINE_CHUNK, b = lc->n - r0 < HS_ENGINE_CHUNK ? lc->n - r0 : HS_ENGINE_CHUNK;
+    const size_t N = (size_t)HS_ENGINE_CHUNK * t, W = 4 + (size_t)t;
+    static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.hook_resid_post", "logits"};
+    hs_status st = hs_run_with_cache(m, w->acts, lc->tok + (size_t)r0 * t, HS_ENGINE_CHUNK, t, filt, 3, NULL,
+                                     &w->tmp, &w->err);
+    if (st != HS_OK) return st;
+    float *scratch = malloc((N * (D + 2) + N * V) * sizeof(float));
+    if (scratch == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    float *lg = scratch + N * (D + 2);
+    const float *real = hs_cache_get(&w->tmp, "logits")->data;
+    for (int k = 0; k <= L; k++) {
+        const hs_cache_entry *re = k < L ? hs_cache_getf(&w->tmp, "blocks.%d.hook_resid_pre", k)
+                                         : hs_cache_getf(&w->tmp, "blocks.%d.hook_resid_post", L - 1);
+        HS_ASSERT(re != NULL);
+        hs_final_logits(m, re->data, N, scratch, lg);
+        for (int i = 0; i < b; i++) {
+            const int row = r0 + i, ri = row < lc->p->n ? row : lc->p->n - 1; /* padded rows repeat the last */
+            double *o = lc->rows + ((size_t)k * lc->n + row) * W;
+            for (int q = 0; q < t; q++) {
+                const float *x = lg + ((size_t)i * t + q) * V;
+                double mx = -INFINITY, Z = 0.0;
+                for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+                for (int v = 0; v < V; v++) Z += exp((double)x[v] - mx);
+                const int fin = hs_argmax(real + ((size_t)i * t + q) * V, (size_t)V);
+                o[4 + q] = fin >= 0 ? exp((double)x[fin] - mx) / Z : NAN;
+                if (row == 0) lc->r->top1[(size_t)k * t + q] = hs_argmax(x, (size_t)V);
+                if (q != lc->p->pos[ri]) continue;
+                const int a = lc->p->answer[ri];
+                if (a >= 0) {
+                    o[0] = exp((double)x[a] - mx) / Z;
+                    o[1] = x[a];
+                    o[2] = hs_argmax(x, (size_t)V) == a;
+                    if (lc->p->wrong) o[3] = (double)x[a] - (double)x[lc->p->wrong[ri]];
+                }
+            }
+        }
+    }
+    free(scratch);
+    return HS_OK;
+}
+
+hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_lens_report *out,
+                      hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (p->n < 1) return hs_fail(err, HS_ERR_INPUT, "lens: the prompt set is empty");
+    const int L = m->cfg.n_layers, t = p->t, K = L + 1;
+    out->L = L;
+    out->n = p->n;
+    out->t = t;
+    out->V = m->cfg.d_vocab;
+    out->n_points = K;
+    out->has_answer = p->answer[0] >= 0;
+    for (int i = 0; i < p->n; i++) out->has_answer &= p->answer[i] >= 0;
+    out->has_wrong = out->has_answer && p->wrong != NULL;
+    int np = 0, *tok = hs_engine_pad_rows(p->clean, p->n, t, &np);
+    const size_t W = 4 + (size_t)t;
+    double *rows = calloc((size_t)K * np * W, sizeof *rows);
+    out->p_answer = calloc((size_t)K, sizeof(double));
+    out->logit_answer = calloc((size_t)K, sizeof(double));
+    out->acc = calloc((size_t)K, sizeof(double));
+    out->ld = calloc((size_t)K, sizeof(double));
+    out->p_final = calloc((size_t)K * t, sizeof(double));
+    out->top1 = calloc((size_t)K * t, sizeof(int));
+    hs_engine e;
+    memset(&e, 0, sizeof e);
+    hs_status st = HS_OK;
+    if (!tok || !rows || !out->p_answer || !out->logit_answer || !out->acc || !out->ld || !out->p_final ||
+        !out->top1)
+        st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (st == HS_OK) st = hs_engine_init(&e, m, pool, t, err);
+    lens_ctx lc = {m, p, tok, np, t, out, rows};
+    if (st == HS_OK) st = hs_engine_for(&e, hs_engine_chunks(np), lens_job, &lc, err);
+    for (int k = 0; k < K && st == HS_OK; k++) {
+        double s[4] = {0, 0, 0, 0};
+        for (int i = 0; i < p->n; i++) /* the real prompts, in order */
+            for (int c = 0; c < 4; c++) s[c] += rows[((size_t)k * np + i) * W + c];
+        out->p_answer[k] = out->has_answer ? s[0] / p->n : NAN;
+        out->logit_answer[k] = out->has_answer ? s[1] / p->n : NAN;
+        out->acc[k] = out->has_answer ? s[2] / p->n : NAN;
+        out->ld[k] = out->has_wrong ? s[3] / p->n : NAN;
+        for (int q = 0; q < t; q++) {
+            double f = 0.0;
+            for (int i = 0; i < p->n; i++) f += rows[((size_t)k * np + i) * W + 4 + q];
+            out->p_final[(size_t)k * t + q] = f / p->n;
+        }
+    }
+    hs_engine_free(&e);
+    free(rows);
+    free(tok);
+    if (st != HS_OK) hs_lens_report_free(out);
+    return st;
+}
+
+static cJSON *darr(const double *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++)
+        if (!cJSON_AddItemToArray(a, hs_json_num_or_null(v[i]))) {
+            cJSON_Delete(a);
+            return NULL;
+        }
+    return a;
+}
+
+cJSON *hs_lens_json(const hs_lens_report *r, const hs_tokenizer *v)
+{
+    cJSON *o = cJSON_CreateObject(), *pts = cJSON_CreateArray();
+    int ok = o && pts && cJSON_AddItemToObject(o, "points", pts) &&
+             cJSON_AddStringToObject(o, "method", "logit lens: ln_final with statistics recomputed from each "
+                                                  "residual (not the final layer's scale), then W_U + b_U") &&
+             cJSON_AddNumberToObject(o, "prompts", r->n) && cJSON_AddNumberToObject(o, "tokens", r->t);
+    if (!ok && pts && !cJSON_GetObjectItem(o, "points")) cJSON_Delete(pts);
+    for (int k = 0; k < r->n_points && ok; k++) {
+        char name[64];
+        hs_lens_point_name(r, k, name, sizeof name);
+        cJSON *x = cJSON_CreateObject(), *top = cJSON_CreateArray();
+        ok = x && cJSON_AddItemToArray(pts, x) && top && cJSON_AddItemToObject(x, "top1_first_prompt", top);
+        if (!ok) {
+            if (x && !cJSON_GetObjectItem(x, "top1_first_prompt")) cJSON_Delete(top);
+            break;
+        }
+        ok = cJSON_AddStringToObject(x, "point", name) && cJSON_AddItemToObject(x, "p_answer", hs_json_num_or_null(r->p_answer[k])) &&
+             cJSON_AddItemToObject(x, "logit_answer", hs_json_num_or_null(r->logit_answer[k])) &&
+             cJSON_AddItemToObject(x, "accuracy", hs_json_num_or_null(r->acc[k])) &&
+             cJSON_AddItemToObject(x, "logit_diff", hs_json_num_or_null(r->ld[k]));
+        cJSON *pf = ok ? darr(r->p_final + (size_t)k * r->t, r->t) : NULL;
+        ok = ok && pf && cJSON_AddItemToObject(x, "p_final_top1_by_position", pf);
+        for (int q = 0; q < r->t && ok; q++)
+            ok = cJSON_AddItemToArray(top, cJSON_CreateString(hs_tok_str(v, r->top1[(size_t)k * r->t + q])));
+    }
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+void hs_lens_summary(const hs_lens_report *r, const hs_tokenizer *v, hs_buf *b)
+{
+    hs_buf_printf(b, "lens: %d prompt%s of %d tokens; ln_final with each residual's own statistics, then W_U\n",
+                  r->n, r->n == 1 ? "" : "s", r->t);
+    if (r->has_answer) {
+        hs_buf_printf(b, "%-28s %9s %9s %9s%s\n", "point", "P(answer)", "logit", "top-1 ok", r->has_wrong ? "        LD" : "");
+        for (int k = 0; k < r->n_points; k++) {
+            char name[64];
+            hs_lens_point_name(r, k, name, sizeof name);
+            hs_buf_printf(b, "%-28s %9.4f %+9.3f %8.1f%%", name, r->p_answer[k], r->logit_answer[k], 100 * r->acc[k]);
+            if (r->has_wrong) hs_buf_printf(b, " %+9.3f", r->ld[k]);
+            hs_buf_printf(b, "\n");
+        }
+    }
+    hs_buf_printf(b, "top-1 token of the first prompt at each position (rows: points; last = the model's prediction):\n");
+    for (int k = 0; k < r->n_points; k++) {
+        char name[64];
+        hs_lens_point_name(r, k, name, sizeof name);
+        hs_buf_printf(b, "%-28s", name);
+        for (int q = 0; q < r->t; q++) hs_buf_printf(b, " %s", hs_tok_str(v, r->top1[(size_t)k * r->t + q]));
+        hs_buf_printf(b, "\n");
+    }
+}
+
