@@ -29,6 +29,6 @@ int cmd_timeline(int argc, char **argv);
  * writes report.json and figures into od when od is not NULL; comp_draws 0 =
  * the default. Returns the exit status. */
 int cli_circuit_induction(const char *cmd, const char *model, const cli_loaded *ld, int json,
-                          cli_outdir *od, int comp_draws);
+                          hs_outdir *od, int comp_draws);
 
 #endif

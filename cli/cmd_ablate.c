@@ -60,7 +60,7 @@ static int write_figure(const hs_ablate_report *r, cli_exp *x)
     }
     char title[128];
     snprintf(title, sizeof title, "%s ablation: metric change per component", hs_ablate_method_names[r->method]);
-    rc = cli_out_fig(&fx, CLI_FIG_BARS, "ablate_change", m, (size_t)r->n_comp, 1, ll, NULL, title,
+    rc = cli_out_fig(&fx, HS_FIG_BARS, "ablate_change", m, (size_t)r->n_comp, 1, ll, NULL, title,
                      r->has_wrong ? "change of the mean LD (answer - wrong)" : "change of the mean answer logit",
                      NULL, 0.0, "logits", NULL,
                      "the metric's change when each head, each layer's attention and each MLP is ablated");

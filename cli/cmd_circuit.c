@@ -100,7 +100,7 @@ static const char *const POS_LABELS[HS_CIRC_T] = {"0 the", "1 x", "2 did", "3 no
                                                    "10 too", "11 adj", "12 ,", "13 so", "14 the"};
 
 /* report.json, the figures and index.json. 0 ok, 1 printed. */
-static int write_outputs(const hs_circuit_report *r, const cJSON *rep, cli_outdir *od, const char *model)
+static int write_outputs(const hs_circuit_report *r, const cJSON *rep, hs_outdir *od, const char *model)
 {
     const int L = r->L, H = r->H, LH = L * H;
     const cli_fig_ctx x = {od, model, &r->cfg};
@@ -130,7 +130,7 @@ static int write_outputs(const hs_circuit_report *r, const cJSON *rep, cli_outdi
             snprintf(lab[k * 2 + g], sizeof lab[0], "%s %s", r->heads[k].name, g ? "crossed" : "crosser");
             rl[k * 2 + g] = lab[k * 2 + g];
         }
-    if (cli_out_fig(&x, CLI_FIG_NONNEG, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl,
+    if (cli_out_fig(&x, HS_FIG_NONNEG, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl,
                 POS_LABELS, "mean attention at position 14 by head and adjective role (held-out)",
                 "source position", "head, role", 1.0, "mean attention weight", NULL,
                 "each head's attention row at position 14 averaged over the held-out sentences of each "
@@ -157,7 +157,7 @@ static int write_outputs(const hs_circuit_report *r, const cJSON *rep, cli_outdi
             m[nb++] = (float)(100.0 * (r->acc_pushers[g] - r->acc[g]));
         }
     for (size_t i = 0; i < nb; i++) rl[i] = lab[i];
-    if (cli_out_fig(&x, CLI_FIG_BARS, "ablation", m, nb, 1, rl, NULL,
+    if (cli_out_fig(&x, HS_FIG_BARS, "ablation", m, nb, 1, rl, NULL,
                 "held-out accuracy change with mean ablation, by adjective role",
                 "accuracy change, points (position-wise mean ablation)", NULL, 0.0, NULL, NULL,
                 "held-out accuracy change (points) by role when each head, each layer's attention, "
@@ -176,7 +176,7 @@ static int write_outputs(const hs_circuit_report *r, const cJSON *rep, cli_outdi
     char why[200];
     snprintf(why, sizeof why, "not usable: clean and corrupted logit differences differ by only %.2f",
              fabs((double)r->ld_clean[HS_CIRC_PATCH_BOTH] - r->ld_corr[HS_CIRC_PATCH_BOTH]));
-    if (cli_out_fig(&x, CLI_FIG_SIGNED, "patching", m, (size_t)LH, 4, rl, PCOL,
+    if (cli_out_fig(&x, HS_FIG_SIGNED, "patching", m, (size_t)LH, 4, rl, PCOL,
                 "patching hook_z: normalised LD (1 = clean answer restored)",
                 "patched where / direction", "head", 1.0, "normalised logit difference",
                 r->patch_usable ? NULL : why,
@@ -215,7 +215,7 @@ static int write_outputs(const hs_circuit_report *r, const cJSON *rep, cli_outdi
                      r->comp.baseline);
             snprintf(shows, sizeof shows, "%s-composition scores (C3, LN folded) of layer-0 heads into later "
                      "heads, minus the random baseline", kind[w]);
-            if (cli_out_fig(&x, CLI_FIG_SIGNED, nm[w], m, (size_t)H, (size_t)(LH - H), rl, cl, title,
+            if (cli_out_fig(&x, HS_FIG_SIGNED, nm[w], m, (size_t)H, (size_t)(LH - H), rl, cl, title,
                         "receiver (later head)", "sender (layer 0)", lim,
                         "composition score - baseline", NULL, shows))
                 goto done;
@@ -242,7 +242,7 @@ static int write_outputs(const hs_circuit_report *r, const cJSON *rep, cli_outdi
                     m[s * nc + c++] = isfinite(v) ? v : 0.0f;
                 }
         }
-        if (cli_out_fig(&x, CLI_FIG_SIGNED, "path_patching", m, (size_t)H, nc, rl, cl,
+        if (cli_out_fig(&x, HS_FIG_SIGNED, "path_patching", m, (size_t)H, nc, rl, cl,
                     "path patching layer-0 head -> decision head input: normalised logit difference",
                     "receiver input", "sender (layer 0)", 1.0, "normalised logit difference",
                     r->patch_usable ? NULL : why,
@@ -293,8 +293,8 @@ int cmd_circuit(int argc, char **argv)
     int json = 0, c, comp_draws = 0;
     cli_source from = {0};
     hs_circuit_opts o = hs_circuit_opts_default();
-    cli_figopts fo;
-    cli_figopts_default(&fo, 300);
+    hs_figopts fo;
+    hs_figopts_default(&fo, 300);
     cli_opts op = {.cmd = C, .help = CIRCUIT_HELP, .src = &from, .fo = &fo};
     while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         double v;
@@ -342,29 +342,29 @@ int cmd_circuit(int argc, char **argv)
     cli_loaded Ld;
     int lrc = cli_load_src(C, model, CLI_NEED_ANY_TASK, &from, &Ld);
     if (lrc) {
-        cli_figopts_free(&fo);
+        hs_figopts_free(&fo);
         return lrc;
     }
-    cli_outdir od = {0};
+    hs_outdir od = {0};
     const char *const inputs[] = {model, NULL}; /* never replaced or removed */
     if (out && (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, inputs))) {
-        cli_outdir_close(&od);
+        hs_outdir_close(&od);
         cli_loaded_free(&Ld);
-        cli_figopts_free(&fo);
+        hs_figopts_free(&fo);
         return 1;
     }
     if (Ld.ind) { /* an induction-task model: its own check (cmd_circuit_induction.c) */
         int irc = cli_circuit_induction(C, model, &Ld, json, out ? &od : NULL, comp_draws);
-        cli_outdir_close(&od);
+        hs_outdir_close(&od);
         cli_loaded_free(&Ld);
-        cli_figopts_free(&fo);
+        hs_figopts_free(&fo);
         return irc;
     }
     hs_circuit_report r;
     if (hs_circuit_run(Ld.model, Ld.task, &o, &r, &err) != HS_OK) {
-        cli_outdir_close(&od);
+        hs_outdir_close(&od);
         cli_loaded_free(&Ld);
-        cli_figopts_free(&fo);
+        hs_figopts_free(&fo);
         return cli_error(C, &err);
     }
     int rc = 0;
@@ -393,8 +393,8 @@ int cmd_circuit(int argc, char **argv)
     }
     free(text);
     cJSON_Delete(rep);
-    cli_outdir_close(&od);
-    cli_figopts_free(&fo);
+    hs_outdir_close(&od);
+    hs_figopts_free(&fo);
     hs_circuit_report_free(&r);
     cli_loaded_free(&Ld);
     return rc;

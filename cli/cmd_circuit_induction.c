@@ -17,29 +17,29 @@
 #include "util.h"
 #include "viz/viz.h"
 
-static int fig(cli_outdir *od, const hs_config *cfg, const char *model, int kind, const char *stem,
+static int fig(hs_outdir *od, const hs_config *cfg, const char *model, int kind, const char *stem,
                const float *m, size_t R, size_t C, const char *const *rl, const char *const *cl,
                const char *title, const char *xl, const char *yl, const char *shows)
 {
     const cli_fig_ctx x = {od, model, cfg};
-    const cli_fig_kind k = kind == 1 ? CLI_FIG_BARS : kind == 2 ? CLI_FIG_NONNEG : CLI_FIG_SIGNED;
+    const hs_fig_kind k = kind == 1 ? HS_FIG_BARS : kind == 2 ? HS_FIG_NONNEG : HS_FIG_SIGNED;
     return cli_out_fig(&x, k, stem, m, R, C, rl, cl, title, xl, yl, kind == 2 ? 1.0 : 0.0,
                        kind == 2 ? "score" : NULL, NULL, shows);
 }
 
 /* The named heads' attention on held-out sequence 0, side by side. */
-static int attention_fig(cli_outdir *od, const hs_ind_circuit_report *r, const hs_induction *t,
+static int attention_fig(hs_outdir *od, const hs_ind_circuit_report *r, const hs_induction *t,
                          const char *model)
 {
     const int T = t->p.n_ctx;
     if (!r->attn_prev || T > HS_VIZ_MAX_TOKENS) return 0;
-    const cli_figopts *fo = od->fo;
+    const hs_figopts *fo = od->fo;
     hs_error err = {0};
     int rc = 1;
     float *pat = malloc((size_t)2 * T * T * sizeof *pat);
-    cli_labels lab;
-    cli_labels_init(&lab, (size_t)T);
-    for (int i = 0; i < T; i++) cli_labels_set(&lab, (size_t)i, "%s", hs_tok_str(t->vocab, t->heldout_tokens[i]));
+    hs_labels lab;
+    hs_labels_init(&lab, (size_t)T);
+    for (int i = 0; i < T; i++) hs_labels_set(&lab, (size_t)i, "%s", hs_tok_str(t->vocab, t->heldout_tokens[i]));
     const char **tok = lab.at;
     hs_viz_figure *f = NULL;
     cJSON *j = NULL;
@@ -55,13 +55,13 @@ static int attention_fig(cli_outdir *od, const hs_ind_circuit_report *r, const h
     const char *heads[2] = {n0, n1}, *row[1] = {""};
     snprintf(title, sizeof title, "held-out sequence 0: segment at %d and %d, length %d", t->heldout[0].start1,
              t->heldout[0].start2, t->heldout[0].len);
-    hs_viz_options vo = cli_figopts_for(fo, CLI_FIG_ATTENTION, 1.0);
-    if (cli_figopts_images(fo) &&
+    hs_viz_options vo = hs_figopts_for(fo, HS_FIG_ATTENTION, 1.0);
+    if (hs_figopts_images(fo) &&
         hs_viz_grid_figure_labeled(&f, pat, 1, 2, (size_t)T, tok, row, heads, title, &vo, &err) != HS_OK) {
         cli_error(od->cmd, &err);
         goto done;
     }
-    if (cli_figopts_data(fo)) {
+    if (hs_figopts_data(fo)) {
         if (hs_viz_attention_json(&j, pat, 2, (size_t)T, tok, heads, title, &err) != HS_OK) {
             cli_error(od->cmd, &err);
             goto done;
@@ -74,11 +74,11 @@ done:
     cJSON_Delete(j);
     hs_viz_figure_destroy(f);
     free(pat);
-    cli_labels_free(&lab);
+    hs_labels_free(&lab);
     return rc;
 }
 
-static int write_outputs(cli_outdir *od, const hs_ind_circuit_report *r, const hs_induction *t,
+static int write_outputs(hs_outdir *od, const hs_ind_circuit_report *r, const hs_induction *t,
                          const char *model)
 {
     const int L = r->L, H = r->H, LH = L * H;
@@ -182,7 +182,7 @@ done:
 }
 
 int cli_circuit_induction(const char *cmd, const char *model, const cli_loaded *ld, int json,
-                          cli_outdir *od, int comp_draws)
+                          hs_outdir *od, int comp_draws)
 {
     hs_error err = {0};
     hs_ind_circuit_opts o = hs_ind_circuit_opts_default();

@@ -99,7 +99,7 @@ int cmd_dla(int argc, char **argv)
             ll[r.n_comp] = "norm bias";
         }
         const cli_fig_ctx fx = cli_exp_fig(&x);
-        if (cli_out_fig(&fx, CLI_FIG_BARS, "dla_bars", m, (size_t)nb, 1, ll, NULL,
+        if (cli_out_fig(&fx, HS_FIG_BARS, "dla_bars", m, (size_t)nb, 1, ll, NULL,
                         "direct logit attribution (final norm frozen), mean over the prompts",
                         r.has_wrong ? "logit difference answer - wrong" : "answer logit", NULL, 0.0, "logits", NULL,
                         "each component's mean direct logit attribution at the prompts' positions, then the "
@@ -120,7 +120,7 @@ int cmd_dla(int argc, char **argv)
                 snprintf(pb[q], sizeof pb[q], "%d", q);
                 pl[q] = pb[q];
             }
-            if (cli_out_fig(&fx, CLI_FIG_SIGNED, "dla_by_position", m, (size_t)r.n_comp, (size_t)r.t, ll, pl,
+            if (cli_out_fig(&fx, HS_FIG_SIGNED, "dla_by_position", m, (size_t)r.n_comp, (size_t)r.t, ll, pl,
                             "direct logit attribution by source position (final norm frozen at the read position)",
                             "source position", "component", 0.0, "logits", NULL,
                             "what each component writes at each position, read at the prompts' positions, "

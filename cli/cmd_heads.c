@@ -59,10 +59,10 @@ static int write_figures(const hs_heads_report *r, cli_exp *x)
 {
     const cli_fig_ctx fx = cli_exp_fig(x);
     const int L = r->L, H = r->H;
-    cli_labels lab;
-    cli_labels_init(&lab, (size_t)(L + H));
-    for (int l = 0; l < L; l++) cli_labels_set(&lab, (size_t)l, "L%d", l);
-    for (int h = 0; h < H; h++) cli_labels_set(&lab, (size_t)(L + h), "H%d", h);
+    hs_labels lab;
+    hs_labels_init(&lab, (size_t)(L + H));
+    for (int l = 0; l < L; l++) hs_labels_set(&lab, (size_t)l, "L%d", l);
+    for (int h = 0; h < H; h++) hs_labels_set(&lab, (size_t)(L + h), "H%d", h);
     const char **rl = lab.at;
     float *m = calloc((size_t)L * H, sizeof *m);
     int rc = 1;
@@ -80,14 +80,14 @@ static int write_figures(const hs_heads_report *r, cli_exp *x)
         snprintf(shows, sizeof shows, "the %s detector's %s score of every head, layers x heads", hs_heads_names[k],
                  r->metric == HS_DETECT_ABS ? "abs" : "mul");
         /* mul is in [0, 1]; abs goes down to -1 and below (signed map, its own range) */
-        if (cli_out_fig(&fx, r->metric == HS_DETECT_ABS ? CLI_FIG_SIGNED : CLI_FIG_NONNEG, stem, m, (size_t)L, (size_t)H, rl, rl + L, title,
+        if (cli_out_fig(&fx, r->metric == HS_DETECT_ABS ? HS_FIG_SIGNED : HS_FIG_NONNEG, stem, m, (size_t)L, (size_t)H, rl, rl + L, title,
                         "head", "layer", r->metric == HS_DETECT_ABS ? 0.0 : 1.0, "detector score", NULL,
                         shows))
             goto done;
     }
     rc = 0;
 done:
-    cli_labels_free(&lab);
+    hs_labels_free(&lab);
     free(m);
     return rc;
 }

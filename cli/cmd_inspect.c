@@ -68,7 +68,7 @@ static const char INSPECT_HELP[] =
 
 /* The font opened on the pool's lane while the model loads and runs. */
 typedef struct {
-    cli_figopts *fo;
+    hs_figopts *fo;
     hs_status st;
     hs_error err;
 } font_job;
@@ -77,7 +77,7 @@ static void font_job_run(void *arg)
 {
     font_job *j;
     memcpy(&j, arg, sizeof j);
-    j->st = cli_figopts_font_open(j->fo, &j->err);
+    j->st = hs_figopts_font_open(j->fo, &j->err);
 }
 
 /* Parses "L1H0,L0H1" into sel; 0 ok, -1 syntax error. */
@@ -191,7 +191,7 @@ static cJSON *attention_data(const char *C, const insp_ctx *x, int packed, const
  * the caps, or one the auto width cannot hold, is written as JSON only with a
  * note; a width the user asked for that cannot hold it is an error.
  * 0 ok, 1 printed. */
-static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, const float *pat,
+static int write_attention(hs_outdir *od, const insp_ctx *x, const char *stem, const float *pat,
                            size_t rows, size_t cols, const char *const *row_h,
                            const char *const *col_h, const char *const *names,
                            const char *title, const char *shows, const cJSON *extra,
@@ -213,8 +213,8 @@ static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, 
         toks += x->a;
         T = S;
     }
-    if (cli_figopts_images(od->fo)) {
-        hs_viz_options o = cli_figopts_for(od->fo, CLI_FIG_ATTENTION, 0);
+    if (hs_figopts_images(od->fo)) {
+        hs_viz_options o = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
         o.highlight_row = x->pos - x->a;
         char note[128];
         if (cp && !x->no_title) { /* the crop drops sources: say so on the figure */
@@ -241,7 +241,7 @@ static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, 
             }
         }
     }
-    if (od->page && cli_page_keeps(C, stem)) { /* the page's packed form, before the file's */
+    if (od->page && hs_page_keeps(C, stem)) { /* the page's packed form, before the file's */
         cJSON *pj = attention_data(C, x, 1, pat, n, T, toks, names, title, extra, cp ? x->a : -1);
         if (!pj || cli_out_page(od, stem, pj)) {
             hs_viz_figure_destroy(fig);
@@ -265,7 +265,7 @@ static int write_attention(cli_outdir *od, const insp_ctx *x, const char *stem, 
 
 /* B - A of two patterns [T, T] as a diverging map centred on 0 with the
  * causal triangle masked, cropped like the attention figures. 0 ok, 1 printed. */
-static int write_diff(cli_outdir *od, const insp_ctx *x, const char *stem, const float *d,
+static int write_diff(hs_outdir *od, const insp_ctx *x, const char *stem, const float *d,
                       const char *const *toks, const char *title, const char *shows)
 {
     const char *C = od->cmd;
@@ -289,8 +289,8 @@ static int write_diff(cli_outdir *od, const insp_ctx *x, const char *stem, const
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     int rc = 0;
-    if (cli_figopts_images(od->fo)) {
-        hs_viz_options o = cli_figopts_for(od->fo, CLI_FIG_SIGNED, lim > 0 ? lim : 1.0);
+    if (hs_figopts_images(od->fo)) {
+        hs_viz_options o = hs_figopts_for(od->fo, HS_FIG_SIGNED, lim > 0 ? lim : 1.0);
         o.value_label = "attention weight, B - A";
         char note[96];
         if (S != T && !x->no_title) {
@@ -310,7 +310,7 @@ static int write_diff(cli_outdir *od, const insp_ctx *x, const char *stem, const
         }
         if (s != HS_OK) rc = cli_error(C, &err);
     }
-    if (!rc && cli_figopts_data(od->fo)) {
+    if (!rc && hs_figopts_data(od->fo)) {
         if (hs_viz_signed_json_masked(&j, m, mask, S, S, toks, toks, title, "source (key)",
                                       "destination (query)", &err) != HS_OK)
             rc = cli_error(C, &err);
@@ -327,7 +327,7 @@ static int write_diff(cli_outdir *od, const insp_ctx *x, const char *stem, const
 
 /* The query position's row of every head as one heatmap strip: rows = heads,
  * columns = sources 0..pos. pats: [R, T, T], names: R head names. 0 ok, 1 printed. */
-static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats, size_t R,
+static int write_query_row(hs_outdir *od, const insp_ctx *x, const float *pats, size_t R,
                            const char *const *names)
 {
     const char *C = od->cmd;
@@ -351,8 +351,8 @@ static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats,
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     int rc = 0;
-    if (cli_figopts_images(od->fo)) {
-        hs_viz_options o = cli_figopts_for(od->fo, CLI_FIG_ATTENTION, 0);
+    if (hs_figopts_images(od->fo)) {
+        hs_viz_options o = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
         o.value_label = "attention weight";
         hs_status s = HS_ERR_INPUT;
         if (R <= HS_VIZ_MAX_TOKENS && S <= HS_VIZ_MAX_TOKENS)
@@ -368,10 +368,10 @@ static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats,
         }
         if (s != HS_OK) rc = cli_error(C, &err);
     }
-    if (!rc && cli_figopts_data(od->fo)) {
+    if (!rc && hs_figopts_data(od->fo)) {
         if (hs_viz_signed_json(&j, m, R, S, names, toks, t, "source (key)", "head", &err) != HS_OK)
             rc = cli_error(C, &err);
-        else if (!add_context(j, x, 1) || cli_add_scale(j, od->fo, CLI_FIG_ATTENTION, 0))
+        else if (!add_context(j, x, 1) || cli_add_scale(j, od->fo, HS_FIG_ATTENTION, 0))
             rc = oom(C); /* the page draws attention on the figure's fixed [0, 1] */
     }
     if (!rc) rc = cli_out_figure(od, "query_row", &fig, j, shows);
@@ -384,7 +384,7 @@ static int write_query_row(cli_outdir *od, const insp_ctx *x, const float *pats,
 }
 
 /* The DLA bar chart towards tok_a (or tok_a - tok_b). 0 ok, 1 printed. */
-static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const hs_cache *cache,
+static int write_dla(hs_outdir *od, const insp_ctx *x, const hs_model *m, const hs_cache *cache,
                      const hs_tokenizer *v, int tok_a, int tok_b, const char *stem)
 {
     const char *C = od->cmd;
@@ -439,12 +439,12 @@ static int write_dla(cli_outdir *od, const insp_ctx *x, const hs_model *m, const
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     int rc = !title || !xlabel || !shows ? oom(C) : 0;
-    hs_viz_options bo = cli_figopts_for(od->fo, CLI_FIG_BARS, 0);
+    hs_viz_options bo = hs_figopts_for(od->fo, HS_FIG_BARS, 0);
     const char *t = pick_title(x, title, 0);
-    if (!rc && cli_figopts_images(od->fo) &&
+    if (!rc && hs_figopts_images(od->fo) &&
         hs_viz_bars_figure(&fig, vals, (size_t)n, labels, t, xlabel, &bo, &err) != HS_OK)
         rc = cli_error(C, &err);
-    if (!rc && cli_figopts_data(od->fo)) {
+    if (!rc && hs_figopts_data(od->fo)) {
         if (hs_viz_bars_json(&j, vals, (size_t)n, labels, t, xlabel, &err) != HS_OK) {
             rc = cli_error(C, &err);
         } else if (!add_context(j, x, 1)) {
@@ -511,8 +511,8 @@ int cmd_inspect(int argc, char **argv)
     const char *pos_arg = NULL; /* --position as typed, for the message */
     int have_pos = 0, heads_rows = 0, no_title = 0, threads = 0, c;
     cli_source from = {0};
-    cli_figopts fo;
-    cli_figopts_default(&fo, 150);
+    hs_figopts fo;
+    hs_figopts_default(&fo, 150);
     cli_opts op = {.cmd = C, .src = &from, .fo = &fo};
     while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
@@ -581,7 +581,7 @@ int cmd_inspect(int argc, char **argv)
     {
         hs_error perr = {0};
         if (hs_pool_create(threads, &pool, &perr) != HS_OK) {
-            cli_figopts_free(&fo);
+            hs_figopts_free(&fo);
             return cli_error(C, &perr);
         }
         const font_job *fjp = &fj;
@@ -591,7 +591,7 @@ int cmd_inspect(int argc, char **argv)
     int lrc = cli_load_src(C, model, CLI_NEED_VOCAB, &from, &L);
     if (lrc) {
         hs_pool_destroy(pool); /* after the font job */
-        cli_figopts_free(&fo);
+        hs_figopts_free(&fo);
         return lrc;
     }
     const hs_model *m = L.model;
@@ -602,7 +602,7 @@ int cmd_inspect(int argc, char **argv)
     hs_acts *acts = NULL;
     hs_cache cache;
     hs_cache_init(&cache);
-    cli_outdir od = {0};
+    hs_outdir od = {0};
     float *pats = NULL, *buf = NULL, *rows = NULL, *pats2 = NULL, *pair = NULL;
     char **pair_labels = NULL;
     char **row_labels = NULL;
@@ -988,9 +988,9 @@ int cmd_inspect(int argc, char **argv)
     cli_out_say_wrote(&od, NULL);
     rc = cli_stdout_done(C);
 done:
-    cli_outdir_close(&od);
+    hs_outdir_close(&od);
     hs_pool_destroy(pool);
-    cli_figopts_free(&fo);
+    hs_figopts_free(&fo);
     if (row_labels)
         for (int i = 0; i < NL + NL * NH; i++) free(row_labels[i]);
     free(row_labels);

@@ -46,13 +46,13 @@ static int write_figure(const hs_lens_report *r, cli_exp *x)
 {
     const cli_fig_ctx fx = cli_exp_fig(x);
     const int K = r->n_points, T = r->t;
-    cli_labels lab;
-    cli_labels_init(&lab, (size_t)(K + T));
+    hs_labels lab;
+    hs_labels_init(&lab, (size_t)(K + T));
     for (int k = 0; k < K; k++)
-        if (k < r->L) cli_labels_set(&lab, (size_t)k, "L%d resid_pre", k);
-        else cli_labels_set(&lab, (size_t)k, "L%d resid_post", r->L - 1);
+        if (k < r->L) hs_labels_set(&lab, (size_t)k, "L%d resid_pre", k);
+        else hs_labels_set(&lab, (size_t)k, "L%d resid_post", r->L - 1);
     for (int q = 0; q < T; q++)
-        cli_labels_set(&lab, (size_t)(K + q), "%d %s", q, hs_tok_str(x->Ld.vocab, x->p.clean[q]));
+        hs_labels_set(&lab, (size_t)(K + q), "%d %s", q, hs_tok_str(x->Ld.vocab, x->p.clean[q]));
     const char **ll = lab.at;
     float *m = calloc((size_t)K * T, sizeof *m);
     int rc = 1;
@@ -61,13 +61,13 @@ static int write_figure(const hs_lens_report *r, cli_exp *x)
         goto done;
     }
     for (size_t i = 0; i < (size_t)K * T; i++) m[i] = (float)r->p_final[i];
-    rc = cli_out_fig(&fx, CLI_FIG_NONNEG, "lens_final", m, (size_t)K, (size_t)T, ll, ll + K,
+    rc = cli_out_fig(&fx, HS_FIG_NONNEG, "lens_final", m, (size_t)K, (size_t)T, ll, ll + K,
                      "logit lens: probability of the model's final prediction", "position (first prompt's tokens)",
                      "residual stream", 1.0, "probability", NULL,
                      "the probability the logit lens at each point gives to the model's own top-1 token at each "
                      "position, averaged over the prompts [point][position]");
 done:
-    cli_labels_free(&lab);
+    hs_labels_free(&lab);
     free(m);
     return rc;
 }

@@ -60,13 +60,13 @@ static int write_figures(const hs_patch_report *r, cli_exp *x)
     const cli_fig_ctx fx = cli_exp_fig(x);
     const int L = r->L, H = r->H, T = r->t;
     /* labels: positions (with the first prompt's tokens), layers, heads, layer-heads */
-    cli_labels lab;
-    cli_labels_init(&lab, (size_t)L * H + (size_t)T + (size_t)L + (size_t)H);
+    hs_labels lab;
+    hs_labels_init(&lab, (size_t)L * H + (size_t)T + (size_t)L + (size_t)H);
     size_t k = 0;
-    for (int p = 0; p < T; p++) cli_labels_set(&lab, k++, "%d %s", p, hs_tok_str(x->Ld.vocab, x->p.clean[p]));
-    for (int l = 0; l < L; l++) cli_labels_set(&lab, k++, "L%d", l);
-    for (int h = 0; h < H; h++) cli_labels_set(&lab, k++, "H%d", h);
-    for (int i = 0; i < L * H; i++) cli_labels_set(&lab, k++, "L%dH%d", i / H, i % H);
+    for (int p = 0; p < T; p++) hs_labels_set(&lab, k++, "%d %s", p, hs_tok_str(x->Ld.vocab, x->p.clean[p]));
+    for (int l = 0; l < L; l++) hs_labels_set(&lab, k++, "L%d", l);
+    for (int h = 0; h < H; h++) hs_labels_set(&lab, k++, "H%d", h);
+    for (int i = 0; i < L * H; i++) hs_labels_set(&lab, k++, "L%dH%d", i / H, i % H);
     const char **pos_l = lab.at, **lay_l = pos_l + T, **head_l = lay_l + L, **lh_l = head_l + H;
     float *m = calloc((size_t)L * H * T + (size_t)L * T, sizeof *m);
     int rc = 1;
@@ -86,7 +86,7 @@ static int write_figures(const hs_patch_report *r, cli_exp *x)
                  head ? " per head, all positions" : "");
         snprintf(shows, sizeof shows, "normalised logit difference when %s is patched clean -> corrupted, %s", nm,
                  head ? "per head at every position [layer][head]" : "by layer x position");
-        if (cli_out_fig(&fx, CLI_FIG_SIGNED, stem, m, R, C, lay_l, head ? head_l : pos_l, title, head ? "head" : "position",
+        if (cli_out_fig(&fx, HS_FIG_SIGNED, stem, m, R, C, lay_l, head ? head_l : pos_l, title, head ? "head" : "position",
                         "layer", 1.0, "normalised logit difference", NULL, shows))
             goto done;
         if (!head) continue;
@@ -95,14 +95,14 @@ static int write_figures(const hs_patch_report *r, cli_exp *x)
         snprintf(title, sizeof title, "patching %s per head and position: normalised LD", nm);
         snprintf(shows, sizeof shows, "normalised logit difference when one head's %s is patched at one position "
                  "[layer*heads + head][position]", nm);
-        if (cli_out_fig(&fx, CLI_FIG_SIGNED, stem, m, (size_t)L * H, (size_t)T, lh_l, pos_l, title,
+        if (cli_out_fig(&fx, HS_FIG_SIGNED, stem, m, (size_t)L * H, (size_t)T, lh_l, pos_l, title,
                         a == HS_PATCH_PATTERN ? "destination position" : "position", "head", 1.0,
                         "normalised logit difference", NULL, shows))
             goto done;
     }
     rc = 0;
 done:
-    cli_labels_free(&lab);
+    hs_labels_free(&lab);
     free(m);
     return rc;
 }

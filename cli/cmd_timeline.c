@@ -104,18 +104,18 @@ int cmd_timeline(int argc, char **argv)
                                          {0, 0, 0, 0}};
     const char *C = "timeline", *out = NULL, *dir = NULL;
     int json = 0, c;
-    cli_figopts fo;
-    cli_figopts_default(&fo, 150);
+    hs_figopts fo;
+    hs_figopts_default(&fo, 150);
     cli_opts op = {.cmd = C, .help = TIMELINE_HELP, .fo = &fo};
     while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
-        case CLI_OPT_EXIT: cli_figopts_free(&fo); return op.status;
+        case CLI_OPT_EXIT: hs_figopts_free(&fo); return op.status;
         case O_OUT: out = optarg; break;
         case O_JSON: json = 1; break;
         }
     }
     if (optind + 1 != argc) {
-        cli_figopts_free(&fo);
+        hs_figopts_free(&fo);
         return cli_usage_error(C, "needs exactly one folder of checkpoints (train --keep DIR)");
     }
     dir = argv[optind];
@@ -124,7 +124,7 @@ int cmd_timeline(int argc, char **argv)
     hs_timeline_point *pts = NULL;
     int *steps = NULL, L = 0, H = 0, induction = -1;
     cJSON *root = NULL;
-    cli_outdir od = {0};
+    hs_outdir od = {0};
     if (n < 0) goto done;
     if (n == 0) {
         fprintf(stderr, "headscope timeline: %s holds no step-NNNNNN.safetensors checkpoints (train --keep %s)\n",
@@ -288,16 +288,16 @@ int cmd_timeline(int argc, char **argv)
             char title[160];
             snprintf(title, sizeof title, "%s over training (%d checkpoints)",
                      induction ? "induction circuit" : "referent circuit", n);
-            hs_viz_options vo = cli_figopts_for(&fo, CLI_FIG_SIGNED, 0.0);
+            hs_viz_options vo = hs_figopts_for(&fo, HS_FIG_SIGNED, 0.0);
             if (n > HS_VIZ_MAX_POINTS) {
                 fprintf(stderr, "headscope timeline: %d checkpoints, over the plot's %d; writing timeline.json only\n",
                         n, HS_VIZ_MAX_POINTS);
             } else {
-                if (cli_figopts_images(&fo) &&
+                if (hs_figopts_images(&fo) &&
                     hs_viz_lines_figure(&f, x, (size_t)n, P, 4, title, "training step", mark, mlabel, &vo,
                                         &err) != HS_OK)
                     bad = cli_error(C, &err) + 1;
-                if (!bad && cli_figopts_data(&fo) && hs_viz_lines_json(&j, x, (size_t)n, P, 4, title, "training step", &err) != HS_OK)
+                if (!bad && hs_figopts_data(&fo) && hs_viz_lines_json(&j, x, (size_t)n, P, 4, title, "training step", &err) != HS_OK)
                     bad = cli_error(C, &err) + 1;
                 if (!bad)
                     bad = cli_out_figure(&od, "timeline", &f, j,
@@ -368,7 +368,7 @@ done:
     free(steps);
     for (int i = 0; i < n; i++) free(ck[i].path);
     free(ck);
-    cli_outdir_close(&od);
-    cli_figopts_free(&fo);
+    hs_outdir_close(&od);
+    hs_figopts_free(&fo);
     return rc;
 }

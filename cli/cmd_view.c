@@ -90,7 +90,7 @@ static cJSON *load_run(const char *C, const char *dir)
             break;
         }
         stem[n - 5] = '\0';
-        if (!cli_page_keeps(cmd->valuestring, stem) || cJSON_GetObjectItem(page, stem)) {
+        if (!hs_page_keeps(cmd->valuestring, stem) || cJSON_GetObjectItem(page, stem)) {
             free(stem);
             continue;
         }
@@ -140,7 +140,7 @@ static int list_page(const char *C, const char *dir, const cJSON *run)
     double bytes = 0;
     char hex[17];
     /* with its size and hash, so a later run may replace or remove it (cli/util.h) */
-    int ok = idx && files && e && path && page && cli_file_digest(page, &bytes, hex) == 0 &&
+    int ok = idx && files && e && path && page && hs_out_digest(page, &bytes, hex) == 0 &&
              cJSON_AddStringToObject(e, "file", "index.html") &&
              cJSON_AddStringToObject(e, "format", "html") &&
              cJSON_AddStringToObject(e, "shows", "one offline page to explore this folder's data "
@@ -157,14 +157,14 @@ static int list_page(const char *C, const char *dir, const cJSON *run)
 }
 
 /* 1 when dir/index.html exists and dir's index does not vouch for it (listed
- * with the size and hash it has now: cli_out_owns): left alone. */
+ * with the size and hash it has now: hs_out_owns): left alone. */
 static int foreign_page(const char *dir)
 {
     char *path = hs_path_join(dir, "index.html");
     struct stat st;
     int there = path && stat(path, &st) == 0;
     free(path);
-    return there && !cli_out_owns(dir, "index.html");
+    return there && !hs_out_owns(dir, "index.html");
 }
 
 int cmd_view(int argc, char **argv)
@@ -225,7 +225,7 @@ int cmd_view(int argc, char **argv)
                 out);
         goto done;
     }
-    cJSON *data = cli_page_data(runs, cmap); /* owns runs and run0 now */
+    cJSON *data = hs_page_data(runs, cmap); /* owns runs and run0 now */
     runs = NULL;
     title = hs_strfmt("headscope view · %s%s", dir0, argc - optind > 1 ? " …" : ""); /* a path */
     hs_error err = {0};

@@ -62,7 +62,7 @@ static int oom(const char *C)
 
 
 typedef struct {
-    cli_outdir *od;
+    hs_outdir *od;
     const char *model_path;
     const hs_config *cfg;
     const char *fold;
@@ -91,17 +91,17 @@ static int write_signed(const w_ctx *x, const char *stem, const float *mat,
                         const char *shows, cJSON *extra)
 {
     const char *cmd = x->od->cmd;
-    const cli_figopts *fo = x->od->fo;
+    const hs_figopts *fo = x->od->fo;
     hs_error err = {0};
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     int rc = 0;
-    if (cli_figopts_images(fo)) {
+    if (hs_figopts_images(fo)) {
         if (R > HS_VIZ_MAX_TOKENS || C > HS_VIZ_MAX_TOKENS) {
             fprintf(stderr, "headscope %s: note: %s is %zu x %zu, over the figure cap of %d per "
                             "side; writing its JSON only\n", cmd, stem, R, C, HS_VIZ_MAX_TOKENS);
         } else {
-            hs_viz_options o = cli_figopts_for(fo, x->nonneg ? CLI_FIG_NONNEG : CLI_FIG_SIGNED, lim);
+            hs_viz_options o = hs_figopts_for(fo, x->nonneg ? HS_FIG_NONNEG : HS_FIG_SIGNED, lim);
             o.value_label = q;
             if (x->annotate_small && R * C <= 256) o.annotate = 1;
             hs_status s;
@@ -118,14 +118,14 @@ static int write_signed(const w_ctx *x, const char *stem, const float *mat,
             if (s != HS_OK) rc = cli_error(cmd, &err);
         }
     }
-    if (!rc && cli_figopts_data(fo)) {
+    if (!rc && hs_figopts_data(fo)) {
         hs_status s = mask ? hs_viz_signed_json_masked(&j, mat, mask, R, C, rl, cl, title, xlabel,
                                                        ylabel, &err)
                            : hs_viz_signed_json(&j, mat, R, C, rl, cl, title, xlabel, ylabel,
                                                 &err);
         if (s != HS_OK) rc = cli_error(cmd, &err);
         else if (!add_context(j, x) ||
-                 cli_add_scale(j, fo, x->nonneg ? CLI_FIG_NONNEG : CLI_FIG_SIGNED, lim))
+                 cli_add_scale(j, fo, x->nonneg ? HS_FIG_NONNEG : HS_FIG_SIGNED, lim))
             rc = oom(cmd);
         else
             for (cJSON *it = extra ? extra->child : NULL; it; it = it->next)
@@ -164,8 +164,8 @@ int cmd_weights(int argc, char **argv)
     long draws = HS_COMP_DRAWS;
     int c;
     cli_source from = {0};
-    cli_figopts fo;
-    cli_figopts_default(&fo, 300);
+    hs_figopts fo;
+    hs_figopts_default(&fo, 300);
     cli_opts op = {.cmd = C, .help = WEIGHTS_HELP, .src = &from, .fo = &fo};
     while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
@@ -199,7 +199,7 @@ int cmd_weights(int argc, char **argv)
     int NA = NL * NH, uniform = cfg->attn == HS_ATTN_UNIFORM;
     size_t VV = (size_t)V * V;
     hs_error err = {0};
-    cli_outdir od = {0};
+    hs_outdir od = {0};
     hs_comp_scores cs = {0};
     float *qk = NULL, *ov = NULL, *prod = NULL, *norms = NULL, *cmat = NULL;
     unsigned char *pmask = NULL, *cmask = NULL;
@@ -416,12 +416,12 @@ int cmd_weights(int argc, char **argv)
         snprintf(title, sizeof title, "OV copying score (sum lambda / sum |lambda|, fold %s)",
                  x.fold);
         /* the score's whole range, so heads compare across figures and models */
-        hs_viz_options bo = cli_figopts_for(&fo, CLI_FIG_BARS, 1.0);
-        if (cli_figopts_images(&fo) &&
+        hs_viz_options bo = hs_figopts_for(&fo, HS_FIG_BARS, 1.0);
+        if (hs_figopts_images(&fo) &&
             hs_viz_bars_figure(&fig, cv, (size_t)NA, name_p, title, "copying score (-1..1)",
                                &bo, &err) != HS_OK)
             r = cli_error(C, &err);
-        if (!r && cli_figopts_data(&fo)) {
+        if (!r && hs_figopts_data(&fo)) {
             if (hs_viz_bars_json(&j, cv, (size_t)NA, name_p, title, "copying score (-1..1)",
                                  &err) != HS_OK)
                 r = cli_error(C, &err);
@@ -477,8 +477,8 @@ int cmd_weights(int argc, char **argv)
     cli_out_say_wrote(&od, NULL);
     rc = cli_stdout_done(C);
 done:
-    cli_outdir_close(&od);
-    cli_figopts_free(&fo);
+    hs_outdir_close(&od);
+    hs_figopts_free(&fo);
     hs_comp_scores_free(&cs);
     free(qk);
     free(ov);

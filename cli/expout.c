@@ -8,94 +8,28 @@
 
 #include "util.h"
 
-int cli_out_fig(const cli_fig_ctx *x, cli_fig_kind kind, const char *stem, const float *m, size_t R,
-                   size_t C, const char *const *rl, const char *const *cl, const char *title,
-                   const char *xl, const char *yl, double lim, const char *q, const char *note,
-                   const char *shows)
+int cli_out_fig(const cli_fig_ctx *x, hs_fig_kind kind, const char *stem, const float *m, size_t R,
+                size_t C, const char *const *rl, const char *const *cl, const char *title,
+                const char *xl, const char *yl, double lim, const char *q, const char *note,
+                const char *shows)
 {
-    const char *cmd = x->od->cmd;
-    const cli_figopts *fo = x->od->fo;
+    hs_outdir *o = x->od;
     hs_error err = {0};
-    hs_viz_figure *fig = NULL;
-    cJSON *j = NULL;
-    int rc = 0;
-    const size_t cap = kind == CLI_FIG_BARS ? HS_VIZ_MAX_BARS : HS_VIZ_MAX_TOKENS;
-    if (cli_figopts_images(fo)) {
-        if (R > cap || C > HS_VIZ_MAX_TOKENS) {
-            fprintf(stderr, "headscope %s: note: %s is %zu x %zu, over the figure cap; writing its JSON only\n",
-                    cmd, stem, R, C);
-        } else {
-            hs_viz_options o = cli_figopts_for(fo, kind, lim);
-            o.value_label = q;
-            o.note = note;
-            hs_status s;
-            if (kind == CLI_FIG_BARS)
-                s = hs_viz_bars_figure(&fig, m, R, rl, title, xl, &o, &err);
-            else if (kind == CLI_FIG_NONNEG)
-                s = hs_viz_matrix_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
-            else
-                s = hs_viz_signed_figure(&fig, m, R, C, rl, cl, title, xl, yl, &o, &err);
-            if (s != HS_OK) rc = cli_error(cmd, &err);
-        }
+    /* what every figure JSON says about its run: the model's config and path */
+    cJSON *ctx = cJSON_CreateObject(), *cfg = hs_config_to_json(x->cfg, HS_CONFIG_JSON_ALL);
+    if (!ctx || !cfg || !cJSON_AddItemToObject(ctx, "config", cfg) ||
+        !cJSON_AddStringToObject(ctx, "model", x->model)) {
+        if (cfg && !cJSON_GetObjectItem(ctx, "config")) cJSON_Delete(cfg);
+        cJSON_Delete(ctx);
+        fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
+        return 1;
     }
-    if (!rc && cli_figopts_data(fo)) {
-        hs_status s = kind == CLI_FIG_BARS ? hs_viz_bars_json(&j, m, R, rl, title, xl, &err)
-                                : hs_viz_signed_json(&j, m, R, C, rl, cl, title, xl, yl, &err);
-        if (s != HS_OK) {
-            rc = cli_error(cmd, &err);
-        } else {
-            cJSON *cfg = hs_config_to_json(x->cfg, HS_CONFIG_JSON_ALL);
-            if ((kind != CLI_FIG_BARS && cli_add_scale(j, fo, kind, lim)) || !cfg ||
-                !cJSON_AddItemToObject(j, "config", cfg) ||
-                !cJSON_AddStringToObject(j, "model", x->model) ||
-                (note && (!cJSON_AddBoolToObject(j, "usable", 0) ||
-                          !cJSON_AddStringToObject(j, "why_not_usable", note)))) {
-                if (cfg && !cJSON_GetObjectItem(j, "config")) cJSON_Delete(cfg);
-                fprintf(stderr, "headscope %s: out of memory\n", cmd);
-                rc = 1;
-            }
-        }
-    }
-    if (!rc) rc = cli_out_figure(x->od, stem, &fig, j, shows);
-    cJSON_Delete(j);
-    hs_viz_figure_destroy(fig);
-    return rc;
-}
-
-void cli_labels_init(cli_labels *l, size_t n)
-{
-    l->s = calloc(n ? n : 1, sizeof *l->s);
-    l->at = calloc(n ? n : 1, sizeof *l->at);
-    l->n = n;
-    l->oom = !l->s || !l->at;
-}
-
-void cli_labels_set(cli_labels *l, size_t i, const char *fmt, ...)
-{
-    HS_ASSERT(i < l->n);
-    if (l->oom) return;
-    va_list ap;
-    va_start(ap, fmt);
-    hs_buf b = {0};
-    hs_buf_vprintf(&b, fmt, ap);
-    va_end(ap);
-    char *s = hs_buf_take(&b); /* NULL on OOM */
-    if (!s) {
-        l->oom = 1;
-        return;
-    }
-    free(l->s[i]);
-    l->s[i] = s;
-    l->at[i] = s;
-}
-
-void cli_labels_free(cli_labels *l)
-{
-    if (l->s)
-        for (size_t i = 0; i < l->n; i++) free(l->s[i]);
-    free(l->s);
-    free((void *)l->at);
-    memset(l, 0, sizeof *l);
+    o->context = ctx;
+    hs_status s = hs_outdir_matrix(o, kind, stem, m, R, C, rl, cl, title, xl, yl, lim, q, note,
+                                   shows, &err);
+    o->context = NULL;
+    cJSON_Delete(ctx);
+    return s != HS_OK ? cli_error(o->cmd, &err) : 0;
 }
 
 cli_fig_ctx cli_exp_fig(cli_exp *x)
@@ -108,7 +42,7 @@ void cli_exp_init(cli_exp *x, const char *cmd)
 {
     memset(x, 0, sizeof *x);
     x->cmd = cmd;
-    cli_figopts_default(&x->fo, 300);
+    hs_figopts_default(&x->fo, 300);
 }
 
 int cli_exp_open(cli_exp *x, int prompt_flags)
@@ -170,11 +104,11 @@ int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows,
 
 void cli_exp_close(cli_exp *x)
 {
-    cli_outdir_close(&x->od);
+    hs_outdir_close(&x->od);
     hs_pool_destroy(x->pool);
     hs_prompts_free(&x->p);
     cli_loaded_free(&x->Ld);
-    cli_figopts_free(&x->fo);
+    hs_figopts_free(&x->fo);
 }
 
 int cli_exp_option(cli_exp *x, int code, const char *arg, const char *bad)

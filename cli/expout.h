@@ -13,42 +13,20 @@
 #include "experiments/experiments.h"
 
 typedef struct {
-    cli_outdir *od;
+    hs_outdir *od;
     const char *model;     /* the checkpoint path, written into each JSON */
     const hs_config *cfg;  /* its config, written into each JSON */
 } cli_fig_ctx;
 
-/* The row and column labels of a command's figures: n strings, each
- * formatted whole (hs_strfmt: never cut, however long a vocabulary word is),
- * and the array of them the figure calls take. */
-typedef struct {
-    char **s;          /* [n] malloc'd, NULL until set */
-    const char **at;   /* [n] at[i] == s[i]: what a figure reads */
-    size_t n;
-    int oom;           /* cli_labels_init or a cli_labels_set ran out of memory */
-} cli_labels;
-
-/* n unset labels; on OOM l->oom is set (and sets do nothing), so a caller
- * checks once, after its sets. */
-void cli_labels_init(cli_labels *l, size_t n);
-/* Label i (< n) becomes the printf-style fmt, whole. */
-void cli_labels_set(cli_labels *l, size_t i, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-/* Frees every label and both arrays; leaves l zeroed (safe to call twice). */
-void cli_labels_free(cli_labels *l);
-
-/* Writes stem.{png,svg,pdf,json} in the formats chosen. kind: CLI_FIG_SIGNED
- * (R x C, diverging), CLI_FIG_BARS (R values), CLI_FIG_NONNEG (R x C,
+/* Writes stem.{png,svg,pdf,json} in the formats chosen. kind: HS_FIG_SIGNED
+ * (R x C, diverging), HS_FIG_BARS (R values), HS_FIG_NONNEG (R x C,
  * sequential from 0, e.g. attention). lim > 0: a limit shared by the figures
- * of a kind (cli_figopts_for), unless --range auto or --vmin/--vmax. q: the
+ * of a kind (hs_figopts_for), unless --range auto or --vmin/--vmax. q: the
  * quantity the colour bar (or bar axis) shows, with its unit. note: a line on
  * the figure (and "usable": false in its JSON) saying why its numbers are not
  * usable, or NULL. A figure over the viz caps gets its JSON only, with a note.
  * 0 ok, 1 after printing. */
-int cli_out_fig(const cli_fig_ctx *x, cli_fig_kind kind, const char *stem, const float *m,
+int cli_out_fig(const cli_fig_ctx *x, hs_fig_kind kind, const char *stem, const float *m,
                 size_t R, size_t C, const char *const *rl, const char *const *cl,
                 const char *title, const char *xl, const char *yl, double lim, const char *q,
                 const char *note, const char *shows);
@@ -61,11 +39,11 @@ typedef struct {
     int json;          /* --json: print the JSON instead of the summary */
     int threads;       /* --threads */
     cli_source from;   /* --vocab for a checkpoint without one */
-    cli_figopts fo;
+    hs_figopts fo;
     cli_loaded Ld;
     hs_prompts p;
     hs_pool *pool;
-    cli_outdir od;
+    hs_outdir od;
 } cli_exp;
 
 /* The options every prompt-set command shares, for its getopt_long table:
@@ -132,7 +110,7 @@ typedef struct {
     const char *help;  /* printed on --help (CLI_HELP_OPT), CLI_FIGOPTS_HELP after it when there
                         * are figure options; NULL when the command prints its own help */
     cli_source *src;   /* --vocab, --split-seed, --heldout-pairs go here, or NULL */
-    cli_figopts *fo;   /* the figure options go here, or NULL (a command without figures) */
+    hs_figopts *fo;   /* the figure options go here, or NULL (a command without figures) */
     cli_exp *exp;      /* a prompt-set command: CLI_EXP_LONGOPTS go here (cli_exp_option; src and
                         * fo are then exp's own), or NULL */
     int status;        /* after CLI_OPT_EXIT: the command's exit status (0 after --help, 2 after

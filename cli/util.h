@@ -5,8 +5,6 @@
 #ifndef HS_CLI_UTIL_H
 #define HS_CLI_UTIL_H
 
-#include <sys/types.h>
-
 #include <cjson/cJSON.h>
 
 #include "common/common.h"
@@ -78,71 +76,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...);
  * --model (model NULL); else 0. */
 int cli_args_end(const char *cmd, int argc, char **argv, int next, const char *model);
 
-/*
- * Output folders (the one policy of every command that writes a folder;
- * docs/DESIGN.md, "Output folders"). A run writes into a working folder
- * `DIR/.headscope.tmp.<pid>` (DIR is created if missing; its parent folder
- * must exist: headscope creates one level, never parents). Only when every
- * file is written does cli_out_commit move them into DIR, index.json last; a
- * run that fails calls cli_out_discard, which removes the working folder (and
- * DIR if this run created it), so DIR is as it was before the run.
- *
- * index.json records {"generator": "headscope <version> <command>", "files":
- * [{"file", "format", "shows", "bytes", "fnv1a64"}]} (FNV-1a 64 of the bytes,
- * hs_fnv1a64). A later run replaces or removes a file in DIR only when that
- * index is headscope's (has the generator) and lists the file with the size
- * and hash it still has, and the file is not an input of the run (same device
- * and inode); it says on stderr what it replaced and removed. A name this run
- * writes that is taken by any other file (the user's, one changed since, an
- * input, an index.json headscope did not write) is refused before anything
- * in DIR changes. Files no index vouches for are kept, with a note.
- */
-
-/* The files a command reads (compared by device and inode). */
-#define CLI_MAX_INPUTS 4
-typedef struct {
-    int n;
-    dev_t dev[CLI_MAX_INPUTS];
-    ino_t ino[CLI_MAX_INPUTS];
-} cli_inputs;
-
-/* Adds path to in (ignored when it cannot be stat'ed or in is full: a file
- * that does not exist cannot be in the folder). Returns 1 when added. */
-int cli_inputs_add(cli_inputs *in, const char *path);
-
-/* A run's working folder inside DIR. */
-typedef struct {
-    char *name;   /* ".headscope.tmp.<pid>" (owned) */
-    char *path;   /* DIR/name (owned): where the run's files go */
-    int created;  /* 1 when this run created DIR */
-    int fd;       /* the working folder, open from before the first file (hs_sync_fs); -1 */
-} cli_stage;
-
-/* Makes DIR (if missing) and the working folder, after removing (and saying
- * so) any working folder a killed run left in DIR: one named
- * ".headscope.tmp.<pid>" whose process no longer exists, emptied of its
- * plain files. A folder holding another command's output (its headscope
- * index.json names another command) is refused before anything is written
- * ("DIR holds the output of `headscope inspect` ..."). 0 ok, 1 after printing
- * ("DIR exists and is not a folder", "cannot create folder DIR: its parent
- * folder does not exist", "cannot write into folder DIR: Permission denied"). */
-int cli_out_begin(const char *cmd, const char *dir, cli_stage *st);
-/* Moves the files listed in files ([{"file": name}], index.json among them)
- * from the working folder into DIR under the policy above, then removes the
- * working folder. 0 ok, 1 after printing (a refused name: DIR unchanged). */
-int cli_out_commit(const char *cmd, const char *dir, cli_stage *st, const cJSON *files,
-                   const cli_inputs *in);
-/* Removes the working folder and everything in it (and DIR when this run
- * created it and it is empty). Safe on a zeroed or committed st. */
-void cli_out_discard(const char *dir, cli_stage *st);
-
-/* 1 when DIR/index.json is headscope's and lists name with the size and
- * FNV-1a the file has now (a file a later run may replace), else 0. */
-int cli_out_owns(const char *dir, const char *name);
-
-/* Size in bytes and FNV-1a 64 (16 lower-case hex digits) of the file at
- * path; 0 ok, -1 when it cannot be read. */
-int cli_file_digest(const char *path, double *bytes, char hex[17]);
+/* The notes of a library call (hs_notes) printed on stderr: "headscope CMD:
+ * LINE" for HS_NOTE_CMD, "LINE" for HS_NOTE_PLAIN. cmd must outlive every
+ * use of the result. */
+hs_notes cli_notes(const char *cmd);
 
 /* --threads N: 0 (every CPU) up to the machine's online CPUs (hs_pool_cpus).
  * 0 on success; otherwise prints the usage error naming the range and

@@ -46,6 +46,18 @@ hs_status hs_fail(hs_error *err, hs_status st, const char *fmt, ...)
     return st;
 }
 
+void hs_note(const hs_notes *n, hs_note_kind kind, const char *fmt, ...)
+{
+    if (n == NULL || n->fn == NULL) return;
+    hs_buf b = {0};
+    va_list ap;
+    va_start(ap, fmt);
+    hs_buf_vprintf(&b, fmt, ap);
+    va_end(ap);
+    n->fn(n->ctx, kind, b.oom ? "(out of memory)" : b.s ? b.s : "");
+    hs_buf_free(&b);
+}
+
 hs_status hs_check_out_path(const char *path, hs_error *err)
 {
     struct stat st;

@@ -49,6 +49,29 @@ hs_status hs_fail(hs_error *err, hs_status st, const char *fmt, ...)
 #endif
     ;
 
+/* Notes: what a library call has to say beside its result (a note, a
+ * warning: "note: folded the sentence to lower case"), handed to the
+ * caller's function the moment it is known, in order. The library never
+ * prints; the CLI's function prints each note as one line on stderr. A NULL
+ * hs_notes (or fn) drops them. kind says how the line is shown:
+ * HS_NOTE_CMD prefixed with the program and command ("headscope inspect:
+ * note: ..."), HS_NOTE_PLAIN as it is ("note: DIR already holds ...").
+ * line is one line without a newline, valid during the call only. */
+typedef enum { HS_NOTE_CMD = 0, HS_NOTE_PLAIN = 1 } hs_note_kind;
+typedef struct {
+    void (*fn)(void *ctx, hs_note_kind kind, const char *line);
+    void *ctx;
+} hs_notes;
+
+/* Formats a note (printf-style) and hands it to n->fn; does nothing when n
+ * or n->fn is NULL. A note that cannot be formatted (out of memory) is
+ * handed on as "(out of memory)". */
+void hs_note(const hs_notes *n, hs_note_kind kind, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
 /* Programmer-error assertion, on in every build (STYLE.md 8): prints file:line
  * and aborts. Never used for user input; user input gets a status return. */
 #define HS_ASSERT(cond)                                                           \
