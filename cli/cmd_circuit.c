@@ -291,7 +291,7 @@ int cmd_circuit(int argc, char **argv)
                                          {0, 0, 0, 0}};
     const char *C = "circuit", *model = NULL, *out = NULL;
     int json = 0, c, comp_draws = 0;
-    cli_source from = {0};
+    hs_load_source from = {0};
     hs_circuit_opts o = hs_circuit_opts_default();
     hs_figopts fo;
     hs_figopts_default(&fo, 300);
@@ -339,8 +339,8 @@ int cmd_circuit(int argc, char **argv)
     int rest = cli_args_end(C, argc, argv, optind, model);
     if (rest) return rest;
     hs_error err = {0};
-    cli_loaded Ld;
-    int lrc = cli_load_src(C, model, CLI_NEED_ANY_TASK, &from, &Ld);
+    hs_loaded Ld;
+    int lrc = cli_load_src(C, model, HS_NEED_ANY_TASK, &from, &Ld);
     if (lrc) {
         hs_figopts_free(&fo);
         return lrc;
@@ -349,21 +349,21 @@ int cmd_circuit(int argc, char **argv)
     const char *const inputs[] = {model, NULL}; /* never replaced or removed */
     if (out && (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, inputs))) {
         hs_outdir_close(&od);
-        cli_loaded_free(&Ld);
+        hs_loaded_free(&Ld);
         hs_figopts_free(&fo);
         return 1;
     }
     if (Ld.ind) { /* an induction-task model: its own check (cmd_circuit_induction.c) */
         int irc = cli_circuit_induction(C, model, &Ld, json, out ? &od : NULL, comp_draws);
         hs_outdir_close(&od);
-        cli_loaded_free(&Ld);
+        hs_loaded_free(&Ld);
         hs_figopts_free(&fo);
         return irc;
     }
     hs_circuit_report r;
     if (hs_circuit_run(Ld.model, Ld.task, &o, &r, &err) != HS_OK) {
         hs_outdir_close(&od);
-        cli_loaded_free(&Ld);
+        hs_loaded_free(&Ld);
         hs_figopts_free(&fo);
         return cli_error(C, &err);
     }
@@ -396,6 +396,6 @@ int cmd_circuit(int argc, char **argv)
     hs_outdir_close(&od);
     hs_figopts_free(&fo);
     hs_circuit_report_free(&r);
-    cli_loaded_free(&Ld);
+    hs_loaded_free(&Ld);
     return rc;
 }

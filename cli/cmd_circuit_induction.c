@@ -181,7 +181,7 @@ done:
     return rc;
 }
 
-int cli_circuit_induction(const char *cmd, const char *model, const cli_loaded *ld, int json,
+int cli_circuit_induction(const char *cmd, const char *model, const hs_loaded *ld, int json,
                           hs_outdir *od, int comp_draws)
 {
     hs_error err = {0};

@@ -38,7 +38,7 @@ int cmd_eval(int argc, char **argv)
                                          {0, 0, 0, 0}};
     const char *C = "eval", *model = NULL;
     int split = HS_SPLIT_HELDOUT, json = 0, c;
-    cli_source from = {0};
+    hs_load_source from = {0};
     cli_opts op = {.cmd = C, .help = EVAL_HELP, .src = &from};
     while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
@@ -53,13 +53,13 @@ int cmd_eval(int argc, char **argv)
     }
     int rest = cli_args_end(C, argc, argv, optind, model);
     if (rest) return rest;
-    cli_loaded L;
-    int rc = cli_load_src(C, model, CLI_NEED_TASK, &from, &L);
+    hs_loaded L;
+    int rc = cli_load_src(C, model, HS_NEED_TASK, &from, &L);
     if (rc) return rc;
     hs_error err = {0};
     hs_wg_score s;
     if (hs_winograd_score(L.model, L.task, (hs_wg_split)split, NULL, &s, &err) != HS_OK) {
-        cli_loaded_free(&L);
+        hs_loaded_free(&L);
         return cli_error(C, &err);
     }
     int held = hs_winograd_is_held_out(L.task, HS_WG_CHAPTER_X, HS_WG_CHAPTER_Y);
@@ -109,6 +109,6 @@ int cmd_eval(int argc, char **argv)
                    s.n_adj[a] ? 100.0 * s.correct_adj[a] / s.n_adj[a] : 0.0,
                    s.n_adj[a] ? 100.0 * s.other_adj[a] / s.n_adj[a] : 0.0, s.n_adj[a]);
     }
-    cli_loaded_free(&L);
+    hs_loaded_free(&L);
     return cli_stdout_done(C);
 }

@@ -510,7 +510,7 @@ int cmd_inspect(int argc, char **argv)
     long position = 0, top = 5, crop_a = -1, crop_b = -1;
     const char *pos_arg = NULL; /* --position as typed, for the message */
     int have_pos = 0, heads_rows = 0, no_title = 0, threads = 0, c;
-    cli_source from = {0};
+    hs_load_source from = {0};
     hs_figopts fo;
     hs_figopts_default(&fo, 150);
     cli_opts op = {.cmd = C, .src = &from, .fo = &fo};
@@ -587,8 +587,8 @@ int cmd_inspect(int argc, char **argv)
         const font_job *fjp = &fj;
         hs_pool_async(pool, font_job_run, &fjp, sizeof fjp);
     }
-    cli_loaded L;
-    int lrc = cli_load_src(C, model, CLI_NEED_VOCAB, &from, &L);
+    hs_loaded L;
+    int lrc = cli_load_src(C, model, HS_NEED_VOCAB, &from, &L);
     if (lrc) {
         hs_pool_destroy(pool); /* after the font job */
         hs_figopts_free(&fo);
@@ -1007,6 +1007,6 @@ done:
     hs_tokens_free(&tok2);
     free(pats2);
     free(pair);
-    cli_loaded_free(&L);
+    hs_loaded_free(&L);
     return rc;
 }

@@ -150,14 +150,14 @@ int cmd_timeline(int argc, char **argv)
         if (bad) goto done;
     }
     for (int i = 0; i < n; i++) {
-        cli_loaded ld;
+        hs_loaded ld;
         hs_error err = {0};
         if (cli_load(C, ck[i].path, 2, &ld)) goto done;
         int is_ind = ld.ind != NULL;
         if (induction >= 0 && (is_ind != induction || ld.model->cfg.n_layers != L || ld.model->cfg.n_heads != H)) {
             fprintf(stderr, "headscope timeline: %s is not from the same run (task or shape differs from the "
                             "first checkpoint)\n", ck[i].path);
-            cli_loaded_free(&ld);
+            hs_loaded_free(&ld);
             goto done;
         }
         induction = is_ind;
@@ -165,7 +165,7 @@ int cmd_timeline(int argc, char **argv)
         H = ld.model->cfg.n_heads;
         hs_status s = is_ind ? hs_timeline_point_induction(ld.model, ld.ind, &pts[i], &err)
                              : hs_timeline_point_winograd(ld.model, ld.task, &pts[i], &err);
-        cli_loaded_free(&ld);
+        hs_loaded_free(&ld);
         if (s != HS_OK) {
             fprintf(stderr, "headscope timeline: %s: %s\n", ck[i].path, err.msg);
             goto done;

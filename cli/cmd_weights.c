@@ -163,7 +163,7 @@ int cmd_weights(int argc, char **argv)
     hs_fold fold = HS_FOLD_LN;
     long draws = HS_COMP_DRAWS;
     int c;
-    cli_source from = {0};
+    hs_load_source from = {0};
     hs_figopts fo;
     hs_figopts_default(&fo, 300);
     cli_opts op = {.cmd = C, .help = WEIGHTS_HELP, .src = &from, .fo = &fo};
@@ -187,7 +187,7 @@ int cmd_weights(int argc, char **argv)
     int rest = cli_args_end(C, argc, argv, optind, model);
     if (rest) return rest;
 
-    cli_loaded L;
+    hs_loaded L;
     int lrc = cli_load_src(C, model, 0, &from, &L);
     if (lrc) return lrc;
     if (L.vocab_is_ids)
@@ -493,6 +493,6 @@ done:
     free(pcol_p);
     free(copy);
     free(posf);
-    cli_loaded_free(&L);
+    hs_loaded_free(&L);
     return rc;
 }

@@ -48,7 +48,7 @@ void cli_exp_init(cli_exp *x, const char *cmd)
 int cli_exp_open(cli_exp *x, int prompt_flags)
 {
     hs_error err = {0};
-    int lrc = cli_load_src(x->cmd, x->model, CLI_NEED_VOCAB, &x->from, &x->Ld);
+    int lrc = cli_load_src(x->cmd, x->model, HS_NEED_VOCAB, &x->from, &x->Ld);
     if (lrc) return lrc;
     const int n_ctx = x->Ld.model->cfg.n_ctx;
     hs_status st = x->data ? hs_prompts_load(x->data, x->Ld.vocab, n_ctx, prompt_flags, &x->p, &err)
@@ -107,7 +107,7 @@ void cli_exp_close(cli_exp *x)
     hs_outdir_close(&x->od);
     hs_pool_destroy(x->pool);
     hs_prompts_free(&x->p);
-    cli_loaded_free(&x->Ld);
+    hs_loaded_free(&x->Ld);
     hs_figopts_free(&x->fo);
 }
 

@@ -38,9 +38,9 @@ typedef struct {
     const char *model, *data, *sentence, *out; /* from the command line */
     int json;          /* --json: print the JSON instead of the summary */
     int threads;       /* --threads */
-    cli_source from;   /* --vocab for a checkpoint without one */
+    hs_load_source from;   /* --vocab for a checkpoint without one */
     hs_figopts fo;
-    cli_loaded Ld;
+    hs_loaded Ld;
     hs_prompts p;
     hs_pool *pool;
     hs_outdir od;
@@ -109,7 +109,7 @@ typedef struct {
     const char *cmd;
     const char *help;  /* printed on --help (CLI_HELP_OPT), CLI_FIGOPTS_HELP after it when there
                         * are figure options; NULL when the command prints its own help */
-    cli_source *src;   /* --vocab, --split-seed, --heldout-pairs go here, or NULL */
+    hs_load_source *src;   /* --vocab, --split-seed, --heldout-pairs go here, or NULL */
     hs_figopts *fo;   /* the figure options go here, or NULL (a command without figures) */
     cli_exp *exp;      /* a prompt-set command: CLI_EXP_LONGOPTS go here (cli_exp_option; src and
                         * fo are then exp's own), or NULL */

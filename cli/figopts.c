@@ -123,7 +123,7 @@ int cli_figopts_option(const char *cmd, int code, const char *arg, const char *g
 }
 
 int cli_command_option(const char *cmd, int code, const char *arg, const char *given,
-                       cli_source *src, hs_figopts *fo)
+                       hs_load_source *src, hs_figopts *fo)
 {
     int r = cli_source_opt(cmd, code, arg, src);
     if (r != 0) return r > 0 ? 0 : 2;

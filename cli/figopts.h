@@ -63,10 +63,10 @@ int cli_figopts_option(const char *cmd, int code, const char *arg, const char *g
                        hs_figopts *fo);
 
 /* The same for a command with the checkpoint-source flags (util.h,
- * cli_source: --vocab, --split-seed, --heldout-pairs) too; fo may be NULL for
+ * hs_load_source: --vocab, --split-seed, --heldout-pairs) too; fo may be NULL for
  * a command without figures. 0 handled, 2 after printing a usage error. */
 int cli_command_option(const char *cmd, int code, const char *arg, const char *given,
-                       cli_source *src, hs_figopts *fo);
+                       hs_load_source *src, hs_figopts *fo);
 
 /* Opens dir under the output-folder policy of cli/util.h ("Output folders"):
  * creates it if missing (its parent must exist), refuses a path that is not a

@@ -84,17 +84,7 @@ int cli_parse_float(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-void cli_loaded_free(cli_loaded *l)
-{
-    hs_model_destroy(l->model);
-    hs_tokenizer_destroy(l->vocab);
-    hs_winograd_destroy(l->task);
-    hs_induction_destroy(l->ind);
-    hs_meta_free(&l->meta);
-    memset(l, 0, sizeof *l);
-}
-
-int cli_source_opt(const char *cmd, int c, const char *arg, cli_source *src)
+int cli_source_opt(const char *cmd, int c, const char *arg, hs_load_source *src)
 {
     switch (c) {
     case CLI_O_VOCAB: src->vocab = arg; return 1;
@@ -110,98 +100,21 @@ int cli_source_opt(const char *cmd, int c, const char *arg, cli_source *src)
     }
 }
 
-int cli_load_src(const char *cmd, const char *path, int need, const cli_source *src,
-                 cli_loaded *out)
+int cli_load_src(const char *cmd, const char *path, int need, const hs_load_source *src,
+                 hs_loaded *out)
 {
-    static const cli_source none = {NULL, NULL, 0, 0};
-    if (src == NULL) src = &none;
     hs_error err = {0};
-    memset(out, 0, sizeof *out);
-    if (src->has_split_seed && src->heldout_pairs)
+    const hs_notes notes = cli_notes(cmd);
+    if (src && src->has_split_seed && src->heldout_pairs) {
+        memset(out, 0, sizeof *out);
         return cli_usage_error(cmd, "give --split-seed or --heldout-pairs, not both");
-    int skipped = 0;
-    if (hs_checkpoint_load(path, &out->model, &out->meta, &skipped, &err) != HS_OK)
-        return cli_error(cmd, &err);
-    if (out->meta.warning) fprintf(stderr, "headscope %s: warning: %s\n", cmd, out->meta.warning);
-    if (skipped > 0)
-        fprintf(stderr, "headscope %s: note: skipped %d TransformerLens buffer tensor(s) "
-                        "(blocks.*.attn.mask/IGNORE)\n", cmd, skipped);
-    hs_status st = HS_OK;
-    if (src->vocab) {
-        if (out->meta.vocab)
-            fprintf(stderr, "headscope %s: note: --vocab %s replaces the checkpoint's vocabulary\n",
-                    cmd, src->vocab);
-        st = hs_tokenizer_read(src->vocab, &out->vocab, &err);
-    } else if (out->meta.vocab) {
-        st = hs_tokenizer_from_json(out->meta.vocab, &out->vocab, &err);
-    } else if (need & (CLI_NEED_VOCAB | CLI_NEED_TASK | CLI_NEED_ANY_TASK)) {
-        fprintf(stderr, "headscope %s: %s has no vocab metadata; headscope needs the word list "
-                        "to read sentences: give --vocab FILE (one token a line, or a JSON "
-                        "list)\n", cmd, path);
-        cli_loaded_free(out);
-        return 1;
-    } else {
-        st = hs_tokenizer_ids(out->model->cfg.d_vocab, &out->vocab, &err);
-        out->vocab_is_ids = 1;
     }
-    if (st != HS_OK) {
-        cli_loaded_free(out);
-        return cli_error(cmd, &err);
-    }
-    if ((int)out->vocab->n != out->model->cfg.d_vocab) {
-        fprintf(stderr, "headscope %s: %s: vocab%s%s has %zu words but d_vocab is %d\n", cmd, path,
-                src->vocab ? " " : "", src->vocab ? src->vocab : "", out->vocab->n,
-                out->model->cfg.d_vocab);
-        cli_loaded_free(out);
-        return 1;
-    }
-    const int split_given = src->has_split_seed || src->heldout_pairs;
-    if (out->meta.task != NULL && split_given) {
-        fprintf(stderr, "headscope %s: %s names its task and split in its metadata; "
-                        "--split-seed / --heldout-pairs are for checkpoints without it\n", cmd, path);
-        cli_loaded_free(out);
-        return 1;
-    }
-    char *tname = NULL;
-    const int is_ind = out->meta.task != NULL &&
-                       hs_task_json_name(out->meta.task, &tname, &err) == HS_OK && strcmp(tname, "induction") == 0;
-    free(tname);
-    if (is_ind) {
-        if (need & CLI_NEED_TASK) {
-            fprintf(stderr, "headscope %s: %s is an induction-task model; this command works on "
-                            "Winograd models\n", cmd, path);
-            cli_loaded_free(out);
-            return 1;
-        }
-        st = hs_induction_from_task_json(out->meta.task, out->vocab, &out->ind, &err);
-    } else if (out->meta.task != NULL) {
-        st = hs_winograd_from_task_json(out->meta.task, out->vocab, &out->task, &err);
-    } else if (src->has_split_seed) {
-        st = hs_winograd_create(HS_TASK_WINOGRAD, (uint64_t)src->split_seed, out->vocab, &out->task,
-                                &err);
-    } else if (src->heldout_pairs) {
-        int pairs[HS_WG_MAX_HELDOUT_PAIRS][2];
-        size_t n = 0;
-        st = hs_wg_pairs_read(src->heldout_pairs, pairs, HS_WG_MAX_HELDOUT_PAIRS, &n, &err);
-        if (st == HS_OK)
-            st = hs_winograd_create_pairs(HS_TASK_WINOGRAD, (const int(*)[2])pairs, n, out->vocab,
-                                          &out->task, &err);
-    } else if (need & (CLI_NEED_TASK | CLI_NEED_ANY_TASK)) {
-        fprintf(stderr, "headscope %s: %s has no task metadata (which task and split it was "
-                        "trained on); give --split-seed S or --heldout-pairs FILE\n", cmd, path);
-        cli_loaded_free(out);
-        return 1;
-    }
-    if (st != HS_OK) {
-        cli_loaded_free(out);
-        return cli_error(cmd, &err);
-    }
-    return 0;
+    return hs_load(path, need, src, &notes, out, &err) != HS_OK ? cli_error(cmd, &err) : 0;
 }
 
-int cli_load(const char *cmd, const char *path, int need_task, cli_loaded *out)
+int cli_load(const char *cmd, const char *path, int need_task, hs_loaded *out)
 {
-    static const int need[3] = {CLI_NEED_VOCAB, CLI_NEED_TASK, CLI_NEED_ANY_TASK};
+    static const int need[3] = {HS_NEED_VOCAB, HS_NEED_TASK, HS_NEED_ANY_TASK};
     return cli_load_src(cmd, path, need[need_task < 0 || need_task > 2 ? 0 : need_task], NULL, out);
 }
 

@@ -1,6 +1,7 @@
 /*
  * cli/util.h -- helpers shared by the subcommands: loading a checkpoint with
- * its vocabulary and task, number parsing, error printing.
+ * its vocabulary and task (hs_load, its messages printed), number parsing,
+ * error and note printing.
  */
 #ifndef HS_CLI_UTIL_H
 #define HS_CLI_UTIL_H
@@ -10,27 +11,6 @@
 #include "common/common.h"
 #include "model/model.h"
 #include "tasks/tasks.h"
-
-/* A loaded checkpoint: the model, its vocabulary, and its task: task for a
- * Winograd model, ind for an induction model (both NULL when the checkpoint
- * carries no task metadata). */
-typedef struct {
-    hs_model *model;
-    hs_tokenizer *vocab;
-    hs_winograd *task;
-    hs_induction *ind;
-    hs_meta meta;
-    int vocab_is_ids;   /* 1: no vocabulary anywhere; words are "#<id>" */
-} cli_loaded;
-
-/* Where a checkpoint without vocab or task metadata gets them (the flags
- * --vocab FILE, --split-seed S, --heldout-pairs FILE). Zeroed = none. */
-typedef struct {
-    const char *vocab;          /* one token a line, or a JSON list */
-    const char *heldout_pairs;  /* "x y" noun pairs a line */
-    int has_split_seed;
-    unsigned long long split_seed;
-} cli_source;
 
 /* Option codes and getopt entries of those flags, and their --help lines. */
 enum { CLI_O_VOCAB = 1200, CLI_O_SPLIT_SEED, CLI_O_HELDOUT_PAIRS }; /* after figopts.h's 1000.., expout.h's 1100.. */
@@ -48,24 +28,16 @@ enum { CLI_O_VOCAB = 1200, CLI_O_SPLIT_SEED, CLI_O_HELDOUT_PAIRS }; /* after fig
 
 /* Handles one of the flags above into src: 1 handled, 0 not one of them,
  * -1 a bad value (usage error printed, exit status 2). */
-int cli_source_opt(const char *cmd, int c, const char *arg, cli_source *src);
+int cli_source_opt(const char *cmd, int c, const char *arg, hs_load_source *src);
 
-/* What a command needs from a checkpoint beyond the weights: the
- * vocabulary, a Winograd task (an induction model is refused), any task. */
-enum { CLI_NEED_VOCAB = 1, CLI_NEED_TASK = 2, CLI_NEED_ANY_TASK = 4 };
-
-/* Loads path with its vocabulary (the checkpoint's, or src->vocab; without
- * either and without CLI_NEED_VOCAB, tokens are labelled by id: "#0",
- * "#1", ...) and its task (the checkpoint's, or from src's split seed or
- * held-out pairs; required with CLI_NEED_TASK). src may be NULL. On failure
- * prints "headscope CMD: <message>" and returns the exit status (1, or 2
- * for flags that cannot go together). */
-int cli_load_src(const char *cmd, const char *path, int need, const cli_source *src,
-                 cli_loaded *out);
+/* hs_load (tasks.h) with its notes and errors printed: 0, or the exit
+ * status after printing "headscope CMD: <message>" (1, or 2 for flags that
+ * cannot go together). */
+int cli_load_src(const char *cmd, const char *path, int need, const hs_load_source *src,
+                 hs_loaded *out);
 /* cli_load_src with no flags; need_task: 0 the vocabulary, 1 a Winograd
  * task (an induction model is refused), 2 any task. */
-int cli_load(const char *cmd, const char *path, int need_task, cli_loaded *out);
-void cli_loaded_free(cli_loaded *l);
+int cli_load(const char *cmd, const char *path, int need_task, hs_loaded *out);
 
 /* Prints "headscope CMD: message" on stderr and returns 1 (user error). */
 int cli_error(const char *cmd, const hs_error *err);

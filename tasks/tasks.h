@@ -810,4 +810,52 @@ void hs_timeline_point_free(hs_timeline_point *p);
  * < 0: decrease), NaN pairs skipped; -1 when n < 2 or none is finite. */
 int hs_timeline_jump(const double *y, int n, int sign);
 
+/* ------------------------------------------------------------------------ */
+/* Loading a checkpoint (tasks/load.c): the model with its vocabulary and    */
+/* its task, as every command takes it                                       */
+
+/* A loaded checkpoint: the model, its vocabulary, and its task: task for a
+ * Winograd model, ind for an induction model (both NULL when the checkpoint
+ * carries no task metadata and none was named). Free with hs_loaded_free. */
+typedef struct {
+    hs_model *model;
+    hs_tokenizer *vocab;
+    hs_winograd *task;
+    hs_induction *ind;
+    hs_meta meta;
+    int vocab_is_ids;   /* 1: no vocabulary anywhere; tokens are "#<id>" */
+} hs_loaded;
+
+/* Where a checkpoint without vocab or task metadata gets them (the CLI's
+ * --vocab FILE, --split-seed S, --heldout-pairs FILE). Zeroed = none. */
+typedef struct {
+    const char *vocab;          /* one token a line, or a JSON list */
+    const char *heldout_pairs;  /* "x y" noun pairs a line */
+    int has_split_seed;
+    unsigned long long split_seed;
+} hs_load_source;
+
+/* What a command needs beyond the weights: the vocabulary, a Winograd task
+ * (an induction model is refused), any task. */
+enum { HS_NEED_VOCAB = 1, HS_NEED_TASK = 2, HS_NEED_ANY_TASK = 4 };
+
+/*
+ * Loads the checkpoint at path with its vocabulary (the checkpoint's, or
+ * src->vocab's file; without either and without HS_NEED_VOCAB, id labels
+ * "#0", "#1", ... (hs_tokenizer_ids)) and its task (the checkpoint's, or a
+ * Winograd split from src's split seed or held-out pairs; required with
+ * HS_NEED_TASK or HS_NEED_ANY_TASK). src may be NULL. Notes (HS_NOTE_CMD):
+ * the checkpoint's magnitude warning ("warning: ..."), TransformerLens
+ * buffers skipped, --vocab replacing the checkpoint's vocabulary. Errors
+ * (*out zeroed): hs_checkpoint_load's; HS_ERR_INPUT "give --split-seed or
+ * --heldout-pairs, not both", "P has no vocab metadata; ...", "P names its
+ * task and split in its metadata; ...", "P is an induction-task model; this
+ * command works on Winograd models", "P has no task metadata ..."; a
+ * vocabulary whose size is not d_vocab (HS_ERR_CONFIG); the vocabulary's and
+ * the task's own errors.
+ */
+hs_status hs_load(const char *path, int need, const hs_load_source *src, const hs_notes *notes,
+                  hs_loaded *out, hs_error *err);
+void hs_loaded_free(hs_loaded *l);
+
 #endif /* HS_TASKS_H */

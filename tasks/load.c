@@ -1,0 +1,106 @@
+/*
+ * tasks/load.c -- a checkpoint with what a command needs beside its weights
+ * (tasks.h, "Loading a checkpoint"): its vocabulary (the checkpoint's, a
+ * file's, or id labels) and its task (the checkpoint's metadata, or a split
+ * named by the caller).
+ */
+#include "tasks/tasks.h"
+
+#include <string.h>
+
+void hs_loaded_free(hs_loaded *l)
+{
+    hs_model_destroy(l->model);
+    hs_tokenizer_destroy(l->vocab);
+    hs_winograd_destroy(l->task);
+    hs_induction_destroy(l->ind);
+    hs_meta_free(&l->meta);
+    memset(l, 0, sizeof *l);
+}
+
+/* The vocabulary: src's file, the checkpoint's, or id labels. */
+static hs_status load_vocab(const char *path, int need, const hs_load_source *src,
+                            const hs_notes *notes, hs_loaded *out, hs_error *err)
+{
+    hs_status st;
+    if (src->vocab) {
+        if (out->meta.vocab)
+            hs_note(notes, HS_NOTE_CMD, "note: --vocab %s replaces the checkpoint's vocabulary",
+                    src->vocab);
+        st = hs_tokenizer_read(src->vocab, &out->vocab, err);
+    } else if (out->meta.vocab) {
+        st = hs_tokenizer_from_json(out->meta.vocab, &out->vocab, err);
+    } else if (need & (HS_NEED_VOCAB | HS_NEED_TASK | HS_NEED_ANY_TASK)) {
+        return hs_fail(err, HS_ERR_INPUT, "%s has no vocab metadata; headscope needs the word "
+                       "list to read sentences: give --vocab FILE (one token a line, or a JSON "
+                       "list)", path);
+    } else {
+        st = hs_tokenizer_ids(out->model->cfg.d_vocab, &out->vocab, err);
+        out->vocab_is_ids = 1;
+    }
+    if (st == HS_OK && (int)out->vocab->n != out->model->cfg.d_vocab)
+        st = hs_fail(err, HS_ERR_CONFIG, "%s: vocab%s%s has %zu words but d_vocab is %d", path,
+                     src->vocab ? " " : "", src->vocab ? src->vocab : "", out->vocab->n,
+                     out->model->cfg.d_vocab);
+    return st;
+}
+
+/* The task: the checkpoint's, or the Winograd split src names. */
+static hs_status load_task(const char *path, int need, const hs_load_source *src,
+                           hs_loaded *out, hs_error *err)
+{
+    const int split_given = src->has_split_seed || src->heldout_pairs;
+    if (out->meta.task != NULL && split_given)
+        return hs_fail(err, HS_ERR_INPUT, "%s names its task and split in its metadata; "
+                       "--split-seed / --heldout-pairs are for checkpoints without it", path);
+    char *tname = NULL;
+    const int is_ind = out->meta.task != NULL &&
+                       hs_task_json_name(out->meta.task, &tname, err) == HS_OK &&
+                       strcmp(tname, "induction") == 0;
+    free(tname);
+    if (is_ind) {
+        if (need & HS_NEED_TASK)
+            return hs_fail(err, HS_ERR_INPUT, "%s is an induction-task model; this command works "
+                           "on Winograd models", path);
+        return hs_induction_from_task_json(out->meta.task, out->vocab, &out->ind, err);
+    }
+    if (out->meta.task != NULL)
+        return hs_winograd_from_task_json(out->meta.task, out->vocab, &out->task, err);
+    if (src->has_split_seed)
+        return hs_winograd_create(HS_TASK_WINOGRAD, (uint64_t)src->split_seed, out->vocab,
+                                  &out->task, err);
+    if (src->heldout_pairs) {
+        int pairs[HS_WG_MAX_HELDOUT_PAIRS][2];
+        size_t n = 0;
+        hs_status st = hs_wg_pairs_read(src->heldout_pairs, pairs, HS_WG_MAX_HELDOUT_PAIRS, &n, err);
+        if (st == HS_OK)
+            st = hs_winograd_create_pairs(HS_TASK_WINOGRAD, (const int(*)[2])pairs, n, out->vocab,
+                                          &out->task, err);
+        return st;
+    }
+    if (need & (HS_NEED_TASK | HS_NEED_ANY_TASK))
+        return hs_fail(err, HS_ERR_INPUT, "%s has no task metadata (which task and split it was "
+                       "trained on); give --split-seed S or --heldout-pairs FILE", path);
+    return HS_OK;
+}
+
+hs_status hs_load(const char *path, int need, const hs_load_source *src, const hs_notes *notes,
+                  hs_loaded *out, hs_error *err)
+{
+    static const hs_load_source none = {NULL, NULL, 0, 0};
+    if (src == NULL) src = &none;
+    memset(out, 0, sizeof *out);
+    if (src->has_split_seed && src->heldout_pairs)
+        return hs_fail(err, HS_ERR_INPUT, "give --split-seed or --heldout-pairs, not both");
+    int skipped = 0;
+    hs_status st = hs_checkpoint_load(path, &out->model, &out->meta, &skipped, err);
+    if (st != HS_OK) return st;
+    if (out->meta.warning) hs_note(notes, HS_NOTE_CMD, "warning: %s", out->meta.warning);
+    if (skipped > 0)
+        hs_note(notes, HS_NOTE_CMD, "note: skipped %d TransformerLens buffer tensor(s) "
+                "(blocks.*.attn.mask/IGNORE)", skipped);
+    st = load_vocab(path, need, src, notes, out, err);
+    if (st == HS_OK) st = load_task(path, need, src, out, err);
+    if (st != HS_OK) hs_loaded_free(out);
+    return st;
+}
