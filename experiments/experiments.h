@@ -287,4 +287,93 @@ void hs_dla_set_free(hs_dla_set *r);
 cJSON *hs_dla_set_json(const hs_dla_set *r);
 void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b);
 
+/* ------------------------------------------------------------------------ */
+/* One sentence, every head (experiments/inspect.c, inspect_figs.c;          */
+/* `headscope inspect`)                                                      */
+/*
+ * Runs the model on one sentence (or a pair of the same length) and writes,
+ * into an output folder (output.h's policy): the layers x heads grid of
+ * attention patterns (attention_grid; with only, a grid of just those heads),
+ * the query position's row of every head (query_row), one figure per head
+ * (L<l>H<h>) and per layer mean (L<l>_mean), for a pair pair_* (both
+ * sentences on one scale) and diff_* (B - A) per layer mean and per `only`
+ * head, each component's direct logit attribution to the predicted token
+ * (dla; with vs, dla_vs for the logit difference), the top predictions
+ * (predictions.json) and index.json. Every JSON carries the model path and
+ * config, the sentence, its token ids and the query position. Writes
+ * through output/ (its folder policy and figure options).
+ */
+#include "output/output.h"
+
+typedef struct {
+    const char *model_path;    /* recorded in every JSON ("model"); never replaced in out_dir */
+    const char *sentence;      /* sentence A (required) */
+    const char *sentence2;     /* sentence B of a pair (same number of tokens), or NULL */
+    const char *out_dir;       /* the output folder (created if missing; its parent must exist) */
+    int has_position;          /* 0: the query position is the last token */
+    long position;             /* with has_position: 0..T-1, or -1..-T from the end */
+    const char *position_text; /* position as the user typed it, for the message refusing it
+                                * (NULL: the number) */
+    const char *vs;            /* one vocabulary word: also attribute predicted - vs; or NULL */
+    const hs_head *only;       /* n_only heads (in this order), or NULL for every head */
+    int n_only;
+    const char *only_text;     /* only as the user typed it, for index.json (NULL: "L1H0,L0H1") */
+    int top;                   /* predictions reported (clamped to 1..min(V, 4096)) */
+    int crop_a, crop_b;        /* attention figures show positions crop_a..crop_b; -1 -1: all */
+    const char *title;         /* the main figure's (attention_grid's) title, or NULL */
+    int no_title;              /* 1: no titles at all */
+    int head_rows;             /* 1: the report's rows go on with one row per head */
+} hs_inspect_opts;
+
+/* Defaults: no sentence, out_dir "inspect-out", the last position, top 5, no
+ * crop, every head, titles on, layer rows only. */
+void hs_inspect_opts_default(hs_inspect_opts *o);
+
+/* What a run found, for the caller to show (the CLI prints it). Free with
+ * hs_inspect_report_free. */
+typedef struct {
+    int n_tokens;        /* T: tokens of sentence A */
+    char **labels;       /* [T] each token as a figure or a terminal shows it (hs_tok_display) */
+    int pos;             /* the query position, 0..T-1 */
+    int n_rows, n_cols;  /* the chapter's rows: n_cols = pos + 1 sources */
+    float *rows;         /* [n_rows, n_cols] attention from pos to sources 0..pos: one row per
+                          * layer, head-averaged, then with head_rows one per head (only's in
+                          * its order, else every head) */
+    char **row_labels;   /* [n_rows] "L0", ..., then "L0H1", ... */
+    int n_top;           /* predictions at pos */
+    int *top_ids;        /* [n_top] token ids by falling logit (hs_top_k) */
+    double *top_probs;   /* [n_top] their softmax probabilities */
+    int vs_id;           /* vs's token id, or -1 */
+    double logit_diff;   /* logit(top_ids[0]) - logit(vs_id) at pos when vs_id >= 0 */
+    int n_files;         /* files the folder's index.json lists (itself included) */
+} hs_inspect_report;
+
+/*
+ * One inspect run of m on o's sentence(s), tokenized by tok, its figures
+ * drawn with fo (formats, sizes, font) on pool (NULL: the caller's thread).
+ * fo's font may have been started with hs_figopts_font_start on pool: it is
+ * collected (hs_figopts_font_wait) after the run, so it opens while the
+ * model runs. Checks, in this order, each refused with HS_ERR_INPUT (or the
+ * tokenizer's error) before anything is created: a head of only outside the
+ * model ("head L5H0 is not in the model (2 layers x 4 heads: L0H0..L1H3)"),
+ * more only heads than a figure holds, sentence A (hs_tok_encode's
+ * messages), sentence B ("second --sentence: ..."; "the two sentences have N
+ * and M tokens; ..."), the crop ("--positions A:B is outside the sentence's
+ * T tokens (0..T-1)"), the position ("--position P is outside ..."), vs
+ * ("--vs: ..."; "--vs takes one word of the vocabulary, not N ('...')"); then
+ * the run (a non-finite logit at pos: HS_ERR_NUMERIC, "the logit of 'W' at
+ * position P is +inf: the weights overflow float32"), the font, and only then
+ * opens o->out_dir (hs_outdir_open's errors), writes every file and commits
+ * the folder (a failed run leaves it as it was). Notes (HS_NOTE_CMD, the
+ * moment they are known): the sentence folded to lower case, a figure over
+ * the caps or wider than the auto width allows ("...; writing its JSON
+ * only"), vs being the predicted token, and the folder's own notes. Fills
+ * *out (zeroed first; free it also after a failure).
+ */
+hs_status hs_inspect_run(const hs_model *m, const hs_tokenizer *tok, const hs_inspect_opts *o,
+                         hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
+                         hs_inspect_report *out, hs_error *err);
+/* Frees what a report holds and zeroes it; NULL and zeroed reports allowed. */
+void hs_inspect_report_free(hs_inspect_report *r);
+
 #endif /* HS_EXPERIMENTS_H */

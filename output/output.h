@@ -273,4 +273,32 @@ int hs_page_keeps(const char *cmd, const char *stem);
  * "files"}, consumed): {"runs", "cmap"}; NULL on OOM. */
 cJSON *hs_page_data(cJSON *runs, hs_viz_cmap cmap);
 
+/* ------------------------------------------------------------------------ */
+/* The page of folders written before (output/page.c; `headscope view`)      */
+
+/* What hs_view_run wrote. Free with hs_view_report_free. */
+typedef struct {
+    char *path;   /* the page (malloc'd) */
+} hs_view_report;
+
+/* One offline HTML page (hs_viz_write_html) of the n >= 1 output folders
+ * dirs[0..n): each folder's index.json and the JSON files it lists (those
+ * hs_page_keeps shows, packed with hs_viz_html_pack), the attention drawn in
+ * cmap. The page goes to out_file, or with out_file NULL to
+ * dirs[0]/index.html, which is then listed in dirs[0]/index.json with its
+ * size and FNV-1a 64 (so a later run there may replace it). Errors, before
+ * anything is written: a folder's index.json or a file it lists that cannot
+ * be read (HS_ERR_IO) or is not JSON ("P is not valid JSON"), an index
+ * without "command" and "files" ("DIR/index.json is not an index headscope
+ * wrote ..."), a file the page cannot take ("DIR/F: ..."), dirs[0]/index.html
+ * that its index does not list with the size and hash it has ("... not
+ * overwriting it (choose a file with --out)"), out_file existing without
+ * force ("--out F already exists; use --force to replace it"); then the
+ * page's and the index's writes (HS_ERR_IO), HS_ERR_NOMEM. Fills *out (free
+ * it also after a failure). */
+hs_status hs_view_run(const char *const *dirs, int n, const char *out_file, int force,
+                      hs_viz_cmap cmap, hs_view_report *out, hs_error *err);
+/* Frees r's page path; NULL and zeroed reports allowed. */
+void hs_view_report_free(hs_view_report *r);
+
 #endif /* HS_OUTPUT_H */

@@ -1,0 +1,451 @@
+/*
+ * experiments/inspect_figs.c -- the attention figures of an inspect run
+ * (experiments.h, hs_inspect_run): the grid of every head (or of the only
+ * heads), one figure per head and per layer mean, cropped with the query row
+ * framed; the query row of every head; a pair of sentences on one scale and
+ * their difference. Each is written through the run's output folder with its
+ * JSON (the context of insp_context added).
+ */
+#include "experiments/inspect_internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static hs_status oom(hs_error *err) { return hs_fail(err, HS_ERR_NOMEM, "out of memory"); }
+
+const char *insp_title(const insp_run *x, const char *dflt, int main_fig)
+{
+    if (x->o->no_title) return NULL;
+    if (main_fig && x->o->title) return x->o->title;
+    return dflt;
+}
+
+/* pat [n, T, T] cropped to positions a..b into out [n, b-a+1, b-a+1]. */
+static void crop(float *out, const float *pat, size_t n, size_t T, int a, int b)
+{
+    size_t S = (size_t)(b - a + 1);
+    for (size_t k = 0; k < n; k++)
+        for (size_t i = 0; i < S; i++)
+            memcpy(out + (k * S + i) * S, pat + (k * T + (size_t)a + i) * T + (size_t)a,
+                   S * sizeof *out);
+}
+
+/* A figure that could not be drawn: with the auto width (no width asked
+ * for) a figure the layout cannot hold (HS_ERR_INPUT) is written as JSON
+ * only, with a note naming it (HS_OK); anything else is the run's error. */
+static hs_status figure_or_note(const insp_run *x, const char *stem, hs_status s,
+                                const hs_error *fe, hs_error *err)
+{
+    if (s == HS_ERR_INPUT && !(x->od->fo->viz.width_in > 0)) {
+        hs_note(x->notes, HS_NOTE_CMD, "note: %s: %s; writing its JSON only", stem, fe->msg);
+        return HS_OK;
+    }
+    if (s != HS_OK && err) *err = *fe;
+    return s;
+}
+
+/* The attention JSON of n panels of [T, T] with labels toks, packed for the
+ * page (hs_viz_attention_json_packed) or nested for the file, with the
+ * context, "first_position" when cropped (first >= 0) and extra's keys. */
+static hs_status attention_data(const insp_run *x, int packed, const float *pat, size_t n,
+                                size_t T, const char *const *toks, const char *const *names,
+                                const char *title, const cJSON *extra, int first, cJSON **out,
+                                hs_error *err)
+{
+    cJSON *j = NULL;
+    hs_status s = packed ? hs_viz_attention_json_packed(&j, pat, n, T, toks, names, title, err)
+                         : hs_viz_attention_json(&j, pat, n, T, toks, names, title, err);
+    if (s != HS_OK) return s;
+    int ok = insp_context(j, x, 0) &&
+             (first < 0 || cJSON_AddNumberToObject(j, "first_position", first));
+    for (const cJSON *it = extra ? extra->child : NULL; ok && it; it = it->next) {
+        cJSON *dup = cJSON_Duplicate(it, 1);
+        ok = dup && cJSON_AddItemToObject(j, it->string, dup);
+        if (!ok) cJSON_Delete(dup);
+    }
+    if (!ok) {
+        cJSON_Delete(j);
+        return oom(err);
+    }
+    *out = j;
+    return HS_OK;
+}
+
+/* What an attention figure set is: its panels, their headers and names. */
+typedef struct {
+    const char *stem;
+    size_t rows, cols;                /* panels */
+    const char *const *row_h, *const *col_h; /* grid headers (NULL: L<l> / H<h>) */
+    const char *const *names;         /* rows * cols panel names */
+    const char *title, *shows;
+    const cJSON *extra;               /* keys added to its JSON, or NULL */
+    const char *const *toks;          /* T labels, or NULL for sentence A's */
+} att_fig;
+
+/* One attention figure set of rows x cols patterns pat [n, T, T]: a grid or
+ * a single pattern, and its JSON; cropped to x->a..x->b with the query row
+ * framed. A figure over the caps, or one the auto width cannot hold, is
+ * written as JSON only with a note; a width the user asked for that cannot
+ * hold it is an error. */
+static hs_status write_attention(const insp_run *x, const att_fig *f, const float *pat,
+                                 hs_error *err)
+{
+    hs_outdir *od = x->od;
+    size_t T = (size_t)x->T, n = f->rows * f->cols, S = (size_t)(x->b - x->a + 1);
+    const char *const *toks = f->toks ? f->toks : x->lab;
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    hs_status s = HS_OK;
+    float *cp = NULL;
+    if (S != T) {
+        cp = malloc(n * S * S * sizeof *cp);
+        if (!cp) return oom(err);
+        crop(cp, pat, n, T, x->a, x->b);
+        pat = cp;
+        toks += x->a;
+        T = S;
+    }
+    if (hs_figopts_images(od->fo)) {
+        hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
+        vo.highlight_row = x->pos - x->a;
+        char note[128];
+        if (cp && !x->o->no_title) { /* the crop drops sources: say so on the figure */
+            snprintf(note, sizeof note, "positions %d..%d of 0..%d: rows shown need not sum to 1",
+                     x->a, x->b, x->T - 1);
+            vo.note = note;
+        }
+        if (T > HS_VIZ_MAX_TOKENS || f->rows > HS_VIZ_MAX_LAYERS || f->cols > HS_VIZ_MAX_HEADS) {
+            hs_note(x->notes, HS_NOTE_CMD, "note: %s is %zu x %zu panels of %zu tokens, over the "
+                    "figure caps (%d x %d of %d); writing its JSON only", f->stem, f->rows, f->cols,
+                    T, HS_VIZ_MAX_LAYERS, HS_VIZ_MAX_HEADS, HS_VIZ_MAX_TOKENS);
+        } else {
+            hs_error fe = {0};
+            if (n == 1) s = hs_viz_attention_figure(&fig, pat, T, toks, f->title, &vo, &fe);
+            else s = hs_viz_grid_figure_labeled(&fig, pat, f->rows, f->cols, T, toks, f->row_h,
+                                                f->col_h, f->title, &vo, &fe);
+            s = figure_or_note(x, f->stem, s, &fe, err);
+        }
+    }
+    const int first = cp ? x->a : -1;
+    if (s == HS_OK && hs_outdir_page_wants(od, f->stem)) { /* the page's packed form first */
+        cJSON *pj = NULL;
+        s = attention_data(x, 1, pat, n, T, toks, f->names, f->title, f->extra, first, &pj, err);
+        if (s == HS_OK) s = hs_outdir_page(od, f->stem, pj, err);
+    }
+    /* the file's nested form only for --format json: the page has its packed one */
+    if (s == HS_OK && od->fo->json)
+        s = attention_data(x, 0, pat, n, T, toks, f->names, f->title, f->extra, first, &j, err);
+    if (s == HS_OK) s = hs_outdir_figure(od, f->stem, &fig, j, f->shows, err);
+    hs_viz_figure_destroy(fig);
+    cJSON_Delete(j);
+    free(cp);
+    return s;
+}
+
+/* B - A of two patterns d [T, T] as a diverging map centred on 0 with the
+ * causal triangle masked, cropped like the attention figures. toks: T labels. */
+static hs_status write_diff(const insp_run *x, const char *stem, const float *d,
+                            const char *const *toks, const char *title, const char *shows,
+                            hs_error *err)
+{
+    hs_outdir *od = x->od;
+    size_t T = (size_t)x->T, S = (size_t)(x->b - x->a + 1);
+    float *m = malloc(S * S * sizeof *m);
+    unsigned char *mask = malloc(S * S);
+    if (!m || !mask) {
+        free(m);
+        free(mask);
+        return oom(err);
+    }
+    crop(m, d, 1, T, x->a, x->b);
+    double lim = 0;
+    for (size_t i = 0; i < S; i++)
+        for (size_t j = 0; j < S; j++) {
+            mask[i * S + j] = j > i;
+            if (j <= i) lim = fmax(lim, fabs(m[i * S + j]));
+        }
+    toks += x->a;
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    hs_status s = HS_OK;
+    if (hs_figopts_images(od->fo)) {
+        hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_SIGNED, lim > 0 ? lim : 1.0);
+        vo.value_label = "attention weight, B - A";
+        char note[96];
+        if (S != T && !x->o->no_title) {
+            snprintf(note, sizeof note, "positions %d..%d of 0..%zu", x->a, x->b, T - 1);
+            vo.note = note;
+        }
+        hs_error fe = {0};
+        hs_status fs = HS_ERR_INPUT;
+        if (S <= HS_VIZ_MAX_TOKENS)
+            fs = hs_viz_signed_figure_masked(&fig, m, mask, S, S, toks, toks, title,
+                                             "source (key)", "destination (query)", &vo, &fe);
+        else
+            hs_fail(&fe, HS_ERR_INPUT, "%zu tokens, over the figure cap of %d", S,
+                    HS_VIZ_MAX_TOKENS);
+        s = figure_or_note(x, stem, fs, &fe, err);
+    }
+    if (s == HS_OK && hs_figopts_data(od->fo)) {
+        s = hs_viz_signed_json_masked(&j, m, mask, S, S, toks, toks, title, "source (key)",
+                                      "destination (query)", err);
+        if (s == HS_OK && !insp_context(j, x, 1)) s = oom(err);
+    }
+    if (s == HS_OK) s = hs_outdir_figure(od, stem, &fig, j, shows, err);
+    hs_viz_figure_destroy(fig);
+    cJSON_Delete(j);
+    free(m);
+    free(mask);
+    return s;
+}
+
+/* The query position's row of every head as one heatmap strip: rows = heads,
+ * columns = sources 0..pos. pats: [R, T, T], names: R head names. */
+static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
+                                 const char *const *names, hs_error *err)
+{
+    hs_outdir *od = x->od;
+    size_t T = (size_t)x->T, S = (size_t)x->pos + 1;
+    float *m = malloc(R * S * sizeof *m);
+    /* the token is the user's text: no fixed buffer */
+    char *title = hs_strfmt("attention from position %d ('%s'), by head", x->pos, x->lab[x->pos]);
+    char *shows = hs_strfmt("attention row of each head at query position %d over sources 0..%d "
+                            "[head, src]", x->pos, x->pos);
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    hs_status s = !m || !title || !shows ? oom(err) : HS_OK;
+    for (size_t k = 0; s == HS_OK && k < R; k++)
+        memcpy(m + k * S, pats + (k * T + (size_t)x->pos) * T, S * sizeof *m);
+    const char *t = insp_title(x, title, 0);
+    if (s == HS_OK && hs_figopts_images(od->fo)) {
+        hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
+        vo.value_label = "attention weight";
+        hs_error fe = {0};
+        hs_status fs = HS_ERR_INPUT;
+        if (R <= HS_VIZ_MAX_TOKENS && S <= HS_VIZ_MAX_TOKENS)
+            fs = hs_viz_matrix_figure(&fig, m, R, S, names, x->lab, t, "source (key)", "head", &vo,
+                                      &fe);
+        else
+            hs_fail(&fe, HS_ERR_INPUT, "%zu heads x %zu sources, over the figure cap of %d", R, S,
+                    HS_VIZ_MAX_TOKENS);
+        s = figure_or_note(x, "query_row", fs, &fe, err);
+    }
+    if (s == HS_OK && hs_figopts_data(od->fo)) {
+        s = hs_viz_signed_json(&j, m, R, S, names, x->lab, t, "source (key)", "head", err);
+        if (s == HS_OK && !insp_context(j, x, 1)) s = oom(err);
+        /* the page draws attention on the figure's fixed [0, 1] */
+        if (s == HS_OK) s = hs_figopts_add_scale(j, od->fo, HS_FIG_ATTENTION, 0, err);
+    }
+    if (s == HS_OK) s = hs_outdir_figure(od, "query_row", &fig, j, shows, err);
+    hs_viz_figure_destroy(fig);
+    cJSON_Delete(j);
+    free(m);
+    free(title);
+    free(shows);
+    return s;
+}
+
+/* The grid (every head, or only's side by side) and the query row. */
+static hs_status fig_grid(const insp_run *x, hs_error *err)
+{
+    const hs_inspect_opts *o = x->o;
+    const int L = x->L, H = x->H, n = o->n_only ? o->n_only : L * H;
+    const size_t TT = (size_t)x->T * x->T;
+    hs_labels names;
+    hs_labels_init(&names, (size_t)n);
+    for (int i = 0; i < n; i++)
+        if (o->n_only) hs_labels_set(&names, (size_t)i, "L%dH%d", o->only[i].layer, o->only[i].head);
+        else hs_labels_set(&names, (size_t)i, "L%dH%d", i / H, i % H);
+    float *sel = o->n_only ? malloc((size_t)n * TT * sizeof *sel) : NULL;
+    hs_buf title = {0}, list = {0};
+    char *shows = NULL;
+    hs_status s = names.oom || (o->n_only && !sel) ? oom(err) : HS_OK;
+    const char *const empty[1] = {""};
+    att_fig f = {.stem = "attention_grid", .names = names.at};
+    if (s == HS_OK && !o->n_only) {
+        shows = hs_strfmt("attention pattern of every head, %d layers x %d heads "
+                          "[dest (query), src (key)]", L, H);
+        f.rows = (size_t)L;
+        f.cols = (size_t)H;
+        f.title = insp_title(x, "attention patterns of every head (hook_pattern)", 1);
+    } else if (s == HS_OK) {
+        for (int i = 0; i < n; i++) {
+            const hs_head *h = &o->only[i];
+            memcpy(sel + (size_t)i * TT, x->pats + ((size_t)h->layer * H + h->head) * TT,
+                   TT * sizeof *sel);
+            hs_buf_printf(&list, "%s%s", i ? "," : "", names.at[i]);
+        }
+        shows = hs_strfmt("attention patterns of the selected heads (--only %s)",
+                          o->only_text ? o->only_text : list.s ? list.s : "");
+        /* the title names the heads: one head is its hook; several, their list */
+        if (n == 1) {
+            hs_buf_printf(&title, "%s · blocks.%d.attn.hook_pattern", names.at[0], o->only[0].layer);
+        } else {
+            hs_buf_puts(&title, "attention patterns of ");
+            for (int i = 0; i < n; i++) hs_buf_printf(&title, "%s%s", i ? ", " : "", names.at[i]);
+        }
+        f.rows = 1;
+        f.cols = (size_t)n;
+        f.row_h = empty;
+        f.col_h = names.at;
+        f.title = insp_title(x, title.s, 1);
+        if (title.oom || list.oom) s = oom(err);
+    }
+    f.shows = shows;
+    if (s == HS_OK && !shows) s = oom(err);
+    if (s == HS_OK) s = write_attention(x, &f, sel ? sel : x->pats, err);
+    if (s == HS_OK) s = write_query_row(x, sel ? sel : x->pats, (size_t)n, names.at, err);
+    free(sel);
+    free(shows);
+    hs_buf_free(&title);
+    hs_buf_free(&list);
+    hs_labels_free(&names);
+    return s;
+}
+
+/* 1 when head (l, h) is drawn on its own: every head, or one of only. */
+static int wanted(const hs_inspect_opts *o, int l, int h)
+{
+    int want = o->n_only == 0;
+    for (int i = 0; i < o->n_only; i++) want |= o->only[i].layer == l && o->only[i].head == h;
+    return want;
+}
+
+/* One figure per head (every head, or only's), then the head-averaged
+ * pattern of each layer. */
+static hs_status fig_heads(const insp_run *x, hs_error *err)
+{
+    const int L = x->L, H = x->H;
+    const size_t TT = (size_t)x->T * x->T;
+    char nm[32], title[128], shows[128];
+    const char *np[1] = {nm};
+    hs_status s = HS_OK;
+    for (int l = 0; s == HS_OK && l < L; l++)
+        for (int h = 0; s == HS_OK && h < H; h++) {
+            if (!wanted(x->o, l, h)) continue;
+            snprintf(nm, sizeof nm, "L%dH%d", l, h);
+            snprintf(title, sizeof title, "L%dH%d · blocks.%d.attn.hook_pattern", l, h, l);
+            snprintf(shows, sizeof shows, "attention pattern of head L%dH%d [dest, src]", l, h);
+            att_fig f = {.stem = nm, .rows = 1, .cols = 1, .names = np,
+                         .title = insp_title(x, title, 0), .shows = shows};
+            s = write_attention(x, &f, x->pats + ((size_t)l * H + h) * TT, err);
+        }
+    float *mean = malloc(TT * sizeof *mean);
+    if (s == HS_OK && !mean) s = oom(err);
+    for (int l = 0; s == HS_OK && l < L; l++) {
+        for (size_t k = 0; k < TT; k++) {
+            double sum = 0;
+            for (int h = 0; h < H; h++) sum += x->pats[((size_t)l * H + h) * TT + k];
+            mean[k] = (float)(sum / H);
+        }
+        snprintf(nm, sizeof nm, "L%d_mean", l);
+        snprintf(title, sizeof title, "L%d, mean over its %d heads", l, H);
+        snprintf(shows, sizeof shows, "attention pattern of layer %d averaged over its %d heads",
+                 l, H);
+        cJSON *extra = cJSON_CreateObject();
+        cJSON *of = cJSON_AddArrayToObject(extra, "mean_of");
+        int ok = of != NULL;
+        for (int h = 0; ok && h < H; h++) {
+            char hn[32];
+            snprintf(hn, sizeof hn, "L%dH%d", l, h);
+            ok = cJSON_AddItemToArray(of, cJSON_CreateString(hn));
+        }
+        att_fig f = {.stem = nm, .rows = 1, .cols = 1, .names = np,
+                     .title = insp_title(x, title, 0), .shows = shows, .extra = extra};
+        s = ok ? write_attention(x, &f, mean, err) : oom(err);
+        cJSON_Delete(extra);
+    }
+    free(mean);
+    return s;
+}
+
+/* The pair's figures of layer l's mean (h < 0) or head (l, h): A and B on
+ * one scale, side by side (stacked in a narrower width than a page), and B -
+ * A. pair: scratch [3, T, T]; pl: T pair labels ("tired/wet"); hdr: "A: x",
+ * "B: y". */
+static hs_status fig_pair_one(const insp_run *x, int l, int h, float *pair,
+                              const char *const *pl, const char *const *hdr, hs_error *err)
+{
+    const int H = x->H;
+    const size_t TT = (size_t)x->T * x->T;
+    char nm[48], st[64], who[48];
+    if (h < 0) snprintf(nm, sizeof nm, "L%d_mean", l);
+    else snprintf(nm, sizeof nm, "L%dH%d", l, h);
+    for (size_t q = 0; q < TT; q++) {
+        double sa = 0, sb = 0;
+        for (int hh = (h < 0 ? 0 : h); hh < (h < 0 ? H : h + 1); hh++) {
+            sa += x->pats[((size_t)l * H + hh) * TT + q];
+            sb += x->pats2[((size_t)l * H + hh) * TT + q];
+        }
+        int cnt = h < 0 ? H : 1;
+        pair[q] = (float)(sa / cnt);
+        pair[TT + q] = (float)(sb / cnt);
+        pair[2 * TT + q] = (float)(sb / cnt - sa / cnt);
+    }
+    if (h < 0) snprintf(who, sizeof who, "L%d, mean of its heads", l);
+    else snprintf(who, sizeof who, "%s", nm);
+    const char *s1 = x->o->sentence, *s2 = x->o->sentence2;
+    char *t1 = hs_strfmt("%s: sentences A and B on one scale", who);
+    char *w1 = hs_strfmt("%s attention for sentence A (%s) and B (%s) side by side on one colour "
+                         "scale", nm, s1, s2);
+    char *t2 = hs_strfmt("%s: attention B - A", who);
+    char *w2 = hs_strfmt("%s attention of sentence B (%s) minus sentence A (%s); masked = causal "
+                         "(source after destination)", nm, s2, s1);
+    hs_status s = !t1 || !w1 || !t2 || !w2 ? oom(err) : HS_OK;
+    /* side by side on a page; one above the other in a narrower width (a column) */
+    const double w = x->od->fo->viz.width_in;
+    const int stack = w > 0 && w < HS_VIZ_PAGE_IN;
+    const char *const empty[1] = {""};
+    snprintf(st, sizeof st, "pair_%s", nm);
+    att_fig f = {.stem = st, .rows = stack ? 2 : 1, .cols = stack ? 1 : 2,
+                 .row_h = stack ? hdr : empty, .col_h = stack ? empty : hdr, .names = hdr,
+                 .title = insp_title(x, t1, 0), .shows = w1, .toks = pl};
+    if (s == HS_OK) s = write_attention(x, &f, pair, err);
+    snprintf(st, sizeof st, "diff_%s", nm);
+    if (s == HS_OK) s = write_diff(x, st, pair + 2 * TT, pl, insp_title(x, t2, 0), w2, err);
+    free(t1);
+    free(w1);
+    free(t2);
+    free(w2);
+    return s;
+}
+
+/* The pair of sentences: per layer mean, then per only head. */
+static hs_status fig_pairs(const insp_run *x, hs_error *err)
+{
+    const int T = x->T;
+    float *pair = malloc(3 * (size_t)T * T * sizeof *pair);
+    hs_labels pl;
+    hs_labels_init(&pl, (size_t)T);
+    int first_diff = -1;
+    for (int i = 0; i < T; i++) {
+        int same = x->ta->ids[i] == x->ids2[i];
+        if (!same && first_diff < 0) first_diff = i;
+        if (same) hs_labels_set(&pl, (size_t)i, "%s", x->lab[i]);
+        else hs_labels_set(&pl, (size_t)i, "%s/%s", x->lab[i], x->lab2[i]);
+    }
+    char *ha = first_diff >= 0 ? hs_strfmt("A: %s", x->lab[first_diff]) : hs_strdup("A");
+    char *hb = first_diff >= 0 ? hs_strfmt("B: %s", x->lab2[first_diff]) : hs_strdup("B");
+    const char *hdr[2] = {ha, hb};
+    hs_status s = !pair || pl.oom || !ha || !hb ? oom(err) : HS_OK;
+    for (int k = 0; s == HS_OK && k < x->L + x->L * x->H; k++) {
+        int l = k < x->L ? k : (k - x->L) / x->H, h = k < x->L ? -1 : (k - x->L) % x->H;
+        if (h >= 0 && (x->o->n_only == 0 || !wanted(x->o, l, h))) continue;
+        s = fig_pair_one(x, l, h, pair, pl.at, hdr, err);
+    }
+    free(pair);
+    free(ha);
+    free(hb);
+    hs_labels_free(&pl);
+    return s;
+}
+
+hs_status insp_figures(const insp_run *x, hs_error *err)
+{
+    hs_status s = fig_grid(x, err);
+    if (s == HS_OK) s = fig_heads(x, err);
+    if (s == HS_OK && x->pats2) s = fig_pairs(x, err);
+    return s;
+}
