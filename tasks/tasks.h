@@ -991,4 +991,49 @@ hs_status hs_train_run(const hs_train_job *job, const hs_notes *notes, hs_train_
  * default model and budget, seed 0: what `headscope demo` reuses), else 0. */
 int hs_train_is_default_run(const char *path);
 
+/* ------------------------------------------------------------------------ */
+/* Circuits over a training run (tasks/timeline_run.c; `headscope timeline`)  */
+
+/* Every kept checkpoint's timeline point, in step order, and the steps where
+ * things happened. Free with hs_timeline_report_free. */
+typedef struct {
+    int n;                     /* checkpoints */
+    int *steps;                /* [n] their steps */
+    char **files;              /* [n] DIR/step-NNNNNN.safetensors */
+    hs_timeline_point *points; /* [n] */
+    double *best;              /* [n] the best head score: induction: the largest induction
+                                  score of layers 1.. ; Winograd: the largest first-noun score */
+    int L, H;
+    int induction;             /* 1: an induction run; 0: Winograd */
+    int jump;                  /* index of the largest rise of best (induction, L > 1), or -1 */
+    int drop;                  /* index of the largest drop of the loss (induction: the
+                                  repeated-segment loss), or -1 */
+    int first_hold;            /* first index where the circuit holds (Winograd: step 2), or -1 */
+    int first_decision;        /* Winograd: first index with decision heads, or -1 */
+    cJSON *json;               /* every number (timeline_numbers.json): {"dir", "task",
+                                  "n_layers", "n_heads", "summary", "checkpoints", "head_names"} */
+    int n_files;               /* files written into the output folder (0 without one) */
+} hs_timeline_report;
+
+/*
+ * Reads every checkpoint dir/step-NNNNNN.safetensors (train's keep folder)
+ * in step order (hs_load with HS_NEED_ANY_TASK; its notes go to notes) and
+ * computes each one's point (hs_timeline_point_induction / _winograd). With
+ * out_dir (else NULL), writes there (output/, command "timeline", the
+ * checkpoints as inputs) the line plots timeline.{png,svg,pdf,json} (one
+ * line per head of the task's head score and of the previous-token score,
+ * the metric, the loss; in fo's formats; with more checkpoints than
+ * HS_VIZ_MAX_POINTS a note instead) and timeline_numbers.json (the report's json),
+ * and commits the folder (index.json's extra key "dir"); fo: its figure
+ * options (its font is opened here; only read without out_dir, may then be
+ * NULL). pool: where figures are written (may be NULL). Errors: HS_ERR_IO "cannot open folder P: ...",
+ * HS_ERR_INPUT "P holds no step-NNNNNN.safetensors checkpoints (train --keep
+ * P)", "P is not from the same run (task or shape differs from the first
+ * checkpoint)", hs_load's, "P: <the point's error>", the figure's and the
+ * output folder's; HS_ERR_NOMEM. *out zeroed on failure.
+ */
+hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, hs_pool *pool,
+                          const hs_notes *notes, hs_timeline_report *out, hs_error *err);
+void hs_timeline_report_free(hs_timeline_report *r);
+
 #endif /* HS_TASKS_H */
