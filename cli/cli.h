@@ -31,4 +31,11 @@ int cmd_timeline(int argc, char **argv);
 int cli_circuit_induction(const char *cmd, const char *model, const hs_loaded *ld, int json,
                           hs_outdir *od, int comp_draws);
 
+/* A training run (hs_train_run) as `headscope train` shows it (cmd_train.c):
+ * the notes and progress on stderr (a line rewritten in place on a terminal,
+ * else every log_every steps), SIGINT / SIGTERM caught from the first step
+ * on, the result and the threads on stdout / stderr. job's callbacks and
+ * interrupt are replaced. Returns the exit status (0, or 1 after printing). */
+int cli_train(const char *cmd, const hs_train_job *job);
+
 #endif

@@ -2,16 +2,15 @@
  * cli/cmd_demo.c -- `headscope demo`: the main job in one command. Trains the
  * default two-block model (or reuses the one it trained before with the same
  * settings), inspects the chapter's two sentences, and verifies the two-step
- * referent circuit. Pure wiring over the other subcommands.
+ * referent circuit. Pure wiring: the library's training run (hs_train_run,
+ * shown as `train` shows it) and the inspect and circuit subcommands.
  */
 #include <getopt.h>
 #include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
-#include <cjson/cJSON.h>
-
 #include "cli.h"
+#include "expout.h"
 #include "util.h"
 
 static const char DEMO_HELP[] =
@@ -35,57 +34,21 @@ static const char *const SENTENCES[2][2] = {
     {"wet", "the animal did not cross the street because it was too wet , so the"},
 };
 
-/* 1 if path holds a model trained by `headscope train` with the defaults. */
-static int reusable(const char *path)
-{
-    hs_model *m = NULL;
-    hs_meta meta = {0};
-    hs_error err;
-    int ok = 0;
-    if (hs_checkpoint_load(path, &m, &meta, NULL, &err) != HS_OK) return 0;
-    hs_config want = hs_config_default();
-    hs_train_opts to = hs_train_opts_default();
-    const hs_config *c = &m->cfg;
-    cJSON *train = meta.train ? cJSON_Parse(meta.train) : NULL;
-    cJSON *task = meta.task ? cJSON_Parse(meta.task) : NULL;
-    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(train, "steps");
-    const cJSON *done = cJSON_GetObjectItemCaseSensitive(train, "steps_done");
-    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(train, "seed");
-    const cJSON *name = cJSON_GetObjectItemCaseSensitive(task, "name");
-    const cJSON *split = cJSON_GetObjectItemCaseSensitive(task, "split_seed");
-    if (c->n_layers == want.n_layers && c->d_model == want.d_model && c->n_heads == want.n_heads &&
-        c->d_head == want.d_model / want.n_heads && c->d_mlp == 4 * want.d_model &&
-        c->norm == want.norm && c->act == want.act && c->pos == want.pos && c->attn == want.attn &&
-        c->ln1 && c->ln_final && !c->embed_norm && c->bias && c->seed == 0 &&
-        cJSON_IsNumber(steps) && steps->valuedouble == to.steps && cJSON_IsNumber(done) &&
-        done->valuedouble == to.steps && cJSON_IsNumber(seed) && seed->valuedouble == 0 &&
-        cJSON_IsString(name) && strcmp(name->valuestring, "winograd") == 0 &&
-        cJSON_IsNumber(split) && split->valuedouble == 0)
-        ok = 1;
-    cJSON_Delete(train);
-    cJSON_Delete(task);
-    hs_meta_free(&meta);
-    hs_model_destroy(m);
-    return ok;
-}
-
 int cmd_demo(int argc, char **argv)
 {
-    enum { O_OUT = 256, O_RETRAIN, O_HELP };
+    enum { O_OUT = CLI_OPT_OWN_FIRST, O_RETRAIN };
     static const struct option opts[] = {{"out", required_argument, 0, O_OUT},
                                          {"retrain", no_argument, 0, O_RETRAIN},
-                                         {"help", no_argument, 0, O_HELP},
+                                         CLI_HELP_OPT,
                                          {0, 0, 0, 0}};
     const char *C = "demo", *dir = "headscope-demo";
     int retrain = 0, c;
-    optind = 1;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    cli_opts op = {.cmd = C, .help = DEMO_HELP};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
-        case O_HELP: fputs(DEMO_HELP, stdout); return 0;
+        case CLI_OPT_EXIT: return op.status;
         case O_OUT: dir = optarg; break;
         case O_RETRAIN: retrain = 1; break;
-        default: return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
     if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
@@ -99,7 +62,7 @@ int cmd_demo(int argc, char **argv)
         fprintf(stderr, "headscope demo: out of memory\n");
         goto done;
     }
-    if (!retrain && reusable(model)) {
+    if (!retrain && hs_train_is_default_run(model)) {
         printf("== reusing %s (trained with the default settings)\n", model);
     } else {
         if (!retrain && access(model, F_OK) == 0) {
@@ -109,8 +72,11 @@ int cmd_demo(int argc, char **argv)
         }
         printf("== headscope train --out %s%s\n", model, retrain ? " --force" : "");
         fflush(stdout);
-        char *a[] = {"train", "--out", model, retrain ? "--force" : NULL, NULL};
-        if ((rc = cmd_train(retrain ? 4 : 3, a)) != 0) goto done;
+        hs_train_job job;
+        hs_train_job_default(&job);
+        job.out = model;
+        job.force = retrain;
+        if ((rc = cli_train("train", &job)) != 0) goto done;
     }
     for (int i = 0; i < 2; i++) {
         printf("\n== headscope inspect --model %s --sentence \"%s\" --out %s\n", model,

@@ -858,4 +858,182 @@ hs_status hs_load(const char *path, int need, const hs_load_source *src, const h
                   hs_loaded *out, hs_error *err);
 void hs_loaded_free(hs_loaded *l);
 
+/* ------------------------------------------------------------------------ */
+/* A training run (tasks/train_run.c; `headscope train`, `headscope demo`)    */
+
+#include <signal.h>
+
+#include "output/output.h"
+
+/*
+ * One run of `headscope train` as a library call: builds the task (or
+ * resumes the run a checkpoint was saved from), creates and initialises the
+ * model, checks every output before the first step, writes the dataset dump,
+ * trains with hs_train, evaluates the held-out split every eval_every steps,
+ * keeps and saves checkpoints, and saves the model to out. Checkpoints carry
+ * the vocabulary, the task and a `train` metadata object {"steps",
+ * "steps_done", "seed", "init", "batch", "lr", "batch_rng_state" (decimal
+ * text: the batch stream after steps_done), "heldout_accuracy",
+ * "heldout_accuracy_step", "heldout_segment_loss" (induction),
+ * "headscope_version"}; a checkpoint saved with the optimizer state resumes
+ * bit-identically to a run never interrupted (resume).
+ */
+
+/* What the run hands its caller after every step (and before it saves that
+ * step's checkpoints). */
+typedef struct {
+    int step, steps;        /* the step just taken (1-based) and the budget */
+    float loss, lr;         /* this step's batch loss (nats) and learning rate */
+    double accuracy;        /* the last held-out accuracy measured, in [0, 1] */
+    int accuracy_step;      /* the step it was measured at; 0: not measured yet */
+    double steps_per_s;     /* step / seconds since training started */
+    double eta_s;           /* seconds left at that speed */
+    int last;               /* 1 at the last step of the budget */
+    int logged;             /* 1 on every log_every-th step and the last */
+} hs_train_progress;
+
+typedef void (*hs_train_progress_fn)(void *ctx, const hs_train_progress *p);
+
+/* A training run. Start from hs_train_job_default and set out (required). */
+typedef struct {
+    /* the task (ignored with resume) */
+    int induction;             /* 1: the induction task (ind); 0: Winograd of kind */
+    hs_task_kind kind;         /* HS_TASK_WINOGRAD (default) | HS_TASK_WINOGRAD_CATEGORY */
+    uint64_t split_seed;       /* which pairs / sequences are held out (0) */
+    hs_ind_params ind;         /* induction's sequences (hs_ind_params_default; its
+                                  split_seed is replaced by split_seed) */
+    /* the model (ignored with resume) */
+    hs_config cfg;             /* d_vocab is the task's; n_ctx: induction's ind.n_ctx, Winograd
+                                  cfg.n_ctx (0 = HS_WG_LEN, else at least HS_WG_LEN); d_head
+                                  0 = d_model / n_heads (at least 1); d_mlp < 0 = 4 d_model;
+                                  seed = seed */
+    hs_init init;              /* initialisation scheme (HS_INIT_PYTORCH) */
+    unsigned long long seed;   /* initialisation and batch-order seed (0) */
+    /* training (with resume the budget may change; batch, lr, seed and init are the checkpoint's) */
+    hs_train_opts train;       /* steps < 0: the default (2000, induction 1000; resume: the
+                                  checkpoint's budget); opt.lr <= 0: the default (1e-3,
+                                  induction 3e-3); seq_len and start_step are set by the run */
+    const char *resume;        /* a checkpoint saved with its optimizer state, or NULL */
+    /* outputs */
+    const char *out;           /* the model file (required); an existing file is refused
+                                  unless force or resume */
+    const char *dataset;       /* Winograd: the sentences as text (hs_winograd_write_text), or NULL */
+    const char *keep;          /* a folder for every checkpoint (DIR/step-NNNNNN.safetensors:
+                                  the init, every checkpoint_every steps, the last), or NULL */
+    int checkpoint_every;      /* also save to out (keep: to DIR) every N steps; 0: never
+                                  (keep: 100) */
+    int log_every;             /* hs_train_progress.logged every N steps (250) */
+    int eval_every;            /* held-out accuracy every N steps; 0: at the end only (250) */
+    int save_optimizer;        /* checkpoints carry the AdamW moments (always with resume) */
+    int force;                 /* replace an existing out / dataset */
+    volatile sig_atomic_t *interrupt; /* when set to non-zero (a signal handler), the run stops
+                                  after the step at hand; may be NULL */
+    hs_train_progress_fn progress; /* after every step, or NULL */
+    void (*on_start)(void *ctx); /* once, just before the first step (after the initial kept
+                                  checkpoint), or NULL: where a program starts catching its
+                                  interrupt signals */
+    void *ctx;                 /* progress's and on_start's */
+} hs_train_job;
+
+/* The defaults of `headscope train` (above); out, dataset, keep, resume NULL. */
+void hs_train_job_default(hs_train_job *job);
+
+/* What a run says about itself: the task and model (known before the first
+ * step), then how training ended. */
+typedef struct {
+    int induction;             /* the task trained: induction (ind) or Winograd (kind) */
+    hs_task_kind kind;
+    uint64_t split_seed;
+    hs_ind_params ind;         /* induction: its parameters */
+    size_t n_train, n_heldout; /* Winograd: sentences in each split */
+    int chapter_held_out;      /* Winograd: 1 when (animal, street) is held out */
+    hs_config cfg;             /* the model */
+    size_t n_params;
+    int steps, start_step;     /* the budget; steps already taken (resume) */
+    int batch;
+    float lr;                  /* peak learning rate */
+    unsigned long long seed;
+    hs_init init;
+    int stopped;               /* 1: training stopped before the budget (err says why: the
+                                  interrupt, a NaN, a checkpoint that could not be written) */
+    double accuracy;           /* the last held-out accuracy (repeated-segment / referent) */
+    int accuracy_step;         /* its step */
+    double seg_loss;           /* induction: its repeated-segment loss (else NAN) */
+    int first_full_step;       /* the first evaluated step at 100%, or 0 */
+} hs_train_result;
+
+/*
+ * Runs job (above) and fills *out (zeroed first; its first part is filled
+ * before the first step). Notes, in order, at the moment each is known:
+ * HS_NOTE_CMD "note: d_head = d_model / heads = ..." (a derived d_head that
+ * leaves dimensions unused), "note: P: steps_done N but AdamW took M steps"
+ * (resume); then, before the initial kept checkpoint, HS_NOTE_PLAIN the
+ * lines that describe the run: "task ...", "model: ..." and with resume
+ * "resuming P at step N of M". Everything is checked before training: out
+ * can be written (HS_ERR_IO), dataset's path, "--out P already exists; use
+ * --force ..." and "--dataset P already exists; ..." (HS_ERR_INPUT), the
+ * resume checkpoint ("P has no optimizer state; ...", "P has no resumable
+ * 'train' metadata ...", "P is at step N, past the budget of M steps", "P has
+ * no vocab or task metadata to resume with"), "--dataset writes Winograd
+ * sentences; ..." (induction), "--keep P exists and is not a folder", "P
+ * already exists (another run's checkpoint?); choose another --keep folder";
+ * the task's, the model's and the checkpoint writer's own errors. When
+ * training stops (out->stopped = 1): hs_train's error ("loss is NaN at step
+ * N"), "interrupted at step N", or a checkpoint write's; keep then holds
+ * every checkpoint written so far, out the last periodic one (or what it
+ * held before). Then out is saved (with steps_done = the budget).
+ */
+hs_status hs_train_run(const hs_train_job *job, const hs_notes *notes, hs_train_result *out,
+                       hs_error *err);
+
+/* 1 when path loads and holds a model trained to the end of its budget by
+ * hs_train_job_default's run (the Winograd task of split seed 0, the
+ * default model and budget, seed 0: what `headscope demo` reuses), else 0. */
+int hs_train_is_default_run(const char *path);
+
+/* ------------------------------------------------------------------------ */
+/* Circuits over a training run (tasks/timeline_run.c; `headscope timeline`)  */
+
+/* Every kept checkpoint's timeline point, in step order, and the steps where
+ * things happened. Free with hs_timeline_report_free. */
+typedef struct {
+    int n;                     /* checkpoints */
+    int *steps;                /* [n] their steps */
+    char **files;              /* [n] DIR/step-NNNNNN.safetensors */
+    hs_timeline_point *points; /* [n] */
+    double *best;              /* [n] the best head score: induction: the largest induction
+                                  score of layers 1.. ; Winograd: the largest first-noun score */
+    int L, H;
+    int induction;             /* 1: an induction run; 0: Winograd */
+    int jump;                  /* index of the largest rise of best (induction, L > 1), or -1 */
+    int drop;                  /* index of the largest drop of the loss (induction: the
+                                  repeated-segment loss), or -1 */
+    int first_hold;            /* first index where the circuit holds (Winograd: step 2), or -1 */
+    int first_decision;        /* Winograd: first index with decision heads, or -1 */
+    cJSON *json;               /* every number (timeline_numbers.json): {"dir", "task",
+                                  "n_layers", "n_heads", "summary", "checkpoints", "head_names"} */
+    int n_files;               /* files written into the output folder (0 without one) */
+} hs_timeline_report;
+
+/*
+ * Reads every checkpoint dir/step-NNNNNN.safetensors (train's keep folder)
+ * in step order (hs_load with HS_NEED_ANY_TASK; its notes go to notes) and
+ * computes each one's point (hs_timeline_point_induction / _winograd). With
+ * out_dir (else NULL), writes there (output/, command "timeline", the
+ * checkpoints as inputs) the line plots timeline.{png,svg,pdf,json} (one
+ * line per head of the task's head score and of the previous-token score,
+ * the metric, the loss; in fo's formats; with more checkpoints than
+ * HS_VIZ_MAX_POINTS a note instead) and timeline_numbers.json (the report's json),
+ * and commits the folder (index.json's extra key "dir"); fo: its figure
+ * options (its font is opened here; only read without out_dir, may then be
+ * NULL). pool: where figures are written (may be NULL). Errors: HS_ERR_IO "cannot open folder P: ...",
+ * HS_ERR_INPUT "P holds no step-NNNNNN.safetensors checkpoints (train --keep
+ * P)", "P is not from the same run (task or shape differs from the first
+ * checkpoint)", hs_load's, "P: <the point's error>", the figure's and the
+ * output folder's; HS_ERR_NOMEM. *out zeroed on failure.
+ */
+hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, hs_pool *pool,
+                          const hs_notes *notes, hs_timeline_report *out, hs_error *err);
+void hs_timeline_report_free(hs_timeline_report *r);
+
 #endif /* HS_TASKS_H */
