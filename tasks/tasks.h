@@ -286,6 +286,11 @@ double hs_wg_score_other_rate(const hs_wg_score *s);
 /*
  * DESIGN.md, "The two-step referent circuit". Finds each head's role from
  * evidence on the held-out split, without assuming the chapter's route.
+ * Files: tasks/circuit.c (the run and the engine's phases),
+ * tasks/circuit_evidence.c (invariant, attention, DLA, copying),
+ * tasks/circuit_verdict.c (the verdict rules, with the verdict's JSON and
+ * summary lines), tasks/circuit_report.c (the other JSON and summary
+ * sections); their shared internals in tasks/tasks_internal.h.
  * Layers, heads and positions count from 0 (the chapter's "block 1" = layer 0,
  * "block 2" = layer 1). Positions: x 1, y 6, adjective 11, query 14, ref 15.
  *
@@ -659,6 +664,10 @@ double hs_ind_score_accuracy(const hs_ind_score *s);
 /* Induction circuit check (tasks/induction_circuit.c; `headscope circuit`  */
 /* on an induction model, and `headscope timeline`)                          */
 /*
+ * Files: tasks/induction_circuit.c (the run and its evidence),
+ * tasks/induction_verdict.c (the roles, criteria and verdict, with the
+ * report's JSON and summary).
+ *
  * [IH], [FW] "Analyzing a Two-Layer Model": a previous-token head in layer 0
  * writes "the previous token was A" into each position; an induction head in
  * a later layer reads it through K-composition (its keys), so its query at a

@@ -202,97 +202,62 @@ static int pair_in_task(hs_task_kind kind, int x, int y)
     return 1;
 }
 
-static int cmp_pair(const void *a, const void *b)
+/* Refuses given held-out pairs out of range, not of the task, or listed twice. */
+static hs_status check_pairs(hs_task_kind kind, const int (*pairs)[2], size_t n_pairs_given, hs_error *err)
 {
-    const int *p = a, *q = b;
-    return p[0] != q[0] ? (p[0] > q[0]) - (p[0] < q[0]) : (p[1] > q[1]) - (p[1] < q[1]);
+    if (n_pairs_given == 0 || n_pairs_given > HS_WG_MAX_HELDOUT_PAIRS)
+        return hs_fail(err, HS_ERR_INPUT, "held-out pairs: %zu given, need 1 to %d",
+                       n_pairs_given, HS_WG_MAX_HELDOUT_PAIRS);
+    for (size_t k = 0; k < n_pairs_given; k++) {
+        const int x = pairs[k][0], y = pairs[k][1];
+        if (x < 0 || x >= HS_WG_N_NOUNS || y < 0 || y >= HS_WG_N_NOUNS)
+            return hs_fail(err, HS_ERR_INPUT, "held-out pair %zu: noun index out of range", k);
+        if (!pair_in_task(kind, x, y))
+            return hs_fail(err, HS_ERR_INPUT, "held-out pair (%s, %s) is not a pair of the "
+                           "%s task", hs_wg_nouns[x], hs_wg_nouns[y], hs_task_name(kind));
+        for (size_t j = 0; j < k; j++)
+            if (pairs[j][0] == x && pairs[j][1] == y)
+                return hs_fail(err, HS_ERR_INPUT, "held-out pair (%s, %s) is listed twice",
+                               hs_wg_nouns[x], hs_wg_nouns[y]);
+    }
+    return HS_OK;
 }
 
-/* The task with held-out pairs from the seed (pairs NULL) or given. */
-static hs_status create_task(hs_task_kind kind, uint64_t split_seed, const int (*pairs)[2],
-                             size_t n_pairs_given, const hs_tokenizer *vocab, hs_winograd **out,
-                             hs_error *err)
-{
-    hs_status st = HS_OK;
-    hs_winograd *t = NULL;
-    *out = NULL;
-    if (kind != HS_TASK_WINOGRAD && kind != HS_TASK_WINOGRAD_CATEGORY)
-        return hs_fail(err, HS_ERR_INPUT, "unknown task kind %d", (int)kind);
-    if (pairs) {
-        if (n_pairs_given == 0 || n_pairs_given > HS_WG_MAX_HELDOUT_PAIRS)
-            return hs_fail(err, HS_ERR_INPUT, "held-out pairs: %zu given, need 1 to %d",
-                           n_pairs_given, HS_WG_MAX_HELDOUT_PAIRS);
-        for (size_t k = 0; k < n_pairs_given; k++) {
-            const int x = pairs[k][0], y = pairs[k][1];
-            if (x < 0 || x >= HS_WG_N_NOUNS || y < 0 || y >= HS_WG_N_NOUNS)
-                return hs_fail(err, HS_ERR_INPUT, "held-out pair %zu: noun index out of range", k);
-            if (!pair_in_task(kind, x, y))
-                return hs_fail(err, HS_ERR_INPUT, "held-out pair (%s, %s) is not a pair of the "
-                               "%s task", hs_wg_nouns[x], hs_wg_nouns[y], hs_task_name(kind));
-            for (size_t j = 0; j < k; j++)
-                if (pairs[j][0] == x && pairs[j][1] == y)
-                    return hs_fail(err, HS_ERR_INPUT, "held-out pair (%s, %s) is listed twice",
-                                   hs_wg_nouns[x], hs_wg_nouns[y]);
-        }
-    }
-    t = calloc(1, sizeof *t);
-    if (!t) goto nomem;
-    t->kind = kind;
-    t->split_seed = split_seed;
-    if (vocab == NULL)
-        st = hs_winograd_vocab(&t->vocab, err);
-    else
-        st = hs_tokenizer_words((const char *const *)vocab->words, vocab->n, &t->vocab, err);
-    if (st != HS_OK) goto fail;
+/* The vocabulary ids of every word the task needs (-1 at the template's slots). */
+typedef struct {
+    int tmpl[HS_WG_LEN], noun[HS_WG_N_NOUNS], adj[HS_WG_N_ADJS];
+} word_ids;
 
-    /* Ids of every word the task needs. */
-    int tmpl_id[HS_WG_LEN], noun_id[HS_WG_N_NOUNS], adj_id[HS_WG_N_ADJS];
+static hs_status find_word_ids(const hs_tokenizer *vocab, word_ids *id, hs_error *err)
+{
     for (int p = 0; p < HS_WG_LEN; p++) {
-        tmpl_id[p] = -1;
+        id->tmpl[p] = -1;
         if (template_tokens[p] == NULL) continue;
-        tmpl_id[p] = hs_tok_id(t->vocab, template_tokens[p]);
-        if (tmpl_id[p] < 0) {
-            st = hs_fail(err, HS_ERR_FORMAT, "the vocabulary lacks the task word '%s'",
-                         template_tokens[p]);
-            goto fail;
-        }
+        id->tmpl[p] = hs_tok_id(vocab, template_tokens[p]);
+        if (id->tmpl[p] < 0)
+            return hs_fail(err, HS_ERR_FORMAT, "the vocabulary lacks the task word '%s'", template_tokens[p]);
     }
     for (int i = 0; i < HS_WG_N_NOUNS; i++) {
-        noun_id[i] = hs_tok_id(t->vocab, hs_wg_nouns[i]);
-        if (noun_id[i] < 0) {
-            st = hs_fail(err, HS_ERR_FORMAT, "the vocabulary lacks the task word '%s'",
-                         hs_wg_nouns[i]);
-            goto fail;
-        }
+        id->noun[i] = hs_tok_id(vocab, hs_wg_nouns[i]);
+        if (id->noun[i] < 0)
+            return hs_fail(err, HS_ERR_FORMAT, "the vocabulary lacks the task word '%s'", hs_wg_nouns[i]);
     }
     for (int i = 0; i < HS_WG_N_ADJS; i++) {
-        adj_id[i] = hs_tok_id(t->vocab, hs_wg_adjectives[i]);
-        if (adj_id[i] < 0) {
-            st = hs_fail(err, HS_ERR_FORMAT, "the vocabulary lacks the task word '%s'",
-                         hs_wg_adjectives[i]);
-            goto fail;
-        }
+        id->adj[i] = hs_tok_id(vocab, hs_wg_adjectives[i]);
+        if (id->adj[i] < 0)
+            return hs_fail(err, HS_ERR_FORMAT, "the vocabulary lacks the task word '%s'", hs_wg_adjectives[i]);
     }
+    return HS_OK;
+}
 
-    if (pairs) {
-        t->pairs_given = 1;
-        t->n_heldout_pairs = n_pairs_given;
-        memcpy(t->heldout_pairs, pairs, n_pairs_given * sizeof pairs[0]);
-        qsort(t->heldout_pairs, n_pairs_given, sizeof t->heldout_pairs[0], cmp_pair);
-    } else {
-        choose_heldout(t);
-    }
-    size_t n_pairs = kind == HS_TASK_WINOGRAD ? 240 : 64;
-    t->n_heldout = t->n_heldout_pairs * HS_WG_N_ADJS;
-    t->n_train = n_pairs * HS_WG_N_ADJS - t->n_heldout;
-    t->train = calloc(t->n_train, sizeof *t->train);
-    t->heldout = calloc(t->n_heldout, sizeof *t->heldout);
-    if (!t->train || !t->heldout) goto nomem;
-
+/* Every sentence of the task, in (x, y, adjective) order, into t->heldout
+ * when its pair is held out, else t->train (both allocated to size). */
+static void generate(hs_winograd *t, const word_ids *id)
+{
     size_t ntr = 0, nho = 0;
     for (int x = 0; x < HS_WG_N_NOUNS; x++)
         for (int y = 0; y < HS_WG_N_NOUNS; y++) {
-            if (!pair_in_task(kind, x, y)) continue;
+            if (!pair_in_task(t->kind, x, y)) continue;
             int ho = pair_held_out(t, x, y);
             for (int a = 0; a < HS_WG_N_ADJS; a++) {
                 hs_wg_example *e;
@@ -308,17 +273,56 @@ static hs_status create_task(hs_task_kind kind, uint64_t split_seed, const int (
                 e->adj = a;
                 e->role = a < HS_WG_N_CROSSER ? HS_ROLE_CROSSER : HS_ROLE_CROSSED;
                 e->ref = e->role == HS_ROLE_CROSSER ? x : y;
-                e->ref_id = noun_id[e->ref];
-                e->other_id = noun_id[e->role == HS_ROLE_CROSSER ? y : x];
+                e->ref_id = id->noun[e->ref];
+                e->other_id = id->noun[e->role == HS_ROLE_CROSSER ? y : x];
                 e->held_out = ho;
-                for (int p = 0; p < HS_WG_LEN; p++) e->tokens[p] = tmpl_id[p];
-                e->tokens[HS_WG_POS_X] = noun_id[x];
-                e->tokens[HS_WG_POS_Y] = noun_id[y];
-                e->tokens[HS_WG_POS_ADJ] = adj_id[a];
+                for (int p = 0; p < HS_WG_LEN; p++) e->tokens[p] = id->tmpl[p];
+                e->tokens[HS_WG_POS_X] = id->noun[x];
+                e->tokens[HS_WG_POS_Y] = id->noun[y];
+                e->tokens[HS_WG_POS_ADJ] = id->adj[a];
                 e->tokens[HS_WG_POS_REF] = e->ref_id;
             }
         }
     HS_ASSERT(ntr == t->n_train && nho == t->n_heldout);
+}
+
+/* The task with held-out pairs from the seed (pairs NULL) or given. */
+static hs_status create_task(hs_task_kind kind, uint64_t split_seed, const int (*pairs)[2],
+                             size_t n_pairs_given, const hs_tokenizer *vocab, hs_winograd **out,
+                             hs_error *err)
+{
+    hs_status st = HS_OK;
+    hs_winograd *t = NULL;
+    word_ids id;
+    *out = NULL;
+    if (kind != HS_TASK_WINOGRAD && kind != HS_TASK_WINOGRAD_CATEGORY)
+        return hs_fail(err, HS_ERR_INPUT, "unknown task kind %d", (int)kind);
+    if (pairs && (st = check_pairs(kind, pairs, n_pairs_given, err)) != HS_OK) return st;
+    t = calloc(1, sizeof *t);
+    if (!t) goto nomem;
+    t->kind = kind;
+    t->split_seed = split_seed;
+    if (vocab == NULL)
+        st = hs_winograd_vocab(&t->vocab, err);
+    else
+        st = hs_tokenizer_words((const char *const *)vocab->words, vocab->n, &t->vocab, err);
+    if (st == HS_OK) st = find_word_ids(t->vocab, &id, err);
+    if (st != HS_OK) goto fail;
+    if (pairs) {
+        t->pairs_given = 1;
+        t->n_heldout_pairs = n_pairs_given;
+        memcpy(t->heldout_pairs, pairs, n_pairs_given * sizeof pairs[0]);
+        qsort(t->heldout_pairs, n_pairs_given, sizeof t->heldout_pairs[0], pair_cmp);
+    } else {
+        choose_heldout(t);
+    }
+    size_t n_pairs = kind == HS_TASK_WINOGRAD ? 240 : 64;
+    t->n_heldout = t->n_heldout_pairs * HS_WG_N_ADJS;
+    t->n_train = n_pairs * HS_WG_N_ADJS - t->n_heldout;
+    t->train = calloc(t->n_train, sizeof *t->train);
+    t->heldout = calloc(t->n_heldout, sizeof *t->heldout);
+    if (!t->train || !t->heldout) goto nomem;
+    generate(t, &id);
     *out = t;
     return HS_OK;
 nomem:

@@ -1,0 +1,144 @@
+/*
+ * tasks/tasks_internal.h -- what the files of tasks/ share and nothing else
+ * may call (STYLE.md 14: tests reach internals through *_internal.h). Not
+ * public API; not installed. Dims legend as tasks.h; T = HS_CIRC_T = 15
+ * positions (0..14), n held-out rows.
+ *
+ * The two-step referent-circuit check (hs_circuit_run) is four files:
+ *   circuit.c           the run: opts, the matched held-out rows (the run
+ *                       context below), the experiment engine's phases A-C
+ *                       (clean and corrupted caches, ablations, patching,
+ *                       path patching), composition;
+ *   circuit_evidence.c  the evidence read from the clean cache: the layer-0
+ *                       invariant, attention by role, DLA, copying;
+ *   circuit_verdict.c   the verdict rules (pushers, decision heads, step 1,
+ *                       step 2, the route and its name) and the verdict's
+ *                       report writers beside them (its JSON section and its
+ *                       summary lines);
+ *   circuit_report.c    the rest of the report's JSON and summary, one writer
+ *                       per section, and the report JSON helpers below.
+ * The induction-circuit check (hs_ind_circuit_run) is two:
+ *   induction_circuit.c the run: each head's scores, copying and ablation,
+ *                       the role sets' ablations, composition and path
+ *                       patching of the named pair;
+ *   induction_verdict.c the roles, the criteria and the verdict, and beside
+ *                       them the report's JSON and summary.
+ */
+#ifndef HS_TASKS_INTERNAL_H
+#define HS_TASKS_INTERNAL_H
+
+#include "tasks.h"
+
+#include <cjson/cJSON.h>
+
+/* ------------------------------------------------------------------------ */
+/* Report JSON helpers (tasks/circuit_report.c)                              */
+
+/* Adds key: item to object o; deletes item when it cannot be added. Returns
+ * 0 when item is NULL (its creation ran out of memory) or on OOM, else 1. */
+int hs_tasks_json_add(cJSON *o, const char *key, cJSON *item);
+
+/* Adds key: v to object o, null for NaN/Inf (hs_json_num_or_null). Returns 0
+ * on OOM, else 1. */
+int hs_tasks_json_num(cJSON *o, const char *key, double v);
+
+/* {"crosser": v[0], "crossed": v[1], "all": v[2]} (HS_CIRC_CROSSER/CROSSED/ALL;
+ * null for NaN); NULL on OOM. */
+cJSON *hs_circ_json_groups3(const double v[3]);
+
+/* A new empty object appended to array a; NULL on OOM. */
+cJSON *hs_tasks_json_array_object(cJSON *a);
+
+/* Adds key: ["L0H1", ...], the names of heads h[0..n-1]. Returns 0 on OOM,
+ * else 1. */
+int hs_tasks_json_head_list(cJSON *o, const char *key, const hs_head *h, int n);
+
+/* ------------------------------------------------------------------------ */
+/* The circuit run's context (tasks/circuit.c)                               */
+/*
+ * Rows: 0..np-1 are the crosser sentences, np..2np-1 their crossed partners
+ * in the same order, T = HS_CIRC_T tokens. The "corrupted" sentence of a row
+ * is its partner's.
+ */
+typedef struct {
+    const hs_model *m;
+    const hs_winograd *t;
+    int L, H, D, V;
+    int n, np;                /* rows; matched pairs (n = 2 np) */
+    const hs_wg_example **ex; /* (n) clean order */
+    int *tok_clean, *tok_corr; /* (n, T) */
+    int *ref_clean, *ref_corr; /* (n) vocab ids: the clean / corrupted sentence's referent */
+    int n_chunks;             /* hs_engine_chunks(n) */
+    hs_cache clean, corr;     /* caches of the clean / corrupted runs, all n rows */
+    hs_cache *clean_v, *corr_v; /* (n_chunks) borrowed views of each chunk's rows */
+    hs_cache means;           /* batch-1 "reference" cache: position-wise means */
+    const float **mlp_mean;   /* (L) (T, D) or NULL: data of entries of `means` */
+    hs_pool *pool;
+    hs_engine eng;
+    int **pred;               /* (workers) (n) argmax at 14 per held-out row, -1 on NaN */
+    double **ld;              /* (workers) (n) logit(ref_clean) - logit(ref_corr) at 14 per row */
+} hs_circ_ctx;
+
+/* ------------------------------------------------------------------------ */
+/* Evidence from the clean cache (tasks/circuit_evidence.c)                  */
+
+/* The layer-0 score invariant over every pair of held-out rows into r->inv_*
+ * (NAN and inv_applicable 0 for uniform attention). */
+void hs_circ_invariant(const hs_circ_ctx *c, hs_circuit_report *r);
+
+/* Each head's attention at 14 by role into r->heads[].attn, the mean pattern
+ * rows 14 into r->attn_rows and their head averages into r->attn_rows_avg
+ * (zeroed by the caller). */
+void hs_circ_attention(const hs_circ_ctx *c, hs_circuit_report *r);
+
+/* Each head's DLA at 14 towards x and y by role into r->heads[].dla
+ * (hs_logit_attribution). Errors of the probe call, HS_ERR_NOMEM. */
+hs_status hs_circ_dla(const hs_circ_ctx *c, hs_circuit_report *r, hs_error *err);
+
+/* Each head's OV copying score into r->heads[].copying, copying_pos
+ * (hs_copying_score, HS_FOLD_LN). Errors of the probe call. */
+hs_status hs_circ_copying(const hs_model *m, hs_circuit_report *r, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Verdict rules and their report writers (tasks/circuit_verdict.c)          */
+
+/* Candidate pushers (tasks.h "Verdicts") into r->heads[].pusher, r->pushers;
+ * r->acc_pushers set to NAN (phase B fills it when a pusher exists). */
+void hs_circ_find_pushers(hs_circuit_report *r);
+
+/* Decision heads into r->heads[].decision, r->decision, and r->patch_usable,
+ * from the patching and ablation evidence. */
+void hs_circ_find_decision(hs_circuit_report *r);
+
+/* Steps 1 and 2 and the route: r->step1_holds, step2_*, route_features and
+ * the owned words (step1_reason, step2_reason, route, route_reason).
+ * HS_ERR_NOMEM. */
+hs_status hs_circ_verdicts(hs_circuit_report *r, hs_error *err);
+
+/* Adds the report's "verdict" object to root. Returns 0 on OOM, else 1. */
+int hs_circ_verdict_json(cJSON *root, const hs_circuit_report *r);
+
+/* Appends the summary's verdict lines (steps, route, thresholds) to s. */
+void hs_circ_verdict_summary(hs_buf *s, const hs_circuit_report *r);
+
+/* ------------------------------------------------------------------------ */
+/* The induction check's roles and criteria (tasks/induction_verdict.c)      */
+
+/* The roles from the heads' scores: previous-token heads (layer 0,
+ * prev_score >= opts.prev_min) into r->prev, induction heads (layers >= 1,
+ * ind_score >= opts.ind_min) into r->ind, heads[].role; the best of each
+ * into r->prev_best / r->ind_best (layer -1 when no head passes); and the
+ * criteria HS_IND_PREV and HS_IND_IND. */
+void hs_ind_find_roles(hs_ind_circuit_report *r);
+
+/* The named previous-token head (r->prev_best) and induction head
+ * (r->ind_best) of the report, NULL when there is none. */
+const hs_ind_head *hs_ind_named_prev(const hs_ind_circuit_report *r);
+const hs_ind_head *hs_ind_named_ind(const hs_ind_circuit_report *r);
+
+/* The other criteria (ablation; with a named pair composition, path
+ * patching and copying) over the gathered evidence, r->holds and
+ * r->verdict. HS_ERR_NOMEM (also when a criterion's words ran out). */
+hs_status hs_ind_verdicts(hs_ind_circuit_report *r, hs_error *err);
+
+#endif
