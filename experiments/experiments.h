@@ -287,4 +287,54 @@ void hs_dla_set_free(hs_dla_set *r);
 cJSON *hs_dla_set_json(const hs_dla_set *r);
 void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b);
 
+/* ------------------------------------------------------------------------ */
+/* Figures of the experiments (experiments/figures.c)                       */
+/*
+ * These write into an output folder (output/output.h: hs_outdir_open, the
+ * figure formats of hs_figopts, hs_outdir_commit); they add output/ and viz/
+ * to what this module calls. Every figure JSON they write holds the run's
+ * context: {"config": the model's config (HS_CONFIG_JSON_ALL), "model": its
+ * path}. Labels count layers, heads and positions from 0 ("L0H1", "3 x").
+ */
+#include "output/output.h"
+
+/* {"config": cfg as JSON (hs_config_to_json, HS_CONFIG_JSON_ALL), "model":
+ * model_path (left out when NULL)}: what every figure JSON of a run over a
+ * model says about it (hs_outdir.context). Caller frees with cJSON_Delete;
+ * NULL when memory ran out. */
+cJSON *hs_run_context(const hs_config *cfg, const char *model_path);
+
+/*
+ * The figures of an experiment's report into od (opened by the caller, who
+ * then writes the report's JSON and commits): hs_outdir_matrix in the
+ * formats od->fo chooses, with hs_run_context(cfg, model_path) as od's
+ * context while they are written (od->context is restored after). A figure
+ * over viz's caps gets its JSON only, with a note to od's notes. Errors:
+ * hs_outdir_matrix's (HS_ERR_IO naming the file, HS_ERR_NOMEM).
+ *
+ * hs_heads_figures: heads_<detector> for every detector computed, [L, H]
+ *   layers x heads (mul: [0, 1]; abs: signed, its own range).
+ * hs_patch_figures: patch_<act> per act, [L, t] layer x position or [L, H]
+ *   layer x head; for head acts also patch_<act>_by_position [L*H, t];
+ *   positions labelled with the first prompt of p's tokens (tok's strings).
+ * hs_lens_figures: lens_final [n_points, t]: the probability each lens point
+ *   gives to the model's final prediction; positions as patch's.
+ * hs_ablate_figures: ablate_change, bars [n_comp]: the metric's change when
+ *   each component is ablated.
+ * hs_dla_set_figures: dla_bars, bars [n_comp (+ the norm's bias term when
+ *   finite)]; with attr_pos also dla_by_position [n_comp, t].
+ */
+hs_status hs_heads_figures(const hs_heads_report *r, const hs_config *cfg, const char *model_path,
+                           hs_outdir *od, hs_error *err);
+hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const hs_tokenizer *tok,
+                           const hs_config *cfg, const char *model_path, hs_outdir *od,
+                           hs_error *err);
+hs_status hs_lens_figures(const hs_lens_report *r, const hs_prompts *p, const hs_tokenizer *tok,
+                          const hs_config *cfg, const char *model_path, hs_outdir *od,
+                          hs_error *err);
+hs_status hs_ablate_figures(const hs_ablate_report *r, const hs_config *cfg, const char *model_path,
+                            hs_outdir *od, hs_error *err);
+hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const char *model_path,
+                             hs_outdir *od, hs_error *err);
+
 #endif /* HS_EXPERIMENTS_H */
