@@ -23,12 +23,4 @@ int cmd_timeline(int argc, char **argv);
 #include "figopts.h"
 #include "util.h"
 
-
-/* `circuit` on an induction-task model (cmd_circuit_induction.c): runs the
- * induction-circuit check on ld, prints the summary (or the JSON with json),
- * writes report.json and figures into od when od is not NULL; comp_draws 0 =
- * the default. Returns the exit status. */
-int cli_circuit_induction(const char *cmd, const char *model, const hs_loaded *ld, int json,
-                          hs_outdir *od, int comp_draws);
-
 #endif

@@ -858,4 +858,45 @@ hs_status hs_load(const char *path, int need, const hs_load_source *src, const h
                   hs_loaded *out, hs_error *err);
 void hs_loaded_free(hs_loaded *l);
 
+/* ------------------------------------------------------------------------ */
+/* Writing a circuit check's folder (tasks/circuit_figs.c,                   */
+/* tasks/induction_figs.c; `headscope circuit --out DIR`)                    */
+
+#include "output/output.h"
+
+/*
+ * These write a report into an output folder (output/output.h) and commit
+ * it: they add experiments/ (hs_run_context), output/ and viz/ to what this
+ * module calls. od is open (hs_outdir_open, command "circuit"); its formats
+ * (od->fo) choose the files; each figure's JSON holds hs_run_context's
+ * {"config", "model"} (od->context is restored after). model_path is
+ * recorded in the JSON (may be NULL). Notes (a figure over viz's caps
+ * written as JSON only, files replaced or kept) go to od's notes. Errors:
+ * the output folder's (HS_ERR_IO naming the file, a name taken:
+ * hs_outdir_commit), HS_ERR_NOMEM; od is then left uncommitted (the caller's
+ * hs_outdir_close leaves DIR as it was).
+ *
+ * hs_circuit_write: report.json (hs_circuit_report_json), attention_14 (mean
+ * attention row at 14 [L*H*2, 15], head x role by position), ablation
+ * (accuracy change in points per mean ablation, by role: bars), patching
+ * (normalised metric [L*H, 4]: pos14 each direction, pos14 both, all
+ * positions both; marked not usable when !patch_usable), composition_{Q,K,V}
+ * ([H, (L-1)*H] layer-0 heads into later heads, minus the baseline; Q/K
+ * only for softmax attention; L > 1), path_patching ([H, decision inputs],
+ * when a decision head exists), then index.json with {"config", "model",
+ * "route"}.
+ */
+hs_status hs_circuit_write(const hs_circuit_report *r, const char *model_path, hs_outdir *od,
+                           hs_error *err);
+/* hs_ind_circuit_write: report.json (hs_ind_circuit_report_json), heads
+ * (previous-token and induction scores [L*H, 2]), ablation (accuracy change
+ * in points per head, then per role: bars), copying (bars [L*H]),
+ * path_patching (bars: queries, keys, values; when it ran), composition_K
+ * ([H, (L-1)*H] minus the baseline; L > 1), attention (the named heads'
+ * patterns on t's held-out sequence 0, when both exist and n_ctx fits viz's
+ * cap), then index.json with {"model", "task": "induction", "holds"}. t: the
+ * task r was run on. */
+hs_status hs_ind_circuit_write(const hs_ind_circuit_report *r, const hs_induction *t,
+                               const char *model_path, hs_outdir *od, hs_error *err);
+
 #endif /* HS_TASKS_H */
