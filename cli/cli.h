@@ -23,14 +23,6 @@ int cmd_timeline(int argc, char **argv);
 #include "figopts.h"
 #include "util.h"
 
-
-/* `circuit` on an induction-task model (cmd_circuit_induction.c): runs the
- * induction-circuit check on ld, prints the summary (or the JSON with json),
- * writes report.json and figures into od when od is not NULL; comp_draws 0 =
- * the default. Returns the exit status. */
-int cli_circuit_induction(const char *cmd, const char *model, const hs_loaded *ld, int json,
-                          hs_outdir *od, int comp_draws);
-
 /* A training run (hs_train_run) as `headscope train` shows it (cmd_train.c):
  * the notes and progress on stderr (a line rewritten in place on a terminal,
  * else every log_every steps), SIGINT / SIGTERM caught from the first step

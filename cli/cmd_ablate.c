@@ -42,35 +42,6 @@ static const char ABLATE_HELP[] =
     "\n"
     "Exit status: 0 ok, 1 user error, 2 usage error.\n";
 
-static int write_figure(const hs_ablate_report *r, cli_exp *x)
-{
-    const cli_fig_ctx fx = cli_exp_fig(x);
-    char (*lab)[32] = calloc((size_t)r->n_comp, sizeof *lab);
-    const char **ll = calloc((size_t)r->n_comp, sizeof *ll);
-    float *m = calloc((size_t)r->n_comp, sizeof *m);
-    int rc = 1;
-    if (!lab || !ll || !m) {
-        fprintf(stderr, "headscope ablate: out of memory\n");
-        goto done;
-    }
-    for (int k = 0; k < r->n_comp; k++) {
-        hs_ablate_comp_name(&r->comp[k], lab[k], sizeof lab[0]);
-        ll[k] = lab[k];
-        m[k] = (float)(r->comp[k].metric - r->metric_clean);
-    }
-    char title[128];
-    snprintf(title, sizeof title, "%s ablation: metric change per component", hs_ablate_method_names[r->method]);
-    rc = cli_out_fig(&fx, HS_FIG_BARS, "ablate_change", m, (size_t)r->n_comp, 1, ll, NULL, title,
-                     r->has_wrong ? "change of the mean LD (answer - wrong)" : "change of the mean answer logit",
-                     NULL, 0.0, "logits", NULL,
-                     "the metric's change when each head, each layer's attention and each MLP is ablated");
-done:
-    free(lab);
-    free(ll);
-    free(m);
-    return rc;
-}
-
 int cmd_ablate(int argc, char **argv)
 {
     enum { O_METHOD = 256, O_REF };
@@ -119,7 +90,10 @@ int cmd_ablate(int argc, char **argv)
         fprintf(stderr, "headscope %s: out of memory\n", C);
         goto done;
     }
-    if (x.out && write_figure(&r, &x)) goto done;
+    if (x.out && hs_ablate_figures(&r, &x.Ld.model->cfg, x.model, &x.od, &err) != HS_OK) {
+        rc = cli_error(C, &err);
+        goto done;
+    }
     hs_ablate_summary(&r, &text);
     rc = cli_exp_finish(&x, j, "ablate", "every ablation number: the metric and accuracy with each head, each "
                                          "layer's attention and each MLP ablated, and their change", &text);

@@ -2,10 +2,12 @@
  * cli/cmd_circuit.c -- `headscope circuit`: the two-step referent-circuit
  * check (tasks/ hs_circuit_run) on the held-out set: a text summary on
  * stdout (or the report as JSON with --json), and with --out DIR the report
- * and its figures (PNG + SVG + JSON each, via viz/). Holds no analysis.
+ * and its figures (tasks/ hs_circuit_write). On an induction-task model the
+ * induction-circuit check instead (hs_ind_circuit_run, hs_ind_circuit_write).
+ * Holds no analysis and writes no figure itself.
  */
 #include <getopt.h>
-#include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +18,6 @@
 #include "expout.h"
 #include "figopts.h"
 #include "util.h"
-#include "viz/viz.h"
 
 static const char CIRCUIT_HELP[] =
     "usage: headscope circuit --model FILE [--out DIR] [--json] [thresholds]\n"
@@ -94,308 +95,193 @@ static const char CIRCUIT_HELP[] =
     "(layer-0 heads into the decision heads' q/k/v) when a decision head exists.\n"
     "Exit status: 0 ok, 1 user error, 2 usage error.\n";
 
-/* Template labels of positions 0..14. */
-static const char *const POS_LABELS[HS_CIRC_T] = {"0 the", "1 x", "2 did", "3 not", "4 cross",
-                                                   "5 the", "6 y", "7 because", "8 it", "9 was",
-                                                   "10 too", "11 adj", "12 ,", "13 so", "14 the"};
+/* The threshold flags: --NAME X, X in [lo, hi], sets the hs_circuit_opts
+ * field at off to X * scale (points become fractions). */
+typedef struct {
+    const char *name;
+    double lo, hi, scale;
+    size_t off;
+} circ_threshold;
+static const circ_threshold THRESHOLDS[] = {
+    {"push-attn", 0.0, 1.0, 1.0, offsetof(hs_circuit_opts, push_attn)},
+    {"push-dla", 0.0, 1000.0, 1.0, offsetof(hs_circuit_opts, push_dla)},
+    {"step1-drop", 0.0, 100.0, 0.01, offsetof(hs_circuit_opts, step1_drop)},
+    {"decide-patch", 0.0, 1000.0, 1.0, offsetof(hs_circuit_opts, decide_patch)},
+    {"decide-drop", 0.0, 100.0, 0.01, offsetof(hs_circuit_opts, decide_drop)},
+    {"route-attn", 0.0, 1.0, 1.0, offsetof(hs_circuit_opts, route_attn)},
+    {"route-dla", 0.0, 1000.0, 1.0, offsetof(hs_circuit_opts, route_dla)},
+    {"adj-key-diff", 0.0, 1.0, 1.0, offsetof(hs_circuit_opts, adj_key_diff)},
+};
+#define N_THRESHOLDS (sizeof THRESHOLDS / sizeof THRESHOLDS[0])
 
-/* report.json, the figures and index.json. 0 ok, 1 printed. */
-static int write_outputs(const hs_circuit_report *r, const cJSON *rep, hs_outdir *od, const char *model)
+enum { O_MODEL = 256, O_OUT, O_JSON, O_REF, O_CD, O_THREADS, O_THRESHOLD };
+
+/* What the command line says. */
+typedef struct {
+    const char *model, *out;
+    int json;
+    int comp_draws;        /* --comp-draws, 0 when not given */
+    hs_load_source from;
+    hs_circuit_opts o;
+    hs_figopts fo;
+} circ_args;
+
+/* One of the command's own options into a. 0 ok, 2 after a usage error. */
+static int own_option(const char *C, int c, circ_args *a)
 {
-    const int L = r->L, H = r->H, LH = L * H;
-    const cli_fig_ctx x = {od, model, &r->cfg};
-    const char *C = od->cmd;
-    int rc = 1;
-    float *m = NULL;
-    char (*lab)[48] = NULL;
-    const char **rl = NULL, **cl = NULL;
-    const size_t n_lab = (size_t)LH * 3 + 16;
-    lab = calloc(n_lab, sizeof *lab);
-    rl = calloc(n_lab, sizeof *rl);
-    cl = calloc(n_lab, sizeof *cl);
-    m = calloc((size_t)n_lab * (size_t)(LH > HS_CIRC_T ? LH : HS_CIRC_T) * 4, sizeof *m);
-    if (!lab || !rl || !cl || !m) {
-        fprintf(stderr, "headscope %s: out of memory\n", C);
-        goto done;
+    long n;
+    if (c >= O_THRESHOLD) {
+        const circ_threshold *t = &THRESHOLDS[c - O_THRESHOLD];
+        double v;
+        if (cli_parse_float(optarg, t->lo, t->hi, &v))
+            return cli_usage_error(C, "--%s needs a number in [%g, %g], got '%s'", t->name, t->lo,
+                                   t->hi, optarg);
+        *(double *)((char *)&a->o + t->off) = v * t->scale;
+        return 0;
     }
-    if (cli_out_json(od, "report", rep,
-                     "every number of the circuit check: thresholds, verdicts, heads and roles, "
-                     "held-out accuracy, invariant, attention, DLA, patching, ablation, composition, "
-                     "path patching, model config"))
-        goto done;
-
-    /* mean attention rows at 14: rows = head x role, columns = positions 0..14 */
-    for (int k = 0; k < LH; k++)
-        for (int g = 0; g < 2; g++) {
-            snprintf(lab[k * 2 + g], sizeof lab[0], "%s %s", r->heads[k].name, g ? "crossed" : "crosser");
-            rl[k * 2 + g] = lab[k * 2 + g];
-        }
-    if (cli_out_fig(&x, HS_FIG_NONNEG, "attention_14", r->attn_rows, (size_t)LH * 2, HS_CIRC_T, rl,
-                POS_LABELS, "mean attention at position 14 by head and adjective role (held-out)",
-                "source position", "head, role", 1.0, "mean attention weight", NULL,
-                "each head's attention row at position 14 averaged over the held-out sentences of each "
-                "adjective role (x = 1, y = 6, adjective = 11)"))
-        goto done;
-
-    /* ablation: accuracy change in points */
-    size_t nb = 0;
-    for (int k = 0; k < LH; k++)
-        for (int g = 0; g < 2; g++) {
-            snprintf(lab[nb], sizeof lab[0], "%s %s", r->heads[k].name, g ? "crossed" : "crosser");
-            m[nb++] = (float)(100.0 * (r->heads[k].acc_ablated[g] - r->acc[g]));
-        }
-    for (int l = 0; l < L; l++)
-        for (int w = 0; w < (r->cfg.d_mlp > 0 ? 2 : 1); w++)
-            for (int g = 0; g < 2; g++) {
-                const double *acc = w ? r->acc_block_mlp[l] : r->acc_block_attn[l];
-                snprintf(lab[nb], sizeof lab[0], "L%d %s %s", l, w ? "MLP" : "attn", g ? "crossed" : "crosser");
-                m[nb++] = (float)(100.0 * (acc[g] - r->acc[g]));
-            }
-    if (r->n_pushers > 0)
-        for (int g = 0; g < 2; g++) {
-            snprintf(lab[nb], sizeof lab[0], "pushers %s", g ? "crossed" : "crosser");
-            m[nb++] = (float)(100.0 * (r->acc_pushers[g] - r->acc[g]));
-        }
-    for (size_t i = 0; i < nb; i++) rl[i] = lab[i];
-    if (cli_out_fig(&x, HS_FIG_BARS, "ablation", m, nb, 1, rl, NULL,
-                "held-out accuracy change with mean ablation, by adjective role",
-                "accuracy change, points (position-wise mean ablation)", NULL, 0.0, NULL, NULL,
-                "held-out accuracy change (points) by role when each head, each layer's attention, "
-                "each MLP and the pushers are mean-ablated"))
-        goto done;
-
-    /* patching matrix: rows = heads, columns = direction / positions */
-    static const char *const PCOL[4] = {"pos14 crosser->crossed", "pos14 crossed->crosser", "pos14 both",
-                                        "all positions both"};
-    for (int k = 0; k < LH; k++) {
-        const hs_circuit_head *hd = &r->heads[k];
-        const double v[4] = {hd->patch_pos14[0], hd->patch_pos14[1], hd->patch_pos14[2], hd->patch_all[2]};
-        for (int c = 0; c < 4; c++) m[k * 4 + c] = isfinite(v[c]) ? (float)v[c] : 0.0f;
-        rl[k] = r->heads[k].name;
+    switch (c) {
+    case O_MODEL: a->model = optarg; return 0;
+    case O_OUT: a->out = optarg; return 0;
+    case O_JSON: a->json = 1; return 0;
+    case O_REF: {
+        int s = hs_wg_split_parse(optarg);
+        if (s < 0) return cli_usage_error(C, "unknown --ablate-ref '%s' (train, heldout)", optarg);
+        a->o.ablate_ref = (hs_wg_split)s;
+        return 0;
     }
-    char why[200];
-    snprintf(why, sizeof why, "not usable: clean and corrupted logit differences differ by only %.2f",
-             fabs((double)r->ld_clean[HS_CIRC_PATCH_BOTH] - r->ld_corr[HS_CIRC_PATCH_BOTH]));
-    if (cli_out_fig(&x, HS_FIG_SIGNED, "patching", m, (size_t)LH, 4, rl, PCOL,
-                "patching hook_z: normalised LD (1 = clean answer restored)",
-                "patched where / direction", "head", 1.0, "normalised logit difference",
-                r->patch_usable ? NULL : why,
-                "normalised logit-difference metric when one head's hook_z is patched from the clean "
-                "(one role) into the corrupted (other role, same nouns) run"))
-        goto done;
-
-    /* composition: rows = layer-0 heads, columns = heads of layers >= 1 */
-    if (L > 1 && r->comp.q) {
-        const float *src[3] = {r->comp.q, r->comp.k, r->comp.v};
-        const char *nm[3] = {"composition_Q", "composition_K", "composition_V"};
-        const char *kind[3] = {"Q", "K", "V"};
-        /* one scale for Q, K and V: the three are compared */
-        double lim = 0;
-        for (int w = 0; w < 3; w++) {
-            if (r->cfg.attn != HS_ATTN_SOFTMAX && w < 2) continue;
-            for (int h1 = 0; h1 < H; h1++)
-                for (int k2 = H; k2 < LH; k2++) {
-                    size_t i = (((size_t)0 * H + h1) * L + k2 / H) * H + k2 % H;
-                    lim = fmax(lim, fabs(src[w][i] - r->comp.baseline));
-                }
-        }
-        for (int w = 0; w < 3; w++) {
-            if (r->cfg.attn != HS_ATTN_SOFTMAX && w < 2) continue; /* no Q/K: n/a */
-            for (int h1 = 0; h1 < H; h1++) {
-                rl[h1] = r->heads[h1].name;
-                for (int k2 = H; k2 < LH; k2++) {
-                    const int l2 = k2 / H, h2 = k2 % H;
-                    size_t i = (((size_t)0 * H + h1) * L + l2) * H + h2;
-                    m[h1 * (LH - H) + (k2 - H)] = (float)(src[w][i] - r->comp.baseline);
-                    cl[k2 - H] = r->heads[k2].name;
-                }
-            }
-            char title[160], shows[200];
-            snprintf(title, sizeof title, "%s-composition score minus random baseline %.3f (LN folded)", kind[w],
-                     r->comp.baseline);
-            snprintf(shows, sizeof shows, "%s-composition scores (C3, LN folded) of layer-0 heads into later "
-                     "heads, minus the random baseline", kind[w]);
-            if (cli_out_fig(&x, HS_FIG_SIGNED, nm[w], m, (size_t)H, (size_t)(LH - H), rl, cl, title,
-                        "receiver (later head)", "sender (layer 0)", lim,
-                        "composition score - baseline", NULL, shows))
-                goto done;
-        }
+    case O_CD:
+        if (cli_parse_int(optarg, 2, 100000, &n))
+            return cli_usage_error(C, "--comp-draws needs an integer in [2, 100000], got '%s'", optarg);
+        a->o.comp_draws = (int)n;
+        a->comp_draws = (int)n;
+        return 0;
+    default: /* O_THREADS */
+        return cli_parse_threads(C, optarg, &a->o.threads) ? 2 : 0;
     }
-    /* path patching into the decision heads */
-    if (r->n_decision > 0 && r->path) {
-        size_t nc = 0;
-        for (int d = 0; d < r->n_decision && nc + 3 <= n_lab; d++)
-            for (int w = 0; w < 3; w++) {
-                if (r->cfg.attn != HS_ATTN_SOFTMAX && w < 2) continue;
-                const hs_circuit_head *hd = &r->heads[r->decision[d].layer * H + r->decision[d].head];
-                snprintf(lab[nc], sizeof lab[0], "%s %c", hd->name, "qkv"[w]);
-                cl[nc] = lab[nc];
-                nc++;
-            }
-        for (int s = 0; s < H; s++) {
-            rl[s] = r->heads[s].name;
-            size_t c = 0;
-            for (int d = 0; d < r->n_decision && c < nc; d++)
-                for (int w = 0; w < 3; w++) {
-                    if (r->cfg.attn != HS_ATTN_SOFTMAX && w < 2) continue;
-                    float v = r->path[((size_t)s * r->n_decision + d) * 3 + w];
-                    m[s * nc + c++] = isfinite(v) ? v : 0.0f;
-                }
-        }
-        if (cli_out_fig(&x, HS_FIG_SIGNED, "path_patching", m, (size_t)H, nc, rl, cl,
-                    "path patching layer-0 head -> decision head input: normalised logit difference",
-                    "receiver input", "sender (layer 0)", 1.0, "normalised logit difference",
-                    r->patch_usable ? NULL : why,
-                    "normalised logit-difference metric when only the edge from a layer-0 head into a decision "
-                    "head's q, k or v is patched (receiver LN recomputed)"))
-            goto done;
-    }
-    {
-        cJSON *extra = cJSON_CreateObject();
-        cJSON *cfg = hs_config_to_json(&r->cfg, HS_CONFIG_JSON_ALL);
-        int ok = extra && cfg && cJSON_AddItemToObject(extra, "config", cfg);
-        if (!ok) cJSON_Delete(cfg); /* not attached: still ours */
-        ok = ok && cJSON_AddStringToObject(extra, "model", model) && cJSON_AddStringToObject(extra, "route", r->route);
-        if (cli_out_index_with(od, extra, ok)) goto done;
-    }
-    rc = 0;
-done:
-    free(m);
-    free(lab);
-    free(rl);
-    free(cl);
-    return rc;
 }
 
-int cmd_circuit(int argc, char **argv)
+/* The option loop: -1 to go on, else the exit status (0 after --help, 2
+ * after a usage error, printed). */
+static int parse_args(const char *C, int argc, char **argv, circ_args *a)
 {
-    enum { O_MODEL = 256, O_OUT, O_JSON, O_PA, O_PD, O_S1, O_DP, O_DD, O_RA, O_RD, O_AK, O_REF, O_CD, O_THREADS };
-    static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
+    static const struct option HEAD[] = {{"model", required_argument, 0, O_MODEL},
                                          {"out", required_argument, 0, O_OUT},
                                          {"json", no_argument, 0, O_JSON},
-                                         CLI_HELP_OPT,
-                                         {"push-attn", required_argument, 0, O_PA},
-                                         {"push-dla", required_argument, 0, O_PD},
-                                         {"step1-drop", required_argument, 0, O_S1},
-                                         {"decide-patch", required_argument, 0, O_DP},
-                                         {"decide-drop", required_argument, 0, O_DD},
-                                         {"route-attn", required_argument, 0, O_RA},
-                                         {"route-dla", required_argument, 0, O_RD},
-                                         {"adj-key-diff", required_argument, 0, O_AK},
-                                         {"ablate-ref", required_argument, 0, O_REF},
+                                         CLI_HELP_OPT};
+    static const struct option TAIL[] = {{"ablate-ref", required_argument, 0, O_REF},
                                          {"comp-draws", required_argument, 0, O_CD},
                                          {"threads", required_argument, 0, O_THREADS},
                                          CLI_VOCAB_OPT,
                                          CLI_SPLIT_OPTS,
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
-    const char *C = "circuit", *model = NULL, *out = NULL;
-    int json = 0, c, comp_draws = 0;
-    hs_load_source from = {0};
-    hs_circuit_opts o = hs_circuit_opts_default();
-    hs_figopts fo;
-    hs_figopts_default(&fo, 300);
-    cli_opts op = {.cmd = C, .help = CIRCUIT_HELP, .src = &from, .fo = &fo};
+    enum { N_HEAD = sizeof HEAD / sizeof HEAD[0], N_TAIL = sizeof TAIL / sizeof TAIL[0] };
+    struct option opts[N_HEAD + N_THRESHOLDS + N_TAIL];
+    memcpy(opts, HEAD, sizeof HEAD);
+    for (size_t i = 0; i < N_THRESHOLDS; i++) {
+        const struct option t = {THRESHOLDS[i].name, required_argument, 0, O_THRESHOLD + (int)i};
+        opts[N_HEAD + i] = t;
+    }
+    memcpy(opts + N_HEAD + N_THRESHOLDS, TAIL, sizeof TAIL);
+    int c;
+    cli_opts op = {.cmd = C, .help = CIRCUIT_HELP, .src = &a->from, .fo = &a->fo};
     while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
-        double v;
-        long n;
-        switch (c) {
-        case CLI_OPT_EXIT: return op.status;
-        case O_MODEL: model = optarg; break;
-        case O_OUT: out = optarg; break;
-        case O_JSON: json = 1; break;
-#define FLT(opt, name, lo, hi, dst, scale)                                                        \
-    case opt:                                                                                     \
-        if (cli_parse_float(optarg, lo, hi, &v))                                                  \
-            return cli_usage_error(C, "--%s needs a number in [%g, %g], got '%s'", name, lo, hi, optarg); \
-        dst = v * (scale);                                                                        \
-        break;
-        FLT(O_PA, "push-attn", 0.0, 1.0, o.push_attn, 1.0)
-        FLT(O_PD, "push-dla", 0.0, 1000.0, o.push_dla, 1.0)
-        FLT(O_S1, "step1-drop", 0.0, 100.0, o.step1_drop, 0.01)
-        FLT(O_DP, "decide-patch", 0.0, 1000.0, o.decide_patch, 1.0)
-        FLT(O_DD, "decide-drop", 0.0, 100.0, o.decide_drop, 0.01)
-        FLT(O_RA, "route-attn", 0.0, 1.0, o.route_attn, 1.0)
-        FLT(O_RD, "route-dla", 0.0, 1000.0, o.route_dla, 1.0)
-        FLT(O_AK, "adj-key-diff", 0.0, 1.0, o.adj_key_diff, 1.0)
-#undef FLT
-        case O_REF: {
-            int s = hs_wg_split_parse(optarg);
-            if (s < 0) return cli_usage_error(C, "unknown --ablate-ref '%s' (train, heldout)", optarg);
-            o.ablate_ref = (hs_wg_split)s;
-            break;
-        }
-        case O_CD:
-            if (cli_parse_int(optarg, 2, 100000, &n))
-                return cli_usage_error(C, "--comp-draws needs an integer in [2, 100000], got '%s'", optarg);
-            o.comp_draws = (int)n;
-            comp_draws = (int)n;
-            break;
-        case O_THREADS:
-            if (cli_parse_threads(C, optarg, &o.threads)) return 2;
-            break;
-        }
+        if (c == CLI_OPT_EXIT) return op.status;
+        int r = own_option(C, c, a);
+        if (r) return r;
     }
-    int rest = cli_args_end(C, argc, argv, optind, model);
-    if (rest) return rest;
+    int rest = cli_args_end(C, argc, argv, optind, a->model);
+    return rest ? rest : -1;
+}
+
+/* The end of a run: the summary or the JSON text, and the files written. */
+static int print_result(const char *C, const char *text, int json, const hs_outdir *od)
+{
+    fputs(text, stdout);
+    if (json) fputc('\n', stdout);
+    else if (od) {
+        fputc('\n', stdout);
+        cli_out_say_wrote(od, "report.json, figures");
+    }
+    return cli_stdout_done(C);
+}
+
+/* The two-step referent-circuit check of a Winograd model. */
+static int run_winograd(const char *C, const circ_args *a, const hs_loaded *ld, hs_outdir *od)
+{
     hs_error err = {0};
-    hs_loaded Ld;
-    int lrc = cli_load_src(C, model, HS_NEED_ANY_TASK, &from, &Ld);
-    if (lrc) {
-        hs_figopts_free(&fo);
-        return lrc;
-    }
-    hs_outdir od = {0};
-    const char *const inputs[] = {model, NULL}; /* never replaced or removed */
-    if (out && (cli_figopts_font(C, &fo) || cli_outdir_open(&od, C, out, &fo, inputs))) {
-        hs_outdir_close(&od);
-        hs_loaded_free(&Ld);
-        hs_figopts_free(&fo);
-        return 1;
-    }
-    if (Ld.ind) { /* an induction-task model: its own check (cmd_circuit_induction.c) */
-        int irc = cli_circuit_induction(C, model, &Ld, json, out ? &od : NULL, comp_draws);
-        hs_outdir_close(&od);
-        hs_loaded_free(&Ld);
-        hs_figopts_free(&fo);
-        return irc;
-    }
     hs_circuit_report r;
-    if (hs_circuit_run(Ld.model, Ld.task, &o, &r, &err) != HS_OK) {
-        hs_outdir_close(&od);
-        hs_loaded_free(&Ld);
-        hs_figopts_free(&fo);
-        return cli_error(C, &err);
-    }
+    if (hs_circuit_run(ld->model, ld->task, &a->o, &r, &err) != HS_OK) return cli_error(C, &err);
     int rc = 0;
     char *text = NULL;
     cJSON *rep = NULL;
-    if (hs_circuit_report_json(&r, model, &rep, &err) != HS_OK) {
-        rc = cli_error(C, &err);
-    } else if (json) {
-        if ((text = cJSON_Print(rep)) == NULL) {
+    if (a->json) {
+        if (hs_circuit_report_json(&r, a->model, &rep, &err) != HS_OK) {
+            rc = cli_error(C, &err);
+        } else if ((text = cJSON_Print(rep)) == NULL) {
             fprintf(stderr, "headscope %s: out of memory\n", C);
             rc = 1;
         }
     } else if (hs_circuit_summary(&r, &text, &err) != HS_OK) {
         rc = cli_error(C, &err);
     }
-    if (rc == 0 && out && write_outputs(&r, rep, &od, model)) rc = 1;
+    if (rc == 0 && od && hs_circuit_write(&r, a->model, od, &err) != HS_OK) rc = cli_error(C, &err);
     if (rc == 0) {
-        fputs(text, stdout);
-        if (json) fputc('\n', stdout);
-        else if (out) {
-            fputc('\n', stdout);
-            cli_out_say_wrote(&od, "report.json, figures");
-        }
-        rc = cli_stdout_done(C);
-        if (rc == 0) cli_say_threads(C, o.threads);
+        rc = print_result(C, text, a->json, od);
+        if (rc == 0) cli_say_threads(C, a->o.threads);
     }
     free(text);
     cJSON_Delete(rep);
-    hs_outdir_close(&od);
-    hs_figopts_free(&fo);
     hs_circuit_report_free(&r);
+    return rc;
+}
+
+/* The induction-circuit check of an induction model (the Winograd
+ * thresholds do not apply; --comp-draws does). */
+static int run_induction(const char *C, const circ_args *a, const hs_loaded *ld, hs_outdir *od)
+{
+    hs_error err = {0};
+    hs_ind_circuit_opts o = hs_ind_circuit_opts_default();
+    if (a->comp_draws > 0) o.comp_draws = a->comp_draws;
+    hs_ind_circuit_report r;
+    if (hs_ind_circuit_run(ld->model, ld->ind, &o, &r, &err) != HS_OK) return cli_error(C, &err);
+    char *text = NULL;
+    int rc = 0;
+    if ((a->json ? hs_ind_circuit_report_json(&r, a->model, &text, &err)
+                 : hs_ind_circuit_summary(&r, &text, &err)) != HS_OK)
+        rc = cli_error(C, &err);
+    if (!rc && od && hs_ind_circuit_write(&r, ld->ind, a->model, od, &err) != HS_OK)
+        rc = cli_error(C, &err);
+    if (!rc) rc = print_result(C, text, a->json, od);
+    free(text);
+    hs_ind_circuit_report_free(&r);
+    return rc;
+}
+
+int cmd_circuit(int argc, char **argv)
+{
+    const char *C = "circuit";
+    circ_args a = {0};
+    a.o = hs_circuit_opts_default();
+    hs_figopts_default(&a.fo, 300);
+    int rc = parse_args(C, argc, argv, &a);
+    if (rc >= 0) return rc;
+    hs_loaded Ld;
+    hs_outdir od = {0};
+    rc = cli_load_src(C, a.model, HS_NEED_ANY_TASK, &a.from, &Ld);
+    if (rc) {
+        hs_figopts_free(&a.fo);
+        return rc;
+    }
+    const char *const inputs[] = {a.model, NULL}; /* never replaced or removed */
+    if (a.out && (cli_figopts_font(C, &a.fo) || cli_outdir_open(&od, C, a.out, &a.fo, inputs)))
+        rc = 1;
+    else if (Ld.ind)
+        rc = run_induction(C, &a, &Ld, a.out ? &od : NULL);
+    else
+        rc = run_winograd(C, &a, &Ld, a.out ? &od : NULL);
+    hs_outdir_close(&od);
     hs_loaded_free(&Ld);
+    hs_figopts_free(&a.fo);
     return rc;
 }

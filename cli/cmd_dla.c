@@ -5,7 +5,6 @@
  * DIR dla.json and a bar figure.
  */
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,9 +68,6 @@ int cmd_dla(int argc, char **argv)
     cJSON *j = NULL;
     hs_buf text = {0};
     hs_dla_set r = {0};
-    float *m = NULL;
-    const char **ll = NULL, **pl = NULL;
-    char (*pb)[12] = NULL;
     if (cli_exp_open(&x, 0)) goto done;
     if (hs_dla_set_run(x.Ld.model, x.pool, &x.p, by_pos, &r, &err) != HS_OK) {
         rc = cli_error(C, &err);
@@ -81,61 +77,14 @@ int cmd_dla(int argc, char **argv)
         fprintf(stderr, "headscope %s: out of memory\n", C);
         goto done;
     }
-    if (x.out) {
-        /* the components, then the norm's bias term (as the summary prints it), so the bars sum to the target */
-        const int nb = r.n_comp + (isfinite(r.constant) ? 1 : 0);
-        m = calloc((size_t)nb, sizeof *m);
-        ll = calloc((size_t)nb, sizeof *ll);
-        if (!m || !ll) {
-            fprintf(stderr, "headscope %s: out of memory\n", C);
-            goto done;
-        }
-        for (int k = 0; k < r.n_comp; k++) {
-            m[k] = (float)r.attr[k];
-            ll[k] = r.labels[k];
-        }
-        if (nb > r.n_comp) {
-            m[r.n_comp] = (float)r.constant;
-            ll[r.n_comp] = "norm bias";
-        }
-        const cli_fig_ctx fx = cli_exp_fig(&x);
-        if (cli_out_fig(&fx, HS_FIG_BARS, "dla_bars", m, (size_t)nb, 1, ll, NULL,
-                        "direct logit attribution (final norm frozen), mean over the prompts",
-                        r.has_wrong ? "logit difference answer - wrong" : "answer logit", NULL, 0.0, "logits", NULL,
-                        "each component's mean direct logit attribution at the prompts' positions, then the "
-                        "final norm's bias term"))
-            goto done;
-        if (r.attr_pos) {
-            const size_t n = (size_t)r.n_comp * r.t;
-            float *mp = realloc(m, n * sizeof *m);
-            pl = calloc((size_t)r.t, sizeof *pl);
-            pb = calloc((size_t)r.t, sizeof *pb);
-            if (mp) m = mp;
-            if (!mp || !pl || !pb) {
-                fprintf(stderr, "headscope %s: out of memory\n", C);
-                goto done;
-            }
-            for (size_t i = 0; i < n; i++) m[i] = (float)r.attr_pos[i];
-            for (int q = 0; q < r.t; q++) {
-                snprintf(pb[q], sizeof pb[q], "%d", q);
-                pl[q] = pb[q];
-            }
-            if (cli_out_fig(&fx, HS_FIG_SIGNED, "dla_by_position", m, (size_t)r.n_comp, (size_t)r.t, ll, pl,
-                            "direct logit attribution by source position (final norm frozen at the read position)",
-                            "source position", "component", 0.0, "logits", NULL,
-                            "what each component writes at each position, read at the prompts' positions, "
-                            "mean over the prompts"))
-                goto done;
-        }
+    if (x.out && hs_dla_set_figures(&r, &x.Ld.model->cfg, x.model, &x.od, &err) != HS_OK) {
+        rc = cli_error(C, &err);
+        goto done;
     }
     hs_dla_set_summary(&r, &text);
     rc = cli_exp_finish(&x, j, "dla", "every component's mean direct logit attribution, the norm's bias term "
                                       "and the target they sum to", &text);
 done:
-    free(m);
-    free(ll);
-    free(pl);
-    free(pb);
     hs_buf_free(&text);
     cJSON_Delete(j);
     hs_dla_set_free(&r);

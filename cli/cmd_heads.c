@@ -54,44 +54,6 @@ static const char HEADS_HELP[] =
     "Prompt-set errors name the file and line (unknown word, lengths that differ,\n"
     "a bad key). Exit status: 0 ok, 1 user error, 2 usage error.\n";
 
-/* One layers x heads figure per detector. 0 ok, 1 printed. */
-static int write_figures(const hs_heads_report *r, cli_exp *x)
-{
-    const cli_fig_ctx fx = cli_exp_fig(x);
-    const int L = r->L, H = r->H;
-    hs_labels lab;
-    hs_labels_init(&lab, (size_t)(L + H));
-    for (int l = 0; l < L; l++) hs_labels_set(&lab, (size_t)l, "L%d", l);
-    for (int h = 0; h < H; h++) hs_labels_set(&lab, (size_t)(L + h), "H%d", h);
-    const char **rl = lab.at;
-    float *m = calloc((size_t)L * H, sizeof *m);
-    int rc = 1;
-    if (lab.oom || !m) {
-        fprintf(stderr, "headscope heads: out of memory\n");
-        goto done;
-    }
-    for (int k = 0; k < HS_HEADS_N; k++) {
-        if (!r->has[k]) continue;
-        for (int i = 0; i < L * H; i++) m[i] = (float)r->score[k][i];
-        char stem[48], title[160], shows[200];
-        snprintf(stem, sizeof stem, "heads_%s", hs_heads_names[k]);
-        snprintf(title, sizeof title, "%s score per head (%s, %d prompt%s)", hs_heads_names[k],
-                 r->metric == HS_DETECT_ABS ? "abs" : "mul", r->n, r->n == 1 ? "" : "s");
-        snprintf(shows, sizeof shows, "the %s detector's %s score of every head, layers x heads", hs_heads_names[k],
-                 r->metric == HS_DETECT_ABS ? "abs" : "mul");
-        /* mul is in [0, 1]; abs goes down to -1 and below (signed map, its own range) */
-        if (cli_out_fig(&fx, r->metric == HS_DETECT_ABS ? HS_FIG_SIGNED : HS_FIG_NONNEG, stem, m, (size_t)L, (size_t)H, rl, rl + L, title,
-                        "head", "layer", r->metric == HS_DETECT_ABS ? 0.0 : 1.0, "detector score", NULL,
-                        shows))
-            goto done;
-    }
-    rc = 0;
-done:
-    hs_labels_free(&lab);
-    free(m);
-    return rc;
-}
-
 int cmd_heads(int argc, char **argv)
 {
     enum { O_TARGET = 256, O_METRIC, O_EBOS, O_ECUR };
@@ -145,7 +107,10 @@ int cmd_heads(int argc, char **argv)
         fprintf(stderr, "headscope %s: out of memory\n", C);
         goto done;
     }
-    if (x.out && write_figures(r, &x)) goto done;
+    if (x.out && hs_heads_figures(r, &x.Ld.model->cfg, x.model, &x.od, &err) != HS_OK) {
+        rc = cli_error(C, &err);
+        goto done;
+    }
     hs_heads_summary(r, &text);
     rc = cli_exp_finish(&x, j, "heads",
                         "every head's detector scores (TL detect_head), layers x heads, with the metric and the "

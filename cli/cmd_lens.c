@@ -42,36 +42,6 @@ static const char LENS_HELP[] =
     "\n"
     "Exit status: 0 ok, 1 user error, 2 usage error.\n";
 
-static int write_figure(const hs_lens_report *r, cli_exp *x)
-{
-    const cli_fig_ctx fx = cli_exp_fig(x);
-    const int K = r->n_points, T = r->t;
-    hs_labels lab;
-    hs_labels_init(&lab, (size_t)(K + T));
-    for (int k = 0; k < K; k++)
-        if (k < r->L) hs_labels_set(&lab, (size_t)k, "L%d resid_pre", k);
-        else hs_labels_set(&lab, (size_t)k, "L%d resid_post", r->L - 1);
-    for (int q = 0; q < T; q++)
-        hs_labels_set(&lab, (size_t)(K + q), "%d %s", q, hs_tok_str(x->Ld.vocab, x->p.clean[q]));
-    const char **ll = lab.at;
-    float *m = calloc((size_t)K * T, sizeof *m);
-    int rc = 1;
-    if (lab.oom || !m) {
-        fprintf(stderr, "headscope lens: out of memory\n");
-        goto done;
-    }
-    for (size_t i = 0; i < (size_t)K * T; i++) m[i] = (float)r->p_final[i];
-    rc = cli_out_fig(&fx, HS_FIG_NONNEG, "lens_final", m, (size_t)K, (size_t)T, ll, ll + K,
-                     "logit lens: probability of the model's final prediction", "position (first prompt's tokens)",
-                     "residual stream", 1.0, "probability", NULL,
-                     "the probability the logit lens at each point gives to the model's own top-1 token at each "
-                     "position, averaged over the prompts [point][position]");
-done:
-    hs_labels_free(&lab);
-    free(m);
-    return rc;
-}
-
 int cmd_lens(int argc, char **argv)
 {
     static const struct option opts[] = {CLI_HELP_OPT,
@@ -100,7 +70,10 @@ int cmd_lens(int argc, char **argv)
         fprintf(stderr, "headscope %s: out of memory\n", C);
         goto done;
     }
-    if (x.out && write_figure(&r, &x)) goto done;
+    if (x.out && hs_lens_figures(&r, &x.p, x.Ld.vocab, &x.Ld.model->cfg, x.model, &x.od, &err) != HS_OK) {
+        rc = cli_error(C, &err);
+        goto done;
+    }
     hs_lens_summary(&r, x.Ld.vocab, &text);
     rc = cli_exp_finish(&x, j, "lens", "every logit-lens number: per point the answer's probability, logit, "
                                        "top-1 rate and LD; per position the final prediction's probability",

@@ -53,60 +53,6 @@ static const char PATCH_HELP[] =
     "of another length, an answer not in the vocabulary, a bad key).\n"
     "Exit status: 0 ok, 1 user error, 2 usage error.\n";
 
-/* Figures: per act a layer x position (or layer x head) matrix; per head act
- * also heads x positions. 0 ok, 1 printed. */
-static int write_figures(const hs_patch_report *r, cli_exp *x)
-{
-    const cli_fig_ctx fx = cli_exp_fig(x);
-    const int L = r->L, H = r->H, T = r->t;
-    /* labels: positions (with the first prompt's tokens), layers, heads, layer-heads */
-    hs_labels lab;
-    hs_labels_init(&lab, (size_t)L * H + (size_t)T + (size_t)L + (size_t)H);
-    size_t k = 0;
-    for (int p = 0; p < T; p++) hs_labels_set(&lab, k++, "%d %s", p, hs_tok_str(x->Ld.vocab, x->p.clean[p]));
-    for (int l = 0; l < L; l++) hs_labels_set(&lab, k++, "L%d", l);
-    for (int h = 0; h < H; h++) hs_labels_set(&lab, k++, "H%d", h);
-    for (int i = 0; i < L * H; i++) hs_labels_set(&lab, k++, "L%dH%d", i / H, i % H);
-    const char **pos_l = lab.at, **lay_l = pos_l + T, **head_l = lay_l + L, **lh_l = head_l + H;
-    float *m = calloc((size_t)L * H * T + (size_t)L * T, sizeof *m);
-    int rc = 1;
-    if (lab.oom || !m) {
-        fprintf(stderr, "headscope patch: out of memory\n");
-        goto done;
-    }
-    for (int a = 0; a < HS_PATCH_N; a++) {
-        if (!(r->acts & (1u << a))) continue;
-        const char *nm = hs_patch_act_names[a];
-        char stem[64], title[160], shows[240];
-        const int head = hs_patch_act_is_head(a);
-        const size_t R = (size_t)L, C = head ? (size_t)H : (size_t)T;
-        for (size_t i = 0; i < R * C; i++) m[i] = (float)r->metric[a][i];
-        snprintf(stem, sizeof stem, "patch_%s", nm);
-        snprintf(title, sizeof title, "patching %s%s: normalised LD (1 = clean restored)", nm,
-                 head ? " per head, all positions" : "");
-        snprintf(shows, sizeof shows, "normalised logit difference when %s is patched clean -> corrupted, %s", nm,
-                 head ? "per head at every position [layer][head]" : "by layer x position");
-        if (cli_out_fig(&fx, HS_FIG_SIGNED, stem, m, R, C, lay_l, head ? head_l : pos_l, title, head ? "head" : "position",
-                        "layer", 1.0, "normalised logit difference", NULL, shows))
-            goto done;
-        if (!head) continue;
-        for (size_t i = 0; i < (size_t)L * H * T; i++) m[i] = (float)r->metric_pos[a][i];
-        snprintf(stem, sizeof stem, "patch_%s_by_position", nm);
-        snprintf(title, sizeof title, "patching %s per head and position: normalised LD", nm);
-        snprintf(shows, sizeof shows, "normalised logit difference when one head's %s is patched at one position "
-                 "[layer*heads + head][position]", nm);
-        if (cli_out_fig(&fx, HS_FIG_SIGNED, stem, m, (size_t)L * H, (size_t)T, lh_l, pos_l, title,
-                        a == HS_PATCH_PATTERN ? "destination position" : "position", "head", 1.0,
-                        "normalised logit difference", NULL, shows))
-            goto done;
-    }
-    rc = 0;
-done:
-    hs_labels_free(&lab);
-    free(m);
-    return rc;
-}
-
 /* --acts LIST into bits; -1 on an unknown name (printed). */
 static int parse_acts(const char *C, const char *s, unsigned *acts)
 {
@@ -173,7 +119,10 @@ int cmd_patch(int argc, char **argv)
         fprintf(stderr, "headscope %s: out of memory\n", C);
         goto done;
     }
-    if (x.out && write_figures(&r, &x)) goto done;
+    if (x.out && hs_patch_figures(&r, &x.p, x.Ld.vocab, &x.Ld.model->cfg, x.model, &x.od, &err) != HS_OK) {
+        rc = cli_error(C, &err);
+        goto done;
+    }
     hs_patch_summary(&r, &text);
     rc = cli_exp_finish(&x, j, "patch",
                         "every patching number: normalised and raw logit differences per activation, layer, "

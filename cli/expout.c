@@ -8,36 +8,6 @@
 
 #include "util.h"
 
-int cli_out_fig(const cli_fig_ctx *x, hs_fig_kind kind, const char *stem, const float *m, size_t R,
-                size_t C, const char *const *rl, const char *const *cl, const char *title,
-                const char *xl, const char *yl, double lim, const char *q, const char *note,
-                const char *shows)
-{
-    hs_outdir *o = x->od;
-    hs_error err = {0};
-    /* what every figure JSON says about its run: the model's config and path */
-    cJSON *ctx = cJSON_CreateObject(), *cfg = hs_config_to_json(x->cfg, HS_CONFIG_JSON_ALL);
-    if (!ctx || !cfg || !cJSON_AddItemToObject(ctx, "config", cfg) ||
-        !cJSON_AddStringToObject(ctx, "model", x->model)) {
-        if (cfg && !cJSON_GetObjectItem(ctx, "config")) cJSON_Delete(cfg);
-        cJSON_Delete(ctx);
-        fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
-        return 1;
-    }
-    o->context = ctx;
-    hs_status s = hs_outdir_matrix(o, kind, stem, m, R, C, rl, cl, title, xl, yl, lim, q, note,
-                                   shows, &err);
-    o->context = NULL;
-    cJSON_Delete(ctx);
-    return s != HS_OK ? cli_error(o->cmd, &err) : 0;
-}
-
-cli_fig_ctx cli_exp_fig(cli_exp *x)
-{
-    const cli_fig_ctx fx = {&x->od, x->model, &x->Ld.model->cfg};
-    return fx;
-}
-
 void cli_exp_init(cli_exp *x, const char *cmd)
 {
     memset(x, 0, sizeof *x);

@@ -1,8 +1,9 @@
 /*
- * cli/expout.h -- one figure (+ its JSON with the model and config added)
- * through the shared output folder (figopts.h), for the commands that write
- * matrices and bars of an experiment: circuit, patch, ablate, dla, lens,
- * heads; the option loop those and inspect, weights, timeline and eval share.
+ * cli/expout.h -- what the commands over a prompt set share (patch, ablate,
+ * dla, lens, heads: the checkpoint, the prompt set, the pool, the output
+ * folder, the end of a run; their figures are the library's, e.g.
+ * hs_patch_figures), and the option loop those and inspect, weights,
+ * circuit, timeline and eval share.
  */
 #ifndef HS_CLI_EXPOUT_H
 #define HS_CLI_EXPOUT_H
@@ -11,25 +12,6 @@
 #include "figopts.h"
 #include "util.h"
 #include "experiments/experiments.h"
-
-typedef struct {
-    hs_outdir *od;
-    const char *model;     /* the checkpoint path, written into each JSON */
-    const hs_config *cfg;  /* its config, written into each JSON */
-} cli_fig_ctx;
-
-/* Writes stem.{png,svg,pdf,json} in the formats chosen. kind: HS_FIG_SIGNED
- * (R x C, diverging), HS_FIG_BARS (R values), HS_FIG_NONNEG (R x C,
- * sequential from 0, e.g. attention). lim > 0: a limit shared by the figures
- * of a kind (hs_figopts_for), unless --range auto or --vmin/--vmax. q: the
- * quantity the colour bar (or bar axis) shows, with its unit. note: a line on
- * the figure (and "usable": false in its JSON) saying why its numbers are not
- * usable, or NULL. A figure over the viz caps gets its JSON only, with a note.
- * 0 ok, 1 after printing. */
-int cli_out_fig(const cli_fig_ctx *x, hs_fig_kind kind, const char *stem, const float *m,
-                size_t R, size_t C, const char *const *rl, const char *const *cl,
-                const char *title, const char *xl, const char *yl, double lim, const char *q,
-                const char *note, const char *shows);
 
 /* What every command over a prompt set shares (heads, patch): the checkpoint,
  * the prompt set (or one sentence), the worker pool, the output folder. */
@@ -59,10 +41,6 @@ enum { CLI_EXP_MODEL = 1100, CLI_EXP_DATA, CLI_EXP_SENTENCE, CLI_EXP_OUT, CLI_EX
     CLI_VOCAB_OPT,                                                               \
     CLI_FIGOPTS_LONGOPTS
 #define CLI_EXP_SENTENCE_LONGOPT {"sentence", required_argument, 0, CLI_EXP_SENTENCE}
-
-/* The figure context of a prompt-set command's figures (its folder, model
- * path and config), after cli_exp_open. */
-cli_fig_ctx cli_exp_fig(cli_exp *x);
 
 /* Defaults (figure options at 300 dpi) for command cmd. */
 void cli_exp_init(cli_exp *x, const char *cmd);

@@ -27,6 +27,7 @@
 
 #include "common/common.h"
 #include "model/model.h"
+#include "output/output.h"
 #include "probe/probe.h"
 #include "tokenize/tokenize.h"
 
@@ -303,8 +304,6 @@ void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b);
  * config, the sentence, its token ids and the query position. Writes
  * through output/ (its folder policy and figure options).
  */
-#include "output/output.h"
-
 typedef struct {
     const char *model_path;    /* recorded in every JSON ("model"); never replaced in out_dir */
     const char *sentence;      /* sentence A (required) */
@@ -375,5 +374,117 @@ hs_status hs_inspect_run(const hs_model *m, const hs_tokenizer *tok, const hs_in
                          hs_inspect_report *out, hs_error *err);
 /* Frees what a report holds and zeroes it; NULL and zeroed reports allowed. */
 void hs_inspect_report_free(hs_inspect_report *r);
+
+/* ------------------------------------------------------------------------ */
+/* Figures of the experiments (experiments/figures.c) and what the weights   */
+/* say (experiments/weights_run.c; `headscope weights`)                      */
+/*
+ * These write into an output folder (output/output.h: hs_outdir_open, the
+ * figure formats of hs_figopts, hs_outdir_commit); they add output/ and viz/
+ * to what this module calls. Every figure JSON they write holds the run's
+ * context: {"config": the model's config (HS_CONFIG_JSON_ALL), "model": its
+ * path}. Labels count layers, heads and positions from 0 ("L0H1", "3 x").
+ */
+/* {"config": cfg as JSON (hs_config_to_json, HS_CONFIG_JSON_ALL), "model":
+ * model_path (left out when NULL)}: what every figure JSON of a run over a
+ * model says about it (hs_outdir.context). Caller frees with cJSON_Delete;
+ * NULL when memory ran out. */
+cJSON *hs_run_context(const hs_config *cfg, const char *model_path);
+
+/*
+ * The figures of an experiment's report into od (opened by the caller, who
+ * then writes the report's JSON and commits): hs_outdir_matrix in the
+ * formats od->fo chooses, with hs_run_context(cfg, model_path) as od's
+ * context while they are written (od->context is restored after). A figure
+ * over viz's caps gets its JSON only, with a note to od's notes. Errors:
+ * hs_outdir_matrix's (HS_ERR_IO naming the file, HS_ERR_NOMEM).
+ *
+ * hs_heads_figures: heads_<detector> for every detector computed, [L, H]
+ *   layers x heads (mul: [0, 1]; abs: signed, its own range).
+ * hs_patch_figures: patch_<act> per act, [L, t] layer x position or [L, H]
+ *   layer x head; for head acts also patch_<act>_by_position [L*H, t];
+ *   positions labelled with the first prompt of p's tokens (tok's strings).
+ * hs_lens_figures: lens_final [n_points, t]: the probability each lens point
+ *   gives to the model's final prediction; positions as patch's.
+ * hs_ablate_figures: ablate_change, bars [n_comp]: the metric's change when
+ *   each component is ablated.
+ * hs_dla_set_figures: dla_bars, bars [n_comp (+ the norm's bias term when
+ *   finite)]; with attr_pos also dla_by_position [n_comp, t].
+ */
+hs_status hs_heads_figures(const hs_heads_report *r, const hs_config *cfg, const char *model_path,
+                           hs_outdir *od, hs_error *err);
+hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const hs_tokenizer *tok,
+                           const hs_config *cfg, const char *model_path, hs_outdir *od,
+                           hs_error *err);
+hs_status hs_lens_figures(const hs_lens_report *r, const hs_prompts *p, const hs_tokenizer *tok,
+                          const hs_config *cfg, const char *model_path, hs_outdir *od,
+                          hs_error *err);
+hs_status hs_ablate_figures(const hs_ablate_report *r, const hs_config *cfg, const char *model_path,
+                            hs_outdir *od, hs_error *err);
+hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const char *model_path,
+                             hs_outdir *od, hs_error *err);
+
+/*
+ * What the weights say, without running a sentence (`headscope weights`):
+ * into the folder o->out (hs_outdir_open's policy; index.json's command
+ * "weights"), from the probe's maths (probe.h section 6) under o->fold:
+ *   L<l>H<h>_QK      full QK circuit W_E W_QK W_E^T [V, V] [query token, key
+ *                    token] (hs_full_QK; not for uniform attention);
+ *   L<l>H<h>_OV      full OV circuit W_E W_OV W_U [V, V] [attended token,
+ *                    output logit] (hs_full_OV), with its copying score;
+ *   virtual_weights  Frobenius norms of W_O^A W_X^B [(L-1)*H, 3*(L-1)*H],
+ *                    sender A (layers 0..L-2) x receiver B (layers 1..L-1) and
+ *                    X = Q, K, V (columns B.Q, B.K, B.V); pairs with B not in
+ *                    a later layer are masked (null); the JSON's "products"
+ *                    holds every [d_head, d_head] product (hs_head_product);
+ *   composition_Q/K/V  hs_composition_scores (o->comp_draws, seed 0) minus
+ *                    the random baseline [L*H, L*H] (sender, receiver); the
+ *                    JSON's "scores" the raw scores, null where not reported;
+ *   copying          each head's eigenvalue copying score, bars [L*H]
+ *                    (hs_copying_score; "positive_fraction" in its JSON).
+ * One layer: no virtual weights or composition; uniform attention: no QK
+ * circuit and only V products and composition. Signed figures of a kind share
+ * one colour limit (the largest |value|; the range options of fo apply).
+ * Every number is computed before the folder is opened (a failed computation
+ * leaves no folder). fo: the formats and figure options (its font is opened
+ * here); pool: where figures are drawn (may be NULL). Notes (HS_NOTE_CMD) go
+ * to notes: "note: MODEL has no vocabulary; tokens are labelled by id ..."
+ * when o->vocab_is_ids, a figure over viz's cap written as JSON only, and
+ * the output folder's. Errors: the probe's, hs_figopts_font_open's, the
+ * output folder's (HS_ERR_INPUT, HS_ERR_IO), HS_ERR_NOMEM. out is filled as
+ * the run goes (free it with hs_weights_report_free also after a failure:
+ * skip_* then say what the run had got past).
+ */
+typedef struct {
+    const char *model_path; /* the checkpoint: in every JSON ("model"), and an input of the
+                             * folder (never replaced); may be NULL */
+    const char *out;        /* the output folder */
+    hs_fold fold;           /* HS_FOLD_LN (default) or HS_FOLD_NONE */
+    int comp_draws;         /* random pairs of the composition baseline, 2..100000 */
+    int vocab_is_ids;       /* 1: tok labels tokens by id (hs_tokenizer_ids): said in a note */
+} hs_weights_opts;
+
+/* out "weights-out", HS_FOLD_LN, HS_COMP_DRAWS draws, no model path. */
+hs_weights_opts hs_weights_opts_default(void);
+
+typedef struct {
+    int L, H;               /* layers, heads a layer */
+    int uniform;            /* uniform attention: no QK circuits, Q/K products or composition */
+    double *copying;        /* (L*H) copying score of head l*H + h, in [-1, 1] */
+    double *copying_pos;    /* (L*H) share of nonzero eigenvalues with a positive real part */
+    hs_comp_scores comp;    /* every pair (hs_composition_scores under o->fold; NAN where not
+                             * reported: every pair with one layer) */
+    int comp_best[3];       /* [HS_COMP_Q/K/V]: sender * (L*H) + receiver of the highest
+                             * finite score, -1 when none (or not computed) */
+    int n_files;            /* files the folder's index.json lists */
+    int skip_cross_layer;   /* the run passed the cross-layer figures, skipped (one layer) */
+    int skip_qk;            /* the run passed every figure of Q/K, skipped (uniform attention) */
+} hs_weights_report;
+
+hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_weights_opts *o,
+                         hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
+                         hs_weights_report *out, hs_error *err);
+/* Frees out's arrays and zeroes it (a zeroed report is fine). */
+void hs_weights_report_free(hs_weights_report *r);
 
 #endif /* HS_EXPERIMENTS_H */

@@ -43,6 +43,7 @@
 #ifndef HS_TASKS_H
 #define HS_TASKS_H
 
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -50,6 +51,7 @@
 
 #include "common/common.h"
 #include "model/model.h"
+#include "output/output.h"
 #include "probe/probe.h"
 #include "tokenize/tokenize.h"
 
@@ -870,10 +872,6 @@ void hs_loaded_free(hs_loaded *l);
 /* ------------------------------------------------------------------------ */
 /* A training run (tasks/train_run.c; `headscope train`, `headscope demo`)    */
 
-#include <signal.h>
-
-#include "output/output.h"
-
 /*
  * One run of `headscope train` as a library call: builds the task (or
  * resumes the run a checkpoint was saved from), creates and initialises the
@@ -1044,5 +1042,44 @@ typedef struct {
 hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, hs_pool *pool,
                           const hs_notes *notes, hs_timeline_report *out, hs_error *err);
 void hs_timeline_report_free(hs_timeline_report *r);
+
+/* ------------------------------------------------------------------------ */
+/* Writing a circuit check's folder (tasks/circuit_figs.c,                   */
+/* tasks/induction_figs.c; `headscope circuit --out DIR`)                    */
+
+/*
+ * These write a report into an output folder (output/output.h) and commit
+ * it: they add experiments/ (hs_run_context), output/ and viz/ to what this
+ * module calls. od is open (hs_outdir_open, command "circuit"); its formats
+ * (od->fo) choose the files; each figure's JSON holds hs_run_context's
+ * {"config", "model"} (od->context is restored after). model_path is
+ * recorded in the JSON (may be NULL). Notes (a figure over viz's caps
+ * written as JSON only, files replaced or kept) go to od's notes. Errors:
+ * the output folder's (HS_ERR_IO naming the file, a name taken:
+ * hs_outdir_commit), HS_ERR_NOMEM; od is then left uncommitted (the caller's
+ * hs_outdir_close leaves DIR as it was).
+ *
+ * hs_circuit_write: report.json (hs_circuit_report_json), attention_14 (mean
+ * attention row at 14 [L*H*2, 15], head x role by position), ablation
+ * (accuracy change in points per mean ablation, by role: bars), patching
+ * (normalised metric [L*H, 4]: pos14 each direction, pos14 both, all
+ * positions both; marked not usable when !patch_usable), composition_{Q,K,V}
+ * ([H, (L-1)*H] layer-0 heads into later heads, minus the baseline; Q/K
+ * only for softmax attention; L > 1), path_patching ([H, decision inputs],
+ * when a decision head exists), then index.json with {"config", "model",
+ * "route"}.
+ */
+hs_status hs_circuit_write(const hs_circuit_report *r, const char *model_path, hs_outdir *od,
+                           hs_error *err);
+/* hs_ind_circuit_write: report.json (hs_ind_circuit_report_json), heads
+ * (previous-token and induction scores [L*H, 2]), ablation (accuracy change
+ * in points per head, then per role: bars), copying (bars [L*H]),
+ * path_patching (bars: queries, keys, values; when it ran), composition_K
+ * ([H, (L-1)*H] minus the baseline; L > 1), attention (the named heads'
+ * patterns on t's held-out sequence 0, when both exist and n_ctx fits viz's
+ * cap), then index.json with {"model", "task": "induction", "holds"}. t: the
+ * task r was run on. */
+hs_status hs_ind_circuit_write(const hs_ind_circuit_report *r, const hs_induction *t,
+                               const char *model_path, hs_outdir *od, hs_error *err);
 
 #endif /* HS_TASKS_H */

@@ -1,0 +1,232 @@
+/*
+ * experiments/figures.c -- the figures of the experiments over a prompt set
+ * (heads, patch, lens, ablate, dla) from their reports, through the output
+ * folder (output/ hs_outdir_matrix), each JSON with the run's context
+ * (hs_run_context). experiments.h, "Figures of the experiments".
+ */
+#include "experiments/experiments.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+cJSON *hs_run_context(const hs_config *cfg, const char *model_path)
+{
+    cJSON *ctx = cJSON_CreateObject(), *c = hs_config_to_json(cfg, HS_CONFIG_JSON_ALL);
+    if (!ctx || !c || !cJSON_AddItemToObject(ctx, "config", c) ||
+        (model_path && !cJSON_AddStringToObject(ctx, "model", model_path))) {
+        if (c && !cJSON_GetObjectItem(ctx, "config")) cJSON_Delete(c);
+        cJSON_Delete(ctx);
+        return NULL;
+    }
+    return ctx;
+}
+
+static hs_status oom(hs_error *err)
+{
+    return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+}
+
+/* One experiment's figures: od with the run's context while they are
+ * written, the values of one figure and the labels. */
+typedef struct {
+    hs_outdir *od;
+    const cJSON *was;   /* od's context before */
+    cJSON *ctx;         /* hs_run_context's */
+    float *m;           /* (n_values) */
+    hs_labels lab;      /* (n_labels) */
+} fig_run;
+
+/* Sets od's context and allocates the values and labels (on failure, too,
+ * f is ready for fig_end). */
+static hs_status fig_begin(fig_run *f, hs_outdir *od, const hs_config *cfg, const char *model_path,
+                           size_t n_values, size_t n_labels, hs_error *err)
+{
+    f->od = od;
+    f->was = od->context;
+    f->ctx = hs_run_context(cfg, model_path);
+    f->m = calloc(n_values ? n_values : 1, sizeof *f->m);
+    hs_labels_init(&f->lab, n_labels);
+    od->context = f->ctx;
+    return !f->ctx || !f->m || f->lab.oom ? oom(err) : HS_OK;
+}
+
+/* Restores od's context, frees f and returns s. */
+static hs_status fig_end(fig_run *f, hs_status s)
+{
+    f->od->context = f->was;
+    cJSON_Delete(f->ctx);
+    free(f->m);
+    hs_labels_free(&f->lab);
+    return s;
+}
+
+/* Labels k0.. of the t positions: "<q> <token of the first prompt>". */
+static void pos_labels(hs_labels *lab, size_t k0, const hs_prompts *p, const hs_tokenizer *tok)
+{
+    for (int q = 0; q < p->t; q++)
+        hs_labels_set(lab, k0 + (size_t)q, "%d %s", q, hs_tok_str(tok, p->clean[q]));
+}
+
+hs_status hs_heads_figures(const hs_heads_report *r, const hs_config *cfg, const char *model_path,
+                           hs_outdir *od, hs_error *err)
+{
+    const int L = r->L, H = r->H, is_abs = r->metric == HS_DETECT_ABS;
+    fig_run f;
+    hs_status s = fig_begin(&f, od, cfg, model_path, (size_t)L * H, (size_t)(L + H), err);
+    for (int l = 0; l < L; l++) hs_labels_set(&f.lab, (size_t)l, "L%d", l);
+    for (int h = 0; h < H; h++) hs_labels_set(&f.lab, (size_t)(L + h), "H%d", h);
+    if (f.lab.oom && s == HS_OK) s = oom(err);
+    const char **rl = f.lab.at;
+    for (int k = 0; k < HS_HEADS_N && s == HS_OK; k++) {
+        if (!r->has[k]) continue;
+        for (int i = 0; i < L * H; i++) f.m[i] = (float)r->score[k][i];
+        char stem[48], title[160], shows[200];
+        snprintf(stem, sizeof stem, "heads_%s", hs_heads_names[k]);
+        snprintf(title, sizeof title, "%s score per head (%s, %d prompt%s)", hs_heads_names[k],
+                 is_abs ? "abs" : "mul", r->n, r->n == 1 ? "" : "s");
+        snprintf(shows, sizeof shows, "the %s detector's %s score of every head, layers x heads",
+                 hs_heads_names[k], is_abs ? "abs" : "mul");
+        /* mul is in [0, 1]; abs goes down to -1 and below (signed map, its own range) */
+        s = hs_outdir_matrix(od, is_abs ? HS_FIG_SIGNED : HS_FIG_NONNEG, stem, f.m, (size_t)L,
+                             (size_t)H, rl, rl + L, title, "head", "layer", is_abs ? 0.0 : 1.0,
+                             "detector score", NULL, shows, err);
+    }
+    return fig_end(&f, s);
+}
+
+/* Per act a layer x position (or layer x head) matrix; per head act also
+ * heads x positions. */
+hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const hs_tokenizer *tok,
+                           const hs_config *cfg, const char *model_path, hs_outdir *od,
+                           hs_error *err)
+{
+    const int L = r->L, H = r->H, T = r->t;
+    fig_run f;
+    hs_status s = fig_begin(&f, od, cfg, model_path, (size_t)L * H * T + (size_t)L * T,
+                            (size_t)L * H + (size_t)T + (size_t)L + (size_t)H, err);
+    /* labels: positions (with the first prompt's tokens), layers, heads, layer-heads */
+    size_t k = (size_t)T;
+    pos_labels(&f.lab, 0, p, tok);
+    for (int l = 0; l < L; l++) hs_labels_set(&f.lab, k++, "L%d", l);
+    for (int h = 0; h < H; h++) hs_labels_set(&f.lab, k++, "H%d", h);
+    for (int i = 0; i < L * H; i++) hs_labels_set(&f.lab, k++, "L%dH%d", i / H, i % H);
+    if (f.lab.oom && s == HS_OK) s = oom(err);
+    const char **pos_l = f.lab.at, **lay_l = pos_l + T, **head_l = lay_l + L, **lh_l = head_l + H;
+    for (int a = 0; a < HS_PATCH_N && s == HS_OK; a++) {
+        if (!(r->acts & (1u << a))) continue;
+        const char *nm = hs_patch_act_names[a];
+        char stem[64], title[160], shows[240];
+        const int head = hs_patch_act_is_head(a);
+        const size_t R = (size_t)L, C = head ? (size_t)H : (size_t)T;
+        for (size_t i = 0; i < R * C; i++) f.m[i] = (float)r->metric[a][i];
+        snprintf(stem, sizeof stem, "patch_%s", nm);
+        snprintf(title, sizeof title, "patching %s%s: normalised LD (1 = clean restored)", nm,
+                 head ? " per head, all positions" : "");
+        snprintf(shows, sizeof shows, "normalised logit difference when %s is patched clean -> "
+                 "corrupted, %s", nm, head ? "per head at every position [layer][head]"
+                                           : "by layer x position");
+        s = hs_outdir_matrix(od, HS_FIG_SIGNED, stem, f.m, R, C, lay_l, head ? head_l : pos_l,
+                             title, head ? "head" : "position", "layer", 1.0,
+                             "normalised logit difference", NULL, shows, err);
+        if (s != HS_OK || !head) continue;
+        for (size_t i = 0; i < (size_t)L * H * T; i++) f.m[i] = (float)r->metric_pos[a][i];
+        snprintf(stem, sizeof stem, "patch_%s_by_position", nm);
+        snprintf(title, sizeof title, "patching %s per head and position: normalised LD", nm);
+        snprintf(shows, sizeof shows, "normalised logit difference when one head's %s is patched "
+                 "at one position [layer*heads + head][position]", nm);
+        s = hs_outdir_matrix(od, HS_FIG_SIGNED, stem, f.m, (size_t)L * H, (size_t)T, lh_l, pos_l,
+                             title, a == HS_PATCH_PATTERN ? "destination position" : "position",
+                             "head", 1.0, "normalised logit difference", NULL, shows, err);
+    }
+    return fig_end(&f, s);
+}
+
+hs_status hs_lens_figures(const hs_lens_report *r, const hs_prompts *p, const hs_tokenizer *tok,
+                          const hs_config *cfg, const char *model_path, hs_outdir *od,
+                          hs_error *err)
+{
+    const int K = r->n_points, T = r->t;
+    fig_run f;
+    hs_status s = fig_begin(&f, od, cfg, model_path, (size_t)K * T, (size_t)(K + T), err);
+    for (int k = 0; k < K; k++)
+        if (k < r->L) hs_labels_set(&f.lab, (size_t)k, "L%d resid_pre", k);
+        else hs_labels_set(&f.lab, (size_t)k, "L%d resid_post", r->L - 1);
+    pos_labels(&f.lab, (size_t)K, p, tok);
+    if (f.lab.oom && s == HS_OK) s = oom(err);
+    for (size_t i = 0; s == HS_OK && i < (size_t)K * T; i++) f.m[i] = (float)r->p_final[i];
+    if (s == HS_OK)
+        s = hs_outdir_matrix(od, HS_FIG_NONNEG, "lens_final", f.m, (size_t)K, (size_t)T, f.lab.at,
+                             f.lab.at + K, "logit lens: probability of the model's final prediction",
+                             "position (first prompt's tokens)", "residual stream", 1.0,
+                             "probability", NULL,
+                             "the probability the logit lens at each point gives to the model's "
+                             "own top-1 token at each position, averaged over the prompts "
+                             "[point][position]", err);
+    return fig_end(&f, s);
+}
+
+hs_status hs_ablate_figures(const hs_ablate_report *r, const hs_config *cfg, const char *model_path,
+                            hs_outdir *od, hs_error *err)
+{
+    fig_run f;
+    hs_status s = fig_begin(&f, od, cfg, model_path, (size_t)r->n_comp, (size_t)r->n_comp, err);
+    for (int k = 0; k < r->n_comp && s == HS_OK; k++) {
+        char name[32];
+        hs_ablate_comp_name(&r->comp[k], name, sizeof name);
+        hs_labels_set(&f.lab, (size_t)k, "%s", name);
+        f.m[k] = (float)(r->comp[k].metric - r->metric_clean);
+    }
+    if (f.lab.oom && s == HS_OK) s = oom(err);
+    char title[128];
+    snprintf(title, sizeof title, "%s ablation: metric change per component",
+             hs_ablate_method_names[r->method]);
+    if (s == HS_OK)
+        s = hs_outdir_matrix(od, HS_FIG_BARS, "ablate_change", f.m, (size_t)r->n_comp, 1, f.lab.at,
+                             NULL, title,
+                             r->has_wrong ? "change of the mean LD (answer - wrong)"
+                                          : "change of the mean answer logit",
+                             NULL, 0.0, "logits", NULL,
+                             "the metric's change when each head, each layer's attention and each "
+                             "MLP is ablated", err);
+    return fig_end(&f, s);
+}
+
+hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const char *model_path,
+                             hs_outdir *od, hs_error *err)
+{
+    /* the components, then the norm's bias term (as the summary prints it), so the bars sum to
+     * the target */
+    const int nb = r->n_comp + (isfinite(r->constant) ? 1 : 0), T = r->attr_pos ? r->t : 0;
+    const size_t n = (size_t)r->n_comp * T;
+    fig_run f;
+    hs_status s = fig_begin(&f, od, cfg, model_path, n > (size_t)nb ? n : (size_t)nb,
+                            (size_t)nb + (size_t)T, err);
+    for (int k = 0; k < r->n_comp && s == HS_OK; k++) {
+        f.m[k] = (float)r->attr[k];
+        hs_labels_set(&f.lab, (size_t)k, "%s", r->labels[k]);
+    }
+    if (s == HS_OK && nb > r->n_comp) {
+        f.m[r->n_comp] = (float)r->constant;
+        hs_labels_set(&f.lab, (size_t)r->n_comp, "norm bias");
+    }
+    for (int q = 0; q < T; q++) hs_labels_set(&f.lab, (size_t)(nb + q), "%d", q);
+    if (f.lab.oom && s == HS_OK) s = oom(err);
+    if (s == HS_OK)
+        s = hs_outdir_matrix(od, HS_FIG_BARS, "dla_bars", f.m, (size_t)nb, 1, f.lab.at, NULL,
+                             "direct logit attribution (final norm frozen), mean over the prompts",
+                             r->has_wrong ? "logit difference answer - wrong" : "answer logit",
+                             NULL, 0.0, "logits", NULL,
+                             "each component's mean direct logit attribution at the prompts' "
+                             "positions, then the final norm's bias term", err);
+    if (s == HS_OK && r->attr_pos) {
+        for (size_t i = 0; i < n; i++) f.m[i] = (float)r->attr_pos[i];
+        s = hs_outdir_matrix(od, HS_FIG_SIGNED, "dla_by_position", f.m, (size_t)r->n_comp,
+                             (size_t)T, f.lab.at, f.lab.at + nb,
+                             "direct logit attribution by source position (final norm frozen at "
+                             "the read position)", "source position", "component", 0.0, "logits",
+                             NULL, "what each component writes at each position, read at the "
+                             "prompts' positions, mean over the prompts", err);
+    }
+    return fig_end(&f, s);
+}

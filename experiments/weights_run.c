@@ -1,0 +1,477 @@
+/*
+ * experiments/weights_run.c -- what the weights say without running a
+ * sentence (`headscope weights`): every head's full QK and OV circuits over
+ * the vocabulary, the cross-layer virtual-weight products, the Q/K/V
+ * composition scores with their random baseline, and each head's copying
+ * score, as figures and JSON in an output folder (experiments.h, "What the
+ * weights say"). The maths is probe's (probe/weights.c: hs_full_QK,
+ * hs_full_OV, hs_head_product, hs_composition_scores, hs_copying_score); the
+ * figures are viz's, written through output/.
+ */
+#include "experiments/experiments.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const COMP_NAME[3] = {"Q", "K", "V"};
+
+/* One run: its folder, notes, context and the heads' names. */
+typedef struct {
+    hs_outdir *od;
+    const hs_notes *notes;
+    const cJSON *ctx;      /* {"config", "model", "fold"}: added to every JSON */
+    const char *fold;      /* "ln" | "none" */
+    int annotate_small;    /* annotate this figure's cells when it is small */
+    int nonneg;            /* the values are never negative (norms): sequential map from 0 */
+    const hs_model *m;
+    int NL, NH, NA;        /* layers, heads a layer, heads */
+    const char *const *names; /* (NA) "L<l>H<h>" */
+} w_run;
+
+/* The numbers of the run, computed before the folder is opened. */
+typedef struct {
+    float *qk, *ov;        /* (NA, V, V) full circuits; qk NULL for uniform attention */
+} w_nums;
+
+hs_weights_opts hs_weights_opts_default(void)
+{
+    const hs_weights_opts o = {NULL, "weights-out", HS_FOLD_LN, HS_COMP_DRAWS, 0};
+    return o;
+}
+
+void hs_weights_report_free(hs_weights_report *r)
+{
+    if (!r) return;
+    free(r->copying);
+    free(r->copying_pos);
+    hs_comp_scores_free(&r->comp);
+    memset(r, 0, sizeof *r);
+}
+
+/* Moves every key of src to the end of dst, in order (src is left empty);
+ * 0 when src is NULL or memory ran out. */
+static int move_keys(cJSON *dst, cJSON *src)
+{
+    while (src && src->child) {
+        cJSON *it = cJSON_DetachItemViaPointer(src, src->child);
+        if (!cJSON_AddItemToObject(dst, it->string, it)) {
+            cJSON_Delete(it);
+            return 0;
+        }
+    }
+    return src != NULL;
+}
+
+/* Adds the run's context {"config", "model", "fold"} to j; 0 on OOM. */
+static int add_run(cJSON *j, const cJSON *ctx)
+{
+    cJSON *c = cJSON_Duplicate(ctx, 1);
+    const int ok = move_keys(j, c);
+    cJSON_Delete(c);
+    return ok;
+}
+
+static hs_status oom(hs_error *err)
+{
+    return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+}
+
+/* One signed (or, with x->nonneg, sequential) heatmap and its JSON,
+ * optionally masked, with a shared limit (lim > 0 and --range fixed) or its
+ * own scale. The JSON: viz's, then the run's context, the colour scale and
+ * extra's keys (extra is consumed; NULL is out of memory). */
+static hs_status write_signed(const w_run *x, const char *stem, const float *mat,
+                              const unsigned char *mask, size_t R, size_t C,
+                              const char *const *rl, const char *const *cl, const char *title,
+                              const char *xlabel, const char *ylabel, double lim, const char *q,
+                              const char *shows, cJSON *extra, hs_error *err)
+{
+    const hs_figopts *fo = x->od->fo;
+    const hs_fig_kind kind = x->nonneg ? HS_FIG_NONNEG : HS_FIG_SIGNED;
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    hs_status s = extra ? HS_OK : oom(err);
+    if (s == HS_OK && hs_figopts_images(fo)) {
+        if (R > HS_VIZ_MAX_TOKENS || C > HS_VIZ_MAX_TOKENS) {
+            hs_note(x->notes, HS_NOTE_CMD, "note: %s is %zu x %zu, over the figure cap of %d per "
+                    "side; writing its JSON only", stem, R, C, HS_VIZ_MAX_TOKENS);
+        } else {
+            hs_viz_options o = hs_figopts_for(fo, kind, lim);
+            o.value_label = q;
+            if (x->annotate_small && R * C <= 256) o.annotate = 1;
+            if (x->nonneg)
+                s = mask ? hs_viz_matrix_figure_masked(&fig, mat, mask, R, C, rl, cl, title, xlabel,
+                                                       ylabel, &o, err)
+                         : hs_viz_matrix_figure(&fig, mat, R, C, rl, cl, title, xlabel, ylabel, &o,
+                                                err);
+            else
+                s = mask ? hs_viz_signed_figure_masked(&fig, mat, mask, R, C, rl, cl, title,
+                                                       xlabel, ylabel, &o, err)
+                         : hs_viz_signed_figure(&fig, mat, R, C, rl, cl, title, xlabel, ylabel,
+                                                &o, err);
+        }
+    }
+    if (s == HS_OK && hs_figopts_data(fo)) {
+        s = mask ? hs_viz_signed_json_masked(&j, mat, mask, R, C, rl, cl, title, xlabel, ylabel,
+                                             err)
+                 : hs_viz_signed_json(&j, mat, R, C, rl, cl, title, xlabel, ylabel, err);
+        if (s == HS_OK && !add_run(j, x->ctx)) s = oom(err);
+        if (s == HS_OK) s = hs_figopts_add_scale(j, fo, kind, lim, err);
+        if (s == HS_OK && !move_keys(j, extra)) s = oom(err);
+    }
+    if (s == HS_OK) s = hs_outdir_figure(x->od, stem, &fig, j, shows, err);
+    cJSON_Delete(extra);
+    cJSON_Delete(j);
+    hs_viz_figure_destroy(fig);
+    return s;
+}
+
+static double max_abs(const float *a, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(a[i]) && fabs(a[i]) > m) m = fabs(a[i]);
+    return m;
+}
+
+/* Every number first (shared colour scales need them all): the full
+ * circuits into nu, the copying scores and composition scores into out. */
+static hs_status compute(const w_run *x, hs_fold fold, int draws, int uniform, w_nums *nu,
+                         hs_weights_report *out, hs_error *err)
+{
+    const int NA = x->NA;
+    const size_t VV = (size_t)x->m->cfg.d_vocab * x->m->cfg.d_vocab;
+    nu->qk = uniform ? NULL : malloc((size_t)NA * VV * sizeof *nu->qk);
+    nu->ov = malloc((size_t)NA * VV * sizeof *nu->ov);
+    out->copying = calloc((size_t)NA, sizeof *out->copying);
+    out->copying_pos = calloc((size_t)NA, sizeof *out->copying_pos);
+    if ((!uniform && !nu->qk) || !nu->ov || !out->copying || !out->copying_pos) return oom(err);
+    for (int i = 0; i < NA; i++) {
+        hs_head h = {i / x->NH, i % x->NH};
+        hs_status s = uniform ? HS_OK : hs_full_QK(x->m, h, fold, nu->qk + (size_t)i * VV, err);
+        if (s == HS_OK) s = hs_full_OV(x->m, h, fold, nu->ov + (size_t)i * VV, err);
+        if (s == HS_OK) s = hs_copying_score(x->m, h, fold, &out->copying[i], &out->copying_pos[i], err);
+        if (s != HS_OK) return s;
+    }
+    return hs_composition_scores(x->m, fold, draws, 0, &out->comp, err);
+}
+
+/* The two full circuits: name, product, what a cell is, axes, quantity. */
+static const struct {
+    const char *name, *product, *what, *xl, *yl, *q;
+} CIRCUITS[2] = {
+    {"QK", "W_E W_QK W_E^T", "the attention score (before the 1/sqrt(d_head) scale, without "
+     "positions or biases) a query token (row) gives a key token (column)", "key token (source)",
+     "query token (destination)", "attention score"},
+    {"OV", "W_E W_OV W_U", "the direct effect on each output logit (column) of attending to a "
+     "token (row)", "output token (logit)", "attended token (source)", "direct effect on the logit"},
+};
+
+/* L<l>H<h>_QK (not for uniform attention) and L<l>H<h>_OV of every head. */
+static hs_status write_circuits(const w_run *x, const w_nums *nu, const hs_tokenizer *tok,
+                                const hs_weights_report *r, hs_error *err)
+{
+    const size_t V = (size_t)x->m->cfg.d_vocab, VV = V * V;
+    const char *const *vocab = (const char *const *)tok->words;
+    const int uniform = nu->qk == NULL;
+    const double lim[2] = {uniform ? 0 : max_abs(nu->qk, (size_t)x->NA * VV),
+                           max_abs(nu->ov, (size_t)x->NA * VV)};
+    char title[256], shows[320], stem[64];
+    for (int i = 0; i < x->NA; i++)
+        for (int c = uniform ? 1 : 0; c < 2; c++) {
+            const char *nm = x->names[i];
+            snprintf(stem, sizeof stem, "%s_%s", nm, CIRCUITS[c].name);
+            snprintf(title, sizeof title, "%s full %s circuit %s (fold %s)", nm, CIRCUITS[c].name,
+                     CIRCUITS[c].product, x->fold);
+            snprintf(shows, sizeof shows, "full %s circuit of %s: %s", CIRCUITS[c].name, nm,
+                     CIRCUITS[c].what);
+            cJSON *e = cJSON_CreateObject();
+            if (!cJSON_AddStringToObject(e, "head", nm) ||
+                !cJSON_AddStringToObject(e, "circuit", CIRCUITS[c].name) ||
+                !cJSON_AddNumberToObject(e, "shared_color_limit", lim[c]) ||
+                (c == 1 && !cJSON_AddNumberToObject(e, "copying_score", r->copying[i]))) {
+                cJSON_Delete(e);
+                e = NULL;
+            }
+            hs_status s = write_signed(x, stem, (c ? nu->ov : nu->qk) + (size_t)i * VV, NULL, V, V,
+                                       vocab, vocab, title, CIRCUITS[c].xl, CIRCUITS[c].yl, lim[c],
+                                       CIRCUITS[c].q, shows, e, err);
+            if (s != HS_OK) return s;
+        }
+    return HS_OK;
+}
+
+/* One entry of virtual_weights' "products": the [d_head, d_head] product. */
+static cJSON *product_json(const w_run *x, int a, int r, int k, float norm, const float *prod)
+{
+    const int dh = x->m->cfg.d_head;
+    char what[16];
+    snprintf(what, sizeof what, "W_O.W_%s", COMP_NAME[k]);
+    cJSON *pe = cJSON_CreateObject();
+    cJSON *rows = NULL;
+    int ok = cJSON_AddStringToObject(pe, "sender", x->names[a]) &&
+             cJSON_AddStringToObject(pe, "receiver", x->names[x->NH + r]) &&
+             cJSON_AddStringToObject(pe, "product", what) &&
+             cJSON_AddNumberToObject(pe, "frobenius_norm", norm) &&
+             (rows = cJSON_AddArrayToObject(pe, "values")) != NULL;
+    for (int i = 0; ok && i < dh; i++) {
+        cJSON *row = cJSON_CreateFloatArray(prod + (size_t)i * dh, dh);
+        ok = row && cJSON_AddItemToArray(rows, row);
+        if (!ok) cJSON_Delete(row);
+    }
+    if (!ok) {
+        cJSON_Delete(pe);
+        return NULL;
+    }
+    return pe;
+}
+
+/* virtual_weights: senders in layers 0..L-2, receivers in later layers. */
+static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *err)
+{
+    const int NH = x->NH, n_send = (x->NL - 1) * NH, n_recv = (x->NL - 1) * NH;
+    const int ncol = 3 * n_recv, dh = x->m->cfg.d_head;
+    const size_t dd = (size_t)dh * dh;
+    float *norms = malloc((size_t)n_send * ncol * sizeof *norms);
+    unsigned char *pmask = calloc((size_t)n_send * ncol, 1);
+    float *prod = malloc(dd * sizeof *prod);
+    hs_labels cols;
+    hs_labels_init(&cols, (size_t)ncol);
+    for (int r = 0; r < n_recv; r++)
+        for (int k = 0; k < 3; k++) hs_labels_set(&cols, (size_t)(r * 3 + k), "%s.%s", x->names[NH + r], COMP_NAME[k]);
+    cJSON *extra = cJSON_CreateObject(), *plist = cJSON_AddArrayToObject(extra, "products");
+    const int ok = plist && cJSON_AddStringToObject(extra, "note", "values[a][r] = ||W_O^a W_X^r||_F "
+                                                   "for sender a (row) and receiver input r.X "
+                                                   "(column), X = Q, K, V; each product is "
+                                                   "[d_head, d_head], listed under products");
+    hs_status s = !norms || !pmask || !prod || cols.oom || !ok ? oom(err) : HS_OK;
+    for (int a = 0; a < n_send && s == HS_OK; a++)
+        for (int r = 0; r < n_recv && s == HS_OK; r++)
+            for (int k = 0; k < 3 && s == HS_OK; k++) {
+                size_t idx = (size_t)a * ncol + r * 3 + k;
+                hs_head h1 = {a / NH, a % NH}, h2 = {1 + r / NH, r % NH};
+                if (h2.layer <= h1.layer || (uniform && k != HS_COMP_V)) {
+                    pmask[idx] = 1;
+                    norms[idx] = NAN;
+                    continue;
+                }
+                if ((s = hs_head_product(x->m, h1, h2, (hs_comp)k, fold, prod, err)) != HS_OK) break;
+                double sq = 0;
+                for (size_t q = 0; q < dd; q++) sq += (double)prod[q] * prod[q];
+                norms[idx] = (float)sqrt(sq);
+                cJSON *pe = product_json(x, a, r, k, norms[idx], prod);
+                if (!pe || !cJSON_AddItemToArray(plist, pe)) {
+                    cJSON_Delete(pe);
+                    s = oom(err);
+                }
+            }
+    if (s == HS_OK) {
+        char title[256];
+        snprintf(title, sizeof title, "virtual weights ||W_O^A W_Q/K/V^B||_F (fold %s)", x->fold);
+        x->annotate_small = 1;
+        x->nonneg = 1;
+        s = write_signed(x, "virtual_weights", norms, pmask, (size_t)n_send, (size_t)ncol, x->names,
+                         cols.at, title, "receiver head and its input (Q, K or V)", "sender head", 0,
+                         "Frobenius norm",
+                         "Frobenius norms of the cross-layer virtual-weight products W_O^A W_Q^B, "
+                         "W_O^A W_K^B, W_O^A W_V^B (sender A = row, receiver B.input = column); the "
+                         "JSON holds every [d_head, d_head] product", extra, err);
+        extra = NULL;
+        x->annotate_small = 0;
+        x->nonneg = 0;
+    }
+    cJSON_Delete(extra);
+    hs_labels_free(&cols);
+    free(norms);
+    free(pmask);
+    free(prod);
+    return s;
+}
+
+/* The JSON keys of composition_X beside the figure's: the raw scores (null
+ * where not reported) and the baseline; fills cmat, cmask (NA, NA). */
+static cJSON *composition_json(const w_run *x, const hs_comp_scores *cs, int k, const float *src,
+                               double comp_lim, float *cmat, unsigned char *cmask)
+{
+    const int NA = x->NA;
+    cJSON *e = cJSON_CreateObject(), *raw = cJSON_AddArrayToObject(e, "scores");
+    int ok = raw != NULL;
+    for (int i = 0; i < NA && ok; i++) {
+        cJSON *row = cJSON_CreateArray();
+        ok = row && cJSON_AddItemToArray(raw, row);
+        if (!ok) cJSON_Delete(row);
+        for (int j = 0; j < NA && ok; j++) {
+            float v = src[(size_t)i * NA + j];
+            int masked = !isfinite(v);
+            cmask[(size_t)i * NA + j] = (unsigned char)masked;
+            cmat[(size_t)i * NA + j] = masked ? NAN : (float)(v - cs->baseline);
+            cJSON *c = masked ? cJSON_CreateNull() : cJSON_CreateNumber(v);
+            ok = c && cJSON_AddItemToArray(row, c);
+            if (!ok) cJSON_Delete(c);
+        }
+    }
+    ok = ok && cJSON_AddStringToObject(e, "composition", COMP_NAME[k]) &&
+         cJSON_AddNumberToObject(e, "baseline", cs->baseline) &&
+         cJSON_AddNumberToObject(e, "baseline_std", cs->baseline_std) &&
+         cJSON_AddNumberToObject(e, "n_draws", cs->n_draws) &&
+         cJSON_AddNumberToObject(e, "shared_color_limit", comp_lim) &&
+         cJSON_AddStringToObject(e, "note", "values = scores - baseline (what the figure shows); "
+                                 "scores = C(W_OV^A, W_X^B) for sender A (row) and receiver B "
+                                 "(column); null = not reported (B is not in a later layer than A)");
+    if (!ok) {
+        cJSON_Delete(e);
+        return NULL;
+    }
+    return e;
+}
+
+/* composition_Q, composition_K, composition_V: scores minus the baseline. */
+static hs_status write_composition(const w_run *x, const hs_comp_scores *cs, int uniform,
+                                   hs_error *err)
+{
+    const int NA = x->NA;
+    float *cmat = malloc((size_t)NA * NA * sizeof *cmat);
+    unsigned char *cmask = calloc((size_t)NA * NA, 1);
+    hs_status s = !cmat || !cmask ? oom(err) : HS_OK;
+    const float *src[3] = {cs->q, cs->k, cs->v};
+    /* one scale for Q, K and V: the three are compared */
+    double comp_lim = 0;
+    for (int k = 0; k < 3; k++)
+        for (size_t i = 0; i < (size_t)NA * NA && !(uniform && k != HS_COMP_V); i++)
+            if (isfinite(src[k][i])) comp_lim = fmax(comp_lim, fabs(src[k][i] - cs->baseline));
+    for (int k = 0; k < 3 && s == HS_OK; k++) {
+        if (uniform && k != HS_COMP_V) continue;
+        cJSON *e = composition_json(x, cs, k, src[k], comp_lim, cmat, cmask);
+        char stem[64], title[256], shows[320];
+        snprintf(stem, sizeof stem, "composition_%s", COMP_NAME[k]);
+        snprintf(title, sizeof title, "%s-composition score - random baseline %.3f (fold %s)",
+                 COMP_NAME[k], cs->baseline, x->fold);
+        snprintf(shows, sizeof shows, "%s-composition scores of every head pair minus the "
+                 "random baseline (%.3f +- %.3f over %d draws); sender = row, receiver = "
+                 "column; pairs not in later layers are masked / null", COMP_NAME[k],
+                 cs->baseline, cs->baseline_std, cs->n_draws);
+        s = write_signed(x, stem, cmat, cmask, (size_t)NA, (size_t)NA, x->names, x->names, title,
+                         "receiver head", "sender head", comp_lim, "composition score - baseline",
+                         shows, e, err);
+    }
+    free(cmat);
+    free(cmask);
+    return s;
+}
+
+/* copying: each head's copying score as bars on the score's whole range. */
+static hs_status write_copying(const w_run *x, const hs_weights_report *r, hs_error *err)
+{
+    const hs_figopts *fo = x->od->fo;
+    const int NA = x->NA;
+    float *cv = malloc((size_t)NA * sizeof *cv);
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    hs_status s = cv ? HS_OK : oom(err);
+    char title[256];
+    snprintf(title, sizeof title, "OV copying score (sum lambda / sum |lambda|, fold %s)", x->fold);
+    for (int i = 0; i < NA && cv; i++) cv[i] = (float)r->copying[i];
+    /* the score's whole range, so heads compare across figures and models */
+    hs_viz_options bo = hs_figopts_for(fo, HS_FIG_BARS, 1.0);
+    if (s == HS_OK && hs_figopts_images(fo))
+        s = hs_viz_bars_figure(&fig, cv, (size_t)NA, x->names, title, "copying score (-1..1)", &bo,
+                               err);
+    if (s == HS_OK && hs_figopts_data(fo)) {
+        s = hs_viz_bars_json(&j, cv, (size_t)NA, x->names, title, "copying score (-1..1)", err);
+        cJSON *pf = s == HS_OK ? cJSON_CreateDoubleArray(r->copying_pos, NA) : NULL;
+        if (s == HS_OK && (!add_run(j, x->ctx) || !pf || !cJSON_AddItemToObject(j, "positive_fraction", pf))) {
+            if (!cJSON_GetObjectItem(j, "positive_fraction")) cJSON_Delete(pf);
+            s = oom(err);
+        }
+        if (s == HS_OK && !cJSON_AddStringToObject(j, "note", "values = (sum of the eigenvalues of "
+                                                   "the full OV circuit).real / sum of their "
+                                                   "absolute values; positive_fraction = share of "
+                                                   "nonzero eigenvalues with a positive real part"))
+            s = oom(err);
+    }
+    if (s == HS_OK)
+        s = hs_outdir_figure(x->od, "copying", &fig, j,
+                             "each head's eigenvalue copying score of its full OV circuit", err);
+    hs_viz_figure_destroy(fig);
+    cJSON_Delete(j);
+    free(cv);
+    return s;
+}
+
+/* The highest finite score of each composition, as the summary names it. */
+static void best_pairs(const w_run *x, hs_weights_report *r)
+{
+    const float *src[3] = {r->comp.q, r->comp.k, r->comp.v};
+    for (int k = 0; k < 3; k++) {
+        int bi = -1;
+        for (int i = 0; x->NL >= 2 && !(r->uniform && k != HS_COMP_V) && i < x->NA * x->NA; i++)
+            if (isfinite(src[k][i]) && (bi < 0 || src[k][i] > src[k][bi])) bi = i;
+        r->comp_best[k] = bi;
+    }
+}
+
+/* The figures, then index.json. */
+static hs_status write_all(w_run *x, const w_nums *nu, const hs_tokenizer *tok, hs_fold fold,
+                           hs_weights_report *r, hs_error *err)
+{
+    hs_status s = write_circuits(x, nu, tok, r, err);
+    if (s != HS_OK) return s;
+    if (x->NL < 2) {
+        r->skip_cross_layer = 1;
+    } else {
+        if ((s = write_products(x, fold, r->uniform, err)) != HS_OK ||
+            (s = write_composition(x, &r->comp, r->uniform, err)) != HS_OK)
+            return s;
+    }
+    r->skip_qk = r->uniform;
+    if ((s = write_copying(x, r, err)) != HS_OK) return s;
+    cJSON *extra = cJSON_Duplicate(x->ctx, 1);
+    int ok = extra != NULL;
+    if (x->NL >= 2)
+        ok = ok && cJSON_AddNumberToObject(extra, "composition_baseline", r->comp.baseline) &&
+             cJSON_AddNumberToObject(extra, "composition_baseline_std", r->comp.baseline_std);
+    s = ok ? hs_outdir_commit(x->od, extra, err) : oom(err);
+    cJSON_Delete(extra);
+    if (s == HS_OK) r->n_files = hs_outdir_n_files(x->od);
+    return s;
+}
+
+hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_weights_opts *o,
+                         hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
+                         hs_weights_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const hs_config *cfg = &m->cfg;
+    const int NA = cfg->n_layers * cfg->n_heads;
+    out->L = cfg->n_layers;
+    out->H = cfg->n_heads;
+    out->uniform = cfg->attn == HS_ATTN_UNIFORM;
+    for (int k = 0; k < 3; k++) out->comp_best[k] = -1;
+    if (o->vocab_is_ids)
+        hs_note(notes, HS_NOTE_CMD, "note: %s has no vocabulary; tokens are labelled by id (#0, "
+                "#1, ...); --vocab FILE names them", o->model_path);
+    hs_outdir od = {0};
+    hs_labels names;
+    hs_labels_init(&names, (size_t)NA);
+    for (int i = 0; i < NA; i++) hs_labels_set(&names, (size_t)i, "L%dH%d", i / cfg->n_heads, i % cfg->n_heads);
+    w_nums nu = {0};
+    w_run x = {&od, notes, NULL, o->fold == HS_FOLD_LN ? "ln" : "none", 0, 0,
+               m, cfg->n_layers, cfg->n_heads, NA, names.at};
+    cJSON *ctx = hs_run_context(cfg, o->model_path);
+    hs_status s = !ctx || names.oom || !cJSON_AddStringToObject(ctx, "fold", x.fold) ? oom(err) : HS_OK;
+    x.ctx = ctx;
+    if (s == HS_OK) s = compute(&x, o->fold, o->comp_draws, out->uniform, &nu, out, err);
+    if (s == HS_OK) best_pairs(&x, out);
+    const char *const inputs[] = {o->model_path, NULL}; /* never replaced or removed */
+    if (s == HS_OK) s = hs_figopts_font_open(fo, err);
+    if (s == HS_OK) s = hs_outdir_open(&od, "weights", o->out, fo, inputs, pool, notes, err);
+    if (s == HS_OK) s = write_all(&x, &nu, tok, o->fold, out, err);
+    hs_outdir_close(&od);
+    cJSON_Delete(ctx);
+    hs_labels_free(&names);
+    free(nu.qk);
+    free(nu.ov);
+    return s;
+}
