@@ -242,7 +242,7 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
         snprintf(gid, sizeof gid, "panel%zu", p);
         s = vz_begin_group(&c, gid);
         if (!s && P->title && P->title[0]) {
-            s = vz_add_text(&c, P->title, c.fpx, 0, left, y, VZ_A_START, VZ_T_HEADER);
+            s = vz_add_text(&c, P->title, c.fpx, 0, left, y, VZ_A_START, VZ_T_HEADER, VZ_BLACK);
             y += lh + pad / 2;
         }
         const int top = y;
@@ -259,11 +259,11 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
             ax_text(buf, sizeof buf, v, &ya[p]);
             int w = vz_text_len(&c, buf, c.fpx);
             if (!s) s = vz_add_text(&c, buf, c.fpx, 0, left - lw - tl - pad / 2 - w, ty - lh / 2, VZ_A_END,
-                                    VZ_T_CBAR);
+                                    VZ_T_CBAR, VZ_BLACK);
         }
         if (!s && P->ylabel && P->ylabel[0]) {
             int w = vz_text_len(&c, P->ylabel, c.fpx);
-            s = vz_add_text(&c, P->ylabel, c.fpx, 90, m, top + PH / 2 - w / 2, VZ_A_MIDDLE, VZ_T_AXIS);
+            s = vz_add_text(&c, P->ylabel, c.fpx, 90, m, top + PH / 2 - w / 2, VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
         }
         /* the marker */
         if (!s && isfinite(mark_x) && (!xa.log || mark_x > 0) && ax_pos(&xa, mark_x) >= xlo &&
@@ -273,7 +273,7 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
                 s = vz_add_rect(&c, mx - lw / 2, yy, lw > 1 ? lw : 1, yy + dash > top + PH ? top + PH - yy : dash,
                                 MARK_RGB);
             if (!s && p == 0 && mark_label && mark_label[0])
-                s = vz_add_text(&c, mark_label, c.apx, 0, mx + pad / 2, top + pad / 2, VZ_A_START, VZ_T_LABEL);
+                s = vz_add_text(&c, mark_label, c.apx, 0, mx + pad / 2, top + pad / 2, VZ_A_START, VZ_T_LABEL, VZ_BLACK);
         }
         /* lines and markers, then the legend */
         for (size_t i = 0; i < P->n_series && !s; i++) {
@@ -294,7 +294,7 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
             if (!s) s = vz_add_rect(&c, lx, ly + (lh - swatch) / 2, swatch, swatch, rgb);
             char *d = vz_display_label(P->labels[i]);
             if (!d) s = HS_ERR_NOMEM;
-            if (!s) s = vz_add_text(&c, d, c.fpx, 0, lx + swatch + pad, ly, VZ_A_START, VZ_T_LABEL);
+            if (!s) s = vz_add_text(&c, d, c.fpx, 0, lx + swatch + pad, ly, VZ_A_START, VZ_T_LABEL, VZ_BLACK);
             free(d);
         }
         int legend_h = (int)P->n_series * (lh + pad / 2);
@@ -310,13 +310,13 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
         s = vz_add_rect(&c, tx - lw / 2, ay, lw, tl, AXIS_RGB);
         ax_text(buf, sizeof buf, xa.t.v[k], &xa);
         int w = vz_text_len(&c, buf, c.fpx);
-        if (!s) s = vz_add_text(&c, buf, c.fpx, 0, tx - w / 2, ay + tl + pad / 4, VZ_A_MIDDLE, VZ_T_CBAR);
+        if (!s) s = vz_add_text(&c, buf, c.fpx, 0, tx - w / 2, ay + tl + pad / 4, VZ_A_MIDDLE, VZ_T_CBAR, VZ_BLACK);
     }
 #undef XPX
     int bottom = ay + tl + pad / 4 + lh;
     if (!s && xlabel && xlabel[0]) {
         int w = vz_text_len(&c, xlabel, c.fpx);
-        s = vz_add_text(&c, xlabel, c.fpx, 0, left + PW / 2 - w / 2, bottom + pad / 2, VZ_A_MIDDLE, VZ_T_AXIS);
+        s = vz_add_text(&c, xlabel, c.fpx, 0, left + PW / 2 - w / 2, bottom + pad / 2, VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
         bottom += pad / 2 + lh;
     }
     int W = left + PW + legend_total + m;
