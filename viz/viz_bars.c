@@ -32,6 +32,75 @@ typedef struct {
     int explicit_range; /* opt was given: a FIXED range widens the axis */
 } vz_bars_args;
 
+/* A bar chart's x axis: its ticks, its ends (values, on ticks) and where it
+ * lies on the canvas. */
+typedef struct {
+    vz_ticks tk;
+    double alo, ahi; /* the axis's ends */
+    int ax0, PW;     /* its left end and its length, px */
+    int edge;        /* half the widest tick label: the room it takes past an end */
+} bar_axis;
+
+/* Canvas x (px) of the value v. */
+static int bar_x(const bar_axis *ax, double v)
+{
+    return ax->ax0 + (int)lround((v - ax->alo) / (ax->ahi - ax->alo) * (double)ax->PW);
+}
+
+/* The axis over [lo, hi]: as many ticks as fit without their labels meeting
+ * (>= 2), the axis ending on ticks, as long as avail px leave beside the
+ * value labels (padL, padR px) or the end ticks' labels, whichever is wider.
+ * ax0 is left to the caller. */
+static void plan_bar_axis(vz_ctx *c, double lo, double hi, int avail, int padL, int padR,
+                          bar_axis *ax)
+{
+    char buf[64];
+    ax->alo = lo, ax->ahi = hi;
+    ax->PW = 0, ax->edge = 0;
+    for (int want = 6; want >= 1; want--) {
+        vz_nice_ticks(lo, hi, want, &ax->tk);
+        ax->alo = floor(lo / ax->tk.step + 1e-9) * ax->tk.step;
+        ax->ahi = ceil(hi / ax->tk.step - 1e-9) * ax->tk.step;
+        vz_ticks_at(ax->alo, ax->ahi, ax->tk.step, &ax->tk); /* the axis ends on ticks */
+        int tw = 0;
+        for (int k = 0; k < ax->tk.n; k++) {
+            vz_fmt_tick(buf, sizeof buf, ax->tk.v[k], &ax->tk);
+            tw = vz_imax(tw, vz_text_len(c, buf, c->fpx));
+        }
+        ax->edge = tw / 2;
+        ax->PW = avail - vz_imax(padL, ax->edge) - vz_imax(padR, ax->edge);
+        double spacing = ax->tk.n > 1 ? ax->PW * ax->tk.step / (ax->ahi - ax->alo) : ax->PW;
+        if (spacing >= tw + 2 * c->pad || want == 1) break;
+    }
+}
+
+/* The zero line down the bars (top, PH px high), the axis under them with
+ * its ticks and their labels, in group "axis"; *right grows to the labels'
+ * right end, *bottom gets their lowest. */
+static hs_status add_bar_axis(vz_ctx *c, const bar_axis *ax, int top, int PH, int *right,
+                              int *bottom)
+{
+    const int pad = c->pad, lw = c->lw;
+    char buf[64];
+    int x0 = bar_x(ax, 0.0);
+    hs_status s = vz_begin_group(c, "axis");
+    if (!s) s = vz_add_rect(c, x0 - lw / 2, top, lw, PH, VZ_FRAME);
+    int ay = top + PH + pad / 2;
+    if (!s) s = vz_add_rect(c, ax->ax0, ay, ax->PW + lw, lw, VZ_FRAME);
+    int tl = (int)lround(c->fpx * 0.3);
+    for (int k = 0; k < ax->tk.n && !s; k++) {
+        int tx = bar_x(ax, ax->tk.v[k]);
+        s = vz_add_rect(c, tx - lw / 2, ay + lw, lw, tl, VZ_FRAME);
+        vz_fmt_tick(buf, sizeof buf, ax->tk.v[k], &ax->tk);
+        int w = vz_text_len(c, buf, c->fpx);
+        if (!s) s = vz_add_text(c, buf, c->fpx, 0, tx - w / 2, ay + lw + tl + pad / 4, VZ_A_MIDDLE,
+                                VZ_T_CBAR, VZ_BLACK);
+        *right = vz_imax(*right, tx - w / 2 + w);
+    }
+    *bottom = ay + lw + tl + pad / 4 + c->lh;
+    return s;
+}
+
 static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_options *opt,
                             vz_fit *fit, hs_error *err)
 {
@@ -67,7 +136,7 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
     if (!bl) { s = HS_ERR_NOMEM; goto done; }
     s = vz_prepare_labels(&c, a->labels, N, bl, &lmax);
     if (s) goto done;
-    int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
+    int m = c.margin, pad = c.pad, lh = c.lh;
     double dpi = c.o.dpi;
     int vw = 0;
     char buf[64];
@@ -85,35 +154,17 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
     int left = m + lmax + pad;
     int top = m + title_h;
     int target = (int)lround(c.o.width_in * dpi) - fit->extra;
-    /* ticks: as many as fit without their labels meeting (>= 2) */
-    vz_ticks tk;
-    double alo = lo, ahi = hi;
-    int PW = 0, edge = 0;
-    for (int want = 6; want >= 1; want--) {
-        vz_nice_ticks(lo, hi, want, &tk);
-        alo = floor(lo / tk.step + 1e-9) * tk.step;
-        ahi = ceil(hi / tk.step - 1e-9) * tk.step;
-        vz_ticks_at(alo, ahi, tk.step, &tk); /* the axis ends on ticks */
-        int tw = 0;
-        for (int k = 0; k < tk.n; k++) {
-            vz_fmt_tick(buf, sizeof buf, tk.v[k], &tk);
-            tw = vz_imax(tw, vz_text_len(&c, buf, c.fpx));
-        }
-        edge = tw / 2;
-        PW = target - left - vz_imax(padL, edge) - vz_imax(padR, edge) - m;
-        double spacing = tk.n > 1 ? PW * tk.step / (ahi - alo) : PW;
-        if (spacing >= tw + 2 * pad || want == 1) break;
-    }
+    bar_axis ax;
+    plan_bar_axis(&c, lo, hi, target - left - m, padL, padR, &ax);
     /* the x label is centred under the axis: the axis is at least as wide */
     int PW_min = vz_imax((int)lround(1.0 * dpi), xlab_w);
-    if (PW < PW_min) {
-        PW = PW_min;
+    if (ax.PW < PW_min) {
+        ax.PW = PW_min;
         fit->cramped = 1;
     }
     if (title_w + 2 * m > (int)lround(c.o.width_in * dpi)) fit->cramped = 1; /* the canvas, not the retry plan */
-    int ax0 = left + vz_imax(padL, edge), ax1 = ax0 + PW; /* data axis pixels */
-#define XOF(v) (ax0 + (int)lround(((v) - alo) / (ahi - alo) * (double)PW))
-    int x0 = XOF(0.0);
+    ax.ax0 = left + vz_imax(padL, ax.edge); /* data axis pixels */
+    int x0 = bar_x(&ax, 0.0);
     int PH = (int)N * row;
     unsigned char pos[3], neg[3];
     memcpy(pos, vz_diverging[220], 3);
@@ -124,7 +175,7 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
         s = vz_add_text(&c, bl[i], c.fpx, 0, left - pad - tw, y + (row - lh) / 2, VZ_A_END,
                         VZ_T_LABEL, VZ_BLACK);
         double v = values[i];
-        int xv = XOF(v);
+        int xv = bar_x(&ax, v);
         int bx = v >= 0 ? x0 : xv, bwid = abs(xv - x0);
         if (!s && bwid > 0)
             s = vz_add_rect_kind(&c, bx, y + (row - bar) / 2, bwid, bar, v >= 0 ? pos : neg,
@@ -135,35 +186,15 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
         if (!s) s = vz_add_text(&c, buf, c.apx, 0, vx, y + (row - c.alh) / 2,
                                 v >= 0 ? VZ_A_START : VZ_A_END, VZ_T_VALUE, VZ_BLACK);
     }
-    /* zero line and axis */
-    if (!s) s = vz_begin_group(&c, "axis");
-    if (!s) s = vz_add_rect(&c, x0 - lw / 2, top, lw, PH, VZ_FRAME);
-    int ay = top + PH + pad / 2;
-    if (!s) s = vz_add_rect(&c, ax0, ay, PW + lw, lw, VZ_FRAME);
-    int tl = (int)lround(c.fpx * 0.3);
-    int right = ax1 + padR;
-    for (int k = 0; k < tk.n && !s; k++) {
-        int tx = XOF(tk.v[k]);
-        s = vz_add_rect(&c, tx - lw / 2, ay + lw, lw, tl, VZ_FRAME);
-        vz_fmt_tick(buf, sizeof buf, tk.v[k], &tk);
-        int w = vz_text_len(&c, buf, c.fpx);
-        if (!s) s = vz_add_text(&c, buf, c.fpx, 0, tx - w / 2, ay + lw + tl + pad / 4, VZ_A_MIDDLE,
-                                VZ_T_CBAR, VZ_BLACK);
-        right = vz_imax(right, tx - w / 2 + w);
-    }
-#undef XOF
-    int bottom = ay + lw + tl + pad / 4 + lh;
+    int right = ax.ax0 + ax.PW + padR, bottom = 0;
+    if (!s) s = add_bar_axis(&c, &ax, top, PH, &right, &bottom);
     if (!s && xlab_w) {
-        s = vz_add_text(&c, xlabel, c.fpx, 0, ax0 + PW / 2 - xlab_w / 2, bottom + pad, VZ_A_MIDDLE,
-                        VZ_T_AXIS, VZ_BLACK);
+        s = vz_add_text(&c, xlabel, c.fpx, 0, ax.ax0 + ax.PW / 2 - xlab_w / 2, bottom + pad,
+                        VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
         bottom += pad + lh;
-        right = vz_imax(right, ax0 + PW / 2 - xlab_w / 2 + xlab_w);
+        right = vz_imax(right, ax.ax0 + ax.PW / 2 - xlab_w / 2 + xlab_w);
     }
-    int W = vz_imax(right + m, title_w + 2 * m);
-    vz_shift_items(&c, (W - right - m) / 2); /* the body centred under a wider title */
-    if (!s && title_h) s = vz_add_title(&c, title, W);
-    if (s) goto done;
-    s = vz_finish(&c, W, bottom + m, out, err);
+    if (!s) s = vz_finish_titled(&c, title, title_w, title_h, right, bottom, out, err);
 done:
     vz_free_labels(bl, N);
     hs_viz_figure_destroy(c.f);

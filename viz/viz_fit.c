@@ -14,7 +14,7 @@
 #include "viz/viz_internal.h"
 
 /* Moves everything laid out so far dx px right. */
-void vz_shift_items(vz_ctx *c, int dx)
+static void shift_items(vz_ctx *c, int dx)
 {
     for (size_t i = 0; i < c->f->n_rects; i++) c->f->rects[i].x += dx;
     for (size_t i = 0; i < c->f->n_texts; i++) {
@@ -37,7 +37,7 @@ hs_status vz_finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err)
                        W / c->o.dpi, c->o.width_in);
     }
     if (c->o.width_in > 0 && W < target) {
-        vz_shift_items(c, (target - W) / 2);
+        shift_items(c, (target - W) / 2);
         W = target;
     }
     if (W > HS_VIZ_MAX_PX || H > HS_VIZ_MAX_PX) {
@@ -52,6 +52,17 @@ hs_status vz_finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err)
     *out = c->f;
     c->f = NULL;
     return HS_OK;
+}
+
+hs_status vz_finish_titled(vz_ctx *c, const char *title, int title_w, int title_h, int right,
+                           int bottom, hs_viz_figure **out, hs_error *err)
+{
+    int m = c->margin;
+    int W = vz_imax(right + m, title_w + 2 * m);
+    shift_items(c, (W - right - m) / 2); /* the body centred under a wider title */
+    hs_status s = title_h ? vz_add_title(c, title, W) : HS_OK;
+    if (s) return s;
+    return vz_finish(c, W, bottom + m, out, err);
 }
 
 /* One font size: up to 4 layouts, each taking the previous one's excess off

@@ -32,6 +32,92 @@ typedef struct {
     const char *title;
 } vz_grid_args;
 
+/* The grid's plan: the token labels as shown and the panels' geometry. */
+typedef struct {
+    char **tl;        /* token labels as shown [T] (owned) */
+    int tmax;         /* the widest, px */
+    int rh_w;         /* the widest row header, px */
+    int left, top;    /* the first panel's top-left, px */
+    int cell, P, gap; /* a cell's side, a panel's, the gap between panels */
+    int gridW, gridH; /* the panels' extent */
+} grid_plan;
+
+/* Column headers over the top row, row headers and token labels left of
+ * each row, token labels (rotated) under every panel of the bottom row;
+ * *bottom gets their lowest end. */
+static hs_status add_grid_labels(vz_ctx *c, const vz_grid_args *a, const grid_plan *g, int *bottom)
+{
+    const int m = c->margin, pad = c->pad, lh = c->lh, lw = c->lw;
+    const int left = g->left, top = g->top, P = g->P, gap = g->gap, cell = g->cell;
+    const size_t L = a->L, H = a->H, T = a->T;
+    char hb[32];
+    hs_status s = vz_begin_group(c, "labels");
+    /* column headers */
+    for (size_t h = 0; h < H && !s; h++) {
+        snprintf(hb, sizeof hb, "H%zu", h);
+        const char *ht = a->col_headers ? a->col_headers[h] : hb;
+        if (!ht[0]) continue;
+        int w = vz_text_len(c, ht, c->fpx);
+        s = vz_add_text(c, ht, c->fpx, 0, left + (int)h * (P + gap) + P / 2 - w / 2,
+                        top - lw - pad / 2 - lh, VZ_A_MIDDLE, VZ_T_HEADER, VZ_BLACK);
+    }
+    /* row headers and y tick labels (left column) */
+    for (size_t l = 0; l < L && !s; l++) {
+        int py = top + (int)l * (P + gap);
+        snprintf(hb, sizeof hb, "L%zu", l);
+        const char *rt = a->row_headers ? a->row_headers[l] : hb;
+        int w = vz_text_len(c, rt, c->fpx);
+        if (rt[0])
+            s = vz_add_text(c, rt, c->fpx, 0, m + lh + pad + g->rh_w - w, py + P / 2 - lh / 2,
+                            VZ_A_END, VZ_T_HEADER, VZ_BLACK);
+        for (size_t i = 0; i < T && !s; i++) {
+            int tw = vz_text_len(c, g->tl[i], c->fpx);
+            s = vz_add_text(c, g->tl[i], c->fpx, 0, left - lw - pad - tw,
+                            py + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, VZ_BLACK);
+        }
+    }
+    /* x tick labels under every panel of the bottom row */
+    int ybelow = top + g->gridH + lw + pad;
+    for (size_t h = 0; h < H && !s; h++)
+        for (size_t j = 0; j < T && !s; j++)
+            s = vz_add_text(c, g->tl[j], c->fpx, 90,
+                            left + (int)h * (P + gap) + (int)j * cell + (cell - lh) / 2, ybelow,
+                            VZ_A_END, VZ_T_XTICK, VZ_BLACK);
+    *bottom = ybelow + g->tmax;
+    return s;
+}
+
+/* The colour bar under the grid (a page's width goes to the panels), the
+ * masked swatch right of it, below *bottom; *right and *bottom grow to
+ * their extent. target: the width planned for, px. */
+static hs_status add_grid_colorbar(vz_ctx *c, const vz_scale *sc, const grid_plan *g, size_t T,
+                                   int target, int *right, int *bottom)
+{
+    const int m = c->margin, pad = c->pad, lh = c->lh, lw = c->lw;
+    const double dpi = c->o.dpi;
+    const int left = g->left, gridW = g->gridW;
+    int bh = vz_imax((int)lround(0.6 * lh), (int)lround(0.06 * dpi));
+    int legend = c->o.causal_mask && T > 1;
+    int legend_w = legend ? lh + lw + pad / 2 + vz_text_len(c, "masked", c->fpx) + 3 * pad : 0;
+    /* the strip under the grid: the grid's width or the rest of the target's */
+    int strip = vz_imax(gridW, target - left - m);
+    int cbw = vz_imax(vz_imin((int)lround(2.5 * dpi), strip - legend_w), (int)lround(1.0 * dpi));
+    /* as wide as its quantity label */
+    cbw = vz_imax(cbw, sc->label ? vz_text_len(c, sc->label, c->fpx) : 0);
+    int cbx = left + vz_imax(0, (vz_imin(strip, vz_imax(gridW, cbw + legend_w)) - cbw - legend_w) / 2);
+    int cby = *bottom + 2 * pad, cbr = 0, cbb = 0;
+    hs_status s = vz_add_colorbar(c, sc, 0, cbx, cby, cbw, bh, &cbr, &cbb);
+    *right = vz_imax(*right, cbr);
+    *bottom = vz_imax(*bottom, cbb);
+    if (!s && legend) {
+        int lr, lb;
+        s = vz_add_mask_legend(c, cbx + cbw + 3 * pad, cby + bh / 2 - lh / 2, &lr, &lb);
+        *right = vz_imax(*right, lr);
+        *bottom = vz_imax(*bottom, lb);
+    }
+    return s;
+}
+
 static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_options *opt,
                             vz_fit *fit, hs_error *err)
 {
@@ -41,130 +127,70 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
     const char *const *row_headers = a->row_headers, *const *col_headers = a->col_headers;
     const char *title = a->title;
     vz_ctx c;
-    hs_status s = vz_ctx_init(&c, opt, err);
-    if (s) return s;
-    c.fit = fit;
-    c.attention = 1;
     vz_scale sc;
-    s = vz_attention_scale(&c, patterns, L * H, T, &sc, err);
-    if (s) { hs_viz_figure_destroy(c.f); return s; }
+    hs_status s = vz_attention_init(&c, opt, fit, patterns, L * H, T, &sc, err);
+    if (s) return s;
 
-    char **tl = calloc(T, sizeof *tl);
-    int tmax = 0;
-    if (!tl) { s = HS_ERR_NOMEM; goto done; }
-    s = vz_prepare_labels(&c, a->tokens, T, tl, &tmax);
+    grid_plan g = {0};
+    if (!(g.tl = calloc(T, sizeof *g.tl))) { s = HS_ERR_NOMEM; goto done; }
+    s = vz_prepare_labels(&c, a->tokens, T, g.tl, &g.tmax);
     if (s) goto done;
 
     int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
     double dpi = c.o.dpi;
-    int pitch = vz_label_pitch(&c, tl, T);
-    int gap = vz_imax(2 * pad, (int)lround(0.05 * dpi)) + 2 * lw;
+    int pitch = vz_label_pitch(&c, g.tl, T);
+    g.gap = vz_imax(2 * pad, (int)lround(0.05 * dpi)) + 2 * lw;
     int title_w, title_h = vz_title_block(&c, title, &title_w);
     const char *ylab = "destination (query)", *xlab = "source (key)";
     int ylab_w = vz_text_len(&c, ylab, c.fpx), xlab_w = vz_text_len(&c, xlab, c.fpx);
     char hb[32];
-    int rh_w = 0;
     for (size_t l = 0; l < L; l++) {
         snprintf(hb, sizeof hb, "L%zu", l);
-        rh_w = vz_imax(rh_w, vz_text_len(&c, row_headers ? row_headers[l] : hb, c.fpx));
+        g.rh_w = vz_imax(g.rh_w, vz_text_len(&c, row_headers ? row_headers[l] : hb, c.fpx));
     }
     /* a clear gap between the L<l> row headers and the longest token label,
      * so "L0" does not read as part of a token ("L0 because") */
-    int hgap = rh_w ? vz_imax(2 * pad, lh) : 0;
-    int left = m + lh + pad + rh_w + hgap + tmax + pad + lw;
-    int top = m + title_h + lh + pad;
+    int hgap = g.rh_w ? vz_imax(2 * pad, lh) : 0;
+    g.left = m + lh + pad + g.rh_w + hgap + g.tmax + pad + lw;
+    g.top = m + title_h + lh + pad;
     int target = (int)lround(c.o.width_in * dpi) - fit->extra;
     int cell_min = pitch;
     int annot = c.o.annotate;
     if (annot) cell_min = vz_imax(cell_min, vz_annot_width(&c, patterns, L * H * T * T, "%.2f") + pad);
-    int availW = target - left - lw - m - (int)(H - 1) * gap;
-    int cell = availW / (int)(H * T);
+    int availW = target - g.left - lw - m - (int)(H - 1) * g.gap;
+    g.cell = availW / (int)(H * T);
     /* panels no taller than 2 in: a grid of a few tokens stays a grid */
-    cell = vz_imin(cell, vz_imax(cell_min, (int)(2.0 * dpi / (double)T)));
-    if (cell < cell_min) {
-        cell = cell_min;
+    g.cell = vz_imin(g.cell, vz_imax(cell_min, (int)(2.0 * dpi / (double)T)));
+    if (g.cell < cell_min) {
+        g.cell = cell_min;
         fit->cramped = 1;
     }
     if (title_w + 2 * m > (int)lround(c.o.width_in * dpi)) fit->cramped = 1; /* the canvas, not the retry plan */
-    int P = (int)T * cell;
+    g.P = (int)T * g.cell;
+    g.gridW = (int)H * g.P + (int)(H - 1) * g.gap, g.gridH = (int)L * g.P + (int)(L - 1) * g.gap;
     char gidb[64];
     for (size_t l = 0; l < L && !s; l++)
         for (size_t h = 0; h < H && !s; h++)
             s = vz_add_heatmap(&c, patterns + (l * H + h) * T * T, NULL, T, T,
-                               left + (int)h * (P + gap), top + (int)l * (P + gap), cell, &sc,
-                               c.o.causal_mask, (int)(l * H + h), annot ? "%.2f" : NULL,
+                               g.left + (int)h * (g.P + g.gap), g.top + (int)l * (g.P + g.gap),
+                               g.cell, &sc, c.o.causal_mask, (int)(l * H + h),
+                               annot ? "%.2f" : NULL,
                                panel_id(gidb, sizeof gidb, row_headers, col_headers, l, h));
-    if (!s) s = vz_begin_group(&c, "labels");
-    int gridW = (int)H * P + (int)(H - 1) * gap, gridH = (int)L * P + (int)(L - 1) * gap;
-    /* column headers */
-    for (size_t h = 0; h < H && !s; h++) {
-        snprintf(hb, sizeof hb, "H%zu", h);
-        const char *ht = col_headers ? col_headers[h] : hb;
-        if (!ht[0]) continue;
-        int w = vz_text_len(&c, ht, c.fpx);
-        s = vz_add_text(&c, ht, c.fpx, 0, left + (int)h * (P + gap) + P / 2 - w / 2,
-                        top - lw - pad / 2 - lh, VZ_A_MIDDLE, VZ_T_HEADER, VZ_BLACK);
-    }
-    /* row headers and y tick labels (left column) */
-    for (size_t l = 0; l < L && !s; l++) {
-        int py = top + (int)l * (P + gap);
-        snprintf(hb, sizeof hb, "L%zu", l);
-        const char *rt = row_headers ? row_headers[l] : hb;
-        int w = vz_text_len(&c, rt, c.fpx);
-        if (rt[0])
-            s = vz_add_text(&c, rt, c.fpx, 0, m + lh + pad + rh_w - w, py + P / 2 - lh / 2,
-                            VZ_A_END, VZ_T_HEADER, VZ_BLACK);
-        for (size_t i = 0; i < T && !s; i++) {
-            int tw = vz_text_len(&c, tl[i], c.fpx);
-            s = vz_add_text(&c, tl[i], c.fpx, 0, left - lw - pad - tw,
-                            py + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, VZ_BLACK);
-        }
-    }
-    /* x tick labels under every panel of the bottom row */
-    int ybelow = top + gridH + lw + pad;
-    for (size_t h = 0; h < H && !s; h++)
-        for (size_t j = 0; j < T && !s; j++)
-            s = vz_add_text(&c, tl[j], c.fpx, 90,
-                            left + (int)h * (P + gap) + (int)j * cell + (cell - lh) / 2, ybelow,
-                            VZ_A_END, VZ_T_XTICK, VZ_BLACK);
-    int bottom = ybelow + tmax;
+    int bottom = 0;
+    if (!s) s = add_grid_labels(&c, a, &g, &bottom);
     if (!s) s = vz_begin_group(&c, "axes");
-    if (!s) s = vz_add_text(&c, xlab, c.fpx, 0, left + gridW / 2 - xlab_w / 2, bottom + pad,
+    if (!s) s = vz_add_text(&c, xlab, c.fpx, 0, g.left + g.gridW / 2 - xlab_w / 2, bottom + pad,
                             VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
     bottom += pad + lh;
-    int yy = top + gridH / 2 - ylab_w / 2;
-    if (yy < top) yy = top;
+    int yy = g.top + g.gridH / 2 - ylab_w / 2;
+    if (yy < g.top) yy = g.top;
     if (!s) s = vz_add_text(&c, ylab, c.fpx, 90, m, yy, VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
     bottom = vz_imax(bottom, yy + ylab_w);
-    /* the colour bar lies under the grid (a page's width goes to the panels),
-       the masked swatch right of it */
-    int right = left + gridW + lw;
-    int bh = vz_imax((int)lround(0.6 * lh), (int)lround(0.06 * dpi));
-    int legend = c.o.causal_mask && T > 1;
-    int legend_w = legend ? lh + lw + pad / 2 + vz_text_len(&c, "masked", c.fpx) + 3 * pad : 0;
-    /* the strip under the grid: the grid's width or the rest of the target's */
-    int strip = vz_imax(gridW, target - left - m);
-    int cbw = vz_imax(vz_imin((int)lround(2.5 * dpi), strip - legend_w), (int)lround(1.0 * dpi));
-    /* as wide as its quantity label */
-    cbw = vz_imax(cbw, sc.label ? vz_text_len(&c, sc.label, c.fpx) : 0);
-    int cbx = left + vz_imax(0, (vz_imin(strip, vz_imax(gridW, cbw + legend_w)) - cbw - legend_w) / 2);
-    int cby = bottom + 2 * pad, cbr = 0, cbb = 0;
-    if (!s) s = vz_add_colorbar(&c, &sc, 0, cbx, cby, cbw, bh, &cbr, &cbb);
-    right = vz_imax(right, cbr);
-    bottom = vz_imax(bottom, cbb);
-    if (!s && legend) {
-        int lr, lb;
-        s = vz_add_mask_legend(&c, cbx + cbw + 3 * pad, cby + bh / 2 - lh / 2, &lr, &lb);
-        right = vz_imax(right, lr);
-        bottom = vz_imax(bottom, lb);
-    }
-    int W = vz_imax(right + m, title_w + 2 * m);
-    vz_shift_items(&c, (W - right - m) / 2); /* the body centred under a wider title */
-    if (!s && title_h) s = vz_add_title(&c, title, W);
-    if (s) goto done;
-    s = vz_finish(&c, W, bottom + m, out, err);
+    int right = g.left + g.gridW + lw;
+    if (!s) s = add_grid_colorbar(&c, &sc, &g, T, target, &right, &bottom);
+    if (!s) s = vz_finish_titled(&c, title, title_w, title_h, right, bottom, out, err);
 done:
-    vz_free_labels(tl, T);
+    vz_free_labels(g.tl, T);
     hs_viz_figure_destroy(c.f);
     if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
     return s;

@@ -69,8 +69,8 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
 }
 
 /* Range of an attention figure's colour scale. */
-hs_status vz_attention_scale(const vz_ctx *c, const float *p, size_t n_panels, size_t T,
-                             vz_scale *sc, hs_error *err)
+static hs_status attention_scale(const vz_ctx *c, const float *p, size_t n_panels, size_t T,
+                                 vz_scale *sc, hs_error *err)
 {
     double lo = INFINITY, hi = -INFINITY;
     int causal = c->o.causal_mask;
@@ -101,6 +101,21 @@ hs_status vz_attention_scale(const vz_ctx *c, const float *p, size_t n_panels, s
         sc->vmax = sc->vmin + 1.0;
     }
     return HS_OK;
+}
+
+hs_status vz_attention_init(vz_ctx *c, const hs_viz_options *o, vz_fit *fit, const float *p,
+                            size_t n_panels, size_t T, vz_scale *sc, hs_error *err)
+{
+    hs_status s = vz_ctx_init(c, o, err);
+    if (s) return s;
+    c->fit = fit;
+    c->attention = 1;
+    s = attention_scale(c, p, n_panels, T, sc, err);
+    if (s) {
+        hs_viz_figure_destroy(c->f);
+        c->f = NULL;
+    }
+    return s;
 }
 
 /* Annotation cell width: widest of the strings annot_fmt gives over data. */
@@ -207,12 +222,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
         bottom = vz_imax(bottom, lb);
     }
     bottom = vz_imax(bottom, top + cbh + lh / 2 + lh % 2);
-    int W = vz_imax(right + m, title_w + 2 * m);
-    vz_shift_items(c, (W - right - m) / 2); /* the body centred under a wider title */
-    if (!s && title_h) s = vz_add_title(c, hs->title, W);
-    int H = bottom + m;
-    if (s) goto done;
-    s = vz_finish(c, W, H, out, err);
+    if (!s) s = vz_finish_titled(c, hs->title, title_w, title_h, right, bottom, out, err);
 done:
     vz_free_labels(rl, hs->R);
     vz_free_labels(cl, hs->C);
@@ -232,18 +242,13 @@ static hs_status build_attention(hs_viz_figure **out, const void *args, const hs
 {
     const vz_attn_args *a = args;
     vz_ctx c;
-    hs_status s = vz_ctx_init(&c, o, err);
-    if (s) return s;
-    c.fit = fit;
-    c.attention = 1;
     vz_scale sc;
-    s = vz_attention_scale(&c, a->pattern, 1, a->T, &sc, err);
-    if (!s) {
-        vz_heat_spec hs = {a->pattern, a->T, a->T, a->tokens, a->tokens, a->title,
-                           "source (key)", "destination (query)", c.o.causal_mask,
-                           c.o.annotate ? "%.2f" : NULL, NULL};
-        s = heat_figure(&c, &hs, &sc, out, err);
-    }
+    hs_status s = vz_attention_init(&c, o, fit, a->pattern, 1, a->T, &sc, err);
+    if (s) return s;
+    vz_heat_spec hs = {a->pattern, a->T, a->T, a->tokens, a->tokens, a->title,
+                       "source (key)", "destination (query)", c.o.causal_mask,
+                       c.o.annotate ? "%.2f" : NULL, NULL};
+    s = heat_figure(&c, &hs, &sc, out, err);
     hs_viz_figure_destroy(c.f);
     return s;
 }

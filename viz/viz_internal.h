@@ -255,22 +255,29 @@ hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom);
 
 /* One heatmap panel of R x C cells (data [R, C]) at (x0, y0) in group gid;
  * masked(i, j) = (causal && j > i) || (mask && mask[i*C+j]); annot_fmt: the
- * cells' values written in, or NULL. The attention scale of n_panels
- * [T, T] patterns (HS_ERR_NUMERIC on a non-finite value, HS_ERR_INPUT on an
- * empty fixed range). The widest of fmt's strings over d[n]. */
+ * cells' values written in, or NULL. */
 hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask, size_t R,
                          size_t C, int x0, int y0, int cell, const vz_scale *sc, int causal,
                          int panel, const char *annot_fmt, const char *gid);
-hs_status vz_attention_scale(const vz_ctx *c, const float *p, size_t n_panels, size_t T,
-                             vz_scale *sc, hs_error *err);
+/* The context of an attention figure (vz_ctx_init; its query row may be
+ * framed) and the colour scale of its n_panels patterns p [n_panels, T, T].
+ * Errors: as vz_ctx_init, HS_ERR_NUMERIC (a value not finite), HS_ERR_INPUT
+ * (an empty fixed range); then c->f is NULL. */
+hs_status vz_attention_init(vz_ctx *c, const hs_viz_options *o, vz_fit *fit, const float *p,
+                            size_t n_panels, size_t T, vz_scale *sc, hs_error *err);
+/* The widest of the strings fmt gives over d[n] at the annotation size, px. */
 int vz_annot_width(vz_ctx *c, const float *d, size_t n, const char *fmt);
 
-/* Moves everything laid out so far dx px right. */
-void vz_shift_items(vz_ctx *c, int dx);
 /* Holds the figure to the target width (centred when narrower; refused when
  * wider, through c->fit->nofit), checks the canvas cap and hands it out
  * (c->f becomes NULL). */
 hs_status vz_finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err);
+/* Ends a figure whose body reaches right and bottom (px): the canvas as wide
+ * as the body or its title block (title_w x title_h, vz_title_block), the
+ * body centred under a wider title, the title block over it (when title_h),
+ * then vz_finish on a canvas bottom + margin high. */
+hs_status vz_finish_titled(vz_ctx *c, const char *title, int title_w, int title_h, int right,
+                           int bottom, hs_viz_figure **out, hs_error *err);
 /* Lays a figure out: validated arguments in args, options o (width_in > 0,
  * font_pt set), the fit record; ends in vz_finish(). */
 typedef hs_status (*vz_build)(hs_viz_figure **out, const void *args, const hs_viz_options *o,
