@@ -13,6 +13,10 @@
 const unsigned char HS_VIZ_MASK_RGB[3] = {0xe4, 0xc8, 0xf0};
 /* the hatching over masked cells: dark grey, so grey print still shows them */
 const unsigned char VZ_HATCH_RGB[3] = {0x60, 0x60, 0x60};
+/* text, frames and lines of every figure */
+const unsigned char VZ_BLACK[3] = {0, 0, 0};
+const unsigned char VZ_WHITE[3] = {255, 255, 255};
+const unsigned char VZ_FRAME[3] = {0x40, 0x40, 0x40};
 
 const unsigned char vz_viridis[256][3] = {
     {68,1,84}, {68,2,86}, {69,4,87}, {69,5,89}, {70,7,90}, {70,8,92}, {70,10,93}, {70,11,94},

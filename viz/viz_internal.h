@@ -1,12 +1,14 @@
 /*
  * viz/viz_internal.h -- the figure's scene (rectangles + text items in pixel
- * units), the font helper and the colour tables, shared by the viz sources
- * and reached by tests (geometry checks). Not part of the public API.
+ * units), the layout machinery the figure kinds share, the font helper and
+ * the colour tables, shared by the viz sources and reached by tests
+ * (geometry checks). Not part of the public API.
  */
 #ifndef HS_VIZ_INTERNAL_H
 #define HS_VIZ_INTERNAL_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include <cairo.h>
 
@@ -103,52 +105,6 @@ struct hs_viz_figure {
     vz_font *font;
 };
 
-/* ---- layout building blocks (viz_layout.c), for figure kinds in other files ---- */
-typedef struct {
-    hs_viz_figure *f;
-    hs_viz_options o;
-    double fpx, tpx, apx;  /* label, title, annotation font sizes (px) */
-    int lh, tlh, alh;      /* their line heights */
-    int pad, margin, lw;   /* spacing, line width */
-    int group;             /* group of the items added next */
-    struct vz_fit_s *fit;  /* the width promise's record (see fit_width); NULL = none */
-    int attention;         /* an attention figure (the query row may be highlighted) */
-} vz_ctx;
-
-/* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about `target` of
- * them. sci: the magnitudes need scientific notation (|values| >= 1e4, or
- * all below 1e-3). */
-typedef struct {
-    double v[34];
-    int n;
-    double step;
-    int decimals;
-    int sci;
-} vz_ticks;
-
-/* Checks the options, opens the font, sizes fonts and spacing from dpi. */
-hs_status vz_ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err);
-/* Starts a group (SVG <g id>, unique valid XML id) for the items added next. */
-hs_status vz_begin_group(vz_ctx *c, const char *id);
-/* A plain filled rectangle / a black text item (box top-left at x, y). HS_ERR_NOMEM or HS_OK. */
-hs_status vz_add_rect(vz_ctx *c, int x, int y, int w, int h, const unsigned char rgb[3]);
-hs_status vz_add_text(vz_ctx *c, const char *s, double px, int rot, int x, int y, vz_anchor anchor,
-                      vz_role role);
-int vz_text_len(vz_ctx *c, const char *s, double px);
-/* About target ticks over [lo, hi]; one tick's text. */
-void vz_nice_ticks(double lo, double hi, int target, vz_ticks *t);
-void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t);
-/* Label / title checks (NULL, UTF-8) and a label as shown (shortened; malloc'd). */
-hs_status vz_check_labels(const char *const *labels, size_t n, const char *what, hs_error *err);
-hs_status vz_check_title(const char *t, const char *what, hs_error *err);
-char *vz_display_label(const char *s);
-/* Height of the title block (title, note) and its width; the block itself over a canvas W wide. */
-int vz_title_block(vz_ctx *c, const char *title, int *w);
-hs_status vz_add_title(vz_ctx *c, const char *title, int W);
-/* Holds the figure to the target width (centred when narrower; refused when
- * wider), checks the canvas cap and hands it out (c->f becomes NULL). */
-hs_status vz_finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err);
-
 /* ---- colour (viz_color.c) ---- */
 extern const unsigned char vz_viridis[256][3];
 extern const unsigned char vz_diverging[256][3];
@@ -178,6 +134,160 @@ int vz_font_line(vz_font *f, double px);
 int vz_font_ascender(vz_font *f, double px);
 /* The cairo font face of the same file (borrowed; lives as long as f). */
 cairo_font_face_t *vz_font_cairo(const vz_font *f);
+
+/* ---- layout: the machinery the figure kinds share ----
+ * viz_layout.c: options, labels, the context and its display list, the
+ * title block, a figure's lifetime; viz_scale.c: ticks, number formats,
+ * colour bars; viz_fit.c: the width promise; viz_heatmap.c: heatmap panels
+ * (also the grid's). The kinds: viz_heatmap.c (attention pattern,
+ * matrices), viz_grid.c (layers x heads), viz_bars.c, viz_lines.c. */
+
+/* The width promise's record, between a layout and vz_fit_width. */
+typedef struct {
+    int extra;   /* in: px to take off the planned panel width (a retry's correction) */
+    int cramped; /* out: cells or plot at their minimum: the labels need this width */
+    int nofit;   /* out: the layout is wider than the target */
+    int W;       /* out: the width the layout took, px */
+} vz_fit;
+
+typedef struct {
+    hs_viz_figure *f;
+    hs_viz_options o;
+    double fpx, tpx, apx;  /* label, title, annotation font sizes (px) */
+    int lh, tlh, alh;      /* their line heights */
+    int pad, margin, lw;   /* spacing, line width */
+    int group;             /* group of the items added next */
+    vz_fit *fit;           /* the width promise's record (see vz_fit_width); NULL = none */
+    int attention;         /* an attention figure (the query row may be highlighted) */
+} vz_ctx;
+
+/* A colour scale: value vmin..vmax onto cmap. */
+typedef struct {
+    double vmin, vmax;
+    hs_viz_cmap cmap;
+    const char *label; /* the quantity (and unit) the colour bar shows, or NULL */
+} vz_scale;
+
+/* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about `target` of
+ * them. sci: the magnitudes need scientific notation (|values| >= 1e4, or
+ * all below 1e-3). */
+typedef struct {
+    double v[34];
+    int n;
+    double step;
+    int decimals;
+    int sci;
+} vz_ticks;
+
+/* Text, frames and lines: black, white, the frame's dark grey (viz_color.c). */
+extern const unsigned char VZ_BLACK[3], VZ_WHITE[3], VZ_FRAME[3];
+
+static inline int vz_imax(int a, int b) { return a > b ? a : b; }
+static inline int vz_imin(int a, int b) { return a < b ? a : b; }
+
+/* Options in range (dpi, font sizes, width, map, range mode; UTF-8 note). */
+hs_status vz_check_options(const hs_viz_options *o, hs_error *err);
+/* Checks the options, opens the font, sizes fonts and spacing from dpi. */
+hs_status vz_ctx_init(vz_ctx *c, const hs_viz_options *opt, hs_error *err);
+/* Starts a group (SVG <g id>, unique valid XML id) for the items added next. */
+hs_status vz_begin_group(vz_ctx *c, const char *id);
+/* Doubles f's room for rectangles (the slow half of vz_add_rect_kind). */
+hs_status vz_grow_rects(hs_viz_figure *f);
+/* A rectangle of a kind (panel, row, col: -1 when none) in the current
+ * group; inline, as a heatmap adds one a cell. HS_ERR_NOMEM or HS_OK. */
+static inline hs_status vz_add_rect_kind(vz_ctx *c, int x, int y, int w, int h,
+                                         const unsigned char rgb[3], vz_rect_kind kind, int panel,
+                                         int row, int col)
+{
+    hs_viz_figure *f = c->f;
+    if (f->n_rects == f->cap_rects && vz_grow_rects(f)) return HS_ERR_NOMEM;
+    vz_rect *r = &f->rects[f->n_rects++];
+    memset(r, 0, sizeof *r);
+    r->x = x; r->y = y; r->w = w; r->h = h;
+    memcpy(r->rgb, rgb, 3);
+    r->kind = kind; r->panel = panel; r->row = row; r->col = col;
+    r->group = c->group;
+    return HS_OK;
+}
+/* A plain filled rectangle. HS_ERR_NOMEM or HS_OK. */
+static inline hs_status vz_add_rect(vz_ctx *c, int x, int y, int w, int h, const unsigned char rgb[3])
+{
+    return vz_add_rect_kind(c, x, y, w, h, rgb, VZ_R_PLAIN, -1, -1, -1);
+}
+/* A text item, its box's top-left at (x, y). HS_ERR_NOMEM or HS_OK. */
+hs_status vz_add_text(vz_ctx *c, const char *s, double px, int rot, int x, int y, vz_anchor anchor,
+                      vz_role role, const unsigned char rgb[3]);
+/* Width (px) of s at size px in the figure's font. */
+static inline int vz_text_len(vz_ctx *c, const char *s, double px)
+{
+    return vz_font_width(c->f->font, s, px);
+}
+/* The outline of [x, x+w) x [y, y+h), outside it, c->lw wide. */
+hs_status vz_add_frame(vz_ctx *c, int x, int y, int w, int h, const unsigned char rgb[3]);
+
+/* Label / title checks (NULL, UTF-8) and a label as shown (shortened; malloc'd). */
+hs_status vz_check_labels(const char *const *labels, size_t n, const char *what, hs_error *err);
+hs_status vz_check_title(const char *t, const char *what, hs_error *err);
+char *vz_display_label(const char *s);
+/* Labels as shown into shown[n] (owned; HS_ERR_NOMEM) and the widest; frees
+ * them and shown (NULL is a no-op); the pitch (px) they need side by side. */
+hs_status vz_prepare_labels(vz_ctx *c, const char *const *in, size_t n, char **shown, int *maxw);
+void vz_free_labels(char **shown, size_t n);
+int vz_label_pitch(vz_ctx *c, char *const *shown, size_t n);
+/* Height of the title block (title, note) and its width; the block itself over a canvas W wide. */
+int vz_title_block(vz_ctx *c, const char *title, int *w);
+hs_status vz_add_title(vz_ctx *c, const char *title, int W);
+
+/* Ticks at the multiples of step in [lo, hi]; about target nice ticks over
+ * [lo, hi]; one tick's text; an exponent shortened ("1.5e-06" -> "1.5e-6"). */
+void vz_ticks_at(double lo, double hi, double step, vz_ticks *t);
+void vz_nice_ticks(double lo, double hi, int target, vz_ticks *t);
+void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t);
+void vz_short_exp(char *buf);
+/* The colour bar of sc at (x, y), bw x bh, vertical or horizontal, with its
+ * labels, in group "colorbar"; *right / *bottom get its extent. The width a
+ * vertical bar's labels take right of it. The masked-cell swatch and its
+ * word at (x, y), in group "legend". */
+hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, int y, int bw, int bh,
+                          int *right, int *bottom);
+int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc);
+hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom);
+
+/* One heatmap panel of R x C cells (data [R, C]) at (x0, y0) in group gid;
+ * masked(i, j) = (causal && j > i) || (mask && mask[i*C+j]); annot_fmt: the
+ * cells' values written in, or NULL. */
+hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask, size_t R,
+                         size_t C, int x0, int y0, int cell, const vz_scale *sc, int causal,
+                         int panel, const char *annot_fmt, const char *gid);
+/* The context of an attention figure (vz_ctx_init; its query row may be
+ * framed) and the colour scale of its n_panels patterns p [n_panels, T, T].
+ * Errors: as vz_ctx_init, HS_ERR_NUMERIC (a value not finite), HS_ERR_INPUT
+ * (an empty fixed range); then c->f is NULL. */
+hs_status vz_attention_init(vz_ctx *c, const hs_viz_options *o, vz_fit *fit, const float *p,
+                            size_t n_panels, size_t T, vz_scale *sc, hs_error *err);
+/* The widest of the strings fmt gives over d[n] at the annotation size, px. */
+int vz_annot_width(vz_ctx *c, const float *d, size_t n, const char *fmt);
+
+/* Holds the figure to the target width (centred when narrower; refused when
+ * wider, through c->fit->nofit), checks the canvas cap and hands it out
+ * (c->f becomes NULL). */
+hs_status vz_finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err);
+/* Ends a figure whose body reaches right and bottom (px): the canvas as wide
+ * as the body or its title block (title_w x title_h, vz_title_block), the
+ * body centred under a wider title, the title block over it (when title_h),
+ * then vz_finish on a canvas bottom + margin high. */
+hs_status vz_finish_titled(vz_ctx *c, const char *title, int title_w, int title_h, int right,
+                           int bottom, hs_viz_figure **out, hs_error *err);
+/* Lays a figure out: validated arguments in args, options o (width_in > 0,
+ * font_pt set), the fit record; ends in vz_finish(). */
+typedef hs_status (*vz_build)(hs_viz_figure **out, const void *args, const hs_viz_options *o,
+                              vz_fit *fit, hs_error *err);
+/* Keeps the width promise for build: at the width asked (or auto_in when
+ * none) with the font from font_pt down to font_min_pt; with no width asked,
+ * grows to what the labels need and records auto_in as outgrown; otherwise
+ * refuses naming what (e.g. "bar chart") and the width that fits. */
+hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
+                       const hs_viz_options *opt, double auto_in, const char *what, hs_error *err);
 
 /* ---- JSON text (viz_json.c) ---- */
 /* json as cJSON_Print prints it, byte for byte (malloc'd, caller frees); the

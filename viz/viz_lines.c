@@ -164,6 +164,234 @@ static hs_status add_segment(vz_ctx *c, double x0, double y0, double x1, double 
     return s;
 }
 
+/* A line plot's plan, shared by its steps: the axes and their ranges (axis
+ * units), the sizes of marks, and the plot's pixel geometry. */
+typedef struct {
+    vz_ctx *c;
+    const float *x;
+    size_t N;
+    const hs_viz_panel *panels;
+    size_t n_panels;
+    axis xa;
+    double xlo, xhi;
+    axis ya[HS_VIZ_MAX_PANELS];
+    double ylo[HS_VIZ_MAX_PANELS], yhi[HS_VIZ_MAX_PANELS];
+    int thick;            /* line thickness, px */
+    int mk;               /* point marker side, px */
+    int tl;               /* tick length, px */
+    int ytick_w;          /* the widest y tick label of any panel */
+    int legend_w;         /* the widest series label of any panel */
+    int swatch;           /* a legend swatch's side */
+    int left;             /* the plots' left edge */
+    int PW, PH;           /* a plot's width and height */
+    int legend_total;     /* the legend's width right of a plot */
+} lines_plan;
+
+/* One panel's vertical frame: its plot's top (px) and y range (axis units). */
+typedef struct {
+    int top;
+    double lo, hi;
+} lines_frame;
+
+/* Canvas x (px) of the value v on the x axis. */
+static double x_px(const lines_plan *pl, double v)
+{
+    return pl->left + (ax_pos(&pl->xa, v) - pl->xlo) / (pl->xhi - pl->xlo) * (double)pl->PW;
+}
+
+/* Canvas y (px) of u (axis units) in a panel. */
+static double y_px(const lines_plan *pl, const lines_frame *f, double u)
+{
+    return f->top + (f->hi - u) / (f->hi - f->lo) * (double)pl->PH;
+}
+
+/* The axes: x's range (a scatter's padded off the frame) and ticks, each
+ * panel's y range and ticks; the widest y tick label and series label.
+ * HS_ERR_NOMEM or HS_OK. */
+static hs_status plan_axes(lines_plan *pl)
+{
+    vz_ctx *c = pl->c;
+    const float *x = pl->x;
+    pl->xa = (axis){c->o.log_x != 0, {{0}, 0, 0, 0, 0}};
+    pl->xlo = ax_pos(&pl->xa, x[0]), pl->xhi = ax_pos(&pl->xa, x[pl->N - 1]);
+    if (pl->xhi == pl->xlo) pl->xlo -= 0.5, pl->xhi += 0.5;
+    if (c->o.markers_only) { /* no point on the frame */
+        const double d = 0.05 * (pl->xhi - pl->xlo);
+        pl->xlo -= d, pl->xhi += d;
+    }
+    ax_ticks(&pl->xa, pl->xlo, pl->xhi, 6);
+    char buf[64];
+
+    /* left gutter: y label (rotated) + the widest y tick of any panel */
+    pl->ytick_w = 0, pl->legend_w = 0;
+    for (size_t p = 0; p < pl->n_panels; p++) {
+        const hs_viz_panel *P = &pl->panels[p];
+        axis *ya = &pl->ya[p];
+        ya->log = P->log_y != 0;
+        panel_range(P, ya, pl->N, &pl->ylo[p], &pl->yhi[p]);
+        if (c->o.markers_only) {
+            const double d = 0.06 * (pl->yhi[p] - pl->ylo[p]);
+            pl->ylo[p] -= d, pl->yhi[p] += d;
+        }
+        ax_ticks(ya, pl->ylo[p], pl->yhi[p], 4);
+        for (int k = 0; k < ya->t.n; k++) {
+            ax_text(buf, sizeof buf, ya->t.v[k], ya);
+            pl->ytick_w = vz_imax(pl->ytick_w, vz_text_len(c, buf, c->fpx));
+        }
+        for (size_t i = 0; i < P->n_series; i++) {
+            char *d = vz_display_label(P->labels[i]);
+            if (!d) return HS_ERR_NOMEM;
+            int w = vz_text_len(c, d, c->fpx);
+            free(d);
+            pl->legend_w = vz_imax(pl->legend_w, w);
+        }
+    }
+    return HS_OK;
+}
+
+/* A panel's frame, y ticks with their labels, and y label. */
+static hs_status add_y_axis(const lines_plan *pl, size_t p, const lines_frame *fr)
+{
+    vz_ctx *c = pl->c;
+    const hs_viz_panel *P = &pl->panels[p];
+    const axis *ya = &pl->ya[p];
+    const int m = c->margin, pad = c->pad, lh = c->lh, lw = c->lw, tl = pl->tl;
+    const int left = pl->left, top = fr->top, PW = pl->PW, PH = pl->PH;
+    char buf[64];
+    /* frame, y ticks and gridless axes */
+    hs_status s = vz_add_rect(c, left - lw, top, lw, PH + lw, AXIS_RGB);
+    if (!s) s = vz_add_rect(c, left - lw, top + PH, PW + lw, lw, AXIS_RGB);
+    for (int k = 0; k < ya->t.n && !s; k++) {
+        double v = ya->t.v[k], u = ax_pos(ya, v);
+        if (u < fr->lo - 1e-12 || u > fr->hi + 1e-12) continue;
+        int ty = (int)lround(y_px(pl, fr, u));
+        s = vz_add_rect(c, left - lw - tl, ty - lw / 2, tl, lw, AXIS_RGB);
+        ax_text(buf, sizeof buf, v, ya);
+        int w = vz_text_len(c, buf, c->fpx);
+        if (!s)
+            s = vz_add_text(c, buf, c->fpx, 0, left - lw - tl - pad / 2 - w, ty - lh / 2, VZ_A_END,
+                            VZ_T_CBAR, VZ_BLACK);
+    }
+    if (!s && P->ylabel && P->ylabel[0]) {
+        int w = vz_text_len(c, P->ylabel, c->fpx);
+        s = vz_add_text(c, P->ylabel, c->fpx, 90, m, top + PH / 2 - w / 2, VZ_A_MIDDLE, VZ_T_AXIS,
+                        VZ_BLACK);
+    }
+    return s;
+}
+
+/* The dashed vertical marker at mark_x through a panel (when on the x axis),
+ * labelled in the first panel (p == 0). */
+static hs_status add_marker(const lines_plan *pl, size_t p, const lines_frame *fr, double mark_x,
+                            const char *mark_label)
+{
+    vz_ctx *c = pl->c;
+    const int pad = c->pad, lw = c->lw, top = fr->top, PH = pl->PH;
+    hs_status s = HS_OK;
+    if (!(isfinite(mark_x) && (!pl->xa.log || mark_x > 0) && ax_pos(&pl->xa, mark_x) >= pl->xlo &&
+          ax_pos(&pl->xa, mark_x) <= pl->xhi))
+        return s;
+    int mx = (int)lround(x_px(pl, mark_x)), dash = (int)lround(c->lh * 0.5);
+    for (int yy = top; yy < top + PH && !s; yy += 2 * dash)
+        s = vz_add_rect(c, mx - lw / 2, yy, lw > 1 ? lw : 1, yy + dash > top + PH ? top + PH - yy : dash,
+                        MARK_RGB);
+    if (!s && p == 0 && mark_label && mark_label[0])
+        s = vz_add_text(c, mark_label, c->apx, 0, mx + pad / 2, top + pad / 2, VZ_A_START, VZ_T_LABEL,
+                        VZ_BLACK);
+    return s;
+}
+
+/* Series i of panel p: its line (unless markers only) and point markers,
+ * clamped to the panel's range, NaN points left out; then its legend entry. */
+static hs_status add_series(const lines_plan *pl, size_t p, const lines_frame *fr, size_t i)
+{
+    vz_ctx *c = pl->c;
+    const hs_viz_panel *P = &pl->panels[p];
+    const float *x = pl->x;
+    const size_t N = pl->N;
+    const double lo = fr->lo, hi = fr->hi;
+    const int pad = c->pad, lh = c->lh, mk = pl->mk;
+    unsigned char rgb[3];
+    hs_viz_series_rgb(i, rgb);
+    const float *yy = P->y + i * N;
+    hs_status s = HS_OK;
+    for (size_t k = 0; k < N && !s; k++) {
+        if (isnan(yy[k])) continue;
+        double cy = fmax(lo, fmin(hi, ax_pos(&pl->ya[p], yy[k])));
+        if (!c->o.markers_only && k + 1 < N && !isnan(yy[k + 1])) {
+            double ny = fmax(lo, fmin(hi, ax_pos(&pl->ya[p], yy[k + 1])));
+            s = add_segment(c, x_px(pl, x[k]), y_px(pl, fr, cy), x_px(pl, x[k + 1]), y_px(pl, fr, ny),
+                            pl->thick, rgb);
+        }
+        if (!s)
+            s = vz_add_rect(c, (int)lround(x_px(pl, x[k])) - mk / 2,
+                            (int)lround(y_px(pl, fr, cy)) - mk / 2, mk, mk, rgb);
+    }
+    int ly = fr->top + (int)i * (lh + pad / 2);
+    int lx = pl->left + pl->PW + 2 * pad;
+    if (!s) s = vz_add_rect(c, lx, ly + (lh - pl->swatch) / 2, pl->swatch, pl->swatch, rgb);
+    char *d = vz_display_label(P->labels[i]);
+    if (!d) s = HS_ERR_NOMEM;
+    if (!s)
+        s = vz_add_text(c, d, c->fpx, 0, lx + pl->swatch + pad, ly, VZ_A_START, VZ_T_LABEL, VZ_BLACK);
+    free(d);
+    return s;
+}
+
+/* Panel p in its group, its title's top at *y: the title, axes, marker and
+ * series. *y moves under it. */
+static hs_status add_panel(const lines_plan *pl, size_t p, int *y, double mark_x,
+                           const char *mark_label)
+{
+    vz_ctx *c = pl->c;
+    const hs_viz_panel *P = &pl->panels[p];
+    char gid[32];
+    snprintf(gid, sizeof gid, "panel%zu", p);
+    hs_status s = vz_begin_group(c, gid);
+    if (!s && P->title && P->title[0]) {
+        s = vz_add_text(c, P->title, c->fpx, 0, pl->left, *y, VZ_A_START, VZ_T_HEADER, VZ_BLACK);
+        *y += c->lh + c->pad / 2;
+    }
+    const lines_frame fr = {*y, pl->ylo[p], pl->yhi[p]};
+    if (!s) s = add_y_axis(pl, p, &fr);
+    if (!s) s = add_marker(pl, p, &fr, mark_x, mark_label);
+    /* lines and markers, then the legend */
+    for (size_t i = 0; i < P->n_series && !s; i++) s = add_series(pl, p, &fr, i);
+    int legend_h = (int)P->n_series * (c->lh + c->pad / 2);
+    *y = fr.top + (pl->PH > legend_h ? pl->PH : legend_h) + c->lw + c->pad;
+    return s;
+}
+
+/* x ticks with their labels and the x label under the last panel, whose
+ * bottom edge is ay; *bottom gets the lowest text's end. */
+static hs_status add_x_axis(const lines_plan *pl, int ay, const char *xlabel, int *bottom)
+{
+    vz_ctx *c = pl->c;
+    const int pad = c->pad, lh = c->lh, lw = c->lw, tl = pl->tl;
+    const axis *xa = &pl->xa;
+    char buf[64];
+    hs_status s = HS_OK;
+    for (int k = 0; k < xa->t.n && !s; k++) {
+        const double u = ax_pos(xa, xa->t.v[k]);
+        if (u < pl->xlo - 1e-9 || u > pl->xhi + 1e-9) continue;
+        int tx = (int)lround(x_px(pl, xa->t.v[k]));
+        s = vz_add_rect(c, tx - lw / 2, ay, lw, tl, AXIS_RGB);
+        ax_text(buf, sizeof buf, xa->t.v[k], xa);
+        int w = vz_text_len(c, buf, c->fpx);
+        if (!s)
+            s = vz_add_text(c, buf, c->fpx, 0, tx - w / 2, ay + tl + pad / 4, VZ_A_MIDDLE, VZ_T_CBAR,
+                            VZ_BLACK);
+    }
+    *bottom = ay + tl + pad / 4 + lh;
+    if (!s && xlabel && xlabel[0]) {
+        int w = vz_text_len(c, xlabel, c->fpx);
+        s = vz_add_text(c, xlabel, c->fpx, 0, pl->left + pl->PW / 2 - w / 2, *bottom + pad / 2,
+                        VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
+        *bottom += pad / 2 + lh;
+    }
+    return s;
+}
+
 hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, const hs_viz_panel *panels,
                               size_t n_panels, const char *title, const char *xlabel, double mark_x,
                               const char *mark_label, const hs_viz_options *opt, hs_error *err)
@@ -178,148 +406,33 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     if ((s = vz_ctx_init(&c, opt, err)) != HS_OK) return s;
     const int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
     const double dpi = c.o.dpi;
-    const int thick = lw * 2 < 2 ? 2 : lw * 2;
+    lines_plan pl = {.c = &c, .x = x, .N = N, .panels = panels, .n_panels = n_panels};
+    pl.thick = lw * 2 < 2 ? 2 : lw * 2;
     /* a scatter's markers carry the figure alone: twice a line plot's */
-    const int mk = (thick + 2 * lw + 1) * (c.o.markers_only ? 2 : 1);
-    const int tl = (int)lround(c.fpx * 0.3);
-    axis xa = {c.o.log_x != 0, {{0}, 0, 0, 0, 0}};
-    double xlo = ax_pos(&xa, x[0]), xhi = ax_pos(&xa, x[N - 1]);
-    if (xhi == xlo) xlo -= 0.5, xhi += 0.5;
-    if (c.o.markers_only) { /* no point on the frame */
-        const double d = 0.05 * (xhi - xlo);
-        xlo -= d, xhi += d;
-    }
-    ax_ticks(&xa, xlo, xhi, 6);
-    char buf[64];
-
-    /* left gutter: y label (rotated) + the widest y tick of any panel */
-    int ytick_w = 0, legend_w = 0;
-    axis ya[HS_VIZ_MAX_PANELS];
-    double ylo[HS_VIZ_MAX_PANELS], yhi[HS_VIZ_MAX_PANELS];
-    for (size_t p = 0; p < n_panels; p++) {
-        ya[p].log = panels[p].log_y != 0;
-        panel_range(&panels[p], &ya[p], N, &ylo[p], &yhi[p]);
-        if (c.o.markers_only) {
-            const double d = 0.06 * (yhi[p] - ylo[p]);
-            ylo[p] -= d, yhi[p] += d;
-        }
-        ax_ticks(&ya[p], ylo[p], yhi[p], 4);
-        for (int k = 0; k < ya[p].t.n; k++) {
-            ax_text(buf, sizeof buf, ya[p].t.v[k], &ya[p]);
-            ytick_w = ytick_w > vz_text_len(&c, buf, c.fpx) ? ytick_w : vz_text_len(&c, buf, c.fpx);
-        }
-        for (size_t i = 0; i < panels[p].n_series; i++) {
-            char *d = vz_display_label(panels[p].labels[i]);
-            if (!d) {
-                s = HS_ERR_NOMEM;
-                goto done;
-            }
-            int w = vz_text_len(&c, d, c.fpx);
-            free(d);
-            legend_w = legend_w > w ? legend_w : w;
-        }
-    }
-    const int swatch = (int)lround(lh * 0.8);
-    const int left = m + lh + pad + ytick_w + pad + tl;
-    int PW = (int)lround(4.5 * dpi);
-    const int legend_total = pad * 2 + swatch + pad + legend_w;
+    pl.mk = (pl.thick + 2 * lw + 1) * (c.o.markers_only ? 2 : 1);
+    pl.tl = (int)lround(c.fpx * 0.3);
+    s = plan_axes(&pl);
+    if (s) goto done;
+    pl.swatch = (int)lround(lh * 0.8);
+    pl.left = m + lh + pad + pl.ytick_w + pad + pl.tl;
+    pl.PW = (int)lround(4.5 * dpi);
+    pl.legend_total = pad * 2 + pl.swatch + pad + pl.legend_w;
     /* no width asked: the title wraps to the natural plot's width, not to 0 */
     const int auto_w = !(c.o.width_in > 0);
-    if (auto_w) c.o.width_in = (left + PW + legend_total + m) / dpi;
+    if (auto_w) c.o.width_in = (pl.left + pl.PW + pl.legend_total + m) / dpi;
     int title_w = 0;
     const int title_h = vz_title_block(&c, title, &title_w);
     if (c.o.width_in > 0) {
-        int rest = left + legend_total + m;
-        PW = (int)lround(c.o.width_in * dpi) - rest;
-        if (PW < (int)lround(1.5 * dpi)) PW = (int)lround(1.5 * dpi);
+        int rest = pl.left + pl.legend_total + m;
+        pl.PW = (int)lround(c.o.width_in * dpi) - rest;
+        if (pl.PW < (int)lround(1.5 * dpi)) pl.PW = (int)lround(1.5 * dpi);
     }
-    const int PH = (int)lround(1.7 * dpi);
+    pl.PH = (int)lround(1.7 * dpi);
     int y = m + title_h;
-#define XPX(v) (left + (ax_pos(&xa, (v)) - xlo) / (xhi - xlo) * (double)PW)
-    for (size_t p = 0; p < n_panels && !s; p++) {
-        const hs_viz_panel *P = &panels[p];
-        char gid[32];
-        snprintf(gid, sizeof gid, "panel%zu", p);
-        s = vz_begin_group(&c, gid);
-        if (!s && P->title && P->title[0]) {
-            s = vz_add_text(&c, P->title, c.fpx, 0, left, y, VZ_A_START, VZ_T_HEADER);
-            y += lh + pad / 2;
-        }
-        const int top = y;
-        const double lo = ylo[p], hi = yhi[p];
-#define YPX(u) (top + (hi - (u)) / (hi - lo) * (double)PH) /* u in axis units */
-        /* frame, y ticks and gridless axes */
-        if (!s) s = vz_add_rect(&c, left - lw, top, lw, PH + lw, AXIS_RGB);
-        if (!s) s = vz_add_rect(&c, left - lw, top + PH, PW + lw, lw, AXIS_RGB);
-        for (int k = 0; k < ya[p].t.n && !s; k++) {
-            double v = ya[p].t.v[k], u = ax_pos(&ya[p], v);
-            if (u < lo - 1e-12 || u > hi + 1e-12) continue;
-            int ty = (int)lround(YPX(u));
-            s = vz_add_rect(&c, left - lw - tl, ty - lw / 2, tl, lw, AXIS_RGB);
-            ax_text(buf, sizeof buf, v, &ya[p]);
-            int w = vz_text_len(&c, buf, c.fpx);
-            if (!s) s = vz_add_text(&c, buf, c.fpx, 0, left - lw - tl - pad / 2 - w, ty - lh / 2, VZ_A_END,
-                                    VZ_T_CBAR);
-        }
-        if (!s && P->ylabel && P->ylabel[0]) {
-            int w = vz_text_len(&c, P->ylabel, c.fpx);
-            s = vz_add_text(&c, P->ylabel, c.fpx, 90, m, top + PH / 2 - w / 2, VZ_A_MIDDLE, VZ_T_AXIS);
-        }
-        /* the marker */
-        if (!s && isfinite(mark_x) && (!xa.log || mark_x > 0) && ax_pos(&xa, mark_x) >= xlo &&
-            ax_pos(&xa, mark_x) <= xhi) {
-            int mx = (int)lround(XPX(mark_x)), dash = (int)lround(lh * 0.5);
-            for (int yy = top; yy < top + PH && !s; yy += 2 * dash)
-                s = vz_add_rect(&c, mx - lw / 2, yy, lw > 1 ? lw : 1, yy + dash > top + PH ? top + PH - yy : dash,
-                                MARK_RGB);
-            if (!s && p == 0 && mark_label && mark_label[0])
-                s = vz_add_text(&c, mark_label, c.apx, 0, mx + pad / 2, top + pad / 2, VZ_A_START, VZ_T_LABEL);
-        }
-        /* lines and markers, then the legend */
-        for (size_t i = 0; i < P->n_series && !s; i++) {
-            unsigned char rgb[3];
-            hs_viz_series_rgb(i, rgb);
-            const float *yy = P->y + i * N;
-            for (size_t k = 0; k < N && !s; k++) {
-                if (isnan(yy[k])) continue;
-                double cy = fmax(lo, fmin(hi, ax_pos(&ya[p], yy[k])));
-                if (!c.o.markers_only && k + 1 < N && !isnan(yy[k + 1])) {
-                    double ny = fmax(lo, fmin(hi, ax_pos(&ya[p], yy[k + 1])));
-                    s = add_segment(&c, XPX(x[k]), YPX(cy), XPX(x[k + 1]), YPX(ny), thick, rgb);
-                }
-                if (!s) s = vz_add_rect(&c, (int)lround(XPX(x[k])) - mk / 2, (int)lround(YPX(cy)) - mk / 2, mk, mk, rgb);
-            }
-            int ly = top + (int)i * (lh + pad / 2);
-            int lx = left + PW + 2 * pad;
-            if (!s) s = vz_add_rect(&c, lx, ly + (lh - swatch) / 2, swatch, swatch, rgb);
-            char *d = vz_display_label(P->labels[i]);
-            if (!d) s = HS_ERR_NOMEM;
-            if (!s) s = vz_add_text(&c, d, c.fpx, 0, lx + swatch + pad, ly, VZ_A_START, VZ_T_LABEL);
-            free(d);
-        }
-        int legend_h = (int)P->n_series * (lh + pad / 2);
-        y = top + (PH > legend_h ? PH : legend_h) + lw + pad;
-#undef YPX
-    }
-    /* x ticks and label under the last panel */
-    int ay = y - pad;
-    for (int k = 0; k < xa.t.n && !s; k++) {
-        const double u = ax_pos(&xa, xa.t.v[k]);
-        if (u < xlo - 1e-9 || u > xhi + 1e-9) continue;
-        int tx = (int)lround(XPX(xa.t.v[k]));
-        s = vz_add_rect(&c, tx - lw / 2, ay, lw, tl, AXIS_RGB);
-        ax_text(buf, sizeof buf, xa.t.v[k], &xa);
-        int w = vz_text_len(&c, buf, c.fpx);
-        if (!s) s = vz_add_text(&c, buf, c.fpx, 0, tx - w / 2, ay + tl + pad / 4, VZ_A_MIDDLE, VZ_T_CBAR);
-    }
-#undef XPX
-    int bottom = ay + tl + pad / 4 + lh;
-    if (!s && xlabel && xlabel[0]) {
-        int w = vz_text_len(&c, xlabel, c.fpx);
-        s = vz_add_text(&c, xlabel, c.fpx, 0, left + PW / 2 - w / 2, bottom + pad / 2, VZ_A_MIDDLE, VZ_T_AXIS);
-        bottom += pad / 2 + lh;
-    }
-    int W = left + PW + legend_total + m;
+    for (size_t p = 0; p < n_panels && !s; p++) s = add_panel(&pl, p, &y, mark_x, mark_label);
+    int bottom = 0;
+    if (!s) s = add_x_axis(&pl, y - pad, xlabel, &bottom);
+    int W = pl.left + pl.PW + pl.legend_total + m;
     if (title_w + 2 * m > W) W = title_w + 2 * m;
     if (auto_w) c.o.width_in = W / dpi; /* a word longer than the plot widens it */
     if (!s) s = vz_add_title(&c, title, W);

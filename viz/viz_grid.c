@@ -1,0 +1,227 @@
+/*
+ * viz/viz_grid.c -- the layers x heads grid: one attention heatmap panel per
+ * head (viz_heatmap.c's panels), row and column headers (L0, H3, or the
+ * caller's), token labels down the left column and under the bottom row,
+ * and a horizontal colour bar with the masked-cell legend under the grid.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "viz/viz_internal.h"
+
+/* A grid panel's group id: row header + column header ("L1H0"), or "L<l>H<h>"
+ * when both are empty. */
+static const char *panel_id(char *buf, size_t n, const char *const *rh, const char *const *ch,
+                            size_t l, size_t h)
+{
+    char r[32], c[32];
+    if (rh) snprintf(r, sizeof r, "%s", rh[l]);
+    else snprintf(r, sizeof r, "L%zu", l);
+    if (ch) snprintf(c, sizeof c, "%s", ch[h]);
+    else snprintf(c, sizeof c, "H%zu", h);
+    if (!r[0] && !c[0]) snprintf(buf, n, "L%zuH%zu", l, h);
+    else snprintf(buf, n, "%s%s", r, c);
+    return buf;
+}
+
+typedef struct {
+    const float *patterns;
+    size_t L, H, T;
+    const char *const *tokens, *const *row_headers, *const *col_headers;
+    const char *title;
+} vz_grid_args;
+
+/* The grid's plan: the token labels as shown and the panels' geometry. */
+typedef struct {
+    char **tl;        /* token labels as shown [T] (owned) */
+    int tmax;         /* the widest, px */
+    int rh_w;         /* the widest row header, px */
+    int left, top;    /* the first panel's top-left, px */
+    int cell, P, gap; /* a cell's side, a panel's, the gap between panels */
+    int gridW, gridH; /* the panels' extent */
+} grid_plan;
+
+/* Column headers over the top row, row headers and token labels left of
+ * each row, token labels (rotated) under every panel of the bottom row;
+ * *bottom gets their lowest end. */
+static hs_status add_grid_labels(vz_ctx *c, const vz_grid_args *a, const grid_plan *g, int *bottom)
+{
+    const int m = c->margin, pad = c->pad, lh = c->lh, lw = c->lw;
+    const int left = g->left, top = g->top, P = g->P, gap = g->gap, cell = g->cell;
+    const size_t L = a->L, H = a->H, T = a->T;
+    char hb[32];
+    hs_status s = vz_begin_group(c, "labels");
+    /* column headers */
+    for (size_t h = 0; h < H && !s; h++) {
+        snprintf(hb, sizeof hb, "H%zu", h);
+        const char *ht = a->col_headers ? a->col_headers[h] : hb;
+        if (!ht[0]) continue;
+        int w = vz_text_len(c, ht, c->fpx);
+        s = vz_add_text(c, ht, c->fpx, 0, left + (int)h * (P + gap) + P / 2 - w / 2,
+                        top - lw - pad / 2 - lh, VZ_A_MIDDLE, VZ_T_HEADER, VZ_BLACK);
+    }
+    /* row headers and y tick labels (left column) */
+    for (size_t l = 0; l < L && !s; l++) {
+        int py = top + (int)l * (P + gap);
+        snprintf(hb, sizeof hb, "L%zu", l);
+        const char *rt = a->row_headers ? a->row_headers[l] : hb;
+        int w = vz_text_len(c, rt, c->fpx);
+        if (rt[0])
+            s = vz_add_text(c, rt, c->fpx, 0, m + lh + pad + g->rh_w - w, py + P / 2 - lh / 2,
+                            VZ_A_END, VZ_T_HEADER, VZ_BLACK);
+        for (size_t i = 0; i < T && !s; i++) {
+            int tw = vz_text_len(c, g->tl[i], c->fpx);
+            s = vz_add_text(c, g->tl[i], c->fpx, 0, left - lw - pad - tw,
+                            py + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, VZ_BLACK);
+        }
+    }
+    /* x tick labels under every panel of the bottom row */
+    int ybelow = top + g->gridH + lw + pad;
+    for (size_t h = 0; h < H && !s; h++)
+        for (size_t j = 0; j < T && !s; j++)
+            s = vz_add_text(c, g->tl[j], c->fpx, 90,
+                            left + (int)h * (P + gap) + (int)j * cell + (cell - lh) / 2, ybelow,
+                            VZ_A_END, VZ_T_XTICK, VZ_BLACK);
+    *bottom = ybelow + g->tmax;
+    return s;
+}
+
+/* The colour bar under the grid (a page's width goes to the panels), the
+ * masked swatch right of it, below *bottom; *right and *bottom grow to
+ * their extent. target: the width planned for, px. */
+static hs_status add_grid_colorbar(vz_ctx *c, const vz_scale *sc, const grid_plan *g, size_t T,
+                                   int target, int *right, int *bottom)
+{
+    const int m = c->margin, pad = c->pad, lh = c->lh, lw = c->lw;
+    const double dpi = c->o.dpi;
+    const int left = g->left, gridW = g->gridW;
+    int bh = vz_imax((int)lround(0.6 * lh), (int)lround(0.06 * dpi));
+    int legend = c->o.causal_mask && T > 1;
+    int legend_w = legend ? lh + lw + pad / 2 + vz_text_len(c, "masked", c->fpx) + 3 * pad : 0;
+    /* the strip under the grid: the grid's width or the rest of the target's */
+    int strip = vz_imax(gridW, target - left - m);
+    int cbw = vz_imax(vz_imin((int)lround(2.5 * dpi), strip - legend_w), (int)lround(1.0 * dpi));
+    /* as wide as its quantity label */
+    cbw = vz_imax(cbw, sc->label ? vz_text_len(c, sc->label, c->fpx) : 0);
+    int cbx = left + vz_imax(0, (vz_imin(strip, vz_imax(gridW, cbw + legend_w)) - cbw - legend_w) / 2);
+    int cby = *bottom + 2 * pad, cbr = 0, cbb = 0;
+    hs_status s = vz_add_colorbar(c, sc, 0, cbx, cby, cbw, bh, &cbr, &cbb);
+    *right = vz_imax(*right, cbr);
+    *bottom = vz_imax(*bottom, cbb);
+    if (!s && legend) {
+        int lr, lb;
+        s = vz_add_mask_legend(c, cbx + cbw + 3 * pad, cby + bh / 2 - lh / 2, &lr, &lb);
+        *right = vz_imax(*right, lr);
+        *bottom = vz_imax(*bottom, lb);
+    }
+    return s;
+}
+
+static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_options *opt,
+                            vz_fit *fit, hs_error *err)
+{
+    const vz_grid_args *a = args;
+    const float *patterns = a->patterns;
+    size_t L = a->L, H = a->H, T = a->T;
+    const char *const *row_headers = a->row_headers, *const *col_headers = a->col_headers;
+    const char *title = a->title;
+    vz_ctx c;
+    vz_scale sc;
+    hs_status s = vz_attention_init(&c, opt, fit, patterns, L * H, T, &sc, err);
+    if (s) return s;
+
+    grid_plan g = {0};
+    if (!(g.tl = calloc(T, sizeof *g.tl))) { s = HS_ERR_NOMEM; goto done; }
+    s = vz_prepare_labels(&c, a->tokens, T, g.tl, &g.tmax);
+    if (s) goto done;
+
+    int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
+    double dpi = c.o.dpi;
+    int pitch = vz_label_pitch(&c, g.tl, T);
+    g.gap = vz_imax(2 * pad, (int)lround(0.05 * dpi)) + 2 * lw;
+    int title_w, title_h = vz_title_block(&c, title, &title_w);
+    const char *ylab = "destination (query)", *xlab = "source (key)";
+    int ylab_w = vz_text_len(&c, ylab, c.fpx), xlab_w = vz_text_len(&c, xlab, c.fpx);
+    char hb[32];
+    for (size_t l = 0; l < L; l++) {
+        snprintf(hb, sizeof hb, "L%zu", l);
+        g.rh_w = vz_imax(g.rh_w, vz_text_len(&c, row_headers ? row_headers[l] : hb, c.fpx));
+    }
+    /* a clear gap between the L<l> row headers and the longest token label,
+     * so "L0" does not read as part of a token ("L0 because") */
+    int hgap = g.rh_w ? vz_imax(2 * pad, lh) : 0;
+    g.left = m + lh + pad + g.rh_w + hgap + g.tmax + pad + lw;
+    g.top = m + title_h + lh + pad;
+    int target = (int)lround(c.o.width_in * dpi) - fit->extra;
+    int cell_min = pitch;
+    int annot = c.o.annotate;
+    if (annot) cell_min = vz_imax(cell_min, vz_annot_width(&c, patterns, L * H * T * T, "%.2f") + pad);
+    int availW = target - g.left - lw - m - (int)(H - 1) * g.gap;
+    g.cell = availW / (int)(H * T);
+    /* panels no taller than 2 in: a grid of a few tokens stays a grid */
+    g.cell = vz_imin(g.cell, vz_imax(cell_min, (int)(2.0 * dpi / (double)T)));
+    if (g.cell < cell_min) {
+        g.cell = cell_min;
+        fit->cramped = 1;
+    }
+    if (title_w + 2 * m > (int)lround(c.o.width_in * dpi)) fit->cramped = 1; /* the canvas, not the retry plan */
+    g.P = (int)T * g.cell;
+    g.gridW = (int)H * g.P + (int)(H - 1) * g.gap, g.gridH = (int)L * g.P + (int)(L - 1) * g.gap;
+    char gidb[64];
+    for (size_t l = 0; l < L && !s; l++)
+        for (size_t h = 0; h < H && !s; h++)
+            s = vz_add_heatmap(&c, patterns + (l * H + h) * T * T, NULL, T, T,
+                               g.left + (int)h * (g.P + g.gap), g.top + (int)l * (g.P + g.gap),
+                               g.cell, &sc, c.o.causal_mask, (int)(l * H + h),
+                               annot ? "%.2f" : NULL,
+                               panel_id(gidb, sizeof gidb, row_headers, col_headers, l, h));
+    int bottom = 0;
+    if (!s) s = add_grid_labels(&c, a, &g, &bottom);
+    if (!s) s = vz_begin_group(&c, "axes");
+    if (!s) s = vz_add_text(&c, xlab, c.fpx, 0, g.left + g.gridW / 2 - xlab_w / 2, bottom + pad,
+                            VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
+    bottom += pad + lh;
+    int yy = g.top + g.gridH / 2 - ylab_w / 2;
+    if (yy < g.top) yy = g.top;
+    if (!s) s = vz_add_text(&c, ylab, c.fpx, 90, m, yy, VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
+    bottom = vz_imax(bottom, yy + ylab_w);
+    int right = g.left + g.gridW + lw;
+    if (!s) s = add_grid_colorbar(&c, &sc, &g, T, target, &right, &bottom);
+    if (!s) s = vz_finish_titled(&c, title, title_w, title_h, right, bottom, out, err);
+done:
+    vz_free_labels(g.tl, T);
+    hs_viz_figure_destroy(c.f);
+    if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
+    return s;
+}
+
+hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t L, size_t H,
+                             size_t T, const char *const *tokens, const char *title,
+                             const hs_viz_options *opt, hs_error *err)
+{
+    return hs_viz_grid_figure_labeled(out, patterns, L, H, T, tokens, NULL, NULL, title, opt, err);
+}
+
+hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns, size_t L,
+                                     size_t H, size_t T, const char *const *tokens,
+                                     const char *const *row_headers,
+                                     const char *const *col_headers, const char *title,
+                                     const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    if (patterns == NULL) return hs_fail(err, HS_ERR_INPUT, "attention patterns are NULL");
+    if (T < 1 || T > HS_VIZ_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "%zu tokens: a figure takes 1..%d", T, HS_VIZ_MAX_TOKENS);
+    if (L < 1 || L > HS_VIZ_MAX_LAYERS || H < 1 || H > HS_VIZ_MAX_HEADS)
+        return hs_fail(err, HS_ERR_INPUT, "grid of %zu layers x %zu heads: takes 1..%d x 1..%d", L,
+                       H, HS_VIZ_MAX_LAYERS, HS_VIZ_MAX_HEADS);
+    hs_status s = vz_check_labels(tokens, T, "tokens", err);
+    if (!s) s = vz_check_title(title, "title", err);
+    if (!s && row_headers) s = vz_check_labels(row_headers, L, "row headers", err);
+    if (!s && col_headers) s = vz_check_labels(col_headers, H, "column headers", err);
+    if (s) return s;
+    vz_grid_args a = {patterns, L, H, T, tokens, row_headers, col_headers, title};
+    return vz_fit_width(out, build_grid, &a, opt, L * H > 1 ? HS_VIZ_PAGE_IN : HS_VIZ_COLUMN_IN,
+                        "attention grid", err);
+}

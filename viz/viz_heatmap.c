@@ -1,0 +1,415 @@
+/*
+ * viz/viz_heatmap.c -- heatmaps: a panel of coloured cells (masked cells
+ * hatched, values written in when asked, the query row framed), the
+ * attention colour scale, and the labelled single-heatmap figures laid out
+ * around it: one attention pattern, the signed (diverging) and non-negative
+ * (sequential) matrices, each optionally masked. The layers x heads grid
+ * (viz_grid.c) is made of the same panels.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "viz/viz_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Panels of cells, shared with the grid                                    */
+
+static void scale_rgb(const vz_scale *s, double v, unsigned char rgb[3])
+{
+    double t = (v - s->vmin) / (s->vmax - s->vmin);
+    hs_viz_cmap_rgb(s->cmap, t, rgb);
+}
+
+static int luminance_dark(const unsigned char rgb[3])
+{
+    return 0.2126 * rgb[0] + 0.7152 * rgb[1] + 0.0722 * rgb[2] < 128.0;
+}
+
+/* One heatmap panel: R x C cells of size cell at (x0, y0). data [R, C];
+ * masked(i, j) = (causal && j > i) || (mask && mask[i*C+j]). annotate: fmt for
+ * cell values or NULL. */
+hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask, size_t R,
+                         size_t C, int x0, int y0, int cell, const vz_scale *sc, int causal,
+                         int panel, const char *annot_fmt, const char *gid)
+{
+    hs_status s = vz_begin_group(c, gid);
+    for (size_t i = 0; i < R && !s; i++) {
+        for (size_t j = 0; j < C && !s; j++) {
+            int masked = (causal && j > i) || (mask && mask[i * C + j]);
+            unsigned char rgb[3];
+            double v = data[i * C + j];
+            if (masked) memcpy(rgb, HS_VIZ_MASK_RGB, 3);
+            else scale_rgb(sc, v, rgb);
+            int x = x0 + (int)j * cell, y = y0 + (int)i * cell;
+            s = vz_add_rect_kind(c, x, y, cell, cell, rgb, masked ? VZ_R_MASKED : VZ_R_CELL, panel,
+                                 (int)i, (int)j);
+            if (!s && annot_fmt && !masked) {
+                char buf[32];
+                snprintf(buf, sizeof buf, annot_fmt, v == 0.0 ? 0.0 : v);
+                if (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1))
+                    memmove(buf, buf + 1, strlen(buf)); /* no "-0" */
+                int tw = vz_text_len(c, buf, c->apx);
+                s = vz_add_text(c, buf, c->apx, 0, x + (cell - tw) / 2, y + (cell - c->alh) / 2,
+                                VZ_A_MIDDLE, VZ_T_ANNOT, luminance_dark(rgb) ? VZ_WHITE : VZ_BLACK);
+            }
+        }
+    }
+    if (!s) s = vz_add_frame(c, x0, y0, (int)C * cell, (int)R * cell, VZ_FRAME);
+    if (!s && c->attention && c->o.highlight_row >= 0 && (size_t)c->o.highlight_row < R) {
+        /* the query row: a frame of twice the line width, red-orange (no colour map has it) */
+        static const unsigned char HILITE[3] = {0xff, 0x45, 0x00};
+        int lw = c->lw, y = y0 + c->o.highlight_row * cell, w = (int)C * cell;
+        s = vz_add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, HILITE);
+        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y + cell, w + 4 * lw, 2 * lw, HILITE);
+        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y, 2 * lw, cell, HILITE);
+        if (!s) s = vz_add_rect(c, x0 + w, y, 2 * lw, cell, HILITE);
+    }
+    return s;
+}
+
+/* Range of an attention figure's colour scale. */
+static hs_status attention_scale(const vz_ctx *c, const float *p, size_t n_panels, size_t T,
+                                 vz_scale *sc, hs_error *err)
+{
+    double lo = INFINITY, hi = -INFINITY;
+    int causal = c->o.causal_mask;
+    for (size_t k = 0; k < n_panels; k++)
+        for (size_t i = 0; i < T; i++)
+            for (size_t j = 0; j < T; j++) {
+                if (causal && j > i) continue;
+                double v = p[(k * T + i) * T + j];
+                if (!isfinite(v))
+                    return hs_fail(err, HS_ERR_NUMERIC,
+                                   "attention value [%zu, %zu, %zu] is not finite (%g)", k, i, j, v);
+                if (v < lo) lo = v;
+                if (v > hi) hi = v;
+            }
+    sc->cmap = c->o.cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_VIRIDIS : c->o.cmap;
+    sc->label = c->o.value_label ? c->o.value_label : "attention weight";
+    if (c->o.range == HS_VIZ_RANGE_AUTO) {
+        sc->vmin = lo;
+        sc->vmax = hi;
+    } else {
+        sc->vmin = c->o.vmin;
+        sc->vmax = c->o.vmax;
+    }
+    if (!(sc->vmax > sc->vmin)) {
+        if (c->o.range == HS_VIZ_RANGE_FIXED)
+            return hs_fail(err, HS_ERR_INPUT, "fixed value range [%g, %g] is empty", sc->vmin,
+                           sc->vmax);
+        sc->vmax = sc->vmin + 1.0;
+    }
+    return HS_OK;
+}
+
+hs_status vz_attention_init(vz_ctx *c, const hs_viz_options *o, vz_fit *fit, const float *p,
+                            size_t n_panels, size_t T, vz_scale *sc, hs_error *err)
+{
+    hs_status s = vz_ctx_init(c, o, err);
+    if (s) return s;
+    c->fit = fit;
+    c->attention = 1;
+    s = attention_scale(c, p, n_panels, T, sc, err);
+    if (s) {
+        hs_viz_figure_destroy(c->f);
+        c->f = NULL;
+    }
+    return s;
+}
+
+/* Annotation cell width: widest of the strings annot_fmt gives over data. */
+int vz_annot_width(vz_ctx *c, const float *d, size_t n, const char *fmt)
+{
+    int w = 0;
+    char buf[32];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(buf, sizeof buf, fmt, (double)d[i]);
+        int tw = vz_text_len(c, buf, c->apx);
+        if (tw > w) w = tw;
+    }
+    return w;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Heatmap with labels: shared by the single pattern and the matrices.      */
+
+typedef struct {
+    const float *data;
+    size_t R, C;
+    const char *const *row_labels, *const *col_labels;
+    const char *title, *xlabel, *ylabel;
+    int causal;
+    const char *annot_fmt;
+    const unsigned char *mask; /* [R, C] nonzero = masked, or NULL */
+} vz_heat_spec;
+
+static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *sc,
+                             hs_viz_figure **out, hs_error *err)
+{
+    hs_status s = HS_OK;
+    char **rl = calloc(hs->R, sizeof *rl), **cl = calloc(hs->C, sizeof *cl);
+    if (!rl || !cl) { s = HS_ERR_NOMEM; goto done; }
+    int rmax, cmax;
+    s = vz_prepare_labels(c, hs->row_labels, hs->R, rl, &rmax);
+    if (!s) s = vz_prepare_labels(c, hs->col_labels, hs->C, cl, &cmax);
+    if (s) goto done;
+
+    int m = c->margin, pad = c->pad, lh = c->lh, lw = c->lw;
+    size_t nmax = hs->R > hs->C ? hs->R : hs->C;
+    int cell_min = vz_imax(vz_label_pitch(c, rl, hs->R), vz_label_pitch(c, cl, hs->C));
+    if (hs->annot_fmt)
+        cell_min = vz_imax(cell_min, vz_annot_width(c, hs->data, hs->R * hs->C, hs->annot_fmt) + pad);
+    int title_w, title_h = vz_title_block(c, hs->title, &title_w);
+    int ylab_w = hs->ylabel && hs->ylabel[0] ? vz_text_len(c, hs->ylabel, c->fpx) : 0;
+    int xlab_w = hs->xlabel && hs->xlabel[0] ? vz_text_len(c, hs->xlabel, c->fpx) : 0;
+    int top = m + title_h + lh / 2;
+    int left = m + (ylab_w ? lh + pad : 0) + rmax + pad + lw;
+    int bw = vz_imax(lh, (int)lround(0.12 * c->o.dpi));
+    int cgap = 2 * pad;
+    int any_mask = 0;
+    for (size_t i = 0; hs->mask && i < hs->R * hs->C; i++) any_mask |= hs->mask[i] != 0;
+    int legend = (hs->causal && hs->R > 1 && hs->C > 1) || any_mask;
+    int legend_w = legend ? lh + lw + pad / 2 + vz_text_len(c, "masked", c->fpx) : 0;
+    int rest = left + lw + cgap + vz_imax(bw + lw + vz_colorbar_label_width(c, sc), legend_w) + m;
+    int avail = (int)lround(c->o.width_in * c->o.dpi) - c->fit->extra - rest;
+    int cell = avail / (int)nmax;
+    if (cell < cell_min) {
+        cell = cell_min;
+        c->fit->cramped = 1;
+    }
+    if (title_w + 2 * m > (int)lround(c->o.width_in * c->o.dpi)) c->fit->cramped = 1;
+    int PW = (int)hs->C * cell, PH = (int)hs->R * cell;
+
+    s = vz_add_heatmap(c, hs->data, hs->mask, hs->R, hs->C, left, top, cell, sc, hs->causal, 0,
+                       hs->annot_fmt, "panel");
+    /* row labels, right-aligned against the map */
+    for (size_t i = 0; i < hs->R && !s; i++) {
+        int w = vz_text_len(c, rl[i], c->fpx);
+        s = vz_add_text(c, rl[i], c->fpx, 0, left - lw - pad - w,
+                        top + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, VZ_BLACK);
+    }
+    /* column labels, rotated, their ends against the map */
+    int ybelow = top + PH + lw + pad;
+    for (size_t j = 0; j < hs->C && !s; j++)
+        s = vz_add_text(c, cl[j], c->fpx, 90, left + (int)j * cell + (cell - lh) / 2, ybelow,
+                        VZ_A_END, VZ_T_XTICK, VZ_BLACK);
+    int bottom = ybelow + cmax;
+    if (!s) s = vz_begin_group(c, "axes");
+    if (!s && xlab_w) {
+        s = vz_add_text(c, hs->xlabel, c->fpx, 0, left + PW / 2 - xlab_w / 2, bottom + pad,
+                        VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
+        bottom += pad + lh;
+    }
+    if (!s && ylab_w) {
+        int yy = top + PH / 2 - ylab_w / 2;
+        if (yy < top) yy = top;
+        s = vz_add_text(c, hs->ylabel, c->fpx, 90, m, yy, VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
+        bottom = vz_imax(bottom, yy + ylab_w);
+    }
+    int right = left + PW + lw;
+    int cbx = left + PW + lw + cgap;
+    /* the bar is at least as tall as its quantity label, which runs along it */
+    int cbh = vz_imax(vz_imax(PH, (int)lround(0.8 * c->o.dpi)),
+                      sc->label ? vz_text_len(c, sc->label, c->fpx) : 0), cbb = 0;
+    if (!s) s = vz_add_colorbar(c, sc, 1, cbx, top, bw, cbh, &right, &cbb);
+    bottom = vz_imax(bottom, cbb);
+    if (!s && legend) {
+        int lr, lb;
+        /* below the colour bar's lowest tick label */
+        s = vz_add_mask_legend(c, cbx, top + cbh + lh / 2 + pad, &lr, &lb);
+        right = vz_imax(right, lr);
+        bottom = vz_imax(bottom, lb);
+    }
+    bottom = vz_imax(bottom, top + cbh + lh / 2 + lh % 2);
+    if (!s) s = vz_finish_titled(c, hs->title, title_w, title_h, right, bottom, out, err);
+done:
+    vz_free_labels(rl, hs->R);
+    vz_free_labels(cl, hs->C);
+    if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
+    return s;
+}
+
+typedef struct {
+    const float *pattern;
+    size_t T;
+    const char *const *tokens;
+    const char *title;
+} vz_attn_args;
+
+static hs_status build_attention(hs_viz_figure **out, const void *args, const hs_viz_options *o,
+                                 vz_fit *fit, hs_error *err)
+{
+    const vz_attn_args *a = args;
+    vz_ctx c;
+    vz_scale sc;
+    hs_status s = vz_attention_init(&c, o, fit, a->pattern, 1, a->T, &sc, err);
+    if (s) return s;
+    vz_heat_spec hs = {a->pattern, a->T, a->T, a->tokens, a->tokens, a->title,
+                       "source (key)", "destination (query)", c.o.causal_mask,
+                       c.o.annotate ? "%.2f" : NULL, NULL};
+    s = heat_figure(&c, &hs, &sc, out, err);
+    hs_viz_figure_destroy(c.f);
+    return s;
+}
+
+hs_status hs_viz_attention_figure(hs_viz_figure **out, const float *pattern, size_t T,
+                                  const char *const *tokens, const char *title,
+                                  const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    if (pattern == NULL) return hs_fail(err, HS_ERR_INPUT, "attention pattern is NULL");
+    if (T < 1 || T > HS_VIZ_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "%zu tokens: a figure takes 1..%d", T, HS_VIZ_MAX_TOKENS);
+    hs_status s = vz_check_labels(tokens, T, "tokens", err);
+    if (!s) s = vz_check_title(title, "title", err);
+    if (s) return s;
+    vz_attn_args a = {pattern, T, tokens, title};
+    return vz_fit_width(out, build_attention, &a, opt, HS_VIZ_COLUMN_IN, "attention pattern", err);
+}
+
+typedef struct {
+    const float *m;
+    const unsigned char *mask;
+    size_t R, C;
+    const char *const *row_labels, *const *col_labels;
+    const char *title, *xlabel, *ylabel;
+    int seq; /* 0: signed (diverging, symmetric range); 1: non-negative (sequential, from 0) */
+} vz_matrix_args;
+
+static hs_status build_matrix(hs_viz_figure **out, const void *args, const hs_viz_options *o,
+                              vz_fit *fit, hs_error *err)
+{
+    const vz_matrix_args *a = args;
+    size_t R = a->R, C = a->C;
+    const float *m = a->m;
+    const unsigned char *mask = a->mask;
+    vz_ctx c;
+    hs_status s = vz_ctx_init(&c, o, err);
+    if (s) return s;
+    c.fit = fit;
+    double amax = 0;
+    for (size_t i = 0; i < R * C; i++) {
+        if (mask && mask[i]) continue;
+        if (!isfinite(m[i])) {
+            hs_viz_figure_destroy(c.f);
+            return hs_fail(err, HS_ERR_NUMERIC, "matrix value [%zu, %zu] is not finite (%g)",
+                           i / C, i % C, (double)m[i]);
+        }
+        if (fabs(m[i]) > amax) amax = fabs(m[i]);
+    }
+    vz_scale sc;
+    sc.label = o->value_label;
+    if (a->seq) {
+        /* a sequential map from 0: a diverging map would invent a sign */
+        sc.cmap = (o->cmap == HS_VIZ_CMAP_DEFAULT || o->cmap == HS_VIZ_CMAP_DIVERGING)
+                      ? HS_VIZ_CMAP_VIRIDIS
+                      : o->cmap;
+        if (o->range == HS_VIZ_RANGE_AUTO) {
+            sc.vmin = 0.0;
+            sc.vmax = amax > 0 ? amax : 1.0;
+        } else {
+            sc.vmin = o->vmin;
+            sc.vmax = o->vmax;
+            if (!(sc.vmax > sc.vmin)) {
+                hs_viz_figure_destroy(c.f);
+                return hs_fail(err, HS_ERR_INPUT, "fixed value range [%g, %g] is empty", sc.vmin,
+                               sc.vmax);
+            }
+        }
+    } else {
+        sc.cmap = o->cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_DIVERGING : o->cmap;
+        double lim = o->range == HS_VIZ_RANGE_AUTO ? amax : o->vmax;
+        if (o->range == HS_VIZ_RANGE_FIXED && !(lim > 0)) {
+            hs_viz_figure_destroy(c.f);
+            return hs_fail(err, HS_ERR_INPUT, "signed figure: fixed vmax %g must be > 0", lim);
+        }
+        if (!(lim > 0)) lim = 1.0;
+        sc.vmin = -lim;
+        sc.vmax = lim;
+    }
+    /* annotation widths must not see masked (possibly NaN) values */
+    float *shown = NULL;
+    const float *data = m;
+    if (mask) {
+        shown = malloc(R * C * sizeof *shown);
+        if (!shown) {
+            hs_viz_figure_destroy(c.f);
+            return hs_fail(err, HS_ERR_NOMEM, "out of memory laying out a figure");
+        }
+        for (size_t i = 0; i < R * C; i++) shown[i] = mask[i] ? 0.0f : m[i];
+        data = shown;
+    }
+    vz_heat_spec hs = {data, R, C, a->row_labels, a->col_labels, a->title, a->xlabel, a->ylabel, 0,
+                       o->annotate ? (a->seq ? "%.2f" : "%.2g") : NULL, mask};
+    s = heat_figure(&c, &hs, &sc, out, err);
+    hs_viz_figure_destroy(c.f);
+    free(shown);
+    return s;
+}
+
+static hs_status matrix_figure(hs_viz_figure **out, const vz_matrix_args *a,
+                               const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    if (a->m == NULL) return hs_fail(err, HS_ERR_INPUT, "matrix is NULL");
+    if (a->R < 1 || a->R > HS_VIZ_MAX_TOKENS || a->C < 1 || a->C > HS_VIZ_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "matrix is %zu x %zu: a figure takes 1..%d per side",
+                       a->R, a->C, HS_VIZ_MAX_TOKENS);
+    hs_status s = vz_check_labels(a->row_labels, a->R, "row labels", err);
+    if (!s) s = vz_check_labels(a->col_labels, a->C, "column labels", err);
+    if (!s) s = vz_check_title(a->title, "title", err);
+    if (!s) s = vz_check_title(a->xlabel, "x label", err);
+    if (!s) s = vz_check_title(a->ylabel, "y label", err);
+    if (s) return s;
+    hs_viz_options o;
+    if (opt) o = *opt;
+    else {
+        hs_viz_options_default(&o);
+        o.range = HS_VIZ_RANGE_AUTO;
+    }
+    return vz_fit_width(out, build_matrix, a, &o, HS_VIZ_COLUMN_IN, a->title ? a->title : "matrix",
+                        err);
+}
+
+hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
+                               const char *const *row_labels, const char *const *col_labels,
+                               const char *title, const char *xlabel, const char *ylabel,
+                               const hs_viz_options *opt, hs_error *err)
+{
+    return hs_viz_signed_figure_masked(out, m, NULL, R, C, row_labels, col_labels, title, xlabel,
+                                       ylabel, opt, err);
+}
+
+hs_status hs_viz_signed_figure_masked(hs_viz_figure **out, const float *m,
+                                      const unsigned char *mask, size_t R, size_t C,
+                                      const char *const *row_labels,
+                                      const char *const *col_labels, const char *title,
+                                      const char *xlabel, const char *ylabel,
+                                      const hs_viz_options *opt, hs_error *err)
+{
+    vz_matrix_args a = {m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, 0};
+    return matrix_figure(out, &a, opt, err);
+}
+
+hs_status hs_viz_matrix_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
+                               const char *const *row_labels, const char *const *col_labels,
+                               const char *title, const char *xlabel, const char *ylabel,
+                               const hs_viz_options *opt, hs_error *err)
+{
+    return hs_viz_matrix_figure_masked(out, m, NULL, R, C, row_labels, col_labels, title, xlabel,
+                                       ylabel, opt, err);
+}
+
+hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
+                                      const unsigned char *mask, size_t R, size_t C,
+                                      const char *const *row_labels,
+                                      const char *const *col_labels, const char *title,
+                                      const char *xlabel, const char *ylabel,
+                                      const hs_viz_options *opt, hs_error *err)
+{
+    vz_matrix_args a = {m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, 1};
+    return matrix_figure(out, &a, opt, err);
+}
+
+

@@ -1,0 +1,227 @@
+/*
+ * viz/viz_scale.c -- what reads a value off a figure: nice ticks and their
+ * number formats (axes, colour bars), the colour bar of a scale (a gradient
+ * with its end values, ticks between and the quantity it shows) and the
+ * masked-cell legend.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "viz/viz_internal.h"
+
+/* ------------------------------------------------------------------------ */
+/* Ticks and number formats                                                 */
+
+/* The multiples of step in [lo, hi] into t (vz_ticks, viz_internal.h; step,
+ * decimals and sci set too). */
+void vz_ticks_at(double lo, double hi, double step, vz_ticks *t)
+{
+    t->n = 0;
+    t->step = step;
+    int dec = (int)-floor(log10(step) + 1e-9);
+    t->decimals = dec < 0 ? 0 : dec;
+    double amax = fmax(fabs(lo), fabs(hi));
+    t->sci = amax >= 1e4 || (amax > 0 && amax < 1e-3);
+    double first = ceil(lo / step - 1e-9) * step;
+    for (double v = first; v <= hi + step * 1e-9 && t->n < 32; v += step) {
+        double q = fabs(v) < step * 1e-9 ? 0.0 : v;
+        t->v[t->n++] = q;
+    }
+}
+
+/* Nice ticks over [lo, hi]: step in {1, 2, 5} x 10^k, about target of them. */
+void vz_nice_ticks(double lo, double hi, int target, vz_ticks *t)
+{
+    double span = hi - lo;
+    if (!(span > 0)) span = fabs(hi) > 0 ? fabs(hi) : 1.0;
+    if (target < 1) target = 1;
+    double raw = span / target, mag = pow(10.0, floor(log10(raw))), step;
+    double r = raw / mag;
+    if (r <= 1.0) step = mag;
+    else if (r <= 2.0) step = 2 * mag;
+    else if (r <= 5.0) step = 5 * mag;
+    else step = 10 * mag;
+    vz_ticks_at(lo, hi, step, t);
+}
+
+/* Drops a "-" from a number that prints as zero ("-0.00" -> "0.00"). */
+static void no_minus_zero(char *buf)
+{
+    const char *d = buf + 1;
+    if (buf[0] == '-' && strspn(d, "0.") == strcspn(d, "e"))
+        memmove(buf, buf + 1, strlen(buf));
+}
+
+/* Shortens an exponent: "1.5e-06" -> "1.5e-6", "2e+05" -> "2e5". */
+void vz_short_exp(char *buf)
+{
+    char *e = strchr(buf, 'e');
+    if (!e) return;
+    char *p = e + 1, sign = 0;
+    if (*p == '+' || *p == '-') sign = *p++;
+    char *q = p;
+    while (*q == '0' && q[1]) q++;
+    char tail[16];
+    snprintf(tail, sizeof tail, "%s%s", sign == '-' ? "-" : "", q);
+    snprintf(e + 1, 16, "%s", tail);
+}
+
+/* One tick label: fixed decimals, or scientific with enough digits to tell
+ * neighbouring ticks apart. */
+void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t)
+{
+    if (t->sci && v == 0.0) {
+        snprintf(buf, n, "0");
+        return;
+    }
+    if (t->sci) {
+        int dig = (int)floor(log10(fabs(v))) - (int)floor(log10(t->step) + 1e-9);
+        if (dig < 0) dig = 0;
+        if (dig > 6) dig = 6;
+        snprintf(buf, n, "%.*e", dig, v);
+        vz_short_exp(buf);
+    } else {
+        snprintf(buf, n, "%.*f", t->decimals, v);
+    }
+    no_minus_zero(buf);
+}
+
+/* An end value of a scale: 3 significant digits, trailing zeros dropped. */
+static void fmt_end(char *buf, size_t n, double v, int sci)
+{
+    if (sci && v != 0.0) {
+        snprintf(buf, n, "%.2e", v);
+        char *e = strchr(buf, 'e'), *z = e;
+        while (z > buf && z[-1] == '0') z--;
+        if (z > buf && z[-1] == '.') z--;
+        memmove(z, e, strlen(e) + 1);
+        vz_short_exp(buf);
+    } else {
+        snprintf(buf, n, "%.3g", v);
+        if (strchr(buf, 'e')) snprintf(buf, n, "%.*f", fabs(v) >= 1 ? 0 : 3, v);
+    }
+    no_minus_zero(buf);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Colour bars                                                              */
+
+/* A scale's labelled values: the two ends (always, so a reader sees the
+ * range) and the nice ticks between them at least min_gap (a fraction of
+ * the scale) away from each end. */
+typedef struct {
+    double v[34];
+    char s[34][32];
+    int n;
+} vz_scale_ticks;
+
+static void scale_ticks(const vz_scale *sc, double min_gap, vz_scale_ticks *out)
+{
+    vz_ticks tk;
+    /* about one tick per min_gap of the scale, at most 5 */
+    int target = min_gap > 0 ? (int)floor(1.0 / min_gap) : 5;
+    vz_nice_ticks(sc->vmin, sc->vmax, target < 1 ? 1 : target > 5 ? 5 : target, &tk);
+    double span = sc->vmax - sc->vmin;
+    out->n = 0;
+    out->v[out->n] = sc->vmin;
+    fmt_end(out->s[out->n++], 32, sc->vmin, tk.sci);
+    for (int i = 0; i < tk.n; i++) {
+        if ((tk.v[i] - sc->vmin) / span < min_gap || (sc->vmax - tk.v[i]) / span < min_gap) continue;
+        out->v[out->n] = tk.v[i];
+        vz_fmt_tick(out->s[out->n++], 32, tk.v[i], &tk);
+    }
+    out->v[out->n] = sc->vmax;
+    fmt_end(out->s[out->n++], 32, sc->vmax, tk.sci);
+}
+
+/* Colour bar at (x, y), size bw x bh, in its own group "colorbar".
+ * Vertical: top = vmax, tick labels on its right and the quantity
+ * (sc->label, rotated) right of them. Horizontal: left = vmin, tick labels
+ * below and the quantity under them. *right / *bottom get the extent. */
+hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, int y, int bw, int bh,
+                          int *right, int *bottom)
+{
+    if (vz_begin_group(c, "colorbar")) return HS_ERR_NOMEM;
+    hs_status s = vz_add_rect_kind(c, x, y, bw, bh, VZ_WHITE, VZ_R_CBAR, -1, -1, -1);
+    if (!s) {
+        c->f->rects[c->f->n_rects - 1].cmap = sc->cmap;
+        c->f->rects[c->f->n_rects - 1].vertical = vertical;
+    }
+    if (!s) s = vz_add_frame(c, x, y, bw, bh, VZ_FRAME);
+    int len = vertical ? bh : bw, tl = (int)lround(c->fpx * 0.3);
+    vz_scale_ticks tk;
+    /* labels need their line (vertical) or about 4 em (horizontal) between them */
+    double gap = (vertical ? 1.2 * c->lh : 4.5 * c->fpx) / (len > 1 ? len : 1);
+    scale_ticks(sc, gap, &tk);
+    int mx = x + bw + c->lw, my = y + bh + c->lw;
+    for (int i = 0; i < tk.n && !s; i++) {
+        double t = (tk.v[i] - sc->vmin) / (sc->vmax - sc->vmin);
+        int w = vz_text_len(c, tk.s[i], c->fpx);
+        if (vertical) {
+            int ty = y + (int)lround((1.0 - t) * (bh - 1));
+            s = vz_add_rect(c, x + bw + c->lw, ty - c->lw / 2, tl, c->lw, VZ_FRAME);
+            int tx = x + bw + c->lw + tl + c->pad / 2;
+            if (!s)
+                s = vz_add_text(c, tk.s[i], c->fpx, 0, tx, ty - c->lh / 2, VZ_A_START, VZ_T_CBAR,
+                                VZ_BLACK);
+            mx = vz_imax(mx, tx + w);
+        } else {
+            int tx = x + (int)lround(t * (bw - 1));
+            s = vz_add_rect(c, tx - c->lw / 2, y + bh + c->lw, c->lw, tl, VZ_FRAME);
+            /* ends stay inside the bar's span, the rest centred on their tick */
+            int lx = i == 0 ? tx - c->lw : i == tk.n - 1 ? tx + c->lw - w : tx - w / 2;
+            int ty = y + bh + c->lw + tl + c->pad / 4;
+            if (!s) s = vz_add_text(c, tk.s[i], c->fpx, 0, lx, ty, VZ_A_MIDDLE, VZ_T_CBAR, VZ_BLACK);
+            my = vz_imax(my, ty + c->lh);
+            mx = vz_imax(mx, lx + w);
+        }
+    }
+    if (!s && sc->label && sc->label[0]) {
+        int w = vz_text_len(c, sc->label, c->fpx);
+        if (vertical) {
+            int ly = y + bh / 2 - w / 2;
+            if (ly < y) ly = y;
+            s = vz_add_text(c, sc->label, c->fpx, 90, mx + c->pad / 2, ly, VZ_A_MIDDLE, VZ_T_AXIS,
+                            VZ_BLACK);
+            mx += c->pad / 2 + c->lh;
+            my = vz_imax(my, ly + w);
+        } else {
+            s = vz_add_text(c, sc->label, c->fpx, 0, x + bw / 2 - w / 2, my + c->pad / 4, VZ_A_MIDDLE,
+                            VZ_T_AXIS, VZ_BLACK);
+            my += c->pad / 4 + c->lh;
+            mx = vz_imax(mx, x + bw / 2 - w / 2 + w);
+        }
+    }
+    *right = mx;
+    *bottom = my;
+    return s;
+}
+
+/* Width a vertical colour bar's labels take right of the bar (ticks and the
+ * quantity), for planning a layout. */
+int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc)
+{
+    vz_scale_ticks tk;
+    scale_ticks(sc, 0.0, &tk);
+    int w = 0;
+    for (int i = 0; i < tk.n; i++) w = vz_imax(w, vz_text_len(c, tk.s[i], c->fpx));
+    w += (int)lround(c->fpx * 0.3) + c->pad / 2 + c->lw;
+    if (sc->label && sc->label[0]) w += c->pad / 2 + c->lh;
+    return w;
+}
+
+/* Masked-cell legend swatch at (x, y); *right and *bottom get its extent. */
+hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom)
+{
+    int sw = c->lh;
+    if (vz_begin_group(c, "legend")) return HS_ERR_NOMEM;
+    hs_status s = vz_add_rect_kind(c, x, y, sw, sw, HS_VIZ_MASK_RGB, VZ_R_MASKED, -1, -1, -1);
+    if (!s) s = vz_add_frame(c, x, y, sw, sw, VZ_FRAME);
+    int tx = x + sw + c->lw + c->pad / 2;
+    if (!s) s = vz_add_text(c, "masked", c->fpx, 0, tx, y, VZ_A_START, VZ_T_LABEL, VZ_BLACK);
+    *right = tx + vz_text_len(c, "masked", c->fpx);
+    *bottom = y + sw + c->lw;
+    return s;
+}
+
