@@ -10,6 +10,7 @@
 
 #include "common/common.h"
 #include "model/model.h"
+#include "circuits/circuits.h"
 #include "tasks/tasks.h"
 
 /* Option codes and getopt entries of those flags, and their --help lines. */

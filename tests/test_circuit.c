@@ -27,6 +27,7 @@
 #include <cjson/cJSON.h>
 #include <cmocka.h>
 
+#include "circuits/circuits.h"
 #include "tasks/tasks.h"
 
 #define T HS_CIRC_T

@@ -27,6 +27,7 @@
 #include <cmocka.h>
 
 #include "experiments/experiments.h"
+#include "circuits/circuits.h"
 #include "tasks/tasks.h"
 #include "fixture.h"
 

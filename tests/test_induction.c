@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "circuits/circuits.h"
 #include "tasks/tasks.h"
 
 static hs_induction *make_task(const hs_ind_params *p)

@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "experiments/experiments.h"
+#include "circuits/circuits.h"
 #include "tasks/tasks.h"
 
 #define MODEL "checkpoint/circuit_tiny.safetensors"

@@ -31,6 +31,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "circuits/circuits.h"
 #include "tasks/tasks.h"
 
 static char g_tmp[512];

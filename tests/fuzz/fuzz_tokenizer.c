@@ -1,12 +1,14 @@
 /*
- * tests/fuzz/fuzz_tokenizer.c -- libFuzzer target for the sentence tokenizer
- * (hs_tokenize) and the vocab JSON reader (hs_tokenizer_from_json).
+ * tests/fuzz/fuzz_tokenizer.c -- libFuzzer target for the word tokenizer
+ * (hs_tok_encode, and hs_tok_decode back) on the Winograd vocabulary, and the
+ * vocab JSON reader (hs_tokenizer_from_json).
  *
  * Input: byte 0 picks n_ctx (byte & 31; 0 = no limit) and, when its top bit is
  * set, also feeds the rest to the vocab JSON reader; the rest, NUL-terminated,
  * is the sentence. Invariants checked (abort on violation):
  *  - success: 0 < n <= n_ctx (when n_ctx > 0), every id in [0, V), strs[i] is
- *    the vocab word of ids[i], no token contains whitespace;
+ *    the vocab word of ids[i], no token contains whitespace, and the decoded
+ *    text encodes to the same ids;
  *  - failure: HS_ERR_INPUT (or NOMEM), a one-line non-empty message, out left
  *    empty;
  *  - vocab JSON: success gives n > 0 unique words that round-trip through
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #include "tasks/tasks.h"
+#include "tokenize/tokenize.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -78,6 +81,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(strcmp(t.strs[i], hs_tok_str(vocab, t.ids[i])) == 0);
             check(strpbrk(t.strs[i], " \t\n\r\v\f") == NULL);
         }
+        /* decoding reads back as the same ids */
+        char *text = NULL;
+        hs_tokens u;
+        check(hs_tok_decode(vocab, t.ids, t.n, &text, &err) == HS_OK);
+        check(hs_tok_encode(vocab, text, 0, &u, &err) == HS_OK && u.n == t.n);
+        for (size_t i = 0; i < t.n; i++) check(u.ids[i] == t.ids[i]);
+        hs_tokens_free(&u);
+        free(text);
     } else {
         check(st == HS_ERR_INPUT || st == HS_ERR_NOMEM);
         check(err.msg[0] != '\0' && strchr(err.msg, '\n') == NULL);

@@ -1,11 +1,11 @@
 /*
- * tasks/circuit_evidence.c -- the referent-circuit check's evidence read from
- * the clean run's cache and the weights (tasks.h, "What hs_circuit_run
+ * circuits/circuit_evidence.c -- the referent-circuit check's evidence read from
+ * the clean run's cache and the weights (circuits.h, "What hs_circuit_run
  * computes"): the layer-0 score invariant, each head's attention at 14 by
  * role, its direct logit attribution towards x and y, its OV copying score.
- * The run context and the rows are tasks_internal.h's hs_circ_ctx.
+ * The run context and the rows are circuits_internal.h's hs_circ_ctx.
  */
-#include "tasks/tasks_internal.h"
+#include "circuits/circuits_internal.h"
 
 #include <math.h>
 #include <string.h>

@@ -1,12 +1,12 @@
 /*
- * tasks/circuit_report.c -- the circuit report (hs_circuit_run's result) as
+ * circuits/circuit_report.c -- the circuit report (hs_circuit_run's result) as
  * JSON (every number, the thresholds, verdicts, heads and roles, config) and
  * as the text summary `headscope circuit` prints, one writer per section in
  * the order they appear; the verdict's own section and lines are written
- * beside its rules (tasks/circuit_verdict.c). Also the JSON helpers the
- * tasks' reports share (tasks_internal.h).
+ * beside its rules (circuits/circuit_verdict.c). Also the JSON helpers the
+ * circuit reports share (circuits_internal.h).
  */
-#include "tasks/tasks_internal.h"
+#include "circuits/circuits_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@
 static const char *const GROUP_NAMES[3] = {"crosser", "crossed", "all"};
 static const char *const PATCH_NAMES[3] = {"crosser_to_crossed", "crossed_to_crosser", "both"};
 
-int hs_tasks_json_add(cJSON *o, const char *key, cJSON *item)
+int hs_circ_json_add(cJSON *o, const char *key, cJSON *item)
 {
     if (item == NULL) return 0;
     if (!cJSON_AddItemToObject(o, key, item)) {
@@ -28,9 +28,9 @@ int hs_tasks_json_add(cJSON *o, const char *key, cJSON *item)
     return 1;
 }
 
-int hs_tasks_json_num(cJSON *o, const char *key, double v)
+int hs_circ_json_num(cJSON *o, const char *key, double v)
 {
-    return hs_tasks_json_add(o, key, hs_json_num_or_null(v));
+    return hs_circ_json_add(o, key, hs_json_num_or_null(v));
 }
 
 /* {names[0]: v[0], names[1]: v[1], names[2]: v[2]}; NULL on OOM. */
@@ -39,7 +39,7 @@ static cJSON *named3(const char *const names[3], const double v[3])
     cJSON *o = cJSON_CreateObject();
     if (o == NULL) return NULL;
     for (int g = 0; g < 3; g++)
-        if (!hs_tasks_json_num(o, names[g], v[g])) {
+        if (!hs_circ_json_num(o, names[g], v[g])) {
             cJSON_Delete(o);
             return NULL;
         }
@@ -63,7 +63,7 @@ static cJSON *head_ref(const hs_circuit_report *r, hs_head h)
     return cJSON_CreateString(r->heads[h.layer * r->H + h.head].name);
 }
 
-cJSON *hs_tasks_json_array_object(cJSON *a)
+cJSON *hs_circ_json_array_object(cJSON *a)
 {
     cJSON *e = cJSON_CreateObject();
     if (!e || !cJSON_AddItemToArray(a, e)) {
@@ -73,7 +73,7 @@ cJSON *hs_tasks_json_array_object(cJSON *a)
     return e;
 }
 
-int hs_tasks_json_head_list(cJSON *o, const char *key, const hs_head *h, int n)
+int hs_circ_json_head_list(cJSON *o, const char *key, const hs_head *h, int n)
 {
     cJSON *a = cJSON_AddArrayToObject(o, key);
     if (!a) return 0;
@@ -93,7 +93,7 @@ static int json_setup(cJSON *root, const hs_circuit_report *r, const char *model
 {
     const hs_circuit_opts *o = &r->opts;
     if (model_path && !cJSON_AddStringToObject(root, "model", model_path)) return 0;
-    if (!hs_tasks_json_add(root, "config", hs_config_to_json(&r->cfg, HS_CONFIG_JSON_ALL))) return 0;
+    if (!hs_circ_json_add(root, "config", hs_config_to_json(&r->cfg, HS_CONFIG_JSON_ALL))) return 0;
     if (!cJSON_AddStringToObject(root, "task", hs_task_name(r->task))) return 0;
     if (r->pairs_given ? !cJSON_AddNullToObject(root, "split_seed") ||
                              !cJSON_AddStringToObject(root, "split", "held-out pairs given (--heldout-pairs)")
@@ -111,13 +111,13 @@ static int json_setup(cJSON *root, const hs_circuit_report *r, const char *model
         !cJSON_AddNumberToObject(pos, "ref", HS_WG_POS_REF))
         return 0;
     cJSON *th = cJSON_AddObjectToObject(root, "thresholds");
-    return th && hs_tasks_json_num(th, "push_attn", o->push_attn) && hs_tasks_json_num(th, "push_dla", o->push_dla) &&
-           hs_tasks_json_num(th, "step1_drop", o->step1_drop) &&
-           hs_tasks_json_num(th, "decide_patch", o->decide_patch) &&
-           hs_tasks_json_num(th, "min_ld_gap", o->min_ld_gap) &&
-           hs_tasks_json_num(th, "decide_drop", o->decide_drop) &&
-           hs_tasks_json_num(th, "route_attn", o->route_attn) && hs_tasks_json_num(th, "route_dla", o->route_dla) &&
-           hs_tasks_json_num(th, "adj_key_diff", o->adj_key_diff) &&
+    return th && hs_circ_json_num(th, "push_attn", o->push_attn) && hs_circ_json_num(th, "push_dla", o->push_dla) &&
+           hs_circ_json_num(th, "step1_drop", o->step1_drop) &&
+           hs_circ_json_num(th, "decide_patch", o->decide_patch) &&
+           hs_circ_json_num(th, "min_ld_gap", o->min_ld_gap) &&
+           hs_circ_json_num(th, "decide_drop", o->decide_drop) &&
+           hs_circ_json_num(th, "route_attn", o->route_attn) && hs_circ_json_num(th, "route_dla", o->route_dla) &&
+           hs_circ_json_num(th, "adj_key_diff", o->adj_key_diff) &&
            cJSON_AddStringToObject(th, "ablate_ref", hs_wg_split_name(o->ablate_ref)) &&
            cJSON_AddNumberToObject(th, "comp_draws", o->comp_draws) &&
            cJSON_AddNumberToObject(th, "comp_seed", (double)o->comp_seed);
@@ -130,8 +130,8 @@ static int json_heldout(cJSON *root, const hs_circuit_report *r)
     if (!ho || !cJSON_AddNumberToObject(ho, "n", (double)r->n_heldout) ||
         !cJSON_AddNumberToObject(ho, "n_crosser", (double)r->n_role[0]) ||
         !cJSON_AddNumberToObject(ho, "n_crossed", (double)r->n_role[1]) ||
-        !hs_tasks_json_add(ho, "accuracy", hs_circ_json_groups3(r->acc)) ||
-        !hs_tasks_json_add(ho, "other_noun_rate", hs_circ_json_groups3(r->other_rate)))
+        !hs_circ_json_add(ho, "accuracy", hs_circ_json_groups3(r->acc)) ||
+        !hs_circ_json_add(ho, "other_noun_rate", hs_circ_json_groups3(r->other_rate)))
         return 0;
     cJSON *inv = cJSON_AddObjectToObject(root, "invariant");
     return inv && cJSON_AddBoolToObject(inv, "applicable", r->inv_applicable) &&
@@ -141,11 +141,11 @@ static int json_heldout(cJSON *root, const hs_circuit_report *r)
            cJSON_AddNumberToObject(inv, "pairs_same_nouns", (double)r->inv_pairs_same_nouns) &&
            cJSON_AddNumberToObject(inv, "pairs_other_nouns", (double)r->inv_pairs_other_nouns) &&
            cJSON_AddNumberToObject(inv, "cells_compared", (double)r->inv_cells) &&
-           hs_tasks_json_num(inv, "max_dev_same_nouns", r->inv_max_dev_same_nouns) &&
-           hs_tasks_json_num(inv, "max_dev_other_nouns", r->inv_max_dev_other_nouns) &&
-           hs_tasks_json_num(inv, "layer0_score_mean_abs", r->inv_score_mean_abs) &&
-           hs_tasks_json_num(inv, "layer1_mean_dev", r->inv_l1_mean_dev) &&
-           hs_tasks_json_num(inv, "layer1_max_dev", r->inv_l1_max_dev);
+           hs_circ_json_num(inv, "max_dev_same_nouns", r->inv_max_dev_same_nouns) &&
+           hs_circ_json_num(inv, "max_dev_other_nouns", r->inv_max_dev_other_nouns) &&
+           hs_circ_json_num(inv, "layer0_score_mean_abs", r->inv_score_mean_abs) &&
+           hs_circ_json_num(inv, "layer1_mean_dev", r->inv_l1_mean_dev) &&
+           hs_circ_json_num(inv, "layer1_max_dev", r->inv_l1_max_dev);
 }
 
 /* Head k's object, appended to heads. */
@@ -154,7 +154,7 @@ static int json_head(cJSON *heads, const hs_circuit_report *r, int k)
     static const char *const ON[4] = {"x", "y", "adjective", "elsewhere"};
     static const char *const DL[4] = {"x", "y", "x_minus_y", "ref_minus_other"};
     const hs_circuit_head *hd = &r->heads[k];
-    cJSON *h = hs_tasks_json_array_object(heads);
+    cJSON *h = hs_circ_json_array_object(heads);
     if (!h || !cJSON_AddStringToObject(h, "name", hd->name) || !cJSON_AddNumberToObject(h, "layer", hd->layer) ||
         !cJSON_AddNumberToObject(h, "head", hd->head))
         return 0;
@@ -172,27 +172,27 @@ static int json_head(cJSON *heads, const hs_circuit_report *r, int k)
         cJSON *dg = cJSON_AddObjectToObject(dl, GROUP_NAMES[g]);
         if (!ag || !dg) return 0;
         for (int i = 0; i < 4; i++)
-            if (!hs_tasks_json_num(ag, ON[i], hd->attn[g][i]) || !hs_tasks_json_num(dg, DL[i], hd->dla[g][i]))
+            if (!hs_circ_json_num(ag, ON[i], hd->attn[g][i]) || !hs_circ_json_num(dg, DL[i], hd->dla[g][i]))
                 return 0;
     }
-    if (!hs_tasks_json_num(h, "copying_score", hd->copying) ||
-        !hs_tasks_json_num(h, "copying_pos_frac", hd->copying_pos))
+    if (!hs_circ_json_num(h, "copying_score", hd->copying) ||
+        !hs_circ_json_num(h, "copying_pos_frac", hd->copying_pos))
         return 0;
     cJSON *pt = cJSON_AddObjectToObject(h, "patching");
-    if (!pt || !hs_tasks_json_add(pt, "pos14", patch3(hd->patch_pos14)) ||
-        !hs_tasks_json_add(pt, "all_positions", patch3(hd->patch_all)))
+    if (!pt || !hs_circ_json_add(pt, "pos14", patch3(hd->patch_pos14)) ||
+        !hs_circ_json_add(pt, "all_positions", patch3(hd->patch_all)))
         return 0;
     cJSON *ab = cJSON_AddObjectToObject(h, "mean_ablation");
     double drop[3];
     for (int g = 0; g < 3; g++) drop[g] = r->acc[g] - hd->acc_ablated[g];
-    if (!ab || !hs_tasks_json_add(ab, "accuracy", hs_circ_json_groups3(hd->acc_ablated)) ||
-        !hs_tasks_json_add(ab, "drop", hs_circ_json_groups3(drop)))
+    if (!ab || !hs_circ_json_add(ab, "accuracy", hs_circ_json_groups3(hd->acc_ablated)) ||
+        !hs_circ_json_add(ab, "drop", hs_circ_json_groups3(drop)))
         return 0;
     cJSON *rows = cJSON_AddObjectToObject(h, "mean_pattern_row_14");
     if (!rows) return 0;
     for (int g = 0; g < 2; g++) {
         cJSON *a = cJSON_CreateFloatArray(r->attn_rows + ((size_t)k * 2 + g) * HS_CIRC_T, HS_CIRC_T);
-        if (!hs_tasks_json_add(rows, GROUP_NAMES[g], a)) return 0;
+        if (!hs_circ_json_add(rows, GROUP_NAMES[g], a)) return 0;
     }
     return 1;
 }
@@ -207,10 +207,10 @@ static int json_heads(cJSON *root, const hs_circuit_report *r)
     cJSON *avg = cJSON_AddArrayToObject(root, "layer_mean_pattern_row_14");
     if (!avg) return 0;
     for (int l = 0; l < r->L; l++) {
-        cJSON *e = hs_tasks_json_array_object(avg);
+        cJSON *e = hs_circ_json_array_object(avg);
         if (!e || !cJSON_AddNumberToObject(e, "layer", l)) return 0;
         for (int g = 0; g < 2; g++)
-            if (!hs_tasks_json_add(e, GROUP_NAMES[g],
+            if (!hs_circ_json_add(e, GROUP_NAMES[g],
                                    cJSON_CreateFloatArray(r->attn_rows_avg + ((size_t)l * 2 + g) * HS_CIRC_T, HS_CIRC_T)))
                 return 0;
     }
@@ -223,10 +223,10 @@ static int json_ablation(cJSON *root, const hs_circuit_report *r)
     cJSON *blk = cJSON_AddArrayToObject(root, "block_ablation");
     if (!blk) return 0;
     for (int l = 0; l < r->L; l++) {
-        cJSON *e = hs_tasks_json_array_object(blk);
+        cJSON *e = hs_circ_json_array_object(blk);
         if (!e || !cJSON_AddNumberToObject(e, "layer", l) ||
-            !hs_tasks_json_add(e, "attention_accuracy", hs_circ_json_groups3(r->acc_block_attn[l])) ||
-            !hs_tasks_json_add(e, "mlp_accuracy", hs_circ_json_groups3(r->acc_block_mlp[l])))
+            !hs_circ_json_add(e, "attention_accuracy", hs_circ_json_groups3(r->acc_block_attn[l])) ||
+            !hs_circ_json_add(e, "mlp_accuracy", hs_circ_json_groups3(r->acc_block_mlp[l])))
             return 0;
     }
     return cJSON_AddStringToObject(root, "ablation_method",
@@ -243,14 +243,14 @@ static int json_patching(cJSON *root, const hs_circuit_report *r)
                                         "crosser (resp. crossed) sentence, corrupted = the other-role sentence with the same "
                                         "nouns; LD = logit(ref_clean) - logit(ref_corr) at 14; metric = (LD_patched - LD_corr) "
                                         "/ (LD_clean - LD_corr)") ||
-        !hs_tasks_json_add(pm, "ld_clean", patch3(r->ld_clean)) || !hs_tasks_json_add(pm, "ld_corr", patch3(r->ld_corr)) ||
+        !hs_circ_json_add(pm, "ld_clean", patch3(r->ld_clean)) || !hs_circ_json_add(pm, "ld_corr", patch3(r->ld_corr)) ||
         !cJSON_AddBoolToObject(pm, "usable", r->patch_usable))
         return 0;
     cJSON *pla = cJSON_AddArrayToObject(pm, "whole_layer_pos14");
     if (!pla) return 0;
     for (int l = 0; l < r->L; l++) {
-        cJSON *e = hs_tasks_json_array_object(pla);
-        if (!e || !cJSON_AddNumberToObject(e, "layer", l) || !hs_tasks_json_add(e, "metric", patch3(r->patch_layer[l])))
+        cJSON *e = hs_circ_json_array_object(pla);
+        if (!e || !cJSON_AddNumberToObject(e, "layer", l) || !hs_circ_json_add(e, "metric", patch3(r->patch_layer[l])))
             return 0;
     }
     return 1;
@@ -262,7 +262,7 @@ static int json_composition(cJSON *root, const hs_circuit_report *r)
     const int L = r->L, H = r->H;
     const hs_comp_scores *c = &r->comp;
     cJSON *cp = cJSON_AddObjectToObject(root, "composition");
-    if (!cp || !hs_tasks_json_num(cp, "baseline", c->baseline) || !hs_tasks_json_num(cp, "baseline_std", c->baseline_std) ||
+    if (!cp || !hs_circ_json_num(cp, "baseline", c->baseline) || !hs_circ_json_num(cp, "baseline_std", c->baseline_std) ||
         !cJSON_AddNumberToObject(cp, "n_draws", c->n_draws) ||
         !cJSON_AddStringToObject(cp, "fold", "LN folded and centred (HS_FOLD_LN)"))
         return 0;
@@ -274,14 +274,14 @@ static int json_composition(cJSON *root, const hs_circuit_report *r)
             for (int l2 = l1 + 1; l2 < L; l2++)
                 for (int h2 = 0; h2 < H; h2++) {
                     size_t i = (((size_t)l1 * H + h1) * L + l2) * H + h2;
-                    cJSON *e = hs_tasks_json_array_object(pairs);
+                    cJSON *e = hs_circ_json_array_object(pairs);
                     if (!e || !cJSON_AddStringToObject(e, "sender", r->heads[l1 * H + h1].name) ||
                         !cJSON_AddStringToObject(e, "receiver", r->heads[l2 * H + h2].name) ||
-                        !hs_tasks_json_num(e, "q", c->q[i]) || !hs_tasks_json_num(e, "k", c->k[i]) ||
-                        !hs_tasks_json_num(e, "v", c->v[i]) ||
-                        !hs_tasks_json_num(e, "q_minus_baseline", c->q[i] - c->baseline) ||
-                        !hs_tasks_json_num(e, "k_minus_baseline", c->k[i] - c->baseline) ||
-                        !hs_tasks_json_num(e, "v_minus_baseline", c->v[i] - c->baseline))
+                        !hs_circ_json_num(e, "q", c->q[i]) || !hs_circ_json_num(e, "k", c->k[i]) ||
+                        !hs_circ_json_num(e, "v", c->v[i]) ||
+                        !hs_circ_json_num(e, "q_minus_baseline", c->q[i] - c->baseline) ||
+                        !hs_circ_json_num(e, "k_minus_baseline", c->k[i] - c->baseline) ||
+                        !hs_circ_json_num(e, "v_minus_baseline", c->v[i] - c->baseline))
                         return 0;
                 }
     return 1;
@@ -299,12 +299,12 @@ static int json_paths(cJSON *root, const hs_circuit_report *r)
     if (!pl) return 0;
     for (int s = 0; s < r->H && r->path; s++)
         for (int d = 0; d < r->n_decision; d++) {
-            cJSON *e = hs_tasks_json_array_object(pl);
+            cJSON *e = hs_circ_json_array_object(pl);
             const float *v = &r->path[((size_t)s * r->n_decision + d) * 3];
             if (!e || !cJSON_AddStringToObject(e, "sender", r->heads[s].name) ||
-                !hs_tasks_json_add(e, "receiver", head_ref(r, r->decision[d])) ||
-                !hs_tasks_json_num(e, "q", v[0]) || !hs_tasks_json_num(e, "k", v[1]) ||
-                !hs_tasks_json_num(e, "v", v[2]))
+                !hs_circ_json_add(e, "receiver", head_ref(r, r->decision[d])) ||
+                !hs_circ_json_num(e, "q", v[0]) || !hs_circ_json_num(e, "k", v[1]) ||
+                !hs_circ_json_num(e, "v", v[2]))
                 return 0;
         }
     return 1;

@@ -1,9 +1,9 @@
 /*
- * tasks/timeline.c -- one checkpoint's numbers for `headscope timeline`
- * (tasks.h, "Circuits over training"): the circuit check of its task plus the
+ * circuits/timeline.c -- one checkpoint's numbers for `headscope timeline`
+ * (circuits.h, "Circuits over training"): the circuit check of its task plus the
  * detector scores, as `circuit` computes them on that checkpoint alone.
  */
-#include "tasks/tasks.h"
+#include "circuits/circuits.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,14 +1,14 @@
 /*
- * tasks/circuit.c -- the two-step referent-circuit check of DESIGN.md ("The
+ * circuits/circuit.c -- the two-step referent-circuit check of DESIGN.md ("The
  * two-step referent circuit"; `headscope circuit`): the Winograd prompt sets
  * (matched crosser/crossed held-out pairs, the mean-ablation reference) and
  * the runs of the experiment engine (probe.h, section 8) that give the
  * evidence: the clean and corrupted caches, the ablations and activation
  * patches on the held-out split, composition and path patching into the
  * decision heads. hs_circuit_run is the steps in order; the evidence read
- * from the clean cache is in tasks/circuit_evidence.c, the verdict rules in
- * tasks/circuit_verdict.c, the report's JSON and text summary in
- * tasks/circuit_report.c (tasks_internal.h). See tasks.h for what is
+ * from the clean cache is in circuits/circuit_evidence.c, the verdict rules in
+ * circuits/circuit_verdict.c, the report's JSON and text summary in
+ * circuits/circuit_report.c (circuits_internal.h). See circuits.h for what is
  * computed and the formulas' sources (CIRCUITS.md sections 3-6).
  *
  * Rows: 0..np-1 are the crosser sentences, np..2np-1 their crossed partners
@@ -23,7 +23,7 @@
  * A job writes only its own output slots; per-row results go to the
  * worker's row buffers and are summed in row order.
  */
-#include "tasks/tasks_internal.h"
+#include "circuits/circuits_internal.h"
 
 #include <math.h>
 #include <stdio.h>

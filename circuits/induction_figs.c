@@ -1,11 +1,11 @@
 /*
- * tasks/induction_figs.c -- the output folder of the induction-circuit
+ * circuits/induction_figs.c -- the output folder of the induction-circuit
  * check (`headscope circuit --out DIR` on an induction model): report.json,
- * its figures and index.json, from an hs_ind_circuit_report (tasks.h,
+ * its figures and index.json, from an hs_ind_circuit_report (circuits.h,
  * "Writing a circuit check's folder"). Holds no analysis: every number is the
  * report's.
  */
-#include "tasks/tasks.h"
+#include "circuits/circuits.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,11 +1,11 @@
 /*
- * tasks/timeline_run.c -- circuits over a training run (tasks.h, "Circuits
+ * circuits/timeline_run.c -- circuits over a training run (circuits.h, "Circuits
  * over a training run"): every checkpoint `train --keep DIR` kept, its
  * timeline point (tasks/timeline.c), the steps where things happened, the
  * numbers as JSON and the line plots over steps in an output folder.
  */
 #define _POSIX_C_SOURCE 200809L
-#include "tasks/tasks.h"
+#include "circuits/circuits.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -1,5 +1,5 @@
 /*
- * tasks/induction_circuit.c -- the induction-circuit check of tasks.h
+ * circuits/induction_circuit.c -- the induction-circuit check of circuits.h
  * ("Induction circuit check"), its evidence: previous-token and induction
  * scores of every head from their attention, the OV copying score and mean
  * ablations, K-composition against the random baseline, path patching of
@@ -8,9 +8,9 @@
  * ablation and path-patching hooks); every forward is one batch of the
  * first n_seqs held-out sequences. hs_ind_circuit_run is the steps in
  * order; the roles, the criteria, the verdict and the report's JSON and
- * summary are in tasks/induction_verdict.c (tasks_internal.h).
+ * summary are in circuits/induction_verdict.c (circuits_internal.h).
  */
-#include "tasks/tasks_internal.h"
+#include "circuits/circuits_internal.h"
 
 #include <math.h>
 #include <stdio.h>

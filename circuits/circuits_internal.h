@@ -1,7 +1,7 @@
 /*
- * tasks/tasks_internal.h -- what the files of tasks/ share and nothing else
- * may call (STYLE.md 14: tests reach internals through *_internal.h). Not
- * public API; not installed. Dims legend as tasks.h; T = HS_CIRC_T = 15
+ * circuits/circuits_internal.h -- what the files of circuits/ share and
+ * nothing else may call (STYLE.md 14: tests reach internals through
+ * *_internal.h). Not public API; not installed. Dims legend as circuits.h; T = HS_CIRC_T = 15
  * positions (0..14), n held-out rows.
  *
  * The two-step referent-circuit check (hs_circuit_run) is four files:
@@ -24,37 +24,37 @@
  *   induction_verdict.c the roles, the criteria and the verdict, and beside
  *                       them the report's JSON and summary.
  */
-#ifndef HS_TASKS_INTERNAL_H
-#define HS_TASKS_INTERNAL_H
+#ifndef HS_CIRCUITS_INTERNAL_H
+#define HS_CIRCUITS_INTERNAL_H
 
-#include "tasks.h"
+#include "circuits/circuits.h"
 
 #include <cjson/cJSON.h>
 
 /* ------------------------------------------------------------------------ */
-/* Report JSON helpers (tasks/circuit_report.c)                              */
+/* Report JSON helpers (circuits/circuit_report.c)                              */
 
 /* Adds key: item to object o; deletes item when it cannot be added. Returns
  * 0 when item is NULL (its creation ran out of memory) or on OOM, else 1. */
-int hs_tasks_json_add(cJSON *o, const char *key, cJSON *item);
+int hs_circ_json_add(cJSON *o, const char *key, cJSON *item);
 
 /* Adds key: v to object o, null for NaN/Inf (hs_json_num_or_null). Returns 0
  * on OOM, else 1. */
-int hs_tasks_json_num(cJSON *o, const char *key, double v);
+int hs_circ_json_num(cJSON *o, const char *key, double v);
 
 /* {"crosser": v[0], "crossed": v[1], "all": v[2]} (HS_CIRC_CROSSER/CROSSED/ALL;
  * null for NaN); NULL on OOM. */
 cJSON *hs_circ_json_groups3(const double v[3]);
 
 /* A new empty object appended to array a; NULL on OOM. */
-cJSON *hs_tasks_json_array_object(cJSON *a);
+cJSON *hs_circ_json_array_object(cJSON *a);
 
 /* Adds key: ["L0H1", ...], the names of heads h[0..n-1]. Returns 0 on OOM,
  * else 1. */
-int hs_tasks_json_head_list(cJSON *o, const char *key, const hs_head *h, int n);
+int hs_circ_json_head_list(cJSON *o, const char *key, const hs_head *h, int n);
 
 /* ------------------------------------------------------------------------ */
-/* The circuit run's context (tasks/circuit.c)                               */
+/* The circuit run's context (circuits/circuit.c)                               */
 /*
  * Rows: 0..np-1 are the crosser sentences, np..2np-1 their crossed partners
  * in the same order, T = HS_CIRC_T tokens. The "corrupted" sentence of a row
@@ -80,7 +80,7 @@ typedef struct {
 } hs_circ_ctx;
 
 /* ------------------------------------------------------------------------ */
-/* Evidence from the clean cache (tasks/circuit_evidence.c)                  */
+/* Evidence from the clean cache (circuits/circuit_evidence.c)                  */
 
 /* The layer-0 score invariant over every pair of held-out rows into r->inv_*
  * (NAN and inv_applicable 0 for uniform attention). */
@@ -100,9 +100,9 @@ hs_status hs_circ_dla(const hs_circ_ctx *c, hs_circuit_report *r, hs_error *err)
 hs_status hs_circ_copying(const hs_model *m, hs_circuit_report *r, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
-/* Verdict rules and their report writers (tasks/circuit_verdict.c)          */
+/* Verdict rules and their report writers (circuits/circuit_verdict.c)          */
 
-/* Candidate pushers (tasks.h "Verdicts") into r->heads[].pusher, r->pushers;
+/* Candidate pushers (circuits.h "Verdicts") into r->heads[].pusher, r->pushers;
  * r->acc_pushers set to NAN (phase B fills it when a pusher exists). */
 void hs_circ_find_pushers(hs_circuit_report *r);
 
@@ -122,7 +122,7 @@ int hs_circ_verdict_json(cJSON *root, const hs_circuit_report *r);
 void hs_circ_verdict_summary(hs_buf *s, const hs_circuit_report *r);
 
 /* ------------------------------------------------------------------------ */
-/* The induction check's roles and criteria (tasks/induction_verdict.c)      */
+/* The induction check's roles and criteria (circuits/induction_verdict.c)      */
 
 /* The roles from the heads' scores: previous-token heads (layer 0,
  * prev_score >= opts.prev_min) into r->prev, induction heads (layers >= 1,

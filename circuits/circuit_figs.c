@@ -1,10 +1,10 @@
 /*
- * tasks/circuit_figs.c -- the output folder of the two-step referent-circuit
+ * circuits/circuit_figs.c -- the output folder of the two-step referent-circuit
  * check (`headscope circuit --out DIR`): report.json, its figures and
- * index.json, from an hs_circuit_report (tasks.h, "Writing a circuit
+ * index.json, from an hs_circuit_report (circuits.h, "Writing a circuit
  * check's folder"). Holds no analysis: every number is the report's.
  */
-#include "tasks/tasks.h"
+#include "circuits/circuits.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,11 +1,11 @@
 /*
- * tasks/circuit_verdict.c -- the referent-circuit check's verdict rules
- * (tasks.h, "Verdicts"): candidate pushers, decision heads, steps 1 and 2 and
+ * circuits/circuit_verdict.c -- the referent-circuit check's verdict rules
+ * (circuits.h, "Verdicts"): candidate pushers, decision heads, steps 1 and 2 and
  * the route's features and name, each with the words that say why; and,
  * beside the rules, the verdict's report writers: its JSON section and its
  * summary lines.
  */
-#include "tasks/tasks_internal.h"
+#include "circuits/circuits_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -168,7 +168,7 @@ static void route_name(hs_buf *rt, int f)
     if (rt->len == 0) hs_buf_puts(rt, "other");
 }
 
-/* The route's features (tasks.h, "route features") into r->route_features
+/* The route's features (circuits.h, "route features") into r->route_features
  * with the evidence into r->route_reason, and its name into r->route. */
 static void route_features(hs_circuit_report *r)
 {
@@ -252,14 +252,14 @@ int hs_circ_verdict_json(cJSON *root, const hs_circuit_report *r)
     cJSON *s1 = cJSON_AddObjectToObject(steps, "step1");
     if (!s1 || !cJSON_AddBoolToObject(s1, "holds", r->step1_holds) ||
         !cJSON_AddStringToObject(s1, "reason", r->step1_reason) ||
-        !hs_tasks_json_add(s1, "accuracy_pushers_ablated", hs_circ_json_groups3(r->acc_pushers)))
+        !hs_circ_json_add(s1, "accuracy_pushers_ablated", hs_circ_json_groups3(r->acc_pushers)))
         return 0;
-    if (!hs_tasks_json_head_list(s1, "pushers", r->pushers, r->n_pushers)) return 0;
+    if (!hs_circ_json_head_list(s1, "pushers", r->pushers, r->n_pushers)) return 0;
     cJSON *s2 = cJSON_AddObjectToObject(steps, "step2");
     if (!s2 || !cJSON_AddBoolToObject(s2, "applicable", r->step2_applicable) ||
         !cJSON_AddBoolToObject(s2, "holds", r->step2_holds) || !cJSON_AddStringToObject(s2, "reason", r->step2_reason))
         return 0;
-    if (!hs_tasks_json_head_list(s2, "decision_heads", r->decision, r->n_decision)) return 0;
+    if (!hs_circ_json_head_list(s2, "decision_heads", r->decision, r->n_decision)) return 0;
     cJSON *rt = cJSON_AddObjectToObject(steps, "route");
     cJSON *ft = rt ? cJSON_AddObjectToObject(rt, "features") : NULL;
     return ft && cJSON_AddStringToObject(rt, "name", r->route) &&

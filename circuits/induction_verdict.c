@@ -1,11 +1,11 @@
 /*
- * tasks/induction_verdict.c -- the induction-circuit check's criteria (tasks.h,
+ * circuits/induction_verdict.c -- the induction-circuit check's criteria (circuits.h,
  * "Induction circuit check"): the roles (previous-token and induction heads)
  * and each criterion's judgement over the evidence hs_ind_circuit_run
- * gathered (tasks/induction_circuit.c), the verdict, and beside them the
+ * gathered (circuits/induction_circuit.c), the verdict, and beside them the
  * report's JSON and text summary.
  */
-#include "tasks/tasks_internal.h"
+#include "circuits/circuits_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -186,15 +186,15 @@ static int json_heads(cJSON *o, const hs_ind_circuit_report *r)
     int ok = hs != NULL;
     for (int k = 0; ok && k < r->L * r->H; k++) {
         const hs_ind_head *h = &r->heads[k];
-        cJSON *x = hs_tasks_json_array_object(hs);
-        ok = x && cJSON_AddStringToObject(x, "name", h->name) && hs_tasks_json_num(x, "layer", h->layer) &&
-             hs_tasks_json_num(x, "head", h->head) &&
-             hs_tasks_json_num(x, "previous_token_score", h->prev_score) &&
-             hs_tasks_json_num(x, "induction_score", h->ind_score) &&
-             hs_tasks_json_num(x, "tl_induction_score", h->tl_induction) &&
-             hs_tasks_json_num(x, "copying", h->copying) &&
-             hs_tasks_json_num(x, "copying_positive_fraction", h->copying_pos) &&
-             hs_tasks_json_num(x, "accuracy_ablated", h->acc_ablated) &&
+        cJSON *x = hs_circ_json_array_object(hs);
+        ok = x && cJSON_AddStringToObject(x, "name", h->name) && hs_circ_json_num(x, "layer", h->layer) &&
+             hs_circ_json_num(x, "head", h->head) &&
+             hs_circ_json_num(x, "previous_token_score", h->prev_score) &&
+             hs_circ_json_num(x, "induction_score", h->ind_score) &&
+             hs_circ_json_num(x, "tl_induction_score", h->tl_induction) &&
+             hs_circ_json_num(x, "copying", h->copying) &&
+             hs_circ_json_num(x, "copying_positive_fraction", h->copying_pos) &&
+             hs_circ_json_num(x, "accuracy_ablated", h->acc_ablated) &&
              cJSON_AddBoolToObject(x, "previous_token_head", h->role & 1) &&
              cJSON_AddBoolToObject(x, "induction_head", (h->role & 2) != 0);
     }
@@ -233,44 +233,44 @@ hs_status hs_ind_circuit_report_json(const hs_ind_circuit_report *r, const char 
     }
     const hs_ind_circuit_opts *op = &r->opts;
     cJSON *th = ok ? cJSON_AddObjectToObject(o, "thresholds") : NULL;
-    ok = th && hs_tasks_json_num(th, "prev_min", op->prev_min) && hs_tasks_json_num(th, "ind_min", op->ind_min) &&
-         hs_tasks_json_num(th, "comp_min", op->comp_min) &&
-         hs_tasks_json_num(th, "patch_k_min", op->patch_k_min) &&
-         hs_tasks_json_num(th, "patch_qv_max", op->patch_qv_max) &&
-         hs_tasks_json_num(th, "min_gap", op->min_gap) && hs_tasks_json_num(th, "copy_min", op->copy_min) &&
-         hs_tasks_json_num(th, "ablate_frac", op->ablate_frac) && hs_tasks_json_num(th, "n_seqs", op->n_seqs) &&
-         hs_tasks_json_num(th, "comp_draws", op->comp_draws);
+    ok = th && hs_circ_json_num(th, "prev_min", op->prev_min) && hs_circ_json_num(th, "ind_min", op->ind_min) &&
+         hs_circ_json_num(th, "comp_min", op->comp_min) &&
+         hs_circ_json_num(th, "patch_k_min", op->patch_k_min) &&
+         hs_circ_json_num(th, "patch_qv_max", op->patch_qv_max) &&
+         hs_circ_json_num(th, "min_gap", op->min_gap) && hs_circ_json_num(th, "copy_min", op->copy_min) &&
+         hs_circ_json_num(th, "ablate_frac", op->ablate_frac) && hs_circ_json_num(th, "n_seqs", op->n_seqs) &&
+         hs_circ_json_num(th, "comp_draws", op->comp_draws);
     const hs_ind_params *tp = &r->task;
     cJSON *ta = ok ? cJSON_AddObjectToObject(o, "task_params") : NULL;
-    ok = ta && hs_tasks_json_num(ta, "n_symbols", tp->n_symbols) && hs_tasks_json_num(ta, "n_ctx", tp->n_ctx) &&
-         hs_tasks_json_num(ta, "seg_min", tp->seg_min) && hs_tasks_json_num(ta, "seg_max", tp->seg_max) &&
-         hs_tasks_json_num(ta, "gap_min", tp->gap_min) && hs_tasks_json_num(ta, "gap_max", tp->gap_max) &&
-         hs_tasks_json_num(ta, "split_seed", (double)tp->split_seed) &&
-         hs_tasks_json_num(ta, "n_heldout", tp->n_heldout);
+    ok = ta && hs_circ_json_num(ta, "n_symbols", tp->n_symbols) && hs_circ_json_num(ta, "n_ctx", tp->n_ctx) &&
+         hs_circ_json_num(ta, "seg_min", tp->seg_min) && hs_circ_json_num(ta, "seg_max", tp->seg_max) &&
+         hs_circ_json_num(ta, "gap_min", tp->gap_min) && hs_circ_json_num(ta, "gap_max", tp->gap_max) &&
+         hs_circ_json_num(ta, "split_seed", (double)tp->split_seed) &&
+         hs_circ_json_num(ta, "n_heldout", tp->n_heldout);
     const hs_config *c = &r->cfg;
     cJSON *cf = ok ? cJSON_AddObjectToObject(o, "config") : NULL;
-    ok = cf && hs_tasks_json_num(cf, "n_layers", c->n_layers) && hs_tasks_json_num(cf, "d_model", c->d_model) &&
-         hs_tasks_json_num(cf, "n_heads", c->n_heads) && hs_tasks_json_num(cf, "d_head", c->d_head) &&
-         hs_tasks_json_num(cf, "d_mlp", c->d_mlp) && hs_tasks_json_num(cf, "n_ctx", c->n_ctx) &&
-         hs_tasks_json_num(cf, "d_vocab", c->d_vocab) && cJSON_AddStringToObject(cf, "norm", hs_norm_name(c->norm));
-    ok = ok && hs_tasks_json_num(o, "n_seqs", (double)r->n_seqs) &&
-         hs_tasks_json_num(o, "n_scored", (double)r->n_scored) && hs_tasks_json_num(o, "accuracy", r->acc) &&
-         hs_tasks_json_num(o, "segment_loss", r->seg_loss) && hs_tasks_json_num(o, "loss", r->loss) &&
-         hs_tasks_json_num(o, "icl_score", r->icl_score) && hs_tasks_json_num(o, "chance", r->chance) &&
-         hs_tasks_json_num(o, "composition_baseline", r->comp.n_draws ? r->comp.baseline : NAN) &&
-         hs_tasks_json_num(o, "composition_baseline_std", r->comp.n_draws ? r->comp.baseline_std : NAN) &&
-         hs_tasks_json_num(o, "composition_q_minus_baseline", r->comp_q) &&
-         hs_tasks_json_num(o, "composition_k_minus_baseline", r->comp_k) &&
-         hs_tasks_json_num(o, "composition_v_minus_baseline", r->comp_v) &&
-         hs_tasks_json_num(o, "metric_clean", r->metric_clean) &&
-         hs_tasks_json_num(o, "metric_corrupted", r->metric_corr);
+    ok = cf && hs_circ_json_num(cf, "n_layers", c->n_layers) && hs_circ_json_num(cf, "d_model", c->d_model) &&
+         hs_circ_json_num(cf, "n_heads", c->n_heads) && hs_circ_json_num(cf, "d_head", c->d_head) &&
+         hs_circ_json_num(cf, "d_mlp", c->d_mlp) && hs_circ_json_num(cf, "n_ctx", c->n_ctx) &&
+         hs_circ_json_num(cf, "d_vocab", c->d_vocab) && cJSON_AddStringToObject(cf, "norm", hs_norm_name(c->norm));
+    ok = ok && hs_circ_json_num(o, "n_seqs", (double)r->n_seqs) &&
+         hs_circ_json_num(o, "n_scored", (double)r->n_scored) && hs_circ_json_num(o, "accuracy", r->acc) &&
+         hs_circ_json_num(o, "segment_loss", r->seg_loss) && hs_circ_json_num(o, "loss", r->loss) &&
+         hs_circ_json_num(o, "icl_score", r->icl_score) && hs_circ_json_num(o, "chance", r->chance) &&
+         hs_circ_json_num(o, "composition_baseline", r->comp.n_draws ? r->comp.baseline : NAN) &&
+         hs_circ_json_num(o, "composition_baseline_std", r->comp.n_draws ? r->comp.baseline_std : NAN) &&
+         hs_circ_json_num(o, "composition_q_minus_baseline", r->comp_q) &&
+         hs_circ_json_num(o, "composition_k_minus_baseline", r->comp_k) &&
+         hs_circ_json_num(o, "composition_v_minus_baseline", r->comp_v) &&
+         hs_circ_json_num(o, "metric_clean", r->metric_clean) &&
+         hs_circ_json_num(o, "metric_corrupted", r->metric_corr);
     cJSON *pp = ok ? cJSON_AddObjectToObject(o, "path_patching") : NULL;
-    ok = pp && hs_tasks_json_num(pp, "q", r->path[0]) && hs_tasks_json_num(pp, "k", r->path[1]) &&
-         hs_tasks_json_num(pp, "v", r->path[2]);
-    ok = ok && hs_tasks_json_num(o, "accuracy_previous_token_heads_ablated", r->acc_prev_ablated) &&
-         hs_tasks_json_num(o, "accuracy_induction_heads_ablated", r->acc_ind_ablated) &&
-         hs_tasks_json_head_list(o, "previous_token_heads", r->prev, r->n_prev) &&
-         hs_tasks_json_head_list(o, "induction_heads", r->ind, r->n_ind);
+    ok = pp && hs_circ_json_num(pp, "q", r->path[0]) && hs_circ_json_num(pp, "k", r->path[1]) &&
+         hs_circ_json_num(pp, "v", r->path[2]);
+    ok = ok && hs_circ_json_num(o, "accuracy_previous_token_heads_ablated", r->acc_prev_ablated) &&
+         hs_circ_json_num(o, "accuracy_induction_heads_ablated", r->acc_ind_ablated) &&
+         hs_circ_json_head_list(o, "previous_token_heads", r->prev, r->n_prev) &&
+         hs_circ_json_head_list(o, "induction_heads", r->ind, r->n_ind);
     ok = ok && json_heads(o, r);
     if (ok) *json = cJSON_Print(o);
     cJSON_Delete(o);
