@@ -42,10 +42,14 @@ int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows,
         return 1;
     }
     if (x->out) {
-        if (cli_out_json(&x->od, name, json, shows)) return 1;
+        hs_error err = {0};
         cJSON *extra = cJSON_CreateObject();
-        if (cli_out_index_with(&x->od, extra, extra && cJSON_AddStringToObject(extra, "model", x->model)))
-            return 1;
+        hs_status st = !extra || !cJSON_AddStringToObject(extra, "model", x->model)
+                           ? hs_fail(&err, HS_ERR_NOMEM, "out of memory")
+                           : hs_outdir_json(&x->od, name, json, shows, &err);
+        if (st == HS_OK) st = hs_outdir_commit(&x->od, extra, &err);
+        cJSON_Delete(extra);
+        if (st != HS_OK) return cli_error(x->cmd, &err);
     }
     char *s = x->json ? cJSON_Print(json) : NULL;
     hs_buf what = {0};

@@ -150,47 +150,9 @@ int cli_outdir_open(hs_outdir *o, const char *cmd, const char *dir, const hs_fig
                : 0;
 }
 
-int cli_out_figure(hs_outdir *o, const char *stem, hs_viz_figure **fig, const cJSON *json,
-                   const char *shows)
-{
-    hs_error err = {0};
-    return hs_outdir_figure(o, stem, fig, json, shows, &err) != HS_OK ? cli_error(o->cmd, &err) : 0;
-}
-
-int cli_out_page(hs_outdir *o, const char *stem, cJSON *data)
-{
-    hs_error err = {0};
-    return hs_outdir_page(o, stem, data, &err) != HS_OK ? cli_error(o->cmd, &err) : 0;
-}
-
-int cli_out_json(hs_outdir *o, const char *name, const cJSON *json, const char *shows)
-{
-    hs_error err = {0};
-    return hs_outdir_json(o, name, json, shows, &err) != HS_OK ? cli_error(o->cmd, &err) : 0;
-}
-
-int cli_out_index(hs_outdir *o, const cJSON *extra)
-{
-    hs_error err = {0};
-    return hs_outdir_commit(o, extra, &err) != HS_OK ? cli_error(o->cmd, &err) : 0;
-}
-
-int cli_out_index_with(hs_outdir *o, cJSON *extra, int ok)
-{
-    int bad = 1;
-    if (!extra || !ok) fprintf(stderr, "headscope %s: out of memory\n", o->cmd);
-    else bad = cli_out_index(o, extra);
-    cJSON_Delete(extra);
-    return bad;
-}
-
 void cli_out_say_wrote(const hs_outdir *o, const char *what)
 {
     printf("wrote %d files to %s (%s%slisted in %s/index.json)\n", hs_outdir_n_files(o), o->dir,
            what ? what : "", what ? "; " : "", o->dir);
 }
 
-int cli_add_scale(cJSON *j, const hs_figopts *fo, hs_fig_kind kind, double lim)
-{
-    return hs_figopts_add_scale(j, fo, kind, lim, NULL) != HS_OK;
-}

@@ -112,12 +112,6 @@ int cli_load_src(const char *cmd, const char *path, int need, const hs_load_sour
     return hs_load(path, need, src, &notes, out, &err) != HS_OK ? cli_error(cmd, &err) : 0;
 }
 
-int cli_load(const char *cmd, const char *path, int need_task, hs_loaded *out)
-{
-    static const int need[3] = {HS_NEED_VOCAB, HS_NEED_TASK, HS_NEED_ANY_TASK};
-    return cli_load_src(cmd, path, need[need_task < 0 || need_task > 2 ? 0 : need_task], NULL, out);
-}
-
 static void print_note(void *ctx, hs_note_kind kind, const char *line)
 {
     if (kind == HS_NOTE_CMD) fprintf(stderr, "headscope %s: %s\n", (const char *)ctx, line);

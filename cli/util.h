@@ -36,9 +36,6 @@ int cli_source_opt(const char *cmd, int c, const char *arg, hs_load_source *src)
  * cannot go together). */
 int cli_load_src(const char *cmd, const char *path, int need, const hs_load_source *src,
                  hs_loaded *out);
-/* cli_load_src with no flags; need_task: 0 the vocabulary, 1 a Winograd
- * task (an induction model is refused), 2 any task. */
-int cli_load(const char *cmd, const char *path, int need_task, hs_loaded *out);
 
 /* Prints "headscope CMD: message" on stderr and returns 1 (user error). */
 int cli_error(const char *cmd, const hs_error *err);
