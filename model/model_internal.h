@@ -1,7 +1,8 @@
 /*
- * model/model_internal.h -- kernels shared inside model/ and reachable by tests
- * (STYLE.md 14: tests reach internals through *_internal.h). Not public API.
- * Dims legend as model.h.
+ * model/model_internal.h -- kernels, the activation layout and the forward's
+ * steps shared inside model/ (acts.c, attention.c, norm_mlp.c, forward.c,
+ * backward.c, adamw.c) and reachable by tests (STYLE.md 14: tests reach
+ * internals through *_internal.h). Not public API. Dims legend as model.h.
  */
 #ifndef HS_MODEL_INTERNAL_H
 #define HS_MODEL_INTERNAL_H
