@@ -1,7 +1,8 @@
 /*
- * model/model_internal.h -- kernels shared inside model/ and reachable by tests
- * (STYLE.md 14: tests reach internals through *_internal.h). Not public API.
- * Dims legend as model.h.
+ * model/model_internal.h -- kernels, the activation layout and the forward's
+ * steps shared inside model/ (acts.c, attention.c, norm_mlp.c, forward.c,
+ * backward.c, adamw.c) and reachable by tests (STYLE.md 14: tests reach
+ * internals through *_internal.h). Not public API. Dims legend as model.h.
  */
 #ifndef HS_MODEL_INTERNAL_H
 #define HS_MODEL_INTERNAL_H
@@ -27,7 +28,7 @@ void hs_norm_apply(float *out, const float *inp, const float *mean, const float 
                    int D);
 
 /* ------------------------------------------------------------------------ */
-/* The activation layout: one table (model/forward.c, ACT_SLOTS) of every
+/* The activation layout: one table (model/acts.c, ACT_SLOTS) of every
  * buffer of hs_acts and of the backward's scratch, with its size per
  * sequence as a function of T (llm.c's act_sizes + pointer table). It drives
  * the allocation (hs_acts_create), the half-batch views one thread runs a
@@ -143,6 +144,26 @@ static inline void hs_transpose_rows(float *out, const float *in, int R, int C, 
  * forward's fused bias passes). */
 void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
                        int C, int OC);
+
+/* out (N,D) = (inp - mean) * rstd (normalize), then * w (+ b) (affine; w, b
+ * may be NULL); normalize = 0 applies the affine part to out in place. The
+ * same operations in the same order whether or not the observer sits
+ * between the normalisation and the affine part (hook_normalized). */
+void hs_norm_apply_affine(float *out, const float *inp, const float *mean, const float *rstd,
+                          const float *w, const float *b, size_t N, int D, int normalize,
+                          int affine);
+
+/* out (N, OC) += bias (OC) on every row: what every product of the forward
+ * does after its beta-0 product, so the fused passes give its bits. */
+void hs_add_bias_rows(float *out, const float *bias, size_t N, int OC);
+
+/* The no-observer forward's fused pass, with the bits of hs_add_bias_rows
+ * followed by the separate pass it replaces (float + commutes exactly):
+ * y (N, D) += bias (may be NULL), then resid_out = resid + y, row by row
+ * while y's row is in L1. keep_y = 0 leaves y without its bias (the MLP's
+ * output, a scratch). */
+void hs_bias_residual(float *resid_out, const float *resid, float *y, const float *bias,
+                      size_t N, int D, int keep_y);
 
 /* ------------------------------------------------------------------------ */
 /* Explicit SIMD for the element-wise loops (GCC/clang vector extensions).   */
@@ -378,5 +399,114 @@ void hs_gelu_forward(float *out, const float *inp, size_t n);
 void hs_gelu_forward_grad(float *out, float *dact, const float *inp, size_t n);
 /* dinp (n) = dout (n) * GELU'(inp (n)) (overwrites). */
 void hs_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
+
+/* out (n) = act(inp (n)): GELU x Phi(x) (exact erf to float precision,
+ * model_simd.h) or ReLU. dact (may be NULL): GELU'(inp) for the backward.
+ * Inline, so that the MLP's fused pass (an HS_CLONES kernel, model/norm_mlp.c)
+ * and the last block at one position (model/forward.c) each keep it in their
+ * own body. */
+static inline void hs_act_forward(float *out, float *dact, const float *inp, size_t n, hs_act act)
+{
+    if (act == HS_ACT_RELU) {
+        for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+        return;
+    }
+    if (dact)
+        hs_gelu_forward_grad(out, dact, inp, n);
+    else
+        hs_gelu_forward(out, inp, n);
+}
+
+/* out (n) = exp(inp (n)) at the widest width the CPU runs (identical bits at
+ * every width): the softmax's short rows and the cross-entropy. */
+static inline void hs_exp_span(float *out, const float *inp, size_t n)
+{
+    HS_SIMD_CALL(hs_exp_span_, out, inp, n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The forward's steps and its observer points                               */
+/*
+ * hs_forward (model/forward.c) orchestrates: the embedding, then per block
+ * its attention (hs_attention_forward, model/attention.c), the residual, its
+ * MLP (hs_mlp_forward, model/norm_mlp.c), then the final norm and the
+ * unembedding. Each step calls the observer at its named points (model.h)
+ * through hs_hook, which returns at once with no observer (hc->obs NULL). A
+ * step returns HS_ERR_CALLBACK when the observer aborts ("forward aborted by
+ * observer at <point>"), HS_ERR_INPUT or HS_ERR_NOMEM where it says so.
+ * A block's steps read it as one hs_block_step.
+ */
+typedef struct {
+    const hs_observer *obs; /* NULL: no observer */
+} hs_hook_ctx;
+
+/* Block l of one forward over B sequences of T positions, as its steps see
+ * it (built once per block by model/forward.c). */
+typedef struct {
+    hs_hook_ctx *hc;
+    const hs_model *m;
+    const hs_config *c;         /* &m->cfg */
+    hs_acts *acts;              /* a view (hs_acts_view): its pointers may start at a later sequence */
+    hs_block_acts *ba;          /* &acts->blocks[l] */
+    const hs_block_params *bp;  /* &m->params.blocks[l] */
+    int l, B, T;
+    size_t BT;                  /* B * T rows */
+    int fuse;                   /* 1: a product's bias is added in the pass after it (no
+                                 * observer point between; not in the last block when
+                                 * acts->logit_pos >= 0, which reads attn_out whole) */
+} hs_block_step;
+
+/* Calls the observer at `name` if it wants it. Returns 1 if data changed,
+ * 0 if not or not called, -1 to abort. */
+static inline int hs_hook(hs_hook_ctx *hc, const char *name, float *data, int ndim, int64_t d0,
+                          int64_t d1, int64_t d2, int64_t d3)
+{
+    if (hc->obs == NULL) return 0;
+    if (hc->obs->wants && !hc->obs->wants(name, hc->obs->ctx)) return 0;
+    int64_t shape[4] = {d0, d1, d2, d3};
+    int r = hc->obs->fn(name, shape, ndim, data, hc->obs->ctx);
+    return r < 0 ? -1 : (r > 0);
+}
+
+/* 1 when there is an observer and it wants the point `name`. */
+static inline int hs_hook_wants(hs_hook_ctx *hc, const char *name)
+{
+    if (hc->obs == NULL) return 0;
+    return hc->obs->wants == NULL || hc->obs->wants(name, hc->obs->ctx);
+}
+
+/* hs_hook in a step: returns from it with HS_ERR_CALLBACK (in `err`) when
+ * the observer aborts. */
+#define HS_HOOK(hc, nm, data, ndim, d0, d1, d2, d3)                                           \
+    do {                                                                                      \
+        if (hs_hook((hc), (nm), (data), (ndim), (d0), (d1), (d2), (d3)) < 0) {                \
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", (nm)); \
+        }                                                                                     \
+    } while (0)
+
+/* A norm with its two points: <prefix>.hook_scale (B,T,1) then
+ * <prefix>.hook_normalized (B,T,D), then the affine part: out (B,T,D),
+ * mean, rstd (B,T) <- norm of inp (B,T,D) with w, b (may be NULL). prefix
+ * e.g. "blocks.0.ln1"; scratch: B*T floats. */
+hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out, float *mean,
+                                 float *rstd, const float *inp, const float *w, const float *b,
+                                 int B, int T, int D, hs_norm type, float eps, float *scratch,
+                                 hs_error *err);
+
+/* Packs every layer's W_Q, W_K (softmax only) and W_V into acts
+ * (hs_acts_wpack), once per hs_forward. */
+void hs_pack_qkv(const hs_model *m, hs_acts *acts);
+
+/* The attention of block k->l, from its resid_pre to attn_out (B,T,D) = z W_O
+ * (+ b_O unless k->fuse: then the residual's pass adds it, hs_bias_residual):
+ * TransformerLens' split inputs when observed, LN1, q, k, v, the scores,
+ * the pattern and z, each head's hook_result when observed. */
+hs_status hs_attention_forward(const hs_block_step *k, hs_error *err);
+
+/* The MLP of block k->l (d_mlp > 0): resid_post = resid_mid +
+ * MLP(LN2(resid_mid)) with the points from blocks.l.hook_resid_mid to
+ * hook_mlp_out (k->fuse: the biases of W_in and W_out in the passes after
+ * their products). */
+hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err);
 
 #endif

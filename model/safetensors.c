@@ -317,205 +317,206 @@ static hs_status parse_metadata(const char *fname, const cJSON *meta, hs_st_file
     return HS_OK;
 }
 
-hs_status hs_safetensors_parse_ex(const unsigned char *buf, size_t n, const char *name,
-                                  hs_st_skip_fn skip, void *skip_ctx, hs_st_file *out,
-                                  int *n_skipped, hs_error *err)
+/* The reader's state between its steps (hs_safetensors_parse_ex). */
+typedef struct {
+    const char *fname;           /* for messages */
+    char *hdr;                   /* the header's JSON, NUL-terminated, trailing spaces cut */
+    cJSON *root;                 /* its parse; the entries' names point into it */
+    const unsigned char *data;   /* the data section */
+    size_t data_size;
+    st_entry *ents;              /* (ne) in header order */
+    st_entry **order;            /* (ne) the same, sorted by a step */
+    int ne;
+} st_reader;
+
+/* The 8-byte length, then the header: r->hdr, r->root (a JSON object and
+ * nothing else but its space padding), r->data, r->data_size. */
+static hs_status read_header(st_reader *r, const unsigned char *buf, size_t n, hs_error *err)
 {
-    hs_status s = HS_OK;
-    char *hdr = NULL;
-    cJSON *root = NULL;
-    st_entry *ents = NULL;
-    st_entry **order = NULL;
-    const char *fname = name ? name : "<buffer>";
-
-    memset(out, 0, sizeof *out);
-    if (n_skipped) *n_skipped = 0;
-
-    if (n < 8) {
-        s = hs_fail(err, HS_ERR_FORMAT, "%s: file is truncated: %zu bytes, shorter than the "
-                    "8-byte safetensors header length", fname, n);
-        goto fail;
-    }
+    const char *fname = r->fname;
+    if (n < 8)
+        return hs_fail(err, HS_ERR_FORMAT, "%s: file is truncated: %zu bytes, shorter than the "
+                       "8-byte safetensors header length", fname, n);
     uint64_t hlen = load_le64(buf);
-    if (hlen > HS_ST_MAX_HEADER) {
-        s = hs_fail(err, HS_ERR_FORMAT, "%s: header length %llu is absurd (cap %llu bytes); "
-                    "not a safetensors file?", fname, (unsigned long long)hlen,
-                    (unsigned long long)HS_ST_MAX_HEADER);
-        goto fail;
-    }
-    if (hlen > n - 8) {
-        s = hs_fail(err, HS_ERR_FORMAT, "%s: header length %llu is beyond the end of the file "
-                    "(%zu bytes after the length field); truncated file?", fname,
-                    (unsigned long long)hlen, n - 8);
-        goto fail;
-    }
+    if (hlen > HS_ST_MAX_HEADER)
+        return hs_fail(err, HS_ERR_FORMAT, "%s: header length %llu is absurd (cap %llu bytes); "
+                       "not a safetensors file?", fname, (unsigned long long)hlen,
+                       (unsigned long long)HS_ST_MAX_HEADER);
+    if (hlen > n - 8)
+        return hs_fail(err, HS_ERR_FORMAT, "%s: header length %llu is beyond the end of the "
+                       "file (%zu bytes after the length field); truncated file?", fname,
+                       (unsigned long long)hlen, n - 8);
     size_t hn = (size_t)hlen;
-    const unsigned char *data = buf + 8 + hn;
-    size_t data_size = n - 8 - hn;
+    r->data = buf + 8 + hn;
+    r->data_size = n - 8 - hn;
 
     /* JSON: trailing space padding allowed; parse a NUL-terminated copy. */
     size_t trimmed = hn;
     while (trimmed > 0 && buf[8 + trimmed - 1] == ' ') trimmed--;
-    hdr = malloc(trimmed + 1);
-    if (!hdr) {
-        s = hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", fname);
-        goto fail;
-    }
-    memcpy(hdr, buf + 8, trimmed);
-    hdr[trimmed] = '\0';
+    r->hdr = malloc(trimmed + 1);
+    if (!r->hdr) return hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", fname);
+    memcpy(r->hdr, buf + 8, trimmed);
+    r->hdr[trimmed] = '\0';
     const char *end = NULL;
-    root = cJSON_ParseWithLengthOpts(hdr, trimmed + 1, &end, 1);
-    if (root == NULL) {
+    r->root = cJSON_ParseWithLengthOpts(r->hdr, trimmed + 1, &end, 1);
+    if (r->root == NULL) {
+        const char *hdr = r->hdr;
         size_t at = (end != NULL && end >= hdr && end <= hdr + trimmed) ? (size_t)(end - hdr) : 0;
-        s = hs_fail(err, HS_ERR_FORMAT, "%s: header is not valid JSON (error near byte %zu of "
-                    "%zu)", fname, at, hn);
-        goto fail;
+        return hs_fail(err, HS_ERR_FORMAT, "%s: header is not valid JSON (error near byte %zu "
+                       "of %zu)", fname, at, hn);
     }
-    if (!cJSON_IsObject(root)) {
-        s = hs_fail(err, HS_ERR_FORMAT, "%s: header JSON is not an object", fname);
-        goto fail;
-    }
-    if (hdr[0] != '{' || hdr[trimmed - 1] != '}') {
-        s = hs_fail(err, HS_ERR_FORMAT, "%s: header has bytes other than the JSON object and "
-                    "its space padding", fname);
-        goto fail;
-    }
+    if (!cJSON_IsObject(r->root))
+        return hs_fail(err, HS_ERR_FORMAT, "%s: header JSON is not an object", fname);
+    if (r->hdr[0] != '{' || r->hdr[trimmed - 1] != '}')
+        return hs_fail(err, HS_ERR_FORMAT, "%s: header has bytes other than the JSON object and "
+                       "its space padding", fname);
+    return HS_OK;
+}
 
-    /* Entries. */
-    int n_items = cJSON_GetArraySize(root);
-    ents = calloc((size_t)n_items + 1, sizeof *ents);
-    order = calloc((size_t)n_items + 1, sizeof *order);
-    if (!ents || !order) {
-        s = hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", fname);
-        goto fail;
-    }
-    int ne = 0, have_meta = 0;
+/* Every header item in order: "__metadata__" (once) into out, each tensor
+ * entry into r->ents (and r->order), inside the data section. */
+static hs_status read_entries(st_reader *r, hs_st_skip_fn skip, void *skip_ctx, hs_st_file *out,
+                              hs_error *err)
+{
+    const char *fname = r->fname;
+    int n_items = cJSON_GetArraySize(r->root);
+    r->ents = calloc((size_t)n_items + 1, sizeof *r->ents);
+    r->order = calloc((size_t)n_items + 1, sizeof *r->order);
+    if (!r->ents || !r->order) return hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", fname);
+    int have_meta = 0;
     const cJSON *item;
-    cJSON_ArrayForEach(item, root) {
+    cJSON_ArrayForEach(item, r->root) {
         if (strcmp(item->string, "__metadata__") == 0) {
-            if (have_meta) {
-                s = hs_fail(err, HS_ERR_FORMAT, "%s: \"__metadata__\" appears twice", fname);
-                goto fail;
-            }
+            if (have_meta)
+                return hs_fail(err, HS_ERR_FORMAT, "%s: \"__metadata__\" appears twice", fname);
             have_meta = 1;
-            s = parse_metadata(fname, item, out, err);
-            if (s != HS_OK) goto fail;
+            hs_status s = parse_metadata(fname, item, out, err);
+            if (s != HS_OK) return s;
             continue;
         }
-        st_entry *e = &ents[ne];
+        st_entry *e = &r->ents[r->ne];
         e->name = item->string;
-        s = parse_entry(fname, item, e, skip, skip_ctx, err);
-        if (s != HS_OK) goto fail;
-        if (e->end > data_size) {
-            s = hs_fail(err, HS_ERR_FORMAT, "%s: tensor '%s': data_offsets end %zu is past the "
-                        "end of the data (%zu bytes); truncated file?", fname, e->name, e->end,
-                        data_size);
-            goto fail;
-        }
-        order[ne] = e;
-        ne++;
+        hs_status s = parse_entry(fname, item, e, skip, skip_ctx, err);
+        if (s != HS_OK) return s;
+        if (e->end > r->data_size)
+            return hs_fail(err, HS_ERR_FORMAT, "%s: tensor '%s': data_offsets end %zu is past "
+                           "the end of the data (%zu bytes); truncated file?", fname, e->name,
+                           e->end, r->data_size);
+        r->order[r->ne] = e;
+        r->ne++;
     }
+    return HS_OK;
+}
 
-    /* Duplicate names (cJSON keeps both). */
+/* No name twice (cJSON keeps both), and the tensors tile the data section
+ * exactly: no overlap, no hole, nothing after the last one. */
+static hs_status check_layout(st_reader *r, hs_error *err)
+{
+    const char *fname = r->fname;
+    st_entry **order = r->order;
+    const int ne = r->ne;
     qsort(order, (size_t)ne, sizeof *order, cmp_entry_name);
     for (int i = 1; i < ne; i++)
-        if (strcmp(order[i - 1]->name, order[i]->name) == 0) {
-            s = hs_fail(err, HS_ERR_FORMAT, "%s: tensor '%s' appears twice in the header",
-                        fname, order[i]->name);
-            goto fail;
-        }
+        if (strcmp(order[i - 1]->name, order[i]->name) == 0)
+            return hs_fail(err, HS_ERR_FORMAT, "%s: tensor '%s' appears twice in the header",
+                           fname, order[i]->name);
 
-    /* The tensors must tile the data section exactly. */
     qsort(order, (size_t)ne, sizeof *order, cmp_entry_offset);
     size_t pos = 0;
     const st_entry *prev = NULL;
     for (int i = 0; i < ne; i++) {
         const st_entry *e = order[i];
-        if (e->begin < pos) {
-            s = hs_fail(err, HS_ERR_FORMAT, "%s: tensors '%s' [%zu,%zu) and '%s' [%zu,%zu) have "
-                        "overlapping data_offsets", fname, prev->name, prev->begin, prev->end,
-                        e->name, e->begin, e->end);
-            goto fail;
-        }
+        if (e->begin < pos)
+            return hs_fail(err, HS_ERR_FORMAT, "%s: tensors '%s' [%zu,%zu) and '%s' [%zu,%zu) "
+                           "have overlapping data_offsets", fname, prev->name, prev->begin,
+                           prev->end, e->name, e->begin, e->end);
         if (e->begin > pos) {
             if (prev)
-                s = hs_fail(err, HS_ERR_FORMAT, "%s: hole of %zu bytes in the data between "
-                            "tensor '%s' (ends at %zu) and tensor '%s' (begins at %zu)", fname,
-                            e->begin - pos, prev->name, pos, e->name, e->begin);
-            else
-                s = hs_fail(err, HS_ERR_FORMAT, "%s: hole of %zu bytes in the data before the "
-                            "first tensor '%s'", fname, e->begin, e->name);
-            goto fail;
+                return hs_fail(err, HS_ERR_FORMAT, "%s: hole of %zu bytes in the data between "
+                               "tensor '%s' (ends at %zu) and tensor '%s' (begins at %zu)",
+                               fname, e->begin - pos, prev->name, pos, e->name, e->begin);
+            return hs_fail(err, HS_ERR_FORMAT, "%s: hole of %zu bytes in the data before the "
+                           "first tensor '%s'", fname, e->begin, e->name);
         }
         prev = e;
         pos = e->end;
     }
-    if (pos != data_size) {
-        s = hs_fail(err, HS_ERR_FORMAT, "%s: %zu bytes of trailing garbage after the last "
-                    "tensor (tensors end at %zu, the data section has %zu bytes)", fname,
-                    data_size - pos, pos, data_size);
-        goto fail;
-    }
+    if (pos != r->data_size)
+        return hs_fail(err, HS_ERR_FORMAT, "%s: %zu bytes of trailing garbage after the last "
+                       "tensor (tensors end at %zu, the data section has %zu bytes)", fname,
+                       r->data_size - pos, pos, r->data_size);
+    return HS_OK;
+}
 
-    /* Decode the kept tensors, in header order. */
+/* The kept tensors, in header order, decoded into out: F32 values, each
+ * finite. *skipped gets the number of skipped ones. */
+static hs_status decode_tensors(const st_reader *r, hs_st_file *out, int *skipped,
+                                hs_error *err)
+{
+    const char *fname = r->fname;
     int n_keep = 0;
-    for (int i = 0; i < ne; i++) n_keep += !ents[i].skip;
+    for (int i = 0; i < r->ne; i++) n_keep += !r->ents[i].skip;
     out->names = calloc((size_t)n_keep + 1, sizeof *out->names);
     out->ndim = calloc((size_t)n_keep + 1, sizeof *out->ndim);
     out->shape = calloc((size_t)n_keep + 1, sizeof *out->shape);
     out->data = calloc((size_t)n_keep + 1, sizeof *out->data);
     out->numel = calloc((size_t)n_keep + 1, sizeof *out->numel);
-    if (!out->names || !out->ndim || !out->shape || !out->data || !out->numel) {
-        s = hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", fname);
-        goto fail;
-    }
-    int skipped = 0;
-    for (int i = 0; i < ne; i++) {
-        const st_entry *e = &ents[i];
+    if (!out->names || !out->ndim || !out->shape || !out->data || !out->numel)
+        return hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", fname);
+    *skipped = 0;
+    for (int i = 0; i < r->ne; i++) {
+        const st_entry *e = &r->ents[i];
         if (e->skip) {
-            skipped++;
+            (*skipped)++;
             continue;
         }
         int k = out->n;
         out->names[k] = hs_strdup(e->name);
         out->data[k] = malloc(e->numel ? e->numel * sizeof(float) : 1);
         out->n++; /* so hs_st_file_free releases both */
-        if (!out->names[k] || !out->data[k]) {
-            s = hs_fail(err, HS_ERR_NOMEM, "%s: out of memory (tensor '%s', %zu floats)", fname,
-                        e->name, e->numel);
-            goto fail;
-        }
+        if (!out->names[k] || !out->data[k])
+            return hs_fail(err, HS_ERR_NOMEM, "%s: out of memory (tensor '%s', %zu floats)",
+                           fname, e->name, e->numel);
         out->ndim[k] = e->ndim;
         for (int d = 0; d < ST_MAX_DIMS; d++) out->shape[k][d] = d < e->ndim ? e->shape[d] : 0;
         out->numel[k] = e->numel;
-        const unsigned char *p = data + e->begin;
+        const unsigned char *p = r->data + e->begin;
         float *dst = out->data[k];
         for (size_t j = 0; j < e->numel; j++) {
             float v = load_le_f32(p + 4 * j);
-            if (!isfinite(v)) {
-                s = hs_fail(err, HS_ERR_NUMERIC, "%s: tensor '%s' has a non-finite value (%s) at "
-                            "index %zu", fname, e->name, isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"),
-                            j);
-                goto fail;
-            }
+            if (!isfinite(v))
+                return hs_fail(err, HS_ERR_NUMERIC, "%s: tensor '%s' has a non-finite value (%s) "
+                               "at index %zu", fname, e->name,
+                               isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"), j);
             dst[j] = v;
         }
     }
-    if (n_skipped) *n_skipped = skipped;
-    free(order);
-    free(ents);
-    cJSON_Delete(root);
-    free(hdr);
     return HS_OK;
+}
 
-fail:
-    free(order);
-    free(ents);
-    cJSON_Delete(root);
-    free(hdr);
-    hs_st_file_free(out);
+hs_status hs_safetensors_parse_ex(const unsigned char *buf, size_t n, const char *name,
+                                  hs_st_skip_fn skip, void *skip_ctx, hs_st_file *out,
+                                  int *n_skipped, hs_error *err)
+{
+    st_reader r = {name ? name : "<buffer>", NULL, NULL, NULL, 0, NULL, NULL, 0};
+    int skipped = 0;
+
+    memset(out, 0, sizeof *out);
     if (n_skipped) *n_skipped = 0;
-    return s;
+    hs_status s = read_header(&r, buf, n, err);
+    if (s == HS_OK) s = read_entries(&r, skip, skip_ctx, out, err);
+    if (s == HS_OK) s = check_layout(&r, err);
+    if (s == HS_OK) s = decode_tensors(&r, out, &skipped, err);
+    free(r.order);
+    free(r.ents);
+    cJSON_Delete(r.root);
+    free(r.hdr);
+    if (s != HS_OK) {
+        hs_st_file_free(out);
+        return s;
+    }
+    if (n_skipped) *n_skipped = skipped;
+    return HS_OK;
 }
 
 hs_status hs_safetensors_parse(const unsigned char *buf, size_t n, const char *name,

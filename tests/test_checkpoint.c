@@ -1,9 +1,10 @@
 /*
- * tests/test_checkpoint.c -- checkpoint save/load (model/checkpoint.c):
- * round trips over the config switches, the header layout against the
- * safetensors specification, the TransformerLens-shaped fixture written by an
- * independent Python script, the corrupt-case table tests/checkpoint/
- * corrupt_cases.tsv, and atomic-write safety.
+ * tests/test_checkpoint.c -- checkpoint save/load (model/checkpoint.c and
+ * its TransformerLens layout, model/checkpoint_tl.c): round trips over the
+ * config switches, the header layout against the safetensors specification,
+ * the TransformerLens-shaped fixture written by an independent Python script,
+ * the corrupt-case table tests/checkpoint/corrupt_cases.tsv, and atomic-write
+ * safety.
  *
  * Working directory: tests/. Scratch: $HS_TEST_TMP.
  */

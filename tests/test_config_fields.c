@@ -109,7 +109,7 @@ static void every_pinned_field_is_classified(void **state)
         const field_case *fc = find_case(line);
         if (fc == NULL)
             fail_msg("pinned TransformerLens field '%s' is neither computed nor refused: add it "
-                     "to model/checkpoint.c TL_FIELDS and to this table", line);
+                     "to model/checkpoint_tl.c TL_FIELDS and to this table", line);
         if (hs_checkpoint_tl_field(line) != (int)fc->kind)
             fail_msg("field '%s': the loader says %d, the table %d", line,
                      hs_checkpoint_tl_field(line), (int)fc->kind);

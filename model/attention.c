@@ -1,0 +1,440 @@
+/*
+ * model/attention.c -- the attention half of a block: the kernels (all heads'
+ * Q, K, V projection on packed weights, the scores, the softmax or the
+ * uniform pattern, the mix) and the step that runs them with their observer
+ * points (hs_attention_forward), TransformerLens' split inputs included.
+ *
+ * Kernels are plain functions (outputs first, then inputs, weights, dims);
+ * how attention runs as hs_sgemm products over whole T x T tiles and the
+ * softmax's two row paths: model_internal.h (HS_SOFTMAX_LONG_T).
+ */
+#include "model.h"
+#include "model_internal.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Projections                                                               */
+
+/* out (N, H*dh) = inp (N, D) @ Wp (D, H*dh) + b (H*dh): all heads' projection
+ * in one sgemm on the packed weights (hs_acts_wpack), C pre-filled with b. */
+static void heads_project(float *out, const float *inp, const float *Wp, const float *b, size_t N,
+                          int D, int H, int dh)
+{
+    const int HD = H * dh;
+    if (b)
+        for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)HD, b, (size_t)HD * sizeof(float));
+    hs_sgemm(0, 0, (int)N, HD, D, 1.0f, inp, D, Wp, HD,
+                b ? 1.0f : 0.0f, out, HD);
+}
+
+/* Packs W (H, D, dh) into Wp (D, H*dh). */
+static void pack_heads(float *Wp, const float *W, int D, int H, int dh)
+{
+    for (int h = 0; h < H; h++)
+        for (int d = 0; d < D; d++)
+            memcpy(Wp + (size_t)d * H * dh + (size_t)h * dh, W + ((size_t)h * D + d) * dh,
+                   (size_t)dh * sizeof(float));
+}
+
+/* Packs every layer's W_Q, W_K (softmax only) and W_V into acts
+ * (model_internal.h). */
+void hs_pack_qkv(const hs_model *m, hs_acts *acts)
+{
+    const hs_config *c = &m->cfg;
+    for (int l = 0; l < c->n_layers; l++) {
+        const hs_block_params *bp = &m->params.blocks[l];
+        if (c->attn == HS_ATTN_SOFTMAX) {
+            pack_heads(hs_acts_wpack(acts, c, l, 0), bp->W_Q, c->d_model, c->n_heads, c->d_head);
+            pack_heads(hs_acts_wpack(acts, c, l, 1), bp->W_K, c->d_model, c->n_heads, c->d_head);
+        }
+        pack_heads(hs_acts_wpack(acts, c, l, 2), bp->W_V, c->d_model, c->n_heads, c->d_head);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scores, softmax, mix                                                      */
+
+/* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale), j > i = -inf.
+ * q,k (B,T,H,dh); kT (H*dh, T) scratch. Per sequence k is transposed once,
+ * then per head S = q k^T is an NN product (hs_sgemm: libxsmm) over the
+ * whole T x T tile, scaled and masked after. */
+HS_CLONES
+static void attn_scores(float *scores, float *kT, const float *q, const float *k, int B, int T,
+                        int H, int dh, float inv_scale)
+{
+    const size_t HD = (size_t)H * dh;
+    const hs_v8 vscale = HS_V8_SET1(inv_scale);
+    hs_sgemm_plan qk;
+    hs_sgemm_plan_init(&qk, 0, 0, T, T, dh, 1.0f, (int)HD, T, 0.0f, T);
+    for (int b = 0; b < B; b++) {
+        hs_transpose_rows(kT, k + (size_t)b * T * HD, T, (int)HD, HD);
+        for (int h = 0; h < H; h++) {
+            float *S = scores + ((size_t)b * H + h) * T * T;
+            hs_sgemm_run(&qk, q + (size_t)b * T * HD + (size_t)h * dh, kT + (size_t)h * dh * T, S);
+            for (int i = 0; i < T; i++) {
+                float *Si = S + (size_t)i * T;
+                int j = 0;
+                for (; j + 8 <= i + 1; j += 8) {
+                    hs_v8 x;
+                    HS_V8_LOAD(x, Si + j);
+                    x *= vscale;
+                    HS_V8_STORE(Si + j, x);
+                }
+                for (; j <= i; j++) Si[j] *= inv_scale;
+                for (; j < T; j++) Si[j] = -INFINITY;
+            }
+        }
+    }
+}
+
+/* att (B,H,T,T) <- row softmax of scores over j <= i (full = 0; exact 0 above
+ * the diagonal) or over the whole row (full = 1: an observer wrote a finite
+ * score above the diagonal; TransformerLens softmaxes the whole hooked row).
+ * A row whose maximum is not finite (all -inf, a +inf or a NaN) gets weights
+ * 0, as TransformerLens' softmax NaN -> 0. */
+static void softmax_rows_long(float *att, const float *scores, size_t rows, int T, int full)
+{
+    HS_SIMD_CALL(hs_softmax_rows_, att, scores, rows, T, full);
+}
+
+HS_CLONES
+static void attn_softmax(float *att, const float *scores, int B, int H, int T, int full)
+{
+    if (T >= HS_SOFTMAX_LONG_T) { /* long rows: 16-lane sums (model_simd.h) */
+        softmax_rows_long(att, scores, (size_t)B * H * T, T, full);
+        return;
+    }
+    /* short rows, a (b, h) tile at a time: each row's maximum; the shifted
+     * scores s - max over the whole row (above the diagonal -inf when full =
+     * 0, so their exp is an exact 0); one exp over the tile; each row summed
+     * in j order from 0 (the zeros change no bit) and scaled. A row whose
+     * maximum is not finite or that holds a NaN gets 0 everywhere. */
+    _Static_assert(HS_SOFTMAX_LONG_T <= 32, "the short rows' bitmask below is one unsigned");
+    const size_t TT = (size_t)T * T;
+    (void)full; /* full = 0 rows hold -inf above the diagonal: same code */
+    for (size_t t = 0; t < (size_t)B * H; t++) {
+        const float *S = scores + t * TT;
+        float *A = att + t * TT;
+        unsigned bad = 0; /* bit i: row i gets zeros (T < 32) */
+        for (int i = 0; i < T; i++) {
+            const float *s = S + (size_t)i * T;
+            float *a = A + (size_t)i * T;
+            float mx;
+            if (!hs_row_max(s, T, &mx)) {
+                bad |= 1u << i;
+                mx = 0.0f;
+            }
+            const hs_v8 vmx = HS_V8_SET1(mx);
+            int j = 0;
+            for (; j + 8 <= T; j += 8) {
+                hs_v8 v;
+                HS_V8_LOAD(v, s + j);
+                v -= vmx;
+                HS_V8_STORE(a + j, v);
+            }
+            for (; j < T; j++) a[j] = s[j] - mx;
+        }
+        hs_exp_span(A, A, TT);
+        for (int i = 0; i < T; i++) {
+            float *a = A + (size_t)i * T;
+            if (bad >> i & 1u) {
+                memset(a, 0, (size_t)T * sizeof(float));
+                continue;
+            }
+            float sum = 0.0f;
+            for (int j = 0; j < T; j++) sum += a[j];
+            const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+            const hs_v8 vinv = HS_V8_SET1(inv);
+            int j = 0;
+            for (; j + 8 <= T; j += 8) {
+                hs_v8 v;
+                HS_V8_LOAD(v, a + j);
+                v *= vinv;
+                HS_V8_STORE(a + j, v);
+            }
+            for (; j < T; j++) a[j] *= inv;
+        }
+    }
+}
+
+/* 1 if any entry of x (B,H,T,T) above the diagonal differs from `masked`
+ * (-inf for scores, 0 for patterns): an observer wrote there. */
+static int above_diagonal_edited(const float *x, int B, int H, int T, float masked)
+{
+    for (size_t r = 0; r < (size_t)B * H * T; r++) {
+        const int i = (int)(r % (size_t)T);
+        for (int j = i + 1; j < T; j++)
+            if (!(x[r * T + j] == masked)) return 1;
+    }
+    return 0;
+}
+
+static void attn_uniform(float *att, int B, int H, int T)
+{
+    for (size_t r = 0; r < (size_t)B * H * T; r++) {
+        int i = (int)(r % (size_t)T);
+        float *a = att + r * T;
+        float w = 1.0f / (float)(i + 1);
+        for (int j = 0; j < T; j++) a[j] = j <= i ? w : 0.0f;
+    }
+}
+
+/* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h): one NN product
+ * (hs_sgemm: libxsmm) over every src, as TransformerLens mixes (weights an
+ * observer wrote above the diagonal of hook_pattern are mixed in). */
+static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh)
+{
+    /* whole rows: above the diagonal the weights are exact zeros (or an
+     * observer's, which TransformerLens mixes in) */
+    const size_t HD = (size_t)H * dh;
+    hs_sgemm_plan av;
+    hs_sgemm_plan_init(&av, 0, 0, T, dh, T, 1.0f, T, (int)HD, 0.0f, (int)HD);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const size_t off = (size_t)b * T * HD + (size_t)h * dh;
+            hs_sgemm_run(&av, att + ((size_t)b * H + h) * T * T, v + off, z + off);
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Split inputs                                                              */
+
+/* TransformerLens' split attention inputs (hook_attn_in, hook_q/k/v_input,
+ * [B,T,H,D], resid_pre repeated per head). When an observer wants one of
+ * them it sees it; if it changed any (compared with the repeat, so a hook
+ * that returns 1 without writing changes nothing), the q, k or v of every
+ * head whose input changed is recomputed from that head's own input: LN1 per
+ * head (its statistics from that input), then x W[h] + b[h]. The LN1 points
+ * then stay unobserved (TL has them per head, [B,T,H,1]): an observer that
+ * also wants them gets HS_ERR_INPUT. Called after the ordinary projections. */
+typedef struct {
+    float *mem;          /* NULL = no split input observed */
+    float *rep, *in[3];  /* (BT,H,D): the repeat of resid_pre; q, k, v inputs */
+} split_in;
+
+static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, const hs_block_acts *ba,
+                              int B, int T, split_in *si, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model, H = c->n_heads;
+    const int softmax = c->attn == HS_ATTN_SOFTMAX;
+    const size_t BT = (size_t)B * T, HD = (size_t)H * D;
+    static const char *const kinds[3] = {"q", "k", "v"};
+    char nm[96];
+    int want[4];
+    snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
+    want[3] = hs_hook_wants(hc, nm);
+    for (int x = 0; x < 3; x++) {
+        snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
+        want[x] = (softmax || x == 2) && hs_hook_wants(hc, nm);
+    }
+    si->mem = NULL;
+    if (!want[0] && !want[1] && !want[2] && !want[3]) return HS_OK;
+    /* rep (BT,H,D) the repeat, attn_in and in[x] each input, then (split_apply)
+     * tmp (BT,D) and statistics 2 x BT */
+    float *mem = malloc((BT * HD * 5 + BT * D + 2 * BT) * sizeof(float));
+    if (mem == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory for blocks.%d split inputs", l);
+    float *rep = mem, *attn_in = rep + BT * HD;
+    si->mem = mem;
+    si->rep = rep;
+    for (int x = 0; x < 3; x++) si->in[x] = attn_in + (size_t)(x + 1) * BT * HD;
+    for (size_t i = 0; i < BT; i++)
+        for (int h = 0; h < H; h++)
+            memcpy(rep + (i * H + h) * D, ba->resid_pre + i * D, (size_t)D * sizeof(float));
+    memcpy(attn_in, rep, BT * HD * sizeof(float));
+    if (want[3]) {
+        snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
+        if (hs_hook(hc, nm, attn_in, 4, B, T, H, D) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+    }
+    for (int x = 0; x < 3; x++) {
+        memcpy(si->in[x], attn_in, BT * HD * sizeof(float));
+        if (!want[x]) continue;
+        snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
+        if (hs_hook(hc, nm, si->in[x], 4, B, T, H, D) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+    }
+    return HS_OK;
+}
+
+/* After the ordinary projections: q, k or v of each head whose split input
+ * was edited, recomputed from it (split_inputs). */
+static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_block_acts *ba,
+                             int B, int T, int ln1_observed, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const hs_block_params *bp = &m->params.blocks[l];
+    const int D = c->d_model, H = c->n_heads, dh = c->d_head;
+    const size_t BT = (size_t)B * T, HD = (size_t)H * D;
+    static const char *const kinds[3] = {"q", "k", "v"};
+    float *tmp = si->in[2] + BT * HD, *mean = tmp + BT * D, *rstd = mean + BT;
+    const int has_ln1 = c->ln1 && c->norm != HS_NORM_NONE;
+    float *outs[3] = {ba->q, ba->k, ba->v};
+    const float *Ws[3] = {bp->W_Q, bp->W_K, bp->W_V}, *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
+    for (int x = 0; x < 3; x++) {
+        if (c->attn != HS_ATTN_SOFTMAX && x < 2) continue;
+        for (int h = 0; h < H; h++) {
+            int edited = 0;
+            for (size_t i = 0; i < BT && !edited; i++)
+                edited = memcmp(si->in[x] + (i * H + h) * D, si->rep + (i * H + h) * D,
+                                (size_t)D * sizeof(float)) != 0;
+            if (!edited) continue;
+            if (ln1_observed)
+                return hs_fail(err, HS_ERR_INPUT, "blocks.%d: an edited hook_attn_in/hook_%s_input "
+                               "runs ln1 per head, whose points ([B,T,H,1]) headscope does not "
+                               "offer; do not hook blocks.%d.ln1.* in the same run", l, kinds[x], l);
+            for (size_t i = 0; i < BT; i++)
+                memcpy(tmp + i * D, si->in[x] + (i * H + h) * D, (size_t)D * sizeof(float));
+            if (has_ln1) {
+                hs_norm_stats(mean, rstd, tmp, BT, D, c->norm, c->eps);
+                hs_norm_apply_affine(tmp, tmp, mean, rstd, bp->ln1_w, bp->ln1_b, BT, D, 1, 1);
+            }
+            float *o = outs[x] + (size_t)h * dh;
+            if (bs[x])
+                for (size_t i = 0; i < BT; i++)
+                    memcpy(o + i * H * dh, bs[x] + (size_t)h * dh, (size_t)dh * sizeof(float));
+            hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, tmp, D,
+                        Ws[x] + (size_t)h * D * dh, dh, bs[x] ? 1.0f : 0.0f, o, H * dh);
+        }
+    }
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The attention step                                                        */
+
+/* LN1 of block l's resid_pre (with its points), then q, k, v (B,T,H,dh), each
+ * observed: TransformerLens' split inputs first when observed (split_inputs),
+ * their edits applied after the ordinary projections (split_apply). */
+static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
+{
+    const hs_config *c = k->c;
+    hs_block_acts *ba = k->ba;
+    const hs_block_params *bp = k->bp;
+    const int D = c->d_model, H = c->n_heads, dh = c->d_head, l = k->l, B = k->B, T = k->T;
+    char nm[96];
+
+    split_in si = {NULL, NULL, {NULL, NULL, NULL}};
+    if (k->hc->obs) {
+        hs_status s = split_inputs(k->hc, k->m, l, ba, B, T, &si, err);
+        if (s != HS_OK) {
+            free(si.mem);
+            return s;
+        }
+    }
+
+    /* LN1 */
+    if (c->ln1 && c->norm != HS_NORM_NONE) {
+        snprintf(nm, sizeof nm, "blocks.%d.ln1", l);
+        hs_status s = hs_norm_forward_hooked(k->hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
+                                             ba->resid_pre, bp->ln1_w, bp->ln1_b, B, T, D,
+                                             c->norm, c->eps, k->acts->scratch, err);
+        if (s != HS_OK) {
+            free(si.mem);
+            return s;
+        }
+    } else {
+        memcpy(ba->ln1_out, ba->resid_pre, k->BT * D * sizeof(float));
+    }
+
+    /* Q, K, V */
+    if (c->attn == HS_ATTN_SOFTMAX) {
+        heads_project(ba->q, ba->ln1_out, hs_acts_wpack(k->acts, c, l, 0), bp->b_Q, k->BT, D, H, dh);
+        heads_project(ba->k, ba->ln1_out, hs_acts_wpack(k->acts, c, l, 1), bp->b_K, k->BT, D, H, dh);
+    }
+    heads_project(ba->v, ba->ln1_out, hs_acts_wpack(k->acts, c, l, 2), bp->b_V, k->BT, D, H, dh);
+    if (si.mem) {
+        snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_scale", l);
+        int ln1_observed = c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
+        snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_normalized", l);
+        ln1_observed |= c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
+        hs_status s = split_apply(&si, k->m, l, ba, B, T, ln1_observed, err);
+        free(si.mem);
+        if (s != HS_OK) return s;
+    }
+    if (c->attn == HS_ATTN_SOFTMAX) {
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_q", l);
+        HS_HOOK(k->hc, nm, ba->q, 4, B, T, H, dh);
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_k", l);
+        HS_HOOK(k->hc, nm, ba->k, 4, B, T, H, dh);
+    }
+    snprintf(nm, sizeof nm, "blocks.%d.attn.hook_v", l);
+    HS_HOOK(k->hc, nm, ba->v, 4, B, T, H, dh);
+    return HS_OK;
+}
+
+/* Block l's pattern att (B,H,T,T) (softmax of the observed scores, or the
+ * uniform one), observed, then z = att v (B,T,H,dh), observed. */
+static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
+{
+    hs_block_acts *ba = k->ba;
+    hs_acts *acts = k->acts;
+    const int H = k->c->n_heads, dh = k->c->d_head, B = k->B, T = k->T;
+    char nm[96];
+
+    if (k->c->attn == HS_ATTN_SOFTMAX) {
+        attn_scores(acts->scores, acts->scratch, ba->q, ba->k, B, T, H, dh,
+                    1.0f / hs_attn_scale(k->c));
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
+        int r = hs_hook(k->hc, nm, acts->scores, 4, B, H, T, T);
+        if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        attn_softmax(ba->att, acts->scores, B, H, T,
+                     r > 0 && above_diagonal_edited(acts->scores, B, H, T, -INFINITY));
+    } else {
+        attn_uniform(ba->att, B, H, T);
+    }
+    snprintf(nm, sizeof nm, "blocks.%d.attn.hook_pattern", k->l);
+    int rp = hs_hook(k->hc, nm, ba->att, 4, B, H, T, T);
+    if (rp < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+    attn_mix(ba->z, ba->att, ba->v, B, T, H, dh);
+    snprintf(nm, sizeof nm, "blocks.%d.attn.hook_z", k->l);
+    HS_HOOK(k->hc, nm, ba->z, 4, B, T, H, dh);
+    return HS_OK;
+}
+
+/* Block l's attn_out (B,T,D) = z W_O, all heads in one sgemm, + b_O unless
+ * fuse; each head's hook_result (B,T,H,D) only when asked: an edit makes
+ * attn_out b_O + the sum of the heads' results. */
+static hs_status attn_output(const hs_block_step *k, hs_error *err)
+{
+    hs_block_acts *ba = k->ba;
+    const hs_block_params *bp = k->bp;
+    const int D = k->c->d_model, H = k->c->n_heads, dh = k->c->d_head;
+    const size_t BT = k->BT;
+    char nm[96];
+
+    hs_sgemm(0, 0, (int)BT, D, H * dh, 1.0f, ba->z, H * dh, bp->W_O, D, 0.0f, ba->attn_out, D);
+    if (!k->fuse && bp->b_O) hs_add_bias_rows(ba->attn_out, bp->b_O, BT, D);
+    snprintf(nm, sizeof nm, "blocks.%d.attn.hook_result", k->l);
+    if (hs_hook_wants(k->hc, nm)) {
+        float *res = k->acts->scratch; /* (B,T,H,D) */
+        for (int h = 0; h < H; h++)
+            hs_sgemm(0, 0, (int)BT, D, dh, 1.0f,
+                        ba->z + (size_t)h * dh, H * dh, bp->W_O + (size_t)h * dh * D, D, 0.0f,
+                        res + (size_t)h * D, H * D);
+        int r = hs_hook(k->hc, nm, res, 4, k->B, k->T, H, D);
+        if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        if (r > 0) {
+            for (size_t i = 0; i < BT; i++) {
+                float *o = ba->attn_out + i * D;
+                for (int d = 0; d < D; d++) o[d] = bp->b_O ? bp->b_O[d] : 0.0f;
+                for (int h = 0; h < H; h++) {
+                    const float *rr = res + (i * H + h) * D;
+                    for (int d = 0; d < D; d++) o[d] += rr[d];
+                }
+            }
+        }
+    }
+    return HS_OK;
+}
+
+hs_status hs_attention_forward(const hs_block_step *k, hs_error *err)
+{
+    hs_status s = attn_qkv(k, err);
+    if (s == HS_OK) s = attn_pattern(k, err);
+    if (s == HS_OK) s = attn_output(k, err);
+    return s;
+}

@@ -1,0 +1,294 @@
+/*
+ * model/norm_mlp.c -- the norms (LayerNorm, RMSNorm: statistics, the affine
+ * part, the hooked norm with its hook_scale and hook_normalized points), the
+ * element-wise passes that follow the products (bias, residual, the fused
+ * no-observer passes), the activation functions (GELU dispatch, ReLU) and the
+ * MLP half of a block (hs_mlp_forward).
+ *
+ * Kernels are plain functions (outputs first, then inputs, weights, dims);
+ * the HS_CLONES ones are compiled for AVX2 and the baseline (model_internal.h).
+ */
+#include "model.h"
+#include "model_internal.h"
+
+#include <math.h>
+#include <stddef.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Norms                                                                     */
+
+/* out (N,D), mean (N), rstd (N) <- norm of inp (N,D). The affine part (w, b)
+ * is applied after it (hs_norm_apply_affine, fused unless observed) so the
+ * observer can see the normalised value before it, as TransformerLens'
+ * hook_normalized. RMS: mean = 0. */
+HS_CLONES
+void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, hs_norm type,
+                   float eps)
+{
+    for (size_t i = 0; i < N; i++) {
+        const float *x = inp + i * (size_t)D;
+        int d0 = D & ~7;
+        double mu = 0.0;
+        if (type == HS_NORM_LAYERNORM) {
+            /* 8 double lanes (two v4d), summed in a fixed order, then the tail */
+            hs_v4d s0 = {0, 0, 0, 0}, s1 = {0, 0, 0, 0};
+            for (int d = 0; d < d0; d += 8) {
+                hs_v4 a, b;
+                memcpy(&a, x + d, sizeof a);
+                memcpy(&b, x + d + 4, sizeof b);
+                s0 += __builtin_convertvector(a, hs_v4d);
+                s1 += __builtin_convertvector(b, hs_v4d);
+            }
+            s0 += s1;
+            mu = (s0[0] + s0[2]) + (s0[1] + s0[3]);
+            for (int d = d0; d < D; d++) mu += x[d];
+            mu /= D;
+        }
+        hs_v4d q0 = {0, 0, 0, 0}, q1 = {0, 0, 0, 0};
+        const hs_v4d vmu = {mu, mu, mu, mu};
+        for (int d = 0; d < d0; d += 8) {
+            hs_v4 a, b;
+            memcpy(&a, x + d, sizeof a);
+            memcpy(&b, x + d + 4, sizeof b);
+            hs_v4d c0 = __builtin_convertvector(a, hs_v4d) - vmu;
+            hs_v4d c1 = __builtin_convertvector(b, hs_v4d) - vmu;
+            q0 += c0 * c0;
+            q1 += c1 * c1;
+        }
+        q0 += q1;
+        double var = (q0[0] + q0[2]) + (q0[1] + q0[3]);
+        for (int d = d0; d < D; d++) {
+            double c = x[d] - mu;
+            var += c * c;
+        }
+        var /= D;
+        mean[i] = (float)mu;
+        rstd[i] = (float)(1.0 / sqrt(var + (double)eps));
+    }
+}
+
+/* The affine part after or without the normalisation (model_internal.h). */
+HS_CLONES
+void hs_norm_apply_affine(float *out, const float *inp, const float *mean, const float *rstd,
+                          const float *w, const float *b, size_t N, int D, int normalize,
+                          int affine)
+{
+    for (size_t i = 0; i < N; i++) {
+        const float *x = inp + i * (size_t)D;
+        float *o = out + i * (size_t)D;
+        const hs_v8 mu = HS_V8_SET1(mean[i]), rs = HS_V8_SET1(rstd[i]);
+        int d = 0;
+        for (; d + 8 <= D; d += 8) {
+            hs_v8 v;
+            if (normalize) {
+                HS_V8_LOAD(v, x + d);
+                v = (v - mu) * rs;
+            } else {
+                HS_V8_LOAD(v, o + d);
+            }
+            if (affine) {
+                hs_v8 t;
+                if (w) {
+                    HS_V8_LOAD(t, w + d);
+                    v *= t;
+                }
+                if (b) {
+                    HS_V8_LOAD(t, b + d);
+                    v += t;
+                }
+            }
+            HS_V8_STORE(o + d, v);
+        }
+        for (; d < D; d++) {
+            float v = normalize ? (x[d] - mean[i]) * rstd[i] : o[d];
+            if (affine) {
+                if (w) v *= w[d];
+                if (b) v += b[d];
+            }
+            o[d] = v;
+        }
+    }
+}
+
+void hs_norm_apply(float *out, const float *inp, const float *mean, const float *rstd, size_t N,
+                   int D)
+{
+    hs_norm_apply_affine(out, inp, mean, rstd, NULL, NULL, N, D, 1, 0);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Element-wise passes after the products                                    */
+
+HS_CLONES
+void hs_add_long(float *out, const float *a, const float *b, size_t n)
+{
+    hs_add(out, a, b, n);
+}
+
+HS_CLONES
+void hs_mul_long(float *out, const float *a, const float *b, size_t n)
+{
+    hs_mul(out, a, b, n);
+}
+
+HS_CLONES
+void hs_add_bias_rows(float *out, const float *bias, size_t N, int OC)
+{
+    for (size_t i = 0; i < N; i++) hs_add(out + i * (size_t)OC, out + i * (size_t)OC, bias, (size_t)OC);
+}
+
+/* out (N, OC) = inp (N, C) @ W (C, OC), then + bias (OC) (may be NULL). */
+void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
+                       int C, int OC)
+{
+    hs_sgemm(0, 0, (int)N, OC, C, 1.0f, inp, C, W, OC, 0.0f, out, OC);
+    if (bias) hs_add_bias_rows(out, bias, N, OC);
+}
+
+/* The fused bias + residual pass (model_internal.h). */
+HS_CLONES
+void hs_bias_residual(float *resid_out, const float *resid, float *y, const float *bias,
+                      size_t N, int D, int keep_y)
+{
+    float t[256];
+    for (size_t i = 0; i < N; i++)
+        for (int d0 = 0; d0 < D; d0 += 256) {
+            const size_t n = D - d0 < 256 ? (size_t)(D - d0) : 256, o = i * (size_t)D + (size_t)d0;
+            const float *src = y + o;
+            if (bias) {
+                float *dst = keep_y ? y + o : t;
+                hs_add(dst, y + o, bias + d0, n);
+                src = dst;
+            }
+            hs_add(resid_out + o, resid + o, src, n);
+        }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Activation functions                                                      */
+
+/* The no-observer MLP's first pass: pre (N, M) += bias (may be NULL), then
+ * out = act(pre) (and dact, may be NULL), row by row while the row is in L1:
+ * the bits of hs_add_bias_rows and hs_act_forward. */
+HS_CLONES
+static void bias_act_forward(float *out, float *dact, float *pre, const float *bias, size_t N,
+                             int M, hs_act act)
+{
+    for (size_t i = 0; i < N; i++) {
+        const size_t o = i * (size_t)M;
+        if (bias) hs_add(pre + o, pre + o, bias, (size_t)M);
+        hs_act_forward(out + o, dact ? dact + o : NULL, pre + o, (size_t)M, act);
+    }
+}
+
+/* The widest GELU kernel the CPU runs (identical bits at every width). */
+void hs_gelu_forward(float *out, const float *inp, size_t n)
+{
+    HS_SIMD_CALL(hs_gelu_forward_, out, inp, n);
+}
+
+void hs_gelu_forward_grad(float *out, float *dact, const float *inp, size_t n)
+{
+    HS_SIMD_CALL(hs_gelu_forward_grad_, out, dact, inp, n);
+}
+
+void hs_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    HS_SIMD_CALL(hs_gelu_backward_, dinp, dout, inp, n);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The hooked norm                                                           */
+
+/* A norm with its two hook points (model_internal.h). */
+hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out, float *mean,
+                                 float *rstd, const float *inp, const float *w, const float *b,
+                                 int B, int T, int D, hs_norm type, float eps, float *scratch,
+                                 hs_error *err)
+{
+    size_t N = (size_t)B * T;
+    hs_norm_stats(mean, rstd, inp, N, D, type, eps);
+    char nm[96];
+    if (hc->obs) {
+        snprintf(nm, sizeof nm, "%s.hook_scale", prefix);
+        if (hs_hook_wants(hc, nm)) {
+            for (size_t i = 0; i < N; i++) scratch[i] = 1.0f / rstd[i];
+            int r = hs_hook(hc, nm, scratch, 3, B, T, 1, 0);
+            if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+            if (r > 0) /* only entries the observer changed: 1/(1/x) is not always x */
+                for (size_t i = 0; i < N; i++)
+                    if (scratch[i] != 1.0f / rstd[i]) rstd[i] = 1.0f / scratch[i];
+        }
+    }
+    if (hc->obs) {
+        snprintf(nm, sizeof nm, "%s.hook_normalized", prefix);
+        if (hs_hook_wants(hc, nm)) {
+            hs_norm_apply_affine(out, inp, mean, rstd, w, b, N, D, 1, 0);
+            if (hs_hook(hc, nm, out, 3, B, T, D, 0) < 0)
+                return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+            hs_norm_apply_affine(out, inp, mean, rstd, w, b, N, D, 0, 1);
+            return HS_OK;
+        }
+    }
+    /* fused: the same per-element operations in the same order */
+    hs_norm_apply_affine(out, inp, mean, rstd, w, b, N, D, 1, 1);
+    return HS_OK;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The MLP half of a block                                                   */
+
+hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
+{
+    const hs_config *c = k->c;
+    hs_block_acts *ba = k->ba;
+    const hs_block_params *bp = k->bp;
+    const int D = c->d_model, M = c->d_mlp, l = k->l, B = k->B, T = k->T;
+    const size_t BT = k->BT;
+    char nm[96];
+
+    snprintf(nm, sizeof nm, "blocks.%d.hook_resid_mid", l);
+    HS_HOOK(k->hc, nm, ba->resid_mid, 3, B, T, D, 0);
+    /* hook_mlp_in: the input of ln2 alone (a copy in ln2_out, normalised
+     * in place), so an edit leaves the residual skip as it was */
+    const float *ln2_in = ba->resid_mid;
+    snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_in", l);
+    if (hs_hook_wants(k->hc, nm)) {
+        memcpy(ba->ln2_out, ba->resid_mid, BT * D * sizeof(float));
+        HS_HOOK(k->hc, nm, ba->ln2_out, 3, B, T, D, 0);
+        ln2_in = ba->ln2_out;
+    }
+    if (c->norm != HS_NORM_NONE) {
+        snprintf(nm, sizeof nm, "blocks.%d.ln2", l);
+        hs_status s = hs_norm_forward_hooked(k->hc, nm, ba->ln2_out, ba->ln2_mean, ba->ln2_rstd,
+                                             ln2_in, bp->ln2_w, bp->ln2_b, B, T, D, c->norm,
+                                             c->eps, k->acts->scratch, err);
+        if (s != HS_OK) return s;
+    } else if (ln2_in != ba->ln2_out) {
+        memcpy(ba->ln2_out, ba->resid_mid, BT * D * sizeof(float));
+    }
+    hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
+    if (k->fuse) {
+        bias_act_forward(ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, bp->b_in, BT, M,
+                         c->act);
+    } else {
+        if (bp->b_in) hs_add_bias_rows(ba->mlp_pre, bp->b_in, BT, M);
+        snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
+        HS_HOOK(k->hc, nm, ba->mlp_pre, 3, B, T, M, 0);
+        hs_act_forward(ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, BT * M, c->act);
+        snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_post", l);
+        HS_HOOK(k->hc, nm, ba->mlp_post, 3, B, T, M, 0);
+    }
+    float *mlp_out = k->acts->scratch;
+    hs_sgemm(0, 0, (int)BT, D, M, 1.0f, ba->mlp_post, M, bp->W_out, D, 0.0f, mlp_out, D);
+    if (k->fuse) {
+        hs_bias_residual(ba->resid_post, ba->resid_mid, mlp_out, bp->b_out, BT, D, 0);
+    } else {
+        if (bp->b_out) hs_add_bias_rows(mlp_out, bp->b_out, BT, D);
+        snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);
+        HS_HOOK(k->hc, nm, mlp_out, 3, B, T, D, 0);
+        hs_add_long(ba->resid_post, ba->resid_mid, mlp_out, BT * D);
+    }
+    return HS_OK;
+}
