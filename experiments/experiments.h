@@ -487,4 +487,71 @@ hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_we
 /* Frees out's arrays and zeroes it (a zeroed report is fine). */
 void hs_weights_report_free(hs_weights_report *r);
 
+/* ------------------------------------------------------------------------ */
+/* The circuit graph (experiments/graph.c): what circuit discovery scores    */
+/*
+ * The computational graph at head granularity, named as MIB (Mueller et al.
+ * 2025) and EAP-IG (Hanna et al. 2024, hannamw/eap-ig src/eap/graph.py) name
+ * it. Nodes, in forward order: "input", then for each layer l the heads
+ * "a{l}.h{h}" (h = 0..H-1) and, when the model has MLPs, "m{l}", then
+ * "logits". A node SENDS its output into the residual stream:
+ *   input    blocks.0.hook_resid_pre (the embeddings, before any block)
+ *   a{l}.h{h} blocks.l.attn.hook_result[:, :, h, :] (z W_O of that head)
+ *   m{l}     blocks.l.hook_mlp_out
+ * (b_O and the biases are the same in every run and belong to no node.) A
+ * node RECEIVES the residual stream entering it: each head three times, as
+ * separate receivers "a{l}.h{h}<q>", "<k>", "<v>" (blocks.l.hook_q_input /
+ * hook_k_input / hook_v_input [:, :, h, :], before ln1), "m{l}" once
+ * (blocks.l.hook_mlp_in = resid_mid, before ln2), "logits" once
+ * (blocks.{L-1}.hook_resid_post, before ln_final). An edge u -> v runs from
+ * every node u that writes before receiver v reads: input, every head and
+ * MLP of an earlier layer, and for m{l} also the heads of its own layer;
+ * named "u->v", e.g. "input->a0.h0<q>", "a0.h2->a1.h0<k>", "a1.h3->m1",
+ * "m1->logits". A 2-layer model with 4 heads and MLPs has 110 edges, GPT-2
+ * small (12 x 12) 32,491 (hs_graph_edge_count).
+ *
+ * Canonical order, which every array over nodes, receivers or edges follows:
+ * nodes as above; receivers in forward order (for each layer: head 0's q, k,
+ * v, head 1's q, k, v, ..., then the MLP; logits last); edges grouped by
+ * receiver in that order, and within a receiver by sender in node order
+ * (edges [recv_first_edge[r], recv_first_edge[r] + recv_n_edges[r]) are
+ * receiver r's).
+ */
+typedef enum { HS_NODE_INPUT = 0, HS_NODE_HEAD, HS_NODE_MLP, HS_NODE_LOGITS } hs_node_kind;
+typedef enum { HS_RECV_Q = 0, HS_RECV_K = 1, HS_RECV_V = 2, HS_RECV_WHOLE = 3 } hs_recv_kind;
+
+typedef struct {
+    int n_layers, n_heads, has_mlp;
+    int n_nodes;              /* 1 + L (H + has_mlp) + 1 */
+    int n_receivers;          /* L (3 H + has_mlp) + 1 */
+    size_t n_edges;
+    hs_node_kind *node_kind;  /* [n_nodes] */
+    int *node_layer;          /* [n_nodes] layer (input -1, logits L) */
+    int *node_head;           /* [n_nodes] head, or -1 */
+    int *recv_node;           /* [n_receivers] the node receiving */
+    hs_recv_kind *recv_kind;  /* [n_receivers] q, k, v of a head; WHOLE otherwise */
+    size_t *recv_first_edge;  /* [n_receivers] its first edge */
+    int *recv_n_edges;        /* [n_receivers] its edges (= its senders) */
+    int *edge_src;            /* [n_edges] sending node */
+    int *edge_dst;            /* [n_edges] receiver */
+} hs_graph;
+
+/* The graph of a model of config cfg (its layers, heads, and MLPs when
+ * d_mlp > 0). Free with hs_graph_free. HS_ERR_CONFIG, HS_ERR_NOMEM. */
+hs_status hs_graph_build(const hs_config *cfg, hs_graph *out, hs_error *err);
+void hs_graph_free(hs_graph *g);
+/* The edge count of that graph, from the formula (for tests and for sizes):
+ * sum over layers l of 3 H (1 + l (H + m)) + m (1 + l (H + m) + H), plus
+ * 1 + L (H + m) into logits, m = 1 with MLPs. */
+size_t hs_graph_edge_count(int n_layers, int n_heads, int has_mlp);
+/* Names into buf (cap >= 32 is enough for every name): "a1.h0", "a1.h0<q>",
+ * "a0.h2->a1.h0<k>". */
+void hs_graph_node_name(const hs_graph *g, int node, char *buf, size_t cap);
+void hs_graph_receiver_name(const hs_graph *g, int r, char *buf, size_t cap);
+void hs_graph_edge_name(const hs_graph *g, size_t e, char *buf, size_t cap);
+/* The node / edge with that name, or -1 (an unknown name, or an edge the
+ * graph does not have, e.g. between two heads of one layer). */
+int hs_graph_find_node(const hs_graph *g, const char *name);
+long hs_graph_find_edge(const hs_graph *g, const char *name);
+
 #endif /* HS_EXPERIMENTS_H */
