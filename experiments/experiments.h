@@ -554,4 +554,30 @@ void hs_graph_edge_name(const hs_graph *g, size_t e, char *buf, size_t cap);
 int hs_graph_find_node(const hs_graph *g, const char *name);
 long hs_graph_find_edge(const hs_graph *g, const char *name);
 
+/* ------------------------------------------------------------------------ */
+/* Metrics (experiments/metric.c): what circuit discovery reads from logits  */
+/*
+ * A prompt's metric from its logits row z [V] at its read position:
+ *   logit-diff  z[answer] - z[wrong]                       (IOI; Wang et al. 2022)
+ *   prob-diff   p[answer] - p[wrong], p = softmax(z)       (greater-than; Hanna et al. 2023)
+ *   kl          KL(P_ref || P) = sum_i p_ref,i (log p_ref,i - log p_i), P_ref the
+ *               clean model's distribution at that position (ACDC, Conmy et al.
+ *               2023, sec. 3: the circuit's divergence from the model)
+ * A set's metric is the mean over its prompts. Computed in double. The
+ * gradient with respect to z: logit-diff +1 at answer, -1 at wrong;
+ * prob-diff p_a (delta_ai - p_i) - p_w (delta_wi - p_i); kl p_i - p_ref,i.
+ */
+typedef enum { HS_METRIC_LOGIT_DIFF = 0, HS_METRIC_PROB_DIFF, HS_METRIC_KL, HS_METRIC_N } hs_metric_kind;
+/* "logit-diff", "prob-diff", "kl". */
+extern const char *const hs_metric_names[HS_METRIC_N];
+/* The metric named s, or -1. */
+int hs_metric_parse(const char *s);
+/* One prompt's metric. logits [V]; ref [V] the clean logits (kl only, else
+ * may be NULL); scratch [2 V] doubles. answer, wrong in [0, V). */
+double hs_metric_value(hs_metric_kind k, const float *logits, int V, int answer, int wrong,
+                       const float *ref, double *scratch);
+/* Its gradient with respect to logits into g [V] (same arguments). */
+void hs_metric_grad(hs_metric_kind k, const float *logits, int V, int answer, int wrong,
+                    const float *ref, double *scratch, float *g);
+
 #endif /* HS_EXPERIMENTS_H */

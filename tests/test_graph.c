@@ -1,12 +1,15 @@
 /*
- * tests/test_graph.c -- experiments/graph.c: the circuit graph's nodes,
- * receivers and edges in their canonical order, their MIB names, and the
- * edge counts (110 for 2 layers x 4 heads with MLPs; 32,491 for GPT-2 small,
- * MIB's count), counted one by one against the formula.
+ * tests/test_graph.c -- experiments/graph.c and metric.c: the circuit
+ * graph's nodes, receivers and edges in their canonical order, their MIB
+ * names, and the edge counts (110 for 2 layers x 4 heads with MLPs; 32,491
+ * for GPT-2 small, MIB's count), counted one by one against the formula; the
+ * discovery metrics' values by hand and their gradients by central finite
+ * differences.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -100,12 +103,55 @@ static void edges_are_grouped_by_receiver_and_point_forward(void **state)
     }
 }
 
+static void metrics_and_their_gradients(void **state)
+{
+    (void)state;
+    enum { V = 7 };
+    const float z[V] = {0.5f, -1.25f, 2.0f, 0.0f, 1.5f, -0.75f, 0.25f};
+    const float ref[V] = {1.0f, 0.5f, -0.5f, 2.0f, 0.0f, 0.25f, -1.0f};
+    double scratch[2 * V];
+    /* values by hand */
+    assert_true(fabs(hs_metric_value(HS_METRIC_LOGIT_DIFF, z, V, 2, 4, NULL, scratch) - 0.5) < 1e-12);
+    double se = 0, sr = 0;
+    for (int i = 0; i < V; i++) se += exp(z[i]), sr += exp(ref[i]);
+    assert_true(fabs(hs_metric_value(HS_METRIC_PROB_DIFF, z, V, 2, 4, NULL, scratch) -
+                     (exp(2.0) - exp(1.5)) / se) < 1e-12);
+    double kl = 0;
+    for (int i = 0; i < V; i++) {
+        const double p = exp(ref[i]) / sr, q = exp(z[i]) / se;
+        kl += p * log(p / q);
+    }
+    assert_true(fabs(hs_metric_value(HS_METRIC_KL, z, V, 2, 4, ref, scratch) - kl) < 1e-12);
+    assert_true(fabs(hs_metric_value(HS_METRIC_KL, ref, V, 2, 4, ref, scratch)) < 1e-12);
+    /* gradients against central differences of the value (in double through floats
+     * of step 2^-10, exact in float) */
+    for (int k = 0; k < HS_METRIC_N; k++) {
+        float g[V], zz[V];
+        hs_metric_grad((hs_metric_kind)k, z, V, 2, 4, ref, scratch, g);
+        for (int i = 0; i < V; i++) {
+            const float h = 1.0f / 1024;
+            memcpy(zz, z, sizeof zz);
+            zz[i] = z[i] + h;
+            double up = hs_metric_value((hs_metric_kind)k, zz, V, 2, 4, ref, scratch);
+            zz[i] = z[i] - h;
+            double dn = hs_metric_value((hs_metric_kind)k, zz, V, 2, 4, ref, scratch);
+            double fd = (up - dn) / (2.0 * h);
+            if (fabs(fd - g[i]) > 1e-5 * (1 + fabs(fd)))
+                fail_msg("%s: d/dz[%d] = %g, finite difference %g", hs_metric_names[k], i, g[i], fd);
+        }
+    }
+    assert_int_equal(hs_metric_parse("kl"), HS_METRIC_KL);
+    assert_int_equal(hs_metric_parse("logit-diff"), HS_METRIC_LOGIT_DIFF);
+    assert_int_equal(hs_metric_parse("logit_diff"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(two_layers_four_heads_have_110_edges),
         cmocka_unit_test(gpt2_small_has_mibs_32491_edges),
         cmocka_unit_test(edges_are_grouped_by_receiver_and_point_forward),
+        cmocka_unit_test(metrics_and_their_gradients),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
