@@ -291,6 +291,18 @@ hs_status hs_outdir_json(hs_outdir *o, const char *name, const cJSON *json, cons
     return s;
 }
 
+hs_status hs_outdir_file(hs_outdir *o, const char *name, const char *format, const void *data, size_t len,
+                         const char *shows, hs_error *err)
+{
+    char *path = hs_path_join(o->stage, name);
+    hs_status s = path ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (s == HS_OK) s = hs_write_file_atomic(path, data, len, err);
+    if (s == HS_OK) s = add_index(o, name, format, shows, path, err);
+    else if (path) s = out_error(o, err);
+    free(path);
+    return s;
+}
+
 /* Adds every key of ctx (duplicated) to j, in order. */
 static int add_context(cJSON *j, const cJSON *ctx)
 {

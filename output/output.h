@@ -213,6 +213,11 @@ hs_status hs_outdir_figure(hs_outdir *o, const char *stem, hs_viz_figure **fig,
  * index and added to the page (html). */
 hs_status hs_outdir_json(hs_outdir *o, const char *name, const cJSON *json, const char *shows,
                          hs_error *err);
+/* Writes a file of another format (len bytes of data, e.g. a Graphviz .dot)
+ * under name into the folder, listed in the index with format and shows;
+ * not on the page. Errors: HS_ERR_IO (naming DIR/name), HS_ERR_NOMEM. */
+hs_status hs_outdir_file(hs_outdir *o, const char *name, const char *format, const void *data, size_t len,
+                         const char *shows, hs_error *err);
 /* Whether the page (html) would show stem (hs_page_keeps) and has not got it yet. */
 int hs_outdir_page_wants(const hs_outdir *o, const char *stem);
 /* Adds data (consumed) to the page under stem, unless the page has stem
