@@ -1,0 +1,162 @@
+/*
+ * experiments/acdc.c -- circuits from edge scores (top-n or a threshold on
+ * |score|, then dead ends pruned) and ACDC (Conmy et al. 2023, sec. 3,
+ * Algorithm 1; ArthurConmy/Automatic-Circuit-Discovery
+ * acdc/TLACDCExperiment.py `step`): receivers in reverse topological order,
+ * each incoming edge tried removed, removed for good when the metric moves
+ * less than tau (experiments.h, "Circuits from scores" and "ACDC").
+ */
+#include "experiments/experiments.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+hs_status hs_circuit_prune(const hs_graph *g, unsigned char *in_circuit, unsigned char *node_in, size_t *n_kept,
+                           hs_error *err)
+{
+    const int N = g->n_nodes, logits = N - 1;
+    unsigned char *fwd = calloc((size_t)N * 2, 1);
+    if (fwd == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    unsigned char *bwd = fwd + N;
+    fwd[0] = 1;
+    /* receivers are in forward order and every sender comes before its receiver */
+    for (int r = 0; r < g->n_receivers; r++)
+        for (size_t e = g->recv_first_edge[r]; e < g->recv_first_edge[r] + (size_t)g->recv_n_edges[r]; e++)
+            if (in_circuit[e] && fwd[g->edge_src[e]]) fwd[g->recv_node[r]] = 1;
+    bwd[logits] = 1;
+    for (int r = g->n_receivers - 1; r >= 0; r--) {
+        if (!bwd[g->recv_node[r]]) continue;
+        for (size_t e = g->recv_first_edge[r]; e < g->recv_first_edge[r] + (size_t)g->recv_n_edges[r]; e++)
+            if (in_circuit[e]) bwd[g->edge_src[e]] = 1;
+    }
+    size_t kept = 0;
+    if (node_in) memset(node_in, 0, (size_t)N);
+    for (size_t e = 0; e < g->n_edges; e++) {
+        const int u = g->edge_src[e], v = g->recv_node[g->edge_dst[e]];
+        in_circuit[e] = in_circuit[e] && fwd[u] && bwd[v];
+        if (in_circuit[e]) {
+            kept++;
+            if (node_in) node_in[u] = node_in[v] = 1;
+        }
+    }
+    if (node_in) node_in[logits] = 1; /* EAP-IG's LogitNode is always in the graph */
+    free(fwd);
+    if (n_kept) *n_kept = kept;
+    return HS_OK;
+}
+
+typedef struct {
+    double a;
+    size_t i;
+} ranked;
+
+static int by_abs_desc(const void *x, const void *y)
+{
+    const ranked *p = x, *q = y;
+    if (p->a != q->a) return p->a > q->a ? -1 : 1;
+    return p->i < q->i ? -1 : p->i > q->i;
+}
+
+hs_status hs_scores_finite(const hs_graph *g, const double *scores, hs_error *err)
+{
+    for (size_t e = 0; e < g->n_edges; e++)
+        if (!isfinite(scores[e])) {
+            char name[96];
+            hs_graph_edge_name(g, e, name, sizeof name);
+            return hs_fail(err, HS_ERR_NUMERIC, "the score of edge %s is not finite", name);
+        }
+    return HS_OK;
+}
+
+hs_status hs_edge_ranking(const hs_graph *g, const double *scores, size_t *order, hs_error *err)
+{
+    hs_status st = hs_scores_finite(g, scores, err);
+    if (st != HS_OK) return st;
+    ranked *rk = malloc((g->n_edges ? g->n_edges : 1) * sizeof *rk);
+    if (rk == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (size_t e = 0; e < g->n_edges; e++) rk[e] = (ranked){fabs(scores[e]), e};
+    qsort(rk, g->n_edges, sizeof *rk, by_abs_desc);
+    for (size_t k = 0; k < g->n_edges; k++) order[k] = rk[k].i;
+    free(rk);
+    return HS_OK;
+}
+
+hs_status hs_circuit_select(const hs_graph *g, const double *scores, long top_n, double threshold,
+                            unsigned char *in_circuit, size_t *n_kept, hs_error *err)
+{
+    if (top_n >= 0 && (size_t)top_n > g->n_edges)
+        return hs_fail(err, HS_ERR_INPUT, "top %ld edges asked for, but the graph has %zu", top_n, g->n_edges);
+    if (top_n < 0 && !(threshold >= 0))
+        return hs_fail(err, HS_ERR_INPUT, "a circuit needs a top-n or a threshold >= 0");
+    size_t *order = malloc((g->n_edges ? g->n_edges : 1) * sizeof *order);
+    if (order == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_status st = hs_edge_ranking(g, scores, order, err);
+    if (st == HS_OK) {
+        memset(in_circuit, 0, g->n_edges);
+        for (size_t k = 0; k < g->n_edges; k++) {
+            const size_t e = order[k];
+            if (top_n >= 0 ? k < (size_t)top_n : fabs(scores[e]) >= threshold) in_circuit[e] = 1;
+        }
+        st = hs_circuit_prune(g, in_circuit, NULL, n_kept, err);
+    }
+    free(order);
+    return st;
+}
+
+/* Tries removing edge e from the circuit mask: one run; keeps the removal
+ * when the metric moved less than tau. */
+static hs_status acdc_try(hs_circeval *ce, double tau, size_t e, unsigned char *mask, double *cur, double *score,
+                          hs_acdc_stats *s, hs_error *err)
+{
+    const unsigned char *one[1] = {mask};
+    double m_new;
+    mask[e] = 0;
+    hs_status st = hs_circeval_metrics(ce, 1, one, &m_new, err);
+    if (st != HS_OK) return st;
+    s->trials++;
+    const double delta = m_new - *cur;
+    *score = delta;
+    const int remove = hs_circeval_metric_kind(ce) == HS_METRIC_KL ? delta < tau : fabs(delta) < tau;
+    if (remove) *cur = m_new;
+    else mask[e] = 1;
+    return HS_OK;
+}
+
+hs_status hs_acdc_run(hs_circeval *ce, double tau, unsigned char *in_circuit, double *scores, hs_acdc_stats *stats,
+                      hs_error *err)
+{
+    const hs_graph *g = hs_circeval_graph(ce);
+    memset(stats, 0, sizeof *stats);
+    if (!(tau >= 0) || !isfinite(tau)) return hs_fail(err, HS_ERR_INPUT, "ACDC needs a threshold tau >= 0");
+    const long f0 = hs_circeval_forwards(ce);
+    size_t *n_out = calloc((size_t)g->n_nodes, sizeof *n_out); /* kept edges leaving each node */
+    if (n_out == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    memset(in_circuit, 1, g->n_edges);
+    for (size_t e = 0; e < g->n_edges; e++) {
+        scores[e] = 0.0;
+        n_out[g->edge_src[e]]++;
+    }
+    double cur = hs_circeval_full(ce);
+    hs_status st = HS_OK;
+    for (int r = g->n_receivers - 1; r >= 0 && st == HS_OK; r--) {
+        const int v = g->recv_node[r], dead = g->node_kind[v] != HS_NODE_LOGITS && n_out[v] == 0;
+        const size_t e0 = g->recv_first_edge[r], e1 = e0 + (size_t)g->recv_n_edges[r];
+        for (size_t e = e0; e < e1 && st == HS_OK; e++) {
+            if (dead) { /* nothing reads the node: its inputs change nothing (ACDC skips it) */
+                in_circuit[e] = 0;
+                stats->skipped++;
+            } else {
+                st = acdc_try(ce, tau, e, in_circuit, &cur, &scores[e], stats, err);
+            }
+            if (st == HS_OK && !in_circuit[e]) n_out[g->edge_src[e]]--;
+        }
+    }
+    free(n_out);
+    if (st != HS_OK) return st;
+    stats->metric = cur;
+    for (size_t e = 0; e < g->n_edges; e++) stats->kept += in_circuit[e];
+    stats->forwards = hs_circeval_forwards(ce) - f0;
+    return HS_OK;
+}

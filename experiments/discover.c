@@ -1,0 +1,251 @@
+/*
+ * experiments/discover.c -- `headscope discover` and `headscope
+ * faithfulness` as library calls (experiments.h, "Circuit discovery"):
+ * score every edge (exact patching or ACDC), choose the circuit, run it and
+ * the faithfulness curve, compare with a true circuit, write the folder.
+ */
+#include "experiments/experiments.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const hs_discover_method_names[HS_DISCOVER_N] = {"exact", "acdc"};
+
+int hs_discover_method_parse(const char *s)
+{
+    for (int k = 0; k < HS_DISCOVER_N; k++)
+        if (strcmp(s, hs_discover_method_names[k]) == 0) return k;
+    return -1;
+}
+
+hs_discover_opts hs_discover_opts_default(void)
+{
+    hs_discover_opts o;
+    memset(&o, 0, sizeof o);
+    o.method = HS_DISCOVER_EXACT;
+    o.metric = HS_METRIC_LOGIT_DIFF;
+    o.ablation = HS_ABLATE_RESAMPLE;
+    o.top_n = -1;
+    o.threshold = NAN;
+    o.tau = NAN;
+    return o;
+}
+
+void hs_discover_report_free(hs_discover_report *r)
+{
+    if (r == NULL) return;
+    hs_graph_free(&r->g);
+    free(r->scores);
+    free(r->in_circuit);
+    hs_roc_free(&r->roc);
+    memset(r, 0, sizeof *r);
+}
+
+void hs_faith_report_free(hs_faith_report *r)
+{
+    if (r == NULL) return;
+    hs_graph_free(&r->g);
+    free(r->scores);
+    free(r->in_circuit);
+    memset(r, 0, sizeof *r);
+}
+
+/* The scores of the method (one case a method). */
+static hs_status method_scores(hs_circeval *ce, const hs_discover_opts *o, hs_discover_report *r, hs_error *err)
+{
+    switch (o->method) {
+    case HS_DISCOVER_EXACT: return hs_edge_patch_scores(ce, r->scores, err);
+    case HS_DISCOVER_ACDC: return hs_acdc_run(ce, r->tau, r->in_circuit, r->scores, &r->acdc, err);
+    case HS_DISCOVER_N: break;
+    }
+    return hs_fail(err, HS_ERR_INPUT, "discover: unknown method %d", (int)o->method);
+}
+
+/* The circuit: ACDC's kept edges, or the top-n / threshold of the scores
+ * (default MIB's 5 % size), pruned. */
+static hs_status choose_circuit(const hs_discover_opts *o, hs_discover_report *r, hs_error *err)
+{
+    if (o->method == HS_DISCOVER_ACDC) {
+        snprintf(r->chosen_by, sizeof r->chosen_by, "ACDC with tau %g", r->tau);
+        return hs_circuit_prune(&r->g, r->in_circuit, NULL, &r->n_kept, err);
+    }
+    long top = o->top_n;
+    if (top < 0 && !(o->threshold >= 0)) {
+        top = (long)hs_faith_top_n(0.05, r->g.n_edges);
+        if (top < 1) top = 1;
+    }
+    if (top >= 0) snprintf(r->chosen_by, sizeof r->chosen_by, "the top %ld edges by |score|", top);
+    else snprintf(r->chosen_by, sizeof r->chosen_by, "|score| >= %g", o->threshold);
+    return hs_circuit_select(&r->g, r->scores, top, o->threshold, r->in_circuit, &r->n_kept, err);
+}
+
+/* m(C) of the chosen circuit and its faithfulness. */
+static hs_status run_circuit(hs_circeval *ce, const unsigned char *in_circuit, double *m, double *f, hs_error *err)
+{
+    const unsigned char *one[1] = {in_circuit};
+    hs_status st = hs_circeval_metrics(ce, 1, one, m, err);
+    if (st == HS_OK) *f = hs_faithfulness(*m, hs_circeval_full(ce), hs_circeval_empty(ce));
+    return st;
+}
+
+/* The discover folder: graph.json, faithfulness.json, circuit.dot, roc.json. */
+static hs_status discover_write(const hs_model *m, const hs_discover_opts *o, const hs_notes *notes,
+                                hs_discover_report *r, hs_error *err)
+{
+    hs_figopts fo;
+    hs_figopts_default(&fo, 300);
+    hs_outdir od;
+    const char *inputs[] = {o->model_path, o->data_path, o->truth, NULL};
+    hs_buf gj = {0}, dot = {0};
+    cJSON *fj = NULL, *rj = NULL, *extra = NULL;
+    hs_status st = hs_outdir_open(&od, "discover", o->out, &fo, inputs, NULL, notes, err);
+    if (st != HS_OK) return st;
+    st = hs_graph_json_text(&r->g, &m->cfg, r->scores, r->in_circuit, &gj, err);
+    if (st == HS_OK)
+        st = hs_outdir_file(&od, "graph.json", "json", gj.s, gj.len, "every edge's score and the circuit "
+                            "(in_graph), as EAP-IG's Graph.to_json writes it", err);
+    if (st == HS_OK && (fj = hs_discover_curve_json(r)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (st == HS_OK)
+        st = hs_outdir_json(&od, "faithfulness", fj, "normalised faithfulness at MIB's circuit sizes, CPR and CMD, "
+                            "and the circuit's own", err);
+    if (st == HS_OK) st = hs_circuit_dot(&r->g, r->scores, r->in_circuit, &dot, err);
+    if (st == HS_OK)
+        st = hs_outdir_file(&od, "circuit.dot", "dot", dot.s, dot.len, "the circuit as a Graphviz digraph", err);
+    if (st == HS_OK && r->has_roc && (rj = hs_roc_json(&r->roc)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (st == HS_OK && rj)
+        st = hs_outdir_json(&od, "roc", rj, "ROC curves of the edge and node scores against the true circuit", err);
+    extra = st == HS_OK ? cJSON_CreateObject() : NULL;
+    if (st == HS_OK && (!extra || !cJSON_AddStringToObject(extra, "method", hs_discover_method_names[o->method]) ||
+                        !cJSON_AddStringToObject(extra, "metric", hs_metric_names[o->metric]) ||
+                        !cJSON_AddStringToObject(extra, "ablation", hs_ablate_method_names[o->ablation]) ||
+                        (o->model_path && !cJSON_AddStringToObject(extra, "model", o->model_path))))
+        st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (st == HS_OK) st = hs_outdir_commit(&od, extra, err);
+    if (st == HS_OK) r->n_files = hs_outdir_n_files(&od);
+    hs_outdir_close(&od);
+    hs_figopts_free(&fo);
+    hs_buf_free(&gj);
+    hs_buf_free(&dot);
+    cJSON_Delete(fj);
+    cJSON_Delete(rj);
+    cJSON_Delete(extra);
+    return st;
+}
+
+static hs_status discover_check(const hs_model *m, const hs_discover_opts *o, hs_error *err)
+{
+    (void)m;
+    if ((int)o->method < 0 || o->method >= HS_DISCOVER_N) return hs_fail(err, HS_ERR_INPUT, "discover: unknown method");
+    if (o->method == HS_DISCOVER_ACDC && (o->top_n >= 0 || !isnan(o->threshold)))
+        return hs_fail(err, HS_ERR_INPUT, "--top and --threshold choose a circuit from scores; ACDC's circuit is the "
+                       "edges it keeps (set --tau)");
+    if (o->method != HS_DISCOVER_ACDC && !isnan(o->tau))
+        return hs_fail(err, HS_ERR_INPUT, "--tau is ACDC's threshold (--method acdc)");
+    if (!isnan(o->tau) && !(o->tau >= 0 && isfinite(o->tau)))
+        return hs_fail(err, HS_ERR_INPUT, "--tau needs a finite number >= 0");
+    if (o->top_n >= 0 && !isnan(o->threshold)) return hs_fail(err, HS_ERR_INPUT, "give --top or --threshold, not both");
+    if (!isnan(o->threshold) && !(o->threshold >= 0 && isfinite(o->threshold)))
+        return hs_fail(err, HS_ERR_INPUT, "--threshold needs a finite number >= 0");
+    return HS_OK;
+}
+
+hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_discover_opts *o,
+                          const hs_notes *notes, hs_discover_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    hs_discover_report *r = out;
+    hs_circeval *ce = NULL;
+    unsigned char *truth = NULL;
+    hs_status st = discover_check(m, o, err);
+    if (st == HS_OK) st = hs_graph_build(&m->cfg, &r->g, err);
+    r->method = o->method;
+    r->tau = isnan(o->tau) ? HS_ACDC_TAU : o->tau;
+    r->metric = o->metric;
+    r->ablation = o->ablation;
+    r->n_prompts = p->n;
+    const size_t E = r->g.n_edges;
+    if (st == HS_OK) {
+        r->scores = calloc(E ? E : 1, sizeof *r->scores);
+        r->in_circuit = calloc(E ? E : 1, 1);
+        truth = o->truth ? calloc(E ? E : 1, 1) : NULL;
+        if (!r->scores || !r->in_circuit || (o->truth && !truth)) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    if (st == HS_OK && o->truth) st = hs_truth_load(&r->g, &m->cfg, o->truth, truth, err);
+    if (st == HS_OK) st = hs_circeval_create(m, pool, p, &r->g, o->metric, o->ablation, &ce, err);
+    if (st == HS_OK) {
+        r->m_full = hs_circeval_full(ce);
+        r->m_empty = hs_circeval_empty(ce);
+        hs_faith_usable(r->m_full, r->m_empty, o->metric, &r->usable, r->why, sizeof r->why);
+        if (!r->usable) hs_note(notes, HS_NOTE_CMD, "note: faithfulness is undefined: %s", r->why);
+        st = method_scores(ce, o, r, err);
+        r->forwards = hs_circeval_forwards(ce);
+    }
+    if (st == HS_OK) st = choose_circuit(o, r, err);
+    if (st == HS_OK) st = run_circuit(ce, r->in_circuit, &r->m_circuit, &r->faithfulness, err);
+    if (st == HS_OK) st = hs_faith_curve_run(ce, r->scores, &r->curve, err);
+    if (st == HS_OK && truth) {
+        r->has_roc = 1;
+        st = hs_roc_run(&r->g, r->scores, truth, r->in_circuit, &r->roc, err);
+    }
+    hs_circeval_destroy(ce);
+    free(truth);
+    if (st == HS_OK && o->out) st = discover_write(m, o, notes, r, err);
+    return st;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Scoring a circuit found elsewhere                                         */
+
+hs_status hs_faithfulness_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_faith_opts *o,
+                              const hs_notes *notes, hs_faith_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    hs_faith_report *r = out;
+    r->metric = o->metric;
+    r->ablation = o->ablation;
+    r->n_prompts = p->n;
+    hs_circeval *ce = NULL;
+    hs_status st = hs_graph_build(&m->cfg, &r->g, err);
+    const size_t E = r->g.n_edges;
+    if (st == HS_OK) {
+        r->scores = calloc(E ? E : 1, sizeof *r->scores);
+        r->in_circuit = calloc(E ? E : 1, 1);
+        if (!r->scores || !r->in_circuit) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    if (st == HS_OK) st = hs_graph_json_load(&r->g, &m->cfg, o->graph, r->scores, r->in_circuit, err);
+    for (size_t e = 0; e < E && st == HS_OK; e++) r->n_in_file += r->in_circuit[e];
+    if (st == HS_OK) st = hs_circuit_prune(&r->g, r->in_circuit, NULL, &r->n_kept, err);
+    if (st == HS_OK && r->n_kept < r->n_in_file)
+        hs_note(notes, HS_NOTE_CMD, "note: %zu of the graph's %zu in_graph edges lie on no path from input to logits "
+                "and are left out (EAP-IG's Graph.prune)", r->n_in_file - r->n_kept, r->n_in_file);
+    if (st == HS_OK) st = hs_circeval_create(m, pool, p, &r->g, o->metric, o->ablation, &ce, err);
+    if (st == HS_OK) {
+        r->m_full = hs_circeval_full(ce);
+        r->m_empty = hs_circeval_empty(ce);
+        hs_faith_usable(r->m_full, r->m_empty, o->metric, &r->usable, r->why, sizeof r->why);
+        if (!r->usable) hs_note(notes, HS_NOTE_CMD, "note: faithfulness is undefined: %s", r->why);
+        st = run_circuit(ce, r->in_circuit, &r->m_circuit, &r->faithfulness, err);
+    }
+    if (st == HS_OK) st = hs_faith_curve_run(ce, r->scores, &r->curve, err);
+    hs_circeval_destroy(ce);
+    if (st != HS_OK || !o->out) return st;
+    hs_figopts fo;
+    hs_figopts_default(&fo, 300);
+    hs_outdir od;
+    const char *inputs[] = {o->model_path, o->data_path, o->graph, NULL};
+    cJSON *fj = hs_faith_report_json(r);
+    st = fj ? hs_outdir_open(&od, "faithfulness", o->out, &fo, inputs, NULL, notes, err)
+            : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (st == HS_OK) {
+        st = hs_outdir_json(&od, "faithfulness", fj, "the circuit's normalised faithfulness, and the curve of its "
+                            "scores at MIB's circuit sizes with CPR and CMD", err);
+        if (st == HS_OK) st = hs_outdir_commit(&od, NULL, err);
+        if (st == HS_OK) r->n_files = hs_outdir_n_files(&od);
+        hs_outdir_close(&od);
+    }
+    hs_figopts_free(&fo);
+    cJSON_Delete(fj);
+    return st;
+}

@@ -1,0 +1,210 @@
+/*
+ * experiments/discover_report.c -- what `discover` and `faithfulness` say:
+ * their reports as JSON and as text (experiments.h, "Circuit discovery").
+ */
+#include "experiments/experiments.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* {"edges", ..., "metric", "faithfulness"} of a circuit. */
+static cJSON *circuit_obj(size_t edges, double m, double f)
+{
+    cJSON *c = cJSON_CreateObject();
+    if (c && cJSON_AddNumberToObject(c, "edges", (double)edges) && cJSON_AddNumberToObject(c, "metric", m) &&
+        cJSON_AddItemToObject(c, "faithfulness", hs_json_num_or_null(f)))
+        return c;
+    cJSON_Delete(c);
+    return NULL;
+}
+
+static int add_common(cJSON *o, hs_metric_kind metric, hs_ablate_method abl, cJSON *circ)
+{
+    if (circ == NULL || !cJSON_AddItemToObject(o, "circuit", circ)) {
+        cJSON_Delete(circ);
+        return 0;
+    }
+    return cJSON_AddStringToObject(o, "metric_name", hs_metric_names[metric]) &&
+           cJSON_AddStringToObject(o, "ablation", hs_ablate_method_names[abl]);
+}
+
+cJSON *hs_discover_curve_json(const hs_discover_report *r)
+{
+    cJSON *o = hs_faith_curve_json(&r->curve), *c = circuit_obj(r->n_kept, r->m_circuit, r->faithfulness);
+    int ok = o && c && cJSON_AddStringToObject(c, "chosen_by", r->chosen_by);
+    ok = ok && add_common(o, r->metric, r->ablation, c);
+    if (!ok && c && !(o && cJSON_GetObjectItem(o, "circuit"))) cJSON_Delete(c);
+    ok = ok && cJSON_AddStringToObject(o, "method", hs_discover_method_names[r->method]);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+cJSON *hs_faith_report_json(const hs_faith_report *r)
+{
+    cJSON *o = hs_faith_curve_json(&r->curve), *c = circuit_obj(r->n_kept, r->m_circuit, r->faithfulness);
+    int ok = o && c && cJSON_AddNumberToObject(c, "edges_in_file", (double)r->n_in_file);
+    ok = ok && add_common(o, r->metric, r->ablation, c);
+    if (!ok && c && !(o && cJSON_GetObjectItem(o, "circuit"))) cJSON_Delete(c);
+    ok = ok && cJSON_AddNumberToObject(o, "prompts", r->n_prompts);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* The k edges of largest |score| (ranked as hs_edge_ranking) into order; k returned. */
+static size_t strongest(const hs_graph *g, const double *scores, size_t *order, size_t k)
+{
+    hs_error err = {0};
+    size_t *all = malloc((g->n_edges ? g->n_edges : 1) * sizeof *all);
+    if (all == NULL || hs_edge_ranking(g, scores, all, &err) != HS_OK) {
+        free(all);
+        return 0;
+    }
+    if (k > g->n_edges) k = g->n_edges;
+    memcpy(order, all, k * sizeof *order);
+    free(all);
+    return k;
+}
+
+static int add_strongest(cJSON *o, const hs_discover_report *r)
+{
+    size_t top[10];
+    const size_t k = strongest(&r->g, r->scores, top, 10);
+    cJSON *a = cJSON_AddArrayToObject(o, "strongest_edges");
+    for (size_t i = 0; i < k && a; i++) {
+        char name[96];
+        hs_graph_edge_name(&r->g, top[i], name, sizeof name);
+        cJSON *x = cJSON_CreateObject();
+        if (!x || !cJSON_AddItemToArray(a, x) || !cJSON_AddStringToObject(x, "edge", name) ||
+            !cJSON_AddNumberToObject(x, "score", r->scores[top[i]]) ||
+            !cJSON_AddBoolToObject(x, "in_circuit", r->in_circuit[top[i]])) {
+            if (x && !cJSON_GetArrayItem(a, (int)i)) cJSON_Delete(x);
+            return 0;
+        }
+    }
+    return a != NULL;
+}
+
+cJSON *hs_discover_json(const hs_discover_report *r)
+{
+    cJSON *o = cJSON_CreateObject();
+    int ok = o && cJSON_AddStringToObject(o, "method", hs_discover_method_names[r->method]) &&
+             cJSON_AddStringToObject(o, "metric", hs_metric_names[r->metric]) &&
+             cJSON_AddStringToObject(o, "ablation", hs_ablate_method_names[r->ablation]) &&
+             cJSON_AddNumberToObject(o, "prompts", r->n_prompts) &&
+             cJSON_AddNumberToObject(o, "n_edges", (double)r->g.n_edges) &&
+             cJSON_AddNumberToObject(o, "metric_full", r->m_full) &&
+             cJSON_AddNumberToObject(o, "metric_empty", r->m_empty) && cJSON_AddBoolToObject(o, "usable", r->usable) &&
+             (r->usable || cJSON_AddStringToObject(o, "why_not_usable", r->why));
+    cJSON *c = ok ? circuit_obj(r->n_kept, r->m_circuit, r->faithfulness) : NULL;
+    ok = ok && c && cJSON_AddStringToObject(c, "chosen_by", r->chosen_by);
+    if (ok) ok = cJSON_AddItemToObject(o, "circuit", c) != 0;
+    if (!ok) cJSON_Delete(c);
+    if (ok && r->method == HS_DISCOVER_ACDC) {
+        cJSON *a = cJSON_AddObjectToObject(o, "acdc");
+        ok = a && cJSON_AddNumberToObject(a, "tau", r->tau) && cJSON_AddNumberToObject(a, "trials", (double)r->acdc.trials) &&
+             cJSON_AddNumberToObject(a, "skipped", (double)r->acdc.skipped) &&
+             cJSON_AddNumberToObject(a, "forwards", (double)r->acdc.forwards) &&
+             cJSON_AddNumberToObject(a, "kept", (double)r->acdc.kept) && cJSON_AddNumberToObject(a, "metric", r->acdc.metric);
+    }
+    ok = ok && cJSON_AddNumberToObject(o, "forwards", (double)r->forwards);
+    cJSON *f = ok ? hs_faith_curve_json(&r->curve) : NULL;
+    ok = ok && f && cJSON_AddItemToObject(o, "faithfulness_curve", f);
+    if (!ok && f && !(o && cJSON_GetObjectItem(o, "faithfulness_curve"))) cJSON_Delete(f);
+    cJSON *roc = ok && r->has_roc ? hs_roc_json(&r->roc) : NULL;
+    if (ok && r->has_roc) ok = roc && cJSON_AddItemToObject(o, "roc", roc);
+    if (!ok && roc && !cJSON_GetObjectItem(o, "roc")) cJSON_Delete(roc);
+    ok = ok && add_strongest(o, r);
+    if (!ok) {
+        cJSON_Delete(o);
+        return NULL;
+    }
+    return o;
+}
+
+/* "+0.123" or "undefined". */
+static const char *fmt_f(char *buf, size_t cap, double f)
+{
+    if (isnan(f)) snprintf(buf, cap, "undefined");
+    else snprintf(buf, cap, "%.3f", f);
+    return buf;
+}
+
+static void curve_summary(const hs_faith_curve *c, hs_buf *b)
+{
+    char x[32], y[32];
+    hs_buf_printf(b, "faithfulness curve (top edges by |score| at MIB's sizes, pruned): CPR %s, CMD %s\n",
+                  fmt_f(x, sizeof x, c->cpr), fmt_f(y, sizeof y, c->cmd));
+    hs_buf_printf(b, "  %8s %8s %10s %12s\n", "fraction", "edges", "metric", "faithfulness");
+    for (int k = 0; k <= HS_FAITH_N; k++) {
+        const hs_faith_point *p = &c->pt[k];
+        hs_buf_printf(b, "  %7.1f%% %8zu %+10.4f %12s\n", 100 * p->fraction, p->edges, p->metric,
+                      fmt_f(x, sizeof x, p->faithfulness));
+    }
+}
+
+static void roc_line(const char *what, const hs_roc_curve *c, int has_circuit, hs_buf *b)
+{
+    char x[32], y[32];
+    if (!c->usable) {
+        hs_buf_printf(b, "  %s: no ROC: %s\n", what, c->why);
+        return;
+    }
+    hs_buf_printf(b, "  %s: AUC %s (pessimistic %s) over %zu true, %zu false", what, fmt_f(x, sizeof x, c->auc),
+                  fmt_f(y, sizeof y, c->auc_step), c->n_pos, c->n_neg);
+    if (has_circuit)
+        hs_buf_printf(b, "; the circuit: TPR %.3f, FPR %.3f (pessimistic AUC %.3f)", c->tpr, c->fpr, c->circuit_auc_step);
+    hs_buf_puts(b, "\n");
+}
+
+void hs_discover_summary(const hs_discover_report *r, hs_buf *b)
+{
+    char x[32];
+    hs_buf_printf(b, "discover (%s, %s, %s ablation): %d prompts, %zu edges\n", hs_discover_method_names[r->method],
+                  hs_metric_names[r->metric], hs_ablate_method_names[r->ablation], r->n_prompts, r->g.n_edges);
+    hs_buf_printf(b, "m(M) %+.4f (the model), m(empty) %+.4f (every edge ablated)%s%s\n", r->m_full, r->m_empty,
+                  r->usable ? "" : "; faithfulness undefined: ", r->usable ? "" : r->why);
+    if (r->method == HS_DISCOVER_ACDC)
+        hs_buf_printf(b, "ACDC, tau %g: %ld runs (%ld forwards), %ld edges skipped (nothing read their node), "
+                      "%zu kept\n", r->tau, r->acdc.trials, r->acdc.forwards, r->acdc.skipped, r->acdc.kept);
+    else
+        hs_buf_printf(b, "exact edge patching: %zu runs over the set (%ld forwards)\n", r->g.n_edges, r->forwards);
+    hs_buf_printf(b, "circuit (%s, pruned): %zu edges, metric %+.4f, faithfulness %s\n", r->chosen_by, r->n_kept,
+                  r->m_circuit, fmt_f(x, sizeof x, r->faithfulness));
+    curve_summary(&r->curve, b);
+    size_t top[10];
+    const size_t k = strongest(&r->g, r->scores, top, 10);
+    hs_buf_puts(b, r->method == HS_DISCOVER_ACDC ? "strongest edges (score = the metric's change when ACDC tried the "
+                                                   "edge; 0 when skipped):\n"
+                                                 : "strongest edges (score = metric with the edge ablated - metric of "
+                                                   "the model):\n");
+    for (size_t i = 0; i < k; i++) {
+        char name[96];
+        hs_graph_edge_name(&r->g, top[i], name, sizeof name);
+        hs_buf_printf(b, "  %-22s %+10.4f%s\n", name, r->scores[top[i]], r->in_circuit[top[i]] ? "  in the circuit" : "");
+    }
+    if (r->has_roc) {
+        hs_buf_puts(b, "against the true circuit:\n");
+        roc_line("edges", &r->roc.edges, r->roc.has_circuit, b);
+        roc_line("nodes", &r->roc.nodes, r->roc.has_circuit, b);
+    }
+}
+
+void hs_faith_summary(const hs_faith_report *r, hs_buf *b)
+{
+    char x[32];
+    hs_buf_printf(b, "faithfulness (%s, %s ablation): %d prompts, %zu edges in the graph\n", hs_metric_names[r->metric],
+                  hs_ablate_method_names[r->ablation], r->n_prompts, r->g.n_edges);
+    hs_buf_printf(b, "m(M) %+.4f (the model), m(empty) %+.4f (every edge ablated)%s%s\n", r->m_full, r->m_empty,
+                  r->usable ? "" : "; faithfulness undefined: ", r->usable ? "" : r->why);
+    hs_buf_printf(b, "circuit (%zu in_graph edges, %zu after pruning): metric %+.4f, faithfulness %s\n", r->n_in_file,
+                  r->n_kept, r->m_circuit, fmt_f(x, sizeof x, r->faithfulness));
+    curve_summary(&r->curve, b);
+}
