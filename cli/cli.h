@@ -19,6 +19,8 @@ int cmd_dla(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_view(int argc, char **argv);
 int cmd_timeline(int argc, char **argv);
+int cmd_discover(int argc, char **argv);
+int cmd_faithfulness(int argc, char **argv);
 
 #include "figopts.h"
 #include "util.h"

@@ -28,6 +28,8 @@ static const struct {
     {"lens", cmd_lens, "the logit lens per layer on a sentence or a prompt set"},
     {"heads", cmd_heads, "every head's detector scores (previous-token, induction, ...) on prompts"},
     {"timeline", cmd_timeline, "circuits over training: scores and verdicts of every kept checkpoint"},
+    {"discover", cmd_discover, "find a circuit: edge scores (exact patching, ACDC), faithfulness, ROC"},
+    {"faithfulness", cmd_faithfulness, "run a circuit from a graph.json: its faithfulness and the curve"},
     {"demo", cmd_demo, "train the default model, inspect the chapter's sentences, run circuit"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])

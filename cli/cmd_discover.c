@@ -1,0 +1,168 @@
+/*
+ * cli/cmd_discover.c -- `headscope discover`: score every edge of the
+ * head-level graph (exact edge patching or ACDC), choose a circuit, run it
+ * and the faithfulness curve, compare with a true circuit (experiments/
+ * hs_discover_run): a summary on stdout (or the JSON with --json), and with
+ * --out DIR graph.json, faithfulness.json, circuit.dot (and roc.json).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "expout.h"
+#include "util.h"
+
+static const char DISCOVER_HELP[] =
+    "usage: headscope discover --model FILE --data FILE.jsonl [options]\n"
+    "\n"
+    "Finds a circuit in the head-level graph (MIB / EAP-IG names: input, a{l}.h{h}\n"
+    "with inputs <q> <k> <v>, m{l}, logits; an edge from every earlier writer to\n"
+    "every later reader). Every edge gets a score, metric(edge ablated) -\n"
+    "metric(model): exact edge patching runs the set once per edge with that edge\n"
+    "alone ablated; ACDC (Conmy et al. 2023) visits receivers from logits back,\n"
+    "removing each edge whose removal moves the metric less than tau (kl: grows it\n"
+    "less than tau). A circuit is run as EAP-IG's evaluate_graph runs it: each\n"
+    "receiver reads its missing senders' ablated outputs. Its normalised\n"
+    "faithfulness is (m(C) - m(empty)) / (m(M) - m(empty)); the curve runs the top\n"
+    "edges at MIB's sizes (0.1 .. 100 % of the edges) with CPR and CMD.\n"
+    "\n"
+    "options:\n"
+    "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    CLI_VOCAB_HELP
+    "  --data FILE           prompt set: JSONL with \"prompt\", \"answer\", and \"corrupted\"\n"
+    "                        (resample) and \"wrong\" (logit-diff, prob-diff)\n"
+    "  --method M            exact (default) | acdc\n"
+    "  --metric M            logit-diff (default) | prob-diff | kl (KL of the model's\n"
+    "                        next-token distribution to the circuit's)\n"
+    "  --ablation A          resample (default: each prompt's corrupted partner) |\n"
+    "                        mean (position-wise over the set) | zero\n"
+    "  --top N               the circuit is the top N edges by |score| (pruned)\n"
+    "  --threshold X         ... or every edge with |score| >= X (default: the top 5%)\n"
+    "  --tau X               ACDC's threshold (default 0.01)\n"
+    "  --truth FILE          the true circuit (one edge name a line, a JSON list of\n"
+    "                        names, or a graph.json): ROC curves and AUC for edges\n"
+    "                        and nodes, written as roc.json\n"
+    "  --out DIR             write graph.json (EAP-IG's format), faithfulness.json,\n"
+    "                        circuit.dot (and roc.json) into DIR (created if missing;\n"
+    "                        its parent must exist)\n"
+    "  --json                print every number as JSON instead of the summary\n"
+    "  --threads N           worker threads, 0 = every CPU (default); the numbers\n"
+    "                        are bit-identical for every count\n"
+    "\n"
+    "Exit status: 0 ok, 1 user error, 2 usage error.\n";
+
+/* Parses the name of one of n names; -1 after printing a usage error. */
+static int parse_named(const char *C, const char *opt, const char *arg, const char *const *names, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (strcmp(arg, names[k]) == 0) return k;
+    hs_buf b = {0};
+    for (int k = 0; k < n; k++) hs_buf_printf(&b, "%s%s", k ? ", " : "", names[k]);
+    cli_usage_error(C, "%s takes %s, not '%s'", opt, b.s ? b.s : "", arg);
+    hs_buf_free(&b);
+    return -1;
+}
+
+static int print_report(const char *C, const cli_exp *x, const char *out, const hs_discover_report *r)
+{
+    if (x->json) {
+        cJSON *j = hs_discover_json(r);
+        char *s = j ? cJSON_Print(j) : NULL;
+        cJSON_Delete(j);
+        if (s == NULL) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
+        printf("%s\n", s);
+        free(s);
+    } else {
+        hs_buf b = {0};
+        hs_discover_summary(r, &b);
+        if (b.oom) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
+        fputs(b.s ? b.s : "", stdout);
+        hs_buf_free(&b);
+        if (out) printf("wrote %d files to %s (listed in %s/index.json)\n", r->n_files, out, out);
+    }
+    if (cli_stdout_done(C)) return 1;
+    cli_say_threads(C, x->threads);
+    return 0;
+}
+
+int cmd_discover(int argc, char **argv)
+{
+    enum { O_METHOD = 256, O_IG_STEPS, O_METRIC, O_ABLATION, O_TOP, O_THRESHOLD, O_TAU, O_TRUTH };
+    static const struct option opts[] = {{"method", required_argument, 0, O_METHOD},
+                                         {"ig-steps", required_argument, 0, O_IG_STEPS},
+                                         {"metric", required_argument, 0, O_METRIC},
+                                         {"ablation", required_argument, 0, O_ABLATION},
+                                         {"top", required_argument, 0, O_TOP},
+                                         {"threshold", required_argument, 0, O_THRESHOLD},
+                                         {"tau", required_argument, 0, O_TAU},
+                                         {"truth", required_argument, 0, O_TRUTH},
+                                         CLI_HELP_OPT,
+                                         CLI_EXP_LONGOPTS,
+                                         {0, 0, 0, 0}};
+    const char *C = "discover";
+    hs_discover_opts o = hs_discover_opts_default();
+    int c, k;
+    long v;
+    cli_exp x;
+    cli_exp_init(&x, C);
+    cli_opts op = {.cmd = C, .help = DISCOVER_HELP, .exp = &x};
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
+        switch (c) {
+        case CLI_OPT_EXIT: return op.status;
+        case O_METHOD:
+        case O_IG_STEPS: /* edge attribution is another part of headscope, not in this build */
+            if (c == O_IG_STEPS || strcmp(optarg, "eap") == 0 || strcmp(optarg, "eap-ig") == 0)
+                return cli_usage_error(C, "--method eap and eap-ig (and --ig-steps) are not built into this headscope");
+            if ((k = parse_named(C, "--method", optarg, hs_discover_method_names, HS_DISCOVER_N)) < 0) return 2;
+            o.method = (hs_discover_method)k;
+            break;
+        case O_METRIC:
+            if ((k = parse_named(C, "--metric", optarg, hs_metric_names, HS_METRIC_N)) < 0) return 2;
+            o.metric = (hs_metric_kind)k;
+            break;
+        case O_ABLATION:
+            if ((k = parse_named(C, "--ablation", optarg, hs_ablate_method_names, 3)) < 0) return 2;
+            o.ablation = (hs_ablate_method)k;
+            break;
+        case O_TOP:
+            if (cli_parse_int(optarg, 0, 1L << 40, &v)) return cli_usage_error(C, "--top needs a count >= 0, got '%s'", optarg);
+            o.top_n = v;
+            break;
+        case O_THRESHOLD:
+            if (cli_parse_float(optarg, 0, HUGE_VAL, &o.threshold))
+                return cli_usage_error(C, "--threshold needs a number >= 0, got '%s'", optarg);
+            break;
+        case O_TAU:
+            if (cli_parse_float(optarg, 0, HUGE_VAL, &o.tau))
+                return cli_usage_error(C, "--tau needs a number >= 0, got '%s'", optarg);
+            break;
+        case O_TRUTH: o.truth = optarg; break;
+        }
+    }
+    if (cli_exp_check(&x, argc, argv, 0)) return 2;
+    if (o.top_n >= 0 && !isnan(o.threshold)) return cli_usage_error(C, "give --top or --threshold, not both");
+    if (o.method == HS_DISCOVER_ACDC && (o.top_n >= 0 || !isnan(o.threshold)))
+        return cli_usage_error(C, "--top and --threshold choose from scores; ACDC's circuit is what it keeps (--tau)");
+    if (o.method != HS_DISCOVER_ACDC && !isnan(o.tau)) return cli_usage_error(C, "--tau is for --method acdc");
+    o.out = x.out;
+    o.model_path = x.model;
+    o.data_path = x.data;
+    x.out = NULL; /* the library writes the folder */
+    hs_error err = {0};
+    int rc = 1;
+    hs_discover_report r = {0};
+    if (cli_exp_open(&x, 0) == 0) {
+        const hs_notes notes = cli_notes(C);
+        if (hs_discover_run(x.Ld.model, x.pool, &x.p, &o, &notes, &r, &err) != HS_OK) rc = cli_error(C, &err);
+        else rc = print_report(C, &x, o.out, &r);
+    }
+    hs_discover_report_free(&r);
+    cli_exp_close(&x);
+    return rc;
+}
