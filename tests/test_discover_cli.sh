@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# tests/test_discover_cli.sh -- `headscope discover` and `headscope
+# faithfulness` as a user drives them, on the committed small checkpoint and
+# circuit's 192 held-out crosser/crossed pairs: --help; the output folder
+# (graph.json, faithfulness.json, circuit.dot, roc.json, all listed) whose
+# graph.json passes the stand-in of EAP-IG's own reader (tests/py/
+# eapig_graph_check.py: Graph.from_json's names and keys, to_json's bytes);
+# the curve holds the empty circuit (f = 0) and the full one (f = 1); 1 and 2
+# threads print the same JSON; `faithfulness` on discover's graph.json gives
+# discover's circuit faithfulness; ACDC tries or skips every edge once; a set
+# whose clean and corrupted prompts coincide says faithfulness is undefined
+# (usable false, null, no NaN); bad input one line each (eap not built in,
+# option clashes, a graph of unknown names or another shape, a truth file
+# naming an edge the graph lacks, resample without corrupted prompts).
+# Run as: bash tests/test_discover_cli.sh BUILD_DIR HEADSCOPE_BIN
+set -euo pipefail
+
+BUILD_DIR=${1:?usage: test_discover_cli.sh BUILD_DIR HEADSCOPE_BIN}
+HS=${2:?usage: test_discover_cli.sh BUILD_DIR HEADSCOPE_BIN}
+mkdir -p "${HS_TEST_TMP:-$BUILD_DIR/testtmp}"
+TMP=$(mktemp -d "${HS_TEST_TMP:-$BUILD_DIR/testtmp}/discover_cli.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+PY=/usr/bin/python3
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
+
+M="$TMP/m.safetensors"
+cp "$HERE/checkpoint/circuit_tiny.safetensors" "$M"
+for cmd in discover faithfulness; do
+    run 0 "help_$cmd" "$cmd" --help
+    grep -q "^usage: headscope $cmd" "$TMP/help_$cmd.out" || fail "$cmd --help: no usage line"
+done
+run 0 ds train --steps 1 --eval-every 0 --dataset "$TMP/ds.txt" --out "$TMP/ds.safetensors"
+"$PY" "$HERE/py/winograd_pairs.py" "$TMP/ds.txt" "$TMP/pairs.jsonl"
+P="$TMP/pairs.jsonl"
+
+# the folder, with a truth (the path-patching edges circuit reports at layer 0 -> 1, and the direct paths)
+printf '# a hand-written circuit\na0.h3->a1.h3<q>\na0.h3->a1.h0<q>\ninput->a0.h3<k>\na1.h3->logits\nm1->logits\n' >"$TMP/truth.txt"
+run 0 d1 discover --model "$M" --data "$P" --top 20 --truth "$TMP/truth.txt" --out "$TMP/d1"
+check_folder "$TMP/d1" graph.json faithfulness.json circuit.dot roc.json
+"$PY" "$HERE/py/eapig_graph_check.py" "$TMP/d1/graph.json" >/dev/null || fail "graph.json fails EAP-IG's reader"
+grep -q '^digraph circuit {$' "$TMP/d1/circuit.dot" || fail "circuit.dot is not a digraph"
+if command -v dot >/dev/null; then dot -Tsvg "$TMP/d1/circuit.dot" >/dev/null || fail "dot rejects circuit.dot"; fi
+"$PY" - "$TMP/d1" <<'PYEOF' || fail "faithfulness.json / roc.json"
+import json, sys
+d = sys.argv[1]
+f = json.load(open(d + "/faithfulness.json"))
+pts = f["points"]
+assert len(pts) == 11 and pts[0]["fraction"] == 0 and pts[0]["edges"] == 0 and pts[0]["faithfulness"] == 0, pts[0]
+assert pts[-1]["fraction"] == 1 and pts[-1]["edges"] == 110 and pts[-1]["faithfulness"] == 1, pts[-1]
+assert [p["top_n"] for p in pts[1:]] == [0, 0, 0, 1, 2, 5, 11, 22, 55, 110]
+assert f["usable"] is True and 0 < f["cpr"] < 1.5 and f["cmd"] >= 0
+cpr = sum((b["fraction"] - a["fraction"]) * (a["faithfulness"] + b["faithfulness"]) / 2 for a, b in zip(pts[1:], pts[2:]))
+assert abs(cpr - f["cpr"]) < 1e-6, (cpr, f["cpr"])
+assert f["circuit"]["edges"] <= 20 and f["circuit"]["chosen_by"] == "the top 20 edges by |score|"
+r = json.load(open(d + "/roc.json"))
+assert r["edges"]["positives"] == 5 and r["edges"]["negatives"] == 105
+assert 0.5 < r["edges"]["auc"] <= 1 and r["edges"]["tpr"][0] == 0 and r["edges"]["fpr"][-1] == 1
+g = json.load(open(d + "/graph.json"))
+assert sum(e["in_graph"] for e in g["edges"].values()) == f["circuit"]["edges"]
+PYEOF
+
+# --json: 1 and 2 threads the same; faithfulness of discover's graph = discover's circuit
+run 0 j1 discover --model "$M" --data "$P" --top 20 --json --threads 1
+run 0 j2 discover --model "$M" --data "$P" --top 20 --json --threads 2
+cmp -s "$TMP/j1.out" "$TMP/j2.out" || fail "discover --json differs between 1 and 2 threads"
+run 0 f1 faithfulness --model "$M" --data "$P" --graph "$TMP/d1/graph.json" --json
+run 0 f_out faithfulness --model "$M" --data "$P" --graph "$TMP/d1/graph.json" --out "$TMP/f1"
+check_folder "$TMP/f1" faithfulness.json
+"$PY" - "$TMP/j1.out" "$TMP/f1.out" <<'PYEOF' || fail "faithfulness differs from discover"
+import json, sys
+d, f = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert d["circuit"]["faithfulness"] == f["circuit"]["faithfulness"], (d["circuit"], f["circuit"])
+assert d["circuit"]["edges"] == f["circuit"]["edges"] == f["circuit"]["edges_in_file"]
+assert d["metric_full"] == f["metric_full"] and d["metric_empty"] == f["metric_empty"]
+PYEOF
+
+# ACDC: every edge tried once or skipped; its circuit is what it kept, pruned
+run 0 acdc discover --model "$M" --data "$P" --method acdc --metric kl --tau 0.05 --json
+"$PY" - "$TMP/acdc.out" <<'PYEOF' || fail "acdc report"
+import json, sys
+r = json.load(open(sys.argv[1]))
+a = r["acdc"]
+assert a["trials"] + a["skipped"] == 110 and a["forwards"] == 6 * a["trials"], a
+assert r["circuit"]["edges"] <= a["kept"] and r["metric_full"] == 0, r["circuit"]
+assert r["circuit"]["chosen_by"] == "ACDC with tau 0.05"
+PYEOF
+run 0 zero discover --model "$M" --data "$P" --ablation zero --metric prob-diff --threshold 0.01
+run 0 mean faithfulness --model "$M" --data "$P" --graph "$TMP/d1/graph.json" --ablation mean --metric kl
+
+# clean = corrupted: faithfulness undefined, said, no NaN
+"$PY" -c "
+import json, sys
+for line in open(sys.argv[1]):
+    o = json.loads(line); o['corrupted'] = o['prompt']; o['wrong'] = 'street' if o['answer'] != 'street' else 'animal'
+    print(json.dumps(o))" "$P" >"$TMP/same.jsonl"
+run 0 same discover --model "$M" --data "$TMP/same.jsonl" --json
+grep -q 'note: faithfulness is undefined' "$TMP/same.err" || fail "no note for undefined faithfulness"
+grep -qi 'nan' "$TMP/same.out" && fail "NaN in the JSON"
+"$PY" - "$TMP/same.out" <<'PYEOF' || fail "undefined faithfulness"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["usable"] is False and "0 / 0" in r["why_not_usable"]
+assert r["circuit"]["faithfulness"] is None and r["faithfulness_curve"]["cpr"] is None
+PYEOF
+
+# bad input, one line each
+run 2 eap discover --model "$M" --data "$P" --method eap
+one_line eap "--method eap and eap-ig (and --ig-steps) are not built into this headscope"
+run 2 igsteps discover --model "$M" --data "$P" --ig-steps 5
+one_line igsteps "not built into this headscope"
+run 2 method discover --model "$M" --data "$P" --method greedy
+one_line method "--method takes exact, acdc, not 'greedy'"
+run 2 both discover --model "$M" --data "$P" --top 3 --threshold 0.1
+one_line both "give --top or --threshold, not both"
+run 2 tau discover --model "$M" --data "$P" --tau 0.1
+one_line tau "--tau is for --method acdc"
+run 2 acdctop discover --model "$M" --data "$P" --method acdc --top 3
+one_line acdctop "ACDC's circuit is what it keeps"
+run 2 nograph faithfulness --model "$M" --data "$P"
+one_line nograph "--graph FILE is required"
+sed 's/"a0.h1": {/"a0.h9": {/' "$TMP/d1/graph.json" >"$TMP/badnode.json"
+run 1 badnode faithfulness --model "$M" --data "$P" --graph "$TMP/badnode.json"
+one_line badnode "badnode.json: unknown node 'a0.h9' (this model: 2 layers x 4 heads, MLPs)"
+sed 's/"n_heads": 4/"n_heads": 12/' "$TMP/d1/graph.json" >"$TMP/shape.json"
+run 1 shape faithfulness --model "$M" --data "$P" --graph "$TMP/shape.json"
+one_line shape "shape.json: the graph is for another model shape: cfg n_heads is 12, this model's 4"
+printf 'input->a0.h3<k>\na0.h3->a0.h1<q>\n' >"$TMP/badtruth.txt"
+run 1 badtruth discover --model "$M" --data "$P" --truth "$TMP/badtruth.txt"
+one_line badtruth "badtruth.txt:2: 'a0.h3->a0.h1<q>' is not an edge of this model's graph"
+printf '{"prompt": "the animal did not", "answer": "cross", "wrong": "not"}\n' >"$TMP/nocorr.jsonl"
+run 1 nocorr discover --model "$M" --data "$TMP/nocorr.jsonl"
+one_line nocorr 'resample ablation needs each prompt.s "corrupted" partner'
+run 0 nocorr_mean discover --model "$M" --data "$TMP/nocorr.jsonl" --ablation mean --top 3
+echo "test_discover_cli: ok"
