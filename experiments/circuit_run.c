@@ -540,5 +540,6 @@ hs_status hs_edge_patch_scores(hs_circeval *ce, double *scores, hs_error *err)
 double hs_faithfulness(double m_c, double m_full, double m_empty)
 {
     if (m_full == m_empty) return NAN;
-    return (m_c - m_empty) / (m_full - m_empty);
+    const double f = (m_c - m_empty) / (m_full - m_empty);
+    return f == 0.0 ? 0.0 : f; /* +0, not -0 (m(M) < m(empty), as with kl) */
 }

@@ -96,6 +96,13 @@ CASES = [
     ("heads_target", ["heads", "--model", M, "--data", "pairs16.jsonl", "--target", "target.json",
                       "--metric", "abs", "--exclude-bos", "--exclude-current"], True),
     ("heads_sentence", ["heads", "--model", M, "--sentence", TIRED, "--json"], True),
+    # circuit discovery: exact patching into a folder with a truth, ACDC with kl as JSON, a graph.json run again
+    ("discover", ["discover", "--model", M, "--data", "pairs.jsonl", "--out", "disc", "--top", "12",
+                  "--truth", "truth.txt"], True),
+    ("discover_acdc", ["discover", "--model", M, "--data", "pairs16.jsonl", "--method", "acdc", "--metric", "kl",
+                       "--tau", "0.02", "--json"], True),
+    ("faithfulness", ["faithfulness", "--model", M, "--data", "pairs16.jsonl", "--graph", "disc/graph.json",
+                      "--ablation", "mean", "--out", "faith"], True),
     ("circuit", ["circuit", "--model", M, "--out", "c", "--format", "png,svg,pdf,json,html"], True),
     ("view_two", ["view", "i_all", "i_pair", "--out", "two.html"], False),
     ("view_folder", ["view", "i_crop"], False),
@@ -150,6 +157,9 @@ CASES = [
     ("err_train_layers", ["train", "--layers", "0", "--out", "x.safetensors"], False),
     ("err_timeline_empty", ["timeline", "emptydir"], False),
     ("err_eval_missing", ["eval", "--model", "nope.safetensors"], False),
+    ("err_discover_eap", ["discover", "--model", M, "--data", "pairs16.jsonl", "--method", "eap"], False),
+    ("err_faithfulness_graph", ["faithfulness", "--model", M, "--data", "pairs16.jsonl", "--graph", "target.json"],
+     False),
     ("err_circuit_induction_opts", ["circuit", "--model", "ind.safetensors", "--push-attn", "0.5"],
      False),
 ]
@@ -171,6 +181,8 @@ def prepare(d):
         json.dump(rows, f)
     with open(os.path.join(d, "target_small.json"), "w") as f:
         json.dump([[1.0, 0.0], [0.5, 0.5]], f)
+    with open(os.path.join(d, "truth.txt"), "w") as f:
+        f.write("input->a0.h3<k>\na0.h3->a1.h3<q>\na1.h3->logits\nm1->logits\n")
 
 
 def pairs(d):
