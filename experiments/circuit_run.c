@@ -72,6 +72,7 @@ typedef struct chunk_job {
     int R0, b, start;
     unsigned char *need;     /* (n_send) */
     unsigned char *miss;     /* (n_receivers) a receiver missing a sender */
+    int *cur, *last, n_last; /* (n_send) the missing senders of this receiver and of the last sum */
     float *diff, *upd;
     double *mscr;
     hook_ctx *hc;            /* (2 + 6 L) */
@@ -109,7 +110,10 @@ static void fill_diff(chunk_job *cj, int u, const float *x, size_t xs)
             float *o = d + ((size_t)i * t + p) * D;
             const float *xa = a->base ? a->base + r * a->row + (size_t)p * a->pos : NULL;
             const float *xc = x ? x + ((size_t)i * t + p) * xs : c->base + r * c->row + (size_t)p * c->pos;
-            for (int k = 0; k < D; k++) o[k] = (xa ? xa[k] : 0.0f) - xc[k];
+            if (xa)
+                for (int k = 0; k < D; k++) o[k] = xa[k] - xc[k];
+            else
+                for (int k = 0; k < D; k++) o[k] = 0.0f - xc[k];
         }
     }
 }
@@ -137,30 +141,36 @@ static int capture_hook(const char *name, const int64_t *shape, int ndim, float 
 }
 
 /* x (CHUNK*t rows, stride xs floats) += the sum of receiver r's missing
- * senders' diffs; returns 1 when anything changed. */
+ * senders' diffs; returns 1 when anything changed. The sum is kept for the
+ * next receiver missing the same senders (e.g. every input of a layer in
+ * the empty circuit): the diffs it adds do not change within a run. */
 static int add_missing(chunk_job *cj, int r, float *x, size_t xs)
 {
     const hs_circeval *ce = cj->ce;
     const hs_graph *g = ce->g;
     const size_t D = (size_t)ce->D, rows = (size_t)HS_ENGINE_CHUNK * ce->t, one = rows * D;
-    int first = 1;
-    for (size_t e = g->recv_first_edge[r]; e < g->recv_first_edge[r] + (size_t)g->recv_n_edges[r]; e++) {
-        if (in_circ(cj->spec, e)) continue;
-        const float *d = cj->diff + (size_t)g->edge_src[e] * one;
-        if (first) memcpy(cj->upd, d, one * sizeof(float));
+    int n = 0, same;
+    for (size_t e = g->recv_first_edge[r]; e < g->recv_first_edge[r] + (size_t)g->recv_n_edges[r]; e++)
+        if (!in_circ(cj->spec, e)) cj->cur[n++] = g->edge_src[e];
+    same = n == cj->n_last && memcmp(cj->cur, cj->last, (size_t)n * sizeof *cj->cur) == 0;
+    for (int i = 0; i < n && !same; i++) {
+        const float *d = cj->diff + (size_t)cj->cur[i] * one;
+        if (i == 0) memcpy(cj->upd, d, one * sizeof(float));
         else
             for (size_t k = 0; k < one; k++) cj->upd[k] += d[k];
-        first = 0;
     }
+    memcpy(cj->last, cj->cur, (size_t)n * sizeof *cj->cur);
+    cj->n_last = n;
     int changed = 0;
-    for (size_t i = 0; i < rows; i++)
-        for (size_t k = 0; k < D; k++) {
-            const float u = cj->upd[i * D + k];
-            if (u != 0.0f) {
-                x[i * xs + k] += u;
-                changed = 1;
-            }
+    for (size_t i = 0; i < rows; i++) {
+        const float *u = cj->upd + i * D;
+        float *o = x + i * xs;
+        for (size_t k = 0; k < D; k++) { /* an exact 0 leaves the input as it was (a -0 stays -0) */
+            const float y = o[k] + u[k];
+            o[k] = u[k] != 0.0f ? y : o[k];
+            changed |= u[k] != 0.0f;
         }
+    }
     return changed;
 }
 
@@ -282,14 +292,16 @@ static hs_status chunk_job_run(hs_engine *e, hs_engine_worker *w, int j, void *a
     hs_circeval *ce = bc->ce;
     const int ch = j % bc->n_chunks, R0 = ch * HS_ENGINE_CHUNK;
     chunk_job cj = {ce, &bc->specs[j / bc->n_chunks], R0, ce->n - R0 < HS_ENGINE_CHUNK ? ce->n - R0 : HS_ENGINE_CHUNK,
-                    0, NULL, NULL, ce->diff[w->index], ce->upd[w->index], ce->mscr[w->index], NULL};
+                    0, NULL, NULL, NULL, NULL, -1, ce->diff[w->index], ce->upd[w->index], ce->mscr[w->index], NULL};
     cj.need = malloc((size_t)ce->n_send + (size_t)ce->g->n_receivers);
+    cj.cur = malloc((size_t)ce->n_send * 2 * sizeof *cj.cur);
     cj.hc = malloc((size_t)(2 + 6 * ce->g->n_layers) * sizeof *cj.hc);
     hs_status st = HS_OK;
-    if (cj.need == NULL || cj.hc == NULL) st = hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    if (cj.need == NULL || cj.hc == NULL || cj.cur == NULL) st = hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
     hs_cache view = {0};
     if (st == HS_OK) {
         cj.miss = cj.need + ce->n_send;
+        cj.last = cj.cur + ce->n_send;
         plan(&cj);
         st = hs_cache_view_rows(&view, &ce->clean, R0, cj.b, &w->err);
     }
@@ -298,6 +310,7 @@ static hs_status chunk_job_run(hs_engine *e, hs_engine_worker *w, int j, void *a
     hs_cache_free(&view);
     free(cj.need);
     free(cj.hc);
+    free(cj.cur);
     return st;
 }
 

@@ -618,8 +618,8 @@ void hs_metric_grad(hs_metric_kind k, const float *logits, int V, int answer, in
  */
 typedef struct hs_circeval hs_circeval;
 
-/* Prepares circuit runs of the graph g (hs_graph_build of m's config;
- * borrowed, must outlive ce) on the prompts p (copied) with metric and
+/* Prepares circuit runs of the graph g (hs_graph_build of m's config) on
+ * the prompts p (g and p are borrowed and must outlive ce) with metric and
  * ablation: the clean run's and the ablated run's sender outputs, then m(M)
  * (the full circuit, which also records the clean logits kl reads) and
  * m(empty) (the empty circuit). pool may be NULL. Errors (HS_ERR_INPUT, one
