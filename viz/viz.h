@@ -387,11 +387,18 @@ hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,
 hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
-/* HTML: one self-contained page (viz/html/viewer.{html,css,js}, inlined at
- * build time) that shows the JSON of one or more output folders
- * interactively: attention grids, heads and tokens, bars, matrices, the
- * circuit report. No request leaves the page (no CDN, no fetch): it opens
- * from file:// with no network. */
+/* HTML: one self-contained page (viz/html/viewer.{html,css,js} and
+ * viewer_graph.js, inlined at build time) that shows the JSON of one or more
+ * output folders interactively: attention grids, heads and tokens, bars,
+ * matrices, the circuit report, and a found circuit: a run file in the MIB /
+ * EAP-IG graph.json shape ({"cfg", "nodes": {name: {"in_graph", "score"?}},
+ * "edges": {"u->v<k>": {"score", "in_graph"}}}) is drawn as the graph
+ * figure's layout with a threshold slider over |score|, each edge's and
+ * node's score on hover or focus, and a head's attention pattern on a click
+ * when a file of the run holds hs_viz_attention_json's shape
+ * ("attention" [heads][T][T], "attention_head_names" "L1H0" or "a1.h0",
+ * "tokens"). No request leaves the page (no CDN, no fetch): it opens from
+ * file:// with no network. */
 
 /* Replaces, in place, every "attention" member of data (at any depth) that is
  * a [H][T][T] array of numbers with its packed form (see
