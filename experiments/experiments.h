@@ -608,7 +608,8 @@ hs_status hs_graph_figure(const hs_graph *g, const double *scores, const unsigne
  * f = 1 ("full model"). percent [n] > 0, increasing (the empty circuit,
  * f = 0 by definition, has no place on a log axis); f [n_methods, n], NaN =
  * not measured there. viz's line plot (hs_viz_lines_figure with o's width,
- * dpi and fonts) and its JSON (hs_viz_lines_json). *fig and *json as in
+ * dpi and fonts) and its JSON (hs_viz_lines_json, with "x_scale": "log" and
+ * "mark_y": 1, which the HTML page draws). *fig and *json as in
  * hs_graph_figure. Errors: hs_viz_lines_figure's, HS_ERR_NOMEM. */
 hs_status hs_faithfulness_figure(const double *percent, size_t n, const double *f,
                                  const char *const *methods, size_t n_methods, const char *title,

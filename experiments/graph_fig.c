@@ -124,6 +124,10 @@ hs_status hs_faithfulness_figure(const double *percent, size_t n, const double *
     const hs_viz_panel P = {y, n_methods, methods, NULL, "faithfulness", 0.0, 1.0, 0};
     const char *xl = "circuit size (% of the graph's edges)";
     hs_status s = json ? hs_viz_lines_json(json, x, n, &P, 1, title, xl, err) : HS_OK;
+    /* what the page needs to draw it as the figure does */
+    if (!s && json && (!cJSON_AddStringToObject(*json, "x_scale", "log") ||
+                       !cJSON_AddNumberToObject(*json, "mark_y", 1.0)))
+        s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (!s && fig) s = hs_viz_lines_figure(fig, x, n, &P, 1, title, xl, NAN, NULL, &vo, err);
     if (s && json) {
         cJSON_Delete(*json);

@@ -7,8 +7,9 @@
  * letter), widths linear in |score| as documented and so ordered by it,
  * colours the diverging map's ends by sign (read back from the PNG's
  * pixels), the width promise (exact, or refused naming the width that
- * fits, which then fits exactly), bad graphs refused in one line, and the
- * JSON's numbers.
+ * fits, which then fits exactly), bad graphs refused in one line, the
+ * JSON's numbers, and the glue with no flags or scores (every edge, score 1;
+ * GPT-2 small's 32,491 edges refused).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -485,7 +486,43 @@ static void faithfulness_curve_has_log_x_and_the_unit_line(void **state)
     assert_int_equal(cJSON_GetArraySize(s), 3);
     assert_true((float)cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(s, 1), "y"), 8)->valuedouble ==
                 (float)1.08);
+    assert_string_equal(cJSON_GetObjectItem(j, "x_scale")->valuestring, "log");
+    assert_true(cJSON_GetObjectItem(j, "mark_y")->valuedouble == 1.0);
     cJSON_Delete(j);
+}
+
+static void the_glue_takes_every_edge_and_unit_scores(void **state)
+{
+    (void)state;
+    hs_config cfg = hs_config_default();
+    cfg.n_layers = 2;
+    cfg.n_heads = 4;
+    cfg.d_mlp = 4 * cfg.d_model;
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&cfg, &g, &err), HS_OK);
+    hs_viz_figure *f = NULL;
+    cJSON *j = NULL;
+    /* no flags, no scores: all 110 edges, each of score 1 and the widest width */
+    if (hs_graph_figure(&g, NULL, NULL, NULL, NULL, &f, &j, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "edges")), 110);
+    assert_int_equal(f->n_curves, 110 + 2); /* the legend: one sign, one width */
+    for (size_t i = 0; i < f->n_curves; i++)
+        if (!strncmp(f->groups[f->curves[i].group], "e-", 2))
+            assert_true(fabs(f->curves[i].width - 3.0 * f->dpi / 72.0) < 1e-9);
+    check_geometry(f, "every edge of 2 x 4");
+    hs_viz_figure_destroy(f);
+    cJSON_Delete(j);
+    hs_graph_free(&g);
+    /* GPT-2 small's every edge is over the figure's cap: one line, no figure, no JSON */
+    cfg.n_layers = 12;
+    cfg.n_heads = 12;
+    assert_int_equal(hs_graph_build(&cfg, &g, &err), HS_OK);
+    assert_int_equal(hs_graph_figure(&g, NULL, NULL, NULL, NULL, &f, &j, &err), HS_ERR_INPUT);
+    assert_null(f);
+    assert_null(j);
+    assert_non_null(strstr(err.msg, "32491 edges; a figure draws up to 1024"));
+    hs_graph_free(&g);
 }
 
 int main(void)
@@ -498,6 +535,7 @@ int main(void)
         cmocka_unit_test(bad_graphs_are_refused_in_one_line),
         cmocka_unit_test(json_holds_every_number),
         cmocka_unit_test(faithfulness_curve_has_log_x_and_the_unit_line),
+        cmocka_unit_test(the_glue_takes_every_edge_and_unit_scores),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
