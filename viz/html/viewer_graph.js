@@ -65,8 +65,36 @@ var hsCircuitView = (function () {
     return { nodes: nodes, C: H + (mlp ? 1 : 0), R: 2 + L * step };
   }
 
-  return function circuitView(graph, att, ctx) {
-    var lay = layout(graph), nodes = lay.nodes, POS = ctx.rgbAt(ctx.CMAPS.diverging, 255), NEG = ctx.rgbAt(ctx.CMAPS.diverging, 0);
+  /* a canvas context to measure labels with */
+  function measurer() {
+    var probe = document.createElement('canvas').getContext('2d');
+    probe.font = '12px sans-serif';
+    return probe;
+  }
+
+  /* Boxes (p.box) as the figure places them: a column box fits the widest
+     label, rows from the top (a head's row holds its name and q k v). */
+  function place(lay, probe) {
+    var nodes = lay.nodes, colW = 40;
+    Object.keys(nodes).forEach(function (n) { if (nodes[n].col >= 0) colW = Math.max(colW, Math.ceil(probe.measureText(n).width) + 12); });
+    var pitch = colW + 14, margin = 10, hHead = 34, hOne = 20, vgap = 30;
+    var W = 2 * margin + lay.C * pitch, rowTop = [], y = margin;
+    for (var r = lay.R - 1; r >= 0; r--) {
+      var rh = hOne;
+      Object.keys(nodes).forEach(function (n) { if (nodes[n].row === r && nodes[n].kind === 'head') rh = hHead; });
+      rowTop[r] = { y: y, h: rh };
+      y += rh + vgap;
+    }
+    Object.keys(nodes).forEach(function (n) {
+      var p = nodes[n], w = p.col < 0 ? Math.max(colW, Math.ceil(probe.measureText(n).width) + 16) : colW;
+      var cx = p.col < 0 ? W / 2 : margin + p.col * pitch + pitch / 2, h = p.kind === 'head' ? hHead : hOne;
+      p.box = { x: cx - w / 2, y: rowTop[p.row].y + (rowTop[p.row].h - h) / 2, w: w, h: h };
+    });
+    return { W: W, H: y - vgap + margin };
+  }
+
+  /* The edges of graph.json between known nodes, strongest |score| first. */
+  function edgeList(graph, nodes) {
     var edges = [];
     Object.keys(graph.edges || {}).forEach(function (name) {
       var e = parseEdge(name), d = graph.edges[name];
@@ -77,29 +105,55 @@ var hsCircuitView = (function () {
       e.in = d.in_graph === true;
       edges.push(e);
     });
-    edges.sort(function (a, b) { return b.abs - a.abs || (a.name < b.name ? -1 : 1); });
+    return edges.sort(function (a, b) { return b.abs - a.abs || (a.name < b.name ? -1 : 1); });
+  }
+
+  /* Pattern k of A (the unpacked attention of file att) with token labels in
+     the viewer's colours; data-name, -x0, -y0, -cell for tests. */
+  function patternCanvas(ctx, A, k, att, name, probe) {
+    var T = A.T, toks = att.tokens || [], cell = Math.max(4, Math.min(22, Math.floor(360 / T))), lw = 0;
+    toks.forEach(function (t, i) { lw = Math.max(lw, probe.measureText(i + ' ' + t).width); });
+    var ml = Math.ceil(lw) + 8, mt = Math.ceil(lw) + 8, cv = ctx.canvas(ml + T * cell + 4, mt + T * cell + 4,
+      name + ': attention pattern, rows = destination, columns = source');
+    cv.c.className = 'graphhead';
+    cv.c.setAttribute('data-name', name);
+    cv.c.setAttribute('data-x0', ml);
+    cv.c.setAttribute('data-y0', mt);
+    cv.c.setAttribute('data-cell', cell);
+    var g = cv.g, every = Math.max(1, Math.ceil(13 / cell));
+    g.imageSmoothingEnabled = false;
+    g.drawImage(ctx.patternImage(A.a, k * T * T, T, att.attention.causal !== false), ml, mt, T * cell, T * cell);
+    g.fillStyle = '#222';
+    g.font = '12px sans-serif';
+    g.textAlign = 'right';
+    for (var i = 0; i < T; i += every) g.fillText(i + ' ' + toks[i], ml - 4, mt + i * cell + cell / 2 + 4);
+    g.save();
+    g.translate(ml, mt - 4);
+    g.rotate(-Math.PI / 2);
+    g.textAlign = 'left';
+    for (var j = 0; j < T; j += every) g.fillText(j + ' ' + toks[j], 0, j * cell + cell / 2 + 4);
+    g.restore();
+    return cv.c;
+  }
+
+  /* The colours and widths, in words. */
+  function legend(ctx, POS, NEG) {
+    var swatch = function (rgb, dash, text) {
+      var s = sv('svg', { width: 36, height: 10, 'aria-hidden': 'true' });
+      s.appendChild(sv('line', { x1: 2, y1: 5, x2: 34, y2: 5, stroke: ctx.css(rgb), 'stroke-width': 3, 'stroke-dasharray': dash }));
+      return ctx.el('span', {}, [s, ctx.el('span', { text: text })]);
+    };
+    return ctx.el('div', { cls: 'legend' }, [swatch(POS, 'none', 'score ≥ 0'), swatch(NEG, '8 4', 'score < 0'),
+      ctx.el('span', { text: 'width: linear in |score|; an edge enters a head at its q, k or v' })]);
+  }
+
+  return function circuitView(graph, att, ctx) {
+    var lay = layout(graph), nodes = lay.nodes, POS = ctx.rgbAt(ctx.CMAPS.diverging, 255), NEG = ctx.rgbAt(ctx.CMAPS.diverging, 0);
+    var edges = edgeList(graph, nodes);
     var inCircuit = edges.filter(function (e) { return e.in; });
     var only = inCircuit.length > 0, pool = [], maxAbs = 1;
 
-    /* geometry: a column box fits the widest label, rows from the top */
-    var probe = document.createElement('canvas').getContext('2d');
-    probe.font = '12px sans-serif';
-    var colW = 40;
-    Object.keys(nodes).forEach(function (n) { if (nodes[n].col >= 0) colW = Math.max(colW, Math.ceil(probe.measureText(n).width) + 12); });
-    var pitch = colW + 14, margin = 10, hHead = 34, hOne = 20, vgap = 30;
-    var W = 2 * margin + lay.C * pitch, rowTop = [], y = margin;
-    for (var r = lay.R - 1; r >= 0; r--) {
-      var rh = hOne;
-      Object.keys(nodes).forEach(function (n) { if (nodes[n].row === r && nodes[n].kind === 'head') rh = hHead; });
-      rowTop[r] = { y: y, h: rh };
-      y += rh + vgap;
-    }
-    var Hpx = y - vgap + margin;
-    Object.keys(nodes).forEach(function (n) {
-      var p = nodes[n], w = p.col < 0 ? Math.max(colW, Math.ceil(probe.measureText(n).width) + 16) : colW;
-      var cx = p.col < 0 ? W / 2 : margin + p.col * pitch + pitch / 2, h = p.kind === 'head' ? hHead : hOne;
-      p.box = { x: cx - w / 2, y: rowTop[p.row].y + (rowTop[p.row].h - h) / 2, w: w, h: h };
-    });
+    var probe = measurer(), size = place(lay, probe), W = size.W, Hpx = size.H;
 
     var svg = sv('svg', { width: W, height: Hpx, 'class': 'circuit', role: 'group' });
     var gFaint = sv('g', {}), gEdges = sv('g', { 'class': 'edges' }), gNodes = sv('g', {});
@@ -188,42 +242,18 @@ var hsCircuitView = (function () {
     slider.addEventListener('input', draw);
 
     /* a head's attention pattern for the folder's prompt: the file's packed or nested form */
-    var A = att ? ctx.unpack(att.attention) : null, attNames = att ? att.attention_head_names || [] : [];
+    var A = att ? ctx.unpack(att.attention) : null;
     function showPattern(name) {
-      var p = nodes[name], k = attNames.indexOf(name);
-      if (k < 0 && p) k = attNames.indexOf('L' + p.l + 'H' + p.h);
+      var p = nodes[name], names = att ? att.attention_head_names || [] : [], k = names.indexOf(name);
+      if (k < 0 && p) k = names.indexOf('L' + p.l + 'H' + p.h);
       patternBox.textContent = '';
       if (!A || k < 0) {
         patternBox.appendChild(ctx.el('p', { cls: 'status', text: name + ': this folder holds no attention pattern for it' }));
         return;
       }
       if (ctx.select && p) ctx.select(p.l, p.h, 'head');
-      var T = A.T, toks = att.tokens || [], cell = Math.max(4, Math.min(22, Math.floor(360 / T)));
-      var lw = 0;
-      toks.forEach(function (t, i) { lw = Math.max(lw, probe.measureText(i + ' ' + t).width); });
-      var ml = Math.ceil(lw) + 8, mt = Math.ceil(lw) + 8, cv = ctx.canvas(ml + T * cell + 4, mt + T * cell + 4,
-        name + ': attention pattern, rows = destination, columns = source');
-      cv.c.className = 'graphhead';
-      cv.c.setAttribute('data-name', name);
-      cv.c.setAttribute('data-x0', ml);
-      cv.c.setAttribute('data-y0', mt);
-      cv.c.setAttribute('data-cell', cell);
-      var g = cv.g, off = k * T * T, causal = att.attention.causal !== false;
-      g.imageSmoothingEnabled = false;
-      g.drawImage(ctx.patternImage(A.a, off, T, causal), ml, mt, T * cell, T * cell);
-      g.fillStyle = '#222';
-      g.font = '12px sans-serif';
-      g.textAlign = 'right';
-      var every = Math.max(1, Math.ceil(13 / cell));
-      for (var i = 0; i < T; i += every) g.fillText(i + ' ' + toks[i], ml - 4, mt + i * cell + cell / 2 + 4);
-      g.save();
-      g.translate(ml, mt - 4);
-      g.rotate(-Math.PI / 2);
-      g.textAlign = 'left';
-      for (var j = 0; j < T; j += every) g.fillText(j + ' ' + toks[j], 0, j * cell + cell / 2 + 4);
-      g.restore();
       patternBox.appendChild(ctx.el('h3', { text: name + ': attention on the prompt' + (att.title ? ' (' + att.title + ')' : '') }));
-      patternBox.appendChild(cv.c);
+      patternBox.appendChild(patternCanvas(ctx, A, k, att, name, probe));
     }
 
     var controls = ctx.el('div', { cls: 'controls' }, [ctx.el('label', {}, [ctx.el('span', { text: 'threshold' }), slider]), count]);
@@ -235,18 +265,11 @@ var hsCircuitView = (function () {
         'unticked: the ' + Math.min(POOL_MAX, edges.length) + ' strongest of ' + edges.length })]));
     }
     setPool();
-    var swatch = function (rgb, dash, text) {
-      var s = sv('svg', { width: 36, height: 10, 'aria-hidden': 'true' });
-      s.appendChild(sv('line', { x1: 2, y1: 5, x2: 34, y2: 5, stroke: ctx.css(rgb), 'stroke-width': 3, 'stroke-dasharray': dash }));
-      return ctx.el('span', {}, [s, ctx.el('span', { text: text })]);
-    };
-    var legend = ctx.el('div', { cls: 'legend' }, [swatch(POS, 'none', 'score ≥ 0'), swatch(NEG, '8 4', 'score < 0'),
-      ctx.el('span', { text: 'width: linear in |score|; an edge enters a head at its q, k or v' })]);
     var cfg = graph.cfg || {};
     return ctx.el('figure', { cls: 'panel circuitview' }, [
       ctx.el('h3', { text: 'Circuit graph: ' + inCircuit.length + ' of ' + edges.length + ' edges in the circuit' +
         (cfg.n_layers ? ' (' + cfg.n_layers + ' layers x ' + cfg.n_heads + ' heads)' : '') }),
-      controls, ctx.el('div', { cls: 'row' }, [ctx.el('div', { cls: 'scroll' }, [svg]), patternBox]), status, legend,
+      controls, ctx.el('div', { cls: 'row' }, [ctx.el('div', { cls: 'scroll' }, [svg]), patternBox]), status, legend(ctx, POS, NEG),
       ctx.el('figcaption', { text: 'graph.json in the MIB / EAP-IG format. Nodes: input, a<layer>.h<head>, m<layer> ' +
         '(MLP), logits; layers bottom to top. Hover or focus an edge or node for its score; click a head (or focus it ' +
         'and press Enter) for its attention pattern. Faint nodes have no edge shown.' })]);
