@@ -992,4 +992,39 @@ cJSON *hs_faith_report_json(const hs_faith_report *r);
 /* The text summary appended to b. */
 void hs_faith_summary(const hs_faith_report *r, hs_buf *b);
 
+/* Circuit figures (experiments/graph_fig.c): the found circuit and its       */
+/* faithfulness curve through viz/                                           */
+
+/* The circuit of g as viz's graph figure and its JSON (viz.h, "The circuit
+ * graph"): every node of g under its MIB name ("input", "a1.h0", "m1",
+ * "logits"), input on the bottom row, layer l's heads side by side on the
+ * row above the layer before, its MLP in the last column on the row above
+ * its heads (it reads them), logits on top; the edges with in_graph[e]
+ * nonzero (in_graph [n_edges], NULL = every edge: over HS_VIZ_MAX_EDGES is
+ * refused), each into its receiver's q, k or v (a head) or its one input,
+ * with scores[e] (scores [n_edges] in g's edge order, NULL = 1 each) for
+ * its width and colour. title may be NULL; o: the figure's options (NULL =
+ * defaults). *fig (when fig is not NULL) and *json (when json is not NULL)
+ * are new (hs_viz_figure_destroy, cJSON_Delete); on failure both are NULL.
+ * Errors: hs_viz_graph_figure's (a score not finite: HS_ERR_NUMERIC; the
+ * width promise: HS_ERR_INPUT), HS_ERR_NOMEM. */
+hs_status hs_graph_figure(const hs_graph *g, const double *scores, const unsigned char *in_graph,
+                          const char *title, const hs_viz_options *o, hs_viz_figure **fig,
+                          cJSON **json, hs_error *err);
+
+/* The faithfulness curve: faithfulness (y) over circuit size (x, percent of
+ * the graph's edges on a log10 axis: MIB's 0.1, 0.2, 0.5, ... 100), one line
+ * per method with a legend (methods: n_methods names, e.g. "EAP", "EAP-IG",
+ * "ACDC"); the y axis covers [min(0, f), max(1, f)] and a dashed line marks
+ * f = 1 ("full model"). percent [n] > 0, increasing (the empty circuit,
+ * f = 0 by definition, has no place on a log axis); f [n_methods, n], NaN =
+ * not measured there. viz's line plot (hs_viz_lines_figure with o's width,
+ * dpi and fonts) and its JSON (hs_viz_lines_json, with "x_scale": "log" and
+ * "mark_y": 1, which the HTML page draws). *fig and *json as in
+ * hs_graph_figure. Errors: hs_viz_lines_figure's, HS_ERR_NOMEM. */
+hs_status hs_faithfulness_figure(const double *percent, size_t n, const double *f,
+                                 const char *const *methods, size_t n_methods, const char *title,
+                                 const hs_viz_options *o, hs_viz_figure **fig, cJSON **json,
+                                 hs_error *err);
+
 #endif /* HS_EXPERIMENTS_H */

@@ -16,6 +16,11 @@
 #     head's detector scores in the evidence table, the named heads by name;
 #   - inspect's query_row on its figure's fixed [0, 1] scale;
 #   - timeline --format html draws its line plots;
+#   - a circuit page (a hand-written graph.json of a 2 x 4 model and the
+#     attention of its prompt, through `view`): the threshold slider changes
+#     the number of edges drawn, a positive and a negative edge have viz's
+#     diverging ends as the browser computes them, a click or Enter on a head
+#     shows its pattern in viridis; its faithfulness curve on a log x axis;
 #   - 12 layers x 12 heads x 256 tokens (a model trained 2 steps): the page
 #     loads within HS_HTML_MAX_LOAD_MS (default 20000) and no hover or click
 #     frame takes over 100 ms (Event Timing, input to paint);
@@ -118,6 +123,60 @@ check --page "$TMP/ind/index.html" --report "$TMP/ind/report.json" --json "$TMP/
 run 0 keep train --out "$TMP/k.safetensors" --steps 20 --checkpoint-every 10 --keep "$TMP/keep" --eval-every 0
 run 0 timeline timeline "$TMP/keep" --out "$TMP/tl" --format json,html
 check --page "$TMP/tl/index.html" --shot "$ART/timeline.png"
+
+# a circuit page: a hand-written graph.json of a 2 x 4 model with MLPs (MIB's
+# 110 edges, ten in the circuit, both signs) and the attention of its prompt,
+# in a folder `view` makes a page of
+mkdir "$TMP/graph"
+"$PY" - "$TMP/graph" <<'PYEOF'
+import json, os, sys
+d = sys.argv[1]
+L, H = 2, 4
+layer = [["a%d.h%d" % (l, h) for h in range(H)] + ["m%d" % l] for l in range(L)]
+edges = []
+for l in range(L):
+    before = ["input"] + [n for k in range(l) for n in layer[k]]
+    for h in range(H):
+        edges += ["%s->a%d.h%d<%s>" % (u, l, h, x) for x in "qkv" for u in before]
+    edges += ["%s->m%d" % (u, l) for u in before + layer[l][:H]]
+edges += ["%s->logits" % u for u in ["input"] + [n for k in range(L) for n in layer[k]]]
+assert len(edges) == 110, len(edges)
+circuit = {"input->a0.h1<k>": 0.3, "input->a0.h1<q>": 0.12, "a0.h1->a1.h2<k>": 1.2, "input->a1.h2<q>": 0.45,
+           "input->a1.h2<v>": 0.8, "a1.h2->logits": 0.9, "a0.h3->m0": -0.6, "m0->a1.h0<v>": 0.05,
+           "input->a0.h3<q>": -0.2, "a1.h0->logits": -0.3}
+E = {e: {"score": circuit.get(e, ((i * 37) % 23 - 11) / 400.0), "in_graph": e in circuit} for i, e in enumerate(edges)}
+nodes = {n: {"in_graph": any(n in (e.split("->")[0], e.split("->")[1].split("<")[0]) for e in circuit)}
+         for n in ["input"] + [n for k in range(L) for n in layer[k]] + ["logits"]}
+cfg = {"n_layers": L, "n_heads": H, "parallel_attn_mlp": False, "d_model": 16}
+json.dump({"cfg": cfg, "nodes": nodes, "edges": E}, open(os.path.join(d, "graph.json"), "w"))
+toks = ["the", "cat", "sat", "on", "the", "mat"]
+T = len(toks)
+att = []
+for k in range(L * H):
+    rows = []
+    for q in range(T):
+        w = [1 + (k * 7 + q * 3 + s * 5) % 9 if s <= q else 0 for s in range(T)]
+        rows.append([x / sum(w) for x in w])
+    att.append(rows)
+json.dump({"title": "prompt 0", "shape": [L * H, T, T], "tokens": toks, "attention": att,
+           "attention_head_names": ["L%dH%d" % (k // H, k % H) for k in range(L * H)],
+           "config": {"n_layers": L, "n_heads": H}}, open(os.path.join(d, "attention.json"), "w"))
+pct = [0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100]
+curve = {"title": "faithfulness", "xlabel": "circuit size (% of the graph's edges)", "x": pct,
+         "panels": [{"ylabel": "faithfulness", "series": [
+             {"label": m, "y": [round(1 - 0.9 ** (3 * (i + 1) * (k + 1)), 4) for i in range(10)]}
+             for k, m in enumerate(["EAP", "EAP-IG", "ACDC"])]}],
+         "x_scale": "log", "mark_y": 1}
+json.dump(curve, open(os.path.join(d, "faithfulness_curve.json"), "w"))
+json.dump({"generator": "headscope test discover", "command": "discover",
+           "files": [{"file": "graph.json", "format": "json", "shows": "the circuit"},
+                     {"file": "attention.json", "format": "json", "shows": "attention of prompt 0"},
+                     {"file": "faithfulness_curve.json", "format": "json", "shows": "faithfulness"}]},
+          open(os.path.join(d, "index.json"), "w"))
+PYEOF
+run 0 graph_view view "$TMP/graph" --out "$TMP/graph.html"
+check --page "$TMP/graph.html" --graph "$TMP/graph/graph.json" --json "$TMP/graph/attention.json" \
+    --shot "$ART/circuit_graph.png"
 
 # 12 layers x 12 heads x 256 tokens
 B="$TMP/big.safetensors"

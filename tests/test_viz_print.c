@@ -1,6 +1,7 @@
 /*
  * tests/test_viz_print.c -- figures a paper can use as they are. Every figure
- * type at --width column (3.25 in) and page (6.75 in), written as PNG, SVG
+ * type (the circuit graph: 2 x 4 in a column, 12 x 12 on a page) at --width
+ * column (3.25 in) and page (6.75 in), written as PNG, SVG
  * and PDF: the physical width within 0.01 in in each (pHYs, the SVG width,
  * the PDF media box by pdfinfo), every token label present (SVG <text>, the
  * PDF's text by pdftotext), no two label boxes overlapping and no text under
@@ -33,8 +34,41 @@ static const char *HEADS[16] = {"L0H0", "L0H1", "L0H2", "L0H3", "L1H0", "L1H1",
                                 "L1H2", "L1H3", "embed", "pos_embed", "L0_mlp_out",
                                 "L1_mlp_out", "ln_final.b", "unembed.b_U", "L2H0", "L2H1"};
 
-typedef enum { K_ATTN = 0, K_GRID, K_SIGNED, K_MASKED, K_BARS, K_N } kind;
-static const char *KIND_NAME[K_N] = {"attention", "grid", "signed", "masked", "bars"};
+typedef enum { K_ATTN = 0, K_GRID, K_SIGNED, K_MASKED, K_BARS, K_GRAPH, K_N } kind;
+static const char *KIND_NAME[K_N] = {"attention", "grid", "signed", "masked", "bars", "graph"};
+
+/* The circuit graph: 2 x 4 in a column, 12 x 12 (GPT-2 small's shape) on a page. */
+static const char *const GRAPH_COL[] = {"input->a0.h1<k>", "a0.h1->a1.h2<k>", "input->a1.h2<q>",
+                                        "a1.h2->logits",   "a0.h3->m0",       "m0->a1.h0<v>",
+                                        "a1.h0->logits",   "input->a0.h3<q>"};
+static const char *const GRAPH_PAGE[] = {
+    "input->a0.h1<v>", "a0.h1->a3.h0<v>", "input->a3.h0<k>",  "a3.h0->a5.h5<k>",  "a5.h5->a8.h6<v>",
+    "a5.h5->a8.h10<v>", "a8.h6->a9.h9<q>", "a8.h10->a9.h9<q>", "a3.h0->a9.h9<k>",  "input->a9.h9<v>",
+    "a9.h9->logits",   "a9.h9->a10.h7<q>", "a10.h7->logits",  "input->m0",        "m0->a5.h5<v>",
+    "a9.h9->a11.h10<q>", "a11.h10->m11",   "m11->logits",     "a0.h1->m0",        "input->a10.h7<v>"};
+static const char *GRAPH_LABELS[2][6] = {{"input", "a0.h1", "a1.h2", "m0", "logits", "a0.h0"},
+                                         {"input", "a9.h9", "a11.h10", "m11", "logits", "a6.h3"}};
+
+static hs_status make_graph(int page, double width_in, hs_viz_figure **f, hs_error *err)
+{
+    const char *const *names = page ? GRAPH_PAGE : GRAPH_COL;
+    const size_t n = page ? sizeof GRAPH_PAGE / sizeof *names : sizeof GRAPH_COL / sizeof *names;
+    double sc[32];
+    for (size_t i = 0; i < n; i++) sc[i] = (i % 3 == 1 ? -1.0 : 1.0) * (0.1 + 0.9 * (double)i / (double)n);
+    hs_graph g;
+    double *scores;
+    unsigned char *in;
+    circuit_fixture(page ? 12 : 2, page ? 12 : 4, names, sc, n, &g, &scores, &in);
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.width_in = width_in;
+    o.dpi = 200;
+    hs_status s = hs_graph_figure(&g, scores, in, "circuit found by EAP-IG", &o, f, NULL, err);
+    free(scores);
+    free(in);
+    hs_graph_free(&g);
+    return s;
+}
 
 static void causal_rows(float *p, size_t n_panels, size_t T)
 {
@@ -84,6 +118,10 @@ static hs_status make(kind k, double width_in, hs_viz_figure **f, const char *co
         o.range = HS_VIZ_RANGE_AUTO;
         return hs_viz_matrix_figure_masked(f, buf, mask, 8, 8, HEADS, HEADS, "virtual weights",
                                            "receiver", "sender", &o, err);
+    case K_GRAPH:
+        *labels = GRAPH_LABELS[width_in > 4];
+        *n = 6;
+        return make_graph(width_in > 4, width_in, f, err);
     default:
         /* magnitudes that need scientific notation */
         for (size_t i = 0; i < 14; i++) buf[i] = (float)((int)(i * 7 % 11) - 3) * 1.3e-6f;
@@ -205,7 +243,11 @@ static void check_outputs(const hs_viz_figure *f, const char *stem, double width
     assert_non_null(strstr(svg, "<title>"));
     assert_non_null(strstr(svg, "<desc>"));
     /* editable: a group per panel and for the colour bar, the bar one gradient */
-    if (!strstr(stem, "bars")) {
+    if (strstr(stem, "graph")) { /* a group per node and per edge, each edge one path */
+        assert_non_null(strstr(svg, "<g id=\"logits\">"));
+        assert_non_null(strstr(svg, "<g id=\"e-input-a0_h1-"));
+        assert_non_null(strstr(svg, "<path d=\"M"));
+    } else if (!strstr(stem, "bars")) {
         assert_non_null(strstr(svg, "<g id=\"colorbar\">"));
         const char *g1 = strstr(svg, "<linearGradient");
         assert_non_null(g1);
@@ -302,7 +344,7 @@ static void every_figure_at_column_and_page_width(void **state)
                 continue;
             }
             if (s != HS_OK) fail_msg("%s: %s", stem, err.msg);
-            check_outputs(f, stem, W[w], labels, n, w == 0 || k == K_GRID);
+            check_outputs(f, stem, W[w], labels, n, w == 0 || k == K_GRID || k == K_GRAPH);
             hs_viz_figure_destroy(f);
         }
 }

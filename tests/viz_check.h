@@ -2,8 +2,9 @@
  * tests/viz_check.h -- what the viz tests share: a temp path, running a tool,
  * reading a PNG back (pixels and pHYs), and the layout geometry check (every
  * label's ink inside the canvas, no two overlapping, none over a heatmap,
- * values inside their cells, no label under 6 pt). Static inline functions: include
- * it once per test program.
+ * values inside their cells, no label under 6 pt), and a circuit in MIB's
+ * graph for the graph figure. Static inline functions: include it once per
+ * test program.
  */
 #ifndef HS_TESTS_VIZ_CHECK_H
 #define HS_TESTS_VIZ_CHECK_H
@@ -21,6 +22,7 @@
 #include <cmocka.h>
 #include <png.h>
 
+#include "experiments/experiments.h"
 #include "viz/viz.h"
 #include "viz/viz_internal.h"
 
@@ -168,6 +170,31 @@ static inline size_t count_role(const hs_viz_figure *f, vz_role role)
     size_t n = 0;
     for (size_t i = 0; i < f->n_texts; i++) n += f->texts[i].role == role;
     return n;
+}
+
+/* A circuit in the graph of an L x H model with MLPs (experiments/graph.c):
+ * the n edges named (MIB names, e.g. "a0.h1->a1.h2<k>") in it with their
+ * scores, every other edge out with score 0. *g, *scores and *in are the
+ * caller's (hs_graph_free, free, free). */
+static inline void circuit_fixture(int L, int H, const char *const *edges, const double *sc, size_t n,
+                                   hs_graph *g, double **scores, unsigned char **in)
+{
+    hs_config cfg = hs_config_default();
+    cfg.n_layers = L;
+    cfg.n_heads = H;
+    cfg.d_mlp = 4 * cfg.d_model;
+    hs_error err = {0};
+    if (hs_graph_build(&cfg, g, &err) != HS_OK) fail_msg("graph: %s", err.msg);
+    *scores = calloc(g->n_edges, sizeof **scores);
+    *in = calloc(g->n_edges, 1);
+    assert_non_null(*scores);
+    assert_non_null(*in);
+    for (size_t i = 0; i < n; i++) {
+        long e = hs_graph_find_edge(g, edges[i]);
+        if (e < 0) fail_msg("no edge %s in a %d x %d graph", edges[i], L, H);
+        (*in)[e] = 1;
+        (*scores)[e] = sc[i];
+    }
 }
 
 #endif /* HS_TESTS_VIZ_CHECK_H */

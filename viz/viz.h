@@ -19,11 +19,12 @@
  * Numbering (DESIGN.md): layers, heads and positions count from 0.
  *
  * Shapes legend: T = number of tokens, H = heads per layer, L = layers,
- * R x C = rows x columns of a signed matrix, N = number of bars.
+ * R x C = rows x columns of a signed matrix, N = number of bars, n_nodes and
+ * n_edges = a graph's nodes and edges.
  * Every array is row-major float32 and is only read.
  *
  * Figures are built in two steps: a pure step lays the figure out into an
- * hs_viz_figure (a display list of rectangles, gradients, hatched cells and
+ * hs_viz_figure (a display list of rectangles, gradients, hatched cells, curves and
  * shaped text runs in groups, in pixel units at the chosen dpi), then an edge
  * step writes it as PNG, PDF or SVG (or rasterises it into an RGB buffer).
  *
@@ -129,6 +130,14 @@ typedef struct {
                               joining it to the next (a scatter: points that are not samples
                               of one curve, e.g. models of other shapes); other figures
                               ignore it. Default 0 */
+    int y_cover;           /* line plots: nonzero makes a panel's ymin < ymax a range the axis
+                              covers rather than fixes: [min(ymin, data), max(ymax, data)],
+                              padded by 5% (faithfulness: [min(0, f), max(1, f)]). Default 0 */
+    double mark_y;         /* line plots: a dashed horizontal line at y = mark_y through every
+                              panel whose range holds it (e.g. faithfulness 1, the full
+                              model); NAN (default) = none */
+    const char *mark_y_label; /* line plots: the text at mark_y's line (right end, above it);
+                              NULL (default) = none */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */
@@ -378,11 +387,18 @@ hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,
 hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
-/* HTML: one self-contained page (viz/html/viewer.{html,css,js}, inlined at
- * build time) that shows the JSON of one or more output folders
- * interactively: attention grids, heads and tokens, bars, matrices, the
- * circuit report. No request leaves the page (no CDN, no fetch): it opens
- * from file:// with no network. */
+/* HTML: one self-contained page (viz/html/viewer.{html,css,js} and
+ * viewer_graph.js, inlined at build time) that shows the JSON of one or more
+ * output folders interactively: attention grids, heads and tokens, bars,
+ * matrices, the circuit report, and a found circuit: a run file in the MIB /
+ * EAP-IG graph.json shape ({"cfg", "nodes": {name: {"in_graph", "score"?}},
+ * "edges": {"u->v<k>": {"score", "in_graph"}}}) is drawn as the graph
+ * figure's layout with a threshold slider over |score|, each edge's and
+ * node's score on hover or focus, and a head's attention pattern on a click
+ * when a file of the run holds hs_viz_attention_json's shape
+ * ("attention" [heads][T][T], "attention_head_names" "L1H0" or "a1.h0",
+ * "tokens"). No request leaves the page (no CDN, no fetch): it opens from
+ * file:// with no network. */
 
 /* Replaces, in place, every "attention" member of data (at any depth) that is
  * a [H][T][T] array of numbers with its packed form (see
@@ -470,7 +486,10 @@ void hs_viz_series_rgb(size_t i, unsigned char rgb[3]);
  * dashed vertical line through every panel labelled mark_label (may be NULL).
  * Width: opt->width_in (legend included) or a 4.5 in plot; each panel 1.7 in.
  * opt->log_x: x on a log10 axis, ticks as a log_y panel's (e.g. time against
- * FLOPs, log-log: a power law is a straight line).
+ * FLOPs, log-log: a power law is a straight line). opt->y_cover: a panel's
+ * ymin < ymax is covered, not fixed (the range holds it and every value);
+ * opt->mark_y: a dashed horizontal line at that y, labelled
+ * opt->mark_y_label at its left end (e.g. faithfulness 1, "full model").
  * Errors: HS_ERR_INPUT (N out of 1..HS_VIZ_MAX_POINTS, panels out of
  * 1..HS_VIZ_MAX_PANELS, series out of 1..HS_VIZ_MAX_BARS, x not increasing,
  * bad labels, a value <= 0 on a log axis), HS_ERR_NUMERIC (non-finite x,
@@ -485,5 +504,88 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N,
 hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_panel *panels,
                             size_t n_panels, const char *title, const char *xlabel,
                             hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* The circuit graph (viz_graph.c): a circuit found in a model, as a layered
+ * drawing a paper can use. viz knows no model: the caller places each node
+ * on a row (0 = bottom) and a column and says which nodes take three inputs
+ * (q, k, v: attention heads); experiments/ (hs_graph_figure) places MIB's
+ * graph: input on row 0, layer l's heads a{l}.h{h} side by side on the row
+ * above, its MLP m{l} in the last column on the row above them, logits on
+ * top.
+ *
+ * The drawing: each node a labelled box. Nodes in the circuit (flagged, or
+ * touched by an edge) have a dark frame and black text; the others are kept
+ * faint (light grey frame and text, drawn under the edges) so the model's
+ * shape stays readable and a reader can find any head. A node with ports
+ * shows "q k v" under its name, and its three inputs are three points on
+ * its bottom edge, under those letters (left q, middle k, right v): an edge
+ * into a head's k ends under its "k" (K-composition reads at a glance), the
+ * letter black when an edge ends there. Every edge given is drawn, as a
+ * curve leaving the top of its sender upward and entering its receiver's
+ * port from below, under the circuit's boxes, weakest first. Colour by
+ * sign: score >= 0 the diverging map's positive end (hs_viz_cmap_rgb(
+ * DIVERGING, 1), dark red), score < 0 its negative end (t = 0, dark blue)
+ * and dashed, so grey print still tells them apart. Width by |score|,
+ * linear: HS_VIZ_EDGE_MIN_PT + (HS_VIZ_EDGE_MAX_PT - HS_VIZ_EDGE_MIN_PT) *
+ * |score| / max |score| points (max over the edges drawn), so a wider edge
+ * always has the larger |score|. A legend under the graph names the colours
+ * and the widths of the weakest and strongest |score|.
+ *
+ * SVG: a <g id> per node (its name made an XML id: "a1_h0", "m1", "input")
+ * and per edge ("e-" + sender + "-" + receiver, then "-" + its port for a
+ * head: "e-a0_h2-a1_h0-k", "e-a1_h3-m1"), each edge one <path>.
+ *
+ * Width: the promise of every figure (width_in exact, labels >= font_min_pt,
+ * or a refusal naming the width that fits); width_in = 0 is a column
+ * (HS_VIZ_COLUMN_IN) up to 6 columns of nodes, else a page (HS_VIZ_PAGE_IN).
+ * Column pitch: the width shared out; a node box fits its widest column
+ * label. Height follows the rows. */
+
+#define HS_VIZ_MAX_EDGES 1024       /* edges a graph figure draws */
+#define HS_VIZ_MAX_GRAPH_ROWS (2 * HS_VIZ_MAX_LAYERS + 2)
+#define HS_VIZ_MAX_GRAPH_COLS (HS_VIZ_MAX_HEADS + 1)
+#define HS_VIZ_EDGE_MIN_PT 0.5      /* the width of an edge of |score| 0, points */
+#define HS_VIZ_EDGE_MAX_PT 3.0      /* the width of the edge of the largest |score|, points */
+
+/* The input of a node an edge enters: a head's q, k or v, or the one input
+ * of any other node. */
+typedef enum { HS_VIZ_PORT_WHOLE = 0, HS_VIZ_PORT_Q, HS_VIZ_PORT_K, HS_VIZ_PORT_V } hs_viz_port;
+
+/* A graph to draw; every array is only read. */
+typedef struct {
+    size_t n_nodes;                  /* 1.. HS_VIZ_MAX_GRAPH_ROWS x HS_VIZ_MAX_GRAPH_COLS */
+    const char *const *names;        /* [n_nodes] labels, UTF-8 ("a1.h0", "m1", "input") */
+    const int *row;                  /* [n_nodes] 0 (bottom) .. HS_VIZ_MAX_GRAPH_ROWS - 1 */
+    const int *col;                  /* [n_nodes] 0 .. HS_VIZ_MAX_GRAPH_COLS - 1, or -1:
+                                        centred over every column, alone on its row */
+    const unsigned char *ports;      /* [n_nodes] nonzero: q, k, v inputs (a head) */
+    const unsigned char *in_circuit; /* [n_nodes] nonzero: in the circuit; NULL: the
+                                        nodes an edge touches */
+    size_t n_edges;                  /* 0 .. HS_VIZ_MAX_EDGES, each drawn */
+    const int *from, *to;            /* [n_edges] node indices, row[from] < row[to] */
+    const float *score;              /* [n_edges] finite */
+    const unsigned char *port;       /* [n_edges] hs_viz_port at `to`: Q, K or V when to has
+                                        ports, WHOLE when it has not */
+} hs_viz_graph;
+
+/* The circuit graph figure of g (above) with title (may be NULL; wrapped to
+ * the width) and opt's width, dpi, font, font sizes and note (the colour map
+ * and range options do not apply: the colours are the diverging map's ends).
+ * *out: the figure (hs_viz_figure_destroy). Errors: HS_ERR_INPUT (a count,
+ * row or column out of range, two nodes in one place, a label not UTF-8, an
+ * edge that does not run upward or names a node that is not there, a port
+ * that does not match its node, the width promise), HS_ERR_NUMERIC (a score
+ * not finite), HS_ERR_IO (no font), HS_ERR_NOMEM. */
+hs_status hs_viz_graph_figure(const hs_viz_graph *g, const char *title, const hs_viz_options *opt,
+                              hs_viz_figure **out, hs_error *err);
+
+/* Its numbers: {"title", "nodes": [{"name", "row", "col", "ports",
+ * "in_circuit"}], "edges": [{"from", "to" (node names), "port": "q"|"k"|"v"
+ * or null, "score"}], "edge_width_pt": {"min", "max", "max_abs_score"} (the
+ * scale above), "colours": {"positive", "negative"} ("#rrggbb")}; in_circuit
+ * as the figure draws it. *out: new cJSON object (cJSON_Delete). Errors as
+ * hs_viz_graph_figure (no width or font). */
+hs_status hs_viz_graph_json(const hs_viz_graph *g, const char *title, cJSON **out, hs_error *err);
 
 #endif /* HS_VIZ_H */

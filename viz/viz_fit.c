@@ -21,6 +21,10 @@ static void shift_items(vz_ctx *c, int dx)
         c->f->texts[i].x += dx;
         c->f->texts[i].ix += dx;
     }
+    for (size_t i = 0; i < c->f->n_curves; i++) {
+        vz_curve *k = &c->f->curves[i];
+        k->x0 += dx, k->x1 += dx, k->x2 += dx, k->x3 += dx;
+    }
 }
 
 /* Finishes a figure: holds it to the target width (centred when narrower;

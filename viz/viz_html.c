@@ -15,6 +15,7 @@
 /* generated from viz/html/ (build folder, generated/viz_html_assets.c) */
 extern const char vz_html_css[];
 extern const char vz_html_body[];
+extern const char vz_html_graph_js[];
 extern const char vz_html_js[];
 
 /* ---- packed attention -------------------------------------------------- */
@@ -266,6 +267,7 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
     put_script_json(&b, j);
     free(j);
     hs_buf_puts(&b, "</script>\n<script>\n");
+    hs_buf_puts(&b, vz_html_graph_js); /* defines hsCircuitView, which viewer.js calls */
     hs_buf_puts(&b, vz_html_js);
     hs_buf_puts(&b, "</script>\n</body>\n</html>\n");
     size_t n = b.len;

@@ -51,6 +51,19 @@ typedef struct {
     int group;     /* index into hs_viz_figure.groups */
 } vz_rect;
 
+/* A stroked cubic Bezier curve, canvas px: from (x0, y0) with control points
+ * (x1, y1) and (x2, y2) to (x3, y3) (a straight line when the controls lie on
+ * it), width px wide with butt ends, solid or dashed (dash_on px drawn,
+ * dash_off px left out, along the curve from its start). The graph's edges
+ * and its legend's samples. */
+typedef struct {
+    double x0, y0, x1, y1, x2, y2, x3, y3;
+    double width;
+    double dash_on, dash_off; /* 0, 0 = solid */
+    unsigned char rgb[3];
+    int group;     /* index into hs_viz_figure.groups */
+} vz_curve;
+
 /* One shaped glyph: glyph id and its origin relative to the pen start on the
  * baseline, in px (x along the text, y down). */
 typedef struct {
@@ -96,6 +109,8 @@ struct hs_viz_figure {
     size_t n_rects, cap_rects;
     vz_text *texts;
     size_t n_texts, cap_texts;
+    vz_curve *curves;
+    size_t n_curves, cap_curves;
     char **groups;     /* group ids (SVG <g id>; owned): "title", "L1H0", "colorbar", ... */
     size_t n_groups;
     char *title;       /* the figure's title (owned, may be NULL): SVG <title>, PDF metadata */
@@ -140,7 +155,8 @@ cairo_font_face_t *vz_font_cairo(const vz_font *f);
  * title block, a figure's lifetime; viz_scale.c: ticks, number formats,
  * colour bars; viz_fit.c: the width promise; viz_heatmap.c: heatmap panels
  * (also the grid's). The kinds: viz_heatmap.c (attention pattern,
- * matrices), viz_grid.c (layers x heads), viz_bars.c, viz_lines.c. */
+ * matrices), viz_grid.c (layers x heads), viz_bars.c, viz_lines.c,
+ * viz_graph.c (the circuit graph). */
 
 /* The width promise's record, between a layout and vz_fit_width. */
 typedef struct {
@@ -214,6 +230,10 @@ static inline hs_status vz_add_rect(vz_ctx *c, int x, int y, int w, int h, const
 {
     return vz_add_rect_kind(c, x, y, w, h, rgb, VZ_R_PLAIN, -1, -1, -1);
 }
+/* A curve (vz_curve's fields; dash_on = 0: solid) in the current group.
+ * HS_ERR_NOMEM or HS_OK. */
+hs_status vz_add_curve(vz_ctx *c, const double xy[8], double width, double dash_on,
+                       double dash_off, const unsigned char rgb[3]);
 /* A text item, its box's top-left at (x, y). HS_ERR_NOMEM or HS_OK. */
 hs_status vz_add_text(vz_ctx *c, const char *s, double px, int rot, int x, int y, vz_anchor anchor,
                       vz_role role, const unsigned char rgb[3]);
@@ -305,7 +325,7 @@ size_t vz_utf8_len(const char *s);
 extern const unsigned char VZ_HATCH_RGB[3];
 void vz_hatch_geometry(int cell, double *spacing, double *width);
 /* Draws the figure on cr in its pixel units (the caller sets the scale):
- * white background, then group by group its rectangles and its texts. */
+ * white background, then group by group its rectangles, curves and texts. */
 void vz_render(cairo_t *cr, const hs_viz_figure *f);
 /* The figure drawn into a new RGB24 cairo image surface (caller destroys).
  * Errors: HS_ERR_NOMEM. */

@@ -2,10 +2,10 @@
  * viz/viz_layout.c -- the shared machinery every figure kind lays out with:
  * options, label checks and clean-up, the layout context (font sizes and
  * spacing from the dpi), the display list it fills (groups, rectangles,
- * shaped text items, frames), the title block, and a figure's lifetime. The
- * figure kinds live in viz_heatmap.c, viz_grid.c, viz_bars.c and
- * viz_lines.c; ticks and colour bars in viz_scale.c; the width promise in
- * viz_fit.c. No file I/O here.
+ * curves, shaped text items, frames), the title block, and a figure's
+ * lifetime. The figure kinds live in viz_heatmap.c, viz_grid.c, viz_bars.c,
+ * viz_lines.c and viz_graph.c; ticks and colour bars in viz_scale.c; the
+ * width promise in viz_fit.c. No file I/O here.
  */
 #include <math.h>
 #include <stdio.h>
@@ -92,6 +92,7 @@ void hs_viz_options_default(hs_viz_options *o)
     o->highlight_row = -1;
     o->font_path = NULL;
     o->font = NULL;
+    o->mark_y = NAN;
 }
 
 hs_status vz_check_options(const hs_viz_options *o, hs_error *err)
@@ -100,8 +101,9 @@ hs_status vz_check_options(const hs_viz_options *o, hs_error *err)
         return hs_fail(err, HS_ERR_INPUT, "dpi %g is out of range (36..1200)", o->dpi);
     if (!(o->font_pt >= 4.0 && o->font_pt <= 36.0))
         return hs_fail(err, HS_ERR_INPUT, "font size %g pt is out of range (4..36)", o->font_pt);
-    if ((o->note && !hs_utf8_valid(o->note)) || (o->value_label && !hs_utf8_valid(o->value_label)))
-        return hs_fail(err, HS_ERR_INPUT, "figure note or value label is not valid UTF-8");
+    if ((o->note && !hs_utf8_valid(o->note)) || (o->value_label && !hs_utf8_valid(o->value_label)) ||
+        (o->mark_y_label && !hs_utf8_valid(o->mark_y_label)))
+        return hs_fail(err, HS_ERR_INPUT, "figure note, value label or y mark label is not valid UTF-8");
     if (!(o->font_min_pt >= 0.0 && o->font_min_pt <= 36.0))
         return hs_fail(err, HS_ERR_INPUT, "smallest font size %g pt is out of range (0..36)",
                        o->font_min_pt);
@@ -208,6 +210,28 @@ hs_status vz_grow_rects(hs_viz_figure *f)
     if (!r) return HS_ERR_NOMEM;
     f->rects = r;
     f->cap_rects = nc;
+    return HS_OK;
+}
+
+hs_status vz_add_curve(vz_ctx *c, const double xy[8], double width, double dash_on,
+                       double dash_off, const unsigned char rgb[3])
+{
+    hs_viz_figure *f = c->f;
+    if (f->n_curves == f->cap_curves) {
+        size_t nc = f->cap_curves ? f->cap_curves * 2 : 64;
+        vz_curve *k = realloc(f->curves, nc * sizeof *k);
+        if (!k) return HS_ERR_NOMEM;
+        f->curves = k;
+        f->cap_curves = nc;
+    }
+    vz_curve *k = &f->curves[f->n_curves++];
+    k->x0 = xy[0], k->y0 = xy[1], k->x1 = xy[2], k->y1 = xy[3];
+    k->x2 = xy[4], k->y2 = xy[5], k->x3 = xy[6], k->y3 = xy[7];
+    k->width = width;
+    k->dash_on = dash_on > 0 ? dash_on : 0;
+    k->dash_off = dash_on > 0 ? dash_off : 0;
+    memcpy(k->rgb, rgb, 3);
+    k->group = c->group;
     return HS_OK;
 }
 
@@ -432,6 +456,7 @@ void hs_viz_figure_destroy(hs_viz_figure *f)
     free(f->title);
     free(f->desc);
     free(f->rects);
+    free(f->curves);
     free(f->font_file);
     vz_font_close(f->font);
     free(f);

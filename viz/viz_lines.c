@@ -3,7 +3,8 @@
  * stacked panels, one coloured line (with point markers) per series, a
  * legend right of each panel, y ticks per panel, x ticks and label under the
  * last panel, and an optional dashed vertical marker (e.g. the step of a
- * phase change). Lines are drawn with the scene's rectangles: one column of
+ * phase change) and a dashed horizontal one (opt->mark_y: e.g. a
+ * faithfulness of 1). Lines are drawn with the scene's rectangles: one column of
  * pixels at a time along x (runs of equal columns merged), so PNG and SVG
  * share the geometry like every other figure. Either axis may be log10
  * (opt->log_x, hs_viz_panel.log_y): positions are then taken in decades
@@ -41,6 +42,10 @@ static double ax_pos(const axis *a, double v)
     return a->log ? log10(v) : v;
 }
 
+/* A log axis's slack, decades: a float end such as 0.1f (log10 =
+ * -0.9999999935) still holds the tick at 0.1. */
+#define LOG_EPS 1e-6
+
 /* Ticks over [lo, hi] (axis units), about target of them when linear; log:
  * the powers of ten inside (every k-th when there are more than 8 decades),
  * with 2x and 5x each when fewer than three powers fall inside. */
@@ -53,14 +58,14 @@ static void ax_ticks(axis *a, double lo, double hi, int target)
     static const double MUL[3] = {1.0, 2.0, 5.0};
     const int e0 = (int)floor(lo), e1 = (int)ceil(hi);
     int powers = 0;
-    for (int e = e0; e <= e1; e++) powers += e >= lo - 1e-9 && e <= hi + 1e-9;
+    for (int e = e0; e <= e1; e++) powers += e >= lo - LOG_EPS && e <= hi + LOG_EPS;
     const int n_mul = powers < 3 ? 3 : 1, every = powers > 8 ? (powers + 7) / 8 : 1;
     a->t.n = 0;
     for (int e = e0; e <= e1; e++) {
         if (((e % every) + every) % every) continue;
         for (int k = 0; k < n_mul; k++) {
             double v = MUL[k] * pow(10.0, e), u = log10(v);
-            if (u >= lo - 1e-9 && u <= hi + 1e-9 && a->t.n < (int)(sizeof a->t.v / sizeof a->t.v[0]))
+            if (u >= lo - LOG_EPS && u <= hi + LOG_EPS && a->t.n < (int)(sizeof a->t.v / sizeof a->t.v[0]))
                 a->t.v[a->t.n++] = v;
         }
     }
@@ -122,15 +127,17 @@ static hs_status check_input(const float *x, size_t N, const hs_viz_panel *panel
 }
 
 /* The y range of a panel in axis units: fixed, or the data's (NaN skipped)
- * padded by 5%. */
-static void panel_range(const hs_viz_panel *P, const axis *ya, size_t N, double *lo, double *hi)
+ * padded by 5%; with cover, the data's and [ymin, ymax] together, padded. */
+static void panel_range(const hs_viz_panel *P, const axis *ya, size_t N, int cover, double *lo,
+                        double *hi)
 {
-    if (P->ymin < P->ymax) {
+    const int fixed = P->ymin < P->ymax;
+    if (fixed && !cover) {
         *lo = ax_pos(ya, P->ymin);
         *hi = ax_pos(ya, P->ymax);
         return;
     }
-    double a = INFINITY, b = -INFINITY;
+    double a = fixed ? ax_pos(ya, P->ymin) : INFINITY, b = fixed ? ax_pos(ya, P->ymax) : -INFINITY;
     for (size_t k = 0; k < P->n_series * N; k++)
         if (!isnan(P->y[k])) a = fmin(a, ax_pos(ya, P->y[k])), b = fmax(b, ax_pos(ya, P->y[k]));
     if (!isfinite(a)) a = 0, b = 1;
@@ -228,7 +235,7 @@ static hs_status plan_axes(lines_plan *pl)
         const hs_viz_panel *P = &pl->panels[p];
         axis *ya = &pl->ya[p];
         ya->log = P->log_y != 0;
-        panel_range(P, ya, pl->N, &pl->ylo[p], &pl->yhi[p]);
+        panel_range(P, ya, pl->N, c->o.y_cover, &pl->ylo[p], &pl->yhi[p]);
         if (c->o.markers_only) {
             const double d = 0.06 * (pl->yhi[p] - pl->ylo[p]);
             pl->ylo[p] -= d, pl->yhi[p] += d;
@@ -301,6 +308,30 @@ static hs_status add_marker(const lines_plan *pl, size_t p, const lines_frame *f
     return s;
 }
 
+/* The dashed horizontal line at opt->mark_y through a panel (when its range
+ * holds it), its label at the left end above the line (where a rising curve,
+ * such as faithfulness over circuit size, is still low). */
+static hs_status add_y_marker(const lines_plan *pl, size_t p, const lines_frame *fr)
+{
+    vz_ctx *c = pl->c;
+    const double v = c->o.mark_y;
+    if (!isfinite(v) || (pl->ya[p].log && !(v > 0))) return HS_OK;
+    const double u = ax_pos(&pl->ya[p], v);
+    if (u < fr->lo || u > fr->hi) return HS_OK;
+    const int lw = c->lw, pad = c->pad, my = (int)lround(y_px(pl, fr, u));
+    const int dash = (int)lround(c->lh * 0.5), t = lw > 1 ? lw : 1;
+    hs_status s = HS_OK;
+    for (int xx = pl->left; xx < pl->left + pl->PW && !s; xx += 2 * dash)
+        s = vz_add_rect(c, xx, my - t / 2, xx + dash > pl->left + pl->PW ? pl->left + pl->PW - xx : dash,
+                        t, MARK_RGB);
+    const char *lab = c->o.mark_y_label;
+    if (!s && lab && lab[0]) {
+        s = vz_add_text(c, lab, c->apx, 0, pl->left + pad / 2, my - t / 2 - c->alh, VZ_A_START,
+                        VZ_T_LABEL, VZ_BLACK);
+    }
+    return s;
+}
+
 /* Series i of panel p: its line (unless markers only) and point markers,
  * clamped to the panel's range, NaN points left out; then its legend entry. */
 static hs_status add_series(const lines_plan *pl, size_t p, const lines_frame *fr, size_t i)
@@ -355,6 +386,7 @@ static hs_status add_panel(const lines_plan *pl, size_t p, int *y, double mark_x
     const lines_frame fr = {*y, pl->ylo[p], pl->yhi[p]};
     if (!s) s = add_y_axis(pl, p, &fr);
     if (!s) s = add_marker(pl, p, &fr, mark_x, mark_label);
+    if (!s) s = add_y_marker(pl, p, &fr);
     /* lines and markers, then the legend */
     for (size_t i = 0; i < P->n_series && !s; i++) s = add_series(pl, p, &fr, i);
     int legend_h = (int)P->n_series * (c->lh + c->pad / 2);
@@ -373,7 +405,8 @@ static hs_status add_x_axis(const lines_plan *pl, int ay, const char *xlabel, in
     hs_status s = HS_OK;
     for (int k = 0; k < xa->t.n && !s; k++) {
         const double u = ax_pos(xa, xa->t.v[k]);
-        if (u < pl->xlo - 1e-9 || u > pl->xhi + 1e-9) continue;
+        const double eps = xa->log ? LOG_EPS : 1e-9;
+        if (u < pl->xlo - eps || u > pl->xhi + eps) continue;
         int tx = (int)lround(x_px(pl, xa->t.v[k]));
         s = vz_add_rect(c, tx - lw / 2, ay, lw, tl, AXIS_RGB);
         ax_text(buf, sizeof buf, xa->t.v[k], xa);

@@ -172,6 +172,23 @@ static void draw_text(cairo_t *cr, const hs_viz_figure *f, const vz_text *t)
     free(cl);
 }
 
+/* One curve: stroked with butt ends, dashed from its start when asked. */
+static void draw_curve(cairo_t *cr, const vz_curve *k)
+{
+    cairo_save(cr);
+    set_rgb(cr, k->rgb);
+    cairo_set_line_width(cr, k->width);
+    cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
+    if (k->dash_on > 0) {
+        const double d[2] = {k->dash_on, k->dash_off};
+        cairo_set_dash(cr, d, 2, 0);
+    }
+    cairo_move_to(cr, k->x0, k->y0);
+    cairo_curve_to(cr, k->x1, k->y1, k->x2, k->y2, k->x3, k->y3);
+    cairo_stroke(cr);
+    cairo_restore(cr);
+}
+
 void vz_render(cairo_t *cr, const hs_viz_figure *f)
 {
     cairo_font_options_t *fo = cairo_font_options_create();
@@ -195,6 +212,8 @@ void vz_render(cairo_t *cr, const hs_viz_figure *f)
                 cairo_fill(cr);
             }
         }
+        for (size_t i = 0; i < f->n_curves; i++)
+            if (f->curves[i].group == (int)g) draw_curve(cr, &f->curves[i]);
         for (size_t i = 0; i < f->n_texts; i++)
             if (f->texts[i].group == (int)g) draw_text(cr, f, &f->texts[i]);
     }

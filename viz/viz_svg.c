@@ -2,7 +2,8 @@
  * viz/viz_svg.c -- a figure as SVG from the same display list as the PNG and
  * the PDF (pixel units in the viewBox, physical size in inches from the
  * dpi): <title>/<desc>, one <g id> per group (a panel "L1H0", "colorbar",
- * "legend", "title", ...), cells as <rect>, masked cells hatched through one
+ * "legend", "title", a graph's node or edge, ...), cells as <rect>, curves
+ * (a graph's edges) as <path>, masked cells hatched through one
  * <pattern>, the colour bar as one <linearGradient>, every label one <text>
  * (selectable, editable), XML-escaped.
  */
@@ -101,6 +102,18 @@ static void write_rect(hs_buf *b, const vz_rect *r)
     hs_buf_puts(b, "/>\n");
 }
 
+/* A curve as <path>: the same Bezier, width and dashes as the PNG's. */
+static void write_curve(hs_buf *b, const vz_curve *k)
+{
+    hs_buf_printf(b,
+                  "<path d=\"M%.2f %.2f C%.2f %.2f %.2f %.2f %.2f %.2f\" fill=\"none\" "
+                  "stroke=\"#%02x%02x%02x\" stroke-width=\"%.3f\"",
+                  k->x0, k->y0, k->x1, k->y1, k->x2, k->y2, k->x3, k->y3, k->rgb[0], k->rgb[1],
+                  k->rgb[2], k->width);
+    if (k->dash_on > 0) hs_buf_printf(b, " stroke-dasharray=\"%.3f %.3f\"", k->dash_on, k->dash_off);
+    hs_buf_puts(b, "/>\n");
+}
+
 static void write_text(hs_buf *b, const hs_viz_figure *f, const vz_text *t)
 {
     int asc = vz_font_ascender(f->font, t->px);
@@ -136,10 +149,11 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
     hs_buf_printf(&b, "<rect id=\"background\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
                       "fill=\"#ffffff\"/>\n", f->width, f->height);
     for (size_t g = 0; g < f->n_groups; g++) {
-        size_t nr = 0, nt = 0;
+        size_t nr = 0, nt = 0, nc = 0;
         for (size_t i = 0; i < f->n_rects; i++) nr += f->rects[i].group == (int)g;
         for (size_t i = 0; i < f->n_texts; i++) nt += f->texts[i].group == (int)g;
-        if (nr + nt == 0) continue;
+        for (size_t i = 0; i < f->n_curves; i++) nc += f->curves[i].group == (int)g;
+        if (nr + nt + nc == 0) continue;
         hs_buf_puts(&b, "<g id=\"");
         hs_viz_xml_escape(&b, f->groups[g]);
         hs_buf_puts(&b, "\">\n");
@@ -149,6 +163,8 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
                 if (f->rects[i].group == (int)g) write_rect(&b, &f->rects[i]);
             hs_buf_puts(&b, "</g>\n");
         }
+        for (size_t i = 0; nc && i < f->n_curves; i++)
+            if (f->curves[i].group == (int)g) write_curve(&b, &f->curves[i]);
         if (nt) {
             hs_buf_puts(&b, "<g font-family=\"DejaVu Sans, Verdana, sans-serif\">\n");
             for (size_t i = 0; i < f->n_texts; i++)

@@ -20,9 +20,14 @@
  *     FILE's values through its colour_scale; on a circuit page the evidence
  *     table sorts both ways and a head's link shows its attention row;
  *   - with --report REPORT.json (the induction circuit's), its verdict and
- *     criteria, each head's detector scores, the named heads' real names.
+ *     criteria, each head's detector scores, the named heads' real names;
+ *   - with --graph graph.json (a circuit page; --json its attention file): the
+ *     slider changes the number of edges drawn, the browser's colour of a
+ *     positive and a negative edge is viz's diverging map's end, focus names
+ *     an edge's score, a click (or Enter) on a head shows its pattern.
  * Usage: node check_page.js --page P.html --shot OUT.png [--json attention_grid.json]
- *        [--matrix patching:patching.json] [--report report.json] [--perf --max-frame-ms 100 --max-load-ms N]
+ *        [--matrix patching:patching.json] [--report report.json] [--graph graph.json]
+ *        [--perf --max-frame-ms 100 --max-load-ms N]
  *        [--browser chromium|firefox] [--hover mouse|focus]
  * Prints one JSON line of measurements; exits 1 on the first failed check.
  */
@@ -61,6 +66,114 @@ function unpackNode(att) {
       for (let s = 0; s < (att.causal ? d + 1 : T); s++, k += 4) a[(h * T + d) * T + s] = buf.readFloatLE(k);
   if (k !== buf.length) fail(`packed attention has ${buf.length} bytes, expected ${k}`);
   return { H, T, a };
+}
+
+/* --graph graph.json (the circuit page, viewer_graph.js): the slider hides the
+   edges under its |score| (drawn paths = the count it names = graph.json's),
+   the stroke of a positive and a negative edge as the browser computes it is
+   viz's diverging map's end, focus names an edge with its score, a click (and
+   Enter) on a head shows its attention pattern in the --json file's colours,
+   and unticking "only the circuit's edges" ranges over every edge. */
+async function checkGraph(page, args, maps, table, colour, result) {
+  const g = JSON.parse(fs.readFileSync(args.graph, 'utf8'));
+  const all = Object.entries(g.edges).map(([name, e]) => ({ name, score: e.score, abs: Math.abs(e.score), in: e.in_graph }));
+  const circ = all.filter((e) => e.in).sort((a, b) => b.abs - a.abs);
+  if (circ.length < 3) fail('--graph needs a circuit of 3 edges or more');
+  await page.waitForSelector('svg.circuit');
+  const drawn = () => page.evaluate(() => ({
+    paths: Array.from(document.querySelectorAll('svg.circuit path.edge')).map((p) => p.dataset.name),
+    attr: Number(document.querySelector('svg.circuit').dataset.edges),
+    text: document.querySelector('.circuitview .count').textContent,
+  }));
+  const expect = async (n, pool, what) => {
+    const d = await drawn();
+    if (d.paths.length !== n || d.attr !== n) fail(`${what}: ${d.paths.length} edges drawn (attr ${d.attr}), expected ${n}`);
+    if (!d.text.includes(`${n} of ${pool}`)) fail(`${what}: the count says '${d.text}', not ${n} of ${pool}`);
+    return d;
+  };
+  let d = await expect(circ.length, circ.length, 'at first');
+  const want = new Set(circ.map((e) => e.name));
+  d.paths.forEach((p) => { if (!want.has(p)) fail(`edge ${p} drawn but not in the circuit`); });
+  /* the slider: Home = the strongest |score| only, then two steps down */
+  await page.focus('.circuitview input[type="range"]');
+  await page.keyboard.press('Home');
+  const ties = (k) => circ.filter((e) => e.abs >= circ[k].abs).length;
+  await expect(ties(0), circ.length, 'slider at Home');
+  await page.keyboard.press('ArrowRight');
+  await page.keyboard.press('ArrowRight');
+  await expect(ties(2), circ.length, 'slider two steps from Home');
+  await page.keyboard.press('End');
+  await expect(circ.length, circ.length, 'slider at End');
+  /* colours as rendered: viz_color.c's diverging ends, also the page's table */
+  const div = table(maps.diverging), POS = [103, 0, 31], NEG = [5, 48, 97];
+  if (div[255].join() !== POS.join() || div[0].join() !== NEG.join()) fail(`page diverging ends ${div[255]} / ${div[0]}`);
+  const pos = circ.find((e) => e.score > 0), neg = circ.find((e) => e.score < 0);
+  if (!pos || !neg) fail('--graph needs a positive and a negative circuit edge');
+  for (const [e, rgb] of [[pos, POS], [neg, NEG]]) {
+    const st = await page.$eval(`svg.circuit path.edge[data-name="${e.name}"]`, (p) => [getComputedStyle(p).stroke, p.getAttribute('stroke-dasharray')]);
+    if (st[0] !== `rgb(${rgb.join(', ')})`) fail(`edge ${e.name} (score ${e.score}) is drawn ${st[0]}, viz's map end is rgb(${rgb.join(', ')})`);
+    if ((st[1] !== null) !== (e.score < 0)) fail(`edge ${e.name}: dashes '${st[1]}' for score ${e.score}`);
+  }
+  /* Tab from the controls reaches the graph; focus names an edge and its score */
+  await page.focus('.circuitview input[type="checkbox"]');
+  await page.keyboard.press('Tab');
+  const tabbed = await page.evaluate(() => document.activeElement && document.activeElement.closest('svg.circuit') !== null &&
+    document.activeElement.getAttribute('data-name'));
+  if (!tabbed) fail('Tab from the circuit\'s controls does not reach the graph');
+  await page.$eval(`svg.circuit path.edge[data-name="${pos.name}"]`, (p) => p.focus());
+  const said = await page.$eval('.circuitview p.status', (p) => p.textContent);
+  if (!said.includes(pos.name) || !said.includes(pos.score.toFixed(4))) fail(`focus on ${pos.name} says '${said}'`);
+  /* a click on a head shows its pattern; Enter on another too */
+  const A = JSON.parse(fs.readFileSync(args.json, 'utf8'));
+  const heads = [...new Set(circ.map((e) => e.name.split('->')[1].replace(/<.>$/, '')).filter((n) => /^a\d+\.h\d+$/.test(n)))];
+  if (heads.length < 2) fail('--graph needs two receiving heads in the circuit');
+  for (const [i, name] of heads.slice(0, 2).entries()) {
+    if (i === 0) await page.click(`svg.circuit g.node[data-name="${name}"]`);
+    else { await page.$eval(`svg.circuit g.node[data-name="${name}"]`, (g) => g.focus()); await page.keyboard.press('Enter'); }
+    const [, l, h] = /^a(\d+)\.h(\d+)$/.exec(name);
+    const k = A.attention_head_names.indexOf(`L${l}H${h}`), T = A.tokens.length;
+    if (k < 0) fail(`${args.json} has no pattern for ${name}`);
+    const cells = [];
+    for (let dd = 0; dd < T; dd++) for (let s = 0; s <= dd; s++) cells.push([dd, s]);
+    const got = await page.evaluate((cells) => {
+      const c = document.querySelector('canvas.graphhead');
+      if (!c) return null;
+      const x0 = +c.dataset.x0, y0 = +c.dataset.y0, cell = +c.dataset.cell, r = c.width / parseFloat(c.style.width);
+      const g = c.getContext('2d');
+      return { name: c.dataset.name, px: cells.map(([dd, s]) => Array.from(g.getImageData(Math.floor((x0 + (s + 0.5) * cell) * r), Math.floor((y0 + (dd + 0.5) * cell) * r), 1, 1).data).slice(0, 3)) };
+    }, cells);
+    if (!got || got.name !== name) fail(`${i ? 'Enter' : 'a click'} on ${name} shows ${got ? got.name : 'no pattern'}`);
+    cells.forEach(([dd, s], n) => {
+      const v = Math.fround(A.attention[k][dd][s]), exp = colour(v);
+      if (got.px[n].join() !== exp.join()) fail(`${name} pattern cell (${dd}, ${s}) = ${v}: drawn ${got.px[n]}, viridis gives ${exp}`);
+    });
+    result.graph_pattern_cells = (result.graph_pattern_cells || 0) + cells.length;
+  }
+  /* every edge: the pool is the 500 strongest of the graph */
+  await page.click('.circuitview input[type="checkbox"]');
+  await expect(Math.min(500, all.length), Math.min(500, all.length), 'every edge');
+  await page.click('.circuitview input[type="checkbox"]');
+  await expect(circ.length, circ.length, 'the circuit again');
+  result.graph_edges = all.length;
+  result.graph_circuit_edges = circ.length;
+  /* a line plot with "x_scale": "log" (the faithfulness curve): the decades
+     equally spaced, ticks at the powers of ten, the dashed line at mark_y */
+  const logs = await page.evaluate(() => JSON.parse(document.getElementById('hs-data').textContent).data.runs
+    .flatMap((r) => Object.values(r.files)).filter((f) => f.x_scale === 'log').length);
+  if (logs) {
+    const plot = await page.evaluate(() => {
+      const svg = Array.from(document.querySelectorAll('figure svg')).find((s) => s.querySelector('circle') && s.querySelector('line[stroke-dasharray]'));
+      if (!svg) return null;
+      const n = svg.querySelectorAll('circle').length / 3;
+      return { ticks: Array.from(svg.querySelectorAll('text')).map((t) => t.textContent),
+        cx: Array.from(svg.querySelectorAll('circle')).slice(0, n).map((c) => +c.getAttribute('cx')) };
+    });
+    if (!plot) fail('the log-x line plot has no dashed mark line');
+    ['0.1', '1', '10', '100'].forEach((t) => { if (!plot.ticks.includes(t)) fail(`the log-x plot has no tick ${t}: ${plot.ticks}`); });
+    const dec = [plot.cx[3] - plot.cx[0], plot.cx[6] - plot.cx[3], plot.cx[9] - plot.cx[6]]; /* 0.1 -> 1 -> 10 -> 100 */
+    if (Math.max(...dec) - Math.min(...dec) > 0.5) fail(`decades on the log-x plot are ${dec} px wide`);
+    result.log_x_plot = true;
+  }
 }
 
 (async () => {
@@ -184,6 +297,7 @@ function unpackNode(att) {
       });
       result.verdicts = verdicts.length;
     }
+    if (args.graph) await checkGraph(page, args, maps, table, colour, result);
     const nviews = await page.evaluate(() => window.hsViewer.views.length);
     if (nviews === 0 && args.json) fail('the page shows no attention view, but ' + args.json + ' has attention');
     if (nviews === 0) {

@@ -4,7 +4,8 @@
  * viz/viz_html.c) and draws it: attention grids and heads on <canvas> (one
  * T x T image per head, precomputed once, scaled without smoothing), a token
  * view (hover or focus a token: its attention row as shading and lines, the
- * numbers beside it), bars, matrices, the circuit's verdicts and evidence.
+ * numbers beside it), bars, matrices, the circuit's verdicts and evidence,
+ * and a found circuit's graph (viewer_graph.js, hsCircuitView).
  * Plain ES2017 for current Chromium and Firefox; no library, no request.
  * Colours come only from the colour tables in the data (viz_color.c's), with
  * the PNG figures' rule: index = round(clamp(t, 0, 1) * 255).
@@ -622,7 +623,12 @@
   var SERIES = table(PAGE.colormaps.series);
   function lines(file, caption) {
     var NS = 'http://www.w3.org/2000/svg', x = file.x, W = 520, Hh = 180, ml = 50, mr = 110, mt = 8, mb = 30;
-    var xmin = x[0], xmax = x[x.length - 1] === xmin ? xmin + 1 : x[x.length - 1];
+    /* "x_scale": "log" (e.g. faithfulness over circuit size): x in decades, ticks at powers of ten */
+    var lx = file.x_scale === 'log' ? Math.log10 : function (v) { return v; };
+    var xmin = lx(x[0]), xmax = lx(x[x.length - 1]) === xmin ? xmin + 1 : lx(x[x.length - 1]);
+    var xticks = [x[0], x[x.length - 1]], mark = typeof file.mark_y === 'number' ? file.mark_y : null;
+    if (file.x_scale === 'log')
+      for (var e = Math.ceil(xmin - 1e-6), xticks = []; e <= xmax + 1e-6; e++) xticks.push(Math.pow(10, e));
     var box = el('figure', { cls: 'panel' }, [el('h3', { text: file.title || '' })]);
     function sv(tag, attrs) {
       var e = document.createElementNS(NS, tag);
@@ -632,9 +638,10 @@
     file.panels.forEach(function (p) {
       var lo = Infinity, hi = -Infinity;
       p.series.forEach(function (s) { s.y.forEach(function (v) { if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }); });
+      if (mark !== null) { lo = Math.min(lo, mark, 0); hi = Math.max(hi, mark); } /* the figure's y_cover */
       if (!(hi > lo)) { lo -= 0.5; hi += 0.5; }
       var pad = 0.05 * (hi - lo); lo -= pad; hi += pad;
-      var X = function (v) { return ml + (v - xmin) / (xmax - xmin) * (W - ml - mr); };
+      var X = function (v) { return ml + (lx(v) - xmin) / (xmax - xmin) * (W - ml - mr); };
       var Y = function (v) { return mt + (hi - v) / (hi - lo) * (Hh - mt - mb); };
       var svg = sv('svg', { width: W, height: Hh, role: 'img', 'aria-label': (p.title || '') + ': ' + p.series.length + ' lines over ' + (file.xlabel || 'x') });
       svg.appendChild(sv('rect', { x: ml, y: mt, width: W - ml - mr, height: Hh - mt - mb, fill: 'none', stroke: '#888' }));
@@ -643,7 +650,8 @@
         t.textContent = fmt(v, 2);
         svg.appendChild(t);
       });
-      [x[0], x[x.length - 1]].forEach(function (v) {
+      if (mark !== null) svg.appendChild(sv('line', { x1: ml, x2: W - mr, y1: Y(mark), y2: Y(mark), stroke: '#909090', 'stroke-dasharray': '5 4' }));
+      xticks.forEach(function (v) {
         var t = sv('text', { x: X(v), y: Hh - mb + 14, 'text-anchor': 'middle', 'font-size': 11 });
         t.textContent = String(v);
         svg.appendChild(t);
@@ -842,6 +850,16 @@
     if (idx.model) sec.appendChild(el('p', { cls: 'sub', text: 'model ' + idx.model + (idx.config ?
       ' (' + idx.config.n_layers + ' layers x ' + idx.config.n_heads + ' heads, d_model ' + idx.config.d_model + ')' : '') }));
     var files = run.files || {}, stems = Object.keys(files), figs = {}, rest = el('div', { cls: 'row' });
+    /* a circuit (graph.json, viewer_graph.js) with the attention of the folder's prompt */
+    stems.forEach(function (stem) {
+      var f = files[stem];
+      if (!f || !f.cfg || !f.nodes || !f.edges || Array.isArray(f.nodes)) return;
+      var att = null;
+      stems.forEach(function (s2) { var a = files[s2]; if (!att && a.attention && a.attention_head_names && a.tokens) att = a; });
+      sec.appendChild(hsCircuitView(f, att, { el: el, tip: tip, fmt: fmt, css: css, rgbAt: rgbAt, CMAPS: CMAPS,
+        unpack: unpack, canvas: canvas, patternImage: patternImage,
+        select: function (l, h, m) { if (SHARED.views.length) select(l, h, m); } }));
+    });
     var view = null;
     stems.forEach(function (stem) {
       var f = files[stem];

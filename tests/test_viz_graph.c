@@ -1,0 +1,541 @@
+/*
+ * tests/test_viz_graph.c -- the circuit graph figure (viz/viz_graph.c) and
+ * its glue from the circuit graph (experiments/graph_fig.c), and the
+ * faithfulness curve: MIB's layout (input at the bottom, a layer's heads
+ * side by side, its MLP on the row above them, logits on top), every edge
+ * from its sender's top into its receiver's q, k or v port (under the
+ * letter), widths linear in |score| as documented and so ordered by it,
+ * colours the diverging map's ends by sign (read back from the PNG's
+ * pixels), the width promise (exact, or refused naming the width that
+ * fits, which then fits exactly), bad graphs refused in one line, the
+ * JSON's numbers, and the glue with no flags or scores (every edge, score 1;
+ * GPT-2 small's 32,491 edges refused).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+
+#include "viz_check.h"
+
+/* A 2 x 4 circuit of ten edges: K-composition a0.h1 -> a1.h2<k> the
+ * strongest, two negative edges, an MLP in and out. */
+static const char *const SMALL[] = {
+    "input->a0.h1<k>", "input->a0.h1<q>", "a0.h1->a1.h2<k>", "input->a1.h2<q>", "input->a1.h2<v>",
+    "a1.h2->logits",   "a0.h3->m0",       "m0->a1.h0<v>",    "input->a0.h3<q>", "a1.h0->logits"};
+static const double SMALL_S[] = {0.3, 0.12, 1.2, 0.45, 0.8, 0.9, -0.6, 0.05, -0.2, -0.3};
+#define N_SMALL 10
+
+/* An IOI-like circuit of GPT-2 small's shape (12 x 12): 42 edges. */
+static const char *const BIG[] = {
+    "input->a0.h1<v>",   "input->a0.h10<q>",  "a0.h1->a3.h0<v>",   "a0.h10->a3.h0<q>", "input->a3.h0<k>",
+    "a3.h0->a5.h5<k>",   "a0.h1->a5.h5<v>",   "input->a2.h2<q>",   "input->a4.h11<k>", "a2.h2->a7.h3<v>",
+    "a4.h11->a7.h9<v>",  "a5.h5->a8.h6<v>",   "a5.h5->a8.h10<v>",  "a6.h9->a9.h9<q>",  "a7.h3->a9.h9<q>",
+    "a7.h9->a9.h6<q>",   "a8.h6->a9.h6<q>",   "a8.h10->a10.h0<q>", "a3.h0->a9.h9<k>",  "input->a9.h9<v>",
+    "input->a9.h6<v>",   "input->a10.h0<v>",  "a9.h9->logits",     "a9.h6->logits",    "a10.h0->logits",
+    "a10.h7->logits",    "a11.h10->logits",   "a9.h9->a10.h7<q>",  "a9.h9->a11.h10<q>", "input->a10.h7<v>",
+    "input->a11.h10<v>", "m0->a3.h0<v>",      "input->m0",         "a0.h1->m0",        "m0->a5.h5<v>",
+    "a10.h2->logits",    "a9.h9->a10.h2<q>",  "m11->logits",       "a10.h7->m11",      "a9.h6->m10",
+    "m10->logits",       "input->a6.h9<q>"};
+#define N_BIG 42
+
+static double big_score(size_t i)
+{
+    double s = 0.05 + 0.9 * (double)((i * 37) % N_BIG) / N_BIG;
+    return i % 7 == 3 ? -0.6 * s : s;
+}
+
+/* The figure (and JSON when j is not NULL) of a circuit at width_in. */
+static hs_status circuit_figure(int L, int H, const char *const *edges, const double *sc, size_t n,
+                                double width_in, hs_viz_figure **f, cJSON **j, hs_error *err)
+{
+    hs_graph g;
+    double *scores;
+    unsigned char *in;
+    circuit_fixture(L, H, edges, sc, n, &g, &scores, &in);
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.width_in = width_in;
+    hs_status s = hs_graph_figure(&g, scores, in, "a circuit", &o, f, j, err);
+    free(scores);
+    free(in);
+    hs_graph_free(&g);
+    return s;
+}
+
+static hs_viz_figure *small_figure(cJSON **j)
+{
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    if (circuit_figure(2, 4, SMALL, SMALL_S, N_SMALL, 0, &f, j, &err)) fail_msg("%s", err.msg);
+    return f;
+}
+
+static int group_of(const hs_viz_figure *f, const char *id)
+{
+    for (size_t g = 0; g < f->n_groups; g++)
+        if (strcmp(f->groups[g], id) == 0) return (int)g;
+    fail_msg("the figure has no group %s", id);
+    return -1;
+}
+
+/* A node's box: the first rectangle of its group (the fill; the frame follows). */
+static const vz_rect *box_of(const hs_viz_figure *f, const char *id)
+{
+    const int g = group_of(f, id);
+    for (size_t i = 0; i < f->n_rects; i++)
+        if (f->rects[i].group == g) return &f->rects[i];
+    fail_msg("node %s has no box", id);
+    return NULL;
+}
+
+static const vz_curve *curve_of(const hs_viz_figure *f, const char *id)
+{
+    const int g = group_of(f, id);
+    for (size_t i = 0; i < f->n_curves; i++)
+        if (f->curves[i].group == g) return &f->curves[i];
+    fail_msg("edge %s has no curve", id);
+    return NULL;
+}
+
+static const vz_text *text_of(const hs_viz_figure *f, const char *id, const char *s)
+{
+    const int g = group_of(f, id);
+    for (size_t i = 0; i < f->n_texts; i++)
+        if (f->texts[i].group == g && strcmp(f->texts[i].s, s) == 0) return &f->texts[i];
+    fail_msg("group %s has no text '%s'", id, s);
+    return NULL;
+}
+
+static void mib_layout_puts_layers_bottom_to_top(void **state)
+{
+    (void)state;
+    hs_viz_figure *f = small_figure(NULL);
+    check_geometry(f, "2 x 4 circuit");
+    /* canvas y grows downward: input lowest, then layer 0's heads, m0, layer 1, m1, logits */
+    static const char *const UP[6] = {"input", "a0_h0", "m0", "a1_h0", "m1", "logits"};
+    for (int k = 0; k + 1 < 6; k++) {
+        const vz_rect *lo = box_of(f, UP[k]), *hi = box_of(f, UP[k + 1]);
+        if (!(hi->y + hi->h < lo->y)) fail_msg("%s (y %d) is not above %s (y %d)", UP[k + 1], hi->y, UP[k], lo->y);
+    }
+    /* a layer's heads side by side on one row, left to right, then its MLP */
+    for (int l = 0; l < 2; l++) {
+        char a[16], b[16], m[8];
+        snprintf(m, sizeof m, "m%d", l);
+        for (int h = 0; h + 1 < 4; h++) {
+            snprintf(a, sizeof a, "a%d_h%d", l, h);
+            snprintf(b, sizeof b, "a%d_h%d", l, h + 1);
+            assert_int_equal(box_of(f, a)->y, box_of(f, b)->y);
+            assert_true(box_of(f, a)->x + box_of(f, a)->w < box_of(f, b)->x);
+        }
+        assert_true(box_of(f, b)->x + box_of(f, b)->w < box_of(f, m)->x);
+    }
+    /* input and logits centred over the columns */
+    const vz_rect *in = box_of(f, "input"), *out = box_of(f, "logits");
+    const vz_rect *left = box_of(f, "a0_h0"), *right = box_of(f, "m0");
+    const double mid = (left->x + right->x + right->w) / 2.0;
+    assert_true(fabs(in->x + in->w / 2.0 - mid) <= 1.0 && fabs(out->x + out->w / 2.0 - mid) <= 1.0);
+    /* nodes outside the circuit are faint and name only; the circuit's heads show q k v */
+    assert_int_equal(text_of(f, "a0_h0", "a0.h0")->rgb[0], 0x9a);
+    assert_int_equal(text_of(f, "a0_h1", "a0.h1")->rgb[0], 0);
+    for (size_t i = 0; i < f->n_texts; i++)
+        assert_false(f->texts[i].group == group_of(f, "a0_h0") && strcmp(f->texts[i].s, "k") == 0);
+    /* the SVG: a group per node and per edge */
+    char *svg = NULL;
+    size_t len;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_figure_svg(f, &svg, &len, &err), HS_OK);
+    assert_non_null(strstr(svg, "<g id=\"a1_h2\">"));
+    assert_non_null(strstr(svg, "<g id=\"e-a0_h1-a1_h2-k\">"));
+    assert_non_null(strstr(svg, "<g id=\"e-a0_h3-m0\">"));
+    free(svg);
+    hs_viz_figure_destroy(f);
+}
+
+/* The edge's group id from its MIB name: "a0.h1->a1.h2<k>" -> "e-a0_h1-a1_h2-k". */
+static void edge_id(const char *name, char *id, char *from, char *to, char *port)
+{
+    const char *arrow = strstr(name, "->"), *lt = strchr(name, '<');
+    snprintf(from, 16, "%.*s", (int)(arrow - name), name);
+    snprintf(to, 16, "%.*s", (int)(lt ? lt - arrow - 2 : (long)strlen(arrow + 2)), arrow + 2);
+    snprintf(port, 4, "%s", lt ? (const char[]){lt[1], 0} : "");
+    for (char *p = from; *p; p++) *p = *p == '.' ? '_' : *p;
+    for (char *p = to; *p; p++) *p = *p == '.' ? '_' : *p;
+    sprintf(id, "e-%s-%s%s%s", from, to, port[0] ? "-" : "", port);
+}
+
+static void edges_enter_the_q_k_or_v_port(void **state)
+{
+    (void)state;
+    hs_viz_figure *f = small_figure(NULL);
+    assert_int_equal(f->n_curves, N_SMALL + 4); /* + the legend's four samples */
+    double port_x[3] = {0};
+    for (size_t i = 0; i < N_SMALL; i++) {
+        char id[64], from[16], to[16], port[4];
+        edge_id(SMALL[i], id, from, to, port);
+        const vz_curve *k = curve_of(f, id);
+        const vz_rect *s = box_of(f, from), *r = box_of(f, to);
+        /* from the sender's top centre, into the receiver's bottom */
+        assert_true(fabs(k->x0 - (s->x + s->w / 2.0)) < 1e-9 && fabs(k->y0 - s->y) < 1e-9);
+        assert_true(fabs(k->y3 - (r->y + r->h)) < 1e-9);
+        /* leaving upward, arriving from below */
+        assert_true(k->y1 < k->y0 && k->x1 == k->x0 && k->y2 > k->y3 && k->x2 == k->x3);
+        if (!port[0]) {
+            assert_true(fabs(k->x3 - (r->x + r->w / 2.0)) < 1e-9);
+            continue;
+        }
+        /* under its letter, which is black */
+        const vz_text *t = text_of(f, to, port);
+        if (fabs(t->x + t->w / 2.0 - k->x3) > 1.5)
+            fail_msg("%s ends at x %.1f, its letter '%s' is centred at %.1f", SMALL[i], k->x3, port,
+                     t->x + t->w / 2.0);
+        assert_int_equal(t->rgb[0], 0);
+        if (strcmp(to, "a1_h2") == 0) port_x[port[0] == 'q' ? 0 : port[0] == 'k' ? 1 : 2] = k->x3;
+    }
+    /* a1.h2 receives q, k and v: three points, left to right */
+    assert_true(port_x[0] < port_x[1] && port_x[1] < port_x[2]);
+    const vz_rect *r = box_of(f, "a1_h2");
+    assert_true(fabs(port_x[1] - (r->x + r->w / 2.0)) <= 1.0);
+    /* an unused port's letter stays grey: a0.h1's v */
+    assert_int_equal(text_of(f, "a0_h1", "v")->rgb[0], 0x9a);
+    hs_viz_figure_destroy(f);
+}
+
+/* The point at t of a curve. */
+static void bezier(const vz_curve *k, double t, double *x, double *y)
+{
+    const double u = 1 - t, a = u * u * u, b = 3 * u * u * t, c = 3 * u * t * t, d = t * t * t;
+    *x = a * k->x0 + b * k->x1 + c * k->x2 + d * k->x3;
+    *y = a * k->y0 + b * k->y1 + c * k->y2 + d * k->y3;
+}
+
+/* The point arc length len along a curve from its start. */
+static void along(const vz_curve *k, double len, double *x, double *y)
+{
+    double px = k->x0, py = k->y0, run = 0;
+    for (int i = 1; i <= 4000 && run < len; i++) {
+        bezier(k, i / 4000.0, x, y);
+        run += hypot(*x - px, *y - py);
+        px = *x, py = *y;
+    }
+}
+
+static void widths_follow_abs_score_and_colours_the_sign(void **state)
+{
+    (void)state;
+    hs_viz_figure *f = small_figure(NULL);
+    const double k = f->dpi / 72.0, maxabs = 1.2;
+    static const unsigned char POS[3] = {103, 0, 31}, NEG[3] = {5, 48, 97}; /* viz_color.c's ends */
+    const vz_curve *c[N_SMALL];
+    for (size_t i = 0; i < N_SMALL; i++) {
+        char id[64], from[16], to[16], port[4];
+        edge_id(SMALL[i], id, from, to, port);
+        c[i] = curve_of(f, id);
+        /* the documented scale, by hand: 0.5 pt + 2.5 pt x |score| / 1.2 (scores are float32) */
+        const double want = (0.5 + 2.5 * fabs((double)(float)SMALL_S[i]) / (double)(float)maxabs) * k;
+        if (fabs(c[i]->width - want) > 1e-9) fail_msg("%s: width %.4f px, expected %.4f", SMALL[i], c[i]->width, want);
+        assert_memory_equal(c[i]->rgb, SMALL_S[i] < 0 ? NEG : POS, 3);
+        assert_true((c[i]->dash_on > 0) == (SMALL_S[i] < 0));
+    }
+    for (size_t i = 0; i < N_SMALL; i++)
+        for (size_t j = 0; j < N_SMALL; j++)
+            if (fabs(SMALL_S[i]) < fabs(SMALL_S[j])) assert_true(c[i]->width < c[j]->width);
+    assert_true(fabs(c[2]->width - 3.0 * k) < 1e-9 && fabs(c[7]->width - (0.5 + 2.5 * 0.05 / 1.2) * k) < 1e-6);
+    /* as drawn: the strongest (positive) edge's middle, and inside the first
+       dash of a0.h3 -> m0 (negative), in the PNG */
+    char *png = tmp_path("graph_colours.png");
+    hs_error err = {0};
+    assert_int_equal(hs_viz_figure_write_png(f, png, NULL, &err), HS_OK);
+    image im;
+    read_png(png, &im);
+    double x, y;
+    bezier(c[2], 0.5, &x, &y);
+    assert_memory_equal(px(&im, (int)floor(x), (int)floor(y)), POS, 3);
+    along(c[6], c[6]->dash_on / 2, &x, &y);
+    assert_memory_equal(px(&im, (int)floor(x), (int)floor(y)), NEG, 3);
+    /* and the gap after that dash is background */
+    along(c[6], c[6]->dash_on + c[6]->dash_off / 2, &x, &y);
+    assert_memory_equal(px(&im, (int)floor(x), (int)floor(y)), VZ_WHITE, 3);
+    free(im.rgb);
+    free(png);
+    /* the SVG says the same */
+    char *svg = NULL;
+    size_t len;
+    assert_int_equal(hs_viz_figure_svg(f, &svg, &len, &err), HS_OK);
+    const char *e = strstr(svg, "<g id=\"e-a0_h3-m0\">");
+    assert_non_null(e);
+    assert_non_null(strstr(e, "stroke=\"#053061\""));
+    assert_true(strstr(e, "stroke-dasharray") < strstr(e, "</g>"));
+    free(svg);
+    hs_viz_figure_destroy(f);
+}
+
+static void the_width_promise_is_kept_or_refused(void **state)
+{
+    (void)state;
+    double sc[N_BIG];
+    for (size_t i = 0; i < N_BIG; i++) sc[i] = big_score(i);
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    /* no width: 2 x 4 is a column, 12 x 12 a page, exactly */
+    f = small_figure(NULL);
+    assert_int_equal(f->width, (int)lround(HS_VIZ_COLUMN_IN * 300));
+    assert_true(hs_viz_figure_grown_from_in(f) == 0);
+    hs_viz_figure_destroy(f);
+    if (circuit_figure(12, 12, BIG, sc, N_BIG, 0, &f, NULL, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(f->width, (int)lround(HS_VIZ_PAGE_IN * 300));
+    assert_true(hs_viz_figure_grown_from_in(f) == 0);
+    check_geometry(f, "12 x 12 circuit at page width");
+    assert_int_equal(f->n_curves, N_BIG + 4);
+    hs_viz_figure_destroy(f);
+    /* 12 x 12 in a column: refused in one line naming the width that fits */
+    assert_int_equal(circuit_figure(12, 12, BIG, sc, N_BIG, HS_VIZ_COLUMN_IN, &f, NULL, &err), HS_ERR_INPUT);
+    assert_null(f);
+    print_message("%s\n", err.msg);
+    assert_non_null(strstr(err.msg, "circuit graph cannot show every label in 3.25 in at 6 pt"));
+    assert_null(strchr(err.msg, '\n'));
+    const char *w = strstr(err.msg, "HINT: --width ");
+    assert_non_null(w);
+    const double need = strtod(w + 14, NULL);
+    assert_true(need > HS_VIZ_COLUMN_IN && need <= HS_VIZ_PAGE_IN);
+    /* which fits, exactly */
+    if (circuit_figure(12, 12, BIG, sc, N_BIG, need, &f, NULL, &err)) fail_msg("at %.2f in: %s", need, err.msg);
+    assert_int_equal(f->width, (int)lround(need * 300));
+    check_geometry(f, "12 x 12 circuit at the width named");
+    hs_viz_figure_destroy(f);
+}
+
+static void bad_graphs_are_refused_in_one_line(void **state)
+{
+    (void)state;
+    const char *names[3] = {"input", "a0.h0", "logits"};
+    int row[3] = {0, 1, 2}, col[3] = {-1, 0, -1}, from[2] = {0, 1}, to[2] = {1, 2};
+    unsigned char ports[3] = {0, 1, 0}, port[2] = {HS_VIZ_PORT_K, HS_VIZ_PORT_WHOLE};
+    float score[2] = {1.0f, -0.5f};
+    hs_viz_graph g = {3, names, row, col, ports, NULL, 2, from, to, score, port};
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_graph_figure(&g, NULL, NULL, &f, &err), HS_OK);
+    hs_viz_figure_destroy(f);
+    struct {
+        const char *what;
+        hs_status want;
+        const char *msg;
+    } cases[] = {{"downward", HS_ERR_INPUT, "does not run upward"},
+                 {"port", HS_ERR_INPUT, "enters port 0; a0.h0 has q, k and v"},
+                 {"nan", HS_ERR_NUMERIC, "not finite"},
+                 {"place", HS_ERR_INPUT, "share row 1"},
+                 {"many", HS_ERR_INPUT, "a figure draws up to 1024"},
+                 {"node", HS_ERR_INPUT, "names node 7 of 3"}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        hs_viz_graph b = g;
+        int r2[3] = {0, 1, 1}, c2[3] = {-1, 0, 0}, f2[2] = {1, 1}, t2[2] = {0, 2}, f7[2] = {1, 7};
+        unsigned char p2[2] = {HS_VIZ_PORT_WHOLE, HS_VIZ_PORT_WHOLE};
+        float s2[2] = {NAN, 1.0f};
+        switch (k) {
+        case 0: b.from = f2, b.to = t2; break;
+        case 1: b.port = p2; break;
+        case 2: b.score = s2; break;
+        case 3: b.row = r2, b.col = c2, b.n_edges = 0; break;
+        case 4: b.n_edges = HS_VIZ_MAX_EDGES + 1; break;
+        default: b.to = f7; break;
+        }
+        memset(&err, 0, sizeof err);
+        assert_int_equal(hs_viz_graph_figure(&b, NULL, NULL, &f, &err), cases[k].want);
+        assert_null(f);
+        if (!strstr(err.msg, cases[k].msg)) fail_msg("%s: '%s' does not say '%s'", cases[k].what, err.msg, cases[k].msg);
+        assert_null(strchr(err.msg, '\n'));
+        cJSON *j = NULL;
+        assert_int_equal(hs_viz_graph_json(&b, NULL, &j, &err), cases[k].want);
+        assert_null(j);
+    }
+}
+
+static const cJSON *find_named(const cJSON *arr, const char *key, const char *v, const char *key2,
+                               const char *v2)
+{
+    for (const cJSON *it = arr->child; it; it = it->next)
+        if (strcmp(cJSON_GetObjectItem(it, key)->valuestring, v) == 0 &&
+            (!key2 || strcmp(cJSON_GetObjectItem(it, key2)->valuestring, v2) == 0))
+            return it;
+    fail_msg("no %s %s", key, v);
+    return NULL;
+}
+
+static void json_holds_every_number(void **state)
+{
+    (void)state;
+    cJSON *j = NULL;
+    hs_viz_figure *f = small_figure(&j);
+    hs_viz_figure_destroy(f);
+    /* through the file and back */
+    char *path = tmp_path("graph.json");
+    hs_error err = {0};
+    assert_int_equal(hs_viz_write_json(j, path, &err), HS_OK);
+    cJSON_Delete(j);
+    unsigned char *text;
+    size_t n;
+    assert_int_equal(hs_read_file(path, &text, &n, &err), HS_OK);
+    j = cJSON_ParseWithLength((const char *)text, n);
+    free(text);
+    free(path);
+    assert_non_null(j);
+    const cJSON *nodes = cJSON_GetObjectItem(j, "nodes"), *edges = cJSON_GetObjectItem(j, "edges");
+    assert_int_equal(cJSON_GetArraySize(nodes), 12);
+    assert_int_equal(cJSON_GetArraySize(edges), N_SMALL);
+    static const struct {
+        const char *name;
+        int row, col, ports, in;
+    } N[] = {{"input", 0, -1, 0, 1}, {"a0.h0", 1, 0, 1, 0}, {"a0.h3", 1, 3, 1, 1}, {"m0", 2, 4, 0, 1},
+             {"a1.h2", 3, 2, 1, 1},  {"m1", 4, 4, 0, 0},    {"logits", 5, -1, 0, 1}};
+    for (size_t i = 0; i < sizeof N / sizeof N[0]; i++) {
+        const cJSON *o = find_named(nodes, "name", N[i].name, NULL, NULL);
+        assert_int_equal(cJSON_GetObjectItem(o, "row")->valueint, N[i].row);
+        assert_int_equal(cJSON_GetObjectItem(o, "col")->valueint, N[i].col);
+        assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(o, "ports")), N[i].ports);
+        assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItem(o, "in_circuit")), N[i].in);
+    }
+    for (size_t i = 0; i < N_SMALL; i++) {
+        char id[64], from[16], to[16], port[4];
+        edge_id(SMALL[i], id, from, to, port);
+        for (char *p = from; *p; p++) *p = *p == '_' ? '.' : *p;
+        for (char *p = to; *p; p++) *p = *p == '_' ? '.' : *p;
+        const cJSON *e = NULL;
+        for (const cJSON *it = edges->child; it && !e; it = it->next) {
+            const cJSON *pj = cJSON_GetObjectItem(it, "port");
+            if (!strcmp(cJSON_GetObjectItem(it, "from")->valuestring, from) &&
+                !strcmp(cJSON_GetObjectItem(it, "to")->valuestring, to) &&
+                (port[0] ? cJSON_IsString(pj) && !strcmp(pj->valuestring, port) : cJSON_IsNull(pj)))
+                e = it;
+        }
+        if (!e) fail_msg("JSON has no edge %s", SMALL[i]);
+        assert_true((float)cJSON_GetObjectItem(e, "score")->valuedouble == (float)SMALL_S[i]);
+    }
+    const cJSON *w = cJSON_GetObjectItem(j, "edge_width_pt");
+    assert_true(cJSON_GetObjectItem(w, "min")->valuedouble == 0.5 && cJSON_GetObjectItem(w, "max")->valuedouble == 3.0);
+    assert_true((float)cJSON_GetObjectItem(w, "max_abs_score")->valuedouble == 1.2f);
+    const cJSON *c = cJSON_GetObjectItem(j, "colours");
+    assert_string_equal(cJSON_GetObjectItem(c, "positive")->valuestring, "#67001f");
+    assert_string_equal(cJSON_GetObjectItem(c, "negative")->valuestring, "#053061");
+    cJSON_Delete(j);
+}
+
+static void faithfulness_curve_has_log_x_and_the_unit_line(void **state)
+{
+    (void)state;
+    const double pct[10] = {0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100};
+    double f[30];
+    for (int m = 0; m < 3; m++)
+        for (int i = 0; i < 10; i++) f[m * 10 + i] = 1.0 - exp(-(i + 1) * (0.3 + 0.2 * m));
+    f[18] = 1.08; /* a method overshoots the model */
+    f[20] = -0.15; /* and one is worse than the empty circuit at 0.1% */
+    const char *methods[3] = {"EAP", "EAP-IG", "ACDC"};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.width_in = HS_VIZ_COLUMN_IN;
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL;
+    hs_error err = {0};
+    if (hs_faithfulness_figure(pct, 10, f, methods, 3, "faithfulness", &o, &fig, &j, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(fig->width, (int)lround(HS_VIZ_COLUMN_IN * 300));
+    check_geometry(fig, "faithfulness curve");
+    /* x: a log axis from 0.1 to 100 %; y covers [min(0, f), max(1, f)] */
+    double zero_y = NAN, one_y = NAN, right = NAN;
+    int xt = 0;
+    for (size_t i = 0; i < fig->n_texts; i++) {
+        const vz_text *t = &fig->texts[i];
+        if (t->role != VZ_T_CBAR) continue;
+        if (t->anchor == VZ_A_MIDDLE) {
+            xt += !strcmp(t->s, "0.1") || !strcmp(t->s, "1") || !strcmp(t->s, "10") || !strcmp(t->s, "100");
+            if (!strcmp(t->s, "100")) right = t->x + t->w / 2.0; /* the plot's right end */
+            continue;
+        }
+        const double v = strtod(t->s, NULL);
+        if (v == 0.0) zero_y = t->y + t->h / 2.0;
+        if (v == 1.0) one_y = t->y + t->h / 2.0;
+    }
+    assert_int_equal(xt, 4);
+    assert_true(isfinite(zero_y) && isfinite(one_y));
+    /* ACDC's -0.15 below the 0 tick, EAP-IG's 1.08 above the 1 tick: covered, not clipped */
+    unsigned char green[3], orange[3];
+    hs_viz_series_rgb(2, green);
+    hs_viz_series_rgb(1, orange);
+    int low = -1, high = 1 << 30;
+    for (size_t i = 0; i < fig->n_rects; i++) {
+        const vz_rect *r = &fig->rects[i];
+        if (r->w != r->h || r->x > right) continue; /* point markers, not the legend's swatches */
+        if (!memcmp(r->rgb, green, 3)) low = vz_imax(low, r->y + r->h / 2);
+        if (!memcmp(r->rgb, orange, 3)) high = vz_imin(high, r->y + r->h / 2);
+    }
+    assert_true(low > zero_y + 5 && high < one_y - 5);
+    /* the dashed line at f = 1 lies at the "1.0" tick, labelled */
+    int dashes = 0;
+    for (size_t i = 0; i < fig->n_rects; i++) {
+        const vz_rect *r = &fig->rects[i];
+        if (r->rgb[0] == 0x90 && r->w > r->h) {
+            dashes++;
+            assert_true(fabs(r->y + r->h / 2.0 - one_y) <= 2.0);
+        }
+    }
+    assert_true(dashes >= 10);
+    int named = 0;
+    for (size_t i = 0; i < fig->n_texts; i++)
+        named += !strcmp(fig->texts[i].s, "full model") + !strcmp(fig->texts[i].s, "EAP-IG") + !strcmp(fig->texts[i].s, "ACDC");
+    assert_int_equal(named, 3);
+    hs_viz_figure_destroy(fig);
+    /* the JSON: every point of every method */
+    const cJSON *s = cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(j, "panels"), 0), "series");
+    assert_int_equal(cJSON_GetArraySize(s), 3);
+    assert_true((float)cJSON_GetArrayItem(cJSON_GetObjectItem(cJSON_GetArrayItem(s, 1), "y"), 8)->valuedouble ==
+                (float)1.08);
+    assert_string_equal(cJSON_GetObjectItem(j, "x_scale")->valuestring, "log");
+    assert_true(cJSON_GetObjectItem(j, "mark_y")->valuedouble == 1.0);
+    cJSON_Delete(j);
+}
+
+static void the_glue_takes_every_edge_and_unit_scores(void **state)
+{
+    (void)state;
+    hs_config cfg = hs_config_default();
+    cfg.n_layers = 2;
+    cfg.n_heads = 4;
+    cfg.d_mlp = 4 * cfg.d_model;
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&cfg, &g, &err), HS_OK);
+    hs_viz_figure *f = NULL;
+    cJSON *j = NULL;
+    /* no flags, no scores: all 110 edges, each of score 1 and the widest width */
+    if (hs_graph_figure(&g, NULL, NULL, NULL, NULL, &f, &j, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "edges")), 110);
+    assert_int_equal(f->n_curves, 110 + 2); /* the legend: one sign, one width */
+    for (size_t i = 0; i < f->n_curves; i++)
+        if (!strncmp(f->groups[f->curves[i].group], "e-", 2))
+            assert_true(fabs(f->curves[i].width - 3.0 * f->dpi / 72.0) < 1e-9);
+    check_geometry(f, "every edge of 2 x 4");
+    hs_viz_figure_destroy(f);
+    cJSON_Delete(j);
+    hs_graph_free(&g);
+    /* GPT-2 small's every edge is over the figure's cap: one line, no figure, no JSON */
+    cfg.n_layers = 12;
+    cfg.n_heads = 12;
+    assert_int_equal(hs_graph_build(&cfg, &g, &err), HS_OK);
+    assert_int_equal(hs_graph_figure(&g, NULL, NULL, NULL, NULL, &f, &j, &err), HS_ERR_INPUT);
+    assert_null(f);
+    assert_null(j);
+    assert_non_null(strstr(err.msg, "32491 edges; a figure draws up to 1024"));
+    hs_graph_free(&g);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(mib_layout_puts_layers_bottom_to_top),
+        cmocka_unit_test(edges_enter_the_q_k_or_v_port),
+        cmocka_unit_test(widths_follow_abs_score_and_colours_the_sign),
+        cmocka_unit_test(the_width_promise_is_kept_or_refused),
+        cmocka_unit_test(bad_graphs_are_refused_in_one_line),
+        cmocka_unit_test(json_holds_every_number),
+        cmocka_unit_test(faithfulness_curve_has_log_x_and_the_unit_line),
+        cmocka_unit_test(the_glue_takes_every_edge_and_unit_scores),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
