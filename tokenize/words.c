@@ -5,7 +5,7 @@
  * and `.` split off, ASCII case folded), with an unknown word named and the
  * nearest word suggested.
  */
-#include "tokenize/tokenize.h"
+#include "tokenize/tokenize_internal.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -28,16 +28,6 @@ static int is_control(uint32_t cp)
 
 /* ------------------------------------------------------------------------ */
 /* Vocabulary                                                                */
-
-void hs_tokenizer_destroy(hs_tokenizer *v)
-{
-    if (v == NULL) return;
-    if (v->words) {
-        for (size_t i = 0; i < v->n; i++) free(v->words[i]);
-        free(v->words);
-    }
-    free(v);
-}
 
 /* Checks that word (index i) could be produced by the tokenizer. */
 static hs_status check_word(const char *word, size_t i, hs_error *err)
@@ -87,50 +77,44 @@ hs_status hs_tokenizer_words(const char *const *words, size_t n, hs_tokenizer **
 {
     hs_status st = HS_OK;
     hs_tokenizer *v = NULL;
+    size_t *lens = NULL;
     *out = NULL;
     if (n == 0 || words == NULL) return hs_fail(err, HS_ERR_FORMAT, "vocab is empty (no words)");
     if (n > (size_t)INT32_MAX) return hs_fail(err, HS_ERR_FORMAT, "vocab has too many words (%zu)", n);
-    for (size_t i = 0; i < n; i++) {
-        st = check_word(words[i], i, err);
-        if (st != HS_OK) return st;
-        for (size_t j = 0; j < i; j++) {
-            if (strcmp(words[i], words[j]) == 0) {
-                char *vis = hs_visible_dup(words[i]);
-                st = hs_fail(err, HS_ERR_FORMAT, "vocab word '%s' is duplicated (ids %zu and %zu)",
-                             vis ? vis : "?", j, i);
-                free(vis);
-                return st;
-            }
-        }
-    }
     v = calloc(1, sizeof *v);
     if (!v) goto nomem;
-    v->words = calloc(n, sizeof *v->words);
-    if (!v->words) goto nomem;
+    v->kind = HS_TOKENIZER_WORDS;
     v->n = n;
+    v->words = calloc(n, sizeof *v->words);
+    lens = malloc(n * sizeof *lens);
+    if (!v->words || !lens) goto nomem;
+    /* the duplicate check and hs_tok_id's lookups: one hash map */
+    const int rc = hs_tok_tables_create(v, (const char *const *)v->words, lens);
+    lens = NULL; /* the tables own it now, or freed it */
+    if (rc != 0) goto nomem;
     for (size_t i = 0; i < n; i++) {
+        st = check_word(words[i], i, err);
+        if (st != HS_OK) goto fail;
         v->words[i] = hs_strdup(words[i]);
         if (!v->words[i]) goto nomem;
+        v->tables->lens[i] = strlen(words[i]);
+        const int j = hs_idmap_put(&v->tables->by_text, (int)i);
+        if (j >= 0) {
+            char *vis = hs_visible_dup(words[i]);
+            st = hs_fail(err, HS_ERR_FORMAT, "vocab word '%s' is duplicated (ids %d and %zu)",
+                         vis ? vis : "?", j, i);
+            free(vis);
+            goto fail;
+        }
     }
     *out = v;
     return HS_OK;
 nomem:
+    free(lens);
+    st = hs_fail(err, HS_ERR_NOMEM, "out of memory building the vocabulary");
+fail:
     hs_tokenizer_destroy(v);
-    return hs_fail(err, HS_ERR_NOMEM, "out of memory building the vocabulary");
-}
-
-int hs_tok_id(const hs_tokenizer *v, const char *word)
-{
-    if (v == NULL || word == NULL) return -1;
-    for (size_t i = 0; i < v->n; i++)
-        if (strcmp(v->words[i], word) == 0) return (int)i;
-    return -1;
-}
-
-const char *hs_tok_str(const hs_tokenizer *v, int id)
-{
-    if (v == NULL || id < 0 || (size_t)id >= v->n) return NULL;
-    return v->words[id];
+    return st;
 }
 
 hs_status hs_tokenizer_ids(int V, hs_tokenizer **out, hs_error *err)
@@ -150,40 +134,13 @@ hs_status hs_tokenizer_ids(int V, hs_tokenizer **out, hs_error *err)
     return st;
 }
 
-int hs_tok_display(const hs_tokenizer *t, int id, hs_buf *b)
-{
-    const char *s = hs_tok_str(t, id);
-    if (s == NULL) return hs_buf_printf(b, "#%d", id);
-    return hs_buf_puts(b, s);
-}
-
-int hs_tok_bos(const hs_tokenizer *t)
-{
-    (void)t; /* a word vocabulary prepends nothing */
-    return -1;
-}
-
-hs_status hs_tok_decode(const hs_tokenizer *t, const int *ids, size_t n, char **text,
-                        hs_error *err)
-{
-    *text = NULL;
-    hs_buf b = {0};
-    for (size_t i = 0; i < n; i++) {
-        const char *s = hs_tok_str(t, ids[i]);
-        if (s == NULL) {
-            hs_buf_free(&b);
-            return hs_fail(err, HS_ERR_INPUT, "token %zu: id %d is not in [0, %zu)", i, ids[i], t->n);
-        }
-        if (i) hs_buf_puts(&b, " ");
-        hs_buf_puts(&b, s);
-    }
-    *text = hs_buf_take(&b);
-    return *text ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory decoding tokens");
-}
-
 hs_status hs_tokenizer_to_json(const hs_tokenizer *v, char **json, hs_error *err)
 {
     *json = NULL;
+    if (v->kind != HS_TOKENIZER_WORDS)
+        return hs_fail(err, HS_ERR_CONFIG, "a byte-level BPE vocabulary has no `vocab` metadata "
+                       "form: its files (tokenizer.json, or vocab.json + merges.txt) stay beside "
+                       "the model");
     cJSON *arr = cJSON_CreateArray();
     char *text = NULL;
     if (!arr) goto nomem;
@@ -251,17 +208,6 @@ done:
 
 /* ------------------------------------------------------------------------ */
 /* Tokenizer                                                                 */
-
-void hs_tokens_free(hs_tokens *t)
-{
-    if (t == NULL) return;
-    if (t->strs) {
-        for (size_t i = 0; i < t->n; i++) free(t->strs[i]);
-        free(t->strs);
-    }
-    free(t->ids);
-    memset(t, 0, sizeof *t);
-}
 
 /* Decodes the valid UTF-8 s into at most cap code points; returns how many
  * there are (may exceed cap: then only cap were stored). */
@@ -383,8 +329,8 @@ static hs_status unknown_word(const hs_tokenizer *v, const char *word, size_t po
     return st;
 }
 
-hs_status hs_tok_encode(const hs_tokenizer *v, const char *sentence, size_t n_ctx, hs_tokens *out,
-                      hs_error *err)
+hs_status hs_words_encode(const hs_tokenizer *v, const char *sentence, size_t n_ctx, hs_tokens *out,
+                          hs_error *err)
 {
     hs_status st = HS_OK;
     char *buf = NULL;

@@ -108,6 +108,11 @@ CASES = [
     ("view_folder", ["view", "i_crop"], False),
     ("eval", ["eval", "--model", M], False),
     ("eval_json", ["eval", "--model", M, "--split", "train", "--json"], False),
+    # tokenize: the checkpoint's word list (case folded, said on stderr), JSON lines, decoding
+    ("tokenize_text", ["tokenize", "--model", M, "--text", TIRED.replace("the animal", "The Animal")],
+     False),
+    ("tokenize_jsonl", ["tokenize", "--model", M, "--jsonl", "sentences.jsonl"], False),
+    ("tokenize_decode", ["tokenize", "--model", M, "--decode", "--jsonl", "ids.jsonl"], False),
     # training: a Winograd model, and an induction model with its checkpoints kept
     ("train_winograd", ["train", "--steps", "40", "--layers", "1", "--d-model", "16", "--heads", "2",
                         "--batch", "8", "--eval-every", "20", "--out", "wg.safetensors"], True),
@@ -160,6 +165,7 @@ CASES = [
     ("err_discover_eap", ["discover", "--model", M, "--data", "pairs16.jsonl", "--method", "eap"], False),
     ("err_faithfulness_graph", ["faithfulness", "--model", M, "--data", "pairs16.jsonl", "--graph", "target.json"],
      False),
+    ("err_tokenize_word", ["tokenize", "--model", M, "--jsonl", "unknown_word.jsonl"], False),
     ("err_circuit_induction_opts", ["circuit", "--model", "ind.safetensors", "--push-attn", "0.5"],
      False),
 ]
@@ -183,6 +189,12 @@ def prepare(d):
         json.dump([[1.0, 0.0], [0.5, 0.5]], f)
     with open(os.path.join(d, "truth.txt"), "w") as f:
         f.write("input->a0.h3<k>\na0.h3->a1.h3<q>\na1.h3->logits\nm1->logits\n")
+    with open(os.path.join(d, "sentences.jsonl"), "w") as f:
+        f.write(json.dumps(TIRED) + "\n" + json.dumps(WET) + "\n")
+    with open(os.path.join(d, "ids.jsonl"), "w") as f:
+        f.write("[0, 12, 1, 2, 3, 0, 13]\n[14, 8, 9]\n")
+    with open(os.path.join(d, "unknown_word.jsonl"), "w") as f:
+        f.write(json.dumps(TIRED) + "\n" + json.dumps("the zebra did not") + "\n")
 
 
 def pairs(d):
