@@ -8,13 +8,14 @@ PKGS=(build-essential cmake pkg-config
       libcairo2-dev libharfbuzz-dev
       libcjson-dev libcmocka-dev libpcre2-dev)
 # test: viz checks (pngcheck, xmllint; poppler-utils' pdfinfo, pdffonts,
-# pdftoppm, pdftotext; rsvg-convert), libFuzzer (clang + its runtime), valgrind (needs libc6-dbg), Python fixtures, setpriv (util-linux) and
+# pdftoppm, pdftotext; rsvg-convert), libFuzzer (clang + its runtime), valgrind (needs libc6-dbg), Python fixtures
+# (numpy; regex: GPT-2's own tokenizer algorithm as a reference), setpriv (util-linux) and
 # mount (the output-safety test's nobody and tmpfs cases), and the HTML
 # viewer's browser test: Debian's chromium, driven headless by puppeteer-core
 # (npm, tests/browser/; it downloads no browser).
 TEST_PKGS=(pngcheck libxml2-utils poppler-utils librsvg2-bin
            clang libclang-rt-14-dev valgrind libc6-dbg
-           python3 python3-numpy util-linux mount chromium)
+           python3 python3-numpy python3-regex util-linux mount chromium)
 want=("${PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then want+=("${TEST_PKGS[@]}"); fi
 if [ "${1:-}" = "--bench" ]; then want+=("${TEST_PKGS[@]}" python3-torch time); fi

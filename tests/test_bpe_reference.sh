@@ -12,7 +12,10 @@
 #     seed) the ids equal gpt-3-encoder's encode() and js-tiktoken's gpt2
 #     encoding, the exact token strings, decode(encode(s)) == s and the notes'
 #     test vectors (tests/tokenizer/compare.js says exactly what it asserts,
-#     and names the first string that differs).
+#     and names the first string that differs); and on every string the ids
+#     equal GPT-2's own algorithm (openai/gpt-2 encoder.py's semantics) run
+#     with Python's regex module, whose \s is the one GPT-2 was trained with
+#     (tests/tokenizer/gpt2_reference.py, Debian's python3-regex).
 # Without node or the npm packages (tests/tokenizer/node_modules, installed by
 # scripts/deps.sh --test) the reference part is skipped (exit 77) unless
 # CI=true, where it fails.
@@ -143,4 +146,19 @@ head -n 300 "$TMP/corpus.jsonl" >"$TMP/head.jsonl"
 run 0 bos tokenize --model "$TMP/openai" --jsonl "$TMP/head.jsonl"
 (cd "$HERE/tokenizer" && node compare.js "$TMP/corpus.jsonl" vectors.json "$TMP/nobos.out" \
     "$TMP/decoded.out" "$TMP/bos.out") || fail "the GPT-2 reference comparison"
+# GPT-2's own algorithm with Python's regex module (Debian's python3-regex): on
+# every string, U+0085 and U+FEFF included, the ids are the same
+"$PY" "$HERE/tokenizer/gpt2_reference.py" "$G/encoder.json" "$G/vocab.bpe" "$TMP/corpus.jsonl" \
+    "$TMP/ref_ids.jsonl" || fail "tests/tokenizer/gpt2_reference.py (python3-regex missing? scripts/deps.sh --test)"
+"$PY" - "$TMP/corpus.jsonl" "$TMP/ids.jsonl" "$TMP/ref_ids.jsonl" <<'EOF' || fail "headscope != GPT-2's encoder.py"
+import json, sys
+corpus = [json.loads(l) for l in open(sys.argv[1], encoding="utf-8")]
+got = [json.loads(l) for l in open(sys.argv[2])]
+ref = [json.loads(l) for l in open(sys.argv[3])]
+assert len(got) == len(ref) == len(corpus), (len(got), len(ref), len(corpus))
+for i, (g, r) in enumerate(zip(got, ref)):
+    if g != r:
+        sys.exit("line %d %r: headscope %s, GPT-2's encoder.py with python3-regex %s" % (i + 1, corpus[i], g, r))
+print("%d strings: headscope's ids equal GPT-2's encoder.py algorithm with Python's regex module" % len(corpus))
+EOF
 echo "PASS: test_bpe_reference"
