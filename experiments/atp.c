@@ -145,9 +145,9 @@ static hs_status atp_job(hs_engine *e, hs_engine_worker *w, int k, void *arg)
     atp_run r = {c, c->cap[w->index], r0, c->n_real - r0 < HS_ENGINE_CHUNK ? c->n_real - r0 : HS_ENGINE_CHUNK, 0};
     hs_attr_worker *aw = &c->aw[w->index];
     const hs_observer cap = {cap_fn, atp_wants, &r}, grad = {grad_fn, atp_wants, &r};
-    hs_status s = hs_forward(c->m, w->acts, c->src + (size_t)r0 * t, HS_ENGINE_CHUNK, t, &cap, &w->err);
+    hs_status s = hs_forward(c->m, aw->acts, c->src + (size_t)r0 * t, HS_ENGINE_CHUNK, t, &cap, &w->err);
     if (s != HS_OK) return s;
-    ld_rows(c, &r, w->acts->logits, c->ld_src);
+    ld_rows(c, &r, aw->acts->logits, c->ld_src);
     r.subtract = 1;
     s = hs_forward(c->m, aw->acts, c->dst + (size_t)r0 * t, HS_ENGINE_CHUNK, t, &cap, &w->err);
     if (s != HS_OK) return s;

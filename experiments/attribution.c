@@ -5,8 +5,8 @@
  * backward resources AtP shares (attribution_internal.h).
  *
  * Per chunk of prompts, on one worker: the senders' outputs of the two runs
- * are captured by a forward observer straight into delta (chunk, senders,
- * t*D) as corrupted - clean; the backward's observer gets the gradient at
+ * are captured by a forward observer straight into delta (chunk, t*D,
+ * senders) as corrupted - clean; the backward's observer gets the gradient at
  * each receiver point (a layer's q, k or v inputs, an MLP's input, the final
  * residual) and, for every prompt, multiplies the senders that point's
  * receivers read by it (hs_sgemm, [senders, t*D] x [t*D, receivers]),
@@ -78,7 +78,7 @@ typedef struct {
 
 /* Per worker. */
 typedef struct {
-    float *delta;          /* (HS_ENGINE_CHUNK, senders, t*D) corrupted - clean */
+    float *delta;          /* (HS_ENGINE_CHUNK, t*D, senders) corrupted - clean */
     float *gt;             /* (t*D, H) one prompt's gradient, columns = heads */
     float *prod;           /* (senders, H) one product */
     float *e_clean, *e_corr; /* (HS_ENGINE_CHUNK, t, D) hook_embed of both runs (EAP-IG) */
@@ -148,14 +148,18 @@ static int cap_fn(const char *name, const int64_t *shape, int ndim, float *data,
         return 0;
     }
     int S;
-    const int u0 = sender_of(c, name, &S);
+    const int u0 = sender_of(c, name, &S), ns = c->n_send;
     for (int b = 0; b < r->b; b++)
-        for (int s = 0; s < S; s++)
-            for (int p = 0; p < t; p++) {
-                float *d = r->w->delta + (((size_t)b * c->n_send + u0 + s) * t + p) * D;
+        for (int p = 0; p < t; p++)
+            for (int s = 0; s < S; s++) {
+                float *d = r->w->delta + ((size_t)b * TD + (size_t)p * D) * ns + u0 + s;
                 const float *v = data + (((size_t)b * t + p) * S + s) * D;
-                for (int i = 0; i < D; i++)
-                    d[i] = r->subtract == 0 ? v[i] : r->subtract == 1 ? d[i] - v[i] : v[i] - d[i];
+                if (r->subtract == 0)
+                    for (int i = 0; i < D; i++) d[(size_t)i * ns] = v[i];
+                else if (r->subtract == 1)
+                    for (int i = 0; i < D; i++) d[(size_t)i * ns] -= v[i];
+                else
+                    for (int i = 0; i < D; i++) d[(size_t)i * ns] = v[i] - d[(size_t)i * ns];
             }
     return 0;
 }
@@ -211,7 +215,8 @@ static int grad_fn(const char *name, const int64_t *shape, int ndim, float *data
                         r->w->gt[((size_t)p * D + d) * H + h] = G[((size_t)p * H + h) * D + d];
             G = r->w->gt;
         }
-        hs_sgemm(0, 0, pt->n_send, N, TD, 1.0f, r->w->delta + (size_t)b * c->n_send * TD, TD, G, N, 0.0f,
+        /* prod (senders, N) = delta_b^T (senders of the point, t*D) G (t*D, N) */
+        hs_sgemm(1, 0, pt->n_send, N, TD, 1.0f, r->w->delta + (size_t)b * c->n_send * TD, c->n_send, G, N, 0.0f,
                  r->w->prod, N);
         for (int j = 0; j < N; j++) {
             double *e = r->acc + c->g->recv_first_edge[pt->recv[j]];
@@ -243,7 +248,7 @@ static hs_status eap_job(hs_engine *e, hs_engine_worker *w, int k, void *arg)
     const hs_observer interp = {interp_fn, interp_wants, &r};
     hs_status s;
     if (!c->ig) { /* the gradient at the clean run */
-        s = hs_forward(c->m, w->acts, corr, HS_ENGINE_CHUNK, t, &cap, &w->err);
+        s = hs_forward(c->m, aw->acts, corr, HS_ENGINE_CHUNK, t, &cap, &w->err);
         r.subtract = 1;
         if (s == HS_OK) s = hs_forward(c->m, aw->acts, clean, HS_ENGINE_CHUNK, t, &cap, &w->err);
         if (s == HS_OK) keep_ref(c, &r, aw->acts, pos);
@@ -254,8 +259,8 @@ static hs_status eap_job(hs_engine *e, hs_engine_worker *w, int k, void *arg)
     /* EAP-IG: the clean run (its senders, embeddings, logits), then k = 0, the
      * corrupted run, then k = 1 .. steps-1 from interpolated embeddings */
     r.emb = r.w->e_clean;
-    s = hs_forward(c->m, w->acts, clean, HS_ENGINE_CHUNK, t, &cap, &w->err);
-    if (s == HS_OK) keep_ref(c, &r, w->acts, pos);
+    s = hs_forward(c->m, aw->acts, clean, HS_ENGINE_CHUNK, t, &cap, &w->err);
+    if (s == HS_OK) keep_ref(c, &r, aw->acts, pos);
     r.subtract = 2;
     r.emb = r.w->e_corr;
     if (s == HS_OK) s = hs_forward(c->m, aw->acts, corr, HS_ENGINE_CHUNK, t, &cap, &w->err);

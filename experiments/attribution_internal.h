@@ -10,7 +10,9 @@
 
 #include "experiments/experiments.h"
 
-/* One engine worker's backward resources. */
+/* One engine worker's backward resources: every forward of a chunk runs on
+ * acts (the engine's own activations, which have no backward scratch, stay
+ * untouched). */
 typedef struct {
     hs_acts *acts;     /* (HS_ENGINE_CHUNK, t), with backward scratch (hs_backward_acts) */
     float *dlogits;    /* (HS_ENGINE_CHUNK, t, V), zero but the rows a step writes */

@@ -157,7 +157,11 @@ static hs_status stage_mlp(gbwd *g, int l, hs_error *err)
 
 /* The split inputs' gradients of layer l (hook_q/k/v_input, hook_attn_in
  * [B,T,H,D]): for each head h, d(the residual its query, key or value
- * reads) = ln1's backward (the forward's statistics) of dx[:, h] W[h]^T. */
+ * reads) = ln1's backward (the forward's statistics) of dx[:, h] W[h]^T
+ * (an NN product on the transposed weights where the backward made them,
+ * hs_acts_wT, else A B^T on W[h]). Scratch: dlnf (free after stage 0) and
+ * dln (free until the stage's own products) hold one head's rows, the
+ * forward's acts->scratch the [B,T,H,D] result; hook_attn_in's sum its own. */
 static hs_status stage_split_inputs(gbwd *g, int l, hs_error *err)
 {
     static const char *const names[3] = {"blocks.%d.hook_q_input", "blocks.%d.hook_k_input",
@@ -171,34 +175,38 @@ static hs_status stage_split_inputs(gbwd *g, int l, hs_error *err)
     int want[3], want_in = gwants(g, "blocks.%d.hook_attn_in", l);
     for (int x = 0; x < 3; x++) want[x] = (softmax || x == 2) && gwants(g, names[x], l);
     if (!want[0] && !want[1] && !want[2] && !want_in) return HS_OK;
-    float *mem = malloc((2 * BT * HDm + 2 * BT * D) * sizeof(float));
-    if (mem == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory for blocks.%d's input gradients", l);
-    float *out = mem, *sum = out + BT * HDm, *tmp = sum + BT * HDm, *din = tmp + BT * D;
+    float *out = g->acts->scratch, *tmp = g->gs.dlnf, *din = g->gs.dln, *sum = NULL;
+    if (want_in && (sum = calloc(BT * HDm, sizeof(float))) == NULL)
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for blocks.%d.hook_attn_in's gradient", l);
     const float *dx[3] = {g->gs.dq, g->gs.dk, g->gs.dv};
     const float *W[3] = {bp->W_Q, bp->W_K, bp->W_V};
-    if (want_in) memset(sum, 0, BT * HDm * sizeof(float));
     hs_status s = HS_OK;
     for (int x = 0; x < 3 && s == HS_OK; x++) {
         if (!want[x] && !(want_in && (softmax || x == 2))) continue;
+        const float *WT = hs_acts_wT(g->acts, c, l, x); /* (H*dh, D): row block h is W[h]^T */
         for (int h = 0; h < H; h++) {
-            hs_sgemm(0, 1, (int)BT, D, dh, 1.0f, dx[x] + (size_t)h * dh, HD, W[x] + (size_t)h * D * dh,
-                     dh, 0.0f, tmp, D);
+            if (hs_sgemm_nn_jit(D, HD))
+                hs_sgemm(0, 0, (int)BT, D, dh, 1.0f, dx[x] + (size_t)h * dh, HD, WT + (size_t)h * dh * D, D,
+                         0.0f, tmp, D);
+            else
+                hs_sgemm(0, 1, (int)BT, D, dh, 1.0f, dx[x] + (size_t)h * dh, HD, W[x] + (size_t)h * D * dh, dh,
+                         0.0f, tmp, D);
             const float *src = tmp;
             if (has_ln1) {
                 memset(din, 0, BT * D * sizeof(float));
-                hs_norm_backward(din, NULL, NULL, tmp, ba->resid_pre, bp->ln1_w, ba->ln1_mean,
-                                 ba->ln1_rstd, BT, D, c->norm);
+                hs_norm_backward(din, NULL, NULL, tmp, ba->resid_pre, bp->ln1_w, ba->ln1_mean, ba->ln1_rstd,
+                                 BT, D, c->norm);
                 src = din;
             }
             for (size_t i = 0; i < BT; i++) {
                 memcpy(out + (i * H + h) * D, src + i * D, (size_t)D * sizeof(float));
-                if (want_in) hs_add_long(sum + (i * H + h) * D, sum + (i * H + h) * D, src + i * D, (size_t)D);
+                if (sum) hs_add_long(sum + (i * H + h) * D, sum + (i * H + h) * D, src + i * D, (size_t)D);
             }
         }
         if (want[x]) s = gcall(g, names[x], l, out, 4, g->B, g->T, H, D, err);
     }
-    if (s == HS_OK && want_in) s = gcall(g, "blocks.%d.hook_attn_in", l, sum, 4, g->B, g->T, H, D, err);
-    free(mem);
+    if (s == HS_OK && sum) s = gcall(g, "blocks.%d.hook_attn_in", l, sum, 4, g->B, g->T, H, D, err);
+    free(sum);
     return s;
 }
 

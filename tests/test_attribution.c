@@ -1,12 +1,14 @@
 /*
  * tests/test_attribution.c -- the backward to the activations
  * (hs_backward_acts) and the attributions built on it (AtP, EAP, EAP-IG):
- *   - every gradient point of three random models (LayerNorm + GELU with
+ *   - every gradient point of four random models (LayerNorm + GELU with
  *     biases; RMSNorm + ReLU, no biases, no final norm, an embedding norm;
- *     uniform attention without ln1 or positions, attention-only) against
+ *     uniform attention without norms or positions, attention-only;
+ *     LayerNorm without ln1, 4 heads of 2, scores divided by 1) against
  *     central differences of the metric along a random direction (the
  *     point's tensor edited by a forward observer; differences in double
- *     from float forwards, e 1e-3);
+ *     from float forwards, e 1e-3, or 2e-4 where every direction tried
+ *     moves a ReLU across its kink);
  *   - the backward refuses activations it cannot use (an edited forward, no
  *     gradient scratch, logits at one position) and stops where asked;
  *   - AtP is exact where the metric is linear in the patched point (the last
@@ -38,9 +40,9 @@
 #include "tasks/tasks.h"
 #include "fixture.h"
 
-enum { N_PROMPTS = 40, T = 6, V = 11, N_CFG = 3 };
+enum { N_PROMPTS = 40, T = 6, V = 11, N_CFG = 4 };
 
-/* The three random models' configs. */
+/* The four random models' configs. */
 static hs_config cfg_of(int k)
 {
     hs_config c = hs_config_default();
@@ -57,13 +59,18 @@ static hs_config cfg_of(int k)
         c.ln_final = 0;
         c.embed_norm = 1;
         c.n_heads = 2;
-    } else if (k == 2) { /* the uniform average, attention-only */
+    } else if (k == 2) { /* the uniform average, attention-only, no norm */
         c.attn = HS_ATTN_UNIFORM;
-        c.ln1 = 0;
+        c.norm = HS_NORM_NONE;
         c.pos = HS_POS_NONE;
         c.d_mlp = 0;
         c.n_layers = 3;
         c.n_heads = 2;
+    } else if (k == 3) { /* no norm in front of attention, scores / 1 */
+        c.ln1 = 0;
+        c.attn_scale = 1.0f;
+        c.n_heads = 4;
+        c.d_head = 2;
     }
     return c;
 }
@@ -230,6 +237,7 @@ static void backward_acts_matches_finite_differences(void **state)
         const int np = hs_hook_points(&m->cfg, pts, 256);
         float dl[B * T * V], *g = malloc(B * T * 64 * 64 * sizeof(float)), *u = malloc(B * T * 64 * 64 * sizeof(float));
         unsigned char signs[2 * 2 * B * T * 24];
+        _Static_assert(N_CFG == 4, "the checked counts below are the four configs'");
         int checked = 0;
         for (int i = 0; i < np; i++) {
             if (!offered(pts[i].name)) continue;
@@ -241,22 +249,24 @@ static void backward_acts_matches_finite_differences(void **state)
             assert_int_equal(hs_backward_acts(m, a, dl, &go, &err), HS_OK);
             if (gr.calls != 1) fail_msg("%s: %d calls", pts[i].name, gr.calls);
             /* a direction whose +-e steps flip no ReLU (the derivative of a
-             * kink is not defined; a few directions are tried) */
+             * kink is not defined; a few directions are tried, then smaller
+             * steps) */
             double fd = 0.0, gu = 0.0;
             for (int attempt = 0; attempt < 8; attempt++) {
+                const float e = attempt < 4 ? 1e-3f : 2e-4f;
                 rng_state = 99 + (uint64_t)i + 1000 * (uint64_t)attempt;
                 gu = 0.0;
                 for (size_t j = 0; j < gr.numel; j++) {
                     u[j] = (float)rnd();
                     gu += (double)g[j] * u[j];
                 }
-                nudge nd = {pts[i].name, u, 1e-3f};
+                nudge nd = {pts[i].name, u, e};
                 const hs_observer no = {nudge_fn, nudge_wants, &nd};
                 const double fp = metric_sum(m, a, &p, B, mk, &no);
                 const size_t kp = relu_signs(m, a, B, signs);
-                nd.e = -1e-3f;
+                nd.e = -e;
                 const double fm = metric_sum(m, a, &p, B, mk, &no);
-                fd = (fp - fm) / 2e-3;
+                fd = (fp - fm) / (2.0 * e);
                 if (kp == 0 || relu_signs(m, a, B, signs + kp) == 0 || memcmp(signs, signs + kp, kp) == 0) break;
                 if (attempt == 7) fail_msg("config %d %s: every direction crosses a ReLU kink", k, pts[i].name);
             }

@@ -5,7 +5,7 @@ EAP-IG return, compared with them.
 
 usage: attribution_ref.py DUMP.json [--cli-atp PATCH.json PAIRS.jsonl CHECKPOINT]
 
-DUMP.json is `test_attribution --dump DIR`'s output: for each model (three
+DUMP.json is `test_attribution --dump DIR`'s output: for each model (four
 random ones, whose checkpoints it saved, and tests/checkpoint/circuit_tiny)
 its config, a prompt set and headscope's numbers. Here the model is rebuilt
 from the checkpoint's tensors in float64, written from the model's
