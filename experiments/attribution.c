@@ -368,6 +368,7 @@ static hs_status eap_alloc(eap_ctx *c, const hs_prompts *p, const hs_engine *e, 
     const int t = p->t, H = cfg->n_heads;
     const size_t TD = (size_t)t * cfg->d_model, CH = HS_ENGINE_CHUNK;
     int np = 0, *zeros = calloc((size_t)p->n, sizeof(int));
+    if (zeros == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     c->clean = hs_engine_pad_rows(p->clean, p->n, t, &np);
     c->corr = hs_engine_pad_rows(p->corr, p->n, t, &np);
     c->answer = hs_engine_pad_rows(p->answer, p->n, 1, &np);
