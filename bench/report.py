@@ -215,6 +215,7 @@ def main():
                  "runs": ld.get("runs"), "process": lat(W("load.time")),
                  "process_what": "bench_load FILE 1 (process start + 3 loads)"},
         "eval": dict(lat(W("eval.time")) or {}, what="headscope eval: load + held-out scoring (192 sentences)"),
+        "attribution": load_json(W("eap_speed.json")),
         "torch_peer_rss_mb": pt["train_peak_rss_mb"],
         "headscope_train_rss_mb": hs["train_peak_rss_mb"],
     }
@@ -281,6 +282,11 @@ def targets(d):
         far = max(large) if large else None
         out.append(("scaling: within 1.3x of the two-core ideal from %.0f GFLOP/step (worst)" % LARGE_GFLOP, far,
                     "%.2fx", cmp(far, lambda v: v <= 1.3)))
+    at = lt.get("attribution") or {}
+    for key, name, lim in (("eap_ms", "EAP over the 192 held-out pairs, ms < 50", 50.0),
+                           ("eap_ig_ms", "EAP-IG (5 steps) over them, ms < 200", 200.0)):
+        v = (at.get("headscope") or {}).get(key)
+        out.append((name, v, "%.1f", cmp(v, lambda x, lim=lim: x < lim)))
     for key, name, lim in (("inspect", "`inspect`, every default figure, ms < 50", 50.0),
                            ("circuit", "`circuit` over the held-out set, ms < 300", 300.0),
                            ("grid_png", "2x4 grid PNG at 300 dpi, ms < 30", 30.0)):
@@ -355,6 +361,11 @@ def markdown(d):
     row("`circuit`, whole held-out set (summary)", lt["circuit"])
     row("`circuit --out` (+ report.json, figures)", lt["circuit_out"])
     row("`patch --acts z`, 192 prompts, head x position", lt["patch_z"])
+    at = lt.get("attribution")
+    if at:
+        for key, name in (("eap_ms", "EAP"), ("eap_ig_ms", "EAP-IG (%d steps)" % at["ig_steps"])):
+            L.append("| %s, %d pairs, %d edges, in process (PyTorch peer: %s ms) | %s | | |" %
+                     (name, at["prompts"], at["edges"], f(at["pytorch"][key]), f(at["headscope"][key])))
     row("`heads`, 192 prompts, 4 detectors", lt["heads"])
     g = lt["grid_png"]
     L.append("| 2x4 grid to PNG, %s dpi (in process, median of %s) | %s | | %s |" %

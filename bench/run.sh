@@ -18,7 +18,8 @@
 #     shapes (bench_sgemm, 1 and THREADS OpenBLAS threads).
 #  3. latency + peak RSS (/usr/bin/time, median of RUNS processes): inspect on
 #     the chapter's 18-token sentence with every default figure; circuit over
-#     the held-out set (summary only, and with --out figures); the 2x4 grid PNG
+#     the held-out set (summary only, and with --out figures); patch; EAP and
+#     EAP-IG in process beside their PyTorch peer (bench/eap_speed.sh); the 2x4 grid PNG
 #     (bench_viz); loading a checkpoint (bench_load, and `headscope eval` =
 #     load + held-out scoring); the PyTorch peer's peak RSS; the HTML viewer's
 #     page at 12 layers x 12 heads x 256 tokens in chromium (bench/html_page.sh:
@@ -60,7 +61,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 if [ "${1:-}" = "-h" ] || [ "${1:-}" = "--help" ]; then
-    sed -n '2,56p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,58p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
 fi
 
@@ -129,7 +130,7 @@ fi
 
 STAGE="build"
 log "building Release into $BDIR"
-BUILD="$BDIR" TARGETS="headscope bench_train bench_sgemm bench_viz bench_load bench_plot" \
+BUILD="$BDIR" TARGETS="headscope bench_train bench_sgemm bench_viz bench_load bench_plot bench_eap" \
     bash "$ROOT/scripts/build.sh" > "$WORK/build.log" 2>&1 || { tail -20 "$WORK/build.log" >&2; exit 1; }
 HS="$BDIR/headscope"
 DEFAULT_STEPS="$("$HS" train --help | sed -n 's/.*--steps N.*(default \([0-9][0-9]*\)).*/\1/p' | head -1)"
@@ -222,6 +223,10 @@ STAGE="patch"
 # (hook_z, every head at every position and at all positions), and heads
 "$PY" "$ROOT/tests/py/winograd_pairs.py" "$WORK/dataset.txt" "$WORK/pairs.jsonl"
 rep patch_z "$HS" patch --model "$M" --data "$WORK/pairs.jsonl" --acts z
+STAGE="attribution"
+# EAP and EAP-IG over the same pairs, headscope beside the PyTorch peer (bench/eap_speed.sh)
+BUILD="$BDIR" bash "$ROOT/bench/eap_speed.sh" --model "$M" --threads "$THREADS" --rounds "$([ "$SMOKE" = 1 ] && echo 1 || echo 3)" \
+    --out "$WORK" > "$WORK/eap_speed.md"
 STAGE="heads"
 rep heads "$HS" heads --model "$M" --data "$WORK/pairs.jsonl"
 STAGE="grid PNG"

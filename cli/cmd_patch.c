@@ -1,7 +1,7 @@
 /*
  * cli/cmd_patch.c -- `headscope patch`: activation patching clean ->
- * corrupted over a prompt set (tasks/ hs_patch_run on the experiment
- * engine): tables on stdout (or the JSON with --json), and with --out DIR
+ * corrupted over a prompt set (experiments/ hs_patch_run_method on the
+ * experiment engine: the exact sweep, attribution patching, or both): tables on stdout (or the JSON with --json), and with --out DIR
  * patch.json and one figure per activation (and per head x position).
  */
 #define _POSIX_C_SOURCE 200809L
@@ -32,6 +32,13 @@ static const char PATCH_HELP[] =
     "(blocks.l.attn.hook_*) and pattern (hook_pattern; the position is the\n"
     "destination row). Layers, heads and positions count from 0.\n"
     "\n"
+    "--method atp estimates every cell from two forwards and one backward per\n"
+    "chunk of prompts instead (attribution patching, Nanda 2023; Kramar et al.\n"
+    "2024): LD_patched - LD_corrupted ~ (a_clean - a_corrupted) . dLD/da, the\n"
+    "gradient taken at the corrupted run, which the patch changes; normalised\n"
+    "as the exact cells. --method both prints each act's exact table, then its\n"
+    "AtP table and Pearson's r between the two.\n"
+    "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab\n"
     CLI_VOCAB_HELP
@@ -42,6 +49,9 @@ static const char PATCH_HELP[] =
     "                        the same number of tokens\n"
     "  --acts LIST           comma-separated: resid_pre,attn_out,mlp_out,resid_post,\n"
     "                        z,q,k,v,pattern (default: every one the model has)\n"
+    "  --method M            exact (default: one patched run per cell), atp (the\n"
+    "                        first-order estimate) or both (side by side, with\n"
+    "                        their correlation per act)\n"
     "  --out DIR             write patch.json and patch_<act>.{png,svg,json} (+\n"
     "                        patch_<act>_by_position for heads) into DIR (created\n"
     "                        if missing; its parent must exist)\n"
@@ -79,14 +89,15 @@ static int parse_acts(const char *C, const char *s, unsigned *acts)
 
 int cmd_patch(int argc, char **argv)
 {
-    enum { O_ACTS = 256 };
+    enum { O_ACTS = 256, O_METHOD };
     static const struct option opts[] = {{"acts", required_argument, 0, O_ACTS},
+                                         {"method", required_argument, 0, O_METHOD},
                                          CLI_HELP_OPT,
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "patch";
     unsigned acts = 0;
-    int c;
+    int c, method = HS_PATCH_EXACT;
     cli_exp x;
     cli_exp_init(&x, C);
     cli_opts op = {.cmd = C, .help = PATCH_HELP, .exp = &x};
@@ -95,6 +106,12 @@ int cmd_patch(int argc, char **argv)
         case CLI_OPT_EXIT: return op.status;
         case O_ACTS:
             if (parse_acts(C, optarg, &acts)) return 2;
+            break;
+        case O_METHOD:
+            if ((method = hs_patch_method_parse(optarg)) < 0) {
+                cli_usage_error(C, "unknown --method '%s' (exact, atp, both)", optarg);
+                return 2;
+            }
             break;
         }
     }
@@ -111,7 +128,7 @@ int cmd_patch(int argc, char **argv)
         if (cfg->d_mlp == 0) acts &= ~(1u << HS_PATCH_MLP_OUT);
         if (cfg->attn != HS_ATTN_SOFTMAX) acts &= ~((1u << HS_PATCH_Q) | (1u << HS_PATCH_K));
     }
-    if (hs_patch_run(x.Ld.model, x.pool, &x.p, acts, &r, &err) != HS_OK) {
+    if (hs_patch_run_method(x.Ld.model, x.pool, &x.p, acts, (hs_patch_method)method, &r, &err) != HS_OK) {
         rc = cli_error(C, &err);
         goto done;
     }

@@ -165,12 +165,31 @@ int hs_patch_act_parse(const char *name);
  * acts: ld[a], metric[a] (L, H) patched at every position, and ld_pos[a],
  * metric_pos[a] (L, H, t) at one position. Arrays of acts not computed are NULL.
  */
+/* How the cells are computed: the exact sweep (one patched run per cell),
+ * attribution patching (AtP, hs_atp_run_tokens: a first-order estimate from
+ * two forwards and one backward), or both side by side. */
+typedef enum { HS_PATCH_EXACT = 0, HS_PATCH_ATP, HS_PATCH_BOTH, HS_PATCH_METHOD_N } hs_patch_method;
+/* "exact", "atp", "both". */
+extern const char *const hs_patch_method_names[HS_PATCH_METHOD_N];
+/* The method named s, or -1. */
+int hs_patch_method_parse(const char *s);
+
 typedef struct {
     int L, H, n, t;
     unsigned acts;
     double ld_clean, ld_corr;
     double *metric[HS_PATCH_N], *ld[HS_PATCH_N];
     double *metric_pos[HS_PATCH_N], *ld_pos[HS_PATCH_N];
+    /* method EXACT (0, what hs_patch_run_tokens fills): the arrays above are
+     * the exact sweep's; ATP: they hold AtP's estimates (ld = LD_corr +
+     * estimate); BOTH: they are the exact sweep's and atp_metric[a],
+     * atp_metric_pos[a] AtP's normalised estimates (shapes of metric[a],
+     * metric_pos[a]), pearson[a] Pearson's r between the exact and the AtP
+     * cells of metric[a] (pearson_pos[a]: of metric_pos[a], head acts),
+     * NAN where undefined (a constant or NAN cell, one cell) */
+    hs_patch_method method;
+    double *atp_metric[HS_PATCH_N], *atp_metric_pos[HS_PATCH_N];
+    double pearson[HS_PATCH_N], pearson_pos[HS_PATCH_N];
 } hs_patch_report;
 
 /* Patches the clean prompts' activations into the corrupted prompts of p
@@ -185,14 +204,23 @@ hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, un
 hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
                               const int *answer, const int *wrong, const int *pos, unsigned acts,
                               hs_patch_report *out, hs_error *err);
+/* hs_patch_run with the method: EXACT is hs_patch_run, ATP hs_atp_run_tokens
+ * ("Attribution" below), BOTH both and their Pearson correlations
+ * (the report's comment). Errors of the two. */
+hs_status hs_patch_run_method(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
+                              hs_patch_method method, hs_patch_report *out, hs_error *err);
 void hs_patch_report_free(hs_patch_report *r);
 /* As JSON ({"ld_clean", "ld_corrupted", "prompts", "tokens", "metric":
  * "normalised logit difference ...", "acts": {name: {"by": "layer x
  * position" | "head", "metric": [[...]], "ld": [[...]], and for heads
- * "metric_by_position": [[[...]]], "ld_by_position"}}}); caller frees with
- * cJSON_Delete; NULL when memory ran out. */
+ * "metric_by_position": [[[...]]], "ld_by_position"}}}); method ATP adds
+ * "method": "atp" and says in "metric" that the values are AtP's estimates;
+ * BOTH adds "method": "both" and per act "atp_metric" (and for heads
+ * "atp_metric_by_position", "pearson_by_position") and "pearson" (null when
+ * undefined). Caller frees with cJSON_Delete; NULL when memory ran out. */
 cJSON *hs_patch_json(const hs_patch_report *r);
-/* The text summary appended to b. */
+/* The text summary appended to b (BOTH: each act's exact table, then its
+ * AtP table and Pearson's r). */
 void hs_patch_summary(const hs_patch_report *r, hs_buf *b);
 /* The logit lens (experiments/lens.c): the model's output head
  * (hs_final_logits: the final norm with statistics recomputed from each
@@ -403,7 +431,9 @@ cJSON *hs_run_context(const hs_config *cfg, const char *model_path);
  *   layers x heads (mul: [0, 1]; abs: signed, its own range).
  * hs_patch_figures: patch_<act> per act, [L, t] layer x position or [L, H]
  *   layer x head; for head acts also patch_<act>_by_position [L*H, t];
- *   positions labelled with the first prompt of p's tokens (tok's strings).
+ *   positions labelled with the first prompt of p's tokens (tok's strings);
+ *   the values are r->metric (method ATP: AtP's estimates, titled so; BOTH:
+ *   the exact sweep's).
  * hs_lens_figures: lens_final [n_points, t]: the probability each lens point
  *   gives to the model's final prediction; positions as patch's.
  * hs_ablate_figures: ablate_change, bars [n_comp]: the metric's change when
@@ -1026,5 +1056,96 @@ hs_status hs_faithfulness_figure(const double *percent, size_t n, const double *
                                  const char *const *methods, size_t n_methods, const char *title,
                                  const hs_viz_options *o, hs_viz_figure **fig, cJSON **json,
                                  hs_error *err);
+
+/* Attribution: first-order estimates from gradients (experiments/           */
+/* attribution.c: EAP, EAP-IG; experiments/atp.c: AtP)                        */
+/*
+ * The gradients at the activations are the model's own backward
+ * (hs_backward_acts, model.h), in float; every run goes chunk by chunk
+ * (HS_ENGINE_CHUNK prompts) on the experiment engine (probe.h section 8)
+ * and its sums over prompts are made in double in row or chunk order, so
+ * every number is bit-identical for any thread count.
+ *
+ * Attribution patching, AtP (Nanda 2023, "Attribution patching: activation
+ * patching at industrial scale"; Kramar et al. 2024, "AtP*", section 2): the
+ * effect of writing run s's value of an activation a into run d is, to
+ * first order around d,
+ *   m(d with a <- a_s) - m(d)  ~  (a_s - a_d) . dm/da at d.
+ * `patch` writes the CLEAN value into the CORRUPTED run (s = clean, d =
+ * corrupted, m = LD = logit(answer) - logit(wrong)), so the AtP of a patch
+ * cell is (a_clean - a_corr) . dLD/da with the gradient taken at the
+ * CORRUPTED run: the expansion is made around the run the exact cell starts
+ * from and changes. (Nanda's and Kramar's estimates of the effect of
+ * corrupting a clean run take it at the clean run: the other direction.)
+ * The dot runs over the cell's slice (a head's, a position's), summed over
+ * its positions, averaged over the prompts and normalised as patch's cells:
+ * estimate / (LD_clean - LD_corr).
+ *
+ * EAP (Syed et al. 2023, "Attribution patching outperforms automated circuit
+ * discovery"; Hanna et al. 2024, "Have faith in faithfulness", sec.
+ * 2): for an edge u -> v of hs_graph (receiver v reads sender u's output),
+ *   score(u -> v) = mean over the prompts of the sum over positions of
+ *                   (a_u,corr - a_u,clean) . dm/d(input of v) at the clean run
+ * with a_u what u sends and "input of v" what v reads (hs_graph's comment):
+ * the first-order estimate of m(the clean run with edge u -> v corrupted) -
+ * m(clean), so an edge whose corruption lowers the metric scores negative.
+ * m is hs_metric_kind's metric of each prompt's logits at its position (kl:
+ * against the clean run's distribution, whose gradient at the clean run is
+ * exactly 0: with kl use EAP-IG).
+ * EAP-IG on the inputs (Hanna et al. 2024, sec. 3; hannamw/EAP-IG,
+ * src/eap/attribute.py get_scores_eap_ig, read at commit 795f560): the
+ * gradient above is replaced by its mean over k = 0 .. m-1 of the gradient at
+ * a run whose input embeddings (hook_embed, EAP-IG's input node's out_hook)
+ * are e_corr + (k/m) (e_clean - e_corr): the corrupted end included, the
+ * clean end left out, as that code's `for step in range(0, steps)` (its
+ * node-level twin, attribute_node.py, runs k = 1 .. m); the kl reference stays
+ * the clean run's logits. So m = 1 is the gradient at the corrupted run
+ * alone: EAP-IG(1) of (clean, corrupted) = -EAP of (corrupted, clean) for
+ * logit-diff and prob-diff. The positions are the same in both runs, so this
+ * interpolates the summed input x0 too; with an embedding norm the norm
+ * runs on it.
+ * Where headscope's EAP differs from EAP-IG's code: scores are means over
+ * the prompts of each prompt's metric (EAP-IG back-propagates its batch's
+ * mean metric and divides by the item count again, and its examples
+ * minimise -metric, loss=True: its scores are these times -1/batch size);
+ * the input node sends blocks.0.hook_resid_pre (hs_graph), hook_embed's
+ * difference without an embedding norm.
+ */
+
+/* AtP over token arrays as hs_patch_run_tokens (same arguments, checks and
+ * errors): out gets the same arrays with method HS_PATCH_ATP, ld[a] =
+ * LD_corr + estimate, metric[a] = estimate / (LD_clean - LD_corr) (NAN when
+ * they are equal); a head's all-positions cell is the sum of its
+ * by-position cells (the estimate is linear in what is patched); ld_clean,
+ * ld_corr as patch's (the same bits). One clean forward and one corrupted
+ * forward and backward per chunk. Free out with hs_patch_report_free. */
+hs_status hs_atp_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
+                            const int *answer, const int *wrong, const int *pos, unsigned acts,
+                            hs_patch_report *out, hs_error *err);
+
+/* EAP (ig_steps 0) or EAP-IG with ig_steps interpolation steps (1 .. 1000;
+ * 5 in EAP-IG's examples and MIB) over the prompts of p ("corrupted"
+ * needed; "answer" and "wrong" for logit-diff and prob-diff): scores
+ * [g->n_edges] in hs_graph's canonical order, each the estimate of m(that
+ * edge corrupted) - m(clean) defined above. Per chunk: EAP one corrupted
+ * forward, one clean forward and one backward; EAP-IG one clean forward and
+ * ig_steps forwards and backwards (k = 0 is the corrupted run). At each
+ * receiver point of the backward (a layer's q, k or v inputs, an MLP's
+ * input, the final residual) every prompt's sums over positions and d_model
+ * are one hs_sgemm of the senders that point's receivers read, [senders,
+ * t*D], by its gradient, [t*D, receivers], added in double. g: the graph of
+ * m's shape (hs_graph_build(&m->cfg)). HS_ERR_INPUT: a graph of another
+ * shape, an empty set, no corrupted prompts, no answer or wrong answer where
+ * the metric needs them, ig_steps outside 0 .. 1000; HS_ERR_NOMEM. */
+hs_status hs_eap_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                        hs_metric_kind metric, int ig_steps, double *scores, hs_error *err);
+
+/* Node scores [g->n_nodes] from edge scores [g->n_edges]: node u's is the
+ * sum of its outgoing edges' scores in edge order, logits (which sends
+ * nothing) NAN. EAP-IG's node attribution (src/eap/attribute_node.py) dots
+ * (a_u,corr - a_u,clean) with the gradient at u's output, which is the sum
+ * of the gradients at every input reading u (the residual stream adds): the
+ * same number. */
+void hs_eap_node_scores(const hs_graph *g, const double *edge_scores, double *node_scores);
 
 #endif /* HS_EXPERIMENTS_H */

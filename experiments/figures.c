@@ -113,6 +113,8 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
     for (int i = 0; i < L * H; i++) hs_labels_set(&f.lab, k++, "L%dH%d", i / H, i % H);
     if (f.lab.oom && s == HS_OK) s = oom(err);
     const char **pos_l = f.lab.at, **lay_l = pos_l + T, **head_l = lay_l + L, **lh_l = head_l + H;
+    /* AtP's estimates alone say so; with the exact sweep beside them the figures are the sweep's */
+    const char *how = r->method == HS_PATCH_ATP ? "AtP estimate of patching" : "patching";
     for (int a = 0; a < HS_PATCH_N && s == HS_OK; a++) {
         if (!(r->acts & (1u << a))) continue;
         const char *nm = hs_patch_act_names[a];
@@ -121,7 +123,7 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
         const size_t R = (size_t)L, C = head ? (size_t)H : (size_t)T;
         for (size_t i = 0; i < R * C; i++) f.m[i] = (float)r->metric[a][i];
         snprintf(stem, sizeof stem, "patch_%s", nm);
-        snprintf(title, sizeof title, "patching %s%s: normalised LD (1 = clean restored)", nm,
+        snprintf(title, sizeof title, "%s %s%s: normalised LD (1 = clean restored)", how, nm,
                  head ? " per head, all positions" : "");
         snprintf(shows, sizeof shows, "normalised logit difference when %s is patched clean -> "
                  "corrupted, %s", nm, head ? "per head at every position [layer][head]"
@@ -132,7 +134,7 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
         if (s != HS_OK || !head) continue;
         for (size_t i = 0; i < (size_t)L * H * T; i++) f.m[i] = (float)r->metric_pos[a][i];
         snprintf(stem, sizeof stem, "patch_%s_by_position", nm);
-        snprintf(title, sizeof title, "patching %s per head and position: normalised LD", nm);
+        snprintf(title, sizeof title, "%s %s per head and position: normalised LD", how, nm);
         snprintf(shows, sizeof shows, "normalised logit difference when one head's %s is patched "
                  "at one position [layer*heads + head][position]", nm);
         s = hs_outdir_matrix(od, HS_FIG_SIGNED, stem, f.m, (size_t)L * H, (size_t)T, lh_l, pos_l,

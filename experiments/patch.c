@@ -11,7 +11,7 @@
  * number is bit-identical for any thread count and equals one prompt at a
  * time (tests/test_experiments.c).
  */
-#include "experiments/experiments.h"
+#include "experiments/attribution_internal.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,7 +20,7 @@
 const char *const hs_patch_act_names[HS_PATCH_N] = {"resid_pre", "attn_out", "mlp_out", "resid_post",
                                                     "z", "q", "k", "v", "pattern"};
 /* the hook point of each act in layer l */
-static const char *const HOOK[HS_PATCH_N] = {"blocks.%d.hook_resid_pre", "blocks.%d.hook_attn_out",
+const char *const hs_patch_hooks[HS_PATCH_N] = {"blocks.%d.hook_resid_pre", "blocks.%d.hook_attn_out",
                                              "blocks.%d.hook_mlp_out", "blocks.%d.hook_resid_post",
                                              "blocks.%d.attn.hook_z", "blocks.%d.attn.hook_q",
                                              "blocks.%d.attn.hook_k", "blocks.%d.attn.hook_v",
@@ -46,6 +46,8 @@ void hs_patch_report_free(hs_patch_report *r)
         free(r->ld[a]);
         free(r->metric_pos[a]);
         free(r->ld_pos[a]);
+        free(r->atp_metric[a]);
+        free(r->atp_metric_pos[a]);
     }
     memset(r, 0, sizeof *r);
 }
@@ -122,7 +124,7 @@ static hs_status sweep_hooks(void *arg, hs_engine_worker *w, int chunk, int r0, 
     const sweep_arg *sa = arg;
     const pjob *jb = sa->jb;
     char name[64];
-    snprintf(name, sizeof name, HOOK[jb->act], jb->layer);
+    snprintf(name, sizeof name, hs_patch_hooks[jb->act], jb->layer);
     const hs_cache_entry *e = hs_cache_get(&sa->c->src_v[chunk], name);
     if (e == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "the model has no point %s", name);
     phook *p = malloc(sizeof *p);
@@ -211,13 +213,11 @@ static int unreachable(int act, int l, int p, int L, int max_pos, const unsigned
     return l == L - 1 && own_position_only && !read[p];
 }
 
-hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
-                              const int *answer, const int *wrong, const int *pos, unsigned acts,
-                              hs_patch_report *out, hs_error *err)
+hs_status hs_patch_check(const hs_model *m, int n, int t, const int *answer, const int *wrong,
+                         const int *pos, unsigned acts, hs_error *err)
 {
-    memset(out, 0, sizeof *out);
     const hs_config *cfg = &m->cfg;
-    const int L = cfg->n_layers, H = cfg->n_heads, V = cfg->d_vocab;
+    const int V = cfg->d_vocab;
     if (n < 1 || t < 1) return hs_fail(err, HS_ERR_INPUT, "the prompt set is empty");
     for (int i = 0; i < n; i++)
         if (answer[i] < 0 || answer[i] >= V || wrong[i] < 0 || wrong[i] >= V || pos[i] < 0 || pos[i] >= t)
@@ -227,6 +227,18 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
         return hs_fail(err, HS_ERR_INPUT, "mlp_out: the model has no MLP (d_mlp 0)");
     if (cfg->attn != HS_ATTN_SOFTMAX && (acts & ((1u << HS_PATCH_Q) | (1u << HS_PATCH_K))))
         return hs_fail(err, HS_ERR_INPUT, "q, k: the model's uniform attention has no queries or keys");
+    return HS_OK;
+}
+
+hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
+                              const int *answer, const int *wrong, const int *pos, unsigned acts,
+                              hs_patch_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const hs_config *cfg = &m->cfg;
+    const int L = cfg->n_layers, H = cfg->n_heads;
+    hs_status st = hs_patch_check(m, n, t, answer, wrong, pos, acts, err);
+    if (st != HS_OK) return st;
     out->L = L;
     out->H = H;
     out->n = n;
@@ -254,11 +266,10 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     const char *filt[HS_PATCH_N + 1];
     char pats[HS_PATCH_N][48];
     int nf = 0, n_jobs = 0;
-    hs_status st = HS_OK;
     unsigned char *read = NULL;
     for (int a = 0; a < HS_PATCH_N; a++) {
         if (!(acts & (1u << a))) continue;
-        snprintf(pats[a], sizeof pats[a], HOOK[a], 0);
+        snprintf(pats[a], sizeof pats[a], hs_patch_hooks[a], 0);
         /* "blocks.0.x" -> "blocks.*.x" */
         char *d0 = strstr(pats[a], ".0.");
         d0[1] = '*';
@@ -356,10 +367,9 @@ done:
     return st;
 }
 
-hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
-                       hs_patch_report *out, hs_error *err)
+/* What hs_patch_run needs of a prompt set. */
+static hs_status prompts_check(const hs_prompts *p, hs_error *err)
 {
-    memset(out, 0, sizeof *out);
     if (p->corr == NULL)
         return hs_fail(err, HS_ERR_INPUT, "the prompt set has no \"corrupted\" prompts to patch into");
     if (p->wrong == NULL)
@@ -368,8 +378,41 @@ hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, un
     for (int i = 0; i < p->n; i++)
         if (p->answer[i] < 0)
             return hs_fail(err, HS_ERR_INPUT, "line %d has no \"answer\"", p->line[i]);
+    return HS_OK;
+}
+
+hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
+                       hs_patch_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    hs_status st = prompts_check(p, err);
+    if (st != HS_OK) return st;
     return hs_patch_run_tokens(m, pool, p->clean, p->corr, p->n, p->t, p->answer, p->wrong, p->pos, acts, out,
                                err);
+}
+
+hs_status hs_patch_run_method(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
+                              hs_patch_method method, hs_patch_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if ((int)method < 0 || method >= HS_PATCH_METHOD_N)
+        return hs_fail(err, HS_ERR_INPUT, "unknown patching method %d", (int)method);
+    hs_status st = prompts_check(p, err);
+    if (st == HS_OK && method != HS_PATCH_ATP)
+        st = hs_patch_run_tokens(m, pool, p->clean, p->corr, p->n, p->t, p->answer, p->wrong, p->pos, acts, out,
+                                 err);
+    if (st != HS_OK || method == HS_PATCH_EXACT) return st;
+    if (method == HS_PATCH_ATP)
+        return hs_atp_run_tokens(m, pool, p->clean, p->corr, p->n, p->t, p->answer, p->wrong, p->pos, acts, out,
+                                 err);
+    hs_patch_report a;
+    st = hs_atp_run_tokens(m, pool, p->clean, p->corr, p->n, p->t, p->answer, p->wrong, p->pos, acts, &a, err);
+    if (st != HS_OK) {
+        hs_patch_report_free(out);
+        return st;
+    }
+    hs_patch_join(out, &a);
+    return HS_OK;
 }
 
 /* [[v[0..C-1]], ...] of R rows (v row-major). */
@@ -414,13 +457,36 @@ static int add(cJSON *o, const char *k, cJSON *v)
     return 0;
 }
 
+/* The metric's description for the report's method. */
+static const char *metric_text(const hs_patch_report *r)
+{
+    if (r->method == HS_PATCH_ATP)
+        return "attribution patching (AtP): the first-order estimate of the normalised logit difference "
+               "(LD_patched - LD_corrupted) / (LD_clean - LD_corrupted), LD_patched - LD_corrupted ~ "
+               "(a_clean - a_corrupted) . dLD/da at the corrupted run, LD = logit(answer) - logit(wrong) at "
+               "each prompt's position, averaged over the prompts";
+    return "normalised logit difference (LD_patched - LD_corrupted) / (LD_clean - LD_corrupted), LD = "
+           "logit(answer) - logit(wrong) at each prompt's position, averaged over the prompts";
+}
+
+/* Method BOTH: act a's AtP cells and Pearson's r beside the exact ones. */
+static int add_atp(cJSON *x, const hs_patch_report *r, int a)
+{
+    if (!hs_patch_act_is_head(a))
+        return add(x, "atp_metric", matrix(r->atp_metric[a], r->L, r->t)) &&
+               add(x, "pearson", hs_json_num_or_null(r->pearson[a]));
+    return add(x, "atp_metric", matrix(r->atp_metric[a], r->L, r->H)) &&
+           add(x, "atp_metric_by_position", cube(r->atp_metric_pos[a], r->L, r->H, r->t)) &&
+           add(x, "pearson", hs_json_num_or_null(r->pearson[a])) &&
+           add(x, "pearson_by_position", hs_json_num_or_null(r->pearson_pos[a]));
+}
+
 cJSON *hs_patch_json(const hs_patch_report *r)
 {
     cJSON *o = cJSON_CreateObject(), *acts = cJSON_CreateObject();
-    int ok = o && acts &&
-             cJSON_AddStringToObject(o, "metric", "normalised logit difference (LD_patched - LD_corrupted) / "
-                                                  "(LD_clean - LD_corrupted), LD = logit(answer) - logit(wrong) "
-                                                  "at each prompt's position, averaged over the prompts") &&
+    int ok = o && acts && (r->method == HS_PATCH_EXACT ||
+                           cJSON_AddStringToObject(o, "method", hs_patch_method_names[r->method])) &&
+             cJSON_AddStringToObject(o, "metric", metric_text(r)) &&
              add(o, "ld_clean", hs_json_num_or_null(r->ld_clean)) && add(o, "ld_corrupted", hs_json_num_or_null(r->ld_corr)) &&
              cJSON_AddNumberToObject(o, "prompts", r->n) && cJSON_AddNumberToObject(o, "tokens", r->t);
     for (int a = 0; a < HS_PATCH_N && ok; a++) {
@@ -429,7 +495,7 @@ cJSON *hs_patch_json(const hs_patch_report *r)
         ok = add(acts, hs_patch_act_names[a], x);
         if (!ok) break;
         char hook[64];
-        snprintf(hook, sizeof hook, HOOK[a], 0);
+        snprintf(hook, sizeof hook, hs_patch_hooks[a], 0);
         hook[7] = 'l'; /* "blocks.l...." */
         ok = cJSON_AddStringToObject(x, "hook", hook) != NULL;
         if (hs_patch_act_is_head(a)) {
@@ -442,6 +508,7 @@ cJSON *hs_patch_json(const hs_patch_report *r)
             ok = ok && cJSON_AddStringToObject(x, "by", "layer x position [layer][position]") &&
                  add(x, "metric", matrix(r->metric[a], r->L, r->t)) && add(x, "ld", matrix(r->ld[a], r->L, r->t));
         }
+        if (ok && r->method == HS_PATCH_BOTH) ok = add_atp(x, r, a);
     }
     if (ok) ok = add(o, "acts", acts);
     else cJSON_Delete(acts);
@@ -452,41 +519,64 @@ cJSON *hs_patch_json(const hs_patch_report *r)
     return o;
 }
 
+/* Act a's table of metric (and metric_pos for a head act); what: "" for
+ * the report's own values, ", AtP estimate" beside the exact ones. */
+static void act_table(const hs_patch_report *r, int a, const double *metric, const double *metric_pos,
+                      const char *what, hs_buf *b)
+{
+    char hook[64];
+    snprintf(hook, sizeof hook, hs_patch_hooks[a], 0);
+    hook[7] = 'l';
+    if (!hs_patch_act_is_head(a)) {
+        hs_buf_printf(b, "\n%s (%s)%s, layer x position:\n%-6s", hs_patch_act_names[a], hook, what, "");
+        for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %6d", p);
+        hs_buf_printf(b, "\n");
+        for (int l = 0; l < r->L; l++) {
+            hs_buf_printf(b, "L%-5d", l);
+            for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %+6.2f", metric[l * r->t + p]);
+            hs_buf_printf(b, "\n");
+        }
+        return;
+    }
+    hs_buf_printf(b, "\n%s (%s)%s, by head: all positions | each position\n%-6s %6s |", hs_patch_act_names[a],
+                  hook, what, "", "all");
+    for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %6d", p);
+    hs_buf_printf(b, "\n");
+    for (int l = 0; l < r->L; l++)
+        for (int h = 0; h < r->H; h++) {
+            char name[24];
+            snprintf(name, sizeof name, "L%dH%d", l, h);
+            hs_buf_printf(b, "%-6s %+6.2f |", name, metric[l * r->H + h]);
+            for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %+6.2f", metric_pos[((size_t)l * r->H + h) * r->t + p]);
+            hs_buf_printf(b, "\n");
+        }
+}
+
 void hs_patch_summary(const hs_patch_report *r, hs_buf *b)
 {
     hs_buf_printf(b, "patch: %d prompt%s of %d tokens, clean -> corrupted; LD = logit(answer) - logit(wrong): "
                      "clean %+.3f, corrupted %+.3f\n",
                   r->n, r->n == 1 ? "" : "s", r->t, r->ld_clean, r->ld_corr);
+    if (r->method == HS_PATCH_ATP)
+        hs_buf_printf(b, "values: attribution patching (AtP), the first-order estimate of the normalised LD "
+                         "(a_clean - a_corrupted) . dLD/da at the corrupted run / (LD_clean - LD_corrupted)\n");
+    else if (r->method == HS_PATCH_BOTH)
+        hs_buf_printf(b, "values: each act's exact sweep, then its AtP estimate ((a_clean - a_corrupted) . dLD/da "
+                         "at the corrupted run, normalised alike) and Pearson's r between them\n");
     hs_buf_printf(b, "values: normalised LD (0 = corrupted, 1 = clean restored); layers, heads and positions "
                      "count from 0\n");
     for (int a = 0; a < HS_PATCH_N; a++) {
         if (!(r->acts & (1u << a))) continue;
-        char hook[64];
-        snprintf(hook, sizeof hook, HOOK[a], 0);
-        hook[7] = 'l';
-        if (!hs_patch_act_is_head(a)) {
-            hs_buf_printf(b, "\n%s (%s), layer x position:\n%-6s", hs_patch_act_names[a], hook, "");
-            for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %6d", p);
-            hs_buf_printf(b, "\n");
-            for (int l = 0; l < r->L; l++) {
-                hs_buf_printf(b, "L%-5d", l);
-                for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %+6.2f", r->metric[a][l * r->t + p]);
-                hs_buf_printf(b, "\n");
-            }
-            continue;
-        }
-        hs_buf_printf(b, "\n%s (%s), by head: all positions | each position\n%-6s %6s |", hs_patch_act_names[a], hook,
-                      "", "all");
-        for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %6d", p);
+        act_table(r, a, r->metric[a], r->metric_pos[a], "", b);
+        if (r->method != HS_PATCH_BOTH) continue;
+        act_table(r, a, r->atp_metric[a], r->atp_metric_pos[a], ", AtP estimate", b);
+        const int head = hs_patch_act_is_head(a);
+        const int cells = head ? r->L * r->H : r->L * r->t;
+        char rs[32], rp[32];
+        snprintf(rs, sizeof rs, isnan(r->pearson[a]) ? "undefined" : "%+.3f", r->pearson[a]);
+        snprintf(rp, sizeof rp, isnan(r->pearson_pos[a]) ? "undefined" : "%+.3f", r->pearson_pos[a]);
+        hs_buf_printf(b, "Pearson r, exact vs AtP: %s over %d cells", rs, cells);
+        if (head) hs_buf_printf(b, "; by position %s over %d cells", rp, cells * r->t);
         hs_buf_printf(b, "\n");
-        for (int l = 0; l < r->L; l++)
-            for (int h = 0; h < r->H; h++) {
-                char name[24];
-                snprintf(name, sizeof name, "L%dH%d", l, h);
-                hs_buf_printf(b, "%-6s %+6.2f |", name, r->metric[a][l * r->H + h]);
-                for (int p = 0; p < r->t; p++)
-                    hs_buf_printf(b, " %+6.2f", r->metric_pos[a][((size_t)l * r->H + h) * r->t + p]);
-                hs_buf_printf(b, "\n");
-            }
     }
 }

@@ -13,15 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* dinp (N,D) += d/dinp of norm(inp)*w + b given dout (N,D); dw, db (D) +=.
- * w, dw, b, db may be NULL (no affine weight / bias). The row sums run in
- * float over 8 lanes added in a fixed order (then the tail), the input
- * gradient in float: relative error ~1e-7 per element at D 64-512 (the
+/* The norm's backward (model_internal.h). The row sums run in float over 8
+ * lanes added in a fixed order (then the tail), the input gradient in
+ * float: relative error ~1e-7 per element at D 64-512 (the
  * finite-difference and PyTorch-parity tests bound it). */
 HS_CLONES
-static void norm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
-                          const float *w, const float *mean, const float *rstd, size_t N, int D,
-                          hs_norm type)
+void hs_norm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                      const float *w, const float *mean, const float *rstd, size_t N, int D,
+                      hs_norm type)
 {
     const int d0 = D & ~7;
     for (size_t i = 0; i < N; i++) {
@@ -117,12 +116,11 @@ static void embed_backward(float *dW_E, float *dW_pos, const float *dx0, const i
     }
 }
 
-/* dx (N, C) (+)= dy (N, OC) @ W^T with W (C, OC): an NN product on WT (OC, C)
- * = W^T (hs_acts_wT) where libxsmm runs it (hs_sgemm_nn_jit; transpose_run
- * made WT), else A B^T on W itself (OpenBLAS reads the transposed operand as
- * it lies; no copy made). */
-static void dx_product(float *dx, float beta, const float *dy, const float *W, const float *WT,
-                       size_t N, int C, int OC)
+/* The input gradient's product (model_internal.h): an NN product on WT
+ * where libxsmm runs it (transpose_run made WT), else A B^T on W itself
+ * (OpenBLAS reads the transposed operand as it lies; no copy made). */
+void hs_dx_product(float *dx, float beta, const float *dy, const float *W, const float *WT,
+                   size_t N, int C, int OC)
 {
     if (hs_sgemm_nn_jit(C, OC))
         hs_sgemm(0, 0, (int)N, C, OC, 1.0f, dy, OC, WT, C, beta, dx, C);
@@ -138,7 +136,7 @@ typedef struct {
     const hs_acts *acts;
 } wT_job;
 
-/* out (C,R) = in (R,C)^T when dx_product will read it (hs_sgemm_nn_jit). */
+/* out (C,R) = in (R,C)^T when hs_dx_product will read it (hs_sgemm_nn_jit). */
 static void transpose_for_dx(float *out, const float *in, int R, int C)
 {
     if (hs_sgemm_nn_jit(R, C)) hs_transpose_rows(out, in, R, C, (size_t)C);
@@ -169,7 +167,7 @@ static hs_status transpose_run(void *ctx, int j, int worker, hs_error *err)
     return HS_OK;
 }
 
-static void transpose_weights(const hs_model *m, const hs_acts *acts)
+void hs_transpose_weights(const hs_model *m, const hs_acts *acts)
 {
     wT_job a = {m, acts};
     hs_error err;
@@ -187,16 +185,25 @@ static void act_backward(float *dinp, const float *dout, const float *inp, size_
     hs_gelu_backward(dinp, dout, inp, n);
 }
 
-/* Attention backward per (b, h), rows of q, k, v, z and their gradients HD
- * apart: dv (B,T,H,dh) = pattern^T dz; with softmax also dq, dk (B,T,H,dh)
- * through the softmax and the score scale inv_scale = 1 / hs_attn_scale.
- * Products over whole T x T tiles (hs_sgemm: libxsmm; the pattern is 0 above
- * the diagonal, and so is the score gradient made from it). datt (T,T) and
- * vT (H*dh,T) are scratch. Overwrites dq, dk, dv. */
+/* The MLP activation's backward of layer l (model_internal.h): GELU' kept
+ * by the forward when it is there, else act_backward on mlp_pre. */
+void hs_act_grad(float *dpre, const float *dpost, const hs_acts *acts, const hs_config *c, int l,
+                 size_t n)
+{
+    const float *dact = hs_acts_dact(acts, c, l);
+    if (c->act == HS_ACT_GELU && dact)
+        hs_mul_long(dpre, dpost, dact, n);
+    else
+        act_backward(dpre, dpost, acts->blocks[l].mlp_pre, n, c->act);
+}
+
+/* The attention's backward (model_internal.h). Products over whole T x T
+ * tiles (hs_sgemm: libxsmm; the pattern is 0 above the diagonal, and so is
+ * the score gradient made from it). */
 HS_CLONES
-static void attn_backward(float *dq, float *dk, float *dv, float *datt, float *vT, const float *dz,
-                          const float *att, const float *q, const float *k, const float *v, int B,
-                          int T, int H, int dh, int softmax, float inv_scale)
+void hs_attn_backward(float *dq, float *dk, float *dv, float *dpattern, float *datt, float *vT,
+                      const float *dz, const float *att, const float *q, const float *k,
+                      const float *v, int B, int T, int H, int dh, int softmax, float inv_scale)
 {
     const size_t HD = (size_t)H * dh;
     const int ld = (int)HD;
@@ -207,16 +214,19 @@ static void attn_backward(float *dq, float *dk, float *dv, float *datt, float *v
     hs_sgemm_plan_init(&dsk, 0, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
     hs_sgemm_plan_init(&dstq, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
     for (int b = 0; b < B; b++) {
-        if (softmax) hs_transpose_rows(vT, v + (size_t)b * T * HD, T, ld, HD);
+        if (softmax || dpattern) hs_transpose_rows(vT, v + (size_t)b * T * HD, T, ld, HD);
         for (int h = 0; h < H; h++) {
             const float *A = att + ((size_t)b * H + h) * T * T;
             const size_t off = (size_t)b * T * HD + (size_t)h * dh;
             /* dv = A^T dz */
             hs_sgemm_run(&atdz, A, dz + off, dv + off);
-            if (!softmax) continue;
-            /* datt = dz v^T, then in place the score gradient over j <= i
+            if (!softmax && !dpattern) continue;
+            /* datt = dz v^T (the pattern's gradient, every (i, j)), then in
+             * place the score gradient over j <= i
              * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) * inv_scale, 0 above */
             hs_sgemm_run(&dzvt, dz + off, vT + (size_t)h * dh * T, datt);
+            if (dpattern) memcpy(dpattern + ((size_t)b * H + h) * T * T, datt, (size_t)T * T * sizeof(float));
+            if (!softmax) continue;
             for (int i = 0; i < T; i++) {
                 float *Di = datt + (size_t)i * T;
                 const float *Ai = A + (size_t)i * T;
@@ -346,13 +356,13 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     dw_job j;
 
     /* unembed and final norm */
-    dx_product(dlnf, 0.0f, dlogits, P->W_U, hs_acts_wT(acts, c, c->n_layers, 0), BT, D, V);
+    hs_dx_product(dlnf, 0.0f, dlogits, P->W_U, hs_acts_wT(acts, c, c->n_layers, 0), BT, D, V);
     j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL};
     dw_submit(w, &j);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
     if (c->ln_final && has_norm) {
         memset(dresid, 0, BT * D * sizeof(float));
-        norm_backward(dresid, G->ln_final_w, G->ln_final_b, dlnf, final_resid, P->ln_final_w,
+        hs_norm_backward(dresid, G->ln_final_w, G->ln_final_b, dlnf, final_resid, P->ln_final_w,
                       acts->lnf_mean, acts->lnf_rstd, BT, D, c->norm);
     } else {
         memcpy(dresid, dlnf, BT * D * sizeof(float));
@@ -366,53 +376,49 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
 
         if (M > 0) {
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
-            dx_product(dpost, 0.0f, dresid, bp->W_out, hs_acts_wT(acts, c, l, 5), BT, M, D);
+            hs_dx_product(dpost, 0.0f, dresid, bp->W_out, hs_acts_wT(acts, c, l, 5), BT, M, D);
             j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL};
             long t_out = dw_submit(w, &j);
             hs_pool_wait(w, t_dpre);
-            const float *dact = hs_acts_dact(acts, c, l);
-            if (c->act == HS_ACT_GELU)
-                hs_mul_long(dpre, dpost, dact, BT * M); /* GELU' kept by the forward */
-            else
-                act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
-            dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
+            hs_act_grad(dpre, dpost, acts, c, l, BT * M);
+            hs_dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
             j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
             t_dpre = dw_submit(w, &j);
             hs_pool_wait(w, t_out); /* it reads dresid */
             if (has_norm)
-                norm_backward(dresid, gp->ln2_w, gp->ln2_b, dln, ba->resid_mid, bp->ln2_w,
+                hs_norm_backward(dresid, gp->ln2_w, gp->ln2_b, dln, ba->resid_mid, bp->ln2_w,
                               ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
             else
                 hs_add_long(dresid, dresid, dln, BT * D);
         }
 
         /* attention output: d(attn_out) = dresid */
-        dx_product(dz, 0.0f, dresid, bp->W_O, hs_acts_wT(acts, c, l, 3), BT, H * dh, D);
+        hs_dx_product(dz, 0.0f, dresid, bp->W_O, hs_acts_wT(acts, c, l, 3), BT, H * dh, D);
         j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL};
         long t_o = dw_submit(w, &j);
         hs_pool_wait(w, t_qkv);
-        attn_backward(dq, dk, dv, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
-                      c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale(c));
+        hs_attn_backward(dq, dk, dv, NULL, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
+                         c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale(c));
         if (c->attn == HS_ATTN_SOFTMAX) {
-            dx_product(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), hs_acts_wT(acts, c, l, 0), BT, D,
+            hs_dx_product(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), hs_acts_wT(acts, c, l, 0), BT, D,
                        H * dh);
             j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, dw_scratch};
             dw_submit(w, &j);
-            dx_product(dln, 1.0f, dk, hs_acts_wpack(acts, c, l, 1), hs_acts_wT(acts, c, l, 1), BT, D,
+            hs_dx_product(dln, 1.0f, dk, hs_acts_wpack(acts, c, l, 1), hs_acts_wT(acts, c, l, 1), BT, D,
                        H * dh);
             j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh, dw_scratch};
             dw_submit(w, &j);
-            dx_product(dln, 1.0f, dv, hs_acts_wpack(acts, c, l, 2), hs_acts_wT(acts, c, l, 2), BT, D,
+            hs_dx_product(dln, 1.0f, dv, hs_acts_wpack(acts, c, l, 2), hs_acts_wT(acts, c, l, 2), BT, D,
                        H * dh);
         } else {
-            dx_product(dln, 0.0f, dv, hs_acts_wpack(acts, c, l, 2), hs_acts_wT(acts, c, l, 2), BT, D,
+            hs_dx_product(dln, 0.0f, dv, hs_acts_wpack(acts, c, l, 2), hs_acts_wT(acts, c, l, 2), BT, D,
                        H * dh);
         }
         j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh, dw_scratch};
         t_qkv = dw_submit(w, &j);
         hs_pool_wait(w, t_o); /* it reads dresid */
         if (c->ln1 && has_norm)
-            norm_backward(dresid, gp->ln1_w, gp->ln1_b, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean,
+            hs_norm_backward(dresid, gp->ln1_w, gp->ln1_b, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean,
                           ba->ln1_rstd, BT, D, c->norm);
         else
             hs_add_long(dresid, dresid, dln, BT * D);
@@ -423,7 +429,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     float *dx0 = dresid;
     if (c->embed_norm) {
         memset(dln, 0, BT * D * sizeof(float));
-        norm_backward(dln, G->ln_embed_w, G->ln_embed_b, dresid, acts->x0, P->ln_embed_w,
+        hs_norm_backward(dln, G->ln_embed_w, G->ln_embed_b, dresid, acts->x0, P->ln_embed_w,
                       acts->lne_mean, acts->lne_rstd, BT, D, c->norm);
         dx0 = dln;
     }
@@ -492,7 +498,7 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     int n_valid = 0;
     for (size_t i = 0; i < BT; i++) n_valid += targets[i] >= 0;
     const float inv_n = n_valid > 0 ? 1.0f / (float)n_valid : 0.0f;
-    transpose_weights(m, acts);
+    hs_transpose_weights(m, acts);
     const int parts = hs_batch_parts(acts->b, acts->t, HS_GRAD_PARTS);
     if (parts < 2) {
         hs_grad_scratch gs;

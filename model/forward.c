@@ -159,6 +159,7 @@ static hs_status forward_embed(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
     } else {
         memcpy(x0, acts->embed, BT * D * sizeof(float));
     }
+    hc->changed = 0; /* edits up to here change the input, not the computation (acts->edited) */
     float *resid = acts->blocks[0].resid_pre;
     if (c->embed_norm) {
         hs_status s = hs_norm_forward_hooked(hc, "ln_embed", resid, acts->lne_mean, acts->lne_rstd,
@@ -298,7 +299,7 @@ static hs_status fwd_part_run(void *ctx, int j, int worker, hs_error *err)
     const int b1 = hs_batch_part_start(f->B, f->T, f->parts, j + 1);
     if (b1 == b0) return HS_OK;
     hs_acts view = hs_acts_view(f->acts, &f->m->cfg, b0, f->T);
-    hs_hook_ctx hc = {NULL};
+    hs_hook_ctx hc = {NULL, 0};
     return forward_body(f->m, &view, f->tokens + (size_t)b0 * f->T, b1 - b0, f->T, &hc, err);
 }
 
@@ -319,7 +320,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
                            tokens[i], i, V);
     acts->b = B;
     acts->t = T;
-    hs_hook_ctx hc = {observer};
+    hs_hook_ctx hc = {observer, 0};
     hs_pack_qkv(m, acts);
     const int parts = observer == NULL ? hs_batch_parts(B, T, hs_pool_threads(acts->pool)) : 1;
     if (parts >= 2) {
@@ -328,9 +329,12 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
          * before it are a multiple of its kernel's unroll (hs_batch_parts), so
          * the values are those of one pass */
         fwd_split f = {m, acts, tokens, B, T, parts};
+        acts->edited = 0;
         return hs_pool_for(acts->pool, parts, fwd_part_run, &f, err);
     }
-    return forward_body(m, acts, tokens, B, T, &hc, err);
+    hs_status s = forward_body(m, acts, tokens, B, T, &hc, err);
+    acts->edited = hc.changed;
+    return s;
 }
 
 /* The cross-entropy in HS_GRAD_PARTS fixed parts of the rows (not one per

@@ -345,6 +345,10 @@ typedef struct {
                                    * may round differently where OpenBLAS runs them; on
                                    * libxsmm (hs_sgemm) a row's bits do not depend on
                                    * the row count; tested to 1e-5). */
+    int edited;                   /* 1 when the last forward's observer changed a point after
+                                   * hook_tokens, hook_embed and hook_pos_embed (returned 1
+                                   * there): the activations are not those of the model's own
+                                   * computation, and hs_backward_acts refuses them */
     hs_pool *pool;                /* workers of hs_forward / hs_backward (hs_acts_set_pool); NULL = the caller's thread */
     int own_pool;                 /* 1 when hs_acts_set_threads made pool (destroyed with a) */
 } hs_acts;
@@ -609,5 +613,52 @@ hs_status hs_checkpoint_save_ex(const hs_model *m, const hs_meta *meta, int with
  * (hs_model_magnitude_warning): the caller shows it, once. */
 hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta,
                              int *n_skipped, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* The gradient of a metric at the activations (model/backward_acts.c)        */
+
+/*
+ * The backward of a scalar metric f of the last forward's logits to that
+ * forward's activations, with TransformerLens's backward hooks' semantics
+ * (HookPoint.add_hook(dir="bwd"): a hook sees d f / d the point's output):
+ * given dlogits (b,t,V) = d f / d logits (b = acts->b, t = acts->t), it
+ * calls grad_obs->fn(name, shape, ndim, data, ctx) at each point
+ * grad_obs->wants (wants NULL = every one) with data = d f / d(that point's
+ * tensor), under the forward's name, shape and layout, in backward order:
+ *   unembed.hook_in [b,t,D]; then for each layer l from the last:
+ *   blocks.l.hook_resid_post; with d_mlp > 0 hook_mlp_out, mlp.hook_post,
+ *     mlp.hook_pre [b,t,M], hook_mlp_in (the input of ln2 alone: the path
+ *     through the MLP, not the skip), hook_resid_mid;
+ *   hook_attn_out; attn.hook_result [b,t,H,D] (every head's: d f / d
+ *     attn_out); attn.hook_z; attn.hook_pattern [b,H,t,t] (dz v^T at every
+ *     (dest, src), above the diagonal too, where an edit would change z);
+ *     attn.hook_v, hook_k, hook_q [b,t,H,dh]; hook_q_input, hook_k_input,
+ *     hook_v_input [b,t,H,D]: per head, d f / d the residual that head's
+ *     query, key or value reads = ln1's backward (with the forward's ln1
+ *     statistics, which every head shares in an unedited forward) of
+ *     dq[:, :, h] W_Q[h]^T (dk W_K[h]^T, dv W_V[h]^T); hook_attn_in
+ *     [b,t,H,D] (their sum); hook_resid_pre (the whole gradient: the skip
+ *     and every head's inputs; blocks.l-1.hook_resid_post has the same);
+ *   then hook_embed and hook_pos_embed [b,t,D]: d f / d x0 (x0 = embed +
+ *     pos_embed), through ln_embed with an embedding norm.
+ * Not offered: the norms' hook_scale and hook_normalized, hook_attn_scores,
+ * hook_tokens and logits (dlogits itself). No weight gradient is computed,
+ * and the backward stops after the deepest point the observer wants
+ * (nothing runs when it wants none). The maths are hs_backward's kernels
+ * (model/backward.c), in float; runs on the caller's thread (acts->pool
+ * only transposes the weights the products read, as hs_backward does).
+ * The callback reads data (the backward's own buffer, valid during the
+ * call; it must not write it) and returns 0, or < 0 to abort
+ * (HS_ERR_CALLBACK; > 0 too: a gradient observer must not change data).
+ * Needs acts made with with_grad and the last forward run whole
+ * (acts->logit_pos < 0) with no edit after the input (acts->edited = 0):
+ * HS_ERR_INPUT otherwise. An observer of that forward may have edited
+ * hook_tokens, hook_embed or hook_pos_embed: the gradient is then that of
+ * the forward from those inputs (EAP-IG's interpolated embeddings,
+ * experiments.h). HS_ERR_NOMEM (the split inputs' buffers). grad_obs may be
+ * NULL (nothing to do).
+ */
+hs_status hs_backward_acts(const hs_model *m, hs_acts *acts, const float *dlogits,
+                           const hs_observer *grad_obs, hs_error *err);
 
 #endif /* HS_MODEL_H */

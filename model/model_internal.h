@@ -438,6 +438,9 @@ static inline void hs_exp_span(float *out, const float *inp, size_t n)
  */
 typedef struct {
     const hs_observer *obs; /* NULL: no observer */
+    int changed;            /* 1 once the observer changed a point after the input's
+                             * (hs_hook sets it; forward_embed clears it after
+                             * hook_pos_embed; hs_forward copies it to acts->edited) */
 } hs_hook_ctx;
 
 /* Block l of one forward over B sequences of T positions, as its steps see
@@ -465,6 +468,7 @@ static inline int hs_hook(hs_hook_ctx *hc, const char *name, float *data, int nd
     if (hc->obs->wants && !hc->obs->wants(name, hc->obs->ctx)) return 0;
     int64_t shape[4] = {d0, d1, d2, d3};
     int r = hc->obs->fn(name, shape, ndim, data, hc->obs->ctx);
+    if (r > 0) hc->changed = 1;
     return r < 0 ? -1 : (r > 0);
 }
 
@@ -508,5 +512,44 @@ hs_status hs_attention_forward(const hs_block_step *k, hs_error *err);
  * hook_mlp_out (k->fuse: the biases of W_in and W_out in the passes after
  * their products). */
 hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* The backward's kernels (model/backward.c): hs_backward's, and those of     */
+/* hs_backward_acts (model/backward_acts.c), which runs the same maths         */
+/* without the weight gradients.                                              */
+
+/* dinp (N,D) += d/dinp of norm(inp) * w + b given dout (N,D) (LayerNorm, or
+ * RMSNorm: type), with the forward's mean, rstd (N); dw, db (D) +=. w, dw,
+ * b, db may be NULL (no affine weight / bias; no weight gradient). */
+void hs_norm_backward(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                      const float *w, const float *mean, const float *rstd, size_t N, int D,
+                      hs_norm type);
+
+/* dx (N, C) = dy (N, OC) @ W^T (+ beta dx, beta 0 or 1) with W (C, OC): an NN
+ * product on WT (OC, C) = W^T (hs_acts_wT) where hs_sgemm_nn_jit(C, OC), else
+ * A B^T on W itself. */
+void hs_dx_product(float *dx, float beta, const float *dy, const float *W, const float *WT,
+                   size_t N, int C, int OC);
+
+/* Fills hs_acts_wT from m's weights and the last forward's packed W_Q/K/V
+ * (only the matrices hs_dx_product reads transposed), on acts->pool. */
+void hs_transpose_weights(const hs_model *m, const hs_acts *acts);
+
+/* dpre (n) = dpost (n) * act'(mlp_pre) of layer l (n = rows x M): GELU' as
+ * the forward kept it (hs_acts_dact) when it did, else from
+ * acts->blocks[l].mlp_pre through the activation's switch (a new activation
+ * is one case there). */
+void hs_act_grad(float *dpre, const float *dpost, const hs_acts *acts, const hs_config *c, int l,
+                 size_t n);
+
+/* Attention backward per (b, h), rows of q, k, v, z and their gradients H*dh
+ * apart: dv (B,T,H,dh) = pattern^T dz; with softmax also dq, dk (B,T,H,dh)
+ * through the softmax and the score scale inv_scale = 1 / hs_attn_scale.
+ * dpattern (B,H,T,T), may be NULL: the pattern's gradient dz v^T at every
+ * (dest, src), above the diagonal too (what an edit there would change).
+ * datt (T,T) and vT (H*dh,T) are scratch. Overwrites dq, dk, dv. */
+void hs_attn_backward(float *dq, float *dk, float *dv, float *dpattern, float *datt, float *vT,
+                      const float *dz, const float *att, const float *q, const float *k,
+                      const float *v, int B, int T, int H, int dh, int softmax, float inv_scale);
 
 #endif
