@@ -57,7 +57,7 @@ void hs_pack_qkv(const hs_model *m, hs_acts *acts)
 /* ------------------------------------------------------------------------ */
 /* Scores, softmax, mix                                                      */
 
-/* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale), j > i = -inf.
+/* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale_at), j > i = -inf.
  * q,k (B,T,H,dh); kT (H*dh, T) scratch. Per sequence k is transposed once,
  * then per head S = q k^T is an NN product (hs_sgemm: libxsmm) over the
  * whole T x T tile, scaled and masked after. */
@@ -377,7 +377,7 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
 
     if (k->c->attn == HS_ATTN_SOFTMAX) {
         attn_scores(acts->scores, acts->scratch, ba->q, ba->k, B, T, H, dh,
-                    1.0f / hs_attn_scale(k->c));
+                    1.0f / hs_attn_scale_at(k->c, k->l));
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
         int r = hs_hook(k->hc, nm, acts->scores, 4, B, H, T, T);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);

@@ -177,11 +177,16 @@ static void transpose_weights(const hs_model *m, const hs_acts *acts)
     HS_ASSERT(s == HS_OK); /* the jobs cannot fail */
 }
 
-/* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x). */
+/* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x); gelu_new'
+ * (model_simd.h). */
 static void act_backward(float *dinp, const float *dout, const float *inp, size_t n, hs_act act)
 {
     if (act == HS_ACT_RELU) {
         for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * (inp[i] > 0.0f ? 1.0f : 0.0f);
+        return;
+    }
+    if (act == HS_ACT_GELU_NEW) {
+        hs_gelu_new_backward(dinp, dout, inp, n);
         return;
     }
     hs_gelu_backward(dinp, dout, inp, n);
@@ -189,7 +194,7 @@ static void act_backward(float *dinp, const float *dout, const float *inp, size_
 
 /* Attention backward per (b, h), rows of q, k, v, z and their gradients HD
  * apart: dv (B,T,H,dh) = pattern^T dz; with softmax also dq, dk (B,T,H,dh)
- * through the softmax and the score scale inv_scale = 1 / hs_attn_scale.
+ * through the softmax and the score scale inv_scale = 1 / hs_attn_scale_at.
  * Products over whole T x T tiles (hs_sgemm: libxsmm; the pattern is 0 above
  * the diagonal, and so is the score gradient made from it). datt (T,T) and
  * vT (H*dh,T) are scratch. Overwrites dq, dk, dv. */
@@ -371,8 +376,8 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
             long t_out = dw_submit(w, &j);
             hs_pool_wait(w, t_dpre);
             const float *dact = hs_acts_dact(acts, c, l);
-            if (c->act == HS_ACT_GELU)
-                hs_mul_long(dpre, dpost, dact, BT * M); /* GELU' kept by the forward */
+            if (c->act != HS_ACT_RELU && dact)
+                hs_mul_long(dpre, dpost, dact, BT * M); /* act' kept by the forward */
             else
                 act_backward(dpre, dpost, ba->mlp_pre, BT * M, c->act);
             dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
@@ -392,7 +397,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         long t_o = dw_submit(w, &j);
         hs_pool_wait(w, t_qkv);
         attn_backward(dq, dk, dv, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
-                      c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale(c));
+                      c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale_at(c, l));
         if (c->attn == HS_ATTN_SOFTMAX) {
             dx_product(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), hs_acts_wT(acts, c, l, 0), BT, D,
                        H * dh);

@@ -19,6 +19,13 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
+/* m's parameter table rebuilt for cfg, which keeps a subset of m's tensors
+ * with their shapes (norm_pre set: the norms' w and b dropped): every kept
+ * tensor moved in place down to its new offset (table order), the views
+ * pointed again, m->cfg = *cfg. m has no training state (HS_ASSERT). The
+ * tail of param_mem past the new n_params stays allocated, unused. */
+void hs_model_relayout(hs_model *m, const hs_config *cfg);
+
 /* mean (N), rstd (N) <- statistics of inp (N,D): LayerNorm centres (mean of x),
  * RMSNorm does not (mean = 0); rstd = 1/sqrt(var + eps). Computed in double. */
 void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, hs_norm type,
@@ -400,15 +407,25 @@ void hs_gelu_forward_grad(float *out, float *dact, const float *inp, size_t n);
 /* dinp (n) = dout (n) * GELU'(inp (n)) (overwrites). */
 void hs_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
 
+/* out (n) = gelu_new(inp (n)) (model_simd.h: GPT-2's tanh approximation),
+ * and dact (n) its derivative when dact is not NULL. Same bits at every width. */
+void hs_gelu_new_forward(float *out, float *dact, const float *inp, size_t n);
+/* dinp (n) = dout (n) * gelu_new'(inp (n)) (overwrites). */
+void hs_gelu_new_backward(float *dinp, const float *dout, const float *inp, size_t n);
+
 /* out (n) = act(inp (n)): GELU x Phi(x) (exact erf to float precision,
- * model_simd.h) or ReLU. dact (may be NULL): GELU'(inp) for the backward.
- * Inline, so that the MLP's fused pass (an HS_CLONES kernel, model/norm_mlp.c)
- * and the last block at one position (model/forward.c) each keep it in their
- * own body. */
+ * model_simd.h), gelu_new or ReLU. dact (may be NULL): act'(inp) for the
+ * backward (GELU, gelu_new; ReLU ignores it). Inline, so that the MLP's fused
+ * pass (an HS_CLONES kernel, model/norm_mlp.c) and the last block at one
+ * position (model/forward.c) each keep it in their own body. */
 static inline void hs_act_forward(float *out, float *dact, const float *inp, size_t n, hs_act act)
 {
     if (act == HS_ACT_RELU) {
         for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+        return;
+    }
+    if (act == HS_ACT_GELU_NEW) {
+        hs_gelu_new_forward(out, dact, inp, n);
         return;
     }
     if (dact)

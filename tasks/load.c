@@ -92,13 +92,9 @@ hs_status hs_load(const char *path, int need, const hs_load_source *src, const h
     memset(out, 0, sizeof *out);
     if (src->has_split_seed && src->heldout_pairs)
         return hs_fail(err, HS_ERR_INPUT, "give --split-seed or --heldout-pairs, not both");
-    int skipped = 0;
-    hs_status st = hs_checkpoint_load(path, &out->model, &out->meta, &skipped, err);
+    hs_status st = hs_checkpoint_load_notes(path, notes, &out->model, &out->meta, NULL, err);
     if (st != HS_OK) return st;
     if (out->meta.warning) hs_note(notes, HS_NOTE_CMD, "warning: %s", out->meta.warning);
-    if (skipped > 0)
-        hs_note(notes, HS_NOTE_CMD, "note: skipped %d TransformerLens buffer tensor(s) "
-                "(blocks.*.attn.mask/IGNORE)", skipped);
     st = load_vocab(path, need, src, notes, out, err);
     if (st == HS_OK) st = load_task(path, need, src, out, err);
     if (st != HS_OK) hs_loaded_free(out);
