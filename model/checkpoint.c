@@ -29,11 +29,13 @@
  * then the metadata "vocab", "task", "train", the magnitude warning and the
  * notes (buffers skipped, F16 / BF16 converted).
  */
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include "model/model.h"
 #include "model/checkpoint_internal.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +61,35 @@ void hs_meta_free(hs_meta *meta)
     meta->vocab = meta->task = meta->train = meta->warning = NULL;
 }
 
+/* The largest |x| among the finite values of x (n), 0 when none: on the
+ * bits, where the order of non-negative floats is that of the integers and
+ * an exponent of all ones (inf, NaN) counts as 0; eight lanes at a time. */
+static float max_abs_finite(const float *x, size_t n)
+{
+    typedef uint32_t u8v __attribute__((vector_size(32)));
+    const uint32_t ABS = 0x7fffffffu, INF = 0x7f800000u;
+    u8v mx = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        u8v v;
+        memcpy(&v, x + i, sizeof v);
+        v &= ABS;
+        v &= (u8v)(v < INF);     /* non-finite -> 0 */
+        mx = (u8v)(((u8v)(v > mx) & v) | (~(u8v)(v > mx) & mx));
+    }
+    uint32_t m = 0;
+    for (int k = 0; k < 8; k++) m = mx[k] > m ? mx[k] : m;
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        u &= ABS;
+        if (u < INF && u > m) m = u;
+    }
+    float f;
+    memcpy(&f, &m, sizeof f);
+    return f;
+}
+
 hs_status hs_model_magnitude_warning(const hs_model *m, char **warning, hs_error *err)
 {
     *warning = NULL;
@@ -66,12 +97,7 @@ hs_status hs_model_magnitude_warning(const hs_model *m, char **warning, hs_error
     float worst = 0;
     for (int i = 0; i < m->n_tensors; i++) {
         const hs_tensor_info *t = &m->tensors[i];
-        const float *x = m->param_mem + t->offset;
-        float mx = 0;
-        for (size_t k = 0; k < t->numel; k++) {
-            float a = fabsf(x[k]);
-            if (isfinite(a) && a > mx) mx = a;
-        }
+        const float mx = max_abs_finite(m->param_mem + t->offset, t->numel);
         if (!(mx > HS_WEIGHT_ABSURD)) continue;
         if (first < 0) {
             first = i;
@@ -501,6 +527,23 @@ static void load_notes(const hs_ckpt_layout *layout, const hs_ckpt_src *src, con
                 n16 ? "F16" : "", n16 && nb16 ? " and " : "", nb16 ? "BF16" : "");
 }
 
+/* Asks the kernel to back the parameter table with 2 MiB pages where it
+ * can (transparent huge pages in "madvise" mode): the layout is about to
+ * write every page of it, and one fault per 2 MiB instead of per 4 KiB is
+ * most of a large model's load time (GPT-2 small: 160,000 faults). A hint:
+ * nothing changes where the kernel declines. */
+static void advise_huge_pages(float *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    const uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = (uintptr_t)(p + n) & ~(huge - 1);
+    if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 static hs_status load_from_src(const hs_ckpt_src *src, const hs_notes *notes, hs_model **out,
                                hs_meta *meta, int *n_skipped, hs_error *err)
 {
@@ -509,6 +552,7 @@ static hs_status load_from_src(const hs_ckpt_src *src, const hs_notes *notes, hs
     const hs_ckpt_layout *layout = layout_of(&src->x.st);
     hs_status s = load_config(layout, src, &cfg, err);
     if (s == HS_OK) s = hs_model_create(&cfg, &m, err);
+    if (s == HS_OK) advise_huge_pages(m->param_mem, m->n_params);
     if (s == HS_OK) s = load_weights(layout, src, m, notes, err);
     if (s == HS_OK) s = load_meta(src->fname, &src->x.st, m, meta, err);
     if (s != HS_OK) {
