@@ -8,7 +8,10 @@ Usage:
   make_hf_gpt2.py OUTDIR --bench    one GPT-2-small-shaped folder (12 x 12,
                                     d_model 768, context 1024, vocabulary 50,257)
                                     in HF layout, and the same weights in
-                                    TransformerLens layout (bench/bench_load.c)
+                                    TransformerLens layout with act_fn "gelu" and
+                                    only the config fields headscope writes, so
+                                    that an older headscope reads it too
+                                    (bench/bench_load.c)
 
 Each variant OUTDIR/<name>/ holds config.json and model.safetensors (or a
 sharded model.safetensors.index.json with its shards), as save_pretrained
@@ -313,7 +316,10 @@ def bench(out):
            for layer in range(L)]
     write_folder(os.path.join(out, "gpt2-small-random"), cfg, ts)
     sd = gpt2_ref.hf_to_tl(wt, cfg)
-    tl = dict(tl3_config(cfg), normalization_type="LN")
+    # the fields headscope itself writes, act_fn "gelu": an older headscope reads it too
+    tl = {"n_layers": L, "d_model": D, "n_heads": 12, "d_head": 64, "d_mlp": 4 * D, "n_ctx": P,
+          "d_vocab": V, "d_vocab_out": V, "act_fn": "gelu", "normalization_type": "LN", "eps": 1e-05,
+          "positional_embedding_type": "standard", "attn_only": False, "attention_dir": "causal"}
     write_st(os.path.join(out, "gpt2-small-random-tl.safetensors"),
              [(k, "F32", v.astype(np.float32)) for k, v in sd.items()],
              {"format": "pt", "config": json.dumps(tl)})
