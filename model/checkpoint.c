@@ -442,8 +442,9 @@ static hs_status load_config(const hs_ckpt_layout *layout, const hs_ckpt_src *sr
                        "that one or re-export)", fname, ver, CKPT_FORMAT);
     hs_status s = layout->config(src, cfg, err);
     if (s != HS_OK) return s;
-    s = hs_config_validate(cfg, err);
-    if (s != HS_OK) return s;
+    hs_error verr;
+    s = hs_config_validate(cfg, &verr);
+    if (s != HS_OK) return hs_fail(err, s, "%s: %s", fname, verr.msg);
 
     /* Guard the allocation: a config far larger than the file's weights is not
      * this file's config (and must not make us allocate gigabytes). */

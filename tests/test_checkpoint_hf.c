@@ -165,6 +165,13 @@ static void every_variant_matches_the_float64_forward(void **state)
         hs_st_file_free(&r.f);
         hs_model_destroy(m);
     }
+    /* the weights file itself: config.json is read from its folder */
+    hs_error err;
+    hs_status st;
+    hs_model *m = load("base/model.safetensors", &err, &st);
+    if (st != HS_OK) fail_msg("%s", err.msg);
+    assert_int_equal(m->cfg.n_layers, 2);
+    hs_model_destroy(m);
 }
 
 /* hs_model_process_tl: patterns and logit differences as before, the
@@ -233,6 +240,14 @@ static void processing_keeps_patterns_and_logit_differences(void **state)
                      sum, bu, ld);
         hs_dla_free(&d);
     }
+    /* saved in TransformerLens' layout (LNPre, gelu_new), it reads back the same */
+    snprintf(path, sizeof path, "%s/processed_saved.safetensors", g_dir);
+    assert_int_equal(hs_checkpoint_save(m, NULL, path, &err), HS_OK);
+    hs_model *back = NULL;
+    assert_int_equal(hs_checkpoint_load(path, &back, NULL, NULL, &err), HS_OK);
+    assert_true(back->cfg.norm_pre && back->cfg.act == HS_ACT_GELU_NEW && back->n_params == m->n_params);
+    assert_memory_equal(back->param_mem, m->param_mem, m->n_params * sizeof(float));
+    hs_model_destroy(back);
     free(raw_pat);
     hs_cache_free(&raw);
     hs_cache_free(&proc);

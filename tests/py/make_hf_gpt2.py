@@ -21,7 +21,7 @@ the values the folder stores (after any F16 / BF16 rounding). Variants:
   base         F32, tied unembedding, gelu_new, F32 attn.bias buffers
   prefix       "transformer." prefix, lm_head.weight (tie_word_embeddings
                false), BOOL attn.bias and attn.masked_bias buffers, gelu
-  f16          F16 weights, n_inner 40, relu
+  f16          F16 weights and attn.bias buffers, n_inner 40, relu
   bf16         BF16 weights, gelu_new
   scale_layer  scale_attn_by_inverse_layer_idx, 3 layers, scale_attn_weights
                false, aliases hidden_size / num_attention_heads
@@ -216,7 +216,8 @@ VARIANTS = {
     "base": dict(cfg=dict(d=32, h=4, layers=2, v=41, npos=16, act="gelu_new")),
     "prefix": dict(cfg=dict(d=24, h=3, layers=2, v=37, npos=12, act="gelu", tie_word_embeddings=False),
                    lm_head=True, prefix="transformer.", buffers="BOOL", masked_bias=True),
-    "f16": dict(cfg=dict(d=16, h=2, layers=2, v=29, npos=10, act="relu", n_inner=40), dtype="F16"),
+    "f16": dict(cfg=dict(d=16, h=2, layers=2, v=29, npos=10, act="relu", n_inner=40), dtype="F16",
+                buffers="F16"),
     "bf16": dict(cfg=dict(d=16, h=4, layers=1, v=23, npos=8, act="gelu_new"), dtype="BF16", buffers=None),
     "scale_layer": dict(cfg=dict(d=24, h=2, layers=3, v=31, npos=12, act="gelu_new",
                                  scale_attn_by_inverse_layer_idx=True, scale_attn_weights=False)),
