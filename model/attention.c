@@ -39,19 +39,17 @@ static void pack_heads(float *Wp, const float *W, int D, int H, int dh)
                    (size_t)dh * sizeof(float));
 }
 
-/* Packs every layer's W_Q, W_K (softmax only) and W_V into acts
+/* Packs layer l's W_Q, W_K (softmax only) and W_V into acts
  * (model_internal.h). */
-void hs_pack_qkv(const hs_model *m, hs_acts *acts)
+void hs_pack_qkv(const hs_model *m, hs_acts *acts, int l)
 {
     const hs_config *c = &m->cfg;
-    for (int l = 0; l < c->n_layers; l++) {
-        const hs_block_params *bp = &m->params.blocks[l];
-        if (c->attn == HS_ATTN_SOFTMAX) {
-            pack_heads(hs_acts_wpack(acts, c, l, 0), bp->W_Q, c->d_model, c->n_heads, c->d_head);
-            pack_heads(hs_acts_wpack(acts, c, l, 1), bp->W_K, c->d_model, c->n_heads, c->d_head);
-        }
-        pack_heads(hs_acts_wpack(acts, c, l, 2), bp->W_V, c->d_model, c->n_heads, c->d_head);
+    const hs_block_params *bp = &m->params.blocks[l];
+    if (c->attn == HS_ATTN_SOFTMAX) {
+        pack_heads(hs_acts_wpack(acts, c, l, 0), bp->W_Q, c->d_model, c->n_heads, c->d_head);
+        pack_heads(hs_acts_wpack(acts, c, l, 1), bp->W_K, c->d_model, c->n_heads, c->d_head);
     }
+    pack_heads(hs_acts_wpack(acts, c, l, 2), bp->W_V, c->d_model, c->n_heads, c->d_head);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -366,6 +366,10 @@ typedef struct {
                                    * the row count; tested to 1e-5). */
     hs_pool *pool;                /* workers of hs_forward / hs_backward (hs_acts_set_pool); NULL = the caller's thread */
     int own_pool;                 /* 1 when hs_acts_set_threads made pool (destroyed with a) */
+    int wpack_slots;              /* layers the forward's packed W_Q/K/V hold (model_internal.h,
+                                   * hs_acts_wpack): n_layers; 1 for activations of one
+                                   * sequence without gradients (inference: each layer packed
+                                   * as its block starts; GPT-2 small: 85 -> 7 MB) */
 } hs_acts;
 
 /* Allocates activations for batches up to B sequences of up to T tokens

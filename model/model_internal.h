@@ -85,11 +85,14 @@ static inline float *hs_acts_dact(const hs_acts *a, const hs_config *c, int l)
 /* W_Q, W_K, W_V of layer l packed as (D, H*dh) matrices (which = 0, 1, 2):
  * packed[d][h*dh + e] = W[h][d][e], so a projection of all heads is one
  * sgemm. Filled by hs_forward (hs_pack_qkv) for its own use and the
- * backward's; at the end of acts->mem. */
+ * backward's; at the end of acts->mem: every layer's, or with
+ * a->wpack_slots 1 (one sequence, no gradients) the layer whose block runs
+ * (one slot, packed as the block starts: the forward is then one part). */
 static inline float *hs_acts_wpack(const hs_acts *a, const hs_config *c, int l, int which)
 {
     const size_t per = (size_t)c->d_model * c->n_heads * c->d_head;
-    return a->mem + a->n_floats - (size_t)c->n_layers * 3 * per + ((size_t)l * 3 + which) * per;
+    const size_t slot = a->wpack_slots == 1 ? 0 : (size_t)l;
+    return a->mem + a->n_floats - (size_t)a->wpack_slots * 3 * per + (slot * 3 + which) * per;
 }
 
 /* Floats of the backward's transposed weights (hs_acts_wT). */
@@ -510,9 +513,10 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
                                  int B, int T, int D, hs_norm type, float eps, float *scratch,
                                  hs_error *err);
 
-/* Packs every layer's W_Q, W_K (softmax only) and W_V into acts
- * (hs_acts_wpack), once per hs_forward. */
-void hs_pack_qkv(const hs_model *m, hs_acts *acts);
+/* Packs layer l's W_Q, W_K (softmax only) and W_V into acts (hs_acts_wpack):
+ * every layer once per hs_forward, or (wpack_slots 1) each as its block
+ * starts. */
+void hs_pack_qkv(const hs_model *m, hs_acts *acts, int l);
 
 /* The attention of block k->l, from its resid_pre to attn_out (B,T,D) = z W_O
  * (+ b_O unless k->fuse: then the residual's pass adds it, hs_bias_residual):
