@@ -675,7 +675,8 @@ hs_status hs_checkpoint_load_notes(const char *path, const hs_notes *notes, hs_m
 hs_status hs_model_process_tl(hs_model *m, hs_error *err);
 
 /* Which weights m holds, for every output that depends on it (DLA):
- * "tl-processed" after hs_model_process_tl, else "raw". */
+ * "tl-processed" after hs_model_process_tl, else "raw" (the checkpoint's
+ * weights as it stores them). */
 const char *hs_model_weights_name(const hs_model *m);
 
 #endif /* HS_MODEL_H */

@@ -130,7 +130,7 @@ static hs_status check_processable(const hs_model *m, hs_error *err)
                       : !c->bias                      ? "it has no biases to fold the norms' into"
                                                       : NULL;
     if (why)
-        return hs_fail(err, HS_ERR_INPUT, "--process tl: TransformerLens' weight processing "
+        return hs_fail(err, HS_ERR_INPUT, "TransformerLens' weight processing (--process tl) "
                        "does not apply to this model: %s", why);
     return HS_OK;
 }
