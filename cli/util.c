@@ -88,6 +88,13 @@ int cli_source_opt(const char *cmd, int c, const char *arg, hs_load_source *src)
 {
     switch (c) {
     case CLI_O_VOCAB: src->vocab = arg; return 1;
+    case CLI_O_PROCESS:
+        if (strcmp(arg, "tl") != 0 && strcmp(arg, "raw") != 0) {
+            cli_usage_error(cmd, "--process needs tl or raw, got '%s'", arg);
+            return -1;
+        }
+        src->process = arg;
+        return 1;
     case CLI_O_HELDOUT_PAIRS: src->heldout_pairs = arg; return 1;
     case CLI_O_SPLIT_SEED:
         if (cli_parse_u64(arg, &src->split_seed)) {

@@ -93,6 +93,7 @@ hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, 
     }
     out->n = p->n;
     out->has_wrong = p->wrong != NULL;
+    out->weights = hs_model_weights_name(m);
     out->labels = calloc((size_t)(out->n_comp ? out->n_comp : 1), sizeof *out->labels);
     out->attr = calloc((size_t)(out->n_comp ? out->n_comp : 1), sizeof *out->attr);
     out->t = p->t;
@@ -126,6 +127,7 @@ cJSON *hs_dla_set_json(const hs_dla_set *r)
     if (!ok && a && !(o && cJSON_GetObjectItem(o, "components"))) cJSON_Delete(a);
     ok = ok && cJSON_AddStringToObject(o, "direction", r->has_wrong ? "W_U[:, answer] - W_U[:, wrong]" : "W_U[:, answer]") &&
          cJSON_AddStringToObject(o, "final_norm", "frozen: each prompt's ln_final.hook_scale from its run") &&
+         cJSON_AddStringToObject(o, "weights", r->weights ? r->weights : "raw") &&
          cJSON_AddNumberToObject(o, "prompts", r->n) && cJSON_AddItemToObject(o, "constant", hs_json_num_or_null(r->constant)) &&
          cJSON_AddItemToObject(o, "target", hs_json_num_or_null(r->target));
     for (int k = 0; k < r->n_comp && ok; k++) {

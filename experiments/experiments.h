@@ -299,6 +299,7 @@ typedef struct {
     double target;       /* mean logit (or LD) less b_U: sum attr + constant = target */
     int t;               /* tokens per prompt */
     double *attr_pos;    /* (n_comp, t) with by_position, else NULL: see hs_dla_set_run */
+    const char *weights; /* the model's weights, "raw" or "tl-processed" (hs_model_weights_name) */
 } hs_dla_set;
 /* HS_ERR_INPUT for an empty set or a prompt without "answer". Free with hs_dla_set_free.
  * by_position = 1 also fills attr_pos[k * t + q]: the mean over the prompts of

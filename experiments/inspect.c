@@ -215,7 +215,8 @@ static int dla_json_fill(cJSON *j, const insp_run *x, int tok_a, int tok_b, doub
     /* the identity a reader can check: sum(values) = metric */
     double sum = 0;
     for (int i = 0; i < n; i++) sum += vals[i];
-    return ok && cJSON_AddStringToObject(j, "metric", tok_b >= 0 ? "logit_diff" : "logit") &&
+    return ok && cJSON_AddStringToObject(j, "weights", hs_model_weights_name(x->m)) &&
+           cJSON_AddStringToObject(j, "metric", tok_b >= 0 ? "logit_diff" : "logit") &&
            cJSON_AddNumberToObject(j, tok_b >= 0 ? "logit_diff" : "logit", value) &&
            cJSON_AddNumberToObject(j, "sum_of_values", sum) &&
            cJSON_AddNumberToObject(j, "ln_final_bias_term", d->constant) &&
@@ -241,7 +242,7 @@ static hs_status write_dla(const insp_run *x, int tok_a, int tok_b, const char *
     const float *bU = m->params.b_U;
     double bu = bU ? (double)bU[tok_a] - (tok_b >= 0 ? (double)bU[tok_b] : 0.0) : 0.0;
     double value = (double)logits[tok_a] - (tok_b >= 0 ? (double)logits[tok_b] : 0.0);
-    int has_const = m->cfg.ln_final && m->cfg.bias && m->cfg.norm == HS_NORM_LAYERNORM;
+    int has_const = m->params.ln_final_b != NULL; /* none in LNPre (processed weights) */
     int n = d.n + has_const + (bU != NULL);
     float *vals = malloc((size_t)n * sizeof *vals);
     const char **labels = malloc((size_t)n * sizeof *labels);

@@ -167,7 +167,10 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
     a->B = B;
     a->T = T;
     a->logit_pos = -1;
-    const size_t wpack = (size_t)cfg->n_layers * 3 * cfg->d_model * cfg->n_heads * cfg->d_head;
+    /* one sequence without gradients (inference: inspect, a prompt's run)
+     * never splits (hs_batch_parts), so one layer's packed weights do */
+    a->wpack_slots = B == 1 && !with_grad ? 1 : cfg->n_layers;
+    const size_t wpack = (size_t)a->wpack_slots * 3 * cfg->d_model * cfg->n_heads * cfg->d_head;
     const size_t n = point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, NULL, NULL, NULL);
     a->n_floats = n + wpack; /* + packed W_Q/K/V at the end (hs_acts_wpack) */
     a->mem = hs_floats_alloc(a->n_floats);

@@ -39,25 +39,23 @@ static void pack_heads(float *Wp, const float *W, int D, int H, int dh)
                    (size_t)dh * sizeof(float));
 }
 
-/* Packs every layer's W_Q, W_K (softmax only) and W_V into acts
+/* Packs layer l's W_Q, W_K (softmax only) and W_V into acts
  * (model_internal.h). */
-void hs_pack_qkv(const hs_model *m, hs_acts *acts)
+void hs_pack_qkv(const hs_model *m, hs_acts *acts, int l)
 {
     const hs_config *c = &m->cfg;
-    for (int l = 0; l < c->n_layers; l++) {
-        const hs_block_params *bp = &m->params.blocks[l];
-        if (c->attn == HS_ATTN_SOFTMAX) {
-            pack_heads(hs_acts_wpack(acts, c, l, 0), bp->W_Q, c->d_model, c->n_heads, c->d_head);
-            pack_heads(hs_acts_wpack(acts, c, l, 1), bp->W_K, c->d_model, c->n_heads, c->d_head);
-        }
-        pack_heads(hs_acts_wpack(acts, c, l, 2), bp->W_V, c->d_model, c->n_heads, c->d_head);
+    const hs_block_params *bp = &m->params.blocks[l];
+    if (c->attn == HS_ATTN_SOFTMAX) {
+        pack_heads(hs_acts_wpack(acts, c, l, 0), bp->W_Q, c->d_model, c->n_heads, c->d_head);
+        pack_heads(hs_acts_wpack(acts, c, l, 1), bp->W_K, c->d_model, c->n_heads, c->d_head);
     }
+    pack_heads(hs_acts_wpack(acts, c, l, 2), bp->W_V, c->d_model, c->n_heads, c->d_head);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Scores, softmax, mix                                                      */
 
-/* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale), j > i = -inf.
+/* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale_at), j > i = -inf.
  * q,k (B,T,H,dh); kT (H*dh, T) scratch. Per sequence k is transposed once,
  * then per head S = q k^T is an NN product (hs_sgemm: libxsmm) over the
  * whole T x T tile, scaled and masked after. */
@@ -377,7 +375,7 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
 
     if (k->c->attn == HS_ATTN_SOFTMAX) {
         attn_scores(acts->scores, acts->scratch, ba->q, ba->k, B, T, H, dh,
-                    1.0f / hs_attn_scale(k->c));
+                    1.0f / hs_attn_scale_at(k->c, k->l));
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
         int r = hs_hook(k->hc, nm, acts->scores, 4, B, H, T, T);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);

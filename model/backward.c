@@ -175,11 +175,16 @@ void hs_transpose_weights(const hs_model *m, const hs_acts *acts)
     HS_ASSERT(s == HS_OK); /* the jobs cannot fail */
 }
 
-/* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x). */
+/* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x); gelu_new'
+ * (model_simd.h). */
 static void act_backward(float *dinp, const float *dout, const float *inp, size_t n, hs_act act)
 {
     if (act == HS_ACT_RELU) {
         for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * (inp[i] > 0.0f ? 1.0f : 0.0f);
+        return;
+    }
+    if (act == HS_ACT_GELU_NEW) {
+        hs_gelu_new_backward(dinp, dout, inp, n);
         return;
     }
     hs_gelu_backward(dinp, dout, inp, n);
@@ -191,7 +196,7 @@ void hs_act_grad(float *dpre, const float *dpost, const hs_acts *acts, const hs_
                  size_t n)
 {
     const float *dact = hs_acts_dact(acts, c, l);
-    if (c->act == HS_ACT_GELU && dact)
+    if (c->act != HS_ACT_RELU && dact) /* act' kept by the forward */
         hs_mul_long(dpre, dpost, dact, n);
     else
         act_backward(dpre, dpost, acts->blocks[l].mlp_pre, n, c->act);
@@ -398,7 +403,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         long t_o = dw_submit(w, &j);
         hs_pool_wait(w, t_qkv);
         hs_attn_backward(dq, dk, dv, NULL, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
-                         c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale(c));
+                         c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale_at(c, l));
         if (c->attn == HS_ATTN_SOFTMAX) {
             hs_dx_product(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), hs_acts_wT(acts, c, l, 0), BT, D,
                        H * dh);

@@ -236,7 +236,7 @@ static hs_status stage_attn(gbwd *g, int l, hs_error *err)
     /* acts->scores (B,H,T,T) is the forward's scratch: free now */
     float *dpattern = gwants(g, "blocks.%d.attn.hook_pattern", l) ? acts->scores : NULL;
     hs_attn_backward(gs->dq, gs->dk, gs->dv, dpattern, gs->datt, gs->vT, gs->dz, ba->att, ba->q,
-                     ba->k, ba->v, B, T, H, dh, softmax, 1.0f / hs_attn_scale(c));
+                     ba->k, ba->v, B, T, H, dh, softmax, 1.0f / hs_attn_scale_at(c, l));
     if (dpattern) GCALL(g, "blocks.%d.attn.hook_pattern", l, dpattern, 4, B, H, T, T);
     GCALL(g, "blocks.%d.attn.hook_v", l, gs->dv, 4, B, T, H, dh);
     if (softmax) {

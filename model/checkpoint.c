@@ -20,18 +20,22 @@
  *                         embed_norm true, pos "none", bias false, seed N
  *   "vocab", "task", "train"  JSON texts from hs_meta, when given.
  *
- * Load: the file's structure and values (hs_safetensors_parse_ex: F32,
- * finite; the buffers of every layout skipped and counted), the layout that
- * recognises it, "headscope_format", the layout's config (validated, and held
- * against the file's size), the model, the layout's copy of the tensors into
- * its parameter table (every parameter filled, or "missing tensor"), then the
- * metadata "vocab", "task", "train" and the magnitude warning.
+ * Load (the seam and its steps: checkpoint_internal.h): the checkpoint's
+ * headers (model/checkpoint_src.c: a file, a Hugging Face folder, shards; the
+ * buffers of every layout kept apart), the layout that recognises it,
+ * "headscope_format", the layout's config (validated, and held against the
+ * checkpoint's size), the model, the layout's reading of each tensor once
+ * into its parameter table (every parameter filled, or "missing tensor"),
+ * then the metadata "vocab", "task", "train", the magnitude warning and the
+ * notes (buffers skipped, F16 / BF16 converted).
  */
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include "model/model.h"
 #include "model/checkpoint_internal.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
+#include <sys/mman.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +48,7 @@
 
 /* The checkpoint layouts the loader knows, in the order it asks them
  * (checkpoint_internal.h); headscope's own stays last. */
-static const hs_ckpt_layout *const LAYOUTS[] = {&hs_ckpt_layout_tl};
+static const hs_ckpt_layout *const LAYOUTS[] = {&hs_ckpt_layout_hf, &hs_ckpt_layout_tl};
 enum { N_LAYOUTS = sizeof LAYOUTS / sizeof LAYOUTS[0] };
 
 void hs_meta_free(hs_meta *meta)
@@ -57,6 +61,35 @@ void hs_meta_free(hs_meta *meta)
     meta->vocab = meta->task = meta->train = meta->warning = NULL;
 }
 
+/* The largest |x| among the finite values of x (n), 0 when none: on the
+ * bits, where the order of non-negative floats is that of the integers and
+ * an exponent of all ones (inf, NaN) counts as 0; eight lanes at a time. */
+static float max_abs_finite(const float *x, size_t n)
+{
+    typedef uint32_t u8v __attribute__((vector_size(32)));
+    const uint32_t ABS = 0x7fffffffu, INF = 0x7f800000u;
+    u8v mx = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        u8v v;
+        memcpy(&v, x + i, sizeof v);
+        v &= ABS;
+        v &= (u8v)(v < INF);     /* non-finite -> 0 */
+        mx = (u8v)(((u8v)(v > mx) & v) | (~(u8v)(v > mx) & mx));
+    }
+    uint32_t m = 0;
+    for (int k = 0; k < 8; k++) m = mx[k] > m ? mx[k] : m;
+    for (; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        u &= ABS;
+        if (u < INF && u > m) m = u;
+    }
+    float f;
+    memcpy(&f, &m, sizeof f);
+    return f;
+}
+
 hs_status hs_model_magnitude_warning(const hs_model *m, char **warning, hs_error *err)
 {
     *warning = NULL;
@@ -64,12 +97,7 @@ hs_status hs_model_magnitude_warning(const hs_model *m, char **warning, hs_error
     float worst = 0;
     for (int i = 0; i < m->n_tensors; i++) {
         const hs_tensor_info *t = &m->tensors[i];
-        const float *x = m->param_mem + t->offset;
-        float mx = 0;
-        for (size_t k = 0; k < t->numel; k++) {
-            float a = fabsf(x[k]);
-            if (isfinite(a) && a > mx) mx = a;
-        }
+        const float mx = max_abs_finite(m->param_mem + t->offset, t->numel);
         if (!(mx > HS_WEIGHT_ABSURD)) continue;
         if (first < 0) {
             first = i;
@@ -157,6 +185,13 @@ static int json_text_ok(const char *text)
 /* ------------------------------------------------------------------------ */
 /* Config <-> JSON                                                           */
 
+/* TransformerLens' normalization_type of a config with a norm. */
+static const char *tl_norm_name(const hs_config *c)
+{
+    if (c->norm == HS_NORM_RMSNORM) return c->norm_pre ? "RMSPre" : "RMS";
+    return c->norm_pre ? "LNPre" : "LN";
+}
+
 /* The one config -> JSON writer (model.h). Floats go through hs_f32_shortest,
  * so eps prints as 1e-05 in every output. */
 cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
@@ -178,15 +213,17 @@ cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
              cJSON_AddStringToObject(o, "act_fn", hs_act_name(c->act)) &&
              (c->norm == HS_NORM_NONE
                   ? cJSON_AddNullToObject(o, "normalization_type") != NULL
-                  : cJSON_AddStringToObject(o, "normalization_type",
-                                            c->norm == HS_NORM_RMSNORM ? "RMS" : "LN") != NULL) &&
+                  : cJSON_AddStringToObject(o, "normalization_type", tl_norm_name(c)) != NULL) &&
              cJSON_AddNumberToObject(o, "eps", eps) &&
              (c->attn_scale > 0.0f
                   ? cJSON_AddNumberToObject(o, "attn_scale", hs_f32_shortest(c->attn_scale)) != NULL
                   : 1) &&
              cJSON_AddStringToObject(o, "positional_embedding_type", "standard") &&
              cJSON_AddBoolToObject(o, "attn_only", c->d_mlp == 0) &&
-             cJSON_AddStringToObject(o, "attention_dir", "causal");
+             cJSON_AddStringToObject(o, "attention_dir", "causal") &&
+             (c->attn_scale_by_layer
+                  ? cJSON_AddTrueToObject(o, "scale_attn_by_inverse_layer_idx") != NULL
+                  : 1);
     } else if (kind == HS_CONFIG_JSON_SWITCHES) {
         const hs_config d = hs_config_default();
         if (c->attn != d.attn) ok = ok && cJSON_AddStringToObject(o, "attn", hs_attn_name(c->attn));
@@ -223,7 +260,9 @@ cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
              cJSON_AddBoolToObject(o, "bias", c->bias) &&
              (c->attn_scale > 0.0f /* else sqrt(d_head), and the key is left out */
                   ? cJSON_AddNumberToObject(o, "attn_scale", hs_f32_shortest(c->attn_scale)) != NULL
-                  : 1);
+                  : 1) &&
+             (c->norm_pre ? cJSON_AddTrueToObject(o, "norm_pre") != NULL : 1) &&
+             (c->attn_scale_by_layer ? cJSON_AddTrueToObject(o, "attn_scale_by_layer") != NULL : 1);
     }
     if (!ok) {
         cJSON_Delete(o);
@@ -355,6 +394,13 @@ hs_status hs_ckpt_check_shape(const char *fname, const hs_tensor_info *t, const 
                    t->name, a, b);
 }
 
+int hs_checkpoint_act_parse(const char *name)
+{
+    if (name == NULL) return -1;
+    if (strcmp(name, "gelu_pytorch_tanh") == 0) return HS_ACT_GELU_NEW;
+    return hs_act_parse(name);
+}
+
 /* The first layout that recognises st; headscope's own when none does (its
  * config step then names what the file lacks). */
 static const hs_ckpt_layout *layout_of(const hs_st_file *st)
@@ -384,18 +430,21 @@ static size_t matrix_floats(const hs_config *c)
 }
 /* *cfg: the file's format version checked, the layout's config, validated,
  * and not far larger than the file's weights. */
-static hs_status load_config(const char *fname, const hs_ckpt_layout *layout,
-                             const hs_st_file *st, hs_config *cfg, hs_error *err)
+static hs_status load_config(const hs_ckpt_layout *layout, const hs_ckpt_src *src,
+                             hs_config *cfg, hs_error *err)
 {
+    const char *fname = src->fname;
+    const hs_st_file *st = &src->x.st;
     const char *ver = hs_st_meta(st, "headscope_format");
     if (ver != NULL && strcmp(ver, CKPT_FORMAT) != 0)
         return hs_fail(err, HS_ERR_FORMAT, "%s: checkpoint format '%.16s' is not %s, the one "
                        "this headscope reads (HINT: written by another headscope version; use "
                        "that one or re-export)", fname, ver, CKPT_FORMAT);
-    hs_status s = layout->config(fname, st, cfg, err);
+    hs_status s = layout->config(src, cfg, err);
     if (s != HS_OK) return s;
-    s = hs_config_validate(cfg, err);
-    if (s != HS_OK) return s;
+    hs_error verr;
+    s = hs_config_validate(cfg, &verr);
+    if (s != HS_OK) return hs_fail(err, s, "%s: %s", fname, verr.msg);
 
     /* Guard the allocation: a config far larger than the file's weights is not
      * this file's config (and must not make us allocate gigabytes). */
@@ -415,19 +464,19 @@ static hs_status load_config(const char *fname, const hs_ckpt_layout *layout,
     return HS_OK;
 }
 
-/* m's parameters from st by the layout, every one of them filled. */
-static hs_status load_weights(const char *fname, const hs_ckpt_layout *layout,
-                              const hs_st_file *st, hs_model *m, hs_error *err)
+/* m's parameters from src by the layout, every one of them filled. */
+static hs_status load_weights(const hs_ckpt_layout *layout, const hs_ckpt_src *src, hs_model *m,
+                              const hs_notes *notes, hs_error *err)
 {
     unsigned char *filled = calloc((size_t)m->n_tensors + 1, 1);
     if (!filled) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    hs_status s = layout->fill(fname, st, m, filled, err);
+    hs_status s = layout->fill(src, m, filled, notes, err);
     for (int i = 0; s == HS_OK && i < m->n_tensors; i++)
         if (!filled[i]) {
             char b[96];
             fmt_shape(b, sizeof b, m->tensors[i].shape, m->tensors[i].ndim);
             s = hs_fail(err, HS_ERR_FORMAT, "%s: missing tensor %s %s (the config expects it)",
-                        fname, m->tensors[i].name, b);
+                        src->fname, m->tensors[i].name, b);
         }
     free(filled);
     return s;
@@ -463,19 +512,56 @@ static hs_status load_meta(const char *fname, const hs_st_file *st, const hs_mod
     return HS_OK;
 }
 
-static hs_status load_from_st(const char *fname, const hs_ckpt_layout *layout,
-                              const hs_st_file *st, hs_model **out, hs_meta *meta, hs_error *err)
+/* The loader's notes: the buffers skipped, the tensors converted. */
+static void load_notes(const hs_ckpt_layout *layout, const hs_ckpt_src *src, const hs_notes *notes)
+{
+    if (src->x.bufs.n > 0)
+        hs_note(notes, HS_NOTE_CMD, "note: skipped %d %s", src->x.bufs.n, layout->buffers);
+    int n16 = 0, nb16 = 0;
+    for (int i = 0; i < src->x.st.n; i++) {
+        n16 += src->x.loc[i].dtype == HS_ST_F16;
+        nb16 += src->x.loc[i].dtype == HS_ST_BF16;
+    }
+    if (n16 + nb16 > 0)
+        hs_note(notes, HS_NOTE_CMD, "note: %d tensor(s) stored as %s%s%s converted to float32 "
+                "on loading (exactly; every computation runs in float32)", n16 + nb16,
+                n16 ? "F16" : "", n16 && nb16 ? " and " : "", nb16 ? "BF16" : "");
+}
+
+/* Asks the kernel to back the parameter table with 2 MiB pages where it
+ * can (transparent huge pages in "madvise" mode): the layout is about to
+ * write every page of it, and one fault per 2 MiB instead of per 4 KiB is
+ * most of a large model's load time (GPT-2 small: 160,000 faults). A hint:
+ * nothing changes where the kernel declines. */
+static void advise_huge_pages(float *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    const uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = (uintptr_t)(p + n) & ~(huge - 1);
+    if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
+static hs_status load_from_src(const hs_ckpt_src *src, const hs_notes *notes, hs_model **out,
+                               hs_meta *meta, int *n_skipped, hs_error *err)
 {
     hs_model *m = NULL;
     hs_config cfg;
-    hs_status s = load_config(fname, layout, st, &cfg, err);
+    const hs_ckpt_layout *layout = layout_of(&src->x.st);
+    hs_status s = load_config(layout, src, &cfg, err);
     if (s == HS_OK) s = hs_model_create(&cfg, &m, err);
-    if (s == HS_OK) s = load_weights(fname, layout, st, m, err);
-    if (s == HS_OK) s = load_meta(fname, st, m, meta, err);
+    if (s == HS_OK) advise_huge_pages(m->param_mem, m->n_params);
+    if (s == HS_OK) s = load_weights(layout, src, m, notes, err);
+    if (s == HS_OK) s = load_meta(src->fname, &src->x.st, m, meta, err);
     if (s != HS_OK) {
         hs_model_destroy(m);
         return s;
     }
+    load_notes(layout, src, notes);
+    if (n_skipped) *n_skipped = src->x.bufs.n;
     *out = m;
     return HS_OK;
 }
@@ -483,30 +569,33 @@ static hs_status load_from_st(const char *fname, const hs_ckpt_layout *layout,
 hs_status hs_checkpoint_parse(const unsigned char *buf, size_t n, const char *name,
                               hs_model **out, hs_meta *meta, int *n_skipped, hs_error *err)
 {
-    hs_st_file st;
-    int skipped = 0;
+    hs_ckpt_src src;
     *out = NULL;
     if (meta) meta->vocab = meta->task = meta->train = meta->warning = NULL;
     if (n_skipped) *n_skipped = 0;
-    hs_status s = hs_safetensors_parse_ex(buf, n, name, skip_buffer, NULL, &st, &skipped, err);
+    hs_status s = hs_ckpt_src_mem(buf, n, name, skip_buffer, &src, err);
     if (s != HS_OK) return s;
-    s = load_from_st(name ? name : "<buffer>", layout_of(&st), &st, out, meta, err);
-    hs_st_file_free(&st);
-    if (s == HS_OK && n_skipped) *n_skipped = skipped;
+    s = load_from_src(&src, NULL, out, meta, n_skipped, err);
+    hs_ckpt_src_close(&src);
+    return s;
+}
+
+hs_status hs_checkpoint_load_notes(const char *path, const hs_notes *notes, hs_model **out,
+                                   hs_meta *meta, int *n_skipped, hs_error *err)
+{
+    hs_ckpt_src src;
+    *out = NULL;
+    if (meta) meta->vocab = meta->task = meta->train = meta->warning = NULL;
+    if (n_skipped) *n_skipped = 0;
+    hs_status s = hs_ckpt_src_open(path, skip_buffer, &src, err);
+    if (s != HS_OK) return s;
+    s = load_from_src(&src, notes, out, meta, n_skipped, err);
+    hs_ckpt_src_close(&src);
     return s;
 }
 
 hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta, int *n_skipped,
                              hs_error *err)
 {
-    unsigned char *buf = NULL;
-    size_t n = 0;
-    *out = NULL;
-    if (meta) meta->vocab = meta->task = meta->train = meta->warning = NULL;
-    if (n_skipped) *n_skipped = 0;
-    hs_status s = hs_read_file(path, &buf, &n, err);
-    if (s != HS_OK) return s;
-    s = hs_checkpoint_parse(buf, n, path, out, meta, n_skipped, err);
-    free(buf);
-    return s;
+    return hs_checkpoint_load_notes(path, NULL, out, meta, n_skipped, err);
 }

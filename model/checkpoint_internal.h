@@ -32,26 +32,131 @@ hs_status hs_checkpoint_parse(const unsigned char *buf, size_t n, const char *na
                               hs_model **out, hs_meta *meta, int *n_skipped, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
+/* Reading a checkpoint's headers, then its values into place                */
+/*
+ * The loader reads a checkpoint in two steps, so that the weights are read
+ * once, straight into the parameter table, without a copy of the file:
+ *   1. every shard's header (hs_st_header_len, then hs_st_index_parse): the
+ *      tensors' names, dtypes, shapes and byte ranges, checked as
+ *      hs_safetensors_parse checks them (tiling, offsets, sizes), no value
+ *      read;
+ *   2. each tensor's values read (pread, or from the buffer) in bounded
+ *      chunks into where the layout wants them (hs_ckpt_read), converted to
+ *      float32 on the way (F16, BF16), every value checked finite.
+ */
+
+/* The dtypes a weight may have (each read converted once to float32); OTHER:
+ * any other dtype the format knows, taken only by a buffer. */
+typedef enum { HS_ST_F32 = 0, HS_ST_F16, HS_ST_BF16, HS_ST_OTHER } hs_st_dtype;
+
+/* Where one tensor's values lie. */
+typedef struct {
+    int shard;           /* the source's shard (0 for a one-file checkpoint) */
+    hs_st_dtype dtype;
+    size_t elsize;       /* bytes per element */
+    uint64_t offset;     /* byte offset of the first element in its shard's file */
+} hs_st_loc;
+
+/* One safetensors header, or every shard's merged (hs_ckpt_src): names,
+ * ndim, shape, numel of each tensor (st.data is NULL: no value is read) and
+ * the metadata; the buffers the skip predicate named kept apart. */
+typedef struct {
+    hs_st_file st;       /* the tensors with weights, in header (then shard) order */
+    hs_st_loc *loc;      /* (st.n) */
+    hs_st_file bufs;     /* the buffers, the same way (no metadata) */
+    hs_st_loc *buf_loc;  /* (bufs.n) */
+} hs_st_index;
+
+/* The header length of a safetensors file from its first 8 bytes b8 (the
+ * file holds file_size bytes): HS_ERR_FORMAT for a file shorter than 8
+ * bytes, a length over HS_ST_MAX_HEADER or past the end. */
+hs_status hs_st_header_len(const unsigned char *b8, uint64_t file_size, const char *fname,
+                           uint64_t *hlen, hs_error *err);
+
+/* The index of a header: hdr = its hn bytes (after the length field), the
+ * data section data_size bytes long from byte data_offset (8 + hn) of the
+ * file. Checks everything hs_safetensors_parse_ex checks but the values;
+ * weights may be F32, F16 or BF16, buffers (skip) any dtype. Free with
+ * hs_st_index_free; *out zeroed on failure. */
+hs_status hs_st_index_parse(const unsigned char *hdr, size_t hn, uint64_t data_size,
+                            uint64_t data_offset, const char *name, hs_st_skip_fn skip,
+                            void *skip_ctx, hs_st_index *out, hs_error *err);
+void hs_st_index_free(hs_st_index *x);
+
+/* One file values are read from: a descriptor (pread) or a buffer. */
+typedef struct {
+    char *path;                /* for messages */
+    int fd;                    /* -1 for a buffer */
+    const unsigned char *mem;  /* the buffer's bytes (fd -1) */
+    uint64_t size;             /* bytes */
+} hs_st_shard;
+
+/* A checkpoint opened for reading: every shard's header merged, the shards
+ * open (model/checkpoint_src.c). */
+typedef struct {
+    const char *fname;         /* the path (or name) the caller gave: messages */
+    char *dir;                 /* the folder beside the weights (config.json): the path when
+                                * it is a folder, else the file's folder; NULL from memory */
+    hs_st_index x;             /* x.loc[i].shard names the shard */
+    int *order;                /* (x.st.n) tensor indices by (shard, offset): the order
+                                * that reads each file front to back */
+    hs_st_shard *shards;       /* (n_shards) */
+    int n_shards;
+} hs_ckpt_src;
+
+/* Opens the checkpoint at path: a .safetensors file, or a folder holding
+ * model.safetensors or a sharded model.safetensors.index.json (Hugging Face's
+ * "weight_map": tensor name -> shard file name in the folder) with its
+ * shards. skip names the buffers (hs_st_skip_fn). Errors: HS_ERR_IO (a file
+ * that cannot be opened or read, naming it), HS_ERR_FORMAT (a header, a
+ * folder with neither file, an index that is not a weight_map of plain file
+ * names, a tensor in no shard or two, a tensor the index places in another
+ * shard), HS_ERR_NOMEM. *src zeroed on failure; close with hs_ckpt_src_close. */
+hs_status hs_ckpt_src_open(const char *path, hs_st_skip_fn skip, hs_ckpt_src *src,
+                           hs_error *err);
+/* The same for a buffer of n bytes (one file; the buffer outlives src). */
+hs_status hs_ckpt_src_mem(const unsigned char *buf, size_t n, const char *name,
+                          hs_st_skip_fn skip, hs_ckpt_src *src, hs_error *err);
+void hs_ckpt_src_close(hs_ckpt_src *src);
+
+/* Elements [first, first + n) of weight i (src->x.st) into dst (n floats),
+ * converted to float32 (F16, BF16: exactly), read in chunks of at most
+ * HS_CKPT_CHUNK bytes; every value checked finite. Errors: HS_ERR_IO (a
+ * short read), HS_ERR_NUMERIC "<file>: tensor 'x' has a non-finite value
+ * (NaN) at index k". */
+#define HS_CKPT_CHUNK ((size_t)1 << 20)
+hs_status hs_ckpt_read(const hs_ckpt_src *src, int i, size_t first, size_t n, float *dst,
+                       hs_error *err);
+/* Bytes [first, first + n) of buffer i (src->x.bufs), as stored, into dst. */
+hs_status hs_ckpt_read_buf(const hs_ckpt_src *src, int i, size_t first, size_t n, void *dst,
+                           hs_error *err);
+
+/* ------------------------------------------------------------------------ */
 /* Checkpoint layouts: the seam of the loader                                */
 /*
- * A checkpoint layout is one way a .safetensors file lays out a model: its
- * tensor names and shapes, the buffers it carries, where its config lives.
- * The loader (hs_checkpoint_load / hs_checkpoint_parse, model/checkpoint.c)
- * is the same for every layout:
- *   1. reads the file (hs_safetensors_parse_ex: structure, F32, finite
- *      values), skipping the tensors that any layout's is_buffer names;
+ * A checkpoint layout is one way a checkpoint lays out a model: its tensor
+ * names and shapes, the buffers it carries, where its config lives. The
+ * loader (hs_checkpoint_load / hs_checkpoint_parse, model/checkpoint.c) is
+ * the same for every layout:
+ *   1. opens the checkpoint (hs_ckpt_src_open / hs_ckpt_src_mem: a file, a
+ *      folder with one file or shards, a buffer) and reads every header
+ *      (structure, dtypes, offsets; no value yet), keeping apart the
+ *      tensors that any layout's is_buffer names;
  *   2. takes the first layout of its table (LAYOUTS in model/checkpoint.c)
- *      whose recognises() accepts the file, or the table's last one,
+ *      whose recognises() accepts the tensors, or the table's last one,
  *      headscope's own, when none does;
  *   3. refuses a "headscope_format" other than its own, then builds the
  *      config (config()), validates it (hs_config_validate) and holds it
- *      against the file's size;
+ *      against the checkpoint's size;
  *   4. creates the model (hs_model_create: parameters zeroed, and the one
  *      parameter table m->tensors: each parameter's TransformerLens name,
- *      shape and place in m->param_mem) and has the layout fill it (fill());
+ *      shape and place in m->param_mem) and has the layout fill it (fill()),
+ *      which reads each tensor's values once, straight into its place
+ *      (hs_ckpt_read: converted to float32 and checked finite on the way);
  *   5. refuses the first table entry fill() did not mark ("missing tensor");
- *   6. checks the metadata "vocab", "task", "train" and adds the magnitude
- *      warning (hs_model_magnitude_warning).
+ *   6. checks the metadata "vocab", "task", "train", adds the magnitude
+ *      warning (hs_model_magnitude_warning) and says its notes: the buffers
+ *      skipped, the F16 / BF16 tensors converted.
  * The forward and the backward see only the parameter table: where a weight
  * came from, and in which shape, is the layout's business alone. A layout is
  * one file, model/checkpoint_<layout>.c, defining one hs_ckpt_layout (declared
@@ -60,45 +165,51 @@ hs_status hs_checkpoint_parse(const unsigned char *buf, size_t n, const char *na
  * What a layout provides (every member; all run on the caller's thread and
  * keep no state):
  *   name        e.g. "TransformerLens".
- *   recognises  1 when st, read with every layout's buffers skipped, is in
- *               this layout, judged from its tensor names and metadata alone
- *               (e.g. a "config" metadata entry, a tensor "wte.weight");
- *               cannot fail.
+ *   buffers     how the loader's note names the buffers it skipped, e.g.
+ *               "TransformerLens buffer tensor(s) (blocks.*.attn.mask/IGNORE)".
+ *   recognises  1 when st (the weights' names, shapes and metadata, buffers
+ *               apart) is in this layout, judged from tensor names and
+ *               metadata alone (e.g. a "config" metadata entry, a tensor
+ *               "wte.weight"); cannot fail.
  *   is_buffer   1 for a tensor name the layout's files carry that holds no
  *               weights (TransformerLens' blocks.{l}.attn.mask and IGNORE).
  *               The reader checks such a tensor's structure, takes any dtype,
- *               does not decode it and counts it (*n_skipped). It runs before
+ *               does not decode it and keeps it in src->x.bufs (a layout's
+ *               fill may read and check it, hs_ckpt_read_buf). It runs before
  *               the layout is known, so a buffer name of one layout must not
  *               be a weight name of another.
- *   config      *cfg for the file, every field: from its metadata (st) or, for
- *               a layout that keeps it beside the weights (Hugging Face's
- *               config.json), from fname's folder (fname is the path
- *               hs_checkpoint_load was given; from memory, the caller's
- *               name); what the layout has no field for keeps
- *               hs_config_default(). Need not validate. Errors: HS_ERR_FORMAT
- *               (no config at all), HS_ERR_CONFIG (a field it cannot take),
- *               one line naming fname and the field.
- *   fill        copies st's tensors into m's parameters (m->param_mem at
+ *   config      *cfg for the checkpoint, every field: from its metadata
+ *               (src->x.st) or, for a layout that keeps it beside the weights
+ *               (Hugging Face's config.json), from src->dir; what the layout
+ *               has no field for keeps hs_config_default(). Need not
+ *               validate. Errors: HS_ERR_FORMAT (no config at all),
+ *               HS_ERR_CONFIG (a field it cannot take), one line naming the
+ *               file and the field.
+ *   fill        reads src's tensors into m's parameters (m->param_mem at
  *               m->tensors[i].offset, m->tensors[i].numel floats, row-major
  *               in the table's TransformerLens shape: W_Q/W_K/W_V (H, D, dh),
  *               W_O (H, dh, D), W_in (D, M), W_out (M, D), W_E (V, D), W_U
- *               (D, V), ...), converting what the layout stores otherwise (a
- *               weight kept as [in, out] or [out, in], heads fused in one
- *               matrix, a matrix tied to another and read twice), and sets
- *               filled[i] = 1 (filled: m->n_tensors zeros) for each entry it
- *               wrote; it may allocate and fill the optimizer state
- *               (hs_model_alloc_train). st stays the loader's, and so does m,
- *               on failure too (the loader destroys it). Errors:
- *               HS_ERR_FORMAT, one line naming fname and the tensor (an
- *               unknown name; a shape: hs_ckpt_check_shape); HS_ERR_NOMEM.
+ *               (D, V), ...) with hs_ckpt_read (in src->order, which reads
+ *               each file front to back), converting what the layout stores
+ *               otherwise (a weight kept as [in, out] or [out, in], heads
+ *               fused in one matrix, a matrix tied to another) through
+ *               bounded chunks, never a second copy of a whole tensor; and
+ *               sets filled[i] = 1 (filled: m->n_tensors zeros) for each
+ *               entry it wrote; it may allocate and fill the optimizer state
+ *               (hs_model_alloc_train) and say notes. src stays the loader's,
+ *               and so does m, on failure too (the loader destroys it).
+ *               Errors: HS_ERR_FORMAT, one line naming the file and the
+ *               tensor (an unknown name; a shape: hs_ckpt_check_shape);
+ *               hs_ckpt_read's; HS_ERR_NOMEM.
  */
 typedef struct {
     const char *name;
+    const char *buffers;
     int (*recognises)(const hs_st_file *st);
     int (*is_buffer)(const char *name);
-    hs_status (*config)(const char *fname, const hs_st_file *st, hs_config *cfg, hs_error *err);
-    hs_status (*fill)(const char *fname, const hs_st_file *st, hs_model *m,
-                      unsigned char *filled, hs_error *err);
+    hs_status (*config)(const hs_ckpt_src *src, hs_config *cfg, hs_error *err);
+    hs_status (*fill)(const hs_ckpt_src *src, hs_model *m, unsigned char *filled,
+                      const hs_notes *notes, hs_error *err);
 } hs_ckpt_layout;
 
 /* HS_OK when a file tensor's shape (ndim dims) is t's, else HS_ERR_FORMAT
@@ -109,6 +220,12 @@ hs_status hs_ckpt_check_shape(const char *fname, const hs_tensor_info *t, const 
 
 /* The layouts, one file each. */
 extern const hs_ckpt_layout hs_ckpt_layout_tl; /* model/checkpoint_tl.c */
+extern const hs_ckpt_layout hs_ckpt_layout_hf; /* model/checkpoint_hf.c */
+
+/* A config's act_fn / activation_function name: "gelu" (exact erf), "relu",
+ * "gelu_new" or "gelu_pytorch_tanh" (the same tanh approximation: PyTorch's
+ * F.gelu(approximate="tanh")); -1 for any other. */
+int hs_checkpoint_act_parse(const char *name);
 
 /* ------------------------------------------------------------------------ */
 /* The TransformerLens layout's own entry points (model/checkpoint_tl.c)     */
@@ -134,5 +251,23 @@ typedef enum { HS_TL_COMPUTED = 0, HS_TL_INERT = 1, HS_TL_REFUSED = 2 } hs_tl_fi
 /* The hs_tl_field of a config field name, or -1 for a field the loader does
  * not know (which it refuses). */
 int hs_checkpoint_tl_field(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* The Hugging Face GPT-2 layout's own entry points (model/checkpoint_hf.c)  */
+
+/* config.json's text (a JSON object) into *c: model_type "gpt2"; n_embd,
+ * n_head, n_layer, n_positions (or n_ctx; the two must agree), n_inner (null:
+ * 4 n_embd), vocab_size, layer_norm_epsilon, activation_function,
+ * scale_attn_weights, scale_attn_by_inverse_layer_idx computed (GPT2Config's
+ * defaults when absent); every other field known (HF_FIELDS) and the refused
+ * ones off. With st (the weights; may be NULL) tie_word_embeddings false
+ * needs lm_head.weight. Does not run hs_config_validate. HS_ERR_CONFIG, one
+ * line naming fname and the field. */
+hs_status hs_checkpoint_hf_config_parse(const char *fname, const char *text, const hs_st_file *st,
+                                        hs_config *c, hs_error *err);
+
+/* What the loader does with a config.json field (hs_tl_field's kinds), or
+ * -1 for one it does not know (which it refuses). */
+int hs_checkpoint_hf_field(const char *name);
 
 #endif /* HS_CHECKPOINT_INTERNAL_H */

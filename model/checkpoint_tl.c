@@ -81,6 +81,7 @@ static const struct {
     {"d_head", HS_TL_COMPUTED}, {"n_heads", HS_TL_COMPUTED}, {"d_mlp", HS_TL_COMPUTED},
     {"act_fn", HS_TL_COMPUTED}, {"d_vocab", HS_TL_COMPUTED}, {"eps", HS_TL_COMPUTED},
     {"use_attn_scale", HS_TL_COMPUTED}, {"attn_scale", HS_TL_COMPUTED},
+    {"scale_attn_by_inverse_layer_idx", HS_TL_COMPUTED},
     {"normalization_type", HS_TL_COMPUTED}, {"attention_dir", HS_TL_COMPUTED},
     {"attn_only", HS_TL_COMPUTED}, {"positional_embedding_type", HS_TL_COMPUTED},
     {"d_vocab_out", HS_TL_COMPUTED}, {"n_key_value_heads", HS_TL_COMPUTED},
@@ -102,7 +103,16 @@ static const struct {
     {"relative_attention_max_distance", HS_TL_INERT},
     {"relative_attention_num_buckets", HS_TL_INERT}, {"decoder_start_token_id", HS_TL_INERT},
     {"tie_word_embeddings", HS_TL_INERT},
-    {"use_local_attn", HS_TL_REFUSED}, {"scale_attn_by_inverse_layer_idx", HS_TL_REFUSED},
+    /* TL 3.x: uses_rms_norm and layer_norm_folding are read by TransformerBridge
+     * alone (HookedTransformer follows normalization_type); the RoPE and YaRN
+     * fields only with rotary positions, norm_topk_prob only with experts */
+    {"uses_rms_norm", HS_TL_INERT}, {"layer_norm_folding", HS_TL_INERT},
+    {"rotary_base_local", HS_TL_INERT}, {"rotary_scaling_factor", HS_TL_INERT},
+    {"NTK_original_ctx_len", HS_TL_INERT}, {"use_yarn_rope", HS_TL_INERT},
+    {"yarn_factor", HS_TL_INERT}, {"yarn_attention_factor", HS_TL_INERT},
+    {"yarn_beta_fast", HS_TL_INERT}, {"yarn_beta_slow", HS_TL_INERT},
+    {"yarn_original_max_position_embeddings", HS_TL_INERT}, {"norm_topk_prob", HS_TL_INERT},
+    {"use_local_attn", HS_TL_REFUSED}, {"use_qk_norm", HS_TL_REFUSED},
     {"final_rms", HS_TL_REFUSED}, {"parallel_attn_mlp", HS_TL_REFUSED},
     {"gated_mlp", HS_TL_REFUSED}, {"dtype", HS_TL_REFUSED}, {"post_embedding_ln", HS_TL_REFUSED},
     {"load_in_4bit", HS_TL_REFUSED}, {"num_experts", HS_TL_REFUSED},
@@ -216,11 +226,11 @@ static hs_status tl_mlp(const char *fname, const cJSON *o, hs_config *c, hs_erro
 
     const cJSON *act = cJSON_GetObjectItemCaseSensitive(o, "act_fn");
     if (act != NULL && !cJSON_IsNull(act)) {
-        int a = cJSON_IsString(act) ? hs_act_parse(act->valuestring) : -1;
+        int a = cJSON_IsString(act) ? hs_checkpoint_act_parse(act->valuestring) : -1;
         if (a < 0)
             return hs_fail(err, HS_ERR_CONFIG, "%s: config act_fn '%.32s' is not supported "
-                           "(headscope has \"gelu\" (exact erf) and \"relu\")", fname,
-                           cJSON_IsString(act) ? act->valuestring : "?");
+                           "(headscope has \"gelu\" (exact erf), \"gelu_new\" (tanh) and "
+                           "\"relu\")", fname, cJSON_IsString(act) ? act->valuestring : "?");
         c->act = (hs_act)a;
     } else if (!attn_only) {
         return hs_fail(err, HS_ERR_CONFIG, "%s: config has no act_fn (TransformerLens requires "
@@ -229,22 +239,30 @@ static hs_status tl_mlp(const char *fname, const cJSON *o, hs_config *c, hs_erro
     return HS_OK;
 }
 
-/* normalization_type ("LN" when absent) and eps. */
+/* normalization_type ("LN" when absent; "LNPre" / "RMSPre": the norm
+ * without weights, TransformerLens' LayerNormPre / RMSNormPre) and eps. */
 static hs_status tl_norm(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
 {
+    static const struct {
+        const char *name;
+        hs_norm norm;
+        int pre;
+    } NORMS[] = {{"LN", HS_NORM_LAYERNORM, 0}, {"RMS", HS_NORM_RMSNORM, 0},
+                 {"LNPre", HS_NORM_LAYERNORM, 1}, {"RMSPre", HS_NORM_RMSNORM, 1}};
     const cJSON *nt = cJSON_GetObjectItemCaseSensitive(o, "normalization_type");
-    if (nt == NULL) {
-        c->norm = HS_NORM_LAYERNORM; /* TransformerLens' default "LN" */
-    } else if (cJSON_IsNull(nt)) {
-        c->norm = HS_NORM_NONE;
-    } else if (cJSON_IsString(nt) && strcmp(nt->valuestring, "LN") == 0) {
-        c->norm = HS_NORM_LAYERNORM;
-    } else if (cJSON_IsString(nt) && strcmp(nt->valuestring, "RMS") == 0) {
-        c->norm = HS_NORM_RMSNORM;
-    } else {
-        return hs_fail(err, HS_ERR_CONFIG, "%s: config normalization_type '%.32s' is not "
-                       "supported (\"LN\", \"RMS\" or null)", fname,
-                       cJSON_IsString(nt) ? nt->valuestring : "?");
+    c->norm = HS_NORM_LAYERNORM; /* TransformerLens' default "LN" */
+    if (cJSON_IsNull(nt)) c->norm = HS_NORM_NONE;
+    if (nt != NULL && !cJSON_IsNull(nt)) {
+        size_t i = 0;
+        while (i < sizeof NORMS / sizeof NORMS[0] &&
+               !(cJSON_IsString(nt) && strcmp(nt->valuestring, NORMS[i].name) == 0))
+            i++;
+        if (i == sizeof NORMS / sizeof NORMS[0])
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config normalization_type '%.32s' is not "
+                           "supported (\"LN\", \"RMS\", \"LNPre\", \"RMSPre\" or null)", fname,
+                           cJSON_IsString(nt) ? nt->valuestring : "?");
+        c->norm = NORMS[i].norm;
+        c->norm_pre = NORMS[i].pre;
     }
 
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(o, "eps");
@@ -258,7 +276,8 @@ static hs_status tl_norm(const char *fname, const cJSON *o, hs_config *c, hs_err
     return HS_OK;
 }
 
-/* positional_embedding_type, attention_dir, attn_scale and use_attn_scale. */
+/* positional_embedding_type, attention_dir, attn_scale, use_attn_scale and
+ * scale_attn_by_inverse_layer_idx. */
 static hs_status tl_attention(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
 {
     const cJSON *pe = cJSON_GetObjectItemCaseSensitive(o, "positional_embedding_type");
@@ -286,6 +305,14 @@ static hs_status tl_attention(const char *fname, const cJSON *o, hs_config *c, h
             return hs_fail(err, HS_ERR_CONFIG, "%s: config field 'use_attn_scale' must be true or "
                            "false", fname);
         if (cJSON_IsFalse(us)) c->attn_scale = 1.0f;
+    }
+    /* TL AbstractAttention: attn_scale *= layer_id + 1 */
+    const cJSON *sl = cJSON_GetObjectItemCaseSensitive(o, "scale_attn_by_inverse_layer_idx");
+    if (sl != NULL && !cJSON_IsNull(sl)) {
+        if (!cJSON_IsBool(sl))
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config field 'scale_attn_by_inverse_layer_idx' "
+                           "must be true or false", fname);
+        c->attn_scale_by_layer = cJSON_IsTrue(sl);
     }
     return HS_OK;
 }
@@ -376,10 +403,10 @@ static hs_status parse_hs_config(const char *fname, const cJSON *o, hs_config *c
 }
 
 /* The layout's config step: the metadata's config texts. */
-static hs_status tl_config(const char *fname, const hs_st_file *st, hs_config *c, hs_error *err)
+static hs_status tl_config(const hs_ckpt_src *src, hs_config *c, hs_error *err)
 {
-    return hs_checkpoint_config_parse(fname, hs_st_meta(st, "config"),
-                                      hs_st_meta(st, "headscope_config"), c, err);
+    return hs_checkpoint_config_parse(src->fname, hs_st_meta(&src->x.st, "config"),
+                                      hs_st_meta(&src->x.st, "headscope_config"), c, err);
 }
 
 hs_status hs_checkpoint_config_parse(const char *fname, const char *tl_text, const char *hs_text,
@@ -418,8 +445,7 @@ done:
 /* ------------------------------------------------------------------------ */
 /* The tensors                                                               */
 
-/* Gradients and moments for m, and m->adam_t from the metadata "optimizer",
- * at the first optimizer tensor. */
+/* Gradients and moments for m, and m->adam_t from the metadata "optimizer". */
 static hs_status tl_optimizer_state(const char *fname, const hs_st_file *st, hs_model *m,
                                     hs_error *err)
 {
@@ -439,23 +465,30 @@ static hs_status tl_optimizer_state(const char *fname, const hs_st_file *st, hs_
     return HS_OK;
 }
 
-/* Every tensor of the file, in file order, copied by name into the
- * parameter table (or, "optimizer.m./v.<name>", into the moments). */
-static hs_status tl_fill(const char *fname, const hs_st_file *st, hs_model *m,
-                         unsigned char *filled, hs_error *err)
+/* Which tensor of m a file tensor name is: 0 the parameters, 1 / 2 the
+ * AdamW moments ("optimizer.m./v.<name>"); *t NULL for an unknown name. */
+static int tl_target(const hs_model *m, const char *name, const hs_tensor_info **t)
 {
+    int opt = strncmp(name, HS_OPT_M_PREFIX, sizeof HS_OPT_M_PREFIX - 1) == 0   ? 1
+              : strncmp(name, HS_OPT_V_PREFIX, sizeof HS_OPT_V_PREFIX - 1) == 0 ? 2
+                                                                                : 0;
+    *t = hs_model_find_tensor(m, opt ? name + sizeof HS_OPT_M_PREFIX - 1 : name);
+    return opt;
+}
+
+/* Every tensor of the file known and of its shape (in header order, so the
+ * first wrong one is reported), then each read by name straight into the
+ * parameter table (or the moments), in file order. */
+static hs_status tl_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *filled,
+                         const hs_notes *notes, hs_error *err)
+{
+    (void)notes;
+    const char *fname = src->fname;
+    const hs_st_file *st = &src->x.st;
     int n_opt = 0;
     for (int i = 0; i < st->n; i++) {
-        const char *nm_i = st->names[i];
-        int opt = strncmp(nm_i, HS_OPT_M_PREFIX, sizeof HS_OPT_M_PREFIX - 1) == 0   ? 1
-                  : strncmp(nm_i, HS_OPT_V_PREFIX, sizeof HS_OPT_V_PREFIX - 1) == 0 ? 2
-                                                                                    : 0;
-        if (opt) nm_i += sizeof HS_OPT_M_PREFIX - 1;
-        const hs_tensor_info *t = hs_model_find_tensor(m, nm_i);
-        if (opt && t && !m->m_mem) {
-            hs_status s = tl_optimizer_state(fname, st, m, err);
-            if (s != HS_OK) return s;
-        }
+        const hs_tensor_info *t;
+        const int opt = tl_target(m, st->names[i], &t);
         if (t == NULL)
             return hs_fail(err, HS_ERR_FORMAT, "%s: unknown tensor '%.64s': not part of the "
                            "model the config describes (HINT: check "
@@ -463,22 +496,28 @@ static hs_status tl_fill(const char *fname, const hs_st_file *st, hs_model *m,
         hs_status s = hs_ckpt_check_shape(fname, t, st->shape[i], st->ndim[i], err);
         if (s != HS_OK) return s;
         HS_ASSERT(st->numel[i] == t->numel);
-        if (opt) {
-            n_opt++;
-            if (t->numel)
-                memcpy((opt == 1 ? m->m_mem : m->v_mem) + t->offset, st->data[i],
-                       t->numel * sizeof(float));
-            continue;
-        }
-        filled[t - m->tensors] = 1;
-        if (t->numel) memcpy(m->param_mem + t->offset, st->data[i], t->numel * sizeof(float));
+        n_opt += opt != 0;
     }
     if (n_opt != 0 && n_opt != 2 * m->n_tensors)
         return hs_fail(err, HS_ERR_FORMAT, "%s: %d optimizer tensors, expected none or %d (a "
                        "moment m and v per parameter)", fname, n_opt, 2 * m->n_tensors);
+    if (n_opt) {
+        hs_status s = tl_optimizer_state(fname, st, m, err);
+        if (s != HS_OK) return s;
+    }
+    for (int o = 0; o < st->n; o++) {
+        const int i = src->order[o];
+        const hs_tensor_info *t;
+        const int opt = tl_target(m, st->names[i], &t);
+        float *dst = (opt == 1 ? m->m_mem : opt == 2 ? m->v_mem : m->param_mem) + t->offset;
+        hs_status s = hs_ckpt_read(src, i, 0, t->numel, dst, err);
+        if (s != HS_OK) return s;
+        if (!opt) filled[t - m->tensors] = 1;
+    }
     return HS_OK;
 }
 
 const hs_ckpt_layout hs_ckpt_layout_tl = {
-    "TransformerLens", tl_recognises, hs_checkpoint_is_tl_buffer, tl_config, tl_fill,
+    "TransformerLens", "TransformerLens buffer tensor(s) (blocks.*.attn.mask/IGNORE)",
+    tl_recognises, hs_checkpoint_is_tl_buffer, tl_config, tl_fill,
 };

@@ -6,6 +6,7 @@
  * the struct of pointers into it (llm.c's ParameterTensors, STYLE.md 1).
  */
 #include "model.h"
+#include "model_internal.h"
 
 #include <math.h>
 #include <string.h>
@@ -35,7 +36,7 @@ hs_config hs_config_default(void)
 }
 
 static const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", "none"};
-static const char *const ACT_NAMES[] = {"gelu", "relu"};
+static const char *const ACT_NAMES[] = {"gelu", "relu", "gelu_new"};
 static const char *const POS_NAMES[] = {"learned", "none"};
 static const char *const ATTN_NAMES[] = {"softmax", "uniform"};
 
@@ -48,11 +49,11 @@ static int parse_name(const char *s, const char *const *names, int n)
 }
 
 const char *hs_norm_name(hs_norm n) { return (unsigned)n < 3 ? NORM_NAMES[n] : "?"; }
-const char *hs_act_name(hs_act a) { return (unsigned)a < 2 ? ACT_NAMES[a] : "?"; }
+const char *hs_act_name(hs_act a) { return (unsigned)a < 3 ? ACT_NAMES[a] : "?"; }
 const char *hs_pos_name(hs_pos p) { return (unsigned)p < 2 ? POS_NAMES[p] : "?"; }
 const char *hs_attn_name(hs_attn a) { return (unsigned)a < 2 ? ATTN_NAMES[a] : "?"; }
 int hs_norm_parse(const char *s) { return parse_name(s, NORM_NAMES, 3); }
-int hs_act_parse(const char *s) { return parse_name(s, ACT_NAMES, 2); }
+int hs_act_parse(const char *s) { return parse_name(s, ACT_NAMES, 3); }
 int hs_pos_parse(const char *s) { return parse_name(s, POS_NAMES, 2); }
 int hs_attn_parse(const char *s) { return parse_name(s, ATTN_NAMES, 2); }
 static const char *const INIT_NAMES[] = {"pytorch", "gpt2"};
@@ -74,7 +75,7 @@ hs_status hs_config_validate(const hs_config *c, hs_error *err)
     CHECK_RANGE(d_vocab, 1, 1 << 20);
 #undef CHECK_RANGE
     if ((unsigned)c->norm > HS_NORM_NONE) return hs_fail(err, HS_ERR_CONFIG, "config: unknown norm");
-    if ((unsigned)c->act > HS_ACT_RELU) return hs_fail(err, HS_ERR_CONFIG, "config: unknown act");
+    if ((unsigned)c->act > HS_ACT_GELU_NEW) return hs_fail(err, HS_ERR_CONFIG, "config: unknown act");
     if ((unsigned)c->pos > HS_POS_NONE) return hs_fail(err, HS_ERR_CONFIG, "config: unknown pos");
     if ((unsigned)c->attn > HS_ATTN_UNIFORM) return hs_fail(err, HS_ERR_CONFIG, "config: unknown attn");
     if (!(c->eps > 0.0f) || !isfinite(c->eps))
@@ -84,12 +85,20 @@ hs_status hs_config_validate(const hs_config *c, hs_error *err)
                        (double)c->attn_scale);
     if (c->embed_norm && c->norm == HS_NORM_NONE)
         return hs_fail(err, HS_ERR_CONFIG, "config: embed norm needs a norm type (layernorm or rmsnorm), not none");
+    if (c->norm_pre && c->norm == HS_NORM_NONE)
+        return hs_fail(err, HS_ERR_CONFIG, "config: norm_pre (LNPre/RMSPre) needs a norm type (layernorm or rmsnorm), not none");
     return HS_OK;
 }
 
 float hs_attn_scale(const hs_config *cfg)
 {
     return cfg->attn_scale > 0.0f ? cfg->attn_scale : sqrtf((float)cfg->d_head);
+}
+
+float hs_attn_scale_at(const hs_config *cfg, int layer)
+{
+    const float s = hs_attn_scale(cfg);
+    return cfg->attn_scale_by_layer ? s * (float)(layer + 1) : s;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -218,30 +227,26 @@ static void point_params(const hs_params *layout, float *base, hs_params *out)
     }
 }
 
-hs_status hs_model_create(const hs_config *cfg, hs_model **out, hs_error *err)
+/* m->tensors, m->n_tensors and m->n_params for cfg, in checkpoint order;
+ * *lay gets each view's offset + 1 (point_params points them). */
+static void build_table(const hs_config *cfg, hs_model *m, hs_params *lay)
 {
-    *out = NULL;
-    hs_status s = hs_config_validate(cfg, err);
-    if (s != HS_OK) return s;
-    hs_model *m = calloc(1, sizeof *m);
-    if (!m) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    m->cfg = *cfg;
-
     const int64_t V = cfg->d_vocab, D = cfg->d_model, H = cfg->n_heads, dh = cfg->d_head,
                   M = cfg->d_mlp, C = cfg->n_ctx;
-    const int has_norm = cfg->norm != HS_NORM_NONE;
-    const int norm_b = cfg->norm == HS_NORM_LAYERNORM && cfg->bias;
-    hs_params lay;
-    memset(&lay, 0, sizeof lay);
+    /* norm_pre: every norm centres and scales only, without w and b */
+    const int has_norm = cfg->norm != HS_NORM_NONE && !cfg->norm_pre;
+    const int norm_b = cfg->norm == HS_NORM_LAYERNORM && cfg->bias && !cfg->norm_pre;
+    memset(lay, 0, sizeof *lay);
+    m->n_tensors = 0;
     table_builder tb = {m, 0};
-    add_tensor(&tb, &lay.W_E, 1, 2, V, D, 0, "embed.W_E", 0);
-    if (cfg->pos == HS_POS_LEARNED) add_tensor(&tb, &lay.W_pos, 1, 2, C, D, 0, "pos_embed.W_pos", 0);
-    if (cfg->embed_norm) {
-        add_tensor(&tb, &lay.ln_embed_w, 0, 1, D, 0, 0, "ln_embed.w", 0);
-        if (norm_b) add_tensor(&tb, &lay.ln_embed_b, 0, 1, D, 0, 0, "ln_embed.b", 0);
+    add_tensor(&tb, &lay->W_E, 1, 2, V, D, 0, "embed.W_E", 0);
+    if (cfg->pos == HS_POS_LEARNED) add_tensor(&tb, &lay->W_pos, 1, 2, C, D, 0, "pos_embed.W_pos", 0);
+    if (cfg->embed_norm && has_norm) {
+        add_tensor(&tb, &lay->ln_embed_w, 0, 1, D, 0, 0, "ln_embed.w", 0);
+        if (norm_b) add_tensor(&tb, &lay->ln_embed_b, 0, 1, D, 0, 0, "ln_embed.b", 0);
     }
     for (int l = 0; l < cfg->n_layers; l++) {
-        hs_block_params *bp = &lay.blocks[l];
+        hs_block_params *bp = &lay->blocks[l];
         if (cfg->ln1 && has_norm) {
             add_tensor(&tb, &bp->ln1_w, 0, 1, D, 0, 0, "blocks.%d.ln1.w", l);
             if (norm_b) add_tensor(&tb, &bp->ln1_b, 0, 1, D, 0, 0, "blocks.%d.ln1.b", l);
@@ -272,21 +277,55 @@ hs_status hs_model_create(const hs_config *cfg, hs_model **out, hs_error *err)
         }
     }
     if (cfg->ln_final && has_norm) {
-        add_tensor(&tb, &lay.ln_final_w, 0, 1, D, 0, 0, "ln_final.w", 0);
-        if (norm_b) add_tensor(&tb, &lay.ln_final_b, 0, 1, D, 0, 0, "ln_final.b", 0);
+        add_tensor(&tb, &lay->ln_final_w, 0, 1, D, 0, 0, "ln_final.w", 0);
+        if (norm_b) add_tensor(&tb, &lay->ln_final_b, 0, 1, D, 0, 0, "ln_final.b", 0);
     }
-    add_tensor(&tb, &lay.W_U, 1, 2, D, V, 0, "unembed.W_U", 0);
-    if (cfg->bias) add_tensor(&tb, &lay.b_U, 0, 1, V, 0, 0, "unembed.b_U", 0);
-
+    add_tensor(&tb, &lay->W_U, 1, 2, D, V, 0, "unembed.W_U", 0);
+    if (cfg->bias) add_tensor(&tb, &lay->b_U, 0, 1, V, 0, 0, "unembed.b_U", 0);
     m->n_params = tb.offset;
+}
+
+hs_status hs_model_create(const hs_config *cfg, hs_model **out, hs_error *err)
+{
+    *out = NULL;
+    hs_status s = hs_config_validate(cfg, err);
+    if (s != HS_OK) return s;
+    hs_model *m = calloc(1, sizeof *m);
+    if (!m) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    m->cfg = *cfg;
+    hs_params lay;
+    build_table(cfg, m, &lay);
     m->param_mem = hs_floats_alloc(m->n_params);
     if (!m->param_mem) {
+        const size_t n = m->n_params;
         hs_model_destroy(m);
-        return hs_fail(err, HS_ERR_NOMEM, "out of memory for %zu parameters", tb.offset);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory for %zu parameters", n);
     }
     point_params(&lay, m->param_mem, &m->params);
     *out = m;
     return HS_OK;
+}
+
+void hs_model_relayout(hs_model *m, const hs_config *cfg)
+{
+    HS_ASSERT(m->grad_mem == NULL && m->m_mem == NULL);
+    const int n_old = m->n_tensors;
+    hs_tensor_info old[HS_MAX_TENSORS]; /* ~30 KB */
+    memcpy(old, m->tensors, sizeof m->tensors);
+    hs_params lay;
+    m->cfg = *cfg;
+    build_table(cfg, m, &lay);
+    /* every tensor kept moves to a lower (or the same) offset: in table
+     * order each move reads what no earlier move wrote */
+    for (int i = 0; i < m->n_tensors; i++) {
+        const hs_tensor_info *t = &m->tensors[i];
+        const hs_tensor_info *o = NULL;
+        for (int k = 0; k < n_old && !o; k++)
+            if (strcmp(old[k].name, t->name) == 0) o = &old[k];
+        HS_ASSERT(o != NULL && o->numel == t->numel && o->offset >= t->offset);
+        if (t->numel) memmove(m->param_mem + t->offset, m->param_mem + o->offset, t->numel * sizeof(float));
+    }
+    point_params(&lay, m->param_mem, &m->params);
 }
 
 void hs_model_destroy(hs_model *m)

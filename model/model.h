@@ -18,11 +18,14 @@
  *          x = x + MLP(LN2(x))                      (absent when d_mlp = 0)
  *   logits = LNf(x) @ W_U + b_U                     (LNf = identity when final norm off)
  * LN(x) = (x - mean)/s * w + b, s = sqrt(var + eps); RMS: x/s * w, s = sqrt(mean x^2 + eps).
- * Attention (softmax): score[i,j] = q_i.k_j / attn_scale (sqrt(dh) by default),
- * j > i masked with -INFINITY.
+ * norm_pre (TransformerLens "LNPre" / "RMSPre"): the same without w and b.
+ * Attention (softmax): score[i,j] = q_i.k_j / attn_scale (sqrt(dh) by default;
+ * times layer + 1 with attn_scale_by_layer), j > i masked with -INFINITY.
  * Attention (uniform): A[i,j] = 1/(i+1) for j <= i; no W_Q, W_K (the chapter's
  * "uniform causal average").
- * GELU is exact: 0.5 x (1 + erf(x / sqrt 2)).
+ * GELU is exact: 0.5 x (1 + erf(x / sqrt 2)); gelu_new (GPT-2's, TransformerLens'
+ * and Hugging Face's NewGELUActivation) is the tanh approximation
+ * 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
  *
  * Memory (llm.c style, STYLE.md 1): parameters live in one float allocation and
  * hs_params is a struct of named views into it; gradients and the Adam moments
@@ -47,7 +50,7 @@
 /* Config                                                                    */
 
 typedef enum { HS_NORM_LAYERNORM = 0, HS_NORM_RMSNORM, HS_NORM_NONE } hs_norm;
-typedef enum { HS_ACT_GELU = 0, HS_ACT_RELU } hs_act;
+typedef enum { HS_ACT_GELU = 0, HS_ACT_RELU, HS_ACT_GELU_NEW } hs_act;
 typedef enum { HS_POS_LEARNED = 0, HS_POS_NONE } hs_pos;
 typedef enum { HS_ATTN_SOFTMAX = 0, HS_ATTN_UNIFORM } hs_attn;
 
@@ -70,6 +73,12 @@ typedef struct {
     int bias;         /* 1 = biases on linear layers and LN b (default), 0 = none */
     float attn_scale; /* scores are q.k / attn_scale (TransformerLens cfg.attn_scale);
                          0 = sqrt(d_head), TL's default; use_attn_scale false = 1 */
+    int norm_pre;     /* 1 = the norms have no weight and no bias: centre (LN) and
+                         scale only, TransformerLens' "LNPre" / "RMSPre"
+                         (what its fold_ln leaves); 0 = default */
+    int attn_scale_by_layer; /* 1 = layer l's scores are further divided by l + 1
+                                (TransformerLens' and Hugging Face's
+                                scale_attn_by_inverse_layer_idx); 0 = default */
     uint64_t seed;    /* initialisation seed */
 } hs_config;
 
@@ -77,6 +86,10 @@ typedef struct {
  * it is 0. The forward multiplies by its reciprocal 1.0f / scale (one
  * rounding; for d_head 16 the same bits as TL's division). */
 float hs_attn_scale(const hs_config *cfg);
+/* The divisor of layer l's scores: hs_attn_scale, times (l + 1) with
+ * attn_scale_by_layer (TransformerLens AbstractAttention: attn_scale *=
+ * layer_id + 1; Hugging Face GPT2Attention._attn: / (layer_idx + 1)). */
+float hs_attn_scale_at(const hs_config *cfg, int layer);
 
 /* The default model: 2 layers, D 64, 4 heads of 16, MLP 256 GELU, LayerNorm
  * eps 1e-5, learned positions, softmax attention, all norms on but embed norm,
@@ -93,9 +106,11 @@ hs_status hs_config_validate(const hs_config *cfg, hs_error *err);
  *   HS_CONFIG_JSON_TL        TransformerLens HookedTransformerConfig fields
  *                            (the checkpoint's "config"): n_layers, d_model,
  *                            n_heads, d_head, d_mlp (null when 0), n_ctx,
- *                            d_vocab, d_vocab_out, act_fn, normalization_type
- *                            ("LN", "RMS" or null), eps, positional_embedding_type,
- *                            attn_only, attention_dir
+ *                            d_vocab, d_vocab_out, act_fn ("gelu", "relu",
+ *                            "gelu_new"), normalization_type ("LN", "RMS",
+ *                            "LNPre", "RMSPre" or null), eps,
+ *                            positional_embedding_type, attn_only, attention_dir
+ *                            (and scale_attn_by_inverse_layer_idx when true)
  *   HS_CONFIG_JSON_SWITCHES  the switches TL has no field for, only those off
  *                            their default (the checkpoint's "headscope_config";
  *                            {} for a plain model): attn, ln1, ln_final,
@@ -104,7 +119,8 @@ hs_status hs_config_validate(const hs_config *cfg, hs_error *err);
  *                            n_heads, d_head, d_mlp, n_ctx, d_vocab, norm, eps,
  *                            act, pos, attn, ln1, ln_final, embed_norm, bias
  *                            (and attn_scale when it is not sqrt(d_head); TL
- *                            carries it in HS_CONFIG_JSON_TL likewise)
+ *                            carries it in HS_CONFIG_JSON_TL likewise; norm_pre
+ *                            and attn_scale_by_layer when true)
  * Returns a new object (caller frees with cJSON_Delete), NULL on OOM. */
 typedef enum { HS_CONFIG_JSON_TL, HS_CONFIG_JSON_SWITCHES, HS_CONFIG_JSON_ALL } hs_config_json_kind;
 cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind);
@@ -179,6 +195,9 @@ typedef struct hs_model {
     hs_params params;                       /* views into param_mem */
     hs_params grads;                        /* views into grad_mem */
     long adam_t;                            /* AdamW steps taken */
+    int tl_processed;                       /* 1 after hs_model_process_tl: the weights are
+                                             * TransformerLens' processed ones (what its
+                                             * from_pretrained loads), not the checkpoint's */
 } hs_model;
 
 /* Builds a model for cfg: validates it, allocates parameters (zeroed) and the
@@ -351,6 +370,10 @@ typedef struct {
                                    * computation, and hs_backward_acts refuses them */
     hs_pool *pool;                /* workers of hs_forward / hs_backward (hs_acts_set_pool); NULL = the caller's thread */
     int own_pool;                 /* 1 when hs_acts_set_threads made pool (destroyed with a) */
+    int wpack_slots;              /* layers the forward's packed W_Q/K/V hold (model_internal.h,
+                                   * hs_acts_wpack): n_layers; 1 for activations of one
+                                   * sequence without gradients (inference: each layer packed
+                                   * as its block starts; GPT-2 small: 85 -> 7 MB) */
 } hs_acts;
 
 /* Allocates activations for batches up to B sequences of up to T tokens
@@ -660,5 +683,51 @@ hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta,
  */
 hs_status hs_backward_acts(const hs_model *m, hs_acts *acts, const float *dlogits,
                            const hs_observer *grad_obs, hs_error *err);
+
+/* hs_checkpoint_load that also says its notes (HS_NOTE_CMD; notes may be
+ * NULL): "note: skipped N <the layout's buffers>" and "note: N tensor(s)
+ * stored as F16 converted to float32 on loading ...". path may also be a
+ * Hugging Face GPT-2 folder (config.json beside model.safetensors, or a
+ * model.safetensors.index.json and its shards; model/checkpoint_hf.c, whose
+ * notes say which buffers were not the causal mask). The weights are read
+ * once, in bounded chunks, straight into the parameter table (no copy of the
+ * file in memory), F32, F16 or BF16 converted to float32, every value checked
+ * finite. Errors as hs_checkpoint_load, and HS_ERR_IO for a folder with no
+ * weights file or a shard that cannot be read. */
+hs_status hs_checkpoint_load_notes(const char *path, const hs_notes *notes, hs_model **out,
+                                   hs_meta *meta, int *n_skipped, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* TransformerLens' weight processing (model/process.c)                      */
+
+/*
+ * Processes m's weights in place as TransformerLens'
+ * HookedTransformer.from_pretrained does by default (TransformerLens v3.5.1,
+ * transformer_lens/weight_processing.py, ProcessWeights.process_weights with
+ * fold_ln, center_writing_weights, center_unembed and fold_value_biases; not
+ * refactor_factored_attn_matrices):
+ *   fold_ln: b_Q/K/V += ln1.b W_Q/K/V, W_Q/K/V *= ln1.w (per d_model row),
+ *     then centred over d_model; the same for ln2 into W_in / b_in and
+ *     ln_final into W_U / b_U (b_U = ln_final.b W_U: no longer zero); the
+ *     norms lose their weights (cfg.norm_pre = 1: TL's "LNPre");
+ *   center_writing_weights: W_E, W_pos, W_O, b_O, W_out, b_out minus their
+ *     mean over d_model;
+ *   center_unembed: W_U minus its mean over the vocabulary, b_U minus its mean;
+ *   fold_value_biases: b_O += sum_h b_V[h] W_O[h], b_V = 0, b_O centred.
+ * Attention patterns, probabilities and logit differences are unchanged (to
+ * float rounding); logits move by a constant per position; per-head outputs
+ * and direct logit attribution change (bias terms move into b_O and b_U).
+ * An LNPre model skips fold_ln, as TL does. Sums in double, rounded once.
+ * Then m->tl_processed = 1. Drops any optimizer state. Errors (m unchanged):
+ * HS_ERR_INPUT naming why the processing does not apply: weights processed
+ * already, a norm other than LayerNorm, ln1 or the final norm off, an
+ * embedding norm, uniform attention, no biases.
+ */
+hs_status hs_model_process_tl(hs_model *m, hs_error *err);
+
+/* Which weights m holds, for every output that depends on it (DLA):
+ * "tl-processed" after hs_model_process_tl, else "raw" (the checkpoint's
+ * weights as it stores them). */
+const char *hs_model_weights_name(const hs_model *m);
 
 #endif /* HS_MODEL_H */

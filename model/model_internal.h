@@ -19,6 +19,13 @@
 #pragma STDC FP_CONTRACT OFF
 #endif
 
+/* m's parameter table rebuilt for cfg, which keeps a subset of m's tensors
+ * with their shapes (norm_pre set: the norms' w and b dropped): every kept
+ * tensor moved in place down to its new offset (table order), the views
+ * pointed again, m->cfg = *cfg. m has no training state (HS_ASSERT). The
+ * tail of param_mem past the new n_params stays allocated, unused. */
+void hs_model_relayout(hs_model *m, const hs_config *cfg);
+
 /* mean (N), rstd (N) <- statistics of inp (N,D): LayerNorm centres (mean of x),
  * RMSNorm does not (mean = 0); rstd = 1/sqrt(var + eps). Computed in double. */
 void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, hs_norm type,
@@ -78,11 +85,14 @@ static inline float *hs_acts_dact(const hs_acts *a, const hs_config *c, int l)
 /* W_Q, W_K, W_V of layer l packed as (D, H*dh) matrices (which = 0, 1, 2):
  * packed[d][h*dh + e] = W[h][d][e], so a projection of all heads is one
  * sgemm. Filled by hs_forward (hs_pack_qkv) for its own use and the
- * backward's; at the end of acts->mem. */
+ * backward's; at the end of acts->mem: every layer's, or with
+ * a->wpack_slots 1 (one sequence, no gradients) the layer whose block runs
+ * (one slot, packed as the block starts: the forward is then one part). */
 static inline float *hs_acts_wpack(const hs_acts *a, const hs_config *c, int l, int which)
 {
     const size_t per = (size_t)c->d_model * c->n_heads * c->d_head;
-    return a->mem + a->n_floats - (size_t)c->n_layers * 3 * per + ((size_t)l * 3 + which) * per;
+    const size_t slot = a->wpack_slots == 1 ? 0 : (size_t)l;
+    return a->mem + a->n_floats - (size_t)a->wpack_slots * 3 * per + (slot * 3 + which) * per;
 }
 
 /* Floats of the backward's transposed weights (hs_acts_wT). */
@@ -400,15 +410,25 @@ void hs_gelu_forward_grad(float *out, float *dact, const float *inp, size_t n);
 /* dinp (n) = dout (n) * GELU'(inp (n)) (overwrites). */
 void hs_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n);
 
+/* out (n) = gelu_new(inp (n)) (model_simd.h: GPT-2's tanh approximation),
+ * and dact (n) its derivative when dact is not NULL. Same bits at every width. */
+void hs_gelu_new_forward(float *out, float *dact, const float *inp, size_t n);
+/* dinp (n) = dout (n) * gelu_new'(inp (n)) (overwrites). */
+void hs_gelu_new_backward(float *dinp, const float *dout, const float *inp, size_t n);
+
 /* out (n) = act(inp (n)): GELU x Phi(x) (exact erf to float precision,
- * model_simd.h) or ReLU. dact (may be NULL): GELU'(inp) for the backward.
- * Inline, so that the MLP's fused pass (an HS_CLONES kernel, model/norm_mlp.c)
- * and the last block at one position (model/forward.c) each keep it in their
- * own body. */
+ * model_simd.h), gelu_new or ReLU. dact (may be NULL): act'(inp) for the
+ * backward (GELU, gelu_new; ReLU ignores it). Inline, so that the MLP's fused
+ * pass (an HS_CLONES kernel, model/norm_mlp.c) and the last block at one
+ * position (model/forward.c) each keep it in their own body. */
 static inline void hs_act_forward(float *out, float *dact, const float *inp, size_t n, hs_act act)
 {
     if (act == HS_ACT_RELU) {
         for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
+        return;
+    }
+    if (act == HS_ACT_GELU_NEW) {
+        hs_gelu_new_forward(out, dact, inp, n);
         return;
     }
     if (dact)
@@ -497,9 +517,10 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
                                  int B, int T, int D, hs_norm type, float eps, float *scratch,
                                  hs_error *err);
 
-/* Packs every layer's W_Q, W_K (softmax only) and W_V into acts
- * (hs_acts_wpack), once per hs_forward. */
-void hs_pack_qkv(const hs_model *m, hs_acts *acts);
+/* Packs layer l's W_Q, W_K (softmax only) and W_V into acts (hs_acts_wpack):
+ * every layer once per hs_forward, or (wpack_slots 1) each as its block
+ * starts. */
+void hs_pack_qkv(const hs_model *m, hs_acts *acts, int l);
 
 /* The attention of block k->l, from its resid_pre to attn_out (B,T,D) = z W_O
  * (+ b_O unless k->fuse: then the residual's pass adds it, hs_bias_residual):

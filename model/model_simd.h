@@ -155,6 +155,83 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_backward_)(float *dinp, cons
     }
 }
 
+/* gelu_new (GPT-2's tanh approximation: Hugging Face NewGELUActivation,
+ * TransformerLens utilities/activation_functions.py gelu_new)
+ *   0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3),
+ * computed as x s with s = 1 / (1 + exp(-2u)) = (1 + tanh u) / 2 (an
+ * identity; one exp, no cancellation near u = 0, and exp(-2u) = +inf gives
+ * s = 0 exactly). Its derivative: s + x s (1 - s) 2 u', u' = sqrt(2/pi)
+ * (1 + 3 0.044715 x^2). *y_out gets gelu_new(x), *d_out (may be NULL) the
+ * derivative. */
+HS_SIMD_TGT static inline __attribute__((always_inline)) void
+HS_SIMD_NAME(hs_gelu_new_)(VF *y_out, VF *d_out, const VF *in_)
+{
+    const VF x = *in_;
+    const VF x2 = x * x;
+    const VF u = (x + x * x2 * 0.044715f) * 0.7978845608028654f;
+    VF m2u = u * -2.0f, e;
+    HS_SIMD_NAME(hs_exp_)(&e, &m2u);
+    const VF s = 1.0f / (1.0f + e);
+    *y_out = x * s;
+    if (d_out) { /* 1 - s = e / (1 + e) = 1 / (1 + 1/e), exact to rounding where s is near 1
+                  * (1.0f - s would lose its digits), 1 at e = +inf, 0 at e = 0; x clamped to
+                  * [-64, 64] in the second term, which is exactly 0 beyond |x| = 20 (s (1 - s)
+                  * = 0) but would be 0 x inf once x^2 overflows */
+        const VF zero = {0};
+        const VI big = (x > 64.0f) | (x < -64.0f);
+        const VF xc = (VF)(((VI)x & ~big) | ((VI)(zero + 64.0f) & big & (x > 0.0f)) |
+                           ((VI)(zero - 64.0f) & big & (x < 0.0f)));
+        const VF du = (1.0f + xc * xc * 0.134145f) * 1.5957691216057308f; /* 2 u' */
+        const VF s1 = 1.0f / (1.0f + 1.0f / e);
+        *d_out = s + xc * (s * s1) * du;
+    }
+}
+
+/* out (n) = gelu_new(inp (n)); dact (n) = its derivative (dact may be NULL).
+ * The tail through the same code on a zero-padded copy. */
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_new_forward_)(float *out, float *dact,
+                                                                  const float *inp, size_t n)
+{
+    size_t i = 0;
+    for (; i + HS_SIMD_W <= n; i += HS_SIMD_W) {
+        VF x, y, d;
+        memcpy(&x, inp + i, sizeof x);
+        HS_SIMD_NAME(hs_gelu_new_)(&y, dact ? &d : NULL, &x);
+        memcpy(out + i, &y, sizeof y);
+        if (dact) memcpy(dact + i, &d, sizeof d);
+    }
+    if (i < n) {
+        VF x = {0}, y, d;
+        memcpy(&x, inp + i, (n - i) * sizeof(float));
+        HS_SIMD_NAME(hs_gelu_new_)(&y, dact ? &d : NULL, &x);
+        memcpy(out + i, &y, (n - i) * sizeof(float));
+        if (dact) memcpy(dact + i, &d, (n - i) * sizeof(float));
+    }
+}
+
+/* dinp (n) = dout (n) * gelu_new'(inp (n)) (overwrites). */
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_gelu_new_backward_)(float *dinp, const float *dout,
+                                                                   const float *inp, size_t n)
+{
+    size_t i = 0;
+    for (; i + HS_SIMD_W <= n; i += HS_SIMD_W) {
+        VF x, g, y, d;
+        memcpy(&x, inp + i, sizeof x);
+        memcpy(&g, dout + i, sizeof g);
+        HS_SIMD_NAME(hs_gelu_new_)(&y, &d, &x);
+        g *= d;
+        memcpy(dinp + i, &g, sizeof g);
+    }
+    if (i < n) {
+        VF x = {0}, g = {0}, y, d;
+        memcpy(&x, inp + i, (n - i) * sizeof(float));
+        memcpy(&g, dout + i, (n - i) * sizeof(float));
+        HS_SIMD_NAME(hs_gelu_new_)(&y, &d, &x);
+        g *= d;
+        memcpy(dinp + i, &g, (n - i) * sizeof(float));
+    }
+}
+
 /* Lane-wise square root, correctly rounded (IEEE) at every width. */
 HS_SIMD_TGT static inline __attribute__((always_inline)) VF HS_SIMD_NAME(hs_sqrt_)(VF x)
 {

@@ -2,7 +2,8 @@
  * model/norm_mlp.c -- the norms (LayerNorm, RMSNorm: statistics, the affine
  * part, the hooked norm with its hook_scale and hook_normalized points), the
  * element-wise passes that follow the products (bias, residual, the fused
- * no-observer passes), the activation functions (GELU dispatch, ReLU) and the
+ * no-observer passes), the activation functions (GELU and gelu_new dispatch,
+ * ReLU) and the
  * MLP half of a block (hs_mlp_forward).
  *
  * Kernels are plain functions (outputs first, then inputs, weights, dims);
@@ -196,6 +197,16 @@ void hs_gelu_forward_grad(float *out, float *dact, const float *inp, size_t n)
 void hs_gelu_backward(float *dinp, const float *dout, const float *inp, size_t n)
 {
     HS_SIMD_CALL(hs_gelu_backward_, dinp, dout, inp, n);
+}
+
+void hs_gelu_new_forward(float *out, float *dact, const float *inp, size_t n)
+{
+    HS_SIMD_CALL(hs_gelu_new_forward_, out, dact, inp, n);
+}
+
+void hs_gelu_new_backward(float *dinp, const float *dout, const float *inp, size_t n)
+{
+    HS_SIMD_CALL(hs_gelu_new_backward_, dinp, dout, inp, n);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -155,6 +155,7 @@ typedef struct {
     int64_t shape[ST_MAX_DIMS];
     size_t numel;
     size_t elsize;
+    hs_st_dtype dtype;
     size_t begin, end;    /* byte offsets into the data section */
     int skip;
 } st_entry;
@@ -192,7 +193,7 @@ static int cmp_entry_name(const void *a, const void *b)
 
 /* Fills e from the header entry obj (name already set). */
 static hs_status parse_entry(const char *fname, const cJSON *obj, st_entry *e,
-                             hs_st_skip_fn skip, void *skip_ctx, hs_error *err)
+                             hs_st_skip_fn skip, void *skip_ctx, int half_ok, hs_error *err)
 {
     if (!cJSON_IsObject(obj))
         return hs_fail(err, HS_ERR_FORMAT, "%s: header entry for tensor '%s' is not an object",
@@ -216,11 +217,16 @@ static hs_status parse_entry(const char *fname, const cJSON *obj, st_entry *e,
     if (e->elsize == 0)
         return hs_fail(err, HS_ERR_FORMAT, "%s: tensor '%s' has unknown dtype '%.32s'", fname,
                        e->name, dtype->valuestring);
-    if (!e->skip && strcmp(dtype->valuestring, "F32") != 0)
+    e->dtype = strcmp(dtype->valuestring, "F32") == 0    ? HS_ST_F32
+               : strcmp(dtype->valuestring, "F16") == 0  ? HS_ST_F16
+               : strcmp(dtype->valuestring, "BF16") == 0 ? HS_ST_BF16
+                                                         : HS_ST_OTHER;
+    if (!e->skip && e->dtype != HS_ST_F32 && !(half_ok && e->dtype != HS_ST_OTHER))
         return hs_fail(err, HS_ERR_FORMAT,
-                       "%s: tensor '%s' has dtype %s; only F32 is supported "
+                       "%s: tensor '%s' has dtype %s; only %s supported "
                        "(HINT: convert the weights to float32 before saving)",
-                       fname, e->name, dtype->valuestring);
+                       fname, e->name, dtype->valuestring,
+                       half_ok ? "F32, F16 and BF16 are" : "F32 is");
 
     if (!cJSON_IsArray(shape))
         return hs_fail(err, HS_ERR_FORMAT, "%s: tensor '%s': \"shape\" is not a list", fname,
@@ -327,35 +333,38 @@ typedef struct {
     st_entry *ents;              /* (ne) in header order */
     st_entry **order;            /* (ne) the same, sorted by a step */
     int ne;
+    int half_ok;                 /* 1: F16 and BF16 weights pass (hs_st_index_parse) */
 } st_reader;
 
-/* The 8-byte length, then the header: r->hdr, r->root (a JSON object and
- * nothing else but its space padding), r->data, r->data_size. */
-static hs_status read_header(st_reader *r, const unsigned char *buf, size_t n, hs_error *err)
+hs_status hs_st_header_len(const unsigned char *b8, uint64_t file_size, const char *fname,
+                           uint64_t *hlen, hs_error *err)
+{
+    if (file_size < 8)
+        return hs_fail(err, HS_ERR_FORMAT, "%s: file is truncated: %llu bytes, shorter than the "
+                       "8-byte safetensors header length", fname, (unsigned long long)file_size);
+    *hlen = load_le64(b8);
+    if (*hlen > HS_ST_MAX_HEADER)
+        return hs_fail(err, HS_ERR_FORMAT, "%s: header length %llu is absurd (cap %llu bytes); "
+                       "not a safetensors file?", fname, (unsigned long long)*hlen,
+                       (unsigned long long)HS_ST_MAX_HEADER);
+    if (*hlen > file_size - 8)
+        return hs_fail(err, HS_ERR_FORMAT, "%s: header length %llu is beyond the end of the "
+                       "file (%llu bytes after the length field); truncated file?", fname,
+                       (unsigned long long)*hlen, (unsigned long long)(file_size - 8));
+    return HS_OK;
+}
+
+/* The header's hn bytes (after the length): r->hdr, r->root (a JSON object
+ * and nothing else but its space padding). */
+static hs_status read_header_json(st_reader *r, const unsigned char *h, size_t hn, hs_error *err)
 {
     const char *fname = r->fname;
-    if (n < 8)
-        return hs_fail(err, HS_ERR_FORMAT, "%s: file is truncated: %zu bytes, shorter than the "
-                       "8-byte safetensors header length", fname, n);
-    uint64_t hlen = load_le64(buf);
-    if (hlen > HS_ST_MAX_HEADER)
-        return hs_fail(err, HS_ERR_FORMAT, "%s: header length %llu is absurd (cap %llu bytes); "
-                       "not a safetensors file?", fname, (unsigned long long)hlen,
-                       (unsigned long long)HS_ST_MAX_HEADER);
-    if (hlen > n - 8)
-        return hs_fail(err, HS_ERR_FORMAT, "%s: header length %llu is beyond the end of the "
-                       "file (%zu bytes after the length field); truncated file?", fname,
-                       (unsigned long long)hlen, n - 8);
-    size_t hn = (size_t)hlen;
-    r->data = buf + 8 + hn;
-    r->data_size = n - 8 - hn;
-
     /* JSON: trailing space padding allowed; parse a NUL-terminated copy. */
     size_t trimmed = hn;
-    while (trimmed > 0 && buf[8 + trimmed - 1] == ' ') trimmed--;
+    while (trimmed > 0 && h[trimmed - 1] == ' ') trimmed--;
     r->hdr = malloc(trimmed + 1);
     if (!r->hdr) return hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", fname);
-    memcpy(r->hdr, buf + 8, trimmed);
+    memcpy(r->hdr, h, trimmed);
     r->hdr[trimmed] = '\0';
     const char *end = NULL;
     r->root = cJSON_ParseWithLengthOpts(r->hdr, trimmed + 1, &end, 1);
@@ -371,6 +380,18 @@ static hs_status read_header(st_reader *r, const unsigned char *buf, size_t n, h
         return hs_fail(err, HS_ERR_FORMAT, "%s: header has bytes other than the JSON object and "
                        "its space padding", fname);
     return HS_OK;
+}
+
+/* The 8-byte length, then the header: r->hdr, r->root, r->data, r->data_size. */
+static hs_status read_header(st_reader *r, const unsigned char *buf, size_t n, hs_error *err)
+{
+    uint64_t hlen;
+    hs_status s = hs_st_header_len(buf, n, r->fname, &hlen, err);
+    if (s != HS_OK) return s;
+    size_t hn = (size_t)hlen;
+    r->data = buf + 8 + hn;
+    r->data_size = n - 8 - hn;
+    return read_header_json(r, buf + 8, hn, err);
 }
 
 /* Every header item in order: "__metadata__" (once) into out, each tensor
@@ -396,7 +417,7 @@ static hs_status read_entries(st_reader *r, hs_st_skip_fn skip, void *skip_ctx, 
         }
         st_entry *e = &r->ents[r->ne];
         e->name = item->string;
-        hs_status s = parse_entry(fname, item, e, skip, skip_ctx, err);
+        hs_status s = parse_entry(fname, item, e, skip, skip_ctx, r->half_ok, err);
         if (s != HS_OK) return s;
         if (e->end > r->data_size)
             return hs_fail(err, HS_ERR_FORMAT, "%s: tensor '%s': data_offsets end %zu is past "
@@ -498,7 +519,7 @@ hs_status hs_safetensors_parse_ex(const unsigned char *buf, size_t n, const char
                                   hs_st_skip_fn skip, void *skip_ctx, hs_st_file *out,
                                   int *n_skipped, hs_error *err)
 {
-    st_reader r = {name ? name : "<buffer>", NULL, NULL, NULL, 0, NULL, NULL, 0};
+    st_reader r = {name ? name : "<buffer>", NULL, NULL, NULL, 0, NULL, NULL, 0, 0};
     int skipped = 0;
 
     memset(out, 0, sizeof *out);
@@ -517,6 +538,78 @@ hs_status hs_safetensors_parse_ex(const unsigned char *buf, size_t n, const char
     }
     if (n_skipped) *n_skipped = skipped;
     return HS_OK;
+}
+
+void hs_st_index_free(hs_st_index *x)
+{
+    if (x == NULL) return;
+    hs_st_file_free(&x->st);
+    hs_st_file_free(&x->bufs);
+    free(x->loc);
+    free(x->buf_loc);
+    memset(x, 0, sizeof *x);
+}
+
+/* The entries of r into x: the kept ones into x->st / x->loc, the skipped
+ * ones into x->bufs / x->buf_loc, in header order (names copied). */
+static hs_status index_entries(const st_reader *r, uint64_t data_offset, hs_st_index *x,
+                               hs_error *err)
+{
+    int nk = 0;
+    for (int i = 0; i < r->ne; i++) nk += !r->ents[i].skip;
+    hs_st_file *fs[2] = {&x->st, &x->bufs};
+    const int cap[2] = {nk, r->ne - nk};
+    for (int w = 0; w < 2; w++) {
+        fs[w]->names = calloc((size_t)cap[w] + 1, sizeof *fs[w]->names);
+        fs[w]->ndim = calloc((size_t)cap[w] + 1, sizeof *fs[w]->ndim);
+        fs[w]->shape = calloc((size_t)cap[w] + 1, sizeof *fs[w]->shape);
+        fs[w]->numel = calloc((size_t)cap[w] + 1, sizeof *fs[w]->numel);
+    }
+    x->loc = calloc((size_t)nk + 1, sizeof *x->loc);
+    x->buf_loc = calloc((size_t)(r->ne - nk) + 1, sizeof *x->buf_loc);
+    for (int w = 0; w < 2; w++)
+        if (!fs[w]->names || !fs[w]->ndim || !fs[w]->shape || !fs[w]->numel)
+            return hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", r->fname);
+    if (!x->loc || !x->buf_loc) return hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", r->fname);
+    for (int i = 0; i < r->ne; i++) {
+        const st_entry *e = &r->ents[i];
+        hs_st_file *f = e->skip ? &x->bufs : &x->st;
+        hs_st_loc *l = e->skip ? &x->buf_loc[f->n] : &x->loc[f->n];
+        const int k = f->n;
+        f->names[k] = hs_strdup(e->name);
+        if (!f->names[k]) return hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", r->fname);
+        f->n++;
+        f->ndim[k] = e->ndim;
+        for (int d = 0; d < ST_MAX_DIMS; d++) f->shape[k][d] = d < e->ndim ? e->shape[d] : 0;
+        f->numel[k] = e->numel;
+        l->shard = 0;
+        l->dtype = e->dtype;
+        l->elsize = e->elsize;
+        l->offset = data_offset + e->begin;
+    }
+    return HS_OK;
+}
+
+hs_status hs_st_index_parse(const unsigned char *hdr, size_t hn, uint64_t data_size,
+                            uint64_t data_offset, const char *name, hs_st_skip_fn skip,
+                            void *skip_ctx, hs_st_index *out, hs_error *err)
+{
+    st_reader r = {name ? name : "<buffer>", NULL, NULL, NULL, 0, NULL, NULL, 0, 1};
+    memset(out, 0, sizeof *out);
+    if (data_size > SIZE_MAX)
+        return hs_fail(err, HS_ERR_FORMAT, "%s: %llu bytes of data is more than this machine "
+                       "addresses", r.fname, (unsigned long long)data_size);
+    r.data_size = (size_t)data_size;
+    hs_status s = read_header_json(&r, hdr, hn, err);
+    if (s == HS_OK) s = read_entries(&r, skip, skip_ctx, &out->st, err);
+    if (s == HS_OK) s = check_layout(&r, err);
+    if (s == HS_OK) s = index_entries(&r, data_offset, out, err);
+    free(r.order);
+    free(r.ents);
+    cJSON_Delete(r.root);
+    free(r.hdr);
+    if (s != HS_OK) hs_st_index_free(out);
+    return s;
 }
 
 hs_status hs_safetensors_parse(const unsigned char *buf, size_t n, const char *name,

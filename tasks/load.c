@@ -1,8 +1,9 @@
 /*
  * tasks/load.c -- a checkpoint with what a command needs beside its weights
- * (tasks.h, "Loading a checkpoint"): its vocabulary (the checkpoint's, a
- * file's, or id labels) and its task (the checkpoint's metadata, or a split
- * named by the caller).
+ * (tasks.h, "Loading a checkpoint"): the weights (a file or a Hugging Face
+ * folder; TransformerLens-processed on request), its vocabulary (the
+ * checkpoint's, a file's, or id labels) and its task (the checkpoint's
+ * metadata, or a split named by the caller).
  */
 #include "tasks/tasks.h"
 
@@ -87,18 +88,27 @@ static hs_status load_task(const char *path, int need, const hs_load_source *src
 hs_status hs_load(const char *path, int need, const hs_load_source *src, const hs_notes *notes,
                   hs_loaded *out, hs_error *err)
 {
-    static const hs_load_source none = {NULL, NULL, 0, 0};
+    static const hs_load_source none = {NULL, NULL, 0, 0, NULL};
     if (src == NULL) src = &none;
     memset(out, 0, sizeof *out);
     if (src->has_split_seed && src->heldout_pairs)
         return hs_fail(err, HS_ERR_INPUT, "give --split-seed or --heldout-pairs, not both");
-    int skipped = 0;
-    hs_status st = hs_checkpoint_load(path, &out->model, &out->meta, &skipped, err);
+    const int tl = src->process && strcmp(src->process, "tl") == 0;
+    if (src->process && !tl && strcmp(src->process, "raw") != 0)
+        return hs_fail(err, HS_ERR_INPUT, "--process '%.32s' is not known (tl or raw)", src->process);
+    hs_status st = hs_checkpoint_load_notes(path, notes, &out->model, &out->meta, NULL, err);
     if (st != HS_OK) return st;
     if (out->meta.warning) hs_note(notes, HS_NOTE_CMD, "warning: %s", out->meta.warning);
-    if (skipped > 0)
-        hs_note(notes, HS_NOTE_CMD, "note: skipped %d TransformerLens buffer tensor(s) "
-                "(blocks.*.attn.mask/IGNORE)", skipped);
+    if (tl) {
+        st = hs_model_process_tl(out->model, err);
+        if (st != HS_OK) {
+            hs_loaded_free(out);
+            return st;
+        }
+        hs_note(notes, HS_NOTE_CMD, "note: weights processed as TransformerLens' from_pretrained "
+                "does (fold_ln, center_writing_weights, center_unembed, fold_value_biases); "
+                "every DLA output says \"weights\": \"tl-processed\"");
+    }
     st = load_vocab(path, need, src, notes, out, err);
     if (st == HS_OK) st = load_task(path, need, src, out, err);
     if (st != HS_OK) hs_loaded_free(out);

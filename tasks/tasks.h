@@ -431,12 +431,15 @@ typedef struct {
 } hs_loaded;
 
 /* Where a checkpoint without vocab or task metadata gets them (the CLI's
- * --vocab FILE, --split-seed S, --heldout-pairs FILE). Zeroed = none. */
+ * --vocab FILE, --split-seed S, --heldout-pairs FILE), and which weights to
+ * use (--process). Zeroed = none, the weights as stored. */
 typedef struct {
     const char *vocab;          /* one token a line, or a JSON list */
     const char *heldout_pairs;  /* "x y" noun pairs a line */
     int has_split_seed;
     unsigned long long split_seed;
+    const char *process;        /* NULL or "raw": as stored; "tl": TransformerLens'
+                                 * default processing (hs_model_process_tl) */
 } hs_load_source;
 
 /* What a command needs beyond the weights: the vocabulary, a Winograd task
@@ -444,14 +447,17 @@ typedef struct {
 enum { HS_NEED_VOCAB = 1, HS_NEED_TASK = 2, HS_NEED_ANY_TASK = 4 };
 
 /*
- * Loads the checkpoint at path with its vocabulary (the checkpoint's, or
+ * Loads the checkpoint at path (a .safetensors file, or a Hugging Face GPT-2
+ * folder: hs_checkpoint_load_notes) with its vocabulary (the checkpoint's, or
  * src->vocab's file; without either and without HS_NEED_VOCAB, id labels
  * "#0", "#1", ... (hs_tokenizer_ids)) and its task (the checkpoint's, or a
  * Winograd split from src's split seed or held-out pairs; required with
- * HS_NEED_TASK or HS_NEED_ANY_TASK). src may be NULL. Notes (HS_NOTE_CMD):
- * the checkpoint's magnitude warning ("warning: ..."), TransformerLens
- * buffers skipped, --vocab replacing the checkpoint's vocabulary. Errors
- * (*out zeroed): hs_checkpoint_load's; HS_ERR_INPUT "give --split-seed or
+ * HS_NEED_TASK or HS_NEED_ANY_TASK), its weights processed as src->process
+ * says. src may be NULL. Notes (HS_NOTE_CMD): the loader's (buffers skipped,
+ * F16 / BF16 converted, ...), the checkpoint's magnitude warning ("warning:
+ * ..."), the processing, --vocab replacing the checkpoint's vocabulary.
+ * Errors (*out zeroed): hs_checkpoint_load_notes's; hs_model_process_tl's;
+ * HS_ERR_INPUT "--process 'x' is not known (tl or raw)", "give --split-seed or
  * --heldout-pairs, not both", "P has no vocab metadata; ...", "P names its
  * task and split in its metadata; ...", "P is an induction-task model; this
  * command works on Winograd models", "P has no task metadata ..."; a

@@ -1,10 +1,12 @@
 /*
- * tests/test_config_fields.c -- every pinned TransformerLens
- * HookedTransformerConfig field (tests/checkpoint/tl_config_fields.txt) is
- * either computed as TransformerLens computes it, inert (changes nothing in
- * the forward) or refused in one line naming field and value. The table below
- * says which, with a non-default value to try; a pinned field missing from it
- * fails the test, so a new field cannot arrive unclassified.
+ * tests/test_config_fields.c -- every pinned TransformerLens 3.x
+ * HookedTransformerConfig field (tests/checkpoint/tl_config_fields.txt) and
+ * every pinned Hugging Face GPT-2 config.json field
+ * (tests/checkpoint/hf_gpt2_config_fields.txt) is either computed as the
+ * reference computes it, inert (changes nothing in the forward) or refused in
+ * one line naming field and value. The tables below say which, with a
+ * non-default value to try; a pinned field missing from them fails the test,
+ * so a new field cannot arrive unclassified.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -33,6 +35,7 @@ static const field_case FIELDS[] = {
     {"act_fn", HS_TL_COMPUTED, "\"relu\""}, {"d_vocab", HS_TL_COMPUTED, "7"},
     {"eps", HS_TL_COMPUTED, "0.001"}, {"use_attn_scale", HS_TL_COMPUTED, "false"},
     {"attn_scale", HS_TL_COMPUTED, "8.0"}, {"normalization_type", HS_TL_COMPUTED, "\"RMS\""},
+    {"scale_attn_by_inverse_layer_idx", HS_TL_COMPUTED, "true"},
     {"attention_dir", HS_TL_COMPUTED, "\"causal\""}, {"attn_only", HS_TL_COMPUTED, "false"},
     {"positional_embedding_type", HS_TL_COMPUTED, "\"standard\""},
     {"d_vocab_out", HS_TL_COMPUTED, "5"}, {"n_key_value_heads", HS_TL_COMPUTED, "2"},
@@ -58,9 +61,15 @@ static const field_case FIELDS[] = {
     {"experts_per_token", HS_TL_INERT, "2"}, {"relative_attention_max_distance", HS_TL_INERT, "64"},
     {"relative_attention_num_buckets", HS_TL_INERT, "16"},
     {"decoder_start_token_id", HS_TL_INERT, "0"}, {"tie_word_embeddings", HS_TL_INERT, "true"},
+    {"uses_rms_norm", HS_TL_INERT, "true"}, {"layer_norm_folding", HS_TL_INERT, "true"},
+    {"rotary_base_local", HS_TL_INERT, "10000"}, {"rotary_scaling_factor", HS_TL_INERT, "8.0"},
+    {"NTK_original_ctx_len", HS_TL_INERT, "4096"}, {"use_yarn_rope", HS_TL_INERT, "true"},
+    {"yarn_factor", HS_TL_INERT, "2.0"}, {"yarn_attention_factor", HS_TL_INERT, "1.5"},
+    {"yarn_beta_fast", HS_TL_INERT, "16.0"}, {"yarn_beta_slow", HS_TL_INERT, "2.0"},
+    {"yarn_original_max_position_embeddings", HS_TL_INERT, "2048"},
+    {"norm_topk_prob", HS_TL_INERT, "true"},
     /* refused unless at their default */
-    {"use_local_attn", HS_TL_REFUSED, "true"},
-    {"scale_attn_by_inverse_layer_idx", HS_TL_REFUSED, "true"},
+    {"use_local_attn", HS_TL_REFUSED, "true"}, {"use_qk_norm", HS_TL_REFUSED, "true"},
     {"final_rms", HS_TL_REFUSED, "true"}, {"parallel_attn_mlp", HS_TL_REFUSED, "true"},
     {"gated_mlp", HS_TL_REFUSED, "true"}, {"dtype", HS_TL_REFUSED, "\"torch.float16\""},
     {"post_embedding_ln", HS_TL_REFUSED, "true"}, {"load_in_4bit", HS_TL_REFUSED, "true"},
@@ -171,11 +180,21 @@ static void computed_fields_are_computed(void **state)
     assert_true(c.eps == 0.001f);
     assert_int_equal(parse_with("d_mlp", "20", &c, &err), HS_OK);
     assert_int_equal(c.d_mlp, 20);
+    /* TL 3.x GPT-2 after from_pretrained's processing: LNPre, gelu_new */
+    assert_int_equal(parse_with("act_fn", "\"gelu_new\"", &c, &err), HS_OK);
+    assert_int_equal(c.act, HS_ACT_GELU_NEW);
+    assert_int_equal(parse_with("normalization_type", "\"LNPre\"", &c, &err), HS_OK);
+    assert_true(c.norm == HS_NORM_LAYERNORM && c.norm_pre == 1);
+    assert_int_equal(parse_with("normalization_type", "\"RMSPre\"", &c, &err), HS_OK);
+    assert_true(c.norm == HS_NORM_RMSNORM && c.norm_pre == 1);
+    assert_int_equal(parse_with("scale_attn_by_inverse_layer_idx", "true", &c, &err), HS_OK);
+    assert_true(c.attn_scale_by_layer == 1 && hs_attn_scale_at(&c, 2) == 6.0f); /* 2 x (2 + 1) */
     static const struct {
         const char *key, *value, *named;
     } refused[] = {
-        {"act_fn", "\"gelu_new\"", "gelu_new"},
-        {"normalization_type", "\"LNPre\"", "LNPre"},
+        {"act_fn", "\"gelu_fast\"", "gelu_fast"},
+        {"normalization_type", "\"LNPost\"", "LNPost"},
+        {"scale_attn_by_inverse_layer_idx", "1", "scale_attn_by_inverse_layer_idx"},
         {"positional_embedding_type", "\"rotary\"", "rotary"},
         {"attention_dir", "\"bidirectional\"", "bidirectional"},
         {"n_key_value_heads", "1", "n_key_value_heads 1"},
@@ -190,12 +209,161 @@ static void computed_fields_are_computed(void **state)
     }
 }
 
+/* ------------------------------------------------------------------------ */
+/* Hugging Face GPT-2 config.json                                            */
+
+/* The computed and refused fields with a value to try (an alias: the base's
+ * value, which it must agree with); every other pinned field must be inert. */
+static const field_case HF_CASES[] = {
+    {"model_type", HS_TL_COMPUTED, "\"gpt2\""}, {"n_embd", HS_TL_COMPUTED, "12"},
+    {"hidden_size", HS_TL_COMPUTED, "8"}, {"n_head", HS_TL_COMPUTED, "4"},
+    {"num_attention_heads", HS_TL_COMPUTED, "2"}, {"n_layer", HS_TL_COMPUTED, "3"},
+    {"num_hidden_layers", HS_TL_COMPUTED, "1"}, {"n_positions", HS_TL_COMPUTED, "6"},
+    {"max_position_embeddings", HS_TL_COMPUTED, "4"}, {"n_ctx", HS_TL_COMPUTED, "4"},
+    {"n_inner", HS_TL_COMPUTED, "20"}, {"vocab_size", HS_TL_COMPUTED, "9"},
+    {"layer_norm_epsilon", HS_TL_COMPUTED, "0.001"},
+    {"activation_function", HS_TL_COMPUTED, "\"relu\""},
+    {"scale_attn_weights", HS_TL_COMPUTED, "false"},
+    {"scale_attn_by_inverse_layer_idx", HS_TL_COMPUTED, "true"},
+    {"tie_word_embeddings", HS_TL_COMPUTED, "false"},
+    {"add_cross_attention", HS_TL_REFUSED, "true"}, {"is_encoder_decoder", HS_TL_REFUSED, "true"},
+    {"pruned_heads", HS_TL_REFUSED, "{\"0\":[1]}"},
+    {"quantization_config", HS_TL_REFUSED, "{\"bits\":4}"},
+};
+enum { N_HF_CASES = sizeof HF_CASES / sizeof HF_CASES[0] };
+
+static const char *const HF_BASE[][2] = {
+    {"model_type", "\"gpt2\""}, {"n_embd", "8"}, {"n_head", "2"}, {"n_layer", "1"},
+    {"n_positions", "4"}, {"vocab_size", "5"},
+};
+
+static hs_status hf_parse_with(const char *key, const char *value, hs_config *c, hs_error *err)
+{
+    char text[512];
+    size_t n = (size_t)snprintf(text, sizeof text, "{");
+    for (size_t i = 0; i < sizeof HF_BASE / sizeof HF_BASE[0]; i++)
+        if (key == NULL || strcmp(key, HF_BASE[i][0]) != 0)
+            n += (size_t)snprintf(text + n, sizeof text - n, "\"%s\":%s,", HF_BASE[i][0], HF_BASE[i][1]);
+    if (key) n += (size_t)snprintf(text + n, sizeof text - n, "\"%s\":%s,", key, value);
+    text[n - 1] = '}';
+    return hs_checkpoint_hf_config_parse("m/config.json", text, NULL, c, err);
+}
+
+static void every_pinned_hf_field_is_classified(void **state)
+{
+    (void)state;
+    FILE *fp = fopen("checkpoint/hf_gpt2_config_fields.txt", "r");
+    assert_non_null(fp);
+    char line[128];
+    int n = 0, n_cases = 0;
+    hs_config base, c;
+    hs_error err;
+    assert_int_equal(hf_parse_with(NULL, NULL, &base, &err), HS_OK);
+    while (fgets(line, sizeof line, fp)) {
+        if (line[0] == '#') continue;
+        line[strcspn(line, "\r\n")] = '\0';
+        if (line[0] == '\0') continue;
+        n++;
+        const int kind = hs_checkpoint_hf_field(line);
+        if (kind < 0)
+            fail_msg("pinned config.json field '%s' is neither computed, inert nor refused: add "
+                     "it to model/checkpoint_hf.c HF_FIELDS", line);
+        const field_case *fc = NULL;
+        for (int i = 0; i < N_HF_CASES; i++)
+            if (strcmp(HF_CASES[i].name, line) == 0) fc = &HF_CASES[i];
+        if (fc == NULL) { /* inert: any value leaves the config as it was */
+            if (kind != HS_TL_INERT) fail_msg("field '%s': the loader says %d, no case here", line, kind);
+            assert_int_equal(hf_parse_with(line, "[7, \"x\"]", &c, &err), HS_OK);
+            assert_memory_equal(&c, &base, sizeof c);
+            continue;
+        }
+        n_cases++;
+        if (kind != (int)fc->kind) fail_msg("field '%s': the loader says %d, the table %d", line, kind, (int)fc->kind);
+        hs_status st = hf_parse_with(fc->name, fc->value, &c, &err);
+        if (fc->kind == HS_TL_REFUSED) {
+            char want[96];
+            snprintf(want, sizeof want, "'%s' = %s", fc->name, fc->value);
+            if (st != HS_ERR_CONFIG || !strstr(err.msg, want) || strchr(err.msg, '\n'))
+                fail_msg("%s = %s: status %d, message '%s'", fc->name, fc->value, st, err.msg);
+            assert_int_equal(hf_parse_with(fc->name, "null", &c, &err), HS_OK);
+            assert_int_equal(hf_parse_with(fc->name, "false", &c, &err), HS_OK);
+        } else if (st != HS_OK) {
+            fail_msg("%s = %s refused: %s", fc->name, fc->value, err.msg);
+        }
+    }
+    fclose(fp);
+    assert_int_equal(n_cases, N_HF_CASES);
+    assert_int_equal(n, 96);
+    assert_int_equal(hs_checkpoint_hf_field("no_such_field"), -1);
+}
+
+/* Each computed field lands where the forward reads it (GPT2Config's
+ * semantics); a bad value, an unknown field, another model_type: one line. */
+static void hf_computed_fields_are_computed(void **state)
+{
+    (void)state;
+    hs_config c;
+    hs_error err;
+    assert_int_equal(hf_parse_with(NULL, NULL, &c, &err), HS_OK);
+    assert_true(c.d_model == 8 && c.n_heads == 2 && c.d_head == 4 && c.n_layers == 1 && c.n_ctx == 4 &&
+                c.d_vocab == 5 && c.d_mlp == 32 && c.eps == 1e-5f && c.act == HS_ACT_GELU_NEW &&
+                hs_attn_scale(&c) == 2.0f && !c.attn_scale_by_layer && c.norm == HS_NORM_LAYERNORM &&
+                !c.norm_pre && c.bias && c.pos == HS_POS_LEARNED);
+    assert_int_equal(hf_parse_with("n_inner", "null", &c, &err), HS_OK); /* 4 n_embd */
+    assert_int_equal(c.d_mlp, 32);
+    assert_int_equal(hf_parse_with("n_inner", "20", &c, &err), HS_OK);
+    assert_int_equal(c.d_mlp, 20);
+    assert_int_equal(hf_parse_with("hidden_size", "8", &c, &err), HS_OK);
+    assert_int_equal(hf_parse_with("n_ctx", "4", &c, &err), HS_OK);
+    assert_int_equal(hf_parse_with("layer_norm_epsilon", "0.001", &c, &err), HS_OK);
+    assert_true(c.eps == 0.001f);
+    assert_int_equal(hf_parse_with("scale_attn_weights", "false", &c, &err), HS_OK);
+    assert_true(hs_attn_scale(&c) == 1.0f);
+    assert_int_equal(hf_parse_with("scale_attn_by_inverse_layer_idx", "true", &c, &err), HS_OK);
+    assert_true(hs_attn_scale_at(&c, 1) == 4.0f);
+    static const struct {
+        const char *act;
+        hs_act want;
+    } acts[] = {{"gelu_new", HS_ACT_GELU_NEW}, {"gelu_pytorch_tanh", HS_ACT_GELU_NEW},
+                {"gelu", HS_ACT_GELU}, {"relu", HS_ACT_RELU}};
+    char v[40];
+    for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
+        snprintf(v, sizeof v, "\"%s\"", acts[i].act);
+        assert_int_equal(hf_parse_with("activation_function", v, &c, &err), HS_OK);
+        assert_int_equal(c.act, acts[i].want);
+    }
+    static const struct {
+        const char *key, *value, *named;
+    } bad[] = {
+        {"model_type", "\"gpt_neo\"", "model_type 'gpt_neo'"},
+        {"model_type", NULL, "no 'model_type'"},
+        {"rope_theta", "10000", "'rope_theta'"},
+        {"activation_function", "\"silu\"", "'silu'"},
+        {"hidden_size", "16", "'n_embd' and 'hidden_size' differ"},
+        {"n_ctx", "8", "n_positions 4 and n_ctx 8 differ"},
+        {"n_head", "3", "not a multiple of n_head 3"},
+        {"layer_norm_epsilon", "0", "layer_norm_epsilon"},
+        {"scale_attn_weights", "1", "'scale_attn_weights' must be true or false"},
+        {"n_layer", "2.5", "'n_layer' must be an integer"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        hs_status st = bad[i].value ? hf_parse_with(bad[i].key, bad[i].value, &c, &err)
+                                    : hs_checkpoint_hf_config_parse("m/config.json", "{\"n_embd\":8}", NULL, &c, &err);
+        if (st != HS_ERR_CONFIG || !strstr(err.msg, bad[i].named) || !strstr(err.msg, "m/config.json") ||
+            strchr(err.msg, '\n'))
+            fail_msg("%s = %s: status %d, message '%s' (want '%s')", bad[i].key,
+                     bad[i].value ? bad[i].value : "(absent)", st, err.msg, bad[i].named);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_pinned_field_is_classified),
         cmocka_unit_test(refused_fields_name_field_and_value_inert_ones_change_nothing),
         cmocka_unit_test(computed_fields_are_computed),
+        cmocka_unit_test(every_pinned_hf_field_is_classified),
+        cmocka_unit_test(hf_computed_fields_are_computed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

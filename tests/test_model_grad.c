@@ -155,6 +155,9 @@ static void gradients_match_finite_differences_for_every_switch(void **state)
     RUN("rmsnorm", c.norm = HS_NORM_RMSNORM);
     RUN("no norm", c.norm = HS_NORM_NONE);
     RUN("relu", c.act = HS_ACT_RELU);
+    RUN("gelu_new (GPT-2's tanh GELU)", c.act = HS_ACT_GELU_NEW);
+    RUN("GPT-2 processed: LNPre gelu_new, scores / (l+1)", c.norm_pre = 1;
+        c.act = HS_ACT_GELU_NEW; c.attn_scale_by_layer = 1);
     RUN("attention-only (d_mlp 0)", c.d_mlp = 0);
     RUN("no biases", c.bias = 0);
     RUN("uniform attention", c.attn = HS_ATTN_UNIFORM);

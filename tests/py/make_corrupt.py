@@ -168,11 +168,12 @@ def _(): return base(header_hook=edit_entry("ln_final.b", shape=DROP))
 def _(): return base(header_hook=edit_entry("ln_final.b", data_offsets=DROP))
 
 
-@case("wrong_dtype_f16", "HS_ERR_FORMAT", "tensor 'embed.W_E' has dtype F16; only F32 is supported",
-      "W_E stored as F16 (right byte length for F16)")
+@case("wrong_dtype_f64", "HS_ERR_FORMAT",
+      "tensor 'embed.W_E' has dtype F64; only F32, F16 and BF16 are supported",
+      "W_E stored as F64 (right byte length for F64)")
 def _():
     ts = ref.tensors()
-    ts = replace_tensor(ts, "embed.W_E", stlib.Tensor("embed.W_E", "F16", [5, 8], b"\0" * 80))
+    ts = replace_tensor(ts, "embed.W_E", stlib.Tensor("embed.W_E", "F64", [5, 8], b"\0" * 320))
     return stlib.build(ts, ref.metadata())
 
 
@@ -315,9 +316,9 @@ def _(): return stlib.build(ref.tensors(), meta_with(with_config(n_layers="2")))
 def _(): return stlib.build(ref.tensors(), meta_with(with_config(d_vocab=DROP)))
 
 
-@case("config_act_fn_unsupported", "HS_ERR_CONFIG", "config act_fn 'gelu_new' is not supported",
-      "act_fn gelu_new (tanh approximation)")
-def _(): return stlib.build(ref.tensors(), meta_with(with_config(act_fn="gelu_new")))
+@case("config_act_fn_unsupported", "HS_ERR_CONFIG", "config act_fn 'silu' is not supported",
+      "act_fn silu")
+def _(): return stlib.build(ref.tensors(), meta_with(with_config(act_fn="silu")))
 
 
 @case("config_rotary", "HS_ERR_CONFIG", "positional_embedding_type 'rotary' is not supported",

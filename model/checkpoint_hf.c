@@ -1,0 +1,643 @@
+/*
+ * model/checkpoint_hf.c -- the Hugging Face GPT-2 checkpoint layout: a model
+ * folder as `save_pretrained` writes it and the Hub ships it (the seam:
+ * checkpoint_internal.h).
+ *
+ * Config: config.json beside the weights (huggingface/transformers
+ * models/gpt2/configuration_gpt2.py GPT2Config, and PretrainedConfig's
+ * common fields, configuration_utils.py). Every field is computed as
+ * transformers computes it, inert (changes nothing in a float32 forward:
+ * names, ids, task and generation parameters, dropout rates, ...) or
+ * refused unless off (cross-attention, pruned heads, quantization); any
+ * other field, and any model_type but "gpt2", is refused in one line naming
+ * it (HF_FIELDS; tests/test_config_fields.c holds the pinned list
+ * tests/checkpoint/hf_gpt2_config_fields.txt to it). A field config.json
+ * leaves out takes GPT2Config's default.
+ *
+ * Tensors (models/gpt2/modeling_gpt2.py; the loading rule of TransformerLens'
+ * pretrained/weight_conversions/gpt2.py): names with or without the
+ * "transformer." prefix; wte.weight [V, D] = W_E, wpe.weight [n_positions,
+ * D] = W_pos, h.{l}.ln_1 / ln_2 / ln_f .weight / .bias = ln1 / ln2 /
+ * ln_final w / b. Conv1D weights are [in, out] (y = x W + b):
+ * h.{l}.attn.c_attn.weight [D, 3D] holds q | k | v, head h in columns
+ * h dh .. h dh + dh - 1 of each: W_Q[h][m][e] = c_attn[m][h dh + e], W_K at
+ * + D, W_V at + 2D (TL: torch.split(W, d_model, dim=1), rearrange
+ * "m (i h) -> i m h"); c_attn.bias [3D] -> b_Q, b_K, b_V (view(3, H, dh));
+ * attn.c_proj.weight [D, D] -> W_O (H, dh, D) ("(i h) m -> i h m": the same
+ * bytes); mlp.c_fc [D, M] -> W_in, mlp.c_proj [M, D] -> W_out, as they are;
+ * lm_head.weight [V, D] -> W_U = its transpose when present, else W_E^T
+ * (tied); b_U = 0 (GPT-2 has none). The buffers h.{l}.attn.bias (the causal
+ * mask [1, 1, n_positions, n_positions]) and h.{l}.attn.masked_bias (-1e4)
+ * are checked (a note names any that is not the causal lower triangle:
+ * headscope applies the causal mask whatever they hold) and skipped.
+ */
+#include "model/model.h"
+#include "model/checkpoint_internal.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char PREFIX[] = "transformer.";
+
+/* name without the "transformer." prefix. */
+static const char *strip(const char *name)
+{
+    return strncmp(name, PREFIX, sizeof PREFIX - 1) == 0 ? name + sizeof PREFIX - 1 : name;
+}
+
+/* "h.<l>.<rest>": *l and the rest, or NULL when name is not a block's. */
+static const char *block_part(const char *name, int *l)
+{
+    if (strncmp(name, "h.", 2) != 0 || name[2] < '0' || name[2] > '9') return NULL;
+    const char *p = name + 2;
+    long v = 0;
+    while (*p >= '0' && *p <= '9' && v < 1000000) v = v * 10 + (*p++ - '0');
+    if (*p != '.') return NULL;
+    *l = (int)v;
+    return p + 1;
+}
+
+static int hf_is_buffer(const char *name)
+{
+    int l;
+    const char *rest = block_part(strip(name), &l);
+    return rest && (strcmp(rest, "attn.bias") == 0 || strcmp(rest, "attn.masked_bias") == 0);
+}
+
+static int hf_recognises(const hs_st_file *st)
+{
+    return hs_st_find(st, "wte.weight") >= 0 || hs_st_find(st, "transformer.wte.weight") >= 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* config.json                                                               */
+
+/* Every config.json field headscope knows for GPT-2 (the pinned list,
+ * tests/checkpoint/hf_gpt2_config_fields.txt: GPT2Config's arguments, its
+ * attribute_map aliases, PretrainedConfig's common and generation fields,
+ * and the legacy keys the Hub's GPT-2 family configs carry) and what the
+ * loader does with it. reorder_and_upcast_attn changes only a mixed-
+ * precision run: inert in float32. */
+static const struct {
+    const char *name;
+    hs_tl_field kind;
+} HF_FIELDS[] = {
+    {"model_type", HS_TL_COMPUTED}, {"n_embd", HS_TL_COMPUTED}, {"hidden_size", HS_TL_COMPUTED},
+    {"n_head", HS_TL_COMPUTED}, {"num_attention_heads", HS_TL_COMPUTED},
+    {"n_layer", HS_TL_COMPUTED}, {"num_hidden_layers", HS_TL_COMPUTED},
+    {"n_positions", HS_TL_COMPUTED}, {"max_position_embeddings", HS_TL_COMPUTED},
+    {"n_ctx", HS_TL_COMPUTED}, {"n_inner", HS_TL_COMPUTED}, {"vocab_size", HS_TL_COMPUTED},
+    {"layer_norm_epsilon", HS_TL_COMPUTED}, {"activation_function", HS_TL_COMPUTED},
+    {"scale_attn_weights", HS_TL_COMPUTED}, {"scale_attn_by_inverse_layer_idx", HS_TL_COMPUTED},
+    {"tie_word_embeddings", HS_TL_COMPUTED},
+    {"reorder_and_upcast_attn", HS_TL_INERT}, {"resid_pdrop", HS_TL_INERT},
+    {"embd_pdrop", HS_TL_INERT}, {"attn_pdrop", HS_TL_INERT}, {"initializer_range", HS_TL_INERT},
+    {"summary_type", HS_TL_INERT}, {"summary_use_proj", HS_TL_INERT},
+    {"summary_activation", HS_TL_INERT}, {"summary_proj_to_labels", HS_TL_INERT},
+    {"summary_first_dropout", HS_TL_INERT}, {"use_cache", HS_TL_INERT},
+    {"bos_token_id", HS_TL_INERT}, {"eos_token_id", HS_TL_INERT}, {"pad_token_id", HS_TL_INERT},
+    {"sep_token_id", HS_TL_INERT}, {"decoder_start_token_id", HS_TL_INERT},
+    {"architectures", HS_TL_INERT}, {"transformers_version", HS_TL_INERT},
+    {"_name_or_path", HS_TL_INERT}, {"_commit_hash", HS_TL_INERT}, {"torch_dtype", HS_TL_INERT},
+    {"dtype", HS_TL_INERT}, {"use_bfloat16", HS_TL_INERT}, {"tf_legacy_loss", HS_TL_INERT},
+    {"return_dict", HS_TL_INERT}, {"output_hidden_states", HS_TL_INERT},
+    {"output_attentions", HS_TL_INERT}, {"torchscript", HS_TL_INERT},
+    {"chunk_size_feed_forward", HS_TL_INERT}, {"is_decoder", HS_TL_INERT},
+    {"cross_attention_hidden_size", HS_TL_INERT}, {"tie_encoder_decoder", HS_TL_INERT},
+    {"finetuning_task", HS_TL_INERT}, {"id2label", HS_TL_INERT}, {"label2id", HS_TL_INERT},
+    {"num_labels", HS_TL_INERT}, {"_num_labels", HS_TL_INERT}, {"problem_type", HS_TL_INERT},
+    {"tokenizer_class", HS_TL_INERT}, {"prefix", HS_TL_INERT},
+    {"task_specific_params", HS_TL_INERT}, {"gradient_checkpointing", HS_TL_INERT},
+    {"output_past", HS_TL_INERT}, {"n_special", HS_TL_INERT},
+    {"predict_special_tokens", HS_TL_INERT}, {"attn_implementation", HS_TL_INERT},
+    {"_attn_implementation", HS_TL_INERT}, {"_attn_implementation_internal", HS_TL_INERT},
+    {"_attn_implementation_autoset", HS_TL_INERT}, {"xla_device", HS_TL_INERT},
+    {"max_length", HS_TL_INERT}, {"min_length", HS_TL_INERT}, {"do_sample", HS_TL_INERT},
+    {"early_stopping", HS_TL_INERT}, {"num_beams", HS_TL_INERT},
+    {"num_beam_groups", HS_TL_INERT}, {"diversity_penalty", HS_TL_INERT},
+    {"temperature", HS_TL_INERT}, {"top_k", HS_TL_INERT}, {"top_p", HS_TL_INERT},
+    {"typical_p", HS_TL_INERT}, {"repetition_penalty", HS_TL_INERT},
+    {"length_penalty", HS_TL_INERT}, {"no_repeat_ngram_size", HS_TL_INERT},
+    {"encoder_no_repeat_ngram_size", HS_TL_INERT}, {"bad_words_ids", HS_TL_INERT},
+    {"num_return_sequences", HS_TL_INERT}, {"output_scores", HS_TL_INERT},
+    {"return_dict_in_generate", HS_TL_INERT}, {"forced_bos_token_id", HS_TL_INERT},
+    {"forced_eos_token_id", HS_TL_INERT}, {"remove_invalid_values", HS_TL_INERT},
+    {"exponential_decay_length_penalty", HS_TL_INERT}, {"suppress_tokens", HS_TL_INERT},
+    {"begin_suppress_tokens", HS_TL_INERT},
+    {"add_cross_attention", HS_TL_REFUSED}, {"is_encoder_decoder", HS_TL_REFUSED},
+    {"pruned_heads", HS_TL_REFUSED}, {"quantization_config", HS_TL_REFUSED},
+};
+
+int hs_checkpoint_hf_field(const char *name)
+{
+    for (size_t i = 0; i < sizeof HF_FIELDS / sizeof HF_FIELDS[0]; i++)
+        if (strcmp(HF_FIELDS[i].name, name) == 0) return (int)HF_FIELDS[i].kind;
+    return -1;
+}
+
+/* A refused field's "off" values: null, false, an empty object or list. */
+static int hf_off(const cJSON *it)
+{
+    return cJSON_IsNull(it) || cJSON_IsFalse(it) ||
+           ((cJSON_IsObject(it) || cJSON_IsArray(it)) && it->child == NULL);
+}
+
+/* Every field known, the refused ones off. */
+static hs_status check_hf_fields(const char *fname, const cJSON *o, hs_error *err)
+{
+    const cJSON *it;
+    cJSON_ArrayForEach(it, o) {
+        const int kind = hs_checkpoint_hf_field(it->string);
+        if (kind < 0)
+            return hs_fail(err, HS_ERR_CONFIG, "%s: field '%.64s' is not a GPT-2 config field "
+                           "headscope knows; it may change the computation "
+                           "(tests/checkpoint/hf_gpt2_config_fields.txt)", fname, it->string);
+        if (kind != HS_TL_REFUSED || hf_off(it)) continue;
+        char *v = cJSON_PrintUnformatted(it);
+        hs_status s = hs_fail(err, HS_ERR_CONFIG, "%s: field '%s' = %.40s is not supported by "
+                              "headscope (a GPT-2 without it only)", fname, it->string,
+                              v ? v : "?");
+        cJSON_free(v);
+        return s;
+    }
+    return HS_OK;
+}
+
+/* An integer field (or its alias; both given must agree) in [lo, hi], or
+ * def when neither is given. */
+static hs_status hf_int(const char *fname, const cJSON *o, const char *key, const char *alias,
+                        int lo, int hi, int def, int *out, hs_error *err)
+{
+    const char *keys[2] = {key, alias};
+    int got = 0;
+    for (int k = 0; k < 2; k++) {
+        const cJSON *it = keys[k] ? cJSON_GetObjectItemCaseSensitive(o, keys[k]) : NULL;
+        if (it == NULL) continue;
+        const double v = cJSON_IsNumber(it) ? it->valuedouble : NAN;
+        if (!isfinite(v) || floor(v) != v || v < lo || v > hi)
+            return hs_fail(err, HS_ERR_CONFIG, "%s: field '%s' must be an integer in [%d, %d]",
+                           fname, keys[k], lo, hi);
+        if (got && (int)v != *out)
+            return hs_fail(err, HS_ERR_CONFIG, "%s: fields '%s' and '%s' differ (%d and %d)",
+                           fname, key, alias, *out, (int)v);
+        *out = (int)v;
+        got = 1;
+    }
+    if (!got) *out = def;
+    return HS_OK;
+}
+
+/* A boolean field, def when absent. */
+static hs_status hf_bool(const char *fname, const cJSON *o, const char *key, int def, int *out,
+                         hs_error *err)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    *out = def;
+    if (it == NULL) return HS_OK;
+    if (!cJSON_IsBool(it))
+        return hs_fail(err, HS_ERR_CONFIG, "%s: field '%s' must be true or false", fname, key);
+    *out = cJSON_IsTrue(it);
+    return HS_OK;
+}
+
+/* model_type and the dimensions (GPT2Config's defaults: vocab 50257,
+ * n_positions 1024, n_embd 768, n_layer 12, n_head 12, n_inner 4 n_embd). */
+static hs_status hf_dims(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
+{
+    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(o, "model_type");
+    if (mt == NULL)
+        return hs_fail(err, HS_ERR_CONFIG, "%s: no 'model_type' (headscope reads \"gpt2\")", fname);
+    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "gpt2") != 0)
+        return hs_fail(err, HS_ERR_CONFIG, "%s: model_type '%.32s' is not supported (headscope "
+                       "reads \"gpt2\")", fname, cJSON_IsString(mt) ? mt->valuestring : "?");
+    int npos = 0, nctx = 0, inner = 0;
+    hs_status s = hf_int(fname, o, "n_embd", "hidden_size", 1, 1 << 20, 768, &c->d_model, err);
+    if (s == HS_OK) s = hf_int(fname, o, "n_head", "num_attention_heads", 1, 1 << 20, 12, &c->n_heads, err);
+    if (s == HS_OK) s = hf_int(fname, o, "n_layer", "num_hidden_layers", 1, 1 << 20, 12, &c->n_layers, err);
+    if (s == HS_OK) s = hf_int(fname, o, "vocab_size", NULL, 1, 1 << 30, 50257, &c->d_vocab, err);
+    if (s == HS_OK) s = hf_int(fname, o, "n_positions", "max_position_embeddings", 1, 1 << 20, 0, &npos, err);
+    if (s == HS_OK) s = hf_int(fname, o, "n_ctx", NULL, 1, 1 << 20, 0, &nctx, err);
+    if (s != HS_OK) return s;
+    if (npos && nctx && npos != nctx)
+        return hs_fail(err, HS_ERR_CONFIG, "%s: n_positions %d and n_ctx %d differ (Hugging Face "
+                       "reads the one, TransformerLens the other)", fname, npos, nctx);
+    c->n_ctx = npos ? npos : nctx ? nctx : 1024;
+    if (c->d_model % c->n_heads != 0)
+        return hs_fail(err, HS_ERR_CONFIG, "%s: n_embd %d is not a multiple of n_head %d", fname,
+                       c->d_model, c->n_heads);
+    c->d_head = c->d_model / c->n_heads;
+    const cJSON *ni = cJSON_GetObjectItemCaseSensitive(o, "n_inner");
+    if (ni != NULL && !cJSON_IsNull(ni)) {
+        s = hf_int(fname, o, "n_inner", NULL, 1, 1 << 20, 0, &inner, err);
+        if (s != HS_OK) return s;
+    }
+    c->d_mlp = inner ? inner : 4 * c->d_model;
+    return HS_OK;
+}
+
+/* layer_norm_epsilon, activation_function and the attention's scaling. */
+static hs_status hf_math(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
+{
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(o, "layer_norm_epsilon");
+    c->eps = 1e-5f;
+    if (eps != NULL) {
+        if (!cJSON_IsNumber(eps) || !(eps->valuedouble > 0) || !isfinite(eps->valuedouble) ||
+            !((float)eps->valuedouble > 0.0f) || !isfinite((float)eps->valuedouble))
+            return hs_fail(err, HS_ERR_CONFIG, "%s: layer_norm_epsilon must be a positive number",
+                           fname);
+        c->eps = (float)eps->valuedouble;
+    }
+    const cJSON *act = cJSON_GetObjectItemCaseSensitive(o, "activation_function");
+    c->act = HS_ACT_GELU_NEW; /* GPT2Config's default "gelu_new" */
+    if (act != NULL) {
+        const int a = cJSON_IsString(act) ? hs_checkpoint_act_parse(act->valuestring) : -1;
+        if (a < 0)
+            return hs_fail(err, HS_ERR_CONFIG, "%s: activation_function '%.32s' is not supported "
+                           "(headscope has \"gelu_new\", \"gelu_pytorch_tanh\", \"gelu\" and "
+                           "\"relu\")", fname, cJSON_IsString(act) ? act->valuestring : "?");
+        c->act = (hs_act)a;
+    }
+    int scale = 1, by_layer = 0;
+    hs_status s = hf_bool(fname, o, "scale_attn_weights", 1, &scale, err);
+    if (s == HS_OK) s = hf_bool(fname, o, "scale_attn_by_inverse_layer_idx", 0, &by_layer, err);
+    if (s != HS_OK) return s;
+    c->attn_scale = scale ? 0.0f : 1.0f; /* sqrt(d_head), or none */
+    c->attn_scale_by_layer = by_layer;
+    return HS_OK;
+}
+
+hs_status hs_checkpoint_hf_config_parse(const char *fname, const char *text, const hs_st_file *st,
+                                        hs_config *c, hs_error *err)
+{
+    *c = hs_config_default();
+    cJSON *o = cJSON_ParseWithLengthOpts(text, strlen(text) + 1, NULL, 1);
+    hs_status s = HS_OK;
+    if (!cJSON_IsObject(o))
+        s = hs_fail(err, HS_ERR_CONFIG, "%s: not a JSON object", fname);
+    if (s == HS_OK) s = hf_dims(fname, o, c, err);
+    if (s == HS_OK) s = hf_math(fname, o, c, err);
+    if (s == HS_OK) s = check_hf_fields(fname, o, err);
+    int tie = 1;
+    if (s == HS_OK) s = hf_bool(fname, o, "tie_word_embeddings", 1, &tie, err);
+    if (s == HS_OK && !tie && st && hs_st_find(st, "lm_head.weight") < 0)
+        s = hs_fail(err, HS_ERR_CONFIG, "%s: tie_word_embeddings is false but the weights have no "
+                    "lm_head.weight", fname);
+    cJSON_Delete(o);
+    /* GPT-2: LayerNorm with weights and biases, learned positions, softmax
+     * attention, biases: hs_config_default's */
+    return s;
+}
+
+static hs_status hf_config(const hs_ckpt_src *src, hs_config *c, hs_error *err)
+{
+    char *path = src->dir ? hs_path_join(src->dir, "config.json") : NULL;
+    unsigned char *text = NULL;
+    size_t n = 0;
+    hs_status s;
+    if (src->dir == NULL)
+        s = hs_fail(err, HS_ERR_FORMAT, "%s: Hugging Face GPT-2 weights (wte.weight) without a "
+                    "folder to read config.json from", src->fname);
+    else if (path == NULL)
+        s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    else if (hs_read_file(path, &text, &n, NULL) != HS_OK)
+        s = hs_fail(err, HS_ERR_FORMAT, "%s: no config.json beside the Hugging Face GPT-2 weights "
+                    "(the model folder as downloaded holds one)", src->dir);
+    else if (strlen((const char *)text) != n)
+        s = hs_fail(err, HS_ERR_CONFIG, "%s: a NUL byte inside the JSON", path);
+    else
+        s = hs_checkpoint_hf_config_parse(path, (const char *)text, &src->x.st, c, err);
+    free(text);
+    free(path);
+    return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The tensors                                                               */
+
+/* How a Hugging Face tensor lands in the parameter table. */
+typedef enum {
+    HF_DIRECT, /* the same bytes as the TransformerLens tensor (a reshape at most) */
+    HF_QKV_W,  /* c_attn.weight [D, 3D] -> W_Q, W_K, W_V (H, D, dh) */
+    HF_QKV_B,  /* c_attn.bias [3D] -> b_Q, b_K, b_V (H, dh) */
+    HF_UNEMBED /* lm_head.weight [V, D] -> W_U (D, V), transposed */
+} hf_kind;
+
+/* A block's tensors: the name after "h.<l>.", the TransformerLens name (%d =
+ * l), how, and the Hugging Face shape in dims of the config (D, 3D, M). */
+typedef enum { DIM_D = 1, DIM_3D, DIM_M } hf_dim;
+static const struct {
+    const char *hf, *tl;
+    hf_kind kind;
+    int ndim;
+    hf_dim dims[2];
+} BLOCK[] = {
+    {"ln_1.weight", "blocks.%d.ln1.w", HF_DIRECT, 1, {DIM_D, 0}},
+    {"ln_1.bias", "blocks.%d.ln1.b", HF_DIRECT, 1, {DIM_D, 0}},
+    {"attn.c_attn.weight", "blocks.%d.attn.W_Q", HF_QKV_W, 2, {DIM_D, DIM_3D}},
+    {"attn.c_attn.bias", "blocks.%d.attn.b_Q", HF_QKV_B, 1, {DIM_3D, 0}},
+    {"attn.c_proj.weight", "blocks.%d.attn.W_O", HF_DIRECT, 2, {DIM_D, DIM_D}},
+    {"attn.c_proj.bias", "blocks.%d.attn.b_O", HF_DIRECT, 1, {DIM_D, 0}},
+    {"ln_2.weight", "blocks.%d.ln2.w", HF_DIRECT, 1, {DIM_D, 0}},
+    {"ln_2.bias", "blocks.%d.ln2.b", HF_DIRECT, 1, {DIM_D, 0}},
+    {"mlp.c_fc.weight", "blocks.%d.mlp.W_in", HF_DIRECT, 2, {DIM_D, DIM_M}},
+    {"mlp.c_fc.bias", "blocks.%d.mlp.b_in", HF_DIRECT, 1, {DIM_M, 0}},
+    {"mlp.c_proj.weight", "blocks.%d.mlp.W_out", HF_DIRECT, 2, {DIM_M, DIM_D}},
+    {"mlp.c_proj.bias", "blocks.%d.mlp.b_out", HF_DIRECT, 1, {DIM_D, 0}},
+};
+
+/* One Hugging Face tensor resolved: where it goes and the shape it must have. */
+typedef struct {
+    const char *tl;      /* the TransformerLens name (a block's already formatted) */
+    char buf[48];
+    hf_kind kind;
+    int ndim;
+    int64_t shape[2];
+} hf_target;
+
+/* The target of the weight named name (prefix stripped), 0 when it has none. */
+static int hf_target_of(const hs_config *c, const char *name, hf_target *t)
+{
+    static const struct {
+        const char *hf, *tl;
+        hf_kind kind;
+        int rows_vocab; /* 1: [V, D]; 2: [n_ctx, D]; 0: [D] */
+    } TOP[] = {
+        {"wte.weight", "embed.W_E", HF_DIRECT, 1}, {"wpe.weight", "pos_embed.W_pos", HF_DIRECT, 2},
+        {"ln_f.weight", "ln_final.w", HF_DIRECT, 0}, {"ln_f.bias", "ln_final.b", HF_DIRECT, 0},
+        {"lm_head.weight", "unembed.W_U", HF_UNEMBED, 1},
+    };
+    const int64_t D = c->d_model, M = c->d_mlp;
+    for (size_t i = 0; i < sizeof TOP / sizeof TOP[0]; i++) {
+        if (strcmp(name, TOP[i].hf) != 0) continue;
+        t->tl = TOP[i].tl;
+        t->kind = TOP[i].kind;
+        t->ndim = TOP[i].rows_vocab ? 2 : 1;
+        t->shape[0] = TOP[i].rows_vocab == 1 ? c->d_vocab : TOP[i].rows_vocab == 2 ? c->n_ctx : D;
+        t->shape[1] = D;
+        return 1;
+    }
+    int l;
+    const char *rest = block_part(name, &l);
+    if (rest == NULL || l >= c->n_layers) return 0;
+    for (size_t i = 0; i < sizeof BLOCK / sizeof BLOCK[0]; i++) {
+        if (strcmp(rest, BLOCK[i].hf) != 0) continue;
+        snprintf(t->buf, sizeof t->buf, BLOCK[i].tl, l);
+        t->tl = t->buf;
+        t->kind = BLOCK[i].kind;
+        t->ndim = BLOCK[i].ndim;
+        for (int d = 0; d < 2; d++)
+            t->shape[d] = BLOCK[i].dims[d] == DIM_D ? D : BLOCK[i].dims[d] == DIM_3D ? 3 * D : M;
+        return 1;
+    }
+    return 0;
+}
+
+/* W_U (D, V) rows v0 .. v0 + nv - 1 from rows (nv, D) of a [V, D] matrix,
+ * a column of the block at a time (each write a run of nv floats). */
+static void unembed_rows(float *W_U, const float *rows, int64_t v0, int64_t nv, int64_t D,
+                         int64_t V)
+{
+    for (int64_t d = 0; d < D; d++) {
+        float *o = W_U + d * V + v0;
+        for (int64_t v = 0; v < nv; v++) o[v] = rows[v * D + d];
+    }
+}
+
+/* The tensor index of name in m's table (it is there: the config made it). */
+static int table_index(const hs_model *m, const char *name)
+{
+    const hs_tensor_info *t = hs_model_find_tensor(m, name);
+    HS_ASSERT(t != NULL);
+    return (int)(t - m->tensors);
+}
+
+/* c_attn.weight [D, 3D] (weight i of src) into W_Q, W_K, W_V of its layer,
+ * rows of the chunk buffer (cap floats) at a time. */
+static hs_status read_qkv_w(const hs_ckpt_src *src, int i, hs_model *m, const char *wq_name,
+                            float *chunk, size_t cap, hs_error *err)
+{
+    const int D = m->cfg.d_model, H = m->cfg.n_heads, dh = m->cfg.d_head;
+    char name[48];
+    float *W[3];
+    for (int p = 0; p < 3; p++) {
+        snprintf(name, sizeof name, "%.*s%c", (int)strlen(wq_name) - 1, wq_name, "QKV"[p]);
+        W[p] = m->param_mem + m->tensors[table_index(m, name)].offset;
+    }
+    const size_t row = 3 * (size_t)D, per = cap / row ? cap / row : 1;
+    for (size_t m0 = 0; m0 < (size_t)D; m0 += per) {
+        const size_t nr = (size_t)D - m0 < per ? (size_t)D - m0 : per;
+        hs_status s = hs_ckpt_read(src, i, m0 * row, nr * row, chunk, err);
+        if (s != HS_OK) return s;
+        for (size_t r = 0; r < nr; r++)
+            for (int p = 0; p < 3; p++)
+                for (int h = 0; h < H; h++)
+                    memcpy(W[p] + ((size_t)h * D + m0 + r) * dh, chunk + r * row + (size_t)p * D +
+                           (size_t)h * dh, (size_t)dh * sizeof(float));
+    }
+    return HS_OK;
+}
+
+/* 1 when element k of a stored value (dtype, elsize bytes at p) is not zero. */
+static int nonzero(const unsigned char *p, hs_st_dtype dtype, size_t elsize)
+{
+    if (dtype == HS_ST_F32) return ((p[0] | p[1] | p[2]) | (p[3] & 0x7f)) != 0; /* -0 is 0 */
+    if (dtype == HS_ST_F16 || dtype == HS_ST_BF16) return (p[0] | (p[1] & 0x7f)) != 0;
+    for (size_t b = 0; b < elsize; b++)
+        if (p[b]) return 1;
+    return 0;
+}
+
+/* Whether buffer i (an attn.bias) is the causal mask [1, 1, n, n]: nonzero
+ * exactly at j <= i. *row, *col: the first element that is not (-1 for a
+ * shape that is not [1, 1, n, n]). Rows of the chunk (cap bytes) at a time. */
+static hs_status causal_mask_check(const hs_ckpt_src *src, int i, unsigned char *chunk,
+                                   size_t cap, int *causal, int64_t *row, int64_t *col,
+                                   hs_error *err)
+{
+    const hs_st_file *b = &src->x.bufs;
+    const hs_st_loc *l = &src->x.buf_loc[i];
+    *causal = 0;
+    *row = *col = -1;
+    if (b->ndim[i] != 4 || b->shape[i][0] != 1 || b->shape[i][1] != 1 ||
+        b->shape[i][2] != b->shape[i][3] || b->shape[i][2] < 1)
+        return HS_OK;
+    const int64_t n = b->shape[i][2];
+    const size_t rowb = (size_t)n * l->elsize, per = cap / rowb ? cap / rowb : 0;
+    if (per == 0) return HS_OK; /* rows longer than the chunk: no GPT-2 has them */
+    for (int64_t r0 = 0; r0 < n; r0 += (int64_t)per) {
+        const int64_t nr = n - r0 < (int64_t)per ? n - r0 : (int64_t)per;
+        hs_status s = hs_ckpt_read_buf(src, i, (size_t)r0 * rowb, (size_t)nr * rowb, chunk, err);
+        if (s != HS_OK) return s;
+        for (int64_t r = 0; r < nr; r++)
+            for (int64_t j = 0; j < n; j++)
+                if (nonzero(chunk + (size_t)r * rowb + (size_t)j * l->elsize, l->dtype,
+                            l->elsize) != (j <= r0 + r)) {
+                    *row = r0 + r;
+                    *col = j;
+                    return HS_OK;
+                }
+    }
+    *causal = 1;
+    return HS_OK;
+}
+
+/* Every h.{l}.attn.bias checked against the causal mask; one note for those
+ * that are not. */
+static hs_status check_buffers(const hs_ckpt_src *src, unsigned char *chunk, size_t cap,
+                               const hs_notes *notes, hs_error *err)
+{
+    int n_masks = 0, n_bad = 0, first = -1;
+    int64_t fr = -1, fc = -1;
+    for (int i = 0; i < src->x.bufs.n; i++) {
+        int l;
+        const char *rest = block_part(strip(src->x.bufs.names[i]), &l);
+        if (rest == NULL || strcmp(rest, "attn.bias") != 0) continue;
+        int causal;
+        int64_t r, c;
+        hs_status s = causal_mask_check(src, i, chunk, cap, &causal, &r, &c, err);
+        if (s != HS_OK) return s;
+        n_masks++;
+        if (causal) continue;
+        if (n_bad++ == 0) {
+            first = i;
+            fr = r;
+            fc = c;
+        }
+    }
+    if (n_bad == 0) return HS_OK;
+    if (fr >= 0)
+        hs_note(notes, HS_NOTE_CMD, "note: %d of %d attn.bias buffers are not the causal "
+                "lower-triangular mask (first: %s, row %lld, column %lld); headscope applies the "
+                "causal mask whatever they hold", n_bad, n_masks, src->x.bufs.names[first],
+                (long long)fr, (long long)fc);
+    else
+        hs_note(notes, HS_NOTE_CMD, "note: %d of %d attn.bias buffers are not the causal mask's "
+                "shape [1, 1, n, n] (first: %s); headscope applies the causal mask whatever they "
+                "hold", n_bad, n_masks, src->x.bufs.names[first]);
+    return HS_OK;
+}
+
+/* "[a,b,...]" of shape (ndim dims) into buf. */
+static void fmt_dims(char *buf, size_t cap, const int64_t *shape, int ndim)
+{
+    size_t k = (size_t)snprintf(buf, cap, "[");
+    for (int d = 0; d < ndim && k < cap; d++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", d ? "," : "", (long long)shape[d]);
+    if (k < cap) snprintf(buf + k, cap - k, "]");
+}
+
+/* The table entries a target fills: ks[0..2] (W_Q, W_K, W_V or b_Q, b_K,
+ * b_V for c_attn; the one entry three times otherwise). */
+static void target_entries(const hs_model *m, const hf_target *t, int ks[3])
+{
+    ks[0] = ks[1] = ks[2] = table_index(m, t->tl);
+    if (t->kind != HF_QKV_W && t->kind != HF_QKV_B) return;
+    char nm[48];
+    for (int p = 1; p < 3; p++) {
+        snprintf(nm, sizeof nm, "%.*s%c", (int)strlen(t->tl) - 1, t->tl, "QKV"[p]);
+        ks[p] = table_index(m, nm);
+    }
+}
+
+/* Weight i of src resolved (*t), its shape checked, its table entries
+ * marked filled (one filled twice refused). */
+static hs_status hf_claim(const hs_ckpt_src *src, int i, const hs_model *m, hf_target *t,
+                          unsigned char *filled, hs_error *err)
+{
+    const hs_st_file *st = &src->x.st;
+    const char *name = st->names[i];
+    /* lm_head.weight sits beside the transformer, never under its prefix */
+    const char *bare = strip(name);
+    if ((bare != name && strcmp(bare, "lm_head.weight") == 0) || !hf_target_of(&m->cfg, bare, t))
+        return hs_fail(err, HS_ERR_FORMAT, "%s: unknown tensor '%.64s': not part of the GPT-2 "
+                       "config.json describes (n_layer %d)", src->fname, name, m->cfg.n_layers);
+    int same = st->ndim[i] == t->ndim;
+    for (int d = 0; same && d < t->ndim; d++) same = st->shape[i][d] == t->shape[d];
+    if (!same) {
+        char a[128], b[64];
+        fmt_dims(a, sizeof a, st->shape[i], st->ndim[i]);
+        fmt_dims(b, sizeof b, t->shape, t->ndim);
+        return hs_fail(err, HS_ERR_FORMAT, "%s: tensor %s has shape %s, config.json expects %s",
+                       src->fname, name, a, b);
+    }
+    int ks[3];
+    target_entries(m, t, ks);
+    for (int p = 0; p < 3; p++)
+        if (filled[ks[p]])
+            return hs_fail(err, HS_ERR_FORMAT, "%s: tensor %s is given twice (with and without "
+                           "the 'transformer.' prefix?)", src->fname, name);
+    for (int p = 0; p < 3; p++) filled[ks[p]] = 1;
+    return HS_OK;
+}
+
+/* Weight i of src (claimed as t) read into its place. */
+static hs_status hf_read(const hs_ckpt_src *src, int i, const hf_target *t, hs_model *m,
+                         float *chunk, size_t cap, hs_error *err)
+{
+    int ks[3];
+    target_entries(m, t, ks);
+    float *dst = m->param_mem + m->tensors[ks[0]].offset;
+    const int64_t D = m->cfg.d_model, V = m->cfg.d_vocab;
+    hs_status s = HS_OK;
+    if (t->kind == HF_DIRECT) {
+        s = hs_ckpt_read(src, i, 0, m->tensors[ks[0]].numel, dst, err);
+    } else if (t->kind == HF_QKV_W) {
+        s = read_qkv_w(src, i, m, t->tl, chunk, cap, err);
+    } else if (t->kind == HF_QKV_B) { /* [3D] = view(3, H, dh): b_Q, b_K, b_V back to back */
+        for (int p = 0; p < 3 && s == HS_OK; p++)
+            s = hs_ckpt_read(src, i, (size_t)p * D, (size_t)D,
+                             m->param_mem + m->tensors[ks[p]].offset, err);
+    } else { /* lm_head.weight [V, D] -> W_U (D, V) */
+        const int64_t per = (int64_t)(cap / (size_t)D);
+        for (int64_t v0 = 0; v0 < V && s == HS_OK; v0 += per) {
+            const int64_t nv = V - v0 < per ? V - v0 : per;
+            s = hs_ckpt_read(src, i, (size_t)(v0 * D), (size_t)(nv * D), chunk, err);
+            if (s == HS_OK) unembed_rows(dst, chunk, v0, nv, D, V);
+        }
+    }
+    return s;
+}
+
+/* Every weight resolved and checked in header order (so the first wrong one
+ * is reported), then read in file order; W_U tied to W_E when no
+ * lm_head.weight came; b_U zero; the buffers checked. */
+static hs_status hf_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *filled,
+                         const hs_notes *notes, hs_error *err)
+{
+    const size_t cap = HS_CKPT_CHUNK / sizeof(float);
+    const int n = src->x.st.n;
+    float *chunk = malloc(HS_CKPT_CHUNK);
+    hf_target *ts = malloc(((size_t)n + 1) * sizeof *ts);
+    hs_status s = chunk && ts ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    /* (a block's ts[i].tl points into ts[i].buf: ts is not moved) */
+    for (int i = 0; i < n && s == HS_OK; i++) s = hf_claim(src, i, m, &ts[i], filled, err);
+    for (int o = 0; o < n && s == HS_OK; o++)
+        s = hf_read(src, src->order[o], &ts[src->order[o]], m, chunk, cap, err);
+    const int wu = table_index(m, "unembed.W_U"), we = table_index(m, "embed.W_E");
+    if (s == HS_OK && !filled[wu] && filled[we]) { /* tied: W_U = W_E^T */
+        const int64_t D = m->cfg.d_model, V = m->cfg.d_vocab, per = (int64_t)(cap / (size_t)D);
+        const float *W_E = m->param_mem + m->tensors[we].offset;
+        for (int64_t v0 = 0; v0 < V; v0 += per)
+            unembed_rows(m->param_mem + m->tensors[wu].offset, W_E + v0 * D, v0,
+                         V - v0 < per ? V - v0 : per, D, V);
+        filled[wu] = 1;
+    }
+    if (s == HS_OK && m->params.b_U) {
+        memset(m->params.b_U, 0, (size_t)m->cfg.d_vocab * sizeof(float));
+        filled[table_index(m, "unembed.b_U")] = 1;
+    }
+    if (s == HS_OK) s = check_buffers(src, (unsigned char *)chunk, HS_CKPT_CHUNK, notes, err);
+    free(ts);
+    free(chunk);
+    return s;
+}
+
+const hs_ckpt_layout hs_ckpt_layout_hf = {
+    "Hugging Face GPT-2",
+    "Hugging Face GPT-2 buffer tensor(s) (h.*.attn.bias/masked_bias: the causal mask, which "
+    "headscope applies itself)",
+    hf_recognises, hf_is_buffer, hf_config, hf_fill,
+};

@@ -1,0 +1,448 @@
+/*
+ * model/checkpoint_src.c -- a checkpoint opened for reading (the seam:
+ * checkpoint_internal.h, "Reading a checkpoint's headers, then its values
+ * into place"): one .safetensors file, a Hugging Face folder (model.safetensors
+ * or a sharded model.safetensors.index.json and its shards) or a buffer;
+ * every shard's header indexed without reading a value; then each tensor's
+ * values read in bounded chunks (pread) into the caller's memory, converted
+ * to float32 (F16, BF16) and checked finite on the way.
+ *
+ * The weights are never held twice: pread lands them where the parameter
+ * table wants them (the page cache keeps the file, which the process's
+ * resident set does not count), and a conversion goes through a 1 MiB chunk
+ * at most.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include "model/model.h"
+#include "model/checkpoint_internal.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* Values                                                                    */
+
+static int host_is_little_endian(void)
+{
+    const uint16_t one = 1;
+    unsigned char b;
+    memcpy(&b, &one, 1);
+    return b == 1;
+}
+
+/* n bytes at off of shard sh into dst. */
+static hs_status shard_read(const hs_st_shard *sh, uint64_t off, size_t n, void *dst,
+                            hs_error *err)
+{
+    if (off > sh->size || n > sh->size - off)
+        return hs_fail(err, HS_ERR_FORMAT, "%s: %zu bytes at offset %llu are past the end of the "
+                       "file (%llu bytes); truncated file?", sh->path, n, (unsigned long long)off,
+                       (unsigned long long)sh->size);
+    if (sh->fd < 0) {
+        memcpy(dst, sh->mem + off, n);
+        return HS_OK;
+    }
+    unsigned char *p = dst;
+    while (n > 0) {
+        ssize_t r = pread(sh->fd, p, n, (off_t)off);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0)
+            return hs_fail(err, HS_ERR_IO, "cannot read %s at offset %llu: %s", sh->path,
+                           (unsigned long long)off, r < 0 ? strerror(errno) : "unexpected end of file");
+        p += r;
+        n -= (size_t)r;
+        off += (uint64_t)r;
+    }
+    return HS_OK;
+}
+
+/* IEEE half -> float, exactly (subnormals, infinities, NaN). */
+static float half_to_float(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
+    if (exp == 0x1f) {
+        u = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) {
+        u = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+        u = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        do {
+            man <<= 1;
+            e++;
+        } while ((man & 0x400u) == 0);
+        u = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ffu) << 13);
+    }
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* The index of the first non-finite value of x (n), or n. One vector pass
+ * (every exponent field all ones?), then a scalar search only when one is. */
+static size_t first_nonfinite(const float *x, size_t n)
+{
+    typedef uint32_t u8v __attribute__((vector_size(32)));
+    const u8v mask = {0x7f800000u, 0x7f800000u, 0x7f800000u, 0x7f800000u,
+                      0x7f800000u, 0x7f800000u, 0x7f800000u, 0x7f800000u};
+    u8v bad = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        u8v v;
+        memcpy(&v, x + i, sizeof v);
+        bad |= (u8v)((v & mask) == mask);
+    }
+    uint32_t any = 0;
+    for (int k = 0; k < 8; k++) any |= bad[k];
+    for (; i < n && !any; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        any = (u & 0x7f800000u) == 0x7f800000u;
+    }
+    if (!any) return n;
+    for (i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, x + i, sizeof u);
+        if ((u & 0x7f800000u) == 0x7f800000u) return i;
+    }
+    return n;
+}
+
+/* Converts n stored values (dtype, little-endian bytes in raw) to floats. */
+static void convert(float *dst, const unsigned char *raw, size_t n, hs_st_dtype dtype)
+{
+    for (size_t k = 0; k < n; k++) {
+        const unsigned char *p = raw + k * (dtype == HS_ST_F32 ? 4 : 2);
+        if (dtype == HS_ST_F32) {
+            uint32_t u = (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) |
+                         ((uint32_t)p[3] << 24);
+            memcpy(&dst[k], &u, sizeof u);
+        } else if (dtype == HS_ST_BF16) {
+            uint32_t u = ((uint32_t)p[0] | ((uint32_t)p[1] << 8)) << 16;
+            memcpy(&dst[k], &u, sizeof u);
+        } else {
+            dst[k] = half_to_float((uint16_t)(p[0] | (p[1] << 8)));
+        }
+    }
+}
+
+hs_status hs_ckpt_read(const hs_ckpt_src *src, int i, size_t first, size_t n, float *dst,
+                       hs_error *err)
+{
+    HS_ASSERT(i >= 0 && i < src->x.st.n && first <= src->x.st.numel[i] &&
+              n <= src->x.st.numel[i] - first);
+    const hs_st_loc *l = &src->x.loc[i];
+    const hs_st_shard *sh = &src->shards[l->shard];
+    const int direct = l->dtype == HS_ST_F32 && host_is_little_endian();
+    unsigned char raw[16384]; /* a conversion's bytes, a piece at a time */
+    const size_t step = direct ? HS_CKPT_CHUNK / 4 : sizeof raw / l->elsize;
+    for (size_t done = 0; done < n;) {
+        const size_t k = n - done < step ? n - done : step;
+        const uint64_t off = l->offset + (uint64_t)(first + done) * l->elsize;
+        float *d = dst + done;
+        hs_status s = shard_read(sh, off, k * l->elsize, direct ? (void *)d : (void *)raw, err);
+        if (s != HS_OK) return s;
+        if (!direct) convert(d, raw, k, l->dtype);
+        const size_t bad = first_nonfinite(d, k);
+        if (bad < k) {
+            const float v = d[bad];
+            return hs_fail(err, HS_ERR_NUMERIC, "%s: tensor '%s' has a non-finite value (%s) at "
+                           "index %zu", sh->path, src->x.st.names[i],
+                           v != v ? "NaN" : (v > 0 ? "+Inf" : "-Inf"), first + done + bad);
+        }
+        done += k;
+    }
+    return HS_OK;
+}
+
+hs_status hs_ckpt_read_buf(const hs_ckpt_src *src, int i, size_t first, size_t n, void *dst,
+                           hs_error *err)
+{
+    HS_ASSERT(i >= 0 && i < src->x.bufs.n);
+    const hs_st_loc *l = &src->x.buf_loc[i];
+    return shard_read(&src->shards[l->shard], l->offset + first, n, dst, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Opening                                                                   */
+
+void hs_ckpt_src_close(hs_ckpt_src *src)
+{
+    if (src == NULL) return;
+    for (int i = 0; i < src->n_shards; i++) {
+        if (src->shards[i].fd >= 0) close(src->shards[i].fd);
+        free(src->shards[i].path);
+    }
+    free(src->shards);
+    free(src->dir);
+    free(src->order);
+    hs_st_index_free(&src->x);
+    memset(src, 0, sizeof *src);
+}
+
+/* A new shard for path (fd -1, mem NULL until opened); NULL on OOM. */
+static hs_st_shard *add_shard(hs_ckpt_src *src, const char *path)
+{
+    hs_st_shard *sh = realloc(src->shards, (size_t)(src->n_shards + 1) * sizeof *sh);
+    if (!sh) return NULL;
+    src->shards = sh;
+    sh += src->n_shards;
+    memset(sh, 0, sizeof *sh);
+    sh->fd = -1;
+    sh->path = hs_strdup(path);
+    if (!sh->path) return NULL;
+    src->n_shards++;
+    return sh;
+}
+
+/* The header of shard sh into *x (loc[].shard = the shard's index). */
+static hs_status index_shard(const hs_st_shard *sh, int shard, hs_st_skip_fn skip,
+                             hs_st_index *x, hs_error *err)
+{
+    unsigned char b8[8] = {0};
+    uint64_t hlen = 0;
+    hs_status s = sh->size >= 8 ? shard_read(sh, 0, 8, b8, err) : HS_OK;
+    if (s == HS_OK) s = hs_st_header_len(b8, sh->size, sh->path, &hlen, err);
+    if (s != HS_OK) return s;
+    unsigned char *hdr = malloc((size_t)hlen + 1);
+    if (!hdr) return hs_fail(err, HS_ERR_NOMEM, "%s: out of memory", sh->path);
+    s = shard_read(sh, 8, (size_t)hlen, hdr, err);
+    if (s == HS_OK)
+        s = hs_st_index_parse(hdr, (size_t)hlen, sh->size - 8 - hlen, 8 + hlen, sh->path, skip,
+                              NULL, x, err);
+    free(hdr);
+    for (int i = 0; s == HS_OK && i < x->st.n; i++) x->loc[i].shard = shard;
+    for (int i = 0; s == HS_OK && i < x->bufs.n; i++) x->buf_loc[i].shard = shard;
+    return s;
+}
+
+/* Opens path as the next shard and indexes it. */
+static hs_status open_shard(hs_ckpt_src *src, const char *path, hs_st_skip_fn skip,
+                            hs_st_index *x, hs_error *err)
+{
+    hs_st_shard *sh = add_shard(src, path);
+    if (!sh) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    /* O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
+     * below); for a regular file the flag changes nothing. */
+    sh->fd = open(path, O_RDONLY | O_NONBLOCK);
+    struct stat stt;
+    if (sh->fd < 0 || fstat(sh->fd, &stt) != 0)
+        return hs_fail(err, HS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    if (!S_ISREG(stt.st_mode)) return hs_fail(err, HS_ERR_IO, "%s is not a regular file", path);
+    sh->size = (uint64_t)stt.st_size;
+    return index_shard(sh, src->n_shards - 1, skip, x, err);
+}
+
+/* Appends the tensors of part (a shard's index) to dst (st, loc, bufs,
+ * buf_loc); the metadata stays dst's (the first shard's). part is emptied. */
+static hs_status merge_index(hs_st_index *dst, hs_st_index *part, hs_error *err)
+{
+    hs_st_file *df[2] = {&dst->st, &dst->bufs}, *pf[2] = {&part->st, &part->bufs};
+    hs_st_loc **dl[2] = {&dst->loc, &dst->buf_loc}, *pl[2] = {part->loc, part->buf_loc};
+    for (int w = 0; w < 2; w++) {
+        const size_t n = (size_t)df[w]->n + (size_t)pf[w]->n + 1;
+        char **names = realloc(df[w]->names, n * sizeof *names);
+        if (names) df[w]->names = names;
+        int *ndim = realloc(df[w]->ndim, n * sizeof *ndim);
+        if (ndim) df[w]->ndim = ndim;
+        int64_t(*shape)[4] = realloc(df[w]->shape, n * sizeof *shape);
+        if (shape) df[w]->shape = shape;
+        size_t *numel = realloc(df[w]->numel, n * sizeof *numel);
+        if (numel) df[w]->numel = numel;
+        hs_st_loc *loc = realloc(*dl[w], n * sizeof *loc);
+        if (loc) *dl[w] = loc;
+        if (!names || !ndim || !shape || !numel || !loc)
+            return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        for (int i = 0; i < pf[w]->n; i++) {
+            const int k = df[w]->n++;
+            df[w]->names[k] = pf[w]->names[i];
+            pf[w]->names[i] = NULL;
+            df[w]->ndim[k] = pf[w]->ndim[i];
+            memcpy(df[w]->shape[k], pf[w]->shape[i], sizeof df[w]->shape[k]);
+            df[w]->numel[k] = pf[w]->numel[i];
+            (*dl[w])[k] = pl[w][i];
+        }
+    }
+    hs_st_index_free(part);
+    return HS_OK;
+}
+
+/* The shard a weight_map names for tensor name, or NULL. */
+static const char *map_shard(const cJSON *map, const char *name)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(map, name);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* Every shard of a sharded folder: index (a model.safetensors.index.json
+ * text) names them in its weight_map; each opened, indexed and merged into
+ * src->x, each tensor found where the map says. */
+static hs_status open_sharded(hs_ckpt_src *src, const char *ipath, const char *text,
+                              hs_st_skip_fn skip, hs_error *err)
+{
+    hs_status s = HS_OK;
+    cJSON *root = cJSON_Parse(text);
+    const cJSON *map = cJSON_GetObjectItemCaseSensitive(root, "weight_map"), *it;
+    if (!cJSON_IsObject(map) || cJSON_GetArraySize(map) == 0) {
+        cJSON_Delete(root);
+        return hs_fail(err, HS_ERR_FORMAT, "%s: not a Hugging Face index (a JSON object with a "
+                       "non-empty \"weight_map\": tensor name -> shard file)", ipath);
+    }
+    cJSON_ArrayForEach(it, map) {
+        const char *f = cJSON_IsString(it) ? it->valuestring : "";
+        if (f[0] == '\0' || strchr(f, '/') || strcmp(f, ".") == 0 || strcmp(f, "..") == 0) {
+            s = hs_fail(err, HS_ERR_FORMAT, "%s: tensor '%.64s' is mapped to '%.64s', not a file "
+                        "name in the folder", ipath, it->string, cJSON_IsString(it) ? f : "?");
+            break;
+        }
+        int seen = 0;
+        for (int k = 0; k < src->n_shards && !seen; k++) {
+            const char *base = strrchr(src->shards[k].path, '/');
+            seen = strcmp(base ? base + 1 : src->shards[k].path, f) == 0;
+        }
+        if (seen) continue;
+        char *path = hs_path_join(src->dir, f);
+        hs_st_index part;
+        memset(&part, 0, sizeof part);
+        s = path ? open_shard(src, path, skip, src->n_shards ? &part : &src->x, err)
+                 : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        if (s == HS_OK && src->n_shards > 1) s = merge_index(&src->x, &part, err);
+        hs_st_index_free(&part);
+        /* each tensor of the shard is the map's for that shard */
+        const hs_st_file *fs[2] = {&src->x.st, &src->x.bufs};
+        const hs_st_loc *ls[2] = {src->x.loc, src->x.buf_loc};
+        for (int w = 0; w < 2 && s == HS_OK; w++)
+            for (int i = 0; i < fs[w]->n && s == HS_OK; i++) {
+                if (ls[w][i].shard != src->n_shards - 1) continue;
+                const char *want = map_shard(map, fs[w]->names[i]);
+                if (want == NULL || strcmp(want, f) != 0)
+                    s = hs_fail(err, HS_ERR_FORMAT, "%s: tensor '%.64s' is %s (%s)", path,
+                                fs[w]->names[i], want ? "mapped to another shard by the index"
+                                                      : "not in the index's weight_map", ipath);
+            }
+        free(path);
+        if (s != HS_OK) break;
+    }
+    /* and every tensor of the map is in its shard */
+    cJSON_ArrayForEach(it, map) {
+        if (s != HS_OK) break;
+        if (hs_st_find(&src->x.st, it->string) < 0 && hs_st_find(&src->x.bufs, it->string) < 0)
+            s = hs_fail(err, HS_ERR_FORMAT, "%s: the index maps tensor '%.64s' to %s, which does "
+                        "not hold it", ipath, it->string, it->valuestring);
+    }
+    cJSON_Delete(root);
+    return s;
+}
+
+/* A folder: its sharded index, or its model.safetensors. */
+static hs_status open_folder(hs_ckpt_src *src, const char *dir, hs_st_skip_fn skip,
+                             hs_error *err)
+{
+    char *ipath = hs_path_join(dir, "model.safetensors.index.json");
+    char *mpath = hs_path_join(dir, "model.safetensors");
+    hs_status s = HS_OK;
+    struct stat stt;
+    if (!ipath || !mpath) {
+        s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    } else if (stat(ipath, &stt) == 0) {
+        unsigned char *text = NULL;
+        size_t n = 0;
+        s = hs_read_file(ipath, &text, &n, err);
+        char *z = s == HS_OK ? malloc(n + 1) : NULL;
+        if (s == HS_OK && !z) s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        if (z) {
+            memcpy(z, text, n);
+            z[n] = '\0';
+            s = open_sharded(src, ipath, z, skip, err);
+        }
+        free(z);
+        free(text);
+    } else if (stat(mpath, &stt) == 0) {
+        s = open_shard(src, mpath, skip, &src->x, err);
+    } else {
+        s = hs_fail(err, HS_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json "
+                    "(a Hugging Face model folder holds one)", dir);
+    }
+    free(ipath);
+    free(mpath);
+    return s;
+}
+
+/* src->order: the weights by (shard, offset). */
+static hs_status sort_order(hs_ckpt_src *src, hs_error *err)
+{
+    const int n = src->x.st.n;
+    src->order = malloc(((size_t)n + 1) * sizeof *src->order);
+    if (!src->order) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n; i++) src->order[i] = i;
+    /* insertion sort: headers list tensors nearly in offset order already */
+    for (int i = 1; i < n; i++) {
+        const int v = src->order[i];
+        const hs_st_loc *lv = &src->x.loc[v];
+        int j = i - 1;
+        while (j >= 0) {
+            const hs_st_loc *lj = &src->x.loc[src->order[j]];
+            if (lj->shard < lv->shard || (lj->shard == lv->shard && lj->offset <= lv->offset)) break;
+            src->order[j + 1] = src->order[j];
+            j--;
+        }
+        src->order[j + 1] = v;
+    }
+    return HS_OK;
+}
+
+hs_status hs_ckpt_src_open(const char *path, hs_st_skip_fn skip, hs_ckpt_src *src,
+                           hs_error *err)
+{
+    memset(src, 0, sizeof *src);
+    src->fname = path;
+    struct stat stt;
+    if (stat(path, &stt) != 0)
+        return hs_fail(err, HS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
+    hs_status s;
+    if (S_ISDIR(stt.st_mode)) {
+        src->dir = hs_strdup(path);
+        s = src->dir ? open_folder(src, path, skip, err) : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    } else {
+        const char *slash = strrchr(path, '/');
+        src->dir = slash ? hs_strfmt("%.*s", (int)(slash - path) + (slash == path), path)
+                         : hs_strdup(".");
+        s = src->dir ? open_shard(src, path, skip, &src->x, err)
+                     : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    if (s == HS_OK) s = sort_order(src, err);
+    if (s != HS_OK) {
+        hs_ckpt_src_close(src);
+        src->fname = path;
+    }
+    return s;
+}
+
+hs_status hs_ckpt_src_mem(const unsigned char *buf, size_t n, const char *name,
+                          hs_st_skip_fn skip, hs_ckpt_src *src, hs_error *err)
+{
+    memset(src, 0, sizeof *src);
+    src->fname = name ? name : "<buffer>";
+    hs_st_shard *sh = add_shard(src, src->fname);
+    hs_status s = sh ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (s == HS_OK) {
+        sh->mem = buf;
+        sh->size = n;
+        s = index_shard(sh, 0, skip, &src->x, err);
+    }
+    if (s == HS_OK) s = sort_order(src, err);
+    if (s != HS_OK) {
+        const char *f = src->fname;
+        hs_ckpt_src_close(src);
+        src->fname = f;
+    }
+    return s;
+}

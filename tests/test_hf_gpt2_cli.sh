@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# tests/test_hf_gpt2_cli.sh BUILD_DIR HEADSCOPE_BIN -- Hugging Face GPT-2
+# folders on the command line (tests/py/make_hf_gpt2.py writes them, random
+# weights, no network): `inspect` and `dla` read a folder as --model; with
+# --process tl every DLA output says "weights": "tl-processed" (without it,
+# "raw"), the patterns are the raw run's and DLA still sums to the logit
+# difference; a bad folder (no config.json, a mismatched shape, another
+# model_type, an unknown field, a truncated shard, a shard missing from the
+# index or a tensor missing from it, ...) is refused in one line with exit 1
+# and nothing written; --process takes tl or raw (else a usage error, 2).
+set -euo pipefail
+HS=${2:?usage: test_hf_gpt2_cli.sh BUILD_DIR HEADSCOPE_BIN}
+PY=/usr/bin/python3
+mkdir -p "${HS_TEST_TMP:-${1}/testtmp}"
+TMP=$(mktemp -d "${HS_TEST_TMP:-${1}/testtmp}/hf_cli.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+HERE=$(cd "$(dirname "$0")" && pwd)
+case "$HS" in /*) ;; *) HS="$PWD/$HS" ;; esac
+# shellcheck source=cli_lib.sh
+. "$HERE/cli_lib.sh"
+
+"$PY" "$HERE/py/make_hf_gpt2.py" "$TMP/fx"
+FX=$TMP/fx
+words() { "$PY" -c "import sys; print('\n'.join('w%d' % i for i in range(int(sys.argv[1]))))" "$1"; }
+words 41 >"$TMP/v41.txt"
+words 13 >"$TMP/v13.txt"
+words 19 >"$TMP/v19.txt"
+printf '%s\n' '{"prompt": "w1 w2 w3 w4", "answer": "w5", "wrong": "w6"}' \
+    '{"prompt": "w7 w2 w9 w4", "answer": "w5", "wrong": "w8"}' >"$TMP/set.jsonl"
+
+# 1. inspect on a folder, raw and processed: the DLA JSONs say which weights
+for w in raw tl; do
+    run 0 "inspect_$w" inspect --model "$FX/base" --vocab "$TMP/v41.txt" --sentence "w1 w2 w3 w4 w5" \
+        --vs w7 --out "$TMP/ins_$w" --format json --process "$w"
+    check_folder "$TMP/ins_$w" dla.json dla_vs.json
+done
+"$PY" - "$TMP" <<'PYEOF' || fail "inspect --process tl"
+import json, sys
+t = sys.argv[1]
+for w, want in (("raw", "raw"), ("tl", "tl-processed")):
+    for f in ("dla", "dla_vs"):
+        j = json.load(open("%s/ins_%s/%s.json" % (t, w, f)))
+        assert j["weights"] == want, (w, f, j["weights"])
+        assert abs(j["sum_of_values"] - j[j["metric"]]) < 1e-4 * max(1, abs(j[j["metric"]])), j
+raw = json.load(open("%s/ins_raw/attention_grid.json" % t))
+tl = json.load(open("%s/ins_tl/attention_grid.json" % t))
+a, b = json.dumps(raw["attention"]), json.dumps(tl["attention"])
+ra, rb = json.loads(a), json.loads(b)
+flat = lambda x: [v for r in x for v in (flat(r) if isinstance(r, list) else [r])]
+d = max(abs(x - y) for x, y in zip(flat(ra), flat(rb)))
+assert d < 1e-5, d
+lr = json.load(open("%s/ins_raw/dla_vs.json" % t))["logit_diff"]
+lt = json.load(open("%s/ins_tl/dla_vs.json" % t))["logit_diff"]
+assert abs(lr - lt) < 1e-4, (lr, lt)
+PYEOF
+grep -q 'note: weights processed as TransformerLens' "$TMP/inspect_tl.err" || fail "no processing note"
+
+# 2. dla over a prompt set, a sharded folder, processed: its JSON says so
+run 0 dla_tl dla --model "$FX/sharded" --vocab "$TMP/v19.txt" --data "$TMP/set.jsonl" --process tl --json
+grep -q '"weights":	"tl-processed"' "$TMP/dla_tl.out" || fail "dla --json lacks weights tl-processed"
+run 0 dla_raw dla --model "$FX/sharded" --vocab "$TMP/v19.txt" --data "$TMP/set.jsonl" --out "$TMP/dla_out"
+grep -q '"weights":	"raw"' "$TMP/dla_out/dla.json" || fail "dla.json lacks weights raw"
+
+# 3. bad folders: one line, exit 1, nothing written
+while IFS=$'\t' read -r case want; do
+    run 1 "bad_$case" inspect --model "$FX/bad/$case" --vocab "$TMP/v13.txt" --sentence "w1 w2" \
+        --out "$TMP/out_$case"
+    [ "$(wc -l <"$TMP/bad_$case.err")" -eq 1 ] || fail "bad_$case: not one line: $(cat "$TMP/bad_$case.err")"
+    grep -qF -- "$want" "$TMP/bad_$case.err" || fail "bad_$case: no '$want' in $(cat "$TMP/bad_$case.err")"
+    [ ! -e "$TMP/out_$case" ] || fail "bad_$case: $TMP/out_$case was written"
+done <"$FX/bad/cases.tsv"
+
+# 4. --process takes tl or raw
+run 2 process_bad inspect --model "$FX/base" --vocab "$TMP/v41.txt" --sentence "w1" --process fold
+one_line process_bad "--process needs tl or raw, got 'fold'"
+echo "hf gpt2 cli: ok"
