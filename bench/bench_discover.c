@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "discovery/discovery.h"
 #include "experiments/experiments.h"
 #include "tasks/tasks.h"
 

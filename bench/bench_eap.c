@@ -18,6 +18,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "discovery/discovery.h"
 #include "experiments/experiments.h"
 
 static int usage(void)

@@ -11,12 +11,16 @@
 #include "common/common.h"
 #include "model/model.h"
 #include "circuits/circuits.h"
+#include "discovery/discovery.h"
 #include "tasks/tasks.h"
 
 /* Option codes and getopt entries of those flags, and their --help lines. */
-enum { CLI_O_VOCAB = 1200, CLI_O_SPLIT_SEED, CLI_O_HELDOUT_PAIRS, CLI_O_PROCESS }; /* after figopts.h's 1000.., expout.h's 1100.. */
-/* every command that takes --model takes --vocab and --process with it */
-#define CLI_VOCAB_OPT {"vocab", required_argument, 0, CLI_O_VOCAB}, {"process", required_argument, 0, CLI_O_PROCESS}
+enum { CLI_O_VOCAB = 1200, CLI_O_SPLIT_SEED, CLI_O_HELDOUT_PAIRS, CLI_O_PROCESS, CLI_O_NO_BOS }; /* after figopts.h's 1000.., expout.h's 1100.. */
+/* every command that takes --model takes --vocab, --process and --no-bos with it */
+#define CLI_VOCAB_OPT                                                                    \
+    {"vocab", required_argument, 0, CLI_O_VOCAB},                                        \
+        {"process", required_argument, 0, CLI_O_PROCESS},                                \
+        {"no-bos", no_argument, 0, CLI_O_NO_BOS}
 #define CLI_SPLIT_OPTS                                                                   \
     {"split-seed", required_argument, 0, CLI_O_SPLIT_SEED},                              \
         {"heldout-pairs", required_argument, 0, CLI_O_HELDOUT_PAIRS}
@@ -25,13 +29,15 @@ enum { CLI_O_VOCAB = 1200, CLI_O_SPLIT_SEED, CLI_O_HELDOUT_PAIRS, CLI_O_PROCESS 
     "                         line (id = line - 1), or a JSON list of strings\n"          \
     "  --process tl           the weights as TransformerLens' from_pretrained processes\n" \
     "                         them (fold_ln, centring, fold_value_biases; every DLA\n"      \
-    "                         output says \"weights\"); --process raw (default): as stored\n"
+    "                         output says \"weights\"); --process raw (default): as stored\n" \
+    "  --no-bos               a BPE model's text without the BOS token (<|endoftext|>)\n"  \
+    "                         that is prepended by default, as TransformerLens does\n"
 #define CLI_SPLIT_HELP                                                                   \
     "  --split-seed S         for a Winograd model without task metadata: the split\n"     \
     "                         seed it was trained with (headscope train --split-seed)\n"   \
     "  --heldout-pairs FILE   or its held-out pairs, \"x y\" noun words a line\n"
 
-/* Handles one of the flags above (--process: "tl" or "raw") into src: 1
+/* Handles one of the flags above (--process: "tl" or "raw"; --no-bos) into src: 1
  * handled, 0 not one of them,
  * -1 a bad value (usage error printed, exit status 2). */
 int cli_source_opt(const char *cmd, int c, const char *arg, hs_load_source *src);

@@ -8,7 +8,7 @@
  * by row, in double. Means over the rows are taken in row order, so every
  * number is bit-identical for any thread count.
  */
-#include "experiments/attribution_internal.h"
+#include "experiments/patch_internal.h"
 
 #include <math.h>
 #include <stdio.h>

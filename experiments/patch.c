@@ -11,7 +11,7 @@
  * number is bit-identical for any thread count and equals one prompt at a
  * time (tests/test_experiments.c).
  */
-#include "experiments/attribution_internal.h"
+#include "experiments/patch_internal.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,6 +8,7 @@
 #include "tasks/tasks.h"
 
 #include <string.h>
+#include <sys/stat.h>
 
 void hs_loaded_free(hs_loaded *l)
 {
@@ -19,7 +20,15 @@ void hs_loaded_free(hs_loaded *l)
     memset(l, 0, sizeof *l);
 }
 
-/* The vocabulary: src's file, the checkpoint's, or id labels. */
+/* 1 when path is a folder (a Hugging Face model as downloaded). */
+static int is_folder(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
+/* The vocabulary: src's file, the checkpoint's, a folder's tokenizer, or id
+ * labels. */
 static hs_status load_vocab(const char *path, int need, const hs_load_source *src,
                             const hs_notes *notes, hs_loaded *out, hs_error *err)
 {
@@ -31,6 +40,8 @@ static hs_status load_vocab(const char *path, int need, const hs_load_source *sr
         st = hs_tokenizer_read(src->vocab, &out->vocab, err);
     } else if (out->meta.vocab) {
         st = hs_tokenizer_from_json(out->meta.vocab, &out->vocab, err);
+    } else if (is_folder(path)) {
+        st = hs_tokenizer_load_dir(path, &out->vocab, err);
     } else if (need & (HS_NEED_VOCAB | HS_NEED_TASK | HS_NEED_ANY_TASK)) {
         return hs_fail(err, HS_ERR_INPUT, "%s has no vocab metadata; headscope needs the word "
                        "list to read sentences: give --vocab FILE (one token a line, or a JSON "
@@ -39,6 +50,7 @@ static hs_status load_vocab(const char *path, int need, const hs_load_source *sr
         st = hs_tokenizer_ids(out->model->cfg.d_vocab, &out->vocab, err);
         out->vocab_is_ids = 1;
     }
+    if (st == HS_OK && src->no_bos) hs_tok_set_bos(out->vocab, 0);
     if (st == HS_OK && (int)out->vocab->n != out->model->cfg.d_vocab)
         st = hs_fail(err, HS_ERR_CONFIG, "%s: vocab%s%s has %zu words but d_vocab is %d", path,
                      src->vocab ? " " : "", src->vocab ? src->vocab : "", out->vocab->n,
@@ -88,7 +100,7 @@ static hs_status load_task(const char *path, int need, const hs_load_source *src
 hs_status hs_load(const char *path, int need, const hs_load_source *src, const hs_notes *notes,
                   hs_loaded *out, hs_error *err)
 {
-    static const hs_load_source none = {NULL, NULL, 0, 0, NULL};
+    static const hs_load_source none = {0};
     if (src == NULL) src = &none;
     memset(out, 0, sizeof *out);
     if (src->has_split_seed && src->heldout_pairs)

@@ -31,6 +31,7 @@
 
 #include <cmocka.h>
 
+#include "discovery/discovery.h"
 #include "experiments/experiments.h"
 #include "tasks/tasks.h"
 #include "fixture.h"

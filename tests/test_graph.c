@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "discovery/discovery.h"
 #include "experiments/experiments.h"
 
 static hs_graph build(int L, int H, int d_mlp)

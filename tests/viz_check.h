@@ -22,7 +22,7 @@
 #include <cmocka.h>
 #include <png.h>
 
-#include "experiments/experiments.h"
+#include "discovery/discovery.h"
 #include "viz/viz.h"
 #include "viz/viz_internal.h"
 

@@ -1,10 +1,10 @@
 /*
- * experiments/discover.c -- `headscope discover` and `headscope
+ * discovery/discover.c -- `headscope discover` and `headscope
  * faithfulness` as library calls (experiments.h, "Circuit discovery"):
  * score every edge (exact patching or ACDC), choose the circuit, run it and
  * the faithfulness curve, compare with a true circuit, write the folder.
  */
-#include "experiments/experiments.h"
+#include "discovery/discovery.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /*
- * experiments/faithfulness.c -- a circuit judged by running it and against a
+ * discovery/faithfulness.c -- a circuit judged by running it and against a
  * known circuit (experiments.h, "Faithfulness" and "Ground truth"): the
  * normalised faithfulness curve at MIB's sizes with CPR and CMD (MIB
  * MIB_circuit_track/evaluation.py evaluate_area_under_curve), ROC curves of
@@ -7,7 +7,7 @@
  * pessimistic areas (acdc/acdc_graphics.py pessimistic_auc), and reading the
  * known circuit.
  */
-#include "experiments/experiments.h"
+#include "discovery/discovery.h"
 
 #include <ctype.h>
 #include <math.h>

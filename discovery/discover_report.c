@@ -1,8 +1,8 @@
 /*
- * experiments/discover_report.c -- what `discover` and `faithfulness` say:
+ * discovery/discover_report.c -- what `discover` and `faithfulness` say:
  * their reports as JSON and as text (experiments.h, "Circuit discovery").
  */
-#include "experiments/experiments.h"
+#include "discovery/discovery.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,12 +1,12 @@
 /*
- * experiments/graph_io.c -- a scored circuit as the files other tools read
+ * discovery/graph_io.c -- a scored circuit as the files other tools read
  * (experiments.h, "graph.json and .dot"): graph.json in the bytes EAP-IG's
  * Graph.to_json writes (hannamw/eap-ig src/eap/graph.py: json.dump of
  * {"cfg", "nodes", "edges"} in Graph.from_model's insertion order, Python's
  * float repr), read back the way Graph.from_json reads it, and a Graphviz
  * .dot of the circuit.
  */
-#include "experiments/experiments.h"
+#include "discovery/discovery.h"
 
 #include <math.h>
 #include <stdio.h>

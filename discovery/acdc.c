@@ -1,12 +1,12 @@
 /*
- * experiments/acdc.c -- circuits from edge scores (top-n or a threshold on
+ * discovery/acdc.c -- circuits from edge scores (top-n or a threshold on
  * |score|, then dead ends pruned) and ACDC (Conmy et al. 2023, sec. 3,
  * Algorithm 1; ArthurConmy/Automatic-Circuit-Discovery
  * acdc/TLACDCExperiment.py `step`): receivers in reverse topological order,
  * each incoming edge tried removed, removed for good when the metric moves
  * less than tau (experiments.h, "Circuits from scores" and "ACDC").
  */
-#include "experiments/experiments.h"
+#include "discovery/discovery.h"
 
 #include <math.h>
 #include <stdio.h>

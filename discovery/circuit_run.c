@@ -1,5 +1,5 @@
 /*
- * experiments/circuit_run.c -- running a circuit on a prompt set
+ * discovery/circuit_run.c -- running a circuit on a prompt set
  * (experiments.h, "Running a circuit"): the clean prompts run on the engine
  * and every receiver whose circuit misses a sender reads that sender's
  * ablated output in place of its own (EAP-IG evaluate_graph, hannamw/eap-ig
@@ -14,7 +14,7 @@
  * each receiver point a hook that adds the sum of its missing senders'
  * diffs. Per-prompt metrics are stored by prompt and summed in prompt order.
  */
-#include "experiments/experiments.h"
+#include "discovery/discovery.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,11 +1,11 @@
 /*
- * experiments/graph_fig.c -- the circuit graph and the faithfulness curve as
+ * discovery/graph_fig.c -- the circuit graph and the faithfulness curve as
  * figures (experiments.h, "Circuit figures"): an hs_graph with its scores
  * and in-circuit flags placed for viz's graph figure (MIB's names, layers
  * bottom to top, a layer's heads side by side then its MLP), and
  * faithfulness over circuit size as viz's line plot on a log x axis.
  */
-#include "experiments/experiments.h"
+#include "discovery/discovery.h"
 
 #include <math.h>
 #include <stdio.h>

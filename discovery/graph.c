@@ -1,9 +1,9 @@
 /*
- * experiments/graph.c -- the computational graph of circuit discovery at head
+ * discovery/graph.c -- the computational graph of circuit discovery at head
  * granularity (experiments.h, "The circuit graph"): nodes, receivers and
  * edges in their canonical order, named as MIB and EAP-IG name them.
  */
-#include "experiments/experiments.h"
+#include "discovery/discovery.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,623 @@
+/*
+ * discovery/discovery.h -- circuit discovery: finding a circuit instead of
+ * checking one written by hand. The head-level graph of a model (MIB's
+ * names: input, a{l}.h{h} with separate <q>, <k>, <v> receivers, m{l},
+ * logits), edge scores by exact edge patching, edge attribution patching
+ * (EAP; Syed et al. 2023) and EAP with integrated gradients (EAP-IG; Hanna
+ * et al. 2024), ACDC's greedy pruning (Conmy et al. 2023); running a circuit
+ * (every receiver reads its in-circuit senders from the run and the rest
+ * from an ablated run) and its normalised faithfulness over MIB's circuit
+ * sizes (CPR, CMD); ROC against a true circuit; graph.json in EAP-IG's format
+ * and Graphviz .dot; the circuit and its faithfulness curve as figures; the
+ * `discover` and `faithfulness` commands (hs_discover_run,
+ * hs_faithfulness_run). docs/CIRCUITS.md, "Circuit discovery", has every
+ * definition with its source and where headscope differs.
+ *
+ * May call: common/, model/ (hs_backward_acts), probe/ (hooks, the
+ * experiment engine), tokenize/, output/ and viz/ (folders, figures),
+ * experiments/ (prompt sets, ablation methods, the metrics and their
+ * gradients at the read positions), cJSON. Never tasks/, circuits/ or cli/.
+ * The library never prints and never exits: every failure is an hs_status
+ * plus a one-line message in a caller-owned hs_error; notes go to the
+ * caller's hs_notes.
+ *
+ * Dims legend: n prompts of t tokens, L layers, H heads a layer, D d_model,
+ * V vocabulary; arrays over nodes, receivers or edges are in hs_graph's
+ * canonical order. Ownership: graphs, reports and evaluators are freed with
+ * their *_free / *_destroy (NULL and zeroed allowed); JSON is freed with
+ * cJSON_Delete, hs_buf text with hs_buf_free.
+ */
+#ifndef HS_DISCOVERY_H
+#define HS_DISCOVERY_H
+
+#include <stddef.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/common.h"
+#include "experiments/experiments.h"
+#include "model/model.h"
+#include "output/output.h"
+#include "probe/probe.h"
+#include "viz/viz.h"
+
+/* ------------------------------------------------------------------------ */
+/* The circuit graph (discovery/graph.c): what circuit discovery scores    */
+/*
+ * The computational graph at head granularity, named as MIB (Mueller et al.
+ * 2025) and EAP-IG (Hanna et al. 2024, hannamw/eap-ig src/eap/graph.py) name
+ * it. Nodes, in forward order: "input", then for each layer l the heads
+ * "a{l}.h{h}" (h = 0..H-1) and, when the model has MLPs, "m{l}", then
+ * "logits". A node SENDS its output into the residual stream:
+ *   input    blocks.0.hook_resid_pre (the embeddings, before any block)
+ *   a{l}.h{h} blocks.l.attn.hook_result[:, :, h, :] (z W_O of that head)
+ *   m{l}     blocks.l.hook_mlp_out
+ * (b_O and the biases are the same in every run and belong to no node.) A
+ * node RECEIVES the residual stream entering it: each head three times, as
+ * separate receivers "a{l}.h{h}<q>", "<k>", "<v>" (blocks.l.hook_q_input /
+ * hook_k_input / hook_v_input [:, :, h, :], before ln1), "m{l}" once
+ * (blocks.l.hook_mlp_in = resid_mid, before ln2), "logits" once
+ * (blocks.{L-1}.hook_resid_post, before ln_final). An edge u -> v runs from
+ * every node u that writes before receiver v reads: input, every head and
+ * MLP of an earlier layer, and for m{l} also the heads of its own layer;
+ * named "u->v", e.g. "input->a0.h0<q>", "a0.h2->a1.h0<k>", "a1.h3->m1",
+ * "m1->logits". A 2-layer model with 4 heads and MLPs has 110 edges, GPT-2
+ * small (12 x 12) 32,491 (hs_graph_edge_count).
+ *
+ * Canonical order, which every array over nodes, receivers or edges follows:
+ * nodes as above; receivers in forward order (for each layer: head 0's q, k,
+ * v, head 1's q, k, v, ..., then the MLP; logits last); edges grouped by
+ * receiver in that order, and within a receiver by sender in node order
+ * (edges [recv_first_edge[r], recv_first_edge[r] + recv_n_edges[r]) are
+ * receiver r's).
+ */
+typedef enum { HS_NODE_INPUT = 0, HS_NODE_HEAD, HS_NODE_MLP, HS_NODE_LOGITS } hs_node_kind;
+typedef enum { HS_RECV_Q = 0, HS_RECV_K = 1, HS_RECV_V = 2, HS_RECV_WHOLE = 3 } hs_recv_kind;
+
+typedef struct {
+    int n_layers, n_heads, has_mlp;
+    int n_nodes;              /* 1 + L (H + has_mlp) + 1 */
+    int n_receivers;          /* L (3 H + has_mlp) + 1 */
+    size_t n_edges;
+    hs_node_kind *node_kind;  /* [n_nodes] */
+    int *node_layer;          /* [n_nodes] layer (input -1, logits L) */
+    int *node_head;           /* [n_nodes] head, or -1 */
+    int *recv_node;           /* [n_receivers] the node receiving */
+    hs_recv_kind *recv_kind;  /* [n_receivers] q, k, v of a head; WHOLE otherwise */
+    size_t *recv_first_edge;  /* [n_receivers] its first edge */
+    int *recv_n_edges;        /* [n_receivers] its edges (= its senders) */
+    int *edge_src;            /* [n_edges] sending node */
+    int *edge_dst;            /* [n_edges] receiver */
+} hs_graph;
+
+/* The graph of a model of config cfg (its layers, heads, and MLPs when
+ * d_mlp > 0). Free with hs_graph_free. HS_ERR_CONFIG, HS_ERR_NOMEM. */
+hs_status hs_graph_build(const hs_config *cfg, hs_graph *out, hs_error *err);
+void hs_graph_free(hs_graph *g);
+/* The edge count of that graph, from the formula (for tests and for sizes):
+ * sum over layers l of 3 H (1 + l (H + m)) + m (1 + l (H + m) + H), plus
+ * 1 + L (H + m) into logits, m = 1 with MLPs. */
+size_t hs_graph_edge_count(int n_layers, int n_heads, int has_mlp);
+/* Names into buf (cap >= 32 is enough for every name): "a1.h0", "a1.h0<q>",
+ * "a0.h2->a1.h0<k>". */
+void hs_graph_node_name(const hs_graph *g, int node, char *buf, size_t cap);
+void hs_graph_receiver_name(const hs_graph *g, int r, char *buf, size_t cap);
+void hs_graph_edge_name(const hs_graph *g, size_t e, char *buf, size_t cap);
+/* The node / edge with that name, or -1 (an unknown name, or an edge the
+ * graph does not have, e.g. between two heads of one layer). */
+int hs_graph_find_node(const hs_graph *g, const char *name);
+long hs_graph_find_edge(const hs_graph *g, const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Running a circuit (discovery/circuit_run.c)                             */
+/*
+ * A circuit C is a set of edges of the graph above: a mask in_circuit
+ * [n_edges] in canonical edge order, 1 = in C. Running it on a prompt set
+ * (EAP-IG evaluate_graph, hannamw/eap-ig src/eap/evaluate.py): the clean
+ * prompts run on the engine, and every receiver v reads, beside that run's
+ * residual stream, its missing senders' ablated outputs in place of their own:
+ *     input_v += sum over senders u with u -> v not in C of (a_u,abl - a_u,run)
+ * at v's hook point (blocks.l.hook_q_input / hook_k_input / hook_v_input
+ * [:, :, h, :] for a head, blocks.l.hook_mlp_in for an MLP,
+ * blocks.{L-1}.hook_resid_post for logits), a_u being what u sends (the graph
+ * section: blocks.0.hook_resid_pre, hook_result [:, :, h, :], hook_mlp_out)
+ * in this run and a_u,abl its ablated value, the ablation (hs_ablate_method):
+ *   HS_ABLATE_RESAMPLE  u's output in the prompt's corrupted partner's run
+ *                       (the set needs "corrupted"; EAP-IG's 'patching')
+ *   HS_ABLATE_MEAN      u's position-wise mean over the set's clean prompts
+ *                       (EAP-IG's 'mean-positional')
+ *   HS_ABLATE_ZERO      0
+ * The sum runs over senders in node order, in float, and an element of it
+ * that is exactly 0 leaves the input as it was; a receiver missing no sender
+ * is not touched, so the full circuit M is the clean run bit for bit (no hook
+ * at all) and the empty circuit is the ablated run up to rounding. The input
+ * node is the whole blocks.0.hook_resid_pre (token and position embeddings:
+ * EAP-IG's input node is hook_embed alone, its position embeddings never
+ * ablated). Uniform attention has no q and k: those receivers are never
+ * touched. A run starts at the earliest layer holding a receiver that misses
+ * a sender (hs_engine_sweep_from, bit-identical to a whole run); senders
+ * before it take their values from the clean run's cache. The metric
+ * (hs_metric_value at each prompt's position; kl against the clean run's
+ * logits there) is averaged over the set, summed in prompt order in double.
+ * Every value is bit-identical for any thread count. Memory: the clean run's
+ * and the ablated run's sender outputs for the whole set ((L (H + 1) + 1) n t D
+ * floats each, plus every layer's resid_pre) and, per worker, one chunk's
+ * difference per sender.
+ */
+typedef struct hs_circeval hs_circeval;
+
+/* Prepares circuit runs of the graph g (hs_graph_build of m's config) on
+ * the prompts p (g and p are borrowed and must outlive ce) with metric and
+ * ablation: the clean run's and the ablated run's sender outputs, then m(M)
+ * (the full circuit, which also records the clean logits kl reads) and
+ * m(empty) (the empty circuit). pool may be NULL. Errors (HS_ERR_INPUT, one
+ * line): an empty set, a prompt without "answer", logit-diff or prob-diff
+ * without "wrong", resample without "corrupted", a graph of another model;
+ * HS_ERR_NUMERIC when a prompt's metric is not finite in the clean or the
+ * ablated run; the engine's errors. Free with hs_circeval_destroy. */
+hs_status hs_circeval_create(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                             hs_metric_kind metric, hs_ablate_method ablation, hs_circeval **out, hs_error *err);
+void hs_circeval_destroy(hs_circeval *ce);
+/* m(M), the full circuit's metric (the clean run; 0 exactly for kl), and
+ * m(empty), the empty circuit's. */
+double hs_circeval_full(const hs_circeval *ce);
+double hs_circeval_empty(const hs_circeval *ce);
+/* Forward passes of HS_ENGINE_CHUNK prompts the circuit runs made since
+ * hs_circeval_create returned (one per chunk of the set and circuit). */
+long hs_circeval_forwards(const hs_circeval *ce);
+/* The graph and the metric ce was made with. */
+const hs_graph *hs_circeval_graph(const hs_circeval *ce);
+hs_metric_kind hs_circeval_metric_kind(const hs_circeval *ce);
+/* The metric of each of n_circuits circuits in_circuit[k] ([n_edges] each)
+ * into metric[k], the chunks of every circuit run as jobs on the pool.
+ * HS_ERR_INPUT for no circuit; the engine's errors. */
+hs_status hs_circeval_metrics(hs_circeval *ce, int n_circuits, const unsigned char *const *in_circuit,
+                              double *metric, hs_error *err);
+/*
+ * Exact edge patching: scores[e] = m(every edge but e) - m(M) for every
+ * edge e [n_edges]: the metric change when edge e alone is ablated (its
+ * receiver reads that one sender's ablated output, every other input as in
+ * the clean run): the reference edge attribution is judged against, with
+ * the sign of hs_eap_scores (metric(edge ablated) - metric(clean)). Each run
+ * starts at the receiver's layer and takes the sender's clean and ablated
+ * outputs from the caches; n_edges runs over the set, on the pool.
+ */
+hs_status hs_edge_patch_scores(hs_circeval *ce, double *scores, hs_error *err);
+/* Normalised faithfulness (EAP-IG results/pareto/plot_pareto_normalized.py;
+ * MIB): (m_c - m_empty) / (m_full - m_empty); NAN when m_full == m_empty
+ * (undefined: the clean and ablated metrics coincide). */
+double hs_faithfulness(double m_c, double m_full, double m_empty);
+
+/* ------------------------------------------------------------------------ */
+/* Circuits from scores, and ACDC (discovery/acdc.c)                       */
+
+/* HS_ERR_NUMERIC naming the first edge whose score [n_edges] is not finite. */
+hs_status hs_scores_finite(const hs_graph *g, const double *scores, hs_error *err);
+/* order [n_edges] <- the edges by |score| descending, ties to the lower
+ * canonical index (EAP-IG apply_topn, absolute=True). HS_ERR_NUMERIC for a
+ * score that is not finite; HS_ERR_NOMEM. */
+hs_status hs_edge_ranking(const hs_graph *g, const double *scores, size_t *order, hs_error *err);
+/* Prunes dead ends in place: an edge u -> v stays only when it lies on a path
+ * from input to logits over the circuit's edges (u reachable from input and
+ * logits from v; the fixed point of EAP-IG's Graph.prune, which drops nodes
+ * without an incoming or an outgoing edge until nothing changes). node_in
+ * [n_nodes] (may be NULL): 1 for the nodes the pruned circuit touches, and
+ * logits always (EAP-IG's LogitNode). n_kept (may be NULL): edges left.
+ * HS_ERR_NOMEM. */
+hs_status hs_circuit_prune(const hs_graph *g, unsigned char *in_circuit, unsigned char *node_in, size_t *n_kept,
+                           hs_error *err);
+/* in_circuit [n_edges] <- the top_n edges by |score| (top_n >= 0, ranked as
+ * hs_edge_ranking) or, with top_n < 0, every edge with |score| >= threshold
+ * (EAP-IG apply_topn / apply_threshold, absolute), then pruned; *n_kept the
+ * edges left. HS_ERR_INPUT for top_n > n_edges or neither a top_n nor a
+ * threshold >= 0; HS_ERR_NUMERIC for a score that is not finite. */
+hs_status hs_circuit_select(const hs_graph *g, const double *scores, long top_n, double threshold,
+                            unsigned char *in_circuit, size_t *n_kept, hs_error *err);
+
+/*
+ * ACDC (Conmy et al. 2023, sec. 3 and Algorithm 1;
+ * ArthurConmy/Automatic-Circuit-Discovery acdc/TLACDCExperiment.py `step`):
+ * starting from the full circuit, the receivers in reverse topological order
+ * (the canonical order backwards: logits, the last MLP, the last layer's
+ * heads' v, k, q, ...), each incoming edge in canonical sender order is tried
+ * removed (one circuit run, hs_circeval_metrics) and removed for good when
+ *     kl:          m_new - m_cur < tau   (KL(clean || circuit) grew less than tau)
+ *     logit-diff, prob-diff: |m_new - m_cur| < tau
+ * m_cur being the metric of the circuit as it stands (the last accepted run).
+ * A receiver whose node has no kept outgoing edge left is skipped and its
+ * edges removed without a run (nothing reads the node; ACDC skips nodes that
+ * are not connected). in_circuit [n_edges] <- the edges kept (not pruned);
+ * scores [n_edges] <- each tried edge's m_new - m_cur (the metric's change
+ * when it was tried, the sign convention of hs_edge_patch_scores), 0 for
+ * edges skipped. HS_ERR_INPUT for tau < 0 or not finite; the runs' errors.
+ */
+typedef struct {
+    long trials;     /* circuit runs (one per edge tried) */
+    long skipped;    /* edges removed without a run (dead receivers) */
+    long forwards;   /* forward passes those runs made */
+    size_t kept;     /* edges kept */
+    double metric;   /* m of the kept circuit (the last accepted run) */
+} hs_acdc_stats;
+hs_status hs_acdc_run(hs_circeval *ce, double tau, unsigned char *in_circuit, double *scores, hs_acdc_stats *stats,
+                      hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Faithfulness and ground truth (discovery/faithfulness.c)                */
+
+/* MIB's circuit sizes (MIB_circuit_track/evaluation.py): 0.1, 0.2, 0.5, 1, 2,
+ * 5, 10, 20, 50, 100 % of the edges. */
+#define HS_FAITH_N 10
+extern const double hs_faith_fractions[HS_FAITH_N];
+/* Edges asked for at fraction x of n_edges: MIB's int(x * n) (truncated). */
+size_t hs_faith_top_n(double fraction, size_t n_edges);
+
+typedef struct {
+    size_t top_n;          /* edges asked for (hs_faith_top_n) */
+    size_t edges;          /* edges in the circuit after pruning */
+    double fraction;       /* the size asked for, 0..1 (0: the empty circuit) */
+    double metric;         /* m(C) */
+    double faithfulness;   /* hs_faithfulness; NAN when not usable */
+} hs_faith_point;
+typedef struct {
+    size_t n_edges;
+    double m_full, m_empty;
+    int usable;            /* 0 when m(M) == m(empty): faithfulness undefined */
+    char why[200];         /* why not usable ("" when usable) */
+    hs_faith_point pt[HS_FAITH_N + 1]; /* [0] the empty circuit, [1..] MIB's sizes */
+    double cpr, cmd;       /* NAN when not usable */
+} hs_faith_curve;
+/* usable <- m_full != m_empty, and when not, why (cap bytes): one line
+ * saying that faithfulness is 0 / 0. */
+void hs_faith_usable(double m_full, double m_empty, hs_metric_kind metric, int *usable, char *why, size_t cap);
+/*
+ * The faithfulness curve of a score ranking (MIB evaluate_area_under_curve):
+ * at each of MIB's sizes the top hs_faith_top_n edges by |score|
+ * (hs_edge_ranking), pruned, run (hs_circeval_metrics; the ten circuits'
+ * chunks as jobs on the pool); f = hs_faithfulness with m(M) and m(empty) of
+ * ce (the 100 % circuit is M: f = 1 exactly; the empty circuit f = 0
+ * exactly; both asserted). CPR = sum over MIB's sizes of trapezoids of f,
+ * CMD of |1 - f|, over the fraction asked for, from 0.001 to 1 (MIB; the
+ * empty circuit normalises f and is outside the area). Errors: a score that
+ * is not finite (HS_ERR_NUMERIC), the runs'.
+ */
+hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_faith_curve *out, hs_error *err);
+/* As JSON: {"points": [{"edges", "fraction", "faithfulness" (null when not
+ * usable), "top_n", "metric"}] (the empty circuit first), "cpr", "cmd" (null
+ * when not usable), "usable", "why_not_usable" (when not), "metric_full",
+ * "metric_empty", "n_edges", "area"}; NULL on OOM (cJSON_Delete). */
+cJSON *hs_faith_curve_json(const hs_faith_curve *c);
+
+/* A node's score [n_nodes]: the largest |score| of the edges touching it (in
+ * or out), so thresholding edges at |score| >= x keeps exactly the nodes
+ * whose score is >= x before pruning (ACDC's node ROC counts a node present
+ * when an edge touching it is, acdc/acdc_utils.py get_present_nodes). */
+void hs_node_scores(const hs_graph *g, const double *scores, double *node_score);
+
+/* One ROC curve: the items ranked by |score| descending, one point after
+ * each group of equal |score| (a group holding true and false items moves
+ * diagonally), from (0, 0) to (1, 1); TPR = TP / (TP + FN), FPR = FP / (FP +
+ * TN) (ACDC notebooks/roc_plot_generator.py). auc: trapezoids (the
+ * Mann-Whitney statistic, ties counting one half); auc_step: ACDC's
+ * pessimistic step area sum (1 - fpr_i)(tpr_i - tpr_{i-1})
+ * (acdc/acdc_graphics.py pessimistic_auc). With a circuit: its own point
+ * (tpr, fpr) and circuit_auc_step = (1 - fpr) tpr, the pessimistic area of
+ * (0,0), (fpr,tpr), (1,1) (one ACDC run as one point). Not usable (NANs, why)
+ * when no item or every item is true. */
+typedef struct {
+    size_t n_pts;
+    double *fpr_pts, *tpr_pts;   /* [n_pts] */
+    size_t n_pos, n_neg;
+    int usable;
+    char why[80];
+    double auc, auc_step;
+    double tpr, fpr, circuit_auc_step;
+} hs_roc_curve;
+typedef struct {
+    hs_roc_curve edges;          /* every edge of the graph */
+    hs_roc_curve nodes;          /* the heads and MLPs (input and logits are in every circuit):
+                                  * hs_node_scores, true when a true edge touches the node */
+    int has_circuit;
+} hs_roc;
+/* The ROC curves of scores [n_edges] against truth [n_edges] (1 = in the true
+ * circuit), with circuit [n_edges]'s points when it is not NULL. Free with
+ * hs_roc_free. HS_ERR_NOMEM. */
+hs_status hs_roc_run(const hs_graph *g, const double *scores, const unsigned char *truth, const unsigned char *circuit,
+                     hs_roc *out, hs_error *err);
+void hs_roc_free(hs_roc *r);
+/* {"edges": {"fpr": [...], "tpr": [...], "positives", "negatives", "usable",
+ * "auc", "auc_pessimistic", "circuit": {"tpr", "fpr", "auc_pessimistic"}},
+ * "nodes": {...}, "ranking", "nodes_are"}; NULL on OOM. */
+cJSON *hs_roc_json(const hs_roc *r);
+/* The true circuit from path into truth [n_edges]: a graph.json (its
+ * in_graph edges, read as hs_graph_json_parse reads it), a JSON array of edge
+ * names, or text with one edge name a line ('#' lines and blank lines
+ * skipped). Errors (HS_ERR_INPUT, one line): "FILE:LINE: 'x->y' is not an
+ * edge of this model's graph (...)", a JSON array item that is not a string,
+ * a file naming no edge, hs_graph_json_parse's; HS_ERR_IO. */
+hs_status hs_truth_load(const hs_graph *g, const hs_config *cfg, const char *path, unsigned char *truth, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* graph.json and .dot (discovery/graph_io.c)                              */
+
+/* x as Python's repr(float) writes it (the shortest digits that read back
+ * as x; fixed notation for exponents -4..15 with at least one digit after
+ * the point, else d.ddde+XX): the numbers of json.dump. */
+void hs_py_float_repr(double x, char out[32]);
+/*
+ * graph.json as EAP-IG's Graph.to_json writes it (hannamw/eap-ig
+ * src/eap/graph.py; MIB's circuit files), appended to out: json.dump's bytes
+ * (one line, ", " and ": ") of
+ *   {"cfg": {"n_layers", "n_heads", "parallel_attn_mlp": false, "d_model"},
+ *    "nodes": {name: {"in_graph": b}, ...},
+ *    "edges": {"u->v": {"score": s, "in_graph": b}, ...}}
+ * nodes in node order; edges in Graph.from_model's order (per layer: every
+ * earlier node into each head's q, k, v, then every earlier node and the
+ * layer's heads into its MLP; last every node into logits). An edge's
+ * score is scores[e] rounded to float32 (EAP-IG keeps scores in a float32
+ * tensor; written as Python writes that float), in_graph in_circuit[e]; a
+ * node is in the graph when the pruned circuit touches it (input: has an
+ * edge out; logits always). No node scores: EAP-IG's to_json cannot write
+ * one for logits (its node-score tensor ends before it: IndexError), so an
+ * edge-level graph has none. A model without MLPs has no m nodes (EAP-IG's
+ * graph always has them; Graph.from_json leaves what a file does not name
+ * at 0 and false). Read back by Graph.from_json, re-written by its to_json
+ * byte for byte (checked here with EAP-IG's code). HS_ERR_NUMERIC for a
+ * score that is not finite; HS_ERR_NOMEM.
+ */
+hs_status hs_graph_json_text(const hs_graph *g, const hs_config *cfg, const double *scores,
+                             const unsigned char *in_circuit, hs_buf *out, hs_error *err);
+/*
+ * Reads graph.json text (len bytes; `name` stands for the file in messages)
+ * as Graph.from_json does: scores [n_edges] <- each named edge's "score",
+ * in_circuit [n_edges] <- its "in_graph" (edges the file does not name: 0,
+ * not in). Node entries are checked, not used (Graph.prune recomputes nodes
+ * from edges). Errors (HS_ERR_INPUT, one line naming the file and the first
+ * offender): not a JSON object; no "cfg", "nodes" or "edges"; a cfg of
+ * another model shape ("cfg n_layers is 3, this model's 2 (...)"; n_layers,
+ * n_heads, and d_model when given) or with parallel_attn_mlp true; an
+ * unknown node or edge name (a model without MLPs accepts EAP-IG's m nodes
+ * and edges when not in the graph); a node that is not {"in_graph": bool,
+ * "score"?: number} (neuron-level entries are refused); an edge that is not
+ * {"score": finite number, "in_graph": bool}.
+ */
+hs_status hs_graph_json_parse(const hs_graph *g, const hs_config *cfg, const char *text, size_t len, const char *name,
+                              double *scores, unsigned char *in_circuit, hs_error *err);
+/* The same from a file (HS_ERR_IO when it cannot be read). */
+hs_status hs_graph_json_load(const hs_graph *g, const hs_config *cfg, const char *path, double *scores,
+                             unsigned char *in_circuit, hs_error *err);
+/* The circuit (pruned) as a Graphviz digraph, appended to out: bottom to top
+ * (rankdir=BT), one rank per layer (input, each layer's heads and MLP,
+ * logits), edge penwidth from |score| as EAP-IG's to_image (0.6 up to 5,
+ * scaled between the smallest and largest |score| of the graph), colour by
+ * sign (blue >= 0, red < 0), a head's input labelled q, k or v. HS_ERR_NOMEM. */
+hs_status hs_circuit_dot(const hs_graph *g, const double *scores, const unsigned char *in_circuit, hs_buf *out,
+                         hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Circuit discovery (discovery/discover.c, discover_report.c;             */
+/* `headscope discover` and `headscope faithfulness`)                        */
+
+/* How the edges are scored: exact edge patching (hs_edge_patch_scores) or
+ * ACDC (hs_acdc_run). */
+typedef enum { HS_DISCOVER_EXACT = 0, HS_DISCOVER_ACDC, HS_DISCOVER_N } hs_discover_method;
+/* "exact", "acdc". */
+extern const char *const hs_discover_method_names[HS_DISCOVER_N];
+/* The method named s, or -1. */
+int hs_discover_method_parse(const char *s);
+/* ACDC's tau when none is given. */
+#define HS_ACDC_TAU 0.01
+
+typedef struct {
+    hs_discover_method method;  /* default exact */
+    hs_metric_kind metric;      /* default logit-diff */
+    hs_ablate_method ablation;  /* default resample (the corrupted partners) */
+    long top_n;                 /* >= 0: the circuit is the top_n edges by |score|; -1 (default): unset */
+    double threshold;           /* >= 0: the edges with |score| >= threshold; NAN (default): unset.
+                                 * Neither set: the top hs_faith_top_n(0.05, n_edges) (MIB's 5 %), >= 1 */
+    double tau;                 /* ACDC's threshold; NAN (default): HS_ACDC_TAU */
+    const char *truth;          /* the true circuit (hs_truth_load), or NULL */
+    const char *out;            /* the output folder, or NULL: nothing written */
+    const char *model_path, *data_path; /* inputs of the folder (never replaced), index.json's "model" */
+} hs_discover_opts;
+hs_discover_opts hs_discover_opts_default(void);
+
+typedef struct {
+    hs_discover_method method;
+    hs_metric_kind metric;
+    hs_ablate_method ablation;
+    int n_prompts;
+    hs_graph g;                 /* the model's graph */
+    double *scores;             /* [n_edges] the method's edge scores, metric(edge ablated) - metric(clean) */
+    unsigned char *in_circuit;  /* [n_edges] the circuit, pruned */
+    size_t n_kept;              /* its edges */
+    char chosen_by[64];         /* "the top 5 edges by |score|", "|score| >= 0.1", "ACDC with tau 0.01" */
+    double tau;                 /* ACDC's tau (the default when none was given) */
+    hs_acdc_stats acdc;         /* ACDC's runs (method acdc) */
+    long forwards;              /* forward passes of HS_ENGINE_CHUNK prompts the scoring made */
+    double m_full, m_empty;     /* m(M), m(empty) */
+    double m_circuit;           /* m(C) of the circuit */
+    double faithfulness;        /* its normalised faithfulness (NAN when not usable) */
+    int usable;                 /* m(M) != m(empty) */
+    char why[200];              /* why not usable */
+    hs_faith_curve curve;       /* the curve of the scores' ranking */
+    int has_roc;                /* a truth was given: */
+    hs_roc roc;                 /* the ROC curves against it */
+    int n_files;                /* files the folder's index.json lists (with out) */
+} hs_discover_report;
+
+/*
+ * Discovers a circuit of m on the prompt set p: the graph, the true circuit
+ * (o->truth, read before anything runs), hs_circeval_create, the method's
+ * edge scores, the circuit (ACDC: its kept edges; otherwise top-n, threshold
+ * or MIB's 5 % of the scores), pruned, run for its faithfulness, the
+ * faithfulness curve of the scores (hs_faith_curve_run) and, with a truth,
+ * hs_roc_run with the circuit's point. With o->out, then, the folder
+ * (hs_outdir, command "discover"): graph.json (hs_graph_json_text),
+ * faithfulness.json (hs_discover_curve_json), circuit.dot (hs_circuit_dot),
+ * roc.json (hs_roc_json) with a truth, and index.json (with "method",
+ * "metric", "ablation", "model"); a failed run leaves the folder as it was.
+ * Notes: faithfulness undefined (with why), the folder's. Errors
+ * (HS_ERR_INPUT, one line): --top or --threshold with acdc, --tau without
+ * it, both --top and --threshold, a threshold or tau < 0 or not finite, and
+ * those of hs_truth_load, hs_circeval_create, the method and the folder.
+ * Fills *out (zeroed first; free with hs_discover_report_free, also after a
+ * failure).
+ */
+hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_discover_opts *o,
+                          const hs_notes *notes, hs_discover_report *out, hs_error *err);
+void hs_discover_report_free(hs_discover_report *r);
+/* faithfulness.json of a discovery: hs_faith_curve_json's object plus
+ * "circuit": {"edges", "chosen_by", "metric", "faithfulness"}, "method",
+ * "metric_name", "ablation"; NULL on OOM (cJSON_Delete). */
+cJSON *hs_discover_curve_json(const hs_discover_report *r);
+/* The report as JSON: {"method", "metric", "ablation", "prompts", "n_edges",
+ * "metric_full", "metric_empty", "usable", "why_not_usable" (when not),
+ * "circuit": {...}, "acdc": {"tau", "trials", "skipped", "forwards", "kept",
+ * "metric"} (acdc), "forwards", "faithfulness_curve": {...}, "roc": {...}
+ * (with a truth), "strongest_edges": [{"edge", "score", "in_circuit"}] (the
+ * ten largest |score|)}; NULL on OOM. */
+cJSON *hs_discover_json(const hs_discover_report *r);
+/* The text summary appended to b. */
+void hs_discover_summary(const hs_discover_report *r, hs_buf *b);
+
+/* `headscope faithfulness`: a circuit found elsewhere (a graph.json) run on
+ * a prompt set. */
+typedef struct {
+    const char *graph;          /* the graph.json (hs_graph_json_load) */
+    hs_metric_kind metric;
+    hs_ablate_method ablation;
+    const char *out;            /* the output folder, or NULL */
+    const char *model_path, *data_path;
+} hs_faith_opts;
+typedef struct {
+    hs_metric_kind metric;
+    hs_ablate_method ablation;
+    int n_prompts;
+    hs_graph g;
+    double *scores;             /* [n_edges] the file's scores (0 for edges it does not name) */
+    unsigned char *in_circuit;  /* [n_edges] its in_graph edges, pruned */
+    size_t n_in_file, n_kept;   /* in_graph edges in the file; left after pruning */
+    double m_full, m_empty, m_circuit, faithfulness;
+    int usable;
+    char why[200];
+    hs_faith_curve curve;       /* the curve of the file's scores */
+    int n_files;
+} hs_faith_report;
+/* Reads o->graph for m, prunes its circuit (a note says how many in_graph
+ * edges pruning left out), runs it (hs_circeval_create with o's metric and
+ * ablation) for its faithfulness, and the faithfulness curve of the file's
+ * scores. With o->out, the folder (command "faithfulness"):
+ * faithfulness.json (hs_faith_report_json) and index.json. Errors: those of
+ * hs_graph_json_load (unknown names, another model shape: one line),
+ * hs_circeval_create, the folder. Notes: pruning, faithfulness undefined,
+ * the folder's. Free out with hs_faith_report_free (also after a failure). */
+hs_status hs_faithfulness_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_faith_opts *o,
+                              const hs_notes *notes, hs_faith_report *out, hs_error *err);
+void hs_faith_report_free(hs_faith_report *r);
+/* hs_faith_curve_json's object plus "circuit": {"edges", "edges_in_file",
+ * "metric", "faithfulness"}, "metric_name", "ablation", "prompts"; NULL on OOM. */
+cJSON *hs_faith_report_json(const hs_faith_report *r);
+/* The text summary appended to b. */
+void hs_faith_summary(const hs_faith_report *r, hs_buf *b);
+
+/* Circuit figures (discovery/graph_fig.c): the found circuit and its       */
+/* faithfulness curve through viz/                                           */
+
+/* The circuit of g as viz's graph figure and its JSON (viz.h, "The circuit
+ * graph"): every node of g under its MIB name ("input", "a1.h0", "m1",
+ * "logits"), input on the bottom row, layer l's heads side by side on the
+ * row above the layer before, its MLP in the last column on the row above
+ * its heads (it reads them), logits on top; the edges with in_graph[e]
+ * nonzero (in_graph [n_edges], NULL = every edge: over HS_VIZ_MAX_EDGES is
+ * refused), each into its receiver's q, k or v (a head) or its one input,
+ * with scores[e] (scores [n_edges] in g's edge order, NULL = 1 each) for
+ * its width and colour. title may be NULL; o: the figure's options (NULL =
+ * defaults). *fig (when fig is not NULL) and *json (when json is not NULL)
+ * are new (hs_viz_figure_destroy, cJSON_Delete); on failure both are NULL.
+ * Errors: hs_viz_graph_figure's (a score not finite: HS_ERR_NUMERIC; the
+ * width promise: HS_ERR_INPUT), HS_ERR_NOMEM. */
+hs_status hs_graph_figure(const hs_graph *g, const double *scores, const unsigned char *in_graph,
+                          const char *title, const hs_viz_options *o, hs_viz_figure **fig,
+                          cJSON **json, hs_error *err);
+
+/* The faithfulness curve: faithfulness (y) over circuit size (x, percent of
+ * the graph's edges on a log10 axis: MIB's 0.1, 0.2, 0.5, ... 100), one line
+ * per method with a legend (methods: n_methods names, e.g. "EAP", "EAP-IG",
+ * "ACDC"); the y axis covers [min(0, f), max(1, f)] and a dashed line marks
+ * f = 1 ("full model"). percent [n] > 0, increasing (the empty circuit,
+ * f = 0 by definition, has no place on a log axis); f [n_methods, n], NaN =
+ * not measured there. viz's line plot (hs_viz_lines_figure with o's width,
+ * dpi and fonts) and its JSON (hs_viz_lines_json, with "x_scale": "log" and
+ * "mark_y": 1, which the HTML page draws). *fig and *json as in
+ * hs_graph_figure. Errors: hs_viz_lines_figure's, HS_ERR_NOMEM. */
+hs_status hs_faithfulness_figure(const double *percent, size_t n, const double *f,
+                                 const char *const *methods, size_t n_methods, const char *title,
+                                 const hs_viz_options *o, hs_viz_figure **fig, cJSON **json,
+                                 hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Edge attribution (discovery/eap.c): EAP, EAP-IG                         */
+/*
+ * The gradients are the model's own backward (hs_backward_acts, model.h) at
+ * the receivers' inputs, through experiments' hs_attr_backward; every run
+ * goes chunk by chunk on the experiment engine and its sums over prompts
+ * are made in double in chunk order, so every number is bit-identical for
+ * any thread count.
+ *
+ * EAP (Syed et al. 2023, "Attribution patching outperforms automated circuit
+ * discovery"; Hanna et al. 2024, "Have faith in faithfulness", sec.
+ * 2): for an edge u -> v of hs_graph (receiver v reads sender u's output),
+ *   score(u -> v) = mean over the prompts of the sum over positions of
+ *                   (a_u,corr - a_u,clean) . dm/d(input of v) at the clean run
+ * with a_u what u sends and "input of v" what v reads (hs_graph's comment):
+ * the first-order estimate of m(the clean run with edge u -> v corrupted) -
+ * m(clean), so an edge whose corruption lowers the metric scores negative.
+ * m is hs_metric_kind's metric of each prompt's logits at its position (kl:
+ * against the clean run's distribution, whose gradient at the clean run is
+ * exactly 0: with kl use EAP-IG).
+ * EAP-IG on the inputs (Hanna et al. 2024, sec. 3; hannamw/EAP-IG,
+ * src/eap/attribute.py get_scores_eap_ig, read at commit 795f560): the
+ * gradient above is replaced by its mean over k = 0 .. m-1 of the gradient at
+ * a run whose input embeddings (hook_embed, EAP-IG's input node's out_hook)
+ * are e_corr + (k/m) (e_clean - e_corr): the corrupted end included, the
+ * clean end left out, as that code's `for step in range(0, steps)` (its
+ * node-level twin, attribute_node.py, runs k = 1 .. m); the kl reference stays
+ * the clean run's logits. So m = 1 is the gradient at the corrupted run
+ * alone: EAP-IG(1) of (clean, corrupted) = -EAP of (corrupted, clean) for
+ * logit-diff and prob-diff. The positions are the same in both runs, so this
+ * interpolates the summed input x0 too; with an embedding norm the norm
+ * runs on it.
+ * Where headscope's EAP differs from EAP-IG's code: scores are means over
+ * the prompts of each prompt's metric (EAP-IG back-propagates its batch's
+ * mean metric and divides by the item count again, and its examples
+ * minimise -metric, loss=True: its scores are these times -1/batch size);
+ * the input node sends blocks.0.hook_resid_pre (hs_graph), hook_embed's
+ * difference without an embedding norm.
+ */
+
+/* EAP (ig_steps 0) or EAP-IG with ig_steps interpolation steps (1 .. 1000;
+ * 5 in EAP-IG's examples and MIB) over the prompts of p ("corrupted"
+ * needed; "answer" and "wrong" for logit-diff and prob-diff): scores
+ * [g->n_edges] in hs_graph's canonical order, each the estimate of m(that
+ * edge corrupted) - m(clean) defined above. Per chunk: EAP one corrupted
+ * forward, one clean forward and one backward; EAP-IG one clean forward and
+ * ig_steps forwards and backwards (k = 0 is the corrupted run). At each
+ * receiver point of the backward (a layer's q, k or v inputs, an MLP's
+ * input, the final residual) every prompt's sums over positions and d_model
+ * are one hs_sgemm of the senders that point's receivers read, [senders,
+ * t*D], by its gradient, [t*D, receivers], added in double. g: the graph of
+ * m's shape (hs_graph_build(&m->cfg)). HS_ERR_INPUT: a graph of another
+ * shape, an empty set, no corrupted prompts, no answer or wrong answer where
+ * the metric needs them, ig_steps outside 0 .. 1000; HS_ERR_NOMEM. */
+hs_status hs_eap_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                        hs_metric_kind metric, int ig_steps, double *scores, hs_error *err);
+
+/* Node scores [g->n_nodes] from edge scores [g->n_edges]: node u's is the
+ * sum of its outgoing edges' scores in edge order, logits (which sends
+ * nothing) NAN. EAP-IG's node attribution (src/eap/attribute_node.py) dots
+ * (a_u,corr - a_u,clean) with the gradient at u's output, which is the sum
+ * of the gradients at every input reading u (the residual stream adds): the
+ * same number. */
+void hs_eap_node_scores(const hs_graph *g, const double *edge_scores, double *node_scores);
+
+#endif /* HS_DISCOVERY_H */
