@@ -11,7 +11,7 @@
  * caller-supplied target pattern of hs_detect_heads.
  * Formulas and sources: docs/CIRCUITS.md, cited below as "C<n>" for
  * its section n; [TL] TransformerLens, [FW] Elhage et al. 2021, [IH] Olsson et
- * al. 2022, [AR] ARENA (CIRCUITS.md 9).
+ * al. 2022, [AR] ARENA (CIRCUITS.md 10).
  *
  * Dims legend (as model.h): B batch, T positions, D d_model, H n_heads,
  * dh d_head, M d_mlp, V d_vocab, L n_layers. Row vectors (x @ W), TL shapes.
