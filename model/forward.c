@@ -191,7 +191,9 @@ static hs_status forward_block(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
     char nm[96];
 
     if (l > 0) memcpy(ba->resid_pre, acts->blocks[l - 1].resid_post, k.BT * D * sizeof(float));
-    if (acts->wpack_slots == 1) hs_pack_qkv(m, acts, l); /* one sequence: one part, one slot */
+    /* one sequence without gradients on several layers: one slot, packed here
+     * (the forward is one part); otherwise hs_forward packed every layer */
+    if (acts->wpack_slots < c->n_layers) hs_pack_qkv(m, acts, l);
     snprintf(nm, sizeof nm, "blocks.%d.hook_resid_pre", l);
     HS_HOOK(hc, nm, ba->resid_pre, 3, B, T, D, 0);
     hs_status s = hs_attention_forward(&k, err);
@@ -323,7 +325,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
     acts->t = T;
     hs_hook_ctx hc = {observer, 0};
     HS_ASSERT(acts->wpack_slots >= c->n_layers || (acts->wpack_slots == 1 && B == 1));
-    if (acts->wpack_slots > 1) /* else each block packs its own (forward_block) */
+    if (acts->wpack_slots >= c->n_layers) /* else each block packs its own (forward_block) */
         for (int l = 0; l < c->n_layers; l++) hs_pack_qkv(m, acts, l);
     const int parts = observer == NULL ? hs_batch_parts(B, T, hs_pool_threads(acts->pool)) : 1;
     if (parts >= 2) {

@@ -518,8 +518,8 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
                                  hs_error *err);
 
 /* Packs layer l's W_Q, W_K (softmax only) and W_V into acts (hs_acts_wpack):
- * every layer once per hs_forward, or (wpack_slots 1) each as its block
- * starts. */
+ * every layer once per hs_forward, or (wpack_slots 1 below n_layers: one
+ * sequence without gradients) each as its block starts. */
 void hs_pack_qkv(const hs_model *m, hs_acts *acts, int l);
 
 /* The attention of block k->l, from its resid_pre to attn_out (B,T,D) = z W_O
