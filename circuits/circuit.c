@@ -48,6 +48,7 @@ hs_circuit_opts hs_circuit_opts_default(void)
     o.ablate_ref = HS_SPLIT_TRAIN;
     o.comp_draws = HS_COMP_DRAWS;
     o.comp_seed = 0;
+    o.discover = 1;
     return o;
 }
 
@@ -68,6 +69,7 @@ void hs_circuit_report_free(hs_circuit_report *r)
     free(r->step2_reason);
     free(r->route_reason);
     hs_comp_scores_free(&r->comp);
+    hs_circ_discovery_free(&r->disc);
     memset(r, 0, sizeof *r);
 }
 
@@ -572,6 +574,7 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
         st = composition_and_paths(&c, r, err);
     }
     if (st == HS_OK) st = hs_circ_verdicts(r, err);
+    if (st == HS_OK && r->opts.discover) st = hs_circ_discovery_winograd(&c, r, err);
     ctx_free(&c);
     if (st != HS_OK) hs_circuit_report_free(r);
     return st;

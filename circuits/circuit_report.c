@@ -317,7 +317,8 @@ hs_status hs_circuit_report_json(const hs_circuit_report *r, const char *model_p
     cJSON *root = cJSON_CreateObject();
     if (!root || !json_setup(root, r, model_path) || !json_heldout(root, r) || !json_heads(root, r) ||
         !json_ablation(root, r) || !json_patching(root, r) || !json_composition(root, r) ||
-        !json_paths(root, r) || !hs_circ_verdict_json(root, r)) {
+        !json_paths(root, r) || (r->disc.ran && !hs_circ_discovery_json(root, &r->disc)) ||
+        !hs_circ_verdict_json(root, r)) {
         cJSON_Delete(root);
         return hs_fail(err, HS_ERR_NOMEM, "out of memory building the report JSON");
     }
@@ -499,6 +500,7 @@ hs_status hs_circuit_summary(const hs_circuit_report *r, char **text, hs_error *
     sum_patching(&s, r);
     sum_composition(&s, r);
     hs_circ_verdict_summary(&s, r);
+    if (r->disc.ran) hs_circ_discovery_summary(&s, &r->disc);
     if ((*text = hs_buf_take(&s)) == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory writing the summary");
     return HS_OK;
 }

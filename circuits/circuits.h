@@ -13,7 +13,8 @@
  *
  * May call: common/, model/, probe/ (hooks, the experiment engine, DLA,
  * composition), tokenize/, tasks/ (the tasks' data, splits and scoring),
- * experiments/ (the run's context in figure JSON), output/ and viz/ (the
+ * experiments/ (the run's context in figure JSON), discovery/ (EAP-IG and
+ * running a circuit: each check's discovery section), output/ and viz/ (the
  * folders and figures), cJSON. Never cli/. The library never prints and
  * never exits: every failure is an hs_status plus a one-line message in a
  * caller-owned hs_error; notes go to the caller's hs_notes.
@@ -32,10 +33,76 @@
 #include <cjson/cJSON.h>
 
 #include "common/common.h"
+#include "discovery/discovery.h"
 #include "model/model.h"
 #include "output/output.h"
 #include "probe/probe.h"
 #include "tasks/tasks.h"
+
+/* ======================================================================== */
+/* Discovery beside the hand-written verdicts (circuits/circuit_discovery.c)   */
+/* ======================================================================== */
+/*
+ * Each check's report adds the circuit EAP-IG (Hanna et al. 2024;
+ * discovery.h hs_eap_scores, HS_EAP_IG_STEPS steps) finds on the check's own
+ * prompt set, with the logit-difference metric and resample ablation (each
+ * prompt's corrupted partner), and says where it agrees with the edges the
+ * check's path patching names:
+ *  - Winograd: the held-out pairs of the check (both directions): clean =
+ *    each held-out sentence, corrupted = its matched partner (same nouns, the
+ *    other role's adjective), answer = its referent, wrong = the partner's,
+ *    read at position 14 (the check's LD); named: every layer-0 head ->
+ *    decision-head input whose path patching (both directions) restores
+ *    |normalised LD| >= decide_patch; compared with EAP-IG's top n
+ *    head->head edges, n = the named count;
+ *  - induction: the check's n_seqs held-out sequences, one prompt each: the
+ *    prediction at the last scored position of the repeat (start2 + len - 2,
+ *    of token start2 + len - 1); corrupted = the same sequence with its first
+ *    occurrence replaced (positions start1 .. start1 + len - 1) by symbols
+ *    outside the segment, those absent from the sequence first, scanned from
+ *    symbol q mod V for sequence q, so no earlier token predicts the repeat;
+ *    answer = the repeated token, wrong = a symbol at no position an
+ *    induction head attends in either run (absent from both sequences when
+ *    one is, else a filler symbol; not the replacement that took the
+ *    answer's place, which EAP-IG's interpolated runs mix with the answer
+ *    where the induction head looks: with it, more attention there lowers
+ *    the metric and the previous-token -> induction-head edges score with
+ *    the wrong sign, +0.43 against exact patching's -1.50 on one model).
+ *    The check's own path
+ *    patching corrupts by mean-ablating the previous-token heads, which is
+ *    no token-level partner; the sequences and the scored predictions are its
+ *    own. Named: every previous-token head -> the named induction head's keys
+ *    (the edges its path patching runs); compared with EAP-IG's top 5
+ *    head->head edges.
+ * The circuit is MIB's 5 %: the top hs_faith_top_n(0.05, n_edges) edges by
+ * |score|, pruned (hs_circuit_select), its faithfulness the curve's point at
+ * 5 % (hs_faith_curve_run, the same circuit); head->head edges are those
+ * from a head into another head's q, k or v, ranked by |score| (ties to the
+ * lower canonical index, hs_edge_ranking).
+ */
+typedef struct {
+    int ran;                     /* 1 when the section was computed (opts.discover) */
+    char prompt_set[400];        /* the prompt set, in words */
+    char named_by[200];          /* how the check's path patching names edges, in words */
+    int n_prompts, t;            /* the prompt set: n prompts of t tokens */
+    int ig_steps;                /* EAP-IG's steps */
+    hs_graph g;                  /* the model's graph */
+    double *scores;              /* [g.n_edges] EAP-IG's scores: estimated m(edge corrupted) - m(clean) */
+    unsigned char *in_circuit;   /* [g.n_edges] the 5 % circuit, pruned */
+    size_t top_n, n_kept;        /* edges asked for; left after pruning */
+    double m_full, m_empty;      /* the metric of the model and of every edge ablated */
+    double m_circuit, faithfulness; /* the circuit's; faithfulness NAN when not usable */
+    int usable;
+    char why[200];               /* why faithfulness is undefined ("" when usable) */
+    hs_faith_curve curve;        /* at MIB's sizes, with CPR and CMD */
+    size_t n_hh;                 /* head->head edges of the graph */
+    size_t *hh;                  /* [n_hh] them, strongest |score| first */
+    int n_named;                 /* the path-patching edges the check names */
+    size_t *named;               /* [n_named] their edges */
+    double *named_value;         /* [n_named] their normalised path patching (NAN: not run) */
+    int top_k;                   /* EAP-IG's top top_k head->head edges are compared */
+    int agree;                   /* named edges among them */
+} hs_circ_discovery;
 
 /* ======================================================================== */
 /* Two-step referent circuit check (circuits/circuit.c; `headscope circuit`)    */
@@ -169,6 +236,7 @@ typedef struct {
     hs_wg_split ablate_ref; /* where mean-ablation means come from (HS_SPLIT_TRAIN default) */
     int comp_draws;       /* random-baseline draws for composition scores (HS_COMP_DRAWS, 300) */
     uint64_t comp_seed;   /* their seed (0) */
+    int discover;         /* 1 (default): the discovery section (hs_circ_discovery); 0: none */
     int threads;          /* workers running the forwards: 0 = auto (2 with 2+ CPUs), 1..8;
                            * the report is bit-identical for every value (circuits/circuit.c) */
 } hs_circuit_opts;
@@ -257,6 +325,7 @@ typedef struct {
     /* the verdicts' words, owned (malloc'd, any length; hs_circuit_report_free) */
     char *route;             /* "chapter", "adjective-key + referent-fetch", "none", ... */
     char *step1_reason, *step2_reason, *route_reason;
+    hs_circ_discovery disc;  /* EAP-IG's circuit beside the verdicts (ran 0 without opts.discover) */
 } hs_circuit_report;
 
 /*
@@ -350,6 +419,7 @@ typedef struct {
     int n_seqs;            /* held-out sequences used (128; at most the task's) */
     int comp_draws;        /* random-baseline draws (300) */
     uint64_t comp_seed;    /* (0) */
+    int discover;          /* 1 (default): the discovery section (hs_circ_discovery); 0: none */
 } hs_ind_circuit_opts;
 
 hs_ind_circuit_opts hs_ind_circuit_opts_default(void);
@@ -390,6 +460,7 @@ typedef struct {
     char *why[HS_IND_N_CRIT]; /* each criterion's evidence, one line (malloc'd; freed by _free) */
     int holds;
     char *verdict;         /* one line: holds / does not hold and why (malloc'd; freed by _free) */
+    hs_circ_discovery disc; /* EAP-IG's circuit beside the verdict (ran 0 without opts.discover) */
 } hs_ind_circuit_report;
 
 /* Runs the check of m on t's held-out sequences. opts NULL = defaults. On

@@ -23,6 +23,10 @@
  *                       patching of the named pair;
  *   induction_verdict.c the roles, the criteria and the verdict, and beside
  *                       them the report's JSON and summary.
+ * Both checks end with circuit_discovery.c: EAP-IG on the check's own prompt
+ * set, MIB's 5 % circuit and its faithfulness, and where the found edges
+ * agree with the path-patching edges the check names (its JSON section and
+ * summary lines).
  */
 #ifndef HS_CIRCUITS_INTERNAL_H
 #define HS_CIRCUITS_INTERNAL_H
@@ -140,5 +144,41 @@ const hs_ind_head *hs_ind_named_ind(const hs_ind_circuit_report *r);
  * patching and copying) over the gathered evidence, r->holds and
  * r->verdict. HS_ERR_NOMEM (also when a criterion's words ran out). */
 hs_status hs_ind_verdicts(hs_ind_circuit_report *r, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* The discovery section of both checks (circuits/circuit_discovery.c)       */
+/* (circuits.h, "Discovery beside the hand-written verdicts")                */
+
+/* The Winograd check's section into r->disc: c's held-out rows (clean,
+ * corrupted partner, referents, position 14) as the prompt set, on c's pool;
+ * the named edges from r->path and r->decision (after phase C). Errors:
+ * discovery's (hs_eap_scores, hs_circeval_create, the curve), HS_ERR_NOMEM. */
+hs_status hs_circ_discovery_winograd(const hs_circ_ctx *c, hs_circuit_report *r, hs_error *err);
+
+/* The induction check's section into r->disc: r->n_seqs held-out sequences of
+ * t, one prompt each, with their first occurrence replaced as the corrupted
+ * partner; the named edges from r->prev, r->ind_best and r->path (after the
+ * pair's evidence). One worker. Errors as above. */
+hs_status hs_circ_discovery_induction(const hs_model *m, const hs_induction *t, hs_ind_circuit_report *r,
+                                      hs_error *err);
+
+/* Frees d's arrays and zeroes it (NULL and zeroed allowed). */
+void hs_circ_discovery_free(hs_circ_discovery *d);
+
+/* Adds d as the report's "discovery" object to root: {"method", "ig_steps",
+ * "metric", "ablation", "prompt_set", "prompts", "tokens", "n_edges",
+ * "metric_full", "metric_empty", "usable", "why_not_usable" (when not),
+ * "circuit": {"chosen_by", "top_n", "edges", "metric", "faithfulness"},
+ * "faithfulness_curve" (hs_faith_curve_json), "strongest_edges": [{"edge",
+ * "score", "in_circuit"}] (ten), "head_to_head": [{"edge", "score", "named",
+ * "path_patching" (named ones)}] (the top_k compared, at least 5),
+ * "path_patching_edges": {"named_by", "edges": [{"edge", "path_patching",
+ * "score", "head_to_head_rank" (1 = the strongest)}]}, "agreement": {"top_k",
+ * "named", "agree", "compares"}} (prompt_set and named_by: d's words). 0 on
+ * OOM. */
+int hs_circ_discovery_json(cJSON *root, const hs_circ_discovery *d);
+
+/* The section's summary lines appended to b (a blank line first). */
+void hs_circ_discovery_summary(hs_buf *b, const hs_circ_discovery *d);
 
 #endif

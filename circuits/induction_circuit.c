@@ -31,6 +31,7 @@ hs_ind_circuit_opts hs_ind_circuit_opts_default(void)
     o.n_seqs = 128;
     o.comp_draws = 300;
     o.comp_seed = 0;
+    o.discover = 1;
     return o;
 }
 
@@ -45,6 +46,7 @@ void hs_ind_circuit_report_free(hs_ind_circuit_report *r)
     for (int k = 0; k < HS_IND_N_CRIT; k++) free(r->why[k]);
     free(r->verdict);
     hs_comp_scores_free(&r->comp);
+    hs_circ_discovery_free(&r->disc);
     memset(r, 0, sizeof *r);
 }
 
@@ -342,6 +344,7 @@ hs_status hs_ind_circuit_run(const hs_model *m, const hs_induction *t,
     }
     if (s == HS_OK) s = pair_evidence(&x, r, err);
     if (s == HS_OK) s = hs_ind_verdicts(r, err);
+    if (s == HS_OK && o.discover) s = hs_circ_discovery_induction(m, t, r, err);
     if (s != HS_OK) hs_ind_circuit_report_free(r);
     hs_cache_free(&x.clean);
     hs_cache_free(&x.corr);

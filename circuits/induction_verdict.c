@@ -271,7 +271,7 @@ hs_status hs_ind_circuit_report_json(const hs_ind_circuit_report *r, const char 
          hs_circ_json_num(o, "accuracy_induction_heads_ablated", r->acc_ind_ablated) &&
          hs_circ_json_head_list(o, "previous_token_heads", r->prev, r->n_prev) &&
          hs_circ_json_head_list(o, "induction_heads", r->ind, r->n_ind);
-    ok = ok && json_heads(o, r);
+    ok = ok && (!r->disc.ran || hs_circ_discovery_json(o, &r->disc)) && json_heads(o, r);
     if (ok) *json = cJSON_Print(o);
     cJSON_Delete(o);
     return *json ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
@@ -298,6 +298,7 @@ hs_status hs_ind_circuit_summary(const hs_ind_circuit_report *r, char **text, hs
     for (int k = 0; k < HS_IND_N_CRIT; k++)
         hs_buf_printf(&b, "[%s] %s\n", r->ok[k] ? "ok" : "no", r->why[k]);
     hs_buf_printf(&b, "\nverdict: %s\n", r->verdict);
+    if (r->disc.ran) hs_circ_discovery_summary(&b, &r->disc);
     char *s = hs_buf_take(&b);
     *text = s;
     return s ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");

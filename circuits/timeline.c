@@ -41,7 +41,9 @@ hs_status hs_timeline_point_induction(const hs_model *m, const hs_induction *t, 
                                       hs_error *err)
 {
     hs_ind_circuit_report r;
-    hs_status s = hs_ind_circuit_run(m, t, NULL, &r, err);
+    hs_ind_circuit_opts o = hs_ind_circuit_opts_default();
+    o.discover = 0; /* a timeline point reads no discovery */
+    hs_status s = hs_ind_circuit_run(m, t, &o, &r, err);
     if (s != HS_OK) return s;
     if ((s = alloc_point(out, r.L, r.H, 0, err)) == HS_OK) {
         out->loss = r.loss;
@@ -72,7 +74,9 @@ hs_status hs_timeline_point_winograd(const hs_model *m, const hs_winograd *t, hs
                                      hs_error *err)
 {
     hs_circuit_report r;
-    hs_status s = hs_circuit_run(m, t, NULL, &r, err);
+    hs_circuit_opts o = hs_circuit_opts_default();
+    o.discover = 0; /* a timeline point reads no discovery */
+    hs_status s = hs_circuit_run(m, t, &o, &r, err);
     if (s != HS_OK) return s;
     const int L = r.L, H = r.H, T = HS_WG_LEN;
     const size_t n = t->n_heldout;

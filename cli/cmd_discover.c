@@ -1,9 +1,11 @@
 /*
  * cli/cmd_discover.c -- `headscope discover`: score every edge of the
- * head-level graph (exact edge patching or ACDC), choose a circuit, run it
- * and the faithfulness curve, compare with a true circuit (experiments/
- * hs_discover_run): a summary on stdout (or the JSON with --json), and with
- * --out DIR graph.json, faithfulness.json, circuit.dot (and roc.json).
+ * head-level graph (exact edge patching, ACDC, EAP or EAP-IG), choose a
+ * circuit, run it and the faithfulness curve, compare with a true circuit
+ * (discovery/ hs_discover_run): a summary on stdout (or the JSON with
+ * --json), and with --out DIR graph.json, faithfulness.json, circuit.dot
+ * (and roc.json), the circuit and its faithfulness curve as figures in the
+ * --format chosen, and with html the page.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <getopt.h>
@@ -27,19 +29,25 @@ static const char DISCOVER_HELP[] =
     "metric(model): exact edge patching runs the set once per edge with that edge\n"
     "alone ablated; ACDC (Conmy et al. 2023) visits receivers from logits back,\n"
     "removing each edge whose removal moves the metric less than tau (kl: grows it\n"
-    "less than tau). A circuit is run as EAP-IG's evaluate_graph runs it: each\n"
-    "receiver reads its missing senders' ablated outputs. Its normalised\n"
-    "faithfulness is (m(C) - m(empty)) / (m(M) - m(empty)); the curve runs the top\n"
-    "edges at MIB's sizes (0.1 .. 100 % of the edges) with CPR and CMD.\n"
+    "less than tau); EAP (Syed et al. 2023) estimates every edge's score at once,\n"
+    "(a_u,corrupted - a_u,clean) . d metric / d(input of v) at the clean run, and\n"
+    "EAP-IG (Hanna et al. 2024) averages that gradient over runs whose embeddings\n"
+    "step from the corrupted to the clean prompt. A circuit is run as EAP-IG's\n"
+    "evaluate_graph runs it: each receiver reads its missing senders' ablated\n"
+    "outputs. Its normalised faithfulness is (m(C) - m(empty)) / (m(M) - m(empty));\n"
+    "the curve runs the top edges at MIB's sizes (0.1 .. 100 % of the edges) with\n"
+    "CPR and CMD.\n"
     "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab\n"
     CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL with \"prompt\", \"answer\", and \"corrupted\"\n"
     "                        (resample) and \"wrong\" (logit-diff, prob-diff)\n"
-    "  --method M            exact (default) | acdc\n"
+    "  --method M            exact (default) | acdc | eap | eap-ig\n"
+    "  --ig-steps N          EAP-IG's interpolation steps, 1..1000 (default 5)\n"
     "  --metric M            logit-diff (default) | prob-diff | kl (KL of the model's\n"
-    "                        next-token distribution to the circuit's)\n"
+    "                        next-token distribution to the circuit's; not with eap:\n"
+    "                        its gradient at the clean run is 0)\n"
     "  --ablation A          resample (default: each prompt's corrupted partner) |\n"
     "                        mean (position-wise over the set) | zero\n"
     "  --top N               the circuit is the top N edges by |score| (pruned)\n"
@@ -49,8 +57,12 @@ static const char DISCOVER_HELP[] =
     "                        names, or a graph.json): ROC curves and AUC for edges\n"
     "                        and nodes, written as roc.json\n"
     "  --out DIR             write graph.json (EAP-IG's format), faithfulness.json,\n"
-    "                        circuit.dot (and roc.json) into DIR (created if missing;\n"
-    "                        its parent must exist)\n"
+    "                        circuit.dot (and roc.json), and the figures circuit and\n"
+    "                        faithfulness_curve in the --format chosen into DIR\n"
+    "                        (created if missing; its parent must exist); with html\n"
+    "                        also index.html (the circuit with a threshold slider;\n"
+    "                        a click on a head shows its attention on the first\n"
+    "                        prompt, attention.json)\n"
     "  --json                print every number as JSON instead of the summary\n"
     "  --threads N           worker threads, 0 = every CPU (default); the numbers\n"
     "                        are bit-identical for every count\n"
@@ -116,11 +128,12 @@ int cmd_discover(int argc, char **argv)
         switch (c) {
         case CLI_OPT_EXIT: return op.status;
         case O_METHOD:
-        case O_IG_STEPS: /* edge attribution is another part of headscope, not in this build */
-            if (c == O_IG_STEPS || strcmp(optarg, "eap") == 0 || strcmp(optarg, "eap-ig") == 0)
-                return cli_usage_error(C, "--method eap and eap-ig (and --ig-steps) are not built into this headscope");
             if ((k = parse_named(C, "--method", optarg, hs_discover_method_names, HS_DISCOVER_N)) < 0) return 2;
             o.method = (hs_discover_method)k;
+            break;
+        case O_IG_STEPS:
+            if (cli_parse_int(optarg, 1, 1000, &v)) return cli_usage_error(C, "--ig-steps needs a count in 1..1000, got '%s'", optarg);
+            o.ig_steps = (int)v;
             break;
         case O_METRIC:
             if ((k = parse_named(C, "--metric", optarg, hs_metric_names, HS_METRIC_N)) < 0) return 2;
@@ -150,15 +163,21 @@ int cmd_discover(int argc, char **argv)
     if (o.method == HS_DISCOVER_ACDC && (o.top_n >= 0 || !isnan(o.threshold)))
         return cli_usage_error(C, "--top and --threshold choose from scores; ACDC's circuit is what it keeps (--tau)");
     if (o.method != HS_DISCOVER_ACDC && !isnan(o.tau)) return cli_usage_error(C, "--tau is for --method acdc");
+    if (o.method != HS_DISCOVER_EAP_IG && o.ig_steps) return cli_usage_error(C, "--ig-steps is for --method eap-ig");
+    if (o.method == HS_DISCOVER_EAP && o.metric == HS_METRIC_KL)
+        return cli_usage_error(C, "--metric kl with --method eap scores every edge 0 (the KL divergence's gradient "
+                               "at the clean run is exactly 0); use --method eap-ig");
     o.out = x.out;
     o.model_path = x.model;
     o.data_path = x.data;
+    o.fo = &x.fo;
     x.out = NULL; /* the library writes the folder */
     hs_error err = {0};
     int rc = 1;
     hs_discover_report r = {0};
     if (cli_exp_open(&x, 0) == 0) {
         const hs_notes notes = cli_notes(C);
+        o.tok = x.Ld.vocab;
         if (hs_discover_run(x.Ld.model, x.pool, &x.p, &o, &notes, &r, &err) != HS_OK) rc = cli_error(C, &err);
         else rc = print_report(C, &x, o.out, &r);
     }

@@ -1,8 +1,9 @@
 /*
  * discovery/discover.c -- `headscope discover` and `headscope
- * faithfulness` as library calls (experiments.h, "Circuit discovery"):
- * score every edge (exact patching or ACDC), choose the circuit, run it and
- * the faithfulness curve, compare with a true circuit, write the folder.
+ * faithfulness` as library calls (discovery.h, "Circuit discovery"):
+ * score every edge (exact patching, ACDC, EAP or EAP-IG), choose the
+ * circuit, run it and the faithfulness curve, compare with a true circuit,
+ * write the folder (its figures: discovery/discover_figs.c).
  */
 #include "discovery/discovery.h"
 
@@ -11,7 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const hs_discover_method_names[HS_DISCOVER_N] = {"exact", "acdc"};
+const char *const hs_discover_method_names[HS_DISCOVER_N] = {"exact", "acdc", "eap", "eap-ig"};
+/* The methods as the figures and the summary name them. */
+static const char *const METHOD_TITLES[HS_DISCOVER_N] = {"exact patching", "ACDC", "EAP", "EAP-IG"};
 
 int hs_discover_method_parse(const char *s)
 {
@@ -52,12 +55,21 @@ void hs_faith_report_free(hs_faith_report *r)
     memset(r, 0, sizeof *r);
 }
 
-/* The scores of the method (one case a method). */
-static hs_status method_scores(hs_circeval *ce, const hs_discover_opts *o, hs_discover_report *r, hs_error *err)
+/* The scores of the method (one case a method); EAP's and EAP-IG's passes
+ * (per chunk: EAP a clean and a corrupted forward and one backward, EAP-IG a
+ * clean forward and ig_steps forwards and backwards) into r. */
+static hs_status method_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_circeval *ce,
+                               const hs_discover_opts *o, hs_discover_report *r, hs_error *err)
 {
+    const long chunks = hs_engine_chunks(p->n);
     switch (o->method) {
     case HS_DISCOVER_EXACT: return hs_edge_patch_scores(ce, r->scores, err);
     case HS_DISCOVER_ACDC: return hs_acdc_run(ce, r->tau, r->in_circuit, r->scores, &r->acdc, err);
+    case HS_DISCOVER_EAP:
+    case HS_DISCOVER_EAP_IG:
+        r->forwards = chunks * (r->ig_steps ? 1 + r->ig_steps : 2);
+        r->backwards = chunks * (r->ig_steps ? r->ig_steps : 1);
+        return hs_eap_scores(m, pool, p, &r->g, o->metric, r->ig_steps, r->scores, err);
     case HS_DISCOVER_N: break;
     }
     return hs_fail(err, HS_ERR_INPUT, "discover: unknown method %d", (int)o->method);
@@ -90,22 +102,68 @@ static hs_status run_circuit(hs_circeval *ce, const unsigned char *in_circuit, d
     return st;
 }
 
-/* The discover folder: graph.json, faithfulness.json, circuit.dot, roc.json. */
-static hs_status discover_write(const hs_model *m, const hs_discover_opts *o, const hs_notes *notes,
-                                hs_discover_report *r, hs_error *err)
+/* The figures of the discover folder: the circuit, its faithfulness curve
+ * (when defined), and with html the first prompt's attention for the page. */
+static hs_status discover_figures(const hs_model *m, const hs_prompts *p, const hs_discover_opts *o,
+                                  const hs_notes *notes, const hs_discover_report *r, hs_outdir *od, hs_error *err)
 {
-    hs_figopts fo;
-    hs_figopts_default(&fo, 300);
+    char title[200], f[32];
+    const char *mt = METHOD_TITLES[r->method];
+    if (isnan(r->faithfulness)) snprintf(f, sizeof f, "undefined");
+    else snprintf(f, sizeof f, "%.2f", r->faithfulness);
+    snprintf(title, sizeof title, "%s circuit (%s): %zu of %zu edges, faithfulness %s", mt, r->chosen_by, r->n_kept,
+             r->g.n_edges, f);
+    hs_status st = hs_graph_figure_write(od, "circuit", &r->g, r->scores, r->in_circuit, title,
+                                         "the circuit: layers bottom to top, edge width by |score|, colour by "
+                                         "sign, each edge into its head's q, k or v", err);
+    if (st == HS_OK && !r->curve.usable)
+        hs_note(notes, HS_NOTE_CMD, "note: no faithfulness_curve figure: faithfulness is undefined");
+    if (st == HS_OK && r->curve.usable) {
+        const hs_faith_curve *c[1] = {&r->curve};
+        const char *name[1] = {mt};
+        snprintf(title, sizeof title, "faithfulness of the top edges by %s score (%s, %s ablation)", mt,
+                 hs_metric_names[r->metric], hs_ablate_method_names[r->ablation]);
+        st = hs_faith_figure_write(od, "faithfulness_curve", c, name, 1, title,
+                                   "normalised faithfulness over circuit size (MIB's sizes, % of the edges)", err);
+    }
+    if (st == HS_OK && od->fo->html) {
+        cJSON *pk = NULL, *nest = NULL;
+        char at[64];
+        snprintf(at, sizeof at, "the first prompt (line %d)", p->line[0]);
+        st = hs_prompt_attention_json(m, p->clean, p->t, o->tok, at, o->model_path, 1, &pk, err);
+        if (st == HS_OK) st = hs_outdir_page(od, "attention", pk, err);
+        if (st == HS_OK) st = hs_prompt_attention_json(m, p->clean, p->t, o->tok, at, o->model_path, 0, &nest, err);
+        if (st == HS_OK)
+            st = hs_outdir_json(od, "attention", nest, "every head's attention on the first prompt "
+                                "[L*H, t, t] (the page's circuit view shows a head's on a click)", err);
+        cJSON_Delete(nest);
+    }
+    return st;
+}
+
+/* The discover folder: graph.json, faithfulness.json, circuit.dot, roc.json,
+ * the figures. */
+static hs_status discover_write(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_discover_opts *o,
+                                const hs_notes *notes, hs_discover_report *r, hs_error *err)
+{
+    hs_figopts def;
+    hs_figopts_default(&def, 300);
+    hs_figopts *fo = o->fo ? o->fo : &def;
     hs_outdir od;
     const char *inputs[] = {o->model_path, o->data_path, o->truth, NULL};
-    hs_buf gj = {0}, dot = {0};
-    cJSON *fj = NULL, *rj = NULL, *extra = NULL;
-    hs_status st = hs_outdir_open(&od, "discover", o->out, &fo, inputs, NULL, notes, err);
-    if (st != HS_OK) return st;
-    st = hs_graph_json_text(&r->g, &m->cfg, r->scores, r->in_circuit, &gj, err);
+    hs_buf dot = {0};
+    cJSON *fj = NULL, *rj = NULL, *extra = NULL, *ctx = NULL;
+    hs_status st = hs_figopts_font_open(fo, err);
+    if (st == HS_OK) st = hs_outdir_open(&od, "discover", o->out, fo, inputs, pool, notes, err);
+    if (st != HS_OK) {
+        hs_figopts_free(&def);
+        return st;
+    }
+    if ((ctx = hs_run_context(&m->cfg, o->model_path)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    od.context = ctx;
     if (st == HS_OK)
-        st = hs_outdir_file(&od, "graph.json", "json", gj.s, gj.len, "every edge's score and the circuit "
-                            "(in_graph), as EAP-IG's Graph.to_json writes it", err);
+        st = hs_graph_json_write(&od, &r->g, &m->cfg, r->scores, r->in_circuit, "every edge's score and the circuit "
+                                 "(in_graph), as EAP-IG's Graph.to_json writes it", err);
     if (st == HS_OK && (fj = hs_discover_curve_json(r)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (st == HS_OK)
         st = hs_outdir_json(&od, "faithfulness", fj, "normalised faithfulness at MIB's circuit sizes, CPR and CMD, "
@@ -116,6 +174,7 @@ static hs_status discover_write(const hs_model *m, const hs_discover_opts *o, co
     if (st == HS_OK && r->has_roc && (rj = hs_roc_json(&r->roc)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (st == HS_OK && rj)
         st = hs_outdir_json(&od, "roc", rj, "ROC curves of the edge and node scores against the true circuit", err);
+    if (st == HS_OK) st = discover_figures(m, p, o, notes, r, &od, err);
     extra = st == HS_OK ? cJSON_CreateObject() : NULL;
     if (st == HS_OK && (!extra || !cJSON_AddStringToObject(extra, "method", hs_discover_method_names[o->method]) ||
                         !cJSON_AddStringToObject(extra, "metric", hs_metric_names[o->metric]) ||
@@ -124,9 +183,10 @@ static hs_status discover_write(const hs_model *m, const hs_discover_opts *o, co
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (st == HS_OK) st = hs_outdir_commit(&od, extra, err);
     if (st == HS_OK) r->n_files = hs_outdir_n_files(&od);
+    od.context = NULL;
     hs_outdir_close(&od);
-    hs_figopts_free(&fo);
-    hs_buf_free(&gj);
+    hs_figopts_free(&def);
+    cJSON_Delete(ctx);
     hs_buf_free(&dot);
     cJSON_Delete(fj);
     cJSON_Delete(rj);
@@ -143,6 +203,13 @@ static hs_status discover_check(const hs_model *m, const hs_discover_opts *o, hs
                        "edges it keeps (set --tau)");
     if (o->method != HS_DISCOVER_ACDC && !isnan(o->tau))
         return hs_fail(err, HS_ERR_INPUT, "--tau is ACDC's threshold (--method acdc)");
+    if (o->ig_steps != 0 && o->method != HS_DISCOVER_EAP_IG)
+        return hs_fail(err, HS_ERR_INPUT, "--ig-steps is EAP-IG's (--method eap-ig)");
+    if (o->ig_steps < 0 || o->ig_steps > 1000)
+        return hs_fail(err, HS_ERR_INPUT, "--ig-steps needs a count in 1..1000, got %d", o->ig_steps);
+    if (o->method == HS_DISCOVER_EAP && o->metric == HS_METRIC_KL)
+        return hs_fail(err, HS_ERR_INPUT, "EAP with the kl metric scores every edge 0 (the KL divergence's "
+                       "gradient at the clean run is exactly 0); use --method eap-ig");
     if (!isnan(o->tau) && !(o->tau >= 0 && isfinite(o->tau)))
         return hs_fail(err, HS_ERR_INPUT, "--tau needs a finite number >= 0");
     if (o->top_n >= 0 && !isnan(o->threshold)) return hs_fail(err, HS_ERR_INPUT, "give --top or --threshold, not both");
@@ -162,6 +229,7 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
     if (st == HS_OK) st = hs_graph_build(&m->cfg, &r->g, err);
     r->method = o->method;
     r->tau = isnan(o->tau) ? HS_ACDC_TAU : o->tau;
+    r->ig_steps = o->method != HS_DISCOVER_EAP_IG ? 0 : o->ig_steps > 0 ? o->ig_steps : HS_EAP_IG_STEPS;
     r->metric = o->metric;
     r->ablation = o->ablation;
     r->n_prompts = p->n;
@@ -179,8 +247,8 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
         r->m_empty = hs_circeval_empty(ce);
         hs_faith_usable(r->m_full, r->m_empty, o->metric, &r->usable, r->why, sizeof r->why);
         if (!r->usable) hs_note(notes, HS_NOTE_CMD, "note: faithfulness is undefined: %s", r->why);
-        st = method_scores(ce, o, r, err);
-        r->forwards = hs_circeval_forwards(ce);
+        st = method_scores(m, pool, p, ce, o, r, err);
+        if (r->method == HS_DISCOVER_EXACT || r->method == HS_DISCOVER_ACDC) r->forwards = hs_circeval_forwards(ce);
     }
     if (st == HS_OK) st = choose_circuit(o, r, err);
     if (st == HS_OK) st = run_circuit(ce, r->in_circuit, &r->m_circuit, &r->faithfulness, err);
@@ -191,7 +259,7 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
     }
     hs_circeval_destroy(ce);
     free(truth);
-    if (st == HS_OK && o->out) st = discover_write(m, o, notes, r, err);
+    if (st == HS_OK && o->out) st = discover_write(m, pool, p, o, notes, r, err);
     return st;
 }
 

@@ -1,6 +1,6 @@
 /*
  * discovery/discover_report.c -- what `discover` and `faithfulness` say:
- * their reports as JSON and as text (experiments.h, "Circuit discovery").
+ * their reports as JSON and as text (discovery.h, "Circuit discovery").
  */
 #include "discovery/discovery.h"
 
@@ -114,7 +114,10 @@ cJSON *hs_discover_json(const hs_discover_report *r)
              cJSON_AddNumberToObject(a, "forwards", (double)r->acdc.forwards) &&
              cJSON_AddNumberToObject(a, "kept", (double)r->acdc.kept) && cJSON_AddNumberToObject(a, "metric", r->acdc.metric);
     }
+    if (ok && r->method == HS_DISCOVER_EAP_IG) ok = cJSON_AddNumberToObject(o, "ig_steps", r->ig_steps) != NULL;
     ok = ok && cJSON_AddNumberToObject(o, "forwards", (double)r->forwards);
+    if (ok && (r->method == HS_DISCOVER_EAP || r->method == HS_DISCOVER_EAP_IG))
+        ok = cJSON_AddNumberToObject(o, "backwards", (double)r->backwards) != NULL;
     cJSON *f = ok ? hs_faith_curve_json(&r->curve) : NULL;
     ok = ok && f && cJSON_AddItemToObject(o, "faithfulness_curve", f);
     if (!ok && f && !(o && cJSON_GetObjectItem(o, "faithfulness_curve"))) cJSON_Delete(f);
@@ -174,6 +177,12 @@ void hs_discover_summary(const hs_discover_report *r, hs_buf *b)
     if (r->method == HS_DISCOVER_ACDC)
         hs_buf_printf(b, "ACDC, tau %g: %ld runs (%ld forwards), %ld edges skipped (nothing read their node), "
                       "%zu kept\n", r->tau, r->acdc.trials, r->acdc.forwards, r->acdc.skipped, r->acdc.kept);
+    else if (r->method == HS_DISCOVER_EAP)
+        hs_buf_printf(b, "EAP (Syed et al. 2023): %ld forward and %ld backward passes, the gradient at the clean run\n",
+                      r->forwards, r->backwards);
+    else if (r->method == HS_DISCOVER_EAP_IG)
+        hs_buf_printf(b, "EAP-IG (Hanna et al. 2024), %d steps from the corrupted to the clean embeddings: "
+                      "%ld forward and %ld backward passes\n", r->ig_steps, r->forwards, r->backwards);
     else
         hs_buf_printf(b, "exact edge patching: %zu runs over the set (%ld forwards)\n", r->g.n_edges, r->forwards);
     hs_buf_printf(b, "circuit (%s, pruned): %zu edges, metric %+.4f, faithfulness %s\n", r->chosen_by, r->n_kept,
@@ -183,8 +192,10 @@ void hs_discover_summary(const hs_discover_report *r, hs_buf *b)
     const size_t k = strongest(&r->g, r->scores, top, 10);
     hs_buf_puts(b, r->method == HS_DISCOVER_ACDC ? "strongest edges (score = the metric's change when ACDC tried the "
                                                    "edge; 0 when skipped):\n"
-                                                 : "strongest edges (score = metric with the edge ablated - metric of "
-                                                   "the model):\n");
+                   : r->method == HS_DISCOVER_EXACT ? "strongest edges (score = metric with the edge ablated - metric "
+                                                      "of the model):\n"
+                                                    : "strongest edges (score = the estimate of metric with the edge "
+                                                      "corrupted - metric of the model):\n");
     for (size_t i = 0; i < k; i++) {
         char name[96];
         hs_graph_edge_name(&r->g, top[i], name, sizeof name);

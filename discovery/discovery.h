@@ -397,15 +397,17 @@ hs_status hs_circuit_dot(const hs_graph *g, const double *scores, const unsigned
 /* Circuit discovery (discovery/discover.c, discover_report.c;             */
 /* `headscope discover` and `headscope faithfulness`)                        */
 
-/* How the edges are scored: exact edge patching (hs_edge_patch_scores) or
- * ACDC (hs_acdc_run). */
-typedef enum { HS_DISCOVER_EXACT = 0, HS_DISCOVER_ACDC, HS_DISCOVER_N } hs_discover_method;
-/* "exact", "acdc". */
+/* How the edges are scored: exact edge patching (hs_edge_patch_scores),
+ * ACDC (hs_acdc_run), EAP or EAP-IG (hs_eap_scores). */
+typedef enum { HS_DISCOVER_EXACT = 0, HS_DISCOVER_ACDC, HS_DISCOVER_EAP, HS_DISCOVER_EAP_IG, HS_DISCOVER_N } hs_discover_method;
+/* "exact", "acdc", "eap", "eap-ig". */
 extern const char *const hs_discover_method_names[HS_DISCOVER_N];
 /* The method named s, or -1. */
 int hs_discover_method_parse(const char *s);
 /* ACDC's tau when none is given. */
 #define HS_ACDC_TAU 0.01
+/* EAP-IG's interpolation steps when none is given (EAP-IG's examples, MIB). */
+#define HS_EAP_IG_STEPS 5
 
 typedef struct {
     hs_discover_method method;  /* default exact */
@@ -415,9 +417,13 @@ typedef struct {
     double threshold;           /* >= 0: the edges with |score| >= threshold; NAN (default): unset.
                                  * Neither set: the top hs_faith_top_n(0.05, n_edges) (MIB's 5 %), >= 1 */
     double tau;                 /* ACDC's threshold; NAN (default): HS_ACDC_TAU */
+    int ig_steps;               /* EAP-IG's steps, 1..1000; 0 (default): HS_EAP_IG_STEPS */
     const char *truth;          /* the true circuit (hs_truth_load), or NULL */
     const char *out;            /* the output folder, or NULL: nothing written */
     const char *model_path, *data_path; /* inputs of the folder (never replaced), index.json's "model" */
+    hs_figopts *fo;             /* the folder's formats and figure options (its font is opened
+                                 * here); NULL: hs_figopts_default at 300 dpi */
+    const hs_tokenizer *tok;    /* the attention file's token labels (html), or NULL: "#id" */
 } hs_discover_opts;
 hs_discover_opts hs_discover_opts_default(void);
 
@@ -432,8 +438,10 @@ typedef struct {
     size_t n_kept;              /* its edges */
     char chosen_by[64];         /* "the top 5 edges by |score|", "|score| >= 0.1", "ACDC with tau 0.01" */
     double tau;                 /* ACDC's tau (the default when none was given) */
+    int ig_steps;               /* EAP-IG's steps (method eap-ig; else 0) */
     hs_acdc_stats acdc;         /* ACDC's runs (method acdc) */
     long forwards;              /* forward passes of HS_ENGINE_CHUNK prompts the scoring made */
+    long backwards;             /* backward passes of as many prompts (eap, eap-ig; else 0) */
     double m_full, m_empty;     /* m(M), m(empty) */
     double m_circuit;           /* m(C) of the circuit */
     double faithfulness;        /* its normalised faithfulness (NAN when not usable) */
@@ -448,20 +456,30 @@ typedef struct {
 /*
  * Discovers a circuit of m on the prompt set p: the graph, the true circuit
  * (o->truth, read before anything runs), hs_circeval_create, the method's
- * edge scores, the circuit (ACDC: its kept edges; otherwise top-n, threshold
- * or MIB's 5 % of the scores), pruned, run for its faithfulness, the
- * faithfulness curve of the scores (hs_faith_curve_run) and, with a truth,
- * hs_roc_run with the circuit's point. With o->out, then, the folder
- * (hs_outdir, command "discover"): graph.json (hs_graph_json_text),
- * faithfulness.json (hs_discover_curve_json), circuit.dot (hs_circuit_dot),
- * roc.json (hs_roc_json) with a truth, and index.json (with "method",
- * "metric", "ablation", "model"); a failed run leaves the folder as it was.
- * Notes: faithfulness undefined (with why), the folder's. Errors
- * (HS_ERR_INPUT, one line): --top or --threshold with acdc, --tau without
- * it, both --top and --threshold, a threshold or tau < 0 or not finite, and
- * those of hs_truth_load, hs_circeval_create, the method and the folder.
- * Fills *out (zeroed first; free with hs_discover_report_free, also after a
- * failure).
+ * edge scores (exact: hs_edge_patch_scores; acdc: hs_acdc_run; eap and
+ * eap-ig: hs_eap_scores with 0 or o->ig_steps steps, its forward and
+ * backward passes counted in forwards and backwards), the circuit (ACDC: its
+ * kept edges; otherwise top-n, threshold or MIB's 5 % of the scores),
+ * pruned, run for its faithfulness, the faithfulness curve of the scores
+ * (hs_faith_curve_run) and, with a truth, hs_roc_run with the circuit's
+ * point. With o->out, then, the folder (hs_outdir, command "discover", the
+ * formats of o->fo): graph.json (hs_graph_json_write: on the page with
+ * html), faithfulness.json (hs_discover_curve_json), circuit.dot
+ * (hs_circuit_dot), roc.json (hs_roc_json) with a truth, the circuit as a
+ * figure (stem "circuit", hs_graph_figure_write) and its faithfulness curve
+ * (stem "faithfulness_curve", hs_faith_figure_write; left out with a note
+ * when faithfulness is undefined), with html attention.json, the attention
+ * of p's first prompt (hs_prompt_attention_json), which the page's circuit
+ * view shows on a click on a head, and index.json (with "method", "metric",
+ * "ablation", "model"); a failed run leaves the folder as it was. Notes:
+ * faithfulness undefined (with why), the folder's. Errors (HS_ERR_INPUT, one
+ * line): --top or --threshold with acdc, --tau without it, --ig-steps
+ * without eap-ig or outside 1..1000, kl with eap (the KL divergence's
+ * gradient at the clean run is exactly 0, so every EAP score would be 0),
+ * both --top and --threshold, a threshold or tau < 0 or not finite, and
+ * those of hs_truth_load, hs_circeval_create, the method, the figures and
+ * the folder. Fills *out (zeroed first; free with hs_discover_report_free,
+ * also after a failure).
  */
 hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_discover_opts *o,
                           const hs_notes *notes, hs_discover_report *out, hs_error *err);
@@ -473,7 +491,8 @@ cJSON *hs_discover_curve_json(const hs_discover_report *r);
 /* The report as JSON: {"method", "metric", "ablation", "prompts", "n_edges",
  * "metric_full", "metric_empty", "usable", "why_not_usable" (when not),
  * "circuit": {...}, "acdc": {"tau", "trials", "skipped", "forwards", "kept",
- * "metric"} (acdc), "forwards", "faithfulness_curve": {...}, "roc": {...}
+ * "metric"} (acdc), "ig_steps" (eap-ig), "forwards", "backwards" (eap,
+ * eap-ig), "faithfulness_curve": {...}, "roc": {...}
  * (with a truth), "strongest_edges": [{"edge", "score", "in_circuit"}] (the
  * ten largest |score|)}; NULL on OOM. */
 cJSON *hs_discover_json(const hs_discover_report *r);
@@ -619,5 +638,46 @@ hs_status hs_eap_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, c
  * of the gradients at every input reading u (the residual stream adds): the
  * same number. */
 void hs_eap_node_scores(const hs_graph *g, const double *edge_scores, double *node_scores);
+
+/* ------------------------------------------------------------------------ */
+/* A found circuit in an output folder (discovery/discover_figs.c): what     */
+/* `discover` and `circuit` write                                            */
+
+/* graph.json (hs_graph_json_text's bytes, listed with `shows`) into od and,
+ * when od's page wants it (html), its parsed object on the page under stem
+ * "graph": the run file the viewer's circuit view draws. Errors: those of
+ * hs_graph_json_text, the folder's (HS_ERR_IO), HS_ERR_NOMEM. */
+hs_status hs_graph_json_write(hs_outdir *od, const hs_graph *g, const hs_config *cfg, const double *scores,
+                              const unsigned char *in_circuit, const char *shows, hs_error *err);
+
+/* The circuit as a figure into od: stem.{png,svg,pdf} from hs_graph_figure
+ * with od->fo's viz options and stem.json (its JSON with od->context's keys)
+ * in the formats od->fo chooses; arguments as hs_graph_figure, every edge of
+ * in_graph drawn. A circuit of more than HS_VIZ_MAX_EDGES edges gets no
+ * figure, with a note to od's notes. Errors: hs_graph_figure's (the width
+ * promise: HS_ERR_INPUT naming the width that fits), the folder's. */
+hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph *g, const double *scores,
+                                const unsigned char *in_graph, const char *title, const char *shows,
+                                hs_error *err);
+
+/* Faithfulness curves as one figure into od (stem.{png,svg,pdf,json} as
+ * above): curves[k] (n_methods of them) at MIB's sizes, drawn by
+ * hs_faithfulness_figure with methods[k] in the legend; a curve that is not
+ * usable draws nothing (NaN). Errors: hs_faithfulness_figure's, the
+ * folder's. */
+hs_status hs_faith_figure_write(hs_outdir *od, const char *stem, const hs_faith_curve *const *curves,
+                                const char *const *methods, size_t n_methods, const char *title,
+                                const char *shows, hs_error *err);
+
+/* The attention of one prompt (tokens [t]) in hs_viz_attention_json's shape
+ * over [L*H, t, t] (every layer's heads in order, named "L{l}H{h}"), the
+ * tokens labelled by tok (hs_tok_str; NULL: "#id"), title (may be NULL), and
+ * hs_run_context(&m->cfg, model_path)'s "config" and "model"; packed: the
+ * page's packed form (hs_viz_attention_json_packed), else the file's nested
+ * arrays. *out new (cJSON_Delete). Errors: the forward's, hs_viz's,
+ * HS_ERR_NOMEM. */
+hs_status hs_prompt_attention_json(const hs_model *m, const int *tokens, int t, const hs_tokenizer *tok,
+                                   const char *title, const char *model_path, int packed, cJSON **out,
+                                   hs_error *err);
 
 #endif /* HS_DISCOVERY_H */

@@ -389,6 +389,19 @@ static void planted_prompts(int n, hs_prompts *p)
     }
 }
 
+/* As planted_prompts, the corrupted prompts' repeat rotated by shift:
+ * y0..y7 y_{shift}..: the induction head attends elsewhere (wrong: the token
+ * it then copies). */
+static void planted_prompts_shifted(int n, int shift, hs_prompts *p)
+{
+    planted_prompts(n, p);
+    for (int i = 0; i < n; i++) {
+        int *c = p->corr + i * p->t;
+        for (int k = PS; k < p->t; k++) c[k] = c[(k - PS + shift) % PS];
+        p->wrong[i] = c[(p->t - 1 - PS + shift) % PS + 1];
+    }
+}
+
 static const char *const PLANTED[5] = {"input->a0.h2<v>", "a0.h2->a1.h1<k>", "input->a1.h1<q>", "input->a1.h1<v>",
                                        "a1.h1->logits"};
 
@@ -444,6 +457,73 @@ static void planted_circuit_is_found(void **state)
     free(truth), free(circ), free(sc);
     hs_graph_free(&g);
     hs_prompts_free(&p);
+    hs_model_destroy(m);
+}
+
+/* EAP and EAP-IG (5 steps) on the planted circuit, logit-diff and (EAP-IG
+ * only: EAP's KL gradient at the clean run is 0) kl, on two prompt sets:
+ * planted_prompts (the corrupted prompts repeat at the same offset) and
+ * planted_prompts_shifted (their repeat rotated by 3: the induction head
+ * attends elsewhere). Every other edge scores exactly 0 (a junk head's
+ * output lies in a subspace no planted receiver reads, and nothing reads a
+ * junk head, so every gradient into one is 0), every planted edge scores
+ * nonzero, so the planted edges rank first and edge and node ROC AUC are 1.0
+ * in all five runs. The value path (input->a1.h1<v>, a1.h1->logits) is
+ * linear: its logit-diff scores equal exact patching's (to 1e-5). The key
+ * path (input->a0.h2<v>, a0.h2->a1.h1<k>, input->a1.h1<q>; exact: -9.33
+ * each) goes through a saturated softmax (scores 40 apart): at the clean
+ * run its gradient underflows, so EAP scores it |s| < 1e-20 on both sets,
+ * and so does EAP-IG where the corrupted run attends the same position; only
+ * EAP-IG on the shifted set, whose interpolated runs move the attention,
+ * gives it exact patching's sign, at 0.054 (170 times smaller): AUC 1.0 here
+ * rests on the other edges' exact zeros. */
+static void planted_circuit_is_ranked_first_by_eap(void **state)
+{
+    (void)state;
+    hs_model *m = planted();
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&m->cfg, &g, &err), HS_OK);
+    unsigned char *truth = calloc(g.n_edges, 1);
+    for (int k = 0; k < 5; k++) truth[hs_graph_find_edge(&g, PLANTED[k])] = 1;
+    double *sc = malloc(g.n_edges * sizeof *sc), *ex = malloc(g.n_edges * sizeof *ex);
+    static const struct { int shifted, steps; hs_metric_kind k; } RUNS[5] = {
+        {0, 0, HS_METRIC_LOGIT_DIFF}, {0, 5, HS_METRIC_LOGIT_DIFF}, {0, 5, HS_METRIC_KL},
+        {1, 0, HS_METRIC_LOGIT_DIFF}, {1, 5, HS_METRIC_LOGIT_DIFF}};
+    for (int set = 0; set < 2; set++) {
+        hs_prompts p;
+        if (set == 0) planted_prompts(40, &p);
+        else planted_prompts_shifted(40, 3, &p);
+        hs_pool *pool;
+        hs_circeval *ce = make_ce(m, &p, &g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, 2, &pool);
+        assert_int_equal(hs_edge_patch_scores(ce, ex, &err), HS_OK);
+        for (int r = 0; r < 5; r++) {
+            if (RUNS[r].shifted != set) continue;
+            if (hs_eap_scores(m, pool, &p, &g, RUNS[r].k, RUNS[r].steps, sc, &err) != HS_OK) fail_msg("%s", err.msg);
+            for (size_t e = 0; e < g.n_edges; e++) {
+                char name[64];
+                hs_graph_edge_name(&g, e, name, sizeof name);
+                const int value_path = e == (size_t)hs_graph_find_edge(&g, "input->a1.h1<v>") ||
+                                       e == (size_t)hs_graph_find_edge(&g, "a1.h1->logits");
+                if (!truth[e] ? sc[e] != 0.0 : sc[e] == 0.0 || !isfinite(sc[e]))
+                    fail_msg("run %d: %s scores %.9g", r, name, sc[e]);
+                if (truth[e] && value_path && RUNS[r].k == HS_METRIC_LOGIT_DIFF && fabs(sc[e] - ex[e]) > 1e-5 * fabs(ex[e]))
+                    fail_msg("run %d: %s scores %.9g, exact patching %.9g", r, name, sc[e], ex[e]);
+                const int moved = set == 1 && RUNS[r].steps > 0;
+                if (truth[e] && !value_path && (moved ? !(sc[e] < -0.01 && sc[e] > -0.1) : !(fabs(sc[e]) < 1e-20)))
+                    fail_msg("run %d: key-path edge %s scores %.9g (exact %.9g)", r, name, sc[e], ex[e]);
+            }
+            hs_roc roc;
+            assert_int_equal(hs_roc_run(&g, sc, truth, NULL, &roc, &err), HS_OK);
+            assert_true(roc.edges.auc == 1.0 && roc.edges.auc_step == 1.0 && roc.nodes.auc == 1.0);
+            hs_roc_free(&roc);
+        }
+        hs_circeval_destroy(ce);
+        hs_pool_destroy(pool);
+        hs_prompts_free(&p);
+    }
+    free(truth), free(sc), free(ex);
+    hs_graph_free(&g);
     hs_model_destroy(m);
 }
 
@@ -636,6 +716,7 @@ int main(void)
         cmocka_unit_test(all_but_one_edge_is_that_edge_patched),
         cmocka_unit_test(undefined_when_clean_and_corrupted_coincide),
         cmocka_unit_test(planted_circuit_is_found),
+        cmocka_unit_test(planted_circuit_is_ranked_first_by_eap),
         cmocka_unit_test(roc_areas_by_hand),
         cmocka_unit_test(pruning_keeps_paths_from_input_to_logits),
         cmocka_unit_test(python_float_repr),

@@ -9,7 +9,9 @@
 # threads print the same JSON; `faithfulness` on discover's graph.json gives
 # discover's circuit faithfulness; ACDC tries or skips every edge once; a set
 # whose clean and corrupted prompts coincide says faithfulness is undefined
-# (usable false, null, no NaN); bad input one line each (eap not built in,
+# (usable false, null, no NaN); EAP-IG into a folder (graph.json, the circuit
+# and faithfulness_curve figures) agreeing with exact patching on the
+# strongest edge; bad input one line each (kl with eap, --ig-steps misused,
 # option clashes, a graph of unknown names or another shape, a truth file
 # naming an edge the graph lacks, resample without corrupted prompts).
 # Run as: bash tests/test_discover_cli.sh BUILD_DIR HEADSCOPE_BIN
@@ -76,6 +78,35 @@ assert d["circuit"]["edges"] == f["circuit"]["edges"] == f["circuit"]["edges_in_
 assert d["metric_full"] == f["metric_full"] and d["metric_empty"] == f["metric_empty"]
 PYEOF
 
+# EAP-IG into a folder: graph.json (EAP-IG's reader), the circuit and faithfulness_curve figures (PNG, SVG,
+# JSON), faithfulness.json; its scores against EAP's and the exact ones (same edges, same signs at the top)
+run 0 ig discover --model "$M" --data "$P" --method eap-ig --ig-steps 5 --out "$TMP/ig" --format png,svg,json
+check_folder "$TMP/ig" graph.json faithfulness.json circuit.dot circuit.png circuit.svg circuit.json \
+    faithfulness_curve.png faithfulness_curve.svg faithfulness_curve.json
+"$PY" "$HERE/py/eapig_graph_check.py" "$TMP/ig/graph.json" >/dev/null || fail "eap-ig graph.json fails EAP-IG's reader"
+grep -q '^EAP-IG (Hanna et al. 2024), 5 steps from the corrupted to the clean embeddings: 36 forward and 30 backward passes$' \
+    "$TMP/ig.out" || fail "no EAP-IG line (6 chunks of 32 prompts: a clean forward and 5 steps each)"
+run 0 igj discover --model "$M" --data "$P" --method eap-ig --json --threads 1
+run 0 eapj discover --model "$M" --data "$P" --method eap --json --threads 2
+"$PY" - "$TMP/ig/graph.json" "$TMP/d1/graph.json" "$TMP/igj.out" "$TMP/eapj.out" "$TMP/ig/faithfulness.json" \
+    "$TMP/ig/circuit.json" <<'PYEOF' || fail "eap-ig folder"
+import json, struct, sys
+ig, ex, rj, ej, fj, cj = (json.load(open(a)) for a in sys.argv[1:7])
+assert rj["method"] == "eap-ig" and rj["ig_steps"] == 5 and rj["backwards"] == 5 * rj["forwards"] // 6, rj
+assert ej["method"] == "eap" and "ig_steps" not in ej and ej["backwards"] * 2 == ej["forwards"], ej
+assert set(ig["edges"]) == set(ex["edges"]) and len(ig["edges"]) == 110
+top = lambda g: sorted(g["edges"], key=lambda k: -abs(g["edges"][k]["score"]))
+# the folder's scores are the --json run's (1 thread vs 2 in the folder run; graph.json holds them as float32,
+# as EAP-IG's torch tensors do)
+f32 = lambda x: struct.unpack("f", struct.pack("f", x))[0]
+assert [(e["edge"], f32(e["score"])) for e in rj["strongest_edges"]] == [(k, ig["edges"][k]["score"]) for k in top(ig)[:10]]
+# EAP-IG and exact patching agree on the strongest edge and its sign
+t_ig, t_ex = top(ig)[0], top(ex)[0]
+assert t_ig == t_ex and (ig["edges"][t_ig]["score"] > 0) == (ex["edges"][t_ex]["score"] > 0), (t_ig, t_ex)
+assert fj["points"][0]["faithfulness"] == 0 and fj["points"][-1]["faithfulness"] == 1
+assert cj["title"].startswith("EAP-IG circuit"), cj.get("title")
+PYEOF
+
 # ACDC: every edge tried once or skipped; its circuit is what it kept, pruned
 run 0 acdc discover --model "$M" --data "$P" --method acdc --metric kl --tau 0.05 --json
 "$PY" - "$TMP/acdc.out" <<'PYEOF' || fail "acdc report"
@@ -106,12 +137,14 @@ assert r["circuit"]["faithfulness"] is None and r["faithfulness_curve"]["cpr"] i
 PYEOF
 
 # bad input, one line each
-run 2 eap discover --model "$M" --data "$P" --method eap
-one_line eap "--method eap and eap-ig (and --ig-steps) are not built into this headscope"
+run 2 eapkl discover --model "$M" --data "$P" --method eap --metric kl
+one_line eapkl "--metric kl with --method eap scores every edge 0 (the KL divergence's gradient at the clean run is exactly 0); use --method eap-ig"
 run 2 igsteps discover --model "$M" --data "$P" --ig-steps 5
-one_line igsteps "not built into this headscope"
+one_line igsteps "--ig-steps is for --method eap-ig"
+run 2 igzero discover --model "$M" --data "$P" --method eap-ig --ig-steps 0
+one_line igzero "--ig-steps needs a count in 1..1000, got '0'"
 run 2 method discover --model "$M" --data "$P" --method greedy
-one_line method "--method takes exact, acdc, not 'greedy'"
+one_line method "--method takes exact, acdc, eap, eap-ig, not 'greedy'"
 run 2 both discover --model "$M" --data "$P" --top 3 --threshold 0.1
 one_line both "give --top or --threshold, not both"
 run 2 tau discover --model "$M" --data "$P" --tau 0.1

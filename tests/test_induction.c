@@ -268,6 +268,23 @@ static void hand_built_two_layer_model_is_recognised(void **state)
     assert_float_equal(r.heads[2].copying, 1.0, 1e-6);
     assert_true(r.acc > 0.95);
     assert_true(r.acc_prev_ablated < 0.2 && r.acc_ind_ablated < 0.2);
+    /* the discovery section: EAP-IG ranks the planted K-composition edge (the one the check's path patching
+     * names) first among the head->head edges, and scores every other one exactly 0 */
+    const hs_circ_discovery *d = &r.disc;
+    assert_true(d->ran);
+    assert_int_equal(d->n_named, 1);
+    char nm[64];
+    hs_graph_edge_name(&d->g, d->named[0], nm, sizeof nm);
+    assert_string_equal(nm, "a0.h1->a1.h0<k>");
+    hs_graph_edge_name(&d->g, d->hh[0], nm, sizeof nm);
+    assert_string_equal(nm, "a0.h1->a1.h0<k>");
+    assert_true(d->scores[d->hh[0]] < -0.1 && d->agree == 1 && d->top_k == 5);
+    for (size_t i = 1; i < d->n_hh; i++) assert_true(d->scores[d->hh[i]] == 0.0); /* the zero heads: exactly 0 */
+    /* MIB's 5 % of 29 edges is 1 edge, pruned to none (f 0); at 20 % (6 edges) the circuit is the model */
+    assert_int_equal(d->g.n_edges, 29);
+    assert_int_equal(d->n_kept, 0);
+    assert_true(d->usable && d->faithfulness == 0.0);
+    assert_float_equal(d->curve.pt[8].faithfulness, 1.0, 1e-6); /* pt[8]: 20 % */
     char *json = NULL;
     assert_int_equal(hs_ind_circuit_report_json(&r, "hand", &json, &err), HS_OK);
     assert_non_null(strstr(json, "\"induction_head\":\t\"L1H0\""));

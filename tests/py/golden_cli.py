@@ -96,11 +96,13 @@ CASES = [
     ("heads_target", ["heads", "--model", M, "--data", "pairs16.jsonl", "--target", "target.json",
                       "--metric", "abs", "--exclude-bos", "--exclude-current"], True),
     ("heads_sentence", ["heads", "--model", M, "--sentence", TIRED, "--json"], True),
-    # circuit discovery: exact patching into a folder with a truth, ACDC with kl as JSON, a graph.json run again
+    # circuit discovery: exact patching into a folder with a truth, ACDC with kl and EAP-IG as JSON, a graph.json
+    # run again
     ("discover", ["discover", "--model", M, "--data", "pairs.jsonl", "--out", "disc", "--top", "12",
                   "--truth", "truth.txt"], True),
     ("discover_acdc", ["discover", "--model", M, "--data", "pairs16.jsonl", "--method", "acdc", "--metric", "kl",
                        "--tau", "0.02", "--json"], True),
+    ("discover_eapig", ["discover", "--model", M, "--data", "pairs16.jsonl", "--method", "eap-ig", "--json"], False),
     ("faithfulness", ["faithfulness", "--model", M, "--data", "pairs16.jsonl", "--graph", "disc/graph.json",
                       "--ablation", "mean", "--out", "faith"], True),
     ("circuit", ["circuit", "--model", M, "--out", "c", "--format", "png,svg,pdf,json,html"], True),
@@ -162,7 +164,8 @@ CASES = [
     ("err_train_layers", ["train", "--layers", "0", "--out", "x.safetensors"], False),
     ("err_timeline_empty", ["timeline", "emptydir"], False),
     ("err_eval_missing", ["eval", "--model", "nope.safetensors"], False),
-    ("err_discover_eap", ["discover", "--model", M, "--data", "pairs16.jsonl", "--method", "eap"], False),
+    ("err_discover_eap_kl", ["discover", "--model", M, "--data", "pairs16.jsonl", "--method", "eap", "--metric",
+                             "kl"], False),
     ("err_faithfulness_graph", ["faithfulness", "--model", M, "--data", "pairs16.jsonl", "--graph", "target.json"],
      False),
     ("err_tokenize_word", ["tokenize", "--model", M, "--jsonl", "unknown_word.jsonl"], False),
