@@ -20,8 +20,10 @@
  *     at --tau: its edges by |metric change when tried|, its kept edges
  *     first, as `discover --method acdc` draws it), and ACDC's own circuit.
  *
- * Spearman's rho is Pearson's r of the ranks, tied values taking the mean of
- * the ranks they span (scipy.stats.spearmanr's default); pairs where either
+ * Spearman's rho (C. Spearman 1904, "The proof and measurement of
+ * association between two things", American Journal of Psychology 15(1),
+ * 72-101) is Pearson's r of the ranks, tied values taking the mean of the
+ * ranks they span (scipy.stats.spearmanr's default); pairs where either
  * value is NaN (a cell patch leaves undefined) or both are exactly 0 (the
  * clean and corrupted activations are the same bits there) are left out;
  * NaN when fewer than 3 pairs remain or one side is constant. Metric: logit-diff;
