@@ -23,13 +23,6 @@
 #include "experiments/experiments.h"
 #include "tasks/tasks.h"
 
-static double cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int fail(const hs_error *err)
 {
     fprintf(stderr, "bench_discover: %s\n", err->msg);
@@ -71,16 +64,16 @@ int main(int argc, char **argv)
         hs_acdc_stats st;
         hs_faith_curve fc;
         double t0 = bench_now(), t1, t2, t3, t4, c[5];
-        c[0] = cpu_now();
+        c[0] = bench_cpu_now();
         if (hs_circeval_create(L.model, pool, &p, &g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, &ce, &err) != HS_OK)
             return fail(&err);
-        t1 = bench_now(), c[1] = cpu_now();
+        t1 = bench_now(), c[1] = bench_cpu_now();
         if (hs_edge_patch_scores(ce, sc, &err) != HS_OK) return fail(&err);
-        t2 = bench_now(), c[2] = cpu_now();
+        t2 = bench_now(), c[2] = bench_cpu_now();
         if (hs_faith_curve_run(ce, sc, &fc, &err) != HS_OK) return fail(&err);
-        t3 = bench_now(), c[3] = cpu_now();
+        t3 = bench_now(), c[3] = bench_cpu_now();
         if (hs_acdc_run(ce, tau, circ, sc, &st, &err) != HS_OK) return fail(&err);
-        t4 = bench_now(), c[4] = cpu_now();
+        t4 = bench_now(), c[4] = bench_cpu_now();
         trials = st.trials;
         hs_circeval_destroy(ce);
         if (r < 0) continue;

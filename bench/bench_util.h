@@ -1,5 +1,6 @@
 /*
- * bench/bench_util.h -- the clock and the median every bench program uses.
+ * bench/bench_util.h -- the clocks, the page-fault count, the peak RSS and the median the
+ * bench programs use.
  * Header-only (each bench program is its own executable); include it first
  * (it sets _POSIX_C_SOURCE for clock_gettime).
  */
@@ -8,6 +9,7 @@
 
 #define _POSIX_C_SOURCE 200809L
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* Monotonic time in seconds. */
@@ -16,6 +18,29 @@ static inline double bench_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of the whole process (every thread) in seconds: on a shared
+ * machine a steadier measure of the work than the wall clock. */
+static inline double bench_cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Minor page faults of the process so far (first touches of fresh memory). */
+static inline long bench_minor_faults(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? u.ru_minflt : 0;
+}
+
+/* Peak resident set of the process so far, MiB. */
+static inline double bench_peak_rss_mib(void)
+{
+    struct rusage u;
+    return getrusage(RUSAGE_SELF, &u) == 0 ? (double)u.ru_maxrss / 1024.0 : 0.0;
 }
 
 static inline int bench_cmp_double(const void *a, const void *b)

@@ -17,16 +17,19 @@ e_corr), k = 0..m-1, the clean run's logits as KL's reference. Scores are
 means over the prompts of the metric per prompt (headscope's convention).
 
 usage: eap_peer.py MODEL.safetensors PAIRS.jsonl [--threads N] [--runs R]
-       [--ig-steps M] [--batch B] [--metric logit-diff|prob-diff|kl]
+       [--warmup W] [--ig-steps M] [--batch B] [--metric logit-diff|prob-diff|kl]
        [--compare HEADSCOPE_SCORES.json]
+MODEL: a headscope checkpoint of the default shape, or a TransformerLens-format
+file of the same shape without vocabulary (tokens named by id, "#464", as
+headscope names them: bench/eap_gpt2.sh's GPT-2-small-shaped model).
 Prints one JSON object: median ms of EAP and EAP-IG over the whole set
-(after one untimed run), and with --compare the largest difference from
+(after W untimed runs, default 1), the peak RSS, and with --compare the largest difference from
 headscope's scores relative to their largest magnitude, per method.
 """
 import argparse
 import json
 import math
-import os
+import resource
 import struct
 import sys
 import time
@@ -159,6 +162,7 @@ def main():
     ap.add_argument("pairs")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--runs", type=int, default=11)
+    ap.add_argument("--warmup", type=int, default=1, help="untimed runs first")
     ap.add_argument("--ig-steps", type=int, default=5)
     ap.add_argument("--batch", type=int, default=0, help="prompts a forward (0 = the whole set)")
     ap.add_argument("--metric", default="logit-diff", choices=["logit-diff", "prob-diff", "kl"])
@@ -169,13 +173,15 @@ def main():
     cfg = json.loads(meta["config"])
     if cfg.get("normalization_type") != "LN" or cfg.get("act_fn") != "gelu" or json.loads(meta.get("headscope_config") or "{}"):
         sys.exit("eap_peer.py: the default model's shape only (LayerNorm, GELU, every switch at its default)")
-    vocab = json.loads(meta["vocab"])
+    # without vocab metadata (a TransformerLens-format file) tokens are named by id, "#464", as headscope does
+    vocab = json.loads(meta["vocab"]) if "vocab" in meta else ["#%d" % i for i in range(cfg["d_vocab"])]
+    index = {w: i for i, w in enumerate(vocab)}
     rows = [json.loads(line) for line in open(a.pairs) if line.strip()]
-    ids = lambda s: [vocab.index(w) for w in s.split()]
+    ids = lambda s: [index[w] for w in s.split()]  # noqa: E731
     clean = torch.tensor([ids(r["prompt"]) for r in rows])
     corr = torch.tensor([ids(r["corrupted"]) for r in rows])
-    ans = torch.tensor([vocab.index(r["answer"]) for r in rows])
-    wr = torch.tensor([vocab.index(r["wrong"]) for r in rows])
+    ans = torch.tensor([index[r["answer"]] for r in rows])
+    wr = torch.tensor([index[r["wrong"]] for r in rows])
     peer, n = Peer(P, cfg), len(rows)
     bs = a.batch or n
 
@@ -185,15 +191,15 @@ def main():
             tot = tot + scores(peer, clean[i:i + bs], corr[i:i + bs], ans[i:i + bs], wr[i:i + bs], a.metric, steps)
         return tot / n
 
-    res = {"prompts": n, "tokens": clean.shape[1], "threads": a.threads, "batch": bs, "runs": a.runs,
+    res = {"peak_rss_mib": 0, "prompts": n, "tokens": clean.shape[1], "threads": a.threads, "batch": bs, "runs": a.runs,
            "ig_steps": a.ig_steps, "metric": a.metric, "torch": torch.__version__}
     names = edge_names(peer)
     for key, steps in (("eap", 0), ("eap_ig", a.ig_steps)):
         t = []
-        for r in range(a.runs + 1):
+        for r in range(a.warmup + a.runs):
             t0 = time.perf_counter()
             sc = run(steps)
-            if r:
+            if r >= a.warmup:
                 t.append((time.perf_counter() - t0) * 1e3)
         res[key + "_ms"] = float(np.median(t))
         if a.compare:
@@ -202,6 +208,7 @@ def main():
             mine = np.array([sc[u, col].item() for _, u, col in names])
             theirs = np.array(hs[key])
             res[key + "_max_rel_diff"] = float(np.max(np.abs(mine - theirs)) / np.max(np.abs(theirs)))
+    res["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(json.dumps(res))
 
 

@@ -1,7 +1,8 @@
 /*
- * common/common.c -- status strings, error messages, atomic file writes.
+ * common/common.c -- status strings, error messages, atomic file writes,
+ * float arrays.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE, MAP_ANONYMOUS */
 #include "common.h"
 
 #include <errno.h>
@@ -9,7 +10,10 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <stdalign.h>
+#include <stddef.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -254,24 +258,56 @@ char *hs_path_join(const char *dir, const char *name)
     return p;
 }
 
-/* The block is calloc'd 64 bytes larger (room for the alignment and, just
- * before the aligned start, the pointer calloc returned). */
+/* A 2 MiB page: the size of a transparent huge page on x86-64 and arm64. */
+#define HS_HUGE_PAGE ((size_t)2 << 20)
+
+/* Just before a block's aligned start (its first 16 bytes are always the
+ * allocator's): where the memory came from, to give it back the same way. */
+typedef struct {
+    char *base;   /* calloc's pointer, or the mapping's start */
+    size_t map;   /* the mapping's length; 0: base is calloc's */
+} floats_head;
+_Static_assert(sizeof(floats_head) <= 16 && alignof(max_align_t) >= 16, "a block's head fits before it");
+
+/* A block of HS_HUGE_PAGE bytes or more (the head's 64 included) is an
+ * anonymous mapping of its own, its head starting on a 2 MiB boundary (the
+ * head and the floats share the first huge page), mapped larger by a huge
+ * page and trimmed to the boundary and its length; the rest is calloc'd 64
+ * bytes larger (room for the alignment and the head). */
 float *hs_floats_alloc(size_t n)
 {
-    if (n == 0 || n > (SIZE_MAX - 64) / sizeof(float)) return NULL;
-    char *raw = calloc(1, n * sizeof(float) + 64);
-    if (raw == NULL) return NULL;
-    char *p = raw + 64 - ((uintptr_t)raw & 63); /* 16..64 bytes on: room for the pointer */
-    memcpy(p - sizeof raw, &raw, sizeof raw);
+    if (n == 0 || n > (SIZE_MAX - 64 - 2 * HS_HUGE_PAGE) / sizeof(float)) return NULL;
+    const size_t bytes = n * sizeof(float) + 64;
+    floats_head h = {NULL, 0};
+#ifdef MADV_HUGEPAGE
+    if (bytes >= HS_HUGE_PAGE) {
+        /* a tail of half a huge page or more gets one of its own too (at most
+         * 1 MiB more resident than the block holds); a shorter one 4 KiB pages */
+        const size_t page = (size_t)sysconf(_SC_PAGESIZE), whole = (bytes + HS_HUGE_PAGE - 1) & ~(HS_HUGE_PAGE - 1);
+        const size_t keep = bytes % HS_HUGE_PAGE >= HS_HUGE_PAGE / 2 ? whole : (bytes + page - 1) / page * page;
+        const size_t len = whole + HS_HUGE_PAGE; /* room for the boundary */
+        char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (raw == MAP_FAILED) return NULL;
+        char *a = raw + (-(uintptr_t)raw & (HS_HUGE_PAGE - 1)); /* the boundary at or after raw */
+        if (a > raw) (void)munmap(raw, (size_t)(a - raw));
+        (void)munmap(a + keep, (size_t)(raw + len - (a + keep)));
+        (void)madvise(a, keep & ~(HS_HUGE_PAGE - 1), MADV_HUGEPAGE); /* a hint */
+        h = (floats_head){a, keep};
+    }
+#endif
+    if (h.base == NULL && (h.base = calloc(1, bytes)) == NULL) return NULL;
+    char *p = h.base + 64 - ((uintptr_t)h.base & 63); /* 16..64 bytes on (a mapping: 64): room for the head */
+    memcpy(p - sizeof h, &h, sizeof h);
     return (float *)(void *)p;
 }
 
 void hs_floats_free(float *p)
 {
     if (p == NULL) return;
-    char *raw;
-    memcpy(&raw, (char *)p - sizeof raw, sizeof raw);
-    free(raw);
+    floats_head h;
+    memcpy(&h, (char *)p - sizeof h, sizeof h);
+    if (h.map) (void)munmap(h.base, h.map);
+    else free(h.base);
 }
 
 int hs_argmax(const float *x, size_t n)

@@ -29,13 +29,11 @@
  * then the metadata "vocab", "task", "train", the magnitude warning and the
  * notes (buffers skipped, F16 / BF16 converted).
  */
-#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include "model/model.h"
 #include "model/checkpoint_internal.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
-#include <sys/mman.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -528,23 +526,6 @@ static void load_notes(const hs_ckpt_layout *layout, const hs_ckpt_src *src, con
                 n16 ? "F16" : "", n16 && nb16 ? " and " : "", nb16 ? "BF16" : "");
 }
 
-/* Asks the kernel to back the parameter table with 2 MiB pages where it
- * can (transparent huge pages in "madvise" mode): the layout is about to
- * write every page of it, and one fault per 2 MiB instead of per 4 KiB is
- * most of a large model's load time (GPT-2 small: 160,000 faults). A hint:
- * nothing changes where the kernel declines. */
-static void advise_huge_pages(float *p, size_t n)
-{
-#ifdef MADV_HUGEPAGE
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    const uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = (uintptr_t)(p + n) & ~(huge - 1);
-    if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-
 static hs_status load_from_src(const hs_ckpt_src *src, const hs_notes *notes, hs_model **out,
                                hs_meta *meta, int *n_skipped, hs_error *err)
 {
@@ -553,7 +534,6 @@ static hs_status load_from_src(const hs_ckpt_src *src, const hs_notes *notes, hs
     const hs_ckpt_layout *layout = layout_of(&src->x.st);
     hs_status s = load_config(layout, src, &cfg, err);
     if (s == HS_OK) s = hs_model_create(&cfg, &m, err);
-    if (s == HS_OK) advise_huge_pages(m->param_mem, m->n_params);
     if (s == HS_OK) s = load_weights(layout, src, m, notes, err);
     if (s == HS_OK) s = load_meta(src->fname, &src->x.st, m, meta, err);
     if (s != HS_OK) {

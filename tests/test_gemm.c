@@ -4,7 +4,9 @@
  * on shapes libxsmm takes (row blocks of 64 plus a rest) and shapes it
  * leaves to OpenBLAS; beta 0 ignores what C held, beta 1 adds; a row's bits
  * do not depend on the rows in the same call (what makes a batch split over
- * threads give one pass's values); a plan gives hs_sgemm's bits.
+ * threads give one pass's values); a plan gives hs_sgemm's bits; the float
+ * arrays the products run on (hs_floats_alloc) are zeroed, on a cache line,
+ * and, from 2 MiB, on a 2 MiB boundary with every float writable.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -171,6 +173,35 @@ static void a_plan_gives_the_bits_of_hs_sgemm(void **state)
     free(C2);
 }
 
+/* Sizes around the allocator's two ways (calloc; a mapping of its own from
+ * 2 MiB with the 64-byte head, its tail on 4 KiB pages or a huge page): each
+ * block zeroed, every float writable and read back, cache-line aligned, a
+ * mapping's head on a 2 MiB boundary. */
+static void float_arrays_are_zeroed_aligned_and_whole(void **state)
+{
+    (void)state;
+    const size_t mib = (size_t)1 << 20, fl = sizeof(float);
+    const size_t sizes[] = {1, 1000, (2 * mib - 64) / fl - 1, (2 * mib - 64) / fl, (2 * mib + 4096) / fl,
+                            (3 * mib - 64) / fl - 1, (3 * mib - 64) / fl, 7 * mib / fl + 3};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const size_t n = sizes[k];
+        float *p = hs_floats_alloc(n);
+        assert_non_null(p);
+        assert_int_equal((uintptr_t)p % 64, 0);
+        if (n * fl + 64 >= 2 * mib) assert_int_equal(((uintptr_t)p - 64) % (2 * mib), 0);
+        for (size_t i = 0; i < n; i++) {
+            if (p[i] != 0.0f) fail_msg("block of %zu floats: p[%zu] = %g, not zeroed", n, i, (double)p[i]);
+            p[i] = (float)(i % 1000);
+        }
+        for (size_t i = 0; i < n; i += 4093) assert_true(p[i] == (float)(i % 1000));
+        assert_true(p[n - 1] == (float)((n - 1) % 1000));
+        hs_floats_free(p);
+    }
+    assert_null(hs_floats_alloc(0));
+    assert_null(hs_floats_alloc(SIZE_MAX / 2));
+    hs_floats_free(NULL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -178,6 +209,7 @@ int main(void)
         cmocka_unit_test(a_row_gets_the_same_bits_in_any_call),
         cmocka_unit_test(narrow_outputs_give_the_same_bits_in_any_split),
         cmocka_unit_test(a_plan_gives_the_bits_of_hs_sgemm),
+        cmocka_unit_test(float_arrays_are_zeroed_aligned_and_whole),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
