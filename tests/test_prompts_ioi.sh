@@ -13,6 +13,9 @@
 #     --corrupt abc: its three names are distinct and none is IO or S;
 #   - the same seed gives the same bytes, another seed other prompts;
 #   - `patch` and `dla` accept the file on a tiny GPT-2-vocabulary model;
+#   - prompt sets on a BPE: a multi-token answer is refused naming its tokens
+#     (" Marianne" is " Marian" + "ne" in GPT-2), an empty one too, a
+#     corrupted prompt of another length names both lengths;
 #   - refusals: --n 0 and a missing --out (usage, exit 2), a word-level
 #     vocabulary (one line, exit 1), nothing written.
 set -euo pipefail
@@ -89,6 +92,29 @@ PYEOF
 run 0 patch patch --model "$M" --data "$TMP/a.jsonl" --acts resid_pre --json
 grep -q '"prompts":	40,' "$TMP/patch.out" || fail "patch did not read 40 prompts: $(head -c 300 "$TMP/patch.out")"
 run 0 dla dla --model "$M" --data "$TMP/abc.jsonl" --json
+
+# a prompt set on a BPE model: answer / wrong are strings that encode to one
+# token; a longer one is refused naming its tokens; corrupted must have the
+# prompt's length (both named)
+# refused: the loader's note, then one line; nothing on stdout
+refused() {
+    [ ! -s "$TMP/$1.out" ] || fail "$1: wrote on stdout"
+    grep -v ': note: ' "$TMP/$1.err" >"$TMP/$1.msg" || true
+    [ "$(wc -l <"$TMP/$1.msg")" -eq 1 ] && grep -q -- "$2" "$TMP/$1.msg" || fail "$1: $(cat "$TMP/$1.err")"
+}
+P='{"prompt": "When Mary and John went to the store, John gave a drink to", '
+printf '%s\n' "$P\"answer\": \" Mary\", \"wrong\": \" John\"}" \
+    "$P\"answer\": \" Marianne\", \"wrong\": \" John\"}" >"$TMP/multi.jsonl"
+run 1 multi dla --model "$M" --data "$TMP/multi.jsonl"
+refused multi "multi.jsonl:2: answer ' Marianne' is 2 tokens (' Marian' 'ne'); answer and wrong must be one token$"
+printf '%s\n' "$P\"answer\": \" Mary\", \"wrong\": \"\"}" >"$TMP/empty.jsonl"
+run 1 empty dla --model "$M" --data "$TMP/empty.jsonl"
+refused empty "empty.jsonl:1: wrong is empty; answer and wrong must be one token$"
+printf '%s\n' "$P\"corrupted\": \"When Marianne and John went to the store, John gave a drink to\", \"answer\": \" Mary\", \"wrong\": \" John\"}" >"$TMP/len.jsonl"
+run 1 len patch --model "$M" --data "$TMP/len.jsonl"
+refused len "len.jsonl:1: the corrupted prompt has 16 tokens but the prompt has 15; patching needs them aligned$"
+printf '%s\n' "$P\"answer\": \"Mary\", \"wrong\": \" John\"}" >"$TMP/nospace.jsonl"
+run 0 nospace dla --model "$M" --data "$TMP/nospace.jsonl" --json
 
 # refusals: nothing written
 run 2 n0 prompts ioi --model "$M" --n 0 --out "$TMP/n0.jsonl"
