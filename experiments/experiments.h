@@ -397,7 +397,9 @@ typedef struct {
  * messages), sentence B ("second --sentence: ..."; "the two sentences have N
  * and M tokens; ..."), the crop ("--positions A:B is outside the sentence's
  * T tokens (0..T-1)"), the position ("--position P is outside ..."), vs
- * ("--vs: ..."; "--vs takes one word of the vocabulary, not N ('...')"); then
+ * ("--vs: ..."; "--vs takes one word of the vocabulary, not N ('...')", for a
+ * BPE "one token", N without the BOS; vs is encoded as text, the BOS left
+ * out); then
  * the run (a non-finite logit at pos: HS_ERR_NUMERIC, "the logit of 'W' at
  * position P is +inf: the weights overflow float32"), the font, and only then
  * opens o->out_dir (hs_outdir_open's errors), writes every file and commits
