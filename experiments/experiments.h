@@ -471,9 +471,22 @@ hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const ch
  * into the folder o->out (hs_outdir_open's policy; index.json's command
  * "weights"), from the probe's maths (probe.h section 6) under o->fold:
  *   L<l>H<h>_QK      full QK circuit W_E W_QK W_E^T [V, V] [query token, key
- *                    token] (hs_full_QK; not for uniform attention);
+ *                    token] (hs_full_QK_tokens; not for uniform attention);
  *   L<l>H<h>_OV      full OV circuit W_E W_OV W_U [V, V] [attended token,
- *                    output logit] (hs_full_OV), with its copying score;
+ *                    output logit] (hs_full_OV_tokens), with its copying score
+ *                    (over the whole vocabulary: a [d_head, d_head] product);
+ *                    both restricted to n tokens [n, n] with o->tokens_path or
+ *                    o->top_tokens (their JSON then has "token_ids" and
+ *                    "tokens", the exact strings; labels are display forms),
+ *                    which a vocabulary over HS_WEIGHTS_MAX_VOCAB needs:
+ *                    without either it is refused (HS_ERR_INPUT "the
+ *                    vocabulary has V tokens: the full QK and OV circuits over
+ *                    it would be X GB a head; give --tokens FILE ... or
+ *                    --top-tokens N ..."), before anything is computed;
+ *                    a tokens file is refused naming its line ("FILE:L: ' Marianne'
+ *                    is 2 tokens (' Marian' 'ne'); --tokens takes one token a
+ *                    line", an empty line, a repeated token, more than
+ *                    HS_WEIGHTS_MAX_TOKENS);
  *   virtual_weights  Frobenius norms of W_O^A W_X^B [(L-1)*H, 3*(L-1)*H],
  *                    sender A (layers 0..L-2) x receiver B (layers 1..L-1) and
  *                    X = Q, K, V (columns B.Q, B.K, B.V); pairs with B not in
@@ -504,7 +517,17 @@ typedef struct {
     hs_fold fold;           /* HS_FOLD_LN (default) or HS_FOLD_NONE */
     int comp_draws;         /* random pairs of the composition baseline, 2..100000 */
     int vocab_is_ids;       /* 1: tok labels tokens by id (hs_tokenizer_ids): said in a note */
+    const char *tokens_path; /* the full circuits over these tokens only: one token a line
+                              * (hs_tok_one; GPT-2's " Mary" with its space), at most
+                              * HS_WEIGHTS_MAX_TOKENS, no repeats; or NULL */
+    int top_tokens;         /* or over the N tokens of largest ||W_E[t]||_2 (largest first,
+                             * ties by id), 1..HS_WEIGHTS_MAX_TOKENS; 0: not */
 } hs_weights_opts;
+
+/* The largest vocabulary whose full circuits are computed whole without
+ * tokens_path or top_tokens, and the most tokens either may give. */
+#define HS_WEIGHTS_MAX_VOCAB 1024
+#define HS_WEIGHTS_MAX_TOKENS 1024
 
 /* out "weights-out", HS_FOLD_LN, HS_COMP_DRAWS draws, no model path. */
 hs_weights_opts hs_weights_opts_default(void);
@@ -519,6 +542,7 @@ typedef struct {
     int comp_best[3];       /* [HS_COMP_Q/K/V]: sender * (L*H) + receiver of the highest
                              * finite score, -1 when none (or not computed) */
     int n_files;            /* files the folder's index.json lists */
+    int n_tokens;           /* tokens of the full circuits (V, or the subset's) */
     int skip_cross_layer;   /* the run passed the cross-layer figures, skipped (one layer) */
     int skip_qk;            /* the run passed every figure of Q/K, skipped (uniform attention) */
 } hs_weights_report;

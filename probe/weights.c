@@ -392,47 +392,98 @@ done:
 /* ------------------------------------------------------------------------ */
 /* Full circuits and copying                                                 */
 
-hs_status hs_full_QK(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err)
+/* The rows ids[0..n) of W_E (V,D) gathered into a new (n,D) array, or W_E
+ * itself when ids is NULL (*own 0). NULL on OOM. */
+static const float *embed_rows(const hs_model *m, const int *ids, int n, float **own)
 {
-    const int D = m->cfg.d_model, dh = m->cfg.d_head, V = m->cfg.d_vocab;
-    head_w w;
-    hs_status st = head_w_get(m, h, fold, 1, &w, err);
+    const int D = m->cfg.d_model;
+    *own = NULL;
+    if (ids == NULL) return m->params.W_E;
+    if ((*own = malloc((size_t)n * D * sizeof(float))) == NULL) return NULL;
+    for (int i = 0; i < n; i++)
+        memcpy(*own + (size_t)i * D, m->params.W_E + (size_t)ids[i] * D, (size_t)D * sizeof(float));
+    return *own;
+}
+
+/* ids NULL (n = V) or every id in [0, V) and n >= 1; HS_ERR_INPUT else. */
+static hs_status check_ids(const hs_model *m, const int *ids, int n, hs_error *err)
+{
+    if (ids == NULL) return HS_OK;
+    if (n < 1) return hs_fail(err, HS_ERR_INPUT, "full circuit: no tokens");
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->cfg.d_vocab)
+            return hs_fail(err, HS_ERR_INPUT, "full circuit: token id %d is outside the vocabulary "
+                           "[0, %d)", ids[i], m->cfg.d_vocab);
+    return HS_OK;
+}
+
+hs_status hs_full_QK_tokens(const hs_model *m, hs_head h, hs_fold fold, const int *ids, int n,
+                            float *out, hs_error *err)
+{
+    const int D = m->cfg.d_model, dh = m->cfg.d_head;
+    if (ids == NULL) n = m->cfg.d_vocab;
+    hs_status st = check_ids(m, ids, n, err);
     if (st != HS_OK) return st;
-    float *EQ = malloc((size_t)V * dh * sizeof(float)), *EK = malloc((size_t)V * dh * sizeof(float));
-    if (!EQ || !EK) {
+    head_w w;
+    if ((st = head_w_get(m, h, fold, 1, &w, err)) != HS_OK) return st;
+    float *own = NULL;
+    const float *E = embed_rows(m, ids, n, &own);
+    float *EQ = malloc((size_t)n * dh * sizeof(float)), *EK = malloc((size_t)n * dh * sizeof(float));
+    if (!E || !EQ || !EK) {
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     } else {
-        mm(EQ, m->params.W_E, w.Q, V, D, dh, 0);
-        mm(EK, m->params.W_E, w.K, V, D, dh, 0);
-        mm(out, EQ, EK, V, dh, V, 1);
+        mm(EQ, E, w.Q, n, D, dh, 0);
+        mm(EK, E, w.K, n, D, dh, 0);
+        mm(out, EQ, EK, n, dh, n, 1);
     }
+    free(own);
     free(EQ);
     free(EK);
     head_w_free(&w);
     return st;
 }
 
-hs_status hs_full_OV(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err)
+hs_status hs_full_OV_tokens(const hs_model *m, hs_head h, hs_fold fold, const int *ids, int n,
+                            float *out, hs_error *err)
 {
     const int D = m->cfg.d_model, dh = m->cfg.d_head, V = m->cfg.d_vocab;
-    head_w w;
-    hs_status st = head_w_get(m, h, fold, 0, &w, err);
+    if (ids == NULL) n = V;
+    hs_status st = check_ids(m, ids, n, err);
     if (st != HS_OK) return st;
-    float *EV = malloc((size_t)V * dh * sizeof(float)), *OU = malloc((size_t)dh * V * sizeof(float));
+    head_w w;
+    if ((st = head_w_get(m, h, fold, 0, &w, err)) != HS_OK) return st;
+    float *own = NULL;
+    const float *E = embed_rows(m, ids, n, &own);
+    float *EV = malloc((size_t)n * dh * sizeof(float)), *OU = malloc((size_t)dh * n * sizeof(float));
     float *U = malloc((size_t)D * V * sizeof(float));
-    if (!EV || !OU || !U) {
+    float *Us = ids ? malloc((size_t)D * n * sizeof(float)) : U;
+    if (!E || !EV || !OU || !U || !Us) {
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     } else {
         unembed_weights(m, fold, U);
-        mm(EV, m->params.W_E, w.V, V, D, dh, 0);
-        mm(OU, w.O, U, dh, D, V, 0);
-        mm(out, EV, OU, V, dh, V, 0);
+        for (int r = 0; ids && r < D; r++) /* the columns ids of W_U (D,V) */
+            for (int i = 0; i < n; i++) Us[(size_t)r * n + i] = U[(size_t)r * V + ids[i]];
+        mm(EV, E, w.V, n, D, dh, 0);
+        mm(OU, w.O, Us, dh, D, n, 0);
+        mm(out, EV, OU, n, dh, n, 0);
     }
+    if (Us != U) free(Us);
+    free(own);
     free(EV);
     free(OU);
     free(U);
     head_w_free(&w);
     return st;
+}
+
+hs_status hs_full_QK(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err)
+{
+    return hs_full_QK_tokens(m, h, fold, NULL, 0, out, err);
+}
+
+hs_status hs_full_OV(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err)
+{
+    return hs_full_OV_tokens(m, h, fold, NULL, 0, out, err);
 }
 
 static hs_status copying_from_double(double *K, int n, double *score, double *pos_frac,
