@@ -5,7 +5,7 @@
  * composition scores with their random baseline, and each head's copying
  * score, as figures and JSON in an output folder (experiments.h, "What the
  * weights say"). The maths is probe's (probe/weights.c: hs_full_QK,
- * hs_full_OV, hs_head_product, hs_composition_scores, hs_copying_score); the
+ * hs_full_OV, hs_head_product, hs_composition_scores, hs_copying_scores); the
  * figures are viz's, written through output/.
  */
 #include "experiments/experiments.h"
@@ -238,10 +238,10 @@ static hs_status compute(const w_run *x, hs_fold fold, int draws, int uniform, w
         hs_head h = {i / x->NH, i % x->NH};
         hs_status s = uniform ? HS_OK : hs_full_QK_tokens(x->m, h, fold, nu->ids, nu->n, nu->qk + (size_t)i * VV, err);
         if (s == HS_OK) s = hs_full_OV_tokens(x->m, h, fold, nu->ids, nu->n, nu->ov + (size_t)i * VV, err);
-        if (s == HS_OK) s = hs_copying_score(x->m, h, fold, &out->copying[i], &out->copying_pos[i], err);
         if (s != HS_OK) return s;
     }
-    return hs_composition_scores(x->m, fold, draws, 0, &out->comp, err);
+    hs_status s = hs_copying_scores(x->m, fold, out->copying, out->copying_pos, err);
+    return s == HS_OK ? hs_composition_scores(x->m, fold, draws, 0, &out->comp, err) : s;
 }
 
 /* The two full circuits: name, product, what a cell is, axes, quantity. */

@@ -497,6 +497,12 @@ hs_status hs_full_OV_tokens(const hs_model *m, hs_head h, hs_fold fold, const in
  */
 hs_status hs_copying_score(const hs_model *m, hs_head h, hs_fold fold, double *score,
                            double *pos_frac, hs_error *err);
+/* Every head's copying score, score[l*H + h] (and pos_frac, may be NULL),
+ * the same numbers as hs_copying_score head by head: the folded W_U and W_E
+ * are converted to double once for all heads instead of once a head (at
+ * GPT-2's vocabulary 600 MB a head). score, pos_frac (L*H). */
+hs_status hs_copying_scores(const hs_model *m, hs_fold fold, double *score, double *pos_frac,
+                            hs_error *err);
 /* The same from a given square matrix K (n,n), row-major. */
 hs_status hs_copying_score_matrix(const float *K, int n, double *score, double *pos_frac,
                                   hs_error *err);
