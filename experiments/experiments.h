@@ -491,7 +491,9 @@ hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const ch
  *                    sender A (layers 0..L-2) x receiver B (layers 1..L-1) and
  *                    X = Q, K, V (columns B.Q, B.K, B.V); pairs with B not in
  *                    a later layer are masked (null); the JSON's "products"
- *                    holds every [d_head, d_head] product (hs_head_product);
+ *                    holds every [d_head, d_head] product (hs_head_product)
+ *                    up to HS_WEIGHTS_MAX_PRODUCT_VALUES numbers (else none,
+ *                    with a note);
  *   composition_Q/K/V  hs_composition_scores (o->comp_draws, seed 0) minus
  *                    the random baseline [L*H, L*H] (sender, receiver); the
  *                    JSON's "scores" the raw scores, null where not reported;
@@ -528,6 +530,10 @@ typedef struct {
  * tokens_path or top_tokens, and the most tokens either may give. */
 #define HS_WEIGHTS_MAX_VOCAB 1024
 #define HS_WEIGHTS_MAX_TOKENS 1024
+/* The most numbers virtual_weights' JSON lists under "products" (every
+ * [d_head, d_head] product); above it (GPT-2 small: 214 million) the JSON
+ * holds the norms only and a note says so. */
+#define HS_WEIGHTS_MAX_PRODUCT_VALUES (1 << 22)
 
 /* out "weights-out", HS_FOLD_LN, HS_COMP_DRAWS draws, no model path. */
 hs_weights_opts hs_weights_opts_default(void);

@@ -360,12 +360,21 @@ static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *e
     hs_labels_init(&cols, (size_t)ncol);
     for (int r = 0; r < n_recv; r++)
         for (int k = 0; k < 3; k++) hs_labels_set(&cols, (size_t)(r * 3 + k), "%s.%s", x->names[NH + r], COMP_NAME[k]);
-    cJSON *extra = cJSON_CreateObject(), *plist = cJSON_AddArrayToObject(extra, "products");
-    const int ok = plist && cJSON_AddStringToObject(extra, "note", "values[a][r] = ||W_O^a W_X^r||_F "
-                                                   "for sender a (row) and receiver input r.X "
-                                                   "(column), X = Q, K, V; each product is "
-                                                   "[d_head, d_head], listed under products");
+    /* every product in the JSON while they are few (a tiny model's); GPT-2
+     * small's 52,272 would be 214 million numbers */
+    const double n_values = (double)n_send * ncol * (double)dd;
+    const int keep = n_values <= HS_WEIGHTS_MAX_PRODUCT_VALUES;
+    cJSON *extra = cJSON_CreateObject(), *plist = keep ? cJSON_AddArrayToObject(extra, "products") : NULL;
+    char note[320];
+    snprintf(note, sizeof note, "values[a][r] = ||W_O^a W_X^r||_F for sender a (row) and receiver "
+             "input r.X (column), X = Q, K, V; each product is [d_head, d_head], %s",
+             keep ? "listed under products" : "not listed (more numbers than the JSON keeps)");
+    const int ok = (plist || !keep) && cJSON_AddStringToObject(extra, "note", note);
     hs_status s = !norms || !pmask || !prod || cols.oom || !ok ? oom(err) : HS_OK;
+    if (s == HS_OK && !keep)
+        hs_note(x->notes, HS_NOTE_CMD, "note: virtual_weights.json holds the Frobenius norms only: "
+                "the %d x %d [d_head, d_head] products would be %.0f numbers (more than %d)",
+                n_send, ncol, n_values, HS_WEIGHTS_MAX_PRODUCT_VALUES);
     for (int a = 0; a < n_send && s == HS_OK; a++)
         for (int r = 0; r < n_recv && s == HS_OK; r++)
             for (int k = 0; k < 3 && s == HS_OK; k++) {
@@ -380,6 +389,7 @@ static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *e
                 double sq = 0;
                 for (size_t q = 0; q < dd; q++) sq += (double)prod[q] * prod[q];
                 norms[idx] = (float)sqrt(sq);
+                if (!keep) continue;
                 cJSON *pe = product_json(x, a, r, k, norms[idx], prod);
                 if (!pe || !cJSON_AddItemToArray(plist, pe)) {
                     cJSON_Delete(pe);
