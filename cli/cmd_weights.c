@@ -45,6 +45,12 @@ static const char WEIGHTS_HELP[] =
     "                         matrices as they are (none)\n"
     "  --comp-draws N         random pairs for the composition baseline (default 300,\n"
     "                         as circuit's --comp-draws: the same cell, the same value)\n"
+    "  --tokens FILE          the QK/OV circuits over these tokens only: one token a line\n"
+    "                         (GPT-2: \" Mary\" with its leading space), at most 1024\n"
+    "  --top-tokens N         or over the N tokens with the largest embedding norm\n"
+    "                         (1..1024). A vocabulary over 1024 tokens (GPT-2's\n"
+    "                         50,257) needs one of the two; the composition, virtual\n"
+    "                         weights and copying scores are always every head's\n"
     "\n";
 
 /* What a run skipped, as the command says it on stdout (also before the
@@ -83,18 +89,20 @@ static void print_summary(const hs_weights_report *r, const char *fold)
 
 int cmd_weights(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_OUT, O_FOLD, O_DRAWS };
+    enum { O_MODEL = 256, O_OUT, O_FOLD, O_DRAWS, O_TOKENS, O_TOP };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"out", required_argument, 0, O_OUT},
                                          {"fold", required_argument, 0, O_FOLD},
                                          {"comp-draws", required_argument, 0, O_DRAWS},
+                                         {"tokens", required_argument, 0, O_TOKENS},
+                                         {"top-tokens", required_argument, 0, O_TOP},
                                          CLI_HELP_OPT,
                                          CLI_VOCAB_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "weights";
     hs_weights_opts wo = hs_weights_opts_default();
-    long draws = wo.comp_draws;
+    long draws = wo.comp_draws, top = 0;
     int c;
     hs_load_source from = {0};
     hs_figopts fo;
@@ -115,11 +123,19 @@ int cmd_weights(int argc, char **argv)
                 return cli_usage_error(C, "--comp-draws needs an integer in [2, 100000], got '%s'",
                                        optarg);
             break;
+        case O_TOKENS: wo.tokens_path = optarg; break;
+        case O_TOP:
+            if (cli_parse_int(optarg, 1, HS_WEIGHTS_MAX_TOKENS, &top))
+                return cli_usage_error(C, "--top-tokens needs an integer in [1, %d], got '%s'",
+                                       HS_WEIGHTS_MAX_TOKENS, optarg);
+            break;
         }
     }
     int rest = cli_args_end(C, argc, argv, optind, wo.model_path);
     if (rest) return rest;
     wo.comp_draws = (int)draws;
+    wo.top_tokens = (int)top;
+    if (wo.tokens_path && top) return cli_usage_error(C, "give --tokens FILE or --top-tokens N, not both");
 
     hs_loaded L;
     int rc = cli_load_src(C, wo.model_path, 0, &from, &L);

@@ -42,17 +42,26 @@
  *   corrupted  its corrupted partner, the same number of tokens (optional;
  *              present on every line or on none);
  *   answer     one token of the model's vocabulary: the right next token at
- *              `position` (required unless HS_PROMPTS_TEXT_ONLY);
- *   wrong      one token: the competing answer of the logit difference
- *              answer - wrong (optional; on every line or on none);
+ *              `position` (required unless HS_PROMPTS_TEXT_ONLY); for a
+ *              word vocabulary the word itself, for a BPE a string that
+ *              encodes to exactly one token (GPT-2: " Mary" with its
+ *              leading space, as the token follows a space; "Mary" is
+ *              another token);
+ *   wrong      one token, read as answer is: the competing answer of the
+ *              logit difference answer - wrong (optional; on every line or
+ *              on none);
  *   position   where the prediction is read, 0..t-1 (default t-1, the last).
  * Every prompt of a set has the same number of tokens t (the engine runs
  * them as one batch). Any other key is refused (a typo would otherwise be
  * silently ignored).
  * Errors (HS_ERR_INPUT, one line "FILE:LINE: problem"): not JSON / not an
  * object, a missing or non-string field, an unknown key, an unknown word
- * (hs_tok_encode's message), answer/wrong not one token of the vocabulary,
- * corrupted of another length than prompt, a prompt of another length than
+ * (hs_tok_encode's message), answer/wrong not one token of the vocabulary
+ * (a word vocabulary: "F:L: answer 'W' is not a token of the model's
+ * vocabulary (N words)"; a BPE: "F:L: answer ' Marianne' is 2 tokens (' Mar'
+ * 'ianne'); answer and wrong must be one token", the exact token strings),
+ * corrupted of another length than prompt ("F:L: the corrupted prompt has
+ * N tokens but the prompt has M; ..."), a prompt of another length than
  * line 1's, corrupted/wrong on some lines only, position out of range; "FILE:
  * empty prompt set" for a file with no prompt. HS_ERR_IO when it cannot be read.
  */
@@ -388,7 +397,9 @@ typedef struct {
  * messages), sentence B ("second --sentence: ..."; "the two sentences have N
  * and M tokens; ..."), the crop ("--positions A:B is outside the sentence's
  * T tokens (0..T-1)"), the position ("--position P is outside ..."), vs
- * ("--vs: ..."; "--vs takes one word of the vocabulary, not N ('...')"); then
+ * ("--vs: ..."; "--vs takes one word of the vocabulary, not N ('...')", for a
+ * BPE "one token", N without the BOS; vs is encoded as text, the BOS left
+ * out); then
  * the run (a non-finite logit at pos: HS_ERR_NUMERIC, "the logit of 'W' at
  * position P is +inf: the weights overflow float32"), the font, and only then
  * opens o->out_dir (hs_outdir_open's errors), writes every file and commits
@@ -460,14 +471,29 @@ hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const ch
  * into the folder o->out (hs_outdir_open's policy; index.json's command
  * "weights"), from the probe's maths (probe.h section 6) under o->fold:
  *   L<l>H<h>_QK      full QK circuit W_E W_QK W_E^T [V, V] [query token, key
- *                    token] (hs_full_QK; not for uniform attention);
+ *                    token] (hs_full_QK_tokens; not for uniform attention);
  *   L<l>H<h>_OV      full OV circuit W_E W_OV W_U [V, V] [attended token,
- *                    output logit] (hs_full_OV), with its copying score;
+ *                    output logit] (hs_full_OV_tokens), with its copying score
+ *                    (over the whole vocabulary: a [d_head, d_head] product);
+ *                    both restricted to n tokens [n, n] with o->tokens_path or
+ *                    o->top_tokens (their JSON then has "token_ids" and
+ *                    "tokens", the exact strings; labels are display forms),
+ *                    which a vocabulary over HS_WEIGHTS_MAX_VOCAB needs:
+ *                    without either it is refused (HS_ERR_INPUT "the
+ *                    vocabulary has V tokens: the full QK and OV circuits over
+ *                    it would be X GB a head; give --tokens FILE ... or
+ *                    --top-tokens N ..."), before anything is computed;
+ *                    a tokens file is refused naming its line ("FILE:L: ' Marianne'
+ *                    is 2 tokens (' Marian' 'ne'); --tokens takes one token a
+ *                    line", an empty line, a repeated token, more than
+ *                    HS_WEIGHTS_MAX_TOKENS);
  *   virtual_weights  Frobenius norms of W_O^A W_X^B [(L-1)*H, 3*(L-1)*H],
  *                    sender A (layers 0..L-2) x receiver B (layers 1..L-1) and
  *                    X = Q, K, V (columns B.Q, B.K, B.V); pairs with B not in
  *                    a later layer are masked (null); the JSON's "products"
- *                    holds every [d_head, d_head] product (hs_head_product);
+ *                    holds every [d_head, d_head] product (hs_head_product)
+ *                    up to HS_WEIGHTS_MAX_PRODUCT_VALUES numbers (else none,
+ *                    with a note);
  *   composition_Q/K/V  hs_composition_scores (o->comp_draws, seed 0) minus
  *                    the random baseline [L*H, L*H] (sender, receiver); the
  *                    JSON's "scores" the raw scores, null where not reported;
@@ -493,7 +519,21 @@ typedef struct {
     hs_fold fold;           /* HS_FOLD_LN (default) or HS_FOLD_NONE */
     int comp_draws;         /* random pairs of the composition baseline, 2..100000 */
     int vocab_is_ids;       /* 1: tok labels tokens by id (hs_tokenizer_ids): said in a note */
+    const char *tokens_path; /* the full circuits over these tokens only: one token a line
+                              * (hs_tok_one; GPT-2's " Mary" with its space), at most
+                              * HS_WEIGHTS_MAX_TOKENS, no repeats; or NULL */
+    int top_tokens;         /* or over the N tokens of largest ||W_E[t]||_2 (largest first,
+                             * ties by id), 1..HS_WEIGHTS_MAX_TOKENS; 0: not */
 } hs_weights_opts;
+
+/* The largest vocabulary whose full circuits are computed whole without
+ * tokens_path or top_tokens, and the most tokens either may give. */
+#define HS_WEIGHTS_MAX_VOCAB 1024
+#define HS_WEIGHTS_MAX_TOKENS 1024
+/* The most numbers virtual_weights' JSON lists under "products" (every
+ * [d_head, d_head] product); above it (GPT-2 small: 214 million) the JSON
+ * holds the norms only and a note says so. */
+#define HS_WEIGHTS_MAX_PRODUCT_VALUES (1 << 22)
 
 /* out "weights-out", HS_FOLD_LN, HS_COMP_DRAWS draws, no model path. */
 hs_weights_opts hs_weights_opts_default(void);
@@ -508,6 +548,7 @@ typedef struct {
     int comp_best[3];       /* [HS_COMP_Q/K/V]: sender * (L*H) + receiver of the highest
                              * finite score, -1 when none (or not computed) */
     int n_files;            /* files the folder's index.json lists */
+    int n_tokens;           /* tokens of the full circuits (V, or the subset's) */
     int skip_cross_layer;   /* the run passed the cross-layer figures, skipped (one layer) */
     int skip_qk;            /* the run passed every figure of Q/K, skipped (uniform attention) */
 } hs_weights_report;

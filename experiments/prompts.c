@@ -43,7 +43,8 @@ static int grow(hs_prompts *p, int cap, int t, int corr, int wrong)
 }
 
 /* The vocab id of field `key` of o, which must be one token; -1 when absent
- * (HS_OK), or an error. */
+ * (HS_OK), or an error. A word vocabulary looks the word up; a BPE encodes
+ * the string, which must give one token (GPT-2: " Mary"; hs_tok_one). */
 static hs_status one_token(const cJSON *o, const char *key, const hs_tokenizer *v, const char *name,
                            int line, int *id, hs_error *err)
 {
@@ -52,6 +53,13 @@ static hs_status one_token(const cJSON *o, const char *key, const hs_tokenizer *
     if (f == NULL) return HS_OK;
     if (!cJSON_IsString(f))
         return hs_fail(err, HS_ERR_INPUT, "%s:%d: \"%s\" must be a string (one token)", name, line, key);
+    if (v->kind == HS_TOKENIZER_BPE) {
+        hs_error e2 = {0};
+        if (hs_tok_one(v, f->valuestring, id, &e2) != HS_OK)
+            return hs_fail(err, HS_ERR_INPUT, "%s:%d: %s %s; answer and wrong must be one token", name,
+                           line, key, e2.msg);
+        return HS_OK;
+    }
     *id = hs_tok_id(v, f->valuestring);
     if (*id < 0)
         return hs_fail(err, HS_ERR_INPUT, "%s:%d: %s '%s' is not a token of the model's vocabulary (%zu words)",

@@ -5,7 +5,7 @@
  * composition scores with their random baseline, and each head's copying
  * score, as figures and JSON in an output folder (experiments.h, "What the
  * weights say"). The maths is probe's (probe/weights.c: hs_full_QK,
- * hs_full_OV, hs_head_product, hs_composition_scores, hs_copying_score); the
+ * hs_full_OV, hs_head_product, hs_composition_scores, hs_copying_scores); the
  * figures are viz's, written through output/.
  */
 #include "experiments/experiments.h"
@@ -32,12 +32,14 @@ typedef struct {
 
 /* The numbers of the run, computed before the folder is opened. */
 typedef struct {
-    float *qk, *ov;        /* (NA, V, V) full circuits; qk NULL for uniform attention */
+    float *qk, *ov;        /* (NA, n, n) full circuits over the n tokens; qk NULL for uniform attention */
+    int *ids;              /* (n) the tokens of the circuits, or NULL: the whole vocabulary */
+    int n;                 /* tokens of the circuits */
 } w_nums;
 
 hs_weights_opts hs_weights_opts_default(void)
 {
-    const hs_weights_opts o = {NULL, "weights-out", HS_FOLD_LN, HS_COMP_DRAWS, 0};
+    const hs_weights_opts o = {NULL, "weights-out", HS_FOLD_LN, HS_COMP_DRAWS, 0, NULL, 0};
     return o;
 }
 
@@ -136,13 +138,97 @@ static double max_abs(const float *a, size_t n)
     return m;
 }
 
+/* --tokens FILE: one token a line (hs_tok_one), into nu. */
+static hs_status read_tokens(const char *path, const hs_tokenizer *tok, w_nums *nu, hs_error *err)
+{
+    unsigned char *data = NULL;
+    size_t len = 0;
+    hs_status s = hs_read_file(path, &data, &len, err);
+    if (s != HS_OK) return s;
+    nu->ids = malloc(HS_WEIGHTS_MAX_TOKENS * sizeof *nu->ids);
+    if (!nu->ids) s = oom(err);
+    char *p = (char *)data, *end = p + len;
+    for (int line = 1; s == HS_OK && p < end; line++) {
+        char *nl = memchr(p, '\n', (size_t)(end - p)), *e = nl ? nl : end;
+        if (e > p && e[-1] == '\r') e--;
+        *e = '\0';
+        int id = -1;
+        hs_error e2 = {0};
+        hs_status s2 = HS_OK;
+        if (nu->n == HS_WEIGHTS_MAX_TOKENS)
+            s = hs_fail(err, HS_ERR_INPUT, "%s: more than %d tokens", path, HS_WEIGHTS_MAX_TOKENS);
+        else if (*p == '\0')
+            s = hs_fail(err, HS_ERR_INPUT, "%s:%d: an empty line; --tokens takes one token a line", path, line);
+        else if ((s2 = hs_tok_one(tok, p, &id, &e2)) != HS_OK)
+            s = hs_fail(err, s2, "%s:%d: %s; --tokens takes one token a line", path, line, e2.msg);
+        for (int k = 0; s == HS_OK && k < nu->n; k++)
+            if (nu->ids[k] == id)
+                s = hs_fail(err, HS_ERR_INPUT, "%s:%d: '%s' is line %d's token again", path, line, p, k + 1);
+        if (s == HS_OK) nu->ids[nu->n++] = id;
+        p = nl ? nl + 1 : end;
+    }
+    free(data);
+    if (s == HS_OK && nu->n == 0) s = hs_fail(err, HS_ERR_INPUT, "%s: no tokens", path);
+    return s;
+}
+
+/* --top-tokens N: the n tokens whose W_E rows have the largest L2 norm, by
+ * norm (largest first; ties: the lower id first), into nu. */
+static hs_status top_tokens(const hs_model *m, int n, w_nums *nu, hs_error *err)
+{
+    const int V = m->cfg.d_vocab, D = m->cfg.d_model;
+    if (n > V) n = V;
+    double *norm = malloc((size_t)V * sizeof *norm);
+    nu->ids = malloc((size_t)V * sizeof *nu->ids);
+    if (!norm || !nu->ids) {
+        free(norm);
+        return oom(err);
+    }
+    for (int t = 0; t < V; t++) {
+        double sq = 0;
+        for (int d = 0; d < D; d++) sq += (double)m->params.W_E[(size_t)t * D + d] * m->params.W_E[(size_t)t * D + d];
+        norm[t] = sq;
+    }
+    for (int k = 0; k < n; k++) { /* n selection passes: n <= HS_WEIGHTS_MAX_TOKENS */
+        int best = -1;
+        for (int t = 0; t < V; t++)
+            if (norm[t] >= 0 && (best < 0 || norm[t] > norm[best])) best = t;
+        nu->ids[k] = best;
+        norm[best] = -1;
+    }
+    nu->n = n;
+    free(norm);
+    return HS_OK;
+}
+
+/* The tokens of the full circuits: o's file, the top-N, or the whole
+ * vocabulary when it is at most HS_WEIGHTS_MAX_VOCAB tokens. */
+static hs_status circuit_tokens(const hs_model *m, const hs_tokenizer *tok, const hs_weights_opts *o,
+                                w_nums *nu, hs_error *err)
+{
+    const int V = m->cfg.d_vocab;
+    if (o->tokens_path && o->top_tokens > 0)
+        return hs_fail(err, HS_ERR_INPUT, "give --tokens FILE or --top-tokens N, not both");
+    if (o->top_tokens < 0 || o->top_tokens > HS_WEIGHTS_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "--top-tokens must be in [1, %d]", HS_WEIGHTS_MAX_TOKENS);
+    if (o->tokens_path) return read_tokens(o->tokens_path, tok, nu, err);
+    if (o->top_tokens > 0) return top_tokens(m, o->top_tokens, nu, err);
+    if (V > HS_WEIGHTS_MAX_VOCAB)
+        return hs_fail(err, HS_ERR_INPUT, "the vocabulary has %d tokens: the full QK and OV circuits "
+                       "over it would be %.1f GB a head; give --tokens FILE (one token a line) or "
+                       "--top-tokens N (the N tokens with the largest embedding norm)",
+                       V, 2.0 * V * (double)V * sizeof(float) / 1e9);
+    nu->n = V;
+    return HS_OK;
+}
+
 /* Every number first (shared colour scales need them all): the full
  * circuits into nu, the copying scores and composition scores into out. */
 static hs_status compute(const w_run *x, hs_fold fold, int draws, int uniform, w_nums *nu,
                          hs_weights_report *out, hs_error *err)
 {
     const int NA = x->NA;
-    const size_t VV = (size_t)x->m->cfg.d_vocab * x->m->cfg.d_vocab;
+    const size_t VV = (size_t)nu->n * nu->n;
     nu->qk = uniform ? NULL : malloc((size_t)NA * VV * sizeof *nu->qk);
     nu->ov = malloc((size_t)NA * VV * sizeof *nu->ov);
     out->copying = calloc((size_t)NA, sizeof *out->copying);
@@ -150,12 +236,12 @@ static hs_status compute(const w_run *x, hs_fold fold, int draws, int uniform, w
     if ((!uniform && !nu->qk) || !nu->ov || !out->copying || !out->copying_pos) return oom(err);
     for (int i = 0; i < NA; i++) {
         hs_head h = {i / x->NH, i % x->NH};
-        hs_status s = uniform ? HS_OK : hs_full_QK(x->m, h, fold, nu->qk + (size_t)i * VV, err);
-        if (s == HS_OK) s = hs_full_OV(x->m, h, fold, nu->ov + (size_t)i * VV, err);
-        if (s == HS_OK) s = hs_copying_score(x->m, h, fold, &out->copying[i], &out->copying_pos[i], err);
+        hs_status s = uniform ? HS_OK : hs_full_QK_tokens(x->m, h, fold, nu->ids, nu->n, nu->qk + (size_t)i * VV, err);
+        if (s == HS_OK) s = hs_full_OV_tokens(x->m, h, fold, nu->ids, nu->n, nu->ov + (size_t)i * VV, err);
         if (s != HS_OK) return s;
     }
-    return hs_composition_scores(x->m, fold, draws, 0, &out->comp, err);
+    hs_status s = hs_copying_scores(x->m, fold, out->copying, out->copying_pos, err);
+    return s == HS_OK ? hs_composition_scores(x->m, fold, draws, 0, &out->comp, err) : s;
 }
 
 /* The two full circuits: name, product, what a cell is, axes, quantity. */
@@ -169,38 +255,71 @@ static const struct {
      "token (row)", "output token (logit)", "attended token (source)", "direct effect on the logit"},
 };
 
+/* The n tokens' labels (hs_tok_display: GPT-2's " Mary" as `·Mary`) into
+ * lab, and (a subset) their ids and exact strings into e; 0 on OOM. */
+static int token_labels(const w_nums *nu, const hs_tokenizer *tok, hs_labels *lab, cJSON *e)
+{
+    for (int i = 0; i < nu->n && !lab->oom; i++) {
+        hs_buf d = {0};
+        hs_tok_display(tok, nu->ids ? nu->ids[i] : i, &d);
+        if (d.oom) lab->oom = 1;
+        else hs_labels_set(lab, (size_t)i, "%s", d.s ? d.s : "");
+        hs_buf_free(&d);
+    }
+    if (lab->oom) return 0;
+    if (!nu->ids) return 1;
+    cJSON *ids = cJSON_AddArrayToObject(e, "token_ids"), *strs = cJSON_AddArrayToObject(e, "tokens");
+    int ok = ids && strs;
+    for (int i = 0; ok && i < nu->n; i++)
+        ok = cJSON_AddItemToArray(ids, cJSON_CreateNumber(nu->ids[i])) &&
+             cJSON_AddItemToArray(strs, cJSON_CreateString(hs_tok_str(tok, nu->ids[i])));
+    return ok;
+}
+
 /* L<l>H<h>_QK (not for uniform attention) and L<l>H<h>_OV of every head. */
 static hs_status write_circuits(const w_run *x, const w_nums *nu, const hs_tokenizer *tok,
                                 const hs_weights_report *r, hs_error *err)
 {
-    const size_t V = (size_t)x->m->cfg.d_vocab, VV = V * V;
-    const char *const *vocab = (const char *const *)tok->words;
+    const size_t V = (size_t)nu->n, VV = V * V;
+    hs_labels lab;
+    hs_labels_init(&lab, V);
+    cJSON *sub = cJSON_CreateObject();
+    if (!sub || !token_labels(nu, tok, &lab, sub)) {
+        cJSON_Delete(sub);
+        hs_labels_free(&lab);
+        return oom(err);
+    }
+    const char *const *vocab = lab.at;
     const int uniform = nu->qk == NULL;
+    hs_status s = HS_OK;
     const double lim[2] = {uniform ? 0 : max_abs(nu->qk, (size_t)x->NA * VV),
                            max_abs(nu->ov, (size_t)x->NA * VV)};
     char title[256], shows[320], stem[64];
-    for (int i = 0; i < x->NA; i++)
-        for (int c = uniform ? 1 : 0; c < 2; c++) {
+    for (int i = 0; i < x->NA && s == HS_OK; i++)
+        for (int c = uniform ? 1 : 0; c < 2 && s == HS_OK; c++) {
             const char *nm = x->names[i];
             snprintf(stem, sizeof stem, "%s_%s", nm, CIRCUITS[c].name);
             snprintf(title, sizeof title, "%s full %s circuit %s (fold %s)", nm, CIRCUITS[c].name,
                      CIRCUITS[c].product, x->fold);
             snprintf(shows, sizeof shows, "full %s circuit of %s: %s", CIRCUITS[c].name, nm,
                      CIRCUITS[c].what);
-            cJSON *e = cJSON_CreateObject();
-            if (!cJSON_AddStringToObject(e, "head", nm) ||
+            cJSON *e = cJSON_CreateObject(), *d = cJSON_Duplicate(sub, 1);
+            const int moved = move_keys(e, d); /* the subset's token_ids and tokens */
+            cJSON_Delete(d);
+            if (!moved || !cJSON_AddStringToObject(e, "head", nm) ||
                 !cJSON_AddStringToObject(e, "circuit", CIRCUITS[c].name) ||
                 !cJSON_AddNumberToObject(e, "shared_color_limit", lim[c]) ||
                 (c == 1 && !cJSON_AddNumberToObject(e, "copying_score", r->copying[i]))) {
                 cJSON_Delete(e);
                 e = NULL;
             }
-            hs_status s = write_signed(x, stem, (c ? nu->ov : nu->qk) + (size_t)i * VV, NULL, V, V,
-                                       vocab, vocab, title, CIRCUITS[c].xl, CIRCUITS[c].yl, lim[c],
-                                       CIRCUITS[c].q, shows, e, err);
-            if (s != HS_OK) return s;
+            s = write_signed(x, stem, (c ? nu->ov : nu->qk) + (size_t)i * VV, NULL, V, V, vocab,
+                             vocab, title, CIRCUITS[c].xl, CIRCUITS[c].yl, lim[c], CIRCUITS[c].q,
+                             shows, e, err);
         }
-    return HS_OK;
+    cJSON_Delete(sub);
+    hs_labels_free(&lab);
+    return s;
 }
 
 /* One entry of virtual_weights' "products": the [d_head, d_head] product. */
@@ -241,12 +360,21 @@ static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *e
     hs_labels_init(&cols, (size_t)ncol);
     for (int r = 0; r < n_recv; r++)
         for (int k = 0; k < 3; k++) hs_labels_set(&cols, (size_t)(r * 3 + k), "%s.%s", x->names[NH + r], COMP_NAME[k]);
-    cJSON *extra = cJSON_CreateObject(), *plist = cJSON_AddArrayToObject(extra, "products");
-    const int ok = plist && cJSON_AddStringToObject(extra, "note", "values[a][r] = ||W_O^a W_X^r||_F "
-                                                   "for sender a (row) and receiver input r.X "
-                                                   "(column), X = Q, K, V; each product is "
-                                                   "[d_head, d_head], listed under products");
+    /* every product in the JSON while they are few (a tiny model's); GPT-2
+     * small's 52,272 would be 214 million numbers */
+    const double n_values = (double)n_send * ncol * (double)dd;
+    const int keep = n_values <= HS_WEIGHTS_MAX_PRODUCT_VALUES;
+    cJSON *extra = cJSON_CreateObject(), *plist = keep ? cJSON_AddArrayToObject(extra, "products") : NULL;
+    char note[320];
+    snprintf(note, sizeof note, "values[a][r] = ||W_O^a W_X^r||_F for sender a (row) and receiver "
+             "input r.X (column), X = Q, K, V; each product is [d_head, d_head], %s",
+             keep ? "listed under products" : "not listed (more numbers than the JSON keeps)");
+    const int ok = (plist || !keep) && cJSON_AddStringToObject(extra, "note", note);
     hs_status s = !norms || !pmask || !prod || cols.oom || !ok ? oom(err) : HS_OK;
+    if (s == HS_OK && !keep)
+        hs_note(x->notes, HS_NOTE_CMD, "note: virtual_weights.json holds the Frobenius norms only: "
+                "the %d x %d [d_head, d_head] products would be %.0f numbers (more than %d)",
+                n_send, ncol, n_values, HS_WEIGHTS_MAX_PRODUCT_VALUES);
     for (int a = 0; a < n_send && s == HS_OK; a++)
         for (int r = 0; r < n_recv && s == HS_OK; r++)
             for (int k = 0; k < 3 && s == HS_OK; k++) {
@@ -261,6 +389,7 @@ static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *e
                 double sq = 0;
                 for (size_t q = 0; q < dd; q++) sq += (double)prod[q] * prod[q];
                 norms[idx] = (float)sqrt(sq);
+                if (!keep) continue;
                 cJSON *pe = product_json(x, a, r, k, norms[idx], prod);
                 if (!pe || !cJSON_AddItemToArray(plist, pe)) {
                     cJSON_Delete(pe);
@@ -462,6 +591,8 @@ hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_we
     cJSON *ctx = hs_run_context(cfg, o->model_path);
     hs_status s = !ctx || names.oom || !cJSON_AddStringToObject(ctx, "fold", x.fold) ? oom(err) : HS_OK;
     x.ctx = ctx;
+    if (s == HS_OK) s = circuit_tokens(m, tok, o, &nu, err);
+    out->n_tokens = nu.n;
     if (s == HS_OK) s = compute(&x, o->fold, o->comp_draws, out->uniform, &nu, out, err);
     if (s == HS_OK) best_pairs(&x, out);
     const char *const inputs[] = {o->model_path, NULL}; /* never replaced or removed */
@@ -473,5 +604,6 @@ hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_we
     hs_labels_free(&names);
     free(nu.qk);
     free(nu.ov);
+    free(nu.ids);
     return s;
 }

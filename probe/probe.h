@@ -473,6 +473,18 @@ hs_status hs_comp_baseline(int d_model, int d_head, int n_draws, uint64_t seed, 
  * W_E W_OV W_U (V,V) [src_tok, out_tok] (C2; W_U folded under HS_FOLD_LN). */
 hs_status hs_full_QK(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err);
 hs_status hs_full_OV(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err);
+/* The same restricted to n tokens ids (each in [0, V), any order, n >= 1;
+ * ids NULL: the whole vocabulary, n ignored): out (n,n) with
+ * out[i][j] = full_QK[ids[i]][ids[j]] (query ids[i], key ids[j]) and
+ * full_OV[ids[i]][ids[j]] (attended ids[i], logit ids[j]), TL's
+ * FactoredMatrix indexed as full_QK[ids][:, ids], computed from the n rows
+ * of W_E and n columns of W_U only: O(n * d_model * d_head + n^2 * d_head)
+ * (plus the folded W_U for OV), never V x V. HS_ERR_INPUT for n < 1 or an
+ * id outside [0, V); HS_ERR_NOMEM. */
+hs_status hs_full_QK_tokens(const hs_model *m, hs_head h, hs_fold fold, const int *ids, int n,
+                            float *out, hs_error *err);
+hs_status hs_full_OV_tokens(const hs_model *m, hs_head h, hs_fold fold, const int *ids, int n,
+                            float *out, hs_error *err);
 
 /*
  * Eigenvalue copying score (C4; [FW] "Detecting Copying Behavior", TL
@@ -485,6 +497,12 @@ hs_status hs_full_OV(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_
  */
 hs_status hs_copying_score(const hs_model *m, hs_head h, hs_fold fold, double *score,
                            double *pos_frac, hs_error *err);
+/* Every head's copying score, score[l*H + h] (and pos_frac, may be NULL),
+ * the same numbers as hs_copying_score head by head: the folded W_U and W_E
+ * are converted to double once for all heads instead of once a head (at
+ * GPT-2's vocabulary 600 MB a head). score, pos_frac (L*H). */
+hs_status hs_copying_scores(const hs_model *m, hs_fold fold, double *score, double *pos_frac,
+                            hs_error *err);
 /* The same from a given square matrix K (n,n), row-major. */
 hs_status hs_copying_score_matrix(const float *K, int n, double *score, double *pos_frac,
                                   hs_error *err);

@@ -18,7 +18,10 @@ static hs_status check_head(const hs_model *m, hs_head h, hs_error *err)
     return HS_OK;
 }
 
-/* out (D,C) = P diag(w) W (LN), diag(w) W (RMS), W (no norm); W (D,C). */
+/* out (D,C) = P diag(w) W (LN), diag(w) W (RMS), W (no norm); W (D,C).
+ * Each column's mean is summed over d = 0..D-1 in order (in double), the
+ * rows visited in memory order (C is a vocabulary for W_U: 50,257 columns
+ * read down a column at a time would miss the cache on every element). */
 static void fold_reader(float *out, const float *W, int D, int C, const float *w, hs_norm norm,
                         int has_norm, hs_fold fold)
 {
@@ -27,13 +30,23 @@ static void fold_reader(float *out, const float *W, int D, int C, const float *w
     if (w)
         for (int d = 0; d < D; d++)
             for (int j = 0; j < C; j++) out[(size_t)d * C + j] *= w[d];
-    if (norm == HS_NORM_LAYERNORM)
+    if (norm != HS_NORM_LAYERNORM) return;
+    double *mu = calloc((size_t)C, sizeof *mu);
+    if (mu == NULL) { /* column by column, no buffer: the same sums */
         for (int j = 0; j < C; j++) {
-            double mu = 0.0;
-            for (int d = 0; d < D; d++) mu += out[(size_t)d * C + j];
-            mu /= D;
-            for (int d = 0; d < D; d++) out[(size_t)d * C + j] = (float)(out[(size_t)d * C + j] - mu);
+            double m1 = 0.0;
+            for (int d = 0; d < D; d++) m1 += out[(size_t)d * C + j];
+            m1 /= D;
+            for (int d = 0; d < D; d++) out[(size_t)d * C + j] = (float)(out[(size_t)d * C + j] - m1);
         }
+        return;
+    }
+    for (int d = 0; d < D; d++)
+        for (int j = 0; j < C; j++) mu[j] += out[(size_t)d * C + j];
+    for (int j = 0; j < C; j++) mu[j] /= D;
+    for (int d = 0; d < D; d++)
+        for (int j = 0; j < C; j++) out[(size_t)d * C + j] = (float)(out[(size_t)d * C + j] - mu[j]);
+    free(mu);
 }
 
 hs_status hs_head_weights(const hs_model *m, hs_head h, hs_fold fold, float *W_Q, float *W_K,
@@ -61,6 +74,20 @@ static void unembed_weights(const hs_model *m, hs_fold fold, float *out)
     const hs_config *c = &m->cfg;
     fold_reader(out, m->params.W_U, c->d_model, c->d_vocab, m->params.ln_final_w, c->norm,
                 c->ln_final && c->norm != HS_NORM_NONE, fold);
+}
+
+/* Columns ids[0..n) of the unembedding as read through the final norm into
+ * out (D,n), each the same numbers as unembed_weights' column (the fold
+ * treats every column alone); tmp (D,n) is scratch. */
+static void unembed_columns(const hs_model *m, hs_fold fold, const int *ids, int n, float *tmp,
+                            float *out)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model, V = c->d_vocab;
+    for (int r = 0; r < D; r++)
+        for (int i = 0; i < n; i++) tmp[(size_t)r * n + i] = m->params.W_U[(size_t)r * V + ids[i]];
+    fold_reader(out, tmp, D, n, m->params.ln_final_w, c->norm, c->ln_final && c->norm != HS_NORM_NONE,
+                fold);
 }
 
 /* out (n,p) = A (n,k) B (k,p), or A B^T with B (p,k) when bt. */
@@ -392,47 +419,97 @@ done:
 /* ------------------------------------------------------------------------ */
 /* Full circuits and copying                                                 */
 
-hs_status hs_full_QK(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err)
+/* The rows ids[0..n) of W_E (V,D) gathered into a new (n,D) array, or W_E
+ * itself when ids is NULL (*own 0). NULL on OOM. */
+static const float *embed_rows(const hs_model *m, const int *ids, int n, float **own)
 {
-    const int D = m->cfg.d_model, dh = m->cfg.d_head, V = m->cfg.d_vocab;
-    head_w w;
-    hs_status st = head_w_get(m, h, fold, 1, &w, err);
+    const int D = m->cfg.d_model;
+    *own = NULL;
+    if (ids == NULL) return m->params.W_E;
+    if ((*own = malloc((size_t)n * D * sizeof(float))) == NULL) return NULL;
+    for (int i = 0; i < n; i++)
+        memcpy(*own + (size_t)i * D, m->params.W_E + (size_t)ids[i] * D, (size_t)D * sizeof(float));
+    return *own;
+}
+
+/* ids NULL (n = V) or every id in [0, V) and n >= 1; HS_ERR_INPUT else. */
+static hs_status check_ids(const hs_model *m, const int *ids, int n, hs_error *err)
+{
+    if (ids == NULL) return HS_OK;
+    if (n < 1) return hs_fail(err, HS_ERR_INPUT, "full circuit: no tokens");
+    for (int i = 0; i < n; i++)
+        if (ids[i] < 0 || ids[i] >= m->cfg.d_vocab)
+            return hs_fail(err, HS_ERR_INPUT, "full circuit: token id %d is outside the vocabulary "
+                           "[0, %d)", ids[i], m->cfg.d_vocab);
+    return HS_OK;
+}
+
+hs_status hs_full_QK_tokens(const hs_model *m, hs_head h, hs_fold fold, const int *ids, int n,
+                            float *out, hs_error *err)
+{
+    const int D = m->cfg.d_model, dh = m->cfg.d_head;
+    if (ids == NULL) n = m->cfg.d_vocab;
+    hs_status st = check_ids(m, ids, n, err);
     if (st != HS_OK) return st;
-    float *EQ = malloc((size_t)V * dh * sizeof(float)), *EK = malloc((size_t)V * dh * sizeof(float));
-    if (!EQ || !EK) {
+    head_w w;
+    if ((st = head_w_get(m, h, fold, 1, &w, err)) != HS_OK) return st;
+    float *own = NULL;
+    const float *E = embed_rows(m, ids, n, &own);
+    float *EQ = malloc((size_t)n * dh * sizeof(float)), *EK = malloc((size_t)n * dh * sizeof(float));
+    if (!E || !EQ || !EK) {
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     } else {
-        mm(EQ, m->params.W_E, w.Q, V, D, dh, 0);
-        mm(EK, m->params.W_E, w.K, V, D, dh, 0);
-        mm(out, EQ, EK, V, dh, V, 1);
+        mm(EQ, E, w.Q, n, D, dh, 0);
+        mm(EK, E, w.K, n, D, dh, 0);
+        mm(out, EQ, EK, n, dh, n, 1);
     }
+    free(own);
     free(EQ);
     free(EK);
     head_w_free(&w);
     return st;
 }
 
-hs_status hs_full_OV(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err)
+hs_status hs_full_OV_tokens(const hs_model *m, hs_head h, hs_fold fold, const int *ids, int n,
+                            float *out, hs_error *err)
 {
     const int D = m->cfg.d_model, dh = m->cfg.d_head, V = m->cfg.d_vocab;
-    head_w w;
-    hs_status st = head_w_get(m, h, fold, 0, &w, err);
+    if (ids == NULL) n = V;
+    hs_status st = check_ids(m, ids, n, err);
     if (st != HS_OK) return st;
-    float *EV = malloc((size_t)V * dh * sizeof(float)), *OU = malloc((size_t)dh * V * sizeof(float));
-    float *U = malloc((size_t)D * V * sizeof(float));
-    if (!EV || !OU || !U) {
+    head_w w;
+    if ((st = head_w_get(m, h, fold, 0, &w, err)) != HS_OK) return st;
+    float *own = NULL;
+    const float *E = embed_rows(m, ids, n, &own);
+    float *EV = malloc((size_t)n * dh * sizeof(float)), *OU = malloc((size_t)dh * n * sizeof(float));
+    float *U = malloc((size_t)D * (ids ? n : V) * sizeof(float));
+    float *tmp = ids ? malloc((size_t)D * n * sizeof(float)) : NULL;
+    if (!E || !EV || !OU || !U || (ids && !tmp)) {
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     } else {
-        unembed_weights(m, fold, U);
-        mm(EV, m->params.W_E, w.V, V, D, dh, 0);
-        mm(OU, w.O, U, dh, D, V, 0);
-        mm(out, EV, OU, V, dh, V, 0);
+        if (ids) unembed_columns(m, fold, ids, n, tmp, U);
+        else unembed_weights(m, fold, U);
+        mm(EV, E, w.V, n, D, dh, 0);
+        mm(OU, w.O, U, dh, D, n, 0);
+        mm(out, EV, OU, n, dh, n, 0);
     }
+    free(tmp);
+    free(own);
     free(EV);
     free(OU);
     free(U);
     head_w_free(&w);
     return st;
+}
+
+hs_status hs_full_QK(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err)
+{
+    return hs_full_QK_tokens(m, h, fold, NULL, 0, out, err);
+}
+
+hs_status hs_full_OV(const hs_model *m, hs_head h, hs_fold fold, float *out, hs_error *err)
+{
+    return hs_full_OV_tokens(m, h, fold, NULL, 0, out, err);
 }
 
 static hs_status copying_from_double(double *K, int n, double *score, double *pos_frac,
@@ -482,45 +559,90 @@ hs_status hs_copying_score_matrix(const float *K, int n, double *score, double *
     return st;
 }
 
-hs_status hs_copying_score(const hs_model *m, hs_head h, hs_fold fold, double *score,
-                           double *pos_frac, hs_error *err)
+/* The vocabulary-sized operands of the copying score, in double: the folded
+ * unembedding U (D,V) and W_E (V,D), with the per-head scratch. */
+typedef struct {
+    double *U, *E, *O, *Vv, *OU, *EV, *K;
+} copy_ops;
+
+static void copy_ops_free(copy_ops *c)
+{
+    free(c->U);
+    free(c->E);
+    free(c->O);
+    free(c->Vv);
+    free(c->OU);
+    free(c->EV);
+    free(c->K);
+}
+
+static hs_status copy_ops_make(const hs_model *m, hs_fold fold, copy_ops *c, hs_error *err)
+{
+    const int D = m->cfg.d_model, dh = m->cfg.d_head, V = m->cfg.d_vocab;
+    memset(c, 0, sizeof *c);
+    c->U = malloc((size_t)D * V * sizeof(double));
+    c->E = malloc((size_t)V * D * sizeof(double));
+    c->O = malloc((size_t)dh * D * sizeof(double));
+    c->Vv = malloc((size_t)D * dh * sizeof(double));
+    c->OU = malloc((size_t)dh * V * sizeof(double));
+    c->EV = malloc((size_t)V * dh * sizeof(double));
+    c->K = malloc((size_t)dh * dh * sizeof(double));
+    float *Uf = malloc((size_t)D * V * sizeof(float));
+    if (!c->U || !c->E || !c->O || !c->Vv || !c->OU || !c->EV || !c->K || !Uf) {
+        free(Uf);
+        copy_ops_free(c);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    unembed_weights(m, fold, Uf);
+    for (size_t i = 0; i < (size_t)D * V; i++) {
+        c->U[i] = Uf[i];
+        c->E[i] = m->params.W_E[i];
+    }
+    free(Uf);
+    return HS_OK;
+}
+
+/* One head's score from c: K = W_O (dh,D) W_U (D,V) W_E (V,D) W_V (D,dh). */
+static hs_status copying_head(const hs_model *m, hs_head h, hs_fold fold, copy_ops *c, double *score,
+                              double *pos_frac, hs_error *err)
 {
     const int D = m->cfg.d_model, dh = m->cfg.d_head, V = m->cfg.d_vocab;
     head_w w;
     hs_status st = head_w_get(m, h, fold, 0, &w, err);
     if (st != HS_OK) return st;
-    /* K = W_O (dh,D) W_U (D,V) W_E (V,D) W_V (D,dh), in double */
-    double *U = malloc((size_t)D * V * sizeof(double)), *E = malloc((size_t)V * D * sizeof(double));
-    double *O = malloc((size_t)dh * D * sizeof(double)), *Vv = malloc((size_t)D * dh * sizeof(double));
-    double *OU = malloc((size_t)dh * V * sizeof(double)), *EV = malloc((size_t)V * dh * sizeof(double));
-    double *K = malloc((size_t)dh * dh * sizeof(double));
-    float *Uf = malloc((size_t)D * V * sizeof(float));
-    if (!U || !E || !O || !Vv || !OU || !EV || !K || !Uf) {
-        st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-        goto done;
-    }
-    unembed_weights(m, fold, Uf);
-    for (size_t i = 0; i < (size_t)D * V; i++) {
-        U[i] = Uf[i];
-        E[i] = m->params.W_E[i];
-    }
     for (size_t i = 0; i < (size_t)D * dh; i++) {
-        O[i] = w.O[i];
-        Vv[i] = w.V[i];
+        c->O[i] = w.O[i];
+        c->Vv[i] = w.V[i];
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dh, V, D, 1.0, O, D, U, V, 0.0, OU, V);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, V, dh, D, 1.0, E, D, Vv, dh, 0.0, EV, dh);
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dh, dh, V, 1.0, OU, V, EV, dh, 0.0, K, dh);
-    st = copying_from_double(K, dh, score, pos_frac, err);
-done:
-    free(U);
-    free(E);
-    free(O);
-    free(Vv);
-    free(OU);
-    free(EV);
-    free(K);
-    free(Uf);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dh, V, D, 1.0, c->O, D, c->U, V, 0.0, c->OU, V);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, V, dh, D, 1.0, c->E, D, c->Vv, dh, 0.0, c->EV, dh);
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dh, dh, V, 1.0, c->OU, V, c->EV, dh, 0.0, c->K, dh);
+    st = copying_from_double(c->K, dh, score, pos_frac, err);
     head_w_free(&w);
+    return st;
+}
+
+hs_status hs_copying_score(const hs_model *m, hs_head h, hs_fold fold, double *score,
+                           double *pos_frac, hs_error *err)
+{
+    hs_status st = check_head(m, h, err);
+    copy_ops c;
+    if (st == HS_OK) st = copy_ops_make(m, fold, &c, err);
+    if (st != HS_OK) return st;
+    st = copying_head(m, h, fold, &c, score, pos_frac, err);
+    copy_ops_free(&c);
+    return st;
+}
+
+hs_status hs_copying_scores(const hs_model *m, hs_fold fold, double *score, double *pos_frac,
+                            hs_error *err)
+{
+    copy_ops c;
+    hs_status st = copy_ops_make(m, fold, &c, err);
+    if (st != HS_OK) return st;
+    for (int i = 0; st == HS_OK && i < m->cfg.n_layers * m->cfg.n_heads; i++)
+        st = copying_head(m, (hs_head){i / m->cfg.n_heads, i % m->cfg.n_heads}, fold, &c, &score[i],
+                          pos_frac ? &pos_frac[i] : NULL, err);
+    copy_ops_free(&c);
     return st;
 }

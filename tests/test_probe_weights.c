@@ -281,6 +281,41 @@ static void full_circuits_match_dense_products(void **state)
     hs_model_destroy(m);
 }
 
+/* The token-subset circuits are the whole vocabulary's rows and columns
+ * (with LayerNorm's fold of W_U, which acts column by column), and every
+ * head's copying score at once equals the score head by head, bit for bit. */
+static void subset_circuits_and_all_copying_scores_match(void **state)
+{
+    (void)state;
+    hs_error err;
+    const int D = 8, H = 2, dh = 3, V = 6, ids[3] = {4, 0, 5};
+    hs_config c = small_config(2, D, H, dh, V);
+    hs_model *m = random_model(c, 21);
+    hs_head h = {1, 0};
+    float full[36], sub[9];
+    assert_int_equal(hs_full_QK(m, h, HS_FOLD_LN, full, &err), HS_OK);
+    assert_int_equal(hs_full_QK_tokens(m, h, HS_FOLD_LN, ids, 3, sub, &err), HS_OK);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            assert_true(fabsf(sub[i * 3 + j] - full[ids[i] * V + ids[j]]) <= 1e-5f * (1 + fabsf(full[ids[i] * V + ids[j]])));
+    assert_int_equal(hs_full_OV(m, h, HS_FOLD_LN, full, &err), HS_OK);
+    assert_int_equal(hs_full_OV_tokens(m, h, HS_FOLD_LN, ids, 3, sub, &err), HS_OK);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            assert_true(fabsf(sub[i * 3 + j] - full[ids[i] * V + ids[j]]) <= 1e-5f * (1 + fabsf(full[ids[i] * V + ids[j]])));
+    const int bad[1] = {V};
+    assert_int_equal(hs_full_OV_tokens(m, h, HS_FOLD_LN, bad, 1, sub, &err), HS_ERR_INPUT);
+    assert_string_equal(err.msg, "full circuit: token id 6 is outside the vocabulary [0, 6)");
+    double all[4], pos[4];
+    assert_int_equal(hs_copying_scores(m, HS_FOLD_LN, all, pos, &err), HS_OK);
+    for (int i = 0; i < 4; i++) {
+        double s1, p1;
+        assert_int_equal(hs_copying_score(m, (hs_head){i / 2, i % 2}, HS_FOLD_LN, &s1, &p1, &err), HS_OK);
+        assert_true(s1 == all[i] && p1 == pos[i]);
+    }
+    hs_model_destroy(m);
+}
+
 /* Sets W_O of head h so that W_O W_U W_E W_V = c I: W_O = c (Y^T Y)^{-1} Y^T
  * with Y = W_U W_E W_V (D,dh). */
 static void make_copying_head(hs_model *m, hs_head h, double c)
@@ -532,6 +567,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(qk_and_ov_match_the_stored_weights_and_the_fold),
         cmocka_unit_test(head_products_match_dense_products),
+        cmocka_unit_test(subset_circuits_and_all_copying_scores_match),
         cmocka_unit_test(composition_scores_equal_dense_scores_and_skip_within_layer_pairs),
         cmocka_unit_test(dense_score_is_one_for_aligned_and_zero_for_orthogonal),
         cmocka_unit_test(random_baseline_for_d_model_64_is_near_one_over_sqrt_64),

@@ -335,6 +335,26 @@ static void vocabulary_file_reads_lines_and_json(void **state)
     remove(json);
 }
 
+/* hs_tok_one on a word list: a word (case folded) is its id; two words, an
+ * empty string and an unknown word are refused with the message that says so. */
+static void one_token_of_a_word_list(void **state)
+{
+    (void)state;
+    hs_tokenizer *v = make_vocab();
+    hs_error err = {0};
+    int id = 7;
+    assert_int_equal(hs_tok_one(v, "Animal", &id, &err), HS_OK);
+    assert_int_equal(id, 12);
+    assert_int_equal(hs_tok_one(v, "dog,", &id, &err), HS_ERR_INPUT);
+    assert_int_equal(id, -1);
+    assert_string_equal(err.msg, "'dog,' is 2 tokens ('dog' ',')");
+    assert_int_equal(hs_tok_one(v, "", &id, &err), HS_ERR_INPUT);
+    assert_string_equal(err.msg, "'' is empty, not one token");
+    assert_int_equal(hs_tok_one(v, "zebra", &id, &err), HS_ERR_INPUT);
+    assert_msg_contains(err, "unknown word 'zebra'");
+    hs_tokenizer_destroy(v);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +369,7 @@ int main(void)
         cmocka_unit_test(display_form_of_a_word_is_the_word),
         cmocka_unit_test(id_labels_name_every_token_by_its_id),
         cmocka_unit_test(vocabulary_file_reads_lines_and_json),
+        cmocka_unit_test(one_token_of_a_word_list),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

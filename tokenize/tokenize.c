@@ -105,3 +105,25 @@ void hs_tokens_free(hs_tokens *t)
     free(t->ids);
     memset(t, 0, sizeof *t);
 }
+
+hs_status hs_tok_one(const hs_tokenizer *t, const char *s, int *id, hs_error *err)
+{
+    *id = -1;
+    if (s == NULL || s[0] == '\0') return hs_fail(err, HS_ERR_INPUT, "'' is empty, not one token");
+    hs_tokens tk = {0};
+    hs_status st = hs_tok_encode(t, s, 0, &tk, err);
+    if (st != HS_OK) return st;
+    const size_t at = hs_tok_bos(t) >= 0 ? 1 : 0, n = tk.n - at;
+    if (n == 1) {
+        *id = tk.ids[at];
+    } else {
+        hs_buf b = {0};
+        hs_buf_printf(&b, "'%s' is %zu tokens (", s, n);
+        for (size_t i = at; i < tk.n; i++) hs_buf_printf(&b, "%s'%s'", i > at ? " " : "", tk.strs[i]);
+        hs_buf_puts(&b, ")");
+        st = b.oom ? hs_fail(err, HS_ERR_NOMEM, "out of memory") : hs_fail(err, HS_ERR_INPUT, "%s", b.s);
+        hs_buf_free(&b);
+    }
+    hs_tokens_free(&tk);
+    return st;
+}

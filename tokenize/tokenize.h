@@ -285,4 +285,13 @@ hs_status hs_tokenizer_from_vocab_merges(const char *vocab, size_t nv, const cha
                                          const char *merges_name, hs_tokenizer **out,
                                          hs_error *err);
 
+/* The id of the one token text s encodes to (hs_tok_encode, the BOS left
+ * out): GPT-2's " Mary" -> 5335, "Mary" -> 24119; a word vocabulary's
+ * "Animal" -> animal's id (case folded). *id is -1 on failure. Errors
+ * (HS_ERR_INPUT, one line; callers prefix where it came from): "'' is empty,
+ * not one token"; "'S' is N tokens ('a' 'b' ...)" with the exact token
+ * strings (GPT-2's " Marianne": "' Marianne' is 2 tokens (' Marian' 'ne')");
+ * hs_tok_encode's messages (a word vocabulary's unknown word, ...). */
+hs_status hs_tok_one(const hs_tokenizer *t, const char *s, int *id, hs_error *err);
+
 #endif

