@@ -90,7 +90,7 @@ static hs_status discovery_run(const hs_model *m, hs_pool *pool, const hs_prompt
     }
     if (s == HS_OK) s = hs_eap_scores(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, d->ig_steps, d->scores, err);
     if (s == HS_OK) s = hs_circeval_create(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, &ce, err);
-    if (s == HS_OK) s = hs_faith_curve_run(ce, d->scores, &d->curve, err);
+    if (s == HS_OK) s = hs_faith_curve_run(ce, d->scores, HS_SELECT_TOPN, &d->curve, err);
     if (s == HS_OK) {
         d->m_full = d->curve.m_full;
         d->m_empty = d->curve.m_empty;
