@@ -70,7 +70,7 @@ int main(int argc, char **argv)
         t1 = bench_now(), c[1] = bench_cpu_now();
         if (hs_edge_patch_scores(ce, sc, &err) != HS_OK) return fail(&err);
         t2 = bench_now(), c[2] = bench_cpu_now();
-        if (hs_faith_curve_run(ce, sc, &fc, &err) != HS_OK) return fail(&err);
+        if (hs_faith_curve_run(ce, sc, HS_SELECT_TOPN, &fc, &err) != HS_OK) return fail(&err);
         t3 = bench_now(), c[3] = bench_cpu_now();
         if (hs_acdc_run(ce, tau, circ, sc, &st, &err) != HS_OK) return fail(&err);
         t4 = bench_now(), c[4] = bench_cpu_now();

@@ -240,7 +240,7 @@ static hs_status edge_quality(const hs_model *m, hs_pool *pool, const hs_prompts
     e->ms[M_EAP_IG] = (t0 - t1) * 1e3;
     if (s == HS_OK) s = hs_acdc_run(ce, tau, e->acdc_circuit, e->sc[M_ACDC], &e->acdc, err);
     e->ms[M_ACDC] = (bench_now() - t0) * 1e3;
-    for (int k = 0; s == HS_OK && k < N_METHODS; k++) s = hs_faith_curve_run(ce, e->sc[k], &e->curve[k], err);
+    for (int k = 0; s == HS_OK && k < N_METHODS; k++) s = hs_faith_curve_run(ce, e->sc[k], HS_SELECT_TOPN, &e->curve[k], err);
     hs_circeval_destroy(ce);
     return s;
 }

@@ -3,7 +3,8 @@
  * checks (circuits.h, "Discovery beside the hand-written verdicts"): each
  * check's prompt set with corrupted partners, EAP-IG's scores on it
  * (discovery/ hs_eap_scores), MIB's 5 % circuit and the faithfulness curve
- * (hs_circeval_create, hs_faith_curve_run), the head->head edges by |score|
+ * (hs_circeval_create, hs_faith_curve_run) and the same with circuits grown
+ * greedily from logits (EAP-IG's apply_greedy), the head->head edges by |score|
  * against the path-patching edges the check names; the section's JSON and
  * summary lines.
  */
@@ -90,7 +91,7 @@ static hs_status discovery_run(const hs_model *m, hs_pool *pool, const hs_prompt
     }
     if (s == HS_OK) s = hs_eap_scores(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, d->ig_steps, d->scores, err);
     if (s == HS_OK) s = hs_circeval_create(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, &ce, err);
-    if (s == HS_OK) s = hs_faith_curve_run(ce, d->scores, &d->curve, err);
+    if (s == HS_OK) s = hs_faith_curve_run(ce, d->scores, HS_SELECT_TOPN, &d->curve, err);
     if (s == HS_OK) {
         d->m_full = d->curve.m_full;
         d->m_empty = d->curve.m_empty;
@@ -103,6 +104,14 @@ static hs_status discovery_run(const hs_model *m, hs_pool *pool, const hs_prompt
         HS_ASSERT(d->curve.pt[CURVE_AT_5].top_n == d->top_n && d->curve.pt[CURVE_AT_5].edges == d->n_kept);
         d->m_circuit = d->curve.pt[CURVE_AT_5].metric;
         d->faithfulness = d->curve.pt[CURVE_AT_5].faithfulness;
+        s = hs_faith_curve_run(ce, d->scores, HS_SELECT_GREEDY, &d->curve_greedy, err);
+    }
+    if (s == HS_OK) {
+        const hs_faith_point *g5 = &d->curve_greedy.pt[CURVE_AT_5];
+        HS_ASSERT(g5->top_n == d->top_n);
+        d->n_kept_greedy = g5->edges;
+        d->m_greedy = g5->metric;
+        d->f_greedy = g5->faithfulness;
         s = rank_heads(d, err);
     }
     hs_circeval_destroy(ce);
@@ -321,7 +330,13 @@ int hs_circ_discovery_json(cJSON *root, const hs_circ_discovery *d)
     ok = c && cJSON_AddStringToObject(c, "chosen_by", "the top edges by |score| at MIB's 5 % of the edges, pruned") &&
          hs_circ_json_num(c, "top_n", (double)d->top_n) && hs_circ_json_num(c, "edges", (double)d->n_kept) &&
          hs_circ_json_num(c, "metric", d->m_circuit) && hs_circ_json_num(c, "faithfulness", d->faithfulness);
-    ok = ok && hs_circ_json_add(o, "faithfulness_curve", hs_faith_curve_json(&d->curve)) && json_edges(o, d);
+    cJSON *cg = ok ? cJSON_AddObjectToObject(o, "circuit_greedy") : NULL;
+    ok = cg && cJSON_AddStringToObject(cg, "chosen_by", "as many edges grown greedily from logits by |score| "
+                                       "(EAP-IG's Graph.apply_greedy), pruned") &&
+         hs_circ_json_num(cg, "top_n", (double)d->top_n) && hs_circ_json_num(cg, "edges", (double)d->n_kept_greedy) &&
+         hs_circ_json_num(cg, "metric", d->m_greedy) && hs_circ_json_num(cg, "faithfulness", d->f_greedy);
+    ok = ok && hs_circ_json_add(o, "faithfulness_curve", hs_faith_curve_json(&d->curve)) &&
+         hs_circ_json_add(o, "faithfulness_curve_greedy", hs_faith_curve_json(&d->curve_greedy)) && json_edges(o, d);
     cJSON *pp = ok ? cJSON_AddObjectToObject(o, "path_patching_edges") : NULL;
     cJSON *a = pp && cJSON_AddStringToObject(pp, "named_by", d->named_by) ? cJSON_AddArrayToObject(pp, "edges") : NULL;
     ok = a != NULL;
@@ -357,11 +372,20 @@ void hs_circ_discovery_summary(hs_buf *b, const hs_circ_discovery *d)
                   "faithfulness %s (the model %+.4f, every edge ablated %+.4f)%s%s\n", d->top_n, d->n_kept,
                   d->m_circuit, fmt3(x, sizeof x, d->faithfulness), d->m_full, d->m_empty,
                   d->usable ? "" : "; faithfulness undefined: ", d->usable ? "" : d->why);
+    hs_buf_printf(b, "  circuit grown greedily from logits (EAP-IG's apply_greedy), %zu edges, %zu after pruning: "
+                  "metric %+.4f, faithfulness %s\n", d->top_n, d->n_kept_greedy, d->m_greedy,
+                  fmt3(x, sizeof x, d->f_greedy));
     hs_buf_puts(b, "  faithfulness at MIB's sizes:");
     for (int k = 1; k <= HS_FAITH_N; k++)
         hs_buf_printf(b, "%s %g%% %s", k > 1 ? "," : "", 100 * d->curve.pt[k].fraction,
                       fmt3(x, sizeof x, d->curve.pt[k].faithfulness));
     hs_buf_printf(b, "; CPR %s, CMD %s\n", fmt3(x, sizeof x, d->curve.cpr), fmt3(y, sizeof y, d->curve.cmd));
+    hs_buf_puts(b, "  the same, grown greedily:");
+    for (int k = 1; k <= HS_FAITH_N; k++)
+        hs_buf_printf(b, "%s %g%% %s", k > 1 ? "," : "", 100 * d->curve_greedy.pt[k].fraction,
+                      fmt3(x, sizeof x, d->curve_greedy.pt[k].faithfulness));
+    hs_buf_printf(b, "; CPR %s, CMD %s\n", fmt3(x, sizeof x, d->curve_greedy.cpr),
+                  fmt3(y, sizeof y, d->curve_greedy.cmd));
     hs_buf_printf(b, "  EAP-IG's top %d head->head edges (score = estimated metric with the edge corrupted - "
                   "the model's):", shown_hh(d));
     for (int i = 0; i < shown_hh(d); i++) {

@@ -76,7 +76,10 @@
  *    head->head edges.
  * The circuit is MIB's 5 %: the top hs_faith_top_n(0.05, n_edges) edges by
  * |score|, pruned (hs_circuit_select), its faithfulness the curve's point at
- * 5 % (hs_faith_curve_run, the same circuit); head->head edges are those
+ * 5 % (hs_faith_curve_run, the same circuit); beside it the curve and the
+ * 5 % circuit of edges grown greedily from logits (EAP-IG's
+ * Graph.apply_greedy: hs_faith_curve_run with HS_SELECT_GREEDY); head->head
+ * edges are those
  * from a head into another head's q, k or v, ranked by |score| (ties to the
  * lower canonical index, hs_edge_ranking).
  */
@@ -95,6 +98,9 @@ typedef struct {
     int usable;
     char why[200];               /* why faithfulness is undefined ("" when usable) */
     hs_faith_curve curve;        /* at MIB's sizes, with CPR and CMD */
+    hs_faith_curve curve_greedy; /* the same with circuits grown greedily from logits */
+    size_t n_kept_greedy;        /* the greedy 5 % circuit's edges (of top_n taken), pruned */
+    double m_greedy, f_greedy;   /* its metric and faithfulness (NAN when not usable) */
     size_t n_hh;                 /* head->head edges of the graph */
     size_t *hh;                  /* [n_hh] them, strongest |score| first */
     int n_named;                 /* the path-patching edges the check names */

@@ -52,6 +52,10 @@ static const char DISCOVER_HELP[] =
     "                        mean (position-wise over the set) | zero\n"
     "  --top N               the circuit is the top N edges by |score| (pruned)\n"
     "  --threshold X         ... or every edge with |score| >= X (default: the top 5%)\n"
+    "  --select S            how N edges are chosen (--top, the 5% default, the curve):\n"
+    "                        topn (default: the N of largest |score|, MIB's) | greedy\n"
+    "                        (EAP-IG's apply_greedy: grown from logits, each step the\n"
+    "                        strongest edge into a node already in the circuit)\n"
     "  --tau X               ACDC's threshold (default 0.01)\n"
     "  --truth FILE          the true circuit (one edge name a line, a JSON list of\n"
     "                        names, or a graph.json): ROC curves and AUC for edges\n"
@@ -105,7 +109,7 @@ static int print_report(const char *C, const cli_exp *x, const char *out, const 
 
 int cmd_discover(int argc, char **argv)
 {
-    enum { O_METHOD = 256, O_IG_STEPS, O_METRIC, O_ABLATION, O_TOP, O_THRESHOLD, O_TAU, O_TRUTH };
+    enum { O_METHOD = 256, O_IG_STEPS, O_METRIC, O_ABLATION, O_TOP, O_THRESHOLD, O_TAU, O_TRUTH, O_SELECT };
     static const struct option opts[] = {{"method", required_argument, 0, O_METHOD},
                                          {"ig-steps", required_argument, 0, O_IG_STEPS},
                                          {"metric", required_argument, 0, O_METRIC},
@@ -114,6 +118,7 @@ int cmd_discover(int argc, char **argv)
                                          {"threshold", required_argument, 0, O_THRESHOLD},
                                          {"tau", required_argument, 0, O_TAU},
                                          {"truth", required_argument, 0, O_TRUTH},
+                                         {"select", required_argument, 0, O_SELECT},
                                          CLI_HELP_OPT,
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
@@ -156,6 +161,10 @@ int cmd_discover(int argc, char **argv)
                 return cli_usage_error(C, "--tau needs a number >= 0, got '%s'", optarg);
             break;
         case O_TRUTH: o.truth = optarg; break;
+        case O_SELECT:
+            if ((k = parse_named(C, "--select", optarg, hs_select_names, HS_SELECT_N)) < 0) return 2;
+            o.select = (hs_select_kind)k;
+            break;
         }
     }
     if (cli_exp_check(&x, argc, argv, 0)) return 2;
@@ -163,6 +172,8 @@ int cmd_discover(int argc, char **argv)
     if (o.method == HS_DISCOVER_ACDC && (o.top_n >= 0 || !isnan(o.threshold)))
         return cli_usage_error(C, "--top and --threshold choose from scores; ACDC's circuit is what it keeps (--tau)");
     if (o.method != HS_DISCOVER_ACDC && !isnan(o.tau)) return cli_usage_error(C, "--tau is for --method acdc");
+    if (o.select == HS_SELECT_GREEDY && !isnan(o.threshold))
+        return cli_usage_error(C, "--select greedy grows a circuit of N edges (--top N), not a threshold");
     if (o.method != HS_DISCOVER_EAP_IG && o.ig_steps) return cli_usage_error(C, "--ig-steps is for --method eap-ig");
     if (o.method == HS_DISCOVER_EAP && o.metric == HS_METRIC_KL)
         return cli_usage_error(C, "--metric kl with --method eap scores every edge 0 (the KL divergence's gradient "

@@ -34,6 +34,9 @@ static const char FAITH_HELP[] =
     "  --graph FILE          the circuit: graph.json for this model's shape\n"
     "  --metric M            logit-diff (default) | prob-diff | kl\n"
     "  --ablation A          resample (default) | mean | zero\n"
+    "  --select S            how the curve chooses N edges from the file's scores:\n"
+    "                        topn (default: the N of largest |score|) | greedy\n"
+    "                        (EAP-IG's apply_greedy: grown from logits)\n"
     "  --out DIR             write faithfulness.json into DIR (created if missing;\n"
     "                        its parent must exist)\n"
     "  --json                print every number as JSON instead of the summary\n"
@@ -72,15 +75,16 @@ static int print_report(const char *C, const cli_exp *x, const char *out, const 
 
 int cmd_faithfulness(int argc, char **argv)
 {
-    enum { O_GRAPH = 256, O_METRIC, O_ABLATION };
+    enum { O_GRAPH = 256, O_METRIC, O_ABLATION, O_SELECT };
     static const struct option opts[] = {{"graph", required_argument, 0, O_GRAPH},
                                          {"metric", required_argument, 0, O_METRIC},
                                          {"ablation", required_argument, 0, O_ABLATION},
+                                         {"select", required_argument, 0, O_SELECT},
                                          CLI_HELP_OPT,
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "faithfulness";
-    hs_faith_opts o = {NULL, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, NULL, NULL, NULL};
+    hs_faith_opts o = {NULL, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, NULL, NULL, NULL, HS_SELECT_TOPN};
     int c, k;
     cli_exp x;
     cli_exp_init(&x, C);
@@ -98,6 +102,11 @@ int cmd_faithfulness(int argc, char **argv)
             if ((k = named(optarg, hs_ablate_method_names, 3)) < 0)
                 return cli_usage_error(C, "--ablation takes resample, mean or zero, not '%s'", optarg);
             o.ablation = (hs_ablate_method)k;
+            break;
+        case O_SELECT:
+            if ((k = named(optarg, hs_select_names, HS_SELECT_N)) < 0)
+                return cli_usage_error(C, "--select takes topn or greedy, not '%s'", optarg);
+            o.select = (hs_select_kind)k;
             break;
         }
     }

@@ -1,6 +1,7 @@
 /*
  * discovery/acdc.c -- circuits from edge scores (top-n or a threshold on
- * |score|, then dead ends pruned) and ACDC (Conmy et al. 2023, sec. 3,
+ * |score|, or grown greedily from logits as EAP-IG's Graph.apply_greedy;
+ * then dead ends pruned) and ACDC (Conmy et al. 2023, sec. 3,
  * Algorithm 1; ArthurConmy/Automatic-Circuit-Discovery
  * acdc/TLACDCExperiment.py `step`): receivers in reverse topological order,
  * each incoming edge tried removed, removed for good when the metric moves
@@ -99,6 +100,123 @@ hs_status hs_circuit_select(const hs_graph *g, const double *scores, long top_n,
             const size_t e = order[k];
             if (top_n >= 0 ? k < (size_t)top_n : fabs(scores[e]) >= threshold) in_circuit[e] = 1;
         }
+        st = hs_circuit_prune(g, in_circuit, NULL, n_kept, err);
+    }
+    free(order);
+    return st;
+}
+
+const char *const hs_select_names[HS_SELECT_N] = {"topn", "greedy"};
+
+int hs_select_parse(const char *s)
+{
+    for (int k = 0; k < HS_SELECT_N; k++)
+        if (strcmp(s, hs_select_names[k]) == 0) return k;
+    return -1;
+}
+
+/* Greedy's candidates: a binary max-heap of edge indices by |score|
+ * descending, the lower index first on ties (hs_edge_ranking's order). */
+typedef struct {
+    size_t *e;
+    size_t n;
+    const double *a; /* [n_edges] |score| */
+} edge_heap;
+
+static int heap_before(const edge_heap *h, size_t x, size_t y)
+{
+    return h->a[x] != h->a[y] ? h->a[x] > h->a[y] : x < y;
+}
+
+static void heap_push(edge_heap *h, size_t e)
+{
+    size_t i = h->n++;
+    while (i > 0 && heap_before(h, e, h->e[(i - 1) / 2])) {
+        h->e[i] = h->e[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h->e[i] = e;
+}
+
+static size_t heap_pop(edge_heap *h)
+{
+    const size_t top = h->e[0], last = h->e[--h->n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && heap_before(h, h->e[c + 1], h->e[c])) c++;
+        if (!heap_before(h, h->e[c], last)) break;
+        h->e[i] = h->e[c];
+        i = c;
+    }
+    if (h->n > 0) h->e[i] = last;
+    return top;
+}
+
+/* Node v joins the circuit: every edge into its receivers becomes a
+ * candidate (a node's receivers are consecutive in canonical order). */
+static void greedy_join(const hs_graph *g, const int *first_recv, int v, unsigned char *node_in, edge_heap *h)
+{
+    node_in[v] = 1;
+    for (int r = first_recv[v]; r >= 0 && r < g->n_receivers && g->recv_node[r] == v; r++)
+        for (size_t e = g->recv_first_edge[r]; e < g->recv_first_edge[r] + (size_t)g->recv_n_edges[r]; e++)
+            heap_push(h, e);
+}
+
+/* order <- the edges in the order EAP-IG's apply_greedy takes them
+ * (discovery.h, HS_SELECT_GREEDY); scores are finite. */
+static hs_status greedy_order(const hs_graph *g, const double *scores, size_t *order, hs_error *err)
+{
+    const size_t E = g->n_edges;
+    const int N = g->n_nodes;
+    double *a = malloc((E ? E : 1) * sizeof *a);
+    edge_heap h = {malloc((E ? E : 1) * sizeof *h.e), 0, a};
+    int *first_recv = malloc((size_t)N * sizeof *first_recv);
+    unsigned char *node_in = calloc((size_t)N, 1);
+    if (!a || !h.e || !first_recv || !node_in) {
+        free(a);
+        free(h.e);
+        free(first_recv);
+        free(node_in);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    for (size_t e = 0; e < E; e++) a[e] = fabs(scores[e]);
+    for (int v = 0; v < N; v++) first_recv[v] = -1;
+    for (int r = g->n_receivers - 1; r >= 0; r--) first_recv[g->recv_node[r]] = r;
+    greedy_join(g, first_recv, N - 1, node_in, &h); /* logits */
+    size_t k = 0;
+    while (h.n > 0) {
+        const size_t e = heap_pop(&h);
+        order[k++] = e;
+        if (!node_in[g->edge_src[e]]) greedy_join(g, first_recv, g->edge_src[e], node_in, &h);
+    }
+    HS_ASSERT(k == E); /* every node sends into logits: every edge became a candidate once */
+    free(a);
+    free(h.e);
+    free(first_recv);
+    free(node_in);
+    return HS_OK;
+}
+
+hs_status hs_edge_order(const hs_graph *g, const double *scores, hs_select_kind sel, size_t *order, hs_error *err)
+{
+    if (sel == HS_SELECT_TOPN) return hs_edge_ranking(g, scores, order, err);
+    if (sel != HS_SELECT_GREEDY) return hs_fail(err, HS_ERR_INPUT, "unknown circuit selection %d", (int)sel);
+    hs_status st = hs_scores_finite(g, scores, err);
+    return st == HS_OK ? greedy_order(g, scores, order, err) : st;
+}
+
+hs_status hs_circuit_choose(const hs_graph *g, const double *scores, hs_select_kind sel, size_t n,
+                            unsigned char *in_circuit, size_t *n_kept, hs_error *err)
+{
+    if (n > g->n_edges) return hs_fail(err, HS_ERR_INPUT, "%zu edges asked for, but the graph has %zu", n, g->n_edges);
+    size_t *order = malloc((g->n_edges ? g->n_edges : 1) * sizeof *order);
+    if (order == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_status st = hs_edge_order(g, scores, sel, order, err);
+    if (st == HS_OK) {
+        memset(in_circuit, 0, g->n_edges);
+        for (size_t k = 0; k < n; k++) in_circuit[order[k]] = 1;
         st = hs_circuit_prune(g, in_circuit, NULL, n_kept, err);
     }
     free(order);

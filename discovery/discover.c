@@ -75,8 +75,8 @@ static hs_status method_scores(const hs_model *m, hs_pool *pool, const hs_prompt
     return hs_fail(err, HS_ERR_INPUT, "discover: unknown method %d", (int)o->method);
 }
 
-/* The circuit: ACDC's kept edges, or the top-n / threshold of the scores
- * (default MIB's 5 % size), pruned. */
+/* The circuit: ACDC's kept edges, or the first n edges of o->select's
+ * order / the threshold of the scores (default MIB's 5 % size), pruned. */
 static hs_status choose_circuit(const hs_discover_opts *o, hs_discover_report *r, hs_error *err)
 {
     if (o->method == HS_DISCOVER_ACDC) {
@@ -88,9 +88,16 @@ static hs_status choose_circuit(const hs_discover_opts *o, hs_discover_report *r
         top = (long)hs_faith_top_n(0.05, r->g.n_edges);
         if (top < 1) top = 1;
     }
-    if (top >= 0) snprintf(r->chosen_by, sizeof r->chosen_by, "the top %ld edges by |score|", top);
-    else snprintf(r->chosen_by, sizeof r->chosen_by, "|score| >= %g", o->threshold);
-    return hs_circuit_select(&r->g, r->scores, top, o->threshold, r->in_circuit, &r->n_kept, err);
+    if (top < 0) {
+        snprintf(r->chosen_by, sizeof r->chosen_by, "|score| >= %g", o->threshold);
+        return hs_circuit_select(&r->g, r->scores, top, o->threshold, r->in_circuit, &r->n_kept, err);
+    }
+    if (o->select == HS_SELECT_GREEDY)
+        snprintf(r->chosen_by, sizeof r->chosen_by, "%ld edges grown greedily from logits by |score|", top);
+    else snprintf(r->chosen_by, sizeof r->chosen_by, "the top %ld edges by |score|", top);
+    if ((size_t)top > r->g.n_edges)
+        return hs_fail(err, HS_ERR_INPUT, "top %ld edges asked for, but the graph has %zu", top, r->g.n_edges);
+    return hs_circuit_choose(&r->g, r->scores, o->select, (size_t)top, r->in_circuit, &r->n_kept, err);
 }
 
 /* m(C) of the chosen circuit and its faithfulness. */
@@ -121,7 +128,8 @@ static hs_status discover_figures(const hs_model *m, const hs_prompts *p, const 
     if (st == HS_OK && r->curve.usable) {
         const hs_faith_curve *c[1] = {&r->curve};
         const char *name[1] = {mt};
-        snprintf(title, sizeof title, "faithfulness of the top edges by %s score (%s, %s ablation)", mt,
+        snprintf(title, sizeof title, "faithfulness of the %s by %s score (%s, %s ablation)",
+                 r->select == HS_SELECT_GREEDY ? "edges grown greedily from logits" : "top edges", mt,
                  hs_metric_names[r->metric], hs_ablate_method_names[r->ablation]);
         st = hs_faith_figure_write(od, "faithfulness_curve", c, name, 1, title,
                                    "normalised faithfulness over circuit size (MIB's sizes, % of the edges)", err);
@@ -213,6 +221,10 @@ static hs_status discover_check(const hs_model *m, const hs_discover_opts *o, hs
     if (!isnan(o->tau) && !(o->tau >= 0 && isfinite(o->tau)))
         return hs_fail(err, HS_ERR_INPUT, "--tau needs a finite number >= 0");
     if (o->top_n >= 0 && !isnan(o->threshold)) return hs_fail(err, HS_ERR_INPUT, "give --top or --threshold, not both");
+    if ((unsigned)o->select >= HS_SELECT_N) return hs_fail(err, HS_ERR_INPUT, "discover: unknown circuit selection");
+    if (o->select == HS_SELECT_GREEDY && !isnan(o->threshold))
+        return hs_fail(err, HS_ERR_INPUT, "--select greedy grows a circuit of a number of edges (--top N), not a "
+                       "threshold");
     if (!isnan(o->threshold) && !(o->threshold >= 0 && isfinite(o->threshold)))
         return hs_fail(err, HS_ERR_INPUT, "--threshold needs a finite number >= 0");
     return HS_OK;
@@ -232,6 +244,7 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
     r->ig_steps = o->method != HS_DISCOVER_EAP_IG ? 0 : o->ig_steps > 0 ? o->ig_steps : HS_EAP_IG_STEPS;
     r->metric = o->metric;
     r->ablation = o->ablation;
+    r->select = o->select;
     r->n_prompts = p->n;
     const size_t E = r->g.n_edges;
     if (st == HS_OK) {
@@ -252,7 +265,7 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
     }
     if (st == HS_OK) st = choose_circuit(o, r, err);
     if (st == HS_OK) st = run_circuit(ce, r->in_circuit, &r->m_circuit, &r->faithfulness, err);
-    if (st == HS_OK) st = hs_faith_curve_run(ce, r->scores, &r->curve, err);
+    if (st == HS_OK) st = hs_faith_curve_run(ce, r->scores, o->select, &r->curve, err);
     if (st == HS_OK && truth) {
         r->has_roc = 1;
         st = hs_roc_run(&r->g, r->scores, truth, r->in_circuit, &r->roc, err);
@@ -275,7 +288,8 @@ hs_status hs_faithfulness_run(const hs_model *m, hs_pool *pool, const hs_prompts
     r->ablation = o->ablation;
     r->n_prompts = p->n;
     hs_circeval *ce = NULL;
-    hs_status st = hs_graph_build(&m->cfg, &r->g, err);
+    hs_status st = (unsigned)o->select < HS_SELECT_N ? hs_graph_build(&m->cfg, &r->g, err)
+                   : hs_fail(err, HS_ERR_INPUT, "faithfulness: unknown circuit selection");
     const size_t E = r->g.n_edges;
     if (st == HS_OK) {
         r->scores = calloc(E ? E : 1, sizeof *r->scores);
@@ -296,7 +310,7 @@ hs_status hs_faithfulness_run(const hs_model *m, hs_pool *pool, const hs_prompts
         if (!r->usable) hs_note(notes, HS_NOTE_CMD, "note: faithfulness is undefined: %s", r->why);
         st = run_circuit(ce, r->in_circuit, &r->m_circuit, &r->faithfulness, err);
     }
-    if (st == HS_OK) st = hs_faith_curve_run(ce, r->scores, &r->curve, err);
+    if (st == HS_OK) st = hs_faith_curve_run(ce, r->scores, o->select, &r->curve, err);
     hs_circeval_destroy(ce);
     if (st != HS_OK || !o->out) return st;
     hs_figopts fo;

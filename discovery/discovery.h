@@ -215,6 +215,50 @@ hs_status hs_circuit_select(const hs_graph *g, const double *scores, long top_n,
                             unsigned char *in_circuit, size_t *n_kept, hs_error *err);
 
 /*
+ * How a circuit of n edges is chosen from edge scores (hs_edge_order):
+ *   HS_SELECT_TOPN    the n edges of largest |score| (EAP-IG
+ *                     Graph.apply_topn, absolute=True; MIB's circuits)
+ *   HS_SELECT_GREEDY  grown from logits (EAP-IG Graph.apply_greedy,
+ *                     absolute=True, hannamw/eap-ig src/eap/graph.py; Hanna
+ *                     et al. 2024, arXiv 2403.17806): the circuit starts as
+ *                     the logits node alone, and n times takes the edge of
+ *                     largest |score| among the edges not yet taken whose
+ *                     receiving node is in the circuit; when that edge's
+ *                     sender is new to the circuit, the sender joins and
+ *                     the edges into it (a head: into its q, k and v)
+ *                     become candidates. Every edge taken thus reaches
+ *                     logits, so pruning (hs_circuit_prune, as EAP-IG's
+ *                     prune_dead_nodes after it) only drops what input does
+ *                     not reach; top-n may instead pick strong edges into
+ *                     heads that nothing links to logits, which pruning
+ *                     then empties.
+ * Either way the circuit of n edges is the first n of one order of all the
+ * edges (greedy's n steps are the first n of its E steps), then pruned.
+ */
+typedef enum { HS_SELECT_TOPN = 0, HS_SELECT_GREEDY, HS_SELECT_N } hs_select_kind;
+/* "topn", "greedy". */
+extern const char *const hs_select_names[HS_SELECT_N];
+/* The selection named s, or -1. */
+int hs_select_parse(const char *s);
+/*
+ * order [n_edges] <- every edge in the order sel takes them: topn
+ * hs_edge_ranking's; greedy the order apply_greedy takes them in, ties in
+ * |score| to the lower canonical index (EAP-IG's Python sort and
+ * heapq.merge break ties by its own edge order instead). Greedy keeps its
+ * candidates in a binary heap: O(E log E) for E edges (every node sends
+ * into logits, so every edge becomes a candidate and all E are taken).
+ * HS_ERR_NUMERIC naming a score that is not finite; HS_ERR_INPUT for an
+ * unknown sel; HS_ERR_NOMEM.
+ */
+hs_status hs_edge_order(const hs_graph *g, const double *scores, hs_select_kind sel, size_t *order, hs_error *err);
+/* in_circuit [n_edges] <- the first n edges of hs_edge_order(sel), pruned
+ * (hs_circuit_prune); *n_kept (may be NULL) the edges left. sel topn is
+ * hs_circuit_select with top_n = n. HS_ERR_INPUT for n > n_edges or an
+ * unknown sel; HS_ERR_NUMERIC for a score that is not finite; HS_ERR_NOMEM. */
+hs_status hs_circuit_choose(const hs_graph *g, const double *scores, hs_select_kind sel, size_t n,
+                            unsigned char *in_circuit, size_t *n_kept, hs_error *err);
+
+/*
  * ACDC (Conmy et al. 2023, sec. 3 and Algorithm 1;
  * ArthurConmy/Automatic-Circuit-Discovery acdc/TLACDCExperiment.py `step`):
  * starting from the full circuit, the receivers in reverse topological order
@@ -265,14 +309,16 @@ typedef struct {
     char why[200];         /* why not usable ("" when usable) */
     hs_faith_point pt[HS_FAITH_N + 1]; /* [0] the empty circuit, [1..] MIB's sizes */
     double cpr, cmd;       /* NAN when not usable */
+    hs_select_kind selection; /* how each size's circuit was chosen from the scores */
 } hs_faith_curve;
 /* usable <- m_full != m_empty, and when not, why (cap bytes): one line
  * saying that faithfulness is 0 / 0. */
 void hs_faith_usable(double m_full, double m_empty, hs_metric_kind metric, int *usable, char *why, size_t cap);
 /*
  * The faithfulness curve of a score ranking (MIB evaluate_area_under_curve):
- * at each of MIB's sizes the top hs_faith_top_n edges by |score|
- * (hs_edge_ranking), pruned, run (hs_circeval_metrics; the ten circuits'
+ * at each of MIB's sizes the first hs_faith_top_n edges of
+ * hs_edge_order(sel) (topn: the top edges by |score|, MIB's; greedy: grown
+ * from logits, EAP-IG's apply_greedy), pruned, run (hs_circeval_metrics; the ten circuits'
  * chunks as jobs on the pool); f = hs_faithfulness with m(M) and m(empty) of
  * ce (the 100 % circuit is M: f = 1 exactly; the empty circuit f = 0
  * exactly; both asserted). CPR = sum over MIB's sizes of trapezoids of f,
@@ -280,9 +326,11 @@ void hs_faith_usable(double m_full, double m_empty, hs_metric_kind metric, int *
  * empty circuit normalises f and is outside the area). Errors: a score that
  * is not finite (HS_ERR_NUMERIC), the runs'.
  */
-hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_faith_curve *out, hs_error *err);
-/* As JSON: {"points": [{"edges", "fraction", "faithfulness" (null when not
- * usable), "top_n", "metric"}] (the empty circuit first), "cpr", "cmd" (null
+hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_select_kind sel, hs_faith_curve *out,
+                             hs_error *err);
+/* As JSON: {"selection": "topn" | "greedy" (hs_select_names), "points":
+ * [{"edges", "fraction", "faithfulness" (null when not usable), "top_n",
+ * "metric"}] (the empty circuit first), "cpr", "cmd" (null
  * when not usable), "usable", "why_not_usable" (when not), "metric_full",
  * "metric_empty", "n_edges", "area"}; NULL on OOM (cJSON_Delete). */
 cJSON *hs_faith_curve_json(const hs_faith_curve *c);
@@ -424,6 +472,9 @@ typedef struct {
     hs_figopts *fo;             /* the folder's formats and figure options (its font is opened
                                  * here); NULL: hs_figopts_default at 300 dpi */
     const hs_tokenizer *tok;    /* the attention file's token labels (html), or NULL: "#id" */
+    hs_select_kind select;      /* how a number of edges is chosen from the scores (the top_n circuit,
+                                 * MIB's 5 %, the curve): topn (default) or greedy (hs_edge_order);
+                                 * greedy takes no threshold */
 } hs_discover_opts;
 hs_discover_opts hs_discover_opts_default(void);
 
@@ -436,7 +487,8 @@ typedef struct {
     double *scores;             /* [n_edges] the method's edge scores, metric(edge ablated) - metric(clean) */
     unsigned char *in_circuit;  /* [n_edges] the circuit, pruned */
     size_t n_kept;              /* its edges */
-    char chosen_by[64];         /* "the top 5 edges by |score|", "|score| >= 0.1", "ACDC with tau 0.01" */
+    char chosen_by[64];         /* "the top 5 edges by |score|", "5 edges grown greedily from logits by
+                                 * |score|", "|score| >= 0.1", "ACDC with tau 0.01" */
     double tau;                 /* ACDC's tau (the default when none was given) */
     int ig_steps;               /* EAP-IG's steps (method eap-ig; else 0) */
     hs_acdc_stats acdc;         /* ACDC's runs (method acdc) */
@@ -448,6 +500,7 @@ typedef struct {
     int usable;                 /* m(M) != m(empty) */
     char why[200];              /* why not usable */
     hs_faith_curve curve;       /* the curve of the scores' ranking */
+    hs_select_kind select;      /* the selection the circuit (unless ACDC's or a threshold's) and curve use */
     int has_roc;                /* a truth was given: */
     hs_roc roc;                 /* the ROC curves against it */
     int n_files;                /* files the folder's index.json lists (with out) */
@@ -461,7 +514,8 @@ typedef struct {
  * backward passes counted in forwards and backwards), the circuit (ACDC: its
  * kept edges; otherwise top-n, threshold or MIB's 5 % of the scores),
  * pruned, run for its faithfulness, the faithfulness curve of the scores
- * (hs_faith_curve_run) and, with a truth, hs_roc_run with the circuit's
+ * (hs_faith_curve_run; o->select chooses the top-n and MIB's 5 % circuits
+ * and the curve's, hs_circuit_choose) and, with a truth, hs_roc_run with the circuit's
  * point. With o->out, then, the folder (hs_outdir, command "discover", the
  * formats of o->fo): graph.json (hs_graph_json_write: on the page with
  * html), faithfulness.json (hs_discover_curve_json), circuit.dot
@@ -474,7 +528,8 @@ typedef struct {
  * "ablation", "model"); a failed run leaves the folder as it was. Notes:
  * faithfulness undefined (with why), the folder's. Errors (HS_ERR_INPUT, one
  * line): --top or --threshold with acdc, --tau without it, --ig-steps
- * without eap-ig or outside 1..1000, kl with eap (the KL divergence's
+ * without eap-ig or outside 1..1000, --select greedy with a threshold, an
+ * unknown selection, kl with eap (the KL divergence's
  * gradient at the clean run is exactly 0, so every EAP score would be 0),
  * both --top and --threshold, a threshold or tau < 0 or not finite, and
  * those of hs_truth_load, hs_circeval_create, the method, the figures and
@@ -507,6 +562,7 @@ typedef struct {
     hs_ablate_method ablation;
     const char *out;            /* the output folder, or NULL */
     const char *model_path, *data_path;
+    hs_select_kind select;      /* how the curve chooses edges from the file's scores (default topn) */
 } hs_faith_opts;
 typedef struct {
     hs_metric_kind metric;
@@ -525,7 +581,7 @@ typedef struct {
 /* Reads o->graph for m, prunes its circuit (a note says how many in_graph
  * edges pruning left out), runs it (hs_circeval_create with o's metric and
  * ablation) for its faithfulness, and the faithfulness curve of the file's
- * scores. With o->out, the folder (command "faithfulness"):
+ * scores (o->select's selection; HS_ERR_INPUT for an unknown one). With o->out, the folder (command "faithfulness"):
  * faithfulness.json (hs_faith_report_json) and index.json. Errors: those of
  * hs_graph_json_load (unknown names, another model shape: one line),
  * hs_circeval_create, the folder. Notes: pruning, faithfulness undefined,

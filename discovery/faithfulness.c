@@ -42,7 +42,8 @@ void hs_faith_usable(double m_full, double m_empty, hs_metric_kind metric, int *
                  "(m(C) - m(empty)) / (m(M) - m(empty)) is 0 / 0", hs_metric_names[metric], m_full);
 }
 
-hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_faith_curve *out, hs_error *err)
+hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_select_kind sel, hs_faith_curve *out,
+                             hs_error *err)
 {
     const hs_graph *g = hs_circeval_graph(ce);
     const size_t E = g->n_edges;
@@ -50,10 +51,11 @@ hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_faith_cur
     out->n_edges = E;
     out->m_full = hs_circeval_full(ce);
     out->m_empty = hs_circeval_empty(ce);
+    out->selection = sel;
     hs_faith_usable(out->m_full, out->m_empty, hs_circeval_metric_kind(ce), &out->usable, out->why, sizeof out->why);
     size_t *order = malloc((E ? E : 1) * sizeof *order);
     unsigned char *mem = malloc((E ? E : 1) * HS_FAITH_N);
-    hs_status st = order && mem ? hs_edge_ranking(g, scores, order, err) : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_status st = order && mem ? hs_edge_order(g, scores, sel, order, err) : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     const unsigned char *masks[HS_FAITH_N];
     for (int k = 0; k < HS_FAITH_N && st == HS_OK; k++) {
         unsigned char *mk = mem + (size_t)k * E;
@@ -87,7 +89,9 @@ hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_faith_cur
 cJSON *hs_faith_curve_json(const hs_faith_curve *c)
 {
     cJSON *o = cJSON_CreateObject(), *pts = cJSON_CreateArray();
-    int ok = o && pts && cJSON_AddItemToObject(o, "points", pts);
+    int ok = o && pts && (unsigned)c->selection < HS_SELECT_N &&
+             cJSON_AddStringToObject(o, "selection", hs_select_names[c->selection]) &&
+             cJSON_AddItemToObject(o, "points", pts);
     if (!ok && pts && !(o && cJSON_GetObjectItem(o, "points"))) cJSON_Delete(pts);
     for (int k = 0; k <= HS_FAITH_N && ok; k++) {
         const hs_faith_point *p = &c->pt[k];

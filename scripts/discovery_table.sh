@@ -5,7 +5,9 @@
 #       train --task induction --d-mlp 0 --layers 2 --seed S`, S = 0..N-1):
 #       are the previous-token -> induction-head edges `circuit` names in
 #       EAP-IG's top 5 head->head edges, and has the circuit at MIB's 5 % of
-#       the edges faithfulness >= 0.8?
+#       the edges faithfulness >= 0.8? Both selections of the 5 % circuit:
+#       top-n by |score| (MIB's) and grown greedily from logits (EAP-IG's
+#       Graph.apply_greedy; the section's "circuit_greedy").
 #   (3) the default Winograd model (`headscope train --seed 0`) over its
 #       held-out crosser/crossed pairs: are EAP-IG's strongest head->head
 #       edges the path-patching edges `circuit` reports?
@@ -64,14 +66,16 @@ fi
 "$HEADSCOPE" circuit --model "\$base.safetensors" --json --threads 1 > "\$base.circuit.json" 2> "\$base.circuit.err" \\
     || { echo "FAILED circuit \$base" >&2; exit 0; }
 if [ "\$kind" = wg ]; then
-    rm -rf "\$base.eap-ig" "\$base.exact" "$WORK/ds.safetensors" "$WORK/ds.txt" "$WORK/pairs.jsonl"
+    rm -rf "\$base".eap-ig.* "\$base".exact.* "$WORK/ds.safetensors" "$WORK/ds.txt" "$WORK/pairs.jsonl"
     "$HEADSCOPE" train --steps 1 --eval-every 0 --dataset "$WORK/ds.txt" --out "$WORK/ds.safetensors" \\
         > /dev/null 2>&1 || { echo "FAILED dataset dump" >&2; exit 0; }
     "$PY" "$ROOT/tests/py/winograd_pairs.py" "$WORK/ds.txt" "$WORK/pairs.jsonl"
     for method in eap-ig exact; do
-        "$HEADSCOPE" discover --model "\$base.safetensors" --data "$WORK/pairs.jsonl" --method "\$method" \\
-            --out "\$base.\$method" --format json --threads 1 > "\$base.\$method.out" 2>&1 \\
-            || { echo "FAILED discover \$method \$base" >&2; exit 0; }
+        for sel in topn greedy; do
+            "$HEADSCOPE" discover --model "\$base.safetensors" --data "$WORK/pairs.jsonl" --method "\$method" \\
+                --select "\$sel" --out "\$base.\$method.\$sel" --format json --threads 1 \\
+                > "\$base.\$method.\$sel.out" 2>&1 || { echo "FAILED discover \$method \$sel \$base" >&2; exit 0; }
+        done
     done
 fi
 echo "done \$kind seed \$s" >&2
@@ -113,26 +117,37 @@ for rep in sorted(glob.glob(os.path.join(work, "*_s*.circuit.json"))):
         "metric_full": d["metric_full"], "metric_empty": d["metric_empty"],
         "named_by": d["path_patching_edges"]["named_by"], "named": d["path_patching_edges"]["edges"],
         "eap_ig_head_to_head": d["head_to_head"], "agreement": ag,
-        "circuit_5pct": d["circuit"], "faithfulness_points": pts,
+        "circuit_5pct": d["circuit"], "circuit_5pct_greedy": d["circuit_greedy"], "faithfulness_points": pts,
         "cpr": d["faithfulness_curve"]["cpr"], "cmd": d["faithfulness_curve"]["cmd"],
         "first_size_f_ge_0.8": first_at(pts, 0.8),
+        "faithfulness_points_greedy": d["faithfulness_curve_greedy"]["points"],
+        "cpr_greedy": d["faithfulness_curve_greedy"]["cpr"],
+        "first_size_f_ge_0.8_greedy": first_at(d["faithfulness_curve_greedy"]["points"], 0.8),
     }
     if kind == "ind":
         row["criterion_named_in_top5"] = ag["named"] > 0 and ag["agree"] == ag["named"]
         row["criterion_f5_ge_0.8"] = d["circuit"]["faithfulness"] is not None and d["circuit"]["faithfulness"] >= 0.8
+        row["criterion_f5_greedy_ge_0.8"] = (d["circuit_greedy"]["faithfulness"] is not None and
+                                             d["circuit_greedy"]["faithfulness"] >= 0.8)
     else:
         row["criterion_strongest_are_named"] = ag["named"] > 0 and ag["agree"] == ag["named"] == ag["top_k"]
-        ig = json.load(open(base + ".eap-ig/graph.json"))
-        ex = json.load(open(base + ".exact/graph.json"))
+        ig = json.load(open(base + ".eap-ig.topn/graph.json"))
+        ex = json.load(open(base + ".exact.topn/graph.json"))
         ig_rank, ex_rank = hh_ranking(ig), hh_ranking(ex)
         top = [e["edge"] for e in d["head_to_head"]]
         row["discover_eap_ig_top_head_to_head"] = ig_rank[:len(top)]
         row["discover_matches_circuit_section"] = ig_rank[:len(top)] == top
         row["exact_head_to_head_rank_of_named"] = {e: ex_rank.index(e) + 1 for e in named}
         row["exact_top_head_to_head"] = ex_rank[:max(ag["top_k"], 1)]
-        exf = json.load(open(base + ".exact/faithfulness.json"))
+        exf = json.load(open(base + ".exact.topn/faithfulness.json"))
         row["exact_ranking_5pct"] = next(p for p in exf["points"] if p["fraction"] == 0.05)
         row["exact_ranking_first_size_f_ge_0.8"] = first_at(exf["points"], 0.8)
+        for m in ("eap-ig", "exact"):  # the greedy curves of `discover --select greedy`
+            gf = json.load(open(base + "." + m + ".greedy/faithfulness.json"))
+            assert gf["selection"] == "greedy"
+            row[m + "_greedy_5pct"] = next(p for p in gf["points"] if p["fraction"] == 0.05)
+            row[m + "_greedy_first_size_f_ge_0.8"] = first_at(gf["points"], 0.8)
+            row[m + "_greedy_cpr"] = gf["cpr"]
     rows.append(row)
 rows.sort(key=lambda x: (x["task"], x["seed"]))
 commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
@@ -148,26 +163,31 @@ lines = ["Issue 25's ground truth on trained models (`scripts/discovery_table.sh
          "Induction models (`train --task induction --d-mlp 0 --layers 2 --seed S`; 128 held-out sequences, "
          "81 edges):", "",
          "| seed | circuit | edges circuit names (path patching; rank among EAP-IG's head->head edges) | EAP-IG's top 5 head->head edges (score) | named in top 5 "
-         "| f at 5 % (edges asked / kept) | f >= 0.8 at 5 % | first size with f >= 0.8 | CPR |",
-         "|---|---|---|---|---|---|---|---|---|"]
+         "| f at 5 %, top-n (edges asked / kept) | f at 5 %, greedy (edges asked / kept) | f >= 0.8 at 5 %: top-n / greedy "
+         "| first size with f >= 0.8: top-n / greedy | CPR: top-n / greedy |",
+         "|---|---|---|---|---|---|---|---|---|---|"]
 for x in rows:
     if x["task"] != "induction":
         continue
-    ag, c5 = x["agreement"], x["circuit_5pct"]
+    ag, c5, g5 = x["agreement"], x["circuit_5pct"], x["circuit_5pct_greedy"]
     named = ", ".join("%s %+.2f (EAP-IG rank %d)" % (e["edge"], e["path_patching"], e["head_to_head_rank"])
                       for e in x["named"]) or "none"
     top = ", ".join("%s %+.3f" % (e["edge"], e["score"]) for e in x["eap_ig_head_to_head"][:5])
-    lines.append("| %d | %s | %s | %s | %s (%d of %d) | %s (%d / %d) | %s | %s | %s |" % (
+    lines.append("| %d | %s | %s | %s | %s (%d of %d) | %s (%d / %d) | %s (%d / %d) | %s / %s | %s / %s | %s / %s |" % (
         x["seed"], "holds" if x["holds"] else "does not hold", named, top, yes(x["criterion_named_in_top5"]),
-        ag["agree"], ag["named"], f3(c5["faithfulness"]), c5["top_n"], c5["edges"], yes(x["criterion_f5_ge_0.8"]),
-        pct(x["first_size_f_ge_0.8"]), f3(x["cpr"])))
+        ag["agree"], ag["named"], f3(c5["faithfulness"]), c5["top_n"], c5["edges"], f3(g5["faithfulness"]),
+        g5["top_n"], g5["edges"], yes(x["criterion_f5_ge_0.8"]), yes(x["criterion_f5_greedy_ge_0.8"]),
+        pct(x["first_size_f_ge_0.8"]), pct(x["first_size_f_ge_0.8_greedy"]), f3(x["cpr"]), f3(x["cpr_greedy"])))
 lines += ["", "The path-patching value is the check's: all previous-token heads' output patched into the named induction "
-          "head's keys together, normalised (one number per model). The circuit at a size is EAP-IG's top-n edges by "
-          "|score| with dead ends pruned (EAP-IG's and MIB's top-n selection); MIB's 5 % of 81 edges is n = 4."]
+          "head's keys together, normalised (one number per model). The circuit at a size is n edges chosen from "
+          "EAP-IG's scores, dead ends pruned: top-n is the n of largest |score| (EAP-IG's apply_topn, MIB's); "
+          "greedy grows the circuit from logits, each step the strongest edge into a node already in it "
+          "(EAP-IG's apply_greedy). MIB's 5 % of 81 edges is n = 4."]
 for x in rows:
     if x["task"] != "winograd":
         continue
-    ag, c5 = x["agreement"], x["circuit_5pct"]
+    ag, c5, g5 = x["agreement"], x["circuit_5pct"], x["circuit_5pct_greedy"]
+    gi, ge = x["eap-ig_greedy_5pct"], x["exact_greedy_5pct"]
     lines += ["", "Default Winograd model (`train --seed 0`; its %d held-out crosser/crossed prompts, %d edges):"
               % (x["prompts"], x["n_edges"]), "",
               "| | edges |", "|---|---|",
@@ -185,8 +205,15 @@ for x in rows:
               "| f at 5 %% (edges asked / kept): EAP-IG / exact ranking | %s (%d / %d) / %s (%d / %d) |" % (
                   f3(c5["faithfulness"]), c5["top_n"], c5["edges"], f3(x["exact_ranking_5pct"]["faithfulness"]),
                   x["exact_ranking_5pct"]["top_n"], x["exact_ranking_5pct"]["edges"]),
-              "| first size with f >= 0.8: EAP-IG / exact ranking | %s / %s |" % (
+              "| f at 5 %%, greedy (edges asked / kept): EAP-IG (circuit's section) / EAP-IG (`discover --select "
+              "greedy`) / exact | %s (%d / %d) / %s (%d / %d) / %s (%d / %d) |" % (
+                  f3(g5["faithfulness"]), g5["top_n"], g5["edges"], f3(gi["faithfulness"]), gi["top_n"], gi["edges"],
+                  f3(ge["faithfulness"]), ge["top_n"], ge["edges"]),
+              "| first size with f >= 0.8: EAP-IG / exact ranking, top-n | %s / %s |" % (
                   pct(x["first_size_f_ge_0.8"]), pct(x["exact_ranking_first_size_f_ge_0.8"])),
+              "| first size with f >= 0.8: EAP-IG / exact, greedy | %s / %s |" % (
+                  pct(x["eap-ig_greedy_first_size_f_ge_0.8"]), pct(x["exact_greedy_first_size_f_ge_0.8"])),
+              "| CPR, greedy: EAP-IG / exact | %s / %s |" % (f3(x["eap-ig_greedy_cpr"]), f3(x["exact_greedy_cpr"])),
               "| CPR, CMD (EAP-IG) | %s, %s |" % (f3(x["cpr"]), f3(x["cmd"]))]
 md = "\n".join(lines) + "\n"
 open(os.path.join(out, "discovery_table.md"), "w").write(md)

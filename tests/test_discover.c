@@ -16,6 +16,8 @@
  *     other heads write into a subspace nothing reads): exact patching
  *     scores the five planted edges and nothing else, ACDC keeps exactly
  *     them, edge and node ROC AUC 1.0;
+ *     greedy selection's 5 % circuit there and its faithfulness, 8/15 by hand
+ *     (the greedy order itself: tests/test_circuit_select.c);
  *   - ROC areas by hand (ties, ACDC's pessimistic form), pruning,
  *     Python's float repr, graph.json bytes for a tiny graph and its round
  *     trip, and the bad inputs, one line each.
@@ -153,7 +155,7 @@ static void full_is_clean_and_empty_is_corrupted(void **state)
     for (size_t e = 0; e < g_g.n_edges; e++) sc[e] = (double)((e * 37) % 101); /* any ranking */
     hs_faith_curve c;
     hs_error err = {0};
-    assert_int_equal(hs_faith_curve_run(ce, sc, &c, &err), HS_OK);
+    assert_int_equal(hs_faith_curve_run(ce, sc, HS_SELECT_TOPN, &c, &err), HS_OK);
     assert_int_equal(c.usable, 1);
     assert_true(c.pt[0].faithfulness == 0.0 && c.pt[0].edges == 0);
     assert_true(c.pt[HS_FAITH_N].faithfulness == 1.0 && c.pt[HS_FAITH_N].edges == g_g.n_edges);
@@ -292,7 +294,7 @@ static void undefined_when_clean_and_corrupted_coincide(void **state)
     double *sc = calloc(g_g.n_edges, sizeof *sc);
     hs_faith_curve c;
     hs_error err = {0};
-    assert_int_equal(hs_faith_curve_run(ce, sc, &c, &err), HS_OK);
+    assert_int_equal(hs_faith_curve_run(ce, sc, HS_SELECT_TOPN, &c, &err), HS_OK);
     assert_int_equal(c.usable, 0);
     assert_non_null(strstr(c.why, "0 / 0"));
     assert_true(isnan(c.cpr) && isnan(hs_faithfulness(1, 2, 2)));
@@ -405,6 +407,35 @@ static void planted_prompts_shifted(int n, int shift, hs_prompts *p)
 static const char *const PLANTED[5] = {"input->a0.h2<v>", "a0.h2->a1.h1<k>", "input->a1.h1<q>", "input->a1.h1<v>",
                                        "a1.h1->logits"};
 
+/* The greedy 5 % circuit (4 of 81 edges) of the planted model's exact
+ * scores (a1.h1->logits, input->a1.h1<v> -20; input->a0.h2<v>,
+ * a0.h2->a1.h1<k>, input->a1.h1<q> -9.3; the rest 0): a1.h1->logits,
+ * input->a1.h1<v>, input->a1.h1<q>, a0.h2->a1.h1<k> (input->a0.h2<v> waits
+ * for a0.h2 to join), pruned to the first three. The induction head's keys
+ * read corrupted previous tokens, none its clean query token: uniform
+ * attention over 15 positions, the answer among them once: logit difference
+ * 10/15 against m(M) = 10, m(empty) = -10: f = (2/3 + 10) / 20 = 8/15. */
+static void greedy_at_five_percent(hs_circeval *ce, const hs_graph *g, const double *sc)
+{
+    static const char *const WANT[3] = {"input->a1.h1<q>", "input->a1.h1<v>", "a1.h1->logits"};
+    unsigned char *c = malloc(g->n_edges), *want = calloc(g->n_edges, 1);
+    hs_error err = {0};
+    size_t kept;
+    hs_faith_curve fc;
+    for (int k = 0; k < 3; k++) want[hs_graph_find_edge(g, WANT[k])] = 1;
+    assert_int_equal(hs_circuit_choose(g, sc, HS_SELECT_GREEDY, 4, c, &kept, &err), HS_OK);
+    assert_int_equal(kept, 3);
+    assert_memory_equal(c, want, g->n_edges);
+    assert_int_equal(hs_faith_curve_run(ce, sc, HS_SELECT_GREEDY, &fc, &err), HS_OK);
+    assert_true(fc.selection == HS_SELECT_GREEDY && fc.pt[6].top_n == 4 && fc.pt[6].edges == 3);
+    if (fabs(fc.pt[6].faithfulness - 8.0 / 15) > 1e-5) fail_msg("greedy 5 %%: f %.9g", fc.pt[6].faithfulness);
+    const unsigned char *one[1] = {c};
+    double mc;
+    assert_int_equal(hs_circeval_metrics(ce, 1, one, &mc, &err), HS_OK);
+    assert_true(mc == fc.pt[6].metric); /* the curve ran this circuit */
+    free(c), free(want);
+}
+
 static void planted_circuit_is_found(void **state)
 {
     (void)state;
@@ -429,6 +460,7 @@ static void planted_circuit_is_found(void **state)
             hs_graph_edge_name(&g, e, name, sizeof name);
             if (truth[e] ? fabs(sc[e]) < 1.0 : sc[e] != 0.0) fail_msg("%s scores %.9g", name, sc[e]);
         }
+        if (metric == 0) greedy_at_five_percent(ce, &g, sc);
         hs_roc roc;
         assert_int_equal(hs_roc_run(&g, sc, truth, NULL, &roc, &err), HS_OK);
         assert_true(roc.edges.auc == 1.0 && roc.edges.auc_step == 1.0 && roc.nodes.auc == 1.0);

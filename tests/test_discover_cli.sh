@@ -136,7 +136,52 @@ assert r["usable"] is False and "0 / 0" in r["why_not_usable"]
 assert r["circuit"]["faithfulness"] is None and r["faithfulness_curve"]["cpr"] is None
 PYEOF
 
+# --select greedy: the circuit in graph.json is EAP-IG's apply_greedy of its own scores (a Python heap here, ties
+# to the canonical order), pruned; both curves say how they chose
+run 0 greedy discover --model "$M" --data "$P" --method eap-ig --select greedy --top 7 --out "$TMP/greedy" --format json
+run 0 fgreedy faithfulness --model "$M" --data "$P" --graph "$TMP/greedy/graph.json" --select greedy --json
+"$PY" - "$TMP/greedy" "$TMP/fgreedy.out" <<'PYEOF' || fail "discover --select greedy"
+import heapq, json, re, sys
+d, fj = sys.argv[1], json.load(open(sys.argv[2]))
+g = json.load(open(d + "/graph.json"))
+L, H = g["cfg"]["n_layers"], g["cfg"]["n_heads"]
+nodes = ["input"] + [n for l in range(L) for n in ["a%d.h%d" % (l, h) for h in range(H)] + ["m%d" % l]] + ["logits"]
+recvs = [r for l in range(L) for r in ["a%d.h%d<%s>" % (l, h, x) for h in range(H) for x in "qkv"] + ["m%d" % l]]
+recvs.append("logits")
+edges = {}
+for name, e in g["edges"].items():
+    u, v = name.split("->")
+    edges[name] = (-abs(e["score"]), recvs.index(v), nodes.index(u), u, re.sub("<.>$", "", v))
+heap = [k for k in edges.values() if k[4] == "logits"]
+heapq.heapify(heap)
+joined, taken = {"logits"}, set()
+for _ in range(7):  # apply_greedy(7)
+    k = heapq.heappop(heap)
+    taken.add(k)
+    if k[3] not in joined:
+        joined.add(k[3])
+        for k2 in edges.values():
+            if k2[4] == k[3]:
+                heapq.heappush(heap, k2)
+fwd, bwd = {"input"}, {"logits"}  # prune: on a path from input to logits
+for k in sorted(taken, key=lambda k: k[1]):
+    if k[3] in fwd: fwd.add(k[4])
+for k in sorted(taken, key=lambda k: -k[1]):
+    if k[4] in bwd: bwd.add(k[3])
+want = {n for n, k in edges.items() if k in taken and k[3] in fwd and k[4] in bwd}
+got = {n for n, e in g["edges"].items() if e["in_graph"]}
+assert got == want and len(got) > 0, (got, want)
+f = json.load(open(d + "/faithfulness.json"))
+assert f["selection"] == "greedy" and f["circuit"]["edges"] == len(want), f["circuit"]
+assert f["circuit"]["chosen_by"] == "7 edges grown greedily from logits by |score|", f["circuit"]
+assert fj["selection"] == "greedy" and fj["points"][-1]["faithfulness"] == 1, fj["points"][-1]
+PYEOF
+
 # bad input, one line each
+run 2 greedythr discover --model "$M" --data "$P" --select greedy --threshold 0.1
+one_line greedythr "--select greedy grows a circuit of N edges (--top N), not a threshold"
+run 2 selname faithfulness --model "$M" --data "$P" --graph "$TMP/d1/graph.json" --select best
+one_line selname "--select takes topn or greedy, not 'best'"
 run 2 eapkl discover --model "$M" --data "$P" --method eap --metric kl
 one_line eapkl "--metric kl with --method eap scores every edge 0 (the KL divergence's gradient at the clean run is exactly 0); use --method eap-ig"
 run 2 igsteps discover --model "$M" --data "$P" --ig-steps 5
