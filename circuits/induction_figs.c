@@ -29,7 +29,13 @@ static hs_status attention_fig(const hs_ind_circuit_report *r, const hs_inductio
     float *pat = malloc((size_t)2 * T * T * sizeof *pat);
     hs_labels lab;
     hs_labels_init(&lab, (size_t)T);
-    for (int i = 0; i < T; i++) hs_labels_set(&lab, (size_t)i, "%s", hs_tok_str(t->vocab, t->heldout_tokens[i]));
+    for (int i = 0; i < T; i++) { /* each token as figures show it (hs_tok_display) */
+        hs_buf d = {0};
+        hs_tok_display(t->vocab, t->heldout_tokens[i], &d);
+        if (d.oom) lab.oom = 1;
+        else hs_labels_set(&lab, (size_t)i, "%s", d.s ? d.s : "");
+        hs_buf_free(&d);
+    }
     const char **tok = lab.at;
     hs_viz_figure *f = NULL;
     cJSON *j = NULL;

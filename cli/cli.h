@@ -22,6 +22,7 @@ int cmd_timeline(int argc, char **argv);
 int cmd_discover(int argc, char **argv);
 int cmd_faithfulness(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
+int cmd_prompts(int argc, char **argv);
 
 #include "figopts.h"
 #include "util.h"

@@ -41,6 +41,7 @@ static const char INSPECT_HELP[] =
     "  --position P           query position (default: the last token; negative\n"
     "                         counts from the end, -1 = last)\n"
     "  --vs WORD              also attribute the logit difference predicted - WORD\n"
+    "                         (one token; GPT-2: \" Mary\" with its space, or \"Mary\")\n"
     "  --heads                also print one row per head (L0H1 ...)\n"
     "  --only LIST            only these heads, e.g. L1H0,L0H1: their figures and a\n"
     "                         grid of just them, in that order (and their rows)\n"

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -44,28 +43,6 @@ static const char TOKENIZE_HELP[] =
     "\n"
     "GPT-2's text is split exactly as OpenAI's encoder does; \"<|endoftext|>\" in a\n"
     "text is ordinary text. Nothing is written when a line is refused.\n";
-
-/* The tokenizer of model path m: a folder's BPE files, or a checkpoint's
- * `vocab` metadata (its header read, no model built). */
-static hs_status open_tokenizer(const char *m, hs_tokenizer **out, hs_error *err)
-{
-    struct stat sb;
-    *out = NULL;
-    if (stat(m, &sb) == 0 && S_ISDIR(sb.st_mode)) return hs_tokenizer_load_dir(m, out, err);
-    hs_st_file f = {0};
-    hs_status st = hs_safetensors_read(m, &f, err);
-    if (st != HS_OK) return st;
-    const char *vocab = hs_st_meta(&f, "vocab");
-    if (vocab == NULL)
-        st = hs_fail(err, HS_ERR_INPUT, "%s has no vocab metadata (no word list); a model "
-                     "folder holds its tokenizer files", m);
-    else if ((st = hs_tokenizer_from_json(vocab, out, err)) != HS_OK) {
-        const hs_error inner = *err;
-        st = hs_fail(err, st, "%s: %s", m, inner.msg);
-    }
-    hs_st_file_free(&f);
-    return st;
-}
 
 /* --text: "position<TAB>id<TAB>display form" a token (terminal policy). */
 static int print_text(const char *C, const hs_tokenizer *t, const char *text)
@@ -214,7 +191,7 @@ int cmd_tokenize(int argc, char **argv)
     if (decode && !jsonl) return cli_usage_error(C, "--decode reads --jsonl FILE (lists of ids)");
     hs_tokenizer *t = NULL;
     hs_error err = {0};
-    if (open_tokenizer(model, &t, &err) != HS_OK) return cli_error(C, &err);
+    if (cli_open_tokenizer(model, &t, &err) != HS_OK) return cli_error(C, &err);
     if (no_bos) hs_tok_set_bos(t, 0);
     rc = text ? print_text(C, t, text) : run_jsonl(C, t, jsonl, decode);
     hs_tokenizer_destroy(t);

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -155,4 +156,24 @@ int cli_stdout_done(const char *cmd)
     if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
     fprintf(stderr, "headscope %s: cannot write to stdout\n", cmd);
     return 1;
+}
+
+hs_status cli_open_tokenizer(const char *m, hs_tokenizer **out, hs_error *err)
+{
+    struct stat sb;
+    *out = NULL;
+    if (stat(m, &sb) == 0 && S_ISDIR(sb.st_mode)) return hs_tokenizer_load_dir(m, out, err);
+    hs_st_file f = {0};
+    hs_status st = hs_safetensors_read(m, &f, err);
+    if (st != HS_OK) return st;
+    const char *vocab = hs_st_meta(&f, "vocab");
+    if (vocab == NULL)
+        st = hs_fail(err, HS_ERR_INPUT, "%s has no vocab metadata (no word list); a model "
+                     "folder holds its tokenizer files", m);
+    else if ((st = hs_tokenizer_from_json(vocab, out, err)) != HS_OK) {
+        const hs_error inner = *err;
+        st = hs_fail(err, st, "%s: %s", m, inner.msg);
+    }
+    hs_st_file_free(&f);
+    return st;
 }

@@ -75,6 +75,12 @@ void cli_say_threads(const char *cmd, int threads);
  * else 0. */
 int cli_stdout_done(const char *cmd);
 
+/* The tokenizer of model path m without building the model: a folder's
+ * BPE files (hs_tokenizer_load_dir), or a checkpoint's `vocab` metadata
+ * (its header read). *out NULL on failure; HS_ERR_INPUT "M has no vocab
+ * metadata ..." for a checkpoint without a word list. */
+hs_status cli_open_tokenizer(const char *m, hs_tokenizer **out, hs_error *err);
+
 /* Strict integer / float parsing of a flag value; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
 int cli_parse_u64(const char *s, unsigned long long *out);

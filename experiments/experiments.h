@@ -42,17 +42,26 @@
  *   corrupted  its corrupted partner, the same number of tokens (optional;
  *              present on every line or on none);
  *   answer     one token of the model's vocabulary: the right next token at
- *              `position` (required unless HS_PROMPTS_TEXT_ONLY);
- *   wrong      one token: the competing answer of the logit difference
- *              answer - wrong (optional; on every line or on none);
+ *              `position` (required unless HS_PROMPTS_TEXT_ONLY); for a
+ *              word vocabulary the word itself, for a BPE a string that
+ *              encodes to exactly one token (GPT-2: " Mary" with its
+ *              leading space, as the token follows a space; "Mary" is
+ *              another token);
+ *   wrong      one token, read as answer is: the competing answer of the
+ *              logit difference answer - wrong (optional; on every line or
+ *              on none);
  *   position   where the prediction is read, 0..t-1 (default t-1, the last).
  * Every prompt of a set has the same number of tokens t (the engine runs
  * them as one batch). Any other key is refused (a typo would otherwise be
  * silently ignored).
  * Errors (HS_ERR_INPUT, one line "FILE:LINE: problem"): not JSON / not an
  * object, a missing or non-string field, an unknown key, an unknown word
- * (hs_tok_encode's message), answer/wrong not one token of the vocabulary,
- * corrupted of another length than prompt, a prompt of another length than
+ * (hs_tok_encode's message), answer/wrong not one token of the vocabulary
+ * (a word vocabulary: "F:L: answer 'W' is not a token of the model's
+ * vocabulary (N words)"; a BPE: "F:L: answer ' Marianne' is 2 tokens (' Mar'
+ * 'ianne'); answer and wrong must be one token", the exact token strings),
+ * corrupted of another length than prompt ("F:L: the corrupted prompt has
+ * N tokens but the prompt has M; ..."), a prompt of another length than
  * line 1's, corrupted/wrong on some lines only, position out of range; "FILE:
  * empty prompt set" for a file with no prompt. HS_ERR_IO when it cannot be read.
  */
@@ -388,7 +397,9 @@ typedef struct {
  * messages), sentence B ("second --sentence: ..."; "the two sentences have N
  * and M tokens; ..."), the crop ("--positions A:B is outside the sentence's
  * T tokens (0..T-1)"), the position ("--position P is outside ..."), vs
- * ("--vs: ..."; "--vs takes one word of the vocabulary, not N ('...')"); then
+ * ("--vs: ..."; "--vs takes one word of the vocabulary, not N ('...')", for a
+ * BPE "one token", N without the BOS; vs is encoded as text, the BOS left
+ * out); then
  * the run (a non-finite logit at pos: HS_ERR_NUMERIC, "the logit of 'W' at
  * position P is +inf: the weights overflow float32"), the font, and only then
  * opens o->out_dir (hs_outdir_open's errors), writes every file and commits

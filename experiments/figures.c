@@ -61,11 +61,17 @@ static hs_status fig_end(fig_run *f, hs_status s)
     return s;
 }
 
-/* Labels k0.. of the t positions: "<q> <token of the first prompt>". */
+/* Labels k0.. of the t positions: "<q> <token of the first prompt>", the
+ * token as figures show it (hs_tok_display: GPT-2's " Mary" as `·Mary`). */
 static void pos_labels(hs_labels *lab, size_t k0, const hs_prompts *p, const hs_tokenizer *tok)
 {
-    for (int q = 0; q < p->t; q++)
-        hs_labels_set(lab, k0 + (size_t)q, "%d %s", q, hs_tok_str(tok, p->clean[q]));
+    for (int q = 0; q < p->t; q++) {
+        hs_buf d = {0};
+        hs_tok_display(tok, p->clean[q], &d);
+        if (d.oom) lab->oom = 1;
+        else hs_labels_set(lab, k0 + (size_t)q, "%d %s", q, d.s ? d.s : "");
+        hs_buf_free(&d);
+    }
 }
 
 hs_status hs_heads_figures(const hs_heads_report *r, const hs_config *cfg, const char *model_path,

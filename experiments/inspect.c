@@ -87,7 +87,8 @@ static hs_status check_position(const hs_inspect_opts *o, int T, int *pos, hs_er
     return HS_OK;
 }
 
-/* vs as one token id of the vocabulary (-1 without vs). */
+/* vs as one token id of the vocabulary (-1 without vs): vs encoded, the BOS
+ * a tokenizer prepends left out (GPT-2: " Mary" is one token, as is "Mary"). */
 static hs_status check_vs(const hs_tokenizer *tok, const char *vs, int *vs_id, hs_error *err)
 {
     *vs_id = -1;
@@ -97,13 +98,14 @@ static hs_status check_vs(const hs_tokenizer *tok, const char *vs, int *vs_id, h
     hs_status s = hs_tok_encode(tok, vs, 0, &v, &e);
     if (s != HS_OK) {
         hs_fail(err, s, "--vs: %s", e.msg);
-    } else if (v.n != 1) {
+    } else if (v.n != 1 + (size_t)(hs_tok_bos(tok) >= 0)) {
         char *w = hs_visible_dup(vs);
-        s = hs_fail(err, HS_ERR_INPUT, "--vs takes one word of the vocabulary, not %zu ('%s')",
-                    v.n, w ? w : "?");
+        s = hs_fail(err, HS_ERR_INPUT, "--vs takes one %s of the vocabulary, not %zu ('%s')",
+                    tok->kind == HS_TOKENIZER_BPE ? "token" : "word",
+                    v.n - (size_t)(hs_tok_bos(tok) >= 0), w ? w : "?");
         free(w);
     } else {
-        *vs_id = v.ids[0];
+        *vs_id = v.ids[v.n - 1];
     }
     hs_tokens_free(&v);
     return s;

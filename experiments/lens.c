@@ -199,7 +199,10 @@ void hs_lens_summary(const hs_lens_report *r, const hs_tokenizer *v, hs_buf *b)
         char name[64];
         hs_lens_point_name(r, k, name, sizeof name);
         hs_buf_printf(b, "%-28s", name);
-        for (int q = 0; q < r->t; q++) hs_buf_printf(b, " %s", hs_tok_str(v, r->top1[(size_t)k * r->t + q]));
+        for (int q = 0; q < r->t; q++) { /* as a terminal shows a token (hs_tok_display) */
+            hs_buf_puts(b, " ");
+            hs_tok_display(v, r->top1[(size_t)k * r->t + q], b);
+        }
         hs_buf_printf(b, "\n");
     }
 }

@@ -42,8 +42,38 @@ static int grow(hs_prompts *p, int cap, int t, int corr, int wrong)
     return 0;
 }
 
+/* The id of answer string s under a BPE: s encoded (GPT-2's convention:
+ * " Mary", with its leading space, is one token), which must give one
+ * token; a longer one is refused naming its tokens. */
+static hs_status bpe_one_token(const hs_tokenizer *v, const char *s, const char *key, const char *name,
+                               int line, int *id, hs_error *err)
+{
+    hs_tokens tk = {0};
+    hs_error e2 = {0};
+    if (s[0] == '\0')
+        return hs_fail(err, HS_ERR_INPUT, "%s:%d: %s is empty; answer and wrong must be one token", name,
+                       line, key);
+    if (hs_tok_encode(v, s, 0, &tk, &e2) != HS_OK)
+        return hs_fail(err, HS_ERR_INPUT, "%s:%d: %s: %s", name, line, key, e2.msg);
+    const size_t at = hs_tok_bos(v) >= 0 ? 1 : 0, n = tk.n - at;
+    hs_status st = HS_OK;
+    if (n == 1) {
+        *id = tk.ids[at];
+    } else {
+        hs_buf b = {0};
+        for (size_t i = at; i < tk.n; i++) hs_buf_printf(&b, "%s'%s'", i > at ? " " : "", tk.strs[i]);
+        st = b.oom ? hs_fail(err, HS_ERR_NOMEM, "out of memory")
+                   : hs_fail(err, HS_ERR_INPUT, "%s:%d: %s '%s' is %zu tokens (%s); answer and wrong must be "
+                             "one token", name, line, key, s, n, b.s);
+        hs_buf_free(&b);
+    }
+    hs_tokens_free(&tk);
+    return st;
+}
+
 /* The vocab id of field `key` of o, which must be one token; -1 when absent
- * (HS_OK), or an error. */
+ * (HS_OK), or an error. A word vocabulary looks the word up; a BPE encodes
+ * the string (bpe_one_token). */
 static hs_status one_token(const cJSON *o, const char *key, const hs_tokenizer *v, const char *name,
                            int line, int *id, hs_error *err)
 {
@@ -52,6 +82,7 @@ static hs_status one_token(const cJSON *o, const char *key, const hs_tokenizer *
     if (f == NULL) return HS_OK;
     if (!cJSON_IsString(f))
         return hs_fail(err, HS_ERR_INPUT, "%s:%d: \"%s\" must be a string (one token)", name, line, key);
+    if (v->kind == HS_TOKENIZER_BPE) return bpe_one_token(v, f->valuestring, key, name, line, id, err);
     *id = hs_tok_id(v, f->valuestring);
     if (*id < 0)
         return hs_fail(err, HS_ERR_INPUT, "%s:%d: %s '%s' is not a token of the model's vocabulary (%zu words)",

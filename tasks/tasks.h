@@ -600,4 +600,72 @@ hs_status hs_train_run(const hs_train_job *job, const hs_notes *notes, hs_train_
  * default model and budget, seed 0: what `headscope demo` reuses), else 0. */
 int hs_train_is_default_run(const char *path);
 
+/* ------------------------------------------------------------------------ */
+/* The IOI prompt set (tasks/ioi.c; `headscope prompts ioi`)                 */
+
+#define HS_IOI_N_TEMPLATES 15  /* the templates of ioi_dataset.py's BABA_TEMPLATES */
+#define HS_IOI_MAX_N 1000000   /* most prompts one call writes */
+
+/* The corrupted prompt of each IOI prompt. */
+typedef enum {
+    HS_IOI_CORRUPT_S2 = 0, /* S2 (the subject's second mention) replaced by a third name
+                            * (ioi_dataset.py gen_flipped_prompts(("S2", "RAND"))) */
+    HS_IOI_CORRUPT_ABC,    /* IO, S1 and S2 replaced by three other names, all distinct
+                            * (the "ABC" set ACDC patches from: "ABB->XYZ, BAB->XYZ") */
+} hs_ioi_corrupt;
+
+typedef struct {
+    int n;                  /* prompts, in [1, HS_IOI_MAX_N] */
+    uint64_t seed;          /* hs_task_rng seed: same seed, tokenizer, n -> same bytes */
+    hs_ioi_corrupt corrupt;
+    int template_id;        /* -1: every template of the most common token length
+                             * (ties: the group holding the lowest index); else that
+                             * template alone, 0..HS_IOI_N_TEMPLATES-1 */
+} hs_ioi_params;
+
+/* A generated set and what went into it. Free with hs_ioi_set_free. */
+typedef struct {
+    char *jsonl;            /* the set: one JSON object a line, malloc'd, NUL-terminated */
+    size_t len;             /* bytes of jsonl */
+    int n_names, n_names_listed;     /* names that are one token with a leading space, of the list */
+    int n_places, n_places_listed;   /* the same for places */
+    int n_objects, n_objects_listed; /* and objects */
+    int n_templates;                 /* templates used */
+    int templates[HS_IOI_N_TEMPLATES]; /* their indices, ascending */
+    int n_tokens;           /* tokens of every prompt and corrupted prompt, BOS included */
+    int n_abba, n_baba;     /* prompts of each order */
+    int n_redrawn;          /* draws thrown away for a length mismatch */
+} hs_ioi_set;
+
+/*
+ * Writes an indirect-object-identification prompt set (Wang et al. 2022,
+ * "Interpretability in the Wild", arXiv 2211.00593, section 2) as
+ * ACDC's acdc/ioi/ioi_dataset.py builds it (ArthurConmy/Automatic-Circuit-
+ * Discovery; from redwoodresearch/Easy-Transformer): its 15 BABA templates
+ * and their ABBA forms, its 99 names, 8 places and 8 objects. Prompt i is
+ * ABBA ("Then, Mary and John went to the store. John gave a drink to") when
+ * i is even, BABA ("Then, John and Mary ... John ...") when odd; its
+ * template (uniform among the chosen ones), names (IO and S distinct),
+ * place and object are drawn from an hs_task_rng seeded with p->seed. Each
+ * line is the project's prompt-set format (experiments.h, hs_prompts_parse):
+ *   {"prompt": ..., "corrupted": ..., "answer": " Mary", "wrong": " John"}
+ * the prompt ending before the indirect object, answer = IO and wrong = S
+ * with their leading space (GPT-2's single tokens), corrupted as p->corrupt
+ * says. Only words that are one token of t with a leading space are used
+ * (out says how many of each list); since every prompt of a set must have
+ * one length, the templates are those of one token length (p->template_id).
+ * Every prompt and corrupted prompt is encoded and checked to be
+ * out->n_tokens long (a draw that is not is thrown away and drawn again).
+ * Errors (*out zeroed), HS_ERR_INPUT, one line: p->n or p->template_id out
+ * of range; t not a byte-level BPE ("IOI prompts need a byte-level BPE
+ * tokenizer (GPT-2's) ...; this model has a word-level vocabulary of N
+ * words"); fewer than 3 names (5 with ABC), or no place or object, that are
+ * one token (the counts named); more than 100 n draws thrown away.
+ * HS_ERR_NOMEM.
+ */
+hs_status hs_ioi_generate(const hs_tokenizer *t, const hs_ioi_params *p, hs_ioi_set *out,
+                          hs_error *err);
+/* Frees s's text and zeroes it. NULL is allowed. */
+void hs_ioi_set_free(hs_ioi_set *s);
+
 #endif /* HS_TASKS_H */
