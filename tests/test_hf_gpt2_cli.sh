@@ -7,7 +7,9 @@
 # difference; a bad folder (no config.json, a mismatched shape, another
 # model_type, an unknown field, a truncated shard, a shard missing from the
 # index or a tensor missing from it, ...) is refused in one line with exit 1
-# and nothing written; --process takes tl or raw (else a usage error, 2).
+# and nothing written; --process takes tl or raw (else a usage error, 2);
+# past the 128-token figure cap every JSON (and the HTML page) still holds
+# every position and its token_ids.
 set -euo pipefail
 HS=${2:?usage: test_hf_gpt2_cli.sh BUILD_DIR HEADSCOPE_BIN}
 PY=/usr/bin/python3
@@ -73,4 +75,37 @@ done <"$FX/bad/cases.tsv"
 # 4. --process takes tl or raw
 run 2 process_bad inspect --model "$FX/base" --vocab "$TMP/v41.txt" --sentence "w1" --process fold
 one_line process_bad "--process needs tl or raw, got 'fold'"
+# 5. past the figure cap (HS_VIZ_MAX_TOKENS 128): every JSON holds all 150
+# positions and their token_ids; the attention rows are causal distributions
+"$PY" - "$HERE/py" "$TMP/fx" <<'PYEOF'
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import make_hf_gpt2 as mk
+mk.make_variant(sys.argv[2], "long", dict(cfg=dict(d=16, h=2, layers=2, v=23, npos=160, act="gelu_new")),
+                np.random.default_rng(5))
+PYEOF
+words 23 >"$TMP/v23.txt"
+LONG=$("$PY" -c "print(' '.join('w%d' % (1 + (i * 7) % 22) for i in range(150)))")
+run 0 inspect_long inspect --model "$FX/long" --vocab "$TMP/v23.txt" --sentence "$LONG" \
+    --format png,json,html --out "$TMP/long"
+grep -q 'over the figure caps' "$TMP/inspect_long.err" || fail "no note on the figure cap"
+"$PY" - "$TMP/long" "$LONG" <<'PYEOF' || fail "inspect past 128 tokens"
+import json, sys
+import numpy as np
+d, words = sys.argv[1], sys.argv[2].split()
+ids = [int(w[1:]) for w in words]
+for f in ("attention_grid", "L0H0", "L1H1", "L0_mean", "query_row", "dla", "predictions"):
+    j = json.load(open("%s/%s.json" % (d, f)))
+    assert j["tokens"] == words and j["token_ids"] == ids, f
+    if "attention" in j:
+        a = np.array(j["attention"])
+        assert a.shape[1:] == (150, 150) and list(j["shape"][1:]) == [150, 150], (f, a.shape)
+        assert np.allclose(a.sum(-1), 1, atol=1e-5) and not np.triu(a, 1).any(), f
+q = np.array(json.load(open(d + "/query_row.json"))["values"])
+assert q.shape == (4, 150), q.shape
+assert np.array_equal(q[1], np.array(json.load(open(d + "/L0H1.json"))["attention"])[0, 149]), "query row"
+html = open(d + "/index.html").read()
+assert "w%d" % ids[-1] in html and len(html) > 4 * 150 * 150 * 4 / 3, len(html)
+PYEOF
 echo "hf gpt2 cli: ok"

@@ -15,6 +15,8 @@
 
 #include "viz/viz_internal.h"
 
+static void json_number(hs_buf *b, double d);
+
 static cJSON *num(float f)
 {
     return cJSON_CreateNumber(hs_f32_shortest(f));
@@ -69,6 +71,42 @@ static cJSON *num_array(const float *a, const size_t *dims, int nd)
             return NULL;
         }
     }
+    return arr;
+}
+
+/* [H][T] rows of T numbers (a row-major [H, T, T] block), each row one raw
+ * item holding the text "[a, b, ...]" the printer would write for its T
+ * number items (same bytes): H T + H items instead of H T^2 + H T + 1, so
+ * attention at a GPT-2 context (144 heads x 1024^2) fits in memory. */
+static cJSON *raw_rows(const float *a, size_t H, size_t T)
+{
+    cJSON *arr = cJSON_CreateArray();
+    hs_buf b = {0};
+    for (size_t h = 0; arr && h < H; h++) {
+        cJSON *head = cJSON_CreateArray();
+        for (size_t r = 0; head && r < T; r++) {
+            const float *row = a + (h * T + r) * T;
+            b.len = 0;
+            hs_buf_append(&b, "[", 1);
+            for (size_t c = 0; c < T; c++) {
+                json_number(&b, hs_f32_shortest(row[c]));
+                if (c + 1 < T) hs_buf_append(&b, ", ", 2);
+            }
+            hs_buf_append(&b, "]", 1);
+            cJSON *it = b.oom ? NULL : cJSON_CreateRaw(b.s);
+            if (!it || !cJSON_AddItemToArray(head, it)) {
+                cJSON_Delete(it);
+                cJSON_Delete(head);
+                head = NULL;
+            }
+        }
+        if (!head || !cJSON_AddItemToArray(arr, head)) {
+            cJSON_Delete(head);
+            cJSON_Delete(arr);
+            arr = NULL;
+        }
+    }
+    hs_buf_free(&b);
     return arr;
 }
 
@@ -130,7 +168,7 @@ static hs_status attention_json(cJSON **out, const float *attention, size_t n_he
     ok = ok && add_item(o, "shape", shape_array(dims, 3));
     ok = ok && add_item(o, "tokens", str_array(tokens, T));
     ok = ok && add_item(o, "attention", packed ? vz_attention_packed(attention, n_heads, T)
-                                               : num_array(attention, dims, 3));
+                                               : raw_rows(attention, n_heads, T));
     if (ok) {
         cJSON *names = cJSON_CreateArray();
         for (size_t h = 0; names && h < n_heads; h++) {

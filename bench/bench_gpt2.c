@@ -1,0 +1,124 @@
+/*
+ * bench/bench_gpt2.c -- a forward with the full activation cache at a GPT-2
+ * checkpoint's whole context, in process, beside the sgemm roofline at its
+ * shapes (bench/gpt2_speed.sh runs it next to bench/gpt2_peer.py):
+ *   forward: hs_run_with_cache (every hook point copied, TransformerLens'
+ *            run_with_cache) on one sequence of T random tokens (seeded),
+ *            median of RUNS calls after one untimed call;
+ *   roofline: the least time of the same forward's sgemm products alone
+ *            through hs_sgemm (bench_shapes.h: Q/K/V, W_O, W_in, W_out, W_U
+ *            at (T, .) and, per layer and head, the score product
+ *            Q K^T (T, T, dh) and the mix pattern V (T, dh, T)), summed;
+ *            "proj" without the attention products.
+ * The ratio forward / roofline is what issue 24 bounds (1.3x).
+ *
+ * usage: bench_gpt2 PATH [--threads N] [--runs R] [--ctx T] [--json FILE]
+ */
+#include "bench_shapes.h"
+#include "probe/probe.h"
+
+void openblas_set_num_threads(int num_threads);
+
+/* The forward's sgemm products at T tokens (projections, then attention). */
+static int forward_gemms(const hs_config *c, int T, bench_gemm *g, int *n_proj)
+{
+    bench_gemm all[32];
+    const int n_all = bench_step_gemms(c, 1, T, all, 32);
+    int n = 0;
+    for (int i = 0; i < n_all; i++)
+        if (strncmp(all[i].what, "fwd", 3) == 0) g[n++] = all[i];
+    *n_proj = n;
+    const int LH = c->n_layers * c->n_heads, dh = c->d_head;
+    g[n++] = (bench_gemm){"attn scores Q K^T", 0, 1, T, T, dh, LH, 0.0f};
+    g[n++] = (bench_gemm){"attn mix pattern V", 0, 0, T, dh, T, LH, 0.0f};
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: bench_gpt2 PATH [--threads N] [--runs R] [--ctx T] [--json FILE]\n");
+        return 2;
+    }
+    int threads = 2, runs = 5, T = 0;
+    const char *json = NULL;
+    for (int i = 2; i + 1 < argc; i += 2) {
+        if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--runs")) runs = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--ctx")) T = atoi(argv[i + 1]);
+        else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+    }
+    if (runs < 1 || runs > 99) runs = 5;
+    openblas_set_num_threads(threads);
+    hs_error err = {0};
+    hs_model *m = NULL;
+    hs_meta meta = {0};
+    hs_acts *acts = NULL;
+    if (hs_checkpoint_load(argv[1], &m, &meta, NULL, &err) != HS_OK) {
+        fprintf(stderr, "bench_gpt2: %s\n", err.msg);
+        return 1;
+    }
+    if (T <= 0 || T > m->cfg.n_ctx) T = m->cfg.n_ctx;
+    int *tok = malloc((size_t)T * sizeof *tok);
+    if (!tok || hs_acts_create(&m->cfg, 1, T, 0, &acts, &err) != HS_OK ||
+        hs_acts_set_threads(acts, threads, &err) != HS_OK) {
+        fprintf(stderr, "bench_gpt2: %s\n", tok ? err.msg : "out of memory");
+        return 1;
+    }
+    unsigned long long x = 88172645463325252ULL;
+    for (int t = 0; t < T; t++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        tok[t] = (int)(x % (unsigned long long)m->cfg.d_vocab);
+    }
+    hs_cache cache;
+    hs_cache_init(&cache);
+    double ms[100];
+    size_t cached = 0;
+    for (int r = -1; r < runs; r++) {
+        const double t0 = bench_now();
+        if (hs_run_with_cache(m, acts, tok, 1, T, NULL, 0, NULL, &cache, &err) != HS_OK) {
+            fprintf(stderr, "bench_gpt2: %s\n", err.msg);
+            return 1;
+        }
+        if (r >= 0) ms[r] = (bench_now() - t0) * 1e3;
+    }
+    for (int i = 0; i < cache.n; i++) cached += cache.e[i].numel * sizeof(float);
+    const double fwd_ms = bench_median(ms, runs);
+
+    bench_gemm g[40];
+    int n_proj;
+    const int n = forward_gemms(&m->cfg, T, g, &n_proj);
+    bench_bufs bb;
+    bench_bufs_init(&bb, bench_gemm_cap(g, n));
+    double proj_ms = 0, roof_ms = 0, gflop = 0;
+    for (int i = 0; i < n; i++) {
+        const double s = g[i].count * bench_time_gemm(&g[i], &bb, 5) * 1e3;
+        roof_ms += s;
+        if (i < n_proj) proj_ms += s;
+        gflop += 2.0 * g[i].m * g[i].n * (double)g[i].k * g[i].count * 1e-9;
+    }
+    bench_bufs_free(&bb);
+    printf("forward with the full cache (%d points, %.0f MB) at %d tokens, %d threads: %.1f ms "
+           "(median of %d)\nsgemm roofline at its shapes: %.1f ms (%.1f GFLOP; projections and "
+           "unembedding alone %.1f ms): %.2fx\n", cache.n, cached / 1e6, T, threads, fwd_ms, runs,
+           roof_ms, gflop, proj_ms, fwd_ms / roof_ms);
+    if (json) {
+        FILE *f = fopen(json, "w");
+        if (!f) {
+            perror(json);
+            return 1;
+        }
+        fprintf(f, "{\"tokens\": %d, \"threads\": %d, \"runs\": %d, \"forward_cache_ms\": %.3f, "
+                   "\"cache_points\": %d, \"cache_mb\": %.1f, \"roofline_ms\": %.3f, "
+                   "\"roofline_proj_ms\": %.3f, \"gflop\": %.3f, \"ratio\": %.3f}\n",
+                T, threads, runs, fwd_ms, cache.n, cached / 1e6, roof_ms, proj_ms, gflop,
+                fwd_ms / roof_ms);
+        if (fclose(f) != 0) return 1;
+    }
+    hs_cache_free(&cache);
+    hs_acts_destroy(acts);
+    free(tok);
+    hs_meta_free(&meta);
+    hs_model_destroy(m);
+    return 0;
+}
