@@ -265,6 +265,12 @@ struct cJSON;
  * object or array). */
 struct cJSON *hs_json_num_or_null(double v);
 
+/* Adds a deep copy of every member of src (a JSON object; NULL adds nothing)
+ * to the object dst, in src's order, under the same keys: how a folder's
+ * context ("model", "threads", ...) opens every document written into it.
+ * Returns 1, or 0 when memory ran out (dst may then hold some of them). */
+int hs_json_add_copies(struct cJSON *dst, const struct cJSON *src);
+
 /* Index of the largest of x[0..n-1], ties to the lowest index; -1 when any
  * value is NaN (n >= 1). The one argmax (scoring, circuit, experiments). */
 int hs_argmax(const float *x, size_t n);

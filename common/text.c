@@ -447,3 +447,15 @@ cJSON *hs_json_num_or_null(double v)
 {
     return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
+
+int hs_json_add_copies(cJSON *dst, const cJSON *src)
+{
+    for (const cJSON *it = src ? src->child : NULL; it; it = it->next) {
+        cJSON *dup = cJSON_Duplicate(it, 1);
+        if (!dup || !cJSON_AddItemToObject(dst, it->string, dup)) {
+            cJSON_Delete(dup);
+            return 0;
+        }
+    }
+    return 1;
+}

