@@ -151,7 +151,7 @@ typedef struct {
     float *b_out;              /* (D) */
 } hs_block_params;
 
-#define HS_MAX_LAYERS 16
+#define HS_MAX_LAYERS 48 /* GPT-2 XL's depth */
 /* Parts a training batch's backward is split into (hs_backward): fixed, so
  * that gradients do not depend on the thread count. */
 #define HS_GRAD_PARTS 2

@@ -223,6 +223,7 @@ VARIANTS = {
                                  scale_attn_by_inverse_layer_idx=True, scale_attn_weights=False)),
     "sharded": dict(cfg=dict(d=16, h=2, layers=3, v=19, npos=9, act="gelu"), shards=3),
     "noncausal": dict(cfg=dict(d=16, h=2, layers=2, v=17, npos=8, act="gelu_new"), flip=(1, 2, 5)),
+    "deep": dict(cfg=dict(d=16, h=2, layers=24, v=17, npos=8, act="gelu_new")),  # GPT-2 medium's depth
 }
 
 
