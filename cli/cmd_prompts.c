@@ -14,7 +14,7 @@
 #include "util.h"
 
 static const char PROMPTS_HELP[] =
-    "usage: headscope prompts ioi --model M --n N --out FILE [--seed S]\n"
+    "usage: headscope prompts ioi --model M --n N --out FILE [--force] [--seed S]\n"
     "                             [--corrupt s2|abc] [--template K]\n"
     "\n"
     "Writes an indirect-object-identification (IOI) prompt set (Wang et al. 2022,\n"
@@ -31,7 +31,9 @@ static const char PROMPTS_HELP[] =
     "                     folder); only names, places and objects that are one token\n"
     "                     with their leading space are used (the counts are printed)\n"
     "  --n N              prompts to write (1 .. 1000000)\n"
-    "  --out FILE         the JSONL file (written whole or not at all)\n"
+    "  --out FILE         the JSONL file (written whole or not at all); an existing\n"
+    "                     file is refused, untouched, unless --force\n"
+    "  --force            replace an existing --out FILE\n"
     "  --seed S           the draw's seed (default 0): same seed, same file\n"
     "  --corrupt s2       the corrupted prompt: the subject's second mention replaced\n"
     "                     by a third name (default)\n"
@@ -54,13 +56,15 @@ static void report(const hs_ioi_set *s, int n, const char *out)
 
 int cmd_prompts(int argc, char **argv)
 {
-    enum { O_MODEL = 1, O_N, O_SEED, O_OUT, O_CORRUPT, O_TEMPLATE, O_HELP };
+    enum { O_MODEL = 1, O_N, O_SEED, O_OUT, O_CORRUPT, O_TEMPLATE, O_FORCE, O_HELP };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL},     {"n", required_argument, 0, O_N},
         {"seed", required_argument, 0, O_SEED},       {"out", required_argument, 0, O_OUT},
         {"corrupt", required_argument, 0, O_CORRUPT}, {"template", required_argument, 0, O_TEMPLATE},
-        {"help", no_argument, 0, O_HELP},             {0, 0, 0, 0}};
+        {"force", no_argument, 0, O_FORCE},           {"help", no_argument, 0, O_HELP},
+        {0, 0, 0, 0}};
     const char *C = "prompts", *model = NULL, *out = NULL;
+    int force = 0;
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
         fputs(PROMPTS_HELP, stdout);
         return 0;
@@ -78,6 +82,7 @@ int cmd_prompts(int argc, char **argv)
         case O_HELP: fputs(PROMPTS_HELP, stdout); return 0;
         case O_MODEL: model = optarg; break;
         case O_OUT: out = optarg; break;
+        case O_FORCE: force = 1; break;
         case O_N:
             if (cli_parse_int(optarg, 1, HS_IOI_MAX_N, &v))
                 return cli_usage_error(C, "--n must be an integer in [1, %d], not '%s'", HS_IOI_MAX_N, optarg);
@@ -109,7 +114,9 @@ int cmd_prompts(int argc, char **argv)
     hs_tokenizer *t = NULL;
     hs_error err = {0};
     hs_ioi_set s = {0};
-    if (cli_open_tokenizer(model, &t, &err) != HS_OK) return cli_error(C, &err);
+    if (hs_check_new_file("--out", out, force, &err) != HS_OK || hs_check_out_path(out, &err) != HS_OK ||
+        cli_open_tokenizer(model, &t, &err) != HS_OK)
+        return cli_error(C, &err);
     hs_status st = hs_ioi_generate(t, &p, &s, &err);
     hs_tokenizer_destroy(t);
     if (st == HS_OK) st = hs_write_file_atomic(out, s.jsonl, s.len, &err);

@@ -62,6 +62,14 @@ void hs_note(const hs_notes *n, hs_note_kind kind, const char *fmt, ...)
     hs_buf_free(&b);
 }
 
+hs_status hs_check_new_file(const char *opt, const char *path, int force, hs_error *err)
+{
+    struct stat st;
+    if (!force && path && stat(path, &st) == 0)
+        return hs_fail(err, HS_ERR_INPUT, "%s %s already exists; use --force to replace it", opt, path);
+    return HS_OK;
+}
+
 hs_status hs_check_out_path(const char *path, hs_error *err)
 {
     struct stat st;

@@ -139,14 +139,12 @@ static int foreign_page(const char *dir)
 static hs_status page_path(const char *dir0, const char *out_file, int force, char **path,
                            hs_error *err)
 {
-    struct stat st;
     if (!out_file && foreign_page(dir0))
         return hs_fail(err, HS_ERR_INPUT, "%s/index.html exists and %s/index.json does not list "
                        "it with its size and hash; not overwriting it (choose a file with --out)",
                        dir0, dir0);
-    if (out_file && !force && stat(out_file, &st) == 0)
-        return hs_fail(err, HS_ERR_INPUT, "--out %s already exists; use --force to replace it",
-                       out_file);
+    hs_status s = out_file ? hs_check_new_file("--out", out_file, force, err) : HS_OK;
+    if (s != HS_OK) return s;
     *path = out_file ? hs_strdup(out_file) : hs_path_join(dir0, "index.html");
     return *path ? HS_OK : oom(err);
 }

@@ -303,6 +303,9 @@ static hs_status check_outputs(const hs_train_job *job, hs_error *err)
     hs_status s = hs_atomic_open(&probe, job->out, err);
     if (s != HS_OK) return s;
     hs_atomic_abort(&probe);
+    if (job->dataset && strcmp(job->dataset, job->out) == 0)
+        return hs_fail(err, HS_ERR_INPUT, "--dataset and --out are the same file, %s: the model would "
+                       "replace the dataset", job->out);
     if (job->dataset && (s = hs_check_out_path(job->dataset, err)) != HS_OK) return s;
     /* A file already there is data this run did not make: replaced only with
      * force, or with resume (the run it holds goes on). */
@@ -311,10 +314,7 @@ static hs_status check_outputs(const hs_train_job *job, hs_error *err)
         return hs_fail(err, HS_ERR_INPUT, "--out %s already exists; use --force to replace it (or "
                        "--resume %s to continue the run it holds, if it was saved with "
                        "--save-optimizer)", job->out, job->out);
-    if (!job->force && job->dataset && stat(job->dataset, &st) == 0)
-        return hs_fail(err, HS_ERR_INPUT, "--dataset %s already exists; use --force to replace it",
-                       job->dataset);
-    return HS_OK;
+    return job->dataset ? hs_check_new_file("--dataset", job->dataset, job->force, err) : HS_OK;
 }
 
 /* keep is created (its parent must exist); a step file there is never overwritten. */

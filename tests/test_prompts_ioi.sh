@@ -40,6 +40,13 @@ run 0 ioi_same prompts ioi --model "$M" --n 40 --seed 5 --out "$TMP/b.jsonl"
 cmp -s "$TMP/a.jsonl" "$TMP/b.jsonl" || fail "the same seed gave other bytes"
 run 0 ioi_other prompts ioi --model "$M" --n 40 --seed 6 --out "$TMP/c.jsonl"
 cmp -s "$TMP/a.jsonl" "$TMP/c.jsonl" && fail "another seed gave the same file"
+# an existing file is the user's: refused, untouched; --force replaces it
+cp "$TMP/c.jsonl" "$TMP/c.before"
+run 1 ioi_exists prompts ioi --model "$M" --n 40 --seed 5 --out "$TMP/c.jsonl"
+one_line ioi_exists "^headscope prompts: --out .*/c.jsonl already exists; use --force to replace it$"
+cmp -s "$TMP/c.before" "$TMP/c.jsonl" || fail "ioi_exists: the existing file changed"
+run 0 ioi_force prompts ioi --model "$M" --n 40 --seed 5 --out "$TMP/c.jsonl" --force
+cmp -s "$TMP/a.jsonl" "$TMP/c.jsonl" || fail "ioi_force: --force did not write the set"
 run 0 ioi_abc prompts ioi --model "$M" --n 12 --seed 5 --corrupt abc --template 2 --out "$TMP/abc.jsonl"
 
 # the sets checked with GPT-2's own algorithm
