@@ -37,8 +37,9 @@ static const char FAITH_HELP[] =
     "  --select S            how the curve chooses N edges from the file's scores:\n"
     "                        topn (default: the N of largest |score|) | greedy\n"
     "                        (EAP-IG's apply_greedy: grown from logits)\n"
-    "  --out DIR             write faithfulness.json into DIR (created if missing;\n"
-    "                        its parent must exist)\n"
+    "  --out DIR             write faithfulness.json and the figures circuit and\n"
+    "                        faithfulness_curve (in --format) into DIR (created if\n"
+    "                        missing; its parent must exist)\n"
     "  --json                print every number as JSON instead of the summary\n"
     "  --threads N           worker threads, 0 = every CPU (default)\n"
     "\n"
@@ -84,7 +85,7 @@ int cmd_faithfulness(int argc, char **argv)
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "faithfulness";
-    hs_faith_opts o = {NULL, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, NULL, NULL, NULL, HS_SELECT_TOPN};
+    hs_faith_opts o = {NULL, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, NULL, NULL, NULL, HS_SELECT_TOPN, NULL};
     int c, k;
     cli_exp x;
     cli_exp_init(&x, C);
@@ -113,6 +114,7 @@ int cmd_faithfulness(int argc, char **argv)
     if (cli_exp_check(&x, argc, argv, 0)) return 2;
     if (o.graph == NULL) return cli_usage_error(C, "--graph FILE is required (a graph.json)");
     o.out = x.out;
+    o.fo = &x.fo;
     o.model_path = x.model;
     o.data_path = x.data;
     x.out = NULL; /* the library writes the folder */

@@ -279,6 +279,34 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
 /* ------------------------------------------------------------------------ */
 /* Scoring a circuit found elsewhere                                         */
 
+/* The faithfulness folder's figures: the graph's pruned circuit and the
+ * curve of its scores (when faithfulness is defined). */
+static hs_status faith_figures(const hs_faith_opts *o, const hs_notes *notes, const hs_faith_report *r,
+                               hs_outdir *od, hs_error *err)
+{
+    char title[240], f[32];
+    if (isnan(r->faithfulness)) snprintf(f, sizeof f, "undefined");
+    else snprintf(f, sizeof f, "%.2f", r->faithfulness);
+    const char *base = strrchr(o->graph, '/');
+    snprintf(title, sizeof title, "circuit of %.120s: %zu of %zu edges, faithfulness %s", base ? base + 1 : o->graph,
+             r->n_kept, r->g.n_edges, f);
+    hs_status st = hs_graph_figure_write(od, "circuit", &r->g, r->scores, r->in_circuit, title,
+                                         "the graph.json's circuit, pruned: layers bottom to top, edge width by "
+                                         "|score|, colour by sign, each edge into its head's q, k or v", err);
+    if (st == HS_OK && !r->curve.usable)
+        hs_note(notes, HS_NOTE_CMD, "note: no faithfulness_curve figure: faithfulness is undefined");
+    if (st == HS_OK && r->curve.usable) {
+        const hs_faith_curve *c[1] = {&r->curve};
+        const char *name[1] = {"graph.json scores"};
+        snprintf(title, sizeof title, "faithfulness of the %s by the graph's scores (%s, %s ablation)",
+                 o->select == HS_SELECT_GREEDY ? "edges grown greedily from logits" : "top edges",
+                 hs_metric_names[o->metric], hs_ablate_method_names[o->ablation]);
+        st = hs_faith_figure_write(od, "faithfulness_curve", c, name, 1, title,
+                                   "normalised faithfulness over circuit size (MIB's sizes, % of the edges)", err);
+    }
+    return st;
+}
+
 hs_status hs_faithfulness_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_faith_opts *o,
                               const hs_notes *notes, hs_faith_report *out, hs_error *err)
 {
@@ -313,21 +341,23 @@ hs_status hs_faithfulness_run(const hs_model *m, hs_pool *pool, const hs_prompts
     if (st == HS_OK) st = hs_faith_curve_run(ce, r->scores, o->select, &r->curve, err);
     hs_circeval_destroy(ce);
     if (st != HS_OK || !o->out) return st;
-    hs_figopts fo;
-    hs_figopts_default(&fo, 300);
+    hs_figopts def;
+    hs_figopts_default(&def, 300);
+    hs_figopts *fo = o->fo ? o->fo : &def;
     hs_outdir od;
     const char *inputs[] = {o->model_path, o->data_path, o->graph, NULL};
     cJSON *fj = hs_faith_report_json(r);
-    st = fj ? hs_outdir_open(&od, "faithfulness", o->out, &fo, inputs, NULL, notes, err)
-            : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    st = fj ? hs_figopts_font_open(fo, err) : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (st == HS_OK) st = hs_outdir_open(&od, "faithfulness", o->out, fo, inputs, pool, notes, err);
     if (st == HS_OK) {
         st = hs_outdir_json(&od, "faithfulness", fj, "the circuit's normalised faithfulness, and the curve of its "
                             "scores at MIB's circuit sizes with CPR and CMD", err);
+        if (st == HS_OK) st = faith_figures(o, notes, r, &od, err);
         if (st == HS_OK) st = hs_outdir_commit(&od, NULL, err);
         if (st == HS_OK) r->n_files = hs_outdir_n_files(&od);
         hs_outdir_close(&od);
     }
-    hs_figopts_free(&fo);
+    hs_figopts_free(&def);
     cJSON_Delete(fj);
     return st;
 }

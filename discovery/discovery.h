@@ -563,6 +563,7 @@ typedef struct {
     const char *out;            /* the output folder, or NULL */
     const char *model_path, *data_path;
     hs_select_kind select;      /* how the curve chooses edges from the file's scores (default topn) */
+    hs_figopts *fo;             /* the figures' options (NULL: hs_figopts_default at 300 dpi) */
 } hs_faith_opts;
 typedef struct {
     hs_metric_kind metric;
@@ -582,7 +583,9 @@ typedef struct {
  * edges pruning left out), runs it (hs_circeval_create with o's metric and
  * ablation) for its faithfulness, and the faithfulness curve of the file's
  * scores (o->select's selection; HS_ERR_INPUT for an unknown one). With o->out, the folder (command "faithfulness"):
- * faithfulness.json (hs_faith_report_json) and index.json. Errors: those of
+ * faithfulness.json (hs_faith_report_json), the figures "circuit" (the pruned
+ * circuit, hs_graph_figure_write) and "faithfulness_curve" (when defined) in
+ * o->fo's formats, and index.json. Errors: those of
  * hs_graph_json_load (unknown names, another model shape: one line),
  * hs_circeval_create, the folder. Notes: pruning, faithfulness undefined,
  * the folder's. Free out with hs_faith_report_free (also after a failure). */
