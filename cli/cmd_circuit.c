@@ -84,6 +84,10 @@ static const char CIRCUIT_HELP[] =
     "  --adj-key-diff X      default 0.25\n"
     "  --ablate-ref SPLIT    train (default) | heldout: where ablation means come from\n"
     "  --comp-draws N        random-baseline draws for composition scores (default 300)\n"
+    "  --no-discovery        leave out the discovery section (EAP-IG's circuit on the\n"
+    "                        check's prompt set, its faithfulness, the agreement with\n"
+    "                        the path-patching edges): the verdict alone, about half\n"
+    "                        the time\n"
     "  --threads N           worker threads, 0 = every CPU (default); the report is\n"
     "                        bit-identical for every count\n"
     "\n"
@@ -114,13 +118,14 @@ static const circ_threshold THRESHOLDS[] = {
 };
 #define N_THRESHOLDS (sizeof THRESHOLDS / sizeof THRESHOLDS[0])
 
-enum { O_MODEL = 256, O_OUT, O_JSON, O_REF, O_CD, O_THREADS, O_THRESHOLD };
+enum { O_MODEL = 256, O_OUT, O_JSON, O_REF, O_CD, O_NODISC, O_THREADS, O_THRESHOLD };
 
 /* What the command line says. */
 typedef struct {
     const char *model, *out;
     int json;
     int comp_draws;        /* --comp-draws, 0 when not given */
+    int no_discovery;      /* --no-discovery */
     hs_load_source from;
     hs_circuit_opts o;
     hs_figopts fo;
@@ -155,6 +160,10 @@ static int own_option(const char *C, int c, circ_args *a)
         a->o.comp_draws = (int)n;
         a->comp_draws = (int)n;
         return 0;
+    case O_NODISC:
+        a->o.discover = 0;
+        a->no_discovery = 1;
+        return 0;
     default: /* O_THREADS */
         return cli_parse_threads(C, optarg, &a->o.threads) ? 2 : 0;
     }
@@ -170,6 +179,7 @@ static int parse_args(const char *C, int argc, char **argv, circ_args *a)
                                          CLI_HELP_OPT};
     static const struct option TAIL[] = {{"ablate-ref", required_argument, 0, O_REF},
                                          {"comp-draws", required_argument, 0, O_CD},
+                                         {"no-discovery", no_argument, 0, O_NODISC},
                                          {"threads", required_argument, 0, O_THREADS},
                                          CLI_VOCAB_OPT,
                                          CLI_SPLIT_OPTS,
@@ -243,6 +253,7 @@ static int run_induction(const char *C, const circ_args *a, const hs_loaded *ld,
     hs_error err = {0};
     hs_ind_circuit_opts o = hs_ind_circuit_opts_default();
     if (a->comp_draws > 0) o.comp_draws = a->comp_draws;
+    if (a->no_discovery) o.discover = 0;
     hs_ind_circuit_report r;
     if (hs_ind_circuit_run(ld->model, ld->ind, &o, &r, &err) != HS_OK) return cli_error(C, &err);
     char *text = NULL;

@@ -104,6 +104,16 @@ t = r["thresholds"]
 assert t["decide_patch"] == 0.3 and t["push_attn"] == 0.4 and abs(t["step1_drop"] - 0.1) < 1e-12, t
 assert t["ablate_ref"] == "heldout" and r["ablation_ref_sentences"] == 192
 EOF
+# --no-discovery: the same verdict and numbers, without the discovery section
+run 0 jn circuit --model "$M" --json --decide-patch 0.3 --push-attn 0.4 --step1-drop 10 --ablate-ref heldout \
+    --no-discovery
+"$PY" - "$TMP/j.out" "$TMP/jn.out" <<'EOF' || fail "--no-discovery"
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert "discovery" in a and "discovery" not in b, (list(a), list(b))
+a.pop("discovery")
+assert a == b, [k for k in a if a[k] != b.get(k)]
+EOF
 
 # one layer: a report, step 2 not applicable
 M1="$TMP/m1.safetensors"
