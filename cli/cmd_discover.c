@@ -85,26 +85,12 @@ static int parse_named(const char *C, const char *opt, const char *arg, const ch
     return -1;
 }
 
-static int print_report(const char *C, const cli_exp *x, const char *out, const hs_discover_report *r)
+/* The report: its JSON or its summary, and the files written. */
+static int print_report(const cli_exp *x, const char *out, const hs_discover_report *r)
 {
-    if (x->json) {
-        cJSON *j = hs_discover_json(r);
-        char *s = j ? cJSON_Print(j) : NULL;
-        cJSON_Delete(j);
-        if (s == NULL) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
-        printf("%s\n", s);
-        free(s);
-    } else {
-        hs_buf b = {0};
-        hs_discover_summary(r, &b);
-        if (b.oom) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
-        fputs(b.s ? b.s : "", stdout);
-        hs_buf_free(&b);
-        if (out) printf("wrote %d files to %s (listed in %s/index.json)\n", r->n_files, out, out);
-    }
-    if (cli_stdout_done(C)) return 1;
-    cli_say_threads(C, x->threads);
-    return 0;
+    hs_buf b = {0};
+    if (!x->json) hs_discover_summary(r, &b);
+    return cli_exp_print_report(x, out, x->json ? hs_discover_json(r) : NULL, &b, r->n_files);
 }
 
 int cmd_discover(int argc, char **argv)
@@ -190,7 +176,7 @@ int cmd_discover(int argc, char **argv)
         const hs_notes notes = cli_notes(C);
         o.tok = x.Ld.vocab;
         if (hs_discover_run(x.Ld.model, x.pool, &x.p, &o, &notes, &r, &err) != HS_OK) rc = cli_error(C, &err);
-        else rc = print_report(C, &x, o.out, &r);
+        else rc = print_report(&x, o.out, &r);
     }
     hs_discover_report_free(&r);
     cli_exp_close(&x);

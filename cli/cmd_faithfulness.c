@@ -52,26 +52,12 @@ static int named(const char *arg, const char *const *names, int n)
     return -1;
 }
 
-static int print_report(const char *C, const cli_exp *x, const char *out, const hs_faith_report *r)
+/* The report: its JSON or its summary, and the files written. */
+static int print_report(const cli_exp *x, const char *out, const hs_faith_report *r)
 {
-    if (x->json) {
-        cJSON *j = hs_faith_report_json(r);
-        char *s = j ? cJSON_Print(j) : NULL;
-        cJSON_Delete(j);
-        if (s == NULL) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
-        printf("%s\n", s);
-        free(s);
-    } else {
-        hs_buf b = {0};
-        hs_faith_summary(r, &b);
-        if (b.oom) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
-        fputs(b.s ? b.s : "", stdout);
-        hs_buf_free(&b);
-        if (out) printf("wrote %d files to %s (listed in %s/index.json)\n", r->n_files, out, out);
-    }
-    if (cli_stdout_done(C)) return 1;
-    cli_say_threads(C, x->threads);
-    return 0;
+    hs_buf b = {0};
+    if (!x->json) hs_faith_summary(r, &b);
+    return cli_exp_print_report(x, out, x->json ? hs_faith_report_json(r) : NULL, &b, r->n_files);
 }
 
 int cmd_faithfulness(int argc, char **argv)
@@ -124,7 +110,7 @@ int cmd_faithfulness(int argc, char **argv)
     if (cli_exp_open(&x, 0) == 0) {
         const hs_notes notes = cli_notes(C);
         if (hs_faithfulness_run(x.Ld.model, x.pool, &x.p, &o, &notes, &r, &err) != HS_OK) rc = cli_error(C, &err);
-        else rc = print_report(C, &x, o.out, &r);
+        else rc = print_report(&x, o.out, &r);
     }
     hs_faith_report_free(&r);
     cli_exp_close(&x);

@@ -76,6 +76,24 @@ int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows,
     return 0;
 }
 
+int cli_exp_print_report(const cli_exp *x, const char *out, cJSON *json, hs_buf *summary, int n_files)
+{
+    char *s = x->json && json ? cJSON_Print(json) : NULL;
+    cJSON_Delete(json);
+    const int oom = x->json ? s == NULL : summary->oom;
+    if (!oom && s) printf("%s\n", s);
+    if (!oom && !s) {
+        fputs(summary->s ? summary->s : "", stdout);
+        if (out) printf("wrote %d files to %s (listed in %s/index.json)\n", n_files, out, out);
+    }
+    free(s);
+    hs_buf_free(summary);
+    if (oom) return cli_error(x->cmd, &(hs_error){HS_ERR_NOMEM, "out of memory"});
+    if (cli_stdout_done(x->cmd)) return 1;
+    cli_say_threads(x->cmd, x->threads);
+    return 0;
+}
+
 void cli_exp_close(cli_exp *x)
 {
     hs_outdir_close(&x->od);

@@ -61,6 +61,12 @@ int cli_exp_check(const cli_exp *x, int argc, char **argv, int sentence_ok);
  * (--json) or summary (plus the files written), and says the threads used
  * on stderr. 0 ok, 1 after printing. */
 int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows, hs_buf *summary);
+/* For a command whose folder the library wrote itself (discover,
+ * faithfulness): prints json (--json; NULL means memory ran out) or summary
+ * (its oom flag likewise) and, when out was given, "wrote N files to OUT
+ * (listed in OUT/index.json)"; then the threads used on stderr. Frees json
+ * and summary. 0 ok, 1 after printing an error. */
+int cli_exp_print_report(const cli_exp *x, const char *out, struct cJSON *json, hs_buf *summary, int n_files);
 void cli_exp_close(cli_exp *x);
 
 /*
