@@ -297,7 +297,7 @@ static hs_status faith_figures(const hs_faith_opts *o, const hs_notes *notes, co
         hs_note(notes, HS_NOTE_CMD, "note: no faithfulness_curve figure: faithfulness is undefined");
     if (st == HS_OK && r->curve.usable) {
         const hs_faith_curve *c[1] = {&r->curve};
-        const char *name[1] = {"graph.json scores"};
+        const char *name[1] = {"graph.json"};
         snprintf(title, sizeof title, "faithfulness of the %s by the graph's scores (%s, %s ablation)",
                  o->select == HS_SELECT_GREEDY ? "edges grown greedily from logits" : "top edges",
                  hs_metric_names[o->metric], hs_ablate_method_names[o->ablation]);
