@@ -25,6 +25,7 @@ static const struct {
     {"patch", cmd_patch, "activation patching clean -> corrupted over a prompt set (get_act_patch_*)"},
     {"ablate", cmd_ablate, "zero, mean or resample ablation of every head, attention and MLP on prompts"},
     {"dla", cmd_dla, "direct logit attribution averaged over a prompt set (final norm frozen)"},
+    {"cache", cmd_cache, "TransformerLens' run_with_cache as a .safetensors file (every hook point)"},
     {"lens", cmd_lens, "the logit lens per layer on a sentence or a prompt set"},
     {"heads", cmd_heads, "every head's detector scores (previous-token, induction, ...) on prompts"},
     {"timeline", cmd_timeline, "circuits over training: scores and verdicts of every kept checkpoint"},

@@ -650,4 +650,57 @@ hs_status hs_attr_backward(const hs_model *m, hs_attr_worker *w, hs_metric_kind 
                            const int *pos, const int *answer, const int *wrong, const float *ref,
                            const hs_observer *grad_obs, hs_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* The activation cache as a file (experiments/cache.c; `headscope cache`)  */
+
+/* What hs_cache_run caches and where it goes. */
+typedef struct {
+    const char *sentence;      /* one sentence (batch 1), or NULL when data_path is given */
+    const char *data_path;     /* a prompt set (its "prompt"s, hs_prompts_load with
+                                * HS_PROMPTS_TEXT_ONLY: every prompt the same length), or NULL */
+    const char *const *names;  /* hook-name patterns (hs_name_match: '*' within a dotted
+                                * segment, '**' across); NULL or n_names 0 = every point */
+    int n_names;
+    const char *out_path;      /* the .safetensors file written */
+    int force;                 /* 1: out_path may be replaced if it is a cache headscope wrote,
+                                * unchanged since (never any other file) */
+    const char *model_path;    /* recorded in the file's metadata ("" when NULL) */
+} hs_cache_opts;
+
+/* What hs_cache_run wrote. */
+typedef struct {
+    int batch, pos;            /* prompts (the tensors' first dimension) and tokens a prompt */
+    int n_tensors;             /* tensors in the file (hook_tokens included) */
+    size_t floats;             /* float32 values written, over every tensor */
+    int replaced;              /* 1: an earlier cache at out_path was replaced (force) */
+} hs_cache_report;
+
+/*
+ * TransformerLens' run_with_cache as a file: runs m on the sentence (batch
+ * 1) or the prompt set (batch n) and writes every hook point whose name
+ * matches one of o->names, plus hook_tokens (the token ids [batch, pos] as
+ * float32, exact below 2^24), into one safetensors file (hs_cache_save):
+ * tensor names are the hook names of docs/HOOKS.md in forward order, shapes
+ * are TL's batched ones ([batch, pos, ...], hook_pattern [batch, head, dest,
+ * src]), float32 little-endian; the causal mask's -inf in hook_attn_scores is
+ * written as -FLT_MAX (-3.4028235e38; the softmax weight is 0 either way).
+ * __metadata__ holds "generator" ("headscope <version> cache"), "model",
+ * "batch", "pos" and "data_fnv1a64" (FNV-1a 64 of the data section, 16 hex
+ * digits: how a later run with force knows the file is unchanged). The
+ * prompts run on the experiment engine (probe.h section 8) in chunks of
+ * HS_ENGINE_CHUNK on pool (NULL = this thread): the file is the same for any
+ * thread count, and each prompt's values are those a run of it alone gives.
+ * The file is written atomically (a failed run leaves out_path as it was).
+ * Errors: HS_ERR_INPUT for neither or both of sentence and data_path, a
+ * pattern matching no hook point ("cache filter 'P' matches no hook point of
+ * this model ..."), out_path existing without force ("--out F already exists;
+ * use --force to replace it") or, with force, not a cache headscope wrote
+ * or changed since ("--out F is not an activation cache headscope wrote, or
+ * it changed since; refusing to replace it"); the prompt set's and the
+ * tokenizer's errors (hs_prompts_load); HS_ERR_IO, HS_ERR_NOMEM. notes (may
+ * be NULL) hears of a replaced file. *out is zeroed first.
+ */
+hs_status hs_cache_run(const hs_model *m, const hs_tokenizer *v, hs_pool *pool, const hs_cache_opts *o,
+                       const hs_notes *notes, hs_cache_report *out, hs_error *err);
+
 #endif /* HS_EXPERIMENTS_H */

@@ -91,6 +91,9 @@ CASES = [
     ("lens", ["lens", "--model", M, "--data", "pairs.jsonl", "--out", "l", "--format",
               "png,svg,json,html"], True),
     ("lens_sentence", ["lens", "--model", M, "--sentence", TIRED, "--json"], True),
+    # the activation cache as a file: two kinds of points over a set
+    ("cache", ["cache", "--model", M, "--data", "pairs.jsonl", "--names",
+               "blocks.*.attn.hook_pattern,blocks.*.attn.hook_result", "--out", "cache.safetensors"], True),
     ("heads", ["heads", "--model", M, "--data", "pairs.jsonl", "--out", "h", "--format",
                "png,svg,pdf,json,html"], True),
     ("heads_target", ["heads", "--model", M, "--data", "pairs16.jsonl", "--target", "target.json",
