@@ -21,6 +21,7 @@
 #include "model/checkpoint_internal.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -386,8 +387,9 @@ static hs_status parse_hs_config(const char *fname, const cJSON *o, hs_config *c
             } else if (cJSON_IsString(it) && it->valuestring[0] >= '0' &&
                        it->valuestring[0] <= '9' && strlen(it->valuestring) <= 20) {
                 char *end = NULL;
+                errno = 0;
                 v = strtoull(it->valuestring, &end, 10);
-                ok = *end == '\0';
+                ok = *end == '\0' && errno != ERANGE; /* 2^64 and over: not clamped */
             }
             if (!ok)
                 return hs_fail(err, HS_ERR_CONFIG, "%s: headscope_config seed must be a "

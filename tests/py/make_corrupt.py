@@ -298,6 +298,218 @@ def _():
                        ref.metadata())
 
 
+# ---- one byte either side of every bound the reader checks --------------------
+# (model/safetensors.c: hs_st_header_len, parse_entry, read_entries,
+# check_layout). Each bound has the file one byte over it, refused with its
+# exact message, and, where the file exactly at it is not the valid reference
+# itself, that file too: accepted by this check, refused by the next one.
+MAX_HEADER = 100 * 1024 * 1024  # HS_ST_MAX_HEADER
+
+
+def sizes(raw):
+    """(header length, data section size) of raw."""
+    (n,) = struct.unpack("<Q", raw[:8])
+    return n, len(raw) - 8 - n
+
+
+def ref_offsets(name):
+    h = json.loads(base()[8:8 + sizes(base())[0]])
+    return h[name]["data_offsets"]
+
+
+def last_tensor(h):
+    return max((k for k in h if k != "__metadata__"), key=lambda k: h[k]["data_offsets"][1])
+
+
+def sorted_by_offset(h):
+    return sorted((k for k in h if k != "__metadata__"), key=lambda k: h[k]["data_offsets"][0])
+
+
+REF_LEN, REF_DATA = sizes(base())
+LAST = last_tensor(json.loads(base()[8:8 + REF_LEN]))
+LN_B, LN_E = ref_offsets("ln_final.b")
+
+
+@case("bound_file_7_bytes", "HS_ERR_FORMAT",
+      "file is truncated: 7 bytes, shorter than the 8-byte safetensors header length", "the first 7 bytes")
+def _(): return base()[:7]
+
+
+@case("bound_file_8_bytes", "HS_ERR_FORMAT", "header is not valid JSON (error near byte 0 of 0)",
+      "8 bytes: a length field of 0 (accepted), an empty header")
+def _(): return struct.pack("<Q", 0)
+
+
+def _first_non_space_after_json():
+    """Where the reader's JSON parse stops when the data is read as header:
+    the first byte above 32 (cJSON skips bytes <= 32) after the object."""
+    raw = base()
+    i = len(raw[8:8 + REF_LEN].rstrip(b" "))
+    while raw[8 + i] <= 32:
+        i += 1
+    return i
+
+
+@case("bound_header_len_at_end", "HS_ERR_FORMAT", "header is not valid JSON (error near byte %d of %d)"
+      % (_first_non_space_after_json(), REF_LEN + REF_DATA),
+      "length field = the bytes after it (accepted): the data read as header")
+def _():
+    raw = base()
+    return set_header_len(raw, len(raw) - 8)
+
+
+@case("bound_header_len_one_past", "HS_ERR_FORMAT",
+      "header length %d is beyond the end of the file (%d bytes after the length field); truncated file?"
+      % (REF_LEN + REF_DATA + 1, REF_LEN + REF_DATA),
+      "length field one more than the bytes after it")
+def _():
+    raw = base()
+    return set_header_len(raw, len(raw) - 7)
+
+
+@case("bound_header_len_cap", "HS_ERR_FORMAT",
+      "header length %d is beyond the end of the file (%d bytes after the length field); truncated file?"
+      % (MAX_HEADER, REF_LEN + REF_DATA),
+      "length field = the 100 MB cap (accepted), past the end")
+def _(): return set_header_len(base(), MAX_HEADER)
+
+
+@case("bound_header_len_cap_plus_1", "HS_ERR_FORMAT",
+      "header length %d is absurd (cap %d bytes); not a safetensors file?" % (MAX_HEADER + 1, MAX_HEADER),
+      "length field one over the 100 MB cap")
+def _(): return set_header_len(base(), MAX_HEADER + 1)
+
+
+@case("bound_truncated_one_byte", "HS_ERR_FORMAT",
+      "tensor '%s': data_offsets end %d is past the end of the data (%d bytes); truncated file?"
+      % (LAST, REF_DATA, REF_DATA - 1), "the last byte cut")
+def _(): return base()[:-1]
+
+
+@case("bound_offsets_one_past_end", "HS_ERR_FORMAT",
+      "tensor '%s': data_offsets end %d is past the end of the data (%d bytes); truncated file?"
+      % (LAST, REF_DATA + 1, REF_DATA), "the last tensor's offsets moved by one byte")
+def _():
+    def hook(h):
+        b, e = h[LAST]["data_offsets"]
+        h[LAST]["data_offsets"] = [b + 1, e + 1]
+        return h
+    return base(header_hook=hook)
+
+
+@case("bound_offsets_begin_one_after_end", "HS_ERR_FORMAT",
+      "tensor 'ln_final.b': data_offsets begin %d is after end %d" % (LN_E + 1, LN_E),
+      "ln_final.b data_offsets [end + 1, end]")
+def _(): return base(header_hook=edit_entry("ln_final.b", data_offsets=[LN_E + 1, LN_E]))
+
+
+@case("bound_span_one_byte_long", "HS_ERR_FORMAT",
+      "tensor 'ln_final.b': data length mismatch: data_offsets span 33 bytes but shape [8] of F32 needs 32",
+      "ln_final.b's end one byte later")
+def _(): return base(header_hook=edit_entry("ln_final.b", data_offsets=[LN_B, LN_E + 1]))
+
+
+@case("bound_span_one_byte_short", "HS_ERR_FORMAT",
+      "tensor 'ln_final.b': data length mismatch: data_offsets span 31 bytes but shape [8] of F32 needs 32",
+      "ln_final.b's end one byte earlier")
+def _(): return base(header_hook=edit_entry("ln_final.b", data_offsets=[LN_B, LN_E - 1]))
+
+
+@case("bound_shape_4_dims", "HS_ERR_FORMAT", "tensor ln_final.b has shape [1,1,1,8], config expects [8]",
+      "ln_final.b with 4 dimensions (accepted by the reader)")
+def _(): return base(header_hook=edit_entry("ln_final.b", shape=[1, 1, 1, 8]))
+
+
+@case("bound_shape_2_53", "HS_ERR_FORMAT",
+      "tensor 'ln_final.b': data length mismatch: data_offsets span 32 bytes but shape [%d] of F32 needs %d"
+      % (1 << 53, 4 << 53), "shape [2^53], the largest exact JSON integer (accepted)")
+def _(): return base(header_hook=edit_entry("ln_final.b", shape=[1 << 53]))
+
+
+@case("bound_shape_2_53_plus_2", "HS_ERR_FORMAT",
+      "tensor 'ln_final.b': shape[0] is not a non-negative integer", "shape [2^53 + 2]")
+def _(): return base(header_hook=edit_entry("ln_final.b", shape=[(1 << 53) + 2]))
+
+
+@case("bound_offsets_2_53_plus_2", "HS_ERR_FORMAT",
+      "tensor 'ln_final.b': data_offsets are not non-negative integers", "data_offsets end 2^53 + 2")
+def _(): return base(header_hook=edit_entry("ln_final.b", data_offsets=[LN_B, (1 << 53) + 2]))
+
+
+@case("bound_numel_2_64_minus_2_32", "HS_ERR_FORMAT",
+      "tensor 'ln_final.b': shape overflows (byte size too large)",
+      "shape [2^32, 2^32 - 1]: the element count fits 64 bits, its bytes do not")
+def _(): return base(header_hook=edit_entry("ln_final.b", shape=[1 << 32, (1 << 32) - 1]))
+
+
+@case("bound_numel_2_64", "HS_ERR_FORMAT", "tensor 'ln_final.b': shape overflows (element count too large)",
+      "shape [2^32, 2^32]: the element count is 2^64")
+def _(): return base(header_hook=edit_entry("ln_final.b", shape=[1 << 32, 1 << 32]))
+
+
+@case("bound_bytes_2_64_minus_2_33", "HS_ERR_FORMAT",
+      "tensor 'ln_final.b': data length mismatch: data_offsets span 32 bytes but shape [2147483648,2147483647] "
+      "of F32 needs %d" % (4 * (1 << 31) * ((1 << 31) - 1)),
+      "shape [2^31, 2^31 - 1]: the byte size fits 64 bits (accepted)")
+def _(): return base(header_hook=edit_entry("ln_final.b", shape=[1 << 31, (1 << 31) - 1]))
+
+
+@case("bound_bytes_2_64", "HS_ERR_FORMAT", "tensor 'ln_final.b': shape overflows (byte size too large)",
+      "shape [2^31, 2^31]: the byte size is 2^64")
+def _(): return base(header_hook=edit_entry("ln_final.b", shape=[1 << 31, 1 << 31]))
+
+
+def shift_from(k, by):
+    """The data with by zero bytes inserted before the k-th tensor in data
+    order (offsets of it and later ones shifted), or, by < 0, the k-th
+    tensor's offsets moved back over its predecessor's last bytes."""
+    h0 = json.loads(base()[8:8 + REF_LEN])
+    order = sorted_by_offset(h0)
+    cut = h0[order[k]]["data_offsets"][0]
+
+    def hook(h):
+        for name in order[k:] if by > 0 else order[k:k + 1]:
+            b, e = h[name]["data_offsets"]
+            h[name]["data_offsets"] = [b + by, e + by]
+        return h
+    if by > 0:
+        return base(header_hook=hook, data_hook=lambda d: d[:cut] + b"\0" * by + d[cut:]), order, cut
+    return base(header_hook=hook), order, cut
+
+
+_, ORDER, CUT10 = shift_from(10, 1)
+
+
+@case("bound_hole_one_byte", "HS_ERR_FORMAT",
+      "hole of 1 bytes in the data between tensor '%s' (ends at %d) and tensor '%s' (begins at %d)"
+      % (ORDER[9], CUT10, ORDER[10], CUT10 + 1), "one byte inserted between two tensors, later offsets shifted")
+def _(): return shift_from(10, 1)[0]
+
+
+@case("bound_hole_one_byte_at_start", "HS_ERR_FORMAT",
+      "hole of 1 bytes in the data before the first tensor '%s'" % ORDER[0],
+      "one byte before the first tensor, every offset shifted")
+def _(): return shift_from(0, 1)[0]
+
+
+def _overlap_msg():
+    h = json.loads(base()[8:8 + REF_LEN])
+    a, b = ORDER[9], ORDER[10]
+    (a0, a1), (b0, b1) = h[a]["data_offsets"], h[b]["data_offsets"]
+    return "tensors '%s' [%d,%d) and '%s' [%d,%d) have overlapping data_offsets" % (a, a0, a1, b, b0 - 1, b1 - 1)
+
+
+@case("bound_overlap_one_byte", "HS_ERR_FORMAT", _overlap_msg(),
+      "a tensor's offsets moved back one byte, over its predecessor's last")
+def _(): return shift_from(10, -1)[0]
+
+
+@case("bound_trailing_one_byte", "HS_ERR_FORMAT",
+      "1 bytes of trailing garbage after the last tensor (tensors end at %d, the data section has %d bytes)"
+      % (REF_DATA, REF_DATA + 1), "one byte appended")
+def _(): return base() + b"\0"
+
+
 # ---- checkpoint level: config vs tensors --------------------------------------
 @case("missing_config", "HS_ERR_FORMAT", "no 'config' in __metadata__", "metadata without config")
 def _(): return stlib.build(ref.tensors(), meta_with(config=DROP))
