@@ -2,12 +2,20 @@
  * tests/test_model_grad.c -- finite-difference gradient check of every
  * parameter tensor (and the summed input embedding) for each model switch.
  *
- * Method: central differences (L(p+e) - L(p-e)) / 2e with e = 1e-2, the
- * difference taken in double from float forwards; per tensor the relative
- * error ||g_num - g_ana|| / (||g_num|| + ||g_ana||) must be below 2e-2 (float forwards put the noise floor near 1e-2;
- * with ReLU, elements whose +-e step flips any MLP unit's sign are skipped
- * (the count is printed); a tensor whose true gradient is zero (b_K: softmax
- * ignores a constant shift) passes on an absolute error below 1e-4; a missing term or a sign error gives errors of order 1).
+ * Method: Richardson-extrapolated central differences, g = (4 D(e/2) - D(e))
+ * / 3 with D(h) = (L(p+h) - L(p-h)) / (2h), e = 8e-2 (the steps as the floats
+ * took them), the differences taken in double from float forwards: the h^2
+ * truncation terms cancel, and the large step keeps the float loss's
+ * rounding (~1e-7 / h per element) small. Per tensor
+ *   ||g_num - g_ana|| <= 2e-3 (||g_num|| + ||g_ana||) + 1e-5 sqrt(n),
+ * a relative bound plus the rounding floor (n the elements checked; a tensor
+ * whose true gradient is zero, b_K: softmax ignores a constant shift, passes
+ * on the floor). Measured today: every tensor within 0.45 of its bound;
+ * a 2.5% error in GELU's derivative (its phi constant x 1.025) breaks the
+ * bound in 172 tensors of 16 configurations, where the former single-step
+ * check (e = 1e-2, relative 2e-2) passed. With ReLU, elements whose +-e step
+ * flips any MLP unit's sign are skipped (the count is printed); a missing
+ * term or a sign error gives errors of order 1.
  * Weights are drawn with a large spread (std 0.4) so every nonlinearity is
  * exercised, not just the near-linear regime of a fresh init.
  */
@@ -94,38 +102,46 @@ static void check_config(hs_config cfg, const char *label)
     hs_backward(m, a, tok, tgt, dx0);
 
 
-    const float eps = 1e-2f;
-    const double tol = 2e-2;
+    const float eps = 8e-2f;
+    const double rtol = 2e-3, atol = 1e-5;
     double worst = 0.0;
     for (int t = 0; t < m->n_tensors; t++) {
         const hs_tensor_info *ti = &m->tensors[t];
         double num2 = 0, ana2 = 0, diff2 = 0;
+        size_t kinks = 0;
         for (size_t i = 0; i < ti->numel; i++) {
             float *p = m->param_mem + ti->offset + i;
-            float old = *p;
-            *p = old + eps;
-            double lp = loss_of(m, a, tok, tgt);
-            int kink = n_signs && (relu_signs(m, a, kinks1), memcmp(kinks0, kinks1, n_signs) != 0);
-            *p = old - eps;
-            double lm = loss_of(m, a, tok, tgt);
-            kink = kink || (n_signs && (relu_signs(m, a, kinks1), memcmp(kinks0, kinks1, n_signs) != 0));
+            const float old = *p;
+            double d[2]; /* central differences at steps eps and eps / 2 */
+            int kink = 0;
+            for (int k = 0; k < 2; k++) {
+                const float h = k ? eps / 2 : eps;
+                *p = old + h;
+                const double lp = loss_of(m, a, tok, tgt), up = (double)*p - old;
+                kink = kink || (n_signs && (relu_signs(m, a, kinks1), memcmp(kinks0, kinks1, n_signs) != 0));
+                *p = old - h;
+                const double lm = loss_of(m, a, tok, tgt), down = (double)old - *p;
+                kink = kink || (n_signs && (relu_signs(m, a, kinks1), memcmp(kinks0, kinks1, n_signs) != 0));
+                d[k] = (lp - lm) / (up + down); /* the steps as the floats took them */
+            }
             *p = old;
             if (kink) {
                 skipped++;
+                kinks++;
                 continue;
             }
-            double gn = (lp - lm) / (2.0 * (double)eps);
+            double gn = (4.0 * d[1] - d[0]) / 3.0; /* Richardson: the h^2 terms cancel */
             double ga = m->grad_mem[ti->offset + i];
             num2 += gn * gn;
             ana2 += ga * ga;
             diff2 += (gn - ga) * (gn - ga);
         }
-        double rel = sqrt(diff2) / (sqrt(num2) + sqrt(ana2) + 1e-12);
-        if (rel > worst && sqrt(num2) + sqrt(ana2) > 1e-4) worst = rel;
-        if ((rel > tol && sqrt(diff2) > 1e-4) || !isfinite(rel)) {
-            fail_msg("%s: tensor %s relative error %.3e (|num| %.3e, |ana| %.3e)", label, ti->name,
-                     rel, sqrt(num2), sqrt(ana2));
-        }
+        const double bound = rtol * (sqrt(num2) + sqrt(ana2)) + atol * sqrt((double)(ti->numel - kinks));
+        const double rel = sqrt(diff2) / (sqrt(num2) + sqrt(ana2) + 1e-12);
+        if (sqrt(diff2) / bound > worst) worst = sqrt(diff2) / bound;
+        if (!(sqrt(diff2) <= bound))
+            fail_msg("%s: tensor %s: |num - ana| %.3e over the bound %.3e (relative error %.3e; |num| %.3e, "
+                     "|ana| %.3e)", label, ti->name, sqrt(diff2), bound, rel, sqrt(num2), sqrt(ana2));
     }
     /* input embedding gradient: summed over the batch it is dW_pos[t] (when
      * positions are learned), and dW_E[tok] collects it row by row. */
@@ -139,7 +155,7 @@ static void check_config(hs_config cfg, const char *label)
     }
     assert_true(wnorm > 1e-6);
     if (werr > 1e-5 * (wnorm + 1.0)) fail_msg("%s: d_x0 does not gather into dW_E", label);
-    printf("  %-34s %3d tensors, %5zu params, worst rel err %.2e, %d kink steps skipped\n", label,
+    printf("  %-34s %3d tensors, %5zu params, worst error %.2f of its bound, %d kink steps skipped\n", label,
            m->n_tensors, m->n_params, worst, skipped);
     hs_acts_destroy(a);
     hs_model_destroy(m);
