@@ -6,7 +6,8 @@
 # inspect's token_ids; a prompt set's hook_result gives dla --json's per-head
 # numbers (to 1e-6); --names keeps exactly the matched points; --out is
 # refused when it exists (one line), and with --force unless headscope wrote
-# it (the model file is left as it was).
+# it (the model file is left as it was); a Hugging Face GPT-2 folder with
+# --vocab and --process tl gives inspect's patterns too.
 # Run as: bash tests/test_cache_cli.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
 
@@ -70,4 +71,14 @@ before=$(sha256sum "$M")
 run 1 model cache --model "$M" --sentence "$S" --out "$M" --force
 one_line model "--out $M is not an activation cache headscope wrote, or it changed since; refusing to replace it"
 [ "$(sha256sum "$M")" = "$before" ] || fail "the model file changed"
+
+# a model trained elsewhere: a Hugging Face GPT-2 folder with --vocab, as
+# TransformerLens' from_pretrained processes it (--process tl)
+"$PY" "$HERE/py/make_hf_gpt2.py" "$TMP/fx"
+"$PY" -c "print('\\n'.join('w%d' % i for i in range(41)))" >"$TMP/v41.txt"
+run 0 hf_inspect inspect --model "$TMP/fx/base" --vocab "$TMP/v41.txt" --process tl --sentence "w1 w2 w3 w4 w5" \
+    --out "$TMP/hf_ins" --format json
+run 0 hf_cache cache --model "$TMP/fx/base" --vocab "$TMP/v41.txt" --process tl --sentence "w1 w2 w3 w4 w5" \
+    --out "$TMP/hf.safetensors" --threads 1
+"$PY" "$CHECK" pattern "$TMP/hf.safetensors" "$TMP/hf_ins" || fail "HF pattern check"
 echo "cache CLI: ok"
