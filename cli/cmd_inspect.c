@@ -47,7 +47,11 @@ static const char INSPECT_HELP[] =
     "                         grid of just them, in that order (and their rows)\n"
     "  --top K                predictions to show (default 5)\n"
     "  --sentence TEXT (again) a second sentence of the same length (e.g. the tired /\n"
-    "                         wet pair): pair_* shows both on one scale, diff_* B - A\n"
+    "                         wet pair): pair_* shows both on one scale, diff_* B − A\n"
+    "                         (titled by the words that differ: wet − tired), every\n"
+    "                         difference of the run on one symmetric colour scale\n"
+    "  --diff-max X           that scale is [-X, X] (default: the run's largest\n"
+    "                         |B − A|, rounded up to 0.05); --vmin/--vmax leave it alone\n"
     "  --positions A:B        crop the attention figures to positions A..B (sources\n"
     "                         and destinations; labels from the cropped slice)\n"
     "  --title TEXT           the title of the main figure (attention_grid)\n"
@@ -127,7 +131,7 @@ static int parse_position(const char *C, const char *arg, hs_inspect_opts *o)
 static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
 {
     enum { O_MODEL = 256, O_SENT, O_OUT, O_POS, O_VS, O_HEADS, O_ONLY, O_TOP, O_HELP, O_POSS,
-           O_TITLE, O_NOTITLE, O_THREADS };
+           O_TITLE, O_NOTITLE, O_THREADS, O_DIFFMAX };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"sentence", required_argument, 0, O_SENT},
                                          {"out", required_argument, 0, O_OUT},
@@ -140,6 +144,7 @@ static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
                                          {"title", required_argument, 0, O_TITLE},
                                          {"no-title", no_argument, 0, O_NOTITLE},
                                          {"threads", required_argument, 0, O_THREADS},
+                                         {"diff-max", required_argument, 0, O_DIFFMAX},
                                          {"help", no_argument, 0, O_HELP},
                                          CLI_VOCAB_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
@@ -167,6 +172,10 @@ static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
         case O_POSS: r = parse_crop(C, optarg, o); break;
         case O_TITLE: o->title = optarg; break;
         case O_NOTITLE: o->no_title = 1; break;
+        case O_DIFFMAX:
+            if (cli_parse_float(optarg, 1e-6, 1e6, &o->diff_max))
+                return cli_usage_error(C, "--diff-max takes a number above 0, not '%s'", optarg);
+            break;
         case O_THREADS: r = cli_parse_threads(C, optarg, &a->threads); break;
         case O_OUT: o->out_dir = optarg; break;
         case O_POS: r = parse_position(C, optarg, o); break;

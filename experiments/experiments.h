@@ -335,8 +335,9 @@ void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b);
  * attention patterns (attention_grid; with only, a grid of just those heads),
  * the query position's row of every head (query_row), one figure per head
  * (L<l>H<h>) and per layer mean (L<l>_mean), for a pair pair_* (both
- * sentences on one scale) and diff_* (B - A) per layer mean and per `only`
- * head, each component's direct logit attribution to the predicted token
+ * sentences on one scale) and diff_* (B - A, titled by the words that differ:
+ * "wet − tired"; every difference of the run on one symmetric scale, its
+ * "colour_scale" in the JSON) per layer mean and per `only` head, each component's direct logit attribution to the predicted token
  * (dla; with vs, dla_vs for the logit difference), the top predictions
  * (predictions.json) and index.json. Every JSON carries the model path and
  * config, the sentence, its token ids and the query position. Writes
@@ -360,6 +361,10 @@ typedef struct {
     const char *title;         /* the main figure's (attention_grid's) title, or NULL */
     int no_title;              /* 1: no titles at all */
     int head_rows;             /* 1: the report's rows go on with one row per head */
+    double diff_max;           /* a pair's differences' colour scale [-diff_max, diff_max] (> 0),
+                                * whatever vmin/vmax/range say; 0: one scale shared by every
+                                * difference of the run, their largest |B - A| rounded up to a
+                                * multiple of 0.05 (per figure only under an explicit range auto) */
 } hs_inspect_opts;
 
 /* Defaults: no sentence, out_dir "inspect-out", the last position, top 5, no

@@ -588,4 +588,26 @@ hs_status hs_viz_graph_figure(const hs_viz_graph *g, const char *title, const hs
  * hs_viz_graph_figure (no width or font). */
 hs_status hs_viz_graph_json(const hs_viz_graph *g, const char *title, cJSON **out, hs_error *err);
 
+/* ------------------------------------------------------------------------ */
+/* Two sentences' attention rows and their difference (viz_heatmap.c)      */
+
+/* One strip a paper prints for a pair of sentences (the chapter's tired /
+ * wet rows): rows [R1, C] on the attention scale (opt's cmap, vmin/vmax or
+ * the rows' range under AUTO, value_label or "attention weight"; no causal
+ * mask), and under it, after a gap, diff [R2, C] on the diverging map
+ * [-diff_lim, diff_lim] (its colour bar labelled diff_label, may be NULL);
+ * the two colour bars side by side on the right. row_labels R1 and
+ * diff_labels R2 on the left, col_labels C (rotated) under the difference;
+ * xlabel under them (may be NULL). SVG groups "rows" and "difference" hold
+ * the cells (data-panel 0 and 1). Width as every figure (auto: a column).
+ * Errors: HS_ERR_INPUT (R1, R2 >= 1 with R1 + R2 and C in 1..HS_VIZ_MAX_TOKENS,
+ * diff_lim > 0, an empty fixed range, NULL or invalid UTF-8 labels, the width
+ * promise), HS_ERR_NUMERIC (a non-finite value), HS_ERR_IO, HS_ERR_NOMEM. */
+hs_status hs_viz_rows_pair_figure(hs_viz_figure **out, const float *rows, size_t R1,
+                                  const char *const *row_labels, const float *diff, size_t R2,
+                                  const char *const *diff_labels, size_t C,
+                                  const char *const *col_labels, const char *title,
+                                  const char *xlabel, double diff_lim, const char *diff_label,
+                                  const hs_viz_options *opt, hs_error *err);
+
 #endif /* HS_VIZ_H */

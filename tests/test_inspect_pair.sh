@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# tests/test_inspect_pair.sh -- the figures of `headscope inspect` a paper
+# prints, driven as a user would (issue 26): the two-sentence pair's
+# differences share one symmetric scale recorded in their JSON (--diff-max
+# sets it alone) and are titled by the words that differ ("wet − tired").
+# Run as: bash tests/test_inspect_pair.sh BUILD_DIR HEADSCOPE_BIN
+set -euo pipefail
+
+BUILD_DIR=${1:?usage: test_inspect_pair.sh BUILD_DIR HEADSCOPE_BIN}
+HS=${2:?usage: test_inspect_pair.sh BUILD_DIR HEADSCOPE_BIN}
+mkdir -p "$BUILD_DIR/testtmp"
+TMP=$(mktemp -d "$BUILD_DIR/testtmp/inspect_pair.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+PY=/usr/bin/python3
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
+
+M="$TMP/m.safetensors"
+run 0 train train --out "$M" --steps 60 --d-model 32 --eval-every 0
+TIRED="the animal did not cross the street because it was too tired , so the"
+WET="the animal did not cross the street because it was too wet , so the"
+
+# 1. the differences of one run share one symmetric scale, in their JSON;
+#    --diff-max sets it without touching attention's [0, 1]
+run 0 pair inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/pair" \
+    --only L0H1,L1H1 --format svg,json
+run 0 dmax inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/dmax" \
+    --only L1H1 --diff-max 0.3 --format svg,json
+"$PY" - "$TMP/pair" "$TMP/dmax" <<'PYEOF' || fail "pair: the differences' scale"
+import json, os, sys
+d, dm = sys.argv[1:3]
+diffs = sorted(f for f in os.listdir(d) if f.startswith("diff_") and f.endswith(".json"))
+assert len(diffs) == 4, diffs  # L0_mean, L1_mean, L0H1, L1H1
+lims, biggest = set(), 0.0
+for f in diffs:
+    j = json.load(open(os.path.join(d, f)))
+    cs = j["colour_scale"]
+    assert cs["cmap"] == "diverging" and cs["range"] == "fixed", cs
+    assert cs["vmin"] == -cs["vmax"], cs
+    lims.add(cs["vmax"])
+    for row in j["values"]:
+        biggest = max([biggest] + [abs(v) for v in row if v is not None])
+    assert "wet \u2212 tired" in j["title"], j["title"]
+    svg = open(os.path.join(d, f[:-5] + ".svg")).read()
+    assert "wet \u2212 tired" in svg and "B - A" not in svg, f
+assert len(lims) == 1, lims
+lim = lims.pop()
+# the shared scale holds every difference, rounded up to a multiple of 0.05
+assert biggest <= lim < biggest + 0.05 + 1e-9, (biggest, lim)
+assert abs(lim * 20 - round(lim * 20)) < 1e-9, lim
+j = json.load(open(os.path.join(dm, "diff_L1H1.json")))
+assert j["colour_scale"]["vmax"] == 0.3 and j["colour_scale"]["vmin"] == -0.3, j["colour_scale"]
+p = json.load(open(os.path.join(dm, "pair_L1H1.json")))
+assert "colour_scale" not in p or p["colour_scale"]["vmax"] == 1, p.get("colour_scale")
+PYEOF
+grep -q 'attention weight, wet − tired' "$TMP/dmax/diff_L1H1.svg" || fail "dmax: colour bar label"
+grep -q '>0.30<\|>+0.30<\|>0.3<' "$TMP/dmax/diff_L1H1.svg" || fail "--diff-max 0.3: no 0.3 on the bar"
+# several words differ: each named, still short
+run 0 two inspect --model "$M" --sentence "the animal was tired" --sentence "the street was wet" \
+    --out "$TMP/two" --format json
+grep -q '"title":.*(street, wet) − (animal, tired)' "$TMP/two/diff_L1_mean.json" ||
+    fail "two words: title $(grep title "$TMP/two/diff_L1_mean.json")"
+run 2 baddmax inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --diff-max 0
+one_line baddmax "diff-max"
+
+# 2. query_row_pair: the query rows of both sentences and their difference as
+#    one strip, in every format, cropped with --positions
+run 0 strip inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/strip" \
+    --format png,svg,pdf,json
+check_folder "$TMP/strip" query_row_pair.png query_row_pair.svg query_row_pair.pdf \
+    query_row_pair.json
+run 0 stripc inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/stripc" \
+    --only L1H1,L0H1 --positions 6:14 --format svg,json
+"$PY" - "$TMP/strip" "$TMP/stripc" <<'PYEOF' || fail "query_row_pair: numbers"
+import json, os, sys
+d, dc = sys.argv[1:3]
+j = json.load(open(os.path.join(d, "query_row_pair.json")))
+assert j["shape"] == [4, 15], j["shape"]
+assert j["row_labels"] == ["L0 tired", "L0 wet", "L1 tired", "L1 wet"], j["row_labels"]
+assert j["difference"]["row_labels"] == ["L0 wet \u2212 tired", "L1 wet \u2212 tired"]
+for l in range(2):
+    m = json.load(open(os.path.join(d, "pair_L%d_mean.json" % l)))
+    a, b = m["attention"]
+    for s in range(15):
+        assert abs(j["values"][2 * l][s] - a[14][s]) < 1e-6
+        assert abs(j["values"][2 * l + 1][s] - b[14][s]) < 1e-6
+        assert abs(j["difference"]["values"][l][s] - (b[14][s] - a[14][s])) < 1e-6
+q = json.load(open(os.path.join(d, "diff_L1_mean.json")))
+assert j["difference"]["colour_scale"] == q["colour_scale"], (j["difference"]["colour_scale"], q["colour_scale"])
+c = json.load(open(os.path.join(dc, "query_row_pair.json")))
+assert c["shape"] == [4, 9] and c["first_position"] == 6, (c["shape"], c.get("first_position"))
+assert c["row_labels"][0] == "L1H1 tired", c["row_labels"]
+assert c["col_labels"][5] == "tired/wet", c["col_labels"]
+h = json.load(open(os.path.join(dc, "pair_L1H1.json")))
+a, b = h["attention"]
+assert abs(c["values"][0][0] - a[8][0]) < 1e-6
+PYEOF
+grep -q 'id="difference"' "$TMP/strip/query_row_pair.svg" || fail "query_row_pair.svg: no difference group"
+
+echo "inspect_pair: ok"
