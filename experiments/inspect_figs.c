@@ -301,7 +301,7 @@ static hs_status fig_grid(const insp_run *x, hs_error *err)
                           "[dest (query), src (key)]", L, H);
         f.rows = (size_t)L;
         f.cols = (size_t)H;
-        f.title = insp_title(x, "attention patterns of every head (hook_pattern)", 1);
+        f.title = insp_title(x, "attention of every head", 1);
     } else if (s == HS_OK) {
         for (int i = 0; i < n; i++) {
             const hs_head *h = &o->only[i];
@@ -311,11 +311,11 @@ static hs_status fig_grid(const insp_run *x, hs_error *err)
         }
         shows = hs_strfmt("attention patterns of the selected heads (--only %s)",
                           o->only_text ? o->only_text : list.s ? list.s : "");
-        /* the title names the heads: one head is its hook; several, their list */
+        /* the title names the heads: one head, or their list */
         if (n == 1) {
-            hs_buf_printf(&title, "%s · blocks.%d.attn.hook_pattern", names.at[0], o->only[0].layer);
+            hs_buf_printf(&title, "%s attention", names.at[0]);
         } else {
-            hs_buf_puts(&title, "attention patterns of ");
+            hs_buf_puts(&title, "attention of ");
             for (int i = 0; i < n; i++) hs_buf_printf(&title, "%s%s", i ? ", " : "", names.at[i]);
         }
         f.rows = 1;
@@ -358,7 +358,7 @@ static hs_status fig_heads(const insp_run *x, hs_error *err)
         for (int h = 0; s == HS_OK && h < H; h++) {
             if (!wanted(x->o, l, h)) continue;
             snprintf(nm, sizeof nm, "L%dH%d", l, h);
-            snprintf(title, sizeof title, "L%dH%d · blocks.%d.attn.hook_pattern", l, h, l);
+            snprintf(title, sizeof title, "L%dH%d attention", l, h);
             snprintf(shows, sizeof shows, "attention pattern of head L%dH%d [dest, src]", l, h);
             att_fig f = {.stem = nm, .rows = 1, .cols = 1, .names = np,
                          .title = insp_title(x, title, 0), .shows = shows};
@@ -373,7 +373,7 @@ static hs_status fig_heads(const insp_run *x, hs_error *err)
             mean[k] = (float)(sum / H);
         }
         snprintf(nm, sizeof nm, "L%d_mean", l);
-        snprintf(title, sizeof title, "L%d, mean over its %d heads", l, H);
+        snprintf(title, sizeof title, "L%d attention, mean of its %d heads", l, H);
         snprintf(shows, sizeof shows, "attention pattern of layer %d averaged over its %d heads",
                  l, H);
         cJSON *extra = cJSON_CreateObject();
@@ -550,7 +550,9 @@ static hs_status write_query_row_pair(const insp_run *x, const char *const *pl,
     const char *t = insp_title(x, title, 0), *const *cols = pl + c0;
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL, *jd = NULL;
-    double lim = dd->lim > 0 ? dd->lim : 1.0;
+    double lim = dd->lim, big = 0; /* per figure (--range auto): its own largest |B - A| */
+    for (size_t i = 0; i < (size_t)n * C; i++) big = fmax(big, fabs(diff[i]));
+    if (!(lim > 0)) lim = fmax(ceil(big * 20 - 1e-6) / 20, 0.05);
     if (s == HS_OK && hs_figopts_images(od->fo)) {
         hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
         hs_error fe = {0};

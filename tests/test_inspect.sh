@@ -173,11 +173,11 @@ g = json.load(open(sys.argv[1]))
 assert g["attention_head_names"] == ["L1H0", "L0H1"], g["attention_head_names"]
 assert g["shape"][0] == 2
 EOF
-grep -q '"title":[[:space:]]*"attention patterns of L1H0, L0H1"' "$TMP/only/attention_grid.json" ||
+grep -q '"title":[[:space:]]*"attention of L1H0, L0H1"' "$TMP/only/attention_grid.json" ||
     fail "--only: the grid title does not name the heads"
 grep -q '^L1H0 ' "$TMP/only.out" || fail "--only --heads: no L1H0 row"
 run 0 one inspect --model "$M" --sentence "$TIRED" --out "$TMP/one" --only L1H1 --format json
-grep -q '"title":[[:space:]]*"L1H1 · blocks.1.attn.hook_pattern"' "$TMP/one/attention_grid.json" ||
+grep -q '"title":[[:space:]]*"L1H1 attention"' "$TMP/one/attention_grid.json" ||
     fail "--only one head: the grid title does not name it"
 grep -q '^L0H0 ' "$TMP/only.out" && fail "--only --heads: printed an unselected head"
 # no --width and labels too wide for the default: the figures grow, and one

@@ -97,4 +97,30 @@ assert abs(c["values"][0][0] - a[8][0]) < 1e-6
 PYEOF
 grep -q 'id="difference"' "$TMP/strip/query_row_pair.svg" || fail "query_row_pair.svg: no difference group"
 
+# 3. typography: U+2212 for negative numbers, titles a reader wants, colour
+#    bar labels at round values with one precision (also under --range auto)
+run 0 typo inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/typo" \
+    --only L1H1 --range auto --annotate --format svg
+"$PY" - "$TMP/typo" <<'PYEOF' || fail "typography"
+import os, re, sys
+d = sys.argv[1]
+for f in sorted(os.listdir(d)):
+    if not f.endswith(".svg"):
+        continue
+    svg = open(os.path.join(d, f)).read()
+    nums = re.findall(r'<text class="(?:cbar|annot)"[^>]*>([^<]*)<', svg)
+    assert not [n for n in nums if n.startswith("-")], (f, "hyphen-minus", nums)
+    assert "hook_pattern" not in svg, f
+    for part in svg.split('id="colorbar')[1:]:  # each colour bar
+        bar = re.findall(r'<text class="cbar"[^>]*>([^<]*)<', part.split("<g id=")[0])
+        decs = {len(n.split(".")[1]) if "." in n else 0 for n in bar}
+        assert len(decs) == 1, (f, "mixed precision", bar)
+        for n in bar:  # round: at most two significant digits
+            digits = n.replace("\u2212", "").replace(".", "").lstrip("0")
+            assert len(digits.rstrip("0")) <= 2, (f, n, bar)
+neg = open(os.path.join(d, "diff_L1H1.svg")).read()
+assert re.search(r'class="cbar"[^>]*>\u2212\d', neg), "no U+2212 on the difference's bar"
+assert "<title>L1H1 attention</title>" in open(os.path.join(d, "L1H1.svg")).read()
+PYEOF
+
 echo "inspect_pair: ok"

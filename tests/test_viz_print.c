@@ -396,7 +396,11 @@ static void axis_ends(const hs_viz_figure *f, double *lo, double *hi, int *n)
     *n = 0;
     for (size_t i = 0; i < f->n_texts; i++) {
         if (f->texts[i].role != VZ_T_CBAR) continue;
-        double v = strtod(f->texts[i].s, NULL);
+        /* labels write negative numbers with U+2212 MINUS SIGN */
+        const char *t = f->texts[i].s;
+        int neg = strncmp(t, "\xe2\x88\x92", 3) == 0;
+        assert_true(t[0] != '-');
+        double v = strtod(t + (neg ? 3 : 0), NULL) * (neg ? -1 : 1);
         *lo = fmin(*lo, v);
         *hi = fmax(*hi, v);
         (*n)++;

@@ -191,7 +191,7 @@ typedef struct hs_viz_figure hs_viz_figure;
  *          their values are ignored (may be 0, NaN or anything).
  * tokens:  T UTF-8 labels (destination labels on the left axis, source labels
  *          rotated 90 degrees under the map). title: UTF-8, may be NULL,
- *          e.g. "L1H3 · blocks.1.attn.hook_pattern".
+ *          e.g. "L1H3 attention".
  * opt: NULL = defaults. On success *out is a new figure (caller destroys).
  * Errors: HS_ERR_INPUT (T out of 1..HS_VIZ_MAX_TOKENS, NULL or invalid UTF-8
  * label, bad option), HS_ERR_NUMERIC (non-finite unmasked value),

@@ -49,6 +49,7 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
                 snprintf(buf, sizeof buf, annot_fmt, v == 0.0 ? 0.0 : v);
                 if (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1))
                     memmove(buf, buf + 1, strlen(buf)); /* no "-0" */
+                vz_minus_sign(buf, sizeof buf);
                 int tw = vz_text_len(c, buf, c->apx);
                 s = vz_add_text(c, buf, c->apx, 0, x + (cell - tw) / 2, y + (cell - c->alh) / 2,
                                 VZ_A_MIDDLE, VZ_T_ANNOT, luminance_dark(rgb) ? VZ_WHITE : VZ_BLACK);
@@ -87,9 +88,9 @@ static hs_status attention_scale(const vz_ctx *c, const float *p, size_t n_panel
             }
     sc->cmap = c->o.cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_VIRIDIS : c->o.cmap;
     sc->label = c->o.value_label ? c->o.value_label : "attention weight";
-    if (c->o.range == HS_VIZ_RANGE_AUTO) {
-        sc->vmin = lo;
-        sc->vmax = hi;
+    if (c->o.range == HS_VIZ_RANGE_AUTO) { /* the data's range, its ends round */
+        sc->vmin = vz_round_out(lo, hi - lo, 0);
+        sc->vmax = vz_round_out(hi, hi - lo, 1);
     } else {
         sc->vmin = c->o.vmin;
         sc->vmax = c->o.vmax;
@@ -125,6 +126,7 @@ int vz_annot_width(vz_ctx *c, const float *d, size_t n, const char *fmt)
     char buf[32];
     for (size_t i = 0; i < n; i++) {
         snprintf(buf, sizeof buf, fmt, (double)d[i]);
+        vz_minus_sign(buf, sizeof buf);
         int tw = vz_text_len(c, buf, c->apx);
         if (tw > w) w = tw;
     }
@@ -307,7 +309,7 @@ static hs_status build_matrix(hs_viz_figure **out, const void *args, const hs_vi
                       : o->cmap;
         if (o->range == HS_VIZ_RANGE_AUTO) {
             sc.vmin = 0.0;
-            sc.vmax = amax > 0 ? amax : 1.0;
+            sc.vmax = amax > 0 ? vz_round_out(amax, amax, 1) : 1.0;
         } else {
             sc.vmin = o->vmin;
             sc.vmax = o->vmax;
@@ -319,7 +321,7 @@ static hs_status build_matrix(hs_viz_figure **out, const void *args, const hs_vi
         }
     } else {
         sc.cmap = o->cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_DIVERGING : o->cmap;
-        double lim = o->range == HS_VIZ_RANGE_AUTO ? amax : o->vmax;
+        double lim = o->range == HS_VIZ_RANGE_AUTO ? vz_round_out(amax, 2 * amax, 1) : o->vmax;
         if (o->range == HS_VIZ_RANGE_FIXED && !(lim > 0)) {
             hs_viz_figure_destroy(c.f);
             return hs_fail(err, HS_ERR_INPUT, "signed figure: fixed vmax %g must be > 0", lim);
@@ -455,6 +457,9 @@ static hs_status build_strip(hs_viz_figure **out, const void *args, const hs_viz
             s1.vmin = fmin(s1.vmin, a->top[i]);
             s1.vmax = fmax(s1.vmax, a->top[i]);
         }
+        double span = s1.vmax - s1.vmin;
+        s1.vmin = vz_round_out(s1.vmin, span, 0);
+        s1.vmax = vz_round_out(s1.vmax, span, 1);
         if (!(s1.vmax > s1.vmin)) s1.vmax = s1.vmin + 1.0;
     }
     s2 = (vz_scale){-a->diff_lim, a->diff_lim, HS_VIZ_CMAP_DIVERGING, a->diff_label};

@@ -263,6 +263,12 @@ hs_status vz_add_title(vz_ctx *c, const char *title, int W);
 void vz_ticks_at(double lo, double hi, double step, vz_ticks *t);
 void vz_nice_ticks(double lo, double hi, int target, vz_ticks *t);
 void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t);
+/* buf's hyphen-minus signs as U+2212 MINUS SIGN (typeset numbers), within n bytes. */
+void vz_minus_sign(char *buf, size_t n);
+/* v rounded outward (up: towards +inf, else towards -inf) to a hundredth
+ * of span's decade, so an auto colour bar's ends read round: 0.873 over a
+ * span of 0.86 -> 0.88. */
+double vz_round_out(double v, double span, int up);
 void vz_short_exp(char *buf);
 /* The colour bar of sc at (x, y), bw x bh, vertical or horizontal, with its
  * labels, in group "colorbar"; *right / *bottom get its extent. The width a
