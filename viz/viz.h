@@ -295,8 +295,11 @@ hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_p
 /* The figure as an SVG document: *svg = malloc'd NUL-terminated text (caller
  * frees), *len its length. <title> (the figure's title) and <desc>; one <g>
  * per group with its id ("panel" or the grid's "L1H0" ..., "labels", "axes",
- * "colorbar", "legend", "title"); cells are <rect class="cell"|"masked"
- * data-panel data-row data-col>, masked ones filled with one hatch <pattern>;
+ * "colorbar", "legend", "title"); a panel's cells are one <image class="cells"
+ * data-panel data-rows data-cols> (a PNG data URI of the cells at the
+ * canvas' pixels, drawn without smoothing: image-rendering optimizeSpeed /
+ * pixelated, so no viewer shows seams between cells), masked cells <rect
+ * class="masked" data-panel data-row data-col> filled with one hatch <pattern>;
  * the colour bar is one <rect> filled with one <linearGradient> (256 stops of
  * the map); each label one <text> (class "xtick", "ytick", "title",
  * "header", "cbar", "axis", "annot", "label", "value"), XML-escaped.
@@ -313,8 +316,10 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
 int hs_viz_xml_escape(hs_buf *b, const char *s);
 
 /* Writes the figure as a one-page PDF (cairo) of exactly the figure's
- * physical size (media box = width / dpi inches), vector cells and text with
- * the font embedded as a subset, the title in the document info, atomically.
+ * physical size (media box = width / dpi inches), each heatmap panel one
+ * image of a pixel per cell scaled with nearest-neighbour filtering (no
+ * seams between cells in any viewer), text with the font embedded as a
+ * subset, the title in the document info, atomically.
  * Shows the same picture as the PNG. The creation date is the time of
  * writing, or SOURCE_DATE_EPOCH (seconds since 1970 UTC, the
  * reproducible-builds convention) when that is set: the same figure is then

@@ -337,6 +337,22 @@ void vz_render(cairo_t *cr, const hs_viz_figure *f);
  * Errors: HS_ERR_NOMEM. */
 hs_status vz_render_image(const hs_viz_figure *f, cairo_surface_t **out, hs_error *err);
 
+/* base64 (RFC 4648, with padding) of n bytes into a malloc'd string; NULL on
+ * OOM. The one encoder of the page's packed data and the SVG's images
+ * (viz_html.c). */
+char *vz_base64(const unsigned char *p, size_t n);
+
+/* The panel of heatmap cells of rects[first] (a VZ_R_CELL; the cells and
+ * masked cells of its group and panel from there on, of one size on one
+ * grid) as an image of one pixel per cell (masked and absent cells
+ * transparent: masked ones are hatched on their own), what PDF and SVG
+ * draw scaled up without smoothing; *x0, *y0 its top left, *cell the cell
+ * side (px), *R x *C its size. Marks the plain cells in done (when not
+ * NULL). NULL when the cells are not one grid or memory ran out (draw them
+ * one by one). The caller destroys the surface. (viz_render.c) */
+cairo_surface_t *vz_cells_image(const hs_viz_figure *f, size_t first, unsigned char *done,
+                                int *x0, int *y0, int *cell, int *R, int *C);
+
 /* ---- PNG (viz_png.c) ---- */
 /* PNG encoder settings (the bench compares them; the library uses the defaults). */
 typedef struct {
