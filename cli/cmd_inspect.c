@@ -52,8 +52,11 @@ static const char INSPECT_HELP[] =
     "                         difference of the run on one symmetric colour scale\n"
     "  --diff-max X           that scale is [-X, X] (default: the run's largest\n"
     "                         |B − A|, rounded up to 0.05); --vmin/--vmax leave it alone\n"
-    "  --positions A:B        crop the attention figures to positions A..B (sources\n"
-    "                         and destinations; labels from the cropped slice)\n"
+    "  --positions A:B        crop the attention figures (sources and destinations;\n"
+    "                         labels from the cropped slice) and the query-row strips\n"
+    "                         to positions A:B, a Python slice: half-open (8:12 is\n"
+    "                         8..11), negatives count from the end, an end may be\n"
+    "                         left open (8:, :5, 8:-1)\n"
     "  --title TEXT           the title of the main figure (attention_grid)\n"
     "  --no-title             no titles (papers caption instead)\n"
     "  --threads N            worker threads drawing and encoding the figures, 0 = every\n"
@@ -99,15 +102,30 @@ typedef struct {
     int threads;
 } insp_args;
 
-/* --positions A:B into o; 0 ok, 2 after the usage error. */
+/* One end of --positions: empty is open; 0 ok, -1 not an integer. */
+static int slice_arg(const char *s, size_t n, long *v)
+{
+    *v = HS_INSPECT_OPEN;
+    if (n == 0) return 0;
+    char buf[32], *e = NULL;
+    if (n >= sizeof buf) return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    long x = strtol(buf, &e, 10);
+    if (e == buf || *e != '\0' || x < -100000 || x > 100000) return -1;
+    *v = x;
+    return 0;
+}
+
+/* --positions A:B (a Python slice: "8:", ":5", "8:-1", "-4:") into o; 0 ok,
+ * 2 after the usage error. */
 static int parse_crop(const char *C, const char *arg, hs_inspect_opts *o)
 {
-    char *e = NULL;
-    long a = strtol(arg, &e, 10), b = -1;
-    if (e == arg || *e != ':' || a < 0 || cli_parse_int(e + 1, a, 100000, &b))
-        return cli_usage_error(C, "--positions takes A:B with 0 <= A <= B, not '%s'", arg);
-    o->crop_a = (int)a;
-    o->crop_b = (int)b;
+    const char *colon = strchr(arg, ':');
+    if (!colon || strchr(colon + 1, ':') || slice_arg(arg, (size_t)(colon - arg), &o->crop_a) ||
+        slice_arg(colon + 1, strlen(colon + 1), &o->crop_b))
+        return cli_usage_error(C, "--positions takes a Python slice A:B (8:12, 8:, :5, 8:-1), "
+                               "not '%s'", arg);
     return 0;
 }
 

@@ -21,6 +21,7 @@
 #ifndef HS_EXPERIMENTS_H
 #define HS_EXPERIMENTS_H
 
+#include <limits.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
@@ -357,7 +358,9 @@ typedef struct {
     int n_only;
     const char *only_text;     /* only as the user typed it, for index.json (NULL: "L1H0,L0H1") */
     int top;                   /* predictions reported (clamped to 1..min(V, 4096)) */
-    int crop_a, crop_b;        /* attention figures show positions crop_a..crop_b; -1 -1: all */
+    long crop_a, crop_b;       /* attention figures show positions crop_a:crop_b, a Python
+                                * slice: half-open, negative = from the end, clamped to the
+                                * sentence; HS_INSPECT_OPEN = an open end (both: all) */
     const char *title;         /* the main figure's (attention_grid's) title, or NULL */
     int no_title;              /* 1: no titles at all */
     int head_rows;             /* 1: the report's rows go on with one row per head */
@@ -366,6 +369,9 @@ typedef struct {
                                 * difference of the run, their largest |B - A| rounded up to a
                                 * multiple of 0.05 (per figure only under an explicit range auto) */
 } hs_inspect_opts;
+
+/* crop_a / crop_b: that end of the slice is open (":5", "8:"). */
+#define HS_INSPECT_OPEN LONG_MIN
 
 /* Defaults: no sentence, out_dir "inspect-out", the last position, top 5, no
  * crop, every head, titles on, layer rows only. */
@@ -400,8 +406,8 @@ typedef struct {
  * model ("head L5H0 is not in the model (2 layers x 4 heads: L0H0..L1H3)"),
  * more only heads than a figure holds, sentence A (hs_tok_encode's
  * messages), sentence B ("second --sentence: ..."; "the two sentences have N
- * and M tokens; ..."), the crop ("--positions A:B is outside the sentence's
- * T tokens (0..T-1)"), the position ("--position P is outside ..."), vs
+ * and M tokens; ..."), the crop ("--positions A:B selects no position of
+ * the sentence's T tokens (0..T-1)"), the position ("--position P is outside ..."), vs
  * ("--vs: ..."; "--vs takes one word of the vocabulary, not N ('...')", for a
  * BPE "one token", N without the BOS; vs is encoded as text, the BOS left
  * out); then

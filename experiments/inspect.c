@@ -27,7 +27,7 @@ void hs_inspect_opts_default(hs_inspect_opts *o)
     memset(o, 0, sizeof *o);
     o->out_dir = "inspect-out";
     o->top = 5;
-    o->crop_a = o->crop_b = -1;
+    o->crop_a = o->crop_b = HS_INSPECT_OPEN;
 }
 
 int insp_context(cJSON *o, const insp_run *x, int with_tokens)
@@ -111,6 +111,15 @@ static hs_status check_vs(const hs_tokenizer *tok, const char *vs, int *vs_id, h
     return s;
 }
 
+/* One end v of a Python slice over T positions: open (HS_INSPECT_OPEN) is
+ * dflt, a negative counts from the end, clamped to 0..T. */
+static long slice_end(long v, long dflt, int T)
+{
+    if (v == HS_INSPECT_OPEN) return dflt;
+    if (v < 0) v += T;
+    return v < 0 ? 0 : v > T ? T : v;
+}
+
 /* Every check of the input, in the order they are refused; the sentences'
  * tokens into ta, tb (tb empty without a pair). */
 static hs_status check_input(insp_run *x, hs_tokens *ta, hs_tokens *tb, hs_error *err)
@@ -130,11 +139,16 @@ static hs_status check_input(insp_run *x, hs_tokens *ta, hs_tokens *tb, hs_error
             return hs_fail(err, HS_ERR_INPUT, "the two sentences have %zu and %zu tokens; a pair "
                            "and its difference need the same number", ta->n, tb->n);
     }
-    if (o->crop_a >= 0 && o->crop_b >= x->T)
-        return hs_fail(err, HS_ERR_INPUT, "--positions %d:%d is outside the sentence's %d tokens "
-                       "(0..%d)", o->crop_a, o->crop_b, x->T, x->T - 1);
-    x->a = o->crop_a >= 0 ? o->crop_a : 0;
-    x->b = o->crop_a >= 0 ? o->crop_b : x->T - 1;
+    long a = slice_end(o->crop_a, 0, x->T), b = slice_end(o->crop_b, x->T, x->T);
+    if (a >= b) {
+        char sa[24] = "", sb[24] = "";
+        if (o->crop_a != HS_INSPECT_OPEN) snprintf(sa, sizeof sa, "%ld", o->crop_a);
+        if (o->crop_b != HS_INSPECT_OPEN) snprintf(sb, sizeof sb, "%ld", o->crop_b);
+        return hs_fail(err, HS_ERR_INPUT, "--positions %s:%s selects no position of the "
+                       "sentence's %d tokens (0..%d)", sa, sb, x->T, x->T - 1);
+    }
+    x->a = (int)a;
+    x->b = (int)b - 1;
     s = check_position(o, x->T, &x->pos, err);
     if (s == HS_OK) s = check_vs(x->tok, o->vs, &x->vs_id, err);
     return s;

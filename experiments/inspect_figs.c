@@ -234,30 +234,37 @@ static hs_status write_diff(const insp_run *x, const char *stem, const float *d,
 }
 
 /* The query position's row of every head as one heatmap strip: rows = heads,
- * columns = sources 0..pos. pats: [R, T, T], names: R head names. */
+ * columns = sources a..min(b, pos) (the crop). pats: [R, T, T], names: R
+ * head names. */
 static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
                                  const char *const *names, hs_error *err)
 {
     hs_outdir *od = x->od;
-    size_t T = (size_t)x->T, S = (size_t)x->pos + 1;
+    const int c0 = x->a, c1 = x->b < x->pos ? x->b : x->pos;
+    if (c1 < c0) {
+        hs_note(x->notes, HS_NOTE_CMD, "note: query_row: the crop %d..%d holds no source of "
+                "position %d; not written", x->a, x->b, x->pos);
+        return HS_OK;
+    }
+    size_t T = (size_t)x->T, S = (size_t)(c1 - c0 + 1);
     float *m = malloc(R * S * sizeof *m);
     /* the token is the user's text: no fixed buffer */
     char *title = hs_strfmt("attention from position %d ('%s'), by head", x->pos, x->lab[x->pos]);
-    char *shows = hs_strfmt("attention row of each head at query position %d over sources 0..%d "
-                            "[head, src]", x->pos, x->pos);
+    char *shows = hs_strfmt("attention row of each head at query position %d over sources %d..%d "
+                            "[head, src]", x->pos, c0, c1);
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     hs_status s = !m || !title || !shows ? oom(err) : HS_OK;
     for (size_t k = 0; s == HS_OK && k < R; k++)
-        memcpy(m + k * S, pats + (k * T + (size_t)x->pos) * T, S * sizeof *m);
-    const char *t = insp_title(x, title, 0);
+        memcpy(m + k * S, pats + (k * T + (size_t)x->pos) * T + (size_t)c0, S * sizeof *m);
+    const char *t = insp_title(x, title, 0), *const *cols = x->lab + c0;
     if (s == HS_OK && hs_figopts_images(od->fo)) {
         hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
         vo.value_label = "attention weight";
         hs_error fe = {0};
         hs_status fs = HS_ERR_INPUT;
         if (R <= HS_VIZ_MAX_TOKENS && S <= HS_VIZ_MAX_TOKENS)
-            fs = hs_viz_matrix_figure(&fig, m, R, S, names, x->lab, t, "source (key)", "head", &vo,
+            fs = hs_viz_matrix_figure(&fig, m, R, S, names, cols, t, "source (key)", "head", &vo,
                                       &fe);
         else
             hs_fail(&fe, HS_ERR_INPUT, "%zu heads x %zu sources, over the figure cap of %d", R, S,
@@ -265,8 +272,10 @@ static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
         s = figure_or_note(x, "query_row", fs, &fe, err);
     }
     if (s == HS_OK && hs_figopts_data(od->fo)) {
-        s = hs_viz_signed_json(&j, m, R, S, names, x->lab, t, "source (key)", "head", err);
-        if (s == HS_OK && !insp_context(j, x, 1)) s = oom(err);
+        s = hs_viz_signed_json(&j, m, R, S, names, cols, t, "source (key)", "head", err);
+        if (s == HS_OK && !(insp_context(j, x, 1) &&
+                            (c0 == 0 || cJSON_AddNumberToObject(j, "first_position", c0))))
+            s = oom(err);
         /* the page draws attention on the figure's fixed [0, 1] */
         if (s == HS_OK) s = hs_figopts_add_scale(j, od->fo, HS_FIG_ATTENTION, 0, err);
     }

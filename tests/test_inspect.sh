@@ -239,7 +239,7 @@ pdfinfo "$TMP/paper/L0H0.pdf" | grep -q 'Page size: *486 x' || fail "--width pag
 # the figures papers show: the tired / wet pair and its difference, cropped
 # positions, the query row strip, no titles
 run 0 pair inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/pair" \
-    --positions 2:11 --no-title --format svg,json
+    --positions 2:12 --no-title --format svg,json
 check_folder "$TMP/pair" pair_L1_mean.svg diff_L1_mean.svg query_row.svg pair_L0_mean.json
 "$PY" - "$TMP/pair" <<'EOF' || fail "pair: numbers"
 import json, os, sys
@@ -258,13 +258,13 @@ for i in range(10):
         else:
             assert abs(v - (b[i][j] - a[i][j])) < 1e-5, (i, j, v)
 r = json.load(open(os.path.join(d, "query_row.json")))
-assert r["shape"] == [8, 15], r["shape"]
+assert r["shape"] == [8, 10] and r["first_position"] == 2, r["shape"]  # the crop
 for f in os.listdir(d):
     if f.endswith(".svg"):
         assert 'class="title"' not in open(os.path.join(d, f)).read(), f
 EOF
 # cropped with titles: the figure says so under its title (rows need not sum to 1)
-run 0 crop inspect --model "$M" --sentence "$TIRED" --out "$TMP/crop" --only L1H1 --positions 6:14 \
+run 0 crop inspect --model "$M" --sentence "$TIRED" --out "$TMP/crop" --only L1H1 --positions 6: \
     --format svg
 grep -q 'positions 6\.\.14 of 0\.\.14: rows shown need not sum to 1' "$TMP/crop/L1H1.svg" ||
     fail "crop: L1H1.svg does not say it is cropped"

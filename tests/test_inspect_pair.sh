@@ -70,7 +70,7 @@ run 0 strip inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$T
 check_folder "$TMP/strip" query_row_pair.png query_row_pair.svg query_row_pair.pdf \
     query_row_pair.json
 run 0 stripc inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/stripc" \
-    --only L1H1,L0H1 --positions 6:14 --format svg,json
+    --only L1H1,L0H1 --positions 6: --format svg,json
 "$PY" - "$TMP/strip" "$TMP/stripc" <<'PYEOF' || fail "query_row_pair: numbers"
 import json, os, sys
 d, dc = sys.argv[1:3]
@@ -122,5 +122,28 @@ neg = open(os.path.join(d, "diff_L1H1.svg")).read()
 assert re.search(r'class="cbar"[^>]*>\u2212\d', neg), "no U+2212 on the difference's bar"
 assert "<title>L1H1 attention</title>" in open(os.path.join(d, "L1H1.svg")).read()
 PYEOF
+
+# 5. --positions is a Python slice: half-open, negatives, open ends; the
+#    query-row strip honours it
+run 0 help inspect --help
+grep -q 'a Python slice: half-open' "$TMP/help.out" || fail "--help: --positions is not said to be a Python slice"
+for spec in "8:12 8 11" "8: 8 14" ":5 0 4" "8:-1 8 13" "-4: 11 14" "-6:-2 9 12" "3:40 3 14"; do
+    set -- $spec
+    run 0 "sl$2$3" inspect --model "$M" --sentence "$TIRED" --out "$TMP/sl" --only L1H1 \
+        --positions "$1" --format json
+    "$PY" - "$TMP/sl" "$2" "$3" <<'PYEOF' || fail "--positions $1: not positions $2..$3"
+import json, os, sys
+d, a, b = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+h = json.load(open(os.path.join(d, "L1H1.json")))
+assert h.get("first_position", 0) == a and h["shape"] == [1, b - a + 1, b - a + 1], (h.get("first_position"), h["shape"])
+q = json.load(open(os.path.join(d, "query_row.json")))
+assert q["shape"] == [1, b - a + 1] and q.get("first_position", 0) == a, (q["shape"], q.get("first_position"))
+assert q["col_labels"] == h["tokens"], (q["col_labels"], h["tokens"])
+PYEOF
+done
+run 1 slempty inspect --model "$M" --sentence "$TIRED" --out "$TMP/e5" --positions 9:3
+one_line slempty "positions 9:3 selects no position"
+run 2 slbad inspect --model "$M" --sentence "$TIRED" --out "$TMP/e5" --positions 1:2:3
+one_line slbad "Python slice"
 
 echo "inspect_pair: ok"
