@@ -146,4 +146,19 @@ one_line slempty "positions 9:3 selects no position"
 run 2 slbad inspect --model "$M" --sentence "$TIRED" --out "$TMP/e5" --positions 1:2:3
 one_line slbad "Python slice"
 
+# 6. --cmap greys: the accents follow the map (masked cells' fill, the query
+#    row's frame): every colour a greys figure names is a grey
+run 0 greys inspect --model "$M" --sentence "$TIRED" --out "$TMP/greys" --only L1H1 --cmap greys \
+    --format svg
+"$PY" - "$TMP/greys" <<'PYEOF' || fail "--cmap greys: a colour that is not grey"
+import os, re, sys
+d = sys.argv[1]
+for f in ("L1H1.svg", "attention_grid.svg", "L0_mean.svg"):
+    svg = open(os.path.join(d, f)).read()
+    assert "hatch-" in svg and "masked" in svg, f
+    cols = set(re.findall(r'(?:fill|stroke|stop-color)="#([0-9a-f]{6})"', svg))
+    bad = [c for c in cols if not (c[0:2] == c[2:4] == c[4:6])]
+    assert not bad, (f, bad)
+PYEOF
+
 echo "inspect_pair: ok"

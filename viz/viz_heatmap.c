@@ -39,7 +39,7 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
             int masked = (causal && j > i) || (mask && mask[i * C + j]);
             unsigned char rgb[3];
             double v = data[i * C + j];
-            if (masked) memcpy(rgb, HS_VIZ_MASK_RGB, 3);
+            if (masked) memcpy(rgb, vz_mask_rgb(c), 3);
             else scale_rgb(sc, v, rgb);
             int x = x0 + (int)j * cell, y = y0 + (int)i * cell;
             s = vz_add_rect_kind(c, x, y, cell, cell, rgb, masked ? VZ_R_MASKED : VZ_R_CELL, panel,
@@ -58,13 +58,22 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
     }
     if (!s) s = vz_add_frame(c, x0, y0, (int)C * cell, (int)R * cell, VZ_FRAME);
     if (!s && c->attention && c->o.highlight_row >= 0 && (size_t)c->o.highlight_row < R) {
-        /* the query row: a frame of twice the line width, red-orange (no colour map has it) */
-        static const unsigned char HILITE[3] = {0xff, 0x45, 0x00};
+        /* the query row: a frame of twice the line width, red-orange (viridis has
+           it nowhere); under greys black with a white inner line, seen on any grey */
+        static const unsigned char HILITE[3] = {0xff, 0x45, 0x00}, BLACK[3] = {0, 0, 0};
+        const int greys = sc->cmap == HS_VIZ_CMAP_GREYS;
+        const unsigned char *fc = greys ? BLACK : HILITE;
         int lw = c->lw, y = y0 + c->o.highlight_row * cell, w = (int)C * cell;
-        s = vz_add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, HILITE);
-        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y + cell, w + 4 * lw, 2 * lw, HILITE);
-        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y, 2 * lw, cell, HILITE);
-        if (!s) s = vz_add_rect(c, x0 + w, y, 2 * lw, cell, HILITE);
+        s = vz_add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, fc);
+        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y + cell, w + 4 * lw, 2 * lw, fc);
+        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y, 2 * lw, cell, fc);
+        if (!s) s = vz_add_rect(c, x0 + w, y, 2 * lw, cell, fc);
+        if (!s && greys && lw > 0) { /* the white line: the band's inner half */
+            s = vz_add_rect(c, x0 - lw, y - lw, w + 2 * lw, lw, VZ_WHITE);
+            if (!s) s = vz_add_rect(c, x0 - lw, y + cell, w + 2 * lw, lw, VZ_WHITE);
+            if (!s) s = vz_add_rect(c, x0 - lw, y, lw, cell, VZ_WHITE);
+            if (!s) s = vz_add_rect(c, x0 + w, y, lw, cell, VZ_WHITE);
+        }
     }
     return s;
 }

@@ -34,7 +34,7 @@ typedef enum { VZ_A_START = 0, VZ_A_MIDDLE, VZ_A_END } vz_anchor;
 typedef enum {
     VZ_R_PLAIN = 0, /* filled with rgb (frames, ticks, swatches, lines) */
     VZ_R_CELL,      /* a heatmap cell, filled with rgb */
-    VZ_R_MASKED,    /* a masked heatmap cell: HS_VIZ_MASK_RGB with dark hatching */
+    VZ_R_MASKED,    /* a masked heatmap cell: rgb (vz_mask_rgb) with dark hatching */
     VZ_R_CBAR,      /* a colour bar: one vertical gradient of cmap, top = 1, bottom = 0 */
     VZ_R_BAR,       /* a bar of a bar chart, filled with rgb */
 } vz_rect_kind;
@@ -278,6 +278,9 @@ hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, in
                           int *right, int *bottom);
 int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc);
 hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom);
+/* The fill of masked cells (under VZ_HATCH_RGB's hatching) that stays apart
+ * from c's colour map: HS_VIZ_MASK_RGB's lilac, white under greys. */
+const unsigned char *vz_mask_rgb(const vz_ctx *c);
 
 /* One heatmap panel of R x C cells (data [R, C]) at (x0, y0) in group gid;
  * masked(i, j) = (causal && j > i) || (mask && mask[i*C+j]); annot_fmt: the

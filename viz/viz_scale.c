@@ -255,12 +255,20 @@ int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc)
     return w;
 }
 
+const unsigned char *vz_mask_rgb(const vz_ctx *c)
+{
+    /* greys: white paper under the grey hatching (a grey figure stays grey;
+       the hatching tells it from a value 0) */
+    static const unsigned char PAPER[3] = {0xff, 0xff, 0xff};
+    return c->o.cmap == HS_VIZ_CMAP_GREYS ? PAPER : HS_VIZ_MASK_RGB;
+}
+
 /* Masked-cell legend swatch at (x, y); *right and *bottom get its extent. */
 hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom)
 {
     int sw = c->lh;
     if (vz_begin_group(c, "legend")) return HS_ERR_NOMEM;
-    hs_status s = vz_add_rect_kind(c, x, y, sw, sw, HS_VIZ_MASK_RGB, VZ_R_MASKED, -1, -1, -1);
+    hs_status s = vz_add_rect_kind(c, x, y, sw, sw, vz_mask_rgb(c), VZ_R_MASKED, -1, -1, -1);
     if (!s) s = vz_add_frame(c, x, y, sw, sw, VZ_FRAME);
     int tx = x + sw + c->lw + c->pad / 2;
     if (!s) s = vz_add_text(c, "masked", c->fpx, 0, tx, y, VZ_A_START, VZ_T_LABEL, VZ_BLACK);

@@ -8,6 +8,7 @@
  * (selectable, editable), XML-escaped.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,13 +40,23 @@ int hs_viz_xml_escape(hs_buf *b, const char *s)
 static const char *role_class[VZ_T_NROLES] = {"title", "xtick", "ytick", "header", "cbar",
                                               "axis",  "annot", "label", "value"};
 
+/* The id of masked rect r's hatch pattern: "hatch-<cell px>" on the lilac
+ * fill, "hatch-<cell px>-<rrggbb>" on another (vz_mask_rgb). */
+static void hatch_id(char *id, size_t n, const vz_rect *r)
+{
+    int cell = r->w < r->h ? r->w : r->h;
+    if (memcmp(r->rgb, HS_VIZ_MASK_RGB, 3) == 0) snprintf(id, n, "hatch-%d", cell);
+    else snprintf(id, n, "hatch-%d-%02x%02x%02x", cell, r->rgb[0], r->rgb[1], r->rgb[2]);
+}
+
 /* <defs>: one gradient per colour map a colour bar uses, one hatch pattern
- * per masked-cell size. Ids: "cbar-<2 * cmap + vertical>", "hatch-<cell px>". */
+ * per masked-cell size and fill. Ids: "cbar-<2 * cmap + vertical>", hatch_id's. */
 static void write_defs(hs_buf *b, const hs_viz_figure *f)
 {
     hs_buf_puts(b, "<defs>\n");
     int seen_cmap[16] = {0};
-    int hatch[16], n_hatch = 0;
+    long hatch[16];
+    int n_hatch = 0;
     for (size_t i = 0; i < f->n_rects; i++) {
         const vz_rect *r = &f->rects[i];
         int gi = (int)r->cmap * 2 + (r->vertical != 0);
@@ -63,22 +74,24 @@ static void write_defs(hs_buf *b, const hs_viz_figure *f)
         }
         if (r->kind == VZ_R_MASKED) {
             int cell = r->w < r->h ? r->w : r->h, dup = 0;
-            for (int k = 0; k < n_hatch && !dup; k++) dup = hatch[k] == cell;
+            long key = (long)cell << 24 | r->rgb[0] << 16 | r->rgb[1] << 8 | r->rgb[2];
+            for (int k = 0; k < n_hatch && !dup; k++) dup = hatch[k] == key;
             if (dup || n_hatch == 16) continue;
-            hatch[n_hatch++] = cell;
+            hatch[n_hatch++] = key;
             double sp, lw;
             vz_hatch_geometry(cell, &sp, &lw);
+            char id[48];
+            hatch_id(id, sizeof id, r);
             /* lines x + y = k * sp, in canvas coordinates like the PNG's */
             hs_buf_printf(b,
-                          "<pattern id=\"hatch-%d\" patternUnits=\"userSpaceOnUse\" x=\"0\" "
+                          "<pattern id=\"%s\" patternUnits=\"userSpaceOnUse\" x=\"0\" "
                           "y=\"0\" width=\"%.4f\" height=\"%.4f\">"
                           "<rect width=\"%.4f\" height=\"%.4f\" fill=\"#%02x%02x%02x\"/>"
                           "<path d=\"M%.4f,%.4f L%.4f,%.4f M0,%.4f L%.4f,0 M%.4f,%.4f L%.4f,%.4f\" "
                           "stroke=\"#%02x%02x%02x\" stroke-width=\"%.3f\" fill=\"none\"/>"
                           "</pattern>\n",
-                          cell, sp, sp, sp, sp, HS_VIZ_MASK_RGB[0], HS_VIZ_MASK_RGB[1],
-                          HS_VIZ_MASK_RGB[2], -lw, lw, lw, -lw, sp, sp, sp - lw, sp + lw, sp + lw,
-                          sp - lw,
+                          id, sp, sp, sp, sp, r->rgb[0], r->rgb[1], r->rgb[2], -lw, lw, lw, -lw,
+                          sp, sp, sp - lw, sp + lw, sp + lw, sp - lw,
                           VZ_HATCH_RGB[0], VZ_HATCH_RGB[1], VZ_HATCH_RGB[2], lw);
         }
     }
@@ -88,11 +101,13 @@ static void write_defs(hs_buf *b, const hs_viz_figure *f)
 static void write_rect(hs_buf *b, const vz_rect *r)
 {
     hs_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" ", r->x, r->y, r->w, r->h);
+    char id[48];
+    hatch_id(id, sizeof id, r);
     if (r->kind == VZ_R_CBAR)
         hs_buf_printf(b, "fill=\"url(#cbar-%d)\" class=\"cbar\"",
                       (int)r->cmap * 2 + (r->vertical != 0));
     else if (r->kind == VZ_R_MASKED) /* a masked cell or the legend's swatch */
-        hs_buf_printf(b, "fill=\"url(#hatch-%d)\"", r->w < r->h ? r->w : r->h);
+        hs_buf_printf(b, "fill=\"url(#%s)\"", id);
     else
         hs_buf_printf(b, "fill=\"#%02x%02x%02x\"", r->rgb[0], r->rgb[1], r->rgb[2]);
     if (r->kind == VZ_R_CELL || (r->kind == VZ_R_MASKED && r->panel >= 0))
