@@ -44,7 +44,8 @@ static const char INSPECT_HELP[] =
     "                         (one token; GPT-2: \" Mary\" with its space, or \"Mary\")\n"
     "  --heads                also print one row per head (L0H1 ...)\n"
     "  --only LIST            only these heads, e.g. L1H0,L0H1: their figures and a\n"
-    "                         grid of just them, in that order (and their rows)\n"
+    "                         grid of just them, in that order (and their rows); one\n"
+    "                         head: its figure, attention_grid its JSON alone\n"
     "  --top K                predictions to show (default 5)\n"
     "  --sentence TEXT (again) a second sentence of the same length (e.g. the tired /\n"
     "                         wet pair): pair_* shows both on one scale, diff_* B − A\n"
@@ -57,7 +58,8 @@ static const char INSPECT_HELP[] =
     "                         to positions A:B, a Python slice: half-open (8:12 is\n"
     "                         8..11), negatives count from the end, an end may be\n"
     "                         left open (8:, :5, 8:-1)\n"
-    "  --title TEXT           the title of the main figure (attention_grid)\n"
+    "  --title TEXT           the title of the main figure: attention_grid, or under\n"
+    "                         one --only head that head's figure (L<l>H<h>)\n"
     "  --no-title             no titles (papers caption instead)\n"
     "  --threads N            worker threads drawing and encoding the figures, 0 = every\n"
     "                         CPU (default); the files are the same for any N\n"
@@ -244,10 +246,20 @@ static int print_report(const char *C, const hs_inspect_opts *o, const hs_tokeni
     printf("attention from position %d ('%s') over positions 0..%d%s:\n", r->pos, qv, r->pos,
            o->head_rows ? " (per layer, head-averaged; then per head)" : " (per layer, head-averaged)");
     free(qv);
-    if (hs_viz_rows_write(stdout, r->rows, (size_t)r->n_rows, (size_t)r->n_cols,
-                          (const char *const *)r->row_labels, (const char *const *)r->labels, 0,
-                          &err) != HS_OK)
-        return cli_error(C, &err);
+    /* a pair: each sentence's rows under its name */
+    for (int k = 0; k < (r->rows2 ? 2 : 1); k++) {
+        if (r->rows2) {
+            char *nm = hs_visible_dup(k ? r->name_b : r->name_a);
+            if (!nm) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
+            printf("sentence %c (%s):\n", k ? 'B' : 'A', nm);
+            free(nm);
+        }
+        if (hs_viz_rows_write(stdout, k ? r->rows2 : r->rows, (size_t)r->n_rows,
+                              (size_t)r->n_cols, (const char *const *)r->row_labels,
+                              (const char *const *)(k ? r->labels2 : r->labels), 0,
+                              &err) != HS_OK)
+            return cli_error(C, &err);
+    }
     printf("top predictions at position %d:\n", r->pos);
     for (int i = 0; i < r->n_top; i++) {
         char *w = shown(v, r->top_ids[i]);

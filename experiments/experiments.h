@@ -388,6 +388,10 @@ typedef struct {
                           * layer, head-averaged, then with head_rows one per head (only's in
                           * its order, else every head) */
     char **row_labels;   /* [n_rows] "L0", ..., then "L0H1", ... */
+    float *rows2;        /* [n_rows, n_cols] the same rows of sentence B, or NULL alone */
+    char **labels2;      /* [T] sentence B's tokens as rows show them, or NULL alone */
+    char *name_a, *name_b; /* a pair's sentences by the words where they differ ("tired",
+                          * "wet"; "(animal, tired)"; "sentence 1"), or NULL alone */
     int n_top;           /* predictions at pos */
     int *top_ids;        /* [n_top] token ids by falling logit (hs_top_k) */
     double *top_probs;   /* [n_top] their softmax probabilities */

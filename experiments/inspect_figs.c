@@ -82,6 +82,7 @@ typedef struct {
     const char *title, *shows;
     const cJSON *extra;               /* keys added to its JSON, or NULL */
     const char *const *toks;          /* T labels, or NULL for sentence A's */
+    int data_only;                    /* 1: its JSON alone (its picture is another figure's) */
 } att_fig;
 
 /* One attention figure set of rows x cols patterns pat [n, T, T]: a grid or
@@ -107,7 +108,7 @@ static hs_status write_attention(const insp_run *x, const att_fig *f, const floa
         toks += x->a;
         T = S;
     }
-    if (hs_figopts_images(od->fo)) {
+    if (hs_figopts_images(od->fo) && !f->data_only) {
         hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
         vo.highlight_row = x->pos - x->a;
         char note[128];
@@ -249,7 +250,8 @@ static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
     size_t T = (size_t)x->T, S = (size_t)(c1 - c0 + 1);
     float *m = malloc(R * S * sizeof *m);
     /* the token is the user's text: no fixed buffer */
-    char *title = hs_strfmt("attention from position %d ('%s'), by head", x->pos, x->lab[x->pos]);
+    char *title = hs_strfmt("attention from position %d ('%s'), by head%s", x->pos,
+                            x->lab[x->pos], x->tag ? x->tag : "");
     char *shows = hs_strfmt("attention row of each head at query position %d over sources %d..%d "
                             "[head, src]", x->pos, c0, c1);
     hs_viz_figure *fig = NULL;
@@ -310,7 +312,7 @@ static hs_status fig_grid(const insp_run *x, hs_error *err)
                           "[dest (query), src (key)]", L, H);
         f.rows = (size_t)L;
         f.cols = (size_t)H;
-        f.title = insp_title(x, "attention of every head", 1);
+        hs_buf_puts(&title, "attention of every head");
     } else if (s == HS_OK) {
         for (int i = 0; i < n; i++) {
             const hs_head *h = &o->only[i];
@@ -331,9 +333,11 @@ static hs_status fig_grid(const insp_run *x, hs_error *err)
         f.cols = (size_t)n;
         f.row_h = empty;
         f.col_h = names.at;
-        f.title = insp_title(x, title.s, 1);
-        if (title.oom || list.oom) s = oom(err);
+        f.data_only = n == 1; /* one head: L<l>H<h> is its picture, and the main figure */
     }
+    hs_buf_puts(&title, x->tag ? x->tag : "");
+    if (title.oom || list.oom) s = oom(err);
+    f.title = insp_title(x, title.s, n > 1 || !o->n_only);
     f.shows = shows;
     if (s == HS_OK && !shows) s = oom(err);
     if (s == HS_OK) s = write_attention(x, &f, sel ? sel : x->pats, err);
@@ -360,18 +364,20 @@ static hs_status fig_heads(const insp_run *x, hs_error *err)
 {
     const int L = x->L, H = x->H;
     const size_t TT = (size_t)x->T * x->T;
-    char nm[32], title[128], shows[128];
+    char nm[32], shows[128], *title = NULL;
+    const char *tag = x->tag ? x->tag : ""; /* user text: no fixed buffer */
     const char *np[1] = {nm};
     hs_status s = HS_OK;
     for (int l = 0; s == HS_OK && l < L; l++)
         for (int h = 0; s == HS_OK && h < H; h++) {
             if (!wanted(x->o, l, h)) continue;
             snprintf(nm, sizeof nm, "L%dH%d", l, h);
-            snprintf(title, sizeof title, "L%dH%d attention", l, h);
+            free(title);
+            if (!(title = hs_strfmt("L%dH%d attention%s", l, h, tag))) s = oom(err);
             snprintf(shows, sizeof shows, "attention pattern of head L%dH%d [dest, src]", l, h);
             att_fig f = {.stem = nm, .rows = 1, .cols = 1, .names = np,
-                         .title = insp_title(x, title, 0), .shows = shows};
-            s = write_attention(x, &f, x->pats + ((size_t)l * H + h) * TT, err);
+                         .title = insp_title(x, title, x->o->n_only == 1), .shows = shows};
+            if (s == HS_OK) s = write_attention(x, &f, x->pats + ((size_t)l * H + h) * TT, err);
         }
     float *mean = malloc(TT * sizeof *mean);
     if (s == HS_OK && !mean) s = oom(err);
@@ -382,7 +388,11 @@ static hs_status fig_heads(const insp_run *x, hs_error *err)
             mean[k] = (float)(sum / H);
         }
         snprintf(nm, sizeof nm, "L%d_mean", l);
-        snprintf(title, sizeof title, "L%d attention, mean of its %d heads", l, H);
+        free(title);
+        if (!(title = hs_strfmt("L%d attention, mean of its %d heads%s", l, H, tag))) {
+            s = oom(err);
+            break;
+        }
         snprintf(shows, sizeof shows, "attention pattern of layer %d averaged over its %d heads",
                  l, H);
         cJSON *extra = cJSON_CreateObject();
@@ -399,6 +409,7 @@ static hs_status fig_heads(const insp_run *x, hs_error *err)
         cJSON_Delete(extra);
     }
     free(mean);
+    free(title);
     return s;
 }
 
@@ -492,10 +503,7 @@ static double diff_limit(const insp_run *x, float *pair)
     return lim < 0.05 ? 0.05 : lim;
 }
 
-/* The sentences' names: the word where they differ ("tired", "wet"), up to
- * three words in parentheses ("(animal, tired)"), else "sentence 1" and
- * "sentence 2"; into na, nb (malloc'd; NULL on OOM). */
-static void pair_names(const insp_run *x, char **na, char **nb)
+void insp_pair_names(const insp_run *x, char **na, char **nb)
 {
     int nd = 0;
     for (int i = 0; i < x->T; i++) nd += x->ta->ids[i] != x->ids2[i];
@@ -607,7 +615,7 @@ static hs_status fig_pairs(const insp_run *x, hs_error *err)
         else hs_labels_set(&pl, (size_t)i, "%s/%s", x->lab[i], x->lab2[i]);
     }
     char *na = NULL, *nb = NULL;
-    pair_names(x, &na, &nb);
+    insp_pair_names(x, &na, &nb);
     char *minus = na && nb ? hs_strfmt("%s − %s", nb, na) : NULL;
     const char *hdr[2] = {na, nb};
     hs_status s = !pair || pl.oom || !minus ? oom(err) : HS_OK;
@@ -625,8 +633,22 @@ static hs_status fig_pairs(const insp_run *x, hs_error *err)
 
 hs_status insp_figures(const insp_run *x, hs_error *err)
 {
-    hs_status s = fig_grid(x, err);
-    if (s == HS_OK) s = fig_heads(x, err);
+    insp_run y = *x;
+    char *na = NULL, *nb = NULL, *tag = NULL;
+    if (x->pats2) {
+        insp_pair_names(x, &na, &nb);
+        if (!na || !nb || !(tag = hs_strfmt(" (%s)", na))) {
+            free(na);
+            free(nb);
+            return oom(err);
+        }
+        y.tag = tag;
+    }
+    hs_status s = fig_grid(&y, err);
+    if (s == HS_OK) s = fig_heads(&y, err);
     if (s == HS_OK && x->pats2) s = fig_pairs(x, err);
+    free(na);
+    free(nb);
+    free(tag);
     return s;
 }

@@ -196,10 +196,11 @@ grep -q '^note: ' "$TMP/narrow.err" && fail "narrow: a note without a grown figu
 run 0 reuse1 inspect --model "$M" --sentence "$TIRED" --out "$TMP/reuse"
 n1=$(ls "$TMP/reuse" | wc -l)
 echo keep >"$TMP/reuse/notes.txt"
+# (--only L1H1 as PNG writes 7 files: its figure is L1H1.png, no attention_grid.png)
 run 0 reuse2 inspect --model "$M" --sentence "$WET" --out "$TMP/reuse" --only L1H1 --format png
 grep -q 'note: .*reuse already holds 1 file headscope did not write; they are kept' "$TMP/reuse2.err" ||
     fail "reuse2: no note about the user's file: $(cat "$TMP/reuse2.err")"
-grep -q "note: removed $((n1 - 8)) files an earlier run wrote in .*reuse (unchanged since, per its index.json) that this run does not write: " \
+grep -q "note: removed $((n1 - 7)) files an earlier run wrote in .*reuse (unchanged since, per its index.json) that this run does not write: " \
     "$TMP/reuse2.err" || fail "reuse2: no note of what was removed: $(cat "$TMP/reuse2.err")"
 [ "$(wc -l <"$TMP/reuse2.err")" -eq 2 ] || fail "reuse2: expected 2 notes: $(cat "$TMP/reuse2.err")"
 
@@ -231,7 +232,7 @@ run 1 narrow inspect --model "$M" --sentence "$TIRED" --out "$TMP/narrow" --form
 one_line narrow "cannot show every label in 6.00 in at 10 pt: it needs [0-9.]* in; HINT: --width"
 run 0 paper inspect --model "$M" --sentence "$TIRED" --out "$TMP/paper" --format png,svg,pdf \
     --dpi 72 --width page --font-size 10 --cmap greys --range auto --annotate --only L0H0
-check_folder "$TMP/paper" L0H0.pdf attention_grid.pdf dla.pdf
+check_folder "$TMP/paper" L0H0.pdf dla.pdf  # one --only head: L0H0 is its picture
 pngcheck -v "$TMP/paper/L0H0.png" | grep -q 'pHYs' || fail "--dpi: no pHYs chunk"
 grep -q 'width="6.75' "$TMP/paper/L0H0.svg" || fail "--width page: the SVG is not 6.75 in wide"
 pdfinfo "$TMP/paper/L0H0.pdf" | grep -q 'Page size: *486 x' || fail "--width page: PDF not 486 pt wide"

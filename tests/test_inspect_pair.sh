@@ -120,7 +120,7 @@ for f in sorted(os.listdir(d)):
             assert len(digits.rstrip("0")) <= 2, (f, n, bar)
 neg = open(os.path.join(d, "diff_L1H1.svg")).read()
 assert re.search(r'class="cbar"[^>]*>\u2212\d', neg), "no U+2212 on the difference's bar"
-assert "<title>L1H1 attention</title>" in open(os.path.join(d, "L1H1.svg")).read()
+assert "<title>L1H1 attention (tired)</title>" in open(os.path.join(d, "L1H1.svg")).read()
 PYEOF
 
 # 5. --positions is a Python slice: half-open, negatives, open ends; the
@@ -148,7 +148,7 @@ one_line slbad "Python slice"
 
 # 6. --cmap greys: the accents follow the map (masked cells' fill, the query
 #    row's frame): every colour a greys figure names is a grey
-run 0 greys inspect --model "$M" --sentence "$TIRED" --out "$TMP/greys" --only L1H1 --cmap greys \
+run 0 greys inspect --model "$M" --sentence "$TIRED" --out "$TMP/greys" --only L1H1,L0H1 --cmap greys \
     --format svg
 "$PY" - "$TMP/greys" <<'PYEOF' || fail "--cmap greys: a colour that is not grey"
 import os, re, sys
@@ -159,6 +159,39 @@ for f in ("L1H1.svg", "attention_grid.svg", "L0_mean.svg"):
     cols = set(re.findall(r'(?:fill|stroke|stop-color)="#([0-9a-f]{6})"', svg))
     bad = [c for c in cols if not (c[0:2] == c[2:4] == c[4:6])]
     assert not bad, (f, bad)
+PYEOF
+
+# 7. --title is the main figure's: the grid's, or under one --only head that
+#    head's figure (the grid is then its JSON alone: no second picture of it)
+run 0 title1 inspect --model "$M" --sentence "$TIRED" --out "$TMP/title1" --only L1H1 \
+    --title "Figure 3" --format svg,json
+grep -q '<title>Figure 3</title>' "$TMP/title1/L1H1.svg" || fail "--title --only L1H1: not on L1H1"
+[ ! -e "$TMP/title1/attention_grid.svg" ] || fail "--only L1H1: attention_grid.svg repeats L1H1.svg"
+check_folder "$TMP/title1" attention_grid.json L1H1.svg
+run 0 title2 inspect --model "$M" --sentence "$TIRED" --out "$TMP/title2" --only L1H1,L0H1 \
+    --title "Figure 3" --format svg
+grep -q '<title>Figure 3</title>' "$TMP/title2/attention_grid.svg" || fail "--title: not on the grid"
+grep -q '<title>Figure 3</title>' "$TMP/title2/L1H1.svg" && fail "--title: on L1H1 beside the grid"
+
+# 8. a pair prints both sentences' rows, each under its name, and names
+#    sentence A's own figures as its
+run 0 rows2 inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/rows2" \
+    --only L1H1 --heads --format svg,json
+grep -q '^sentence A (tired):$' "$TMP/rows2.out" || fail "pair: no sentence A heading"
+grep -q '^sentence B (wet):$' "$TMP/rows2.out" || fail "pair: no sentence B heading"
+"$PY" - "$TMP/rows2" "$TMP/rows2.out" <<'PYEOF' || fail "pair: the printed rows"
+import json, os, sys
+d, out = sys.argv[1], open(sys.argv[2]).read().splitlines()
+b = out[out.index("sentence B (wet):") + 1:]
+l1 = [l for l in b if l.startswith("L1H1 ")][0]
+assert " wet:" in l1 and " tired:" not in l1, l1
+p = json.load(open(os.path.join(d, "pair_L1H1.json")))
+row = p["attention"][1][14]
+got = [float(it.rsplit(":", 1)[1]) for it in l1.split()[1:]]
+assert all(abs(g - v) <= 0.005 + 1e-9 for g, v in zip(got, row)), (got, row)
+for f in ("L1H1.svg", "L0_mean.svg", "query_row.svg"):
+    assert "(tired)</title>" in open(os.path.join(d, f)).read(), f
+assert not os.path.exists(os.path.join(d, "attention_grid.svg"))
 PYEOF
 
 echo "inspect_pair: ok"
