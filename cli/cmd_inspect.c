@@ -44,13 +44,22 @@ static const char INSPECT_HELP[] =
     "                         (one token; GPT-2: \" Mary\" with its space, or \"Mary\")\n"
     "  --heads                also print one row per head (L0H1 ...)\n"
     "  --only LIST            only these heads, e.g. L1H0,L0H1: their figures and a\n"
-    "                         grid of just them, in that order (and their rows)\n"
+    "                         grid of just them, in that order (and their rows); one\n"
+    "                         head: its figure, attention_grid its JSON alone\n"
     "  --top K                predictions to show (default 5)\n"
     "  --sentence TEXT (again) a second sentence of the same length (e.g. the tired /\n"
-    "                         wet pair): pair_* shows both on one scale, diff_* B - A\n"
-    "  --positions A:B        crop the attention figures to positions A..B (sources\n"
-    "                         and destinations; labels from the cropped slice)\n"
-    "  --title TEXT           the title of the main figure (attention_grid)\n"
+    "                         wet pair): pair_* shows both on one scale, diff_* B − A\n"
+    "                         (titled by the words that differ: wet − tired), every\n"
+    "                         difference of the run on one symmetric colour scale\n"
+    "  --diff-max X           that scale is [-X, X] (default: the run's largest\n"
+    "                         |B − A|, rounded up to 0.05); --vmin/--vmax leave it alone\n"
+    "  --positions A:B        crop the attention figures (sources and destinations;\n"
+    "                         labels from the cropped slice) and the query-row strips\n"
+    "                         to positions A:B, a Python slice: half-open (8:12 is\n"
+    "                         8..11), negatives count from the end, an end may be\n"
+    "                         left open (8:, :5, 8:-1)\n"
+    "  --title TEXT           the title of the main figure: attention_grid, or under\n"
+    "                         one --only head that head's figure (L<l>H<h>)\n"
     "  --no-title             no titles (papers caption instead)\n"
     "  --threads N            worker threads drawing and encoding the figures, 0 = every\n"
     "                         CPU (default); the files are the same for any N\n"
@@ -95,15 +104,30 @@ typedef struct {
     int threads;
 } insp_args;
 
-/* --positions A:B into o; 0 ok, 2 after the usage error. */
+/* One end of --positions: empty is open; 0 ok, -1 not an integer. */
+static int slice_arg(const char *s, size_t n, long *v)
+{
+    *v = HS_INSPECT_OPEN;
+    if (n == 0) return 0;
+    char buf[32], *e = NULL;
+    if (n >= sizeof buf) return -1;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    long x = strtol(buf, &e, 10);
+    if (e == buf || *e != '\0' || x < -100000 || x > 100000) return -1;
+    *v = x;
+    return 0;
+}
+
+/* --positions A:B (a Python slice: "8:", ":5", "8:-1", "-4:") into o; 0 ok,
+ * 2 after the usage error. */
 static int parse_crop(const char *C, const char *arg, hs_inspect_opts *o)
 {
-    char *e = NULL;
-    long a = strtol(arg, &e, 10), b = -1;
-    if (e == arg || *e != ':' || a < 0 || cli_parse_int(e + 1, a, 100000, &b))
-        return cli_usage_error(C, "--positions takes A:B with 0 <= A <= B, not '%s'", arg);
-    o->crop_a = (int)a;
-    o->crop_b = (int)b;
+    const char *colon = strchr(arg, ':');
+    if (!colon || strchr(colon + 1, ':') || slice_arg(arg, (size_t)(colon - arg), &o->crop_a) ||
+        slice_arg(colon + 1, strlen(colon + 1), &o->crop_b))
+        return cli_usage_error(C, "--positions takes a Python slice A:B (8:12, 8:, :5, 8:-1), "
+                               "not '%s'", arg);
     return 0;
 }
 
@@ -127,7 +151,7 @@ static int parse_position(const char *C, const char *arg, hs_inspect_opts *o)
 static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
 {
     enum { O_MODEL = 256, O_SENT, O_OUT, O_POS, O_VS, O_HEADS, O_ONLY, O_TOP, O_HELP, O_POSS,
-           O_TITLE, O_NOTITLE, O_THREADS };
+           O_TITLE, O_NOTITLE, O_THREADS, O_DIFFMAX };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"sentence", required_argument, 0, O_SENT},
                                          {"out", required_argument, 0, O_OUT},
@@ -140,6 +164,7 @@ static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
                                          {"title", required_argument, 0, O_TITLE},
                                          {"no-title", no_argument, 0, O_NOTITLE},
                                          {"threads", required_argument, 0, O_THREADS},
+                                         {"diff-max", required_argument, 0, O_DIFFMAX},
                                          {"help", no_argument, 0, O_HELP},
                                          CLI_VOCAB_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
@@ -167,6 +192,10 @@ static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
         case O_POSS: r = parse_crop(C, optarg, o); break;
         case O_TITLE: o->title = optarg; break;
         case O_NOTITLE: o->no_title = 1; break;
+        case O_DIFFMAX:
+            if (cli_parse_float(optarg, 1e-6, 1e6, &o->diff_max))
+                return cli_usage_error(C, "--diff-max takes a number above 0, not '%s'", optarg);
+            break;
         case O_THREADS: r = cli_parse_threads(C, optarg, &a->threads); break;
         case O_OUT: o->out_dir = optarg; break;
         case O_POS: r = parse_position(C, optarg, o); break;
@@ -217,10 +246,20 @@ static int print_report(const char *C, const hs_inspect_opts *o, const hs_tokeni
     printf("attention from position %d ('%s') over positions 0..%d%s:\n", r->pos, qv, r->pos,
            o->head_rows ? " (per layer, head-averaged; then per head)" : " (per layer, head-averaged)");
     free(qv);
-    if (hs_viz_rows_write(stdout, r->rows, (size_t)r->n_rows, (size_t)r->n_cols,
-                          (const char *const *)r->row_labels, (const char *const *)r->labels, 0,
-                          &err) != HS_OK)
-        return cli_error(C, &err);
+    /* a pair: each sentence's rows under its name */
+    for (int k = 0; k < (r->rows2 ? 2 : 1); k++) {
+        if (r->rows2) {
+            char *nm = hs_visible_dup(k ? r->name_b : r->name_a);
+            if (!nm) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
+            printf("sentence %c (%s):\n", k ? 'B' : 'A', nm);
+            free(nm);
+        }
+        if (hs_viz_rows_write(stdout, k ? r->rows2 : r->rows, (size_t)r->n_rows,
+                              (size_t)r->n_cols, (const char *const *)r->row_labels,
+                              (const char *const *)(k ? r->labels2 : r->labels), 0,
+                              &err) != HS_OK)
+            return cli_error(C, &err);
+    }
     printf("top predictions at position %d:\n", r->pos);
     for (int i = 0; i < r->n_top; i++) {
         char *w = shown(v, r->top_ids[i]);

@@ -21,6 +21,7 @@
 #ifndef HS_EXPERIMENTS_H
 #define HS_EXPERIMENTS_H
 
+#include <limits.h>
 #include <stddef.h>
 
 #include <cjson/cJSON.h>
@@ -335,8 +336,9 @@ void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b);
  * attention patterns (attention_grid; with only, a grid of just those heads),
  * the query position's row of every head (query_row), one figure per head
  * (L<l>H<h>) and per layer mean (L<l>_mean), for a pair pair_* (both
- * sentences on one scale) and diff_* (B - A) per layer mean and per `only`
- * head, each component's direct logit attribution to the predicted token
+ * sentences on one scale) and diff_* (B - A, titled by the words that differ:
+ * "wet − tired"; every difference of the run on one symmetric scale, its
+ * "colour_scale" in the JSON) per layer mean and per `only` head, each component's direct logit attribution to the predicted token
  * (dla; with vs, dla_vs for the logit difference), the top predictions
  * (predictions.json) and index.json. Every JSON carries the model path and
  * config, the sentence, its token ids and the query position. Writes
@@ -356,11 +358,20 @@ typedef struct {
     int n_only;
     const char *only_text;     /* only as the user typed it, for index.json (NULL: "L1H0,L0H1") */
     int top;                   /* predictions reported (clamped to 1..min(V, 4096)) */
-    int crop_a, crop_b;        /* attention figures show positions crop_a..crop_b; -1 -1: all */
+    long crop_a, crop_b;       /* attention figures show positions crop_a:crop_b, a Python
+                                * slice: half-open, negative = from the end, clamped to the
+                                * sentence; HS_INSPECT_OPEN = an open end (both: all) */
     const char *title;         /* the main figure's (attention_grid's) title, or NULL */
     int no_title;              /* 1: no titles at all */
     int head_rows;             /* 1: the report's rows go on with one row per head */
+    double diff_max;           /* a pair's differences' colour scale [-diff_max, diff_max] (> 0),
+                                * whatever vmin/vmax/range say; 0: one scale shared by every
+                                * difference of the run, their largest |B - A| rounded up to a
+                                * multiple of 0.05 (per figure only under an explicit range auto) */
 } hs_inspect_opts;
+
+/* crop_a / crop_b: that end of the slice is open (":5", "8:"). */
+#define HS_INSPECT_OPEN LONG_MIN
 
 /* Defaults: no sentence, out_dir "inspect-out", the last position, top 5, no
  * crop, every head, titles on, layer rows only. */
@@ -377,6 +388,10 @@ typedef struct {
                           * layer, head-averaged, then with head_rows one per head (only's in
                           * its order, else every head) */
     char **row_labels;   /* [n_rows] "L0", ..., then "L0H1", ... */
+    float *rows2;        /* [n_rows, n_cols] the same rows of sentence B, or NULL alone */
+    char **labels2;      /* [T] sentence B's tokens as rows show them, or NULL alone */
+    char *name_a, *name_b; /* a pair's sentences by the words where they differ ("tired",
+                          * "wet"; "(animal, tired)"; "sentence 1"), or NULL alone */
     int n_top;           /* predictions at pos */
     int *top_ids;        /* [n_top] token ids by falling logit (hs_top_k) */
     double *top_probs;   /* [n_top] their softmax probabilities */
@@ -395,8 +410,8 @@ typedef struct {
  * model ("head L5H0 is not in the model (2 layers x 4 heads: L0H0..L1H3)"),
  * more only heads than a figure holds, sentence A (hs_tok_encode's
  * messages), sentence B ("second --sentence: ..."; "the two sentences have N
- * and M tokens; ..."), the crop ("--positions A:B is outside the sentence's
- * T tokens (0..T-1)"), the position ("--position P is outside ..."), vs
+ * and M tokens; ..."), the crop ("--positions A:B selects no position of
+ * the sentence's T tokens (0..T-1)"), the position ("--position P is outside ..."), vs
  * ("--vs: ..."; "--vs takes one word of the vocabulary, not N ('...')", for a
  * BPE "one token", N without the BOS; vs is encoded as text, the BOS left
  * out); then

@@ -27,7 +27,7 @@ void hs_inspect_opts_default(hs_inspect_opts *o)
     memset(o, 0, sizeof *o);
     o->out_dir = "inspect-out";
     o->top = 5;
-    o->crop_a = o->crop_b = -1;
+    o->crop_a = o->crop_b = HS_INSPECT_OPEN;
 }
 
 int insp_context(cJSON *o, const insp_run *x, int with_tokens)
@@ -111,6 +111,15 @@ static hs_status check_vs(const hs_tokenizer *tok, const char *vs, int *vs_id, h
     return s;
 }
 
+/* One end v of a Python slice over T positions: open (HS_INSPECT_OPEN) is
+ * dflt, a negative counts from the end, clamped to 0..T. */
+static long slice_end(long v, long dflt, int T)
+{
+    if (v == HS_INSPECT_OPEN) return dflt;
+    if (v < 0) v += T;
+    return v < 0 ? 0 : v > T ? T : v;
+}
+
 /* Every check of the input, in the order they are refused; the sentences'
  * tokens into ta, tb (tb empty without a pair). */
 static hs_status check_input(insp_run *x, hs_tokens *ta, hs_tokens *tb, hs_error *err)
@@ -130,11 +139,16 @@ static hs_status check_input(insp_run *x, hs_tokens *ta, hs_tokens *tb, hs_error
             return hs_fail(err, HS_ERR_INPUT, "the two sentences have %zu and %zu tokens; a pair "
                            "and its difference need the same number", ta->n, tb->n);
     }
-    if (o->crop_a >= 0 && o->crop_b >= x->T)
-        return hs_fail(err, HS_ERR_INPUT, "--positions %d:%d is outside the sentence's %d tokens "
-                       "(0..%d)", o->crop_a, o->crop_b, x->T, x->T - 1);
-    x->a = o->crop_a >= 0 ? o->crop_a : 0;
-    x->b = o->crop_a >= 0 ? o->crop_b : x->T - 1;
+    long a = slice_end(o->crop_a, 0, x->T), b = slice_end(o->crop_b, x->T, x->T);
+    if (a >= b) {
+        char sa[24] = "", sb[24] = "";
+        if (o->crop_a != HS_INSPECT_OPEN) snprintf(sa, sizeof sa, "%ld", o->crop_a);
+        if (o->crop_b != HS_INSPECT_OPEN) snprintf(sb, sizeof sb, "%ld", o->crop_b);
+        return hs_fail(err, HS_ERR_INPUT, "--positions %s:%s selects no position of the "
+                       "sentence's %d tokens (0..%d)", sa, sb, x->T, x->T - 1);
+    }
+    x->a = (int)a;
+    x->b = (int)b - 1;
     s = check_position(o, x->T, &x->pos, err);
     if (s == HS_OK) s = check_vs(x->tok, o->vs, &x->vs_id, err);
     return s;
@@ -331,34 +345,52 @@ static hs_status write_predictions(const insp_run *x, const hs_inspect_report *r
     return s;
 }
 
-/* The chapter's rows at the query position: each layer head-averaged, then
- * with head_rows one per head (only's in its order, else every head). */
-static hs_status fill_rows(const insp_run *x, hs_inspect_report *r, hs_error *err)
+/* The chapter's rows at the query position of patterns pats [L, H, T, T]
+ * into rows [n_rows, pos + 1]: each layer head-averaged, then with head_rows
+ * one per head (only's in its order, else every head). */
+static void rows_of(const insp_run *x, const float *pats, int n_heads, float *rows)
 {
     const hs_inspect_opts *o = x->o;
     const int L = x->L, H = x->H, S = x->pos + 1;
     const size_t T = (size_t)x->T;
-    const int n_heads = o->head_rows ? (o->n_only ? o->n_only : L * H) : 0;
-    r->n_cols = S;
-    r->rows = malloc((size_t)(L + n_heads) * S * sizeof *r->rows);
-    r->row_labels = calloc((size_t)(L + n_heads), sizeof *r->row_labels);
-    if (!r->rows || !r->row_labels) return oom(err);
-    for (int l = 0; l < L; l++) {
+    for (int l = 0; l < L; l++)
         for (int j = 0; j < S; j++) {
             double s = 0;
             for (int h = 0; h < H; h++)
-                s += x->pats[(((size_t)l * H + h) * T + (size_t)x->pos) * T + (size_t)j];
-            r->rows[(size_t)l * S + j] = (float)(s / H);
+                s += pats[(((size_t)l * H + h) * T + (size_t)x->pos) * T + (size_t)j];
+            rows[(size_t)l * S + j] = (float)(s / H);
         }
-        if (!(r->row_labels[r->n_rows++] = hs_strfmt("L%d", l))) return oom(err);
-    }
     for (int i = 0; i < n_heads; i++) {
         int l = o->n_only ? o->only[i].layer : i / H, h = o->n_only ? o->only[i].head : i % H;
-        memcpy(r->rows + (size_t)r->n_rows * S,
-               x->pats + (((size_t)l * H + h) * T + (size_t)x->pos) * T, (size_t)S * sizeof *r->rows);
+        memcpy(rows + (size_t)(L + i) * S, pats + (((size_t)l * H + h) * T + (size_t)x->pos) * T,
+               (size_t)S * sizeof *rows);
+    }
+}
+
+/* The report's rows (rows_of) of sentence A, and of B with a pair, their
+ * labels and the pair's names. */
+static hs_status fill_rows(const insp_run *x, hs_inspect_report *r, hs_error *err)
+{
+    const hs_inspect_opts *o = x->o;
+    const int L = x->L, H = x->H, S = x->pos + 1;
+    const int n_heads = o->head_rows ? (o->n_only ? o->n_only : L * H) : 0;
+    const size_t n = (size_t)(L + n_heads) * S;
+    r->n_cols = S;
+    r->rows = malloc(n * sizeof *r->rows);
+    r->row_labels = calloc((size_t)(L + n_heads), sizeof *r->row_labels);
+    if (!r->rows || !r->row_labels) return oom(err);
+    rows_of(x, x->pats, n_heads, r->rows);
+    for (int l = 0; l < L; l++)
+        if (!(r->row_labels[r->n_rows++] = hs_strfmt("L%d", l))) return oom(err);
+    for (int i = 0; i < n_heads; i++) {
+        int l = o->n_only ? o->only[i].layer : i / H, h = o->n_only ? o->only[i].head : i % H;
         if (!(r->row_labels[r->n_rows++] = hs_strfmt("L%dH%d", l, h))) return oom(err);
     }
-    return HS_OK;
+    if (!x->pats2) return HS_OK;
+    if (!(r->rows2 = malloc(n * sizeof *r->rows2))) return oom(err);
+    rows_of(x, x->pats2, n_heads, r->rows2);
+    insp_pair_names(x, &r->name_a, &r->name_b);
+    return r->name_a && r->name_b ? HS_OK : oom(err);
 }
 
 /* The n tokens of k as figures show them (hs_tok_display), into *out [n]. */
@@ -414,7 +446,6 @@ hs_status hs_inspect_run(const hs_model *m, const hs_tokenizer *tok, const hs_in
     hs_cache_init(&cache);
     hs_outdir od = {0};
     float *pats = NULL, *pats2 = NULL;
-    char **lab2 = NULL;
     insp_run x = {.m = m, .tok = tok, .o = o, .notes = notes, .od = &od, .ta = &ta,
                   .cache = &cache, .L = m->cfg.n_layers, .H = m->cfg.n_heads, .vs_id = -1};
     hs_status s = check_input(&x, &ta, &tb, err);
@@ -424,11 +455,11 @@ hs_status hs_inspect_run(const hs_model *m, const hs_tokenizer *tok, const hs_in
     if (s == HS_OK) s = hs_figopts_font_wait(fo, pool, err);
     if (s == HS_OK) s = display_labels(tok, &ta, &out->labels, err);
     out->n_tokens = out->labels ? x.T : 0;
-    if (s == HS_OK && o->sentence2) s = display_labels(tok, &tb, &lab2, err);
+    if (s == HS_OK && o->sentence2) s = display_labels(tok, &tb, &out->labels2, err);
     x.pats = pats;
     x.pats2 = pats2;
     x.lab = (const char *const *)out->labels;
-    x.lab2 = (const char *const *)lab2;
+    x.lab2 = (const char *const *)out->labels2;
     x.ids2 = o->sentence2 ? tb.ids : NULL;
     out->pos = x.pos;
     const char *const inputs[] = {o->model_path, NULL}; /* never replaced or removed */
@@ -437,7 +468,6 @@ hs_status hs_inspect_run(const hs_model *m, const hs_tokenizer *tok, const hs_in
     if (s == HS_OK) s = fill_rows(&x, out, err);
     if (s == HS_OK) out->n_files = hs_outdir_n_files(&od);
     hs_outdir_close(&od);
-    free_strs(lab2, tb.n);
     free(pats);
     free(pats2);
     hs_cache_free(&cache);
@@ -450,7 +480,11 @@ hs_status hs_inspect_run(const hs_model *m, const hs_tokenizer *tok, const hs_in
 void hs_inspect_report_free(hs_inspect_report *r)
 {
     if (!r) return;
+    free_strs(r->labels2, r->labels2 ? (size_t)r->n_tokens : 0);
     free_strs(r->labels, (size_t)r->n_tokens);
+    free(r->rows2);
+    free(r->name_a);
+    free(r->name_b);
     free_strs(r->row_labels, (size_t)r->n_rows);
     free(r->rows);
     free(r->top_ids);

@@ -82,6 +82,7 @@ typedef struct {
     const char *title, *shows;
     const cJSON *extra;               /* keys added to its JSON, or NULL */
     const char *const *toks;          /* T labels, or NULL for sentence A's */
+    int data_only;                    /* 1: its JSON alone (its picture is another figure's) */
 } att_fig;
 
 /* One attention figure set of rows x cols patterns pat [n, T, T]: a grid or
@@ -107,7 +108,7 @@ static hs_status write_attention(const insp_run *x, const att_fig *f, const floa
         toks += x->a;
         T = S;
     }
-    if (hs_figopts_images(od->fo)) {
+    if (hs_figopts_images(od->fo) && !f->data_only) {
         hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
         vo.highlight_row = x->pos - x->a;
         char note[128];
@@ -144,35 +145,63 @@ static hs_status write_attention(const insp_run *x, const att_fig *f, const floa
     return s;
 }
 
+/* The differences' colour scale: [-lim, lim] fixed (lim > 0), or per figure
+ * (lim 0, an explicit --range auto), into vo; the same into j's
+ * "colour_scale" when j. 0 when memory ran out. */
+static int diff_scale(const insp_run *x, double lim, hs_viz_options *vo, cJSON *j)
+{
+    if (vo) {
+        *vo = hs_figopts_for(x->od->fo, HS_FIG_SIGNED, lim);
+        if (lim > 0) { /* vmin/vmax are attention's: the difference keeps its own */
+            vo->range = HS_VIZ_RANGE_FIXED;
+            vo->vmin = -lim;
+            vo->vmax = lim;
+        }
+    }
+    if (!j) return 1;
+    cJSON *o = cJSON_AddObjectToObject(j, "colour_scale");
+    return o && cJSON_AddStringToObject(o, "cmap", "diverging") &&
+           cJSON_AddStringToObject(o, "range", lim > 0 ? "fixed" : "auto") &&
+           (!(lim > 0) || (cJSON_AddNumberToObject(o, "vmin", -lim) &&
+                           cJSON_AddNumberToObject(o, "vmax", lim)));
+}
+
+/* What a difference is: B - A as the words that differ ("wet − tired"),
+ * the shared colour scale lim (0: per figure). */
+typedef struct {
+    const char *minus;
+    double lim;
+} diff_def;
+
 /* B - A of two patterns d [T, T] as a diverging map centred on 0 with the
- * causal triangle masked, cropped like the attention figures. toks: T labels. */
+ * causal triangle masked, cropped like the attention figures, on dd's scale.
+ * toks: T labels. */
 static hs_status write_diff(const insp_run *x, const char *stem, const float *d,
                             const char *const *toks, const char *title, const char *shows,
-                            hs_error *err)
+                            const diff_def *dd, hs_error *err)
 {
     hs_outdir *od = x->od;
     size_t T = (size_t)x->T, S = (size_t)(x->b - x->a + 1);
     float *m = malloc(S * S * sizeof *m);
     unsigned char *mask = malloc(S * S);
-    if (!m || !mask) {
+    char *qty = hs_strfmt("attention weight, %s", dd->minus);
+    if (!m || !mask || !qty) {
         free(m);
         free(mask);
+        free(qty);
         return oom(err);
     }
     crop(m, d, 1, T, x->a, x->b);
-    double lim = 0;
     for (size_t i = 0; i < S; i++)
-        for (size_t j = 0; j < S; j++) {
-            mask[i * S + j] = j > i;
-            if (j <= i) lim = fmax(lim, fabs(m[i * S + j]));
-        }
+        for (size_t j = 0; j < S; j++) mask[i * S + j] = j > i;
     toks += x->a;
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     hs_status s = HS_OK;
     if (hs_figopts_images(od->fo)) {
-        hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_SIGNED, lim > 0 ? lim : 1.0);
-        vo.value_label = "attention weight, B - A";
+        hs_viz_options vo;
+        diff_scale(x, dd->lim, &vo, NULL);
+        vo.value_label = qty;
         char note[96];
         if (S != T && !x->o->no_title) {
             snprintf(note, sizeof note, "positions %d..%d of 0..%zu", x->a, x->b, T - 1);
@@ -191,41 +220,53 @@ static hs_status write_diff(const insp_run *x, const char *stem, const float *d,
     if (s == HS_OK && hs_figopts_data(od->fo)) {
         s = hs_viz_signed_json_masked(&j, m, mask, S, S, toks, toks, title, "source (key)",
                                       "destination (query)", err);
-        if (s == HS_OK && !insp_context(j, x, 1)) s = oom(err);
+        if (s == HS_OK && !(insp_context(j, x, 1) && diff_scale(x, dd->lim, NULL, j) &&
+                            cJSON_AddStringToObject(j, "difference", dd->minus) &&
+                            cJSON_AddStringToObject(j, "sentence2", x->o->sentence2)))
+            s = oom(err);
     }
     if (s == HS_OK) s = hs_outdir_figure(od, stem, &fig, j, shows, err);
     hs_viz_figure_destroy(fig);
     cJSON_Delete(j);
     free(m);
     free(mask);
+    free(qty);
     return s;
 }
 
 /* The query position's row of every head as one heatmap strip: rows = heads,
- * columns = sources 0..pos. pats: [R, T, T], names: R head names. */
+ * columns = sources a..min(b, pos) (the crop). pats: [R, T, T], names: R
+ * head names. */
 static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
                                  const char *const *names, hs_error *err)
 {
     hs_outdir *od = x->od;
-    size_t T = (size_t)x->T, S = (size_t)x->pos + 1;
+    const int c0 = x->a, c1 = x->b < x->pos ? x->b : x->pos;
+    if (c1 < c0) {
+        hs_note(x->notes, HS_NOTE_CMD, "note: query_row: the crop %d..%d holds no source of "
+                "position %d; not written", x->a, x->b, x->pos);
+        return HS_OK;
+    }
+    size_t T = (size_t)x->T, S = (size_t)(c1 - c0 + 1);
     float *m = malloc(R * S * sizeof *m);
     /* the token is the user's text: no fixed buffer */
-    char *title = hs_strfmt("attention from position %d ('%s'), by head", x->pos, x->lab[x->pos]);
-    char *shows = hs_strfmt("attention row of each head at query position %d over sources 0..%d "
-                            "[head, src]", x->pos, x->pos);
+    char *title = hs_strfmt("attention from position %d ('%s'), by head%s", x->pos,
+                            x->lab[x->pos], x->tag ? x->tag : "");
+    char *shows = hs_strfmt("attention row of each head at query position %d over sources %d..%d "
+                            "[head, src]", x->pos, c0, c1);
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     hs_status s = !m || !title || !shows ? oom(err) : HS_OK;
     for (size_t k = 0; s == HS_OK && k < R; k++)
-        memcpy(m + k * S, pats + (k * T + (size_t)x->pos) * T, S * sizeof *m);
-    const char *t = insp_title(x, title, 0);
+        memcpy(m + k * S, pats + (k * T + (size_t)x->pos) * T + (size_t)c0, S * sizeof *m);
+    const char *t = insp_title(x, title, 0), *const *cols = x->lab + c0;
     if (s == HS_OK && hs_figopts_images(od->fo)) {
         hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
         vo.value_label = "attention weight";
         hs_error fe = {0};
         hs_status fs = HS_ERR_INPUT;
         if (R <= HS_VIZ_MAX_TOKENS && S <= HS_VIZ_MAX_TOKENS)
-            fs = hs_viz_matrix_figure(&fig, m, R, S, names, x->lab, t, "source (key)", "head", &vo,
+            fs = hs_viz_matrix_figure(&fig, m, R, S, names, cols, t, "source (key)", "head", &vo,
                                       &fe);
         else
             hs_fail(&fe, HS_ERR_INPUT, "%zu heads x %zu sources, over the figure cap of %d", R, S,
@@ -233,8 +274,10 @@ static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
         s = figure_or_note(x, "query_row", fs, &fe, err);
     }
     if (s == HS_OK && hs_figopts_data(od->fo)) {
-        s = hs_viz_signed_json(&j, m, R, S, names, x->lab, t, "source (key)", "head", err);
-        if (s == HS_OK && !insp_context(j, x, 1)) s = oom(err);
+        s = hs_viz_signed_json(&j, m, R, S, names, cols, t, "source (key)", "head", err);
+        if (s == HS_OK && !(insp_context(j, x, 1) &&
+                            (c0 == 0 || cJSON_AddNumberToObject(j, "first_position", c0))))
+            s = oom(err);
         /* the page draws attention on the figure's fixed [0, 1] */
         if (s == HS_OK) s = hs_figopts_add_scale(j, od->fo, HS_FIG_ATTENTION, 0, err);
     }
@@ -269,7 +312,7 @@ static hs_status fig_grid(const insp_run *x, hs_error *err)
                           "[dest (query), src (key)]", L, H);
         f.rows = (size_t)L;
         f.cols = (size_t)H;
-        f.title = insp_title(x, "attention patterns of every head (hook_pattern)", 1);
+        hs_buf_puts(&title, "attention of every head");
     } else if (s == HS_OK) {
         for (int i = 0; i < n; i++) {
             const hs_head *h = &o->only[i];
@@ -279,20 +322,22 @@ static hs_status fig_grid(const insp_run *x, hs_error *err)
         }
         shows = hs_strfmt("attention patterns of the selected heads (--only %s)",
                           o->only_text ? o->only_text : list.s ? list.s : "");
-        /* the title names the heads: one head is its hook; several, their list */
+        /* the title names the heads: one head, or their list */
         if (n == 1) {
-            hs_buf_printf(&title, "%s · blocks.%d.attn.hook_pattern", names.at[0], o->only[0].layer);
+            hs_buf_printf(&title, "%s attention", names.at[0]);
         } else {
-            hs_buf_puts(&title, "attention patterns of ");
+            hs_buf_puts(&title, "attention of ");
             for (int i = 0; i < n; i++) hs_buf_printf(&title, "%s%s", i ? ", " : "", names.at[i]);
         }
         f.rows = 1;
         f.cols = (size_t)n;
         f.row_h = empty;
         f.col_h = names.at;
-        f.title = insp_title(x, title.s, 1);
-        if (title.oom || list.oom) s = oom(err);
+        f.data_only = n == 1; /* one head: L<l>H<h> is its picture, and the main figure */
     }
+    hs_buf_puts(&title, x->tag ? x->tag : "");
+    if (title.oom || list.oom) s = oom(err);
+    f.title = insp_title(x, title.s, n > 1 || !o->n_only);
     f.shows = shows;
     if (s == HS_OK && !shows) s = oom(err);
     if (s == HS_OK) s = write_attention(x, &f, sel ? sel : x->pats, err);
@@ -319,18 +364,20 @@ static hs_status fig_heads(const insp_run *x, hs_error *err)
 {
     const int L = x->L, H = x->H;
     const size_t TT = (size_t)x->T * x->T;
-    char nm[32], title[128], shows[128];
+    char nm[32], shows[128], *title = NULL;
+    const char *tag = x->tag ? x->tag : ""; /* user text: no fixed buffer */
     const char *np[1] = {nm};
     hs_status s = HS_OK;
     for (int l = 0; s == HS_OK && l < L; l++)
         for (int h = 0; s == HS_OK && h < H; h++) {
             if (!wanted(x->o, l, h)) continue;
             snprintf(nm, sizeof nm, "L%dH%d", l, h);
-            snprintf(title, sizeof title, "L%dH%d · blocks.%d.attn.hook_pattern", l, h, l);
+            free(title);
+            if (!(title = hs_strfmt("L%dH%d attention%s", l, h, tag))) s = oom(err);
             snprintf(shows, sizeof shows, "attention pattern of head L%dH%d [dest, src]", l, h);
             att_fig f = {.stem = nm, .rows = 1, .cols = 1, .names = np,
-                         .title = insp_title(x, title, 0), .shows = shows};
-            s = write_attention(x, &f, x->pats + ((size_t)l * H + h) * TT, err);
+                         .title = insp_title(x, title, x->o->n_only == 1), .shows = shows};
+            if (s == HS_OK) s = write_attention(x, &f, x->pats + ((size_t)l * H + h) * TT, err);
         }
     float *mean = malloc(TT * sizeof *mean);
     if (s == HS_OK && !mean) s = oom(err);
@@ -341,7 +388,11 @@ static hs_status fig_heads(const insp_run *x, hs_error *err)
             mean[k] = (float)(sum / H);
         }
         snprintf(nm, sizeof nm, "L%d_mean", l);
-        snprintf(title, sizeof title, "L%d, mean over its %d heads", l, H);
+        free(title);
+        if (!(title = hs_strfmt("L%d attention, mean of its %d heads%s", l, H, tag))) {
+            s = oom(err);
+            break;
+        }
         snprintf(shows, sizeof shows, "attention pattern of layer %d averaged over its %d heads",
                  l, H);
         cJSON *extra = cJSON_CreateObject();
@@ -358,39 +409,47 @@ static hs_status fig_heads(const insp_run *x, hs_error *err)
         cJSON_Delete(extra);
     }
     free(mean);
+    free(title);
     return s;
+}
+
+/* Layer l's mean (h < 0) or head (l, h) of A, B and B - A into pair [3, T, T]. */
+static void pair_fill(const insp_run *x, int l, int h, float *pair)
+{
+    const int H = x->H, h0 = h < 0 ? 0 : h, h1 = h < 0 ? H : h + 1;
+    const size_t TT = (size_t)x->T * x->T;
+    for (size_t q = 0; q < TT; q++) {
+        double sa = 0, sb = 0;
+        for (int hh = h0; hh < h1; hh++) {
+            sa += x->pats[((size_t)l * H + hh) * TT + q];
+            sb += x->pats2[((size_t)l * H + hh) * TT + q];
+        }
+        pair[q] = (float)(sa / (h1 - h0));
+        pair[TT + q] = (float)(sb / (h1 - h0));
+        pair[2 * TT + q] = (float)(sb / (h1 - h0) - sa / (h1 - h0));
+    }
 }
 
 /* The pair's figures of layer l's mean (h < 0) or head (l, h): A and B on
  * one scale, side by side (stacked in a narrower width than a page), and B -
- * A. pair: scratch [3, T, T]; pl: T pair labels ("tired/wet"); hdr: "A: x",
- * "B: y". */
+ * A on dd's scale. pair: scratch [3, T, T]; pl: T pair labels ("tired/wet");
+ * hdr: the two sentences' names ("tired", "wet"). */
 static hs_status fig_pair_one(const insp_run *x, int l, int h, float *pair,
-                              const char *const *pl, const char *const *hdr, hs_error *err)
+                              const char *const *pl, const char *const *hdr, const diff_def *dd,
+                              hs_error *err)
 {
-    const int H = x->H;
     const size_t TT = (size_t)x->T * x->T;
     char nm[48], st[64], who[48];
     if (h < 0) snprintf(nm, sizeof nm, "L%d_mean", l);
     else snprintf(nm, sizeof nm, "L%dH%d", l, h);
-    for (size_t q = 0; q < TT; q++) {
-        double sa = 0, sb = 0;
-        for (int hh = (h < 0 ? 0 : h); hh < (h < 0 ? H : h + 1); hh++) {
-            sa += x->pats[((size_t)l * H + hh) * TT + q];
-            sb += x->pats2[((size_t)l * H + hh) * TT + q];
-        }
-        int cnt = h < 0 ? H : 1;
-        pair[q] = (float)(sa / cnt);
-        pair[TT + q] = (float)(sb / cnt);
-        pair[2 * TT + q] = (float)(sb / cnt - sa / cnt);
-    }
-    if (h < 0) snprintf(who, sizeof who, "L%d, mean of its heads", l);
+    pair_fill(x, l, h, pair);
+    if (h < 0) snprintf(who, sizeof who, "L%d mean", l);
     else snprintf(who, sizeof who, "%s", nm);
     const char *s1 = x->o->sentence, *s2 = x->o->sentence2;
-    char *t1 = hs_strfmt("%s: sentences A and B on one scale", who);
+    char *t1 = hs_strfmt("%s attention: %s and %s on one scale", who, hdr[0], hdr[1]);
     char *w1 = hs_strfmt("%s attention for sentence A (%s) and B (%s) side by side on one colour "
                          "scale", nm, s1, s2);
-    char *t2 = hs_strfmt("%s: attention B - A", who);
+    char *t2 = hs_strfmt("%s attention: %s", who, dd->minus);
     char *w2 = hs_strfmt("%s attention of sentence B (%s) minus sentence A (%s); masked = causal "
                          "(source after destination)", nm, s2, s1);
     hs_status s = !t1 || !w1 || !t2 || !w2 ? oom(err) : HS_OK;
@@ -404,11 +463,143 @@ static hs_status fig_pair_one(const insp_run *x, int l, int h, float *pair,
                  .title = insp_title(x, t1, 0), .shows = w1, .toks = pl};
     if (s == HS_OK) s = write_attention(x, &f, pair, err);
     snprintf(st, sizeof st, "diff_%s", nm);
-    if (s == HS_OK) s = write_diff(x, st, pair + 2 * TT, pl, insp_title(x, t2, 0), w2, err);
+    if (s == HS_OK)
+        s = write_diff(x, st, pair + 2 * TT, pl, insp_title(x, t2, 0), w2, dd, err);
     free(t1);
     free(w1);
     free(t2);
     free(w2);
+    return s;
+}
+
+/* The pair's figures in order: k < L layer k's mean, then the only heads;
+ * 0 when k is not drawn. */
+static int pair_at(const insp_run *x, int k, int *l, int *h)
+{
+    *l = k < x->L ? k : (k - x->L) / x->H;
+    *h = k < x->L ? -1 : (k - x->L) % x->H;
+    return *h < 0 || (x->o->n_only > 0 && wanted(x->o, *l, *h));
+}
+
+/* The differences' shared scale: o's diff_max, else the largest |B - A| of
+ * the figures drawn (inside the crop, the causal triangle) rounded up to a
+ * multiple of 0.05 (a colour bar ends at a round number); 0 = per figure
+ * (an explicit --range auto). pair: scratch [3, T, T]. */
+static double diff_limit(const insp_run *x, float *pair)
+{
+    if (x->o->diff_max > 0) return x->o->diff_max;
+    if (x->od->fo->range_set && x->od->fo->viz.range == HS_VIZ_RANGE_AUTO) return 0;
+    const size_t T = (size_t)x->T, TT = T * T;
+    double big = 0;
+    for (int k = 0, l, h; k < x->L + x->L * x->H; k++) {
+        if (!pair_at(x, k, &l, &h)) continue;
+        pair_fill(x, l, h, pair);
+        for (size_t i = 0; i < T; i++) /* the crop's, and the query row's (the strip) */
+            for (size_t j = (size_t)x->a; j <= i && j <= (size_t)x->b; j++)
+                if (i == (size_t)x->pos || (i >= (size_t)x->a && i <= (size_t)x->b))
+                    big = fmax(big, fabs(pair[2 * TT + i * T + j]));
+    }
+    double lim = ceil(big * 20 - 1e-6) / 20;
+    return lim < 0.05 ? 0.05 : lim;
+}
+
+void insp_pair_names(const insp_run *x, char **na, char **nb)
+{
+    int nd = 0;
+    for (int i = 0; i < x->T; i++) nd += x->ta->ids[i] != x->ids2[i];
+    if (nd < 1 || nd > 3) {
+        *na = hs_strdup("sentence 1");
+        *nb = hs_strdup("sentence 2");
+        return;
+    }
+    hs_buf a = {0}, b = {0};
+    if (nd > 1) hs_buf_puts(&a, "("), hs_buf_puts(&b, "(");
+    for (int i = 0, k = 0; i < x->T; i++) {
+        if (x->ta->ids[i] == x->ids2[i]) continue;
+        hs_buf_printf(&a, "%s%s", k ? ", " : "", x->lab[i]);
+        hs_buf_printf(&b, "%s%s", k++ ? ", " : "", x->lab2[i]);
+    }
+    if (nd > 1) hs_buf_puts(&a, ")"), hs_buf_puts(&b, ")");
+    *na = hs_buf_take(&a);
+    *nb = hs_buf_take(&b);
+}
+
+/* query_row_pair: the query row of each layer's mean (or of each only
+ * head) in sentence A and B, and B - A under them, as one strip over the
+ * sources a..min(b, pos); pl: T pair labels, hdr: the sentences' names. */
+static hs_status write_query_row_pair(const insp_run *x, const char *const *pl,
+                                      const char *const *hdr, const diff_def *dd, hs_error *err)
+{
+    hs_outdir *od = x->od;
+    const int n = x->o->n_only ? x->o->n_only : x->L, c0 = x->a, c1 = x->b < x->pos ? x->b : x->pos;
+    const size_t T = (size_t)x->T, TT = T * T, C = c1 >= c0 ? (size_t)(c1 - c0 + 1) : 0;
+    if (C == 0) {
+        hs_note(x->notes, HS_NOTE_CMD, "note: query_row_pair: the crop %d..%d holds no source of "
+                "position %d; not written", x->a, x->b, x->pos);
+        return HS_OK;
+    }
+    float *rows = malloc((size_t)3 * n * C * sizeof *rows), *diff = rows + (size_t)2 * n * C;
+    float *pair = malloc(3 * TT * sizeof *pair);
+    hs_labels rl, dl;
+    hs_labels_init(&rl, (size_t)2 * n);
+    hs_labels_init(&dl, (size_t)n);
+    char *title = hs_strfmt("attention from position %d ('%s'): %s, %s and %s", x->pos, pl[x->pos],
+                            hdr[0], hdr[1], dd->minus);
+    char *shows = hs_strfmt("query row at position %d of sentence A, B and B - A per %s over "
+                            "sources %d..%d [row, src]", x->pos, x->o->n_only ? "head" : "layer "
+                            "(head-averaged)", c0, c1);
+    hs_status s = !rows || !pair || rl.oom || dl.oom || !title || !shows ? oom(err) : HS_OK;
+    for (int k = 0; s == HS_OK && k < n; k++) {
+        int l = x->o->n_only ? x->o->only[k].layer : k, h = x->o->n_only ? x->o->only[k].head : -1;
+        pair_fill(x, l, h, pair);
+        for (int w = 0; w < 3; w++) {
+            float *dst = w < 2 ? rows + ((size_t)2 * k + (size_t)w) * C : diff + (size_t)k * C;
+            memcpy(dst, pair + (size_t)w * TT + (size_t)x->pos * T + (size_t)c0, C * sizeof *dst);
+        }
+        char nm[32];
+        if (h < 0) snprintf(nm, sizeof nm, "L%d", l);
+        else snprintf(nm, sizeof nm, "L%dH%d", l, h);
+        hs_labels_set(&rl, (size_t)2 * k, "%s %s", nm, hdr[0]);
+        hs_labels_set(&rl, (size_t)2 * k + 1, "%s %s", nm, hdr[1]);
+        hs_labels_set(&dl, (size_t)k, "%s %s", nm, dd->minus);
+    }
+    if (s == HS_OK && (rl.oom || dl.oom)) s = oom(err);
+    const char *t = insp_title(x, title, 0), *const *cols = pl + c0;
+    hs_viz_figure *fig = NULL;
+    cJSON *j = NULL, *jd = NULL;
+    double lim = dd->lim, big = 0; /* per figure (--range auto): its own largest |B - A| */
+    for (size_t i = 0; i < (size_t)n * C; i++) big = fmax(big, fabs(diff[i]));
+    if (!(lim > 0)) lim = fmax(ceil(big * 20 - 1e-6) / 20, 0.05);
+    if (s == HS_OK && hs_figopts_images(od->fo)) {
+        hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
+        hs_error fe = {0};
+        hs_status fs = hs_viz_rows_pair_figure(&fig, rows, (size_t)2 * n, rl.at, diff, (size_t)n,
+                                               dl.at, C, cols, t, "source (key)", lim,
+                                               dd->minus, &vo, &fe);
+        s = figure_or_note(x, "query_row_pair", fs, &fe, err);
+    }
+    if (s == HS_OK && hs_figopts_data(od->fo)) {
+        s = hs_viz_signed_json(&j, rows, (size_t)2 * n, C, rl.at, cols, t, "source (key)", "row",
+                               err);
+        if (s == HS_OK) s = hs_viz_signed_json(&jd, diff, (size_t)n, C, dl.at, cols, dd->minus,
+                                               "source (key)", "row", err);
+        if (s == HS_OK && !(insp_context(j, x, 1) && diff_scale(x, lim, NULL, jd) &&
+                            cJSON_AddNumberToObject(j, "first_position", c0) &&
+                            cJSON_AddItemToObject(j, "difference", jd)))
+            s = oom(err);
+        else if (s == HS_OK) jd = NULL;
+        if (s == HS_OK) s = hs_figopts_add_scale(j, od->fo, HS_FIG_ATTENTION, 0, err);
+    }
+    if (s == HS_OK) s = hs_outdir_figure(od, "query_row_pair", &fig, j, shows, err);
+    hs_viz_figure_destroy(fig);
+    cJSON_Delete(j);
+    cJSON_Delete(jd);
+    free(rows);
+    free(pair);
+    free(title);
+    free(shows);
+    hs_labels_free(&rl);
+    hs_labels_free(&dl);
     return s;
 }
 
@@ -419,33 +610,45 @@ static hs_status fig_pairs(const insp_run *x, hs_error *err)
     float *pair = malloc(3 * (size_t)T * T * sizeof *pair);
     hs_labels pl;
     hs_labels_init(&pl, (size_t)T);
-    int first_diff = -1;
     for (int i = 0; i < T; i++) {
-        int same = x->ta->ids[i] == x->ids2[i];
-        if (!same && first_diff < 0) first_diff = i;
-        if (same) hs_labels_set(&pl, (size_t)i, "%s", x->lab[i]);
+        if (x->ta->ids[i] == x->ids2[i]) hs_labels_set(&pl, (size_t)i, "%s", x->lab[i]);
         else hs_labels_set(&pl, (size_t)i, "%s/%s", x->lab[i], x->lab2[i]);
     }
-    char *ha = first_diff >= 0 ? hs_strfmt("A: %s", x->lab[first_diff]) : hs_strdup("A");
-    char *hb = first_diff >= 0 ? hs_strfmt("B: %s", x->lab2[first_diff]) : hs_strdup("B");
-    const char *hdr[2] = {ha, hb};
-    hs_status s = !pair || pl.oom || !ha || !hb ? oom(err) : HS_OK;
-    for (int k = 0; s == HS_OK && k < x->L + x->L * x->H; k++) {
-        int l = k < x->L ? k : (k - x->L) / x->H, h = k < x->L ? -1 : (k - x->L) % x->H;
-        if (h >= 0 && (x->o->n_only == 0 || !wanted(x->o, l, h))) continue;
-        s = fig_pair_one(x, l, h, pair, pl.at, hdr, err);
-    }
+    char *na = NULL, *nb = NULL;
+    insp_pair_names(x, &na, &nb);
+    char *minus = na && nb ? hs_strfmt("%s − %s", nb, na) : NULL;
+    const char *hdr[2] = {na, nb};
+    hs_status s = !pair || pl.oom || !minus ? oom(err) : HS_OK;
+    diff_def dd = {minus, s == HS_OK ? diff_limit(x, pair) : 0};
+    for (int k = 0, l, h; s == HS_OK && k < x->L + x->L * x->H; k++)
+        if (pair_at(x, k, &l, &h)) s = fig_pair_one(x, l, h, pair, pl.at, hdr, &dd, err);
+    if (s == HS_OK) s = write_query_row_pair(x, pl.at, hdr, &dd, err);
     free(pair);
-    free(ha);
-    free(hb);
+    free(na);
+    free(nb);
+    free(minus);
     hs_labels_free(&pl);
     return s;
 }
 
 hs_status insp_figures(const insp_run *x, hs_error *err)
 {
-    hs_status s = fig_grid(x, err);
-    if (s == HS_OK) s = fig_heads(x, err);
+    insp_run y = *x;
+    char *na = NULL, *nb = NULL, *tag = NULL;
+    if (x->pats2) {
+        insp_pair_names(x, &na, &nb);
+        if (!na || !nb || !(tag = hs_strfmt(" (%s)", na))) {
+            free(na);
+            free(nb);
+            return oom(err);
+        }
+        y.tag = tag;
+    }
+    hs_status s = fig_grid(&y, err);
+    if (s == HS_OK) s = fig_heads(&y, err);
     if (s == HS_OK && x->pats2) s = fig_pairs(x, err);
+    free(na);
+    free(nb);
+    free(tag);
     return s;
 }

@@ -27,6 +27,8 @@ typedef struct {
     int pos;                    /* the query position */
     int a, b;                   /* attention figures show positions a..b */
     int pred, vs_id;            /* the predicted token at pos; vs's id or -1 */
+    const char *tag;            /* what the titles of sentence A's own figures end with:
+                                 * " (tired)" in a pair, NULL alone (insp_figures sets it) */
 } insp_run;
 
 /* Adds the context every JSON of the run carries: "config", "model",
@@ -40,7 +42,15 @@ const char *insp_title(const insp_run *x, const char *dflt, int main_fig);
 
 /* Writes the run's attention figures into x->od, in this order:
  * attention_grid, query_row, L<l>H<h>, L<l>_mean, with a pair pair_* /
- * diff_* per layer mean and per only head. */
+ * diff_* per layer mean and per only head and query_row_pair. Under one only
+ * head, attention_grid is its JSON alone (its picture is L<l>H<h>'s, which is
+ * the main figure then); in a pair, sentence A's own figures say so in their
+ * titles ("L1H1 attention (tired)"). */
 hs_status insp_figures(const insp_run *x, hs_error *err);
+
+/* A pair's sentences named by the words where they differ: "tired" and
+ * "wet"; up to three words in parentheses ("(animal, tired)"); else
+ * "sentence 1" and "sentence 2". Into *na, *nb (malloc'd; NULL on OOM). */
+void insp_pair_names(const insp_run *x, char **na, char **nb);
 
 #endif

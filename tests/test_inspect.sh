@@ -173,11 +173,11 @@ g = json.load(open(sys.argv[1]))
 assert g["attention_head_names"] == ["L1H0", "L0H1"], g["attention_head_names"]
 assert g["shape"][0] == 2
 EOF
-grep -q '"title":[[:space:]]*"attention patterns of L1H0, L0H1"' "$TMP/only/attention_grid.json" ||
+grep -q '"title":[[:space:]]*"attention of L1H0, L0H1"' "$TMP/only/attention_grid.json" ||
     fail "--only: the grid title does not name the heads"
 grep -q '^L1H0 ' "$TMP/only.out" || fail "--only --heads: no L1H0 row"
 run 0 one inspect --model "$M" --sentence "$TIRED" --out "$TMP/one" --only L1H1 --format json
-grep -q '"title":[[:space:]]*"L1H1 · blocks.1.attn.hook_pattern"' "$TMP/one/attention_grid.json" ||
+grep -q '"title":[[:space:]]*"L1H1 attention"' "$TMP/one/attention_grid.json" ||
     fail "--only one head: the grid title does not name it"
 grep -q '^L0H0 ' "$TMP/only.out" && fail "--only --heads: printed an unselected head"
 # no --width and labels too wide for the default: the figures grow, and one
@@ -196,10 +196,11 @@ grep -q '^note: ' "$TMP/narrow.err" && fail "narrow: a note without a grown figu
 run 0 reuse1 inspect --model "$M" --sentence "$TIRED" --out "$TMP/reuse"
 n1=$(ls "$TMP/reuse" | wc -l)
 echo keep >"$TMP/reuse/notes.txt"
+# (--only L1H1 as PNG writes 7 files: its figure is L1H1.png, no attention_grid.png)
 run 0 reuse2 inspect --model "$M" --sentence "$WET" --out "$TMP/reuse" --only L1H1 --format png
 grep -q 'note: .*reuse already holds 1 file headscope did not write; they are kept' "$TMP/reuse2.err" ||
     fail "reuse2: no note about the user's file: $(cat "$TMP/reuse2.err")"
-grep -q "note: removed $((n1 - 8)) files an earlier run wrote in .*reuse (unchanged since, per its index.json) that this run does not write: " \
+grep -q "note: removed $((n1 - 7)) files an earlier run wrote in .*reuse (unchanged since, per its index.json) that this run does not write: " \
     "$TMP/reuse2.err" || fail "reuse2: no note of what was removed: $(cat "$TMP/reuse2.err")"
 [ "$(wc -l <"$TMP/reuse2.err")" -eq 2 ] || fail "reuse2: expected 2 notes: $(cat "$TMP/reuse2.err")"
 
@@ -231,7 +232,7 @@ run 1 narrow inspect --model "$M" --sentence "$TIRED" --out "$TMP/narrow" --form
 one_line narrow "cannot show every label in 6.00 in at 10 pt: it needs [0-9.]* in; HINT: --width"
 run 0 paper inspect --model "$M" --sentence "$TIRED" --out "$TMP/paper" --format png,svg,pdf \
     --dpi 72 --width page --font-size 10 --cmap greys --range auto --annotate --only L0H0
-check_folder "$TMP/paper" L0H0.pdf attention_grid.pdf dla.pdf
+check_folder "$TMP/paper" L0H0.pdf dla.pdf  # one --only head: L0H0 is its picture
 pngcheck -v "$TMP/paper/L0H0.png" | grep -q 'pHYs' || fail "--dpi: no pHYs chunk"
 grep -q 'width="6.75' "$TMP/paper/L0H0.svg" || fail "--width page: the SVG is not 6.75 in wide"
 pdfinfo "$TMP/paper/L0H0.pdf" | grep -q 'Page size: *486 x' || fail "--width page: PDF not 486 pt wide"
@@ -239,7 +240,7 @@ pdfinfo "$TMP/paper/L0H0.pdf" | grep -q 'Page size: *486 x' || fail "--width pag
 # the figures papers show: the tired / wet pair and its difference, cropped
 # positions, the query row strip, no titles
 run 0 pair inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/pair" \
-    --positions 2:11 --no-title --format svg,json
+    --positions 2:12 --no-title --format svg,json
 check_folder "$TMP/pair" pair_L1_mean.svg diff_L1_mean.svg query_row.svg pair_L0_mean.json
 "$PY" - "$TMP/pair" <<'EOF' || fail "pair: numbers"
 import json, os, sys
@@ -258,13 +259,13 @@ for i in range(10):
         else:
             assert abs(v - (b[i][j] - a[i][j])) < 1e-5, (i, j, v)
 r = json.load(open(os.path.join(d, "query_row.json")))
-assert r["shape"] == [8, 15], r["shape"]
+assert r["shape"] == [8, 10] and r["first_position"] == 2, r["shape"]  # the crop
 for f in os.listdir(d):
     if f.endswith(".svg"):
         assert 'class="title"' not in open(os.path.join(d, f)).read(), f
 EOF
 # cropped with titles: the figure says so under its title (rows need not sum to 1)
-run 0 crop inspect --model "$M" --sentence "$TIRED" --out "$TMP/crop" --only L1H1 --positions 6:14 \
+run 0 crop inspect --model "$M" --sentence "$TIRED" --out "$TMP/crop" --only L1H1 --positions 6: \
     --format svg
 grep -q 'positions 6\.\.14 of 0\.\.14: rows shown need not sum to 1' "$TMP/crop/L1H1.svg" ||
     fail "crop: L1H1.svg does not say it is cropped"

@@ -580,11 +580,14 @@ static void svg_parses_and_has_one_text_per_token_label(void **state)
             unlink(out);
         }
     }
-    /* one rect per cell, masked ones marked */
+    /* the cells as one image (a PNG data URI, no smoothing), masked cells as hatched rects */
     snprintf(cmd, sizeof cmd,
-             "test \"$(xmllint --xpath \"count(//*[local-name()='rect'][@class='cell'])\" '%s')\" = 15 && "
+             "test \"$(xmllint --xpath \"count(//*[local-name()='rect'][@class='cell'])\" '%s')\" = 0 && "
+             "test \"$(xmllint --xpath \"count(//*[local-name()='image'][@class='cells'][@data-rows='5']"
+             "[@data-cols='5'][contains(@style,'pixelated')])\" '%s')\" = 1 && "
+             "grep -q 'xlink:href=\"data:image/png;base64,' '%s' && "
              "test \"$(xmllint --xpath \"count(//*[local-name()='rect'][@class='masked'])\" '%s')\" = 10",
-             path, path);
+             path, path, path, path);
     assert_int_equal(run(cmd), 0);
     free(path);
 

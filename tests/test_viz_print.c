@@ -396,11 +396,73 @@ static void axis_ends(const hs_viz_figure *f, double *lo, double *hi, int *n)
     *n = 0;
     for (size_t i = 0; i < f->n_texts; i++) {
         if (f->texts[i].role != VZ_T_CBAR) continue;
-        double v = strtod(f->texts[i].s, NULL);
+        /* labels write negative numbers with U+2212 MINUS SIGN */
+        const char *t = f->texts[i].s;
+        int neg = strncmp(t, "\xe2\x88\x92", 3) == 0;
+        assert_true(t[0] != '-');
+        double v = strtod(t + (neg ? 3 : 0), NULL) * (neg ? -1 : 1);
         *lo = fmin(*lo, v);
         *hi = fmax(*hi, v);
         (*n)++;
     }
+}
+
+/* A PDF's heatmap is one image of its cells scaled without smoothing:
+ * poppler's cairo backend at 113 dpi (72..137 dpi showed it) draws no light
+ * seam between two dark cells, as abutting rectangles did. */
+static void pdf_heatmap_has_no_seams(void **state)
+{
+    (void)state;
+    need_tool("pdftocairo");
+    enum { T = 12 };
+    static float p[T * T];
+    const char *toks[T];
+    for (int i = 0; i < T * T; i++) p[i] = 1.0f; /* every cell black in greys */
+    for (int i = 0; i < T; i++) toks[i] = "tok";
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 150;
+    o.cmap = HS_VIZ_CMAP_GREYS;
+    o.causal_mask = 0;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_attention_figure(&f, p, T, toks, NULL, &o, &err), HS_OK);
+    int x0 = INT32_MAX, y0 = INT32_MAX, x1 = 0, y1 = 0;
+    for (size_t i = 0; i < f->n_rects; i++) {
+        const vz_rect *r = &f->rects[i];
+        if (r->kind != VZ_R_CELL) continue;
+        x0 = r->x < x0 ? r->x : x0;
+        y0 = r->y < y0 ? r->y : y0;
+        x1 = r->x + r->w > x1 ? r->x + r->w : x1;
+        y1 = r->y + r->h > y1 ? r->y + r->h : y1;
+    }
+    char *pdf = tmp_path("seams.pdf"), *out = tmp_path("seams"), *raw = tmp_path("seams.png"),
+         *rgb = tmp_path("seams_rgb.png");
+    assert_int_equal(hs_viz_figure_write_pdf(f, pdf, &err), HS_OK);
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "pdftocairo -png -r 113 -singlefile '%s' '%s'", pdf, out);
+    assert_int_equal(run(cmd), 0);
+    to_rgb_png(raw, rgb, 113);
+    image im;
+    read_png(rgb, &im);
+    /* the cells' block at 113 dpi, 2 px in from its edges (the frame) */
+    const double k = 113.0 / 150.0;
+    int worst = 0, wx = 0, wy = 0;
+    for (int y = (int)ceil(y0 * k) + 2; y < (int)floor(y1 * k) - 2; y++)
+        for (int x = (int)ceil(x0 * k) + 2; x < (int)floor(x1 * k) - 2; x++) {
+            const unsigned char *q = im.rgb + ((size_t)y * (size_t)im.w + (size_t)x) * 3;
+            int v = q[0] > q[1] ? q[0] : q[1];
+            v = v > q[2] ? v : q[2];
+            if (v > worst) worst = v, wx = x, wy = y;
+        }
+    print_message("lightest pixel between black cells at 113 dpi: %d at (%d, %d)\n", worst, wx, wy);
+    if (worst > 8) fail_msg("a light seam (%d of 255) at (%d, %d) between black cells", worst, wx, wy);
+    free(im.rgb);
+    free(pdf);
+    free(out);
+    free(raw);
+    free(rgb);
+    hs_viz_figure_destroy(f);
 }
 
 static void bar_axes_fit_the_data_or_the_fixed_range(void **state)
@@ -494,6 +556,7 @@ int main(void)
         cmocka_unit_test(refusal_names_the_width_and_the_font_size_that_fit),
         cmocka_unit_test(text_is_kerned_like_freetype),
         cmocka_unit_test(bar_axes_fit_the_data_or_the_fixed_range),
+        cmocka_unit_test(pdf_heatmap_has_no_seams),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -191,7 +191,7 @@ typedef struct hs_viz_figure hs_viz_figure;
  *          their values are ignored (may be 0, NaN or anything).
  * tokens:  T UTF-8 labels (destination labels on the left axis, source labels
  *          rotated 90 degrees under the map). title: UTF-8, may be NULL,
- *          e.g. "L1H3 · blocks.1.attn.hook_pattern".
+ *          e.g. "L1H3 attention".
  * opt: NULL = defaults. On success *out is a new figure (caller destroys).
  * Errors: HS_ERR_INPUT (T out of 1..HS_VIZ_MAX_TOKENS, NULL or invalid UTF-8
  * label, bad option), HS_ERR_NUMERIC (non-finite unmasked value),
@@ -295,8 +295,11 @@ hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_p
 /* The figure as an SVG document: *svg = malloc'd NUL-terminated text (caller
  * frees), *len its length. <title> (the figure's title) and <desc>; one <g>
  * per group with its id ("panel" or the grid's "L1H0" ..., "labels", "axes",
- * "colorbar", "legend", "title"); cells are <rect class="cell"|"masked"
- * data-panel data-row data-col>, masked ones filled with one hatch <pattern>;
+ * "colorbar", "legend", "title"); a panel's cells are one <image class="cells"
+ * data-panel data-rows data-cols> (a PNG data URI of the cells at the
+ * canvas' pixels, drawn without smoothing: image-rendering optimizeSpeed /
+ * pixelated, so no viewer shows seams between cells), masked cells <rect
+ * class="masked" data-panel data-row data-col> filled with one hatch <pattern>;
  * the colour bar is one <rect> filled with one <linearGradient> (256 stops of
  * the map); each label one <text> (class "xtick", "ytick", "title",
  * "header", "cbar", "axis", "annot", "label", "value"), XML-escaped.
@@ -313,8 +316,10 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
 int hs_viz_xml_escape(hs_buf *b, const char *s);
 
 /* Writes the figure as a one-page PDF (cairo) of exactly the figure's
- * physical size (media box = width / dpi inches), vector cells and text with
- * the font embedded as a subset, the title in the document info, atomically.
+ * physical size (media box = width / dpi inches), each heatmap panel one
+ * image of a pixel per cell scaled with nearest-neighbour filtering (no
+ * seams between cells in any viewer), text with the font embedded as a
+ * subset, the title in the document info, atomically.
  * Shows the same picture as the PNG. The creation date is the time of
  * writing, or SOURCE_DATE_EPOCH (seconds since 1970 UTC, the
  * reproducible-builds convention) when that is set: the same figure is then
@@ -587,5 +592,27 @@ hs_status hs_viz_graph_figure(const hs_viz_graph *g, const char *title, const hs
  * as the figure draws it. *out: new cJSON object (cJSON_Delete). Errors as
  * hs_viz_graph_figure (no width or font). */
 hs_status hs_viz_graph_json(const hs_viz_graph *g, const char *title, cJSON **out, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* Two sentences' attention rows and their difference (viz_heatmap.c)      */
+
+/* One strip a paper prints for a pair of sentences (the chapter's tired /
+ * wet rows): rows [R1, C] on the attention scale (opt's cmap, vmin/vmax or
+ * the rows' range under AUTO, value_label or "attention weight"; no causal
+ * mask), and under it, after a gap, diff [R2, C] on the diverging map
+ * [-diff_lim, diff_lim] (its colour bar labelled diff_label, may be NULL);
+ * the two colour bars side by side on the right. row_labels R1 and
+ * diff_labels R2 on the left, col_labels C (rotated) under the difference;
+ * xlabel under them (may be NULL). SVG groups "rows" and "difference" hold
+ * the cells (data-panel 0 and 1). Width as every figure (auto: a column).
+ * Errors: HS_ERR_INPUT (R1, R2 >= 1 with R1 + R2 and C in 1..HS_VIZ_MAX_TOKENS,
+ * diff_lim > 0, an empty fixed range, NULL or invalid UTF-8 labels, the width
+ * promise), HS_ERR_NUMERIC (a non-finite value), HS_ERR_IO, HS_ERR_NOMEM. */
+hs_status hs_viz_rows_pair_figure(hs_viz_figure **out, const float *rows, size_t R1,
+                                  const char *const *row_labels, const float *diff, size_t R2,
+                                  const char *const *diff_labels, size_t C,
+                                  const char *const *col_labels, const char *title,
+                                  const char *xlabel, double diff_lim, const char *diff_label,
+                                  const hs_viz_options *opt, hs_error *err);
 
 #endif /* HS_VIZ_H */

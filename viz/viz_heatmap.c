@@ -39,7 +39,7 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
             int masked = (causal && j > i) || (mask && mask[i * C + j]);
             unsigned char rgb[3];
             double v = data[i * C + j];
-            if (masked) memcpy(rgb, HS_VIZ_MASK_RGB, 3);
+            if (masked) memcpy(rgb, vz_mask_rgb(c), 3);
             else scale_rgb(sc, v, rgb);
             int x = x0 + (int)j * cell, y = y0 + (int)i * cell;
             s = vz_add_rect_kind(c, x, y, cell, cell, rgb, masked ? VZ_R_MASKED : VZ_R_CELL, panel,
@@ -49,6 +49,7 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
                 snprintf(buf, sizeof buf, annot_fmt, v == 0.0 ? 0.0 : v);
                 if (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1))
                     memmove(buf, buf + 1, strlen(buf)); /* no "-0" */
+                vz_minus_sign(buf, sizeof buf);
                 int tw = vz_text_len(c, buf, c->apx);
                 s = vz_add_text(c, buf, c->apx, 0, x + (cell - tw) / 2, y + (cell - c->alh) / 2,
                                 VZ_A_MIDDLE, VZ_T_ANNOT, luminance_dark(rgb) ? VZ_WHITE : VZ_BLACK);
@@ -57,13 +58,22 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
     }
     if (!s) s = vz_add_frame(c, x0, y0, (int)C * cell, (int)R * cell, VZ_FRAME);
     if (!s && c->attention && c->o.highlight_row >= 0 && (size_t)c->o.highlight_row < R) {
-        /* the query row: a frame of twice the line width, red-orange (no colour map has it) */
-        static const unsigned char HILITE[3] = {0xff, 0x45, 0x00};
+        /* the query row: a frame of twice the line width, red-orange (viridis has
+           it nowhere); under greys black with a white inner line, seen on any grey */
+        static const unsigned char HILITE[3] = {0xff, 0x45, 0x00}, BLACK[3] = {0, 0, 0};
+        const int greys = sc->cmap == HS_VIZ_CMAP_GREYS;
+        const unsigned char *fc = greys ? BLACK : HILITE;
         int lw = c->lw, y = y0 + c->o.highlight_row * cell, w = (int)C * cell;
-        s = vz_add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, HILITE);
-        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y + cell, w + 4 * lw, 2 * lw, HILITE);
-        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y, 2 * lw, cell, HILITE);
-        if (!s) s = vz_add_rect(c, x0 + w, y, 2 * lw, cell, HILITE);
+        s = vz_add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, fc);
+        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y + cell, w + 4 * lw, 2 * lw, fc);
+        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y, 2 * lw, cell, fc);
+        if (!s) s = vz_add_rect(c, x0 + w, y, 2 * lw, cell, fc);
+        if (!s && greys && lw > 0) { /* the white line: the band's inner half */
+            s = vz_add_rect(c, x0 - lw, y - lw, w + 2 * lw, lw, VZ_WHITE);
+            if (!s) s = vz_add_rect(c, x0 - lw, y + cell, w + 2 * lw, lw, VZ_WHITE);
+            if (!s) s = vz_add_rect(c, x0 - lw, y, lw, cell, VZ_WHITE);
+            if (!s) s = vz_add_rect(c, x0 + w, y, lw, cell, VZ_WHITE);
+        }
     }
     return s;
 }
@@ -87,9 +97,9 @@ static hs_status attention_scale(const vz_ctx *c, const float *p, size_t n_panel
             }
     sc->cmap = c->o.cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_VIRIDIS : c->o.cmap;
     sc->label = c->o.value_label ? c->o.value_label : "attention weight";
-    if (c->o.range == HS_VIZ_RANGE_AUTO) {
-        sc->vmin = lo;
-        sc->vmax = hi;
+    if (c->o.range == HS_VIZ_RANGE_AUTO) { /* the data's range, its ends round */
+        sc->vmin = vz_round_out(lo, hi - lo, 0);
+        sc->vmax = vz_round_out(hi, hi - lo, 1);
     } else {
         sc->vmin = c->o.vmin;
         sc->vmax = c->o.vmax;
@@ -125,6 +135,7 @@ int vz_annot_width(vz_ctx *c, const float *d, size_t n, const char *fmt)
     char buf[32];
     for (size_t i = 0; i < n; i++) {
         snprintf(buf, sizeof buf, fmt, (double)d[i]);
+        vz_minus_sign(buf, sizeof buf);
         int tw = vz_text_len(c, buf, c->apx);
         if (tw > w) w = tw;
     }
@@ -307,7 +318,7 @@ static hs_status build_matrix(hs_viz_figure **out, const void *args, const hs_vi
                       : o->cmap;
         if (o->range == HS_VIZ_RANGE_AUTO) {
             sc.vmin = 0.0;
-            sc.vmax = amax > 0 ? amax : 1.0;
+            sc.vmax = amax > 0 ? vz_round_out(amax, amax, 1) : 1.0;
         } else {
             sc.vmin = o->vmin;
             sc.vmax = o->vmax;
@@ -319,7 +330,7 @@ static hs_status build_matrix(hs_viz_figure **out, const void *args, const hs_vi
         }
     } else {
         sc.cmap = o->cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_DIVERGING : o->cmap;
-        double lim = o->range == HS_VIZ_RANGE_AUTO ? amax : o->vmax;
+        double lim = o->range == HS_VIZ_RANGE_AUTO ? vz_round_out(amax, 2 * amax, 1) : o->vmax;
         if (o->range == HS_VIZ_RANGE_FIXED && !(lim > 0)) {
             hs_viz_figure_destroy(c.f);
             return hs_fail(err, HS_ERR_INPUT, "signed figure: fixed vmax %g must be > 0", lim);
@@ -413,3 +424,147 @@ hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
 }
 
 
+
+/* ------------------------------------------------------------------------ */
+/* Two sentences' rows and their difference as one strip                    */
+
+typedef struct {
+    const float *top, *diff;
+    size_t R1, R2, C;
+    const char *const *top_labels, *const *diff_labels, *const *col_labels;
+    const char *title, *xlabel, *diff_label;
+    double diff_lim;
+} vz_strip_args;
+
+/* The rows' labels (top block then difference block) prepared into rl
+ * [R1 + R2]; their widest into *rmax. */
+static hs_status strip_labels(vz_ctx *c, const vz_strip_args *a, char **rl, int *rmax)
+{
+    int w1, w2;
+    hs_status s = vz_prepare_labels(c, a->top_labels, a->R1, rl, &w1);
+    if (!s) s = vz_prepare_labels(c, a->diff_labels, a->R2, rl + a->R1, &w2);
+    *rmax = vz_imax(w1, w2);
+    return s;
+}
+
+static hs_status build_strip(hs_viz_figure **out, const void *args, const hs_viz_options *o,
+                             vz_fit *fit, hs_error *err)
+{
+    const vz_strip_args *a = args;
+    const size_t R = a->R1 + a->R2;
+    vz_ctx c;
+    vz_scale s1, s2;
+    hs_status s = vz_ctx_init(&c, o, err);
+    if (s) return s;
+    c.fit = fit;
+    s1 = (vz_scale){o->vmin, o->vmax, o->cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_VIRIDIS : o->cmap,
+                    o->value_label ? o->value_label : "attention weight"};
+    if (o->range == HS_VIZ_RANGE_AUTO) {
+        s1.vmin = INFINITY;
+        s1.vmax = -INFINITY;
+        for (size_t i = 0; i < a->R1 * a->C; i++) {
+            s1.vmin = fmin(s1.vmin, a->top[i]);
+            s1.vmax = fmax(s1.vmax, a->top[i]);
+        }
+        double span = s1.vmax - s1.vmin;
+        s1.vmin = vz_round_out(s1.vmin, span, 0);
+        s1.vmax = vz_round_out(s1.vmax, span, 1);
+        if (!(s1.vmax > s1.vmin)) s1.vmax = s1.vmin + 1.0;
+    }
+    s2 = (vz_scale){-a->diff_lim, a->diff_lim, HS_VIZ_CMAP_DIVERGING, a->diff_label};
+    char **rl = calloc(R, sizeof *rl), **cl = calloc(a->C, sizeof *cl);
+    int rmax = 0, cmax = 0;
+    if (!rl || !cl) s = HS_ERR_NOMEM;
+    if (!s) s = strip_labels(&c, a, rl, &rmax);
+    if (!s) s = vz_prepare_labels(&c, a->col_labels, a->C, cl, &cmax);
+    const int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw, gap = lh / 2;
+    int title_w = 0, title_h = s ? 0 : vz_title_block(&c, a->title, &title_w);
+    int cell_min = vz_imax(vz_label_pitch(&c, rl, R), vz_label_pitch(&c, cl, a->C));
+    int bw = vz_imax(lh, (int)lround(0.12 * c.o.dpi)), cgap = 2 * pad;
+    int bars = 2 * bw + 2 * lw + vz_colorbar_label_width(&c, &s1) +
+               vz_colorbar_label_width(&c, &s2) + cgap;
+    int left = m + rmax + pad + lw, top = m + title_h + lh / 2;
+    int avail = (int)lround(c.o.width_in * c.o.dpi) - c.fit->extra - left - lw - cgap - bars - m;
+    int cell = avail / (int)a->C;
+    if (cell < cell_min) {
+        cell = cell_min;
+        c.fit->cramped = 1;
+    }
+    if (title_w + 2 * m > (int)lround(c.o.width_in * c.o.dpi)) c.fit->cramped = 1;
+    const int PW = (int)a->C * cell, y2 = top + (int)a->R1 * cell + gap;
+    if (!s) s = vz_add_heatmap(&c, a->top, NULL, a->R1, a->C, left, top, cell, &s1, 0, 0, NULL,
+                               "rows");
+    if (!s) s = vz_add_heatmap(&c, a->diff, NULL, a->R2, a->C, left, y2, cell, &s2, 0, 1, NULL,
+                               "difference");
+    for (size_t i = 0; i < R && !s; i++) {
+        int y = i < a->R1 ? top + (int)i * cell : y2 + (int)(i - a->R1) * cell;
+        s = vz_add_text(&c, rl[i], c.fpx, 0, left - lw - pad - vz_text_len(&c, rl[i], c.fpx),
+                        y + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, VZ_BLACK);
+    }
+    const int ybelow = y2 + (int)a->R2 * cell + lw + pad;
+    for (size_t j = 0; j < a->C && !s; j++)
+        s = vz_add_text(&c, cl[j], c.fpx, 90, left + (int)j * cell + (cell - lh) / 2, ybelow,
+                        VZ_A_END, VZ_T_XTICK, VZ_BLACK);
+    int bottom = ybelow + cmax, right = left + PW + lw, b1 = 0, b2 = 0;
+    int xw = a->xlabel && a->xlabel[0] ? vz_text_len(&c, a->xlabel, c.fpx) : 0;
+    if (!s) s = vz_begin_group(&c, "axes");
+    if (!s && xw) {
+        s = vz_add_text(&c, a->xlabel, c.fpx, 0, left + PW / 2 - xw / 2, bottom + pad,
+                        VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
+        bottom += pad + lh;
+    }
+    /* the bars side by side, each as tall as the strip or its quantity label */
+    int cbh = vz_imax(y2 + (int)a->R2 * cell - top, (int)lround(0.8 * c.o.dpi));
+    cbh = vz_imax(cbh, vz_imax(vz_text_len(&c, s1.label, c.fpx),
+                               s2.label ? vz_text_len(&c, s2.label, c.fpx) : 0));
+    if (!s) s = vz_add_colorbar(&c, &s1, 1, left + PW + lw + cgap, top, bw, cbh, &right, &b1);
+    if (!s) s = vz_add_colorbar(&c, &s2, 1, right + cgap, top, bw, cbh, &right, &b2);
+    bottom = vz_imax(vz_imax(bottom, b1), vz_imax(b2, top + cbh + lh / 2 + lh % 2));
+    if (!s) s = vz_finish_titled(&c, a->title, title_w, title_h, right, bottom, out, err);
+    vz_free_labels(rl, R);
+    vz_free_labels(cl, a->C);
+    hs_viz_figure_destroy(c.f);
+    if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
+    return s;
+}
+
+hs_status hs_viz_rows_pair_figure(hs_viz_figure **out, const float *rows, size_t R1,
+                                  const char *const *row_labels, const float *diff, size_t R2,
+                                  const char *const *diff_labels, size_t C,
+                                  const char *const *col_labels, const char *title,
+                                  const char *xlabel, double diff_lim, const char *diff_label,
+                                  const hs_viz_options *opt, hs_error *err)
+{
+    *out = NULL;
+    if (!rows || !diff) return hs_fail(err, HS_ERR_INPUT, "rows strip: NULL values");
+    if (R1 < 1 || R2 < 1 || R1 + R2 > HS_VIZ_MAX_TOKENS || C < 1 || C > HS_VIZ_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "rows strip is %zu + %zu x %zu: a figure takes 1..%d "
+                       "per side", R1, R2, C, HS_VIZ_MAX_TOKENS);
+    if (!(diff_lim > 0) || !isfinite(diff_lim))
+        return hs_fail(err, HS_ERR_INPUT, "rows strip: difference scale %g must be > 0", diff_lim);
+    for (size_t i = 0; i < R1 * C; i++)
+        if (!isfinite(rows[i]))
+            return hs_fail(err, HS_ERR_NUMERIC, "row value [%zu, %zu] is not finite (%g)", i / C,
+                           i % C, (double)rows[i]);
+    if (opt && opt->range == HS_VIZ_RANGE_FIXED && !(opt->vmax > opt->vmin))
+        return hs_fail(err, HS_ERR_INPUT, "fixed value range [%g, %g] is empty", opt->vmin,
+                       opt->vmax);
+    for (size_t i = 0; i < R2 * C; i++)
+        if (!isfinite(diff[i]))
+            return hs_fail(err, HS_ERR_NUMERIC, "difference value [%zu, %zu] is not finite (%g)",
+                           i / C, i % C, (double)diff[i]);
+    hs_status s = vz_check_labels(row_labels, R1, "row labels", err);
+    if (!s) s = vz_check_labels(diff_labels, R2, "difference labels", err);
+    if (!s) s = vz_check_labels(col_labels, C, "column labels", err);
+    if (!s) s = vz_check_title(title, "title", err);
+    if (!s) s = vz_check_title(xlabel, "x label", err);
+    if (!s) s = vz_check_title(diff_label, "difference label", err);
+    if (s) return s;
+    hs_viz_options o;
+    if (opt) o = *opt;
+    else hs_viz_options_default(&o);
+    o.causal_mask = 0;
+    vz_strip_args a = {rows, diff, R1, R2, C, row_labels, diff_labels, col_labels, title,
+                       xlabel, diff_label, diff_lim};
+    return vz_fit_width(out, build_strip, &a, &o, HS_VIZ_COLUMN_IN, "rows strip", err);
+}

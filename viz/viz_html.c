@@ -22,8 +22,7 @@ extern const char vz_html_js[];
 
 static const char B64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-/* base64 (RFC 4648, with padding) of n bytes into a malloc'd string. */
-static char *base64(const unsigned char *p, size_t n)
+char *vz_base64(const unsigned char *p, size_t n)
 {
     size_t out_n = (n + 2) / 3 * 4;
     char *o = malloc(out_n + 1);
@@ -76,7 +75,7 @@ cJSON *vz_attention_packed(const float *a, size_t H, size_t T)
         for (size_t d = 0; d < T; d++)
             for (size_t s = 0; s < (causal ? d + 1 : T); s++, k += 4)
                 put_f32(bytes + k, a[(h * T + d) * T + s]);
-    char *b64 = base64(bytes, k);
+    char *b64 = vz_base64(bytes, k);
     free(bytes);
     cJSON *o = cJSON_CreateObject();
     const int dims[3] = {(int)H, (int)T, (int)T};

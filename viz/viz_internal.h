@@ -34,7 +34,7 @@ typedef enum { VZ_A_START = 0, VZ_A_MIDDLE, VZ_A_END } vz_anchor;
 typedef enum {
     VZ_R_PLAIN = 0, /* filled with rgb (frames, ticks, swatches, lines) */
     VZ_R_CELL,      /* a heatmap cell, filled with rgb */
-    VZ_R_MASKED,    /* a masked heatmap cell: HS_VIZ_MASK_RGB with dark hatching */
+    VZ_R_MASKED,    /* a masked heatmap cell: rgb (vz_mask_rgb) with dark hatching */
     VZ_R_CBAR,      /* a colour bar: one vertical gradient of cmap, top = 1, bottom = 0 */
     VZ_R_BAR,       /* a bar of a bar chart, filled with rgb */
 } vz_rect_kind;
@@ -263,6 +263,12 @@ hs_status vz_add_title(vz_ctx *c, const char *title, int W);
 void vz_ticks_at(double lo, double hi, double step, vz_ticks *t);
 void vz_nice_ticks(double lo, double hi, int target, vz_ticks *t);
 void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t);
+/* buf's hyphen-minus signs as U+2212 MINUS SIGN (typeset numbers), within n bytes. */
+void vz_minus_sign(char *buf, size_t n);
+/* v rounded outward (up: towards +inf, else towards -inf) to a hundredth
+ * of span's decade, so an auto colour bar's ends read round: 0.873 over a
+ * span of 0.86 -> 0.88. */
+double vz_round_out(double v, double span, int up);
 void vz_short_exp(char *buf);
 /* The colour bar of sc at (x, y), bw x bh, vertical or horizontal, with its
  * labels, in group "colorbar"; *right / *bottom get its extent. The width a
@@ -272,6 +278,9 @@ hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, in
                           int *right, int *bottom);
 int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc);
 hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom);
+/* The fill of masked cells (under VZ_HATCH_RGB's hatching) that stays apart
+ * from c's colour map: HS_VIZ_MASK_RGB's lilac, white under greys. */
+const unsigned char *vz_mask_rgb(const vz_ctx *c);
 
 /* One heatmap panel of R x C cells (data [R, C]) at (x0, y0) in group gid;
  * masked(i, j) = (causal && j > i) || (mask && mask[i*C+j]); annot_fmt: the
@@ -330,6 +339,22 @@ void vz_render(cairo_t *cr, const hs_viz_figure *f);
 /* The figure drawn into a new RGB24 cairo image surface (caller destroys).
  * Errors: HS_ERR_NOMEM. */
 hs_status vz_render_image(const hs_viz_figure *f, cairo_surface_t **out, hs_error *err);
+
+/* base64 (RFC 4648, with padding) of n bytes into a malloc'd string; NULL on
+ * OOM. The one encoder of the page's packed data and the SVG's images
+ * (viz_html.c). */
+char *vz_base64(const unsigned char *p, size_t n);
+
+/* The panel of heatmap cells of rects[first] (a VZ_R_CELL; the cells and
+ * masked cells of its group and panel from there on, of one size on one
+ * grid) as an image of one pixel per cell (masked and absent cells
+ * transparent: masked ones are hatched on their own), what PDF and SVG
+ * draw scaled up without smoothing; *x0, *y0 its top left, *cell the cell
+ * side (px), *R x *C its size. Marks the plain cells in done (when not
+ * NULL). NULL when the cells are not one grid or memory ran out (draw them
+ * one by one). The caller destroys the surface. (viz_render.c) */
+cairo_surface_t *vz_cells_image(const hs_viz_figure *f, size_t first, unsigned char *done,
+                                int *x0, int *y0, int *cell, int *R, int *C);
 
 /* ---- PNG (viz_png.c) ---- */
 /* PNG encoder settings (the bench compares them; the library uses the defaults). */

@@ -8,6 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +120,79 @@ static void draw_masked(cairo_t *cr, const hs_viz_figure *f, size_t first, unsig
     cairo_restore(cr);
 }
 
+cairo_surface_t *vz_cells_image(const hs_viz_figure *f, size_t first, unsigned char *done,
+                                int *x0, int *y0, int *cell, int *R, int *C)
+{
+    const vz_rect *r0 = &f->rects[first];
+    const int side = r0->w;
+    int xa = INT32_MAX, ya = INT32_MAX, xb = INT32_MIN, yb = INT32_MIN;
+    size_t n = 0;
+    for (size_t i = first; i < f->n_rects; i++) {
+        const vz_rect *r = &f->rects[i];
+        if (r->group != r0->group || r->panel != r0->panel ||
+            (r->kind != VZ_R_CELL && r->kind != VZ_R_MASKED))
+            continue;
+        if (r->w != side || r->h != side) return NULL; /* not one grid: cell by cell */
+        n += r->kind == VZ_R_CELL;
+        xa = r->x < xa ? r->x : xa;
+        ya = r->y < ya ? r->y : ya;
+        xb = r->x + side > xb ? r->x + side : xb;
+        yb = r->y + side > yb ? r->y + side : yb;
+    }
+    if (side < 1 || (xb - xa) % side || (yb - ya) % side) return NULL;
+    const int cols = (xb - xa) / side, rows = (yb - ya) / side;
+    /* every cell plain: opaque RGB (no soft mask in a PDF); else the others stay clear */
+    cairo_surface_t *img = cairo_image_surface_create(
+        n == (size_t)rows * cols ? CAIRO_FORMAT_RGB24 : CAIRO_FORMAT_ARGB32, cols, rows);
+    if (cairo_surface_status(img) != CAIRO_STATUS_SUCCESS) {
+        cairo_surface_destroy(img);
+        return NULL;
+    }
+    cairo_surface_flush(img);
+    unsigned char *data = cairo_image_surface_get_data(img);
+    const int stride = cairo_image_surface_get_stride(img);
+    memset(data, 0, (size_t)stride * rows);
+    for (size_t i = first; i < f->n_rects; i++) {
+        const vz_rect *r = &f->rects[i];
+        if (r->group != r0->group || r->panel != r0->panel ||
+            (r->kind != VZ_R_CELL && r->kind != VZ_R_MASKED))
+            continue;
+        if (r->kind != VZ_R_CELL) continue; /* masked cells: clear, hatched on their own */
+        const int cx = (r->x - xa) / side, cy = (r->y - ya) / side;
+        uint32_t *px = (uint32_t *)(data + (size_t)cy * stride) + cx;
+        *px = 0xff000000u | (uint32_t)r->rgb[0] << 16 | (uint32_t)r->rgb[1] << 8 | r->rgb[2];
+        if (done) done[i] = 1;
+    }
+    cairo_surface_mark_dirty(img);
+    *x0 = xa;
+    *y0 = ya;
+    *cell = side;
+    *R = rows;
+    *C = cols;
+    return img;
+}
+
+/* A vector surface's panel of cells (the group and panel of rects[first]) as
+ * one image, a pixel a cell, scaled up without smoothing: abutting vector
+ * rectangles leave hairline seams in viewers that antialias each edge. 0
+ * when the cells are not one grid (the caller draws them one by one). */
+static int draw_cells(cairo_t *cr, const hs_viz_figure *f, size_t first, unsigned char *done)
+{
+    int x0, y0, cell, R, C;
+    cairo_surface_t *img = vz_cells_image(f, first, done, &x0, &y0, &cell, &R, &C);
+    if (!img) return 0;
+    cairo_save(cr);
+    cairo_translate(cr, x0, y0);
+    cairo_scale(cr, cell, cell);
+    cairo_set_source_surface(cr, img, 0, 0);
+    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+    cairo_rectangle(cr, 0, 0, C, R);
+    cairo_fill(cr);
+    cairo_restore(cr);
+    cairo_surface_destroy(img);
+    return 1;
+}
+
 /* Draws t's shaped glyphs with the text they show (clusters from HarfBuzz),
  * so a PDF's text extracts as the string even through ligatures ("fi"). */
 static void draw_text(cairo_t *cr, const hs_viz_figure *f, const vz_text *t)
@@ -200,10 +274,14 @@ void vz_render(cairo_t *cr, const hs_viz_figure *f)
     cairo_set_source_rgb(cr, 1, 1, 1);
     cairo_paint(cr);
     unsigned char *done = calloc(f->n_rects ? f->n_rects : 1, 1); /* NULL: one cell at a time */
+    /* a raster draws cells as they are (exact pixels); a vector surface, each panel as one image */
+    const int vector = cairo_surface_get_type(cairo_get_target(cr)) != CAIRO_SURFACE_TYPE_IMAGE;
     for (size_t g = 0; g < f->n_groups; g++) {
         for (size_t i = 0; i < f->n_rects; i++) {
             const vz_rect *r = &f->rects[i];
             if (r->group != (int)g || (done && done[i])) continue;
+            if (vector && done && r->kind == VZ_R_CELL && r->panel >= 0 && draw_cells(cr, f, i, done))
+                continue;
             if (r->kind == VZ_R_CBAR) draw_cbar(cr, r);
             else if (r->kind == VZ_R_MASKED) draw_masked(cr, f, i, done);
             else {

@@ -53,6 +53,22 @@ static void no_minus_zero(char *buf)
         memmove(buf, buf + 1, strlen(buf));
 }
 
+void vz_minus_sign(char *buf, size_t n)
+{
+    char out[64];
+    size_t k = 0;
+    for (const char *p = buf; *p && k + 4 < sizeof out; p++) {
+        if (*p == '-') {
+            memcpy(out + k, "\xe2\x88\x92", 3); /* U+2212 MINUS SIGN */
+            k += 3;
+        } else {
+            out[k++] = *p;
+        }
+    }
+    out[k] = '\0';
+    snprintf(buf, n, "%s", out);
+}
+
 /* Shortens an exponent: "1.5e-06" -> "1.5e-6", "2e+05" -> "2e5". */
 void vz_short_exp(char *buf)
 {
@@ -85,10 +101,32 @@ void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t)
         snprintf(buf, n, "%.*f", t->decimals, v);
     }
     no_minus_zero(buf);
+    vz_minus_sign(buf, n);
 }
 
-/* An end value of a scale: 3 significant digits, trailing zeros dropped. */
-static void fmt_end(char *buf, size_t n, double v, int sci)
+/* The decimals, from dec up to dec + 3, that write v exactly (a round end
+ * needs no more than its ticks). */
+static int decimals_for(double v, int dec)
+{
+    for (int d = dec; d < dec + 3; d++) {
+        double x = v * pow(10.0, d);
+        if (fabs(x - round(x)) < 1e-6) return d;
+    }
+    return dec + 3;
+}
+
+double vz_round_out(double v, double span, int up)
+{
+    if (v == 0.0 || !isfinite(v) || !(span > 0)) return v;
+    double q = pow(10.0, floor(log10(span)) - 1), x = v / q;
+    /* float32 data's tolerance: 0.4f / 0.01 is 40.0000006 */
+    double r = up ? ceil(x - 1e-4) : floor(x + 1e-4);
+    return r * q;
+}
+
+/* An end value of a scale with the ticks' decimals (dec), or 3 significant
+ * digits in scientific notation (sci). */
+static void fmt_end(char *buf, size_t n, double v, int sci, int dec)
 {
     if (sci && v != 0.0) {
         snprintf(buf, n, "%.2e", v);
@@ -98,10 +136,10 @@ static void fmt_end(char *buf, size_t n, double v, int sci)
         memmove(z, e, strlen(e) + 1);
         vz_short_exp(buf);
     } else {
-        snprintf(buf, n, "%.3g", v);
-        if (strchr(buf, 'e')) snprintf(buf, n, "%.*f", fabs(v) >= 1 ? 0 : 3, v);
+        snprintf(buf, n, "%.*f", dec, v);
     }
     no_minus_zero(buf);
+    vz_minus_sign(buf, n);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -123,16 +161,22 @@ static void scale_ticks(const vz_scale *sc, double min_gap, vz_scale_ticks *out)
     int target = min_gap > 0 ? (int)floor(1.0 / min_gap) : 5;
     vz_nice_ticks(sc->vmin, sc->vmax, target < 1 ? 1 : target > 5 ? 5 : target, &tk);
     double span = sc->vmax - sc->vmin;
+    /* one precision for every label: the ticks', or more when an end needs it */
+    int dec = tk.decimals;
+    dec = vz_imax(dec, decimals_for(sc->vmin, tk.decimals));
+    dec = vz_imax(dec, decimals_for(sc->vmax, tk.decimals));
+    vz_ticks fixed = tk;
+    fixed.decimals = dec;
     out->n = 0;
     out->v[out->n] = sc->vmin;
-    fmt_end(out->s[out->n++], 32, sc->vmin, tk.sci);
+    fmt_end(out->s[out->n++], 32, sc->vmin, tk.sci, dec);
     for (int i = 0; i < tk.n; i++) {
         if ((tk.v[i] - sc->vmin) / span < min_gap || (sc->vmax - tk.v[i]) / span < min_gap) continue;
         out->v[out->n] = tk.v[i];
-        vz_fmt_tick(out->s[out->n++], 32, tk.v[i], &tk);
+        vz_fmt_tick(out->s[out->n++], 32, tk.v[i], &fixed);
     }
     out->v[out->n] = sc->vmax;
-    fmt_end(out->s[out->n++], 32, sc->vmax, tk.sci);
+    fmt_end(out->s[out->n++], 32, sc->vmax, tk.sci, dec);
 }
 
 /* Colour bar at (x, y), size bw x bh, in its own group "colorbar".
@@ -211,12 +255,20 @@ int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc)
     return w;
 }
 
+const unsigned char *vz_mask_rgb(const vz_ctx *c)
+{
+    /* greys: white paper under the grey hatching (a grey figure stays grey;
+       the hatching tells it from a value 0) */
+    static const unsigned char PAPER[3] = {0xff, 0xff, 0xff};
+    return c->o.cmap == HS_VIZ_CMAP_GREYS ? PAPER : HS_VIZ_MASK_RGB;
+}
+
 /* Masked-cell legend swatch at (x, y); *right and *bottom get its extent. */
 hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom)
 {
     int sw = c->lh;
     if (vz_begin_group(c, "legend")) return HS_ERR_NOMEM;
-    hs_status s = vz_add_rect_kind(c, x, y, sw, sw, HS_VIZ_MASK_RGB, VZ_R_MASKED, -1, -1, -1);
+    hs_status s = vz_add_rect_kind(c, x, y, sw, sw, vz_mask_rgb(c), VZ_R_MASKED, -1, -1, -1);
     if (!s) s = vz_add_frame(c, x, y, sw, sw, VZ_FRAME);
     int tx = x + sw + c->lw + c->pad / 2;
     if (!s) s = vz_add_text(c, "masked", c->fpx, 0, tx, y, VZ_A_START, VZ_T_LABEL, VZ_BLACK);

@@ -8,6 +8,8 @@
  * (selectable, editable), XML-escaped.
  */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "viz/viz_internal.h"
@@ -38,13 +40,23 @@ int hs_viz_xml_escape(hs_buf *b, const char *s)
 static const char *role_class[VZ_T_NROLES] = {"title", "xtick", "ytick", "header", "cbar",
                                               "axis",  "annot", "label", "value"};
 
+/* The id of masked rect r's hatch pattern: "hatch-<cell px>" on the lilac
+ * fill, "hatch-<cell px>-<rrggbb>" on another (vz_mask_rgb). */
+static void hatch_id(char *id, size_t n, const vz_rect *r)
+{
+    int cell = r->w < r->h ? r->w : r->h;
+    if (memcmp(r->rgb, HS_VIZ_MASK_RGB, 3) == 0) snprintf(id, n, "hatch-%d", cell);
+    else snprintf(id, n, "hatch-%d-%02x%02x%02x", cell, r->rgb[0], r->rgb[1], r->rgb[2]);
+}
+
 /* <defs>: one gradient per colour map a colour bar uses, one hatch pattern
- * per masked-cell size. Ids: "cbar-<2 * cmap + vertical>", "hatch-<cell px>". */
+ * per masked-cell size and fill. Ids: "cbar-<2 * cmap + vertical>", hatch_id's. */
 static void write_defs(hs_buf *b, const hs_viz_figure *f)
 {
     hs_buf_puts(b, "<defs>\n");
     int seen_cmap[16] = {0};
-    int hatch[16], n_hatch = 0;
+    long hatch[16];
+    int n_hatch = 0;
     for (size_t i = 0; i < f->n_rects; i++) {
         const vz_rect *r = &f->rects[i];
         int gi = (int)r->cmap * 2 + (r->vertical != 0);
@@ -62,22 +74,24 @@ static void write_defs(hs_buf *b, const hs_viz_figure *f)
         }
         if (r->kind == VZ_R_MASKED) {
             int cell = r->w < r->h ? r->w : r->h, dup = 0;
-            for (int k = 0; k < n_hatch && !dup; k++) dup = hatch[k] == cell;
+            long key = (long)cell << 24 | r->rgb[0] << 16 | r->rgb[1] << 8 | r->rgb[2];
+            for (int k = 0; k < n_hatch && !dup; k++) dup = hatch[k] == key;
             if (dup || n_hatch == 16) continue;
-            hatch[n_hatch++] = cell;
+            hatch[n_hatch++] = key;
             double sp, lw;
             vz_hatch_geometry(cell, &sp, &lw);
+            char id[48];
+            hatch_id(id, sizeof id, r);
             /* lines x + y = k * sp, in canvas coordinates like the PNG's */
             hs_buf_printf(b,
-                          "<pattern id=\"hatch-%d\" patternUnits=\"userSpaceOnUse\" x=\"0\" "
+                          "<pattern id=\"%s\" patternUnits=\"userSpaceOnUse\" x=\"0\" "
                           "y=\"0\" width=\"%.4f\" height=\"%.4f\">"
                           "<rect width=\"%.4f\" height=\"%.4f\" fill=\"#%02x%02x%02x\"/>"
                           "<path d=\"M%.4f,%.4f L%.4f,%.4f M0,%.4f L%.4f,0 M%.4f,%.4f L%.4f,%.4f\" "
                           "stroke=\"#%02x%02x%02x\" stroke-width=\"%.3f\" fill=\"none\"/>"
                           "</pattern>\n",
-                          cell, sp, sp, sp, sp, HS_VIZ_MASK_RGB[0], HS_VIZ_MASK_RGB[1],
-                          HS_VIZ_MASK_RGB[2], -lw, lw, lw, -lw, sp, sp, sp - lw, sp + lw, sp + lw,
-                          sp - lw,
+                          id, sp, sp, sp, sp, r->rgb[0], r->rgb[1], r->rgb[2], -lw, lw, lw, -lw,
+                          sp, sp, sp - lw, sp + lw, sp + lw, sp - lw,
                           VZ_HATCH_RGB[0], VZ_HATCH_RGB[1], VZ_HATCH_RGB[2], lw);
         }
     }
@@ -87,11 +101,13 @@ static void write_defs(hs_buf *b, const hs_viz_figure *f)
 static void write_rect(hs_buf *b, const vz_rect *r)
 {
     hs_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" ", r->x, r->y, r->w, r->h);
+    char id[48];
+    hatch_id(id, sizeof id, r);
     if (r->kind == VZ_R_CBAR)
         hs_buf_printf(b, "fill=\"url(#cbar-%d)\" class=\"cbar\"",
                       (int)r->cmap * 2 + (r->vertical != 0));
     else if (r->kind == VZ_R_MASKED) /* a masked cell or the legend's swatch */
-        hs_buf_printf(b, "fill=\"url(#hatch-%d)\"", r->w < r->h ? r->w : r->h);
+        hs_buf_printf(b, "fill=\"url(#%s)\"", id);
     else
         hs_buf_printf(b, "fill=\"#%02x%02x%02x\"", r->rgb[0], r->rgb[1], r->rgb[2]);
     if (r->kind == VZ_R_CELL || (r->kind == VZ_R_MASKED && r->panel >= 0))
@@ -100,6 +116,55 @@ static void write_rect(hs_buf *b, const vz_rect *r)
     else if (r->kind == VZ_R_BAR)
         hs_buf_printf(b, " class=\"bar\" data-row=\"%d\"", r->row);
     hs_buf_puts(b, "/>\n");
+}
+
+static cairo_status_t to_buf(void *closure, const unsigned char *data, unsigned int n)
+{
+    return hs_buf_append(closure, (const char *)data, n) == 0 ? CAIRO_STATUS_SUCCESS
+                                                               : CAIRO_STATUS_NO_MEMORY;
+}
+
+/* The panel of cells of rects[first] as one <image>: a PNG data URI of the
+ * cells (vz_cells_image, each cell side x side pixels) drawn without
+ * smoothing, so no renderer draws seams between abutting cells; its cells marked in done. 0
+ * when they are not one grid (the caller writes them one by one); out of
+ * memory sets b->oom (the document fails). */
+static int write_cells(hs_buf *b, const hs_viz_figure *f, size_t first, unsigned char *done)
+{
+    int x0, y0, cell, R, C;
+    cairo_surface_t *img = vz_cells_image(f, first, done, &x0, &y0, &cell, &R, &C);
+    if (!img) return 0;
+    /* a pixel per canvas pixel (whole cells: deflate keeps it small): a renderer
+       that smooths images anyway (librsvg) shows the PNG's cells at 1:1 */
+    cairo_surface_t *big = cairo_image_surface_create(cairo_image_surface_get_format(img),
+                                                      C * cell, R * cell);
+    cairo_t *cr = cairo_create(big);
+    cairo_scale(cr, cell, cell);
+    cairo_set_source_surface(cr, img, 0, 0);
+    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
+    cairo_set_operator(cr, CAIRO_OPERATOR_SOURCE);
+    cairo_paint(cr);
+    cairo_destroy(cr);
+    cairo_surface_destroy(img);
+    hs_buf png = {0};
+    cairo_status_t cs = cairo_surface_write_to_png_stream(big, to_buf, &png);
+    cairo_surface_destroy(big);
+    char *b64 = cs == CAIRO_STATUS_SUCCESS && !png.oom
+                    ? vz_base64((const unsigned char *)png.s, png.len) : NULL;
+    hs_buf_free(&png);
+    if (!b64) {
+        b->oom = 1;
+        return 1;
+    }
+    hs_buf_printf(b, "<image class=\"cells\" data-panel=\"%d\" data-rows=\"%d\" "
+                     "data-cols=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                     "preserveAspectRatio=\"none\" image-rendering=\"optimizeSpeed\" "
+                     "style=\"image-rendering:pixelated\" xlink:href=\"data:image/png;base64,",
+                  f->rects[first].panel, R, C, x0, y0, C * cell, R * cell);
+    hs_buf_puts(b, b64);
+    hs_buf_puts(b, "\"/>\n");
+    free(b64);
+    return 1;
 }
 
 /* A curve as <path>: the same Bezier, width and dashes as the PNG's. */
@@ -137,7 +202,8 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
     hs_buf b = {0};
     hs_buf_printf(&b,
                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                  "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" "
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" "
+                  "xmlns:xlink=\"http://www.w3.org/1999/xlink\" version=\"1.1\" "
                   "width=\"%.4fin\" height=\"%.4fin\" viewBox=\"0 0 %d %d\">\n",
                   f->width / f->dpi, f->height / f->dpi, f->width, f->height);
     hs_buf_puts(&b, "<title>");
@@ -146,6 +212,7 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
     hs_viz_xml_escape(&b, f->desc ? f->desc : "made by headscope");
     hs_buf_puts(&b, "</desc>\n");
     write_defs(&b, f);
+    unsigned char *done = calloc(f->n_rects ? f->n_rects : 1, 1); /* NULL: cell by cell */
     hs_buf_printf(&b, "<rect id=\"background\" x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" "
                       "fill=\"#ffffff\"/>\n", f->width, f->height);
     for (size_t g = 0; g < f->n_groups; g++) {
@@ -159,8 +226,13 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
         hs_buf_puts(&b, "\">\n");
         if (nr) {
             hs_buf_puts(&b, "<g shape-rendering=\"crispEdges\">\n");
-            for (size_t i = 0; i < f->n_rects; i++)
-                if (f->rects[i].group == (int)g) write_rect(&b, &f->rects[i]);
+            for (size_t i = 0; i < f->n_rects; i++) {
+                const vz_rect *r = &f->rects[i];
+                if (r->group != (int)g || (done && done[i])) continue;
+                if (done && r->kind == VZ_R_CELL && r->panel >= 0 && write_cells(&b, f, i, done))
+                    continue;
+                write_rect(&b, r);
+            }
             hs_buf_puts(&b, "</g>\n");
         }
         for (size_t i = 0; nc && i < f->n_curves; i++)
@@ -174,6 +246,7 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
         hs_buf_puts(&b, "</g>\n");
     }
     hs_buf_puts(&b, "</svg>\n");
+    free(done);
     size_t n = b.len;
     char *s = hs_buf_take(&b);
     if (!s) return hs_fail(err, HS_ERR_NOMEM, "out of memory writing SVG");

@@ -60,7 +60,7 @@ CASES = [
                              "--format", "png,pdf,json"], True),
     # a crop, a query position, a title
     ("inspect_crop", ["inspect", "--model", M, "--sentence", TIRED, "--out", "i_crop",
-                      "--positions", "5:14", "--position", "11", "--title", "a crop",
+                      "--positions", "5:", "--position", "11", "--title", "a crop",
                       "--format", "png,svg,json"], True),
     # --only in the user's order, annotated, 300 dpi, no titles, upper case folded
     ("inspect_only", ["inspect", "--model", M, "--sentence", TIRED.replace("the animal", "The Animal"),
@@ -140,7 +140,7 @@ CASES = [
     ("err_inspect_only_syntax", ["inspect", "--model", M, "--sentence", TIRED, "--only", "L1-H0"], False),
     ("err_inspect_vs", ["inspect", "--model", M, "--sentence", TIRED, "--vs", "dog cat"], False),
     ("err_inspect_position", ["inspect", "--model", M, "--sentence", TIRED, "--position", "99"], False),
-    ("err_inspect_positions", ["inspect", "--model", M, "--sentence", TIRED, "--positions", "3:40"],
+    ("err_inspect_positions", ["inspect", "--model", M, "--sentence", TIRED, "--positions", "9:3"],
      False),
     ("err_inspect_pair_len", ["inspect", "--model", M, "--sentence", TIRED, "--sentence",
                               "the animal did not"], False),
