@@ -8,6 +8,9 @@
 #     colour of attention_grid.json's value through viridis; hovering a token
 #     shades the source tokens with exactly its attention row; arrow keys move
 #     the selected head;
+#   - on the tired page, every destination token hovered and clicked after
+#     moving from another (far, then its neighbour) is the one chosen: nothing
+#     moves under the pointer (tests/browser/check_viewer.js --tokens);
 #   - view DIR DIR (tired + wet) makes one page that passes the same checks,
 #     and index.html is listed in the first folder's index.json;
 #   - circuit --format html: every patching cell is its value through the
@@ -60,6 +63,7 @@ PY=/usr/bin/python3
 source "$HERE/cli_lib.sh"
 shopt -s nullglob
 check() { node "$HERE/browser/check_page.js" --exe "$CHROMIUM" "$@" || fail "browser check: $*"; }
+viewer() { node "$HERE/browser/check_viewer.js" --exe "$CHROMIUM" "$@" || fail "viewer check: $*"; }
 
 M="$TMP/m.safetensors"
 run 0 train train --out "$M" --steps 150 --eval-every 0
@@ -70,6 +74,9 @@ run 0 wet inspect --model "$M" --sentence "$WET" --out "$TMP/wet" --format json
 check_folder "$TMP/tired" index.html attention_grid.json
 check --page "$TMP/tired/index.html" --json "$TMP/tired/attention_grid.json" --shot "$ART/inspect_tired.png" \
     --matrix "query_row:$TMP/tired/query_row.json"
+# every token, aimed at where it is drawn and hovered after another, then
+# clicked, is the one chosen (the status line above the list moves nothing)
+viewer --page "$TMP/tired/index.html" --tokens
 
 # the same page in Firefox, when Debian's firefox-esr is installed (not by
 # deps.sh: an optional check that no Chromium-only API crept in)

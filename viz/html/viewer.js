@@ -437,7 +437,7 @@
       'opacity = attention weight');
     lines.c.removeAttribute('tabindex');
     this.lines = lines;
-    this.tokStatus = el('p', { cls: 'status', 'aria-live': 'polite' });
+    this.tokStatus = el('p', { cls: 'status tall', 'aria-live': 'polite' });
     var fig = el('figure', { cls: 'panel' }, [
       el('h3', { text: 'Tokens: hover or focus a destination token (left)' }),
       this.tokStatus,

@@ -1,0 +1,188 @@
+#!/usr/bin/env node
+/*
+ * tests/browser/check_viewer.js -- what a reader does with the viewer's
+ * pointer, keyboard and hostile vocabulary words, in Debian's chromium
+ * (headless, puppeteer-core; nothing is downloaded). One page, the checks
+ * asked for:
+ *   --tokens: every destination token, aimed at where it is drawn before the
+ *     pointer moves (as a reader aims), hovered and then clicked after moving
+ *     from another token, becomes the active token and the chosen one;
+ *     nothing above the list moves meanwhile.
+ *   --bidi POS: token POS holds U+202E (RIGHT-TO-LEFT OVERRIDE); the numbers
+ *     after it in the status lines still read left to right (each
+ *     character's rendered x grows), and every title and aria-label holding
+ *     the token holds it isolated (U+2068 ... U+2069).
+ *   --focus: Tab reaches the large head and a matrix figure; the focus
+ *     outline is drawn on all four sides (a screenshot, decoded by the
+ *     browser), and after arrow keys the cell under the keyboard cursor is
+ *     framed in the focus colour on the canvas.
+ *   --long POS: token POS is too long to show whole: the head panel starts
+ *     where it starts on a page of short words (--max-shift px), the token
+ *     list shows it shortened with "…" and its title holds it whole.
+ *   --csp: the page (with an inline handler injected on purpose) runs its
+ *     own script, and the injected handler is blocked by the
+ *     Content-Security-Policy (a securitypolicyviolation, no effect).
+ * Usage: node check_viewer.js --exe CHROMIUM --page P.html [--tokens]
+ *        [--bidi POS] [--focus] [--long POS --max-shift PX] [--csp]
+ * Prints one JSON line of measurements; exits 1 on the first failed check.
+ */
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const puppeteer = require('puppeteer-core');
+
+const args = {};
+for (let i = 2; i < process.argv.length; i++) {
+  const a = process.argv[i];
+  if (!a.startsWith('--')) throw new Error('unexpected argument ' + a);
+  const v = process.argv[i + 1] && !process.argv[i + 1].startsWith('--') ? process.argv[++i] : true;
+  args[a.slice(2)] = v;
+}
+function fail(msg) {
+  console.error('FAIL: ' + msg);
+  process.exit(1);
+}
+if (!args.page) fail('usage: --page FILE');
+
+const FOCUS = [0xf3, 0x9c, 0x12]; /* viewer.css's focus colour, #f39c12 */
+const frames = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+/* --tokens: aim at each token where it is drawn now, coming from another */
+async function checkTokens(page, result) {
+  const T = await page.$$eval('.tokcol.dest .tok', (es) => es.length);
+  if (T < 4) fail(`the token list has ${T} tokens`);
+  await page.$eval('.tokview', (e) => e.scrollIntoView({ block: 'center', behavior: 'instant' }));
+  await page.mouse.move(0, 0);
+  await frames(page);
+  const boxes = await page.$$eval('.tokcol.dest .tok', (es) => es.map((e) => {
+    const r = e.getBoundingClientRect();
+    return [r.x + r.width / 2, r.y + r.height / 2];
+  }));
+  const listTop = () => page.$eval('.tokview', (e) => e.getBoundingClientRect().top);
+  const top0 = await listTop();
+  /* every token from a far one and from its neighbour */
+  const order = [];
+  for (let i = 0; i < T; i++) order.push([(i + Math.floor(T / 2)) % T, i], [i === 0 ? 1 : i - 1, i]);
+  let n = 0;
+  for (const [from, to] of order) {
+    await page.mouse.move(boxes[from][0], boxes[from][1]);
+    await frames(page);
+    await page.mouse.move(boxes[to][0], boxes[to][1]);
+    await frames(page);
+    await frames(page);
+    const active = await page.$eval('.tokcol.dest', (c) => {
+      const a = c.querySelector('.tok.active');
+      return a ? +a.dataset.pos : -1;
+    });
+    if (active !== to) fail(`pointing at token ${to} (coming from ${from}) made token ${active} the active one`);
+    await page.mouse.down();
+    await page.mouse.up();
+    await frames(page);
+    const chosen = await page.evaluate(() => window.hsViewer.views[0].dest);
+    if (chosen !== to) fail(`clicking token ${to} (coming from ${from}) chose token ${chosen}`);
+    const top = await listTop();
+    if (top !== top0) fail(`the token list moved from y ${top0} to ${top} while pointing at tokens`);
+    n++;
+  }
+  result.tokens_pointed = n;
+}
+
+/* rendered x of each character of node's text from offset a to b */
+async function charXs(page, sel, needle) {
+  return page.$eval(sel, (p, needle) => {
+    const walker = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
+    let full = '', nodes = [];
+    for (let t = walker.nextNode(); t; t = walker.nextNode()) { nodes.push([t, full.length]); full += t.data; }
+    const at = full.indexOf(needle);
+    if (at < 0) return { text: full, xs: null };
+    const xs = [];
+    for (let k = at; k < at + needle.length; k++) {
+      const [node, off] = nodes.filter((x) => x[1] <= k).pop();
+      const r = document.createRange();
+      r.setStart(node, k - off);
+      r.setEnd(node, k - off + 1);
+      const b = r.getBoundingClientRect();
+      xs.push([b.left, b.top]);
+    }
+    return { text: full, xs };
+  }, needle);
+}
+function leftToRight(what, got, needle) {
+  if (!got.xs) fail(`${what} '${got.text}' does not hold '${needle}'`);
+  for (let k = 1; k < got.xs.length; k++)
+    if (!(got.xs[k][0] > got.xs[k - 1][0]) && got.xs[k][1] === got.xs[k - 1][1])
+      fail(`${what} '${got.text}': '${needle}' is drawn out of order (x ${got.xs.map((x) => x[0].toFixed(1)).join(', ')})`);
+}
+
+/* --bidi POS: the numbers after a U+202E word read left to right */
+async function checkBidi(page, pos, result) {
+  const v = await page.evaluate(() => { const v = window.hsViewer.views[0]; return { T: v.T, tokens: v.tokens, first: v.first }; });
+  const tok = v.tokens[pos];
+  if (!tok || tok.indexOf('\u202e') < 0) fail(`token ${pos} '${tok}' holds no U+202E`);
+  /* the token view's status: "..., from TOK (POS): a (i) 0.12, ..." */
+  const d = v.T - 1;
+  await page.focus(`.tokcol.dest .tok[data-pos="${d}"]`);
+  await frames(page);
+  const st = await page.$eval('.attview .tokcol.dest', (c) => c.closest('figure').querySelector('.status').textContent);
+  const m = new RegExp('\\((' + (pos + v.first) + ')\\) (\\d\\.\\d\\d)').exec(st);
+  if (!m) fail(`the token status '${st}' does not give token ${pos} its weight`);
+  leftToRight('the token status', await charXs(page, '.attview figure:nth-of-type(3) .status', m[0]), m[0]);
+  /* the large head's status: "NAME · TOK (POS) → TOK (POS): 0.123" with POS as source */
+  await page.focus('canvas.head');
+  for (let k = 0; k < pos; k++) await page.keyboard.press('ArrowRight');
+  const hs = await page.$eval('canvas.head', (c) => c.closest('figure').querySelector('.status').textContent);
+  const m2 = new RegExp('\\((' + (pos + v.first) + ')\\): (\\d\\.\\d+)').exec(hs);
+  if (!m2) fail(`the head status '${hs}' does not end in token ${pos}'s weight`);
+  leftToRight('the head status', await charXs(page, '.attview figure.panel.fit:nth-of-type(2) .status', m2[0]), m2[0]);
+  /* every title and aria-label holding the token holds it isolated */
+  const bad = await page.evaluate((tok) => {
+    const out = [];
+    document.querySelectorAll('[title], [aria-label]').forEach((e) => {
+      ['title', 'aria-label'].forEach((a) => {
+        const s = e.getAttribute(a);
+        if (!s) return;
+        for (let i = s.indexOf(tok); i >= 0; i = s.indexOf(tok, i + 1))
+          if (s[i - 1] !== '\u2068' || s[i + tok.length] !== '\u2069') out.push(a + ': ' + s);
+      });
+    });
+    document.querySelectorAll('svg title, svg text').forEach((e) => {
+      const s = e.textContent, i = s.indexOf(tok);
+      if (i >= 0 && s !== tok && (s[i - 1] !== '\u2068' || s[i + tok.length] !== '\u2069')) out.push('svg: ' + s);
+    });
+    return out;
+  }, tok);
+  if (bad.length) fail(`${bad.length} titles or labels hold the U+202E word unisolated, e.g. ${JSON.stringify(bad[0])}`);
+  result.bidi_status = [m[0], m2[0]];
+}
+
+(async () => {
+  const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-viewer-'));
+  const browser = await puppeteer.launch({
+    executablePath: args.exe || '/usr/bin/chromium', headless: true, userDataDir: profile,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-default-apps', '--disable-extensions',
+      '--font-render-hinting=none'],
+  });
+  const result = {};
+  try {
+    const page = await browser.newPage();
+    await page.setViewport({ width: 1400, height: 1000, deviceScaleFactor: 1 });
+    const errors = [];
+    page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
+    page.on('pageerror', (e) => errors.push('page error: ' + (e.stack || e.message)));
+    await page.goto('file://' + path.resolve(args.page), { waitUntil: 'load', timeout: 120000 });
+    try {
+      await page.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
+    } catch (e) {
+      fail('the page never became ready' + (errors.length ? ': ' + errors.join(' | ') : ''));
+    }
+    if (args.tokens) await checkTokens(page, result);
+    if (args.bidi !== undefined) await checkBidi(page, Number(args.bidi), result);
+    if (errors.length) fail('errors in the page: ' + errors.join(' | '));
+    console.log(JSON.stringify(result));
+  } finally {
+    await browser.close();
+    fs.rmSync(profile, { recursive: true, force: true });
+  }
+})().catch((e) => fail(e.stack || String(e)));
