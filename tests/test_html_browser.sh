@@ -11,6 +11,9 @@
 #   - on the tired page, every destination token hovered and clicked after
 #     moving from another (far, then its neighbour) is the one chosen: nothing
 #     moves under the pointer (tests/browser/check_viewer.js --tokens);
+#   - a token holding U+202E (a copy of tired's folder through `view`) does
+#     not reorder the numbers after it in the status lines, and every title
+#     and label isolates it (check_viewer.js --bidi);
 #   - view DIR DIR (tired + wet) makes one page that passes the same checks,
 #     and index.html is listed in the first folder's index.json;
 #   - circuit --format html: every patching cell is its value through the
@@ -85,6 +88,28 @@ if [ -x /usr/bin/firefox-esr ]; then
         --page "$TMP/tired/index.html" --json "$TMP/tired/attention_grid.json" \
         --hover focus --shot "$ART/inspect_tired_firefox.png" || fail "the page in firefox-esr"
 fi
+
+# hostile words: a copy of tired whose token 1 holds U+202E (RIGHT-TO-LEFT
+# OVERRIDE), in every file that names tokens
+mkdir "$TMP/odd" && cp "$TMP/tired/"*.json "$TMP/odd/"
+"$PY" - "$TMP/odd" <<'PYEOF'
+import json, os, sys
+d = sys.argv[1]
+RLO = "abc\u202e"
+idx = json.load(open(os.path.join(d, "index.json")))
+idx["files"] = [f for f in idx["files"] if f["file"] != "index.html"]
+json.dump(idx, open(os.path.join(d, "index.json"), "w"))
+for name in ("attention_grid.json", "query_row.json"):
+    p = os.path.join(d, name)
+    j = json.load(open(p))
+    for k in ("tokens", "col_labels"):
+        if k in j:
+            j[k][1] = RLO
+    json.dump(j, open(p, "w"))
+PYEOF
+run 0 odd view "$TMP/odd"
+# the numbers after a U+202E word keep their order; titles isolate it
+viewer --page "$TMP/odd/index.html" --bidi 1
 
 # view: two sentences in one page; index.html joins the first folder's index
 run 0 view view "$TMP/tired" "$TMP/wet"

@@ -120,8 +120,8 @@ async function checkBidi(page, pos, result) {
   const v = await page.evaluate(() => { const v = window.hsViewer.views[0]; return { T: v.T, tokens: v.tokens, first: v.first }; });
   const tok = v.tokens[pos];
   if (!tok || tok.indexOf('\u202e') < 0) fail(`token ${pos} '${tok}' holds no U+202E`);
-  /* the token view's status: "..., from TOK (POS): a (i) 0.12, ..." */
-  const d = v.T - 1;
+  /* the token view's status from the word itself: "..., from TOK (POS): a (0) 0.12, TOK (POS) 0.88" */
+  const d = pos;
   await page.focus(`.tokcol.dest .tok[data-pos="${d}"]`);
   await frames(page);
   const st = await page.$eval('.attview .tokcol.dest', (c) => c.closest('figure').querySelector('.status').textContent);

@@ -39,6 +39,12 @@
   function rgbAt(map, i) { return [map[3 * i], map[3 * i + 1], map[3 * i + 2]]; }
   function css(rgb) { return 'rgb(' + rgb[0] + ', ' + rgb[1] + ', ' + rgb[2] + ')'; }
   function ink(rgb) { return 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] > 140 ? '#000' : '#fff'; }
+  /* a word from the data (a token, a label) as the page shows it: isolated
+     (U+2068 FIRST STRONG ISOLATE ... U+2069 POP DIRECTIONAL ISOLATE), so a
+     word holding a bidi control (U+202E) or right-to-left letters never
+     reorders the numbers and words around it, in text, titles, canvases and
+     SVG alike (Unicode Bidirectional Algorithm, UAX #9, rules X5a-X6a) */
+  function word(t) { return '\u2068' + t + '\u2069'; }
   function fmt(v, d) { return v === null || v === undefined ? '–' : Number(v).toFixed(d === undefined ? 3 : d); }
 
   /* ---- small DOM helpers ---- */
@@ -171,6 +177,7 @@
        one row of patterns under their own names, no layer mean */
     this.named = !grid && names.length === A.H;
     this.names = names; this.tokens = file.tokens;
+    this.show = file.tokens.map(word); /* as displayed */
     this.causal = file.attention.causal !== false;
     /* a cropped pattern (inspect's window) starts at first_position */
     this.first = typeof file.first_position === 'number' ? file.first_position : 0;
@@ -241,8 +248,8 @@
       if (!p) { tip(null); return; }
       var k = (p.l * H + p.h) * self.T * self.T, v = self.A.a[k + p.d * self.T + p.s];
       var masked = self.causal && p.s > p.d;
-      tip(self.headName(p.l, p.h) + ' · ' + self.tokens[p.d] + ' (' + (p.d + self.first) + ') → ' +
-          self.tokens[p.s] + ' (' + (p.s + self.first) + '): ' + (masked ? 'masked' : fmt(v)), ev.clientX, ev.clientY);
+      tip(self.headName(p.l, p.h) + ' · ' + self.show[p.d] + ' (' + (p.d + self.first) + ') → ' +
+          self.show[p.s] + ' (' + (p.s + self.first) + '): ' + (masked ? 'masked' : fmt(v)), ev.clientX, ev.clientY);
     });
     cv.c.addEventListener('mousemove', hover);
     cv.c.addEventListener('mouseleave', function () { tip(null); });
@@ -320,7 +327,7 @@
     var every = Math.max(1, Math.ceil(13 / cell));
     var lw = 0, probe = document.createElement('canvas').getContext('2d');
     probe.font = '12px sans-serif';
-    this.tokens.forEach(function (t, i) { lw = Math.max(lw, probe.measureText((i + self.first) + ' ' + t).width); });
+    this.show.forEach(function (t, i) { lw = Math.max(lw, probe.measureText((i + self.first) + ' ' + t).width); });
     var ml = Math.ceil(lw) + 10, mt = Math.ceil(lw) + 10, w = ml + T * cell + 4, h = mt + T * cell + 4;
     var cv = canvas(w, h, 'attention pattern');
     cv.c.className = 'head';
@@ -337,12 +344,12 @@
       g.fillStyle = '#222';
       g.font = '12px sans-serif';
       g.textAlign = 'right';
-      for (var i = 0; i < T; i += every) g.fillText((i + self.first) + ' ' + self.tokens[i], ml - 4, mt + i * cell + cell / 2 + 4);
+      for (var i = 0; i < T; i += every) g.fillText((i + self.first) + ' ' + self.show[i], ml - 4, mt + i * cell + cell / 2 + 4);
       g.save();
       g.translate(ml, mt - 4);
       g.rotate(-Math.PI / 2);
       g.textAlign = 'left';
-      for (var j = 0; j < T; j += every) g.fillText((j + self.first) + ' ' + self.tokens[j], 0, j * cell + cell / 2 + 4);
+      for (var j = 0; j < T; j += every) g.fillText((j + self.first) + ' ' + self.show[j], 0, j * cell + cell / 2 + 4);
       g.restore();
       if (!pin) {
         g.strokeStyle = '#c0392b';
@@ -355,7 +362,7 @@
     }
     function say(d, s, ev) {
       var cur = self.current(pin), masked = self.causal && s > d;
-      var text = cur.name + ' · ' + self.tokens[d] + ' (' + (d + self.first) + ') → ' + self.tokens[s] + ' (' +
+      var text = cur.name + ' · ' + self.show[d] + ' (' + (d + self.first) + ') → ' + self.show[s] + ' (' +
         (s + self.first) + '): ' + (masked ? 'masked' : fmt(self.value(cur, d, s)));
       status.textContent = text;
       if (ev) tip(text, ev.clientX, ev.clientY);
@@ -415,7 +422,7 @@
     this.destEls = [];
     for (var i = 0; i < T; i++) {
       var b = el('button', { cls: 'tok', 'data-pos': String(i), role: 'option', 'aria-selected': 'false' },
-        [el('span', { cls: 'pos', text: String(i + this.first) }), el('span', { text: this.tokens[i] })]);
+        [el('span', { cls: 'pos', text: String(i + this.first) }), el('bdi', { text: this.tokens[i] })]);
       (function (d) {
         b.addEventListener('mouseenter', function () { self.hoverDest(d); });
         b.addEventListener('focus', function () { self.hoverDest(d); });
@@ -428,7 +435,7 @@
       left.appendChild(b);
       this.destEls.push(b);
       var sp = el('span', { cls: 'tok', 'data-pos': String(i) },
-        [el('span', { text: (i + this.first) + ' ' + this.tokens[i] }), el('span', { cls: 'w' })]);
+        [el('span', { text: (i + this.first) + ' ' + this.show[i] }), el('span', { cls: 'w' })]);
       right.appendChild(sp);
       this.srcEls.push(sp);
     }
@@ -476,7 +483,7 @@
       e.style.color = ink(rgb);
       e.lastChild.textContent = fmt(v, 2);
       e.setAttribute('data-w', String(v));
-      e.setAttribute('title', this.tokens[d] + ' → ' + this.tokens[s] + ': ' + fmt(v));
+      e.setAttribute('title', this.show[d] + ' → ' + this.show[s] + ': ' + fmt(v));
       top.push([v, s]);
       if (v > 0.01) {
         g.strokeStyle = 'rgba(192, 57, 43, ' + Math.min(1, v).toFixed(3) + ')';
@@ -488,8 +495,8 @@
       }
     }
     top.sort(function (x, y) { return y[0] - x[0]; });
-    this.tokStatus.textContent = cur.name + ', from ' + this.tokens[d] + ' (' + (d + this.first) + '): ' +
-      top.slice(0, 3).map(function (p) { return this.tokens[p[1]] + ' (' + (p[1] + this.first) + ') ' + fmt(p[0], 2); }, this).join(', ');
+    this.tokStatus.textContent = cur.name + ', from ' + this.show[d] + ' (' + (d + this.first) + '): ' +
+      top.slice(0, 3).map(function (p) { return this.show[p[1]] + ' (' + (p[1] + this.first) + ') ' + fmt(p[0], 2); }, this).join(', ');
     this.shownDest = d;
   };
   AttentionView.prototype.update = function () {
@@ -524,8 +531,8 @@
       bar.style.background = css(v < 0 ? BAR_NEG : BAR_POS);
       var z = el('div', { cls: 'zero' });
       z.style.left = zero + '%';
-      g.appendChild(el('div', { cls: 'lab', role: 'rowheader', text: labs[i] }));
-      g.appendChild(el('div', { cls: 'track', title: labs[i] + ': ' + fmt(v, dec) }, [z, bar]));
+      g.appendChild(el('div', { cls: 'lab', role: 'rowheader' }, [el('bdi', { text: labs[i] })]));
+      g.appendChild(el('div', { cls: 'track', title: word(labs[i]) + ': ' + fmt(v, dec) }, [z, bar]));
       g.appendChild(el('div', { cls: 'val', role: 'cell', text: (v >= 0 ? '+' : '') + fmt(v, dec) }));
     }
     return el('figure', { cls: 'panel' }, [el('h3', { text: file.title || '' }), g,
@@ -533,10 +540,10 @@
   }
   function predictions(file) {
     var t = el('table', {}, [el('caption', { text: 'top predictions at position ' + file.query_position +
-      ' (' + file.query_token + ')' }), el('tr', {}, [el('th', { text: 'token' }), el('th', { text: 'probability' }),
+      ' (' + word(file.query_token) + ')' }), el('tr', {}, [el('th', { text: 'token' }), el('th', { text: 'probability' }),
       el('th', { text: 'logit' })])]);
     file.predictions.forEach(function (p) {
-      t.appendChild(el('tr', {}, [el('td', { text: p.token }), el('td', { text: fmt(p.prob, 4) }),
+      t.appendChild(el('tr', {}, [el('td', {}, [el('bdi', { text: p.token })]), el('td', { text: fmt(p.prob, 4) }),
         el('td', { text: fmt(p.logit, 3) })]));
     });
     return el('figure', { cls: 'panel' }, [el('h3', { text: 'Predictions' }), t]);
@@ -556,9 +563,9 @@
     var cell = Math.max(4, Math.min(28, Math.floor(560 / C)));
     var probe = document.createElement('canvas').getContext('2d');
     probe.font = '12px sans-serif';
-    var rw = 0, cw = 0;
-    (file.row_labels || []).forEach(function (t) { rw = Math.max(rw, probe.measureText(t).width); });
-    (file.col_labels || []).forEach(function (t) { cw = Math.max(cw, probe.measureText(t).width); });
+    var rw = 0, cw = 0, rl = (file.row_labels || []).map(word), cl = (file.col_labels || []).map(word);
+    rl.forEach(function (t) { rw = Math.max(rw, probe.measureText(t).width); });
+    cl.forEach(function (t) { cw = Math.max(cw, probe.measureText(t).width); });
     var ml = Math.ceil(rw) + 8, mt = Math.ceil(cw) + 8, w = ml + C * cell + 4, h = mt + R * cell + 4;
     var cv = canvas(w, h, (file.title || stem) + ': ' + R + ' x ' + C + ' matrix; focus and use the arrow keys to read values');
     cv.c.id = 'fig-' + stem;
@@ -578,12 +585,12 @@
       g.font = '12px sans-serif';
       g.textAlign = 'right';
       var every = Math.max(1, Math.ceil(13 / cell));
-      for (var r = 0; r < R; r += every) g.fillText(file.row_labels[r], ml - 4, mt + r * cell + cell / 2 + 4);
+      for (var r = 0; r < R; r += every) g.fillText(rl[r], ml - 4, mt + r * cell + cell / 2 + 4);
       g.save();
       g.translate(ml, mt - 4);
       g.rotate(-Math.PI / 2);
       g.textAlign = 'left';
-      for (var c = 0; c < C; c += every) g.fillText(file.col_labels[c], 0, c * cell + cell / 2 + 4);
+      for (var c = 0; c < C; c += every) g.fillText(cl[c], 0, c * cell + cell / 2 + 4);
       g.restore();
       if (hl) {
         g.strokeStyle = '#c0392b';
@@ -593,7 +600,7 @@
     }
     function say(i, j, ev) {
       var v = V[i][j];
-      var text = file.row_labels[i] + ' · ' + file.col_labels[j] + ': ' + (v === null ? 'not reported' : fmt(v));
+      var text = rl[i] + ' · ' + cl[j] + ': ' + (v === null ? 'not reported' : fmt(v));
       status.textContent = text;
       if (ev) tip(text, ev.clientX, ev.clientY);
     }
@@ -664,7 +671,7 @@
           up = false;
           var c = sv('circle', { cx: X(x[i]), cy: Y(v), r: 3, fill: col, tabindex: '0' });
           var t = sv('title', {});
-          t.textContent = s.label + ' at ' + (file.xlabel || 'x') + ' ' + x[i] + ': ' + fmt(v);
+          t.textContent = word(s.label) + ' at ' + (file.xlabel || 'x') + ' ' + x[i] + ': ' + fmt(v);
           c.appendChild(t);
           svg.appendChild(c);
         });
@@ -789,7 +796,7 @@
         row.forEach(function (w, i) {
           var rgb = rgbAt(ATT_MAP, cindex(w));
           var t = el('span', { cls: 'tok', role: 'listitem', title: fmt(w) }, [
-            el('span', { text: labels ? labels[i] : String(i) }), el('span', { cls: 'w', text: fmt(w, 2) })]);
+            el('bdi', { text: labels ? labels[i] : String(i) }), el('span', { cls: 'w', text: fmt(w, 2) })]);
           t.style.background = css(rgb);
           t.style.color = ink(rgb);
           s.appendChild(t);
@@ -846,7 +853,7 @@
     var idx = run.index || {};
     var sent = idx.sentence || '', words = sent.split(' ');
     if (words.length > 24) sent = words.slice(0, 24).join(' ') + ' … (' + (idx.tokens ? idx.tokens.length : words.length) + ' tokens)';
-    sec.appendChild(el('h2', { text: run.command + ' · ' + run.dir + (sent ? ' · “' + sent + '”' : ''), title: idx.sentence || '' }));
+    sec.appendChild(el('h2', { text: run.command + ' · ' + run.dir + (sent ? ' · “' + word(sent) + '”' : ''), title: word(idx.sentence || '') }));
     if (idx.model) sec.appendChild(el('p', { cls: 'sub', text: 'model ' + idx.model + (idx.config ?
       ' (' + idx.config.n_layers + ' layers x ' + idx.config.n_heads + ' heads, d_model ' + idx.config.d_model + ')' : '') }));
     var files = run.files || {}, stems = Object.keys(files), figs = {}, rest = el('div', { cls: 'row' });
@@ -856,7 +863,7 @@
       if (!f || !f.cfg || !f.nodes || !f.edges || Array.isArray(f.nodes)) return;
       var att = null;
       stems.forEach(function (s2) { var a = files[s2]; if (!att && a.attention && a.attention_head_names && a.tokens) att = a; });
-      sec.appendChild(hsCircuitView(f, att, { el: el, tip: tip, fmt: fmt, css: css, rgbAt: rgbAt, CMAPS: CMAPS,
+      sec.appendChild(hsCircuitView(f, att, { el: el, tip: tip, fmt: fmt, word: word, css: css, rgbAt: rgbAt, CMAPS: CMAPS,
         unpack: unpack, canvas: canvas, patternImage: patternImage,
         select: function (l, h, m) { if (SHARED.views.length) select(l, h, m); } }));
     });
@@ -907,7 +914,7 @@
       var draw = v.headCanvas(fig, true);
       v.drawPinned = function () {
         draw();
-        cap.textContent = v.current(true).name + ' · ' + v.tokens.join(' ');
+        cap.textContent = v.current(true).name + ' · ' + v.show.join(' ');
       };
       v.drawPinned();
       row.appendChild(fig);
