@@ -11,6 +11,9 @@
 #   - on the tired page, every destination token hovered and clicked after
 #     moving from another (far, then its neighbour) is the one chosen: nothing
 #     moves under the pointer (tests/browser/check_viewer.js --tokens);
+#   - the focus outline of the large head and of a matrix figure is drawn
+#     on all four sides (not clipped), and the cell under the arrow keys'
+#     cursor is framed (check_viewer.js --focus);
 #   - a token holding U+202E (a copy of tired's folder through `view`) does
 #     not reorder the numbers after it in the status lines, and every title
 #     and label isolates it (check_viewer.js --bidi);
@@ -78,8 +81,10 @@ check_folder "$TMP/tired" index.html attention_grid.json
 check --page "$TMP/tired/index.html" --json "$TMP/tired/attention_grid.json" --shot "$ART/inspect_tired.png" \
     --matrix "query_row:$TMP/tired/query_row.json"
 # every token, aimed at where it is drawn and hovered after another, then
-# clicked, is the one chosen (the status line above the list moves nothing)
-viewer --page "$TMP/tired/index.html" --tokens
+# clicked, is the one chosen (the status line above the list moves nothing);
+# the keyboard focus on the large head and a matrix is seen whole, with the
+# cell the arrow keys reach framed
+viewer --page "$TMP/tired/index.html" --tokens --focus
 
 # the same page in Firefox, when Debian's firefox-esr is installed (not by
 # deps.sh: an optional check that no Chromium-only API crept in)

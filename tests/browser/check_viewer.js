@@ -156,6 +156,62 @@ async function checkBidi(page, pos, result) {
   result.bidi_status = [m[0], m2[0]];
 }
 
+/* the screenshot of rect (page coordinates, grown by pad) as RGB rows,
+   decoded by the browser itself (an <img> drawn on a canvas) */
+async function shot(browser, page, rect, pad) {
+  const clip = { x: Math.max(0, rect.x - pad), y: Math.max(0, rect.y - pad), width: rect.width + 2 * pad, height: rect.height + 2 * pad };
+  const b64 = await page.screenshot({ clip, encoding: 'base64' });
+  const dec = await browser.newPage();
+  const px = await dec.evaluate(async (b64) => {
+    const img = new Image();
+    img.src = 'data:image/png;base64,' + b64;
+    await img.decode();
+    const c = document.createElement('canvas');
+    c.width = img.width;
+    c.height = img.height;
+    const g = c.getContext('2d');
+    g.drawImage(img, 0, 0);
+    return { w: img.width, h: img.height, d: Array.from(g.getImageData(0, 0, img.width, img.height).data) };
+  }, b64);
+  await dec.close();
+  return { x0: clip.x, y0: clip.y, at: (x, y) => { const i = 4 * (y * px.w + x); return px.d.slice(i, i + 3); }, w: px.w, h: px.h };
+}
+const isFocus = (rgb) => Math.abs(rgb[0] - FOCUS[0]) + Math.abs(rgb[1] - FOCUS[1]) + Math.abs(rgb[2] - FOCUS[2]) < 30;
+
+/* --focus: the keyboard focus on a figure canvas is seen whole, and so is
+   the cell its arrow keys reach */
+async function checkFocus(browser, page, sel, keys, cursor, result) {
+  await page.$eval(sel, (c) => c.scrollIntoView({ block: 'center', behavior: 'instant' }));
+  await page.focus(sel);
+  for (const k of keys) await page.keyboard.press(k);
+  await frames(page);
+  const r = await page.$eval(sel, (c) => { const b = c.getBoundingClientRect(); return { x: b.x + window.scrollX, y: b.y + window.scrollY, width: b.width, height: b.height }; });
+  const im = await shot(browser, page, r, 8);
+  /* each side: some line along it, up to 7 px outside or inside, is the focus colour over 90% of its length */
+  const side = (name, line) => {
+    for (let k = -7; k <= 7; k++) {
+      const pts = line(k);
+      if (pts.filter(([x, y]) => x >= 0 && y >= 0 && x < im.w && y < im.h && isFocus(im.at(x, y))).length >= 0.9 * pts.length) return;
+    }
+    fail(`${sel}: no focus outline along its ${name} side`);
+  };
+  const X0 = Math.round(r.x - im.x0), Y0 = Math.round(r.y - im.y0), X1 = X0 + Math.round(r.width) - 1, Y1 = Y0 + Math.round(r.height) - 1;
+  const range = (a, b) => { const o = []; for (let v = a; v <= b; v++) o.push(v); return o; };
+  side('top', (k) => range(X0 + 10, X1 - 10).map((x) => [x, Y0 + k]));
+  side('bottom', (k) => range(X0 + 10, X1 - 10).map((x) => [x, Y1 - k]));
+  side('left', (k) => range(Y0 + 10, Y1 - 10).map((y) => [X0 + k, y]));
+  side('right', (k) => range(Y0 + 10, Y1 - 10).map((y) => [X1 - k, y]));
+  /* the cursor's cell: framed in the focus colour on the canvas */
+  const cell = await page.$eval(sel, (c, cur) => {
+    const x0 = +c.dataset.x0, y0 = +c.dataset.y0, n = +c.dataset.cell, q = c.width / parseFloat(c.style.width);
+    const g = c.getContext('2d');
+    const px = (x, y) => Array.from(g.getImageData(Math.floor(x * q), Math.floor(y * q), 1, 1).data).slice(0, 3);
+    return { top: px(x0 + (cur[1] + 0.5) * n, y0 + cur[0] * n - 1), left: px(x0 + cur[1] * n - 1, y0 + (cur[0] + 0.5) * n) };
+  }, cursor);
+  if (!isFocus(cell.top) || !isFocus(cell.left)) fail(`${sel}: after ${keys.join(', ')} the cell (${cursor}) is not framed in the focus colour (drawn ${cell.top} / ${cell.left})`);
+  result.focus_seen = (result.focus_seen || []).concat([sel]);
+}
+
 (async () => {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-viewer-'));
   const browser = await puppeteer.launch({
@@ -178,6 +234,11 @@ async function checkBidi(page, pos, result) {
       fail('the page never became ready' + (errors.length ? ': ' + errors.join(' | ') : ''));
     }
     if (args.tokens) await checkTokens(page, result);
+    if (args.focus) {
+      const dest = await page.evaluate(() => window.hsViewer.views[0].dest);
+      await checkFocus(browser, page, 'canvas.head', ['ArrowUp', 'ArrowRight'], [dest - 1, 1], result);
+      await checkFocus(browser, page, 'canvas[id^="fig-"]', ['ArrowDown', 'ArrowRight'], [1, 1], result);
+    }
     if (args.bidi !== undefined) await checkBidi(page, Number(args.bidi), result);
     if (errors.length) fail('errors in the page: ' + errors.join(' | '));
     console.log(JSON.stringify(result));

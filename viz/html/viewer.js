@@ -91,6 +91,19 @@
       requestAnimationFrame(function () { queued = false; fn(pending); });
     };
   }
+  /* the cell under a figure's keyboard cursor, framed in the focus colour
+     (viewer.css) while the figure has the focus */
+  var FOCUS = '#f39c12';
+  function cursorFrame(g, x, y, cell) {
+    g.strokeStyle = FOCUS;
+    g.lineWidth = 2;
+    g.strokeRect(x - 1, y - 1, cell + 2, cell + 2);
+  }
+  /* redraws a figure's canvas when it gains or loses the focus */
+  function onFocusChange(c, draw) {
+    c.addEventListener('focus', function () { draw(); });
+    c.addEventListener('blur', function () { draw(); });
+  }
   function canvas(w, h, label) {
     var c = el('canvas', { tabindex: '0', role: 'img', 'aria-label': label });
     var dpr = window.devicePixelRatio || 1;
@@ -356,6 +369,7 @@
         g.lineWidth = 2;
         g.strokeRect(ml - 1, mt + self.dest * cell - 1, T * cell + 2, cell + 2);
       }
+      if (document.activeElement === cv.c) cursorFrame(g, ml + cursor.c * cell, mt + cursor.r * cell, cell);
       cv.c.setAttribute('aria-label', cur.name + ': attention pattern over ' + T + ' tokens, rows = destination, ' +
         'columns = source. Focus and use the arrow keys to read cells.');
       cv.c.setAttribute('data-name', cur.name);
@@ -383,8 +397,9 @@
     });
     cv.c.addEventListener('keydown', function (ev) {
       if ((ev.key === 'Enter' || ev.key === ' ') && !pin) { self.setDest(cursor.r); ev.preventDefault(); return; }
-      if (arrowKey(ev, cursor, T, T)) say(cursor.r, cursor.c, null);
+      if (arrowKey(ev, cursor, T, T)) { say(cursor.r, cursor.c, null); draw(); }
     });
+    onFocusChange(cv.c, draw);
     container.appendChild(el('div', { cls: 'scroll' }, [cv.c]));
     container.appendChild(status);
     return draw;
@@ -597,6 +612,7 @@
         g.lineWidth = 2;
         hl.forEach(function (r) { g.strokeRect(ml - 1, mt + r * cell - 1, C * cell + 2, cell + 2); });
       }
+      if (document.activeElement === cv.c) cursorFrame(g, ml + cur.c * cell, mt + cur.r * cell, cell);
     }
     function say(i, j, ev) {
       var v = V[i][j];
@@ -612,8 +628,9 @@
     }));
     cv.c.addEventListener('mouseleave', function () { tip(null); });
     cv.c.addEventListener('keydown', function (ev) {
-      if (arrowKey(ev, cur, R, C)) say(cur.r, cur.c, null);
+      if (arrowKey(ev, cur, R, C)) { say(cur.r, cur.c, null); draw(); }
     });
+    onFocusChange(cv.c, draw);
     draw();
     var fig = el('figure', { cls: 'panel' }, [el('h3', { text: file.title || stem }),
       el('div', { cls: 'scroll' }, [cv.c]), status,
