@@ -420,7 +420,15 @@ hs_status hs_viz_html_pack(cJSON *data, hs_error *err);
  * The shape of data is the viewer's contract (docs/DESIGN.md, Outputs):
  * {"runs": [{"dir", "command", "index": index.json, "files": {stem: JSON}}],
  *  "cmap": "viridis" | "greys"}.
- * Errors: HS_ERR_INPUT (title not UTF-8), HS_ERR_NOMEM. */
+ * Every run file is checked as the viewer will draw it, and refused in one
+ * line naming it ("DIR/STEM.json: ...") and the field: an attention object
+ * ("attention" [H][T][T] or packed, weights in [0, 1]; T "tokens"; H
+ * "attention_head_names" when given), bars ("values" as many as "labels",
+ * finite), a matrix (R rows of C numbers or null, R "row_labels", C
+ * "col_labels"), line plots (each series' "y" as long as "x"), the
+ * predictions ("prob" in [0, 1]).
+ * Errors: HS_ERR_FORMAT (a file as above), HS_ERR_INPUT (title not UTF-8; a
+ * file or the whole data over the HS_VIZ_PAGE_MAX_* limits), HS_ERR_NOMEM. */
 hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const char *title,
                            hs_error *err);
 
@@ -587,5 +595,17 @@ hs_status hs_viz_graph_figure(const hs_viz_graph *g, const char *title, const hs
  * as the figure draws it. *out: new cJSON object (cJSON_Delete). Errors as
  * hs_viz_graph_figure (no width or font). */
 hs_status hs_viz_graph_json(const hs_viz_graph *g, const char *title, cJSON **out, hs_error *err);
+
+/* What one HTML page (hs_viz_html_page) may hold, so it loads in seconds
+ * (a 100,000-bar file took 18.6 s): the page's data as JSON text, the
+ * positions of one attention object, the bars of one bar chart (or rows of
+ * the predictions table), a matrix's side and cells, the points of one file's
+ * line plots. */
+#define HS_VIZ_PAGE_MAX_BYTES (64 << 20)
+#define HS_VIZ_PAGE_MAX_TOKENS 1024
+#define HS_VIZ_PAGE_MAX_BARS 1024
+#define HS_VIZ_PAGE_MAX_SIDE 2048
+#define HS_VIZ_PAGE_MAX_CELLS (1 << 20)
+#define HS_VIZ_PAGE_MAX_POINTS 20000
 
 #endif /* HS_VIZ_H */
