@@ -8,6 +8,13 @@
 #   - what a page may embed is bounded: a 100,000-value dla.json, and a page
 #     whose data passes HS_VIZ_PAGE_MAX_BYTES (64 MiB), are refused in one
 #     line naming the limit;
+#   - a page embeds only what the viewer reads: the weights page holds no
+#     virtual_weights "products" (1.77 of its 2.88 MB at 4 x 8 heads), and
+#     still every matrix's values;
+#   - a page replaces only a page headscope wrote that the user asked for:
+#     `view A B` refuses A's own page without --force, as `--out FILE` refuses
+#     an existing FILE; `view A` writes A's page again; the page's <title>
+#     (its heading) says "headscope view" and every folder;
 # Run as: bash tests/test_view.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
 
@@ -68,3 +75,37 @@ refused big '^headscope view: .*/big/dla.json: 100000 bars, over the page'"'"'s 
 edit huge dla.json 'j["title"] = "x" * (64 << 20)'
 refused huge "^headscope view: the page's data is 6[0-9.]* MiB, over its limit of 64 MiB"
 echo "ok: a page embeds at most its limits, else one line says which"
+
+# only what the viewer reads: weights' virtual_weights.products stay in the file
+run 0 weights weights --model "$M" --out "$TMP/w" --format json
+run 0 w_view view "$TMP/w" --out "$TMP/w.html"
+"$PY" - "$TMP/w" "$TMP/w.html" <<'PYEOF' || fail "the weights page embeds what the viewer does not read"
+import json, os, re, sys
+d, page = sys.argv[1], open(sys.argv[2], encoding="utf-8").read()
+m = re.search(r'<script type="application/json" id="hs-data">(.*?)</script>', page, re.S)
+files = json.loads(m.group(1))["data"]["runs"][0]["files"]
+vw = json.load(open(os.path.join(d, "virtual_weights.json")))
+assert "products" in vw, "virtual_weights.json has no products to leave out"
+assert "products" not in files["virtual_weights"], "the page embeds virtual_weights.products"
+assert '"products"' not in m.group(1), "the page embeds some products"
+for stem, f in files.items():
+    j = json.load(open(os.path.join(d, stem + ".json")))
+    assert f["values"] == j["values"], stem + ": values differ from its file"
+print("weights page: %d bytes, virtual_weights.json %d bytes" % (len(page.encode()), os.path.getsize(os.path.join(d, "virtual_weights.json"))))
+PYEOF
+echo "ok: the page embeds only what the viewer reads"
+
+# one policy for replacing a page: A's own page is A's; a page of A and B
+# replaces it only with --force, as --out FILE is replaced only with --force
+run 0 own1 view "$TMP/base"
+run 0 own2 view "$TMP/base"
+cp "$TMP/base/index.html" "$TMP/own.before"
+cp -r "$TMP/base" "$TMP/b2" && rm "$TMP/b2/index.html"
+run 1 two view "$TMP/base" "$TMP/b2"
+one_line two "^headscope view: .*/base/index.html exists (the page of .*/base alone); a page of 2 folders replaces it only with --force (or choose a file with --out)$"
+cmp -s "$TMP/own.before" "$TMP/base/index.html" || fail "two: view replaced a folder's own page without --force"
+run 0 two_force view "$TMP/base" "$TMP/b2" --force
+grep -q "<title>headscope view · $TMP/base, $TMP/b2</title>" "$TMP/base/index.html" ||
+    fail "two_force: the page's title does not name both folders: $(grep -o '<title>.*</title>' "$TMP/base/index.html")"
+check_folder "$TMP/base" index.html
+echo "ok: a page replaces another only as the output-folder policy and --force say"

@@ -387,8 +387,8 @@ hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,
 hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
-/* HTML: one self-contained page (viz/html/viewer.{html,css,js} and
- * viewer_graph.js, inlined at build time) that shows the JSON of one or more
+/* HTML: one self-contained page (viz/html/viewer.{html,css,js},
+ * viewer_graph.js and viewer_report.js, inlined at build time) that shows the JSON of one or more
  * output folders interactively: attention grids, heads and tokens, bars,
  * matrices, the circuit report, and a found circuit: a run file in the MIB /
  * EAP-IG graph.json shape ({"cfg", "nodes": {name: {"in_graph", "score"?}},
@@ -398,7 +398,9 @@ hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
  * when a file of the run holds hs_viz_attention_json's shape
  * ("attention" [heads][T][T], "attention_head_names" "L1H0" or "a1.h0",
  * "tokens"). No request leaves the page (no CDN, no fetch): it opens from
- * file:// with no network. */
+ * file:// with no network. Its Content-Security-Policy lets only its own
+ * scripts run, pinned by their SHA-256 (computed at build time,
+ * cmake/embed.cmake), and forbids forms and <base>. */
 
 /* Replaces, in place, every "attention" member of data (at any depth) that is
  * a [H][T][T] array of numbers with its packed form (see
@@ -409,7 +411,12 @@ hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
 hs_status hs_viz_html_pack(cJSON *data, hs_error *err);
 
 /* The page: *html = malloc'd NUL-terminated text (caller frees), *len its
- * length. data (only read) goes into the page as JSON under "data", beside
+ * length. data (only read) goes into the page as JSON under "data" with each
+ * run file reduced to the members the viewer reads (an attention object's
+ * "attention", "attention_head_names", "tokens", "config", "first_position",
+ * "query_position", "title"; a matrix's "values", labels, axis titles and
+ * "colour_scale"; ...; a graph or report whole; a file the viewer does not
+ * draw left out), beside
  * "colormaps": the 256-entry tables of hs_viz_cmap_rgb for viridis, greys
  * and diverging, the line plots' series colours (hs_viz_series_rgb, 10) and
  * the masked-cell colour, as hex strings, so the page

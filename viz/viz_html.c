@@ -17,7 +17,11 @@
 extern const char vz_html_css[];
 extern const char vz_html_body[];
 extern const char vz_html_graph_js[];
+extern const char vz_html_report_js[];
 extern const char vz_html_js[];
+extern const char vz_html_graph_js_sha256[]; /* SHA-256 in hex of the three scripts */
+extern const char vz_html_report_js_sha256[];
+extern const char vz_html_js_sha256[];
 
 /* ---- packed attention -------------------------------------------------- */
 
@@ -299,14 +303,22 @@ static hs_status check_attention(const cJSON *f, hs_error *err)
             if (n_of(hh) != (long)T)
                 return hs_fail(err, HS_ERR_FORMAT, "\"attention\"[%zu] has %ld rows, not %zu", h, n_of(hh), T);
             size_t d = 0;
-            for (const cJSON *r = hh->child; r; r = r->next, d++) {
+            for (const cJSON *r0 = hh->child; r0; r0 = r0->next, d++) {
+                /* a row may be raw JSON text (hs_viz_attention_json writes rows so) */
+                cJSON *parsed = cJSON_IsRaw(r0) ? cJSON_Parse(r0->valuestring) : NULL;
+                const cJSON *r = parsed ? parsed : r0;
+                hs_status st = HS_OK;
                 if (n_of(r) != (long)T)
-                    return hs_fail(err, HS_ERR_FORMAT, "\"attention\"[%zu][%zu] has %ld entries, not %zu",
-                                   h, d, n_of(r), T);
+                    st = hs_fail(err, HS_ERR_FORMAT, "\"attention\"[%zu][%zu] has %ld entries, not %zu",
+                                 h, d, n_of(r), T);
                 size_t s = 0;
-                for (const cJSON *v = r->child; v; v = v->next, s++)
-                    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1))
-                        return bad_weight(cJSON_IsNumber(v) ? v->valuedouble : NAN, h, d, s, err);
+                for (const cJSON *v = st ? NULL : r->child; v; v = v->next, s++)
+                    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1)) {
+                        st = bad_weight(cJSON_IsNumber(v) ? v->valuedouble : NAN, h, d, s, err);
+                        break;
+                    }
+                cJSON_Delete(parsed);
+                if (st) return st;
             }
         }
     }
@@ -448,6 +460,87 @@ static hs_status check_runs(const cJSON *data, hs_error *err)
     return HS_OK;
 }
 
+/* The members the viewer reads of a file of each kind (viewer.js and
+ * viewer_graph.js; keep in step with them): the page embeds only these, so
+ * e.g. weights' virtual_weights.products (1.77 of a 2.88 MB page) stays in
+ * its file. NULL: the whole file (the graph, the report); a file of no kind
+ * the viewer draws is left out. */
+static const char *const *kept_keys(page_kind k)
+{
+    static const char *const att[] = {"attention", "attention_head_names", "tokens", "config",
+                                      "first_position", "query_position", "title", NULL};
+    static const char *const lines[] = {"title", "x", "panels", "xlabel", "x_scale", "mark_y", NULL};
+    static const char *const bars[] = {"title", "values", "labels", "xlabel", NULL};
+    static const char *const matrix[] = {"title", "values", "row_labels", "col_labels", "xlabel",
+                                         "ylabel", "colour_scale", NULL};
+    static const char *const pred[] = {"predictions", "query_position", "query_token", NULL};
+    switch (k) {
+    case PK_ATTENTION: return att;
+    case PK_LINES: return lines;
+    case PK_BARS: return bars;
+    case PK_MATRIX: return matrix;
+    case PK_PREDICTIONS: return pred;
+    default: return NULL;
+    }
+}
+
+/* Adds to o a reference to item under key (item stays the caller's). */
+static int add_ref(cJSON *o, const char *key, const cJSON *item)
+{
+    return cJSON_AddItemReferenceToObject(o, key, (cJSON *)item);
+}
+
+/* The page's view of data: the same object but every run's files reduced to
+ * what the viewer reads (kept_keys), by reference (no value is copied); NULL
+ * on OOM. */
+static cJSON *page_view(const cJSON *data)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (const cJSON *it = data->child; o && it; it = it->next) {
+        if (!it->string) continue;
+        if (strcmp(it->string, "runs") != 0 || !cJSON_IsArray(it)) {
+            if (!add_ref(o, it->string, it)) goto oom;
+            continue;
+        }
+        cJSON *runs = cJSON_AddArrayToObject(o, "runs");
+        if (!runs) goto oom;
+        for (const cJSON *r = it->child; r; r = r->next) {
+            cJSON *run = cJSON_CreateObject();
+            if (!run || !cJSON_AddItemToArray(runs, run)) {
+                cJSON_Delete(run);
+                goto oom;
+            }
+            for (const cJSON *m = r->child; m; m = m->next) {
+                if (!m->string) continue;
+                if (strcmp(m->string, "files") != 0 || !cJSON_IsObject(m)) {
+                    if (!add_ref(run, m->string, m)) goto oom;
+                    continue;
+                }
+                cJSON *files = cJSON_AddObjectToObject(run, "files");
+                if (!files) goto oom;
+                for (const cJSON *f = m->child; f; f = f->next) {
+                    const page_kind k = kind_of(f->string, f);
+                    const char *const *keys = kept_keys(k);
+                    if (k == PK_NONE) continue;
+                    if (!keys) {
+                        if (!add_ref(files, f->string, f)) goto oom;
+                        continue;
+                    }
+                    cJSON *kept = cJSON_AddObjectToObject(files, f->string);
+                    if (!kept) goto oom;
+                    for (const cJSON *e = f->child; e; e = e->next)
+                        for (size_t i = 0; e->string && keys[i]; i++)
+                            if (strcmp(e->string, keys[i]) == 0 && !add_ref(kept, e->string, e)) goto oom;
+                }
+            }
+        }
+    }
+    return o;
+oom:
+    cJSON_Delete(o);
+    return NULL;
+}
+
 /* ---- the page ------------------------------------------------------------ */
 
 /* The colour tables as {"viridis": "440154...", ...}: 256 x "rrggbb" each,
@@ -517,6 +610,25 @@ static void put_script_json(hs_buf *b, const char *j)
     hs_buf_puts(b, run);
 }
 
+/* Appends the CSP hash source of a script (its SHA-256 in hex, from the
+ * build): 'sha256-<base64 of the 32 bytes>' (CSP Level 3, "hash-source");
+ * 0 on OOM. */
+static int put_hash_source(hs_buf *b, const char *hex)
+{
+    unsigned char d[32];
+    for (int i = 0; i < 32; i++) {
+        unsigned v;
+        const int got = sscanf(hex + 2 * i, "%2x", &v);
+        HS_ASSERT(got == 1); /* cmake/embed.cmake wrote 64 hex digits */
+        d[i] = (unsigned char)v;
+    }
+    char *b64 = base64(d, sizeof d);
+    if (!b64) return 0;
+    hs_buf_printf(b, "'sha256-%s'", b64);
+    free(b64);
+    return 1;
+}
+
 hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const char *title,
                            hs_error *err)
 {
@@ -528,8 +640,9 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
     if (st) return st;
     cJSON *top = cJSON_CreateObject();
     cJSON *maps = colormaps();
-    cJSON *ref = data ? cJSON_CreateObjectReference(data->child) : cJSON_CreateObject();
-    int ok = top && maps && ref && cJSON_AddStringToObject(top, "generator", "headscope " HS_VERSION);
+    cJSON *ref = data ? page_view(data) : cJSON_CreateObject();
+    int ok = top && maps && ref && cJSON_AddStringToObject(top, "generator", "headscope " HS_VERSION) &&
+             cJSON_AddNumberToObject(top, "max_label", HS_VIZ_MAX_LABEL); /* labels shortened past it */
     if (ok && cJSON_AddItemToObject(top, "colormaps", maps)) maps = NULL;
     else ok = 0;
     if (ok && cJSON_AddItemToObject(top, "data", ref)) ref = NULL;
@@ -546,11 +659,19 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
                        (double)jn / (1 << 20), HS_VIZ_PAGE_MAX_BYTES >> 20);
     }
 
+    /* no request, no form, no <base>; only the page's own three scripts run
+       (pinned by their hashes: an injected inline script or handler does not) */
     hs_buf b = {0};
     hs_buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-                    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
+                    "script-src ");
+    int hashed = put_hash_source(&b, vz_html_graph_js_sha256);
+    hs_buf_puts(&b, " ");
+    hashed = hashed && put_hash_source(&b, vz_html_report_js_sha256);
+    hs_buf_puts(&b, " ");
+    hashed = hashed && put_hash_source(&b, vz_html_js_sha256);
+    hs_buf_puts(&b, "; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'\">\n"
                     "<title>");
     hs_viz_xml_escape(&b, title ? title : "headscope"); /* the one XML/HTML escaping */
     hs_buf_puts(&b, "</title>\n<style>\n");
@@ -560,13 +681,20 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
     hs_buf_puts(&b, "<script type=\"application/json\" id=\"hs-data\">");
     put_script_json(&b, j);
     free(j);
-    hs_buf_puts(&b, "</script>\n<script>\n");
+    /* each script element holds exactly its file, the bytes its hash is of */
+    hs_buf_puts(&b, "</script>\n<script>");
     hs_buf_puts(&b, vz_html_graph_js); /* defines hsCircuitView, which viewer.js calls */
+    hs_buf_puts(&b, "</script>\n<script>");
+    hs_buf_puts(&b, vz_html_report_js); /* defines hsCircuitReport, which viewer.js calls */
+    hs_buf_puts(&b, "</script>\n<script>");
     hs_buf_puts(&b, vz_html_js);
     hs_buf_puts(&b, "</script>\n</body>\n</html>\n");
     size_t n = b.len;
     char *out = hs_buf_take(&b);
-    if (!out) return hs_fail(err, HS_ERR_NOMEM, "out of memory building the page");
+    if (!out || !hashed) {
+        free(out);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory building the page");
+    }
     *html = out;
     *len = n;
     return HS_OK;

@@ -19,9 +19,18 @@
  *   --long POS: token POS is too long to show whole: the head panel starts
  *     where it starts on a page of short words (--max-shift px), the token
  *     list shows it shortened with "…" and its title holds it whole.
- *   --csp: the page (with an inline handler injected on purpose) runs its
- *     own script, and the injected handler is blocked by the
- *     Content-Security-Policy (a securitypolicyviolation, no effect).
+ *   --csp: the page (with an inline script, an onerror and an onclick
+ *     handler injected on purpose, the last on #hs-injected) runs its own
+ *     scripts, and the three injected are blocked by the
+ *     Content-Security-Policy (securitypolicyviolation events, no effect).
+ *   --keys: the token list is one Tab stop (Home and arrows move inside,
+ *     Tab leaves, Shift+Tab returns to the token last focused), and the
+ *     large head's status names the head shown, with its value, after the
+ *     head changes.
+ *   --heading TEXT: the page's <h1> says TEXT.
+ *   --circuit REPORT.json (a Winograd circuit with an adjective-key route):
+ *     the evidence table's ablation drops are the report's in points, and
+ *     exactly the heads the route's adjective-key rule names have that role.
  * Usage: node check_viewer.js --exe CHROMIUM --page P.html [--tokens]
  *        [--bidi POS] [--focus] [--long POS --max-shift PX] [--csp]
  * Prints one JSON line of measurements; exits 1 on the first failed check.
@@ -212,6 +221,86 @@ async function checkFocus(browser, page, sel, keys, cursor, result) {
   result.focus_seen = (result.focus_seen || []).concat([sel]);
 }
 
+/* the large head's pattern: its left edge on the page (x) */
+const patternX = (page) => page.$eval('canvas.head', (c) => c.getBoundingClientRect().left + window.scrollX + Number(c.dataset.x0));
+
+/* --long POS --ref PAGE: a long word moves the head's pattern at most
+   --max-shift px from where the page of short words has it; the token list
+   shows it shortened and its title whole */
+async function checkLong(browser, page, pos, result) {
+  const ref = await browser.newPage();
+  await ref.setViewport({ width: 1400, height: 1000, deviceScaleFactor: 1 });
+  await ref.goto('file://' + path.resolve(args.ref), { waitUntil: 'load' });
+  await ref.waitForSelector('body[data-ready="1"]');
+  const x0 = await patternX(ref), x = await patternX(page), bound = Number(args['max-shift'] || 200);
+  await ref.close();
+  if (Math.abs(x - x0) > bound) fail(`the long word moves the head's pattern ${Math.round(x - x0)} px (bound ${bound} px)`);
+  const tok = await page.evaluate((pos) => window.hsViewer.views[0].tokens[pos], pos);
+  const shown = await page.$eval(`.tokcol.dest .tok[data-pos="${pos}"]`, (b) => ({ text: b.lastChild.textContent, title: b.title }));
+  const max = await page.evaluate(() => JSON.parse(document.getElementById('hs-data').textContent).max_label);
+  if (Array.from(tok).length <= max) fail(`token ${pos} has ${Array.from(tok).length} code points, not over ${max}`);
+  if (shown.text !== Array.from(tok).slice(0, max - 1).join('') + '…') fail(`token ${pos} is shown as '${shown.text}'`);
+  if (shown.title.indexOf(tok) < 0) fail(`token ${pos}'s title '${shown.title}' does not hold it whole`);
+  result.long_word_shift_px = Math.round(x - x0);
+}
+
+/* --keys: the token list is one Tab stop (arrows, Home, End move in it);
+   the large head's status names the head shown after the head changes */
+async function checkKeys(page, result) {
+  const stops = await page.$$eval('.tokcol.dest .tok', (es) => es.filter((e) => e.tabIndex >= 0).length);
+  if (stops !== 1) fail(`the token list has ${stops} Tab stops, expected 1`);
+  await page.focus('.tokcol.dest .tok[tabindex="0"]');
+  await page.keyboard.press('Home');
+  await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('ArrowDown');
+  const at = await page.evaluate(() => document.activeElement.dataset.pos);
+  if (at !== '2') fail(`Home, ArrowDown, ArrowDown in the token list focus token ${at}, not 2`);
+  await page.keyboard.press('Tab');
+  const out = await page.evaluate(() => document.activeElement.closest('.tokcol.dest') === null);
+  if (!out) fail('Tab from a token goes to another token, not out of the list');
+  await page.keyboard.down('Shift');
+  await page.keyboard.press('Tab');
+  await page.keyboard.up('Shift');
+  const back = await page.evaluate(() => document.activeElement.dataset.pos);
+  if (back !== '2') fail(`Shift+Tab back into the token list focuses token ${back}, not the last one (2)`);
+  /* the head's status after the head changes */
+  const v = await page.evaluate(() => { const v = window.hsViewer.views[0]; return { L: v.L, H: v.H }; });
+  await page.evaluate(() => window.hsViewer.select(0, 0, 'head'));
+  await page.focus('canvas.head');
+  await page.keyboard.press('ArrowRight');
+  const l = v.L - 1, h = v.H - 1;
+  await page.evaluate((l, h) => window.hsViewer.select(l, h, 'head'), l, h);
+  const st = await page.$eval('canvas.head', (c) => [c.dataset.name, c.closest('figure').querySelector('.status').textContent]);
+  if (!st[1].startsWith(st[0] + ' ·')) fail(`after switching to ${st[0]} the head's status says '${st[1]}'`);
+  const want = await page.evaluate(() => { const v = window.hsViewer.views[0], c = v.current(); return v.value(c, v.dest, 1).toFixed(3); });
+  if (!st[1].endsWith(': ' + want)) fail(`after switching to ${st[0]} the head's status says '${st[1]}', its cell holds ${want}`);
+  result.keys = true;
+}
+
+/* --circuit REPORT: the Winograd evidence table gives ablation drops in
+   points (the verdicts' unit), and a head the route's adjective-key rule
+   names has that role in its "roles" cell */
+async function checkCircuit(page, result) {
+  const rep = JSON.parse(fs.readFileSync(args.circuit, 'utf8'));
+  const rows = await page.$$eval('table.evidence tr', (trs) => trs.map((tr) => Array.from(tr.children).map((c) => c.textContent)));
+  const hdr = rows[0], ca = hdr.indexOf('ablation drop crosser (points)'), cr = hdr.indexOf('roles');
+  if (ca < 0 || cr < 0) fail(`evidence columns are ${hdr}`);
+  const akd = rep.thresholds.adj_key_diff, feat = rep.verdict.route.features.adjective_key;
+  let keyed = 0;
+  rep.heads.forEach((h) => {
+    const r = rows.find((x) => x[0] === h.name);
+    if (!r) fail(`no evidence row for ${h.name}`);
+    const pts = (100 * h.mean_ablation.drop.crosser).toFixed(2);
+    if (r[ca] !== pts) fail(`${h.name}: ablation drop shown as ${r[ca]}, the report's ${h.mean_ablation.drop.crosser} is ${pts} points`);
+    const a = h.attention_at_14;
+    const isKey = feat && Math.abs(a.crosser.adjective - a.crossed.adjective) >= akd;
+    if (isKey !== r[cr].includes('adjective key')) fail(`${h.name}: roles '${r[cr]}', adjective-key by the route's rule: ${isKey}`);
+    keyed += isKey;
+  });
+  if (!keyed) fail('no head of the report is an adjective-key head: the check checks nothing');
+  result.adjective_key_heads = keyed;
+}
+
 (async () => {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'hs-viewer-'));
   const browser = await puppeteer.launch({
@@ -227,6 +316,11 @@ async function checkFocus(browser, page, sel, keys, cursor, result) {
     const errors = [];
     page.on('console', (m) => { if (m.type() === 'error') errors.push('console: ' + m.text()); });
     page.on('pageerror', (e) => errors.push('page error: ' + (e.stack || e.message)));
+    if (args.csp) /* every CSP violation, from the first byte of the page on */
+      await page.evaluateOnNewDocument(() => {
+        window.__csp = [];
+        document.addEventListener('securitypolicyviolation', (e) => window.__csp.push(e.violatedDirective + ' ' + e.sample));
+      });
     await page.goto('file://' + path.resolve(args.page), { waitUntil: 'load', timeout: 120000 });
     try {
       await page.waitForSelector('body[data-ready="1"]', { timeout: 60000 });
@@ -239,6 +333,26 @@ async function checkFocus(browser, page, sel, keys, cursor, result) {
       await checkFocus(browser, page, 'canvas.head', ['ArrowUp', 'ArrowRight'], [dest - 1, 1], result);
       await checkFocus(browser, page, 'canvas[id^="fig-"]', ['ArrowDown', 'ArrowRight'], [1, 1], result);
     }
+    if (args.keys) await checkKeys(page, result);
+    if (args.circuit) await checkCircuit(page, result);
+    if (args.heading) {
+      const h1 = await page.$eval('h1', (e) => e.textContent);
+      if (h1 !== args.heading) fail(`the page's heading is '${h1}', expected '${args.heading}'`);
+      result.heading = h1;
+    }
+    if (args.csp) {
+      /* the page's own scripts ran (it is ready); the injected ones did not */
+      if (await page.$('#hs-injected') === null) fail('the page has no injected element #hs-injected');
+      await page.click('#hs-injected');
+      await frames(page);
+      const st = await page.evaluate(() => ({ pwned: document.body.dataset.pwned || null, csp: window.__csp }));
+      if (st.pwned) fail(`an injected inline handler ran (${st.pwned})`);
+      if (st.csp.length < 3) fail(`${st.csp.length} CSP violations reported, expected the 3 injected ones: ${st.csp}`);
+      /* the CSP's own complaints are what this check expects on the console */
+      for (let i = errors.length - 1; i >= 0; i--) if (/Content Security Policy/.test(errors[i])) errors.splice(i, 1);
+      result.csp_blocked = st.csp;
+    }
+    if (args.long !== undefined) await checkLong(browser, page, Number(args.long), result);
     if (args.bidi !== undefined) await checkBidi(page, Number(args.bidi), result);
     if (errors.length) fail('errors in the page: ' + errors.join(' | '));
     console.log(JSON.stringify(result));

@@ -4,8 +4,9 @@
  * viz/viz_html.c) and draws it: attention grids and heads on <canvas> (one
  * T x T image per head, precomputed once, scaled without smoothing), a token
  * view (hover or focus a token: its attention row as shading and lines, the
- * numbers beside it), bars, matrices, the circuit's verdicts and evidence,
- * and a found circuit's graph (viewer_graph.js, hsCircuitView).
+ * numbers beside it), bars, matrices, the circuit's verdicts and evidence
+ * (viewer_report.js, hsCircuitReport), and a found circuit's graph
+ * (viewer_graph.js, hsCircuitView).
  * Plain ES2017 for current Chromium and Firefox; no library, no request.
  * Colours come only from the colour tables in the data (viz_color.c's), with
  * the PNG figures' rule: index = round(clamp(t, 0, 1) * 255).
@@ -44,7 +45,16 @@
      word holding a bidi control (U+202E) or right-to-left letters never
      reorders the numbers and words around it, in text, titles, canvases and
      SVG alike (Unicode Bidirectional Algorithm, UAX #9, rules X5a-X6a) */
-  function word(t) { return '\u2068' + t + '\u2069'; }
+  function whole(t) { return '\u2068' + t + '\u2069'; }
+  /* ... and shortened for display as the figures shorten labels (past
+     HS_VIZ_MAX_LABEL code points: the first ones and "…"); titles hold it
+     whole (whole), the data is never changed */
+  var MAX_LABEL = PAGE.max_label || 24;
+  function short(t) {
+    var cp = Array.from(String(t));
+    return cp.length > MAX_LABEL ? cp.slice(0, MAX_LABEL - 1).join('') + '…' : String(t);
+  }
+  function word(t) { return whole(short(t)); }
   function fmt(v, d) { return v === null || v === undefined ? '–' : Number(v).toFixed(d === undefined ? 3 : d); }
 
   /* ---- small DOM helpers ---- */
@@ -191,6 +201,7 @@
     this.named = !grid && names.length === A.H;
     this.names = names; this.tokens = file.tokens;
     this.show = file.tokens.map(word); /* as displayed */
+    this.full = file.tokens.map(whole); /* in titles */
     this.causal = file.attention.causal !== false;
     /* a cropped pattern (inspect's window) starts at first_position */
     this.first = typeof file.first_position === 'number' ? file.first_position : 0;
@@ -348,9 +359,10 @@
     cv.c.setAttribute('data-y0', mt);
     cv.c.setAttribute('data-cell', cell);
     var status = el('p', { cls: 'status', 'aria-live': 'polite' });
-    var cursor = { r: this.dest, c: 0 };
+    var cursor = { r: this.dest, c: 0 }, said = null; /* said: the cell the status names */
     function draw() {
       var cur = self.current(pin), g = cv.g;
+      if (said) say(said.d, said.s, null); /* the cell of the head shown now */
       g.clearRect(0, 0, w, h);
       g.imageSmoothingEnabled = false;
       g.drawImage(cur.img, ml, mt, T * cell, T * cell);
@@ -379,6 +391,7 @@
       var text = cur.name + ' · ' + self.show[d] + ' (' + (d + self.first) + ') → ' + self.show[s] + ' (' +
         (s + self.first) + '): ' + (masked ? 'masked' : fmt(self.value(cur, d, s)));
       status.textContent = text;
+      said = { d: d, s: s };
       if (ev) tip(text, ev.clientX, ev.clientY);
     }
     function at(ev) {
@@ -436,14 +449,20 @@
     this.srcEls = [];
     this.destEls = [];
     for (var i = 0; i < T; i++) {
-      var b = el('button', { cls: 'tok', 'data-pos': String(i), role: 'option', 'aria-selected': 'false' },
-        [el('span', { cls: 'pos', text: String(i + this.first) }), el('bdi', { text: this.tokens[i] })]);
+      /* one Tab stop for the list (a roving tabindex: the token last
+         focused, at first the chosen one); arrows, Home and End move in it */
+      var b = el('button', { cls: 'tok', 'data-pos': String(i), role: 'option', 'aria-selected': 'false',
+        title: (i + this.first) + ' ' + this.full[i], tabindex: i === this.dest ? '0' : '-1' },
+        [el('span', { cls: 'pos', text: String(i + this.first) }), el('bdi', { text: short(this.tokens[i]) })]);
       (function (d) {
         b.addEventListener('mouseenter', function () { self.hoverDest(d); });
-        b.addEventListener('focus', function () { self.hoverDest(d); });
+        b.addEventListener('focus', function () {
+          self.destEls.forEach(function (e, k) { e.tabIndex = k === d ? 0 : -1; });
+          self.hoverDest(d);
+        });
         b.addEventListener('click', function () { self.setDest(d); });
         b.addEventListener('keydown', function (ev) {
-          var n = ev.key === 'ArrowDown' ? d + 1 : ev.key === 'ArrowUp' ? d - 1 : -1;
+          var k = ev.key, n = k === 'ArrowDown' ? d + 1 : k === 'ArrowUp' ? d - 1 : k === 'Home' ? 0 : k === 'End' ? T - 1 : -1;
           if (n >= 0 && n < T) { self.destEls[n].focus(); ev.preventDefault(); }
         });
       })(i);
@@ -490,7 +509,7 @@
         e.style.color = '#555';
         e.lastChild.textContent = '';
         e.removeAttribute('data-w');
-        e.setAttribute('title', 'masked');
+        e.setAttribute('title', this.full[s] + ': masked');
         continue;
       }
       var v = this.value(cur, d, s), rgb = rgbAt(ATT_MAP, cindex(v));
@@ -498,7 +517,7 @@
       e.style.color = ink(rgb);
       e.lastChild.textContent = fmt(v, 2);
       e.setAttribute('data-w', String(v));
-      e.setAttribute('title', this.show[d] + ' → ' + this.show[s] + ': ' + fmt(v));
+      e.setAttribute('title', this.full[d] + ' → ' + this.full[s] + ': ' + fmt(v));
       top.push([v, s]);
       if (v > 0.01) {
         g.strokeStyle = 'rgba(192, 57, 43, ' + Math.min(1, v).toFixed(3) + ')';
@@ -546,8 +565,8 @@
       bar.style.background = css(v < 0 ? BAR_NEG : BAR_POS);
       var z = el('div', { cls: 'zero' });
       z.style.left = zero + '%';
-      g.appendChild(el('div', { cls: 'lab', role: 'rowheader' }, [el('bdi', { text: labs[i] })]));
-      g.appendChild(el('div', { cls: 'track', title: word(labs[i]) + ': ' + fmt(v, dec) }, [z, bar]));
+      g.appendChild(el('div', { cls: 'lab', role: 'rowheader', title: whole(labs[i]) }, [el('bdi', { text: short(labs[i]) })]));
+      g.appendChild(el('div', { cls: 'track', title: whole(labs[i]) + ': ' + fmt(v, dec) }, [z, bar]));
       g.appendChild(el('div', { cls: 'val', role: 'cell', text: (v >= 0 ? '+' : '') + fmt(v, dec) }));
     }
     return el('figure', { cls: 'panel' }, [el('h3', { text: file.title || '' }), g,
@@ -558,7 +577,7 @@
       ' (' + word(file.query_token) + ')' }), el('tr', {}, [el('th', { text: 'token' }), el('th', { text: 'probability' }),
       el('th', { text: 'logit' })])]);
     file.predictions.forEach(function (p) {
-      t.appendChild(el('tr', {}, [el('td', {}, [el('bdi', { text: p.token })]), el('td', { text: fmt(p.prob, 4) }),
+      t.appendChild(el('tr', {}, [el('td', { title: whole(p.token) }, [el('bdi', { text: short(p.token) })]), el('td', { text: fmt(p.prob, 4) }),
         el('td', { text: fmt(p.logit, 3) })]));
     });
     return el('figure', { cls: 'panel' }, [el('h3', { text: 'Predictions' }), t]);
@@ -694,168 +713,13 @@
         });
         svg.insertBefore(sv('path', { d: d, fill: 'none', stroke: col, 'stroke-width': 1.5 }), svg.children[1]);
         var lg = sv('text', { x: W - mr + 8, y: mt + 12 + 13 * k, 'font-size': 11, fill: col });
-        lg.textContent = s.label;
+        lg.textContent = short(s.label);
         svg.appendChild(lg);
       });
       box.appendChild(el('h3', { text: p.title || '' }));
       box.appendChild(svg);
     });
     box.appendChild(el('figcaption', { text: [file.xlabel ? 'x: ' + file.xlabel : '', caption || ''].filter(Boolean).join('. ') }));
-    return box;
-  }
-
-  /* ---- the circuit report (the Winograd circuit's or the induction circuit's report.json) ---- */
-  function g(o, path) { return path.reduce(function (x, k) { return x && x[k] !== undefined ? x[k] : null; }, o); }
-  function verdictRow(label, holds, reason, applicable) {
-    var st = applicable === false ? 'not applicable' : holds ? 'holds' : 'does not hold';
-    return el('div', { cls: 'verdict ' + (holds ? 'holds' : 'fails') }, [
-      el('b', { text: label + ': ' + st }), el('span', { text: reason || '' })]);
-  }
-  /* Winograd (tasks/circuit.c): verdict {step1, step2, route}, held-out accuracy, evidence at position 14 */
-  function winogradVerdicts(report, box) {
-    var v = report.verdict || {};
-    [['step 1 (candidate push, layer 0)', v.step1], ['step 2 (decision, layer >= 1)', v.step2]].forEach(function (p) {
-      if (p[1]) box.appendChild(verdictRow(p[0], p[1].holds, p[1].reason, p[1].applicable));
-    });
-    if (v.route) box.appendChild(el('div', { cls: 'verdict' }, [el('b', { text: 'route: ' + v.route.name }),
-      el('span', { text: v.route.evidence || '' })]));
-    if (report.heldout && report.heldout.accuracy)
-      box.appendChild(el('p', { text: 'held-out accuracy (' + report.heldout.n + ' sentences): all ' +
-        fmt(100 * report.heldout.accuracy.all, 1) + '%, crosser ' + fmt(100 * report.heldout.accuracy.crosser, 1) +
-        '%, crossed ' + fmt(100 * report.heldout.accuracy.crossed, 1) + '%' }));
-    return { fig: 'attention_14', caption: 'per-head evidence (held-out means; click a column to sort, a head to see its attention)',
-      cols: [
-        ['head', function (h) { return h.name; }, 'text'],
-        ['roles', function (h) { return (h.roles || []).join(', '); }, 'text'],
-        ['attn@14 crosser: x', function (h) { return g(h, ['attention_at_14', 'crosser', 'x']); }],
-        ['crosser: adj', function (h) { return g(h, ['attention_at_14', 'crosser', 'adjective']); }],
-        ['crossed: y', function (h) { return g(h, ['attention_at_14', 'crossed', 'y']); }],
-        ['crossed: adj', function (h) { return g(h, ['attention_at_14', 'crossed', 'adjective']); }],
-        ['DLA ref−other', function (h) { return g(h, ['dla_at_14', 'all', 'ref_minus_other']); }],
-        ['copying', function (h) { return h.copying_score; }],
-        ['patching@14', function (h) { return g(h, ['patching', 'pos14', 'both']); }],
-        ['ablation drop crosser', function (h) { return g(h, ['mean_ablation', 'drop', 'crosser']); }],
-        ['ablation drop crossed', function (h) { return g(h, ['mean_ablation', 'drop', 'crossed']); }]] };
-  }
-  /* induction (tasks/induction_circuit.c): "holds", "verdict" (text), "criteria" {name: {holds, evidence}},
-     per-head detector scores, OV copying and the accuracy with the head mean-ablated */
-  function inductionVerdicts(report, box, figs) {
-    box.appendChild(verdictRow('induction circuit', report.holds, report.verdict));
-    var cr = report.criteria || {};
-    Object.keys(cr).forEach(function (k) {
-      box.appendChild(verdictRow(k.replace(/_/g, ' '), cr[k].holds, cr[k].evidence));
-    });
-    if (typeof report.accuracy === 'number')
-      box.appendChild(el('p', { text: 'held-out repeated-segment accuracy (' + report.n_seqs + ' sequences, ' +
-        report.n_scored + ' tokens scored): ' + fmt(100 * report.accuracy, 1) + '% (chance ' +
-        fmt(100 * report.chance, 1) + '%); previous-token heads ' + (report.previous_token_heads || []).join(', ') +
-        ', induction heads ' + (report.induction_heads || []).join(', ') }));
-    var acc = report.accuracy;
-    /* K-composition from the named previous-token head (composition_K.json: rows = layer-0 senders,
-       columns = later receivers, minus the random baseline) */
-    var ck = figs.composition_K && figs.composition_K.file, pr = report.previous_token_head;
-    var kRow = ck && pr ? ck.row_labels.indexOf(pr) : -1;
-    function kcomp(h) {
-      var c = kRow >= 0 ? ck.col_labels.indexOf(h.name) : -1;
-      return c >= 0 ? ck.values[kRow][c] : null;
-    }
-    return { fig: 'heads', caption: 'per-head evidence (held-out sequences; click a column to sort, a head to see its scores)',
-      cols: [
-        ['head', function (h) { return h.name; }, 'text'],
-        ['roles', function (h) { return [h.previous_token_head ? 'previous-token' : '', h.induction_head ? 'induction' : '']
-          .filter(Boolean).join(', '); }, 'text'],
-        ['previous-token score', function (h) { return g(h, ['previous_token_score']); }],
-        ['induction score', function (h) { return g(h, ['induction_score']); }],
-        ['TL induction score', function (h) { return g(h, ['tl_induction_score']); }],
-        ['K-comp. from ' + (pr || 'prev.') + ' − baseline', kcomp],
-        ['OV copying', function (h) { return g(h, ['copying']); }],
-        ['copying eigenvalues > 0', function (h) { return g(h, ['copying_positive_fraction']); }],
-        ['ablated: accuracy change (points)', function (h) {
-          var a = g(h, ['accuracy_ablated']);
-          return a === null || typeof acc !== 'number' ? null : 100 * (a - acc); }]] };
-  }
-  function circuit(report, figs) {
-    var box = el('div', {});
-    box.appendChild(el('h2', { text: 'Verdicts' }));
-    var spec = report.task === 'induction' ? inductionVerdicts(report, box, figs) : winogradVerdicts(report, box);
-    var heads = report.heads || [], cols = spec.cols;
-    var table = el('table', { cls: 'evidence' });
-    table.appendChild(el('caption', { text: spec.caption }));
-    var trh = el('tr');
-    var sort = { col: -1, dir: 1 }, body = el('tbody'), ths = [];
-    cols.forEach(function (c, ci) {
-      var b = el('button', { text: c[0] });
-      var th = el('th', { scope: 'col', 'aria-sort': 'none' }, [b]);
-      ths.push(th);
-      b.addEventListener('click', function () {
-        sort.dir = sort.col === ci ? -sort.dir : (c[2] ? 1 : -1);
-        sort.col = ci;
-        ths.forEach(function (t, k) { t.setAttribute('aria-sort', k === ci ? (sort.dir > 0 ? 'ascending' : 'descending') : 'none'); });
-        fill();
-      });
-      trh.appendChild(th);
-    });
-    table.appendChild(el('thead', {}, [trh]));
-    table.appendChild(body);
-    var strip = el('div', { cls: 'headrow', 'aria-live': 'polite' });
-    function showHead(h) {
-      Array.prototype.forEach.call(body.children, function (tr) { tr.classList.toggle('sel', tr.getAttribute('data-head') === h.name); });
-      strip.textContent = '';
-      var att = figs[spec.fig];
-      strip.appendChild(el('h3', { text: h.name + (h.mean_pattern_row_14 ? ': mean attention row at position 14 (held-out)'
-        : ': its row is outlined in “' + (att ? att.file.title : spec.fig) + '”') }));
-      var labels = att && att.file.col_labels;
-      ['crosser', 'crossed'].forEach(function (role) {
-        var row = g(h, ['mean_pattern_row_14', role]);
-        if (!row) return;
-        var s = el('div', { cls: 'strip', role: 'list', 'aria-label': h.name + ' ' + role });
-        s.appendChild(el('span', { cls: 'lab', text: role + ':' }));
-        row.forEach(function (w, i) {
-          var rgb = rgbAt(ATT_MAP, cindex(w));
-          var t = el('span', { cls: 'tok', role: 'listitem', title: fmt(w) }, [
-            el('bdi', { text: labels ? labels[i] : String(i) }), el('span', { cls: 'w', text: fmt(w, 2) })]);
-          t.style.background = css(rgb);
-          t.style.color = ink(rgb);
-          s.appendChild(t);
-        });
-        strip.appendChild(s);
-      });
-      if (att) {
-        var rows = [];
-        att.file.row_labels.forEach(function (l, i) { if (l.split(' ')[0] === h.name) rows.push(i); });
-        att.fig.highlight(rows);
-      }
-    }
-    function fill() {
-      var hs = heads.slice();
-      if (sort.col >= 0) {
-        var f = cols[sort.col][1];
-        hs.sort(function (a, b) {
-          var x = f(a), y = f(b);
-          if (x === y) return 0;
-          if (x === null) return 1;
-          if (y === null) return -1;
-          return (x < y ? -1 : 1) * sort.dir;
-        });
-      }
-      body.textContent = '';
-      hs.forEach(function (h) {
-        var tr = el('tr', { 'data-head': h.name });
-        cols.forEach(function (c, ci) {
-          var x = c[1](h);
-          if (ci === 0) {
-            var a = el('a', { href: '#fig-' + spec.fig, text: x });
-            a.addEventListener('click', function () { showHead(h); });
-            tr.appendChild(el('td', {}, [a]));
-          } else tr.appendChild(el('td', { cls: c[2] ? 'text' : '', text: c[2] ? x : fmt(x, 2) }));
-        });
-        body.appendChild(tr);
-      });
-    }
-    fill();
-    box.appendChild(el('h2', { text: 'Evidence per head' }));
-    box.appendChild(el('div', { cls: 'scroll' }, [table]));
-    box.appendChild(strip);
     return box;
   }
 
@@ -909,7 +773,9 @@
       }
     });
     if (side.children.length) sec.appendChild(side);
-    if (files.report && files.report.verdict) sec.appendChild(circuit(files.report, figs));
+    if (files.report && files.report.verdict)
+      sec.appendChild(hsCircuitReport(files.report, figs, { el: el, fmt: fmt, css: css, rgbAt: rgbAt, cindex: cindex,
+        ink: ink, short: short, whole: whole, ATT_MAP: ATT_MAP }));
     if (rest.children.length) {
       sec.appendChild(el('h2', { text: 'Figures' }));
       sec.appendChild(rest);
@@ -941,8 +807,8 @@
 
   var t0 = performance.now();
   var app = document.getElementById('hs-app');
-  document.getElementById('hs-title').textContent = DATA.runs.map(function (r) { return 'headscope ' + r.command; })
-    .filter(function (x, i, a) { return a.indexOf(x) === i; }).join(', ');
+  /* the page names what it is: its title ("headscope view · tired, wet", "headscope inspect · tired") */
+  document.getElementById('hs-title').textContent = document.title;
   document.getElementById('hs-sub').textContent = DATA.runs.map(function (r) { return r.dir; }).join(' · ') +
     ' — made by ' + PAGE.generator + '; layers, heads and positions count from 0.';
   DATA.runs.forEach(function (r) { renderRun(r, app); });
