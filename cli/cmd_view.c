@@ -24,15 +24,22 @@ static const char VIEW_HELP[] =
     "\n"
     "  --out FILE     the page (default DIR/index.html of the first DIR, then listed\n"
     "                 in its index.json with its size and hash; an index.html that\n"
-    "                 index.json does not list so is not overwritten)\n"
-    "  --force        replace an existing --out FILE (otherwise refused, untouched)\n"
+    "                 index.json does not list so is never overwritten)\n"
+    "  --force        replace an existing --out FILE, or with several folders the\n"
+    "                 first one's own page (otherwise refused, untouched); one\n"
+    "                 folder's page is that folder's and is simply written again\n"
     "  --cmap NAME    viridis (default) | greys, the attention colour map\n"
     "\n"
     "The page: the layers x heads grid, one head large, a token view (hover or focus\n"
     "a token for its attention row, as shading and lines), predictions and DLA bars,\n"
     "the circuit's verdicts and sortable per-head evidence, and every other figure's\n"
     "numbers, in the static figures' colour maps. Keyboard: Tab to a grid, arrows to\n"
-    "move, Enter to select.\n";
+    "move, Enter to select.\n"
+    "\n"
+    "Every file is checked as the page draws it (shapes, attention weights in\n"
+    "[0, 1]) and refused in one line naming the file and field; a page holds at\n"
+    "most 64 MiB of data, 1024 tokens, 1024 bars, 2048 x 2048 / 2^20 matrix cells\n"
+    "and 20000 line-plot points per file, and only what the page reads.\n";
 
 int cmd_view(int argc, char **argv)
 {

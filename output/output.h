@@ -297,8 +297,10 @@ typedef struct {
  * without "command" and "files" ("DIR/index.json is not an index headscope
  * wrote ..."), a file the page cannot take ("DIR/F: ..."), dirs[0]/index.html
  * that its index does not list with the size and hash it has ("... not
- * overwriting it (choose a file with --out)"), out_file existing without
- * force ("--out F already exists; use --force to replace it"); then the
+ * overwriting it (choose a file with --out)"), with n > 1 dirs[0]/index.html
+ * existing without force (the folder's own page: "... replaces it only with
+ * --force"), out_file existing without force ("--out F already exists; use
+ * --force to replace it"); then the
  * page's and the index's writes (HS_ERR_IO), HS_ERR_NOMEM. Fills *out (free
  * it also after a failure). */
 hs_status hs_view_run(const char *const *dirs, int n, const char *out_file, int force,

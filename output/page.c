@@ -135,14 +135,21 @@ static int foreign_page(const char *dir)
     return there && !hs_out_owns(dir, "index.html");
 }
 
-/* Checks where the page goes (before anything is written) into *path. */
-static hs_status page_path(const char *dir0, const char *out_file, int force, char **path,
+/* Checks where the page of n folders goes (before anything is written) into
+ * *path: an existing page is replaced only when headscope wrote it (listed in
+ * its folder's index) and it is that folder's own page again (n == 1), or
+ * with force, as an existing --out FILE. */
+static hs_status page_path(const char *dir0, int n, const char *out_file, int force, char **path,
                            hs_error *err)
 {
     if (!out_file && foreign_page(dir0))
         return hs_fail(err, HS_ERR_INPUT, "%s/index.html exists and %s/index.json does not list "
                        "it with its size and hash; not overwriting it (choose a file with --out)",
                        dir0, dir0);
+    if (!out_file && n > 1 && !force && hs_out_owns(dir0, "index.html"))
+        return hs_fail(err, HS_ERR_INPUT, "%s/index.html exists (the page of %s alone); a page of %d "
+                       "folders replaces it only with --force (or choose a file with --out)",
+                       dir0, dir0, n);
     hs_status s = out_file ? hs_check_new_file("--out", out_file, force, err) : HS_OK;
     if (s != HS_OK) return s;
     *path = out_file ? hs_strdup(out_file) : hs_path_join(dir0, "index.html");
@@ -164,14 +171,16 @@ hs_status hs_view_run(const char *const *dirs, int n, const char *out_file, int 
             s = oom(err);
         }
     }
-    if (s == HS_OK) s = page_path(dirs[0], out_file, force, &out->path, err);
+    if (s == HS_OK) s = page_path(dirs[0], n, out_file, force, &out->path, err);
     const cJSON *run0 = cJSON_GetArrayItem(runs, 0);
     if (s == HS_OK) {
         data = hs_page_data(runs, cmap); /* owns runs and run0 now */
         runs = NULL;
-        char *title = hs_strfmt("headscope view · %s%s", dirs[0], n > 1 ? " …" : ""); /* a path */
-        s = !data || !title ? oom(err) : hs_viz_write_html(data, title, out->path, err);
-        free(title);
+        hs_buf title = {0}; /* "headscope view · tired, wet": the folders, as paths */
+        hs_buf_puts(&title, "headscope view · ");
+        for (int i = 0; i < n; i++) hs_buf_printf(&title, "%s%s", i ? ", " : "", dirs[i]);
+        s = !data || title.oom ? oom(err) : hs_viz_write_html(data, title.s, out->path, err);
+        hs_buf_free(&title);
     }
     if (s == HS_OK && !out_file) s = list_page(dirs[0], run0, err);
     cJSON_Delete(data);

@@ -8,6 +8,27 @@
 #     colour of attention_grid.json's value through viridis; hovering a token
 #     shades the source tokens with exactly its attention row; arrow keys move
 #     the selected head;
+#   - on the tired page, every destination token hovered and clicked after
+#     moving from another (far, then its neighbour) is the one chosen: nothing
+#     moves under the pointer (tests/browser/check_viewer.js --tokens);
+#   - the focus outline of the large head and of a matrix figure is drawn
+#     on all four sides (not clipped), and the cell under the arrow keys'
+#     cursor is framed (check_viewer.js --focus);
+#   - a token holding U+202E (a copy of tired's folder through `view`) does
+#     not reorder the numbers after it in the status lines, and every title
+#     and label isolates it (check_viewer.js --bidi);
+#   - a 250-byte word (token 3 of that copy) is shown shortened, whole in
+#     its title, and moves the head's pattern at most 200 px from where a
+#     page of short words has it (check_viewer.js --long);
+#   - the tired page with an inline script and two inline handlers injected
+#     on purpose: the CSP (the viewer's scripts pinned by their SHA-256)
+#     blocks all three and the page still works (check_viewer.js --csp);
+#   - the token list is one Tab stop (arrows inside), and the large head's
+#     status names the head shown after a switch (check_viewer.js --keys);
+#   - `view tired wet` refuses tired's own page without --force; with it, the
+#     page's heading names both folders (check_viewer.js --heading);
+#   - a circuit whose route has an adjective-key head: that head's roles cell
+#     says so, and ablation drops are in points (check_viewer.js --circuit);
 #   - view DIR DIR (tired + wet) makes one page that passes the same checks,
 #     and index.html is listed in the first folder's index.json;
 #   - circuit --format html: every patching cell is its value through the
@@ -60,6 +81,7 @@ PY=/usr/bin/python3
 source "$HERE/cli_lib.sh"
 shopt -s nullglob
 check() { node "$HERE/browser/check_page.js" --exe "$CHROMIUM" "$@" || fail "browser check: $*"; }
+viewer() { node "$HERE/browser/check_viewer.js" --exe "$CHROMIUM" "$@" || fail "viewer check: $*"; }
 
 M="$TMP/m.safetensors"
 run 0 train train --out "$M" --steps 150 --eval-every 0
@@ -70,6 +92,13 @@ run 0 wet inspect --model "$M" --sentence "$WET" --out "$TMP/wet" --format json
 check_folder "$TMP/tired" index.html attention_grid.json
 check --page "$TMP/tired/index.html" --json "$TMP/tired/attention_grid.json" --shot "$ART/inspect_tired.png" \
     --matrix "query_row:$TMP/tired/query_row.json"
+# every token, aimed at where it is drawn and hovered after another, then
+# clicked, is the one chosen (the status line above the list moves nothing);
+# the keyboard focus on the large head and a matrix is seen whole, with the
+# cell the arrow keys reach framed
+viewer --page "$TMP/tired/index.html" --tokens --focus
+# the token list is one Tab stop; the head's status follows the head shown
+viewer --page "$TMP/tired/index.html" --keys
 
 # the same page in Firefox, when Debian's firefox-esr is installed (not by
 # deps.sh: an optional check that no Chromium-only API crept in)
@@ -79,8 +108,44 @@ if [ -x /usr/bin/firefox-esr ]; then
         --hover focus --shot "$ART/inspect_tired_firefox.png" || fail "the page in firefox-esr"
 fi
 
+# hostile words: a copy of tired whose token 1 holds U+202E (RIGHT-TO-LEFT
+# OVERRIDE) and token 3 is 250 bytes long, in every file that names tokens
+mkdir "$TMP/odd" && cp "$TMP/tired/"*.json "$TMP/odd/"
+"$PY" - "$TMP/odd" <<'PYEOF'
+import json, os, sys
+d = sys.argv[1]
+RLO, LONG = "abc\u202e", "\u00e9" * 125  # a 250-byte word
+idx = json.load(open(os.path.join(d, "index.json")))
+idx["files"] = [f for f in idx["files"] if f["file"] != "index.html"]
+json.dump(idx, open(os.path.join(d, "index.json"), "w"))
+for name in ("attention_grid.json", "query_row.json"):
+    p = os.path.join(d, name)
+    j = json.load(open(p))
+    for k in ("tokens", "col_labels"):
+        if k in j:
+            j[k][1], j[k][3] = RLO, LONG
+    json.dump(j, open(p, "w"))
+PYEOF
+run 0 odd view "$TMP/odd"
+# the numbers after a U+202E word keep their order; titles isolate it
+viewer --page "$TMP/odd/index.html" --bidi 1
+# a 250-byte word is shortened for display, whole in its title, and moves the
+# large head's pattern no further than a short word does
+viewer --page "$TMP/odd/index.html" --long 3 --ref "$TMP/tired/index.html" --max-shift 200
+
+# the Content-Security-Policy: a copy of the tired page with an inline script,
+# an onerror and an onclick handler injected on purpose (as if escaping had
+# failed): the page's own scripts run, the injected ones are blocked
+sed 's|<main id="hs-app"|<script>document.body.dataset.pwned = "script"</script><img src="data:," onerror="document.body.dataset.pwned = \x27onerror\x27"><p id="hs-injected" onclick="document.body.dataset.pwned = \x27onclick\x27">injected</p>&|' \
+    "$TMP/tired/index.html" >"$TMP/injected.html"
+grep -q 'id="hs-injected"' "$TMP/injected.html" || fail "the injection did not take"
+viewer --page "$TMP/injected.html" --csp
+
 # view: two sentences in one page; index.html joins the first folder's index
-run 0 view view "$TMP/tired" "$TMP/wet"
+run 1 view_own view "$TMP/tired" "$TMP/wet"
+one_line view_own "index.html exists (the page of .*/tired alone); a page of 2 folders replaces it only with --force"
+run 0 view view "$TMP/tired" "$TMP/wet" --force
+viewer --page "$TMP/tired/index.html" --heading "headscope view · $TMP/tired, $TMP/wet"
 check_folder "$TMP/wet"
 run 0 view2 view "$TMP/wet" "$TMP/tired"
 check_folder "$TMP/wet" index.html
@@ -109,6 +174,26 @@ run 1 view_missing view "$TMP/nope"
 # circuit: matrices on their figures' scales, sortable evidence
 run 0 circuit circuit --model "$M" --out "$TMP/circuit" --format json,html
 check --page "$TMP/circuit/index.html" --matrix "patching:$TMP/circuit/patching.json" --shot "$ART/circuit.png"
+# a copy whose route has an adjective-key head (L0H1's weight on the
+# adjective differs by 0.5 between the roles): its roles cell says so, and
+# the ablation drops are in points, as the verdicts give them
+cp -r "$TMP/circuit" "$TMP/circuit_key"
+rm "$TMP/circuit_key/index.html"
+"$PY" - "$TMP/circuit_key/report.json" <<'PYEOF'
+import json, sys
+p = sys.argv[1]
+r = json.load(open(p))
+r["verdict"]["route"]["features"]["adjective_key"] = True
+for h in r["heads"]:
+    a = h["attention_at_14"]
+    if h["name"] == "L0H1":
+        a["crosser"]["adjective"], a["crossed"]["adjective"] = 0.6, 0.1
+    elif abs(a["crosser"]["adjective"] - a["crossed"]["adjective"]) >= r["thresholds"]["adj_key_diff"]:
+        a["crossed"]["adjective"] = a["crosser"]["adjective"]
+json.dump(r, open(p, "w"))
+PYEOF
+run 0 circuit_key view "$TMP/circuit_key"
+viewer --page "$TMP/circuit_key/index.html" --circuit "$TMP/circuit_key/report.json"
 
 # the induction circuit: its verdict and criteria, per-head scores, the two
 # named heads' patterns under their own names (a small model that forms the

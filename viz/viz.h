@@ -392,8 +392,8 @@ hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,
 hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
-/* HTML: one self-contained page (viz/html/viewer.{html,css,js} and
- * viewer_graph.js, inlined at build time) that shows the JSON of one or more
+/* HTML: one self-contained page (viz/html/viewer.{html,css,js},
+ * viewer_graph.js and viewer_report.js, inlined at build time) that shows the JSON of one or more
  * output folders interactively: attention grids, heads and tokens, bars,
  * matrices, the circuit report, and a found circuit: a run file in the MIB /
  * EAP-IG graph.json shape ({"cfg", "nodes": {name: {"in_graph", "score"?}},
@@ -403,7 +403,9 @@ hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
  * when a file of the run holds hs_viz_attention_json's shape
  * ("attention" [heads][T][T], "attention_head_names" "L1H0" or "a1.h0",
  * "tokens"). No request leaves the page (no CDN, no fetch): it opens from
- * file:// with no network. */
+ * file:// with no network. Its Content-Security-Policy lets only its own
+ * scripts run, pinned by their SHA-256 (computed at build time,
+ * cmake/embed.cmake), and forbids forms and <base>. */
 
 /* Replaces, in place, every "attention" member of data (at any depth) that is
  * a [H][T][T] array of numbers with its packed form (see
@@ -414,7 +416,12 @@ hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
 hs_status hs_viz_html_pack(cJSON *data, hs_error *err);
 
 /* The page: *html = malloc'd NUL-terminated text (caller frees), *len its
- * length. data (only read) goes into the page as JSON under "data", beside
+ * length. data (only read) goes into the page as JSON under "data" with each
+ * run file reduced to the members the viewer reads (an attention object's
+ * "attention", "attention_head_names", "tokens", "config", "first_position",
+ * "query_position", "title"; a matrix's "values", labels, axis titles and
+ * "colour_scale"; ...; a graph or report whole; a file the viewer does not
+ * draw left out), beside
  * "colormaps": the 256-entry tables of hs_viz_cmap_rgb for viridis, greys
  * and diverging, the line plots' series colours (hs_viz_series_rgb, 10) and
  * the masked-cell colour, as hex strings, so the page
@@ -425,7 +432,15 @@ hs_status hs_viz_html_pack(cJSON *data, hs_error *err);
  * The shape of data is the viewer's contract (docs/DESIGN.md, Outputs):
  * {"runs": [{"dir", "command", "index": index.json, "files": {stem: JSON}}],
  *  "cmap": "viridis" | "greys"}.
- * Errors: HS_ERR_INPUT (title not UTF-8), HS_ERR_NOMEM. */
+ * Every run file is checked as the viewer will draw it, and refused in one
+ * line naming it ("DIR/STEM.json: ...") and the field: an attention object
+ * ("attention" [H][T][T] or packed, weights in [0, 1]; T "tokens"; H
+ * "attention_head_names" when given), bars ("values" as many as "labels",
+ * finite), a matrix (R rows of C numbers or null, R "row_labels", C
+ * "col_labels"), line plots (each series' "y" as long as "x"), the
+ * predictions ("prob" in [0, 1]).
+ * Errors: HS_ERR_FORMAT (a file as above), HS_ERR_INPUT (title not UTF-8; a
+ * file or the whole data over the HS_VIZ_PAGE_MAX_* limits), HS_ERR_NOMEM. */
 hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const char *title,
                            hs_error *err);
 
@@ -614,5 +629,17 @@ hs_status hs_viz_rows_pair_figure(hs_viz_figure **out, const float *rows, size_t
                                   const char *const *col_labels, const char *title,
                                   const char *xlabel, double diff_lim, const char *diff_label,
                                   const hs_viz_options *opt, hs_error *err);
+
+/* What one HTML page (hs_viz_html_page) may hold, so it loads in seconds
+ * (a 100,000-bar file took 18.6 s): the page's data as JSON text, the
+ * positions of one attention object, the bars of one bar chart (or rows of
+ * the predictions table), a matrix's side and cells, the points of one file's
+ * line plots. */
+#define HS_VIZ_PAGE_MAX_BYTES (64 << 20)
+#define HS_VIZ_PAGE_MAX_TOKENS 1024
+#define HS_VIZ_PAGE_MAX_BARS 1024
+#define HS_VIZ_PAGE_MAX_SIDE 2048
+#define HS_VIZ_PAGE_MAX_CELLS (1 << 20)
+#define HS_VIZ_PAGE_MAX_POINTS 20000
 
 #endif /* HS_VIZ_H */

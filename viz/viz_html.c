@@ -6,6 +6,7 @@
  * colour tables of viz_color.c, read through the public hs_viz_cmap_rgb, so
  * the page and the PNG/SVG figures have one colour definition.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,11 @@
 extern const char vz_html_css[];
 extern const char vz_html_body[];
 extern const char vz_html_graph_js[];
+extern const char vz_html_report_js[];
 extern const char vz_html_js[];
+extern const char vz_html_graph_js_sha256[]; /* SHA-256 in hex of the three scripts */
+extern const char vz_html_report_js_sha256[];
+extern const char vz_html_js_sha256[];
 
 /* ---- packed attention -------------------------------------------------- */
 
@@ -161,6 +166,380 @@ static hs_status pack_walk(cJSON *node, hs_error *err)
 
 hs_status hs_viz_html_pack(cJSON *data, hs_error *err) { return pack_walk(data, err); }
 
+/* ---- what a page may hold ---------------------------------------------- */
+
+/* What the viewer (viz/html/viewer.js, renderRun) draws a run's file as, in
+ * its order of tests: a circuit graph, an attention object, line plots, bars,
+ * a matrix, the predictions table, the circuit report; anything else is
+ * not drawn. */
+typedef enum {
+    PK_NONE = 0,
+    PK_GRAPH,
+    PK_ATTENTION,
+    PK_LINES,
+    PK_BARS,
+    PK_MATRIX,
+    PK_PREDICTIONS,
+    PK_REPORT,
+} page_kind;
+
+static page_kind kind_of(const char *stem, const cJSON *f)
+{
+    const cJSON *v = cJSON_GetObjectItem(f, "values");
+    if (cJSON_GetObjectItem(f, "cfg") && cJSON_GetObjectItem(f, "edges") &&
+        cJSON_IsObject(cJSON_GetObjectItem(f, "nodes")))
+        return PK_GRAPH;
+    if (cJSON_GetObjectItem(f, "attention")) return PK_ATTENTION;
+    if (strcmp(stem, "predictions") == 0)
+        return cJSON_GetObjectItem(f, "predictions") ? PK_PREDICTIONS : PK_NONE;
+    if (strcmp(stem, "report") == 0)
+        return cJSON_GetObjectItem(f, "verdict") ? PK_REPORT : PK_NONE;
+    if (cJSON_IsArray(cJSON_GetObjectItem(f, "x")) && cJSON_IsArray(cJSON_GetObjectItem(f, "panels")))
+        return PK_LINES;
+    if (cJSON_IsArray(v) && cJSON_IsArray(cJSON_GetObjectItem(f, "labels"))) return PK_BARS;
+    if (cJSON_IsArray(v) && cJSON_IsArray(cJSON_GetArrayItem(v, 0))) return PK_MATRIX;
+    return PK_NONE;
+}
+
+/* Entries of array a, or -1 when a is not an array. */
+static long n_of(const cJSON *a) { return cJSON_IsArray(a) ? (long)cJSON_GetArraySize(a) : -1; }
+
+/* 1 when a is an array of n strings. */
+static int strings(const cJSON *a, long n)
+{
+    if (n_of(a) != n) return 0;
+    for (const cJSON *e = a->child; e; e = e->next)
+        if (!cJSON_IsString(e)) return 0;
+    return 1;
+}
+
+static int finite_num(const cJSON *v) { return cJSON_IsNumber(v) && isfinite(v->valuedouble); }
+
+/* A weight outside [0, 1] (or not finite) at [h][d][s]. */
+static hs_status bad_weight(double v, size_t h, size_t d, size_t s, hs_error *err)
+{
+    char num[HS_F32_BUF];
+    return hs_fail(err, HS_ERR_FORMAT, "\"attention\"[%zu][%zu][%zu] is %s, outside [0, 1]", h, d,
+                   s, hs_fmt_f32(num, (float)v));
+}
+
+/* The packed form (hs_viz_attention_json_packed): its shape, its length and
+ * every weight in [0, 1]; *H, *T its sizes. */
+static hs_status check_packed(const cJSON *a, size_t *H, size_t *T, hs_error *err)
+{
+    const cJSON *sh = cJSON_GetObjectItem(a, "shape"), *b = cJSON_GetObjectItem(a, "base64");
+    const cJSON *h = cJSON_GetArrayItem(sh, 0), *t = cJSON_GetArrayItem(sh, 1), *t2 = cJSON_GetArrayItem(sh, 2);
+    if (n_of(sh) != 3 || !finite_num(h) || !finite_num(t) || !finite_num(t2) || h->valuedouble < 1 ||
+        t->valuedouble < 1 || t->valuedouble != t2->valuedouble || h->valuedouble > 1e6 ||
+        t->valuedouble > 1e6 || !cJSON_IsString(b))
+        return hs_fail(err, HS_ERR_FORMAT, "\"attention\" is neither [head][dest][src] numbers nor "
+                       "a packed {\"shape\": [H, T, T], \"base64\"}");
+    *H = (size_t)h->valuedouble;
+    *T = (size_t)t->valuedouble;
+    const int causal = !cJSON_IsFalse(cJSON_GetObjectItem(a, "causal"));
+    const size_t per = causal ? *T * (*T + 1) / 2 : *T * *T, n = *H * per;
+    const char *p = b->valuestring;
+    const size_t len = strlen(p);
+    if (len != (n * 4 + 2) / 3 * 4)
+        return hs_fail(err, HS_ERR_FORMAT, "\"attention\".base64 does not hold %zu float32 values "
+                       "(shape [%zu, %zu, %zu])", n, *H, *T, *T);
+    signed char val[256];
+    memset(val, -1, sizeof val);
+    for (int i = 0; i < 64; i++) val[(unsigned char)B64[i]] = (signed char)i;
+    val['='] = 0;
+    unsigned char *bytes = malloc(len / 4 * 3 + 3);
+    if (!bytes) return hs_fail(err, HS_ERR_NOMEM, "out of memory checking the page's attention");
+    size_t k = 0;
+    for (size_t g = 0; g < len; g += 4) {
+        const int c0 = val[(unsigned char)p[g]], c1 = val[(unsigned char)p[g + 1]];
+        const int c2 = val[(unsigned char)p[g + 2]], c3 = val[(unsigned char)p[g + 3]];
+        if (c0 < 0 || c1 < 0 || c2 < 0 || c3 < 0) {
+            free(bytes);
+            return hs_fail(err, HS_ERR_FORMAT, "\"attention\".base64 is not base64");
+        }
+        bytes[k++] = (unsigned char)(c0 << 2 | c1 >> 4);
+        bytes[k++] = (unsigned char)((c1 & 15) << 4 | c2 >> 2);
+        bytes[k++] = (unsigned char)((c2 & 3) << 6 | c3);
+    }
+    size_t hh = 0, d = 0, s = 0;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *q = bytes + 4 * i;
+        const uint32_t u = (uint32_t)q[0] | (uint32_t)q[1] << 8 | (uint32_t)q[2] << 16 | (uint32_t)q[3] << 24;
+        float f;
+        memcpy(&f, &u, sizeof f);
+        if (!(f >= 0.0f && f <= 1.0f)) {
+            free(bytes);
+            return bad_weight(f, hh, d, s, err);
+        }
+        if (++s == (causal ? d + 1 : *T)) {
+            s = 0;
+            if (++d == *T) {
+                d = 0;
+                hh++;
+            }
+        }
+    }
+    free(bytes);
+    return HS_OK;
+}
+
+/* An attention object: [H][T][T] weights in [0, 1] (or packed), T "tokens",
+ * H "attention_head_names" when given. */
+static hs_status check_attention(const cJSON *f, hs_error *err)
+{
+    const cJSON *a = cJSON_GetObjectItem(f, "attention");
+    size_t H = 0, T = 0;
+    if (cJSON_IsObject(a)) {
+        hs_status st = check_packed(a, &H, &T, err);
+        if (st) return st;
+    } else {
+        H = (size_t)cJSON_GetArraySize(a);
+        T = (size_t)n_of(cJSON_GetArrayItem(a, 0));
+        if (!cJSON_IsArray(a) || H == 0 || n_of(cJSON_GetArrayItem(a, 0)) < 1)
+            return hs_fail(err, HS_ERR_FORMAT, "\"attention\" is not a [head][dest][src] array");
+        size_t h = 0;
+        for (const cJSON *hh = a->child; hh; hh = hh->next, h++) {
+            if (n_of(hh) != (long)T)
+                return hs_fail(err, HS_ERR_FORMAT, "\"attention\"[%zu] has %ld rows, not %zu", h, n_of(hh), T);
+            size_t d = 0;
+            for (const cJSON *r0 = hh->child; r0; r0 = r0->next, d++) {
+                /* a row may be raw JSON text (hs_viz_attention_json writes rows so) */
+                cJSON *parsed = cJSON_IsRaw(r0) ? cJSON_Parse(r0->valuestring) : NULL;
+                const cJSON *r = parsed ? parsed : r0;
+                hs_status st = HS_OK;
+                if (n_of(r) != (long)T)
+                    st = hs_fail(err, HS_ERR_FORMAT, "\"attention\"[%zu][%zu] has %ld entries, not %zu",
+                                 h, d, n_of(r), T);
+                size_t s = 0;
+                for (const cJSON *v = st ? NULL : r->child; v; v = v->next, s++)
+                    if (!cJSON_IsNumber(v) || !(v->valuedouble >= 0 && v->valuedouble <= 1)) {
+                        st = bad_weight(cJSON_IsNumber(v) ? v->valuedouble : NAN, h, d, s, err);
+                        break;
+                    }
+                cJSON_Delete(parsed);
+                if (st) return st;
+            }
+        }
+    }
+    if (T > HS_VIZ_PAGE_MAX_TOKENS)
+        return hs_fail(err, HS_ERR_INPUT, "%zu tokens, over the page's limit of %d", T,
+                       HS_VIZ_PAGE_MAX_TOKENS);
+    const cJSON *tok = cJSON_GetObjectItem(f, "tokens"), *names = cJSON_GetObjectItem(f, "attention_head_names");
+    if (!strings(tok, n_of(tok)))
+        return hs_fail(err, HS_ERR_FORMAT, "\"tokens\" is not an array of strings");
+    if (n_of(tok) != (long)T)
+        return hs_fail(err, HS_ERR_FORMAT, "\"tokens\" has %ld entries, \"attention\" has %zu positions",
+                       n_of(tok), T);
+    if (names && !strings(names, (long)H))
+        return hs_fail(err, HS_ERR_FORMAT, "\"attention_head_names\" is not %zu strings (\"attention\" "
+                       "has %zu heads)", H, H);
+    return HS_OK;
+}
+
+/* Bars: "values" and "labels" of one length, finite. */
+static hs_status check_bars(const cJSON *f, hs_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItem(f, "values"), *l = cJSON_GetObjectItem(f, "labels");
+    if (!strings(l, n_of(l))) return hs_fail(err, HS_ERR_FORMAT, "\"labels\" is not an array of strings");
+    if (n_of(v) != n_of(l))
+        return hs_fail(err, HS_ERR_FORMAT, "\"values\" has %ld entries for %ld \"labels\"", n_of(v), n_of(l));
+    if (n_of(v) > HS_VIZ_PAGE_MAX_BARS)
+        return hs_fail(err, HS_ERR_INPUT, "%ld bars, over the page's limit of %d", n_of(v),
+                       HS_VIZ_PAGE_MAX_BARS);
+    long i = 0;
+    for (const cJSON *e = v->child; e; e = e->next, i++)
+        if (!finite_num(e)) return hs_fail(err, HS_ERR_FORMAT, "\"values\"[%ld] is not a finite number", i);
+    return HS_OK;
+}
+
+/* A matrix: R rows of C numbers or null, R "row_labels", C "col_labels". */
+static hs_status check_matrix(const cJSON *f, hs_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItem(f, "values");
+    const cJSON *rl = cJSON_GetObjectItem(f, "row_labels"), *cl = cJSON_GetObjectItem(f, "col_labels");
+    const long R = n_of(v), C = n_of(cl);
+    if (!strings(rl, n_of(rl)) || !strings(cl, C))
+        return hs_fail(err, HS_ERR_FORMAT, "\"row_labels\" and \"col_labels\" are not arrays of strings");
+    if (n_of(rl) != R)
+        return hs_fail(err, HS_ERR_FORMAT, "\"row_labels\" has %ld entries, \"values\" has %ld rows",
+                       n_of(rl), R);
+    if (R > HS_VIZ_PAGE_MAX_SIDE || C > HS_VIZ_PAGE_MAX_SIDE || R * C > HS_VIZ_PAGE_MAX_CELLS)
+        return hs_fail(err, HS_ERR_INPUT, "%ld x %ld cells, over the page's limit (%d a side, %d "
+                       "cells)", R, C, HS_VIZ_PAGE_MAX_SIDE, HS_VIZ_PAGE_MAX_CELLS);
+    long i = 0;
+    for (const cJSON *r = v->child; r; r = r->next, i++) {
+        if (n_of(r) != C)
+            return hs_fail(err, HS_ERR_FORMAT, "\"values\"[%ld] has %ld entries, \"col_labels\" has %ld",
+                           i, n_of(r), C);
+        long j = 0;
+        for (const cJSON *e = r->child; e; e = e->next, j++)
+            if (!finite_num(e) && !cJSON_IsNull(e))
+                return hs_fail(err, HS_ERR_FORMAT, "\"values\"[%ld][%ld] is neither a finite number "
+                               "nor null", i, j);
+    }
+    return HS_OK;
+}
+
+/* Line plots: "x" numbers; every series' "y" as long, numbers or null. */
+static hs_status check_lines(const cJSON *f, hs_error *err)
+{
+    const cJSON *x = cJSON_GetObjectItem(f, "x"), *panels = cJSON_GetObjectItem(f, "panels");
+    const long N = n_of(x);
+    long points = 0, p = 0;
+    for (const cJSON *e = x->child; e; e = e->next)
+        if (!finite_num(e)) return hs_fail(err, HS_ERR_FORMAT, "\"x\" is not an array of finite numbers");
+    if (N < 1) return hs_fail(err, HS_ERR_FORMAT, "\"x\" is empty");
+    for (const cJSON *pa = panels->child; pa; pa = pa->next, p++) {
+        const cJSON *series = cJSON_GetObjectItem(pa, "series");
+        if (!cJSON_IsArray(series))
+            return hs_fail(err, HS_ERR_FORMAT, "\"panels\"[%ld] has no \"series\" array", p);
+        long k = 0;
+        for (const cJSON *se = series->child; se; se = se->next, k++) {
+            const cJSON *y = cJSON_GetObjectItem(se, "y");
+            if (n_of(y) != N || !cJSON_IsString(cJSON_GetObjectItem(se, "label")))
+                return hs_fail(err, HS_ERR_FORMAT, "\"panels\"[%ld].series[%ld] has %ld \"y\" values, "
+                               "\"x\" has %ld (and a \"label\")", p, k, n_of(y), N);
+            for (const cJSON *e = y->child; e; e = e->next)
+                if (!finite_num(e) && !cJSON_IsNull(e))
+                    return hs_fail(err, HS_ERR_FORMAT, "\"panels\"[%ld].series[%ld].y holds a value "
+                                   "that is neither a finite number nor null", p, k);
+            points += N;
+        }
+    }
+    if (points > HS_VIZ_PAGE_MAX_POINTS)
+        return hs_fail(err, HS_ERR_INPUT, "%ld points, over the page's limit of %d", points,
+                       HS_VIZ_PAGE_MAX_POINTS);
+    return HS_OK;
+}
+
+/* The predictions table: {"token", "prob" in [0, 1], "logit"} each. */
+static hs_status check_predictions(const cJSON *f, hs_error *err)
+{
+    const cJSON *pr = cJSON_GetObjectItem(f, "predictions");
+    if (!cJSON_IsArray(pr) || n_of(pr) > HS_VIZ_PAGE_MAX_BARS)
+        return hs_fail(err, HS_ERR_FORMAT, "\"predictions\" is not an array of at most %d entries",
+                       HS_VIZ_PAGE_MAX_BARS);
+    long i = 0;
+    for (const cJSON *e = pr->child; e; e = e->next, i++) {
+        const cJSON *p = cJSON_GetObjectItem(e, "prob");
+        if (!cJSON_IsString(cJSON_GetObjectItem(e, "token")) || !finite_num(p) || p->valuedouble < 0 ||
+            p->valuedouble > 1 || !finite_num(cJSON_GetObjectItem(e, "logit")))
+            return hs_fail(err, HS_ERR_FORMAT, "\"predictions\"[%ld] is not {\"token\", \"prob\" in "
+                           "[0, 1], \"logit\"}", i);
+    }
+    return HS_OK;
+}
+
+/* Checks f (the run file stem) as the viewer will draw it. */
+static hs_status check_file(const char *stem, const cJSON *f, hs_error *err)
+{
+    switch (kind_of(stem, f)) {
+    case PK_ATTENTION: return check_attention(f, err);
+    case PK_LINES: return check_lines(f, err);
+    case PK_BARS: return check_bars(f, err);
+    case PK_MATRIX: return check_matrix(f, err);
+    case PK_PREDICTIONS: return check_predictions(f, err);
+    default: return HS_OK;
+    }
+}
+
+/* Every file of every run of data ({"runs": [{"dir", "files": {stem: JSON}}]}). */
+static hs_status check_runs(const cJSON *data, hs_error *err)
+{
+    const cJSON *runs = cJSON_GetObjectItem(data, "runs");
+    for (const cJSON *r = cJSON_IsArray(runs) ? runs->child : NULL; r; r = r->next) {
+        const cJSON *dir = cJSON_GetObjectItem(r, "dir"), *files = cJSON_GetObjectItem(r, "files");
+        for (const cJSON *f = cJSON_IsObject(files) ? files->child : NULL; f; f = f->next) {
+            hs_error e = {0};
+            if (check_file(f->string, f, &e) != HS_OK)
+                return hs_fail(err, e.status, "%s/%s.json: %s",
+                               cJSON_IsString(dir) ? dir->valuestring : ".", f->string, e.msg);
+        }
+    }
+    return HS_OK;
+}
+
+/* The members the viewer reads of a file of each kind (viewer.js and
+ * viewer_graph.js; keep in step with them): the page embeds only these, so
+ * e.g. weights' virtual_weights.products (1.77 of a 2.88 MB page) stays in
+ * its file. NULL: the whole file (the graph, the report); a file of no kind
+ * the viewer draws is left out. */
+static const char *const *kept_keys(page_kind k)
+{
+    static const char *const att[] = {"attention", "attention_head_names", "tokens", "config",
+                                      "first_position", "query_position", "title", NULL};
+    static const char *const lines[] = {"title", "x", "panels", "xlabel", "x_scale", "mark_y", NULL};
+    static const char *const bars[] = {"title", "values", "labels", "xlabel", NULL};
+    static const char *const matrix[] = {"title", "values", "row_labels", "col_labels", "xlabel",
+                                         "ylabel", "colour_scale", NULL};
+    static const char *const pred[] = {"predictions", "query_position", "query_token", NULL};
+    switch (k) {
+    case PK_ATTENTION: return att;
+    case PK_LINES: return lines;
+    case PK_BARS: return bars;
+    case PK_MATRIX: return matrix;
+    case PK_PREDICTIONS: return pred;
+    default: return NULL;
+    }
+}
+
+/* Adds to o a reference to item under key (item stays the caller's). */
+static int add_ref(cJSON *o, const char *key, const cJSON *item)
+{
+    return cJSON_AddItemReferenceToObject(o, key, (cJSON *)item);
+}
+
+/* The page's view of data: the same object but every run's files reduced to
+ * what the viewer reads (kept_keys), by reference (no value is copied); NULL
+ * on OOM. */
+static cJSON *page_view(const cJSON *data)
+{
+    cJSON *o = cJSON_CreateObject();
+    for (const cJSON *it = data->child; o && it; it = it->next) {
+        if (!it->string) continue;
+        if (strcmp(it->string, "runs") != 0 || !cJSON_IsArray(it)) {
+            if (!add_ref(o, it->string, it)) goto oom;
+            continue;
+        }
+        cJSON *runs = cJSON_AddArrayToObject(o, "runs");
+        if (!runs) goto oom;
+        for (const cJSON *r = it->child; r; r = r->next) {
+            cJSON *run = cJSON_CreateObject();
+            if (!run || !cJSON_AddItemToArray(runs, run)) {
+                cJSON_Delete(run);
+                goto oom;
+            }
+            for (const cJSON *m = r->child; m; m = m->next) {
+                if (!m->string) continue;
+                if (strcmp(m->string, "files") != 0 || !cJSON_IsObject(m)) {
+                    if (!add_ref(run, m->string, m)) goto oom;
+                    continue;
+                }
+                cJSON *files = cJSON_AddObjectToObject(run, "files");
+                if (!files) goto oom;
+                for (const cJSON *f = m->child; f; f = f->next) {
+                    const page_kind k = kind_of(f->string, f);
+                    const char *const *keys = kept_keys(k);
+                    if (k == PK_NONE) continue;
+                    if (!keys) {
+                        if (!add_ref(files, f->string, f)) goto oom;
+                        continue;
+                    }
+                    cJSON *kept = cJSON_AddObjectToObject(files, f->string);
+                    if (!kept) goto oom;
+                    for (const cJSON *e = f->child; e; e = e->next)
+                        for (size_t i = 0; e->string && keys[i]; i++)
+                            if (strcmp(e->string, keys[i]) == 0 && !add_ref(kept, e->string, e)) goto oom;
+                }
+            }
+        }
+    }
+    return o;
+oom:
+    cJSON_Delete(o);
+    return NULL;
+}
+
 /* ---- the page ------------------------------------------------------------ */
 
 /* The colour tables as {"viridis": "440154...", ...}: 256 x "rrggbb" each,
@@ -230,6 +609,25 @@ static void put_script_json(hs_buf *b, const char *j)
     hs_buf_puts(b, run);
 }
 
+/* Appends the CSP hash source of a script (its SHA-256 in hex, from the
+ * build): 'sha256-<base64 of the 32 bytes>' (CSP Level 3, "hash-source");
+ * 0 on OOM. */
+static int put_hash_source(hs_buf *b, const char *hex)
+{
+    unsigned char d[32];
+    for (int i = 0; i < 32; i++) {
+        unsigned v;
+        const int got = sscanf(hex + 2 * i, "%2x", &v);
+        HS_ASSERT(got == 1); /* cmake/embed.cmake wrote 64 hex digits */
+        d[i] = (unsigned char)v;
+    }
+    char *b64 = base64(d, sizeof d);
+    if (!b64) return 0;
+    hs_buf_printf(b, "'sha256-%s'", b64);
+    free(b64);
+    return 1;
+}
+
 hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const char *title,
                            hs_error *err)
 {
@@ -237,10 +635,13 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
     *len = 0;
     if (title && !hs_utf8_valid(title))
         return hs_fail(err, HS_ERR_INPUT, "page title is not valid UTF-8");
+    hs_status st = data ? check_runs(data, err) : HS_OK;
+    if (st) return st;
     cJSON *top = cJSON_CreateObject();
     cJSON *maps = colormaps();
-    cJSON *ref = data ? cJSON_CreateObjectReference(data->child) : cJSON_CreateObject();
-    int ok = top && maps && ref && cJSON_AddStringToObject(top, "generator", "headscope " HS_VERSION);
+    cJSON *ref = data ? page_view(data) : cJSON_CreateObject();
+    int ok = top && maps && ref && cJSON_AddStringToObject(top, "generator", "headscope " HS_VERSION) &&
+             cJSON_AddNumberToObject(top, "max_label", HS_VIZ_MAX_LABEL); /* labels shortened past it */
     if (ok && cJSON_AddItemToObject(top, "colormaps", maps)) maps = NULL;
     else ok = 0;
     if (ok && cJSON_AddItemToObject(top, "data", ref)) ref = NULL;
@@ -250,12 +651,26 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
     cJSON_Delete(ref);
     cJSON_Delete(top);
     if (!j) return hs_fail(err, HS_ERR_NOMEM, "out of memory building the page's data");
+    const size_t jn = strlen(j);
+    if (jn > HS_VIZ_PAGE_MAX_BYTES) {
+        free(j);
+        return hs_fail(err, HS_ERR_INPUT, "the page's data is %.1f MiB, over its limit of %d MiB",
+                       (double)jn / (1 << 20), HS_VIZ_PAGE_MAX_BYTES >> 20);
+    }
 
+    /* no request, no form, no <base>; only the page's own three scripts run
+       (pinned by their hashes: an injected inline script or handler does not) */
     hs_buf b = {0};
     hs_buf_puts(&b, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                     "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
                     "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-                    "script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:\">\n"
+                    "script-src ");
+    int hashed = put_hash_source(&b, vz_html_graph_js_sha256);
+    hs_buf_puts(&b, " ");
+    hashed = hashed && put_hash_source(&b, vz_html_report_js_sha256);
+    hs_buf_puts(&b, " ");
+    hashed = hashed && put_hash_source(&b, vz_html_js_sha256);
+    hs_buf_puts(&b, "; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'\">\n"
                     "<title>");
     hs_viz_xml_escape(&b, title ? title : "headscope"); /* the one XML/HTML escaping */
     hs_buf_puts(&b, "</title>\n<style>\n");
@@ -265,13 +680,20 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
     hs_buf_puts(&b, "<script type=\"application/json\" id=\"hs-data\">");
     put_script_json(&b, j);
     free(j);
-    hs_buf_puts(&b, "</script>\n<script>\n");
+    /* each script element holds exactly its file, the bytes its hash is of */
+    hs_buf_puts(&b, "</script>\n<script>");
     hs_buf_puts(&b, vz_html_graph_js); /* defines hsCircuitView, which viewer.js calls */
+    hs_buf_puts(&b, "</script>\n<script>");
+    hs_buf_puts(&b, vz_html_report_js); /* defines hsCircuitReport, which viewer.js calls */
+    hs_buf_puts(&b, "</script>\n<script>");
     hs_buf_puts(&b, vz_html_js);
     hs_buf_puts(&b, "</script>\n</body>\n</html>\n");
     size_t n = b.len;
     char *out = hs_buf_take(&b);
-    if (!out) return hs_fail(err, HS_ERR_NOMEM, "out of memory building the page");
+    if (!out || !hashed) {
+        free(out);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory building the page");
+    }
     *html = out;
     *len = n;
     return HS_OK;

@@ -4,8 +4,9 @@
  * viz/viz_html.c) and draws it: attention grids and heads on <canvas> (one
  * T x T image per head, precomputed once, scaled without smoothing), a token
  * view (hover or focus a token: its attention row as shading and lines, the
- * numbers beside it), bars, matrices, the circuit's verdicts and evidence,
- * and a found circuit's graph (viewer_graph.js, hsCircuitView).
+ * numbers beside it), bars, matrices, the circuit's verdicts and evidence
+ * (viewer_report.js, hsCircuitReport), and a found circuit's graph
+ * (viewer_graph.js, hsCircuitView).
  * Plain ES2017 for current Chromium and Firefox; no library, no request.
  * Colours come only from the colour tables in the data (viz_color.c's), with
  * the PNG figures' rule: index = round(clamp(t, 0, 1) * 255).
@@ -39,6 +40,21 @@
   function rgbAt(map, i) { return [map[3 * i], map[3 * i + 1], map[3 * i + 2]]; }
   function css(rgb) { return 'rgb(' + rgb[0] + ', ' + rgb[1] + ', ' + rgb[2] + ')'; }
   function ink(rgb) { return 0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2] > 140 ? '#000' : '#fff'; }
+  /* a word from the data (a token, a label) as the page shows it: isolated
+     (U+2068 FIRST STRONG ISOLATE ... U+2069 POP DIRECTIONAL ISOLATE), so a
+     word holding a bidi control (U+202E) or right-to-left letters never
+     reorders the numbers and words around it, in text, titles, canvases and
+     SVG alike (Unicode Bidirectional Algorithm, UAX #9, rules X5a-X6a) */
+  function whole(t) { return '\u2068' + t + '\u2069'; }
+  /* ... and shortened for display as the figures shorten labels (past
+     HS_VIZ_MAX_LABEL code points: the first ones and "…"); titles hold it
+     whole (whole), the data is never changed */
+  var MAX_LABEL = PAGE.max_label || 24;
+  function short(t) {
+    var cp = Array.from(String(t));
+    return cp.length > MAX_LABEL ? cp.slice(0, MAX_LABEL - 1).join('') + '…' : String(t);
+  }
+  function word(t) { return whole(short(t)); }
   function fmt(v, d) { return v === null || v === undefined ? '–' : Number(v).toFixed(d === undefined ? 3 : d); }
 
   /* ---- small DOM helpers ---- */
@@ -84,6 +100,19 @@
       queued = true;
       requestAnimationFrame(function () { queued = false; fn(pending); });
     };
+  }
+  /* the cell under a figure's keyboard cursor, framed in the focus colour
+     (viewer.css) while the figure has the focus */
+  var FOCUS = '#f39c12';
+  function cursorFrame(g, x, y, cell) {
+    g.strokeStyle = FOCUS;
+    g.lineWidth = 2;
+    g.strokeRect(x - 1, y - 1, cell + 2, cell + 2);
+  }
+  /* redraws a figure's canvas when it gains or loses the focus */
+  function onFocusChange(c, draw) {
+    c.addEventListener('focus', function () { draw(); });
+    c.addEventListener('blur', function () { draw(); });
   }
   function canvas(w, h, label) {
     var c = el('canvas', { tabindex: '0', role: 'img', 'aria-label': label });
@@ -171,6 +200,8 @@
        one row of patterns under their own names, no layer mean */
     this.named = !grid && names.length === A.H;
     this.names = names; this.tokens = file.tokens;
+    this.show = file.tokens.map(word); /* as displayed */
+    this.full = file.tokens.map(whole); /* in titles */
     this.causal = file.attention.causal !== false;
     /* a cropped pattern (inspect's window) starts at first_position */
     this.first = typeof file.first_position === 'number' ? file.first_position : 0;
@@ -241,8 +272,8 @@
       if (!p) { tip(null); return; }
       var k = (p.l * H + p.h) * self.T * self.T, v = self.A.a[k + p.d * self.T + p.s];
       var masked = self.causal && p.s > p.d;
-      tip(self.headName(p.l, p.h) + ' · ' + self.tokens[p.d] + ' (' + (p.d + self.first) + ') → ' +
-          self.tokens[p.s] + ' (' + (p.s + self.first) + '): ' + (masked ? 'masked' : fmt(v)), ev.clientX, ev.clientY);
+      tip(self.headName(p.l, p.h) + ' · ' + self.show[p.d] + ' (' + (p.d + self.first) + ') → ' +
+          self.show[p.s] + ' (' + (p.s + self.first) + '): ' + (masked ? 'masked' : fmt(v)), ev.clientX, ev.clientY);
     });
     cv.c.addEventListener('mousemove', hover);
     cv.c.addEventListener('mouseleave', function () { tip(null); });
@@ -320,7 +351,7 @@
     var every = Math.max(1, Math.ceil(13 / cell));
     var lw = 0, probe = document.createElement('canvas').getContext('2d');
     probe.font = '12px sans-serif';
-    this.tokens.forEach(function (t, i) { lw = Math.max(lw, probe.measureText((i + self.first) + ' ' + t).width); });
+    this.show.forEach(function (t, i) { lw = Math.max(lw, probe.measureText((i + self.first) + ' ' + t).width); });
     var ml = Math.ceil(lw) + 10, mt = Math.ceil(lw) + 10, w = ml + T * cell + 4, h = mt + T * cell + 4;
     var cv = canvas(w, h, 'attention pattern');
     cv.c.className = 'head';
@@ -328,36 +359,39 @@
     cv.c.setAttribute('data-y0', mt);
     cv.c.setAttribute('data-cell', cell);
     var status = el('p', { cls: 'status', 'aria-live': 'polite' });
-    var cursor = { r: this.dest, c: 0 };
+    var cursor = { r: this.dest, c: 0 }, said = null; /* said: the cell the status names */
     function draw() {
       var cur = self.current(pin), g = cv.g;
+      if (said) say(said.d, said.s, null); /* the cell of the head shown now */
       g.clearRect(0, 0, w, h);
       g.imageSmoothingEnabled = false;
       g.drawImage(cur.img, ml, mt, T * cell, T * cell);
       g.fillStyle = '#222';
       g.font = '12px sans-serif';
       g.textAlign = 'right';
-      for (var i = 0; i < T; i += every) g.fillText((i + self.first) + ' ' + self.tokens[i], ml - 4, mt + i * cell + cell / 2 + 4);
+      for (var i = 0; i < T; i += every) g.fillText((i + self.first) + ' ' + self.show[i], ml - 4, mt + i * cell + cell / 2 + 4);
       g.save();
       g.translate(ml, mt - 4);
       g.rotate(-Math.PI / 2);
       g.textAlign = 'left';
-      for (var j = 0; j < T; j += every) g.fillText((j + self.first) + ' ' + self.tokens[j], 0, j * cell + cell / 2 + 4);
+      for (var j = 0; j < T; j += every) g.fillText((j + self.first) + ' ' + self.show[j], 0, j * cell + cell / 2 + 4);
       g.restore();
       if (!pin) {
         g.strokeStyle = '#c0392b';
         g.lineWidth = 2;
         g.strokeRect(ml - 1, mt + self.dest * cell - 1, T * cell + 2, cell + 2);
       }
+      if (document.activeElement === cv.c) cursorFrame(g, ml + cursor.c * cell, mt + cursor.r * cell, cell);
       cv.c.setAttribute('aria-label', cur.name + ': attention pattern over ' + T + ' tokens, rows = destination, ' +
         'columns = source. Focus and use the arrow keys to read cells.');
       cv.c.setAttribute('data-name', cur.name);
     }
     function say(d, s, ev) {
       var cur = self.current(pin), masked = self.causal && s > d;
-      var text = cur.name + ' · ' + self.tokens[d] + ' (' + (d + self.first) + ') → ' + self.tokens[s] + ' (' +
+      var text = cur.name + ' · ' + self.show[d] + ' (' + (d + self.first) + ') → ' + self.show[s] + ' (' +
         (s + self.first) + '): ' + (masked ? 'masked' : fmt(self.value(cur, d, s)));
       status.textContent = text;
+      said = { d: d, s: s };
       if (ev) tip(text, ev.clientX, ev.clientY);
     }
     function at(ev) {
@@ -376,8 +410,9 @@
     });
     cv.c.addEventListener('keydown', function (ev) {
       if ((ev.key === 'Enter' || ev.key === ' ') && !pin) { self.setDest(cursor.r); ev.preventDefault(); return; }
-      if (arrowKey(ev, cursor, T, T)) say(cursor.r, cursor.c, null);
+      if (arrowKey(ev, cursor, T, T)) { say(cursor.r, cursor.c, null); draw(); }
     });
+    onFocusChange(cv.c, draw);
     container.appendChild(el('div', { cls: 'scroll' }, [cv.c]));
     container.appendChild(status);
     return draw;
@@ -414,21 +449,27 @@
     this.srcEls = [];
     this.destEls = [];
     for (var i = 0; i < T; i++) {
-      var b = el('button', { cls: 'tok', 'data-pos': String(i), role: 'option', 'aria-selected': 'false' },
-        [el('span', { cls: 'pos', text: String(i + this.first) }), el('span', { text: this.tokens[i] })]);
+      /* one Tab stop for the list (a roving tabindex: the token last
+         focused, at first the chosen one); arrows, Home and End move in it */
+      var b = el('button', { cls: 'tok', 'data-pos': String(i), role: 'option', 'aria-selected': 'false',
+        title: (i + this.first) + ' ' + this.full[i], tabindex: i === this.dest ? '0' : '-1' },
+        [el('span', { cls: 'pos', text: String(i + this.first) }), el('bdi', { text: short(this.tokens[i]) })]);
       (function (d) {
         b.addEventListener('mouseenter', function () { self.hoverDest(d); });
-        b.addEventListener('focus', function () { self.hoverDest(d); });
+        b.addEventListener('focus', function () {
+          self.destEls.forEach(function (e, k) { e.tabIndex = k === d ? 0 : -1; });
+          self.hoverDest(d);
+        });
         b.addEventListener('click', function () { self.setDest(d); });
         b.addEventListener('keydown', function (ev) {
-          var n = ev.key === 'ArrowDown' ? d + 1 : ev.key === 'ArrowUp' ? d - 1 : -1;
+          var k = ev.key, n = k === 'ArrowDown' ? d + 1 : k === 'ArrowUp' ? d - 1 : k === 'Home' ? 0 : k === 'End' ? T - 1 : -1;
           if (n >= 0 && n < T) { self.destEls[n].focus(); ev.preventDefault(); }
         });
       })(i);
       left.appendChild(b);
       this.destEls.push(b);
       var sp = el('span', { cls: 'tok', 'data-pos': String(i) },
-        [el('span', { text: (i + this.first) + ' ' + this.tokens[i] }), el('span', { cls: 'w' })]);
+        [el('span', { text: (i + this.first) + ' ' + this.show[i] }), el('span', { cls: 'w' })]);
       right.appendChild(sp);
       this.srcEls.push(sp);
     }
@@ -437,7 +478,7 @@
       'opacity = attention weight');
     lines.c.removeAttribute('tabindex');
     this.lines = lines;
-    this.tokStatus = el('p', { cls: 'status', 'aria-live': 'polite' });
+    this.tokStatus = el('p', { cls: 'status tall', 'aria-live': 'polite' });
     var fig = el('figure', { cls: 'panel' }, [
       el('h3', { text: 'Tokens: hover or focus a destination token (left)' }),
       this.tokStatus,
@@ -468,7 +509,7 @@
         e.style.color = '#555';
         e.lastChild.textContent = '';
         e.removeAttribute('data-w');
-        e.setAttribute('title', 'masked');
+        e.setAttribute('title', this.full[s] + ': masked');
         continue;
       }
       var v = this.value(cur, d, s), rgb = rgbAt(ATT_MAP, cindex(v));
@@ -476,7 +517,7 @@
       e.style.color = ink(rgb);
       e.lastChild.textContent = fmt(v, 2);
       e.setAttribute('data-w', String(v));
-      e.setAttribute('title', this.tokens[d] + ' → ' + this.tokens[s] + ': ' + fmt(v));
+      e.setAttribute('title', this.full[d] + ' → ' + this.full[s] + ': ' + fmt(v));
       top.push([v, s]);
       if (v > 0.01) {
         g.strokeStyle = 'rgba(192, 57, 43, ' + Math.min(1, v).toFixed(3) + ')';
@@ -488,8 +529,8 @@
       }
     }
     top.sort(function (x, y) { return y[0] - x[0]; });
-    this.tokStatus.textContent = cur.name + ', from ' + this.tokens[d] + ' (' + (d + this.first) + '): ' +
-      top.slice(0, 3).map(function (p) { return this.tokens[p[1]] + ' (' + (p[1] + this.first) + ') ' + fmt(p[0], 2); }, this).join(', ');
+    this.tokStatus.textContent = cur.name + ', from ' + this.show[d] + ' (' + (d + this.first) + '): ' +
+      top.slice(0, 3).map(function (p) { return this.show[p[1]] + ' (' + (p[1] + this.first) + ') ' + fmt(p[0], 2); }, this).join(', ');
     this.shownDest = d;
   };
   AttentionView.prototype.update = function () {
@@ -524,8 +565,8 @@
       bar.style.background = css(v < 0 ? BAR_NEG : BAR_POS);
       var z = el('div', { cls: 'zero' });
       z.style.left = zero + '%';
-      g.appendChild(el('div', { cls: 'lab', role: 'rowheader', text: labs[i] }));
-      g.appendChild(el('div', { cls: 'track', title: labs[i] + ': ' + fmt(v, dec) }, [z, bar]));
+      g.appendChild(el('div', { cls: 'lab', role: 'rowheader', title: whole(labs[i]) }, [el('bdi', { text: short(labs[i]) })]));
+      g.appendChild(el('div', { cls: 'track', title: whole(labs[i]) + ': ' + fmt(v, dec) }, [z, bar]));
       g.appendChild(el('div', { cls: 'val', role: 'cell', text: (v >= 0 ? '+' : '') + fmt(v, dec) }));
     }
     return el('figure', { cls: 'panel' }, [el('h3', { text: file.title || '' }), g,
@@ -533,10 +574,10 @@
   }
   function predictions(file) {
     var t = el('table', {}, [el('caption', { text: 'top predictions at position ' + file.query_position +
-      ' (' + file.query_token + ')' }), el('tr', {}, [el('th', { text: 'token' }), el('th', { text: 'probability' }),
+      ' (' + word(file.query_token) + ')' }), el('tr', {}, [el('th', { text: 'token' }), el('th', { text: 'probability' }),
       el('th', { text: 'logit' })])]);
     file.predictions.forEach(function (p) {
-      t.appendChild(el('tr', {}, [el('td', { text: p.token }), el('td', { text: fmt(p.prob, 4) }),
+      t.appendChild(el('tr', {}, [el('td', { title: whole(p.token) }, [el('bdi', { text: short(p.token) })]), el('td', { text: fmt(p.prob, 4) }),
         el('td', { text: fmt(p.logit, 3) })]));
     });
     return el('figure', { cls: 'panel' }, [el('h3', { text: 'Predictions' }), t]);
@@ -556,9 +597,9 @@
     var cell = Math.max(4, Math.min(28, Math.floor(560 / C)));
     var probe = document.createElement('canvas').getContext('2d');
     probe.font = '12px sans-serif';
-    var rw = 0, cw = 0;
-    (file.row_labels || []).forEach(function (t) { rw = Math.max(rw, probe.measureText(t).width); });
-    (file.col_labels || []).forEach(function (t) { cw = Math.max(cw, probe.measureText(t).width); });
+    var rw = 0, cw = 0, rl = (file.row_labels || []).map(word), cl = (file.col_labels || []).map(word);
+    rl.forEach(function (t) { rw = Math.max(rw, probe.measureText(t).width); });
+    cl.forEach(function (t) { cw = Math.max(cw, probe.measureText(t).width); });
     var ml = Math.ceil(rw) + 8, mt = Math.ceil(cw) + 8, w = ml + C * cell + 4, h = mt + R * cell + 4;
     var cv = canvas(w, h, (file.title || stem) + ': ' + R + ' x ' + C + ' matrix; focus and use the arrow keys to read values');
     cv.c.id = 'fig-' + stem;
@@ -578,22 +619,23 @@
       g.font = '12px sans-serif';
       g.textAlign = 'right';
       var every = Math.max(1, Math.ceil(13 / cell));
-      for (var r = 0; r < R; r += every) g.fillText(file.row_labels[r], ml - 4, mt + r * cell + cell / 2 + 4);
+      for (var r = 0; r < R; r += every) g.fillText(rl[r], ml - 4, mt + r * cell + cell / 2 + 4);
       g.save();
       g.translate(ml, mt - 4);
       g.rotate(-Math.PI / 2);
       g.textAlign = 'left';
-      for (var c = 0; c < C; c += every) g.fillText(file.col_labels[c], 0, c * cell + cell / 2 + 4);
+      for (var c = 0; c < C; c += every) g.fillText(cl[c], 0, c * cell + cell / 2 + 4);
       g.restore();
       if (hl) {
         g.strokeStyle = '#c0392b';
         g.lineWidth = 2;
         hl.forEach(function (r) { g.strokeRect(ml - 1, mt + r * cell - 1, C * cell + 2, cell + 2); });
       }
+      if (document.activeElement === cv.c) cursorFrame(g, ml + cur.c * cell, mt + cur.r * cell, cell);
     }
     function say(i, j, ev) {
       var v = V[i][j];
-      var text = file.row_labels[i] + ' · ' + file.col_labels[j] + ': ' + (v === null ? 'not reported' : fmt(v));
+      var text = rl[i] + ' · ' + cl[j] + ': ' + (v === null ? 'not reported' : fmt(v));
       status.textContent = text;
       if (ev) tip(text, ev.clientX, ev.clientY);
     }
@@ -605,8 +647,9 @@
     }));
     cv.c.addEventListener('mouseleave', function () { tip(null); });
     cv.c.addEventListener('keydown', function (ev) {
-      if (arrowKey(ev, cur, R, C)) say(cur.r, cur.c, null);
+      if (arrowKey(ev, cur, R, C)) { say(cur.r, cur.c, null); draw(); }
     });
+    onFocusChange(cv.c, draw);
     draw();
     var fig = el('figure', { cls: 'panel' }, [el('h3', { text: file.title || stem }),
       el('div', { cls: 'scroll' }, [cv.c]), status,
@@ -664,174 +707,19 @@
           up = false;
           var c = sv('circle', { cx: X(x[i]), cy: Y(v), r: 3, fill: col, tabindex: '0' });
           var t = sv('title', {});
-          t.textContent = s.label + ' at ' + (file.xlabel || 'x') + ' ' + x[i] + ': ' + fmt(v);
+          t.textContent = word(s.label) + ' at ' + (file.xlabel || 'x') + ' ' + x[i] + ': ' + fmt(v);
           c.appendChild(t);
           svg.appendChild(c);
         });
         svg.insertBefore(sv('path', { d: d, fill: 'none', stroke: col, 'stroke-width': 1.5 }), svg.children[1]);
         var lg = sv('text', { x: W - mr + 8, y: mt + 12 + 13 * k, 'font-size': 11, fill: col });
-        lg.textContent = s.label;
+        lg.textContent = short(s.label);
         svg.appendChild(lg);
       });
       box.appendChild(el('h3', { text: p.title || '' }));
       box.appendChild(svg);
     });
     box.appendChild(el('figcaption', { text: [file.xlabel ? 'x: ' + file.xlabel : '', caption || ''].filter(Boolean).join('. ') }));
-    return box;
-  }
-
-  /* ---- the circuit report (the Winograd circuit's or the induction circuit's report.json) ---- */
-  function g(o, path) { return path.reduce(function (x, k) { return x && x[k] !== undefined ? x[k] : null; }, o); }
-  function verdictRow(label, holds, reason, applicable) {
-    var st = applicable === false ? 'not applicable' : holds ? 'holds' : 'does not hold';
-    return el('div', { cls: 'verdict ' + (holds ? 'holds' : 'fails') }, [
-      el('b', { text: label + ': ' + st }), el('span', { text: reason || '' })]);
-  }
-  /* Winograd (tasks/circuit.c): verdict {step1, step2, route}, held-out accuracy, evidence at position 14 */
-  function winogradVerdicts(report, box) {
-    var v = report.verdict || {};
-    [['step 1 (candidate push, layer 0)', v.step1], ['step 2 (decision, layer >= 1)', v.step2]].forEach(function (p) {
-      if (p[1]) box.appendChild(verdictRow(p[0], p[1].holds, p[1].reason, p[1].applicable));
-    });
-    if (v.route) box.appendChild(el('div', { cls: 'verdict' }, [el('b', { text: 'route: ' + v.route.name }),
-      el('span', { text: v.route.evidence || '' })]));
-    if (report.heldout && report.heldout.accuracy)
-      box.appendChild(el('p', { text: 'held-out accuracy (' + report.heldout.n + ' sentences): all ' +
-        fmt(100 * report.heldout.accuracy.all, 1) + '%, crosser ' + fmt(100 * report.heldout.accuracy.crosser, 1) +
-        '%, crossed ' + fmt(100 * report.heldout.accuracy.crossed, 1) + '%' }));
-    return { fig: 'attention_14', caption: 'per-head evidence (held-out means; click a column to sort, a head to see its attention)',
-      cols: [
-        ['head', function (h) { return h.name; }, 'text'],
-        ['roles', function (h) { return (h.roles || []).join(', '); }, 'text'],
-        ['attn@14 crosser: x', function (h) { return g(h, ['attention_at_14', 'crosser', 'x']); }],
-        ['crosser: adj', function (h) { return g(h, ['attention_at_14', 'crosser', 'adjective']); }],
-        ['crossed: y', function (h) { return g(h, ['attention_at_14', 'crossed', 'y']); }],
-        ['crossed: adj', function (h) { return g(h, ['attention_at_14', 'crossed', 'adjective']); }],
-        ['DLA ref−other', function (h) { return g(h, ['dla_at_14', 'all', 'ref_minus_other']); }],
-        ['copying', function (h) { return h.copying_score; }],
-        ['patching@14', function (h) { return g(h, ['patching', 'pos14', 'both']); }],
-        ['ablation drop crosser', function (h) { return g(h, ['mean_ablation', 'drop', 'crosser']); }],
-        ['ablation drop crossed', function (h) { return g(h, ['mean_ablation', 'drop', 'crossed']); }]] };
-  }
-  /* induction (tasks/induction_circuit.c): "holds", "verdict" (text), "criteria" {name: {holds, evidence}},
-     per-head detector scores, OV copying and the accuracy with the head mean-ablated */
-  function inductionVerdicts(report, box, figs) {
-    box.appendChild(verdictRow('induction circuit', report.holds, report.verdict));
-    var cr = report.criteria || {};
-    Object.keys(cr).forEach(function (k) {
-      box.appendChild(verdictRow(k.replace(/_/g, ' '), cr[k].holds, cr[k].evidence));
-    });
-    if (typeof report.accuracy === 'number')
-      box.appendChild(el('p', { text: 'held-out repeated-segment accuracy (' + report.n_seqs + ' sequences, ' +
-        report.n_scored + ' tokens scored): ' + fmt(100 * report.accuracy, 1) + '% (chance ' +
-        fmt(100 * report.chance, 1) + '%); previous-token heads ' + (report.previous_token_heads || []).join(', ') +
-        ', induction heads ' + (report.induction_heads || []).join(', ') }));
-    var acc = report.accuracy;
-    /* K-composition from the named previous-token head (composition_K.json: rows = layer-0 senders,
-       columns = later receivers, minus the random baseline) */
-    var ck = figs.composition_K && figs.composition_K.file, pr = report.previous_token_head;
-    var kRow = ck && pr ? ck.row_labels.indexOf(pr) : -1;
-    function kcomp(h) {
-      var c = kRow >= 0 ? ck.col_labels.indexOf(h.name) : -1;
-      return c >= 0 ? ck.values[kRow][c] : null;
-    }
-    return { fig: 'heads', caption: 'per-head evidence (held-out sequences; click a column to sort, a head to see its scores)',
-      cols: [
-        ['head', function (h) { return h.name; }, 'text'],
-        ['roles', function (h) { return [h.previous_token_head ? 'previous-token' : '', h.induction_head ? 'induction' : '']
-          .filter(Boolean).join(', '); }, 'text'],
-        ['previous-token score', function (h) { return g(h, ['previous_token_score']); }],
-        ['induction score', function (h) { return g(h, ['induction_score']); }],
-        ['TL induction score', function (h) { return g(h, ['tl_induction_score']); }],
-        ['K-comp. from ' + (pr || 'prev.') + ' − baseline', kcomp],
-        ['OV copying', function (h) { return g(h, ['copying']); }],
-        ['copying eigenvalues > 0', function (h) { return g(h, ['copying_positive_fraction']); }],
-        ['ablated: accuracy change (points)', function (h) {
-          var a = g(h, ['accuracy_ablated']);
-          return a === null || typeof acc !== 'number' ? null : 100 * (a - acc); }]] };
-  }
-  function circuit(report, figs) {
-    var box = el('div', {});
-    box.appendChild(el('h2', { text: 'Verdicts' }));
-    var spec = report.task === 'induction' ? inductionVerdicts(report, box, figs) : winogradVerdicts(report, box);
-    var heads = report.heads || [], cols = spec.cols;
-    var table = el('table', { cls: 'evidence' });
-    table.appendChild(el('caption', { text: spec.caption }));
-    var trh = el('tr');
-    var sort = { col: -1, dir: 1 }, body = el('tbody'), ths = [];
-    cols.forEach(function (c, ci) {
-      var b = el('button', { text: c[0] });
-      var th = el('th', { scope: 'col', 'aria-sort': 'none' }, [b]);
-      ths.push(th);
-      b.addEventListener('click', function () {
-        sort.dir = sort.col === ci ? -sort.dir : (c[2] ? 1 : -1);
-        sort.col = ci;
-        ths.forEach(function (t, k) { t.setAttribute('aria-sort', k === ci ? (sort.dir > 0 ? 'ascending' : 'descending') : 'none'); });
-        fill();
-      });
-      trh.appendChild(th);
-    });
-    table.appendChild(el('thead', {}, [trh]));
-    table.appendChild(body);
-    var strip = el('div', { cls: 'headrow', 'aria-live': 'polite' });
-    function showHead(h) {
-      Array.prototype.forEach.call(body.children, function (tr) { tr.classList.toggle('sel', tr.getAttribute('data-head') === h.name); });
-      strip.textContent = '';
-      var att = figs[spec.fig];
-      strip.appendChild(el('h3', { text: h.name + (h.mean_pattern_row_14 ? ': mean attention row at position 14 (held-out)'
-        : ': its row is outlined in “' + (att ? att.file.title : spec.fig) + '”') }));
-      var labels = att && att.file.col_labels;
-      ['crosser', 'crossed'].forEach(function (role) {
-        var row = g(h, ['mean_pattern_row_14', role]);
-        if (!row) return;
-        var s = el('div', { cls: 'strip', role: 'list', 'aria-label': h.name + ' ' + role });
-        s.appendChild(el('span', { cls: 'lab', text: role + ':' }));
-        row.forEach(function (w, i) {
-          var rgb = rgbAt(ATT_MAP, cindex(w));
-          var t = el('span', { cls: 'tok', role: 'listitem', title: fmt(w) }, [
-            el('span', { text: labels ? labels[i] : String(i) }), el('span', { cls: 'w', text: fmt(w, 2) })]);
-          t.style.background = css(rgb);
-          t.style.color = ink(rgb);
-          s.appendChild(t);
-        });
-        strip.appendChild(s);
-      });
-      if (att) {
-        var rows = [];
-        att.file.row_labels.forEach(function (l, i) { if (l.split(' ')[0] === h.name) rows.push(i); });
-        att.fig.highlight(rows);
-      }
-    }
-    function fill() {
-      var hs = heads.slice();
-      if (sort.col >= 0) {
-        var f = cols[sort.col][1];
-        hs.sort(function (a, b) {
-          var x = f(a), y = f(b);
-          if (x === y) return 0;
-          if (x === null) return 1;
-          if (y === null) return -1;
-          return (x < y ? -1 : 1) * sort.dir;
-        });
-      }
-      body.textContent = '';
-      hs.forEach(function (h) {
-        var tr = el('tr', { 'data-head': h.name });
-        cols.forEach(function (c, ci) {
-          var x = c[1](h);
-          if (ci === 0) {
-            var a = el('a', { href: '#fig-' + spec.fig, text: x });
-            a.addEventListener('click', function () { showHead(h); });
-            tr.appendChild(el('td', {}, [a]));
-          } else tr.appendChild(el('td', { cls: c[2] ? 'text' : '', text: c[2] ? x : fmt(x, 2) }));
-        });
-        body.appendChild(tr);
-      });
-    }
-    fill();
-    box.appendChild(el('h2', { text: 'Evidence per head' }));
-    box.appendChild(el('div', { cls: 'scroll' }, [table]));
-    box.appendChild(strip);
     return box;
   }
 
@@ -846,7 +734,7 @@
     var idx = run.index || {};
     var sent = idx.sentence || '', words = sent.split(' ');
     if (words.length > 24) sent = words.slice(0, 24).join(' ') + ' … (' + (idx.tokens ? idx.tokens.length : words.length) + ' tokens)';
-    sec.appendChild(el('h2', { text: run.command + ' · ' + run.dir + (sent ? ' · “' + sent + '”' : ''), title: idx.sentence || '' }));
+    sec.appendChild(el('h2', { text: run.command + ' · ' + run.dir + (sent ? ' · “' + word(sent) + '”' : ''), title: word(idx.sentence || '') }));
     if (idx.model) sec.appendChild(el('p', { cls: 'sub', text: 'model ' + idx.model + (idx.config ?
       ' (' + idx.config.n_layers + ' layers x ' + idx.config.n_heads + ' heads, d_model ' + idx.config.d_model + ')' : '') }));
     var files = run.files || {}, stems = Object.keys(files), figs = {}, rest = el('div', { cls: 'row' });
@@ -856,7 +744,7 @@
       if (!f || !f.cfg || !f.nodes || !f.edges || Array.isArray(f.nodes)) return;
       var att = null;
       stems.forEach(function (s2) { var a = files[s2]; if (!att && a.attention && a.attention_head_names && a.tokens) att = a; });
-      sec.appendChild(hsCircuitView(f, att, { el: el, tip: tip, fmt: fmt, css: css, rgbAt: rgbAt, CMAPS: CMAPS,
+      sec.appendChild(hsCircuitView(f, att, { el: el, tip: tip, fmt: fmt, word: word, css: css, rgbAt: rgbAt, CMAPS: CMAPS,
         unpack: unpack, canvas: canvas, patternImage: patternImage,
         select: function (l, h, m) { if (SHARED.views.length) select(l, h, m); } }));
     });
@@ -885,7 +773,9 @@
       }
     });
     if (side.children.length) sec.appendChild(side);
-    if (files.report && files.report.verdict) sec.appendChild(circuit(files.report, figs));
+    if (files.report && files.report.verdict)
+      sec.appendChild(hsCircuitReport(files.report, figs, { el: el, fmt: fmt, css: css, rgbAt: rgbAt, cindex: cindex,
+        ink: ink, short: short, whole: whole, ATT_MAP: ATT_MAP }));
     if (rest.children.length) {
       sec.appendChild(el('h2', { text: 'Figures' }));
       sec.appendChild(rest);
@@ -907,7 +797,7 @@
       var draw = v.headCanvas(fig, true);
       v.drawPinned = function () {
         draw();
-        cap.textContent = v.current(true).name + ' · ' + v.tokens.join(' ');
+        cap.textContent = v.current(true).name + ' · ' + v.show.join(' ');
       };
       v.drawPinned();
       row.appendChild(fig);
@@ -917,8 +807,8 @@
 
   var t0 = performance.now();
   var app = document.getElementById('hs-app');
-  document.getElementById('hs-title').textContent = DATA.runs.map(function (r) { return 'headscope ' + r.command; })
-    .filter(function (x, i, a) { return a.indexOf(x) === i; }).join(', ');
+  /* the page names what it is: its title ("headscope view · tired, wet", "headscope inspect · tired") */
+  document.getElementById('hs-title').textContent = document.title;
   document.getElementById('hs-sub').textContent = DATA.runs.map(function (r) { return r.dir; }).join(' · ') +
     ' — made by ' + PAGE.generator + '; layers, heads and positions count from 0.';
   DATA.runs.forEach(function (r) { renderRun(r, app); });

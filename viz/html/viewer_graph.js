@@ -111,7 +111,7 @@ var hsCircuitView = (function () {
   /* Pattern k of A (the unpacked attention of file att) with token labels in
      the viewer's colours; data-name, -x0, -y0, -cell for tests. */
   function patternCanvas(ctx, A, k, att, name, probe) {
-    var T = A.T, toks = att.tokens || [], cell = Math.max(4, Math.min(22, Math.floor(360 / T))), lw = 0;
+    var T = A.T, toks = (att.tokens || []).map(ctx.word), cell = Math.max(4, Math.min(22, Math.floor(360 / T))), lw = 0;
     toks.forEach(function (t, i) { lw = Math.max(lw, probe.measureText(i + ' ' + t).width); });
     var ml = Math.ceil(lw) + 8, mt = Math.ceil(lw) + 8, cv = ctx.canvas(ml + T * cell + 4, mt + T * cell + 4,
       name + ': attention pattern, rows = destination, columns = source');
