@@ -32,18 +32,13 @@ static void crop(float *out, const float *pat, size_t n, size_t T, int a, int b)
                    S * sizeof *out);
 }
 
-/* A figure that could not be drawn: with the auto width (no width asked
- * for) a figure the layout cannot hold (HS_ERR_INPUT) is written as JSON
- * only, with a note naming it (HS_OK); anything else is the run's error. */
+/* A figure that could not be drawn: one the layout cannot hold
+ * (HS_ERR_INPUT) is written as JSON only, with a note naming its files
+ * (hs_outdir_unfit); anything else is the run's error. */
 static hs_status figure_or_note(const insp_run *x, const char *stem, hs_status s,
                                 const hs_error *fe, hs_error *err)
 {
-    if (s == HS_ERR_INPUT && !(x->od->fo->viz.width_in > 0)) {
-        hs_note(x->notes, HS_NOTE_CMD, "note: %s: %s; writing its JSON only", stem, fe->msg);
-        return HS_OK;
-    }
-    if (s != HS_OK && err) *err = *fe;
-    return s;
+    return hs_outdir_unfit(x->od, stem, s, fe, err);
 }
 
 /* The attention JSON of n panels of [T, T] with labels toks, packed for the

@@ -73,6 +73,7 @@
 #define HS_VIZ_MAX_PX 16384   /* pixels: canvas cap per side */
 #define HS_VIZ_COLUMN_IN 3.25 /* inches: one column of a two-column paper */
 #define HS_VIZ_PAGE_IN 6.75   /* inches: the text width of a page */
+#define HS_VIZ_FONT_FLOOR_PT 6.0 /* points: the smallest text a hint suggests */
 
 /* Colour maps. DEFAULT = viridis for [0,1]-style data (attention),
  * diverging blue-white-red for signed data. */
@@ -138,6 +139,12 @@ typedef struct {
                               model); NAN (default) = none */
     const char *mark_y_label; /* line plots: the text at mark_y's line (right end, above it);
                               NULL (default) = none */
+    size_t layout_rows, layout_cols; /* grids (hs_viz_grid_figure*): the panels in rows x cols
+                              slots filled row by row, each panel named over it (the
+                              caller's L x H keeps its row and column headers); rows x cols
+                              must hold the panels with no row empty. 0 x 0 (default) = the
+                              caller's L x H when it fits the width, else the first of
+                              fewer columns that does (8 heads at a column: 4 x 2) */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */
