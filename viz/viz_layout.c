@@ -491,5 +491,5 @@ void hs_viz_figure_destroy(hs_viz_figure *f)
 }
 
 double hs_viz_figure_grown_from_in(const hs_viz_figure *f) { return f ? f->grown_from_in : 0; }
-double hs_viz_figure_width_in(const hs_viz_figure *f) { return f && f->dpi > 0 ? f->width / f->dpi : 0; }
+double hs_viz_figure_width_in(const hs_viz_figure *f) { return f ? f->width_in : 0; }
 
