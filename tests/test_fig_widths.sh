@@ -75,6 +75,30 @@ for wn in column page; do
         --width "$wn" "${FMT[@]}"
     check "f_$wn" "$w"
 done
-# the 2 x 4 grid of a 15-token sentence: 4 x 2 in a column, 2 x 4 on a page
-grep -c '>L1H3</text>' "$TMP/i_column/attention_grid.svg" >/dev/null || fail "column grid: panels not named"
+# the grid's arrangement, told by how often a token is drawn (left of each row
+# of panels, under each column): the 2 x 4 grid of a 15-token sentence is 4 x 2
+# in a column (each panel named), 2 x 4 on a page; --only of 8 heads with no
+# width is 2 x 4 on a page (it was one row, 10.79 in); --layout 8x1 is drawn
+# as asked; a --layout that is not ROWSxCOLS is a usage error
+arrangement() { # NAME: "ROWSxCOLS" of NAME's attention_grid.svg
+    "$PY" - "$TMP/$1/attention_grid.svg" <<'PYEOF'
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+ns = "{http://www.w3.org/2000/svg}"
+t = [e.get("class") for e in root.iter(ns + "text") if "".join(e.itertext()) == "because"]
+print("%dx%d" % (t.count("ytick"), t.count("xtick")))
+PYEOF
+}
+[ "$(arrangement i_column)" = 4x2 ] || fail "column grid is $(arrangement i_column), not 4x2"
+grep -q '>L1H3</text>' "$TMP/i_column/attention_grid.svg" || fail "column grid: panels not named"
+[ "$(arrangement i_page)" = 2x4 ] || fail "page grid is $(arrangement i_page), not 2x4"
+run 0 only8 inspect --model "$M" --sentence "$TIRED" --only L0H0,L0H1,L0H2,L0H3,L1H0,L1H1,L1H2,L1H3 \
+    --out "$TMP/only8" --format svg,json
+grep -q 'width="6.7500in"' "$TMP/only8/attention_grid.svg" || fail "--only of 8 heads: the grid is not a page wide"
+[ "$(arrangement only8)" = 2x4 ] || fail "--only of 8 heads is $(arrangement only8), not 2x4"
+run 0 lay inspect --model "$M" --sentence "$TIRED" --layout 8x1 --width column --out "$TMP/lay" --format svg,pdf,json
+check lay 3.25
+[ "$(arrangement lay)" = 8x1 ] || fail "--layout 8x1 drew $(arrangement lay)"
+run 2 laybad inspect --model "$M" --sentence "$TIRED" --layout 2by3
+one_line laybad "--layout must be ROWSxCOLS (e.g. 4x2), not '2by3'"
 echo "ok"
