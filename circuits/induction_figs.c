@@ -50,8 +50,12 @@ static hs_status attention_fig(const hs_ind_circuit_report *r, const hs_inductio
     snprintf(title, sizeof title, "held-out sequence 0: segment at %d and %d, length %d",
              t->heldout[0].start1, t->heldout[0].start2, t->heldout[0].len);
     hs_viz_options vo = hs_figopts_for(fo, HS_FIG_ATTENTION, 1.0);
+    hs_error fe = {0};
     if (hs_figopts_images(fo) &&
-        (s = hs_viz_grid_figure_labeled(&f, pat, 1, 2, (size_t)T, tok, row, heads, title, &vo, err)) != HS_OK)
+        (s = hs_outdir_unfit(od, "attention",
+                             hs_viz_grid_figure_labeled(&f, pat, 1, 2, (size_t)T, tok, row, heads,
+                                                        title, &vo, &fe),
+                             &fe, err)) != HS_OK)
         goto done;
     if (hs_figopts_data(fo)) {
         if ((s = hs_viz_attention_json(&j, pat, 2, (size_t)T, tok, heads, title, err)) != HS_OK) goto done;

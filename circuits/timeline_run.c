@@ -274,8 +274,12 @@ static hs_status write_plots(const hs_timeline_report *r, hs_outdir *od, const h
     snprintf(title, sizeof title, "%s over training (%d checkpoints)",
              induction ? "induction circuit" : "referent circuit", n);
     hs_viz_options vo = hs_figopts_for(fo, HS_FIG_SIGNED, 0.0);
+    hs_error fe = {0};
     if (hs_figopts_images(fo) &&
-        (s = hs_viz_lines_figure(&f, x, (size_t)n, P, 4, title, "training step", mark, mlabel, &vo, err)) != HS_OK)
+        (s = hs_outdir_unfit(od, "timeline",
+                             hs_viz_lines_figure(&f, x, (size_t)n, P, 4, title, "training step",
+                                                 mark, mlabel, &vo, &fe),
+                             &fe, err)) != HS_OK)
         goto done;
     if (hs_figopts_data(fo) &&
         (s = hs_viz_lines_json(&j, x, (size_t)n, P, 4, title, "training step", err)) != HS_OK)

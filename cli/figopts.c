@@ -28,7 +28,10 @@ const char CLI_FIGOPTS_HELP[] =
     "                         [min, max]; signed matrices: one scale shared by the\n"
     "                         figures of a kind (fixed) or each figure's own (auto)\n"
     "  --vmin X, --vmax X     the ends of the colour scale (bars: of the axis)\n"
-    "  --annotate             write each cell's value in the cell\n";
+    "  --annotate             write each cell's value in the cell\n"
+    "  --layout ROWSxCOLS     a grid's panels in ROWS x COLS, filled row by row, each\n"
+    "                         named over it (default: layers x heads when that fits\n"
+    "                         the width, else fewer columns: 8 heads in a column 4x2)\n";
 
 /* The formats --format takes, and the flag each sets. */
 typedef struct {
@@ -109,6 +112,21 @@ int cli_figopts_parse(const char *cmd, int code, const char *arg, hs_figopts *fo
                                    fo->viz.vmin);
         return 0;
     case CLI_FO_ANNOTATE: fo->viz.annotate = 1; return 0;
+    case CLI_FO_LAYOUT: {
+        char *e = NULL;
+        unsigned long r = strtoul(arg, &e, 10), c = 0;
+        int ok = e != arg && (*e == 'x' || *e == 'X') && arg[0] >= '0' && arg[0] <= '9';
+        if (ok) {
+            const char *q = e + 1;
+            c = strtoul(q, &e, 10);
+            ok = e != q && *e == '\0' && q[0] >= '0' && q[0] <= '9';
+        }
+        if (!ok || r < 1 || c < 1 || r > 1024 || c > 1024)
+            return cli_usage_error(cmd, "--layout must be ROWSxCOLS (e.g. 4x2), not '%s'", arg);
+        fo->viz.layout_rows = r;
+        fo->viz.layout_cols = c;
+        return 0;
+    }
     case CLI_FO_FORMAT: return parse_formats(cmd, arg, fo);
     default: return -1;
     }

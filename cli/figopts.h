@@ -1,7 +1,7 @@
 /*
  * cli/figopts.h -- the figure options on the command line (--dpi, --width,
- * --font-size, --cmap, --range, --vmin, --vmax, --annotate, --format) into
- * the library's hs_figopts (output/output.h, which owns what each kind of
+ * --font-size, --cmap, --range, --vmin, --vmax, --annotate, --format,
+ * --layout) into the library's hs_figopts (output/output.h, which owns what each kind of
  * figure gets from them and the output folders), their --help text, and the
  * few output-folder calls the CLI prints around.
  *
@@ -31,6 +31,7 @@ enum {
     CLI_FO_FORMAT,
     CLI_FO_VMIN,
     CLI_FO_VMAX,
+    CLI_FO_LAYOUT,
 };
 
 #define CLI_FIGOPTS_LONGOPTS                                                     \
@@ -42,7 +43,8 @@ enum {
     {"annotate", no_argument, 0, CLI_FO_ANNOTATE},                               \
     {"format", required_argument, 0, CLI_FO_FORMAT},                             \
     {"vmin", required_argument, 0, CLI_FO_VMIN},                                 \
-    {"vmax", required_argument, 0, CLI_FO_VMAX}
+    {"vmax", required_argument, 0, CLI_FO_VMAX},                                 \
+    {"layout", required_argument, 0, CLI_FO_LAYOUT}
 
 extern const char CLI_FIGOPTS_HELP[];
 

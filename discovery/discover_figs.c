@@ -58,8 +58,15 @@ hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph 
     if (!images && !data) return HS_OK;
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
+    hs_error fe = {0};
     hs_status s = hs_graph_figure(g, scores, in_graph, title, &od->fo->viz, images ? &fig : NULL, data ? &j : NULL,
-                                  err);
+                                  &fe);
+    if (s == HS_ERR_INPUT && images) { /* the figure cannot be drawn: its JSON alone */
+        s = hs_outdir_unfit(od, stem, s, &fe, err);
+        if (s == HS_OK && data) s = hs_graph_figure(g, scores, in_graph, title, &od->fo->viz, NULL, &j, err);
+    } else if (s != HS_OK && err) {
+        *err = fe;
+    }
     if (s != HS_OK) return s;
     return put_figure(od, stem, fig, j, shows, err);
 }
@@ -78,8 +85,17 @@ hs_status hs_faith_figure_write(hs_outdir *od, const char *stem, const hs_faith_
             f[i * HS_FAITH_N + (size_t)k] = curves[i]->usable ? curves[i]->pt[k + 1].faithfulness : NAN;
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
+    hs_error fe = {0};
     hs_status s = hs_faithfulness_figure(pct, HS_FAITH_N, f, methods, n_methods, title, &od->fo->viz,
-                                         images ? &fig : NULL, data ? &j : NULL, err);
+                                         images ? &fig : NULL, data ? &j : NULL, &fe);
+    if (s == HS_ERR_INPUT && images) { /* the figure cannot be drawn: its JSON alone */
+        s = hs_outdir_unfit(od, stem, s, &fe, err);
+        if (s == HS_OK && data)
+            s = hs_faithfulness_figure(pct, HS_FAITH_N, f, methods, n_methods, title, &od->fo->viz,
+                                       NULL, &j, err);
+    } else if (s != HS_OK && err) {
+        *err = fe;
+    }
     free(f);
     if (s != HS_OK) return s;
     return put_figure(od, stem, fig, j, shows, err);

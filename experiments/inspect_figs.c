@@ -32,20 +32,6 @@ static void crop(float *out, const float *pat, size_t n, size_t T, int a, int b)
                    S * sizeof *out);
 }
 
-/* A figure that could not be drawn: with the auto width (no width asked
- * for) a figure the layout cannot hold (HS_ERR_INPUT) is written as JSON
- * only, with a note naming it (HS_OK); anything else is the run's error. */
-static hs_status figure_or_note(const insp_run *x, const char *stem, hs_status s,
-                                const hs_error *fe, hs_error *err)
-{
-    if (s == HS_ERR_INPUT && !(x->od->fo->viz.width_in > 0)) {
-        hs_note(x->notes, HS_NOTE_CMD, "note: %s: %s; writing its JSON only", stem, fe->msg);
-        return HS_OK;
-    }
-    if (s != HS_OK && err) *err = *fe;
-    return s;
-}
-
 /* The attention JSON of n panels of [T, T] with labels toks, packed for the
  * page (hs_viz_attention_json_packed) or nested for the file, with the
  * context, "first_position" when cropped (first >= 0) and extra's keys. */
@@ -87,9 +73,8 @@ typedef struct {
 
 /* One attention figure set of rows x cols patterns pat [n, T, T]: a grid or
  * a single pattern, and its JSON; cropped to x->a..x->b with the query row
- * framed. A figure over the caps, or one the auto width cannot hold, is
- * written as JSON only with a note; a width the user asked for that cannot
- * hold it is an error. */
+ * framed. A figure over the caps, or one the width cannot hold, is written
+ * as JSON only with a note naming its files (hs_outdir_unfit). */
 static hs_status write_attention(const insp_run *x, const att_fig *f, const float *pat,
                                  hs_error *err)
 {
@@ -126,7 +111,7 @@ static hs_status write_attention(const insp_run *x, const att_fig *f, const floa
             if (n == 1) s = hs_viz_attention_figure(&fig, pat, T, toks, f->title, &vo, &fe);
             else s = hs_viz_grid_figure_labeled(&fig, pat, f->rows, f->cols, T, toks, f->row_h,
                                                 f->col_h, f->title, &vo, &fe);
-            s = figure_or_note(x, f->stem, s, &fe, err);
+            s = hs_outdir_unfit(od, f->stem, s, &fe, err);
         }
     }
     const int first = cp ? x->a : -1;
@@ -215,7 +200,7 @@ static hs_status write_diff(const insp_run *x, const char *stem, const float *d,
         else
             hs_fail(&fe, HS_ERR_INPUT, "%zu tokens, over the figure cap of %d", S,
                     HS_VIZ_MAX_TOKENS);
-        s = figure_or_note(x, stem, fs, &fe, err);
+        s = hs_outdir_unfit(od, stem, fs, &fe, err);
     }
     if (s == HS_OK && hs_figopts_data(od->fo)) {
         s = hs_viz_signed_json_masked(&j, m, mask, S, S, toks, toks, title, "source (key)",
@@ -271,7 +256,7 @@ static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
         else
             hs_fail(&fe, HS_ERR_INPUT, "%zu heads x %zu sources, over the figure cap of %d", R, S,
                     HS_VIZ_MAX_TOKENS);
-        s = figure_or_note(x, "query_row", fs, &fe, err);
+        s = hs_outdir_unfit(od, "query_row", fs, &fe, err);
     }
     if (s == HS_OK && hs_figopts_data(od->fo)) {
         s = hs_viz_signed_json(&j, m, R, S, names, cols, t, "source (key)", "head", err);

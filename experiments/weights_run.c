@@ -103,16 +103,23 @@ static hs_status write_signed(const w_run *x, const char *stem, const float *mat
             hs_viz_options o = hs_figopts_for(fo, kind, lim);
             o.value_label = q;
             if (x->annotate_small && R * C <= 256) o.annotate = 1;
-            if (x->nonneg)
-                s = mask ? hs_viz_matrix_figure_masked(&fig, mat, mask, R, C, rl, cl, title, xlabel,
-                                                       ylabel, &o, err)
-                         : hs_viz_matrix_figure(&fig, mat, R, C, rl, cl, title, xlabel, ylabel, &o,
-                                                err);
-            else
-                s = mask ? hs_viz_signed_figure_masked(&fig, mat, mask, R, C, rl, cl, title,
-                                                       xlabel, ylabel, &o, err)
-                         : hs_viz_signed_figure(&fig, mat, R, C, rl, cl, title, xlabel, ylabel,
-                                                &o, err);
+            hs_error fe = {0};
+            /* the values written in the cells are ours, not asked: dropped
+               when they keep the figure from the width */
+            for (int k = 0; k < 2 && (k == 0 || (s == HS_ERR_INPUT && o.annotate && !fo->viz.annotate)); k++) {
+                o.annotate &= k == 0;
+                if (x->nonneg)
+                    s = mask ? hs_viz_matrix_figure_masked(&fig, mat, mask, R, C, rl, cl, title,
+                                                           xlabel, ylabel, &o, &fe)
+                             : hs_viz_matrix_figure(&fig, mat, R, C, rl, cl, title, xlabel, ylabel,
+                                                    &o, &fe);
+                else
+                    s = mask ? hs_viz_signed_figure_masked(&fig, mat, mask, R, C, rl, cl, title,
+                                                           xlabel, ylabel, &o, &fe)
+                             : hs_viz_signed_figure(&fig, mat, R, C, rl, cl, title, xlabel, ylabel,
+                                                    &o, &fe);
+            }
+            s = hs_outdir_unfit(x->od, stem, s, &fe, err);
         }
     }
     if (s == HS_OK && hs_figopts_data(fo)) {
@@ -504,9 +511,12 @@ static hs_status write_copying(const w_run *x, const hs_weights_report *r, hs_er
     for (int i = 0; i < NA && cv; i++) cv[i] = (float)r->copying[i];
     /* the score's whole range, so heads compare across figures and models */
     hs_viz_options bo = hs_figopts_for(fo, HS_FIG_BARS, 1.0);
-    if (s == HS_OK && hs_figopts_images(fo))
+    if (s == HS_OK && hs_figopts_images(fo)) {
+        hs_error fe = {0};
         s = hs_viz_bars_figure(&fig, cv, (size_t)NA, x->names, title, "copying score (-1..1)", &bo,
-                               err);
+                               &fe);
+        s = hs_outdir_unfit(x->od, "copying", s, &fe, err);
+    }
     if (s == HS_OK && hs_figopts_data(fo)) {
         s = hs_viz_bars_json(&j, cv, (size_t)NA, x->names, title, "copying score (-1..1)", err);
         cJSON *pf = s == HS_OK ? cJSON_CreateDoubleArray(r->copying_pos, NA) : NULL;

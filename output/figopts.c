@@ -1,7 +1,8 @@
 /*
  * output/figopts.c -- figure options (output.h): defaults, what each kind of
  * figure gets from them, its colour scale as JSON, the font opened once
- * (or on the pool while a model runs); and figure labels.
+ * (or on the pool while a model runs); a figure that cannot be drawn
+ * (hs_outdir_unfit); and figure labels.
  */
 #include "output/output.h"
 
@@ -114,6 +115,24 @@ hs_viz_options hs_figopts_for(const hs_figopts *fo, hs_fig_kind kind, double lim
         if (kind == HS_FIG_SIGNED && !fo->vmax_set) o.vmax = -o.vmin;
     }
     return o;
+}
+
+hs_status hs_outdir_unfit(hs_outdir *o, const char *stem, hs_status s, const hs_error *fe,
+                          hs_error *err)
+{
+    if (s == HS_OK) return HS_OK;
+    if (s != HS_ERR_INPUT) {
+        if (err && fe != err) *err = *fe;
+        return s;
+    }
+    const hs_figopts *fo = o->fo;
+    const char *ext[3] = {fo->png ? "png" : NULL, fo->svg ? "svg" : NULL, fo->pdf ? "pdf" : NULL};
+    hs_buf b = {0};
+    for (int k = 0; k < 3; k++)
+        if (ext[k]) hs_buf_printf(&b, "%s%s.%s", b.len ? ", " : "", stem, ext[k]);
+    hs_note(&o->notes, HS_NOTE_CMD, "note: %s not written: %s", b.s ? b.s : stem, fe->msg);
+    hs_buf_free(&b);
+    return HS_OK;
 }
 
 /* ------------------------------------------------------------------------ */

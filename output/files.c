@@ -321,12 +321,14 @@ hs_status hs_outdir_matrix(hs_outdir *o, hs_fig_kind kind, const char *stem, con
             hs_viz_options vo = hs_figopts_for(fo, kind, lim);
             vo.value_label = q;
             vo.note = note;
+            hs_error fe = {0};
             if (kind == HS_FIG_BARS)
-                s = hs_viz_bars_figure(&fig, m, R, rl, title, xl, &vo, err);
+                s = hs_viz_bars_figure(&fig, m, R, rl, title, xl, &vo, &fe);
             else if (kind == HS_FIG_NONNEG)
-                s = hs_viz_matrix_figure(&fig, m, R, C, rl, cl, title, xl, yl, &vo, err);
+                s = hs_viz_matrix_figure(&fig, m, R, C, rl, cl, title, xl, yl, &vo, &fe);
             else
-                s = hs_viz_signed_figure(&fig, m, R, C, rl, cl, title, xl, yl, &vo, err);
+                s = hs_viz_signed_figure(&fig, m, R, C, rl, cl, title, xl, yl, &vo, &fe);
+            s = hs_outdir_unfit(o, stem, s, &fe, err);
         }
     }
     if (s == HS_OK && hs_figopts_data(fo)) {

@@ -308,4 +308,18 @@ hs_status hs_view_run(const char *const *dirs, int n, const char *out_file, int 
 /* Frees r's page path; NULL and zeroed reports allowed. */
 void hs_view_report_free(hs_view_report *r);
 
+/* ------------------------------------------------------------------------ */
+/* A figure that cannot be drawn (output/figopts.c)                          */
+
+/* What a run does when a figure's layout (an hs_viz_*_figure call or
+ * hs_graph_figure) returned s with message fe: HS_ERR_INPUT (its labels do
+ * not fit the width at 6 pt even in a one-column layout, or it is over a
+ * figure cap) becomes one note naming the files not written ("note:
+ * L0H0_QK.png, L0H0_QK.pdf not written: <fe>"), and HS_OK, so that figure's
+ * JSON and the rest of the run are written; any other status is the run's
+ * error (fe copied into err). HS_OK passes through. stem: the figure's file
+ * name without extension. */
+hs_status hs_outdir_unfit(hs_outdir *o, const char *stem, hs_status s, const hs_error *fe,
+                          hs_error *err);
+
 #endif /* HS_OUTPUT_H */

@@ -226,10 +226,17 @@ row=$(grep '^L0 ' "$TMP/fmt.out")
 [ "$(echo "$row" | wc -w)" -eq 8 ] || fail "--position 6: L0 row should have 7 items: $row"
 echo "$row" | grep -q 'street:' || fail "--position 6: row should end at street: $row"
 # a width that cannot hold every label (and every value) at the font size asked:
-# one line naming the width that fits; then that width (a page) works
-run 1 narrow inspect --model "$M" --sentence "$TIRED" --out "$TMP/narrow" --format png,svg \
+# each such figure is skipped with one note naming its files and the width that
+# fits, and the rest of the run is written (one unfit figure cancelled it all);
+# then that width (a page) works
+run 0 narrow6 inspect --model "$M" --sentence "$TIRED" --out "$TMP/narrow6" --format png,svg \
     --dpi 72 --width 6 --font-size 10 --cmap greys --range auto --annotate --only L0H0
-one_line narrow "cannot show every label in 6.00 in at 10 pt: it needs [0-9.]* in; HINT: --width"
+grep -q "^headscope inspect: note: L0H0.png, L0H0.svg not written: attention pattern cannot show every label in 6.00 in at 10 pt: it needs [0-9.]* in; HINT: --width" \
+    "$TMP/narrow6.err" || fail "narrow: no note naming L0H0.png, L0H0.svg: $(cat "$TMP/narrow6.err")"
+grep -v '^headscope inspect: note: [A-Za-z0-9_]*\.png, [A-Za-z0-9_]*\.svg not written: ' "$TMP/narrow6.err" | grep -q . &&
+    fail "narrow: stderr holds more than the notes: $(cat "$TMP/narrow6.err")"
+check_folder "$TMP/narrow6" dla.png dla.svg predictions.json
+[ -e "$TMP/narrow6/L0H0.png" ] && fail "narrow: the figure that does not fit was written"
 run 0 paper inspect --model "$M" --sentence "$TIRED" --out "$TMP/paper" --format png,svg,pdf \
     --dpi 72 --width page --font-size 10 --cmap greys --range auto --annotate --only L0H0
 check_folder "$TMP/paper" L0H0.pdf dla.pdf  # one --only head: L0H0 is its picture

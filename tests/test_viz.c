@@ -237,7 +237,11 @@ static void grid_png_shares_one_scale_and_has_headers(void **state)
     p[5 * T18 * T18 + 4 * T18 + 2] = 0.5f;
     hs_viz_figure *f = NULL;
     hs_error err = {0};
-    assert_int_equal(hs_viz_grid_figure(&f, p, L, H, T18, TOKS, "attention", NULL, &err), HS_OK);
+    hs_viz_options o; /* the layers x heads arrangement asked: its headers */
+    hs_viz_options_default(&o);
+    o.layout_rows = L;
+    o.layout_cols = H;
+    assert_int_equal(hs_viz_grid_figure(&f, p, L, H, T18, TOKS, "attention", &o, &err), HS_OK);
     char *path = tmp_path("viz_grid.png");
     assert_int_equal(hs_viz_figure_write_png(f, path, NULL, &err), HS_OK);
     assert_pngcheck(path);

@@ -108,10 +108,22 @@ static void grids_up_to_12x16_label_outer_axes_without_overlap(void **state)
             char what[64];
             snprintf(what, sizeof what, "grid %zux%zu T=%zu", L, H, T);
             check_geometry(f, what);
-            /* headers for every row and column; every token on the outer axes */
-            assert_int_equal(count_role(f, VZ_T_HEADER), L + H);
-            assert_int_equal(count_role(f, VZ_T_YTICK), L * T);
-            assert_int_equal(count_role(f, VZ_T_XTICK), H * T);
+            /* headers for every row and column and every token on the outer
+               axes; or, rearranged to fit (R x C, fewer columns), each panel
+               named and the tokens left of each row and under each column */
+            size_t nh = count_role(f, VZ_T_HEADER), ny = count_role(f, VZ_T_YTICK),
+                   nx = count_role(f, VZ_T_XTICK);
+            if (nh == L + H) {
+                assert_int_equal(ny, L * T);
+                assert_int_equal(nx, H * T);
+            } else {
+                size_t R = ny / T, C = nx / T;
+                print_message("%s: laid out %zu x %zu\n", what, R, C);
+                assert_int_equal(nh, L * H);
+                assert_int_equal(ny % T, 0);
+                assert_int_equal(nx % T, 0);
+                assert_true(C < H && R * C >= L * H && (R - 1) * C < L * H);
+            }
             /* growth cap */
             assert_true(f->width <= (int)(HS_VIZ_GRID_MAX_IN * f->dpi) + 1);
             /* auto width: a page, wider only when the labels need it */
@@ -397,8 +409,12 @@ static void grown_figures_say_so(void **state)
                            "direct contribution to logit('horse') - logit('street')", &o, &err) != HS_OK)
         fail_msg("bars at 12 pt: %s", err.msg);
     check_geometry(f, "bars grown");
+    print_message("bars at 12 pt: %.2f in, axis title in %zu lines\n", hs_viz_figure_width_in(f),
+                  count_role(f, VZ_T_AXIS));
     assert_true(hs_viz_figure_grown_from_in(f) == HS_VIZ_COLUMN_IN);
-    assert_true(hs_viz_figure_width_in(f) > HS_VIZ_COLUMN_IN + 0.5);
+    assert_true(hs_viz_figure_width_in(f) > HS_VIZ_COLUMN_IN);
+    /* the axis title wraps to the axis rather than widening the figure */
+    assert_true(count_role(f, VZ_T_AXIS) >= 2);
     hs_viz_figure_destroy(f);
     o.font_pt = 9;
     o.font_min_pt = 6;

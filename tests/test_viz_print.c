@@ -34,8 +34,13 @@ static const char *HEADS[16] = {"L0H0", "L0H1", "L0H2", "L0H3", "L1H0", "L1H1",
                                 "L1H2", "L1H3", "embed", "pos_embed", "L0_mlp_out",
                                 "L1_mlp_out", "ln_final.b", "unembed.b_U", "L2H0", "L2H1"};
 
-typedef enum { K_ATTN = 0, K_GRID, K_SIGNED, K_MASKED, K_BARS, K_GRAPH, K_N } kind;
-static const char *KIND_NAME[K_N] = {"attention", "grid", "signed", "masked", "bars", "graph"};
+typedef enum { K_ATTN = 0, K_GRID, K_ONLY, K_SIGNED, K_MASKED, K_BARS, K_GRAPH, K_N } kind;
+static const char *KIND_NAME[K_N] = {"attention", "grid", "only", "signed", "masked", "bars", "graph"};
+
+/* 15 tokens (the chapter's sentence) for the grids: 2 x 4 of them needed
+   5.87 in at 6 pt when every panel was in the caller's 2 x 4 */
+static const char *TOK15[15] = {"the", "animal", "did", "not", "cross", "the", "street", "because",
+                                "it", "was", "too", "tired", ",", "so", "the"};
 
 /* The circuit graph: 2 x 4 in a column, 12 x 12 (GPT-2 small's shape) on a page. */
 static const char *const GRAPH_COL[] = {"input->a0.h1<k>", "a0.h1->a1.h2<k>", "input->a1.h2<q>",
@@ -96,9 +101,19 @@ static hs_status make(kind k, double width_in, hs_viz_figure **f, const char *co
         return hs_viz_attention_figure(f, buf, NT, TOK, "L1H0 \xc2\xb7 blocks.1.attn.hook_pattern",
                                        &o, err);
     case K_GRID:
-        causal_rows(buf, 8, NT);
-        return hs_viz_grid_figure(f, buf, 2, 4, NT, TOK, "attention patterns of every head", &o,
+        causal_rows(buf, 8, 15);
+        *labels = TOK15;
+        *n = 15;
+        return hs_viz_grid_figure(f, buf, 2, 4, 15, TOK15, "attention patterns of every head", &o,
                                   err);
+    case K_ONLY: { /* --only of 8 heads: the caller's 1 x 8 */
+        static const char *row[1] = {""};
+        causal_rows(buf, 8, 15);
+        *labels = TOK15;
+        *n = 15;
+        return hs_viz_grid_figure_labeled(f, buf, 1, 8, 15, TOK15, row, HEADS,
+                                          "attention patterns of 8 heads", &o, err);
+    }
     case K_SIGNED:
         for (size_t i = 0; i < 8 * NT; i++) buf[i] = (float)((int)(i * 37 % 23) - 11) * 0.013f;
         *labels = HEADS;
@@ -128,7 +143,9 @@ static hs_status make(kind k, double width_in, hs_viz_figure **f, const char *co
         *labels = HEADS;
         *n = 14;
         o.range = HS_VIZ_RANGE_AUTO;
-        return hs_viz_bars_figure(f, buf, 14, HEADS, "direct logit attribution", "logit", &o, err);
+        /* the DLA's axis title of --vs: 2.1 in wide at 6 pt, it wraps */
+        return hs_viz_bars_figure(f, buf, 14, HEADS, "direct logit attribution",
+                                  "direct contribution to logit('horse') - logit('street')", &o, err);
     }
 }
 
@@ -292,10 +309,16 @@ static void check_outputs(const hs_viz_figure *f, const char *stem, double width
     free(text);
 
     if (parity) {
-        /* the PDF (pdftoppm) and the SVG (rsvg-convert) show the PNG's picture */
+        /* the PDF (pdftoppm) and the SVG (rsvg-convert) show the PNG's
+           picture: the PNG of their layout (at VZ_VECTOR_DPI, whatever the
+           dpi), drawn by the PNG writer */
         char *a = tmp_path("parity_pdf"), *b = tmp_path("parity_pdf.png"), *c = tmp_path("parity_svg.png");
         char *a2 = tmp_path("parity_pdf_rgb.png"), *c2 = tmp_path("parity_svg_rgb.png");
-        double dpi = f->dpi;
+        const hs_viz_figure *pf = f->vec ? f->vec : f;
+        free(png);
+        png = tmp_path("parity_vec.png");
+        if (hs_viz_figure_write_png(pf, png, NULL, &err)) fail_msg("%s: %s", stem, err.msg);
+        double dpi = pf->dpi;
         snprintf(cmd, sizeof cmd, "pdftoppm -r %g -singlefile -png '%s' '%s'", dpi, pdf, a);
         if (run(cmd) != 0) fail_msg("%s failed", cmd);
         snprintf(cmd, sizeof cmd, "rsvg-convert -d %g -p %g -b white '%s' -o '%s'", dpi, dpi, svgp, c);
@@ -335,15 +358,28 @@ static void every_figure_at_column_and_page_width(void **state)
             hs_status s = make((kind)k, W[w], &f, &labels, &n, &err);
             char stem[64];
             snprintf(stem, sizeof stem, "print_%s_%s", KIND_NAME[k], w ? "page" : "column");
-            if (k == K_GRID && w == 0) {
-                /* 2 x 4 panels of 12 tokens cannot be labelled in a column at 6 pt */
-                assert_int_equal(s, HS_ERR_INPUT);
-                assert_null(f);
-                assert_non_null(strstr(err.msg, "cannot show every label in 3.25 in"));
-                assert_non_null(strstr(err.msg, "HINT: --width "));
-                continue;
-            }
             if (s != HS_OK) fail_msg("%s: %s", stem, err.msg);
+            if (k == K_GRID || k == K_ONLY) {
+                /* shared axes: the tokens left of each row of panels and
+                   under each column; 8 panels in 2 x 4 on a page, 4 x 2 in a
+                   column, each panel named when not in the caller's rows */
+                size_t R = count_role(f, VZ_T_YTICK) / 15, C = count_role(f, VZ_T_XTICK) / 15;
+                print_message("%s: %zu x %zu panels\n", stem, R, C);
+                assert_int_equal(R * C, 8);
+                assert_int_equal(C, w ? 4 : 2);
+                if (k == K_ONLY || w == 0) assert_int_equal(count_role(f, VZ_T_HEADER), 8);
+                char *svg = NULL;
+                size_t len;
+                assert_int_equal(hs_viz_figure_svg(f, &svg, &len, &err), HS_OK);
+                for (int h = 0; h < 8; h++) {
+                    char needle[32];
+                    snprintf(needle, sizeof needle, ">%s</text>", HEADS[h]);
+                    if ((k == K_ONLY || w == 0) && !strstr(svg, needle))
+                        fail_msg("%s.svg does not name panel %s", stem, HEADS[h]);
+                }
+                free(svg);
+            }
+            if (k == K_BARS) assert_true(count_role(f, VZ_T_AXIS) >= (size_t)(w ? 1 : 2));
             check_outputs(f, stem, W[w], labels, n, w == 0 || k == K_GRID || k == K_GRAPH);
             hs_viz_figure_destroy(f);
         }
@@ -356,14 +392,16 @@ static void refusal_names_the_width_and_the_font_size_that_fit(void **state)
     causal_rows(p, 8, NT);
     hs_viz_options o;
     hs_viz_options_default(&o);
-    o.width_in = 4.0;
+    o.width_in = 5.0;
     o.font_pt = 8.0;
     o.font_min_pt = 0; /* the user fixed the size: no smaller font */
+    o.layout_rows = 2; /* and the layers x heads arrangement */
+    o.layout_cols = 4;
     hs_viz_figure *f = NULL;
     hs_error err = {0};
     assert_int_equal(hs_viz_grid_figure(&f, p, 2, 4, NT, TOK, NULL, &o, &err), HS_ERR_INPUT);
     assert_null(f);
-    /* "attention grid cannot show every label in 4.00 in at 8 pt: it needs X in;
+    /* "attention grid cannot show every label in 5.00 in at 8 pt: it needs X in;
         HINT: --width X or --font-size Y" */
     const char *nd = strstr(err.msg, "it needs ");
     assert_non_null(nd);
@@ -372,20 +410,157 @@ static void refusal_names_the_width_and_the_font_size_that_fit(void **state)
     assert_non_null(fs);
     double font = strtod(fs + 12, NULL);
     assert_null(strchr(err.msg, '\n'));
-    /* both are true: the width named fits at 8 pt, the font named fits 4 in */
+    /* both are true: the width named fits at 8 pt, the font named fits 5 in */
     o.width_in = ceil(need * 100.0) / 100.0;
     if (hs_viz_grid_figure(&f, p, 2, 4, NT, TOK, NULL, &o, &err) != HS_OK) fail_msg("%s", err.msg);
     assert_int_equal(f->width, (int)lround(o.width_in * o.dpi));
     hs_viz_figure_destroy(f);
-    o.width_in = 4.0;
+    o.width_in = 5.0;
     o.font_pt = font;
     if (hs_viz_grid_figure(&f, p, 2, 4, NT, TOK, NULL, &o, &err) != HS_OK) fail_msg("%s", err.msg);
-    assert_int_equal(f->width, (int)lround(4.0 * o.dpi));
+    assert_int_equal(f->width, (int)lround(5.0 * o.dpi));
     assert_true(count_role(f, VZ_T_XTICK) == 4 * NT);
     hs_viz_figure_destroy(f);
     /* and half a point more does not fit */
     o.font_pt = font + 0.5;
     assert_int_equal(hs_viz_grid_figure(&f, p, 2, 4, NT, TOK, NULL, &o, &err), HS_ERR_INPUT);
+}
+
+/* The width asked, exactly, at every dpi: the PDF's media box and the SVG's
+ * size are the same at 100, 150 and 300 dpi (3.25 x 150 = 487.5 px made the
+ * figure 3.2533 in, and the PDF's height moved with the dpi); the PNG's pHYs
+ * states its width to the nearest pixel per metre. */
+static void width_is_exact_at_every_dpi(void **state)
+{
+    (void)state;
+    need_tool("pdfinfo");
+    static float p[NT * NT];
+    causal_rows(p, 1, NT);
+    static const double DPI[3] = {100, 150, 300};
+    char first_pdf[128] = "", first_svg[128] = "";
+    for (int k = 0; k < 3; k++) {
+        hs_viz_options o;
+        hs_viz_options_default(&o);
+        o.width_in = HS_VIZ_COLUMN_IN;
+        o.dpi = DPI[k];
+        hs_viz_figure *f = NULL;
+        hs_error err = {0};
+        if (hs_viz_attention_figure(&f, p, NT, TOK, "L1H1 attention", &o, &err) != HS_OK)
+            fail_msg("%g dpi: %s", DPI[k], err.msg);
+        char name[64];
+        snprintf(name, sizeof name, "exact_%g.pdf", DPI[k]);
+        char *pdf = tmp_path(name);
+        snprintf(name, sizeof name, "exact_%g.png", DPI[k]);
+        char *png = tmp_path(name);
+        if (hs_viz_figure_write_pdf(f, pdf, &err) || hs_viz_figure_write_png(f, png, NULL, &err))
+            fail_msg("%s", err.msg);
+        char cmd[512];
+        snprintf(cmd, sizeof cmd, "pdfinfo '%s' | grep 'Page size'", pdf);
+        char *ps = slurp(cmd);
+        char *svg = NULL;
+        size_t len;
+        assert_int_equal(hs_viz_figure_svg(f, &svg, &len, &err), HS_OK);
+        char head[128];
+        const char *wa = strstr(svg, "width=\"");
+        assert_non_null(wa);
+        snprintf(head, sizeof head, "%.40s", wa);
+        print_message("%g dpi: %s  svg %s\n", DPI[k], ps, head);
+        assert_non_null(strstr(ps, "234 x")); /* 3.25 in = 234 pt */
+        assert_non_null(strstr(head, "width=\"3.2500in\""));
+        if (k == 0) {
+            snprintf(first_pdf, sizeof first_pdf, "%s", ps);
+            snprintf(first_svg, sizeof first_svg, "%s", head);
+        } else {
+            assert_string_equal(ps, first_pdf);
+            assert_string_equal(head, first_svg);
+        }
+        image im;
+        read_png(png, &im);
+        double w_png = im.w / (im.ppm_x * 0.0254);
+        if (fabs(w_png - HS_VIZ_COLUMN_IN) > 0.5 / im.ppm_x / 0.0254 * 1.0001)
+            fail_msg("%g dpi: the PNG says %.5f in", DPI[k], w_png);
+        free(im.rgb);
+        free(ps);
+        free(svg);
+        free(pdf);
+        free(png);
+        hs_viz_figure_destroy(f);
+    }
+}
+
+/* A hint never names a font under the 6 pt floor (it named 5.5, 5 and 4). */
+static void hints_never_go_under_6_pt(void **state)
+{
+    (void)state;
+    static float p[8 * 15 * 15];
+    causal_rows(p, 8, 15);
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.font_pt = 8.0;
+    o.font_min_pt = 0;
+    o.layout_rows = 2;
+    o.layout_cols = 4;
+    int refused = 0, hinted = 0;
+    for (double w = 3.0; w <= 7.0; w += 0.25) {
+        hs_viz_figure *f = NULL;
+        hs_error err = {0};
+        o.width_in = w;
+        if (hs_viz_grid_figure(&f, p, 2, 4, 15, TOK15, NULL, &o, &err) == HS_OK) {
+            hs_viz_figure_destroy(f);
+            continue;
+        }
+        refused++;
+        const char *fs = strstr(err.msg, "--font-size ");
+        if (!fs) continue;
+        hinted++;
+        if (strtod(fs + 12, NULL) < HS_VIZ_FONT_FLOOR_PT) fail_msg("%.2f in: %s", w, err.msg);
+    }
+    print_message("2 x 4 at 8 pt, 3..7 in: %d refused, %d with a font hint\n", refused, hinted);
+    assert_true(refused > 0 && hinted > 0);
+}
+
+/* --layout: the arrangement asked is drawn (shared axes) or refused in one line. */
+static void layout_asked_is_drawn_or_refused(void **state)
+{
+    (void)state;
+    static float p[8 * 15 * 15];
+    causal_rows(p, 8, 15);
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.width_in = HS_VIZ_COLUMN_IN;
+    static const size_t RC[][2] = {{4, 2}, {3, 3}, {8, 1}};
+    for (int k = 0; k < 3; k++) {
+        hs_viz_figure *f = NULL;
+        hs_error err = {0};
+        o.layout_rows = RC[k][0];
+        o.layout_cols = RC[k][1];
+        o.width_in = RC[k][1] == 3 ? HS_VIZ_PAGE_IN : HS_VIZ_COLUMN_IN;
+        if (hs_viz_grid_figure(&f, p, 2, 4, 15, TOK15, "t", &o, &err) != HS_OK)
+            fail_msg("%zu x %zu: %s", RC[k][0], RC[k][1], err.msg);
+        char what[32];
+        snprintf(what, sizeof what, "layout %zux%zu", RC[k][0], RC[k][1]);
+        check_geometry(f, what);
+        assert_int_equal(f->width, (int)lround(o.width_in * o.dpi));
+        assert_int_equal(count_role(f, VZ_T_YTICK), RC[k][0] * 15);
+        /* 3 x 3: the panel over the empty slot carries its column's labels */
+        assert_int_equal(count_role(f, VZ_T_XTICK), RC[k][1] * 15);
+        assert_int_equal(count_role(f, VZ_T_HEADER), 8);
+        hs_viz_figure_destroy(f);
+    }
+    o.width_in = HS_VIZ_COLUMN_IN;
+    static const size_t BAD[][2] = {{2, 3}, {8, 2}, {1, 8}};
+    static const char *WHY[] = {"layout 2x3 does not hold 8 panels", "layout 8x2 does not hold 8 panels",
+                                "cannot show every label in 3.25 in at 6 pt"};
+    for (int k = 0; k < 3; k++) {
+        hs_viz_figure *f = NULL;
+        hs_error err = {0};
+        o.layout_rows = BAD[k][0];
+        o.layout_cols = BAD[k][1];
+        assert_int_equal(hs_viz_grid_figure(&f, p, 2, 4, 15, TOK15, "t", &o, &err), HS_ERR_INPUT);
+        assert_null(f);
+        if (!strstr(err.msg, WHY[k])) fail_msg("%zu x %zu: %s", BAD[k][0], BAD[k][1], err.msg);
+        assert_null(strchr(err.msg, '\n'));
+    }
 }
 
 /* The bar chart's axis: its tick labels' values, first and last. */
@@ -554,6 +729,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_figure_at_column_and_page_width),
         cmocka_unit_test(refusal_names_the_width_and_the_font_size_that_fit),
+        cmocka_unit_test(hints_never_go_under_6_pt),
+        cmocka_unit_test(width_is_exact_at_every_dpi),
+        cmocka_unit_test(layout_asked_is_drawn_or_refused),
         cmocka_unit_test(text_is_kerned_like_freetype),
         cmocka_unit_test(bar_axes_fit_the_data_or_the_fixed_range),
         cmocka_unit_test(pdf_heatmap_has_no_seams),

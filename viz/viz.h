@@ -28,11 +28,17 @@
  * shaped text runs in groups, in pixel units at the chosen dpi), then an edge
  * step writes it as PNG, PDF or SVG (or rasterises it into an RGB buffer).
  *
- * Width is a promise (hs_viz_options.width_in): the canvas is exactly that
- * wide (to a pixel) and shows every token label, header and annotation asked
- * for; labels are never thinned, dropped or shrunk below font_min_pt. When
- * they cannot fit, the call fails with one line naming the width that fits
- * (and the largest font size that fits the width asked). With width_in = 0 a
+ * Width is a promise (hs_viz_options.width_in): the PDF and SVG are exactly
+ * that wide, the PNG to a pixel (its pHYs states the width to the nearest
+ * pixel per metre), and the figure shows every token label, header and
+ * annotation asked for; labels are never thinned, dropped or shrunk below
+ * font_min_pt. The PDF and SVG are laid out at 600 dpi whatever the dpi, so
+ * their size does not move with it (the PNG is laid out at its dpi: the two
+ * agree to its pixel rounding). A grid without a layout asked takes the first
+ * of the caller's arrangement and those of fewer columns that fits the width.
+ * When the labels cannot fit, the call fails with one line naming the width
+ * that fits (and the largest font size, never under HS_VIZ_FONT_FLOOR_PT,
+ * that fits the width asked). With width_in = 0 a
  * single panel or bar chart is a column wide (HS_VIZ_COLUMN_IN) and a grid a
  * page (HS_VIZ_PAGE_IN), wider only when its labels need it (at font_pt;
  * hs_viz_figure_grown_from_in then says which default it outgrew), up to
@@ -45,8 +51,9 @@
  *   heads 1..HS_VIZ_MAX_HEADS, bars 1..HS_VIZ_MAX_BARS. Labels are UTF-8;
  *   labels longer than HS_VIZ_MAX_LABEL code points are shortened to
  *   HS_VIZ_MAX_LABEL - 1 code points plus "…" in figures (JSON keeps them
- *   whole). Grids label their outer axes (every token on the left column and
- *   under every panel of the bottom row; L<l> row and H<h> column headers).
+ *   whole). Grids label their outer axes (shared axes: every token left of
+ *   each row of panels and under the lowest panel of each column; L<l> row
+ *   and H<h> column headers, or each panel named over it when rearranged).
  *   A canvas is at most HS_VIZ_MAX_PX pixels on a side.
  *
  * Errors: every function returns hs_status (HS_OK = 0) and, on failure,
@@ -73,6 +80,7 @@
 #define HS_VIZ_MAX_PX 16384   /* pixels: canvas cap per side */
 #define HS_VIZ_COLUMN_IN 3.25 /* inches: one column of a two-column paper */
 #define HS_VIZ_PAGE_IN 6.75   /* inches: the text width of a page */
+#define HS_VIZ_FONT_FLOOR_PT 6.0 /* points: the smallest text a hint suggests */
 
 /* Colour maps. DEFAULT = viridis for [0,1]-style data (attention),
  * diverging blue-white-red for signed data. */
@@ -95,8 +103,8 @@ typedef enum {
  * change fields. Strings are borrowed for the duration of the call. */
 typedef struct {
     double dpi;            /* pixels per inch; recorded in the PNG (pHYs). Default 300; 36..1200 */
-    double width_in;       /* figure width, inches, a promise: the canvas is exactly this
-                              wide (to one pixel) with every label, or the call fails with
+    double width_in;       /* figure width, inches, a promise: the PDF and SVG are exactly this
+                              wide, the PNG to one pixel, with every label, or the call fails with
                               HS_ERR_INPUT naming the width that fits (and the largest font
                               size that fits this one). 0 = auto: HS_VIZ_COLUMN_IN for one
                               panel or a bar chart, HS_VIZ_PAGE_IN for a grid, wider only when
@@ -138,6 +146,12 @@ typedef struct {
                               model); NAN (default) = none */
     const char *mark_y_label; /* line plots: the text at mark_y's line (right end, above it);
                               NULL (default) = none */
+    size_t layout_rows, layout_cols; /* grids (hs_viz_grid_figure*): the panels in rows x cols
+                              slots filled row by row, each panel named over it (the
+                              caller's L x H keeps its row and column headers); rows x cols
+                              must hold the panels with no row empty. 0 x 0 (default) = the
+                              caller's L x H when it fits the width, else the first of
+                              fewer columns that does (8 heads at a column: 4 x 2) */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */
@@ -202,8 +216,14 @@ hs_status hs_viz_attention_figure(hs_viz_figure **out, const float *pattern, siz
 
 /* A layers x heads grid of attention patterns sharing one colour scale.
  * patterns: [L, H, T, T] = [layer, head, dest, src]. Row headers L0.., column
- * headers H0..; tokens label the outer axes only. Other arguments and errors
- * as hs_viz_attention_figure (L in 1..HS_VIZ_MAX_LAYERS, H in 1..HS_VIZ_MAX_HEADS). */
+ * headers H0..; tokens label the outer axes only. opt->layout_rows x
+ * layout_cols puts the L * H panels in that arrangement (row by row, each
+ * named over it); without one, the first of L x H and the arrangements of
+ * fewer columns (C columns, ceil(L * H / C) rows, fewer empty slots than rows)
+ * that fits the width is drawn, and with no width asked and none fitting the
+ * default, L x H grows. Other arguments and errors as hs_viz_attention_figure
+ * (L in 1..HS_VIZ_MAX_LAYERS, H in 1..HS_VIZ_MAX_HEADS; a layout that does not
+ * hold the panels with no row empty: HS_ERR_INPUT). */
 hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t L, size_t H,
                              size_t T, const char *const *tokens, const char *title,
                              const hs_viz_options *opt, hs_error *err);
@@ -338,7 +358,8 @@ void hs_viz_figure_destroy(hs_viz_figure *f);
  * dpi); 0 when it kept its default or a width was asked. The CLI says so. */
 double hs_viz_figure_grown_from_in(const hs_viz_figure *f);
 
-/* The figure's width in inches (canvas px / dpi). */
+/* The figure's width in inches: the width asked (what the PDF and SVG are),
+ * else canvas px / dpi. */
 double hs_viz_figure_width_in(const hs_viz_figure *f);
 
 /* ------------------------------------------------------------------------ */

@@ -2,7 +2,8 @@
  * viz/viz_bars.c -- the horizontal bar chart: one labelled bar a value from a
  * zero line (diverging blue for < 0, red for >= 0), each value written at
  * its bar's end in one number format, and an x axis with nice ticks that
- * ends on ticks (a fixed range widens it, never clips it).
+ * ends on ticks (a fixed range widens it, never clips it) and its title
+ * under it, wrapped at spaces to the axis's length.
  */
 #include <math.h>
 #include <stdio.h>
@@ -146,7 +147,8 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
     }
     int row = vz_imax((int)ceil(lh * 1.3), vz_label_pitch(&c, bl, N)), bar = (int)lround(row * 0.7);
     int title_w, title_h = vz_title_block(&c, title, &title_w);
-    int xlab_w = xlabel && xlabel[0] ? vz_text_len(&c, xlabel, c.fpx) : 0;
+    /* the axis title wraps at spaces to the axis: its widest word sets the least */
+    int xlab_w = xlabel && xlabel[0] ? vz_widest_word(&c, xlabel, c.fpx) : 0;
     /* value labels sit right of bars >= 0 (zero included) and left of bars < 0 */
     int any_neg = lo < 0, any_nonneg = 0;
     for (size_t i = 0; i < N; i++) any_nonneg |= values[i] >= 0;
@@ -189,10 +191,9 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
     int right = ax.ax0 + ax.PW + padR, bottom = 0;
     if (!s) s = add_bar_axis(&c, &ax, top, PH, &right, &bottom);
     if (!s && xlab_w) {
-        s = vz_add_text(&c, xlabel, c.fpx, 0, ax.ax0 + ax.PW / 2 - xlab_w / 2, bottom + pad,
-                        VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
-        bottom += pad + lh;
-        right = vz_imax(right, ax.ax0 + ax.PW / 2 - xlab_w / 2 + xlab_w);
+        int cx = ax.ax0 + ax.PW / 2, ww;
+        bottom += pad + vz_add_wrapped(&c, xlabel, ax.PW, cx, bottom + pad, 1, &ww, &s);
+        right = vz_imax(right, cx - ww / 2 + ww);
     }
     if (!s) s = vz_finish_titled(&c, title, title_w, title_h, right, bottom, out, err);
 done:

@@ -53,6 +53,7 @@ hs_status vz_finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err)
     }
     c->f->width = W;
     c->f->height = H;
+    c->f->width_in = c->o.width_in > 0 ? c->o.width_in : W / c->o.dpi;
     *out = c->f;
     c->f = NULL;
     return HS_OK;
@@ -86,6 +87,24 @@ static hs_status try_font(hs_viz_figure **out, vz_build build, const void *args,
         fit->extra += fit->W - target;
     }
     return HS_ERR_INPUT;
+}
+
+/* The PDF's and SVG's layout of f (laid out with o: its font size and
+ * width) at VZ_VECTOR_DPI, so their size is the same at every --dpi: kept as
+ * f->vec. Where that layout does not fit the width (a pixel's rounding), the
+ * vector outputs draw f's own, scaled to its width. */
+static void vector_layout(hs_viz_figure *f, vz_build build, const void *args, const hs_viz_options *o)
+{
+    if (o->dpi == VZ_VECTOR_DPI) return;
+    hs_viz_options v = *o;
+    v.dpi = VZ_VECTOR_DPI;
+    v.font_min_pt = 0;
+    v.width_in = f->width_in;
+    vz_fit fit;
+    hs_error e = {0};
+    hs_viz_figure *vf = NULL;
+    if (try_font(&vf, build, args, &v, &fit, &e) == HS_OK && vf->width_in == f->width_in) f->vec = vf;
+    else hs_viz_figure_destroy(vf);
 }
 
 hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
@@ -147,9 +166,10 @@ hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
                         "%.2f in; HINT: --width %.2f", what, need_in, fmax, auto_in, need_in);
         goto done;
     }
-    /* the largest font size that fits the width asked, for the hint */
+    /* the largest font size that fits the width asked, for the hint: never
+       under the floor a paper can print */
     double fits = 0;
-    for (double f = fmin - 0.5; f >= 4.0 - 1e-9 && fits == 0; f -= 0.5) {
+    for (double f = fmin - 0.5; f >= HS_VIZ_FONT_FLOOR_PT - 1e-9 && fits == 0; f -= 0.5) {
         o.font_pt = f;
         hs_error e2 = {0};
         hs_viz_figure *probe = NULL;
@@ -163,6 +183,7 @@ hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
                 "%s cannot show every label in %.2f in at %g pt: it needs %.2f in; "
                 "HINT: --width %.2f%s", what, opt->width_in, fmin, need_in, need_in, hint);
 done:
+    if (s == HS_OK) vector_layout(*out, build, args, &o);
     free(font);
     return s;
 }

@@ -1,8 +1,12 @@
 /*
  * viz/viz_grid.c -- the layers x heads grid: one attention heatmap panel per
- * head (viz_heatmap.c's panels), row and column headers (L0, H3, or the
- * caller's), token labels down the left column and under the bottom row,
+ * head (viz_heatmap.c's panels) in the caller's L x H arrangement (row and
+ * column headers: L0, H3, or the caller's) or in any rows x cols one (each
+ * panel named over it, e.g. L1H0, filled row by row), shared axes (token
+ * labels down the left column and under the lowest panel of each column),
  * and a horizontal colour bar with the masked-cell legend under the grid.
+ * Without a layout asked, the first of the caller's arrangement and the
+ * ones with fewer columns (grid_layouts) that fits the width is drawn.
  */
 #include <math.h>
 #include <stdio.h>
@@ -30,7 +34,12 @@ typedef struct {
     size_t L, H, T;
     const char *const *tokens, *const *row_headers, *const *col_headers;
     const char *title;
+    size_t R, C; /* the panels' arrangement: R x C slots, panel k at (k / C, k % C) */
 } vz_grid_args;
+
+/* Whether the panels stand in the caller's L x H arrangement (row and
+ * column headers) rather than rearranged (each panel named over it). */
+static int natural(const vz_grid_args *a) { return a->R == a->L && a->C == a->H; }
 
 /* The grid's plan: the token labels as shown and the panels' geometry. */
 typedef struct {
@@ -39,51 +48,81 @@ typedef struct {
     int rh_w;         /* the widest row header, px */
     int left, top;    /* the first panel's top-left, px */
     int cell, P, gap; /* a cell's side, a panel's, the gap between panels */
+    int vgap;         /* the gap between rows of panels (a panel's name over each, rearranged) */
     int gridW, gridH; /* the panels' extent */
 } grid_plan;
 
-/* Column headers over the top row, row headers and token labels left of
- * each row, token labels (rotated) under every panel of the bottom row;
- * *bottom gets their lowest end. */
-static hs_status add_grid_labels(vz_ctx *c, const vz_grid_args *a, const grid_plan *g, int *bottom)
+/* Top-left of panel k's slot, px. */
+static int panel_x(const vz_grid_args *a, const grid_plan *g, size_t k)
 {
-    const int m = c->margin, pad = c->pad, lh = c->lh, lw = c->lw;
-    const int left = g->left, top = g->top, P = g->P, gap = g->gap, cell = g->cell;
-    const size_t L = a->L, H = a->H, T = a->T;
-    char hb[32];
-    hs_status s = vz_begin_group(c, "labels");
-    /* column headers */
-    for (size_t h = 0; h < H && !s; h++) {
+    return g->left + (int)(k % a->C) * (g->P + g->gap);
+}
+static int panel_y(const vz_grid_args *a, const grid_plan *g, size_t k)
+{
+    return g->top + (int)(k / a->C) * (g->P + g->vgap);
+}
+
+/* Headers: in the caller's arrangement column headers over the top row and
+ * row headers left of each row; rearranged, each panel's name over it. */
+static hs_status add_grid_headers(vz_ctx *c, const vz_grid_args *a, const grid_plan *g)
+{
+    const int m = c->margin, pad = c->pad, lh = c->lh, lw = c->lw, P = g->P;
+    char hb[32], id[64];
+    hs_status s = HS_OK;
+    if (!natural(a)) {
+        for (size_t k = 0; k < a->L * a->H && !s; k++) {
+            const char *nm = panel_id(id, sizeof id, a->row_headers, a->col_headers, k / a->H, k % a->H);
+            int w = vz_text_len(c, nm, c->fpx);
+            s = vz_add_text(c, nm, c->fpx, 0, panel_x(a, g, k) + P / 2 - w / 2,
+                            panel_y(a, g, k) - lw - pad / 2 - lh, VZ_A_MIDDLE, VZ_T_HEADER, VZ_BLACK);
+        }
+        return s;
+    }
+    for (size_t h = 0; h < a->H && !s; h++) {
         snprintf(hb, sizeof hb, "H%zu", h);
         const char *ht = a->col_headers ? a->col_headers[h] : hb;
         if (!ht[0]) continue;
         int w = vz_text_len(c, ht, c->fpx);
-        s = vz_add_text(c, ht, c->fpx, 0, left + (int)h * (P + gap) + P / 2 - w / 2,
-                        top - lw - pad / 2 - lh, VZ_A_MIDDLE, VZ_T_HEADER, VZ_BLACK);
+        s = vz_add_text(c, ht, c->fpx, 0, panel_x(a, g, h) + P / 2 - w / 2,
+                        g->top - lw - pad / 2 - lh, VZ_A_MIDDLE, VZ_T_HEADER, VZ_BLACK);
     }
-    /* row headers and y tick labels (left column) */
-    for (size_t l = 0; l < L && !s; l++) {
-        int py = top + (int)l * (P + gap);
+    for (size_t l = 0; l < a->L && !s; l++) {
         snprintf(hb, sizeof hb, "L%zu", l);
         const char *rt = a->row_headers ? a->row_headers[l] : hb;
         int w = vz_text_len(c, rt, c->fpx);
         if (rt[0])
-            s = vz_add_text(c, rt, c->fpx, 0, m + lh + pad + g->rh_w - w, py + P / 2 - lh / 2,
-                            VZ_A_END, VZ_T_HEADER, VZ_BLACK);
+            s = vz_add_text(c, rt, c->fpx, 0, m + lh + pad + g->rh_w - w,
+                            panel_y(a, g, l * a->H) + P / 2 - lh / 2, VZ_A_END, VZ_T_HEADER,
+                            VZ_BLACK);
+    }
+    return s;
+}
+
+/* Shared axes: token labels left of the first panel of each row and
+ * (rotated) under the lowest panel of each column; *bottom gets their
+ * lowest end. */
+static hs_status add_grid_labels(vz_ctx *c, const vz_grid_args *a, const grid_plan *g, int *bottom)
+{
+    const int pad = c->pad, lh = c->lh, lw = c->lw, cell = g->cell;
+    const size_t n = a->L * a->H, T = a->T;
+    hs_status s = vz_begin_group(c, "labels");
+    if (!s) s = add_grid_headers(c, a, g);
+    *bottom = 0;
+    for (size_t k = 0; k < n && !s; k += a->C)
         for (size_t i = 0; i < T && !s; i++) {
             int tw = vz_text_len(c, g->tl[i], c->fpx);
-            s = vz_add_text(c, g->tl[i], c->fpx, 0, left - lw - pad - tw,
-                            py + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, VZ_BLACK);
+            s = vz_add_text(c, g->tl[i], c->fpx, 0, g->left - lw - pad - tw,
+                            panel_y(a, g, k) + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK,
+                            VZ_BLACK);
         }
-    }
-    /* x tick labels under every panel of the bottom row */
-    int ybelow = top + g->gridH + lw + pad;
-    for (size_t h = 0; h < H && !s; h++)
+    for (size_t k = 0; k < n && !s; k++) {
+        if (k + a->C < n) continue; /* a panel below holds this column's labels */
+        int ybelow = panel_y(a, g, k) + g->P + lw + pad;
         for (size_t j = 0; j < T && !s; j++)
-            s = vz_add_text(c, g->tl[j], c->fpx, 90,
-                            left + (int)h * (P + gap) + (int)j * cell + (cell - lh) / 2, ybelow,
-                            VZ_A_END, VZ_T_XTICK, VZ_BLACK);
-    *bottom = ybelow + g->tmax;
+            s = vz_add_text(c, g->tl[j], c->fpx, 90, panel_x(a, g, k) + (int)j * cell + (cell - lh) / 2,
+                            ybelow, VZ_A_END, VZ_T_XTICK, VZ_BLACK);
+        *bottom = vz_imax(*bottom, ybelow + g->tmax);
+    }
     return s;
 }
 
@@ -144,7 +183,7 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
     const char *ylab = "destination (query)", *xlab = "source (key)";
     int ylab_w = vz_text_len(&c, ylab, c.fpx), xlab_w = vz_text_len(&c, xlab, c.fpx);
     char hb[32];
-    for (size_t l = 0; l < L; l++) {
+    for (size_t l = 0; l < L && natural(a); l++) {
         snprintf(hb, sizeof hb, "L%zu", l);
         g.rh_w = vz_imax(g.rh_w, vz_text_len(&c, row_headers ? row_headers[l] : hb, c.fpx));
     }
@@ -153,12 +192,14 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
     int hgap = g.rh_w ? vz_imax(2 * pad, lh) : 0;
     g.left = m + lh + pad + g.rh_w + hgap + g.tmax + pad + lw;
     g.top = m + title_h + lh + pad;
+    g.vgap = natural(a) ? g.gap : g.gap + lh + pad;
+    const int R = (int)a->R, C = (int)a->C;
     int target = (int)lround(c.o.width_in * dpi) - fit->extra;
     int cell_min = pitch;
     int annot = c.o.annotate;
     if (annot) cell_min = vz_imax(cell_min, vz_annot_width(&c, patterns, L * H * T * T, "%.2f") + pad);
-    int availW = target - g.left - lw - m - (int)(H - 1) * g.gap;
-    g.cell = availW / (int)(H * T);
+    int availW = target - g.left - lw - m - (C - 1) * g.gap;
+    g.cell = availW / (C * (int)T);
     /* panels no taller than 2 in: a grid of a few tokens stays a grid */
     g.cell = vz_imin(g.cell, vz_imax(cell_min, (int)(2.0 * dpi / (double)T)));
     if (g.cell < cell_min) {
@@ -167,15 +208,13 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
     }
     if (title_w + 2 * m > (int)lround(c.o.width_in * dpi)) fit->cramped = 1; /* the canvas, not the retry plan */
     g.P = (int)T * g.cell;
-    g.gridW = (int)H * g.P + (int)(H - 1) * g.gap, g.gridH = (int)L * g.P + (int)(L - 1) * g.gap;
+    g.gridW = C * g.P + (C - 1) * g.gap, g.gridH = R * g.P + (R - 1) * g.vgap;
     char gidb[64];
-    for (size_t l = 0; l < L && !s; l++)
-        for (size_t h = 0; h < H && !s; h++)
-            s = vz_add_heatmap(&c, patterns + (l * H + h) * T * T, NULL, T, T,
-                               g.left + (int)h * (g.P + g.gap), g.top + (int)l * (g.P + g.gap),
-                               g.cell, &sc, c.o.causal_mask, (int)(l * H + h),
-                               annot ? "%.2f" : NULL,
-                               panel_id(gidb, sizeof gidb, row_headers, col_headers, l, h));
+    for (size_t k = 0; k < L * H && !s; k++)
+        s = vz_add_heatmap(&c, patterns + k * T * T, NULL, T, T, panel_x(a, &g, k),
+                           panel_y(a, &g, k), g.cell, &sc, c.o.causal_mask, (int)k,
+                           annot ? "%.2f" : NULL,
+                           panel_id(gidb, sizeof gidb, row_headers, col_headers, k / H, k % H));
     int bottom = 0;
     if (!s) s = add_grid_labels(&c, a, &g, &bottom);
     if (!s) s = vz_begin_group(&c, "axes");
@@ -193,6 +232,39 @@ done:
     vz_free_labels(g.tl, T);
     hs_viz_figure_destroy(c.f);
     if (s == HS_ERR_NOMEM) hs_fail(err, s, "out of memory laying out a figure");
+    return s;
+}
+
+/* No layout asked: the caller's L x H arrangement when it fits the width
+ * (asked, or the default one), else the first with fewer columns that does
+ * (C columns, ceil(n / C) rows, fewer empty slots than rows: 8 panels go 2 x 4,
+ * 3 x 3, 4 x 2, 8 x 1). When none fits, a width asked is refused with the
+ * one-column layout's message (the narrowest), and the auto width grows the
+ * caller's arrangement (vz_fit_width). */
+static hs_status grid_auto(hs_viz_figure **out, vz_grid_args *a, const hs_viz_options *opt,
+                           double auto_in, hs_error *err)
+{
+    hs_viz_options o;
+    if (opt) o = *opt;
+    else hs_viz_options_default(&o);
+    const int asked = o.width_in > 0;
+    if (!asked) o.width_in = auto_in;
+    const size_t n = a->L * a->H;
+    hs_error e = {0};
+    hs_status s = HS_ERR_INPUT;
+    for (size_t C = a->H + 1; C-- > 1;) {
+        size_t R = (n + C - 1) / C;
+        if (C == a->H) R = a->L;
+        else if (C > n || R * C - n >= R) continue;
+        a->R = R, a->C = C;
+        s = vz_fit_width(out, build_grid, a, &o, auto_in, "attention grid", &e);
+        if (s != HS_ERR_INPUT) break;
+    }
+    if (s == HS_ERR_INPUT && !asked) {
+        a->R = a->L, a->C = a->H;
+        return vz_fit_width(out, build_grid, a, opt, auto_in, "attention grid", err);
+    }
+    if (s != HS_OK && err) *err = e;
     return s;
 }
 
@@ -221,7 +293,15 @@ hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns,
     if (!s && row_headers) s = vz_check_labels(row_headers, L, "row headers", err);
     if (!s && col_headers) s = vz_check_labels(col_headers, H, "column headers", err);
     if (s) return s;
-    vz_grid_args a = {patterns, L, H, T, tokens, row_headers, col_headers, title};
-    return vz_fit_width(out, build_grid, &a, opt, L * H > 1 ? HS_VIZ_PAGE_IN : HS_VIZ_COLUMN_IN,
-                        "attention grid", err);
+    vz_grid_args a = {patterns, L, H, T, tokens, row_headers, col_headers, title, L, H};
+    const double auto_in = L * H > 1 ? HS_VIZ_PAGE_IN : HS_VIZ_COLUMN_IN;
+    if (opt && (opt->layout_rows || opt->layout_cols)) {
+        size_t R = opt->layout_rows, C = opt->layout_cols, n = L * H;
+        if (R < 1 || C < 1 || R > n || C > n || R * C < n || (R - 1) * C >= n)
+            return hs_fail(err, HS_ERR_INPUT, "layout %zux%zu does not hold %zu panels "
+                           "(rows x cols >= %zu, no row left empty)", R, C, n, n);
+        a.R = R, a.C = C;
+        return vz_fit_width(out, build_grid, &a, opt, auto_in, "attention grid", err);
+    }
+    return grid_auto(out, &a, opt, auto_in, err);
 }

@@ -118,7 +118,21 @@ struct hs_viz_figure {
     double grown_from_in; /* the default width it outgrew (hs_viz_figure_grown_from_in), or 0 */
     char *font_file;   /* resolved font path (owned) */
     vz_font *font;
+    double width_in;   /* its physical width, inches: the width asked, else width / dpi */
+    struct hs_viz_figure *vec; /* the same figure laid out at VZ_VECTOR_DPI for the PDF and
+                                  SVG (owned), or NULL: this one, scaled to width_in */
 };
+
+/* The resolution the PDF and SVG are laid out at, whatever the PNG's dpi, so
+ * a vector figure's size does not move with --dpi (vz_fit_width). */
+#define VZ_VECTOR_DPI 600.0
+
+/* Pixels per inch of f's outputs: its width over its physical width (the
+ * PNG's pHYs to the nearest pixel per metre; the PDF and SVG exactly). */
+static inline double vz_figure_ppi(const hs_viz_figure *f)
+{
+    return f->width_in > 0 ? f->width / f->width_in : f->dpi;
+}
 
 /* ---- colour (viz_color.c) ---- */
 extern const unsigned char vz_viridis[256][3];
@@ -257,6 +271,14 @@ int vz_label_pitch(vz_ctx *c, char *const *shown, size_t n);
 /* Height of the title block (title, note) and its width; the block itself over a canvas W wide. */
 int vz_title_block(vz_ctx *c, const char *title, int *w);
 hs_status vz_add_title(vz_ctx *c, const char *title, int W);
+/* The widest word of s (split at spaces) at px, px: the narrowest s can wrap to. */
+int vz_widest_word(vz_ctx *c, const char *s, double px);
+/* s (an axis title) at the label size, broken at spaces into lines no wider
+ * than maxw px (a longer word stays whole), each centred on cx, the first
+ * line's top at y; add = 0 only measures. Returns the lines' height, px;
+ * *widest gets the widest line, *st HS_ERR_NOMEM or HS_OK. */
+int vz_add_wrapped(vz_ctx *c, const char *s, int maxw, int cx, int y, int add, int *widest,
+                   hs_status *st);
 
 /* Ticks at the multiples of step in [lo, hi]; about target nice ticks over
  * [lo, hi]; one tick's text; an exponent shortened ("1.5e-06" -> "1.5e-6"). */

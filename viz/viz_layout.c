@@ -375,11 +375,12 @@ static int wrap_lines(vz_ctx *c, const char *s, double px, int maxw,
 }
 
 typedef struct {
-    int W, y, widest;
+    int W, y, widest; /* W: the canvas the lines centre on, px (0 = measure only) */
     double px;
     vz_role role;
     const unsigned char *rgb;
     int line_h;
+    int cx; /* >= 0: the lines centre on x = cx instead */
 } vz_title_pen;
 
 static hs_status title_line(vz_ctx *c, void *arg, const char *line, int w)
@@ -387,7 +388,8 @@ static hs_status title_line(vz_ctx *c, void *arg, const char *line, int w)
     vz_title_pen *t = arg;
     hs_status s = HS_OK;
     if (t->W > 0)
-        s = vz_add_text(c, line, t->px, 0, (t->W - w) / 2, t->y, VZ_A_MIDDLE, t->role, t->rgb);
+        s = vz_add_text(c, line, t->px, 0, t->cx >= 0 ? t->cx - w / 2 : (t->W - w) / 2, t->y,
+                        VZ_A_MIDDLE, t->role, t->rgb);
     t->y += t->line_h;
     t->widest = vz_imax(t->widest, w);
     return s;
@@ -401,7 +403,7 @@ static const unsigned char NOTE_RGB[3] = {0xb0, 0x10, 0x10};
 static int title_lines(vz_ctx *c, const char *title, int W, int *w, hs_status *st)
 {
     int maxw = (int)lround(c->o.width_in * c->o.dpi) - 2 * c->margin;
-    vz_title_pen t = {W, c->margin, 0, c->tpx, VZ_T_TITLE, VZ_BLACK, c->tlh};
+    vz_title_pen t = {W, c->margin, 0, c->tpx, VZ_T_TITLE, VZ_BLACK, c->tlh, -1};
     *st = HS_OK;
     if (title && title[0] && wrap_lines(c, title, c->tpx, maxw, title_line, &t) < 0)
         *st = HS_ERR_NOMEM;
@@ -436,6 +438,31 @@ int vz_title_block(vz_ctx *c, const char *title, int *w)
     return title_lines(c, title, 0, w, &st);
 }
 
+int vz_widest_word(vz_ctx *c, const char *s, double px)
+{
+    int w = 0;
+    char word[256];
+    for (const char *p = s; *p;) {
+        while (*p == ' ') p++;
+        const char *e = p;
+        while (*e && *e != ' ') e++;
+        if (e == p) break;
+        snprintf(word, sizeof word, "%.*s", (int)(e - p), p);
+        w = vz_imax(w, vz_text_len(c, word, px));
+        p = e;
+    }
+    return w;
+}
+
+int vz_add_wrapped(vz_ctx *c, const char *s, int maxw, int cx, int y, int add, int *widest,
+                   hs_status *st)
+{
+    vz_title_pen t = {add, y, 0, c->fpx, VZ_T_AXIS, VZ_BLACK, c->lh, cx};
+    *st = wrap_lines(c, s, c->fpx, maxw, title_line, &t) < 0 ? HS_ERR_NOMEM : HS_OK;
+    *widest = t.widest;
+    return t.y - y;
+}
+
 /* ------------------------------------------------------------------------ */
 /* A figure's lifetime                                                      */
 
@@ -459,9 +486,10 @@ void hs_viz_figure_destroy(hs_viz_figure *f)
     free(f->curves);
     free(f->font_file);
     vz_font_close(f->font);
+    hs_viz_figure_destroy(f->vec);
     free(f);
 }
 
 double hs_viz_figure_grown_from_in(const hs_viz_figure *f) { return f ? f->grown_from_in : 0; }
-double hs_viz_figure_width_in(const hs_viz_figure *f) { return f && f->dpi > 0 ? f->width / f->dpi : 0; }
+double hs_viz_figure_width_in(const hs_viz_figure *f) { return f ? f->width_in : 0; }
 

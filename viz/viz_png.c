@@ -471,8 +471,8 @@ hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_p
     s = vz_render_image(f, &sf, err);
     if (s != HS_OK) return s;
     s = write_rows(path, cairo_image_surface_get_data(sf),
-                   (size_t)cairo_image_surface_get_stride(sf), 1, f->width, f->height, f->dpi, NULL,
-                   pool, err);
+                   (size_t)cairo_image_surface_get_stride(sf), 1, f->width, f->height,
+                   vz_figure_ppi(f), NULL, pool, err);
     cairo_surface_destroy(sf);
     return s;
 }

@@ -384,7 +384,8 @@ hs_status hs_viz_figure_write_pdf(const hs_viz_figure *f, const char *path, hs_e
     hs_atomic_file af;
     s = hs_atomic_open(&af, path, err);
     if (s != HS_OK) return s;
-    double k = 72.0 / f->dpi; /* points per pixel */
+    if (f->vec) f = f->vec; /* laid out at VZ_VECTOR_DPI: the same size at every dpi */
+    double k = 72.0 / vz_figure_ppi(f); /* points per pixel: exactly the width asked */
     errno = 0;
     cairo_surface_t *sf =
         cairo_pdf_surface_create_for_stream(write_fp, af.fp, f->width * k, f->height * k);

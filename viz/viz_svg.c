@@ -199,13 +199,15 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
 {
     *svg = NULL;
     if (f == NULL) return hs_fail(err, HS_ERR_INPUT, "figure is NULL");
+    if (f->vec) f = f->vec; /* laid out at VZ_VECTOR_DPI: the same size at every dpi */
     hs_buf b = {0};
+    /* exactly the width asked; the height in the same scale */
     hs_buf_printf(&b,
                   "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                   "<svg xmlns=\"http://www.w3.org/2000/svg\" "
                   "xmlns:xlink=\"http://www.w3.org/1999/xlink\" version=\"1.1\" "
                   "width=\"%.4fin\" height=\"%.4fin\" viewBox=\"0 0 %d %d\">\n",
-                  f->width / f->dpi, f->height / f->dpi, f->width, f->height);
+                  f->width / vz_figure_ppi(f), f->height / vz_figure_ppi(f), f->width, f->height);
     hs_buf_puts(&b, "<title>");
     hs_viz_xml_escape(&b, f->title ? f->title : "headscope figure");
     hs_buf_puts(&b, "</title>\n<desc>");
