@@ -561,7 +561,7 @@ static hs_status write_query_row_pair(const insp_run *x, const char *const *pl,
         hs_status fs = hs_viz_rows_pair_figure(&fig, rows, (size_t)2 * n, rl.at, diff, (size_t)n,
                                                dl.at, C, cols, t, "source (key)", lim,
                                                dd->minus, &vo, &fe);
-        s = figure_or_note(x, "query_row_pair", fs, &fe, err);
+        s = hs_outdir_unfit(od, "query_row_pair", fs, &fe, err);
     }
     if (s == HS_OK && hs_figopts_data(od->fo)) {
         s = hs_viz_signed_json(&j, rows, (size_t)2 * n, C, rl.at, cols, t, "source (key)", "row",

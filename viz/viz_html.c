@@ -621,7 +621,7 @@ static int put_hash_source(hs_buf *b, const char *hex)
         HS_ASSERT(got == 1); /* cmake/embed.cmake wrote 64 hex digits */
         d[i] = (unsigned char)v;
     }
-    char *b64 = base64(d, sizeof d);
+    char *b64 = vz_base64(d, sizeof d);
     if (!b64) return 0;
     hs_buf_printf(b, "'sha256-%s'", b64);
     free(b64);
