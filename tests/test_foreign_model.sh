@@ -9,7 +9,7 @@
 #   inspect  --vocab: the top-5 predictions and probabilities equal numpy's;
 #   eval     --vocab --heldout-pairs: n, accuracy and other-noun rate equal
 #            numpy's (the hand-built model copies the first noun: 50% / 50%);
-#            --split-seed works too;
+#            --split-seed works too, with a note that the split is headscope's;
 #   circuit  --vocab --heldout-pairs: finds the hand-built copying head L0H0;
 #   heads    --vocab: L0H0 has the highest first-noun score;
 #   errors   no --vocab (inspect/eval), no split (eval/circuit), both split
@@ -55,6 +55,12 @@ assert got["other_noun_rate"] == want["other_noun_rate"] == 0.5, (got, want)
 PYEOF
 run 0 eval_seed eval --model "$M" --vocab "$F/vocab.txt" --split-seed 3 --json
 grep -q '"n":[[:space:]]*192' "$TMP/eval_seed.out" || fail "eval --split-seed: not 192 sentences"
+# a split derived from a seed is headscope's, not the model's: said every time, naming its pairs
+grep -q "eval: note: the held-out split is headscope's own for --split-seed 3 (24 pairs: (.*), not read from the checkpoint" \
+    "$TMP/eval_seed.err" || fail "eval --split-seed: no note naming headscope's split: $(cat "$TMP/eval_seed.err")"
+run 0 circuit_seed circuit --model "$M" --vocab "$F/vocab.txt" --split-seed 0 --format json --out "$TMP/cs"
+grep -q "circuit: note: the held-out split is headscope's own for --split-seed 0" "$TMP/circuit_seed.err" ||
+    fail "circuit --split-seed: no note naming headscope's split"
 
 run 0 circuit circuit --model "$M" --vocab "$F/vocab.txt" --heldout-pairs "$F/heldout_pairs.txt" \
     --out "$TMP/c" --format json
