@@ -288,6 +288,7 @@ typedef struct {
     hs_task_kind task;
     uint64_t split_seed;
     int pairs_given;         /* 1: the held-out pairs were given, not drawn from split_seed */
+    int pairs_read;          /* 1: ... given by the checkpoint's task metadata (heldout_pairs) */
     int chapter_pair_held_out; /* 1 if (animal, street) is held out */
     int L, H;
     size_t n_heldout, n_role[2];

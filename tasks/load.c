@@ -96,8 +96,14 @@ static hs_status load_task(const char *path, int need, const hs_load_source *src
                            "on Winograd models", path);
         return hs_induction_from_task_json(out->meta.task, out->vocab, &out->ind, err);
     }
-    if (out->meta.task != NULL)
-        return hs_winograd_from_task_json(out->meta.task, out->vocab, &out->task, err);
+    if (out->meta.task != NULL) {
+        hs_status st = hs_winograd_from_task_json(out->meta.task, out->vocab, &out->task, err);
+        if (st == HS_OK && !out->task->pairs_read)
+            note_derived_split(out->task, "the checkpoint's split_seed",
+                               "derived from the seed: its task metadata names no heldout_pairs",
+                               notes);
+        return st;
+    }
     if (src->has_split_seed) {
         hs_status st = hs_winograd_create(HS_TASK_WINOGRAD, (uint64_t)src->split_seed, out->vocab,
                                           &out->task, err);

@@ -113,4 +113,22 @@ err_line pairs_bad "pairs.txt:2: 'unicorn' is not one of the task's 16 nouns"
 printf 'animal animal\n' >"$TMP/pairs2.txt"
 run 1 pairs_same eval --model "$M" --vocab "$F/vocab.txt" --heldout-pairs "$TMP/pairs2.txt"
 err_line pairs_same "(animal, animal) is not a pair"
+# task metadata written elsewhere naming its held-out pairs (3 of them, no seed): read (24
+# sentences, as --heldout-pairs with those 3 gives), no note; with a seed beside them (as
+# headscope writes both) the pairs still win; --heldout-pairs is then refused
+grep -v '^#' "$F/heldout_pairs.txt" | head -n 3 >"$TMP/pairs3.txt"
+TASK=$("$PY" -c 'import json,sys; print(json.dumps({"name": "winograd", "heldout_pairs": [l.split() for l in open(sys.argv[1])]}))' "$TMP/pairs3.txt")
+"$PY" "$(dirname "$0")/py/st_edit.py" "$M" "$TMP/with_pairs.safetensors" --meta task "$TASK"
+"$PY" "$(dirname "$0")/py/st_edit.py" "$M" "$TMP/with_both.safetensors" --meta task "${TASK%\}}, \"split_seed\": 0}"
+run 0 eval_pairs3 eval --model "$M" --vocab "$F/vocab.txt" --heldout-pairs "$TMP/pairs3.txt" --json
+grep -q '"n":[[:space:]]*24,' "$TMP/eval_pairs3.out" || fail "eval --heldout-pairs (3 pairs): not 24 sentences"
+for t in pairs both; do
+    run 0 eval_meta_$t eval --model "$TMP/with_$t.safetensors" --vocab "$F/vocab.txt" --json
+    cmp -s <(grep -v '"model"' "$TMP/eval_pairs3.out") <(grep -v '"model"' "$TMP/eval_meta_$t.out") ||
+        fail "task metadata's heldout_pairs not read ($t): $(cat "$TMP/eval_meta_$t.out" "$TMP/eval_meta_$t.err")"
+    grep -q "held-out split" "$TMP/eval_meta_$t.err" && fail "eval: a note on a split read from the checkpoint"
+done
+run 1 meta_and_flag eval --model "$TMP/with_pairs.safetensors" --vocab "$F/vocab.txt" --heldout-pairs "$TMP/pairs3.txt"
+err_line meta_and_flag "names its task and split in its metadata"
+
 echo "ok: foreign checkpoint through weights, inspect, eval, circuit"
