@@ -14,7 +14,8 @@
 #   heads    --vocab: L0H0 has the highest first-noun score;
 #   errors   no --vocab (inspect/eval), no split (eval/circuit), both split
 #            flags, a vocabulary with an empty line or the wrong size, an
-#            unknown noun in the pairs file: one line each, naming the problem.
+#            unknown noun in the pairs file, an attn.mask that is not causal:
+#            one line each, naming the problem.
 # Run as: bash tests/test_foreign_model.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
 BUILD_DIR=${1:?usage: test_foreign_model.sh BUILD_DIR HEADSCOPE_BIN}
@@ -130,5 +131,16 @@ for t in pairs both; do
 done
 run 1 meta_and_flag eval --model "$TMP/with_pairs.safetensors" --vocab "$F/vocab.txt" --heldout-pairs "$TMP/pairs3.txt"
 err_line meta_and_flag "names its task and split in its metadata"
+
+# TransformerLens' attn.mask buffers are read: a causal one passes (every run above); a
+# local-window mask (row 5 no longer sees column 0) or one that sees the future is refused in
+# one line naming the tensor and the first position that differs
+T_LEN=$("$PY" -c 'import json,struct,sys; b=open(sys.argv[1],"rb").read(); h=json.loads(b[8:8+struct.unpack("<Q",b[:8])[0]]); print(h["blocks.1.attn.mask"]["shape"][0])' "$M")
+"$PY" "$(dirname "$0")/py/st_edit.py" "$M" "$TMP/local.safetensors" --set blocks.1.attn.mask $((5 * T_LEN)) 0
+run 1 mask_local eval --model "$TMP/local.safetensors" --vocab "$F/vocab.txt" --heldout-pairs "$F/heldout_pairs.txt"
+err_line mask_local "local.safetensors: blocks.1.attn.mask is not the causal mask: row 5, column 0 is 0 where a causal mask has 1"
+"$PY" "$(dirname "$0")/py/st_edit.py" "$M" "$TMP/future.safetensors" --set blocks.0.attn.mask 3 1
+run 1 mask_future inspect --model "$TMP/future.safetensors" --vocab "$F/vocab.txt" --sentence "$SENT" --out "$TMP/x"
+err_line mask_future "blocks.0.attn.mask is not the causal mask: row 0, column 3 is nonzero where a causal mask has 0"
 
 echo "ok: foreign checkpoint through weights, inspect, eval, circuit"

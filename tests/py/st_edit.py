@@ -11,7 +11,8 @@ Usage: st_edit.py IN OUT [--word ID HEX] [--drop KEY] [--meta KEY TEXT]
                           vocabulary no longer holds)
   --meta KEY TEXT         sets metadata KEY to the string TEXT (e.g. a task
                           JSON written elsewhere)
-  --set TENSOR INDEX VALUE  sets element INDEX of F32 tensor TENSOR to VALUE
+  --set TENSOR INDEX VALUE  sets element INDEX of F32 (or BOOL: VALUE != 0) tensor
+                          TENSOR to VALUE
 
 The header is re-encoded (padded with spaces to 8 bytes); the data section is
 kept, so every tensor keeps its offsets.
@@ -42,10 +43,11 @@ def main(argv):
         elif args[i] == "--set":
             name, k, v = args[i + 1], int(args[i + 2]), float(args[i + 3])
             t = header[name]
-            assert t["dtype"] == "F32", t
-            off = t["data_offsets"][0] + 4 * k
-            assert off + 4 <= t["data_offsets"][1], "index out of range"
-            data[off:off + 4] = struct.pack("<f", v)
+            assert t["dtype"] in ("F32", "BOOL"), t
+            size, raw = (4, struct.pack("<f", v)) if t["dtype"] == "F32" else (1, bytes([v != 0]))
+            off = t["data_offsets"][0] + size * k
+            assert off + size <= t["data_offsets"][1], "index out of range"
+            data[off:off + size] = raw
             i += 4
         else:
             raise SystemExit("unknown argument " + args[i])
