@@ -27,6 +27,19 @@ for cmd in heads patch lens ablate dla; do
     run 0 "help_$cmd" "$cmd" --help
     grep -q "^usage: headscope $cmd" "$TMP/help_$cmd.out" || fail "$cmd --help: no usage line"
 done
+# every command that takes --vocab / --process / --no-bos (a checkpoint written elsewhere) says
+# so in its --help
+for cmd in $("$HS" --help | sed -n 's/^  \([a-z]*\) .*/\1/p'); do
+    for flag in --vocab --process --no-bos; do
+        sub=""
+        [ "$cmd" = prompts ] && sub=ioi # (its one kind comes first)
+        "$HS" "$cmd" $sub "$flag" /nonexistent/x.txt >/dev/null 2>"$TMP/takes.err" || true
+        # (getopt_long takes an abbreviation: train's --vocab is its --vocab-size)
+        grep -q -e "unknown or incomplete option '$flag'" -e "$flag-" "$TMP/takes.err" && continue
+        "$HS" "$cmd" --help >"$TMP/takes.out"
+        grep -q -- "^  $flag " "$TMP/takes.out" || fail "$cmd takes $flag but its --help does not say so"
+    done
+done
 
 # the bad-input table: file contents, the message each must give
 S1='the animal did not'
