@@ -418,6 +418,7 @@ static hs_status report_init(const hs_circ_ctx *c, hs_circuit_report *r, hs_erro
     r->task = t->kind;
     r->split_seed = t->split_seed;
     r->pairs_given = t->pairs_given;
+    r->pairs_read = t->pairs_read;
     r->chapter_pair_held_out = hs_winograd_is_held_out(t, HS_WG_CHAPTER_X, HS_WG_CHAPTER_Y) == 1;
     r->L = L;
     r->H = H;

@@ -95,8 +95,10 @@ static int json_setup(cJSON *root, const hs_circuit_report *r, const char *model
     if (model_path && !cJSON_AddStringToObject(root, "model", model_path)) return 0;
     if (!hs_circ_json_add(root, "config", hs_config_to_json(&r->cfg, HS_CONFIG_JSON_ALL))) return 0;
     if (!cJSON_AddStringToObject(root, "task", hs_task_name(r->task))) return 0;
+    const char *given = r->pairs_read ? "held-out pairs given (the checkpoint's task metadata)"
+                                      : "held-out pairs given (--heldout-pairs)";
     if (r->pairs_given ? !cJSON_AddNullToObject(root, "split_seed") ||
-                             !cJSON_AddStringToObject(root, "split", "held-out pairs given (--heldout-pairs)")
+                             !cJSON_AddStringToObject(root, "split", given)
                        : !cJSON_AddNumberToObject(root, "split_seed", (double)r->split_seed))
         return 0;
     if (!cJSON_AddBoolToObject(root, "chapter_pair_held_out", r->chapter_pair_held_out)) return 0;

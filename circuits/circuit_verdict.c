@@ -142,20 +142,18 @@ static void step2(hs_circuit_report *r, hs_buf *w)
 /* ------------------------------------------------------------------------ */
 /* The route                                                                 */
 
-/* The route's name from its feature bits (a decision head exists). */
+/* The route's name from its feature bits (a decision head exists): every
+ * feature found is named (the chapter's pair as "chapter"), so a head that
+ * fetches the referent in both roles reads "other-noun-fetch + referent-fetch". */
 static void route_name(hs_buf *rt, int f)
 {
     int left = f;
     if (f & HS_ROUTE_ADJ_KEY) hs_buf_puts(rt, "adjective-key");
     left &= ~HS_ROUTE_ADJ_KEY;
     const int chapter = (f & HS_ROUTE_ADJ_READ) && (f & HS_ROUTE_OTHER_NOUN) && !(f & HS_ROUTE_REFERENT_FETCH);
-    const int fetch = (f & HS_ROUTE_REFERENT_FETCH) && (f & HS_ROUTE_OTHER_NOUN);
     if (chapter) {
         hs_buf_printf(rt, "%schapter", rt->len ? " + " : "");
         left &= ~(HS_ROUTE_ADJ_READ | HS_ROUTE_OTHER_NOUN);
-    } else if (fetch) {
-        hs_buf_printf(rt, "%sreferent-fetch", rt->len ? " + " : "");
-        left &= ~(HS_ROUTE_REFERENT_FETCH | HS_ROUTE_OTHER_NOUN);
     }
     static const struct { int bit; const char *name; } names[] = {
         {HS_ROUTE_ADJ_READ, "adjective-read"},

@@ -196,12 +196,12 @@ typedef struct {
  *        between roles by >= adj_key_diff (it fetches one role's adjectives
  *        by their key; its query cannot depend on the adjective).
  *    route (hs_circuit_report.route): "one-layer" (L = 1); "none" (step 2
- *    does not hold); else a base name, "chapter" (adjective-read +
- *    other-noun-fetch, no referent-fetch) or "referent-fetch" (referent-fetch
- *    + other-noun-fetch: layer 1 attends the referent of either role and
- *    copies it), with the other features found joined by " + ", adjective-key
- *    first (e.g. "adjective-key + referent-fetch", "adjective-key +
- *    suppression"); "other" when no feature holds.
+ *    does not hold); else every feature found, joined by " + ", adjective-key
+ *    first, then "chapter" for adjective-read + other-noun-fetch without
+ *    referent-fetch, then adjective-read, other-noun-fetch, referent-fetch,
+ *    suppression (e.g. "adjective-key + referent-fetch"; layer 1 attending
+ *    the referent of either role and copying it is "other-noun-fetch +
+ *    referent-fetch", both roles named); "other" when no feature holds.
  */
 
 /* Index of an attention target at position 14. */
@@ -288,6 +288,7 @@ typedef struct {
     hs_task_kind task;
     uint64_t split_seed;
     int pairs_given;         /* 1: the held-out pairs were given, not drawn from split_seed */
+    int pairs_read;          /* 1: ... given by the checkpoint's task metadata (heldout_pairs) */
     int chapter_pair_held_out; /* 1 if (animal, street) is held out */
     int L, H;
     size_t n_heldout, n_role[2];

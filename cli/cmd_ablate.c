@@ -29,6 +29,7 @@ static const char ABLATE_HELP[] =
     "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL, one {\"prompt\", \"answer\", ...} a line\n"
     "  --method M            zero | mean (default: the position-wise mean over the\n"
     "                        reference prompts) | resample (prompt i takes the value\n"

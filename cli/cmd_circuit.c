@@ -65,9 +65,7 @@ static const char CIRCUIT_HELP[] =
     "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab and task\n"
-    "  --vocab FILE, --split-seed S, --heldout-pairs FILE\n"
-    "                        for a checkpoint without vocab or task metadata (as\n"
-    "                        in eval --help)\n"
+    CLI_VOCAB_HELP CLI_SPLIT_HELP
     "  --out DIR             write report.json and figures into DIR (created if\n"
     "                        missing, its parent must exist). Only files an earlier\n"
     "                        run wrote and nobody changed are replaced; a failed run\n"

@@ -37,6 +37,7 @@ static const char DLA_HELP[] =
     "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL, one {\"prompt\", \"answer\", ...} a line\n"
     "  --out DIR             write dla.json and dla_bars.{png,svg,json} into DIR\n"
     "  --json                print every number as JSON instead of the table\n"

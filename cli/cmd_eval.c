@@ -26,6 +26,13 @@ static const char EVAL_HELP[] =
     "A checkpoint without vocab or task metadata (written elsewhere):\n"
     CLI_VOCAB_HELP CLI_SPLIT_HELP;
 
+/* k of n as a JSON number in the one float format (the shortest text of the
+ * float32, hs_f32_shortest; DESIGN.md "Floats"); 0 when n is 0. */
+static cJSON *rate(double k, double n)
+{
+    return cJSON_CreateNumber(n > 0 ? hs_f32_shortest((float)(k / n)) : 0.0);
+}
+
 int cmd_eval(int argc, char **argv)
 {
     enum { O_MODEL = 256, O_SPLIT, O_JSON };
@@ -69,23 +76,24 @@ int cmd_eval(int argc, char **argv)
         cJSON_AddStringToObject(o, "task", hs_task_name(L.task->kind));
         cJSON_AddStringToObject(o, "split", hs_wg_split_name((hs_wg_split)split));
         cJSON_AddNumberToObject(o, "n", (double)s.n);
-        cJSON_AddNumberToObject(o, "accuracy", hs_wg_score_accuracy(&s));
-        cJSON_AddNumberToObject(o, "other_noun_rate", hs_wg_score_other_rate(&s));
+        cJSON_AddItemToObject(o, "accuracy", cJSON_CreateNumber(hs_f32_shortest((float)hs_wg_score_accuracy(&s))));
+        cJSON_AddItemToObject(o, "other_noun_rate",
+                              cJSON_CreateNumber(hs_f32_shortest((float)hs_wg_score_other_rate(&s))));
         cJSON_AddBoolToObject(o, "chapter_pair_held_out", held == 1);
         cJSON *roles = cJSON_AddObjectToObject(o, "by_role");
         for (int r = 0; r < 2; r++) {
             cJSON *ro = cJSON_AddObjectToObject(roles, hs_wg_role_name((hs_wg_role)r));
             cJSON_AddNumberToObject(ro, "n", (double)s.n_role[r]);
-            cJSON_AddNumberToObject(ro, "accuracy", s.n_role[r] ? (double)s.correct_role[r] / s.n_role[r] : 0.0);
-            cJSON_AddNumberToObject(ro, "other_noun_rate", s.n_role[r] ? (double)s.other_role[r] / s.n_role[r] : 0.0);
+            cJSON_AddItemToObject(ro, "accuracy", rate((double)s.correct_role[r], (double)s.n_role[r]));
+            cJSON_AddItemToObject(ro, "other_noun_rate", rate((double)s.other_role[r], (double)s.n_role[r]));
         }
         cJSON *adjs = cJSON_AddObjectToObject(o, "by_adjective");
         for (int a = 0; a < HS_WG_N_ADJS; a++) {
             cJSON *ao = cJSON_AddObjectToObject(adjs, hs_wg_adjectives[a]);
             cJSON_AddStringToObject(ao, "role", a < HS_WG_N_CROSSER ? "crosser" : "crossed");
             cJSON_AddNumberToObject(ao, "n", (double)s.n_adj[a]);
-            cJSON_AddNumberToObject(ao, "accuracy", s.n_adj[a] ? (double)s.correct_adj[a] / s.n_adj[a] : 0.0);
-            cJSON_AddNumberToObject(ao, "other_noun_rate", s.n_adj[a] ? (double)s.other_adj[a] / s.n_adj[a] : 0.0);
+            cJSON_AddItemToObject(ao, "accuracy", rate((double)s.correct_adj[a], (double)s.n_adj[a]));
+            cJSON_AddItemToObject(ao, "other_noun_rate", rate((double)s.other_adj[a], (double)s.n_adj[a]));
         }
         char *txt = cJSON_Print(o);
         puts(txt);

@@ -31,6 +31,7 @@ static const char LENS_HELP[] =
     "\n"
     "options:\n"
     "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL, one {\"prompt\", \"answer\", ...} a\n"
     "                        line (answer optional; same length for every prompt)\n"
     "  --sentence S          one sentence instead of a set\n"

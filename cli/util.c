@@ -146,9 +146,9 @@ int cli_parse_threads(const char *cmd, const char *s, int *out)
 
 void cli_say_threads(const char *cmd, int threads)
 {
+    if (threads <= 0) return; /* the default, every CPU: nothing to say */
     const int cpus = hs_pool_cpus();
-    fprintf(stderr, "headscope %s: threads: %d of %d CPU%s%s\n", cmd, threads > 0 ? threads : cpus, cpus,
-            cpus == 1 ? "" : "s", threads > 0 ? "" : " (--threads 0 = all)");
+    fprintf(stderr, "headscope %s: threads: %d of %d CPU%s\n", cmd, threads, cpus, cpus == 1 ? "" : "s");
 }
 
 int cli_stdout_done(const char *cmd)

@@ -66,8 +66,9 @@ hs_notes cli_notes(const char *cmd);
  * 0 on success; otherwise prints the usage error naming the range and
  * returns 2. */
 int cli_parse_threads(const char *cmd, const char *s, int *out);
-/* Says on stderr how many worker threads a run uses ("threads: 2 of 2
- * CPUs"), resolving 0 (auto) to the CPU count. */
+/* Says on stderr how many worker threads a run uses ("threads: 1 of 2
+ * CPUs") when --threads gave a count; nothing for 0 (the default, every
+ * CPU), which is no news on every run. */
 void cli_say_threads(const char *cmd, int threads);
 
 /* The end of a command's stdout: flushes it; when that fails (or an earlier

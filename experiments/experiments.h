@@ -460,7 +460,8 @@ cJSON *hs_run_context(const hs_config *cfg, const char *model_path);
  *   layer x head; for head acts also patch_<act>_by_position [L*H, t];
  *   positions labelled with the first prompt of p's tokens (tok's strings);
  *   the values are r->metric (method ATP: AtP's estimates, titled so; BOTH:
- *   the exact sweep's).
+ *   the exact sweep's). When the report is not usable (hs_patch_usable) none
+ *   is drawn: a note to od's notes says why.
  * hs_lens_figures: lens_final [n_points, t]: the probability each lens point
  *   gives to the model's final prediction; positions as patch's.
  * hs_ablate_figures: ablate_change, bars [n_comp]: the metric's change when
@@ -717,5 +718,16 @@ typedef struct {
  */
 hs_status hs_cache_run(const hs_model *m, const hs_tokenizer *v, hs_pool *pool, const hs_cache_opts *o,
                        const hs_notes *notes, hs_cache_report *out, hs_error *err);
+
+/*
+ * 1 when r's normalised LD is usable: LD_clean and LD_corr finite and
+ * different. 0 when they coincide (the metric divides by LD_clean - LD_corr
+ * = 0: every cell is NAN), with why (cap bytes, one line without "not
+ * usable: ") saying so and naming the LD. The JSON (hs_patch_json) says
+ * "usable" (and "why_not_usable" when not), the summary says "not usable:
+ * why" in one line instead of the tables, and hs_patch_figures draws none.
+ * README ("A figure whose numbers are not usable says so ... not NaN").
+ */
+int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap);
 
 #endif /* HS_EXPERIMENTS_H */

@@ -108,6 +108,12 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
                            hs_error *err)
 {
     const int L = r->L, H = r->H, T = r->t;
+    char why[240];
+    if (!hs_patch_usable(r, why, sizeof why)) {
+        hs_note(&od->notes, HS_NOTE_CMD, "note: no patch figures: the normalised logit difference is "
+                "not usable: %s", why);
+        return HS_OK;
+    }
     fig_run f;
     hs_status s = fig_begin(&f, od, cfg, model_path, (size_t)L * H * T + (size_t)L * T,
                             (size_t)L * H + (size_t)T + (size_t)L + (size_t)H, err);

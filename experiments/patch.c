@@ -481,13 +481,33 @@ static int add_atp(cJSON *x, const hs_patch_report *r, int a)
            add(x, "pearson_by_position", hs_json_num_or_null(r->pearson_pos[a]));
 }
 
+int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap)
+{
+    if (isfinite(r->ld_clean) && isfinite(r->ld_corr) && r->ld_clean != r->ld_corr) {
+        if (cap) why[0] = '\0';
+        return 1;
+    }
+    if (r->ld_clean == r->ld_corr)
+        snprintf(why, cap, "clean and corrupted logit differences coincide (LD %+.3f both), so the "
+                 "normalised LD (LD_patched - LD_corrupted) / (LD_clean - LD_corrupted) is undefined; "
+                 "the raw LD of every cell is in the JSON", r->ld_clean);
+    else
+        snprintf(why, cap, "a logit difference is not finite (clean %g, corrupted %g)", r->ld_clean,
+                 r->ld_corr);
+    return 0;
+}
+
 cJSON *hs_patch_json(const hs_patch_report *r)
 {
     cJSON *o = cJSON_CreateObject(), *acts = cJSON_CreateObject();
+    char why[240];
+    const int usable = hs_patch_usable(r, why, sizeof why);
     int ok = o && acts && (r->method == HS_PATCH_EXACT ||
                            cJSON_AddStringToObject(o, "method", hs_patch_method_names[r->method])) &&
              cJSON_AddStringToObject(o, "metric", metric_text(r)) &&
              add(o, "ld_clean", hs_json_num_or_null(r->ld_clean)) && add(o, "ld_corrupted", hs_json_num_or_null(r->ld_corr)) &&
+             cJSON_AddBoolToObject(o, "usable", usable) &&
+             (usable || cJSON_AddStringToObject(o, "why_not_usable", why)) &&
              cJSON_AddNumberToObject(o, "prompts", r->n) && cJSON_AddNumberToObject(o, "tokens", r->t);
     for (int a = 0; a < HS_PATCH_N && ok; a++) {
         if (!(r->acts & (1u << a))) continue;
@@ -563,6 +583,11 @@ void hs_patch_summary(const hs_patch_report *r, hs_buf *b)
     else if (r->method == HS_PATCH_BOTH)
         hs_buf_printf(b, "values: each act's exact sweep, then its AtP estimate ((a_clean - a_corrupted) . dLD/da "
                          "at the corrupted run, normalised alike) and Pearson's r between them\n");
+    char why[240];
+    if (!hs_patch_usable(r, why, sizeof why)) {
+        hs_buf_printf(b, "not usable: %s\n", why);
+        return;
+    }
     hs_buf_printf(b, "values: normalised LD (0 = corrupted, 1 = clean restored); layers, heads and positions "
                      "count from 0\n");
     for (int a = 0; a < HS_PATCH_N; a++) {

@@ -28,8 +28,10 @@
  * lm_head.weight [V, D] -> W_U = its transpose when present, else W_E^T
  * (tied); b_U = 0 (GPT-2 has none). The buffers h.{l}.attn.bias (the causal
  * mask [1, 1, n_positions, n_positions]) and h.{l}.attn.masked_bias (-1e4)
- * are checked (a note names any that is not the causal lower triangle:
- * headscope applies the causal mask whatever they hold) and skipped.
+ * hold no weights: each attn.bias is read and must be the causal lower
+ * triangle (headscope computes causal attention only; any other mask is
+ * refused naming it and its first differing element); masked_bias is not
+ * read.
  */
 #include "model/model.h"
 #include "model/checkpoint_internal.h"
@@ -440,83 +442,17 @@ static hs_status read_qkv_w(const hs_ckpt_src *src, int i, hs_model *m, const ch
     return HS_OK;
 }
 
-/* 1 when element k of a stored value (dtype, elsize bytes at p) is not zero. */
-static int nonzero(const unsigned char *p, hs_st_dtype dtype, size_t elsize)
+/* Every h.{l}.attn.bias checked to be the causal mask [1, 1, n, n]: any other
+ * is refused (hs_ckpt_check_causal_mask). */
+static hs_status check_buffers(const hs_ckpt_src *src, hs_error *err)
 {
-    if (dtype == HS_ST_F32) return ((p[0] | p[1] | p[2]) | (p[3] & 0x7f)) != 0; /* -0 is 0 */
-    if (dtype == HS_ST_F16 || dtype == HS_ST_BF16) return (p[0] | (p[1] & 0x7f)) != 0;
-    for (size_t b = 0; b < elsize; b++)
-        if (p[b]) return 1;
-    return 0;
-}
-
-/* Whether buffer i (an attn.bias) is the causal mask [1, 1, n, n]: nonzero
- * exactly at j <= i. *row, *col: the first element that is not (-1 for a
- * shape that is not [1, 1, n, n]). Rows of the chunk (cap bytes) at a time. */
-static hs_status causal_mask_check(const hs_ckpt_src *src, int i, unsigned char *chunk,
-                                   size_t cap, int *causal, int64_t *row, int64_t *col,
-                                   hs_error *err)
-{
-    const hs_st_file *b = &src->x.bufs;
-    const hs_st_loc *l = &src->x.buf_loc[i];
-    *causal = 0;
-    *row = *col = -1;
-    if (b->ndim[i] != 4 || b->shape[i][0] != 1 || b->shape[i][1] != 1 ||
-        b->shape[i][2] != b->shape[i][3] || b->shape[i][2] < 1)
-        return HS_OK;
-    const int64_t n = b->shape[i][2];
-    const size_t rowb = (size_t)n * l->elsize, per = cap / rowb ? cap / rowb : 0;
-    if (per == 0) return HS_OK; /* rows longer than the chunk: no GPT-2 has them */
-    for (int64_t r0 = 0; r0 < n; r0 += (int64_t)per) {
-        const int64_t nr = n - r0 < (int64_t)per ? n - r0 : (int64_t)per;
-        hs_status s = hs_ckpt_read_buf(src, i, (size_t)r0 * rowb, (size_t)nr * rowb, chunk, err);
-        if (s != HS_OK) return s;
-        for (int64_t r = 0; r < nr; r++)
-            for (int64_t j = 0; j < n; j++)
-                if (nonzero(chunk + (size_t)r * rowb + (size_t)j * l->elsize, l->dtype,
-                            l->elsize) != (j <= r0 + r)) {
-                    *row = r0 + r;
-                    *col = j;
-                    return HS_OK;
-                }
-    }
-    *causal = 1;
-    return HS_OK;
-}
-
-/* Every h.{l}.attn.bias checked against the causal mask; one note for those
- * that are not. */
-static hs_status check_buffers(const hs_ckpt_src *src, unsigned char *chunk, size_t cap,
-                               const hs_notes *notes, hs_error *err)
-{
-    int n_masks = 0, n_bad = 0, first = -1;
-    int64_t fr = -1, fc = -1;
     for (int i = 0; i < src->x.bufs.n; i++) {
         int l;
         const char *rest = block_part(strip(src->x.bufs.names[i]), &l);
         if (rest == NULL || strcmp(rest, "attn.bias") != 0) continue;
-        int causal;
-        int64_t r, c;
-        hs_status s = causal_mask_check(src, i, chunk, cap, &causal, &r, &c, err);
+        hs_status s = hs_ckpt_check_causal_mask(src, i, 2, err);
         if (s != HS_OK) return s;
-        n_masks++;
-        if (causal) continue;
-        if (n_bad++ == 0) {
-            first = i;
-            fr = r;
-            fc = c;
-        }
     }
-    if (n_bad == 0) return HS_OK;
-    if (fr >= 0)
-        hs_note(notes, HS_NOTE_CMD, "note: %d of %d attn.bias buffers are not the causal "
-                "lower-triangular mask (first: %s, row %lld, column %lld); headscope applies the "
-                "causal mask whatever they hold", n_bad, n_masks, src->x.bufs.names[first],
-                (long long)fr, (long long)fc);
-    else
-        hs_note(notes, HS_NOTE_CMD, "note: %d of %d attn.bias buffers are not the causal mask's "
-                "shape [1, 1, n, n] (first: %s); headscope applies the causal mask whatever they "
-                "hold", n_bad, n_masks, src->x.bufs.names[first]);
     return HS_OK;
 }
 
@@ -607,6 +543,7 @@ static hs_status hf_read(const hs_ckpt_src *src, int i, const hf_target *t, hs_m
 static hs_status hf_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *filled,
                          const hs_notes *notes, hs_error *err)
 {
+    (void)notes;
     const size_t cap = HS_CKPT_CHUNK / sizeof(float);
     const int n = src->x.st.n;
     float *chunk = malloc(HS_CKPT_CHUNK);
@@ -629,7 +566,7 @@ static hs_status hf_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *fil
         memset(m->params.b_U, 0, (size_t)m->cfg.d_vocab * sizeof(float));
         filled[table_index(m, "unembed.b_U")] = 1;
     }
-    if (s == HS_OK) s = check_buffers(src, (unsigned char *)chunk, HS_CKPT_CHUNK, notes, err);
+    if (s == HS_OK) s = check_buffers(src, err);
     free(ts);
     free(chunk);
     return s;
@@ -637,7 +574,7 @@ static hs_status hf_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *fil
 
 const hs_ckpt_layout hs_ckpt_layout_hf = {
     "Hugging Face GPT-2",
-    "Hugging Face GPT-2 buffer tensor(s) (h.*.attn.bias/masked_bias: the causal mask, which "
-    "headscope applies itself)",
+    "Hugging Face GPT-2 buffer tensor(s) (h.*.attn.bias, each checked to be the causal mask "
+    "headscope applies; masked_bias)",
     hf_recognises, hf_is_buffer, hf_config, hf_fill,
 };

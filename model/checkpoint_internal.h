@@ -131,6 +131,20 @@ hs_status hs_ckpt_read(const hs_ckpt_src *src, int i, size_t first, size_t n, fl
 hs_status hs_ckpt_read_buf(const hs_ckpt_src *src, int i, size_t first, size_t n, void *dst,
                            hs_error *err);
 
+/* Checks that buffer i (src->x.bufs) is the causal attention mask a layout
+ * stores: shape [n, n] after lead leading 1s (TransformerLens'
+ * blocks.{l}.attn.mask: lead 0; Hugging Face GPT-2's h.{l}.attn.bias
+ * [1, 1, n, n]: lead 2), nonzero exactly where column <= row (any dtype; a
+ * float -0 is zero), read HS_CKPT_CHUNK bytes at a time. headscope computes
+ * causal attention only, so any other mask (a local window, a padding or
+ * bidirectional mask) would be computed wrongly: HS_ERR_FORMAT, one line
+ * naming the file and the tensor: "<file>: <name> is not the causal mask:
+ * row r, column c is 0 where a causal mask has 1" (or "is nonzero where a
+ * causal mask has 0"; the first such element in
+ * row-major order), or "... has shape [..], not a causal mask's [n, n]"
+ * ([1, 1, n, n] for lead 2); hs_ckpt_read_buf's errors; HS_ERR_NOMEM. */
+hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_error *err);
+
 /* ------------------------------------------------------------------------ */
 /* Checkpoint layouts: the seam of the loader                                */
 /*

@@ -19,6 +19,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,54 @@ hs_status hs_ckpt_read_buf(const hs_ckpt_src *src, int i, size_t first, size_t n
     HS_ASSERT(i >= 0 && i < src->x.bufs.n);
     const hs_st_loc *l = &src->x.buf_loc[i];
     return shard_read(&src->shards[l->shard], l->offset + first, n, dst, err);
+}
+
+/* 1 when the stored element at p (dtype, elsize bytes) is not zero. */
+static int nonzero(const unsigned char *p, hs_st_dtype dtype, size_t elsize)
+{
+    if (dtype == HS_ST_F32) return ((p[0] | p[1] | p[2]) | (p[3] & 0x7f)) != 0; /* -0 is 0 */
+    if (dtype == HS_ST_F16 || dtype == HS_ST_BF16) return (p[0] | (p[1] & 0x7f)) != 0;
+    for (size_t b = 0; b < elsize; b++)
+        if (p[b]) return 1;
+    return 0;
+}
+
+hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_error *err)
+{
+    HS_ASSERT(i >= 0 && i < src->x.bufs.n && lead >= 0 && lead <= 2);
+    const hs_st_file *b = &src->x.bufs;
+    const hs_st_loc *l = &src->x.buf_loc[i];
+    const int64_t *sh = b->shape[i];
+    int ok = b->ndim[i] == lead + 2 && sh[lead] >= 1 && sh[lead] == sh[lead + 1];
+    for (int d = 0; d < lead && ok; d++) ok = sh[d] == 1;
+    if (!ok) {
+        char dims[96];
+        size_t k = (size_t)snprintf(dims, sizeof dims, "[");
+        for (int d = 0; d < b->ndim[i] && k < sizeof dims; d++)
+            k += (size_t)snprintf(dims + k, sizeof dims - k, "%s%lld", d ? ", " : "", (long long)sh[d]);
+        if (k < sizeof dims) snprintf(dims + k, sizeof dims - k, "]");
+        return hs_fail(err, HS_ERR_FORMAT, "%s: %.64s has shape %s, not a causal mask's %s", src->fname,
+                       b->names[i], dims, lead ? "[1, 1, n, n]" : "[n, n]");
+    }
+    const uint64_t n = (uint64_t)sh[lead], total = n * n, per = HS_CKPT_CHUNK / l->elsize;
+    unsigned char *chunk = malloc(HS_CKPT_CHUNK);
+    if (chunk == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_status s = HS_OK;
+    for (uint64_t k0 = 0; k0 < total && s == HS_OK; k0 += per) {
+        const uint64_t nk = total - k0 < per ? total - k0 : per;
+        s = hs_ckpt_read_buf(src, i, (size_t)(k0 * l->elsize), (size_t)(nk * l->elsize), chunk, err);
+        for (uint64_t k = 0; k < nk && s == HS_OK; k++) {
+            const uint64_t r = (k0 + k) / n, c = (k0 + k) % n;
+            const int want = c <= r;
+            if (nonzero(chunk + k * l->elsize, l->dtype, l->elsize) != want)
+                s = hs_fail(err, HS_ERR_FORMAT, "%s: %.64s is not the causal mask: row %llu, column "
+                            "%llu is %s where a causal mask has %d (headscope computes causal "
+                            "attention only)", src->fname, b->names[i], (unsigned long long)r,
+                            (unsigned long long)c, want ? "0" : "nonzero", want);
+        }
+    }
+    free(chunk);
+    return s;
 }
 
 /* ------------------------------------------------------------------------ */

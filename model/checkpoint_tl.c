@@ -9,7 +9,9 @@
  * unembed.W_U/b_U; so filling the table is a copy by name. headscope's AdamW
  * moments: "optimizer.m.<name>" and "optimizer.v.<name>", with metadata
  * "optimizer" = {"adam_t": steps}. Buffers that hold no weights:
- * blocks.{l}.attn.mask and blocks.{l}.attn.IGNORE.
+ * blocks.{l}.attn.mask (read: it must be the causal mask, since headscope
+ * computes causal attention only; a local-window mask is refused) and
+ * blocks.{l}.attn.IGNORE (not read).
  *
  * Config: __metadata__ "config", a JSON object with HookedTransformerConfig
  * field names only, each computed as TransformerLens computes it, inert, or
@@ -480,7 +482,8 @@ static int tl_target(const hs_model *m, const char *name, const hs_tensor_info *
 
 /* Every tensor of the file known and of its shape (in header order, so the
  * first wrong one is reported), then each read by name straight into the
- * parameter table (or the moments), in file order. */
+ * parameter table (or the moments), in file order; then every attn.mask
+ * buffer checked causal. */
 static hs_status tl_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *filled,
                          const hs_notes *notes, hs_error *err)
 {
@@ -516,10 +519,19 @@ static hs_status tl_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *fil
         if (s != HS_OK) return s;
         if (!opt) filled[t - m->tensors] = 1;
     }
+    /* attn.mask: TransformerLens' causal mask [n_ctx, n_ctx], or a local window / other mask
+     * headscope would compute as causal attention: refused (IGNORE, the -inf fill, is not read) */
+    for (int i = 0; i < src->x.bufs.n; i++) {
+        const size_t len = strlen(src->x.bufs.names[i]), k = sizeof ".attn.mask" - 1;
+        if (len < k || strcmp(src->x.bufs.names[i] + len - k, ".attn.mask") != 0) continue;
+        hs_status s = hs_ckpt_check_causal_mask(src, i, 0, err);
+        if (s != HS_OK) return s;
+    }
     return HS_OK;
 }
 
 const hs_ckpt_layout hs_ckpt_layout_tl = {
-    "TransformerLens", "TransformerLens buffer tensor(s) (blocks.*.attn.mask/IGNORE)",
+    "TransformerLens", "TransformerLens buffer tensor(s) (blocks.*.attn.mask, each checked to be "
+    "the causal mask headscope applies; IGNORE)",
     tl_recognises, hs_checkpoint_is_tl_buffer, tl_config, tl_fill,
 };

@@ -187,24 +187,54 @@ static int hooks_want(const hs_hooks *hk, const char *name)
 }
 
 /* One run's dispatch state: which hook aborted, at which point and shape,
- * so the run's error can say why (hook_entry.explain). */
+ * so the run's error can say why (hook_entry.explain); the copy of a point's
+ * value its hooks are compared against. */
 typedef struct {
     const hs_hooks *hk;
     int aborted;            /* entry index, -1 = none */
     char name[64];
     int64_t shape[4];
     int ndim;
+    float *before;          /* (cap) the point's value before its hooks ran */
+    size_t cap;
 } dispatch;
 
-/* Runs every matching hook; -1 abort, 1 changed, 0 unchanged. */
+static void dispatch_free(dispatch *dp)
+{
+    free(dp->before);
+    dp->before = NULL;
+    dp->cap = 0;
+}
+
+/* Keeps the value of a point (numel floats at data) before its hooks run;
+ * 0 when memory ran out (the point then counts as changed). */
+static int keep_before(dispatch *dp, const float *data, size_t numel)
+{
+    if (numel > dp->cap) {
+        float *b = realloc(dp->before, numel * sizeof *b);
+        if (b == NULL) return 0;
+        dp->before = b;
+        dp->cap = numel;
+    }
+    memcpy(dp->before, data, numel * sizeof *data);
+    return 1;
+}
+
+/* Runs every matching hook; -1 abort, 1 changed, 0 unchanged. A point is
+ * changed when a hook returned 1 or its value differs from before the hooks
+ * (bit for bit): an in-place edit counts whatever the hook returns, as in
+ * TransformerLens (probe.h, hs_hook_fn). */
 static int hooks_dispatch(dispatch *dp, const char *name, const int64_t *shape, int ndim,
                           float *data)
 {
     const hs_hooks *hk = dp->hk;
-    int changed = 0;
+    int changed = 0, kept = -1; /* -1: no hook matched yet */
+    size_t numel = 1;
     if (hk == NULL) return 0;
+    for (int d = 0; d < ndim; d++) numel *= (size_t)shape[d];
     for (int i = 0; i < hk->n; i++) {
         if (!point_match(hk->e[i].pattern, name)) continue;
+        if (kept < 0) kept = keep_before(dp, data, numel);
         int r = hk->e[i].fn(name, shape, ndim, data, hk->e[i].ctx);
         if (r < 0) {
             dp->aborted = i;
@@ -215,6 +245,7 @@ static int hooks_dispatch(dispatch *dp, const char *name, const int64_t *shape, 
         }
         if (r > 0) changed = 1;
     }
+    if (!changed && kept >= 0) changed = !kept || memcmp(dp->before, data, numel * sizeof *data) != 0;
     return changed;
 }
 
@@ -241,9 +272,10 @@ hs_status hs_run_with_hooks(const hs_model *m, hs_acts *acts, const int *tokens,
     if (hk == NULL || hk->n == 0) return hs_forward(m, acts, tokens, b, t, NULL, err);
     hs_status st = check_hooks(hk, &m->cfg, err);
     if (st != HS_OK) return st;
-    dispatch dp = {hk, -1, {0}, {0}, 0};
+    dispatch dp = {hk, -1, {0}, {0}, 0, NULL, 0};
     hs_observer obs = {obs_fn, obs_wants, &dp};
     st = hs_forward(m, acts, tokens, b, t, &obs, err);
+    dispatch_free(&dp);
     return explain_abort(&dp, st, err);
 }
 
@@ -316,9 +348,10 @@ hs_status hs_run_tail_with_hooks(const hs_model *m, const hs_model *tail, int la
         return hs_fail(err, HS_ERR_INPUT, "tail run: no tail of the model from layer %d, or no residual", layer);
     hs_status st = check_hooks(hk, &m->cfg, err);
     if (st != HS_OK) return st;
-    tail_ctx tc = {{hk, -1, {0}, {0}, 0}, layer, resid_pre};
+    tail_ctx tc = {{hk, -1, {0}, {0}, 0, NULL, 0}, layer, resid_pre};
     hs_observer obs = {tail_fn, tail_wants, &tc};
     st = hs_forward(tail, acts, tokens, b, t, &obs, err);
+    dispatch_free(&tc.dp);
     return explain_abort(&tc.dp, st, err);
 }
 
@@ -408,9 +441,10 @@ hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens,
     for (int i = 0; st == HS_OK && filters && i < n_filters; i++)
         if (filters[i][0] != '?') st = check_spec(&m->cfg, "cache filter", filters[i], err);
     if (st != HS_OK) return st;
-    cache_ctx cc = {{hooks, -1, {0}, {0}, 0}, filters, n_filters, cache, 0};
+    cache_ctx cc = {{hooks, -1, {0}, {0}, 0, NULL, 0}, filters, n_filters, cache, 0};
     hs_observer obs = {cache_fn, cache_wants, &cc};
     st = hs_forward(m, acts, tokens, b, t, &obs, err);
+    dispatch_free(&cc.dp);
     st = explain_abort(&cc.dp, st, err);
     if (cc.oom) st = hs_fail(err, HS_ERR_NOMEM, "out of memory while caching activations");
     if (st != HS_OK) hs_cache_free(cache);

@@ -73,15 +73,22 @@
 int hs_name_match(const char *pattern, const char *name);
 
 /*
- * A hook: the same contract as the model's observer callback (model.h,
- * hs_observer): it sees (name, shape, ndim, data) of a batched tensor and may
- * change data in place; returns 0 = unchanged, 1 = changed, < 0 = abort the
- * forward (hs_run_with_hooks then returns HS_ERR_CALLBACK).
+ * A hook: the model's observer callback (model.h, hs_observer): it sees
+ * (name, shape, ndim, data) of a batched tensor and may change data in
+ * place; returns < 0 to abort the forward (hs_run_with_hooks then returns
+ * HS_ERR_CALLBACK), else 0 or 1. Unlike a bare observer, a hook's in-place
+ * edit counts whatever it returns, as in TransformerLens (where a hook that
+ * edits its tensor and returns None keeps the edit): the registry keeps a
+ * copy of each hooked point's value and compares after its hooks ran, so
+ * returning 1 only spares the comparison ("1 = changed" as hs_observer says
+ * still holds).
  */
 typedef hs_observer_fn hs_hook_fn;
 
-/* Opaque registry of hooks. Hooks run in registration order at each point;
- * a point "changed" if any of them returned 1. */
+/* Opaque registry of hooks. Hooks run in registration order at each point
+ * (each sees the value the ones before it left); a point "changed" if any of
+ * them returned 1 or its value after them differs, bit for bit, from its
+ * value before. */
 typedef struct hs_hooks hs_hooks;
 
 hs_status hs_hooks_create(hs_hooks **out, hs_error *err);

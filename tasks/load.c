@@ -7,6 +7,7 @@
  */
 #include "tasks/tasks.h"
 
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -58,9 +59,27 @@ static hs_status load_vocab(const char *path, int need, const hs_load_source *sr
     return st;
 }
 
+/* Says that t's held-out split is headscope's own, derived from the seed
+ * (named by whence: "--split-seed", ...), which pairs it holds out, and why
+ * (a model trained elsewhere was trained on another split, and may have seen
+ * most of these pairs). */
+static void note_derived_split(const hs_winograd *t, const char *whence, const char *why,
+                               const hs_notes *notes)
+{
+    hs_buf b = {0};
+    for (size_t k = 0; k < t->n_heldout_pairs; k++)
+        hs_buf_printf(&b, "%s(%s, %s)", k ? ", " : "", hs_wg_nouns[t->heldout_pairs[k][0]],
+                      hs_wg_nouns[t->heldout_pairs[k][1]]);
+    char *pairs = hs_buf_take(&b);
+    hs_note(notes, HS_NOTE_CMD, "note: the held-out split is headscope's own for %s %llu (%zu "
+            "pairs: %s), %s", whence, (unsigned long long)t->split_seed, t->n_heldout_pairs,
+            pairs ? pairs : "(out of memory)", why);
+    free(pairs);
+}
+
 /* The task: the checkpoint's, or the Winograd split src names. */
 static hs_status load_task(const char *path, int need, const hs_load_source *src,
-                           hs_loaded *out, hs_error *err)
+                           const hs_notes *notes, hs_loaded *out, hs_error *err)
 {
     const int split_given = src->has_split_seed || src->heldout_pairs;
     if (out->meta.task != NULL && split_given)
@@ -77,11 +96,24 @@ static hs_status load_task(const char *path, int need, const hs_load_source *src
                            "on Winograd models", path);
         return hs_induction_from_task_json(out->meta.task, out->vocab, &out->ind, err);
     }
-    if (out->meta.task != NULL)
-        return hs_winograd_from_task_json(out->meta.task, out->vocab, &out->task, err);
-    if (src->has_split_seed)
-        return hs_winograd_create(HS_TASK_WINOGRAD, (uint64_t)src->split_seed, out->vocab,
-                                  &out->task, err);
+    if (out->meta.task != NULL) {
+        hs_status st = hs_winograd_from_task_json(out->meta.task, out->vocab, &out->task, err);
+        if (st == HS_OK && !out->task->pairs_read)
+            note_derived_split(out->task, "the checkpoint's split_seed",
+                               "derived from the seed: its task metadata names no heldout_pairs",
+                               notes);
+        return st;
+    }
+    if (src->has_split_seed) {
+        hs_status st = hs_winograd_create(HS_TASK_WINOGRAD, (uint64_t)src->split_seed, out->vocab,
+                                          &out->task, err);
+        if (st == HS_OK)
+            note_derived_split(out->task, "--split-seed",
+                               "not read from the checkpoint: a model trained on a split of its "
+                               "own is scored on its training pairs here; give its held-out "
+                               "pairs with --heldout-pairs FILE", notes);
+        return st;
+    }
     if (src->heldout_pairs) {
         int pairs[HS_WG_MAX_HELDOUT_PAIRS][2];
         size_t n = 0;
@@ -122,7 +154,7 @@ hs_status hs_load(const char *path, int need, const hs_load_source *src, const h
                 "every DLA output says \"weights\": \"tl-processed\"");
     }
     st = load_vocab(path, need, src, notes, out, err);
-    if (st == HS_OK) st = load_task(path, need, src, out, err);
+    if (st == HS_OK) st = load_task(path, need, src, notes, out, err);
     if (st != HS_OK) hs_loaded_free(out);
     return st;
 }

@@ -126,8 +126,11 @@ typedef struct {
     hs_wg_example *train;            /* (n_train) */
     hs_wg_example *heldout;          /* (n_heldout) */
     size_t n_heldout_pairs;          /* 24 (winograd) or 16 (category); or as given */
-    int pairs_given;                 /* 1: held-out pairs given (hs_winograd_create_pairs),
-                                        not drawn from split_seed (then 0) */
+    int pairs_given;                 /* 1: held-out pairs given (hs_winograd_create_pairs, or
+                                        task metadata's heldout_pairs other than its
+                                        split_seed's), not drawn from split_seed (then 0) */
+    int pairs_read;                  /* 1: the held-out pairs were read from task metadata's
+                                        heldout_pairs (hs_winograd_from_task_json) */
     int heldout_pairs[HS_WG_MAX_HELDOUT_PAIRS][2]; /* ordered (x, y) noun indices, sorted */
 } hs_winograd;
 
@@ -211,10 +214,16 @@ hs_status hs_winograd_write_text(const hs_winograd *t, const char *path, hs_erro
 hs_status hs_winograd_task_json(const hs_winograd *t, char **json, hs_error *err);
 
 /*
- * Rebuilds the task described by `task` metadata JSON (name and split_seed
- * are read; nouns and adjectives, when present, must equal headscope's lists)
- * with ids from vocab (NULL = built-in). HS_ERR_FORMAT naming the problem
- * (missing/unknown name, bad split_seed, different nouns). *out NULL on failure.
+ * Rebuilds the task described by `task` metadata JSON with ids from vocab
+ * (NULL = built-in): its name; its held-out split from "heldout_pairs" when
+ * present ([[x, y] noun words], as a model trained elsewhere names its own
+ * split; pairs_read = 1, and pairs_given = 1 unless they are exactly the pairs
+ * "split_seed" draws), else drawn from "split_seed"; nouns and adjectives,
+ * when present, must equal headscope's lists. HS_ERR_FORMAT naming the
+ * problem (missing/unknown name, neither heldout_pairs nor split_seed, bad
+ * split_seed, a pair entry that is not two of the 16 nouns, different
+ * nouns); HS_ERR_INPUT for pairs hs_winograd_create_pairs refuses. *out NULL
+ * on failure.
  */
 hs_status hs_winograd_from_task_json(const char *json, const hs_tokenizer *vocab,
                                      hs_winograd **out, hs_error *err);

@@ -565,6 +565,69 @@ static hs_status check_list(const cJSON *list, const char *key, const char *cons
     return HS_OK;
 }
 
+/* The first 64 bytes of w into shown (68 bytes), control characters as '?'
+ * (a message keeps to one line). Returns shown. */
+static const char *shown_word(const char *w, char *shown)
+{
+    size_t k = 0;
+    for (const char *c = w; *c && k < 64; c++, k++)
+        shown[k] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c;
+    shown[k] = '\0';
+    return shown;
+}
+
+/* Reads task metadata's split_seed (a whole number, or a decimal string above
+ * 2^53) into *out. */
+static hs_status seed_read(const cJSON *seed, uint64_t *out, hs_error *err)
+{
+    if (cJSON_IsNumber(seed)) {
+        double d = seed->valuedouble;
+        if (!(d >= 0 && d <= 9007199254740992.0) || d != (double)(uint64_t)d)
+            return hs_fail(err, HS_ERR_FORMAT, "task metadata 'split_seed' is not a whole number >= 0");
+        *out = (uint64_t)d;
+        return HS_OK;
+    }
+    if (cJSON_IsString(seed)) {
+        const char *s = seed->valuestring;
+        char *end = NULL;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno == ERANGE)
+            return hs_fail(err, HS_ERR_FORMAT, "task metadata 'split_seed' is not a whole number >= 0");
+        *out = (uint64_t)v;
+        return HS_OK;
+    }
+    return hs_fail(err, HS_ERR_FORMAT, "task metadata has neither 'heldout_pairs' nor 'split_seed'");
+}
+
+/* Reads task metadata's heldout_pairs ([[x, y] noun words]) into pairs (noun
+ * indices, up to HS_WG_MAX_HELDOUT_PAIRS), naming the first bad entry. */
+static hs_status pairs_json_read(const cJSON *list, int (*pairs)[2], size_t *n, hs_error *err)
+{
+    *n = 0;
+    if (!cJSON_IsArray(list))
+        return hs_fail(err, HS_ERR_FORMAT, "task metadata 'heldout_pairs' is not a list of [x, y] noun pairs");
+    const cJSON *it;
+    cJSON_ArrayForEach(it, list) {
+        const cJSON *x = cJSON_GetArrayItem(it, 0), *y = cJSON_GetArrayItem(it, 1);
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 || !cJSON_IsString(x) || !cJSON_IsString(y))
+            return hs_fail(err, HS_ERR_FORMAT, "task metadata 'heldout_pairs'[%zu] is not an [x, y] "
+                           "pair of noun words", *n);
+        if (*n == HS_WG_MAX_HELDOUT_PAIRS)
+            return hs_fail(err, HS_ERR_FORMAT, "task metadata 'heldout_pairs' has more than %d pairs",
+                           HS_WG_MAX_HELDOUT_PAIRS);
+        const cJSON *w[2] = {x, y};
+        for (int k = 0; k < 2; k++) {
+            char shown[68];
+            if ((pairs[*n][k] = noun_index(w[k]->valuestring)) < 0)
+                return hs_fail(err, HS_ERR_FORMAT, "task metadata 'heldout_pairs'[%zu]: '%s' is not "
+                               "one of the task's 16 nouns", *n, shown_word(w[k]->valuestring, shown));
+        }
+        (*n)++;
+    }
+    return HS_OK;
+}
+
 hs_status hs_winograd_from_task_json(const char *json, const hs_tokenizer *vocab,
                                      hs_winograd **out, hs_error *err)
 {
@@ -585,35 +648,16 @@ hs_status hs_winograd_from_task_json(const char *json, const hs_tokenizer *vocab
     int kind = hs_task_parse(name->valuestring);
     if (kind < 0) {
         char shown[68];
-        size_t k = 0;
-        for (const char *c = name->valuestring; *c && k < 64; c++, k++)
-            shown[k] = (unsigned char)*c < 0x20 || *c == 0x7f ? '?' : *c; /* keep one line */
-        shown[k] = '\0';
-        st = hs_fail(err, HS_ERR_FORMAT, "task metadata names an unknown task '%s'", shown);
+        st = hs_fail(err, HS_ERR_FORMAT, "task metadata names an unknown task '%s'",
+                     shown_word(name->valuestring, shown));
         goto done;
     }
     const cJSON *seed = cJSON_GetObjectItemCaseSensitive(o, "split_seed");
+    const cJSON *jpairs = cJSON_GetObjectItemCaseSensitive(o, "heldout_pairs");
     uint64_t split_seed = 0;
-    if (cJSON_IsNumber(seed)) {
-        double d = seed->valuedouble;
-        if (!(d >= 0 && d <= 9007199254740992.0) || d != (double)(uint64_t)d) {
-            st = hs_fail(err, HS_ERR_FORMAT, "task metadata 'split_seed' is not a whole number >= 0");
-            goto done;
-        }
-        split_seed = (uint64_t)d;
-    } else if (cJSON_IsString(seed)) {
-        const char *s = seed->valuestring;
-        char *end = NULL;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (s[0] < '0' || s[0] > '9' || *end != '\0' || errno == ERANGE) {
-            st = hs_fail(err, HS_ERR_FORMAT, "task metadata 'split_seed' is not a whole number >= 0");
-            goto done;
-        }
-        split_seed = (uint64_t)v;
-    } else {
-        st = hs_fail(err, HS_ERR_FORMAT, "task metadata has no 'split_seed'");
-        goto done;
+    if (seed != NULL || jpairs == NULL) {
+        st = seed_read(seed, &split_seed, err);
+        if (st != HS_OK) goto done;
     }
     st = check_list(cJSON_GetObjectItemCaseSensitive(o, "nouns"), "nouns", hs_wg_nouns,
                     HS_WG_N_NOUNS, err);
@@ -621,7 +665,23 @@ hs_status hs_winograd_from_task_json(const char *json, const hs_tokenizer *vocab
     st = check_list(cJSON_GetObjectItemCaseSensitive(o, "adjectives"), "adjectives",
                     hs_wg_adjectives, HS_WG_N_ADJS, err);
     if (st != HS_OK) goto done;
-    st = hs_winograd_create((hs_task_kind)kind, split_seed, vocab, out, err);
+    if (jpairs == NULL) {
+        st = hs_winograd_create((hs_task_kind)kind, split_seed, vocab, out, err);
+        goto done;
+    }
+    int pairs[HS_WG_MAX_HELDOUT_PAIRS][2];
+    size_t n = 0;
+    st = pairs_json_read(jpairs, pairs, &n, err);
+    if (st == HS_OK) st = create_task((hs_task_kind)kind, split_seed, (const int(*)[2])pairs, n,
+                                      vocab, out, err);
+    if (st != HS_OK) goto done;
+    (*out)->pairs_read = 1;
+    if (seed != NULL) { /* the pairs a seed draws are that seed's split, as headscope writes */
+        hs_winograd drawn = {.kind = (hs_task_kind)kind, .split_seed = split_seed};
+        choose_heldout(&drawn);
+        (*out)->pairs_given = drawn.n_heldout_pairs != n ||
+                              memcmp(drawn.heldout_pairs, (*out)->heldout_pairs, n * sizeof pairs[0]) != 0;
+    }
 done:
     cJSON_Delete(o);
     return st;

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "circuits/circuits.h"
+#include "circuits/circuits_internal.h"
 #include "tasks/tasks.h"
 
 #define T HS_CIRC_T
@@ -785,6 +786,53 @@ static void bad_thresholds_and_mismatched_models_are_refused(void **state)
     hs_model_destroy(m);
 }
 
+/* The route names every feature found, both roles of a fetch included: a
+ * decision head L1H0 that fetches y with crossed adjectives (other-noun-fetch)
+ * and x with crosser ones (referent-fetch) is "other-noun-fetch +
+ * referent-fetch" (it was folded into "referent-fetch"); with adjective-read
+ * beside them all three are named; the chapter's pair alone stays "chapter". */
+static void route_names_every_feature_found(void **state)
+{
+    (void)state;
+    static const struct {
+        double adj_read, y_crossed, x_crosser; /* weights; DLA towards the noun 1.5 */
+        const char *route;
+    } cases[] = {
+        {0.0, 0.6, 0.7, "other-noun-fetch + referent-fetch"},
+        {0.9, 0.6, 0.7, "adjective-read + other-noun-fetch + referent-fetch"},
+        {0.9, 0.6, 0.0, "chapter"},
+        {0.0, 0.0, 0.7, "referent-fetch"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hs_circuit_report r;
+        memset(&r, 0, sizeof r);
+        r.opts = hs_circuit_opts_default();
+        r.L = 2;
+        r.H = 1;
+        r.heads = calloc(2, sizeof *r.heads);
+        r.acc_block_attn = calloc(2, sizeof *r.acc_block_attn);
+        r.decision = calloc(1, sizeof *r.decision);
+        assert_true(r.heads && r.acc_block_attn && r.decision);
+        r.patch_usable = 1;
+        r.n_decision = 1;
+        r.decision[0] = (hs_head){1, 0};
+        hs_circuit_head *hd = &r.heads[1];
+        snprintf(hd->name, sizeof hd->name, "L1H0");
+        hd->layer = 1;
+        hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ] = cases[i].adj_read;
+        hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_Y] = cases[i].y_crossed;
+        hd->dla[HS_CIRC_CROSSED][HS_CIRC_DLA_X_MINUS_Y] = -1.5;
+        hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_X] = cases[i].x_crosser;
+        hd->dla[HS_CIRC_CROSSER][HS_CIRC_DLA_X_MINUS_Y] = 1.5;
+        hs_error err = {0};
+        assert_int_equal(hs_circ_verdicts(&r, &err), HS_OK);
+        assert_int_equal(r.step2_holds, 1);
+        if (strcmp(r.route, cases[i].route) != 0)
+            fail_msg("case %zu: route '%s', want '%s' (%s)", i, r.route, cases[i].route, r.route_reason);
+        hs_circuit_report_free(&r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -801,6 +849,7 @@ int main(void)
         cmocka_unit_test(report_is_identical_for_one_and_three_threads),
         cmocka_unit_test(uniform_attention_model_gets_a_report),
         cmocka_unit_test(bad_thresholds_and_mismatched_models_are_refused),
+        cmocka_unit_test(route_names_every_feature_found),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -69,8 +69,12 @@ run 0 help circuit --help
 grep -q '"none" when step 2 does not' "$TMP/help.out" || fail "--help does not name route none"
 grep -q '"other" when a decision head' "$TMP/help.out" || fail "--help does not say when the route is other"
 run 0 u0 train --steps 1 --d-model 32 --d-mlp 64 --eval-every 0 --out "$TMP/u.safetensors"
-grep -q "^headscope train: threads: $CPUS of $CPUS CPU" "$TMP/u0.err" || fail "train does not say its threads"
+# the threads line only when --threads was given (the default, all CPUs, is not news)
+grep -q "threads:" "$TMP/u0.err" && fail "train says its threads without --threads: $(cat "$TMP/u0.err")"
 run 0 u circuit --model "$TMP/u.safetensors"
+grep -q "threads:" "$TMP/u.err" && fail "circuit says its threads without --threads: $(cat "$TMP/u.err")"
+run 0 u1 circuit --model "$TMP/u.safetensors" --threads 1
+grep -q "^headscope circuit: threads: 1 of $CPUS CPU" "$TMP/u1.err" || fail "circuit --threads 1 does not say its threads"
 grep -q '^route: none' "$TMP/u.out" || fail "an untrained model: route is not none: $(grep '^route' "$TMP/u.out")"
 # one composition default: weights' raw scores and baseline = circuit's
 run 0 w weights --model "$M" --out "$TMP/w" --format json

@@ -27,6 +27,19 @@ for cmd in heads patch lens ablate dla; do
     run 0 "help_$cmd" "$cmd" --help
     grep -q "^usage: headscope $cmd" "$TMP/help_$cmd.out" || fail "$cmd --help: no usage line"
 done
+# every command that takes --vocab / --process / --no-bos (a checkpoint written elsewhere) says
+# so in its --help
+for cmd in $("$HS" --help | sed -n 's/^  \([a-z]*\) .*/\1/p'); do
+    for flag in --vocab --process --no-bos; do
+        sub=""
+        [ "$cmd" = prompts ] && sub=ioi # (its one kind comes first)
+        "$HS" "$cmd" $sub "$flag" /nonexistent/x.txt >/dev/null 2>"$TMP/takes.err" || true
+        # (getopt_long takes an abbreviation: train's --vocab is its --vocab-size)
+        grep -q -e "unknown or incomplete option '$flag'" -e "$flag-" "$TMP/takes.err" && continue
+        "$HS" "$cmd" --help >"$TMP/takes.out"
+        grep -q -- "^  $flag " "$TMP/takes.out" || fail "$cmd takes $flag but its --help does not say so"
+    done
+done
 
 # the bad-input table: file contents, the message each must give
 S1='the animal did not'
@@ -55,6 +68,33 @@ run 2 noacts patch --model "$M" --data "$TMP/nocorr.jsonl" --acts z,zz
 one_line noacts "unknown activation 'zz'"
 run 2 nodata patch --model "$M"
 run 2 both heads --model "$M" --data "$TMP/nocorr.jsonl" --sentence "$S1"
+
+# a set whose clean and corrupted LDs coincide (corrupted = clean): the normalised LD is
+# undefined; said in one line (never +nan), "usable": false in the JSON, no figure drawn
+# (with a note), raw LDs kept, exit 0 (README: "said so ("usable": false), not NaN")
+printf '{"prompt": "%s", "corrupted": "%s", "answer": "cross", "wrong": "not"}\n' "$S1" "$S1" >"$TMP/same.jsonl"
+run 0 same patch --model "$M" --data "$TMP/same.jsonl" --acts resid_pre,z
+grep -qi nan "$TMP/same.out" && fail "patch on coinciding LDs prints NaN: $(cat "$TMP/same.out")"
+[ "$(grep -c "not usable: clean and corrupted logit differences coincide" "$TMP/same.out")" -eq 1 ] ||
+    fail "patch on coinciding LDs: no one-line 'not usable': $(cat "$TMP/same.out")"
+run 0 same_json patch --model "$M" --data "$TMP/same.jsonl" --acts resid_pre,z --json
+run 0 same_out patch --model "$M" --data "$TMP/same.jsonl" --acts resid_pre,z --out "$TMP/same_o" --dpi 72
+grep -q "note: no patch figures: the normalised logit difference is not usable" "$TMP/same_out.err" ||
+    fail "patch --out on coinciding LDs: no note: $(cat "$TMP/same_out.err")"
+check_folder "$TMP/same_o" patch.json
+[ -z "$(find "$TMP/same_o" -name 'patch_*')" ] || fail "patch: a figure of undefined numbers was drawn"
+"$PY" - "$TMP/same_json.out" "$TMP/same_o/patch.json" <<'PYEOF' || fail "patch JSON on coinciding LDs"
+import json, sys
+for f in sys.argv[1:]:
+    t = open(f).read()
+    assert "NaN" not in t and "nan" not in t, f
+    p = json.loads(t)
+    assert p["usable"] is False and "coincide" in p["why_not_usable"], p.get("why_not_usable")
+    assert p["ld_clean"] == p["ld_corrupted"], (p["ld_clean"], p["ld_corrupted"])
+    z = p["acts"]["z"]
+    assert all(v is None for r in z["metric"] for v in r), z["metric"]
+    assert all(v == p["ld_corrupted"] for r in z["ld"] for v in r), z["ld"]
+PYEOF
 
 # circuit's pairs (split seed 0, as the checkpoint's task) -> patch == circuit
 run 0 ds train --steps 1 --eval-every 0 --dataset "$TMP/ds.txt" --out "$TMP/ds.safetensors"

@@ -383,6 +383,74 @@ static void scores_are_divided_by_attn_scale(void **state)
     }
 }
 
+/* An in-place edit counts as in TransformerLens, whatever the hook returns:
+ * a hook that changes element 0 of a point (a token id: the next id; else
+ * + 0.75) and returns 0 gives the logits the same hook returning 1 gives, at
+ * every point of a model with an MLP, bit for bit; and so does a hook that
+ * writes scores above the diagonal (the un-masking case) and returns 0. */
+typedef struct {
+    int ret;
+} bump_ctx;
+
+static int bump(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)shape;
+    (void)ndim;
+    data[0] = strcmp(name, "hook_tokens") == 0 ? (float)(((int)data[0] + 1) % V) : data[0] + 0.75f;
+    return ((const bump_ctx *)ctx)->ret;
+}
+
+static int unmask_row0(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name;
+    (void)shape;
+    (void)ndim;
+    data[1] = data[0]; /* row 0 of head 0: column 1 as column 0 */
+    return ((const bump_ctx *)ctx)->ret;
+}
+
+static void logits_with(const hs_model *m, hs_acts *a, const int *tok, const char *point, hs_hook_fn fn,
+                        int ret, float *out, size_t n)
+{
+    hs_hooks *hk = NULL;
+    hs_error err;
+    bump_ctx bc = {ret};
+    assert_int_equal(hs_hooks_create(&hk, &err), HS_OK);
+    assert_int_equal(hs_hooks_add(hk, point, fn, &bc, &err), HS_OK);
+    hs_cache c;
+    hs_cache_init(&c);
+    const char *f[] = {"logits"};
+    run_cache(m, a, tok, 1, 3, f, 1, hk, &c);
+    memcpy(out, hs_cache_get(&c, "logits")->data, n * sizeof(float));
+    hs_cache_free(&c);
+    hs_hooks_destroy(hk);
+}
+
+static void in_place_edits_count_whatever_the_hook_returns(void **state)
+{
+    (void)state;
+    hs_config cfg = tiny(16);
+    hs_model *m = random_model_of(&cfg, 11);
+    hs_acts *a = acts_for(m, 1, 3);
+    const int tok[3] = {1, 3, 2};
+    const size_t n = 3 * V;
+    float l0[3 * V], l1[3 * V];
+    hs_hook_point pts[64];
+    const int np = hs_hook_points(&cfg, pts, 64);
+    assert_true(np > 20 && np <= 64);
+    for (int i = 0; i < np; i++) {
+        logits_with(m, a, tok, pts[i].name, bump, 0, l0, n);
+        logits_with(m, a, tok, pts[i].name, bump, 1, l1, n);
+        if (memcmp(l0, l1, sizeof l0) != 0)
+            fail_msg("%s: an in-place edit returning 0 gives other logits than returning 1", pts[i].name);
+    }
+    logits_with(m, a, tok, "blocks.0.attn.hook_attn_scores", unmask_row0, 0, l0, n);
+    logits_with(m, a, tok, "blocks.0.attn.hook_attn_scores", unmask_row0, 1, l1, n);
+    assert_memory_equal(l0, l1, sizeof l0);
+    hs_acts_destroy(a);
+    hs_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -395,6 +463,7 @@ int main(void)
         cmocka_unit_test(specs_matching_nothing_are_errors),
         cmocka_unit_test(patch_between_shapes_names_both),
         cmocka_unit_test(scores_are_divided_by_attn_scale),
+        cmocka_unit_test(in_place_edits_count_whatever_the_hook_returns),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

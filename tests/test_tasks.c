@@ -438,7 +438,7 @@ static void task_json_round_trips(void **state)
                      HS_ERR_FORMAT);
     assert_msg_contains(err, "unknown task 'nope'");
     assert_int_equal(hs_winograd_from_task_json("{\"name\":\"winograd\"}", NULL, &b, &err), HS_ERR_FORMAT);
-    assert_msg_contains(err, "no 'split_seed'");
+    assert_msg_contains(err, "neither 'heldout_pairs' nor 'split_seed'");
     assert_int_equal(hs_winograd_from_task_json("{\"name\":\"winograd\",\"split_seed\":-1}", NULL, &b, &err),
                      HS_ERR_FORMAT);
     assert_msg_contains(err, "not a whole number");
@@ -615,6 +615,56 @@ static void split_from_given_pairs_holds_out_exactly_those(void **state)
     assert_null(t);
 }
 
+/* Task metadata naming its held-out pairs (as a model trained elsewhere
+ * does): those pairs are the split, with or without a seed beside them; the
+ * pairs headscope writes beside its seed give that seed's split; a bad entry
+ * is refused naming it. */
+static void task_json_heldout_pairs_are_read(void **state)
+{
+    (void)state;
+    hs_error err = {0};
+    hs_winograd *t = NULL;
+    const char *only = "{\"name\":\"winograd\",\"heldout_pairs\":[[\"dog\",\"field\"],[\"animal\",\"street\"]]}";
+    const char *both = "{\"name\":\"winograd\",\"split_seed\":0,\"heldout_pairs\":[[\"dog\",\"field\"]]}";
+    if (hs_winograd_from_task_json(only, NULL, &t, &err) != HS_OK) fail_msg("%s", err.msg);
+    assert_int_equal(t->n_heldout_pairs, 2);
+    assert_int_equal(t->n_heldout, 16);
+    assert_int_equal(hs_winograd_is_held_out(t, "animal", "street"), 1);
+    assert_int_equal(hs_winograd_is_held_out(t, "dog", "field"), 1);
+    assert_int_equal(t->pairs_read, 1);
+    assert_int_equal(t->pairs_given, 1);
+    hs_winograd_destroy(t);
+    if (hs_winograd_from_task_json(both, NULL, &t, &err) != HS_OK) fail_msg("%s", err.msg);
+    assert_int_equal(t->n_heldout_pairs, 1);
+    assert_int_equal(t->heldout_pairs[0][0], 2);
+    assert_int_equal(t->heldout_pairs[0][1], 9);
+    assert_int_equal(t->pairs_given, 1);
+    hs_winograd_destroy(t);
+    hs_winograd *a = make_task(HS_TASK_WINOGRAD, 5);
+    char *json = NULL;
+    assert_int_equal(hs_winograd_task_json(a, &json, &err), HS_OK);
+    if (hs_winograd_from_task_json(json, NULL, &t, &err) != HS_OK) fail_msg("%s", err.msg);
+    assert_int_equal(t->pairs_read, 1);
+    assert_int_equal(t->pairs_given, 0);
+    assert_true(t->split_seed == 5);
+    assert_memory_equal(a->heldout_pairs, t->heldout_pairs, sizeof a->heldout_pairs);
+    free(json);
+    hs_winograd_destroy(a);
+    hs_winograd_destroy(t);
+    t = NULL;
+    assert_int_equal(hs_winograd_from_task_json(
+                         "{\"name\":\"winograd\",\"heldout_pairs\":[[\"dog\",\"field\"],[\"dog\",\"unicorn\"]]}",
+                         NULL, &t, &err), HS_ERR_FORMAT);
+    assert_msg_contains(err, "'heldout_pairs'[1]: 'unicorn' is not one of the task's 16 nouns");
+    assert_int_equal(hs_winograd_from_task_json("{\"name\":\"winograd\",\"heldout_pairs\":[[\"dog\"]]}",
+                                                NULL, &t, &err), HS_ERR_FORMAT);
+    assert_msg_contains(err, "'heldout_pairs'[0] is not an [x, y] pair of noun words");
+    assert_int_equal(hs_winograd_from_task_json("{\"name\":\"winograd\",\"heldout_pairs\":[[\"dog\",\"dog\"]]}",
+                                                NULL, &t, &err), HS_ERR_INPUT);
+    assert_msg_contains(err, "(dog, dog) is not a pair");
+    assert_null(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -636,6 +686,7 @@ int main(void)
         cmocka_unit_test(batch_draws_training_sentences_with_shifted_targets),
         cmocka_unit_test(rng_below_is_in_range_and_covers),
         cmocka_unit_test(split_from_given_pairs_holds_out_exactly_those),
+        cmocka_unit_test(task_json_heldout_pairs_are_read),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

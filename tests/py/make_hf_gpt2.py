@@ -26,7 +26,7 @@ the values the folder stores (after any F16 / BF16 rounding). Variants:
   scale_layer  scale_attn_by_inverse_layer_idx, 3 layers, scale_attn_weights
                false, aliases hidden_size / num_attention_heads
   sharded      three shards and an index, gelu
-  noncausal    base, with h.1.attn.bias not the causal mask (a note says so)
+  noncausal    base, with h.1.attn.bias not the causal mask (refused)
 OUTDIR/base_processed.safetensors is base converted to TransformerLens'
 layout (weight_conversions/gpt2.py) and processed as from_pretrained does
 (fold_ln, center_writing_weights, center_unembed, fold_value_biases), with a

@@ -1,14 +1,18 @@
 #!/usr/bin/python3
 """Edits a safetensors checkpoint for the CLI tests (stdlib only).
 
-Usage: st_edit.py IN OUT [--word ID HEX] [--drop KEY] [--set TENSOR INDEX VALUE]...
+Usage: st_edit.py IN OUT [--word ID HEX] [--drop KEY] [--meta KEY TEXT]
+                        [--set TENSOR INDEX VALUE]...
 
   --word ID HEX           replaces vocabulary word ID (the `vocab` metadata) by
                           the bytes HEX (any bytes, written raw into the header,
                           so a test can put invalid UTF-8 there too)
   --drop KEY              removes metadata KEY (e.g. task, whose words a changed
                           vocabulary no longer holds)
-  --set TENSOR INDEX VALUE  sets element INDEX of F32 tensor TENSOR to VALUE
+  --meta KEY TEXT         sets metadata KEY to the string TEXT (e.g. a task
+                          JSON written elsewhere)
+  --set TENSOR INDEX VALUE  sets element INDEX of F32 (or BOOL: VALUE != 0) tensor
+                          TENSOR to VALUE
 
 The header is re-encoded (padded with spaces to 8 bytes); the data section is
 kept, so every tensor keeps its offsets.
@@ -33,13 +37,17 @@ def main(argv):
         elif args[i] == "--drop":
             header["__metadata__"].pop(args[i + 1], None)
             i += 2
+        elif args[i] == "--meta":
+            header.setdefault("__metadata__", {})[args[i + 1]] = args[i + 2]
+            i += 3
         elif args[i] == "--set":
             name, k, v = args[i + 1], int(args[i + 2]), float(args[i + 3])
             t = header[name]
-            assert t["dtype"] == "F32", t
-            off = t["data_offsets"][0] + 4 * k
-            assert off + 4 <= t["data_offsets"][1], "index out of range"
-            data[off:off + 4] = struct.pack("<f", v)
+            assert t["dtype"] in ("F32", "BOOL"), t
+            size, raw = (4, struct.pack("<f", v)) if t["dtype"] == "F32" else (1, bytes([v != 0]))
+            off = t["data_offsets"][0] + size * k
+            assert off + size <= t["data_offsets"][1], "index out of range"
+            data[off:off + size] = raw
             i += 4
         else:
             raise SystemExit("unknown argument " + args[i])
