@@ -243,6 +243,13 @@ check_folder "$TMP/paper" L0H0.pdf dla.pdf  # one --only head: L0H0 is its pictu
 pngcheck -v "$TMP/paper/L0H0.png" | grep -q 'pHYs' || fail "--dpi: no pHYs chunk"
 grep -q 'width="6.75' "$TMP/paper/L0H0.svg" || fail "--width page: the SVG is not 6.75 in wide"
 pdfinfo "$TMP/paper/L0H0.pdf" | grep -q 'Page size: *486 x' || fail "--width page: PDF not 486 pt wide"
+# a paper's build is reproducible: the PDF's creation date is SOURCE_DATE_EPOCH
+# (reproducible-builds.org) when set, not the time of writing
+export SOURCE_DATE_EPOCH=86400
+run 0 sde inspect --model "$M" --sentence "$TIRED" --out "$TMP/sde" --format pdf --only L1H1
+unset SOURCE_DATE_EPOCH
+TZ=UTC pdfinfo "$TMP/sde/L1H1.pdf" | grep -q '^CreationDate: *Fri Jan  2 00:00:00 1970' ||
+    fail "SOURCE_DATE_EPOCH=86400: the PDF's CreationDate is not 1970-01-02: $(TZ=UTC pdfinfo "$TMP/sde/L1H1.pdf" | grep Date)"
 
 # the figures papers show: the tired / wet pair and its difference, cropped
 # positions, the query row strip, no titles
