@@ -246,7 +246,7 @@ done:
 void hs_ablate_comp_name(const hs_ablate_comp *c, char *buf, size_t cap)
 {
     if (c->head >= 0) snprintf(buf, cap, "L%dH%d", c->layer, c->head);
-    else snprintf(buf, cap, "L%d %s", c->layer, c->head == -1 ? "attn" : "mlp");
+    else snprintf(buf, cap, "L%d_%s", c->layer, c->head == -1 ? "attn_out" : "mlp_out");
 }
 
 cJSON *hs_ablate_json(const hs_ablate_report *r)
@@ -287,12 +287,12 @@ void hs_ablate_summary(const hs_ablate_report *r, hs_buf *b)
                   r->method == HS_ABLATE_ZERO ? "" : r->n_ref == r->n ? ", reference: the prompts" : ", reference set",
                   r->n, r->has_wrong ? "mean logit(answer) - logit(wrong)" : "mean logit(answer)", r->metric_clean,
                   100 * r->acc_clean);
-    hs_buf_printf(b, "%-9s %9s %9s %9s %9s\n", "ablated", "metric", "change", "accuracy", "change");
+    hs_buf_printf(b, "%-12s %9s %9s %9s %9s\n", "ablated", "metric", "change", "accuracy", "change");
     for (int k = 0; k < r->n_comp; k++) {
         const hs_ablate_comp *c = &r->comp[k];
         char name[32];
         hs_ablate_comp_name(c, name, sizeof name);
-        hs_buf_printf(b, "%-9s %+9.3f %+9.3f %8.1f%% %+8.1f\n", name, c->metric, c->metric - r->metric_clean,
+        hs_buf_printf(b, "%-12s %+9.3f %+9.3f %8.1f%% %+8.1f\n", name, c->metric, c->metric - r->metric_clean,
                       100 * c->acc, 100 * (c->acc - r->acc_clean));
     }
 }

@@ -163,7 +163,7 @@ void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b)
         hs_buf_printf(b, "  %-14s %+9.3f\n", r->labels[k], r->attr[k]);
         s += r->attr[k];
     }
-    hs_buf_printf(b, "  %-14s %+9.3f\n  sum %+.3f = %s %+.3f (the logits, less b_U)\n", "norm bias", r->constant,
+    hs_buf_printf(b, "  %-14s %+9.3f\n  sum %+.3f = %s %+.3f (the logits, less b_U)\n", HS_DLA_LN_FINAL_B, r->constant,
                   s + r->constant, r->has_wrong ? "LD" : "logit", r->target);
     if (r->attr_pos == NULL) return;
     hs_buf_printf(b, "\nby position: what each component writes at position q, read through the final norm frozen "

@@ -291,7 +291,9 @@ typedef struct {
 hs_status hs_ablate_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_prompts *ref,
                         hs_ablate_method method, hs_ablate_report *out, hs_error *err);
 void hs_ablate_report_free(hs_ablate_report *r);
-/* "L0H1", "L0 attn", "L0 mlp" into buf. */
+/* "L0H1", "L0_attn_out", "L0_mlp_out" into buf: the components' names in
+ * every figure and JSON (hs_resid_decompose's style, TransformerLens'
+ * decompose_resid with the layer prefixed). */
 void hs_ablate_comp_name(const hs_ablate_comp *c, char *buf, size_t cap);
 /* As JSON (caller frees with cJSON_Delete; NULL on OOM) and as text (appended to b). */
 cJSON *hs_ablate_json(const hs_ablate_report *r);

@@ -222,7 +222,7 @@ hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const ch
     }
     if (s == HS_OK && nb > r->n_comp) {
         f.m[r->n_comp] = (float)r->constant;
-        hs_labels_set(&f.lab, (size_t)r->n_comp, "norm bias");
+        hs_labels_set(&f.lab, (size_t)r->n_comp, "%s", HS_DLA_LN_FINAL_B);
     }
     for (int q = 0; q < T; q++) hs_labels_set(&f.lab, (size_t)(nb + q), "%d", q);
     if (f.lab.oom && s == HS_OK) s = oom(err);

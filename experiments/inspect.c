@@ -241,7 +241,7 @@ static int dla_json_fill(cJSON *j, const insp_run *x, int tok_a, int tok_b, doub
                                    "values[i] = component i of the final residual stream at "
                                    "query_position, through the final norm with its scale "
                                    "frozen from this run, dotted with the unembedding "
-                                   "direction; with the norm's bias (ln_final.b) and b_U they "
+                                   "direction; with the norm's bias term (ln_final_b) and b_U they "
                                    "sum to the metric");
 }
 
@@ -290,11 +290,11 @@ static hs_status write_dla(const insp_run *x, int tok_a, int tok_b, const char *
     }
     if (s == HS_OK && has_const) {
         vals[d.n] = (float)d.constant;
-        labels[d.n] = "ln_final.b";
+        labels[d.n] = HS_DLA_LN_FINAL_B;
     }
     if (s == HS_OK && bU) {
         vals[n - 1] = (float)bu;
-        labels[n - 1] = "unembed.b_U";
+        labels[n - 1] = HS_DLA_B_U;
     }
     const char *t = insp_title(x, title, 0);
     if (s == HS_OK && hs_figopts_images(od->fo)) {

@@ -82,7 +82,8 @@ static hs_status oom(hs_error *err)
 
 /* One signed (or, with x->nonneg, sequential) heatmap and its JSON,
  * optionally masked, with a shared limit (lim > 0 and --range fixed) or its
- * own scale. The JSON: viz's, then the run's context, the colour scale and
+ * own scale. title is in hs_viz_options.title_markup's markup (the figure
+ * typesets its scripts, the JSON holds its plain form). The JSON: viz's, then the run's context, the colour scale and
  * extra's keys (extra is consumed; NULL is out of memory). */
 static hs_status write_signed(const w_run *x, const char *stem, const float *mat,
                               const unsigned char *mask, size_t R, size_t C,
@@ -102,6 +103,7 @@ static hs_status write_signed(const w_run *x, const char *stem, const float *mat
         } else {
             hs_viz_options o = hs_figopts_for(fo, kind, lim);
             o.value_label = q;
+            o.title_markup = 1;
             if (x->annotate_small && R * C <= 256) o.annotate = 1;
             hs_error fe = {0};
             /* the values written in the cells are ours, not asked: dropped
@@ -122,15 +124,18 @@ static hs_status write_signed(const w_run *x, const char *stem, const float *mat
             s = hs_outdir_unfit(x->od, stem, s, &fe, err);
         }
     }
+    char *plain = NULL;
+    if (s == HS_OK && hs_figopts_data(fo) && !(plain = hs_viz_title_plain(title))) s = oom(err);
     if (s == HS_OK && hs_figopts_data(fo)) {
-        s = mask ? hs_viz_signed_json_masked(&j, mat, mask, R, C, rl, cl, title, xlabel, ylabel,
+        s = mask ? hs_viz_signed_json_masked(&j, mat, mask, R, C, rl, cl, plain, xlabel, ylabel,
                                              err)
-                 : hs_viz_signed_json(&j, mat, R, C, rl, cl, title, xlabel, ylabel, err);
+                 : hs_viz_signed_json(&j, mat, R, C, rl, cl, plain, xlabel, ylabel, err);
         if (s == HS_OK && !add_run(j, x->ctx)) s = oom(err);
         if (s == HS_OK) s = hs_figopts_add_scale(j, fo, kind, lim, err);
         if (s == HS_OK && !move_keys(j, extra)) s = oom(err);
     }
     if (s == HS_OK) s = hs_outdir_figure(x->od, stem, &fig, j, shows, err);
+    free(plain);
     cJSON_Delete(extra);
     cJSON_Delete(j);
     hs_viz_figure_destroy(fig);
@@ -255,10 +260,10 @@ static hs_status compute(const w_run *x, hs_fold fold, int draws, int uniform, w
 static const struct {
     const char *name, *product, *what, *xl, *yl, *q;
 } CIRCUITS[2] = {
-    {"QK", "W_E W_QK W_E^T", "the attention score (before the 1/sqrt(d_head) scale, without "
+    {"QK", "W_{E} W_{QK} W_{E}^{T}", "the attention score (before the 1/sqrt(d_head) scale, without "
      "positions or biases) a query token (row) gives a key token (column)", "key token (source)",
      "query token (destination)", "attention score"},
-    {"OV", "W_E W_OV W_U", "the direct effect on each output logit (column) of attending to a "
+    {"OV", "W_{E} W_{OV} W_{U}", "the direct effect on each output logit (column) of attending to a "
      "token (row)", "output token (logit)", "attended token (source)", "direct effect on the logit"},
 };
 
@@ -405,7 +410,8 @@ static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *e
             }
     if (s == HS_OK) {
         char title[256];
-        snprintf(title, sizeof title, "virtual weights ||W_O^A W_Q/K/V^B||_F (fold %s)", x->fold);
+        snprintf(title, sizeof title, "virtual weights ||W_{O}^{A} W_{Q/K/V}^{B}||_{F} (fold %s)",
+                 x->fold);
         x->annotate_small = 1;
         x->nonneg = 1;
         s = write_signed(x, "virtual_weights", norms, pmask, (size_t)n_send, (size_t)ncol, x->names,

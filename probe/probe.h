@@ -676,4 +676,12 @@ hs_status hs_cache_view_rows(hs_cache *view, const hs_cache *full, int r0, int b
 hs_status hs_engine_views(const hs_cache *full, int n, hs_cache **views, hs_error *err);
 void hs_engine_views_free(hs_cache *views, int n_chunks);
 
+/* The names figures and JSON give the two terms of a logit that no
+ * component of hs_resid_decompose writes, in its style (TransformerLens'
+ * decompose_resid labels, layer-prefixed with underscores: "embed",
+ * "L0H1", "L0_b_O", "L0_mlp_out"): the final norm's bias term b_f . dir
+ * (hs_dla.constant) and the unembedding bias b_U[a] (- b_U[b]). */
+#define HS_DLA_LN_FINAL_B "ln_final_b"
+#define HS_DLA_B_U "b_U"
+
 #endif /* HS_PROBE_H */

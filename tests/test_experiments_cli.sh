@@ -148,7 +148,7 @@ import json, sys
 a = json.load(open(sys.argv[1]))
 assert a["method"] == "zero" and a["prompts"] == 192 and a["accuracy_clean"] == 1.0
 names = [c["component"] for c in a["components"]]
-assert names[:6] == ["L0H0", "L0H1", "L0H2", "L0H3", "L0 attn", "L0 mlp"], names
+assert names[:6] == ["L0H0", "L0H1", "L0H2", "L0H3", "L0_attn_out", "L0_mlp_out"], names
 for c in a["components"]:
     assert abs(c["metric_change"] - (c["metric"] - a["metric_clean"])) < 1e-9
 PYEOF
@@ -163,6 +163,13 @@ s = sum(c["attribution"] for c in d["components"]) + d["constant"]
 assert abs(s - d["target"]) < 1e-4, (s, d["target"])
 assert "frozen" in d["final_norm"]
 assert "by_position" not in d["components"][0]
+# the bar chart names components in inspect's style, the norm's bias term as ln_final_b
+import os, re
+COMPONENT = re.compile(r"^(embed|pos_embed|L\d+H\d+|L\d+_b_O|L\d+_mlp_out|ln_final_b|b_U)$")
+assert all(COMPONENT.match(c["component"]) for c in d["components"]), d["components"]
+bars = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "dla_bars.json")))
+assert all(COMPONENT.match(x) for x in bars["labels"]), bars["labels"]
+assert bars["labels"][-1] == "ln_final_b", bars["labels"]
 PYEOF
 run 0 dp dla --model "$M" --data "$TMP/pairs.jsonl" --by-position --out "$TMP/dp" --dpi 72
 check_folder "$TMP/dp" dla.json dla_bars.png dla_by_position.png

@@ -145,7 +145,14 @@ for l in range(L):
         assert "L%dH%d" % (l, h) in labels
 assert "embed" in labels and "L0_mlp_out" in labels
 assert len(labels) == len(dla["values"]) == dla["shape"][0]
+# one naming style for components (TransformerLens' decompose_resid, layer-prefixed with
+# underscores), the final norm's bias and the unembedding bias included
+import re
+COMPONENT = re.compile(r"^(embed|pos_embed|L\d+H\d+|L\d+_b_O|L\d+_mlp_out|ln_final_b|b_U)$")
+assert all(COMPONENT.match(x) for x in labels), labels
+assert labels[-2:] == ["ln_final_b", "b_U"], labels
 vs = json.load(open(os.path.join(d, "dla_vs.json")))
+assert all(COMPONENT.match(x) for x in vs["labels"]), vs["labels"]
 assert vs["metric"] == "logit_diff" and vs["vs_token"] == "street"
 s = sum(vs["values"])
 assert abs(s - vs["logit_diff"]) < 1e-3 * max(1, abs(vs["logit_diff"])), (s, vs["logit_diff"])

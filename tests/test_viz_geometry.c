@@ -398,7 +398,7 @@ static void grown_figures_say_so(void **state)
 {
     (void)state;
     float v[4] = {0.45f, -0.05f, 0.02f, 0.47f};
-    const char *lab[] = {"embed", "pos_embed", "L0H0", "unembed.b_U"};
+    const char *lab[] = {"embed", "pos_embed", "L0H0", "L11_mlp_out"};
     hs_viz_options o;
     hs_viz_options_default(&o);
     o.font_pt = 12;

@@ -32,7 +32,7 @@ static const char *TOK[12] = {"the", "animal", "did", "not", "cross", "the",
 
 static const char *HEADS[16] = {"L0H0", "L0H1", "L0H2", "L0H3", "L1H0", "L1H1",
                                 "L1H2", "L1H3", "embed", "pos_embed", "L0_mlp_out",
-                                "L1_mlp_out", "ln_final.b", "unembed.b_U", "L2H0", "L2H1"};
+                                "L1_mlp_out", "ln_final_b", "b_U", "L2H0", "L2H1"};
 
 typedef enum { K_ATTN = 0, K_GRID, K_ONLY, K_SIGNED, K_MASKED, K_BARS, K_GRAPH, K_N } kind;
 static const char *KIND_NAME[K_N] = {"attention", "grid", "only", "signed", "masked", "bars", "graph"};

@@ -152,6 +152,12 @@ typedef struct {
                               must hold the panels with no row empty. 0 x 0 (default) = the
                               caller's L x H when it fits the width, else the first of
                               fewer columns that does (8 heads at a column: 4 x 2) */
+    int title_markup;      /* nonzero: the title's "_{...}" is drawn as a subscript (0.7x
+                              the title's size, lowered 0.25 em) and "^{...}" as a
+                              superscript (0.7x, raised 0.35 em), e.g. "W_{E} W_{QK} W_{E}^{T}";
+                              an unclosed brace and everything else stay literal. Only for
+                              titles a program writes: 0 (default) draws the title as it is
+                              (titles holding tokens or a user's --title) */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */
@@ -662,5 +668,11 @@ hs_status hs_viz_rows_pair_figure(hs_viz_figure **out, const float *rows, size_t
 #define HS_VIZ_PAGE_MAX_SIDE 2048
 #define HS_VIZ_PAGE_MAX_CELLS (1 << 20)
 #define HS_VIZ_PAGE_MAX_POINTS 20000
+
+/* The plain form of a title in hs_viz_options.title_markup's markup, for
+ * JSON, SVG <title> and PDF metadata: "_{...}" as "_..." and "^{...}" as
+ * "^..." ("W_{E} W_{QK} W_{E}^{T}" -> "W_E W_QK W_E^T"); the rest as it is.
+ * Returns a malloc'd string (caller frees), NULL when out of memory. */
+char *hs_viz_title_plain(const char *title);
 
 #endif /* HS_VIZ_H */

@@ -407,4 +407,14 @@ hs_status vz_png_write_rgb(const char *path, const unsigned char *rgb, int w, in
  * stored, row by row (row d holds d + 1 values). NULL on OOM. */
 cJSON *vz_attention_packed(const float *attention, size_t H, size_t T);
 
+/* ---- title markup (viz_markup.c; hs_viz_options.title_markup) ---- */
+/* Width (px, rounded up) of marked-up s with base size px, its runs
+ * measured as drawn. */
+int vz_markup_width(vz_ctx *c, const char *s, double px);
+/* Marked-up s as runs, each a text item (anchored at its start): the base
+ * text's box top-left at (x, y), scripts at 0.7 px lowered 0.25 em or
+ * raised 0.35 em from its baseline. HS_ERR_NOMEM or HS_OK. */
+hs_status vz_add_markup(vz_ctx *c, const char *s, double px, int x, int y, vz_role role,
+                        const unsigned char rgb[3]);
+
 #endif /* HS_VIZ_INTERNAL_H */

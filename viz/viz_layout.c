@@ -335,10 +335,17 @@ int vz_label_pitch(vz_ctx *c, char *const *shown, size_t n)
 /* ------------------------------------------------------------------------ */
 /* The title block                                                          */
 
+/* Width (px) of a title line: as marked up (its runs) when markup. */
+static int line_len(vz_ctx *c, const char *s, double px, int markup)
+{
+    return markup ? vz_markup_width(c, s, px) : vz_text_len(c, s, px);
+}
+
 /* s broken at spaces into lines no wider than maxw px at size px (a word
- * wider than that stays whole on its line). Calls fn(arg, line, width) per
- * line; returns the number of lines, or -1 on OOM. */
-static int wrap_lines(vz_ctx *c, const char *s, double px, int maxw,
+ * wider than that stays whole on its line), measured as marked up when
+ * markup. Calls fn(arg, line, width) per line; returns the number of lines,
+ * or -1 on OOM. */
+static int wrap_lines(vz_ctx *c, const char *s, double px, int maxw, int markup,
                       hs_status (*fn)(vz_ctx *, void *, const char *, int), void *arg)
 {
     hs_buf line = {0}, cand = {0};
@@ -353,8 +360,8 @@ static int wrap_lines(vz_ctx *c, const char *s, double px, int maxw,
         if (line.len) hs_buf_printf(&cand, "%s %.*s", line.s, (int)(e - p), p);
         else hs_buf_printf(&cand, "%.*s", (int)(e - p), p);
         if (cand.oom) break;
-        if (line.len && vz_text_len(c, cand.s, px) > maxw) {
-            if (fn && fn(c, arg, line.s, vz_text_len(c, line.s, px))) break;
+        if (line.len && line_len(c, cand.s, px, markup) > maxw) {
+            if (fn && fn(c, arg, line.s, line_len(c, line.s, px, markup))) break;
             n++;
             line.len = 0;
             hs_buf_printf(&line, "%.*s", (int)(e - p), p);
@@ -366,7 +373,7 @@ static int wrap_lines(vz_ctx *c, const char *s, double px, int maxw,
     }
     int ok = !line.oom && !cand.oom && *p == '\0';
     if (ok && line.len) {
-        if (fn && fn(c, arg, line.s, vz_text_len(c, line.s, px))) ok = 0;
+        if (fn && fn(c, arg, line.s, line_len(c, line.s, px, markup))) ok = 0;
         else n++;
     }
     hs_buf_free(&line);
@@ -381,15 +388,18 @@ typedef struct {
     const unsigned char *rgb;
     int line_h;
     int cx; /* >= 0: the lines centre on x = cx instead */
+    int markup; /* the line is marked up (hs_viz_options.title_markup) */
 } vz_title_pen;
 
 static hs_status title_line(vz_ctx *c, void *arg, const char *line, int w)
 {
     vz_title_pen *t = arg;
     hs_status s = HS_OK;
-    if (t->W > 0)
-        s = vz_add_text(c, line, t->px, 0, t->cx >= 0 ? t->cx - w / 2 : (t->W - w) / 2, t->y,
-                        VZ_A_MIDDLE, t->role, t->rgb);
+    const int x0 = t->cx >= 0 ? t->cx - w / 2 : (t->W - w) / 2;
+    if (t->W > 0 && t->markup)
+        s = vz_add_markup(c, line, t->px, x0, t->y, t->role, t->rgb);
+    else if (t->W > 0)
+        s = vz_add_text(c, line, t->px, 0, x0, t->y, VZ_A_MIDDLE, t->role, t->rgb);
     t->y += t->line_h;
     t->widest = vz_imax(t->widest, w);
     return s;
@@ -403,9 +413,10 @@ static const unsigned char NOTE_RGB[3] = {0xb0, 0x10, 0x10};
 static int title_lines(vz_ctx *c, const char *title, int W, int *w, hs_status *st)
 {
     int maxw = (int)lround(c->o.width_in * c->o.dpi) - 2 * c->margin;
-    vz_title_pen t = {W, c->margin, 0, c->tpx, VZ_T_TITLE, VZ_BLACK, c->tlh, -1};
+    vz_title_pen t = {W, c->margin, 0, c->tpx, VZ_T_TITLE, VZ_BLACK, c->tlh, -1,
+                      c->o.title_markup};
     *st = HS_OK;
-    if (title && title[0] && wrap_lines(c, title, c->tpx, maxw, title_line, &t) < 0)
+    if (title && title[0] && wrap_lines(c, title, c->tpx, maxw, t.markup, title_line, &t) < 0)
         *st = HS_ERR_NOMEM;
     if (t.y > c->margin) t.y += c->pad;
     int y_note = t.y;
@@ -413,7 +424,8 @@ static int title_lines(vz_ctx *c, const char *title, int W, int *w, hs_status *s
     t.role = VZ_T_LABEL;
     t.rgb = NOTE_RGB;
     t.line_h = c->lh;
-    if (!*st && c->o.note && c->o.note[0] && wrap_lines(c, c->o.note, c->fpx, maxw, title_line, &t) < 0)
+    t.markup = 0;
+    if (!*st && c->o.note && c->o.note[0] && wrap_lines(c, c->o.note, c->fpx, maxw, 0, title_line, &t) < 0)
         *st = HS_ERR_NOMEM;
     if (t.y > y_note) t.y += c->pad;
     *w = t.widest;
@@ -426,7 +438,8 @@ hs_status vz_add_title(vz_ctx *c, const char *title, int W)
     hs_status s = vz_begin_group(c, "title");
     int w;
     if (!s) title_lines(c, title, W, &w, &s);
-    if (!s && title && title[0] && !c->f->title && !(c->f->title = hs_strdup(title)))
+    if (!s && title && title[0] && !c->f->title &&
+        !(c->f->title = c->o.title_markup ? hs_viz_title_plain(title) : hs_strdup(title)))
         s = HS_ERR_NOMEM;
     return s;
 }
@@ -457,8 +470,8 @@ int vz_widest_word(vz_ctx *c, const char *s, double px)
 int vz_add_wrapped(vz_ctx *c, const char *s, int maxw, int cx, int y, int add, int *widest,
                    hs_status *st)
 {
-    vz_title_pen t = {add, y, 0, c->fpx, VZ_T_AXIS, VZ_BLACK, c->lh, cx};
-    *st = wrap_lines(c, s, c->fpx, maxw, title_line, &t) < 0 ? HS_ERR_NOMEM : HS_OK;
+    vz_title_pen t = {add, y, 0, c->fpx, VZ_T_AXIS, VZ_BLACK, c->lh, cx, 0};
+    *st = wrap_lines(c, s, c->fpx, maxw, 0, title_line, &t) < 0 ? HS_ERR_NOMEM : HS_OK;
     *widest = t.widest;
     return t.y - y;
 }
