@@ -101,6 +101,9 @@ hs_viz_options hs_figopts_for(const hs_figopts *fo, hs_fig_kind kind, double lim
         return o;
     }
     if (lim > 0 && !own) {
+        /* a limit from the data ends its colour bar at a round value, as an
+         * auto range does (4.63 -> 4.7), never at the raw maximum */
+        lim = hs_viz_round_limit(lim);
         o.range = HS_VIZ_RANGE_FIXED;
         o.vmin = kind == HS_FIG_NONNEG ? 0.0 : -lim;
         o.vmax = lim;

@@ -81,7 +81,9 @@ void hs_figopts_free(hs_figopts *fo);
 
 /* The options of one figure of kind: signed figures keep the diverging map;
  * lim > 0 is a limit shared by the figures of a kind (signed and bars:
- * [-lim, lim]; non-negative: [0, lim]) used unless the range is auto;
+ * [-lim, lim]; non-negative: [0, lim]; lim rounded outward by
+ * hs_viz_round_limit, so a colour bar ends at a round value) used unless
+ * the range is auto;
  * vmin/vmax override both ends; bars without either are fitted to their
  * data; attention is [0, 1] unless vmin/vmax say otherwise. */
 hs_viz_options hs_figopts_for(const hs_figopts *fo, hs_fig_kind kind, double lim);

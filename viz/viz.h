@@ -675,4 +675,10 @@ hs_status hs_viz_rows_pair_figure(hs_viz_figure **out, const float *rows, size_t
  * Returns a malloc'd string (caller frees), NULL when out of memory. */
 char *hs_viz_title_plain(const char *title);
 
+/* A colour scale's limit taken from data (a shared |max|), rounded outward
+ * as an auto range is (to a hundredth of the decade of 2 * lim, with float32's
+ * tolerance: 4.63 -> 4.7, 0.2371 -> 0.24), so a colour bar ends at a round value
+ * rather than the raw maximum. lim <= 0 or not finite is returned as it is. */
+double hs_viz_round_limit(double lim);
+
 #endif /* HS_VIZ_H */

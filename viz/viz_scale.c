@@ -124,6 +124,11 @@ double vz_round_out(double v, double span, int up)
     return r * q;
 }
 
+double hs_viz_round_limit(double lim)
+{
+    return lim > 0 && isfinite(lim) ? vz_round_out(lim, 2 * lim, 1) : lim;
+}
+
 /* An end value of a scale with the ticks' decimals (dec), or 3 significant
  * digits in scientific notation (sci). */
 static void fmt_end(char *buf, size_t n, double v, int sci, int dec)
