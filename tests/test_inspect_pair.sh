@@ -110,6 +110,8 @@ for f in sorted(os.listdir(d)):
     svg = open(os.path.join(d, f)).read()
     nums = re.findall(r'<text class="(?:cbar|annot)"[^>]*>([^<]*)<', svg)
     assert not [n for n in nums if n.startswith("-")], (f, "hyphen-minus", nums)
+    texts = re.findall(r'<text[^>]*>([^<]*)<', svg)  # ticks, bar values too (dla)
+    assert not [n for n in texts if re.match(r"[+]?-[\d.]", n)], (f, "hyphen-minus", texts)
     assert "hook_pattern" not in svg, f
     for part in svg.split('id="colorbar')[1:]:  # each colour bar
         bar = re.findall(r'<text class="cbar"[^>]*>([^<]*)<', part.split("<g id=")[0])

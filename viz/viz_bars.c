@@ -12,7 +12,8 @@
 
 #include "viz/viz_internal.h"
 
-/* A bar's value label: fixed decimals (dec), or scientific when sci. */
+/* A bar's value label: fixed decimals (dec), or scientific when sci; a
+ * negative number with U+2212. */
 static void fmt_bar(char *buf, size_t n, double v, int dec, int sci)
 {
     if (sci && v == 0.0) {
@@ -23,6 +24,7 @@ static void fmt_bar(char *buf, size_t n, double v, int dec, int sci)
     } else {
         snprintf(buf, n, "%+.*f", dec, v);
     }
+    vz_minus_sign(buf, n); /* U+2212, as every figure label */
 }
 
 typedef struct {

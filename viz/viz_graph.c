@@ -98,6 +98,7 @@ static void fmt_score(char *buf, size_t n, double v)
 {
     snprintf(buf, n, "%.2g", v);
     vz_short_exp(buf);
+    vz_minus_sign(buf, n);
 }
 
 typedef struct {

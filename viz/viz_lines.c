@@ -84,6 +84,7 @@ static void ax_text(char *buf, size_t n, double v, const axis *a)
         snprintf(buf, n, "%.*f", e < 0 ? -e : 0, v);
     else
         snprintf(buf, n, "%de%d", (int)lround(v / pow(10.0, e)), e);
+    vz_minus_sign(buf, n);
 }
 
 static hs_status check_input(const float *x, size_t N, const hs_viz_panel *panels, size_t n_panels,
