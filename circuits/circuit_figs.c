@@ -135,7 +135,7 @@ static hs_status composition(const hs_circuit_report *r, hs_outdir *od, c_scratc
                  "later heads, minus the random baseline", kind[v]);
         hs_status s = hs_outdir_matrix(od, HS_FIG_SIGNED, nm[v], w->m, (size_t)H, (size_t)(LH - H),
                                        w->rl, w->cl, title, "receiver (later head)",
-                                       "sender (layer 0)", lim, "composition score - baseline",
+                                       "sender (layer 0)", lim, "composition score − baseline",
                                        NULL, shows, err);
         if (s != HS_OK) return s;
     }

@@ -198,7 +198,7 @@ hs_status hs_ablate_figures(const hs_ablate_report *r, const hs_config *cfg, con
     if (s == HS_OK)
         s = hs_outdir_matrix(od, HS_FIG_BARS, "ablate_change", f.m, (size_t)r->n_comp, 1, f.lab.at,
                              NULL, title,
-                             r->has_wrong ? "change of the mean LD (answer - wrong)"
+                             r->has_wrong ? "change of the mean LD (answer − wrong)"
                                           : "change of the mean answer logit",
                              NULL, 0.0, "logits", NULL,
                              "the metric's change when each head, each layer's attention and each "
@@ -229,7 +229,7 @@ hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const ch
     if (s == HS_OK)
         s = hs_outdir_matrix(od, HS_FIG_BARS, "dla_bars", f.m, (size_t)nb, 1, f.lab.at, NULL,
                              "direct logit attribution (final norm frozen), mean over the prompts",
-                             r->has_wrong ? "logit difference answer - wrong" : "answer logit",
+                             r->has_wrong ? "logit difference answer − wrong" : "answer logit",
                              NULL, 0.0, "logits", NULL,
                              "each component's mean direct logit attribution at the prompts' "
                              "positions, then the final norm's bias term", err);

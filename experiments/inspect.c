@@ -268,9 +268,9 @@ static hs_status write_dla(const insp_run *x, int tok_a, int tok_b, const char *
     if (wa && (tok_b < 0 || wb)) {
         const char *q = x->lab[x->pos];
         if (tok_b >= 0) {
-            title = hs_strfmt("logit difference '%s' - '%s' at position %d ('%s'): %.3f", wa, wb,
+            title = hs_strfmt("logit difference '%s' − '%s' at position %d ('%s'): %.3f", wa, wb,
                               x->pos, q, value);
-            xlabel = hs_strfmt("direct contribution to logit('%s') - logit('%s')", wa, wb);
+            xlabel = hs_strfmt("direct contribution to logit('%s') − logit('%s')", wa, wb);
             shows = hs_strfmt("direct logit attribution of each component to logit('%s') - "
                               "logit('%s') at position %d", wa, wb, x->pos);
         } else {

@@ -488,14 +488,14 @@ static hs_status write_composition(const w_run *x, const hs_comp_scores *cs, int
         cJSON *e = composition_json(x, cs, k, src[k], comp_lim, cmat, cmask);
         char stem[64], title[256], shows[320];
         snprintf(stem, sizeof stem, "composition_%s", COMP_NAME[k]);
-        snprintf(title, sizeof title, "%s-composition score - random baseline %.3f (fold %s)",
+        snprintf(title, sizeof title, "%s-composition score − random baseline %.3f (fold %s)",
                  COMP_NAME[k], cs->baseline, x->fold);
         snprintf(shows, sizeof shows, "%s-composition scores of every head pair minus the "
                  "random baseline (%.3f +- %.3f over %d draws); sender = row, receiver = "
                  "column; pairs not in later layers are masked / null", COMP_NAME[k],
                  cs->baseline, cs->baseline_std, cs->n_draws);
         s = write_signed(x, stem, cmat, cmask, (size_t)NA, (size_t)NA, x->names, x->names, title,
-                         "receiver head", "sender head", comp_lim, "composition score - baseline",
+                         "receiver head", "sender head", comp_lim, "composition score − baseline",
                          shows, e, err);
     }
     free(cmat);

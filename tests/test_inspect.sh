@@ -40,6 +40,10 @@ grep -q -- '--threads' "$TMP/help.out" || fail "--help does not document --threa
 # the chapter's sentence, every default figure, --vs and per-head rows
 run 0 tired inspect --model "$M" --sentence "$TIRED" --out "$TMP/tired" --vs street --heads
 run 0 wet inspect --model "$M" --sentence "$WET" --out "$TMP/wet"
+# an operator minus in a figure's title and axis is U+2212, as in its numbers
+grep -q "logit difference &apos;[a-z]*&apos; − &apos;street&apos; at position" "$TMP/tired/dla_vs.svg" ||
+    fail "dla_vs.svg: the title's minus is not U+2212"
+grep '<text' "$TMP/tired/dla_vs.svg" | grep -q ' - ' && fail "dla_vs.svg: a hyphen-minus as an operator"
 # stderr: at most the one note naming the figures wider than their default
 grep -v '^note: [0-9]* figures\? \(is\|are\) wider than' "$TMP/tired.err" | grep -q . &&
     fail "tired: unexpected stderr: $(cat "$TMP/tired.err")"
