@@ -272,7 +272,7 @@ hs_status hs_ind_circuit_report_json(const hs_ind_circuit_report *r, const char 
          hs_circ_json_head_list(o, "previous_token_heads", r->prev, r->n_prev) &&
          hs_circ_json_head_list(o, "induction_heads", r->ind, r->n_ind);
     ok = ok && (!r->disc.ran || hs_circ_discovery_json(o, &r->disc)) && json_heads(o, r);
-    if (ok) *json = cJSON_Print(o);
+    if (ok) *json = hs_json_print(o);
     cJSON_Delete(o);
     return *json ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
 }

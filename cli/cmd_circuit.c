@@ -226,7 +226,7 @@ static int run_winograd(const char *C, const circ_args *a, const hs_loaded *ld, 
     if (a->json) {
         if (hs_circuit_report_json(&r, a->model, &rep, &err) != HS_OK) {
             rc = cli_error(C, &err);
-        } else if ((text = cJSON_Print(rep)) == NULL) {
+        } else if ((text = hs_json_print(rep)) == NULL) {
             fprintf(stderr, "headscope %s: out of memory\n", C);
             rc = 1;
         }

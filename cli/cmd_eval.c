@@ -95,9 +95,9 @@ int cmd_eval(int argc, char **argv)
             cJSON_AddItemToObject(ao, "accuracy", rate((double)s.correct_adj[a], (double)s.n_adj[a]));
             cJSON_AddItemToObject(ao, "other_noun_rate", rate((double)s.other_adj[a], (double)s.n_adj[a]));
         }
-        char *txt = cJSON_Print(o);
+        char *txt = hs_json_print(o);
         puts(txt);
-        cJSON_free(txt);
+        free(txt);
         cJSON_Delete(o);
     } else {
         printf("%s, %s split (%zu sentences; the chapter's pair (animal, street) is %s)\n",

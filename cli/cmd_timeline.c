@@ -89,10 +89,10 @@ int cmd_timeline(int argc, char **argv)
     if (hs_timeline_run(dir, out, &fo, NULL, &notes, &r, &err) != HS_OK) {
         rc = cli_error(C, &err);
     } else if (json) {
-        char *t = cJSON_Print(r.json);
+        char *t = hs_json_print(r.json);
         if (t) {
             puts(t);
-            cJSON_free(t);
+            free(t);
             rc = cli_stdout_done(C);
         }
     } else {

@@ -51,7 +51,7 @@ int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows,
         cJSON_Delete(extra);
         if (st != HS_OK) return cli_error(x->cmd, &err);
     }
-    char *s = x->json ? cJSON_Print(json) : NULL;
+    char *s = x->json ? hs_json_print(json) : NULL;
     hs_buf what = {0};
     if (x->out) hs_buf_printf(&what, "%s.json, figures", name);
     if ((x->json && !s) || what.oom) {
@@ -78,7 +78,7 @@ int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows,
 
 int cli_exp_print_report(const cli_exp *x, const char *out, cJSON *json, hs_buf *summary, int n_files)
 {
-    char *s = x->json && json ? cJSON_Print(json) : NULL;
+    char *s = x->json && json ? hs_json_print(json) : NULL;
     cJSON_Delete(json);
     const int oom = x->json ? s == NULL : summary->oom;
     if (!oom && s) printf("%s\n", s);

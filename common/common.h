@@ -1,8 +1,9 @@
 /*
  * common/common.h -- the base every headscope module may use: status codes,
  * error messages, atomic file writes, and text (a growable string buffer,
- * UTF-8 decoding, the one float format). It knows nothing of models, tasks,
- * probes or figures (DESIGN.md, Layout: dependencies point one way).
+ * UTF-8 decoding, the one float format, the one JSON printer). It knows
+ * nothing of models, tasks, probes or figures (DESIGN.md, Layout:
+ * dependencies point one way).
  *
  * Error convention (STYLE.md 7): library functions return hs_status; on a
  * failure they fill a caller-owned hs_error with one line that names the
@@ -457,5 +458,36 @@ long hs_pool_async(hs_pool *p, void (*fn)(void *arg), const void *arg, size_t si
 void hs_pool_wait(hs_pool *p, long ticket);
 /* Waits until every lane job submitted so far has finished. */
 void hs_pool_wait_all(hs_pool *p);
+
+/* ------------------------------------------------------------------------ */
+/* JSON: the one printer (json.c). Every JSON headscope writes (figure and  */
+/* report files, index.json) or prints (--json) goes through it.           */
+
+/* The text hs_json_print writes for the JSON number d, into out (at least
+ * HS_F32_BUF bytes); returns out. The number policy, one float format in
+ * JSON as everywhere (hs_fmt_f32), float32 being the precision the model
+ * computes in, so digits past a float's are noise whatever double held them:
+ *   - an integer (|d| < 2^53 and d == floor(d)): its digits ("%.0f"), e.g.
+ *     3 -> "3", 2^53 - 1 -> "9007199254740991", -0.0 -> "-0";
+ *   - any other finite d with FLT_MIN <= |d| <= FLT_MAX: the shortest text
+ *     that reads back as the float32 (float)d (hs_fmt_f32's digits, laid out
+ *     as cJSON's "%1.15g" lays them out), e.g. 0.1 -> "0.1", 1/3. ->
+ *     "0.33333334", 1e30 -> "1e+30", 2^53 -> "9.007199e+15";
+ *   - a finite d outside float32's normal range: "%.9g", e.g. 1e-60 ->
+ *     "1e-60";
+ *   - NaN and infinities: "null" (JSON has no such numbers).
+ * Reports keep their doubles (commands compare them exactly with each
+ * other); only the printed digits are cut, here, in one place. */
+char *hs_fmt_json_number(char out[HS_F32_BUF], double d);
+/* Appends json to b laid out as cJSON_Print (pretty 1: a key per line,
+ * tab-indented, ":\t" after keys, ", " between array items) or as
+ * cJSON_PrintUnformatted (pretty 0: no white space) lays it out, with
+ * cJSON's string escapes and its numbers as hs_fmt_json_number writes them.
+ * Returns 1, or 0 when json is NULL or holds an item cJSON cannot print (raw
+ * item without text, unknown type); out of memory shows as b->oom. */
+int hs_json_print_buf(hs_buf *b, const struct cJSON *json, int pretty);
+/* hs_json_print_buf (pretty) into a new string (malloc'd; the caller frees
+ * it with free). NULL when json cannot be printed or memory ran out. */
+char *hs_json_print(const struct cJSON *json);
 
 #endif /* HS_COMMON_H */

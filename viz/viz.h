@@ -414,8 +414,10 @@ hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,
                            const char *const *labels, const char *title, const char *xlabel,
                            hs_error *err);
 
-/* Writes json (pretty-printed, trailing newline) to path atomically. json is
- * only read. Errors: HS_ERR_IO, HS_ERR_NOMEM. */
+/* Writes json as common's hs_json_print prints it (the one JSON printer:
+ * cJSON_Print's layout, numbers in the one float format), with a trailing
+ * newline, to path atomically. json is only read. Errors: HS_ERR_IO,
+ * HS_ERR_NOMEM, HS_ERR_INPUT (an item that cannot be printed). */
 hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err);
 
 /* ------------------------------------------------------------------------ */

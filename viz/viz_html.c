@@ -646,7 +646,9 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
     else ok = 0;
     if (ok && cJSON_AddItemToObject(top, "data", ref)) ref = NULL;
     else ok = 0;
-    char *j = ok ? cJSON_PrintUnformatted(top) : NULL;
+    hs_buf jb = {0}; /* the one JSON printer, without white space */
+    char *j = ok && hs_json_print_buf(&jb, top, 0) ? hs_buf_take(&jb) : NULL;
+    hs_buf_free(&jb);
     cJSON_Delete(maps);
     cJSON_Delete(ref);
     cJSON_Delete(top);

@@ -340,12 +340,6 @@ typedef hs_status (*vz_build)(hs_viz_figure **out, const void *args, const hs_vi
 hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
                        const hs_viz_options *opt, double auto_in, const char *what, hs_error *err);
 
-/* ---- JSON text (viz_json.c) ---- */
-/* json as cJSON_Print prints it, byte for byte (malloc'd, caller frees); the
- * digits of float-derived numbers come from hs_fmt_f32_json. NULL on OOM or
- * an item cJSON cannot print. */
-char *vz_json_print(const cJSON *json);
-
 /* ---- utf-8 (viz_layout.c, over common's hs_utf8_decode) ---- */
 /* Number of code points in valid UTF-8 s. */
 size_t vz_utf8_len(const char *s);

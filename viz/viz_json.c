@@ -4,18 +4,14 @@
  * Each float is stored as the double of its one text format (common's
  * hs_fmt_f32: the shortest decimal that reads back as the same float32), so
  * the file shows those digits and (float)strtod(text) gives the original value.
- * Files are printed by vz_json_print: cJSON_Print's bytes, with those numbers'
- * digits from hs_fmt_f32's exact search instead of printf and sscanf.
+ * Files are printed by common's hs_json_print (the one JSON printer).
  */
-#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "viz/viz_internal.h"
-
-static void json_number(hs_buf *b, double d);
 
 static cJSON *num(float f)
 {
@@ -89,7 +85,8 @@ static cJSON *raw_rows(const float *a, size_t H, size_t T)
             b.len = 0;
             hs_buf_append(&b, "[", 1);
             for (size_t c = 0; c < T; c++) {
-                json_number(&b, hs_f32_shortest(row[c]));
+                char t[HS_F32_BUF];
+                hs_buf_puts(&b, hs_fmt_json_number(t, hs_f32_shortest(row[c])));
                 if (c + 1 < T) hs_buf_append(&b, ", ", 2);
             }
             hs_buf_append(&b, "]", 1);
@@ -314,117 +311,13 @@ hs_status hs_viz_bars_json(cJSON **out, const float *values, size_t N,
     return HS_OK;
 }
 
-/* A number as cJSON 1.7's print_number writes it: "%1.15g", or "%1.17g" when
- * that does not read back (within DBL_EPSILON), "null" when not finite. */
-static void json_number(hs_buf *b, double d)
-{
-    char t[HS_F32_BUF];
-    if (hs_fmt_f32_json(t, d)) { /* a float's shortest text: "%1.15g" without printf */
-        hs_buf_puts(b, t);
-        return;
-    }
-    char nb[32];
-    if (isnan(d) || isinf(d)) {
-        hs_buf_puts(b, "null");
-        return;
-    }
-    snprintf(nb, sizeof nb, "%1.15g", d);
-    double test = 0;
-    if (sscanf(nb, "%lg", &test) != 1 || !(fabs(test - d) <= fmax(fabs(test), fabs(d)) * DBL_EPSILON))
-        snprintf(nb, sizeof nb, "%1.17g", d);
-    hs_buf_puts(b, nb);
-}
-
-/* A string as cJSON prints it: ", \\ and the C escapes \b \f \n \r \t, other
- * bytes below 32 as \u00xx, everything else as is; NULL as "". */
-static void json_string(hs_buf *b, const char *s)
-{
-    hs_buf_append(b, "\"", 1);
-    const char *run = s;
-    for (const unsigned char *p = (const unsigned char *)s; p && *p; p++) {
-        if (*p > 31 && *p != '"' && *p != '\\') continue;
-        hs_buf_append(b, run, (size_t)((const char *)p - run));
-        char e[8];
-        switch (*p) {
-        case '"': hs_buf_puts(b, "\\\""); break;
-        case '\\': hs_buf_puts(b, "\\\\"); break;
-        case '\b': hs_buf_puts(b, "\\b"); break;
-        case '\f': hs_buf_puts(b, "\\f"); break;
-        case '\n': hs_buf_puts(b, "\\n"); break;
-        case '\r': hs_buf_puts(b, "\\r"); break;
-        case '\t': hs_buf_puts(b, "\\t"); break;
-        default:
-            snprintf(e, sizeof e, "\\u%04x", *p);
-            hs_buf_puts(b, e);
-        }
-        run = (const char *)p + 1;
-    }
-    if (s) hs_buf_puts(b, run);
-    hs_buf_append(b, "\"", 1);
-}
-
-static void tabs(hs_buf *b, size_t n)
-{
-    static const char T[] = "\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t\t";
-    for (; n > 16; n -= 16) hs_buf_append(b, T, 16);
-    hs_buf_append(b, T, n);
-}
-
-/* cJSON's formatted print_value at nesting depth (arrays and objects each
- * count one). 0 on an item cJSON cannot print (NULL raw text, unknown type). */
-static int json_value(hs_buf *b, const cJSON *it, size_t depth)
-{
-    switch (it->type & 0xFF) {
-    case cJSON_NULL: hs_buf_puts(b, "null"); return 1;
-    case cJSON_False: hs_buf_puts(b, "false"); return 1;
-    case cJSON_True: hs_buf_puts(b, "true"); return 1;
-    case cJSON_Number: json_number(b, it->valuedouble); return 1;
-    case cJSON_Raw:
-        if (!it->valuestring) return 0;
-        hs_buf_puts(b, it->valuestring);
-        return 1;
-    case cJSON_String: json_string(b, it->valuestring); return 1;
-    case cJSON_Array:
-        hs_buf_append(b, "[", 1);
-        for (const cJSON *c = it->child; c; c = c->next) {
-            if (!json_value(b, c, depth + 1)) return 0;
-            if (c->next) hs_buf_append(b, ", ", 2);
-        }
-        hs_buf_append(b, "]", 1);
-        return 1;
-    case cJSON_Object:
-        hs_buf_append(b, "{\n", 2);
-        for (const cJSON *c = it->child; c; c = c->next) {
-            tabs(b, depth + 1);
-            json_string(b, c->string);
-            hs_buf_append(b, ":\t", 2);
-            if (!json_value(b, c, depth + 1)) return 0;
-            hs_buf_append(b, c->next ? ",\n" : "\n", c->next ? 2 : 1);
-        }
-        tabs(b, depth);
-        hs_buf_append(b, "}", 1);
-        return 1;
-    default: return 0;
-    }
-}
-
-char *vz_json_print(const cJSON *json)
-{
-    hs_buf b = {0};
-    if (!json || !json_value(&b, json, 0)) {
-        hs_buf_free(&b);
-        return NULL;
-    }
-    return hs_buf_take(&b); /* NULL on OOM */
-}
-
 hs_status hs_viz_write_json(const cJSON *json, const char *path, hs_error *err)
 {
     if (json == NULL) return hs_fail(err, HS_ERR_INPUT, "JSON object is NULL");
     hs_status s = hs_check_out_path(path, err);
     if (s != HS_OK) return s;
     hs_buf b = {0};
-    if (!json_value(&b, json, 0)) {
+    if (!hs_json_print_buf(&b, json, 1)) {
         hs_buf_free(&b);
         return hs_fail(err, HS_ERR_INPUT, "JSON for %s holds an item that cannot be printed", path);
     }
