@@ -219,6 +219,13 @@ static hs_status write_diff(const insp_run *x, const char *stem, const float *d,
     return s;
 }
 
+/* The note under a query-row strip cropped to sources c0..c1 of 0..pos. */
+static const char *crop_row_note(char *note, size_t n, int c0, int c1, int pos)
+{
+    snprintf(note, n, "sources %d..%d of 0..%d: rows shown need not sum to 1", c0, c1, pos);
+    return note;
+}
+
 /* The query position's row of every head as one heatmap strip: rows = heads,
  * columns = sources a..min(b, pos) (the crop). pats: [R, T, T], names: R
  * head names. */
@@ -248,6 +255,9 @@ static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
     if (s == HS_OK && hs_figopts_images(od->fo)) {
         hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
         vo.value_label = "attention weight";
+        char note[128];
+        if ((c0 > 0 || c1 < x->pos) && !x->o->no_title) /* the crop drops sources: say so */
+            vo.note = crop_row_note(note, sizeof note, c0, c1, x->pos);
         hs_error fe = {0};
         hs_status fs = HS_ERR_INPUT;
         if (R <= HS_VIZ_MAX_TOKENS && S <= HS_VIZ_MAX_TOKENS)
@@ -557,6 +567,9 @@ static hs_status write_query_row_pair(const insp_run *x, const char *const *pl,
     if (!(lim > 0)) lim = fmax(ceil(big * 20 - 1e-6) / 20, 0.05);
     if (s == HS_OK && hs_figopts_images(od->fo)) {
         hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_ATTENTION, 0);
+        char note[128];
+        if ((c0 > 0 || c1 < x->pos) && !x->o->no_title)
+            vo.note = crop_row_note(note, sizeof note, c0, c1, x->pos);
         hs_error fe = {0};
         hs_status fs = hs_viz_rows_pair_figure(&fig, rows, (size_t)2 * n, rl.at, diff, (size_t)n,
                                                dl.at, C, cols, t, "source (key)", lim,

@@ -302,7 +302,10 @@ typedef struct {
  * overwriting it (choose a file with --out)"), with n > 1 dirs[0]/index.html
  * existing without force (the folder's own page: "... replaces it only with
  * --force"), out_file existing without force ("--out F already exists; use
- * --force to replace it"); then the
+ * --force to replace it"), out_file one of the files the page is made from
+ * (a folder's index.json or a file it lists, same device and inode: refused
+ * even with force: "--out F is one of the files the page is made from ...");
+ * then the
  * page's and the index's writes (HS_ERR_IO), HS_ERR_NOMEM. Fills *out (free
  * it also after a failure). */
 hs_status hs_view_run(const char *const *dirs, int n, const char *out_file, int force,

@@ -156,6 +156,38 @@ static hs_status page_path(const char *dir0, int n, const char *out_file, int fo
     return *path ? HS_OK : oom(err);
 }
 
+/* 1 when path is dir's file name (same device and inode as st). */
+static int same_file(const char *dir, const char *name, const struct stat *st)
+{
+    char *p = hs_path_join(dir, name);
+    struct stat q;
+    const int same = p && stat(p, &q) == 0 && q.st_dev == st->st_dev && q.st_ino == st->st_ino;
+    free(p);
+    return same;
+}
+
+/* --out FILE must not be a file the page is made from: a folder's index.json
+ * or a file it lists (with --force it would be replaced by the page). */
+static hs_status refuse_input(const cJSON *runs, const char *out_file, hs_error *err)
+{
+    struct stat st;
+    if (stat(out_file, &st) != 0) return HS_OK; /* a new file */
+    for (const cJSON *r = runs ? runs->child : NULL; r; r = r->next) {
+        const char *dir = cJSON_GetStringValue(cJSON_GetObjectItem(r, "dir"));
+        const cJSON *files = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "index"), "files");
+        int hit = dir && same_file(dir, "index.json", &st);
+        for (const cJSON *f = files ? files->child : NULL; dir && !hit && f; f = f->next) {
+            const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(f, "file"));
+            hit = fn && same_file(dir, fn, &st);
+        }
+        if (hit)
+            return hs_fail(err, HS_ERR_INPUT, "--out %s is one of the files the page is made from "
+                           "(%s/index.json or a file it lists); refusing to replace it, even with "
+                           "--force", out_file, dir);
+    }
+    return HS_OK;
+}
+
 hs_status hs_view_run(const char *const *dirs, int n, const char *out_file, int force,
                       hs_viz_cmap cmap, hs_view_report *out, hs_error *err)
 {
@@ -171,6 +203,7 @@ hs_status hs_view_run(const char *const *dirs, int n, const char *out_file, int 
             s = oom(err);
         }
     }
+    if (s == HS_OK && out_file) s = refuse_input(runs, out_file, err);
     if (s == HS_OK) s = page_path(dirs[0], n, out_file, force, &out->path, err);
     const cJSON *run0 = cJSON_GetArrayItem(runs, 0);
     if (s == HS_OK) {

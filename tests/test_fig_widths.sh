@@ -101,4 +101,9 @@ check lay 3.25
 [ "$(arrangement lay)" = 8x1 ] || fail "--layout 8x1 drew $(arrangement lay)"
 run 2 laybad inspect --model "$M" --sentence "$TIRED" --layout 2by3
 one_line laybad "--layout must be ROWSxCOLS (e.g. 4x2), not '2by3'"
+# a layout that does not suit the panels stops the run in one line (it was a
+# skipped grid with a note quoting a rule the layout met, and exit 0)
+run 1 laynot inspect --model "$M" --sentence "$TIRED" --layout 1x9 --out "$TMP/laynot"
+one_line laynot "--layout 1x9 does not suit 8 panels: rows x cols must hold them, with at most 8 rows and 8 columns and no row left empty"
+[ -e "$TMP/laynot" ] && fail "--layout 1x9: the failed run left its folder"
 echo "ok"

@@ -148,6 +148,15 @@ one_line slempty "positions 9:3 selects no position"
 run 2 slbad inspect --model "$M" --sentence "$TIRED" --out "$TMP/e5" --positions 1:2:3
 one_line slbad "Python slice"
 
+# a cropped query-row strip says so under its title, as every cropped figure
+run 0 qcrop inspect --model "$M" --sentence "$TIRED" --out "$TMP/qcrop" --positions 3:8 --format svg
+grep -q 'sources 3..7 of 0..14: rows shown need not sum to 1' "$TMP/qcrop/query_row.svg" ||
+    fail "--positions 3:8: query_row does not say it is cropped"
+run 0 qcrop2 inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/qcrop2" \
+    --positions 8: --format svg
+grep -q 'sources 8..14 of 0..14' "$TMP/qcrop2/query_row_pair.svg" ||
+    fail "--positions 8:: query_row_pair does not say it is cropped"
+
 # 6. --cmap greys: the accents follow the map (masked cells' fill, the query
 #    row's frame): every colour a greys figure names is a grey
 run 0 greys inspect --model "$M" --sentence "$TIRED" --out "$TMP/greys" --only L1H1,L0H1 --cmap greys \

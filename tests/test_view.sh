@@ -33,6 +33,14 @@ run 0 train train --out "$M" --steps 3 --d-model 16 --heads 2 --eval-every 0
 S="the animal did not cross the street because it was too tired , so the"
 run 0 base inspect --model "$M" --sentence "$S" --out "$TMP/base" --format json
 run 0 base_view view "$TMP/base" --out "$TMP/base.html"
+# --out may not be a file the page is made from, even with --force (it was
+# replaced by the page, and the folder could not be read again)
+cp "$TMP/base/index.json" "$TMP/base_index.bak"
+run 1 own_index view "$TMP/base" --out "$TMP/base/index.json" --force
+one_line own_index "is one of the files the page is made from"
+cmp -s "$TMP/base/index.json" "$TMP/base_index.bak" || fail "view --out index.json --force changed it"
+run 1 own_file view "$TMP/base" --out "$TMP/base/L0H0.json" --force
+one_line own_file "is one of the files the page is made from"
 
 # edit NAME FILE PYTHON: a copy of base as $TMP/NAME whose FILE (parsed as j)
 # the Python statements change

@@ -228,8 +228,9 @@ hs_status hs_viz_attention_figure(hs_viz_figure **out, const float *pattern, siz
  * fewer columns (C columns, ceil(L * H / C) rows, fewer empty slots than rows)
  * that fits the width is drawn, and with no width asked and none fitting the
  * default, L x H grows. Other arguments and errors as hs_viz_attention_figure
- * (L in 1..HS_VIZ_MAX_LAYERS, H in 1..HS_VIZ_MAX_HEADS; a layout that does not
- * hold the panels with no row empty: HS_ERR_INPUT). */
+ * (L in 1..HS_VIZ_MAX_LAYERS, H in 1..HS_VIZ_MAX_HEADS); a layout that does not
+ * suit the panels (rows x cols must hold them, at most L * H rows and columns,
+ * no row empty): HS_ERR_CONFIG, so a caller stops rather than skip the figure. */
 hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t L, size_t H,
                              size_t T, const char *const *tokens, const char *title,
                              const hs_viz_options *opt, hs_error *err);

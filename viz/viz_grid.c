@@ -298,8 +298,9 @@ hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns,
     if (opt && (opt->layout_rows || opt->layout_cols)) {
         size_t R = opt->layout_rows, C = opt->layout_cols, n = L * H;
         if (R < 1 || C < 1 || R > n || C > n || R * C < n || (R - 1) * C >= n)
-            return hs_fail(err, HS_ERR_INPUT, "layout %zux%zu does not hold %zu panels "
-                           "(rows x cols >= %zu, no row left empty)", R, C, n, n);
+            return hs_fail(err, HS_ERR_CONFIG, "--layout %zux%zu does not suit %zu panels: rows x "
+                           "cols must hold them, with at most %zu rows and %zu columns and no row "
+                           "left empty", R, C, n, n, n);
         a.R = R, a.C = C;
         return vz_fit_width(out, build_grid, &a, opt, auto_in, "attention grid", err);
     }
