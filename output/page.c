@@ -28,8 +28,27 @@ static hs_status read_json(const char *dir, const char *name, cJSON **out, hs_er
 
 /* The JSON file name of dir (listed in its index) packed for the page into
  * page under stem, unless the page of cmd does not show it or has it. */
+/* 1 when the file at dir/name still has the size and hash its index entry f
+ * records (headscope wrote it and nobody changed it since). */
+static int unchanged(const char *dir, const char *name, const cJSON *f)
+{
+    const char *want = cJSON_GetStringValue(cJSON_GetObjectItem(f, "fnv1a64"));
+    const cJSON *bytes = cJSON_GetObjectItem(f, "bytes");
+    char *p = hs_path_join(dir, name), hex[17];
+    double b = -1;
+    const int same = p && want && cJSON_IsNumber(bytes) && hs_out_digest(p, &b, hex) == 0 &&
+                     b == bytes->valuedouble && strcmp(hex, want) == 0;
+    free(p);
+    return same;
+}
+
+/* A file of the page, f its index entry: one headscope wrote that the page
+ * does not draw (a report, a table's data) goes in as it is, but one changed
+ * since that the page cannot draw (a figure's data missing its "attention" or
+ * "values", or another file in its place) is refused: the page would silently
+ * lose that figure. */
 static hs_status add_file(cJSON *page, const char *cmd, const char *dir, const char *name,
-                          hs_error *err)
+                          const cJSON *f, hs_error *err)
 {
     size_t n = strlen(name);
     /* plain names only, as the out-folder policy reads an index */
@@ -46,6 +65,10 @@ static hs_status add_file(cJSON *page, const char *cmd, const char *dir, const c
         hs_error e = {0};
         if (s == HS_OK && hs_viz_html_pack(j, &e) != HS_OK)
             s = hs_fail(err, e.status, "%s/%s: %s", dir, name, e.msg);
+        if (s == HS_OK && !hs_viz_page_draws(stem, j) && !unchanged(dir, name, f))
+            s = hs_fail(err, HS_ERR_FORMAT, "%s/%s: changed since headscope wrote it (not the size "
+                        "and hash index.json records) and not a file the page can draw (no "
+                        "\"attention\", \"values\" with labels, or line plots)", dir, name);
         if (s == HS_OK && !cJSON_AddItemToObject(page, stem, j)) s = oom(err);
         if (s == HS_OK) j = NULL;
     }
@@ -71,7 +94,7 @@ static hs_status load_run(const char *dir, cJSON **out, hs_error *err)
     if (!run || !page) s = oom(err);
     for (const cJSON *f = files->child; s == HS_OK && f; f = f->next) {
         const cJSON *fn = cJSON_GetObjectItem(f, "file");
-        if (cJSON_IsString(fn)) s = add_file(page, cmd->valuestring, dir, fn->valuestring, err);
+        if (cJSON_IsString(fn)) s = add_file(page, cmd->valuestring, dir, fn->valuestring, f, err);
     }
     if (s == HS_OK && (!cJSON_AddStringToObject(run, "dir", dir) ||
                        !cJSON_AddStringToObject(run, "command", cmd->valuestring)))

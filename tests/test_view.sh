@@ -75,6 +75,14 @@ edit ragged query_row.json 'j["values"][2] = j["values"][2][:-1]'
 refused ragged '^headscope view: .*/ragged/query_row.json: "values"\[2\] has 14 entries, "col_labels" has 15$'
 edit rowlab query_row.json 'j["row_labels"] = j["row_labels"][:-1]'
 refused rowlab '^headscope view: .*/rowlab/query_row.json: "row_labels" has 3 entries, "values" has 4 rows$'
+# a figure's data missing what the page draws it from, or another file in its
+# place, changed since headscope wrote it: refused (its section was dropped)
+edit noatt attention_grid.json 'del j["attention"]'
+refused noatt '^headscope view: .*/noatt/attention_grid.json: changed since headscope wrote it .* not a file the page can draw'
+edit novals dla.json 'j["values"] = "abc"'
+refused novals '^headscope view: .*/novals/dla.json: changed since headscope wrote it'
+edit secret dla.json 'j.clear(); j["secret"] = 12345'
+refused secret '^headscope view: .*/secret/dla.json: changed since headscope wrote it'
 echo "ok: inconsistent JSON is refused in one line naming the file and field"
 
 # bounds on what a page embeds

@@ -678,6 +678,11 @@ hs_status hs_viz_rows_pair_figure(hs_viz_figure **out, const float *rows, size_t
  * Returns a malloc'd string (caller frees), NULL when out of memory. */
 char *hs_viz_title_plain(const char *title);
 
+/* 1 when the HTML page draws the JSON f of a file named stem (an attention
+ * object, line plots, bars, a matrix, the predictions table, a circuit graph
+ * or report: viz/html/viewer.js's renderRun), 0 when it leaves it out. */
+int hs_viz_page_draws(const char *stem, const cJSON *f);
+
 /* A colour scale's limit taken from data (a shared |max|), rounded outward
  * as an auto range is (to a hundredth of the decade of 2 * lim, with float32's
  * tolerance: 4.63 -> 4.7, 0.2371 -> 0.24), so a colour bar ends at a round value

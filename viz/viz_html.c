@@ -201,6 +201,8 @@ static page_kind kind_of(const char *stem, const cJSON *f)
     return PK_NONE;
 }
 
+int hs_viz_page_draws(const char *stem, const cJSON *f) { return kind_of(stem, f) != PK_NONE; }
+
 /* Entries of array a, or -1 when a is not an array. */
 static long n_of(const cJSON *a) { return cJSON_IsArray(a) ? (long)cJSON_GetArraySize(a) : -1; }
 
