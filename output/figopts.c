@@ -133,7 +133,10 @@ hs_status hs_outdir_unfit(hs_outdir *o, const char *stem, hs_status s, const hs_
     hs_buf b = {0};
     for (int k = 0; k < 3; k++)
         if (ext[k]) hs_buf_printf(&b, "%s%s.%s", b.len ? ", " : "", stem, ext[k]);
-    hs_note(&o->notes, HS_NOTE_CMD, "note: %s not written: %s", b.s ? b.s : stem, fe->msg);
+    char *why = hs_viz_title_plain(fe->msg); /* a typeset title as text: W_E, not W_{E} */
+    hs_note(&o->notes, HS_NOTE_CMD, "note: %s not written: %s", b.s ? b.s : stem,
+            why ? why : fe->msg);
+    free(why);
     hs_buf_free(&b);
     return HS_OK;
 }

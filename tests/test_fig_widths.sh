@@ -65,6 +65,8 @@ for wn in column page; do
     [ "$wn" = column ] && allow='^headscope weights: note: L[0-9]+H[0-9]+_(QK|OV)\.png, L[0-9]+H[0-9]+_(QK|OV)\.svg, L[0-9]+H[0-9]+_(QK|OV)\.pdf not written: .* cannot show every label in 3\.25 in at 6 pt'
     run 0 "w_$wn" weights --model "$M" --out "$TMP/w_$wn" --width "$wn" "${FMT[@]}"
     check "w_$wn" "$w" "$allow"
+    # a note quotes a typeset title as text (W_E W_QK W_E^T), never its markup
+    grep -q '_{' "$TMP/w_$wn.err" && fail "w_$wn: a note shows title markup: $(grep -m1 '_{' "$TMP/w_$wn.err")"
     for cmd in patch ablate dla lens heads; do
         run 0 "${cmd}_$wn" "$cmd" --model "$M" --data "$P" --out "$TMP/${cmd}_$wn" --width "$wn" "${FMT[@]}"
         check "${cmd}_$wn" "$w"
