@@ -65,6 +65,9 @@ for wn in column page; do
     [ "$wn" = column ] && allow='^headscope weights: note: L[0-9]+H[0-9]+_(QK|OV)\.png, L[0-9]+H[0-9]+_(QK|OV)\.svg, L[0-9]+H[0-9]+_(QK|OV)\.pdf not written: .* cannot show every label in 3\.25 in at 6 pt'
     run 0 "w_$wn" weights --model "$M" --out "$TMP/w_$wn" --width "$wn" "${FMT[@]}"
     check "w_$wn" "$w" "$allow"
+    # a title's subscripts never go under 6 pt, even at --font-size 6
+    run 0 "w6_$wn" weights --model "$M" --out "$TMP/w6_$wn" --width "$wn" --font-size 6 "${FMT[@]}"
+    check "w6_$wn" "$w" "$allow"
     # a note quotes a typeset title as text (W_E W_QK W_E^T), never its markup
     grep -q '_{' "$TMP/w_$wn.err" && fail "w_$wn: a note shows title markup: $(grep -m1 '_{' "$TMP/w_$wn.err")"
     for cmd in patch ablate dla lens heads; do

@@ -6,8 +6,9 @@
  * (the em of the title's size), close to TeX's (The TeXbook, appendix G,
  * rule 18 and the font parameters sigma13-sigma17: script size 7/10 of the
  * text; Computer Modern's cmsy10 lowers a subscript sub2 = 0.247 em and
- * raises a superscript sup3..sup1 = 0.289..0.413 em). Every output (PNG,
- * PDF, SVG) draws the runs the layout placed.
+ * raises a superscript sup3..sup1 = 0.289..0.413 em), never under the
+ * 6 pt floor (HS_VIZ_FONT_FLOOR_PT). Every output (PNG, PDF, SVG) draws the
+ * runs the layout placed.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -77,7 +78,9 @@ static int walk(vz_ctx *c, const char *s, double px, double x0, int y_base, int 
         if (e == b) continue;
         memcpy(tmp, b, (size_t)(e - b));
         tmp[e - b] = '\0';
-        const double ppx = shift ? SCRIPT_SCALE * px : px;
+        /* a script is 0.7x its title, never under the 6 pt floor (nor above the title) */
+        const double floor_px = fmin(px, HS_VIZ_FONT_FLOOR_PT * c->o.dpi / 72.0);
+        const double ppx = shift ? fmax(SCRIPT_SCALE * px, floor_px) : px;
         vz_run r;
         if (vz_font_shape(c->f->font, tmp, ppx, &r) != HS_OK) {
             ok = 0;
