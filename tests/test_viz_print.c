@@ -87,7 +87,7 @@ static void causal_rows(float *p, size_t n_panels, size_t T)
 static hs_status make(kind k, double width_in, hs_viz_figure **f, const char *const **labels,
                       size_t *n, hs_error *err)
 {
-    static float buf[8 * NT * NT];
+    static float buf[8 * 15 * 15]; /* the largest: the grids' 8 panels of 15 tokens (NT is 12) */
     static unsigned char mask[NT * NT];
     hs_viz_options o;
     hs_viz_options_default(&o);
