@@ -322,13 +322,13 @@ hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_p
 /* The figure as an SVG document: *svg = malloc'd NUL-terminated text (caller
  * frees), *len its length. <title> (the figure's title) and <desc>; one <g>
  * per group with its id ("panel" or the grid's "L1H0" ..., "labels", "axes",
- * "colorbar", "legend", "title"); a panel's cells are one <image class="cells"
- * data-panel data-rows data-cols> (a PNG data URI of the cells at the
- * canvas' pixels, drawn without smoothing: image-rendering optimizeSpeed /
- * pixelated, so no viewer shows seams between cells), masked cells <rect
- * class="masked" data-panel data-row data-col> filled with one hatch <pattern>;
- * the colour bar is one <rect> filled with one <linearGradient> (256 stops of
- * the map); each label one <text> (class "xtick", "ytick", "title",
+ * "colorbar", "legend", "title"); a panel's cells are one <g class="cells"
+ * data-panel data-rows data-cols>: a <path> square per plain cell in its
+ * colour, then masked cells as <rect class="masked" data-panel data-row
+ * data-col> filled with one hatch <pattern>, each square grown by half a
+ * cell under the neighbours written after it (no viewer shows seams between
+ * cells, and no renderer smooths them); the colour bar is one <rect> filled
+ * with one <linearGradient> (the map's entries within 1/255); each label one <text> (class "xtick", "ytick", "title",
  * "header", "cbar", "axis", "annot", "label", "value"), XML-escaped.
  * Errors: HS_ERR_NOMEM. */
 hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_error *err);

@@ -2,9 +2,11 @@
  * viz/viz_svg.c -- a figure as SVG from the same display list as the PNG and
  * the PDF (pixel units in the viewBox, physical size in inches from the
  * dpi): <title>/<desc>, one <g id> per group (a panel "L1H0", "colorbar",
- * "legend", "title", a graph's node or edge, ...), cells as <rect>, curves
+ * "legend", "title", a graph's node or edge, ...), a panel's cells as
+ * overlapping squares (write_cells), other rectangles as <rect>, curves
  * (a graph's edges) as <path>, masked cells hatched through one
- * <pattern>, the colour bar as one <linearGradient>, every label one <text>
+ * <pattern>, the colour bar as one <linearGradient> (the map's entries
+ * within 1/255), every label one <text>
  * (selectable, editable), XML-escaped.
  */
 #include <math.h>
@@ -49,6 +51,18 @@ static void hatch_id(char *id, size_t n, const vz_rect *r)
     else snprintf(id, n, "hatch-%d-%02x%02x%02x", cell, r->rgb[0], r->rgb[1], r->rgb[2]);
 }
 
+/* Do the entries k < m < j of c lie within 1 (of 255) of the straight line
+ * from c[k] to c[j], in every channel? */
+static int lerp_fits(const unsigned char c[][3], int k, int j)
+{
+    for (int m = k + 1; m < j; m++)
+        for (int ch = 0; ch < 3; ch++) {
+            double t = (double)(m - k) / (j - k), v = c[k][ch] + t * (c[j][ch] - c[k][ch]);
+            if (fabs(v - c[m][ch]) > 1.0) return 0;
+        }
+    return 1;
+}
+
 /* <defs>: one gradient per colour map a colour bar uses, one hatch pattern
  * per masked-cell size and fill. Ids: "cbar-<2 * cmap + vertical>", hatch_id's. */
 static void write_defs(hs_buf *b, const hs_viz_figure *f)
@@ -64,11 +78,17 @@ static void write_defs(hs_buf *b, const hs_viz_figure *f)
             seen_cmap[gi] = 1;
             hs_buf_printf(b, "<linearGradient id=\"cbar-%d\" x1=\"0\" y1=\"%d\" x2=\"%d\" y2=\"0\">\n",
                           gi, r->vertical ? 1 : 0, r->vertical ? 0 : 1);
-            for (int k = 0; k < 256; k++) {
-                unsigned char c[3];
-                hs_viz_cmap_rgb(r->cmap, k / 255.0, c);
+            unsigned char c[256][3];
+            for (int k = 0; k < 256; k++) hs_viz_cmap_rgb(r->cmap, k / 255.0, c[k]);
+            /* the map's 256 entries as the fewest stops whose linear
+               interpolation meets every entry within 1 of 255 per channel */
+            for (int k = 0; k < 256;) {
                 hs_buf_printf(b, "<stop offset=\"%.4f\" stop-color=\"#%02x%02x%02x\"/>\n",
-                              k / 255.0, c[0], c[1], c[2]);
+                              k / 255.0, c[k][0], c[k][1], c[k][2]);
+                if (k == 255) break;
+                int j = k + 1;
+                while (j < 255 && lerp_fits(c, k, j + 1)) j++;
+                k = j;
             }
             hs_buf_puts(b, "</linearGradient>\n");
         }
@@ -118,52 +138,122 @@ static void write_rect(hs_buf *b, const vz_rect *r)
     hs_buf_puts(b, "/>\n");
 }
 
-static cairo_status_t to_buf(void *closure, const unsigned char *data, unsigned int n)
+/* A panel's grid: the cell at (row, col) of rects[first]'s group and panel,
+ * 0 none, 1 plain, 2 masked; its index in f->rects. */
+typedef struct {
+    int x0, y0, side, R, C;
+    unsigned char *kind; /* [R, C] */
+    size_t *idx;         /* [R, C] */
+} cell_grid;
+
+/* Does the cell at (i, j) exist and come later than (r, c) in write_cells'
+ * order (plain cells row by row, then masked cells row by row)? */
+static int later(const cell_grid *g, int r, int c, int i, int j)
 {
-    return hs_buf_append(closure, (const char *)data, n) == 0 ? CAIRO_STATUS_SUCCESS
-                                                               : CAIRO_STATUS_NO_MEMORY;
+    if (i < 0 || j < 0 || i >= g->R || j >= g->C) return 0;
+    int a = g->kind[(size_t)r * g->C + c], k = g->kind[(size_t)i * g->C + j];
+    if (k == 0) return 0;
+    if (k != a) return k == 2; /* masked after plain */
+    return i > r || (i == r && j > c);
 }
 
-/* The panel of cells of rects[first] as one <image>: a PNG data URI of the
- * cells (vz_cells_image, each cell side x side pixels) drawn without
- * smoothing, so no renderer draws seams between abutting cells; its cells marked in done. 0
- * when they are not one grid (the caller writes them one by one); out of
- * memory sets b->oom (the document fails). */
+/* The panel of cells of rects[first] as vector squares, plain cells first
+ * (a <path> in cell units for each run of one colour in a row) then masked
+ * ones (hatched <rect class="masked">), each square grown by half a cell
+ * under its neighbours drawn after it: two anti-aliased edges never meet over the background,
+ * so no renderer (browsers, librsvg, CairoSVG, Inkscape) draws seams between
+ * cells, and every renderer shows the PNG's picture (an image of a pixel a
+ * cell would be smoothed by librsvg and CairoSVG, which ignore
+ * image-rendering). Its cells marked in done. 0 when they are not one grid
+ * (the caller writes them one by one); out of memory sets b->oom. */
 static int write_cells(hs_buf *b, const hs_viz_figure *f, size_t first, unsigned char *done)
 {
-    int x0, y0, cell, R, C;
-    cairo_surface_t *img = vz_cells_image(f, first, done, &x0, &y0, &cell, &R, &C);
-    if (!img) return 0;
-    /* a pixel per canvas pixel (whole cells: deflate keeps it small): a renderer
-       that smooths images anyway (librsvg) shows the PNG's cells at 1:1 */
-    cairo_surface_t *big = cairo_image_surface_create(cairo_image_surface_get_format(img),
-                                                      C * cell, R * cell);
-    cairo_t *cr = cairo_create(big);
-    cairo_scale(cr, cell, cell);
-    cairo_set_source_surface(cr, img, 0, 0);
-    cairo_pattern_set_filter(cairo_get_source(cr), CAIRO_FILTER_NEAREST);
-    cairo_set_operator(cr, CAIRO_OPERATOR_SOURCE);
-    cairo_paint(cr);
-    cairo_destroy(cr);
-    cairo_surface_destroy(img);
-    hs_buf png = {0};
-    cairo_status_t cs = cairo_surface_write_to_png_stream(big, to_buf, &png);
-    cairo_surface_destroy(big);
-    char *b64 = cs == CAIRO_STATUS_SUCCESS && !png.oom
-                    ? vz_base64((const unsigned char *)png.s, png.len) : NULL;
-    hs_buf_free(&png);
-    if (!b64) {
-        b->oom = 1;
-        return 1;
+    const vz_rect *r0 = &f->rects[first];
+    const int side = r0->w;
+    int xa = INT32_MAX, ya = INT32_MAX, xb = INT32_MIN, yb = INT32_MIN;
+    for (size_t i = first; i < f->n_rects; i++) {
+        const vz_rect *r = &f->rects[i];
+        if (r->group != r0->group || r->panel != r0->panel ||
+            (r->kind != VZ_R_CELL && r->kind != VZ_R_MASKED))
+            continue;
+        if (r->w != side || r->h != side) return 0;
+        xa = r->x < xa ? r->x : xa;
+        ya = r->y < ya ? r->y : ya;
+        xb = r->x + side > xb ? r->x + side : xb;
+        yb = r->y + side > yb ? r->y + side : yb;
     }
-    hs_buf_printf(b, "<image class=\"cells\" data-panel=\"%d\" data-rows=\"%d\" "
-                     "data-cols=\"%d\" x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                     "preserveAspectRatio=\"none\" image-rendering=\"optimizeSpeed\" "
-                     "style=\"image-rendering:pixelated\" xlink:href=\"data:image/png;base64,",
-                  f->rects[first].panel, R, C, x0, y0, C * cell, R * cell);
-    hs_buf_puts(b, b64);
-    hs_buf_puts(b, "\"/>\n");
-    free(b64);
+    if (side < 1 || (xb - xa) % side || (yb - ya) % side) return 0;
+    cell_grid g = {xa, ya, side, (yb - ya) / side, (xb - xa) / side, NULL, NULL};
+    g.kind = calloc((size_t)g.R * g.C, 1);
+    g.idx = malloc((size_t)g.R * g.C * sizeof *g.idx);
+    if (!g.kind || !g.idx) {
+        free(g.kind);
+        free(g.idx);
+        return 0;
+    }
+    for (size_t i = first; i < f->n_rects; i++) {
+        const vz_rect *r = &f->rects[i];
+        if (r->group != r0->group || r->panel != r0->panel ||
+            (r->kind != VZ_R_CELL && r->kind != VZ_R_MASKED))
+            continue;
+        size_t k = (size_t)((r->y - ya) / side) * g.C + (size_t)((r->x - xa) / side);
+        g.kind[k] = r->kind == VZ_R_CELL ? 1 : 2;
+        g.idx[k] = i;
+        done[i] = 1;
+    }
+    hs_buf_printf(b, "<g class=\"cells\" data-panel=\"%d\" data-rows=\"%d\" data-cols=\"%d\">\n"
+                     "<g transform=\"translate(%d %d) scale(%d)\">\n",
+                  r0->panel, g.R, g.C, xa, ya, side);
+    /* plain cells in cell units, a run of one colour in a row as one
+       rectangle, grown by half a cell under later neighbours */
+    for (int r = 0; r < g.R; r++) {
+        for (int c = 0; c < g.C;) {
+            if (g.kind[(size_t)r * g.C + c] != 1) {
+                c++;
+                continue;
+            }
+            const unsigned char *rgb = f->rects[g.idx[(size_t)r * g.C + c]].rgb;
+            int k = 1;
+            while (c + k < g.C && g.kind[(size_t)r * g.C + c + k] == 1 &&
+                   memcmp(f->rects[g.idx[(size_t)r * g.C + c + k]].rgb, rgb, 3) == 0)
+                k++;
+            int el = later(&g, r, c, r, c - 1), er = later(&g, r, c + k - 1, r, c + k);
+            int eu = 1, ed = 1;
+            for (int j = c - el; j < c + k + er; j++) {
+                eu &= later(&g, r, c, r - 1, j);
+                ed &= later(&g, r, c, r + 1, j);
+            }
+            hs_buf_printf(b, "<path d=\"M%g %gh%gv%gh%gz\" fill=\"#%02x%02x%02x\"/>", c - 0.5 * el,
+                          r - 0.5 * eu, k + 0.5 * (el + er), 1 + 0.5 * (eu + ed),
+                          -(k + 0.5 * (el + er)), rgb[0], rgb[1], rgb[2]);
+            c += k;
+        }
+        hs_buf_puts(b, "\n");
+    }
+    hs_buf_puts(b, "</g>\n");
+    /* masked cells in canvas units (the hatch is in canvas units), after the plain ones */
+    const int e = side / 2 > 0 ? side / 2 : 1;
+    for (int r = 0; r < g.R; r++)
+        for (int c = 0; c < g.C; c++) {
+            if (g.kind[(size_t)r * g.C + c] != 2) continue;
+            const vz_rect *cr = &f->rects[g.idx[(size_t)r * g.C + c]];
+            int el = later(&g, r, c, r, c - 1), er = later(&g, r, c, r, c + 1);
+            int eu = 1, ed = 1;
+            for (int j = c - el; j <= c + er; j++) {
+                eu &= later(&g, r, c, r - 1, j);
+                ed &= later(&g, r, c, r + 1, j);
+            }
+            char id[48];
+            hatch_id(id, sizeof id, cr);
+            hs_buf_printf(b, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                             "fill=\"url(#%s)\" class=\"masked\" data-panel=\"%d\" "
+                             "data-row=\"%d\" data-col=\"%d\"/>\n",
+                          cr->x - e * el, cr->y - e * eu, side + e * (el + er),
+                          side + e * (eu + ed), id, cr->panel, cr->row, cr->col);
+        }
+    hs_buf_puts(b, "</g>\n");
+    free(g.kind);
+    free(g.idx);
     return 1;
 }
 
@@ -231,7 +321,8 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
             for (size_t i = 0; i < f->n_rects; i++) {
                 const vz_rect *r = &f->rects[i];
                 if (r->group != (int)g || (done && done[i])) continue;
-                if (done && r->kind == VZ_R_CELL && r->panel >= 0 && write_cells(&b, f, i, done))
+                if (done && (r->kind == VZ_R_CELL || r->kind == VZ_R_MASKED) && r->panel >= 0 &&
+                    write_cells(&b, f, i, done))
                     continue;
                 write_rect(&b, r);
             }
