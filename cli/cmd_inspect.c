@@ -22,7 +22,9 @@ static const char INSPECT_HELP[] =
     "\n"
     "Runs the model on one sentence and writes, into the output folder: the layers\n"
     "x heads grid of attention patterns (attention_grid), one figure per head\n"
-    "(L<l>H<h>), the head-averaged pattern of each layer (L<l>_mean), every\n"
+    "(L<l>H<h>; by default only for models of at most %d heads in all, e.g. the\n"
+    "default 2 x 4: GPT-2's 144 get them for --only's heads or with --all-heads),\n"
+    "the head-averaged pattern of each layer (L<l>_mean), every\n"
     "component's direct logit attribution to the predicted token at the query\n"
     "position (dla; with --vs, dla_vs for the logit difference), the top\n"
     "predictions (predictions.json) and index.json listing every file. Each figure\n"
@@ -46,6 +48,9 @@ static const char INSPECT_HELP[] =
     "  --only LIST            only these heads, e.g. L1H0,L0H1: their figures and a\n"
     "                         grid of just them, in that order (and their rows); one\n"
     "                         head: its figure, attention_grid its JSON alone\n"
+    "  --all-heads            one figure per head at any model size (GPT-2 small: 432\n"
+    "                         files); without it a model of more than %d heads gets\n"
+    "                         none (a note says so), attention_grid.json holds them all\n"
     "  --top K                predictions to show (default 5)\n"
     "  --sentence TEXT (again) a second sentence of the same length (e.g. the tired /\n"
     "                         wet pair): pair_* shows both on one scale, diff_* B − A\n"
@@ -151,7 +156,7 @@ static int parse_position(const char *C, const char *arg, hs_inspect_opts *o)
 static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
 {
     enum { O_MODEL = 256, O_SENT, O_OUT, O_POS, O_VS, O_HEADS, O_ONLY, O_TOP, O_HELP, O_POSS,
-           O_TITLE, O_NOTITLE, O_THREADS, O_DIFFMAX };
+           O_TITLE, O_NOTITLE, O_THREADS, O_DIFFMAX, O_ALLHEADS };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"sentence", required_argument, 0, O_SENT},
                                          {"out", required_argument, 0, O_OUT},
@@ -159,6 +164,7 @@ static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
                                          {"vs", required_argument, 0, O_VS},
                                          {"heads", no_argument, 0, O_HEADS},
                                          {"only", required_argument, 0, O_ONLY},
+                                         {"all-heads", no_argument, 0, O_ALLHEADS},
                                          {"top", required_argument, 0, O_TOP},
                                          {"positions", required_argument, 0, O_POSS},
                                          {"title", required_argument, 0, O_TITLE},
@@ -180,7 +186,8 @@ static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
         switch (c) {
         case CLI_OPT_EXIT: return op.status;
         case O_HELP:
-            printf(INSPECT_HELP, HS_VIZ_MAX_TOKENS, HS_VIZ_MAX_HEADS);
+            printf(INSPECT_HELP, HS_INSPECT_PER_HEAD_MAX, HS_INSPECT_PER_HEAD_MAX, HS_VIZ_MAX_TOKENS,
+                   HS_VIZ_MAX_HEADS);
             fputs(CLI_FIGOPTS_HELP, stdout);
             return 0;
         case O_MODEL: o->model_path = optarg; break;
@@ -202,6 +209,7 @@ static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
         case O_VS: o->vs = optarg; break;
         case O_HEADS: o->head_rows = 1; break;
         case O_ONLY: o->only_text = optarg; break;
+        case O_ALLHEADS: o->all_heads = 1; break;
         case O_TOP:
             if (cli_parse_int(optarg, 1, 1000000, &top))
                 return cli_usage_error(C, "--top must be a positive integer, not '%s'", optarg);

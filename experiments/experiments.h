@@ -370,7 +370,17 @@ typedef struct {
                                 * whatever vmin/vmax/range say; 0: one scale shared by every
                                 * difference of the run, their largest |B - A| rounded up to a
                                 * multiple of 0.05 (per figure only under an explicit range auto) */
+    int all_heads;             /* 1: one figure per head (L<l>H<h>) whatever the model's size;
+                                * 0: per head only when the model has at most
+                                * HS_INSPECT_PER_HEAD_MAX heads in all or for only's heads */
 } hs_inspect_opts;
+
+/* The most heads in all (layers x heads) a model may have for inspect to
+ * write one figure per head by default: the default model (2 x 4) and toys up
+ * to 16 keep them; GPT-2 small (144) gets the grid, the layer means, the
+ * query row and the page, and per-head files for --only's heads or with
+ * all_heads (432 files of one sentence are not what a researcher reads). */
+#define HS_INSPECT_PER_HEAD_MAX 16
 
 /* crop_a / crop_b: that end of the slice is open (":5", "8:"). */
 #define HS_INSPECT_OPEN LONG_MIN

@@ -353,8 +353,9 @@ static int wanted(const hs_inspect_opts *o, int l, int h)
     return want;
 }
 
-/* One figure per head (every head, or only's), then the head-averaged
- * pattern of each layer. */
+/* One figure per head (every head, or only's; every head of a model over
+ * HS_INSPECT_PER_HEAD_MAX heads only under all_heads), then the
+ * head-averaged pattern of each layer. */
 static hs_status fig_heads(const insp_run *x, hs_error *err)
 {
     const int L = x->L, H = x->H;
@@ -363,7 +364,13 @@ static hs_status fig_heads(const insp_run *x, hs_error *err)
     const char *tag = x->tag ? x->tag : ""; /* user text: no fixed buffer */
     const char *np[1] = {nm};
     hs_status s = HS_OK;
-    for (int l = 0; s == HS_OK && l < L; l++)
+    /* a large model: per-head files only when asked (--only, --all-heads) */
+    const int per_head = x->o->n_only > 0 || x->o->all_heads || L * H <= HS_INSPECT_PER_HEAD_MAX;
+    if (!per_head)
+        hs_note(x->notes, HS_NOTE_CMD, "note: %d heads (over %d): no figure per head (L<l>H<h>); "
+                "attention_grid.json holds every head's pattern; ask for heads with --only L0H1,... "
+                "or for all of them with --all-heads", L * H, HS_INSPECT_PER_HEAD_MAX);
+    for (int l = 0; per_head && s == HS_OK && l < L; l++)
         for (int h = 0; s == HS_OK && h < H; h++) {
             if (!wanted(x->o, l, h)) continue;
             snprintf(nm, sizeof nm, "L%dH%d", l, h);

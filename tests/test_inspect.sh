@@ -305,10 +305,22 @@ one_line fold 'lower case'
 # over the figure caps (33 heads): what fits is drawn, the rest is JSON with a note, exit 0
 M33="$TMP/m33.safetensors"
 run 0 train33 train --out "$M33" --layers 1 --heads 33 --d-head 2 --d-mlp 0 --steps 2 --eval-every 0
-run 0 over inspect --model "$M33" --sentence "the animal" --out "$TMP/over" --format png,json
+run 0 over inspect --model "$M33" --sentence "the animal" --out "$TMP/over" --format png,json --all-heads
 check_folder "$TMP/over" attention_grid.json L0H32.png
 [ ! -e "$TMP/over/attention_grid.png" ] || fail "over the caps: drew the grid"
 grep -q 'attention_grid.*over the figure caps' "$TMP/over.err" || fail "over the caps: no note"
+grep -q 'no figure per head' "$TMP/over.err" && fail "--all-heads: said it skipped the per-head figures"
+# over 16 heads in all (HS_INSPECT_PER_HEAD_MAX): no per-head files by default, with a note;
+# the layer mean and the grid's JSON still written; --only's heads get theirs
+run 0 many inspect --model "$M33" --sentence "the animal" --out "$TMP/many" --format png,json
+check_folder "$TMP/many" attention_grid.json L0_mean.png L0_mean.json
+ls "$TMP/many" | grep -q '^L0H[0-9]*\.' && fail "33 heads: wrote per-head files by default"
+grep -q '33 heads (over 16): no figure per head.*--only.*--all-heads' "$TMP/many.err" ||
+    fail "33 heads: no note saying the per-head figures were skipped"
+run 0 manyonly inspect --model "$M33" --sentence "the animal" --out "$TMP/manyonly" --format png,json --only L0H7
+check_folder "$TMP/manyonly" L0H7.png L0H7.json
+grep -q 'no figure per head' "$TMP/manyonly.err" && fail "--only: said it skipped the per-head figures"
+[ "$(ls "$TMP/over" | grep -c '^L0H[0-9]*\.png$')" = 33 ] || fail "--all-heads: not 33 per-head PNGs"
 
 # user errors: exit 1, one line naming the problem, nothing written
 run 1 unknown inspect --model "$M" --sentence "the zebra did not cross" --out "$TMP/e1"
