@@ -153,18 +153,20 @@ static int add_missing(chunk_job *cj, int r, float *x, size_t xs)
     for (size_t e = g->recv_first_edge[r]; e < g->recv_first_edge[r] + (size_t)g->recv_n_edges[r]; e++)
         if (!in_circ(cj->spec, e)) cj->cur[n++] = g->edge_src[e];
     same = n == cj->n_last && memcmp(cj->cur, cj->last, (size_t)n * sizeof *cj->cur) == 0;
-    for (int i = 0; i < n && !same; i++) {
-        const float *d = cj->diff + (size_t)cj->cur[i] * one;
-        if (i == 0) memcpy(cj->upd, d, one * sizeof(float));
-        else
-            for (size_t k = 0; k < one; k++) cj->upd[k] += d[k];
-    }
     memcpy(cj->last, cj->cur, (size_t)n * sizeof *cj->cur);
     cj->n_last = n;
     int changed = 0;
     for (size_t i = 0; i < rows; i++) {
-        const float *u = cj->upd + i * D;
+        float *u = cj->upd + i * D;
         float *o = x + i * xs;
+        /* the sum row by row (it stays in cache), in sender order as ever:
+           the same float additions as summing whole diffs one after another */
+        for (int j = 0; j < n && !same; j++) {
+            const float *d = cj->diff + (size_t)cj->cur[j] * one + i * D;
+            if (j == 0) memcpy(u, d, D * sizeof(float));
+            else
+                for (size_t k = 0; k < D; k++) u[k] += d[k];
+        }
         for (size_t k = 0; k < D; k++) { /* an exact 0 leaves the input as it was (a -0 stays -0) */
             const float y = o[k] + u[k];
             o[k] = u[k] != 0.0f ? y : o[k];
