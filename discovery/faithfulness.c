@@ -94,7 +94,7 @@ hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_select_ki
             out->pt[k + 1].metric = m[k];
             out->pt[k + 1].faithfulness = hs_faithfulness(m[k], out->m_full, out->m_empty);
         }
-        /* m(M) and m(empty) are runs of the same code as every m(C): exact ends */
+        /* m(M) is the whole graph's point (not run again), m(empty) a run of the same code as every m(C): exact ends */
         HS_ASSERT(out->pt[HS_FAITH_N].edges == E && m[HS_FAITH_N - 1] == out->m_full);
         HS_ASSERT(!out->usable || (out->pt[0].faithfulness == 0.0 && out->pt[HS_FAITH_N].faithfulness == 1.0));
         if (out->usable) curve_areas(out);
