@@ -9,16 +9,18 @@ PKGS=(build-essential cmake pkg-config
       libcjson-dev libcmocka-dev libpcre2-dev)
 # test: viz checks (pngcheck, xmllint; poppler-utils' pdfinfo, pdffonts,
 # pdftoppm, pdftotext; rsvg-convert), libFuzzer (clang + its runtime), valgrind (needs libc6-dbg), Python fixtures
-# (numpy; regex: GPT-2's own tokenizer algorithm as a reference), setpriv (util-linux) and
+# (numpy; regex: GPT-2's own tokenizer algorithm as a reference; torch: the float64
+# autograd reference of tests/test_attribution_torch.sh and the bench peers'
+# equivalence, tests/test_peer_equiv.sh, which fail under CI without it), setpriv (util-linux) and
 # mount (the output-safety test's nobody and tmpfs cases), and the HTML
 # viewer's browser test: Debian's chromium, driven headless by puppeteer-core
 # (npm, tests/browser/; it downloads no browser).
 TEST_PKGS=(pngcheck libxml2-utils poppler-utils librsvg2-bin
            clang libclang-rt-14-dev valgrind libc6-dbg
-           python3 python3-numpy python3-regex util-linux mount chromium)
+           python3 python3-numpy python3-regex python3-torch util-linux mount chromium)
 want=("${PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then want+=("${TEST_PKGS[@]}"); fi
-if [ "${1:-}" = "--bench" ]; then want+=("${TEST_PKGS[@]}" python3-torch time); fi
+if [ "${1:-}" = "--bench" ]; then want+=("${TEST_PKGS[@]}" time); fi
 missing=()
 for p in "${want[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

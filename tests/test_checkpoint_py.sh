@@ -3,12 +3,15 @@
 # helpers: regenerating the TransformerLens-shaped fixture and the corrupt
 # corpus gives exactly the committed files (so the C tests run without
 # Python and the fixtures cannot drift from their generators), and the
-# independent reader accepts the fixture and rejects a corrupt file.
+# independent reader accepts the fixture and rejects a corrupt file. Without
+# /usr/bin/python3: skipped (exit 77), a failure when CI is set.
 set -euo pipefail
 BUILD=${1:?build dir}
 PY=/usr/bin/python3
-if [ ! -x "$PY" ]; then echo "SKIP: no $PY"; exit 0; fi
 cd "$(dirname "$0")"
+# shellcheck source=tests/cli_lib.sh
+. ./cli_lib.sh
+if [ ! -x "$PY" ]; then skip_test "no $PY"; fi
 OUT="$BUILD/testtmp/py_fixtures.$$"
 rm -rf "$OUT"; mkdir -p "$OUT"
 trap 'rm -rf "$OUT"' EXIT

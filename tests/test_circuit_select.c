@@ -6,7 +6,8 @@
  * worked out by hand on a 12-edge graph (including a top edge skipped until
  * its receiver joins, and ties to the lower index), its circuits after
  * pruning against top-n's, and its heap against a naive O(n E) greedy on a
- * 2 x 4 graph with MLPs with many tied scores; n = E is the whole graph.
+ * 2 x 4 graph with MLPs with many tied scores; n = E is the whole graph;
+ * a threshold keeps an edge whose |score| equals it (>=, discovery.h).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -84,10 +85,37 @@ static void greedy_grows_from_logits(void **state)
     hs_graph_free(&big);
 }
 
+/* hs_circuit_select's threshold keeps |score| >= threshold (discovery.h; EAP-IG's
+ * apply_threshold): on the 12-edge graph the chain input -> a0.h0 -> a1.h0<k> ->
+ * logits (e0 9, e6 10, e11 exactly 5) at threshold 5 is kept whole; with a strict
+ * > its last edge would go and pruning would leave nothing. Every other score is
+ * under 5 in absolute value, so a signed and an absolute rule agree here. */
+static void an_edge_at_the_threshold_is_kept(void **state)
+{
+    (void)state;
+    hs_config cf = hs_config_default();
+    cf.n_layers = 2, cf.n_heads = 1, cf.d_mlp = 0, cf.d_model = 8, cf.d_head = 8;
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&cf, &g, &err), HS_OK);
+    assert_int_equal(g.n_edges, 12);
+    const double sc[12] = {9, -3, 4, -4.999, 0.5, -0.5, 10, 3, 0.1, 2, -2, 5};
+    const unsigned char chain[12] = {1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+    unsigned char c[12];
+    size_t kept = 99;
+    assert_int_equal(hs_circuit_select(&g, sc, -1, 5.0, c, &kept, &err), HS_OK);
+    assert_int_equal(kept, 3);
+    assert_memory_equal(c, chain, 12);
+    assert_int_equal(hs_circuit_select(&g, sc, -1, nextafter(5.0, 6.0), c, &kept, &err), HS_OK);
+    assert_int_equal(kept, 0); /* e11 just under: nothing reaches logits */
+    hs_graph_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(greedy_grows_from_logits),
+        cmocka_unit_test(an_edge_at_the_threshold_is_kept),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

