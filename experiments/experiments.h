@@ -308,7 +308,8 @@ typedef struct {
     char (*labels)[24];  /* (n_comp) hs_resid_decompose's labels ("embed", "L0H1", "L0 mlp", ...) */
     double *attr;        /* (n_comp) mean attribution, logits */
     double constant;     /* mean final-norm bias term */
-    double target;       /* mean logit (or LD) less b_U: sum attr + constant = target */
+    double unembed_bias; /* mean b_U[answer] - b_U[wrong] (or b_U[answer]) */
+    double target;       /* mean logit (or LD): sum attr + constant + unembed_bias = target */
     int t;               /* tokens per prompt */
     double *attr_pos;    /* (n_comp, t) with by_position, else NULL: see hs_dla_set_run */
     const char *weights; /* the model's weights, "raw" or "tl-processed" (hs_model_weights_name) */

@@ -232,7 +232,7 @@ static void patch_reproduces_circuit_per_head_numbers(void **state)
      * is circuit's per-head DLA towards ref - other; the parts sum to the LD */
     hs_dla_set d;
     assert_int_equal(hs_dla_set_run(g_m, NULL, &g_p, 0, &d, &err), HS_OK);
-    double sum = d.constant;
+    double sum = d.constant + d.unembed_bias;
     for (int k = 0; k < d.n_comp; k++) sum += d.attr[k];
     assert_true(fabs(sum - d.target) < 1e-4);
     int found = 0;

@@ -63,6 +63,29 @@ grep -q '"weights":	"tl-processed"' "$TMP/dla_tl.out" || fail "dla --json lacks 
 run 0 dla_raw dla --model "$FX/sharded" --vocab "$TMP/v19.txt" --data "$TMP/set.jsonl" --out "$TMP/dla_out"
 grep -q '"weights":	"raw"' "$TMP/dla_out/dla.json" || fail "dla.json lacks weights raw"
 
+# 2b. dla --process tl: the components, the norm's bias term and b_U sum to the raw run's logit
+# difference (1e-5) on three folders (TL's processing moves ln_final's bias into b_U)
+printf '%s\n' '{"prompt": "w1 w2 w3 w4", "answer": "w5", "wrong": "w6"}' \
+    '{"prompt": "w7 w2 w9 w4", "answer": "w5", "wrong": "w8"}' '{"prompt": "w3 w1 w4 w1", "answer": "w2", "wrong": "w9"}' \
+    >"$TMP/set3.jsonl"
+for f in base:41 prefix:37 sharded:19; do
+    words "${f#*:}" >"$TMP/vv.txt"
+    for w in raw tl; do
+        run 0 "dlasum_${f%:*}_$w" dla --model "$FX/${f%:*}" --vocab "$TMP/vv.txt" --data "$TMP/set3.jsonl" \
+            --process "$w" --json
+    done
+    "$PY" - "$TMP/dlasum_${f%:*}_raw.out" "$TMP/dlasum_${f%:*}_tl.out" <<'PYEOF' || fail "dla --process tl on ${f%:*}"
+import json, sys
+raw, tl = (json.load(open(a)) for a in sys.argv[1:3])
+ld = raw["target"]
+for j in (raw, tl):
+    s = sum(c["attribution"] for c in j["components"]) + j["constant"] + j.get("unembed_bias_term", 0.0)
+    assert abs(s - ld) < 1e-5 * max(1, abs(ld)), (j["weights"], s, ld)
+    assert abs(j["target"] - ld) < 1e-5 * max(1, abs(ld)), (j["weights"], j["target"], ld)
+assert abs(tl["unembed_bias_term"]) > 1e-4, tl["unembed_bias_term"]  # the case the test is about
+PYEOF
+done
+
 # 3. bad folders: one line, exit 1, nothing written
 while IFS=$'\t' read -r case want; do
     run 1 "bad_$case" inspect --model "$FX/bad/$case" --vocab "$TMP/v13.txt" --sentence "w1 w2" \
