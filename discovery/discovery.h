@@ -446,7 +446,7 @@ hs_status hs_circuit_dot(const hs_graph *g, const double *scores, const unsigned
 /* `headscope discover` and `headscope faithfulness`)                        */
 
 /* How the edges are scored: exact edge patching (hs_edge_patch_scores),
- * ACDC (hs_acdc_run), EAP or EAP-IG (hs_eap_scores). */
+ * ACDC (hs_acdc_run), EAP or EAP-IG (hs_eap_run). */
 typedef enum { HS_DISCOVER_EXACT = 0, HS_DISCOVER_ACDC, HS_DISCOVER_EAP, HS_DISCOVER_EAP_IG, HS_DISCOVER_N } hs_discover_method;
 /* "exact", "acdc", "eap", "eap-ig". */
 extern const char *const hs_discover_method_names[HS_DISCOVER_N];
@@ -466,6 +466,8 @@ typedef struct {
                                  * Neither set: the top hs_faith_top_n(0.05, n_edges) (MIB's 5 %), >= 1 */
     double tau;                 /* ACDC's threshold; NAN (default): HS_ACDC_TAU */
     int ig_steps;               /* EAP-IG's steps, 1..1000; 0 (default): HS_EAP_IG_STEPS */
+    int ig_right;               /* EAP-IG's alphas k/m: 0 (default) k = 0..m-1 (hannamw/EAP-IG's code), 1 k = 1..m
+                                 * (the paper) */
     const char *truth;          /* the true circuit (hs_truth_load), or NULL */
     const char *out;            /* the output folder, or NULL: nothing written */
     const char *model_path, *data_path; /* inputs of the folder (never replaced), index.json's "model" */
@@ -491,6 +493,7 @@ typedef struct {
                                  * |score|", "|score| >= 0.1", "ACDC with tau 0.01" */
     double tau;                 /* ACDC's tau (the default when none was given) */
     int ig_steps;               /* EAP-IG's steps (method eap-ig; else 0) */
+    int ig_right;               /* EAP-IG's alphas k = 1..m (else k = 0..m-1) */
     hs_acdc_stats acdc;         /* ACDC's runs (method acdc) */
     long forwards;              /* forward passes of HS_ENGINE_CHUNK prompts the scoring made */
     long backwards;             /* backward passes of as many prompts (eap, eap-ig; else 0) */
@@ -510,7 +513,7 @@ typedef struct {
  * Discovers a circuit of m on the prompt set p: the graph, the true circuit
  * (o->truth, read before anything runs), hs_circeval_create, the method's
  * edge scores (exact: hs_edge_patch_scores; acdc: hs_acdc_run; eap and
- * eap-ig: hs_eap_scores with 0 or o->ig_steps steps, its forward and
+ * eap-ig: hs_eap_run with o->ablation, 0 or o->ig_steps steps and o->ig_right, its forward and
  * backward passes counted in forwards and backwards), the circuit (ACDC: its
  * kept edges; otherwise top-n, threshold or MIB's 5 % of the scores),
  * pruned, run for its faithfulness, the faithfulness curve of the scores
@@ -689,6 +692,32 @@ hs_status hs_faithfulness_figure(const double *percent, size_t n, const double *
  * the metric needs them, ig_steps outside 0 .. 1000; HS_ERR_NOMEM. */
 hs_status hs_eap_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
                         hs_metric_kind metric, int ig_steps, double *scores, hs_error *err);
+
+/* EAP and EAP-IG under any ablation (hs_ablate_method) and either alpha
+ * schedule. With resample, ig_right 0 it is hs_eap_scores bit for bit. The
+ * activation difference is (a_u,abl - a_u,clean) with a_u,abl the circuit
+ * runs' ablated value (hs_circeval): resample the corrupted partner's, mean
+ * u's position-wise mean over the set's clean prompts (hs_engine_means),
+ * zero 0; so the score estimates m(edge ablated) - m(clean) for that
+ * ablation. EAP-IG interpolates from the ablated input, x0 = hook_embed (+
+ * hook_pos_embed) = x0_abl + alpha (x0_clean - x0_abl): resample as above
+ * (hook_embed from e_corr to e_clean), zero hook_embed and hook_pos_embed
+ * times alpha (x0_abl = 0), mean hook_embed from its position-wise mean over
+ * the clean prompts (x0_abl = x0's mean: the positions are every prompt's);
+ * with an embedding norm the norm runs on the interpolated x0, so its
+ * ablated end is norm(x0_abl), not the input node's ablated value (the
+ * backward takes edits at the embedding only). alpha = k/m for k = 0..m-1
+ * (ig_right 0: hannamw/EAP-IG's code since 13c0033) or k = 1..m (ig_right 1:
+ * the paper, Hanna et al. 2024, and that code before). zero and mean need no
+ * "corrupted" prompts. Errors as hs_eap_scores, and an unknown ablation. */
+typedef struct {
+    hs_metric_kind metric;
+    hs_ablate_method ablation;
+    int ig_steps;  /* 0: EAP; 1 .. 1000: EAP-IG's m */
+    int ig_right;  /* 1: alphas k/m, k = 1..m; 0: k = 0..m-1 */
+} hs_eap_opts;
+hs_status hs_eap_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                     const hs_eap_opts *o, double *scores, hs_error *err);
 
 /* Node scores [g->n_nodes] from edge scores [g->n_edges]: node u's is the
  * sum of its outgoing edges' scores in edge order, logits (which sends

@@ -559,6 +559,59 @@ static void planted_circuit_is_ranked_first_by_eap(void **state)
     hs_model_destroy(m);
 }
 
+/* EAP and EAP-IG (5 steps) under zero and mean ablation (hs_eap_run) rank
+ * the planted model's edges as exact edge patching under the same ablation
+ * does: the truth is every edge whose exact score is over 1e-3 of the
+ * largest, and the edge ROC AUC is >= 0.98 for both methods on both prompt
+ * sets. Scored with the corrupted partners' difference instead (what
+ * discover printed for --ablation zero|mean before hs_eap_run), the AUC
+ * falls below that on at least one of them (printed). */
+static void zero_and_mean_eap_rank_as_exact_patching(void **state)
+{
+    (void)state;
+    hs_model *m = planted();
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&m->cfg, &g, &err), HS_OK);
+    unsigned char *truth = calloc(g.n_edges, 1);
+    double *sc = malloc(g.n_edges * sizeof *sc), *ex = malloc(g.n_edges * sizeof *ex);
+    double worst_wrong = 1.0;
+    for (int set = 0; set < 2; set++)
+        for (int abl = 0; abl < 2; abl++) {
+            const hs_ablate_method a = abl ? HS_ABLATE_MEAN : HS_ABLATE_ZERO;
+            hs_prompts p;
+            if (set == 0) planted_prompts(40, &p);
+            else planted_prompts_shifted(40, 3, &p);
+            hs_pool *pool;
+            hs_circeval *ce = make_ce(m, &p, &g, HS_METRIC_LOGIT_DIFF, a, 2, &pool);
+            assert_int_equal(hs_edge_patch_scores(ce, ex, &err), HS_OK);
+            double big = 0;
+            for (size_t e = 0; e < g.n_edges; e++) big = fmax(big, fabs(ex[e]));
+            for (size_t e = 0; e < g.n_edges; e++) truth[e] = fabs(ex[e]) > 1e-3 * big;
+            for (int r = 0; r < 3; r++) {
+                const hs_eap_opts o = {HS_METRIC_LOGIT_DIFF, r == 2 ? HS_ABLATE_RESAMPLE : a, r == 1 ? 5 : 0, 0};
+                if (hs_eap_run(m, pool, &p, &g, &o, sc, &err) != HS_OK) fail_msg("%s", err.msg);
+                hs_roc roc;
+                assert_int_equal(hs_roc_run(&g, sc, truth, NULL, &roc, &err), HS_OK);
+                print_message("planted set %d, %s truth: %s edge AUC %.4f\n", set, hs_ablate_method_names[a],
+                              r == 2 ? "resample-scored EAP" : r ? "EAP-IG" : "EAP", roc.edges.auc);
+                if (r < 2 && !(roc.edges.auc >= 0.98))
+                    fail_msg("set %d, %s: %s edge AUC %.4f < 0.98", set, hs_ablate_method_names[a], r ? "EAP-IG" : "EAP",
+                             roc.edges.auc);
+                if (r == 2) worst_wrong = fmin(worst_wrong, roc.edges.auc);
+                hs_roc_free(&roc);
+            }
+            hs_circeval_destroy(ce);
+            hs_pool_destroy(pool);
+            hs_prompts_free(&p);
+        }
+    print_message("resample-scored EAP against zero/mean truths: worst edge AUC %.4f\n", worst_wrong);
+    if (!(worst_wrong < 0.98)) fail_msg("the ablation does not matter here (%.4f): the test shows nothing", worst_wrong);
+    free(truth), free(sc), free(ex);
+    hs_graph_free(&g);
+    hs_model_destroy(m);
+}
+
 /* ------------------------------------------------------------------------ */
 /* ROC, pruning, graph.json                                                  */
 
@@ -754,6 +807,7 @@ int main(void)
         cmocka_unit_test(python_float_repr),
         cmocka_unit_test(graph_json_bytes_and_round_trip),
         cmocka_unit_test(bad_graphs_and_truths_one_line_each),
+        cmocka_unit_test(zero_and_mean_eap_rank_as_exact_patching),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -84,8 +84,34 @@ run 0 ig discover --model "$M" --data "$P" --method eap-ig --ig-steps 5 --out "$
 check_folder "$TMP/ig" graph.json faithfulness.json circuit.dot circuit.png circuit.svg circuit.json \
     faithfulness_curve.png faithfulness_curve.svg faithfulness_curve.json
 "$PY" "$HERE/py/eapig_graph_check.py" "$TMP/ig/graph.json" >/dev/null || fail "eap-ig graph.json fails EAP-IG's reader"
-grep -q '^EAP-IG (Hanna et al. 2024), 5 steps from the corrupted to the clean embeddings: 36 forward and 30 backward passes$' \
+grep -q '^EAP-IG (Hanna et al. 2024), 5 steps from the corrupted to the clean input (alphas k/m, k = 0..m-1): 36 forward and 30 backward passes$' \
     "$TMP/ig.out" || fail "no EAP-IG line (6 chunks of 32 prompts: a clean forward and 5 steps each)"
+# --ablation zero | mean: EAP and EAP-IG score (a_ablated - a_clean), not the corrupted partners' difference;
+# --ig-alphas right steps k = 1..m (one more forward a chunk: the corrupted run and the clean end)
+for a in resample zero mean; do
+    run 0 "eap_$a" discover --model "$M" --data "$P" --method eap --ablation "$a" --json
+    run 0 "ig_$a" discover --model "$M" --data "$P" --method eap-ig --ig-steps 3 --ablation "$a" --json
+done
+run 0 ig_right discover --model "$M" --data "$P" --method eap-ig --ig-steps 3 --ig-alphas right --json
+run 2 alphas_eap discover --model "$M" --data "$P" --method eap --ig-alphas right
+one_line alphas_eap "--ig-alphas is for --method eap-ig"
+run 2 alphas_bad discover --model "$M" --data "$P" --method eap-ig --ig-alphas middle
+one_line alphas_bad "--ig-alphas takes left, right, not 'middle'"
+"$PY" - "$TMP" <<'PYEOF' || fail "discover eap --ablation"
+import json, sys
+t = sys.argv[1]
+j = {n: json.load(open("%s/%s.out" % (t, n))) for n in
+     ("eap_resample", "eap_zero", "eap_mean", "ig_resample", "ig_zero", "ig_mean", "ig_right")}
+top = lambda x: [(e["edge"], e["score"]) for e in x["strongest_edges"]]
+for m in ("eap", "ig"):
+    r, z, mu = (top(j["%s_%s" % (m, a)]) for a in ("resample", "zero", "mean"))
+    assert r != z and r != mu and z != mu, (m, r[:2], z[:2], mu[:2])
+    assert j["%s_zero" % m]["ablation"] == "zero"
+assert j["eap_zero"]["forwards"] == 6 and j["eap_mean"]["forwards"] == 12 and j["eap_resample"]["forwards"] == 12
+assert j["ig_zero"]["forwards"] == 6 * 4 and j["ig_mean"]["forwards"] == 6 * 5, (j["ig_zero"]["forwards"], j["ig_mean"]["forwards"])
+assert j["ig_right"]["forwards"] == 6 * 5 and j["ig_right"]["ig_alphas"].startswith("right"), j["ig_right"]
+assert j["ig_resample"]["ig_alphas"].startswith("left") and top(j["ig_right"]) != top(j["ig_resample"])
+PYEOF
 run 0 igj discover --model "$M" --data "$P" --method eap-ig --json --threads 1
 run 0 eapj discover --model "$M" --data "$P" --method eap --json --threads 2
 "$PY" - "$TMP/ig/graph.json" "$TMP/d1/graph.json" "$TMP/igj.out" "$TMP/eapj.out" "$TMP/ig/faithfulness.json" \
