@@ -263,8 +263,9 @@ cJSON *hs_lens_json(const hs_lens_report *r, const hs_tokenizer *v);
 void hs_lens_summary(const hs_lens_report *r, const hs_tokenizer *v, hs_buf *b);
 
 /* Ablation over a prompt set (experiments/ablate.c): each head
- * (blocks.l.attn.hook_z[:, :, h, :]), each layer's attention (all its heads)
- * and each MLP (blocks.l.hook_mlp_out) replaced, one at a time, by zero, by
+ * (blocks.l.attn.hook_z[:, :, h, :]), each layer's attention
+ * (blocks.l.hook_attn_out, as TransformerLens names it: the heads' results
+ * and b_O; zero ablation sets it to 0, b_O included) and each MLP (blocks.l.hook_mlp_out) replaced, one at a time, by zero, by
  * its position-wise mean over a reference set, or by its value on another
  * reference prompt (resample: prompt i takes reference row (i + n_ref / 2)
  * mod n_ref). Metric: mean LD answer - wrong at each prompt's position (mean
