@@ -115,13 +115,16 @@ typedef struct {
     int exclude_bos, exclude_current;
     int has[HS_HEADS_N];       /* 1 for the detectors computed */
     double score[HS_HEADS_N][HS_MAX_LAYERS * 64]; /* [kind][l * H + h]; NAN where !has */
+    char first_noun_why[96];   /* why first-noun was not computed (has[HS_HEADS_FIRST_NOUN] 0) */
 } hs_heads_report;
 
 /*
  * Every head's detector scores over the prompts p (their "prompt" tokens):
  * previous-token, duplicate-token, induction always; first-noun when the
  * vocabulary holds at least one of the n_noun_words words nouns[] (a task's
- * nouns; NULL, 0 for none); target when target (t, t)
+ * nouns; NULL, 0 for none) as one token (a BPE: after a space, " animal", as
+ * the noun stands inside a sentence) and at least one prompt holds one (else
+ * first_noun_why says which); target when target (t, t)
  * [dest, src], lower-triangular, is given. metric, exclude_bos and
  * exclude_current as TL detect_head (probe.h hs_detector_score*). The
  * engine runs on pool (NULL = the caller's thread); the scores are
