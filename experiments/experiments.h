@@ -728,13 +728,19 @@ hs_status hs_cache_run(const hs_model *m, const hs_tokenizer *v, hs_pool *pool, 
 
 /*
  * 1 when r's normalised LD is usable: LD_clean and LD_corr finite and
- * different. 0 when they coincide (the metric divides by LD_clean - LD_corr
- * = 0: every cell is NAN), with why (cap bytes, one line without "not
- * usable: ") saying so and naming the LD. The JSON (hs_patch_json) says
+ * different, and their gap not small against the patched cells: the
+ * spread (max - min) of every computed cell's raw LD (ld[a], ld_pos[a]) at
+ * most HS_PATCH_GAP_SPREAD times |LD_clean - LD_corr| (cells between the two
+ * ends spread over the gap; a set whose cells move the LD by far more than
+ * the gap gives normalised values that are noise over a small divisor). 0
+ * when they coincide (the metric divides by LD_clean - LD_corr = 0: every
+ * cell is NAN) or the gap is that small, with why (cap bytes, one line
+ * without "not usable: ") saying so and naming the LDs. The JSON (hs_patch_json) says
  * "usable" (and "why_not_usable" when not), the summary says "not usable:
  * why" in one line instead of the tables, and hs_patch_figures draws none.
  * README ("A figure whose numbers are not usable says so ... not NaN").
  */
 int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap);
+#define HS_PATCH_GAP_SPREAD 2.0
 
 #endif /* HS_EXPERIMENTS_H */

@@ -636,6 +636,32 @@ static void ablate_zero_and_mean_equal_hand_ablation(void **state)
     hs_ablate_report_free(&mn);
 }
 
+/* hs_patch_usable: a clean - corrupted gap that is small against the spread
+ * of the patched cells' raw LDs (the issue's set: LD 0.242 clean, 0.215
+ * corrupted, cells down to normalised -1.19) is flagged, with a why naming
+ * both; a wide gap with an overshooting cell is not; coinciding LDs as
+ * before. */
+static void patch_tiny_gap_is_not_usable(void **state)
+{
+    (void)state;
+    double ld[3] = {0.183, 0.26, 0.22}, metric[3];
+    hs_patch_report r;
+    memset(&r, 0, sizeof r);
+    r.L = 1, r.H = 1, r.t = 3, r.n = 4;
+    r.acts = 1u << HS_PATCH_RESID_PRE;
+    r.ld[HS_PATCH_RESID_PRE] = ld, r.metric[HS_PATCH_RESID_PRE] = metric;
+    r.ld_clean = 0.242, r.ld_corr = 0.215;
+    char why[240];
+    assert_int_equal(hs_patch_usable(&r, why, sizeof why), 0);
+    if (!strstr(why, "+0.242") || !strstr(why, "+0.215") || !strstr(why, "spread"))
+        fail_msg("why: %s", why);
+    r.ld_clean = 8, r.ld_corr = -8, ld[0] = -9, ld[1] = 9, ld[2] = 3; /* overshoot: spread 18 < 2 x 16 */
+    assert_int_equal(hs_patch_usable(&r, why, sizeof why), 1);
+    r.ld_clean = r.ld_corr = 1;
+    assert_int_equal(hs_patch_usable(&r, why, sizeof why), 0);
+    assert_non_null(strstr(why, "coincide"));
+}
+
 /* ------------------------------------------------------------------------ */
 /* Starting at a later layer                                                 */
 
@@ -834,6 +860,7 @@ int main(void)
         cmocka_unit_test(heads_scores_match_a_hand_computed_pattern),
         cmocka_unit_test(lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics),
         cmocka_unit_test(ablate_zero_and_mean_equal_hand_ablation),
+        cmocka_unit_test(patch_tiny_gap_is_not_usable),
         cmocka_unit_test(a_run_from_a_later_layer_is_bit_identical_to_the_full_run),
         cmocka_unit_test(engine_sweep_from_a_later_layer_equals_the_full_sweep),
     };
