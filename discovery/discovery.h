@@ -392,6 +392,28 @@ hs_status hs_truth_load(const hs_graph *g, const hs_config *cfg, const char *pat
  * the point, else d.ddde+XX): the numbers of json.dump. */
 void hs_py_float_repr(double x, char out[32]);
 /*
+ * graph.json's scores in MIB's sign and scale (MIB's circuit track
+ * run_attribution.py: EAP-IG's attribute with the metric as a loss,
+ * loss=True, i.e. -metric, its batch mean, batches of 20): an edge whose
+ * ablation lowers the metric scores positive there, and EAP-IG's
+ * back-propagated batch mean divides once more by the batch size. So
+ * hs_score_to_mib(s) = -s / HS_MIB_BATCH for headscope's s = m(edge ablated)
+ * - m(clean) (a mean over prompts): the score MIB's own attribution writes
+ * for the same model, data and metric when the set's size is a multiple of
+ * 20 (a last, smaller batch of b items weighs its items 20 / b times more
+ * there). MIB's evaluation selects by signed score by default
+ * (run_evaluation.py without --absolute; EAP-IG's apply_topn(absolute=False)):
+ * it then takes the edges whose ablation lowers the metric most, headscope's
+ * most negative; headscope's own top n (|score|) is the same circuit when
+ * those are its top n by |score| (the usual case: a circuit's edges carry the
+ * metric), and MIB's --absolute always gives it. hs_score_from_mib is the
+ * inverse, applied to every graph.json read (headscope's or MIB's).
+ * docs/CIRCUITS.md "graph.json".
+ */
+#define HS_MIB_BATCH 20
+double hs_score_to_mib(double s);
+double hs_score_from_mib(double s);
+/*
  * graph.json as EAP-IG's Graph.to_json writes it (hannamw/eap-ig
  * src/eap/graph.py; MIB's circuit files), appended to out: json.dump's bytes
  * (one line, ", " and ": ") of
@@ -401,8 +423,9 @@ void hs_py_float_repr(double x, char out[32]);
  * nodes in node order; edges in Graph.from_model's order (per layer: every
  * earlier node into each head's q, k, v, then every earlier node and the
  * layer's heads into its MLP; last every node into logits). An edge's
- * score is scores[e] rounded to float32 (EAP-IG keeps scores in a float32
- * tensor; written as Python writes that float), in_graph in_circuit[e]; a
+ * score is hs_score_to_mib(scores[e]) rounded to float32 (EAP-IG keeps
+ * scores in a float32 tensor; written as Python writes that float), in_graph
+ * in_circuit[e]; a
  * node is in the graph when the pruned circuit touches it (input: has an
  * edge out; logits always). No node scores: EAP-IG's to_json cannot write
  * one for logits (its node-score tensor ends before it: IndexError), so an
@@ -416,8 +439,8 @@ hs_status hs_graph_json_text(const hs_graph *g, const hs_config *cfg, const doub
                              const unsigned char *in_circuit, hs_buf *out, hs_error *err);
 /*
  * Reads graph.json text (len bytes; `name` stands for the file in messages)
- * as Graph.from_json does: scores [n_edges] <- each named edge's "score",
- * in_circuit [n_edges] <- its "in_graph" (edges the file does not name: 0,
+ * as Graph.from_json does: scores [n_edges] <- hs_score_from_mib(each named
+ * edge's "score") (headscope's sign and scale), in_circuit [n_edges] <- its "in_graph" (edges the file does not name: 0,
  * not in). Node entries are checked, not used (Graph.prune recomputes nodes
  * from edges). Errors (HS_ERR_INPUT, one line naming the file and the first
  * offender): not a JSON object; no "cfg", "nodes" or "edges"; a cfg of
