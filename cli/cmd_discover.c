@@ -27,9 +27,11 @@ static const char DISCOVER_HELP[] =
     "with inputs <q> <k> <v>, m{l}, logits; an edge from every earlier writer to\n"
     "every later reader). Every edge gets a score, metric(edge ablated) -\n"
     "metric(model): exact edge patching runs the set once per edge with that edge\n"
-    "alone ablated; ACDC (Conmy et al. 2023) visits receivers from logits back,\n"
-    "removing each edge whose removal moves the metric less than tau (kl: grows it\n"
-    "less than tau); EAP (Syed et al. 2023) estimates every edge's score at once,\n"
+    "alone ablated; ACDC (Conmy et al. 2023) visits the edges as its code does\n"
+    "(logits, then per layer from the top: the MLP, every head's v input, k, q, each\n"
+    "from the newest sender to the input) and removes each edge whose removal\n"
+    "lowers the metric less than tau (kl: grows it less than tau; signed, ACDC's\n"
+    "default); EAP (Syed et al. 2023) estimates every edge's score at once,\n"
     "(a_u,ablated - a_u,clean) . d metric / d(input of v) at the clean run, a_u,ablated\n"
     "the --ablation's value (the corrupted run's, u's mean, or 0), and EAP-IG\n"
     "(Hanna et al. 2024) averages that gradient over m runs whose input (embeddings)\n"
@@ -63,6 +65,11 @@ static const char DISCOVER_HELP[] =
     "                        (EAP-IG's apply_greedy: grown from logits, each step the\n"
     "                        strongest edge into a node already in the circuit)\n"
     "  --tau X               ACDC's threshold (default 0.01)\n"
+    "  --abs-threshold       ACDC removes an edge when |metric change| < tau (ACDC's\n"
+    "                        --abs-value-threshold; default: signed)\n"
+    "  --acdc-order O        acdc (default: ACDC's reverse_topologically_sort_corr)\n"
+    "                        | headscope (receivers in canonical order backwards,\n"
+    "                        senders oldest first: headscope's order before 2026-12)\n"
     "  --truth FILE          the true circuit (one edge name a line, a JSON list of\n"
     "                        names, or a graph.json): ROC curves and AUC for edges\n"
     "                        and nodes, written as roc.json\n"
@@ -101,7 +108,8 @@ static int print_report(const cli_exp *x, const char *out, const hs_discover_rep
 
 int cmd_discover(int argc, char **argv)
 {
-    enum { O_METHOD = 256, O_IG_STEPS, O_METRIC, O_ABLATION, O_TOP, O_THRESHOLD, O_TAU, O_TRUTH, O_SELECT, O_IG_ALPHAS };
+    enum { O_METHOD = 256, O_IG_STEPS, O_METRIC, O_ABLATION, O_TOP, O_THRESHOLD, O_TAU, O_TRUTH, O_SELECT, O_IG_ALPHAS,
+           O_ABS_THR, O_ACDC_ORDER };
     static const struct option opts[] = {{"method", required_argument, 0, O_METHOD},
                                          {"ig-steps", required_argument, 0, O_IG_STEPS},
                                          {"ig-alphas", required_argument, 0, O_IG_ALPHAS},
@@ -110,6 +118,8 @@ int cmd_discover(int argc, char **argv)
                                          {"top", required_argument, 0, O_TOP},
                                          {"threshold", required_argument, 0, O_THRESHOLD},
                                          {"tau", required_argument, 0, O_TAU},
+                                         {"abs-threshold", no_argument, 0, O_ABS_THR},
+                                         {"acdc-order", required_argument, 0, O_ACDC_ORDER},
                                          {"truth", required_argument, 0, O_TRUTH},
                                          {"select", required_argument, 0, O_SELECT},
                                          CLI_HELP_OPT,
@@ -160,6 +170,13 @@ int cmd_discover(int argc, char **argv)
                 return cli_usage_error(C, "--tau needs a number >= 0, got '%s'", optarg);
             break;
         case O_TRUTH: o.truth = optarg; break;
+        case O_ABS_THR: o.acdc_abs = 1; break;
+        case O_ACDC_ORDER: {
+            static const char *const orders[2] = {"acdc", "headscope"};
+            if ((k = parse_named(C, "--acdc-order", optarg, orders, 2)) < 0) return 2;
+            o.acdc_headscope_order = k;
+            break;
+        }
         case O_SELECT:
             if ((k = parse_named(C, "--select", optarg, hs_select_names, HS_SELECT_N)) < 0) return 2;
             o.select = (hs_select_kind)k;
@@ -171,6 +188,8 @@ int cmd_discover(int argc, char **argv)
     if (o.method == HS_DISCOVER_ACDC && (o.top_n >= 0 || !isnan(o.threshold)))
         return cli_usage_error(C, "--top and --threshold choose from scores; ACDC's circuit is what it keeps (--tau)");
     if (o.method != HS_DISCOVER_ACDC && !isnan(o.tau)) return cli_usage_error(C, "--tau is for --method acdc");
+    if (o.method != HS_DISCOVER_ACDC && (o.acdc_abs || o.acdc_headscope_order))
+        return cli_usage_error(C, "--abs-threshold and --acdc-order are for --method acdc");
     if (o.select == HS_SELECT_GREEDY && !isnan(o.threshold))
         return cli_usage_error(C, "--select greedy grows a circuit of N edges (--top N), not a threshold");
     if (o.method != HS_DISCOVER_EAP_IG && o.ig_steps) return cli_usage_error(C, "--ig-steps is for --method eap-ig");

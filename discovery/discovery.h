@@ -261,13 +261,16 @@ hs_status hs_circuit_choose(const hs_graph *g, const double *scores, hs_select_k
 /*
  * ACDC (Conmy et al. 2023, sec. 3 and Algorithm 1;
  * ArthurConmy/Automatic-Circuit-Discovery acdc/TLACDCExperiment.py `step`):
- * starting from the full circuit, the receivers in reverse topological order
- * (the canonical order backwards: logits, the last MLP, the last layer's
- * heads' v, k, q, ...), each incoming edge in canonical sender order is tried
- * removed (one circuit run, hs_circeval_metrics) and removed for good when
- *     kl:          m_new - m_cur < tau   (KL(clean || circuit) grew less than tau)
- *     logit-diff, prob-diff: |m_new - m_cur| < tau
- * m_cur being the metric of the circuit as it stands (the last accepted run).
+ * starting from the full circuit, the edges in hs_acdc_order's order (ACDC's
+ * by default) are tried removed (one circuit run, hs_circeval_metrics) and
+ * removed for good when ACDC's loss (kl itself; -logit-diff, -prob-diff)
+ * grew less than tau, signed, as ACDC does by default for every metric:
+ *     kl:                    m_new - m_cur < tau
+ *     logit-diff, prob-diff: m_cur - m_new < tau   (a removal that raises the
+ *                                                   metric is always taken)
+ * or, with abs_threshold (ACDC's --abs-value-threshold), |m_new - m_cur| <
+ * tau; m_cur being the metric of the circuit as it stands (the last accepted
+ * run).
  * A receiver whose node has no kept outgoing edge left is skipped and its
  * edges removed without a run (nothing reads the node; ACDC skips nodes that
  * are not connected). in_circuit [n_edges] <- the edges kept (not pruned);
@@ -282,8 +285,22 @@ typedef struct {
     size_t kept;     /* edges kept */
     double metric;   /* m of the kept circuit (the last accepted run) */
 } hs_acdc_stats;
-hs_status hs_acdc_run(hs_circeval *ce, double tau, unsigned char *in_circuit, double *scores, hs_acdc_stats *stats,
-                      hs_error *err);
+typedef struct {
+    double tau;           /* >= 0 */
+    int abs_threshold;    /* 1: |change| < tau (ACDC's --abs-value-threshold); 0: ACDC's signed default */
+    int headscope_order;  /* 1: headscope's order before issue 34 (hs_acdc_order); 0: ACDC's */
+} hs_acdc_opts;
+hs_status hs_acdc_run(hs_circeval *ce, const hs_acdc_opts *o, unsigned char *in_circuit, double *scores,
+                      hs_acdc_stats *stats, hs_error *err);
+/* order [n_edges] <- the edges in the order ACDC tries them. ACDC's
+ * (headscope_order 0; TLACDCExperiment over reverse_topologically_sort_corr):
+ * logits, then per layer from the last: its MLP, the v inputs of heads
+ * H-1..0, their k inputs, their q inputs; each receiver's senders newest
+ * first, the input last. headscope_order 1: the receivers in canonical order
+ * backwards (logits, the last MLP, head H-1's v, k, q, head H-2's ...), each
+ * one's senders oldest first. Every node's receivers come after all the
+ * receivers reading it in both. HS_OK always (err unused). */
+hs_status hs_acdc_order(const hs_graph *g, int headscope_order, size_t *order, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Faithfulness and ground truth (discovery/faithfulness.c)                */
@@ -488,6 +505,8 @@ typedef struct {
     double threshold;           /* >= 0: the edges with |score| >= threshold; NAN (default): unset.
                                  * Neither set: the top hs_faith_top_n(0.05, n_edges) (MIB's 5 %), >= 1 */
     double tau;                 /* ACDC's threshold; NAN (default): HS_ACDC_TAU */
+    int acdc_abs;               /* ACDC removes when |change| < tau (else its signed default; hs_acdc_opts) */
+    int acdc_headscope_order;   /* ACDC visits edges in headscope's earlier order (hs_acdc_order) */
     int ig_steps;               /* EAP-IG's steps, 1..1000; 0 (default): HS_EAP_IG_STEPS */
     int ig_right;               /* EAP-IG's alphas k/m: 0 (default) k = 0..m-1 (hannamw/EAP-IG's code), 1 k = 1..m
                                  * (the paper) */
@@ -515,6 +534,7 @@ typedef struct {
     char chosen_by[64];         /* "the top 5 edges by |score|", "5 edges grown greedily from logits by
                                  * |score|", "|score| >= 0.1", "ACDC with tau 0.01" */
     double tau;                 /* ACDC's tau (the default when none was given) */
+    int acdc_abs, acdc_headscope_order; /* ACDC's rule and order (method acdc; else 0) */
     int ig_steps;               /* EAP-IG's steps (method eap-ig; else 0) */
     int ig_right;               /* EAP-IG's alphas k = 1..m (else k = 0..m-1) */
     hs_acdc_stats acdc;         /* ACDC's runs (method acdc) */

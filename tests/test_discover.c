@@ -468,7 +468,8 @@ static void planted_circuit_is_found(void **state)
         hs_roc_free(&roc);
         /* ACDC keeps exactly the planted edges */
         hs_acdc_stats st;
-        assert_int_equal(hs_acdc_run(ce, 0.5, circ, sc, &st, &err), HS_OK);
+        const hs_acdc_opts ao = {0.5, 0, 0};
+        assert_int_equal(hs_acdc_run(ce, &ao, circ, sc, &st, &err), HS_OK);
         assert_memory_equal(circ, truth, g.n_edges);
         assert_int_equal(st.kept, 5);
         assert_int_equal(st.trials + st.skipped, (long)g.n_edges);
@@ -610,6 +611,84 @@ static void zero_and_mean_eap_rank_as_exact_patching(void **state)
     free(truth), free(sc), free(ex);
     hs_graph_free(&g);
     hs_model_destroy(m);
+}
+
+/* ACDC's visiting order (hs_acdc_order), written out from ACDC's
+ * reverse_topologically_sort_corr for 2 layers x 2 heads with MLPs: logits,
+ * then per layer from the top its MLP, the heads' v (h1, h0), k, q; senders
+ * newest first, the input last. headscope's earlier order starts at logits
+ * too but takes the input first. */
+static void acdc_visits_edges_in_acdcs_order(void **state)
+{
+    (void)state;
+    hs_config c = hs_config_default();
+    c.n_layers = 2, c.n_heads = 2, c.d_mlp = 8, c.d_model = 8, c.d_head = 4;
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&c, &g, &err), HS_OK);
+    static const char *const L1[] = {"m0", "a0.h1", "a0.h0", "input"};
+    static const char *const L0[] = {"input"};
+    const char *want[64];
+    char buf[64][32];
+    int n = 0;
+    static const char *const to_logits[] = {"m1", "a1.h1", "a1.h0", "m0", "a0.h1", "a0.h0", "input"};
+    for (int i = 0; i < 7; i++) snprintf(buf[n], 32, "%s->logits", to_logits[i]), want[n] = buf[n], n++;
+    for (int i = 0; i < 6; i++) snprintf(buf[n], 32, "%s->m1", to_logits[i + 1]), want[n] = buf[n], n++;
+    for (int x = 0; x < 3; x++)
+        for (int h = 1; h >= 0; h--)
+            for (int i = 0; i < 4; i++) snprintf(buf[n], 32, "%s->a1.h%d<%c>", L1[i], h, "vkq"[x]), want[n] = buf[n], n++;
+    for (int i = 0; i < 3; i++) snprintf(buf[n], 32, "%s->m0", L1[i + 1]), want[n] = buf[n], n++;
+    for (int x = 0; x < 3; x++)
+        for (int h = 1; h >= 0; h--) snprintf(buf[n], 32, "%s->a0.h%d<%c>", L0[0], h, "vkq"[x]), want[n] = buf[n], n++;
+    assert_int_equal((size_t)n, g.n_edges);
+    size_t order[64];
+    assert_int_equal(hs_acdc_order(&g, 0, order, &err), HS_OK);
+    for (int k = 0; k < n; k++) {
+        char name[64];
+        hs_graph_edge_name(&g, order[k], name, sizeof name);
+        if (strcmp(name, want[k]) != 0) fail_msg("ACDC's order, step %d: %s, want %s", k, name, want[k]);
+    }
+    assert_int_equal(hs_acdc_order(&g, 1, order, &err), HS_OK);
+    assert_int_equal(order[0], hs_graph_find_edge(&g, "input->logits"));
+    assert_int_equal(order[g.n_edges - 1], hs_graph_find_edge(&g, "input->a0.h0<q>"));
+    hs_graph_free(&g);
+}
+
+/* ACDC's rule: signed by default (remove when the metric drops less than
+ * tau: a removal that raises it is taken), |change| < tau with
+ * abs_threshold. On circuit_tiny under mean ablation at tau 0.05 every
+ * tried edge's recorded change decides its fate by the rule asked for, and
+ * the |change| run keeps an edge whose removal raised the metric by tau or
+ * more (which the signed rule removes): the rules differ here. */
+static void acdc_rule_is_signed_by_default(void **state)
+{
+    (void)state;
+    hs_pool *pool;
+    hs_circeval *ce = make_ce(g_m, &g_p, &g_g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_MEAN, 2, &pool);
+    unsigned char *circ = malloc(g_g.n_edges);
+    double *sc = malloc(g_g.n_edges * sizeof *sc);
+    hs_error err = {0};
+    const double tau = 0.05;
+    int raised_kept = 0;
+    for (int abs_thr = 0; abs_thr < 2; abs_thr++) {
+        const hs_acdc_opts o = {tau, abs_thr, 0};
+        hs_acdc_stats st;
+        assert_int_equal(hs_acdc_run(ce, &o, circ, sc, &st, &err), HS_OK);
+        for (size_t e = 0; e < g_g.n_edges; e++) {
+            const int keep = abs_thr ? fabs(sc[e]) >= tau : -sc[e] >= tau;
+            if (circ[e] != keep) {
+                char name[64];
+                hs_graph_edge_name(&g_g, e, name, sizeof name);
+                fail_msg("%s rule: %s changed the metric by %.6g and was %s", abs_thr ? "|change|" : "signed", name,
+                         sc[e], circ[e] ? "kept" : "removed");
+            }
+            if (abs_thr && circ[e] && sc[e] >= tau) raised_kept++;
+        }
+    }
+    if (raised_kept == 0) fail_msg("no edge raised the metric by tau: the rules do not differ here");
+    free(circ), free(sc);
+    hs_circeval_destroy(ce);
+    hs_pool_destroy(pool);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -809,6 +888,8 @@ int main(void)
         cmocka_unit_test(graph_json_bytes_and_round_trip),
         cmocka_unit_test(bad_graphs_and_truths_one_line_each),
         cmocka_unit_test(zero_and_mean_eap_rank_as_exact_patching),
+        cmocka_unit_test(acdc_visits_edges_in_acdcs_order),
+        cmocka_unit_test(acdc_rule_is_signed_by_default),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -222,6 +222,19 @@ run 2 both discover --model "$M" --data "$P" --top 3 --threshold 0.1
 one_line both "give --top or --threshold, not both"
 run 2 tau discover --model "$M" --data "$P" --tau 0.1
 one_line tau "--tau is for --method acdc"
+run 2 absthr discover --model "$M" --data "$P" --method eap --abs-threshold
+one_line absthr "--abs-threshold and --acdc-order are for --method acdc"
+run 2 acdcord discover --model "$M" --data "$P" --method acdc --acdc-order sideways
+one_line acdcord "--acdc-order takes acdc, headscope, not 'sideways'"
+run 0 acdc_old discover --model "$M" --data "$P" --method acdc --tau 0.05 --abs-threshold --acdc-order headscope --json
+run 0 acdc_new discover --model "$M" --data "$P" --method acdc --tau 0.05 --json
+"$PY" - "$TMP/acdc_old.out" "$TMP/acdc_new.out" <<'PYEOF' || fail "acdc rule and order in the report"
+import json, sys
+o, n = (json.load(open(a))["acdc"] for a in sys.argv[1:3])
+assert o["order"] == "headscope" and o["rule"].startswith("remove when |change|"), o
+assert n["order"] == "acdc" and "grows less than tau" in n["rule"], n
+assert (o["kept"], n["kept"]) == (35, 37), (o["kept"], n["kept"])  # the order matters on circuit_tiny
+PYEOF
 run 2 acdctop discover --model "$M" --data "$P" --method acdc --top 3
 one_line acdctop "ACDC's circuit is what it keeps"
 run 2 nograph faithfulness --model "$M" --data "$P"
