@@ -237,6 +237,8 @@ assert (o["kept"], n["kept"]) == (35, 37), (o["kept"], n["kept"])  # the order m
 PYEOF
 run 2 acdctop discover --model "$M" --data "$P" --method acdc --top 3
 one_line acdctop "ACDC's circuit is what it keeps"
+run 2 twograph faithfulness --model "$M" --data "$P" --graph "$TMP/d1/graph.json" --graph "$TMP/ig/graph.json"
+one_line twograph "--graph given twice"
 run 2 nograph faithfulness --model "$M" --data "$P"
 one_line nograph "--graph FILE is required"
 sed 's/"a0.h1": {/"a0.h9": {/' "$TMP/d1/graph.json" >"$TMP/badnode.json"
