@@ -435,18 +435,27 @@ static cJSON *matrix(const double *v, int R, int C)
     return a;
 }
 
-/* [[[v...] per position] per head] per layer. */
+/* v (L, H, T) as [layer][position][head], TransformerLens' get_act_patch_*_by_pos order. */
 static cJSON *cube(const double *v, int L, int H, int T)
 {
     cJSON *a = cJSON_CreateArray();
-    for (int l = 0; a && l < L; l++) {
-        cJSON *m = matrix(v + (size_t)l * H * T, H, T);
+    double *t = malloc((size_t)H * T * sizeof *t);
+    for (int l = 0; a && t && l < L; l++) {
+        for (int h = 0; h < H; h++)
+            for (int p = 0; p < T; p++) t[(size_t)p * H + h] = v[((size_t)l * H + h) * T + p];
+        cJSON *m = matrix(t, T, H);
         if (!m || !cJSON_AddItemToArray(a, m)) {
             cJSON_Delete(m);
             cJSON_Delete(a);
+            free(t);
             return NULL;
         }
     }
+    if (t == NULL) {
+        cJSON_Delete(a);
+        return NULL;
+    }
+    free(t);
     return a;
 }
 
@@ -538,7 +547,8 @@ cJSON *hs_patch_json(const hs_patch_report *r)
         ok = cJSON_AddStringToObject(x, "hook", hook) != NULL;
         if (hs_patch_act_is_head(a)) {
             ok = ok && cJSON_AddStringToObject(x, "by", "head (all positions) [layer][head]; by_position "
-                                                       "[layer][head][position]") &&
+                                                       "[layer][position][head], TransformerLens' "
+                                                       "get_act_patch_*_by_pos order") &&
                  add(x, "metric", matrix(r->metric[a], r->L, r->H)) && add(x, "ld", matrix(r->ld[a], r->L, r->H)) &&
                  add(x, "metric_by_position", cube(r->metric_pos[a], r->L, r->H, r->t)) &&
                  add(x, "ld_by_position", cube(r->ld_pos[a], r->L, r->H, r->t));

@@ -107,10 +107,12 @@ p = json.load(open(sys.argv[1]))
 c = json.load(open(sys.argv[2]))
 z = p["acts"]["z"]
 assert p["prompts"] == 192 and p["tokens"] == 15, (p["prompts"], p["tokens"])
+assert "[layer][position][head]" in p["acts"]["z"]["by"], p["acts"]["z"]["by"]
 assert p["ld_clean"] == c["patching"]["ld_clean"]["both"], (p["ld_clean"], c["patching"]["ld_clean"])
 for h in c["heads"]:
     l, k = h["layer"], h["head"]
-    a, b = z["metric_by_position"][l][k][14], h["patching"]["pos14"]["both"]
+    # TransformerLens' get_act_patch_*_by_pos order: [layer][position][head]
+    a, b = z["metric_by_position"][l][14][k], h["patching"]["pos14"]["both"]
     assert a == b, (h["name"], a, b)
     a, b = z["metric"][l][k], h["patching"]["all_positions"]["both"]
     assert a == b, (h["name"], a, b)

@@ -375,7 +375,9 @@ def check_cli_atp(patch_json, pairs, ckpt):
     for a, x in got["acts"].items():
         close("cli atp", a, x["metric"], ref[a][0])
         if ref[a][1] is not None:
-            close("cli atp", a + " by position", x["metric_by_position"], ref[a][1])
+            # the JSON's [layer][position][head] (TransformerLens' by_pos order); ref[a][1] is (L, H, T)
+            got = np.asarray(x["metric_by_position"], dtype=np.float64).transpose(0, 2, 1)
+            close("cli atp", a + " by position", got, ref[a][1])
 
 
 def main():
