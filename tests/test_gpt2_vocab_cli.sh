@@ -146,4 +146,20 @@ assert got.max() > 0.05, got
 assert not any("first" in f for f in os.listdir(sys.argv[3])), os.listdir(sys.argv[3])
 PYEOF
 
+# 6. tokenizer files as Hugging Face reads them: a vocab.json beginning with a BOM (Python's json, hence
+# transformers, refuses it) and a merges file without its "#version" line (encoder.py and transformers' slow
+# tokenizer drop the first line, tokenizers keeps it: ambiguous) are refused in one line naming the file
+for c in bom nover; do
+    mkdir -p "$TMP/$c" && cp "$M"/config.json "$M"/model.safetensors "$TMP/$c/"
+done
+{ printf '\357\273\277'; cat "$M/encoder.json"; } >"$TMP/bom/encoder.json"
+cp "$M/vocab.bpe" "$TMP/bom/"
+cp "$M/encoder.json" "$TMP/nover/"
+tail -n +2 "$M/vocab.bpe" >"$TMP/nover/vocab.bpe"
+run 1 tok_bom tokenize --model "$TMP/bom" --text "Hello"
+refused tok_bom "encoder.json: starts with a UTF-8 byte-order mark"
+run 1 tok_nover tokenize --model "$TMP/nover" --text "Hello"
+refused tok_nover "vocab.bpe: no \"#version\" first line"
+grep -q "tokenizers keeps it" "$TMP/tok_nover.err" || fail "tok_nover: the two readings not named"
+
 echo "test_gpt2_vocab_cli: ok"

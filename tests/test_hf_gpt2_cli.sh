@@ -95,6 +95,31 @@ while IFS=$'\t' read -r case want; do
     [ ! -e "$TMP/out_$case" ] || fail "bad_$case: $TMP/out_$case was written"
 done <"$FX/bad/cases.tsv"
 
+# 3b. as transformers reads a folder: model.safetensors beside an index is what is read (said in a note);
+# a safetensors header whose metadata holds invalid UTF-8 is refused (the format's reference reader does)
+mkdir -p "$TMP/both" && cp "$FX/base/config.json" "$FX/base/model.safetensors" "$TMP/both/"
+printf '{"metadata": {}, "weight_map": {"wte.weight": "missing-00001.safetensors"}}' \
+    >"$TMP/both/model.safetensors.index.json"
+run 0 both inspect --model "$TMP/both" --vocab "$TMP/v41.txt" --sentence "w1 w2" --out "$TMP/both_out" --format json
+grep -q "read model.safetensors; model.safetensors.index.json beside it is not read" "$TMP/both.err" ||
+    fail "both: no note naming the file read: $(cat "$TMP/both.err")"
+mkdir -p "$TMP/badutf" && cp "$FX/base/config.json" "$TMP/badutf/"
+"$PY" - "$FX/base/model.safetensors" "$TMP/badutf/model.safetensors" <<'PYEOF'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+h.pop("__metadata__", None)
+body = json.dumps(h)[1:]  # the tensors, after "{"
+hdr = b'{"__metadata__": {"format": "pt\xc3\x28"}, ' + body.encode()
+hdr += b" " * (-len(hdr) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(hdr)) + hdr + raw[8 + n:])
+PYEOF
+run 1 badutf inspect --model "$TMP/badutf" --vocab "$TMP/v41.txt" --sentence "w1 w2" --out "$TMP/badutf_out"
+grep -v ': note: ' "$TMP/badutf.err" >"$TMP/badutf.msg" || true
+[ "$(wc -l <"$TMP/badutf.msg")" -eq 1 ] && grep -q "invalid UTF-8" "$TMP/badutf.msg" ||
+    fail "badutf: $(cat "$TMP/badutf.err")"
+
 # 4. --process takes tl or raw
 run 2 process_bad inspect --model "$FX/base" --vocab "$TMP/v41.txt" --sentence "w1" --process fold
 one_line process_bad "--process needs tl or raw, got 'fold'"
