@@ -419,8 +419,15 @@ static hs_status open_folder(hs_ckpt_src *src, const char *dir, hs_st_skip_fn sk
         free(z);
         free(text);
     } else {
-        s = hs_fail(err, HS_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json "
-                    "(a Hugging Face model folder holds one)", dir);
+        char *bin = hs_path_join(dir, "pytorch_model.bin");
+        if (bin && stat(bin, &stt) == 0)
+            s = hs_fail(err, HS_ERR_IO, "%s: only pytorch_model.bin, which headscope does not read (a pickle); "
+                        "convert it: python3 -c \"from transformers import AutoModelForCausalLM as M; "
+                        "M.from_pretrained('%s').save_pretrained('%s', safe_serialization=True)\"", dir, dir, dir);
+        else
+            s = hs_fail(err, HS_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json "
+                        "(a Hugging Face model folder holds one)", dir);
+        free(bin);
     }
     free(ipath);
     free(mpath);

@@ -120,6 +120,13 @@ grep -v ': note: ' "$TMP/badutf.err" >"$TMP/badutf.msg" || true
 [ "$(wc -l <"$TMP/badutf.msg")" -eq 1 ] && grep -q "invalid UTF-8" "$TMP/badutf.msg" ||
     fail "badutf: $(cat "$TMP/badutf.err")"
 
+# 3c. a missing --model says headscope never downloads; a folder with only pytorch_model.bin says how to convert
+run 1 nomodel inspect --model "$TMP/gpt2" --sentence "w1" --out "$TMP/nomodel_out"
+one_line nomodel "No such file or directory; headscope never downloads: fetch the model folder first"
+mkdir -p "$TMP/binonly" && cp "$FX/base/config.json" "$TMP/binonly/" && echo x >"$TMP/binonly/pytorch_model.bin"
+run 1 binonly inspect --model "$TMP/binonly" --vocab "$TMP/v41.txt" --sentence "w1" --out "$TMP/binonly_out"
+one_line binonly "only pytorch_model.bin, which headscope does not read (a pickle); convert it"
+
 # 4. --process takes tl or raw
 run 2 process_bad inspect --model "$FX/base" --vocab "$TMP/v41.txt" --sentence "w1" --process fold
 one_line process_bad "--process needs tl or raw, got 'fold'"
