@@ -127,6 +127,13 @@ mkdir -p "$TMP/binonly" && cp "$FX/base/config.json" "$TMP/binonly/" && echo x >
 run 1 binonly inspect --model "$TMP/binonly" --vocab "$TMP/v41.txt" --sentence "w1" --out "$TMP/binonly_out"
 one_line binonly "only pytorch_model.bin, which headscope does not read (a pickle); convert it"
 
+# 3d. config.json with NaN (Python's json writes it; JSON has none): said so, not "not a JSON object"
+mkdir -p "$TMP/cfgnan" && cp "$FX/base/model.safetensors" "$TMP/cfgnan/"
+sed 's/"layer_norm_epsilon": [^,}]*/"layer_norm_epsilon": NaN/' "$FX/base/config.json" >"$TMP/cfgnan/config.json"
+grep -q '"layer_norm_epsilon": NaN' "$TMP/cfgnan/config.json" || fail "cfgnan: the fixture has no layer_norm_epsilon"
+run 1 cfgnan inspect --model "$TMP/cfgnan" --vocab "$TMP/v41.txt" --sentence "w1" --out "$TMP/cfgnan_out"
+one_line cfgnan "config.json: NaN at byte [0-9]* is not JSON"
+
 # 4. --process takes tl or raw
 run 2 process_bad inspect --model "$FX/base" --vocab "$TMP/v41.txt" --sentence "w1" --process fold
 one_line process_bad "--process needs tl or raw, got 'fold'"
