@@ -27,24 +27,32 @@ static const char DISCOVER_HELP[] =
     "with inputs <q> <k> <v>, m{l}, logits; an edge from every earlier writer to\n"
     "every later reader). Every edge gets a score, metric(edge ablated) -\n"
     "metric(model): exact edge patching runs the set once per edge with that edge\n"
-    "alone ablated; ACDC (Conmy et al. 2023) visits receivers from logits back,\n"
-    "removing each edge whose removal moves the metric less than tau (kl: grows it\n"
-    "less than tau); EAP (Syed et al. 2023) estimates every edge's score at once,\n"
-    "(a_u,corrupted - a_u,clean) . d metric / d(input of v) at the clean run, and\n"
-    "EAP-IG (Hanna et al. 2024) averages that gradient over runs whose embeddings\n"
-    "step from the corrupted to the clean prompt. A circuit is run as EAP-IG's\n"
+    "alone ablated; ACDC (Conmy et al. 2023) visits the edges as its code does\n"
+    "(logits, then per layer from the top: the MLP, every head's v input, k, q, each\n"
+    "from the newest sender to the input) and removes each edge whose removal\n"
+    "lowers the metric less than tau (kl: grows it less than tau; signed, ACDC's\n"
+    "default); EAP (Syed et al. 2023) estimates every edge's score at once,\n"
+    "(a_u,ablated - a_u,clean) . d metric / d(input of v) at the clean run, a_u,ablated\n"
+    "the --ablation's value (the corrupted run's, u's mean, or 0), and EAP-IG\n"
+    "(Hanna et al. 2024) averages that gradient over m runs whose input (embeddings)\n"
+    "steps from the ablated input to the clean prompt's, alpha = k/m for k = 0..m-1\n"
+    "(hannamw/EAP-IG's code since 2025-02; --ig-alphas right: k = 1..m, the paper's\n"
+    "and that code's before). A circuit is run as EAP-IG's\n"
     "evaluate_graph runs it: each receiver reads its missing senders' ablated\n"
     "outputs. Its normalised faithfulness is (m(C) - m(empty)) / (m(M) - m(empty));\n"
     "the curve runs the top edges at MIB's sizes (0.1 .. 100 % of the edges) with\n"
     "CPR and CMD.\n"
     "\n"
     "options:\n"
-    "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    "  --model PATH          a Hugging Face GPT-2 folder or a checkpoint (.safetensors)\n"
     CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL with \"prompt\", \"answer\", and \"corrupted\"\n"
     "                        (resample) and \"wrong\" (logit-diff, prob-diff)\n"
     "  --method M            exact (default) | acdc | eap | eap-ig\n"
     "  --ig-steps N          EAP-IG's interpolation steps, 1..1000 (default 5)\n"
+    "  --ig-alphas A         EAP-IG's alphas: left (default: k/m, k = 0..m-1, the\n"
+    "                        ablated end included, hannamw/EAP-IG today) | right\n"
+    "                        (k = 1..m, the clean end included: the paper's)\n"
     "  --metric M            logit-diff (default) | prob-diff | kl (KL of the model's\n"
     "                        next-token distribution to the circuit's; not with eap:\n"
     "                        its gradient at the clean run is 0)\n"
@@ -57,6 +65,11 @@ static const char DISCOVER_HELP[] =
     "                        (EAP-IG's apply_greedy: grown from logits, each step the\n"
     "                        strongest edge into a node already in the circuit)\n"
     "  --tau X               ACDC's threshold (default 0.01)\n"
+    "  --abs-threshold       ACDC removes an edge when |metric change| < tau (ACDC's\n"
+    "                        --abs-value-threshold; default: signed)\n"
+    "  --acdc-order O        acdc (default: ACDC's reverse_topologically_sort_corr)\n"
+    "                        | headscope (receivers in canonical order backwards,\n"
+    "                        senders oldest first: headscope's order before 2026-12)\n"
     "  --truth FILE          the true circuit (one edge name a line, a JSON list of\n"
     "                        names, or a graph.json): ROC curves and AUC for edges\n"
     "                        and nodes, written as roc.json\n"
@@ -95,14 +108,18 @@ static int print_report(const cli_exp *x, const char *out, const hs_discover_rep
 
 int cmd_discover(int argc, char **argv)
 {
-    enum { O_METHOD = 256, O_IG_STEPS, O_METRIC, O_ABLATION, O_TOP, O_THRESHOLD, O_TAU, O_TRUTH, O_SELECT };
+    enum { O_METHOD = 256, O_IG_STEPS, O_METRIC, O_ABLATION, O_TOP, O_THRESHOLD, O_TAU, O_TRUTH, O_SELECT, O_IG_ALPHAS,
+           O_ABS_THR, O_ACDC_ORDER };
     static const struct option opts[] = {{"method", required_argument, 0, O_METHOD},
                                          {"ig-steps", required_argument, 0, O_IG_STEPS},
+                                         {"ig-alphas", required_argument, 0, O_IG_ALPHAS},
                                          {"metric", required_argument, 0, O_METRIC},
                                          {"ablation", required_argument, 0, O_ABLATION},
                                          {"top", required_argument, 0, O_TOP},
                                          {"threshold", required_argument, 0, O_THRESHOLD},
                                          {"tau", required_argument, 0, O_TAU},
+                                         {"abs-threshold", no_argument, 0, O_ABS_THR},
+                                         {"acdc-order", required_argument, 0, O_ACDC_ORDER},
                                          {"truth", required_argument, 0, O_TRUTH},
                                          {"select", required_argument, 0, O_SELECT},
                                          CLI_HELP_OPT,
@@ -126,6 +143,12 @@ int cmd_discover(int argc, char **argv)
             if (cli_parse_int(optarg, 1, 1000, &v)) return cli_usage_error(C, "--ig-steps needs a count in 1..1000, got '%s'", optarg);
             o.ig_steps = (int)v;
             break;
+        case O_IG_ALPHAS: {
+            static const char *const alphas[2] = {"left", "right"};
+            if ((k = parse_named(C, "--ig-alphas", optarg, alphas, 2)) < 0) return 2;
+            o.ig_right = k;
+            break;
+        }
         case O_METRIC:
             if ((k = parse_named(C, "--metric", optarg, hs_metric_names, HS_METRIC_N)) < 0) return 2;
             o.metric = (hs_metric_kind)k;
@@ -147,6 +170,13 @@ int cmd_discover(int argc, char **argv)
                 return cli_usage_error(C, "--tau needs a number >= 0, got '%s'", optarg);
             break;
         case O_TRUTH: o.truth = optarg; break;
+        case O_ABS_THR: o.acdc_abs = 1; break;
+        case O_ACDC_ORDER: {
+            static const char *const orders[2] = {"acdc", "headscope"};
+            if ((k = parse_named(C, "--acdc-order", optarg, orders, 2)) < 0) return 2;
+            o.acdc_headscope_order = k;
+            break;
+        }
         case O_SELECT:
             if ((k = parse_named(C, "--select", optarg, hs_select_names, HS_SELECT_N)) < 0) return 2;
             o.select = (hs_select_kind)k;
@@ -158,9 +188,12 @@ int cmd_discover(int argc, char **argv)
     if (o.method == HS_DISCOVER_ACDC && (o.top_n >= 0 || !isnan(o.threshold)))
         return cli_usage_error(C, "--top and --threshold choose from scores; ACDC's circuit is what it keeps (--tau)");
     if (o.method != HS_DISCOVER_ACDC && !isnan(o.tau)) return cli_usage_error(C, "--tau is for --method acdc");
+    if (o.method != HS_DISCOVER_ACDC && (o.acdc_abs || o.acdc_headscope_order))
+        return cli_usage_error(C, "--abs-threshold and --acdc-order are for --method acdc");
     if (o.select == HS_SELECT_GREEDY && !isnan(o.threshold))
         return cli_usage_error(C, "--select greedy grows a circuit of N edges (--top N), not a threshold");
     if (o.method != HS_DISCOVER_EAP_IG && o.ig_steps) return cli_usage_error(C, "--ig-steps is for --method eap-ig");
+    if (o.method != HS_DISCOVER_EAP_IG && o.ig_right) return cli_usage_error(C, "--ig-alphas is for --method eap-ig");
     if (o.method == HS_DISCOVER_EAP && o.metric == HS_METRIC_KL)
         return cli_usage_error(C, "--metric kl with --method eap scores every edge 0 (the KL divergence's gradient "
                                "at the clean run is exactly 0); use --method eap-ig");

@@ -27,11 +27,11 @@ static const char FAITH_HELP[] =
     "curve of the file's scores at MIB's sizes with CPR and CMD.\n"
     "\n"
     "options:\n"
-    "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    "  --model PATH          a Hugging Face GPT-2 folder or a checkpoint (.safetensors)\n"
     CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL with \"prompt\", \"answer\", and \"corrupted\"\n"
     "                        (resample) and \"wrong\" (logit-diff, prob-diff)\n"
-    "  --graph FILE          the circuit: graph.json for this model's shape\n"
+    "  --graph FILE          the circuit: graph.json for this model's shape (once)\n"
     "  --metric M            logit-diff (default) | prob-diff | kl\n"
     "  --ablation A          resample (default) | mean | zero\n"
     "  --select S            how the curve chooses N edges from the file's scores:\n"
@@ -79,7 +79,12 @@ int cmd_faithfulness(int argc, char **argv)
     while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
         case CLI_OPT_EXIT: return op.status;
-        case O_GRAPH: o.graph = optarg; break;
+        case O_GRAPH:
+            if (o.graph)
+                return cli_usage_error(C, "--graph given twice ('%s', '%s'): one graph a run (compare circuits "
+                                       "with one run each)", o.graph, optarg);
+            o.graph = optarg;
+            break;
         case O_METRIC:
             if ((k = named(optarg, hs_metric_names, HS_METRIC_N)) < 0)
                 return cli_usage_error(C, "--metric takes logit-diff, prob-diff or kl, not '%s'", optarg);

@@ -25,7 +25,8 @@ static const char HEADS_HELP[] =
     "duplicate-token (D[i,j] = 1 when j < i holds the same token), induction\n"
     "(D[i,j] = 1 when the token before j equals token i), first-noun (every\n"
     "position from the first of the task's nouns on attends to it; computed when\n"
-    "the vocabulary has such nouns) and, with --target, your own pattern. A\n"
+    "the vocabulary has such nouns, a BPE's with their leading space, \" animal\",\n"
+    "and a prompt holds one) and, with --target, your own pattern. A\n"
     "head's score is the mean over the prompts of\n"
     "  mul: sum(A * D) / sum(A)                  (TL's default)\n"
     "  abs: 1 - round(sum |A - D| / t, 3)\n"
@@ -33,7 +34,7 @@ static const char HEADS_HELP[] =
     "Layers and heads count from 0.\n"
     "\n"
     "options:\n"
-    "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    "  --model PATH          a Hugging Face GPT-2 folder or a checkpoint (.safetensors)\n"
     CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL, one {\"prompt\": \"...\"} a line (other\n"
     "                        keys of the format are read and checked, not needed);\n"

@@ -33,9 +33,11 @@ static const char INSPECT_HELP[] =
     "position: one line per layer, head-averaged (L0  the:0.00 animal:0.70 ...).\n"
     "Layers, heads and positions count from 0.\n"
     "\n"
-    "  --model FILE           checkpoint (.safetensors with its vocabulary)\n"
+    "  --model PATH           a Hugging Face GPT-2 folder or a checkpoint (.safetensors\n"
+    "                         with its vocabulary)\n"
     CLI_VOCAB_HELP
-    "  --sentence TEXT        words of the model's vocabulary; `,` and `.` split off,\n"
+    "  --sentence TEXT        the text: a BPE model's (GPT-2's) as its tokenizer reads\n"
+    "                         it; a word vocabulary's words, `,` and `.` split off,\n"
     "                         case folded to lower\n"
     "  --out DIR              output folder (default inspect-out; created if missing,\n"
     "                         its parent must exist). Only files an earlier run wrote\n"

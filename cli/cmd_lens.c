@@ -30,7 +30,7 @@ static const char LENS_HELP[] =
     "probability the lens gives to the model's own final prediction there.\n"
     "\n"
     "options:\n"
-    "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    "  --model PATH          a Hugging Face GPT-2 folder or a checkpoint (.safetensors)\n"
     CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL, one {\"prompt\", \"answer\", ...} a\n"
     "                        line (answer optional; same length for every prompt)\n"

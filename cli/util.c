@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -117,6 +118,14 @@ int cli_load_src(const char *cmd, const char *path, int need, const hs_load_sour
     if (src && src->has_split_seed && src->heldout_pairs) {
         memset(out, 0, sizeof *out);
         return cli_usage_error(cmd, "give --split-seed or --heldout-pairs, not both");
+    }
+    struct stat sb;
+    if (path && stat(path, &sb) != 0 && errno == ENOENT) {
+        memset(out, 0, sizeof *out);
+        hs_fail(&err, HS_ERR_IO, "cannot open %s: No such file or directory; headscope never downloads: fetch the "
+                "model folder first (e.g. `git clone https://huggingface.co/openai-community/gpt2`) and give its path",
+                path);
+        return cli_error(cmd, &err);
     }
     return hs_load(path, need, src, &notes, out, &err) != HS_OK ? cli_error(cmd, &err) : 0;
 }

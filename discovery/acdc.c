@@ -223,10 +223,44 @@ hs_status hs_circuit_choose(const hs_graph *g, const double *scores, hs_select_k
     return st;
 }
 
+hs_status hs_acdc_order(const hs_graph *g, int headscope_order, size_t *order, hs_error *err)
+{
+    (void)err;
+    size_t k = 0;
+    if (headscope_order) { /* receivers in canonical order backwards, senders oldest first */
+        for (int r = g->n_receivers - 1; r >= 0; r--)
+            for (size_t e = g->recv_first_edge[r]; e < g->recv_first_edge[r] + (size_t)g->recv_n_edges[r]; e++)
+                order[k++] = e;
+        return HS_OK;
+    }
+    /* ACDC's reverse_topologically_sort_corr: logits; per layer from the top its MLP, every head's v
+     * (heads H-1..0), then k, then q; each receiver's senders newest first, the input last */
+    const int L = g->n_layers, H = g->n_heads, R = g->n_receivers;
+    for (int step = 0; step < R; step++) {
+        int r;
+        if (step == 0) {
+            r = R - 1; /* logits */
+        } else {
+            const int per = 3 * H + g->has_mlp, l = L - 1 - (step - 1) / per, i = (step - 1) % per;
+            const int base = l * per; /* the layer's first receiver: head 0's q */
+            if (g->has_mlp && i == 0) r = base + 3 * H;
+            else {
+                const int j = i - g->has_mlp, x = 2 - j / H, h = H - 1 - j % H; /* v, k, q; heads H-1..0 */
+                r = base + 3 * h + x;
+            }
+        }
+        for (size_t e = g->recv_first_edge[r] + (size_t)g->recv_n_edges[r]; e-- > g->recv_first_edge[r];)
+            order[k++] = e;
+    }
+    HS_ASSERT(k == g->n_edges);
+    return HS_OK;
+}
+
 /* Tries removing edge e from the circuit mask: one run; keeps the removal
- * when the metric moved less than tau. */
-static hs_status acdc_try(hs_circeval *ce, double tau, size_t e, unsigned char *mask, double *cur, double *score,
-                          hs_acdc_stats *s, hs_error *err)
+ * when the metric moved less than tau (ACDC's rule: signed, or |change| with
+ * abs_threshold). */
+static hs_status acdc_try(hs_circeval *ce, double tau, int abs_thr, size_t e, unsigned char *mask, double *cur,
+                          double *score, hs_acdc_stats *s, hs_error *err)
 {
     const unsigned char *one[1] = {mask};
     double m_new;
@@ -236,21 +270,30 @@ static hs_status acdc_try(hs_circeval *ce, double tau, size_t e, unsigned char *
     s->trials++;
     const double delta = m_new - *cur;
     *score = delta;
-    const int remove = hs_circeval_metric_kind(ce) == HS_METRIC_KL ? delta < tau : fabs(delta) < tau;
+    /* ACDC minimises a loss: kl itself, -logit-diff / -prob-diff; its change must stay under tau */
+    const double loss_up = hs_circeval_metric_kind(ce) == HS_METRIC_KL ? delta : -delta;
+    const int remove = abs_thr ? fabs(delta) < tau : loss_up < tau;
     if (remove) *cur = m_new;
     else mask[e] = 1;
     return HS_OK;
 }
 
-hs_status hs_acdc_run(hs_circeval *ce, double tau, unsigned char *in_circuit, double *scores, hs_acdc_stats *stats,
-                      hs_error *err)
+hs_status hs_acdc_run(hs_circeval *ce, const hs_acdc_opts *o, unsigned char *in_circuit, double *scores,
+                      hs_acdc_stats *stats, hs_error *err)
 {
     const hs_graph *g = hs_circeval_graph(ce);
+    const double tau = o->tau;
     memset(stats, 0, sizeof *stats);
     if (!(tau >= 0) || !isfinite(tau)) return hs_fail(err, HS_ERR_INPUT, "ACDC needs a threshold tau >= 0");
     const long f0 = hs_circeval_forwards(ce);
     size_t *n_out = calloc((size_t)g->n_nodes, sizeof *n_out); /* kept edges leaving each node */
-    if (n_out == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    size_t *order = malloc((g->n_edges ? g->n_edges : 1) * sizeof *order);
+    if (n_out == NULL || order == NULL) {
+        free(n_out);
+        free(order);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    hs_acdc_order(g, o->headscope_order, order, err);
     memset(in_circuit, 1, g->n_edges);
     for (size_t e = 0; e < g->n_edges; e++) {
         scores[e] = 0.0;
@@ -258,20 +301,20 @@ hs_status hs_acdc_run(hs_circeval *ce, double tau, unsigned char *in_circuit, do
     }
     double cur = hs_circeval_full(ce);
     hs_status st = HS_OK;
-    for (int r = g->n_receivers - 1; r >= 0 && st == HS_OK; r--) {
-        const int v = g->recv_node[r], dead = g->node_kind[v] != HS_NODE_LOGITS && n_out[v] == 0;
-        const size_t e0 = g->recv_first_edge[r], e1 = e0 + (size_t)g->recv_n_edges[r];
-        for (size_t e = e0; e < e1 && st == HS_OK; e++) {
-            if (dead) { /* nothing reads the node: its inputs change nothing (ACDC skips it) */
-                in_circuit[e] = 0;
-                stats->skipped++;
-            } else {
-                st = acdc_try(ce, tau, e, in_circuit, &cur, &scores[e], stats, err);
-            }
-            if (st == HS_OK && !in_circuit[e]) n_out[g->edge_src[e]]--;
+    /* a node's receivers come after every receiver that reads it, in either order: its n_out is final */
+    for (size_t k = 0; k < g->n_edges && st == HS_OK; k++) {
+        const size_t e = order[k];
+        const int v = g->recv_node[g->edge_dst[e]], dead = g->node_kind[v] != HS_NODE_LOGITS && n_out[v] == 0;
+        if (dead) { /* nothing reads the node: its inputs change nothing (ACDC skips it) */
+            in_circuit[e] = 0;
+            stats->skipped++;
+        } else {
+            st = acdc_try(ce, tau, o->abs_threshold, e, in_circuit, &cur, &scores[e], stats, err);
         }
+        if (st == HS_OK && !in_circuit[e]) n_out[g->edge_src[e]]--;
     }
     free(n_out);
+    free(order);
     if (st != HS_OK) return st;
     stats->metric = cur;
     for (size_t e = 0; e < g->n_edges; e++) stats->kept += in_circuit[e];

@@ -64,12 +64,22 @@ static hs_status method_scores(const hs_model *m, hs_pool *pool, const hs_prompt
     const long chunks = hs_engine_chunks(p->n);
     switch (o->method) {
     case HS_DISCOVER_EXACT: return hs_edge_patch_scores(ce, r->scores, err);
-    case HS_DISCOVER_ACDC: return hs_acdc_run(ce, r->tau, r->in_circuit, r->scores, &r->acdc, err);
+    case HS_DISCOVER_ACDC: {
+        const hs_acdc_opts ao = {r->tau, o->acdc_abs, o->acdc_headscope_order};
+        return hs_acdc_run(ce, &ao, r->in_circuit, r->scores, &r->acdc, err);
+    }
     case HS_DISCOVER_EAP:
     case HS_DISCOVER_EAP_IG:
-        r->forwards = chunks * (r->ig_steps ? 1 + r->ig_steps : 2);
+    {
+        /* the clean run, the corrupted run (resample), the interpolated runs (EAP-IG; resample's k = 0 is the
+         * corrupted run), the means (mean) */
+        const int rs = o->ablation == HS_ABLATE_RESAMPLE;
+        const hs_eap_opts eo = {o->metric, o->ablation, r->ig_steps, r->ig_right};
+        r->forwards = chunks * (1 + rs + (r->ig_steps ? r->ig_steps - (rs && !r->ig_right) : 0) +
+                                (o->ablation == HS_ABLATE_MEAN));
         r->backwards = chunks * (r->ig_steps ? r->ig_steps : 1);
-        return hs_eap_scores(m, pool, p, &r->g, o->metric, r->ig_steps, r->scores, err);
+        return hs_eap_run(m, pool, p, &r->g, &eo, r->scores, err);
+    }
     case HS_DISCOVER_N: break;
     }
     return hs_fail(err, HS_ERR_INPUT, "discover: unknown method %d", (int)o->method);
@@ -80,7 +90,8 @@ static hs_status method_scores(const hs_model *m, hs_pool *pool, const hs_prompt
 static hs_status choose_circuit(const hs_discover_opts *o, hs_discover_report *r, hs_error *err)
 {
     if (o->method == HS_DISCOVER_ACDC) {
-        snprintf(r->chosen_by, sizeof r->chosen_by, "ACDC with tau %g", r->tau);
+        snprintf(r->chosen_by, sizeof r->chosen_by, "ACDC with tau %g%s%s", r->tau,
+                 r->acdc_abs ? ", |change|" : "", r->acdc_headscope_order ? ", headscope's order" : "");
         return hs_circuit_prune(&r->g, r->in_circuit, NULL, &r->n_kept, err);
     }
     long top = o->top_n;
@@ -211,8 +222,12 @@ static hs_status discover_check(const hs_model *m, const hs_discover_opts *o, hs
                        "edges it keeps (set --tau)");
     if (o->method != HS_DISCOVER_ACDC && !isnan(o->tau))
         return hs_fail(err, HS_ERR_INPUT, "--tau is ACDC's threshold (--method acdc)");
+    if (o->method != HS_DISCOVER_ACDC && (o->acdc_abs || o->acdc_headscope_order))
+        return hs_fail(err, HS_ERR_INPUT, "--abs-threshold and --acdc-order are ACDC's (--method acdc)");
     if (o->ig_steps != 0 && o->method != HS_DISCOVER_EAP_IG)
         return hs_fail(err, HS_ERR_INPUT, "--ig-steps is EAP-IG's (--method eap-ig)");
+    if (o->ig_right && o->method != HS_DISCOVER_EAP_IG)
+        return hs_fail(err, HS_ERR_INPUT, "--ig-alphas is EAP-IG's (--method eap-ig)");
     if (o->ig_steps < 0 || o->ig_steps > 1000)
         return hs_fail(err, HS_ERR_INPUT, "--ig-steps needs a count in 1..1000, got %d", o->ig_steps);
     if (o->method == HS_DISCOVER_EAP && o->metric == HS_METRIC_KL)
@@ -241,7 +256,10 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
     if (st == HS_OK) st = hs_graph_build(&m->cfg, &r->g, err);
     r->method = o->method;
     r->tau = isnan(o->tau) ? HS_ACDC_TAU : o->tau;
+    r->acdc_abs = o->method == HS_DISCOVER_ACDC && o->acdc_abs;
+    r->acdc_headscope_order = o->method == HS_DISCOVER_ACDC && o->acdc_headscope_order;
     r->ig_steps = o->method != HS_DISCOVER_EAP_IG ? 0 : o->ig_steps > 0 ? o->ig_steps : HS_EAP_IG_STEPS;
+    r->ig_right = o->method == HS_DISCOVER_EAP_IG && o->ig_right;
     r->metric = o->metric;
     r->ablation = o->ablation;
     r->select = o->select;

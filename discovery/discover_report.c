@@ -112,9 +112,14 @@ cJSON *hs_discover_json(const hs_discover_report *r)
         ok = a && cJSON_AddNumberToObject(a, "tau", r->tau) && cJSON_AddNumberToObject(a, "trials", (double)r->acdc.trials) &&
              cJSON_AddNumberToObject(a, "skipped", (double)r->acdc.skipped) &&
              cJSON_AddNumberToObject(a, "forwards", (double)r->acdc.forwards) &&
-             cJSON_AddNumberToObject(a, "kept", (double)r->acdc.kept) && cJSON_AddNumberToObject(a, "metric", r->acdc.metric);
+             cJSON_AddNumberToObject(a, "kept", (double)r->acdc.kept) && cJSON_AddNumberToObject(a, "metric", r->acdc.metric) &&
+             cJSON_AddStringToObject(a, "rule", r->acdc_abs ? "remove when |change| < tau"
+                                                            : "remove when the loss (kl, -metric) grows less than tau") &&
+             cJSON_AddStringToObject(a, "order", r->acdc_headscope_order ? "headscope" : "acdc");
     }
-    if (ok && r->method == HS_DISCOVER_EAP_IG) ok = cJSON_AddNumberToObject(o, "ig_steps", r->ig_steps) != NULL;
+    if (ok && r->method == HS_DISCOVER_EAP_IG)
+        ok = cJSON_AddNumberToObject(o, "ig_steps", r->ig_steps) &&
+             cJSON_AddStringToObject(o, "ig_alphas", r->ig_right ? "right: k/m, k = 1..m" : "left: k/m, k = 0..m-1");
     ok = ok && cJSON_AddNumberToObject(o, "forwards", (double)r->forwards);
     if (ok && (r->method == HS_DISCOVER_EAP || r->method == HS_DISCOVER_EAP_IG))
         ok = cJSON_AddNumberToObject(o, "backwards", (double)r->backwards) != NULL;
@@ -177,14 +182,19 @@ void hs_discover_summary(const hs_discover_report *r, hs_buf *b)
     hs_buf_printf(b, "m(M) %+.4f (the model), m(empty) %+.4f (every edge ablated)%s%s\n", r->m_full, r->m_empty,
                   r->usable ? "" : "; faithfulness undefined: ", r->usable ? "" : r->why);
     if (r->method == HS_DISCOVER_ACDC)
-        hs_buf_printf(b, "ACDC, tau %g: %ld runs (%ld forwards), %ld edges skipped (nothing read their node), "
-                      "%zu kept\n", r->tau, r->acdc.trials, r->acdc.forwards, r->acdc.skipped, r->acdc.kept);
+        hs_buf_printf(b, "ACDC, tau %g (%s, %s order): %ld runs (%ld forwards), %ld edges skipped (nothing read "
+                      "their node), %zu kept\n", r->tau, r->acdc_abs ? "|change| < tau" : "signed",
+                      r->acdc_headscope_order ? "headscope's" : "ACDC's", r->acdc.trials, r->acdc.forwards,
+                      r->acdc.skipped, r->acdc.kept);
     else if (r->method == HS_DISCOVER_EAP)
-        hs_buf_printf(b, "EAP (Syed et al. 2023): %ld forward and %ld backward passes, the gradient at the clean run\n",
-                      r->forwards, r->backwards);
+        hs_buf_printf(b, "EAP (Syed et al. 2023): %ld forward and %ld backward passes, (a_%s - a_clean) times the "
+                      "gradient at the clean run\n", r->forwards, r->backwards,
+                      r->ablation == HS_ABLATE_RESAMPLE ? "corrupted" : r->ablation == HS_ABLATE_MEAN ? "mean" : "zero");
     else if (r->method == HS_DISCOVER_EAP_IG)
-        hs_buf_printf(b, "EAP-IG (Hanna et al. 2024), %d steps from the corrupted to the clean embeddings: "
-                      "%ld forward and %ld backward passes\n", r->ig_steps, r->forwards, r->backwards);
+        hs_buf_printf(b, "EAP-IG (Hanna et al. 2024), %d steps from the %s to the clean input (alphas k/m, k = %s): "
+                      "%ld forward and %ld backward passes\n", r->ig_steps,
+                      r->ablation == HS_ABLATE_RESAMPLE ? "corrupted" : r->ablation == HS_ABLATE_MEAN ? "mean" : "zero",
+                      r->ig_right ? "1..m" : "0..m-1", r->forwards, r->backwards);
     else
         hs_buf_printf(b, "exact edge patching: %zu runs over the set (%ld forwards)\n", r->g.n_edges, r->forwards);
     hs_buf_printf(b, "circuit (%s, pruned): %zu edges, metric %+.4f, faithfulness %s\n", r->chosen_by, r->n_kept,

@@ -261,13 +261,16 @@ hs_status hs_circuit_choose(const hs_graph *g, const double *scores, hs_select_k
 /*
  * ACDC (Conmy et al. 2023, sec. 3 and Algorithm 1;
  * ArthurConmy/Automatic-Circuit-Discovery acdc/TLACDCExperiment.py `step`):
- * starting from the full circuit, the receivers in reverse topological order
- * (the canonical order backwards: logits, the last MLP, the last layer's
- * heads' v, k, q, ...), each incoming edge in canonical sender order is tried
- * removed (one circuit run, hs_circeval_metrics) and removed for good when
- *     kl:          m_new - m_cur < tau   (KL(clean || circuit) grew less than tau)
- *     logit-diff, prob-diff: |m_new - m_cur| < tau
- * m_cur being the metric of the circuit as it stands (the last accepted run).
+ * starting from the full circuit, the edges in hs_acdc_order's order (ACDC's
+ * by default) are tried removed (one circuit run, hs_circeval_metrics) and
+ * removed for good when ACDC's loss (kl itself; -logit-diff, -prob-diff)
+ * grew less than tau, signed, as ACDC does by default for every metric:
+ *     kl:                    m_new - m_cur < tau
+ *     logit-diff, prob-diff: m_cur - m_new < tau   (a removal that raises the
+ *                                                   metric is always taken)
+ * or, with abs_threshold (ACDC's --abs-value-threshold), |m_new - m_cur| <
+ * tau; m_cur being the metric of the circuit as it stands (the last accepted
+ * run).
  * A receiver whose node has no kept outgoing edge left is skipped and its
  * edges removed without a run (nothing reads the node; ACDC skips nodes that
  * are not connected). in_circuit [n_edges] <- the edges kept (not pruned);
@@ -282,8 +285,22 @@ typedef struct {
     size_t kept;     /* edges kept */
     double metric;   /* m of the kept circuit (the last accepted run) */
 } hs_acdc_stats;
-hs_status hs_acdc_run(hs_circeval *ce, double tau, unsigned char *in_circuit, double *scores, hs_acdc_stats *stats,
-                      hs_error *err);
+typedef struct {
+    double tau;           /* >= 0 */
+    int abs_threshold;    /* 1: |change| < tau (ACDC's --abs-value-threshold); 0: ACDC's signed default */
+    int headscope_order;  /* 1: headscope's order before issue 34 (hs_acdc_order); 0: ACDC's */
+} hs_acdc_opts;
+hs_status hs_acdc_run(hs_circeval *ce, const hs_acdc_opts *o, unsigned char *in_circuit, double *scores,
+                      hs_acdc_stats *stats, hs_error *err);
+/* order [n_edges] <- the edges in the order ACDC tries them. ACDC's
+ * (headscope_order 0; TLACDCExperiment over reverse_topologically_sort_corr):
+ * logits, then per layer from the last: its MLP, the v inputs of heads
+ * H-1..0, their k inputs, their q inputs; each receiver's senders newest
+ * first, the input last. headscope_order 1: the receivers in canonical order
+ * backwards (logits, the last MLP, head H-1's v, k, q, head H-2's ...), each
+ * one's senders oldest first. Every node's receivers come after all the
+ * receivers reading it in both. HS_OK always (err unused). */
+hs_status hs_acdc_order(const hs_graph *g, int headscope_order, size_t *order, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Faithfulness and ground truth (discovery/faithfulness.c)                */
@@ -392,6 +409,28 @@ hs_status hs_truth_load(const hs_graph *g, const hs_config *cfg, const char *pat
  * the point, else d.ddde+XX): the numbers of json.dump. */
 void hs_py_float_repr(double x, char out[32]);
 /*
+ * graph.json's scores in MIB's sign and scale (MIB's circuit track
+ * run_attribution.py: EAP-IG's attribute with the metric as a loss,
+ * loss=True, i.e. -metric, its batch mean, batches of 20): an edge whose
+ * ablation lowers the metric scores positive there, and EAP-IG's
+ * back-propagated batch mean divides once more by the batch size. So
+ * hs_score_to_mib(s) = -s / HS_MIB_BATCH for headscope's s = m(edge ablated)
+ * - m(clean) (a mean over prompts): the score MIB's own attribution writes
+ * for the same model, data and metric when the set's size is a multiple of
+ * 20 (a last, smaller batch of b items weighs its items 20 / b times more
+ * there). MIB's evaluation selects by signed score by default
+ * (run_evaluation.py without --absolute; EAP-IG's apply_topn(absolute=False)):
+ * it then takes the edges whose ablation lowers the metric most, headscope's
+ * most negative; headscope's own top n (|score|) is the same circuit when
+ * those are its top n by |score| (the usual case: a circuit's edges carry the
+ * metric), and MIB's --absolute always gives it. hs_score_from_mib is the
+ * inverse, applied to every graph.json read (headscope's or MIB's).
+ * docs/CIRCUITS.md "graph.json".
+ */
+#define HS_MIB_BATCH 20
+double hs_score_to_mib(double s);
+double hs_score_from_mib(double s);
+/*
  * graph.json as EAP-IG's Graph.to_json writes it (hannamw/eap-ig
  * src/eap/graph.py; MIB's circuit files), appended to out: json.dump's bytes
  * (one line, ", " and ": ") of
@@ -401,8 +440,9 @@ void hs_py_float_repr(double x, char out[32]);
  * nodes in node order; edges in Graph.from_model's order (per layer: every
  * earlier node into each head's q, k, v, then every earlier node and the
  * layer's heads into its MLP; last every node into logits). An edge's
- * score is scores[e] rounded to float32 (EAP-IG keeps scores in a float32
- * tensor; written as Python writes that float), in_graph in_circuit[e]; a
+ * score is hs_score_to_mib(scores[e]) rounded to float32 (EAP-IG keeps
+ * scores in a float32 tensor; written as Python writes that float), in_graph
+ * in_circuit[e]; a
  * node is in the graph when the pruned circuit touches it (input: has an
  * edge out; logits always). No node scores: EAP-IG's to_json cannot write
  * one for logits (its node-score tensor ends before it: IndexError), so an
@@ -416,8 +456,8 @@ hs_status hs_graph_json_text(const hs_graph *g, const hs_config *cfg, const doub
                              const unsigned char *in_circuit, hs_buf *out, hs_error *err);
 /*
  * Reads graph.json text (len bytes; `name` stands for the file in messages)
- * as Graph.from_json does: scores [n_edges] <- each named edge's "score",
- * in_circuit [n_edges] <- its "in_graph" (edges the file does not name: 0,
+ * as Graph.from_json does: scores [n_edges] <- hs_score_from_mib(each named
+ * edge's "score") (headscope's sign and scale), in_circuit [n_edges] <- its "in_graph" (edges the file does not name: 0,
  * not in). Node entries are checked, not used (Graph.prune recomputes nodes
  * from edges). Errors (HS_ERR_INPUT, one line naming the file and the first
  * offender): not a JSON object; no "cfg", "nodes" or "edges"; a cfg of
@@ -446,7 +486,7 @@ hs_status hs_circuit_dot(const hs_graph *g, const double *scores, const unsigned
 /* `headscope discover` and `headscope faithfulness`)                        */
 
 /* How the edges are scored: exact edge patching (hs_edge_patch_scores),
- * ACDC (hs_acdc_run), EAP or EAP-IG (hs_eap_scores). */
+ * ACDC (hs_acdc_run), EAP or EAP-IG (hs_eap_run). */
 typedef enum { HS_DISCOVER_EXACT = 0, HS_DISCOVER_ACDC, HS_DISCOVER_EAP, HS_DISCOVER_EAP_IG, HS_DISCOVER_N } hs_discover_method;
 /* "exact", "acdc", "eap", "eap-ig". */
 extern const char *const hs_discover_method_names[HS_DISCOVER_N];
@@ -465,7 +505,11 @@ typedef struct {
     double threshold;           /* >= 0: the edges with |score| >= threshold; NAN (default): unset.
                                  * Neither set: the top hs_faith_top_n(0.05, n_edges) (MIB's 5 %), >= 1 */
     double tau;                 /* ACDC's threshold; NAN (default): HS_ACDC_TAU */
+    int acdc_abs;               /* ACDC removes when |change| < tau (else its signed default; hs_acdc_opts) */
+    int acdc_headscope_order;   /* ACDC visits edges in headscope's earlier order (hs_acdc_order) */
     int ig_steps;               /* EAP-IG's steps, 1..1000; 0 (default): HS_EAP_IG_STEPS */
+    int ig_right;               /* EAP-IG's alphas k/m: 0 (default) k = 0..m-1 (hannamw/EAP-IG's code), 1 k = 1..m
+                                 * (the paper) */
     const char *truth;          /* the true circuit (hs_truth_load), or NULL */
     const char *out;            /* the output folder, or NULL: nothing written */
     const char *model_path, *data_path; /* inputs of the folder (never replaced), index.json's "model" */
@@ -490,7 +534,9 @@ typedef struct {
     char chosen_by[64];         /* "the top 5 edges by |score|", "5 edges grown greedily from logits by
                                  * |score|", "|score| >= 0.1", "ACDC with tau 0.01" */
     double tau;                 /* ACDC's tau (the default when none was given) */
+    int acdc_abs, acdc_headscope_order; /* ACDC's rule and order (method acdc; else 0) */
     int ig_steps;               /* EAP-IG's steps (method eap-ig; else 0) */
+    int ig_right;               /* EAP-IG's alphas k = 1..m (else k = 0..m-1) */
     hs_acdc_stats acdc;         /* ACDC's runs (method acdc) */
     long forwards;              /* forward passes of HS_ENGINE_CHUNK prompts the scoring made */
     long backwards;             /* backward passes of as many prompts (eap, eap-ig; else 0) */
@@ -510,7 +556,7 @@ typedef struct {
  * Discovers a circuit of m on the prompt set p: the graph, the true circuit
  * (o->truth, read before anything runs), hs_circeval_create, the method's
  * edge scores (exact: hs_edge_patch_scores; acdc: hs_acdc_run; eap and
- * eap-ig: hs_eap_scores with 0 or o->ig_steps steps, its forward and
+ * eap-ig: hs_eap_run with o->ablation, 0 or o->ig_steps steps and o->ig_right, its forward and
  * backward passes counted in forwards and backwards), the circuit (ACDC: its
  * kept edges; otherwise top-n, threshold or MIB's 5 % of the scores),
  * pruned, run for its faithfulness, the faithfulness curve of the scores
@@ -689,6 +735,32 @@ hs_status hs_faithfulness_figure(const double *percent, size_t n, const double *
  * the metric needs them, ig_steps outside 0 .. 1000; HS_ERR_NOMEM. */
 hs_status hs_eap_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
                         hs_metric_kind metric, int ig_steps, double *scores, hs_error *err);
+
+/* EAP and EAP-IG under any ablation (hs_ablate_method) and either alpha
+ * schedule. With resample, ig_right 0 it is hs_eap_scores bit for bit. The
+ * activation difference is (a_u,abl - a_u,clean) with a_u,abl the circuit
+ * runs' ablated value (hs_circeval): resample the corrupted partner's, mean
+ * u's position-wise mean over the set's clean prompts (hs_engine_means),
+ * zero 0; so the score estimates m(edge ablated) - m(clean) for that
+ * ablation. EAP-IG interpolates from the ablated input, x0 = hook_embed (+
+ * hook_pos_embed) = x0_abl + alpha (x0_clean - x0_abl): resample as above
+ * (hook_embed from e_corr to e_clean), zero hook_embed and hook_pos_embed
+ * times alpha (x0_abl = 0), mean hook_embed from its position-wise mean over
+ * the clean prompts (x0_abl = x0's mean: the positions are every prompt's);
+ * with an embedding norm the norm runs on the interpolated x0, so its
+ * ablated end is norm(x0_abl), not the input node's ablated value (the
+ * backward takes edits at the embedding only). alpha = k/m for k = 0..m-1
+ * (ig_right 0: hannamw/EAP-IG's code since 13c0033) or k = 1..m (ig_right 1:
+ * the paper, Hanna et al. 2024, and that code before). zero and mean need no
+ * "corrupted" prompts. Errors as hs_eap_scores, and an unknown ablation. */
+typedef struct {
+    hs_metric_kind metric;
+    hs_ablate_method ablation;
+    int ig_steps;  /* 0: EAP; 1 .. 1000: EAP-IG's m */
+    int ig_right;  /* 1: alphas k/m, k = 1..m; 0: k = 0..m-1 */
+} hs_eap_opts;
+hs_status hs_eap_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                     const hs_eap_opts *o, double *scores, hs_error *err);
 
 /* Node scores [g->n_nodes] from edge scores [g->n_edges]: node u's is the
  * sum of its outgoing edges' scores in edge order, logits (which sends

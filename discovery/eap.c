@@ -33,7 +33,7 @@ typedef struct {
 
 /* Per worker. */
 typedef struct {
-    float *delta;          /* (HS_ENGINE_CHUNK, t*D, senders) corrupted - clean */
+    float *delta;          /* (HS_ENGINE_CHUNK, t*D, senders) ablated - clean */
     float *gt;             /* (t*D, H) one prompt's gradient, columns = heads */
     float *prod;           /* (senders, H) one product */
     float *e_clean, *e_corr; /* (HS_ENGINE_CHUNK, t, D) hook_embed of both runs (EAP-IG) */
@@ -44,7 +44,11 @@ typedef struct {
     const hs_model *m;
     const hs_graph *g;
     hs_metric_kind metric;
+    hs_ablate_method abl;
     int ig, steps;                 /* EAP-IG: steps >= 1; EAP: ig 0, steps 1 */
+    int k0;                        /* EAP-IG's first k: 0 (alphas k/m, k = 0..m-1) or 1 (k = 1..m) */
+    float *abl_vals;               /* mean: (t*D, senders) each sender's position-wise mean; zero, resample: NULL */
+    float *emb_mean;               /* mean: (t*D) hook_embed's position-wise mean (EAP-IG's ablated input) */
     int n_real, t;
     const int *clean, *corr, *answer, *wrong, *pos; /* padded to whole chunks */
     int n_send;                    /* senders: every node but logits */
@@ -64,7 +68,7 @@ typedef struct {
     int b;                         /* real rows */
     int subtract;                  /* capture: 0 delta = value, 1 delta -= value, 2 delta = value - delta */
     float *emb;                    /* capture hook_embed here (NULL: not) */
-    float alpha;                   /* interpolation: hook_embed = e_corr + alpha (e_clean - e_corr) */
+    float alpha;                   /* interpolation of the input (interp_fn) */
 } eap_run;
 
 /* The sender slot of a captured point: its first node and how many heads
@@ -121,20 +125,45 @@ static int cap_fn(const char *name, const int64_t *shape, int ndim, float *data,
 
 static int interp_wants(const char *name, void *ctx)
 {
-    (void)ctx;
-    return strcmp(name, "hook_embed") == 0;
+    const eap_run *r = ctx;
+    return strcmp(name, "hook_embed") == 0 ||
+           (r->c->abl == HS_ABLATE_ZERO && strcmp(name, "hook_pos_embed") == 0);
 }
 
+/* The input x0 = hook_embed (+ hook_pos_embed) from its ablated value
+ * towards the clean run's: resample hook_embed = e_corr + alpha (e_clean -
+ * e_corr) (EAP-IG's input node); zero hook_embed and hook_pos_embed times
+ * alpha; mean hook_embed = e_mean + alpha (e_clean - e_mean) (the positions
+ * are every prompt's: their mean is themselves). The forward runs on the
+ * clean tokens, so data holds the clean run's values. */
 static int interp_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
 {
     (void)name;
     (void)shape;
     (void)ndim;
     const eap_run *r = ctx;
-    const size_t n = (size_t)HS_ENGINE_CHUNK * r->c->t * r->c->m->cfg.d_model;
-    const float *ec = r->w->e_clean, *er = r->w->e_corr;
-    for (size_t i = 0; i < n; i++) data[i] = er[i] + r->alpha * (ec[i] - er[i]);
+    const eap_ctx *c = r->c;
+    const size_t TD = (size_t)c->t * c->m->cfg.d_model, n = (size_t)HS_ENGINE_CHUNK * TD;
+    const float a = r->alpha;
+    if (c->abl == HS_ABLATE_RESAMPLE) {
+        const float *ec = r->w->e_clean, *er = r->w->e_corr;
+        for (size_t i = 0; i < n; i++) data[i] = er[i] + a * (ec[i] - er[i]);
+    } else if (c->abl == HS_ABLATE_ZERO) {
+        for (size_t i = 0; i < n; i++) data[i] = a * data[i];
+    } else {
+        for (size_t i = 0; i < n; i++) data[i] = c->emb_mean[i % TD] + a * (data[i] - c->emb_mean[i % TD]);
+    }
     return 1;
+}
+
+/* delta's real rows <- the senders' ablated values (mean: abl_vals; zero: 0). */
+static void fill_ablated(const eap_ctx *c, const eap_run *r)
+{
+    const size_t row = (size_t)c->t * c->m->cfg.d_model * c->n_send;
+    for (int b = 0; b < r->b; b++) {
+        if (c->abl_vals) memcpy(r->w->delta + (size_t)b * row, c->abl_vals, row * sizeof(float));
+        else memset(r->w->delta + (size_t)b * row, 0, row * sizeof(float));
+    }
 }
 
 static const eap_point *point_of(const eap_ctx *c, const char *name)
@@ -201,9 +230,11 @@ static hs_status eap_job(hs_engine *e, hs_engine_worker *w, int k, void *arg)
     const int *pos = c->pos + r0, *ans = c->answer + r0, *wr = c->wrong + r0;
     const hs_observer cap = {cap_fn, cap_wants, &r}, grad = {grad_fn, grad_wants, &r};
     const hs_observer interp = {interp_fn, interp_wants, &r};
-    hs_status s;
+    const int resample = c->abl == HS_ABLATE_RESAMPLE;
+    hs_status s = HS_OK;
     if (!c->ig) { /* the gradient at the clean run */
-        s = hs_forward(c->m, aw->acts, corr, HS_ENGINE_CHUNK, t, &cap, &w->err);
+        if (resample) s = hs_forward(c->m, aw->acts, corr, HS_ENGINE_CHUNK, t, &cap, &w->err);
+        else fill_ablated(c, &r);
         r.subtract = 1;
         if (s == HS_OK) s = hs_forward(c->m, aw->acts, clean, HS_ENGINE_CHUNK, t, &cap, &w->err);
         if (s == HS_OK) keep_ref(c, &r, aw->acts, pos);
@@ -211,16 +242,26 @@ static hs_status eap_job(hs_engine *e, hs_engine_worker *w, int k, void *arg)
             s = hs_attr_backward(c->m, aw, c->metric, r.b, t, pos, ans, wr, r.w->ref, &grad, &w->err);
         return s;
     }
-    /* EAP-IG: the clean run (its senders, embeddings, logits), then k = 0, the
-     * corrupted run, then k = 1 .. steps-1 from interpolated embeddings */
-    r.emb = r.w->e_clean;
+    /* EAP-IG: the clean run (its senders, embeddings, logits); resample: the
+     * corrupted run, k = 0 (its gradient taken there with k0 = 0); then k =
+     * k0 .. k0+steps-1 from interpolated inputs (zero, mean: from the ablated
+     * input node's value, k = 0 included) */
+    if (resample) r.emb = r.w->e_clean;
+    else fill_ablated(c, &r);
+    r.subtract = resample ? 0 : 1;
     s = hs_forward(c->m, aw->acts, clean, HS_ENGINE_CHUNK, t, &cap, &w->err);
     if (s == HS_OK) keep_ref(c, &r, aw->acts, pos);
-    r.subtract = 2;
-    r.emb = r.w->e_corr;
-    if (s == HS_OK) s = hs_forward(c->m, aw->acts, corr, HS_ENGINE_CHUNK, t, &cap, &w->err);
-    if (s == HS_OK) s = hs_attr_backward(c->m, aw, c->metric, r.b, t, pos, ans, wr, r.w->ref, &grad, &w->err);
-    for (int step = 1; step < c->steps && s == HS_OK; step++) {
+    int step = c->k0;
+    if (resample) {
+        r.subtract = 2;
+        r.emb = r.w->e_corr;
+        if (s == HS_OK) s = hs_forward(c->m, aw->acts, corr, HS_ENGINE_CHUNK, t, &cap, &w->err);
+        if (s == HS_OK && step == 0) {
+            s = hs_attr_backward(c->m, aw, c->metric, r.b, t, pos, ans, wr, r.w->ref, &grad, &w->err);
+            step = 1;
+        }
+    }
+    for (; step < c->k0 + c->steps && s == HS_OK; step++) {
         r.alpha = (float)((double)step / c->steps); /* k / m, as EAP-IG's float tensor product */
         s = hs_forward(c->m, aw->acts, clean, HS_ENGINE_CHUNK, t, &interp, &w->err);
         if (s == HS_OK)
@@ -271,7 +312,7 @@ static hs_status eap_points(eap_ctx *c, hs_error *err)
 
 /* The checks of hs_eap_scores. */
 static hs_status eap_check(const hs_model *m, const hs_prompts *p, const hs_graph *g, hs_metric_kind metric,
-                           int ig_steps, hs_error *err)
+                           hs_ablate_method abl, int ig_steps, hs_error *err)
 {
     const hs_config *cfg = &m->cfg;
     if (g->n_layers != cfg->n_layers || g->n_heads != cfg->n_heads || g->has_mlp != (cfg->d_mlp > 0))
@@ -279,8 +320,10 @@ static hs_status eap_check(const hs_model *m, const hs_prompts *p, const hs_grap
                        g->n_layers, g->n_heads, g->has_mlp ? ", MLPs" : "", cfg->n_layers, cfg->n_heads,
                        cfg->d_mlp > 0 ? ", MLPs" : "");
     if (p->n < 1) return hs_fail(err, HS_ERR_INPUT, "the prompt set is empty");
-    if (p->corr == NULL)
-        return hs_fail(err, HS_ERR_INPUT, "the prompt set has no \"corrupted\" prompts to attribute against");
+    if ((int)abl < 0 || abl > HS_ABLATE_RESAMPLE) return hs_fail(err, HS_ERR_INPUT, "unknown ablation %d", (int)abl);
+    if (p->corr == NULL && abl == HS_ABLATE_RESAMPLE)
+        return hs_fail(err, HS_ERR_INPUT, "the prompt set has no \"corrupted\" prompts to attribute against "
+                                          "(use --ablation mean or zero)");
     if ((int)metric < 0 || metric >= HS_METRIC_N) return hs_fail(err, HS_ERR_INPUT, "unknown metric %d", (int)metric);
     if (ig_steps < 0 || ig_steps > 1000)
         return hs_fail(err, HS_ERR_INPUT, "EAP-IG steps %d outside 0 (plain EAP) .. 1000", ig_steps);
@@ -307,6 +350,8 @@ static void eap_ctx_free(eap_ctx *c, int n_workers)
         free(c->ew[i].ref);
     }
     free(c->ew);
+    free(c->abl_vals);
+    free(c->emb_mean);
     hs_attr_workers_free(c->aw, n_workers);
     free(c->acc);
     free((void *)c->clean);
@@ -325,7 +370,7 @@ static hs_status eap_alloc(eap_ctx *c, const hs_prompts *p, const hs_engine *e, 
     int np = 0, *zeros = calloc((size_t)p->n, sizeof(int));
     if (zeros == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     c->clean = hs_engine_pad_rows(p->clean, p->n, t, &np);
-    c->corr = hs_engine_pad_rows(p->corr, p->n, t, &np);
+    c->corr = hs_engine_pad_rows(p->corr ? p->corr : p->clean, p->n, t, &np);
     c->answer = hs_engine_pad_rows(p->answer, p->n, 1, &np);
     c->wrong = hs_engine_pad_rows(p->wrong ? p->wrong : zeros, p->n, 1, &np);
     c->pos = hs_engine_pad_rows(p->pos, p->n, 1, &np);
@@ -340,35 +385,66 @@ static hs_status eap_alloc(eap_ctx *c, const hs_prompts *p, const hs_engine *e, 
         w->gt = malloc(TD * H * sizeof(float));
         w->prod = malloc((size_t)c->n_send * H * sizeof(float));
         w->ref = malloc(CH * cfg->d_vocab * sizeof(float));
-        if (c->ig) {
+        if (c->ig && c->abl == HS_ABLATE_RESAMPLE) {
             w->e_clean = malloc(CH * TD * sizeof(float));
             w->e_corr = malloc(CH * TD * sizeof(float));
         }
-        if (!w->delta || !w->gt || !w->prod || !w->ref || (c->ig && (!w->e_clean || !w->e_corr)))
+        if (!w->delta || !w->gt || !w->prod || !w->ref ||
+            (c->ig && c->abl == HS_ABLATE_RESAMPLE && (!w->e_clean || !w->e_corr)))
             return hs_fail(err, HS_ERR_NOMEM, "out of memory for the attribution's buffers");
     }
     return hs_attr_workers_init(e, &c->aw, err);
 }
 
-hs_status hs_eap_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
-                        hs_metric_kind metric, int ig_steps, double *scores, hs_error *err)
+/* mean: c->abl_vals (t*D, senders) <- every sender's position-wise mean over
+ * the set's clean prompts (hs_engine_means, as the circuit runs' ablation). */
+static hs_status eap_means(eap_ctx *c, hs_engine *e, hs_error *err)
 {
-    hs_status s = eap_check(m, p, g, metric, ig_steps, err);
+    static const char *const fa[] = {"hook_embed", "blocks.0.hook_resid_pre", "blocks.*.attn.hook_result",
+                                     "?blocks.*.hook_mlp_out"};
+    const int D = c->m->cfg.d_model, ns = c->n_send;
+    hs_cache mc;
+    hs_cache_init(&mc);
+    hs_status s = hs_engine_means(e, c->clean, (size_t)c->n_real, fa, 4, &mc, err);
+    if (s == HS_OK && ((c->abl_vals = malloc((size_t)c->t * D * ns * sizeof(float))) == NULL ||
+                       (c->emb_mean = malloc((size_t)c->t * D * sizeof(float))) == NULL))
+        s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    const hs_cache_entry *em = s == HS_OK ? hs_cache_get(&mc, "hook_embed") : NULL;
+    if (em) memcpy(c->emb_mean, em->data, (size_t)c->t * D * sizeof(float));
+    for (int k = 0; k < mc.n && s == HS_OK; k++) {
+        int S;
+        const int u0 = sender_of(c, mc.e[k].name, &S);
+        if (u0 < 0) continue;
+        for (int p = 0; p < c->t; p++)
+            for (int u = 0; u < S; u++)
+                for (int i = 0; i < D; i++)
+                    c->abl_vals[((size_t)p * D + i) * ns + u0 + u] = mc.e[k].data[((size_t)p * S + u) * D + i];
+    }
+    hs_cache_free(&mc);
+    return s;
+}
+
+hs_status hs_eap_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                     const hs_eap_opts *o, double *scores, hs_error *err)
+{
+    hs_status s = eap_check(m, p, g, o->metric, o->ablation, o->ig_steps, err);
     if (s != HS_OK) return s;
     eap_ctx c;
     memset(&c, 0, sizeof c);
     c.m = m;
     c.g = g;
-    c.metric = metric;
-    c.ig = ig_steps > 0;
-    c.steps = ig_steps > 0 ? ig_steps : 1;
+    c.metric = o->metric;
+    c.abl = o->ablation;
+    c.ig = o->ig_steps > 0;
+    c.steps = o->ig_steps > 0 ? o->ig_steps : 1;
+    c.k0 = o->ig_right ? 1 : 0;
     c.n_real = p->n;
     c.t = p->t;
     c.n_send = g->n_nodes - 1;
     hs_engine e;
     memset(&e, 0, sizeof e);
     if ((s = hs_engine_init(&e, m, pool, p->t, err)) == HS_OK && (s = eap_points(&c, err)) == HS_OK &&
-        (s = eap_alloc(&c, p, &e, err)) == HS_OK)
+        (s = eap_alloc(&c, p, &e, err)) == HS_OK && (c.abl != HS_ABLATE_MEAN || (s = eap_means(&c, &e, err)) == HS_OK))
         s = hs_engine_for(&e, hs_engine_chunks(p->n), eap_job, &c, err);
     if (s == HS_OK) { /* chunk sums in chunk order; the mean over prompts and steps */
         const int chunks = hs_engine_chunks(p->n);
@@ -381,6 +457,13 @@ hs_status hs_eap_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, c
     eap_ctx_free(&c, e.n_workers);
     hs_engine_free(&e);
     return s;
+}
+
+hs_status hs_eap_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                        hs_metric_kind metric, int ig_steps, double *scores, hs_error *err)
+{
+    const hs_eap_opts o = {metric, HS_ABLATE_RESAMPLE, ig_steps, 0};
+    return hs_eap_run(m, pool, p, g, &o, scores, err);
 }
 
 void hs_eap_node_scores(const hs_graph *g, const double *edge_scores, double *node_scores)

@@ -74,6 +74,16 @@ void hs_py_float_repr(double x, char out[32])
     *o = '\0';
 }
 
+double hs_score_to_mib(double s)
+{
+    return -s / HS_MIB_BATCH + 0.0; /* + 0.0: a zero score is 0.0, not -0.0 */
+}
+
+double hs_score_from_mib(double s)
+{
+    return -s * HS_MIB_BATCH;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Writing                                                                   */
 
@@ -90,7 +100,8 @@ static void put_edge(hs_buf *b, const hs_graph *g, size_t e, const double *score
 {
     char name[96], num[32];
     hs_graph_edge_name(g, e, name, sizeof name);
-    hs_py_float_repr((double)(float)scores[e], num); /* EAP-IG's scores are a float32 tensor */
+    /* MIB's sign and scale (HS_MIB_BATCH); EAP-IG's scores are a float32 tensor */
+    hs_py_float_repr((double)(float)hs_score_to_mib(scores[e]), num);
     hs_buf_printf(b, "%s\"%s\": {\"score\": %s, \"in_graph\": %s}", *first ? "" : ", ", name, num,
                   in_circuit[e] ? "true" : "false");
     *first = 0;
@@ -225,7 +236,7 @@ static hs_status read_edges(const hs_graph *g, const cJSON *edges, const char *n
             return hs_fail(err, HS_ERR_INPUT, "%s: edge '%s' is not {\"score\": a finite number, \"in_graph\": "
                            "true|false}", name, it->string);
         if (e < 0) continue;
-        scores[e] = sc->valuedouble;
+        scores[e] = hs_score_from_mib(sc->valuedouble);
         in_circuit[e] = cJSON_IsTrue(in);
     }
     return HS_OK;

@@ -1,7 +1,7 @@
 /*
  * experiments/ablate.c -- ablation over a prompt set (`headscope ablate`), on the
  * experiment engine: each head (blocks.l.attn.hook_z[:, :, h, :]), each
- * layer's attention (every head of the layer) and each MLP
+ * layer's attention (blocks.l.hook_attn_out: every head and b_O) and each MLP
  * (blocks.l.hook_mlp_out) is replaced by zero, by its position-wise mean over
  * a reference set (the prompts themselves by default), or by its value on
  * another prompt of the reference set (resample: prompt i takes reference
@@ -81,6 +81,7 @@ static hs_status ablate_hooks(void *arg, hs_engine_worker *w, int chunk, int r0,
     const hs_ablate_comp *cp = s->cp;
     char name[64];
     if (cp->head == -2) snprintf(name, sizeof name, "blocks.%d.hook_mlp_out", cp->layer);
+    else if (cp->head == -1) snprintf(name, sizeof name, "blocks.%d.hook_attn_out", cp->layer); /* b_O in */
     else snprintf(name, sizeof name, "blocks.%d.attn.hook_z", cp->layer);
     ahook *a = malloc(sizeof *a);
     if (a == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
@@ -209,8 +210,8 @@ hs_status hs_ablate_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, c
             goto done;
         }
     }
-    static const char *const filt[] = {"blocks.*.attn.hook_z", "blocks.*.hook_mlp_out"};
-    const int nf = cfg->d_mlp > 0 ? 2 : 1;
+    static const char *const filt[] = {"blocks.*.attn.hook_z", "blocks.*.hook_attn_out", "blocks.*.hook_mlp_out"};
+    const int nf = cfg->d_mlp > 0 ? 3 : 2;
     if (method == HS_ABLATE_MEAN) {
         st = hs_engine_means(&e, ref->clean, (size_t)ref->n, filt, nf, &c.means, err);
     } else if (method == HS_ABLATE_RESAMPLE) {

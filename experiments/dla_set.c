@@ -25,8 +25,8 @@ typedef struct {
     int n;            /* real prompts */
     hs_dla_set *r;
     int by_pos;
-    size_t stride;    /* n_comp + 2 (+ n_comp * t with by_pos) */
-    double *rows;     /* (n, stride): attributions, constant, target (, attr_pos's terms) */
+    size_t stride;    /* n_comp + 3 (+ n_comp * t with by_pos) */
+    double *rows;     /* (n, stride): attributions, constant, b_U term, target (, attr_pos's terms) */
 } dla_ctx;
 
 static hs_status dla_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
@@ -51,16 +51,20 @@ static hs_status dla_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
             return hs_fail(&w->err, HS_ERR_INPUT, "dla: %d components, expected %d", d.n, dc->r->n_comp);
         }
         double *o = dc->rows + (size_t)row * dc->stride;
+        const float *bU = dc->m->params.b_U;
+        const int ta = dc->p->answer[row], tb = dc->p->wrong ? dc->p->wrong[row] : -1;
+        const double bu = bU ? (double)bU[ta] - (tb >= 0 ? (double)bU[tb] : 0.0) : 0.0;
         for (int k = 0; k < d.n; k++) o[k] = d.attr[k];
         o[d.n] = d.constant;
-        o[d.n + 1] = d.target;
+        o[d.n + 1] = bu;
+        o[d.n + 2] = d.target + bu; /* the logit (difference) itself */
         if (row == 0) memcpy(dc->r->labels, d.labels, (size_t)d.n * sizeof *d.labels);
         hs_dla_free(&d);
         for (int q = 0; q < t && dc->by_pos && st == HS_OK; q++) {
             st = hs_logit_attribution_at(dc->m, &w->tmp, i, q, dc->p->pos[row], dc->p->answer[row],
                                          dc->p->wrong ? dc->p->wrong[row] : -1, &d, &w->err);
             if (st != HS_OK) break;
-            for (int k = 0; k < d.n; k++) o[dc->r->n_comp + 2 + (size_t)k * t + q] = d.attr[k];
+            for (int k = 0; k < d.n; k++) o[dc->r->n_comp + 3 + (size_t)k * t + q] = d.attr[k];
             hs_dla_free(&d);
         }
     }
@@ -97,7 +101,7 @@ hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, 
     out->labels = calloc((size_t)(out->n_comp ? out->n_comp : 1), sizeof *out->labels);
     out->attr = calloc((size_t)(out->n_comp ? out->n_comp : 1), sizeof *out->attr);
     out->t = p->t;
-    const size_t stride = (size_t)out->n_comp + 2 + (by_position ? (size_t)out->n_comp * p->t : 0);
+    const size_t stride = (size_t)out->n_comp + 3 + (by_position ? (size_t)out->n_comp * p->t : 0);
     if (st == HS_OK) rows = malloc((size_t)p->n * stride * sizeof *rows);
     if (st == HS_OK && by_position) out->attr_pos = malloc((size_t)out->n_comp * p->t * sizeof *out->attr_pos);
     if (st == HS_OK && (!rows || !out->labels || !out->attr || (by_position && !out->attr_pos)))
@@ -109,8 +113,9 @@ hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, 
         for (int i = 0; i < p->n; i++) s += rows[(size_t)i * stride + k];
         if (k < (size_t)out->n_comp) out->attr[k] = s / p->n;
         else if (k == (size_t)out->n_comp) out->constant = s / p->n;
-        else if (k == (size_t)out->n_comp + 1) out->target = s / p->n;
-        else out->attr_pos[k - out->n_comp - 2] = s / p->n;
+        else if (k == (size_t)out->n_comp + 1) out->unembed_bias = s / p->n;
+        else if (k == (size_t)out->n_comp + 2) out->target = s / p->n;
+        else out->attr_pos[k - out->n_comp - 3] = s / p->n;
     }
     for (int i = 0; i < e.n_workers; i++) hs_cache_free(&e.w[i].tmp);
     hs_engine_free(&e);
@@ -129,7 +134,11 @@ cJSON *hs_dla_set_json(const hs_dla_set *r)
          cJSON_AddStringToObject(o, "final_norm", "frozen: each prompt's ln_final.hook_scale from its run") &&
          cJSON_AddStringToObject(o, "weights", r->weights ? r->weights : "raw") &&
          cJSON_AddNumberToObject(o, "prompts", r->n) && cJSON_AddItemToObject(o, "constant", hs_json_num_or_null(r->constant)) &&
-         cJSON_AddItemToObject(o, "target", hs_json_num_or_null(r->target));
+         cJSON_AddItemToObject(o, "unembed_bias_term", hs_json_num_or_null(r->unembed_bias)) &&
+         cJSON_AddItemToObject(o, "target", hs_json_num_or_null(r->target)) &&
+         cJSON_AddStringToObject(o, "sum", "components' attributions + constant (the final norm's bias term) + "
+                                           "unembed_bias_term (b_U[answer] - b_U[wrong]) = target, the mean "
+                                           "logit difference (or answer logit)");
     for (int k = 0; k < r->n_comp && ok; k++) {
         cJSON *x = cJSON_CreateObject();
         ok = x && cJSON_AddItemToArray(a, x) && cJSON_AddStringToObject(x, "component", r->labels[k]) &&
@@ -163,8 +172,9 @@ void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b)
         hs_buf_printf(b, "  %-14s %+9.3f\n", r->labels[k], r->attr[k]);
         s += r->attr[k];
     }
-    hs_buf_printf(b, "  %-14s %+9.3f\n  sum %+.3f = %s %+.3f (the logits, less b_U)\n", HS_DLA_LN_FINAL_B, r->constant,
-                  s + r->constant, r->has_wrong ? "LD" : "logit", r->target);
+    hs_buf_printf(b, "  %-14s %+9.3f\n  %-14s %+9.3f\n  sum %+.3f = %s %+.3f\n", HS_DLA_LN_FINAL_B, r->constant,
+                  HS_DLA_B_U, r->unembed_bias, s + r->constant + r->unembed_bias, r->has_wrong ? "LD" : "logit",
+                  r->target);
     if (r->attr_pos == NULL) return;
     hs_buf_printf(b, "\nby position: what each component writes at position q, read through the final norm frozen "
                      "at the prompt's position and its direction; means over the prompts\n%-14s", "");

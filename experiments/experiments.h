@@ -115,13 +115,16 @@ typedef struct {
     int exclude_bos, exclude_current;
     int has[HS_HEADS_N];       /* 1 for the detectors computed */
     double score[HS_HEADS_N][HS_MAX_LAYERS * 64]; /* [kind][l * H + h]; NAN where !has */
+    char first_noun_why[96];   /* why first-noun was not computed (has[HS_HEADS_FIRST_NOUN] 0) */
 } hs_heads_report;
 
 /*
  * Every head's detector scores over the prompts p (their "prompt" tokens):
  * previous-token, duplicate-token, induction always; first-noun when the
  * vocabulary holds at least one of the n_noun_words words nouns[] (a task's
- * nouns; NULL, 0 for none); target when target (t, t)
+ * nouns; NULL, 0 for none) as one token (a BPE: after a space, " animal", as
+ * the noun stands inside a sentence) and at least one prompt holds one (else
+ * first_noun_why says which); target when target (t, t)
  * [dest, src], lower-triangular, is given. metric, exclude_bos and
  * exclude_current as TL detect_head (probe.h hs_detector_score*). The
  * engine runs on pool (NULL = the caller's thread); the scores are
@@ -263,8 +266,9 @@ cJSON *hs_lens_json(const hs_lens_report *r, const hs_tokenizer *v);
 void hs_lens_summary(const hs_lens_report *r, const hs_tokenizer *v, hs_buf *b);
 
 /* Ablation over a prompt set (experiments/ablate.c): each head
- * (blocks.l.attn.hook_z[:, :, h, :]), each layer's attention (all its heads)
- * and each MLP (blocks.l.hook_mlp_out) replaced, one at a time, by zero, by
+ * (blocks.l.attn.hook_z[:, :, h, :]), each layer's attention
+ * (blocks.l.hook_attn_out, as TransformerLens names it: the heads' results
+ * and b_O; zero ablation sets it to 0, b_O included) and each MLP (blocks.l.hook_mlp_out) replaced, one at a time, by zero, by
  * its position-wise mean over a reference set, or by its value on another
  * reference prompt (resample: prompt i takes reference row (i + n_ref / 2)
  * mod n_ref). Metric: mean LD answer - wrong at each prompt's position (mean
@@ -308,7 +312,8 @@ typedef struct {
     char (*labels)[24];  /* (n_comp) hs_resid_decompose's labels ("embed", "L0H1", "L0 mlp", ...) */
     double *attr;        /* (n_comp) mean attribution, logits */
     double constant;     /* mean final-norm bias term */
-    double target;       /* mean logit (or LD) less b_U: sum attr + constant = target */
+    double unembed_bias; /* mean b_U[answer] - b_U[wrong] (or b_U[answer]) */
+    double target;       /* mean logit (or LD): sum attr + constant + unembed_bias = target */
     int t;               /* tokens per prompt */
     double *attr_pos;    /* (n_comp, t) with by_position, else NULL: see hs_dla_set_run */
     const char *weights; /* the model's weights, "raw" or "tl-processed" (hs_model_weights_name) */
@@ -733,13 +738,19 @@ hs_status hs_cache_run(const hs_model *m, const hs_tokenizer *v, hs_pool *pool, 
 
 /*
  * 1 when r's normalised LD is usable: LD_clean and LD_corr finite and
- * different. 0 when they coincide (the metric divides by LD_clean - LD_corr
- * = 0: every cell is NAN), with why (cap bytes, one line without "not
- * usable: ") saying so and naming the LD. The JSON (hs_patch_json) says
+ * different, and their gap not small against the patched cells: the
+ * spread (max - min) of every computed cell's raw LD (ld[a], ld_pos[a]) at
+ * most HS_PATCH_GAP_SPREAD times |LD_clean - LD_corr| (cells between the two
+ * ends spread over the gap; a set whose cells move the LD by far more than
+ * the gap gives normalised values that are noise over a small divisor). 0
+ * when they coincide (the metric divides by LD_clean - LD_corr = 0: every
+ * cell is NAN) or the gap is that small, with why (cap bytes, one line
+ * without "not usable: ") saying so and naming the LDs. The JSON (hs_patch_json) says
  * "usable" (and "why_not_usable" when not), the summary says "not usable:
  * why" in one line instead of the tables, and hs_patch_figures draws none.
  * README ("A figure whose numbers are not usable says so ... not NaN").
  */
 int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap);
+#define HS_PATCH_GAP_SPREAD 2.0
 
 #endif /* HS_EXPERIMENTS_H */

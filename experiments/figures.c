@@ -209,9 +209,10 @@ hs_status hs_ablate_figures(const hs_ablate_report *r, const hs_config *cfg, con
 hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const char *model_path,
                              hs_outdir *od, hs_error *err)
 {
-    /* the components, then the norm's bias term (as the summary prints it), so the bars sum to
-     * the target */
-    const int nb = r->n_comp + (isfinite(r->constant) ? 1 : 0), T = r->attr_pos ? r->t : 0;
+    /* the components, then the norm's bias term and b_U's (as the summary prints them), so the
+     * bars sum to the target */
+    const int has_c = isfinite(r->constant) ? 1 : 0;
+    const int nb = r->n_comp + has_c + 1, T = r->attr_pos ? r->t : 0;
     const size_t n = (size_t)r->n_comp * T;
     fig_run f;
     hs_status s = fig_begin(&f, od, cfg, model_path, n > (size_t)nb ? n : (size_t)nb,
@@ -220,9 +221,13 @@ hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const ch
         f.m[k] = (float)r->attr[k];
         hs_labels_set(&f.lab, (size_t)k, "%s", r->labels[k]);
     }
-    if (s == HS_OK && nb > r->n_comp) {
+    if (s == HS_OK && has_c) {
         f.m[r->n_comp] = (float)r->constant;
         hs_labels_set(&f.lab, (size_t)r->n_comp, "%s", HS_DLA_LN_FINAL_B);
+    }
+    if (s == HS_OK) {
+        f.m[nb - 1] = (float)r->unembed_bias;
+        hs_labels_set(&f.lab, (size_t)nb - 1, "%s", HS_DLA_B_U);
     }
     for (int q = 0; q < T; q++) hs_labels_set(&f.lab, (size_t)(nb + q), "%d", q);
     if (f.lab.oom && s == HS_OK) s = oom(err);
@@ -232,7 +237,7 @@ hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const ch
                              r->has_wrong ? "logit difference answer − wrong" : "answer logit",
                              NULL, 0.0, "logits", NULL,
                              "each component's mean direct logit attribution at the prompts' "
-                             "positions, then the final norm's bias term", err);
+                             "positions, then the final norm's bias term and b_U's", err);
     if (s == HS_OK && r->attr_pos) {
         for (size_t i = 0; i < n; i++) f.m[i] = (float)r->attr_pos[i];
         s = hs_outdir_matrix(od, HS_FIG_SIGNED, "dla_by_position", f.m, (size_t)r->n_comp,

@@ -59,17 +59,32 @@ hs_status hs_heads_run(const hs_model *m, const hs_tokenizer *v, hs_pool *pool, 
     out->exclude_current = exclude_current;
     int *is_noun = calloc((size_t)V, sizeof *is_noun);
     if (is_noun == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    int n_nouns = 0;
+    /* a BPE's nouns as they stand inside a sentence, after a space (GPT-2's " animal"; "animal" would be
+     * a word's start only at the text's start, or a piece of another word) */
+    int n_nouns = 0, rows_with = 0;
     for (int i = 0; i < n_noun_words; i++) {
-        const int id = hs_tok_id(v, nouns[i]);
-        if (id >= 0) {
+        char sp[64];
+        snprintf(sp, sizeof sp, " %s", nouns[i]);
+        const int id = hs_tok_id(v, v->kind == HS_TOKENIZER_BPE ? sp : nouns[i]);
+        if (id >= 0 && id < V) {
             is_noun[id] = 1;
             n_nouns++;
         }
     }
+    for (int r = 0; r < p->n && n_nouns > 0 && rows_with == 0; r++)
+        for (int j = 0; j < p->t; j++)
+            if (is_noun[p->clean[(size_t)r * p->t + j]]) {
+                rows_with++;
+                break;
+            }
+    if (n_nouns == 0)
+        snprintf(out->first_noun_why, sizeof out->first_noun_why, "the vocabulary holds none of the task's nouns%s",
+                 v->kind == HS_TOKENIZER_BPE ? " as one token after a space" : "");
+    else if (rows_with == 0)
+        snprintf(out->first_noun_why, sizeof out->first_noun_why, "no prompt holds one of the task's nouns");
     int kinds[HS_HEADS_N], n_det = 0;
     for (int k = 0; k < HS_HEADS_N; k++) {
-        out->has[k] = k < HS_HEADS_FIRST_NOUN || (k == HS_HEADS_FIRST_NOUN && n_nouns > 0) ||
+        out->has[k] = k < HS_HEADS_FIRST_NOUN || (k == HS_HEADS_FIRST_NOUN && rows_with > 0) ||
                       (k == HS_HEADS_TARGET && target != NULL);
         if (out->has[k]) kinds[n_det++] = k;
         for (int i = 0; i < L * H; i++) out->score[k][i] = NAN;
@@ -131,7 +146,7 @@ void hs_heads_summary(const hs_heads_report *r, hs_buf *b)
                   r->t, r->metric == HS_DETECT_ABS ? "abs: 1 - round(sum|A - D| / t, 3)" : "mul: sum(A * D) / sum(A)",
                   r->exclude_bos ? ", column 0 excluded" : "", r->exclude_current ? ", diagonal excluded" : "");
     if (!r->has[HS_HEADS_FIRST_NOUN])
-        hs_buf_printf(b, "first-noun: not computed (the vocabulary holds none of the task's nouns)\n");
+        hs_buf_printf(b, "first-noun: not computed (%s)\n", r->first_noun_why);
     hs_buf_printf(b, "%-7s", "head");
     for (int k = 0; k < HS_HEADS_N; k++)
         if (r->has[k]) hs_buf_printf(b, " %15s", hs_heads_names[k]);

@@ -435,18 +435,27 @@ static cJSON *matrix(const double *v, int R, int C)
     return a;
 }
 
-/* [[[v...] per position] per head] per layer. */
+/* v (L, H, T) as [layer][position][head], TransformerLens' get_act_patch_*_by_pos order. */
 static cJSON *cube(const double *v, int L, int H, int T)
 {
     cJSON *a = cJSON_CreateArray();
-    for (int l = 0; a && l < L; l++) {
-        cJSON *m = matrix(v + (size_t)l * H * T, H, T);
+    double *t = malloc((size_t)H * T * sizeof *t);
+    for (int l = 0; a && t && l < L; l++) {
+        for (int h = 0; h < H; h++)
+            for (int p = 0; p < T; p++) t[(size_t)p * H + h] = v[((size_t)l * H + h) * T + p];
+        cJSON *m = matrix(t, T, H);
         if (!m || !cJSON_AddItemToArray(a, m)) {
             cJSON_Delete(m);
             cJSON_Delete(a);
+            free(t);
             return NULL;
         }
     }
+    if (t == NULL) {
+        cJSON_Delete(a);
+        return NULL;
+    }
+    free(t);
     return a;
 }
 
@@ -483,6 +492,24 @@ static int add_atp(cJSON *x, const hs_patch_report *r, int a)
 
 int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap)
 {
+    /* the spread of every patched cell's raw LD */
+    double lo = INFINITY, hi = -INFINITY;
+    for (int a = 0; a < HS_PATCH_N; a++) {
+        const int head = hs_patch_act_is_head(a);
+        const size_t n = head ? (size_t)r->L * r->H : (size_t)r->L * r->t;
+        for (size_t i = 0; (r->acts & (1u << a)) && r->ld[a] && i < n; i++)
+            if (isfinite(r->ld[a][i])) lo = fmin(lo, r->ld[a][i]), hi = fmax(hi, r->ld[a][i]);
+        for (size_t i = 0; (r->acts & (1u << a)) && head && r->ld_pos[a] && i < n * r->t; i++)
+            if (isfinite(r->ld_pos[a][i])) lo = fmin(lo, r->ld_pos[a][i]), hi = fmax(hi, r->ld_pos[a][i]);
+    }
+    const double gap = fabs(r->ld_clean - r->ld_corr);
+    if (isfinite(r->ld_clean) && isfinite(r->ld_corr) && gap > 0 && hi - lo > HS_PATCH_GAP_SPREAD * gap) {
+        snprintf(why, cap, "the clean and corrupted logit differences are too close (LD %+.3f clean, %+.3f "
+                 "corrupted: a gap of %.3f) against the spread of the patched cells' LD (%.3f, over %g times "
+                 "the gap), so the normalised LD is noise divided by a small number; the raw LD of every "
+                 "cell is in the JSON", r->ld_clean, r->ld_corr, gap, hi - lo, HS_PATCH_GAP_SPREAD);
+        return 0;
+    }
     if (isfinite(r->ld_clean) && isfinite(r->ld_corr) && r->ld_clean != r->ld_corr) {
         if (cap) why[0] = '\0';
         return 1;
@@ -520,7 +547,8 @@ cJSON *hs_patch_json(const hs_patch_report *r)
         ok = cJSON_AddStringToObject(x, "hook", hook) != NULL;
         if (hs_patch_act_is_head(a)) {
             ok = ok && cJSON_AddStringToObject(x, "by", "head (all positions) [layer][head]; by_position "
-                                                       "[layer][head][position]") &&
+                                                       "[layer][position][head], TransformerLens' "
+                                                       "get_act_patch_*_by_pos order") &&
                  add(x, "metric", matrix(r->metric[a], r->L, r->H)) && add(x, "ld", matrix(r->ld[a], r->L, r->H)) &&
                  add(x, "metric_by_position", cube(r->metric_pos[a], r->L, r->H, r->t)) &&
                  add(x, "ld_by_position", cube(r->ld_pos[a], r->L, r->H, r->t));

@@ -513,6 +513,9 @@ static hs_status load_meta(const char *fname, const hs_st_file *st, const hs_mod
 /* The loader's notes: the buffers skipped, the tensors converted. */
 static void load_notes(const hs_ckpt_layout *layout, const hs_ckpt_src *src, const hs_notes *notes)
 {
+    if (src->index_ignored)
+        hs_note(notes, HS_NOTE_CMD, "note: read model.safetensors; model.safetensors.index.json beside it is "
+                "not read (transformers reads model.safetensors first too)");
     if (src->x.bufs.n > 0)
         hs_note(notes, HS_NOTE_CMD, "note: skipped %d %s", src->x.bufs.n, layout->buffers);
     int n16 = 0, nb16 = 0;

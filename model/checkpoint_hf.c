@@ -275,9 +275,19 @@ hs_status hs_checkpoint_hf_config_parse(const char *fname, const char *text, con
                                         hs_config *c, hs_error *err)
 {
     *c = hs_config_default();
-    cJSON *o = cJSON_ParseWithLengthOpts(text, strlen(text) + 1, NULL, 1);
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithLengthOpts(text, strlen(text) + 1, &end, 1);
     hs_status s = HS_OK;
-    if (!cJSON_IsObject(o))
+    /* Python's json writes float('nan') and float('inf') as NaN and Infinity: not JSON */
+    const char *bad = o == NULL && end ? end : NULL;
+    const char *word = bad == NULL ? NULL : !strncmp(bad, "NaN", 3) ? "NaN" : !strncmp(bad, "Infinity", 8) ? "Infinity"
+                     : !strncmp(bad, "-Infinity", 9) ? "-Infinity" : NULL;
+    if (word)
+        s = hs_fail(err, HS_ERR_CONFIG, "%s: %s at byte %zu is not JSON (Python's json writes it for a float that "
+                    "is not finite); put a number there", fname, word, (size_t)(bad - text));
+    else if (o == NULL)
+        s = hs_fail(err, HS_ERR_CONFIG, "%s: not valid JSON (at byte %zu)", fname, end ? (size_t)(end - text) : 0);
+    else if (!cJSON_IsObject(o))
         s = hs_fail(err, HS_ERR_CONFIG, "%s: not a JSON object", fname);
     if (s == HS_OK) s = hf_dims(fname, o, c, err);
     if (s == HS_OK) s = hf_math(fname, o, c, err);

@@ -102,6 +102,7 @@ typedef struct {
                                 * that reads each file front to back */
     hs_st_shard *shards;       /* (n_shards) */
     int n_shards;
+    int index_ignored;         /* a folder with model.safetensors and an index: the file was read */
 } hs_ckpt_src;
 
 /* Opens the checkpoint at path: a .safetensors file, or a folder holding

@@ -391,7 +391,8 @@ static hs_status open_sharded(hs_ckpt_src *src, const char *ipath, const char *t
     return s;
 }
 
-/* A folder: its sharded index, or its model.safetensors. */
+/* A folder: its model.safetensors, or its sharded index (transformers reads
+ * model.safetensors when both are there: so does this, index_ignored). */
 static hs_status open_folder(hs_ckpt_src *src, const char *dir, hs_st_skip_fn skip,
                              hs_error *err)
 {
@@ -401,6 +402,9 @@ static hs_status open_folder(hs_ckpt_src *src, const char *dir, hs_st_skip_fn sk
     struct stat stt;
     if (!ipath || !mpath) {
         s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    } else if (stat(mpath, &stt) == 0) {
+        src->index_ignored = stat(ipath, &stt) == 0;
+        s = open_shard(src, mpath, skip, &src->x, err);
     } else if (stat(ipath, &stt) == 0) {
         unsigned char *text = NULL;
         size_t n = 0;
@@ -414,11 +418,16 @@ static hs_status open_folder(hs_ckpt_src *src, const char *dir, hs_st_skip_fn sk
         }
         free(z);
         free(text);
-    } else if (stat(mpath, &stt) == 0) {
-        s = open_shard(src, mpath, skip, &src->x, err);
     } else {
-        s = hs_fail(err, HS_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json "
-                    "(a Hugging Face model folder holds one)", dir);
+        char *bin = hs_path_join(dir, "pytorch_model.bin");
+        if (bin && stat(bin, &stt) == 0)
+            s = hs_fail(err, HS_ERR_IO, "%s: only pytorch_model.bin, which headscope does not read (a pickle); "
+                        "convert it: python3 -c \"from transformers import AutoModelForCausalLM as M; "
+                        "M.from_pretrained('%s').save_pretrained('%s', safe_serialization=True)\"", dir, dir, dir);
+        else
+            s = hs_fail(err, HS_ERR_IO, "%s: no model.safetensors or model.safetensors.index.json "
+                        "(a Hugging Face model folder holds one)", dir);
+        free(bin);
     }
     free(ipath);
     free(mpath);

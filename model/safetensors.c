@@ -305,6 +305,10 @@ static hs_status parse_metadata(const char *fname, const cJSON *meta, hs_st_file
             return hs_fail(err, HS_ERR_FORMAT,
                            "%s: metadata value for key '%.64s' is not a string (the format "
                            "requires string values)", fname, kv->string ? kv->string : "");
+        if (!hs_utf8_valid(kv->string) || !hs_utf8_valid(kv->valuestring))
+            return hs_fail(err, HS_ERR_FORMAT, "%s: the header's metadata holds invalid UTF-8 (%s); the "
+                           "format's reference reader refuses the file", fname,
+                           hs_utf8_valid(kv->string) ? "a value" : "a key");
         for (int j = 0; j < out->n_meta; j++)
             if (strcmp(out->meta_keys[j], kv->string) == 0)
                 return hs_fail(err, HS_ERR_FORMAT, "%s: metadata key '%.64s' appears twice",

@@ -658,16 +658,23 @@ static cJSON *dump_model(const hs_model *m, const char *ckpt, const char *label,
         cJSON_AddItemToArray(names, cJSON_CreateString(nm));
     }
     cJSON_AddItemToObject(o, "edges", names);
-    static const struct { hs_metric_kind k; int steps; } RUNS[] = {
-        {HS_METRIC_LOGIT_DIFF, 0}, {HS_METRIC_LOGIT_DIFF, 5}, {HS_METRIC_PROB_DIFF, 0},
-        {HS_METRIC_PROB_DIFF, 2}, {HS_METRIC_KL, 5}};
+    /* resample (both alpha schedules), zero and mean: EAP and EAP-IG */
+    static const hs_eap_opts RUNS[] = {
+        {HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, 0, 0}, {HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, 5, 0},
+        {HS_METRIC_PROB_DIFF, HS_ABLATE_RESAMPLE, 0, 0},  {HS_METRIC_PROB_DIFF, HS_ABLATE_RESAMPLE, 2, 0},
+        {HS_METRIC_KL, HS_ABLATE_RESAMPLE, 5, 0},         {HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, 3, 1},
+        {HS_METRIC_LOGIT_DIFF, HS_ABLATE_ZERO, 0, 0},     {HS_METRIC_LOGIT_DIFF, HS_ABLATE_ZERO, 3, 0},
+        {HS_METRIC_PROB_DIFF, HS_ABLATE_ZERO, 2, 1},      {HS_METRIC_LOGIT_DIFF, HS_ABLATE_MEAN, 0, 0},
+        {HS_METRIC_LOGIT_DIFF, HS_ABLATE_MEAN, 3, 0},     {HS_METRIC_KL, HS_ABLATE_MEAN, 2, 0}};
     double *s = malloc(g.n_edges * sizeof(double)), *ns = malloc((size_t)g.n_nodes * sizeof(double));
     for (size_t i = 0; i < sizeof RUNS / sizeof RUNS[0]; i++) {
-        assert_int_equal(hs_eap_scores(m, NULL, p, &g, RUNS[i].k, RUNS[i].steps, s, &err), HS_OK);
+        if (hs_eap_run(m, NULL, p, &g, &RUNS[i], s, &err) != HS_OK) fail_msg("eap run %zu: %s", i, err.msg);
         hs_eap_node_scores(&g, s, ns);
         cJSON *x = cJSON_CreateObject();
-        cJSON_AddStringToObject(x, "metric", hs_metric_names[RUNS[i].k]);
-        cJSON_AddNumberToObject(x, "ig_steps", RUNS[i].steps);
+        cJSON_AddStringToObject(x, "metric", hs_metric_names[RUNS[i].metric]);
+        cJSON_AddNumberToObject(x, "ig_steps", RUNS[i].ig_steps);
+        cJSON_AddStringToObject(x, "ablation", hs_ablate_method_names[RUNS[i].ablation]);
+        cJSON_AddNumberToObject(x, "ig_right", RUNS[i].ig_right);
         cJSON_AddItemToObject(x, "scores", doubles(s, g.n_edges));
         cJSON_AddItemToObject(x, "node_scores", doubles(ns, (size_t)g.n_nodes - 1));
         cJSON_AddItemToArray(runs, x);

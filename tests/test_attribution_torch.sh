@@ -47,10 +47,11 @@ assert a["method"] == "atp" and "AtP" in a["metric"], a["metric"]
 assert set(a["acts"]) == {"resid_pre", "attn_out", "mlp_out", "resid_post", "z", "q", "k", "v", "pattern"}
 z = a["acts"]["z"]
 for l in range(2):
-    for h in range(4):  # a head's cell over every position is the sum of its positions'
-        s = sum(z["metric_by_position"][l][h])
+    for h in range(4):  # a head's cell over every position is the sum of its positions' ([layer][pos][head])
+        col = [row[h] for row in z["metric_by_position"][l]]
+        s = sum(col)
         # JSON holds each number to float32's digits (hs_json_print): 16 roundings of 2^-24
-        big = max(1.0, sum(abs(v) for v in z["metric_by_position"][l][h]))
+        big = max(1.0, sum(abs(v) for v in col))
         assert abs(z["metric"][l][h] - s) <= 1e-6 * big, (l, h)
 assert b["method"] == "both"
 for name, x in b["acts"].items():
@@ -58,7 +59,7 @@ for name, x in b["acts"].items():
     assert len(x["atp_metric"]) == len(x["metric"]), name
     if name != "resid_post":
         assert -1.0 <= x["pearson_by_position"] <= 1.0, name
-        assert len(x["atp_metric_by_position"][1][3]) == 15, name
+        assert len(x["atp_metric_by_position"][1]) == 15 and len(x["atp_metric_by_position"][1][3]) == 4, name
 # the exact cells of --method both are the exact sweep's
 assert b["acts"]["z"]["metric"][1][3] != b["acts"]["z"]["atp_metric"][1][3]
 PYEOF

@@ -468,7 +468,8 @@ static void planted_circuit_is_found(void **state)
         hs_roc_free(&roc);
         /* ACDC keeps exactly the planted edges */
         hs_acdc_stats st;
-        assert_int_equal(hs_acdc_run(ce, 0.5, circ, sc, &st, &err), HS_OK);
+        const hs_acdc_opts ao = {0.5, 0, 0};
+        assert_int_equal(hs_acdc_run(ce, &ao, circ, sc, &st, &err), HS_OK);
         assert_memory_equal(circ, truth, g.n_edges);
         assert_int_equal(st.kept, 5);
         assert_int_equal(st.trials + st.skipped, (long)g.n_edges);
@@ -557,6 +558,137 @@ static void planted_circuit_is_ranked_first_by_eap(void **state)
     free(truth), free(sc), free(ex);
     hs_graph_free(&g);
     hs_model_destroy(m);
+}
+
+/* EAP and EAP-IG (5 steps) under zero and mean ablation (hs_eap_run) rank
+ * the planted model's edges as exact edge patching under the same ablation
+ * does: the truth is every edge whose exact score is over 1e-3 of the
+ * largest, and the edge ROC AUC is >= 0.98 for both methods on both prompt
+ * sets. Scored with the corrupted partners' difference instead (what
+ * discover printed for --ablation zero|mean before hs_eap_run), the AUC
+ * falls below that on at least one of them (printed). */
+static void zero_and_mean_eap_rank_as_exact_patching(void **state)
+{
+    (void)state;
+    hs_model *m = planted();
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&m->cfg, &g, &err), HS_OK);
+    unsigned char *truth = calloc(g.n_edges, 1);
+    double *sc = malloc(g.n_edges * sizeof *sc), *ex = malloc(g.n_edges * sizeof *ex);
+    double worst_wrong = 1.0;
+    for (int set = 0; set < 2; set++)
+        for (int abl = 0; abl < 2; abl++) {
+            const hs_ablate_method a = abl ? HS_ABLATE_MEAN : HS_ABLATE_ZERO;
+            hs_prompts p;
+            if (set == 0) planted_prompts(40, &p);
+            else planted_prompts_shifted(40, 3, &p);
+            hs_pool *pool;
+            hs_circeval *ce = make_ce(m, &p, &g, HS_METRIC_LOGIT_DIFF, a, 2, &pool);
+            assert_int_equal(hs_edge_patch_scores(ce, ex, &err), HS_OK);
+            double big = 0;
+            for (size_t e = 0; e < g.n_edges; e++) big = fmax(big, fabs(ex[e]));
+            for (size_t e = 0; e < g.n_edges; e++) truth[e] = fabs(ex[e]) > 1e-3 * big;
+            for (int r = 0; r < 3; r++) {
+                const hs_eap_opts o = {HS_METRIC_LOGIT_DIFF, r == 2 ? HS_ABLATE_RESAMPLE : a, r == 1 ? 5 : 0, 0};
+                if (hs_eap_run(m, pool, &p, &g, &o, sc, &err) != HS_OK) fail_msg("%s", err.msg);
+                hs_roc roc;
+                assert_int_equal(hs_roc_run(&g, sc, truth, NULL, &roc, &err), HS_OK);
+                print_message("planted set %d, %s truth: %s edge AUC %.4f\n", set, hs_ablate_method_names[a],
+                              r == 2 ? "resample-scored EAP" : r ? "EAP-IG" : "EAP", roc.edges.auc);
+                if (r < 2 && !(roc.edges.auc >= 0.98))
+                    fail_msg("set %d, %s: %s edge AUC %.4f < 0.98", set, hs_ablate_method_names[a], r ? "EAP-IG" : "EAP",
+                             roc.edges.auc);
+                if (r == 2) worst_wrong = fmin(worst_wrong, roc.edges.auc);
+                hs_roc_free(&roc);
+            }
+            hs_circeval_destroy(ce);
+            hs_pool_destroy(pool);
+            hs_prompts_free(&p);
+        }
+    print_message("resample-scored EAP against zero/mean truths: worst edge AUC %.4f\n", worst_wrong);
+    if (!(worst_wrong < 0.98)) fail_msg("the ablation does not matter here (%.4f): the test shows nothing", worst_wrong);
+    free(truth), free(sc), free(ex);
+    hs_graph_free(&g);
+    hs_model_destroy(m);
+}
+
+/* ACDC's visiting order (hs_acdc_order), written out from ACDC's
+ * reverse_topologically_sort_corr for 2 layers x 2 heads with MLPs: logits,
+ * then per layer from the top its MLP, the heads' v (h1, h0), k, q; senders
+ * newest first, the input last. headscope's earlier order starts at logits
+ * too but takes the input first. */
+static void acdc_visits_edges_in_acdcs_order(void **state)
+{
+    (void)state;
+    hs_config c = hs_config_default();
+    c.n_layers = 2, c.n_heads = 2, c.d_mlp = 8, c.d_model = 8, c.d_head = 4;
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&c, &g, &err), HS_OK);
+    static const char *const L1[] = {"m0", "a0.h1", "a0.h0", "input"};
+    static const char *const L0[] = {"input"};
+    const char *want[64];
+    char buf[64][32];
+    int n = 0;
+    static const char *const to_logits[] = {"m1", "a1.h1", "a1.h0", "m0", "a0.h1", "a0.h0", "input"};
+    for (int i = 0; i < 7; i++) snprintf(buf[n], 32, "%s->logits", to_logits[i]), want[n] = buf[n], n++;
+    for (int i = 0; i < 6; i++) snprintf(buf[n], 32, "%s->m1", to_logits[i + 1]), want[n] = buf[n], n++;
+    for (int x = 0; x < 3; x++)
+        for (int h = 1; h >= 0; h--)
+            for (int i = 0; i < 4; i++) snprintf(buf[n], 32, "%s->a1.h%d<%c>", L1[i], h, "vkq"[x]), want[n] = buf[n], n++;
+    for (int i = 0; i < 3; i++) snprintf(buf[n], 32, "%s->m0", L1[i + 1]), want[n] = buf[n], n++;
+    for (int x = 0; x < 3; x++)
+        for (int h = 1; h >= 0; h--) snprintf(buf[n], 32, "%s->a0.h%d<%c>", L0[0], h, "vkq"[x]), want[n] = buf[n], n++;
+    assert_int_equal((size_t)n, g.n_edges);
+    size_t order[64];
+    assert_int_equal(hs_acdc_order(&g, 0, order, &err), HS_OK);
+    for (int k = 0; k < n; k++) {
+        char name[64];
+        hs_graph_edge_name(&g, order[k], name, sizeof name);
+        if (strcmp(name, want[k]) != 0) fail_msg("ACDC's order, step %d: %s, want %s", k, name, want[k]);
+    }
+    assert_int_equal(hs_acdc_order(&g, 1, order, &err), HS_OK);
+    assert_int_equal(order[0], hs_graph_find_edge(&g, "input->logits"));
+    assert_int_equal(order[g.n_edges - 1], hs_graph_find_edge(&g, "input->a0.h0<q>"));
+    hs_graph_free(&g);
+}
+
+/* ACDC's rule: signed by default (remove when the metric drops less than
+ * tau: a removal that raises it is taken), |change| < tau with
+ * abs_threshold. On circuit_tiny under mean ablation at tau 0.05 every
+ * tried edge's recorded change decides its fate by the rule asked for, and
+ * the |change| run keeps an edge whose removal raised the metric by tau or
+ * more (which the signed rule removes): the rules differ here. */
+static void acdc_rule_is_signed_by_default(void **state)
+{
+    (void)state;
+    hs_pool *pool;
+    hs_circeval *ce = make_ce(g_m, &g_p, &g_g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_MEAN, 2, &pool);
+    unsigned char *circ = malloc(g_g.n_edges);
+    double *sc = malloc(g_g.n_edges * sizeof *sc);
+    hs_error err = {0};
+    const double tau = 0.05;
+    int raised_kept = 0;
+    for (int abs_thr = 0; abs_thr < 2; abs_thr++) {
+        const hs_acdc_opts o = {tau, abs_thr, 0};
+        hs_acdc_stats st;
+        assert_int_equal(hs_acdc_run(ce, &o, circ, sc, &st, &err), HS_OK);
+        for (size_t e = 0; e < g_g.n_edges; e++) {
+            const int keep = abs_thr ? fabs(sc[e]) >= tau : -sc[e] >= tau;
+            if (circ[e] != keep) {
+                char name[64];
+                hs_graph_edge_name(&g_g, e, name, sizeof name);
+                fail_msg("%s rule: %s changed the metric by %.6g and was %s", abs_thr ? "|change|" : "signed", name,
+                         sc[e], circ[e] ? "kept" : "removed");
+            }
+            if (abs_thr && circ[e] && sc[e] >= tau) raised_kept++;
+        }
+    }
+    if (raised_kept == 0) fail_msg("no edge raised the metric by tau: the rules do not differ here");
+    free(circ), free(sc);
+    hs_circeval_destroy(ce);
+    hs_pool_destroy(pool);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -651,7 +783,8 @@ static void graph_json_bytes_and_round_trip(void **state)
     hs_graph g;
     hs_config c;
     tiny_graph(&g, &c);
-    const double sc[5] = {0.5, -2.0, 0.0, 1e-05, 3.25};
+    /* headscope's scores; graph.json holds MIB's, -s / 20: 0.5, -2.0, 0.0, 1e-05, 3.25 */
+    const double sc[5] = {-10.0, 40.0, 0.0, -2e-4, -65.0};
     const unsigned char in[5] = {0, 0, 1, 0, 1};
     hs_buf b = {0};
     hs_error err = {0};
@@ -666,7 +799,7 @@ static void graph_json_bytes_and_round_trip(void **state)
     double back[5];
     unsigned char bin[5];
     assert_int_equal(hs_graph_json_parse(&g, &c, b.s, b.len, "g.json", back, bin, &err), HS_OK);
-    for (int e = 0; e < 5; e++) assert_true(back[e] == (double)(float)sc[e]);
+    for (int e = 0; e < 5; e++) assert_true(back[e] == -20.0 * (double)(float)(-sc[e] / 20));
     assert_memory_equal(bin, in, sizeof in);
     hs_buf_free(&b);
     hs_graph_free(&g);
@@ -677,7 +810,7 @@ static void graph_json_bytes_and_round_trip(void **state)
     for (size_t e = 0; e < g_g.n_edges; e++) s1[e] = rnd() * pow(10, (int)(rnd() * 8)), c1[e] = rnd() > 0;
     assert_int_equal(hs_graph_json_text(&g_g, &g_m->cfg, s1, c1, &b, &err), HS_OK);
     assert_int_equal(hs_graph_json_parse(&g_g, &g_m->cfg, b.s, b.len, "g.json", s2, c2, &err), HS_OK);
-    for (size_t e = 0; e < g_g.n_edges; e++) assert_true(s2[e] == (double)(float)s1[e]);
+    for (size_t e = 0; e < g_g.n_edges; e++) assert_true(s2[e] == -20.0 * (double)(float)(-s1[e] / 20));
     assert_memory_equal(c1, c2, g_g.n_edges);
     hs_buf_free(&b);
     free(s1), free(s2), free(c1), free(c2);
@@ -754,6 +887,9 @@ int main(void)
         cmocka_unit_test(python_float_repr),
         cmocka_unit_test(graph_json_bytes_and_round_trip),
         cmocka_unit_test(bad_graphs_and_truths_one_line_each),
+        cmocka_unit_test(zero_and_mean_eap_rank_as_exact_patching),
+        cmocka_unit_test(acdc_visits_edges_in_acdcs_order),
+        cmocka_unit_test(acdc_rule_is_signed_by_default),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

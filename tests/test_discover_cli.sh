@@ -84,8 +84,34 @@ run 0 ig discover --model "$M" --data "$P" --method eap-ig --ig-steps 5 --out "$
 check_folder "$TMP/ig" graph.json faithfulness.json circuit.dot circuit.png circuit.svg circuit.json \
     faithfulness_curve.png faithfulness_curve.svg faithfulness_curve.json
 "$PY" "$HERE/py/eapig_graph_check.py" "$TMP/ig/graph.json" >/dev/null || fail "eap-ig graph.json fails EAP-IG's reader"
-grep -q '^EAP-IG (Hanna et al. 2024), 5 steps from the corrupted to the clean embeddings: 36 forward and 30 backward passes$' \
+grep -q '^EAP-IG (Hanna et al. 2024), 5 steps from the corrupted to the clean input (alphas k/m, k = 0..m-1): 36 forward and 30 backward passes$' \
     "$TMP/ig.out" || fail "no EAP-IG line (6 chunks of 32 prompts: a clean forward and 5 steps each)"
+# --ablation zero | mean: EAP and EAP-IG score (a_ablated - a_clean), not the corrupted partners' difference;
+# --ig-alphas right steps k = 1..m (one more forward a chunk: the corrupted run and the clean end)
+for a in resample zero mean; do
+    run 0 "eap_$a" discover --model "$M" --data "$P" --method eap --ablation "$a" --json
+    run 0 "ig_$a" discover --model "$M" --data "$P" --method eap-ig --ig-steps 3 --ablation "$a" --json
+done
+run 0 ig_right discover --model "$M" --data "$P" --method eap-ig --ig-steps 3 --ig-alphas right --json
+run 2 alphas_eap discover --model "$M" --data "$P" --method eap --ig-alphas right
+one_line alphas_eap "--ig-alphas is for --method eap-ig"
+run 2 alphas_bad discover --model "$M" --data "$P" --method eap-ig --ig-alphas middle
+one_line alphas_bad "--ig-alphas takes left, right, not 'middle'"
+"$PY" - "$TMP" <<'PYEOF' || fail "discover eap --ablation"
+import json, sys
+t = sys.argv[1]
+j = {n: json.load(open("%s/%s.out" % (t, n))) for n in
+     ("eap_resample", "eap_zero", "eap_mean", "ig_resample", "ig_zero", "ig_mean", "ig_right")}
+top = lambda x: [(e["edge"], e["score"]) for e in x["strongest_edges"]]
+for m in ("eap", "ig"):
+    r, z, mu = (top(j["%s_%s" % (m, a)]) for a in ("resample", "zero", "mean"))
+    assert r != z and r != mu and z != mu, (m, r[:2], z[:2], mu[:2])
+    assert j["%s_zero" % m]["ablation"] == "zero"
+assert j["eap_zero"]["forwards"] == 6 and j["eap_mean"]["forwards"] == 12 and j["eap_resample"]["forwards"] == 12
+assert j["ig_zero"]["forwards"] == 6 * 4 and j["ig_mean"]["forwards"] == 6 * 5, (j["ig_zero"]["forwards"], j["ig_mean"]["forwards"])
+assert j["ig_right"]["forwards"] == 6 * 5 and j["ig_right"]["ig_alphas"].startswith("right"), j["ig_right"]
+assert j["ig_resample"]["ig_alphas"].startswith("left") and top(j["ig_right"]) != top(j["ig_resample"])
+PYEOF
 run 0 igj discover --model "$M" --data "$P" --method eap-ig --json --threads 1
 run 0 eapj discover --model "$M" --data "$P" --method eap --json --threads 2
 "$PY" - "$TMP/ig/graph.json" "$TMP/d1/graph.json" "$TMP/igj.out" "$TMP/eapj.out" "$TMP/ig/faithfulness.json" \
@@ -96,10 +122,12 @@ assert rj["method"] == "eap-ig" and rj["ig_steps"] == 5 and rj["backwards"] == 5
 assert ej["method"] == "eap" and "ig_steps" not in ej and ej["backwards"] * 2 == ej["forwards"], ej
 assert set(ig["edges"]) == set(ex["edges"]) and len(ig["edges"]) == 110
 top = lambda g: sorted(g["edges"], key=lambda k: -abs(g["edges"][k]["score"]))
-# the folder's scores are the --json run's (1 thread vs 2 in the folder run; graph.json holds them as float32,
-# as EAP-IG's torch tensors do)
+# the folder's scores are the --json run's (1 thread vs 2 in the folder run; graph.json holds them in MIB's
+# sign and scale, -score / 20, as float32, as EAP-IG's torch tensors do; the report prints float32's digits)
 f32 = lambda x: struct.unpack("f", struct.pack("f", x))[0]
-assert [(e["edge"], f32(e["score"])) for e in rj["strongest_edges"]] == [(k, ig["edges"][k]["score"]) for k in top(ig)[:10]]
+assert [e["edge"] for e in rj["strongest_edges"]] == top(ig)[:10]
+for e in rj["strongest_edges"]:
+    assert abs(ig["edges"][e["edge"]]["score"] - f32(-e["score"] / 20)) <= 1e-6 * abs(e["score"] / 20), e
 # EAP-IG and exact patching agree on the strongest edge and its sign
 t_ig, t_ex = top(ig)[0], top(ex)[0]
 assert t_ig == t_ex and (ig["edges"][t_ig]["score"] > 0) == (ex["edges"][t_ex]["score"] > 0), (t_ig, t_ex)
@@ -194,8 +222,23 @@ run 2 both discover --model "$M" --data "$P" --top 3 --threshold 0.1
 one_line both "give --top or --threshold, not both"
 run 2 tau discover --model "$M" --data "$P" --tau 0.1
 one_line tau "--tau is for --method acdc"
+run 2 absthr discover --model "$M" --data "$P" --method eap --abs-threshold
+one_line absthr "--abs-threshold and --acdc-order are for --method acdc"
+run 2 acdcord discover --model "$M" --data "$P" --method acdc --acdc-order sideways
+one_line acdcord "--acdc-order takes acdc, headscope, not 'sideways'"
+run 0 acdc_old discover --model "$M" --data "$P" --method acdc --tau 0.05 --abs-threshold --acdc-order headscope --json
+run 0 acdc_new discover --model "$M" --data "$P" --method acdc --tau 0.05 --json
+"$PY" - "$TMP/acdc_old.out" "$TMP/acdc_new.out" <<'PYEOF' || fail "acdc rule and order in the report"
+import json, sys
+o, n = (json.load(open(a))["acdc"] for a in sys.argv[1:3])
+assert o["order"] == "headscope" and o["rule"].startswith("remove when |change|"), o
+assert n["order"] == "acdc" and "grows less than tau" in n["rule"], n
+assert (o["kept"], n["kept"]) == (35, 37), (o["kept"], n["kept"])  # the order matters on circuit_tiny
+PYEOF
 run 2 acdctop discover --model "$M" --data "$P" --method acdc --top 3
 one_line acdctop "ACDC's circuit is what it keeps"
+run 2 twograph faithfulness --model "$M" --data "$P" --graph "$TMP/d1/graph.json" --graph "$TMP/ig/graph.json"
+one_line twograph "--graph given twice"
 run 2 nograph faithfulness --model "$M" --data "$P"
 one_line nograph "--graph FILE is required"
 sed 's/"a0.h1": {/"a0.h9": {/' "$TMP/d1/graph.json" >"$TMP/badnode.json"

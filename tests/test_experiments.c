@@ -232,7 +232,7 @@ static void patch_reproduces_circuit_per_head_numbers(void **state)
      * is circuit's per-head DLA towards ref - other; the parts sum to the LD */
     hs_dla_set d;
     assert_int_equal(hs_dla_set_run(g_m, NULL, &g_p, 0, &d, &err), HS_OK);
-    double sum = d.constant;
+    double sum = d.constant + d.unembed_bias;
     for (int k = 0; k < d.n_comp; k++) sum += d.attr[k];
     assert_true(fabs(sum - d.target) < 1e-4);
     int found = 0;
@@ -527,6 +527,17 @@ static int replace_head_z(const char *name, const int64_t *shape, int ndim, floa
     return 1;
 }
 
+/* TransformerLens' zero edit of a whole hook point. */
+static int zero_all(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name;
+    (void)ctx;
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    memset(data, 0, n * sizeof(float));
+    return 1;
+}
+
 /* mean LD over the rows of a run's logits */
 static double mean_ld(const hs_acts *a, const hs_prompts *p, int n)
 {
@@ -557,15 +568,16 @@ static void ablate_zero_and_mean_equal_hand_ablation(void **state)
     assert_int_equal(hs_hooks_create(&hk, &err), HS_OK);
     assert_int_equal(hs_run_with_hooks(g_m, a, sub.clean, n, t, NULL, &err), HS_OK);
     assert_true(z.metric_clean == mean_ld(a, &sub, n));
-    /* zero: every head, and each layer's heads together, removed by hand */
+    /* zero: every head removed by hand, and each layer's attention as TransformerLens' hook edit
+     * blocks.l.hook_attn_out = 0 (the heads' results and b_O) */
     for (int l = 0; l < L; l++)
         for (int h = -1; h < H; h++) {
-            hs_head heads[64];
-            int nh = 0;
-            for (int k = 0; k < H; k++)
-                if (h < 0 || k == h) heads[nh++] = (hs_head){l, k};
+            hs_head heads[1] = {{l, h}};
+            char an[64];
+            snprintf(an, sizeof an, "blocks.%d.hook_attn_out", l);
             hs_hooks_clear(hk);
-            assert_int_equal(hs_hooks_add_zero_ablation(hk, g_m, heads, nh, &err), HS_OK);
+            if (h < 0) assert_int_equal(hs_hooks_add(hk, an, zero_all, NULL, &err), HS_OK);
+            else assert_int_equal(hs_hooks_add_zero_ablation(hk, g_m, heads, 1, &err), HS_OK);
             assert_int_equal(hs_run_with_hooks(g_m, a, sub.clean, n, t, hk, &err), HS_OK);
             const hs_ablate_comp *cp = &z.comp[l * (H + 2) + (h < 0 ? H : h)];
             assert_int_equal(cp->layer, l);
@@ -573,9 +585,29 @@ static void ablate_zero_and_mean_equal_hand_ablation(void **state)
             if (!(cp->metric == mean_ld(a, &sub, n)))
                 fail_msg("zero L%d %d: %.17g by hand %.17g", l, h, cp->metric, mean_ld(a, &sub, n));
         }
-    /* mean: the position-wise mean of hook_z over the 32 prompts, by hand */
-    const char *f[] = {"blocks.*.attn.hook_z"};
-    assert_int_equal(hs_run_with_cache(g_m, a, sub.clean, n, t, f, 1, NULL, &c, &err), HS_OK);
+    /* mean: the position-wise mean of hook_z over the 32 prompts, by hand; a layer's attention: of
+     * hook_attn_out */
+    const char *f[] = {"blocks.*.attn.hook_z", "blocks.*.hook_attn_out"};
+    assert_int_equal(hs_run_with_cache(g_m, a, sub.clean, n, t, f, 2, NULL, &c, &err), HS_OK);
+    const size_t arow = (size_t)t * g_m->cfg.d_model;
+    float *amean = malloc(arow * sizeof *amean);
+    for (int l = 0; l < L; l++) {
+        const hs_cache_entry *e = hs_cache_getf(&c, "blocks.%d.hook_attn_out", l);
+        for (size_t k = 0; k < arow; k++) {
+            double s = 0.0;
+            for (int i = 0; i < n; i++) s += e->data[(size_t)i * arow + k];
+            amean[k] = (float)(s / n);
+        }
+        mean_hook_ctx mc = {amean, 0, 1, g_m->cfg.d_model};
+        char name[64];
+        snprintf(name, sizeof name, "blocks.%d.hook_attn_out", l);
+        hs_hooks_clear(hk);
+        assert_int_equal(hs_hooks_add(hk, name, replace_head_z, &mc, &err), HS_OK);
+        assert_int_equal(hs_run_with_hooks(g_m, a, sub.clean, n, t, hk, &err), HS_OK);
+        const double want = mean_ld(a, &sub, n), got = mn.comp[l * (H + 2) + H].metric;
+        if (!(fabs(got - want) <= 1e-6 * fmax(1.0, fabs(want)))) fail_msg("mean L%d_attn_out: %.17g by hand %.17g", l, got, want);
+    }
+    free(amean);
     const size_t row = (size_t)t * H * dh;
     float *mean = malloc(row * sizeof *mean);
     for (int l = 0; l < L; l++) {
@@ -602,6 +634,32 @@ static void ablate_zero_and_mean_equal_hand_ablation(void **state)
     hs_acts_destroy(a);
     hs_ablate_report_free(&z);
     hs_ablate_report_free(&mn);
+}
+
+/* hs_patch_usable: a clean - corrupted gap that is small against the spread
+ * of the patched cells' raw LDs (the issue's set: LD 0.242 clean, 0.215
+ * corrupted, cells down to normalised -1.19) is flagged, with a why naming
+ * both; a wide gap with an overshooting cell is not; coinciding LDs as
+ * before. */
+static void patch_tiny_gap_is_not_usable(void **state)
+{
+    (void)state;
+    double ld[3] = {0.183, 0.26, 0.22}, metric[3];
+    hs_patch_report r;
+    memset(&r, 0, sizeof r);
+    r.L = 1, r.H = 1, r.t = 3, r.n = 4;
+    r.acts = 1u << HS_PATCH_RESID_PRE;
+    r.ld[HS_PATCH_RESID_PRE] = ld, r.metric[HS_PATCH_RESID_PRE] = metric;
+    r.ld_clean = 0.242, r.ld_corr = 0.215;
+    char why[240];
+    assert_int_equal(hs_patch_usable(&r, why, sizeof why), 0);
+    if (!strstr(why, "+0.242") || !strstr(why, "+0.215") || !strstr(why, "spread"))
+        fail_msg("why: %s", why);
+    r.ld_clean = 8, r.ld_corr = -8, ld[0] = -9, ld[1] = 9, ld[2] = 3; /* overshoot: spread 18 < 2 x 16 */
+    assert_int_equal(hs_patch_usable(&r, why, sizeof why), 1);
+    r.ld_clean = r.ld_corr = 1;
+    assert_int_equal(hs_patch_usable(&r, why, sizeof why), 0);
+    assert_non_null(strstr(why, "coincide"));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -802,6 +860,7 @@ int main(void)
         cmocka_unit_test(heads_scores_match_a_hand_computed_pattern),
         cmocka_unit_test(lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics),
         cmocka_unit_test(ablate_zero_and_mean_equal_hand_ablation),
+        cmocka_unit_test(patch_tiny_gap_is_not_usable),
         cmocka_unit_test(a_run_from_a_later_layer_is_bit_identical_to_the_full_run),
         cmocka_unit_test(engine_sweep_from_a_later_layer_equals_the_full_sweep),
     };

@@ -107,10 +107,12 @@ p = json.load(open(sys.argv[1]))
 c = json.load(open(sys.argv[2]))
 z = p["acts"]["z"]
 assert p["prompts"] == 192 and p["tokens"] == 15, (p["prompts"], p["tokens"])
+assert "[layer][position][head]" in p["acts"]["z"]["by"], p["acts"]["z"]["by"]
 assert p["ld_clean"] == c["patching"]["ld_clean"]["both"], (p["ld_clean"], c["patching"]["ld_clean"])
 for h in c["heads"]:
     l, k = h["layer"], h["head"]
-    a, b = z["metric_by_position"][l][k][14], h["patching"]["pos14"]["both"]
+    # TransformerLens' get_act_patch_*_by_pos order: [layer][position][head]
+    a, b = z["metric_by_position"][l][14][k], h["patching"]["pos14"]["both"]
     assert a == b, (h["name"], a, b)
     a, b = z["metric"][l][k], h["patching"]["all_positions"]["both"]
     assert a == b, (h["name"], a, b)
@@ -160,7 +162,7 @@ check_folder "$TMP/do" dla.json dla_bars.png
 "$PY" - "$TMP/do/dla.json" <<'PYEOF' || fail "dla.json"
 import json, sys
 d = json.load(open(sys.argv[1]))
-s = sum(c["attribution"] for c in d["components"]) + d["constant"]
+s = sum(c["attribution"] for c in d["components"]) + d["constant"] + d["unembed_bias_term"]
 assert abs(s - d["target"]) < 1e-4, (s, d["target"])
 assert "frozen" in d["final_norm"]
 assert "by_position" not in d["components"][0]
@@ -170,7 +172,7 @@ COMPONENT = re.compile(r"^(embed|pos_embed|L\d+H\d+|L\d+_b_O|L\d+_mlp_out|ln_fin
 assert all(COMPONENT.match(c["component"]) for c in d["components"]), d["components"]
 bars = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "dla_bars.json")))
 assert all(COMPONENT.match(x) for x in bars["labels"]), bars["labels"]
-assert bars["labels"][-1] == "ln_final_b", bars["labels"]
+assert bars["labels"][-2:] == ["ln_final_b", "b_U"], bars["labels"]
 PYEOF
 run 0 dp dla --model "$M" --data "$TMP/pairs.jsonl" --by-position --out "$TMP/dp" --dpi 72
 check_folder "$TMP/dp" dla.json dla_bars.png dla_by_position.png

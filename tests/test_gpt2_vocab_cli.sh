@@ -121,4 +121,45 @@ for c in ("L0H0_QK", "L1H1_OV"):
     assert np.allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(full).max()), (c, got, want)
     assert "token_ids" not in json.load(open("%s/w_full/%s.json" % (t, c)))
 PYEOF
+# 5. heads' first-noun detector on the BPE vocabulary: the task's nouns are looked up as they stand in a
+# sentence (" animal", " street": one token each in GPT-2); the detection pattern is every position from
+# " animal" (position 2 after the BOS) on attending to it, so each head's mul score is its mean attention
+# there (from inspect's attention.json); a sentence with none of the nouns: "not computed", no figure
+W="The animal did not cross the street because it was tired"
+run 0 heads_bpe heads --model "$M" --sentence "$W" --json
+run 0 heads_att inspect --model "$M" --sentence "$W" --out "$TMP/heads_att" --format json
+run 0 heads_none heads --model "$M" --sentence "When Mary and John went to the store" --out "$TMP/hn" --format json
+grep -q "^first-noun: not computed" "$TMP/heads_none.out" || fail "heads without a noun: $(head -3 "$TMP/heads_none.out")"
+"$PY" - "$TMP/heads_bpe.out" "$TMP/heads_att/attention_grid.json" "$TMP/hn" <<'PYEOF' || fail "heads first-noun on BPE"
+import json, os, sys
+import numpy as np
+h = json.load(open(sys.argv[1]))
+assert "first-noun" in h["detectors"], h["detectors"]
+got = np.array(h["scores"]["first-noun"], dtype=float)
+A = np.array(json.load(open(sys.argv[2]))["attention"], dtype=float)  # [L*H, t, t]
+t = A.shape[-1]
+D = np.zeros((t, t))
+D[2:, 2] = 1  # " animal" at position 2 (BOS, "The", " animal")
+want = np.array([(a * D).sum() / a.sum() for a in A]).reshape(got.shape)
+assert np.allclose(got, want, atol=1e-3), (got, want)
+assert got.max() > 0.05, got
+assert not any("first" in f for f in os.listdir(sys.argv[3])), os.listdir(sys.argv[3])
+PYEOF
+
+# 6. tokenizer files as Hugging Face reads them: a vocab.json beginning with a BOM (Python's json, hence
+# transformers, refuses it) and a merges file without its "#version" line (encoder.py and transformers' slow
+# tokenizer drop the first line, tokenizers keeps it: ambiguous) are refused in one line naming the file
+for c in bom nover; do
+    mkdir -p "$TMP/$c" && cp "$M"/config.json "$M"/model.safetensors "$TMP/$c/"
+done
+{ printf '\357\273\277'; cat "$M/encoder.json"; } >"$TMP/bom/encoder.json"
+cp "$M/vocab.bpe" "$TMP/bom/"
+cp "$M/encoder.json" "$TMP/nover/"
+tail -n +2 "$M/vocab.bpe" >"$TMP/nover/vocab.bpe"
+run 1 tok_bom tokenize --model "$TMP/bom" --text "Hello"
+refused tok_bom "encoder.json: starts with a UTF-8 byte-order mark"
+run 1 tok_nover tokenize --model "$TMP/nover" --text "Hello"
+refused tok_nover "vocab.bpe: no \"#version\" first line"
+grep -q "tokenizers keeps it" "$TMP/tok_nover.err" || fail "tok_nover: the two readings not named"
+
 echo "test_gpt2_vocab_cli: ok"

@@ -63,6 +63,29 @@ grep -q '"weights":	"tl-processed"' "$TMP/dla_tl.out" || fail "dla --json lacks 
 run 0 dla_raw dla --model "$FX/sharded" --vocab "$TMP/v19.txt" --data "$TMP/set.jsonl" --out "$TMP/dla_out"
 grep -q '"weights":	"raw"' "$TMP/dla_out/dla.json" || fail "dla.json lacks weights raw"
 
+# 2b. dla --process tl: the components, the norm's bias term and b_U sum to the raw run's logit
+# difference (1e-5) on three folders (TL's processing moves ln_final's bias into b_U)
+printf '%s\n' '{"prompt": "w1 w2 w3 w4", "answer": "w5", "wrong": "w6"}' \
+    '{"prompt": "w7 w2 w9 w4", "answer": "w5", "wrong": "w8"}' '{"prompt": "w3 w1 w4 w1", "answer": "w2", "wrong": "w9"}' \
+    >"$TMP/set3.jsonl"
+for f in base:41 prefix:37 sharded:19; do
+    words "${f#*:}" >"$TMP/vv.txt"
+    for w in raw tl; do
+        run 0 "dlasum_${f%:*}_$w" dla --model "$FX/${f%:*}" --vocab "$TMP/vv.txt" --data "$TMP/set3.jsonl" \
+            --process "$w" --json
+    done
+    "$PY" - "$TMP/dlasum_${f%:*}_raw.out" "$TMP/dlasum_${f%:*}_tl.out" <<'PYEOF' || fail "dla --process tl on ${f%:*}"
+import json, sys
+raw, tl = (json.load(open(a)) for a in sys.argv[1:3])
+ld = raw["target"]
+for j in (raw, tl):
+    s = sum(c["attribution"] for c in j["components"]) + j["constant"] + j.get("unembed_bias_term", 0.0)
+    assert abs(s - ld) < 1e-5 * max(1, abs(ld)), (j["weights"], s, ld)
+    assert abs(j["target"] - ld) < 1e-5 * max(1, abs(ld)), (j["weights"], j["target"], ld)
+assert abs(tl["unembed_bias_term"]) > 1e-4, tl["unembed_bias_term"]  # the case the test is about
+PYEOF
+done
+
 # 3. bad folders: one line, exit 1, nothing written
 while IFS=$'\t' read -r case want; do
     run 1 "bad_$case" inspect --model "$FX/bad/$case" --vocab "$TMP/v13.txt" --sentence "w1 w2" \
@@ -71,6 +94,45 @@ while IFS=$'\t' read -r case want; do
     grep -qF -- "$want" "$TMP/bad_$case.err" || fail "bad_$case: no '$want' in $(cat "$TMP/bad_$case.err")"
     [ ! -e "$TMP/out_$case" ] || fail "bad_$case: $TMP/out_$case was written"
 done <"$FX/bad/cases.tsv"
+
+# 3b. as transformers reads a folder: model.safetensors beside an index is what is read (said in a note);
+# a safetensors header whose metadata holds invalid UTF-8 is refused (the format's reference reader does)
+mkdir -p "$TMP/both" && cp "$FX/base/config.json" "$FX/base/model.safetensors" "$TMP/both/"
+printf '{"metadata": {}, "weight_map": {"wte.weight": "missing-00001.safetensors"}}' \
+    >"$TMP/both/model.safetensors.index.json"
+run 0 both inspect --model "$TMP/both" --vocab "$TMP/v41.txt" --sentence "w1 w2" --out "$TMP/both_out" --format json
+grep -q "read model.safetensors; model.safetensors.index.json beside it is not read" "$TMP/both.err" ||
+    fail "both: no note naming the file read: $(cat "$TMP/both.err")"
+mkdir -p "$TMP/badutf" && cp "$FX/base/config.json" "$TMP/badutf/"
+"$PY" - "$FX/base/model.safetensors" "$TMP/badutf/model.safetensors" <<'PYEOF'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+h = json.loads(raw[8:8 + n])
+h.pop("__metadata__", None)
+body = json.dumps(h)[1:]  # the tensors, after "{"
+hdr = b'{"__metadata__": {"format": "pt\xc3\x28"}, ' + body.encode()
+hdr += b" " * (-len(hdr) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(hdr)) + hdr + raw[8 + n:])
+PYEOF
+run 1 badutf inspect --model "$TMP/badutf" --vocab "$TMP/v41.txt" --sentence "w1 w2" --out "$TMP/badutf_out"
+grep -v ': note: ' "$TMP/badutf.err" >"$TMP/badutf.msg" || true
+[ "$(wc -l <"$TMP/badutf.msg")" -eq 1 ] && grep -q "invalid UTF-8" "$TMP/badutf.msg" ||
+    fail "badutf: $(cat "$TMP/badutf.err")"
+
+# 3c. a missing --model says headscope never downloads; a folder with only pytorch_model.bin says how to convert
+run 1 nomodel inspect --model "$TMP/gpt2" --sentence "w1" --out "$TMP/nomodel_out"
+one_line nomodel "No such file or directory; headscope never downloads: fetch the model folder first"
+mkdir -p "$TMP/binonly" && cp "$FX/base/config.json" "$TMP/binonly/" && echo x >"$TMP/binonly/pytorch_model.bin"
+run 1 binonly inspect --model "$TMP/binonly" --vocab "$TMP/v41.txt" --sentence "w1" --out "$TMP/binonly_out"
+one_line binonly "only pytorch_model.bin, which headscope does not read (a pickle); convert it"
+
+# 3d. config.json with NaN (Python's json writes it; JSON has none): said so, not "not a JSON object"
+mkdir -p "$TMP/cfgnan" && cp "$FX/base/model.safetensors" "$TMP/cfgnan/"
+sed 's/"layer_norm_epsilon": [^,}]*/"layer_norm_epsilon": NaN/' "$FX/base/config.json" >"$TMP/cfgnan/config.json"
+grep -q '"layer_norm_epsilon": NaN' "$TMP/cfgnan/config.json" || fail "cfgnan: the fixture has no layer_norm_epsilon"
+run 1 cfgnan inspect --model "$TMP/cfgnan" --vocab "$TMP/v41.txt" --sentence "w1" --out "$TMP/cfgnan_out"
+one_line cfgnan "config.json: NaN at byte [0-9]* is not JSON"
 
 # 4. --process takes tl or raw
 run 2 process_bad inspect --model "$FX/base" --vocab "$TMP/v41.txt" --sentence "w1" --process fold

@@ -84,7 +84,11 @@ for row in "${CASES[@]}"; do
     word=$(printf 'x%by' "$(echo "$hex" | sed 's/../\\x&/g')")
     if [ "$expect" != ok ]; then
         run 1 "$name" inspect --model "$V" --sentence "the cat" --out "$TMP/$name.out.d"
-        one_line "$name" "vocab word $ID $expect"
+        if [ "$name" = surrogate-d800 ]; then # raw ED A0 80 in the header: refused there, as the format's reader does
+            one_line "$name" "the header's metadata holds invalid UTF-8"
+        else
+            one_line "$name" "vocab word $ID $expect"
+        fi
         terminal_clean "$TMP/$name.err" || fail "$name: raw character in the message"
         [ ! -e "$TMP/$name.out.d" ] || fail "$name: refused, yet the output folder was made"
         echo "ok: $name refused at load: $(cat "$TMP/$name.err")"
@@ -147,7 +151,7 @@ run 2 only_bidi inspect --model "$M" --sentence "the cat" --only "L1${RLO}H0"
 one_line only_bidi "not 'L1<U+202E>H0' (try: headscope inspect --help)$"
 terminal_clean "$TMP/only_bidi.err" || fail "only_bidi: raw character in the message"
 run 1 model_bidi inspect --model "$TMP/a${RLO}b" --sentence "the cat"
-one_line model_bidi "cannot open .*/a<U+202E>b: No such file or directory$"
+one_line model_bidi "cannot open .*/a<U+202E>b: No such file or directory; headscope never downloads"
 terminal_clean "$TMP/model_bidi.err" || fail "model_bidi: raw character in the message"
 echo "ok: messages quoting user input escape format/bidi characters"
 echo "text policy: all classes pass"

@@ -7,7 +7,7 @@
  *
  * Formats: huggingface/tokenizers src/models/bpe/model.rs (vocab, merges as
  * "a b" or [a, b] -- tokenizers >= 0.20 writes pairs --, merges.txt with an
- * optional "#version" line), src/tokenizer/serialization.rs (added_tokens),
+ * "#version" line, required here: see read_merges_txt), src/tokenizer/serialization.rs (added_tokens),
  * src/pre_tokenizers/byte_level.rs; openai/gpt-2 src/encoder.py (encoder.json
  * + vocab.bpe).
  */
@@ -208,6 +208,9 @@ static hs_status check_text(const char *text, size_t n, const char *name, hs_err
 {
     const char *z = memchr(text, '\0', n);
     if (z) return hs_fail(err, HS_ERR_FORMAT, "%s: a NUL byte at byte %zu", name, (size_t)(z - text));
+    if (n >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        return hs_fail(err, HS_ERR_FORMAT, "%s: starts with a UTF-8 byte-order mark, which Python's json (hence "
+                       "transformers) refuses; save it without the BOM", name);
     for (const char *b = text; (b = memchr(b, '\\', n - (size_t)(b - text))) != NULL; b++) {
         const size_t k = (size_t)(b - text);
         if (k + 6 > n || memcmp(b, "\\u0000", 6) != 0) continue;
@@ -360,8 +363,10 @@ done:
 /* ------------------------------------------------------------------------ */
 /* vocab.json + merges.txt                                                   */
 
-/* merges.txt: one "a b" a line ("\n" or "\r\n"), an optional "#version"
- * first line, an optional empty last line. */
+/* merges.txt: a "#version" first line (without it the file reads two ways:
+ * encoder.py and transformers' slow tokenizer drop the first line, tokenizers
+ * keeps it: refused), then one "a b" a line ("\n" or "\r\n"), an optional
+ * empty last line. */
 static hs_status read_merges_txt(const char *text, size_t n, const char *name, bpe_parts *p,
                                  size_t *line0, hs_error *err)
 {
@@ -376,6 +381,10 @@ static hs_status read_merges_txt(const char *text, size_t n, const char *name, b
         const char *nl = memchr(s, '\n', n);
         s = nl ? nl + 1 : end;
         line = *line0 = 2;
+    } else if (st == HS_OK && n > 0) {
+        st = hs_fail(err, HS_ERR_FORMAT, "%s: no \"#version\" first line, so its first line is ambiguous: GPT-2's "
+                     "encoder.py and transformers' slow tokenizer drop it, tokenizers keeps it as a merge; add "
+                     "\"#version: 0.2\" as the first line", name);
     }
     for (; s < end && st == HS_OK; line++) {
         const char *nl = memchr(s, '\n', (size_t)(end - s));

@@ -18,7 +18,11 @@ q/k/v inputs), and every number is recomputed with torch.autograd:
   - eap: (a_u,corr - a_u,clean) . dm/d(input of v), summed over positions,
     averaged over the prompts, the gradient at the clean run (ig_steps 0) or
     averaged over runs from hook_embed = e_corr + (k/m)(e_clean - e_corr),
-    k = 0..m-1 (hannamw/EAP-IG src/eap/attribute.py); node scores with the
+    k = 0..m-1 (hannamw/EAP-IG src/eap/attribute.py; k = 1..m with "ig_right");
+    with "ablation" zero or mean, a_u,corr is 0 or u's position-wise mean
+    over the clean prompts and EAP-IG's runs interpolate the input from its
+    ablated value: zero hook_embed and hook_pos_embed times k/m, mean
+    hook_embed = e_mean + (k/m)(e_clean - e_mean); node scores with the
     gradient at each node's output.
 Each array must match as numpy.allclose(rtol=1e-5, atol=1e-5 * its largest
 magnitude). With --cli-atp the
@@ -282,6 +286,7 @@ def node_grad(m, pts, name):
 
 def eap(m, d, pr, run):
     kind, steps = run["metric"], run["ig_steps"]
+    abl, right = run.get("ablation", "resample"), run.get("ig_right", 0)
     ans, wr, pos = pr["answer"], pr["wrong"], pr["position"]
     n = len(pos)
     with torch.no_grad():
@@ -289,15 +294,29 @@ def eap(m, d, pr, run):
         _, pr_ = m.forward(pr["corrupted"], keep=False)
     ref = lc[torch.arange(n), pos]
     senders = sorted({e.split("->")[0] for e in d["edges"]}, key=lambda s: d["nodes"].index(s))
-    diff = {u: node_tensor(m, pr_, u) - node_tensor(m, pc, u) for u in senders}
+    # the ablated value of what each node sends: the corrupted run's, 0, or the
+    # position-wise mean over the clean prompts
+    if abl == "resample":
+        ablated = lambda u: node_tensor(m, pr_, u)  # noqa: E731
+    elif abl == "zero":
+        ablated = lambda u: torch.zeros_like(node_tensor(m, pc, u))  # noqa: E731
+    else:
+        ablated = lambda u: node_tensor(m, pc, u).mean(0, keepdim=True).expand_as(node_tensor(m, pc, u))  # noqa: E731
+    diff = {u: ablated(u) - node_tensor(m, pc, u) for u in senders}
     grads, ngrads = {}, {}
-    runs = [None] if steps == 0 else list(range(steps))
+    runs = [None] if steps == 0 else [k + right for k in range(steps)]
     for k in runs:
         if k is None:
             edits = {}
-        else:
+        elif abl == "resample":
             ec, er = pc["hook_embed"], pr_["hook_embed"]
             edits = {"hook_embed": lambda x, k=k: (er + (k / steps) * (ec - er)).requires_grad_(True)}
+        elif abl == "zero":  # the input hook_embed + hook_pos_embed from 0
+            edits = {"hook_embed": lambda x, k=k: ((k / steps) * x.detach()).requires_grad_(True),
+                     "hook_pos_embed": lambda x, k=k: ((k / steps) * x.detach()).requires_grad_(True)}
+        else:  # hook_embed from its position-wise mean (the positions are every prompt's)
+            em = pc["hook_embed"].mean(0, keepdim=True)
+            edits = {"hook_embed": lambda x, k=k: (em + (k / steps) * (x.detach() - em)).requires_grad_(True)}
         logits, pts = m.forward(pr["clean"], edits)
         metric(kind, logits, ans, wr, pos, ref).backward()
         for v in sorted({e.split("->")[1] for e in d["edges"]}):
@@ -315,7 +334,8 @@ def check_eap(m, d, pr):
     for run in d["eap"]:
         s, ns = eap(m, d, pr, run)
         what = "eap" if run["ig_steps"] == 0 else "eap-ig"
-        label = "%s %s %s steps %d" % (d["label"], what, run["metric"], run["ig_steps"])
+        label = "%s %s %s steps %d %s%s" % (d["label"], what, run["metric"], run["ig_steps"],
+                                            run.get("ablation", "resample"), " right" if run.get("ig_right") else "")
         close(what, label, run["scores"], s)
         close("node scores", label, run["node_scores"], ns)
 
@@ -355,7 +375,9 @@ def check_cli_atp(patch_json, pairs, ckpt):
     for a, x in got["acts"].items():
         close("cli atp", a, x["metric"], ref[a][0])
         if ref[a][1] is not None:
-            close("cli atp", a + " by position", x["metric_by_position"], ref[a][1])
+            # the JSON's [layer][position][head] (TransformerLens' by_pos order); ref[a][1] is (L, H, T)
+            got = np.asarray(x["metric_by_position"], dtype=np.float64).transpose(0, 2, 1)
+            close("cli atp", a + " by position", got, ref[a][1])
 
 
 def main():
