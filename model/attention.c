@@ -20,13 +20,13 @@
 
 /* out (N, H*dh) = inp (N, D) @ Wp (D, H*dh) + b (H*dh): all heads' projection
  * in one sgemm on the packed weights (hs_acts_wpack), C pre-filled with b. */
-static void heads_project(float *out, const float *inp, const float *Wp, const float *b, size_t N,
-                          int D, int H, int dh)
+static void heads_project(float *out, const float *inp, const float *Wp, int ldw, const float *b,
+                          size_t N, int D, int H, int dh)
 {
     const int HD = H * dh;
     if (b)
         for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)HD, b, (size_t)HD * sizeof(float));
-    hs_sgemm(0, 0, (int)N, HD, D, 1.0f, inp, D, Wp, HD,
+    hs_sgemm(0, 0, (int)N, HD, D, 1.0f, inp, D, Wp, ldw,
                 b ? 1.0f : 0.0f, out, HD);
 }
 
@@ -45,6 +45,7 @@ void hs_pack_qkv(const hs_model *m, hs_acts *acts, int l)
 {
     const hs_config *c = &m->cfg;
     const hs_block_params *bp = &m->params.blocks[l];
+    if (bp->W_QKV) return; /* read packed in place (hs_qkv_packed) */
     if (c->attn == HS_ATTN_SOFTMAX) {
         pack_heads(hs_acts_wpack(acts, c, l, 0), bp->W_Q, c->d_model, c->n_heads, c->d_head);
         pack_heads(hs_acts_wpack(acts, c, l, 1), bp->W_K, c->d_model, c->n_heads, c->d_head);
@@ -271,7 +272,7 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
     float *tmp = si->in[2] + BT * HD, *mean = tmp + BT * D, *rstd = mean + BT;
     const int has_ln1 = c->ln1 && c->norm != HS_NORM_NONE;
     float *outs[3] = {ba->q, ba->k, ba->v};
-    const float *Ws[3] = {bp->W_Q, bp->W_K, bp->W_V}, *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
+    const float *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
     for (int x = 0; x < 3; x++) {
         if (c->attn != HS_ATTN_SOFTMAX && x < 2) continue;
         for (int h = 0; h < H; h++) {
@@ -294,8 +295,9 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
             if (bs[x])
                 for (size_t i = 0; i < BT; i++)
                     memcpy(o + i * H * dh, bs[x] + (size_t)h * dh, (size_t)dh * sizeof(float));
-            hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, tmp, D,
-                        Ws[x] + (size_t)h * D * dh, dh, bs[x] ? 1.0f : 0.0f, o, H * dh);
+            int ldw;
+            const float *Wh = hs_head_qkv(m, l, x, h, &ldw);
+            hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, tmp, D, Wh, ldw, bs[x] ? 1.0f : 0.0f, o, H * dh);
         }
     }
     return HS_OK;
@@ -339,11 +341,16 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
     }
 
     /* Q, K, V */
+    int ldw;
+    const float *Wp;
     if (c->attn == HS_ATTN_SOFTMAX) {
-        heads_project(ba->q, ba->ln1_out, hs_acts_wpack(k->acts, c, l, 0), bp->b_Q, k->BT, D, H, dh);
-        heads_project(ba->k, ba->ln1_out, hs_acts_wpack(k->acts, c, l, 1), bp->b_K, k->BT, D, H, dh);
+        Wp = hs_qkv_packed(k->m, k->acts, l, 0, &ldw);
+        heads_project(ba->q, ba->ln1_out, Wp, ldw, bp->b_Q, k->BT, D, H, dh);
+        Wp = hs_qkv_packed(k->m, k->acts, l, 1, &ldw);
+        heads_project(ba->k, ba->ln1_out, Wp, ldw, bp->b_K, k->BT, D, H, dh);
     }
-    heads_project(ba->v, ba->ln1_out, hs_acts_wpack(k->acts, c, l, 2), bp->b_V, k->BT, D, H, dh);
+    Wp = hs_qkv_packed(k->m, k->acts, l, 2, &ldw);
+    heads_project(ba->v, ba->ln1_out, Wp, ldw, bp->b_V, k->BT, D, H, dh);
     if (si.mem) {
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_scale", l);
         int ln1_observed = c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);

@@ -131,7 +131,7 @@ static void last_block_at_one_position_run(const hs_model *m, hs_acts *acts, int
         hs_norm_apply_affine(lf, after, mean, rstd, P->ln_final_w, P->ln_final_b, nb, D, 1, 1);
         fin = lf;
     }
-    hs_matmul_forward(lg, fin, P->W_U, P->b_U, nb, D, V);
+    hs_unembed_forward(lg, fin, P, nb, D, V);
     for (int b = 0; b < B; b++)
         memcpy(acts->logits + ((size_t)b * T + p) * V, lg + (size_t)b * V, (size_t)V * sizeof(float));
 }
@@ -240,7 +240,7 @@ static hs_status forward_unembed(hs_hook_ctx *hc, const hs_model *m, hs_acts *ac
         memcpy(acts->lnf_out, final_resid, BT * D * sizeof(float));
     }
     HS_HOOK(hc, "unembed.hook_in", acts->lnf_out, 3, B, T, D, 0);
-    hs_matmul_forward(acts->logits, acts->lnf_out, P->W_U, P->b_U, BT, D, V);
+    hs_unembed_forward(acts->logits, acts->lnf_out, P, BT, D, V);
     HS_HOOK(hc, "logits", acts->logits, 3, B, T, V, 0);
     return HS_OK;
 }
@@ -424,5 +424,5 @@ void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scr
     } else {
         memcpy(out, resid, N * D * sizeof(float));
     }
-    hs_matmul_forward(logits, out, P->W_U, P->b_U, N, D, c->d_vocab);
+    hs_unembed_forward(logits, out, P, N, D, c->d_vocab);
 }
