@@ -65,21 +65,24 @@ void hs_meta_free(hs_meta *meta)
  * an exponent of all ones (inf, NaN) counts as 0; eight lanes at a time. */
 static float max_abs_finite(const float *x, size_t n)
 {
-    typedef uint32_t u8v __attribute__((vector_size(32)));
-    const uint32_t ABS = 0x7fffffffu, INF = 0x7f800000u;
-    u8v mx = {0};
+    /* |x|'s bits are below 2^31: signed compares (one instruction on SSE2,
+     * where unsigned ones are emulated) */
+    typedef int32_t i8v __attribute__((vector_size(32)));
+    const int32_t ABS = 0x7fffffff, INF = 0x7f800000;
+    i8v mx = {0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        u8v v;
+        i8v v;
         memcpy(&v, x + i, sizeof v);
         v &= ABS;
-        v &= (u8v)(v < INF);     /* non-finite -> 0 */
-        mx = (u8v)(((u8v)(v > mx) & v) | (~(u8v)(v > mx) & mx));
+        v &= (i8v)(v < INF);     /* non-finite -> 0 */
+        const i8v gt = (i8v)(v > mx);
+        mx = (gt & v) | (~gt & mx);
     }
-    uint32_t m = 0;
+    int32_t m = 0;
     for (int k = 0; k < 8; k++) m = mx[k] > m ? mx[k] : m;
     for (; i < n; i++) {
-        uint32_t u;
+        int32_t u;
         memcpy(&u, x + i, sizeof u);
         u &= ABS;
         if (u < INF && u > m) m = u;
@@ -101,6 +104,7 @@ hs_status hs_model_magnitude_warning(const hs_model *m, char **warning, hs_error
         if (data != NULL) {
             mx = max_abs_finite(data, t->numel);
         } else if (m->params.W_U_T && t->view == (int)(&m->params.W_U - (float *const *)&m->params)) {
+            if (m->params.W_U_T == m->params.W_E) continue; /* tied: checked as W_E */
             mx = max_abs_finite(m->params.W_U_T, t->numel); /* the same values transposed */
         } else { /* W_Q, W_K or W_V read packed: head by head, row by row */
             int l = 0;
