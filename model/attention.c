@@ -214,8 +214,8 @@ typedef struct {
     float *rep, *in[3];  /* (BT,H,D): the repeat of resid_pre; q, k, v inputs */
 } split_in;
 
-static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, const hs_block_acts *ba,
-                              int B, int T, split_in *si, hs_error *err)
+static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts *acts,
+                              const hs_block_acts *ba, int B, int T, split_in *si, hs_error *err)
 {
     const hs_config *c = &m->cfg;
     const int D = c->d_model, H = c->n_heads;
@@ -234,7 +234,16 @@ static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, const h
     if (!want[0] && !want[1] && !want[2] && !want[3]) return HS_OK;
     /* rep (BT,H,D) the repeat, attn_in and in[x] each input, then (split_apply)
      * tmp (BT,D) and statistics 2 x BT */
-    float *mem = malloc((BT * HD * 5 + BT * D + 2 * BT) * sizeof(float));
+    /* acts' scratch for them, grown here and kept for the next forward
+     * (GPT-2 small at 1,024 tokens: 189 MB a layer, which a fresh block
+     * faulted in and cleared at every layer of every run) */
+    const size_t need = BT * HD * 5 + BT * D + 2 * BT;
+    if (acts->split_cap < need) {
+        hs_floats_free(acts->split_mem);
+        acts->split_mem = hs_floats_alloc(need);
+        acts->split_cap = acts->split_mem ? need : 0;
+    }
+    float *mem = acts->split_mem;
     if (mem == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory for blocks.%d split inputs", l);
     float *rep = mem, *attn_in = rep + BT * HD;
     si->mem = mem;
@@ -319,11 +328,8 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
 
     split_in si = {NULL, NULL, {NULL, NULL, NULL}};
     if (k->hc->obs) {
-        hs_status s = split_inputs(k->hc, k->m, l, ba, B, T, &si, err);
-        if (s != HS_OK) {
-            free(si.mem);
-            return s;
-        }
+        hs_status s = split_inputs(k->hc, k->m, l, k->acts, ba, B, T, &si, err);
+        if (s != HS_OK) return s;
     }
 
     /* LN1 */
@@ -332,10 +338,7 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
         hs_status s = hs_norm_forward_hooked(k->hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
                                              ba->resid_pre, bp->ln1_w, bp->ln1_b, B, T, D,
                                              c->norm, c->eps, k->acts->scratch, err);
-        if (s != HS_OK) {
-            free(si.mem);
-            return s;
-        }
+        if (s != HS_OK) return s;
     } else {
         memcpy(ba->ln1_out, ba->resid_pre, k->BT * D * sizeof(float));
     }
@@ -357,7 +360,6 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_normalized", l);
         ln1_observed |= c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
         hs_status s = split_apply(&si, k->m, l, ba, B, T, ln1_observed, err);
-        free(si.mem);
         if (s != HS_OK) return s;
     }
     if (c->attn == HS_ATTN_SOFTMAX) {

@@ -433,6 +433,12 @@ typedef struct {
                                    * hs_acts_wpack): n_layers; 1 for activations of one
                                    * sequence without gradients (inference: each layer packed
                                    * as its block starts; GPT-2 small: 85 -> 7 MB) */
+    float *split_mem;             /* (split_cap) the scratch of the split inputs
+                                   * (blocks.{l}.hook_attn_in, hook_q/k/v_input, observer runs
+                                   * only, which run as one part on these activations): made
+                                   * by the first forward that is asked for one, kept for the
+                                   * next (hs_floats_alloc), freed with the activations */
+    size_t split_cap;
 } hs_acts;
 
 /* Allocates activations for batches up to B sequences of up to T tokens
