@@ -306,6 +306,10 @@ static hs_status fwd_part_run(void *ctx, int j, int worker, hs_error *err)
     return forward_body(f->m, &view, f->tokens + (size_t)b0 * f->T, b1 - b0, f->T, &hc, err);
 }
 
+/* Rows from which a one-part forward on a pool of several workers lets
+ * OpenBLAS run its products on them (below, a product is too short to gain). */
+#define HS_BLAS_PAR_ROWS 256
+
 hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
                      const hs_observer *observer, hs_error *err)
 {
@@ -337,7 +341,14 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
         acts->edited = 0;
         return hs_pool_for(acts->pool, parts, fwd_part_run, &f, err);
     }
+    /* one part on a pool of several workers: the large products (at least
+     * HS_BLAS_PAR_ROWS rows) use them through OpenBLAS' own threads, the
+     * same bits (hs_blas_threads) */
+    const int workers = hs_pool_threads(acts->pool);
+    const int blas_par = workers > 1 && BT >= HS_BLAS_PAR_ROWS;
+    if (blas_par) hs_blas_threads(workers);
     hs_status s = forward_body(m, acts, tokens, B, T, &hc, err);
+    if (blas_par) hs_blas_threads(1);
     acts->edited = hc.changed;
     return s;
 }
