@@ -183,15 +183,6 @@ hs_status hs_ckpt_in_place(const hs_ckpt_src *src, int i, hs_model *m, float **o
         l->offset > sh->size || (uint64_t)n * 4 > sh->size - l->offset || n == 0)
         return HS_OK;
     const float *p = (const float *)(const void *)(sh->map + l->offset);
-#ifdef MADV_POPULATE_READ
-    /* the tensor's pages mapped in one call, not one fault per 4 KiB (or
-     * per fault-around block) in the finite check; a kernel without it
-     * (before Linux 5.14) refuses the advice and the check faults them */
-    {
-        const uintptr_t pg = 4096, a = (uintptr_t)p & ~(pg - 1);
-        (void)madvise((void *)a, (uintptr_t)p + n * 4 - a, MADV_POPULATE_READ);
-    }
-#endif
     const size_t bad = first_nonfinite(p, n);
     if (bad < n) {
         const float v = p[bad];

@@ -5,10 +5,12 @@
  * views (TransformerLens names and shapes, checkpoint order), and hs_params is
  * the struct of pointers into it (llm.c's ParameterTensors, STYLE.md 1).
  */
+#define _DEFAULT_SOURCE /* madvise */
 #include "model.h"
 #include "model_internal.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -378,6 +380,15 @@ const float *hs_head_qkv(const hs_model *m, int l, int which, int h, int *ld)
     return W + (size_t)h * c->d_model * c->d_head;
 }
 
+/* Drops the resident pages of [p, p + n floats) of a mapped (read-only,
+ * private, never written) file: a later read maps them again from the file. */
+static void drop_mapped(const hs_model *m, const float *p, size_t n)
+{
+    if (p == NULL || m->n_maps == 0) return;
+    const uintptr_t pg = 4096, a = (uintptr_t)p & ~(pg - 1);
+    (void)madvise((void *)a, (uintptr_t)(p + n) - a, MADV_DONTNEED);
+}
+
 hs_status hs_model_own(hs_model *m, hs_error *err)
 {
     (void)err;
@@ -395,19 +406,24 @@ hs_status hs_model_own(hs_model *m, hs_error *err)
     point_params(&lay, m->param_mem, &own);
     float *const *cur = (float *const *)&m->params;
     float *const *dst = (float *const *)&own;
+    /* Table order, each mapped source's pages dropped once copied, so the
+     * resident set stays about one table (not the file plus the table) */
     for (int i = 0; i < m->n_tensors; i++) {
         const hs_tensor_info *t = &m->tensors[i];
         float *to = dst[t->view], *from = cur[t->view];
         if (from == to) continue;
         if (from) {
             memcpy(to, from, t->numel * sizeof(float));
+            drop_mapped(m, from, t->numel); /* (a tied W_U is transposed from the copy) */
         } else if (to == own.W_U) { /* W_U (D, V) = W_U_T^T, a (V, D) block of rows at a time */
+            /* tied: W_E is copied already (the table's first entry): read the copy */
+            const float *src = m->params.W_U_T == m->params.W_E ? own.W_E : m->params.W_U_T;
             for (int v0 = 0; v0 < V; v0 += 64) {
                 const int nv = V - v0 < 64 ? V - v0 : 64;
                 for (int d = 0; d < D; d++)
-                    for (int v = 0; v < nv; v++)
-                        to[(size_t)d * V + v0 + v] = m->params.W_U_T[(size_t)(v0 + v) * D + d];
+                    for (int v = 0; v < nv; v++) to[(size_t)d * V + v0 + v] = src[(size_t)(v0 + v) * D + d];
             }
+            if (src == m->params.W_U_T) drop_mapped(m, src, t->numel);
         } else { /* W_Q, W_K or W_V (H, D, dh) out of W_QKV */
             int l = 0, which = 0;
             for (l = 0; l < c->n_layers; l++) {
@@ -424,6 +440,7 @@ hs_status hs_model_own(hs_model *m, hs_error *err)
                 for (int d = 0; d < D; d++)
                     memcpy(to + ((size_t)h * D + d) * dh, W + (size_t)d * ld, (size_t)dh * sizeof(float));
             }
+            if (which == 2) drop_mapped(m, m->params.blocks[l].W_QKV, (size_t)D * 3 * H * dh);
         }
     }
     m->params = own; /* W_QKV and W_U_T NULL: the layout's slots for them are 0 */
