@@ -10,7 +10,14 @@
  *            at (T, .) and, per layer and head, the score product
  *            Q K^T (T, T, dh) and the mix pattern V (T, dh, T)), summed;
  *            "proj" without the attention products.
- * The ratio forward / roofline is what issue 24 bounds (1.3x).
+ *   last:    hs_forward without an observer keeping only the last position's
+ *            logits (acts->logit_pos = T - 1: the last block's MLP and the
+ *            unembedding at that row alone), median of RUNS, beside its own
+ *            roofline: the same products at the rows it computes (W_in,
+ *            W_out of the last block and W_U at 1 row, W_U as W_U^T when the
+ *            model reads it transposed).
+ * The ratio forward / roofline is what issues 24 and 30 bound (1.3x with
+ * the full cache, 1.2x for the last position's logits).
  *
  * usage: bench_gpt2 PATH [--threads N] [--runs R] [--ctx T] [--json FILE]
  */
@@ -29,6 +36,27 @@ static int forward_gemms(const hs_config *c, int T, bench_gemm *g, int *n_proj)
         if (strncmp(all[i].what, "fwd", 3) == 0) g[n++] = all[i];
     *n_proj = n;
     const int LH = c->n_layers * c->n_heads, dh = c->d_head;
+    g[n++] = (bench_gemm){"attn scores Q K^T", 0, 1, T, T, dh, LH, 0.0f};
+    g[n++] = (bench_gemm){"attn mix pattern V", 0, 0, T, dh, T, LH, 0.0f};
+    return n;
+}
+
+/* The products of a forward keeping the last position's logits only. */
+static int last_gemms(const hs_model *m, int T, bench_gemm *g)
+{
+    const hs_config *c = &m->cfg;
+    const int L = c->n_layers, D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
+    const int LH = L * c->n_heads, dh = c->d_head, V = c->d_vocab;
+    int n = 0;
+    g[n++] = (bench_gemm){"fwd Q/K/V", 0, 0, T, HD, D, L * 3, 0.0f};
+    g[n++] = (bench_gemm){"fwd W_O", 0, 0, T, D, HD, L, 0.0f};
+    if (M > 0) {
+        if (L > 1) g[n++] = (bench_gemm){"fwd W_in", 0, 0, T, M, D, L - 1, 0.0f};
+        if (L > 1) g[n++] = (bench_gemm){"fwd W_out", 0, 0, T, D, M, L - 1, 0.0f};
+        g[n++] = (bench_gemm){"fwd W_in (last row)", 0, 0, 1, M, D, 1, 0.0f};
+        g[n++] = (bench_gemm){"fwd W_out (last row)", 0, 0, 1, D, M, 1, 0.0f};
+    }
+    g[n++] = (bench_gemm){"fwd W_U (last row)", 0, m->params.W_U_T != NULL, 1, V, D, 1, 0.0f};
     g[n++] = (bench_gemm){"attn scores Q K^T", 0, 1, T, T, dh, LH, 0.0f};
     g[n++] = (bench_gemm){"attn mix pattern V", 0, 0, T, dh, T, LH, 0.0f};
     return n;
@@ -84,12 +112,28 @@ int main(int argc, char **argv)
     }
     for (int i = 0; i < cache.n; i++) cached += cache.e[i].numel * sizeof(float);
     const double fwd_ms = bench_median(ms, runs);
+    acts->logit_pos = T - 1;
+    for (int r = -1; r < runs; r++) {
+        const double t0 = bench_now();
+        if (hs_forward(m, acts, tok, 1, T, NULL, &err) != HS_OK) {
+            fprintf(stderr, "bench_gpt2: %s\n", err.msg);
+            return 1;
+        }
+        if (r >= 0) ms[r] = (bench_now() - t0) * 1e3;
+    }
+    acts->logit_pos = -1;
+    const double last_ms = bench_median(ms, runs);
 
-    bench_gemm g[40];
+    bench_gemm g[40], gl[16];
     int n_proj;
     const int n = forward_gemms(&m->cfg, T, g, &n_proj);
+    const int nl = last_gemms(m, T, gl);
     bench_bufs bb;
-    bench_bufs_init(&bb, bench_gemm_cap(g, n));
+    const size_t cap_full = bench_gemm_cap(g, n), cap_last = bench_gemm_cap(gl, nl);
+    bench_bufs_init(&bb, cap_full > cap_last ? cap_full : cap_last);
+    /* the roofline at the forward's threads: a one-sequence forward runs
+     * its products on OpenBLAS' threads, one per worker (hs_blas_threads) */
+    openblas_set_num_threads(threads);
     double proj_ms = 0, roof_ms = 0, gflop = 0;
     for (int i = 0; i < n; i++) {
         const double s = g[i].count * bench_time_gemm(&g[i], &bb, 5) * 1e3;
@@ -97,11 +141,15 @@ int main(int argc, char **argv)
         if (i < n_proj) proj_ms += s;
         gflop += 2.0 * g[i].m * g[i].n * (double)g[i].k * g[i].count * 1e-9;
     }
+    double last_roof_ms = 0;
+    for (int i = 0; i < nl; i++) last_roof_ms += gl[i].count * bench_time_gemm(&gl[i], &bb, 5) * 1e3;
     bench_bufs_free(&bb);
     printf("forward with the full cache (%d points, %.0f MB) at %d tokens, %d threads: %.1f ms "
            "(median of %d)\nsgemm roofline at its shapes: %.1f ms (%.1f GFLOP; projections and "
            "unembedding alone %.1f ms): %.2fx\n", cache.n, cached / 1e6, T, threads, fwd_ms, runs,
            roof_ms, gflop, proj_ms, fwd_ms / roof_ms);
+    printf("forward keeping the last position's logits: %.1f ms (median of %d); its roofline %.1f "
+           "ms: %.2fx\n", last_ms, runs, last_roof_ms, last_ms / last_roof_ms);
     if (json) {
         FILE *f = fopen(json, "w");
         if (!f) {
@@ -110,9 +158,10 @@ int main(int argc, char **argv)
         }
         fprintf(f, "{\"tokens\": %d, \"threads\": %d, \"runs\": %d, \"forward_cache_ms\": %.3f, "
                    "\"cache_points\": %d, \"cache_mb\": %.1f, \"roofline_ms\": %.3f, "
-                   "\"roofline_proj_ms\": %.3f, \"gflop\": %.3f, \"ratio\": %.3f}\n",
+                   "\"roofline_proj_ms\": %.3f, \"gflop\": %.3f, \"ratio\": %.3f, "
+                   "\"forward_last_ms\": %.3f, \"roofline_last_ms\": %.3f, \"ratio_last\": %.3f}\n",
                 T, threads, runs, fwd_ms, cache.n, cached / 1e6, roof_ms, proj_ms, gflop,
-                fwd_ms / roof_ms);
+                fwd_ms / roof_ms, last_ms, last_roof_ms, last_ms / last_roof_ms);
         if (fclose(f) != 0) return 1;
     }
     hs_cache_free(&cache);

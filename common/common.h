@@ -410,6 +410,17 @@ int hs_pool_cpus(void);
  * (no helper to stop). */
 void hs_blas_one_thread(void);
 
+/* OpenBLAS at n threads per call for the products that follow (n <= 1: back
+ * to one, helpers stopped: hs_blas_one_thread). For a forward that runs as
+ * one part (one sequence, or an observer) on a pool of n workers, whose
+ * large products would otherwise use one core (model/forward.c). OpenBLAS
+ * splits a product's rows and columns over its threads, never the inner
+ * dimension, so each value is the same sum in the same order: the bits do
+ * not depend on n (GPT-2 small's logits at 1,024 tokens, 1 and 2 threads:
+ * identical). Process wide: not for forwards running concurrently on pools
+ * of their own. */
+void hs_blas_threads(int n);
+
 /* Creates a pool of `threads` workers: the caller's thread is worker 0 and
  * threads - 1 helper pthreads wait for work (no spinning). threads = 0 means
  * hs_pool_cpus(); 1 means everything runs on the caller's thread (no helper

@@ -45,6 +45,15 @@ void hs_blas_one_thread(void)
     if (blas_thread_shutdown_) blas_thread_shutdown_();
 }
 
+void hs_blas_threads(int n)
+{
+    if (n <= 1) {
+        hs_blas_one_thread();
+        return;
+    }
+    if (openblas_get_num_threads() != n) openblas_set_num_threads(n);
+}
+
 #define LANE_QUEUE 64
 
 typedef struct {

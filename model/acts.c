@@ -205,5 +205,6 @@ void hs_acts_destroy(hs_acts *a)
     if (a->own_pool) hs_pool_destroy(a->pool);
     hs_floats_free(a->mem);
     hs_floats_free(a->d_mem);
+    hs_floats_free(a->split_mem);
     free(a);
 }

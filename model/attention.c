@@ -20,13 +20,13 @@
 
 /* out (N, H*dh) = inp (N, D) @ Wp (D, H*dh) + b (H*dh): all heads' projection
  * in one sgemm on the packed weights (hs_acts_wpack), C pre-filled with b. */
-static void heads_project(float *out, const float *inp, const float *Wp, const float *b, size_t N,
-                          int D, int H, int dh)
+static void heads_project(float *out, const float *inp, const float *Wp, int ldw, const float *b,
+                          size_t N, int D, int H, int dh)
 {
     const int HD = H * dh;
     if (b)
         for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)HD, b, (size_t)HD * sizeof(float));
-    hs_sgemm(0, 0, (int)N, HD, D, 1.0f, inp, D, Wp, HD,
+    hs_sgemm(0, 0, (int)N, HD, D, 1.0f, inp, D, Wp, ldw,
                 b ? 1.0f : 0.0f, out, HD);
 }
 
@@ -45,6 +45,7 @@ void hs_pack_qkv(const hs_model *m, hs_acts *acts, int l)
 {
     const hs_config *c = &m->cfg;
     const hs_block_params *bp = &m->params.blocks[l];
+    if (bp->W_QKV) return; /* read packed in place (hs_qkv_packed) */
     if (c->attn == HS_ATTN_SOFTMAX) {
         pack_heads(hs_acts_wpack(acts, c, l, 0), bp->W_Q, c->d_model, c->n_heads, c->d_head);
         pack_heads(hs_acts_wpack(acts, c, l, 1), bp->W_K, c->d_model, c->n_heads, c->d_head);
@@ -213,8 +214,8 @@ typedef struct {
     float *rep, *in[3];  /* (BT,H,D): the repeat of resid_pre; q, k, v inputs */
 } split_in;
 
-static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, const hs_block_acts *ba,
-                              int B, int T, split_in *si, hs_error *err)
+static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts *acts,
+                              const hs_block_acts *ba, int B, int T, split_in *si, hs_error *err)
 {
     const hs_config *c = &m->cfg;
     const int D = c->d_model, H = c->n_heads;
@@ -233,7 +234,16 @@ static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, const h
     if (!want[0] && !want[1] && !want[2] && !want[3]) return HS_OK;
     /* rep (BT,H,D) the repeat, attn_in and in[x] each input, then (split_apply)
      * tmp (BT,D) and statistics 2 x BT */
-    float *mem = malloc((BT * HD * 5 + BT * D + 2 * BT) * sizeof(float));
+    /* acts' scratch for them, grown here and kept for the next forward
+     * (GPT-2 small at 1,024 tokens: 189 MB a layer, which a fresh block
+     * faulted in and cleared at every layer of every run) */
+    const size_t need = BT * HD * 5 + BT * D + 2 * BT;
+    if (acts->split_cap < need) {
+        hs_floats_free(acts->split_mem);
+        acts->split_mem = hs_floats_alloc(need);
+        acts->split_cap = acts->split_mem ? need : 0;
+    }
+    float *mem = acts->split_mem;
     if (mem == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory for blocks.%d split inputs", l);
     float *rep = mem, *attn_in = rep + BT * HD;
     si->mem = mem;
@@ -271,7 +281,7 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
     float *tmp = si->in[2] + BT * HD, *mean = tmp + BT * D, *rstd = mean + BT;
     const int has_ln1 = c->ln1 && c->norm != HS_NORM_NONE;
     float *outs[3] = {ba->q, ba->k, ba->v};
-    const float *Ws[3] = {bp->W_Q, bp->W_K, bp->W_V}, *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
+    const float *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
     for (int x = 0; x < 3; x++) {
         if (c->attn != HS_ATTN_SOFTMAX && x < 2) continue;
         for (int h = 0; h < H; h++) {
@@ -294,8 +304,9 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
             if (bs[x])
                 for (size_t i = 0; i < BT; i++)
                     memcpy(o + i * H * dh, bs[x] + (size_t)h * dh, (size_t)dh * sizeof(float));
-            hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, tmp, D,
-                        Ws[x] + (size_t)h * D * dh, dh, bs[x] ? 1.0f : 0.0f, o, H * dh);
+            int ldw;
+            const float *Wh = hs_head_qkv(m, l, x, h, &ldw);
+            hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, tmp, D, Wh, ldw, bs[x] ? 1.0f : 0.0f, o, H * dh);
         }
     }
     return HS_OK;
@@ -317,11 +328,8 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
 
     split_in si = {NULL, NULL, {NULL, NULL, NULL}};
     if (k->hc->obs) {
-        hs_status s = split_inputs(k->hc, k->m, l, ba, B, T, &si, err);
-        if (s != HS_OK) {
-            free(si.mem);
-            return s;
-        }
+        hs_status s = split_inputs(k->hc, k->m, l, k->acts, ba, B, T, &si, err);
+        if (s != HS_OK) return s;
     }
 
     /* LN1 */
@@ -330,27 +338,28 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
         hs_status s = hs_norm_forward_hooked(k->hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
                                              ba->resid_pre, bp->ln1_w, bp->ln1_b, B, T, D,
                                              c->norm, c->eps, k->acts->scratch, err);
-        if (s != HS_OK) {
-            free(si.mem);
-            return s;
-        }
+        if (s != HS_OK) return s;
     } else {
         memcpy(ba->ln1_out, ba->resid_pre, k->BT * D * sizeof(float));
     }
 
     /* Q, K, V */
+    int ldw;
+    const float *Wp;
     if (c->attn == HS_ATTN_SOFTMAX) {
-        heads_project(ba->q, ba->ln1_out, hs_acts_wpack(k->acts, c, l, 0), bp->b_Q, k->BT, D, H, dh);
-        heads_project(ba->k, ba->ln1_out, hs_acts_wpack(k->acts, c, l, 1), bp->b_K, k->BT, D, H, dh);
+        Wp = hs_qkv_packed(k->m, k->acts, l, 0, &ldw);
+        heads_project(ba->q, ba->ln1_out, Wp, ldw, bp->b_Q, k->BT, D, H, dh);
+        Wp = hs_qkv_packed(k->m, k->acts, l, 1, &ldw);
+        heads_project(ba->k, ba->ln1_out, Wp, ldw, bp->b_K, k->BT, D, H, dh);
     }
-    heads_project(ba->v, ba->ln1_out, hs_acts_wpack(k->acts, c, l, 2), bp->b_V, k->BT, D, H, dh);
+    Wp = hs_qkv_packed(k->m, k->acts, l, 2, &ldw);
+    heads_project(ba->v, ba->ln1_out, Wp, ldw, bp->b_V, k->BT, D, H, dh);
     if (si.mem) {
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_scale", l);
         int ln1_observed = c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_normalized", l);
         ln1_observed |= c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
         hs_status s = split_apply(&si, k->m, l, ba, B, T, ln1_observed, err);
-        free(si.mem);
         if (s != HS_OK) return s;
     }
     if (c->attn == HS_ATTN_SOFTMAX) {

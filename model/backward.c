@@ -122,10 +122,27 @@ static void embed_backward(float *dW_E, float *dW_pos, const float *dx0, const i
 void hs_dx_product(float *dx, float beta, const float *dy, const float *W, const float *WT,
                    size_t N, int C, int OC)
 {
+    hs_dx_product_ld(dx, beta, dy, W, OC, WT, N, C, OC);
+}
+
+void hs_dx_product_ld(float *dx, float beta, const float *dy, const float *W, int ldw,
+                      const float *WT, size_t N, int C, int OC)
+{
     if (hs_sgemm_nn_jit(C, OC))
         hs_sgemm(0, 0, (int)N, C, OC, 1.0f, dy, OC, WT, C, beta, dx, C);
     else
-        hs_sgemm(0, 1, (int)N, C, OC, 1.0f, dy, OC, W, OC, beta, dx, C);
+        hs_sgemm(0, 1, (int)N, C, OC, 1.0f, dy, OC, W, ldw, beta, dx, C);
+}
+
+void hs_unembed_dx(float *dx, const float *dlogits, const hs_model *m, const hs_acts *acts, size_t N)
+{
+    const hs_config *c = &m->cfg;
+    if (m->params.W_U_T)
+        hs_sgemm(0, 0, (int)N, c->d_model, c->d_vocab, 1.0f, dlogits, c->d_vocab, m->params.W_U_T,
+                 c->d_model, 0.0f, dx, c->d_model);
+    else
+        hs_dx_product(dx, 0.0f, dlogits, m->params.W_U, hs_acts_wT(acts, c, c->n_layers, 0), N,
+                      c->d_model, c->d_vocab);
 }
 
 /* Fills hs_acts_wT from m's weights and the forward's packed W_Q/K/V: job
@@ -151,13 +168,17 @@ static hs_status transpose_run(void *ctx, int j, int worker, hs_error *err)
     const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
     const int l = j / 6, w = j % 6;
     if (l == c->n_layers) {
-        transpose_for_dx(hs_acts_wT(a->acts, c, l, 0), a->m->params.W_U, D, c->d_vocab);
+        if (a->m->params.W_U) /* W_U_T is multiplied as it lies (hs_unembed_dx) */
+            transpose_for_dx(hs_acts_wT(a->acts, c, l, 0), a->m->params.W_U, D, c->d_vocab);
         return HS_OK;
     }
     const hs_block_params *bp = &a->m->params.blocks[l];
     if (w < 3) {
-        if (w == 2 || c->attn == HS_ATTN_SOFTMAX)
-            transpose_for_dx(hs_acts_wT(a->acts, c, l, w), hs_acts_wpack(a->acts, c, l, w), D, HD);
+        if (w == 2 || c->attn == HS_ATTN_SOFTMAX) {
+            int ld;
+            const float *Wp = hs_qkv_packed(a->m, a->acts, l, w, &ld);
+            if (hs_sgemm_nn_jit(D, HD)) hs_transpose_rows(hs_acts_wT(a->acts, c, l, w), Wp, D, HD, (size_t)ld);
+        }
     } else if (w == 3) {
         transpose_for_dx(hs_acts_wT(a->acts, c, l, 3), bp->W_O, HD, D);
     } else if (M > 0) {

@@ -103,8 +103,7 @@ static hs_status stage_unembed(gbwd *g, const float *dlogits, hs_error *err)
     const hs_params *P = &g->m->params;
     const int D = c->d_model;
     float *dlnf = g->gs.dlnf, *dresid = g->gs.dresid;
-    hs_dx_product(dlnf, 0.0f, dlogits, P->W_U, hs_acts_wT(g->acts, c, c->n_layers, 0), g->BT, D,
-                  c->d_vocab);
+    hs_unembed_dx(dlnf, dlogits, g->m, g->acts, g->BT);
     GCALL(g, "unembed.hook_in", 0, dlnf, 3, g->B, g->T, D, 0);
     const float *final_resid = g->acts->blocks[c->n_layers - 1].resid_post;
     if (c->ln_final && c->norm != HS_NORM_NONE) {
@@ -179,18 +178,19 @@ static hs_status stage_split_inputs(gbwd *g, int l, hs_error *err)
     if (want_in && (sum = calloc(BT * HDm, sizeof(float))) == NULL)
         return hs_fail(err, HS_ERR_NOMEM, "out of memory for blocks.%d.hook_attn_in's gradient", l);
     const float *dx[3] = {g->gs.dq, g->gs.dk, g->gs.dv};
-    const float *W[3] = {bp->W_Q, bp->W_K, bp->W_V};
     hs_status s = HS_OK;
     for (int x = 0; x < 3 && s == HS_OK; x++) {
         if (!want[x] && !(want_in && (softmax || x == 2))) continue;
         const float *WT = hs_acts_wT(g->acts, c, l, x); /* (H*dh, D): row block h is W[h]^T */
         for (int h = 0; h < H; h++) {
+            int ldw;
+            const float *Wh = hs_head_qkv(g->m, l, x, h, &ldw);
             if (hs_sgemm_nn_jit(D, HD))
                 hs_sgemm(0, 0, (int)BT, D, dh, 1.0f, dx[x] + (size_t)h * dh, HD, WT + (size_t)h * dh * D, D,
                          0.0f, tmp, D);
             else
-                hs_sgemm(0, 1, (int)BT, D, dh, 1.0f, dx[x] + (size_t)h * dh, HD, W[x] + (size_t)h * D * dh, dh,
-                         0.0f, tmp, D);
+                hs_sgemm(0, 1, (int)BT, D, dh, 1.0f, dx[x] + (size_t)h * dh, HD, Wh, ldw, 0.0f, tmp,
+                         D);
             const float *src = tmp;
             if (has_ln1) {
                 memset(din, 0, BT * D * sizeof(float));
@@ -246,14 +246,16 @@ static hs_status stage_attn(gbwd *g, int l, hs_error *err)
     hs_status s = stage_split_inputs(g, l, err);
     if (s != HS_OK) return s;
     /* d(ln1 out) = dq W_Q^T + dk W_K^T + dv W_V^T, then ln1's backward */
+    int ldw;
+    const float *Wp;
     if (softmax) {
-        hs_dx_product(dln, 0.0f, gs->dq, hs_acts_wpack(acts, c, l, 0), hs_acts_wT(acts, c, l, 0), BT,
-                      D, HD);
-        hs_dx_product(dln, 1.0f, gs->dk, hs_acts_wpack(acts, c, l, 1), hs_acts_wT(acts, c, l, 1), BT,
-                      D, HD);
+        Wp = hs_qkv_packed(g->m, acts, l, 0, &ldw);
+        hs_dx_product_ld(dln, 0.0f, gs->dq, Wp, ldw, hs_acts_wT(acts, c, l, 0), BT, D, HD);
+        Wp = hs_qkv_packed(g->m, acts, l, 1, &ldw);
+        hs_dx_product_ld(dln, 1.0f, gs->dk, Wp, ldw, hs_acts_wT(acts, c, l, 1), BT, D, HD);
     }
-    hs_dx_product(dln, softmax ? 1.0f : 0.0f, gs->dv, hs_acts_wpack(acts, c, l, 2),
-                  hs_acts_wT(acts, c, l, 2), BT, D, HD);
+    Wp = hs_qkv_packed(g->m, acts, l, 2, &ldw);
+    hs_dx_product_ld(dln, softmax ? 1.0f : 0.0f, gs->dv, Wp, ldw, hs_acts_wT(acts, c, l, 2), BT, D, HD);
     if (c->ln1 && c->norm != HS_NORM_NONE)
         hs_norm_backward(dresid, NULL, NULL, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean, ba->ln1_rstd,
                          BT, D, c->norm);

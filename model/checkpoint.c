@@ -35,6 +35,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,21 +65,24 @@ void hs_meta_free(hs_meta *meta)
  * an exponent of all ones (inf, NaN) counts as 0; eight lanes at a time. */
 static float max_abs_finite(const float *x, size_t n)
 {
-    typedef uint32_t u8v __attribute__((vector_size(32)));
-    const uint32_t ABS = 0x7fffffffu, INF = 0x7f800000u;
-    u8v mx = {0};
+    /* |x|'s bits are below 2^31: signed compares (one instruction on SSE2,
+     * where unsigned ones are emulated) */
+    typedef int32_t i8v __attribute__((vector_size(32)));
+    const int32_t ABS = 0x7fffffff, INF = 0x7f800000;
+    i8v mx = {0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        u8v v;
+        i8v v;
         memcpy(&v, x + i, sizeof v);
         v &= ABS;
-        v &= (u8v)(v < INF);     /* non-finite -> 0 */
-        mx = (u8v)(((u8v)(v > mx) & v) | (~(u8v)(v > mx) & mx));
+        v &= (i8v)(v < INF);     /* non-finite -> 0 */
+        const i8v gt = (i8v)(v > mx);
+        mx = (gt & v) | (~gt & mx);
     }
-    uint32_t m = 0;
+    int32_t m = 0;
     for (int k = 0; k < 8; k++) m = mx[k] > m ? mx[k] : m;
     for (; i < n; i++) {
-        uint32_t u;
+        int32_t u;
         memcpy(&u, x + i, sizeof u);
         u &= ABS;
         if (u < INF && u > m) m = u;
@@ -95,7 +99,28 @@ hs_status hs_model_magnitude_warning(const hs_model *m, char **warning, hs_error
     float worst = 0;
     for (int i = 0; i < m->n_tensors; i++) {
         const hs_tensor_info *t = &m->tensors[i];
-        const float mx = max_abs_finite(m->param_mem + t->offset, t->numel);
+        const float *data = hs_model_tensor_data(m, i);
+        float mx;
+        if (data != NULL) {
+            mx = max_abs_finite(data, t->numel);
+        } else if (m->params.W_U_T && t->view == (int)(&m->params.W_U - (float *const *)&m->params)) {
+            if (m->params.W_U_T == m->params.W_E) continue; /* tied: checked as W_E */
+            mx = max_abs_finite(m->params.W_U_T, t->numel); /* the same values transposed */
+        } else { /* W_Q, W_K or W_V read packed: head by head, row by row */
+            int l = 0;
+            const char *leaf = strrchr(t->name, '.');
+            sscanf(t->name, "blocks.%d.", &l);
+            const int which = leaf[3] == 'Q' ? 0 : leaf[3] == 'K' ? 1 : 2;
+            mx = 0;
+            for (int h = 0; h < m->cfg.n_heads; h++) {
+                int ld;
+                const float *W = hs_head_qkv(m, l, which, h, &ld);
+                for (int d = 0; d < m->cfg.d_model; d++) {
+                    const float r = max_abs_finite(W + (size_t)d * ld, (size_t)m->cfg.d_head);
+                    if (r > mx || r != r) mx = r;
+                }
+            }
+        }
         if (!(mx > HS_WEIGHT_ABSURD)) continue;
         if (first < 0) {
             first = i;
@@ -305,6 +330,11 @@ hs_status hs_checkpoint_save_ex(const hs_model *m, const hs_meta *meta, int with
 
     if (m == NULL || path == NULL)
         return hs_fail(err, HS_ERR_INPUT, "hs_checkpoint_save: no model or no path");
+    for (int i = 0; i < m->n_tensors; i++)
+        if (hs_model_tensor_data(m, i) == NULL)
+            return hs_fail(err, HS_ERR_INPUT, "hs_checkpoint_save: %s is read in place in another "
+                           "layout (a mapped checkpoint): hs_model_own the model first",
+                           m->tensors[i].name);
     if (meta && meta->vocab) {
         s = check_vocab(path, meta->vocab, m->cfg.d_vocab, HS_ERR_INPUT, err);
         if (s != HS_OK) goto done;
@@ -357,7 +387,7 @@ hs_status hs_checkpoint_save_ex(const hs_model *m, const hs_meta *meta, int with
             }
             o->ndim = t->ndim;
             for (int d = 0; d < t->ndim && d < 3; d++) o->shape[d] = t->shape[d];
-            o->data = (c == 0 ? m->param_mem : c == 1 ? m->m_mem : m->v_mem) + t->offset;
+            o->data = c == 0 ? hs_model_tensor_data(m, i) : (c == 1 ? m->m_mem : m->v_mem) + t->offset;
         }
     s = hs_safetensors_write(path, ts, nt, keys, vals, nm, err);
 done:

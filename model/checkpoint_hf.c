@@ -26,7 +26,11 @@
  * attn.c_proj.weight [D, D] -> W_O (H, dh, D) ("(i h) m -> i h m": the same
  * bytes); mlp.c_fc [D, M] -> W_in, mlp.c_proj [M, D] -> W_out, as they are;
  * lm_head.weight [V, D] -> W_U = its transpose when present, else W_E^T
- * (tied); b_U = 0 (GPT-2 has none). The buffers h.{l}.attn.bias (the causal
+ * (tied); b_U = 0 (GPT-2 has none). F32 tensors are used in place from the
+ * file's read-only mapping (hs_ckpt_in_place): c_attn.weight as the block's
+ * W_QKV (already the all-heads packed layout), lm_head.weight, or W_E when
+ * tied, as W_U_T (W_U read transposed); no copy. F16/BF16 tensors and
+ * misaligned F32 ones are converted / copied into the table once. The buffers h.{l}.attn.bias (the causal
  * mask [1, 1, n_positions, n_positions]) and h.{l}.attn.masked_bias (-1e4)
  * hold no weights: each attn.bias is read and must be the causal lower
  * triangle (headscope computes causal attention only; any other mask is
@@ -519,7 +523,22 @@ static hs_status hf_claim(const hs_ckpt_src *src, int i, const hs_model *m, hf_t
     return HS_OK;
 }
 
-/* Weight i of src (claimed as t) read into its place. */
+/* The hs_params view slot of table entry k. */
+static float **view_slot(hs_model *m, int k)
+{
+    return (float **)&m->params + m->tensors[k].view;
+}
+
+/* The layer whose block holds view slot p. */
+static int slot_layer(const hs_model *m, float *const *p)
+{
+    return (int)(((const char *)p - (const char *)m->params.blocks) / sizeof(hs_block_params));
+}
+
+/* Weight i of src (claimed as t) used in place when it can be
+ * (hs_ckpt_in_place: F32, aligned), else read into its place. In place,
+ * c_attn.weight becomes the block's W_QKV (the all-heads packed layout the
+ * forward multiplies by) and lm_head.weight W_U_T, each read as it lies. */
 static hs_status hf_read(const hs_ckpt_src *src, int i, const hf_target *t, hs_model *m,
                          float *chunk, size_t cap, hs_error *err)
 {
@@ -527,7 +546,25 @@ static hs_status hf_read(const hs_ckpt_src *src, int i, const hf_target *t, hs_m
     target_entries(m, t, ks);
     float *dst = m->param_mem + m->tensors[ks[0]].offset;
     const int64_t D = m->cfg.d_model, V = m->cfg.d_vocab;
-    hs_status s = HS_OK;
+    float *in_place = NULL;
+    hs_status s = hs_ckpt_in_place(src, i, m, &in_place, err);
+    if (s != HS_OK) return s;
+    if (in_place) {
+        float **slot = view_slot(m, ks[0]);
+        if (t->kind == HF_DIRECT) {
+            *slot = in_place;
+        } else if (t->kind == HF_QKV_W) {
+            hs_block_params *bp = &m->params.blocks[slot_layer(m, slot)];
+            bp->W_QKV = in_place;
+            bp->W_Q = bp->W_K = bp->W_V = NULL;
+        } else if (t->kind == HF_QKV_B) {
+            for (int p = 0; p < 3; p++) *view_slot(m, ks[p]) = in_place + (size_t)p * D;
+        } else {
+            m->params.W_U_T = in_place;
+            m->params.W_U = NULL;
+        }
+        return HS_OK;
+    }
     if (t->kind == HF_DIRECT) {
         s = hs_ckpt_read(src, i, 0, m->tensors[ks[0]].numel, dst, err);
     } else if (t->kind == HF_QKV_W) {
@@ -564,12 +601,9 @@ static hs_status hf_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *fil
     for (int o = 0; o < n && s == HS_OK; o++)
         s = hf_read(src, src->order[o], &ts[src->order[o]], m, chunk, cap, err);
     const int wu = table_index(m, "unembed.W_U"), we = table_index(m, "embed.W_E");
-    if (s == HS_OK && !filled[wu] && filled[we]) { /* tied: W_U = W_E^T */
-        const int64_t D = m->cfg.d_model, V = m->cfg.d_vocab, per = (int64_t)(cap / (size_t)D);
-        const float *W_E = m->param_mem + m->tensors[we].offset;
-        for (int64_t v0 = 0; v0 < V; v0 += per)
-            unembed_rows(m->param_mem + m->tensors[wu].offset, W_E + v0 * D, v0,
-                         V - v0 < per ? V - v0 : per, D, V);
+    if (s == HS_OK && !filled[wu] && filled[we]) { /* tied: W_U = W_E^T, W_E read transposed */
+        m->params.W_U_T = m->params.W_E;
+        m->params.W_U = NULL;
         filled[wu] = 1;
     }
     if (s == HS_OK && m->params.b_U) {

@@ -89,6 +89,10 @@ typedef struct {
     int fd;                    /* -1 for a buffer */
     const unsigned char *mem;  /* the buffer's bytes (fd -1) */
     uint64_t size;             /* bytes */
+    unsigned char *map;        /* the whole file mapped read-only (PROT_READ, MAP_PRIVATE),
+                                * NULL when it could not be (then read with pread) */
+    int given;                 /* 1 once a model took map (hs_ckpt_in_place): the model
+                                * unmaps it, hs_ckpt_src_close does not */
 } hs_st_shard;
 
 /* A checkpoint opened for reading: every shard's header merged, the shards
@@ -128,6 +132,15 @@ void hs_ckpt_src_close(hs_ckpt_src *src);
 #define HS_CKPT_CHUNK ((size_t)1 << 20)
 hs_status hs_ckpt_read(const hs_ckpt_src *src, int i, size_t first, size_t n, float *dst,
                        hs_error *err);
+/* Weight i of src used in place: *out = its values in the file's read-only
+ * mapping when it is F32 (little-endian host), the file is mapped and its
+ * data offset is 4-byte aligned (safetensors does not align offsets; a
+ * misaligned tensor is never read as misaligned floats); every value checked
+ * finite; m takes the mapping (hs_model_adopt_map: m unmaps it). *out =
+ * NULL (HS_OK) when the tensor cannot be used in place: the caller copies
+ * it (hs_ckpt_read). Errors: hs_ckpt_read's HS_ERR_NUMERIC; HS_ERR_NOMEM. */
+hs_status hs_ckpt_in_place(const hs_ckpt_src *src, int i, hs_model *m, float **out,
+                           hs_error *err);
 /* Bytes [first, first + n) of buffer i (src->x.bufs), as stored, into dst. */
 hs_status hs_ckpt_read_buf(const hs_ckpt_src *src, int i, size_t first, size_t n, void *dst,
                            hs_error *err);

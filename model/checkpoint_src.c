@@ -23,8 +23,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "model/model_internal.h"
 
 /* ------------------------------------------------------------------------ */
 /* Values                                                                    */
@@ -164,6 +167,36 @@ hs_status hs_ckpt_read(const hs_ckpt_src *src, int i, size_t first, size_t n, fl
     return HS_OK;
 }
 
+hs_status hs_ckpt_in_place(const hs_ckpt_src *src, int i, hs_model *m, float **out,
+                           hs_error *err)
+{
+    HS_ASSERT(i >= 0 && i < src->x.st.n);
+    *out = NULL;
+    const hs_st_loc *l = &src->x.loc[i];
+    hs_st_shard *sh = &src->shards[l->shard];
+    const size_t n = src->x.st.numel[i];
+    /* F32 little-endian in a mapped file, 4-byte aligned in it (the mapping
+     * starts on a page: the address's alignment is the offset's). The
+     * format does not align data offsets: a misaligned tensor is copied
+     * (hs_ckpt_read), never read as misaligned floats. */
+    if (sh->map == NULL || l->dtype != HS_ST_F32 || !host_is_little_endian() || l->offset % 4 != 0 ||
+        l->offset > sh->size || (uint64_t)n * 4 > sh->size - l->offset || n == 0)
+        return HS_OK;
+    const float *p = (const float *)(const void *)(sh->map + l->offset);
+    const size_t bad = first_nonfinite(p, n);
+    if (bad < n) {
+        const float v = p[bad];
+        return hs_fail(err, HS_ERR_NUMERIC, "%s: tensor '%s' has a non-finite value (%s) at "
+                       "index %zu", sh->path, src->x.st.names[i],
+                       v != v ? "NaN" : (v > 0 ? "+Inf" : "-Inf"), bad);
+    }
+    hs_status s = hs_model_adopt_map(m, sh->map, (size_t)sh->size, err);
+    if (s != HS_OK) return s;
+    sh->given = 1;
+    *out = (float *)(void *)(sh->map + l->offset);
+    return HS_OK;
+}
+
 hs_status hs_ckpt_read_buf(const hs_ckpt_src *src, int i, size_t first, size_t n, void *dst,
                            hs_error *err)
 {
@@ -228,6 +261,8 @@ void hs_ckpt_src_close(hs_ckpt_src *src)
     if (src == NULL) return;
     for (int i = 0; i < src->n_shards; i++) {
         if (src->shards[i].fd >= 0) close(src->shards[i].fd);
+        if (src->shards[i].map && !src->shards[i].given)
+            munmap(src->shards[i].map, (size_t)src->shards[i].size);
         free(src->shards[i].path);
     }
     free(src->shards);
@@ -287,6 +322,12 @@ static hs_status open_shard(hs_ckpt_src *src, const char *path, hs_st_skip_fn sk
         return hs_fail(err, HS_ERR_IO, "cannot open %s: %s", path, strerror(errno));
     if (!S_ISREG(stt.st_mode)) return hs_fail(err, HS_ERR_IO, "%s is not a regular file", path);
     sh->size = (uint64_t)stt.st_size;
+    /* the whole file mapped read-only for the tensors used in place
+     * (hs_ckpt_in_place); a file that cannot be mapped is read (pread) */
+    if (sh->size > 0 && sh->size <= (uint64_t)SIZE_MAX) {
+        void *p = mmap(NULL, (size_t)sh->size, PROT_READ, MAP_PRIVATE, sh->fd, 0);
+        if (p != MAP_FAILED) sh->map = p;
+    }
     return index_shard(sh, src->n_shards - 1, skip, x, err);
 }
 

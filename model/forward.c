@@ -131,7 +131,7 @@ static void last_block_at_one_position_run(const hs_model *m, hs_acts *acts, int
         hs_norm_apply_affine(lf, after, mean, rstd, P->ln_final_w, P->ln_final_b, nb, D, 1, 1);
         fin = lf;
     }
-    hs_matmul_forward(lg, fin, P->W_U, P->b_U, nb, D, V);
+    hs_unembed_forward(lg, fin, P, nb, D, V);
     for (int b = 0; b < B; b++)
         memcpy(acts->logits + ((size_t)b * T + p) * V, lg + (size_t)b * V, (size_t)V * sizeof(float));
 }
@@ -240,7 +240,7 @@ static hs_status forward_unembed(hs_hook_ctx *hc, const hs_model *m, hs_acts *ac
         memcpy(acts->lnf_out, final_resid, BT * D * sizeof(float));
     }
     HS_HOOK(hc, "unembed.hook_in", acts->lnf_out, 3, B, T, D, 0);
-    hs_matmul_forward(acts->logits, acts->lnf_out, P->W_U, P->b_U, BT, D, V);
+    hs_unembed_forward(acts->logits, acts->lnf_out, P, BT, D, V);
     HS_HOOK(hc, "logits", acts->logits, 3, B, T, V, 0);
     return HS_OK;
 }
@@ -306,6 +306,10 @@ static hs_status fwd_part_run(void *ctx, int j, int worker, hs_error *err)
     return forward_body(f->m, &view, f->tokens + (size_t)b0 * f->T, b1 - b0, f->T, &hc, err);
 }
 
+/* Rows from which a one-part forward on a pool of several workers lets
+ * OpenBLAS run its products on them (below, a product is too short to gain). */
+#define HS_BLAS_PAR_ROWS 256
+
 hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
                      const hs_observer *observer, hs_error *err)
 {
@@ -337,7 +341,14 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
         acts->edited = 0;
         return hs_pool_for(acts->pool, parts, fwd_part_run, &f, err);
     }
+    /* one part on a pool of several workers: the large products (at least
+     * HS_BLAS_PAR_ROWS rows) use them through OpenBLAS' own threads, the
+     * same bits (hs_blas_threads) */
+    const int workers = hs_pool_threads(acts->pool);
+    const int blas_par = workers > 1 && BT >= HS_BLAS_PAR_ROWS;
+    if (blas_par) hs_blas_threads(workers);
     hs_status s = forward_body(m, acts, tokens, B, T, &hc, err);
+    if (blas_par) hs_blas_threads(1);
     acts->edited = hc.changed;
     return s;
 }
@@ -424,5 +435,5 @@ void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scr
     } else {
         memcpy(out, resid, N * D * sizeof(float));
     }
-    hs_matmul_forward(logits, out, P->W_U, P->b_U, N, D, c->d_vocab);
+    hs_unembed_forward(logits, out, P, N, D, c->d_vocab);
 }

@@ -5,11 +5,15 @@
  * views (TransformerLens names and shapes, checkpoint order), and hs_params is
  * the struct of pointers into it (llm.c's ParameterTensors, STYLE.md 1).
  */
+#define _DEFAULT_SOURCE /* madvise */
 #include "model.h"
 #include "model_internal.h"
 
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 hs_config hs_config_default(void)
 {
@@ -189,6 +193,7 @@ const char *hs_hook_alias(const char *name)
 typedef struct {
     hs_model *m;
     size_t offset;
+    float **views; /* the layout hs_params as an array (hs_tensor_info.view) */
 } table_builder;
 
 static void add_tensor(table_builder *tb, float **view_slot, int decay, int ndim, int64_t d0,
@@ -208,6 +213,7 @@ static void add_tensor(table_builder *tb, float **view_slot, int decay, int ndim
     t->numel = n;
     t->offset = tb->offset;
     t->decay = decay;
+    t->view = (int)(view_slot - tb->views);
     tb->offset += n;
     /* slot records the offset for now; pointed once memory exists */
     *view_slot = (float *)(uintptr_t)(t->offset + 1);
@@ -220,7 +226,7 @@ static void point_params(const hs_params *layout, float *base, hs_params *out)
     float **dst = (float **)out;
     size_t n_ptrs = sizeof(hs_params) / sizeof(float *);
     _Static_assert(sizeof(hs_params) % sizeof(float *) == 0, "hs_params must hold only float*");
-    _Static_assert(sizeof(hs_block_params) == 16 * sizeof(float *), "hs_block_params has 16 views");
+    _Static_assert(sizeof(hs_block_params) == 17 * sizeof(float *), "hs_block_params has 17 views");
     for (size_t i = 0; i < n_ptrs; i++) {
         uintptr_t v = (uintptr_t)src[i];
         dst[i] = v ? base + (v - 1) : NULL;
@@ -238,7 +244,7 @@ static void build_table(const hs_config *cfg, hs_model *m, hs_params *lay)
     const int norm_b = cfg->norm == HS_NORM_LAYERNORM && cfg->bias && !cfg->norm_pre;
     memset(lay, 0, sizeof *lay);
     m->n_tensors = 0;
-    table_builder tb = {m, 0};
+    table_builder tb = {m, 0, (float **)lay};
     add_tensor(&tb, &lay->W_E, 1, 2, V, D, 0, "embed.W_E", 0);
     if (cfg->pos == HS_POS_LEARNED) add_tensor(&tb, &lay->W_pos, 1, 2, C, D, 0, "pos_embed.W_pos", 0);
     if (cfg->embed_norm && has_norm) {
@@ -308,7 +314,7 @@ hs_status hs_model_create(const hs_config *cfg, hs_model **out, hs_error *err)
 
 void hs_model_relayout(hs_model *m, const hs_config *cfg)
 {
-    HS_ASSERT(m->grad_mem == NULL && m->m_mem == NULL);
+    HS_ASSERT(m->grad_mem == NULL && m->m_mem == NULL && m->n_maps == 0 && m->params.W_U_T == NULL);
     const int n_old = m->n_tensors;
     hs_tensor_info old[HS_MAX_TENSORS]; /* ~30 KB */
     memcpy(old, m->tensors, sizeof m->tensors);
@@ -328,9 +334,124 @@ void hs_model_relayout(hs_model *m, const hs_config *cfg)
     point_params(&lay, m->param_mem, &m->params);
 }
 
+/* Unmaps m's checkpoint files. */
+static void unmap_all(hs_model *m)
+{
+    for (int k = 0; k < m->n_maps; k++) munmap(m->maps[k], m->map_lens[k]);
+    free(m->maps);
+    free(m->map_lens);
+    m->maps = NULL;
+    m->map_lens = NULL;
+    m->n_maps = 0;
+}
+
+hs_status hs_model_adopt_map(hs_model *m, void *base, size_t len, hs_error *err)
+{
+    for (int k = 0; k < m->n_maps; k++)
+        if (m->maps[k] == base) return HS_OK;
+    void **b = realloc(m->maps, (size_t)(m->n_maps + 1) * sizeof *b);
+    if (b) m->maps = b;
+    size_t *n = b ? realloc(m->map_lens, (size_t)(m->n_maps + 1) * sizeof *n) : NULL;
+    if (n) m->map_lens = n;
+    if (!b || !n) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    m->maps[m->n_maps] = base;
+    m->map_lens[m->n_maps++] = len;
+    return HS_OK;
+}
+
+float *hs_model_tensor_data(const hs_model *m, int i)
+{
+    HS_ASSERT(i >= 0 && i < m->n_tensors);
+    return ((float *const *)&m->params)[m->tensors[i].view];
+}
+
+const float *hs_head_qkv(const hs_model *m, int l, int which, int h, int *ld)
+{
+    const hs_config *c = &m->cfg;
+    const hs_block_params *bp = &m->params.blocks[l];
+    const size_t HD = (size_t)c->n_heads * c->d_head;
+    if (which < 2 && c->attn != HS_ATTN_SOFTMAX) return NULL;
+    if (bp->W_QKV) {
+        *ld = (int)(3 * HD);
+        return bp->W_QKV + (size_t)which * HD + (size_t)h * c->d_head;
+    }
+    const float *W = which == 0 ? bp->W_Q : which == 1 ? bp->W_K : bp->W_V;
+    *ld = c->d_head;
+    return W + (size_t)h * c->d_model * c->d_head;
+}
+
+/* Drops the resident pages of [p, p + n floats) of a mapped (read-only,
+ * private, never written) file: a later read maps them again from the file. */
+static void drop_mapped(const hs_model *m, const float *p, size_t n)
+{
+    if (p == NULL || m->n_maps == 0) return;
+    const uintptr_t pg = 4096, a = (uintptr_t)p & ~(pg - 1);
+    (void)madvise((void *)a, (uintptr_t)(p + n) - a, MADV_DONTNEED);
+}
+
+hs_status hs_model_own(hs_model *m, hs_error *err)
+{
+    (void)err;
+    if (m->n_maps == 0 && m->params.W_U_T == NULL) {
+        int packed = 0;
+        for (int l = 0; l < m->cfg.n_layers; l++) packed |= m->params.blocks[l].W_QKV != NULL;
+        if (!packed) return HS_OK;
+    }
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model, H = c->n_heads, dh = c->d_head, V = c->d_vocab;
+    /* the table's own layout (the same table: build_table is deterministic) */
+    hs_params lay;
+    build_table(c, m, &lay);
+    hs_params own;
+    point_params(&lay, m->param_mem, &own);
+    float *const *cur = (float *const *)&m->params;
+    float *const *dst = (float *const *)&own;
+    /* Table order, each mapped source's pages dropped once copied, so the
+     * resident set stays about one table (not the file plus the table) */
+    for (int i = 0; i < m->n_tensors; i++) {
+        const hs_tensor_info *t = &m->tensors[i];
+        float *to = dst[t->view], *from = cur[t->view];
+        if (from == to) continue;
+        if (from) {
+            memcpy(to, from, t->numel * sizeof(float));
+            drop_mapped(m, from, t->numel); /* (a tied W_U is transposed from the copy) */
+        } else if (to == own.W_U) { /* W_U (D, V) = W_U_T^T, a (V, D) block of rows at a time */
+            /* tied: W_E is copied already (the table's first entry): read the copy */
+            const float *src = m->params.W_U_T == m->params.W_E ? own.W_E : m->params.W_U_T;
+            for (int v0 = 0; v0 < V; v0 += 64) {
+                const int nv = V - v0 < 64 ? V - v0 : 64;
+                for (int d = 0; d < D; d++)
+                    for (int v = 0; v < nv; v++) to[(size_t)d * V + v0 + v] = src[(size_t)(v0 + v) * D + d];
+            }
+            if (src == m->params.W_U_T) drop_mapped(m, src, t->numel);
+        } else { /* W_Q, W_K or W_V (H, D, dh) out of W_QKV */
+            int l = 0, which = 0;
+            for (l = 0; l < c->n_layers; l++) {
+                const hs_block_params *ob = &own.blocks[l];
+                if (to == ob->W_Q || to == ob->W_K || to == ob->W_V) {
+                    which = to == ob->W_Q ? 0 : to == ob->W_K ? 1 : 2;
+                    break;
+                }
+            }
+            HS_ASSERT(l < c->n_layers && m->params.blocks[l].W_QKV != NULL);
+            for (int h = 0; h < H; h++) {
+                int ld;
+                const float *W = hs_head_qkv(m, l, which, h, &ld);
+                for (int d = 0; d < D; d++)
+                    memcpy(to + ((size_t)h * D + d) * dh, W + (size_t)d * ld, (size_t)dh * sizeof(float));
+            }
+            if (which == 2) drop_mapped(m, m->params.blocks[l].W_QKV, (size_t)D * 3 * H * dh);
+        }
+    }
+    m->params = own; /* W_QKV and W_U_T NULL: the layout's slots for them are 0 */
+    unmap_all(m);
+    return HS_OK;
+}
+
 void hs_model_destroy(hs_model *m)
 {
     if (m == NULL) return;
+    unmap_all(m);
     hs_floats_free(m->param_mem);
     hs_floats_free(m->grad_mem);
     hs_floats_free(m->grad_part_mem);
@@ -342,6 +463,8 @@ void hs_model_destroy(hs_model *m)
 hs_status hs_model_alloc_train(hs_model *m, hs_error *err)
 {
     if (m->grad_mem) return HS_OK;
+    hs_status so = hs_model_own(m, err); /* gradients rebase the views onto grad_mem */
+    if (so != HS_OK) return so;
     m->grad_mem = hs_floats_alloc(m->n_params);
     m->grad_part_mem = hs_floats_alloc((HS_GRAD_PARTS - 1) * hs_floats_round(m->n_params));
     m->m_mem = hs_floats_alloc(m->n_params);

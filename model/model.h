@@ -140,7 +140,8 @@ int hs_attn_parse(const char *s);
 
 typedef struct {
     float *ln1_w, *ln1_b;      /* (D), (D)        blocks.l.ln1.w/b (NULL if ln1 off / no bias / RMS b) */
-    float *W_Q, *W_K, *W_V;    /* (H, D, dh)      W_Q, W_K NULL for uniform attention */
+    float *W_Q, *W_K, *W_V;    /* (H, D, dh)      W_Q, W_K NULL for uniform attention; all
+                                *                  three NULL when W_QKV holds them */
     float *b_Q, *b_K, *b_V;    /* (H, dh) */
     float *W_O;                /* (H, dh, D) */
     float *b_O;                /* (D) */
@@ -149,6 +150,12 @@ typedef struct {
     float *b_in;               /* (M) */
     float *W_out;              /* (M, D) */
     float *b_out;              /* (D) */
+    float *W_QKV;              /* (D, 3*H*dh)     W_Q | W_K | W_V packed by columns, read in
+                                *                  place (a mapped Hugging Face c_attn.weight:
+                                *                  W_Q[h][d][e] = W_QKV[d][h*dh + e], W_K at
+                                *                  + H*dh, W_V at + 2*H*dh), W_Q/W_K/W_V NULL;
+                                *                  NULL otherwise. Read per head through
+                                *                  hs_head_qkv, never W_Q + h*D*dh directly */
 } hs_block_params;
 
 #define HS_MAX_LAYERS 48 /* GPT-2 XL's depth */
@@ -164,6 +171,10 @@ typedef struct {
     float *ln_final_w, *ln_final_b; /* (D)        ln_final.w/b */
     float *W_U;                /* (D, V)          unembed.W_U */
     float *b_U;                /* (V)             unembed.b_U */
+    float *W_U_T;              /* (V, D)          W_U read transposed in place, W_U NULL: a
+                                *                  mapped Hugging Face checkpoint's lm_head.weight,
+                                *                  or W_E itself when tied (GPT-2); NULL
+                                *                  otherwise. Read through hs_unembed_at */
 } hs_params;
 
 /* One entry of the tensor table: a TransformerLens name, its shape and where
@@ -175,6 +186,8 @@ typedef struct {
     size_t offset;             /* in floats */
     size_t numel;
     int decay;                 /* 1 = weight decay applies (matrices only) */
+    int view;                  /* which hs_params pointer views it (hs_params read as an
+                                * array of float *): hs_model_tensor_data */
 } hs_tensor_info;
 
 #define HS_MAX_TENSORS (8 + 18 * HS_MAX_LAYERS)
@@ -198,6 +211,15 @@ typedef struct hs_model {
     int tl_processed;                       /* 1 after hs_model_process_tl: the weights are
                                              * TransformerLens' processed ones (what its
                                              * from_pretrained loads), not the checkpoint's */
+    void **maps;                            /* (n_maps) checkpoint files mapped read-only
+                                             * (mmap PROT_READ, MAP_PRIVATE) whose pages views
+                                             * point into: the loader's F32 tensors used in
+                                             * place (DESIGN.md "Checkpoint"); a mapped
+                                             * tensor's slot of param_mem is never touched
+                                             * (no resident page). hs_model_destroy and
+                                             * hs_model_own unmap them */
+    size_t *map_lens;                       /* (n_maps) bytes of each */
+    int n_maps;
 } hs_model;
 
 /* Builds a model for cfg: validates it, allocates parameters (zeroed) and the
@@ -231,6 +253,43 @@ hs_status hs_model_alloc_train(hs_model *m, hs_error *err);
 
 /* Looks up a tensor by name; NULL if absent. */
 const hs_tensor_info *hs_model_find_tensor(const hs_model *m, const char *name);
+
+/* Weights read in place (DESIGN.md "Checkpoint"). A model the loader mapped
+ * has views into its checkpoint file (m->n_maps > 0; read-only pages: never
+ * write through them) and two views in another layout than the table's:
+ * W_QKV (D, 3*H*dh) instead of W_Q/W_K/W_V (H, D, dh), and W_U_T (V, D)
+ * instead of W_U (D, V). Readers of those go through the accessors below,
+ * which work on every model; a reader that needs the table's own layout
+ * everywhere (writing the weights, training, saving) calls hs_model_own. */
+
+/* Head h's W_Q (which 0), W_K (1) or W_V (2) of layer l as a (D, dh) matrix
+ * whose rows are *ld floats apart: in the (H, D, dh) table (ld = dh) or in
+ * place in the packed W_QKV (ld = 3*H*dh). NULL for W_Q/W_K of uniform
+ * attention. No copy, no errors. */
+const float *hs_head_qkv(const hs_model *m, int l, int which, int h, int *ld);
+
+/* W_U[d][v] (unembed.W_U, (D, V)) whichever way it is stored. */
+static inline float hs_unembed_at(const hs_model *m, int d, int v)
+{
+    return m->params.W_U ? m->params.W_U[(size_t)d * m->cfg.d_vocab + v]
+                         : m->params.W_U_T[(size_t)v * m->cfg.d_model + d];
+}
+
+/* The values of table entry i (m->tensors[i]), row-major in its
+ * TransformerLens shape, where they lie (param_mem + offset, or a mapped
+ * file); NULL for an entry held in another layout (W_Q/W_K/W_V under
+ * W_QKV, W_U under W_U_T). */
+float *hs_model_tensor_data(const hs_model *m, int i);
+
+/* Makes every view of m point into its own param_mem in the table's layout,
+ * as hs_model_create's (what training, hs_model_process_tl and
+ * hs_checkpoint_save need): each mapped tensor copied to its slot
+ * (W_Q/W_K/W_V split out of W_QKV per head, W_U transposed from W_U_T),
+ * W_QKV and W_U_T cleared, the files unmapped. Nothing to do (HS_OK) for a
+ * model that maps nothing. The copy costs what loading by copy did (GPT-2
+ * small: 650 MB resident). No errors today (param_mem is allocated at
+ * creation; the status is for the future). */
+hs_status hs_model_own(hs_model *m, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Observer: the forward pass's named points (DESIGN.md, Model)              */
@@ -374,6 +433,12 @@ typedef struct {
                                    * hs_acts_wpack): n_layers; 1 for activations of one
                                    * sequence without gradients (inference: each layer packed
                                    * as its block starts; GPT-2 small: 85 -> 7 MB) */
+    float *split_mem;             /* (split_cap) the scratch of the split inputs
+                                   * (blocks.{l}.hook_attn_in, hook_q/k/v_input, observer runs
+                                   * only, which run as one part on these activations): made
+                                   * by the first forward that is asked for one, kept for the
+                                   * next (hs_floats_alloc), freed with the activations */
+    size_t split_cap;
 } hs_acts;
 
 /* Allocates activations for batches up to B sequences of up to T tokens
@@ -388,6 +453,10 @@ void hs_acts_destroy(hs_acts *a);
  * worker (hs_pool_for; parts start at a multiple of 16 rows, so each row
  * meets the same sgemm kernel as in one call; a batch with no such split runs
  * whole): every kernel works per row, so its values are those of one pass.
+ * A forward that runs as one part (an observer, or no split) of 256 rows or
+ * more runs its products on OpenBLAS' threads, one per worker
+ * (hs_blas_threads: the same bits at every count), process wide for its
+ * duration: two such forwards on pools of their own must not run at once.
  * The backward splits a batch of two or more 16-row units into HS_GRAD_PARTS
  * parts whatever the thread count (data parallel: each part's whole backward
  * on one worker, its gradients in their own buffer, summed in part order), so

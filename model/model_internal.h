@@ -26,6 +26,11 @@
  * tail of param_mem past the new n_params stays allocated, unused. */
 void hs_model_relayout(hs_model *m, const hs_config *cfg);
 
+/* m takes the read-only mapping [base, base + len) of a checkpoint file its
+ * views point into (the loader's, hs_ckpt_in_place): hs_model_destroy or
+ * hs_model_own unmaps it. A base m holds already: nothing. HS_ERR_NOMEM. */
+hs_status hs_model_adopt_map(hs_model *m, void *base, size_t len, hs_error *err);
+
 /* mean (N), rstd (N) <- statistics of inp (N,D): LayerNorm centres (mean of x),
  * RMSNorm does not (mean = 0); rstd = 1/sqrt(var + eps). Computed in double. */
 void hs_norm_stats(float *mean, float *rstd, const float *inp, size_t N, int D, hs_norm type,
@@ -93,6 +98,22 @@ static inline float *hs_acts_wpack(const hs_acts *a, const hs_config *c, int l, 
     const size_t per = (size_t)c->d_model * c->n_heads * c->d_head;
     const size_t slot = a->wpack_slots == 1 ? 0 : (size_t)l;
     return a->mem + a->n_floats - (size_t)a->wpack_slots * 3 * per + (slot * 3 + which) * per;
+}
+
+/* The packed (D, H*dh) W_Q, W_K or W_V (which 0, 1, 2) of layer l the
+ * products read, rows *ld floats apart: the model's W_QKV in place (ld
+ * 3*H*dh: a mapped Hugging Face c_attn) or acts' packed copy (ld H*dh). */
+static inline const float *hs_qkv_packed(const hs_model *m, const hs_acts *a, int l, int which,
+                                         int *ld)
+{
+    const hs_config *c = &m->cfg;
+    const size_t HD = (size_t)c->n_heads * c->d_head;
+    if (m->params.blocks[l].W_QKV) {
+        *ld = (int)(3 * HD);
+        return m->params.blocks[l].W_QKV + (size_t)which * HD;
+    }
+    *ld = (int)HD;
+    return hs_acts_wpack(a, c, l, which);
 }
 
 /* Floats of the backward's transposed weights (hs_acts_wT). */
@@ -551,6 +572,15 @@ void hs_norm_backward(float *dinp, float *dw, float *db, const float *dout, cons
  * A B^T on W itself. */
 void hs_dx_product(float *dx, float beta, const float *dy, const float *W, const float *WT,
                    size_t N, int C, int OC);
+/* hs_dx_product with W's rows ldw floats apart (a packed W_QKV in place). */
+void hs_dx_product_ld(float *dx, float beta, const float *dy, const float *W, int ldw,
+                      const float *WT, size_t N, int C, int OC);
+/* dlnf (N, D) = dlogits (N, V) W_U^T: hs_dx_product on W_U, or the NN
+ * product on W_U_T when W_U is read transposed in place. */
+void hs_unembed_dx(float *dx, const float *dlogits, const hs_model *m, const hs_acts *acts, size_t N);
+/* logits (N, V) = inp (N, D) W_U + b_U, W_U as stored (hs_matmul_forward,
+ * or W_U_T read transposed, the bias added after). */
+void hs_unembed_forward(float *logits, const float *inp, const hs_params *P, size_t N, int D, int V);
 
 /* Fills hs_acts_wT from m's weights and the last forward's packed W_Q/K/V
  * (only the matrices hs_dx_product reads transposed), on acts->pool. */

@@ -147,6 +147,16 @@ void hs_matmul_forward(float *out, const float *inp, const float *W, const float
     if (bias) hs_add_bias_rows(out, bias, N, OC);
 }
 
+void hs_unembed_forward(float *logits, const float *inp, const hs_params *P, size_t N, int D, int V)
+{
+    if (P->W_U) {
+        hs_matmul_forward(logits, inp, P->W_U, P->b_U, N, D, V);
+        return;
+    }
+    hs_sgemm(0, 1, (int)N, V, D, 1.0f, inp, D, P->W_U_T, D, 0.0f, logits, V);
+    if (P->b_U) hs_add_bias_rows(logits, P->b_U, N, V);
+}
+
 /* The fused bias + residual pass (model_internal.h). */
 HS_CLONES
 void hs_bias_residual(float *resid_out, const float *resid, float *y, const float *bias,

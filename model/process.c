@@ -139,6 +139,9 @@ hs_status hs_model_process_tl(hs_model *m, hs_error *err)
 {
     hs_status s = check_processable(m, err);
     if (s != HS_OK) return s;
+    /* processing rewrites nearly every tensor: a mapped model gets its own
+     * table first (its file stays unchanged; the weights cost a copy) */
+    if ((s = hs_model_own(m, err)) != HS_OK) return s;
     const hs_config *c = &m->cfg;
     size_t width = (size_t)c->d_vocab; /* the widest reader: W_U's vocabulary, or d_mlp */
     if ((size_t)c->d_mlp > width) width = (size_t)c->d_mlp;

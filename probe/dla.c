@@ -155,8 +155,8 @@ hs_status hs_logit_attribution_at(const hs_model *m, const hs_cache *cache, int 
     }
     /* direction = W_U[:,a] (- W_U[:,b]), times w_f when the final norm has one */
     for (int d = 0; d < D; d++) {
-        double v = P->W_U[(size_t)d * V + tok_a];
-        if (tok_b >= 0) v -= P->W_U[(size_t)d * V + tok_b];
+        double v = hs_unembed_at(m, d, tok_a); /* W_U stored either way (model.h) */
+        if (tok_b >= 0) v -= hs_unembed_at(m, d, tok_b);
         dir[d] = v;
     }
     out->constant = 0.0;

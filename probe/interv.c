@@ -399,15 +399,15 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
     }
     for (int w = 0; w < 3; w++) {
         if (!(inputs & (1 << w))) continue;
-        const float *W = w == 0 ? bp2->W_Q : w == 1 ? bp2->W_K : bp2->W_V;
+        int ldw; /* W_Q/W_K/W_V in the table or packed in place (hs_head_qkv) */
+        const float *W = hs_head_qkv(m, receiver.layer, w, receiver.head, &ldw);
         const float *bW = w == 0 ? bp2->b_Q : w == 1 ? bp2->b_K : bp2->b_V;
         pc->in[w] = malloc((size_t)(BT * dh) * sizeof(float));
         if (pc->in[w] == NULL) {
             st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
             goto fail;
         }
-        hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, x, D,
-                    W + (size_t)receiver.head * D * dh, dh, 0.0f, pc->in[w], dh);
+        hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, x, D, W, ldw, 0.0f, pc->in[w], dh);
         if (bW)
             for (int64_t bt = 0; bt < BT; bt++)
                 for (int d = 0; d < dh; d++) pc->in[w][bt * dh + d] += bW[receiver.head * dh + d];

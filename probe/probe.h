@@ -201,7 +201,10 @@ void hs_cache_free(hs_cache *c);
  * n_filters 0 = every point). hooks (may be NULL) are interventions that run
  * first at each point: the cache holds the values after them (TL's
  * run_with_cache(fwd_hooks=...) order). Any previous contents of cache are
- * freed first. Every point is copied (the forward reuses scratch buffers).
+ * replaced: their buffers serve this run's entries of the same size, in
+ * forward order (a repeated run faults no fresh page), the rest are freed.
+ * Every point is copied (the forward reuses scratch buffers); an entry of 2
+ * MiB or more is a huge-page-advised block.
  * Entries are kept under the canonical name ("logits"; hs_cache_get also
  * finds its alias "unembed.hook_out"). A filter or hook matching no point of
  * m is HS_ERR_INPUT naming it, as hs_run_with_hooks; a filter written

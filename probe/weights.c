@@ -25,7 +25,7 @@ static hs_status check_head(const hs_model *m, hs_head h, hs_error *err)
 static void fold_reader(float *out, const float *W, int D, int C, const float *w, hs_norm norm,
                         int has_norm, hs_fold fold)
 {
-    memcpy(out, W, (size_t)D * C * sizeof(float));
+    if (W != out) memcpy(out, W, (size_t)D * C * sizeof(float)); /* W == out: folded in place */
     if (fold != HS_FOLD_LN || !has_norm) return;
     if (w)
         for (int d = 0; d < D; d++)
@@ -61,18 +61,36 @@ hs_status hs_head_weights(const hs_model *m, hs_head h, hs_fold fold, float *W_Q
     const hs_block_params *bp = &m->params.blocks[h.layer];
     const int has_norm = c->ln1 && c->norm != HS_NORM_NONE;
     const size_t off = (size_t)h.head * D * dh;
-    if (W_Q) fold_reader(W_Q, bp->W_Q + off, D, dh, bp->ln1_w, c->norm, has_norm, fold);
-    if (W_K) fold_reader(W_K, bp->W_K + off, D, dh, bp->ln1_w, c->norm, has_norm, fold);
-    if (W_V) fold_reader(W_V, bp->W_V + off, D, dh, bp->ln1_w, c->norm, has_norm, fold);
+    float *outs[3] = {W_Q, W_K, W_V};
+    for (int x = 0; x < 3; x++) {
+        if (!outs[x]) continue;
+        int ld; /* in the table or packed in place (hs_head_qkv): rows ld apart */
+        const float *W = hs_head_qkv(m, h.layer, x, h.head, &ld);
+        for (int d = 0; d < D; d++)
+            memcpy(outs[x] + (size_t)d * dh, W + (size_t)d * ld, (size_t)dh * sizeof(float));
+        fold_reader(outs[x], outs[x], D, dh, bp->ln1_w, c->norm, has_norm, fold);
+    }
     if (W_O) memcpy(W_O, bp->W_O + off, (size_t)dh * D * sizeof(float));
     return HS_OK;
+}
+
+/* out (C,R) = in (R,C)^T, in 16 x 16 blocks. */
+static void transpose_into(float *out, const float *in, int R, int C)
+{
+    for (int r0 = 0; r0 < R; r0 += 16)
+        for (int c0 = 0; c0 < C; c0 += 16)
+            for (int c = c0; c < C && c < c0 + 16; c++)
+                for (int r = r0; r < R && r < r0 + 16; r++) out[(size_t)c * R + r] = in[(size_t)r * C + c];
 }
 
 /* The unembedding as read through the final norm, (D,V). */
 static void unembed_weights(const hs_model *m, hs_fold fold, float *out)
 {
     const hs_config *c = &m->cfg;
-    fold_reader(out, m->params.W_U, c->d_model, c->d_vocab, m->params.ln_final_w, c->norm,
+    const int D = c->d_model, V = c->d_vocab;
+    if (m->params.W_U_T) /* W_U read transposed in place (model.h): out = its transpose */
+        transpose_into(out, m->params.W_U_T, V, D);
+    fold_reader(out, m->params.W_U ? m->params.W_U : out, D, V, m->params.ln_final_w, c->norm,
                 c->ln_final && c->norm != HS_NORM_NONE, fold);
 }
 
@@ -83,9 +101,9 @@ static void unembed_columns(const hs_model *m, hs_fold fold, const int *ids, int
                             float *out)
 {
     const hs_config *c = &m->cfg;
-    const int D = c->d_model, V = c->d_vocab;
+    const int D = c->d_model;
     for (int r = 0; r < D; r++)
-        for (int i = 0; i < n; i++) tmp[(size_t)r * n + i] = m->params.W_U[(size_t)r * V + ids[i]];
+        for (int i = 0; i < n; i++) tmp[(size_t)r * n + i] = hs_unembed_at(m, r, ids[i]);
     fold_reader(out, tmp, D, n, m->params.ln_final_w, c->norm, c->ln_final && c->norm != HS_NORM_NONE,
                 fold);
 }
