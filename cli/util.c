@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -176,4 +178,61 @@ hs_status cli_open_tokenizer(const char *m, hs_tokenizer **out, hs_error *err)
     }
     hs_st_file_free(&f);
     return st;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void cli_progress_init(cli_progress *p, const char *cmd)
+{
+    memset(p, 0, sizeof *p);
+    p->cmd = cmd;
+    p->tty = isatty(2);
+    p->every = 5.0;
+    const char *e = getenv("HEADSCOPE_PROGRESS");
+    if (e && *e) {
+        char *end = NULL;
+        const double v = strtod(e, &end);
+        if (end && *end == '\0' && v >= 0.0 && v < 1e6) p->every = v;
+    }
+    p->t0 = now_s();
+}
+
+void cli_progress_print(void *ctx, const char *what, long done, long total)
+{
+    cli_progress *p = ctx;
+    const double t = now_s();
+    if (strncmp(p->what, what, sizeof p->what - 1) != 0) { /* a new phase */
+        if (p->shown && p->tty) fputc('\n', stderr);
+        snprintf(p->what, sizeof p->what, "%s", what);
+        p->t_what = t;
+        p->shown = 0;
+        p->last = 0.0;
+    }
+    const int end = done >= total;
+    const double el = t - p->t_what;
+    /* quiet for short work: nothing before 2 s (HEADSCOPE_PROGRESS=0: at once) */
+    if (p->every > 0.0 && t - p->t0 < 2.0 && !p->shown) return;
+    const double eta = done > 0 ? el / (double)done * (double)(total - done) : 0.0;
+    if (p->tty) {
+        if (!end && p->shown && t - p->last < 0.1) return; /* at most 10 redraws a second */
+        char bar[21];
+        const int fill = total > 0 ? (int)(20 * done / total) : 20;
+        for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
+        bar[20] = '\0';
+        fprintf(stderr, "\r%s: %s %ld/%ld [%s] %3.0f%% ETA %.0fs ", p->cmd, what, done, total, bar,
+                total > 0 ? 100.0 * (double)done / (double)total : 100.0, eta);
+        if (end) fputc('\n', stderr);
+        p->shown = !end;
+        p->last = t;
+        return;
+    }
+    if (!end && p->last > 0.0 && t - p->last < p->every) return;
+    fprintf(stderr, "%s: %s %ld/%ld ETA %.0fs\n", p->cmd, what, done, total, eta);
+    p->last = t;
+    p->shown = 1;
 }

@@ -224,6 +224,7 @@ hs_status hs_ablate_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, c
     c.clean_m = &out->metric_clean;
     c.clean_a = &out->acc_clean;
     if ((st = hs_engine_for(&e, 1, clean_job, &c, err)) != HS_OK) goto done;
+    e.progress = "components";
     st = hs_engine_for(&e, out->n_comp, ablate_job, &c, err);
 done:
     if (c.row_m)

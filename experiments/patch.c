@@ -66,6 +66,8 @@ typedef struct {
     const int *src, *dst;         /* (n, t) clean and corrupted tokens */
     const int *answer, *wrong, *pos; /* (n) */
     hs_cache *src_v;              /* (chunks) views of the clean cache */
+    const hs_cache *corr;         /* the corrupted run's blocks.*.hook_resid_pre (n rows): a
+                                   * cell of layer l runs from blocks.l on (hs_engine_sweep_from) */
     double **row_ld;              /* (workers) (n) per-row LD scratch */
     pjob *jobs;
     double ld_clean, ld_corr;
@@ -166,7 +168,7 @@ static hs_status pjob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
         return HS_OK;
     }
     sweep_arg sa = {c, &c->jobs[j]};
-    hs_status st = hs_engine_sweep(e, w, c->dst, c->n, sweep_hooks, sweep_rows, &sa);
+    hs_status st = hs_engine_sweep_from(e, w, c->dst, c->n, c->jobs[j].layer, c->corr, sweep_hooks, sweep_rows, &sa);
     if (st != HS_OK) return st;
     const double ld = mean_rows(c->row_ld[w->index], c->n_real);
     *c->jobs[j].ld = ld;
@@ -174,32 +176,29 @@ static hs_status pjob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     return HS_OK;
 }
 
-/* Job 0: the clean run, cached; job 1: the corrupted run's LDs. */
+/* Job 0: the clean run, cached (the patched values); job 1: the corrupted
+ * run, its residuals entering every block cached (each patched run starts
+ * from them); both give their LDs. */
 typedef struct {
     pctx *c;
     const char *const *filt;
     int nf;
-    hs_cache *clean;
+    hs_cache *clean, *corr;
     double *ld_src, *ld_dst; /* (n) */
 } base_arg;
-
-static void base_rows(void *arg, hs_engine_worker *w, const float *logits, int r0, int b)
-{
-    (void)w;
-    const base_arg *ba = arg;
-    ld_rows(ba->c, ba->ld_dst, logits, r0, b);
-}
 
 static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     base_arg *ba = arg;
     pctx *c = ba->c;
-    if (j == 1) return hs_engine_sweep(e, w, c->dst, c->n, NULL, base_rows, ba);
-    hs_status st = hs_engine_cache(e, w, c->src, c->n, ba->filt, ba->nf, NULL, ba->clean);
+    static const char *const cfilt[] = {"blocks.*.hook_resid_pre", "logits"};
+    hs_cache *out = j == 0 ? ba->clean : ba->corr;
+    hs_status st = j == 0 ? hs_engine_cache(e, w, c->src, c->n, ba->filt, ba->nf, NULL, out)
+                          : hs_engine_cache(e, w, c->dst, c->n, cfilt, 2, NULL, out);
     if (st != HS_OK) return st;
-    const hs_cache_entry *lg = hs_cache_get(ba->clean, "logits");
+    const hs_cache_entry *lg = hs_cache_get(out, "logits");
     HS_ASSERT(lg != NULL);
-    ld_rows(c, ba->ld_src, lg->data, 0, c->n);
+    ld_rows(c, j == 0 ? ba->ld_src : ba->ld_dst, lg->data, 0, c->n);
     return HS_OK;
 }
 
@@ -230,11 +229,28 @@ hs_status hs_patch_check(const hs_model *m, int n, int t, const int *answer, con
     return HS_OK;
 }
 
+int hs_patch_by_parse(const char *s)
+{
+    if (strcmp(s, "head") == 0) return HS_PATCH_BY_HEAD;
+    if (strcmp(s, "head,position") == 0) return HS_PATCH_BY_HEAD_POS;
+    if (strcmp(s, "both") == 0) return HS_PATCH_BY_BOTH;
+    return -1;
+}
+
 hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
                               const int *answer, const int *wrong, const int *pos, unsigned acts,
                               hs_patch_report *out, hs_error *err)
 {
+    return hs_patch_run_tokens_by(m, pool, src, dst, n, t, answer, wrong, pos, acts, HS_PATCH_BY_BOTH, out, err);
+}
+
+hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
+                                 const int *answer, const int *wrong, const int *pos, unsigned acts,
+                                 hs_patch_by by, hs_patch_report *out, hs_error *err)
+{
     memset(out, 0, sizeof *out);
+    if ((int)by < 0 || by > HS_PATCH_BY_HEAD_POS) return hs_fail(err, HS_ERR_INPUT, "patch: unknown cells %d", (int)by);
+    const int all_pos = by != HS_PATCH_BY_HEAD_POS, each_pos = by != HS_PATCH_BY_HEAD;
     const hs_config *cfg = &m->cfg;
     const int L = cfg->n_layers, H = cfg->n_heads;
     hs_status st = hs_patch_check(m, n, t, answer, wrong, pos, acts, err);
@@ -244,15 +260,26 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     out->n = n;
     out->t = t;
     out->acts = acts;
+    out->by = by;
     pctx c;
     memset(&c, 0, sizeof c);
     c.m = m;
     c.t = t;
     c.n_real = n;
-    /* whole chunks, so the clean cache's chunk views match every forward */
-    int np = 0, *psrc = hs_engine_pad_rows(src, n, t, &np), *pdst = hs_engine_pad_rows(dst, n, t, &np);
-    int *pans = hs_engine_pad_rows(answer, n, 1, &np), *pwr = hs_engine_pad_rows(wrong, n, 1, &np);
-    int *ppos = hs_engine_pad_rows(pos, n, 1, &np);
+    /* Every prompt read at one position p: the patched runs compute the
+     * last block from its attention output on and the logits at p alone
+     * (hs_engine.read_pos), whose products then have a row per prompt: the
+     * set is padded for them to have HS_ENGINE_MIN_TOKENS rows (16 prompts:
+     * done from 16 prompts on, where that costs at most one chunk's rows).
+     * The values are those of the whole run (per-row kernels). */
+    int read_pos = n >= HS_ENGINE_MIN_TOKENS ? pos[0] : -1;
+    for (int i = 1; i < n; i++)
+        if (pos[i] != pos[0]) read_pos = -1;
+    const int rt = read_pos >= 0 ? 1 : t;
+    /* the set as the engine runs it, so the caches' chunk views match every forward */
+    int np = 0, *psrc = hs_engine_pad_set(src, n, t, rt, &np), *pdst = hs_engine_pad_set(dst, n, t, rt, &np);
+    int *pans = hs_engine_pad_set(answer, n, 1, rt, &np), *pwr = hs_engine_pad_set(wrong, n, 1, rt, &np);
+    int *ppos = hs_engine_pad_set(pos, n, 1, rt, &np);
     c.n = np;
     c.src = psrc;
     c.dst = pdst;
@@ -261,7 +288,7 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     c.pos = ppos;
     hs_engine e;
     memset(&e, 0, sizeof e);
-    hs_cache clean = {0};
+    hs_cache clean = {0}, corr = {0};
     double *lds = malloc((size_t)np * 2 * sizeof *lds);
     const char *filt[HS_PATCH_N + 1];
     char pats[HS_PATCH_N][48];
@@ -274,12 +301,15 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
         char *d0 = strstr(pats[a], ".0.");
         d0[1] = '*';
         filt[nf++] = pats[a];
-        const size_t cells = hs_patch_act_is_head(a) ? (size_t)L * H : (size_t)L * t;
-        out->metric[a] = malloc(cells * sizeof(double));
-        out->ld[a] = malloc(cells * sizeof(double));
-        if (!out->metric[a] || !out->ld[a]) goto oom;
-        n_jobs += (int)cells;
-        if (hs_patch_act_is_head(a)) {
+        const int head = hs_patch_act_is_head(a);
+        const size_t cells = head ? (size_t)L * H : (size_t)L * t;
+        if (!head || all_pos) {
+            out->metric[a] = malloc(cells * sizeof(double));
+            out->ld[a] = malloc(cells * sizeof(double));
+            if (!out->metric[a] || !out->ld[a]) goto oom;
+            n_jobs += (int)cells;
+        }
+        if (head && each_pos) {
             out->metric_pos[a] = malloc(cells * t * sizeof(double));
             out->ld_pos[a] = malloc(cells * t * sizeof(double));
             if (!out->metric_pos[a] || !out->ld_pos[a]) goto oom;
@@ -324,8 +354,8 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
                 continue;
             }
             for (int h = 0; h < H; h++) {
-                c.jobs[nj++] = (pjob){a, l, h, -1, &out->ld[a][l * H + h], &out->metric[a][l * H + h], 0};
-                for (int p = 0; p < t; p++) {
+                if (all_pos) c.jobs[nj++] = (pjob){a, l, h, -1, &out->ld[a][l * H + h], &out->metric[a][l * H + h], 0};
+                for (int p = 0; p < t && each_pos; p++) {
                     const size_t k = ((size_t)l * H + h) * t + p;
                     c.jobs[nj++] = (pjob){a, l, h, p, &out->ld_pos[a][k], &out->metric_pos[a][k],
                                           same_prefix[p] || unreachable(a, l, p, L, max_pos, read)};
@@ -338,8 +368,11 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     if (c.row_ld == NULL) goto oom;
     for (int i = 0; i < e.n_workers; i++)
         if ((c.row_ld[i] = malloc((size_t)np * sizeof(double))) == NULL) goto oom;
-    base_arg ba = {&c, filt, nf, &clean, lds, lds + np};
+    base_arg ba = {&c, filt, nf, &clean, &corr, lds, lds + np};
     if ((st = hs_engine_for(&e, 2, base_job, &ba, err)) != HS_OK) goto fail;
+    c.corr = &corr;
+    e.read_pos = read_pos; /* the caches above are whole; the patched runs read p alone */
+    e.progress = "cells";  /* hs_pool_progress per cell */
     c.ld_clean = out->ld_clean = mean_rows(lds, n);
     c.ld_corr = out->ld_corr = mean_rows(lds + np, n);
     if ((st = hs_engine_views(&clean, np, &c.src_v, err)) != HS_OK) goto fail;
@@ -360,6 +393,7 @@ done:
     free(pwr);
     free(ppos);
     hs_cache_free(&clean);
+    hs_cache_free(&corr);
     hs_engine_free(&e);
     free(c.jobs);
     free(lds);
@@ -389,6 +423,19 @@ hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, un
     if (st != HS_OK) return st;
     return hs_patch_run_tokens(m, pool, p->clean, p->corr, p->n, p->t, p->answer, p->wrong, p->pos, acts, out,
                                err);
+}
+
+hs_status hs_patch_run_by(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
+                          hs_patch_method method, hs_patch_by by, hs_patch_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (by == HS_PATCH_BY_BOTH) return hs_patch_run_method(m, pool, p, acts, method, out, err);
+    if (method != HS_PATCH_EXACT)
+        return hs_fail(err, HS_ERR_INPUT, "patch: the cells of one kind (--by) are for the exact sweep alone");
+    hs_status st = prompts_check(p, err);
+    if (st != HS_OK) return st;
+    return hs_patch_run_tokens_by(m, pool, p->clean, p->corr, p->n, p->t, p->answer, p->wrong, p->pos, acts, by,
+                                  out, err);
 }
 
 hs_status hs_patch_run_method(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
@@ -519,11 +566,17 @@ cJSON *hs_patch_json(const hs_patch_report *r)
         hook[7] = 'l'; /* "blocks.l...." */
         ok = cJSON_AddStringToObject(x, "hook", hook) != NULL;
         if (hs_patch_act_is_head(a)) {
-            ok = ok && cJSON_AddStringToObject(x, "by", "head (all positions) [layer][head]; by_position "
-                                                       "[layer][head][position]") &&
-                 add(x, "metric", matrix(r->metric[a], r->L, r->H)) && add(x, "ld", matrix(r->ld[a], r->L, r->H)) &&
-                 add(x, "metric_by_position", cube(r->metric_pos[a], r->L, r->H, r->t)) &&
-                 add(x, "ld_by_position", cube(r->ld_pos[a], r->L, r->H, r->t));
+            const char *by = r->by == HS_PATCH_BY_HEAD       ? "head (all positions) [layer][head]"
+                             : r->by == HS_PATCH_BY_HEAD_POS ? "by_position [layer][head][position]"
+                                                             : "head (all positions) [layer][head]; by_position "
+                                                               "[layer][head][position]";
+            ok = ok && cJSON_AddStringToObject(x, "by", by);
+            if (r->metric[a])
+                ok = ok && add(x, "metric", matrix(r->metric[a], r->L, r->H)) &&
+                     add(x, "ld", matrix(r->ld[a], r->L, r->H));
+            if (r->metric_pos[a])
+                ok = ok && add(x, "metric_by_position", cube(r->metric_pos[a], r->L, r->H, r->t)) &&
+                     add(x, "ld_by_position", cube(r->ld_pos[a], r->L, r->H, r->t));
         } else {
             ok = ok && cJSON_AddStringToObject(x, "by", "layer x position [layer][position]") &&
                  add(x, "metric", matrix(r->metric[a], r->L, r->t)) && add(x, "ld", matrix(r->ld[a], r->L, r->t));
@@ -558,15 +611,30 @@ static void act_table(const hs_patch_report *r, int a, const double *metric, con
         }
         return;
     }
-    hs_buf_printf(b, "\n%s (%s)%s, by head: all positions | each position\n%-6s %6s |", hs_patch_act_names[a],
-                  hook, what, "", "all");
+    if (metric_pos == NULL) { /* --by head */
+        hs_buf_printf(b, "\n%s (%s)%s, by head, all positions:\n%-6s", hs_patch_act_names[a], hook, what, "");
+        for (int h = 0; h < r->H; h++) hs_buf_printf(b, " %6s%d", "H", h);
+        hs_buf_printf(b, "\n");
+        for (int l = 0; l < r->L; l++) {
+            hs_buf_printf(b, "L%-5d", l);
+            for (int h = 0; h < r->H; h++) hs_buf_printf(b, " %+7.2f", metric[l * r->H + h]);
+            hs_buf_printf(b, "\n");
+        }
+        return;
+    }
+    if (metric == NULL)
+        hs_buf_printf(b, "\n%s (%s)%s, by head, each position\n%-6s", hs_patch_act_names[a], hook, what, "");
+    else
+        hs_buf_printf(b, "\n%s (%s)%s, by head: all positions | each position\n%-6s %6s |", hs_patch_act_names[a],
+                      hook, what, "", "all");
     for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %6d", p);
     hs_buf_printf(b, "\n");
     for (int l = 0; l < r->L; l++)
         for (int h = 0; h < r->H; h++) {
             char name[24];
             snprintf(name, sizeof name, "L%dH%d", l, h);
-            hs_buf_printf(b, "%-6s %+6.2f |", name, metric[l * r->H + h]);
+            hs_buf_printf(b, "%-6s", name);
+            if (metric) hs_buf_printf(b, " %+6.2f |", metric[l * r->H + h]);
             for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %+6.2f", metric_pos[((size_t)l * r->H + h) * r->t + p]);
             hs_buf_printf(b, "\n");
         }
