@@ -194,7 +194,8 @@ void cli_progress_init(cli_progress *p, const char *cmd)
     p->tty = isatty(2);
     p->every = 5.0;
     const char *e = getenv("HEADSCOPE_PROGRESS");
-    if (e && *e) {
+    if (e && strcmp(e, "off") == 0) p->every = -1.0;
+    else if (e && *e) {
         char *end = NULL;
         const double v = strtod(e, &end);
         if (end && *end == '\0' && v >= 0.0 && v < 1e6) p->every = v;
@@ -205,34 +206,41 @@ void cli_progress_init(cli_progress *p, const char *cmd)
 void cli_progress_print(void *ctx, const char *what, long done, long total)
 {
     cli_progress *p = ctx;
+    if (p->every < 0.0) return; /* HEADSCOPE_PROGRESS=off */
     const double t = now_s();
     if (strncmp(p->what, what, sizeof p->what - 1) != 0) { /* a new phase */
         if (p->shown && p->tty) fputc('\n', stderr);
         snprintf(p->what, sizeof p->what, "%s", what);
         p->t_what = t;
+        p->d_what = done;
         p->shown = 0;
         p->last = 0.0;
     }
     const int end = done >= total;
     const double el = t - p->t_what;
-    /* quiet for short work: nothing before 2 s (HEADSCOPE_PROGRESS=0: at once) */
-    if (p->every > 0.0 && t - p->t0 < 2.0 && !p->shown) return;
-    const double eta = done > 0 ? el / (double)done * (double)(total - done) : 0.0;
+    /* quiet for short work: nothing before 2 s on a terminal, `every` seconds
+     * otherwise (HEADSCOPE_PROGRESS=0: at once) */
+    if (p->every > 0.0 && t - p->t0 < (p->tty ? 2.0 : p->every) && !p->shown && p->last == 0.0) return;
+    /* seconds left at the rate since the phase's first report */
+    const double eta = done > p->d_what ? el / (double)(done - p->d_what) * (double)(total - done) : -1.0;
+    char eta_s[32];
+    if (eta >= 0.0) snprintf(eta_s, sizeof eta_s, "%.0fs", eta);
+    else snprintf(eta_s, sizeof eta_s, "?");
     if (p->tty) {
         if (!end && p->shown && t - p->last < 0.1) return; /* at most 10 redraws a second */
         char bar[21];
         const int fill = total > 0 ? (int)(20 * done / total) : 20;
         for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
         bar[20] = '\0';
-        fprintf(stderr, "\r%s: %s %ld/%ld [%s] %3.0f%% ETA %.0fs ", p->cmd, what, done, total, bar,
-                total > 0 ? 100.0 * (double)done / (double)total : 100.0, eta);
+        fprintf(stderr, "\r%s: %s %ld/%ld [%s] %3.0f%% ETA %s ", p->cmd, what, done, total, bar,
+                total > 0 ? 100.0 * (double)done / (double)total : 100.0, eta_s);
         if (end) fputc('\n', stderr);
         p->shown = !end;
         p->last = t;
         return;
     }
     if (!end && p->last > 0.0 && t - p->last < p->every) return;
-    fprintf(stderr, "%s: %s %ld/%ld ETA %.0fs\n", p->cmd, what, done, total, eta);
+    fprintf(stderr, "%s: %s %ld/%ld ETA %s\n", p->cmd, what, done, total, eta_s);
     p->last = t;
     p->shown = 1;
 }

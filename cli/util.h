@@ -56,14 +56,16 @@ int cli_error(const char *cmd, const hs_error *err);
  * line rewritten in place, "CMD: WHAT DONE/TOTAL [bar] PCT% ETA Ns"; else a
  * plain line "CMD: WHAT DONE/TOTAL ETA Ns" at most every
  * HEADSCOPE_PROGRESS seconds (default 5) and at the end. Nothing is printed
- * for work that ends within its first 2 seconds (HEADSCOPE_PROGRESS=0:
- * every unit, at once). */
+ * for work done within 2 seconds of the start on a terminal, within
+ * HEADSCOPE_PROGRESS seconds otherwise (HEADSCOPE_PROGRESS=0: every unit, at
+ * once; off: nothing). */
 typedef struct {
     const char *cmd;
     int tty;
     double every;       /* seconds between plain lines */
     double t0, t_what;  /* when set up; when the current phase began */
     double last;        /* when the last line was printed (0: none yet) */
+    long d_what;        /* units done at the phase's first report (the rate counts from it) */
     char what[32];      /* the current phase */
     int shown;          /* a line of this phase is on screen */
 } cli_progress;

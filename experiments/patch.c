@@ -52,12 +52,14 @@ void hs_patch_report_free(hs_patch_report *r)
     memset(r, 0, sizeof *r);
 }
 
-/* One sweep: act in layer, head (-1: a layer-level act), pos (-1: all). */
+/* One sweep: act in layer, head (-1: a layer-level act; HEADS_OF_LAYER:
+ * every head of the layer at every position, one batch), pos (-1: all). */
 typedef struct {
     int act, layer, head, pos;
-    double *ld, *metric; /* where its mean LD and normalised metric go */
+    double *ld, *metric; /* where its mean LD and normalised metric go (HEADS_OF_LAYER: H of each) */
     int same;            /* 1: provably the corrupted run at every read position (no sweep) */
 } pjob;
+#define HEADS_OF_LAYER (-2)
 
 typedef struct {
     const hs_model *m;
@@ -66,6 +68,8 @@ typedef struct {
     const int *src, *dst;         /* (n, t) clean and corrupted tokens */
     const int *answer, *wrong, *pos; /* (n) */
     hs_cache *src_v;              /* (chunks) views of the clean cache */
+    const hs_cache *clean;        /* the clean cache (n rows) */
+    int read_pos;                 /* the position every prompt reads, or -1 */
     const hs_cache *corr;         /* the corrupted run's blocks.*.hook_resid_pre (n rows): a
                                    * cell of layer l runs from blocks.l on (hs_engine_sweep_from) */
     double **row_ld;              /* (workers) (n) per-row LD scratch */
@@ -152,6 +156,7 @@ static void sweep_rows(void *arg, hs_engine_worker *w, const float *logits, int 
     ld_rows(sa->c, sa->c->row_ld[w->index], logits, r0, b);
 }
 
+
 static double mean_rows(const double *v, int n)
 {
     double s = 0.0;
@@ -159,9 +164,124 @@ static double mean_rows(const double *v, int n)
     return s / n;
 }
 
+/* The heads of one layer in one batch: H copies of the n rows, copy h with
+ * head h's clean value written at every position. */
+typedef struct {
+    const hs_cache_entry *src; /* the clean value, n rows */
+    int act, n, r0, b;         /* the set's rows; the chunk's first row and real rows */
+} ghook;
+
+static int group_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name;
+    const ghook *g = ctx;
+    const hs_cache_entry *e = g->src;
+    if (ndim != e->ndim) return -1;
+    for (int i = 1; i < ndim; i++)
+        if (shape[i] != e->shape[i]) return -1;
+    const int64_t B = shape[0];
+    for (int64_t i = 0; i < B; i++) {
+        const int64_t r = g->r0 + (i < g->b ? i : g->b - 1); /* padded rows repeat the last */
+        const int64_t h = r / g->n, src = r % g->n;
+        if (g->act == HS_PATCH_PATTERN) { /* [B, H, T(dest), T(src)]: head h's rows */
+            const size_t one = (size_t)shape[2] * shape[3];
+            memcpy(data + ((size_t)i * shape[1] + h) * one, e->data + ((size_t)src * shape[1] + h) * one,
+                   one * sizeof(float));
+            continue;
+        }
+        const int64_t T = shape[1], Hn = shape[2], dh = shape[3]; /* [B, T, H, dh] */
+        for (int64_t q = 0; q < T; q++)
+            memcpy(data + (((size_t)i * T + q) * Hn + h) * dh, e->data + (((size_t)src * T + q) * Hn + h) * dh,
+                   (size_t)dh * sizeof(float));
+    }
+    return 1;
+}
+
+typedef struct {
+    pctx *c;
+    const pjob *jb;
+    const hs_cache_entry *src;
+    double *ld; /* (H n) per-row LDs */
+} group_arg;
+
+static hs_status group_hooks(void *arg, hs_engine_worker *w, int chunk, int r0, int b)
+{
+    (void)chunk;
+    const group_arg *ga = arg;
+    ghook *g = malloc(sizeof *g);
+    if (g == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    *g = (ghook){ga->src, ga->jb->act, ga->c->n, r0, b};
+    char name[64];
+    snprintf(name, sizeof name, hs_patch_hooks[ga->jb->act], ga->jb->layer);
+    return hs_hooks_add_owned(w->hk, name, group_hook, g, free, &w->err);
+}
+
+static void group_rows(void *arg, hs_engine_worker *w, const float *logits, int r0, int b)
+{
+    (void)w;
+    const group_arg *ga = arg;
+    const pctx *c = ga->c;
+    const int V = c->m->cfg.d_vocab;
+    for (int i = 0; i < b; i++) {
+        const int r = r0 + i, k = r % c->n;
+        const float *row = logits + ((size_t)i * c->t + c->pos[k]) * V;
+        ga->ld[r] = (double)row[c->answer[k]] - (double)row[c->wrong[k]];
+    }
+}
+
+/* Every head of jb's layer at every position in one sweep of H n rows,
+ * from the layer on; a row's values are those of its head's own sweep (the
+ * engine's per-row kernels), so each head's cell is the one a sweep of its
+ * own gives. Reads one position when every prompt reads the same one. */
+static hs_status group_run(hs_engine *e, hs_engine_worker *w, const pjob *jb, pctx *c)
+{
+    const int H = c->m->cfg.n_heads, n = c->n, t = c->t, D = c->m->cfg.d_model, R = H * n;
+    char name[64];
+    snprintf(name, sizeof name, hs_patch_hooks[jb->act], jb->layer);
+    const hs_cache_entry *src = hs_cache_get(c->clean, name);
+    if (src == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "the model has no point %s", name);
+    const hs_cache_entry *rp = hs_cache_getf(c->corr, "blocks.%d.hook_resid_pre", jb->layer);
+    int *tok = malloc((size_t)R * t * sizeof(int));
+    double *ld = malloc((size_t)R * sizeof(double));
+    float *res = rp && jb->layer > 0 ? malloc((size_t)R * t * D * sizeof(float)) : NULL;
+    if (tok == NULL || ld == NULL || (rp && jb->layer > 0 && res == NULL)) {
+        free(tok);
+        free(ld);
+        free(res);
+        return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    }
+    hs_cache_entry re;
+    hs_cache rc = {0, 0, NULL, 1};
+    for (int h = 0; h < H; h++) {
+        memcpy(tok + (size_t)h * n * t, c->dst, (size_t)n * t * sizeof(int));
+        if (res) memcpy(res + (size_t)h * n * t * D, rp->data, (size_t)n * t * D * sizeof(float));
+    }
+    if (res) {
+        re = *rp;
+        re.shape[0] = R;
+        re.numel = (size_t)R * t * D;
+        re.data = res;
+        rc = (hs_cache){1, 1, &re, 1};
+    }
+    group_arg ga = {c, jb, src, ld};
+    w->read_pos = c->read_pos;
+    hs_status st = hs_engine_sweep_from(e, w, tok, R, res ? jb->layer : 0, &rc, group_hooks, group_rows, &ga);
+    w->read_pos = -1;
+    for (int h = 0; h < H && st == HS_OK; h++) {
+        const double v = mean_rows(ld + (size_t)h * n, c->n_real);
+        jb->ld[h] = v;
+        jb->metric[h] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
+    }
+    free(tok);
+    free(ld);
+    free(res);
+    return st;
+}
+
 static hs_status pjob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     pctx *c = arg;
+    if (c->jobs[j].head == HEADS_OF_LAYER) return group_run(e, w, &c->jobs[j], c);
     if (c->jobs[j].same) { /* every read logit is the corrupted run's, bit for bit */
         *c->jobs[j].ld = c->ld_corr;
         *c->jobs[j].metric = hs_patch_metric(c->ld_corr, c->ld_corr, c->ld_clean);
@@ -272,9 +392,10 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
      * set is padded for them to have HS_ENGINE_MIN_TOKENS rows (16 prompts:
      * done from 16 prompts on, where that costs at most one chunk's rows).
      * The values are those of the whole run (per-row kernels). */
-    int read_pos = n >= HS_ENGINE_MIN_TOKENS ? pos[0] : -1;
+    int one_pos = pos[0];
     for (int i = 1; i < n; i++)
-        if (pos[i] != pos[0]) read_pos = -1;
+        if (pos[i] != pos[0]) one_pos = -1;
+    const int read_pos = n >= HS_ENGINE_MIN_TOKENS ? one_pos : -1;
     const int rt = read_pos >= 0 ? 1 : t;
     /* the set as the engine runs it, so the caches' chunk views match every forward */
     int np = 0, *psrc = hs_engine_pad_set(src, n, t, rt, &np), *pdst = hs_engine_pad_set(dst, n, t, rt, &np);
@@ -307,7 +428,7 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
             out->metric[a] = malloc(cells * sizeof(double));
             out->ld[a] = malloc(cells * sizeof(double));
             if (!out->metric[a] || !out->ld[a]) goto oom;
-            n_jobs += (int)cells;
+            n_jobs += head ? L : (int)cells; /* a head act's all-position cells: one job per layer */
         }
         if (head && each_pos) {
             out->metric_pos[a] = malloc(cells * t * sizeof(double));
@@ -353,8 +474,8 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
                                       same_prefix[p] || unreachable(a, l, p, L, max_pos, read)};
                 continue;
             }
+            if (all_pos) c.jobs[nj++] = (pjob){a, l, HEADS_OF_LAYER, -1, &out->ld[a][l * H], &out->metric[a][l * H], 0};
             for (int h = 0; h < H; h++) {
-                if (all_pos) c.jobs[nj++] = (pjob){a, l, h, -1, &out->ld[a][l * H + h], &out->metric[a][l * H + h], 0};
                 for (int p = 0; p < t && each_pos; p++) {
                     const size_t k = ((size_t)l * H + h) * t + p;
                     c.jobs[nj++] = (pjob){a, l, h, p, &out->ld_pos[a][k], &out->metric_pos[a][k],
@@ -371,8 +492,10 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     base_arg ba = {&c, filt, nf, &clean, &corr, lds, lds + np};
     if ((st = hs_engine_for(&e, 2, base_job, &ba, err)) != HS_OK) goto fail;
     c.corr = &corr;
+    c.clean = &clean;
+    c.read_pos = one_pos; /* a layer's heads in one batch have H n rows: read p alone */
     e.read_pos = read_pos; /* the caches above are whole; the patched runs read p alone */
-    e.progress = "cells";  /* hs_pool_progress per cell */
+    e.progress = "sweeps"; /* hs_pool_progress per job: a cell, or a layer's heads */
     c.ld_clean = out->ld_clean = mean_rows(lds, n);
     c.ld_corr = out->ld_corr = mean_rows(lds + np, n);
     if ((st = hs_engine_views(&clean, np, &c.src_v, err)) != HS_OK) goto fail;

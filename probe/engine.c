@@ -35,6 +35,7 @@ hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, 
     for (int i = 0; i < n; i++) {
         hs_engine_worker *w = &e->w[i];
         w->index = i;
+        w->read_pos = -1;
         e->n_workers = i + 1;
         hs_status st = hs_acts_create(&m->cfg, HS_ENGINE_CHUNK, t, 0, &w->acts, err);
         if (st == HS_OK) st = hs_hooks_create(&w->hk, err);
@@ -119,21 +120,27 @@ int *hs_engine_pad_set(const int *v, int n, int width, int t, int *n_pad)
     return pad_to(v, n, width, *n_pad);
 }
 
-/* The rows a chunk of b real rows runs on (hs_engine.whole_chunks). With
- * read_pos the last block's products have one row per prompt. */
-static int run_rows(const hs_engine *e, int b)
+/* The position worker w's sweeps read alone, or -1 (every position). */
+static int read_pos_of(const hs_engine *e, const hs_engine_worker *w)
 {
-    return e->whole_chunks ? HS_ENGINE_CHUNK : hs_engine_run_rows(b, e->read_pos >= 0 ? 1 : e->t);
+    return w->read_pos >= 0 ? w->read_pos : e->read_pos;
 }
 
-/* The tokens of the chunk at row r0 with b real rows, as run_rows(e, b)
+/* The rows a chunk of b real rows runs on on worker w (hs_engine.whole_chunks).
+ * With a read position the last block's products have one row per prompt. */
+static int run_rows(const hs_engine *e, const hs_engine_worker *w, int b)
+{
+    return e->whole_chunks ? HS_ENGINE_CHUNK : hs_engine_run_rows(b, read_pos_of(e, w) >= 0 ? 1 : e->t);
+}
+
+/* The tokens of the chunk at row r0 with b real rows, as run_rows(e, w, b)
  * rows: tokens itself when no row is added, else w's copy with the last row
  * repeated (every product then has rows enough for OpenBLAS's per-row
  * kernels, so a row's values do not depend on how many rows the set has). */
 static const int *chunk_tokens(hs_engine *e, hs_engine_worker *w, const int *tokens, int r0, int b)
 {
     const int *src = tokens + (size_t)r0 * e->t;
-    const int bp = run_rows(e, b);
+    const int bp = run_rows(e, w, b);
     if (b == bp) return src;
     int *pad = w->pad;
     memcpy(pad, src, (size_t)b * e->t * sizeof(int));
@@ -180,7 +187,7 @@ hs_status hs_engine_for(hs_engine *e, int n_jobs, hs_engine_job fn, void *ctx, h
     return st;
 }
 
-/* Copies the first b rows of a chunk's cache (batch run_rows(e, b)) to rows
+/* Copies the first b rows of a chunk's cache (batch run_rows(e, w, b)) to rows
  * r0.. of `full` (batch n), creating its entries at r0 == 0. */
 static hs_status cache_put_rows(hs_cache *full, const hs_cache *part, int r0, int b, int n,
                                 hs_error *err)
@@ -216,7 +223,7 @@ hs_status hs_engine_cache(hs_engine *e, hs_engine_worker *w, const int *tokens, 
     if (n < 1) return hs_fail(&w->err, HS_ERR_INPUT, "engine: no rows to run");
     for (int r0 = 0; r0 < n; r0 += HS_ENGINE_CHUNK) {
         const int b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
-        hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, tokens, r0, b), run_rows(e, b), e->t,
+        hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, tokens, r0, b), run_rows(e, w, b), e->t,
                                          filters, n_filters, hooks, &w->tmp, &w->err);
         if (st == HS_OK) st = cache_put_rows(out, &w->tmp, r0, b, n, &w->err);
         if (st != HS_OK) {
@@ -237,7 +244,7 @@ static hs_status sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, int
     const size_t row = (size_t)e->t * e->m->cfg.d_model;
     for (int k = 0, r0 = 0; r0 < n; k++, r0 += HS_ENGINE_CHUNK) {
         const int b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
-        const int bp = run_rows(e, b);
+        const int bp = run_rows(e, w, b);
         const float *x = rp ? rp->data + row * (size_t)r0 : NULL;
         if (rp && b < bp) { /* padded as chunk_tokens pads the tokens */
             if (w->rpad == NULL && (w->rpad = malloc(HS_ENGINE_CHUNK * row * sizeof(float))) == NULL)
@@ -249,7 +256,7 @@ static hs_status sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, int
         }
         hs_hooks_clear(w->hk);
         hs_status st = hooks ? hooks(ctx, w, k, r0, b) : HS_OK;
-        w->acts->logit_pos = e->read_pos;
+        w->acts->logit_pos = read_pos_of(e, w);
         if (st == HS_OK)
             st = hs_run_tail_with_hooks(e->m, layer ? e->tail[layer] : NULL, layer, w->acts, x,
                                         chunk_tokens(e, w, tokens, r0, b), bp, e->t, w->hk, &w->err);
@@ -300,7 +307,7 @@ static hs_status means_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     means_ctx *mc = arg;
     const size_t start = (size_t)j * HS_ENGINE_CHUNK;
     const int b = (int)(mc->n - start < HS_ENGINE_CHUNK ? mc->n - start : HS_ENGINE_CHUNK);
-    hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, mc->tokens, (int)start, b), run_rows(e, b),
+    hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, mc->tokens, (int)start, b), run_rows(e, w, b),
                                      e->t, mc->filters, mc->n_filters, NULL, &w->tmp, &w->err);
     if (st != HS_OK) return st;
     if ((st = hs_pool_ordered_begin(e->pool, w->index, j, &w->err)) != HS_OK) return st;
@@ -422,7 +429,7 @@ static hs_status detect_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     const int L = e->m->cfg.n_layers, H = e->m->cfg.n_heads, t = e->t;
     const int r0 = j * HS_ENGINE_CHUNK, b = dc->n - r0 < HS_ENGINE_CHUNK ? dc->n - r0 : HS_ENGINE_CHUNK;
     static const char *const filt[] = {"blocks.*.attn.hook_pattern"};
-    hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, dc->tokens, r0, b), run_rows(e, b), t,
+    hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, dc->tokens, r0, b), run_rows(e, w, b), t,
                                      filt, 1, NULL, &w->tmp, &w->err);
     if (st != HS_OK) return st;
     float *D = malloc((size_t)t * t * sizeof(float));

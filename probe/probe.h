@@ -593,6 +593,9 @@ typedef struct {
     hs_cache tmp;     /* one chunk's cache (scratch) */
     int *pad;         /* (HS_ENGINE_CHUNK, t) a short chunk's tokens, padded */
     float *rpad;      /* (HS_ENGINE_CHUNK, t, D) a short chunk's residuals, padded (on first use) */
+    int read_pos;     /* -1 (hs_engine_init): this worker's sweeps use the engine's read_pos;
+                       * p >= 0: they read position p alone (a job sets and resets it; its
+                       * rows then follow the t = 1 rule, see HS_ENGINE_MIN_TOKENS) */
     hs_error err;     /* a job's error */
 } hs_engine_worker;
 
