@@ -208,26 +208,26 @@ void cli_progress_print(void *ctx, const char *what, long done, long total)
     cli_progress *p = ctx;
     if (p->every < 0.0) return; /* HEADSCOPE_PROGRESS=off */
     const double t = now_s();
-    if (strncmp(p->what, what, sizeof p->what - 1) != 0) { /* a new phase */
+    /* a new phase: another name, or the same counting again from the start */
+    if (strncmp(p->what, what, sizeof p->what - 1) != 0 || done <= p->d_last) {
         if (p->shown && p->tty) fputc('\n', stderr);
         snprintf(p->what, sizeof p->what, "%s", what);
         p->t_what = t;
         p->d_what = done;
         p->shown = 0;
-        p->last = 0.0;
     }
+    p->d_last = done;
     const int end = done >= total;
-    const double el = t - p->t_what;
-    /* quiet for short work: nothing before 2 s on a terminal, `every` seconds
-     * otherwise (HEADSCOPE_PROGRESS=0: at once) */
-    if (p->every > 0.0 && t - p->t0 < (p->tty ? 2.0 : p->every) && !p->shown && p->last == 0.0) return;
     /* seconds left at the rate since the phase's first report */
+    const double el = t - p->t_what;
     const double eta = done > p->d_what ? el / (double)(done - p->d_what) * (double)(total - done) : -1.0;
     char eta_s[32];
     if (eta >= 0.0) snprintf(eta_s, sizeof eta_s, "%.0fs", eta);
     else snprintf(eta_s, sizeof eta_s, "?");
     if (p->tty) {
-        if (!end && p->shown && t - p->last < 0.1) return; /* at most 10 redraws a second */
+        /* nothing in the first 2 s (HEADSCOPE_PROGRESS=0: at once); at most 10 redraws a second */
+        if (p->every > 0.0 && t - p->t0 < 2.0 && !p->shown) return;
+        if (!end && p->shown && t - p->last < 0.1) return;
         char bar[21];
         const int fill = total > 0 ? (int)(20 * done / total) : 20;
         for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
@@ -239,8 +239,11 @@ void cli_progress_print(void *ctx, const char *what, long done, long total)
         p->last = t;
         return;
     }
-    if (!end && p->last > 0.0 && t - p->last < p->every) return;
+    /* plain lines: one every `every` seconds (the first `every` seconds after
+     * the start), and the end of a phase that had one */
+    const int due = t - (p->last > 0.0 ? p->last : p->t0) >= p->every;
+    if (!due && !(end && p->shown)) return;
     fprintf(stderr, "%s: %s %ld/%ld ETA %s\n", p->cmd, what, done, total, eta_s);
     p->last = t;
-    p->shown = 1;
+    p->shown = !end;
 }

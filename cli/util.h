@@ -66,7 +66,8 @@ typedef struct {
     double t0, t_what;  /* when set up; when the current phase began */
     double last;        /* when the last line was printed (0: none yet) */
     long d_what;        /* units done at the phase's first report (the rate counts from it) */
-    char what[32];      /* the current phase */
+    long d_last;        /* units done at the last report */
+    char what[48];      /* the current phase */
     int shown;          /* a line of this phase is on screen */
 } cli_progress;
 /* Sets p up for command cmd (reads isatty(2) and HEADSCOPE_PROGRESS). */
