@@ -4,7 +4,7 @@
 # at once) `patch`, `lens` and `ablate` print "CMD: WHAT DONE/TOTAL ETA ..."
 # lines whose DONE runs 1..TOTAL in order, TOTAL the units of the work (patch
 # --acts z --by head: one sweep per layer, its heads in one batch; lens: chunks of 32 prompts;
-# ablate: one per component; discover: EAP's chunks, then its circuit runs); by default (a quick run, stderr not a terminal)
+# ablate: one per component; discover: EAP's chunks, then its circuit runs; weights: one per head); by default (a quick run, stderr not a terminal)
 # none. patch --by head gives the default run's all-position cells bit for
 # bit and no per-position cells; --by head,position the per-position cells
 # and no all-position ones; --by with --method atp is a usage error.
@@ -59,6 +59,8 @@ progress_lines dp discover "EAP chunks of 32 prompts" 2
 HEADSCOPE_PROGRESS=0 run 0 dx discover --model "$M" --data "$TMP/p40.jsonl" --top 20 --json
 grep -q "^discover: circuit runs x chunks [0-9]*/[0-9]* ETA" "$TMP/dx.err" ||
     fail "discover: no progress of its circuit runs: $(head -3 "$TMP/dx.err")"
+HEADSCOPE_PROGRESS=0 run 0 wp weights --model "$M" --out "$TMP/wp" --dpi 72 --format json
+progress_lines wp weights "heads' full QK and OV circuits" $((L * H))
 # a quick run on a non-terminal stderr says nothing of its progress
 run 0 pq patch --model "$M" --data "$TMP/p40.jsonl" --acts z --by head --json
 grep -q "sweeps" "$TMP/pq.err" && fail "patch: progress lines on a quick run: $(cat "$TMP/pq.err")"
