@@ -307,19 +307,40 @@ typedef struct {
     double *ld_src, *ld_dst; /* (n) */
 } base_arg;
 
+/* Reads each row's LD from the logits as a base run passes them (the
+ * caches keep no logits: (n, t, V) floats each). */
+typedef struct {
+    const pctx *c;
+    double *out; /* (n) */
+    int r0;      /* the chunk's first row (the chunks come in row order) */
+} ld_hook_ctx;
+
+static int ld_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name;
+    ld_hook_ctx *h = ctx;
+    if (ndim != 3 || shape[1] != h->c->t || shape[2] != h->c->m->cfg.d_vocab) return -1;
+    const int b = (int)shape[0] < h->c->n - h->r0 ? (int)shape[0] : h->c->n - h->r0;
+    ld_rows(h->c, h->out, data, h->r0, b);
+    h->r0 += (int)shape[0];
+    return 0;
+}
+
 static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     base_arg *ba = arg;
     pctx *c = ba->c;
-    static const char *const cfilt[] = {"blocks.*.hook_resid_pre", "logits"};
+    static const char *const cfilt[] = {"blocks.*.hook_resid_pre"};
     hs_cache *out = j == 0 ? ba->clean : ba->corr;
-    hs_status st = j == 0 ? hs_engine_cache(e, w, c->src, c->n, ba->filt, ba->nf, NULL, out)
-                          : hs_engine_cache(e, w, c->dst, c->n, cfilt, 2, NULL, out);
-    if (st != HS_OK) return st;
-    const hs_cache_entry *lg = hs_cache_get(out, "logits");
-    HS_ASSERT(lg != NULL);
-    ld_rows(c, j == 0 ? ba->ld_src : ba->ld_dst, lg->data, 0, c->n);
-    return HS_OK;
+    ld_hook_ctx lh = {c, j == 0 ? ba->ld_src : ba->ld_dst, 0};
+    hs_hooks *hk = NULL;
+    hs_status st = hs_hooks_create(&hk, &w->err);
+    if (st == HS_OK) st = hs_hooks_add(hk, "logits", ld_hook, &lh, &w->err);
+    if (st == HS_OK)
+        st = j == 0 ? hs_engine_cache(e, w, c->src, c->n, ba->filt, ba->nf, hk, out)
+                    : hs_engine_cache(e, w, c->dst, c->n, cfilt, 1, hk, out);
+    hs_hooks_destroy(hk);
+    return st;
 }
 
 /* 1 when patching act at position p of layer l cannot change a logit read
@@ -411,7 +432,7 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     memset(&e, 0, sizeof e);
     hs_cache clean = {0}, corr = {0};
     double *lds = malloc((size_t)np * 2 * sizeof *lds);
-    const char *filt[HS_PATCH_N + 1];
+    const char *filt[HS_PATCH_N];
     char pats[HS_PATCH_N][48];
     int nf = 0, n_jobs = 0;
     unsigned char *read = NULL;
@@ -437,7 +458,6 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
             n_jobs += (int)cells * t;
         }
     }
-    filt[nf++] = "logits";
     c.jobs = calloc((size_t)(n_jobs ? n_jobs : 1), sizeof *c.jobs);
     if (!lds || !c.jobs || !psrc || !pdst || !pans || !pwr || !ppos) goto oom;
     /* Cells whose patch cannot reach a read logit, left out of the sweeps
