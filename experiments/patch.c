@@ -169,6 +169,7 @@ static double mean_rows(const double *v, int n)
 typedef struct {
     const hs_cache_entry *src; /* the clean value, n rows */
     int act, n, r0, b;         /* the set's rows; the chunk's first row and real rows */
+    int h0;                    /* the batch's first head (row block 0) */
 } ghook;
 
 static int group_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
@@ -182,7 +183,7 @@ static int group_hook(const char *name, const int64_t *shape, int ndim, float *d
     const int64_t B = shape[0];
     for (int64_t i = 0; i < B; i++) {
         const int64_t r = g->r0 + (i < g->b ? i : g->b - 1); /* padded rows repeat the last */
-        const int64_t h = r / g->n, src = r % g->n;
+        const int64_t h = g->h0 + r / g->n, src = r % g->n;
         if (g->act == HS_PATCH_PATTERN) { /* [B, H, T(dest), T(src)]: head h's rows */
             const size_t one = (size_t)shape[2] * shape[3];
             memcpy(data + ((size_t)i * shape[1] + h) * one, e->data + ((size_t)src * shape[1] + h) * one,
@@ -201,7 +202,8 @@ typedef struct {
     pctx *c;
     const pjob *jb;
     const hs_cache_entry *src;
-    double *ld; /* (H n) per-row LDs */
+    double *ld; /* (hb n) per-row LDs of the batch */
+    int h0;     /* the batch's first head */
 } group_arg;
 
 static hs_status group_hooks(void *arg, hs_engine_worker *w, int chunk, int r0, int b)
@@ -210,7 +212,7 @@ static hs_status group_hooks(void *arg, hs_engine_worker *w, int chunk, int r0, 
     const group_arg *ga = arg;
     ghook *g = malloc(sizeof *g);
     if (g == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
-    *g = (ghook){ga->src, ga->jb->act, ga->c->n, r0, b};
+    *g = (ghook){ga->src, ga->jb->act, ga->c->n, r0, b, ga->h0};
     char name[64];
     snprintf(name, sizeof name, hs_patch_hooks[ga->jb->act], ga->jb->layer);
     return hs_hooks_add_owned(w->hk, name, group_hook, g, free, &w->err);
@@ -229,13 +231,25 @@ static void group_rows(void *arg, hs_engine_worker *w, const float *logits, int 
     }
 }
 
-/* Every head of jb's layer at every position in one sweep of H n rows,
- * from the layer on; a row's values are those of its head's own sweep (the
- * engine's per-row kernels), so each head's cell is the one a sweep of its
- * own gives. Reads one position when every prompt reads the same one. */
+/* The most bytes a batch of heads' residual copies may take (their tokens
+ * and per-row LDs beside them are smaller): heads are batched up to it. */
+#ifndef HS_PATCH_GROUP_BYTES /* (a build may set it lower, to test batches of fewer heads) */
+#define HS_PATCH_GROUP_BYTES ((size_t)64 << 20)
+#endif
+#define GROUP_BYTES ((size_t)(HS_PATCH_GROUP_BYTES))
+
+/* Every head of jb's layer at every position, in sweeps of hb heads x n rows
+ * (as many heads as GROUP_BYTES allows, all H for GPT-2 small's 50 IOI
+ * prompts), from the layer on; a row's values are those of its head's own
+ * sweep (the engine's per-row kernels), so each head's cell is the one a
+ * sweep of its own gives. Reads one position when every prompt reads the
+ * same one. */
 static hs_status group_run(hs_engine *e, hs_engine_worker *w, const pjob *jb, pctx *c)
 {
-    const int H = c->m->cfg.n_heads, n = c->n, t = c->t, D = c->m->cfg.d_model, R = H * n;
+    const int H = c->m->cfg.n_heads, n = c->n, t = c->t, D = c->m->cfg.d_model;
+    const size_t set_bytes = (size_t)n * t * D * sizeof(float);
+    const int hb = set_bytes * H <= GROUP_BYTES ? H : set_bytes >= GROUP_BYTES ? 1 : (int)(GROUP_BYTES / set_bytes);
+    const int R = hb * n;
     char name[64];
     snprintf(name, sizeof name, hs_patch_hooks[jb->act], jb->layer);
     const hs_cache_entry *src = hs_cache_get(c->clean, name);
@@ -252,26 +266,30 @@ static hs_status group_run(hs_engine *e, hs_engine_worker *w, const pjob *jb, pc
     }
     hs_cache_entry re;
     hs_cache rc = {0, 0, NULL, 1};
-    for (int h = 0; h < H; h++) {
+    for (int h = 0; h < hb; h++) {
         memcpy(tok + (size_t)h * n * t, c->dst, (size_t)n * t * sizeof(int));
         if (res) memcpy(res + (size_t)h * n * t * D, rp->data, (size_t)n * t * D * sizeof(float));
     }
-    if (res) {
-        re = *rp;
-        re.shape[0] = R;
-        re.numel = (size_t)R * t * D;
-        re.data = res;
-        rc = (hs_cache){1, 1, &re, 1};
-    }
-    group_arg ga = {c, jb, src, ld};
+    hs_status st = HS_OK;
     w->read_pos = c->read_pos;
-    hs_status st = hs_engine_sweep_from(e, w, tok, R, res ? jb->layer : 0, &rc, group_hooks, group_rows, &ga);
-    w->read_pos = -1;
-    for (int h = 0; h < H && st == HS_OK; h++) {
-        const double v = mean_rows(ld + (size_t)h * n, c->n_real);
-        jb->ld[h] = v;
-        jb->metric[h] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
+    for (int h0 = 0; h0 < H && st == HS_OK; h0 += hb) {
+        const int nh = H - h0 < hb ? H - h0 : hb; /* the last batch may hold fewer heads */
+        if (res) {
+            re = *rp;
+            re.shape[0] = nh * n;
+            re.numel = (size_t)nh * n * t * D;
+            re.data = res;
+            rc = (hs_cache){1, 1, &re, 1};
+        }
+        group_arg ga = {c, jb, src, ld, h0};
+        st = hs_engine_sweep_from(e, w, tok, nh * n, res ? jb->layer : 0, &rc, group_hooks, group_rows, &ga);
+        for (int h = 0; h < nh && st == HS_OK; h++) {
+            const double v = mean_rows(ld + (size_t)h * n, c->n_real);
+            jb->ld[h0 + h] = v;
+            jb->metric[h0 + h] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
+        }
     }
+    w->read_pos = -1;
     free(tok);
     free(ld);
     free(res);
