@@ -14,12 +14,18 @@
 #              whole context, 1024; bench_gpt2:
 #              hs_run_with_cache, median) beside the sgemm roofline at its
 #              shapes (the same products alone through hs_sgemm) | the peer's;
-#   patch      `headscope patch --acts z` over N IOI prompts (`headscope
-#              prompts ioi --template 0`: every prompt the same length),
-#              cut at PATCH_TIMEOUT seconds | the peer's hook_z patching by
-#              head (all positions; headscope also does head x position).
+#   patch      `headscope patch --acts z --by head` over N IOI prompts
+#              (`headscope prompts ioi --template 0`: every prompt the same
+#              length), cut at PATCH_TIMEOUT seconds, with the FLOPs its
+#              products do (each cell from its layer on, the logits at the
+#              read position alone) and their roofline at the forward's
+#              sgemm rate (step 3) | the peer's hook_z patching by head (all
+#              positions, a full forward per head); the largest relative
+#              difference between the two's cells.
 # Targets (issue 24): inspect < 1 s, forward ahead of PyTorch and within 1.3x
-# of the roofline, inspect's peak RSS < 1.3x the checkpoint.
+# of the roofline, inspect's peak RSS < 1.3x the checkpoint. Issue 30: patch
+# --by head at least 3x faster than the peer, within 1.5x of its roofline,
+# cells equal to 1e-4 relative.
 #
 #   bench/gpt2_speed.sh [--dir GPT2_DIR] [--threads T] [--runs R] [--prompts N]
 #                       [--patch-timeout S] [--ctx T]
@@ -88,7 +94,7 @@ print('inspect: %s tokens, %s files: median wall %.2f s (runs: %s), median peak 
 " "$CK_BYTES" "$NTOK" "$NFILES"
 
 # 3. the forward with the full cache at the whole context, and the roofline
-"$BDIR/bench_gpt2" "$DIR" --threads "$THREADS" --runs "$RUNS" --ctx "$CTX" | sed 's/^/forward: /'
+"$BDIR/bench_gpt2" "$DIR" --threads "$THREADS" --runs "$RUNS" --ctx "$CTX" --json "$W/fwd.json" | sed 's/^/forward: /'
 
 # 4. patch by head over IOI prompts (headscope), and the peer
 "$HS" prompts ioi --model "$DIR" --n "$PROMPTS" --seed 0 --template 0 --out "$W/ioi.jsonl" > /dev/null
@@ -115,11 +121,34 @@ with open(w + "/ioi_ids.jsonl", "w") as f:
             f.write(json.dumps({"ids": a[i + k]["ids"], "answer": ans[0], "wrong": wrong[0]}) + "\n")
 PYEOF
 t0=$(date +%s.%N)
-if timeout "$PATCH_TIMEOUT" "$HS" patch --model "$DIR" --data "$W/ioi.jsonl" --acts z --threads "$THREADS" \
+PATCH_S=""
+if timeout "$PATCH_TIMEOUT" "$HS" patch --model "$DIR" --data "$W/ioi.jsonl" --acts z --by head --threads "$THREADS" \
     --json > "$W/patch.json" 2> "$W/patch.err"; then
-    echo "patch: headscope patch --acts z (head and head x position cells) over $PROMPTS IOI prompts: $(echo "$(date +%s.%N) - $t0" | bc) s"
+    PATCH_S=$(echo "$(date +%s.%N) - $t0" | bc)
+    # the FLOPs of the products: the clean and corrupted runs (full logits),
+    # then per head of layer l the layers l.. of every prompt, the last one
+    # from its attention output on at the read position, and the logits there
+    "$PY" - "$DIR/config.json" "$W/patch.json" "$W/fwd.json" "$PATCH_S" <<'PYEOF'
+import json, sys
+c = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2])); f = json.load(open(sys.argv[3]))
+s = float(sys.argv[4])
+L, H, D, V = c["n_layer"], c["n_head"], c["n_embd"], c["vocab_size"]
+F = c.get("n_inner") or 4 * D
+n, t = p["prompts"], p["tokens"]
+layer = 2 * D * (3 * D + D + 2 * F)            # per token: QKV, W_O, MLP in and out
+attn = 2 * 2 * t * t * D / 2                    # per token: QK^T and the mix, causal half
+last = 2 * D * (3 * D) + 2 * D * (D + 2 * F) / t  # the last layer: QKV at every token, the rest at one
+unembed = 2 * D * V
+base = 2 * n * t * (L * (layer + attn) + unembed)
+cells = sum(H * n * (t * ((L - 1 - l) * (layer + attn) + last + attn) + unembed) for l in range(L))
+gf = (base + cells) / 1e9
+rate = f["gflop"] / (f["roofline_ms"] / 1e3)   # GFLOP/s of hs_sgemm at the forward's shapes
+print("patch: headscope patch --acts z --by head over %d IOI prompts of %d tokens: %.1f s; %.0f GFLOP "
+      "(%.0f GFLOP/s), roofline at the forward's sgemm rate (%.0f GFLOP/s) %.1f s: %.2fx" % (
+          n, t, s, gf, gf / s, rate, gf / rate, s / (gf / rate)))
+PYEOF
 else
-    echo "patch: headscope patch --acts z over $PROMPTS IOI prompts did not finish within $PATCH_TIMEOUT s"
+    echo "patch: headscope patch --acts z --by head over $PROMPTS IOI prompts did not finish within $PATCH_TIMEOUT s"
 fi
 "$PY" "$ROOT/bench/gpt2_peer.py" "$DIR" --threads "$THREADS" --runs "$RUNS" --ctx "$CTX" \
     --patch "$W/ioi_ids.jsonl" --patch-timeout "$PATCH_TIMEOUT" \
@@ -132,4 +161,15 @@ print("peer: PyTorch %s, %d threads: load %.0f ms; cached forward at %d tokens %
           p["torch"], p["threads"], p["load_ms"], p["short_tokens"], p["forward_short_ms"], p["ctx_tokens"],
           p["forward_ctx_ms"], p["patch_prompts"], p["patch_z_heads_ms"] / 1e3,
           p["patch_heads_done"]))
+PYEOF
+[ -n "$PATCH_S" ] && "$PY" - "$W/patch.json" "$W/peer.json" <<'PYEOF'
+import json, sys
+z = json.load(open(sys.argv[1]))["acts"]["z"]["metric"]; q = json.load(open(sys.argv[2]))
+done, peer = q["patch_heads_done"], q["patch_z_heads"]
+H = len(peer[0]); worst = 0.0
+for k in range(done):
+    a, b = z[k // H][k % H], peer[k // H][k % H]
+    worst = max(worst, abs(a - b) / max(abs(b), 1e-2))
+print("patch cells against the peer's (%d heads, the peer's rounded to 1e-4): largest relative difference %.2e"
+      % (done, worst))
 PYEOF

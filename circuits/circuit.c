@@ -105,6 +105,7 @@ static hs_status workers_init(hs_circ_ctx *c, int threads, hs_error *err)
     hs_status st = hs_pool_create(threads, &c->pool, err);
     if (st == HS_OK) st = hs_engine_init(&c->eng, c->m, c->pool, T_RUN, err);
     if (st == HS_OK) c->eng.read_pos = Q; /* every sweep reads the logits at Q alone (rows_of) */
+    c->eng.whole_chunks = 1; /* its hooks and views assume whole chunks */
     if (st != HS_OK) return st;
     const int nw = c->eng.n_workers;
     c->pred = calloc((size_t)nw, sizeof *c->pred);

@@ -52,6 +52,11 @@ static const char PATCH_HELP[] =
     "  --method M            exact (default: one patched run per cell), atp (the\n"
     "                        first-order estimate) or both (side by side, with\n"
     "                        their correlation per act)\n"
+    "  --by CELLS            the cells of a head act (z, q, k, v, pattern): head\n"
+    "                        (the head patched at every position at once, TL's\n"
+    "                        get_act_patch_attn_head_out_all_pos), head,position\n"
+    "                        (the head at one position, ..._by_pos) or both\n"
+    "                        (default); exact method only\n"
     "  --out DIR             write patch.json and patch_<act>.{png,svg,json} (+\n"
     "                        patch_<act>_by_position for heads) into DIR (created\n"
     "                        if missing; its parent must exist)\n"
@@ -89,15 +94,16 @@ static int parse_acts(const char *C, const char *s, unsigned *acts)
 
 int cmd_patch(int argc, char **argv)
 {
-    enum { O_ACTS = 256, O_METHOD };
+    enum { O_ACTS = 256, O_METHOD, O_BY };
     static const struct option opts[] = {{"acts", required_argument, 0, O_ACTS},
                                          {"method", required_argument, 0, O_METHOD},
+                                         {"by", required_argument, 0, O_BY},
                                          CLI_HELP_OPT,
                                          CLI_EXP_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "patch";
     unsigned acts = 0;
-    int c, method = HS_PATCH_EXACT;
+    int c, method = HS_PATCH_EXACT, by = HS_PATCH_BY_BOTH;
     cli_exp x;
     cli_exp_init(&x, C);
     cli_opts op = {.cmd = C, .help = PATCH_HELP, .exp = &x};
@@ -113,9 +119,19 @@ int cmd_patch(int argc, char **argv)
                 return 2;
             }
             break;
+        case O_BY:
+            if ((by = hs_patch_by_parse(optarg)) < 0) {
+                cli_usage_error(C, "unknown --by '%s' (head, head,position, both)", optarg);
+                return 2;
+            }
+            break;
         }
     }
     if (cli_exp_check(&x, argc, argv, 0)) return 2;
+    if (by != HS_PATCH_BY_BOTH && method != HS_PATCH_EXACT) {
+        cli_usage_error(C, "--by is for --method exact (AtP estimates every cell at once)");
+        return 2;
+    }
     hs_error err = {0};
     int rc = 1;
     cJSON *j = NULL;
@@ -128,7 +144,8 @@ int cmd_patch(int argc, char **argv)
         if (cfg->d_mlp == 0) acts &= ~(1u << HS_PATCH_MLP_OUT);
         if (cfg->attn != HS_ATTN_SOFTMAX) acts &= ~((1u << HS_PATCH_Q) | (1u << HS_PATCH_K));
     }
-    if (hs_patch_run_method(x.Ld.model, x.pool, &x.p, acts, (hs_patch_method)method, &r, &err) != HS_OK) {
+    if (hs_patch_run_by(x.Ld.model, x.pool, &x.p, acts, (hs_patch_method)method, (hs_patch_by)by, &r, &err) !=
+        HS_OK) {
         rc = cli_error(C, &err);
         goto done;
     }

@@ -144,7 +144,18 @@ int cmd_weights(int argc, char **argv)
     hs_error err = {0};
     hs_weights_report r;
     const hs_notes notes = cli_notes(C);
-    if (hs_weights_run(L.model, L.vocab, &wo, &fo, NULL, &notes, &r, &err) != HS_OK) {
+    /* a pool of the caller's thread alone (the figures are written as before)
+     * that carries the progress printer */
+    hs_pool *pool = NULL;
+    cli_progress prog;
+    if (hs_pool_create(1, &pool, &err) != HS_OK) {
+        hs_loaded_free(&L);
+        hs_figopts_free(&fo);
+        return cli_error(C, &err);
+    }
+    cli_progress_init(&prog, C);
+    hs_pool_set_progress(pool, cli_progress_print, &prog);
+    if (hs_weights_run(L.model, L.vocab, &wo, &fo, pool, &notes, &r, &err) != HS_OK) {
         say_skipped(&r);
         rc = cli_error(C, &err);
     } else {
@@ -154,6 +165,7 @@ int cmd_weights(int argc, char **argv)
         rc = cli_stdout_done(C);
     }
     hs_weights_report_free(&r);
+    hs_pool_destroy(pool);
     hs_figopts_free(&fo);
     hs_loaded_free(&L);
     return rc;

@@ -30,6 +30,8 @@ int cli_exp_open(cli_exp *x, int prompt_flags)
         return 1;
     if (hs_pool_create(x->threads, &x->pool, &err) != HS_OK) return cli_error(x->cmd, &err);
     x->od.pool = x->pool; /* the figures are drawn on it too */
+    cli_progress_init(&x->prog, x->cmd);
+    hs_pool_set_progress(x->pool, cli_progress_print, &x->prog);
     return 0;
 }
 

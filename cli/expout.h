@@ -26,6 +26,7 @@ typedef struct {
     hs_prompts p;
     hs_pool *pool;
     hs_outdir od;
+    cli_progress prog; /* the pool's progress printer (cli_progress_print) */
 } cli_exp;
 
 /* The options every prompt-set command shares, for its getopt_long table:

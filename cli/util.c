@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -185,4 +187,72 @@ hs_status cli_open_tokenizer(const char *m, hs_tokenizer **out, hs_error *err)
     }
     hs_st_file_free(&f);
     return st;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void cli_progress_init(cli_progress *p, const char *cmd)
+{
+    memset(p, 0, sizeof *p);
+    p->cmd = cmd;
+    p->tty = isatty(2);
+    p->every = 5.0;
+    const char *e = getenv("HEADSCOPE_PROGRESS");
+    if (e && strcmp(e, "off") == 0) p->every = -1.0;
+    else if (e && *e) {
+        char *end = NULL;
+        const double v = strtod(e, &end);
+        if (end && *end == '\0' && v >= 0.0 && v < 1e6) p->every = v;
+    }
+    p->t0 = now_s();
+}
+
+void cli_progress_print(void *ctx, const char *what, long done, long total)
+{
+    cli_progress *p = ctx;
+    if (p->every < 0.0) return; /* HEADSCOPE_PROGRESS=off */
+    const double t = now_s();
+    /* a new phase: another name, or the same counting again from the start */
+    if (strncmp(p->what, what, sizeof p->what - 1) != 0 || done <= p->d_last) {
+        if (p->shown && p->tty) fputc('\n', stderr);
+        snprintf(p->what, sizeof p->what, "%s", what);
+        p->t_what = t;
+        p->d_what = done;
+        p->shown = 0;
+    }
+    p->d_last = done;
+    const int end = done >= total;
+    /* seconds left at the rate since the phase's first report */
+    const double el = t - p->t_what;
+    const double eta = done > p->d_what ? el / (double)(done - p->d_what) * (double)(total - done) : -1.0;
+    char eta_s[32];
+    if (eta >= 0.0) snprintf(eta_s, sizeof eta_s, "%.0fs", eta);
+    else snprintf(eta_s, sizeof eta_s, "?");
+    if (p->tty) {
+        /* nothing in the first 2 s (HEADSCOPE_PROGRESS=0: at once); at most 10 redraws a second */
+        if (p->every > 0.0 && t - p->t0 < 2.0 && !p->shown) return;
+        if (!end && p->shown && t - p->last < 0.1) return;
+        char bar[21];
+        const int fill = total > 0 ? (int)(20 * done / total) : 20;
+        for (int i = 0; i < 20; i++) bar[i] = i < fill ? '#' : '.';
+        bar[20] = '\0';
+        fprintf(stderr, "\r%s: %s %ld/%ld [%s] %3.0f%% ETA %s ", p->cmd, what, done, total, bar,
+                total > 0 ? 100.0 * (double)done / (double)total : 100.0, eta_s);
+        if (end) fputc('\n', stderr);
+        p->shown = !end;
+        p->last = t;
+        return;
+    }
+    /* plain lines: one every `every` seconds (the first `every` seconds after
+     * the start), and the end of a phase that had one */
+    const int due = t - (p->last > 0.0 ? p->last : p->t0) >= p->every;
+    if (!due && !(end && p->shown)) return;
+    fprintf(stderr, "%s: %s %ld/%ld ETA %s\n", p->cmd, what, done, total, eta_s);
+    p->last = t;
+    p->shown = !end;
 }

@@ -50,6 +50,30 @@ int cli_load_src(const char *cmd, const char *path, int need, const hs_load_sour
 
 /* Prints "headscope CMD: message" on stderr and returns 1 (user error). */
 int cli_error(const char *cmd, const hs_error *err);
+
+/* Progress of long library work on stderr (hs_pool_set_progress(pool,
+ * cli_progress_print, &prog)), as train prints its steps: on a terminal one
+ * line rewritten in place, "CMD: WHAT DONE/TOTAL [bar] PCT% ETA Ns"; else a
+ * plain line "CMD: WHAT DONE/TOTAL ETA Ns" at most every
+ * HEADSCOPE_PROGRESS seconds (default 5) and at the end. Nothing is printed
+ * for work done within 2 seconds of the start on a terminal, within
+ * HEADSCOPE_PROGRESS seconds otherwise (HEADSCOPE_PROGRESS=0: every unit, at
+ * once; off: nothing). */
+typedef struct {
+    const char *cmd;
+    int tty;
+    double every;       /* seconds between plain lines */
+    double t0, t_what;  /* when set up; when the current phase began */
+    double last;        /* when the last line was printed (0: none yet) */
+    long d_what;        /* units done at the phase's first report (the rate counts from it) */
+    long d_last;        /* units done at the last report */
+    char what[48];      /* the current phase */
+    int shown;          /* a line of this phase is on screen */
+} cli_progress;
+/* Sets p up for command cmd (reads isatty(2) and HEADSCOPE_PROGRESS). */
+void cli_progress_init(cli_progress *p, const char *cmd);
+/* An hs_progress_fn (ctx: a cli_progress). */
+void cli_progress_print(void *ctx, const char *what, long done, long total);
 /* Prints "headscope CMD: <fmt...>" and returns 2 (usage error). */
 int cli_usage_error(const char *cmd, const char *fmt, ...);
 /* The end of a command's options: a usage error (returns 2) for an argument

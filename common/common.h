@@ -470,6 +470,21 @@ void hs_pool_wait(hs_pool *p, long ticket);
 /* Waits until every lane job submitted so far has finished. */
 void hs_pool_wait_all(hs_pool *p);
 
+/* Progress of long work run on a pool: the caller (the CLI) sets a function
+ * on the pool; the library's long loops (the experiment engine's jobs,
+ * probe.h hs_engine.progress) report through hs_pool_progress: `what` names
+ * the phase ("cells", "prompts"), `done` of `total` units finished, with
+ * done growing by one per call within a phase and reaching total at its end.
+ * Calls come from any worker, never two at once (hs_pool_progress holds a
+ * lock of the pool's). The library never prints: only the function does. */
+typedef void (*hs_progress_fn)(void *ctx, const char *what, long done, long total);
+/* Sets (fn NULL: clears) the pool's progress function. p NULL: nothing. */
+void hs_pool_set_progress(hs_pool *p, hs_progress_fn fn, void *ctx);
+/* 1 when p has a progress function. */
+int hs_pool_has_progress(const hs_pool *p);
+/* Reports progress to p's function, if any (p NULL: nothing). */
+void hs_pool_progress(hs_pool *p, const char *what, long done, long total);
+
 /* ------------------------------------------------------------------------ */
 /* JSON: the one printer (json.c). Every JSON headscope writes (figure and  */
 /* report files, index.json) or prints (--json) goes through it.           */

@@ -84,6 +84,10 @@ struct hs_pool {
     int turn;        /* the ordered key whose turn it is */
     int *cur_job;    /* (n) job each worker runs */
     hs_error *werr;  /* (n) per-worker errors */
+    /* progress (hs_pool_set_progress) */
+    pthread_mutex_t progress_mu;
+    hs_progress_fn progress;
+    void *progress_ctx;
 };
 
 int hs_pool_cpus(void)
@@ -201,6 +205,7 @@ hs_status hs_pool_create(int threads, hs_pool **out, hs_error *err)
     }
     p->failed = -1;
     pthread_mutex_init(&p->mu, NULL);
+    pthread_mutex_init(&p->progress_mu, NULL);
     pthread_cond_init(&p->cv_work, NULL);
     pthread_cond_init(&p->cv_done, NULL);
     for (int i = 1; i < threads; i++) {
@@ -227,6 +232,7 @@ void hs_pool_destroy(hs_pool *p)
     pthread_mutex_unlock(&p->mu);
     for (int i = 1; i <= p->n_started; i++) pthread_join(p->th[i], NULL);
     pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->progress_mu);
     pthread_cond_destroy(&p->cv_work);
     pthread_cond_destroy(&p->cv_done);
     free(p->th);
@@ -328,4 +334,24 @@ void hs_pool_wait_all(hs_pool *p)
     const long t = p->submitted;
     pthread_mutex_unlock(&p->mu);
     hs_pool_wait(p, t);
+}
+
+void hs_pool_set_progress(hs_pool *p, hs_progress_fn fn, void *ctx)
+{
+    if (p == NULL) return;
+    p->progress = fn;
+    p->progress_ctx = ctx;
+}
+
+int hs_pool_has_progress(const hs_pool *p)
+{
+    return p != NULL && p->progress != NULL;
+}
+
+void hs_pool_progress(hs_pool *p, const char *what, long done, long total)
+{
+    if (p == NULL || p->progress == NULL) return;
+    pthread_mutex_lock(&p->progress_mu);
+    p->progress(p->progress_ctx, what, done, total);
+    pthread_mutex_unlock(&p->progress_mu);
 }

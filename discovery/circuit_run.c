@@ -476,6 +476,8 @@ hs_status hs_circeval_create(const hs_model *m, hs_pool *pool, const hs_prompts 
     if (ce->tok == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     else memcpy(ce->tok, p->clean, (size_t)p->n * p->t * sizeof(int));
     if (st == HS_OK) st = hs_engine_init(&ce->e, m, pool, p->t, err);
+    ce->e.whole_chunks = 1; /* the hooks' scratch is (HS_ENGINE_CHUNK, t, D) per chunk */
+    ce->e.progress = "circuit runs x chunks"; /* each batch of circuits a phase of its own */
     if (st == HS_OK) st = alloc_scratch(ce, err);
     if (st == HS_OK) st = prepare(ce, p, err);
     if (st != HS_OK) {

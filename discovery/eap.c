@@ -444,8 +444,10 @@ hs_status hs_eap_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, cons
     hs_engine e;
     memset(&e, 0, sizeof e);
     if ((s = hs_engine_init(&e, m, pool, p->t, err)) == HS_OK && (s = eap_points(&c, err)) == HS_OK &&
-        (s = eap_alloc(&c, p, &e, err)) == HS_OK && (c.abl != HS_ABLATE_MEAN || (s = eap_means(&c, &e, err)) == HS_OK))
+        (s = eap_alloc(&c, p, &e, err)) == HS_OK && (c.abl != HS_ABLATE_MEAN || (s = eap_means(&c, &e, err)) == HS_OK)) {
+        e.progress = "EAP chunks of 32 prompts"; /* hs_pool_progress per chunk */
         s = hs_engine_for(&e, hs_engine_chunks(p->n), eap_job, &c, err);
+    }
     if (s == HS_OK) { /* chunk sums in chunk order; the mean over prompts and steps */
         const int chunks = hs_engine_chunks(p->n);
         for (size_t i = 0; i < g->n_edges; i++) {

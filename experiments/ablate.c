@@ -165,9 +165,17 @@ hs_status hs_ablate_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, c
     c.n = p->n;
     c.t = t;
     c.n_ref = ref->n;
+    /* the set as the engine runs it (hs_engine_pad_set); with 16 prompts or
+     * more all read at one position p, the sweeps compute the logits at p
+     * alone (hs_engine.read_pos; the same values, per-row kernels) */
+    int read_pos = p->n >= HS_ENGINE_MIN_TOKENS ? p->pos[0] : -1;
+    for (int i = 1; i < p->n; i++)
+        if (p->pos[i] != p->pos[0]) read_pos = -1;
+    const int rt = read_pos >= 0 ? 1 : t;
     int np = 0;
-    int *tok = hs_engine_pad_rows(p->clean, p->n, t, &np), *ans = hs_engine_pad_rows(p->answer, p->n, 1, &np);
-    int *pos = hs_engine_pad_rows(p->pos, p->n, 1, &np), *wr = p->wrong ? hs_engine_pad_rows(p->wrong, p->n, 1, &np) : NULL;
+    int *tok = hs_engine_pad_set(p->clean, p->n, t, rt, &np), *ans = hs_engine_pad_set(p->answer, p->n, 1, rt, &np);
+    int *pos = hs_engine_pad_set(p->pos, p->n, 1, rt, &np);
+    int *wr = p->wrong ? hs_engine_pad_set(p->wrong, p->n, 1, rt, &np) : NULL;
     c.n_pad = np;
     c.tok = tok;
     c.answer = ans;
@@ -224,7 +232,9 @@ hs_status hs_ablate_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, c
     if (st != HS_OK) goto done;
     c.clean_m = &out->metric_clean;
     c.clean_a = &out->acc_clean;
+    e.read_pos = read_pos; /* the reference runs above are whole caches */
     if ((st = hs_engine_for(&e, 1, clean_job, &c, err)) != HS_OK) goto done;
+    e.progress = "components";
     st = hs_engine_for(&e, out->n_comp, ablate_job, &c, err);
 done:
     if (c.row_m)

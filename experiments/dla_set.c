@@ -23,6 +23,7 @@ typedef struct {
     const hs_prompts *p;
     const int *tok;   /* (n_pad, t) */
     int n;            /* real prompts */
+    int n_pad;        /* the rows run (hs_engine_pad_set) */
     hs_dla_set *r;
     int by_pos;
     size_t stride;    /* n_comp + 3 (+ n_comp * t with by_pos) */
@@ -32,14 +33,14 @@ typedef struct {
 static hs_status dla_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     dla_ctx *dc = arg;
-    const int t = e->t, r0 = j * HS_ENGINE_CHUNK;
-    const int b = dc->n - r0 < HS_ENGINE_CHUNK ? dc->n - r0 : HS_ENGINE_CHUNK;
+    const int t = e->t, r0 = j * HS_ENGINE_CHUNK, bp = hs_engine_chunk_rows(dc->n_pad, j);
+    const int b = dc->n - r0 < bp ? dc->n - r0 : bp;
     static const char *const filt[] = {"hook_embed", "?hook_pos_embed", "blocks.*.hook_resid_pre",
                                        "?blocks.*.ln1.hook_scale", "blocks.*.attn.hook_pattern",
                                        "blocks.*.attn.hook_z", "?blocks.*.hook_mlp_out", "?ln_final.hook_scale",
                                        "logits"};
-    hs_status st = hs_run_with_cache(dc->m, w->acts, dc->tok + (size_t)r0 * t, HS_ENGINE_CHUNK, t, filt, 9, NULL,
-                                     &w->tmp, &w->err);
+    hs_status st = hs_run_with_cache(dc->m, w->acts, dc->tok + (size_t)r0 * t, bp, t, filt, 9, NULL, &w->tmp,
+                                     &w->err);
     for (int i = 0; i < b && st == HS_OK; i++) {
         const int row = r0 + i;
         hs_dla d;
@@ -81,14 +82,15 @@ hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, 
     /* the component count: one attribution of the first prompt alone */
     hs_engine e;
     memset(&e, 0, sizeof e);
-    int np = 0, *tok = hs_engine_pad_rows(p->clean, p->n, p->t, &np);
+    int np = 0, *tok = hs_engine_pad_set(p->clean, p->n, p->t, p->t, &np);
     double *rows = NULL;
     hs_status st = tok ? hs_engine_init(&e, m, pool, p->t, err) : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (st == HS_OK) {
         hs_resid_stack rs;
         static const char *const f1[] = {"hook_embed", "?hook_pos_embed", "blocks.*.attn.hook_z",
                                          "?blocks.*.hook_mlp_out", "blocks.*.hook_resid_pre", "logits"};
-        st = hs_run_with_cache(m, e.w[0].acts, tok, HS_ENGINE_CHUNK, p->t, f1, 6, NULL, &e.w[0].tmp, err);
+        st = hs_run_with_cache(m, e.w[0].acts, tok, hs_engine_chunk_rows(np, 0), p->t, f1, 6, NULL, &e.w[0].tmp,
+                               err);
         if (st == HS_OK) st = hs_resid_decompose(m, &e.w[0].tmp, 0, p->pos[0], &rs, err);
         if (st == HS_OK) {
             out->n_comp = rs.n;
@@ -106,7 +108,7 @@ hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, 
     if (st == HS_OK && by_position) out->attr_pos = malloc((size_t)out->n_comp * p->t * sizeof *out->attr_pos);
     if (st == HS_OK && (!rows || !out->labels || !out->attr || (by_position && !out->attr_pos)))
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    dla_ctx dc = {m, p, tok, p->n, out, by_position != 0, stride, rows};
+    dla_ctx dc = {m, p, tok, p->n, np, out, by_position != 0, stride, rows};
     if (st == HS_OK) st = hs_engine_for(&e, hs_engine_chunks(p->n), dla_job, &dc, err);
     for (size_t k = 0; k < stride && st == HS_OK; k++) {
         double s = 0.0;

@@ -201,6 +201,11 @@ typedef struct {
      * cells of metric[a] (pearson_pos[a]: of metric_pos[a], head acts),
      * NAN where undefined (a constant or NAN cell, one cell) */
     hs_patch_method method;
+    /* which cells of the head acts (z, q, k, v, pattern) were made
+     * (hs_patch_by): BOTH fills metric/ld and metric_pos/ld_pos; HEAD leaves
+     * metric_pos[a], ld_pos[a] NULL; HEAD_POS leaves metric[a], ld[a] NULL
+     * (for head acts; layer acts always have metric, ld) */
+    int by;
     double *atp_metric[HS_PATCH_N], *atp_metric_pos[HS_PATCH_N];
     double pearson[HS_PATCH_N], pearson_pos[HS_PATCH_N];
 } hs_patch_report;
@@ -222,6 +227,22 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
  * (the report's comment). Errors of the two. */
 hs_status hs_patch_run_method(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
                               hs_patch_method method, hs_patch_report *out, hs_error *err);
+/* The cells of a head act an exact sweep makes: the head at every position
+ * at once (TL get_act_patch_attn_head_out_all_pos), the head at each
+ * position (get_act_patch_attn_head_out_by_pos), or both (the default). */
+typedef enum { HS_PATCH_BY_BOTH = 0, HS_PATCH_BY_HEAD = 1, HS_PATCH_BY_HEAD_POS = 2 } hs_patch_by;
+/* patch's --by: "head" -> HEAD, "head,position" -> HEAD_POS, "both" ->
+ * BOTH; -1 for anything else. */
+int hs_patch_by_parse(const char *s);
+/* hs_patch_run_method with the cells `by` (HS_PATCH_BY_BOTH is
+ * hs_patch_run_method). by other than BOTH with method ATP or BOTH:
+ * HS_ERR_INPUT (AtP estimates every cell at once). */
+hs_status hs_patch_run_by(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
+                          hs_patch_method method, hs_patch_by by, hs_patch_report *out, hs_error *err);
+/* hs_patch_run_tokens with the cells `by`. */
+hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
+                                 const int *answer, const int *wrong, const int *pos, unsigned acts,
+                                 hs_patch_by by, hs_patch_report *out, hs_error *err);
 void hs_patch_report_free(hs_patch_report *r);
 /* As JSON ({"ld_clean", "ld_corrupted", "prompts", "tokens", "metric":
  * "normalised logit difference ...", "acts": {name: {"by": "layer x
@@ -586,6 +607,8 @@ typedef struct {
     int skip_qk;            /* the run passed every figure of Q/K, skipped (uniform attention) */
 } hs_weights_report;
 
+/* (pool, may be NULL, writes the figures and carries the progress: one
+ * report per head's full circuits, hs_pool_progress.) */
 hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_weights_opts *o,
                          hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
                          hs_weights_report *out, hs_error *err);

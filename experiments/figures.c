@@ -133,6 +133,7 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
         char stem[64], title[160], shows[240];
         const int head = hs_patch_act_is_head(a);
         const size_t R = (size_t)L, C = head ? (size_t)H : (size_t)T;
+        if (r->metric[a] == NULL) goto by_position; /* --by position */
         for (size_t i = 0; i < R * C; i++) f.m[i] = (float)r->metric[a][i];
         snprintf(stem, sizeof stem, "patch_%s", nm);
         snprintf(title, sizeof title, "%s %s%s: normalised LD (1 = clean restored)", how, nm,
@@ -144,6 +145,8 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
                              title, head ? "head" : "position", "layer", 1.0,
                              "normalised logit difference", NULL, shows, err);
         if (s != HS_OK || !head) continue;
+    by_position:
+        if (r->metric_pos[a] == NULL) continue; /* --by head */
         for (size_t i = 0; i < (size_t)L * H * T; i++) f.m[i] = (float)r->metric_pos[a][i];
         snprintf(stem, sizeof stem, "patch_%s_by_position", nm);
         snprintf(title, sizeof title, "%s %s per head and position: normalised LD", how, nm);

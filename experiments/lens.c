@@ -42,11 +42,13 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     const lens_ctx *lc = arg;
     const hs_model *m = lc->m;
     const int L = m->cfg.n_layers, D = m->cfg.d_model, V = m->cfg.d_vocab, t = lc->t;
-    const int r0 = j * HS_ENGINE_CHUNK, b = lc->n - r0 < HS_ENGINE_CHUNK ? lc->n - r0 : HS_ENGINE_CHUNK;
-    const size_t N = (size_t)HS_ENGINE_CHUNK * t, W = 4 + (size_t)t;
+    /* the chunk's rows as the engine runs them (hs_engine_pad_set), of which
+     * the real prompts' are read */
+    const int r0 = j * HS_ENGINE_CHUNK, bp = hs_engine_chunk_rows(lc->n, j);
+    const int b = lc->p->n - r0 < bp ? lc->p->n - r0 : bp;
+    const size_t N = (size_t)bp * t, W = 4 + (size_t)t;
     static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.hook_resid_post", "logits"};
-    hs_status st = hs_run_with_cache(m, w->acts, lc->tok + (size_t)r0 * t, HS_ENGINE_CHUNK, t, filt, 3, NULL,
-                                     &w->tmp, &w->err);
+    hs_status st = hs_run_with_cache(m, w->acts, lc->tok + (size_t)r0 * t, bp, t, filt, 3, NULL, &w->tmp, &w->err);
     if (st != HS_OK) return st;
     float *scratch = malloc((N * (D + 2) + N * V) * sizeof(float));
     if (scratch == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
@@ -58,7 +60,7 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
         HS_ASSERT(re != NULL);
         hs_final_logits(m, re->data, N, scratch, lg);
         for (int i = 0; i < b; i++) {
-            const int row = r0 + i, ri = row < lc->p->n ? row : lc->p->n - 1; /* padded rows repeat the last */
+            const int row = r0 + i, ri = row;
             double *o = lc->rows + ((size_t)k * lc->n + row) * W;
             for (int q = 0; q < t; q++) {
                 const float *x = lg + ((size_t)i * t + q) * V;
@@ -97,7 +99,7 @@ hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_
     out->has_answer = p->answer[0] >= 0;
     for (int i = 0; i < p->n; i++) out->has_answer &= p->answer[i] >= 0;
     out->has_wrong = out->has_answer && p->wrong != NULL;
-    int np = 0, *tok = hs_engine_pad_rows(p->clean, p->n, t, &np);
+    int np = 0, *tok = hs_engine_pad_set(p->clean, p->n, t, t, &np);
     const size_t W = 4 + (size_t)t;
     double *rows = calloc((size_t)K * np * W, sizeof *rows);
     out->p_answer = calloc((size_t)K, sizeof(double));
@@ -114,6 +116,7 @@ hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (st == HS_OK) st = hs_engine_init(&e, m, pool, t, err);
     lens_ctx lc = {m, p, tok, np, t, out, rows};
+    e.progress = "chunks of up to 32 prompts";
     if (st == HS_OK) st = hs_engine_for(&e, hs_engine_chunks(np), lens_job, &lc, err);
     for (int k = 0; k < K && st == HS_OK; k++) {
         double s[4] = {0, 0, 0, 0};

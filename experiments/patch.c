@@ -52,12 +52,14 @@ void hs_patch_report_free(hs_patch_report *r)
     memset(r, 0, sizeof *r);
 }
 
-/* One sweep: act in layer, head (-1: a layer-level act), pos (-1: all). */
+/* One sweep: act in layer, head (-1: a layer-level act; HEADS_OF_LAYER:
+ * every head of the layer at every position, one batch), pos (-1: all). */
 typedef struct {
     int act, layer, head, pos;
-    double *ld, *metric; /* where its mean LD and normalised metric go */
+    double *ld, *metric; /* where its mean LD and normalised metric go (HEADS_OF_LAYER: H of each) */
     int same;            /* 1: provably the corrupted run at every read position (no sweep) */
 } pjob;
+#define HEADS_OF_LAYER (-2)
 
 typedef struct {
     const hs_model *m;
@@ -66,6 +68,10 @@ typedef struct {
     const int *src, *dst;         /* (n, t) clean and corrupted tokens */
     const int *answer, *wrong, *pos; /* (n) */
     hs_cache *src_v;              /* (chunks) views of the clean cache */
+    const hs_cache *clean;        /* the clean cache (n rows) */
+    int read_pos;                 /* the position every prompt reads, or -1 */
+    const hs_cache *corr;         /* the corrupted run's blocks.*.hook_resid_pre (n rows): a
+                                   * cell of layer l runs from blocks.l on (hs_engine_sweep_from) */
     double **row_ld;              /* (workers) (n) per-row LD scratch */
     pjob *jobs;
     double ld_clean, ld_corr;
@@ -150,6 +156,7 @@ static void sweep_rows(void *arg, hs_engine_worker *w, const float *logits, int 
     ld_rows(sa->c, sa->c->row_ld[w->index], logits, r0, b);
 }
 
+
 static double mean_rows(const double *v, int n)
 {
     double s = 0.0;
@@ -157,16 +164,149 @@ static double mean_rows(const double *v, int n)
     return s / n;
 }
 
+/* The heads of one layer in one batch: H copies of the n rows, copy h with
+ * head h's clean value written at every position. */
+typedef struct {
+    const hs_cache_entry *src; /* the clean value, n rows */
+    int act, n, r0, b;         /* the set's rows; the chunk's first row and real rows */
+    int h0;                    /* the batch's first head (row block 0) */
+} ghook;
+
+static int group_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name;
+    const ghook *g = ctx;
+    const hs_cache_entry *e = g->src;
+    if (ndim != e->ndim) return -1;
+    for (int i = 1; i < ndim; i++)
+        if (shape[i] != e->shape[i]) return -1;
+    const int64_t B = shape[0];
+    for (int64_t i = 0; i < B; i++) {
+        const int64_t r = g->r0 + (i < g->b ? i : g->b - 1); /* padded rows repeat the last */
+        const int64_t h = g->h0 + r / g->n, src = r % g->n;
+        if (g->act == HS_PATCH_PATTERN) { /* [B, H, T(dest), T(src)]: head h's rows */
+            const size_t one = (size_t)shape[2] * shape[3];
+            memcpy(data + ((size_t)i * shape[1] + h) * one, e->data + ((size_t)src * shape[1] + h) * one,
+                   one * sizeof(float));
+            continue;
+        }
+        const int64_t T = shape[1], Hn = shape[2], dh = shape[3]; /* [B, T, H, dh] */
+        for (int64_t q = 0; q < T; q++)
+            memcpy(data + (((size_t)i * T + q) * Hn + h) * dh, e->data + (((size_t)src * T + q) * Hn + h) * dh,
+                   (size_t)dh * sizeof(float));
+    }
+    return 1;
+}
+
+typedef struct {
+    pctx *c;
+    const pjob *jb;
+    const hs_cache_entry *src;
+    double *ld; /* (hb n) per-row LDs of the batch */
+    int h0;     /* the batch's first head */
+} group_arg;
+
+static hs_status group_hooks(void *arg, hs_engine_worker *w, int chunk, int r0, int b)
+{
+    (void)chunk;
+    const group_arg *ga = arg;
+    ghook *g = malloc(sizeof *g);
+    if (g == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    *g = (ghook){ga->src, ga->jb->act, ga->c->n, r0, b, ga->h0};
+    char name[64];
+    snprintf(name, sizeof name, hs_patch_hooks[ga->jb->act], ga->jb->layer);
+    return hs_hooks_add_owned(w->hk, name, group_hook, g, free, &w->err);
+}
+
+static void group_rows(void *arg, hs_engine_worker *w, const float *logits, int r0, int b)
+{
+    (void)w;
+    const group_arg *ga = arg;
+    const pctx *c = ga->c;
+    const int V = c->m->cfg.d_vocab;
+    for (int i = 0; i < b; i++) {
+        const int r = r0 + i, k = r % c->n;
+        const float *row = logits + ((size_t)i * c->t + c->pos[k]) * V;
+        ga->ld[r] = (double)row[c->answer[k]] - (double)row[c->wrong[k]];
+    }
+}
+
+/* The most bytes a batch of heads' residual copies may take (their tokens
+ * and per-row LDs beside them are smaller): heads are batched up to it. */
+#ifndef HS_PATCH_GROUP_BYTES /* (a build may set it lower, to test batches of fewer heads) */
+#define HS_PATCH_GROUP_BYTES ((size_t)64 << 20)
+#endif
+#define GROUP_BYTES ((size_t)(HS_PATCH_GROUP_BYTES))
+
+/* Every head of jb's layer at every position, in sweeps of hb heads x n rows
+ * (as many heads as GROUP_BYTES allows, all H for GPT-2 small's 50 IOI
+ * prompts), from the layer on; a row's values are those of its head's own
+ * sweep (the engine's per-row kernels), so each head's cell is the one a
+ * sweep of its own gives. Reads one position when every prompt reads the
+ * same one. */
+static hs_status group_run(hs_engine *e, hs_engine_worker *w, const pjob *jb, pctx *c)
+{
+    const int H = c->m->cfg.n_heads, n = c->n, t = c->t, D = c->m->cfg.d_model;
+    const size_t set_bytes = (size_t)n * t * D * sizeof(float);
+    const int hb = set_bytes * H <= GROUP_BYTES ? H : set_bytes >= GROUP_BYTES ? 1 : (int)(GROUP_BYTES / set_bytes);
+    const int R = hb * n;
+    char name[64];
+    snprintf(name, sizeof name, hs_patch_hooks[jb->act], jb->layer);
+    const hs_cache_entry *src = hs_cache_get(c->clean, name);
+    if (src == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "the model has no point %s", name);
+    const hs_cache_entry *rp = hs_cache_getf(c->corr, "blocks.%d.hook_resid_pre", jb->layer);
+    int *tok = malloc((size_t)R * t * sizeof(int));
+    double *ld = malloc((size_t)R * sizeof(double));
+    float *res = rp && jb->layer > 0 ? malloc((size_t)R * t * D * sizeof(float)) : NULL;
+    if (tok == NULL || ld == NULL || (rp && jb->layer > 0 && res == NULL)) {
+        free(tok);
+        free(ld);
+        free(res);
+        return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    }
+    hs_cache_entry re;
+    hs_cache rc = {0, 0, NULL, 1};
+    for (int h = 0; h < hb; h++) {
+        memcpy(tok + (size_t)h * n * t, c->dst, (size_t)n * t * sizeof(int));
+        if (res) memcpy(res + (size_t)h * n * t * D, rp->data, (size_t)n * t * D * sizeof(float));
+    }
+    hs_status st = HS_OK;
+    w->read_pos = c->read_pos;
+    for (int h0 = 0; h0 < H && st == HS_OK; h0 += hb) {
+        const int nh = H - h0 < hb ? H - h0 : hb; /* the last batch may hold fewer heads */
+        if (res) {
+            re = *rp;
+            re.shape[0] = nh * n;
+            re.numel = (size_t)nh * n * t * D;
+            re.data = res;
+            rc = (hs_cache){1, 1, &re, 1};
+        }
+        group_arg ga = {c, jb, src, ld, h0};
+        st = hs_engine_sweep_from(e, w, tok, nh * n, res ? jb->layer : 0, &rc, group_hooks, group_rows, &ga);
+        for (int h = 0; h < nh && st == HS_OK; h++) {
+            const double v = mean_rows(ld + (size_t)h * n, c->n_real);
+            jb->ld[h0 + h] = v;
+            jb->metric[h0 + h] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
+        }
+    }
+    w->read_pos = -1;
+    free(tok);
+    free(ld);
+    free(res);
+    return st;
+}
+
 static hs_status pjob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     pctx *c = arg;
+    if (c->jobs[j].head == HEADS_OF_LAYER) return group_run(e, w, &c->jobs[j], c);
     if (c->jobs[j].same) { /* every read logit is the corrupted run's, bit for bit */
         *c->jobs[j].ld = c->ld_corr;
         *c->jobs[j].metric = hs_patch_metric(c->ld_corr, c->ld_corr, c->ld_clean);
         return HS_OK;
     }
     sweep_arg sa = {c, &c->jobs[j]};
-    hs_status st = hs_engine_sweep(e, w, c->dst, c->n, sweep_hooks, sweep_rows, &sa);
+    hs_status st = hs_engine_sweep_from(e, w, c->dst, c->n, c->jobs[j].layer, c->corr, sweep_hooks, sweep_rows, &sa);
     if (st != HS_OK) return st;
     const double ld = mean_rows(c->row_ld[w->index], c->n_real);
     *c->jobs[j].ld = ld;
@@ -174,33 +314,51 @@ static hs_status pjob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     return HS_OK;
 }
 
-/* Job 0: the clean run, cached; job 1: the corrupted run's LDs. */
+/* Job 0: the clean run, cached (the patched values); job 1: the corrupted
+ * run, its residuals entering every block cached (each patched run starts
+ * from them); both give their LDs. */
 typedef struct {
     pctx *c;
     const char *const *filt;
     int nf;
-    hs_cache *clean;
+    hs_cache *clean, *corr;
     double *ld_src, *ld_dst; /* (n) */
 } base_arg;
 
-static void base_rows(void *arg, hs_engine_worker *w, const float *logits, int r0, int b)
+/* Reads each row's LD from the logits as a base run passes them (the
+ * caches keep no logits: (n, t, V) floats each). */
+typedef struct {
+    const pctx *c;
+    double *out; /* (n) */
+    int r0;      /* the chunk's first row (the chunks come in row order) */
+} ld_hook_ctx;
+
+static int ld_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
 {
-    (void)w;
-    const base_arg *ba = arg;
-    ld_rows(ba->c, ba->ld_dst, logits, r0, b);
+    (void)name;
+    ld_hook_ctx *h = ctx;
+    if (ndim != 3 || shape[1] != h->c->t || shape[2] != h->c->m->cfg.d_vocab) return -1;
+    const int b = (int)shape[0] < h->c->n - h->r0 ? (int)shape[0] : h->c->n - h->r0;
+    ld_rows(h->c, h->out, data, h->r0, b);
+    h->r0 += (int)shape[0];
+    return 0;
 }
 
 static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     base_arg *ba = arg;
     pctx *c = ba->c;
-    if (j == 1) return hs_engine_sweep(e, w, c->dst, c->n, NULL, base_rows, ba);
-    hs_status st = hs_engine_cache(e, w, c->src, c->n, ba->filt, ba->nf, NULL, ba->clean);
-    if (st != HS_OK) return st;
-    const hs_cache_entry *lg = hs_cache_get(ba->clean, "logits");
-    HS_ASSERT(lg != NULL);
-    ld_rows(c, ba->ld_src, lg->data, 0, c->n);
-    return HS_OK;
+    static const char *const cfilt[] = {"blocks.*.hook_resid_pre"};
+    hs_cache *out = j == 0 ? ba->clean : ba->corr;
+    ld_hook_ctx lh = {c, j == 0 ? ba->ld_src : ba->ld_dst, 0};
+    hs_hooks *hk = NULL;
+    hs_status st = hs_hooks_create(&hk, &w->err);
+    if (st == HS_OK) st = hs_hooks_add(hk, "logits", ld_hook, &lh, &w->err);
+    if (st == HS_OK)
+        st = j == 0 ? hs_engine_cache(e, w, c->src, c->n, ba->filt, ba->nf, hk, out)
+                    : hs_engine_cache(e, w, c->dst, c->n, cfilt, 1, hk, out);
+    hs_hooks_destroy(hk);
+    return st;
 }
 
 /* 1 when patching act at position p of layer l cannot change a logit read
@@ -230,11 +388,28 @@ hs_status hs_patch_check(const hs_model *m, int n, int t, const int *answer, con
     return HS_OK;
 }
 
+int hs_patch_by_parse(const char *s)
+{
+    if (strcmp(s, "head") == 0) return HS_PATCH_BY_HEAD;
+    if (strcmp(s, "head,position") == 0) return HS_PATCH_BY_HEAD_POS;
+    if (strcmp(s, "both") == 0) return HS_PATCH_BY_BOTH;
+    return -1;
+}
+
 hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
                               const int *answer, const int *wrong, const int *pos, unsigned acts,
                               hs_patch_report *out, hs_error *err)
 {
+    return hs_patch_run_tokens_by(m, pool, src, dst, n, t, answer, wrong, pos, acts, HS_PATCH_BY_BOTH, out, err);
+}
+
+hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
+                                 const int *answer, const int *wrong, const int *pos, unsigned acts,
+                                 hs_patch_by by, hs_patch_report *out, hs_error *err)
+{
     memset(out, 0, sizeof *out);
+    if ((int)by < 0 || by > HS_PATCH_BY_HEAD_POS) return hs_fail(err, HS_ERR_INPUT, "patch: unknown cells %d", (int)by);
+    const int all_pos = by != HS_PATCH_BY_HEAD_POS, each_pos = by != HS_PATCH_BY_HEAD;
     const hs_config *cfg = &m->cfg;
     const int L = cfg->n_layers, H = cfg->n_heads;
     hs_status st = hs_patch_check(m, n, t, answer, wrong, pos, acts, err);
@@ -244,15 +419,27 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     out->n = n;
     out->t = t;
     out->acts = acts;
+    out->by = by;
     pctx c;
     memset(&c, 0, sizeof c);
     c.m = m;
     c.t = t;
     c.n_real = n;
-    /* whole chunks, so the clean cache's chunk views match every forward */
-    int np = 0, *psrc = hs_engine_pad_rows(src, n, t, &np), *pdst = hs_engine_pad_rows(dst, n, t, &np);
-    int *pans = hs_engine_pad_rows(answer, n, 1, &np), *pwr = hs_engine_pad_rows(wrong, n, 1, &np);
-    int *ppos = hs_engine_pad_rows(pos, n, 1, &np);
+    /* Every prompt read at one position p: the patched runs compute the
+     * last block from its attention output on and the logits at p alone
+     * (hs_engine.read_pos), whose products then have a row per prompt: the
+     * set is padded for them to have HS_ENGINE_MIN_TOKENS rows (16 prompts:
+     * done from 16 prompts on, where that costs at most one chunk's rows).
+     * The values are those of the whole run (per-row kernels). */
+    int one_pos = pos[0];
+    for (int i = 1; i < n; i++)
+        if (pos[i] != pos[0]) one_pos = -1;
+    const int read_pos = n >= HS_ENGINE_MIN_TOKENS ? one_pos : -1;
+    const int rt = read_pos >= 0 ? 1 : t;
+    /* the set as the engine runs it, so the caches' chunk views match every forward */
+    int np = 0, *psrc = hs_engine_pad_set(src, n, t, rt, &np), *pdst = hs_engine_pad_set(dst, n, t, rt, &np);
+    int *pans = hs_engine_pad_set(answer, n, 1, rt, &np), *pwr = hs_engine_pad_set(wrong, n, 1, rt, &np);
+    int *ppos = hs_engine_pad_set(pos, n, 1, rt, &np);
     c.n = np;
     c.src = psrc;
     c.dst = pdst;
@@ -261,9 +448,9 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     c.pos = ppos;
     hs_engine e;
     memset(&e, 0, sizeof e);
-    hs_cache clean = {0};
+    hs_cache clean = {0}, corr = {0};
     double *lds = malloc((size_t)np * 2 * sizeof *lds);
-    const char *filt[HS_PATCH_N + 1];
+    const char *filt[HS_PATCH_N];
     char pats[HS_PATCH_N][48];
     int nf = 0, n_jobs = 0;
     unsigned char *read = NULL;
@@ -274,19 +461,21 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
         char *d0 = strstr(pats[a], ".0.");
         d0[1] = '*';
         filt[nf++] = pats[a];
-        const size_t cells = hs_patch_act_is_head(a) ? (size_t)L * H : (size_t)L * t;
-        out->metric[a] = malloc(cells * sizeof(double));
-        out->ld[a] = malloc(cells * sizeof(double));
-        if (!out->metric[a] || !out->ld[a]) goto oom;
-        n_jobs += (int)cells;
-        if (hs_patch_act_is_head(a)) {
+        const int head = hs_patch_act_is_head(a);
+        const size_t cells = head ? (size_t)L * H : (size_t)L * t;
+        if (!head || all_pos) {
+            out->metric[a] = malloc(cells * sizeof(double));
+            out->ld[a] = malloc(cells * sizeof(double));
+            if (!out->metric[a] || !out->ld[a]) goto oom;
+            n_jobs += head ? L : (int)cells; /* a head act's all-position cells: one job per layer */
+        }
+        if (head && each_pos) {
             out->metric_pos[a] = malloc(cells * t * sizeof(double));
             out->ld_pos[a] = malloc(cells * t * sizeof(double));
             if (!out->metric_pos[a] || !out->ld_pos[a]) goto oom;
             n_jobs += (int)cells * t;
         }
     }
-    filt[nf++] = "logits";
     c.jobs = calloc((size_t)(n_jobs ? n_jobs : 1), sizeof *c.jobs);
     if (!lds || !c.jobs || !psrc || !pdst || !pans || !pwr || !ppos) goto oom;
     /* Cells whose patch cannot reach a read logit, left out of the sweeps
@@ -323,9 +512,9 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
                                       same_prefix[p] || unreachable(a, l, p, L, max_pos, read)};
                 continue;
             }
+            if (all_pos) c.jobs[nj++] = (pjob){a, l, HEADS_OF_LAYER, -1, &out->ld[a][l * H], &out->metric[a][l * H], 0};
             for (int h = 0; h < H; h++) {
-                c.jobs[nj++] = (pjob){a, l, h, -1, &out->ld[a][l * H + h], &out->metric[a][l * H + h], 0};
-                for (int p = 0; p < t; p++) {
+                for (int p = 0; p < t && each_pos; p++) {
                     const size_t k = ((size_t)l * H + h) * t + p;
                     c.jobs[nj++] = (pjob){a, l, h, p, &out->ld_pos[a][k], &out->metric_pos[a][k],
                                           same_prefix[p] || unreachable(a, l, p, L, max_pos, read)};
@@ -338,8 +527,13 @@ hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, 
     if (c.row_ld == NULL) goto oom;
     for (int i = 0; i < e.n_workers; i++)
         if ((c.row_ld[i] = malloc((size_t)np * sizeof(double))) == NULL) goto oom;
-    base_arg ba = {&c, filt, nf, &clean, lds, lds + np};
+    base_arg ba = {&c, filt, nf, &clean, &corr, lds, lds + np};
     if ((st = hs_engine_for(&e, 2, base_job, &ba, err)) != HS_OK) goto fail;
+    c.corr = &corr;
+    c.clean = &clean;
+    c.read_pos = one_pos; /* a layer's heads in one batch have H n rows: read p alone */
+    e.read_pos = read_pos; /* the caches above are whole; the patched runs read p alone */
+    e.progress = "sweeps"; /* hs_pool_progress per job: a cell, or a layer's heads */
     c.ld_clean = out->ld_clean = mean_rows(lds, n);
     c.ld_corr = out->ld_corr = mean_rows(lds + np, n);
     if ((st = hs_engine_views(&clean, np, &c.src_v, err)) != HS_OK) goto fail;
@@ -360,6 +554,7 @@ done:
     free(pwr);
     free(ppos);
     hs_cache_free(&clean);
+    hs_cache_free(&corr);
     hs_engine_free(&e);
     free(c.jobs);
     free(lds);
@@ -389,6 +584,19 @@ hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, un
     if (st != HS_OK) return st;
     return hs_patch_run_tokens(m, pool, p->clean, p->corr, p->n, p->t, p->answer, p->wrong, p->pos, acts, out,
                                err);
+}
+
+hs_status hs_patch_run_by(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
+                          hs_patch_method method, hs_patch_by by, hs_patch_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    if (by == HS_PATCH_BY_BOTH) return hs_patch_run_method(m, pool, p, acts, method, out, err);
+    if (method != HS_PATCH_EXACT)
+        return hs_fail(err, HS_ERR_INPUT, "patch: the cells of one kind (--by) are for the exact sweep alone");
+    hs_status st = prompts_check(p, err);
+    if (st != HS_OK) return st;
+    return hs_patch_run_tokens_by(m, pool, p->clean, p->corr, p->n, p->t, p->answer, p->wrong, p->pos, acts, by,
+                                  out, err);
 }
 
 hs_status hs_patch_run_method(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
@@ -546,12 +754,19 @@ cJSON *hs_patch_json(const hs_patch_report *r)
         hook[7] = 'l'; /* "blocks.l...." */
         ok = cJSON_AddStringToObject(x, "hook", hook) != NULL;
         if (hs_patch_act_is_head(a)) {
-            ok = ok && cJSON_AddStringToObject(x, "by", "head (all positions) [layer][head]; by_position "
-                                                       "[layer][position][head], TransformerLens' "
-                                                       "get_act_patch_*_by_pos order") &&
-                 add(x, "metric", matrix(r->metric[a], r->L, r->H)) && add(x, "ld", matrix(r->ld[a], r->L, r->H)) &&
-                 add(x, "metric_by_position", cube(r->metric_pos[a], r->L, r->H, r->t)) &&
-                 add(x, "ld_by_position", cube(r->ld_pos[a], r->L, r->H, r->t));
+            const char *by = r->by == HS_PATCH_BY_HEAD       ? "head (all positions) [layer][head]"
+                             : r->by == HS_PATCH_BY_HEAD_POS ? "by_position [layer][position][head], TransformerLens' "
+                                                                "get_act_patch_*_by_pos order"
+                                                             : "head (all positions) [layer][head]; by_position "
+                                                               "[layer][position][head], TransformerLens' "
+                                                               "get_act_patch_*_by_pos order";
+            ok = ok && cJSON_AddStringToObject(x, "by", by);
+            if (r->metric[a])
+                ok = ok && add(x, "metric", matrix(r->metric[a], r->L, r->H)) &&
+                     add(x, "ld", matrix(r->ld[a], r->L, r->H));
+            if (r->metric_pos[a])
+                ok = ok && add(x, "metric_by_position", cube(r->metric_pos[a], r->L, r->H, r->t)) &&
+                     add(x, "ld_by_position", cube(r->ld_pos[a], r->L, r->H, r->t));
         } else {
             ok = ok && cJSON_AddStringToObject(x, "by", "layer x position [layer][position]") &&
                  add(x, "metric", matrix(r->metric[a], r->L, r->t)) && add(x, "ld", matrix(r->ld[a], r->L, r->t));
@@ -586,15 +801,30 @@ static void act_table(const hs_patch_report *r, int a, const double *metric, con
         }
         return;
     }
-    hs_buf_printf(b, "\n%s (%s)%s, by head: all positions | each position\n%-6s %6s |", hs_patch_act_names[a],
-                  hook, what, "", "all");
+    if (metric_pos == NULL) { /* --by head */
+        hs_buf_printf(b, "\n%s (%s)%s, by head, all positions:\n%-6s", hs_patch_act_names[a], hook, what, "");
+        for (int h = 0; h < r->H; h++) hs_buf_printf(b, " %6s%d", "H", h);
+        hs_buf_printf(b, "\n");
+        for (int l = 0; l < r->L; l++) {
+            hs_buf_printf(b, "L%-5d", l);
+            for (int h = 0; h < r->H; h++) hs_buf_printf(b, " %+7.2f", metric[l * r->H + h]);
+            hs_buf_printf(b, "\n");
+        }
+        return;
+    }
+    if (metric == NULL)
+        hs_buf_printf(b, "\n%s (%s)%s, by head, each position\n%-6s", hs_patch_act_names[a], hook, what, "");
+    else
+        hs_buf_printf(b, "\n%s (%s)%s, by head: all positions | each position\n%-6s %6s |", hs_patch_act_names[a],
+                      hook, what, "", "all");
     for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %6d", p);
     hs_buf_printf(b, "\n");
     for (int l = 0; l < r->L; l++)
         for (int h = 0; h < r->H; h++) {
             char name[24];
             snprintf(name, sizeof name, "L%dH%d", l, h);
-            hs_buf_printf(b, "%-6s %+6.2f |", name, metric[l * r->H + h]);
+            hs_buf_printf(b, "%-6s", name);
+            if (metric) hs_buf_printf(b, " %+6.2f |", metric[l * r->H + h]);
             for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %+6.2f", metric_pos[((size_t)l * r->H + h) * r->t + p]);
             hs_buf_printf(b, "\n");
         }

@@ -28,6 +28,7 @@ typedef struct {
     const hs_model *m;
     int NL, NH, NA;        /* layers, heads a layer, heads */
     const char *const *names; /* (NA) "L<l>H<h>" */
+    hs_pool *pool;         /* progress is reported through it (hs_pool_progress); may be NULL */
 } w_run;
 
 /* The numbers of the run, computed before the folder is opened. */
@@ -251,6 +252,7 @@ static hs_status compute(const w_run *x, hs_fold fold, int draws, int uniform, w
         hs_status s = uniform ? HS_OK : hs_full_QK_tokens(x->m, h, fold, nu->ids, nu->n, nu->qk + (size_t)i * VV, err);
         if (s == HS_OK) s = hs_full_OV_tokens(x->m, h, fold, nu->ids, nu->n, nu->ov + (size_t)i * VV, err);
         if (s != HS_OK) return s;
+        hs_pool_progress(x->pool, "heads' full QK and OV circuits", i + 1, NA);
     }
     hs_status s = hs_copying_scores(x->m, fold, out->copying, out->copying_pos, err);
     return s == HS_OK ? hs_composition_scores(x->m, fold, draws, 0, &out->comp, err) : s;
@@ -603,7 +605,7 @@ hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_we
     for (int i = 0; i < NA; i++) hs_labels_set(&names, (size_t)i, "L%dH%d", i / cfg->n_heads, i % cfg->n_heads);
     w_nums nu = {0};
     w_run x = {&od, notes, NULL, o->fold == HS_FOLD_LN ? "ln" : "none", 0, 0,
-               m, cfg->n_layers, cfg->n_heads, NA, names.at};
+               m, cfg->n_layers, cfg->n_heads, NA, names.at, pool};
     cJSON *ctx = hs_run_context(cfg, o->model_path);
     hs_status s = !ctx || names.oom || !cJSON_AddStringToObject(ctx, "fold", x.fold) ? oom(err) : HS_OK;
     x.ctx = ctx;

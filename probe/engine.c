@@ -16,6 +16,7 @@
  */
 #include "probe/probe.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -34,6 +35,7 @@ hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, 
     for (int i = 0; i < n; i++) {
         hs_engine_worker *w = &e->w[i];
         w->index = i;
+        w->read_pos = -1;
         e->n_workers = i + 1;
         hs_status st = hs_acts_create(&m->cfg, HS_ENGINE_CHUNK, t, 0, &w->acts, err);
         if (st == HS_OK) st = hs_hooks_create(&w->hk, err);
@@ -77,28 +79,72 @@ int hs_engine_chunks(int n)
     return (n + HS_ENGINE_CHUNK - 1) / HS_ENGINE_CHUNK;
 }
 
-int *hs_engine_pad_rows(const int *v, int n, int width, int *n_pad)
+int hs_engine_run_rows(int b, int t)
 {
-    const int np = hs_engine_chunks(n) * HS_ENGINE_CHUNK;
+    int bp = b < 1 ? 1 : b;
+    while (bp < HS_ENGINE_CHUNK && ((long)bp * t < HS_ENGINE_MIN_TOKENS || ((long)bp * t) % 2 != 0)) bp++;
+    return bp;
+}
+
+int hs_engine_padded(int n, int t)
+{
+    if (n < 1) return 0;
+    const int full = (hs_engine_chunks(n) - 1) * HS_ENGINE_CHUNK;
+    return full + hs_engine_run_rows(n - full, t);
+}
+
+int hs_engine_chunk_rows(int n, int k)
+{
+    const int r0 = k * HS_ENGINE_CHUNK;
+    return n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
+}
+
+static int *pad_to(const int *v, int n, int width, int np)
+{
     int *out = malloc((size_t)(np ? np : 1) * (size_t)width * sizeof(int));
     if (out == NULL) return NULL;
     memcpy(out, v, (size_t)n * width * sizeof(int));
     for (int r = n; r < np; r++) memcpy(out + (size_t)r * width, v + (size_t)(n - 1) * width, (size_t)width * sizeof(int));
-    *n_pad = np;
     return out;
 }
 
-/* The tokens of the chunk at row r0 with b real rows, as HS_ENGINE_CHUNK rows:
- * tokens itself when the chunk is full, else w's copy with the last row
- * repeated (every forward has the same shape, so OpenBLAS takes the same
- * kernels and a row's values do not depend on how many rows the set has). */
+int *hs_engine_pad_rows(const int *v, int n, int width, int *n_pad)
+{
+    *n_pad = hs_engine_chunks(n) * HS_ENGINE_CHUNK;
+    return pad_to(v, n, width, *n_pad);
+}
+
+int *hs_engine_pad_set(const int *v, int n, int width, int t, int *n_pad)
+{
+    *n_pad = hs_engine_padded(n, t);
+    return pad_to(v, n, width, *n_pad);
+}
+
+/* The position worker w's sweeps read alone, or -1 (every position). */
+static int read_pos_of(const hs_engine *e, const hs_engine_worker *w)
+{
+    return w->read_pos >= 0 ? w->read_pos : e->read_pos;
+}
+
+/* The rows a chunk of b real rows runs on on worker w (hs_engine.whole_chunks).
+ * With a read position the last block's products have one row per prompt. */
+static int run_rows(const hs_engine *e, const hs_engine_worker *w, int b)
+{
+    return e->whole_chunks ? HS_ENGINE_CHUNK : hs_engine_run_rows(b, read_pos_of(e, w) >= 0 ? 1 : e->t);
+}
+
+/* The tokens of the chunk at row r0 with b real rows, as run_rows(e, w, b)
+ * rows: tokens itself when no row is added, else w's copy with the last row
+ * repeated (every product then has rows enough for OpenBLAS's per-row
+ * kernels, so a row's values do not depend on how many rows the set has). */
 static const int *chunk_tokens(hs_engine *e, hs_engine_worker *w, const int *tokens, int r0, int b)
 {
     const int *src = tokens + (size_t)r0 * e->t;
-    if (b == HS_ENGINE_CHUNK) return src;
+    const int bp = run_rows(e, w, b);
+    if (b == bp) return src;
     int *pad = w->pad;
     memcpy(pad, src, (size_t)b * e->t * sizeof(int));
-    for (int r = b; r < HS_ENGINE_CHUNK; r++)
+    for (int r = b; r < bp; r++)
         memcpy(pad + (size_t)r * e->t, src + (size_t)(b - 1) * e->t, (size_t)e->t * sizeof(int));
     return pad;
 }
@@ -107,6 +153,8 @@ typedef struct {
     hs_engine *e;
     hs_engine_job fn;
     void *ctx;
+    pthread_mutex_t mu; /* the progress count (e->progress) */
+    long done, total;
 } for_ctx;
 
 static hs_status for_job(void *ctx, int j, int worker, hs_error *err)
@@ -118,13 +166,28 @@ static hs_status for_job(void *ctx, int j, int worker, hs_error *err)
     return st;
 }
 
-hs_status hs_engine_for(hs_engine *e, int n_jobs, hs_engine_job fn, void *ctx, hs_error *err)
+static hs_status for_job_progress(void *ctx, int j, int worker, hs_error *err)
 {
-    for_ctx f = {e, fn, ctx};
-    return hs_pool_for(e->pool, n_jobs, for_job, &f, err);
+    for_ctx *f = ctx;
+    hs_status st = for_job(ctx, j, worker, err);
+    if (st == HS_OK) {
+        pthread_mutex_lock(&f->mu); /* done in order */
+        hs_pool_progress(f->e->pool, f->e->progress, ++f->done, f->total);
+        pthread_mutex_unlock(&f->mu);
+    }
+    return st;
 }
 
-/* Copies the first b rows of a chunk's cache (batch HS_ENGINE_CHUNK) to rows
+hs_status hs_engine_for(hs_engine *e, int n_jobs, hs_engine_job fn, void *ctx, hs_error *err)
+{
+    for_ctx f = {e, fn, ctx, PTHREAD_MUTEX_INITIALIZER, 0, n_jobs};
+    if (e->progress == NULL || !hs_pool_has_progress(e->pool)) return hs_pool_for(e->pool, n_jobs, for_job, &f, err);
+    hs_status st = hs_pool_for(e->pool, n_jobs, for_job_progress, &f, err);
+    pthread_mutex_destroy(&f.mu);
+    return st;
+}
+
+/* Copies the first b rows of a chunk's cache (batch run_rows(e, w, b)) to rows
  * r0.. of `full` (batch n), creating its entries at r0 == 0. */
 static hs_status cache_put_rows(hs_cache *full, const hs_cache *part, int r0, int b, int n,
                                 hs_error *err)
@@ -138,7 +201,7 @@ static hs_status cache_put_rows(hs_cache *full, const hs_cache *part, int r0, in
             hs_cache_entry *en = &full->e[i];
             *en = part->e[i];
             en->shape[0] = n;
-            en->numel = part->e[i].numel / HS_ENGINE_CHUNK * (size_t)n;
+            en->numel = part->e[i].numel / (size_t)part->e[i].shape[0] * (size_t)n;
             en->data = malloc(en->numel * sizeof(float));
             if (en->data == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
             full->n = i + 1;
@@ -146,8 +209,8 @@ static hs_status cache_put_rows(hs_cache *full, const hs_cache *part, int r0, in
     }
     HS_ASSERT(full->n == part->n);
     for (int i = 0; i < part->n; i++) {
-        HS_ASSERT(strcmp(full->e[i].name, part->e[i].name) == 0 && part->e[i].shape[0] == HS_ENGINE_CHUNK);
-        const size_t row = part->e[i].numel / HS_ENGINE_CHUNK;
+        HS_ASSERT(strcmp(full->e[i].name, part->e[i].name) == 0 && part->e[i].shape[0] >= b);
+        const size_t row = part->e[i].numel / (size_t)part->e[i].shape[0];
         memcpy(full->e[i].data + row * (size_t)r0, part->e[i].data, row * (size_t)b * sizeof(float));
     }
     return HS_OK;
@@ -160,7 +223,7 @@ hs_status hs_engine_cache(hs_engine *e, hs_engine_worker *w, const int *tokens, 
     if (n < 1) return hs_fail(&w->err, HS_ERR_INPUT, "engine: no rows to run");
     for (int r0 = 0; r0 < n; r0 += HS_ENGINE_CHUNK) {
         const int b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
-        hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, tokens, r0, b), HS_ENGINE_CHUNK, e->t,
+        hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, tokens, r0, b), run_rows(e, w, b), e->t,
                                          filters, n_filters, hooks, &w->tmp, &w->err);
         if (st == HS_OK) st = cache_put_rows(out, &w->tmp, r0, b, n, &w->err);
         if (st != HS_OK) {
@@ -181,21 +244,22 @@ static hs_status sweep(hs_engine *e, hs_engine_worker *w, const int *tokens, int
     const size_t row = (size_t)e->t * e->m->cfg.d_model;
     for (int k = 0, r0 = 0; r0 < n; k++, r0 += HS_ENGINE_CHUNK) {
         const int b = n - r0 < HS_ENGINE_CHUNK ? n - r0 : HS_ENGINE_CHUNK;
+        const int bp = run_rows(e, w, b);
         const float *x = rp ? rp->data + row * (size_t)r0 : NULL;
-        if (rp && b < HS_ENGINE_CHUNK) { /* padded as chunk_tokens pads the tokens */
+        if (rp && b < bp) { /* padded as chunk_tokens pads the tokens */
             if (w->rpad == NULL && (w->rpad = malloc(HS_ENGINE_CHUNK * row * sizeof(float))) == NULL)
                 return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
             memcpy(w->rpad, x, (size_t)b * row * sizeof(float));
-            for (int r = b; r < HS_ENGINE_CHUNK; r++)
+            for (int r = b; r < bp; r++)
                 memcpy(w->rpad + (size_t)r * row, x + (size_t)(b - 1) * row, row * sizeof(float));
             x = w->rpad;
         }
         hs_hooks_clear(w->hk);
         hs_status st = hooks ? hooks(ctx, w, k, r0, b) : HS_OK;
-        w->acts->logit_pos = e->read_pos;
+        w->acts->logit_pos = read_pos_of(e, w);
         if (st == HS_OK)
             st = hs_run_tail_with_hooks(e->m, layer ? e->tail[layer] : NULL, layer, w->acts, x,
-                                        chunk_tokens(e, w, tokens, r0, b), HS_ENGINE_CHUNK, e->t, w->hk, &w->err);
+                                        chunk_tokens(e, w, tokens, r0, b), bp, e->t, w->hk, &w->err);
         w->acts->logit_pos = -1;
         if (st != HS_OK) {
             hs_hooks_clear(w->hk);
@@ -243,7 +307,7 @@ static hs_status means_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     means_ctx *mc = arg;
     const size_t start = (size_t)j * HS_ENGINE_CHUNK;
     const int b = (int)(mc->n - start < HS_ENGINE_CHUNK ? mc->n - start : HS_ENGINE_CHUNK);
-    hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, mc->tokens, (int)start, b), HS_ENGINE_CHUNK,
+    hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, mc->tokens, (int)start, b), run_rows(e, w, b),
                                      e->t, mc->filters, mc->n_filters, NULL, &w->tmp, &w->err);
     if (st != HS_OK) return st;
     if ((st = hs_pool_ordered_begin(e->pool, w->index, j, &w->err)) != HS_OK) return st;
@@ -255,7 +319,7 @@ static hs_status means_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
             hs_cache_entry *en = &mc->means->e[i];
             *en = w->tmp.e[i];
             en->shape[0] = 1;
-            en->numel = w->tmp.e[i].numel / HS_ENGINE_CHUNK;
+            en->numel = w->tmp.e[i].numel / (size_t)w->tmp.e[i].shape[0];
             en->data = NULL;
             mc->acc[i] = calloc(en->numel, sizeof(double));
             if (mc->acc[i] == NULL) st = hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
@@ -365,7 +429,7 @@ static hs_status detect_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     const int L = e->m->cfg.n_layers, H = e->m->cfg.n_heads, t = e->t;
     const int r0 = j * HS_ENGINE_CHUNK, b = dc->n - r0 < HS_ENGINE_CHUNK ? dc->n - r0 : HS_ENGINE_CHUNK;
     static const char *const filt[] = {"blocks.*.attn.hook_pattern"};
-    hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, dc->tokens, r0, b), HS_ENGINE_CHUNK, t,
+    hs_status st = hs_run_with_cache(e->m, w->acts, chunk_tokens(e, w, dc->tokens, r0, b), run_rows(e, w, b), t,
                                      filt, 1, NULL, &w->tmp, &w->err);
     if (st != HS_OK) return st;
     float *D = malloc((size_t)t * t * sizeof(float));

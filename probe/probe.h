@@ -565,14 +565,27 @@ hs_status hs_detect_heads(const hs_model *m, const hs_cache *cache, const int *t
  * from the logits); they do not re-implement it.
  */
 
-/* Rows per forward. Every forward runs on exactly this many rows: a short
- * last chunk is padded by repeating its last row (and the padded rows' values
- * are dropped), so every sgemm has the same shape whatever the set's size.
- * OpenBLAS takes another kernel for small products (M N K below ~1e6), whose
- * sums round differently; with one shape a prompt's numbers are the same
- * alone or in a set of any size. Hooks of hs_engine_sweep see the padded
- * batch (HS_ENGINE_CHUNK rows); a caller whose hooks copy from a cache of its
- * own rows pads the set first (hs_engine_pad_rows). */
+/* Rows per forward: at most HS_ENGINE_CHUNK. A short chunk of b real rows
+ * runs on hs_engine_run_rows(b, t) rows (the padded rows repeat its last
+ * row, and their values are dropped): the fewest rows, from b on, whose
+ * products have an even row count of at least HS_ENGINE_MIN_TOKENS. Under
+ * that bound OpenBLAS takes other kernels (its small-matrix kernel for M N K
+ * below 1e6 on SkylakeX and Cooperlake; on Prescott, an odd row count's last
+ * row), whose sums round differently; at or above it a row's bits do not
+ * depend on how many rows share the call or where it lies in it (measured
+ * on OpenBLAS 0.3.21 at GPT-2 and toy shapes; libxsmm's products are per
+ * row by construction, common/gemm.c), so a prompt's numbers are the same
+ * alone or in a set of any size, and a set of one prompt costs one prompt
+ * (with t >= 16 even; else at most 16 / t + 1). (OpenBLAS' Haswell kernels
+ * are not per row even at one shape: there the property does not hold, as it
+ * did not with whole chunks.) e->whole_chunks = 1 keeps the older rule
+ * (every forward on exactly HS_ENGINE_CHUNK rows) for callers whose hooks
+ * assume it. With read_pos >= 0 the last block's products have one row per
+ * prompt, so the rule is taken with t = 1 there (16 prompts at least). Hooks
+ * of hs_engine_sweep see the padded batch; a caller whose
+ * hooks copy from a cache of its own rows pads the set first
+ * (hs_engine_pad_set, or hs_engine_pad_rows for whole chunks). */
+#define HS_ENGINE_MIN_TOKENS 16
 #define HS_ENGINE_CHUNK 32
 
 /* One worker's resources. Owned by the engine. */
@@ -583,6 +596,9 @@ typedef struct {
     hs_cache tmp;     /* one chunk's cache (scratch) */
     int *pad;         /* (HS_ENGINE_CHUNK, t) a short chunk's tokens, padded */
     float *rpad;      /* (HS_ENGINE_CHUNK, t, D) a short chunk's residuals, padded (on first use) */
+    int read_pos;     /* -1 (hs_engine_init): this worker's sweeps use the engine's read_pos;
+                       * p >= 0: they read position p alone (a job sets and resets it; its
+                       * rows then follow the t = 1 rule, see HS_ENGINE_MIN_TOKENS) */
     hs_error err;     /* a job's error */
 } hs_engine_worker;
 
@@ -597,6 +613,10 @@ typedef struct {
                         * a task whose sweeps read the logits at position p alone sets it, and
                         * sweeps compute the last block from its attention output on at p only
                         * (hs_acts.logit_pos; caches are whole) */
+    int whole_chunks;  /* 0 (hs_engine_init): a short chunk runs on hs_engine_run_rows rows;
+                        * 1: on HS_ENGINE_CHUNK rows (callers whose hooks assume whole chunks) */
+    const char *progress; /* NULL (hs_engine_init); else hs_engine_for reports each job
+                        * done through hs_pool_progress(pool, progress, done, n_jobs) */
 } hs_engine;
 
 /* Makes one worker per pool thread, each with activations for
@@ -609,6 +629,19 @@ int hs_engine_chunks(int n);
 /* v (n, width) padded to *n_pad = hs_engine_chunks(n) * HS_ENGINE_CHUNK rows
  * by repeating row n-1 (n >= 1); malloc'd (caller frees), NULL on OOM. */
 int *hs_engine_pad_rows(const int *v, int n, int width, int *n_pad);
+/* The rows a forward of a short chunk of b real rows (1..HS_ENGINE_CHUNK) of
+ * t positions runs on: the fewest from b on with rows x t even and at least
+ * HS_ENGINE_MIN_TOKENS (at most HS_ENGINE_CHUNK). */
+int hs_engine_run_rows(int b, int t);
+/* A set of n rows of t positions as the engine runs it: whole chunks, then
+ * the last one's hs_engine_run_rows. */
+int hs_engine_padded(int n, int t);
+/* v (n, width) padded to *n_pad = hs_engine_padded(n, t) rows by repeating
+ * row n-1 (n >= 1); malloc'd (caller frees), NULL on OOM. */
+int *hs_engine_pad_set(const int *v, int n, int width, int t, int *n_pad);
+/* The rows chunk k of a set of n rows runs on, given n already padded
+ * (hs_engine_pad_set, or hs_engine_pad_rows for whole chunks). */
+int hs_engine_chunk_rows(int n, int k);
 
 /* A job of hs_engine_for: j in [0, n_jobs) on worker w; errors go to w->err. */
 typedef hs_status (*hs_engine_job)(hs_engine *e, hs_engine_worker *w, int j, void *ctx);

@@ -790,11 +790,10 @@ typedef struct {
 
 static hs_status sweep_hooks(void *ctx, hs_engine_worker *w, int chunk, int r0, int b)
 {
-    (void)b;
     (void)chunk;
     const sweep_ctx *sc = ctx;
-    hs_cache view;
-    hs_status st = hs_cache_view_rows(&view, sc->clean_pad, r0, HS_ENGINE_CHUNK, &w->err);
+    hs_cache view; /* the rows the chunk's forward runs on (a short chunk's padded) */
+    hs_status st = hs_cache_view_rows(&view, sc->clean_pad, r0, hs_engine_run_rows(b, sc->t), &w->err);
     if (st != HS_OK) return st;
     /* the view must outlive the run: keep its table in the worker's scratch cache */
     hs_cache_free(&w->tmp);

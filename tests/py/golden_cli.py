@@ -234,7 +234,7 @@ def normalise(text):
 def run_all(th):
     d = os.path.join(WORK, "t%d" % th)
     prepare(d)
-    env = dict(os.environ, OPENBLAS_CORETYPE="Prescott", LIBXSMM_TARGET="sse3",
+    env = dict(os.environ, OPENBLAS_CORETYPE="Prescott", LIBXSMM_TARGET="sse3", HEADSCOPE_PROGRESS="off",
                SOURCE_DATE_EPOCH="1700000000")
     records = []
     before = snapshot(d)
