@@ -45,16 +45,14 @@ void vz_nice_ticks(double lo, double hi, int target, vz_ticks *t)
     vz_ticks_at(lo, hi, step, t);
 }
 
-/* Drops a "-" from a number that prints as zero ("-0.00" -> "0.00"). */
-static void no_minus_zero(char *buf)
-{
-    const char *d = buf + 1;
-    if (buf[0] == '-' && strspn(d, "0.") == strcspn(d, "e"))
-        memmove(buf, buf + 1, strlen(buf));
-}
-
+/* The one sign rule of every figure label: a number that prints as zero at
+ * its precision has no sign ("-0.00", "+0.00" -> "0.00"; "+0.00" was on
+ * GPT-2's DLA bars), and each remaining hyphen-minus is U+2212. */
 void vz_minus_sign(char *buf, size_t n)
 {
+    const char *d = buf + 1;
+    if ((buf[0] == '-' || buf[0] == '+') && d[0] && strspn(d, "0.") == strcspn(d, "eE"))
+        memmove(buf, buf + 1, strlen(buf));
     char out[64];
     size_t k = 0;
     for (const char *p = buf; *p && k + 4 < sizeof out; p++) {
@@ -100,7 +98,6 @@ void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t)
     } else {
         snprintf(buf, n, "%.*f", t->decimals, v);
     }
-    no_minus_zero(buf);
     vz_minus_sign(buf, n);
 }
 
@@ -143,7 +140,6 @@ static void fmt_end(char *buf, size_t n, double v, int sci, int dec)
     } else {
         snprintf(buf, n, "%.*f", dec, v);
     }
-    no_minus_zero(buf);
     vz_minus_sign(buf, n);
 }
 
