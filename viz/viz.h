@@ -158,6 +158,11 @@ typedef struct {
                               an unclosed brace and everything else stay literal. Only for
                               titles a program writes: 0 (default) draws the title as it is
                               (titles holding tokens or a user's --title) */
+    int grey_accents;      /* nonzero: the accents (masked cells' fill under their hatching,
+                              the query row's frame) are grey as under cmap GREYS whatever
+                              map the cells take: a signed figure under the CLI's --cmap
+                              greys keeps its blue-white-red cells (a sequential map would
+                              hide the sign) and the rest of it prints grey. Default 0 */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */

@@ -59,7 +59,7 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
         /* the query row: a frame of twice the line width, red-orange (viridis has
            it nowhere); under greys black with a white inner line, seen on any grey */
         static const unsigned char HILITE[3] = {0xff, 0x45, 0x00}, BLACK[3] = {0, 0, 0};
-        const int greys = sc->cmap == HS_VIZ_CMAP_GREYS;
+        const int greys = sc->cmap == HS_VIZ_CMAP_GREYS || vz_grey_accents(c);
         const unsigned char *fc = greys ? BLACK : HILITE;
         int lw = c->lw, y = y0 + c->o.highlight_row * cell, w = (int)C * cell;
         s = vz_add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, fc);

@@ -302,8 +302,11 @@ hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, in
                           int *right, int *bottom);
 int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc);
 hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom);
+/* Whether c's accents are grey: cmap GREYS or hs_viz_options.grey_accents. */
+int vz_grey_accents(const vz_ctx *c);
 /* The fill of masked cells (under VZ_HATCH_RGB's hatching) that stays apart
- * from c's colour map: HS_VIZ_MASK_RGB's lilac, white under greys. */
+ * from c's colour map: HS_VIZ_MASK_RGB's lilac, white when the accents are
+ * grey (vz_grey_accents). */
 const unsigned char *vz_mask_rgb(const vz_ctx *c);
 
 /* One heatmap panel of R x C cells (data [R, C]) at (x0, y0) in group gid;

@@ -256,12 +256,17 @@ int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc)
     return w;
 }
 
+int vz_grey_accents(const vz_ctx *c)
+{
+    return c->o.cmap == HS_VIZ_CMAP_GREYS || c->o.grey_accents;
+}
+
 const unsigned char *vz_mask_rgb(const vz_ctx *c)
 {
     /* greys: white paper under the grey hatching (a grey figure stays grey;
        the hatching tells it from a value 0) */
     static const unsigned char PAPER[3] = {0xff, 0xff, 0xff};
-    return c->o.cmap == HS_VIZ_CMAP_GREYS ? PAPER : HS_VIZ_MASK_RGB;
+    return vz_grey_accents(c) ? PAPER : HS_VIZ_MASK_RGB;
 }
 
 /* Masked-cell legend swatch at (x, y); *right and *bottom get its extent. */
