@@ -2,7 +2,9 @@
  * tests/test_viz_checklist.c -- a reviewer's checklist of figure labels made
  * tests (issue 35): no signed zero in any label ("-0.00", "+0.00" or
  * "\u22120.00": a value that rounds to zero at the label's precision prints
- * as "0.00"; GPT-2's dla.svg had 22 of them).
+ * as "0.00"; GPT-2's dla.svg had 22 of them); the faithfulness curve, one
+ * panel, is a column wide by default (3.25 in in its SVG) as --help says of
+ * every one-panel figure, not the 5.67 in of a 4.5 in plot.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -83,12 +85,62 @@ static void heatmap_writes_no_signed_zero(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* The SVG's width attribute ("3.2500in") of f, in inches. */
+static double svg_width_in(const hs_viz_figure *f, const char *name)
+{
+    char *path = tmp_path(name);
+    hs_error err = {0};
+    if (hs_viz_figure_write_svg(f, path, &err) != HS_OK) fail_msg("%s", err.msg);
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    char head[1024];
+    size_t n = fread(head, 1, sizeof head - 1, fp);
+    fclose(fp);
+    head[n] = '\0';
+    const char *w = strstr(head, " width=\"");
+    assert_non_null(w);
+    double in = strtod(w + 8, NULL);
+    assert_true(strncmp(strchr(w + 8, 'i'), "in\"", 3) == 0);
+    free(path);
+    return in;
+}
+
+/* The curve discover writes (MIB's 11 sizes, one method) at the CLI's
+ * default width (width_in 0): a column; at --width page: 6.75 in. */
+static void faithfulness_curve_is_a_column_by_default(void **state)
+{
+    (void)state;
+    static const double pct[10] = {0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100};
+    static const double f[10] = {0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 0.95, 1.02, 1.0};
+    static const char *const methods[1] = {"EAP-IG"};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 150;
+    hs_viz_figure *fig = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_faithfulness_figure(pct, 10, f, methods, 1,
+                                            "faithfulness of the top edges by EAP-IG score "
+                                            "(logit_diff, mean ablation)",
+                                            &o, &fig, NULL, &err),
+                     HS_OK);
+    double w = svg_width_in(fig, "faith_default.svg");
+    print_message("faithfulness curve at the default width: %.4f in\n", w);
+    assert_true(fabs(w - HS_VIZ_COLUMN_IN) < 1e-3);
+    check_geometry(fig, "faithfulness column");
+    hs_viz_figure_destroy(fig);
+    o.width_in = HS_VIZ_PAGE_IN;
+    assert_int_equal(hs_faithfulness_figure(pct, 10, f, methods, 1, "t", &o, &fig, NULL, &err), HS_OK);
+    assert_true(fabs(svg_width_in(fig, "faith_page.svg") - HS_VIZ_PAGE_IN) < 1e-3);
+    hs_viz_figure_destroy(fig);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(the_rule_itself),
         cmocka_unit_test(bars_write_no_signed_zero),
         cmocka_unit_test(heatmap_writes_no_signed_zero),
+        cmocka_unit_test(faithfulness_curve_is_a_column_by_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
