@@ -80,7 +80,7 @@ static hs_status attention_and_ablation(const hs_circuit_report *r, hs_outdir *o
 static hs_status patching(const hs_circuit_report *r, hs_outdir *od, c_scratch *w,
                           const char *why, hs_error *err)
 {
-    static const char *const PCOL[4] = {"pos14 crosser->crossed", "pos14 crossed->crosser",
+    static const char *const PCOL[4] = {"pos14 crosser→crossed", "pos14 crossed→crosser",
                                         "pos14 both", "all positions both"};
     const int LH = r->L * r->H;
     for (int k = 0; k < LH; k++) {
@@ -167,7 +167,7 @@ static hs_status path_patching(const hs_circuit_report *r, hs_outdir *od, c_scra
             }
     }
     return hs_outdir_matrix(od, HS_FIG_SIGNED, "path_patching", w->m, (size_t)H, nc, w->rl, w->cl,
-                            "path patching layer-0 head -> decision head input: normalised logit "
+                            "path patching layer-0 head → decision head input: normalised logit "
                             "difference", "receiver input", "sender (layer 0)", 1.0,
                             "normalised logit difference", r->patch_usable ? NULL : why,
                             "normalised logit-difference metric when only the edge from a "

@@ -124,7 +124,7 @@ static hs_status circuit_figs(const hs_ind_circuit_report *r, hs_outdir *od, flo
     if (isfinite(r->path[1])) {
         static const char *const PQ[3] = {"queries", "keys", "values"};
         for (int v = 0; v < 3; v++) m[v] = (float)r->path[v];
-        snprintf(title, sizeof title, "path patching %s -> %s (normalised log-probability)",
+        snprintf(title, sizeof title, "path patching %s → %s (normalised log-probability)",
                  r->heads[r->prev_best.head].name, r->heads[r->ind_best.layer * H + r->ind_best.head].name);
         hs_status s = hs_outdir_matrix(od, HS_FIG_BARS, "path_patching", m, 3, 1, PQ, NULL, title,
                                        "restored fraction (1 = clean)", NULL, 0.0, NULL, NULL,

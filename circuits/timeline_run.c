@@ -254,7 +254,7 @@ static hs_status write_plots(const hs_timeline_report *r, hs_outdir *od, const h
     static const char *const LOSS_I[2] = {"loss, every token", "loss, repeated segment"};
     static const char *const LOSS_W[1] = {"held-out loss"};
     hs_viz_panel P[4] = {
-        {y0, (size_t)LH, hl.at, induction ? "induction score (second occurrence -> token after the first)"
+        {y0, (size_t)LH, hl.at, induction ? "induction score (second occurrence → token after the first)"
                                           : "first-noun score (attention at 14 on x)",
          "score", 0.0, 1.0, 0},
         {y1, (size_t)LH, hl.at, "previous-token score (TL mul)", "score", 0.0, 1.0, 0},

@@ -521,12 +521,12 @@ static hs_status write_copying(const w_run *x, const hs_weights_report *r, hs_er
     hs_viz_options bo = hs_figopts_for(fo, HS_FIG_BARS, 1.0);
     if (s == HS_OK && hs_figopts_images(fo)) {
         hs_error fe = {0};
-        s = hs_viz_bars_figure(&fig, cv, (size_t)NA, x->names, title, "copying score (-1..1)", &bo,
+        s = hs_viz_bars_figure(&fig, cv, (size_t)NA, x->names, title, "copying score (−1..1)", &bo,
                                &fe);
         s = hs_outdir_unfit(x->od, "copying", s, &fe, err);
     }
     if (s == HS_OK && hs_figopts_data(fo)) {
-        s = hs_viz_bars_json(&j, cv, (size_t)NA, x->names, title, "copying score (-1..1)", err);
+        s = hs_viz_bars_json(&j, cv, (size_t)NA, x->names, title, "copying score (−1..1)", err);
         cJSON *pf = s == HS_OK ? cJSON_CreateDoubleArray(r->copying_pos, NA) : NULL;
         if (s == HS_OK && (!add_run(j, x->ctx) || !pf || !cJSON_AddItemToObject(j, "positive_fraction", pf))) {
             if (!cJSON_GetObjectItem(j, "positive_fraction")) cJSON_Delete(pf);

@@ -92,7 +92,10 @@ hs_viz_options hs_figopts_for(const hs_figopts *fo, hs_fig_kind kind, double lim
 {
     hs_viz_options o = fo->viz;
     /* signed data: the diverging map (a sequential one would hide the sign) */
-    if (kind == HS_FIG_SIGNED && o.cmap != HS_VIZ_CMAP_DIVERGING) o.cmap = HS_VIZ_CMAP_DEFAULT;
+    if (kind == HS_FIG_SIGNED && o.cmap != HS_VIZ_CMAP_DIVERGING) {
+        o.grey_accents = o.cmap == HS_VIZ_CMAP_GREYS; /* --cmap greys: the rest of it grey */
+        o.cmap = HS_VIZ_CMAP_DEFAULT;
+    }
     if (kind == HS_FIG_BARS) o.cmap = HS_VIZ_CMAP_DEFAULT;
     int own = fo->range_set && fo->viz.range == HS_VIZ_RANGE_AUTO;
     if (kind == HS_FIG_ATTENTION) {

@@ -171,6 +171,23 @@ for f in ("L1H1.svg", "attention_grid.svg", "L0_mean.svg"):
     bad = [c for c in cols if not (c[0:2] == c[2:4] == c[4:6])]
     assert not bad, (f, bad)
 PYEOF
+#    and in a pair's difference figures, whose cells stay blue-white-red
+#    (a signed difference), every accent is grey: the masked cells' hatch
+#    pattern (its fill and its lines) and nothing lilac
+run 0 greys2 inspect --model "$M" --sentence "$TIRED" --sentence "$WET" --out "$TMP/greys2" \
+    --only L1H1 --cmap greys --format svg
+"$PY" - "$TMP/greys2" <<'PYEOF' || fail "--cmap greys: a difference figure's accent is not grey"
+import os, re, sys
+d = sys.argv[1]
+for f in ("diff_L1H1.svg", "diff_L1_mean.svg"):
+    svg = open(os.path.join(d, f)).read()
+    pats = re.findall(r'<pattern id="hatch-[^"]*".*?</pattern>', svg, re.S)
+    assert pats and 'class="masked"' in svg, f
+    cols = set(c for p in pats for c in re.findall(r'(?:fill|stroke)="#([0-9a-f]{6})"', p))
+    bad = [c for c in cols if not (c[0:2] == c[2:4] == c[4:6])]
+    assert not bad, (f, "hatch", bad)
+    assert "e4c8f0" not in svg, (f, "lilac")
+PYEOF
 
 # 7. --title is the main figure's: the grid's, or under one --only head that
 #    head's figure (the grid is then its JSON alone: no second picture of it)

@@ -158,6 +158,11 @@ typedef struct {
                               an unclosed brace and everything else stay literal. Only for
                               titles a program writes: 0 (default) draws the title as it is
                               (titles holding tokens or a user's --title) */
+    int grey_accents;      /* nonzero: the accents (masked cells' fill under their hatching,
+                              the query row's frame) are grey as under cmap GREYS whatever
+                              map the cells take: a signed figure under the CLI's --cmap
+                              greys keeps its blue-white-red cells (a sequential map would
+                              hide the sign) and the rest of it prints grey. Default 0 */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */
@@ -534,7 +539,9 @@ void hs_viz_series_rgb(size_t i, unsigned char rgb[3]);
  * steps): each a framed plot with y ticks, lines with point markers, a
  * legend; x ticks and xlabel under the last panel; mark_x (NAN = none) a
  * dashed vertical line through every panel labelled mark_label (may be NULL).
- * Width: opt->width_in (legend included) or a 4.5 in plot; each panel 1.7 in.
+ * Width: opt->width_in (legend included); 0 = a column (HS_VIZ_COLUMN_IN)
+ * for one panel, wider only when the plot would be under 1.5 in beside its
+ * labels, and a 4.5 in plot for several; each panel 1.7 in.
  * opt->log_x: x on a log10 axis, ticks as a log_y panel's (e.g. time against
  * FLOPs, log-log: a power law is a straight line). opt->y_cover: a panel's
  * ymin < ymax is covered, not fixed (the range holds it and every value);

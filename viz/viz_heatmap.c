@@ -46,10 +46,8 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
                                  (int)i, (int)j);
             if (!s && annot_fmt && !masked) {
                 char buf[32];
-                snprintf(buf, sizeof buf, annot_fmt, v == 0.0 ? 0.0 : v);
-                if (buf[0] == '-' && strspn(buf + 1, "0.") == strlen(buf + 1))
-                    memmove(buf, buf + 1, strlen(buf)); /* no "-0" */
-                vz_minus_sign(buf, sizeof buf);
+                snprintf(buf, sizeof buf, annot_fmt, v);
+                vz_minus_sign(buf, sizeof buf); /* no "-0.00" */
                 int tw = vz_text_len(c, buf, c->apx);
                 s = vz_add_text(c, buf, c->apx, 0, x + (cell - tw) / 2, y + (cell - c->alh) / 2,
                                 VZ_A_MIDDLE, VZ_T_ANNOT, luminance_dark(rgb) ? VZ_WHITE : VZ_BLACK);
@@ -61,7 +59,7 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
         /* the query row: a frame of twice the line width, red-orange (viridis has
            it nowhere); under greys black with a white inner line, seen on any grey */
         static const unsigned char HILITE[3] = {0xff, 0x45, 0x00}, BLACK[3] = {0, 0, 0};
-        const int greys = sc->cmap == HS_VIZ_CMAP_GREYS;
+        const int greys = sc->cmap == HS_VIZ_CMAP_GREYS || vz_grey_accents(c);
         const unsigned char *fc = greys ? BLACK : HILITE;
         int lw = c->lw, y = y0 + c->o.highlight_row * cell, w = (int)C * cell;
         s = vz_add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, fc);

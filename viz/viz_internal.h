@@ -285,7 +285,9 @@ int vz_add_wrapped(vz_ctx *c, const char *s, int maxw, int cx, int y, int add, i
 void vz_ticks_at(double lo, double hi, double step, vz_ticks *t);
 void vz_nice_ticks(double lo, double hi, int target, vz_ticks *t);
 void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t);
-/* buf's hyphen-minus signs as U+2212 MINUS SIGN (typeset numbers), within n bytes. */
+/* A number's text typeset in place, within n bytes: no sign on a number that
+ * prints as zero ("-0.00", "+0.00" -> "0.00"), each hyphen-minus as U+2212
+ * MINUS SIGN. Every number on a figure goes through it. */
 void vz_minus_sign(char *buf, size_t n);
 /* v rounded outward (up: towards +inf, else towards -inf) to a hundredth
  * of span's decade, so an auto colour bar's ends read round: 0.873 over a
@@ -300,8 +302,11 @@ hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, in
                           int *right, int *bottom);
 int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc);
 hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom);
+/* Whether c's accents are grey: cmap GREYS or hs_viz_options.grey_accents. */
+int vz_grey_accents(const vz_ctx *c);
 /* The fill of masked cells (under VZ_HATCH_RGB's hatching) that stays apart
- * from c's colour map: HS_VIZ_MASK_RGB's lilac, white under greys. */
+ * from c's colour map: HS_VIZ_MASK_RGB's lilac, white when the accents are
+ * grey (vz_grey_accents). */
 const unsigned char *vz_mask_rgb(const vz_ctx *c);
 
 /* One heatmap panel of R x C cells (data [R, C]) at (x0, y0) in group gid;

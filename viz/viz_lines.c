@@ -451,9 +451,14 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     pl.left = m + lh + pad + pl.ytick_w + pad + pl.tl;
     pl.PW = (int)lround(4.5 * dpi);
     pl.legend_total = pad * 2 + pl.swatch + pad + pl.legend_w;
-    /* no width asked: the title wraps to the natural plot's width, not to 0 */
+    /* no width asked: one panel is a column wide, as every one-panel figure
+     * (hs_viz_options.width_in), wider only when the plot would be under its
+     * 1.5 in floor beside the labels; several stacked panels keep the natural
+     * 4.5 in plot. The title wraps to that width, not to 0. */
     const int auto_w = !(c.o.width_in > 0);
-    if (auto_w) c.o.width_in = (pl.left + pl.PW + pl.legend_total + m) / dpi;
+    if (auto_w)
+        c.o.width_in = n_panels == 1 ? HS_VIZ_COLUMN_IN
+                                     : (pl.left + pl.PW + pl.legend_total + m) / dpi;
     int title_w = 0;
     const int title_h = vz_title_block(&c, title, &title_w);
     if (c.o.width_in > 0) {
@@ -468,7 +473,8 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     if (!s) s = add_x_axis(&pl, y - pad, xlabel, &bottom);
     int W = pl.left + pl.PW + pl.legend_total + m;
     if (title_w + 2 * m > W) W = title_w + 2 * m;
-    if (auto_w) c.o.width_in = W / dpi; /* a word longer than the plot widens it */
+    /* a word longer than the plot, or the plot's floor, widens it */
+    if (auto_w && W != (int)lround(c.o.width_in * dpi)) c.o.width_in = W / dpi;
     if (!s) s = vz_add_title(&c, title, W);
     if (!s) s = vz_finish(&c, W, bottom + m, out, err);
 done:

@@ -45,16 +45,14 @@ void vz_nice_ticks(double lo, double hi, int target, vz_ticks *t)
     vz_ticks_at(lo, hi, step, t);
 }
 
-/* Drops a "-" from a number that prints as zero ("-0.00" -> "0.00"). */
-static void no_minus_zero(char *buf)
-{
-    const char *d = buf + 1;
-    if (buf[0] == '-' && strspn(d, "0.") == strcspn(d, "e"))
-        memmove(buf, buf + 1, strlen(buf));
-}
-
+/* The one sign rule of every figure label: a number that prints as zero at
+ * its precision has no sign ("-0.00", "+0.00" -> "0.00"; "+0.00" was on
+ * GPT-2's DLA bars), and each remaining hyphen-minus is U+2212. */
 void vz_minus_sign(char *buf, size_t n)
 {
+    const char *d = buf + 1;
+    if ((buf[0] == '-' || buf[0] == '+') && d[0] && strspn(d, "0.") == strcspn(d, "eE"))
+        memmove(buf, buf + 1, strlen(buf));
     char out[64];
     size_t k = 0;
     for (const char *p = buf; *p && k + 4 < sizeof out; p++) {
@@ -100,7 +98,6 @@ void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t)
     } else {
         snprintf(buf, n, "%.*f", t->decimals, v);
     }
-    no_minus_zero(buf);
     vz_minus_sign(buf, n);
 }
 
@@ -143,7 +140,6 @@ static void fmt_end(char *buf, size_t n, double v, int sci, int dec)
     } else {
         snprintf(buf, n, "%.*f", dec, v);
     }
-    no_minus_zero(buf);
     vz_minus_sign(buf, n);
 }
 
@@ -260,12 +256,17 @@ int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc)
     return w;
 }
 
+int vz_grey_accents(const vz_ctx *c)
+{
+    return c->o.cmap == HS_VIZ_CMAP_GREYS || c->o.grey_accents;
+}
+
 const unsigned char *vz_mask_rgb(const vz_ctx *c)
 {
     /* greys: white paper under the grey hatching (a grey figure stays grey;
        the hatching tells it from a value 0) */
     static const unsigned char PAPER[3] = {0xff, 0xff, 0xff};
-    return c->o.cmap == HS_VIZ_CMAP_GREYS ? PAPER : HS_VIZ_MASK_RGB;
+    return vz_grey_accents(c) ? PAPER : HS_VIZ_MASK_RGB;
 }
 
 /* Masked-cell legend swatch at (x, y); *right and *bottom get its extent. */

@@ -277,6 +277,12 @@ async function checkGraph(page, args, maps, table, colour, result) {
     /* --report REPORT.json of the induction circuit: its verdict and every
        criterion with its evidence, each head's scores in the evidence table,
        and the named heads' patterns under their L<l>H<h> names */
+    /* a bar's value as the figures write it: U+2212, no sign on a value that rounds to 0 */
+    const barVals = await page.$$eval('.bars .val', (vs) => vs.map((v) => v.textContent));
+    barVals.forEach((t) => {
+      if (t.includes('-') || /^[+\u2212]0(\.0+)?$/.test(t)) fail(`a bar's value '${t}' has an ASCII minus or a signed zero`);
+    });
+    result.bar_values = barVals.length;
     if (args.report) {
       const rep = JSON.parse(fs.readFileSync(args.report, 'utf8'));
       const verdicts = await page.$$eval('.verdict', (vs) => vs.map((v) => v.textContent));

@@ -56,6 +56,12 @@
   }
   function word(t) { return whole(short(t)); }
   function fmt(v, d) { return v === null || v === undefined ? '–' : Number(v).toFixed(d === undefined ? 3 : d); }
+  /* a signed value as the figures write it (viz's vz_minus_sign): "+" or U+2212, none on a value that rounds to 0 */
+  function signed(v, d) {
+    var t = fmt(v, d);
+    if (/^-?0(\.0+)?$/.test(t)) return t.replace('-', '');
+    return (v > 0 ? '+' : '') + t.replace('-', '\u2212');
+  }
 
   /* ---- small DOM helpers ---- */
   function el(tag, attrs, kids) {
@@ -567,7 +573,7 @@
       z.style.left = zero + '%';
       g.appendChild(el('div', { cls: 'lab', role: 'rowheader', title: whole(labs[i]) }, [el('bdi', { text: short(labs[i]) })]));
       g.appendChild(el('div', { cls: 'track', title: whole(labs[i]) + ': ' + fmt(v, dec) }, [z, bar]));
-      g.appendChild(el('div', { cls: 'val', role: 'cell', text: (v >= 0 ? '+' : '') + fmt(v, dec) }));
+      g.appendChild(el('div', { cls: 'val', role: 'cell', text: signed(v, dec) }));
     }
     return el('figure', { cls: 'panel' }, [el('h3', { text: file.title || '' }), g,
       el('figcaption', { text: (file.xlabel ? file.xlabel + '. ' : '') + (caption || '') })]);

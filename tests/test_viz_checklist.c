@@ -1,0 +1,146 @@
+/*
+ * tests/test_viz_checklist.c -- a reviewer's checklist of figure labels made
+ * tests (issue 35): no signed zero in any label ("-0.00", "+0.00" or
+ * "\u22120.00": a value that rounds to zero at the label's precision prints
+ * as "0.00"; GPT-2's dla.svg had 22 of them); the faithfulness curve, one
+ * panel, is a column wide by default (3.25 in in its SVG) as --help says of
+ * every one-panel figure, not the 5.67 in of a 4.5 in plot.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+
+#include "viz_check.h"
+
+/* s is a number that prints as zero with a sign in front ("+0.00",
+ * "-0", "\u22120.00", "+0.0e0"). */
+static int signed_zero(const char *s)
+{
+    size_t k = s[0] == '+' || s[0] == '-' ? 1 : strncmp(s, "\xe2\x88\x92", 3) == 0 ? 3 : 0;
+    if (k == 0) return 0;
+    const char *d = s + k;
+    size_t z = strspn(d, "0.");
+    return z > 0 && strspn(d, "0") > 0 && z == strcspn(d, "eE");
+}
+
+/* Counts (and prints) the texts of f that are signed zeros. */
+static int count_signed_zeros(const hs_viz_figure *f, const char *what)
+{
+    int n = 0;
+    for (size_t i = 0; i < f->n_texts; i++)
+        if (signed_zero(f->texts[i].s)) {
+            print_message("%s: signed zero label '%s'\n", what, f->texts[i].s);
+            n++;
+        }
+    return n;
+}
+
+static void the_rule_itself(void **state)
+{
+    (void)state;
+    static const char *YES[] = {"+0.00", "-0.00", "\xe2\x88\x92" "0.00", "-0", "+0.0e0"};
+    static const char *NO[] = {"0.00", "+0.01", "\xe2\x88\x92" "0.01", "-1e-6", "L0H0", "+", "-"};
+    for (size_t i = 0; i < sizeof YES / sizeof *YES; i++) assert_true(signed_zero(YES[i]));
+    for (size_t i = 0; i < sizeof NO / sizeof *NO; i++) assert_false(signed_zero(NO[i]));
+}
+
+/* Bars whose values round to zero at two decimals (the bar chart writes
+ * "%+.2f" for values up to 2.0), as GPT-2's DLA of 144 heads has many. */
+static void bars_write_no_signed_zero(void **state)
+{
+    (void)state;
+    static const float v[6] = {0.0f, -0.0004f, 0.0003f, 1.5f, -2.0f, -0.004f};
+    static const char *lb[6] = {"embed", "L0H0", "L0H1", "L1H0", "L1H1", "mlp1"};
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_bars_figure(&f, v, 6, lb, "direct logit attribution", "logit", NULL, &err),
+                     HS_OK);
+    assert_int_equal(count_signed_zeros(f, "bars"), 0);
+    /* the labels that are not zero keep their signs: "+1.50", U+2212 "2.00" */
+    int plus = 0, minus = 0, zero = 0;
+    for (size_t i = 0; i < f->n_texts; i++) {
+        const char *s = f->texts[i].s;
+        plus += strcmp(s, "+1.50") == 0;
+        minus += strcmp(s, "\xe2\x88\x92" "2.00") == 0;
+        zero += strcmp(s, "0.00") == 0;
+    }
+    assert_int_equal(plus, 1);
+    assert_int_equal(zero, 4); /* 0, -0.0004, +0.0003, -0.004 */
+    assert_int_equal(minus, 1);
+    hs_viz_figure_destroy(f);
+}
+
+/* A signed heatmap's annotations and colour bar around zero. */
+static void heatmap_writes_no_signed_zero(void **state)
+{
+    (void)state;
+    static const float m[4] = {-0.001f, 0.0004f, 0.75f, -0.5f};
+    static const char *lab[2] = {"a", "b"};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.annotate = 1;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_signed_figure(&f, m, 2, 2, lab, lab, "t", "key", "query", &o, &err), HS_OK);
+    assert_int_equal(count_signed_zeros(f, "signed heatmap"), 0);
+    hs_viz_figure_destroy(f);
+}
+
+/* The SVG's width attribute ("3.2500in") of f, in inches. */
+static double svg_width_in(const hs_viz_figure *f, const char *name)
+{
+    char *path = tmp_path(name);
+    hs_error err = {0};
+    if (hs_viz_figure_write_svg(f, path, &err) != HS_OK) fail_msg("%s", err.msg);
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    char head[1024];
+    size_t n = fread(head, 1, sizeof head - 1, fp);
+    fclose(fp);
+    head[n] = '\0';
+    const char *w = strstr(head, " width=\"");
+    assert_non_null(w);
+    double in = strtod(w + 8, NULL);
+    assert_true(strncmp(strchr(w + 8, 'i'), "in\"", 3) == 0);
+    free(path);
+    return in;
+}
+
+/* The curve discover writes (MIB's 11 sizes, one method) at the CLI's
+ * default width (width_in 0): a column; at --width page: 6.75 in. */
+static void faithfulness_curve_is_a_column_by_default(void **state)
+{
+    (void)state;
+    static const double pct[10] = {0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100};
+    static const double f[10] = {0.05, 0.1, 0.2, 0.35, 0.5, 0.7, 0.85, 0.95, 1.02, 1.0};
+    static const char *const methods[1] = {"EAP-IG"};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 150;
+    hs_viz_figure *fig = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_faithfulness_figure(pct, 10, f, methods, 1,
+                                            "faithfulness of the top edges by EAP-IG score "
+                                            "(logit_diff, mean ablation)",
+                                            &o, &fig, NULL, &err),
+                     HS_OK);
+    double w = svg_width_in(fig, "faith_default.svg");
+    print_message("faithfulness curve at the default width: %.4f in\n", w);
+    assert_true(fabs(w - HS_VIZ_COLUMN_IN) < 1e-3);
+    check_geometry(fig, "faithfulness column");
+    hs_viz_figure_destroy(fig);
+    o.width_in = HS_VIZ_PAGE_IN;
+    assert_int_equal(hs_faithfulness_figure(pct, 10, f, methods, 1, "t", &o, &fig, NULL, &err), HS_OK);
+    assert_true(fabs(svg_width_in(fig, "faith_page.svg") - HS_VIZ_PAGE_IN) < 1e-3);
+    hs_viz_figure_destroy(fig);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(the_rule_itself),
+        cmocka_unit_test(bars_write_no_signed_zero),
+        cmocka_unit_test(heatmap_writes_no_signed_zero),
+        cmocka_unit_test(faithfulness_curve_is_a_column_by_default),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
