@@ -255,7 +255,8 @@ static void line_plot_title_wraps_to_the_plot_width(void **state)
                             "training step", NAN, NULL, &o, &err) != HS_OK)
         fail_msg("lines: %s", err.msg);
     check_geometry(f, "lines default width");
-    assert_int_equal(count_role(f, VZ_T_TITLE), 1); /* one line, not 7 */
+    /* a column wide by default (c9808b3): two lines at most, not 7 */
+    assert_in_range(count_role(f, VZ_T_TITLE), 1, 2);
     hs_viz_figure_destroy(f);
 }
 
@@ -352,6 +353,9 @@ static void log_axes_put_a_power_law_on_a_straight_line(void **state)
         hs_viz_options o;
         hs_viz_options_default(&o);
         o.log_x = logs;
+        /* page wide: in a column's narrower plot the line's pixel columns come
+         * out as squares of the markers' side, which marker_centres counts */
+        o.width_in = 6.75;
         hs_viz_figure *f = NULL;
         hs_error err = {0};
         if (hs_viz_lines_figure(&f, x, 4, &P, 1, "step time against FLOPs", "FLOPs per step", NAN, NULL, &o,
