@@ -40,7 +40,7 @@ static const char PATCH_HELP[] =
     "AtP table and Pearson's r between the two.\n"
     "\n"
     "options:\n"
-    "  --model FILE          checkpoint (.safetensors) with its vocab\n"
+    "  --model PATH          a Hugging Face GPT-2 folder or a checkpoint (.safetensors)\n"
     CLI_VOCAB_HELP
     "  --data FILE           prompt set: JSONL, one object a line with \"prompt\",\n"
     "                        \"corrupted\" (same number of tokens), \"answer\" and\n"

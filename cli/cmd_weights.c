@@ -34,7 +34,7 @@ static const char WEIGHTS_HELP[] =
     "Each figure is a PNG and an SVG with a JSON beside it holding every number.\n"
     "Layers and heads count from 0.\n"
     "\n"
-    "  --model FILE           checkpoint (.safetensors with its vocabulary)\n"
+    "  --model PATH           a Hugging Face GPT-2 folder or a checkpoint (.safetensors)\n"
     CLI_VOCAB_HELP
     "                         (without either, tokens are labelled by id: #0, #1, ...)\n"
     "  --out DIR              output folder (default weights-out; created if missing,\n"

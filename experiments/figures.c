@@ -108,7 +108,7 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
                            hs_error *err)
 {
     const int L = r->L, H = r->H, T = r->t;
-    char why[240];
+    char why[512];
     if (!hs_patch_usable(r, why, sizeof why)) {
         hs_note(&od->notes, HS_NOTE_CMD, "note: no patch figures: the normalised logit difference is "
                 "not usable: %s", why);

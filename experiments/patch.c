@@ -713,9 +713,10 @@ int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap)
     const double gap = fabs(r->ld_clean - r->ld_corr);
     if (isfinite(r->ld_clean) && isfinite(r->ld_corr) && gap > 0 && hi - lo > HS_PATCH_GAP_SPREAD * gap) {
         snprintf(why, cap, "the clean and corrupted logit differences are too close (LD %+.3f clean, %+.3f "
-                 "corrupted: a gap of %.3f) against the spread of the patched cells' LD (%.3f, over %g times "
-                 "the gap), so the normalised LD is noise divided by a small number; the raw LD of every "
-                 "cell is in the JSON", r->ld_clean, r->ld_corr, gap, hi - lo, HS_PATCH_GAP_SPREAD);
+                 "corrupted: a gap of %.2g) against the spread of the patched cells' LD (%.3f, %.0f times the "
+                 "gap; the bound is %g times), so the normalised LD is noise over a small number; the raw LD "
+                 "of every cell is in the JSON",
+                 r->ld_clean, r->ld_corr, gap, hi - lo, (hi - lo) / gap, HS_PATCH_GAP_SPREAD);
         return 0;
     }
     if (isfinite(r->ld_clean) && isfinite(r->ld_corr) && r->ld_clean != r->ld_corr) {
@@ -735,7 +736,7 @@ int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap)
 cJSON *hs_patch_json(const hs_patch_report *r)
 {
     cJSON *o = cJSON_CreateObject(), *acts = cJSON_CreateObject();
-    char why[240];
+    char why[512];
     const int usable = hs_patch_usable(r, why, sizeof why);
     int ok = o && acts && (r->method == HS_PATCH_EXACT ||
                            cJSON_AddStringToObject(o, "method", hs_patch_method_names[r->method])) &&
@@ -841,7 +842,7 @@ void hs_patch_summary(const hs_patch_report *r, hs_buf *b)
     else if (r->method == HS_PATCH_BOTH)
         hs_buf_printf(b, "values: each act's exact sweep, then its AtP estimate ((a_clean - a_corrupted) . dLD/da "
                          "at the corrupted run, normalised alike) and Pearson's r between them\n");
-    char why[240];
+    char why[512];
     if (!hs_patch_usable(r, why, sizeof why)) {
         hs_buf_printf(b, "not usable: %s\n", why);
         return;

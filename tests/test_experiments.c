@@ -655,6 +655,13 @@ static void patch_tiny_gap_is_not_usable(void **state)
     assert_int_equal(hs_patch_usable(&r, why, sizeof why), 0);
     if (!strstr(why, "+0.242") || !strstr(why, "+0.215") || !strstr(why, "spread"))
         fail_msg("why: %s", why);
+    { /* the JSON (and the text report) carry the whole sentence, not its first 239 bytes */
+        cJSON *j = hs_patch_json(&r);
+        const cJSON *w = cJSON_GetObjectItemCaseSensitive(j, "why_not_usable");
+        if (!cJSON_IsString(w) || !strstr(w->valuestring, "the raw LD of every cell is in the JSON"))
+            fail_msg("why_not_usable cut: %s", cJSON_IsString(w) ? w->valuestring : "(none)");
+        cJSON_Delete(j);
+    }
     r.ld_clean = 8, r.ld_corr = -8, ld[0] = -9, ld[1] = 9, ld[2] = 3; /* overshoot: spread 18 < 2 x 16 */
     assert_int_equal(hs_patch_usable(&r, why, sizeof why), 1);
     r.ld_clean = r.ld_corr = 1;
