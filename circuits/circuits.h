@@ -96,7 +96,7 @@ typedef struct {
     double m_full, m_empty;      /* the metric of the model and of every edge ablated */
     double m_circuit, faithfulness; /* the circuit's; faithfulness NAN when not usable */
     int usable;
-    char why[200];               /* why faithfulness is undefined ("" when usable) */
+    char why[HS_FAITH_WHY];        /* why faithfulness is undefined ("" when usable) */
     hs_faith_curve curve;        /* at MIB's sizes, with CPR and CMD */
     hs_faith_curve curve_greedy; /* the same with circuits grown greedily from logits */
     size_t n_kept_greedy;        /* the greedy 5 % circuit's edges (of top_n taken), pruned */

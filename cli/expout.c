@@ -24,6 +24,13 @@ int cli_exp_open(cli_exp *x, int prompt_flags)
     hs_status st = x->data ? hs_prompts_load(x->data, x->Ld.vocab, n_ctx, prompt_flags, &x->p, &err)
                            : hs_prompts_sentence(x->sentence, x->Ld.vocab, n_ctx, &x->p, &err);
     if (st != HS_OK) return cli_error(x->cmd, &err);
+    if (x->p.unspaced_line) { /* issue 34: "Mary" where a word before it makes GPT-2 predict " Mary" */
+        const hs_notes notes = cli_notes(x->cmd);
+        hs_note(&notes, HS_NOTE_CMD, "note: %s:%d: answer '%s' (token %d) has no leading space; "
+                "' %s' is one token too (%d), the form that follows a word", x->data, x->p.unspaced_line,
+                hs_tok_str(x->Ld.vocab, x->p.unspaced_id), x->p.unspaced_id,
+                hs_tok_str(x->Ld.vocab, x->p.unspaced_id), x->p.spaced_id);
+    }
     const char *inputs[] = {x->model, x->data, NULL};
     if (x->out && (cli_figopts_font(x->cmd, &x->fo) ||
                    cli_outdir_open(&x->od, x->cmd, x->out, &x->fo, inputs)))

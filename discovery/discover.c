@@ -120,6 +120,19 @@ static hs_status run_circuit(hs_circeval *ce, const unsigned char *in_circuit, d
     return st;
 }
 
+/* A report's faithfulness not usable when its curve's is not for a small
+ * gap |m(M) - m(empty)| (hs_faith_curve_run; the 0 / 0 case was said
+ * before): the why taken over, the circuit's faithfulness NAN, a note. */
+static void small_gap(int *usable, char *why, double *faithfulness, const hs_faith_curve *c,
+                      const hs_notes *notes)
+{
+    if (!*usable || c->usable) return;
+    *usable = 0;
+    snprintf(why, HS_FAITH_WHY, "%s", c->why);
+    *faithfulness = NAN;
+    hs_note(notes, HS_NOTE_CMD, "note: faithfulness is not usable: %s", why);
+}
+
 /* The figures of the discover folder: the circuit, its faithfulness curve
  * (when defined), and with html the first prompt's attention for the page. */
 static hs_status discover_figures(const hs_model *m, const hs_prompts *p, const hs_discover_opts *o,
@@ -284,6 +297,7 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
     if (st == HS_OK) st = choose_circuit(o, r, err);
     if (st == HS_OK) st = run_circuit(ce, r->in_circuit, &r->m_circuit, &r->faithfulness, err);
     if (st == HS_OK) st = hs_faith_curve_run(ce, r->scores, o->select, &r->curve, err);
+    if (st == HS_OK) small_gap(&r->usable, r->why, &r->faithfulness, &r->curve, notes);
     if (st == HS_OK && truth) {
         r->has_roc = 1;
         st = hs_roc_run(&r->g, r->scores, truth, r->in_circuit, &r->roc, err);
@@ -357,6 +371,7 @@ hs_status hs_faithfulness_run(const hs_model *m, hs_pool *pool, const hs_prompts
         st = run_circuit(ce, r->in_circuit, &r->m_circuit, &r->faithfulness, err);
     }
     if (st == HS_OK) st = hs_faith_curve_run(ce, r->scores, o->select, &r->curve, err);
+    if (st == HS_OK) small_gap(&r->usable, r->why, &r->faithfulness, &r->curve, notes);
     hs_circeval_destroy(ce);
     if (st != HS_OK || !o->out) return st;
     hs_figopts def;

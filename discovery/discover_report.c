@@ -180,7 +180,7 @@ void hs_discover_summary(const hs_discover_report *r, hs_buf *b)
     hs_buf_printf(b, "discover (%s, %s, %s ablation): %d prompts, %zu edges\n", hs_discover_method_names[r->method],
                   hs_metric_names[r->metric], hs_ablate_method_names[r->ablation], r->n_prompts, r->g.n_edges);
     hs_buf_printf(b, "m(M) %+.4f (the model), m(empty) %+.4f (every edge ablated)%s%s\n", r->m_full, r->m_empty,
-                  r->usable ? "" : "; faithfulness undefined: ", r->usable ? "" : r->why);
+                  r->usable ? "" : "; faithfulness not usable: ", r->usable ? "" : r->why);
     if (r->method == HS_DISCOVER_ACDC)
         hs_buf_printf(b, "ACDC, tau %g (%s, %s order): %ld runs (%ld forwards), %ld edges skipped (nothing read "
                       "their node), %zu kept\n", r->tau, r->acdc_abs ? "|change| < tau" : "signed",
@@ -226,7 +226,7 @@ void hs_faith_summary(const hs_faith_report *r, hs_buf *b)
     hs_buf_printf(b, "faithfulness (%s, %s ablation): %d prompts, %zu edges in the graph\n", hs_metric_names[r->metric],
                   hs_ablate_method_names[r->ablation], r->n_prompts, r->g.n_edges);
     hs_buf_printf(b, "m(M) %+.4f (the model), m(empty) %+.4f (every edge ablated)%s%s\n", r->m_full, r->m_empty,
-                  r->usable ? "" : "; faithfulness undefined: ", r->usable ? "" : r->why);
+                  r->usable ? "" : "; faithfulness not usable: ", r->usable ? "" : r->why);
     hs_buf_printf(b, "circuit (%zu in_graph edges, %zu after pruning): metric %+.4f, faithfulness %s\n", r->n_in_file,
                   r->n_kept, r->m_circuit, fmt_f(x, sizeof x, r->faithfulness));
     curve_summary(&r->curve, b);

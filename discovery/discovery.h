@@ -308,6 +308,13 @@ hs_status hs_acdc_order(const hs_graph *g, int headscope_order, size_t *order, h
 /* MIB's circuit sizes (MIB_circuit_track/evaluation.py): 0.1, 0.2, 0.5, 1, 2,
  * 5, 10, 20, 50, 100 % of the edges. */
 #define HS_FAITH_N 10
+/* The gap |m(M) - m(empty)| is small, and normalised faithfulness noise
+ * divided by a small number, when the curve's m(C) (the empty circuit and M
+ * included) spread over more than HS_FAITH_GAP_SPREAD times it: the rule of
+ * patch's usable flag (HS_PATCH_GAP_SPREAD, experiments.h), the curve's
+ * circuits standing for patch's cells. */
+#define HS_FAITH_GAP_SPREAD 2.0
+#define HS_FAITH_WHY 360 /* bytes of a why_not_usable */
 extern const double hs_faith_fractions[HS_FAITH_N];
 /* Edges asked for at fraction x of n_edges: MIB's int(x * n) (truncated). */
 size_t hs_faith_top_n(double fraction, size_t n_edges);
@@ -322,8 +329,9 @@ typedef struct {
 typedef struct {
     size_t n_edges;
     double m_full, m_empty;
-    int usable;            /* 0 when m(M) == m(empty): faithfulness undefined */
-    char why[200];         /* why not usable ("" when usable) */
+    int usable;            /* 0 when m(M) == m(empty) (faithfulness undefined) or the gap
+                              is small against the curve's spread (hs_faith_curve_run) */
+    char why[HS_FAITH_WHY];   /* why not usable ("" when usable) */
     hs_faith_point pt[HS_FAITH_N + 1]; /* [0] the empty circuit, [1..] MIB's sizes */
     double cpr, cmd;       /* NAN when not usable */
     hs_select_kind selection; /* how each size's circuit was chosen from the scores */
@@ -333,6 +341,9 @@ typedef struct {
 void hs_faith_usable(double m_full, double m_empty, hs_metric_kind metric, int *usable, char *why, size_t cap);
 /*
  * The faithfulness curve of a score ranking (MIB evaluate_area_under_curve):
+ * not usable (every faithfulness NAN, why said) when m(M) == m(empty) or when
+ * the gap is small against the spread of the curve's m(C)
+ * (HS_FAITH_GAP_SPREAD).
  * at each of MIB's sizes the first hs_faith_top_n edges of
  * hs_edge_order(sel) (topn: the top edges by |score|, MIB's; greedy: grown
  * from logits, EAP-IG's apply_greedy), pruned, run (hs_circeval_metrics; the ten circuits'
@@ -543,8 +554,9 @@ typedef struct {
     double m_full, m_empty;     /* m(M), m(empty) */
     double m_circuit;           /* m(C) of the circuit */
     double faithfulness;        /* its normalised faithfulness (NAN when not usable) */
-    int usable;                 /* m(M) != m(empty) */
-    char why[200];              /* why not usable */
+    int usable;                 /* m(M) != m(empty), and the gap not small against the curve's
+                                   spread (curve.usable; hs_faith_curve_run) */
+    char why[HS_FAITH_WHY];     /* why not usable */
     hs_faith_curve curve;       /* the curve of the scores' ranking */
     hs_select_kind select;      /* the selection the circuit (unless ACDC's or a threshold's) and curve use */
     int has_roc;                /* a truth was given: */
@@ -620,8 +632,8 @@ typedef struct {
     unsigned char *in_circuit;  /* [n_edges] its in_graph edges, pruned */
     size_t n_in_file, n_kept;   /* in_graph edges in the file; left after pruning */
     double m_full, m_empty, m_circuit, faithfulness;
-    int usable;
-    char why[200];
+    int usable;                 /* as hs_discover_report's */
+    char why[HS_FAITH_WHY];
     hs_faith_curve curve;       /* the curve of the file's scores */
     int n_files;
 } hs_faith_report;

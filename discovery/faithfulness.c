@@ -42,6 +42,24 @@ void hs_faith_usable(double m_full, double m_empty, hs_metric_kind metric, int *
                  "(m(C) - m(empty)) / (m(M) - m(empty)) is 0 / 0", hs_metric_names[metric], m_full);
 }
 
+/* c not usable when its gap |m(M) - m(empty)| is small against the spread
+ * of its m(C) (HS_FAITH_GAP_SPREAD; patch's hs_patch_usable rule): every
+ * faithfulness NAN then, and why says the numbers. */
+static void gap_check(hs_faith_curve *c, hs_metric_kind metric)
+{
+    if (!c->usable) return;
+    double lo = fmin(c->m_full, c->m_empty), hi = fmax(c->m_full, c->m_empty);
+    for (int k = 0; k <= HS_FAITH_N; k++) lo = fmin(lo, c->pt[k].metric), hi = fmax(hi, c->pt[k].metric);
+    const double gap = fabs(c->m_full - c->m_empty);
+    if (!(hi - lo > HS_FAITH_GAP_SPREAD * gap)) return;
+    c->usable = 0;
+    snprintf(c->why, sizeof c->why, "m(M) %+.4f and m(empty) %+.4f (mean %s) are too close: a gap of %.4f "
+             "against a spread of %.4f in the curve's m(C) (over %g times the gap), so normalised "
+             "faithfulness is noise divided by a small number; every m(C) is in the JSON",
+             c->m_full, c->m_empty, hs_metric_names[metric], gap, hi - lo, HS_FAITH_GAP_SPREAD);
+    for (int k = 0; k <= HS_FAITH_N; k++) c->pt[k].faithfulness = NAN;
+}
+
 hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_select_kind sel, hs_faith_curve *out,
                              hs_error *err)
 {
@@ -94,6 +112,7 @@ hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_select_ki
             out->pt[k + 1].metric = m[k];
             out->pt[k + 1].faithfulness = hs_faithfulness(m[k], out->m_full, out->m_empty);
         }
+        gap_check(out, hs_circeval_metric_kind(ce));
         /* m(M) is the whole graph's point (not run again), m(empty) a run of the same code as every m(C): exact ends */
         HS_ASSERT(out->pt[HS_FAITH_N].edges == E && m[HS_FAITH_N - 1] == out->m_full);
         HS_ASSERT(!out->usable || (out->pt[0].faithfulness == 0.0 && out->pt[HS_FAITH_N].faithfulness == 1.0));

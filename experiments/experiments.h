@@ -75,6 +75,10 @@ typedef struct {
     int *wrong;     /* (n) vocab id, or NULL when the set has no "wrong" */
     int *pos;       /* (n) position read, 0..t-1 */
     int *line;      /* (n) 1-based line of each prompt in the file */
+    int unspaced_line; /* a BPE's first line whose answer has no leading space while
+                          the spaced form is one token too ("Mary" where GPT-2 predicts
+                          " Mary" after a word), 0 for none: worth a note */
+    int unspaced_id, spaced_id; /* that answer's token and the spaced form's */
 } hs_prompts;
 
 #define HS_PROMPTS_TEXT_ONLY 1 /* flags: "answer" optional (heads, lens) */

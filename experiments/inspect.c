@@ -93,15 +93,19 @@ static hs_status check_vs(const hs_tokenizer *tok, const char *vs, int *vs_id, h
 {
     *vs_id = -1;
     if (!vs) return HS_OK;
-    hs_tokens v = {0};
     hs_error e = {0};
+    if (tok->kind == HS_TOKENIZER_BPE) { /* its tokens named, as a prompt set's answer (issue 34) */
+        hs_status s = hs_tok_one(tok, vs, vs_id, &e);
+        if (s == HS_ERR_INPUT) return hs_fail(err, s, "--vs %s; --vs takes one token of the vocabulary", e.msg);
+        return s == HS_OK ? HS_OK : hs_fail(err, s, "--vs: %s", e.msg);
+    }
+    hs_tokens v = {0};
     hs_status s = hs_tok_encode(tok, vs, 0, &v, &e);
     if (s != HS_OK) {
         hs_fail(err, s, "--vs: %s", e.msg);
     } else if (v.n != 1 + (size_t)(hs_tok_bos(tok) >= 0)) {
         char *w = hs_visible_dup(vs);
-        s = hs_fail(err, HS_ERR_INPUT, "--vs takes one %s of the vocabulary, not %zu ('%s')",
-                    tok->kind == HS_TOKENIZER_BPE ? "token" : "word",
+        s = hs_fail(err, HS_ERR_INPUT, "--vs takes one word of the vocabulary, not %zu ('%s')",
                     v.n - (size_t)(hs_tok_bos(tok) >= 0), w ? w : "?");
         free(w);
     } else {

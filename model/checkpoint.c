@@ -540,14 +540,14 @@ static hs_status load_meta(const char *fname, const hs_st_file *st, const hs_mod
     return HS_OK;
 }
 
-/* The loader's notes: the buffers skipped, the tensors converted. */
-static void load_notes(const hs_ckpt_layout *layout, const hs_ckpt_src *src, const hs_notes *notes)
+/* The loader's notes: the file read beside an index, the tensors converted.
+ * The buffers skipped (each checked) are counted in *n_skipped, not noted:
+ * a note on every load of a GPT-2 folder is noise (issue 34). */
+static void load_notes(const hs_ckpt_src *src, const hs_notes *notes)
 {
     if (src->index_ignored)
         hs_note(notes, HS_NOTE_CMD, "note: read model.safetensors; model.safetensors.index.json beside it is "
                 "not read (transformers reads model.safetensors first too)");
-    if (src->x.bufs.n > 0)
-        hs_note(notes, HS_NOTE_CMD, "note: skipped %d %s", src->x.bufs.n, layout->buffers);
     int n16 = 0, nb16 = 0;
     for (int i = 0; i < src->x.st.n; i++) {
         n16 += src->x.loc[i].dtype == HS_ST_F16;
@@ -573,7 +573,7 @@ static hs_status load_from_src(const hs_ckpt_src *src, const hs_notes *notes, hs
         hs_model_destroy(m);
         return s;
     }
-    load_notes(layout, src, notes);
+    load_notes(src, notes);
     if (n_skipped) *n_skipped = src->x.bufs.n;
     *out = m;
     return HS_OK;

@@ -618,7 +618,5 @@ static hs_status hf_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *fil
 
 const hs_ckpt_layout hs_ckpt_layout_hf = {
     "Hugging Face GPT-2",
-    "Hugging Face GPT-2 buffer tensor(s) (h.*.attn.bias, each checked to be the causal mask "
-    "headscope applies; masked_bias)",
     hf_recognises, hf_is_buffer, hf_config, hf_fill,
 };

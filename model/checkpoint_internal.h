@@ -183,8 +183,10 @@ hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_
  *      (hs_ckpt_read: converted to float32 and checked finite on the way);
  *   5. refuses the first table entry fill() did not mark ("missing tensor");
  *   6. checks the metadata "vocab", "task", "train", adds the magnitude
- *      warning (hs_model_magnitude_warning) and says its notes: the buffers
- *      skipped, the F16 / BF16 tensors converted.
+ *      warning (hs_model_magnitude_warning) and says its notes: the F16 /
+ *      BF16 tensors converted, the file read when an index sits beside it
+ *      (the buffers skipped are counted in *n_skipped, not noted: a note on
+ *      every load was noise before each refusal, issue 34).
  * The forward and the backward see only the parameter table: where a weight
  * came from, and in which shape, is the layout's business alone. A layout is
  * one file, model/checkpoint_<layout>.c, defining one hs_ckpt_layout (declared
@@ -193,8 +195,6 @@ hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_
  * What a layout provides (every member; all run on the caller's thread and
  * keep no state):
  *   name        e.g. "TransformerLens".
- *   buffers     how the loader's note names the buffers it skipped, e.g.
- *               "TransformerLens buffer tensor(s) (blocks.*.attn.mask/IGNORE)".
  *   recognises  1 when st (the weights' names, shapes and metadata, buffers
  *               apart) is in this layout, judged from tensor names and
  *               metadata alone (e.g. a "config" metadata entry, a tensor
@@ -232,7 +232,6 @@ hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_
  */
 typedef struct {
     const char *name;
-    const char *buffers;
     int (*recognises)(const hs_st_file *st);
     int (*is_buffer)(const char *name);
     hs_status (*config)(const hs_ckpt_src *src, hs_config *cfg, hs_error *err);

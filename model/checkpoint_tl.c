@@ -531,7 +531,6 @@ static hs_status tl_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *fil
 }
 
 const hs_ckpt_layout hs_ckpt_layout_tl = {
-    "TransformerLens", "TransformerLens buffer tensor(s) (blocks.*.attn.mask, each checked to be "
-    "the causal mask headscope applies; IGNORE)",
+    "TransformerLens",
     tl_recognises, hs_checkpoint_is_tl_buffer, tl_config, tl_fill,
 };

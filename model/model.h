@@ -754,8 +754,11 @@ hs_status hs_backward_acts(const hs_model *m, hs_acts *acts, const float *dlogit
                            const hs_observer *grad_obs, hs_error *err);
 
 /* hs_checkpoint_load that also says its notes (HS_NOTE_CMD; notes may be
- * NULL): "note: skipped N <the layout's buffers>" and "note: N tensor(s)
- * stored as F16 converted to float32 on loading ...". path may also be a
+ * NULL): "note: N tensor(s) stored as F16 converted to float32 on loading
+ * ..." and which file was read when model.safetensors and an index sit side
+ * by side. The buffers skipped (TransformerLens' blocks.*.attn.mask,
+ * IGNORE; Hugging Face's h.*.attn.bias, each checked to be the causal mask,
+ * and masked_bias) are counted in *n_skipped, not noted. path may also be a
  * Hugging Face GPT-2 folder (config.json beside model.safetensors, or a
  * model.safetensors.index.json and its shards; model/checkpoint_hf.c, whose
  * notes say which buffers were not the causal mask). The weights are read

@@ -7,6 +7,7 @@
  */
 #include "tasks/tasks.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -28,6 +29,33 @@ static int is_folder(const char *path)
     return stat(path, &sb) == 0 && S_ISDIR(sb.st_mode);
 }
 
+/* The tokenizer file hs_tokenizer_load_dir reads in folder dir (the first
+ * of its order that exists). */
+static const char *tokenizer_file(const char *dir)
+{
+    static const char *const F[] = {"tokenizer.json", "vocab.json", "encoder.json"};
+    for (size_t i = 0; i < sizeof F / sizeof F[0]; i++) {
+        char p[4096];
+        struct stat sb;
+        snprintf(p, sizeof p, "%s/%s", dir, F[i]);
+        if (stat(p, &sb) == 0) return F[i];
+    }
+    return "tokenizer";
+}
+
+/* A folder's tokenizer with tokens past the model's d_vocab (an added token
+ * of tokenizer.json at id >= vocab_size, say): the file and the first such
+ * token named (issue 34). */
+static hs_status past_vocab(const char *dir, const hs_tokenizer *v, int d_vocab, hs_error *err)
+{
+    const char *f = tokenizer_file(dir);
+    return hs_fail(err, HS_ERR_CONFIG, "%s/%s: token '%.64s' has id %d, past the model's vocabulary "
+                   "(d_vocab %d, config.json's vocab_size: ids 0..%d)%s; the model has no embedding "
+                   "for it: remove it from %s%s", dir, f, hs_tok_str(v, d_vocab), d_vocab, d_vocab,
+                   d_vocab - 1, (int)v->n > d_vocab + 1 ? " (and the tokens after it)" : "", f,
+                   strcmp(f, "tokenizer.json") == 0 ? "'s added_tokens" : "");
+}
+
 /* The vocabulary: src's file, the checkpoint's, a folder's tokenizer, or id
  * labels. */
 static hs_status load_vocab(const char *path, int need, const hs_load_source *src,
@@ -43,6 +71,8 @@ static hs_status load_vocab(const char *path, int need, const hs_load_source *sr
         st = hs_tokenizer_from_json(out->meta.vocab, &out->vocab, err);
     } else if (is_folder(path)) {
         st = hs_tokenizer_load_dir(path, &out->vocab, err);
+        if (st == HS_OK && (int)out->vocab->n > out->model->cfg.d_vocab)
+            return past_vocab(path, out->vocab, out->model->cfg.d_vocab, err);
     } else if (need & (HS_NEED_VOCAB | HS_NEED_TASK | HS_NEED_ANY_TASK)) {
         return hs_fail(err, HS_ERR_INPUT, "%s has no vocab metadata; headscope needs the word "
                        "list to read sentences: give --vocab FILE (one token a line, or a JSON "

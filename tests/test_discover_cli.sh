@@ -164,6 +164,35 @@ assert r["usable"] is False and "0 / 0" in r["why_not_usable"]
 assert r["circuit"]["faithfulness"] is None and r["faithfulness_curve"]["cpr"] is None
 PYEOF
 
+# a gap small against the curve's spread (issue 34; patch's hs_patch_usable rule): the first 32 pairs, every
+# other one with answer and wrong exchanged, give m(M) -0.0228 and m(empty) -0.0414 (a gap of 0.019) while the
+# curve's m(C) spread over 0.055 (normalised, -1.26 to 1.69): not usable, with why, in the JSON, a note and the
+# summary; no faithfulness number printed
+"$PY" -c "
+import json, sys
+for k, line in enumerate(open(sys.argv[1]).readlines()[:32]):
+    o = json.loads(line)
+    if k % 2: o['answer'], o['wrong'] = o['wrong'], o['answer']
+    print(json.dumps(o))" "$P" >"$TMP/near.jsonl"
+run 0 near discover --model "$M" --data "$TMP/near.jsonl" --json
+grep -q 'note: faithfulness is not usable: m(M) -0.0228 and m(empty) -0.0414 (mean logit-diff) are too close' \
+    "$TMP/near.err" || fail "near: no note: $(cat "$TMP/near.err")"
+"$PY" - "$TMP/near.out" <<'PYEOF' || fail "small gap not flagged"
+import json, sys
+r = json.load(open(sys.argv[1]))
+c = r["faithfulness_curve"]
+ms = [p["metric"] for p in c["points"]]
+gap = abs(r["metric_full"] - r["metric_empty"])
+assert 0 < gap < 0.03 and max(ms) - min(ms) > 2 * gap, (gap, ms)  # the case the test is about
+assert r["usable"] is False and "too close: a gap of 0.0186" in r["why_not_usable"], r.get("why_not_usable")
+assert c["usable"] is False and c["cpr"] is None and all(p["faithfulness"] is None for p in c["points"]), c
+assert r["circuit"]["faithfulness"] is None, r["circuit"]
+PYEOF
+run 0 near_txt discover --model "$M" --data "$TMP/near.jsonl"
+grep -q '^m(M) -0.0228 (the model), m(empty) -0.0414 (every edge ablated); faithfulness not usable: ' \
+    "$TMP/near_txt.out" || fail "near: summary line: $(head -3 "$TMP/near_txt.out")"
+grep -q 'faithfulness undefined$' "$TMP/near_txt.out" || fail "near: a faithfulness number printed"
+
 # --select greedy: the circuit in graph.json is EAP-IG's apply_greedy of its own scores (a Python heap here, ties
 # to the canonical order), pruned; both curves say how they chose
 run 0 greedy discover --model "$M" --data "$P" --method eap-ig --select greedy --top 7 --out "$TMP/greedy" --format json

@@ -28,11 +28,10 @@ need_gpt2_tokenizer
 "$PY" "$HERE/py/make_hf_gpt2_bpe.py" "$TMP/m" "$ENC"
 M=$TMP/m
 S="When Mary and John went to the store, John gave a drink to"
-# refused: the loader's note, then one line; nothing on stdout
+# refused: one line on stderr (no loader note before it, issue 34); nothing on stdout
 refused() {
     [ ! -s "$TMP/$1.out" ] || fail "$1: wrote on stdout"
-    grep -v ': note: ' "$TMP/$1.err" >"$TMP/$1.msg" || true
-    [ "$(wc -l <"$TMP/$1.msg")" -eq 1 ] && grep -q -- "$2" "$TMP/$1.msg" || fail "$1: $(cat "$TMP/$1.err")"
+    [ "$(wc -l <"$TMP/$1.err")" -eq 1 ] && grep -q -- "$2" "$TMP/$1.err" || fail "$1: $(cat "$TMP/$1.err")"
 }
 
 # 1. labels: display form in figures, exact strings in JSON
@@ -61,8 +60,34 @@ PYEOF
 done
 grep -q "^logit difference .* - Mary: " "$TMP/vs.out" || fail "terminal: $(cat "$TMP/vs.out")"
 run 1 vs2 inspect --model "$M" --sentence "$S" --vs " Marianne" --out "$TMP/in2" --format json
-refused vs2 "--vs takes one token of the vocabulary, not 2 (' Marianne')$"
+refused vs2 "--vs ' Marianne' is 2 tokens (' Marian' 'ne'); --vs takes one token of the vocabulary$"
 [ ! -e "$TMP/in2" ] || fail "in2 written"
+run 1 vs3 inspect --model "$M" --sentence "$S" --vs " Mary Ann" --out "$TMP/in3" --format json
+refused vs3 "--vs ' Mary Ann' is 2 tokens (' Mary' ' Ann'); --vs takes one token of the vocabulary$"
+
+# 2b. an answer without its leading space ("Mary", 24119) is noted when the spaced form (" Mary", 5335) is a token
+printf '{"prompt": "%s", "answer": "Mary", "wrong": " John"}\n' "$S" >"$TMP/unspaced.jsonl"
+run 0 unspaced dla --model "$M" --data "$TMP/unspaced.jsonl" --json
+grep -qF "unspaced.jsonl:1: answer 'Mary' (token 24119) has no leading space; ' Mary' is one token too (5335)" \
+    "$TMP/unspaced.err" || fail "unspaced: no note: $(cat "$TMP/unspaced.err")"
+run 0 spaced dla --model "$M" --data "$TMP/one.jsonl" --json
+! grep -q "leading space" "$TMP/spaced.err" || fail "spaced: a note on ' Mary': $(cat "$TMP/spaced.err")"
+
+# 2c. an added token of tokenizer.json past the model's vocabulary (id 50257 >= d_vocab) names the file and the token
+mkdir -p "$TMP/addtok" && cp "$M/config.json" "$M/model.safetensors" "$TMP/addtok/"
+"$PY" - "$ENC" "$TMP/addtok/tokenizer.json" <<'PYEOF'
+import json, sys
+enc = json.load(open(sys.argv[1] + "/encoder.json"))
+merges = open(sys.argv[1] + "/vocab.bpe", encoding="utf-8").read().split("\n")[1:]
+json.dump({"normalizer": None,
+           "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True},
+           "added_tokens": [{"id": 50256, "content": "<|endoftext|>", "special": True},
+                            {"id": 50257, "content": "<|pad|>", "special": True}],
+           "model": {"type": "BPE", "dropout": None, "continuing_subword_prefix": "", "byte_fallback": False,
+                     "vocab": enc, "merges": [m for m in merges if m]}}, open(sys.argv[2], "w"))
+PYEOF
+run 1 addtok inspect --model "$TMP/addtok" --sentence "$S" --out "$TMP/addtok_out"
+refused addtok "addtok/tokenizer.json: token '<|pad|>' has id 50257, past the model's vocabulary (d_vocab 50257, .*remove it from tokenizer.json's added_tokens$"
 
 # 3. weights at GPT-2's vocabulary
 run 1 w_all weights --model "$M" --out "$TMP/w_all"

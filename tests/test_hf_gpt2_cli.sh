@@ -116,9 +116,7 @@ hdr += b" " * (-len(hdr) % 8)
 open(sys.argv[2], "wb").write(struct.pack("<Q", len(hdr)) + hdr + raw[8 + n:])
 PYEOF
 run 1 badutf inspect --model "$TMP/badutf" --vocab "$TMP/v41.txt" --sentence "w1 w2" --out "$TMP/badutf_out"
-grep -v ': note: ' "$TMP/badutf.err" >"$TMP/badutf.msg" || true
-[ "$(wc -l <"$TMP/badutf.msg")" -eq 1 ] && grep -q "invalid UTF-8" "$TMP/badutf.msg" ||
-    fail "badutf: $(cat "$TMP/badutf.err")"
+one_line badutf "invalid UTF-8"
 
 # 3c. a missing --model says headscope never downloads; a folder with only pytorch_model.bin says how to convert
 run 1 nomodel inspect --model "$TMP/gpt2" --sentence "w1" --out "$TMP/nomodel_out"

@@ -98,11 +98,10 @@ run 0 dla dla --model "$M" --data "$TMP/abc.jsonl" --json
 # a prompt set on a BPE model: answer / wrong are strings that encode to one
 # token; a longer one is refused naming its tokens; corrupted must have the
 # prompt's length (both named)
-# refused: the loader's note, then one line; nothing on stdout
+# refused: one line on stderr (no loader note before it, issue 34); nothing on stdout
 refused() {
     [ ! -s "$TMP/$1.out" ] || fail "$1: wrote on stdout"
-    grep -v ': note: ' "$TMP/$1.err" >"$TMP/$1.msg" || true
-    [ "$(wc -l <"$TMP/$1.msg")" -eq 1 ] && grep -q -- "$2" "$TMP/$1.msg" || fail "$1: $(cat "$TMP/$1.err")"
+    [ "$(wc -l <"$TMP/$1.err")" -eq 1 ] && grep -q -- "$2" "$TMP/$1.err" || fail "$1: $(cat "$TMP/$1.err")"
 }
 P='{"prompt": "When Mary and John went to the store, John gave a drink to", '
 printf '%s\n' "$P\"answer\": \" Mary\", \"wrong\": \" John\"}" \
