@@ -114,7 +114,9 @@ hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_
     if (!tok || !rows || !out->p_answer || !out->logit_answer || !out->acc || !out->ld || !out->p_final ||
         !out->top1)
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    if (st == HS_OK) st = hs_engine_init(&e, m, pool, t, err);
+    /* activations for the rows a forward runs on (np: a set of one prompt
+     * touches one prompt's, not a chunk's) */
+    if (st == HS_OK) st = hs_engine_init_rows(&e, m, pool, t, np < HS_ENGINE_CHUNK ? np : HS_ENGINE_CHUNK, err);
     lens_ctx lc = {m, p, tok, np, t, out, rows};
     e.progress = "chunks of up to 32 prompts";
     if (st == HS_OK) st = hs_engine_for(&e, hs_engine_chunks(np), lens_job, &lc, err);
