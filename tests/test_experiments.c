@@ -808,6 +808,39 @@ static void sweep_rows(void *ctx, hs_engine_worker *w, const float *logits, int 
     memcpy(sc->logits + (size_t)r0 * sc->t * sc->V, logits, (size_t)b * sc->t * sc->V * sizeof(float));
 }
 
+/* An engine with activations for one prompt's rows (hs_engine_init_rows)
+ * gives that prompt the bits a whole chunk's engine gives it in a set of 37,
+ * refuses a forward on more rows, and refuses a capacity outside
+ * [1, HS_ENGINE_CHUNK]. */
+static void engine_with_fewer_rows_gives_the_same_bits(void **state)
+{
+    (void)state;
+    const int n = 37, t = g_p.t, V = g_m->cfg.d_vocab;
+    hs_error err = {0};
+    hs_engine big, small;
+    assert_int_equal(hs_engine_init(&big, g_m, NULL, t, &err), HS_OK);
+    const int rows = hs_engine_run_rows(1, t);
+    assert_true(rows < HS_ENGINE_CHUNK);
+    assert_int_equal(hs_engine_init_rows(&small, g_m, NULL, t, rows, &err), HS_OK);
+    assert_int_equal(small.rows, rows);
+    assert_int_equal(small.w[0].acts->B, rows);
+    float *a = calloc((size_t)n * t * V, sizeof *a), *b = calloc((size_t)t * V, sizeof *b);
+    sweep_ctx s1 = {NULL, a, t, V}, s2 = {NULL, b, t, V};
+    assert_int_equal(hs_engine_sweep(&big, &big.w[0], g_p.corr, n, NULL, sweep_rows, &s1), HS_OK);
+    assert_int_equal(hs_engine_sweep(&small, &small.w[0], g_p.corr, 1, NULL, sweep_rows, &s2), HS_OK);
+    assert_memory_equal(a, b, (size_t)t * V * sizeof *a);
+    /* a chunk of more rows than the activations hold fails, it is not written past them */
+    assert_int_equal(hs_engine_sweep(&small, &small.w[0], g_p.corr, rows + 1, NULL, NULL, NULL), HS_ERR_INPUT);
+    hs_engine bad;
+    assert_int_equal(hs_engine_init_rows(&bad, g_m, NULL, t, 0, &err), HS_ERR_INPUT);
+    assert_int_equal(hs_engine_init_rows(&bad, g_m, NULL, t, HS_ENGINE_CHUNK + 1, &err), HS_ERR_INPUT);
+    hs_engine_free(&bad);
+    free(a);
+    free(b);
+    hs_engine_free(&big);
+    hs_engine_free(&small);
+}
+
 static void engine_sweep_from_a_later_layer_equals_the_full_sweep(void **state)
 {
     (void)state;
@@ -862,6 +895,7 @@ int main(void)
         cmocka_unit_test(patch_tiny_gap_is_not_usable),
         cmocka_unit_test(a_run_from_a_later_layer_is_bit_identical_to_the_full_run),
         cmocka_unit_test(engine_sweep_from_a_later_layer_equals_the_full_sweep),
+        cmocka_unit_test(engine_with_fewer_rows_gives_the_same_bits),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
