@@ -504,6 +504,33 @@ static void lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics(vo
     assert_int_equal(hs_patch_run(g_m, NULL, &g_p, 1u << HS_PATCH_RESID_PRE, &pr, &err), HS_OK);
     assert_true(r.ld[L] == pr.ld_clean); /* the same logits, the same row order */
     hs_patch_report_free(&pr);
+    /* the first prompt alone and twice (its points' products grouped with
+     * other row counts beside them) has its bits: the mean of two equal
+     * doubles is the value; top-1 as in the whole set */
+    hs_prompts one = g_p, two = g_p;
+    one.n = 1;
+    int *tok2 = malloc(2 * (size_t)t * sizeof(int)), ans2[2] = {g_p.answer[0], g_p.answer[0]};
+    int wr2[2] = {g_p.wrong[0], g_p.wrong[0]}, pos2[2] = {g_p.pos[0], g_p.pos[0]};
+    assert_non_null(tok2);
+    memcpy(tok2, g_p.clean, (size_t)t * sizeof(int));
+    memcpy(tok2 + t, g_p.clean, (size_t)t * sizeof(int));
+    two.n = 2;
+    two.clean = tok2;
+    two.corr = NULL;
+    two.answer = ans2;
+    two.wrong = wr2;
+    two.pos = pos2;
+    hs_lens_report r1, r2;
+    assert_int_equal(hs_lens_run(g_m, NULL, &one, &r1, &err), HS_OK);
+    assert_int_equal(hs_lens_run(g_m, NULL, &two, &r2, &err), HS_OK);
+    assert_memory_equal(r1.top1, r.top1, (size_t)(L + 1) * t * sizeof(int));
+    assert_memory_equal(r2.top1, r.top1, (size_t)(L + 1) * t * sizeof(int));
+    assert_memory_equal(r1.p_final, r2.p_final, (size_t)(L + 1) * t * sizeof(double));
+    assert_memory_equal(r1.ld, r2.ld, (size_t)(L + 1) * sizeof(double));
+    assert_memory_equal(r1.p_answer, r2.p_answer, (size_t)(L + 1) * sizeof(double));
+    hs_lens_report_free(&r1);
+    hs_lens_report_free(&r2);
+    free(tok2);
     hs_lens_report_free(&r);
 }
 
