@@ -627,9 +627,10 @@ typedef struct {
 hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, hs_error *err);
 /* hs_engine_init with activations for `rows` (1..HS_ENGINE_CHUNK) rows a
  * worker, for a task that knows no forward of its runs more (e.g. a set of
- * one prompt: hs_engine_padded(1, t) rows): a worker's activations at GPT-2
- * small are ~20 MB a row of 16 tokens, and their first touch (page faults
- * zeroing huge pages) cost a one-prompt `lens` more than its products. A
+ * one prompt: hs_engine_padded(1, t) rows): a short run on a chunk's
+ * activations touches every slot's first rows, and with huge pages their
+ * faults zeroed ~240 MB at GPT-2 small, more than a one-prompt `lens`'s
+ * products cost. A
  * forward on more rows fails (HS_ERR_INPUT, hs_forward); values do not
  * depend on the capacity. HS_ERR_INPUT for rows outside [1, HS_ENGINE_CHUNK]. */
 hs_status hs_engine_init_rows(hs_engine *e, const hs_model *m, hs_pool *pool, int t, int rows,
