@@ -36,6 +36,37 @@ typedef struct {
     double *rows;          /* (n_points, n, 4 + t): p_answer, logit, top1 == answer, ld, p_final[t] */
 } lens_ctx;
 
+/* Point k's rows of the chunk from its logits lg (bp * t, V). */
+static void lens_point_rows(const lens_ctx *lc, int k, int r0, int b, const float *real, const float *lg)
+{
+    const int V = lc->m->cfg.d_vocab, t = lc->t;
+    const size_t W = 4 + (size_t)t;
+    for (int i = 0; i < b; i++) {
+        const int row = r0 + i, ri = row;
+        double *o = lc->rows + ((size_t)k * lc->n + row) * W;
+        for (int q = 0; q < t; q++) {
+            const float *x = lg + ((size_t)i * t + q) * V;
+            double mx = -INFINITY, Z = 0.0;
+            for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+            for (int v = 0; v < V; v++) Z += exp((double)x[v] - mx);
+            const int fin = hs_argmax(real + ((size_t)i * t + q) * V, (size_t)V);
+            o[4 + q] = fin >= 0 ? exp((double)x[fin] - mx) / Z : NAN;
+            if (row == 0) lc->r->top1[(size_t)k * t + q] = hs_argmax(x, (size_t)V);
+            if (q != lc->p->pos[ri]) continue;
+            const int a = lc->p->answer[ri];
+            if (a >= 0) {
+                o[0] = exp((double)x[a] - mx) / Z;
+                o[1] = x[a];
+                o[2] = hs_argmax(x, (size_t)V) == a;
+                if (lc->p->wrong) o[3] = (double)x[a] - (double)x[lc->p->wrong[ri]];
+            }
+        }
+    }
+}
+
+/* Rows of one product with W_U (a group of points, lens_job). */
+#define LENS_ROWS 256
+
 static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     (void)e;
@@ -46,40 +77,32 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
      * the real prompts' are read */
     const int r0 = j * HS_ENGINE_CHUNK, bp = hs_engine_chunk_rows(lc->n, j);
     const int b = lc->p->n - r0 < bp ? lc->p->n - r0 : bp;
-    const size_t N = (size_t)bp * t, W = 4 + (size_t)t;
+    const size_t N = (size_t)bp * t;
     static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.hook_resid_post", "logits"};
     hs_status st = hs_run_with_cache(m, w->acts, lc->tok + (size_t)r0 * t, bp, t, filt, 3, NULL, &w->tmp, &w->err);
     if (st != HS_OK) return st;
-    float *scratch = malloc((N * (D + 2) + N * V) * sizeof(float));
+    /* the points in groups of G, each group's residuals side by side in one
+     * product with W_U (G N rows, at most LENS_ROWS when N is smaller):
+     * W_U (GPT-2: 154 MB) is packed once a group, not once a point (a
+     * one-prompt lens: 13 passes -> 1). A row's bits do not depend on the
+     * rows beside it (N >= HS_ENGINE_MIN_TOKENS rows, hs_engine_run_rows). */
+    const int G = N >= LENS_ROWS ? 1 : (int)(LENS_ROWS / N) < L + 1 ? (int)(LENS_ROWS / N) : L + 1;
+    const size_t GN = (size_t)G * N;
+    float *scratch = malloc((GN * (2 * (size_t)D + 2) + GN * V) * sizeof(float));
     if (scratch == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
-    float *lg = scratch + N * (D + 2);
+    float *in = scratch + GN * (D + 2), *lg = in + GN * D;
     const float *real = hs_cache_get(&w->tmp, "logits")->data;
-    for (int k = 0; k <= L; k++) {
-        const hs_cache_entry *re = k < L ? hs_cache_getf(&w->tmp, "blocks.%d.hook_resid_pre", k)
-                                         : hs_cache_getf(&w->tmp, "blocks.%d.hook_resid_post", L - 1);
-        HS_ASSERT(re != NULL);
-        hs_final_logits(m, re->data, N, scratch, lg);
-        for (int i = 0; i < b; i++) {
-            const int row = r0 + i, ri = row;
-            double *o = lc->rows + ((size_t)k * lc->n + row) * W;
-            for (int q = 0; q < t; q++) {
-                const float *x = lg + ((size_t)i * t + q) * V;
-                double mx = -INFINITY, Z = 0.0;
-                for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
-                for (int v = 0; v < V; v++) Z += exp((double)x[v] - mx);
-                const int fin = hs_argmax(real + ((size_t)i * t + q) * V, (size_t)V);
-                o[4 + q] = fin >= 0 ? exp((double)x[fin] - mx) / Z : NAN;
-                if (row == 0) lc->r->top1[(size_t)k * t + q] = hs_argmax(x, (size_t)V);
-                if (q != lc->p->pos[ri]) continue;
-                const int a = lc->p->answer[ri];
-                if (a >= 0) {
-                    o[0] = exp((double)x[a] - mx) / Z;
-                    o[1] = x[a];
-                    o[2] = hs_argmax(x, (size_t)V) == a;
-                    if (lc->p->wrong) o[3] = (double)x[a] - (double)x[lc->p->wrong[ri]];
-                }
-            }
+    for (int k0 = 0; k0 <= L; k0 += G) {
+        const int g = L + 1 - k0 < G ? L + 1 - k0 : G;
+        for (int k = k0; k < k0 + g; k++) {
+            const hs_cache_entry *re = k < L ? hs_cache_getf(&w->tmp, "blocks.%d.hook_resid_pre", k)
+                                             : hs_cache_getf(&w->tmp, "blocks.%d.hook_resid_post", L - 1);
+            HS_ASSERT(re != NULL);
+            memcpy(in + (size_t)(k - k0) * N * D, re->data, N * D * sizeof(float));
         }
+        hs_final_logits(m, in, (size_t)g * N, scratch, lg);
+        for (int k = k0; k < k0 + g; k++)
+            lens_point_rows(lc, k, r0, b, real, lg + (size_t)(k - k0) * N * V);
     }
     free(scratch);
     return HS_OK;
@@ -114,7 +137,9 @@ hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_
     if (!tok || !rows || !out->p_answer || !out->logit_answer || !out->acc || !out->ld || !out->p_final ||
         !out->top1)
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    if (st == HS_OK) st = hs_engine_init(&e, m, pool, t, err);
+    /* activations for the rows a forward runs on (np: a set of one prompt
+     * touches one prompt's, not a chunk's) */
+    if (st == HS_OK) st = hs_engine_init_rows(&e, m, pool, t, np < HS_ENGINE_CHUNK ? np : HS_ENGINE_CHUNK, err);
     lens_ctx lc = {m, p, tok, np, t, out, rows};
     e.progress = "chunks of up to 32 prompts";
     if (st == HS_OK) st = hs_engine_for(&e, hs_engine_chunks(np), lens_job, &lc, err);

@@ -522,7 +522,12 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
             }
         }
     }
-    if ((st = hs_engine_init(&e, m, pool, t, err)) != HS_OK) goto fail;
+    /* activations for the most rows a forward runs on: a layer's heads in
+     * one batch (H np rows, chunked) at the t = 1 rule of a read position,
+     * the most any sweep or base run here needs (a set of one prompt: 16
+     * rows, not a chunk's 32) */
+    const int most = H * np < HS_ENGINE_CHUNK ? H * np : HS_ENGINE_CHUNK;
+    if ((st = hs_engine_init_rows(&e, m, pool, t, hs_engine_run_rows(most, 1), err)) != HS_OK) goto fail;
     c.row_ld = calloc((size_t)e.n_workers, sizeof *c.row_ld);
     if (c.row_ld == NULL) goto oom;
     for (int i = 0; i < e.n_workers; i++)

@@ -31,6 +31,7 @@
  */
 #include "model/model.h"
 #include "model/checkpoint_internal.h"
+#include "model/model_internal.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -62,7 +63,9 @@ void hs_meta_free(hs_meta *meta)
 
 /* The largest |x| among the finite values of x (n), 0 when none: on the
  * bits, where the order of non-negative floats is that of the integers and
- * an exponent of all ones (inf, NaN) counts as 0; eight lanes at a time. */
+ * an exponent of all ones (inf, NaN) counts as 0; eight lanes at a time
+ * (AVX2 where the CPU has it: SSE2 took 0.3 s over GPT-2 small's weights). */
+HS_CLONES
 static float max_abs_finite(const float *x, size_t n)
 {
     /* |x|'s bits are below 2^31: signed compares (one instruction on SSE2,

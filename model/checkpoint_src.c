@@ -91,7 +91,9 @@ static float half_to_float(uint16_t h)
 }
 
 /* The index of the first non-finite value of x (n), or n. One vector pass
- * (every exponent field all ones?), then a scalar search only when one is. */
+ * (every exponent field all ones?), then a scalar search only when one is
+ * (AVX2 where the CPU has it). */
+HS_CLONES
 static size_t first_nonfinite(const float *x, size_t n)
 {
     typedef uint32_t u8v __attribute__((vector_size(32)));

@@ -22,13 +22,22 @@
 
 hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, hs_error *err)
 {
+    return hs_engine_init_rows(e, m, pool, t, HS_ENGINE_CHUNK, err);
+}
+
+hs_status hs_engine_init_rows(hs_engine *e, const hs_model *m, hs_pool *pool, int t, int rows,
+                              hs_error *err)
+{
     memset(e, 0, sizeof *e);
     e->read_pos = -1;
+    if (rows < 1 || rows > HS_ENGINE_CHUNK)
+        return hs_fail(err, HS_ERR_INPUT, "engine: %d rows per forward outside [1, %d]", rows, HS_ENGINE_CHUNK);
     if (t < 1 || t > m->cfg.n_ctx)
         return hs_fail(err, HS_ERR_INPUT, "engine: %d positions outside [1, n_ctx %d]", t, m->cfg.n_ctx);
     e->m = m;
     e->pool = pool;
     e->t = t;
+    e->rows = rows;
     const int n = hs_pool_threads(pool);
     e->w = calloc((size_t)n, sizeof *e->w);
     if (e->w == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
@@ -37,7 +46,7 @@ hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, 
         w->index = i;
         w->read_pos = -1;
         e->n_workers = i + 1;
-        hs_status st = hs_acts_create(&m->cfg, HS_ENGINE_CHUNK, t, 0, &w->acts, err);
+        hs_status st = hs_acts_create(&m->cfg, rows, t, 0, &w->acts, err);
         if (st == HS_OK) st = hs_hooks_create(&w->hk, err);
         if (st == HS_OK && (w->pad = malloc((size_t)HS_ENGINE_CHUNK * t * sizeof(int))) == NULL)
             st = hs_fail(err, HS_ERR_NOMEM, "out of memory");

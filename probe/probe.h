@@ -606,6 +606,8 @@ typedef struct {
     const hs_model *m; /* borrowed */
     hs_pool *pool;     /* borrowed; NULL = the caller's thread */
     int t;             /* positions per row */
+    int rows;          /* rows (sequences) each worker's activations hold: HS_ENGINE_CHUNK
+                        * (hs_engine_init) or fewer (hs_engine_init_rows) */
     int n_workers;     /* hs_pool_threads(pool) */
     hs_engine_worker *w; /* (n_workers) */
     hs_model **tail;   /* (n_layers) hs_model_tail(m, l) for l >= 1 (read-only); NULL with an embedding norm */
@@ -623,6 +625,16 @@ typedef struct {
  * HS_ENGINE_CHUNK rows of t positions. HS_ERR_INPUT when t is outside
  * [1, n_ctx]; HS_ERR_NOMEM. Free with hs_engine_free (also after a failure). */
 hs_status hs_engine_init(hs_engine *e, const hs_model *m, hs_pool *pool, int t, hs_error *err);
+/* hs_engine_init with activations for `rows` (1..HS_ENGINE_CHUNK) rows a
+ * worker, for a task that knows no forward of its runs more (e.g. a set of
+ * one prompt: hs_engine_padded(1, t) rows): a short run on a chunk's
+ * activations touches every slot's first rows, and with huge pages their
+ * faults zeroed ~240 MB at GPT-2 small, more than a one-prompt `lens`'s
+ * products cost. A
+ * forward on more rows fails (HS_ERR_INPUT, hs_forward); values do not
+ * depend on the capacity. HS_ERR_INPUT for rows outside [1, HS_ENGINE_CHUNK]. */
+hs_status hs_engine_init_rows(hs_engine *e, const hs_model *m, hs_pool *pool, int t, int rows,
+                              hs_error *err);
 void hs_engine_free(hs_engine *e);
 /* Chunks of n rows: ceil(n / HS_ENGINE_CHUNK). */
 int hs_engine_chunks(int n);

@@ -504,6 +504,33 @@ static void lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics(vo
     assert_int_equal(hs_patch_run(g_m, NULL, &g_p, 1u << HS_PATCH_RESID_PRE, &pr, &err), HS_OK);
     assert_true(r.ld[L] == pr.ld_clean); /* the same logits, the same row order */
     hs_patch_report_free(&pr);
+    /* the first prompt alone and twice (its points' products grouped with
+     * other row counts beside them) has its bits: the mean of two equal
+     * doubles is the value; top-1 as in the whole set */
+    hs_prompts one = g_p, two = g_p;
+    one.n = 1;
+    int *tok2 = malloc(2 * (size_t)t * sizeof(int)), ans2[2] = {g_p.answer[0], g_p.answer[0]};
+    int wr2[2] = {g_p.wrong[0], g_p.wrong[0]}, pos2[2] = {g_p.pos[0], g_p.pos[0]};
+    assert_non_null(tok2);
+    memcpy(tok2, g_p.clean, (size_t)t * sizeof(int));
+    memcpy(tok2 + t, g_p.clean, (size_t)t * sizeof(int));
+    two.n = 2;
+    two.clean = tok2;
+    two.corr = NULL;
+    two.answer = ans2;
+    two.wrong = wr2;
+    two.pos = pos2;
+    hs_lens_report r1, r2;
+    assert_int_equal(hs_lens_run(g_m, NULL, &one, &r1, &err), HS_OK);
+    assert_int_equal(hs_lens_run(g_m, NULL, &two, &r2, &err), HS_OK);
+    assert_memory_equal(r1.top1, r.top1, (size_t)(L + 1) * t * sizeof(int));
+    assert_memory_equal(r2.top1, r.top1, (size_t)(L + 1) * t * sizeof(int));
+    assert_memory_equal(r1.p_final, r2.p_final, (size_t)(L + 1) * t * sizeof(double));
+    assert_memory_equal(r1.ld, r2.ld, (size_t)(L + 1) * sizeof(double));
+    assert_memory_equal(r1.p_answer, r2.p_answer, (size_t)(L + 1) * sizeof(double));
+    hs_lens_report_free(&r1);
+    hs_lens_report_free(&r2);
+    free(tok2);
     hs_lens_report_free(&r);
 }
 
@@ -815,6 +842,39 @@ static void sweep_rows(void *ctx, hs_engine_worker *w, const float *logits, int 
     memcpy(sc->logits + (size_t)r0 * sc->t * sc->V, logits, (size_t)b * sc->t * sc->V * sizeof(float));
 }
 
+/* An engine with activations for one prompt's rows (hs_engine_init_rows)
+ * gives that prompt the bits a whole chunk's engine gives it in a set of 37,
+ * refuses a forward on more rows, and refuses a capacity outside
+ * [1, HS_ENGINE_CHUNK]. */
+static void engine_with_fewer_rows_gives_the_same_bits(void **state)
+{
+    (void)state;
+    const int n = 37, t = g_p.t, V = g_m->cfg.d_vocab;
+    hs_error err = {0};
+    hs_engine big, small;
+    assert_int_equal(hs_engine_init(&big, g_m, NULL, t, &err), HS_OK);
+    const int rows = hs_engine_run_rows(1, t);
+    assert_true(rows < HS_ENGINE_CHUNK);
+    assert_int_equal(hs_engine_init_rows(&small, g_m, NULL, t, rows, &err), HS_OK);
+    assert_int_equal(small.rows, rows);
+    assert_int_equal(small.w[0].acts->B, rows);
+    float *a = calloc((size_t)n * t * V, sizeof *a), *b = calloc((size_t)t * V, sizeof *b);
+    sweep_ctx s1 = {NULL, a, t, V}, s2 = {NULL, b, t, V};
+    assert_int_equal(hs_engine_sweep(&big, &big.w[0], g_p.corr, n, NULL, sweep_rows, &s1), HS_OK);
+    assert_int_equal(hs_engine_sweep(&small, &small.w[0], g_p.corr, 1, NULL, sweep_rows, &s2), HS_OK);
+    assert_memory_equal(a, b, (size_t)t * V * sizeof *a);
+    /* a chunk of more rows than the activations hold fails, it is not written past them */
+    assert_int_equal(hs_engine_sweep(&small, &small.w[0], g_p.corr, rows + 1, NULL, NULL, NULL), HS_ERR_INPUT);
+    hs_engine bad;
+    assert_int_equal(hs_engine_init_rows(&bad, g_m, NULL, t, 0, &err), HS_ERR_INPUT);
+    assert_int_equal(hs_engine_init_rows(&bad, g_m, NULL, t, HS_ENGINE_CHUNK + 1, &err), HS_ERR_INPUT);
+    hs_engine_free(&bad);
+    free(a);
+    free(b);
+    hs_engine_free(&big);
+    hs_engine_free(&small);
+}
+
 static void engine_sweep_from_a_later_layer_equals_the_full_sweep(void **state)
 {
     (void)state;
@@ -869,6 +929,7 @@ int main(void)
         cmocka_unit_test(patch_tiny_gap_is_not_usable),
         cmocka_unit_test(a_run_from_a_later_layer_is_bit_identical_to_the_full_run),
         cmocka_unit_test(engine_sweep_from_a_later_layer_equals_the_full_sweep),
+        cmocka_unit_test(engine_with_fewer_rows_gives_the_same_bits),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
