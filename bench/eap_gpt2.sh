@@ -51,6 +51,12 @@ if [ -z "$DIR" ]; then
 fi
 MODEL="$DIR/gpt2-small-random-tl.safetensors"
 export OPENBLAS_NUM_THREADS=$THREADS OMP_NUM_THREADS=$THREADS
+# both on the OpenBLAS kernels headscope picks for this CPU (bench/run.sh):
+# bench_eap does not re-execute itself as headscope does
+if [ -z "${OPENBLAS_CORETYPE:-}" ] && [ -x "$BDIR/headscope" ]; then
+    BLAS_CORE="$("$BDIR/headscope" --version | sed -n 's/.*OpenBLAS core \([A-Za-z0-9]*\)).*/\1/p')"
+    [ -z "$BLAS_CORE" ] || export OPENBLAS_CORETYPE="$BLAS_CORE"
+fi
 "$PY" - "$W/pairs.jsonl" <<'PYEOF'
 import json, random, sys
 r = random.Random(0)
