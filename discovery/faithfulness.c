@@ -90,20 +90,20 @@ hs_status hs_faith_curve_run(hs_circeval *ce, const double *scores, hs_select_ki
        run, and the whole graph is m(M) itself (a run of the same code: the
        assertion below) */
     double m[HS_FAITH_N];
-    const unsigned char *todo[HS_FAITH_N];
-    int same[HS_FAITH_N], n_todo = 0, slot[HS_FAITH_N];
+    const unsigned char *distinct[HS_FAITH_N];
+    int same[HS_FAITH_N], n_distinct = 0, slot[HS_FAITH_N];
     for (int k = 0; k < HS_FAITH_N && st == HS_OK; k++) {
         same[k] = -1;
         for (int i = 0; i < k && same[k] < 0; i++)
             if (out->pt[i + 1].edges == out->pt[k + 1].edges && memcmp(masks[i], masks[k], E) == 0) same[k] = i;
         slot[k] = -1;
         if (same[k] < 0 && out->pt[k + 1].edges != E) {
-            slot[k] = n_todo;
-            todo[n_todo++] = masks[k];
+            slot[k] = n_distinct;
+            distinct[n_distinct++] = masks[k];
         }
     }
     double mt[HS_FAITH_N];
-    if (st == HS_OK && n_todo > 0) st = hs_circeval_metrics(ce, n_todo, todo, mt, err);
+    if (st == HS_OK && n_distinct > 0) st = hs_circeval_metrics(ce, n_distinct, distinct, mt, err);
     for (int k = 0; k < HS_FAITH_N && st == HS_OK; k++)
         m[k] = same[k] >= 0 ? m[same[k]] : slot[k] >= 0 ? mt[slot[k]] : out->m_full;
     if (st == HS_OK) {
