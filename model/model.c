@@ -548,6 +548,20 @@ hs_status hs_model_own(hs_model *m, hs_error *err)
     return HS_OK;
 }
 
+hs_status hs_model_set_n_ctx(hs_model *m, int n_ctx, hs_error *err)
+{
+    if (n_ctx < 1 || n_ctx > 4096)
+        return hs_fail(err, HS_ERR_INPUT, "n_ctx %d is out of range [1, 4096]", n_ctx);
+    if (m->cfg.pos == HS_POS_LEARNED) {
+        if (n_ctx > m->cfg.n_ctx)
+            return hs_fail(err, HS_ERR_INPUT, "learned positions stop at n_ctx = %d (asked for %d)",
+                           m->cfg.n_ctx, n_ctx);
+        return HS_OK; /* W_pos has its rows: the forward takes up to n_ctx of them */
+    }
+    m->cfg.n_ctx = n_ctx; /* no table depends on it */
+    return HS_OK;
+}
+
 void hs_model_destroy(hs_model *m)
 {
     if (m == NULL) return;

@@ -326,6 +326,17 @@ int hs_init_parse(const char *s);
 /* Allocates gradients and Adam moments (zeroed). Needed before backward/step. */
 hs_status hs_model_alloc_train(hs_model *m, hs_error *err);
 
+/* Lets m run on up to n_ctx positions (evaluation past the trained length,
+ * `eval --n-ctx`): positions with no table (none, sinusoidal, rotary,
+ * alibi: computed for any position) take any n_ctx in [1, 4096], which
+ * becomes m->cfg.n_ctx (the parameter table does not change; a checkpoint
+ * saved after says the new n_ctx); learned positions stop at their table:
+ * n_ctx above cfg.n_ctx is refused in one line ("learned positions stop at
+ * n_ctx = N"), at or below it nothing changes. Activations made before keep
+ * their capacity (make new ones, hs_acts_create, for the longer runs).
+ * HS_ERR_INPUT. */
+hs_status hs_model_set_n_ctx(hs_model *m, int n_ctx, hs_error *err);
+
 /* Looks up a tensor by name; NULL if absent. */
 const hs_tensor_info *hs_model_find_tensor(const hs_model *m, const char *name);
 
