@@ -75,7 +75,13 @@ static const char TRAIN_HELP[] =
     "  --norm NAME            layernorm (default) | rmsnorm | none\n"
     "  --eps X                norm epsilon (default 1e-5)\n"
     "  --act NAME             gelu (exact erf, default) | relu\n"
-    "  --pos NAME             learned (default) | none\n"
+    "  --pos NAME             learned (default) | none | sinusoidal | rotary | alibi\n"
+    "  --rotary-dim N         rotary: rotate the first N dims of each head (even; default\n"
+    "                         d_head; GPT-NeoX's rotary_pct x d_head)\n"
+    "  --n-kv-heads N         grouped-query attention: N key/value heads (dividing heads;\n"
+    "                         default heads)\n"
+    "  --window N             local attention on every layer: key j visible from query i\n"
+    "                         only when i - j < N (GPT-Neo's local layers)\n"
     "  --attn NAME            softmax (default) | uniform (causal average, no Q/K)\n"
     "  --no-ln1               no norm in front of the attention\n"
     "  --no-final-norm        no norm before the unembedding\n"
@@ -162,6 +168,7 @@ typedef struct {
     hs_train_job job;
     unsigned long long split_seed;
     int norm, act, pos, attn, init; /* the enum options, parsed */
+    int window;                     /* --window: every layer local (0 = none) */
     int seg[2], gap[2];             /* --seg-len, --gap MIN:MAX */
     int n_ctx;                      /* --n-ctx; 0 = not given */
     int model_flag, task_flag;      /* a model or task option was given (refused with --resume) */
@@ -213,7 +220,10 @@ static const train_opt OPTS[] = {
     {"norm", K_ENUM, G_MODEL, A(norm), 0, 0, "layernorm, rmsnorm, none", hs_norm_parse},
     {"eps", K_F32, G_MODEL, A(job.cfg.eps), 1e-30, 1.0, "a number in (0, 1]", NULL},
     {"act", K_ENUM, G_MODEL, A(act), 0, 0, "gelu, relu", hs_act_parse},
-    {"pos", K_ENUM, G_MODEL, A(pos), 0, 0, "learned, none", hs_pos_parse},
+    {"pos", K_ENUM, G_MODEL, A(pos), 0, 0, "learned, none, sinusoidal, rotary, alibi", hs_pos_parse},
+    {"rotary-dim", K_INT, G_MODEL, A(job.cfg.rotary_dim), 2, 1024, NULL, NULL},
+    {"n-kv-heads", K_INT, G_MODEL, A(job.cfg.n_key_value_heads), 1, 64, NULL, NULL},
+    {"window", K_INT, G_MODEL, A(window), 1, 4096, NULL, NULL},
     {"attn", K_ENUM, G_MODEL, A(attn), 0, 0, "softmax, uniform", hs_attn_parse},
     {"no-ln1", K_SET, G_MODEL, A(job.cfg.ln1), 0, 0, NULL, NULL},
     {"no-final-norm", K_SET, G_MODEL, A(job.cfg.ln_final), 0, 0, NULL, NULL},
@@ -363,6 +373,10 @@ static int train_job_of(int argc, char **argv, hs_train_job *job)
     j->cfg.act = (hs_act)a.act;
     j->cfg.pos = (hs_pos)a.pos;
     j->cfg.attn = (hs_attn)a.attn;
+    if (a.window > 0) {
+        j->cfg.window_size = a.window;
+        for (int l = 0; l < j->cfg.n_layers; l++) j->cfg.attn_local[l] = 1;
+    }
     j->init = (hs_init)a.init;
     j->ind.seg_min = a.seg[0], j->ind.seg_max = a.seg[1];
     j->ind.gap_min = a.gap[0], j->ind.gap_max = a.gap[1];

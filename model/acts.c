@@ -13,7 +13,7 @@
 
 /* Floats per sequence at T positions. */
 /* (FIXED_*: one per batch part, not per sequence: t*t, t*H*dh, D*H*dh) */
-typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_FIXED_TT, SZ_FIXED_THD, SZ_FIXED_W } slot_size;
+typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_TKD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_FIXED_TT, SZ_FIXED_THD, SZ_FIXED_W } slot_size;
 /* Where a slot's pointer lives. */
 typedef enum { IN_ACTS, IN_BLOCK, IN_GRAD } slot_home;
 
@@ -31,13 +31,13 @@ typedef struct {
 static const act_slot ACT_SLOTS[] = {
     A(embed, SZ_TD), A(pos_embed, SZ_TD), A(x0, SZ_TD), A(lne_mean, SZ_T), A(lne_rstd, SZ_T),
     L(resid_pre, SZ_TD), L(ln1_out, SZ_TD), L(ln1_mean, SZ_T), L(ln1_rstd, SZ_T),
-    L(q, SZ_THD), L(k, SZ_THD), L(v, SZ_THD), L(att, SZ_HTT), L(z, SZ_THD),
+    L(q, SZ_THD), L(k, SZ_TKD), L(v, SZ_TKD), L(att, SZ_HTT), L(z, SZ_THD),
     L(attn_out, SZ_TD), L(resid_mid, SZ_TD), L(ln2_out, SZ_TD), L(ln2_mean, SZ_T),
     L(ln2_rstd, SZ_T), L(mlp_pre, SZ_TM), L(mlp_post, SZ_TM), L(resid_post, SZ_TD),
     A(lnf_out, SZ_TD), A(lnf_mean, SZ_T), A(lnf_rstd, SZ_T), A(logits, SZ_TV), A(probs, SZ_TV),
     A(scratch, SZ_TX), A(scores, SZ_HTT),
     G(dresid, SZ_TD), G(dln, SZ_TD), G(dlnf, SZ_TD), G(dz, SZ_THD), G(dq, SZ_THD),
-    G(dk, SZ_THD), G(dv, SZ_THD), G(dpre, SZ_TM), G(dpost, SZ_TM), G(dlogits, SZ_TV),
+    G(dk, SZ_TKD), G(dv, SZ_TKD), G(dpre, SZ_TM), G(dpost, SZ_TM), G(dlogits, SZ_TV),
     G(datt, SZ_FIXED_TT), G(vT, SZ_FIXED_THD), G(dwpack, SZ_FIXED_W),
 };
 #undef A
@@ -61,6 +61,7 @@ static size_t slot_floats(const hs_config *c, slot_size sz, size_t T)
     case SZ_TD: return T * D;
     case SZ_T: return T;
     case SZ_THD: return T * H * dh;
+    case SZ_TKD: return T * (size_t)hs_kv_heads(c) * dh; /* k, v: key/value heads (GQA) */
     case SZ_HTT: return H * T * T;
     case SZ_TM: return T * M;
     case SZ_TV: return T * V;
@@ -179,6 +180,11 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
         return hs_fail(err, HS_ERR_NOMEM, "out of memory for activations (%zu floats)", n);
     }
     point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, a->mem, NULL, NULL);
+    hs_status ps = hs_positions_tables(cfg, T, &a->rope, &a->pos_table, err);
+    if (ps != HS_OK) {
+        hs_acts_destroy(a);
+        return ps;
+    }
     if (with_grad) {
         /* the backward's scratch (every batch part's fixed slots, then the
          * batch's per-sequence slots: hs_grad_point), then the forward's
@@ -206,5 +212,7 @@ void hs_acts_destroy(hs_acts *a)
     hs_floats_free(a->mem);
     hs_floats_free(a->d_mem);
     hs_floats_free(a->split_mem);
+    hs_floats_free(a->rope);
+    hs_floats_free(a->pos_table);
     free(a);
 }

@@ -166,6 +166,7 @@ static hs_status transpose_run(void *ctx, int j, int worker, hs_error *err)
     const wT_job *a = ctx;
     const hs_config *c = &a->m->cfg;
     const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
+    const int KD = hs_kv_heads(c) * c->d_head; /* W_K, W_V's columns (GQA) */
     const int l = j / 6, w = j % 6;
     if (l == c->n_layers) {
         if (a->m->params.W_U) /* W_U_T is multiplied as it lies (hs_unembed_dx) */
@@ -177,7 +178,9 @@ static hs_status transpose_run(void *ctx, int j, int worker, hs_error *err)
         if (w == 2 || c->attn == HS_ATTN_SOFTMAX) {
             int ld;
             const float *Wp = hs_qkv_packed(a->m, a->acts, l, w, &ld);
-            if (hs_sgemm_nn_jit(D, HD)) hs_transpose_rows(hs_acts_wT(a->acts, c, l, w), Wp, D, HD, (size_t)ld);
+            const int cols = w == 0 ? HD : KD;
+            if (hs_sgemm_nn_jit(D, cols))
+                hs_transpose_rows(hs_acts_wT(a->acts, c, l, w), Wp, D, cols, (size_t)ld);
         }
     } else if (w == 3) {
         transpose_for_dx(hs_acts_wT(a->acts, c, l, 3), bp->W_O, HD, D);
@@ -229,28 +232,36 @@ void hs_act_grad(float *dpre, const float *dpost, const hs_acts *acts, const hs_
 HS_CLONES
 void hs_attn_backward(float *dq, float *dk, float *dv, float *dpattern, float *datt, float *vT,
                       const float *dz, const float *att, const float *q, const float *k,
-                      const float *v, int B, int T, int H, int dh, int softmax, float inv_scale)
+                      const float *v, int B, int T, int H, int Hkv, int dh, int softmax,
+                      float inv_scale)
 {
-    const size_t HD = (size_t)H * dh;
-    const int ld = (int)HD;
+    const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh;
+    const int ld = (int)HD, kld = (int)KD, group = H / Hkv;
     const hs_v8 vscale = HS_V8_SET1(inv_scale);
-    hs_sgemm_plan atdz, dzvt, dsk, dstq; /* dv = A^T dz, datt = dz v^T, dq = ds k, dk = ds^T q */
-    hs_sgemm_plan_init(&atdz, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
+    /* dv = A^T dz, datt = dz v^T, dq = ds k, dk = ds^T q; a key/value head's
+     * dk, dv summed over its group's query heads in head order (the _acc
+     * plans add: beta 1) */
+    hs_sgemm_plan atdz, atdz_acc, dzvt, dsk, dstq, dstq_acc;
+    hs_sgemm_plan_init(&atdz, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, kld);
+    hs_sgemm_plan_init(&atdz_acc, 1, 0, T, dh, T, 1.0f, T, ld, 1.0f, kld);
     hs_sgemm_plan_init(&dzvt, 0, 0, T, T, dh, 1.0f, ld, T, 0.0f, T);
-    hs_sgemm_plan_init(&dsk, 0, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
-    hs_sgemm_plan_init(&dstq, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
+    hs_sgemm_plan_init(&dsk, 0, 0, T, dh, T, 1.0f, T, kld, 0.0f, ld);
+    hs_sgemm_plan_init(&dstq, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, kld);
+    hs_sgemm_plan_init(&dstq_acc, 1, 0, T, dh, T, 1.0f, T, ld, 1.0f, kld);
     for (int b = 0; b < B; b++) {
-        if (softmax || dpattern) hs_transpose_rows(vT, v + (size_t)b * T * HD, T, ld, HD);
+        if (softmax || dpattern) hs_transpose_rows(vT, v + (size_t)b * T * KD, T, kld, KD);
         for (int h = 0; h < H; h++) {
             const float *A = att + ((size_t)b * H + h) * T * T;
             const size_t off = (size_t)b * T * HD + (size_t)h * dh;
+            const size_t koff = (size_t)b * T * KD + (size_t)(h / group) * dh;
+            const int first = h % group == 0; /* the first query head of its group */
             /* dv = A^T dz */
-            hs_sgemm_run(&atdz, A, dz + off, dv + off);
+            hs_sgemm_run(first ? &atdz : &atdz_acc, A, dz + off, dv + koff);
             if (!softmax && !dpattern) continue;
             /* datt = dz v^T (the pattern's gradient, every (i, j)), then in
              * place the score gradient over j <= i
              * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) * inv_scale, 0 above */
-            hs_sgemm_run(&dzvt, dz + off, vT + (size_t)h * dh * T, datt);
+            hs_sgemm_run(&dzvt, dz + off, vT + (size_t)(h / group) * dh * T, datt);
             if (dpattern) memcpy(dpattern + ((size_t)b * H + h) * T * T, datt, (size_t)T * T * sizeof(float));
             if (!softmax) continue;
             for (int i = 0; i < T; i++) {
@@ -271,8 +282,8 @@ void hs_attn_backward(float *dq, float *dk, float *dv, float *dpattern, float *d
                 for (; j < T; j++) Di[j] = 0.0f;
             }
             /* dq = ds k, dk = ds^T q */
-            hs_sgemm_run(&dsk, datt, k + off, dq + off);
-            hs_sgemm_run(&dstq, datt, q + off, dk + off);
+            hs_sgemm_run(&dsk, datt, k + koff, dq + off);
+            hs_sgemm_run(first ? &dstq : &dstq_acc, datt, q + off, dk + koff);
         }
     }
 }
@@ -356,6 +367,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     const hs_params *P = &m->params;
     const int B = acts->b, T = acts->t;
     const int D = c->d_model, H = c->n_heads, dh = c->d_head, M = c->d_mlp, V = c->d_vocab;
+    const int Hkv = hs_kv_heads(c);
     const size_t BT = (size_t)B * T;
     const int has_norm = c->norm != HS_NORM_NONE;
 
@@ -423,24 +435,28 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL};
         long t_o = dw_submit(w, &j);
         hs_pool_wait(w, t_qkv);
-        hs_attn_backward(dq, dk, dv, NULL, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
-                         c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale_at(c, l));
+        hs_attn_backward(dq, dk, dv, NULL, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, Hkv,
+                         dh, c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale_at(c, l));
+        if (c->pos == HS_POS_ROTARY) { /* d(rotated q, k) -> d(q, k): the transpose */
+            hs_rotary_apply(dq, B, T, H, dh, c, acts->rope, 1);
+            hs_rotary_apply(dk, B, T, Hkv, dh, c, acts->rope, 1);
+        }
         if (c->attn == HS_ATTN_SOFTMAX) {
             hs_dx_product(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), hs_acts_wT(acts, c, l, 0), BT, D,
                        H * dh);
             j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, dw_scratch};
             dw_submit(w, &j);
             hs_dx_product(dln, 1.0f, dk, hs_acts_wpack(acts, c, l, 1), hs_acts_wT(acts, c, l, 1), BT, D,
-                       H * dh);
-            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh, dw_scratch};
+                       Hkv * dh);
+            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, Hkv, dh, dw_scratch};
             dw_submit(w, &j);
             hs_dx_product(dln, 1.0f, dv, hs_acts_wpack(acts, c, l, 2), hs_acts_wT(acts, c, l, 2), BT, D,
-                       H * dh);
+                       Hkv * dh);
         } else {
             hs_dx_product(dln, 0.0f, dv, hs_acts_wpack(acts, c, l, 2), hs_acts_wT(acts, c, l, 2), BT, D,
-                       H * dh);
+                       Hkv * dh);
         }
-        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh, dw_scratch};
+        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, Hkv, dh, dw_scratch};
         t_qkv = dw_submit(w, &j);
         hs_pool_wait(w, t_o); /* it reads dresid */
         if (c->ln1 && has_norm)

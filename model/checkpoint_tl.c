@@ -94,14 +94,14 @@ static const struct {
     {"ungroup_grouped_query_attention", HS_TL_INERT}, {"original_architecture", HS_TL_INERT},
     {"from_checkpoint", HS_TL_INERT}, {"checkpoint_index", HS_TL_INERT},
     {"checkpoint_label_type", HS_TL_INERT}, {"checkpoint_value", HS_TL_INERT},
-    {"tokenizer_name", HS_TL_INERT}, {"window_size", HS_TL_INERT}, {"attn_types", HS_TL_INERT},
+    {"tokenizer_name", HS_TL_INERT}, {"window_size", HS_TL_COMPUTED}, {"attn_types", HS_TL_COMPUTED},
     {"init_mode", HS_TL_INERT}, {"device", HS_TL_INERT}, {"n_devices", HS_TL_INERT},
     {"seed", HS_TL_INERT}, {"initializer_range", HS_TL_INERT}, {"init_weights", HS_TL_INERT},
     {"n_params", HS_TL_INERT}, {"default_prepend_bos", HS_TL_INERT},
-    {"tokenizer_prepends_bos", HS_TL_INERT}, {"rotary_dim", HS_TL_INERT},
-    {"rotary_base", HS_TL_INERT}, {"rotary_adjacent_pairs", HS_TL_INERT},
-    {"use_NTK_by_parts_rope", HS_TL_INERT}, {"NTK_by_parts_low_freq_factor", HS_TL_INERT},
-    {"NTK_by_parts_high_freq_factor", HS_TL_INERT}, {"NTK_by_parts_factor", HS_TL_INERT},
+    {"tokenizer_prepends_bos", HS_TL_INERT}, {"rotary_dim", HS_TL_COMPUTED},
+    {"rotary_base", HS_TL_COMPUTED}, {"rotary_adjacent_pairs", HS_TL_COMPUTED},
+    {"use_NTK_by_parts_rope", HS_TL_COMPUTED}, {"NTK_by_parts_low_freq_factor", HS_TL_COMPUTED},
+    {"NTK_by_parts_high_freq_factor", HS_TL_COMPUTED}, {"NTK_by_parts_factor", HS_TL_COMPUTED},
     {"trust_remote_code", HS_TL_INERT}, {"experts_per_token", HS_TL_INERT},
     {"relative_attention_max_distance", HS_TL_INERT},
     {"relative_attention_num_buckets", HS_TL_INERT}, {"decoder_start_token_id", HS_TL_INERT},
@@ -111,11 +111,11 @@ static const struct {
      * fields only with rotary positions, norm_topk_prob only with experts */
     {"uses_rms_norm", HS_TL_INERT}, {"layer_norm_folding", HS_TL_INERT},
     {"rotary_base_local", HS_TL_INERT}, {"rotary_scaling_factor", HS_TL_INERT},
-    {"NTK_original_ctx_len", HS_TL_INERT}, {"use_yarn_rope", HS_TL_INERT},
+    {"NTK_original_ctx_len", HS_TL_COMPUTED}, {"use_yarn_rope", HS_TL_INERT},
     {"yarn_factor", HS_TL_INERT}, {"yarn_attention_factor", HS_TL_INERT},
     {"yarn_beta_fast", HS_TL_INERT}, {"yarn_beta_slow", HS_TL_INERT},
     {"yarn_original_max_position_embeddings", HS_TL_INERT}, {"norm_topk_prob", HS_TL_INERT},
-    {"use_local_attn", HS_TL_REFUSED}, {"use_qk_norm", HS_TL_REFUSED},
+    {"use_local_attn", HS_TL_COMPUTED}, {"use_qk_norm", HS_TL_REFUSED},
     {"final_rms", HS_TL_REFUSED}, {"parallel_attn_mlp", HS_TL_REFUSED},
     {"gated_mlp", HS_TL_REFUSED}, {"dtype", HS_TL_REFUSED}, {"post_embedding_ln", HS_TL_REFUSED},
     {"load_in_4bit", HS_TL_REFUSED}, {"num_experts", HS_TL_REFUSED},
@@ -284,10 +284,17 @@ static hs_status tl_norm(const char *fname, const cJSON *o, hs_config *c, hs_err
 static hs_status tl_attention(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
 {
     const cJSON *pe = cJSON_GetObjectItemCaseSensitive(o, "positional_embedding_type");
-    if (pe != NULL && !(cJSON_IsString(pe) && strcmp(pe->valuestring, "standard") == 0))
+    const char *pes = cJSON_IsString(pe) ? pe->valuestring : "?";
+    if (pe == NULL || strcmp(pes, "standard") == 0)
+        c->pos = HS_POS_LEARNED;
+    else if (strcmp(pes, "rotary") == 0)
+        c->pos = HS_POS_ROTARY;
+    else if (strcmp(pes, "alibi") == 0)
+        c->pos = HS_POS_ALIBI;
+    else
         return hs_fail(err, HS_ERR_CONFIG, "%s: config positional_embedding_type '%.32s' is not "
-                       "supported (only \"standard\"; no positions is headscope_config pos "
-                       "\"none\")", fname, cJSON_IsString(pe) ? pe->valuestring : "?");
+                       "supported (\"standard\", \"rotary\" or \"alibi\"; no positions and "
+                       "sinusoidal ones are headscope_config pos)", fname, pes);
     const cJSON *ad = cJSON_GetObjectItemCaseSensitive(o, "attention_dir");
     if (ad != NULL && !(cJSON_IsString(ad) && strcmp(ad->valuestring, "causal") == 0))
         return hs_fail(err, HS_ERR_CONFIG, "%s: config attention_dir '%.32s' is not supported "
@@ -320,6 +327,90 @@ static hs_status tl_attention(const char *fname, const cJSON *o, hs_config *c, h
     return HS_OK;
 }
 
+/* A finite number field (absent or null: *present 0), > lo. */
+static hs_status get_num(const char *fname, const cJSON *o, const char *key, double lo,
+                         float *out, int *present, hs_error *err)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    *present = it != NULL && !cJSON_IsNull(it);
+    if (!*present) return HS_OK;
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || !(it->valuedouble > lo) ||
+        it->valuedouble > 1e30)
+        return hs_fail(err, HS_ERR_CONFIG, "%s: config field '%s' must be a number above %g",
+                       fname, key, lo);
+    *out = (float)it->valuedouble;
+    return HS_OK;
+}
+
+/* A boolean field into *out (absent or null: unchanged). */
+static hs_status get_flag(const char *fname, const cJSON *o, const char *key, int *out,
+                          hs_error *err)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (it == NULL || cJSON_IsNull(it)) return HS_OK;
+    if (!cJSON_IsBool(it))
+        return hs_fail(err, HS_ERR_CONFIG, "%s: config field '%s' must be true or false", fname,
+                       key);
+    *out = cJSON_IsTrue(it);
+    return HS_OK;
+}
+
+/* The attention switches (model.h's group) under TransformerLens' names:
+ * rotary_dim, rotary_base, rotary_adjacent_pairs, use_NTK_by_parts_rope and
+ * its factors, n_key_value_heads, use_local_attn with window_size and
+ * attn_types. rotary_dim = d_head and rotary_base 10000 are stored as 0
+ * (the defaults), so a written config reads back to the same struct. */
+static hs_status tl_attn_switches(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
+{
+    int present, v = 0;
+    hs_status s = get_int(fname, "config", o, "rotary_dim", 0, 1 << 20, &v, &present, err);
+    if (s != HS_OK) return s;
+    if (present) c->rotary_dim = v == c->d_head ? 0 : v;
+    float f = 0.0f;
+    if ((s = get_num(fname, o, "rotary_base", 1.0, &f, &present, err)) != HS_OK) return s;
+    if (present) c->rotary_base = f == 10000.0f ? 0.0f : f;
+    if ((s = get_flag(fname, o, "rotary_adjacent_pairs", &c->rotary_adjacent_pairs, err)) != HS_OK ||
+        (s = get_flag(fname, o, "use_NTK_by_parts_rope", &c->use_NTK_by_parts_rope, err)) != HS_OK ||
+        (s = get_num(fname, o, "NTK_by_parts_factor", 0.0, &c->NTK_by_parts_factor, &present,
+                     err)) != HS_OK ||
+        (s = get_num(fname, o, "NTK_by_parts_low_freq_factor", 0.0,
+                     &c->NTK_by_parts_low_freq_factor, &present, err)) != HS_OK ||
+        (s = get_num(fname, o, "NTK_by_parts_high_freq_factor", 0.0,
+                     &c->NTK_by_parts_high_freq_factor, &present, err)) != HS_OK)
+        return s;
+    s = get_int(fname, "config", o, "NTK_original_ctx_len", 1, 1 << 30, &v, &present, err);
+    if (s != HS_OK) return s;
+    if (present) c->NTK_original_ctx_len = v;
+    s = get_int(fname, "config", o, "n_key_value_heads", 0, 1 << 20, &v, &present, err);
+    if (s != HS_OK) return s;
+    if (present && v > 0) { /* 0: no grouping */
+        if (c->n_heads % v != 0)
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config n_key_value_heads %d does not divide "
+                           "n_heads %d", fname, v, c->n_heads);
+        c->n_key_value_heads = v == c->n_heads ? 0 : v;
+    }
+    int local = 0;
+    if ((s = get_flag(fname, o, "use_local_attn", &local, err)) != HS_OK) return s;
+    if (!local) return HS_OK;
+    s = get_int(fname, "config", o, "window_size", 1, 1 << 20, &c->window_size, &present, err);
+    if (s != HS_OK) return s;
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(o, "attn_types");
+    if (!present || !cJSON_IsArray(types) || cJSON_GetArraySize(types) != c->n_layers)
+        return hs_fail(err, HS_ERR_CONFIG, "%s: config use_local_attn needs window_size and "
+                       "attn_types (one \"global\" or \"local\" per layer, %d)", fname,
+                       c->n_layers);
+    int l = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, types) {
+        const char *t = cJSON_IsString(it) ? it->valuestring : "";
+        if (strcmp(t, "local") != 0 && strcmp(t, "global") != 0)
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config attn_types[%d] must be \"global\" or "
+                           "\"local\"", fname, l);
+        c->attn_local[l++] = t[0] == 'l';
+    }
+    return HS_OK;
+}
+
 /* The TransformerLens `config` object o into *c, a group of fields at a time
  * in a fixed order (the first bad field is the one reported), then every
  * field known and the refused ones off (check_tl_fields). */
@@ -332,13 +423,7 @@ static hs_status parse_tl_config(const char *fname, const cJSON *o, hs_config *c
     if (s == HS_OK) s = tl_attention(fname, o, c, err);
     if (s == HS_OK) s = check_tl_fields(fname, o, err);
     if (s != HS_OK) return s;
-    int nkv = -1, present;
-    s = get_int(fname, "config", o, "n_key_value_heads", 0, 1 << 20, &nkv, &present, err);
-    if (s != HS_OK) return s;
-    if (present && nkv != c->n_heads)
-        return hs_fail(err, HS_ERR_CONFIG, "%s: config n_key_value_heads %d (grouped-query "
-                       "attention) is not supported (n_heads %d)", fname, nkv, c->n_heads);
-    return HS_OK;
+    return tl_attn_switches(fname, o, c, err);
 }
 
 static hs_status get_bool(const char *fname, const cJSON *it, const char *key, int *out,
@@ -366,7 +451,7 @@ static hs_status parse_hs_config(const char *fname, const cJSON *o, hs_config *c
             if (v < 0)
                 return hs_fail(err, HS_ERR_CONFIG, "%s: headscope_config %s '%.32s' is not "
                                "known (%s)", fname, k, cJSON_IsString(it) ? it->valuestring : "?",
-                               is_attn ? "softmax or uniform" : "learned or none");
+                               is_attn ? "softmax or uniform" : "learned, none, sinusoidal, rotary or alibi");
             if (is_attn)
                 c->attn = (hs_attn)v;
             else

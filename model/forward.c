@@ -151,9 +151,10 @@ static hs_status forward_embed(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
     }
     HS_HOOK(hc, "hook_embed", acts->embed, 3, B, T, D, 0);
     float *x0 = acts->x0;
-    if (c->pos == HS_POS_LEARNED) {
+    if (hs_pos_added(c)) { /* W_pos, or the sinusoidal table (hs_acts.pos_table) */
+        const float *table = c->pos == HS_POS_LEARNED ? P->W_pos : acts->pos_table;
         for (size_t i = 0; i < BT; i++)
-            memcpy(acts->pos_embed + i * D, P->W_pos + (i % (size_t)T) * D, (size_t)D * sizeof(float));
+            memcpy(acts->pos_embed + i * D, table + (i % (size_t)T) * D, (size_t)D * sizeof(float));
         HS_HOOK(hc, "hook_pos_embed", acts->pos_embed, 3, B, T, D, 0);
         hs_add_long(x0, acts->embed, acts->pos_embed, BT * D);
     } else {

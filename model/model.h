@@ -49,9 +49,21 @@
 /* ------------------------------------------------------------------------ */
 /* Config                                                                    */
 
+#define HS_MAX_LAYERS 48 /* GPT-2 XL's depth */
+
 typedef enum { HS_NORM_LAYERNORM = 0, HS_NORM_RMSNORM, HS_NORM_NONE } hs_norm;
 typedef enum { HS_ACT_GELU = 0, HS_ACT_RELU, HS_ACT_GELU_NEW } hs_act;
-typedef enum { HS_POS_LEARNED = 0, HS_POS_NONE } hs_pos;
+/* Positions: learned W_pos (TL "standard"); none; sinusoidal (Vaswani et al.
+ * 2017, 3.5: added to the embedding like W_pos, no parameters); rotary (Su et
+ * al. 2021, RoPE on q and k: TL "rotary"); alibi (Press et al. 2022: a
+ * per-head linear bias on the scores, TL "alibi"). Formulas: DESIGN.md "Model". */
+typedef enum {
+    HS_POS_LEARNED = 0,
+    HS_POS_NONE,
+    HS_POS_SINUSOIDAL,
+    HS_POS_ROTARY,
+    HS_POS_ALIBI
+} hs_pos;
 typedef enum { HS_ATTN_SOFTMAX = 0, HS_ATTN_UNIFORM } hs_attn;
 
 typedef struct {
@@ -80,7 +92,71 @@ typedef struct {
                                 (TransformerLens' and Hugging Face's
                                 scale_attn_by_inverse_layer_idx); 0 = default */
     uint64_t seed;    /* initialisation seed */
+    /* ---- attention switches (helper "attn"; TransformerLens
+     * HookedTransformerConfig names where TL has one; every default is the
+     * model above, and a checkpoint writes a field only off its default) ---- */
+    int rotary_dim;   /* pos rotary: dims of each head rotated, the first rotary_dim
+                         (GPT-NeoX rotary_pct * d_head); 0 = d_head (Llama); even */
+    float rotary_base;           /* theta of the frequencies base^(-2i/rotary_dim); 0 = 10000 */
+    int rotary_adjacent_pairs;   /* 0 = rotate-half, pairs (i, i + rotary_dim/2) (GPT-NeoX,
+                                    Llama); 1 = pairs (2i, 2i+1) (GPT-J, TL's flag) */
+    int use_NTK_by_parts_rope;   /* 1 = Llama 3's rope_scaling "llama3": the inverse
+                                    frequencies rescaled by wavelength (transformers'
+                                    _compute_llama3_parameters), with the four below */
+    float NTK_by_parts_factor;           /* 8 (TL's default) */
+    float NTK_by_parts_low_freq_factor;  /* 1 */
+    float NTK_by_parts_high_freq_factor; /* 4 */
+    int NTK_original_ctx_len;            /* 8192 */
+    int n_key_value_heads;       /* grouped-query attention: W_K, W_V, b_K, b_V and hook_k,
+                                    hook_v have n_key_value_heads heads; query head h reads
+                                    key/value head h / (n_heads / n_key_value_heads)
+                                    (transformers' repeat_kv); 0 = n_heads (no grouping) */
+    int window_size;             /* local attention's window (GPT-Neo 256): on a layer with
+                                    attn_local[l], key j is visible from query i only when
+                                    i - j < window_size */
+    unsigned char attn_local[HS_MAX_LAYERS]; /* 1 = layer l is TL attn_types "local" */
 } hs_config;
+
+/* Key/value heads of cfg: n_key_value_heads, or n_heads when it is 0. */
+static inline int hs_kv_heads(const hs_config *cfg)
+{
+    return cfg->n_key_value_heads > 0 ? cfg->n_key_value_heads : cfg->n_heads;
+}
+/* The key/value head query head h reads: h / (n_heads / n_kv) (repeat_kv). */
+static inline int hs_kv_head(const hs_config *cfg, int h)
+{
+    return h / (cfg->n_heads / hs_kv_heads(cfg));
+}
+/* 1 when positions are a table added to the embedding (hook_pos_embed):
+ * learned W_pos or sinusoidal. */
+static inline int hs_pos_added(const hs_config *cfg)
+{
+    return cfg->pos == HS_POS_LEARNED || cfg->pos == HS_POS_SINUSOIDAL;
+}
+/* The rotated dims of each head (pos rotary): rotary_dim, or d_head when 0. */
+static inline int hs_rotary_dim(const hs_config *cfg)
+{
+    return cfg->rotary_dim > 0 ? cfg->rotary_dim : cfg->d_head;
+}
+
+/* The inverse frequencies of rotary positions, inv_freq (hs_rotary_dim / 2):
+ * inv_freq[i] = base^(-2i / rotary_dim) (base = rotary_base, 10000 when 0;
+ * Su et al. 2021; transformers' default rope init), then with
+ * use_NTK_by_parts_rope Llama 3's rescaling (transformers
+ * _compute_llama3_parameters, TL's NTK-by-parts): wavelength w = 2 pi /
+ * inv_freq; w > original_ctx / low_freq_factor: inv_freq / factor; w <
+ * original_ctx / high_freq_factor: kept; between: (1 - s) inv_freq / factor
+ * + s inv_freq, s = (original_ctx / w - low) / (high - low). In double. */
+void hs_rotary_inv_freq(const hs_config *cfg, double *inv_freq);
+
+/* ALiBi's slope of each of the n_heads heads into slopes (n_heads) (Press et
+ * al. 2022, their code and transformers' build_alibi_tensor): H a power of
+ * two: 2^(-8 (h + 1) / H); otherwise the slopes of the nearest power of two
+ * below, P, then those of 2P at odd indices 2^(-4 (2k + 1) / P), k < H - P.
+ * (TransformerLens uses 2^(-8 (h + 1) / H) for every H: the same for a power
+ * of two.) The score of query i, key j gains slope * (j - i), after the
+ * scaling and before the mask (TL AbstractAttention). In double. */
+void hs_alibi_slopes(int n_heads, double *slopes);
 
 /* The divisor of the attention scores: cfg->attn_scale, or sqrtf(d_head) when
  * it is 0. The forward multiplies by its reciprocal 1.0f / scale (one
@@ -158,7 +234,6 @@ typedef struct {
                                 *                  hs_head_qkv, never W_Q + h*D*dh directly */
 } hs_block_params;
 
-#define HS_MAX_LAYERS 48 /* GPT-2 XL's depth */
 /* Parts a training batch's backward is split into (hs_backward): fixed, so
  * that gradients do not depend on the thread count. */
 #define HS_GRAD_PARTS 2
@@ -251,6 +326,17 @@ int hs_init_parse(const char *s);
 /* Allocates gradients and Adam moments (zeroed). Needed before backward/step. */
 hs_status hs_model_alloc_train(hs_model *m, hs_error *err);
 
+/* Lets m run on up to n_ctx positions (evaluation past the trained length,
+ * `eval --n-ctx`): positions with no table (none, sinusoidal, rotary,
+ * alibi: computed for any position) take any n_ctx in [1, 4096], which
+ * becomes m->cfg.n_ctx (the parameter table does not change; a checkpoint
+ * saved after says the new n_ctx); learned positions stop at their table:
+ * n_ctx above cfg.n_ctx is refused in one line ("learned positions stop at
+ * n_ctx = N"), at or below it nothing changes. Activations made before keep
+ * their capacity (make new ones, hs_acts_create, for the longer runs).
+ * HS_ERR_INPUT. */
+hs_status hs_model_set_n_ctx(hs_model *m, int n_ctx, hs_error *err);
+
 /* Looks up a tensor by name; NULL if absent. */
 const hs_tensor_info *hs_model_find_tensor(const hs_model *m, const char *name);
 
@@ -264,7 +350,10 @@ const hs_tensor_info *hs_model_find_tensor(const hs_model *m, const char *name);
 
 /* Head h's W_Q (which 0), W_K (1) or W_V (2) of layer l as a (D, dh) matrix
  * whose rows are *ld floats apart: in the (H, D, dh) table (ld = dh) or in
- * place in the packed W_QKV (ld = 3*H*dh). NULL for W_Q/W_K of uniform
+ * place in the packed W_QKV (ld = 3*H*dh). h is a query head, in [0, H),
+ * for all three: with grouped-query attention W_K and W_V are those of its
+ * key/value head hs_kv_head(cfg, h) (the (n_kv, D, dh) table's), what the
+ * head reads. A packed W_QKV has no grouping. NULL for W_Q/W_K of uniform
  * attention. No copy, no errors. */
 const float *hs_head_qkv(const hs_model *m, int l, int which, int h, int *ld);
 
@@ -439,6 +528,13 @@ typedef struct {
                                    * by the first forward that is asked for one, kept for the
                                    * next (hs_floats_alloc), freed with the activations */
     size_t split_cap;
+    float *rope;                  /* pos rotary: (T, rd/2) cos then (T, rd/2) sin of position
+                                   * p times inv_freq[i] (hs_rotary_inv_freq; rd =
+                                   * hs_rotary_dim), made in double and rounded once by
+                                   * hs_acts_create for positions 0 .. T-1; NULL otherwise */
+    float *pos_table;             /* pos sinusoidal: (T, D) PE[p][2i] = sin(p w_i), PE[p][2i+1] =
+                                   * cos(p w_i), w_i = 10000^(-2i/D) (Vaswani et al. 2017,
+                                   * 3.5), made likewise; NULL otherwise */
 } hs_acts;
 
 /* Allocates activations for batches up to B sequences of up to T tokens

@@ -556,6 +556,26 @@ hs_status hs_attention_forward(const hs_block_step *k, hs_error *err);
 hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
+/* Positions without parameters (model/positions.c)                          */
+
+/* The tables hs_acts_create keeps for T positions of cfg: *rope (pos rotary,
+ * hs_acts.rope's layout) or *pos_table (pos sinusoidal, (T, D)), each
+ * hs_floats_alloc'd (NULL for other positions). HS_ERR_NOMEM. */
+hs_status hs_positions_tables(const hs_config *cfg, int T, float **rope, float **pos_table,
+                              hs_error *err);
+
+/* Rotates x (B,T,nh,dh) in place by the rotary tables rope (hs_acts.rope,
+ * made for at least T positions; position = index in the sequence): on the
+ * first hs_rotary_dim dims of each head, pairs (a, b) = (e, e + rd/2)
+ * (rotate-half: x * cos + rotate_half(x) * sin, GPT-NeoX / Llama) or (2e,
+ * 2e + 1) (rotary_adjacent_pairs, GPT-J), e < rd/2:
+ *   x_a' = x_a cos(p f_e) - x_b sin(p f_e),  x_b' = x_b cos(p f_e) + x_a sin(p f_e).
+ * inverse = 1 rotates by -angle: the transpose, which carries the gradient of
+ * the rotated q or k back to q or k (the rotation is orthogonal). */
+void hs_rotary_apply(float *x, int B, int T, int nh, int dh, const hs_config *cfg,
+                     const float *rope, int inverse);
+
+/* ------------------------------------------------------------------------ */
 /* The backward's kernels (model/backward.c): hs_backward's, and those of     */
 /* hs_backward_acts (model/backward_acts.c), which runs the same maths         */
 /* without the weight gradients.                                              */
@@ -593,14 +613,21 @@ void hs_transpose_weights(const hs_model *m, const hs_acts *acts);
 void hs_act_grad(float *dpre, const float *dpost, const hs_acts *acts, const hs_config *c, int l,
                  size_t n);
 
-/* Attention backward per (b, h), rows of q, k, v, z and their gradients H*dh
- * apart: dv (B,T,H,dh) = pattern^T dz; with softmax also dq, dk (B,T,H,dh)
- * through the softmax and the score scale inv_scale = 1 / hs_attn_scale.
- * dpattern (B,H,T,T), may be NULL: the pattern's gradient dz v^T at every
- * (dest, src), above the diagonal too (what an edit there would change).
- * datt (T,T) and vT (H*dh,T) are scratch. Overwrites dq, dk, dv. */
+/* Attention backward per (b, h), rows of q, z and their gradients H*dh
+ * apart, of k, v and theirs Hkv*dh (query head h reads key/value head
+ * h / (H / Hkv)): dv (B,T,Hkv,dh) = sum over a group's heads of pattern^T
+ * dz; with softmax also dq (B,T,H,dh) and dk (B,T,Hkv,dh) (summed likewise,
+ * in head order) through the softmax and the score scale inv_scale = 1 /
+ * hs_attn_scale. ALiBi's bias is a constant and a local window's masked
+ * weights are 0: neither changes the formulas. With rotary positions q and
+ * k are the rotated ones and dq, dk their gradients (the caller rotates them
+ * back, hs_rotary_apply inverse). dpattern (B,H,T,T), may be NULL: the
+ * pattern's gradient dz v^T at every (dest, src), above the diagonal too
+ * (what an edit there would change). datt (T,T) and vT (Hkv*dh,T) are
+ * scratch. Overwrites dq, dk, dv. */
 void hs_attn_backward(float *dq, float *dk, float *dv, float *dpattern, float *datt, float *vT,
                       const float *dz, const float *att, const float *q, const float *k,
-                      const float *v, int B, int T, int H, int dh, int softmax, float inv_scale);
+                      const float *v, int B, int T, int H, int Hkv, int dh, int softmax,
+                      float inv_scale);
 
 #endif

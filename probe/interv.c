@@ -410,7 +410,7 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
         hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, x, D, W, ldw, 0.0f, pc->in[w], dh);
         if (bW)
             for (int64_t bt = 0; bt < BT; bt++)
-                for (int d = 0; d < dh; d++) pc->in[w][bt * dh + d] += bW[receiver.head * dh + d];
+                for (int d = 0; d < dh; d++) pc->in[w][bt * dh + d] += bW[(w == 0 ? receiver.head : hs_kv_head(c, receiver.head)) * dh + d];
     }
     free(x);
     free(dz);
