@@ -279,7 +279,7 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
     const size_t BT = (size_t)B * T, HD = (size_t)H * D;
     static const char *const kinds[3] = {"q", "k", "v"};
     float *tmp = si->in[2] + BT * HD, *mean = tmp + BT * D, *rstd = mean + BT;
-    const int has_ln1 = c->ln1 && c->norm != HS_NORM_NONE;
+    const int has_ln1 = hs_ln1_in_front(c);
     float *outs[3] = {ba->q, ba->k, ba->v};
     const float *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
     for (int x = 0; x < 3; x++) {
@@ -333,7 +333,7 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
     }
 
     /* LN1 */
-    if (c->ln1 && c->norm != HS_NORM_NONE) {
+    if (hs_ln1_in_front(c)) {
         snprintf(nm, sizeof nm, "blocks.%d.ln1", l);
         hs_status s = hs_norm_forward_hooked(k->hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
                                              ba->resid_pre, bp->ln1_w, bp->ln1_b, B, T, D,
@@ -356,9 +356,9 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
     heads_project(ba->v, ba->ln1_out, Wp, ldw, bp->b_V, k->BT, D, H, dh);
     if (si.mem) {
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_scale", l);
-        int ln1_observed = c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
+        int ln1_observed = hs_ln1_in_front(c) && hs_hook_wants(k->hc, nm);
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_normalized", l);
-        ln1_observed |= c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
+        ln1_observed |= hs_ln1_in_front(c) && hs_hook_wants(k->hc, nm);
         hs_status s = split_apply(&si, k->m, l, ba, B, T, ln1_observed, err);
         if (s != HS_OK) return s;
     }
