@@ -13,7 +13,10 @@
 
 /* Floats per sequence at T positions. */
 /* (FIXED_*: one per batch part, not per sequence: t*t, t*H*dh, D*H*dh) */
-typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_TKD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_FIXED_TT, SZ_FIXED_THD, SZ_FIXED_W } slot_size;
+/* (SZ_TM_GATED, SZ_TD_POST, SZ_TD_POST_MLP, SZ_TD_SIDE: the size with the
+ * block switch that needs the slot, no floats without it) */
+typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_TKD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_TM_GATED, SZ_TD_POST,
+               SZ_TD_POST_MLP, SZ_TD_SIDE, SZ_FIXED_TT, SZ_FIXED_THD, SZ_FIXED_W } slot_size;
 /* Where a slot's pointer lives. */
 typedef enum { IN_ACTS, IN_BLOCK, IN_GRAD } slot_home;
 
@@ -34,19 +37,21 @@ static const act_slot ACT_SLOTS[] = {
     L(q, SZ_THD), L(k, SZ_TKD), L(v, SZ_TKD), L(att, SZ_HTT), L(z, SZ_THD),
     L(attn_out, SZ_TD), L(resid_mid, SZ_TD), L(ln2_out, SZ_TD), L(ln2_mean, SZ_T),
     L(ln2_rstd, SZ_T), L(mlp_pre, SZ_TM), L(mlp_post, SZ_TM), L(resid_post, SZ_TD),
+    L(mlp_pre_linear, SZ_TM_GATED), L(sum_attn, SZ_TD_POST), L(sum_mlp, SZ_TD_POST_MLP),
     A(lnf_out, SZ_TD), A(lnf_mean, SZ_T), A(lnf_rstd, SZ_T), A(logits, SZ_TV), A(probs, SZ_TV),
     A(scratch, SZ_TX), A(scores, SZ_HTT),
     G(dresid, SZ_TD), G(dln, SZ_TD), G(dlnf, SZ_TD), G(dz, SZ_THD), G(dq, SZ_THD),
     G(dk, SZ_TKD), G(dv, SZ_TKD), G(dpre, SZ_TM), G(dpost, SZ_TM), G(dlogits, SZ_TV),
+    G(dlin, SZ_TM_GATED), G(dside, SZ_TD_SIDE),
     G(datt, SZ_FIXED_TT), G(vT, SZ_FIXED_THD), G(dwpack, SZ_FIXED_W),
 };
 #undef A
 #undef L
 #undef G
 enum { N_SLOTS = sizeof ACT_SLOTS / sizeof ACT_SLOTS[0] };
-_Static_assert(sizeof(hs_block_acts) == 17 * sizeof(float *),
+_Static_assert(sizeof(hs_block_acts) == 20 * sizeof(float *),
                "a buffer added to hs_block_acts must be added to ACT_SLOTS");
-_Static_assert(sizeof(hs_grad_scratch) == 13 * sizeof(float *),
+_Static_assert(sizeof(hs_grad_scratch) == 15 * sizeof(float *),
                "a buffer added to hs_grad_scratch must be added to ACT_SLOTS");
 
 /* Floats of one sequence of a slot at T positions (SZ_FIXED_*: the whole). */
@@ -66,6 +71,10 @@ static size_t slot_floats(const hs_config *c, slot_size sz, size_t T)
     case SZ_TM: return T * M;
     case SZ_TV: return T * V;
     case SZ_TX: return T * x;
+    case SZ_TM_GATED: return c->gated_mlp ? T * M : 0;
+    case SZ_TD_POST: return c->norm_place == HS_NORM_POST ? T * D : 0;
+    case SZ_TD_POST_MLP: return c->norm_place == HS_NORM_POST && M > 0 ? T * D : 0;
+    case SZ_TD_SIDE: return c->norm_place == HS_NORM_POST || c->parallel_attn_mlp ? T * D : 0;
     case SZ_FIXED_TT: return T * T;
     case SZ_FIXED_THD: return T * H * dh;
     case SZ_FIXED_W: return D * H * dh;

@@ -319,7 +319,7 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
     static const char *const kinds[3] = {"q", "k", "v"};
     float *tmp = si->in[2] + BT * HD, *mean = tmp + BT * D, *rstd = mean + BT;
     const int group = H / hs_kv_heads(c);
-    const int has_ln1 = c->ln1 && c->norm != HS_NORM_NONE;
+    const int has_ln1 = hs_ln1_in_front(c);
     float *outs[3] = {ba->q, ba->k, ba->v};
     const float *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
     for (int x = 0; x < 3; x++) {
@@ -375,7 +375,7 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
     }
 
     /* LN1 */
-    if (c->ln1 && c->norm != HS_NORM_NONE) {
+    if (hs_ln1_in_front(c)) {
         snprintf(nm, sizeof nm, "blocks.%d.ln1", l);
         hs_status s = hs_norm_forward_hooked(k->hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
                                              ba->resid_pre, bp->ln1_w, bp->ln1_b, B, T, D,
@@ -398,9 +398,9 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
     heads_project(ba->v, ba->ln1_out, Wp, ldw, bp->b_V, k->BT, D, Hkv, dh);
     if (si.mem) {
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_scale", l);
-        int ln1_observed = c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
+        int ln1_observed = hs_ln1_in_front(c) && hs_hook_wants(k->hc, nm);
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_normalized", l);
-        ln1_observed |= c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
+        ln1_observed |= hs_ln1_in_front(c) && hs_hook_wants(k->hc, nm);
         hs_status s = split_apply(&si, k->m, l, ba, B, T, ln1_observed, err);
         if (s != HS_OK) return s;
     }

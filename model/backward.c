@@ -200,9 +200,16 @@ void hs_transpose_weights(const hs_model *m, const hs_acts *acts)
 }
 
 /* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x); gelu_new'
- * (model_simd.h). */
+ * (model_simd.h); SiLU' = s (1 + x (1 - s)). */
 static void act_backward(float *dinp, const float *dout, const float *inp, size_t n, hs_act act)
 {
+    if (act == HS_ACT_SILU) {
+        for (size_t i = 0; i < n; i++) {
+            const float x = inp[i], s = 1.0f / (1.0f + expf(-x));
+            dinp[i] = dout[i] * (s * (1.0f + x * (1.0f - s)));
+        }
+        return;
+    }
     if (act == HS_ACT_RELU) {
         for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * (inp[i] > 0.0f ? 1.0f : 0.0f);
         return;
@@ -224,6 +231,29 @@ void hs_act_grad(float *dpre, const float *dpost, const hs_acts *acts, const hs_
         hs_mul_long(dpre, dpost, dact, n);
     else
         act_backward(dpre, dpost, acts->blocks[l].mlp_pre, n, c->act);
+}
+
+/* The gated MLP's hidden backward (model_internal.h). */
+void hs_gated_grad(float *dpre, float *dlin, float *dpost, const hs_acts *acts, const hs_config *c,
+                   int l, size_t n)
+{
+    const hs_block_acts *ba = &acts->blocks[l];
+    hs_act_forward(dlin, NULL, ba->mlp_pre, n, c->act); /* act(hook_pre) again */
+    hs_mul_long(dlin, dlin, dpost, n);
+    hs_mul_long(dpost, dpost, ba->mlp_pre_linear, n);
+    hs_act_grad(dpre, dpost, acts, c, l, n);
+}
+
+/* A post-norm's backward (model_internal.h). */
+void hs_post_norm_backward(float **dresid, float **dside, float *dw, float *db, const float *inp,
+                           const float *w, const float *mean, const float *rstd, size_t N, int D,
+                           hs_norm type)
+{
+    memset(*dside, 0, N * D * sizeof(float));
+    hs_norm_backward(*dside, dw, db, *dresid, inp, w, mean, rstd, N, D, type);
+    float *t = *dresid;
+    *dresid = *dside;
+    *dside = t;
 }
 
 /* The attention's backward (model_internal.h). Products over whole T x T
@@ -406,29 +436,55 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         memcpy(dresid, dlnf, BT * D * sizeof(float));
     }
 
-    long t_dpre = 0, t_qkv = 0; /* jobs reading dpre / dq, dk, dv */
+    const int post = c->norm_place == HS_NORM_POST, par = c->parallel_attn_mlp && M > 0;
+    float *dside = gs->dside, *dlin = gs->dlin;
+    long t_dpre = 0, t_qkv = 0; /* jobs reading dpre (and dlin) / dq, dk, dv */
     for (int l = c->n_layers - 1; l >= 0; l--) {
         const hs_block_acts *ba = &acts->blocks[l];
         const hs_block_params *bp = &P->blocks[l];
         const hs_block_params *gp = &G->blocks[l];
 
         if (M > 0) {
+            /* post-norm: d(resid_post) through LN2 to d(sum_mlp) */
+            if (post)
+                hs_post_norm_backward(&dresid, &dside, gp->ln2_w, gp->ln2_b, ba->sum_mlp, bp->ln2_w,
+                                      ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
             hs_dx_product(dpost, 0.0f, dresid, bp->W_out, hs_acts_wT(acts, c, l, 5), BT, M, D);
             j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL};
             long t_out = dw_submit(w, &j);
             hs_pool_wait(w, t_dpre);
-            hs_act_grad(dpre, dpost, acts, c, l, BT * M);
-            hs_dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
-            j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
+            if (c->gated_mlp) {
+                hs_gated_grad(dpre, dlin, dpost, acts, c, l, BT * M);
+                hs_sgemm(0, 1, (int)BT, D, M, 1.0f, dpre, M, bp->W_gate, M, 0.0f, dln, D);
+                hs_dx_product(dln, 1.0f, dlin, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
+                j = (dw_job){0, gp->W_gate, NULL, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
+                dw_submit(w, &j);
+                j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dlin, BT, D, M, 0, 0, NULL};
+            } else {
+                hs_act_grad(dpre, dpost, acts, c, l, BT * M);
+                hs_dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
+                j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
+            }
             t_dpre = dw_submit(w, &j);
             hs_pool_wait(w, t_out); /* it reads dresid */
-            if (has_norm)
-                hs_norm_backward(dresid, gp->ln2_w, gp->ln2_b, dln, ba->resid_mid, bp->ln2_w,
-                              ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
+            /* d(the MLP's input): to resid_mid, or (parallel) to resid_pre,
+             * held in dside until the attention's is in */
+            float *dmlp_in = dresid;
+            if (par) {
+                dmlp_in = dside;
+                memset(dside, 0, BT * D * sizeof(float));
+            }
+            if (has_norm && !post)
+                hs_norm_backward(dmlp_in, gp->ln2_w, gp->ln2_b, dln, par ? ba->resid_pre : ba->resid_mid,
+                                 bp->ln2_w, ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
             else
-                hs_add_long(dresid, dresid, dln, BT * D);
+                hs_add_long(dmlp_in, dmlp_in, dln, BT * D);
         }
+        /* post-norm: d(resid_mid) through LN1 to d(sum_attn) */
+        if (post && c->ln1)
+            hs_post_norm_backward(&dresid, &dside, gp->ln1_w, gp->ln1_b, ba->sum_attn, bp->ln1_w,
+                                  ba->ln1_mean, ba->ln1_rstd, BT, D, c->norm);
 
         /* attention output: d(attn_out) = dresid */
         hs_dx_product(dz, 0.0f, dresid, bp->W_O, hs_acts_wT(acts, c, l, 3), BT, H * dh, D);
@@ -459,11 +515,14 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, Hkv, dh, dw_scratch};
         t_qkv = dw_submit(w, &j);
         hs_pool_wait(w, t_o); /* it reads dresid */
-        if (c->ln1 && has_norm)
+        if (c->attn_replace) /* no skip: resid_pre reaches resid_mid through the attention alone */
+            memset(dresid, 0, BT * D * sizeof(float));
+        if (hs_ln1_in_front(c))
             hs_norm_backward(dresid, gp->ln1_w, gp->ln1_b, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean,
                           ba->ln1_rstd, BT, D, c->norm);
         else
             hs_add_long(dresid, dresid, dln, BT * D);
+        if (par) hs_add_long(dresid, dresid, dside, BT * D); /* the MLP's, parallel */
         /* dresid is now d(resid_pre) of layer l = d(resid_post) of layer l-1 */
     }
 

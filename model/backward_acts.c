@@ -20,8 +20,9 @@
 
 /* The points of a layer's two stages, in backward order ("%d" = layer). */
 static const char *const MLP_POINTS[] = {"blocks.%d.hook_resid_post", "blocks.%d.hook_mlp_out",
-                                         "blocks.%d.mlp.hook_post",   "blocks.%d.mlp.hook_pre",
-                                         "blocks.%d.hook_mlp_in",     "blocks.%d.hook_resid_mid"};
+                                         "blocks.%d.mlp.hook_post",   "blocks.%d.mlp.hook_pre_linear",
+                                         "blocks.%d.mlp.hook_pre",    "blocks.%d.hook_mlp_in",
+                                         "blocks.%d.hook_resid_mid"};
 static const char *const ATTN_POINTS[] = {
     "blocks.%d.hook_attn_out",    "blocks.%d.attn.hook_result", "blocks.%d.attn.hook_z",
     "blocks.%d.attn.hook_pattern", "blocks.%d.attn.hook_v",     "blocks.%d.attn.hook_rot_k",
@@ -116,41 +117,59 @@ static hs_status stage_unembed(gbwd *g, const float *dlogits, hs_error *err)
     return HS_OK;
 }
 
-/* The MLP stage of layer l: dresid = d(resid_post) in, d(resid_mid) out. */
+/* The MLP stage of layer l: dresid = d(resid_post) in, d(resid_mid) out
+ * (parallel_attn_mlp: d(resid_post) out, the MLP's gradient to resid_pre
+ * in dside for the attention stage to add; norm_place post: through LN2
+ * first, hs_post_norm_backward). */
 static hs_status stage_mlp(gbwd *g, int l, hs_error *err)
 {
     const hs_config *c = g->c;
     const hs_block_acts *ba = &g->acts->blocks[l];
     const hs_block_params *bp = &g->m->params.blocks[l];
     const int D = c->d_model, M = c->d_mlp, B = g->B, T = g->T;
+    const int post = c->norm_place == HS_NORM_POST, par = c->parallel_attn_mlp;
     const size_t BT = g->BT;
-    float *dresid = g->gs.dresid, *dln = g->gs.dln, *dpost = g->gs.dpost, *dpre = g->gs.dpre;
-    GCALL(g, "blocks.%d.hook_resid_post", l, dresid, 3, B, T, D, 0);
+    GCALL(g, "blocks.%d.hook_resid_post", l, g->gs.dresid, 3, B, T, D, 0);
     if (M == 0) return HS_OK;
+    if (post)
+        hs_post_norm_backward(&g->gs.dresid, &g->gs.dside, NULL, NULL, ba->sum_mlp, bp->ln2_w,
+                              ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
+    float *dresid = g->gs.dresid, *dln = g->gs.dln, *dpost = g->gs.dpost, *dpre = g->gs.dpre;
     GCALL(g, "blocks.%d.hook_mlp_out", l, dresid, 3, B, T, D, 0);
     hs_dx_product(dpost, 0.0f, dresid, bp->W_out, hs_acts_wT(g->acts, c, l, 5), BT, M, D);
     GCALL(g, "blocks.%d.mlp.hook_post", l, dpost, 3, B, T, M, 0);
-    hs_act_grad(dpre, dpost, g->acts, c, l, BT * M);
-    GCALL(g, "blocks.%d.mlp.hook_pre", l, dpre, 3, B, T, M, 0);
-    hs_dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(g->acts, c, l, 4), BT, D, M);
+    if (c->gated_mlp) {
+        hs_gated_grad(dpre, g->gs.dlin, dpost, g->acts, c, l, BT * M);
+        GCALL(g, "blocks.%d.mlp.hook_pre_linear", l, g->gs.dlin, 3, B, T, M, 0);
+        GCALL(g, "blocks.%d.mlp.hook_pre", l, dpre, 3, B, T, M, 0);
+        hs_sgemm(0, 1, (int)BT, D, M, 1.0f, dpre, M, bp->W_gate, M, 0.0f, dln, D);
+        hs_dx_product(dln, 1.0f, g->gs.dlin, bp->W_in, hs_acts_wT(g->acts, c, l, 4), BT, D, M);
+    } else {
+        hs_act_grad(dpre, dpost, g->acts, c, l, BT * M);
+        GCALL(g, "blocks.%d.mlp.hook_pre", l, dpre, 3, B, T, M, 0);
+        hs_dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(g->acts, c, l, 4), BT, D, M);
+    }
     /* d(mlp_in): ln2's backward alone, in dlnf (free after stage 0), when
-     * observed; else accumulated into dresid as hs_backward does */
+     * observed; else accumulated into dresid as hs_backward does (into
+     * dside, zeroed, when parallel) */
     const int own = gwants(g, "blocks.%d.hook_mlp_in", l);
-    float *din = own ? g->gs.dlnf : dresid;
-    if (c->norm != HS_NORM_NONE) {
+    float *dsum = par ? g->gs.dside : dresid;
+    if (par) memset(dsum, 0, BT * D * sizeof(float));
+    float *din = own ? g->gs.dlnf : dsum;
+    if (c->norm != HS_NORM_NONE && !post) {
         if (own) memset(din, 0, BT * D * sizeof(float));
-        hs_norm_backward(din, NULL, NULL, dln, ba->resid_mid, bp->ln2_w, ba->ln2_mean, ba->ln2_rstd,
-                         BT, D, c->norm);
+        hs_norm_backward(din, NULL, NULL, dln, par ? ba->resid_pre : ba->resid_mid, bp->ln2_w,
+                         ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
     } else if (own) {
         memcpy(din, dln, BT * D * sizeof(float));
     } else {
-        hs_add_long(dresid, dresid, dln, BT * D);
+        hs_add_long(dsum, dsum, dln, BT * D);
     }
     if (own) {
         GCALL(g, "blocks.%d.hook_mlp_in", l, din, 3, B, T, D, 0);
-        hs_add_long(dresid, dresid, din, BT * D);
+        hs_add_long(dsum, dsum, din, BT * D);
     }
-    GCALL(g, "blocks.%d.hook_resid_mid", l, dresid, 3, B, T, D, 0);
+    if (!par) GCALL(g, "blocks.%d.hook_resid_mid", l, dresid, 3, B, T, D, 0);
     return HS_OK;
 }
 
@@ -170,7 +189,7 @@ static hs_status stage_split_inputs(gbwd *g, int l, hs_error *err)
     const hs_block_params *bp = &g->m->params.blocks[l];
     const int D = c->d_model, H = c->n_heads, dh = c->d_head;
     const int Hkv = hs_kv_heads(c), group = H / Hkv;
-    const int softmax = c->attn == HS_ATTN_SOFTMAX, has_ln1 = c->ln1 && c->norm != HS_NORM_NONE;
+    const int softmax = c->attn == HS_ATTN_SOFTMAX, has_ln1 = hs_ln1_in_front(c);
     const size_t BT = g->BT, HDm = (size_t)H * D;
     /* GQA: hook_k/v_input have Hkv heads and there is no hook_attn_in (hs_hook_points) */
     int want[3], want_in = Hkv == H && gwants(g, "blocks.%d.hook_attn_in", l);
@@ -214,13 +233,17 @@ static hs_status stage_split_inputs(gbwd *g, int l, hs_error *err)
 }
 
 /* The attention stage of layer l: dresid = d(resid_mid), or d(resid_post)
- * without an MLP, in; d(resid_pre) out. */
+ * without an MLP, in; d(resid_pre) out (norm_place post: through LN1 first;
+ * attn_replace: no skip; parallel: plus the MLP stage's dside). */
 static hs_status stage_attn(gbwd *g, int l, hs_error *err)
 {
     const hs_config *c = g->c;
     hs_acts *acts = g->acts;
     const hs_block_acts *ba = &acts->blocks[l];
     const hs_block_params *bp = &g->m->params.blocks[l];
+    if (c->norm_place == HS_NORM_POST && c->ln1)
+        hs_post_norm_backward(&g->gs.dresid, &g->gs.dside, NULL, NULL, ba->sum_attn, bp->ln1_w,
+                              ba->ln1_mean, ba->ln1_rstd, g->BT, c->d_model, c->norm);
     const int D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh, B = g->B, T = g->T;
     const int softmax = c->attn == HS_ATTN_SOFTMAX;
     const size_t BT = g->BT;
@@ -266,11 +289,13 @@ static hs_status stage_attn(gbwd *g, int l, hs_error *err)
     }
     Wp = hs_qkv_packed(g->m, acts, l, 2, &ldw);
     hs_dx_product_ld(dln, softmax ? 1.0f : 0.0f, gs->dv, Wp, ldw, hs_acts_wT(acts, c, l, 2), BT, D, KD);
-    if (c->ln1 && c->norm != HS_NORM_NONE)
+    if (c->attn_replace) memset(dresid, 0, BT * D * sizeof(float)); /* no skip */
+    if (hs_ln1_in_front(c))
         hs_norm_backward(dresid, NULL, NULL, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean, ba->ln1_rstd,
                          BT, D, c->norm);
     else
         hs_add_long(dresid, dresid, dln, BT * D);
+    if (c->parallel_attn_mlp && c->d_mlp > 0) hs_add_long(dresid, dresid, gs->dside, BT * D);
     GCALL(g, "blocks.%d.hook_resid_pre", l, dresid, 3, B, T, D, 0);
     return HS_OK;
 }

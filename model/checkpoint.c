@@ -17,7 +17,8 @@
  *                       field for, only the non-default ones; absent for a
  *                       plain TL-shaped model:
  *                         attn "uniform", ln1 false, ln_final false,
- *                         embed_norm true, pos "none", bias false, seed N
+ *                         embed_norm true, pos "none", bias false,
+ *                         norm_place "post", attn_replace true, seed N
  *   "vocab", "task", "train"  JSON texts from hs_meta, when given.
  *
  * Load (the seam and its steps: checkpoint_internal.h): the checkpoint's
@@ -298,6 +299,9 @@ cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
              (c->attn_scale_by_layer
                   ? cJSON_AddTrueToObject(o, "scale_attn_by_inverse_layer_idx") != NULL
                   : 1) &&
+             /* the block's TL fields, only when on (old files keep their bytes) */
+             (c->gated_mlp ? cJSON_AddTrueToObject(o, "gated_mlp") != NULL : 1) &&
+             (c->parallel_attn_mlp ? cJSON_AddTrueToObject(o, "parallel_attn_mlp") != NULL : 1) &&
              attn_switches_json(o, c, 1);
     } else if (kind == HS_CONFIG_JSON_SWITCHES) {
         const hs_config d = hs_config_default();
@@ -309,6 +313,10 @@ cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
             ok = ok && cJSON_AddBoolToObject(o, "embed_norm", c->embed_norm != 0);
         if (c->pos != d.pos) ok = ok && cJSON_AddStringToObject(o, "pos", hs_pos_name(c->pos));
         if (!c->bias != !d.bias) ok = ok && cJSON_AddBoolToObject(o, "bias", c->bias != 0);
+        if (c->norm_place != d.norm_place)
+            ok = ok && cJSON_AddStringToObject(o, "norm_place", hs_norm_place_name(c->norm_place));
+        if (!c->attn_replace != !d.attn_replace)
+            ok = ok && cJSON_AddBoolToObject(o, "attn_replace", c->attn_replace != 0);
         if (c->seed != d.seed) {
             /* exact: a JSON number only when a double holds it */
             char num[32];
@@ -338,6 +346,12 @@ cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
                   : 1) &&
              (c->norm_pre ? cJSON_AddTrueToObject(o, "norm_pre") != NULL : 1) &&
              (c->attn_scale_by_layer ? cJSON_AddTrueToObject(o, "attn_scale_by_layer") != NULL : 1) &&
+             (c->gated_mlp ? cJSON_AddTrueToObject(o, "gated_mlp") != NULL : 1) &&
+             (c->parallel_attn_mlp ? cJSON_AddTrueToObject(o, "parallel_attn_mlp") != NULL : 1) &&
+             (c->norm_place != HS_NORM_PRE
+                  ? cJSON_AddStringToObject(o, "norm_place", hs_norm_place_name(c->norm_place)) != NULL
+                  : 1) &&
+             (c->attn_replace ? cJSON_AddTrueToObject(o, "attn_replace") != NULL : 1) &&
              attn_switches_json(o, c, 0);
     }
     if (!ok) {

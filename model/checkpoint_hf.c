@@ -262,8 +262,8 @@ static hs_status hf_math(const char *fname, const cJSON *o, hs_config *c, hs_err
         const int a = cJSON_IsString(act) ? hs_checkpoint_act_parse(act->valuestring) : -1;
         if (a < 0)
             return hs_fail(err, HS_ERR_CONFIG, "%s: activation_function '%.32s' is not supported "
-                           "(headscope has \"gelu_new\", \"gelu_pytorch_tanh\", \"gelu\" and "
-                           "\"relu\")", fname, cJSON_IsString(act) ? act->valuestring : "?");
+                           "(headscope has \"gelu_new\", \"gelu_pytorch_tanh\", \"gelu\", "
+                           "\"relu\" and \"silu\")", fname, cJSON_IsString(act) ? act->valuestring : "?");
         c->act = (hs_act)a;
     }
     int scale = 1, by_layer = 0;

@@ -116,8 +116,8 @@ static const struct {
     {"yarn_beta_fast", HS_TL_INERT}, {"yarn_beta_slow", HS_TL_INERT},
     {"yarn_original_max_position_embeddings", HS_TL_INERT}, {"norm_topk_prob", HS_TL_INERT},
     {"use_local_attn", HS_TL_COMPUTED}, {"use_qk_norm", HS_TL_REFUSED},
-    {"final_rms", HS_TL_REFUSED}, {"parallel_attn_mlp", HS_TL_REFUSED},
-    {"gated_mlp", HS_TL_REFUSED}, {"dtype", HS_TL_REFUSED}, {"post_embedding_ln", HS_TL_REFUSED},
+    {"final_rms", HS_TL_REFUSED}, {"parallel_attn_mlp", HS_TL_COMPUTED},
+    {"gated_mlp", HS_TL_COMPUTED}, {"dtype", HS_TL_REFUSED}, {"post_embedding_ln", HS_TL_REFUSED},
     {"load_in_4bit", HS_TL_REFUSED}, {"num_experts", HS_TL_REFUSED},
     {"use_normalization_before_and_after", HS_TL_REFUSED},
     {"attn_scores_soft_cap", HS_TL_REFUSED}, {"output_logits_soft_cap", HS_TL_REFUSED},
@@ -232,8 +232,8 @@ static hs_status tl_mlp(const char *fname, const cJSON *o, hs_config *c, hs_erro
         int a = cJSON_IsString(act) ? hs_checkpoint_act_parse(act->valuestring) : -1;
         if (a < 0)
             return hs_fail(err, HS_ERR_CONFIG, "%s: config act_fn '%.32s' is not supported "
-                           "(headscope has \"gelu\" (exact erf), \"gelu_new\" (tanh) and "
-                           "\"relu\")", fname, cJSON_IsString(act) ? act->valuestring : "?");
+                           "(headscope has \"gelu\" (exact erf), \"gelu_new\" (tanh), \"relu\" "
+                           "and \"silu\")", fname, cJSON_IsString(act) ? act->valuestring : "?");
         c->act = (hs_act)a;
     } else if (!attn_only) {
         return hs_fail(err, HS_ERR_CONFIG, "%s: config has no act_fn (TransformerLens requires "
@@ -411,6 +411,22 @@ static hs_status tl_attn_switches(const char *fname, const cJSON *o, hs_config *
     return HS_OK;
 }
 
+/* gated_mlp and parallel_attn_mlp (false when absent or null). */
+static hs_status tl_block(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
+{
+    static const char *const keys[2] = {"gated_mlp", "parallel_attn_mlp"};
+    int *dst[2] = {&c->gated_mlp, &c->parallel_attn_mlp};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, keys[i]);
+        if (it == NULL || cJSON_IsNull(it)) continue;
+        if (!cJSON_IsBool(it))
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config field '%s' must be true or false", fname,
+                           keys[i]);
+        *dst[i] = cJSON_IsTrue(it);
+    }
+    return HS_OK;
+}
+
 /* The TransformerLens `config` object o into *c, a group of fields at a time
  * in a fixed order (the first bad field is the one reported), then every
  * field known and the refused ones off (check_tl_fields). */
@@ -421,6 +437,7 @@ static hs_status parse_tl_config(const char *fname, const cJSON *o, hs_config *c
     if (s == HS_OK) s = tl_mlp(fname, o, c, err);
     if (s == HS_OK) s = tl_norm(fname, o, c, err);
     if (s == HS_OK) s = tl_attention(fname, o, c, err);
+    if (s == HS_OK) s = tl_block(fname, o, c, err);
     if (s == HS_OK) s = check_tl_fields(fname, o, err);
     if (s != HS_OK) return s;
     return tl_attn_switches(fname, o, c, err);
@@ -464,6 +481,14 @@ static hs_status parse_hs_config(const char *fname, const cJSON *o, hs_config *c
             s = get_bool(fname, it, k, &c->embed_norm, err);
         } else if (strcmp(k, "bias") == 0) {
             s = get_bool(fname, it, k, &c->bias, err);
+        } else if (strcmp(k, "attn_replace") == 0) {
+            s = get_bool(fname, it, k, &c->attn_replace, err);
+        } else if (strcmp(k, "norm_place") == 0) {
+            const int v = cJSON_IsString(it) ? hs_norm_place_parse(it->valuestring) : -1;
+            if (v < 0)
+                return hs_fail(err, HS_ERR_CONFIG, "%s: headscope_config norm_place '%.32s' is not "
+                               "known (pre or post)", fname, cJSON_IsString(it) ? it->valuestring : "?");
+            c->norm_place = (hs_norm_place)v;
         } else if (strcmp(k, "seed") == 0) {
             unsigned long long v = 0;
             int ok = 0;

@@ -45,7 +45,7 @@ hs_config hs_config_default(void)
 }
 
 static const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", "none"};
-static const char *const ACT_NAMES[] = {"gelu", "relu", "gelu_new"};
+static const char *const ACT_NAMES[] = {"gelu", "relu", "gelu_new", "silu"};
 static const char *const POS_NAMES[] = {"learned", "none", "sinusoidal", "rotary", "alibi"};
 static const char *const ATTN_NAMES[] = {"softmax", "uniform"};
 
@@ -58,13 +58,16 @@ static int parse_name(const char *s, const char *const *names, int n)
 }
 
 const char *hs_norm_name(hs_norm n) { return (unsigned)n < 3 ? NORM_NAMES[n] : "?"; }
-const char *hs_act_name(hs_act a) { return (unsigned)a < 3 ? ACT_NAMES[a] : "?"; }
+const char *hs_act_name(hs_act a) { return (unsigned)a < 4 ? ACT_NAMES[a] : "?"; }
 const char *hs_pos_name(hs_pos p) { return (unsigned)p < 5 ? POS_NAMES[p] : "?"; }
 const char *hs_attn_name(hs_attn a) { return (unsigned)a < 2 ? ATTN_NAMES[a] : "?"; }
 int hs_norm_parse(const char *s) { return parse_name(s, NORM_NAMES, 3); }
-int hs_act_parse(const char *s) { return parse_name(s, ACT_NAMES, 3); }
+int hs_act_parse(const char *s) { return parse_name(s, ACT_NAMES, 4); }
 int hs_pos_parse(const char *s) { return parse_name(s, POS_NAMES, 5); }
 int hs_attn_parse(const char *s) { return parse_name(s, ATTN_NAMES, 2); }
+static const char *const NORM_PLACE_NAMES[] = {"pre", "post"};
+const char *hs_norm_place_name(hs_norm_place p) { return (unsigned)p < 2 ? NORM_PLACE_NAMES[p] : "?"; }
+int hs_norm_place_parse(const char *s) { return parse_name(s, NORM_PLACE_NAMES, 2); }
 static const char *const INIT_NAMES[] = {"pytorch", "gpt2"};
 const char *hs_init_name(hs_init s) { return (unsigned)s < 2 ? INIT_NAMES[s] : "?"; }
 int hs_init_parse(const char *s) { return parse_name(s, INIT_NAMES, 2); }
@@ -172,7 +175,7 @@ hs_status hs_config_validate(const hs_config *c, hs_error *err)
     CHECK_RANGE(d_vocab, 1, 1 << 20);
 #undef CHECK_RANGE
     if ((unsigned)c->norm > HS_NORM_NONE) return hs_fail(err, HS_ERR_CONFIG, "config: unknown norm");
-    if ((unsigned)c->act > HS_ACT_GELU_NEW) return hs_fail(err, HS_ERR_CONFIG, "config: unknown act");
+    if ((unsigned)c->act > HS_ACT_SILU) return hs_fail(err, HS_ERR_CONFIG, "config: unknown act");
     if ((unsigned)c->pos > HS_POS_ALIBI) return hs_fail(err, HS_ERR_CONFIG, "config: unknown pos");
     if ((unsigned)c->attn > HS_ATTN_UNIFORM) return hs_fail(err, HS_ERR_CONFIG, "config: unknown attn");
     if (!(c->eps > 0.0f) || !isfinite(c->eps))
@@ -184,7 +187,23 @@ hs_status hs_config_validate(const hs_config *c, hs_error *err)
         return hs_fail(err, HS_ERR_CONFIG, "config: embed norm needs a norm type (layernorm or rmsnorm), not none");
     if (c->norm_pre && c->norm == HS_NORM_NONE)
         return hs_fail(err, HS_ERR_CONFIG, "config: norm_pre (LNPre/RMSPre) needs a norm type (layernorm or rmsnorm), not none");
+    if ((unsigned)c->norm_place > HS_NORM_POST) return hs_fail(err, HS_ERR_CONFIG, "config: unknown norm_place");
+    if (c->norm_place == HS_NORM_POST && c->norm == HS_NORM_NONE)
+        return hs_fail(err, HS_ERR_CONFIG, "config: norm_place post needs a norm type (layernorm or rmsnorm), not none");
+    if (c->gated_mlp && c->d_mlp == 0)
+        return hs_fail(err, HS_ERR_CONFIG, "config: gated_mlp needs an MLP (d_mlp > 0)");
+    if (c->parallel_attn_mlp && c->norm_place == HS_NORM_POST)
+        return hs_fail(err, HS_ERR_CONFIG, "config: parallel_attn_mlp with norm_place post is not defined (where would the norms sit?)");
+    if (c->parallel_attn_mlp && c->attn_replace)
+        return hs_fail(err, HS_ERR_CONFIG, "config: parallel_attn_mlp with attn_replace is not defined (the MLP reads resid_pre)");
     return attn_switches_validate(c, err);
+}
+
+const char *hs_config_nonadditive(const hs_config *c)
+{
+    if (c->norm_place == HS_NORM_POST) return "norm_place post";
+    if (c->attn_replace) return "attn_replace";
+    return NULL;
 }
 
 float hs_attn_scale(const hs_config *cfg)
@@ -235,7 +254,7 @@ int hs_hook_points(const hs_config *c, hs_hook_point *out, int cap)
             point(&pl, "", "blocks.%d.hook_k_input", l);
         }
         point(&pl, "", "blocks.%d.hook_v_input", l);
-        if (c->ln1 && norm) {
+        if (hs_ln1_in_front(c)) {
             point(&pl, "", "blocks.%d.ln1.hook_scale", l);
             point(&pl, "", "blocks.%d.ln1.hook_normalized", l);
         }
@@ -253,16 +272,26 @@ int hs_hook_points(const hs_config *c, hs_hook_point *out, int cap)
         point(&pl, "", "blocks.%d.attn.hook_z", l);
         point(&pl, "", "blocks.%d.attn.hook_result", l);
         point(&pl, "", "blocks.%d.hook_attn_out", l);
+        const int post = c->norm_place == HS_NORM_POST;
+        if (post && c->ln1) { /* LN1 after the attention, on the residual */
+            point(&pl, "", "blocks.%d.ln1.hook_scale", l);
+            point(&pl, "", "blocks.%d.ln1.hook_normalized", l);
+        }
         if (c->d_mlp > 0) {
-            point(&pl, "", "blocks.%d.hook_resid_mid", l);
+            if (!c->parallel_attn_mlp) point(&pl, "", "blocks.%d.hook_resid_mid", l);
             point(&pl, "", "blocks.%d.hook_mlp_in", l);
-            if (norm) {
+            if (norm && !post) {
                 point(&pl, "", "blocks.%d.ln2.hook_scale", l);
                 point(&pl, "", "blocks.%d.ln2.hook_normalized", l);
             }
             point(&pl, "", "blocks.%d.mlp.hook_pre", l);
+            if (c->gated_mlp) point(&pl, "", "blocks.%d.mlp.hook_pre_linear", l);
             point(&pl, "", "blocks.%d.mlp.hook_post", l);
             point(&pl, "", "blocks.%d.hook_mlp_out", l);
+            if (post) {
+                point(&pl, "", "blocks.%d.ln2.hook_scale", l);
+                point(&pl, "", "blocks.%d.ln2.hook_normalized", l);
+            }
         }
         point(&pl, "", "blocks.%d.hook_resid_post", l);
     }
@@ -324,7 +353,7 @@ static void point_params(const hs_params *layout, float *base, hs_params *out)
     float **dst = (float **)out;
     size_t n_ptrs = sizeof(hs_params) / sizeof(float *);
     _Static_assert(sizeof(hs_params) % sizeof(float *) == 0, "hs_params must hold only float*");
-    _Static_assert(sizeof(hs_block_params) == 17 * sizeof(float *), "hs_block_params has 17 views");
+    _Static_assert(sizeof(hs_block_params) == 18 * sizeof(float *), "hs_block_params has 18 views");
     for (size_t i = 0; i < n_ptrs; i++) {
         uintptr_t v = (uintptr_t)src[i];
         dst[i] = v ? base + (v - 1) : NULL;
@@ -376,6 +405,7 @@ static void build_table(const hs_config *cfg, hs_model *m, hs_params *lay)
             }
             add_tensor(&tb, &bp->W_in, 1, 2, D, M, 0, "blocks.%d.mlp.W_in", l);
             if (cfg->bias) add_tensor(&tb, &bp->b_in, 0, 1, M, 0, 0, "blocks.%d.mlp.b_in", l);
+            if (cfg->gated_mlp) add_tensor(&tb, &bp->W_gate, 1, 2, D, M, 0, "blocks.%d.mlp.W_gate", l);
             add_tensor(&tb, &bp->W_out, 1, 2, M, D, 0, "blocks.%d.mlp.W_out", l);
             if (cfg->bias) add_tensor(&tb, &bp->b_out, 0, 1, D, 0, 0, "blocks.%d.mlp.b_out", l);
         }

@@ -17,6 +17,13 @@
  *   for l: x = x + sum_h Attn_h(LN1(x)) + b_O       (LN1 = identity when ln1 off)
  *          x = x + MLP(LN2(x))                      (absent when d_mlp = 0)
  *   logits = LNf(x) @ W_U + b_U                     (LNf = identity when final norm off)
+ * MLP(x) = act(x W_in + b_in) W_out + b_out; gated_mlp (TL GatedMLP, Llama):
+ *   (act(x W_gate) * (x W_in + b_in)) W_out + b_out.
+ * The block's switches (hs_config, "block structure"):
+ *   parallel_attn_mlp: x = x + Attn(LN1(x)) + MLP(LN2(x))   (both read x)
+ *   norm_place post:   x = LN1(x + Attn(x)); x = LN2(x + MLP(x))
+ *   attn_replace:      x = Attn(LN1(x))   (pre-norm; post: x = LN1(Attn(x)))
+ * SiLU (act silu, Llama's hidden_act): x sigmoid(x) = x / (1 + exp(-x)).
  * LN(x) = (x - mean)/s * w + b, s = sqrt(var + eps); RMS: x/s * w, s = sqrt(mean x^2 + eps).
  * norm_pre (TransformerLens "LNPre" / "RMSPre"): the same without w and b.
  * Attention (softmax): score[i,j] = q_i.k_j / attn_scale (sqrt(dh) by default;
@@ -52,7 +59,10 @@
 #define HS_MAX_LAYERS 48 /* GPT-2 XL's depth */
 
 typedef enum { HS_NORM_LAYERNORM = 0, HS_NORM_RMSNORM, HS_NORM_NONE } hs_norm;
-typedef enum { HS_ACT_GELU = 0, HS_ACT_RELU, HS_ACT_GELU_NEW } hs_act;
+typedef enum { HS_ACT_GELU = 0, HS_ACT_RELU, HS_ACT_GELU_NEW, HS_ACT_SILU } hs_act;
+/* Where a block's norms sit: in front of each sublayer (pre-norm, GPT-2) or
+ * on the residual after it (post-norm, the original Transformer). */
+typedef enum { HS_NORM_PRE = 0, HS_NORM_POST } hs_norm_place;
 /* Positions: learned W_pos (TL "standard"); none; sinusoidal (Vaswani et al.
  * 2017, 3.5: added to the embedding like W_pos, no parameters); rotary (Su et
  * al. 2021, RoPE on q and k: TL "rotary"); alibi (Press et al. 2022: a
@@ -92,6 +102,22 @@ typedef struct {
                                 (TransformerLens' and Hugging Face's
                                 scale_attn_by_inverse_layer_idx); 0 = default */
     uint64_t seed;    /* initialisation seed */
+    /* -- block structure (TransformerLens HookedTransformerConfig names where
+     *    TL has the field; 0 = today's pre-norm, sequential, added block) -- */
+    int gated_mlp;    /* 1 = TL's GatedMLP (Llama's SwiGLU): hook_pre = x W_gate,
+                         hook_pre_linear = x W_in + b_in, hook_post =
+                         act(hook_pre) * hook_pre_linear; blocks.l.mlp.W_gate
+                         (D, M), no b_gate. Needs d_mlp > 0 */
+    int parallel_attn_mlp; /* 1 = TL's parallel_attn_mlp (GPT-NeoX / Pythia's
+                         use_parallel_residual, GPT-J): resid_post = resid_pre +
+                         attn_out + mlp_out, the MLP reading ln2(resid_pre); no
+                         hook_resid_mid, as TL */
+    hs_norm_place norm_place; /* HS_NORM_POST (no TL field): x = LN1(x + attn(x)),
+                         x = LN2(x + mlp(x)) (Vaswani et al. 2017); the sublayers
+                         read the residual unnormalised */
+    int attn_replace; /* 1 (no TL field): the attention's output replaces the
+                         residual instead of being added, resid_mid = attn_out
+                         (the chapter's "replace, not add" ladder rows) */
     /* ---- attention switches (helper "attn"; TransformerLens
      * HookedTransformerConfig names where TL has one; every default is the
      * model above, and a checkpoint writes a field only off its default) ---- */
@@ -167,13 +193,33 @@ float hs_attn_scale(const hs_config *cfg);
  * layer_id + 1; Hugging Face GPT2Attention._attn: / (layer_idx + 1)). */
 float hs_attn_scale_at(const hs_config *cfg, int layer);
 
+/* 1 when block l's attention reads LN1 of the residual (ln1 on, a norm, and
+ * norm_place pre); 0 when it reads the residual itself (ln1 off, norm none,
+ * or post-norm, whose LN1 sits after the attention). */
+static inline int hs_ln1_in_front(const hs_config *c)
+{
+    return c->ln1 && c->norm != HS_NORM_NONE && c->norm_place == HS_NORM_PRE;
+}
+
+/* The switch that makes the residual stream not a sum of its writers, or
+ * NULL: "norm_place post" (a norm on the residual path itself) or
+ * "attn_replace" (the attention's output replaces the residual). A residual
+ * decomposition (direct logit attribution, decompose_resid, the logit lens
+ * read as a sum, path patching's direct path) is undefined then; its callers
+ * refuse such a model in one line naming this switch. parallel_attn_mlp
+ * decomposes as the sequential block does (resid_post = resid_pre + attn_out
+ * + mlp_out). */
+const char *hs_config_nonadditive(const hs_config *c);
+
 /* The default model: 2 layers, D 64, 4 heads of 16, MLP 256 GELU, LayerNorm
  * eps 1e-5, learned positions, softmax attention, all norms on but embed norm,
  * biases on, n_ctx and d_vocab 0 (the task sets them), seed 0. */
 hs_config hs_config_default(void);
 
 /* Checks a config: positive dims, n_ctx <= 4096, norm "none" with embed_norm is
- * refused, etc. HS_ERR_CONFIG with a message naming the field. */
+ * refused, gated_mlp without an MLP, parallel_attn_mlp with norm_place post or
+ * attn_replace (no defined meaning), norm_place post with norm "none", etc.
+ * HS_ERR_CONFIG with a message naming the field. */
 hs_status hs_config_validate(const hs_config *cfg, hs_error *err);
 
 /* The one config -> JSON writer (checkpoint metadata, circuit's report.json,
@@ -186,17 +232,21 @@ hs_status hs_config_validate(const hs_config *cfg, hs_error *err);
  *                            "gelu_new"), normalization_type ("LN", "RMS",
  *                            "LNPre", "RMSPre" or null), eps,
  *                            positional_embedding_type, attn_only, attention_dir
- *                            (and scale_attn_by_inverse_layer_idx when true)
+ *                            (and scale_attn_by_inverse_layer_idx, gated_mlp,
+ *                            parallel_attn_mlp when true; act_fn "silu")
  *   HS_CONFIG_JSON_SWITCHES  the switches TL has no field for, only those off
  *                            their default (the checkpoint's "headscope_config";
  *                            {} for a plain model): attn, ln1, ln_final,
- *                            embed_norm, pos, bias, seed
+ *                            embed_norm, pos, bias, norm_place ("post"),
+ *                            attn_replace, seed
  *   HS_CONFIG_JSON_ALL       every field by headscope name: n_layers, d_model,
  *                            n_heads, d_head, d_mlp, n_ctx, d_vocab, norm, eps,
  *                            act, pos, attn, ln1, ln_final, embed_norm, bias
  *                            (and attn_scale when it is not sqrt(d_head); TL
  *                            carries it in HS_CONFIG_JSON_TL likewise; norm_pre
- *                            and attn_scale_by_layer when true)
+ *                            and attn_scale_by_layer when true; gated_mlp,
+ *                            parallel_attn_mlp, norm_place, attn_replace when
+ *                            not their default)
  * Returns a new object (caller frees with cJSON_Delete), NULL on OOM. */
 typedef enum { HS_CONFIG_JSON_TL, HS_CONFIG_JSON_SWITCHES, HS_CONFIG_JSON_ALL } hs_config_json_kind;
 cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind);
@@ -210,6 +260,8 @@ int hs_norm_parse(const char *s);
 int hs_act_parse(const char *s);
 int hs_pos_parse(const char *s);
 int hs_attn_parse(const char *s);
+const char *hs_norm_place_name(hs_norm_place p); /* "pre", "post" */
+int hs_norm_place_parse(const char *s);
 
 /* ------------------------------------------------------------------------ */
 /* Parameters: named views into one allocation                               */
@@ -226,6 +278,7 @@ typedef struct {
     float *b_in;               /* (M) */
     float *W_out;              /* (M, D) */
     float *b_out;              /* (D) */
+    float *W_gate;             /* (D, M)          blocks.l.mlp.W_gate (gated_mlp; NULL otherwise) */
     float *W_QKV;              /* (D, 3*H*dh)     W_Q | W_K | W_V packed by columns, read in
                                 *                  place (a mapped Hugging Face c_attn.weight:
                                 *                  W_Q[h][d][e] = W_QKV[d][h*dh + e], W_K at
@@ -419,9 +472,19 @@ hs_status hs_model_own(hs_model *m, hs_error *err);
  *   blocks.l.hook_resid_mid [B,T,D], blocks.l.hook_mlp_in [B,T,D] (the input of
  *     ln2 alone: an edit does not change the residual skip),
  *   blocks.l.ln2.hook_scale [B,T,1], blocks.l.ln2.hook_normalized [B,T,D],
- *   blocks.l.mlp.hook_pre [B,T,M], blocks.l.mlp.hook_post [B,T,M],
+ *   blocks.l.mlp.hook_pre [B,T,M], blocks.l.mlp.hook_pre_linear [B,T,M]
+ *     (gated_mlp: hook_pre = x W_gate, hook_pre_linear = x W_in + b_in, as TL's
+ *     GatedMLP), blocks.l.mlp.hook_post [B,T,M],
  *   blocks.l.hook_mlp_out [B,T,D]       (the MLP points only with d_mlp > 0),
  *   blocks.l.hook_resid_post [B,T,D],
+ * The block's switches move or drop points: parallel_attn_mlp has no
+ *   hook_resid_mid (TL's TransformerBlock has none then) and hook_mlp_in is
+ *   resid_pre's copy; norm_place post runs ln1 after the attention, on
+ *   resid_pre (0 with attn_replace) + attn_out, its output being
+ *   hook_resid_mid (hook_resid_post without an MLP), and ln2 after the MLP on
+ *   resid_mid + mlp_out, its output hook_resid_post; the attention then reads
+ *   resid_pre and the MLP resid_mid unnormalised (hook_mlp_in = resid_mid);
+ *   attn_replace: hook_resid_mid = attn_out (pre-norm).
  *   ln_final.hook_scale [B,T,1], ln_final.hook_normalized [B,T,D] (final norm on),
  *   unembed.hook_in [B,T,D] (what W_U reads), logits [B,T,V] (alias
  *     unembed.hook_out: one point, two names; the observer sees "logits").
@@ -473,6 +536,11 @@ typedef struct {
     float *mlp_pre;     /* (B,T,M) */
     float *mlp_post;    /* (B,T,M) */
     float *resid_post;  /* (B,T,D) */
+    float *mlp_pre_linear; /* (B,T,M) x W_in + b_in (gated_mlp; else no floats) */
+    float *sum_attn;    /* (B,T,D) resid_pre (0 with attn_replace) + attn_out, the
+                         * input of the post-norm LN1 (norm_place post; else no floats) */
+    float *sum_mlp;     /* (B,T,D) resid_mid + mlp_out, the input of the post-norm
+                         * LN2 (norm_place post with d_mlp > 0; else no floats) */
 } hs_block_acts;
 
 typedef struct {

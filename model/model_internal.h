@@ -55,6 +55,11 @@ typedef struct {
     float *dz, *dq, *dk, *dv;     /* (b,t,H,dh) */
     float *dpre, *dpost;          /* (b,t,M) */
     float *dlogits;               /* (b,t,V) */
+    float *dlin;                  /* (b,t,M) d hook_pre_linear (gated_mlp; else no floats) */
+    float *dside;                 /* (b,t,D) (parallel_attn_mlp: the MLP's gradient to
+                                   * resid_pre, added after the attention's; norm_place
+                                   * post: a post-norm's input gradient, swapped with
+                                   * dresid; else no floats) */
     float *datt;                  /* (t,t), one (b, h) at a time */
     float *vT;                    /* (H*dh,t), one sequence's v transposed */
     float *dwpack;                /* (D,H*dh) a packed dW_Q/K/V before it is added per head */
@@ -438,12 +443,20 @@ void hs_gelu_new_forward(float *out, float *dact, const float *inp, size_t n);
 void hs_gelu_new_backward(float *dinp, const float *dout, const float *inp, size_t n);
 
 /* out (n) = act(inp (n)): GELU x Phi(x) (exact erf to float precision,
- * model_simd.h), gelu_new or ReLU. dact (may be NULL): act'(inp) for the
+ * model_simd.h), gelu_new, ReLU or SiLU. dact (may be NULL): act'(inp) for the
  * backward (GELU, gelu_new; ReLU ignores it). Inline, so that the MLP's fused
  * pass (an HS_CLONES kernel, model/norm_mlp.c) and the last block at one
  * position (model/forward.c) each keep it in their own body. */
+/* out (n) = SiLU(inp (n)) = x sigmoid(x), dact (may be NULL) its derivative
+ * s (1 + x (1 - s)) with s = sigmoid(x); expf in float (model/norm_mlp.c). */
+void hs_silu_forward(float *out, float *dact, const float *inp, size_t n);
+
 static inline void hs_act_forward(float *out, float *dact, const float *inp, size_t n, hs_act act)
 {
+    if (act == HS_ACT_SILU) {
+        hs_silu_forward(out, dact, inp, n);
+        return;
+    }
     if (act == HS_ACT_RELU) {
         for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
         return;
@@ -612,6 +625,21 @@ void hs_transpose_weights(const hs_model *m, const hs_acts *acts);
  * is one case there). */
 void hs_act_grad(float *dpre, const float *dpost, const hs_acts *acts, const hs_config *c, int l,
                  size_t n);
+
+/* The gated MLP's hidden layer backward of layer l (n = rows x M), given
+ * dpost = d hook_post: dlin = dpost * act(mlp_pre) (d hook_pre_linear;
+ * act recomputed), then dpost *= mlp_pre_linear in place and dpre = dpost *
+ * act'(mlp_pre) (d hook_pre, hs_act_grad). */
+void hs_gated_grad(float *dpre, float *dlin, float *dpost, const hs_acts *acts, const hs_config *c,
+                   int l, size_t n);
+
+/* The backward of a post-norm (norm_place post) given *dresid = d(its
+ * output) (N,D): *dside = d(its input) (zeroed, then hs_norm_backward, dw
+ * and db accumulated; may be NULL), then the two pointers swapped, so that
+ * *dresid holds d(input) and *dside the free buffer. */
+void hs_post_norm_backward(float **dresid, float **dside, float *dw, float *db, const float *inp,
+                           const float *w, const float *mean, const float *rstd, size_t N, int D,
+                           hs_norm type);
 
 /* Attention backward per (b, h), rows of q, z and their gradients H*dh
  * apart, of k, v and theirs Hkv*dh (query head h reads key/value head

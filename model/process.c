@@ -130,6 +130,9 @@ static hs_status check_processable(const hs_model *m, hs_error *err)
                       : !c->ln1 || !c->ln_final       ? "a norm before attention or the unembedding is off"
                       : c->embed_norm                 ? "it has an embedding norm"
                       : c->attn != HS_ATTN_SOFTMAX    ? "its attention is uniform"
+                      : c->norm_place == HS_NORM_POST ? "its norms are post-norms (norm_place post), on the residual"
+                      : c->attn_replace               ? "its attention replaces the residual (attn_replace)"
+                      : c->gated_mlp                  ? "its MLP is gated (gated_mlp)"
                       : !c->bias                      ? "it has no biases to fold the norms' into"
                                                       : NULL;
     if (why)

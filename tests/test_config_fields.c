@@ -70,8 +70,8 @@ static const field_case FIELDS[] = {
     {"norm_topk_prob", HS_TL_INERT, "true"},
     /* refused unless at their default */
     {"use_local_attn", HS_TL_COMPUTED, "false"}, {"use_qk_norm", HS_TL_REFUSED, "true"},
-    {"final_rms", HS_TL_REFUSED, "true"}, {"parallel_attn_mlp", HS_TL_REFUSED, "true"},
-    {"gated_mlp", HS_TL_REFUSED, "true"}, {"dtype", HS_TL_REFUSED, "\"torch.float16\""},
+    {"final_rms", HS_TL_REFUSED, "true"}, {"parallel_attn_mlp", HS_TL_COMPUTED, "true"},
+    {"gated_mlp", HS_TL_COMPUTED, "true"}, {"dtype", HS_TL_REFUSED, "\"torch.float16\""},
     {"post_embedding_ln", HS_TL_REFUSED, "true"}, {"load_in_4bit", HS_TL_REFUSED, "true"},
     {"num_experts", HS_TL_REFUSED, "4"}, {"use_normalization_before_and_after", HS_TL_REFUSED, "true"},
     {"attn_scores_soft_cap", HS_TL_REFUSED, "50"}, {"output_logits_soft_cap", HS_TL_REFUSED, "30"},
@@ -363,7 +363,7 @@ static void hf_computed_fields_are_computed(void **state)
         const char *act;
         hs_act want;
     } acts[] = {{"gelu_new", HS_ACT_GELU_NEW}, {"gelu_pytorch_tanh", HS_ACT_GELU_NEW},
-                {"gelu", HS_ACT_GELU}, {"relu", HS_ACT_RELU}};
+                {"gelu", HS_ACT_GELU}, {"relu", HS_ACT_RELU}, {"silu", HS_ACT_SILU}};
     char v[40];
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         snprintf(v, sizeof v, "\"%s\"", acts[i].act);
@@ -376,7 +376,7 @@ static void hf_computed_fields_are_computed(void **state)
         {"model_type", "\"gpt_neo\"", "model_type 'gpt_neo'"},
         {"model_type", NULL, "no 'model_type'"},
         {"rope_theta", "10000", "'rope_theta'"},
-        {"activation_function", "\"silu\"", "'silu'"},
+        {"activation_function", "\"quick_gelu\"", "'quick_gelu'"},
         {"hidden_size", "16", "'n_embd' and 'hidden_size' differ"},
         {"n_ctx", "8", "n_positions 4 and n_ctx 8 differ"},
         {"n_head", "3", "not a multiple of n_head 3"},
