@@ -105,9 +105,10 @@ static inline float *hs_acts_wpack(const hs_acts *a, const hs_config *c, int l, 
     return a->mem + a->n_floats - (size_t)a->wpack_slots * 3 * per + (slot * 3 + which) * per;
 }
 
-/* The packed (D, H*dh) W_Q, W_K or W_V (which 0, 1, 2) of layer l the
- * products read, rows *ld floats apart: the model's W_QKV in place (ld
- * 3*H*dh: a mapped Hugging Face c_attn) or acts' packed copy (ld H*dh). */
+/* The packed (D, H*dh) W_Q, W_K or W_V (which 0, 1, 2; W_K and W_V (D,
+ * Hkv*dh) with grouped-query attention) of layer l the products read, rows
+ * *ld floats apart: the model's W_QKV in place (ld 3*H*dh: a mapped Hugging
+ * Face c_attn, never grouped) or acts' packed copy (ld H*dh, Hkv*dh). */
 static inline const float *hs_qkv_packed(const hs_model *m, const hs_acts *a, int l, int which,
                                          int *ld)
 {
@@ -117,7 +118,7 @@ static inline const float *hs_qkv_packed(const hs_model *m, const hs_acts *a, in
         *ld = (int)(3 * HD);
         return m->params.blocks[l].W_QKV + (size_t)which * HD;
     }
-    *ld = (int)HD;
+    *ld = which == 0 ? (int)HD : hs_kv_heads(c) * c->d_head; /* W_K, W_V: (D, Hkv*dh) */
     return hs_acts_wpack(a, c, l, which);
 }
 
