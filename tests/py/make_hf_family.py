@@ -252,6 +252,21 @@ def write_ref(path, ids, ref):
     st.write_st(path, ts)
 
 
+def read_ref(path):
+    """A reference file back: {name: float64 array} ("tokens" as ints)."""
+    import struct
+    raw = open(path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    out = {}
+    for k, e in json.loads(raw[8:8 + n]).items():
+        if k == "__metadata__":
+            continue
+        b, en = e["data_offsets"]
+        out[k] = np.frombuffer(raw[8 + n + b:8 + n + en], "<f4").astype(np.float64).reshape(e["shape"])
+    out["tokens"] = [int(x) for x in out["tokens"]]
+    return out
+
+
 def bad_cases(out, rng):
     """Folders the loader must refuse in one line: (case, the text it says)."""
     bad = os.path.join(out, "bad")
@@ -269,9 +284,9 @@ def bad_cases(out, rng):
     folder("neox_missing", c, [t for t in ts if t[0] != "gpt_neox.layers.1.mlp.dense_4h_to_h.bias"],
            "gpt_neox.layers.1.mlp.dense_4h_to_h.bias is missing")
     folder("neox_rope_scaling", dict(c, rope_scaling={"rope_type": "linear", "factor": 2.0}), ts,
-           "'rope_scaling' = {\"rope_type\":\"linear\",\"factor\":2} is not supported")
+           "rope_scaling type 'linear' is not supported")
     folder("neox_unknown_field", dict(c, rotary_emb_interleaved=True), ts,
-           "field 'rotary_emb_interleaved' is not a gpt_neox config field")
+           "field 'rotary_emb_interleaved' is not a field of model_type 'gpt_neox'")
     folder("neox_odd_rotary", dict(c, rotary_pct=0.375), ts, "rotary_pct 0.375 of head_dim 8 gives 3")
     folder("neox_pct_alias", dict(c, partial_rotary_factor=0.5), ts,
            "rotary_pct 0.25 and partial_rotary_factor 0.5 differ")
