@@ -163,11 +163,16 @@ static void configs_map_onto_the_switches(void **state)
     if (st != HS_OK) fail_msg("%s", err.msg);
     assert_true(m->cfg.attn_scale == 1.0f && m->cfg.window_size == 5 && m->cfg.pos == HS_POS_LEARNED);
     assert_true(!m->cfg.attn_local[0] && m->cfg.attn_local[1] && !m->cfg.attn_local[2] && m->cfg.attn_local[3]);
+    /* F32: the embedding used in place from the mapped file, the tied unembedding read as W_E^T */
+    assert_true(m->n_maps == 1 && m->params.W_U_T == m->params.W_E && m->params.W_U == NULL);
+    assert_true(m->params.W_E != m->param_mem + hs_model_find_tensor(m, "embed.W_E")->offset);
     hs_model_destroy(m);
     m = load("neox", &err, &st);
     if (st != HS_OK) fail_msg("%s", err.msg);
     assert_true(m->cfg.pos == HS_POS_ROTARY && m->cfg.rotary_dim == 2 && m->cfg.parallel_attn_mlp &&
                 m->cfg.norm == HS_NORM_LAYERNORM && m->cfg.act == HS_ACT_GELU);
+    /* untied: embed_out [V, D] in place as W_U_T */
+    assert_true(m->params.W_U_T != NULL && m->params.W_U_T != m->params.W_E && m->params.W_U == NULL);
     hs_model_destroy(m);
     m = load("llama3", &err, &st);
     if (st != HS_OK) fail_msg("%s", err.msg);
