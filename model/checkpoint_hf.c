@@ -1,7 +1,10 @@
 /*
- * model/checkpoint_hf.c -- the Hugging Face GPT-2 checkpoint layout: a model
- * folder as `save_pretrained` writes it and the Hub ships it (the seam:
- * checkpoint_internal.h).
+ * model/checkpoint_hf.c -- the Hugging Face checkpoint layout: a model folder
+ * as `save_pretrained` writes it and the Hub ships it (the seam:
+ * checkpoint_internal.h). config.json's model_type picks the family: "gpt2"
+ * is this file's; gpt_neo, gpt_neox, llama, qwen2 and mistral are
+ * model/checkpoint_family.c's (config) and checkpoint_family_fill.c's
+ * (tensors). Any other model_type is refused in one line naming it.
  *
  * Config: config.json beside the weights (huggingface/transformers
  * models/gpt2/configuration_gpt2.py GPT2Config, and PretrainedConfig's
@@ -9,9 +12,9 @@
  * transformers computes it, inert (changes nothing in a float32 forward:
  * names, ids, task and generation parameters, dropout rates, ...) or
  * refused unless off (cross-attention, pruned heads, quantization); any
- * other field, and any model_type but "gpt2", is refused in one line naming
- * it (HF_FIELDS; tests/test_config_fields.c holds the pinned list
- * tests/checkpoint/hf_gpt2_config_fields.txt to it). A field config.json
+ * other field is refused in one line naming
+ * it (HF_FIELDS and the families' common HF_COMMON; tests/test_config_fields.c
+ * holds the pinned list tests/checkpoint/hf_gpt2_config_fields.txt to them). A field config.json
  * leaves out takes GPT2Config's default.
  *
  * Tensors (models/gpt2/modeling_gpt2.py; the loading rule of TransformerLens'

@@ -285,9 +285,10 @@ typedef enum { HS_TL_COMPUTED = 0, HS_TL_INERT = 1, HS_TL_REFUSED = 2 } hs_tl_fi
 int hs_checkpoint_tl_field(const char *name);
 
 /* ------------------------------------------------------------------------ */
-/* The Hugging Face GPT-2 layout's own entry points (model/checkpoint_hf.c)  */
+/* The Hugging Face layout's own entry points (model/checkpoint_hf.c)       */
 
-/* config.json's text (a JSON object) into *c: model_type "gpt2"; n_embd,
+/* config.json's text (a JSON object) into *c, by its model_type: another
+ * family's through hs_checkpoint_family_config; "gpt2": n_embd,
  * n_head, n_layer, n_positions (or n_ctx; the two must agree), n_inner (null:
  * 4 n_embd), vocab_size, layer_norm_epsilon, activation_function,
  * scale_attn_weights, scale_attn_by_inverse_layer_idx computed (GPT2Config's
