@@ -36,6 +36,7 @@
 #include <cmocka.h>
 
 #include "model/model.h"
+#include "model/model_internal.h"
 #include "fixture.h"
 
 enum { V = 11, NCTX = 8, B = 4 }; /* B 4 x T 8: the backward runs as two batch parts */
