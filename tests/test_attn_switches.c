@@ -269,6 +269,15 @@ static void points_and_shapes(void **state)
     assert_int_equal(rot, 2 * c.n_layers);
     assert_int_equal(attn_in, 0);
     hs_model *m = random_model_of(&c, 3);
+    /* hs_head_qkv takes a query head: W_K, W_V of its key/value head */
+    for (int h = 0; h < 8; h++)
+        for (int x = 0; x < 3; x++) {
+            int ld;
+            const float *W = hs_head_qkv(m, 1, x, h, &ld);
+            const float *base = x == 0 ? m->params.blocks[1].W_Q : x == 1 ? m->params.blocks[1].W_K
+                                                                           : m->params.blocks[1].W_V;
+            assert_true(ld == 4 && W == base + (size_t)(x == 0 ? h : h / 4) * 24 * 4);
+        }
     int tok[B * NCTX], tgt[B * NCTX];
     tokens_of(tok, tgt, B * NCTX, 9);
     hs_error err;
