@@ -516,8 +516,10 @@ static size_t matrix_floats(const hs_config *c)
     size_t parts[4];
     parts[0] = V > SIZE_MAX / D / 2 ? SIZE_MAX : 2 * V * D;
     parts[1] = c->pos == HS_POS_LEARNED ? (C > SIZE_MAX / D ? SIZE_MAX : C * D) : 0;
-    t = H * D > SIZE_MAX / dh ? SIZE_MAX : H * D * dh; /* H, D <= 2^20: H*D fits */
-    parts[2] = t > SIZE_MAX / (attn_mats * L) ? SIZE_MAX : t * attn_mats * L;
+    /* half the matrices (W_Q, W_O) have H heads, half (W_K, W_V) the key/value heads */
+    const size_t Hq = H + (size_t)hs_kv_heads(c);
+    t = Hq * D > SIZE_MAX / dh ? SIZE_MAX : Hq * D * dh; /* H, D <= 2^20: H*D fits */
+    parts[2] = t > SIZE_MAX / (attn_mats / 2 * L) ? SIZE_MAX : t * (attn_mats / 2) * L;
     t = D * M > SIZE_MAX / (2 * L) ? SIZE_MAX : D * M * 2 * L;
     parts[3] = t;
     for (int i = 0; i < 4; i++) total = parts[i] > SIZE_MAX - total ? SIZE_MAX : total + parts[i];

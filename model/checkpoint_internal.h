@@ -158,10 +158,11 @@ hs_status hs_ckpt_read_buf(const hs_ckpt_src *src, int i, size_t first, size_t n
  * row-major order), or "... has shape [..], not a causal mask's [n, n]"
  * ([1, 1, n, n] for lead 2); hs_ckpt_read_buf's errors; HS_ERR_NOMEM. */
 hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_error *err);
-/* The same for a local attention layer's mask (GPT-Neo's "local" layers:
- * nonzero exactly where 0 <= row - column < window); window 0 is
- * hs_ckpt_check_causal_mask. The message says "is not the local mask of
- * window w: row r, column c is ..." for window > 0. */
+/* The same for a layer of local attention (window >= 1, model.h's
+ * attn_local): nonzero exactly where column <= row and row - column <
+ * window (TransformerLens' local mask, triu(tril(1), 1 - window)); the
+ * messages say "is not the local (window W) mask" and "where a local (window
+ * W) mask has". window 0 is hs_ckpt_check_causal_mask. */
 hs_status hs_ckpt_check_mask(const hs_ckpt_src *src, int i, int lead, int window, hs_error *err);
 
 /* ------------------------------------------------------------------------ */

@@ -251,10 +251,10 @@ hs_status hs_ckpt_check_mask(const hs_ckpt_src *src, int i, int lead, int window
             const int want = c <= r && (window <= 0 || r - c < (uint64_t)window);
             if (nonzero(chunk + k * l->elsize, l->dtype, l->elsize) == want) continue;
             if (window > 0)
-                s = hs_fail(err, HS_ERR_FORMAT, "%s: %.64s is not the local mask of window %d: row "
-                            "%llu, column %llu is %s where it has %d", src->fname, b->names[i],
-                            window, (unsigned long long)r, (unsigned long long)c,
-                            want ? "0" : "nonzero", want);
+                s = hs_fail(err, HS_ERR_FORMAT, "%s: %.64s is not the local (window %d) mask: row "
+                            "%llu, column %llu is %s where a local (window %d) mask has %d",
+                            src->fname, b->names[i], window, (unsigned long long)r,
+                            (unsigned long long)c, want ? "0" : "nonzero", window, want);
             else
                 s = hs_fail(err, HS_ERR_FORMAT, "%s: %.64s is not the causal mask: row %llu, column "
                             "%llu is %s where a causal mask has %d (headscope computes causal "

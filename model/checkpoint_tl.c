@@ -9,8 +9,8 @@
  * unembed.W_U/b_U; so filling the table is a copy by name. headscope's AdamW
  * moments: "optimizer.m.<name>" and "optimizer.v.<name>", with metadata
  * "optimizer" = {"adam_t": steps}. Buffers that hold no weights:
- * blocks.{l}.attn.mask (read: it must be the causal mask, since headscope
- * computes causal attention only; a local-window mask is refused) and
+ * blocks.{l}.attn.mask (read: it must be the causal mask, or on a local
+ * layer (use_local_attn) the window's; any other mask is refused) and
  * blocks.{l}.attn.IGNORE (not read).
  *
  * Config: __metadata__ "config", a JSON object with HookedTransformerConfig
@@ -629,12 +629,16 @@ static hs_status tl_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *fil
         if (s != HS_OK) return s;
         if (!opt) filled[t - m->tensors] = 1;
     }
-    /* attn.mask: TransformerLens' causal mask [n_ctx, n_ctx], or a local window / other mask
-     * headscope would compute as causal attention: refused (IGNORE, the -inf fill, is not read) */
+    /* attn.mask: TransformerLens' causal mask [n_ctx, n_ctx] (a local layer's: the window's,
+     * config use_local_attn); any other mask headscope would compute wrongly: refused
+     * (IGNORE, the -inf fill, is not read) */
     for (int i = 0; i < src->x.bufs.n; i++) {
         const size_t len = strlen(src->x.bufs.names[i]), k = sizeof ".attn.mask" - 1;
         if (len < k || strcmp(src->x.bufs.names[i] + len - k, ".attn.mask") != 0) continue;
-        hs_status s = hs_ckpt_check_causal_mask(src, i, 0, err);
+        int l = -1;
+        const int local = sscanf(src->x.bufs.names[i], "blocks.%d.", &l) == 1 && l >= 0 &&
+                          l < m->cfg.n_layers && m->cfg.attn_local[l];
+        hs_status s = hs_ckpt_check_mask(src, i, 0, local ? m->cfg.window_size : 0, err);
         if (s != HS_OK) return s;
     }
     return HS_OK;

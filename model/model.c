@@ -128,38 +128,6 @@ static hs_status attn_switches_validate(const hs_config *c, hs_error *err)
     return HS_OK;
 }
 
-void hs_rotary_inv_freq(const hs_config *cfg, double *inv_freq)
-{
-    const int rd = hs_rotary_dim(cfg);
-    const double base = cfg->rotary_base > 0.0f ? (double)cfg->rotary_base : 10000.0;
-    const double two_pi = 6.283185307179586476925286766559;
-    for (int i = 0; i < rd / 2; i++) {
-        double f = pow(base, -(double)(2 * i) / (double)rd);
-        if (cfg->use_NTK_by_parts_rope) {
-            const double factor = cfg->NTK_by_parts_factor;
-            const double lo = cfg->NTK_by_parts_low_freq_factor;
-            const double hi = cfg->NTK_by_parts_high_freq_factor;
-            const double old = cfg->NTK_original_ctx_len;
-            const double wavelen = two_pi / f;
-            if (wavelen > old / lo) {
-                f = f / factor;
-            } else if (!(wavelen < old / hi)) { /* medium: smooth */
-                const double s = (old / wavelen - lo) / (hi - lo);
-                f = (1.0 - s) * f / factor + s * f;
-            }
-        }
-        inv_freq[i] = f;
-    }
-}
-
-void hs_alibi_slopes(int H, double *slopes)
-{
-    int P = 1;
-    while (P * 2 <= H) P *= 2;
-    for (int h = 0; h < P; h++) slopes[h] = pow(2.0, -8.0 * (h + 1) / P);
-    for (int k = 0; k < H - P; k++) slopes[P + k] = pow(2.0, -4.0 * (2 * k + 1) / P);
-}
-
 hs_status hs_config_validate(const hs_config *c, hs_error *err)
 {
 #define CHECK_RANGE(field, lo, hi)                                                       \

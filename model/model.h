@@ -12,7 +12,8 @@
  * Row vectors, as TransformerLens: a read is x @ W.
  *
  * Forward (DESIGN.md, CIRCUITS.md 1):
- *   x = W_E[tok] + W_pos[pos]                       (W_pos absent when pos = none)
+ *   x = W_E[tok] + W_pos[pos]                       (W_pos absent when pos = none; the
+ *                                                    sinusoidal table with pos sinusoidal)
  *   x = EmbedNorm(x)                                (embed_norm on: microGPT)
  *   for l: x = x + sum_h Attn_h(LN1(x)) + b_O       (LN1 = identity when ln1 off)
  *          x = x + MLP(LN2(x))                      (absent when d_mlp = 0)
@@ -28,6 +29,11 @@
  * norm_pre (TransformerLens "LNPre" / "RMSPre"): the same without w and b.
  * Attention (softmax): score[i,j] = q_i.k_j / attn_scale (sqrt(dh) by default;
  * times layer + 1 with attn_scale_by_layer), j > i masked with -INFINITY.
+ * The attention switches (hs_config's "attn" group, DESIGN.md "Model"):
+ * rotary positions rotate q and k after hook_q/hook_k (hook_rot_q/k);
+ * ALiBi adds slope_h * (j - i) after the scaling; a local layer also masks
+ * i - j >= window_size; grouped-query attention gives query head h the key
+ * and value of head h / (H / n_kv).
  * Attention (uniform): A[i,j] = 1/(i+1) for j <= i; no W_Q, W_K (the chapter's
  * "uniform causal average").
  * GELU is exact: 0.5 x (1 + erf(x / sqrt 2)); gelu_new (GPT-2's, TransformerLens'
@@ -165,24 +171,6 @@ static inline int hs_rotary_dim(const hs_config *cfg)
     return cfg->rotary_dim > 0 ? cfg->rotary_dim : cfg->d_head;
 }
 
-/* The inverse frequencies of rotary positions, inv_freq (hs_rotary_dim / 2):
- * inv_freq[i] = base^(-2i / rotary_dim) (base = rotary_base, 10000 when 0;
- * Su et al. 2021; transformers' default rope init), then with
- * use_NTK_by_parts_rope Llama 3's rescaling (transformers
- * _compute_llama3_parameters, TL's NTK-by-parts): wavelength w = 2 pi /
- * inv_freq; w > original_ctx / low_freq_factor: inv_freq / factor; w <
- * original_ctx / high_freq_factor: kept; between: (1 - s) inv_freq / factor
- * + s inv_freq, s = (original_ctx / w - low) / (high - low). In double. */
-void hs_rotary_inv_freq(const hs_config *cfg, double *inv_freq);
-
-/* ALiBi's slope of each of the n_heads heads into slopes (n_heads) (Press et
- * al. 2022, their code and transformers' build_alibi_tensor): H a power of
- * two: 2^(-8 (h + 1) / H); otherwise the slopes of the nearest power of two
- * below, P, then those of 2P at odd indices 2^(-4 (2k + 1) / P), k < H - P.
- * (TransformerLens uses 2^(-8 (h + 1) / H) for every H: the same for a power
- * of two.) The score of query i, key j gains slope * (j - i), after the
- * scaling and before the mask (TL AbstractAttention). In double. */
-void hs_alibi_slopes(int n_heads, double *slopes);
 
 /* The divisor of the attention scores: cfg->attn_scale, or sqrtf(d_head) when
  * it is 0. The forward multiplies by its reciprocal 1.0f / scale (one
@@ -460,9 +448,14 @@ hs_status hs_model_own(hs_model *m, hs_error *err);
  *     an edit changes only that head's q/k/v (LN1 then runs per head),
  *   blocks.l.ln1.hook_scale [B,T,1], blocks.l.ln1.hook_normalized [B,T,D] (ln1 on;
  *     normalized is (x - mean)/scale, before the gain and bias, as TL 3.x),
- *   blocks.l.attn.hook_q, hook_k [B,T,H,dh] (softmax only), hook_v [B,T,H,dh],
- *   blocks.l.attn.hook_attn_scores [B,H,T,T] (softmax only; the causal mask is
- *     applied before the point: masked = -inf; the softmax runs over the whole
+ *   blocks.l.attn.hook_q, hook_k [B,T,H,dh] (softmax only), hook_v [B,T,H,dh]
+ *     (hook_k, hook_v [B,T,n_kv,dh] with grouped-query attention, as are
+ *     hook_k_input and hook_v_input [B,T,n_kv,D]; then no hook_attn_in),
+ *   blocks.l.attn.hook_rot_q [B,T,H,dh], hook_rot_k [B,T,n_kv,dh] (pos rotary:
+ *     q and k rotated, what the scores read; an edit of hook_q or hook_k is
+ *     rotated, an edit here is read as it is),
+ *   blocks.l.attn.hook_attn_scores [B,H,T,T] (softmax only; ALiBi's bias added
+ *     and the causal (and local) mask applied before the point: masked = -inf; the softmax runs over the whole
  *     hooked row, so an edit above the diagonal un-masks it; a row with no
  *     finite maximum gives weights 0, TL's NaN -> 0),
  *   blocks.l.attn.hook_pattern [B,H,T,T] (weights above the diagonal written
@@ -888,8 +881,11 @@ hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta,
  *   hook_attn_out; attn.hook_result [b,t,H,D] (every head's: d f / d
  *     attn_out); attn.hook_z; attn.hook_pattern [b,H,t,t] (dz v^T at every
  *     (dest, src), above the diagonal too, where an edit would change z);
- *     attn.hook_v, hook_k, hook_q [b,t,H,dh]; hook_q_input, hook_k_input,
- *     hook_v_input [b,t,H,D]: per head, d f / d the residual that head's
+ *     attn.hook_v, (rotary: hook_rot_k, hook_rot_q, the gradients at the
+ *     rotated k and q), hook_k, hook_q [b,t,H,dh] (k, v: n_kv heads);
+ *     hook_q_input, hook_k_input, hook_v_input [b,t,H,D] (k, v: [b,t,n_kv,D]
+ *     with grouped-query attention, and no hook_attn_in): per head, d f / d
+ *     the residual that head's
  *     query, key or value reads = ln1's backward (with the forward's ln1
  *     statistics, which every head shares in an unedited forward) of
  *     dq[:, :, h] W_Q[h]^T (dk W_K[h]^T, dv W_V[h]^T); hook_attn_in

@@ -572,6 +572,25 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err);
 /* ------------------------------------------------------------------------ */
 /* Positions without parameters (model/positions.c)                          */
 
+/* The inverse frequencies of rotary positions, inv_freq (hs_rotary_dim / 2):
+ * inv_freq[i] = base^(-2i / rotary_dim) (base = rotary_base, 10000 when 0;
+ * Su et al. 2021; transformers' default rope init), then with
+ * use_NTK_by_parts_rope Llama 3's rescaling (transformers
+ * _compute_llama3_parameters, TL's NTK-by-parts): wavelength w = 2 pi /
+ * inv_freq; w > original_ctx / low_freq_factor: inv_freq / factor; w <
+ * original_ctx / high_freq_factor: kept; between: (1 - s) inv_freq / factor
+ * + s inv_freq, s = (original_ctx / w - low) / (high - low). In double. */
+void hs_rotary_inv_freq(const hs_config *cfg, double *inv_freq);
+
+/* ALiBi's slope of each of the n_heads heads into slopes (n_heads) (Press et
+ * al. 2022, their code and transformers' build_alibi_tensor): H a power of
+ * two: 2^(-8 (h + 1) / H); otherwise the slopes of the nearest power of two
+ * below, P, then those of 2P at odd indices 2^(-4 (2k + 1) / P), k < H - P.
+ * (TransformerLens uses 2^(-8 (h + 1) / H) for every H: the same for a power
+ * of two.) The score of query i, key j gains slope * (j - i), after the
+ * scaling and before the mask (TL AbstractAttention). In double. */
+void hs_alibi_slopes(int n_heads, double *slopes);
+
 /* The tables hs_acts_create keeps for T positions of cfg: *rope (pos rotary,
  * hs_acts.rope's layout) or *pos_table (pos sinusoidal, (T, D)), each
  * hs_floats_alloc'd (NULL for other positions). HS_ERR_NOMEM. */

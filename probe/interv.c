@@ -321,6 +321,10 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
     hs_status st = check_head(m, receiver, err);
     if (st != HS_OK) return st;
     if (senders == NULL || n_senders < 1) return hs_fail(err, HS_ERR_INPUT, "path patch: no sender");
+    if (hs_kv_heads(c) != H && (inputs & 6)) /* a key/value head is its whole group's */
+        return hs_fail(err, HS_ERR_INPUT, "path patch: with grouped-query attention a head's keys "
+                       "and values are shared by %d heads; patch the receiver's queries (q) only",
+                       H / hs_kv_heads(c));
     for (int i = 0; i < n_senders; i++) {
         const hs_head sender = senders[i];
         if ((st = check_head(m, sender, err)) != HS_OK) return st;

@@ -15,7 +15,9 @@
  *   - the known values: ALiBi's slopes for H = 4 and 6 (Press et al.'s
  *     code), NTK-by-parts' three wavelength regimes, and n_kv = n_heads
  *     giving the bits of the plain model;
- *   - a local window of 1 makes every head attend to itself alone.
+ *   - a local window of 1 makes every head attend to itself alone;
+ *   - a TransformerLens checkpoint's attn.mask of a local layer is its
+ *     window's (a causal one there is refused in one line).
  * The comparison with an independent float64 torch forward and autograd is
  * tests/test_attn_torch.sh: run as `test_attn_switches --dump DIR` this
  * program writes, per case, DIR/<case>.safetensors (the checkpoint) and
@@ -36,6 +38,7 @@
 #include <cmocka.h>
 
 #include "model/model.h"
+#include "model/model_internal.h"
 #include "fixture.h"
 
 enum { V = 11, NCTX = 8, B = 4 }; /* B 4 x T 8: the backward runs as two batch parts */
@@ -266,6 +269,15 @@ static void points_and_shapes(void **state)
     assert_int_equal(rot, 2 * c.n_layers);
     assert_int_equal(attn_in, 0);
     hs_model *m = random_model_of(&c, 3);
+    /* hs_head_qkv takes a query head: W_K, W_V of its key/value head */
+    for (int h = 0; h < 8; h++)
+        for (int x = 0; x < 3; x++) {
+            int ld;
+            const float *W = hs_head_qkv(m, 1, x, h, &ld);
+            const float *base = x == 0 ? m->params.blocks[1].W_Q : x == 1 ? m->params.blocks[1].W_K
+                                                                           : m->params.blocks[1].W_V;
+            assert_true(ld == 4 && W == base + (size_t)(x == 0 ? h : h / 4) * 24 * 4);
+        }
     int tok[B * NCTX], tgt[B * NCTX];
     tokens_of(tok, tgt, B * NCTX, 9);
     hs_error err;
@@ -411,6 +423,58 @@ static void window_of_one_attends_to_itself(void **state)
     assert_string_equal(err.msg, "config: n_key_value_heads 3 does not divide n_heads 4");
 }
 
+/* A TransformerLens checkpoint's attn.mask buffers: a local layer's must be
+ * its window's mask (TL: triu(tril(1), 1 - window)), a global layer's the
+ * causal one; a causal mask on a local layer is refused in one line. */
+static void local_masks_in_a_checkpoint(void **state)
+{
+    (void)state;
+    hs_config c = base_cfg();
+    c.window_size = 3;
+    c.attn_local[0] = 1;
+    hs_model *m = random_model_of(&c, 8);
+    const char *tmp = getenv("HS_TEST_TMP");
+    char path[512];
+    snprintf(path, sizeof path, "%s/attn_switch_mask.safetensors", tmp ? tmp : "/tmp");
+    hs_error err;
+    assert_int_equal(hs_checkpoint_save(m, NULL, path, &err), HS_OK);
+    hs_st_file f;
+    assert_int_equal(hs_safetensors_read(path, &f, &err), HS_OK);
+    float masks[2][NCTX * NCTX];
+    for (int bad = 0; bad < 2; bad++) {
+        for (int l = 0; l < 2; l++)
+            for (int r = 0; r < NCTX; r++)
+                for (int k = 0; k < NCTX; k++) {
+                    const int local = l == 0 && !bad;
+                    masks[l][r * NCTX + k] = k <= r && (!local || r - k < 3) ? 1.0f : 0.0f;
+                }
+        hs_st_tensor t[HS_MAX_TENSORS + 2];
+        for (int i = 0; i < f.n; i++)
+            t[i] = (hs_st_tensor){f.names[i], f.ndim[i], {f.shape[i][0], f.shape[i][1], f.shape[i][2], 0},
+                                  f.data[i]};
+        t[f.n] = (hs_st_tensor){"blocks.0.attn.mask", 2, {NCTX, NCTX, 0, 0}, masks[0]};
+        t[f.n + 1] = (hs_st_tensor){"blocks.1.attn.mask", 2, {NCTX, NCTX, 0, 0}, masks[1]};
+        assert_int_equal(hs_safetensors_write(path, t, f.n + 2, (const char *const *)f.meta_keys,
+                                              (const char *const *)f.meta_vals, f.n_meta, &err),
+                         HS_OK);
+        hs_model *r = NULL;
+        int skipped = 0;
+        const hs_status st = hs_checkpoint_load(path, &r, NULL, &skipped, &err);
+        if (!bad) {
+            if (st != HS_OK) fail_msg("the local mask was refused: %s", err.msg);
+            assert_int_equal(skipped, 2);
+        } else {
+            assert_int_equal(st, HS_ERR_FORMAT);
+            assert_non_null(strstr(err.msg, "blocks.0.attn.mask is not the local (window 3) mask: row 3, "
+                                            "column 0 is nonzero where a local (window 3) mask has 0"));
+        }
+        hs_model_destroy(r);
+    }
+    hs_st_file_free(&f);
+    remove(path);
+    hs_model_destroy(m);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The dump for tests/py/attn_ref.py                                         */
 
@@ -546,6 +610,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(longer_context),
         cmocka_unit_test(known_values),
         cmocka_unit_test(window_of_one_attends_to_itself),
+        cmocka_unit_test(local_masks_in_a_checkpoint),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -319,7 +319,7 @@ def bad_cases(out, rng):
     for n, d, v in flip:
         if n.endswith("h.1.attn.attention.bias"):
             v[0, 0, 9, 2] = True  # outside the local window of 5
-    folder("neo_mask", c, flip, "h.1.attn.attention.bias is not the local mask of window 5: row 9, column 2")
+    folder("neo_mask", c, flip, "h.1.attn.attention.bias is not the local (window 5) mask: row 9, column 2")
     c, ts = base("mistral")
     folder("mistral_type", dict(c, model_type="mixtral"), ts, "model_type 'mixtral' is not supported")
     with open(os.path.join(bad, "cases.tsv"), "w") as f:
