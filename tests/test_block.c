@@ -12,7 +12,10 @@
  *     model: the golden bytes);
  *   - running the tail of the model from blocks.{l}.hook_resid_pre (the probe
  *     engine's patch-from-layer) gives the full run's logits bit for bit;
- *   - the residual decompositions refuse post-norm and attn_replace models.
+ *   - the residual decompositions (DLA, decompose, the circuit graph) refuse
+ *     post-norm and attn_replace models naming the switch; a parallel
+ *     model's graph has no edge a{l}.h -> m{l} and says parallel_attn_mlp in
+ *     its graph.json cfg, which reads back only into a parallel model.
  * The gradients are checked by finite differences in tests/test_model_grad.c.
  *
  * Run as `test_block --dump DIR` it writes, for tests/test_block_torch.sh and
@@ -34,6 +37,7 @@
 
 #include <cmocka.h>
 
+#include "discovery/discovery.h"
 #include "experiments/experiments.h"
 #include "model/model.h"
 #include "probe/probe.h"
@@ -326,6 +330,74 @@ static void observed_fused_saved_and_tail_runs_agree(void **state)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Decompositions and the circuit graph                                      */
+
+static void decompositions_refuse_or_follow_the_block(void **state)
+{
+    (void)state;
+    int tok[B * T], tgt[B * T];
+    tokens_of(tok, tgt);
+    for (int i = 0; i < N_CASES; i++) {
+        const hs_config c = case_config(&CASES[i]);
+        const char *why = hs_config_nonadditive(&c);
+        hs_model *m = random_model_of(&c, 31 + (uint64_t)i);
+        hs_acts *a = NULL;
+        hs_error err;
+        assert_int_equal(hs_acts_create(&c, 1, T, 0, &a, &err), HS_OK);
+        hs_cache cache;
+        hs_cache_init(&cache);
+        assert_int_equal(hs_run_with_cache(m, a, tok, 1, T, NULL, 0, NULL, &cache, &err), HS_OK);
+        hs_dla d;
+        const hs_status st = hs_logit_attribution(m, &cache, 0, T - 1, 1, 2, &d, &err);
+        hs_resid_stack rs;
+        const hs_status st2 = hs_resid_decompose(m, &cache, 0, T - 1, &rs, &err);
+        hs_graph g;
+        const hs_status st3 = hs_graph_build(&c, &g, &err);
+        if (why) {
+            assert_int_equal(st, HS_ERR_INPUT);
+            assert_int_equal(st2, HS_ERR_INPUT);
+            assert_int_equal(st3, HS_ERR_INPUT);
+            if (strstr(err.msg, why) == NULL) fail_msg("%s: '%s' does not name %s", CASES[i].name, err.msg, why);
+        } else {
+            /* the components sum to the logit (parallel too) */
+            assert_int_equal(st, HS_OK);
+            double sum = d.constant;
+            for (int k = 0; k < d.n; k++) sum += d.attr[k];
+            if (fabs(sum - d.target) > 1e-4 * (1.0 + fabs(d.target)))
+                fail_msg("%s: DLA sums to %g, the logit difference is %g", CASES[i].name, sum, d.target);
+            hs_dla_free(&d);
+            assert_int_equal(st2, HS_OK);
+            hs_resid_stack_free(&rs);
+            assert_int_equal(st3, HS_OK);
+            const size_t want = hs_graph_edge_count(c.n_layers, c.n_heads, c.d_mlp > 0) -
+                                (c.parallel_attn_mlp ? (size_t)(c.n_layers * c.n_heads) : 0);
+            assert_int_equal(g.n_edges, want);
+            assert_int_equal(hs_graph_find_edge(&g, "a0.h1->m0") >= 0, !c.parallel_attn_mlp);
+            assert_true(hs_graph_find_edge(&g, "a0.h1->m1") >= 0);
+            /* graph.json: cfg says parallel_attn_mlp, read back only by its kind */
+            double *sc = calloc(g.n_edges, sizeof *sc);
+            unsigned char *in = calloc(g.n_edges, 1);
+            memset(in, 1, g.n_edges);
+            hs_buf b = {0};
+            assert_int_equal(hs_graph_json_text(&g, &c, sc, in, &b, &err), HS_OK);
+            assert_non_null(strstr(b.s, c.parallel_attn_mlp ? "\"parallel_attn_mlp\": true" : "\"parallel_attn_mlp\": false"));
+            assert_int_equal(hs_graph_json_parse(&g, &c, b.s, b.len, "g.json", sc, in, &err), HS_OK);
+            hs_config other = c;
+            other.parallel_attn_mlp = !c.parallel_attn_mlp;
+            assert_int_equal(hs_graph_json_parse(&g, &other, b.s, b.len, "g.json", sc, in, &err), HS_ERR_INPUT);
+            assert_non_null(strstr(err.msg, "parallel attention and MLP"));
+            free(b.s);
+            free(sc);
+            free(in);
+            hs_graph_free(&g);
+        }
+        hs_cache_free(&cache);
+        hs_acts_destroy(a);
+        hs_model_destroy(m);
+    }
+}
+
+/* ------------------------------------------------------------------------ */
 /* The dump for tests/py/block_ref.py                                        */
 
 typedef struct {
@@ -453,6 +525,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(undefined_combinations_are_refused),
         cmocka_unit_test(points_are_the_forwards_in_order),
         cmocka_unit_test(observed_fused_saved_and_tail_runs_agree),
+        cmocka_unit_test(decompositions_refuse_or_follow_the_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
