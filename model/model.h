@@ -787,8 +787,13 @@ hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta,
  * tensor), under the forward's name, shape and layout, in backward order:
  *   unembed.hook_in [b,t,D]; then for each layer l from the last:
  *   blocks.l.hook_resid_post; with d_mlp > 0 hook_mlp_out, mlp.hook_post,
- *     mlp.hook_pre [b,t,M], hook_mlp_in (the input of ln2 alone: the path
- *     through the MLP, not the skip), hook_resid_mid;
+ *     mlp.hook_pre_linear (gated_mlp), mlp.hook_pre [b,t,M], hook_mlp_in
+ *     (the input of ln2 alone: the path through the MLP, not the skip),
+ *     hook_resid_mid (not with parallel_attn_mlp: there hook_mlp_in is a
+ *     copy of resid_pre, and its gradient is added to resid_pre's);
+ *     norm_place post runs each post-norm's backward where its forward
+ *     sat (ln2 before hook_mlp_out, ln1 before hook_attn_out);
+ *     attn_replace: resid_pre's gradient comes through the attention alone;
  *   hook_attn_out; attn.hook_result [b,t,H,D] (every head's: d f / d
  *     attn_out); attn.hook_z; attn.hook_pattern [b,H,t,t] (dz v^T at every
  *     (dest, src), above the diagonal too, where an edit would change z);
