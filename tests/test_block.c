@@ -10,6 +10,7 @@
  *     logits, bit for bit;
  *   - a checkpoint keeps each switch (and writes none of them for a plain
  *     model: the golden bytes);
+ *   - the parameters' gradients are the same bits on 1 and 2 workers;
  *   - running the tail of the model from blocks.{l}.hook_resid_pre (the probe
  *     engine's patch-from-layer) gives the full run's logits bit for bit;
  *   - the residual decompositions (DLA, decompose, the circuit graph) refuse
@@ -329,6 +330,46 @@ static void observed_fused_saved_and_tail_runs_agree(void **state)
     }
 }
 
+/* The parameters' gradients of one training batch (B x T, which hs_backward
+ * splits into parts) on `threads` workers, into g (n_params). */
+static void grads_on(hs_model *m, int threads, const int *tok, const int *tgt, float *g)
+{
+    hs_acts *a = NULL;
+    hs_error err;
+    assert_int_equal(hs_acts_create(&m->cfg, B, T, 1, &a, &err), HS_OK);
+    assert_int_equal(hs_acts_set_threads(a, threads, &err), HS_OK);
+    assert_int_equal(hs_forward(m, a, tok, B, T, NULL, &err), HS_OK);
+    (void)hs_cross_entropy(m, a, tgt, NULL);
+    hs_zero_grad(m);
+    hs_backward(m, a, tok, tgt, NULL);
+    memcpy(g, m->grad_mem, m->n_params * sizeof(float));
+    hs_acts_destroy(a);
+}
+
+static void gradients_do_not_depend_on_the_thread_count(void **state)
+{
+    (void)state;
+    int tok[B * T], tgt[B * T];
+    tokens_of(tok, tgt);
+    for (int i = 0; i < N_CASES; i++) {
+        const hs_config c = case_config(&CASES[i]);
+        hs_model *m = random_model_of(&c, 41 + (uint64_t)i);
+        hs_error err;
+        assert_int_equal(hs_model_alloc_train(m, &err), HS_OK);
+        float *g1 = malloc(m->n_params * sizeof(float)), *g2 = malloc(m->n_params * sizeof(float));
+        grads_on(m, 1, tok, tgt, g1);
+        grads_on(m, 2, tok, tgt, g2);
+        if (memcmp(g1, g2, m->n_params * sizeof(float)) != 0)
+            fail_msg("%s: gradients on 1 and 2 workers differ", CASES[i].name);
+        double n2 = 0.0;
+        for (size_t k = 0; k < m->n_params; k++) n2 += (double)g1[k] * g1[k];
+        assert_true(n2 > 0.0);
+        free(g1);
+        free(g2);
+        hs_model_destroy(m);
+    }
+}
+
 /* ------------------------------------------------------------------------ */
 /* Decompositions and the circuit graph                                      */
 
@@ -526,6 +567,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(points_are_the_forwards_in_order),
         cmocka_unit_test(observed_fused_saved_and_tail_runs_agree),
         cmocka_unit_test(decompositions_refuse_or_follow_the_block),
+        cmocka_unit_test(gradients_do_not_depend_on_the_thread_count),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
