@@ -388,14 +388,9 @@ hs_status hs_model_own(hs_model *m, hs_error *err);
  *     GatedMLP), blocks.l.mlp.hook_post [B,T,M],
  *   blocks.l.hook_mlp_out [B,T,D]       (the MLP points only with d_mlp > 0),
  *   blocks.l.hook_resid_post [B,T,D],
- * The block's switches move or drop points: parallel_attn_mlp has no
- *   hook_resid_mid (TL's TransformerBlock has none then) and hook_mlp_in is
- *   resid_pre's copy; norm_place post runs ln1 after the attention, on
- *   resid_pre (0 with attn_replace) + attn_out, its output being
- *   hook_resid_mid (hook_resid_post without an MLP), and ln2 after the MLP on
- *   resid_mid + mlp_out, its output hook_resid_post; the attention then reads
- *   resid_pre and the MLP resid_mid unnormalised (hook_mlp_in = resid_mid);
- *   attn_replace: hook_resid_mid = attn_out (pre-norm).
+ * The block's switches move or drop points (docs/HOOKS.md): parallel_attn_mlp
+ *   has no hook_resid_mid; norm_place post calls ln1's points after
+ *   hook_attn_out and ln2's after hook_mlp_out.
  *   ln_final.hook_scale [B,T,1], ln_final.hook_normalized [B,T,D] (final norm on),
  *   unembed.hook_in [B,T,D] (what W_U reads), logits [B,T,V] (alias
  *     unembed.hook_out: one point, two names; the observer sees "logits").

@@ -81,6 +81,13 @@ static void set_replace_post_attn_only(hs_config *c)
     c->norm_place = HS_NORM_POST;
     c->d_mlp = 0;
 }
+static void set_uniform_replace(hs_config *c) /* the ladder's "average, replacing" row */
+{
+    c->attn = HS_ATTN_UNIFORM;
+    c->attn_replace = 1;
+    c->ln1 = 0;
+    c->d_mlp = 0;
+}
 static void set_llama_like(hs_config *c)
 {
     c->norm = HS_NORM_RMSNORM;
@@ -101,6 +108,7 @@ static const block_case CASES[] = {
     {"post_attn_only", set_post_attn_only},
     {"replace", set_replace},
     {"replace_post_attn_only", set_replace_post_attn_only},
+    {"uniform_replace", set_uniform_replace},
     {"llama_like", set_llama_like},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
@@ -228,7 +236,7 @@ static void points_are_the_forwards_in_order(void **state)
         /* what each switch adds or takes away */
         assert_int_equal(list_has(pts, n, "blocks.0.hook_resid_mid"), !c.parallel_attn_mlp && c.d_mlp > 0);
         assert_int_equal(list_has(pts, n, "blocks.1.mlp.hook_pre_linear"), c.gated_mlp);
-        assert_int_equal(list_has(pts, n, "blocks.0.ln1.hook_scale"), 1);
+        assert_int_equal(list_has(pts, n, "blocks.0.ln1.hook_scale"), c.ln1);
         if (c.norm_place == HS_NORM_POST) { /* ln1 after the attention's output */
             int at_out = -1, ln1 = -1;
             for (int k = 0; k < n; k++) {
