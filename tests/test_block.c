@@ -11,6 +11,8 @@
  *   - a checkpoint keeps each switch (and writes none of them for a plain
  *     model: the golden bytes);
  *   - the parameters' gradients are the same bits on 1 and 2 workers;
+ *   - TransformerLens' weight processing keeps a parallel block's logits
+ *     (up to a constant per position) and refuses the other switches;
  *   - running the tail of the model from blocks.{l}.hook_resid_pre (the probe
  *     engine's patch-from-layer) gives the full run's logits bit for bit;
  *   - the residual decompositions (DLA, decompose, the circuit graph) refuse
@@ -378,6 +380,51 @@ static void gradients_do_not_depend_on_the_thread_count(void **state)
     }
 }
 
+/* TransformerLens' weight processing applies to a parallel block as to the
+ * sequential one (the logits move by a constant per position), and refuses
+ * post-norm, replacing and gated blocks naming why. */
+static void tl_processing_follows_the_block(void **state)
+{
+    (void)state;
+    int tok[B * T], tgt[B * T];
+    tokens_of(tok, tgt);
+    static float ref[B * T * V], got[B * T * V];
+    int processed = 0;
+    for (int i = 0; i < N_CASES; i++) {
+        const hs_config c = case_config(&CASES[i]);
+        hs_model *m = random_model_of(&c, 51 + (uint64_t)i);
+        hs_error err;
+        logits_of(m, 0, tok, ref);
+        const hs_status st = hs_model_process_tl(m, &err);
+        const char *why = c.norm_place == HS_NORM_POST ? "post-norm"
+                          : c.attn_replace             ? "attn_replace"
+                          : c.gated_mlp                ? "gated_mlp"
+                                                       : NULL;
+        if (why) {
+            if (st != HS_ERR_INPUT || (c.norm == HS_NORM_LAYERNORM && c.bias && c.attn == HS_ATTN_SOFTMAX &&
+                                       c.ln1 && strstr(err.msg, why) == NULL))
+                fail_msg("%s: status %d, '%s' (want a refusal naming %s)", CASES[i].name, st, err.msg, why);
+        } else if (c.norm == HS_NORM_LAYERNORM && c.bias) {
+            if (st != HS_OK) fail_msg("%s: %s", CASES[i].name, err.msg);
+            logits_of(m, 0, tok, got);
+            double worst = 0.0, big = 0.0;
+            for (int r = 0; r < B * T; r++) {
+                double mr = 0.0, mg = 0.0;
+                for (int v = 0; v < V; v++) mr += ref[r * V + v], mg += got[r * V + v];
+                for (int v = 0; v < V; v++) {
+                    const double a = ref[r * V + v] - mr / V, b = got[r * V + v] - mg / V;
+                    if (fabs(a - b) > worst) worst = fabs(a - b);
+                    if (fabs(a) > big) big = fabs(a);
+                }
+            }
+            if (worst > 1e-5 * (1.0 + big)) fail_msg("%s: processed logits moved by %g", CASES[i].name, worst);
+            processed++;
+        }
+        hs_model_destroy(m);
+    }
+    assert_int_equal(processed, 3); /* base, silu, parallel */
+}
+
 /* ------------------------------------------------------------------------ */
 /* Decompositions and the circuit graph                                      */
 
@@ -576,6 +623,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(observed_fused_saved_and_tail_runs_agree),
         cmocka_unit_test(decompositions_refuse_or_follow_the_block),
         cmocka_unit_test(gradients_do_not_depend_on_the_thread_count),
+        cmocka_unit_test(tl_processing_follows_the_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
