@@ -425,8 +425,14 @@ static void free_strs(char **s, size_t n)
 static hs_status write_folder(const insp_run *x, const hs_inspect_report *r, hs_error *err)
 {
     hs_status s = insp_figures(x, err);
-    if (s == HS_OK) s = write_dla(x, x->pred, -1, "dla", err);
-    if (s == HS_OK && x->vs_id >= 0) {
+    /* DLA splits the residual into its writers: undefined after a post-norm
+     * or a replacing attention (hs_config_nonadditive) */
+    const char *nonadd = hs_config_nonadditive(&x->m->cfg);
+    if (nonadd)
+        hs_note(x->notes, HS_NOTE_CMD, "note: no dla figure: the residual stream is not a sum of "
+                "its writers with %s", nonadd);
+    if (s == HS_OK && !nonadd) s = write_dla(x, x->pred, -1, "dla", err);
+    if (s == HS_OK && x->vs_id >= 0 && !nonadd) {
         if (x->vs_id == x->pred) {
             char *d = display(x->tok, x->vs_id), *w = d ? hs_visible_dup(d) : NULL;
             hs_note(x->notes, HS_NOTE_CMD, "note: --vs %s is the predicted token; the logit "

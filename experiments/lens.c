@@ -112,6 +112,10 @@ hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_
                       hs_error *err)
 {
     memset(out, 0, sizeof *out);
+    if (hs_config_nonadditive(&m->cfg))
+        return hs_fail(err, HS_ERR_INPUT, "lens: the logit lens reads the residual stream as the "
+                       "sum so far of its writers, which it is not with %s",
+                       hs_config_nonadditive(&m->cfg));
     if (p->n < 1) return hs_fail(err, HS_ERR_INPUT, "lens: the prompt set is empty");
     const int L = m->cfg.n_layers, t = p->t, K = L + 1;
     out->L = L;

@@ -470,14 +470,9 @@ hs_status hs_model_own(hs_model *m, hs_error *err);
  *     GatedMLP), blocks.l.mlp.hook_post [B,T,M],
  *   blocks.l.hook_mlp_out [B,T,D]       (the MLP points only with d_mlp > 0),
  *   blocks.l.hook_resid_post [B,T,D],
- * The block's switches move or drop points: parallel_attn_mlp has no
- *   hook_resid_mid (TL's TransformerBlock has none then) and hook_mlp_in is
- *   resid_pre's copy; norm_place post runs ln1 after the attention, on
- *   resid_pre (0 with attn_replace) + attn_out, its output being
- *   hook_resid_mid (hook_resid_post without an MLP), and ln2 after the MLP on
- *   resid_mid + mlp_out, its output hook_resid_post; the attention then reads
- *   resid_pre and the MLP resid_mid unnormalised (hook_mlp_in = resid_mid);
- *   attn_replace: hook_resid_mid = attn_out (pre-norm).
+ * The block's switches move or drop points (docs/HOOKS.md): parallel_attn_mlp
+ *   has no hook_resid_mid; norm_place post calls ln1's points after
+ *   hook_attn_out and ln2's after hook_mlp_out.
  *   ln_final.hook_scale [B,T,1], ln_final.hook_normalized [B,T,D] (final norm on),
  *   unembed.hook_in [B,T,D] (what W_U reads), logits [B,T,V] (alias
  *     unembed.hook_out: one point, two names; the observer sees "logits").
@@ -876,8 +871,13 @@ hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta,
  * tensor), under the forward's name, shape and layout, in backward order:
  *   unembed.hook_in [b,t,D]; then for each layer l from the last:
  *   blocks.l.hook_resid_post; with d_mlp > 0 hook_mlp_out, mlp.hook_post,
- *     mlp.hook_pre [b,t,M], hook_mlp_in (the input of ln2 alone: the path
- *     through the MLP, not the skip), hook_resid_mid;
+ *     mlp.hook_pre_linear (gated_mlp), mlp.hook_pre [b,t,M], hook_mlp_in
+ *     (the input of ln2 alone: the path through the MLP, not the skip),
+ *     hook_resid_mid (not with parallel_attn_mlp: there hook_mlp_in is a
+ *     copy of resid_pre, and its gradient is added to resid_pre's);
+ *     norm_place post runs each post-norm's backward where its forward
+ *     sat (ln2 before hook_mlp_out, ln1 before hook_attn_out);
+ *     attn_replace: resid_pre's gradient comes through the attention alone;
  *   hook_attn_out; attn.hook_result [b,t,H,D] (every head's: d f / d
  *     attn_out); attn.hook_z; attn.hook_pattern [b,H,t,t] (dz v^T at every
  *     (dest, src), above the diagonal too, where an edit would change z);

@@ -335,8 +335,11 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
     if (inputs <= 0 || inputs > 7) return hs_fail(err, HS_ERR_INPUT, "path patch: inputs must be a non-empty set of HS_INPUT_Q|K|V");
     if ((inputs & (HS_INPUT_Q | HS_INPUT_K)) && c->attn != HS_ATTN_SOFTMAX)
         return hs_fail(err, HS_ERR_INPUT, "path patch: a uniform-attention model has no query/key input");
+    if (hs_config_nonadditive(c))
+        return hs_fail(err, HS_ERR_INPUT, "path patch: a sender's direct path to the receiver is "
+                       "not a term of its residual with %s", hs_config_nonadditive(c));
     const hs_cache_entry *rp = hs_cache_getf(corr, "blocks.%d.hook_resid_pre", receiver.layer);
-    const int has_ln = c->ln1 && c->norm != HS_NORM_NONE;
+    const int has_ln = hs_ln1_in_front(c);
     const hs_cache_entry *sc = NULL;
     for (int i = 0; i < n_senders; i++) {
         const hs_cache_entry *zc = hs_cache_getf(clean, "blocks.%d.attn.hook_z", senders[i].layer);

@@ -510,7 +510,8 @@ int hs_train_is_default_run(const char *path)
     if (c->n_layers == want.n_layers && c->d_model == want.d_model && c->n_heads == want.n_heads &&
         c->d_head == want.d_model / want.n_heads && c->d_mlp == 4 * want.d_model &&
         c->norm == want.norm && c->act == want.act && c->pos == want.pos && c->attn == want.attn &&
-        c->ln1 && c->ln_final && !c->embed_norm && c->bias && c->seed == 0 &&
+        c->ln1 && c->ln_final && !c->embed_norm && c->bias && c->seed == 0 && !c->gated_mlp &&
+        !c->parallel_attn_mlp && c->norm_place == HS_NORM_PRE && !c->attn_replace &&
         cJSON_IsNumber(steps) && steps->valuedouble == to.steps && cJSON_IsNumber(done) &&
         done->valuedouble == to.steps && cJSON_IsNumber(seed) && seed->valuedouble == 0 &&
         cJSON_IsString(name) && strcmp(name->valuestring, "winograd") == 0 &&

@@ -10,9 +10,15 @@
  *     logits, bit for bit;
  *   - a checkpoint keeps each switch (and writes none of them for a plain
  *     model: the golden bytes);
+ *   - the parameters' gradients are the same bits on 1 and 2 workers;
+ *   - TransformerLens' weight processing keeps a parallel block's logits
+ *     (up to a constant per position) and refuses the other switches;
  *   - running the tail of the model from blocks.{l}.hook_resid_pre (the probe
  *     engine's patch-from-layer) gives the full run's logits bit for bit;
- *   - the residual decompositions refuse post-norm and attn_replace models.
+ *   - the residual decompositions (DLA, decompose, the circuit graph) refuse
+ *     post-norm and attn_replace models naming the switch; a parallel
+ *     model's graph has no edge a{l}.h -> m{l} and says parallel_attn_mlp in
+ *     its graph.json cfg, which reads back only into a parallel model.
  * The gradients are checked by finite differences in tests/test_model_grad.c.
  *
  * Run as `test_block --dump DIR` it writes, for tests/test_block_torch.sh and
@@ -34,6 +40,7 @@
 
 #include <cmocka.h>
 
+#include "discovery/discovery.h"
 #include "experiments/experiments.h"
 #include "model/model.h"
 #include "probe/probe.h"
@@ -76,6 +83,13 @@ static void set_replace_post_attn_only(hs_config *c)
     c->norm_place = HS_NORM_POST;
     c->d_mlp = 0;
 }
+static void set_uniform_replace(hs_config *c) /* the ladder's "average, replacing" row */
+{
+    c->attn = HS_ATTN_UNIFORM;
+    c->attn_replace = 1;
+    c->ln1 = 0;
+    c->d_mlp = 0;
+}
 static void set_llama_like(hs_config *c)
 {
     c->norm = HS_NORM_RMSNORM;
@@ -96,6 +110,7 @@ static const block_case CASES[] = {
     {"post_attn_only", set_post_attn_only},
     {"replace", set_replace},
     {"replace_post_attn_only", set_replace_post_attn_only},
+    {"uniform_replace", set_uniform_replace},
     {"llama_like", set_llama_like},
 };
 enum { N_CASES = sizeof CASES / sizeof CASES[0] };
@@ -223,7 +238,7 @@ static void points_are_the_forwards_in_order(void **state)
         /* what each switch adds or takes away */
         assert_int_equal(list_has(pts, n, "blocks.0.hook_resid_mid"), !c.parallel_attn_mlp && c.d_mlp > 0);
         assert_int_equal(list_has(pts, n, "blocks.1.mlp.hook_pre_linear"), c.gated_mlp);
-        assert_int_equal(list_has(pts, n, "blocks.0.ln1.hook_scale"), 1);
+        assert_int_equal(list_has(pts, n, "blocks.0.ln1.hook_scale"), c.ln1);
         if (c.norm_place == HS_NORM_POST) { /* ln1 after the attention's output */
             int at_out = -1, ln1 = -1;
             for (int k = 0; k < n; k++) {
@@ -319,6 +334,159 @@ static void observed_fused_saved_and_tail_runs_agree(void **state)
         assert_int_equal(hs_run_tail_with_hooks(m, tail, 1, a, rp->data, tok, B, T, NULL, &err), HS_OK);
         assert_true(memcmp(a->logits, lg->data, sizeof(float) * T * V) != 0);
         free(tail);
+        hs_cache_free(&cache);
+        hs_acts_destroy(a);
+        hs_model_destroy(m);
+    }
+}
+
+/* The parameters' gradients of one training batch (B x T, which hs_backward
+ * splits into parts) on `threads` workers, into g (n_params). */
+static void grads_on(hs_model *m, int threads, const int *tok, const int *tgt, float *g)
+{
+    hs_acts *a = NULL;
+    hs_error err;
+    assert_int_equal(hs_acts_create(&m->cfg, B, T, 1, &a, &err), HS_OK);
+    assert_int_equal(hs_acts_set_threads(a, threads, &err), HS_OK);
+    assert_int_equal(hs_forward(m, a, tok, B, T, NULL, &err), HS_OK);
+    (void)hs_cross_entropy(m, a, tgt, NULL);
+    hs_zero_grad(m);
+    hs_backward(m, a, tok, tgt, NULL);
+    memcpy(g, m->grad_mem, m->n_params * sizeof(float));
+    hs_acts_destroy(a);
+}
+
+static void gradients_do_not_depend_on_the_thread_count(void **state)
+{
+    (void)state;
+    int tok[B * T], tgt[B * T];
+    tokens_of(tok, tgt);
+    for (int i = 0; i < N_CASES; i++) {
+        const hs_config c = case_config(&CASES[i]);
+        hs_model *m = random_model_of(&c, 41 + (uint64_t)i);
+        hs_error err;
+        assert_int_equal(hs_model_alloc_train(m, &err), HS_OK);
+        float *g1 = malloc(m->n_params * sizeof(float)), *g2 = malloc(m->n_params * sizeof(float));
+        grads_on(m, 1, tok, tgt, g1);
+        grads_on(m, 2, tok, tgt, g2);
+        if (memcmp(g1, g2, m->n_params * sizeof(float)) != 0)
+            fail_msg("%s: gradients on 1 and 2 workers differ", CASES[i].name);
+        double n2 = 0.0;
+        for (size_t k = 0; k < m->n_params; k++) n2 += (double)g1[k] * g1[k];
+        assert_true(n2 > 0.0);
+        free(g1);
+        free(g2);
+        hs_model_destroy(m);
+    }
+}
+
+/* TransformerLens' weight processing applies to a parallel block as to the
+ * sequential one (the logits move by a constant per position), and refuses
+ * post-norm, replacing and gated blocks naming why. */
+static void tl_processing_follows_the_block(void **state)
+{
+    (void)state;
+    int tok[B * T], tgt[B * T];
+    tokens_of(tok, tgt);
+    static float ref[B * T * V], got[B * T * V];
+    int processed = 0;
+    for (int i = 0; i < N_CASES; i++) {
+        const hs_config c = case_config(&CASES[i]);
+        hs_model *m = random_model_of(&c, 51 + (uint64_t)i);
+        hs_error err;
+        logits_of(m, 0, tok, ref);
+        const hs_status st = hs_model_process_tl(m, &err);
+        const char *why = c.norm_place == HS_NORM_POST ? "post-norm"
+                          : c.attn_replace             ? "attn_replace"
+                          : c.gated_mlp                ? "gated_mlp"
+                                                       : NULL;
+        if (why) {
+            if (st != HS_ERR_INPUT || (c.norm == HS_NORM_LAYERNORM && c.bias && c.attn == HS_ATTN_SOFTMAX &&
+                                       c.ln1 && strstr(err.msg, why) == NULL))
+                fail_msg("%s: status %d, '%s' (want a refusal naming %s)", CASES[i].name, st, err.msg, why);
+        } else if (c.norm == HS_NORM_LAYERNORM && c.bias) {
+            if (st != HS_OK) fail_msg("%s: %s", CASES[i].name, err.msg);
+            logits_of(m, 0, tok, got);
+            double worst = 0.0, big = 0.0;
+            for (int r = 0; r < B * T; r++) {
+                double mr = 0.0, mg = 0.0;
+                for (int v = 0; v < V; v++) mr += ref[r * V + v], mg += got[r * V + v];
+                for (int v = 0; v < V; v++) {
+                    const double a = ref[r * V + v] - mr / V, b = got[r * V + v] - mg / V;
+                    if (fabs(a - b) > worst) worst = fabs(a - b);
+                    if (fabs(a) > big) big = fabs(a);
+                }
+            }
+            if (worst > 1e-5 * (1.0 + big)) fail_msg("%s: processed logits moved by %g", CASES[i].name, worst);
+            processed++;
+        }
+        hs_model_destroy(m);
+    }
+    assert_int_equal(processed, 3); /* base, silu, parallel */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Decompositions and the circuit graph                                      */
+
+static void decompositions_refuse_or_follow_the_block(void **state)
+{
+    (void)state;
+    int tok[B * T], tgt[B * T];
+    tokens_of(tok, tgt);
+    for (int i = 0; i < N_CASES; i++) {
+        const hs_config c = case_config(&CASES[i]);
+        const char *why = hs_config_nonadditive(&c);
+        hs_model *m = random_model_of(&c, 31 + (uint64_t)i);
+        hs_acts *a = NULL;
+        hs_error err;
+        assert_int_equal(hs_acts_create(&c, 1, T, 0, &a, &err), HS_OK);
+        hs_cache cache;
+        hs_cache_init(&cache);
+        assert_int_equal(hs_run_with_cache(m, a, tok, 1, T, NULL, 0, NULL, &cache, &err), HS_OK);
+        hs_dla d;
+        const hs_status st = hs_logit_attribution(m, &cache, 0, T - 1, 1, 2, &d, &err);
+        hs_resid_stack rs;
+        const hs_status st2 = hs_resid_decompose(m, &cache, 0, T - 1, &rs, &err);
+        hs_graph g;
+        const hs_status st3 = hs_graph_build(&c, &g, &err);
+        if (why) {
+            assert_int_equal(st, HS_ERR_INPUT);
+            assert_int_equal(st2, HS_ERR_INPUT);
+            assert_int_equal(st3, HS_ERR_INPUT);
+            if (strstr(err.msg, why) == NULL) fail_msg("%s: '%s' does not name %s", CASES[i].name, err.msg, why);
+        } else {
+            /* the components sum to the logit (parallel too) */
+            assert_int_equal(st, HS_OK);
+            double sum = d.constant;
+            for (int k = 0; k < d.n; k++) sum += d.attr[k];
+            if (fabs(sum - d.target) > 1e-4 * (1.0 + fabs(d.target)))
+                fail_msg("%s: DLA sums to %g, the logit difference is %g", CASES[i].name, sum, d.target);
+            hs_dla_free(&d);
+            assert_int_equal(st2, HS_OK);
+            hs_resid_stack_free(&rs);
+            assert_int_equal(st3, HS_OK);
+            const size_t want = hs_graph_edge_count(c.n_layers, c.n_heads, c.d_mlp > 0) -
+                                (c.parallel_attn_mlp ? (size_t)(c.n_layers * c.n_heads) : 0);
+            assert_int_equal(g.n_edges, want);
+            assert_int_equal(hs_graph_find_edge(&g, "a0.h1->m0") >= 0, !c.parallel_attn_mlp);
+            assert_true(hs_graph_find_edge(&g, "a0.h1->m1") >= 0);
+            /* graph.json: cfg says parallel_attn_mlp, read back only by its kind */
+            double *sc = calloc(g.n_edges, sizeof *sc);
+            unsigned char *in = calloc(g.n_edges, 1);
+            memset(in, 1, g.n_edges);
+            hs_buf b = {0};
+            assert_int_equal(hs_graph_json_text(&g, &c, sc, in, &b, &err), HS_OK);
+            assert_non_null(strstr(b.s, c.parallel_attn_mlp ? "\"parallel_attn_mlp\": true" : "\"parallel_attn_mlp\": false"));
+            assert_int_equal(hs_graph_json_parse(&g, &c, b.s, b.len, "g.json", sc, in, &err), HS_OK);
+            hs_config other = c;
+            other.parallel_attn_mlp = !c.parallel_attn_mlp;
+            assert_int_equal(hs_graph_json_parse(&g, &other, b.s, b.len, "g.json", sc, in, &err), HS_ERR_INPUT);
+            assert_non_null(strstr(err.msg, "parallel attention and MLP"));
+            free(b.s);
+            free(sc);
+            free(in);
+            hs_graph_free(&g);
+        }
         hs_cache_free(&cache);
         hs_acts_destroy(a);
         hs_model_destroy(m);
@@ -453,6 +621,9 @@ int main(int argc, char **argv)
         cmocka_unit_test(undefined_combinations_are_refused),
         cmocka_unit_test(points_are_the_forwards_in_order),
         cmocka_unit_test(observed_fused_saved_and_tail_runs_agree),
+        cmocka_unit_test(decompositions_refuse_or_follow_the_block),
+        cmocka_unit_test(gradients_do_not_depend_on_the_thread_count),
+        cmocka_unit_test(tl_processing_follows_the_block),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

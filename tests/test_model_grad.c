@@ -198,6 +198,10 @@ static void gradients_match_finite_differences_for_every_switch(void **state)
     RUN("attn replace", c.attn_replace = 1);
     RUN("attn replace, post-norm, attention-only", c.attn_replace = 1; c.norm_place = HS_NORM_POST;
         c.d_mlp = 0);
+    RUN("post-norm, no ln1", c.norm_place = HS_NORM_POST; c.ln1 = 0);
+    RUN("post-norm, embed norm", c.norm_place = HS_NORM_POST; c.embed_norm = 1);
+    RUN("ladder: uniform average replacing, no ln1, attention-only", c.attn = HS_ATTN_UNIFORM;
+        c.attn_replace = 1; c.ln1 = 0; c.d_mlp = 0);
     RUN("Llama-like: rms silu gated parallel no-bias", c.norm = HS_NORM_RMSNORM; c.act = HS_ACT_SILU;
         c.gated_mlp = 1; c.parallel_attn_mlp = 1; c.bias = 0);
 #undef RUN

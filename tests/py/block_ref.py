@@ -60,6 +60,9 @@ def read_st(path):
 
 
 class NumpyOps:
+    def const(self, a):
+        return a
+
     def bcast(self, a, shape):
         return np.broadcast_to(a, shape).copy()
 
@@ -99,8 +102,11 @@ class NumpyOps:
 
 
 class TorchOps:
+    def const(self, a):
+        return torch.from_numpy(a)
+
     def bcast(self, a, shape):
-        return a.expand(*shape).clone()
+        return a.expand(*shape).clone().requires_grad_(True) if not a.requires_grad else a.expand(*shape).clone()
 
     def erf(self, x):
         return torch.erf(x)
@@ -208,8 +214,9 @@ def forward(ops, P, c, tok):
         if softmax:
             s, pattern = ops.softmax_causal(ops.einsum("bqhe,bkhe->bhqk", q, k_) / scale)
             hook(p + "attn.hook_attn_scores", s)
-        else:
-            raise ValueError("uniform attention is not a case here")
+        else:  # the causal average: 1 / (i + 1) for j <= i
+            i = np.arange(T)
+            pattern = ops.bcast(ops.const((i[None, :] <= i[:, None]) / (i[:, None] + 1.0)), (B, H, T, T))
         pattern = hook(p + "attn.hook_pattern", pattern)
         z = hook(p + "attn.hook_z", ops.einsum("bhqk,bkhe->bqhe", pattern, v))
         result = hook(p + "attn.hook_result", ops.einsum("bthe,hed->bthd", z, P[p + "attn.W_O"]))
