@@ -359,6 +359,32 @@ static void longer_context(void **state)
     }
 }
 
+/* Activations made for more positions than a run uses (inspect's, the
+ * engine's) give the run's own values: the tables are per position. */
+static void capacity_does_not_matter(void **state)
+{
+    (void)state;
+    static const hs_pos kinds[] = {HS_POS_SINUSOIDAL, HS_POS_ROTARY, HS_POS_ALIBI};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        hs_config c = base_cfg();
+        c.pos = kinds[i];
+        c.n_ctx = 2 * NCTX;
+        hs_model *m = random_model_of(&c, 30 + i);
+        int tok[B * NCTX], tgt[B * NCTX];
+        tokens_of(tok, tgt, B * NCTX, 13);
+        hs_error err;
+        hs_acts *a = NULL;
+        assert_int_equal(hs_acts_create(&c, B, 2 * NCTX, 0, &a, &err), HS_OK);
+        assert_int_equal(hs_forward(m, a, tok, B, NCTX, NULL, &err), HS_OK);
+        float *exact = run_logits(m, tok, B, NCTX);
+        if (memcmp(exact, a->logits, (size_t)B * NCTX * V * sizeof(float)) != 0)
+            fail_msg("%s: a run of 8 positions on activations for 16 differs", hs_pos_name(kinds[i]));
+        free(exact);
+        hs_acts_destroy(a);
+        hs_model_destroy(m);
+    }
+}
+
 static void known_values(void **state)
 {
     (void)state;
@@ -660,6 +686,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(checkpoint_round_trip_keeps_config_and_bits),
         cmocka_unit_test(points_and_shapes),
         cmocka_unit_test(longer_context),
+        cmocka_unit_test(capacity_does_not_matter),
         cmocka_unit_test(known_values),
         cmocka_unit_test(window_of_one_attends_to_itself),
         cmocka_unit_test(local_masks_in_a_checkpoint),
