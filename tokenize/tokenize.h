@@ -153,6 +153,14 @@ int hs_tok_bos(const hs_tokenizer *t);
  * has none. Set it before sharing t between threads. */
 void hs_tok_set_bos(hs_tokenizer *t, int on);
 
+/* Turns the matching of special tokens in text on (on != 0, the default:
+ * GPT-2's "<|endoftext|>" in a text is the one token 50256, as Hugging Face
+ * tokenizers and TransformerLens have it) or off (their bytes are ordinary
+ * text, as OpenAI's encoder and HF's split_special_tokens=True; the CLI's
+ * --no-special). Added tokens that are not special are matched either way.
+ * No effect on a word vocabulary. Set it before sharing t between threads. */
+void hs_tok_set_special(hs_tokenizer *t, int on);
+
 /* Tokens of one text. Caller-owned; free with hs_tokens_free. */
 typedef struct {
     size_t n;          /* number of tokens, the BOS included */
