@@ -238,7 +238,6 @@ hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t n_ctx, h
     hs_pieces_free(&ps);
     scratch_free(&w);
     const size_t k = l.n;
-    if (st == HS_OK && k == 0) st = hs_fail(err, HS_ERR_INPUT, "sentence gives no tokens");
     if (st == HS_OK && n_ctx > 0 && k > n_ctx)
         st = hs_fail(err, HS_ERR_INPUT,
                      "sentence has %zu tokens, more than the model's context of %zu (n_ctx)", k,
@@ -246,6 +245,10 @@ hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t n_ctx, h
     if (st != HS_OK) {
         free(l.v);
         return st;
+    }
+    if (k == 0) { /* every character dropped (no unk token) or removed by a Split */
+        free(l.v);
+        return HS_OK;
     }
     int *fit = realloc(l.v, k * sizeof *l.v);
     out->ids = fit ? fit : l.v;
