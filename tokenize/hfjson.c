@@ -440,6 +440,7 @@ static hs_status read_added(const cJSON *list, const char *name, hs_pipe *p, hs_
             return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", name);
         a->id = (int)id->valuedouble;
         a->len = strlen(a->content);
+        p->first_byte[(unsigned char)a->content[0]] = 1;
         int special = 0, v = 0;
         hs_status st = get_bool(e, "special", 0, name, f, &special, err);
         a->special = (unsigned char)special;
@@ -516,6 +517,7 @@ hs_status hs_pipe_gpt2(int eot, hs_pipe **out, hs_error *err)
     if (a) {
         a->id = eot;
         a->len = strlen(a->content);
+        p->first_byte['<'] = 1;
         a->special = a->normalized = 1;
     }
     s->kind = HS_PRE_BYTELEVEL;

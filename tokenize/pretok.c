@@ -90,6 +90,7 @@ typedef struct {
 typedef struct {
     span *s;
     size_t n, cap;
+    pcre2_match_data *md; /* one pair: whole matches only */
 } spans;
 
 static int add_span(spans *v, size_t a, size_t b, int m)
@@ -112,8 +113,7 @@ static hs_status find_matches(const pcre2_code *re, const char *s, size_t n, spa
 {
     v->n = 0;
     if (n == 0) return add_span(v, 0, 0, 0) ? hs_fail(err, HS_ERR_NOMEM, "out of memory") : HS_OK;
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(re, NULL);
-    if (!md) return hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
+    pcre2_match_data *md = v->md;
     size_t prev = 0, at = 0, last_match_end = (size_t)-1;
     int oom = 0;
     hs_status st = HS_OK;
@@ -140,7 +140,6 @@ static hs_status find_matches(const pcre2_code *re, const char *s, size_t n, spa
         prev = b;
     }
     if (st == HS_OK && prev != n) oom |= add_span(v, prev, n, 0);
-    pcre2_match_data_free(md);
     if (st == HS_OK && oom) st = hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
     return st;
 }
@@ -180,19 +179,28 @@ static void behave(spans *v, int behavior, int invert)
     v->n = w;
 }
 
+/* Splits s (n bytes) by re and behavior into out. */
+static hs_status split_one(const char *s, size_t n, int first, const pcre2_code *re,
+                           int behavior, int invert, hs_pieces *out, spans *v, hs_error *err)
+{
+    hs_status st = find_matches(re, s, n, v, err);
+    if (st != HS_OK) return st;
+    behave(v, behavior, invert);
+    for (size_t k = 0; k < v->n; k++)
+        if (push(out, s + v->s[k].a, v->s[k].b - v->s[k].a, first && v->s[k].a == 0, -1))
+            return hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
+    return HS_OK;
+}
+
 /* Splits each piece of in by re and behavior into out. */
 static hs_status split_pieces(const hs_pieces *in, const pcre2_code *re, int behavior,
                               int invert, hs_pieces *out, spans *v, hs_error *err)
 {
     for (size_t i = 0; i < in->n; i++) {
         const hs_piece *p = &in->p[i];
-        const char *s = in->text.s + p->off;
-        hs_status st = find_matches(re, s, p->len, v, err);
+        hs_status st = split_one(in->text.s + p->off, p->len, p->first, re, behavior, invert, out,
+                                 v, err);
         if (st != HS_OK) return st;
-        behave(v, behavior, invert);
-        for (size_t k = 0; k < v->n; k++)
-            if (push(out, s + v->s[k].a, v->s[k].b - v->s[k].a, p->first && v->s[k].a == 0, -1))
-                return hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
     }
     return HS_OK;
 }
@@ -215,6 +223,9 @@ static hs_status replace_all(const pcre2_code *re, const char *content, const ch
 static hs_status normalize(const hs_pipe *p, const char *s, size_t n, hs_buf *out, spans *v,
                            hs_error *err)
 {
+    if (p->n_norm == 0)
+        return hs_buf_append(out, s, n) == 0 && !out->oom
+                   ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
     hs_buf cur = {0}, next = {0};
     hs_status st = HS_OK;
     hs_buf_append(&cur, s, n);
@@ -328,6 +339,12 @@ static hs_status byte_level(const hs_pre_step *x, const hs_pieces *in, hs_pieces
 static hs_status pretokenize(const hs_pipe *p, const char *s, size_t n, int first, hs_pieces *out,
                              spans *v, hs_error *err)
 {
+    if (p->n_pre == 0)
+        return push(out, s, n, first, -1) ? hs_fail(err, HS_ERR_NOMEM, "out of memory") : HS_OK;
+    const hs_pre_step *one = &p->pre[0];
+    if (p->n_pre == 1 && one->re && (one->kind == HS_PRE_SPLIT || !one->prefix)) /* GPT-2's */
+        return split_one(s, n, first, one->re, one->kind == HS_PRE_SPLIT ? one->behavior
+                         : HS_SPLIT_ISOLATED, one->kind == HS_PRE_SPLIT && one->invert, out, v, err);
     hs_pieces cur = {0}, next = {0};
     hs_status st = push(&cur, s, n, first, -1) ? hs_fail(err, HS_ERR_NOMEM, "out of memory") : HS_OK;
     for (size_t i = 0; i < p->n_pre && st == HS_OK; i++) {
@@ -381,7 +398,15 @@ static int split_added(const hs_pipe *p, const char *s, size_t n, int norm, int 
 {
     size_t start_offset = 0;
     v->n = 0;
+    if (p->n_added == 0) {
+        if (n > 0 && add_span(v, 0, n, 0)) return -1;
+        return 0;
+    }
     for (size_t i = 0; i < n;) {
+        if (!p->first_byte[(unsigned char)s[i]]) {
+            i++;
+            continue;
+        }
         int best = -1;
         for (size_t k = 0; k < p->n_added; k++) {
             const hs_added *a = &p->added[k];
@@ -424,7 +449,8 @@ hs_status hs_pipe_run(const hs_pipe *p, const char *text, size_t n, int special,
     spans outer = {0}, inner = {0}, v = {0};
     hs_buf nb = {0};
     hs_status st = HS_OK;
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(p->alnum, NULL);
+    pcre2_match_data *md = pcre2_match_data_create(1, NULL);
+    v.md = md;
     if (!md || split_added(p, text, n, 0, special, &outer, md)) {
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
         goto done;

@@ -169,6 +169,7 @@ struct hs_pipe {
     size_t n_dec;
     hs_added *added;  /* in the file's order */
     size_t n_added;
+    unsigned char first_byte[256]; /* 1: some added token starts with this byte */
     int byte_level;   /* the last pre-tokenizer is ByteLevel: the model sees bytes */
     int byte_fallback, ignore_merges, fuse_unk;
     char *unk_token;  /* model.unk_token, or NULL */
