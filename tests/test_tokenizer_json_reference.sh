@@ -96,6 +96,17 @@ printf '0\t262\t·a\n1\t0\t<unk>\n' | cmp -s - "$TMP/sp_nofb.out" || fail "fuse_
 printf '[1, 264, 13, 198, 172, 0]\n' >"$TMP/sp_ids.jsonl"
 run 0 sp_decode tokenize --model "$TMP/sp" --decode --jsonl "$TMP/sp_ids.jsonl"
 printf '"<s> ab\\né<unk>"\n' | cmp -s - "$TMP/sp_decode.out" || fail "sp --decode: $(cat "$TMP/sp_decode.out")"
+# tokenizer_config.json's BOS as TransformerLens takes it: bos_token, else eos_token when null
+mkdir -p "$TMP/cfg_eos" "$TMP/cfg_obj" "$TMP/cfg_bad"
+for d in cfg_eos cfg_obj cfg_bad; do cp "$TMP/sp/tokenizer.json" "$TMP/$d/"; done
+printf '{"bos_token": null, "eos_token": "</s>"}' >"$TMP/cfg_eos/tokenizer_config.json"
+printf '{"bos_token": {"content": "<s>", "lstrip": false}, "eos_token": "</s>"}' >"$TMP/cfg_obj/tokenizer_config.json"
+printf '{"bos_token": "<|im_start|>"}' >"$TMP/cfg_bad/tokenizer_config.json"
+run 0 cfg_eos tokenize --model "$TMP/cfg_eos" --text "a"
+[ "$(head -n 1 "$TMP/cfg_eos.out")" = "$(printf '0	2	</s>')" ] || fail "cfg_eos: $(cat "$TMP/cfg_eos.out")"
+run 0 cfg_obj tokenize --model "$TMP/cfg_obj" --text "a"
+[ "$(head -n 1 "$TMP/cfg_obj.out")" = "$(printf '0	1	<s>')" ] || fail "cfg_obj: $(cat "$TMP/cfg_obj.out")"
+refused cfg_bad "cfg_bad/tokenizer_config.json: bos_token '<|im_start|>' is not a token of the tokenizer" --model "$TMP/cfg_bad" --text a
 refused badre "badre/tokenizer.json: normalizer.normalizers\[1\].pattern: the regex '\[a-' is invalid at 3: missing terminating \] for character class" --model "$TMP/badre" --text x
 refused unknorm "normalizer.normalizers\[2\]: the normalizer 'Lowercase' is not supported" --model "$TMP/unknorm" --text x
 refused unkpre "pre_tokenizer.pretokenizers\[0\]: the pre-tokenizer 'BertPreTokenizer' is not supported" --model "$TMP/unkpre" --text x

@@ -423,6 +423,44 @@ static hs_status slurp(const char *path, char **text, size_t *n, hs_error *err)
     return st;
 }
 
+/* The BOS TransformerLens takes (HookedTransformer.set_tokenizer: the
+ * tokenizer's bos_token, its eos_token when that is None) from
+ * dir/tokenizer_config.json when the folder has one and names either. */
+static hs_status config_bos(const char *dir, hs_tokenizer *t, hs_error *err)
+{
+    char *path = NULL, *text = NULL;
+    size_t n = 0;
+    cJSON *root = NULL;
+    hs_status st = HS_OK;
+    if (!has_file(dir, "tokenizer_config.json", &path)) goto done;
+    st = slurp(path, &text, &n, err);
+    if (st == HS_OK) st = parse_json(text, n, path, &root, err);
+    if (st != HS_OK) goto done;
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "bos_token");
+    const char *key = "bos_token";
+    if (b == NULL) goto done; /* says nothing: the pipeline's BOS stays */
+    if (cJSON_IsNull(b)) {
+        b = cJSON_GetObjectItemCaseSensitive(root, "eos_token");
+        key = "eos_token";
+    }
+    if (cJSON_IsObject(b)) b = cJSON_GetObjectItemCaseSensitive(b, "content");
+    if (b == NULL || cJSON_IsNull(b)) goto done;
+    const int id = cJSON_IsString(b) ? hs_tok_id(t, b->valuestring) : -1;
+    if (id < 0) {
+        char *v = cJSON_IsString(b) ? shown(b->valuestring) : hs_strdup("(not a string)");
+        st = hs_fail(err, HS_ERR_FORMAT, "%s: %s '%s' is not a token of the tokenizer", path, key,
+                     v ? v : "?");
+        free(v);
+        goto done;
+    }
+    t->tables->bos_id = id;
+done:
+    cJSON_Delete(root);
+    free(text);
+    free(path);
+    return st;
+}
+
 hs_status hs_tokenizer_load_dir(const char *dir, hs_tokenizer **out, hs_error *err)
 {
     static const char *const PAIRS[2][2] = {{"vocab.json", "merges.txt"},
@@ -462,6 +500,10 @@ hs_status hs_tokenizer_load_dir(const char *dir, hs_tokenizer **out, hs_error *e
     st = hs_fail(err, HS_ERR_FORMAT, "%s has no tokenizer: no tokenizer.json, vocab.json + "
                  "merges.txt or encoder.json + vocab.bpe", dir);
 done:
+    if (st == HS_OK && (st = config_bos(dir, *out, err)) != HS_OK) {
+        hs_tokenizer_destroy(*out);
+        *out = NULL;
+    }
     free(a);
     free(b);
     free(ta);

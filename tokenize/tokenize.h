@@ -275,6 +275,11 @@ void hs_tokens_free(hs_tokens *t);
  * tokenizer: no tokenizer.json, vocab.json + merges.txt or encoder.json +
  * vocab.bpe", "DIR has vocab.json but no merges.txt" (and the other pair),
  * and every refusal of the two parsers below; HS_ERR_NOMEM.
+ * When the folder has a tokenizer_config.json naming a bos_token (a string
+ * or {"content": ...}), that token is the BOS, or its eos_token when
+ * bos_token is null, as TransformerLens sets it (Qwen 2.5 Instruct:
+ * <|im_end|>); one that is not a token is refused ("PATH: bos_token '<x>'
+ * is not a token of the tokenizer"), as is a file that is not JSON.
  */
 hs_status hs_tokenizer_load_dir(const char *dir, hs_tokenizer **out, hs_error *err);
 
