@@ -198,7 +198,11 @@ static int run_steps(const hs_pipe *p, toks *x, int single)
 {
     uint32_t cp_of[256];
     int byte_of[HS_ALPHA_MAX];
-    hs_byte_alphabet(cp_of, byte_of);
+    for (size_t s = 0; s < p->n_dec; s++)
+        if (p->dec[s].kind == HS_DEC_BYTELEVEL) {
+            hs_byte_alphabet(cp_of, byte_of);
+            break;
+        }
     for (size_t s = 0; s < p->n_dec; s++) {
         const hs_dec_step *d = &p->dec[s];
         switch (d->kind) {
