@@ -462,11 +462,16 @@ hs_status hs_pipe_run(const hs_pipe *p, const char *text, size_t n, int special,
                 st = hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
             continue;
         }
-        nb.len = 0;
-        st = normalize(p, text + o.a, o.b - o.a, &nb, &v, err);
-        if (st != HS_OK) break;
-        const char *ns = nb.s ? nb.s : "";
-        if (split_added(p, ns, nb.len, 1, special, &inner, md)) {
+        const char *ns = text + o.a; /* without a normalizer the part itself */
+        size_t nn = o.b - o.a;
+        if (p->n_norm > 0) {
+            nb.len = 0;
+            st = normalize(p, text + o.a, o.b - o.a, &nb, &v, err);
+            if (st != HS_OK) break;
+            ns = nb.s ? nb.s : "";
+            nn = nb.len;
+        }
+        if (split_added(p, ns, nn, 1, special, &inner, md)) {
             st = hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
             break;
         }
