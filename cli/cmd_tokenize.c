@@ -19,16 +19,17 @@
 #include "util.h"
 
 static const char TOKENIZE_HELP[] =
-    "usage: headscope tokenize --model M (--text TEXT | --jsonl FILE) [--no-bos]\n"
+    "usage: headscope tokenize --model M (--text TEXT | --jsonl FILE) [--no-bos] [--no-special]\n"
     "       headscope tokenize --model M --decode --jsonl FILE\n"
     "\n"
     "Splits text into the model's tokens, as TransformerLens' to_tokens and\n"
     "to_str_tokens do.\n"
     "\n"
-    "  --model M        a folder holding GPT-2's tokenizer files (a Hugging Face model\n"
-    "                   folder: tokenizer.json, or vocab.json + merges.txt, or\n"
-    "                   encoder.json + vocab.bpe), or a headscope checkpoint (its\n"
-    "                   word list)\n"
+    "  --model M        a folder holding a BPE tokenizer's files (a Hugging Face model\n"
+    "                   folder: tokenizer.json -- GPT-2, GPT-NeoX/Pythia, Llama 2/3,\n"
+    "                   SmolLM, Qwen 2.5, TinyLlama, Mistral --, or GPT-2's\n"
+    "                   vocab.json + merges.txt or encoder.json + vocab.bpe), or a\n"
+    "                   headscope checkpoint (its word list)\n"
     "  --text TEXT      prints one line per token: position, id, and the token as\n"
     "                   figures show it (GPT-2: a leading space as `·`, a newline\n"
     "                   as `↵`, a tab as `→`, other controls as Control Pictures)\n"
@@ -36,13 +37,19 @@ static const char TOKENIZE_HELP[] =
     "                   line to stdout: {\"ids\": [...], \"tokens\": [...]}, the tokens\n"
     "                   as exact strings (a byte that is not UTF-8 on its own as\n"
     "                   U+FFFD: the ids are the exact form); FILE - is stdin\n"
-    "  --no-bos         no BOS token first (GPT-2's <|endoftext|>, 50256, which\n"
-    "                   TransformerLens prepends by default)\n"
+    "  --no-bos         no BOS token first (GPT-2's <|endoftext|>, 50256, Llama's\n"
+    "                   <s> or <|begin_of_text|>: TransformerLens prepends it by\n"
+    "                   default; --text \"\" is then the BOS alone)\n"
+    "  --no-special     special tokens in the text are ordinary text (their bytes),\n"
+    "                   as OpenAI's encoder and Hugging Face's split_special_tokens;\n"
+    "                   by default \"<|endoftext|>\" in a GPT-2 text is the one\n"
+    "                   token 50256, as Hugging Face and TransformerLens have it\n"
     "  --decode         with --jsonl: reads one JSON list of ids a line and writes\n"
     "                   the text they decode to as one JSON string a line\n"
     "\n"
-    "GPT-2's text is split exactly as OpenAI's encoder does; \"<|endoftext|>\" in a\n"
-    "text is ordinary text. Nothing is written when a line is refused.\n";
+    "A tokenizer.json is run as Hugging Face tokenizers runs it (normalizer,\n"
+    "pre-tokenizers, BPE, decoder); GPT-2's text is split exactly as OpenAI's\n"
+    "encoder does. Nothing is written when a line is refused.\n";
 
 /* --text: "position<TAB>id<TAB>display form" a token (terminal policy). */
 static int print_text(const char *C, const hs_tokenizer *t, const char *text)
@@ -164,14 +171,15 @@ static int run_jsonl(const char *C, const hs_tokenizer *t, const char *path, int
 
 int cmd_tokenize(int argc, char **argv)
 {
-    enum { O_MODEL = 1, O_TEXT, O_JSONL, O_NO_BOS, O_DECODE, O_HELP };
+    enum { O_MODEL = 1, O_TEXT, O_JSONL, O_NO_BOS, O_DECODE, O_HELP, O_NO_SPECIAL };
     static const struct option opts[] = {
         {"model", required_argument, 0, O_MODEL}, {"text", required_argument, 0, O_TEXT},
         {"jsonl", required_argument, 0, O_JSONL}, {"no-bos", no_argument, 0, O_NO_BOS},
         {"decode", no_argument, 0, O_DECODE},     {"help", no_argument, 0, O_HELP},
+        {"no-special", no_argument, 0, O_NO_SPECIAL},
         {0, 0, 0, 0}};
     const char *C = "tokenize", *model = NULL, *text = NULL, *jsonl = NULL;
-    int c, no_bos = 0, decode = 0;
+    int c, no_bos = 0, decode = 0, no_special = 0;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -182,6 +190,7 @@ int cmd_tokenize(int argc, char **argv)
         case O_JSONL: jsonl = optarg; break;
         case O_NO_BOS: no_bos = 1; break;
         case O_DECODE: decode = 1; break;
+        case O_NO_SPECIAL: no_special = 1; break;
         default: return cli_usage_error(C, "unknown or incomplete option '%s'", argv[optind - 1]);
         }
     }
@@ -193,6 +202,7 @@ int cmd_tokenize(int argc, char **argv)
     hs_error err = {0};
     if (cli_open_tokenizer(model, &t, &err) != HS_OK) return cli_error(C, &err);
     if (no_bos) hs_tok_set_bos(t, 0);
+    if (no_special) hs_tok_set_special(t, 0);
     rc = text ? print_text(C, t, text) : run_jsonl(C, t, jsonl, decode);
     hs_tokenizer_destroy(t);
     return rc;

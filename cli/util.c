@@ -100,6 +100,7 @@ int cli_source_opt(const char *cmd, int c, const char *arg, hs_load_source *src)
         src->process = arg;
         return 1;
     case CLI_O_NO_BOS: src->no_bos = 1; return 1;
+    case CLI_O_NO_SPECIAL: src->no_special = 1; return 1;
     case CLI_O_HELDOUT_PAIRS: src->heldout_pairs = arg; return 1;
     case CLI_O_SPLIT_SEED:
         if (cli_parse_u64(arg, &src->split_seed)) {

@@ -15,12 +15,14 @@
 #include "tasks/tasks.h"
 
 /* Option codes and getopt entries of those flags, and their --help lines. */
-enum { CLI_O_VOCAB = 1200, CLI_O_SPLIT_SEED, CLI_O_HELDOUT_PAIRS, CLI_O_PROCESS, CLI_O_NO_BOS }; /* after figopts.h's 1000.., expout.h's 1100.. */
-/* every command that takes --model takes --vocab, --process and --no-bos with it */
+enum { CLI_O_VOCAB = 1200, CLI_O_SPLIT_SEED, CLI_O_HELDOUT_PAIRS, CLI_O_PROCESS, CLI_O_NO_BOS,
+       CLI_O_NO_SPECIAL }; /* after figopts.h's 1000.., expout.h's 1100.. */
+/* every command that takes --model takes --vocab, --process, --no-bos and --no-special with it */
 #define CLI_VOCAB_OPT                                                                    \
     {"vocab", required_argument, 0, CLI_O_VOCAB},                                        \
         {"process", required_argument, 0, CLI_O_PROCESS},                                \
-        {"no-bos", no_argument, 0, CLI_O_NO_BOS}
+        {"no-bos", no_argument, 0, CLI_O_NO_BOS},                                      \
+        {"no-special", no_argument, 0, CLI_O_NO_SPECIAL}
 #define CLI_SPLIT_OPTS                                                                   \
     {"split-seed", required_argument, 0, CLI_O_SPLIT_SEED},                              \
         {"heldout-pairs", required_argument, 0, CLI_O_HELDOUT_PAIRS}
@@ -31,7 +33,9 @@ enum { CLI_O_VOCAB = 1200, CLI_O_SPLIT_SEED, CLI_O_HELDOUT_PAIRS, CLI_O_PROCESS,
     "                         them (fold_ln, centring, fold_value_biases; every DLA\n"      \
     "                         output says \"weights\"); --process raw (default): as stored\n" \
     "  --no-bos               a BPE model's text without the BOS token (<|endoftext|>)\n"  \
-    "                         that is prepended by default, as TransformerLens does\n"
+    "                         that is prepended by default, as TransformerLens does\n"  \
+    "  --no-special           a special token's text (\"<|endoftext|>\") in a BPE model's\n" \
+    "                         text is its bytes, not the one token it is by default\n"
 #define CLI_SPLIT_HELP                                                                   \
     "  --split-seed S         for a Winograd model without task metadata: the split\n"     \
     "                         seed it was trained with (headscope train --split-seed)\n"   \

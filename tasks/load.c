@@ -92,6 +92,7 @@ static hs_status load_vocab(const char *path, int need, const hs_load_source *sr
         out->vocab_is_ids = 1;
     }
     if (st == HS_OK && src->no_bos) hs_tok_set_bos(out->vocab, 0);
+    if (st == HS_OK && src->no_special) hs_tok_set_special(out->vocab, 0);
     if (st == HS_OK && !padded && (int)out->vocab->n != out->model->cfg.d_vocab)
         st = hs_fail(err, HS_ERR_CONFIG, "%s: vocab%s%s has %zu words but d_vocab is %d", path,
                      src->vocab ? " " : "", src->vocab ? src->vocab : "", out->vocab->n,

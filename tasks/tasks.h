@@ -450,6 +450,7 @@ typedef struct {
     const char *process;        /* NULL or "raw": as stored; "tl": TransformerLens'
                                  * default processing (hs_model_process_tl) */
     int no_bos;                 /* 1: the tokenizer prepends no BOS (hs_tok_set_bos) */
+    int no_special;             /* 1: special tokens in text are their bytes (hs_tok_set_special) */
 } hs_load_source;
 
 /* What a command needs beyond the weights: the vocabulary, a Winograd task
@@ -460,8 +461,8 @@ enum { HS_NEED_VOCAB = 1, HS_NEED_TASK = 2, HS_NEED_ANY_TASK = 4 };
  * Loads the checkpoint at path (a .safetensors file, or a Hugging Face GPT-2
  * folder: hs_checkpoint_load_notes) with its vocabulary (src->vocab's file,
  * the checkpoint's `vocab` metadata, or a folder's tokenizer files
- * (hs_tokenizer_load_dir: GPT-2's byte-level BPE, BOS prepended unless
- * src->no_bos); without any and without HS_NEED_VOCAB, id labels "#0",
+ * (hs_tokenizer_load_dir: a BPE, BOS prepended unless src->no_bos, special
+ * tokens in text matched unless src->no_special); without any and without HS_NEED_VOCAB, id labels "#0",
  * "#1", ... (hs_tokenizer_ids)) and its task (the checkpoint's, or a
  * Winograd split from src's split seed or held-out pairs; required with
  * HS_NEED_TASK or HS_NEED_ANY_TASK), its weights processed as src->process

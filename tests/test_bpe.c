@@ -171,8 +171,12 @@ static void the_pattern_splits_as_gpt2(void **state)
     EXPECT(t, "x  ab", B('x'), B(' '), 258);
     EXPECT(t, "x   ab\n", B('x'), B(' '), B(' '), 258, B('\n'));
     EXPECT(t, "\xc3\xa9", B(0xC3), B(0xA9)); /* é: two byte tokens */
+    /* the special token, as Hugging Face tokenizers and TL match it in text */
+    EXPECT(t, "<|endoftext|>", 261);
+    EXPECT(t, "x<|endoftext|> ab", B('x'), 261, 258);
+    hs_tok_set_special(t, 0); /* its bytes as ordinary text (OpenAI's encoder; --no-special) */
     EXPECT(t, "<|endoftext|>", B('<'), B('|'), B('e'), B('n'), B('d'), B('o'), B('f'), B('t'),
-           B('e'), B('x'), B('t'), B('|'), B('>')); /* ordinary text, never the special token */
+           B('e'), B('x'), B('t'), B('|'), B('>'));
     hs_tokenizer_destroy(t);
 }
 
@@ -294,6 +298,12 @@ static void strings_display_ids_and_decoding(void **state)
     char *json = NULL;
     assert_int_equal(hs_tokenizer_to_json(t, &json, &err), HS_ERR_CONFIG);
     hs_tokens tk = {0};
+    hs_tok_set_bos(t, 1); /* "" is the BOS alone, as TL's to_tokens("") */
+    assert_int_equal(hs_tok_encode(t, "", 0, &tk, &err), HS_OK);
+    assert_int_equal(tk.n, 1);
+    assert_int_equal(tk.ids[0], 261);
+    hs_tokens_free(&tk);
+    hs_tok_set_bos(t, 0); /* and nothing without it */
     assert_int_equal(hs_tok_encode(t, "", 0, &tk, &err), HS_ERR_INPUT);
     assert_msg_contains(err, "sentence is empty");
     assert_int_equal(hs_tok_encode(t, "ab\xc3(", 0, &tk, &err), HS_ERR_INPUT);
@@ -337,11 +347,23 @@ static void refused(edit_fn edit, const char *want)
     assert_msg_contains(err, want);
 }
 static void e_type(cJSON *r, cJSON *m) { (void)r; cJSON_ReplaceItemInObject(m, "type", cJSON_CreateString("WordPiece")); }
-static void e_norm(cJSON *r, cJSON *m) { (void)m; cJSON_ReplaceItemInObject(r, "normalizer", cJSON_CreateString("NFC")); }
-static void e_nopre(cJSON *r, cJSON *m) { (void)m; cJSON_DeleteItemFromObject(r, "pre_tokenizer"); }
-static void e_prefix(cJSON *r, cJSON *m) { (void)m; cJSON_ReplaceItemInObject(cJSON_GetObjectItem(r, "pre_tokenizer"), "add_prefix_space", cJSON_CreateTrue()); }
-static void e_regex(cJSON *r, cJSON *m) { (void)m; cJSON_ReplaceItemInObject(cJSON_GetObjectItem(r, "pre_tokenizer"), "use_regex", cJSON_CreateFalse()); }
-static void e_fallback(cJSON *r, cJSON *m) { (void)r; cJSON_ReplaceItemInObject(m, "byte_fallback", cJSON_CreateTrue()); }
+static cJSON *typed(const char *type) { cJSON *o = cJSON_CreateObject(); cJSON_AddStringToObject(o, "type", type); return o; }
+static void e_norm(cJSON *r, cJSON *m) { (void)m; cJSON_ReplaceItemInObject(r, "normalizer", typed("NFKC")); }
+static void e_notype(cJSON *r, cJSON *m) { (void)m; cJSON_ReplaceItemInObject(r, "normalizer", cJSON_CreateString("NFC")); }
+static void e_nopre(cJSON *r, cJSON *m) { (void)m; cJSON_ReplaceItemInObject(r, "pre_tokenizer", typed("Whitespace")); }
+static void e_prefix(cJSON *r, cJSON *m)
+{
+    (void)m;
+    cJSON *sp = typed("Split"), *pat = cJSON_CreateObject();
+    cJSON_AddStringToObject(pat, "Regex", "(?i:'s|\\p{L}+");
+    cJSON_AddItemToObject(sp, "pattern", pat);
+    cJSON_AddStringToObject(sp, "behavior", "Isolated");
+    cJSON *seq = typed("Sequence"), *list = cJSON_AddArrayToObject(seq, "pretokenizers");
+    cJSON_AddItemToArray(list, sp);
+    cJSON_ReplaceItemInObject(r, "pre_tokenizer", seq);
+}
+static void e_regex(cJSON *r, cJSON *m) { (void)m; cJSON_AddItemToObject(r, "decoder", typed("WordPiece")); }
+static void e_fallback(cJSON *r, cJSON *m) { (void)m; cJSON_AddItemToObject(r, "post_processor", typed("Roberta")); }
 static void e_dropout(cJSON *r, cJSON *m) { (void)r; cJSON_ReplaceItemInObject(m, "dropout", cJSON_CreateNumber(0.1)); }
 static void e_prefix2(cJSON *r, cJSON *m) { (void)r; cJSON_ReplaceItemInObject(m, "continuing_subword_prefix", cJSON_CreateString("##")); }
 static void e_nomodel(cJSON *r, cJSON *m) { (void)m; cJSON_DeleteItemFromObject(r, "model"); }
@@ -378,11 +400,12 @@ static void every_refusal_names_the_file_and_the_problem(void **state)
 {
     (void)state;
     refused(e_type, "model.type is 'WordPiece', not BPE");
-    refused(e_norm, "tok.json: normalizer is set");
-    refused(e_nopre, "pre_tokenizer is missing, not GPT-2's ByteLevel");
-    refused(e_prefix, "pre_tokenizer.add_prefix_space is not false");
-    refused(e_regex, "pre_tokenizer.use_regex is not true");
-    refused(e_fallback, "model.byte_fallback is set");
+    refused(e_norm, "tok.json: normalizer: the normalizer 'NFKC' is not supported");
+    refused(e_notype, "tok.json: normalizer has no \"type\"");
+    refused(e_nopre, "tok.json: pre_tokenizer: the pre-tokenizer 'Whitespace' is not supported");
+    refused(e_prefix, "tok.json: pre_tokenizer.pretokenizers[0].pattern: the regex '(?i:'s|\\p{L}+' is invalid at 13: missing closing parenthesis");
+    refused(e_regex, "tok.json: decoder: the decoder 'WordPiece' is not supported");
+    refused(e_fallback, "tok.json: post_processor: the post-processor 'Roberta' is not supported");
     refused(e_dropout, "model.dropout is set");
     refused(e_prefix2, "model.continuing_subword_prefix is set");
     refused(e_nomodel, "no \"model\" object");

@@ -78,7 +78,15 @@ printf '[256]\n[99999]\n' >"$TMP/badids.jsonl"
 refused bad_id "badids.jsonl:2: token 0: id 99999 is not in \[0, 259)" --model "$TMP/tiny" --decode --jsonl "$TMP/badids.jsonl"
 printf '[226]\n' >"$TMP/cut.jsonl" # id 226 is the byte 0x84 alone: not UTF-8
 refused cut_char "cut.jsonl:1: the ids decode to bytes that are not UTF-8" --model "$TMP/tiny" --decode --jsonl "$TMP/cut.jsonl"
-refused empty_text "sentence is empty" --model "$TMP/tiny" --text ""
+# "" is the BOS alone (TL's to_tokens("")); nothing at all without it
+run 0 empty_text tokenize --model "$TMP/tiny" --text ""
+printf '0\t258\t<|endoftext|>\n' | cmp -s - "$TMP/empty_text.out" || fail "--text \"\": $(cat "$TMP/empty_text.out")"
+refused empty_nobos "sentence is empty" --model "$TMP/tiny" --no-bos --text ""
+# "<|endoftext|>" in text is the special token (HF tokenizers, TL); its bytes with --no-special
+run 0 special tokenize --model "$TMP/tiny" --no-bos --text "ab<|endoftext|>"
+printf '0\t256\tab\n1\t258\t<|endoftext|>\n' | cmp -s - "$TMP/special.out" || fail "special: $(cat "$TMP/special.out")"
+run 0 nospecial tokenize --model "$TMP/tiny" --no-bos --no-special --text "ab<|endoftext|>"
+[ "$(wc -l <"$TMP/nospecial.out")" = 14 ] || fail "--no-special: $(cat "$TMP/nospecial.out")"
 refused missing_jsonl "cannot read $TMP/nope.jsonl" --model "$TMP/tiny" --jsonl "$TMP/nope.jsonl"
 run 2 both tokenize --model "$TMP/tiny" --text x --jsonl "$TMP/tiny.jsonl"
 run 2 neither tokenize --model "$TMP/tiny"
@@ -125,9 +133,10 @@ EOF
 "$PY" "$HERE/tokenizer/make_corpus.py" "$TMP/corpus.jsonl"
 n=$(wc -l <"$TMP/corpus.jsonl")
 [ "$n" -ge 5000 ] || fail "the corpus has $n strings, fewer than 5,000"
-run 0 nobos tokenize --model "$TMP/openai" --no-bos --jsonl "$TMP/corpus.jsonl"
+# OpenAI's encoder (the references below) reads "<|endoftext|>" as text: --no-special
+run 0 nobos tokenize --model "$TMP/openai" --no-bos --no-special --jsonl "$TMP/corpus.jsonl"
 for d in hf_files hf_json hf_pairs; do
-    run 0 "nobos_$d" tokenize --model "$TMP/$d" --no-bos --jsonl "$TMP/corpus.jsonl"
+    run 0 "nobos_$d" tokenize --model "$TMP/$d" --no-bos --no-special --jsonl "$TMP/corpus.jsonl"
     cmp -s "$TMP/nobos.out" "$TMP/nobos_$d.out" || fail "$d gives other tokens than encoder.json + vocab.bpe"
 done
 "$PY" -c '
@@ -137,7 +146,7 @@ with open(sys.argv[2], "w") as out:
         out.write(json.dumps(json.loads(line)["ids"]) + "\n")' "$TMP/nobos.out" "$TMP/ids.jsonl"
 run 0 decoded tokenize --model "$TMP/openai" --decode --jsonl "$TMP/ids.jsonl"
 head -n 300 "$TMP/corpus.jsonl" >"$TMP/head.jsonl"
-run 0 bos tokenize --model "$TMP/openai" --jsonl "$TMP/head.jsonl"
+run 0 bos tokenize --model "$TMP/openai" --no-special --jsonl "$TMP/head.jsonl"
 (cd "$HERE/tokenizer" && node compare.js "$TMP/corpus.jsonl" vectors.json "$TMP/nobos.out" \
     "$TMP/decoded.out" "$TMP/bos.out") || fail "the GPT-2 reference comparison"
 # GPT-2's own algorithm with Python's regex module (Debian's python3-regex): on

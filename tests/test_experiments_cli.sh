@@ -27,10 +27,10 @@ for cmd in heads patch lens ablate dla; do
     run 0 "help_$cmd" "$cmd" --help
     grep -q "^usage: headscope $cmd" "$TMP/help_$cmd.out" || fail "$cmd --help: no usage line"
 done
-# every command that takes --vocab / --process / --no-bos (a checkpoint written elsewhere) says
-# so in its --help
+# every command that takes --vocab / --process / --no-bos / --no-special (a checkpoint written
+# elsewhere) says so in its --help
 for cmd in $("$HS" --help | sed -n 's/^  \([a-z]*\) .*/\1/p'); do
-    for flag in --vocab --process --no-bos; do
+    for flag in --vocab --process --no-bos --no-special; do
         sub=""
         [ "$cmd" = prompts ] && sub=ioi # (its one kind comes first)
         "$HS" "$cmd" $sub "$flag" /nonexistent/x.txt >/dev/null 2>"$TMP/takes.err" || true

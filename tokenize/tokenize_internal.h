@@ -56,6 +56,7 @@ int hs_pairmap_get(const hs_pairmap *m, int a, int b, int *merged);
 void hs_pairmap_free(hs_pairmap *m);
 
 typedef struct hs_bpe hs_bpe;
+typedef struct hs_pipe hs_pipe;
 
 /* The tables behind an hs_tokenizer (its `tables` field). */
 struct hs_tok_tables {
@@ -63,6 +64,7 @@ struct hs_tok_tables {
     size_t *lens;     /* (V) byte length of each key of by_text */
     int bos_id;       /* the kind's BOS token, -1 for none */
     int bos_on;       /* 1: hs_tok_encode prepends bos_id (hs_tok_set_bos) */
+    int special_on;   /* 1: added tokens in text are matched (hs_tok_set_special) */
     hs_bpe *bpe;      /* the BPE's tables; NULL for a word vocabulary */
 };
 
@@ -95,17 +97,152 @@ typedef struct {
     const unsigned char *added; /* (V) 1: an added token (text = token as is) */
     size_t n_merges;
     const int (*merges)[2];     /* (n_merges) the two ids each merge joins, rank order */
+    const unsigned char *in_model; /* (V) 1: the id is in the model's vocabulary (model.vocab,
+                                      vocab.json); 0: an added token only. NULL: all are */
+    hs_pipe *pipe;              /* the pipeline (hfjson.c); hs_bpe_build takes it, also on failure */
     const char *what;           /* the vocabulary's file, for messages */
     const char *merges_what;    /* the merges' file, for messages */
     size_t merge_line0;         /* merges.txt's line (from 1) of merge 0; 0: a JSON list */
 } hs_bpe_spec;
 
-/* Builds a BPE tokenizer from spec: every non-added token decoded through the
+/* Builds a BPE tokenizer from spec. With a byte-level pipeline (a ByteLevel
+ * pre-tokenizer; GPT-2's): every non-added token decoded through the
  * byte-level alphabet (GPT-2's bytes_to_unicode), the 256 single-byte tokens
- * present, token texts unique, each merge's result in the vocabulary, the
- * pre-tokenizer compiled, BOS = "<|endoftext|>" when the vocabulary has it.
+ * present, token texts unique. Otherwise (SentencePiece-style) a token's
+ * text is what the decoder makes of it alone (hs_pipe_token_text). Each
+ * merge's result in the vocabulary; BOS from the pipeline (hs_pipe's bos).
  * HS_ERR_FORMAT naming spec->what and the token or merge; HS_ERR_NOMEM. */
 hs_status hs_bpe_build(const hs_bpe_spec *spec, hs_tokenizer **out, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* A tokenizer.json pipeline (hfjson.c parses it, pretok.c runs it)          */
+
+enum { HS_NORM_PREPEND, HS_NORM_REPLACE, HS_NORM_NFC, HS_NORM_STRIP };
+enum { HS_PRE_SPLIT, HS_PRE_BYTELEVEL, HS_PRE_METASPACE };
+enum { HS_DEC_BYTELEVEL, HS_DEC_REPLACE, HS_DEC_BYTEFALLBACK, HS_DEC_FUSE, HS_DEC_STRIP,
+       HS_DEC_METASPACE };
+/* tokenizers' SplitDelimiterBehavior */
+enum { HS_SPLIT_REMOVED, HS_SPLIT_ISOLATED, HS_SPLIT_PREVIOUS, HS_SPLIT_NEXT,
+       HS_SPLIT_CONTIGUOUS };
+/* Metaspace's prepend_scheme */
+enum { HS_PREPEND_NEVER, HS_PREPEND_ALWAYS, HS_PREPEND_FIRST };
+
+typedef struct {
+    int kind;        /* HS_NORM_* */
+    char *text;      /* Prepend: the string */
+    void *re;        /* Replace: the pattern (pcre2_code *, a literal compiled as one) */
+    char *content;   /* Replace: the replacement */
+    int left, right; /* Strip */
+} hs_norm_step;
+
+typedef struct {
+    int kind;        /* HS_PRE_*; Digits is a Split on \p{N} */
+    void *re;        /* Split: the pattern; ByteLevel: GPT-2's when use_regex, else NULL */
+    int behavior;    /* Split: HS_SPLIT_* */
+    int invert;      /* Split */
+    int prefix;      /* ByteLevel: add_prefix_space; Metaspace: HS_PREPEND_* */
+    char repl[8];    /* Metaspace: the replacement character, UTF-8 */
+    int split;       /* Metaspace: split on the replacement */
+} hs_pre_step;
+
+typedef struct {
+    int kind;        /* HS_DEC_* */
+    char *pattern;   /* Replace: the literal; Strip: the character; Metaspace: replacement */
+    char *content;   /* Replace */
+    int start, stop; /* Strip: at most this many at the start / the end of each token */
+    int prefix;      /* Metaspace: HS_PREPEND_* */
+} hs_dec_step;
+
+typedef struct {
+    int id;
+    char *content;
+    size_t len;
+    unsigned char lstrip, rstrip, single_word, normalized, special;
+} hs_added;
+
+struct hs_pipe {
+    hs_norm_step *norm;
+    size_t n_norm;
+    hs_pre_step *pre;
+    size_t n_pre;
+    hs_dec_step *dec;
+    size_t n_dec;
+    hs_added *added;  /* in the file's order */
+    size_t n_added;
+    unsigned char first_byte[256]; /* 1: some added token starts with this byte */
+    int byte_level;   /* the last pre-tokenizer is ByteLevel: the model sees bytes */
+    int byte_fallback, ignore_merges, fuse_unk;
+    char *unk_token;  /* model.unk_token, or NULL */
+    char *bos;        /* the post-processor's token before $A, or NULL */
+    void *alnum;      /* [\p{Alphabetic}\p{N}] for single_word */
+};
+
+/* tokenizer.json's normalizer, pre_tokenizer, model options, added_tokens,
+ * post_processor and decoder into a new pipeline (name for messages). One
+ * line naming the field refused (HS_ERR_FORMAT): an unknown type, a malformed
+ * or invalid regex, a missing field. */
+hs_status hs_pipe_from_json(const void *root, const char *name, hs_pipe **out, hs_error *err);
+/* GPT-2's pipeline: ByteLevel with its pattern, the ByteLevel decoder, and
+ * "<|endoftext|>" as a special token at id eot (-1: none). */
+hs_status hs_pipe_gpt2(int eot, hs_pipe **out, hs_error *err);
+void hs_pipe_free(hs_pipe *p);
+
+/* Pieces of text (pretok.c): each piece's bytes at text.s + off. */
+typedef struct {
+    size_t off, len;
+    int first; /* starts the text (Metaspace's prepend_scheme "first") */
+    int id;    /* an added token's id, or -1 */
+} hs_piece;
+typedef struct {
+    hs_buf text;
+    hs_piece *p;
+    size_t n, cap;
+} hs_pieces;
+void hs_pieces_free(hs_pieces *ps);
+
+/* Runs text (n valid UTF-8 bytes) through the pipeline up to the model:
+ * added tokens (special ones only when special != 0), the normalizer, the
+ * pre-tokenizers. *out gets the pieces in order: an added token's (id >= 0)
+ * or a pre-token's bytes (raw bytes when the pipeline is byte-level).
+ * HS_ERR_NOMEM, HS_ERR_INPUT (a regex's match limit). */
+hs_status hs_pipe_run(const hs_pipe *p, const char *text, size_t n, int special, hs_pieces *out,
+                      hs_error *err);
+
+/* The decoder over n token strings (each as the vocabulary holds it),
+ * appended to out: tokenizers' decode_chain then the strings joined. */
+int hs_pipe_decode(const hs_pipe *p, const char *const *tok, size_t n, hs_buf *out);
+/* The text of one token alone: the decoder's per-token steps (Replace,
+ * ByteFallback, Metaspace as not the first), appended to out. */
+int hs_pipe_token_text(const hs_pipe *p, const char *tok, hs_buf *out);
+
+/* A BPE's tables (bpe.c builds them, bpe_encode.c encodes with them). Two
+ * modes: byte-level (the pipeline ends in ByteLevel: the model sees bytes,
+ * a token's key is its bytes, by_text serves the model) and string (the
+ * model sees the pre-tokens' characters, a token's key is its string as the
+ * file holds it, in model_map). */
+struct hs_bpe {
+    hs_pipe *pipe;          /* the pipeline (owned) */
+    int byte_id[256];       /* byte-level: the id of each single-byte token */
+    int byte_tok[256];      /* string mode, byte_fallback: the id of "<0xNN>", or -1 */
+    int unk_id;             /* string mode: model.unk_token's id, or -1 */
+    hs_pairmap merges;      /* (left id, right id) -> rank, merged id */
+    hs_idmap model_map;     /* string mode: a token's file string -> id (model ids only) */
+    unsigned char *in_model;/* (V) 1: the id is in the model's vocabulary */
+    char *raw;              /* every token's bytes, each followed by a NUL */
+    char **bytes;           /* (V) each token's bytes, into raw: by_text's keys */
+    char *exact;            /* every exact string, NUL-terminated: t->words point in */
+    char *file_raw;         /* string mode: every token's file string, NUL-terminated */
+    char **file;            /* (V) into file_raw */
+    size_t *file_lens;      /* (V) */
+};
+
+/* GPT-2's bytes_to_unicode: cp_of[b] is byte b's character, byte_of[cp] the
+ * inverse (-1 where no byte maps; every character is below HS_ALPHA_MAX). */
+#define HS_ALPHA_MAX 0x144
+void hs_byte_alphabet(uint32_t cp_of[256], int byte_of[HS_ALPHA_MAX]);
+
+/* Appends NFC(s) (n valid UTF-8 bytes) to out (nfc.c). 0, or -1 (out->oom). */
+int hs_nfc(const char *s, size_t n, hs_buf *out);
 
 /* The number of bytes at s (n >= 1 available) that are one U+FFFD of a
  * lossy decoding (the maximal subpart of an ill-formed sequence, Unicode 15

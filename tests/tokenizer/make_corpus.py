@@ -15,7 +15,10 @@ variation selectors; combining marks; bidi controls; zero-width characters
 and the Unicode spaces (U+0085 and U+FEFF among them: JavaScript's \\s and
 Unicode White_Space differ there); controls; the IOI prompts (Wang et al.
 2022 templates x names x places x objects); code; long words and long runs;
-the literal "<|endoftext|>"; then seeded mixtures of all of them. Only
+special tokens of GPT-2, Llama 2/3 and Qwen in text; digit runs; NFC's
+cases (decomposed and composed forms, singletons, composition exclusions,
+Hangul jamo, 'ſ); runs of newlines and leading spaces; then seeded mixtures
+of all of them. Only
 characters of Unicode 14 or older (PCRE2 10.42's tables), never NUL, never
 an empty string, never a lone surrogate.
 """
@@ -83,7 +86,28 @@ LONG = ["Pneumonoultramicroscopicsilicovolcanoconiosis", "supercalifragilisticex
         "\n" * 40, "\t" * 33, "日本" * 80, "🤗" * 50, "0f" * 64, "aGVsbG8gd29ybGQ=" * 12,
         "é" * 100, "e\u0301" * 60, "-" * 80, "=" * 79 + "\n"]
 SPECIAL = ["<|endoftext|>", "<|endoftext|>Hello", " <|endoftext|>", "a<|endoftext|>b",
-           "<|endoftext|><|endoftext|>", "<|endof", "endoftext", "<|im_start|>"]
+           "<|endoftext|><|endoftext|>", "<|endof", "endoftext", "<|im_start|>",
+           "<s>", "</s>", "<unk>", "<s>Hello", " <s> ", "<s><s>", "</s>\n", "<pad>",
+           "<|begin_of_text|>", "<|end_of_text|>", "<|begin_of_text|>Hi there",
+           "<|im_start|>user\nHi<|im_end|>\n", "<|im_end|>", "<|reserved_special_token_0|>",
+           "<|padding|>", "<|endoftext|> ", "  <|im_start|>  x", "<repo_name>", "a<repo_name>b",
+           "x <repo_name> y", "<|eot_id|>", "<|start_header_id|>system<|end_header_id|>\n\n"]
+# Digit runs (Llama 3 splits them by threes, Qwen and SmolLM digit by digit).
+DIGITS = ["1", "12", "123", "1234", "12345", "123456", "1234567", "12345678901234567890123",
+          "3.14159265358979", "2024", "100,000,000", "0000", "007", "1 2 3", "x123y", "v1.2.3",
+          "99 bottles", "٣٤٥٦٧", "１２３４", "1st 2nd 3rd", "10^100", "0.000001", "-273.15"]
+# Normalization: decomposed and composed forms, singletons, exclusions, Hangul jamo,
+# case folding's corner ("'ſ", the Kelvin sign) for (?i:'s|...).
+NFC = ["e\u0301", "\u212b", "\u2126", "\u1e0b\u0323", "A\u030a", "\u00c5\u0301",
+       "\uac00\u11a8", "\u1100\u1161\u11a8", "\u1100\u1161", "\u0f73", "\u0958",
+       "\u2adc", "o\u0308\u0301", "a\u0323\u0302", "a\u0302\u0323", "\u0344",
+       "\u1e9b\u0323", "ſ", "'ſ", "IT'ſ", "'\u212a", "\u212a", "ﬁ", "Å", "ñ", "n\u0303",
+       "\u0928\u093c", "\u09c7\u09be", "\u0b47\u0b3e", "\u3071", "\u306f\u309a",
+       "\U0001d15e", "\U00011099\U000110ba", "caf\u0065\u0301 na\u0131\u0308ve"]
+# Runs of newlines and leading spaces (Llama 3's and Qwen's \s*[\r\n]+).
+NEWLINES = ["\n\n\n\n", "a\n\n\nb", "\r\n\r\n\r\n", " \n \n", "\n\t\n", "x \n\n y",
+            ".\n\n", "!\n", "   Hello", " \tworld", "\u00a0x", "    def", "\n    return",
+            "  \n  \n", "\n\n\n\n\n\n\n\n\n\n\n\n", "a" + " " * 17 + "b", "\t\tx\n\n\ty"]
 
 NAMES = ["John", "Mary", "Tom", "James", "Dan", "Sid", "Martin", "Amy", "Kate", "Lisa",
          "Michael", "Sarah", "David", "Emma", "Paul", "Anna", "Mark", "Laura", "Peter", "Alice",
@@ -132,7 +156,7 @@ def variants(frags, rng):
 
 def mixtures(rng, n):
     pools = [CONTRACTIONS, WHITESPACE, NUMBERS, PUNCT, WORDS, EMOJI, COMBINING, INVISIBLE,
-             CONTROLS, CODE, SPECIAL, NAMES]
+             CONTROLS, CODE, SPECIAL, NAMES, DIGITS, NFC, NEWLINES]
     out = []
     for _ in range(n):
         parts = []
@@ -149,7 +173,7 @@ def main():
         vectors = [v["text"] for v in json.load(f)]
     corpus = list(vectors)
     for frags in (CONTRACTIONS, WHITESPACE, NUMBERS, PUNCT, WORDS, EMOJI, COMBINING, INVISIBLE,
-                  CONTROLS, CODE, LONG, SPECIAL):
+                  CONTROLS, CODE, LONG, SPECIAL, DIGITS, NFC, NEWLINES):
         corpus += variants(frags, rng)
     corpus += ioi_prompts(rng, 1500)
     corpus += [" " + w for w in NAMES] + [w + "'s" for w in NAMES]
