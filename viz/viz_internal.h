@@ -70,6 +70,7 @@ typedef struct {
     uint32_t id;
     double x, y;
     uint32_t cluster; /* byte offset in the string of the text this glyph shows */
+    int face;         /* 0 = the primary font, k >= 1 = the font's fallback face k */
 } vz_glyph;
 
 /* A shaped string (HarfBuzz, kerning on): glyphs, the advance width and the
@@ -161,8 +162,30 @@ void vz_run_free(vz_run *run);
 int vz_font_width(vz_font *f, const char *s, double px);
 int vz_font_line(vz_font *f, double px);
 int vz_font_ascender(vz_font *f, double px);
-/* The cairo font face of the same file (borrowed; lives as long as f). */
-cairo_font_face_t *vz_font_cairo(const vz_font *f);
+/* The cairo font face of a glyph's face (0 = the primary font, k >= 1 its
+ * fallback face k; borrowed, lives as long as f) and that face's family
+ * name (SVG's font-family). */
+cairo_font_face_t *vz_font_cairo(const vz_font *f, int face);
+const char *vz_font_family(const vz_font *f, int face);
+
+/* ---- fallback fonts (viz_fallback.c) ----
+ * The faces a font falls back to for code points it lacks (fontconfig's
+ * best scalable monochrome font having each), opened once and shared by
+ * every copy of the font (reference-counted; thread-safe). */
+typedef struct vz_fallbacks vz_fallbacks;
+/* A new empty set (NULL on OOM); a reference more; one fewer (frees at 0). */
+vz_fallbacks *vz_fallbacks_new(void);
+void vz_fallbacks_ref(vz_fallbacks *fb);
+void vz_fallbacks_unref(vz_fallbacks *fb);
+/* The face k >= 1 that draws cp (opened at its first use), 0 when no font has it. */
+int vz_fallbacks_face(vz_fallbacks *fb, uint32_t cp);
+/* Whether face k has a glyph for cp; its HarfBuzz font (scale = units per
+ * em), units per em, cairo face and family (all borrowed). */
+int vz_fallbacks_has(const vz_fallbacks *fb, int k, uint32_t cp);
+struct hb_font_t *vz_fallbacks_hb(const vz_fallbacks *fb, int k);
+double vz_fallbacks_upem(const vz_fallbacks *fb, int k);
+cairo_font_face_t *vz_fallbacks_cairo(const vz_fallbacks *fb, int k);
+const char *vz_fallbacks_family(const vz_fallbacks *fb, int k);
 
 /* ---- layout: the machinery the figure kinds share ----
  * viz_layout.c: options, labels, the context and its display list, the

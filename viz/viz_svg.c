@@ -274,6 +274,19 @@ static void write_text(hs_buf *b, const hs_viz_figure *f, const vz_text *t)
     int asc = vz_font_ascender(f->font, t->px);
     hs_buf_printf(b, "<text class=\"%s\" font-size=\"%.2f\" fill=\"#%02x%02x%02x\" ",
                   role_class[t->role], t->px, t->rgb[0], t->rgb[1], t->rgb[2]);
+    /* characters the font lacks: the fallback families the PNG and PDF drew
+       them in, after the figure's font */
+    int seen[8], n_seen = 0;
+    for (size_t i = 0; i < t->run.n; i++) {
+        int k = t->run.g[i].face, dup = 0;
+        for (int j = 0; j < n_seen; j++) dup |= seen[j] == k;
+        if (k == 0 || dup || n_seen == 8) continue;
+        if (n_seen == 0) hs_buf_puts(b, "font-family=\"DejaVu Sans");
+        seen[n_seen++] = k;
+        hs_buf_puts(b, ", ");
+        hs_viz_xml_escape(b, vz_font_family(f->font, k));
+    }
+    if (n_seen > 0) hs_buf_puts(b, ", sans-serif\" ");
     /* pinned at the start, with the length HarfBuzz gave the layout: a renderer
        with other metrics still fits the text into its box */
     if (t->rot == 90)
