@@ -578,12 +578,20 @@ hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_
  * shows "q k v" under its name, and its three inputs are three points on
  * its bottom edge, under those letters (left q, middle k, right v): an edge
  * into a head's k ends under its "k" (K-composition reads at a glance), the
- * letter black when an edge ends there. Every edge given is drawn, as a
- * curve leaving the top of its sender upward and entering its receiver's
- * port from below, under the circuit's boxes, weakest first. Colour by
+ * letter black when an edge ends there. Every edge given is drawn, under
+ * the circuit's boxes, weakest first, routed so that it crosses no box but
+ * its own two ends: it leaves its sender's top upward (the edges leaving
+ * one node spread over its top), runs sideways in the gap above the
+ * sender's row on a track of its own, climbs past the rows it skips in the
+ * channel between two columns (the nearest with a lane to spare), and
+ * rises into its receiver's port from the gap under the receiver's row (a
+ * node of one input: the edges spread over its bottom); straight runs with
+ * rounded corners, one stroked path per edge. The gaps between rows grow
+ * with their tracks (0.04 in apart, up to twice the least gap). Colour by
  * sign: score >= 0 the diverging map's positive end (hs_viz_cmap_rgb(
- * DIVERGING, 1), dark red), score < 0 its negative end (t = 0, dark blue)
- * and dashed, so grey print still tells them apart. Width by |score|,
+ * DIVERGING, 1), dark red), score < 0 its negative end (t = 0, dark blue),
+ * and when both signs are drawn the negative ones dashed (a dash at most a
+ * quarter of its edge), so grey print still tells them apart. Width by |score|,
  * linear: HS_VIZ_EDGE_MIN_PT + (HS_VIZ_EDGE_MAX_PT - HS_VIZ_EDGE_MIN_PT) *
  * |score| / max |score| points (max over the edges drawn), so a wider edge
  * always has the larger |score|. A legend under the graph names the colours

@@ -62,6 +62,9 @@ typedef struct {
     double dash_on, dash_off; /* 0, 0 = solid */
     unsigned char rgb[3];
     int group;     /* index into hs_viz_figure.groups */
+    int joined;    /* 1: continues the curve before it (of its group) as one stroked
+                      path, its start that curve's end, drawn with that curve's width,
+                      dashes (running on along the path) and colour */
 } vz_curve;
 
 /* One shaped glyph: glyph id and its origin relative to the pen start on the
@@ -271,6 +274,11 @@ static inline hs_status vz_add_rect(vz_ctx *c, int x, int y, int w, int h, const
  * HS_ERR_NOMEM or HS_OK. */
 hs_status vz_add_curve(vz_ctx *c, const double xy[8], double width, double dash_on,
                        double dash_off, const unsigned char rgb[3]);
+/* A path through pts[n] (x, y pairs, n >= 2) of straight runs, each inner
+ * corner rounded with radius radius[i] (px; 0 = sharp; radius[0] unused),
+ * as joined curves (vz_curve.joined). HS_ERR_NOMEM or HS_OK. */
+hs_status vz_add_path(vz_ctx *c, const double *pts, size_t n, const double *radius, double width,
+                      double dash_on, double dash_off, const unsigned char rgb[3]);
 /* A text item, its box's top-left at (x, y). HS_ERR_NOMEM or HS_OK. */
 hs_status vz_add_text(vz_ctx *c, const char *s, double px, int rot, int x, int y, vz_anchor anchor,
                       vz_role role, const unsigned char rgb[3]);

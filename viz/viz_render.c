@@ -265,19 +265,25 @@ static void draw_text(cairo_t *cr, const hs_viz_figure *f, const vz_text *t)
     free(cl);
 }
 
-/* One curve: stroked with butt ends, dashed from its start when asked. */
-static void draw_curve(cairo_t *cr, const vz_curve *k)
+/* Curve i and the curves joined to it: one path stroked with butt ends
+ * (round joins), dashed from its start when asked. */
+static void draw_curve(cairo_t *cr, const hs_viz_figure *f, size_t i)
 {
+    const vz_curve *k = &f->curves[i];
     cairo_save(cr);
     set_rgb(cr, k->rgb);
     cairo_set_line_width(cr, k->width);
     cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     if (k->dash_on > 0) {
         const double d[2] = {k->dash_on, k->dash_off};
         cairo_set_dash(cr, d, 2, 0);
     }
     cairo_move_to(cr, k->x0, k->y0);
-    cairo_curve_to(cr, k->x1, k->y1, k->x2, k->y2, k->x3, k->y3);
+    for (size_t j = i; j < f->n_curves && (j == i || f->curves[j].joined); j++) {
+        const vz_curve *q = &f->curves[j];
+        cairo_curve_to(cr, q->x1, q->y1, q->x2, q->y2, q->x3, q->y3);
+    }
     cairo_stroke(cr);
     cairo_restore(cr);
 }
@@ -310,7 +316,7 @@ void vz_render(cairo_t *cr, const hs_viz_figure *f)
             }
         }
         for (size_t i = 0; i < f->n_curves; i++)
-            if (f->curves[i].group == (int)g) draw_curve(cr, &f->curves[i]);
+            if (f->curves[i].group == (int)g && !f->curves[i].joined) draw_curve(cr, f, i);
         for (size_t i = 0; i < f->n_texts; i++)
             if (f->texts[i].group == (int)g) draw_text(cr, f, &f->texts[i]);
     }
