@@ -190,9 +190,10 @@ static void edges_enter_the_q_k_or_v_port(void **state)
         const vz_curve *k0 = curve_of(f, id), *k = path_end(f, k0);
         const vz_rect *s = box_of(f, from), *r = box_of(f, to);
         /* from the sender's top (the edges leaving one node spread over it),
-           into the receiver's bottom */
-        assert_true(k0->x0 > s->x && k0->x0 < s->x + s->w && fabs(k0->y0 - s->y) < 1e-9);
-        assert_true(fabs(k->y3 - (r->y + r->h)) < 1e-9);
+           into the receiver's bottom (to half a pixel: the PNG's copy rounds
+           the boxes of the layout at VZ_VECTOR_DPI to its pixels) */
+        assert_true(k0->x0 > s->x && k0->x0 < s->x + s->w && fabs(k0->y0 - s->y) <= 0.5);
+        assert_true(fabs(k->y3 - (r->y + r->h)) <= 0.5);
         /* leaving upward, arriving from below */
         assert_true(k0->y1 < k0->y0 && k0->x1 == k0->x0 && k->y2 > k->y3 && k->x2 == k->x3);
         if (!port[0]) {

@@ -123,12 +123,17 @@ struct hs_viz_figure {
     char *font_file;   /* resolved font path (owned) */
     vz_font *font;
     double width_in;   /* its physical width, inches: the width asked, else width / dpi */
-    struct hs_viz_figure *vec; /* the same figure laid out at VZ_VECTOR_DPI for the PDF and
-                                  SVG (owned), or NULL: this one, scaled to width_in */
+    struct hs_viz_figure *vec; /* the layout at VZ_VECTOR_DPI the PDF and SVG draw (owned),
+                                  of which this one is the PNG's copy scaled to its dpi;
+                                  NULL: this one is drawn by all three, scaled to width_in */
 };
 
-/* The resolution the PDF and SVG are laid out at, whatever the PNG's dpi, so
- * a vector figure's size does not move with --dpi (vz_fit_width). */
+/* The resolution every figure kind that keeps the width promise
+ * (vz_fit_width) is laid out at, whatever the PNG's dpi: the figure is laid
+ * out once, the PDF and SVG draw that layout, and the PNG a copy of it
+ * scaled to its dpi (rectangles snapped to whole pixels, both edges
+ * rounded, so cells still tile and nothing that was apart touches), so the
+ * three are one size to a pixel and fit or refuse together at every dpi. */
 #define VZ_VECTOR_DPI 600.0
 
 /* Pixels per inch of f's outputs: its width over its physical width (the
@@ -204,6 +209,8 @@ typedef struct {
     int cramped; /* out: cells or plot at their minimum: the labels need this width */
     int nofit;   /* out: the layout is wider than the target */
     int W;       /* out: the width the layout took, px */
+    double png_dpi; /* in: the PNG's dpi when the layout is at VZ_VECTOR_DPI (the canvas
+                       cap applies to the PNG), 0 = the layout's own */
 } vz_fit;
 
 typedef struct {
