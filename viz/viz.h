@@ -81,6 +81,8 @@
 #define HS_VIZ_COLUMN_IN 3.25 /* inches: one column of a two-column paper */
 #define HS_VIZ_PAGE_IN 6.75   /* inches: the text width of a page */
 #define HS_VIZ_FONT_FLOOR_PT 6.0 /* points: the smallest text a hint suggests */
+#define HS_VIZ_MAX_HEIGHT_IN 9.0 /* inches: the tallest grid drawn without a layout asked
+                                    (hs_viz_options.max_height_in) */
 
 /* Colour maps. DEFAULT = viridis for [0,1]-style data (attention),
  * diverging blue-white-red for signed data. */
@@ -163,6 +165,14 @@ typedef struct {
                               map the cells take: a signed figure under the CLI's --cmap
                               greys keeps its blue-white-red cells (a sequential map would
                               hide the sign) and the rest of it prints grey. Default 0 */
+    double max_height_in;  /* grids with no layout asked: the tallest figure an arrangement
+                              may make (a page's text height); when every arrangement that
+                              shows every token label is taller (GPT-2's 144 heads: 36 x 4
+                              panels, 59 in), the caller's L x H is drawn with every k-th
+                              token label (the smallest k whose labels do not meet, labels
+                              that would meet a neighbour panel's left out), said in the
+                              note under the title, or as unlabelled thumbnails.
+                              0 (default) = HS_VIZ_MAX_HEIGHT_IN */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */
