@@ -309,7 +309,12 @@ hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
  * notation when the largest |value| is below 1e-3 or from 1e5); a zero line;
  * x ticks as many as fit without meeting. The axis is fitted to the data
  * (rounded out to a tick); an explicit FIXED [vmin, vmax] widens it, never clips.
- * xlabel: axis title (units), may be NULL. Errors as above (N in 1..HS_VIZ_MAX_BARS). */
+ * xlabel: axis title (units), may be NULL. Held to the height budget
+ * (opt->max_height_in, default HS_VIZ_MAX_HEIGHT_IN): a chart taller than it
+ * shows the k - 1 largest bars by |value| in their order and one bar
+ * "other n" summing the rest, k the largest that fits, said in the note
+ * under the title (GPT-2's 172 DLA components: 44 and the other 128).
+ * Errors as above (N in 1..HS_VIZ_MAX_BARS). */
 hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
                              const char *const *labels, const char *title, const char *xlabel,
                              const hs_viz_options *opt, hs_error *err);
