@@ -236,7 +236,13 @@ static void signed_and_bars_layouts_do_not_overlap(void **state)
             char what[64];
             snprintf(what, sizeof what, "bars N=%zu sign=%d", N, sign);
             check_geometry(f, what);
-            assert_int_equal(count_role(f, VZ_T_LABEL), N);
+            /* every bar, or (over the 9 in height budget) the largest and one
+               summing the rest */
+            const size_t nl = count_role(f, VZ_T_LABEL);
+            if (nl != N) {
+                print_message("%s: %zu of %zu labels, %.2f in tall\n", what, nl, N, f->height / f->dpi);
+                assert_true(nl < N && f->height <= (int)lround(HS_VIZ_MAX_HEIGHT_IN * f->dpi) + 1);
+            }
             hs_viz_figure_destroy(f);
         }
 }
