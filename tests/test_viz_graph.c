@@ -15,6 +15,7 @@
 #include <math.h>
 
 #include "viz_check.h"
+#include "output/output.h"
 
 /* A 2 x 4 circuit of ten edges: K-composition a0.h1 -> a1.h2<k> the
  * strongest, two negative edges, an MLP in and out. */
@@ -658,6 +659,80 @@ static void the_glue_takes_every_edge_and_unit_scores(void **state)
     hs_graph_free(&g);
 }
 
+/* A circuit past the figure's cap of 1,024 edges (issue 35: GPT-2's default
+ * 5 % circuit, 1,598 edges, got no figure at all): the figure draws the
+ * 1,024 strongest by |score| (its JSON lists them), with a note. */
+static void a_circuit_past_the_cap_draws_its_strongest_edges(void **state)
+{
+    (void)state;
+    hs_config cfg = hs_config_default();
+    cfg.n_layers = 12;
+    cfg.n_heads = 12;
+    cfg.d_mlp = 4 * cfg.d_model;
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&cfg, &g, &err), HS_OK);
+    double *sc = malloc(g.n_edges * sizeof *sc);
+    unsigned char *in = calloc(g.n_edges, 1);
+    assert_non_null(sc);
+    assert_non_null(in);
+    size_t n_in = 0;
+    for (size_t e = 0; e < g.n_edges; e++) {
+        sc[e] = (double)((e * 7919) % 10007) / 10007.0 - 0.3;
+        if (e % 20 == 0) in[e] = 1, n_in++;
+    }
+    assert_true(n_in > HS_VIZ_MAX_EDGES);
+    /* the 1,024th strongest |score| among the circuit's */
+    double *a = malloc(n_in * sizeof *a);
+    size_t m = 0;
+    for (size_t e = 0; e < g.n_edges; e++)
+        if (in[e]) a[m++] = fabs(sc[e]);
+    for (size_t i = 0; i < m; i++) /* a partial selection sort: the top 1024 first */
+        for (size_t j = i + 1; j < m && i < HS_VIZ_MAX_EDGES; j++)
+            if (a[j] > a[i]) { double t = a[i]; a[i] = a[j]; a[j] = t; }
+    const double floor_abs = a[HS_VIZ_MAX_EDGES - 1];
+    free(a);
+    char *dir = tmp_path("graph_cap");
+    char cmd[1200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    run(cmd);
+    hs_figopts fo;
+    hs_figopts_default(&fo, 72);
+    fo.png = 1, fo.svg = fo.pdf = 0, fo.json = 1;
+    hs_outdir od;
+    assert_int_equal(hs_outdir_open(&od, "discover", dir, &fo, NULL, NULL, NULL, &err), HS_OK);
+    if (hs_graph_figure_write(&od, "circuit", &g, sc, in, "a big circuit", "the circuit", &err) ||
+        hs_outdir_commit(&od, NULL, &err))
+        fail_msg("%s", err.msg);
+    hs_outdir_close(&od);
+    char *jp = hs_path_join(dir, "circuit.json"), *pp = hs_path_join(dir, "circuit.png");
+    struct stat st;
+    assert_int_equal(stat(pp, &st), 0);
+    FILE *fp = fopen(jp, "rb");
+    assert_non_null(fp);
+    fseek(fp, 0, SEEK_END);
+    long len = ftell(fp);
+    rewind(fp);
+    char *txt = malloc((size_t)len + 1);
+    assert_int_equal(fread(txt, 1, (size_t)len, fp), (size_t)len);
+    txt[len] = 0;
+    fclose(fp);
+    cJSON *j = cJSON_Parse(txt);
+    assert_non_null(j);
+    const cJSON *edges = cJSON_GetObjectItem(j, "edges"), *e;
+    assert_int_equal(cJSON_GetArraySize(edges), HS_VIZ_MAX_EDGES);
+    cJSON_ArrayForEach(e, edges)
+        assert_true(fabs(cJSON_GetObjectItem(e, "score")->valuedouble) >= floor_abs - 1e-6);
+    cJSON_Delete(j);
+    free(txt);
+    free(jp);
+    free(pp);
+    free(dir);
+    free(sc);
+    free(in);
+    hs_graph_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -669,6 +744,7 @@ int main(void)
         cmocka_unit_test(json_holds_every_number),
         cmocka_unit_test(faithfulness_curve_has_log_x_and_the_unit_line),
         cmocka_unit_test(no_edge_crosses_a_box),
+        cmocka_unit_test(a_circuit_past_the_cap_draws_its_strongest_edges),
         cmocka_unit_test(dashes_only_when_both_signs_are_drawn),
         cmocka_unit_test(the_glue_takes_every_edge_and_unit_scores),
     };
