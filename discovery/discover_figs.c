@@ -43,19 +43,48 @@ static hs_status put_figure(hs_outdir *od, const char *stem, hs_viz_figure *fig,
     return s;
 }
 
+/* An edge by |score| descending, then by index. */
+typedef struct {
+    double a;
+    size_t e;
+} edge_abs;
+
+static int cmp_edge_abs(const void *x, const void *y)
+{
+    const edge_abs *a = x, *b = y;
+    if (a->a != b->a) return a->a > b->a ? -1 : 1;
+    return a->e < b->e ? -1 : a->e > b->e;
+}
+
 hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph *g, const double *scores,
                                 const unsigned char *in_graph, const char *title, const char *shows,
                                 hs_error *err)
 {
     size_t n = 0;
     for (size_t e = 0; e < g->n_edges; e++) n += !in_graph || in_graph[e];
-    if (n > HS_VIZ_MAX_EDGES) {
-        hs_note(&od->notes, HS_NOTE_CMD, "note: the circuit has %zu edges, over the figure's cap of %d; "
-                "no %s figure (graph.json holds every edge)", n, HS_VIZ_MAX_EDGES, stem);
-        return HS_OK;
-    }
     const int images = hs_figopts_images(od->fo), data = hs_figopts_data(od->fo);
     if (!images && !data) return HS_OK;
+    unsigned char *top = NULL;
+    if (n > HS_VIZ_MAX_EDGES) {
+        /* the strongest edges by |score| up to the cap (by index when no scores) */
+        edge_abs *k = malloc(n * sizeof *k);
+        top = calloc(g->n_edges, 1);
+        if (!k || !top) {
+            free(k);
+            free(top);
+            return oom(err);
+        }
+        size_t m = 0;
+        for (size_t e = 0; e < g->n_edges; e++)
+            if (!in_graph || in_graph[e]) k[m++] = (edge_abs){scores ? fabs(scores[e]) : 0, e};
+        qsort(k, m, sizeof *k, cmp_edge_abs);
+        for (size_t i = 0; i < HS_VIZ_MAX_EDGES; i++) top[k[i].e] = 1;
+        free(k);
+        in_graph = top;
+        hs_note(&od->notes, HS_NOTE_CMD, "note: the circuit has %zu edges, over the figure's cap of %d; "
+                "%s draws the %d strongest by |score| (graph.json holds every edge)", n, HS_VIZ_MAX_EDGES,
+                stem, HS_VIZ_MAX_EDGES);
+    }
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     hs_error fe = {0};
@@ -67,6 +96,7 @@ hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph 
     } else if (s != HS_OK && err) {
         *err = fe;
     }
+    free(top);
     if (s != HS_OK) return s;
     return put_figure(od, stem, fig, j, shows, err);
 }

@@ -806,8 +806,9 @@ hs_status hs_graph_json_write(hs_outdir *od, const hs_graph *g, const hs_config 
 /* The circuit as a figure into od: stem.{png,svg,pdf} from hs_graph_figure
  * with od->fo's viz options and stem.json (its JSON with od->context's keys)
  * in the formats od->fo chooses; arguments as hs_graph_figure, every edge of
- * in_graph drawn. A circuit of more than HS_VIZ_MAX_EDGES edges gets no
- * figure, with a note to od's notes. Errors: hs_graph_figure's (the width
+ * in_graph drawn. A circuit of more than HS_VIZ_MAX_EDGES edges is drawn
+ * with its HS_VIZ_MAX_EDGES strongest by |score| (the first in edge order
+ * without scores), with a note to od's notes saying so. Errors: hs_graph_figure's (the width
  * promise: HS_ERR_INPUT naming the width that fits), the folder's. */
 hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph *g, const double *scores,
                                 const unsigned char *in_graph, const char *title, const char *shows,

@@ -4,9 +4,11 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config
       libopenblas-dev liblapacke-dev libxsmm-dev libpng-dev zlib1g-dev libdeflate-dev
-      libfreetype-dev libfontconfig-dev fonts-dejavu-core
+      libfreetype-dev libfontconfig-dev fonts-dejavu-core fonts-noto-core fonts-noto-cjk fonts-symbola
       libcairo2-dev libharfbuzz-dev
       libcjson-dev libcmocka-dev libpcre2-dev)
+# fonts-noto-core, fonts-noto-cjk, fonts-symbola: the glyphs DejaVu Sans lacks
+# (CJK, Devanagari, monochrome emoji) for figure labels (viz/viz_fallback.c)
 # test: viz checks (pngcheck, xmllint; poppler-utils' pdfinfo, pdffonts,
 # pdftoppm, pdftotext; rsvg-convert), libFuzzer (clang + its runtime), valgrind (needs libc6-dbg), Python fixtures
 # (numpy; regex: GPT-2's own tokenizer algorithm as a reference; torch: the float64

@@ -81,6 +81,8 @@
 #define HS_VIZ_COLUMN_IN 3.25 /* inches: one column of a two-column paper */
 #define HS_VIZ_PAGE_IN 6.75   /* inches: the text width of a page */
 #define HS_VIZ_FONT_FLOOR_PT 6.0 /* points: the smallest text a hint suggests */
+#define HS_VIZ_MAX_HEIGHT_IN 9.0 /* inches: the tallest grid drawn without a layout asked
+                                    (hs_viz_options.max_height_in) */
 
 /* Colour maps. DEFAULT = viridis for [0,1]-style data (attention),
  * diverging blue-white-red for signed data. */
@@ -163,6 +165,14 @@ typedef struct {
                               map the cells take: a signed figure under the CLI's --cmap
                               greys keeps its blue-white-red cells (a sequential map would
                               hide the sign) and the rest of it prints grey. Default 0 */
+    double max_height_in;  /* grids with no layout asked: the tallest figure an arrangement
+                              may make (a page's text height); when every arrangement that
+                              shows every token label is taller (GPT-2's 144 heads: 36 x 4
+                              panels, 59 in), the caller's L x H is drawn with every k-th
+                              token label (the smallest k whose labels do not meet, labels
+                              that would meet a neighbour panel's left out), said in the
+                              note under the title, or as unlabelled thumbnails.
+                              0 (default) = HS_VIZ_MAX_HEIGHT_IN */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */
@@ -299,7 +309,12 @@ hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
  * notation when the largest |value| is below 1e-3 or from 1e5); a zero line;
  * x ticks as many as fit without meeting. The axis is fitted to the data
  * (rounded out to a tick); an explicit FIXED [vmin, vmax] widens it, never clips.
- * xlabel: axis title (units), may be NULL. Errors as above (N in 1..HS_VIZ_MAX_BARS). */
+ * xlabel: axis title (units), may be NULL. Held to the height budget
+ * (opt->max_height_in, default HS_VIZ_MAX_HEIGHT_IN): a chart taller than it
+ * shows the k - 1 largest bars by |value| in their order and one bar
+ * "other n" summing the rest, k the largest that fits, said in the note
+ * under the title (GPT-2's 172 DLA components: 44 and the other 128).
+ * Errors as above (N in 1..HS_VIZ_MAX_BARS). */
 hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
                              const char *const *labels, const char *title, const char *xlabel,
                              const hs_viz_options *opt, hs_error *err);
@@ -578,12 +593,20 @@ hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_
  * shows "q k v" under its name, and its three inputs are three points on
  * its bottom edge, under those letters (left q, middle k, right v): an edge
  * into a head's k ends under its "k" (K-composition reads at a glance), the
- * letter black when an edge ends there. Every edge given is drawn, as a
- * curve leaving the top of its sender upward and entering its receiver's
- * port from below, under the circuit's boxes, weakest first. Colour by
+ * letter black when an edge ends there. Every edge given is drawn, under
+ * the circuit's boxes, weakest first, routed so that it crosses no box but
+ * its own two ends: it leaves its sender's top upward (the edges leaving
+ * one node spread over its top), runs sideways in the gap above the
+ * sender's row on a track of its own, climbs past the rows it skips in the
+ * channel between two columns (the nearest with a lane to spare), and
+ * rises into its receiver's port from the gap under the receiver's row (a
+ * node of one input: the edges spread over its bottom); straight runs with
+ * rounded corners, one stroked path per edge. The gaps between rows grow
+ * with their tracks (0.04 in apart, up to twice the least gap). Colour by
  * sign: score >= 0 the diverging map's positive end (hs_viz_cmap_rgb(
- * DIVERGING, 1), dark red), score < 0 its negative end (t = 0, dark blue)
- * and dashed, so grey print still tells them apart. Width by |score|,
+ * DIVERGING, 1), dark red), score < 0 its negative end (t = 0, dark blue),
+ * and when both signs are drawn the negative ones dashed (a dash at most a
+ * quarter of its edge), so grey print still tells them apart. Width by |score|,
  * linear: HS_VIZ_EDGE_MIN_PT + (HS_VIZ_EDGE_MAX_PT - HS_VIZ_EDGE_MIN_PT) *
  * |score| / max |score| points (max over the edges drawn), so a wider edge
  * always has the larger |score|. A legend under the graph names the colours

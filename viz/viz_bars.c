@@ -205,6 +205,76 @@ done:
     return s;
 }
 
+/* A bar by |value| descending, then by index. */
+typedef struct {
+    float a;
+    size_t i;
+} abs_key;
+
+static int cmp_abs_desc(const void *x, const void *y)
+{
+    const abs_key *a = x, *b = y;
+    if (a->a != b->a) return a->a > b->a ? -1 : 1;
+    return a->i < b->i ? -1 : a->i > b->i;
+}
+
+/* *out (taller than hmax in) redrawn with the top k - 1 bars by |value| in
+ * their order and one bar summing the rest, the largest k whose chart is
+ * within hmax, a note under the title saying so. */
+static hs_status bars_top(hs_viz_figure **out, const float *values, size_t N,
+                          const char *const *labels, const char *title, const char *xlabel,
+                          const hs_viz_options *opt, double hmax, hs_error *err)
+{
+    abs_key *ord = malloc(N * sizeof *ord);
+    float *v = malloc(N * sizeof *v);
+    const char **lb = malloc(N * sizeof *lb);
+    unsigned char *keep = calloc(N, 1);
+    hs_status s = HS_OK;
+    if (!ord || !v || !lb || !keep) {
+        s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < N; i++) ord[i] = (abs_key){fabsf(values[i]), i};
+    qsort(ord, N, sizeof *ord, cmp_abs_desc);
+    hs_viz_options o;
+    if (opt) o = *opt;
+    else hs_viz_options_default(&o);
+    char note[256], rest[64];
+    size_t k = (size_t)((double)N * hmax / ((*out)->height / (*out)->dpi));
+    for (; k >= 2; k = k * 9 / 10) {
+        memset(keep, 0, N);
+        for (size_t i = 0; i + 1 < k; i++) keep[ord[i].i] = 1;
+        size_t n = 0;
+        double sum = 0;
+        for (size_t i = 0; i < N; i++) {
+            if (keep[i]) v[n] = values[i], lb[n++] = labels[i];
+            else sum += values[i];
+        }
+        snprintf(rest, sizeof rest, "other %zu", N - (k - 1));
+        v[n] = (float)sum, lb[n++] = rest;
+        snprintf(note, sizeof note, "%s%sthe %zu largest of %zu by |value|; the other %zu summed", o.note ? o.note : "",
+                 o.note ? "; " : "", k - 1, N, N - (k - 1));
+        hs_viz_options o2 = o;
+        o2.note = note;
+        vz_bars_args a = {v, n, lb, title, xlabel, opt != NULL};
+        hs_viz_figure *f = NULL;
+        hs_error e = {0};
+        if (vz_fit_width(&f, build_bars, &a, &o2, HS_VIZ_COLUMN_IN, "bar chart", &e) == HS_OK &&
+            f->height / f->dpi <= hmax + 1e-9) {
+            hs_viz_figure_destroy(*out);
+            *out = f;
+            break;
+        }
+        hs_viz_figure_destroy(f);
+    }
+done:
+    free(ord);
+    free(v);
+    free(lb);
+    free(keep);
+    return s;
+}
+
 hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
                              const char *const *labels, const char *title, const char *xlabel,
                              const hs_viz_options *opt, hs_error *err)
@@ -222,5 +292,8 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
             return hs_fail(err, HS_ERR_NUMERIC, "bar value %zu is not finite (%g)", i,
                            (double)values[i]);
     vz_bars_args a = {values, N, labels, title, xlabel, opt != NULL};
-    return vz_fit_width(out, build_bars, &a, opt, HS_VIZ_COLUMN_IN, "bar chart", err);
+    s = vz_fit_width(out, build_bars, &a, opt, HS_VIZ_COLUMN_IN, "bar chart", err);
+    const double hmax = opt && opt->max_height_in > 0 ? opt->max_height_in : HS_VIZ_MAX_HEIGHT_IN;
+    if (s != HS_OK || (*out)->height / (*out)->dpi <= hmax + 1e-9 || N < 3) return s;
+    return bars_top(out, values, N, labels, title, xlabel, opt, hmax, err);
 }

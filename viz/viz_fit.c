@@ -44,12 +44,15 @@ hs_status vz_finish(vz_ctx *c, int W, int H, hs_viz_figure **out, hs_error *err)
         shift_items(c, (target - W) / 2);
         W = target;
     }
-    if (W > HS_VIZ_MAX_PX || H > HS_VIZ_MAX_PX) {
+    /* the cap is the PNG's: a layout at VZ_VECTOR_DPI is scaled to its dpi */
+    const double k = c->fit && c->fit->png_dpi > 0 ? c->fit->png_dpi / c->o.dpi : 1.0;
+    const long pw = lround(W * k), ph = lround(H * k);
+    if (pw > HS_VIZ_MAX_PX || ph > HS_VIZ_MAX_PX) {
         hs_viz_figure_destroy(c->f);
         c->f = NULL;
         return hs_fail(err, HS_ERR_INPUT,
-                       "figure would be %d x %d px, over the %d px cap; "
-                       "HINT: lower the dpi or the font size", W, H, HS_VIZ_MAX_PX);
+                       "figure would be %ld x %ld px, over the %d px cap; "
+                       "HINT: lower the dpi or the font size", pw, ph, HS_VIZ_MAX_PX);
     }
     c->f->width = W;
     c->f->height = H;
@@ -76,11 +79,13 @@ static hs_status try_font(hs_viz_figure **out, vz_build build, const void *args,
                           const hs_viz_options *o, vz_fit *fit, hs_error *err)
 {
     int target = (int)lround(o->width_in * o->dpi);
+    const double png_dpi = fit->png_dpi;
     memset(fit, 0, sizeof *fit);
     for (int k = 0; k < 4; k++) {
         int extra = fit->extra;
         memset(fit, 0, sizeof *fit);
         fit->extra = extra;
+        fit->png_dpi = png_dpi;
         hs_status s = build(out, args, o, fit, err);
         if (s == HS_OK || !fit->nofit) return s;
         if (fit->cramped) return s;
@@ -89,22 +94,73 @@ static hs_status try_font(hs_viz_figure **out, vz_build build, const void *args,
     return HS_ERR_INPUT;
 }
 
-/* The PDF's and SVG's layout of f (laid out with o: its font size and
- * width) at VZ_VECTOR_DPI, so their size is the same at every --dpi: kept as
- * f->vec. Where that layout does not fit the width (a pixel's rounding), the
- * vector outputs draw f's own, scaled to its width. */
-static void vector_layout(hs_viz_figure *f, vz_build build, const void *args, const hs_viz_options *o)
+/* v's PNG copy at dpi: every coordinate times dpi / v->dpi, rectangle and
+ * text-box edges rounded (monotone: what was apart stays apart, cells
+ * still tile), a rectangle at least a pixel; v becomes its vec. */
+static hs_status raster_copy(hs_viz_figure **out, hs_viz_figure *v, double dpi)
 {
-    if (o->dpi == VZ_VECTOR_DPI) return;
-    hs_viz_options v = *o;
-    v.dpi = VZ_VECTOR_DPI;
-    v.font_min_pt = 0;
-    v.width_in = f->width_in;
-    vz_fit fit;
+    const double k = dpi / v->dpi;
+    hs_viz_figure *f = calloc(1, sizeof *f);
+    if (!f) return HS_ERR_NOMEM;
+    *out = f;
+    f->vec = v;
+    f->dpi = dpi;
+    f->width = (int)lround(v->width * k);
+    f->height = (int)lround(v->height * k);
+    f->width_in = v->width_in;
+    f->grown_from_in = v->grown_from_in;
+    f->groups = calloc(v->n_groups ? v->n_groups : 1, sizeof *f->groups);
+    f->rects = malloc((v->n_rects ? v->n_rects : 1) * sizeof *f->rects);
+    f->texts = calloc(v->n_texts ? v->n_texts : 1, sizeof *f->texts);
+    f->curves = malloc((v->n_curves ? v->n_curves : 1) * sizeof *f->curves);
+    if (!f->groups || !f->rects || !f->texts || !f->curves) return HS_ERR_NOMEM;
+    f->cap_rects = v->n_rects, f->cap_texts = v->n_texts, f->cap_curves = v->n_curves;
+    for (; f->n_groups < v->n_groups; f->n_groups++)
+        if (!(f->groups[f->n_groups] = hs_strdup(v->groups[f->n_groups]))) return HS_ERR_NOMEM;
+    if ((v->title && !(f->title = hs_strdup(v->title))) || (v->desc && !(f->desc = hs_strdup(v->desc))) ||
+        !(f->font_file = hs_strdup(v->font_file)))
+        return HS_ERR_NOMEM;
     hs_error e = {0};
-    hs_viz_figure *vf = NULL;
-    if (try_font(&vf, build, args, &v, &fit, &e) == HS_OK && vf->width_in == f->width_in) f->vec = vf;
-    else hs_viz_figure_destroy(vf);
+    if (vz_font_share(&f->font, v->font, &e)) return HS_ERR_NOMEM;
+    for (size_t i = 0; i < v->n_rects; i++) {
+        vz_rect r = v->rects[i];
+        const long x0 = lround(r.x * k), y0 = lround(r.y * k);
+        r.w = r.w > 0 ? (int)fmax(1, lround((r.x + r.w) * k) - x0) : 0;
+        r.h = r.h > 0 ? (int)fmax(1, lround((r.y + r.h) * k) - y0) : 0;
+        r.x = (int)x0, r.y = (int)y0;
+        f->rects[f->n_rects++] = r;
+    }
+    for (size_t i = 0; i < v->n_curves; i++) {
+        vz_curve q = v->curves[i];
+        q.x0 *= k, q.y0 *= k, q.x1 *= k, q.y1 *= k, q.x2 *= k, q.y2 *= k, q.x3 *= k, q.y3 *= k;
+        q.width *= k, q.dash_on *= k, q.dash_off *= k;
+        f->curves[f->n_curves++] = q;
+    }
+    for (size_t i = 0; i < v->n_texts; i++) {
+        const vz_text *a = &v->texts[i];
+        vz_text *t = &f->texts[f->n_texts];
+        *t = *a;
+        t->s = NULL, t->run.g = NULL, t->run.n = 0;
+        if (!(t->s = hs_strdup(a->s))) return HS_ERR_NOMEM;
+        f->n_texts++;
+        if (a->run.n) {
+            if (!(t->run.g = malloc(a->run.n * sizeof *t->run.g))) return HS_ERR_NOMEM;
+            for (size_t j = 0; j < a->run.n; j++) {
+                t->run.g[j] = a->run.g[j];
+                t->run.g[j].x *= k, t->run.g[j].y *= k;
+            }
+            t->run.n = a->run.n;
+        }
+        t->run.adv *= k, t->run.ink_l *= k, t->run.ink_r *= k, t->run.ink_t *= k, t->run.ink_b *= k;
+        t->px *= k;
+        const long x0 = lround(a->x * k), y0 = lround(a->y * k);
+        t->w = (int)(lround((a->x + a->w) * k) - x0), t->h = (int)(lround((a->y + a->h) * k) - y0);
+        t->x = (int)x0, t->y = (int)y0;
+        const long ix = lround(a->ix * k), iy = lround(a->iy * k);
+        t->iw = (int)(lround((a->ix + a->iw) * k) - ix), t->ih = (int)(lround((a->iy + a->ih) * k) - iy);
+        t->ix = (int)ix, t->iy = (int)iy;
+    }
+    return HS_OK;
 }
 
 hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
@@ -126,7 +182,10 @@ hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
     double fmin = o.font_min_pt > 0 && o.font_min_pt < fmax ? o.font_min_pt : fmax;
     int auto_w = !(o.width_in > 0);
     o.width_in = auto_w ? auto_in : o.width_in;
-    vz_fit fit;
+    /* laid out once at VZ_VECTOR_DPI; the PNG is its copy at the dpi asked */
+    const double png_dpi = o.dpi;
+    o.dpi = VZ_VECTOR_DPI;
+    vz_fit fit = {.png_dpi = png_dpi};
     int need_min = 0; /* px the labels need at the smallest font tried */
     int target = (int)lround(o.width_in * o.dpi);
     for (double f = fmax; f >= fmin - 1e-9;) {
@@ -143,11 +202,13 @@ hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
         /* no width asked: grow to what the labels need at the font size */
         o.font_pt = fmax;
         memset(&fit, 0, sizeof fit);
+        fit.png_dpi = png_dpi;
         double w_in = need_min / o.dpi;
         /* a layout's width moves with its plan (tick counts, rounding), so
            each retry adds a little slack: it converges, centred */
         for (int k = 0; k < 8; k++) {
-            o.width_in = w_in;
+            /* a whole number of the PNG's pixels, so its width says the same */
+            o.width_in = ceil(w_in * png_dpi - 1e-6) / png_dpi;
             if (o.width_in > HS_VIZ_GRID_MAX_IN) break;
             s = try_font(out, build, args, &o, &fit, err);
             if (s == HS_OK) (*out)->grown_from_in = auto_in;
@@ -183,7 +244,18 @@ hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
                 "%s cannot show every label in %.2f in at %g pt: it needs %.2f in; "
                 "HINT: --width %.2f%s", what, opt->width_in, fmin, need_in, need_in, hint);
 done:
-    if (s == HS_OK) vector_layout(*out, build, args, &o);
+    if (s == HS_OK && png_dpi != VZ_VECTOR_DPI) {
+        hs_viz_figure *v = *out;
+        *out = NULL;
+        hs_viz_figure *f = NULL;
+        if (raster_copy(&f, v, png_dpi) == HS_OK) {
+            *out = f;
+        } else {
+            hs_viz_figure_destroy(f); /* and v, its vec */
+            if (!f) hs_viz_figure_destroy(v);
+            s = hs_fail(err, HS_ERR_NOMEM, "out of memory laying out a figure");
+        }
+    }
     free(font);
     return s;
 }

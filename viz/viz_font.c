@@ -3,6 +3,9 @@
  * the Debian path), shaping UTF-8 text with HarfBuzz (kerning and the font's
  * other default features, unhinted, so every output gets the same glyph
  * positions) and the cairo font face the renderers draw those glyphs with.
+ * Characters the font lacks (CJK, Devanagari, emoji, ...) are shaped in the
+ * fallback face fontconfig names for them (viz_fallback.c), each maximal
+ * run of one face on its own, the runs side by side on one baseline.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
@@ -135,6 +138,7 @@ struct hs_viz_font {
     double asc, desc;    /* ascender (> 0) and descender (> 0, below the baseline), em */
     cairo_font_face_t *cairo; /* the same file for cairo (PNG, PDF) */
     shape_cache *shapes; /* shared with every copy (vz_font_share) */
+    vz_fallbacks *fb;    /* the faces for what it lacks, shared with every copy */
 };
 
 /* fontconfig's match for "DejaVu Sans", or NULL when it has none whose
@@ -217,12 +221,13 @@ hs_status vz_font_open(vz_font **out, const char *path, hs_error *err)
     hb_font_set_scale(f->font, (int)f->upem, (int)f->upem);
     f->buf = hb_buffer_create();
     f->shapes = shape_cache_new();
+    f->fb = vz_fallbacks_new();
     hb_font_extents_t ext;
     hb_font_get_h_extents(f->font, &ext);
     f->asc = ext.ascender / f->upem;
     f->desc = -ext.descender / f->upem;
     FcPattern *pat = FcPatternCreate();
-    if (!pat || !hb_buffer_allocation_successful(f->buf) || !f->shapes ||
+    if (!pat || !hb_buffer_allocation_successful(f->buf) || !f->shapes || !f->fb ||
         !FcPatternAddString(pat, FC_FILE, (const FcChar8 *)path) ||
         !FcPatternAddInteger(pat, FC_INDEX, 0)) {
         if (pat) FcPatternDestroy(pat);
@@ -260,6 +265,8 @@ hs_status vz_font_share(vz_font **out, const vz_font *src, hs_error *err)
     f->cairo = cairo_font_face_reference(src->cairo);
     f->shapes = src->shapes;
     atomic_fetch_add(&f->shapes->refs, 1);
+    f->fb = src->fb;
+    vz_fallbacks_ref(f->fb);
     f->upem = src->upem;
     f->asc = src->asc;
     f->desc = src->desc;
@@ -274,6 +281,7 @@ void vz_font_close(vz_font *f)
     if (f == NULL) return;
     free(f->path);
     shape_cache_unref(f->shapes);
+    vz_fallbacks_unref(f->fb);
     if (f->cairo) cairo_font_face_destroy(f->cairo);
     if (f->buf) hb_buffer_destroy(f->buf);
     if (f->font) hb_font_destroy(f->font);
@@ -282,52 +290,126 @@ void vz_font_close(vz_font *f)
     free(f);
 }
 
-cairo_font_face_t *vz_font_cairo(const vz_font *f) { return f->cairo; }
+cairo_font_face_t *vz_font_cairo(const vz_font *f, int face)
+{
+    return face == 0 ? f->cairo : vz_fallbacks_cairo(f->fb, face);
+}
+
+const char *vz_font_family(const vz_font *f, int face)
+{
+    return face == 0 ? "DejaVu Sans" : vz_fallbacks_family(f->fb, face);
+}
+
+/* The face of each code point of s into face[] (one entry per byte, at the
+ * code point's first byte): the primary font when it has the character,
+ * else the face of the character before when that has it (marks, joiners
+ * and spaces stay with their run), else the fallback for it (0 when none
+ * has it: .notdef). Returns 1 when any is a fallback face. */
+static int faces_of(vz_font *f, const char *s, size_t len, int *face)
+{
+    int any = 0, prev = 0;
+    for (size_t i = 0; i < len;) {
+        uint32_t cp = 0xfffd;
+        size_t k = hs_utf8_decode((const unsigned char *)s + i, len - i, &cp);
+        if (k == 0) k = 1;
+        hb_codepoint_t gid;
+        int fc = 0;
+        if (prev > 0 && vz_fallbacks_has(f->fb, prev, cp)) fc = prev;
+        else if (hb_font_get_nominal_glyph(f->font, cp, &gid)) fc = 0;
+        else fc = vz_fallbacks_face(f->fb, cp);
+        for (size_t j = 0; j < k; j++) face[i + j] = fc;
+        any |= fc > 0;
+        prev = fc;
+        i += k;
+    }
+    return any;
+}
+
+/* Shapes bytes [start, start + n) of s (the rest is context) with face k
+ * into b. */
+static void shape_piece(vz_font *f, const char *s, size_t start, size_t n, int k)
+{
+    hb_buffer_t *b = f->buf;
+    hb_buffer_clear_contents(b);
+    hb_buffer_add_utf8(b, s, -1, (unsigned)start, (int)n);
+    hb_buffer_guess_segment_properties(b);
+    hb_shape(k == 0 ? f->font : vz_fallbacks_hb(f->fb, k), b, NULL, 0);
+}
 
 hs_status vz_font_shape(vz_font *f, const char *s, double px, vz_run *run)
 {
     memset(run, 0, sizeof *run);
     if (shape_cache_get(f->shapes, s, px, run)) return HS_OK;
-    hb_buffer_t *b = f->buf;
-    hb_buffer_clear_contents(b);
-    hb_buffer_add_utf8(b, s, -1, 0, -1);
-    hb_buffer_guess_segment_properties(b);
-    hb_shape(f->font, b, NULL, 0);
-    if (!hb_buffer_allocation_successful(b)) return HS_ERR_NOMEM;
-    unsigned n = 0;
-    const hb_glyph_info_t *gi = hb_buffer_get_glyph_infos(b, &n);
-    const hb_glyph_position_t *gp = hb_buffer_get_glyph_positions(b, NULL);
-    if (n > 0) {
-        run->g = malloc(n * sizeof *run->g);
-        if (!run->g) return HS_ERR_NOMEM;
+    size_t len = strlen(s);
+    int *face = NULL;
+    if (len > 0) {
+        face = malloc(len * sizeof *face);
+        if (!face) return HS_ERR_NOMEM;
     }
-    double k = px / f->upem, pen = 0;
-    double l = INFINITY, r = -INFINITY, t = 0, d = 0;
-    for (unsigned i = 0; i < n; i++) {
-        run->g[i].id = gi[i].codepoint;
-        run->g[i].x = (pen + gp[i].x_offset) * k;
-        run->g[i].y = -gp[i].y_offset * k;
-        run->g[i].cluster = gi[i].cluster;
-        hb_glyph_extents_t e;
-        if (hb_font_get_glyph_extents(f->font, gi[i].codepoint, &e) && e.width != 0) {
-            double x0 = pen + gp[i].x_offset + e.x_bearing, x1 = x0 + e.width;
-            double top = gp[i].y_offset + e.y_bearing, bot = -(top + e.height);
-            if (x0 < l) l = x0;
-            if (x1 > r) r = x1;
-            if (top > t) t = top;
-            if (bot > d) d = bot;
+    /* without fallback faces, one piece: the whole string in the primary font */
+    int mixed = len > 0 && faces_of(f, s, len, face);
+    double pen = 0, l = INFINITY, r = -INFINITY, t = 0, d = 0; /* px */
+    size_t cap = 0;
+    for (size_t start = 0; start < len || (start == 0 && len == 0);) {
+        size_t end = len;
+        int k = 0;
+        if (mixed) {
+            k = face[start];
+            for (end = start + 1; end < len && (face[end] == k || (s[end] & 0xc0) == 0x80); end++) {}
         }
-        pen += gp[i].x_advance;
+        shape_piece(f, s, start, end - start, k);
+        hb_buffer_t *b = f->buf;
+        if (!hb_buffer_allocation_successful(b)) goto nomem;
+        unsigned n = 0;
+        const hb_glyph_info_t *gi = hb_buffer_get_glyph_infos(b, &n);
+        const hb_glyph_position_t *gp = hb_buffer_get_glyph_positions(b, NULL);
+        if (run->n + n > cap) {
+            size_t nc = run->n + n;
+            vz_glyph *g = realloc(run->g, nc * sizeof *g);
+            if (!g) goto nomem;
+            run->g = g;
+            cap = nc;
+        }
+        hb_font_t *hf = k == 0 ? f->font : vz_fallbacks_hb(f->fb, k);
+        double kk = px / (k == 0 ? f->upem : vz_fallbacks_upem(f->fb, k)), p = 0;
+        for (unsigned i = 0; i < n; i++) {
+            vz_glyph *g = &run->g[run->n + i];
+            g->id = gi[i].codepoint;
+            g->x = pen + (p + gp[i].x_offset) * kk;
+            g->y = -gp[i].y_offset * kk;
+            g->cluster = gi[i].cluster;
+            g->face = k;
+            hb_glyph_extents_t e;
+            if (hb_font_get_glyph_extents(hf, gi[i].codepoint, &e) && e.width != 0) {
+                /* in font units first, then scaled: one piece is what it always was */
+                double u0 = p + gp[i].x_offset + e.x_bearing, ut = gp[i].y_offset + e.y_bearing;
+                double x0 = pen + u0 * kk, x1 = pen + (u0 + e.width) * kk;
+                double top = ut * kk, bot = -(ut + e.height) * kk;
+                if (x0 < l) l = x0;
+                if (x1 > r) r = x1;
+                if (top > t) t = top;
+                if (bot > d) d = bot;
+            }
+            p += gp[i].x_advance;
+        }
+        run->n += n;
+        pen += p * kk;
+        if (len == 0) break;
+        start = end;
     }
-    run->n = n;
-    run->adv = pen * k;
+    free(face);
+    run->adv = pen;
     if (r < l) { l = 0; r = 0; } /* no ink (spaces only) */
-    run->ink_l = l * k;
-    run->ink_r = r * k;
-    run->ink_t = t * k;
-    run->ink_b = d * k;
+    run->ink_l = l;
+    run->ink_r = r;
+    run->ink_t = t;
+    run->ink_b = d;
     shape_cache_put(f->shapes, s, px, run);
     return HS_OK;
+nomem:
+    free(face);
+    vz_run_free(run);
+    return HS_ERR_NOMEM;
 }
 
 void vz_run_free(vz_run *run)

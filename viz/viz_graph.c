@@ -125,7 +125,13 @@ typedef struct {
     int *bx, *by, *bw, *bh;   /* [n_nodes] boxes, px */
     int colw;                 /* a column node's box width */
     int left, pitch, span;    /* the columns' left edge, pitch, total width */
+    int *rtop, *rbot;         /* [R] each row's band (canvas y, top down) */
+    int *gap_h;               /* [R] the gap's height above row r (r < R - 1), px */
+    int *chan;                /* [n_edges] the column boundary an edge climbs in, -1 none */
+    double *y1, *y2, *xc;     /* [n_edges] its tracks: leaving, arriving (y); climbing (x) */
+    double *xs, *xr;          /* [n_edges] where it leaves its sender and enters its receiver */
     double maxabs;
+    int mixed;                /* edges of both signs are drawn: the negative ones dashed */
     legend_item leg[4];
     int n_leg, sample;        /* legend entries, a sample line's length */
 } graph_plan;
@@ -139,6 +145,15 @@ static void plan_free(graph_plan *p)
     free(p->by);
     free(p->bw);
     free(p->bh);
+    free(p->rtop);
+    free(p->rbot);
+    free(p->gap_h);
+    free(p->chan);
+    free(p->y1);
+    free(p->y2);
+    free(p->xc);
+    free(p->xs);
+    free(p->xr);
 }
 
 /* The legend's entries: the signs present, the weakest and strongest |score|. */
@@ -154,6 +169,7 @@ static void plan_legend(graph_plan *p)
         lo = fmin(lo, fabs((double)g->score[e]));
         hi = fmax(hi, fabs((double)g->score[e]));
     }
+    p->mixed = pos && neg;
     legend_item *it = p->leg;
     const double mid = 0.5 * (HS_VIZ_EDGE_MIN_PT + HS_VIZ_EDGE_MAX_PT) * k;
     if (pos) {
@@ -161,7 +177,7 @@ static void plan_legend(graph_plan *p)
         sign_rgb(1, it[p->n_leg++].rgb);
     }
     if (neg) {
-        it[p->n_leg] = (legend_item){"score < 0", mid, 1, {0}};
+        it[p->n_leg] = (legend_item){"score < 0", mid, pos, {0}};
         sign_rgb(-1, it[p->n_leg++].rgb);
     }
     char a[32];
@@ -191,7 +207,17 @@ static hs_status plan_sizes(graph_plan *p, int target, vz_fit *fit)
     p->shown = calloc(n, sizeof *p->shown);
     p->bx = calloc(n, sizeof *p->bx), p->by = calloc(n, sizeof *p->by);
     p->bw = calloc(n, sizeof *p->bw), p->bh = calloc(n, sizeof *p->bh);
-    if (!p->strong || !p->port_used || !p->shown || !p->bx || !p->by || !p->bw || !p->bh)
+    const size_t ne = g->n_edges ? g->n_edges : 1;
+    p->rtop = calloc(HS_VIZ_MAX_GRAPH_ROWS, sizeof *p->rtop);
+    p->rbot = calloc(HS_VIZ_MAX_GRAPH_ROWS, sizeof *p->rbot);
+    p->gap_h = calloc(HS_VIZ_MAX_GRAPH_ROWS, sizeof *p->gap_h);
+    p->chan = calloc(ne, sizeof *p->chan);
+    p->y1 = calloc(ne, sizeof *p->y1), p->y2 = calloc(ne, sizeof *p->y2);
+    p->xc = calloc(ne, sizeof *p->xc);
+    p->xs = calloc(ne, sizeof *p->xs), p->xr = calloc(ne, sizeof *p->xr);
+    if (!p->strong || !p->port_used || !p->shown || !p->bx || !p->by || !p->bw || !p->bh ||
+        !p->rtop || !p->rbot || !p->gap_h || !p->chan || !p->y1 || !p->y2 || !p->xc || !p->xs ||
+        !p->xr)
         return HS_ERR_NOMEM;
     circuit_nodes(g, p->strong);
     for (size_t e = 0; e < g->n_edges; e++) p->port_used[(size_t)g->to[e] * 4 + g->port[e]] = 1;
@@ -232,15 +258,20 @@ static hs_status plan_sizes(graph_plan *p, int target, vz_fit *fit)
     return HS_OK;
 }
 
+/* The least gap between two rows, px. */
+static int base_gap(const vz_ctx *c)
+{
+    return vz_imax((int)lround(1.2 * c->lh), (int)lround(0.1 * c->o.dpi));
+}
+
 /* Boxes: rows from the top (row R-1) down under the title block, y0 px;
- * each row as tall as its tallest box (a head holds its name and "q k v").
- * Returns the bottom of row 0. */
+ * each row as tall as its tallest box (a head holds its name and "q k v"),
+ * the gap above row r gap_h[r] high. Returns the bottom of row 0. */
 static int plan_boxes(graph_plan *p, int y0)
 {
     vz_ctx *c = p->c;
     const hs_viz_graph *g = p->g;
     const int pad = c->pad, h1 = c->lh + pad, h2 = c->lh + c->alh + pad;
-    const int vgap = vz_imax((int)lround(1.2 * c->lh), (int)lround(0.1 * c->o.dpi));
     int y = y0;
     for (int r = p->R - 1; r >= 0; r--) {
         int rh = 0;
@@ -257,9 +288,175 @@ static int plan_boxes(graph_plan *p, int y0)
             p->bx[i] = cx - w / 2;
             p->by[i] = y + (rh - p->bh[i]) / 2;
         }
-        y += rh + (r > 0 ? vgap : 0);
+        p->rtop[r] = y;
+        p->rbot[r] = y + rh;
+        y += rh + (r > 0 ? p->gap_h[r - 1] : 0);
     }
     return y;
+}
+
+/* ---- routing: edges never cross a box but their own two ----
+ * An edge leaves its sender's top upward into the gap above the sender's
+ * row, runs sideways there on a track of its own, and rises into its
+ * receiver's port from the gap under the receiver's row; when it skips
+ * rows, it climbs between them in a channel, a column boundary (free of
+ * the column boxes), on a lane of its own: the boundary free of every box
+ * on the rows it passes that is nearest its two ends. */
+
+/* The x of an edge's ends (p->xs, p->xr; before route_ends: its sender's
+ * top centre, its receiver's port or bottom centre). */
+static double edge_xs(const graph_plan *p, size_t e) { return p->xs[e]; }
+
+static double edge_xr(const graph_plan *p, size_t e) { return p->xr[e]; }
+
+static void centre_ends(graph_plan *p)
+{
+    const hs_viz_graph *g = p->g;
+    for (size_t e = 0; e < g->n_edges; e++) {
+        const int u = g->from[e], v = g->to[e], port = g->port[e];
+        p->xs[e] = p->bx[u] + p->bw[u] / 2.0;
+        p->xr[e] = port == HS_VIZ_PORT_WHOLE ? p->bx[v] + p->bw[v] / 2.0
+                                             : p->bx[v] + p->bw[v] * (2.0 * port - 1.0) / 6.0;
+    }
+}
+
+/* Column boundary j's free half-width and whether it is free of every box
+ * on rows lo..hi. */
+static int chan_free(const graph_plan *p, int j, int lo, int hi)
+{
+    const double x = p->left + (double)j * p->pitch, hw = (p->pitch - p->colw) / 2.0;
+    for (size_t i = 0; i < p->g->n_nodes; i++)
+        if (p->g->row[i] >= lo && p->g->row[i] <= hi && p->bx[i] < x + hw && x - hw < p->bx[i] + p->bw[i])
+            return 0;
+    return 1;
+}
+
+/* The channel of every edge that skips rows (-1: none, or no boundary is
+ * free: it climbs left of every box), and the tracks each gap needs. */
+static void route_channels(graph_plan *p, int *tracks)
+{
+    const hs_viz_graph *g = p->g;
+    int load[HS_VIZ_MAX_GRAPH_COLS + 1] = {0};
+    const double room = fmax(1, floor((p->pitch - p->colw - HS_VIZ_EDGE_MAX_PT * p->c->o.dpi / 72.0) /
+                                      (0.05 * p->c->o.dpi)));
+    for (int r = 0; r < p->R; r++) tracks[r] = 0;
+    for (size_t e = 0; e < g->n_edges; e++) {
+        const int su = g->row[g->from[e]], sv = g->row[g->to[e]];
+        const double xs = edge_xs(p, e), xr = edge_xr(p, e);
+        p->chan[e] = -1;
+        if (sv == su + 1) {
+            tracks[su] += fabs(xs - xr) >= 0.5;
+            continue;
+        }
+        /* the nearest boundary with a lane to spare (0.05 in apart); a full
+           one costs a column's pitch per climb over its room */
+        double best = INFINITY;
+        for (int j = 0; j <= p->C; j++) {
+            const double x = p->left + (double)j * p->pitch;
+            const double over = fmax(0, load[j] + 1 - room);
+            const double cost = fabs(x - xs) + fabs(x - xr) + over * p->pitch;
+            if (cost < best && chan_free(p, j, su + 1, sv - 1)) best = cost, p->chan[e] = j;
+        }
+        if (p->chan[e] >= 0) load[p->chan[e]]++;
+        tracks[su]++;
+        tracks[sv - 1]++;
+    }
+}
+
+/* Spreads the edges leaving each node over its top, and those entering a
+ * node of one input over its bottom, in the order of where they go (come
+ * from) sideways, so they part at the box rather than share a line. */
+static hs_status route_ends(graph_plan *p);
+
+/* Lane order: by a key, then by index. */
+typedef struct {
+    double key;
+    size_t e;
+    int which; /* track: 1 leaving, 2 arriving */
+} lane_key;
+
+static int cmp_lane(const void *x, const void *y)
+{
+    const lane_key *a = x, *b = y;
+    if (a->key != b->key) return a->key < b->key ? -1 : 1;
+    if (a->e != b->e) return a->e < b->e ? -1 : 1;
+    return a->which - b->which;
+}
+
+static hs_status route_ends(graph_plan *p)
+{
+    const hs_viz_graph *g = p->g;
+    lane_key *k = malloc((g->n_edges + 1) * sizeof *k);
+    if (!k) return HS_ERR_NOMEM;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        for (int side = 0; side < 2; side++) {
+            size_t n = 0;
+            for (size_t e = 0; e < g->n_edges; e++) {
+                const double xm = p->chan[e] >= 0 ? p->left + (double)p->chan[e] * p->pitch : -1;
+                if (side == 0 && g->from[e] == (int)i)
+                    k[n++] = (lane_key){xm >= 0 ? xm : p->xr[e], e, 0};
+                else if (side == 1 && g->to[e] == (int)i && g->port[e] == HS_VIZ_PORT_WHOLE)
+                    k[n++] = (lane_key){xm >= 0 ? xm : p->xs[e], e, 0};
+            }
+            if (n < 2) continue;
+            qsort(k, n, sizeof *k, cmp_lane);
+            for (size_t j = 0; j < n; j++) {
+                const double x = p->bx[i] + p->bw[i] * (double)(j + 1) / (double)(n + 1);
+                if (side == 0) p->xs[k[j].e] = x;
+                else p->xr[k[j].e] = x;
+            }
+        }
+    }
+    free(k);
+    return HS_OK;
+}
+
+/* Puts every edge's tracks and lane: the runs in one gap spread evenly
+ * over its height, the climbs in one channel over its width (lines
+ * kept half their widest width off the boxes). HS_ERR_NOMEM or HS_OK. */
+static hs_status route_lanes(graph_plan *p, double wmax)
+{
+    const hs_viz_graph *g = p->g;
+    lane_key *k = malloc((2 * g->n_edges + 1) * sizeof *k);
+    if (!k) return HS_ERR_NOMEM;
+    for (int r = 0; r + 1 < p->R; r++) {
+        size_t n = 0;
+        for (size_t e = 0; e < g->n_edges; e++) {
+            const int su = g->row[g->from[e]], sv = g->row[g->to[e]];
+            const double xs = edge_xs(p, e), xr = edge_xr(p, e);
+            const double xm = p->chan[e] >= 0 ? p->left + (double)p->chan[e] * p->pitch : p->left;
+            if (su == r && (sv > su + 1 || fabs(xs - xr) >= 0.5))
+                k[n++] = (lane_key){sv > su + 1 ? xs + xm : xs + xr, e, 1};
+            if (sv - 1 == r && sv > su + 1) k[n++] = (lane_key){xm + xr, e, 2};
+        }
+        qsort(k, n, sizeof *k, cmp_lane);
+        const double top = p->rbot[r + 1], h = p->rtop[r] - top;
+        for (size_t i = 0; i < n; i++) {
+            const double y = top + h * (double)(i + 1) / (double)(n + 1);
+            if (k[i].which == 1) p->y1[k[i].e] = y;
+            else p->y2[k[i].e] = y;
+        }
+    }
+    for (int j = -1; j <= p->C; j++) {
+        size_t n = 0;
+        for (size_t e = 0; e < g->n_edges; e++) {
+            const int su = g->row[g->from[e]], sv = g->row[g->to[e]];
+            if (sv > su + 1 && p->chan[e] == j) k[n++] = (lane_key){edge_xs(p, e) + edge_xr(p, e), e, 0};
+        }
+        qsort(k, n, sizeof *k, cmp_lane);
+        double x0, w;
+        if (j >= 0) {
+            const double hw = fmax(0, (p->pitch - p->colw) / 2.0 - wmax / 2.0);
+            x0 = p->left + (double)j * p->pitch - hw, w = 2 * hw;
+        } else { /* no free boundary: left of every box */
+            int lo = 1 << 30;
+            for (size_t i = 0; i < g->n_nodes; i++) lo = vz_imin(lo, p->bx[i]);
+            x0 = fmax(1, lo - p->c->pad - wmax), w = 0;
+        }
+        for (size_t i = 0; i < n; i++) p->xc[k[i].e] = x0 + w * (double)(i + 1) / (double)(n + 1);
+    }
+    free(k);
+    return HS_OK;
 }
 
 /* Node i in its group: the box (filled and framed), its name, and in the
@@ -286,29 +483,51 @@ static hs_status add_node(graph_plan *p, size_t i)
     return s;
 }
 
-/* Edge e in its group: a curve from its sender's top (upward) into its
- * receiver's port from below. */
+/* Edge e in its group: a path from its sender's top (upward) into its
+ * receiver's port from below, routed around the boxes (above), its
+ * corners rounded within the gaps. */
 static hs_status add_edge(graph_plan *p, size_t e)
 {
     vz_ctx *c = p->c;
     const hs_viz_graph *g = p->g;
     const int u = g->from[e], v = g->to[e], port = g->port[e];
+    const int su = g->row[u], sv = g->row[v];
     char id[96];
     snprintf(id, sizeof id, "e-%s-%s%s%s", g->names[u], g->names[v], port ? "-" : "", PORT_NAME[port]);
     hs_status s = vz_begin_group(c, id);
-    const double xs = p->bx[u] + p->bw[u] / 2.0, ys = p->by[u];
-    const double xr = port == HS_VIZ_PORT_WHOLE ? p->bx[v] + p->bw[v] / 2.0
-                                                : p->bx[v] + p->bw[v] * (2.0 * port - 1.0) / 6.0;
-    const double yr = p->by[v] + p->bh[v], dy = ys - yr;
-    /* the end rises into its port from below, however far it runs sideways
-       (an MLP's edge to the next layer's q would otherwise lie along the box) */
-    const double rise = fmax(0.5 * dy, fmin(0.35 * fabs(xr - xs), 2.0 * p->bh[v]));
-    const double xy[8] = {xs, ys, xs, ys - 0.5 * dy, xr, yr + rise, xr, yr};
+    const double xs = edge_xs(p, e), ys = p->by[u], xr = edge_xr(p, e), yr = p->by[v] + p->bh[v];
+    double pts[12], rad[6] = {0};
+    size_t n = 0;
+#define PT(x, y) (pts[2 * n] = (x), pts[2 * n + 1] = (y), n++)
+    PT(xs, ys);
+    if (sv > su + 1) {
+        PT(xs, p->y1[e]);
+        PT(p->xc[e], p->y1[e]);
+        PT(p->xc[e], p->y2[e]);
+        PT(xr, p->y2[e]);
+    } else if (fabs(xs - xr) >= 0.5) {
+        PT(xs, p->y1[e]);
+        PT(xr, p->y1[e]);
+    }
+    PT(xr, yr);
+#undef PT
+    /* a corner's radius: 0.06 in, within its gap (so the arc meets no box) */
+    for (size_t i = 1; i + 1 < n; i++) {
+        const double y = pts[2 * i + 1];
+        int r = su; /* the gap the corner lies in */
+        while (r + 1 < p->R && !(y >= p->rbot[r + 1] && y <= p->rtop[r])) r++;
+        rad[i] = fmin(0.06 * c->o.dpi, fmin(y - p->rbot[r + 1], p->rtop[r] - y));
+    }
     const double k = c->o.dpi / 72.0, w = edge_pt(fabs((double)g->score[e]), p->maxabs) * k;
     unsigned char rgb[3];
     sign_rgb(g->score[e], rgb);
-    const int neg = g->score[e] < 0;
-    if (!s) s = vz_add_curve(c, xy, w, neg ? fmax(4.0 * w, 3.0 * k) : 0, fmax(2.0 * w, 1.5 * k), rgb);
+    /* negative dashed when both signs are drawn (grey print tells them apart),
+       a dash at most a quarter of the path so every dashed edge shows gaps */
+    double len = 0;
+    for (size_t i = 1; i < n; i++) len += hypot(pts[2 * i] - pts[2 * i - 2], pts[2 * i + 1] - pts[2 * i - 1]);
+    const double on = fmin(fmax(4.0 * w, 3.0 * k), 0.25 * len), off = fmin(fmax(2.0 * w, 1.5 * k), 0.5 * on);
+    const int dashed = g->score[e] < 0 && p->mixed;
+    if (!s) s = vz_add_path(c, pts, n, rad, w, dashed ? on : 0, off, rgb);
     return s;
 }
 
@@ -385,15 +604,29 @@ static hs_status build_graph(hs_viz_figure **out, const void *args, const hs_viz
     if (title_w + 2 * m > (int)lround(c.o.width_in * c.o.dpi)) fit->cramped = 1;
     s = plan_sizes(&p, target, fit);
     int bottom = 0;
-    if (!s) bottom = plan_boxes(&p, m + title_h);
+    if (!s) {
+        /* the columns first (the routes' channels), then each gap as high as
+           its tracks need (a track 0.04 in apart, at most two base gaps) */
+        int tracks[HS_VIZ_MAX_GRAPH_ROWS];
+        const int g0 = base_gap(&c);
+        for (int r = 0; r < p.R; r++) p.gap_h[r] = g0;
+        plan_boxes(&p, m + title_h);
+        centre_ends(&p);
+        route_channels(&p, tracks);
+        for (int r = 0; r + 1 < p.R; r++)
+            p.gap_h[r] = vz_imin(2 * g0, vz_imax(g0, (int)lround((tracks[r] + 1) * 0.04 * c.o.dpi)));
+        bottom = plan_boxes(&p, m + title_h);
+        s = route_ends(&p);
+        if (!s) s = route_lanes(&p, HS_VIZ_EDGE_MAX_PT * c.o.dpi / 72.0);
+    }
     if (!s) s = add_body(&p);
     if (!s && p.n_leg) bottom = add_legend(&p, bottom + 2 * c.pad, &s);
     size_t n_in = 0;
     for (size_t i = 0; !s && i < a->g->n_nodes; i++) n_in += p.strong[i];
     if (!s && !(c.f->desc = hs_strfmt("circuit graph: %zu of %zu nodes and %zu edges in the circuit; "
                                       "edges run upward into a head's q, k or v; width linear in "
-                                      "|score|, red score >= 0, blue dashed score < 0",
-                                      n_in, a->g->n_nodes, a->g->n_edges)))
+                                      "|score|, red score >= 0, blue%s score < 0",
+                                      n_in, a->g->n_nodes, a->g->n_edges, p.mixed ? " dashed" : "")))
         s = HS_ERR_NOMEM;
     if (!s) s = vz_finish_titled(&c, a->title, title_w, title_h, p.left + p.span, bottom, out, err);
     plan_free(&p);

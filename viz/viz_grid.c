@@ -6,7 +6,9 @@
  * labels down the left column and under the lowest panel of each column),
  * and a horizontal colour bar with the masked-cell legend under the grid.
  * Without a layout asked, the first of the caller's arrangement and the
- * ones with fewer columns (grid_layouts) that fits the width is drawn.
+ * ones with fewer columns (grid_layouts) that fits the width and the height
+ * budget is drawn; when none does, the caller's arrangement with every k-th
+ * token label (or none), said in the note under the title.
  */
 #include <math.h>
 #include <stdio.h>
@@ -35,6 +37,8 @@ typedef struct {
     const char *const *tokens, *const *row_headers, *const *col_headers;
     const char *title;
     size_t R, C; /* the panels' arrangement: R x C slots, panel k at (k / C, k % C) */
+    int thin;    /* 1: token labels thinned to every k-th as the width and height need */
+    double hmax; /* thin: the height budget, inches */
 } vz_grid_args;
 
 /* Whether the panels stand in the caller's L x H arrangement (row and
@@ -50,7 +54,19 @@ typedef struct {
     int cell, P, gap; /* a cell's side, a panel's, the gap between panels */
     int vgap;         /* the gap between rows of panels (a panel's name over each, rearranged) */
     int gridW, gridH; /* the panels' extent */
+    size_t every;     /* token labels at positions 0, every, 2 every, ...; > T: none */
+    int cell_max;     /* thinned: the cell the height budget allows, px (0 = none) */
+    int pitch;        /* the pitch labels need side by side, px */
 } grid_plan;
+
+/* Whether token label i is drawn: every k-th from the first, and
+ * (thinned) none that would meet the first label of the next panel. */
+static int label_shown(const grid_plan *g, size_t i, size_t T)
+{
+    if (g->every == 1) return 1;
+    if (g->every > T || i % g->every) return 0;
+    return i == 0 || (double)(T - i) * g->cell + g->gap >= g->pitch;
+}
 
 /* Top-left of panel k's slot, px. */
 static int panel_x(const vz_grid_args *a, const grid_plan *g, size_t k)
@@ -78,10 +94,17 @@ static hs_status add_grid_headers(vz_ctx *c, const vz_grid_args *a, const grid_p
         }
         return s;
     }
+    /* column headers wider than a panel's pitch (12 heads in a column): every k-th */
+    int hw = 0;
+    for (size_t h = 0; h < a->H; h++) {
+        snprintf(hb, sizeof hb, "H%zu", h);
+        hw = vz_imax(hw, vz_text_len(c, a->col_headers ? a->col_headers[h] : hb, c->fpx));
+    }
+    const size_t step = hw + pad <= P + g->gap ? 1 : (size_t)((hw + pad + P + g->gap - 1) / (P + g->gap));
     for (size_t h = 0; h < a->H && !s; h++) {
         snprintf(hb, sizeof hb, "H%zu", h);
         const char *ht = a->col_headers ? a->col_headers[h] : hb;
-        if (!ht[0]) continue;
+        if (!ht[0] || h % step) continue;
         int w = vz_text_len(c, ht, c->fpx);
         s = vz_add_text(c, ht, c->fpx, 0, panel_x(a, g, h) + P / 2 - w / 2,
                         g->top - lw - pad / 2 - lh, VZ_A_MIDDLE, VZ_T_HEADER, VZ_BLACK);
@@ -110,6 +133,7 @@ static hs_status add_grid_labels(vz_ctx *c, const vz_grid_args *a, const grid_pl
     *bottom = 0;
     for (size_t k = 0; k < n && !s; k += a->C)
         for (size_t i = 0; i < T && !s; i++) {
+            if (!label_shown(g, i, T)) continue;
             int tw = vz_text_len(c, g->tl[i], c->fpx);
             s = vz_add_text(c, g->tl[i], c->fpx, 0, g->left - lw - pad - tw,
                             panel_y(a, g, k) + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK,
@@ -119,9 +143,10 @@ static hs_status add_grid_labels(vz_ctx *c, const vz_grid_args *a, const grid_pl
         if (k + a->C < n) continue; /* a panel below holds this column's labels */
         int ybelow = panel_y(a, g, k) + g->P + lw + pad;
         for (size_t j = 0; j < T && !s; j++)
-            s = vz_add_text(c, g->tl[j], c->fpx, 90, panel_x(a, g, k) + (int)j * cell + (cell - lh) / 2,
+            if (label_shown(g, j, T))
+                s = vz_add_text(c, g->tl[j], c->fpx, 90, panel_x(a, g, k) + (int)j * cell + (cell - lh) / 2,
                             ybelow, VZ_A_END, VZ_T_XTICK, VZ_BLACK);
-        *bottom = vz_imax(*bottom, ybelow + g->tmax);
+        *bottom = vz_imax(*bottom, ybelow + (g->every > T ? 0 : g->tmax));
     }
     return s;
 }
@@ -178,8 +203,10 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
     int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw;
     double dpi = c.o.dpi;
     int pitch = vz_label_pitch(&c, g.tl, T);
+    g.pitch = pitch;
+    g.every = 1;
     g.gap = vz_imax(2 * pad, (int)lround(0.05 * dpi)) + 2 * lw;
-    int title_w, title_h = vz_title_block(&c, title, &title_w);
+    const int R = (int)a->R, C = (int)a->C;
     const char *ylab = "destination (query)", *xlab = "source (key)";
     int ylab_w = vz_text_len(&c, ylab, c.fpx), xlab_w = vz_text_len(&c, xlab, c.fpx);
     char hb[32];
@@ -190,18 +217,53 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
     /* a clear gap between the L<l> row headers and the longest token label,
      * so "L0" does not read as part of a token ("L0 because") */
     int hgap = g.rh_w ? vz_imax(2 * pad, lh) : 0;
+    char note[256];
+    if (a->thin) {
+        /* every k-th token label: the smallest k whose labels fit the cells
+           the width leaves (no labels: thumbnails when even one cell in T is
+           too narrow, and the labels' room goes to the panels) */
+        const int left0 = m + lh + pad + g.rh_w + hgap + pad + lw;
+        int cell = (int)((lround(c.o.width_in * dpi) - fit->extra - left0 - g.tmax - lw - m -
+                          (C - 1) * g.gap) / (C * (long)T));
+        /* and the height budget: the panels' rows, their labels, axis title
+           and colour bar under them */
+        const int below = g.tmax + 6 * pad + 4 * lh + (int)lround(0.06 * dpi) + m;
+        const int cell_h = (int)((lround(a->hmax * dpi) - (m + 2 * c.tlh + 2 * lh + pad) - below -
+                                  (R - 1) * g.gap) / (R * (long)T));
+        cell = vz_imin(cell, cell_h);
+        g.cell_max = cell;
+        if (cell < 1) cell = 1;
+        if (cell < pitch) g.every = (size_t)((pitch + cell - 1) / cell);
+        if (g.every > T) g.every = T + 1, g.tmax = 0;
+        if (g.every > 1 && g.every <= T) { /* room for the labels drawn only */
+            g.tmax = 0;
+            for (size_t i = 0; i < T; i += g.every) g.tmax = vz_imax(g.tmax, vz_text_len(&c, g.tl[i], c.fpx));
+        }
+        if (g.every > 1) {
+            const char *sfx = g.every % 10 == 2 && g.every % 100 != 12 ? "nd"
+                            : g.every % 10 == 3 && g.every % 100 != 13 ? "rd" : "th";
+            if (g.every > T)
+                snprintf(note, sizeof note, "%s%sno token labels: %zu tokens too many for the width",
+                         c.o.note ? c.o.note : "", c.o.note ? "; " : "", T);
+            else
+                snprintf(note, sizeof note, "%s%severy %zu%s token label shown", c.o.note ? c.o.note : "",
+                         c.o.note ? "; " : "", g.every, sfx);
+            c.o.note = note;
+        }
+    }
+    int title_w, title_h = vz_title_block(&c, title, &title_w);
     g.left = m + lh + pad + g.rh_w + hgap + g.tmax + pad + lw;
     g.top = m + title_h + lh + pad;
     g.vgap = natural(a) ? g.gap : g.gap + lh + pad;
-    const int R = (int)a->R, C = (int)a->C;
     int target = (int)lround(c.o.width_in * dpi) - fit->extra;
-    int cell_min = pitch;
+    int cell_min = g.every > T ? 1 : (pitch + (int)g.every - 1) / (int)g.every;
     int annot = c.o.annotate;
     if (annot) cell_min = vz_imax(cell_min, vz_annot_width(&c, patterns, L * H * T * T, "%.2f") + pad);
     int availW = target - g.left - lw - m - (C - 1) * g.gap;
     g.cell = availW / (C * (int)T);
     /* panels no taller than 2 in: a grid of a few tokens stays a grid */
     g.cell = vz_imin(g.cell, vz_imax(cell_min, (int)(2.0 * dpi / (double)T)));
+    if (g.cell_max > 0) g.cell = vz_imin(g.cell, vz_imax(cell_min, g.cell_max));
     if (g.cell < cell_min) {
         g.cell = cell_min;
         fit->cramped = 1;
@@ -250,15 +312,55 @@ static hs_status grid_auto(hs_viz_figure **out, vz_grid_args *a, const hs_viz_op
     const int asked = o.width_in > 0;
     if (!asked) o.width_in = auto_in;
     const size_t n = a->L * a->H;
+    const double hmax = o.max_height_in > 0 ? o.max_height_in : HS_VIZ_MAX_HEIGHT_IN;
     hs_error e = {0};
     hs_status s = HS_ERR_INPUT;
+    hs_viz_figure *tall = NULL; /* the first arrangement that fitted the width, not the height */
     for (size_t C = a->H + 1; C-- > 1;) {
         size_t R = (n + C - 1) / C;
         if (C == a->H) R = a->L;
         else if (C > n || R * C - n >= R) continue;
         a->R = R, a->C = C;
         s = vz_fit_width(out, build_grid, a, &o, auto_in, "attention grid", &e);
+        if (s == HS_OK && (*out)->height / (*out)->dpi > hmax + 1e-9) {
+            if (!tall) tall = *out;
+            else hs_viz_figure_destroy(*out);
+            *out = NULL;
+            s = HS_ERR_INPUT;
+            continue;
+        }
         if (s != HS_ERR_INPUT) break;
+    }
+    if (s != HS_ERR_INPUT) { /* one fits both, or a failure that is not the fit */
+        hs_viz_figure_destroy(tall);
+        if (s != HS_OK && err) *err = e;
+        return s;
+    }
+    if (n > 1) {
+        /* none fits both: the caller's L x H with every k-th token label (or
+           none), else the first that fitted the width however tall */
+        a->R = a->L, a->C = a->H, a->thin = 1, a->hmax = hmax;
+        hs_error e2 = {0};
+        hs_status s2 = vz_fit_width(out, build_grid, a, &o, auto_in, "attention grid", &e2);
+        a->thin = 0;
+        if (s2 == HS_OK && (*out)->height / (*out)->dpi > hmax + 1e-9 && tall) {
+            hs_viz_figure_destroy(*out);
+            *out = NULL;
+            s2 = HS_ERR_INPUT;
+        }
+        if (s2 == HS_OK) {
+            hs_viz_figure_destroy(tall);
+            return s2;
+        }
+        if (s2 != HS_ERR_INPUT) {
+            hs_viz_figure_destroy(tall);
+            if (err) *err = e2;
+            return s2;
+        }
+    }
+    if (tall) {
+        *out = tall;
+        return HS_OK;
     }
     if (s == HS_ERR_INPUT && !asked) {
         a->R = a->L, a->C = a->H;
@@ -293,7 +395,7 @@ hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns,
     if (!s && row_headers) s = vz_check_labels(row_headers, L, "row headers", err);
     if (!s && col_headers) s = vz_check_labels(col_headers, H, "column headers", err);
     if (s) return s;
-    vz_grid_args a = {patterns, L, H, T, tokens, row_headers, col_headers, title, L, H};
+    vz_grid_args a = {patterns, L, H, T, tokens, row_headers, col_headers, title, L, H, 0, 0};
     const double auto_in = L * H > 1 ? HS_VIZ_PAGE_IN : HS_VIZ_COLUMN_IN;
     if (opt && (opt->layout_rows || opt->layout_cols)) {
         size_t R = opt->layout_rows, C = opt->layout_cols, n = L * H;

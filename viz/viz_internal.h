@@ -62,6 +62,9 @@ typedef struct {
     double dash_on, dash_off; /* 0, 0 = solid */
     unsigned char rgb[3];
     int group;     /* index into hs_viz_figure.groups */
+    int joined;    /* 1: continues the curve before it (of its group) as one stroked
+                      path, its start that curve's end, drawn with that curve's width,
+                      dashes (running on along the path) and colour */
 } vz_curve;
 
 /* One shaped glyph: glyph id and its origin relative to the pen start on the
@@ -70,6 +73,7 @@ typedef struct {
     uint32_t id;
     double x, y;
     uint32_t cluster; /* byte offset in the string of the text this glyph shows */
+    int face;         /* 0 = the primary font, k >= 1 = the font's fallback face k */
 } vz_glyph;
 
 /* A shaped string (HarfBuzz, kerning on): glyphs, the advance width and the
@@ -119,12 +123,17 @@ struct hs_viz_figure {
     char *font_file;   /* resolved font path (owned) */
     vz_font *font;
     double width_in;   /* its physical width, inches: the width asked, else width / dpi */
-    struct hs_viz_figure *vec; /* the same figure laid out at VZ_VECTOR_DPI for the PDF and
-                                  SVG (owned), or NULL: this one, scaled to width_in */
+    struct hs_viz_figure *vec; /* the layout at VZ_VECTOR_DPI the PDF and SVG draw (owned),
+                                  of which this one is the PNG's copy scaled to its dpi;
+                                  NULL: this one is drawn by all three, scaled to width_in */
 };
 
-/* The resolution the PDF and SVG are laid out at, whatever the PNG's dpi, so
- * a vector figure's size does not move with --dpi (vz_fit_width). */
+/* The resolution every figure kind that keeps the width promise
+ * (vz_fit_width) is laid out at, whatever the PNG's dpi: the figure is laid
+ * out once, the PDF and SVG draw that layout, and the PNG a copy of it
+ * scaled to its dpi (rectangles snapped to whole pixels, both edges
+ * rounded, so cells still tile and nothing that was apart touches), so the
+ * three are one size to a pixel and fit or refuse together at every dpi. */
 #define VZ_VECTOR_DPI 600.0
 
 /* Pixels per inch of f's outputs: its width over its physical width (the
@@ -161,8 +170,30 @@ void vz_run_free(vz_run *run);
 int vz_font_width(vz_font *f, const char *s, double px);
 int vz_font_line(vz_font *f, double px);
 int vz_font_ascender(vz_font *f, double px);
-/* The cairo font face of the same file (borrowed; lives as long as f). */
-cairo_font_face_t *vz_font_cairo(const vz_font *f);
+/* The cairo font face of a glyph's face (0 = the primary font, k >= 1 its
+ * fallback face k; borrowed, lives as long as f) and that face's family
+ * name (SVG's font-family). */
+cairo_font_face_t *vz_font_cairo(const vz_font *f, int face);
+const char *vz_font_family(const vz_font *f, int face);
+
+/* ---- fallback fonts (viz_fallback.c) ----
+ * The faces a font falls back to for code points it lacks (fontconfig's
+ * best scalable monochrome font having each), opened once and shared by
+ * every copy of the font (reference-counted; thread-safe). */
+typedef struct vz_fallbacks vz_fallbacks;
+/* A new empty set (NULL on OOM); a reference more; one fewer (frees at 0). */
+vz_fallbacks *vz_fallbacks_new(void);
+void vz_fallbacks_ref(vz_fallbacks *fb);
+void vz_fallbacks_unref(vz_fallbacks *fb);
+/* The face k >= 1 that draws cp (opened at its first use), 0 when no font has it. */
+int vz_fallbacks_face(vz_fallbacks *fb, uint32_t cp);
+/* Whether face k has a glyph for cp; its HarfBuzz font (scale = units per
+ * em), units per em, cairo face and family (all borrowed). */
+int vz_fallbacks_has(const vz_fallbacks *fb, int k, uint32_t cp);
+struct hb_font_t *vz_fallbacks_hb(const vz_fallbacks *fb, int k);
+double vz_fallbacks_upem(const vz_fallbacks *fb, int k);
+cairo_font_face_t *vz_fallbacks_cairo(const vz_fallbacks *fb, int k);
+const char *vz_fallbacks_family(const vz_fallbacks *fb, int k);
 
 /* ---- layout: the machinery the figure kinds share ----
  * viz_layout.c: options, labels, the context and its display list, the
@@ -178,6 +209,8 @@ typedef struct {
     int cramped; /* out: cells or plot at their minimum: the labels need this width */
     int nofit;   /* out: the layout is wider than the target */
     int W;       /* out: the width the layout took, px */
+    double png_dpi; /* in: the PNG's dpi when the layout is at VZ_VECTOR_DPI (the canvas
+                       cap applies to the PNG), 0 = the layout's own */
 } vz_fit;
 
 typedef struct {
@@ -248,6 +281,11 @@ static inline hs_status vz_add_rect(vz_ctx *c, int x, int y, int w, int h, const
  * HS_ERR_NOMEM or HS_OK. */
 hs_status vz_add_curve(vz_ctx *c, const double xy[8], double width, double dash_on,
                        double dash_off, const unsigned char rgb[3]);
+/* A path through pts[n] (x, y pairs, n >= 2) of straight runs, each inner
+ * corner rounded with radius radius[i] (px; 0 = sharp; radius[0] unused),
+ * as joined curves (vz_curve.joined). HS_ERR_NOMEM or HS_OK. */
+hs_status vz_add_path(vz_ctx *c, const double *pts, size_t n, const double *radius, double width,
+                      double dash_on, double dash_off, const unsigned char rgb[3]);
 /* A text item, its box's top-left at (x, y). HS_ERR_NOMEM or HS_OK. */
 hs_status vz_add_text(vz_ctx *c, const char *s, double px, int rot, int x, int y, vz_anchor anchor,
                       vz_role role, const unsigned char rgb[3]);

@@ -232,7 +232,52 @@ hs_status vz_add_curve(vz_ctx *c, const double xy[8], double width, double dash_
     k->dash_off = dash_on > 0 ? dash_off : 0;
     memcpy(k->rgb, rgb, 3);
     k->group = c->group;
+    k->joined = 0;
     return HS_OK;
+}
+
+/* A straight run a -> b as a curve (controls at its thirds), joined to the
+ * one before unless it is the first. */
+static hs_status add_run(vz_ctx *c, double ax, double ay, double bx, double by, int first,
+                         double width, double on, double off, const unsigned char rgb[3])
+{
+    const double xy[8] = {ax, ay, ax + (bx - ax) / 3, ay + (by - ay) / 3,
+                          ax + 2 * (bx - ax) / 3, ay + 2 * (by - ay) / 3, bx, by};
+    hs_status s = vz_add_curve(c, xy, width, on, off, rgb);
+    if (!s && !first) c->f->curves[c->f->n_curves - 1].joined = 1;
+    return s;
+}
+
+hs_status vz_add_path(vz_ctx *c, const double *pts, size_t n, const double *radius, double width,
+                      double dash_on, double dash_off, const unsigned char rgb[3])
+{
+    /* a quarter circle's cubic: controls 0.5523 of the radius from each end towards the corner */
+    const double kappa = 0.5522847498;
+    double cx = pts[0], cy = pts[1];
+    int first = 1;
+    hs_status s = HS_OK;
+    for (size_t i = 1; i + 1 < n && !s; i++) {
+        const double px = pts[2 * i], py = pts[2 * i + 1];
+        const double l0 = hypot(px - cx, py - cy), l1 = hypot(pts[2 * i + 2] - px, pts[2 * i + 3] - py);
+        const double r = fmin(radius[i], fmin(l0, 0.5 * l1));
+        if (!(r > 0) || l0 <= 0 || l1 <= 0) {
+            if (l0 > 0) s = add_run(c, cx, cy, px, py, first, width, dash_on, dash_off, rgb), first = 0;
+            cx = px, cy = py;
+            continue;
+        }
+        const double ax = px - r * (px - cx) / l0, ay = py - r * (py - cy) / l0;
+        const double bx = px + r * (pts[2 * i + 2] - px) / l1, by = py + r * (pts[2 * i + 3] - py) / l1;
+        if (hypot(ax - cx, ay - cy) > 1e-9)
+            s = add_run(c, cx, cy, ax, ay, first, width, dash_on, dash_off, rgb), first = 0;
+        const double xy[8] = {ax, ay, ax + kappa * (px - ax), ay + kappa * (py - ay),
+                              bx + kappa * (px - bx), by + kappa * (py - by), bx, by};
+        if (!s) s = vz_add_curve(c, xy, width, dash_on, dash_off, rgb);
+        if (!s && !first) c->f->curves[c->f->n_curves - 1].joined = 1;
+        first = 0;
+        cx = bx, cy = by;
+    }
+    if (!s) s = add_run(c, cx, cy, pts[2 * n - 2], pts[2 * n - 1], first, width, dash_on, dash_off, rgb);
+    return s;
 }
 
 /* Adds text s with its box's top-left at (x, y). Returns HS_ERR_NOMEM or HS_OK. */

@@ -193,8 +193,43 @@ static int draw_cells(cairo_t *cr, const hs_viz_figure *f, size_t first, unsigne
     return 1;
 }
 
-/* Draws t's shaped glyphs with the text they show (clusters from HarfBuzz),
- * so a PDF's text extracts as the string even through ligatures ("fi"). */
+/* Draws glyphs [i0, i1) of t, all of one face, with the bytes [b0, b1) of
+ * its text they show (clusters from HarfBuzz), so a PDF's text extracts as
+ * the string even through ligatures ("fi"); glyphs only where the clusters
+ * do not map onto those bytes in order (right-to-left text). */
+static void draw_piece(cairo_t *cr, const vz_text *t, size_t i0, size_t i1, uint32_t b0,
+                       uint32_t b1, cairo_glyph_t *g, cairo_text_cluster_t *cl)
+{
+    size_t n = i1 - i0;
+    int ncl = 0;
+    const vz_glyph *rg = t->run.g + i0;
+    for (size_t i = 0; i < n; i++) {
+        g[i].index = rg[i].id;
+        g[i].x = rg[i].x;
+        g[i].y = rg[i].y;
+        if (i == 0 || rg[i].cluster != rg[i - 1].cluster) {
+            cl[ncl].num_glyphs = 0;
+            cl[ncl++].num_bytes = 0;
+        }
+        cl[ncl - 1].num_glyphs++;
+    }
+    /* bytes of each cluster: up to the next cluster's start (left-to-right text) */
+    for (int c = 0, i = 0; c < ncl; i += cl[c++].num_glyphs) {
+        uint32_t start = rg[i].cluster;
+        uint32_t end = c + 1 < ncl ? rg[i + cl[c].num_glyphs].cluster : b1;
+        cl[c].num_bytes = end > start ? (int)(end - start) : 0;
+    }
+    int bytes = 0, ok = rg[0].cluster == b0;
+    for (int c = 0; c < ncl; c++) {
+        ok &= cl[c].num_bytes > 0;
+        bytes += cl[c].num_bytes;
+    }
+    if (ok && bytes == (int)(b1 - b0))
+        cairo_show_text_glyphs(cr, t->s + b0, bytes, g, (int)n, cl, ncl, 0);
+    else cairo_show_glyphs(cr, g, (int)n); /* clusters cairo would refuse: glyphs only */
+}
+
+/* Draws t's shaped glyphs, each maximal piece of one face in that face. */
 static void draw_text(cairo_t *cr, const hs_viz_figure *f, const vz_text *t)
 {
     size_t n = t->run.n;
@@ -206,59 +241,49 @@ static void draw_text(cairo_t *cr, const hs_viz_figure *f, const vz_text *t)
         free(cl);
         return;
     }
-    int len = (int)strlen(t->s), ncl = 0;
-    for (size_t i = 0; i < n; i++) {
-        g[i].index = t->run.g[i].id;
-        g[i].x = t->run.g[i].x;
-        g[i].y = t->run.g[i].y;
-        if (i == 0 || t->run.g[i].cluster != t->run.g[i - 1].cluster) {
-            cl[ncl].num_glyphs = 0;
-            cl[ncl++].num_bytes = 0;
-        }
-        cl[ncl - 1].num_glyphs++;
-    }
-    /* bytes of each cluster: up to the next cluster's start (left-to-right text) */
-    for (int c = 0, i = 0; c < ncl; i += cl[c++].num_glyphs) {
-        uint32_t start = t->run.g[i].cluster;
-        uint32_t end = c + 1 < ncl ? t->run.g[i + cl[c].num_glyphs].cluster : (uint32_t)len;
-        cl[c].num_bytes = end > start ? (int)(end - start) : 0;
-    }
+    uint32_t len = (uint32_t)strlen(t->s);
     int asc = vz_font_ascender(f->font, t->px);
     cairo_save(cr);
     set_rgb(cr, t->rgb);
-    cairo_set_font_face(cr, vz_font_cairo(f->font));
-    cairo_set_font_size(cr, t->px);
     if (t->rot == 90) {
         cairo_translate(cr, t->x + asc, t->y + t->h);
         cairo_rotate(cr, -2.0 * atan(1.0)); /* -90 degrees */
     } else {
         cairo_translate(cr, t->x, t->y + asc);
     }
-    int bytes = 0, ok = 1;
-    for (int c = 0; c < ncl; c++) {
-        ok &= cl[c].num_bytes > 0;
-        bytes += cl[c].num_bytes;
+    for (size_t i0 = 0, i1; i0 < n; i0 = i1) {
+        int face = t->run.g[i0].face;
+        for (i1 = i0 + 1; i1 < n && t->run.g[i1].face == face; i1++) {}
+        cairo_set_font_face(cr, vz_font_cairo(f->font, face));
+        cairo_set_font_size(cr, t->px);
+        uint32_t b0 = i0 == 0 ? 0 : t->run.g[i0].cluster;
+        uint32_t b1 = i1 < n ? t->run.g[i1].cluster : len;
+        draw_piece(cr, t, i0, i1, b0, b1 > b0 && b1 <= len ? b1 : b0, g, cl);
     }
-    if (ok && bytes == len) cairo_show_text_glyphs(cr, t->s, len, g, (int)n, cl, ncl, 0);
-    else cairo_show_glyphs(cr, g, (int)n); /* clusters cairo would refuse: glyphs only */
     cairo_restore(cr);
     free(g);
     free(cl);
 }
 
-/* One curve: stroked with butt ends, dashed from its start when asked. */
-static void draw_curve(cairo_t *cr, const vz_curve *k)
+/* Curve i and the curves joined to it: one path stroked with butt ends
+ * (round joins), dashed from its start when asked. */
+static void draw_curve(cairo_t *cr, const hs_viz_figure *f, size_t i)
 {
+    const vz_curve *k = &f->curves[i];
     cairo_save(cr);
     set_rgb(cr, k->rgb);
     cairo_set_line_width(cr, k->width);
     cairo_set_line_cap(cr, CAIRO_LINE_CAP_BUTT);
+    cairo_set_line_join(cr, CAIRO_LINE_JOIN_ROUND);
     if (k->dash_on > 0) {
         const double d[2] = {k->dash_on, k->dash_off};
         cairo_set_dash(cr, d, 2, 0);
     }
     cairo_move_to(cr, k->x0, k->y0);
-    cairo_curve_to(cr, k->x1, k->y1, k->x2, k->y2, k->x3, k->y3);
+    for (size_t j = i; j < f->n_curves && (j == i || f->curves[j].joined); j++) {
+        const vz_curve *q = &f->curves[j];
+        cairo_curve_to(cr, q->x1, q->y1, q->x2, q->y2, q->x3, q->y3);
+    }
     cairo_stroke(cr);
     cairo_restore(cr);
 }
@@ -291,7 +316,7 @@ void vz_render(cairo_t *cr, const hs_viz_figure *f)
             }
         }
         for (size_t i = 0; i < f->n_curves; i++)
-            if (f->curves[i].group == (int)g) draw_curve(cr, &f->curves[i]);
+            if (f->curves[i].group == (int)g && !f->curves[i].joined) draw_curve(cr, f, i);
         for (size_t i = 0; i < f->n_texts; i++)
             if (f->texts[i].group == (int)g) draw_text(cr, f, &f->texts[i]);
     }

@@ -257,14 +257,20 @@ static int write_cells(hs_buf *b, const hs_viz_figure *f, size_t first, unsigned
     return 1;
 }
 
-/* A curve as <path>: the same Bezier, width and dashes as the PNG's. */
-static void write_curve(hs_buf *b, const vz_curve *k)
+/* Curve i and the curves joined to it as one <path>: the same Beziers,
+ * width and dashes as the PNG's. */
+static void write_curve(hs_buf *b, const hs_viz_figure *f, size_t i)
 {
-    hs_buf_printf(b,
-                  "<path d=\"M%.2f %.2f C%.2f %.2f %.2f %.2f %.2f %.2f\" fill=\"none\" "
-                  "stroke=\"#%02x%02x%02x\" stroke-width=\"%.3f\"",
-                  k->x0, k->y0, k->x1, k->y1, k->x2, k->y2, k->x3, k->y3, k->rgb[0], k->rgb[1],
-                  k->rgb[2], k->width);
+    const vz_curve *k = &f->curves[i];
+    hs_buf_printf(b, "<path d=\"M%.2f %.2f", k->x0, k->y0);
+    for (size_t j = i; j < f->n_curves && (j == i || f->curves[j].joined); j++) {
+        const vz_curve *q = &f->curves[j];
+        hs_buf_printf(b, " C%.2f %.2f %.2f %.2f %.2f %.2f", q->x1, q->y1, q->x2, q->y2, q->x3, q->y3);
+    }
+    hs_buf_printf(b, "\" fill=\"none\" stroke=\"#%02x%02x%02x\" stroke-width=\"%.3f\"", k->rgb[0],
+                  k->rgb[1], k->rgb[2], k->width);
+    if (k->joined == 0 && i + 1 < f->n_curves && f->curves[i + 1].joined)
+        hs_buf_puts(b, " stroke-linejoin=\"round\"");
     if (k->dash_on > 0) hs_buf_printf(b, " stroke-dasharray=\"%.3f %.3f\"", k->dash_on, k->dash_off);
     hs_buf_puts(b, "/>\n");
 }
@@ -274,6 +280,19 @@ static void write_text(hs_buf *b, const hs_viz_figure *f, const vz_text *t)
     int asc = vz_font_ascender(f->font, t->px);
     hs_buf_printf(b, "<text class=\"%s\" font-size=\"%.2f\" fill=\"#%02x%02x%02x\" ",
                   role_class[t->role], t->px, t->rgb[0], t->rgb[1], t->rgb[2]);
+    /* characters the font lacks: the fallback families the PNG and PDF drew
+       them in, after the figure's font */
+    int seen[8], n_seen = 0;
+    for (size_t i = 0; i < t->run.n; i++) {
+        int k = t->run.g[i].face, dup = 0;
+        for (int j = 0; j < n_seen; j++) dup |= seen[j] == k;
+        if (k == 0 || dup || n_seen == 8) continue;
+        if (n_seen == 0) hs_buf_puts(b, "font-family=\"DejaVu Sans");
+        seen[n_seen++] = k;
+        hs_buf_puts(b, ", ");
+        hs_viz_xml_escape(b, vz_font_family(f->font, k));
+    }
+    if (n_seen > 0) hs_buf_puts(b, ", sans-serif\" ");
     /* pinned at the start, with the length HarfBuzz gave the layout: a renderer
        with other metrics still fits the text into its box */
     if (t->rot == 90)
@@ -329,7 +348,7 @@ hs_status hs_viz_figure_svg(const hs_viz_figure *f, char **svg, size_t *len, hs_
             hs_buf_puts(&b, "</g>\n");
         }
         for (size_t i = 0; nc && i < f->n_curves; i++)
-            if (f->curves[i].group == (int)g) write_curve(&b, &f->curves[i]);
+            if (f->curves[i].group == (int)g && !f->curves[i].joined) write_curve(&b, f, i);
         if (nt) {
             hs_buf_puts(&b, "<g font-family=\"DejaVu Sans, Verdana, sans-serif\">\n");
             for (size_t i = 0; i < f->n_texts; i++)
