@@ -23,6 +23,7 @@
  */
 #include "bench_shapes.h"
 #include "probe/probe.h"
+#include "model/checkpoint.h"
 
 void openblas_set_num_threads(int num_threads);
 

@@ -27,6 +27,7 @@
 #include <time.h>
 
 #include "model/model.h"
+#include "model/checkpoint.h"
 #include "tasks/tasks.h"
 
 static double now_ms(void) { return bench_now() * 1e3; }

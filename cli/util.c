@@ -1,6 +1,7 @@
 /* cli/util.c -- see util.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "util.h"
+#include "model/checkpoint.h"
 
 #include <errno.h>
 #include <math.h>

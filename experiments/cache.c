@@ -5,6 +5,7 @@
  * hs_cache_save, and the check that an existing file may be replaced.
  */
 #include "experiments/experiments.h"
+#include "model/checkpoint.h"
 
 #include <float.h>
 #include <inttypes.h>

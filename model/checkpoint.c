@@ -31,6 +31,7 @@
  * notes (buffers skipped, F16 / BF16 converted).
  */
 #include "model/model.h"
+#include "model/checkpoint.h"
 #include "model/checkpoint_internal.h"
 #include "model/model_internal.h"
 

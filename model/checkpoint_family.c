@@ -37,6 +37,7 @@
  * shorter context than they declare).
  */
 #include "model/model.h"
+#include "model/checkpoint.h"
 #include "model/checkpoint_internal.h"
 
 #include <cjson/cJSON.h>

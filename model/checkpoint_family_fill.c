@@ -31,6 +31,7 @@
  * rotary_emb.inv_freq are not read (transformers recomputes inv_freq).
  */
 #include "model/model.h"
+#include "model/checkpoint.h"
 #include "model/checkpoint_internal.h"
 
 #include <stdint.h>

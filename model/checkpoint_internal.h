@@ -9,6 +9,7 @@
 #define HS_CHECKPOINT_INTERNAL_H
 
 #include "model/model.h"
+#include "model/checkpoint.h"
 
 /* Upper bound on a safetensors JSON header (bytes); longer is refused as absurd. */
 #define HS_ST_MAX_HEADER ((uint64_t)100 * 1024 * 1024)

@@ -14,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "model/model.h"
+#include "model/checkpoint.h"
 #include "model/checkpoint_internal.h"
 
 #include <cjson/cJSON.h>

@@ -20,6 +20,7 @@
  * TransformerLens has no field for (absent for a plain TL-shaped model).
  */
 #include "model/model.h"
+#include "model/checkpoint.h"
 #include "model/checkpoint_internal.h"
 
 #include <cjson/cJSON.h>

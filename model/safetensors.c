@@ -19,6 +19,7 @@
  * allows space padding in the header, not gaps in the data).
  */
 #include "model/model.h"
+#include "model/checkpoint.h"
 #include "model/checkpoint_internal.h"
 
 #include <cjson/cJSON.h>

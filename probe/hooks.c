@@ -3,6 +3,7 @@
  * patterns, run_with_hooks, the activation cache and its safetensors export.
  */
 #include "probe/probe.h"
+#include "model/checkpoint.h"
 
 #include <float.h>
 #include <math.h>

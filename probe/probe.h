@@ -55,6 +55,7 @@
 
 #include "common/common.h"
 #include "model/model.h"
+#include "model/checkpoint.h"
 
 /* ------------------------------------------------------------------------ */
 /* 1. Hooks                                                                  */

@@ -6,6 +6,7 @@
  * metadata, or a split named by the caller).
  */
 #include "tasks/tasks.h"
+#include "model/checkpoint.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -8,6 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tasks/tasks.h"
+#include "model/checkpoint.h"
 
 #include <errno.h>
 #include <math.h>

@@ -43,6 +43,7 @@
 #include "experiments/experiments.h"
 #include "tasks/tasks.h"
 #include "fixture.h"
+#include "model/checkpoint.h"
 
 enum { N_PROMPTS = 40, T = 6, V = 11, N_CFG = 4 };
 

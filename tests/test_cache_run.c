@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "experiments/experiments.h"
+#include "model/checkpoint.h"
 
 static hs_model *g_m;
 static hs_tokenizer *g_v;

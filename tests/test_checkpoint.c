@@ -27,6 +27,7 @@
 
 #include "model/checkpoint_internal.h"
 #include "model/model.h"
+#include "model/checkpoint.h"
 
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */

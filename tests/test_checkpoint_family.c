@@ -31,6 +31,7 @@
 
 #include "model/checkpoint_internal.h"
 #include "model/model.h"
+#include "model/checkpoint.h"
 #include "probe/probe.h"
 
 static char g_dir[512];

@@ -29,6 +29,7 @@
 #include <cmocka.h>
 
 #include "model/model.h"
+#include "model/checkpoint.h"
 #include "probe/probe.h"
 
 static char g_dir[512];

@@ -23,6 +23,7 @@
 
 #include "model/checkpoint_internal.h"
 #include "model/model.h"
+#include "model/checkpoint.h"
 
 static char g_path[600];
 

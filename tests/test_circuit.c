@@ -32,6 +32,7 @@
 #include "circuits/circuits.h"
 #include "circuits/circuits_internal.h"
 #include "tasks/tasks.h"
+#include "model/checkpoint.h"
 
 #define T HS_CIRC_T
 #define Q HS_WG_POS_QUERY

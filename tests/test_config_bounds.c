@@ -18,6 +18,7 @@
 
 #include "model/checkpoint_internal.h"
 #include "model/model.h"
+#include "model/checkpoint.h"
 
 #define STR_(x) #x
 #define STR(x) STR_(x)

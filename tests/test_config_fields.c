@@ -20,6 +20,7 @@
 
 #include "model/checkpoint_internal.h"
 #include "model/model.h"
+#include "model/checkpoint.h"
 
 typedef struct {
     const char *name;

@@ -37,6 +37,7 @@
 #include "experiments/experiments.h"
 #include "tasks/tasks.h"
 #include "fixture.h"
+#include "model/checkpoint.h"
 
 static hs_model *g_m;
 static hs_tokenizer *g_v;

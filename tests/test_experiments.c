@@ -30,6 +30,7 @@
 #include "circuits/circuits.h"
 #include "tasks/tasks.h"
 #include "fixture.h"
+#include "model/checkpoint.h"
 
 #define Q HS_WG_POS_QUERY
 

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "model/model.h"
+#include "model/checkpoint.h"
 #include "probe/probe.h"
 #include "fixture.h"
 

@@ -33,6 +33,7 @@
 
 #include "circuits/circuits.h"
 #include "tasks/tasks.h"
+#include "model/checkpoint.h"
 
 static char g_tmp[512];
 

@@ -21,6 +21,7 @@
 
 #include "model/checkpoint_internal.h"
 #include "model/model.h"
+#include "model/checkpoint.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
