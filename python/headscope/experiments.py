@@ -1,0 +1,74 @@
+"""The CLI's experiments as functions returning plain Python data: the JSON
+its command prints with --json (json.loads of the same text, "model" and
+"config" included), computed by the same library calls."""
+import ctypes
+import json
+import os
+
+from . import _lib
+from .errors import HeadscopeError
+
+
+def _data_text(data, what="data"):
+    """(JSONL text, the name messages use) of a path or a list of dicts."""
+    if isinstance(data, (str, os.PathLike)):
+        path = os.fspath(data)
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError as e:
+            raise HeadscopeError("cannot read %s: %s" % (path, e.strerror), 2) from None
+        try:
+            return raw.decode("utf-8"), path
+        except UnicodeDecodeError as e:
+            raise HeadscopeError("%s is not UTF-8 text (byte %d)" % (path, e.start), 3) from None
+    if isinstance(data, (list, tuple)) and all(isinstance(d, dict) for d in data):
+        return "".join(json.dumps(d) + "\n" for d in data), what
+    raise HeadscopeError("%s is a JSONL path or a list of dicts ({'prompt': ..., 'answer': ...})" % what)
+
+
+def _run(model, kind, data, opts):
+    text, name = _data_text(data)
+    keys = [k for k, v in opts.items() if v is not None]
+    vals = [opts[k] for k in keys]
+    kk, _a = _lib.str_array(keys)
+    vv, _b = _lib.str_array(vals)
+    out = ctypes.c_void_p()
+    _lib.call(_lib.lib.hs_api_experiment, model._handle(), _lib.enc(kind), _lib.enc(text), _lib.enc(name),
+              _lib.enc(model.path), kk, vv, len(keys), ctypes.byref(out))
+    try:
+        return json.loads(ctypes.string_at(out).decode("utf-8"))
+    finally:
+        _lib.lib.hs_api_mem_free(out)
+
+
+def patch(model, data, acts=None, by="both", method="exact"):
+    """Activation patching (`headscope patch --json`): the clean prompts'
+    activations patched into the corrupted ones, cell by cell.
+
+    data: a JSONL path or a list of dicts with "prompt", "corrupted",
+    "answer", "wrong". acts: the activations, a list or comma-separated
+    string of resid_pre, attn_out, mlp_out, resid_post, z, q, k, v, pattern
+    (None = every one the model has). by: "head", "head,position" or "both"
+    (the cells of the head acts, exact method only). method: "exact", "atp"
+    (attribution patching) or "both". Returns the command's JSON as a dict."""
+    if acts is not None and not isinstance(acts, str):
+        acts = ",".join(acts)
+    return _run(model, "patch", data, {"acts": acts, "by": by, "method": method})
+
+
+def ablate(model, data, method="mean", ref=None):
+    """Ablation of every head, attention layer and MLP (`headscope ablate
+    --json`): method "zero", "mean" (position-wise over ref, default the set
+    itself) or "resample". data (and ref): a JSONL path or a list of dicts
+    with "prompt", "answer" (and "wrong"). Returns the command's JSON."""
+    ref_text = None if ref is None else _data_text(ref, "ref")[0]
+    return _run(model, "ablate", data, {"method": method, "ref": ref_text})
+
+
+def dla(model, data, by_position=False):
+    """Direct logit attribution over a prompt set (`headscope dla --json`):
+    each component's mean contribution to answer - wrong (or the answer) at
+    each prompt's position; by_position adds every source position. Returns
+    the command's JSON."""
+    return _run(model, "dla", data, {"by_position": "1" if by_position else None})
