@@ -292,21 +292,25 @@ void hs_api_cache_free(hs_api_cache *c)
 
 hs_status hs_api_run(hs_api_model *h, hs_api_acts *acts, const int64_t *tokens, int b, int t,
                      const char *const *filters, int n_filters, const char *const *hook_patterns,
-                     int n_hooks, hs_hook_fn fn, void *const *hook_ctx, hs_api_cache **out,
-                     hs_error *err)
+                     int n_hooks, hs_hook_fn fn, void *const *hook_ctx, hs_api_cache *reuse,
+                     hs_api_cache **out, hs_error *err)
 {
     *out = NULL;
-    if (acts == NULL || acts->a == NULL) return hs_fail(err, HS_ERR_INPUT, "no activations for the run");
-    if (b < 1 || t < 1 || b > acts->a->B || t > acts->a->T)
-        return hs_fail(err, HS_ERR_INPUT, "tokens [%d, %d] do not fit activations made for [%d, %d]", b, t,
-                       acts->a->B, acts->a->T);
-    if (n_hooks > 0 && fn == NULL) return hs_fail(err, HS_ERR_INPUT, "hooks without a function");
-    hs_status st = lock(h, err);
-    if (st != HS_OK) return st;
+    hs_status st = HS_OK;
+    if (acts == NULL || acts->a == NULL) st = hs_fail(err, HS_ERR_INPUT, "no activations for the run");
+    else if (b < 1 || t < 1 || b > acts->a->B || t > acts->a->T)
+        st = hs_fail(err, HS_ERR_INPUT, "tokens [%d, %d] do not fit activations made for [%d, %d]", b, t,
+                     acts->a->B, acts->a->T);
+    else if (n_hooks > 0 && fn == NULL) st = hs_fail(err, HS_ERR_INPUT, "hooks without a function");
+    if (st == HS_OK) st = lock(h, err);
+    if (st != HS_OK) {
+        hs_api_cache_free(reuse);
+        return st;
+    }
     const hs_model *m = h->L.model;
     const size_t n = (size_t)b * (size_t)t;
     int *tok = malloc(n * sizeof *tok);
-    hs_api_cache *c = calloc(1, sizeof *c);
+    hs_api_cache *c = reuse ? reuse : calloc(1, sizeof *c);
     hs_hooks *hk = NULL;
     if (tok == NULL || c == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == HS_OK && i < n; i++) {
@@ -320,7 +324,6 @@ hs_status hs_api_run(hs_api_model *h, hs_api_acts *acts, const int64_t *tokens, 
     for (int i = 0; st == HS_OK && i < n_hooks; i++)
         st = hs_hooks_add(hk, hook_patterns[i], fn, hook_ctx ? hook_ctx[i] : NULL, err);
     if (st == HS_OK) {
-        hs_cache_init(&c->c);
         hs_acts_set_pool(acts->a, h->pool);
         st = hs_run_with_cache(m, acts->a, tok, b, t, n_filters > 0 ? filters : NULL, n_filters, hk, &c->c, err);
         hs_acts_set_pool(acts->a, NULL);

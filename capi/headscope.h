@@ -127,15 +127,18 @@ void hs_api_cache_free(hs_api_cache *c);
  * every one calling fn with ctx = hook_ctx[i] (hs_hook_fn: it may edit data in
  * place, or return < 0 to abort the run), and keeps the points matching
  * filters[0..n_filters) (n_filters 0 = every point; "?pattern" may match
- * none) in *out (hs_run_with_cache; the values after the hooks). Errors:
- * HS_ERR_INPUT for b or t out of acts' range, an id out of range, a pattern
- * or filter matching no point (naming it), the model busy;
+ * none) in *out (hs_run_with_cache; the values after the hooks). reuse (may
+ * be NULL): an earlier run's cache nobody reads any more, whose buffers serve
+ * this run's entries of the same size (hs_run_with_cache: a repeated run
+ * faults no fresh page); it is consumed (it becomes *out, or is freed on
+ * failure). Errors: HS_ERR_INPUT for b or t out of acts' range, an id out of
+ * range, a pattern or filter matching no point (naming it), the model busy;
  * HS_ERR_CALLBACK when a hook aborted; HS_ERR_NOMEM. *out NULL on failure.
  */
 hs_status hs_api_run(hs_api_model *h, hs_api_acts *acts, const int64_t *tokens, int b, int t,
                      const char *const *filters, int n_filters, const char *const *hook_patterns,
-                     int n_hooks, hs_hook_fn fn, void *const *hook_ctx, hs_api_cache **out,
-                     hs_error *err);
+                     int n_hooks, hs_hook_fn fn, void *const *hook_ctx, hs_api_cache *reuse,
+                     hs_api_cache **out, hs_error *err);
 
 /*
  * An experiment as its CLI command runs it, on h's model, returning the JSON

@@ -92,7 +92,7 @@ _SIGS = {
     "hs_api_cache_data": (_P, [_P, _I]),
     "hs_api_cache_free": (None, [_P]),
     "hs_api_run": (_I, [_P, _P, ctypes.POINTER(ctypes.c_int64), _I, _I, ctypes.POINTER(_S), _I,
-                        ctypes.POINTER(_S), _I, HOOK_FN, ctypes.POINTER(_P), ctypes.POINTER(_P), _E]),
+                        ctypes.POINTER(_S), _I, HOOK_FN, ctypes.POINTER(_P), _P, ctypes.POINTER(_P), _E]),
     "hs_api_experiment": (_I, [_P, _S, _S, _S, _S, ctypes.POINTER(_S), ctypes.POINTER(_S), _I,
                                ctypes.POINTER(_P), _E]),
 }

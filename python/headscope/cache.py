@@ -59,21 +59,49 @@ def c_view(owner, ptr, shape):
     return np.asarray(_CBuffer(owner, ptr, shape))
 
 
-class _CCache:
-    """Owns one hs_api_cache; freed when the last view of it goes."""
+class Spare:
+    """The model's one spare cache: the buffers of a cache whose views are all
+    gone, which the next run fills again instead of faulting fresh pages
+    (GPT-2 small's full cache at 256 tokens is ~0.5 GB)."""
 
-    def __init__(self, ptr):
+    def __init__(self):
+        self.ptr = None
+        self.open = True
+
+    def take(self):
+        p, self.ptr = self.ptr, None
+        return p
+
+    def close(self):
+        self.open = False
+        p = self.take()
+        if p:
+            _lib.lib.hs_api_cache_free(p)
+
+
+class _CCache:
+    """Owns one hs_api_cache; when the last view of it goes it becomes the
+    model's spare (or is freed when the model has one or is gone)."""
+
+    def __init__(self, ptr, spare):
         self.ptr = ptr
+        self.spare = spare
 
     def __del__(self):
-        if self.ptr:
-            _lib.lib.hs_api_cache_free(self.ptr)
-            self.ptr = None
+        p, self.ptr = self.ptr, None
+        if not p:
+            return
+        sp = self.spare
+        if sp is not None and sp.open and sp.ptr is None:
+            sp.ptr = p
+        else:
+            _lib.lib.hs_api_cache_free(p)
 
 
-def cache_arrays(ptr):
-    """{name: view} of an hs_api_cache (taking ownership of ptr)."""
-    owner = _CCache(ptr)
+def cache_arrays(ptr, spare=None):
+    """{name: view} of an hs_api_cache (taking ownership of ptr; spare: the
+    model's Spare it returns to)."""
+    owner = _CCache(ptr, spare)
     out = {}
     for i in range(_lib.lib.hs_api_cache_n(ptr)):
         name = _lib.lib.hs_api_cache_name(ptr, i).decode()

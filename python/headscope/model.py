@@ -9,7 +9,7 @@ import sys
 import numpy as np
 
 from . import _lib
-from .cache import ActivationCache, c_view, cache_arrays
+from .cache import ActivationCache, Spare, c_view, cache_arrays
 from .errors import HeadscopeError
 
 
@@ -103,6 +103,7 @@ class HookedTransformer:
         self._points = [_lib.lib.hs_api_hook_point(h, i).decode()
                         for i in range(_lib.lib.hs_api_n_hook_points(h))]
         self._acts = None
+        self._spare = Spare()
         self._weights = {}
 
     # -- lifetime ---------------------------------------------------------
@@ -111,6 +112,8 @@ class HookedTransformer:
         Arrays returned before stay valid (caches and weights own theirs)."""
         h, self._h = self._h, None
         self._acts = None
+        if getattr(self, "_spare", None) is not None:
+            self._spare.close()
         if h:
             _lib.lib.hs_api_free(h)
 
@@ -296,13 +299,13 @@ class HookedTransformer:
         out = ctypes.c_void_p()
         err = _lib.HsError()
         st = _lib.lib.hs_api_run(h, acts.ptr, tokens.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), b, t,
-                                 fil, len(filters), pat, len(patterns), cb, ctxs, ctypes.byref(out),
-                                 ctypes.byref(err))
+                                 fil, len(filters), pat, len(patterns), cb, ctxs, self._spare.take(),
+                                 ctypes.byref(out), ctypes.byref(err))
         if state["exc"] is not None:
             raise state["exc"]
         if st != 0:
             raise HeadscopeError(err.msg.decode("utf-8", "replace"), st)
-        return cache_arrays(out)
+        return cache_arrays(out, self._spare)
 
     def __call__(self, input, return_type="logits"):
         """The logits of a run: float32 [batch, pos, d_vocab]. input: a text,
