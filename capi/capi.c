@@ -15,6 +15,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "discovery/discovery.h"
 #include "experiments/experiments.h"
 #include "probe/probe.h"
 #include "tasks/tasks.h"
@@ -374,6 +375,84 @@ static hs_status patch_acts(const hs_model *m, const char *s, unsigned *acts, hs
     return st;
 }
 
+/* The index of name among names[0..n), or -1 after filling err (what: the option). */
+static int named(const char *what, const char *name, const char *const *names, int n, hs_error *err)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, names[i]) == 0) return i;
+    hs_buf b = {0};
+    for (int i = 0; i < n; i++) hs_buf_printf(&b, "%s%s", i ? ", " : "", names[i]);
+    hs_fail(err, HS_ERR_INPUT, "%s takes %s, not '%s'", what, b.s ? b.s : "", name);
+    hs_buf_free(&b);
+    return -1;
+}
+
+/* A number option: *out <- strtod(s), HS_ERR_INPUT unless the whole of s is one. */
+static hs_status number(const char *what, const char *s, double *out, hs_error *err)
+{
+    char *end = NULL;
+    *out = strtod(s, &end);
+    if (s[0] == '\0' || *end != '\0') return hs_fail(err, HS_ERR_INPUT, "%s needs a number, got '%s'", what, s);
+    return HS_OK;
+}
+
+/* discover: {"report": hs_discover_json, "graph": graph.json's text (hs_graph_json_text)}. */
+static hs_status run_discover(hs_api_model *h, const hs_prompts *p, const char *const *k, const char *const *v,
+                              int n_opts, cJSON **j, hs_error *err)
+{
+    const hs_model *m = h->L.model;
+    hs_discover_opts o = hs_discover_opts_default();
+    const char *s;
+    double x = 0;
+    int i;
+    if ((s = opt(k, v, n_opts, "method"))) {
+        if ((i = named("method", s, hs_discover_method_names, HS_DISCOVER_N, err)) < 0) return HS_ERR_INPUT;
+        o.method = (hs_discover_method)i;
+    }
+    if ((s = opt(k, v, n_opts, "metric"))) {
+        if ((i = named("metric", s, hs_metric_names, HS_METRIC_N, err)) < 0) return HS_ERR_INPUT;
+        o.metric = (hs_metric_kind)i;
+    }
+    if ((s = opt(k, v, n_opts, "ablation"))) {
+        if ((i = named("ablation", s, hs_ablate_method_names, 3, err)) < 0) return HS_ERR_INPUT;
+        o.ablation = (hs_ablate_method)i;
+    }
+    if ((s = opt(k, v, n_opts, "select"))) {
+        if ((i = hs_select_parse(s)) < 0) return hs_fail(err, HS_ERR_INPUT, "select takes topn or greedy, not '%s'", s);
+        o.select = (hs_select_kind)i;
+    }
+    if ((s = opt(k, v, n_opts, "top"))) {
+        if (number("top", s, &x, err) != HS_OK || x < 0 || x != (double)(long)x)
+            return hs_fail(err, HS_ERR_INPUT, "top needs a whole number >= 0, got '%s'", s);
+        o.top_n = (long)x;
+    }
+    if ((s = opt(k, v, n_opts, "threshold"))) {
+        if (number("threshold", s, &o.threshold, err) != HS_OK) return HS_ERR_INPUT;
+    }
+    if ((s = opt(k, v, n_opts, "tau"))) {
+        if (number("tau", s, &o.tau, err) != HS_OK) return HS_ERR_INPUT;
+    }
+    if ((s = opt(k, v, n_opts, "ig_steps"))) {
+        if (number("ig_steps", s, &x, err) != HS_OK || x != (double)(int)x)
+            return hs_fail(err, HS_ERR_INPUT, "ig_steps needs a whole number, got '%s'", s);
+        o.ig_steps = (int)x;
+    }
+    o.tok = h->L.vocab;
+    hs_discover_report r = {0};
+    hs_buf g = {0};
+    hs_status st = hs_discover_run(m, h->pool, p, &o, NULL, &r, err);
+    if (st == HS_OK) st = hs_graph_json_text(&r.g, &m->cfg, r.scores, r.in_circuit, &g, err);
+    cJSON *rep = st == HS_OK ? hs_discover_json(&r) : NULL;
+    if (st == HS_OK && (!rep || !(*j = cJSON_CreateObject()) || !cJSON_AddItemToObject(*j, "report", rep) ||
+                        !cJSON_AddStringToObject(*j, "graph", g.s ? g.s : "") || g.oom)) {
+        if (rep && !(*j && cJSON_GetObjectItem(*j, "report"))) cJSON_Delete(rep);
+        st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    hs_buf_free(&g);
+    hs_discover_report_free(&r);
+    return st;
+}
+
 /* One experiment's JSON on prompt set p (the CLI command's run and *_json). */
 static hs_status run_experiment(hs_api_model *h, const char *kind, const hs_prompts *p, const char *const *k,
                                 const char *const *v, int n_opts, cJSON **j, hs_error *err)
@@ -415,8 +494,10 @@ static hs_status run_experiment(hs_api_model *h, const char *kind, const hs_prom
         st = hs_dla_set_run(m, h->pool, p, bp && strcmp(bp, "1") == 0, &r, err);
         if (st == HS_OK && (*j = hs_dla_set_json(&r)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         hs_dla_set_free(&r);
+    } else if (strcmp(kind, "discover") == 0) {
+        st = run_discover(h, p, k, v, n_opts, j, err);
     } else {
-        st = hs_fail(err, HS_ERR_INPUT, "unknown experiment '%s' (patch, ablate, dla)", kind);
+        st = hs_fail(err, HS_ERR_INPUT, "unknown experiment '%s' (patch, ablate, dla, discover)", kind);
     }
     return st;
 }
@@ -432,13 +513,15 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
     const hs_model *m = h->L.model;
     hs_prompts p = {0};
     cJSON *j = NULL;
-    static const char *const known[][4] = {{"patch", "method", "by", "acts"}, {"ablate", "method", "ref", ""},
-                                            {"dla", "by_position", "", ""}};
+    static const char *const known[][9] = {{"patch", "method", "by", "acts"}, {"ablate", "method", "ref"},
+                                            {"dla", "by_position"},
+                                            {"discover", "method", "metric", "ablation", "select", "top",
+                                             "threshold", "tau", "ig_steps"}};
     for (int i = 0; i < n_opts; i++) {
         int ok = 0;
         for (size_t q = 0; q < sizeof known / sizeof *known; q++)
-            for (int c = 1; c < 4 && strcmp(kind, known[q][0]) == 0; c++)
-                ok |= opt_keys[i] && opt_keys[i][0] && strcmp(opt_keys[i], known[q][c]) == 0;
+            for (int c = 1; c < 9 && known[q][c] && strcmp(kind, known[q][0]) == 0; c++)
+                ok |= opt_keys[i] && strcmp(opt_keys[i], known[q][c]) == 0;
         if (!ok) {
             st = hs_fail(err, HS_ERR_INPUT, "%s takes no option '%s'", kind, opt_keys[i] ? opt_keys[i] : "");
             break;
@@ -448,8 +531,9 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
         st = hs_prompts_parse(data, strlen(data), data_name ? data_name : "data", h->L.vocab, m->cfg.n_ctx, 0, &p,
                               err);
     if (st == HS_OK) st = run_experiment(h, kind, &p, opt_keys, opt_vals, n_opts, &j, err);
-    cJSON *cfg = st == HS_OK ? hs_config_to_json(&m->cfg, HS_CONFIG_JSON_ALL) : NULL;
-    if (st == HS_OK && (!cfg || !cJSON_AddItemToObject(j, "config", cfg) ||
+    const int add = strcmp(kind, "discover") != 0; /* discover --json has neither "config" nor "model" */
+    cJSON *cfg = st == HS_OK && add ? hs_config_to_json(&m->cfg, HS_CONFIG_JSON_ALL) : NULL;
+    if (st == HS_OK && add && (!cfg || !cJSON_AddItemToObject(j, "config", cfg) ||
                         !cJSON_AddStringToObject(j, "model", model_name ? model_name : ""))) {
         if (cfg && !cJSON_GetObjectItem(j, "config")) cJSON_Delete(cfg);
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");

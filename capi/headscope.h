@@ -150,6 +150,12 @@ hs_status hs_api_run(hs_api_model *h, hs_api_acts *acts, const int64_t *tokens, 
  *   kind "ablate": hs_ablate_run; opts: "method" (zero, mean, resample),
  *                  "ref" (a reference prompt set's JSONL text, or NULL)
  *   kind "dla":    hs_dla_set_run; opts: "by_position" ("1" or NULL)
+ *   kind "discover": hs_discover_run (no folder); opts: "method" (exact,
+ *                  acdc, eap, eap-ig), "metric", "ablation", "select" (topn,
+ *                  greedy), "top", "threshold", "tau", "ig_steps"; the JSON is
+ *                  {"report": hs_discover_json (discover --json, which has no
+ *                  "model" or "config"), "graph": graph.json's text as
+ *                  hs_graph_json_text writes it (EAP-IG's Graph.to_json)}
  * opt_keys / opt_vals: n_opts pairs (a value may be NULL = the default).
  * data: the prompt set as JSONL text (one {"prompt", "answer", ...} a line,
  * hs_prompts_parse; data_name stands for it in messages). Errors: the

@@ -72,3 +72,52 @@ def dla(model, data, by_position=False):
     each prompt's position; by_position adds every source position. Returns
     the command's JSON."""
     return _run(model, "dla", data, {"by_position": "1" if by_position else None})
+
+
+class Discovery(dict):
+    """What headscope.discover found: the dict is `headscope discover --json`
+    (method, metric, circuit, faithfulness curve, strongest edges, ...);
+    graph is the circuit file as EAP-IG's Graph.to_json writes it ({"cfg",
+    "nodes", "edges": {"u->v": {"score", "in_graph"}}}; graph_json its exact
+    text, what `discover --out` writes as graph.json)."""
+
+    def __init__(self, report, graph_json):
+        super().__init__(report)
+        self.graph_json = graph_json
+        self.graph = json.loads(graph_json)
+
+    def top(self, n):
+        """The n edges of largest |score|, [(edge name, score)], the largest
+        first (scores as the graph has them: EAP-IG's sign and scale)."""
+        edges = sorted(self.graph["edges"].items(), key=lambda kv: -abs(kv[1]["score"]))
+        return [(k, e["score"]) for k, e in edges[:n]]
+
+    @property
+    def circuit(self):
+        """The edges in the circuit (in_graph), in the graph's order."""
+        return [k for k, e in self.graph["edges"].items() if e["in_graph"]]
+
+    @property
+    def faithfulness(self):
+        """The circuit's normalised faithfulness (None when not usable)."""
+        return self["circuit"].get("faithfulness")
+
+
+def discover(model, data, method="eap-ig", metric=None, ablation=None, top=None, threshold=None,
+             ig_steps=None, select=None, tau=None):
+    """Circuit discovery (`headscope discover --json`, no folder): edge
+    scores by method ("eap-ig" here by default, "eap", "exact", "acdc"),
+    metric ("logit-diff", "prob-diff", "kl"), ablation ("resample" by
+    default: the corrupted partners, "mean", "zero"), the circuit of the top
+    `top` edges, those with |score| >= threshold, or MIB's 5 % (select
+    "topn" or "greedy"); ig_steps for EAP-IG, tau for ACDC. data: a JSONL
+    path or a list of dicts with "prompt", "corrupted", "answer", "wrong".
+    Returns a Discovery (the report dict with .graph, .top(n), .circuit,
+    .faithfulness)."""
+    opts = {"method": method, "metric": metric, "ablation": ablation, "select": select,
+            "top": None if top is None else str(int(top)),
+            "threshold": None if threshold is None else repr(float(threshold)),
+            "tau": None if tau is None else repr(float(tau)),
+            "ig_steps": None if ig_steps is None else str(int(ig_steps))}
+    out = _run(model, "discover", data, opts)
+    return Discovery(out["report"], out["graph"])

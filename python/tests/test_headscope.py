@@ -304,6 +304,26 @@ def test_ablate_and_dla_equal_cli(tiny, tiny_path, prompts):
     assert headscope.dla(tiny, rows, by_position=True)["components"] == want["components"]
 
 
+def test_discover_equals_cli(tiny, tiny_path, prompts, tmp_path):
+    path, rows = prompts
+    out = tmp_path / "disc"
+    want = json.loads(run_hs("discover", "--model", tiny_path, "--data", path, "--method", "eap-ig", "--top", "6",
+                             "--json").stdout)
+    run_hs("discover", "--model", tiny_path, "--data", path, "--method", "eap-ig", "--top", "6", "--out", out,
+           "--format", "json")
+    d = headscope.discover(tiny, path, top=6)
+    assert dict(d) == want
+    assert d.graph_json == (out / "graph.json").read_text()
+    assert len(d.circuit) == want["circuit"]["edges"] and d.faithfulness == want["circuit"]["faithfulness"]
+    strongest = want["strongest_edges"]
+    assert [e for e, _ in d.top(3)] == [e["edge"] for e in strongest[:3]]
+    want = json.loads(run_hs("discover", "--model", tiny_path, "--data", path, "--method", "eap", "--ablation", "mean",
+                             "--threshold", "0.05", "--json").stdout)
+    assert dict(headscope.discover(tiny, rows, method="eap", ablation="mean", threshold=0.05)) == want
+    with pytest.raises(headscope.HeadscopeError, match="method takes exact, acdc, eap, eap-ig, not 'eap-xx'"):
+        headscope.discover(tiny, path, method="eap-xx")
+
+
 # --------------------------------------------------------------------------
 # bad input: HeadscopeError with the library's message, never a crash
 
