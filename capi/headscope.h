@@ -166,4 +166,20 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
                             const char *model_name, const char *const *opt_keys,
                             const char *const *opt_vals, int n_opts, char **json, hs_error *err);
 
+/*
+ * An attention figure (capi/capi_figures.c): L = 0, H = 1: one head's
+ * pattern [T, T] = [dest, src] (hs_viz_attention_figure); L >= 1: a layers x
+ * heads grid of patterns [L, H, T, T] (hs_viz_grid_figure), labelled with
+ * tokens (T UTF-8 strings), titled title (may be NULL), width_in inches wide
+ * (0 = the figure's default) at dpi (0 = 300), written to path as PNG, SVG or
+ * PDF by its extension (.png, .svg, .pdf), atomically. Errors: the viz
+ * module's (HS_ERR_INPUT for T, L, H out of range, a label that is not
+ * UTF-8, a width the labels do not fit, naming the width that does;
+ * HS_ERR_NUMERIC for a non-finite unmasked value), HS_ERR_INPUT for another
+ * extension, HS_ERR_IO.
+ */
+hs_status hs_api_attention_figure(const float *patterns, int L, int H, int T, const char *const *tokens,
+                                  const char *title, double width_in, double dpi, const char *path,
+                                  hs_error *err);
+
 #endif /* HS_CAPI_HEADSCOPE_H */

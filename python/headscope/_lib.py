@@ -93,6 +93,8 @@ _SIGS = {
     "hs_api_cache_free": (None, [_P]),
     "hs_api_run": (_I, [_P, _P, ctypes.POINTER(ctypes.c_int64), _I, _I, ctypes.POINTER(_S), _I,
                         ctypes.POINTER(_S), _I, HOOK_FN, ctypes.POINTER(_P), _P, ctypes.POINTER(_P), _E]),
+    "hs_api_attention_figure": (_I, [ctypes.POINTER(ctypes.c_float), _I, _I, _I, ctypes.POINTER(_S), _S,
+                                     ctypes.c_double, ctypes.c_double, _S, _E]),
     "hs_api_experiment": (_I, [_P, _S, _S, _S, _S, ctypes.POINTER(_S), ctypes.POINTER(_S), _I,
                                ctypes.POINTER(_P), _E]),
 }

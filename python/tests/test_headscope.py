@@ -324,6 +324,30 @@ def test_discover_equals_cli(tiny, tiny_path, prompts, tmp_path):
         headscope.discover(tiny, path, method="eap-xx")
 
 
+def test_attention_figures(tiny, tmp_path):
+    import struct
+    import xml.dom.minidom
+    _, cache = tiny.run_with_cache(SENTENCE, names_filter="**hook_pattern")
+    toks = tiny.to_str_tokens(SENTENCE)
+    f = headscope.figures.attention(cache["pattern", 1][0, 0], toks, tmp_path / "a.png", width=3.5, title="L1H0")
+    png = f._repr_png_()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    w, h = struct.unpack(">II", png[16:24])
+    assert w == 1050 and 600 < h < 2000  # 3.5 in at 300 dpi
+    grid = np.stack([cache["pattern", l][0] for l in range(2)])
+    f = headscope.figures.attention(grid, toks, tmp_path / "g.svg", dpi=72)
+    doc = xml.dom.minidom.parseString(f._repr_svg_())
+    ids = {g.getAttribute("id") for g in doc.getElementsByTagName("g")}
+    assert {"L0H0", "L1H3"} <= ids
+    with pytest.raises(headscope.HeadscopeError, match=r"cannot show every label in 0.50 in .* needs 2.27 in"):
+        headscope.figures.attention(cache["pattern", 1][0, 0], toks, tmp_path / "b.png", width=0.5)
+    with pytest.raises(headscope.HeadscopeError, match="tokens are 14 strings"):
+        headscope.figures.attention(cache["pattern", 1][0, 0], toks[:3], tmp_path / "b.png")
+    with pytest.raises(headscope.HeadscopeError, match="written as .png, .svg or .pdf"):
+        headscope.figures.attention(cache["pattern", 1][0, 0], toks, tmp_path / "b.gif")
+    assert not (tmp_path / "b.png").exists()
+
+
 # --------------------------------------------------------------------------
 # bad input: HeadscopeError with the library's message, never a crash
 
