@@ -494,10 +494,27 @@ static hs_status run_experiment(hs_api_model *h, const char *kind, const hs_prom
         st = hs_dla_set_run(m, h->pool, p, bp && strcmp(bp, "1") == 0, &r, err);
         if (st == HS_OK && (*j = hs_dla_set_json(&r)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         hs_dla_set_free(&r);
+    } else if (strcmp(kind, "lens") == 0) {
+        hs_lens_report r = {0};
+        st = hs_lens_run(m, h->pool, p, &r, err);
+        if (st == HS_OK && (*j = hs_lens_json(&r, h->L.vocab)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        hs_lens_report_free(&r);
+    } else if (strcmp(kind, "heads") == 0) {
+        const char *ms = opt(k, v, n_opts, "metric"), *eb = opt(k, v, n_opts, "exclude_bos"),
+                   *ec = opt(k, v, n_opts, "exclude_current");
+        if (ms && strcmp(ms, "mul") != 0 && strcmp(ms, "abs") != 0)
+            return hs_fail(err, HS_ERR_INPUT, "metric needs mul or abs, got '%s'", ms);
+        hs_heads_report *r = calloc(1, sizeof *r);
+        if (r == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        st = hs_heads_run(m, h->L.vocab, h->pool, p, hs_wg_nouns, HS_WG_N_NOUNS, NULL,
+                          ms && strcmp(ms, "abs") == 0 ? HS_DETECT_ABS : HS_DETECT_MUL, eb && strcmp(eb, "1") == 0,
+                          ec && strcmp(ec, "1") == 0, r, err);
+        if (st == HS_OK && (*j = hs_heads_json(r)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        free(r);
     } else if (strcmp(kind, "discover") == 0) {
         st = run_discover(h, p, k, v, n_opts, j, err);
     } else {
-        st = hs_fail(err, HS_ERR_INPUT, "unknown experiment '%s' (patch, ablate, dla, discover)", kind);
+        st = hs_fail(err, HS_ERR_INPUT, "unknown experiment '%s' (patch, ablate, dla, lens, heads, discover)", kind);
     }
     return st;
 }
@@ -514,7 +531,8 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
     hs_prompts p = {0};
     cJSON *j = NULL;
     static const char *const known[][9] = {{"patch", "method", "by", "acts"}, {"ablate", "method", "ref"},
-                                            {"dla", "by_position"},
+                                            {"dla", "by_position"}, {"lens"},
+                                            {"heads", "metric", "exclude_bos", "exclude_current"},
                                             {"discover", "method", "metric", "ablation", "select", "top",
                                              "threshold", "tau", "ig_steps"}};
     for (int i = 0; i < n_opts; i++) {
@@ -528,8 +546,8 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
         }
     }
     if (st == HS_OK)
-        st = hs_prompts_parse(data, strlen(data), data_name ? data_name : "data", h->L.vocab, m->cfg.n_ctx, 0, &p,
-                              err);
+        st = hs_prompts_parse(data, strlen(data), data_name ? data_name : "data", h->L.vocab, m->cfg.n_ctx,
+                              !strcmp(kind, "lens") || !strcmp(kind, "heads") ? HS_PROMPTS_TEXT_ONLY : 0, &p, err);
     if (st == HS_OK) st = run_experiment(h, kind, &p, opt_keys, opt_vals, n_opts, &j, err);
     const int add = strcmp(kind, "discover") != 0; /* discover --json has neither "config" nor "model" */
     cJSON *cfg = st == HS_OK && add ? hs_config_to_json(&m->cfg, HS_CONFIG_JSON_ALL) : NULL;

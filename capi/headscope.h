@@ -150,6 +150,9 @@ hs_status hs_api_run(hs_api_model *h, hs_api_acts *acts, const int64_t *tokens, 
  *   kind "ablate": hs_ablate_run; opts: "method" (zero, mean, resample),
  *                  "ref" (a reference prompt set's JSONL text, or NULL)
  *   kind "dla":    hs_dla_set_run; opts: "by_position" ("1" or NULL)
+ *   kind "lens":   hs_lens_run (prompts need no answer); no opts
+ *   kind "heads":  hs_heads_run with the Winograd nouns (as the CLI); opts:
+ *                  "metric" (mul, abs), "exclude_bos", "exclude_current" ("1")
  *   kind "discover": hs_discover_run (no folder); opts: "method" (exact,
  *                  acdc, eap, eap-ig), "metric", "ablation", "select" (topn,
  *                  greedy), "top", "threshold", "tau", "ig_steps"; the JSON is

@@ -19,8 +19,8 @@ from ._lib import LIB_PATH
 from .cache import ActivationCache, get_act_name
 from .model import Config, HookedTransformer, HookPoint, load
 from . import figures
-from .experiments import Discovery, ablate, discover, dla, patch
+from .experiments import Discovery, ablate, discover, dla, heads, lens, patch
 
 __version__ = "0.1.0"
 __all__ = ["load", "HookedTransformer", "ActivationCache", "HookPoint", "Config", "HeadscopeError",
-           "get_act_name", "patch", "ablate", "dla", "discover", "Discovery", "figures", "LIB_PATH"]
+           "get_act_name", "patch", "ablate", "dla", "lens", "heads", "discover", "Discovery", "figures", "LIB_PATH"]

@@ -121,3 +121,20 @@ def discover(model, data, method="eap-ig", metric=None, ablation=None, top=None,
             "ig_steps": None if ig_steps is None else str(int(ig_steps))}
     out = _run(model, "discover", data, opts)
     return Discovery(out["report"], out["graph"])
+
+
+def lens(model, data):
+    """The logit lens over a prompt set (`headscope lens --json`): the
+    model's output head on the residual stream before every layer and after
+    the last. data: a JSONL path or a list of dicts with "prompt" ("answer",
+    "wrong" optional). Returns the command's JSON."""
+    return _run(model, "lens", data, {})
+
+
+def heads(model, data, metric="mul", exclude_bos=False, exclude_current=False):
+    """Every head's detector scores (`headscope heads --json`; TL's
+    detect_head): previous-token, duplicate-token, induction and first-noun
+    over the prompts of data (a JSONL path or a list of {"prompt": ...});
+    metric "mul" or "abs". Returns the command's JSON."""
+    return _run(model, "heads", data, {"metric": metric, "exclude_bos": "1" if exclude_bos else None,
+                                       "exclude_current": "1" if exclude_current else None})

@@ -291,7 +291,7 @@ def test_patch_equals_cli(tiny, tiny_path, prompts):
     assert headscope.patch(tiny, path, acts="z", method="atp") == want
 
 
-def test_ablate_and_dla_equal_cli(tiny, tiny_path, prompts):
+def test_ablate_dla_lens_heads_equal_cli(tiny, tiny_path, prompts):
     path, rows = prompts
     for method in ("zero", "mean", "resample"):
         want = json.loads(run_hs("ablate", "--model", tiny_path, "--data", path, "--json", "--method", method).stdout)
@@ -302,6 +302,12 @@ def test_ablate_and_dla_equal_cli(tiny, tiny_path, prompts):
     assert headscope.dla(tiny, path) == want
     want = json.loads(run_hs("dla", "--model", tiny_path, "--data", path, "--json", "--by-position").stdout)
     assert headscope.dla(tiny, rows, by_position=True)["components"] == want["components"]
+    want = json.loads(run_hs("lens", "--model", tiny_path, "--data", path, "--json").stdout)
+    assert headscope.lens(tiny, path) == want
+    want = json.loads(run_hs("heads", "--model", tiny_path, "--data", path, "--json", "--metric", "abs",
+                             "--exclude-bos").stdout)
+    assert headscope.heads(tiny, path, metric="abs", exclude_bos=True) == want
+    assert headscope.heads(tiny, path) != want
 
 
 def test_discover_equals_cli(tiny, tiny_path, prompts, tmp_path):
