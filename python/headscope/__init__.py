@@ -13,14 +13,19 @@ from); arrays are numpy. Reference: help(headscope.load),
 help(headscope.HookedTransformer), help(headscope.ActivationCache),
 help(headscope.patch), help(headscope.ablate), help(headscope.dla).
 Errors raise headscope.HeadscopeError with the library's one-line message.
+
+Import headscope before numpy (or anything else that loads OpenBLAS): on a CPU
+newer than Debian's OpenBLAS, the import sets OPENBLAS_CORETYPE as the CLI
+does, for the CLI's speed and bits (headscope.BLAS_CORE names the kernels in
+use; a warning says when they are not the CLI's).
 """
 from .errors import HeadscopeError
-from ._lib import LIB_PATH
+from ._lib import BLAS_CORE, LIB_PATH
 from .cache import ActivationCache, get_act_name
 from .model import Config, HookedTransformer, HookPoint, load
 from . import figures
-from .experiments import Discovery, ablate, discover, dla, heads, lens, patch
+from .experiments import Discovery, ablate, discover, dla, heads, lens, patch, prompts_ioi
 
 __version__ = "0.1.0"
 __all__ = ["load", "HookedTransformer", "ActivationCache", "HookPoint", "Config", "HeadscopeError",
-           "get_act_name", "patch", "ablate", "dla", "lens", "heads", "discover", "Discovery", "figures", "LIB_PATH"]
+           "get_act_name", "patch", "ablate", "dla", "lens", "heads", "discover", "prompts_ioi", "Discovery", "figures", "LIB_PATH", "BLAS_CORE"]

@@ -14,9 +14,21 @@ The library is looked for, in this order:
 
 ctypes releases the GIL during every call into the library, and takes it again
 for a Python hook the library calls back.
+
+OpenBLAS kernels. Debian 12's OpenBLAS does not know CPUs newer than it and
+falls back to SSE3 kernels (4.4x slower, other bits); the CLI restarts itself
+with OPENBLAS_CORETYPE set (hs_blas_core_advice). OpenBLAS reads the variable
+once, when it loads, so this module sets it before the library (and OpenBLAS)
+loads, when the process has not loaded OpenBLAS yet and the user has not set
+it: a child Python asks the library for the advice. A process that loaded
+OpenBLAS before (numpy imported before headscope) keeps its kernels and gets a
+warning saying what to do.
 """
 import ctypes
 import os
+import subprocess
+import sys
+import warnings
 
 from .errors import HeadscopeError
 
@@ -48,10 +60,36 @@ def _candidates():
     return out
 
 
+_ADVICE = ("import ctypes, sys; l = ctypes.CDLL(sys.argv[1]); l.hs_blas_core_advice.restype = ctypes.c_char_p; "
+           "print((l.hs_blas_core_advice() or b'').decode())")
+
+
+def _openblas_loaded():
+    try:
+        with open("/proc/self/maps") as f:
+            return any("openblas" in line for line in f)
+    except OSError:
+        return False
+
+
+def _set_blas_core(path):
+    """OPENBLAS_CORETYPE <- the library's advice, before OpenBLAS loads here."""
+    if "OPENBLAS_CORETYPE" in os.environ or _openblas_loaded():
+        return
+    try:
+        r = subprocess.run([sys.executable, "-c", _ADVICE, path], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return
+    core = r.stdout.strip()
+    if r.returncode == 0 and core.isalnum():
+        os.environ["OPENBLAS_CORETYPE"] = core
+
+
 def _open():
     tried = []
     for path in _candidates():
         if os.path.isfile(path):
+            _set_blas_core(os.path.abspath(path))
             return ctypes.CDLL(os.path.abspath(path)), os.path.abspath(path)
         tried.append(path)
     raise ImportError("headscope: libheadscope.so not found (looked at %s); build it with "
@@ -67,6 +105,8 @@ _I = ctypes.c_int
 _E = ctypes.POINTER(HsError)
 _SIGS = {
     "hs_api_mem_free": (None, [_P]),
+    "hs_blas_core": (_S, []),
+    "hs_blas_core_advice": (_S, []),
     "hs_api_error_size": (ctypes.c_size_t, []),
     "hs_api_load": (_I, [_S, _S, _I, ctypes.POINTER(_P), _E]),
     "hs_api_free": (None, [_P]),
@@ -95,6 +135,7 @@ _SIGS = {
                         ctypes.POINTER(_S), _I, HOOK_FN, ctypes.POINTER(_P), _P, ctypes.POINTER(_P), _E]),
     "hs_api_attention_figure": (_I, [ctypes.POINTER(ctypes.c_float), _I, _I, _I, ctypes.POINTER(_S), _S,
                                      ctypes.c_double, ctypes.c_double, _S, _E]),
+    "hs_api_ioi": (_I, [_P, _I, ctypes.c_uint64, _I, _I, ctypes.POINTER(_P), _E]),
     "hs_api_experiment": (_I, [_P, _S, _S, _S, _S, ctypes.POINTER(_S), ctypes.POINTER(_S), _I,
                                ctypes.POINTER(_P), _E]),
 }
@@ -107,6 +148,15 @@ if lib.hs_api_error_size() != ctypes.sizeof(HsError):
     raise ImportError("headscope: %s's hs_error is %d bytes, this package expects %d: the library and the "
                       "package are from different versions" % (LIB_PATH, lib.hs_api_error_size(),
                                                                 ctypes.sizeof(HsError)))
+
+BLAS_CORE = lib.hs_blas_core().decode()
+_advice = lib.hs_blas_core_advice()
+if _advice:
+    warnings.warn("headscope: OpenBLAS runs its %s kernels on this CPU, older than the %s ones the headscope CLI "
+                  "runs: products are slower and may differ from the CLI's in the last bits. OpenBLAS was loaded "
+                  "before headscope (import headscope before numpy), or start Python with "
+                  "OPENBLAS_CORETYPE=%s." % (BLAS_CORE, _advice.decode(), _advice.decode()), RuntimeWarning,
+                  stacklevel=2)
 
 
 def call(fn, *args):

@@ -138,3 +138,23 @@ def heads(model, data, metric="mul", exclude_bos=False, exclude_current=False):
     metric "mul" or "abs". Returns the command's JSON."""
     return _run(model, "heads", data, {"metric": metric, "exclude_bos": "1" if exclude_bos else None,
                                        "exclude_current": "1" if exclude_current else None})
+
+
+def prompts_ioi(model, n, seed=0, corrupt="s2", template=None):
+    """An indirect-object-identification prompt set for a GPT-2-vocabulary
+    model (`headscope prompts ioi`: Wang et al. 2022's templates as ACDC's
+    ioi_dataset.py builds them): a list of n dicts {"prompt", "corrupted",
+    "answer", "wrong"}, ready for patch, ablate, dla or discover. corrupt:
+    "s2" (the subject's second mention replaced) or "abc" (three other
+    names); template: one template's index (None: every template of the
+    commonest length). The same seed gives the same set."""
+    if corrupt not in ("s2", "abc"):
+        raise HeadscopeError("corrupt takes s2 or abc, not %r" % (corrupt,))
+    out = ctypes.c_void_p()
+    _lib.call(_lib.lib.hs_api_ioi, model._handle(), int(n), int(seed), 1 if corrupt == "abc" else 0,
+              -1 if template is None else int(template), ctypes.byref(out))
+    try:
+        text = ctypes.string_at(out).decode("utf-8")
+    finally:
+        _lib.lib.hs_api_mem_free(out)
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

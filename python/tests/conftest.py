@@ -3,6 +3,8 @@ headscope binary ($HS), the repository ($HS_ROOT), the committed small
 checkpoint, a tiny GPT-2 folder with the real vocabulary ($HS_GPT2_DIR, when
 GPT-2's tokenizer files are there), and a safetensors reader written here
 (no safetensors package)."""
+import headscope  # first: before numpy loads OpenBLAS (headscope/_lib.py)
+
 import json
 import os
 import shutil
@@ -11,8 +13,6 @@ import subprocess
 
 import numpy as np
 import pytest
-
-import headscope
 
 SENTENCE = "the animal did not cross the street because it was too tired . it"
 

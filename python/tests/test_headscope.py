@@ -1,13 +1,15 @@
 """The headscope package against the CLI and an independent numpy forward
 (tests/test_python.sh runs these in a fresh virtual environment)."""
+import headscope  # first: before numpy loads OpenBLAS (headscope/_lib.py)
+
 import json
 import math
 import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
-
-import headscope
 from conftest import SENTENCE, read_safetensors, run_hs
 
 FLT_MAX = np.float32(3.4028235e38)
@@ -27,6 +29,17 @@ def as_file(name, a):
 
 # --------------------------------------------------------------------------
 # run_with_cache
+
+def test_openblas_kernels_are_the_clis():
+    core = run_hs("--version").stdout.split("OpenBLAS core ")[1].rstrip(")\n")
+    assert headscope.BLAS_CORE == core
+    # numpy first: the kernels OpenBLAS chose stay, and a warning says so when they are not the CLI's
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+    r = subprocess.run([sys.executable, "-W", "always", "-c", "import numpy, headscope; print(headscope.BLAS_CORE)"],
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 0, r.stderr
+    assert (r.stdout.strip() != core) == ("older than the %s ones the headscope CLI runs" % core in r.stderr)
+
 
 def test_cache_equals_cli_file_bit_for_bit(tiny, tiny_path, tmp_path):
     out = tmp_path / "one.safetensors"
@@ -222,6 +235,16 @@ def test_gpt2_bpe_tokens_and_weights(gpt2_dir, tmp_path):
     assert bits_equal(m.W_U, W[pre + "wte.weight"].astype(np.float32).T)
     logits = m(t)
     assert logits.shape == (1, t.shape[1], 50257)
+    # prompts ioi == the CLI's file
+    out = tmp_path / "ioi.jsonl"
+    run_hs("prompts", "ioi", "--model", gpt2_dir, "--n", "6", "--seed", "3", "--template", "0", "--out", out)
+    rows = headscope.prompts_ioi(m, 6, seed=3, template=0)
+    assert rows == [json.loads(l) for l in out.read_text().splitlines()]
+    want = json.loads(run_hs("patch", "--model", gpt2_dir, "--data", out, "--acts", "z", "--by", "head",
+                             "--json").stdout)
+    assert headscope.patch(m, str(out), acts=["z"], by="head") == want
+    with pytest.raises(headscope.HeadscopeError, match=r"n must be an integer in \[1, "):
+        headscope.prompts_ioi(m, 0)
 
 
 # --------------------------------------------------------------------------
