@@ -34,13 +34,16 @@ ROOT=$(cd "$HERE/.." && pwd)
 VENV="$TMP/venv"
 "$PY" -m venv --system-site-packages "$VENV" || fail "python3 -m venv"
 cp -r "$ROOT/python" "$TMP/src"
+rm -rf "$TMP/src/build" "$TMP/src/"*.egg-info # (a `pip install ./python` leaves them; copies of them look newer than the sources)
 HEADSCOPE_BUILD="$BUILD_DIR" "$VENV/bin/python" -m pip install --quiet --no-index --no-build-isolation \
     "$TMP/src" >"$TMP/pip.log" 2>&1 || fail "pip install: $(tail -20 "$TMP/pip.log")"
 
 # an ASan build's library needs the ASan runtime first in the process
 ENVS=()
 if ldd "$BUILD_DIR/libheadscope.so" | grep -q libasan; then
-    ENVS+=("LD_PRELOAD=$(gcc -print-file-name=libasan.so)" "ASAN_OPTIONS=detect_leaks=0:${ASAN_OPTIONS:-}")
+    # (leaks: CPython's own allocations would be reported; the RSS test skips)
+    ENVS+=("LD_PRELOAD=$(gcc -print-file-name=libasan.so)" "ASAN_OPTIONS=detect_leaks=0:${ASAN_OPTIONS:-}"
+        "HS_ASAN=1")
 fi
 
 GPT2=""
@@ -55,5 +58,5 @@ env ${ENVS[@]+"${ENVS[@]}"} HS="$HS" HS_ROOT="$ROOT" HS_GPT2_DIR="$GPT2" PYTHOND
     "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/python/tests" ||
     fail "pytest python/tests"
 # the package ran from the venv's copy, not from the source tree
-"$VENV/bin/python" -c 'import headscope, sys; sys.exit(0 if "/venv/" in headscope.__file__ else 1)' ||
+env ${ENVS[@]+"${ENVS[@]}"} "$VENV/bin/python" -c 'import headscope, sys; sys.exit(0 if "/venv/" in headscope.__file__ else 1)' ||
     fail "headscope was not imported from the virtual environment"
