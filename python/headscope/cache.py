@@ -166,3 +166,92 @@ class ActivationCache:
 
     def __repr__(self):
         return "ActivationCache with keys %s" % list(self.cache_dict)
+
+    # -- TransformerLens' stacking helpers: the cached arrays, stacked --------
+    def _n_layers(self, layer):
+        L = self.model.cfg.n_layers
+        if layer is None or layer == -1:
+            return L
+        if not 0 <= layer <= L:
+            raise HeadscopeError("layer must be in [0, %d], got %d" % (L, layer))
+        return layer
+
+    def _finish(self, arrays, labels, apply_ln, layer, pos_slice, return_labels):
+        if not arrays:
+            raise HeadscopeError("nothing to stack before layer 0")
+        stack = np.stack(arrays)
+        if apply_ln:
+            stack = self.apply_ln_to_stack(stack, layer)
+        if pos_slice is not None:
+            stack = stack[:, :, pos_slice]
+        return (stack, labels) if return_labels else stack
+
+    def accumulated_resid(self, layer=None, incl_mid=False, apply_ln=False, pos_slice=None, return_labels=False):
+        """The residual stream entering each layer before `layer` (None: every
+        layer, then the final resid_post): [components, batch, pos, d_model]
+        with labels "0_pre", "0_mid" (incl_mid), ..., "final_post" (TL's
+        accumulated_resid). apply_ln: through the final norm's cached scale
+        (apply_ln_to_stack)."""
+        n = self._n_layers(layer)
+        arrays, labels = [], []
+        for l in range(n):
+            arrays.append(self["blocks.%d.hook_resid_pre" % l])
+            labels.append("%d_pre" % l)
+            if incl_mid:
+                arrays.append(self["blocks.%d.hook_resid_mid" % l])
+                labels.append("%d_mid" % l)
+        if n == self.model.cfg.n_layers:
+            arrays.append(self["blocks.%d.hook_resid_post" % (n - 1)])
+            labels.append("final_post")
+        return self._finish(arrays, labels, apply_ln, layer, pos_slice, return_labels)
+
+    def decompose_resid(self, layer=None, apply_ln=False, pos_slice=None, incl_embeds=True, return_labels=False):
+        """The residual stream before `layer` (None: the final one) as the
+        outputs that sum to it: "embed", "pos_embed" (incl_embeds; learned
+        positions), then each layer's "l_attn_out" (b_O included) and
+        "l_mlp_out": [components, batch, pos, d_model] (TL's decompose_resid)."""
+        n = self._n_layers(layer)
+        arrays, labels = [], []
+        if incl_embeds:
+            for name in ("hook_embed", "hook_pos_embed"):
+                if name in self.cache_dict:
+                    arrays.append(self[name])
+                    labels.append(name[5:])
+        for l in range(n):
+            arrays.append(self["blocks.%d.hook_attn_out" % l])
+            labels.append("%d_attn_out" % l)
+            if "blocks.%d.hook_mlp_out" % l in self.cache_dict:
+                arrays.append(self["blocks.%d.hook_mlp_out" % l])
+                labels.append("%d_mlp_out" % l)
+        return self._finish(arrays, labels, apply_ln, layer, pos_slice, return_labels)
+
+    def stack_head_results(self, layer=None, apply_ln=False, pos_slice=None, return_labels=False):
+        """Every head's output z W_O (blocks.l.attn.hook_result, without b_O)
+        of the layers before `layer` (None: all): [heads, batch, pos, d_model],
+        labels "L0H0", ... (TL's stack_head_results; the cache must hold
+        hook_result, as the full cache does)."""
+        n = self._n_layers(layer)
+        arrays, labels = [], []
+        for l in range(n):
+            r = self["blocks.%d.attn.hook_result" % l]
+            for h in range(r.shape[2]):
+                arrays.append(r[:, :, h])
+                labels.append("L%dH%d" % (l, h))
+        return self._finish(arrays, labels, apply_ln, layer, pos_slice, return_labels)
+
+    def apply_ln_to_stack(self, residual_stack, layer=None):
+        """A stack of residual components [..., batch, pos, d_model] through the
+        norm the residual meets before `layer` (None: the final norm) with the
+        scale this run cached there (hook_scale): centred over d_model for
+        LayerNorm, then divided by the scale (TL's apply_ln_to_stack; the
+        norm's weight and bias are not applied). Without that norm: as given."""
+        n = self._n_layers(layer)
+        name = "ln_final.hook_scale" if n == self.model.cfg.n_layers else "blocks.%d.ln1.hook_scale" % n
+        x = np.asarray(residual_stack, dtype=np.float32)
+        if name not in self.cache_dict:
+            if self.model.cfg.normalization_type is None:
+                return x
+            raise HeadscopeError("%s is not in the cache (the names filter left it out)" % name)
+        if self.model.cfg.normalization_type in ("LN", "LNPre"):
+            x = x - x.mean(-1, keepdims=True)
+        return x / self[name]

@@ -94,6 +94,29 @@ def test_arrays_are_views_that_outlive_the_model(tiny_path):
         m(SENTENCE)
 
 
+def test_cache_stacking_helpers(tiny):
+    _, cache = tiny.run_with_cache(SENTENCE)
+    final = cache["blocks.1.hook_resid_post"]
+    parts, labels = cache.decompose_resid(return_labels=True)
+    assert labels == ["embed", "pos_embed", "0_attn_out", "0_mlp_out", "1_attn_out", "1_mlp_out"]
+    assert parts.shape == (6, 1, 14, 32)
+    assert np.abs(parts.astype(np.float64).sum(0) - final).max() < 1e-5
+    acc, labels = cache.accumulated_resid(incl_mid=True, return_labels=True)
+    assert labels == ["0_pre", "0_mid", "1_pre", "1_mid", "final_post"] and bits_equal(acc[-1], final)
+    assert bits_equal(cache.accumulated_resid(layer=1)[0], cache["resid_pre", 0])
+    heads, labels = cache.stack_head_results(return_labels=True)
+    assert labels[:2] == ["L0H0", "L0H1"] and heads.shape == (8, 1, 14, 32)
+    b_O = tiny.b_O
+    for l in range(2):
+        got = heads[4 * l:4 * l + 4].astype(np.float64).sum(0) + b_O[l]
+        assert np.abs(got - cache["attn_out", l]).max() < 1e-5
+    # through the final norm with its cached scale, times its weight, plus its bias: what W_U reads
+    w, b = tiny.get_weight("ln_final.w"), tiny.get_weight("ln_final.b")
+    normed = cache.apply_ln_to_stack(final[None])[0] * w + b
+    assert np.abs(normed - cache["unembed.hook_in"]).max() < 1e-5
+    assert cache.decompose_resid(apply_ln=True, pos_slice=-1).shape == (6, 1, 32)
+
+
 def test_model_call_equals_cache_logits(tiny):
     toks = tiny.to_tokens(SENTENCE)
     logits, _ = tiny.run_with_cache(toks)
