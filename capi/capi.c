@@ -235,6 +235,8 @@ hs_status hs_api_decode(hs_api_model *h, const int *ids, size_t n, char **text, 
     return st;
 }
 
+const hs_tokenizer *hs_api_tokenizer(const hs_api_model *h) { return h ? h->L.vocab : NULL; }
+
 int hs_api_bos(const hs_api_model *h) { return h ? hs_tok_bos(h->L.vocab) : -1; }
 
 int hs_api_d_vocab(const hs_api_model *h) { return h ? h->L.model->cfg.d_vocab : 0; }

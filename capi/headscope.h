@@ -30,6 +30,7 @@
 #include "common/common.h"
 #include "model/model.h"
 #include "probe/probe.h"
+#include "tokenize/tokenize.h"
 
 typedef struct hs_api_model hs_api_model;
 
@@ -99,6 +100,8 @@ hs_status hs_api_encode(hs_api_model *h, const char *text, int prepend_bos, int 
 const char *hs_api_token_str(const hs_api_model *h, int id);
 hs_status hs_api_decode(hs_api_model *h, const int *ids, size_t n, char **text, hs_error *err);
 int hs_api_bos(const hs_api_model *h);
+/* h's tokenizer (owned by h), NULL for NULL. */
+const hs_tokenizer *hs_api_tokenizer(const hs_api_model *h);
 int hs_api_d_vocab(const hs_api_model *h);
 
 /* Activations for runs of up to B sequences of T tokens of h's model
@@ -184,5 +187,13 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
 hs_status hs_api_attention_figure(const float *patterns, int L, int H, int T, const char *const *tokens,
                                   const char *title, double width_in, double dpi, const char *path,
                                   hs_error *err);
+
+/* `headscope prompts ioi --n n --seed seed [--corrupt abc] [--template
+ * template_id]` with h's tokenizer (hs_ioi_generate; template_id -1 = every
+ * template of the commonest length): the set's JSONL text in *jsonl
+ * (malloc'd; free with hs_api_mem_free). Errors: hs_ioi_generate's (a
+ * tokenizer without GPT-2's names as one token each), HS_ERR_INPUT for n
+ * outside [1, HS_IOI_MAX_N] or a template out of range. */
+hs_status hs_api_ioi(hs_api_model *h, int n, uint64_t seed, int abc, int template_id, char **jsonl, hs_error *err);
 
 #endif /* HS_CAPI_HEADSCOPE_H */

@@ -94,7 +94,7 @@ class _CCache:
         sp = self.spare
         if sp is not None and sp.open and sp.ptr is None:
             sp.ptr = p
-        else:
+        elif _lib is not None and _lib.lib is not None:  # (None at interpreter exit: the OS frees it)
             _lib.lib.hs_api_cache_free(p)
 
 
