@@ -85,7 +85,10 @@ class HookedTransformer:
     """A checkpoint loaded by headscope.load, with TransformerLens'
     HookedTransformer interface. Every number comes from the C library
     (libheadscope.so); arrays are numpy. Free the model's memory with free()
-    (or a with block); any use after that raises HeadscopeError."""
+    (or a with block); any use after that raises HeadscopeError. A model
+    serves one call at a time: a call while another runs (from a hook, or
+    another thread) raises HeadscopeError "the model is busy" rather than
+    waiting; load the model once per thread to run in parallel."""
 
     def __init__(self, path, process="raw", threads=0):
         self._h = None
