@@ -9,6 +9,11 @@ usage: PYTHONPATH=python bench/py_speed.py GPT2_DIR BUILD_DIR [--ctx T] [--threa
           untimed ones, beside BUILD_DIR/bench_gpt2 --ctx T (hs_run_with_cache
           in C on the same folder, median of R), K rounds alternating the two;
           the ratio of the medians of the rounds (target: within 1.05x).
+  layer   model.run_with_cache against a bare ctypes call of hs_api_run (the
+          library's hs_run_with_cache on the same activations, reusing the
+          same cache: no numpy views, no Python objects), alternated call by
+          call in this process (R x K pairs): what the Python layer adds,
+          independent of the machine's load.
   hook    model.run_with_hooks with a no-op Python hook on every layer's
           attn.hook_z minus the same run without hooks (the two alternated
           call by call, R x K pairs), over the number of points: what one hooked point costs (the ctypes trampoline, the
@@ -72,10 +77,38 @@ def main():
                               str(a.runs), "--ctx", str(a.ctx)], capture_output=True, text=True, check=True).stdout
         c.append(float(re.search(r"tokens, \d+ threads: ([0-9.]+) ms", out).group(1)))
     n_points = cached()
-    pm, cm = statistics.median(py), statistics.median(c)
+    pm, cm = statistics.median(py), max(statistics.median(c), 1e-3)
     print("OpenBLAS core %s; run_with_cache at %d tokens (%d points), %d threads: Python %.1f ms, C %.1f ms: "
           "%.3fx (rounds: Python %s, C %s)" % (headscope.BLAS_CORE, a.ctx, n_points, a.threads, pm, cm, pm / cm,
                                           ["%.1f" % v for v in py], ["%.1f" % v for v in c]))
+
+    # the Python layer alone: alternated with the bare library call
+    from headscope import _lib
+    import ctypes
+    acts = m._acts_for(1, a.ctx)
+    reuse = [None]
+
+    def bare():
+        out = ctypes.c_void_p()
+        err = _lib.HsError()
+        st = _lib.lib.hs_api_run(m._h, acts.ptr, tok.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), 1, a.ctx,
+                                 None, 0, None, 0, ctypes.cast(None, _lib.HOOK_FN), None, reuse[0],
+                                 ctypes.byref(out), ctypes.byref(err))
+        assert st == 0, err.msg
+        reuse[0] = out
+
+    py2, bare_ms = [], []
+    for r in range(a.runs * a.rounds + 2):
+        p_ = median_ms(cached, 1, warm=0)
+        b_ = median_ms(bare, 1, warm=0)
+        if r >= 2:
+            py2.append(p_), bare_ms.append(b_)
+    _lib.lib.hs_api_cache_free(reuse[0])
+    ratios = [x / y for x, y in zip(py2, bare_ms)]
+    print("run_with_cache against the bare library call in this process (%d alternated pairs): %.1f ms against "
+          "%.1f ms (medians), ratio %.3fx (median of the pairs' ratios)" % (len(ratios), statistics.median(py2),
+                                                                           statistics.median(bare_ms),
+                                                                           statistics.median(ratios)))
 
     def noop(x, hook):
         return None
