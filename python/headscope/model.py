@@ -379,14 +379,44 @@ class HookedTransformer:
             self._weights[attr] = w
         return self._weights[attr]
 
-    def QK(self, layer, head):
-        """W_Q[layer, head] @ W_K[layer, head].T: [d_model, d_model] (TL's QK
-        circuit of one head, biases ignored)."""
-        return self._weight("W_Q")[layer, head] @ self._weight("W_K")[layer, head].T
+    @property
+    def QK(self):
+        """TL's QK circuit as a FactoredMatrix: A = W_Q [n_layers, n_heads,
+        d_model, d_head], B = W_K transposed; model.QK[l, h].AB is the
+        [d_model, d_model] product (biases ignored)."""
+        return FactoredMatrix(self._weight("W_Q"), np.swapaxes(self._weight("W_K"), -1, -2))
 
-    def OV(self, layer, head):
-        """W_V[layer, head] @ W_O[layer, head]: [d_model, d_model]."""
-        return self._weight("W_V")[layer, head] @ self._weight("W_O")[layer, head]
+    @property
+    def OV(self):
+        """TL's OV circuit as a FactoredMatrix: A = W_V, B = W_O;
+        model.OV[l, h].AB is W_V[l, h] @ W_O[l, h], [d_model, d_model]."""
+        return FactoredMatrix(self._weight("W_V"), self._weight("W_O"))
+
+
+class FactoredMatrix:
+    """A product A @ B kept as its factors (TL's FactoredMatrix, the part
+    headscope needs): indexing slices the leading dimensions of both, AB
+    makes the product, np.asarray(f) is AB."""
+
+    def __init__(self, A, B):
+        self.A, self.B = A, B
+
+    def __getitem__(self, idx):
+        return FactoredMatrix(self.A[idx], self.B[idx])
+
+    @property
+    def AB(self):
+        return self.A @ self.B
+
+    @property
+    def shape(self):
+        return self.A.shape[:-1] + self.B.shape[-1:]
+
+    def __array__(self, dtype=None):
+        return self.AB if dtype is None else self.AB.astype(dtype)
+
+    def __repr__(self):
+        return "FactoredMatrix(shape=%s)" % (self.shape,)
 
 
 def _weight_property(attr):

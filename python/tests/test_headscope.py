@@ -190,8 +190,9 @@ def test_weights_are_tl_shaped(tiny, tiny_path):
     assert bits_equal(tiny.W_in[1], W["blocks.1.mlp.W_in"]) and bits_equal(tiny.b_out[0], W["blocks.0.mlp.b_out"])
     for a, n in [("W_E", "embed.W_E"), ("W_pos", "pos_embed.W_pos"), ("W_U", "unembed.W_U"), ("b_U", "unembed.b_U")]:
         assert bits_equal(getattr(tiny, a), W[n]), a
-    assert np.allclose(tiny.OV(1, 2), W["blocks.1.attn.W_V"][2] @ W["blocks.1.attn.W_O"][2])
-    assert np.allclose(tiny.QK(0, 3), W["blocks.0.attn.W_Q"][3] @ W["blocks.0.attn.W_K"][3].T)
+    assert np.allclose(tiny.OV[1, 2].AB, W["blocks.1.attn.W_V"][2] @ W["blocks.1.attn.W_O"][2])
+    assert np.allclose(np.asarray(tiny.QK[0, 3]), W["blocks.0.attn.W_Q"][3] @ W["blocks.0.attn.W_K"][3].T)
+    assert tiny.OV.shape == (2, 4, 32, 32)
     assert not tiny.W_Q.flags.writeable
     assert bits_equal(tiny.get_weight("ln_final.w"), W["ln_final.w"])
 
