@@ -455,6 +455,36 @@ static hs_status run_discover(hs_api_model *h, const hs_prompts *p, const char *
     return st;
 }
 
+/* faithfulness: hs_faith_report_json of the graph.json at opts' "graph". */
+static hs_status run_faithfulness(hs_api_model *h, const hs_prompts *p, const char *const *k, const char *const *v,
+                                  int n_opts, cJSON **j, hs_error *err)
+{
+    hs_faith_opts o;
+    memset(&o, 0, sizeof o);
+    o.metric = HS_METRIC_LOGIT_DIFF;
+    o.ablation = HS_ABLATE_RESAMPLE;
+    const char *s;
+    int i;
+    if ((o.graph = opt(k, v, n_opts, "graph")) == NULL) return hs_fail(err, HS_ERR_INPUT, "faithfulness needs a graph");
+    if ((s = opt(k, v, n_opts, "metric"))) {
+        if ((i = named("metric", s, hs_metric_names, HS_METRIC_N, err)) < 0) return HS_ERR_INPUT;
+        o.metric = (hs_metric_kind)i;
+    }
+    if ((s = opt(k, v, n_opts, "ablation"))) {
+        if ((i = named("ablation", s, hs_ablate_method_names, 3, err)) < 0) return HS_ERR_INPUT;
+        o.ablation = (hs_ablate_method)i;
+    }
+    if ((s = opt(k, v, n_opts, "select"))) {
+        if ((i = hs_select_parse(s)) < 0) return hs_fail(err, HS_ERR_INPUT, "select takes topn or greedy, not '%s'", s);
+        o.select = (hs_select_kind)i;
+    }
+    hs_faith_report r = {0};
+    hs_status st = hs_faithfulness_run(h->L.model, h->pool, p, &o, NULL, &r, err);
+    if (st == HS_OK && (*j = hs_faith_report_json(&r)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_faith_report_free(&r);
+    return st;
+}
+
 /* One experiment's JSON on prompt set p (the CLI command's run and *_json). */
 static hs_status run_experiment(hs_api_model *h, const char *kind, const hs_prompts *p, const char *const *k,
                                 const char *const *v, int n_opts, cJSON **j, hs_error *err)
@@ -515,8 +545,10 @@ static hs_status run_experiment(hs_api_model *h, const char *kind, const hs_prom
         free(r);
     } else if (strcmp(kind, "discover") == 0) {
         st = run_discover(h, p, k, v, n_opts, j, err);
+    } else if (strcmp(kind, "faithfulness") == 0) {
+        st = run_faithfulness(h, p, k, v, n_opts, j, err);
     } else {
-        st = hs_fail(err, HS_ERR_INPUT, "unknown experiment '%s' (patch, ablate, dla, lens, heads, discover)", kind);
+        st = hs_fail(err, HS_ERR_INPUT, "unknown experiment '%s' (patch, ablate, dla, lens, heads, discover, faithfulness)", kind);
     }
     return st;
 }
@@ -536,7 +568,8 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
                                             {"dla", "by_position"}, {"lens"},
                                             {"heads", "metric", "exclude_bos", "exclude_current"},
                                             {"discover", "method", "metric", "ablation", "select", "top",
-                                             "threshold", "tau", "ig_steps"}};
+                                             "threshold", "tau", "ig_steps"},
+                                            {"faithfulness", "graph", "metric", "ablation", "select"}};
     for (int i = 0; i < n_opts; i++) {
         int ok = 0;
         for (size_t q = 0; q < sizeof known / sizeof *known; q++)
@@ -551,7 +584,8 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
         st = hs_prompts_parse(data, strlen(data), data_name ? data_name : "data", h->L.vocab, m->cfg.n_ctx,
                               !strcmp(kind, "lens") || !strcmp(kind, "heads") ? HS_PROMPTS_TEXT_ONLY : 0, &p, err);
     if (st == HS_OK) st = run_experiment(h, kind, &p, opt_keys, opt_vals, n_opts, &j, err);
-    const int add = strcmp(kind, "discover") != 0; /* discover --json has neither "config" nor "model" */
+    /* discover's and faithfulness' --json have neither "config" nor "model" */
+    const int add = strcmp(kind, "discover") != 0 && strcmp(kind, "faithfulness") != 0;
     cJSON *cfg = st == HS_OK && add ? hs_config_to_json(&m->cfg, HS_CONFIG_JSON_ALL) : NULL;
     if (st == HS_OK && add && (!cfg || !cJSON_AddItemToObject(j, "config", cfg) ||
                         !cJSON_AddStringToObject(j, "model", model_name ? model_name : ""))) {

@@ -162,6 +162,9 @@ hs_status hs_api_run(hs_api_model *h, hs_api_acts *acts, const int64_t *tokens, 
  *                  {"report": hs_discover_json (discover --json, which has no
  *                  "model" or "config"), "graph": graph.json's text as
  *                  hs_graph_json_text writes it (EAP-IG's Graph.to_json)}
+ *   kind "faithfulness": hs_faithfulness_run (no folder) of the circuit file
+ *                  at opts' "graph" (a graph.json path); opts "metric",
+ *                  "ablation", "select"; the JSON is hs_faith_report_json's
  * opt_keys / opt_vals: n_opts pairs (a value may be NULL = the default).
  * data: the prompt set as JSONL text (one {"prompt", "answer", ...} a line,
  * hs_prompts_parse; data_name stands for it in messages). Errors: the

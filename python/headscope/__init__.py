@@ -22,10 +22,10 @@ use; a warning says when they are not the CLI's).
 from .errors import HeadscopeError
 from ._lib import BLAS_CORE, LIB_PATH
 from .cache import ActivationCache, get_act_name
-from .model import Config, HookedTransformer, HookPoint, load
+from .model import Config, FactoredMatrix, HookedTransformer, HookPoint, load
 from . import figures
-from .experiments import Discovery, ablate, discover, dla, heads, lens, patch, prompts_ioi
+from .experiments import Discovery, ablate, discover, dla, faithfulness, heads, lens, patch, prompts_ioi
 
 __version__ = "0.1.0"
-__all__ = ["load", "HookedTransformer", "ActivationCache", "HookPoint", "Config", "HeadscopeError",
-           "get_act_name", "patch", "ablate", "dla", "lens", "heads", "discover", "prompts_ioi", "Discovery", "figures", "LIB_PATH", "BLAS_CORE"]
+__all__ = ["load", "HookedTransformer", "FactoredMatrix", "ActivationCache", "HookPoint", "Config", "HeadscopeError",
+           "get_act_name", "patch", "ablate", "dla", "lens", "heads", "discover", "faithfulness", "prompts_ioi", "Discovery", "figures", "LIB_PATH", "BLAS_CORE"]

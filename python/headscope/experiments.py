@@ -4,6 +4,7 @@ its command prints with --json (json.loads of the same text, "model" and
 import ctypes
 import json
 import os
+import tempfile
 
 from . import _lib
 from .errors import HeadscopeError
@@ -158,3 +159,27 @@ def prompts_ioi(model, n, seed=0, corrupt="s2", template=None):
     finally:
         _lib.lib.hs_api_mem_free(out)
     return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def faithfulness(model, data, graph, metric=None, ablation=None, select=None):
+    """A circuit found elsewhere run on a prompt set (`headscope faithfulness
+    --json`): graph is a graph.json path (EAP-IG's / MIB's circuit file), a
+    Discovery, or a dict in Graph.to_json's shape; metric, ablation and
+    select as discover's. Returns the command's JSON (the circuit's
+    normalised faithfulness and the curve of the file's scores)."""
+    if isinstance(graph, Discovery):
+        text = graph.graph_json
+    elif isinstance(graph, dict):
+        text = json.dumps(graph)
+    else:
+        text = None
+        path = os.fspath(graph)
+    if text is not None:
+        with tempfile.TemporaryDirectory(prefix="headscope-") as d:
+            path = os.path.join(d, "graph.json")
+            with open(path, "w") as f:
+                f.write(text)
+            return _run(model, "faithfulness", data, {"graph": path, "metric": metric, "ablation": ablation,
+                                                      "select": select})
+    return _run(model, "faithfulness", data, {"graph": path, "metric": metric, "ablation": ablation,
+                                              "select": select})

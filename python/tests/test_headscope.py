@@ -373,6 +373,12 @@ def test_discover_equals_cli(tiny, tiny_path, prompts, tmp_path):
     want = json.loads(run_hs("discover", "--model", tiny_path, "--data", path, "--method", "eap", "--ablation", "mean",
                              "--threshold", "0.05", "--json").stdout)
     assert dict(headscope.discover(tiny, rows, method="eap", ablation="mean", threshold=0.05)) == want
+    # the circuit found, run again by faithfulness (== faithfulness --json on its graph.json)
+    want = json.loads(run_hs("faithfulness", "--model", tiny_path, "--data", path, "--graph", out / "graph.json",
+                             "--json").stdout)
+    assert headscope.faithfulness(tiny, path, out / "graph.json") == want
+    assert headscope.faithfulness(tiny, rows, d) == want
+    assert want["circuit"]["faithfulness"] == pytest.approx(d.faithfulness, rel=1e-6)
     with pytest.raises(headscope.HeadscopeError, match="method takes exact, acdc, eap, eap-ig, not 'eap-xx'"):
         headscope.discover(tiny, path, method="eap-xx")
 
