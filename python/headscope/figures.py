@@ -11,26 +11,29 @@ from .errors import HeadscopeError
 
 
 class Figure:
-    """A figure written to path; in Jupyter it displays inline (a PNG's
-    bytes, or for an SVG its text)."""
+    """A figure written to path (None: held in memory, data its PNG bytes);
+    in Jupyter it displays inline (a PNG's bytes, or for an SVG its text)."""
 
-    def __init__(self, path):
+    def __init__(self, path, data=None):
         self.path = path
+        self.data = data
 
     def _repr_png_(self):
+        if self.data is not None:
+            return self.data
         if self.path.endswith(".png"):
             with open(self.path, "rb") as f:
                 return f.read()
         return None
 
     def _repr_svg_(self):
-        if self.path.endswith(".svg"):
+        if self.path is not None and self.path.endswith(".svg"):
             with open(self.path, encoding="utf-8") as f:
                 return f.read()
         return None
 
     def __repr__(self):
-        return "<headscope figure %s>" % self.path
+        return "<headscope figure %s>" % (self.path or "(in memory, %d bytes of PNG)" % len(self.data))
 
 
 def attention(pattern, tokens, path=None, width=None, title=None, dpi=None):
@@ -38,7 +41,7 @@ def attention(pattern, tokens, path=None, width=None, title=None, dpi=None):
     src] for a row of heads, or [n_layers, n_heads, dest, src] for a grid
     (e.g. cache["pattern", 0][0] or np.stack of every layer's [0]); tokens:
     the T labels (model.to_str_tokens). path: a .png, .svg or .pdf file (None:
-    a PNG in a temporary folder); width in inches (None: the figure's
+    a PNG kept in memory, figure.data); width in inches (None: the figure's
     default; a width the labels do not fit is a HeadscopeError naming one
     that does); dpi (None: 300). Returns a Figure (inline in Jupyter)."""
     p = np.ascontiguousarray(pattern, dtype=np.float32)
@@ -55,10 +58,17 @@ def attention(pattern, tokens, path=None, width=None, title=None, dpi=None):
         L, H = 1, p.shape[0]
     else:
         L, H = p.shape[0], p.shape[1]
-    if path is None:
-        path = os.path.join(tempfile.mkdtemp(prefix="headscope-"), "attention.png")
-    path = os.fspath(path)
     arr, _keep = _lib.str_array(toks)
-    _lib.call(_lib.lib.hs_api_attention_figure, p.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), L, H, T, arr,
-              None if title is None else _lib.enc(title), float(width or 0), float(dpi or 0), _lib.enc(path))
+
+    def draw(to):
+        _lib.call(_lib.lib.hs_api_attention_figure, p.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), L, H, T, arr,
+                  None if title is None else _lib.enc(title), float(width or 0), float(dpi or 0), _lib.enc(to))
+
+    if path is None:
+        with tempfile.TemporaryDirectory(prefix="headscope-") as d:
+            draw(os.path.join(d, "attention.png"))
+            with open(os.path.join(d, "attention.png"), "rb") as f:
+                return Figure(None, f.read())
+    path = os.fspath(path)
+    draw(path)
     return Figure(path)

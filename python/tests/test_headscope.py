@@ -405,6 +405,8 @@ def test_attention_figures(tiny, tmp_path):
     with pytest.raises(headscope.HeadscopeError, match="written as .png, .svg or .pdf"):
         headscope.figures.attention(cache["pattern", 1][0, 0], toks, tmp_path / "b.gif")
     assert not (tmp_path / "b.png").exists()
+    mem = headscope.figures.attention(cache["pattern", 1][0, 0], toks, width=3.5, title="L1H0")
+    assert mem.path is None and mem._repr_png_() == png  # the same bytes, kept in memory
 
 
 # --------------------------------------------------------------------------
