@@ -398,7 +398,7 @@ def test_attention_figures(tiny, tmp_path):
     doc = xml.dom.minidom.parseString(f._repr_svg_())
     ids = {g.getAttribute("id") for g in doc.getElementsByTagName("g")}
     assert {"L0H0", "L1H3"} <= ids
-    with pytest.raises(headscope.HeadscopeError, match=r"cannot show every label in 0.50 in .* needs 2.27 in"):
+    with pytest.raises(headscope.HeadscopeError, match=r"cannot show every label in 0.50 in .* needs 2.24 in"):
         headscope.figures.attention(cache["pattern", 1][0, 0], toks, tmp_path / "b.png", width=0.5)
     with pytest.raises(headscope.HeadscopeError, match="tokens are 14 strings"):
         headscope.figures.attention(cache["pattern", 1][0, 0], toks[:3], tmp_path / "b.png")
