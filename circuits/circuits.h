@@ -512,6 +512,9 @@ typedef struct {
     int n_decision;         /* Winograd: decision heads (induction: induction heads) */
     char *heads;            /* the named heads ("L0H2 -> L1H1"; Winograd: decision heads); malloc'd */
     char *verdict;          /* one line; malloc'd; both freed by hs_timeline_point_free */
+    int *tokens;            /* repeated random tokens only: the (n_seqs, seq_len) sequences
+                               scored (malloc'd, freed by hs_timeline_point_free); else NULL */
+    int n_seqs, seq_len;
 } hs_timeline_point;
 
 hs_status hs_timeline_point_induction(const hs_model *m, const hs_induction *t, hs_timeline_point *out,
@@ -519,6 +522,41 @@ hs_status hs_timeline_point_induction(const hs_model *m, const hs_induction *t, 
 hs_status hs_timeline_point_winograd(const hs_model *m, const hs_winograd *t, hs_timeline_point *out,
                                      hs_error *err);
 void hs_timeline_point_free(hs_timeline_point *p);
+
+/* Repeated random tokens (hs_timeline_point_repeated). */
+typedef struct {
+    int rep_len;     /* n: tokens per half (50, TL's and Olsson et al.'s; at most (n_ctx - bos) / 2) */
+    int n_seqs;      /* sequences (10) */
+    uint64_t seed;   /* the draw (0; hs_task_rng, splitmix64) */
+} hs_timeline_rep_opts;
+
+hs_timeline_rep_opts hs_timeline_rep_opts_default(void);
+
+/*
+ * A timeline point of a model that carries no task (Pythia's public
+ * revisions): the standard of TransformerLens and Olsson et al. (2022),
+ * "In-context learning and induction heads": o->n_seqs sequences of
+ * n = min(o->rep_len, (n_ctx - b) / 2) tokens drawn uniformly (seeded) from
+ * ids 0..n_tokens-1 other than bos, each repeated once, bos first when
+ * bos >= 0 (b = 1, else 0): T = b + 2n positions. Per head, averaged over
+ * the sequences (hook_pattern [H, dest, src]):
+ *   ind[l*H+h]  = mean over k = 0..n-1 of A[b+n+k, b+k+1] (each second-half
+ *                 token's attention to the token after its first occurrence)
+ *   prev[l*H+h] = mean over p = 1..T-1 of A[p, p-1]
+ * Losses (nats, next-token cross-entropy): loss over all T-1 predictions;
+ * seg_loss ("late") over the predictions of second-half tokens 1..n-1 (from
+ * positions b+n..b+2n-2); icl = seg_loss minus the same tokens' loss in the
+ * first half ("early", positions b..b+n-2): negative when the model copies;
+ * accuracy = top-1 over the late predictions. holds: the best
+ * previous-token head below the last layer scores >= prev_min and the best
+ * induction head in a later layer >= ind_min (hs_ind_circuit_opts_default's
+ * 0.35 and 0.5); heads names them ("L0H1 -> L1H0"); n_decision counts heads
+ * of layers 1.. with ind >= ind_min. out->tokens keeps the sequences.
+ * Errors: HS_ERR_INPUT when n < 2 (n_ctx too small), n_tokens outside
+ * 2..d_vocab or n_seqs < 1; HS_ERR_NOMEM; *out zeroed on failure.
+ */
+hs_status hs_timeline_point_repeated(const hs_model *m, int bos, int n_tokens, const hs_timeline_rep_opts *o,
+                                     hs_timeline_point *out, hs_error *err);
 
 /* Index i >= 1 of the largest change y[i] - y[i-1] (sign > 0: increase, sign
  * < 0: decrease), NaN pairs skipped; -1 when n < 2 or none is finite. */
@@ -537,7 +575,9 @@ typedef struct {
     double *best;              /* [n] the best head score: induction: the largest induction
                                   score of layers 1.. ; Winograd: the largest first-noun score */
     int L, H;
-    int induction;             /* 1: an induction run; 0: Winograd */
+    int induction;             /* 1: an induction run (or repeated random tokens); 0: Winograd */
+    int repeated;              /* 1: checkpoints without a task (--models), scored on repeated
+                                  random tokens (hs_timeline_point_repeated) */
     int jump;                  /* index of the largest rise of best (induction, L > 1), or -1 */
     int drop;                  /* index of the largest drop of the loss (induction: the
                                   repeated-segment loss), or -1 */
@@ -571,11 +611,16 @@ hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, 
  * The same over the n checkpoints paths (anything hs_load reads: headscope
  * files, Hugging Face folders such as a run's public revisions step1000/,
  * step2000/, ...; each must carry its task, e.g. the "task" metadata a
- * converted headscope run keeps) at steps (NULL: the step in each name,
+ * converted headscope run keeps, or none: below) at steps (NULL: the step in each name,
  * the digits after its last "step": step1000, pythia-70m-step1000,
  * step-000250), in step order; the report's "dir" is "--models". Errors:
  * hs_timeline_run's, HS_ERR_INPUT "P: no training step in its name (e.g.
- * step1000); give --steps", "P and Q are both step S".
+ * step1000); give --steps", "P and Q are both step S". A checkpoint
+ * without a task (Pythia's revisions: no headscope metadata) is scored on
+ * repeated random tokens (hs_timeline_point_repeated with the defaults; the
+ * folder's tokenizer gives the BOS and the ids drawn; the report's "task" is
+ * "repeated random tokens", its JSON "repeated_tokens" the sequences); all
+ * the checkpoints then must carry none.
  */
 hs_status hs_timeline_run_models(const char *const *paths, const int *steps, int n, const char *out_dir,
                                  hs_figopts *fo, hs_pool *pool, const hs_notes *notes,

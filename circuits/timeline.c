@@ -18,6 +18,7 @@ void hs_timeline_point_free(hs_timeline_point *p)
     free(p->first_noun);
     free(p->heads);
     free(p->verdict);
+    free(p->tokens);
     memset(p, 0, sizeof *p);
 }
 
@@ -131,6 +132,133 @@ done:
     free(tg);
     free(sc);
     hs_circuit_report_free(&r);
+    return s;
+}
+
+hs_timeline_rep_opts hs_timeline_rep_opts_default(void)
+{
+    hs_timeline_rep_opts o = {50, 10, 0};
+    return o;
+}
+
+/* The mean cross-entropy and top-1 hits of logits (T, V) rows p0..p1 against
+ * tok[p + 1]: sums into *ce and *hits. */
+static void rep_loss(const float *lg, int V, const int *tok, int p0, int p1, double *ce, int *hits)
+{
+    for (int p = p0; p <= p1; p++) {
+        const float *r = lg + (size_t)p * V;
+        int best = 0;
+        double mx = r[0];
+        for (int v = 1; v < V; v++)
+            if (r[v] > mx) mx = r[v], best = v;
+        double z = 0.0;
+        for (int v = 0; v < V; v++) z += exp((double)r[v] - mx);
+        *ce += mx + log(z) - r[tok[p + 1]];
+        *hits += best == tok[p + 1];
+    }
+}
+
+hs_status hs_timeline_point_repeated(const hs_model *m, int bos, int n_tokens, const hs_timeline_rep_opts *o,
+                                     hs_timeline_point *out, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const int L = c->n_layers, H = c->n_heads, V = c->d_vocab, b0 = bos >= 0;
+    const int n = o->rep_len < (c->n_ctx - b0) / 2 ? o->rep_len : (c->n_ctx - b0) / 2, T = b0 + 2 * n;
+    if (n < 2 || o->n_seqs < 1 || n_tokens < 2 || n_tokens > V)
+        return hs_fail(err, HS_ERR_INPUT, "repeated random tokens need a length >= 2 (n_ctx %d gives %d), "
+                       ">= 1 sequence and 2..d_vocab tokens to draw (%d)", c->n_ctx, n, n_tokens);
+    hs_status s = alloc_point(out, L, H, 0, err);
+    if (s != HS_OK) return s;
+    int *tok = malloc((size_t)o->n_seqs * T * sizeof *tok);
+    double *ind = calloc((size_t)L * H, sizeof *ind), *prev = calloc((size_t)L * H, sizeof *prev);
+    hs_acts *acts = NULL;
+    hs_cache cache;
+    hs_cache_init(&cache);
+    double early = 0.0, late = 0.0, all = 0.0;
+    int hits = 0, h_early = 0, h_all = 0;
+    if (!tok || !ind || !prev) {
+        s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        goto done;
+    }
+    hs_task_rng rng;
+    hs_task_rng_seed(&rng, o->seed);
+    for (int q = 0; q < o->n_seqs; q++) {
+        int *t = tok + (size_t)q * T;
+        if (b0) t[0] = bos;
+        for (int k = 0; k < n; k++) {
+            int v;
+            do v = (int)hs_task_rng_below(&rng, (uint64_t)n_tokens);
+            while (v == bos);
+            t[b0 + k] = t[b0 + n + k] = v;
+        }
+    }
+    if ((s = hs_acts_create(c, 1, T, 0, &acts, err)) != HS_OK) goto done;
+    static const char *const filt[2] = {"blocks.*.attn.hook_pattern", "logits"};
+    for (int q = 0; q < o->n_seqs; q++) {
+        const int *t = tok + (size_t)q * T;
+        if ((s = hs_run_with_cache(m, acts, t, 1, T, filt, 2, NULL, &cache, err)) != HS_OK) goto done;
+        for (int l = 0; l < L; l++) {
+            const hs_cache_entry *e = hs_cache_getf(&cache, "blocks.%d.attn.hook_pattern", l);
+            if (!e) {
+                s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+                goto done;
+            }
+            for (int h = 0; h < H; h++) {
+                const float *A = e->data + (size_t)h * T * T;
+                double si = 0.0, sp = 0.0;
+                for (int k = 0; k < n; k++) si += A[(size_t)(b0 + n + k) * T + b0 + k + 1];
+                for (int p = 1; p < T; p++) sp += A[(size_t)p * T + p - 1];
+                ind[l * H + h] += si / n;
+                prev[l * H + h] += sp / (T - 1);
+            }
+        }
+        const float *lg = hs_cache_get(&cache, "logits")->data;
+        rep_loss(lg, V, t, b0, b0 + n - 2, &early, &h_early);
+        rep_loss(lg, V, t, b0 + n, b0 + 2 * n - 2, &late, &hits);
+        rep_loss(lg, V, t, 0, T - 2, &all, &h_all);
+    }
+    const double ns = (double)o->n_seqs * (n - 1);
+    out->loss = all / ((double)o->n_seqs * (T - 1));
+    out->seg_loss = late / ns;
+    out->icl = late / ns - early / ns;
+    out->accuracy = hits / ns;
+    const hs_ind_circuit_opts io = hs_ind_circuit_opts_default();
+    int pl = -1, ph = -1, il = -1, ih = -1;
+    double pb = -1.0, ib = -1.0;
+    for (int k = 0; k < L * H; k++) {
+        out->ind[k] = (float)(ind[k] / o->n_seqs);
+        out->prev[k] = (float)(prev[k] / o->n_seqs);
+    }
+    /* the best previous-token head, then the best induction head after its layer */
+    for (int k = 0; k < L * H; k++)
+        if (out->prev[k] > pb && k / H < L - 1) pb = out->prev[k], pl = k / H, ph = k % H;
+    for (int k = (pl + 1) * H; pl >= 0 && k < L * H; k++)
+        if (out->ind[k] > ib) ib = out->ind[k], il = k / H, ih = k % H;
+    for (int k = H; k < L * H; k++) out->n_decision += out->ind[k] >= io.ind_min;
+    out->holds = pl >= 0 && il >= 0 && pb >= io.prev_min && ib >= io.ind_min;
+    hs_buf hb = {0}, vb = {0};
+    if (pl >= 0 && il >= 0) hs_buf_printf(&hb, "L%dH%d -> L%dH%d", pl, ph, il, ih);
+    if (L < 2)
+        hs_buf_printf(&vb, "does not hold: one layer has no induction head");
+    else
+        hs_buf_printf(&vb, "%s: previous-token L%dH%d %.3f (>= %.2f), induction L%dH%d %.3f (>= %.2f) on "
+                      "%d repeated random sequences of %d tokens", out->holds ? "holds" : "does not hold",
+                      pl, ph, pb, io.prev_min, il, ih, ib, io.ind_min, o->n_seqs, n);
+    out->heads = hs_buf_take(&hb);
+    out->verdict = hs_buf_take(&vb);
+    if (!out->heads) out->heads = hs_strdup("");
+    if (!out->heads || !out->verdict) s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    out->tokens = tok;
+    out->n_seqs = o->n_seqs;
+    out->seq_len = T;
+    tok = NULL;
+done:
+    if (s != HS_OK) hs_timeline_point_free(out);
+    hs_cache_free(&cache);
+    hs_acts_destroy(acts);
+    free(tok);
+    free(ind);
+    free(prev);
     return s;
 }
 

@@ -159,27 +159,39 @@ static hs_status list_models(const char *const *paths, const int *steps, int n, 
     return s;
 }
 
-/* Every checkpoint's point; all of one run (task and shape). */
-static hs_status compute_points(hs_timeline_report *r, const hs_notes *notes, hs_error *err)
+/* Every checkpoint's point; all of one run (task and shape). models: the
+ * checkpoints may carry no task (then: repeated random tokens). */
+static hs_status compute_points(hs_timeline_report *r, int models, const hs_notes *notes, hs_error *err)
 {
     r->induction = -1;
     for (int i = 0; i < r->n; i++) {
         hs_loaded ld;
-        hs_status s = hs_load(r->files[i], HS_NEED_ANY_TASK, NULL, notes, &ld, err);
+        hs_status s = hs_load(r->files[i], models ? 0 : HS_NEED_ANY_TASK, NULL, notes, &ld, err);
         if (s != HS_OK) return s;
-        const int is_ind = ld.ind != NULL;
-        if (r->induction >= 0 &&
-            (is_ind != r->induction || ld.model->cfg.n_layers != r->L || ld.model->cfg.n_heads != r->H)) {
+        const int is_ind = ld.ind != NULL || (ld.task == NULL);
+        const int is_rep = ld.ind == NULL && ld.task == NULL;
+        if (r->induction >= 0 && (is_ind != r->induction || is_rep != r->repeated ||
+                                  ld.model->cfg.n_layers != r->L || ld.model->cfg.n_heads != r->H)) {
             hs_loaded_free(&ld);
             return hs_fail(err, HS_ERR_INPUT, "%s is not from the same run (task or shape differs from "
                            "the first checkpoint)", r->files[i]);
         }
         r->induction = is_ind;
+        r->repeated = is_rep;
         r->L = ld.model->cfg.n_layers;
         r->H = ld.model->cfg.n_heads;
         hs_error pe = {0};
-        s = is_ind ? hs_timeline_point_induction(ld.model, ld.ind, &r->points[i], &pe)
-                   : hs_timeline_point_winograd(ld.model, ld.task, &r->points[i], &pe);
+        if (is_rep) {
+            /* the model's own tokens: its tokenizer's (padding ids left out), else every id */
+            const int V = ld.model->cfg.d_vocab;
+            const int nt = ld.vocab_is_ids || (int)ld.vocab->n > V ? V : (int)ld.vocab->n;
+            const hs_timeline_rep_opts o = hs_timeline_rep_opts_default();
+            s = hs_timeline_point_repeated(ld.model, ld.vocab_is_ids ? -1 : hs_tok_bos(ld.vocab), nt, &o,
+                                           &r->points[i], &pe);
+        } else {
+            s = is_ind ? hs_timeline_point_induction(ld.model, ld.ind, &r->points[i], &pe)
+                       : hs_timeline_point_winograd(ld.model, ld.task, &r->points[i], &pe);
+        }
         hs_loaded_free(&ld);
         if (s != HS_OK) return hs_fail(err, s, "%s: %s", r->files[i], pe.msg);
     }
@@ -253,7 +265,8 @@ static hs_status report_json(hs_timeline_report *r, const char *dir, double drop
     cJSON *root = r->json = cJSON_CreateObject();
     if (!root) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     cJSON_AddStringToObject(root, "dir", dir);
-    cJSON_AddStringToObject(root, "task", r->induction ? "induction" : "winograd");
+    cJSON_AddStringToObject(root, "task", r->repeated ? "repeated random tokens"
+                                          : r->induction ? "induction" : "winograd");
     cJSON_AddNumberToObject(root, "n_layers", r->L);
     cJSON_AddNumberToObject(root, "n_heads", r->H);
     cJSON *sum = cJSON_AddObjectToObject(root, "summary");
@@ -269,6 +282,13 @@ static hs_status report_json(hs_timeline_report *r, const char *dir, double drop
     cJSON *arr = cJSON_AddArrayToObject(root, "checkpoints");
     for (int i = 0; i < r->n; i++) cJSON_AddItemToArray(arr, point_json(r, i));
     cJSON *names = cJSON_AddArrayToObject(root, "head_names");
+    if (r->repeated && r->n > 0 && r->points[0].tokens) {
+        /* the sequences scored (the same draw at every checkpoint) */
+        const hs_timeline_point *p = &r->points[0];
+        cJSON *seqs = cJSON_AddArrayToObject(root, "repeated_tokens");
+        for (int q = 0; q < p->n_seqs; q++)
+            cJSON_AddItemToArray(seqs, cJSON_CreateIntArray(p->tokens + (size_t)q * p->seq_len, p->seq_len));
+    }
     for (int k = 0; k < r->L * r->H; k++) {
         char nm[32];
         snprintf(nm, sizeof nm, "L%dH%d", k / r->H, k % r->H);
@@ -379,7 +399,7 @@ static hs_status write_folder(hs_timeline_report *r, const char *dir, hs_outdir 
 }
 
 /* The run over the checkpoints out already lists (label: the report's "dir"). */
-static hs_status run_listed(const char *label, hs_status s, const char *out_dir, hs_figopts *fo,
+static hs_status run_listed(const char *label, int models, hs_status s, const char *out_dir, hs_figopts *fo,
                             hs_pool *pool, const hs_notes *notes, hs_timeline_report *out, hs_error *err)
 {
     hs_outdir od;
@@ -398,7 +418,7 @@ static hs_status run_listed(const char *label, hs_status s, const char *out_dir,
             free(inputs);
         }
     }
-    if (s == HS_OK) s = compute_points(out, notes, err);
+    if (s == HS_OK) s = compute_points(out, models, notes, err);
     if (s == HS_OK) s = summarise(out, &drop_by, err);
     if (s == HS_OK) s = report_json(out, dir, drop_by, err);
     if (s == HS_OK && out_dir) s = write_folder(out, dir, &od, fo, notes, err);
@@ -411,7 +431,7 @@ hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, 
                           const hs_notes *notes, hs_timeline_report *out, hs_error *err)
 {
     memset(out, 0, sizeof *out);
-    return run_listed(dir, list_ckpts(dir, out, err), out_dir, fo, pool, notes, out, err);
+    return run_listed(dir, 0, list_ckpts(dir, out, err), out_dir, fo, pool, notes, out, err);
 }
 
 hs_status hs_timeline_run_models(const char *const *paths, const int *steps, int n, const char *out_dir,
@@ -419,6 +439,6 @@ hs_status hs_timeline_run_models(const char *const *paths, const int *steps, int
                                  hs_timeline_report *out, hs_error *err)
 {
     memset(out, 0, sizeof *out);
-    return run_listed("--models", list_models(paths, steps, n, out, err), out_dir, fo, pool, notes, out,
+    return run_listed("--models", 1, list_models(paths, steps, n, out, err), out_dir, fo, pool, notes, out,
                       err);
 }

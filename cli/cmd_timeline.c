@@ -25,7 +25,9 @@ static const char TIMELINE_HELP[] =
     "order, or with --models the checkpoints given (files or Hugging Face folders,\n"
     "e.g. a run's revisions step1000/ step2000/ ...: each at the step in its name,\n"
     "the digits after its last \"step\", or at --steps, one per checkpoint in the\n"
-    "order given; each must carry its task, as a converted headscope run does),\n"
+    "order given; each carrying its task, as a converted headscope run does, or\n"
+    "none, as Pythia's public revisions: then scored on 10 sequences of 50 random\n"
+    "tokens of the model's vocabulary, each repeated once, BOS first),\n"
     "and computes, for each, what `circuit` computes on it alone: the loss,\n"
     "the task metric (held-out accuracy: repeated-segment tokens for induction,\n"
     "the referent at 14 for Winograd), every head's previous-token and induction\n"
@@ -45,7 +47,8 @@ static const char TIMELINE_HELP[] =
 static void print_table(const hs_timeline_report *r, const char *dir, const char *out)
 {
     const int ind = r->induction;
-    printf("%s timeline of %s: %d checkpoints, %d layers x %d heads\n", ind ? "induction" : "winograd", dir,
+    printf("%s timeline of %s: %d checkpoints, %d layers x %d heads\n",
+           r->repeated ? "induction (repeated random tokens)" : ind ? "induction" : "winograd", dir,
            r->n, r->L, r->H);
     printf("%8s %8s %8s  %-14s %-10s %s\n", "step", ind ? "seg loss" : "loss", "acc",
            ind ? "best ind." : "best 1st-noun", ind ? "holds" : "step 2", "heads / verdict");

@@ -73,7 +73,7 @@ static int n_tokens(const hs_tokenizer *t, const char *text, hs_status *st, hs_e
 }
 
 /* Keeps in keep[] (their count returned, -1 on error) the words of list
- * whose " word" is one token of t. */
+ * whose " word" is one token of t (hs_tok_one). */
 static int one_token_words(const hs_tokenizer *t, const char *const *list, int n, int *keep,
                            hs_status *st, hs_error *err)
 {
@@ -81,9 +81,15 @@ static int one_token_words(const hs_tokenizer *t, const char *const *list, int n
     for (int i = 0; i < n; i++) {
         char s[64];
         snprintf(s, sizeof s, " %s", list[i]);
-        const int len = n_tokens(t, s, st, err);
-        if (len < 0) return -1;
-        if (len == 1) keep[k++] = i;
+        /* one token as an answer is (hs_tok_one: as inside a prompt) */
+        hs_error e1 = {0};
+        int id;
+        const hs_status s1 = hs_tok_one(t, s, &id, &e1);
+        if (s1 == HS_OK) keep[k++] = i;
+        else if (s1 != HS_ERR_INPUT) {
+            *st = hs_fail(err, s1, "%s", e1.msg);
+            return -1;
+        }
     }
     return k;
 }

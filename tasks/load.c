@@ -71,7 +71,10 @@ static hs_status load_vocab(const char *path, int need, const hs_load_source *sr
         st = hs_tokenizer_read(src->vocab, &out->vocab, err);
     } else if (out->meta.vocab) {
         st = hs_tokenizer_from_json(out->meta.vocab, &out->vocab, err);
-    } else if (is_folder(path)) {
+    } else if (is_folder(path) && ((need & (HS_NEED_VOCAB | HS_NEED_TASK | HS_NEED_ANY_TASK)) ||
+                                   strcmp(tokenizer_file(path), "tokenizer") != 0)) {
+        /* (a folder without any tokenizer file, read by a caller that needs no
+         * vocabulary, gets id labels below, as a file without vocab metadata) */
         st = hs_tokenizer_load_dir(path, &out->vocab, err);
         if (st == HS_OK && (int)out->vocab->n > out->model->cfg.d_vocab)
             return past_vocab(path, out->vocab, out->model->cfg.d_vocab, err);

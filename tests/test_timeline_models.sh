@@ -10,6 +10,12 @@
 # equal; --steps orders folders without a step in their name; a folder
 # without one and without --steps, two folders at one step, a --steps list
 # of the wrong length: refused in one line (exit 1; the list: usage, 2).
+# The same folders without headscope's task metadata (as Pythia's public
+# revisions are): scored on repeated random tokens (TL's and Olsson et al.'s
+# standard), the induction jump and the circuit's first step still 1000 with
+# the same heads, and every score and loss of one folder equal to an
+# independent numpy float64 computation (ref_family.forward) on the
+# sequences the report lists.
 set -euo pipefail
 HS=${2:?usage: test_timeline_models.sh BUILD_DIR HEADSCOPE_BIN}
 PY=/usr/bin/python3
@@ -30,6 +36,7 @@ for f in "$TMP"/keep/step-*.safetensors; do
     s=${s#step-}
     s=$((10#$s))
     "$PY" "$HERE/py/to_hf_neox.py" "$f" "$TMP/neox/step$s"
+    "$PY" "$HERE/py/to_hf_neox.py" "$f" "$TMP/bare/step$s" --bare
 done
 
 run 0 orig timeline "$TMP/keep" --json
@@ -50,6 +57,60 @@ for x, y in zip(a["checkpoints"], b["checkpoints"]):
         if k != "file":
             assert x[k] == y[k], (x["step"], k, x[k], y[k])
 PYEOF
+
+# no task metadata: repeated random tokens
+run 0 bare timeline --models "$TMP"/bare/step* --json
+"$PY" - "$TMP/bare.out" "$TMP/orig.out" "$TMP/bare/step1000" "$HERE/py" <<'PYEOF' || fail "timeline --models without a task"
+import json, sys, os
+import numpy as np
+r, a = (json.load(open(p)) for p in sys.argv[1:3])
+sys.path.insert(0, sys.argv[4])
+import ref_family
+assert r["task"] == "repeated random tokens", r["task"]
+assert r["summary"]["induction_jump_step"] == 1000 and r["summary"]["first_step_circuit_holds"] == 1000, r["summary"]
+byst = {x["step"]: x for x in r["checkpoints"]}
+assert byst[1000]["heads"] == {x["step"]: x for x in a["checkpoints"]}[1000]["heads"] == "L0H0 -> L1H1"
+assert byst[0]["holds"] is False and byst[1500]["icl_score"] < -1.0 < byst[0]["icl_score"], byst
+seqs = np.array(r["repeated_tokens"])
+assert seqs.shape == (10, 24), seqs.shape  # no BOS (no tokenizer), 12 + 12 of n_ctx 24
+n = 12
+assert (seqs[:, :n] == seqs[:, n:]).all() and seqs.min() >= 0 and seqs.max() < 16
+# the folder's weights, read with numpy (F32 safetensors)
+d = sys.argv[3]
+raw = open(os.path.join(d, "model.safetensors"), "rb").read()
+hl = int.from_bytes(raw[:8], "little")
+hdr = json.loads(raw[8:8 + hl])
+wt = {k: np.frombuffer(raw[8 + hl + v["data_offsets"][0]:8 + hl + v["data_offsets"][1]], "<f4")
+      .reshape(v["shape"]).astype(np.float64) for k, v in hdr.items() if k != "__metadata__"}
+cfg = json.load(open(os.path.join(d, "config.json")))
+L, H = 2, 2
+ind = np.zeros(L * H); prev = np.zeros(L * H); early = late = allce = 0.0; hits = 0
+for t in seqs:
+    o = ref_family.forward("gpt_neox", cfg, wt, t)
+    lg = o["logits"]
+    lp = lg - lg.max(1, keepdims=True)
+    lp = lp - np.log(np.exp(lp).sum(1, keepdims=True))
+    ce = -lp[np.arange(2 * n - 1), t[1:]]
+    early += ce[0:n - 1].sum(); late += ce[n:2 * n - 1].sum(); allce += ce.sum()
+    hits += (lg[n:2 * n - 1].argmax(1) == t[n + 1:]).sum()
+    for l in range(L):
+        A = o["blocks.%d.attn.hook_pattern" % l]  # [H, dest, src]
+        for h in range(H):
+            ind[l * H + h] += np.mean([A[h, n + k, k + 1] for k in range(n)])
+            prev[l * H + h] += np.mean([A[h, p, p - 1] for p in range(1, 2 * n)])
+ns = 10 * (n - 1)
+got = byst[1000]
+want = {"induction": ind / 10, "previous_token": prev / 10}
+for k, w in want.items():
+    g = np.array(got[k])
+    assert np.abs(g - w).max() < 1e-5, (k, g, w)
+for k, w in (("segment_loss", late / ns), ("icl_score", (late - early) / ns), ("loss", allce / (10 * (2 * n - 1))),
+             ("accuracy", hits / ns)):
+    assert abs(got[k] - w) < 1e-5 * max(1.0, abs(w)), (k, got[k], w)
+print("repeated random tokens: scores and losses equal numpy's (step1000)")
+PYEOF
+run 1 mixed timeline --models "$TMP/neox/step250" "$TMP/bare/step500"
+one_line mixed "is not from the same run"
 
 # --steps: folders named without a step
 mkdir -p "$TMP/named"

@@ -112,6 +112,31 @@ void hs_tokens_free(hs_tokens *t)
     memset(t, 0, sizeof *t);
 }
 
+/* The one token s (starting with a space) adds after the word "a", as inside
+ * a prompt: encode("a" + s) minus encode("a") (a Metaspace tokenizer puts
+ * its '▁' before a text's first word, so " Mary" alone is '▁' '▁Mary' while
+ * in a sentence it is '▁Mary'); -1 when that is not one token (*st HS_OK) or
+ * on an error (*st set). */
+static int in_context(const hs_tokenizer *t, const char *s, hs_status *st, hs_error *err)
+{
+    hs_tokens a = {0}, b = {0};
+    const size_t n = strlen(s);
+    char *as = malloc(n + 2);
+    int id = -1;
+    *st = as ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (as) {
+        as[0] = 'a';
+        memcpy(as + 1, s, n + 1);
+    }
+    if (*st == HS_OK) *st = hs_tok_encode(t, "a", 0, &a, err);
+    if (*st == HS_OK) *st = hs_tok_encode(t, as, 0, &b, err);
+    if (*st == HS_OK && b.n == a.n + 1 && memcmp(a.ids, b.ids, a.n * sizeof *a.ids) == 0) id = b.ids[a.n];
+    hs_tokens_free(&a);
+    hs_tokens_free(&b);
+    free(as);
+    return id;
+}
+
 hs_status hs_tok_one(const hs_tokenizer *t, const char *s, int *id, hs_error *err)
 {
     *id = -1;
@@ -122,6 +147,10 @@ hs_status hs_tok_one(const hs_tokenizer *t, const char *s, int *id, hs_error *er
     const size_t at = hs_tok_bos(t) >= 0 ? 1 : 0, n = tk.n - at;
     if (n == 1) {
         *id = tk.ids[at];
+    } else if (s[0] == ' ' && (*id = in_context(t, s, &st, err)) >= 0) {
+        /* one token after a word, as in a prompt (SentencePiece-style " Mary") */
+    } else if (st != HS_OK) {
+        /* in_context's error said */
     } else {
         hs_buf b = {0};
         hs_buf_printf(&b, "'%s' is %zu tokens (", s, n);

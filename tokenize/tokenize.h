@@ -342,7 +342,12 @@ hs_status hs_tokenizer_from_vocab_merges(const char *vocab, size_t nv, const cha
  * (HS_ERR_INPUT, one line; callers prefix where it came from): "'' is empty,
  * not one token"; "'S' is N tokens ('a' 'b' ...)" with the exact token
  * strings (GPT-2's " Marianne": "' Marianne' is 2 tokens (' Marian' 'ne')");
- * hs_tok_encode's messages (a word vocabulary's unknown word, ...). */
+ * hs_tok_encode's messages (a word vocabulary's unknown word, ...). An s
+ * starting with a space that is not one token alone but is the one token it
+ * adds after a word ("a" + s minus "a") gives that token: a SentencePiece-style
+ * tokenizer (Llama 2's Metaspace, prepend_scheme "first") encodes " Mary"
+ * alone as '▁' '▁Mary' and inside a prompt as '▁Mary' (6182), the token a
+ * model predicts there. */
 hs_status hs_tok_one(const hs_tokenizer *t, const char *s, int *id, hs_error *err);
 
 #endif

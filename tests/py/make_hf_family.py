@@ -6,6 +6,16 @@ numpy only, no network, no real weights).
 
 Usage:
   make_hf_family.py OUTDIR     every variant, its reference and the bad cases
+  make_hf_family.py OUTDIR --bench
+                               the speed bench's folders (bench/family_speed.sh),
+                               no reference: OUTDIR/pythia-160m-random (gpt_neox,
+                               Pythia-160M's shape: 12 layers x 12 heads, d_model
+                               768, MLP 3072, rotary_pct 0.25, parallel, untied,
+                               vocab 50,304, 2,048 positions; 650 MB) and
+                               OUTDIR/smollm-135m-random (llama, SmolLM-135M's:
+                               30 layers, 9 query heads on 3 key/value heads of
+                               64, d_model 576, SwiGLU 1536, tied, vocab 49,152,
+                               2,048 positions; 540 MB)
 
 Each variant OUTDIR/<name>/ holds config.json (the family's real field names,
 as save_pretrained writes its config class's fields) and model.safetensors
@@ -327,12 +337,26 @@ def bad_cases(out, rng):
             f.write("%s\t%s\n" % (case, expect))
 
 
+BENCH = {
+    "pythia-160m-random": dict(cfg=lambda: neox_config(768, 12, 12, 50304, 2048, 0.25, inner=3072)),
+    "smollm-135m-random": dict(cfg=lambda: llama_config("llama", 576, 9, 3, 30, 49152, 2048, 1536,
+                                                        tie_word_embeddings=True)),
+}
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(33)
+    if "--bench" in sys.argv[2:]:
+        for name, spec in BENCH.items():
+            c, vals, ids, tensors = build(name, spec, rng)
+            del vals
+            st.write_folder(os.path.join(out, name), c, tensors)
+            print(os.path.join(out, name))
+        return
     for name, spec in VARIANTS.items():
         shutil.rmtree(os.path.join(out, name), ignore_errors=True)
         c, vals, ids, tensors = build(name, spec, rng)

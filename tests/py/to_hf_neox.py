@@ -2,7 +2,10 @@
 """A headscope checkpoint as a Hugging Face GPT-NeoX (Pythia) folder, as
 GPTNeoXForCausalLM.save_pretrained writes one (numpy only).
 
-Usage: to_hf_neox.py CHECKPOINT.safetensors OUTDIR
+Usage: to_hf_neox.py CHECKPOINT.safetensors OUTDIR [--bare]
+
+--bare leaves out the checkpoint's vocab and task metadata (a folder as
+Pythia's public revisions are: no headscope task).
 
 The checkpoint must be GPT-NeoX-shaped: rotary positions (rotate-half),
 parallel attention and MLP, LayerNorm, exact GELU, an MLP, and no biases
@@ -50,7 +53,7 @@ def write_st(path, tensors, meta):
             np.ascontiguousarray(a, dtype="<f4").tofile(f)
 
 
-def convert(src, out):
+def convert(src, out, bare=False):
     w, meta = read_st(src)
     cfg = json.loads(meta["config"])
     assert cfg["positional_embedding_type"] == "rotary" and cfg.get("parallel_attn_mlp"), cfg
@@ -86,11 +89,12 @@ def convert(src, out):
     os.makedirs(out, exist_ok=True)
     with open(os.path.join(out, "config.json"), "w") as f:
         json.dump(hf, f, indent=2)
-    keep = {k: meta[k] for k in ("vocab", "task") if k in meta}
+    keep = {} if bare else {k: meta[k] for k in ("vocab", "task") if k in meta}
     write_st(os.path.join(out, "model.safetensors"), ts, dict(keep, format="pt"))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
+    args = [a for a in sys.argv[1:] if a != "--bare"]
+    if len(args) != 2:
         sys.exit(__doc__)
-    convert(sys.argv[1], sys.argv[2])
+    convert(args[0], args[1], "--bare" in sys.argv[1:])
