@@ -61,9 +61,11 @@ static const char DISCOVER_HELP[] =
     "  --top N               the circuit is the top N edges by |score| (pruned)\n"
     "  --threshold X         ... or every edge with |score| >= X (default: the top 5%)\n"
     "  --select S            how N edges are chosen (--top, the 5% default, the curve):\n"
-    "                        topn (default: the N of largest |score|, MIB's) | greedy\n"
-    "                        (EAP-IG's apply_greedy: grown from logits, each step the\n"
-    "                        strongest edge into a node already in the circuit)\n"
+    "                        topn (default: the N of largest |score|, MIB's --absolute)\n"
+    "                        | greedy (EAP-IG's apply_greedy: grown from logits, each\n"
+    "                        step the strongest edge into a node already in the circuit)\n"
+    "                        | signed (the N whose ablation lowers the metric most:\n"
+    "                        MIB's evaluation default on graph.json, signed scores)\n"
     "  --tau X               ACDC's threshold (default 0.01)\n"
     "  --abs-threshold       ACDC removes an edge when |metric change| < tau (ACDC's\n"
     "                        --abs-value-threshold; default: signed)\n"
@@ -190,8 +192,8 @@ int cmd_discover(int argc, char **argv)
     if (o.method != HS_DISCOVER_ACDC && !isnan(o.tau)) return cli_usage_error(C, "--tau is for --method acdc");
     if (o.method != HS_DISCOVER_ACDC && (o.acdc_abs || o.acdc_headscope_order))
         return cli_usage_error(C, "--abs-threshold and --acdc-order are for --method acdc");
-    if (o.select == HS_SELECT_GREEDY && !isnan(o.threshold))
-        return cli_usage_error(C, "--select greedy grows a circuit of N edges (--top N), not a threshold");
+    if (o.select != HS_SELECT_TOPN && !isnan(o.threshold))
+        return cli_usage_error(C, "--select %s chooses N edges (--top N), not a threshold", hs_select_names[o.select]);
     if (o.method != HS_DISCOVER_EAP_IG && o.ig_steps) return cli_usage_error(C, "--ig-steps is for --method eap-ig");
     if (o.method != HS_DISCOVER_EAP_IG && o.ig_right) return cli_usage_error(C, "--ig-alphas is for --method eap-ig");
     if (o.method == HS_DISCOVER_EAP && o.metric == HS_METRIC_KL)

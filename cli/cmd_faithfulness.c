@@ -36,7 +36,9 @@ static const char FAITH_HELP[] =
     "  --ablation A          resample (default) | mean | zero\n"
     "  --select S            how the curve chooses N edges from the file's scores:\n"
     "                        topn (default: the N of largest |score|) | greedy\n"
-    "                        (EAP-IG's apply_greedy: grown from logits)\n"
+    "                        (EAP-IG's apply_greedy: grown from logits) | signed\n"
+    "                        (the N whose ablation lowers the metric most: MIB's\n"
+    "                        evaluation default)\n"
     "  --out DIR             write faithfulness.json and the figures circuit and\n"
     "                        faithfulness_curve (in --format) into DIR (created if\n"
     "                        missing; its parent must exist)\n"
@@ -97,7 +99,7 @@ int cmd_faithfulness(int argc, char **argv)
             break;
         case O_SELECT:
             if ((k = named(optarg, hs_select_names, HS_SELECT_N)) < 0)
-                return cli_usage_error(C, "--select takes topn or greedy, not '%s'", optarg);
+                return cli_usage_error(C, "--select takes topn, greedy or signed, not '%s'", optarg);
             o.select = (hs_select_kind)k;
             break;
         }

@@ -71,17 +71,24 @@ hs_status hs_scores_finite(const hs_graph *g, const double *scores, hs_error *er
     return HS_OK;
 }
 
-hs_status hs_edge_ranking(const hs_graph *g, const double *scores, size_t *order, hs_error *err)
+/* order <- the edges by key descending (|score|, or -score when signed), the
+ * lower index first on ties. */
+static hs_status rank_edges(const hs_graph *g, const double *scores, int is_signed, size_t *order, hs_error *err)
 {
     hs_status st = hs_scores_finite(g, scores, err);
     if (st != HS_OK) return st;
     ranked *rk = malloc((g->n_edges ? g->n_edges : 1) * sizeof *rk);
     if (rk == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
-    for (size_t e = 0; e < g->n_edges; e++) rk[e] = (ranked){fabs(scores[e]), e};
+    for (size_t e = 0; e < g->n_edges; e++) rk[e] = (ranked){is_signed ? -scores[e] : fabs(scores[e]), e};
     qsort(rk, g->n_edges, sizeof *rk, by_abs_desc);
     for (size_t k = 0; k < g->n_edges; k++) order[k] = rk[k].i;
     free(rk);
     return HS_OK;
+}
+
+hs_status hs_edge_ranking(const hs_graph *g, const double *scores, size_t *order, hs_error *err)
+{
+    return rank_edges(g, scores, 0, order, err);
 }
 
 hs_status hs_circuit_select(const hs_graph *g, const double *scores, long top_n, double threshold,
@@ -106,7 +113,7 @@ hs_status hs_circuit_select(const hs_graph *g, const double *scores, long top_n,
     return st;
 }
 
-const char *const hs_select_names[HS_SELECT_N] = {"topn", "greedy"};
+const char *const hs_select_names[HS_SELECT_N] = {"topn", "greedy", "signed"};
 
 int hs_select_parse(const char *s)
 {
@@ -202,6 +209,7 @@ static hs_status greedy_order(const hs_graph *g, const double *scores, size_t *o
 hs_status hs_edge_order(const hs_graph *g, const double *scores, hs_select_kind sel, size_t *order, hs_error *err)
 {
     if (sel == HS_SELECT_TOPN) return hs_edge_ranking(g, scores, order, err);
+    if (sel == HS_SELECT_SIGNED) return rank_edges(g, scores, 1, order, err);
     if (sel != HS_SELECT_GREEDY) return hs_fail(err, HS_ERR_INPUT, "unknown circuit selection %d", (int)sel);
     hs_status st = hs_scores_finite(g, scores, err);
     return st == HS_OK ? greedy_order(g, scores, order, err) : st;

@@ -105,6 +105,8 @@ static hs_status choose_circuit(const hs_discover_opts *o, hs_discover_report *r
     }
     if (o->select == HS_SELECT_GREEDY)
         snprintf(r->chosen_by, sizeof r->chosen_by, "%ld edges grown greedily from logits by |score|", top);
+    else if (o->select == HS_SELECT_SIGNED)
+        snprintf(r->chosen_by, sizeof r->chosen_by, "the %ld edges lowering the metric most", top);
     else snprintf(r->chosen_by, sizeof r->chosen_by, "the top %ld edges by |score|", top);
     if ((size_t)top > r->g.n_edges)
         return hs_fail(err, HS_ERR_INPUT, "top %ld edges asked for, but the graph has %zu", top, r->g.n_edges);
@@ -153,7 +155,8 @@ static hs_status discover_figures(const hs_model *m, const hs_prompts *p, const 
         const hs_faith_curve *c[1] = {&r->curve};
         const char *name[1] = {mt};
         snprintf(title, sizeof title, "faithfulness of the %s by %s score (%s, %s ablation)",
-                 r->select == HS_SELECT_GREEDY ? "edges grown greedily from logits" : "top edges", mt,
+                 r->select == HS_SELECT_GREEDY ? "edges grown greedily from logits"
+                 : r->select == HS_SELECT_SIGNED ? "edges lowering the metric most" : "top edges", mt,
                  hs_metric_names[r->metric], hs_ablate_method_names[r->ablation]);
         st = hs_faith_figure_write(od, "faithfulness_curve", c, name, 1, title,
                                    "normalised faithfulness over circuit size (MIB's sizes, % of the edges)", err);
@@ -250,9 +253,9 @@ static hs_status discover_check(const hs_model *m, const hs_discover_opts *o, hs
         return hs_fail(err, HS_ERR_INPUT, "--tau needs a finite number >= 0");
     if (o->top_n >= 0 && !isnan(o->threshold)) return hs_fail(err, HS_ERR_INPUT, "give --top or --threshold, not both");
     if ((unsigned)o->select >= HS_SELECT_N) return hs_fail(err, HS_ERR_INPUT, "discover: unknown circuit selection");
-    if (o->select == HS_SELECT_GREEDY && !isnan(o->threshold))
-        return hs_fail(err, HS_ERR_INPUT, "--select greedy grows a circuit of a number of edges (--top N), not a "
-                       "threshold");
+    if (o->select != HS_SELECT_TOPN && !isnan(o->threshold))
+        return hs_fail(err, HS_ERR_INPUT, "--select %s chooses a number of edges (--top N), not a threshold",
+                       hs_select_names[o->select]);
     if (!isnan(o->threshold) && !(o->threshold >= 0 && isfinite(o->threshold)))
         return hs_fail(err, HS_ERR_INPUT, "--threshold needs a finite number >= 0");
     return HS_OK;
@@ -331,7 +334,8 @@ static hs_status faith_figures(const hs_faith_opts *o, const hs_notes *notes, co
         const hs_faith_curve *c[1] = {&r->curve};
         const char *name[1] = {"graph.json"};
         snprintf(title, sizeof title, "faithfulness of the %s by the graph's scores (%s, %s ablation)",
-                 o->select == HS_SELECT_GREEDY ? "edges grown greedily from logits" : "top edges",
+                 o->select == HS_SELECT_GREEDY ? "edges grown greedily from logits"
+                 : o->select == HS_SELECT_SIGNED ? "edges lowering the metric most" : "top edges",
                  hs_metric_names[o->metric], hs_ablate_method_names[o->ablation]);
         st = hs_faith_figure_write(od, "faithfulness_curve", c, name, 1, title,
                                    "normalised faithfulness over circuit size (MIB's sizes, % of the edges)", err);

@@ -149,8 +149,9 @@ static void curve_summary(const hs_faith_curve *c, hs_buf *b)
 {
     char x[32], y[32];
     hs_buf_printf(b, "faithfulness curve (%s at MIB's sizes, pruned): CPR %s, CMD %s\n",
-                  c->selection == HS_SELECT_GREEDY ? "edges grown greedily from logits by |score|"
-                                                   : "top edges by |score|",
+                  c->selection == HS_SELECT_GREEDY   ? "edges grown greedily from logits by |score|"
+                  : c->selection == HS_SELECT_SIGNED ? "edges lowering the metric most"
+                                                     : "top edges by |score|",
                   fmt_f(x, sizeof x, c->cpr), fmt_f(y, sizeof y, c->cmd));
     hs_buf_printf(b, "  %8s %8s %10s %12s\n", "fraction", "edges", "metric", "faithfulness");
     for (int k = 0; k <= HS_FAITH_N; k++) {

@@ -240,11 +240,18 @@ hs_status hs_circuit_select(const hs_graph *g, const double *scores, long top_n,
  *                     not reach; top-n may instead pick strong edges into
  *                     heads that nothing links to logits, which pruning
  *                     then empties.
- * Either way the circuit of n edges is the first n of one order of all the
+ *   HS_SELECT_SIGNED  the n edges whose ablation lowers the metric most
+ *                     (score ascending, the lower index first on ties):
+ *                     MIB's evaluation default (run_evaluation.py without
+ *                     --absolute: EAP-IG Graph.apply_topn, absolute=False,
+ *                     on graph.json's scores, which are -score / batch),
+ *                     so it takes from headscope's graph.json what MIB
+ *                     takes from it. Edges that raise the metric come last.
+ * Each way the circuit of n edges is the first n of one order of all the
  * edges (greedy's n steps are the first n of its E steps), then pruned.
  */
-typedef enum { HS_SELECT_TOPN = 0, HS_SELECT_GREEDY, HS_SELECT_N } hs_select_kind;
-/* "topn", "greedy". */
+typedef enum { HS_SELECT_TOPN = 0, HS_SELECT_GREEDY, HS_SELECT_SIGNED, HS_SELECT_N } hs_select_kind;
+/* "topn", "greedy", "signed". */
 extern const char *const hs_select_names[HS_SELECT_N];
 /* The selection named s, or -1. */
 int hs_select_parse(const char *s);
@@ -552,7 +559,7 @@ typedef struct {
     double *scores;             /* [n_edges] the method's edge scores, metric(edge ablated) - metric(clean) */
     unsigned char *in_circuit;  /* [n_edges] the circuit, pruned */
     size_t n_kept;              /* its edges */
-    char chosen_by[64];         /* "the top 5 edges by |score|", "5 edges grown greedily from logits by
+    char chosen_by[64];         /* "the top 5 edges by |score|", "the 5 edges lowering the metric most", "5 edges grown greedily from logits by
                                  * |score|", "|score| >= 0.1", "ACDC with tau 0.01" */
     double tau;                 /* ACDC's tau (the default when none was given) */
     int acdc_abs, acdc_headscope_order; /* ACDC's rule and order (method acdc; else 0) */

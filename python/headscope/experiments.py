@@ -111,7 +111,7 @@ def discover(model, data, method="eap-ig", metric=None, ablation=None, top=None,
     metric ("logit-diff", "prob-diff", "kl"), ablation ("resample" by
     default: the corrupted partners, "mean", "zero"), the circuit of the top
     `top` edges, those with |score| >= threshold, or MIB's 5 % (select
-    "topn" or "greedy"); ig_steps for EAP-IG, tau for ACDC. data: a JSONL
+    "topn", "greedy" or "signed": MIB's evaluation default); ig_steps for EAP-IG, tau for ACDC. data: a JSONL
     path or a list of dicts with "prompt", "corrupted", "answer", "wrong".
     Returns a Discovery (the report dict with .graph, .top(n), .circuit,
     .faithfulness)."""

@@ -2,15 +2,12 @@
 """tests/py/mib_interop_check.py -- headscope's graph.json read by EAP-IG's own
 Graph.from_json and selected by its Graph.apply_topn (tests/py/eapig: graph.py
 of hannamw/EAP-IG at 795f560, MIT, with stand-ins for einops and
-transformer_lens) the way MIB's evaluation does by default (signed scores,
-prune=True) gives the circuit headscope's own top-n gave (the file's in_graph
-edges) when headscope's top n by |score| are edges whose ablation lowers the
-metric (all of them positive in MIB's sign, as MIB's own attribution would
-write them; asserted for the files marked "signed", checked where it holds
-for those marked "auto"), and absolute selection (MIB's --absolute) gives it
-always.
+transformer_lens) gives the circuit headscope chose (the file's in_graph
+edges): MIB's evaluation default (signed scores, absolute=False, prune=True)
+for a file headscope wrote with `--select signed`, and MIB's --absolute for
+one written with the default `--select topn`.
 
-usage: mib_interop_check.py GRAPH.json N signed|auto [GRAPH.json N signed|auto ...]
+usage: mib_interop_check.py GRAPH.json N signed|absolute [GRAPH.json N signed|absolute ...]
 Prints each file's edge counts; exits 1 on the first mismatch."""
 import os
 import sys
@@ -32,25 +29,20 @@ def main():
         sys.exit(__doc__)
     for path, n, kind in zip(args[::3], args[1::3], args[2::3]):
         n = int(n)
+        assert kind in ("signed", "absolute"), kind
         edges = json.load(open(path))["edges"]
         want = {k for k, v in edges.items() if v["in_graph"]}
-        # headscope's top n by |score| all lower the metric: positive in MIB's sign
-        top = sorted(edges.values(), key=lambda v: -abs(v["score"]))[:n]
-        lowering = all(v["score"] > 0 for v in top)
-        assert lowering or kind != "signed", (path, n, "a top edge raises the metric, or the sign is not MIB's")
-        for absolute in ((False, True) if lowering else (True,)):
-            g = Graph.from_json(path)
-            assert circuit(g) == want, (path, "from_json changed in_graph")
-            g.apply_topn(n, absolute=absolute, prune=True)
-            got = circuit(g)
-            if got != want:
-                sys.exit("FAIL %s: apply_topn(%d, absolute=%s) selects %d edges, headscope's top %d %d; only "
-                         "EAP-IG's: %s; only headscope's: %s" % (path, n, absolute, len(got), n, len(want),
-                                                                 sorted(got - want)[:5], sorted(want - got)[:5]))
-        print("%s: top %d, %d edges after pruning, the same with %s selection" %
-              (path, n, len(want), "signed and absolute" if lowering else
-               "absolute (a top edge raises the metric: MIB's signed default takes another)"))
-
+        g = Graph.from_json(path)
+        assert circuit(g) == want, (path, "from_json changed in_graph")
+        g.apply_topn(n, absolute=kind == "absolute", prune=True)
+        got = circuit(g)
+        if got != want:
+            sys.exit("FAIL %s: apply_topn(%d, absolute=%s) selects %d edges, headscope's %d; only "
+                     "EAP-IG's: %s; only headscope's: %s" % (path, n, kind == "absolute", len(got), len(want),
+                                                             sorted(got - want)[:5], sorted(want - got)[:5]))
+        raising = sum(1 for v in edges.values() if v["in_graph"] and v["score"] < 0)
+        print("%s: top %d (%s), %d edges after pruning, %d of them raising the metric: the same circuit" %
+              (path, n, kind, len(want), raising))
 
 if __name__ == "__main__":
     main()
