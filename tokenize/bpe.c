@@ -69,6 +69,12 @@ static void byte_alphabet(uint32_t cp_of[256], int byte_of[ALPHA_MAX])
     }
 }
 
+void hs_bpe_alphabet(uint32_t cp_of[256])
+{
+    int byte_of[ALPHA_MAX];
+    byte_alphabet(cp_of, byte_of);
+}
+
 size_t hs_utf8_bad_len(const unsigned char *s, size_t n)
 {
     const unsigned char c = s[0];
@@ -476,6 +482,35 @@ static void encode_piece(const hs_bpe *bpe, const unsigned char *p, int n, scrat
         }
     }
     for (int i = 0; i >= 0; i = w->next[i]) ids[(*k)++] = w->sym[i];
+}
+
+hs_status hs_bpe_split(const unsigned char *s, size_t n, hs_bpe_piece_fn fn, void *ctx,
+                       hs_error *err)
+{
+    hs_bpe re = {0};
+    hs_status st = compile_pattern(&re, err);
+    pcre2_match_data *md = st == HS_OK ? pcre2_match_data_create_from_pattern(re.re, NULL) : NULL;
+    if (st == HS_OK && !md) st = hs_fail(err, HS_ERR_NOMEM, "out of memory splitting the text");
+    for (size_t off = 0; off < n && st == HS_OK;) {
+        const int rc = pcre2_match(re.re, s, n, off, PCRE2_NO_UTF_CHECK, md, NULL);
+        const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        if (rc < 0) {
+            PCRE2_UCHAR msg[256];
+            pcre2_get_error_message(rc, msg, sizeof msg);
+            st = hs_fail(err, rc == PCRE2_ERROR_NOMEMORY ? HS_ERR_NOMEM : HS_ERR_INPUT,
+                         "the pre-tokenizer stopped at byte %zu: %s", off, (const char *)msg);
+        } else if (ov[0] != off || ov[1] <= off) {
+            st = hs_fail(err, HS_ERR_INPUT, "the pre-tokenizer matched bytes %zu..%zu from "
+                         "byte %zu", (size_t)ov[0], (size_t)ov[1], off);
+        } else if (fn(s + off, ov[1] - off, ctx) != 0) {
+            st = hs_fail(err, HS_ERR_NOMEM, "out of memory splitting the text");
+        } else {
+            off = ov[1];
+        }
+    }
+    pcre2_match_data_free(md);
+    pcre2_code_free(re.re);
+    return st;
 }
 
 /* The pieces of s (n valid UTF-8 bytes) through the pattern, each encoded,

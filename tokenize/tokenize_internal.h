@@ -107,6 +107,20 @@ typedef struct {
  * HS_ERR_FORMAT naming spec->what and the token or merge; HS_ERR_NOMEM. */
 hs_status hs_bpe_build(const hs_bpe_spec *spec, hs_tokenizer **out, hs_error *err);
 
+/* GPT-2's pre-tokenizer alone (bpe.c; the pattern hs_tok_encode splits a
+ * text with): calls fn on each piece of s (n bytes of valid UTF-8, unchecked)
+ * in order; pieces cover s exactly. fn returns 0, or non-zero for out of
+ * memory (the split stops: HS_ERR_NOMEM). HS_ERR_CONFIG when PCRE2 lacks
+ * Unicode support; HS_ERR_INPUT when the matcher stops (its message). The
+ * BPE trainer (bpe_train.c) counts its pre-tokens with it. */
+typedef int (*hs_bpe_piece_fn)(const unsigned char *piece, size_t n, void *ctx);
+hs_status hs_bpe_split(const unsigned char *s, size_t n, hs_bpe_piece_fn fn, void *ctx,
+                       hs_error *err);
+
+/* GPT-2's bytes_to_unicode (bpe.c): cp_of[b] is the code point that stands
+ * for byte b in a byte-level vocabulary (33 -> '!', 32 -> U+0120 'Ġ'). */
+void hs_bpe_alphabet(uint32_t cp_of[256]);
+
 /* The number of bytes at s (n >= 1 available) that are one U+FFFD of a
  * lossy decoding (the maximal subpart of an ill-formed sequence, Unicode 15
  * section 3.9, as Python's errors="replace" and Rust's from_utf8_lossy
