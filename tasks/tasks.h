@@ -423,18 +423,135 @@ hs_status hs_induction_score(const hs_model *m, const hs_induction *t, size_t n,
 /* correct / n_scored (0 when nothing was scored). */
 double hs_ind_score_accuracy(const hs_ind_score *s);
 
+/* ======================================================================== */
+/* Text task (tasks/text.c; `headscope train --task text`, issue 31)         */
+/* ======================================================================== */
+/*
+ * A corpus (hs_corpus, tokenize.h) encoded with a byte-level BPE (no BOS),
+ * file by file; the last val_fraction of each file's tokens (floor) is held
+ * out, the rest trains. The two parts are each one stream (files
+ * concatenated in the order given). Training windows: T = n_ctx tokens at a
+ * uniform random start of the training stream, targets the next T tokens
+ * (every position scored). Held-out perplexity: the held-out stream cut into
+ * W = (n_heldout - 1) / T consecutive windows (window w: tokens w T .. w T +
+ * T - 1, targets one further), every position scored: exp(mean cross-entropy
+ * in nats). The unigram baseline: token frequencies of the training stream
+ * with add-one smoothing over the vocabulary, scored on the same targets.
+ */
+typedef struct {
+    int n_ctx;            /* T: window length (128, the chapter's) */
+    double val_fraction;  /* held out per file (0.1), in [0.01, 0.5] */
+    int vocab_size;       /* a BPE trained on the corpus when no tokenizer is given (1024) */
+} hs_text_params;
+
+hs_text_params hs_text_params_default(void);
+
+typedef struct {
+    hs_text_params p;
+    hs_tokenizer *tok;       /* the BPE (BOS off), owned */
+    char *tok_json;          /* its tokenizer.json text: the checkpoint's `vocab` metadata */
+    int *train;              /* (n_train) the training stream */
+    int *heldout;            /* (n_heldout) the held-out stream */
+    size_t n_train, n_heldout;
+    size_t n_files, bytes;
+    uint64_t corpus_hash;    /* FNV-1a 64 over every file's bytes in order */
+    double unigram_ppl;      /* the unigram baseline's held-out perplexity (windows of n_ctx) */
+} hs_text;
+
+/* Encodes corpus c with the tokenizer.json text tok_json (tok_json_len
+ * bytes; hs_tokenizer_from_hf_json) and splits it as above. Errors
+ * (HS_ERR_INPUT unless said): n_ctx outside [2, 65536] (HS_ERR_CONFIG),
+ * val_fraction outside [0.01, 0.5], the tokenizer's errors, a file holding a
+ * NUL byte, a training part shorter than n_ctx + 2 tokens or a held-out part
+ * without one window; HS_ERR_NOMEM. *out NULL on failure; free with
+ * hs_text_destroy (NULL ok). */
+hs_status hs_text_create(const hs_corpus *c, const char *tok_json, size_t tok_json_len,
+                         const hs_text_params *p, hs_text **out, hs_error *err);
+void hs_text_destroy(hs_text *t);
+/* Held-out windows of T tokens: (n_heldout - 1) / T (0 when none fit). */
+size_t hs_text_windows(const hs_text *t, int T);
+/* A training batch: B windows of T tokens from r, tokens and targets (B, T). */
+void hs_text_batch(const hs_text *t, hs_task_rng *r, size_t B, int T, int *tokens, int *targets);
+
+/* Perplexity over a token stream. */
+typedef struct {
+    size_t windows, tokens; /* windows of T, tokens scored (windows x T) */
+    double loss;            /* mean cross-entropy, nats */
+    double perplexity;      /* exp(loss) */
+} hs_text_score;
+
+/* m's perplexity on stream (n ids) cut into (n - 1) / T windows of T tokens
+ * (as above), forwards of 16 windows on `threads` workers (0 = every CPU;
+ * the bits do not depend on it). Errors: HS_ERR_INPUT T outside [1, n_ctx]
+ * ("--n-ctx T: the model has positions 0..n_ctx-1 ..."), too few tokens;
+ * HS_ERR_CONFIG an id outside the vocabulary; HS_ERR_NUMERIC a logit that is
+ * not finite; hs_forward's. */
+hs_status hs_text_perplexity(const hs_model *m, const int *stream, size_t n, int T, int threads,
+                             hs_text_score *out, hs_error *err);
+
+/* The checkpoint's `task` metadata: {"name": "text", "n_ctx", "val_fraction",
+ * "split", "files", "bytes", "corpus_fnv1a64", "train_tokens",
+ * "heldout_tokens", "unigram_perplexity"}. *json malloc'd. */
+hs_status hs_text_task_json(const hs_text *t, char **json, hs_error *err);
+/* n_ctx and val_fraction back from that JSON (the rest describes the corpus
+ * trained on); HS_ERR_FORMAT when they are missing or out of range. */
+hs_status hs_text_params_from_json(const char *json, hs_text_params *p, hs_error *err);
+
+/* What `headscope eval` reports on a text model. */
+typedef struct {
+    hs_text_score score;     /* the model's perplexity on the windows */
+    double unigram_ppl;      /* the corpus's training part's unigram, on the held-out windows */
+    int n_ctx;               /* the window length used */
+    uint64_t same_corpus_hash; /* the corpus's FNV-1a 64 (the task metadata's corpus_fnv1a64
+                                  when it is the training corpus) */
+} hs_text_eval_result;
+
+/* `headscope eval` on a text model: reads the files, encodes and splits
+ * them as the model's run did (trained: the task metadata's val_fraction;
+ * tok_json: the checkpoint's `vocab` metadata), and scores m's perplexity on
+ * the held-out part (heldout 1) or the training part (0) in windows of T
+ * tokens (0 = the trained n_ctx), so on the training corpus it is the number
+ * the run printed. Errors: T past the model's positions (HS_ERR_INPUT,
+ * "--n-ctx T: the model has positions 0..n_ctx-1 ..."), the corpus's,
+ * hs_text_create's, hs_text_perplexity's. */
+hs_status hs_text_eval(const hs_model *m, const char *tok_json, const hs_text_params *trained,
+                       const char *const *paths, size_t n_paths, int heldout, int T, int threads,
+                       hs_text_eval_result *out, hs_error *err);
+
+/* Sampling options of hs_text_generate. */
+typedef struct {
+    int max_new;          /* tokens to add */
+    double temperature;   /* softmax temperature; 0 = greedy */
+    int top_k;            /* sample among the k largest logits (ties to the lower id);
+                             0 = all; 1 = greedy */
+    uint64_t seed;        /* hs_task_rng seed of the draws */
+} hs_gen_opts;
+
+/* Continues prompt (n_prompt ids) by o->max_new tokens: each step a forward
+ * of the last n_ctx tokens (at most), the last position's logits; greedy
+ * (hs_argmax: ties to the lowest id) when temperature is 0 or top_k is 1,
+ * else a draw from softmax(logits / temperature) over the top_k (one
+ * hs_task_rng draw a token). *ids (malloc'd, the caller frees) holds the
+ * prompt then the new tokens, *n their count. Deterministic for a seed.
+ * Errors: HS_ERR_INPUT an empty prompt, negative counts; hs_forward's. */
+hs_status hs_text_generate(const hs_model *m, const int *prompt, size_t n_prompt,
+                           const hs_gen_opts *o, int **ids, size_t *n, hs_error *err);
+
 /* ------------------------------------------------------------------------ */
 /* Loading a checkpoint (tasks/load.c): the model with its vocabulary and    */
 /* its task, as every command takes it                                       */
 
 /* A loaded checkpoint: the model, its vocabulary, and its task: task for a
  * Winograd model, ind for an induction model (both NULL when the checkpoint
- * carries no task metadata and none was named). Free with hs_loaded_free. */
+ * carries no task metadata and none was named), is_text and text for a text
+ * model (its vocabulary the BPE, BOS off). Free with hs_loaded_free. */
 typedef struct {
     hs_model *model;
     hs_tokenizer *vocab;
     hs_winograd *task;
     hs_induction *ind;
+    int is_text;
+    hs_text_params text;
     hs_meta meta;
     int vocab_is_ids;   /* 1: no vocabulary anywhere; tokens are "#<id>" */
 } hs_loaded;
@@ -506,6 +623,8 @@ typedef struct {
     int accuracy_step;      /* the step it was measured at; 0: not measured yet */
     double steps_per_s;     /* step / seconds since training started */
     double eta_s;           /* seconds left at that speed */
+    double perplexity;      /* text: the last held-out perplexity measured (accuracy_step's);
+                               NAN otherwise */
     int last;               /* 1 at the last step of the budget */
     int logged;             /* 1 on every log_every-th step and the last */
 } hs_train_progress;
@@ -520,6 +639,12 @@ typedef struct {
     uint64_t split_seed;       /* which pairs / sequences are held out (0) */
     hs_ind_params ind;         /* induction's sequences (hs_ind_params_default; its
                                   split_seed is replaced by split_seed) */
+    int text_task;             /* 1: the text task (corpus, tokenizer, text); wins over induction */
+    const char *const *corpus; /* (n_corpus) the text task's files */
+    size_t n_corpus;
+    const char *tokenizer;     /* a tokenizer.json for the text task, or NULL: a BPE of
+                                  text.vocab_size trained on the corpus (hs_bpe_train) */
+    hs_text_params text;       /* the text task's windows, split and BPE size */
     /* the model (ignored with resume) */
     hs_config cfg;             /* d_vocab is the task's; n_ctx: induction's ind.n_ctx, Winograd
                                   cfg.n_ctx (0 = HS_WG_LEN, else at least HS_WG_LEN); d_head
@@ -578,6 +703,11 @@ typedef struct {
     int accuracy_step;         /* its step */
     double seg_loss;           /* induction: its repeated-segment loss (else NAN) */
     int first_full_step;       /* the first evaluated step at 100%, or 0 */
+    int text;                  /* the text task was trained: */
+    double perplexity;         /* its last held-out perplexity (at accuracy_step) */
+    double unigram_perplexity; /* the unigram baseline's on the same windows */
+    size_t text_train_tokens, text_heldout_tokens, text_windows;
+    const char *tokenizer_from; /* "trained on the corpus" or the --tokenizer path */
 } hs_train_result;
 
 /*

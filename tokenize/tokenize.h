@@ -89,7 +89,9 @@ hs_status hs_tokenizer_words(const char *const *words, size_t n, hs_tokenizer **
 hs_status hs_tokenizer_ids(int V, hs_tokenizer **out, hs_error *err);
 
 /* Parses a JSON list of strings (a checkpoint's `vocab` metadata) into a new
- * word vocabulary. HS_ERR_FORMAT with a clear message when json is NULL or
+ * word vocabulary. A JSON object with a "model" member instead is a whole
+ * Hugging Face tokenizer.json, the `vocab` metadata of a text
+ * model (tasks/text.c): read by hs_tokenizer_from_hf_json, with its errors. HS_ERR_FORMAT with a clear message when json is NULL or
  * empty ("vocab metadata is missing"), is not valid JSON, is not a list, is
  * an empty list, holds a non-string element (names its index), or any check
  * of hs_tokenizer_words fails (duplicated word, ...). *out is NULL on failure. */
