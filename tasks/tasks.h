@@ -460,7 +460,7 @@ typedef struct {
 
 /* Encodes corpus c with the tokenizer.json text tok_json (tok_json_len
  * bytes; hs_tokenizer_from_hf_json) and splits it as above. Errors
- * (HS_ERR_INPUT unless said): n_ctx outside [2, 65536] (HS_ERR_CONFIG),
+ * (HS_ERR_INPUT unless said): n_ctx outside [1, 65536] (HS_ERR_CONFIG),
  * val_fraction outside [0.01, 0.5], the tokenizer's errors, a file holding a
  * NUL byte, a training part shorter than n_ctx + 2 tokens or a held-out part
  * without one window; HS_ERR_NOMEM. *out NULL on failure; free with
@@ -644,6 +644,9 @@ typedef struct {
     size_t n_corpus;
     const char *tokenizer;     /* a tokenizer.json for the text task, or NULL: a BPE of
                                   text.vocab_size trained on the corpus (hs_bpe_train) */
+    const char *tokenizer_json; /* or its text in memory (tokenizer_json_len bytes; wins
+                                  over tokenizer): the ladder's rows share one BPE */
+    size_t tokenizer_json_len;
     hs_text_params text;       /* the text task's windows, split and BPE size */
     /* the model (ignored with resume) */
     hs_config cfg;             /* d_vocab is the task's; n_ctx: induction's ind.n_ctx, Winograd
@@ -738,6 +741,87 @@ hs_status hs_train_run(const hs_train_job *job, const hs_notes *notes, hs_train_
  * hs_train_job_default's run (the Winograd task of split seed 0, the
  * default model and budget, seed 0: what `headscope demo` reuses), else 0. */
 int hs_train_is_default_run(const char *path);
+
+/* ------------------------------------------------------------------------ */
+/* The ladder (tasks/ladder.c; `headscope ladder`)                           */
+/*
+ * The chapter's ablation ladder on a corpus: one-block text models, each row
+ * adding one piece to the row above, all on one BPE (trained on the corpus,
+ * or given) and the same split, budget and seed:
+ *   0 no context            windows of one token (batch x ctx of them, the
+ *                           same tokens a step): the next token from the
+ *                           current one alone; uniform attention over one
+ *                           position, no positions, no MLP, no norm
+ *   1 uniform causal average  the prefix average replacing the token   (*)
+ *   2 + positions           learned positions                          (*)
+ *   3 average added, not replacing  the residual connection
+ *   4 one learned head replacing  softmax, one head of width d         (*)
+ *   5 one head added
+ *   6 four heads            of d/4 each
+ *   7 + MLP                 4d, GELU
+ *   8 + LayerNorm           ln1, ln2, ln_final
+ * (*) needs attn_replace (a sublayer's output replacing the residual), which
+ * the model core does not have yet: listed with the reason, not run.
+ * Attention without a norm and without an MLP has no ln2; every row has
+ * biases. Every row is evaluated at the end only (perplexity over the
+ * held-out windows of its n_ctx: row 0 scores every held-out token but the
+ * first, the others the first windows x ctx + 1 of them).
+ */
+#define HS_LADDER_ROWS 9
+
+typedef struct {
+    const char *const *corpus; /* (n_corpus) */
+    size_t n_corpus;
+    const char *tokenizer;     /* a tokenizer.json, or NULL: a BPE of vocab_size */
+    int vocab_size;            /* 1024 */
+    int steps, width, ctx, batch; /* 3000, 128, 128, 64: the chapter's */
+    float lr;                  /* 1e-3 */
+    double val_fraction;       /* 0.1 */
+    unsigned long long seed;   /* 0 */
+    int threads;               /* 0 = every CPU */
+    const char *models_dir;    /* each row's model: DIR/row-R.safetensors (required) */
+    int log_every;             /* progress lines (250) */
+    hs_train_progress_fn progress; /* each row's progress, or NULL */
+    void *ctx_cb;              /* progress's */
+} hs_ladder_opts;
+
+hs_ladder_opts hs_ladder_opts_default(void);
+/* Row i's name ("no context", ...), "?" out of range. */
+const char *hs_ladder_row_name(int i);
+
+typedef struct {
+    const char *name, *adds;   /* static */
+    int ran;                   /* 0: skipped (why in skipped) */
+    const char *skipped;
+    size_t n_params;
+    double perplexity;         /* held-out, NAN when not run */
+    size_t heldout_tokens;     /* tokens scored */
+    int batch;
+    hs_config cfg;
+} hs_ladder_row;
+
+typedef struct {
+    hs_ladder_opts opts;
+    hs_ladder_row rows[HS_LADDER_ROWS];
+    double unigram_perplexity; /* of the last row run (windows of ctx) */
+    size_t V;
+    char *tokenizer_json;      /* the BPE every row used (owned) */
+    size_t tokenizer_json_len;
+} hs_ladder_report;
+
+/* Trains every row that can run (hs_train_run, text task; notes name each
+ * row and each skipped one) and fills *out. Errors: HS_ERR_INPUT for
+ * settings out of range or no models_dir; the corpus's, the BPE's and each
+ * run's. *out freed on failure. */
+hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladder_report *out,
+                        hs_error *err);
+void hs_ladder_report_free(hs_ladder_report *r);
+/* ladder.json: {"rows": [{"row", "adds", "params", "perplexity",
+ * "heldout_tokens", "n_ctx", "batch", "config"} or {"row", "adds", "params":
+ * null, "perplexity": null, "skipped"}], "settings": {"steps", "width",
+ * "ctx", "batch", "lr", "seed", "val_fraction", "vocab", "tokenizer",
+ * "corpus", "unigram_perplexity"}}. NULL out of memory. */
+cJSON *hs_ladder_json(const hs_ladder_report *r);
 
 /* ------------------------------------------------------------------------ */
 /* The IOI prompt set (tasks/ioi.c; `headscope prompts ioi`)                 */

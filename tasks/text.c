@@ -55,8 +55,8 @@ hs_status hs_text_create(const hs_corpus *c, const char *tok_json, size_t tok_js
                          const hs_text_params *p, hs_text **out, hs_error *err)
 {
     *out = NULL;
-    if (p->n_ctx < 2 || p->n_ctx > 65536)
-        return hs_fail(err, HS_ERR_CONFIG, "text: n_ctx %d is not in [2, 65536]", p->n_ctx);
+    if (p->n_ctx < 1 || p->n_ctx > 65536)
+        return hs_fail(err, HS_ERR_CONFIG, "text: n_ctx %d is not in [1, 65536]", p->n_ctx);
     if (!(p->val_fraction >= 0.01 && p->val_fraction <= 0.5))
         return hs_fail(err, HS_ERR_INPUT, "--val-fraction %g is not in [0.01, 0.5]",
                        p->val_fraction);
@@ -225,7 +225,7 @@ hs_status hs_text_params_from_json(const char *json, hs_text_params *p, hs_error
     const cJSON *T = cJSON_GetObjectItemCaseSensitive(o, "n_ctx");
     const cJSON *vf = cJSON_GetObjectItemCaseSensitive(o, "val_fraction");
     const int ok = cJSON_IsString(name) && strcmp(name->valuestring, "text") == 0 &&
-                   cJSON_IsNumber(T) && T->valuedouble >= 2 && T->valuedouble <= 65536 &&
+                   cJSON_IsNumber(T) && T->valuedouble >= 1 && T->valuedouble <= 65536 &&
                    cJSON_IsNumber(vf) && vf->valuedouble >= 0.01 && vf->valuedouble <= 0.5;
     if (ok) {
         p->n_ctx = (int)T->valuedouble;
