@@ -73,7 +73,7 @@ static hs_status write_folder(hs_outdir *od, const hs_ladder_report *r, hs_error
         free(data);
         free(path);
         vals[n] = (float)r->rows[i].perplexity;
-        labels[n++] = r->rows[i].name;
+        labels[n++] = r->rows[i].label;
     }
     if (s == HS_OK)
         s = hs_outdir_file(od, "tokenizer.json", "json", r->tokenizer_json, r->tokenizer_json_len,

@@ -14,7 +14,7 @@
 
 /* Each row: its name, what it adds, and the model it trains. */
 typedef struct {
-    const char *row, *adds;
+    const char *row, *label, *adds; /* label: the figure's (short) */
     int needs_replace;  /* 1: the sublayer replaces the residual (attn_replace) */
     int context;        /* 0: windows of one token (no context: a bigram) */
     hs_attn attn;
@@ -25,19 +25,26 @@ typedef struct {
 } row_def;
 
 static const row_def ROWS[HS_LADDER_ROWS] = {
-    {"no context", "each token predicts the next alone (windows of one token)", 0, 0,
-     HS_ATTN_UNIFORM, 0, 1, 0, 0},
-    {"uniform causal average", "the average of the prefix replaces the token", 1, 1,
-     HS_ATTN_UNIFORM, 0, 1, 0, 0},
-    {"+ positions", "learned positions", 1, 1, HS_ATTN_UNIFORM, 1, 1, 0, 0},
-    {"average added, not replacing", "a residual connection", 0, 1, HS_ATTN_UNIFORM, 1, 1, 0, 0},
-    {"one learned head replacing", "softmax attention (one head of width d) replacing", 1, 1,
-     HS_ATTN_SOFTMAX, 1, 1, 0, 0},
-    {"one head added", "the head added to the residual", 0, 1, HS_ATTN_SOFTMAX, 1, 1, 0, 0},
-    {"four heads", "four heads of d/4", 0, 1, HS_ATTN_SOFTMAX, 1, 4, 0, 0},
-    {"+ MLP", "an MLP of 4d (GELU)", 0, 1, HS_ATTN_SOFTMAX, 1, 4, 1, 0},
-    {"+ LayerNorm", "LayerNorm before attention, MLP and unembedding", 0, 1, HS_ATTN_SOFTMAX, 1,
-     4, 1, 1},
+    /* row, label, adds, replace, context, attn, pos, heads, mlp, norm */
+    {"no context", "no context", "each token predicts the next alone (windows of one token)",
+     0, 0, HS_ATTN_UNIFORM, 0, 1, 0, 0},
+    {"uniform causal average", "uniform average", "the average of the prefix replaces the token",
+     1, 1, HS_ATTN_UNIFORM, 0, 1, 0, 0},
+    {"+ positions", "+ positions", "learned positions",
+     1, 1, HS_ATTN_UNIFORM, 1, 1, 0, 0},
+    {"average added, not replacing", "average added", "a residual connection",
+     0, 1, HS_ATTN_UNIFORM, 1, 1, 0, 0},
+    {"one learned head replacing", "one head replacing",
+     "softmax attention (one head of width d) replacing",
+     1, 1, HS_ATTN_SOFTMAX, 1, 1, 0, 0},
+    {"one head added", "one head added", "the head added to the residual",
+     0, 1, HS_ATTN_SOFTMAX, 1, 1, 0, 0},
+    {"four heads", "four heads", "four heads of d/4",
+     0, 1, HS_ATTN_SOFTMAX, 1, 4, 0, 0},
+    {"+ MLP", "+ MLP", "an MLP of 4d (GELU)",
+     0, 1, HS_ATTN_SOFTMAX, 1, 4, 1, 0},
+    {"+ LayerNorm", "+ LayerNorm", "LayerNorm before attention, MLP and unembedding",
+     0, 1, HS_ATTN_SOFTMAX, 1, 4, 1, 1},
 };
 
 const char *hs_ladder_row_name(int i) { return i >= 0 && i < HS_LADDER_ROWS ? ROWS[i].row : "?"; }
@@ -133,6 +140,7 @@ hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladde
     for (int r = 0; r < HS_LADDER_ROWS && s == HS_OK; r++) {
         hs_ladder_row *row = &out->rows[r];
         row->name = ROWS[r].row;
+        row->label = ROWS[r].label;
         row->adds = ROWS[r].adds;
         row->perplexity = NAN;
         if (ROWS[r].needs_replace) {

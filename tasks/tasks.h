@@ -791,6 +791,7 @@ const char *hs_ladder_row_name(int i);
 
 typedef struct {
     const char *name, *adds;   /* static */
+    const char *label;         /* the figure's short name ("average added") */
     int ran;                   /* 0: skipped (why in skipped) */
     const char *skipped;
     size_t n_params;
