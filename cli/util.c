@@ -267,7 +267,7 @@ int cli_corpus_files(const char *cmd, const char **given, int n_given, int argc,
         return -1;
     }
     const int n = n_given + (argc - next);
-    *files = malloc((size_t)n * sizeof **files);
+    *files = calloc((size_t)n + 1, sizeof **files); /* NULL-terminated too (hs_outdir's inputs) */
     if (*files == NULL) {
         cli_usage_error(cmd, "out of memory");
         return -1;
