@@ -567,6 +567,19 @@ typedef struct {
  */
 hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, hs_pool *pool,
                           const hs_notes *notes, hs_timeline_report *out, hs_error *err);
+/*
+ * The same over the n checkpoints paths (anything hs_load reads: headscope
+ * files, Hugging Face folders such as a run's public revisions step1000/,
+ * step2000/, ...; each must carry its task, e.g. the "task" metadata a
+ * converted headscope run keeps) at steps (NULL: the step in each name,
+ * the digits after its last "step": step1000, pythia-70m-step1000,
+ * step-000250), in step order; the report's "dir" is "--models". Errors:
+ * hs_timeline_run's, HS_ERR_INPUT "P: no training step in its name (e.g.
+ * step1000); give --steps", "P and Q are both step S".
+ */
+hs_status hs_timeline_run_models(const char *const *paths, const int *steps, int n, const char *out_dir,
+                                 hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
+                                 hs_timeline_report *out, hs_error *err);
 void hs_timeline_report_free(hs_timeline_report *r);
 
 /* ------------------------------------------------------------------------ */

@@ -1,6 +1,7 @@
 /*
  * circuits/timeline_run.c -- circuits over a training run (circuits.h, "Circuits
- * over a training run"): every checkpoint `train --keep DIR` kept, its
+ * over a training run"): every checkpoint `train --keep DIR` kept (or a list
+ * of checkpoints, e.g. Hugging Face folders of a run's revisions), its
  * timeline point (tasks/timeline.c), the steps where things happened, the
  * numbers as JSON and the line plots over steps in an output folder.
  */
@@ -93,6 +94,67 @@ static hs_status list_ckpts(const char *dir, hs_timeline_report *r, hs_error *er
         }
     }
     for (int i = 0; i < n; i++) free(v[i].path);
+    free(v);
+    return s;
+}
+
+/* The step in a checkpoint folder's name: the digits after its last "step"
+ * (step1000, pythia-70m-step1000, step-000250), -1 when it has none. */
+static long step_in_name(const char *path)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/') n--;
+    size_t b = n;
+    while (b > 0 && path[b - 1] != '/') b--;
+    long step = -1;
+    for (size_t i = b; i + 4 <= n; i++) {
+        if (strncmp(path + i, "step", 4) != 0) continue;
+        size_t j = i + 4;
+        if (j < n && (path[j] == '-' || path[j] == '_')) j++;
+        if (j >= n || path[j] < '0' || path[j] > '9') continue;
+        long v = 0;
+        while (j < n && path[j] >= '0' && path[j] <= '9' && v < 1000000000L) v = v * 10 + (path[j++] - '0');
+        step = v;
+    }
+    return step;
+}
+
+/* The n checkpoints of paths at steps (NULL: the step in each name), sorted
+ * by step, into r->n, r->steps and r->files. */
+static hs_status list_models(const char *const *paths, const int *steps, int n, hs_timeline_report *r,
+                             hs_error *err)
+{
+    if (n < 1) return hs_fail(err, HS_ERR_INPUT, "--models needs at least one checkpoint");
+    ckpt *v = calloc((size_t)n, sizeof *v);
+    r->steps = calloc((size_t)n, sizeof *r->steps);
+    r->files = calloc((size_t)n, sizeof *r->files);
+    r->points = calloc((size_t)n, sizeof *r->points);
+    r->best = calloc((size_t)n, sizeof *r->best);
+    hs_status s = v && r->steps && r->files && r->points && r->best ? HS_OK
+                                                                    : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < n && s == HS_OK; i++) {
+        const long st = steps ? steps[i] : step_in_name(paths[i]);
+        if (st < 0 || st > 1000000000L)
+            s = hs_fail(err, HS_ERR_INPUT, "%s: no training step in its name (e.g. step1000); give "
+                        "--steps", paths[i]);
+        else if ((v[i].path = hs_strdup(paths[i])) == NULL)
+            s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        v[i].step = (int)st;
+    }
+    if (s == HS_OK) qsort(v, (size_t)n, sizeof *v, cmp_ckpt);
+    for (int i = 1; i < n && s == HS_OK; i++)
+        if (v[i].step == v[i - 1].step)
+            s = hs_fail(err, HS_ERR_INPUT, "%s and %s are both step %d", v[i - 1].path, v[i].path,
+                        v[i].step);
+    if (s == HS_OK) {
+        r->n = n;
+        for (int i = 0; i < n; i++) {
+            r->steps[i] = v[i].step;
+            r->files[i] = v[i].path;
+            v[i].path = NULL;
+        }
+    }
+    for (int i = 0; v && i < n; i++) free(v[i].path);
     free(v);
     return s;
 }
@@ -316,14 +378,14 @@ static hs_status write_folder(hs_timeline_report *r, const char *dir, hs_outdir 
     return s;
 }
 
-hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, hs_pool *pool,
-                          const hs_notes *notes, hs_timeline_report *out, hs_error *err)
+/* The run over the checkpoints out already lists (label: the report's "dir"). */
+static hs_status run_listed(const char *label, hs_status s, const char *out_dir, hs_figopts *fo,
+                            hs_pool *pool, const hs_notes *notes, hs_timeline_report *out, hs_error *err)
 {
     hs_outdir od;
     memset(&od, 0, sizeof od);
-    memset(out, 0, sizeof *out);
+    const char *dir = label;
     double drop_by = NAN;
-    hs_status s = list_ckpts(dir, out, err);
     if (s == HS_OK && out_dir) {
         /* the checkpoints are inputs: never replaced or removed by the output folder */
         const char **inputs = calloc((size_t)out->n + 1, sizeof *inputs);
@@ -343,4 +405,20 @@ hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, 
     hs_outdir_close(&od);
     if (s != HS_OK) hs_timeline_report_free(out);
     return s;
+}
+
+hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, hs_pool *pool,
+                          const hs_notes *notes, hs_timeline_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    return run_listed(dir, list_ckpts(dir, out, err), out_dir, fo, pool, notes, out, err);
+}
+
+hs_status hs_timeline_run_models(const char *const *paths, const int *steps, int n, const char *out_dir,
+                                 hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
+                                 hs_timeline_report *out, hs_error *err)
+{
+    memset(out, 0, sizeof *out);
+    return run_listed("--models", list_models(paths, steps, n, out, err), out_dir, fo, pool, notes, out,
+                      err);
 }

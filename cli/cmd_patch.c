@@ -143,6 +143,8 @@ int cmd_patch(int argc, char **argv)
         for (int a = 0; a < HS_PATCH_N; a++) acts |= 1u << a;
         if (cfg->d_mlp == 0) acts &= ~(1u << HS_PATCH_MLP_OUT);
         if (cfg->attn != HS_ATTN_SOFTMAX) acts &= ~((1u << HS_PATCH_Q) | (1u << HS_PATCH_K));
+        if (hs_kv_heads(cfg) != cfg->n_heads) /* k, v per key/value head: hs_patch_check */
+            acts &= ~((1u << HS_PATCH_K) | (1u << HS_PATCH_V));
     }
     if (hs_patch_run_by(x.Ld.model, x.pool, &x.p, acts, (hs_patch_method)method, (hs_patch_by)by, &r, &err) !=
         HS_OK) {

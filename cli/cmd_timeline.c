@@ -4,10 +4,13 @@
  * writes) the loss, the task metric, every head's detector scores and the
  * circuit verdict (tasks/ hs_timeline_run: the same computation as
  * `circuit` on that checkpoint alone); line plots over steps and the numbers
- * as JSON. Parses the options and prints the report.
+ * as JSON. `--models CKPT...` takes a list of checkpoints instead (Hugging
+ * Face folders of a run's revisions: hs_timeline_run_models). Parses the
+ * options and prints the report.
  */
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include <cjson/cJSON.h>
 
@@ -16,9 +19,14 @@
 
 static const char TIMELINE_HELP[] =
     "usage: headscope timeline DIR [--out OUTDIR] [--json]\n"
+    "       headscope timeline --models CKPT... [--steps N,N,...] [--out OUTDIR] [--json]\n"
     "\n"
     "Reads every checkpoint DIR/step-NNNNNN.safetensors (train --keep DIR) in step\n"
-    "order and computes, for each, what `circuit` computes on it alone: the loss,\n"
+    "order, or with --models the checkpoints given (files or Hugging Face folders,\n"
+    "e.g. a run's revisions step1000/ step2000/ ...: each at the step in its name,\n"
+    "the digits after its last \"step\", or at --steps, one per checkpoint in the\n"
+    "order given; each must carry its task, as a converted headscope run does),\n"
+    "and computes, for each, what `circuit` computes on it alone: the loss,\n"
     "the task metric (held-out accuracy: repeated-segment tokens for induction,\n"
     "the referent at 14 for Winograd), every head's previous-token and induction\n"
     "scores (and first-noun: attention at 14 on x, for Winograd) and the circuit's\n"
@@ -29,7 +37,9 @@ static const char TIMELINE_HELP[] =
     "  --out OUTDIR   write timeline.json (every number) and the line plots\n"
     "                 timeline.{png,svg,json} (one line per head; the metric and\n"
     "                 loss on their own panels) into OUTDIR (created if missing)\n"
-    "  --json         print timeline.json on stdout instead of the table\n";
+    "  --json         print timeline.json on stdout instead of the table\n"
+    "  --models       the arguments are checkpoints, not one folder\n"
+    "  --steps LIST   with --models: their steps, comma-separated, in the order given\n";
 
 /* The report as a table on stdout. */
 static void print_table(const hs_timeline_report *r, const char *dir, const char *out)
@@ -59,14 +69,16 @@ static void print_table(const hs_timeline_report *r, const char *dir, const char
 
 int cmd_timeline(int argc, char **argv)
 {
-    enum { O_OUT = 256, O_JSON };
+    enum { O_OUT = 256, O_JSON, O_MODELS, O_STEPS };
     static const struct option opts[] = {{"out", required_argument, 0, O_OUT},
                                          {"json", no_argument, 0, O_JSON},
+                                         {"models", no_argument, 0, O_MODELS},
+                                         {"steps", required_argument, 0, O_STEPS},
                                          CLI_HELP_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
-    const char *C = "timeline", *out = NULL;
-    int json = 0, c;
+    const char *C = "timeline", *out = NULL, *steps_arg = NULL;
+    int json = 0, models = 0, c;
     hs_figopts fo;
     hs_figopts_default(&fo, 150);
     cli_opts op = {.cmd = C, .help = TIMELINE_HELP, .fo = &fo};
@@ -75,18 +87,55 @@ int cmd_timeline(int argc, char **argv)
         case CLI_OPT_EXIT: hs_figopts_free(&fo); return op.status;
         case O_OUT: out = optarg; break;
         case O_JSON: json = 1; break;
+        case O_MODELS: models = 1; break;
+        case O_STEPS: steps_arg = optarg; break;
         }
     }
-    if (optind + 1 != argc) {
+    if (!models && optind + 1 != argc) {
         hs_figopts_free(&fo);
-        return cli_usage_error(C, "needs exactly one folder of checkpoints (train --keep DIR)");
+        return cli_usage_error(C, "needs exactly one folder of checkpoints (train --keep DIR), or "
+                               "--models CKPT...");
     }
-    const char *dir = argv[optind];
+    if (models && optind >= argc) {
+        hs_figopts_free(&fo);
+        return cli_usage_error(C, "--models needs the checkpoints");
+    }
+    const int n = argc - optind;
+    int *steps = NULL;
+    if (steps_arg && !models) {
+        hs_figopts_free(&fo);
+        return cli_usage_error(C, "--steps goes with --models");
+    }
+    if (steps_arg) {
+        steps = calloc((size_t)n, sizeof *steps);
+        const char *p = steps_arg;
+        int k = 0, bad = steps == NULL;
+        while (!bad) {
+            char *end;
+            const long v = strtol(p, &end, 10);
+            bad = end == p || v < 0 || v > 1000000000L || k >= n || (*end != ',' && *end != '\0');
+            if (bad) break;
+            steps[k++] = (int)v;
+            if (*end == '\0') break;
+            p = end + 1;
+        }
+        if (bad || k != n) {
+            free(steps);
+            hs_figopts_free(&fo);
+            return cli_usage_error(C, "--steps needs one step per checkpoint (%d), comma-separated, "
+                                   "got '%s'", n, steps_arg);
+        }
+    }
+    const char *dir = models ? "--models" : argv[optind];
     const hs_notes notes = cli_notes(C);
     hs_timeline_report r;
     hs_error err = {0};
     int rc = 1;
-    if (hs_timeline_run(dir, out, &fo, NULL, &notes, &r, &err) != HS_OK) {
+    const hs_status st = models ? hs_timeline_run_models((const char *const *)argv + optind, steps, n, out,
+                                                         &fo, NULL, &notes, &r, &err)
+                                : hs_timeline_run(dir, out, &fo, NULL, &notes, &r, &err);
+    free(steps);
+    if (st != HS_OK) {
         rc = cli_error(C, &err);
     } else if (json) {
         char *t = hs_json_print(r.json);

@@ -88,13 +88,28 @@ static const char TRAIN_HELP[] =
     "  --d-mlp M              d_mlp (default 4 x d_model; 0 = attention-only)\n"
     "  --norm NAME            layernorm (default) | rmsnorm | none\n"
     "  --eps X                norm epsilon (default 1e-5)\n"
-    "  --act NAME             gelu (exact erf, default) | relu\n"
-    "  --pos NAME             learned (default) | none\n"
+    "  --act NAME             gelu (exact erf, default) | relu | gelu_new (tanh) | silu\n"
+    "  --pos NAME             learned (default) | none | sinusoidal | rotary | alibi\n"
+    "  --rotary-dim N         rotary: rotate the first N dims of each head (even; default\n"
+    "                         d_head; GPT-NeoX's rotary_pct x d_head)\n"
+    "  --n-kv-heads N         grouped-query attention: N key/value heads (dividing heads;\n"
+    "                         default heads)\n"
+    "  --window N             local attention on every layer: key j visible from query i\n"
+    "                         only when i - j < N (GPT-Neo's local layers)\n"
     "  --attn NAME            softmax (default) | uniform (causal average, no Q/K)\n"
     "  --no-ln1               no norm in front of the attention\n"
     "  --no-final-norm        no norm before the unembedding\n"
     "  --embed-norm           a norm right after the embedding (microGPT)\n"
     "  --no-bias              no biases anywhere\n"
+    "  --gated-mlp            gated MLP (TransformerLens' gated_mlp, Llama's SwiGLU with\n"
+    "                         --act silu): act(x W_gate) * (x W_in + b_in), then W_out\n"
+    "  --parallel-attn-mlp    attention and MLP both read the block's input, each through\n"
+    "                         its own norm, and add to it (GPT-NeoX / Pythia, GPT-J)\n"
+    "  --norm-place NAME      pre (default) | post: x = LN(x + attn(x)), x = LN(x + mlp(x)),\n"
+    "                         the original Transformer's (Vaswani et al. 2017), which has\n"
+    "                         no final norm: post also turns the final norm off\n"
+    "  --attn-replace         the attention's output replaces the residual instead of\n"
+    "                         being added to it (the chapter's \"replace, not add\" rows)\n"
     "  e.g. the microGPT block: --norm rmsnorm --act relu --no-bias --embed-norm --no-final-norm\n"
     "\n"
     "The canonical induction pair: --task induction --d-mlp 0 --layers 2 (and 1).\n"
@@ -183,6 +198,8 @@ typedef struct {
     hs_train_job job;
     unsigned long long split_seed;
     int norm, act, pos, attn, init; /* the enum options, parsed */
+    int window;                     /* --window: every layer local (0 = none) */
+    int norm_place;                 /* --norm-place, parsed */
     int seg[2], gap[2];             /* --seg-len, --gap MIN:MAX */
     int n_ctx;                      /* --n-ctx; 0 = not given */
     int model_flag, task_flag;      /* a model or task option was given (refused with --resume) */
@@ -239,13 +256,20 @@ static const train_opt OPTS[] = {
     {"d-mlp", K_INT, G_MODEL, A(job.cfg.d_mlp), 0, 16384, NULL, NULL},
     {"norm", K_ENUM, G_MODEL, A(norm), 0, 0, "layernorm, rmsnorm, none", hs_norm_parse},
     {"eps", K_F32, G_MODEL, A(job.cfg.eps), 1e-30, 1.0, "a number in (0, 1]", NULL},
-    {"act", K_ENUM, G_MODEL, A(act), 0, 0, "gelu, relu", hs_act_parse},
-    {"pos", K_ENUM, G_MODEL, A(pos), 0, 0, "learned, none", hs_pos_parse},
+    {"act", K_ENUM, G_MODEL, A(act), 0, 0, "gelu, relu, gelu_new, silu", hs_act_parse},
+    {"pos", K_ENUM, G_MODEL, A(pos), 0, 0, "learned, none, sinusoidal, rotary, alibi", hs_pos_parse},
+    {"rotary-dim", K_INT, G_MODEL, A(job.cfg.rotary_dim), 2, 1024, NULL, NULL},
+    {"n-kv-heads", K_INT, G_MODEL, A(job.cfg.n_key_value_heads), 1, 64, NULL, NULL},
+    {"window", K_INT, G_MODEL, A(window), 1, 4096, NULL, NULL},
     {"attn", K_ENUM, G_MODEL, A(attn), 0, 0, "softmax, uniform", hs_attn_parse},
     {"no-ln1", K_SET, G_MODEL, A(job.cfg.ln1), 0, 0, NULL, NULL},
     {"no-final-norm", K_SET, G_MODEL, A(job.cfg.ln_final), 0, 0, NULL, NULL},
     {"embed-norm", K_SET, G_MODEL, A(job.cfg.embed_norm), 1, 0, NULL, NULL},
     {"no-bias", K_SET, G_MODEL, A(job.cfg.bias), 0, 0, NULL, NULL},
+    {"gated-mlp", K_SET, G_MODEL, A(job.cfg.gated_mlp), 1, 0, NULL, NULL},
+    {"parallel-attn-mlp", K_SET, G_MODEL, A(job.cfg.parallel_attn_mlp), 1, 0, NULL, NULL},
+    {"norm-place", K_ENUM, G_MODEL, A(norm_place), 0, 0, "pre, post", hs_norm_place_parse},
+    {"attn-replace", K_SET, G_MODEL, A(job.cfg.attn_replace), 1, 0, NULL, NULL},
     {"out", K_STR, 0, A(job.out), 0, 0, NULL, NULL},
     {"init", K_ENUM, G_MODEL, A(init), 0, 0, "pytorch, gpt2", hs_init_parse},
     {"keep", K_STR, 0, A(job.keep), 0, 0, NULL, NULL},
@@ -379,6 +403,7 @@ static int train_job_of(int argc, char **argv, hs_train_job *job)
     a.act = a.job.cfg.act;
     a.pos = a.job.cfg.pos;
     a.attn = a.job.cfg.attn;
+    a.norm_place = a.job.cfg.norm_place;
     a.init = a.job.init;
     a.seg[0] = ipd.seg_min, a.seg[1] = ipd.seg_max;
     a.gap[0] = ipd.gap_min, a.gap[1] = ipd.gap_max;
@@ -449,6 +474,12 @@ static int train_job_of(int argc, char **argv, hs_train_job *job)
     j->cfg.act = (hs_act)a.act;
     j->cfg.pos = (hs_pos)a.pos;
     j->cfg.attn = (hs_attn)a.attn;
+    if (a.window > 0) {
+        j->cfg.window_size = a.window;
+        for (int l = 0; l < j->cfg.n_layers; l++) j->cfg.attn_local[l] = 1;
+    }
+    j->cfg.norm_place = (hs_norm_place)a.norm_place;
+    if (j->cfg.norm_place == HS_NORM_POST) j->cfg.ln_final = 0; /* as the original Transformer */
     j->init = (hs_init)a.init;
     j->ind.seg_min = a.seg[0], j->ind.seg_max = a.seg[1];
     j->ind.gap_min = a.gap[0], j->ind.gap_max = a.gap[1];

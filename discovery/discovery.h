@@ -76,6 +76,9 @@ typedef enum { HS_RECV_Q = 0, HS_RECV_K = 1, HS_RECV_V = 2, HS_RECV_WHOLE = 3 } 
 
 typedef struct {
     int n_layers, n_heads, has_mlp;
+    int parallel;             /* 1 = parallel_attn_mlp: m{l} reads resid_pre, so no head of
+                               * its own layer sends to it (EAP-IG's Graph.from_model with
+                               * cfg parallel_attn_mlp): L H edges fewer */
     int n_nodes;              /* 1 + L (H + has_mlp) + 1 */
     int n_receivers;          /* L (3 H + has_mlp) + 1 */
     size_t n_edges;
@@ -91,10 +94,14 @@ typedef struct {
 } hs_graph;
 
 /* The graph of a model of config cfg (its layers, heads, and MLPs when
- * d_mlp > 0). Free with hs_graph_free. HS_ERR_CONFIG, HS_ERR_NOMEM. */
+ * d_mlp > 0; with parallel_attn_mlp no edge a{l}.h -> m{l}). Free with
+ * hs_graph_free. HS_ERR_CONFIG, HS_ERR_NOMEM; HS_ERR_INPUT for a model whose
+ * residual stream is not the sum of the nodes' outputs (norm_place post,
+ * attn_replace: hs_config_nonadditive), naming the switch. */
 hs_status hs_graph_build(const hs_config *cfg, hs_graph *out, hs_error *err);
 void hs_graph_free(hs_graph *g);
-/* The edge count of that graph, from the formula (for tests and for sizes):
+/* The edge count of that graph, from the formula (for tests and for sizes;
+ * a parallel_attn_mlp graph has n_layers x n_heads fewer):
  * sum over layers l of 3 H (1 + l (H + m)) + m (1 + l (H + m) + H), plus
  * 1 + L (H + m) into logits, m = 1 with MLPs. */
 size_t hs_graph_edge_count(int n_layers, int n_heads, int has_mlp);
@@ -473,7 +480,9 @@ hs_status hs_graph_json_text(const hs_graph *g, const hs_config *cfg, const doub
  * from edges). Errors (HS_ERR_INPUT, one line naming the file and the first
  * offender): not a JSON object; no "cfg", "nodes" or "edges"; a cfg of
  * another model shape ("cfg n_layers is 3, this model's 2 (...)"; n_layers,
- * n_heads, and d_model when given) or with parallel_attn_mlp true; an
+ * n_heads, and d_model when given) or whose parallel_attn_mlp is not the
+ * model's (the writer gives cfg's, and a parallel model's graph has no edge
+ * a{l}.h -> m{l}, as EAP-IG's Graph.from_model); an
  * unknown node or edge name (a model without MLPs accepts EAP-IG's m nodes
  * and edges when not in the graph); a node that is not {"in_graph": bool,
  * "score"?: number} (neuron-level entries are refused); an edge that is not

@@ -24,16 +24,22 @@ void hs_graph_free(hs_graph *g)
     memset(g, 0, sizeof *g);
 }
 
-/* Senders a receiver of node index `node` reads: every node before it in the
- * forward order but the heads of its own layer when it is a head (they run
- * beside it) and never logits. */
+/* 1 when node u sends to node `node`: every node before it in the forward
+ * order but the heads of its own layer when it is a head (they run beside
+ * it), or an MLP of a parallel block (it reads resid_pre, beside them). */
+static int sends(const hs_graph *g, int u, int node)
+{
+    const int same_layer_head = g->node_kind[u] == HS_NODE_HEAD && g->node_layer[u] == g->node_layer[node];
+    if (same_layer_head && g->node_kind[node] == HS_NODE_HEAD) return 0;
+    if (same_layer_head && g->node_kind[node] == HS_NODE_MLP && g->parallel) return 0;
+    return u < node;
+}
+
+/* Senders a receiver of node index `node` reads (sends), never logits. */
 static int sender_count(const hs_graph *g, int node)
 {
     int n = 0;
-    for (int u = 0; u < node; u++)
-        if (!(g->node_kind[node] == HS_NODE_HEAD && g->node_kind[u] == HS_NODE_HEAD &&
-              g->node_layer[u] == g->node_layer[node]))
-            n++;
+    for (int u = 0; u < node; u++) n += sends(g, u, node);
     return n;
 }
 
@@ -42,7 +48,11 @@ hs_status hs_graph_build(const hs_config *cfg, hs_graph *out, hs_error *err)
     memset(out, 0, sizeof *out);
     const int L = cfg->n_layers, H = cfg->n_heads, mlp = cfg->d_mlp > 0;
     if (L < 1 || H < 1) return hs_fail(err, HS_ERR_CONFIG, "a graph needs a layer and a head");
+    if (hs_config_nonadditive(cfg))
+        return hs_fail(err, HS_ERR_INPUT, "circuit graph: its edges split the residual stream into "
+                       "the nodes' outputs, which it is not the sum of with %s", hs_config_nonadditive(cfg));
     hs_graph *g = out;
+    g->parallel = cfg->parallel_attn_mlp && mlp;
     g->n_layers = L;
     g->n_heads = H;
     g->has_mlp = mlp;
@@ -90,9 +100,7 @@ hs_status hs_graph_build(const hs_config *cfg, hs_graph *out, hs_error *err)
         const int node = g->recv_node[r];
         size_t i = g->recv_first_edge[r];
         for (int u = 0; u < node; u++) {
-            if (g->node_kind[node] == HS_NODE_HEAD && g->node_kind[u] == HS_NODE_HEAD &&
-                g->node_layer[u] == g->node_layer[node])
-                continue;
+            if (!sends(g, u, node)) continue;
             g->edge_src[i] = u;
             g->edge_dst[i++] = r;
         }

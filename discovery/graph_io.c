@@ -130,8 +130,9 @@ hs_status hs_graph_json_text(const hs_graph *g, const hs_config *cfg, const doub
     if (st == HS_OK) {
         for (int r = 0; r < g->n_receivers; r++)
             recv_of[g->recv_node[r] * 3 + (g->recv_kind[r] == HS_RECV_WHOLE ? 0 : (int)g->recv_kind[r])] = r;
-        hs_buf_printf(out, "{\"cfg\": {\"n_layers\": %d, \"n_heads\": %d, \"parallel_attn_mlp\": false, "
-                           "\"d_model\": %d}, \"nodes\": {", cfg->n_layers, cfg->n_heads, cfg->d_model);
+        hs_buf_printf(out, "{\"cfg\": {\"n_layers\": %d, \"n_heads\": %d, \"parallel_attn_mlp\": %s, "
+                           "\"d_model\": %d}, \"nodes\": {", cfg->n_layers, cfg->n_heads,
+                      g->parallel ? "true" : "false", cfg->d_model);
         int first = 1;
         for (int v = 0; v < N; v++) put_node(out, g, v, node_in, &first);
         hs_buf_puts(out, "}, \"edges\": {");
@@ -142,8 +143,8 @@ hs_status hs_graph_json_text(const hs_graph *g, const hs_config *cfg, const doub
             for (int u = 0; u < n_before; u++)
                 for (int h = 0; h < H; h++)
                     for (int x = 0; x < 3; x++) put_edge(out, g, edge_of(g, recv_of, u, n_before + h, x), scores, in_circuit, &first);
-            if (g->has_mlp)
-                for (int u = 0; u < n_before + H; u++) put_edge(out, g, edge_of(g, recv_of, u, n_before + H, 0), scores, in_circuit, &first);
+            if (g->has_mlp) /* parallel: the MLP reads what the heads read */
+                for (int u = 0; u < n_before + (g->parallel ? 0 : H); u++) put_edge(out, g, edge_of(g, recv_of, u, n_before + H, 0), scores, in_circuit, &first);
         }
         for (int u = 0; u < N - 1; u++) put_edge(out, g, edge_of(g, recv_of, u, N - 1, 0), scores, in_circuit, &first);
         hs_buf_puts(out, "}}");
@@ -193,9 +194,11 @@ static hs_status check_cfg(const cJSON *c, const hs_config *cfg, const char *nam
                        cfg->n_heads, cfg->d_model);
     }
     const cJSON *p = cJSON_GetObjectItemCaseSensitive(c, "parallel_attn_mlp");
-    if (p && !cJSON_IsFalse(p))
-        return hs_fail(err, HS_ERR_INPUT, "%s: the graph is for a model with parallel attention and MLP; "
-                       "headscope's blocks run them in turn", name);
+    const int par = p && !cJSON_IsFalse(p) && !cJSON_IsNull(p);
+    if (par != (cfg->parallel_attn_mlp && cfg->d_mlp > 0))
+        return hs_fail(err, HS_ERR_INPUT, "%s: the graph is for a model %s parallel attention and MLP; "
+                       "this model's blocks run them %s", name, par ? "with" : "without",
+                       par ? "in turn" : "in parallel");
     return HS_OK;
 }
 

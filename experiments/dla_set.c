@@ -76,6 +76,10 @@ hs_status hs_dla_set_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, 
                          hs_dla_set *out, hs_error *err)
 {
     memset(out, 0, sizeof *out);
+    if (hs_config_nonadditive(&m->cfg))
+        return hs_fail(err, HS_ERR_INPUT, "dla: direct logit attribution splits the residual stream "
+                       "into its writers, which it is not the sum of with %s",
+                       hs_config_nonadditive(&m->cfg));
     if (p->n < 1) return hs_fail(err, HS_ERR_INPUT, "dla: the prompt set is empty");
     for (int i = 0; i < p->n; i++)
         if (p->answer[i] < 0) return hs_fail(err, HS_ERR_INPUT, "dla: line %d has no \"answer\"", p->line[i]);

@@ -47,7 +47,7 @@ hs_status hs_heads_run(const hs_model *m, const hs_tokenizer *v, hs_pool *pool, 
     const int L = m->cfg.n_layers, H = m->cfg.n_heads, V = m->cfg.d_vocab;
     if (p->n < 1) return hs_fail(err, HS_ERR_INPUT, "heads: the prompt set is empty");
     if (H > 64) return hs_fail(err, HS_ERR_INPUT, "heads: %d heads a layer (at most 64)", H);
-    if ((size_t)V != v->n)
+    if ((size_t)V < v->n) /* fewer: a folder's tokenizer under a padded vocab_size */
         return hs_fail(err, HS_ERR_CONFIG, "heads: the model's d_vocab is %d but the vocabulary has %zu words",
                        V, v->n);
     out->L = L;

@@ -226,11 +226,14 @@ static hs_status predict(insp_run *x, int top, hs_inspect_report *out, hs_error 
 static int dla_json_fill(cJSON *j, const insp_run *x, int tok_a, int tok_b, double value,
                          const float *vals, int n, const hs_dla *d, double bu)
 {
+    /* a token's string, JSON null for a padding id without one (a folder's
+     * vocab_size past its tokenizer, tasks/load.c) */
+    const char *sa = hs_tok_str(x->tok, tok_a), *sb = tok_b >= 0 ? hs_tok_str(x->tok, tok_b) : NULL;
     int ok = insp_context(j, x, 1) &&
-             cJSON_AddStringToObject(j, "target_token", hs_tok_str(x->tok, tok_a)) &&
+             cJSON_AddItemToObject(j, "target_token", sa ? cJSON_CreateString(sa) : cJSON_CreateNull()) &&
              cJSON_AddNumberToObject(j, "target_id", tok_a);
     if (ok && tok_b >= 0)
-        ok = cJSON_AddStringToObject(j, "vs_token", hs_tok_str(x->tok, tok_b)) &&
+        ok = cJSON_AddItemToObject(j, "vs_token", sb ? cJSON_CreateString(sb) : cJSON_CreateNull()) &&
              cJSON_AddNumberToObject(j, "vs_id", tok_b);
     /* the identity a reader can check: sum(values) = metric */
     double sum = 0;
@@ -336,7 +339,8 @@ static hs_status write_predictions(const insp_run *x, const hs_inspect_report *r
     ok = ok && arr;
     for (int i = 0; ok && i < r->n_top; i++) {
         cJSON *e = cJSON_CreateObject();
-        ok = e && cJSON_AddStringToObject(e, "token", hs_tok_str(x->tok, r->top_ids[i])) &&
+        const char *ts = hs_tok_str(x->tok, r->top_ids[i]); /* NULL: a padding id without a token */
+        ok = e && cJSON_AddItemToObject(e, "token", ts ? cJSON_CreateString(ts) : cJSON_CreateNull()) &&
              cJSON_AddNumberToObject(e, "id", r->top_ids[i]) &&
              cJSON_AddNumberToObject(e, "prob", r->top_probs[i]) &&
              cJSON_AddNumberToObject(e, "logit", logits[r->top_ids[i]]) &&
@@ -421,8 +425,14 @@ static void free_strs(char **s, size_t n)
 static hs_status write_folder(const insp_run *x, const hs_inspect_report *r, hs_error *err)
 {
     hs_status s = insp_figures(x, err);
-    if (s == HS_OK) s = write_dla(x, x->pred, -1, "dla", err);
-    if (s == HS_OK && x->vs_id >= 0) {
+    /* DLA splits the residual into its writers: undefined after a post-norm
+     * or a replacing attention (hs_config_nonadditive) */
+    const char *nonadd = hs_config_nonadditive(&x->m->cfg);
+    if (nonadd)
+        hs_note(x->notes, HS_NOTE_CMD, "note: no dla figure: the residual stream is not a sum of "
+                "its writers with %s", nonadd);
+    if (s == HS_OK && !nonadd) s = write_dla(x, x->pred, -1, "dla", err);
+    if (s == HS_OK && x->vs_id >= 0 && !nonadd) {
         if (x->vs_id == x->pred) {
             char *d = display(x->tok, x->vs_id), *w = d ? hs_visible_dup(d) : NULL;
             hs_note(x->notes, HS_NOTE_CMD, "note: --vs %s is the predicted token; the logit "

@@ -112,6 +112,10 @@ hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_
                       hs_error *err)
 {
     memset(out, 0, sizeof *out);
+    if (hs_config_nonadditive(&m->cfg))
+        return hs_fail(err, HS_ERR_INPUT, "lens: the logit lens reads the residual stream as the "
+                       "sum so far of its writers, which it is not with %s",
+                       hs_config_nonadditive(&m->cfg));
     if (p->n < 1) return hs_fail(err, HS_ERR_INPUT, "lens: the prompt set is empty");
     const int L = m->cfg.n_layers, t = p->t, K = L + 1;
     out->L = L;
@@ -198,8 +202,10 @@ cJSON *hs_lens_json(const hs_lens_report *r, const hs_tokenizer *v)
              cJSON_AddItemToObject(x, "logit_diff", hs_json_num_or_null(r->ld[k]));
         cJSON *pf = ok ? darr(r->p_final + (size_t)k * r->t, r->t) : NULL;
         ok = ok && pf && cJSON_AddItemToObject(x, "p_final_top1_by_position", pf);
-        for (int q = 0; q < r->t && ok; q++)
-            ok = cJSON_AddItemToArray(top, cJSON_CreateString(hs_tok_str(v, r->top1[(size_t)k * r->t + q])));
+        for (int q = 0; q < r->t && ok; q++) {
+            const char *ts = hs_tok_str(v, r->top1[(size_t)k * r->t + q]); /* NULL: padding, no token */
+            ok = cJSON_AddItemToArray(top, ts ? cJSON_CreateString(ts) : cJSON_CreateNull());
+        }
     }
     if (!ok) {
         cJSON_Delete(o);

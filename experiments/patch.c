@@ -385,6 +385,10 @@ hs_status hs_patch_check(const hs_model *m, int n, int t, const int *answer, con
         return hs_fail(err, HS_ERR_INPUT, "mlp_out: the model has no MLP (d_mlp 0)");
     if (cfg->attn != HS_ATTN_SOFTMAX && (acts & ((1u << HS_PATCH_Q) | (1u << HS_PATCH_K))))
         return hs_fail(err, HS_ERR_INPUT, "q, k: the model's uniform attention has no queries or keys");
+    if (hs_kv_heads(cfg) != cfg->n_heads && (acts & ((1u << HS_PATCH_K) | (1u << HS_PATCH_V))))
+        return hs_fail(err, HS_ERR_INPUT, "k, v: grouped-query attention shares them across %d "
+                       "query heads (n_key_value_heads %d): patch q, z or pattern per head",
+                       cfg->n_heads / hs_kv_heads(cfg), hs_kv_heads(cfg));
     return HS_OK;
 }
 

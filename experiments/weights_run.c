@@ -284,9 +284,11 @@ static int token_labels(const w_nums *nu, const hs_tokenizer *tok, hs_labels *la
     if (!nu->ids) return 1;
     cJSON *ids = cJSON_AddArrayToObject(e, "token_ids"), *strs = cJSON_AddArrayToObject(e, "tokens");
     int ok = ids && strs;
-    for (int i = 0; ok && i < nu->n; i++)
+    for (int i = 0; ok && i < nu->n; i++) {
+        const char *ts = hs_tok_str(tok, nu->ids[i]); /* NULL: a padding id without a token */
         ok = cJSON_AddItemToArray(ids, cJSON_CreateNumber(nu->ids[i])) &&
-             cJSON_AddItemToArray(strs, cJSON_CreateString(hs_tok_str(tok, nu->ids[i])));
+             cJSON_AddItemToArray(strs, ts ? cJSON_CreateString(ts) : cJSON_CreateNull());
+    }
     return ok;
 }
 

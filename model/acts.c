@@ -13,7 +13,10 @@
 
 /* Floats per sequence at T positions. */
 /* (FIXED_*: one per batch part, not per sequence: t*t, t*H*dh, D*H*dh) */
-typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_FIXED_TT, SZ_FIXED_THD, SZ_FIXED_W } slot_size;
+/* (SZ_TM_GATED, SZ_TD_POST, SZ_TD_POST_MLP, SZ_TD_SIDE: the size with the
+ * block switch that needs the slot, no floats without it) */
+typedef enum { SZ_TD, SZ_T, SZ_THD, SZ_TKD, SZ_HTT, SZ_TM, SZ_TV, SZ_TX, SZ_TM_GATED, SZ_TD_POST,
+               SZ_TD_POST_MLP, SZ_TD_SIDE, SZ_FIXED_TT, SZ_FIXED_THD, SZ_FIXED_W } slot_size;
 /* Where a slot's pointer lives. */
 typedef enum { IN_ACTS, IN_BLOCK, IN_GRAD } slot_home;
 
@@ -31,22 +34,24 @@ typedef struct {
 static const act_slot ACT_SLOTS[] = {
     A(embed, SZ_TD), A(pos_embed, SZ_TD), A(x0, SZ_TD), A(lne_mean, SZ_T), A(lne_rstd, SZ_T),
     L(resid_pre, SZ_TD), L(ln1_out, SZ_TD), L(ln1_mean, SZ_T), L(ln1_rstd, SZ_T),
-    L(q, SZ_THD), L(k, SZ_THD), L(v, SZ_THD), L(att, SZ_HTT), L(z, SZ_THD),
+    L(q, SZ_THD), L(k, SZ_TKD), L(v, SZ_TKD), L(att, SZ_HTT), L(z, SZ_THD),
     L(attn_out, SZ_TD), L(resid_mid, SZ_TD), L(ln2_out, SZ_TD), L(ln2_mean, SZ_T),
     L(ln2_rstd, SZ_T), L(mlp_pre, SZ_TM), L(mlp_post, SZ_TM), L(resid_post, SZ_TD),
+    L(mlp_pre_linear, SZ_TM_GATED), L(sum_attn, SZ_TD_POST), L(sum_mlp, SZ_TD_POST_MLP),
     A(lnf_out, SZ_TD), A(lnf_mean, SZ_T), A(lnf_rstd, SZ_T), A(logits, SZ_TV), A(probs, SZ_TV),
     A(scratch, SZ_TX), A(scores, SZ_HTT),
     G(dresid, SZ_TD), G(dln, SZ_TD), G(dlnf, SZ_TD), G(dz, SZ_THD), G(dq, SZ_THD),
-    G(dk, SZ_THD), G(dv, SZ_THD), G(dpre, SZ_TM), G(dpost, SZ_TM), G(dlogits, SZ_TV),
+    G(dk, SZ_TKD), G(dv, SZ_TKD), G(dpre, SZ_TM), G(dpost, SZ_TM), G(dlogits, SZ_TV),
+    G(dlin, SZ_TM_GATED), G(dside, SZ_TD_SIDE),
     G(datt, SZ_FIXED_TT), G(vT, SZ_FIXED_THD), G(dwpack, SZ_FIXED_W),
 };
 #undef A
 #undef L
 #undef G
 enum { N_SLOTS = sizeof ACT_SLOTS / sizeof ACT_SLOTS[0] };
-_Static_assert(sizeof(hs_block_acts) == 17 * sizeof(float *),
+_Static_assert(sizeof(hs_block_acts) == 20 * sizeof(float *),
                "a buffer added to hs_block_acts must be added to ACT_SLOTS");
-_Static_assert(sizeof(hs_grad_scratch) == 13 * sizeof(float *),
+_Static_assert(sizeof(hs_grad_scratch) == 15 * sizeof(float *),
                "a buffer added to hs_grad_scratch must be added to ACT_SLOTS");
 
 /* Floats of one sequence of a slot at T positions (SZ_FIXED_*: the whole). */
@@ -61,10 +66,15 @@ static size_t slot_floats(const hs_config *c, slot_size sz, size_t T)
     case SZ_TD: return T * D;
     case SZ_T: return T;
     case SZ_THD: return T * H * dh;
+    case SZ_TKD: return T * (size_t)hs_kv_heads(c) * dh; /* k, v: key/value heads (GQA) */
     case SZ_HTT: return H * T * T;
     case SZ_TM: return T * M;
     case SZ_TV: return T * V;
     case SZ_TX: return T * x;
+    case SZ_TM_GATED: return c->gated_mlp ? T * M : 0;
+    case SZ_TD_POST: return c->norm_place == HS_NORM_POST ? T * D : 0;
+    case SZ_TD_POST_MLP: return c->norm_place == HS_NORM_POST && M > 0 ? T * D : 0;
+    case SZ_TD_SIDE: return c->norm_place == HS_NORM_POST || c->parallel_attn_mlp ? T * D : 0;
     case SZ_FIXED_TT: return T * T;
     case SZ_FIXED_THD: return T * H * dh;
     case SZ_FIXED_W: return D * H * dh;
@@ -179,6 +189,11 @@ hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad, hs_a
         return hs_fail(err, HS_ERR_NOMEM, "out of memory for activations (%zu floats)", n);
     }
     point_slots(a, NULL, cfg, 0, (size_t)B, (size_t)T, a->mem, NULL, NULL);
+    hs_status ps = hs_positions_tables(cfg, T, &a->rope, &a->pos_table, err);
+    if (ps != HS_OK) {
+        hs_acts_destroy(a);
+        return ps;
+    }
     if (with_grad) {
         /* the backward's scratch (every batch part's fixed slots, then the
          * batch's per-sequence slots: hs_grad_point), then the forward's
@@ -206,5 +221,7 @@ void hs_acts_destroy(hs_acts *a)
     hs_floats_free(a->mem);
     hs_floats_free(a->d_mem);
     hs_floats_free(a->split_mem);
+    hs_floats_free(a->rope);
+    hs_floats_free(a->pos_table);
     free(a);
 }

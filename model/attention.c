@@ -46,33 +46,61 @@ void hs_pack_qkv(const hs_model *m, hs_acts *acts, int l)
     const hs_config *c = &m->cfg;
     const hs_block_params *bp = &m->params.blocks[l];
     if (bp->W_QKV) return; /* read packed in place (hs_qkv_packed) */
+    const int Hkv = hs_kv_heads(c); /* W_K, W_V: key/value heads (GQA) */
     if (c->attn == HS_ATTN_SOFTMAX) {
         pack_heads(hs_acts_wpack(acts, c, l, 0), bp->W_Q, c->d_model, c->n_heads, c->d_head);
-        pack_heads(hs_acts_wpack(acts, c, l, 1), bp->W_K, c->d_model, c->n_heads, c->d_head);
+        pack_heads(hs_acts_wpack(acts, c, l, 1), bp->W_K, c->d_model, Hkv, c->d_head);
     }
-    pack_heads(hs_acts_wpack(acts, c, l, 2), bp->W_V, c->d_model, c->n_heads, c->d_head);
+    pack_heads(hs_acts_wpack(acts, c, l, 2), bp->W_V, c->d_model, Hkv, c->d_head);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Scores, softmax, mix                                                      */
 
+/* The score of query i, key j beyond the product (attn_scores): ALiBi's
+ * slope * (j - i) per head (slopes NULL: none), and a local window (window
+ * 0: none): keys with i - j >= window masked. */
+typedef struct {
+    const float *slopes; /* (H) */
+    int window;
+} score_mods;
+
 /* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale_at), j > i = -inf.
- * q,k (B,T,H,dh); kT (H*dh, T) scratch. Per sequence k is transposed once,
+ * q (B,T,H,dh), k (B,T,Hkv,dh) (query head h reads key head hs_kv_head);
+ * kT (Hkv*dh, T) scratch. Per sequence k is transposed once,
  * then per head S = q k^T is an NN product (hs_sgemm: libxsmm) over the
- * whole T x T tile, scaled and masked after. */
+ * whole T x T tile, scaled and masked after; with mods, ALiBi's bias added
+ * after the scaling and the local window masked (score_mods). */
 HS_CLONES
 static void attn_scores(float *scores, float *kT, const float *q, const float *k, int B, int T,
-                        int H, int dh, float inv_scale)
+                        int H, int Hkv, int dh, float inv_scale, const score_mods *mods)
 {
-    const size_t HD = (size_t)H * dh;
+    const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh;
+    const int group = H / Hkv;
     const hs_v8 vscale = HS_V8_SET1(inv_scale);
     hs_sgemm_plan qk;
     hs_sgemm_plan_init(&qk, 0, 0, T, T, dh, 1.0f, (int)HD, T, 0.0f, T);
     for (int b = 0; b < B; b++) {
-        hs_transpose_rows(kT, k + (size_t)b * T * HD, T, (int)HD, HD);
+        hs_transpose_rows(kT, k + (size_t)b * T * KD, T, (int)KD, KD);
         for (int h = 0; h < H; h++) {
             float *S = scores + ((size_t)b * H + h) * T * T;
-            hs_sgemm_run(&qk, q + (size_t)b * T * HD + (size_t)h * dh, kT + (size_t)h * dh * T, S);
+            hs_sgemm_run(&qk, q + (size_t)b * T * HD + (size_t)h * dh,
+                         kT + (size_t)(h / group) * dh * T, S);
+            if (mods) { /* ALiBi and / or a local window: the plain loop */
+                const float slope = mods->slopes ? mods->slopes[h] : 0.0f;
+                for (int i = 0; i < T; i++) {
+                    float *Si = S + (size_t)i * T;
+                    for (int j = 0; j < T; j++) {
+                        if (j > i || (mods->window > 0 && i - j >= mods->window)) {
+                            Si[j] = -INFINITY;
+                            continue;
+                        }
+                        Si[j] *= inv_scale;
+                        if (mods->slopes) Si[j] += slope * (float)(j - i);
+                    }
+                }
+                continue;
+            }
             for (int i = 0; i < T; i++) {
                 float *Si = S + (size_t)i * T;
                 int j = 0;
@@ -181,28 +209,33 @@ static void attn_uniform(float *att, int B, int H, int T)
     }
 }
 
-/* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,H,dh) per (b,h): one NN product
+/* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,Hkv,dh) per (b,h) (head h reads
+ * value head hs_kv_head): one NN product
  * (hs_sgemm: libxsmm) over every src, as TransformerLens mixes (weights an
  * observer wrote above the diagonal of hook_pattern are mixed in). */
-static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int dh)
+static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int Hkv,
+                     int dh)
 {
     /* whole rows: above the diagonal the weights are exact zeros (or an
      * observer's, which TransformerLens mixes in) */
-    const size_t HD = (size_t)H * dh;
+    const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh;
+    const int group = H / Hkv;
     hs_sgemm_plan av;
-    hs_sgemm_plan_init(&av, 0, 0, T, dh, T, 1.0f, T, (int)HD, 0.0f, (int)HD);
+    hs_sgemm_plan_init(&av, 0, 0, T, dh, T, 1.0f, T, (int)KD, 0.0f, (int)HD);
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++) {
-            const size_t off = (size_t)b * T * HD + (size_t)h * dh;
-            hs_sgemm_run(&av, att + ((size_t)b * H + h) * T * T, v + off, z + off);
-        }
+        for (int h = 0; h < H; h++)
+            hs_sgemm_run(&av, att + ((size_t)b * H + h) * T * T,
+                         v + (size_t)b * T * KD + (size_t)(h / group) * dh,
+                         z + (size_t)b * T * HD + (size_t)h * dh);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Split inputs                                                              */
 
 /* TransformerLens' split attention inputs (hook_attn_in, hook_q/k/v_input,
- * [B,T,H,D], resid_pre repeated per head). When an observer wants one of
+ * [B,T,H,D], resid_pre repeated per head; with grouped-query attention
+ * hook_k_input and hook_v_input [B,T,Hkv,D] and no hook_attn_in, as TL's
+ * blocks repeat along n_key_value_heads). When an observer wants one of
  * them it sees it; if it changed any (compared with the repeat, so a hook
  * that returns 1 without writing changes nothing), the q, k or v of every
  * head whose input changed is recomputed from that head's own input: LN1 per
@@ -219,13 +252,13 @@ static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts
 {
     const hs_config *c = &m->cfg;
     const int D = c->d_model, H = c->n_heads;
-    const int softmax = c->attn == HS_ATTN_SOFTMAX;
+    const int softmax = c->attn == HS_ATTN_SOFTMAX, grouped = hs_kv_heads(c) != H;
     const size_t BT = (size_t)B * T, HD = (size_t)H * D;
     static const char *const kinds[3] = {"q", "k", "v"};
     char nm[96];
     int want[4];
     snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
-    want[3] = hs_hook_wants(hc, nm);
+    want[3] = !grouped && hs_hook_wants(hc, nm); /* not offered with GQA (hs_hook_points) */
     for (int x = 0; x < 3; x++) {
         snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
         want[x] = (softmax || x == 2) && hs_hook_wants(hc, nm);
@@ -259,10 +292,16 @@ static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts
             return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
     }
     for (int x = 0; x < 3; x++) {
-        memcpy(si->in[x], attn_in, BT * HD * sizeof(float));
+        const int nh = x == 0 ? H : hs_kv_heads(c); /* the repeat's heads */
+        if (nh == H)
+            memcpy(si->in[x], attn_in, BT * HD * sizeof(float));
+        else
+            for (size_t i = 0; i < BT; i++)
+                for (int h = 0; h < nh; h++)
+                    memcpy(si->in[x] + (i * nh + h) * D, ba->resid_pre + i * D, (size_t)D * sizeof(float));
         if (!want[x]) continue;
         snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
-        if (hs_hook(hc, nm, si->in[x], 4, B, T, H, D) < 0)
+        if (hs_hook(hc, nm, si->in[x], 4, B, T, nh, D) < 0)
             return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
     }
     return HS_OK;
@@ -279,15 +318,17 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
     const size_t BT = (size_t)B * T, HD = (size_t)H * D;
     static const char *const kinds[3] = {"q", "k", "v"};
     float *tmp = si->in[2] + BT * HD, *mean = tmp + BT * D, *rstd = mean + BT;
-    const int has_ln1 = c->ln1 && c->norm != HS_NORM_NONE;
+    const int group = H / hs_kv_heads(c);
+    const int has_ln1 = hs_ln1_in_front(c);
     float *outs[3] = {ba->q, ba->k, ba->v};
     const float *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
     for (int x = 0; x < 3; x++) {
         if (c->attn != HS_ATTN_SOFTMAX && x < 2) continue;
-        for (int h = 0; h < H; h++) {
+        const int nh = x == 0 ? H : hs_kv_heads(c); /* heads of this input (GQA: k, v) */
+        for (int h = 0; h < nh; h++) {
             int edited = 0;
             for (size_t i = 0; i < BT && !edited; i++)
-                edited = memcmp(si->in[x] + (i * H + h) * D, si->rep + (i * H + h) * D,
+                edited = memcmp(si->in[x] + (i * nh + h) * D, si->rep + (i * H + h) * D,
                                 (size_t)D * sizeof(float)) != 0;
             if (!edited) continue;
             if (ln1_observed)
@@ -295,7 +336,7 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
                                "runs ln1 per head, whose points ([B,T,H,1]) headscope does not "
                                "offer; do not hook blocks.%d.ln1.* in the same run", l, kinds[x], l);
             for (size_t i = 0; i < BT; i++)
-                memcpy(tmp + i * D, si->in[x] + (i * H + h) * D, (size_t)D * sizeof(float));
+                memcpy(tmp + i * D, si->in[x] + (i * nh + h) * D, (size_t)D * sizeof(float));
             if (has_ln1) {
                 hs_norm_stats(mean, rstd, tmp, BT, D, c->norm, c->eps);
                 hs_norm_apply_affine(tmp, tmp, mean, rstd, bp->ln1_w, bp->ln1_b, BT, D, 1, 1);
@@ -303,10 +344,10 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
             float *o = outs[x] + (size_t)h * dh;
             if (bs[x])
                 for (size_t i = 0; i < BT; i++)
-                    memcpy(o + i * H * dh, bs[x] + (size_t)h * dh, (size_t)dh * sizeof(float));
-            int ldw;
-            const float *Wh = hs_head_qkv(m, l, x, h, &ldw);
-            hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, tmp, D, Wh, ldw, bs[x] ? 1.0f : 0.0f, o, H * dh);
+                    memcpy(o + i * nh * dh, bs[x] + (size_t)h * dh, (size_t)dh * sizeof(float));
+            int ldw; /* hs_head_qkv takes a query head: h's first for a key/value head */
+            const float *Wh = hs_head_qkv(m, l, x, x == 0 ? h : h * group, &ldw);
+            hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, tmp, D, Wh, ldw, bs[x] ? 1.0f : 0.0f, o, nh * dh);
         }
     }
     return HS_OK;
@@ -324,6 +365,7 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
     hs_block_acts *ba = k->ba;
     const hs_block_params *bp = k->bp;
     const int D = c->d_model, H = c->n_heads, dh = c->d_head, l = k->l, B = k->B, T = k->T;
+    const int Hkv = hs_kv_heads(c);
     char nm[96];
 
     split_in si = {NULL, NULL, {NULL, NULL, NULL}};
@@ -333,7 +375,7 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
     }
 
     /* LN1 */
-    if (c->ln1 && c->norm != HS_NORM_NONE) {
+    if (hs_ln1_in_front(c)) {
         snprintf(nm, sizeof nm, "blocks.%d.ln1", l);
         hs_status s = hs_norm_forward_hooked(k->hc, nm, ba->ln1_out, ba->ln1_mean, ba->ln1_rstd,
                                              ba->resid_pre, bp->ln1_w, bp->ln1_b, B, T, D,
@@ -350,15 +392,15 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
         Wp = hs_qkv_packed(k->m, k->acts, l, 0, &ldw);
         heads_project(ba->q, ba->ln1_out, Wp, ldw, bp->b_Q, k->BT, D, H, dh);
         Wp = hs_qkv_packed(k->m, k->acts, l, 1, &ldw);
-        heads_project(ba->k, ba->ln1_out, Wp, ldw, bp->b_K, k->BT, D, H, dh);
+        heads_project(ba->k, ba->ln1_out, Wp, ldw, bp->b_K, k->BT, D, Hkv, dh);
     }
     Wp = hs_qkv_packed(k->m, k->acts, l, 2, &ldw);
-    heads_project(ba->v, ba->ln1_out, Wp, ldw, bp->b_V, k->BT, D, H, dh);
+    heads_project(ba->v, ba->ln1_out, Wp, ldw, bp->b_V, k->BT, D, Hkv, dh);
     if (si.mem) {
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_scale", l);
-        int ln1_observed = c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
+        int ln1_observed = hs_ln1_in_front(c) && hs_hook_wants(k->hc, nm);
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_normalized", l);
-        ln1_observed |= c->ln1 && c->norm != HS_NORM_NONE && hs_hook_wants(k->hc, nm);
+        ln1_observed |= hs_ln1_in_front(c) && hs_hook_wants(k->hc, nm);
         hs_status s = split_apply(&si, k->m, l, ba, B, T, ln1_observed, err);
         if (s != HS_OK) return s;
     }
@@ -366,10 +408,20 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_q", l);
         HS_HOOK(k->hc, nm, ba->q, 4, B, T, H, dh);
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_k", l);
-        HS_HOOK(k->hc, nm, ba->k, 4, B, T, H, dh);
+        HS_HOOK(k->hc, nm, ba->k, 4, B, T, Hkv, dh);
     }
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_v", l);
-    HS_HOOK(k->hc, nm, ba->v, 4, B, T, H, dh);
+    HS_HOOK(k->hc, nm, ba->v, 4, B, T, Hkv, dh);
+    if (c->pos == HS_POS_ROTARY) {
+        /* TL's order: hook_q/k/v, then the rotation into hook_rot_q/k (what
+         * the scores read: q and k hold the rotated values from here on) */
+        hs_rotary_apply(ba->q, B, T, H, dh, c, k->acts->rope, 0);
+        hs_rotary_apply(ba->k, B, T, Hkv, dh, c, k->acts->rope, 0);
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_rot_q", l);
+        HS_HOOK(k->hc, nm, ba->q, 4, B, T, H, dh);
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_rot_k", l);
+        HS_HOOK(k->hc, nm, ba->k, 4, B, T, Hkv, dh);
+    }
     return HS_OK;
 }
 
@@ -383,8 +435,17 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
     char nm[96];
 
     if (k->c->attn == HS_ATTN_SOFTMAX) {
-        attn_scores(acts->scores, acts->scratch, ba->q, ba->k, B, T, H, dh,
-                    1.0f / hs_attn_scale_at(k->c, k->l));
+        float slopes[64]; /* n_heads <= 64 (hs_config_validate) */
+        score_mods mods = {NULL, k->c->attn_local[k->l] ? k->c->window_size : 0};
+        if (k->c->pos == HS_POS_ALIBI) {
+            double sd[64];
+            hs_alibi_slopes(H, sd);
+            for (int h = 0; h < H; h++) slopes[h] = (float)sd[h];
+            mods.slopes = slopes;
+        }
+        attn_scores(acts->scores, acts->scratch, ba->q, ba->k, B, T, H, hs_kv_heads(k->c), dh,
+                    1.0f / hs_attn_scale_at(k->c, k->l),
+                    mods.slopes || mods.window ? &mods : NULL);
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
         int r = hs_hook(k->hc, nm, acts->scores, 4, B, H, T, T);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
@@ -396,7 +457,7 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_pattern", k->l);
     int rp = hs_hook(k->hc, nm, ba->att, 4, B, H, T, T);
     if (rp < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-    attn_mix(ba->z, ba->att, ba->v, B, T, H, dh);
+    attn_mix(ba->z, ba->att, ba->v, B, T, H, hs_kv_heads(k->c), dh);
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_z", k->l);
     HS_HOOK(k->hc, nm, ba->z, 4, B, T, H, dh);
     return HS_OK;

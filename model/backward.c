@@ -166,6 +166,7 @@ static hs_status transpose_run(void *ctx, int j, int worker, hs_error *err)
     const wT_job *a = ctx;
     const hs_config *c = &a->m->cfg;
     const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
+    const int KD = hs_kv_heads(c) * c->d_head; /* W_K, W_V's columns (GQA) */
     const int l = j / 6, w = j % 6;
     if (l == c->n_layers) {
         if (a->m->params.W_U) /* W_U_T is multiplied as it lies (hs_unembed_dx) */
@@ -177,7 +178,9 @@ static hs_status transpose_run(void *ctx, int j, int worker, hs_error *err)
         if (w == 2 || c->attn == HS_ATTN_SOFTMAX) {
             int ld;
             const float *Wp = hs_qkv_packed(a->m, a->acts, l, w, &ld);
-            if (hs_sgemm_nn_jit(D, HD)) hs_transpose_rows(hs_acts_wT(a->acts, c, l, w), Wp, D, HD, (size_t)ld);
+            const int cols = w == 0 ? HD : KD;
+            if (hs_sgemm_nn_jit(D, cols))
+                hs_transpose_rows(hs_acts_wT(a->acts, c, l, w), Wp, D, cols, (size_t)ld);
         }
     } else if (w == 3) {
         transpose_for_dx(hs_acts_wT(a->acts, c, l, 3), bp->W_O, HD, D);
@@ -197,9 +200,16 @@ void hs_transpose_weights(const hs_model *m, const hs_acts *acts)
 }
 
 /* dinp (n) = dout (n) * act'(inp (n)): GELU' = Phi(x) + x phi(x); gelu_new'
- * (model_simd.h). */
+ * (model_simd.h); SiLU' = s (1 + x (1 - s)). */
 static void act_backward(float *dinp, const float *dout, const float *inp, size_t n, hs_act act)
 {
+    if (act == HS_ACT_SILU) {
+        for (size_t i = 0; i < n; i++) {
+            const float x = inp[i], s = 1.0f / (1.0f + expf(-x));
+            dinp[i] = dout[i] * (s * (1.0f + x * (1.0f - s)));
+        }
+        return;
+    }
     if (act == HS_ACT_RELU) {
         for (size_t i = 0; i < n; i++) dinp[i] = dout[i] * (inp[i] > 0.0f ? 1.0f : 0.0f);
         return;
@@ -223,34 +233,65 @@ void hs_act_grad(float *dpre, const float *dpost, const hs_acts *acts, const hs_
         act_backward(dpre, dpost, acts->blocks[l].mlp_pre, n, c->act);
 }
 
+/* The gated MLP's hidden backward (model_internal.h). */
+void hs_gated_grad(float *dpre, float *dlin, float *dpost, const hs_acts *acts, const hs_config *c,
+                   int l, size_t n)
+{
+    const hs_block_acts *ba = &acts->blocks[l];
+    hs_act_forward(dlin, NULL, ba->mlp_pre, n, c->act); /* act(hook_pre) again */
+    hs_mul_long(dlin, dlin, dpost, n);
+    hs_mul_long(dpost, dpost, ba->mlp_pre_linear, n);
+    hs_act_grad(dpre, dpost, acts, c, l, n);
+}
+
+/* A post-norm's backward (model_internal.h). */
+void hs_post_norm_backward(float **dresid, float **dside, float *dw, float *db, const float *inp,
+                           const float *w, const float *mean, const float *rstd, size_t N, int D,
+                           hs_norm type)
+{
+    memset(*dside, 0, N * D * sizeof(float));
+    hs_norm_backward(*dside, dw, db, *dresid, inp, w, mean, rstd, N, D, type);
+    float *t = *dresid;
+    *dresid = *dside;
+    *dside = t;
+}
+
 /* The attention's backward (model_internal.h). Products over whole T x T
  * tiles (hs_sgemm: libxsmm; the pattern is 0 above the diagonal, and so is
  * the score gradient made from it). */
 HS_CLONES
 void hs_attn_backward(float *dq, float *dk, float *dv, float *dpattern, float *datt, float *vT,
                       const float *dz, const float *att, const float *q, const float *k,
-                      const float *v, int B, int T, int H, int dh, int softmax, float inv_scale)
+                      const float *v, int B, int T, int H, int Hkv, int dh, int softmax,
+                      float inv_scale)
 {
-    const size_t HD = (size_t)H * dh;
-    const int ld = (int)HD;
+    const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh;
+    const int ld = (int)HD, kld = (int)KD, group = H / Hkv;
     const hs_v8 vscale = HS_V8_SET1(inv_scale);
-    hs_sgemm_plan atdz, dzvt, dsk, dstq; /* dv = A^T dz, datt = dz v^T, dq = ds k, dk = ds^T q */
-    hs_sgemm_plan_init(&atdz, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
+    /* dv = A^T dz, datt = dz v^T, dq = ds k, dk = ds^T q; a key/value head's
+     * dk, dv summed over its group's query heads in head order (the _acc
+     * plans add: beta 1) */
+    hs_sgemm_plan atdz, atdz_acc, dzvt, dsk, dstq, dstq_acc;
+    hs_sgemm_plan_init(&atdz, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, kld);
+    hs_sgemm_plan_init(&atdz_acc, 1, 0, T, dh, T, 1.0f, T, ld, 1.0f, kld);
     hs_sgemm_plan_init(&dzvt, 0, 0, T, T, dh, 1.0f, ld, T, 0.0f, T);
-    hs_sgemm_plan_init(&dsk, 0, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
-    hs_sgemm_plan_init(&dstq, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, ld);
+    hs_sgemm_plan_init(&dsk, 0, 0, T, dh, T, 1.0f, T, kld, 0.0f, ld);
+    hs_sgemm_plan_init(&dstq, 1, 0, T, dh, T, 1.0f, T, ld, 0.0f, kld);
+    hs_sgemm_plan_init(&dstq_acc, 1, 0, T, dh, T, 1.0f, T, ld, 1.0f, kld);
     for (int b = 0; b < B; b++) {
-        if (softmax || dpattern) hs_transpose_rows(vT, v + (size_t)b * T * HD, T, ld, HD);
+        if (softmax || dpattern) hs_transpose_rows(vT, v + (size_t)b * T * KD, T, kld, KD);
         for (int h = 0; h < H; h++) {
             const float *A = att + ((size_t)b * H + h) * T * T;
             const size_t off = (size_t)b * T * HD + (size_t)h * dh;
+            const size_t koff = (size_t)b * T * KD + (size_t)(h / group) * dh;
+            const int first = h % group == 0; /* the first query head of its group */
             /* dv = A^T dz */
-            hs_sgemm_run(&atdz, A, dz + off, dv + off);
+            hs_sgemm_run(first ? &atdz : &atdz_acc, A, dz + off, dv + koff);
             if (!softmax && !dpattern) continue;
             /* datt = dz v^T (the pattern's gradient, every (i, j)), then in
              * place the score gradient over j <= i
              * ds[i,j] = A[i,j] (datt[i,j] - sum_j' A[i,j'] datt[i,j']) * inv_scale, 0 above */
-            hs_sgemm_run(&dzvt, dz + off, vT + (size_t)h * dh * T, datt);
+            hs_sgemm_run(&dzvt, dz + off, vT + (size_t)(h / group) * dh * T, datt);
             if (dpattern) memcpy(dpattern + ((size_t)b * H + h) * T * T, datt, (size_t)T * T * sizeof(float));
             if (!softmax) continue;
             for (int i = 0; i < T; i++) {
@@ -271,8 +312,8 @@ void hs_attn_backward(float *dq, float *dk, float *dv, float *dpattern, float *d
                 for (; j < T; j++) Di[j] = 0.0f;
             }
             /* dq = ds k, dk = ds^T q */
-            hs_sgemm_run(&dsk, datt, k + off, dq + off);
-            hs_sgemm_run(&dstq, datt, q + off, dk + off);
+            hs_sgemm_run(&dsk, datt, k + koff, dq + off);
+            hs_sgemm_run(first ? &dstq : &dstq_acc, datt, q + off, dk + koff);
         }
     }
 }
@@ -356,6 +397,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     const hs_params *P = &m->params;
     const int B = acts->b, T = acts->t;
     const int D = c->d_model, H = c->n_heads, dh = c->d_head, M = c->d_mlp, V = c->d_vocab;
+    const int Hkv = hs_kv_heads(c);
     const size_t BT = (size_t)B * T;
     const int has_norm = c->norm != HS_NORM_NONE;
 
@@ -394,60 +436,93 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         memcpy(dresid, dlnf, BT * D * sizeof(float));
     }
 
-    long t_dpre = 0, t_qkv = 0; /* jobs reading dpre / dq, dk, dv */
+    const int post = c->norm_place == HS_NORM_POST, par = c->parallel_attn_mlp && M > 0;
+    float *dside = gs->dside, *dlin = gs->dlin;
+    long t_dpre = 0, t_qkv = 0; /* jobs reading dpre (and dlin) / dq, dk, dv */
     for (int l = c->n_layers - 1; l >= 0; l--) {
         const hs_block_acts *ba = &acts->blocks[l];
         const hs_block_params *bp = &P->blocks[l];
         const hs_block_params *gp = &G->blocks[l];
 
         if (M > 0) {
+            /* post-norm: d(resid_post) through LN2 to d(sum_mlp) */
+            if (post)
+                hs_post_norm_backward(&dresid, &dside, gp->ln2_w, gp->ln2_b, ba->sum_mlp, bp->ln2_w,
+                                      ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
             hs_dx_product(dpost, 0.0f, dresid, bp->W_out, hs_acts_wT(acts, c, l, 5), BT, M, D);
             j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL};
             long t_out = dw_submit(w, &j);
             hs_pool_wait(w, t_dpre);
-            hs_act_grad(dpre, dpost, acts, c, l, BT * M);
-            hs_dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
-            j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
+            if (c->gated_mlp) {
+                hs_gated_grad(dpre, dlin, dpost, acts, c, l, BT * M);
+                hs_sgemm(0, 1, (int)BT, D, M, 1.0f, dpre, M, bp->W_gate, M, 0.0f, dln, D);
+                hs_dx_product(dln, 1.0f, dlin, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
+                j = (dw_job){0, gp->W_gate, NULL, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
+                dw_submit(w, &j);
+                j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dlin, BT, D, M, 0, 0, NULL};
+            } else {
+                hs_act_grad(dpre, dpost, acts, c, l, BT * M);
+                hs_dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
+                j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
+            }
             t_dpre = dw_submit(w, &j);
             hs_pool_wait(w, t_out); /* it reads dresid */
-            if (has_norm)
-                hs_norm_backward(dresid, gp->ln2_w, gp->ln2_b, dln, ba->resid_mid, bp->ln2_w,
-                              ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
+            /* d(the MLP's input): to resid_mid, or (parallel) to resid_pre,
+             * held in dside until the attention's is in */
+            float *dmlp_in = dresid;
+            if (par) {
+                dmlp_in = dside;
+                memset(dside, 0, BT * D * sizeof(float));
+            }
+            if (has_norm && !post)
+                hs_norm_backward(dmlp_in, gp->ln2_w, gp->ln2_b, dln, par ? ba->resid_pre : ba->resid_mid,
+                                 bp->ln2_w, ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
             else
-                hs_add_long(dresid, dresid, dln, BT * D);
+                hs_add_long(dmlp_in, dmlp_in, dln, BT * D);
         }
+        /* post-norm: d(resid_mid) through LN1 to d(sum_attn) */
+        if (post && c->ln1)
+            hs_post_norm_backward(&dresid, &dside, gp->ln1_w, gp->ln1_b, ba->sum_attn, bp->ln1_w,
+                                  ba->ln1_mean, ba->ln1_rstd, BT, D, c->norm);
 
         /* attention output: d(attn_out) = dresid */
         hs_dx_product(dz, 0.0f, dresid, bp->W_O, hs_acts_wT(acts, c, l, 3), BT, H * dh, D);
         j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL};
         long t_o = dw_submit(w, &j);
         hs_pool_wait(w, t_qkv);
-        hs_attn_backward(dq, dk, dv, NULL, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, dh,
-                         c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale_at(c, l));
+        hs_attn_backward(dq, dk, dv, NULL, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, Hkv,
+                         dh, c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale_at(c, l));
+        if (c->pos == HS_POS_ROTARY) { /* d(rotated q, k) -> d(q, k): the transpose */
+            hs_rotary_apply(dq, B, T, H, dh, c, acts->rope, 1);
+            hs_rotary_apply(dk, B, T, Hkv, dh, c, acts->rope, 1);
+        }
         if (c->attn == HS_ATTN_SOFTMAX) {
             hs_dx_product(dln, 0.0f, dq, hs_acts_wpack(acts, c, l, 0), hs_acts_wT(acts, c, l, 0), BT, D,
                        H * dh);
             j = (dw_job){1, gp->W_Q, gp->b_Q, ba->ln1_out, dq, BT, D, 0, H, dh, dw_scratch};
             dw_submit(w, &j);
             hs_dx_product(dln, 1.0f, dk, hs_acts_wpack(acts, c, l, 1), hs_acts_wT(acts, c, l, 1), BT, D,
-                       H * dh);
-            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, H, dh, dw_scratch};
+                       Hkv * dh);
+            j = (dw_job){1, gp->W_K, gp->b_K, ba->ln1_out, dk, BT, D, 0, Hkv, dh, dw_scratch};
             dw_submit(w, &j);
             hs_dx_product(dln, 1.0f, dv, hs_acts_wpack(acts, c, l, 2), hs_acts_wT(acts, c, l, 2), BT, D,
-                       H * dh);
+                       Hkv * dh);
         } else {
             hs_dx_product(dln, 0.0f, dv, hs_acts_wpack(acts, c, l, 2), hs_acts_wT(acts, c, l, 2), BT, D,
-                       H * dh);
+                       Hkv * dh);
         }
-        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, H, dh, dw_scratch};
+        j = (dw_job){1, gp->W_V, gp->b_V, ba->ln1_out, dv, BT, D, 0, Hkv, dh, dw_scratch};
         t_qkv = dw_submit(w, &j);
         hs_pool_wait(w, t_o); /* it reads dresid */
-        if (c->ln1 && has_norm)
+        if (c->attn_replace) /* no skip: resid_pre reaches resid_mid through the attention alone */
+            memset(dresid, 0, BT * D * sizeof(float));
+        if (hs_ln1_in_front(c))
             hs_norm_backward(dresid, gp->ln1_w, gp->ln1_b, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean,
                           ba->ln1_rstd, BT, D, c->norm);
         else
             hs_add_long(dresid, dresid, dln, BT * D);
+        if (par) hs_add_long(dresid, dresid, dside, BT * D); /* the MLP's, parallel */
         /* dresid is now d(resid_pre) of layer l = d(resid_post) of layer l-1 */
     }
 

@@ -20,12 +20,13 @@
 
 /* The points of a layer's two stages, in backward order ("%d" = layer). */
 static const char *const MLP_POINTS[] = {"blocks.%d.hook_resid_post", "blocks.%d.hook_mlp_out",
-                                         "blocks.%d.mlp.hook_post",   "blocks.%d.mlp.hook_pre",
-                                         "blocks.%d.hook_mlp_in",     "blocks.%d.hook_resid_mid"};
+                                         "blocks.%d.mlp.hook_post",   "blocks.%d.mlp.hook_pre_linear",
+                                         "blocks.%d.mlp.hook_pre",    "blocks.%d.hook_mlp_in",
+                                         "blocks.%d.hook_resid_mid"};
 static const char *const ATTN_POINTS[] = {
     "blocks.%d.hook_attn_out",    "blocks.%d.attn.hook_result", "blocks.%d.attn.hook_z",
-    "blocks.%d.attn.hook_pattern", "blocks.%d.attn.hook_v",     "blocks.%d.attn.hook_k",
-    "blocks.%d.attn.hook_q",      "blocks.%d.hook_q_input",     "blocks.%d.hook_k_input",
+    "blocks.%d.attn.hook_pattern", "blocks.%d.attn.hook_v",     "blocks.%d.attn.hook_rot_k",
+    "blocks.%d.attn.hook_rot_q",  "blocks.%d.attn.hook_k",     "blocks.%d.attn.hook_q",      "blocks.%d.hook_q_input",     "blocks.%d.hook_k_input",
     "blocks.%d.hook_v_input",     "blocks.%d.hook_attn_in",     "blocks.%d.hook_resid_pre"};
 enum { N_MLP_POINTS = sizeof MLP_POINTS / sizeof MLP_POINTS[0],
        N_ATTN_POINTS = sizeof ATTN_POINTS / sizeof ATTN_POINTS[0] };
@@ -84,7 +85,7 @@ static hs_status gcall(gbwd *g, const char *fmt, int l, float *data, int ndim, i
 static int deepest_stage(gbwd *g)
 {
     const int L = g->c->n_layers;
-    if (gwants(g, "hook_embed", 0) || (g->c->pos == HS_POS_LEARNED && gwants(g, "hook_pos_embed", 0)))
+    if (gwants(g, "hook_embed", 0) || (hs_pos_added(g->c) && gwants(g, "hook_pos_embed", 0)))
         return 2 * L + 1;
     for (int l = 0; l < L; l++) {
         for (int i = 0; i < N_ATTN_POINTS; i++)
@@ -116,41 +117,59 @@ static hs_status stage_unembed(gbwd *g, const float *dlogits, hs_error *err)
     return HS_OK;
 }
 
-/* The MLP stage of layer l: dresid = d(resid_post) in, d(resid_mid) out. */
+/* The MLP stage of layer l: dresid = d(resid_post) in, d(resid_mid) out
+ * (parallel_attn_mlp: d(resid_post) out, the MLP's gradient to resid_pre
+ * in dside for the attention stage to add; norm_place post: through LN2
+ * first, hs_post_norm_backward). */
 static hs_status stage_mlp(gbwd *g, int l, hs_error *err)
 {
     const hs_config *c = g->c;
     const hs_block_acts *ba = &g->acts->blocks[l];
     const hs_block_params *bp = &g->m->params.blocks[l];
     const int D = c->d_model, M = c->d_mlp, B = g->B, T = g->T;
+    const int post = c->norm_place == HS_NORM_POST, par = c->parallel_attn_mlp;
     const size_t BT = g->BT;
-    float *dresid = g->gs.dresid, *dln = g->gs.dln, *dpost = g->gs.dpost, *dpre = g->gs.dpre;
-    GCALL(g, "blocks.%d.hook_resid_post", l, dresid, 3, B, T, D, 0);
+    GCALL(g, "blocks.%d.hook_resid_post", l, g->gs.dresid, 3, B, T, D, 0);
     if (M == 0) return HS_OK;
+    if (post)
+        hs_post_norm_backward(&g->gs.dresid, &g->gs.dside, NULL, NULL, ba->sum_mlp, bp->ln2_w,
+                              ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
+    float *dresid = g->gs.dresid, *dln = g->gs.dln, *dpost = g->gs.dpost, *dpre = g->gs.dpre;
     GCALL(g, "blocks.%d.hook_mlp_out", l, dresid, 3, B, T, D, 0);
     hs_dx_product(dpost, 0.0f, dresid, bp->W_out, hs_acts_wT(g->acts, c, l, 5), BT, M, D);
     GCALL(g, "blocks.%d.mlp.hook_post", l, dpost, 3, B, T, M, 0);
-    hs_act_grad(dpre, dpost, g->acts, c, l, BT * M);
-    GCALL(g, "blocks.%d.mlp.hook_pre", l, dpre, 3, B, T, M, 0);
-    hs_dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(g->acts, c, l, 4), BT, D, M);
+    if (c->gated_mlp) {
+        hs_gated_grad(dpre, g->gs.dlin, dpost, g->acts, c, l, BT * M);
+        GCALL(g, "blocks.%d.mlp.hook_pre_linear", l, g->gs.dlin, 3, B, T, M, 0);
+        GCALL(g, "blocks.%d.mlp.hook_pre", l, dpre, 3, B, T, M, 0);
+        hs_sgemm(0, 1, (int)BT, D, M, 1.0f, dpre, M, bp->W_gate, M, 0.0f, dln, D);
+        hs_dx_product(dln, 1.0f, g->gs.dlin, bp->W_in, hs_acts_wT(g->acts, c, l, 4), BT, D, M);
+    } else {
+        hs_act_grad(dpre, dpost, g->acts, c, l, BT * M);
+        GCALL(g, "blocks.%d.mlp.hook_pre", l, dpre, 3, B, T, M, 0);
+        hs_dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(g->acts, c, l, 4), BT, D, M);
+    }
     /* d(mlp_in): ln2's backward alone, in dlnf (free after stage 0), when
-     * observed; else accumulated into dresid as hs_backward does */
+     * observed; else accumulated into dresid as hs_backward does (into
+     * dside, zeroed, when parallel) */
     const int own = gwants(g, "blocks.%d.hook_mlp_in", l);
-    float *din = own ? g->gs.dlnf : dresid;
-    if (c->norm != HS_NORM_NONE) {
+    float *dsum = par ? g->gs.dside : dresid;
+    if (par) memset(dsum, 0, BT * D * sizeof(float));
+    float *din = own ? g->gs.dlnf : dsum;
+    if (c->norm != HS_NORM_NONE && !post) {
         if (own) memset(din, 0, BT * D * sizeof(float));
-        hs_norm_backward(din, NULL, NULL, dln, ba->resid_mid, bp->ln2_w, ba->ln2_mean, ba->ln2_rstd,
-                         BT, D, c->norm);
+        hs_norm_backward(din, NULL, NULL, dln, par ? ba->resid_pre : ba->resid_mid, bp->ln2_w,
+                         ba->ln2_mean, ba->ln2_rstd, BT, D, c->norm);
     } else if (own) {
         memcpy(din, dln, BT * D * sizeof(float));
     } else {
-        hs_add_long(dresid, dresid, dln, BT * D);
+        hs_add_long(dsum, dsum, dln, BT * D);
     }
     if (own) {
         GCALL(g, "blocks.%d.hook_mlp_in", l, din, 3, B, T, D, 0);
-        hs_add_long(dresid, dresid, din, BT * D);
+        hs_add_long(dsum, dsum, din, BT * D);
     }
-    GCALL(g, "blocks.%d.hook_resid_mid", l, dresid, 3, B, T, D, 0);
+    if (!par) GCALL(g, "blocks.%d.hook_resid_mid", l, dresid, 3, B, T, D, 0);
     return HS_OK;
 }
 
@@ -168,10 +187,12 @@ static hs_status stage_split_inputs(gbwd *g, int l, hs_error *err)
     const hs_config *c = g->c;
     const hs_block_acts *ba = &g->acts->blocks[l];
     const hs_block_params *bp = &g->m->params.blocks[l];
-    const int D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh;
-    const int softmax = c->attn == HS_ATTN_SOFTMAX, has_ln1 = c->ln1 && c->norm != HS_NORM_NONE;
+    const int D = c->d_model, H = c->n_heads, dh = c->d_head;
+    const int Hkv = hs_kv_heads(c), group = H / Hkv;
+    const int softmax = c->attn == HS_ATTN_SOFTMAX, has_ln1 = hs_ln1_in_front(c);
     const size_t BT = g->BT, HDm = (size_t)H * D;
-    int want[3], want_in = gwants(g, "blocks.%d.hook_attn_in", l);
+    /* GQA: hook_k/v_input have Hkv heads and there is no hook_attn_in (hs_hook_points) */
+    int want[3], want_in = Hkv == H && gwants(g, "blocks.%d.hook_attn_in", l);
     for (int x = 0; x < 3; x++) want[x] = (softmax || x == 2) && gwants(g, names[x], l);
     if (!want[0] && !want[1] && !want[2] && !want_in) return HS_OK;
     float *out = g->acts->scratch, *tmp = g->gs.dlnf, *din = g->gs.dln, *sum = NULL;
@@ -181,15 +202,16 @@ static hs_status stage_split_inputs(gbwd *g, int l, hs_error *err)
     hs_status s = HS_OK;
     for (int x = 0; x < 3 && s == HS_OK; x++) {
         if (!want[x] && !(want_in && (softmax || x == 2))) continue;
-        const float *WT = hs_acts_wT(g->acts, c, l, x); /* (H*dh, D): row block h is W[h]^T */
-        for (int h = 0; h < H; h++) {
-            int ldw;
-            const float *Wh = hs_head_qkv(g->m, l, x, h, &ldw);
-            if (hs_sgemm_nn_jit(D, HD))
-                hs_sgemm(0, 0, (int)BT, D, dh, 1.0f, dx[x] + (size_t)h * dh, HD, WT + (size_t)h * dh * D, D,
+        const float *WT = hs_acts_wT(g->acts, c, l, x); /* (nh*dh, D): row block h is W[h]^T */
+        const int nh = x == 0 ? H : Hkv, XD = nh * dh; /* the input's heads (GQA: k, v) */
+        for (int h = 0; h < nh; h++) {
+            int ldw; /* hs_head_qkv takes a query head: h's first for a key/value head */
+            const float *Wh = hs_head_qkv(g->m, l, x, x == 0 ? h : h * group, &ldw);
+            if (hs_sgemm_nn_jit(D, XD))
+                hs_sgemm(0, 0, (int)BT, D, dh, 1.0f, dx[x] + (size_t)h * dh, XD, WT + (size_t)h * dh * D, D,
                          0.0f, tmp, D);
             else
-                hs_sgemm(0, 1, (int)BT, D, dh, 1.0f, dx[x] + (size_t)h * dh, HD, Wh, ldw, 0.0f, tmp,
+                hs_sgemm(0, 1, (int)BT, D, dh, 1.0f, dx[x] + (size_t)h * dh, XD, Wh, ldw, 0.0f, tmp,
                          D);
             const float *src = tmp;
             if (has_ln1) {
@@ -199,11 +221,11 @@ static hs_status stage_split_inputs(gbwd *g, int l, hs_error *err)
                 src = din;
             }
             for (size_t i = 0; i < BT; i++) {
-                memcpy(out + (i * H + h) * D, src + i * D, (size_t)D * sizeof(float));
+                memcpy(out + (i * nh + h) * D, src + i * D, (size_t)D * sizeof(float));
                 if (sum) hs_add_long(sum + (i * H + h) * D, sum + (i * H + h) * D, src + i * D, (size_t)D);
             }
         }
-        if (want[x]) s = gcall(g, names[x], l, out, 4, g->B, g->T, H, D, err);
+        if (want[x]) s = gcall(g, names[x], l, out, 4, g->B, g->T, nh, D, err);
     }
     if (s == HS_OK && sum) s = gcall(g, "blocks.%d.hook_attn_in", l, sum, 4, g->B, g->T, H, D, err);
     free(sum);
@@ -211,13 +233,17 @@ static hs_status stage_split_inputs(gbwd *g, int l, hs_error *err)
 }
 
 /* The attention stage of layer l: dresid = d(resid_mid), or d(resid_post)
- * without an MLP, in; d(resid_pre) out. */
+ * without an MLP, in; d(resid_pre) out (norm_place post: through LN1 first;
+ * attn_replace: no skip; parallel: plus the MLP stage's dside). */
 static hs_status stage_attn(gbwd *g, int l, hs_error *err)
 {
     const hs_config *c = g->c;
     hs_acts *acts = g->acts;
     const hs_block_acts *ba = &acts->blocks[l];
     const hs_block_params *bp = &g->m->params.blocks[l];
+    if (c->norm_place == HS_NORM_POST && c->ln1)
+        hs_post_norm_backward(&g->gs.dresid, &g->gs.dside, NULL, NULL, ba->sum_attn, bp->ln1_w,
+                              ba->ln1_mean, ba->ln1_rstd, g->BT, c->d_model, c->norm);
     const int D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh, B = g->B, T = g->T;
     const int softmax = c->attn == HS_ATTN_SOFTMAX;
     const size_t BT = g->BT;
@@ -235,12 +261,19 @@ static hs_status stage_attn(gbwd *g, int l, hs_error *err)
     GCALL(g, "blocks.%d.attn.hook_z", l, gs->dz, 4, B, T, H, dh);
     /* acts->scores (B,H,T,T) is the forward's scratch: free now */
     float *dpattern = gwants(g, "blocks.%d.attn.hook_pattern", l) ? acts->scores : NULL;
+    const int Hkv = hs_kv_heads(c), KD = Hkv * dh;
     hs_attn_backward(gs->dq, gs->dk, gs->dv, dpattern, gs->datt, gs->vT, gs->dz, ba->att, ba->q,
-                     ba->k, ba->v, B, T, H, dh, softmax, 1.0f / hs_attn_scale_at(c, l));
+                     ba->k, ba->v, B, T, H, Hkv, dh, softmax, 1.0f / hs_attn_scale_at(c, l));
     if (dpattern) GCALL(g, "blocks.%d.attn.hook_pattern", l, dpattern, 4, B, H, T, T);
-    GCALL(g, "blocks.%d.attn.hook_v", l, gs->dv, 4, B, T, H, dh);
+    GCALL(g, "blocks.%d.attn.hook_v", l, gs->dv, 4, B, T, Hkv, dh);
+    if (c->pos == HS_POS_ROTARY) { /* d(rotated k, q), then rotated back to d(k, q) */
+        GCALL(g, "blocks.%d.attn.hook_rot_k", l, gs->dk, 4, B, T, Hkv, dh);
+        GCALL(g, "blocks.%d.attn.hook_rot_q", l, gs->dq, 4, B, T, H, dh);
+        hs_rotary_apply(gs->dq, B, T, H, dh, c, acts->rope, 1);
+        hs_rotary_apply(gs->dk, B, T, Hkv, dh, c, acts->rope, 1);
+    }
     if (softmax) {
-        GCALL(g, "blocks.%d.attn.hook_k", l, gs->dk, 4, B, T, H, dh);
+        GCALL(g, "blocks.%d.attn.hook_k", l, gs->dk, 4, B, T, Hkv, dh);
         GCALL(g, "blocks.%d.attn.hook_q", l, gs->dq, 4, B, T, H, dh);
     }
     hs_status s = stage_split_inputs(g, l, err);
@@ -252,15 +285,17 @@ static hs_status stage_attn(gbwd *g, int l, hs_error *err)
         Wp = hs_qkv_packed(g->m, acts, l, 0, &ldw);
         hs_dx_product_ld(dln, 0.0f, gs->dq, Wp, ldw, hs_acts_wT(acts, c, l, 0), BT, D, HD);
         Wp = hs_qkv_packed(g->m, acts, l, 1, &ldw);
-        hs_dx_product_ld(dln, 1.0f, gs->dk, Wp, ldw, hs_acts_wT(acts, c, l, 1), BT, D, HD);
+        hs_dx_product_ld(dln, 1.0f, gs->dk, Wp, ldw, hs_acts_wT(acts, c, l, 1), BT, D, KD);
     }
     Wp = hs_qkv_packed(g->m, acts, l, 2, &ldw);
-    hs_dx_product_ld(dln, softmax ? 1.0f : 0.0f, gs->dv, Wp, ldw, hs_acts_wT(acts, c, l, 2), BT, D, HD);
-    if (c->ln1 && c->norm != HS_NORM_NONE)
+    hs_dx_product_ld(dln, softmax ? 1.0f : 0.0f, gs->dv, Wp, ldw, hs_acts_wT(acts, c, l, 2), BT, D, KD);
+    if (c->attn_replace) memset(dresid, 0, BT * D * sizeof(float)); /* no skip */
+    if (hs_ln1_in_front(c))
         hs_norm_backward(dresid, NULL, NULL, dln, ba->resid_pre, bp->ln1_w, ba->ln1_mean, ba->ln1_rstd,
                          BT, D, c->norm);
     else
         hs_add_long(dresid, dresid, dln, BT * D);
+    if (c->parallel_attn_mlp && c->d_mlp > 0) hs_add_long(dresid, dresid, gs->dside, BT * D);
     GCALL(g, "blocks.%d.hook_resid_pre", l, dresid, 3, B, T, D, 0);
     return HS_OK;
 }
@@ -279,7 +314,7 @@ static hs_status stage_embed(gbwd *g, hs_error *err)
                          g->acts->lne_mean, g->acts->lne_rstd, g->BT, D, c->norm);
     }
     GCALL(g, "hook_embed", 0, dx0, 3, g->B, g->T, D, 0);
-    if (c->pos == HS_POS_LEARNED) GCALL(g, "hook_pos_embed", 0, dx0, 3, g->B, g->T, D, 0);
+    if (hs_pos_added(c)) GCALL(g, "hook_pos_embed", 0, dx0, 3, g->B, g->T, D, 0);
     return HS_OK;
 }
 

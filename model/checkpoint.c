@@ -17,7 +17,8 @@
  *                       field for, only the non-default ones; absent for a
  *                       plain TL-shaped model:
  *                         attn "uniform", ln1 false, ln_final false,
- *                         embed_norm true, pos "none", bias false, seed N
+ *                         embed_norm true, pos "none", bias false,
+ *                         norm_place "post", attn_replace true, seed N
  *   "vocab", "task", "train"  JSON texts from hs_meta, when given.
  *
  * Load (the seam and its steps: checkpoint_internal.h): the checkpoint's
@@ -242,6 +243,51 @@ static const char *tl_norm_name(const hs_config *c)
 
 /* The one config -> JSON writer (model.h). Floats go through hs_f32_shortest,
  * so eps prints as 1e-05 in every output. */
+/* The attention switches of hs_config, each only off its default (so a
+ * model without them keeps its bytes), under TransformerLens'
+ * HookedTransformerConfig names: rotary_dim, rotary_base (pos rotary;
+ * rotary_adjacent_pairs and the NTK-by-parts fields when on),
+ * n_key_value_heads (grouped), use_local_attn, window_size and attn_types
+ * (one "global" / "local" per layer) with a local layer. tl = 1: the TL
+ * object (rotary_dim and rotary_base always with rotary, as TL's config
+ * has them); 0: headscope's (only what differs from 0). Returns 0 on OOM. */
+static int attn_switches_json(cJSON *o, const hs_config *c, int tl)
+{
+    int ok = 1;
+    if (c->pos == HS_POS_ROTARY) {
+        if (tl || c->rotary_dim > 0)
+            ok = ok && cJSON_AddNumberToObject(o, "rotary_dim", hs_rotary_dim(c));
+        if (tl || c->rotary_base > 0.0f)
+            ok = ok && cJSON_AddNumberToObject(o, "rotary_base",
+                                               c->rotary_base > 0.0f ? hs_f32_shortest(c->rotary_base)
+                                                                     : 10000.0);
+        if (c->rotary_adjacent_pairs) ok = ok && cJSON_AddTrueToObject(o, "rotary_adjacent_pairs");
+        if (c->use_NTK_by_parts_rope)
+            ok = ok && cJSON_AddTrueToObject(o, "use_NTK_by_parts_rope") &&
+                 cJSON_AddNumberToObject(o, "NTK_by_parts_factor",
+                                         hs_f32_shortest(c->NTK_by_parts_factor)) &&
+                 cJSON_AddNumberToObject(o, "NTK_by_parts_low_freq_factor",
+                                         hs_f32_shortest(c->NTK_by_parts_low_freq_factor)) &&
+                 cJSON_AddNumberToObject(o, "NTK_by_parts_high_freq_factor",
+                                         hs_f32_shortest(c->NTK_by_parts_high_freq_factor)) &&
+                 cJSON_AddNumberToObject(o, "NTK_original_ctx_len", c->NTK_original_ctx_len);
+    }
+    if (hs_kv_heads(c) != c->n_heads)
+        ok = ok && cJSON_AddNumberToObject(o, "n_key_value_heads", c->n_key_value_heads);
+    int any_local = 0;
+    for (int l = 0; l < c->n_layers; l++) any_local |= c->attn_local[l];
+    if (any_local) {
+        cJSON *types = cJSON_AddArrayToObject(o, "attn_types");
+        ok = ok && types && cJSON_AddTrueToObject(o, "use_local_attn") &&
+             cJSON_AddNumberToObject(o, "window_size", c->window_size);
+        for (int l = 0; ok && l < c->n_layers; l++) {
+            cJSON *t = cJSON_CreateString(c->attn_local[l] ? "local" : "global");
+            ok = t && cJSON_AddItemToArray(types, t);
+        }
+    }
+    return ok;
+}
+
 cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
 {
     cJSON *o = cJSON_CreateObject();
@@ -266,12 +312,19 @@ cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
              (c->attn_scale > 0.0f
                   ? cJSON_AddNumberToObject(o, "attn_scale", hs_f32_shortest(c->attn_scale)) != NULL
                   : 1) &&
-             cJSON_AddStringToObject(o, "positional_embedding_type", "standard") &&
+             cJSON_AddStringToObject(o, "positional_embedding_type",
+                                     c->pos == HS_POS_ROTARY  ? "rotary"
+                                     : c->pos == HS_POS_ALIBI ? "alibi"
+                                                              : "standard") &&
              cJSON_AddBoolToObject(o, "attn_only", c->d_mlp == 0) &&
              cJSON_AddStringToObject(o, "attention_dir", "causal") &&
              (c->attn_scale_by_layer
                   ? cJSON_AddTrueToObject(o, "scale_attn_by_inverse_layer_idx") != NULL
-                  : 1);
+                  : 1) &&
+             /* the block's TL fields, only when on (old files keep their bytes) */
+             (c->gated_mlp ? cJSON_AddTrueToObject(o, "gated_mlp") != NULL : 1) &&
+             (c->parallel_attn_mlp ? cJSON_AddTrueToObject(o, "parallel_attn_mlp") != NULL : 1) &&
+             attn_switches_json(o, c, 1);
     } else if (kind == HS_CONFIG_JSON_SWITCHES) {
         const hs_config d = hs_config_default();
         if (c->attn != d.attn) ok = ok && cJSON_AddStringToObject(o, "attn", hs_attn_name(c->attn));
@@ -282,6 +335,10 @@ cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
             ok = ok && cJSON_AddBoolToObject(o, "embed_norm", c->embed_norm != 0);
         if (c->pos != d.pos) ok = ok && cJSON_AddStringToObject(o, "pos", hs_pos_name(c->pos));
         if (!c->bias != !d.bias) ok = ok && cJSON_AddBoolToObject(o, "bias", c->bias != 0);
+        if (c->norm_place != d.norm_place)
+            ok = ok && cJSON_AddStringToObject(o, "norm_place", hs_norm_place_name(c->norm_place));
+        if (!c->attn_replace != !d.attn_replace)
+            ok = ok && cJSON_AddBoolToObject(o, "attn_replace", c->attn_replace != 0);
         if (c->seed != d.seed) {
             /* exact: a JSON number only when a double holds it */
             char num[32];
@@ -310,7 +367,14 @@ cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind)
                   ? cJSON_AddNumberToObject(o, "attn_scale", hs_f32_shortest(c->attn_scale)) != NULL
                   : 1) &&
              (c->norm_pre ? cJSON_AddTrueToObject(o, "norm_pre") != NULL : 1) &&
-             (c->attn_scale_by_layer ? cJSON_AddTrueToObject(o, "attn_scale_by_layer") != NULL : 1);
+             (c->attn_scale_by_layer ? cJSON_AddTrueToObject(o, "attn_scale_by_layer") != NULL : 1) &&
+             (c->gated_mlp ? cJSON_AddTrueToObject(o, "gated_mlp") != NULL : 1) &&
+             (c->parallel_attn_mlp ? cJSON_AddTrueToObject(o, "parallel_attn_mlp") != NULL : 1) &&
+             (c->norm_place != HS_NORM_PRE
+                  ? cJSON_AddStringToObject(o, "norm_place", hs_norm_place_name(c->norm_place)) != NULL
+                  : 1) &&
+             (c->attn_replace ? cJSON_AddTrueToObject(o, "attn_replace") != NULL : 1) &&
+             attn_switches_json(o, c, 0);
     }
     if (!ok) {
         cJSON_Delete(o);
@@ -474,8 +538,10 @@ static size_t matrix_floats(const hs_config *c)
     size_t parts[4];
     parts[0] = V > SIZE_MAX / D / 2 ? SIZE_MAX : 2 * V * D;
     parts[1] = c->pos == HS_POS_LEARNED ? (C > SIZE_MAX / D ? SIZE_MAX : C * D) : 0;
-    t = H * D > SIZE_MAX / dh ? SIZE_MAX : H * D * dh; /* H, D <= 2^20: H*D fits */
-    parts[2] = t > SIZE_MAX / (attn_mats * L) ? SIZE_MAX : t * attn_mats * L;
+    /* half the matrices (W_Q, W_O) have H heads, half (W_K, W_V) the key/value heads */
+    const size_t Hq = H + (size_t)hs_kv_heads(c);
+    t = Hq * D > SIZE_MAX / dh ? SIZE_MAX : Hq * D * dh; /* H, D <= 2^20: H*D fits */
+    parts[2] = t > SIZE_MAX / (attn_mats / 2 * L) ? SIZE_MAX : t * (attn_mats / 2) * L;
     t = D * M > SIZE_MAX / (2 * L) ? SIZE_MAX : D * M * 2 * L;
     parts[3] = t;
     for (int i = 0; i < 4; i++) total = parts[i] > SIZE_MAX - total ? SIZE_MAX : total + parts[i];

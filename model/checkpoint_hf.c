@@ -1,7 +1,10 @@
 /*
- * model/checkpoint_hf.c -- the Hugging Face GPT-2 checkpoint layout: a model
- * folder as `save_pretrained` writes it and the Hub ships it (the seam:
- * checkpoint_internal.h).
+ * model/checkpoint_hf.c -- the Hugging Face checkpoint layout: a model folder
+ * as `save_pretrained` writes it and the Hub ships it (the seam:
+ * checkpoint_internal.h). config.json's model_type picks the family: "gpt2"
+ * is this file's; gpt_neo, gpt_neox, llama, qwen2 and mistral are
+ * model/checkpoint_family.c's (config) and checkpoint_family_fill.c's
+ * (tensors). Any other model_type is refused in one line naming it.
  *
  * Config: config.json beside the weights (huggingface/transformers
  * models/gpt2/configuration_gpt2.py GPT2Config, and PretrainedConfig's
@@ -9,9 +12,9 @@
  * transformers computes it, inert (changes nothing in a float32 forward:
  * names, ids, task and generation parameters, dropout rates, ...) or
  * refused unless off (cross-attention, pruned heads, quantization); any
- * other field, and any model_type but "gpt2", is refused in one line naming
- * it (HF_FIELDS; tests/test_config_fields.c holds the pinned list
- * tests/checkpoint/hf_gpt2_config_fields.txt to it). A field config.json
+ * other field is refused in one line naming
+ * it (HF_FIELDS and the families' common HF_COMMON; tests/test_config_fields.c
+ * holds the pinned list tests/checkpoint/hf_gpt2_config_fields.txt to them). A field config.json
  * leaves out takes GPT2Config's default.
  *
  * Tensors (models/gpt2/modeling_gpt2.py; the loading rule of TransformerLens'
@@ -81,29 +84,40 @@ static int hf_recognises(const hs_st_file *st)
 /* ------------------------------------------------------------------------ */
 /* config.json                                                               */
 
-/* Every config.json field headscope knows for GPT-2 (the pinned list,
- * tests/checkpoint/hf_gpt2_config_fields.txt: GPT2Config's arguments, its
- * attribute_map aliases, PretrainedConfig's common and generation fields,
- * and the legacy keys the Hub's GPT-2 family configs carry) and what the
- * loader does with it. reorder_and_upcast_attn changes only a mixed-
- * precision run: inert in float32. */
+/* The config.json fields of GPT2Config itself (with its attribute_map
+ * aliases and the legacy keys the Hub's GPT-2 family configs carry) and what
+ * the loader does with each; with HF_COMMON below, the pinned list
+ * tests/checkpoint/hf_gpt2_config_fields.txt. reorder_and_upcast_attn
+ * changes only a mixed-precision run: inert in float32. */
 static const struct {
     const char *name;
     hs_tl_field kind;
 } HF_FIELDS[] = {
-    {"model_type", HS_TL_COMPUTED}, {"n_embd", HS_TL_COMPUTED}, {"hidden_size", HS_TL_COMPUTED},
+    {"n_embd", HS_TL_COMPUTED}, {"hidden_size", HS_TL_COMPUTED},
     {"n_head", HS_TL_COMPUTED}, {"num_attention_heads", HS_TL_COMPUTED},
     {"n_layer", HS_TL_COMPUTED}, {"num_hidden_layers", HS_TL_COMPUTED},
     {"n_positions", HS_TL_COMPUTED}, {"max_position_embeddings", HS_TL_COMPUTED},
     {"n_ctx", HS_TL_COMPUTED}, {"n_inner", HS_TL_COMPUTED}, {"vocab_size", HS_TL_COMPUTED},
     {"layer_norm_epsilon", HS_TL_COMPUTED}, {"activation_function", HS_TL_COMPUTED},
     {"scale_attn_weights", HS_TL_COMPUTED}, {"scale_attn_by_inverse_layer_idx", HS_TL_COMPUTED},
-    {"tie_word_embeddings", HS_TL_COMPUTED},
     {"reorder_and_upcast_attn", HS_TL_INERT}, {"resid_pdrop", HS_TL_INERT},
-    {"embd_pdrop", HS_TL_INERT}, {"attn_pdrop", HS_TL_INERT}, {"initializer_range", HS_TL_INERT},
+    {"embd_pdrop", HS_TL_INERT}, {"attn_pdrop", HS_TL_INERT},
     {"summary_type", HS_TL_INERT}, {"summary_use_proj", HS_TL_INERT},
     {"summary_activation", HS_TL_INERT}, {"summary_proj_to_labels", HS_TL_INERT},
-    {"summary_first_dropout", HS_TL_INERT}, {"use_cache", HS_TL_INERT},
+    {"summary_first_dropout", HS_TL_INERT}, {"output_past", HS_TL_INERT},
+    {"n_special", HS_TL_INERT}, {"predict_special_tokens", HS_TL_INERT},
+};
+
+/* The fields every family's config.json may carry: PretrainedConfig's common
+ * and generation fields (configuration_utils.py), model_type and
+ * tie_word_embeddings (each family computes them), initializer_range (every
+ * family's, inert). */
+static const struct {
+    const char *name;
+    hs_tl_field kind;
+} HF_COMMON[] = {
+    {"model_type", HS_TL_COMPUTED}, {"tie_word_embeddings", HS_TL_COMPUTED},
+    {"initializer_range", HS_TL_INERT}, {"use_cache", HS_TL_INERT},
     {"bos_token_id", HS_TL_INERT}, {"eos_token_id", HS_TL_INERT}, {"pad_token_id", HS_TL_INERT},
     {"sep_token_id", HS_TL_INERT}, {"decoder_start_token_id", HS_TL_INERT},
     {"architectures", HS_TL_INERT}, {"transformers_version", HS_TL_INERT},
@@ -117,8 +131,7 @@ static const struct {
     {"num_labels", HS_TL_INERT}, {"_num_labels", HS_TL_INERT}, {"problem_type", HS_TL_INERT},
     {"tokenizer_class", HS_TL_INERT}, {"prefix", HS_TL_INERT},
     {"task_specific_params", HS_TL_INERT}, {"gradient_checkpointing", HS_TL_INERT},
-    {"output_past", HS_TL_INERT}, {"n_special", HS_TL_INERT},
-    {"predict_special_tokens", HS_TL_INERT}, {"attn_implementation", HS_TL_INERT},
+    {"attn_implementation", HS_TL_INERT},
     {"_attn_implementation", HS_TL_INERT}, {"_attn_implementation_internal", HS_TL_INERT},
     {"_attn_implementation_autoset", HS_TL_INERT}, {"xla_device", HS_TL_INERT},
     {"max_length", HS_TL_INERT}, {"min_length", HS_TL_INERT}, {"do_sample", HS_TL_INERT},
@@ -137,15 +150,21 @@ static const struct {
     {"pruned_heads", HS_TL_REFUSED}, {"quantization_config", HS_TL_REFUSED},
 };
 
+int hs_checkpoint_hf_common_field(const char *name)
+{
+    for (size_t i = 0; i < sizeof HF_COMMON / sizeof HF_COMMON[0]; i++)
+        if (strcmp(HF_COMMON[i].name, name) == 0) return (int)HF_COMMON[i].kind;
+    return -1;
+}
+
 int hs_checkpoint_hf_field(const char *name)
 {
     for (size_t i = 0; i < sizeof HF_FIELDS / sizeof HF_FIELDS[0]; i++)
         if (strcmp(HF_FIELDS[i].name, name) == 0) return (int)HF_FIELDS[i].kind;
-    return -1;
+    return hs_checkpoint_hf_common_field(name);
 }
 
-/* A refused field's "off" values: null, false, an empty object or list. */
-static int hf_off(const cJSON *it)
+int hs_hf_off(const cJSON *it)
 {
     return cJSON_IsNull(it) || cJSON_IsFalse(it) ||
            ((cJSON_IsObject(it) || cJSON_IsArray(it)) && it->child == NULL);
@@ -161,7 +180,7 @@ static hs_status check_hf_fields(const char *fname, const cJSON *o, hs_error *er
             return hs_fail(err, HS_ERR_CONFIG, "%s: field '%.64s' is not a GPT-2 config field "
                            "headscope knows; it may change the computation "
                            "(tests/checkpoint/hf_gpt2_config_fields.txt)", fname, it->string);
-        if (kind != HS_TL_REFUSED || hf_off(it)) continue;
+        if (kind != HS_TL_REFUSED || hs_hf_off(it)) continue;
         char *v = cJSON_PrintUnformatted(it);
         hs_status s = hs_fail(err, HS_ERR_CONFIG, "%s: field '%s' = %.40s is not supported by "
                               "headscope (a GPT-2 without it only)", fname, it->string,
@@ -172,9 +191,7 @@ static hs_status check_hf_fields(const char *fname, const cJSON *o, hs_error *er
     return HS_OK;
 }
 
-/* An integer field (or its alias; both given must agree) in [lo, hi], or
- * def when neither is given. */
-static hs_status hf_int(const char *fname, const cJSON *o, const char *key, const char *alias,
+hs_status hs_hf_int(const char *fname, const cJSON *o, const char *key, const char *alias,
                         int lo, int hi, int def, int *out, hs_error *err)
 {
     const char *keys[2] = {key, alias};
@@ -196,8 +213,7 @@ static hs_status hf_int(const char *fname, const cJSON *o, const char *key, cons
     return HS_OK;
 }
 
-/* A boolean field, def when absent. */
-static hs_status hf_bool(const char *fname, const cJSON *o, const char *key, int def, int *out,
+hs_status hs_hf_bool(const char *fname, const cJSON *o, const char *key, int def, int *out,
                          hs_error *err)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
@@ -209,23 +225,17 @@ static hs_status hf_bool(const char *fname, const cJSON *o, const char *key, int
     return HS_OK;
 }
 
-/* model_type and the dimensions (GPT2Config's defaults: vocab 50257,
- * n_positions 1024, n_embd 768, n_layer 12, n_head 12, n_inner 4 n_embd). */
+/* The dimensions (GPT2Config's defaults: vocab 50257, n_positions 1024,
+ * n_embd 768, n_layer 12, n_head 12, n_inner 4 n_embd). */
 static hs_status hf_dims(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
 {
-    const cJSON *mt = cJSON_GetObjectItemCaseSensitive(o, "model_type");
-    if (mt == NULL)
-        return hs_fail(err, HS_ERR_CONFIG, "%s: no 'model_type' (headscope reads \"gpt2\")", fname);
-    if (!cJSON_IsString(mt) || strcmp(mt->valuestring, "gpt2") != 0)
-        return hs_fail(err, HS_ERR_CONFIG, "%s: model_type '%.32s' is not supported (headscope "
-                       "reads \"gpt2\")", fname, cJSON_IsString(mt) ? mt->valuestring : "?");
     int npos = 0, nctx = 0, inner = 0;
-    hs_status s = hf_int(fname, o, "n_embd", "hidden_size", 1, 1 << 20, 768, &c->d_model, err);
-    if (s == HS_OK) s = hf_int(fname, o, "n_head", "num_attention_heads", 1, 1 << 20, 12, &c->n_heads, err);
-    if (s == HS_OK) s = hf_int(fname, o, "n_layer", "num_hidden_layers", 1, 1 << 20, 12, &c->n_layers, err);
-    if (s == HS_OK) s = hf_int(fname, o, "vocab_size", NULL, 1, 1 << 30, 50257, &c->d_vocab, err);
-    if (s == HS_OK) s = hf_int(fname, o, "n_positions", "max_position_embeddings", 1, 1 << 20, 0, &npos, err);
-    if (s == HS_OK) s = hf_int(fname, o, "n_ctx", NULL, 1, 1 << 20, 0, &nctx, err);
+    hs_status s = hs_hf_int(fname, o, "n_embd", "hidden_size", 1, 1 << 20, 768, &c->d_model, err);
+    if (s == HS_OK) s = hs_hf_int(fname, o, "n_head", "num_attention_heads", 1, 1 << 20, 12, &c->n_heads, err);
+    if (s == HS_OK) s = hs_hf_int(fname, o, "n_layer", "num_hidden_layers", 1, 1 << 20, 12, &c->n_layers, err);
+    if (s == HS_OK) s = hs_hf_int(fname, o, "vocab_size", NULL, 1, 1 << 30, 50257, &c->d_vocab, err);
+    if (s == HS_OK) s = hs_hf_int(fname, o, "n_positions", "max_position_embeddings", 1, 1 << 20, 0, &npos, err);
+    if (s == HS_OK) s = hs_hf_int(fname, o, "n_ctx", NULL, 1, 1 << 20, 0, &nctx, err);
     if (s != HS_OK) return s;
     if (npos && nctx && npos != nctx)
         return hs_fail(err, HS_ERR_CONFIG, "%s: n_positions %d and n_ctx %d differ (Hugging Face "
@@ -237,7 +247,7 @@ static hs_status hf_dims(const char *fname, const cJSON *o, hs_config *c, hs_err
     c->d_head = c->d_model / c->n_heads;
     const cJSON *ni = cJSON_GetObjectItemCaseSensitive(o, "n_inner");
     if (ni != NULL && !cJSON_IsNull(ni)) {
-        s = hf_int(fname, o, "n_inner", NULL, 1, 1 << 20, 0, &inner, err);
+        s = hs_hf_int(fname, o, "n_inner", NULL, 1, 1 << 20, 0, &inner, err);
         if (s != HS_OK) return s;
     }
     c->d_mlp = inner ? inner : 4 * c->d_model;
@@ -262,23 +272,42 @@ static hs_status hf_math(const char *fname, const cJSON *o, hs_config *c, hs_err
         const int a = cJSON_IsString(act) ? hs_checkpoint_act_parse(act->valuestring) : -1;
         if (a < 0)
             return hs_fail(err, HS_ERR_CONFIG, "%s: activation_function '%.32s' is not supported "
-                           "(headscope has \"gelu_new\", \"gelu_pytorch_tanh\", \"gelu\" and "
-                           "\"relu\")", fname, cJSON_IsString(act) ? act->valuestring : "?");
+                           "(headscope has \"gelu_new\", \"gelu_pytorch_tanh\", \"gelu\", "
+                           "\"relu\" and \"silu\")", fname, cJSON_IsString(act) ? act->valuestring : "?");
         c->act = (hs_act)a;
     }
     int scale = 1, by_layer = 0;
-    hs_status s = hf_bool(fname, o, "scale_attn_weights", 1, &scale, err);
-    if (s == HS_OK) s = hf_bool(fname, o, "scale_attn_by_inverse_layer_idx", 0, &by_layer, err);
+    hs_status s = hs_hf_bool(fname, o, "scale_attn_weights", 1, &scale, err);
+    if (s == HS_OK) s = hs_hf_bool(fname, o, "scale_attn_by_inverse_layer_idx", 0, &by_layer, err);
     if (s != HS_OK) return s;
     c->attn_scale = scale ? 0.0f : 1.0f; /* sqrt(d_head), or none */
     c->attn_scale_by_layer = by_layer;
     return HS_OK;
 }
 
-hs_status hs_checkpoint_hf_config_parse(const char *fname, const char *text, const hs_st_file *st,
-                                        hs_config *c, hs_error *err)
+/* GPT-2's config.json (model_type "gpt2") into *c. */
+static hs_status hf_gpt2_config(const char *fname, const cJSON *o, const hs_st_file *st,
+                                hs_config *c, hs_error *err)
+{
+    hs_status s = hf_dims(fname, o, c, err);
+    if (s == HS_OK) s = hf_math(fname, o, c, err);
+    if (s == HS_OK) s = check_hf_fields(fname, o, err);
+    int tie = 1;
+    if (s == HS_OK) s = hs_hf_bool(fname, o, "tie_word_embeddings", 1, &tie, err);
+    if (s == HS_OK && !tie && st && hs_st_find(st, "lm_head.weight") < 0)
+        s = hs_fail(err, HS_ERR_CONFIG, "%s: tie_word_embeddings is false but the weights have no "
+                    "lm_head.weight", fname);
+    /* GPT-2: LayerNorm with weights and biases, learned positions, softmax
+     * attention, biases: hs_config_default's */
+    return s;
+}
+
+/* config.json's text into *c and *info, dispatched by model_type. */
+static hs_status hf_parse(const char *fname, const char *text, const hs_st_file *st, hs_config *c,
+                          hs_hf_info *info, hs_error *err)
 {
     *c = hs_config_default();
+    memset(info, 0, sizeof *info);
     const char *end = NULL;
     cJSON *o = cJSON_ParseWithLengthOpts(text, strlen(text) + 1, &end, 1);
     hs_status s = HS_OK;
@@ -293,41 +322,58 @@ hs_status hs_checkpoint_hf_config_parse(const char *fname, const char *text, con
         s = hs_fail(err, HS_ERR_CONFIG, "%s: not valid JSON (at byte %zu)", fname, end ? (size_t)(end - text) : 0);
     else if (!cJSON_IsObject(o))
         s = hs_fail(err, HS_ERR_CONFIG, "%s: not a JSON object", fname);
-    if (s == HS_OK) s = hf_dims(fname, o, c, err);
-    if (s == HS_OK) s = hf_math(fname, o, c, err);
-    if (s == HS_OK) s = check_hf_fields(fname, o, err);
-    int tie = 1;
-    if (s == HS_OK) s = hf_bool(fname, o, "tie_word_embeddings", 1, &tie, err);
-    if (s == HS_OK && !tie && st && hs_st_find(st, "lm_head.weight") < 0)
-        s = hs_fail(err, HS_ERR_CONFIG, "%s: tie_word_embeddings is false but the weights have no "
-                    "lm_head.weight", fname);
+    const cJSON *mt = s == HS_OK ? cJSON_GetObjectItemCaseSensitive(o, "model_type") : NULL;
+    const int fam = cJSON_IsString(mt) ? hs_hf_family_parse(mt->valuestring) : -1;
+    if (s == HS_OK && mt == NULL)
+        s = hs_fail(err, HS_ERR_CONFIG, "%s: no 'model_type' (headscope reads " HS_HF_FAMILIES ")", fname);
+    else if (s == HS_OK && fam < 0)
+        s = hs_fail(err, HS_ERR_CONFIG, "%s: model_type '%.32s' is not supported (headscope reads "
+                    HS_HF_FAMILIES ")", fname, cJSON_IsString(mt) ? mt->valuestring : "?");
+    if (s == HS_OK) info->family = (hs_hf_family)fam;
+    if (s == HS_OK && fam == HS_HF_GPT2)
+        s = hf_gpt2_config(fname, o, st, c, err);
+    else if (s == HS_OK)
+        s = hs_checkpoint_family_config(fname, o, st, c, info, err);
     cJSON_Delete(o);
-    /* GPT-2: LayerNorm with weights and biases, learned positions, softmax
-     * attention, biases: hs_config_default's */
     return s;
 }
 
-static hs_status hf_config(const hs_ckpt_src *src, hs_config *c, hs_error *err)
+hs_status hs_checkpoint_hf_config_parse(const char *fname, const char *text, const hs_st_file *st,
+                                        hs_config *c, hs_error *err)
+{
+    hs_hf_info info;
+    return hf_parse(fname, text, st, c, &info, err);
+}
+
+/* config.json beside src's weights into *c and *info. */
+static hs_status hf_read_config(const hs_ckpt_src *src, hs_config *c, hs_hf_info *info, hs_error *err)
 {
     char *path = src->dir ? hs_path_join(src->dir, "config.json") : NULL;
     unsigned char *text = NULL;
     size_t n = 0;
     hs_status s;
     if (src->dir == NULL)
-        s = hs_fail(err, HS_ERR_FORMAT, "%s: Hugging Face GPT-2 weights (wte.weight) without a "
-                    "folder to read config.json from", src->fname);
+        s = hs_fail(err, HS_ERR_FORMAT, "%s: Hugging Face weights (%s) without a folder to read "
+                    "config.json from", src->fname, hs_st_find(&src->x.st, "wte.weight") >= 0 ||
+                    hs_st_find(&src->x.st, "transformer.wte.weight") >= 0 ? "wte.weight" : "a model folder's");
     else if (path == NULL)
         s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     else if (hs_read_file(path, &text, &n, NULL) != HS_OK)
-        s = hs_fail(err, HS_ERR_FORMAT, "%s: no config.json beside the Hugging Face GPT-2 weights "
+        s = hs_fail(err, HS_ERR_FORMAT, "%s: no config.json beside the Hugging Face weights "
                     "(the model folder as downloaded holds one)", src->dir);
     else if (strlen((const char *)text) != n)
         s = hs_fail(err, HS_ERR_CONFIG, "%s: a NUL byte inside the JSON", path);
     else
-        s = hs_checkpoint_hf_config_parse(path, (const char *)text, &src->x.st, c, err);
+        s = hf_parse(path, (const char *)text, &src->x.st, c, info, err);
     free(text);
     free(path);
     return s;
+}
+
+static hs_status hf_config(const hs_ckpt_src *src, hs_config *c, hs_error *err)
+{
+    hs_hf_info info;
+    return hf_read_config(src, c, &info, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -587,10 +633,9 @@ static hs_status hf_read(const hs_ckpt_src *src, int i, const hf_target *t, hs_m
 /* Every weight resolved and checked in header order (so the first wrong one
  * is reported), then read in file order; W_U tied to W_E when no
  * lm_head.weight came; b_U zero; the buffers checked. */
-static hs_status hf_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *filled,
-                         const hs_notes *notes, hs_error *err)
+static hs_status hf_gpt2_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *filled,
+                              hs_error *err)
 {
-    (void)notes;
     const size_t cap = HS_CKPT_CHUNK / sizeof(float);
     const int n = src->x.st.n;
     float *chunk = malloc(HS_CKPT_CHUNK);
@@ -616,7 +661,30 @@ static hs_status hf_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *fil
     return s;
 }
 
+/* GPT-2's tensors, or another family's (model/checkpoint_family_fill.c), by
+ * config.json's model_type (read again: a layout keeps no state). */
+static hs_status hf_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *filled,
+                         const hs_notes *notes, hs_error *err)
+{
+    hs_config c;
+    hs_hf_info info;
+    hs_status s = hf_read_config(src, &c, &info, err);
+    if (s != HS_OK) return s;
+    if (info.family != HS_HF_GPT2) return hs_checkpoint_family_fill(src, &info, m, filled, notes, err);
+    return hf_gpt2_fill(src, m, filled, err);
+}
+
+static int hf_any_recognises(const hs_st_file *st)
+{
+    return hf_recognises(st) || hs_checkpoint_family_recognises(st);
+}
+
+static int hf_any_is_buffer(const char *name)
+{
+    return hf_is_buffer(name) || hs_checkpoint_family_is_buffer(name);
+}
+
 const hs_ckpt_layout hs_ckpt_layout_hf = {
-    "Hugging Face GPT-2",
-    hf_recognises, hf_is_buffer, hf_config, hf_fill,
+    "Hugging Face",
+    hf_any_recognises, hf_any_is_buffer, hf_config, hf_fill,
 };

@@ -158,6 +158,12 @@ hs_status hs_ckpt_read_buf(const hs_ckpt_src *src, int i, size_t first, size_t n
  * row-major order), or "... has shape [..], not a causal mask's [n, n]"
  * ([1, 1, n, n] for lead 2); hs_ckpt_read_buf's errors; HS_ERR_NOMEM. */
 hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_error *err);
+/* The same for a layer of local attention (window >= 1, model.h's
+ * attn_local): nonzero exactly where column <= row and row - column <
+ * window (TransformerLens' local mask, triu(tril(1), 1 - window)); the
+ * messages say "is not the local (window W) mask" and "where a local (window
+ * W) mask has". window 0 is hs_ckpt_check_causal_mask. */
+hs_status hs_ckpt_check_mask(const hs_ckpt_src *src, int i, int lead, int window, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Checkpoint layouts: the seam of the loader                                */
@@ -280,9 +286,10 @@ typedef enum { HS_TL_COMPUTED = 0, HS_TL_INERT = 1, HS_TL_REFUSED = 2 } hs_tl_fi
 int hs_checkpoint_tl_field(const char *name);
 
 /* ------------------------------------------------------------------------ */
-/* The Hugging Face GPT-2 layout's own entry points (model/checkpoint_hf.c)  */
+/* The Hugging Face layout's own entry points (model/checkpoint_hf.c)       */
 
-/* config.json's text (a JSON object) into *c: model_type "gpt2"; n_embd,
+/* config.json's text (a JSON object) into *c, by its model_type: another
+ * family's through hs_checkpoint_family_config; "gpt2": n_embd,
  * n_head, n_layer, n_positions (or n_ctx; the two must agree), n_inner (null:
  * 4 n_embd), vocab_size, layer_norm_epsilon, activation_function,
  * scale_attn_weights, scale_attn_by_inverse_layer_idx computed (GPT2Config's
@@ -296,5 +303,84 @@ hs_status hs_checkpoint_hf_config_parse(const char *fname, const char *text, con
 /* What the loader does with a config.json field (hs_tl_field's kinds), or
  * -1 for one it does not know (which it refuses). */
 int hs_checkpoint_hf_field(const char *name);
+
+/* The kind of a field every Hugging Face family's config.json may carry
+ * (PretrainedConfig's common and generation fields, model_type,
+ * tie_word_embeddings, initializer_range), or -1. */
+int hs_checkpoint_hf_common_field(const char *name);
+
+/* config.json helpers shared by the Hugging Face layouts (fname names the
+ * file in messages; HS_ERR_CONFIG, one line):
+ *   hs_hf_int   an integer field (or its alias; both given must agree) in
+ *               [lo, hi], def when neither is given;
+ *   hs_hf_bool  true or false, def when absent;
+ *   hs_hf_off   1 for a refused field's "off" values: null, false, {} or []. */
+hs_status hs_hf_int(const char *fname, const cJSON *o, const char *key, const char *alias, int lo,
+                    int hi, int def, int *out, hs_error *err);
+hs_status hs_hf_bool(const char *fname, const cJSON *o, const char *key, int def, int *out,
+                     hs_error *err);
+int hs_hf_off(const cJSON *it);
+
+/* ------------------------------------------------------------------------ */
+/* The other Hugging Face families (model/checkpoint_family.c: config.json;  */
+/* model/checkpoint_family_fill.c: the tensors)                              */
+/*
+ * The Hugging Face layout (hs_ckpt_layout_hf) reads config.json and
+ * dispatches on its model_type: "gpt2" is checkpoint_hf.c's own; gpt_neo,
+ * gpt_neox, llama, qwen2 and mistral are each a mapping of the family's
+ * modeling_*.py state dict onto the one parameter table and of its config
+ * class's fields onto hs_config (DESIGN.md "Checkpoint", the layout table).
+ */
+typedef enum {
+    HS_HF_GPT2 = 0,
+    HS_HF_GPT_NEO,
+    HS_HF_GPT_NEOX,
+    HS_HF_LLAMA,
+    HS_HF_QWEN2,
+    HS_HF_MISTRAL,
+    HS_HF_N_FAMILIES
+} hs_hf_family;
+#define HS_HF_FAMILIES "gpt2, gpt_neo, gpt_neox, llama, qwen2 and mistral"
+
+/* What the tensor mapping needs from config.json beyond hs_config. */
+typedef struct {
+    hs_hf_family family;
+    int qkv_bias;  /* the q/k/v projections have biases (NeoX attention_bias, Qwen2, Llama
+                      attention_bias) */
+    int o_bias;    /* the output projection has one (NeoX attention_bias, Llama attention_bias;
+                      GPT-Neo always) */
+    int tied;      /* tie_word_embeddings */
+} hs_hf_info;
+
+/* The family of a model_type string, -1 for one headscope does not read. */
+int hs_hf_family_parse(const char *model_type);
+/* The model_type string of a family. */
+const char *hs_hf_family_name(hs_hf_family f);
+
+/* config.json (o, an object whose model_type is info->family's, not GPT-2)
+ * into *c and the rest of *info: every field of the family's config class
+ * computed as its modeling file uses it, inert, or refused unless off
+ * (hs_checkpoint_family_field); any other field refused naming it.
+ * Defaults are the config class's. Does not run hs_config_validate.
+ * HS_ERR_CONFIG, one line naming fname and the field: an unknown field,
+ * a bad value, num_key_value_heads not dividing num_attention_heads, an odd
+ * rotary dim, an unknown or unsupported rope_scaling type, GPT-Neo's
+ * attention_types not covering num_layers. */
+hs_status hs_checkpoint_family_config(const char *fname, const cJSON *o, const hs_st_file *st,
+                                      hs_config *c, hs_hf_info *info, hs_error *err);
+/* What the loader does with field name of family f's config.json
+ * (hs_tl_field's kinds, the common fields included), or -1. */
+int hs_checkpoint_family_field(hs_hf_family f, const char *name);
+
+/* 1 when st holds a family's tensor names (embed_in, embed_tokens, GPT-Neo's
+ * attn.attention.q_proj). */
+int hs_checkpoint_family_recognises(const hs_st_file *st);
+/* 1 for a family's buffers: GPT-Neo's h.{l}.attn.attention.bias and
+ * masked_bias, GPT-NeoX's layers.{l}.attention.bias, masked_bias and
+ * rotary_emb.inv_freq, Llama-style layers.{l}.self_attn.rotary_emb.inv_freq. */
+int hs_checkpoint_family_is_buffer(const char *name);
+/* The layout's fill (hs_ckpt_layout) for a family other than GPT-2. */
+hs_status hs_checkpoint_family_fill(const hs_ckpt_src *src, const hs_hf_info *info, hs_model *m,
+                                    unsigned char *filled, const hs_notes *notes, hs_error *err);
 
 #endif /* HS_CHECKPOINT_INTERNAL_H */

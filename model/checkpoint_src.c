@@ -219,6 +219,11 @@ static int nonzero(const unsigned char *p, hs_st_dtype dtype, size_t elsize)
 
 hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_error *err)
 {
+    return hs_ckpt_check_mask(src, i, lead, 0, err);
+}
+
+hs_status hs_ckpt_check_mask(const hs_ckpt_src *src, int i, int lead, int window, hs_error *err)
+{
     HS_ASSERT(i >= 0 && i < src->x.bufs.n && lead >= 0 && lead <= 2);
     const hs_st_file *b = &src->x.bufs;
     const hs_st_loc *l = &src->x.buf_loc[i];
@@ -243,8 +248,14 @@ hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_
         s = hs_ckpt_read_buf(src, i, (size_t)(k0 * l->elsize), (size_t)(nk * l->elsize), chunk, err);
         for (uint64_t k = 0; k < nk && s == HS_OK; k++) {
             const uint64_t r = (k0 + k) / n, c = (k0 + k) % n;
-            const int want = c <= r;
-            if (nonzero(chunk + k * l->elsize, l->dtype, l->elsize) != want)
+            const int want = c <= r && (window <= 0 || r - c < (uint64_t)window);
+            if (nonzero(chunk + k * l->elsize, l->dtype, l->elsize) == want) continue;
+            if (window > 0)
+                s = hs_fail(err, HS_ERR_FORMAT, "%s: %.64s is not the local (window %d) mask: row "
+                            "%llu, column %llu is %s where a local (window %d) mask has %d",
+                            src->fname, b->names[i], window, (unsigned long long)r,
+                            (unsigned long long)c, want ? "0" : "nonzero", window, want);
+            else
                 s = hs_fail(err, HS_ERR_FORMAT, "%s: %.64s is not the causal mask: row %llu, column "
                             "%llu is %s where a causal mask has %d (headscope computes causal "
                             "attention only)", src->fname, b->names[i], (unsigned long long)r,

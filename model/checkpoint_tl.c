@@ -9,8 +9,8 @@
  * unembed.W_U/b_U; so filling the table is a copy by name. headscope's AdamW
  * moments: "optimizer.m.<name>" and "optimizer.v.<name>", with metadata
  * "optimizer" = {"adam_t": steps}. Buffers that hold no weights:
- * blocks.{l}.attn.mask (read: it must be the causal mask, since headscope
- * computes causal attention only; a local-window mask is refused) and
+ * blocks.{l}.attn.mask (read: it must be the causal mask, or on a local
+ * layer (use_local_attn) the window's; any other mask is refused) and
  * blocks.{l}.attn.IGNORE (not read).
  *
  * Config: __metadata__ "config", a JSON object with HookedTransformerConfig
@@ -94,14 +94,14 @@ static const struct {
     {"ungroup_grouped_query_attention", HS_TL_INERT}, {"original_architecture", HS_TL_INERT},
     {"from_checkpoint", HS_TL_INERT}, {"checkpoint_index", HS_TL_INERT},
     {"checkpoint_label_type", HS_TL_INERT}, {"checkpoint_value", HS_TL_INERT},
-    {"tokenizer_name", HS_TL_INERT}, {"window_size", HS_TL_INERT}, {"attn_types", HS_TL_INERT},
+    {"tokenizer_name", HS_TL_INERT}, {"window_size", HS_TL_COMPUTED}, {"attn_types", HS_TL_COMPUTED},
     {"init_mode", HS_TL_INERT}, {"device", HS_TL_INERT}, {"n_devices", HS_TL_INERT},
     {"seed", HS_TL_INERT}, {"initializer_range", HS_TL_INERT}, {"init_weights", HS_TL_INERT},
     {"n_params", HS_TL_INERT}, {"default_prepend_bos", HS_TL_INERT},
-    {"tokenizer_prepends_bos", HS_TL_INERT}, {"rotary_dim", HS_TL_INERT},
-    {"rotary_base", HS_TL_INERT}, {"rotary_adjacent_pairs", HS_TL_INERT},
-    {"use_NTK_by_parts_rope", HS_TL_INERT}, {"NTK_by_parts_low_freq_factor", HS_TL_INERT},
-    {"NTK_by_parts_high_freq_factor", HS_TL_INERT}, {"NTK_by_parts_factor", HS_TL_INERT},
+    {"tokenizer_prepends_bos", HS_TL_INERT}, {"rotary_dim", HS_TL_COMPUTED},
+    {"rotary_base", HS_TL_COMPUTED}, {"rotary_adjacent_pairs", HS_TL_COMPUTED},
+    {"use_NTK_by_parts_rope", HS_TL_COMPUTED}, {"NTK_by_parts_low_freq_factor", HS_TL_COMPUTED},
+    {"NTK_by_parts_high_freq_factor", HS_TL_COMPUTED}, {"NTK_by_parts_factor", HS_TL_COMPUTED},
     {"trust_remote_code", HS_TL_INERT}, {"experts_per_token", HS_TL_INERT},
     {"relative_attention_max_distance", HS_TL_INERT},
     {"relative_attention_num_buckets", HS_TL_INERT}, {"decoder_start_token_id", HS_TL_INERT},
@@ -111,13 +111,13 @@ static const struct {
      * fields only with rotary positions, norm_topk_prob only with experts */
     {"uses_rms_norm", HS_TL_INERT}, {"layer_norm_folding", HS_TL_INERT},
     {"rotary_base_local", HS_TL_INERT}, {"rotary_scaling_factor", HS_TL_INERT},
-    {"NTK_original_ctx_len", HS_TL_INERT}, {"use_yarn_rope", HS_TL_INERT},
+    {"NTK_original_ctx_len", HS_TL_COMPUTED}, {"use_yarn_rope", HS_TL_INERT},
     {"yarn_factor", HS_TL_INERT}, {"yarn_attention_factor", HS_TL_INERT},
     {"yarn_beta_fast", HS_TL_INERT}, {"yarn_beta_slow", HS_TL_INERT},
     {"yarn_original_max_position_embeddings", HS_TL_INERT}, {"norm_topk_prob", HS_TL_INERT},
-    {"use_local_attn", HS_TL_REFUSED}, {"use_qk_norm", HS_TL_REFUSED},
-    {"final_rms", HS_TL_REFUSED}, {"parallel_attn_mlp", HS_TL_REFUSED},
-    {"gated_mlp", HS_TL_REFUSED}, {"dtype", HS_TL_REFUSED}, {"post_embedding_ln", HS_TL_REFUSED},
+    {"use_local_attn", HS_TL_COMPUTED}, {"use_qk_norm", HS_TL_REFUSED},
+    {"final_rms", HS_TL_REFUSED}, {"parallel_attn_mlp", HS_TL_COMPUTED},
+    {"gated_mlp", HS_TL_COMPUTED}, {"dtype", HS_TL_REFUSED}, {"post_embedding_ln", HS_TL_REFUSED},
     {"load_in_4bit", HS_TL_REFUSED}, {"num_experts", HS_TL_REFUSED},
     {"use_normalization_before_and_after", HS_TL_REFUSED},
     {"attn_scores_soft_cap", HS_TL_REFUSED}, {"output_logits_soft_cap", HS_TL_REFUSED},
@@ -232,8 +232,8 @@ static hs_status tl_mlp(const char *fname, const cJSON *o, hs_config *c, hs_erro
         int a = cJSON_IsString(act) ? hs_checkpoint_act_parse(act->valuestring) : -1;
         if (a < 0)
             return hs_fail(err, HS_ERR_CONFIG, "%s: config act_fn '%.32s' is not supported "
-                           "(headscope has \"gelu\" (exact erf), \"gelu_new\" (tanh) and "
-                           "\"relu\")", fname, cJSON_IsString(act) ? act->valuestring : "?");
+                           "(headscope has \"gelu\" (exact erf), \"gelu_new\" (tanh), \"relu\" "
+                           "and \"silu\")", fname, cJSON_IsString(act) ? act->valuestring : "?");
         c->act = (hs_act)a;
     } else if (!attn_only) {
         return hs_fail(err, HS_ERR_CONFIG, "%s: config has no act_fn (TransformerLens requires "
@@ -284,10 +284,17 @@ static hs_status tl_norm(const char *fname, const cJSON *o, hs_config *c, hs_err
 static hs_status tl_attention(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
 {
     const cJSON *pe = cJSON_GetObjectItemCaseSensitive(o, "positional_embedding_type");
-    if (pe != NULL && !(cJSON_IsString(pe) && strcmp(pe->valuestring, "standard") == 0))
+    const char *pes = cJSON_IsString(pe) ? pe->valuestring : "?";
+    if (pe == NULL || strcmp(pes, "standard") == 0)
+        c->pos = HS_POS_LEARNED;
+    else if (strcmp(pes, "rotary") == 0)
+        c->pos = HS_POS_ROTARY;
+    else if (strcmp(pes, "alibi") == 0)
+        c->pos = HS_POS_ALIBI;
+    else
         return hs_fail(err, HS_ERR_CONFIG, "%s: config positional_embedding_type '%.32s' is not "
-                       "supported (only \"standard\"; no positions is headscope_config pos "
-                       "\"none\")", fname, cJSON_IsString(pe) ? pe->valuestring : "?");
+                       "supported (\"standard\", \"rotary\" or \"alibi\"; no positions and "
+                       "sinusoidal ones are headscope_config pos)", fname, pes);
     const cJSON *ad = cJSON_GetObjectItemCaseSensitive(o, "attention_dir");
     if (ad != NULL && !(cJSON_IsString(ad) && strcmp(ad->valuestring, "causal") == 0))
         return hs_fail(err, HS_ERR_CONFIG, "%s: config attention_dir '%.32s' is not supported "
@@ -320,6 +327,106 @@ static hs_status tl_attention(const char *fname, const cJSON *o, hs_config *c, h
     return HS_OK;
 }
 
+/* A finite number field (absent or null: *present 0), > lo. */
+static hs_status get_num(const char *fname, const cJSON *o, const char *key, double lo,
+                         float *out, int *present, hs_error *err)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    *present = it != NULL && !cJSON_IsNull(it);
+    if (!*present) return HS_OK;
+    if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble) || !(it->valuedouble > lo) ||
+        it->valuedouble > 1e30)
+        return hs_fail(err, HS_ERR_CONFIG, "%s: config field '%s' must be a number above %g",
+                       fname, key, lo);
+    *out = (float)it->valuedouble;
+    return HS_OK;
+}
+
+/* A boolean field into *out (absent or null: unchanged). */
+static hs_status get_flag(const char *fname, const cJSON *o, const char *key, int *out,
+                          hs_error *err)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (it == NULL || cJSON_IsNull(it)) return HS_OK;
+    if (!cJSON_IsBool(it))
+        return hs_fail(err, HS_ERR_CONFIG, "%s: config field '%s' must be true or false", fname,
+                       key);
+    *out = cJSON_IsTrue(it);
+    return HS_OK;
+}
+
+/* The attention switches (model.h's group) under TransformerLens' names:
+ * rotary_dim, rotary_base, rotary_adjacent_pairs, use_NTK_by_parts_rope and
+ * its factors, n_key_value_heads, use_local_attn with window_size and
+ * attn_types. rotary_dim = d_head and rotary_base 10000 are stored as 0
+ * (the defaults), so a written config reads back to the same struct. */
+static hs_status tl_attn_switches(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
+{
+    int present, v = 0;
+    hs_status s = get_int(fname, "config", o, "rotary_dim", 0, 1 << 20, &v, &present, err);
+    if (s != HS_OK) return s;
+    if (present) c->rotary_dim = v == c->d_head ? 0 : v;
+    float f = 0.0f;
+    if ((s = get_num(fname, o, "rotary_base", 1.0, &f, &present, err)) != HS_OK) return s;
+    if (present) c->rotary_base = f == 10000.0f ? 0.0f : f;
+    if ((s = get_flag(fname, o, "rotary_adjacent_pairs", &c->rotary_adjacent_pairs, err)) != HS_OK ||
+        (s = get_flag(fname, o, "use_NTK_by_parts_rope", &c->use_NTK_by_parts_rope, err)) != HS_OK ||
+        (s = get_num(fname, o, "NTK_by_parts_factor", 0.0, &c->NTK_by_parts_factor, &present,
+                     err)) != HS_OK ||
+        (s = get_num(fname, o, "NTK_by_parts_low_freq_factor", 0.0,
+                     &c->NTK_by_parts_low_freq_factor, &present, err)) != HS_OK ||
+        (s = get_num(fname, o, "NTK_by_parts_high_freq_factor", 0.0,
+                     &c->NTK_by_parts_high_freq_factor, &present, err)) != HS_OK)
+        return s;
+    s = get_int(fname, "config", o, "NTK_original_ctx_len", 1, 1 << 30, &v, &present, err);
+    if (s != HS_OK) return s;
+    if (present) c->NTK_original_ctx_len = v;
+    s = get_int(fname, "config", o, "n_key_value_heads", 0, 1 << 20, &v, &present, err);
+    if (s != HS_OK) return s;
+    if (present && v > 0) { /* 0: no grouping */
+        if (c->n_heads % v != 0)
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config n_key_value_heads %d does not divide "
+                           "n_heads %d", fname, v, c->n_heads);
+        c->n_key_value_heads = v == c->n_heads ? 0 : v;
+    }
+    int local = 0;
+    if ((s = get_flag(fname, o, "use_local_attn", &local, err)) != HS_OK) return s;
+    if (!local) return HS_OK;
+    s = get_int(fname, "config", o, "window_size", 1, 1 << 20, &c->window_size, &present, err);
+    if (s != HS_OK) return s;
+    const cJSON *types = cJSON_GetObjectItemCaseSensitive(o, "attn_types");
+    if (!present || !cJSON_IsArray(types) || cJSON_GetArraySize(types) != c->n_layers)
+        return hs_fail(err, HS_ERR_CONFIG, "%s: config use_local_attn needs window_size and "
+                       "attn_types (one \"global\" or \"local\" per layer, %d)", fname,
+                       c->n_layers);
+    int l = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, types) {
+        const char *t = cJSON_IsString(it) ? it->valuestring : "";
+        if (strcmp(t, "local") != 0 && strcmp(t, "global") != 0)
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config attn_types[%d] must be \"global\" or "
+                           "\"local\"", fname, l);
+        c->attn_local[l++] = t[0] == 'l';
+    }
+    return HS_OK;
+}
+
+/* gated_mlp and parallel_attn_mlp (false when absent or null). */
+static hs_status tl_block(const char *fname, const cJSON *o, hs_config *c, hs_error *err)
+{
+    static const char *const keys[2] = {"gated_mlp", "parallel_attn_mlp"};
+    int *dst[2] = {&c->gated_mlp, &c->parallel_attn_mlp};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *it = cJSON_GetObjectItemCaseSensitive(o, keys[i]);
+        if (it == NULL || cJSON_IsNull(it)) continue;
+        if (!cJSON_IsBool(it))
+            return hs_fail(err, HS_ERR_CONFIG, "%s: config field '%s' must be true or false", fname,
+                           keys[i]);
+        *dst[i] = cJSON_IsTrue(it);
+    }
+    return HS_OK;
+}
+
 /* The TransformerLens `config` object o into *c, a group of fields at a time
  * in a fixed order (the first bad field is the one reported), then every
  * field known and the refused ones off (check_tl_fields). */
@@ -330,15 +437,10 @@ static hs_status parse_tl_config(const char *fname, const cJSON *o, hs_config *c
     if (s == HS_OK) s = tl_mlp(fname, o, c, err);
     if (s == HS_OK) s = tl_norm(fname, o, c, err);
     if (s == HS_OK) s = tl_attention(fname, o, c, err);
+    if (s == HS_OK) s = tl_block(fname, o, c, err);
     if (s == HS_OK) s = check_tl_fields(fname, o, err);
     if (s != HS_OK) return s;
-    int nkv = -1, present;
-    s = get_int(fname, "config", o, "n_key_value_heads", 0, 1 << 20, &nkv, &present, err);
-    if (s != HS_OK) return s;
-    if (present && nkv != c->n_heads)
-        return hs_fail(err, HS_ERR_CONFIG, "%s: config n_key_value_heads %d (grouped-query "
-                       "attention) is not supported (n_heads %d)", fname, nkv, c->n_heads);
-    return HS_OK;
+    return tl_attn_switches(fname, o, c, err);
 }
 
 static hs_status get_bool(const char *fname, const cJSON *it, const char *key, int *out,
@@ -366,7 +468,7 @@ static hs_status parse_hs_config(const char *fname, const cJSON *o, hs_config *c
             if (v < 0)
                 return hs_fail(err, HS_ERR_CONFIG, "%s: headscope_config %s '%.32s' is not "
                                "known (%s)", fname, k, cJSON_IsString(it) ? it->valuestring : "?",
-                               is_attn ? "softmax or uniform" : "learned or none");
+                               is_attn ? "softmax or uniform" : "learned, none, sinusoidal, rotary or alibi");
             if (is_attn)
                 c->attn = (hs_attn)v;
             else
@@ -379,6 +481,14 @@ static hs_status parse_hs_config(const char *fname, const cJSON *o, hs_config *c
             s = get_bool(fname, it, k, &c->embed_norm, err);
         } else if (strcmp(k, "bias") == 0) {
             s = get_bool(fname, it, k, &c->bias, err);
+        } else if (strcmp(k, "attn_replace") == 0) {
+            s = get_bool(fname, it, k, &c->attn_replace, err);
+        } else if (strcmp(k, "norm_place") == 0) {
+            const int v = cJSON_IsString(it) ? hs_norm_place_parse(it->valuestring) : -1;
+            if (v < 0)
+                return hs_fail(err, HS_ERR_CONFIG, "%s: headscope_config norm_place '%.32s' is not "
+                               "known (pre or post)", fname, cJSON_IsString(it) ? it->valuestring : "?");
+            c->norm_place = (hs_norm_place)v;
         } else if (strcmp(k, "seed") == 0) {
             unsigned long long v = 0;
             int ok = 0;
@@ -519,12 +629,16 @@ static hs_status tl_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *fil
         if (s != HS_OK) return s;
         if (!opt) filled[t - m->tensors] = 1;
     }
-    /* attn.mask: TransformerLens' causal mask [n_ctx, n_ctx], or a local window / other mask
-     * headscope would compute as causal attention: refused (IGNORE, the -inf fill, is not read) */
+    /* attn.mask: TransformerLens' causal mask [n_ctx, n_ctx] (a local layer's: the window's,
+     * config use_local_attn); any other mask headscope would compute wrongly: refused
+     * (IGNORE, the -inf fill, is not read) */
     for (int i = 0; i < src->x.bufs.n; i++) {
         const size_t len = strlen(src->x.bufs.names[i]), k = sizeof ".attn.mask" - 1;
         if (len < k || strcmp(src->x.bufs.names[i] + len - k, ".attn.mask") != 0) continue;
-        hs_status s = hs_ckpt_check_causal_mask(src, i, 0, err);
+        int l = -1;
+        const int local = sscanf(src->x.bufs.names[i], "blocks.%d.", &l) == 1 && l >= 0 &&
+                          l < m->cfg.n_layers && m->cfg.attn_local[l];
+        hs_status s = hs_ckpt_check_mask(src, i, 0, local ? m->cfg.window_size : 0, err);
         if (s != HS_OK) return s;
     }
     return HS_OK;

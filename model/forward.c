@@ -66,6 +66,9 @@ static int last_block_at_one_position(const hs_model *m, const hs_acts *acts, in
     const hs_config *c = &m->cfg;
     const int l = c->n_layers - 1, p = acts->logit_pos;
     if (p < 0 || p >= T || c->embed_norm) return 0;
+    /* the compact tail below is the plain block's */
+    if (c->gated_mlp || c->parallel_attn_mlp || c->norm_place != HS_NORM_PRE || c->attn_replace)
+        return 0;
     const size_t D = (size_t)c->d_model;
     /* acts->scratch holds T * max(H*D, D, M) floats a sequence (ACT_SLOTS) */
     size_t x = (size_t)c->n_heads * D > D ? (size_t)c->n_heads * D : D;
@@ -151,9 +154,10 @@ static hs_status forward_embed(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
     }
     HS_HOOK(hc, "hook_embed", acts->embed, 3, B, T, D, 0);
     float *x0 = acts->x0;
-    if (c->pos == HS_POS_LEARNED) {
+    if (hs_pos_added(c)) { /* W_pos, or the sinusoidal table (hs_acts.pos_table) */
+        const float *table = c->pos == HS_POS_LEARNED ? P->W_pos : acts->pos_table;
         for (size_t i = 0; i < BT; i++)
-            memcpy(acts->pos_embed + i * D, P->W_pos + (i % (size_t)T) * D, (size_t)D * sizeof(float));
+            memcpy(acts->pos_embed + i * D, table + (i % (size_t)T) * D, (size_t)D * sizeof(float));
         HS_HOOK(hc, "hook_pos_embed", acts->pos_embed, 3, B, T, D, 0);
         hs_add_long(x0, acts->embed, acts->pos_embed, BT * D);
     } else {
@@ -205,11 +209,29 @@ static hs_status forward_block(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
     }
     snprintf(nm, sizeof nm, "blocks.%d.hook_attn_out", l);
     HS_HOOK(hc, nm, ba->attn_out, 3, B, T, D, 0);
+    /* the residual after the attention: resid_pre + attn_out (attn_out
+     * alone with attn_replace), through LN1 with norm_place post (its input
+     * kept in sum_attn) */
     float *after_attn = (c->d_mlp > 0) ? ba->resid_mid : ba->resid_post;
-    if (k.fuse)
-        hs_bias_residual(after_attn, ba->resid_pre, ba->attn_out, k.bp->b_O, k.BT, D, 1);
-    else
-        hs_add_long(after_attn, ba->resid_pre, ba->attn_out, k.BT * D);
+    const int post = c->norm_place == HS_NORM_POST;
+    float *sum = post ? ba->sum_attn : after_attn;
+    if (c->attn_replace) {
+        if (k.fuse && k.bp->b_O) hs_add_bias_rows(ba->attn_out, k.bp->b_O, k.BT, D);
+        memcpy(sum, ba->attn_out, k.BT * D * sizeof(float));
+    } else if (k.fuse) {
+        hs_bias_residual(sum, ba->resid_pre, ba->attn_out, k.bp->b_O, k.BT, D, 1);
+    } else {
+        hs_add_long(sum, ba->resid_pre, ba->attn_out, k.BT * D);
+    }
+    if (post && c->ln1) {
+        snprintf(nm, sizeof nm, "blocks.%d.ln1", l);
+        s = hs_norm_forward_hooked(hc, nm, after_attn, ba->ln1_mean, ba->ln1_rstd, ba->sum_attn,
+                                   k.bp->ln1_w, k.bp->ln1_b, B, T, D, c->norm, c->eps,
+                                   acts->scratch, err);
+        if (s != HS_OK) return s;
+    } else if (post) {
+        memcpy(after_attn, ba->sum_attn, k.BT * D * sizeof(float));
+    }
     if (c->d_mlp > 0) {
         s = hs_mlp_forward(&k, err);
         if (s != HS_OK) return s;

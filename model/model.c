@@ -36,12 +36,17 @@ hs_config hs_config_default(void)
     c.embed_norm = 0;
     c.bias = 1;
     c.seed = 0;
+    /* inert until use_NTK_by_parts_rope (TransformerLens' defaults) */
+    c.NTK_by_parts_factor = 8.0f;
+    c.NTK_by_parts_low_freq_factor = 1.0f;
+    c.NTK_by_parts_high_freq_factor = 4.0f;
+    c.NTK_original_ctx_len = 8192;
     return c;
 }
 
 static const char *const NORM_NAMES[] = {"layernorm", "rmsnorm", "none"};
-static const char *const ACT_NAMES[] = {"gelu", "relu", "gelu_new"};
-static const char *const POS_NAMES[] = {"learned", "none"};
+static const char *const ACT_NAMES[] = {"gelu", "relu", "gelu_new", "silu"};
+static const char *const POS_NAMES[] = {"learned", "none", "sinusoidal", "rotary", "alibi"};
 static const char *const ATTN_NAMES[] = {"softmax", "uniform"};
 
 static int parse_name(const char *s, const char *const *names, int n)
@@ -53,16 +58,75 @@ static int parse_name(const char *s, const char *const *names, int n)
 }
 
 const char *hs_norm_name(hs_norm n) { return (unsigned)n < 3 ? NORM_NAMES[n] : "?"; }
-const char *hs_act_name(hs_act a) { return (unsigned)a < 3 ? ACT_NAMES[a] : "?"; }
-const char *hs_pos_name(hs_pos p) { return (unsigned)p < 2 ? POS_NAMES[p] : "?"; }
+const char *hs_act_name(hs_act a) { return (unsigned)a < 4 ? ACT_NAMES[a] : "?"; }
+const char *hs_pos_name(hs_pos p) { return (unsigned)p < 5 ? POS_NAMES[p] : "?"; }
 const char *hs_attn_name(hs_attn a) { return (unsigned)a < 2 ? ATTN_NAMES[a] : "?"; }
 int hs_norm_parse(const char *s) { return parse_name(s, NORM_NAMES, 3); }
-int hs_act_parse(const char *s) { return parse_name(s, ACT_NAMES, 3); }
-int hs_pos_parse(const char *s) { return parse_name(s, POS_NAMES, 2); }
+int hs_act_parse(const char *s) { return parse_name(s, ACT_NAMES, 4); }
+int hs_pos_parse(const char *s) { return parse_name(s, POS_NAMES, 5); }
 int hs_attn_parse(const char *s) { return parse_name(s, ATTN_NAMES, 2); }
+static const char *const NORM_PLACE_NAMES[] = {"pre", "post"};
+const char *hs_norm_place_name(hs_norm_place p) { return (unsigned)p < 2 ? NORM_PLACE_NAMES[p] : "?"; }
+int hs_norm_place_parse(const char *s) { return parse_name(s, NORM_PLACE_NAMES, 2); }
 static const char *const INIT_NAMES[] = {"pytorch", "gpt2"};
 const char *hs_init_name(hs_init s) { return (unsigned)s < 2 ? INIT_NAMES[s] : "?"; }
 int hs_init_parse(const char *s) { return parse_name(s, INIT_NAMES, 2); }
+
+/* The attention switches of hs_config (model.h's group), one line each. */
+static hs_status attn_switches_validate(const hs_config *c, hs_error *err)
+{
+    const int softmax = c->attn == HS_ATTN_SOFTMAX;
+    if (c->pos == HS_POS_SINUSOIDAL && c->d_model % 2 != 0)
+        return hs_fail(err, HS_ERR_CONFIG, "config: sinusoidal positions need an even d_model (%d)",
+                       c->d_model);
+    if ((c->pos == HS_POS_ROTARY || c->pos == HS_POS_ALIBI) && !softmax)
+        return hs_fail(err, HS_ERR_CONFIG, "config: %s positions act on the scores; uniform "
+                       "attention has none", hs_pos_name(c->pos));
+    if (c->rotary_dim < 0 || c->rotary_dim > c->d_head || c->rotary_dim % 2 != 0)
+        return hs_fail(err, HS_ERR_CONFIG, "config: rotary_dim %d must be even and in [0, d_head "
+                       "%d] (0 = d_head)", c->rotary_dim, c->d_head);
+    if (c->pos == HS_POS_ROTARY && c->d_head % 2 != 0 && c->rotary_dim == 0)
+        return hs_fail(err, HS_ERR_CONFIG, "config: rotary positions over the whole head need an "
+                       "even d_head (%d)", c->d_head);
+    if (!(c->rotary_base >= 0.0f) || !isfinite(c->rotary_base) ||
+        (c->rotary_base > 0.0f && c->rotary_base <= 1.0f))
+        return hs_fail(err, HS_ERR_CONFIG, "config: rotary_base %g must be above 1 (0 = 10000)",
+                       (double)c->rotary_base);
+    if (c->rotary_adjacent_pairs != 0 && c->rotary_adjacent_pairs != 1)
+        return hs_fail(err, HS_ERR_CONFIG, "config: rotary_adjacent_pairs must be 0 or 1");
+    if (c->use_NTK_by_parts_rope != 0 && c->use_NTK_by_parts_rope != 1)
+        return hs_fail(err, HS_ERR_CONFIG, "config: use_NTK_by_parts_rope must be 0 or 1");
+    if (c->use_NTK_by_parts_rope &&
+        (!(c->NTK_by_parts_factor > 0.0f) || !isfinite(c->NTK_by_parts_factor) ||
+         !(c->NTK_by_parts_low_freq_factor > 0.0f) ||
+         !(c->NTK_by_parts_high_freq_factor > c->NTK_by_parts_low_freq_factor) ||
+         !isfinite(c->NTK_by_parts_high_freq_factor) || c->NTK_original_ctx_len < 1))
+        return hs_fail(err, HS_ERR_CONFIG, "config: NTK-by-parts rope needs factor > 0, 0 < "
+                       "low_freq_factor < high_freq_factor and original_ctx_len >= 1 (have %g, %g, "
+                       "%g, %d)", (double)c->NTK_by_parts_factor,
+                       (double)c->NTK_by_parts_low_freq_factor,
+                       (double)c->NTK_by_parts_high_freq_factor, c->NTK_original_ctx_len);
+    if (c->n_key_value_heads < 0 ||
+        (c->n_key_value_heads > 0 && c->n_heads % c->n_key_value_heads != 0))
+        return hs_fail(err, HS_ERR_CONFIG, "config: n_key_value_heads %d does not divide n_heads %d",
+                       c->n_key_value_heads, c->n_heads);
+    if (c->n_key_value_heads > 0 && c->n_key_value_heads != c->n_heads && !softmax)
+        return hs_fail(err, HS_ERR_CONFIG, "config: grouped-query attention needs softmax "
+                       "attention (uniform has no keys)");
+    int any_local = 0;
+    for (int l = 0; l < HS_MAX_LAYERS; l++) {
+        if (c->attn_local[l] > 1 || (c->attn_local[l] && l >= c->n_layers))
+            return hs_fail(err, HS_ERR_CONFIG, "config: attn_local[%d] = %d (0 or 1 for the "
+                           "model's %d layers)", l, c->attn_local[l], c->n_layers);
+        any_local |= c->attn_local[l];
+    }
+    if (c->window_size < 0 || (any_local && c->window_size < 1))
+        return hs_fail(err, HS_ERR_CONFIG, "config: window_size %d must be >= 1 with a local "
+                       "layer", c->window_size);
+    if (any_local && !softmax)
+        return hs_fail(err, HS_ERR_CONFIG, "config: local attention needs softmax attention");
+    return HS_OK;
+}
 
 hs_status hs_config_validate(const hs_config *c, hs_error *err)
 {
@@ -79,8 +143,8 @@ hs_status hs_config_validate(const hs_config *c, hs_error *err)
     CHECK_RANGE(d_vocab, 1, 1 << 20);
 #undef CHECK_RANGE
     if ((unsigned)c->norm > HS_NORM_NONE) return hs_fail(err, HS_ERR_CONFIG, "config: unknown norm");
-    if ((unsigned)c->act > HS_ACT_GELU_NEW) return hs_fail(err, HS_ERR_CONFIG, "config: unknown act");
-    if ((unsigned)c->pos > HS_POS_NONE) return hs_fail(err, HS_ERR_CONFIG, "config: unknown pos");
+    if ((unsigned)c->act > HS_ACT_SILU) return hs_fail(err, HS_ERR_CONFIG, "config: unknown act");
+    if ((unsigned)c->pos > HS_POS_ALIBI) return hs_fail(err, HS_ERR_CONFIG, "config: unknown pos");
     if ((unsigned)c->attn > HS_ATTN_UNIFORM) return hs_fail(err, HS_ERR_CONFIG, "config: unknown attn");
     if (!(c->eps > 0.0f) || !isfinite(c->eps))
         return hs_fail(err, HS_ERR_CONFIG, "config: eps must be a positive finite number");
@@ -91,7 +155,23 @@ hs_status hs_config_validate(const hs_config *c, hs_error *err)
         return hs_fail(err, HS_ERR_CONFIG, "config: embed norm needs a norm type (layernorm or rmsnorm), not none");
     if (c->norm_pre && c->norm == HS_NORM_NONE)
         return hs_fail(err, HS_ERR_CONFIG, "config: norm_pre (LNPre/RMSPre) needs a norm type (layernorm or rmsnorm), not none");
-    return HS_OK;
+    if ((unsigned)c->norm_place > HS_NORM_POST) return hs_fail(err, HS_ERR_CONFIG, "config: unknown norm_place");
+    if (c->norm_place == HS_NORM_POST && c->norm == HS_NORM_NONE)
+        return hs_fail(err, HS_ERR_CONFIG, "config: norm_place post needs a norm type (layernorm or rmsnorm), not none");
+    if (c->gated_mlp && c->d_mlp == 0)
+        return hs_fail(err, HS_ERR_CONFIG, "config: gated_mlp needs an MLP (d_mlp > 0)");
+    if (c->parallel_attn_mlp && c->norm_place == HS_NORM_POST)
+        return hs_fail(err, HS_ERR_CONFIG, "config: parallel_attn_mlp with norm_place post is not defined (where would the norms sit?)");
+    if (c->parallel_attn_mlp && c->attn_replace)
+        return hs_fail(err, HS_ERR_CONFIG, "config: parallel_attn_mlp with attn_replace is not defined (the MLP reads resid_pre)");
+    return attn_switches_validate(c, err);
+}
+
+const char *hs_config_nonadditive(const hs_config *c)
+{
+    if (c->norm_place == HS_NORM_POST) return "norm_place post";
+    if (c->attn_replace) return "attn_replace";
+    return NULL;
 }
 
 float hs_attn_scale(const hs_config *cfg)
@@ -128,20 +208,21 @@ int hs_hook_points(const hs_config *c, hs_hook_point *out, int cap)
     const int softmax = c->attn == HS_ATTN_SOFTMAX, norm = c->norm != HS_NORM_NONE;
     point(&pl, "", "hook_tokens", 0);
     point(&pl, "", "hook_embed", 0);
-    if (c->pos == HS_POS_LEARNED) point(&pl, "", "hook_pos_embed", 0);
+    if (hs_pos_added(c)) point(&pl, "", "hook_pos_embed", 0);
     if (c->embed_norm) {
         point(&pl, "", "ln_embed.hook_scale", 0);
         point(&pl, "", "ln_embed.hook_normalized", 0);
     }
     for (int l = 0; l < c->n_layers; l++) {
         point(&pl, "", "blocks.%d.hook_resid_pre", l);
-        point(&pl, "", "blocks.%d.hook_attn_in", l);
+        if (hs_kv_heads(c) == c->n_heads) /* GQA: k/v inputs have n_kv heads */
+            point(&pl, "", "blocks.%d.hook_attn_in", l);
         if (softmax) {
             point(&pl, "", "blocks.%d.hook_q_input", l);
             point(&pl, "", "blocks.%d.hook_k_input", l);
         }
         point(&pl, "", "blocks.%d.hook_v_input", l);
-        if (c->ln1 && norm) {
+        if (hs_ln1_in_front(c)) {
             point(&pl, "", "blocks.%d.ln1.hook_scale", l);
             point(&pl, "", "blocks.%d.ln1.hook_normalized", l);
         }
@@ -150,21 +231,35 @@ int hs_hook_points(const hs_config *c, hs_hook_point *out, int cap)
             point(&pl, "", "blocks.%d.attn.hook_k", l);
         }
         point(&pl, "", "blocks.%d.attn.hook_v", l);
+        if (c->pos == HS_POS_ROTARY) {
+            point(&pl, "", "blocks.%d.attn.hook_rot_q", l);
+            point(&pl, "", "blocks.%d.attn.hook_rot_k", l);
+        }
         if (softmax) point(&pl, "", "blocks.%d.attn.hook_attn_scores", l);
         point(&pl, "", "blocks.%d.attn.hook_pattern", l);
         point(&pl, "", "blocks.%d.attn.hook_z", l);
         point(&pl, "", "blocks.%d.attn.hook_result", l);
         point(&pl, "", "blocks.%d.hook_attn_out", l);
+        const int post = c->norm_place == HS_NORM_POST;
+        if (post && c->ln1) { /* LN1 after the attention, on the residual */
+            point(&pl, "", "blocks.%d.ln1.hook_scale", l);
+            point(&pl, "", "blocks.%d.ln1.hook_normalized", l);
+        }
         if (c->d_mlp > 0) {
-            point(&pl, "", "blocks.%d.hook_resid_mid", l);
+            if (!c->parallel_attn_mlp) point(&pl, "", "blocks.%d.hook_resid_mid", l);
             point(&pl, "", "blocks.%d.hook_mlp_in", l);
-            if (norm) {
+            if (norm && !post) {
                 point(&pl, "", "blocks.%d.ln2.hook_scale", l);
                 point(&pl, "", "blocks.%d.ln2.hook_normalized", l);
             }
             point(&pl, "", "blocks.%d.mlp.hook_pre", l);
+            if (c->gated_mlp) point(&pl, "", "blocks.%d.mlp.hook_pre_linear", l);
             point(&pl, "", "blocks.%d.mlp.hook_post", l);
             point(&pl, "", "blocks.%d.hook_mlp_out", l);
+            if (post) {
+                point(&pl, "", "blocks.%d.ln2.hook_scale", l);
+                point(&pl, "", "blocks.%d.ln2.hook_normalized", l);
+            }
         }
         point(&pl, "", "blocks.%d.hook_resid_post", l);
     }
@@ -226,7 +321,7 @@ static void point_params(const hs_params *layout, float *base, hs_params *out)
     float **dst = (float **)out;
     size_t n_ptrs = sizeof(hs_params) / sizeof(float *);
     _Static_assert(sizeof(hs_params) % sizeof(float *) == 0, "hs_params must hold only float*");
-    _Static_assert(sizeof(hs_block_params) == 17 * sizeof(float *), "hs_block_params has 17 views");
+    _Static_assert(sizeof(hs_block_params) == 18 * sizeof(float *), "hs_block_params has 18 views");
     for (size_t i = 0; i < n_ptrs; i++) {
         uintptr_t v = (uintptr_t)src[i];
         dst[i] = v ? base + (v - 1) : NULL;
@@ -238,7 +333,7 @@ static void point_params(const hs_params *layout, float *base, hs_params *out)
 static void build_table(const hs_config *cfg, hs_model *m, hs_params *lay)
 {
     const int64_t V = cfg->d_vocab, D = cfg->d_model, H = cfg->n_heads, dh = cfg->d_head,
-                  M = cfg->d_mlp, C = cfg->n_ctx;
+                  M = cfg->d_mlp, C = cfg->n_ctx, Hkv = hs_kv_heads(cfg);
     /* norm_pre: every norm centres and scales only, without w and b */
     const int has_norm = cfg->norm != HS_NORM_NONE && !cfg->norm_pre;
     const int norm_b = cfg->norm == HS_NORM_LAYERNORM && cfg->bias && !cfg->norm_pre;
@@ -259,16 +354,16 @@ static void build_table(const hs_config *cfg, hs_model *m, hs_params *lay)
         }
         if (cfg->attn == HS_ATTN_SOFTMAX) {
             add_tensor(&tb, &bp->W_Q, 1, 3, H, D, dh, "blocks.%d.attn.W_Q", l);
-            add_tensor(&tb, &bp->W_K, 1, 3, H, D, dh, "blocks.%d.attn.W_K", l);
+            add_tensor(&tb, &bp->W_K, 1, 3, Hkv, D, dh, "blocks.%d.attn.W_K", l);
         }
-        add_tensor(&tb, &bp->W_V, 1, 3, H, D, dh, "blocks.%d.attn.W_V", l);
+        add_tensor(&tb, &bp->W_V, 1, 3, Hkv, D, dh, "blocks.%d.attn.W_V", l);
         add_tensor(&tb, &bp->W_O, 1, 3, H, dh, D, "blocks.%d.attn.W_O", l);
         if (cfg->bias) {
             if (cfg->attn == HS_ATTN_SOFTMAX) {
                 add_tensor(&tb, &bp->b_Q, 0, 2, H, dh, 0, "blocks.%d.attn.b_Q", l);
-                add_tensor(&tb, &bp->b_K, 0, 2, H, dh, 0, "blocks.%d.attn.b_K", l);
+                add_tensor(&tb, &bp->b_K, 0, 2, Hkv, dh, 0, "blocks.%d.attn.b_K", l);
             }
-            add_tensor(&tb, &bp->b_V, 0, 2, H, dh, 0, "blocks.%d.attn.b_V", l);
+            add_tensor(&tb, &bp->b_V, 0, 2, Hkv, dh, 0, "blocks.%d.attn.b_V", l);
             add_tensor(&tb, &bp->b_O, 0, 1, D, 0, 0, "blocks.%d.attn.b_O", l);
         }
         if (M > 0) {
@@ -278,6 +373,7 @@ static void build_table(const hs_config *cfg, hs_model *m, hs_params *lay)
             }
             add_tensor(&tb, &bp->W_in, 1, 2, D, M, 0, "blocks.%d.mlp.W_in", l);
             if (cfg->bias) add_tensor(&tb, &bp->b_in, 0, 1, M, 0, 0, "blocks.%d.mlp.b_in", l);
+            if (cfg->gated_mlp) add_tensor(&tb, &bp->W_gate, 1, 2, D, M, 0, "blocks.%d.mlp.W_gate", l);
             add_tensor(&tb, &bp->W_out, 1, 2, M, D, 0, "blocks.%d.mlp.W_out", l);
             if (cfg->bias) add_tensor(&tb, &bp->b_out, 0, 1, D, 0, 0, "blocks.%d.mlp.b_out", l);
         }
@@ -371,6 +467,7 @@ const float *hs_head_qkv(const hs_model *m, int l, int which, int h, int *ld)
     const hs_block_params *bp = &m->params.blocks[l];
     const size_t HD = (size_t)c->n_heads * c->d_head;
     if (which < 2 && c->attn != HS_ATTN_SOFTMAX) return NULL;
+    if (which > 0) h = hs_kv_head(c, h); /* grouped-query attention: h's key/value head */
     if (bp->W_QKV) {
         *ld = (int)(3 * HD);
         return bp->W_QKV + (size_t)which * HD + (size_t)h * c->d_head;
@@ -434,6 +531,7 @@ hs_status hs_model_own(hs_model *m, hs_error *err)
                 }
             }
             HS_ASSERT(l < c->n_layers && m->params.blocks[l].W_QKV != NULL);
+            HS_ASSERT(hs_kv_heads(c) == H); /* a packed W_QKV holds H heads of each */
             for (int h = 0; h < H; h++) {
                 int ld;
                 const float *W = hs_head_qkv(m, l, which, h, &ld);
@@ -445,6 +543,20 @@ hs_status hs_model_own(hs_model *m, hs_error *err)
     }
     m->params = own; /* W_QKV and W_U_T NULL: the layout's slots for them are 0 */
     unmap_all(m);
+    return HS_OK;
+}
+
+hs_status hs_model_set_n_ctx(hs_model *m, int n_ctx, hs_error *err)
+{
+    if (n_ctx < 1 || n_ctx > 4096)
+        return hs_fail(err, HS_ERR_INPUT, "n_ctx %d is out of range [1, 4096]", n_ctx);
+    if (m->cfg.pos == HS_POS_LEARNED) {
+        if (n_ctx > m->cfg.n_ctx)
+            return hs_fail(err, HS_ERR_INPUT, "learned positions stop at n_ctx = %d (asked for %d)",
+                           m->cfg.n_ctx, n_ctx);
+        return HS_OK; /* W_pos has its rows: the forward takes up to n_ctx of them */
+    }
+    m->cfg.n_ctx = n_ctx; /* no table depends on it */
     return HS_OK;
 }
 

@@ -12,15 +12,28 @@
  * Row vectors, as TransformerLens: a read is x @ W.
  *
  * Forward (DESIGN.md, CIRCUITS.md 1):
- *   x = W_E[tok] + W_pos[pos]                       (W_pos absent when pos = none)
+ *   x = W_E[tok] + W_pos[pos]                       (W_pos absent when pos = none; the
+ *                                                    sinusoidal table with pos sinusoidal)
  *   x = EmbedNorm(x)                                (embed_norm on: microGPT)
  *   for l: x = x + sum_h Attn_h(LN1(x)) + b_O       (LN1 = identity when ln1 off)
  *          x = x + MLP(LN2(x))                      (absent when d_mlp = 0)
  *   logits = LNf(x) @ W_U + b_U                     (LNf = identity when final norm off)
+ * MLP(x) = act(x W_in + b_in) W_out + b_out; gated_mlp (TL GatedMLP, Llama):
+ *   (act(x W_gate) * (x W_in + b_in)) W_out + b_out.
+ * The block's switches (hs_config, "block structure"):
+ *   parallel_attn_mlp: x = x + Attn(LN1(x)) + MLP(LN2(x))   (both read x)
+ *   norm_place post:   x = LN1(x + Attn(x)); x = LN2(x + MLP(x))
+ *   attn_replace:      x = Attn(LN1(x))   (pre-norm; post: x = LN1(Attn(x)))
+ * SiLU (act silu, Llama's hidden_act): x sigmoid(x) = x / (1 + exp(-x)).
  * LN(x) = (x - mean)/s * w + b, s = sqrt(var + eps); RMS: x/s * w, s = sqrt(mean x^2 + eps).
  * norm_pre (TransformerLens "LNPre" / "RMSPre"): the same without w and b.
  * Attention (softmax): score[i,j] = q_i.k_j / attn_scale (sqrt(dh) by default;
  * times layer + 1 with attn_scale_by_layer), j > i masked with -INFINITY.
+ * The attention switches (hs_config's "attn" group, DESIGN.md "Model"):
+ * rotary positions rotate q and k after hook_q/hook_k (hook_rot_q/k);
+ * ALiBi adds slope_h * (j - i) after the scaling; a local layer also masks
+ * i - j >= window_size; grouped-query attention gives query head h the key
+ * and value of head h / (H / n_kv).
  * Attention (uniform): A[i,j] = 1/(i+1) for j <= i; no W_Q, W_K (the chapter's
  * "uniform causal average").
  * GELU is exact: 0.5 x (1 + erf(x / sqrt 2)); gelu_new (GPT-2's, TransformerLens'
@@ -49,9 +62,24 @@
 /* ------------------------------------------------------------------------ */
 /* Config                                                                    */
 
+#define HS_MAX_LAYERS 48 /* GPT-2 XL's depth */
+
 typedef enum { HS_NORM_LAYERNORM = 0, HS_NORM_RMSNORM, HS_NORM_NONE } hs_norm;
-typedef enum { HS_ACT_GELU = 0, HS_ACT_RELU, HS_ACT_GELU_NEW } hs_act;
-typedef enum { HS_POS_LEARNED = 0, HS_POS_NONE } hs_pos;
+typedef enum { HS_ACT_GELU = 0, HS_ACT_RELU, HS_ACT_GELU_NEW, HS_ACT_SILU } hs_act;
+/* Where a block's norms sit: in front of each sublayer (pre-norm, GPT-2) or
+ * on the residual after it (post-norm, the original Transformer). */
+typedef enum { HS_NORM_PRE = 0, HS_NORM_POST } hs_norm_place;
+/* Positions: learned W_pos (TL "standard"); none; sinusoidal (Vaswani et al.
+ * 2017, 3.5: added to the embedding like W_pos, no parameters); rotary (Su et
+ * al. 2021, RoPE on q and k: TL "rotary"); alibi (Press et al. 2022: a
+ * per-head linear bias on the scores, TL "alibi"). Formulas: DESIGN.md "Model". */
+typedef enum {
+    HS_POS_LEARNED = 0,
+    HS_POS_NONE,
+    HS_POS_SINUSOIDAL,
+    HS_POS_ROTARY,
+    HS_POS_ALIBI
+} hs_pos;
 typedef enum { HS_ATTN_SOFTMAX = 0, HS_ATTN_UNIFORM } hs_attn;
 
 typedef struct {
@@ -80,7 +108,69 @@ typedef struct {
                                 (TransformerLens' and Hugging Face's
                                 scale_attn_by_inverse_layer_idx); 0 = default */
     uint64_t seed;    /* initialisation seed */
+    /* -- block structure (TransformerLens HookedTransformerConfig names where
+     *    TL has the field; 0 = today's pre-norm, sequential, added block) -- */
+    int gated_mlp;    /* 1 = TL's GatedMLP (Llama's SwiGLU): hook_pre = x W_gate,
+                         hook_pre_linear = x W_in + b_in, hook_post =
+                         act(hook_pre) * hook_pre_linear; blocks.l.mlp.W_gate
+                         (D, M), no b_gate. Needs d_mlp > 0 */
+    int parallel_attn_mlp; /* 1 = TL's parallel_attn_mlp (GPT-NeoX / Pythia's
+                         use_parallel_residual, GPT-J): resid_post = resid_pre +
+                         attn_out + mlp_out, the MLP reading ln2(resid_pre); no
+                         hook_resid_mid, as TL */
+    hs_norm_place norm_place; /* HS_NORM_POST (no TL field): x = LN1(x + attn(x)),
+                         x = LN2(x + mlp(x)) (Vaswani et al. 2017); the sublayers
+                         read the residual unnormalised */
+    int attn_replace; /* 1 (no TL field): the attention's output replaces the
+                         residual instead of being added, resid_mid = attn_out
+                         (the chapter's "replace, not add" ladder rows) */
+    /* ---- attention switches (helper "attn"; TransformerLens
+     * HookedTransformerConfig names where TL has one; every default is the
+     * model above, and a checkpoint writes a field only off its default) ---- */
+    int rotary_dim;   /* pos rotary: dims of each head rotated, the first rotary_dim
+                         (GPT-NeoX rotary_pct * d_head); 0 = d_head (Llama); even */
+    float rotary_base;           /* theta of the frequencies base^(-2i/rotary_dim); 0 = 10000 */
+    int rotary_adjacent_pairs;   /* 0 = rotate-half, pairs (i, i + rotary_dim/2) (GPT-NeoX,
+                                    Llama); 1 = pairs (2i, 2i+1) (GPT-J, TL's flag) */
+    int use_NTK_by_parts_rope;   /* 1 = Llama 3's rope_scaling "llama3": the inverse
+                                    frequencies rescaled by wavelength (transformers'
+                                    _compute_llama3_parameters), with the four below */
+    float NTK_by_parts_factor;           /* 8 (TL's default) */
+    float NTK_by_parts_low_freq_factor;  /* 1 */
+    float NTK_by_parts_high_freq_factor; /* 4 */
+    int NTK_original_ctx_len;            /* 8192 */
+    int n_key_value_heads;       /* grouped-query attention: W_K, W_V, b_K, b_V and hook_k,
+                                    hook_v have n_key_value_heads heads; query head h reads
+                                    key/value head h / (n_heads / n_key_value_heads)
+                                    (transformers' repeat_kv); 0 = n_heads (no grouping) */
+    int window_size;             /* local attention's window (GPT-Neo 256): on a layer with
+                                    attn_local[l], key j is visible from query i only when
+                                    i - j < window_size */
+    unsigned char attn_local[HS_MAX_LAYERS]; /* 1 = layer l is TL attn_types "local" */
 } hs_config;
+
+/* Key/value heads of cfg: n_key_value_heads, or n_heads when it is 0. */
+static inline int hs_kv_heads(const hs_config *cfg)
+{
+    return cfg->n_key_value_heads > 0 ? cfg->n_key_value_heads : cfg->n_heads;
+}
+/* The key/value head query head h reads: h / (n_heads / n_kv) (repeat_kv). */
+static inline int hs_kv_head(const hs_config *cfg, int h)
+{
+    return h / (cfg->n_heads / hs_kv_heads(cfg));
+}
+/* 1 when positions are a table added to the embedding (hook_pos_embed):
+ * learned W_pos or sinusoidal. */
+static inline int hs_pos_added(const hs_config *cfg)
+{
+    return cfg->pos == HS_POS_LEARNED || cfg->pos == HS_POS_SINUSOIDAL;
+}
+/* The rotated dims of each head (pos rotary): rotary_dim, or d_head when 0. */
+static inline int hs_rotary_dim(const hs_config *cfg)
+{
+    return cfg->rotary_dim > 0 ? cfg->rotary_dim : cfg->d_head;
+}
+
 
 /* The divisor of the attention scores: cfg->attn_scale, or sqrtf(d_head) when
  * it is 0. The forward multiplies by its reciprocal 1.0f / scale (one
@@ -91,13 +181,33 @@ float hs_attn_scale(const hs_config *cfg);
  * layer_id + 1; Hugging Face GPT2Attention._attn: / (layer_idx + 1)). */
 float hs_attn_scale_at(const hs_config *cfg, int layer);
 
+/* 1 when block l's attention reads LN1 of the residual (ln1 on, a norm, and
+ * norm_place pre); 0 when it reads the residual itself (ln1 off, norm none,
+ * or post-norm, whose LN1 sits after the attention). */
+static inline int hs_ln1_in_front(const hs_config *c)
+{
+    return c->ln1 && c->norm != HS_NORM_NONE && c->norm_place == HS_NORM_PRE;
+}
+
+/* The switch that makes the residual stream not a sum of its writers, or
+ * NULL: "norm_place post" (a norm on the residual path itself) or
+ * "attn_replace" (the attention's output replaces the residual). A residual
+ * decomposition (direct logit attribution, decompose_resid, the logit lens
+ * read as a sum, path patching's direct path) is undefined then; its callers
+ * refuse such a model in one line naming this switch. parallel_attn_mlp
+ * decomposes as the sequential block does (resid_post = resid_pre + attn_out
+ * + mlp_out). */
+const char *hs_config_nonadditive(const hs_config *c);
+
 /* The default model: 2 layers, D 64, 4 heads of 16, MLP 256 GELU, LayerNorm
  * eps 1e-5, learned positions, softmax attention, all norms on but embed norm,
  * biases on, n_ctx and d_vocab 0 (the task sets them), seed 0. */
 hs_config hs_config_default(void);
 
 /* Checks a config: positive dims, n_ctx <= 4096, norm "none" with embed_norm is
- * refused, etc. HS_ERR_CONFIG with a message naming the field. */
+ * refused, gated_mlp without an MLP, parallel_attn_mlp with norm_place post or
+ * attn_replace (no defined meaning), norm_place post with norm "none", etc.
+ * HS_ERR_CONFIG with a message naming the field. */
 hs_status hs_config_validate(const hs_config *cfg, hs_error *err);
 
 /* The one config -> JSON writer (checkpoint metadata, circuit's report.json,
@@ -110,17 +220,21 @@ hs_status hs_config_validate(const hs_config *cfg, hs_error *err);
  *                            "gelu_new"), normalization_type ("LN", "RMS",
  *                            "LNPre", "RMSPre" or null), eps,
  *                            positional_embedding_type, attn_only, attention_dir
- *                            (and scale_attn_by_inverse_layer_idx when true)
+ *                            (and scale_attn_by_inverse_layer_idx, gated_mlp,
+ *                            parallel_attn_mlp when true; act_fn "silu")
  *   HS_CONFIG_JSON_SWITCHES  the switches TL has no field for, only those off
  *                            their default (the checkpoint's "headscope_config";
  *                            {} for a plain model): attn, ln1, ln_final,
- *                            embed_norm, pos, bias, seed
+ *                            embed_norm, pos, bias, norm_place ("post"),
+ *                            attn_replace, seed
  *   HS_CONFIG_JSON_ALL       every field by headscope name: n_layers, d_model,
  *                            n_heads, d_head, d_mlp, n_ctx, d_vocab, norm, eps,
  *                            act, pos, attn, ln1, ln_final, embed_norm, bias
  *                            (and attn_scale when it is not sqrt(d_head); TL
  *                            carries it in HS_CONFIG_JSON_TL likewise; norm_pre
- *                            and attn_scale_by_layer when true)
+ *                            and attn_scale_by_layer when true; gated_mlp,
+ *                            parallel_attn_mlp, norm_place, attn_replace when
+ *                            not their default)
  * Returns a new object (caller frees with cJSON_Delete), NULL on OOM. */
 typedef enum { HS_CONFIG_JSON_TL, HS_CONFIG_JSON_SWITCHES, HS_CONFIG_JSON_ALL } hs_config_json_kind;
 cJSON *hs_config_to_json(const hs_config *c, hs_config_json_kind kind);
@@ -134,6 +248,8 @@ int hs_norm_parse(const char *s);
 int hs_act_parse(const char *s);
 int hs_pos_parse(const char *s);
 int hs_attn_parse(const char *s);
+const char *hs_norm_place_name(hs_norm_place p); /* "pre", "post" */
+int hs_norm_place_parse(const char *s);
 
 /* ------------------------------------------------------------------------ */
 /* Parameters: named views into one allocation                               */
@@ -150,6 +266,7 @@ typedef struct {
     float *b_in;               /* (M) */
     float *W_out;              /* (M, D) */
     float *b_out;              /* (D) */
+    float *W_gate;             /* (D, M)          blocks.l.mlp.W_gate (gated_mlp; NULL otherwise) */
     float *W_QKV;              /* (D, 3*H*dh)     W_Q | W_K | W_V packed by columns, read in
                                 *                  place (a mapped Hugging Face c_attn.weight:
                                 *                  W_Q[h][d][e] = W_QKV[d][h*dh + e], W_K at
@@ -158,7 +275,6 @@ typedef struct {
                                 *                  hs_head_qkv, never W_Q + h*D*dh directly */
 } hs_block_params;
 
-#define HS_MAX_LAYERS 48 /* GPT-2 XL's depth */
 /* Parts a training batch's backward is split into (hs_backward): fixed, so
  * that gradients do not depend on the thread count. */
 #define HS_GRAD_PARTS 2
@@ -251,6 +367,17 @@ int hs_init_parse(const char *s);
 /* Allocates gradients and Adam moments (zeroed). Needed before backward/step. */
 hs_status hs_model_alloc_train(hs_model *m, hs_error *err);
 
+/* Lets m run on up to n_ctx positions (evaluation past the trained length,
+ * `eval --n-ctx`): positions with no table (none, sinusoidal, rotary,
+ * alibi: computed for any position) take any n_ctx in [1, 4096], which
+ * becomes m->cfg.n_ctx (the parameter table does not change; a checkpoint
+ * saved after says the new n_ctx); learned positions stop at their table:
+ * n_ctx above cfg.n_ctx is refused in one line ("learned positions stop at
+ * n_ctx = N"), at or below it nothing changes. Activations made before keep
+ * their capacity (make new ones, hs_acts_create, for the longer runs).
+ * HS_ERR_INPUT. */
+hs_status hs_model_set_n_ctx(hs_model *m, int n_ctx, hs_error *err);
+
 /* Looks up a tensor by name; NULL if absent. */
 const hs_tensor_info *hs_model_find_tensor(const hs_model *m, const char *name);
 
@@ -264,7 +391,10 @@ const hs_tensor_info *hs_model_find_tensor(const hs_model *m, const char *name);
 
 /* Head h's W_Q (which 0), W_K (1) or W_V (2) of layer l as a (D, dh) matrix
  * whose rows are *ld floats apart: in the (H, D, dh) table (ld = dh) or in
- * place in the packed W_QKV (ld = 3*H*dh). NULL for W_Q/W_K of uniform
+ * place in the packed W_QKV (ld = 3*H*dh). h is a query head, in [0, H),
+ * for all three: with grouped-query attention W_K and W_V are those of its
+ * key/value head hs_kv_head(cfg, h) (the (n_kv, D, dh) table's), what the
+ * head reads. A packed W_QKV has no grouping. NULL for W_Q/W_K of uniform
  * attention. No copy, no errors. */
 const float *hs_head_qkv(const hs_model *m, int l, int which, int h, int *ld);
 
@@ -318,9 +448,14 @@ hs_status hs_model_own(hs_model *m, hs_error *err);
  *     an edit changes only that head's q/k/v (LN1 then runs per head),
  *   blocks.l.ln1.hook_scale [B,T,1], blocks.l.ln1.hook_normalized [B,T,D] (ln1 on;
  *     normalized is (x - mean)/scale, before the gain and bias, as TL 3.x),
- *   blocks.l.attn.hook_q, hook_k [B,T,H,dh] (softmax only), hook_v [B,T,H,dh],
- *   blocks.l.attn.hook_attn_scores [B,H,T,T] (softmax only; the causal mask is
- *     applied before the point: masked = -inf; the softmax runs over the whole
+ *   blocks.l.attn.hook_q, hook_k [B,T,H,dh] (softmax only), hook_v [B,T,H,dh]
+ *     (hook_k, hook_v [B,T,n_kv,dh] with grouped-query attention, as are
+ *     hook_k_input and hook_v_input [B,T,n_kv,D]; then no hook_attn_in),
+ *   blocks.l.attn.hook_rot_q [B,T,H,dh], hook_rot_k [B,T,n_kv,dh] (pos rotary:
+ *     q and k rotated, what the scores read; an edit of hook_q or hook_k is
+ *     rotated, an edit here is read as it is),
+ *   blocks.l.attn.hook_attn_scores [B,H,T,T] (softmax only; ALiBi's bias added
+ *     and the causal (and local) mask applied before the point: masked = -inf; the softmax runs over the whole
  *     hooked row, so an edit above the diagonal un-masks it; a row with no
  *     finite maximum gives weights 0, TL's NaN -> 0),
  *   blocks.l.attn.hook_pattern [B,H,T,T] (weights above the diagonal written
@@ -330,9 +465,14 @@ hs_status hs_model_own(hs_model *m, hs_error *err);
  *   blocks.l.hook_resid_mid [B,T,D], blocks.l.hook_mlp_in [B,T,D] (the input of
  *     ln2 alone: an edit does not change the residual skip),
  *   blocks.l.ln2.hook_scale [B,T,1], blocks.l.ln2.hook_normalized [B,T,D],
- *   blocks.l.mlp.hook_pre [B,T,M], blocks.l.mlp.hook_post [B,T,M],
+ *   blocks.l.mlp.hook_pre [B,T,M], blocks.l.mlp.hook_pre_linear [B,T,M]
+ *     (gated_mlp: hook_pre = x W_gate, hook_pre_linear = x W_in + b_in, as TL's
+ *     GatedMLP), blocks.l.mlp.hook_post [B,T,M],
  *   blocks.l.hook_mlp_out [B,T,D]       (the MLP points only with d_mlp > 0),
  *   blocks.l.hook_resid_post [B,T,D],
+ * The block's switches move or drop points (docs/HOOKS.md): parallel_attn_mlp
+ *   has no hook_resid_mid; norm_place post calls ln1's points after
+ *   hook_attn_out and ln2's after hook_mlp_out.
  *   ln_final.hook_scale [B,T,1], ln_final.hook_normalized [B,T,D] (final norm on),
  *   unembed.hook_in [B,T,D] (what W_U reads), logits [B,T,V] (alias
  *     unembed.hook_out: one point, two names; the observer sees "logits").
@@ -384,6 +524,11 @@ typedef struct {
     float *mlp_pre;     /* (B,T,M) */
     float *mlp_post;    /* (B,T,M) */
     float *resid_post;  /* (B,T,D) */
+    float *mlp_pre_linear; /* (B,T,M) x W_in + b_in (gated_mlp; else no floats) */
+    float *sum_attn;    /* (B,T,D) resid_pre (0 with attn_replace) + attn_out, the
+                         * input of the post-norm LN1 (norm_place post; else no floats) */
+    float *sum_mlp;     /* (B,T,D) resid_mid + mlp_out, the input of the post-norm
+                         * LN2 (norm_place post with d_mlp > 0; else no floats) */
 } hs_block_acts;
 
 typedef struct {
@@ -439,6 +584,13 @@ typedef struct {
                                    * by the first forward that is asked for one, kept for the
                                    * next (hs_floats_alloc), freed with the activations */
     size_t split_cap;
+    float *rope;                  /* pos rotary: (T, rd/2) cos then (T, rd/2) sin of position
+                                   * p times inv_freq[i] (hs_rotary_inv_freq; rd =
+                                   * hs_rotary_dim), made in double and rounded once by
+                                   * hs_acts_create for positions 0 .. T-1; NULL otherwise */
+    float *pos_table;             /* pos sinusoidal: (T, D) PE[p][2i] = sin(p w_i), PE[p][2i+1] =
+                                   * cos(p w_i), w_i = 10000^(-2i/D) (Vaswani et al. 2017,
+                                   * 3.5), made likewise; NULL otherwise */
 } hs_acts;
 
 /* Allocates activations for batches up to B sequences of up to T tokens
@@ -723,13 +875,21 @@ hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta,
  * tensor), under the forward's name, shape and layout, in backward order:
  *   unembed.hook_in [b,t,D]; then for each layer l from the last:
  *   blocks.l.hook_resid_post; with d_mlp > 0 hook_mlp_out, mlp.hook_post,
- *     mlp.hook_pre [b,t,M], hook_mlp_in (the input of ln2 alone: the path
- *     through the MLP, not the skip), hook_resid_mid;
+ *     mlp.hook_pre_linear (gated_mlp), mlp.hook_pre [b,t,M], hook_mlp_in
+ *     (the input of ln2 alone: the path through the MLP, not the skip),
+ *     hook_resid_mid (not with parallel_attn_mlp: there hook_mlp_in is a
+ *     copy of resid_pre, and its gradient is added to resid_pre's);
+ *     norm_place post runs each post-norm's backward where its forward
+ *     sat (ln2 before hook_mlp_out, ln1 before hook_attn_out);
+ *     attn_replace: resid_pre's gradient comes through the attention alone;
  *   hook_attn_out; attn.hook_result [b,t,H,D] (every head's: d f / d
  *     attn_out); attn.hook_z; attn.hook_pattern [b,H,t,t] (dz v^T at every
  *     (dest, src), above the diagonal too, where an edit would change z);
- *     attn.hook_v, hook_k, hook_q [b,t,H,dh]; hook_q_input, hook_k_input,
- *     hook_v_input [b,t,H,D]: per head, d f / d the residual that head's
+ *     attn.hook_v, (rotary: hook_rot_k, hook_rot_q, the gradients at the
+ *     rotated k and q), hook_k, hook_q [b,t,H,dh] (k, v: n_kv heads);
+ *     hook_q_input, hook_k_input, hook_v_input [b,t,H,D] (k, v: [b,t,n_kv,D]
+ *     with grouped-query attention, and no hook_attn_in): per head, d f / d
+ *     the residual that head's
  *     query, key or value reads = ln1's backward (with the forward's ln1
  *     statistics, which every head shares in an unedited forward) of
  *     dq[:, :, h] W_Q[h]^T (dk W_K[h]^T, dv W_V[h]^T); hook_attn_in

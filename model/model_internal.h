@@ -55,6 +55,11 @@ typedef struct {
     float *dz, *dq, *dk, *dv;     /* (b,t,H,dh) */
     float *dpre, *dpost;          /* (b,t,M) */
     float *dlogits;               /* (b,t,V) */
+    float *dlin;                  /* (b,t,M) d hook_pre_linear (gated_mlp; else no floats) */
+    float *dside;                 /* (b,t,D) (parallel_attn_mlp: the MLP's gradient to
+                                   * resid_pre, added after the attention's; norm_place
+                                   * post: a post-norm's input gradient, swapped with
+                                   * dresid; else no floats) */
     float *datt;                  /* (t,t), one (b, h) at a time */
     float *vT;                    /* (H*dh,t), one sequence's v transposed */
     float *dwpack;                /* (D,H*dh) a packed dW_Q/K/V before it is added per head */
@@ -100,9 +105,10 @@ static inline float *hs_acts_wpack(const hs_acts *a, const hs_config *c, int l, 
     return a->mem + a->n_floats - (size_t)a->wpack_slots * 3 * per + (slot * 3 + which) * per;
 }
 
-/* The packed (D, H*dh) W_Q, W_K or W_V (which 0, 1, 2) of layer l the
- * products read, rows *ld floats apart: the model's W_QKV in place (ld
- * 3*H*dh: a mapped Hugging Face c_attn) or acts' packed copy (ld H*dh). */
+/* The packed (D, H*dh) W_Q, W_K or W_V (which 0, 1, 2; W_K and W_V (D,
+ * Hkv*dh) with grouped-query attention) of layer l the products read, rows
+ * *ld floats apart: the model's W_QKV in place (ld 3*H*dh: a mapped Hugging
+ * Face c_attn, never grouped) or acts' packed copy (ld H*dh, Hkv*dh). */
 static inline const float *hs_qkv_packed(const hs_model *m, const hs_acts *a, int l, int which,
                                          int *ld)
 {
@@ -112,7 +118,7 @@ static inline const float *hs_qkv_packed(const hs_model *m, const hs_acts *a, in
         *ld = (int)(3 * HD);
         return m->params.blocks[l].W_QKV + (size_t)which * HD;
     }
-    *ld = (int)HD;
+    *ld = which == 0 ? (int)HD : hs_kv_heads(c) * c->d_head; /* W_K, W_V: (D, Hkv*dh) */
     return hs_acts_wpack(a, c, l, which);
 }
 
@@ -438,12 +444,20 @@ void hs_gelu_new_forward(float *out, float *dact, const float *inp, size_t n);
 void hs_gelu_new_backward(float *dinp, const float *dout, const float *inp, size_t n);
 
 /* out (n) = act(inp (n)): GELU x Phi(x) (exact erf to float precision,
- * model_simd.h), gelu_new or ReLU. dact (may be NULL): act'(inp) for the
+ * model_simd.h), gelu_new, ReLU or SiLU. dact (may be NULL): act'(inp) for the
  * backward (GELU, gelu_new; ReLU ignores it). Inline, so that the MLP's fused
  * pass (an HS_CLONES kernel, model/norm_mlp.c) and the last block at one
  * position (model/forward.c) each keep it in their own body. */
+/* out (n) = SiLU(inp (n)) = x sigmoid(x), dact (may be NULL) its derivative
+ * s (1 + x (1 - s)) with s = sigmoid(x); expf in float (model/norm_mlp.c). */
+void hs_silu_forward(float *out, float *dact, const float *inp, size_t n);
+
 static inline void hs_act_forward(float *out, float *dact, const float *inp, size_t n, hs_act act)
 {
+    if (act == HS_ACT_SILU) {
+        hs_silu_forward(out, dact, inp, n);
+        return;
+    }
     if (act == HS_ACT_RELU) {
         for (size_t i = 0; i < n; i++) out[i] = inp[i] > 0.0f ? inp[i] : 0.0f;
         return;
@@ -556,6 +570,45 @@ hs_status hs_attention_forward(const hs_block_step *k, hs_error *err);
 hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
+/* Positions without parameters (model/positions.c)                          */
+
+/* The inverse frequencies of rotary positions, inv_freq (hs_rotary_dim / 2):
+ * inv_freq[i] = base^(-2i / rotary_dim) (base = rotary_base, 10000 when 0;
+ * Su et al. 2021; transformers' default rope init), then with
+ * use_NTK_by_parts_rope Llama 3's rescaling (transformers
+ * _compute_llama3_parameters, TL's NTK-by-parts): wavelength w = 2 pi /
+ * inv_freq; w > original_ctx / low_freq_factor: inv_freq / factor; w <
+ * original_ctx / high_freq_factor: kept; between: (1 - s) inv_freq / factor
+ * + s inv_freq, s = (original_ctx / w - low) / (high - low). In double. */
+void hs_rotary_inv_freq(const hs_config *cfg, double *inv_freq);
+
+/* ALiBi's slope of each of the n_heads heads into slopes (n_heads) (Press et
+ * al. 2022, their code and transformers' build_alibi_tensor): H a power of
+ * two: 2^(-8 (h + 1) / H); otherwise the slopes of the nearest power of two
+ * below, P, then those of 2P at odd indices 2^(-4 (2k + 1) / P), k < H - P.
+ * (TransformerLens uses 2^(-8 (h + 1) / H) for every H: the same for a power
+ * of two.) The score of query i, key j gains slope * (j - i), after the
+ * scaling and before the mask (TL AbstractAttention). In double. */
+void hs_alibi_slopes(int n_heads, double *slopes);
+
+/* The tables hs_acts_create keeps for T positions of cfg: *rope (pos rotary,
+ * hs_acts.rope's layout) or *pos_table (pos sinusoidal, (T, D)), each
+ * hs_floats_alloc'd (NULL for other positions). HS_ERR_NOMEM. */
+hs_status hs_positions_tables(const hs_config *cfg, int T, float **rope, float **pos_table,
+                              hs_error *err);
+
+/* Rotates x (B,T,nh,dh) in place by the rotary tables rope (hs_acts.rope,
+ * made for at least T positions; position = index in the sequence): on the
+ * first hs_rotary_dim dims of each head, pairs (a, b) = (e, e + rd/2)
+ * (rotate-half: x * cos + rotate_half(x) * sin, GPT-NeoX / Llama) or (2e,
+ * 2e + 1) (rotary_adjacent_pairs, GPT-J), e < rd/2:
+ *   x_a' = x_a cos(p f_e) - x_b sin(p f_e),  x_b' = x_b cos(p f_e) + x_a sin(p f_e).
+ * inverse = 1 rotates by -angle: the transpose, which carries the gradient of
+ * the rotated q or k back to q or k (the rotation is orthogonal). */
+void hs_rotary_apply(float *x, int B, int T, int nh, int dh, const hs_config *cfg,
+                     const float *rope, int inverse);
+
+/* ------------------------------------------------------------------------ */
 /* The backward's kernels (model/backward.c): hs_backward's, and those of     */
 /* hs_backward_acts (model/backward_acts.c), which runs the same maths         */
 /* without the weight gradients.                                              */
@@ -593,14 +646,36 @@ void hs_transpose_weights(const hs_model *m, const hs_acts *acts);
 void hs_act_grad(float *dpre, const float *dpost, const hs_acts *acts, const hs_config *c, int l,
                  size_t n);
 
-/* Attention backward per (b, h), rows of q, k, v, z and their gradients H*dh
- * apart: dv (B,T,H,dh) = pattern^T dz; with softmax also dq, dk (B,T,H,dh)
- * through the softmax and the score scale inv_scale = 1 / hs_attn_scale.
- * dpattern (B,H,T,T), may be NULL: the pattern's gradient dz v^T at every
- * (dest, src), above the diagonal too (what an edit there would change).
- * datt (T,T) and vT (H*dh,T) are scratch. Overwrites dq, dk, dv. */
+/* The gated MLP's hidden layer backward of layer l (n = rows x M), given
+ * dpost = d hook_post: dlin = dpost * act(mlp_pre) (d hook_pre_linear;
+ * act recomputed), then dpost *= mlp_pre_linear in place and dpre = dpost *
+ * act'(mlp_pre) (d hook_pre, hs_act_grad). */
+void hs_gated_grad(float *dpre, float *dlin, float *dpost, const hs_acts *acts, const hs_config *c,
+                   int l, size_t n);
+
+/* The backward of a post-norm (norm_place post) given *dresid = d(its
+ * output) (N,D): *dside = d(its input) (zeroed, then hs_norm_backward, dw
+ * and db accumulated; may be NULL), then the two pointers swapped, so that
+ * *dresid holds d(input) and *dside the free buffer. */
+void hs_post_norm_backward(float **dresid, float **dside, float *dw, float *db, const float *inp,
+                           const float *w, const float *mean, const float *rstd, size_t N, int D,
+                           hs_norm type);
+
+/* Attention backward per (b, h), rows of q, z and their gradients H*dh
+ * apart, of k, v and theirs Hkv*dh (query head h reads key/value head
+ * h / (H / Hkv)): dv (B,T,Hkv,dh) = sum over a group's heads of pattern^T
+ * dz; with softmax also dq (B,T,H,dh) and dk (B,T,Hkv,dh) (summed likewise,
+ * in head order) through the softmax and the score scale inv_scale = 1 /
+ * hs_attn_scale. ALiBi's bias is a constant and a local window's masked
+ * weights are 0: neither changes the formulas. With rotary positions q and
+ * k are the rotated ones and dq, dk their gradients (the caller rotates them
+ * back, hs_rotary_apply inverse). dpattern (B,H,T,T), may be NULL: the
+ * pattern's gradient dz v^T at every (dest, src), above the diagonal too
+ * (what an edit there would change). datt (T,T) and vT (Hkv*dh,T) are
+ * scratch. Overwrites dq, dk, dv. */
 void hs_attn_backward(float *dq, float *dk, float *dv, float *dpattern, float *datt, float *vT,
                       const float *dz, const float *att, const float *q, const float *k,
-                      const float *v, int B, int T, int H, int dh, int softmax, float inv_scale);
+                      const float *v, int B, int T, int H, int Hkv, int dh, int softmax,
+                      float inv_scale);
 
 #endif

@@ -193,6 +193,17 @@ static void bias_act_forward(float *out, float *dact, float *pre, const float *b
     }
 }
 
+/* SiLU (model_internal.h): x / (1 + exp(-x)) in float, and its derivative
+ * s (1 + x (1 - s)), s = 1 / (1 + exp(-x)). */
+void hs_silu_forward(float *out, float *dact, const float *inp, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float x = inp[i], e = expf(-x), s = 1.0f / (1.0f + e);
+        out[i] = x * s;
+        if (dact) dact[i] = s * (1.0f + x * (1.0f - s));
+    }
+}
+
 /* The widest GELU kernel the CPU runs (identical bits at every width). */
 void hs_gelu_forward(float *out, const float *inp, size_t n)
 {
@@ -260,7 +271,11 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
 /* ------------------------------------------------------------------------ */
 /* The MLP half of a block                                                   */
 
-hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
+/* The gated MLP's hidden layer (TransformerLens GatedMLP; Llama's SwiGLU):
+ * mlp_pre = ln2_out W_gate (hook_pre), mlp_pre_linear = ln2_out W_in + b_in
+ * (hook_pre_linear), mlp_post = act(mlp_pre) * mlp_pre_linear (hook_post);
+ * act'(mlp_pre) kept in hs_acts_dact when the activations have room. */
+static hs_status gated_hidden(const hs_block_step *k, hs_error *err)
 {
     const hs_config *c = k->c;
     hs_block_acts *ba = k->ba;
@@ -268,29 +283,63 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
     const int D = c->d_model, M = c->d_mlp, l = k->l, B = k->B, T = k->T;
     const size_t BT = k->BT;
     char nm[96];
+    hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_gate, M, 0.0f, ba->mlp_pre, M);
+    snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
+    HS_HOOK(k->hc, nm, ba->mlp_pre, 3, B, T, M, 0);
+    hs_matmul_forward(ba->mlp_pre_linear, ba->ln2_out, bp->W_in, bp->b_in, BT, D, M);
+    snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre_linear", l);
+    HS_HOOK(k->hc, nm, ba->mlp_pre_linear, 3, B, T, M, 0);
+    hs_act_forward(ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, BT * M, c->act);
+    hs_mul_long(ba->mlp_post, ba->mlp_post, ba->mlp_pre_linear, BT * M);
+    snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_post", l);
+    HS_HOOK(k->hc, nm, ba->mlp_post, 3, B, T, M, 0);
+    return HS_OK;
+}
 
-    snprintf(nm, sizeof nm, "blocks.%d.hook_resid_mid", l);
-    HS_HOOK(k->hc, nm, ba->resid_mid, 3, B, T, D, 0);
+hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
+{
+    const hs_config *c = k->c;
+    hs_block_acts *ba = k->ba;
+    const hs_block_params *bp = k->bp;
+    const int D = c->d_model, M = c->d_mlp, l = k->l, B = k->B, T = k->T;
+    const size_t BT = k->BT;
+    const int post = c->norm_place == HS_NORM_POST;
+    char nm[96];
+
+    /* the MLP reads resid_mid, or resid_pre in parallel with the attention
+     * (TL: no hook_resid_mid then) */
+    float *in = c->parallel_attn_mlp ? ba->resid_pre : ba->resid_mid;
+    if (!c->parallel_attn_mlp) {
+        snprintf(nm, sizeof nm, "blocks.%d.hook_resid_mid", l);
+        HS_HOOK(k->hc, nm, ba->resid_mid, 3, B, T, D, 0);
+    }
     /* hook_mlp_in: the input of ln2 alone (a copy in ln2_out, normalised
      * in place), so an edit leaves the residual skip as it was */
-    const float *ln2_in = ba->resid_mid;
+    const float *ln2_in = in;
     snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_in", l);
     if (hs_hook_wants(k->hc, nm)) {
-        memcpy(ba->ln2_out, ba->resid_mid, BT * D * sizeof(float));
+        memcpy(ba->ln2_out, in, BT * D * sizeof(float));
         HS_HOOK(k->hc, nm, ba->ln2_out, 3, B, T, D, 0);
         ln2_in = ba->ln2_out;
     }
-    if (c->norm != HS_NORM_NONE) {
+    if (c->norm != HS_NORM_NONE && !post) {
         snprintf(nm, sizeof nm, "blocks.%d.ln2", l);
         hs_status s = hs_norm_forward_hooked(k->hc, nm, ba->ln2_out, ba->ln2_mean, ba->ln2_rstd,
                                              ln2_in, bp->ln2_w, bp->ln2_b, B, T, D, c->norm,
                                              c->eps, k->acts->scratch, err);
         if (s != HS_OK) return s;
     } else if (ln2_in != ba->ln2_out) {
-        memcpy(ba->ln2_out, ba->resid_mid, BT * D * sizeof(float));
+        memcpy(ba->ln2_out, in, BT * D * sizeof(float));
     }
-    hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
-    if (k->fuse) {
+    if (c->gated_mlp) {
+        hs_status s = gated_hidden(k, err);
+        if (s != HS_OK) return s;
+    } else {
+        hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
+    }
+    if (c->gated_mlp) {
+        /* gated_hidden made mlp_post */
+    } else if (k->fuse) {
         bias_act_forward(ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, bp->b_in, BT, M,
                          c->act);
     } else {
@@ -303,13 +352,23 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
     }
     float *mlp_out = k->acts->scratch;
     hs_sgemm(0, 0, (int)BT, D, M, 1.0f, ba->mlp_post, M, bp->W_out, D, 0.0f, mlp_out, D);
+    /* the residual: resid_mid (resid_pre + attn_out, parallel too: TL's
+     * resid_pre + attn_out + mlp_out in that order) + mlp_out, into
+     * resid_post, or into sum_mlp for the post-norm LN2 */
+    float *sum = post ? ba->sum_mlp : ba->resid_post;
     if (k->fuse) {
-        hs_bias_residual(ba->resid_post, ba->resid_mid, mlp_out, bp->b_out, BT, D, 0);
+        hs_bias_residual(sum, ba->resid_mid, mlp_out, bp->b_out, BT, D, 0);
     } else {
         if (bp->b_out) hs_add_bias_rows(mlp_out, bp->b_out, BT, D);
         snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);
         HS_HOOK(k->hc, nm, mlp_out, 3, B, T, D, 0);
-        hs_add_long(ba->resid_post, ba->resid_mid, mlp_out, BT * D);
+        hs_add_long(sum, ba->resid_mid, mlp_out, BT * D);
+    }
+    if (post) {
+        snprintf(nm, sizeof nm, "blocks.%d.ln2", l);
+        return hs_norm_forward_hooked(k->hc, nm, ba->resid_post, ba->ln2_mean, ba->ln2_rstd,
+                                      ba->sum_mlp, bp->ln2_w, bp->ln2_b, B, T, D, c->norm, c->eps,
+                                      k->acts->scratch, err);
     }
     return HS_OK;
 }

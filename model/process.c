@@ -70,7 +70,7 @@ static void fold_ln(hs_model *m, double *acc)
         hs_block_params *bp = &P->blocks[l];
         float *W[3] = {bp->W_Q, bp->W_K, bp->W_V}, *b[3] = {bp->b_Q, bp->b_K, bp->b_V};
         for (int x = 0; x < 3; x++)
-            for (int h = 0; h < H; h++) /* W[h] (D, dh) */
+            for (int h = 0; h < (x == 0 ? H : hs_kv_heads(c)); h++) /* W[h] (D, dh) */
                 fold_reader(W[x] + (size_t)h * D * dh, (size_t)dh, D, dh, b[x] + (size_t)h * dh,
                             bp->ln1_w, bp->ln1_b, acc);
         if (M > 0) fold_reader(bp->W_in, (size_t)M, D, M, bp->b_in, bp->ln2_w, bp->ln2_b, acc);
@@ -108,10 +108,13 @@ static void fold_value_biases(hs_model *m, double *acc)
     for (int l = 0; l < c->n_layers; l++) {
         hs_block_params *bp = &m->params.blocks[l];
         for (int d = 0; d < D; d++) acc[d] = bp->b_O[d];
-        for (int k = 0; k < HD; k++) /* rows of W_O (H*dh, D), one per b_V entry */
-            for (int d = 0; d < D; d++) acc[d] += (double)bp->b_V[k] * bp->W_O[(size_t)k * D + d];
+        for (int k = 0; k < HD; k++) { /* rows of W_O (H*dh, D), one per b_V entry */
+            /* query head k / dh reads the b_V of its key/value head (GQA) */
+            const float bv = bp->b_V[(size_t)hs_kv_head(c, k / c->d_head) * c->d_head + k % c->d_head];
+            for (int d = 0; d < D; d++) acc[d] += (double)bv * bp->W_O[(size_t)k * D + d];
+        }
         for (int d = 0; d < D; d++) bp->b_O[d] = (float)acc[d];
-        memset(bp->b_V, 0, (size_t)HD * sizeof(float));
+        memset(bp->b_V, 0, (size_t)hs_kv_heads(c) * c->d_head * sizeof(float));
         center_rows(bp->b_O, 1, D);
     }
 }
@@ -127,6 +130,9 @@ static hs_status check_processable(const hs_model *m, hs_error *err)
                       : !c->ln1 || !c->ln_final       ? "a norm before attention or the unembedding is off"
                       : c->embed_norm                 ? "it has an embedding norm"
                       : c->attn != HS_ATTN_SOFTMAX    ? "its attention is uniform"
+                      : c->norm_place == HS_NORM_POST ? "its norms are post-norms (norm_place post), on the residual"
+                      : c->attn_replace               ? "its attention replaces the residual (attn_replace)"
+                      : c->gated_mlp                  ? "its MLP is gated (gated_mlp)"
                       : !c->bias                      ? "it has no biases to fold the norms' into"
                                                       : NULL;
     if (why)

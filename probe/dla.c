@@ -32,9 +32,12 @@ hs_status hs_resid_decompose(const hs_model *m, const hs_cache *cache, int batch
     const hs_config *c = &m->cfg;
     const int D = c->d_model, H = c->n_heads, dh = c->d_head, L = c->n_layers;
     memset(out, 0, sizeof *out);
+    if (hs_config_nonadditive(c))
+        return hs_fail(err, HS_ERR_INPUT, "decompose: the residual stream is not a sum of its writers "
+                       "with %s", hs_config_nonadditive(c));
     if (batch < 0 || pos < 0) return hs_fail(err, HS_ERR_INPUT, "decompose: negative batch/position");
     const int has_bO = m->params.blocks[0].b_O != NULL;
-    int n = (c->embed_norm || c->pos != HS_POS_LEARNED) ? 1 : 2;
+    int n = (c->embed_norm || !hs_pos_added(c)) ? 1 : 2;
     n += L * (H + (has_bO ? 1 : 0) + (c->d_mlp > 0 ? 1 : 0));
     out->labels = calloc((size_t)n, sizeof *out->labels);
     out->resid = calloc((size_t)n * D, sizeof(float));
@@ -57,7 +60,7 @@ hs_status hs_resid_decompose(const hs_model *m, const hs_cache *cache, int batch
         if (r == NULL) { missing = "hook_embed"; goto fail; }
         snprintf(out->labels[k], sizeof out->labels[k], "embed");
         memcpy(out->resid + (size_t)k++ * D, r, (size_t)D * sizeof(float));
-        if (c->pos == HS_POS_LEARNED) {
+        if (hs_pos_added(c)) {
             r = cache_row(hs_cache_get(cache, "hook_pos_embed"), batch, pos, D);
             if (r == NULL) { missing = "hook_pos_embed"; goto fail; }
             snprintf(out->labels[k], sizeof out->labels[k], "pos_embed");
@@ -124,6 +127,9 @@ hs_status hs_logit_attribution_at(const hs_model *m, const hs_cache *cache, int 
     const hs_params *P = &m->params;
     const int D = c->d_model, V = c->d_vocab;
     memset(out, 0, sizeof *out);
+    if (hs_config_nonadditive(c))
+        return hs_fail(err, HS_ERR_INPUT, "direct logit attribution: the residual stream is not a "
+                       "sum of its writers with %s", hs_config_nonadditive(c));
     if (pos < 0 || src_pos < 0)
         return hs_fail(err, HS_ERR_INPUT, "logit attribution: negative position %d/%d", src_pos, pos);
     if (tok_a < 0 || tok_a >= V || tok_b >= V)

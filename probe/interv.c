@@ -321,6 +321,10 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
     hs_status st = check_head(m, receiver, err);
     if (st != HS_OK) return st;
     if (senders == NULL || n_senders < 1) return hs_fail(err, HS_ERR_INPUT, "path patch: no sender");
+    if (hs_kv_heads(c) != H && (inputs & 6)) /* a key/value head is its whole group's */
+        return hs_fail(err, HS_ERR_INPUT, "path patch: with grouped-query attention a head's keys "
+                       "and values are shared by %d heads; patch the receiver's queries (q) only",
+                       H / hs_kv_heads(c));
     for (int i = 0; i < n_senders; i++) {
         const hs_head sender = senders[i];
         if ((st = check_head(m, sender, err)) != HS_OK) return st;
@@ -331,8 +335,11 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
     if (inputs <= 0 || inputs > 7) return hs_fail(err, HS_ERR_INPUT, "path patch: inputs must be a non-empty set of HS_INPUT_Q|K|V");
     if ((inputs & (HS_INPUT_Q | HS_INPUT_K)) && c->attn != HS_ATTN_SOFTMAX)
         return hs_fail(err, HS_ERR_INPUT, "path patch: a uniform-attention model has no query/key input");
+    if (hs_config_nonadditive(c))
+        return hs_fail(err, HS_ERR_INPUT, "path patch: a sender's direct path to the receiver is "
+                       "not a term of its residual with %s", hs_config_nonadditive(c));
     const hs_cache_entry *rp = hs_cache_getf(corr, "blocks.%d.hook_resid_pre", receiver.layer);
-    const int has_ln = c->ln1 && c->norm != HS_NORM_NONE;
+    const int has_ln = hs_ln1_in_front(c);
     const hs_cache_entry *sc = NULL;
     for (int i = 0; i < n_senders; i++) {
         const hs_cache_entry *zc = hs_cache_getf(clean, "blocks.%d.attn.hook_z", senders[i].layer);
@@ -410,7 +417,7 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
         hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, x, D, W, ldw, 0.0f, pc->in[w], dh);
         if (bW)
             for (int64_t bt = 0; bt < BT; bt++)
-                for (int d = 0; d < dh; d++) pc->in[w][bt * dh + d] += bW[receiver.head * dh + d];
+                for (int d = 0; d < dh; d++) pc->in[w][bt * dh + d] += bW[(w == 0 ? receiver.head : hs_kv_head(c, receiver.head)) * dh + d];
     }
     free(x);
     free(dz);

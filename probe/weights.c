@@ -59,7 +59,7 @@ hs_status hs_head_weights(const hs_model *m, hs_head h, hs_fold fold, float *W_Q
     if ((W_Q || W_K) && c->attn != HS_ATTN_SOFTMAX)
         return hs_fail(err, HS_ERR_INPUT, "a uniform-attention model has no W_Q / W_K");
     const hs_block_params *bp = &m->params.blocks[h.layer];
-    const int has_norm = c->ln1 && c->norm != HS_NORM_NONE;
+    const int has_norm = hs_ln1_in_front(c); /* post-norm: the heads read the residual itself */
     const size_t off = (size_t)h.head * D * dh;
     float *outs[3] = {W_Q, W_K, W_V};
     for (int x = 0; x < 3; x++) {

@@ -62,6 +62,7 @@ static hs_status load_vocab(const char *path, int need, const hs_load_source *sr
                             const hs_notes *notes, hs_loaded *out, hs_error *err)
 {
     hs_status st;
+    int padded = 0;
     if (src->vocab) {
         if (out->meta.vocab)
             hs_note(notes, HS_NOTE_CMD, "note: --vocab %s replaces the checkpoint's vocabulary",
@@ -73,6 +74,15 @@ static hs_status load_vocab(const char *path, int need, const hs_load_source *sr
         st = hs_tokenizer_load_dir(path, &out->vocab, err);
         if (st == HS_OK && (int)out->vocab->n > out->model->cfg.d_vocab)
             return past_vocab(path, out->vocab, out->model->cfg.d_vocab, err);
+        /* config.json's vocab_size may pad the embedding past the tokenizer's
+         * ids (Pythia: 50,304 rows, 50,277 tokens; Qwen 2.5): those ids have no
+         * token, are never encoded, and are labelled by id where shown */
+        if (st == HS_OK && (int)out->vocab->n < out->model->cfg.d_vocab) {
+            hs_note(notes, HS_NOTE_CMD, "note: %s's tokenizer has %zu tokens, its vocab_size %d: ids "
+                    "%zu..%d are padding without a token (shown as #id, null in JSON)", path,
+                    out->vocab->n, out->model->cfg.d_vocab, out->vocab->n, out->model->cfg.d_vocab - 1);
+            padded = 1;
+        }
     } else if (need & (HS_NEED_VOCAB | HS_NEED_TASK | HS_NEED_ANY_TASK)) {
         return hs_fail(err, HS_ERR_INPUT, "%s has no vocab metadata; headscope needs the word "
                        "list to read sentences: give --vocab FILE (one token a line, or a JSON "
@@ -82,7 +92,7 @@ static hs_status load_vocab(const char *path, int need, const hs_load_source *sr
         out->vocab_is_ids = 1;
     }
     if (st == HS_OK && src->no_bos) hs_tok_set_bos(out->vocab, 0);
-    if (st == HS_OK && (int)out->vocab->n != out->model->cfg.d_vocab)
+    if (st == HS_OK && !padded && (int)out->vocab->n != out->model->cfg.d_vocab)
         st = hs_fail(err, HS_ERR_CONFIG, "%s: vocab%s%s has %zu words but d_vocab is %d", path,
                      src->vocab ? " " : "", src->vocab ? src->vocab : "", out->vocab->n,
                      out->model->cfg.d_vocab);

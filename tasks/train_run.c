@@ -458,10 +458,21 @@ static void describe(const hs_train_job *job, const run_state *r, const hs_notes
                 (unsigned long long)t->split_seed, t->n_train, t->n_heldout,
                 out->chapter_held_out ? "held out" : "in training");
     }
-    hs_note(notes, HS_NOTE_PLAIN, "model: %d layer%s, d_model %d, %d heads x %d, d_mlp %d, %s, %s, pos %s, "
+    /* the attention switches, when on (model.h's "attn" group) */
+    char sw[128] = "";
+    int n_local = 0;
+    for (int l = 0; l < c->n_layers; l++) n_local += c->attn_local[l];
+    if (c->pos == HS_POS_ROTARY)
+        snprintf(sw + strlen(sw), sizeof sw - strlen(sw), " (rotary_dim %d)", hs_rotary_dim(c));
+    if (hs_kv_heads(c) != c->n_heads)
+        snprintf(sw + strlen(sw), sizeof sw - strlen(sw), ", %d key/value heads", hs_kv_heads(c));
+    if (n_local)
+        snprintf(sw + strlen(sw), sizeof sw - strlen(sw), ", window %d on %d layer%s", c->window_size,
+                 n_local, n_local == 1 ? "" : "s");
+    hs_note(notes, HS_NOTE_PLAIN, "model: %d layer%s, d_model %d, %d heads x %d, d_mlp %d, %s, %s, pos %s%s, "
             "attn %s%s%s%s%s; %zu parameters; %d step%s, batch %d, seed %llu, init %s",
             c->n_layers, c->n_layers == 1 ? "" : "s", c->d_model, c->n_heads, c->d_head, c->d_mlp,
-            hs_norm_name(c->norm), hs_act_name(c->act), hs_pos_name(c->pos), hs_attn_name(c->attn),
+            hs_norm_name(c->norm), hs_act_name(c->act), hs_pos_name(c->pos), sw, hs_attn_name(c->attn),
             c->ln1 ? "" : ", no ln1", c->ln_final ? "" : ", no final norm",
             c->embed_norm ? ", embed norm" : "", c->bias ? "" : ", no bias", r->m->n_params,
             r->to.steps, r->to.steps == 1 ? "" : "s", r->to.batch, r->seed, hs_init_name((hs_init)r->init));
@@ -600,7 +611,8 @@ int hs_train_is_default_run(const char *path)
     if (c->n_layers == want.n_layers && c->d_model == want.d_model && c->n_heads == want.n_heads &&
         c->d_head == want.d_model / want.n_heads && c->d_mlp == 4 * want.d_model &&
         c->norm == want.norm && c->act == want.act && c->pos == want.pos && c->attn == want.attn &&
-        c->ln1 && c->ln_final && !c->embed_norm && c->bias && c->seed == 0 &&
+        c->ln1 && c->ln_final && !c->embed_norm && c->bias && c->seed == 0 && !c->gated_mlp &&
+        !c->parallel_attn_mlp && c->norm_place == HS_NORM_PRE && !c->attn_replace &&
         cJSON_IsNumber(steps) && steps->valuedouble == to.steps && cJSON_IsNumber(done) &&
         done->valuedouble == to.steps && cJSON_IsNumber(seed) && seed->valuedouble == 0 &&
         cJSON_IsString(name) && strcmp(name->valuestring, "winograd") == 0 &&

@@ -47,31 +47,31 @@ static const field_case FIELDS[] = {
     {"original_architecture", HS_TL_INERT, "\"GPT2LMHeadModel\""},
     {"from_checkpoint", HS_TL_INERT, "true"}, {"checkpoint_index", HS_TL_INERT, "3"},
     {"checkpoint_label_type", HS_TL_INERT, "\"step\""}, {"checkpoint_value", HS_TL_INERT, "100"},
-    {"tokenizer_name", HS_TL_INERT, "\"gpt2\""}, {"window_size", HS_TL_INERT, "4"},
-    {"attn_types", HS_TL_INERT, "[\"global\"]"}, {"init_mode", HS_TL_INERT, "\"xavier_uniform\""},
+    {"tokenizer_name", HS_TL_INERT, "\"gpt2\""}, {"window_size", HS_TL_COMPUTED, "4"},
+    {"attn_types", HS_TL_COMPUTED, "[\"global\"]"}, {"init_mode", HS_TL_INERT, "\"xavier_uniform\""},
     {"device", HS_TL_INERT, "\"cuda\""}, {"n_devices", HS_TL_INERT, "2"},
     {"seed", HS_TL_INERT, "7"}, {"initializer_range", HS_TL_INERT, "0.02"},
     {"init_weights", HS_TL_INERT, "false"}, {"n_params", HS_TL_INERT, "1234"},
     {"default_prepend_bos", HS_TL_INERT, "false"}, {"tokenizer_prepends_bos", HS_TL_INERT, "true"},
-    {"rotary_dim", HS_TL_INERT, "4"}, {"rotary_base", HS_TL_INERT, "500000"},
-    {"rotary_adjacent_pairs", HS_TL_INERT, "true"}, {"use_NTK_by_parts_rope", HS_TL_INERT, "true"},
-    {"NTK_by_parts_low_freq_factor", HS_TL_INERT, "2.0"},
-    {"NTK_by_parts_high_freq_factor", HS_TL_INERT, "8.0"},
-    {"NTK_by_parts_factor", HS_TL_INERT, "16.0"}, {"trust_remote_code", HS_TL_INERT, "true"},
+    {"rotary_dim", HS_TL_COMPUTED, "4"}, {"rotary_base", HS_TL_COMPUTED, "500000"},
+    {"rotary_adjacent_pairs", HS_TL_COMPUTED, "true"}, {"use_NTK_by_parts_rope", HS_TL_COMPUTED, "true"},
+    {"NTK_by_parts_low_freq_factor", HS_TL_COMPUTED, "2.0"},
+    {"NTK_by_parts_high_freq_factor", HS_TL_COMPUTED, "8.0"},
+    {"NTK_by_parts_factor", HS_TL_COMPUTED, "16.0"}, {"trust_remote_code", HS_TL_INERT, "true"},
     {"experts_per_token", HS_TL_INERT, "2"}, {"relative_attention_max_distance", HS_TL_INERT, "64"},
     {"relative_attention_num_buckets", HS_TL_INERT, "16"},
     {"decoder_start_token_id", HS_TL_INERT, "0"}, {"tie_word_embeddings", HS_TL_INERT, "true"},
     {"uses_rms_norm", HS_TL_INERT, "true"}, {"layer_norm_folding", HS_TL_INERT, "true"},
     {"rotary_base_local", HS_TL_INERT, "10000"}, {"rotary_scaling_factor", HS_TL_INERT, "8.0"},
-    {"NTK_original_ctx_len", HS_TL_INERT, "4096"}, {"use_yarn_rope", HS_TL_INERT, "true"},
+    {"NTK_original_ctx_len", HS_TL_COMPUTED, "4096"}, {"use_yarn_rope", HS_TL_INERT, "true"},
     {"yarn_factor", HS_TL_INERT, "2.0"}, {"yarn_attention_factor", HS_TL_INERT, "1.5"},
     {"yarn_beta_fast", HS_TL_INERT, "16.0"}, {"yarn_beta_slow", HS_TL_INERT, "2.0"},
     {"yarn_original_max_position_embeddings", HS_TL_INERT, "2048"},
     {"norm_topk_prob", HS_TL_INERT, "true"},
     /* refused unless at their default */
-    {"use_local_attn", HS_TL_REFUSED, "true"}, {"use_qk_norm", HS_TL_REFUSED, "true"},
-    {"final_rms", HS_TL_REFUSED, "true"}, {"parallel_attn_mlp", HS_TL_REFUSED, "true"},
-    {"gated_mlp", HS_TL_REFUSED, "true"}, {"dtype", HS_TL_REFUSED, "\"torch.float16\""},
+    {"use_local_attn", HS_TL_COMPUTED, "false"}, {"use_qk_norm", HS_TL_REFUSED, "true"},
+    {"final_rms", HS_TL_REFUSED, "true"}, {"parallel_attn_mlp", HS_TL_COMPUTED, "true"},
+    {"gated_mlp", HS_TL_COMPUTED, "true"}, {"dtype", HS_TL_REFUSED, "\"torch.float16\""},
     {"post_embedding_ln", HS_TL_REFUSED, "true"}, {"load_in_4bit", HS_TL_REFUSED, "true"},
     {"num_experts", HS_TL_REFUSED, "4"}, {"use_normalization_before_and_after", HS_TL_REFUSED, "true"},
     {"attn_scores_soft_cap", HS_TL_REFUSED, "50"}, {"output_logits_soft_cap", HS_TL_REFUSED, "30"},
@@ -189,15 +189,53 @@ static void computed_fields_are_computed(void **state)
     assert_true(c.norm == HS_NORM_RMSNORM && c.norm_pre == 1);
     assert_int_equal(parse_with("scale_attn_by_inverse_layer_idx", "true", &c, &err), HS_OK);
     assert_true(c.attn_scale_by_layer == 1 && hs_attn_scale_at(&c, 2) == 6.0f); /* 2 x (2 + 1) */
+    /* the attention switches (model.h's group): TL's names land in their fields; a value
+     * equal to the default (rotary_dim = d_head, rotary_base 10000, n_kv = n_heads) is 0 */
+    assert_int_equal(parse_with("positional_embedding_type", "\"rotary\"", &c, &err), HS_OK);
+    assert_int_equal(c.pos, HS_POS_ROTARY);
+    assert_int_equal(parse_with("positional_embedding_type", "\"alibi\"", &c, &err), HS_OK);
+    assert_int_equal(c.pos, HS_POS_ALIBI);
+    assert_int_equal(parse_with("rotary_dim", "2", &c, &err), HS_OK);
+    assert_true(c.rotary_dim == 2 && hs_rotary_dim(&c) == 2);
+    assert_int_equal(parse_with("rotary_dim", "4", &c, &err), HS_OK);
+    assert_true(c.rotary_dim == 0 && hs_rotary_dim(&c) == 4);
+    assert_int_equal(parse_with("rotary_base", "500000", &c, &err), HS_OK);
+    assert_true(c.rotary_base == 500000.0f);
+    assert_int_equal(parse_with("rotary_base", "10000", &c, &err), HS_OK);
+    assert_true(c.rotary_base == 0.0f);
+    assert_int_equal(parse_with("rotary_adjacent_pairs", "true", &c, &err), HS_OK);
+    assert_int_equal(c.rotary_adjacent_pairs, 1);
+    assert_int_equal(parse_with("use_NTK_by_parts_rope", "true", &c, &err), HS_OK);
+    assert_int_equal(c.use_NTK_by_parts_rope, 1);
+    assert_int_equal(parse_with("NTK_by_parts_factor", "16.0", &c, &err), HS_OK);
+    assert_true(c.NTK_by_parts_factor == 16.0f);
+    assert_int_equal(parse_with("NTK_by_parts_low_freq_factor", "2.0", &c, &err), HS_OK);
+    assert_true(c.NTK_by_parts_low_freq_factor == 2.0f);
+    assert_int_equal(parse_with("NTK_by_parts_high_freq_factor", "8.0", &c, &err), HS_OK);
+    assert_true(c.NTK_by_parts_high_freq_factor == 8.0f);
+    assert_int_equal(parse_with("NTK_original_ctx_len", "4096", &c, &err), HS_OK);
+    assert_int_equal(c.NTK_original_ctx_len, 4096);
+    assert_int_equal(parse_with("n_key_value_heads", "1", &c, &err), HS_OK);
+    assert_true(c.n_key_value_heads == 1 && hs_kv_heads(&c) == 1 && hs_kv_head(&c, 1) == 0);
+    assert_int_equal(parse_with("n_key_value_heads", "2", &c, &err), HS_OK);
+    assert_int_equal(c.n_key_value_heads, 0);
+    /* window_size and attn_types are read with use_local_attn only */
+    assert_int_equal(parse_with("window_size", "4", &c, &err), HS_OK);
+    assert_int_equal(c.window_size, 0);
+    assert_int_equal(parse_with("attn_types", "[\"local\"]", &c, &err), HS_OK);
+    assert_int_equal(c.attn_local[0], 0);
+    assert_int_equal(parse_with("use_local_attn", "false", &c, &err), HS_OK);
     static const struct {
         const char *key, *value, *named;
     } refused[] = {
         {"act_fn", "\"gelu_fast\"", "gelu_fast"},
         {"normalization_type", "\"LNPost\"", "LNPost"},
         {"scale_attn_by_inverse_layer_idx", "1", "scale_attn_by_inverse_layer_idx"},
-        {"positional_embedding_type", "\"rotary\"", "rotary"},
+        {"positional_embedding_type", "\"shortformer\"", "shortformer"},
         {"attention_dir", "\"bidirectional\"", "bidirectional"},
-        {"n_key_value_heads", "1", "n_key_value_heads 1"},
+        {"n_key_value_heads", "3", "n_key_value_heads 3 does not divide n_heads 2"},
+        {"rotary_base", "1.0", "rotary_base"},
+        {"use_local_attn", "true", "use_local_attn needs window_size and attn_types"},
         {"d_vocab_out", "7", "d_vocab_out 7"},
         {"attn_only", "true", "attn_only"},
     };
@@ -325,7 +363,7 @@ static void hf_computed_fields_are_computed(void **state)
         const char *act;
         hs_act want;
     } acts[] = {{"gelu_new", HS_ACT_GELU_NEW}, {"gelu_pytorch_tanh", HS_ACT_GELU_NEW},
-                {"gelu", HS_ACT_GELU}, {"relu", HS_ACT_RELU}};
+                {"gelu", HS_ACT_GELU}, {"relu", HS_ACT_RELU}, {"silu", HS_ACT_SILU}};
     char v[40];
     for (size_t i = 0; i < sizeof acts / sizeof acts[0]; i++) {
         snprintf(v, sizeof v, "\"%s\"", acts[i].act);
@@ -338,7 +376,7 @@ static void hf_computed_fields_are_computed(void **state)
         {"model_type", "\"gpt_neo\"", "model_type 'gpt_neo'"},
         {"model_type", NULL, "no 'model_type'"},
         {"rope_theta", "10000", "'rope_theta'"},
-        {"activation_function", "\"silu\"", "'silu'"},
+        {"activation_function", "\"quick_gelu\"", "'quick_gelu'"},
         {"hidden_size", "16", "'n_embd' and 'hidden_size' differ"},
         {"n_ctx", "8", "n_positions 4 and n_ctx 8 differ"},
         {"n_head", "3", "not a multiple of n_head 3"},

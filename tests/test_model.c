@@ -1087,8 +1087,10 @@ static void config_validate_rejects_bad_fields_naming_them(void **state)
     BAD(eps, NAN, "eps");
     BAD(eps, INFINITY, "eps");
     BAD(norm, (hs_norm)7, "norm");
-    BAD(act, (hs_act)3, "act");
-    BAD(pos, (hs_pos)2, "pos");
+    BAD(act, (hs_act)4, "act");
+    BAD(pos, (hs_pos)5, "pos");
+    BAD(n_key_value_heads, 2, "n_key_value_heads 2 does not divide n_heads");
+    BAD(rotary_dim, 3, "rotary_dim");
     BAD(attn, (hs_attn)2, "attn");
 #undef BAD
     c = good;

@@ -187,6 +187,23 @@ static void gradients_match_finite_differences_for_every_switch(void **state)
         c.bias = 0; c.embed_norm = 1; c.ln_final = 0);
     RUN("uniform, no ln1, no pos, 1 layer", c.attn = HS_ATTN_UNIFORM; c.ln1 = 0;
         c.pos = HS_POS_NONE; c.n_layers = 1);
+    /* the block's switches (model.h "block structure") */
+    RUN("silu", c.act = HS_ACT_SILU);
+    RUN("gated mlp (gelu)", c.gated_mlp = 1);
+    RUN("parallel attn + mlp", c.parallel_attn_mlp = 1);
+    RUN("post-norm", c.norm_place = HS_NORM_POST);
+    RUN("post-norm rmsnorm, no final norm", c.norm_place = HS_NORM_POST; c.norm = HS_NORM_RMSNORM;
+        c.ln_final = 0);
+    RUN("post-norm attention-only", c.norm_place = HS_NORM_POST; c.d_mlp = 0);
+    RUN("attn replace", c.attn_replace = 1);
+    RUN("attn replace, post-norm, attention-only", c.attn_replace = 1; c.norm_place = HS_NORM_POST;
+        c.d_mlp = 0);
+    RUN("post-norm, no ln1", c.norm_place = HS_NORM_POST; c.ln1 = 0);
+    RUN("post-norm, embed norm", c.norm_place = HS_NORM_POST; c.embed_norm = 1);
+    RUN("ladder: uniform average replacing, no ln1, attention-only", c.attn = HS_ATTN_UNIFORM;
+        c.attn_replace = 1; c.ln1 = 0; c.d_mlp = 0);
+    RUN("Llama-like: rms silu gated parallel no-bias", c.norm = HS_NORM_RMSNORM; c.act = HS_ACT_SILU;
+        c.gated_mlp = 1; c.parallel_attn_mlp = 1; c.bias = 0);
 #undef RUN
 }
 
@@ -201,6 +218,15 @@ static void gradients_of_a_split_batch_match_finite_differences(void **state)
     c.norm = HS_NORM_RMSNORM;
     c.embed_norm = 1;
     check_config(c, "split batch, rmsnorm, embed norm");
+    c = hs_config_default();
+    c.gated_mlp = 1;
+    c.act = HS_ACT_SILU;
+    c.parallel_attn_mlp = 1;
+    check_config(c, "split batch, gated silu parallel");
+    c = hs_config_default();
+    c.norm_place = HS_NORM_POST;
+    c.attn_replace = 1;
+    check_config(c, "split batch, post-norm, attn replace");
     B = 2;
 }
 

@@ -1,6 +1,7 @@
 /*
- * tests/fuzz/fuzz_hf_config.c -- libFuzzer target for a Hugging Face GPT-2
- * config.json (hs_checkpoint_hf_config_parse, model/checkpoint_hf.c), then
+ * tests/fuzz/fuzz_hf_config.c -- libFuzzer target for a Hugging Face
+ * config.json of any family headscope reads (hs_checkpoint_hf_config_parse,
+ * model/checkpoint_hf.c and checkpoint_family.c), then
  * hs_config_validate, then, for a valid config of modest size,
  * hs_model_create.
  *
@@ -8,8 +9,9 @@
  * on violation):
  *  - failure: HS_ERR_CONFIG / HS_ERR_NOMEM with a non-empty one-line message
  *    naming the file;
- *  - success: d_head * n_heads = d_model, d_mlp > 0, n_ctx > 0, the scale
- *    positive; a config that validates and is small builds a model whose
+ *  - success: d_head * n_heads = d_model (unless a Llama-style head_dim says
+ *    otherwise: RMSNorm), d_mlp > 0, n_ctx > 0, the scale positive, the
+ *    key/value heads dividing the heads; a config that validates and is small builds a model whose
  *    tensors sum to n_params.
  * Seed corpus: tests/fuzz/corpus_hf_config/.
  *   CC=clang BUILD=build-fuzz bash scripts/build.sh -DHS_FUZZ=ON -DHS_SANITIZE=ON
@@ -46,11 +48,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         free(text);
         return 0;
     }
-    check(c.d_head * c.n_heads == c.d_model && c.d_mlp > 0 && c.n_ctx > 0);
+    check((c.d_head * c.n_heads == c.d_model || c.norm == HS_NORM_RMSNORM) && c.d_head > 0 && c.d_mlp > 0 &&
+          c.n_ctx > 0 && c.n_heads % hs_kv_heads(&c) == 0);
     check(hs_attn_scale_at(&c, c.n_layers - 1) > 0.0f);
     if (hs_config_validate(&c, &err) == HS_OK) {
         const double approx = (double)c.d_vocab * c.d_model * 2 + (double)c.n_ctx * c.d_model +
-                              (double)c.n_layers * c.d_model * (4.0 * c.d_model + 2.0 * c.d_mlp);
+                              (double)c.n_layers * c.d_model *
+                                  (4.0 * c.n_heads * c.d_head + 3.0 * c.d_mlp);
         hs_model *m = NULL;
         if (approx < 1e6 && hs_model_create(&c, &m, &err) == HS_OK) {
             size_t total = 0;

@@ -528,14 +528,14 @@ def _(): return stlib.build(ref.tensors(), meta_with(with_config(n_layers="2")))
 def _(): return stlib.build(ref.tensors(), meta_with(with_config(d_vocab=DROP)))
 
 
-@case("config_act_fn_unsupported", "HS_ERR_CONFIG", "config act_fn 'silu' is not supported",
-      "act_fn silu")
-def _(): return stlib.build(ref.tensors(), meta_with(with_config(act_fn="silu")))
+@case("config_act_fn_unsupported", "HS_ERR_CONFIG", "config act_fn 'solu_ln' is not supported",
+      "act_fn solu_ln")
+def _(): return stlib.build(ref.tensors(), meta_with(with_config(act_fn="solu_ln")))
 
 
-@case("config_rotary", "HS_ERR_CONFIG", "positional_embedding_type 'rotary' is not supported",
-      "rotary positions")
-def _(): return stlib.build(ref.tensors(), meta_with(with_config(positional_embedding_type="rotary")))
+@case("config_rotary", "HS_ERR_CONFIG", "positional_embedding_type 'shortformer' is not supported",
+      "shortformer positions (rotary and alibi are computed)")
+def _(): return stlib.build(ref.tensors(), meta_with(with_config(positional_embedding_type="shortformer")))
 
 
 @case("config_attn_only_inconsistent", "HS_ERR_CONFIG", "attn_only is true but d_mlp is 16",

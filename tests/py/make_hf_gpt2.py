@@ -269,7 +269,7 @@ def bad_cases(out, rng):
     os.remove(os.path.join(folder("no_config", expect="no config.json"), "config.json"))
     folder("shape_mismatch", ts=[(n, d, a[:, :12] if n == "h.1.mlp.c_fc.weight" else a) for n, d, a in tensors],
            expect="tensor h.1.mlp.c_fc.weight has shape [16,12], config.json expects [16,64]")
-    folder("model_type", c=dict(cfg, model_type="gpt_neox"), expect="model_type 'gpt_neox' is not supported")
+    folder("model_type", c=dict(cfg, model_type="gptj"), expect="model_type 'gptj' is not supported")
     folder("unknown_field", c=dict(cfg, rotary_pct=0.25), expect="field 'rotary_pct' is not a GPT-2 config field")
     folder("cross_attention", c=dict(cfg, add_cross_attention=True), expect="'add_cross_attention' = true")
     path = folder("truncated_shard", shards=2, expect="truncated file?")
