@@ -584,8 +584,8 @@ typedef struct {
                                    * by the first forward that is asked for one, kept for the
                                    * next (hs_floats_alloc), freed with the activations */
     size_t split_cap;
-    float *rope;                  /* pos rotary: (T, rd/2) cos then (T, rd/2) sin of position
-                                   * p times inv_freq[i] (hs_rotary_inv_freq; rd =
+    float *rope;                  /* pos rotary: (T, rd) rows, position p's rd/2 cos then its
+                                   * rd/2 sin of p times inv_freq[i] (hs_rotary_inv_freq; rd =
                                    * hs_rotary_dim), made in double and rounded once by
                                    * hs_acts_create for positions 0 .. T-1; NULL otherwise */
     float *pos_table;             /* pos sinusoidal: (T, D) PE[p][2i] = sin(p w_i), PE[p][2i+1] =

@@ -598,7 +598,8 @@ hs_status hs_positions_tables(const hs_config *cfg, int T, float **rope, float *
                               hs_error *err);
 
 /* Rotates x (B,T,nh,dh) in place by the rotary tables rope (hs_acts.rope,
- * made for at least T positions; position = index in the sequence): on the
+ * made for at least T positions: a row per position, so any capacity;
+ * position = index in the sequence): on the
  * first hs_rotary_dim dims of each head, pairs (a, b) = (e, e + rd/2)
  * (rotate-half: x * cos + rotate_half(x) * sin, GPT-NeoX / Llama) or (2e,
  * 2e + 1) (rotary_adjacent_pairs, GPT-J), e < rd/2:

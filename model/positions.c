@@ -62,8 +62,8 @@ hs_status hs_positions_tables(const hs_config *c, int T, float **rope, float **p
         for (int p = 0; p < T; p++)
             for (int i = 0; i < half; i++) {
                 const double a = (double)p * inv[i];
-                r[(size_t)p * half + i] = (float)cos(a);
-                r[(size_t)T * half + (size_t)p * half + i] = (float)sin(a);
+                r[(size_t)p * 2 * half + i] = (float)cos(a);
+                r[(size_t)p * 2 * half + half + i] = (float)sin(a);
             }
         free(inv);
         *rope = r;
@@ -95,10 +95,10 @@ void hs_rotary_apply(float *x, int B, int T, int nh, int dh, const hs_config *c,
                      const float *rope, int inverse)
 {
     const int half = hs_rotary_dim(c) / 2, adj = c->rotary_adjacent_pairs;
-    const float *cs = rope, *sn = rope + (size_t)T * half;
     for (int b = 0; b < B; b++)
         for (int p = 0; p < T; p++) {
-            const float *cp = cs + (size_t)p * half, *sp = sn + (size_t)p * half;
+            /* position p's row: cos then sin (hs_acts.rope), whatever the capacity */
+            const float *cp = rope + (size_t)p * 2 * half, *sp = cp + half;
             for (int h = 0; h < nh; h++) {
                 float *row = x + (((size_t)b * T + p) * nh + h) * dh;
                 for (int e = 0; e < half; e++) {

@@ -17,7 +17,9 @@
  *     giving the bits of the plain model;
  *   - a local window of 1 makes every head attend to itself alone;
  *   - a TransformerLens checkpoint's attn.mask of a local layer is its
- *     window's (a causal one there is refused in one line).
+ *     window's (a causal one there is refused in one line);
+ *   - rotary + GQA + local and ALiBi + local models give the same logits and
+ *     gradients bit for bit on one and two threads.
  * The comparison with an independent float64 torch forward and autograd is
  * tests/test_attn_torch.sh: run as `test_attn_switches --dump DIR` this
  * program writes, per case, DIR/<case>.safetensors (the checkpoint) and
@@ -357,6 +359,32 @@ static void longer_context(void **state)
     }
 }
 
+/* Activations made for more positions than a run uses (inspect's, the
+ * engine's) give the run's own values: the tables are per position. */
+static void capacity_does_not_matter(void **state)
+{
+    (void)state;
+    static const hs_pos kinds[] = {HS_POS_SINUSOIDAL, HS_POS_ROTARY, HS_POS_ALIBI};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        hs_config c = base_cfg();
+        c.pos = kinds[i];
+        c.n_ctx = 2 * NCTX;
+        hs_model *m = random_model_of(&c, 30 + i);
+        int tok[B * NCTX], tgt[B * NCTX];
+        tokens_of(tok, tgt, B * NCTX, 13);
+        hs_error err;
+        hs_acts *a = NULL;
+        assert_int_equal(hs_acts_create(&c, B, 2 * NCTX, 0, &a, &err), HS_OK);
+        assert_int_equal(hs_forward(m, a, tok, B, NCTX, NULL, &err), HS_OK);
+        float *exact = run_logits(m, tok, B, NCTX);
+        if (memcmp(exact, a->logits, (size_t)B * NCTX * V * sizeof(float)) != 0)
+            fail_msg("%s: a run of 8 positions on activations for 16 differs", hs_pos_name(kinds[i]));
+        free(exact);
+        hs_acts_destroy(a);
+        hs_model_destroy(m);
+    }
+}
+
 static void known_values(void **state)
 {
     (void)state;
@@ -421,6 +449,56 @@ static void window_of_one_attends_to_itself(void **state)
     c.n_key_value_heads = 3;
     assert_int_equal(hs_config_validate(&c, &err), HS_ERR_CONFIG);
     assert_string_equal(err.msg, "config: n_key_value_heads 3 does not divide n_heads 4");
+}
+
+/* Every switch at once (rotary + GQA + a local layer; ALiBi + a local
+ * layer): a batch split over two workers (forward parts, the backward's two
+ * parts) gives the bits of one thread. */
+static void two_threads_give_the_bits_of_one(void **state)
+{
+    (void)state;
+    for (int variant = 0; variant < 2; variant++) {
+        hs_config c = base_cfg();
+        c.n_heads = 8;
+        c.d_head = 4;
+        c.window_size = 3;
+        c.attn_local[variant] = 1;
+        if (variant == 0) {
+            c.pos = HS_POS_ROTARY;
+            c.n_key_value_heads = 2;
+        } else {
+            c.pos = HS_POS_ALIBI;
+        }
+        hs_model *m = random_model_of(&c, 21 + (uint64_t)variant);
+        hs_error err;
+        assert_int_equal(hs_model_alloc_train(m, &err), HS_OK);
+        enum { BB = 12 };
+        int tok[BB * NCTX], tgt[BB * NCTX];
+        tokens_of(tok, tgt, BB * NCTX, 5);
+        float *keep[2], *lg[2];
+        for (int th = 0; th < 2; th++) {
+            hs_acts *a = NULL;
+            assert_int_equal(hs_acts_create(&c, BB, NCTX, 1, &a, &err), HS_OK);
+            assert_int_equal(hs_acts_set_threads(a, th + 1, &err), HS_OK);
+            hs_zero_grad(m);
+            assert_int_equal(hs_forward(m, a, tok, BB, NCTX, NULL, &err), HS_OK);
+            int nv = 0;
+            hs_cross_entropy(m, a, tgt, &nv);
+            hs_backward(m, a, tok, tgt, NULL);
+            keep[th] = malloc(m->n_params * sizeof(float));
+            memcpy(keep[th], m->grad_mem, m->n_params * sizeof(float));
+            lg[th] = malloc((size_t)BB * NCTX * V * sizeof(float));
+            memcpy(lg[th], a->logits, (size_t)BB * NCTX * V * sizeof(float));
+            hs_acts_destroy(a);
+        }
+        assert_memory_equal(lg[0], lg[1], (size_t)BB * NCTX * V * sizeof(float));
+        assert_memory_equal(keep[0], keep[1], m->n_params * sizeof(float));
+        for (int th = 0; th < 2; th++) {
+            free(keep[th]);
+            free(lg[th]);
+        }
+        hs_model_destroy(m);
+    }
 }
 
 /* A TransformerLens checkpoint's attn.mask buffers: a local layer's must be
@@ -608,9 +686,11 @@ int main(int argc, char **argv)
         cmocka_unit_test(checkpoint_round_trip_keeps_config_and_bits),
         cmocka_unit_test(points_and_shapes),
         cmocka_unit_test(longer_context),
+        cmocka_unit_test(capacity_does_not_matter),
         cmocka_unit_test(known_values),
         cmocka_unit_test(window_of_one_attends_to_itself),
         cmocka_unit_test(local_masks_in_a_checkpoint),
+        cmocka_unit_test(two_threads_give_the_bits_of_one),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

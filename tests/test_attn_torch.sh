@@ -4,8 +4,8 @@
 # sinusoidal; ALiBi with 4 and 6 heads; grouped-query attention with 2 and 4
 # key/value heads; a local window shorter than the prompt; a Llama-like mix;
 # 16 positions on models of n_ctx 8 for sinusoidal, rotary, ALiBi and a
-# local + rotary + GQA mix) against an independent float64 torch forward and
-# its autograd: `test_attn_switches --dump` writes each case's checkpoint and
+# local + rotary + GQA mix) against independent float64 forwards (numpy, and
+# torch, which must agree) and torch's autograd: `test_attn_switches --dump` writes each case's checkpoint and
 # headscope's points, logits and gradients; tests/py/attn_ref.py rebuilds the
 # model from the checkpoint alone and checks hook_q/k/v, hook_rot_q/k,
 # hook_attn_scores, hook_pattern, hook_z, hook_pos_embed, the logits, the

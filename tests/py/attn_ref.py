@@ -1,6 +1,8 @@
 #!/usr/bin/python3
-"""An independent float64 forward of headscope's attention switches, and its
-autograd (tests/test_attn_torch.sh).
+"""Two independent float64 forwards of headscope's attention switches -- numpy
+(rotary as Meta's Llama reference writes it: each rotated pair a complex
+number times e^(i p f)) and torch (transformers' rotate_half and GPT-J's
+rotate_every_two) -- and torch's autograd (tests/test_attn_torch.sh).
 
 For each case in DIR/cases.txt (written by `test_attn_switches --dump DIR`)
 it reads the checkpoint DIR/<case>.safetensors (weights, and the config under
@@ -25,7 +27,8 @@ model in torch float64 from the papers' and transformers' modelling code:
   - local attention (GPT-Neo): key j visible from query i when
     0 <= i - j < window_size;
 
-and checks headscope's hook_q/k/v, hook_rot_q/k, hook_attn_scores,
+and checks (against the numpy forward, which must agree with the torch one)
+headscope's hook_q/k/v, hook_rot_q/k, hook_attn_scores,
 hook_pattern, hook_z, hook_result, hook_pos_embed and logits against it (numpy.allclose, rtol
 1e-5, atol 1e-5 of the array's largest magnitude), the gradient of the mean
 cross-entropy to every parameter against autograd, and the gradients at the
@@ -240,6 +243,94 @@ def forward(P, c, tok, pts):
 WORST = [0.0]  # the largest |got - want| / max(|want|'s largest, floor) of a case
 
 
+# --- the same model in numpy: rotary as complex multiplication ----------------
+
+def np_rotary(x, c):
+    """x [B, T, h, dh]: Meta's Llama reference form, each rotated pair a complex
+    number times e^(i p f): pairs (2e, 2e+1) for adjacent pairs, (e, e + rd/2)
+    for rotate-half."""
+    T, rd = x.shape[1], c["rd"]
+    f = inv_freq_of(c).numpy()
+    rot = np.exp(1j * np.outer(np.arange(T), f))[None, :, None, :]  # [1, T, 1, rd/2]
+    y = x.copy()
+    if c["adjacent"]:
+        z = (x[..., 0:rd:2] + 1j * x[..., 1:rd:2]) * rot
+        y[..., 0:rd:2], y[..., 1:rd:2] = z.real, z.imag
+    else:
+        z = (x[..., : rd // 2] + 1j * x[..., rd // 2: rd]) * rot
+        y[..., : rd // 2], y[..., rd // 2: rd] = z.real, z.imag
+    return y
+
+
+def np_norm(x, w, b, c):
+    if c["norm"] is None:
+        return x
+    if c["norm"] == "RMS":
+        y = x / np.sqrt((x * x).mean(-1, keepdims=True) + c["eps"])
+    else:
+        mu = x.mean(-1, keepdims=True)
+        y = (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + c["eps"])
+    return y * (w if w is not None else 1.0) + (b if b is not None else 0.0)
+
+
+def np_act(x, c):
+    if c["act"] == "relu":
+        return np.maximum(x, 0.0)
+    if c["act"] == "gelu_new":
+        return 0.5 * x * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + np.vectorize(math.erf)(x / math.sqrt(2)))
+
+
+def forward_np(W, c, tok):
+    """(logits, {point: array}) in float64 numpy."""
+    pts = {}
+    B, T = tok.shape
+    D, H, Hkv, dh = c["D"], c["H"], c["Hkv"], c["dh"]
+    x = W["embed.W_E"][tok]
+    if c["pos"] in ("learned", "sinusoidal"):
+        if c["pos"] == "learned":
+            pe = W["pos_embed.W_pos"][:T]
+        else:  # Vaswani et al. 3.5
+            p, i = np.arange(T)[:, None], np.arange(D // 2)[None, :]
+            pe = np.zeros((T, D))
+            pe[:, 0::2] = np.sin(p / 10000.0 ** (2 * i / D))
+            pe[:, 1::2] = np.cos(p / 10000.0 ** (2 * i / D))
+        pts["hook_pos_embed"] = np.broadcast_to(pe, (B, T, D))
+        x = x + pe
+    for l in range(c["L"]):
+        pre = f"blocks.{l}."
+        pts[pre + "hook_resid_pre"] = x
+        h = np_norm(x, W.get(pre + "ln1.w"), W.get(pre + "ln1.b"), c)
+        qkv = {}
+        for n in "QKV":
+            y = np.einsum("btd,hde->bthe", h, W[pre + "attn.W_" + n])
+            if pre + "attn.b_" + n in W:
+                y = y + W[pre + "attn.b_" + n]
+            qkv[n] = pts[pre + "attn.hook_" + n.lower()] = y
+        q, k, v = qkv["Q"], qkv["K"], qkv["V"]
+        if c["pos"] == "rotary":
+            q = pts[pre + "attn.hook_rot_q"] = np_rotary(q, c)
+            k = pts[pre + "attn.hook_rot_k"] = np_rotary(k, c)
+        kv = np.arange(H) // (H // Hkv)  # repeat_kv
+        s = np.einsum("bqhe,bkhe->bhqk", q, k[:, :, kv]) / c["scale"]
+        i, j = np.arange(T)[:, None], np.arange(T)[None, :]
+        if c["pos"] == "alibi":
+            s = s + np.array(alibi_slopes(H))[:, None, None] * (j - i)
+        visible = (j <= i) & ((i - j < c["window"]) if c["local"][l] else True)
+        s = pts[pre + "attn.hook_attn_scores"] = np.where(visible, s, -np.inf)
+        e = np.exp(s - s.max(-1, keepdims=True))
+        a = pts[pre + "attn.hook_pattern"] = e / e.sum(-1, keepdims=True)
+        z = pts[pre + "attn.hook_z"] = np.einsum("bhqk,bkhe->bqhe", a, v[:, :, kv])
+        r = pts[pre + "attn.hook_result"] = np.einsum("bqhe,hed->bqhd", z, W[pre + "attn.W_O"])
+        x = x + r.sum(2) + W.get(pre + "attn.b_O", 0.0)
+        if c["M"] > 0:
+            h2 = np_norm(x, W.get(pre + "ln2.w"), W.get(pre + "ln2.b"), c)
+            m = np_act(h2 @ W[pre + "mlp.W_in"] + W.get(pre + "mlp.b_in", 0.0), c)
+            x = x + m @ W[pre + "mlp.W_out"] + W.get(pre + "mlp.b_out", 0.0)
+    x = np_norm(x, W.get("ln_final.w"), W.get("ln_final.b"), c)
+    return x @ W["unembed.W_U"] + W.get("unembed.b_U", 0.0), pts
+
+
 def close(name, got, want, label, floor=0.0):
     got = np.asarray(got, dtype=np.float64)
     got = np.where(got <= -1e29, -np.inf, got)  # the dump's masked scores (-inf as -1e30)
@@ -267,15 +358,19 @@ def check(dirname, label):
     tgt = torch.tensor(dump["targets"].astype(np.int64))
     pts = {}
     logits = forward(P, c, tok, pts)
-    close("logits", dump["act.logits"], logits.detach().numpy(), label)
+    # headscope's forward against the numpy one, which agrees with torch's
+    np_logits, np_pts = forward_np(W, c, dump["tokens"].astype(np.int64))
+    close("logits", dump["act.logits"], np_logits, label)
+    close("torch logits", logits.detach().numpy(), np_logits, label + " (torch vs numpy)")
     n_act = 0
     for name, got in dump.items():
         if not name.startswith("act.") or name == "act.logits":
             continue
         point = name[4:]
-        if point not in pts:
+        if point not in np_pts or point not in pts:
             sys.exit(f"{label}: headscope has {point}, the reference does not")
-        close(point, got, pts[point].detach().numpy(), label)
+        close(point, got, np_pts[point], label)
+        close(point, pts[point].detach().numpy(), np_pts[point], label + " (torch vs numpy)")
         n_act += 1
     for need in ["blocks.0.attn.hook_pattern", "blocks.0.attn.hook_k"] + (
             ["blocks.0.attn.hook_rot_q", "blocks.1.attn.hook_rot_k"] if c["pos"] == "rotary" else []) + (
