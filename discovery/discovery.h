@@ -59,7 +59,8 @@
  * (blocks.l.hook_mlp_in = resid_mid, before ln2), "logits" once
  * (blocks.{L-1}.hook_resid_post, before ln_final). An edge u -> v runs from
  * every node u that writes before receiver v reads: input, every head and
- * MLP of an earlier layer, and for m{l} also the heads of its own layer;
+ * MLP of an earlier layer, and for m{l} also the heads of its own layer
+ * (not with parallel_attn_mlp, where m{l} reads resid_pre beside them);
  * named "u->v", e.g. "input->a0.h0<q>", "a0.h2->a1.h0<k>", "a1.h3->m1",
  * "m1->logits". A 2-layer model with 4 heads and MLPs has 110 edges, GPT-2
  * small (12 x 12) 32,491 (hs_graph_edge_count).

@@ -66,18 +66,20 @@ static int last_block_at_one_position(const hs_model *m, const hs_acts *acts, in
     const hs_config *c = &m->cfg;
     const int l = c->n_layers - 1, p = acts->logit_pos;
     if (p < 0 || p >= T || c->embed_norm) return 0;
-    /* the compact tail below is the plain block's */
-    if (c->gated_mlp || c->parallel_attn_mlp || c->norm_place != HS_NORM_PRE || c->attn_replace)
-        return 0;
+    /* the compact tail below is the pre-norm block's, added (gated and
+     * parallel too) */
+    if (c->norm_place != HS_NORM_PRE || c->attn_replace) return 0;
     const size_t D = (size_t)c->d_model;
     /* acts->scratch holds T * max(H*D, D, M) floats a sequence (ACT_SLOTS) */
     size_t x = (size_t)c->n_heads * D > D ? (size_t)c->n_heads * D : D;
     if ((size_t)c->d_mlp > x) x = (size_t)c->d_mlp;
-    const size_t need = 7 * D + 2 * (size_t)c->d_mlp + (size_t)c->d_vocab + 2, have = (size_t)T * x;
+    const size_t need = 7 * D + 2 * (size_t)c->d_mlp + (size_t)c->d_vocab + 2 +
+                        (c->parallel_attn_mlp ? D : 0) + (c->gated_mlp ? (size_t)c->d_mlp : 0),
+                 have = (size_t)T * x;
     if (need > have) return 0;
     static const char *const late[] = {"hook_attn_out", "hook_resid_mid",
                                        "hook_mlp_in", "ln2.hook_scale", "ln2.hook_normalized",
-                                       "mlp.hook_pre", "mlp.hook_post", "hook_mlp_out",
+                                       "mlp.hook_pre", "mlp.hook_pre_linear", "mlp.hook_post", "hook_mlp_out",
                                        "hook_resid_post"};
     char nm[96];
     for (size_t i = 0; i < sizeof late / sizeof late[0]; i++) {
@@ -108,22 +110,32 @@ static void last_block_at_one_position_run(const hs_model *m, hs_acts *acts, int
     float *ao = acts->scratch, *rm = ao + nb * D, *ln = rm + nb * D;
     float *mo = ln + nb * D, *rp = mo + nb * D, *lf = rp + nb * D, *pre = lf + nb * D;
     float *post = pre + nb * M, *lg = post + nb * M, *mean = lg + nb * V, *rstd = mean + nb;
+    /* parallel: resid_pre's rows, the MLP's input; gated: x W_in + b_in */
+    float *rpre = rstd + nb, *lin = rpre + (c->parallel_attn_mlp ? nb * D : 0);
     for (int b = 0; b < B; b++) {
         const size_t row = (size_t)b * T + p;
         memcpy(ao + (size_t)b * D, ba->attn_out + row * D, (size_t)D * sizeof(float));
         memcpy(rm + (size_t)b * D, ba->resid_pre + row * D, (size_t)D * sizeof(float));
     }
+    if (c->parallel_attn_mlp) memcpy(rpre, rm, nb * D * sizeof(float));
     hs_add_long(rm, rm, ao, nb * D);
     const float *after = rm;
     if (M > 0) {
-        const float *ln2_in = rm;
+        const float *mlp_in = c->parallel_attn_mlp ? rpre : rm, *ln2_in = mlp_in;
         if (c->norm != HS_NORM_NONE) {
-            hs_norm_stats(mean, rstd, rm, nb, D, c->norm, c->eps);
-            hs_norm_apply_affine(ln, rm, mean, rstd, bp->ln2_w, bp->ln2_b, nb, D, 1, 1);
+            hs_norm_stats(mean, rstd, mlp_in, nb, D, c->norm, c->eps);
+            hs_norm_apply_affine(ln, mlp_in, mean, rstd, bp->ln2_w, bp->ln2_b, nb, D, 1, 1);
             ln2_in = ln;
         }
-        hs_matmul_forward(pre, ln2_in, bp->W_in, bp->b_in, nb, D, M);
-        hs_act_forward(post, NULL, pre, nb * M, c->act);
+        if (c->gated_mlp) {
+            hs_matmul_forward(pre, ln2_in, bp->W_gate, NULL, nb, D, M);
+            hs_matmul_forward(lin, ln2_in, bp->W_in, bp->b_in, nb, D, M);
+            hs_act_forward(post, NULL, pre, nb * M, c->act);
+            hs_mul_long(post, post, lin, nb * M);
+        } else {
+            hs_matmul_forward(pre, ln2_in, bp->W_in, bp->b_in, nb, D, M);
+            hs_act_forward(post, NULL, pre, nb * M, c->act);
+        }
         hs_matmul_forward(mo, post, bp->W_out, bp->b_out, nb, M, D);
         hs_add_long(rp, rm, mo, nb * D);
         after = rp;

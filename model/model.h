@@ -561,7 +561,8 @@ typedef struct {
                                    * experiment engine's sweeps); the buffers from there on
                                    * then hold nothing else of use. Ignored (every position)
                                    * when the observer wants a point there, with an
-                                   * embedding norm, when p >= t, or when the compact rows
+                                   * embedding norm, norm_place post or attn_replace,
+                                   * when p >= t, or when the compact rows
                                    * do not fit acts->scratch (a few positions and a large
                                    * vocabulary). The logits at p are the whole forward's
                                    * up to the last bits (products over another row count

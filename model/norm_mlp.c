@@ -334,15 +334,12 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
     if (c->gated_mlp) {
         hs_status s = gated_hidden(k, err);
         if (s != HS_OK) return s;
-    } else {
-        hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
-    }
-    if (c->gated_mlp) {
-        /* gated_hidden made mlp_post */
     } else if (k->fuse) {
+        hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
         bias_act_forward(ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, bp->b_in, BT, M,
                          c->act);
     } else {
+        hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
         if (bp->b_in) hs_add_bias_rows(ba->mlp_pre, bp->b_in, BT, M);
         snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
         HS_HOOK(k->hc, nm, ba->mlp_pre, 3, B, T, M, 0);

@@ -470,11 +470,14 @@ static void describe(const hs_train_job *job, const run_state *r, const hs_notes
         snprintf(sw + strlen(sw), sizeof sw - strlen(sw), ", window %d on %d layer%s", c->window_size,
                  n_local, n_local == 1 ? "" : "s");
     hs_note(notes, HS_NOTE_PLAIN, "model: %d layer%s, d_model %d, %d heads x %d, d_mlp %d, %s, %s, pos %s%s, "
-            "attn %s%s%s%s%s; %zu parameters; %d step%s, batch %d, seed %llu, init %s",
+            "attn %s%s%s%s%s%s%s%s%s; %zu parameters; %d step%s, batch %d, seed %llu, init %s",
             c->n_layers, c->n_layers == 1 ? "" : "s", c->d_model, c->n_heads, c->d_head, c->d_mlp,
             hs_norm_name(c->norm), hs_act_name(c->act), hs_pos_name(c->pos), sw, hs_attn_name(c->attn),
             c->ln1 ? "" : ", no ln1", c->ln_final ? "" : ", no final norm",
-            c->embed_norm ? ", embed norm" : "", c->bias ? "" : ", no bias", r->m->n_params,
+            c->embed_norm ? ", embed norm" : "", c->bias ? "" : ", no bias",
+            c->gated_mlp ? ", gated MLP" : "", c->parallel_attn_mlp ? ", parallel attn + MLP" : "",
+            c->norm_place == HS_NORM_POST ? ", post-norm" : "", c->attn_replace ? ", attention replaces" : "",
+            r->m->n_params,
             r->to.steps, r->to.steps == 1 ? "" : "s", r->to.batch, r->seed, hs_init_name((hs_init)r->init));
     if (job->resume)
         hs_note(notes, HS_NOTE_PLAIN, "resuming %s at step %d of %d", job->resume, r->start, r->to.steps);

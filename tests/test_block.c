@@ -7,7 +7,8 @@
  *     forward's order (parallel: no hook_resid_mid; gated: hook_pre_linear;
  *     post-norm: ln1 after hook_attn_out, ln2 after hook_mlp_out);
  *   - the forward with an observer and the fused one without give the same
- *     logits, bit for bit;
+ *     logits, bit for bit, and the one-position tail (acts->logit_pos) the
+ *     same to 1e-5;
  *   - a checkpoint keeps each switch (and writes none of them for a plain
  *     model: the golden bytes);
  *   - the parameters' gradients are the same bits on 1 and 2 workers;
@@ -312,6 +313,23 @@ static void observed_fused_saved_and_tail_runs_agree(void **state)
         assert_int_equal(cJSON_GetObjectItem(sw, "attn_replace") != NULL, c.attn_replace);
         cJSON_Delete(tl);
         cJSON_Delete(sw);
+
+        /* the logits at one position (acts->logit_pos, the engine's sweeps:
+         * the last block from its attention output on at that row alone)
+         * are the full run's there, to 1e-5 */
+        for (int pos = 0; pos < T; pos += T - 1) {
+            hs_acts *one = NULL;
+            assert_int_equal(hs_acts_create(&c, B, T, 0, &one, &err), HS_OK);
+            one->logit_pos = pos;
+            assert_int_equal(hs_forward(m, one, tok, B, T, NULL, &err), HS_OK);
+            for (int b = 0; b < B; b++)
+                for (int v = 0; v < V; v++) {
+                    const float a = one->logits[((size_t)b * T + pos) * V + v], want = ref[((size_t)b * T + pos) * V + v];
+                    if (fabsf(a - want) > 1e-5f * (1.0f + fabsf(want)))
+                        fail_msg("%s: logit_pos %d: logit %g, the full run's %g", CASES[i].name, pos, a, want);
+                }
+            hs_acts_destroy(one);
+        }
 
         /* the tail from blocks.1 on (patch from a layer) is the full run */
         hs_acts *a = NULL;
