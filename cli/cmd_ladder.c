@@ -60,7 +60,6 @@ static hs_status write_folder(hs_outdir *od, const hs_ladder_report *r, hs_error
     const char *labels[HS_LADDER_ROWS];
     size_t n = 0;
     for (int i = 0; i < HS_LADDER_ROWS && s == HS_OK; i++) {
-        if (!r->rows[i].ran) continue;
         char name[32];
         snprintf(name, sizeof name, "row-%d.safetensors", i);
         char *path = hs_path_join(od->stage, name);
@@ -83,11 +82,11 @@ static hs_status write_folder(hs_outdir *od, const hs_ladder_report *r, hs_error
         s = j ? hs_outdir_json(od, "ladder", j, "each row's parameters and held-out perplexity", err)
               : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     cJSON_Delete(j);
-    if (s == HS_OK && n > 0)
+    if (s == HS_OK)
         s = hs_outdir_matrix(od, HS_FIG_BARS, "ladder_perplexity", vals, n, 1, labels, NULL,
                              "the ladder: held-out perplexity per row", "held-out perplexity",
                              NULL, 0.0, "perplexity", NULL,
-                             "held-out perplexity of each ladder row that ran", err);
+                             "held-out perplexity of each ladder row", err);
     return s;
 }
 
@@ -198,10 +197,7 @@ int cmd_ladder(int argc, char **argv)
     printf("%-30s %10s %12s\n", "row", "params", "perplexity");
     for (int i = 0; i < HS_LADDER_ROWS; i++) {
         const hs_ladder_row *w = &r.rows[i];
-        if (w->ran)
-            printf("%-30s %10zu %12.2f\n", w->name, w->n_params, w->perplexity);
-        else
-            printf("%-30s %10s %12s  (%s)\n", w->name, "-", "-", w->skipped);
+        printf("%-30s %10zu %12.2f\n", w->name, w->n_params, w->perplexity);
     }
     printf("unigram baseline %.2f; %d steps, width %d, ctx %d, batch %d, lr %g, vocabulary %zu\n",
            r.unigram_perplexity, lo.steps, lo.width, lo.ctx, lo.batch, (double)lo.lr, r.V);

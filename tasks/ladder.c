@@ -2,9 +2,8 @@
  * tasks/ladder.c -- the chapter's ablation ladder (tasks.h, "The ladder"):
  * one text run (hs_train_run, --task text) per row, each row adding one piece
  * to the row above, on one BPE shared by every row, with the parameters and
- * held-out perplexity of each. The rows that need a switch the model core
- * does not have yet (a sublayer replacing the residual instead of being added
- * to it) are listed with the switch they wait for, not run.
+ * held-out perplexity of each. The "replacing" rows set attn_replace (the
+ * attention's output replaces the residual instead of being added to it).
  */
 #include "tasks/tasks.h"
 
@@ -15,7 +14,7 @@
 /* Each row: its name, what it adds, and the model it trains. */
 typedef struct {
     const char *row, *label, *adds; /* label: the figure's (short) */
-    int needs_replace;  /* 1: the sublayer replaces the residual (attn_replace) */
+    int replace;        /* 1: the attention replaces the residual (attn_replace) */
     int context;        /* 0: windows of one token (no context: a bigram) */
     hs_attn attn;
     int pos;            /* 1 learned positions, 0 none */
@@ -95,6 +94,7 @@ static void row_job(const hs_ladder_opts *o, int r, const char *tok, size_t tok_
     c->d_head = o->width / d->heads > 0 ? o->width / d->heads : 1;
     c->d_mlp = d->mlp ? 4 * o->width : 0;
     c->attn = d->attn;
+    c->attn_replace = d->replace;
     c->pos = d->pos ? HS_POS_LEARNED : HS_POS_NONE;
     c->norm = d->norm ? HS_NORM_LAYERNORM : HS_NORM_NONE;
     c->ln1 = d->norm;
@@ -143,13 +143,6 @@ hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladde
         row->label = ROWS[r].label;
         row->adds = ROWS[r].adds;
         row->perplexity = NAN;
-        if (ROWS[r].needs_replace) {
-            row->skipped = "needs attn_replace (a sublayer replacing the residual), not in the "
-                           "model core yet";
-            hs_note(notes, HS_NOTE_CMD, "note: row %d '%s' %s: not run", r, row->name,
-                    row->skipped);
-            continue;
-        }
         char *path = hs_strfmt("%s/row-%d.safetensors", o->models_dir, r);
         if (!path) {
             s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
@@ -162,7 +155,6 @@ hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladde
         s = hs_train_run(&j, notes, &tr, err);
         free(path);
         if (s != HS_OK) break;
-        row->ran = 1;
         row->n_params = tr.n_params;
         row->perplexity = tr.perplexity;
         row->cfg = tr.cfg;
@@ -184,18 +176,12 @@ cJSON *hs_ladder_json(const hs_ladder_report *r)
         cJSON *x = cJSON_CreateObject();
         cJSON_AddStringToObject(x, "row", w->name);
         cJSON_AddStringToObject(x, "adds", w->adds);
-        if (w->ran) {
-            cJSON_AddNumberToObject(x, "params", (double)w->n_params);
-            cJSON_AddNumberToObject(x, "perplexity", hs_f32_shortest((float)w->perplexity));
-            cJSON_AddNumberToObject(x, "heldout_tokens", (double)w->heldout_tokens);
-            cJSON_AddNumberToObject(x, "n_ctx", w->cfg.n_ctx);
-            cJSON_AddNumberToObject(x, "batch", w->batch);
-            cJSON_AddItemToObject(x, "config", hs_config_to_json(&w->cfg, HS_CONFIG_JSON_ALL));
-        } else {
-            cJSON_AddNullToObject(x, "params");
-            cJSON_AddNullToObject(x, "perplexity");
-            cJSON_AddStringToObject(x, "skipped", w->skipped ? w->skipped : "not run");
-        }
+        cJSON_AddNumberToObject(x, "params", (double)w->n_params);
+        cJSON_AddNumberToObject(x, "perplexity", hs_f32_shortest((float)w->perplexity));
+        cJSON_AddNumberToObject(x, "heldout_tokens", (double)w->heldout_tokens);
+        cJSON_AddNumberToObject(x, "n_ctx", w->cfg.n_ctx);
+        cJSON_AddNumberToObject(x, "batch", w->batch);
+        cJSON_AddItemToObject(x, "config", hs_config_to_json(&w->cfg, HS_CONFIG_JSON_ALL));
         cJSON_AddItemToArray(rows, x);
     }
     cJSON *s = cJSON_AddObjectToObject(o, "settings");

@@ -753,15 +753,15 @@ int hs_train_is_default_run(const char *path);
  *                           current one alone; uniform attention over one
  *                           position, no positions, no MLP, no norm
  *   1 uniform causal average  the prefix average replacing the token   (*)
- *   2 + positions           learned positions                          (*)
+ *   2 + positions           learned positions, still replacing         (*)
  *   3 average added, not replacing  the residual connection
  *   4 one learned head replacing  softmax, one head of width d         (*)
  *   5 one head added
  *   6 four heads            of d/4 each
  *   7 + MLP                 4d, GELU
  *   8 + LayerNorm           ln1, ln2, ln_final
- * (*) needs attn_replace (a sublayer's output replacing the residual), which
- * the model core does not have yet: listed with the reason, not run.
+ * (*) attn_replace: the attention's output replaces the residual instead of
+ * being added to it (the chapter's "replace, not add").
  * Attention without a norm and without an MLP has no ln2; every row has
  * biases. Every row is evaluated at the end only (perplexity over the
  * held-out windows of its n_ctx: row 0 scores every held-out token but the
@@ -792,10 +792,8 @@ const char *hs_ladder_row_name(int i);
 typedef struct {
     const char *name, *adds;   /* static */
     const char *label;         /* the figure's short name ("average added") */
-    int ran;                   /* 0: skipped (why in skipped) */
-    const char *skipped;
     size_t n_params;
-    double perplexity;         /* held-out, NAN when not run */
+    double perplexity;         /* held-out */
     size_t heldout_tokens;     /* tokens scored */
     int batch;
     hs_config cfg;
@@ -810,16 +808,15 @@ typedef struct {
     size_t tokenizer_json_len;
 } hs_ladder_report;
 
-/* Trains every row that can run (hs_train_run, text task; notes name each
- * row and each skipped one) and fills *out. Errors: HS_ERR_INPUT for
+/* Trains every row (hs_train_run, text task; a note names each row) and
+ * fills *out. Errors: HS_ERR_INPUT for
  * settings out of range or no models_dir; the corpus's, the BPE's and each
  * run's. *out freed on failure. */
 hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladder_report *out,
                         hs_error *err);
 void hs_ladder_report_free(hs_ladder_report *r);
 /* ladder.json: {"rows": [{"row", "adds", "params", "perplexity",
- * "heldout_tokens", "n_ctx", "batch", "config"} or {"row", "adds", "params":
- * null, "perplexity": null, "skipped"}], "settings": {"steps", "width",
+ * "heldout_tokens", "n_ctx", "batch", "config"}], "settings": {"steps", "width",
  * "ctx", "batch", "lr", "seed", "val_fraction", "vocab", "tokenizer",
  * "corpus", "unigram_perplexity"}}. NULL out of memory. */
 cJSON *hs_ladder_json(const hs_ladder_report *r);
