@@ -30,8 +30,9 @@ static const char EVAL_HELP[] =
     "split the training corpus (the last val_fraction of each file's tokens held out),\n"
     "in consecutive windows; on the training corpus the number the run printed.\n"
     "  --corpus FILE...  text files\n"
-    "  --n-ctx N         window length (default: the trained one; at most the model's\n"
-    "                    positions)\n"
+    "  --n-ctx N         window length (default: the trained one); past it for\n"
+    "                    sinusoidal, rotary, ALiBi and no positions (up to 4096);\n"
+    "                    learned positions stop at their table\n"
     "  --json            {\"perplexity\": ..., \"tokens\": ..., ...}\n"
     "\n"
     "A checkpoint without vocab or task metadata (written elsewhere):\n"
@@ -64,6 +65,8 @@ static int eval_text(const char *C, const char *model, const char **given, int n
     hs_status st = L.is_text ? HS_OK
                              : hs_fail(&err, HS_ERR_INPUT, "%s is not a text model (train --task "
                                        "text); --corpus and --n-ctx are for text models", model);
+    /* past the trained length where the positions allow (learned: refused) */
+    if (st == HS_OK && n_ctx > L.model->cfg.n_ctx) st = hs_model_set_n_ctx(L.model, n_ctx, &err);
     if (st == HS_OK)
         st = hs_text_eval(L.model, L.meta.vocab, &L.text, files, (size_t)n, heldout, n_ctx,
                           threads, &r, &err);
