@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "expout.h"
+#include "tasks/text.h"
 #include "util.h"
 
 static const char EVAL_HELP[] =

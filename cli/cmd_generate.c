@@ -12,6 +12,7 @@
 
 #include "cli.h"
 #include "expout.h"
+#include "tasks/text.h"
 #include "util.h"
 
 static const char GENERATE_HELP[] =

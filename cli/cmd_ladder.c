@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "expout.h"
 #include "output/output.h"
+#include "tasks/text.h"
 #include "util.h"
 
 static const char LADDER_HELP[] =

@@ -1,11 +1,11 @@
 /*
- * tasks/ladder.c -- the chapter's ablation ladder (tasks.h, "The ladder"):
+ * tasks/ladder.c -- the chapter's ablation ladder (tasks/text.h, "The ladder"):
  * one text run (hs_train_run, --task text) per row, each row adding one piece
  * to the row above, on one BPE shared by every row, with the parameters and
  * held-out perplexity of each. The "replacing" rows set attn_replace (the
  * attention's output replaces the residual instead of being added to it).
  */
-#include "tasks/tasks.h"
+#include "tasks/text.h"
 
 #include <math.h>
 #include <stdlib.h>

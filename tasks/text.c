@@ -1,12 +1,12 @@
 /*
- * tasks/text.c -- the text task (tasks.h, "Text task"): a corpus encoded with
+ * tasks/text.c -- the text task (tasks/text.h): a corpus encoded with
  * a byte-level BPE, split per file into a training stream and a held-out
  * stream, random training windows of n_ctx tokens, held-out perplexity over
  * fixed windows, the unigram baseline, the `task` metadata, and sampling
  * (hs_text_generate). It configures the engine (hs_forward, hs_train through
  * tasks/train_run.c); it computes nothing of the model itself.
  */
-#include "tasks/tasks.h"
+#include "tasks/text.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -8,6 +8,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "tasks/tasks.h"
+#include "tasks/text.h"
 
 #include <errno.h>
 #include <math.h>

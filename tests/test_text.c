@@ -22,7 +22,7 @@
 
 #include <cmocka.h>
 
-#include "tasks/tasks.h"
+#include "tasks/text.h"
 
 #define assert_near(a, b, tol)                                                            \
     do {                                                                                   \

@@ -53,7 +53,7 @@ assert "%.3f" % e["unigram_perplexity"] == sys.argv[3], (e["unigram_perplexity"]
 assert e["n_ctx"] == 64 and e["tokens"] == 64 * e["windows"] and e["split"] == "heldout", e
 PYEOF
 run 1 longer eval --model "$TMP/m.safetensors" --corpus "${FILES[@]}" --n-ctx 128
-one_line longer "positions 0..63"
+one_line longer "learned positions stop at n_ctx = 64 (asked for 128)"
 run 1 wg eval --model "$TMP/m.safetensors"
 one_line wg "is a text model"
 
