@@ -3,6 +3,7 @@
  * train or held-out split, the wrong-noun rate, per role and per adjective.
  */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,9 @@ static const char EVAL_HELP[] =
     "  --n-ctx N         window length (default: the trained one); past it for\n"
     "                    sinusoidal, rotary, ALiBi and no positions (up to 4096);\n"
     "                    learned positions stop at their table\n"
-    "  --json            {\"perplexity\": ..., \"tokens\": ..., ...}\n"
+    "  --json            {\"perplexity\": ..., \"tokens\": ..., \"icl_score\": ..., ...}\n"
+    "                    (icl_score: mean loss at position n_ctx - 1 minus at\n"
+    "                    n_ctx / 10, nats; Olsson et al. 2022)\n"
     "\n"
     "A checkpoint without vocab or task metadata (written elsewhere):\n"
     CLI_VOCAB_HELP CLI_SPLIT_HELP;
@@ -83,6 +86,11 @@ static int eval_text(const char *C, const char *model, const char **given, int n
         cJSON_AddNumberToObject(o, "loss", hs_f32_shortest((float)r.score.loss));
         cJSON_AddNumberToObject(o, "windows", (double)r.score.windows);
         cJSON_AddNumberToObject(o, "n_ctx", r.n_ctx);
+        if (isfinite(r.score.icl_score)) {
+            cJSON_AddNumberToObject(o, "icl_score", hs_f32_shortest((float)r.score.icl_score));
+            cJSON_AddNumberToObject(o, "icl_early", r.score.icl_early);
+            cJSON_AddNumberToObject(o, "icl_late", r.score.icl_late);
+        }
         cJSON_AddStringToObject(o, "split", heldout ? "heldout" : "train");
         cJSON_AddNumberToObject(o, "unigram_perplexity", hs_f32_shortest((float)r.unigram_ppl));
         char *txt = hs_json_print(o);

@@ -156,7 +156,8 @@ hs_status hs_text_perplexity(const hs_model *m, const int *stream, size_t n, int
     const int chunk = 16;
     hs_acts *acts = NULL;
     int *buf = malloc((size_t)chunk * (size_t)T * sizeof *buf);
-    hs_status s = buf ? hs_acts_create(&m->cfg, chunk, T, 0, &acts, err)
+    double *pos_nll = calloc((size_t)T, sizeof *pos_nll); /* (T) summed over windows */
+    hs_status s = buf && pos_nll ? hs_acts_create(&m->cfg, chunk, T, 0, &acts, err)
                       : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (s == HS_OK && threads != 1) s = hs_acts_set_threads(acts, threads, err);
     double nll = 0.0;
@@ -180,17 +181,26 @@ hs_status hs_text_perplexity(const hs_model *m, const int *stream, size_t n, int
                 }
                 double z = 0.0;
                 for (int v = 0; v < V; v++) z += exp((double)lg[v] - (double)mx);
-                nll += log(z) - ((double)lg[tgt[i]] - (double)mx);
+                const double e = log(z) - ((double)lg[tgt[i]] - (double)mx);
+                nll += e;
+                pos_nll[i] += e;
             }
         }
     }
     hs_acts_destroy(acts);
     free(buf);
-    if (s != HS_OK) return s;
+    if (s != HS_OK) {
+        free(pos_nll);
+        return s;
+    }
     out->windows = W;
     out->tokens = W * (size_t)T;
     out->loss = nll / (double)out->tokens;
     out->perplexity = exp(out->loss);
+    out->icl_early = T / 10;
+    out->icl_late = T - 1;
+    out->icl_score = T >= 2 ? (pos_nll[T - 1] - pos_nll[T / 10]) / (double)W : NAN;
+    free(pos_nll);
     return HS_OK;
 }
 

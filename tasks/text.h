@@ -46,11 +46,19 @@ typedef struct {
     size_t windows, tokens; /* windows of T, tokens scored (windows x T) */
     double loss;            /* mean cross-entropy, nats */
     double perplexity;      /* exp(loss) */
+    int icl_early, icl_late; /* the positions the ICL score compares: T / 10 and T - 1 */
+    double icl_score;       /* in-context learning score, nats: the mean loss at
+                             * icl_late minus that at icl_early over the windows
+                             * (Olsson et al. 2022, "In-context Learning and
+                             * Induction Heads": the 500th token's loss minus the
+                             * 50th's, scaled to T); NAN when T < 2. Negative: later
+                             * tokens are predicted better, the context is used. */
 } hs_text_score;
 
 /* m's perplexity on stream (n ids) cut into (n - 1) / T windows of T tokens
- * (as above), forwards of 16 windows on `threads` workers (0 = every CPU;
- * the bits do not depend on it). Errors: HS_ERR_INPUT T outside [1, n_ctx]
+ * (as above), and the ICL score over the same windows, forwards of 16
+ * windows on `threads` workers (0 = every CPU; the bits do not depend on
+ * it). Errors: HS_ERR_INPUT T outside [1, n_ctx]
  * ("--n-ctx T: the model has positions 0..n_ctx-1 ..."), too few tokens;
  * HS_ERR_CONFIG an id outside the vocabulary; HS_ERR_NUMERIC a logit that is
  * not finite; hs_forward's. */

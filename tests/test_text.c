@@ -157,7 +157,9 @@ static hs_model *small_model(int V, int n_ctx)
 }
 
 /* Perplexity: all-equal logits give exactly V; a random model's equals the
- * mean cross-entropy of one forward per window computed here. */
+ * mean cross-entropy of one forward per window computed here, and its ICL
+ * score the mean loss at position 7 minus that at position 0 (T = 8: T / 10
+ * is 0) over the same windows. */
 static void perplexity_values(void **state)
 {
     (void)state;
@@ -173,21 +175,29 @@ static void perplexity_values(void **state)
     assert_int_equal(s.tokens, W * 8);
     hs_acts *a = NULL;
     assert_int_equal(hs_acts_create(&m->cfg, 1, 8, 0, &a, &err), HS_OK);
-    double nll = 0.0;
+    double nll = 0.0, first = 0.0, last = 0.0;
     for (size_t w = 0; w < W; w++) {
         assert_int_equal(hs_forward(m, a, f.t->heldout + w * 8, 1, 8, NULL, &err), HS_OK);
         for (int i = 0; i < 8; i++) {
             const float *lg = a->logits + (size_t)i * V;
             double z = 0.0;
             for (int v = 0; v < V; v++) z += exp((double)lg[v]);
-            nll += log(z) - lg[f.t->heldout[w * 8 + (size_t)i + 1]];
+            const double e = log(z) - lg[f.t->heldout[w * 8 + (size_t)i + 1]];
+            nll += e;
+            if (i == 0) first += e;
+            if (i == 7) last += e;
         }
     }
     assert_near(s.loss, nll / (double)(W * 8), 1e-6);
+    assert_int_equal(s.icl_early, 0);
+    assert_int_equal(s.icl_late, 7);
+    assert_near(s.icl_score, (last - first) / (double)W, 1e-6);
+    assert_true(fabs(s.icl_score) > 1e-3); /* a random model's: not zero by construction */
     /* 2 threads: the same bits */
     hs_text_score s2;
     assert_int_equal(hs_text_perplexity(m, f.t->heldout, f.t->n_heldout, 8, 2, &s2, &err), HS_OK);
     assert_memory_equal(&s.loss, &s2.loss, sizeof s.loss);
+    assert_memory_equal(&s.icl_score, &s2.icl_score, sizeof s.icl_score);
     /* all-equal logits: W_U and b_U zero */
     memset(m->params.W_U, 0, (size_t)m->cfg.d_model * V * sizeof(float));
     memset(m->params.b_U, 0, (size_t)V * sizeof(float));

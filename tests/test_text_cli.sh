@@ -51,6 +51,10 @@ e = json.load(open(sys.argv[1]))
 assert "%.3f" % e["perplexity"] == sys.argv[2], (e["perplexity"], sys.argv[2])
 assert "%.3f" % e["unigram_perplexity"] == sys.argv[3], (e["unigram_perplexity"], sys.argv[3])
 assert e["n_ctx"] == 64 and e["tokens"] == 64 * e["windows"] and e["split"] == "heldout", e
+# the ICL score (position 63's loss minus position 6's; its value is tests/test_text.c's): at 300
+# steps this one-layer model is not yet better late in the window (+0.031 nats)
+assert e["icl_early"] == 6 and e["icl_late"] == 63 and abs(e["icl_score"]) < 1, e
+print("ICL score %.4f nats" % e["icl_score"])
 PYEOF
 run 1 longer eval --model "$TMP/m.safetensors" --corpus "${FILES[@]}" --n-ctx 128
 one_line longer "learned positions stop at n_ctx = 64 (asked for 128)"
