@@ -11,27 +11,32 @@
 # One BPE (vocabulary VOCAB) is trained once and shared. OUTDIR/chapter.md has
 # the tables, each followed by the chapter's Shakespeare numbers,
 # OUTDIR/chapter.json every number,
-# OUTDIR/runs/ every model and log. Not here yet (each needs a small C program
-# in bench/): Var(q.k) against d, the frozen softmax rows at initialisation,
-# the attention cost table, the gradient norm per block at initialisation, GPT-2
-# small's parameter count, training without the division by sqrt(d_k).
+# OUTDIR/runs/ every model and log. The tables that need no corpus come first,
+# from bench/bench_chapter.c (build/bench_chapter): Var(q.k) against d; a row
+# of 64 scores with and without the division (effective tokens, the softmax
+# Jacobian's trace, frozen rows); GPT-2 small's parameters; the attention cost
+# at doubling tokens (up to MAX_TOKENS, 4096; one thread, CPU time). Not here
+# yet: the gradient norm per block at initialisation, training without the
+# division by sqrt(d_k) (no switch for it in train yet).
 #
 # Settings (environment; the chapter's by default): STEPS 3000, WIDTH 128,
 # CTX 128, BATCH 64, LR 1e-3, VOCAB 1024, NORM_STEPS 1000, NORM_LR 3e-3,
-# NORM_WARMUP 200, POS_CTX 64; HEADSCOPE (default build/headscope).
+# NORM_WARMUP 200, POS_CTX 64, MAX_TOKENS 4096; HEADSCOPE (default build/headscope),
+# BENCH_CHAPTER (default build/bench_chapter).
 #   bash scripts/chapter.sh $(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' | sort) out
 # A quick check of the script: STEPS=20 NORM_STEPS=20 WIDTH=16 BATCH=4 bash scripts/chapter.sh ...
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HS="${HEADSCOPE:-$ROOT/build/headscope}"
+BC="${BENCH_CHAPTER:-$ROOT/build/bench_chapter}"
 PY=/usr/bin/python3
 [ $# -ge 2 ] || { echo "usage: scripts/chapter.sh CORPUS... OUTDIR" >&2; exit 2; }
 OUT="${*: -1}"
 CORPUS=("${@:1:$#-1}")
 STEPS=${STEPS:-3000} WIDTH=${WIDTH:-128} CTX=${CTX:-128} BATCH=${BATCH:-64} LR=${LR:-1e-3}
 VOCAB=${VOCAB:-1024} NORM_STEPS=${NORM_STEPS:-1000} NORM_LR=${NORM_LR:-3e-3}
-NORM_WARMUP=${NORM_WARMUP:-200} POS_CTX=${POS_CTX:-64}
+NORM_WARMUP=${NORM_WARMUP:-200} POS_CTX=${POS_CTX:-64} MAX_TOKENS=${MAX_TOKENS:-4096}
 RUNS="$OUT/runs"
 rm -rf "$RUNS/ladder" # the ladder refuses a folder that exists (hs_outdir)
 mkdir -p "$RUNS"
@@ -57,6 +62,22 @@ evaljson() {
             "$f.err" > "$f"
     fi
 }
+
+echo "0/4 the tables without a corpus (bench_chapter)" >&2
+{
+    echo "## Var(q.k) over 20,000 random pairs"; echo; "$BC" varqk; echo
+    echo "The chapter: 3.975, 16.071, 64.249, 253.065, 1015.562."; echo
+    echo "## A row of 64 scores at initialisation (2,000 rows per width)"; echo; "$BC" softmax; echo
+    echo "The chapter: without the division a fresh head at d_k 256 attends to one token of 64; at"
+    echo "1024 seven rows in ten are frozen; with it the trace is flat at 0.96."; echo
+    echo "## GPT-2 small's parameters"; echo; "$BC" params; echo
+    echo "The chapter: embeddings 38,597,376, positions 786,432, one block 7,087,872, 12 blocks 85,054,464."
+    echo
+    echo "## One attention layer (d 512, 8 heads, batch 1), doubling tokens"; echo
+    "$BC" cost --max-tokens "$MAX_TOKENS" --threads 1; echo
+    echo "The chapter (a laptop GPU, wall ms): x4 ratios 1.27 2.02 2.85 3.14 4.37 3.69; peak MB 14.6 ..."
+    echo "1100.1 at 4096 tokens; time ~ n^1.91, memory ~ n^1.87 over the last four rows."; echo
+} > "$RUNS/bench.md"
 
 echo "1/4 the ladder" >&2
 "$HS" ladder --corpus "${CORPUS[@]}" --tokenizer "$RUNS/tokenizer.json" --steps "$STEPS" \
@@ -91,6 +112,7 @@ runs, out, pc, wu = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 J = lambda f: json.load(open(os.path.join(runs, f)))
 def ppl(e): return "%.2f" % e["perplexity"] if "perplexity" in e else "refused"
 res, md = {}, ["# The chapter's tables on this corpus (scripts/chapter.sh)", ""]
+md += open(os.path.join(runs, "bench.md")).read().rstrip("\n").split("\n") + [""]
 lad = J("ladder/ladder.json")
 res["ladder"] = lad
 md += ["## The ladder", "", "| row | params | held-out perplexity |", "|---|---:|---:|"]
