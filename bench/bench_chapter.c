@@ -19,7 +19,13 @@
  *           wall clock on a shared machine; --threads 1 makes it the work),
  *           the ratio to the row above (the chapter's "x4"), the attention matrix's
  *           MB (H T^2 floats), the peak RSS (MiB) after the run
- * usage: bench_chapter varqk|softmax|params|cost [--max-tokens N (2048)] [--threads N]
+ *   gradnorm  the gradient norm of each block's parameters at initialisation
+ *           (hs_backward of the mean cross-entropy; PyTorch's init, seed 0),
+ *           12 blocks, d 128, 4 heads, 4d MLP, 128 tokens, vocabulary 1,024,
+ *           pre-norm against post-norm (norm_place post, no final norm), on
+ *           one batch of 16 windows of uniform random tokens (the chapter's
+ *           batch was text: the same architecture, another input)
+ * usage: bench_chapter varqk|softmax|params|cost|gradnorm [--max-tokens N (2048)] [--threads N]
  * The random numbers: splitmix64 seeded 1, Box-Muller (not the chapter's torch
  * stream: the same distribution, other draws).
  */
@@ -181,6 +187,75 @@ static int cost(int max_t, int threads)
     return 0;
 }
 
+/* sqrt of the sum of squares of every gradient whose tensor is blocks.l.* */
+static double block_grad_norm(const hs_model *m, int l)
+{
+    char pre[32];
+    snprintf(pre, sizeof pre, "blocks.%d.", l);
+    double s = 0.0;
+    for (int t = 0; t < m->n_tensors; t++) {
+        const hs_tensor_info *ti = &m->tensors[t];
+        if (strncmp(ti->name, pre, strlen(pre)) != 0) continue;
+        for (size_t i = 0; i < ti->numel; i++) s += (double)m->grad_mem[ti->offset + i] * m->grad_mem[ti->offset + i];
+    }
+    return sqrt(s);
+}
+
+static int gradnorm(void)
+{
+    enum { L = 12, B = 16, T = 128, V = 1024 };
+    double g[2][L];
+    int *tok = malloc((size_t)B * (T + 1) * sizeof *tok), *in = malloc((size_t)B * T * sizeof *in),
+        *tg = malloc((size_t)B * T * sizeof *tg);
+    if (!tok || !in || !tg) return 1;
+    for (int i = 0; i < B * (T + 1); i++) tok[i] = (int)(uniform01() * V) % V;
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < T; i++) {
+            in[b * T + i] = tok[b * (T + 1) + i];
+            tg[b * T + i] = tok[b * (T + 1) + i + 1];
+        }
+    for (int post = 0; post < 2; post++) {
+        hs_config c = hs_config_default();
+        c.n_layers = L;
+        c.d_model = 128;
+        c.n_heads = 4;
+        c.d_head = 32;
+        c.d_mlp = 512;
+        c.n_ctx = T;
+        c.d_vocab = V;
+        if (post) {
+            c.norm_place = HS_NORM_POST;
+            c.ln_final = 0;
+        }
+        hs_model *m = NULL;
+        hs_acts *a = NULL;
+        hs_error err = {0};
+        if (hs_model_create(&c, &m, &err) != HS_OK || hs_model_alloc_train(m, &err) != HS_OK ||
+            hs_acts_create(&m->cfg, B, T, 1, &a, &err) != HS_OK) {
+            fprintf(stderr, "bench_chapter: %s\n", err.msg);
+            return 1;
+        }
+        hs_model_init(m);
+        hs_zero_grad(m);
+        if (hs_forward(m, a, in, B, T, NULL, &err) != HS_OK) {
+            fprintf(stderr, "bench_chapter: %s\n", err.msg);
+            return 1;
+        }
+        (void)hs_cross_entropy(m, a, tg, NULL);
+        hs_backward(m, a, in, tg, NULL);
+        for (int l = 0; l < L; l++) g[post][l] = block_grad_norm(m, l);
+        hs_acts_destroy(a);
+        hs_model_destroy(m);
+    }
+    printf("| block | pre-norm | post-norm |\n|---:|---:|---:|\n");
+    for (int l = 0; l < L; l++) printf("| %d | %.4f | %.4f |\n", l, g[0][l], g[1][l]);
+    printf("| last / first | %.2f | %.2f |\n", g[0][L - 1] / g[0][0], g[1][L - 1] / g[1][0]);
+    free(tok);
+    free(in);
+    free(tg);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int max_t = 2048, threads = 0;
@@ -193,13 +268,14 @@ int main(int argc, char **argv)
         }
     }
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_chapter varqk|softmax|params|cost [--max-tokens N] [--threads N]\n");
+        fprintf(stderr, "usage: bench_chapter varqk|softmax|params|cost|gradnorm [--max-tokens N] [--threads N]\n");
         return 2;
     }
     if (!strcmp(argv[1], "varqk")) varqk();
     else if (!strcmp(argv[1], "softmax")) softmax_rows();
     else if (!strcmp(argv[1], "params")) return params();
     else if (!strcmp(argv[1], "cost")) return cost(max_t, threads);
+    else if (!strcmp(argv[1], "gradnorm")) return gradnorm();
     else {
         fprintf(stderr, "bench_chapter: unknown table '%s'\n", argv[1]);
         return 2;
