@@ -7,7 +7,10 @@
  * repeated segment's accuracy and loss); a training run of a model on a task
  * with its checkpoints and progress (hs_train_run); and loading a checkpoint
  * with its vocabulary and task, as every command takes it (hs_load). The
- * circuits a task is expected to hold, and their checks, are circuits/.
+ * text task's parameters (hs_text_params) are here, the rest of the text task
+ * and the ladder in tasks/text.h (a second header only for size: DESIGN.md's
+ * module map). The circuits a task is expected to hold, and their checks,
+ * are circuits/.
  *
  * May call: common/ (status, errors, atomic writes, notes), model/ (the
  * forward for scoring, hs_train, checkpoints), tokenize/ (the vocabularies),
