@@ -24,6 +24,9 @@ int cmd_faithfulness(int argc, char **argv);
 int cmd_tokenize(int argc, char **argv);
 int cmd_prompts(int argc, char **argv);
 int cmd_cache(int argc, char **argv);
+int cmd_bpe(int argc, char **argv);
+int cmd_generate(int argc, char **argv);
+int cmd_ladder(int argc, char **argv);
 
 #include "figopts.h"
 #include "util.h"

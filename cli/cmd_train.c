@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -26,13 +27,15 @@ static const char TRAIN_HELP[] =
     "the test set: it is reported, never used to stop or select.\n"
     "\n"
     "task and training:\n"
-    "  --task NAME            winograd (default) | winograd-category | induction\n"
+    "  --task NAME            winograd (default) | winograd-category | induction | text\n"
     "  --split-seed S         which noun pairs (induction: which sequences) are held out\n"
     "                         (default 0)\n"
-    "  --steps N              step budget (default 2000; induction 1000)\n"
+    "  --steps N              step budget (default 2000; induction 1000; text 3000)\n"
     "  --seed S               initialisation and batch-order seed (default 0)\n"
     "  --lr X                 peak learning rate (default 1e-3, induction 3e-3; cosine\n"
     "                         decay over the last 40% of steps to 5% of it)\n"
+    "  --warmup N             linear warmup: the rate rises from lr/N to lr over the\n"
+    "                         first N steps (default 0: none)\n"
     "  --batch B              sequences per step (default 64)\n"
     "  --init NAME            pytorch (default: PyTorch's layer inits) | gpt2 (every\n"
     "                         matrix and embedding N(0, 0.02), biases 0)\n"
@@ -55,13 +58,24 @@ static const char TRAIN_HELP[] =
     "  --threads N            worker threads, 0 = every CPU (default) up to the CPU\n"
     "                         count; the result is bit-identical for every thread count\n"
     "induction task (sequences of random symbols, a segment repeated after a gap):\n"
-    "  --vocab-size N         symbols (default 32)\n"
+    "  --vocab-size N         symbols (default 32; text: the BPE's size)\n"
     "  --seg-len MIN:MAX      repeated segment's length (default 4:8)\n"
     "  --gap MIN:MAX          tokens between the two occurrences (default 0:16)\n"
     "  --heldout N            held-out sequences (default 512; their segments are\n"
     "                         never trained on)\n"
     "  --loss-all             train on every next token (default: only the repeated\n"
     "                         segment's, the tokens induction can predict)\n"
+    "text task (next-token prediction on a corpus, perplexity on a held-out part):\n"
+    "  --corpus FILE...       text files (UTF-8), read as they are\n"
+    "  --tokenizer FILE       a byte-level BPE's tokenizer.json (headscope bpe writes\n"
+    "                         one); default: a BPE of --vocab-size trained on the corpus\n"
+    "  --vocab-size N         that BPE's vocabulary (default 1024, the chapter's)\n"
+    "  --val-fraction X       held out: the last X of each file's tokens (default 0.1)\n"
+    "  --n-ctx N              window length in tokens (default 128); every position of\n"
+    "                         a random window of the training part is a target\n"
+    "                         held-out perplexity over the held-out part's consecutive\n"
+    "                         windows, beside the unigram baseline's; the checkpoint\n"
+    "                         carries its tokenizer (eval --corpus, generate read it)\n"
     "model (every switch of the model core):\n"
     "  --layers N             n_layers (default 2)\n"
     "  --n-ctx N              n_ctx, positions the model takes (Winograd: default and\n"
@@ -127,7 +141,9 @@ static void print_progress(void *ctx, const hs_train_progress *p)
 {
     const int tty = *(const int *)ctx;
     char acc[64] = ""; /* nothing to say before the first evaluation */
-    if (p->accuracy_step > 0)
+    if (p->accuracy_step > 0 && isfinite(p->perplexity))
+        snprintf(acc, sizeof acc, "held-out ppl %.3f (step %d)", p->perplexity, p->accuracy_step);
+    else if (p->accuracy_step > 0)
         snprintf(acc, sizeof acc, "held-out acc %5.1f%% (step %d)", 100.0 * p->accuracy,
                  p->accuracy_step);
     if (tty) {
@@ -160,8 +176,13 @@ int cli_train(const char *cmd, const hs_train_job *job)
                                          : "nothing was written to --out");
         return 1;
     }
-    printf("held-out %s accuracy %.1f%% after %d step%s", r.induction ? "repeated-segment" : "referent",
-           100.0 * r.accuracy, r.steps, r.steps == 1 ? "" : "s");
+    if (r.text)
+        printf("held-out perplexity %.3f after %d step%s (unigram %.3f; %zu tokens in %zu windows "
+               "of %d)", r.perplexity, r.steps, r.steps == 1 ? "" : "s", r.unigram_perplexity,
+               r.text_windows * (size_t)r.cfg.n_ctx, r.text_windows, r.cfg.n_ctx);
+    else
+        printf("held-out %s accuracy %.1f%% after %d step%s", r.induction ? "repeated-segment" : "referent",
+               100.0 * r.accuracy, r.steps, r.steps == 1 ? "" : "s");
     if (r.induction && isfinite(r.seg_loss)) printf(" (segment loss %.3f)", r.seg_loss);
     if (r.first_full_step > 0) printf(" (first 100%% at step %d)", r.first_full_step);
     printf("\nwrote %s\n", j.out);
@@ -182,6 +203,10 @@ typedef struct {
     int seg[2], gap[2];             /* --seg-len, --gap MIN:MAX */
     int n_ctx;                      /* --n-ctx; 0 = not given */
     int model_flag, task_flag;      /* a model or task option was given (refused with --resume) */
+    int vocab_size;                 /* --vocab-size; 0 = not given */
+    double val_fraction;            /* --val-fraction; 0 = not given */
+    const char **corpus;            /* --corpus values (argc of them at most) */
+    int n_corpus;
 } train_args;
 
 typedef enum {
@@ -194,6 +219,8 @@ typedef enum {
     K_RANGE,   /* MIN:MAX into int[2], lo <= MIN <= MAX <= 4096 */
     K_TASK,    /* --task */
     K_THREADS, /* --threads */
+    K_CORPUS,  /* --corpus: appended to the list */
+    K_F64,     /* a double in [lo, hi] */
 } opt_kind;
 
 enum { G_MODEL = 1, G_TASK = 2 }; /* the option's group: --resume refuses both */
@@ -248,7 +275,11 @@ static const train_opt OPTS[] = {
     {"keep", K_STR, 0, A(job.keep), 0, 0, NULL, NULL},
     {"save-optimizer", K_SET, 0, A(job.save_optimizer), 1, 0, NULL, NULL},
     {"resume", K_STR, 0, A(job.resume), 0, 0, NULL, NULL},
-    {"vocab-size", K_INT, G_TASK, A(job.ind.n_symbols), 4, HS_IND_MAX_SYMBOLS, NULL, NULL},
+    {"vocab-size", K_INT, G_TASK, A(vocab_size), 4, HS_BPE_TRAIN_MAX_VOCAB, NULL, NULL},
+    {"corpus", K_CORPUS, G_TASK, 0, 0, 0, NULL, NULL},
+    {"tokenizer", K_STR, G_TASK, A(job.tokenizer), 0, 0, NULL, NULL},
+    {"val-fraction", K_F64, G_TASK, A(val_fraction), 0.01, 0.5, "a number in [0.01, 0.5]", NULL},
+    {"warmup", K_INT, G_MODEL, A(job.train.warmup), 0, 10000000, NULL, NULL},
     {"n-ctx", K_INT, G_TASK, A(n_ctx), 4, 4096, NULL, NULL},
     {"seg-len", K_RANGE, G_TASK, A(seg), 2, 0, "MIN:MAX with 2 <= MIN <= MAX", NULL},
     {"gap", K_RANGE, G_TASK, A(gap), 0, 0, "MIN:MAX with 0 <= MIN <= MAX", NULL},
@@ -311,16 +342,25 @@ static int read_option(const train_opt *o, const char *arg, train_args *a)
             return cli_usage_error(C, "--%s needs %s, got '%s'", o->name, o->needs, arg);
         return 0;
     case K_TASK:
-        if (strcmp(arg, "induction") == 0) {
+        a->job.text_task = strcmp(arg, "text") == 0;
+        if (a->job.text_task) {
+            a->job.induction = 0;
+        } else if (strcmp(arg, "induction") == 0) {
             a->job.induction = 1;
         } else if ((e = hs_task_parse(arg)) < 0) {
-            return cli_usage_error(C, "unknown task '%s' (winograd, winograd-category, induction)", arg);
+            return cli_usage_error(C, "unknown task '%s' (winograd, winograd-category, induction, text)", arg);
         } else {
             a->job.induction = 0;
             a->job.kind = (hs_task_kind)e;
         }
         return 0;
     case K_THREADS: return cli_parse_threads(C, arg, &a->job.train.threads) ? 2 : 0;
+    case K_CORPUS: a->corpus[a->n_corpus++] = arg; return 0;
+    case K_F64:
+        if (cli_parse_float(arg, o->lo, o->hi, &d))
+            return cli_usage_error(C, "--%s needs %s, got '%s'", o->name, o->needs, arg);
+        *(double *)at = d;
+        return 0;
     }
     return 0;
 }
@@ -367,11 +407,57 @@ static int train_job_of(int argc, char **argv, hs_train_job *job)
     a.init = a.job.init;
     a.seg[0] = ipd.seg_min, a.seg[1] = ipd.seg_max;
     a.gap[0] = ipd.gap_min, a.gap[1] = ipd.gap_max;
+    a.corpus = calloc((size_t)argc + 1, sizeof *a.corpus);
+    if (!a.corpus) return cli_usage_error(C, "out of memory");
     const int rc = parse_options(argc, argv, &a);
-    if (rc >= 0) return rc;
+    if (rc >= 0) {
+        free(a.corpus);
+        return rc;
+    }
     hs_train_job *j = &a.job;
-    if (optind < argc) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
-    if (j->out == NULL) return cli_usage_error(C, "--out FILE.safetensors is required");
+    const char **files = NULL;
+    int n_files = 0;
+    if (j->text_task || a.n_corpus > 0) {
+        n_files = cli_corpus_files(C, a.corpus, a.n_corpus, argc, argv, optind, &files);
+        free(a.corpus);
+        if (n_files < 0) return 2;
+        if (!j->text_task) {
+            free(files);
+            return cli_usage_error(C, "--corpus is for --task text");
+        }
+        j->corpus = files;
+        j->n_corpus = (size_t)n_files;
+    } else {
+        free(a.corpus);
+    }
+    if (!j->text_task && (j->tokenizer || a.val_fraction > 0)) {
+        return cli_usage_error(C, "--tokenizer and --val-fraction are for --task text");
+    }
+    if (j->text_task && j->tokenizer && a.vocab_size > 0) {
+        free(files);
+        return cli_usage_error(C, "--vocab-size trains a BPE; --tokenizer gives one: not both");
+    }
+    if (j->text_task && a.vocab_size > 0 && a.vocab_size < 257) {
+        free(files);
+        return cli_usage_error(C, "--vocab-size needs an integer from 257 (the 256 bytes and one "
+                               "merge) to %d for the text task, got %d", HS_BPE_TRAIN_MAX_VOCAB,
+                               a.vocab_size);
+    }
+    if (j->induction && a.vocab_size > HS_IND_MAX_SYMBOLS)
+        return cli_usage_error(C, "--vocab-size needs an integer in [4, %d] for the induction task, "
+                               "got %d", HS_IND_MAX_SYMBOLS, a.vocab_size);
+    if (j->text_task) {
+        if (a.vocab_size > 0) j->text.vocab_size = a.vocab_size;
+        if (a.val_fraction > 0) j->text.val_fraction = a.val_fraction;
+        if (a.n_ctx > 0) j->text.n_ctx = a.n_ctx;
+    } else if (a.vocab_size > 0) {
+        j->ind.n_symbols = a.vocab_size;
+    }
+    if (optind < argc && !j->text_task) return cli_usage_error(C, "unexpected argument '%s'", argv[optind]);
+    if (j->out == NULL) {
+        free(files);
+        return cli_usage_error(C, "--out FILE.safetensors is required");
+    }
     if (j->resume && (a.model_flag || a.task_flag))
         return cli_usage_error(C, "--resume continues the checkpoint's own task, model, batch and "
                                   "learning rate; drop those flags");
@@ -380,7 +466,7 @@ static int train_job_of(int argc, char **argv, hs_train_job *job)
          a.gap[0] != ipd.gap_min || a.gap[1] != ipd.gap_max || j->ind.n_heldout != ipd.n_heldout ||
          j->ind.loss_all))
         return cli_usage_error(C, "--vocab-size, --seg-len, --gap, --heldout and --loss-all are for --task induction");
-    if (!j->induction && a.n_ctx > 0 && a.n_ctx < HS_WG_LEN)
+    if (!j->induction && !j->text_task && a.n_ctx > 0 && a.n_ctx < HS_WG_LEN)
         return cli_usage_error(C, "--n-ctx needs an integer in [%d, 4096] for the Winograd task, got %d", HS_WG_LEN,
                                a.n_ctx);
     j->split_seed = a.split_seed;
@@ -397,7 +483,7 @@ static int train_job_of(int argc, char **argv, hs_train_job *job)
     j->init = (hs_init)a.init;
     j->ind.seg_min = a.seg[0], j->ind.seg_max = a.seg[1];
     j->ind.gap_min = a.gap[0], j->ind.gap_max = a.gap[1];
-    if (a.n_ctx > 0) {
+    if (a.n_ctx > 0 && !j->text_task) {
         if (j->induction) j->ind.n_ctx = a.n_ctx;
         else j->cfg.n_ctx = a.n_ctx;
     }
@@ -409,5 +495,8 @@ int cmd_train(int argc, char **argv)
 {
     hs_train_job job;
     const int rc = train_job_of(argc, argv, &job);
-    return rc >= 0 ? rc : cli_train("train", &job);
+    if (rc >= 0) return rc;
+    const int ret = cli_train("train", &job);
+    free((void *)job.corpus);
+    return ret;
 }

@@ -33,6 +33,9 @@ static const struct {
     {"faithfulness", cmd_faithfulness, "run a circuit from a graph.json: its faithfulness and the curve"},
     {"prompts", cmd_prompts, "write a prompt set: IOI (Wang et al. 2022) for a GPT-2 tokenizer"},
     {"tokenize", cmd_tokenize, "a model's tokens of a text or of JSON lines (TL's to_tokens / to_str_tokens)"},
+    {"generate", cmd_generate, "a text model continues a prompt (greedy, temperature, top-k; seeded)"},
+    {"ladder", cmd_ladder, "the chapter's ablation ladder on a corpus: parameters and perplexity per row"},
+    {"bpe", cmd_bpe, "train a byte-level BPE on a corpus and write its tokenizer.json"},
     {"demo", cmd_demo, "train the default model, inspect the chapter's sentences, run circuit"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])

@@ -258,3 +258,23 @@ void cli_progress_print(void *ctx, const char *what, long done, long total)
     p->last = t;
     p->shown = !end;
 }
+
+int cli_corpus_files(const char *cmd, const char **given, int n_given, int argc, char **argv,
+                     int next, const char ***files)
+{
+    *files = NULL;
+    if (n_given == 0) {
+        if (next < argc) cli_usage_error(cmd, "unexpected argument '%s'", argv[next]);
+        else cli_usage_error(cmd, "--corpus FILE... is required");
+        return -1;
+    }
+    const int n = n_given + (argc - next);
+    *files = calloc((size_t)n + 1, sizeof **files); /* NULL-terminated too (hs_outdir's inputs) */
+    if (*files == NULL) {
+        cli_usage_error(cmd, "out of memory");
+        return -1;
+    }
+    for (int i = 0; i < n_given; i++) (*files)[i] = given[i];
+    for (int i = next; i < argc; i++) (*files)[n_given + i - next] = argv[i];
+    return n;
+}

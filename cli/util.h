@@ -110,6 +110,16 @@ int cli_stdout_done(const char *cmd);
  * metadata ..." for a checkpoint without a word list. */
 hs_status cli_open_tokenizer(const char *m, hs_tokenizer **out, hs_error *err);
 
+/* A corpus given as `--corpus FILE...`: the files are --corpus's values (the
+ * option may repeat) and every argument left after the options (argv[next..],
+ * getopt having moved them to the end), so a shell glob works. Returns the
+ * count (*files malloc'd and NULL-terminated, pointing into argv; the caller
+ * frees the array),
+ * or -1 after printing a usage error (no --corpus, or an argument left over
+ * without one; memory). */
+int cli_corpus_files(const char *cmd, const char **given, int n_given, int argc, char **argv,
+                     int next, const char ***files);
+
 /* Strict integer / float parsing of a flag value; 0 on success. */
 int cli_parse_int(const char *s, long lo, long hi, long *out);
 int cli_parse_u64(const char *s, unsigned long long *out);

@@ -159,13 +159,35 @@ static int cmp_str_ptr(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-/* Checks a vocab JSON text: a list of d_vocab distinct strings. */
+/* Checks a vocab JSON text: a list of d_vocab distinct strings, or a text
+ * model's tokenizer.json (an object with a "model") of d_vocab tokens. */
 static hs_status check_vocab(const char *fname, const char *text, int d_vocab, hs_status code,
                              hs_error *err)
 {
     hs_status s = HS_OK;
     const char **words = NULL;
     cJSON *root = cJSON_ParseWithLengthOpts(text, strlen(text) + 1, NULL, 1);
+    if (cJSON_IsObject(root) && cJSON_GetObjectItemCaseSensitive(root, "model")) {
+        /* a text model's whole tokenizer.json (tasks/text.c): its tokens are
+         * model.vocab's and the added tokens' */
+        const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
+        const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+        const cJSON *added = cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), *a;
+        int n = cJSON_IsObject(vocab) ? cJSON_GetArraySize(vocab) : -1;
+        cJSON_ArrayForEach(a, added) {
+            const cJSON *c = cJSON_GetObjectItemCaseSensitive(a, "content");
+            if (n >= 0 && cJSON_IsString(c) &&
+                !cJSON_GetObjectItemCaseSensitive(vocab, c->valuestring))
+                n++;
+        }
+        if (n < 0)
+            s = hs_fail(err, code, "%s: metadata 'vocab' is a tokenizer.json without "
+                        "model.vocab", fname);
+        else if (n != d_vocab)
+            s = hs_fail(err, code, "%s: vocab's tokenizer.json has %d tokens but config d_vocab "
+                        "is %d", fname, n, d_vocab);
+        goto done;
+    }
     if (!cJSON_IsArray(root)) {
         s = hs_fail(err, code, "%s: metadata 'vocab' is not a JSON list of strings", fname);
         goto done;

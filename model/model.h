@@ -737,12 +737,16 @@ typedef struct {
     int threads;         /* workers (hs_acts_set_threads): 0 = every CPU (hs_pool_cpus), 1.. (0) */
     int start_step;      /* steps already taken (0; a resumed run: the checkpoint's):
                             training runs steps start_step+1 .. steps, same schedule */
+    int warmup;          /* linear warmup: lr x step / warmup at steps 1..warmup, then the
+                            schedule above (0: none, the default) */
 } hs_train_opts;
 
 hs_train_opts hs_train_opts_default(void);
 
-/* Learning rate at 1-based step: opt.lr until decay_start * steps, then a
- * cosine down to lr_final_frac * opt.lr at the last step. */
+/* Learning rate at 1-based step: opt.lr x step / warmup for step <= warmup
+ * (a linear warmup, Goyal et al. 2017; the chapter's post-norm rows), then
+ * opt.lr until decay_start * steps, then a cosine down to lr_final_frac *
+ * opt.lr at the last step. */
 float hs_train_lr(const hs_train_opts *o, int step);
 
 /*

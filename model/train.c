@@ -1,6 +1,7 @@
 /*
  * model/train.c -- the training loop: batches from a callback, forward,
- * cross-entropy, backward, AdamW with a cosine tail on the learning rate.
+ * cross-entropy, backward, AdamW with a linear warmup and a cosine tail on the
+ * learning rate.
  */
 #define _POSIX_C_SOURCE 200809L
 #include "model.h"
@@ -19,11 +20,14 @@ hs_train_opts hs_train_opts_default(void)
     o.lr_final_frac = 0.05f;
     o.threads = 0;
     o.start_step = 0;
+    o.warmup = 0;
     return o;
 }
 
 float hs_train_lr(const hs_train_opts *o, int step)
 {
+    if (o->warmup > 0 && step <= o->warmup) /* linear warmup: lr / warmup at step 1 */
+        return (float)((double)o->opt.lr * step / o->warmup);
     const double start = (double)o->decay_start * o->steps;
     if (step <= start || o->steps <= 1) return o->opt.lr;
     double frac = (step - start) / (o->steps - start); /* (0, 1] */

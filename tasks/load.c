@@ -134,7 +134,19 @@ static hs_status load_task(const char *path, int need, const hs_load_source *src
     const int is_ind = out->meta.task != NULL &&
                        hs_task_json_name(out->meta.task, &tname, err) == HS_OK &&
                        strcmp(tname, "induction") == 0;
+    const int is_text = out->meta.task != NULL && tname != NULL && strcmp(tname, "text") == 0;
     free(tname);
+    if (is_text) {
+        if (need & HS_NEED_TASK)
+            return hs_fail(err, HS_ERR_INPUT, "%s is a text model; this command works on Winograd "
+                           "models", path);
+        if (need & HS_NEED_ANY_TASK)
+            return hs_fail(err, HS_ERR_INPUT, "%s is a text model; this command needs a Winograd "
+                           "or induction task", path);
+        out->is_text = 1;
+        hs_tok_set_bos(out->vocab, 0);
+        return hs_text_params_from_json(out->meta.task, &out->text, err);
+    }
     if (is_ind) {
         if (need & HS_NEED_TASK)
             return hs_fail(err, HS_ERR_INPUT, "%s is an induction-task model; this command works "

@@ -7,7 +7,10 @@
  * repeated segment's accuracy and loss); a training run of a model on a task
  * with its checkpoints and progress (hs_train_run); and loading a checkpoint
  * with its vocabulary and task, as every command takes it (hs_load). The
- * circuits a task is expected to hold, and their checks, are circuits/.
+ * text task's parameters (hs_text_params) are here, the rest of the text task
+ * and the ladder in tasks/text.h (a second header only for size: DESIGN.md's
+ * module map). The circuits a task is expected to hold, and their checks,
+ * are circuits/.
  *
  * May call: common/ (status, errors, atomic writes, notes), model/ (the
  * forward for scoring, hs_train, checkpoints), tokenize/ (the vocabularies),
@@ -424,18 +427,47 @@ hs_status hs_induction_score(const hs_model *m, const hs_induction *t, size_t n,
 /* correct / n_scored (0 when nothing was scored). */
 double hs_ind_score_accuracy(const hs_ind_score *s);
 
+/* ======================================================================== */
+/* Text task (tasks/text.c; `headscope train --task text`, issue 31)         */
+/* ======================================================================== */
+/*
+ * A corpus (hs_corpus, tokenize.h) encoded with a byte-level BPE (no BOS),
+ * file by file; the last val_fraction of each file's tokens (floor) is held
+ * out, the rest trains. The two parts are each one stream (files
+ * concatenated in the order given). Training windows: T = n_ctx tokens at a
+ * uniform random start of the training stream, targets the next T tokens
+ * (every position scored). Held-out perplexity: the held-out stream cut into
+ * W = (n_heldout - 1) / T consecutive windows (window w: tokens w T .. w T +
+ * T - 1, targets one further), every position scored: exp(mean cross-entropy
+ * in nats). The unigram baseline: token frequencies of the training stream
+ * with add-one smoothing over the vocabulary, scored on the same targets.
+ */
+typedef struct {
+    int n_ctx;            /* T: window length (128, the chapter's) */
+    double val_fraction;  /* held out per file (0.1), in [0.01, 0.5] */
+    int vocab_size;       /* a BPE trained on the corpus when no tokenizer is given (1024) */
+} hs_text_params;
+
+hs_text_params hs_text_params_default(void);
+/* n_ctx and val_fraction back from that JSON (the rest describes the corpus
+ * trained on); HS_ERR_FORMAT when they are missing or out of range. */
+hs_status hs_text_params_from_json(const char *json, hs_text_params *p, hs_error *err);
+/* The text task's corpus, batches, perplexity, eval, sampling: tasks/text.h. */
 /* ------------------------------------------------------------------------ */
 /* Loading a checkpoint (tasks/load.c): the model with its vocabulary and    */
 /* its task, as every command takes it                                       */
 
 /* A loaded checkpoint: the model, its vocabulary, and its task: task for a
  * Winograd model, ind for an induction model (both NULL when the checkpoint
- * carries no task metadata and none was named). Free with hs_loaded_free. */
+ * carries no task metadata and none was named), is_text and text for a text
+ * model (its vocabulary the BPE, BOS off). Free with hs_loaded_free. */
 typedef struct {
     hs_model *model;
     hs_tokenizer *vocab;
     hs_winograd *task;
     hs_induction *ind;
+    int is_text;
+    hs_text_params text;
     hs_meta meta;
     int vocab_is_ids;   /* 1: no vocabulary anywhere; tokens are "#<id>" */
 } hs_loaded;
@@ -508,6 +540,8 @@ typedef struct {
     int accuracy_step;      /* the step it was measured at; 0: not measured yet */
     double steps_per_s;     /* step / seconds since training started */
     double eta_s;           /* seconds left at that speed */
+    double perplexity;      /* text: the last held-out perplexity measured (accuracy_step's);
+                               NAN otherwise */
     int last;               /* 1 at the last step of the budget */
     int logged;             /* 1 on every log_every-th step and the last */
 } hs_train_progress;
@@ -522,6 +556,15 @@ typedef struct {
     uint64_t split_seed;       /* which pairs / sequences are held out (0) */
     hs_ind_params ind;         /* induction's sequences (hs_ind_params_default; its
                                   split_seed is replaced by split_seed) */
+    int text_task;             /* 1: the text task (corpus, tokenizer, text); wins over induction */
+    const char *const *corpus; /* (n_corpus) the text task's files */
+    size_t n_corpus;
+    const char *tokenizer;     /* a tokenizer.json for the text task, or NULL: a BPE of
+                                  text.vocab_size trained on the corpus (hs_bpe_train) */
+    const char *tokenizer_json; /* or its text in memory (tokenizer_json_len bytes; wins
+                                  over tokenizer): the ladder's rows share one BPE */
+    size_t tokenizer_json_len;
+    hs_text_params text;       /* the text task's windows, split and BPE size */
     /* the model (ignored with resume) */
     hs_config cfg;             /* d_vocab is the task's; n_ctx: induction's ind.n_ctx, Winograd
                                   cfg.n_ctx (0 = HS_WG_LEN, else at least HS_WG_LEN); d_head
@@ -580,6 +623,11 @@ typedef struct {
     int accuracy_step;         /* its step */
     double seg_loss;           /* induction: its repeated-segment loss (else NAN) */
     int first_full_step;       /* the first evaluated step at 100%, or 0 */
+    int text;                  /* the text task was trained: */
+    double perplexity;         /* its last held-out perplexity (at accuracy_step) */
+    double unigram_perplexity; /* the unigram baseline's on the same windows */
+    size_t text_train_tokens, text_heldout_tokens, text_windows;
+    const char *tokenizer_from; /* "trained on the corpus" or the --tokenizer path */
 } hs_train_result;
 
 /*

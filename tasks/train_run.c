@@ -9,6 +9,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "tasks/tasks.h"
 #include "model/checkpoint.h"
+#include "tasks/text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -33,12 +34,15 @@ void hs_train_job_default(hs_train_job *job)
     job->train.opt.lr = 0.0f;
     job->log_every = 250;
     job->eval_every = 250;
+    job->text = hs_text_params_default();
 }
 
 /* The task being trained: exactly one of wg / ind. */
 typedef struct {
     hs_winograd *wg;
     hs_induction *ind;
+    hs_text *txt;
+    int threads;              /* the text task's evaluation workers (the run's) */
     const hs_tokenizer *vocab;
     hs_task_rng rng;          /* the batch stream */
 } train_task;
@@ -46,18 +50,29 @@ typedef struct {
 static void fill_batch(void *ctx, int B, int T, int *tokens, int *targets)
 {
     train_task *tt = ctx;
-    (void)T;
-    if (tt->ind)
+    if (tt->txt)
+        hs_text_batch(tt->txt, &tt->rng, (size_t)B, T, tokens, targets);
+    else if (tt->ind)
         hs_induction_batch(tt->ind, &tt->rng, (size_t)B, tokens, targets, NULL);
     else
         hs_winograd_batch(tt->wg, &tt->rng, (size_t)B, tokens, targets);
 }
 
-/* Held-out accuracy (and for induction the repeated-segment loss). */
+/* Held-out accuracy (and for induction the repeated-segment loss; for text
+ * the perplexity in *loss, accuracy NAN). */
 static hs_status eval_task(const train_task *tt, const hs_model *m, double *acc, double *loss,
                            hs_error *err)
 {
     *loss = NAN;
+    if (tt->txt) {
+        hs_text_score sc;
+        hs_status s = hs_text_perplexity(m, tt->txt->heldout, tt->txt->n_heldout,
+                                         tt->txt->p.n_ctx, tt->threads, &sc, err);
+        if (s != HS_OK) return s;
+        *acc = NAN;
+        *loss = sc.perplexity;
+        return HS_OK;
+    }
     if (tt->ind) {
         hs_ind_score sc;
         hs_status s = hs_induction_score(m, tt->ind, 0, NULL, &sc, err);
@@ -84,6 +99,7 @@ typedef struct {
     unsigned long long seed;
     int batch;           /* recorded so a resumed run continues with the same batches */
     float lr;            /* peak learning rate, likewise */
+    int warmup;          /* warmup steps, likewise */
     const char *init;
     char *vocab_json, *task_json;
 } step_ctx;
@@ -102,7 +118,11 @@ static char *train_json(const step_ctx *sc, int step, int steps)
     cJSON_AddNumberToObject(o, "lr", hs_f32_shortest(sc->lr));
     /* the batch stream's state after step steps_done (what a resumed run continues from) */
     cJSON_AddStringToObject(o, "batch_rng_state", rng);
-    if (sc->last_acc_step > 0 || step == 0) {
+    if (sc->warmup > 0) cJSON_AddNumberToObject(o, "warmup", sc->warmup);
+    if (sc->tt->txt && (sc->last_acc_step > 0 || step == 0)) {
+        cJSON_AddNumberToObject(o, "heldout_perplexity", sc->last_seg_loss);
+        cJSON_AddNumberToObject(o, "heldout_perplexity_step", sc->last_acc_step);
+    } else if (sc->last_acc_step > 0 || step == 0) {
         cJSON_AddNumberToObject(o, "heldout_accuracy", sc->last_acc);
         cJSON_AddNumberToObject(o, "heldout_accuracy_step", sc->last_acc_step);
         if (isfinite(sc->last_seg_loss))
@@ -146,7 +166,8 @@ static hs_status on_step(void *ctx, hs_model *m, const hs_train_info *in, hs_err
         hs_status s = eval_task(sc->tt, m, &sc->last_acc, &sc->last_seg_loss, err);
         if (s != HS_OK) return s;
         sc->last_acc_step = in->step;
-        if (sc->last_acc >= 1.0 && sc->first_full_step == 0) sc->first_full_step = in->step;
+        if (!sc->tt->txt && sc->last_acc >= 1.0 && sc->first_full_step == 0)
+            sc->first_full_step = in->step;
     }
     if (job->progress) {
         hs_train_progress p;
@@ -156,6 +177,7 @@ static hs_status on_step(void *ctx, hs_model *m, const hs_train_info *in, hs_err
         p.lr = in->lr;
         p.accuracy = sc->last_acc;
         p.accuracy_step = sc->last_acc_step;
+        p.perplexity = sc->tt->txt ? sc->last_seg_loss : NAN;
         p.steps_per_s = in->step / (in->seconds > 1e-9 ? in->seconds : 1e-9);
         p.eta_s = (in->steps - in->step) / p.steps_per_s;
         p.last = last;
@@ -183,6 +205,7 @@ typedef struct {
     int init;
     uint64_t rng;
     float lr;
+    int warmup;
 } resume_state;
 
 static hs_status read_resume_state(const char *path, const char *train, resume_state *r, hs_error *err)
@@ -195,6 +218,7 @@ static hs_status read_resume_state(const char *path, const char *train, resume_s
     const cJSON *rs = cJSON_GetObjectItemCaseSensitive(o, "batch_rng_state");
     const cJSON *bt = cJSON_GetObjectItemCaseSensitive(o, "batch");
     const cJSON *lr = cJSON_GetObjectItemCaseSensitive(o, "lr");
+    const cJSON *wu = cJSON_GetObjectItemCaseSensitive(o, "warmup");
     int ok = cJSON_IsNumber(st) && cJSON_IsNumber(dn) && cJSON_IsNumber(sd) && cJSON_IsString(rs) &&
              cJSON_IsNumber(bt) && bt->valuedouble >= 1 && bt->valuedouble <= 4096 && cJSON_IsNumber(lr) &&
              lr->valuedouble > 0 && lr->valuedouble <= 10;
@@ -211,6 +235,8 @@ static hs_status read_resume_state(const char *path, const char *train, resume_s
         r->init = cJSON_IsString(in) ? hs_init_parse(in->valuestring) : HS_INIT_PYTORCH;
         r->batch = (int)bt->valuedouble;
         r->lr = (float)lr->valuedouble;
+        r->warmup = cJSON_IsNumber(wu) && wu->valuedouble >= 0 && wu->valuedouble <= 1e7
+                        ? (int)wu->valuedouble : 0;
         ok = r->init >= 0 && r->done >= 0;
     }
     cJSON_Delete(o);
@@ -252,6 +278,7 @@ static hs_status open_resume(const hs_train_job *job, const hs_notes *notes, run
     r->rng_state = rs.rng;
     r->to.batch = rs.batch;
     r->to.opt.lr = rs.lr;
+    r->to.warmup = rs.warmup;
     if (job->train.steps < 0) r->to.steps = rs.steps;
     if (r->start > r->to.steps)
         return hs_fail(err, HS_ERR_INPUT, "%s is at step %d, past the budget of %d steps", path,
@@ -264,17 +291,63 @@ static hs_status open_resume(const hs_train_job *job, const hs_notes *notes, run
     char *tname = NULL;
     if ((s = hs_tokenizer_from_json(r->rmeta.vocab, &r->rvocab, err)) != HS_OK) return s;
     if ((s = hs_task_json_name(r->rmeta.task, &tname, err)) != HS_OK) return s;
-    const int is_ind = strcmp(tname, "induction") == 0;
+    const int is_ind = strcmp(tname, "induction") == 0, is_text = strcmp(tname, "text") == 0;
     free(tname);
+    if (is_text)
+        return hs_fail(err, HS_ERR_INPUT, "%s is a text model: a text run does not resume (the "
+                       "checkpoint does not hold its corpus)", path);
     if (is_ind) return hs_induction_from_task_json(r->rmeta.task, r->rvocab, &r->tt.ind, err);
     return hs_winograd_from_task_json(r->rmeta.task, r->rvocab, &r->tt.wg, err);
 }
 
+/* The text task of a new run: the corpus, its tokenizer (job->tokenizer's
+ * file, or a BPE trained on the corpus), the split. */
+static hs_status create_text(const hs_train_job *job, const hs_notes *notes, run_state *r,
+                             hs_train_result *out, hs_error *err)
+{
+    hs_corpus c;
+    hs_status s = hs_corpus_read(job->corpus, job->n_corpus, &c, err);
+    if (s != HS_OK) return s;
+    unsigned char *tj = NULL;
+    size_t n = 0;
+    hs_bpe_trained b = {0};
+    if (job->tokenizer_json) {
+        tj = malloc(job->tokenizer_json_len + 1);
+        if (tj) memcpy(tj, job->tokenizer_json, job->tokenizer_json_len);
+        n = job->tokenizer_json_len;
+        s = tj ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        out->tokenizer_from = "given";
+    } else if (job->tokenizer) {
+        s = hs_read_file(job->tokenizer, &tj, &n, err);
+        out->tokenizer_from = job->tokenizer;
+    } else {
+        s = hs_bpe_train(&c, job->text.vocab_size, notes, &b, err);
+        out->tokenizer_from = "trained on the corpus";
+        if (s == HS_OK) {
+            tj = (unsigned char *)b.json;
+            n = b.json_len;
+            b.json = NULL;
+        }
+    }
+    if (s == HS_OK) s = hs_text_create(&c, (const char *)tj, n, &job->text, &r->tt.txt, err);
+    if (s != HS_OK && job->tokenizer && err && strncmp(err->msg, "the tokenizer: ", 15) == 0) {
+        hs_error inner = *err;
+        s = hs_fail(err, inner.status, "--tokenizer %s: %s", job->tokenizer, inner.msg + 15);
+    }
+    free(tj);
+    hs_bpe_trained_free(&b);
+    hs_corpus_free(&c);
+    return s;
+}
+
 /* A new run: job's task, then its model, initialised. */
-static hs_status create_run(const hs_train_job *job, const hs_config *cfg_in, run_state *r, hs_error *err)
+static hs_status create_run(const hs_train_job *job, const hs_config *cfg_in, const hs_notes *notes,
+                            run_state *r, hs_train_result *out, hs_error *err)
 {
     hs_status s;
-    if (job->induction) {
+    if (job->text_task) {
+        s = create_text(job, notes, r, out, err);
+    } else if (job->induction) {
         hs_ind_params ip = job->ind;
         ip.split_seed = job->split_seed;
         s = hs_induction_create(&ip, NULL, &r->tt.ind, err);
@@ -283,9 +356,10 @@ static hs_status create_run(const hs_train_job *job, const hs_config *cfg_in, ru
     }
     if (s != HS_OK) return s;
     hs_config cfg = *cfg_in;
-    cfg.d_vocab = (int)(r->tt.ind ? r->tt.ind->vocab : r->tt.wg->vocab)->n;
-    cfg.n_ctx = r->tt.ind ? r->tt.ind->p.n_ctx : (cfg.n_ctx > 0 ? cfg.n_ctx : HS_WG_LEN);
-    if (!r->tt.ind && cfg.n_ctx < HS_WG_LEN)
+    cfg.d_vocab = (int)(r->tt.txt ? r->tt.txt->tok : r->tt.ind ? r->tt.ind->vocab : r->tt.wg->vocab)->n;
+    cfg.n_ctx = r->tt.txt ? r->tt.txt->p.n_ctx : r->tt.ind ? r->tt.ind->p.n_ctx
+              : (cfg.n_ctx > 0 ? cfg.n_ctx : HS_WG_LEN);
+    if (!r->tt.ind && !r->tt.txt && cfg.n_ctx < HS_WG_LEN)
         return hs_fail(err, HS_ERR_CONFIG, "n_ctx %d is below the Winograd task's %d positions",
                        cfg.n_ctx, HS_WG_LEN);
     if ((s = hs_model_create(&cfg, &r->m, err)) != HS_OK) return s;
@@ -354,7 +428,19 @@ static void describe(const hs_train_job *job, const run_state *r, const hs_notes
     out->lr = r->to.opt.lr;
     out->seed = r->seed;
     out->init = (hs_init)r->init;
-    if (r->tt.ind) {
+    if (r->tt.txt) {
+        const hs_text *t = r->tt.txt;
+        out->text = 1;
+        out->unigram_perplexity = t->unigram_ppl;
+        out->text_train_tokens = t->n_train;
+        out->text_heldout_tokens = t->n_heldout;
+        out->text_windows = hs_text_windows(t, t->p.n_ctx);
+        hs_note(notes, HS_NOTE_PLAIN, "task text: %zu file%s, %zu bytes; BPE of %zu tokens (%s); "
+                "%zu train / %zu held-out tokens (the last %g of each file); %zu held-out windows "
+                "of %d; unigram perplexity %.2f", t->n_files, t->n_files == 1 ? "" : "s", t->bytes,
+                t->tok->n, out->tokenizer_from, t->n_train, t->n_heldout, t->p.val_fraction,
+                out->text_windows, t->p.n_ctx, t->unigram_ppl);
+    } else if (r->tt.ind) {
         const hs_ind_params *p = &r->tt.ind->p;
         out->ind = *p;
         out->split_seed = p->split_seed;
@@ -418,22 +504,31 @@ static hs_status setup(const hs_train_job *job, const hs_notes *notes, run_state
     hs_status s = check_outputs(job, err);
     if (s != HS_OK) return s;
     r->to = job->train;
-    if (r->to.steps < 0) r->to.steps = job->induction ? 1000 : hs_train_opts_default().steps;
+    if (r->to.steps < 0)
+        r->to.steps = job->text_task ? 3000 : job->induction ? 1000 : hs_train_opts_default().steps;
     if (r->to.opt.lr <= 0.0f) r->to.opt.lr = job->induction ? 3e-3f : hs_train_opts_default().opt.lr;
     r->seed = job->seed;
     r->init = job->init;
     r->rng_state = job->seed ^ 0x5DEECE66Dull;
-    s = job->resume ? open_resume(job, notes, r, err) : create_run(job, &cfg, r, err);
+    s = job->resume ? open_resume(job, notes, r, err) : create_run(job, &cfg, notes, r, out, err);
     if (s != HS_OK) return s;
-    r->tt.vocab = r->tt.ind ? r->tt.ind->vocab : r->tt.wg->vocab;
+    r->tt.vocab = r->tt.txt ? r->tt.txt->tok : r->tt.ind ? r->tt.ind->vocab : r->tt.wg->vocab;
+    r->tt.threads = r->to.threads;
     hs_task_rng_seed(&r->tt.rng, r->rng_state);
     if (job->dataset && r->tt.wg && (s = hs_winograd_write_text(r->tt.wg, job->dataset, err)) != HS_OK)
         return s;
-    if (job->dataset && r->tt.ind)
-        return hs_fail(err, HS_ERR_INPUT, "--dataset writes Winograd sentences; the induction task "
-                       "rebuilds its sequences from the checkpoint's task metadata");
-    if ((s = hs_tokenizer_to_json(r->tt.vocab, &sc->vocab_json, err)) != HS_OK) return s;
-    s = r->tt.ind ? hs_induction_task_json(r->tt.ind, &sc->task_json, err)
+    if (job->dataset && (r->tt.ind || r->tt.txt))
+        return hs_fail(err, HS_ERR_INPUT, "--dataset writes Winograd sentences; the %s task "
+                       "rebuilds its data from the checkpoint's task metadata",
+                       r->tt.txt ? "text" : "induction");
+    if (r->tt.txt) {
+        if ((sc->vocab_json = hs_strdup(r->tt.txt->tok_json)) == NULL)
+            return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    } else if ((s = hs_tokenizer_to_json(r->tt.vocab, &sc->vocab_json, err)) != HS_OK) {
+        return s;
+    }
+    s = r->tt.txt ? hs_text_task_json(r->tt.txt, &sc->task_json, err)
+      : r->tt.ind ? hs_induction_task_json(r->tt.ind, &sc->task_json, err)
                   : hs_winograd_task_json(r->tt.wg, &sc->task_json, err);
     if (s != HS_OK) return s;
     sc->checkpoint_every = job->keep && job->checkpoint_every <= 0 ? 100 : job->checkpoint_every;
@@ -446,7 +541,8 @@ static hs_status setup(const hs_train_job *job, const hs_notes *notes, run_state
     sc->init = hs_init_name((hs_init)r->init);
     sc->batch = r->to.batch;
     sc->lr = r->to.opt.lr;
-    r->to.seq_len = r->tt.ind ? r->tt.ind->p.n_ctx : HS_WG_LEN;
+    sc->warmup = r->to.warmup;
+    r->to.seq_len = r->tt.txt ? r->tt.txt->p.n_ctx : r->tt.ind ? r->tt.ind->p.n_ctx : HS_WG_LEN;
     r->to.start_step = r->start;
     return HS_OK;
 }
@@ -483,12 +579,18 @@ hs_status hs_train_run(const hs_train_job *job, const hs_notes *notes, hs_train_
     out->accuracy_step = sc.last_acc_step;
     out->seg_loss = sc.last_seg_loss;
     out->first_full_step = sc.first_full_step;
+    if (r.tt.txt) {
+        out->perplexity = sc.last_seg_loss;
+        out->accuracy = NAN;
+        out->seg_loss = NAN;
+    }
 done:
     free(sc.vocab_json);
     free(sc.task_json);
     hs_model_destroy(r.m);
     hs_winograd_destroy(r.tt.wg);
     hs_induction_destroy(r.tt.ind);
+    hs_text_destroy(r.tt.txt);
     hs_tokenizer_destroy(r.rvocab);
     hs_meta_free(&r.rmeta);
     return s;

@@ -262,3 +262,18 @@ hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t n_ctx, h
     }
     return HS_OK;
 }
+
+hs_status hs_bpe_split(const unsigned char *s, size_t n, hs_bpe_piece_fn fn, void *ctx,
+                       hs_error *err)
+{
+    hs_pipe *pipe = NULL;
+    hs_pieces ps = {0};
+    hs_status st = hs_pipe_gpt2(-1, &pipe, err);
+    if (st == HS_OK) st = hs_pipe_run(pipe, (const char *)s, n, 0, &ps, err);
+    for (size_t i = 0; st == HS_OK && i < ps.n; i++)
+        if (fn((const unsigned char *)ps.text.s + ps.p[i].off, ps.p[i].len, ctx) != 0)
+            st = hs_fail(err, HS_ERR_NOMEM, "out of memory splitting the text");
+    hs_pieces_free(&ps);
+    hs_pipe_free(pipe);
+    return st;
+}

@@ -95,7 +95,9 @@ hs_status hs_tokenizer_words(const char *const *words, size_t n, hs_tokenizer **
 hs_status hs_tokenizer_ids(int V, hs_tokenizer **out, hs_error *err);
 
 /* Parses a JSON list of strings (a checkpoint's `vocab` metadata) into a new
- * word vocabulary. HS_ERR_FORMAT with a clear message when json is NULL or
+ * word vocabulary. A JSON object with a "model" member instead is a whole
+ * Hugging Face tokenizer.json, the `vocab` metadata of a text
+ * model (tasks/text.c): read by hs_tokenizer_from_hf_json, with its errors. HS_ERR_FORMAT with a clear message when json is NULL or
  * empty ("vocab metadata is missing"), is not valid JSON, is not a list, is
  * an empty list, holds a non-string element (names its index), or any check
  * of hs_tokenizer_words fails (duplicated word, ...). *out is NULL on failure. */
@@ -349,5 +351,73 @@ hs_status hs_tokenizer_from_vocab_merges(const char *vocab, size_t nv, const cha
  * alone as '▁' '▁Mary' and inside a prompt as '▁Mary' (6182), the token a
  * model predicts there. */
 hs_status hs_tok_one(const hs_tokenizer *t, const char *s, int *id, hs_error *err);
+
+/* ------------------------------------------------------------------------ */
+/* A corpus and a byte-level BPE trained on it (tokenize/bpe_train.c)         */
+
+/* The texts of one or more files, each as its bytes. Caller-owned; free with
+ * hs_corpus_free. */
+typedef struct {
+    size_t n;             /* files */
+    char **paths;         /* (n) each file's path as given */
+    unsigned char **text; /* (n) its bytes, NUL-terminated past len */
+    size_t *len;          /* (n) its length in bytes */
+    size_t bytes, chars;  /* totals: bytes, Unicode characters (code points) */
+} hs_corpus;
+
+/* Reads n files as they are (no separator is added or removed: a fortune
+ * file's "%" lines are text like any other) into *out. HS_ERR_INPUT, one
+ * line: no file ("no corpus: name at least one file"), an empty file, a file
+ * that is not valid UTF-8 (its path and byte offset); HS_ERR_IO naming a
+ * file that cannot be read; HS_ERR_NOMEM. *out empty on failure. */
+hs_status hs_corpus_read(const char *const *paths, size_t n, hs_corpus *out, hs_error *err);
+/* Frees c's arrays and zeroes it; NULL or a zeroed c is allowed. */
+void hs_corpus_free(hs_corpus *c);
+
+#define HS_BPE_TRAIN_MAX_VOCAB 1000000
+
+/* A trained byte-level BPE. Caller-owned; free with hs_bpe_trained_free. */
+typedef struct {
+    size_t V;             /* tokens: the 256 bytes (id = the byte's value), then
+                             each merge's new token in merge order */
+    size_t n_merges;      /* merges, in rank order (>= V - 256: a merge may make
+                             a token an earlier merge made) */
+    int (*merges)[2];     /* (n_merges) the two ids each merge joins */
+    size_t *tok_off, *tok_len; /* (V) token i's bytes: tok_bytes + tok_off[i], tok_len[i] */
+    unsigned char *tok_bytes;
+    size_t bytes, chars;  /* the corpus: bytes, characters */
+    size_t pieces;        /* pre-tokens (GPT-2's pattern) in the corpus */
+    size_t unique_pieces; /* distinct pre-tokens */
+    size_t tokens;        /* tokens the corpus encodes to (hs_tok_encode, no BOS) */
+    char *json;           /* the tokenizer.json text (NUL-terminated), json_len bytes */
+    size_t json_len;
+} hs_bpe_trained;
+
+/*
+ * Trains a byte-level BPE of vocab_size tokens on corpus c: GPT-2's
+ * pre-tokenizer splits each file (hs_tok_encode's pattern; merges never cross
+ * a piece or a file), the 256 single bytes are ids 0..255, and each round
+ * merges the most frequent adjacent pair of ids, counted over every position
+ * of every piece (overlaps included), ties going to the smallest pair (the
+ * left id first, then the right id). A merge is applied left to right
+ * without overlap, as the encoder applies it, so out->tokens is exactly the
+ * length of hs_tok_encode on each file without BOS. A merge whose bytes are
+ * already a token makes that token (as Hugging Face's BpeTrainer), so
+ * training runs until V == vocab_size; when no pair is left first, it stops
+ * there with a note ("no pair is left to merge ..."). No special token: the
+ * tokenizer has no BOS. out->json is a Hugging Face tokenizer.json (model
+ * BPE with "a b" merges, ByteLevel pre-tokenizer and decoder with
+ * add_prefix_space false, no normalizer, no added tokens) that
+ * hs_tokenizer_from_hf_json and Hugging Face `tokenizers` read. Deterministic:
+ * the same corpus gives the same bytes. Time O(corpus + merges x pieces a
+ * merge touches x log): a heap of pair counts updated from the pieces that
+ * changed (Sennrich et al. 2016; Hugging Face tokenizers' BpeTrainer).
+ * Errors: HS_ERR_INPUT "--vocab-size N: ... 257 to 1000000"; hs_bpe_split's;
+ * HS_ERR_NOMEM. *out empty on failure.
+ */
+hs_status hs_bpe_train(const hs_corpus *c, int vocab_size, const hs_notes *notes,
+                       hs_bpe_trained *out, hs_error *err);
+/* Frees b's arrays and zeroes it; NULL or a zeroed b is allowed. */
+void hs_bpe_trained_free(hs_bpe_trained *b);
 
 #endif

@@ -244,6 +244,16 @@ void hs_byte_alphabet(uint32_t cp_of[256], int byte_of[HS_ALPHA_MAX]);
 /* Appends NFC(s) (n valid UTF-8 bytes) to out (nfc.c). 0, or -1 (out->oom). */
 int hs_nfc(const char *s, size_t n, hs_buf *out);
 
+/* GPT-2's pre-tokenizer alone (bpe_encode.c: hs_pipe_gpt2 with no special
+ * token, the pattern hs_tok_encode splits a GPT-2 text with): calls fn on
+ * each piece of s (n bytes of valid UTF-8, unchecked) in order; pieces cover
+ * s exactly. fn returns 0, or non-zero for out of memory (the split stops:
+ * HS_ERR_NOMEM). HS_ERR_INPUT when the matcher stops (its message). The BPE
+ * trainer (bpe_train.c) counts its pre-tokens with it. */
+typedef int (*hs_bpe_piece_fn)(const unsigned char *piece, size_t n, void *ctx);
+hs_status hs_bpe_split(const unsigned char *s, size_t n, hs_bpe_piece_fn fn, void *ctx,
+                       hs_error *err);
+
 /* The number of bytes at s (n >= 1 available) that are one U+FFFD of a
  * lossy decoding (the maximal subpart of an ill-formed sequence, Unicode 15
  * section 3.9, as Python's errors="replace" and Rust's from_utf8_lossy

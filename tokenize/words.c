@@ -172,6 +172,12 @@ hs_status hs_tokenizer_from_json(const char *json, hs_tokenizer **out, hs_error 
     if (json == NULL || json[0] == '\0')
         return hs_fail(err, HS_ERR_FORMAT, "vocab metadata is missing");
     root = cJSON_ParseWithOpts(json, NULL, 1);
+    if (cJSON_IsObject(root) && cJSON_GetObjectItemCaseSensitive(root, "model") != NULL) {
+        /* a text model's BPE: its whole tokenizer.json (tasks/text.c) */
+        cJSON_Delete(root);
+        return hs_tokenizer_from_hf_json(json, strlen(json), "vocab metadata (tokenizer.json)",
+                                         out, err);
+    }
     if (!root) {
         st = hs_fail(err, HS_ERR_FORMAT, "vocab metadata is not valid JSON");
         goto done;

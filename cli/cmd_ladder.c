@@ -1,0 +1,211 @@
+/*
+ * cli/cmd_ladder.c -- `headscope ladder`: the chapter's ablation ladder on a
+ * corpus (hs_ladder_run, tasks/ladder.c) into an output folder (hs_outdir):
+ * ladder.json, a bar figure of the held-out perplexity per row, each row's
+ * model and the BPE they share; the table on stdout. Thin: parses, calls,
+ * writes, prints.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "cli.h"
+#include "expout.h"
+#include "output/output.h"
+#include "tasks/text.h"
+#include "util.h"
+
+static const char LADDER_HELP[] =
+    "usage: headscope ladder --corpus FILE... --out DIR [--tokenizer FILE | --vocab-size N]\n"
+    "                        [--steps N] [--width D] [--ctx T] [--batch B] [--lr X]\n"
+    "                        [--seed S] [--val-fraction X] [--threads N] [figure options]\n"
+    "\n"
+    "The chapter's ablation ladder: one-block text models on the corpus, each row\n"
+    "adding one piece to the row above (no context; uniform causal average; +\n"
+    "positions; average added, not replacing; one learned head replacing; one head\n"
+    "added; four heads; + MLP; + LayerNorm), their parameters and held-out\n"
+    "perplexity. Rows whose sublayer replaces the residual need a switch the model\n"
+    "core does not have yet: they are listed, not run.\n"
+    "  --corpus FILE...   text files (UTF-8)\n"
+    "  --tokenizer FILE   a tokenizer.json; default a BPE of --vocab-size (1024)\n"
+    "  --steps N          steps a row (default 3000, the chapter's)\n"
+    "  --width D          d_model (default 128)\n"
+    "  --ctx T            window length (default 128)\n"
+    "  --batch B          windows a step (default 64)\n"
+    "  --lr X             peak learning rate (default 1e-3)\n"
+    "  --seed S           initialisation and batch seed (default 0)\n"
+    "  --val-fraction X   held out: the last X of each file (default 0.1)\n"
+    "Writes DIR/ladder.json, DIR/ladder_perplexity.{png,svg,json}, DIR/row-R.safetensors\n"
+    "and DIR/tokenizer.json (listed in DIR/index.json).\n";
+
+/* A row's progress: a log line every log_every steps and at the end. */
+static void ladder_progress(void *ctx, const hs_train_progress *p)
+{
+    (void)ctx;
+    if (!p->logged) return;
+    fprintf(stderr, "  step %d/%d loss %.4f %.0f steps/s ETA %.0fs\n", p->step, p->steps, p->loss,
+            p->steps_per_s, p->eta_s);
+}
+
+/* Registers the rows' models and the BPE (written into the working folder)
+ * in the index, then ladder.json and the figure. */
+static hs_status write_folder(hs_outdir *od, const hs_ladder_report *r, hs_error *err)
+{
+    hs_status s = HS_OK;
+    float vals[HS_LADDER_ROWS];
+    const char *labels[HS_LADDER_ROWS];
+    size_t n = 0;
+    for (int i = 0; i < HS_LADDER_ROWS && s == HS_OK; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "row-%d.safetensors", i);
+        char *path = hs_path_join(od->stage, name);
+        unsigned char *data = NULL;
+        size_t len = 0;
+        s = path ? hs_read_file(path, &data, &len, err) : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        char *shows = hs_strfmt("the model of ladder row %d, %s", i, r->rows[i].name);
+        if (s == HS_OK) s = hs_outdir_file(od, name, "safetensors", data, len, shows, err);
+        free(shows);
+        free(data);
+        free(path);
+        vals[n] = (float)r->rows[i].perplexity;
+        labels[n++] = r->rows[i].label;
+    }
+    if (s == HS_OK)
+        s = hs_outdir_file(od, "tokenizer.json", "json", r->tokenizer_json, r->tokenizer_json_len,
+                           "the byte-level BPE every row uses (Hugging Face tokenizer.json)", err);
+    cJSON *j = hs_ladder_json(r);
+    if (s == HS_OK)
+        s = j ? hs_outdir_json(od, "ladder", j, "each row's parameters and held-out perplexity", err)
+              : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    cJSON_Delete(j);
+    if (s == HS_OK)
+        s = hs_outdir_matrix(od, HS_FIG_BARS, "ladder_perplexity", vals, n, 1, labels, NULL,
+                             "the ladder: held-out perplexity per row", "held-out perplexity",
+                             NULL, 0.0, "perplexity", NULL,
+                             "held-out perplexity of each ladder row", err);
+    return s;
+}
+
+int cmd_ladder(int argc, char **argv)
+{
+    enum { O_CORPUS = 256, O_OUT, O_TOK, O_VOCAB, O_STEPS, O_WIDTH, O_CTX, O_BATCH, O_LR, O_SEED,
+           O_VAL, O_THREADS };
+    static const struct option opts[] = {{"corpus", required_argument, 0, O_CORPUS},
+                                         {"out", required_argument, 0, O_OUT},
+                                         {"tokenizer", required_argument, 0, O_TOK},
+                                         {"vocab-size", required_argument, 0, O_VOCAB},
+                                         {"steps", required_argument, 0, O_STEPS},
+                                         {"width", required_argument, 0, O_WIDTH},
+                                         {"ctx", required_argument, 0, O_CTX},
+                                         {"batch", required_argument, 0, O_BATCH},
+                                         {"lr", required_argument, 0, O_LR},
+                                         {"seed", required_argument, 0, O_SEED},
+                                         {"val-fraction", required_argument, 0, O_VAL},
+                                         {"threads", required_argument, 0, O_THREADS},
+                                         CLI_FIGOPTS_LONGOPTS,
+                                         CLI_HELP_OPT,
+                                         {0, 0, 0, 0}};
+    const char *C = "ladder", *out = NULL;
+    hs_ladder_opts lo = hs_ladder_opts_default();
+    hs_figopts fo;
+    hs_figopts_default(&fo, 300);
+    const char **given = calloc((size_t)argc + 1, sizeof *given);
+    int n_given = 0, c;
+    long v;
+    double d;
+    if (!given) return cli_usage_error(C, "out of memory");
+    cli_opts op = {.cmd = C, .help = LADDER_HELP, .fo = &fo};
+#define INT_OPT(field, lo_, hi_, name)                                                    \
+    if (cli_parse_int(optarg, lo_, hi_, &v)) {                                            \
+        free(given);                                                                      \
+        return cli_usage_error(C, "--%s needs an integer in [%ld, %ld], got '%s'", name,  \
+                               (long)(lo_), (long)(hi_), optarg);                         \
+    }                                                                                     \
+    field = (int)v;
+    while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
+        switch (c) {
+        case CLI_OPT_EXIT: free(given); return op.status;
+        case O_CORPUS: given[n_given++] = optarg; break;
+        case O_OUT: out = optarg; break;
+        case O_TOK: lo.tokenizer = optarg; break;
+        case O_VOCAB: INT_OPT(lo.vocab_size, 257, HS_BPE_TRAIN_MAX_VOCAB, "vocab-size") break;
+        case O_STEPS: INT_OPT(lo.steps, 1, 10000000, "steps") break;
+        case O_WIDTH: INT_OPT(lo.width, 4, 4096, "width") break;
+        case O_CTX: INT_OPT(lo.ctx, 2, 4096, "ctx") break;
+        case O_BATCH: INT_OPT(lo.batch, 1, 4096, "batch") break;
+        case O_LR:
+            if (cli_parse_float(optarg, 1e-9, 10.0, &d)) {
+                free(given);
+                return cli_usage_error(C, "--lr needs a number in (0, 10], got '%s'", optarg);
+            }
+            lo.lr = (float)d;
+            break;
+        case O_SEED:
+            if (cli_parse_u64(optarg, &lo.seed)) {
+                free(given);
+                return cli_usage_error(C, "--seed needs a non-negative integer, got '%s'", optarg);
+            }
+            break;
+        case O_VAL:
+            if (cli_parse_float(optarg, 0.01, 0.5, &lo.val_fraction)) {
+                free(given);
+                return cli_usage_error(C, "--val-fraction needs a number in [0.01, 0.5], got '%s'", optarg);
+            }
+            break;
+        case O_THREADS:
+            if (cli_parse_threads(C, optarg, &lo.threads)) {
+                free(given);
+                return 2;
+            }
+            break;
+        }
+    }
+#undef INT_OPT
+    const char **files = NULL;
+    const int n = cli_corpus_files(C, given, n_given, argc, argv, optind, &files);
+    free(given);
+    if (n < 0) return 2;
+    if (out == NULL) {
+        free(files);
+        return cli_usage_error(C, "--out DIR is required");
+    }
+    lo.corpus = files;
+    lo.n_corpus = (size_t)n;
+    lo.progress = ladder_progress;
+    hs_error err = {0};
+    const hs_notes notes = cli_notes(C);
+    hs_outdir od;
+    memset(&od, 0, sizeof od);
+    hs_ladder_report r;
+    memset(&r, 0, sizeof r);
+    hs_status s = hs_figopts_font_open(&fo, &err);
+    if (s == HS_OK) s = hs_outdir_open(&od, C, out, &fo, files, NULL, &notes, &err);
+    lo.models_dir = od.stage;
+    if (s == HS_OK) s = hs_ladder_run(&lo, &notes, &r, &err);
+    if (s == HS_OK) s = write_folder(&od, &r, &err);
+    if (s == HS_OK) s = hs_outdir_commit(&od, NULL, &err);
+    if (s != HS_OK) {
+        hs_outdir_close(&od);
+        hs_ladder_report_free(&r);
+        free(files);
+        return cli_error(C, &err);
+    }
+    printf("%-30s %10s %12s\n", "row", "params", "perplexity");
+    for (int i = 0; i < HS_LADDER_ROWS; i++) {
+        const hs_ladder_row *w = &r.rows[i];
+        printf("%-30s %10zu %12.2f\n", w->name, w->n_params, w->perplexity);
+    }
+    printf("unigram baseline %.2f; %d steps, width %d, ctx %d, batch %d, lr %g, vocabulary %zu\n",
+           r.unigram_perplexity, lo.steps, lo.width, lo.ctx, lo.batch, (double)lo.lr, r.V);
+    printf("wrote %d files to %s (listed in %s/index.json)\n", hs_outdir_n_files(&od), out, out);
+    hs_outdir_close(&od);
+    hs_ladder_report_free(&r);
+    free(files);
+    cli_say_threads(C, lo.threads);
+    return cli_stdout_done(C);
+}

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# tests/test_ladder_cli.sh -- `headscope ladder` on a short run where the
+# effects are large (four fortunes files, 0.6 MB, a BPE of 512,
+# width 32, windows of 32, batch 32, 300 steps at lr 3e-3; ~15 s): the folder
+# (ladder.json, the figure, each row's model, the BPE, listed in index.json),
+# the parameter counts' differences exactly what each row adds (nothing for
+# replacing or adding; the position table; Q and K with their biases; nothing
+# for four heads; the MLP; three LayerNorms), the three "replacing" rows'
+# configs carrying attn_replace, and the chapter's findings that a short run
+# shows: uniform averaging (replacing, or added) is worse than no context;
+# adding beats replacing (the average, and one learned head); a learned head
+# beats the uniform average; four heads beat one; the MLP helps. `eval --corpus` on a row's model
+# gives the perplexity ladder.json records for it.
+# Without fortunes the test is skipped (exit 77; a failure with CI set).
+# Run as: bash tests/test_ladder_cli.sh BUILD_DIR HEADSCOPE_BIN
+set -euo pipefail
+
+BUILD_DIR=${1:?usage: test_ladder_cli.sh BUILD_DIR HEADSCOPE_BIN}
+HS=${2:?usage: test_ladder_cli.sh BUILD_DIR HEADSCOPE_BIN}
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+mkdir -p "$BUILD_DIR/testtmp"
+TMP=$(cd "$(mktemp -d "$BUILD_DIR/testtmp/ladder.XXXXXX")" && pwd)
+trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=tests/cli_lib.sh
+source "$HERE/cli_lib.sh"
+
+FT=/usr/share/games/fortunes
+[ -f "$FT/cookie" ] || skip_test "no fortunes corpus in $FT (bash scripts/deps.sh installs it)"
+CORPUS=("$FT/cookie" "$FT/computers" "$FT/definitions" "$FT/men-women")
+
+run 2 noout ladder --corpus "${CORPUS[@]}"
+one_line noout "--out DIR is required"
+run 0 ladder ladder --corpus "${CORPUS[@]}" --vocab-size 512 --steps 300 --width 32 --ctx 32 \
+    --batch 32 --lr 3e-3 --out "$TMP/lad"
+check_folder "$TMP/lad" ladder.json ladder_perplexity.png ladder_perplexity.svg \
+    ladder_perplexity.json tokenizer.json row-0.safetensors row-8.safetensors
+grep -q "^+ LayerNorm " "$TMP/ladder.out" || fail "ladder: no table: $(cat "$TMP/ladder.out")"
+"$PY" - "$TMP/lad/ladder.json" <<'PYEOF' || fail "ladder.json"
+import json, sys
+j = json.load(open(sys.argv[1]))
+rows = j["rows"]
+assert [r["row"] for r in rows] == ["no context", "uniform causal average", "+ positions",
+    "average added, not replacing", "one learned head replacing", "one head added", "four heads",
+    "+ MLP", "+ LayerNorm"], [r["row"] for r in rows]
+for i in range(9):
+    assert rows[i]["config"].get("attn_replace", False) == (i in (1, 2, 4)), rows[i]["config"]
+P = {i: rows[i]["params"] for i in range(9)}
+ppl = {i: rows[i]["perplexity"] for i in P}
+D, V = 32, 512
+assert P[1] == P[0], P                 # the average over the prefix instead of one token
+assert P[2] - P[1] == 32 * D, P        # learned positions, n_ctx 32 x D
+assert P[3] == P[2], P                 # adding instead of replacing: no parameter
+assert P[4] - P[2] == 2 * (D * D + D), P  # W_Q, W_K and their biases
+assert P[5] == P[4], P
+assert P[6] == P[5], P                 # four heads of d/4: the same parameters
+assert P[7] - P[6] == 2 * D * 4 * D + 4 * D + D, P  # W_in, b_in, W_out, b_out
+assert P[8] - P[7] == 3 * 2 * D, P     # ln1, ln2, ln_final
+s = j["settings"]
+assert s["steps"] == 300 and s["width"] == D and s["ctx"] == 32 and s["vocab"] == V, s
+assert ppl[1] > ppl[0], ("uniform averaging should be worse than no context", ppl)
+assert ppl[3] > ppl[0], ("averaging (added) should be worse than no context", ppl)
+assert ppl[3] < ppl[2], ("adding the average should beat replacing with it", ppl)
+assert ppl[5] < ppl[4], ("adding the head should beat replacing with it", ppl)
+assert ppl[4] < ppl[2], ("a learned head should beat the uniform average (replacing)", ppl)
+assert ppl[5] < ppl[3], ("a learned head should beat the uniform average", ppl)
+assert ppl[6] < ppl[5], ("four heads should beat one", ppl)
+assert ppl[7] < ppl[6], ("the MLP should help", ppl)
+assert all(ppl[i] < s["unigram_perplexity"] for i in (0, 3, 4, 5, 6, 7, 8)), (ppl, s)
+print("ladder: " + ", ".join("%s %.2f" % (rows[i]["row"], ppl[i]) for i in sorted(ppl)))
+PYEOF
+run 0 eval eval --model "$TMP/lad/row-8.safetensors" --corpus "${CORPUS[@]}" --json
+"$PY" -c '
+import json, sys
+e = json.load(open(sys.argv[1])); j = json.load(open(sys.argv[2]))
+assert e["perplexity"] == j["rows"][8]["perplexity"], (e, j["rows"][8])
+' "$TMP/eval.out" "$TMP/lad/ladder.json" || fail "eval on row 8 differs from ladder.json"
+echo "PASS: test_ladder_cli"
