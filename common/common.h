@@ -206,6 +206,9 @@ char *hs_strdup(const char *s);
 size_t hs_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
 /* 1 when the NUL-terminated s is entirely valid UTF-8 (hs_utf8_decode), else 0. */
 int hs_utf8_valid(const char *s);
+/* Appends code point cp (<= U+10FFFF, not a surrogate) to b as UTF-8 (1..4
+ * bytes, RFC 3629). Same returns as hs_buf_append. */
+int hs_utf8_put(hs_buf *b, uint32_t cp);
 
 /* Code-point classes of the text policy (docs/DESIGN.md, "Text that cannot
  * break a file or a terminal"): what a vocabulary may hold and how each

@@ -236,9 +236,9 @@ PYEOF
 
 # bad input, one line each
 run 2 greedythr discover --model "$M" --data "$P" --select greedy --threshold 0.1
-one_line greedythr "--select greedy grows a circuit of N edges (--top N), not a threshold"
+one_line greedythr "--select greedy chooses N edges (--top N), not a threshold"
 run 2 selname faithfulness --model "$M" --data "$P" --graph "$TMP/d1/graph.json" --select best
-one_line selname "--select takes topn or greedy, not 'best'"
+one_line selname "--select takes topn, greedy or signed, not 'best'"
 run 2 eapkl discover --model "$M" --data "$P" --method eap --metric kl
 one_line eapkl "--metric kl with --method eap scores every edge 0 (the KL divergence's gradient at the clean run is exactly 0); use --method eap-ig"
 run 2 igsteps discover --model "$M" --data "$P" --ig-steps 5

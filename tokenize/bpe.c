@@ -73,27 +73,6 @@ size_t hs_utf8_bad_len(const unsigned char *s, size_t n)
     return k;
 }
 
-/* Appends code point cp (< 0x10000) as UTF-8. */
-static void put_cp(hs_buf *b, uint32_t cp)
-{
-    char u[3];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | cp >> 6);
-        u[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else {
-        u[0] = (char)(0xE0 | cp >> 12);
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    }
-    hs_buf_append(b, u, n);
-}
-
 /* The character hs_tok_display shows for ASCII whitespace, a control or
  * DEL (tokenize.h lists them), or 0 for any other code point. */
 static uint32_t visible_cp(uint32_t cp)
@@ -116,14 +95,14 @@ static void put_text(hs_buf *b, const unsigned char *s, size_t n, int visible)
         uint32_t cp = 0, vis;
         const size_t len = hs_utf8_decode(s + k, n - k, &cp);
         if (len == 0) {
-            put_cp(b, 0xFFFD);
+            hs_utf8_put(b, 0xFFFD);
             k += hs_utf8_bad_len(s + k, n - k);
             continue;
         }
         if (visible && (vis = visible_cp(cp)) != 0)
-            put_cp(b, vis);
+            hs_utf8_put(b, vis);
         else if (cp == 0)
-            put_cp(b, 0xFFFD);
+            hs_utf8_put(b, 0xFFFD);
         else
             hs_buf_append(b, (const char *)s + k, len);
         k += len;

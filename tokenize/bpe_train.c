@@ -457,16 +457,7 @@ static hs_status write_json(hs_bpe_trained *b, hs_error *err)
     for (size_t i = 0; ok && i < b->V; i++) {
         hs_buf_init(&s);
         for (size_t k = 0; k < b->tok_len[i]; k++) {
-            const uint32_t cp = cp_of[b->tok_bytes[b->tok_off[i] + k]];
-            char u[2];
-            if (cp < 0x80) {
-                u[0] = (char)cp;
-                hs_buf_append(&s, u, 1);
-            } else {
-                u[0] = (char)(0xC0 | cp >> 6);
-                u[1] = (char)(0x80 | (cp & 0x3F));
-                hs_buf_append(&s, u, 2);
-            }
+            hs_utf8_put(&s, cp_of[b->tok_bytes[b->tok_off[i] + k]]);
         }
         str[i] = hs_buf_take(&s);
         ok = str[i] != NULL && cJSON_AddNumberToObject(vocab, str[i], (double)i) != NULL;

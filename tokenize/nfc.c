@@ -78,32 +78,6 @@ static void decompose(uint32_t cp, uint32_t *cps, size_t *k)
     for (size_t i = 0; i < d->len; i++) cps[(*k)++] = NFC_DECOMP_CPS[d->off + i];
 }
 
-static void put_utf8(hs_buf *b, uint32_t cp)
-{
-    char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | cp >> 6);
-        u[1] = (char)(0x80 | (cp & 0x3F));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | cp >> 12);
-        u[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[2] = (char)(0x80 | (cp & 0x3F));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | cp >> 18);
-        u[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-        u[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-        u[3] = (char)(0x80 | (cp & 0x3F));
-        n = 4;
-    }
-    hs_buf_append(b, u, n);
-}
-
 int hs_nfc(const char *s, size_t n, hs_buf *out)
 {
     size_t i = 0;
@@ -160,7 +134,7 @@ int hs_nfc(const char *s, size_t n, hs_buf *out)
         cps[w] = c;
         cls[w++] = cc;
     }
-    for (size_t j = 0; j < w; j++) put_utf8(out, cps[j]);
+    for (size_t j = 0; j < w; j++) hs_utf8_put(out, cps[j]);
     free(cps);
     free(cls);
     return out->oom ? -1 : 0;
