@@ -192,6 +192,7 @@ int cmd_ladder(int argc, char **argv)
     if (s != HS_OK) {
         hs_outdir_close(&od);
         hs_ladder_report_free(&r);
+        hs_figopts_free(&fo);
         free(files);
         return cli_error(C, &err);
     }
@@ -205,6 +206,7 @@ int cmd_ladder(int argc, char **argv)
     printf("wrote %d files to %s (listed in %s/index.json)\n", hs_outdir_n_files(&od), out, out);
     hs_outdir_close(&od);
     hs_ladder_report_free(&r);
+    hs_figopts_free(&fo);
     free(files);
     cli_say_threads(C, lo.threads);
     return cli_stdout_done(C);

@@ -180,7 +180,7 @@ static void strip_one(hs_buf *b, const char *c, int start, int stop)
     for (size_t i = 0; i < keep && end < b->len; i++) {
         end += utf8_len(s + end, b->len - end);
     }
-    memmove(b->s, s + k, end - k);
+    if (end > k) memmove(b->s, s + k, end - k); /* b->s may be NULL when empty */
     b->len = end - k;
     if (b->s) b->s[b->len] = '\0';
 }
