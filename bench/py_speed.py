@@ -1,34 +1,51 @@
 #!/usr/bin/python3
-"""The Python package's cost over the C library, side by side in one run.
+"""The Python package's cost over the C library, side by side in one process.
 
-usage: PYTHONPATH=python bench/py_speed.py GPT2_DIR BUILD_DIR [--ctx T] [--threads N] [--runs R] [--rounds K]
+usage: bench/py_speed.py GPT2_DIR BUILD_DIR [--ctx T] [--threads N] [--pairs P]
+                         [--hook-pairs Q] [--with-bench-gpt2] [--json FILE]
 
-  cache   model.run_with_cache(tokens) from Python (every hook point, numpy
-          views of the library's buffers) on one sequence of T tokens (the
-          xorshift tokens bench_gpt2 draws), median of R calls after two
-          untimed ones, beside BUILD_DIR/bench_gpt2 --ctx T (hs_run_with_cache
-          in C on the same folder, median of R), K rounds alternating the two;
-          the ratio of the medians of the rounds (target: within 1.05x).
-  layer   model.run_with_cache against a bare ctypes call of hs_api_run (the
-          library's hs_run_with_cache on the same activations, reusing the
-          same cache: no numpy views, no Python objects), alternated call by
-          call in this process (R x K pairs): what the Python layer adds,
-          independent of the machine's load.
-  hook    model.run_with_hooks with a no-op Python hook on every layer's
-          attn.hook_z minus the same run without hooks (the two alternated
-          call by call, R x K pairs), over the number of points: what one hooked point costs (the ctypes trampoline, the
-          numpy view, and the registry's copy and comparison of the point in
-          C), median of R (target: under 1 ms).
+(the package from the source tree: PYTHONPATH=python, the library BUILD_DIR's
+libheadscope.so; /usr/bin/python3 has numpy)
+
+Both sides run in this process on the same libheadscope.so, on one sequence of
+T tokens (the xorshift tokens bench_gpt2 draws), interleaved call by call in
+ABBA order (Python, C, C, Python, ...) so that the machine's load falls on both
+alike; every figure is a median with its spread (p25-p75 and the minimum), and
+the load average is printed before and after.
+
+  cache   model.run_with_cache(tokens) (every hook point as numpy views of
+          the library's buffers, the ActivationCache) against the C library's
+          own forward with the full cache: hs_api_run called bare through
+          ctypes (hs_run_with_cache in C on the same activations and pool,
+          refilling its own cache as bench_gpt2 does; no numpy, no Python
+          objects). Target: within 1.05x. Also the Python layer's own work,
+          timed alone (building the views and the cache object from a finished
+          run, many times): the overhead that does not depend on the load.
+  hook    model.run_with_hooks(tokens, fwd_hooks=[(blocks.5.attn.hook_z,
+          no-op)]) minus model.run_with_hooks(tokens) (the forward), Q ABBA
+          pairs: one hooked point's cost (the ctypes trampoline, the numpy
+          view, the registry's copy and comparison of the point in C); then a
+          no-op on every layer's hook_z (the cost over n_layers points, less
+          noisy). Target: under 1 ms a point. The hook's Python side alone
+          (trampoline to return, timed inside the run) is printed beside it.
+  --with-bench-gpt2: BUILD_DIR/bench_gpt2 --ctx T (a separate C process on the
+          same folder) between the rounds, for reference.
 """
 import headscope  # first: it sets OPENBLAS_CORETYPE before OpenBLAS loads (as the CLI)
 
 import argparse
+import ctypes
+import json
+import os
 import re
 import statistics
 import subprocess
 import time
 
 import numpy as np
+
+from headscope import _lib
+from headscope.cache import ActivationCache, cache_arrays
 
 
 def tokens(T, V):
@@ -42,15 +59,35 @@ def tokens(T, V):
     return np.array([out], np.int64)
 
 
-def median_ms(fn, runs, warm=2):
+def timed(fn):
+    """(wall ms, process CPU ms) of one call."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    fn()
+    return (time.perf_counter() - w0) * 1e3, (time.process_time() - c0) * 1e3
+
+
+def spread(xs):
+    """'median (p25-p75, min n)' of xs."""
+    q = statistics.quantiles(xs, n=4) if len(xs) > 1 else [xs[0]] * 3
+    return "%.1f (p25-p75 %.1f-%.1f, min %.1f)" % (statistics.median(xs), q[0], q[2], min(xs))
+
+
+def abba(fa, fb, pairs, warm=2):
+    """fa and fb interleaved A B B A ...: ([wall a], [wall b], [cpu a], [cpu b])."""
     for _ in range(warm):
-        fn()
-    ts = []
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn()
-        ts.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(ts)
+        fa(), fb()
+    wa, wb, ca, cb = [], [], [], []
+    for i in range(pairs):
+        order = (fa, fb) if i % 2 == 0 else (fb, fa)
+        res = {}
+        for f in order:
+            res[f] = timed(f)
+        wa.append(res[fa][0]), wb.append(res[fb][0]), ca.append(res[fa][1]), cb.append(res[fb][1])
+    return wa, wb, ca, cb
+
+
+def load_avg():
+    return "%.1f %.1f %.1f" % os.getloadavg()
 
 
 def main():
@@ -59,75 +96,124 @@ def main():
     ap.add_argument("build")
     ap.add_argument("--ctx", type=int, default=256)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--runs", type=int, default=7)
-    ap.add_argument("--rounds", type=int, default=3)
-    ap.add_argument("--hook-ctx", type=int, default=0, help="tokens of the hook measurement (default --ctx)")
+    ap.add_argument("--pairs", type=int, default=20)
+    ap.add_argument("--hook-pairs", type=int, default=20)
+    ap.add_argument("--hook-point", default="blocks.5.attn.hook_z")
+    ap.add_argument("--with-bench-gpt2", action="store_true")
+    ap.add_argument("--json")
     a = ap.parse_args()
+    print("load average before: %s (%d CPUs); OpenBLAS core %s; %s" % (load_avg(), os.cpu_count(),
+                                                                     headscope.BLAS_CORE, _lib.LIB_PATH))
     m = headscope.load(a.gpt2, threads=a.threads)
     tok = tokens(a.ctx, m.cfg.d_vocab)
-    py, c = [], []
+    T = a.ctx
+    res = {"tokens": T, "threads": a.threads, "load_before": os.getloadavg()}
 
-    def cached():
+    # -- cache: Python's run_with_cache against the bare library call -------
+    def py_cache():
         logits, cache = m.run_with_cache(tok)
         return len(cache)
 
-    for _ in range(a.rounds):
-        py.append(median_ms(cached, a.runs))
-        out = subprocess.run(["%s/bench_gpt2" % a.build, a.gpt2, "--threads", str(a.threads), "--runs",
-                              str(a.runs), "--ctx", str(a.ctx)], capture_output=True, text=True, check=True).stdout
-        c.append(float(re.search(r"tokens, \d+ threads: ([0-9.]+) ms", out).group(1)))
-    n_points = cached()
-    pm, cm = statistics.median(py), max(statistics.median(c), 1e-3)
-    print("OpenBLAS core %s; run_with_cache at %d tokens (%d points), %d threads: Python %.1f ms, C %.1f ms: "
-          "%.3fx (rounds: Python %s, C %s)" % (headscope.BLAS_CORE, a.ctx, n_points, a.threads, pm, cm, pm / cm,
-                                          ["%.1f" % v for v in py], ["%.1f" % v for v in c]))
+    acts = m._acts_for(1, T)
+    c_cache = [None]
 
-    # the Python layer alone: alternated with the bare library call
-    from headscope import _lib
-    import ctypes
-    acts = m._acts_for(1, a.ctx)
-    reuse = [None]
-
-    def bare():
+    def c_run():
         out = ctypes.c_void_p()
         err = _lib.HsError()
-        st = _lib.lib.hs_api_run(m._h, acts.ptr, tok.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), 1, a.ctx,
-                                 None, 0, None, 0, ctypes.cast(None, _lib.HOOK_FN), None, reuse[0],
+        st = _lib.lib.hs_api_run(m._h, acts.ptr, tok.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)), 1, T,
+                                 None, 0, None, 0, ctypes.cast(None, _lib.HOOK_FN), None, c_cache[0],
                                  ctypes.byref(out), ctypes.byref(err))
         assert st == 0, err.msg
-        reuse[0] = out
+        c_cache[0] = out
 
-    py2, bare_ms = [], []
-    for r in range(a.runs * a.rounds + 2):
-        p_ = median_ms(cached, 1, warm=0)
-        b_ = median_ms(bare, 1, warm=0)
-        if r >= 2:
-            py2.append(p_), bare_ms.append(b_)
-    _lib.lib.hs_api_cache_free(reuse[0])
-    ratios = [x / y for x, y in zip(py2, bare_ms)]
-    print("run_with_cache against the bare library call in this process (%d alternated pairs): %.1f ms against "
-          "%.1f ms (medians), ratio %.3fx (median of the pairs' ratios)" % (len(ratios), statistics.median(py2),
-                                                                           statistics.median(bare_ms),
-                                                                           statistics.median(ratios)))
+    n_points = py_cache()
+    wp, wc, cp, cc = abba(py_cache, c_run, a.pairs)
+    ratios = [x / y for x, y in zip(wp, wc)]
+    # the Python layer alone: views and the ActivationCache of a finished run
+    # (the C cache's buffers, not freed: the owner is detached after each build)
+    layer_ms = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        arrs = cache_arrays(c_cache[0], None)
+        ActivationCache(arrs, m)
+        layer_ms.append((time.perf_counter() - t0) * 1e3)
+        next(iter(arrs.values())).base._owner.ptr = None  # the buffers stay the C side's
+        del arrs
+    _lib.lib.hs_api_cache_free(c_cache[0])
+    mb = sum(v.nbytes for v in m.run_with_cache(tok)[1].values()) / 1e6
+    print("run_with_cache, GPT-2 small, %d tokens, %d points (%.0f MB), %d threads, %d ABBA pairs:" % (
+        T, n_points, mb, a.threads, a.pairs))
+    print("  Python run_with_cache wall ms: %s" % spread(wp))
+    print("  C hs_api_run (bare)   wall ms: %s" % spread(wc))
+    print("  ratio of the medians %.3fx; median of the pairs' ratios %.3fx (p25-p75 %s); ratio of the minima %.3fx"
+          % (statistics.median(wp) / statistics.median(wc), statistics.median(ratios),
+             "-".join("%.3f" % v for v in statistics.quantiles(ratios, n=4)[::2]), min(wp) / min(wc)))
+    print("  process CPU ms: Python %s, C %s: %.3fx" % (spread(cp), spread(cc),
+                                                         statistics.median(cp) / statistics.median(cc)))
+    print("  the Python layer alone (views + ActivationCache of %d points, 200 times): %.3f ms median (min %.3f): "
+          "%.2f%% of the C forward's median" % (n_points, statistics.median(layer_ms), min(layer_ms),
+                                                100 * statistics.median(layer_ms) / statistics.median(wc)))
+    res.update(py_ms=statistics.median(wp), c_ms=statistics.median(wc), ratio=statistics.median(wp) /
+               statistics.median(wc), pair_ratio=statistics.median(ratios), layer_ms=statistics.median(layer_ms),
+               cpu_ratio=statistics.median(cp) / statistics.median(cc))
+
+    if a.with_bench_gpt2:
+        out = subprocess.run(["%s/bench_gpt2" % a.build, a.gpt2, "--threads", str(a.threads), "--runs", "7",
+                              "--ctx", str(T)], capture_output=True, text=True, check=True).stdout
+        b = float(re.search(r"tokens, \d+ threads: ([0-9.]+) ms", out).group(1))
+        print("  bench_gpt2 (a C process, after the pairs): %.1f ms, median of 7" % b)
+        res["bench_gpt2_ms"] = b
+
+    # -- hook: one point --------------------------------------------------
+    inside = []
 
     def noop(x, hook):
         return None
 
-    if a.hook_ctx:
-        tok = tok[:, :a.hook_ctx]
+    def forward():
+        m.run_with_hooks(tok, fwd_hooks=[])
+
+    def hooked():
+        m.run_with_hooks(tok, fwd_hooks=[(a.hook_point, noop)])
+
+    wh, wf, _, _ = abba(hooked, forward, a.hook_pairs)
+    diff = [x - y for x, y in zip(wh, wf)]
     L = m.cfg.n_layers
-    hooks = [("blocks.%d.attn.hook_z" % l, noop) for l in range(L)]
-    # alternated call by call, so that the load of the machine falls on both
-    base, hooked, diff = [], [], []
-    for r in range(a.runs * a.rounds + 2):
-        b = median_ms(lambda: m.run_with_hooks(tok, fwd_hooks=[]), 1, warm=0)
-        h = median_ms(lambda: m.run_with_hooks(tok, fwd_hooks=hooks), 1, warm=0)
-        if r >= 2:
-            base.append(b), hooked.append(h), diff.append((h - b) / L)
-    print("at %d tokens, a no-op Python hook on %d points: %.1f ms against %.1f ms without (medians of %d alternated "
-          "calls): %.3f ms a point (median of the differences)" % (tok.shape[1], L, statistics.median(hooked),
-                                                                   statistics.median(base), len(diff),
-                                                                   statistics.median(diff)))
+    every = [("blocks.%d.attn.hook_z" % l, noop) for l in range(L)]
+    wh2, wf2, _, _ = abba(lambda: m.run_with_hooks(tok, fwd_hooks=every), forward, a.hook_pairs)
+    diff2 = [(x - y) / L for x, y in zip(wh2, wf2)]
+
+    # the Python side of one hooked call, timed inside the run: the time from
+    # the C callback's entry into Python to its return (_call_hook wrapped)
+    from headscope import model as hm
+    orig = hm._call_hook
+
+    def timed_hook(*args):
+        t0 = time.perf_counter()
+        try:
+            return orig(*args)
+        finally:
+            inside.append((time.perf_counter() - t0) * 1e3)
+
+    hm._call_hook = timed_hook
+    try:
+        for _ in range(10):
+            hooked()
+    finally:
+        hm._call_hook = orig
+    shape = m.run_with_cache(tok, names_filter=a.hook_point)[1][a.hook_point].shape
+    print("a no-op Python hook at %d tokens, %d ABBA pairs each:" % (T, a.hook_pairs))
+    print("  on %s %s: run_with_hooks %s ms, forward %s ms; difference %s ms" % (
+        a.hook_point, list(shape), spread(wh), spread(wf), spread(diff)))
+    print("  on all %d layers' hook_z: difference per point %s ms" % (L, spread(diff2)))
+    print("  the hook's Python side (trampoline entry to return, %d calls): %.3f ms median" % (
+        len(inside), statistics.median(inside)))
+    res.update(hook_ms=statistics.median(diff), hook_every_ms=statistics.median(diff2),
+               hook_python_ms=statistics.median(inside), load_after=os.getloadavg())
+    print("load average after: %s" % load_avg())
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(res, f, indent=1)
 
 
 if __name__ == "__main__":
