@@ -241,6 +241,8 @@ int hs_api_bos(const hs_api_model *h) { return h ? hs_tok_bos(h->L.vocab) : -1; 
 
 int hs_api_d_vocab(const hs_api_model *h) { return h ? h->L.model->cfg.d_vocab : 0; }
 
+const hs_config *hs_api_config(const hs_api_model *h) { return h ? &h->L.model->cfg : NULL; }
+
 /* ------------------------------------------------------------------------ */
 /* Runs                                                                      */
 

@@ -1,15 +1,24 @@
 /*
  * capi/capi_figures.c -- figures and prompt sets for a foreign caller
- * (capi/headscope.h): hs_api_attention_figure, the viz module's attention
- * figures from plain arrays written as PNG, SVG or PDF by the code the CLI's
- * figures use; hs_api_ioi, `headscope prompts ioi`'s set.
+ * (capi/headscope.h): figures laid out by the viz module's public functions
+ * (the code the CLI's figures use) from plain arrays, held as handles and
+ * written as PNG, SVG or PDF on demand; the circuit graph of a graph.json
+ * (hs_graph_figure, discover's figure); hs_api_ioi, `headscope prompts
+ * ioi`'s set.
  */
 #include "capi/headscope.h"
 
+#include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "discovery/discovery.h"
 #include "tasks/tasks.h"
 #include "viz/viz.h"
+
+struct hs_api_figure {
+    hs_viz_figure *f;
+};
 
 /* 1 when path ends with ext ("png"). */
 static int ends_with(const char *path, const char *ext)
@@ -18,28 +27,161 @@ static int ends_with(const char *path, const char *ext)
     return n > e && path[n - e - 1] == '.' && strcmp(path + n - e, ext) == 0;
 }
 
-hs_status hs_api_attention_figure(const float *patterns, int L, int H, int T, const char *const *tokens,
-                                  const char *title, double width_in, double dpi, const char *path,
-                                  hs_error *err)
+/* viz's defaults with width_in (0 = the figure's default) and dpi (0 = 300). */
+static hs_viz_options options(double width_in, double dpi)
 {
-    if (patterns == NULL || tokens == NULL || path == NULL)
-        return hs_fail(err, HS_ERR_INPUT, "a figure needs patterns, tokens and a path");
-    if (L < 0 || H < 1 || T < 1) return hs_fail(err, HS_ERR_INPUT, "a figure needs at least one head of one token");
-    const int png = ends_with(path, "png"), svg = ends_with(path, "svg"), pdf = ends_with(path, "pdf");
-    if (!png && !svg && !pdf) return hs_fail(err, HS_ERR_INPUT, "%s: a figure is written as .png, .svg or .pdf", path);
     hs_viz_options o;
     hs_viz_options_default(&o);
     if (width_in > 0) o.width_in = width_in;
     if (dpi > 0) o.dpi = dpi;
+    return o;
+}
+
+/* *out <- a handle owning f (or f destroyed on failure); st passes through. */
+static hs_status wrap(hs_status st, hs_viz_figure *f, hs_api_figure **out, hs_error *err)
+{
+    if (st != HS_OK) {
+        hs_viz_figure_destroy(f);
+        return st;
+    }
+    hs_api_figure *h = malloc(sizeof *h);
+    if (h == NULL) {
+        hs_viz_figure_destroy(f);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    h->f = f;
+    *out = h;
+    return HS_OK;
+}
+
+hs_status hs_api_figure_attention(const float *patterns, int L, int H, int T, const char *const *tokens,
+                                  const char *title, double width_in, double dpi, hs_api_figure **out,
+                                  hs_error *err)
+{
+    *out = NULL;
+    if (patterns == NULL || tokens == NULL) return hs_fail(err, HS_ERR_INPUT, "a figure needs patterns and tokens");
+    if (L < 0 || H < 1 || T < 1) return hs_fail(err, HS_ERR_INPUT, "a figure needs at least one head of one token");
+    const hs_viz_options o = options(width_in, dpi);
     hs_viz_figure *f = NULL;
     hs_status st = L == 0 ? hs_viz_attention_figure(&f, patterns, (size_t)T, tokens, title, &o, err)
                           : hs_viz_grid_figure(&f, patterns, (size_t)L, (size_t)H, (size_t)T, tokens, title, &o, err);
+    return wrap(st, f, out, err);
+}
+
+hs_status hs_api_figure_bars(const float *values, int N, const char *const *labels, const char *title,
+                             const char *xlabel, const char *note, double width_in, double dpi, hs_api_figure **out,
+                             hs_error *err)
+{
+    *out = NULL;
+    if (values == NULL || labels == NULL || N < 1) return hs_fail(err, HS_ERR_INPUT, "a bar chart needs values and labels");
+    hs_viz_options o = options(width_in, dpi);
+    o.range = HS_VIZ_RANGE_AUTO; /* fitted to the data, as the CLI's bars */
+    o.note = note;
+    hs_viz_figure *f = NULL;
+    const hs_status st = hs_viz_bars_figure(&f, values, (size_t)N, labels, title, xlabel, &o, err);
+    return wrap(st, f, out, err);
+}
+
+hs_status hs_api_figure_heatmap(const float *m, int R, int C, const char *const *row_labels,
+                                const char *const *col_labels, const char *title, const char *xlabel,
+                                const char *ylabel, int is_signed, const char *value_label, const char *note,
+                                double width_in, double dpi, hs_api_figure **out, hs_error *err)
+{
+    *out = NULL;
+    if (m == NULL || row_labels == NULL || col_labels == NULL || R < 1 || C < 1)
+        return hs_fail(err, HS_ERR_INPUT, "a heatmap needs a matrix and its row and column labels");
+    hs_viz_options o = options(width_in, dpi);
+    o.range = HS_VIZ_RANGE_AUTO;
+    o.value_label = value_label;
+    o.note = note;
+    hs_viz_figure *f = NULL;
+    hs_status st = is_signed ? hs_viz_signed_figure(&f, m, (size_t)R, (size_t)C, row_labels, col_labels, title, xlabel,
+                                                    ylabel, &o, err)
+                             : hs_viz_matrix_figure(&f, m, (size_t)R, (size_t)C, row_labels, col_labels, title, xlabel,
+                                                    ylabel, &o, err);
+    return wrap(st, f, out, err);
+}
+
+/* An edge by |score| descending, then by index (the figure's cap keeps the strongest). */
+typedef struct {
+    double a;
+    size_t e;
+} edge_abs;
+
+static int cmp_edge_abs(const void *x, const void *y)
+{
+    const edge_abs *a = x, *b = y;
+    if (a->a != b->a) return a->a > b->a ? -1 : 1;
+    return a->e < b->e ? -1 : a->e > b->e;
+}
+
+hs_status hs_api_figure_circuit(const hs_api_model *h, const char *graph_json, const char *title, double width_in,
+                                double dpi, int *n_drawn, hs_api_figure **out, hs_error *err)
+{
+    *out = NULL;
+    *n_drawn = 0;
+    if (h == NULL) return hs_fail(err, HS_ERR_INPUT, "no model (it was freed)");
+    if (graph_json == NULL) return hs_fail(err, HS_ERR_INPUT, "a circuit figure needs a graph");
+    const hs_config *cfg = hs_api_config(h);
+    hs_graph g = {0};
+    hs_status st = hs_graph_build(cfg, &g, err);
+    double *scores = NULL;
+    unsigned char *in = NULL;
+    edge_abs *k = NULL;
     if (st == HS_OK) {
-        st = png ? hs_viz_figure_write_png(f, path, NULL, err)
-                 : svg ? hs_viz_figure_write_svg(f, path, err) : hs_viz_figure_write_pdf(f, path, err);
+        scores = malloc((g.n_edges ? g.n_edges : 1) * sizeof *scores);
+        in = calloc(g.n_edges ? g.n_edges : 1, 1);
+        if (!scores || !in) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     }
-    hs_viz_figure_destroy(f);
-    return st;
+    if (st == HS_OK) st = hs_graph_json_parse(&g, cfg, graph_json, strlen(graph_json), "graph", scores, in, err);
+    size_t n = 0;
+    for (size_t e = 0; st == HS_OK && e < g.n_edges; e++) n += in[e] != 0;
+    if (st == HS_OK && n > HS_VIZ_MAX_EDGES) { /* as discover's figure: the strongest by |score| */
+        if ((k = malloc(n * sizeof *k)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        size_t m = 0;
+        for (size_t e = 0; st == HS_OK && e < g.n_edges; e++)
+            if (in[e]) k[m++] = (edge_abs){fabs(scores[e]), e};
+        if (st == HS_OK) {
+            qsort(k, m, sizeof *k, cmp_edge_abs);
+            memset(in, 0, g.n_edges);
+            for (size_t i = 0; i < HS_VIZ_MAX_EDGES; i++) in[k[i].e] = 1;
+            n = HS_VIZ_MAX_EDGES;
+        }
+    }
+    hs_viz_figure *f = NULL;
+    if (st == HS_OK) {
+        const hs_viz_options o = options(width_in, dpi);
+        st = hs_graph_figure(&g, scores, in, title, &o, &f, NULL, err);
+    }
+    if (st == HS_OK) *n_drawn = (int)n;
+    free(k);
+    free(in);
+    free(scores);
+    hs_graph_free(&g);
+    return wrap(st, f, out, err);
+}
+
+hs_status hs_api_figure_save(const hs_api_figure *fig, const char *path, hs_error *err)
+{
+    if (fig == NULL || path == NULL) return hs_fail(err, HS_ERR_INPUT, "no figure or no path");
+    const int png = ends_with(path, "png"), svg = ends_with(path, "svg"), pdf = ends_with(path, "pdf");
+    if (!png && !svg && !pdf) return hs_fail(err, HS_ERR_INPUT, "%s: a figure is written as .png, .svg or .pdf", path);
+    return png ? hs_viz_figure_write_png(fig->f, path, NULL, err)
+               : svg ? hs_viz_figure_write_svg(fig->f, path, err) : hs_viz_figure_write_pdf(fig->f, path, err);
+}
+
+void hs_api_figure_size(const hs_api_figure *fig, size_t *w, size_t *h, double *dpi)
+{
+    *w = fig ? hs_viz_figure_width(fig->f) : 0;
+    *h = fig ? hs_viz_figure_height(fig->f) : 0;
+    *dpi = fig ? hs_viz_figure_dpi(fig->f) : 0;
+}
+
+void hs_api_figure_free(hs_api_figure *fig)
+{
+    if (fig == NULL) return;
+    hs_viz_figure_destroy(fig->f);
+    free(fig);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -103,6 +103,8 @@ int hs_api_bos(const hs_api_model *h);
 /* h's tokenizer (owned by h), NULL for NULL. */
 const hs_tokenizer *hs_api_tokenizer(const hs_api_model *h);
 int hs_api_d_vocab(const hs_api_model *h);
+/* h's config (owned by h), NULL for NULL. */
+const hs_config *hs_api_config(const hs_api_model *h);
 
 /* Activations for runs of up to B sequences of T tokens of h's model
  * (hs_acts_create, no gradients); a handle of its own so that a caller can
@@ -176,22 +178,55 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
                             const char *const *opt_vals, int n_opts, char **json, hs_error *err);
 
 /*
- * An attention figure (capi/capi_figures.c): L = 0, H = 1: one head's
- * pattern [T, T] = [dest, src] (hs_viz_attention_figure); L >= 1: a layers x
- * heads grid of patterns [L, H, T, T] (hs_viz_grid_figure), labelled with
- * tokens (T UTF-8 strings), titled title (may be NULL), width_in inches wide
- * (0 = the figure's default) at dpi (0 = 300), written to path as PNG, SVG or
- * PDF by its extension (.png, .svg, .pdf), atomically. Errors: the viz
- * module's (HS_ERR_INPUT for T, L, H out of range, a label that is not
- * UTF-8, a width the labels do not fit, naming the width that does;
- * HS_ERR_NUMERIC for a non-finite unmasked value), HS_ERR_INPUT for another
- * extension, HS_ERR_IO.
+ * Figures (capi/capi_figures.c), laid out by the viz module (the CLI's
+ * figure code) and held as a handle: hs_api_figure_save writes one as PNG,
+ * SVG or PDF by the path's extension (.png, .svg, .pdf), atomically, as many
+ * times as asked; hs_api_figure_size gives its canvas in pixels and its dpi;
+ * hs_api_figure_free frees it (NULL ok). Every maker takes width_in inches
+ * (0 = the figure's default; viz's width promise: a width the labels do not
+ * fit is HS_ERR_INPUT naming the width that does) and dpi (0 = 300), and
+ * returns the figure in *out (NULL on failure). Labels are UTF-8; note
+ * (bars and heatmap, may be NULL) is one line in dark red under the title,
+ * e.g. why the numbers are not usable. Errors:
+ * the viz module's (HS_ERR_INPUT for counts out of range, a label that is
+ * not UTF-8, the width; HS_ERR_NUMERIC for a non-finite value; HS_ERR_IO
+ * without a font), HS_ERR_INPUT for a path of another extension.
+ *   attention: L = 0, H = 1: one head's pattern [T, T] = [dest, src]
+ *     (hs_viz_attention_figure); L >= 1: the layers x heads grid of
+ *     patterns [L, H, T, T] (hs_viz_grid_figure), labelled with tokens (T),
+ *     titled title (may be NULL).
+ *   bars: values [N] with N labels (hs_viz_bars_figure: DLA, ablation),
+ *     xlabel the axis title (may be NULL); the axis fitted to the data.
+ *   heatmap: m [R, C] row-major with R row and C column labels, axis titles
+ *     xlabel / ylabel (may be NULL), value_label the colour bar's quantity
+ *     (may be NULL); is_signed: diverging map over [-max|m|, max|m|]
+ *     (hs_viz_signed_figure: patching, attributions), else sequential over
+ *     [0, max m] (hs_viz_matrix_figure: detector scores).
+ *   circuit: discover's circuit graph figure (hs_graph_figure) of graph.json
+ *     text (EAP-IG's to_json, as hs_graph_json_text writes it) for h's
+ *     model: the edges with in_graph true, width by |score|, colour by sign;
+ *     over HS_VIZ_MAX_EDGES the strongest by |score|, as discover's figure
+ *     (*n_drawn: the edges drawn). Errors also hs_graph_json_parse's (a graph
+ *     of another model shape, an unknown node or edge).
  */
-hs_status hs_api_attention_figure(const float *patterns, int L, int H, int T, const char *const *tokens,
-                                  const char *title, double width_in, double dpi, const char *path,
+typedef struct hs_api_figure hs_api_figure;
+hs_status hs_api_figure_attention(const float *patterns, int L, int H, int T, const char *const *tokens,
+                                  const char *title, double width_in, double dpi, hs_api_figure **out,
                                   hs_error *err);
+hs_status hs_api_figure_bars(const float *values, int N, const char *const *labels, const char *title,
+                             const char *xlabel, const char *note, double width_in, double dpi, hs_api_figure **out,
+                             hs_error *err);
+hs_status hs_api_figure_heatmap(const float *m, int R, int C, const char *const *row_labels,
+                                const char *const *col_labels, const char *title, const char *xlabel,
+                                const char *ylabel, int is_signed, const char *value_label, const char *note,
+                                double width_in, double dpi, hs_api_figure **out, hs_error *err);
+hs_status hs_api_figure_circuit(const hs_api_model *h, const char *graph_json, const char *title, double width_in,
+                                double dpi, int *n_drawn, hs_api_figure **out, hs_error *err);
+hs_status hs_api_figure_save(const hs_api_figure *fig, const char *path, hs_error *err);
+void hs_api_figure_size(const hs_api_figure *fig, size_t *w, size_t *h, double *dpi);
+void hs_api_figure_free(hs_api_figure *fig);
 
-/* `headscope prompts ioi --n n --seed seed [--corrupt abc] [--template
+/* `headscope prompts ioi`: --n n --seed seed [--corrupt abc] [--template
  * template_id]` with h's tokenizer (hs_ioi_generate; template_id -1 = every
  * template of the commonest length): the set's JSONL text in *jsonl
  * (malloc'd; free with hs_api_mem_free). Errors: hs_ioi_generate's (a

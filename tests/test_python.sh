@@ -67,7 +67,9 @@ env ${ENVS[@]+"${ENVS[@]}"} HS="$HS" HS_ROOT="$ROOT" HS_GPT2_DIR="$GPT2" PYTHOND
 # folder: its IOI section), and its figures are there
 "$VENV/bin/python" -m ipykernel install --prefix "$VENV" --name headscope-venv >/dev/null 2>&1 ||
     fail "ipykernel install into the venv"
+mkdir -p "$TMP/figs"
 (cd "$ROOT/examples" && env ${ENVS[@]+"${ENVS[@]}"} JUPYTER_PATH="$VENV/share/jupyter" HEADSCOPE_GPT2="$GPT2" \
+    HEADSCOPE_FIG_DIR="$TMP/figs" \
     PYDEVD_DISABLE_FILE_VALIDATION=1 "$VENV/bin/python" -m nbconvert --to notebook --execute \
     --ExecutePreprocessor.kernel_name=headscope-venv --ExecutePreprocessor.timeout=600 \
     headscope_tour.ipynb --output "$TMP/tour.ipynb") >"$TMP/nb.log" 2>&1 ||
@@ -80,12 +82,14 @@ assert all(c.get("execution_count") for c in code), "a cell did not run"
 outs = [o for c in code for o in c["outputs"]]
 assert not [o for o in outs if o["output_type"] == "error"], "an error output"
 pngs = [o for o in outs if "image/png" in o.get("data", {})]
-assert len(pngs) >= 1, "no figure in the notebook"
+# attention, the head grid, patching by head, DLA's bars, the circuit
+assert len(pngs) >= 5, "%d figures in the notebook, not 5" % len(pngs)
 text = "".join("".join(o.get("text", "")) for o in outs)
 assert "faithfulness of the top 8 edges" in text and "logit difference animal - street" in text, text
 if sys.argv[2]:
     assert "went to the" in text, "no IOI prompt shown"
 PYEOF
+[ "$(head -c 5 "$TMP/figs/circuit.pdf" 2>/dev/null)" = "%PDF-" ] || fail "the notebook's circuit.pdf"
 
 # the package ran from the venv's copy, not from the source tree
 env ${ENVS[@]+"${ENVS[@]}"} "$VENV/bin/python" -c 'import headscope, sys; sys.exit(0 if "/venv/" in headscope.__file__ else 1)' ||

@@ -1,5 +1,14 @@
-"""Figures from the notebook, drawn by the C library's viz code (the CLI's
-figures): PNG, SVG or PDF files, shown inline in Jupyter (_repr_png_)."""
+"""Figures from the notebook, laid out and drawn by the C library's viz code
+(the code the CLI's figures use): each maker returns a Figure, shown inline
+in Jupyter (_repr_png_) and written as PNG, SVG or PDF by save(path).
+
+    fig = headscope.figures.attention(cache["pattern", 0][0, 3], model.to_str_tokens(text))
+    fig.save("L0H3.pdf")
+    headscope.figures.grid(np.stack([cache["pattern", l][0] for l in range(L)]), toks)  # every head
+    headscope.figures.dla(headscope.dla(model, data))          # DLA bars
+    headscope.figures.patch(headscope.patch(model, data), "resid_pre")   # patching heatmap
+    headscope.figures.circuit(model, headscope.discover(model, data))   # the circuit graph
+"""
 import ctypes
 import os
 import tempfile
@@ -11,64 +20,228 @@ from .errors import HeadscopeError
 
 
 class Figure:
-    """A figure written to path (None: held in memory, data its PNG bytes);
-    in Jupyter it displays inline (a PNG's bytes, or for an SVG its text)."""
+    """A figure laid out by the library (its handle), drawn on demand:
+    save(path) writes a .png, .svg or .pdf file (by the extension) and returns
+    the path; png() gives the PNG's bytes (what Jupyter shows inline), svg()
+    the SVG's text;
+    size is (width, height) in pixels at dpi. Freed with the object."""
 
-    def __init__(self, path, data=None):
-        self.path = path
-        self.data = data
+    def __init__(self, ptr, what):
+        self._ptr = ptr
+        self._what = what
+        self._png = None
+        w, h, d = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_double()
+        _lib.lib.hs_api_figure_size(ptr, ctypes.byref(w), ctypes.byref(h), ctypes.byref(d))
+        self.size = (w.value, h.value)
+        self.dpi = d.value
+        self.path = None
+
+    def __del__(self):
+        p, self._ptr = getattr(self, "_ptr", None), None
+        if p and _lib is not None and _lib.lib is not None:
+            _lib.lib.hs_api_figure_free(p)
+
+    def save(self, path):
+        """Writes the figure to path: PNG, SVG or PDF by its extension
+        (atomically). Returns path. HeadscopeError for another extension or
+        a folder that cannot be written."""
+        path = os.fspath(path)
+        _lib.call(_lib.lib.hs_api_figure_save, self._ptr, _lib.enc(path))
+        return path
+
+    def png(self):
+        """The figure as PNG bytes (drawn once, then kept)."""
+        if self._png is None:
+            with tempfile.TemporaryDirectory(prefix="headscope-") as d:
+                with open(self.save(os.path.join(d, "figure.png")), "rb") as f:
+                    self._png = f.read()
+        return self._png
+
+    def svg(self):
+        """The figure as SVG text (a <g id> per panel, node or edge)."""
+        with tempfile.TemporaryDirectory(prefix="headscope-") as d:
+            with open(self.save(os.path.join(d, "figure.svg")), encoding="utf-8") as f:
+                return f.read()
 
     def _repr_png_(self):
-        if self.data is not None:
-            return self.data
-        if self.path.endswith(".png"):
-            with open(self.path, "rb") as f:
-                return f.read()
-        return None
+        return self.png()
 
-    def _repr_svg_(self):
-        if self.path is not None and self.path.endswith(".svg"):
-            with open(self.path, encoding="utf-8") as f:
-                return f.read()
-        return None
+    @property
+    def data(self):
+        """The PNG bytes (as png())."""
+        return self.png()
 
     def __repr__(self):
-        return "<headscope figure %s>" % (self.path or "(in memory, %d bytes of PNG)" % len(self.data))
+        return "<headscope figure: %s, %d x %d px at %g dpi>" % (self._what, self.size[0], self.size[1], self.dpi)
+
+
+def _make(fn, what, path, *args):
+    """Figure from the maker fn(*args, &out); saved to path when one is given."""
+    out = ctypes.c_void_p()
+    _lib.call(fn, *args, ctypes.byref(out))
+    fig = Figure(out, what)
+    if path is not None:
+        fig.path = fig.save(path)
+    return fig
+
+
+def _labels(labels, n, what):
+    toks = list(labels)
+    if len(toks) != n or not all(isinstance(t, str) for t in toks):
+        raise HeadscopeError("%s are %d strings, got %d" % (what, n, len(toks)))
+    return _lib.str_array(toks)
+
+
+def _opt(s):
+    return None if s is None else _lib.enc(s)
+
+
+def _f32(a):
+    return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
 
 
 def attention(pattern, tokens, path=None, width=None, title=None, dpi=None):
     """An attention figure: pattern [dest, src] for one head, [n_heads, dest,
-    src] for a row of heads, or [n_layers, n_heads, dest, src] for a grid
-    (e.g. cache["pattern", 0][0] or np.stack of every layer's [0]); tokens:
-    the T labels (model.to_str_tokens). path: a .png, .svg or .pdf file (None:
-    a PNG kept in memory, figure.data); width in inches (None: the figure's
-    default; a width the labels do not fit is a HeadscopeError naming one
-    that does); dpi (None: 300). Returns a Figure (inline in Jupyter)."""
+    src] for a row of heads, or [n_layers, n_heads, dest, src] for the grid
+    of every head (e.g. cache["pattern", 0][0], or np.stack of every layer's
+    [0]); src > dest drawn masked. tokens: the T labels
+    (model.to_str_tokens). path: also save to this .png, .svg or .pdf (None:
+    not saved); width in inches (None: the figure's default; a width the
+    labels do not fit is a HeadscopeError naming one that does); dpi (None:
+    300). Returns a Figure (inline in Jupyter)."""
     p = np.ascontiguousarray(pattern, dtype=np.float32)
     if p.ndim not in (2, 3, 4) or p.shape[-1] != p.shape[-2]:
         raise HeadscopeError("pattern is [dest, src], [head, dest, src] or [layer, head, dest, src] with "
                              "dest == src, got %s" % list(p.shape))
     T = p.shape[-1]
-    toks = list(tokens)
-    if len(toks) != T or not all(isinstance(t, str) for t in toks):
-        raise HeadscopeError("tokens are %d strings (one a position), got %d" % (T, len(toks)))
+    arr, _keep = _labels(tokens, T, "tokens")
     if p.ndim == 2:
         L, H = 0, 1
     elif p.ndim == 3:
         L, H = 1, p.shape[0]
     else:
         L, H = p.shape[0], p.shape[1]
-    arr, _keep = _lib.str_array(toks)
+    return _make(_lib.lib.hs_api_figure_attention, "attention %s" % list(p.shape), path, _f32(p), L, H, T, arr,
+                 _opt(title), float(width or 0), float(dpi or 0))
 
-    def draw(to):
-        _lib.call(_lib.lib.hs_api_attention_figure, p.ctypes.data_as(ctypes.POINTER(ctypes.c_float)), L, H, T, arr,
-                  None if title is None else _lib.enc(title), float(width or 0), float(dpi or 0), _lib.enc(to))
 
-    if path is None:
-        with tempfile.TemporaryDirectory(prefix="headscope-") as d:
-            draw(os.path.join(d, "attention.png"))
-            with open(os.path.join(d, "attention.png"), "rb") as f:
-                return Figure(None, f.read())
-    path = os.fspath(path)
-    draw(path)
-    return Figure(path)
+def grid(patterns, tokens, path=None, width=None, title=None, dpi=None):
+    """The head grid: every head's attention pattern, patterns [n_layers,
+    n_heads, dest, src] (np.stack([cache["pattern", l][0] for l in
+    range(model.cfg.n_layers)])), rows L0.., columns H0.., one colour scale;
+    a grid taller than a page is thinned as the CLI's (a note under the
+    title says how). Arguments as attention()."""
+    p = np.asarray(patterns)
+    if p.ndim != 4:
+        raise HeadscopeError("grid's patterns are [layer, head, dest, src], got %s" % list(p.shape))
+    return attention(p, tokens, path=path, width=width, title=title, dpi=dpi)
+
+
+def bars(values, labels, path=None, title=None, xlabel=None, note=None, width=None, dpi=None):
+    """A horizontal bar chart (the CLI's DLA and ablation bars): values [N]
+    with N labels; positive bars red to the right, negative blue to the left,
+    each with its value; a chart taller than a page keeps the largest bars and
+    one "other n" bar (said in its note). note: a line in dark red under the
+    title (e.g. why the numbers are not usable). Other arguments as
+    attention()."""
+    v = np.ascontiguousarray(values, dtype=np.float32)
+    if v.ndim != 1 or v.size == 0:
+        raise HeadscopeError("bars' values are one non-empty row [N], got %s" % list(v.shape))
+    arr, _keep = _labels(labels, v.size, "labels")
+    return _make(_lib.lib.hs_api_figure_bars, "bars [%d]" % v.size, path, _f32(v), v.size, arr, _opt(title),
+                 _opt(xlabel), _opt(note), float(width or 0), float(dpi or 0))
+
+
+def heatmap(matrix, row_labels, col_labels, path=None, signed=True, title=None, xlabel=None, ylabel=None,
+            value_label=None, note=None, width=None, dpi=None):
+    """A matrix [R, C] with R row and C column labels (the CLI's patching
+    and score heatmaps): signed=True a diverging map centred on 0 over
+    [-max|m|, max|m|]; signed=False a sequential map over [0, max m].
+    value_label names the colour bar's quantity; note as bars(). Other
+    arguments as attention()."""
+    m = np.ascontiguousarray(matrix, dtype=np.float32)
+    if m.ndim != 2 or m.size == 0:
+        raise HeadscopeError("heatmap's matrix is [rows, columns], got %s" % list(m.shape))
+    rl, _k1 = _labels(row_labels, m.shape[0], "row labels")
+    cl, _k2 = _labels(col_labels, m.shape[1], "column labels")
+    return _make(_lib.lib.hs_api_figure_heatmap, "heatmap %s" % list(m.shape), path, _f32(m), m.shape[0],
+                 m.shape[1], rl, cl, _opt(title), _opt(xlabel), _opt(ylabel), 1 if signed else 0, _opt(value_label),
+                 _opt(note), float(width or 0), float(dpi or 0))
+
+
+def dla(result, path=None, title=None, width=None, dpi=None):
+    """The bars of headscope.dla's result (its "components": each one's mean
+    attribution to the logit difference), as `headscope dla --out` draws
+    them. Arguments as attention()."""
+    comps = result.get("components") if isinstance(result, dict) else None
+    if not comps:
+        raise HeadscopeError("dla() draws the dict headscope.dla returns (with its 'components')")
+    return bars([c["attribution"] for c in comps], [c["component"] for c in comps], path=path,
+                title=title if title is not None else "direct logit attribution (mean over %d prompts)"
+                % result.get("prompts", 0), xlabel="logit difference", width=width, dpi=dpi)
+
+
+def patch(result, act, path=None, tokens=None, title=None, width=None, dpi=None):
+    """One act's heatmap of headscope.patch's result (by layer and position,
+    or layer and head): its normalised logit difference, diverging around 0
+    (1 = the clean run restored). tokens: the position labels (default
+    "0", "1", ...; model.to_str_tokens of the first prompt names them).
+    Arguments as attention()."""
+    acts = result.get("acts") if isinstance(result, dict) else None
+    if not acts:
+        raise HeadscopeError("patch() draws the dict headscope.patch returns (with its 'acts')")
+    if act not in acts:
+        raise HeadscopeError("the result has no act %r (it has %s)" % (act, ", ".join(acts)))
+    a = acts[act]
+    m = np.asarray(a["metric"], dtype=np.float32)
+    if m.ndim != 2:
+        raise HeadscopeError("act %r's metric is %s, not a [layer, column] table" % (act, list(m.shape)))
+    by_head = "head" in a.get("by", "").split("[")[0]
+    if by_head:
+        cols, xl = ["H%d" % i for i in range(m.shape[1])], "head"
+    else:
+        cols = list(tokens) if tokens is not None else [str(i) for i in range(m.shape[1])]
+        xl = "position"
+    why = result.get("why_not_usable", "")
+    note = None if result.get("usable", True) else "not usable: %s" % why.split(" (")[0]
+    return heatmap(m, ["L%d" % l for l in range(m.shape[0])], cols, path=path, signed=True,
+                   title=title if title is not None else "patching %s" % a.get("hook", act), xlabel=xl,
+                   ylabel="layer", value_label="normalised logit difference", note=note, width=width, dpi=dpi)
+
+
+_METHOD_TITLES = {"exact": "exact patching", "acdc": "ACDC", "eap": "EAP", "eap-ig": "EAP-IG"}
+
+
+def circuit(model, discovery, path=None, title=None, width=None, dpi=None):
+    """The circuit graph figure of headscope.discover's result (or of a
+    graph.json text or path, EAP-IG's to_json) on model's graph, as
+    `headscope discover --out` draws it: layers bottom to top, the circuit's
+    edges by |score| in width, by sign in colour, each into its head's q, k
+    or v (the strongest 1,024 when there are more). Returns a Figure;
+    figure.edges is how many edges it draws."""
+    text = getattr(discovery, "graph_json", None)
+    if text is None and isinstance(discovery, (str, os.PathLike)):
+        s = os.fspath(discovery)
+        if s.lstrip().startswith("{"):
+            text = s
+        else:
+            try:
+                with open(s, encoding="utf-8") as f:
+                    text = f.read()
+            except OSError as e:
+                raise HeadscopeError("cannot read %s: %s" % (s, e.strerror)) from None
+    if text is None:
+        raise HeadscopeError("circuit() draws headscope.discover's result, or a graph.json (text or path)")
+    if title is None and isinstance(discovery, dict) and "circuit" in discovery:
+        # discover --out's title (discovery/discover.c)
+        c, f = discovery["circuit"], discovery["circuit"].get("faithfulness")
+        title = "%s circuit (%s): %d of %d edges, faithfulness %s" % (
+            _METHOD_TITLES.get(discovery.get("method"), discovery.get("method")), c.get("chosen_by"),
+            c.get("edges", 0), discovery.get("n_edges", 0), "undefined" if f is None else "%.2f" % f)
+    n = ctypes.c_int()
+    fig = _make(_lib.lib.hs_api_figure_circuit, "circuit", None, model._handle(), _lib.enc(text), _opt(title),
+                float(width or 0), float(dpi or 0), ctypes.byref(n))
+    fig.edges = n.value
+    if path is not None:
+        fig.path = fig.save(path)
+    return fig

@@ -3,6 +3,7 @@
 import headscope  # first: before numpy loads OpenBLAS (headscope/_lib.py)
 
 import json
+import re
 import math
 import os
 import subprocess
@@ -395,7 +396,7 @@ def test_attention_figures(tiny, tmp_path):
     assert w == 1050 and 600 < h < 2000  # 3.5 in at 300 dpi
     grid = np.stack([cache["pattern", l][0] for l in range(2)])
     f = headscope.figures.attention(grid, toks, tmp_path / "g.svg", dpi=72)
-    doc = xml.dom.minidom.parseString(f._repr_svg_())
+    doc = xml.dom.minidom.parseString(f.svg())
     ids = {g.getAttribute("id") for g in doc.getElementsByTagName("g")}
     assert {"L0H0", "L1H3"} <= ids
     with pytest.raises(headscope.HeadscopeError, match=r"cannot show every label in 0.50 in .* needs 2.24 in"):
@@ -407,6 +408,68 @@ def test_attention_figures(tiny, tmp_path):
     assert not (tmp_path / "b.png").exists()
     mem = headscope.figures.attention(cache["pattern", 1][0, 0], toks, width=3.5, title="L1H0")
     assert mem.path is None and mem._repr_png_() == png  # the same bytes, kept in memory
+
+
+def _svg_fills(svg, kind):
+    """The fill colours of the SVG's cells (kind "path", row by row) or bars ("rect" of class bar)."""
+    if kind == "path":
+        cells = svg[svg.index('class="cells"'):]
+        cells = cells[:cells.index("</g>\n</g>")]
+        return re.findall(r'<path d="[^"]*" fill="(#[0-9a-f]{6})"', cells)
+    return re.findall(r'<rect x="\d+" y="\d+" width="(\d+)" height="\d+" fill="(#[0-9a-f]{6})" class="bar"', svg)
+
+
+def test_figures_bars_heatmap_grid(tiny, tmp_path):
+    # bars: positive red to the right, negative blue, length by value (2 : 1)
+    f = headscope.figures.bars([2.0, -1.0], ["a", "b"], title="t", xlabel="logit difference")
+    (wa, ca), (wb, cb) = _svg_fills(f.svg(), "rect")
+    assert (ca, cb) == ("#bf3338", "#2e77b5") and abs(int(wa) - 2 * int(wb)) <= 1
+    assert f.save(tmp_path / "b.pdf") and (tmp_path / "b.pdf").read_bytes()[:5] == b"%PDF-"
+    assert f.png()[:8] == b"\x89PNG\r\n\x1a\n" and f.size[0] == 975  # a column, 3.25 in at 300 dpi
+    # heatmap: signed = diverging around 0 (the largest |value| the darkest end), else viridis from 0
+    m = np.array([[1.0, -0.5], [0.0, 0.25]], np.float32)
+    fills = _svg_fills(headscope.figures.heatmap(m, ["r0", "r1"], ["c0", "c1"]).svg(), "path")
+    assert fills[0] == "#67001f" and int(fills[1][5:7], 16) > int(fills[1][1:3], 16) and fills[2] == "#f7f6f6"
+    fills = _svg_fills(headscope.figures.heatmap(abs(m), ["r0", "r1"], ["c0", "c1"], signed=False).svg(), "path")
+    assert fills[0] == "#fde725" and fills[2] == "#440154"
+    with pytest.raises(headscope.HeadscopeError, match="column labels are 2 strings, got 1"):
+        headscope.figures.heatmap(m, ["r0", "r1"], ["c0"])
+    with pytest.raises(headscope.HeadscopeError, match="not finite|non-finite|NaN"):
+        headscope.figures.heatmap(m * np.nan, ["r0", "r1"], ["c0", "c1"])
+    # the head grid and DLA's bars from the experiment's dict
+    _, cache = tiny.run_with_cache(SENTENCE, names_filter="**hook_pattern")
+    g = headscope.figures.grid(np.stack([cache["pattern", l][0] for l in range(2)]), tiny.to_str_tokens(SENTENCE))
+    assert {"L0H0", "L1H3"} <= set(re.findall(r'<g id="(L\dH\d)"', g.svg()))
+    d = headscope.dla(tiny, [{"prompt": SENTENCE, "answer": "animal", "wrong": "street"}])
+    bars = _svg_fills(headscope.figures.dla(d).svg(), "rect")
+    assert len(bars) == len(d["components"])
+    assert [c == "#bf3338" for _, c in bars] == [c["attribution"] >= 0 for c in d["components"]]
+
+
+def test_figures_patch_and_circuit(tiny, prompts, tmp_path):
+    path, rows = prompts
+    p = headscope.patch(tiny, path, acts="resid_pre,z")
+    f = headscope.figures.patch(p, "z", tmp_path / "z.svg")
+    fills = _svg_fills((tmp_path / "z.svg").read_text(), "path")
+    assert len(fills) == 8  # [layer, head]
+    want = np.array(p["acts"]["z"]["metric"]).ravel()
+    red = [int(c[1:3], 16) > int(c[5:7], 16) for c in fills]  # diverging: red above 0, blue below
+    assert [r for r, v in zip(red, want) if abs(v) > 0.1 * abs(want).max()] == \
+        [v > 0 for v in want if abs(v) > 0.1 * abs(want).max()]
+    with pytest.raises(headscope.HeadscopeError, match="has no act 'mlp_out'"):
+        headscope.figures.patch(p, "mlp_out")
+    d = headscope.discover(tiny, path, top=6)
+    c = headscope.figures.circuit(tiny, d, tmp_path / "c.svg")
+    ids = set(re.findall(r'<g id="(e-[^"]+)"', (tmp_path / "c.svg").read_text()))
+    assert c.edges == len(d.circuit) == len(ids) > 0
+    # every circuit edge is drawn: "a0.h1->a1.h0<v>" is the SVG's "e-a0_h1-a1_h0-v"
+    want = {"e-%s-%s" % tuple(x.replace(".", "_") for x in re.sub(r"<([qkv])>$", r"-\1", n).split("->"))
+            for n in d.circuit}
+    assert want == ids
+    assert c.save(tmp_path / "c.png").endswith("c.png") and (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(headscope.HeadscopeError, match="cfg n_layers is 3"):
+        g = dict(d.graph, cfg=dict(d.graph["cfg"], n_layers=3))
+        headscope.figures.circuit(tiny, json.dumps(g))
 
 
 # --------------------------------------------------------------------------
