@@ -25,9 +25,13 @@ the load average is printed before and after.
           no-op)]) minus model.run_with_hooks(tokens) (the forward), Q ABBA
           pairs: one hooked point's cost (the ctypes trampoline, the numpy
           view, the registry's copy and comparison of the point in C); then a
-          no-op on every layer's hook_z (the cost over n_layers points, less
-          noisy). Target: under 1 ms a point. The hook's Python side alone
-          (trampoline to return, timed inside the run) is printed beside it.
+          no-op on each of the 4 x n_layers points of that shape (q, k, v, z:
+          the difference over 48 points, less noisy per point). Target:
+          under 1 ms a point. The hook's Python side alone (trampoline to
+          return, timed inside the run) is printed beside it.
+  CPU     beside the wall clock, every figure as CPU time: the process's, or
+          at --threads 1 the calling thread's, which is all the work and
+          what the machine's load changes least (run both ways).
   --with-bench-gpt2: BUILD_DIR/bench_gpt2 --ctx T (a separate C process on the
           same folder) between the rounds, for reference.
 """
@@ -60,10 +64,17 @@ def tokens(T, V):
 
 
 def timed(fn):
-    """(wall ms, process CPU ms) of one call."""
-    w0, c0 = time.perf_counter(), time.process_time()
+    """(wall ms, CPU ms) of one call: the process's CPU time, or with
+    THREAD_CPU the calling thread's (all the work at --threads 1, where
+    neither the pool nor OpenBLAS starts a thread: the measure the machine's
+    load changes least)."""
+    clock = time.thread_time if THREAD_CPU else time.process_time
+    w0, c0 = time.perf_counter(), clock()
     fn()
-    return (time.perf_counter() - w0) * 1e3, (time.process_time() - c0) * 1e3
+    return (time.perf_counter() - w0) * 1e3, (clock() - c0) * 1e3
+
+
+THREAD_CPU = False
 
 
 def spread(xs):
@@ -102,6 +113,9 @@ def main():
     ap.add_argument("--with-bench-gpt2", action="store_true")
     ap.add_argument("--json")
     a = ap.parse_args()
+    global THREAD_CPU
+    THREAD_CPU = a.threads == 1
+    cpu_what = "the calling thread's CPU ms (all the work at 1 thread)" if THREAD_CPU else "process CPU ms"
     print("load average before: %s (%d CPUs); OpenBLAS core %s; %s" % (load_avg(), os.cpu_count(),
                                                                      headscope.BLAS_CORE, _lib.LIB_PATH))
     m = headscope.load(a.gpt2, threads=a.threads)
@@ -148,14 +162,15 @@ def main():
     print("  ratio of the medians %.3fx; median of the pairs' ratios %.3fx (p25-p75 %s); ratio of the minima %.3fx"
           % (statistics.median(wp) / statistics.median(wc), statistics.median(ratios),
              "-".join("%.3f" % v for v in statistics.quantiles(ratios, n=4)[::2]), min(wp) / min(wc)))
-    print("  process CPU ms: Python %s, C %s: %.3fx" % (spread(cp), spread(cc),
-                                                         statistics.median(cp) / statistics.median(cc)))
+    cr = [x / y for x, y in zip(cp, cc)]
+    print("  %s: Python %s, C %s: ratio of the medians %.3fx, median of the pairs' ratios %.3fx" % (
+        cpu_what, spread(cp), spread(cc), statistics.median(cp) / statistics.median(cc), statistics.median(cr)))
     print("  the Python layer alone (views + ActivationCache of %d points, 200 times): %.3f ms median (min %.3f): "
           "%.2f%% of the C forward's median" % (n_points, statistics.median(layer_ms), min(layer_ms),
                                                 100 * statistics.median(layer_ms) / statistics.median(wc)))
     res.update(py_ms=statistics.median(wp), c_ms=statistics.median(wc), ratio=statistics.median(wp) /
                statistics.median(wc), pair_ratio=statistics.median(ratios), layer_ms=statistics.median(layer_ms),
-               cpu_ratio=statistics.median(cp) / statistics.median(cc))
+               cpu_ratio=statistics.median(cp) / statistics.median(cc), cpu_pair_ratio=statistics.median(cr))
 
     if a.with_bench_gpt2:
         out = subprocess.run(["%s/bench_gpt2" % a.build, a.gpt2, "--threads", str(a.threads), "--runs", "7",
@@ -176,12 +191,17 @@ def main():
     def hooked():
         m.run_with_hooks(tok, fwd_hooks=[(a.hook_point, noop)])
 
-    wh, wf, _, _ = abba(hooked, forward, a.hook_pairs)
+    wh, wf, ch, cf = abba(hooked, forward, a.hook_pairs)
     diff = [x - y for x, y in zip(wh, wf)]
+    cdiff = [x - y for x, y in zip(ch, cf)]
+    # every point of hook_z's shape [batch, pos, head, d_head] (q, k, v, z of
+    # every layer: buffers the plain forward fills anyway), so that the
+    # difference is n_points times larger than the noise allows for one
     L = m.cfg.n_layers
-    every = [("blocks.%d.attn.hook_z" % l, noop) for l in range(L)]
-    wh2, wf2, _, _ = abba(lambda: m.run_with_hooks(tok, fwd_hooks=every), forward, a.hook_pairs)
-    diff2 = [(x - y) / L for x, y in zip(wh2, wf2)]
+    every = [("blocks.%d.attn.hook_%s" % (l, x), noop) for l in range(L) for x in "qkvz"]
+    wh2, wf2, ch2, cf2 = abba(lambda: m.run_with_hooks(tok, fwd_hooks=every), forward, a.hook_pairs)
+    diff2 = [(x - y) / len(every) for x, y in zip(wh2, wf2)]
+    cdiff2 = [(x - y) / len(every) for x, y in zip(ch2, cf2)]
 
     # the Python side of one hooked call, timed inside the run: the time from
     # the C callback's entry into Python to its return (_call_hook wrapped)
@@ -203,12 +223,14 @@ def main():
         hm._call_hook = orig
     shape = m.run_with_cache(tok, names_filter=a.hook_point)[1][a.hook_point].shape
     print("a no-op Python hook at %d tokens, %d ABBA pairs each:" % (T, a.hook_pairs))
-    print("  on %s %s: run_with_hooks %s ms, forward %s ms; difference %s ms" % (
-        a.hook_point, list(shape), spread(wh), spread(wf), spread(diff)))
-    print("  on all %d layers' hook_z: difference per point %s ms" % (L, spread(diff2)))
+    print("  on %s %s: run_with_hooks %s ms, forward %s ms; difference %s ms (wall), %s ms (%s)" % (
+        a.hook_point, list(shape), spread(wh), spread(wf), spread(diff), spread(cdiff), cpu_what))
+    print("  on the %d points of that shape (q, k, v, z of every layer): difference per point %s ms (wall), %s ms "
+          "(%s)" % (len(every), spread(diff2), spread(cdiff2), cpu_what))
     print("  the hook's Python side (trampoline entry to return, %d calls): %.3f ms median" % (
         len(inside), statistics.median(inside)))
-    res.update(hook_ms=statistics.median(diff), hook_every_ms=statistics.median(diff2),
+    res.update(hook_ms=statistics.median(diff), hook_cpu_ms=statistics.median(cdiff),
+               hook_every_ms=statistics.median(diff2), hook_every_cpu_ms=statistics.median(cdiff2),
                hook_python_ms=statistics.median(inside), load_after=os.getloadavg())
     print("load average after: %s" % load_avg())
     if a.json:
