@@ -363,6 +363,8 @@ static hs_status patch_acts(const hs_model *m, const char *s, unsigned *acts, hs
         for (int a = 0; a < HS_PATCH_N; a++) *acts |= 1u << a;
         if (m->cfg.d_mlp == 0) *acts &= ~(1u << HS_PATCH_MLP_OUT);
         if (m->cfg.attn != HS_ATTN_SOFTMAX) *acts &= ~((1u << HS_PATCH_Q) | (1u << HS_PATCH_K));
+        if (hs_kv_heads(&m->cfg) != m->cfg.n_heads) /* k, v per key/value head: as cmd_patch.c */
+            *acts &= ~((1u << HS_PATCH_K) | (1u << HS_PATCH_V));
         return HS_OK;
     }
     char *buf = hs_strdup(s);

@@ -7,11 +7,15 @@
     cache["pattern", 0]                     # [batch, head, dest, src], float32
     logits = model.run_with_hooks(tokens, fwd_hooks=[("blocks.0.attn.hook_z", fn)])
     headscope.patch(model, "prompts.jsonl") # patch --json as a dict
+    headscope.figures.attention(cache["pattern", 0][0], model.to_str_tokens(tokens)).save("a.pdf")
 
 Every number is computed by libheadscope.so (the library the CLI is built
 from); arrays are numpy. Reference: help(headscope.load),
 help(headscope.HookedTransformer), help(headscope.ActivationCache),
-help(headscope.patch), help(headscope.ablate), help(headscope.dla).
+help(headscope.patch), help(headscope.ablate), help(headscope.dla),
+help(headscope.figures) (attention, grid, bars, heatmap, dla, patch, circuit:
+figures drawn by the library's viz code, inline in Jupyter, saved as PNG, SVG
+or PDF).
 Errors raise headscope.HeadscopeError with the library's one-line message.
 
 Import headscope before numpy (or anything else that loads OpenBLAS): on a CPU
