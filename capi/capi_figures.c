@@ -84,14 +84,17 @@ hs_status hs_api_figure_bars(const float *values, int N, const char *const *labe
 
 hs_status hs_api_figure_heatmap(const float *m, int R, int C, const char *const *row_labels,
                                 const char *const *col_labels, const char *title, const char *xlabel,
-                                const char *ylabel, int is_signed, const char *value_label, const char *note,
-                                double width_in, double dpi, hs_api_figure **out, hs_error *err)
+                                const char *ylabel, int is_signed, double limit, const char *value_label,
+                                const char *note, double width_in, double dpi, hs_api_figure **out, hs_error *err)
 {
     *out = NULL;
     if (m == NULL || row_labels == NULL || col_labels == NULL || R < 1 || C < 1)
         return hs_fail(err, HS_ERR_INPUT, "a heatmap needs a matrix and its row and column labels");
     hs_viz_options o = options(width_in, dpi);
-    o.range = HS_VIZ_RANGE_AUTO;
+    if (!(limit >= 0)) return hs_fail(err, HS_ERR_INPUT, "a heatmap's limit is >= 0 (0 = the data's range)");
+    o.range = limit > 0 ? HS_VIZ_RANGE_FIXED : HS_VIZ_RANGE_AUTO;
+    o.vmin = is_signed ? -limit : 0;
+    o.vmax = limit;
     o.value_label = value_label;
     o.note = note;
     hs_viz_figure *f = NULL;

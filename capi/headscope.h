@@ -199,9 +199,11 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
  *     xlabel the axis title (may be NULL); the axis fitted to the data.
  *   heatmap: m [R, C] row-major with R row and C column labels, axis titles
  *     xlabel / ylabel (may be NULL), value_label the colour bar's quantity
- *     (may be NULL); is_signed: diverging map over [-max|m|, max|m|]
+ *     (may be NULL); is_signed: diverging map over [-limit, limit]
  *     (hs_viz_signed_figure: patching, attributions), else sequential over
- *     [0, max m] (hs_viz_matrix_figure: detector scores).
+ *     [0, limit] (hs_viz_matrix_figure: detector scores); limit 0: the
+ *     data's range ([-max|m|, max|m|], [0, max m]), values past a limit take
+ *     the map's end.
  *   circuit: discover's circuit graph figure (hs_graph_figure) of graph.json
  *     text (EAP-IG's to_json, as hs_graph_json_text writes it) for h's
  *     model: the edges with in_graph true, width by |score|, colour by sign;
@@ -218,8 +220,8 @@ hs_status hs_api_figure_bars(const float *values, int N, const char *const *labe
                              hs_error *err);
 hs_status hs_api_figure_heatmap(const float *m, int R, int C, const char *const *row_labels,
                                 const char *const *col_labels, const char *title, const char *xlabel,
-                                const char *ylabel, int is_signed, const char *value_label, const char *note,
-                                double width_in, double dpi, hs_api_figure **out, hs_error *err);
+                                const char *ylabel, int is_signed, double limit, const char *value_label,
+                                const char *note, double width_in, double dpi, hs_api_figure **out, hs_error *err);
 hs_status hs_api_figure_circuit(const hs_api_model *h, const char *graph_json, const char *title, double width_in,
                                 double dpi, int *n_drawn, hs_api_figure **out, hs_error *err);
 hs_status hs_api_figure_save(const hs_api_figure *fig, const char *path, hs_error *err);

@@ -152,11 +152,13 @@ def bars(values, labels, path=None, title=None, xlabel=None, note=None, width=No
                  _opt(xlabel), _opt(note), float(width or 0), float(dpi or 0))
 
 
-def heatmap(matrix, row_labels, col_labels, path=None, signed=True, title=None, xlabel=None, ylabel=None,
-            value_label=None, note=None, width=None, dpi=None):
+def heatmap(matrix, row_labels, col_labels, path=None, signed=True, limit=None, title=None, xlabel=None,
+            ylabel=None, value_label=None, note=None, width=None, dpi=None):
     """A matrix [R, C] with R row and C column labels (the CLI's patching
     and score heatmaps): signed=True a diverging map centred on 0 over
-    [-max|m|, max|m|]; signed=False a sequential map over [0, max m].
+    [-limit, limit]; signed=False a sequential map over [0, limit]; limit
+    None: the data's range (max |m| or max m); values past it take the map's
+    end.
     value_label names the colour bar's quantity; note as bars(). Other
     arguments as attention()."""
     m = np.ascontiguousarray(matrix, dtype=np.float32)
@@ -165,27 +167,39 @@ def heatmap(matrix, row_labels, col_labels, path=None, signed=True, title=None, 
     rl, _k1 = _labels(row_labels, m.shape[0], "row labels")
     cl, _k2 = _labels(col_labels, m.shape[1], "column labels")
     return _make(_lib.lib.hs_api_figure_heatmap, "heatmap %s" % list(m.shape), path, _f32(m), m.shape[0],
-                 m.shape[1], rl, cl, _opt(title), _opt(xlabel), _opt(ylabel), 1 if signed else 0, _opt(value_label),
-                 _opt(note), float(width or 0), float(dpi or 0))
+                 m.shape[1], rl, cl, _opt(title), _opt(xlabel), _opt(ylabel), 1 if signed else 0, float(limit or 0),
+                 _opt(value_label), _opt(note), float(width or 0), float(dpi or 0))
 
 
 def dla(result, path=None, title=None, width=None, dpi=None):
-    """The bars of headscope.dla's result (its "components": each one's mean
-    attribution to the logit difference), as `headscope dla --out` draws
-    them. Arguments as attention()."""
+    """The bars of headscope.dla's result as `headscope dla --out` draws them
+    (dla_bars): each component's mean attribution, then the final norm's bias
+    term (ln_final_b, when there is one) and b_U's, which sum to the target.
+    Arguments as attention()."""
     comps = result.get("components") if isinstance(result, dict) else None
     if not comps:
         raise HeadscopeError("dla() draws the dict headscope.dla returns (with its 'components')")
-    return bars([c["attribution"] for c in comps], [c["component"] for c in comps], path=path,
-                title=title if title is not None else "direct logit attribution (mean over %d prompts)"
-                % result.get("prompts", 0), xlabel="logit difference", width=width, dpi=dpi)
+    values = [c["attribution"] for c in comps]
+    labels = [c["component"] for c in comps]
+    if result.get("constant") is not None:
+        values.append(result["constant"])
+        labels.append("ln_final_b")
+    values.append(result.get("unembed_bias_term", 0.0))
+    labels.append("b_U")
+    wrong = "wrong" in result.get("direction", "")
+    return bars(values, labels, path=path,
+                title=title if title is not None else
+                "direct logit attribution (final norm frozen), mean over the prompts",
+                xlabel="logit difference answer \u2212 wrong" if wrong else "answer logit", width=width, dpi=dpi)
 
 
 def patch(result, act, path=None, tokens=None, title=None, width=None, dpi=None):
-    """One act's heatmap of headscope.patch's result (by layer and position,
-    or layer and head): its normalised logit difference, diverging around 0
-    (1 = the clean run restored). tokens: the position labels (default
-    "0", "1", ...; model.to_str_tokens of the first prompt names them).
+    """One act's heatmap of headscope.patch's result as `headscope patch
+    --out` draws it (patch_<act>): the normalised logit difference by layer
+    and position, or by layer and head for a head act, diverging over
+    [-1, 1] (1 = the clean run restored); a result that is not usable says
+    why under the title (the CLI draws none). tokens: the position labels
+    (default "0", "1", ...; the CLI's are the first prompt's tokens).
     Arguments as attention()."""
     acts = result.get("acts") if isinstance(result, dict) else None
     if not acts:
@@ -193,20 +207,24 @@ def patch(result, act, path=None, tokens=None, title=None, width=None, dpi=None)
     if act not in acts:
         raise HeadscopeError("the result has no act %r (it has %s)" % (act, ", ".join(acts)))
     a = acts[act]
+    if "metric" not in a:
+        raise HeadscopeError("act %r has no per-%s table (patched with by='head,position')" % (act, "head"))
     m = np.asarray(a["metric"], dtype=np.float32)
     if m.ndim != 2:
         raise HeadscopeError("act %r's metric is %s, not a [layer, column] table" % (act, list(m.shape)))
-    by_head = "head" in a.get("by", "").split("[")[0]
-    if by_head:
-        cols, xl = ["H%d" % i for i in range(m.shape[1])], "head"
+    head = a.get("by", "").startswith("head")
+    if head:
+        cols = ["H%d" % i for i in range(m.shape[1])]
     else:
         cols = list(tokens) if tokens is not None else [str(i) for i in range(m.shape[1])]
-        xl = "position"
     why = result.get("why_not_usable", "")
     note = None if result.get("usable", True) else "not usable: %s" % why.split(" (")[0]
-    return heatmap(m, ["L%d" % l for l in range(m.shape[0])], cols, path=path, signed=True,
-                   title=title if title is not None else "patching %s" % a.get("hook", act), xlabel=xl,
-                   ylabel="layer", value_label="normalised logit difference", note=note, width=width, dpi=dpi)
+    how = "AtP estimate of patching" if result.get("method") == "atp" else "patching"
+    if title is None:  # experiments/figures.c's
+        title = "%s %s%s: normalised LD (1 = clean restored)" % (how, act, " per head, all positions" if head else "")
+    return heatmap(m, ["L%d" % l for l in range(m.shape[0])], cols, path=path, signed=True, limit=1.0, title=title,
+                   xlabel="head" if head else "position", ylabel="layer", value_label="normalised logit difference",
+                   note=note, width=width, dpi=dpi)
 
 
 _METHOD_TITLES = {"exact": "exact patching", "acdc": "ACDC", "eap": "EAP", "eap-ig": "EAP-IG"}

@@ -416,14 +416,15 @@ def _svg_fills(svg, kind):
         cells = svg[svg.index('class="cells"'):]
         cells = cells[:cells.index("</g>\n</g>")]
         return re.findall(r'<path d="[^"]*" fill="(#[0-9a-f]{6})"', cells)
-    return re.findall(r'<rect x="\d+" y="\d+" width="(\d+)" height="\d+" fill="(#[0-9a-f]{6})" class="bar"', svg)
+    return [(int(w), c, int(r)) for w, c, r in re.findall(
+        r'<rect x="\d+" y="\d+" width="(\d+)" height="\d+" fill="(#[0-9a-f]{6})" class="bar" data-row="(\d+)"', svg)]
 
 
 def test_figures_bars_heatmap_grid(tiny, tmp_path):
     # bars: positive red to the right, negative blue, length by value (2 : 1)
     f = headscope.figures.bars([2.0, -1.0], ["a", "b"], title="t", xlabel="logit difference")
-    (wa, ca), (wb, cb) = _svg_fills(f.svg(), "rect")
-    assert (ca, cb) == ("#bf3338", "#2e77b5") and abs(int(wa) - 2 * int(wb)) <= 1
+    (wa, ca, _), (wb, cb, _) = _svg_fills(f.svg(), "rect")
+    assert (ca, cb) == ("#bf3338", "#2e77b5") and abs(wa - 2 * wb) <= 1
     assert f.save(tmp_path / "b.pdf") and (tmp_path / "b.pdf").read_bytes()[:5] == b"%PDF-"
     assert f.png()[:8] == b"\x89PNG\r\n\x1a\n" and f.size[0] == 975  # a column, 3.25 in at 300 dpi
     # heatmap: signed = diverging around 0 (the largest |value| the darkest end), else viridis from 0
@@ -440,25 +441,35 @@ def test_figures_bars_heatmap_grid(tiny, tmp_path):
     _, cache = tiny.run_with_cache(SENTENCE, names_filter="**hook_pattern")
     g = headscope.figures.grid(np.stack([cache["pattern", l][0] for l in range(2)]), tiny.to_str_tokens(SENTENCE))
     assert {"L0H0", "L1H3"} <= set(re.findall(r'<g id="(L\dH\d)"', g.svg()))
-    d = headscope.dla(tiny, [{"prompt": SENTENCE, "answer": "animal", "wrong": "street"}])
-    bars = _svg_fills(headscope.figures.dla(d).svg(), "rect")
-    assert len(bars) == len(d["components"])
-    assert [c == "#bf3338" for _, c in bars] == [c["attribution"] >= 0 for c in d["components"]]
 
 
-def test_figures_patch_and_circuit(tiny, prompts, tmp_path):
+def test_figures_patch_dla_circuit(tiny, tiny_path, prompts, tmp_path):
     path, rows = prompts
+    # DLA's bars and discover's circuit: the CLI's own figures, byte for byte
+    run_hs("dla", "--model", tiny_path, "--data", path, "--out", tmp_path / "dla", "--format", "svg")
+    d = headscope.dla(tiny, path)
+    svg = headscope.figures.dla(d).svg()
+    assert svg == (tmp_path / "dla" / "dla_bars.svg").read_text()
+    bars = _svg_fills(svg, "rect")  # (a bar of width 0 has no rect)
+    assert len(bars) >= 8 and all((c == "#bf3338") == (d["components"][r]["attribution"] > 0) for _, c, r in bars
+                                  if r < len(d["components"]))
+    run_hs("discover", "--model", tiny_path, "--data", path, "--method", "eap-ig", "--top", "6", "--out",
+           tmp_path / "disc", "--format", "svg")
+    found = headscope.discover(tiny, path, top=6)
+    assert headscope.figures.circuit(tiny, found).svg() == (tmp_path / "disc" / "circuit.svg").read_text()
     p = headscope.patch(tiny, path, acts="resid_pre,z")
     f = headscope.figures.patch(p, "z", tmp_path / "z.svg")
-    fills = _svg_fills((tmp_path / "z.svg").read_text(), "path")
-    assert len(fills) == 8  # [layer, head]
-    want = np.array(p["acts"]["z"]["metric"]).ravel()
-    red = [int(c[1:3], 16) > int(c[5:7], 16) for c in fills]  # diverging: red above 0, blue below
-    assert [r for r, v in zip(red, want) if abs(v) > 0.1 * abs(want).max()] == \
-        [v > 0 for v in want if abs(v) > 0.1 * abs(want).max()]
+    svg = (tmp_path / "z.svg").read_text()
+    assert "patching z per head, all positions" in svg and "not usable" in svg  # the CLI's title; why, said
+    fills = set(_svg_fills(svg, "path"))  # (cells of one colour share a path)
+    v = np.array(p["acts"]["z"]["metric"]).ravel()
+    # [-1, 1] as the CLI's: a value past 1 takes the map's end, red above 0 and blue below
+    assert ("#67001f" in fills) == bool((v >= 1).any()) and ("#053061" in fills) == bool((v <= -1).any())
+    red = {int(c[1:3], 16) > int(c[5:7], 16) + 40 for c in fills}
+    assert (True in red) == bool((v > 0.1).any()) and (False in red) == bool((v < -0.1).any())
     with pytest.raises(headscope.HeadscopeError, match="has no act 'mlp_out'"):
         headscope.figures.patch(p, "mlp_out")
-    d = headscope.discover(tiny, path, top=6)
+    d = found
     c = headscope.figures.circuit(tiny, d, tmp_path / "c.svg")
     ids = set(re.findall(r'<g id="(e-[^"]+)"', (tmp_path / "c.svg").read_text()))
     assert c.edges == len(d.circuit) == len(ids) > 0
