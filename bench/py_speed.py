@@ -227,8 +227,20 @@ def main():
         a.hook_point, list(shape), spread(wh), spread(wf), spread(diff), spread(cdiff), cpu_what))
     print("  on the %d points of that shape (q, k, v, z of every layer): difference per point %s ms (wall), %s ms "
           "(%s)" % (len(every), spread(diff2), spread(cdiff2), cpu_what))
-    print("  the hook's Python side (trampoline entry to return, %d calls): %.3f ms median" % (
-        len(inside), statistics.median(inside)))
+    # the registry's work in C for a hooked point: a copy of it before the
+    # hooks, a comparison after (hs_hooks); here numpy's copy and == of an
+    # array that size, as a yardstick (not the library's code)
+    x = np.random.default_rng(0).random(shape, dtype=np.float32)
+    y = np.empty_like(x)
+    yard = []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        np.copyto(y, x)
+        bool((x == y).all())
+        yard.append((time.perf_counter() - t0) * 1e3)
+    print("  the hook's Python side (trampoline entry to return, %d calls): %.3f ms median; a copy and a comparison "
+          "of %s floats (numpy, the registry's work as a yardstick): %.3f ms median" % (
+              len(inside), statistics.median(inside), list(shape), statistics.median(yard)))
     res.update(hook_ms=statistics.median(diff), hook_cpu_ms=statistics.median(cdiff),
                hook_every_ms=statistics.median(diff2), hook_every_cpu_ms=statistics.median(cdiff2),
                hook_python_ms=statistics.median(inside), load_after=os.getloadavg())
