@@ -377,6 +377,10 @@ hs_status hs_bpe_build(const hs_bpe_spec *sp, hs_tokenizer **out, hs_error *err)
                      "the vocabulary", sp->what, v);
         free(v);
     }
+    for (size_t i = 0; i < pp->n_suffix && st == HS_OK; i++)
+        if ((size_t)pp->suffix[i] >= sp->V)
+            st = hs_fail(err, HS_ERR_FORMAT, "%s: post_processor: the id %d it appends after the "
+                         "text is not in [0, %zu)", sp->what, pp->suffix[i], sp->V);
     for (size_t i = 0; i < pp->n_added && st == HS_OK; i++)
         if (pp->added[i].id < 0 || (size_t)pp->added[i].id >= sp->V)
             st = hs_fail(err, HS_ERR_FORMAT, "%s: added_tokens[%zu] has id %d, not in [0, %zu)",
