@@ -380,11 +380,10 @@ static hs_status check_set(const hs_model *m, const hs_prompts *p, const hs_grap
     if (p->n < 1) return hs_fail(err, HS_ERR_INPUT, "circuit run: the prompt set is empty");
     if (g->n_layers != m->cfg.n_layers || g->n_heads != m->cfg.n_heads || g->has_mlp != (m->cfg.d_mlp > 0))
         return hs_fail(err, HS_ERR_INPUT, "circuit run: the graph is not this model's");
-    if (hs_kv_heads(&m->cfg) != m->cfg.n_heads) /* per-head k/v receivers: eap.c's eap_check */
+    if (hs_kv_heads(&m->cfg) != m->cfg.n_heads) /* per-head k/v receivers: run hs_model_ungrouped's view */
         return hs_fail(err, HS_ERR_INPUT, "circuit run: grouped-query attention (n_key_value_heads "
-                       "%d of %d): the graph's per-head key and value receivers need "
-                       "ungroup_grouped_query_attention, which headscope does not have yet",
-                       hs_kv_heads(&m->cfg), m->cfg.n_heads);
+                       "%d of %d): the graph's per-head key and value receivers need the model "
+                       "ungrouped (hs_model_ungrouped)", hs_kv_heads(&m->cfg), m->cfg.n_heads);
     if (abl == HS_ABLATE_RESAMPLE && p->corr == NULL)
         return hs_fail(err, HS_ERR_INPUT, "resample ablation needs each prompt's \"corrupted\" partner; "
                                           "the set has none (use --ablation mean or zero)");

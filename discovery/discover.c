@@ -288,13 +288,16 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
         if (!r->scores || !r->in_circuit || (o->truth && !truth)) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     }
     if (st == HS_OK && o->truth) st = hs_truth_load(&r->g, &m->cfg, o->truth, truth, err);
-    if (st == HS_OK) st = hs_circeval_create(m, pool, p, &r->g, o->metric, o->ablation, &ce, err);
+    hs_model *ug = NULL; /* grouped-query attention: the graph's per-query-head k, v receivers */
+    if (st == HS_OK && hs_kv_heads(&m->cfg) != m->cfg.n_heads) st = hs_model_ungrouped(m, &ug, err);
+    const hs_model *run = ug ? ug : m;
+    if (st == HS_OK) st = hs_circeval_create(run, pool, p, &r->g, o->metric, o->ablation, &ce, err);
     if (st == HS_OK) {
         r->m_full = hs_circeval_full(ce);
         r->m_empty = hs_circeval_empty(ce);
         hs_faith_usable(r->m_full, r->m_empty, o->metric, &r->usable, r->why, sizeof r->why);
         if (!r->usable) hs_note(notes, HS_NOTE_CMD, "note: faithfulness is undefined: %s", r->why);
-        st = method_scores(m, pool, p, ce, o, r, err);
+        st = method_scores(run, pool, p, ce, o, r, err);
         if (r->method == HS_DISCOVER_EXACT || r->method == HS_DISCOVER_ACDC) r->forwards = hs_circeval_forwards(ce);
     }
     if (st == HS_OK) st = choose_circuit(o, r, err);
@@ -306,6 +309,7 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
         st = hs_roc_run(&r->g, r->scores, truth, r->in_circuit, &r->roc, err);
     }
     hs_circeval_destroy(ce);
+    free(ug);
     free(truth);
     if (st == HS_OK && o->out) st = discover_write(m, pool, p, o, notes, r, err);
     return st;
@@ -366,7 +370,9 @@ hs_status hs_faithfulness_run(const hs_model *m, hs_pool *pool, const hs_prompts
     if (st == HS_OK && r->n_kept < r->n_in_file)
         hs_note(notes, HS_NOTE_CMD, "note: %zu of the graph's %zu in_graph edges lie on no path from input to logits "
                 "and are left out (EAP-IG's Graph.prune)", r->n_in_file - r->n_kept, r->n_in_file);
-    if (st == HS_OK) st = hs_circeval_create(m, pool, p, &r->g, o->metric, o->ablation, &ce, err);
+    hs_model *ug = NULL; /* grouped-query attention: per-query-head k, v receivers */
+    if (st == HS_OK && hs_kv_heads(&m->cfg) != m->cfg.n_heads) st = hs_model_ungrouped(m, &ug, err);
+    if (st == HS_OK) st = hs_circeval_create(ug ? ug : m, pool, p, &r->g, o->metric, o->ablation, &ce, err);
     if (st == HS_OK) {
         r->m_full = hs_circeval_full(ce);
         r->m_empty = hs_circeval_empty(ce);
@@ -377,6 +383,7 @@ hs_status hs_faithfulness_run(const hs_model *m, hs_pool *pool, const hs_prompts
     if (st == HS_OK) st = hs_faith_curve_run(ce, r->scores, o->select, &r->curve, err);
     if (st == HS_OK) small_gap(&r->usable, r->why, &r->faithfulness, &r->curve, notes);
     hs_circeval_destroy(ce);
+    free(ug);
     if (st != HS_OK || !o->out) return st;
     hs_figopts def;
     hs_figopts_default(&def, 300);

@@ -319,11 +319,6 @@ static hs_status eap_check(const hs_model *m, const hs_prompts *p, const hs_grap
         return hs_fail(err, HS_ERR_INPUT, "the graph (%d layers x %d heads%s) is not the model's (%d x %d%s)",
                        g->n_layers, g->n_heads, g->has_mlp ? ", MLPs" : "", cfg->n_layers, cfg->n_heads,
                        cfg->d_mlp > 0 ? ", MLPs" : "");
-    if (hs_kv_heads(cfg) != cfg->n_heads) /* hook_k/v_input have n_kv heads, the graph H receivers */
-        return hs_fail(err, HS_ERR_INPUT, "grouped-query attention (n_key_value_heads %d of %d): the "
-                       "graph's per-head key and value receivers need TransformerLens' "
-                       "ungroup_grouped_query_attention, which headscope does not have yet",
-                       hs_kv_heads(cfg), cfg->n_heads);
     if (p->n < 1) return hs_fail(err, HS_ERR_INPUT, "the prompt set is empty");
     if ((int)abl < 0 || abl > HS_ABLATE_RESAMPLE) return hs_fail(err, HS_ERR_INPUT, "unknown ablation %d", (int)abl);
     if (p->corr == NULL && abl == HS_ABLATE_RESAMPLE)
@@ -434,6 +429,12 @@ hs_status hs_eap_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, cons
 {
     hs_status s = eap_check(m, p, g, o->metric, o->ablation, o->ig_steps, err);
     if (s != HS_OK) return s;
+    if (hs_kv_heads(&m->cfg) != m->cfg.n_heads) { /* the graph's per-query-head k, v receivers */
+        hs_model *u = NULL;
+        if ((s = hs_model_ungrouped(m, &u, err)) == HS_OK) s = hs_eap_run(u, pool, p, g, o, scores, err);
+        free(u);
+        return s;
+    }
     eap_ctx c;
     memset(&c, 0, sizeof c);
     c.m = m;

@@ -3,7 +3,7 @@
  * granularity (experiments.h, "The circuit graph"): nodes, receivers and
  * edges in their canonical order, named as MIB and EAP-IG name them.
  */
-#include "discovery/discovery.h"
+#include "discovery/graph.h"
 
 #include <stdio.h>
 #include <stdlib.h>

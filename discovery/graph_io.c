@@ -6,7 +6,7 @@
  * float repr), read back the way Graph.from_json reads it, and a Graphviz
  * .dot of the circuit.
  */
-#include "discovery/discovery.h"
+#include "discovery/graph.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -103,13 +103,13 @@ static hs_status check_vs(const hs_tokenizer *tok, const char *vs, int *vs_id, h
     hs_status s = hs_tok_encode(tok, vs, 0, &v, &e);
     if (s != HS_OK) {
         hs_fail(err, s, "--vs: %s", e.msg);
-    } else if (v.n != 1 + (size_t)(hs_tok_bos(tok) >= 0)) {
+    } else if (v.n != 1 + (size_t)(hs_tok_bos(tok) >= 0) + hs_tok_n_suffix(tok)) {
         char *w = hs_visible_dup(vs);
         s = hs_fail(err, HS_ERR_INPUT, "--vs takes one word of the vocabulary, not %zu ('%s')",
-                    v.n - (size_t)(hs_tok_bos(tok) >= 0), w ? w : "?");
+                    v.n - (size_t)(hs_tok_bos(tok) >= 0) - hs_tok_n_suffix(tok), w ? w : "?");
         free(w);
     } else {
-        *vs_id = v.ids[v.n - 1];
+        *vs_id = v.ids[hs_tok_bos(tok) >= 0 ? 1 : 0];
     }
     hs_tokens_free(&v);
     return s;

@@ -150,6 +150,25 @@ hs_status hs_run_with_hooks(const hs_model *m, hs_acts *acts, const int *tokens,
 hs_status hs_model_tail(const hs_model *m, int layer, hs_model **out, hs_error *err);
 
 /*
+ * m with grouped-query attention ungrouped, as TransformerLens runs it with
+ * cfg.ungroup_grouped_query_attention (GroupedQueryAttention: W_K, W_V, b_K,
+ * b_V repeat_interleave'd over the head axis, so hook_k_input, hook_v_input,
+ * hook_k and hook_v have n_heads heads): a shallow copy of m whose config
+ * has n_key_value_heads 0 and whose W_K, W_V, b_K, b_V are new (H, D, dh) /
+ * (H, dh) tables, query head h's being key/value head hs_kv_head(&m->cfg, h)'s
+ * (transformers' repeat_kv); every other parameter points into m's (m must
+ * outlive it; free it with free()). Each query head then reads its own copy
+ * of the key and value inputs, so an edit of hook_k_input[:, :, h] changes
+ * only head h's key (what MIB's and EAP-IG's per-head <k> and <v> receivers
+ * mean). Its logits are m's up to float32 rounding (the key and value
+ * products are made per query head). It has no tensor table (n_tensors 0):
+ * for running, not for saving or hs_model_tensor_data. Memory: L H D d_head
+ * floats for each of W_K and W_V, beside m's. HS_ERR_INPUT for a model
+ * without grouping, HS_ERR_NOMEM.
+ */
+hs_status hs_model_ungrouped(const hs_model *m, hs_model **out, hs_error *err);
+
+/*
  * hs_run_with_hooks(m, ...) from blocks.{layer} on, without running the
  * layers before it: resid_pre (b, t, D) is the residual stream entering
  * blocks.{layer}, e.g. rows of a cache's blocks.{layer}.hook_resid_pre from a

@@ -21,7 +21,10 @@
  *     midpoint of the clean and corrupted tokens' embeddings);
  *   - 1 and 2 threads give identical bits (EAP, EAP-IG, AtP);
  *   - bad input: a graph of another shape, no corrupted prompts, steps out
- *     of range.
+ *     of range;
+ *   - hs_model_ungrouped (grouped-query attention, 4 query heads on 2): the
+ *     grouped model's logits, and an edit of one query head's key input
+ *     moves that head's pattern alone (its group partner's stays bit for bit).
  * The comparison with an independent float64 torch autograd computation is
  * tests/test_attribution_torch.sh: run as `test_attribution --dump DIR` this
  * program writes DIR/attr_dump.json (and the random models' checkpoints)
@@ -47,7 +50,8 @@
 
 enum { N_PROMPTS = 40, T = 6, V = 11, N_CFG = 4 };
 
-/* The four random models' configs. */
+/* The four random models' configs, and the dump's grouped-query one (k = 4,
+ * N_CFG: EAP, EAP-IG and exact edge patching only). */
 static hs_config cfg_of(int k)
 {
     hs_config c = hs_config_default();
@@ -76,6 +80,14 @@ static hs_config cfg_of(int k)
         c.attn_scale = 1.0f;
         c.n_heads = 4;
         c.d_head = 2;
+    } else if (k == 4) { /* Llama-shaped: RMSNorm, rotary, SwiGLU, no biases, 4 query heads on 2 key/value heads */
+        c.norm = HS_NORM_RMSNORM;
+        c.pos = HS_POS_ROTARY;
+        c.gated_mlp = 1;
+        c.act = HS_ACT_SILU;
+        c.bias = 0;
+        c.n_heads = 4;
+        c.n_key_value_heads = 2;
     }
     return c;
 }
@@ -554,6 +566,81 @@ static void eap_refuses_bad_input(void **state)
     hs_prompts_free(&p);
 }
 
+/* hs_model_ungrouped: the grouped-query model (config N_CFG) with every query
+ * head's own key and value. Its logits are the grouped model's (float32
+ * rounding); an edit of blocks.1.hook_k_input[:, :, 0] changes query head 0's
+ * pattern and leaves head 1's, which reads the same key/value head, bit for
+ * bit as it was; a model without grouping is refused. */
+typedef struct {
+    int edit;        /* 1: add 0.5 to blocks.1.hook_k_input[:, :, 0, :] */
+    float *pattern;  /* (B, H, T, T) blocks.1.attn.hook_pattern, copied */
+} ungroup_obs;
+
+static int ungroup_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    ungroup_obs *o = ctx;
+    (void)ndim;
+    if (strcmp(name, "blocks.1.attn.hook_pattern") == 0) {
+        memcpy(o->pattern, data, (size_t)(shape[0] * shape[1] * shape[2] * shape[3]) * sizeof(float));
+        return 0;
+    }
+    if (!o->edit || strcmp(name, "blocks.1.hook_k_input") != 0) return 0;
+    for (int64_t r = 0; r < shape[0] * shape[1]; r++) /* [B, T, H, D]: head 0 of every row */
+        for (int64_t i = 0; i < shape[3]; i++) data[r * shape[2] * shape[3] + i] += 0.5f;
+    return 1;
+}
+
+static int ungroup_wants(const char *name, void *ctx)
+{
+    (void)ctx;
+    return strcmp(name, "blocks.1.attn.hook_pattern") == 0 || strcmp(name, "blocks.1.hook_k_input") == 0;
+}
+
+static void ungrouped_model_gives_each_query_head_its_own_key(void **state)
+{
+    (void)state;
+    hs_error err;
+    hs_model *m = model_of(N_CFG), *plain = model_of(0), *u = NULL;
+    assert_int_equal(hs_model_ungrouped(plain, &u, &err), HS_ERR_INPUT);
+    assert_null(u);
+    assert_int_equal(hs_model_ungrouped(m, &u, &err), HS_OK);
+    assert_int_equal(hs_kv_heads(&u->cfg), u->cfg.n_heads);
+    hs_prompts p;
+    random_prompts(&p, 7);
+    const int B = 4, H = m->cfg.n_heads;
+    hs_acts *a = NULL, *b = NULL;
+    assert_int_equal(hs_acts_create(&m->cfg, B, T, 0, &a, &err), HS_OK);
+    assert_int_equal(hs_acts_create(&u->cfg, B, T, 0, &b, &err), HS_OK);
+    assert_int_equal(hs_forward(m, a, p.clean, B, T, NULL, &err), HS_OK);
+    assert_int_equal(hs_forward(u, b, p.clean, B, T, NULL, &err), HS_OK);
+    float big = 0.0f;
+    for (int i = 0; i < B * T * V; i++) big = fmaxf(big, fabsf(a->logits[i]));
+    for (int i = 0; i < B * T * V; i++) assert_true(fabsf(a->logits[i] - b->logits[i]) <= 1e-6f * big);
+    const size_t np = (size_t)B * H * T * T;
+    float *p0 = malloc(np * sizeof(float)), *p1 = malloc(np * sizeof(float));
+    ungroup_obs o0 = {0, p0}, o1 = {1, p1};
+    hs_observer obs0 = {ungroup_fn, ungroup_wants, &o0}, obs1 = {ungroup_fn, ungroup_wants, &o1};
+    assert_int_equal(hs_forward(u, b, p.clean, B, T, &obs0, &err), HS_OK);
+    assert_int_equal(hs_forward(u, b, p.clean, B, T, &obs1, &err), HS_OK);
+    int head0_moved = 0;
+    for (int bb = 0; bb < B; bb++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T * T; i++) {
+                const size_t k = ((size_t)bb * H + h) * T * T + i;
+                if (h == 0) head0_moved |= p0[k] != p1[k];
+                else assert_true(memcmp(&p0[k], &p1[k], sizeof(float)) == 0);
+            }
+    assert_true(head0_moved);
+    free(p0);
+    free(p1);
+    hs_acts_destroy(a);
+    hs_acts_destroy(b);
+    free(u);
+    hs_model_destroy(m);
+    hs_model_destroy(plain);
+    hs_prompts_free(&p);
+}
+
 /* ------------------------------------------------------------------------ */
 /* The dump for tests/py/attribution_ref.py                                  */
 
@@ -605,8 +692,10 @@ static cJSON *dump_model(const hs_model *m, const char *ckpt, const char *label,
     cJSON_AddItemToObject(pr, "position", ints(p->pos, p->n));
     cJSON_AddNumberToObject(pr, "tokens", p->t);
     cJSON_AddItemToObject(o, "prompts", pr);
-    /* gradients of the first 3 prompts' prob-diff at every point */
     const int B = 3, t = p->t, Vm = m->cfg.d_vocab;
+    const int grouped = hs_kv_heads(&m->cfg) != m->cfg.n_heads;
+    if (grouped) goto attribution; /* its grouped hook points and AtP are test_block's and patch's */
+    /* gradients of the first 3 prompts' prob-diff at every point */
     hs_acts *a = NULL;
     assert_int_equal(hs_acts_create(&m->cfg, B, t, 1, &a, &err), HS_OK);
     assert_int_equal(hs_forward(m, a, p->clean, B, t, NULL, &err), HS_OK);
@@ -649,6 +738,7 @@ static cJSON *dump_model(const hs_model *m, const char *ckpt, const char *label,
     cJSON_AddItemToObject(aj, "acts", ac);
     cJSON_AddItemToObject(o, "atp", aj);
     hs_patch_report_free(&r);
+attribution:;
     /* EAP and EAP-IG */
     hs_graph g;
     assert_int_equal(hs_graph_build(&m->cfg, &g, &err), HS_OK);
@@ -681,6 +771,14 @@ static cJSON *dump_model(const hs_model *m, const char *ckpt, const char *label,
         cJSON_AddItemToArray(runs, x);
     }
     cJSON_AddItemToObject(o, "eap", runs);
+    if (grouped) { /* exact edge patching through discover (the ungrouped view), resample, logit-diff */
+        hs_discover_opts dopt = hs_discover_opts_default();
+        hs_discover_report dr;
+        if (hs_discover_run(m, NULL, p, &dopt, NULL, &dr, &err) != HS_OK) fail_msg("discover exact: %s", err.msg);
+        cJSON_AddItemToObject(o, "exact", doubles(dr.scores, g.n_edges));
+        cJSON_AddNumberToObject(o, "exact_full", dr.m_full);
+        hs_discover_report_free(&dr);
+    }
     free(s);
     free(ns);
     hs_graph_free(&g);
@@ -748,6 +846,17 @@ static int dump(const char *dir)
         hs_prompts_free(&p);
         hs_model_destroy(m);
     }
+    { /* the grouped-query model */
+        char path[512];
+        snprintf(path, sizeof path, "%s/attr_model_gqa.safetensors", dir);
+        hs_model *m = model_of(N_CFG);
+        if (hs_checkpoint_save(m, NULL, path, &err) != HS_OK) fail_msg("%s", err.msg);
+        hs_prompts p;
+        random_prompts(&p, 20 + N_CFG);
+        cJSON_AddItemToArray(models, dump_model(m, path, "grouped-query llama-shaped", &p));
+        hs_prompts_free(&p);
+        hs_model_destroy(m);
+    }
     hs_prompts p;
     hs_model *m = circuit_tiny(&p);
     cJSON_AddItemToArray(models, dump_model(m, "checkpoint/circuit_tiny.safetensors", "circuit_tiny", &p));
@@ -777,6 +886,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(eap_ig_two_steps_is_the_mean_at_alpha_0_and_one_half),
         cmocka_unit_test(thread_counts_give_identical_bits),
         cmocka_unit_test(eap_refuses_bad_input),
+        cmocka_unit_test(ungrouped_model_gives_each_query_head_its_own_key),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

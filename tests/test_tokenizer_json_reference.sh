@@ -14,8 +14,11 @@
 #     with lstrip / rstrip / single_word), RoBERTa-style add_prefix_space with a
 #     TemplateProcessing BOS, Llama 3 with its TemplateProcessing BOS, Mistral /
 #     Llama-2-legacy=false Metaspace (prepend_scheme first, split), Metaspace
-#     always without split behind a Strip + Replace(regex) normalizer, and Split
-#     with every behaviour and invert;
+#     always without split behind a Strip + Replace(regex) normalizer, Split
+#     with every behaviour and invert, and TemplateProcessing with tokens after
+#     $A (Llama 3 instruct-style "<|begin_of_text|> $A <|eot_id|>", Llama 2 with
+#     "$A </s>"; 1,000 strings each): with the BOS on, headscope appends them
+#     as tokenizers' add_special_tokens does;
 #   - on the corpus (tests/tokenizer/make_corpus.py: >= 5,000 strings, fixed
 #     seed) for each: the ids equal tokenizers' encode (the Rust library through
 #     the Node binding @anush008/tokenizers), decoding those ids equals its
@@ -85,6 +88,12 @@ write("badunk", lambda t: t["model"].update(unk_token="<oov>"))
 write("badbos", lambda t: t["post_processor"]["single"][0]["SpecialToken"].update(id="<bos>"))
 write("notype", lambda t: t.update(decoder={"decoders": []}))
 write("badprepend", lambda t: t.update(pre_tokenizer={"type": "Metaspace", "replacement": "▁", "prepend_scheme": "sometimes"}))
+def eos(t, ids=(2,)):  # "<s> $A </s>": the EOS after the text (special_tokens' ids)
+    t["post_processor"]["single"].append({"SpecialToken": {"id": "</s>", "type_id": 0}})
+    t["post_processor"]["special_tokens"]["</s>"] = {"id": "</s>", "ids": list(ids), "tokens": ["</s>"] * len(ids)}
+write("eos", eos)
+write("badeos", lambda t: (eos(t), t["post_processor"]["special_tokens"].pop("</s>")))
+write("bigeos", lambda t: eos(t, (2, 999)))
 EOF
 run 0 sp_text tokenize --model "$TMP/sp" --text " ab a
 é"
@@ -106,6 +115,13 @@ run 0 cfg_eos tokenize --model "$TMP/cfg_eos" --text "a"
 [ "$(head -n 1 "$TMP/cfg_eos.out")" = "$(printf '0	2	</s>')" ] || fail "cfg_eos: $(cat "$TMP/cfg_eos.out")"
 run 0 cfg_obj tokenize --model "$TMP/cfg_obj" --text "a"
 [ "$(head -n 1 "$TMP/cfg_obj.out")" = "$(printf '0	1	<s>')" ] || fail "cfg_obj: $(cat "$TMP/cfg_obj.out")"
+# TemplateProcessing's tokens after $A are appended with the BOS on (tokenizers' add_special_tokens)
+run 0 eos_text tokenize --model "$TMP/eos" --text "ab"
+printf '0\t1\t<s>\n1\t264\t·ab\n2\t2\t</s>\n' | cmp -s - "$TMP/eos_text.out" || fail "eos --text: $(cat "$TMP/eos_text.out")"
+run 0 eos_nobos tokenize --model "$TMP/eos" --no-bos --text "ab"
+printf '0\t264\t·ab\n' | cmp -s - "$TMP/eos_nobos.out" || fail "eos --no-bos: $(cat "$TMP/eos_nobos.out")"
+refused badeos "post_processor.special_tokens has no \"ids\" list for '</s>'" --model "$TMP/badeos" --text x
+refused bigeos "post_processor: the id 999 it appends after the text is not in \[0, 265)" --model "$TMP/bigeos" --text x
 refused cfg_bad "cfg_bad/tokenizer_config.json: bos_token '<|im_start|>' is not a token of the tokenizer" --model "$TMP/cfg_bad" --text a
 refused badre "badre/tokenizer.json: normalizer.normalizers\[1\].pattern: the regex '\[a-' is invalid at 3: missing terminating \] for character class" --model "$TMP/badre" --text x
 refused unknorm "normalizer.normalizers\[2\]: the normalizer 'Lowercase' is not supported" --model "$TMP/unknorm" --text x
@@ -201,22 +217,35 @@ l2b["normalizer"] = {"type": "Sequence", "normalizers": [
 l2b["pre_tokenizer"] = {"type": "Metaspace", "replacement": "▁", "add_prefix_space": True, "split": False}
 l2b["model"]["byte_fallback"] = False
 save("metaspace_always", l2b)
+# templates with tokens after $A: Llama 3 instruct-style "<|begin_of_text|> $A <|eot_id|>", and
+# "$A </s>" on Llama 2 (no token before $A: the BOS is <s> by name, as TransformerLens prepends it)
+l3e = copy.deepcopy(l3)
+l3e["post_processor"]["processors"][1]["single"].append({"SpecialToken": {"id": "<|eot_id|>", "type_id": 0}})
+l3e["post_processor"]["processors"][1]["special_tokens"]["<|eot_id|>"] = {"id": "<|eot_id|>", "ids": [128009], "tokens": ["<|eot_id|>"]}
+save("llama3_eot", l3e)
+l2e = load("llama2")
+l2e["post_processor"] = {"type": "TemplateProcessing", "single": [{"Sequence": {"id": "A", "type_id": 0}},
+                         {"SpecialToken": {"id": "</s>", "type_id": 0}}], "pair": [],
+                         "special_tokens": {"</s>": {"id": "</s>", "ids": [2], "tokens": ["</s>"]}}}
+save("llama2_eos", l2e)
 EOF
 
 "$PY" "$HERE/tokenizer/make_corpus.py" "$TMP/corpus.jsonl"
 n=$(wc -l <"$TMP/corpus.jsonl")
 [ "$n" -ge 5000 ] || fail "the corpus has $n strings, fewer than 5,000"
 # tokenizer  BOS id (TransformerLens' prepend_bos: the post-processor's, else by name)
-while read -r name bos; do
-    run 0 "${name}_nobos" tokenize --model "$TMP/$name" --no-bos --jsonl "$TMP/corpus.jsonl"
+head -n 1000 "$TMP/corpus.jsonl" >"$TMP/corpus1000.jsonl"
+while read -r name bos corpus; do
+    corpus=${corpus:-corpus}
+    run 0 "${name}_nobos" tokenize --model "$TMP/$name" --no-bos --jsonl "$TMP/$corpus.jsonl"
     "$PY" -c '
 import json, sys
 with open(sys.argv[2], "w") as out:
     for line in open(sys.argv[1], encoding="utf-8"):
         out.write(json.dumps(json.loads(line)["ids"]) + "\n")' "$TMP/${name}_nobos.out" "$TMP/${name}_ids.jsonl"
     run 0 "${name}_decoded" tokenize --model "$TMP/$name" --decode --jsonl "$TMP/${name}_ids.jsonl"
-    run 0 "${name}_bos" tokenize --model "$TMP/$name" --jsonl "$TMP/corpus.jsonl"
-    (cd "$HERE/tokenizer" && node compare_hf.js "$TMP/$name/tokenizer.json" "$TMP/corpus.jsonl" \
+    run 0 "${name}_bos" tokenize --model "$TMP/$name" --jsonl "$TMP/$corpus.jsonl"
+    (cd "$HERE/tokenizer" && node compare_hf.js "$TMP/$name/tokenizer.json" "$TMP/$corpus.jsonl" \
         "$TMP/${name}_nobos.out" "$TMP/${name}_decoded.out" "$TMP/${name}_bos.out" "$bos") ||
         fail "$name: headscope differs from Hugging Face tokenizers"
 done <<'EOF'
@@ -231,5 +260,7 @@ splits 50256
 llama3_template 128000
 metaspace_first 1
 metaspace_always 1
+llama3_eot 128000 corpus1000
+llama2_eos 1 corpus1000
 EOF
 echo "PASS: test_tokenizer_json_reference"

@@ -91,6 +91,14 @@ static uint32_t visible_cp(uint32_t cp)
  * visible_cp (the display form). */
 static void put_text(hs_buf *b, const unsigned char *s, size_t n, int visible)
 {
+    if (!visible) { /* printable ASCII throughout (most tokens): the bytes as they are, in one append */
+        size_t k = 0;
+        while (k < n && s[k] >= 0x20 && s[k] < 0x7F) k++;
+        if (k == n) {
+            hs_buf_append(b, (const char *)s, n);
+            return;
+        }
+    }
     for (size_t k = 0; k < n;) {
         uint32_t cp = 0, vis;
         const size_t len = hs_utf8_decode(s + k, n - k, &cp);
@@ -141,6 +149,8 @@ static hs_status token_bytes(const hs_bpe_spec *sp, size_t i, const int byte_of[
         if (hs_pipe_token_text(sp->pipe, sp->token[i], raw) != 0)
             st = hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", sp->what);
     } else {
+        char chunk[256]; /* the bytes, appended a chunk at a time */
+        size_t m = 0;
         for (size_t k = 0; k < n && st == HS_OK;) {
             uint32_t cp = 0;
             const size_t len = hs_utf8_decode(s + k, n - k, &cp);
@@ -154,10 +164,14 @@ static hs_status token_bytes(const hs_bpe_spec *sp, size_t i, const int byte_of[
                                         "BPE vocabulary", sp->what, i, v, (unsigned)cp);
                 free(v);
             }
-            const char byte = st == HS_OK ? (char)byte_of[cp] : 0;
-            hs_buf_append(raw, &byte, 1);
+            chunk[m++] = st == HS_OK ? (char)byte_of[cp] : 0;
+            if (m == sizeof chunk) {
+                hs_buf_append(raw, chunk, m);
+                m = 0;
+            }
             k += len ? len : 1;
         }
+        hs_buf_append(raw, chunk, m);
     }
     lens[i] = raw->len - start;
     hs_buf_append(raw, "", 1);
@@ -377,6 +391,10 @@ hs_status hs_bpe_build(const hs_bpe_spec *sp, hs_tokenizer **out, hs_error *err)
                      "the vocabulary", sp->what, v);
         free(v);
     }
+    for (size_t i = 0; i < pp->n_suffix && st == HS_OK; i++)
+        if ((size_t)pp->suffix[i] >= sp->V)
+            st = hs_fail(err, HS_ERR_FORMAT, "%s: post_processor: the id %d it appends after the "
+                         "text is not in [0, %zu)", sp->what, pp->suffix[i], sp->V);
     for (size_t i = 0; i < pp->n_added && st == HS_OK; i++)
         if (pp->added[i].id < 0 || (size_t)pp->added[i].id >= sp->V)
             st = hs_fail(err, HS_ERR_FORMAT, "%s: added_tokens[%zu] has id %d, not in [0, %zu)",

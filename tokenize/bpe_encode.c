@@ -235,6 +235,11 @@ hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t n_ctx, h
             st = encode_piece(t, ps.text.s + ps.p[i].off, ps.p[i].len, &w, &l, err);
         }
     }
+    const hs_pipe *pp = t->tables->bpe->pipe; /* the post-processor's ids after $A, with the BOS on */
+    for (size_t i = 0; i < pp->n_suffix && st == HS_OK && t->tables->bos_on; i++) {
+        if (ids_room(&l, 1) != 0) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        else l.v[l.n++] = pp->suffix[i];
+    }
     hs_pieces_free(&ps);
     scratch_free(&w);
     const size_t k = l.n;

@@ -397,17 +397,47 @@ static hs_status read_post(const cJSON *o, const char *field, const char *name, 
     }
     if (strcmp(ty, "TemplateProcessing") == 0) {
         const cJSON *single = cJSON_GetObjectItemCaseSensitive(o, "single"), *e;
+        const cJSON *specials = cJSON_GetObjectItemCaseSensitive(o, "special_tokens");
         if (!cJSON_IsArray(single))
             return hs_fail(err, HS_ERR_FORMAT, "%s: %s.single is not a list", name, field);
+        int after = 0; /* past the sequence $A: special tokens there are appended */
         cJSON_ArrayForEach(e, single) {
             const cJSON *sp = cJSON_GetObjectItemCaseSensitive(e, "SpecialToken");
-            if (sp == NULL) break; /* the sequence: what follows is not a BOS */
+            if (sp == NULL) {
+                after = 1;
+                continue;
+            }
             const cJSON *id = cJSON_GetObjectItemCaseSensitive(sp, "id");
             if (!cJSON_IsString(id))
                 return hs_fail(err, HS_ERR_FORMAT, "%s: %s.single: a SpecialToken without an "
                                "\"id\" string", name, field);
-            if (p->bos == NULL && (p->bos = hs_strdup(id->valuestring)) == NULL)
-                return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", name);
+            if (!after) {
+                if (p->bos == NULL && (p->bos = hs_strdup(id->valuestring)) == NULL)
+                    return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", name);
+                continue;
+            }
+            /* after $A: the ids special_tokens gives it (tokenizers' Template::apply) */
+            const cJSON *ent = cJSON_GetObjectItemCaseSensitive(specials, id->valuestring);
+            const cJSON *ids = cJSON_GetObjectItemCaseSensitive(ent, "ids"), *x;
+            char *v = hs_visible_dup(id->valuestring);
+            hs_status st = HS_OK;
+            if (!cJSON_IsArray(ids))
+                st = hs_fail(err, HS_ERR_FORMAT, "%s: %s.special_tokens has no \"ids\" list for "
+                             "'%s'", name, field, v ? v : "?");
+            cJSON_ArrayForEach(x, ids) {
+                if (st != HS_OK) break;
+                if (!cJSON_IsNumber(x) || x->valuedouble < 0 || x->valuedouble > 1e9 ||
+                    x->valuedouble != (int)x->valuedouble)
+                    st = hs_fail(err, HS_ERR_FORMAT, "%s: %s.special_tokens['%s'].ids holds "
+                                 "something other than an id", name, field, v ? v : "?");
+                else if (p->n_suffix == HS_SUFFIX_MAX)
+                    st = hs_fail(err, HS_ERR_FORMAT, "%s: %s.single appends more than %d tokens "
+                                 "after the text", name, field, HS_SUFFIX_MAX);
+                else
+                    p->suffix[p->n_suffix++] = (int)x->valuedouble;
+            }
+            free(v);
+            if (st != HS_OK) return st;
         }
         return HS_OK;
     }

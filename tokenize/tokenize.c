@@ -65,6 +65,12 @@ int hs_tok_bos(const hs_tokenizer *t)
     return t->tables->bos_id;
 }
 
+size_t hs_tok_n_suffix(const hs_tokenizer *t)
+{
+    if (t == NULL || t->tables == NULL || !t->tables->bos_on || t->tables->bpe == NULL) return 0;
+    return t->tables->bpe->pipe->n_suffix;
+}
+
 void hs_tok_set_bos(hs_tokenizer *t, int on)
 {
     if (t != NULL && t->tables != NULL) t->tables->bos_on = on != 0;
@@ -144,7 +150,7 @@ hs_status hs_tok_one(const hs_tokenizer *t, const char *s, int *id, hs_error *er
     hs_tokens tk = {0};
     hs_status st = hs_tok_encode(t, s, 0, &tk, err);
     if (st != HS_OK) return st;
-    const size_t at = hs_tok_bos(t) >= 0 ? 1 : 0, n = tk.n - at;
+    const size_t at = hs_tok_bos(t) >= 0 ? 1 : 0, n = tk.n - at - hs_tok_n_suffix(t);
     if (n == 1) {
         *id = tk.ids[at];
     } else if (s[0] == ' ' && (*id = in_context(t, s, &st, err)) >= 0) {
@@ -154,7 +160,7 @@ hs_status hs_tok_one(const hs_tokenizer *t, const char *s, int *id, hs_error *er
     } else {
         hs_buf b = {0};
         hs_buf_printf(&b, "'%s' is %zu tokens (", s, n);
-        for (size_t i = at; i < tk.n; i++) hs_buf_printf(&b, "%s'%s'", i > at ? " " : "", tk.strs[i]);
+        for (size_t i = at; i < at + n; i++) hs_buf_printf(&b, "%s'%s'", i > at ? " " : "", tk.strs[i]);
         hs_buf_puts(&b, ")");
         st = b.oom ? hs_fail(err, HS_ERR_NOMEM, "out of memory") : hs_fail(err, HS_ERR_INPUT, "%s", b.s);
         hs_buf_free(&b);

@@ -165,6 +165,14 @@ int hs_tok_display(const hs_tokenizer *t, int id, hs_buf *b);
  * results assume), unless hs_tok_set_bos turned it off. */
 int hs_tok_bos(const hs_tokenizer *t);
 
+/* The tokens hs_tok_encode appends after the text: the ids a tokenizer.json's
+ * TemplateProcessing puts after $A in its "single" template (e.g. "$A </s>",
+ * "<|begin_of_text|> $A <|eot_id|>"), as tokenizers' encode with
+ * add_special_tokens does; 0 with the BOS off (hs_tok_set_bos(t, 0): then the
+ * template is not applied, tokenizers' add_special_tokens=False), for a word
+ * vocabulary and for every other post-processor. */
+size_t hs_tok_n_suffix(const hs_tokenizer *t);
+
 /* Turns the BOS token hs_tok_encode prepends on (on != 0, the default) or
  * off (TL's prepend_bos=False; the CLI's --no-bos). No effect on a kind that
  * has none. Set it before sharing t between threads. */
@@ -199,7 +207,9 @@ typedef struct {
  * says how): its added tokens matched in the text (special ones unless
  * hs_tok_set_special turned them off), each other part normalized and
  * pre-tokenized, each pre-token through the BPE model (byte fallback, unk,
- * ignore_merges as the file says). "" is the BOS alone (TL's to_tokens(""));
+ * ignore_merges as the file says), then, with the BOS on, the ids the
+ * post-processor's template puts after the text (hs_tok_n_suffix; an EOS).
+ * "" is the BOS alone (TL's to_tokens(""));
  * a text whose every character a pipeline drops (no unk token, a Split
  * that removes) gives no token after the BOS. GPT-2's pipeline is exactly
  * GPT-2's encoder (openai/gpt-2 src/encoder.py): the text split by the

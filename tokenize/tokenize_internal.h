@@ -160,6 +160,8 @@ typedef struct {
     unsigned char lstrip, rstrip, single_word, normalized, special;
 } hs_added;
 
+#define HS_SUFFIX_MAX 8 /* ids a post-processor may append after the text */
+
 struct hs_pipe {
     hs_norm_step *norm;
     size_t n_norm;
@@ -174,6 +176,9 @@ struct hs_pipe {
     int byte_fallback, ignore_merges, fuse_unk;
     char *unk_token;  /* model.unk_token, or NULL */
     char *bos;        /* the post-processor's token before $A, or NULL */
+    int suffix[HS_SUFFIX_MAX]; /* the ids TemplateProcessing's single puts after $A
+                                  (its special_tokens' ids, e.g. an EOS), in order */
+    size_t n_suffix;
     void *alnum;      /* [\p{Alphabetic}\p{N}] for single_word */
 };
 

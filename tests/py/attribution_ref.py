@@ -24,6 +24,13 @@ q/k/v inputs), and every number is recomputed with torch.autograd:
     ablated value: zero hook_embed and hook_pos_embed times k/m, mean
     hook_embed = e_mean + (k/m)(e_clean - e_mean); node scores with the
     gradient at each node's output.
+The grouped-query model of the dump (Llama-shaped: RMSNorm, rotary, SwiGLU,
+4 query heads on 2 key/value heads) is run ungrouped, as MIB runs
+TransformerLens with ungroup_grouped_query_attention (W_K, W_V
+repeat_interleave'd: every query head its own hook_k_input / hook_v_input
+copy); for it EAP, EAP-IG and exact edge patching ("exact": each edge's
+receiver reads the sender's corrupted output, m(that run) - m(clean),
+logit-diff) are checked, not the grouped hook points' gradients and AtP.
 Each array must match as numpy.allclose(rtol=1e-5, atol=1e-5 * its largest
 magnitude). With --cli-atp the
 JSON of `headscope patch --method atp --json` over PAIRS.jsonl must match the
@@ -66,6 +73,33 @@ class Model:
         self.L, self.H = cfg["n_layers"], cfg["n_heads"]
         self.softmax = cfg["attn"] == "softmax"
         self.scale = cfg.get("attn_scale", math.sqrt(cfg["d_head"]))
+        # grouped-query attention run ungrouped (TransformerLens'
+        # ungroup_grouped_query_attention, as MIB / EAP-IG run it): W_K, W_V
+        # repeat_interleave'd so every query head has its own key/value input
+        self.group = self.H // (cfg.get("n_key_value_heads") or self.H)
+
+    def w(self, name):
+        """A weight with the head axis ungrouped (W_K, W_V, b_K, b_V)."""
+        x = self.P[name]
+        if self.group > 1 and name.split(".")[-1] in ("W_K", "W_V", "b_K", "b_V"):
+            x = x.repeat_interleave(self.group, dim=0)
+        return x
+
+    def rotary(self, x):
+        """Rotate-half rotary on the first rotary_dim dims of each head
+        (GPT-NeoX / Llama: pairs (i, i + rd/2), theta_i = base^(-2i/rd)), x
+        [B, T, H, dh] at positions 0..T-1."""
+        c = self.c
+        rd = c.get("rotary_dim") or c["d_head"]
+        base = c.get("rotary_base", 10000.0)
+        T = x.shape[1]
+        inv = 1.0 / (base ** (torch.arange(0, rd, 2, dtype=torch.float64) / rd))
+        ang = torch.arange(T, dtype=torch.float64)[:, None] * inv[None, :]
+        cos = torch.cat([ang.cos(), ang.cos()], -1)[None, :, None, :]
+        sin = torch.cat([ang.sin(), ang.sin()], -1)[None, :, None, :]
+        xr, rest = x[..., :rd], x[..., rd:]
+        half = torch.cat([-xr[..., rd // 2:], xr[..., :rd // 2]], -1)
+        return torch.cat([xr * cos + half * sin, rest], -1)
 
     def norm(self, x, prefix):
         c = self.c
@@ -107,13 +141,16 @@ class Model:
             proj = {}
             for k in ("qkv" if self.softmax else "v"):
                 xin = hook(p + "hook_%s_input" % k, attn_in.clone())
-                y = torch.einsum("bthd,hde->bthe", ln(xin), P[p + "attn.W_" + k.upper()])
+                y = torch.einsum("bthd,hde->bthe", ln(xin), self.w(p + "attn.W_" + k.upper()))
                 if p + "attn.b_" + k.upper() in P:
-                    y = y + P[p + "attn.b_" + k.upper()]
+                    y = y + self.w(p + "attn.b_" + k.upper())
                 proj[k] = y
             if self.softmax:
                 q = hook(p + "attn.hook_q", proj["q"])
                 k_ = hook(p + "attn.hook_k", proj["k"])
+                if c["pos"] == "rotary":
+                    q = hook(p + "attn.hook_rot_q", self.rotary(q))
+                    k_ = hook(p + "attn.hook_rot_k", self.rotary(k_))
                 s = torch.einsum("bqhe,bkhe->bhqk", q, k_) / self.scale
                 s = s.masked_fill(torch.triu(torch.ones(T, T, dtype=torch.bool), 1), float("-inf"))
                 pattern = torch.softmax(s, -1)
@@ -135,8 +172,14 @@ class Model:
                 pre = h2 @ P[p + "mlp.W_in"]
                 if p + "mlp.b_in" in P:
                     pre = pre + P[p + "mlp.b_in"]
-                pre = hook(p + "mlp.hook_pre", pre)
-                post = hook(p + "mlp.hook_post", torch.nn.functional.gelu(pre) if c["act"] == "gelu" else torch.relu(pre))
+                if c.get("gated_mlp"):  # TL's GatedMLP: act(x W_gate) * (x W_in + b_in)
+                    lin = hook(p + "mlp.hook_pre_linear", pre)
+                    pre = hook(p + "mlp.hook_pre", h2 @ P[p + "mlp.W_gate"])
+                    post = hook(p + "mlp.hook_post", torch.nn.functional.silu(pre) * lin)
+                else:
+                    pre = hook(p + "mlp.hook_pre", pre)
+                    post = hook(p + "mlp.hook_post",
+                                torch.nn.functional.gelu(pre) if c["act"] == "gelu" else torch.relu(pre))
                 out = post @ P[p + "mlp.W_out"]
                 if p + "mlp.b_out" in P:
                     out = out + P[p + "mlp.b_out"]
@@ -340,6 +383,44 @@ def check_eap(m, d, pr):
         close("node scores", label, run["node_scores"], ns)
 
 
+RECV_HOOK = {"q": "hook_q_input", "k": "hook_k_input", "v": "hook_v_input"}
+
+
+def check_exact(m, d, pr):
+    """Exact edge patching (resample, logit-diff): for each edge u -> v the
+    clean run with v's input read with u's corrupted output in place of its
+    clean one, m(that run) - m(clean), means over the prompts."""
+    ans, wr, pos = pr["answer"], pr["wrong"], pr["position"]
+    n = len(pos)
+    with torch.no_grad():
+        lc, pc = m.forward(pr["clean"], keep=False)
+        _, pd = m.forward(pr["corrupted"], keep=False)
+        full = metric("logit-diff", lc, ans, wr, pos).item() / n
+        close("exact", d["label"] + " m(M)", [d["exact_full"]], [full])
+        got = []
+        for e in d["edges"]:
+            u, v = e.split("->")
+            diff = node_tensor(m, pd, u) - node_tensor(m, pc, u)
+            if v == "logits":
+                name, idx = "blocks.%d.hook_resid_post" % (m.L - 1), None
+            elif v.startswith("m"):
+                name, idx = "blocks.%s.hook_mlp_in" % v[1:], None
+            else:
+                l, h = v[1:-3].split(".h")
+                name, idx = "blocks.%s.%s" % (l, RECV_HOOK[v[-2]]), int(h)
+
+            def edit(x, diff=diff, idx=idx):
+                x = x.clone()
+                if idx is None:
+                    x += diff
+                else:
+                    x[:, :, idx] += diff
+                return x
+            lg, _ = m.forward(pr["clean"], {name: edit}, keep=False)
+            got.append(metric("logit-diff", lg, ans, wr, pos).item() / n - full)
+    close("exact", d["label"] + " edge scores", d["exact"], got)
+
+
 def prompts(d):
     p = d["prompts"]
     t = p["tokens"]
@@ -385,9 +466,13 @@ def main():
     for d in dump["models"]:
         m = model_of(d["checkpoint"], d["config"])
         pr = prompts(d)
-        check_grads(m, d, pr)
-        check_atp(m, d, pr)
+        if "grads" in d:
+            check_grads(m, d, pr)
+        if "atp" in d:
+            check_atp(m, d, pr)
         check_eap(m, d, pr)
+        if "exact" in d:
+            check_exact(m, d, pr)
     if len(sys.argv) == 6 and sys.argv[2] == "--cli-atp":
         check_cli_atp(sys.argv[3], sys.argv[4], sys.argv[5])
     for k in sorted(WORST):

@@ -13,9 +13,11 @@
 //   - headscope's decode of those ids == tokenizers' decode(ids, skipSpecialTokens: false);
 //   - decode(encode(s)) == s wherever tokenizers' own round trip gives s back
 //     (implied by the two above; counted and printed);
-//   - with the BOS on: BOS_ID first, then the same ids; and where the file's
-//     post-processor puts a token first (encode with addSpecialTokens: true),
-//     it is BOS_ID.
+//   - with the BOS on: BOS_ID first, then the same ids, then the ids the
+//     file's TemplateProcessing puts after $A (its special_tokens' ids; none
+//     for most files); and where the post-processor puts a token first
+//     (encode with addSpecialTokens: true), it is BOS_ID, and tokenizers'
+//     encoding ends with those same ids after the text's.
 'use strict';
 const fs = require('fs');
 const { Tokenizer } = require('@anush008/tokenizers');
@@ -35,8 +37,25 @@ function fail(i, what, extra) {
   process.exit(1);
 }
 
+// The ids TemplateProcessing's "single" puts after the sequence $A (read from
+// the file, in a Sequence of processors too).
+function suffixIds(json) {
+  const procs = (p) => (!p ? [] : p.type === 'Sequence' ? p.processors.flatMap(procs) : [p]);
+  const out = [];
+  for (const p of procs(json.post_processor)) {
+    if (p.type !== 'TemplateProcessing') continue;
+    let after = false;
+    for (const e of p.single) {
+      if (!e.SpecialToken) after = true;
+      else if (after) out.push(...p.special_tokens[e.SpecialToken.id].ids);
+    }
+  }
+  return out;
+}
+
 (async () => {
   const tok = Tokenizer.fromFile(tokF);
+  const suffix = suffixIds(JSON.parse(fs.readFileSync(tokF, 'utf8')));
   if (hs.length !== corpus.length || decoded.length !== corpus.length || bos.length !== corpus.length) {
     console.error(`FAIL: ${corpus.length} strings, ${hs.length} encoded, ${decoded.length} decoded, ${bos.length} with BOS`);
     process.exit(1);
@@ -49,12 +68,16 @@ function fail(i, what, extra) {
     const d = await tok.decode(ids, false);
     if (d !== decoded[i]) fail(i, 'decode differs', { headscope: decoded[i], tokenizers: d });
     if (d === corpus[i]) lossless++;
-    if (bos[i].ids[0] !== bosId || !same(bos[i].ids.slice(1), ids))
-      fail(i, `with the BOS: not ${bosId} then the same ids`, { headscope: bos[i].ids });
+    if (bos[i].ids[0] !== bosId || !same(bos[i].ids.slice(1), ids.concat(suffix)))
+      fail(i, `with the BOS: not ${bosId}, the same ids, then ${JSON.stringify(suffix)}`, { headscope: bos[i].ids });
     const w = Array.from((await tok.encode(corpus[i], null, { addSpecialTokens: true })).getIds());
-    if (w.length > ids.length && w[0] !== ids[0] && w[0] !== bosId)
+    if (w.length > ids.length + suffix.length && w[0] !== ids[0] && w[0] !== bosId)
       fail(i, `the post-processor puts ${w[0]} first, headscope's BOS is ${bosId}`);
+    if (!same(w.slice(w.length - ids.length - suffix.length), ids.concat(suffix)))
+      fail(i, `tokenizers' encoding with special tokens does not end with the ids and ${JSON.stringify(suffix)}`,
+           { tokenizers: w });
   }
   console.log(`${tokF}: ${corpus.length} strings: headscope's ids and decoding equal tokenizers'; ` +
-              `${lossless} decode back to the string exactly`);
+              `${lossless} decode back to the string exactly` +
+              (suffix.length ? `; ${JSON.stringify(suffix)} appended after the text, as tokenizers does` : ''));
 })();
