@@ -210,7 +210,10 @@ static int receiver_hook(const char *name, const int64_t *shape, int ndim, float
 }
 
 /* The senders the circuit misses somewhere, the receivers missing one, and
- * the first layer a receiver missing one is read at (0 when none). */
+ * the first layer a receiver missing one is read at; when none (the full
+ * circuit: the clean run) the last layer, from the clean cache's residual
+ * (hs_engine_sweep_from: the same bits as the run from layer 0). 0 without
+ * a tail model (an embedding norm). */
 static void plan(chunk_job *cj)
 {
     const hs_graph *g = cj->ce->g;
@@ -224,7 +227,8 @@ static void plan(chunk_job *cj)
         cj->miss[r] = 1;
         if (recv_layer(g, r) < cj->start) cj->start = recv_layer(g, r);
     }
-    if (cj->start == g->n_layers || cj->ce->e.tail == NULL) cj->start = 0;
+    if (cj->start == g->n_layers) cj->start = g->n_layers - 1;
+    if (cj->ce->e.tail == NULL) cj->start = 0;
 }
 
 static hs_status add_hook(hs_engine_worker *w, chunk_job *cj, int *k, int kind, int layer, const char *fmt)
