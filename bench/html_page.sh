@@ -5,7 +5,10 @@
 # Debian's chromium (headless, puppeteer-core, tests/browser/check_page.js):
 # page bytes, time from navigation start to the viewer's ready mark, the JSON
 # parse and render parts of it, and the longest hover/click frame (Event
-# Timing, input to paint). Median of RUNS page loads.
+# Timing, input to paint). Median of RUNS page loads. The target (issue 35;
+# measured here, not in tests/test_html_browser.sh, which only runs the same
+# hovers and clicks): no hover/click frame over 100 ms in the median load;
+# the table and the JSON (frame_target_met) say whether it is met.
 #
 #   bash bench/html_page.sh [HEADSCOPE_BIN]     (default build/headscope)
 #
@@ -31,7 +34,7 @@ t0=$(date +%s.%N)
 t1=$(date +%s.%N)
 for ((r = 0; r < RUNS; r++)); do
     node "$ROOT/tests/browser/check_page.js" --page "$WORK/big/index.html" --shot "$WORK/shot.png" \
-        --perf --max-frame-ms 100000 >> "$WORK/runs.jsonl"
+        --perf >> "$WORK/runs.jsonl"
 done
 python3 - "$WORK/runs.jsonl" "$OUT" "$load0" "$(cut -d' ' -f1-3 /proc/loadavg)" "$t0" "$t1" <<'PYEOF'
 import json, statistics, sys, time, subprocess
@@ -45,7 +48,10 @@ res = {"shape": "12 layers x 12 heads x 256 tokens", "runs": len(runs), "chromiu
        "page_bytes": runs[0]["page_bytes"], "load_ms_median": med("load_ms"),
        "parse_ms_median": med("parse_ms"), "render_ms_median": med("render_ms"),
        "max_hover_frame_ms_median": med("max_hover_frame_ms"),
-       "max_hover_frame_ms_worst": max(r["max_hover_frame_ms"] for r in runs), "each": runs}
+       "max_hover_frame_ms_worst": max(r["max_hover_frame_ms"] for r in runs),
+       "frame_target_ms": 100, "each": runs}
+res["frame_target_met"] = max(res["max_hover_frame_ms_median"],
+                              statistics.median(r["max_long_task_ms"] for r in runs)) <= res["frame_target_ms"]
 json.dump(res, open(sys.argv[2], "w"), indent=1)
 print("| 12x12x256 page | value |\n|---|---:|")
 print("| page size, MB | %.1f |" % (res["page_bytes"] / 1e6))
@@ -53,5 +59,6 @@ print("| `inspect --format html`, s | %.2f |" % res["inspect_html_s"])
 print("| load (navigation to ready), ms, median of %d | %d |" % (len(runs), res["load_ms_median"]))
 print("| of which JSON parse / render, ms | %d / %d |" % (res["parse_ms_median"], res["render_ms_median"]))
 print("| longest hover/click frame, ms (median; worst) | %d; %d |" % (res["max_hover_frame_ms_median"], res["max_hover_frame_ms_worst"]))
+print("| target: no frame or task over %d ms (median load) | %s |" % (res["frame_target_ms"], "met" if res["frame_target_met"] else "NOT MET"))
 print("(load average %s at start, %s at end; %s)" % (sys.argv[3], sys.argv[4], chromium))
 PYEOF

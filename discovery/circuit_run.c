@@ -21,6 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Circuits hs_circeval_metrics remembers (the faithfulness curves of both
+ * selections share most of their circuits). */
+enum { MEMO = 32 };
+
 /* Where a sender's output for prompt row r, position p lies: base + r * row
  * + p * pos, d_model floats (base NULL: zero). */
 typedef struct {
@@ -46,6 +50,9 @@ struct hs_circeval {
     double **mscr;       /* [workers] (2 V) */
     double m_full, m_empty;
     long forwards;
+    unsigned char *memo;  /* (MEMO, n_edges) the last circuits hs_circeval_metrics ran, a ring */
+    double memo_m[MEMO];  /* their metrics */
+    int n_memo, memo_next;
 };
 
 /* One circuit: mask [n_edges] (1 = in), or mask NULL = every edge but
@@ -203,7 +210,10 @@ static int receiver_hook(const char *name, const int64_t *shape, int ndim, float
 }
 
 /* The senders the circuit misses somewhere, the receivers missing one, and
- * the first layer a receiver missing one is read at (0 when none). */
+ * the first layer a receiver missing one is read at; when none (the full
+ * circuit: the clean run) the last layer, from the clean cache's residual
+ * (hs_engine_sweep_from: the same bits as the run from layer 0). 0 without
+ * a tail model (an embedding norm). */
 static void plan(chunk_job *cj)
 {
     const hs_graph *g = cj->ce->g;
@@ -217,7 +227,8 @@ static void plan(chunk_job *cj)
         cj->miss[r] = 1;
         if (recv_layer(g, r) < cj->start) cj->start = recv_layer(g, r);
     }
-    if (cj->start == g->n_layers || cj->ce->e.tail == NULL) cj->start = 0;
+    if (cj->start == g->n_layers) cj->start = g->n_layers - 1;
+    if (cj->ce->e.tail == NULL) cj->start = 0;
 }
 
 static hs_status add_hook(hs_engine_worker *w, chunk_job *cj, int *k, int kind, int layer, const char *fmt)
@@ -512,6 +523,7 @@ void hs_circeval_destroy(hs_circeval *ce)
     free(ce->recv_of);
     free(ce->ref);
     free(ce->tok);
+    free(ce->memo);
     free(ce);
 }
 
@@ -542,11 +554,69 @@ static hs_status run_group(hs_circeval *ce, int n, const unsigned char *const *m
     return st;
 }
 
+/* The metric of circuit c when it is known without a run: the empty
+ * circuit's m(empty) and the whole graph's m(M) (runs of the same code:
+ * prepare), or a circuit run before (memo); else 0. */
+static int known(const hs_circeval *ce, const unsigned char *c, double *m)
+{
+    const size_t E = ce->g->n_edges;
+    size_t on = 0;
+    for (size_t e = 0; e < E; e++) on += c[e] != 0;
+    if (on == 0 || on == E) {
+        *m = on == 0 ? ce->m_empty : ce->m_full;
+        return 1;
+    }
+    for (int i = 0; i < ce->n_memo; i++) {
+        const unsigned char *x = ce->memo + (size_t)i * E;
+        size_t e = 0;
+        while (e < E && (x[e] != 0) == (c[e] != 0)) e++;
+        if (e == E) {
+            *m = ce->memo_m[i];
+            return 1;
+        }
+    }
+    return 0;
+}
+
 hs_status hs_circeval_metrics(hs_circeval *ce, int n_circuits, const unsigned char *const *in_circuit,
                               double *metric, hs_error *err)
 {
     if (n_circuits < 1 || in_circuit == NULL) return hs_fail(err, HS_ERR_INPUT, "circuit run: no circuit given");
-    return run_group(ce, n_circuits, in_circuit, -1, 0, metric, err);
+    const size_t E = ce->g->n_edges;
+    if (ce->memo == NULL && (ce->memo = malloc(MEMO * (E ? E : 1))) == NULL)
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    /* each circuit not known yet run once (the same circuit twice in the
+       call: once); its runs are the same code and rows as any other's, so a
+       known circuit's metric is the one its run would give, bit for bit */
+    const unsigned char **todo = malloc((size_t)n_circuits * sizeof *todo);
+    int *slot = malloc((size_t)n_circuits * sizeof *slot);
+    double *mt = malloc((size_t)n_circuits * sizeof *mt);
+    hs_status st = todo && slot && mt ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    int n_todo = 0;
+    for (int k = 0; k < n_circuits && st == HS_OK; k++) {
+        slot[k] = -1;
+        if (known(ce, in_circuit[k], &metric[k])) continue;
+        for (int i = 0; i < n_todo && slot[k] < 0; i++)
+            if (memcmp(todo[i], in_circuit[k], E) == 0) slot[k] = i;
+        if (slot[k] < 0) {
+            slot[k] = n_todo;
+            todo[n_todo++] = in_circuit[k];
+        }
+    }
+    if (st == HS_OK && n_todo > 0) st = run_group(ce, n_todo, todo, -1, 0, mt, err);
+    for (int i = 0; i < n_todo && st == HS_OK; i++) {
+        unsigned char *x = ce->memo + (size_t)ce->memo_next * E;
+        for (size_t e = 0; e < E; e++) x[e] = todo[i][e] != 0;
+        ce->memo_m[ce->memo_next] = mt[i];
+        ce->memo_next = (ce->memo_next + 1) % MEMO;
+        if (ce->n_memo < MEMO) ce->n_memo++;
+    }
+    for (int k = 0; k < n_circuits && st == HS_OK; k++)
+        if (slot[k] >= 0) metric[k] = mt[slot[k]];
+    free(todo);
+    free(slot);
+    free(mt);
+    return st;
 }
 
 hs_status hs_edge_patch_scores(hs_circeval *ce, double *scores, hs_error *err)

@@ -3,7 +3,10 @@
 #   1. deps      scripts/deps.sh --test (apt installs on a fresh Debian 12)
 #   2. build     -DHS_WERROR=ON into build/, then ctest
 #   3. asan      -DHS_SANITIZE=ON (ASan + UBSan, -fno-sanitize-recover) into
-#                build-asan/, then ctest again (minus tests labelled nosanitize)
+#                build-asan/, then ctest again (minus tests labelled nosanitize;
+#                test_html_browser and test_viz_print run every command and
+#                figure but not Chromium, pdftoppm or rsvg-convert on them again:
+#                the build stage checked the same bytes)
 #   4. tsan      -DHS_TSAN=ON (ThreadSanitizer) into build-tsan/: the model's
 #                2-thread unit test (test_model), then training with
 #                --threads 2 and circuit --threads 2; any report fails

@@ -661,9 +661,11 @@ static void untrained_model_has_no_decision_heads(void **state)
     (void)state;
     hs_config c = test_config(2);
     hs_model *m = train_model(&c, 0);
+    hs_circuit_opts o = hs_circuit_opts_default();
+    o.discover = 0; /* the verdicts alone (discovery: the group's run and the threads test) */
     hs_circuit_report r;
     hs_error err = {0};
-    assert_int_equal(hs_circuit_run(m, g_t, NULL, &r, &err), HS_OK);
+    assert_int_equal(hs_circuit_run(m, g_t, &o, &r, &err), HS_OK);
     double gap = fabs((double)r.ld_clean[HS_CIRC_PATCH_BOTH] - r.ld_corr[HS_CIRC_PATCH_BOTH]);
     print_message("untrained: |LD_clean - LD_corr| = %.3g, accuracy %.3f\n", gap, r.acc[HS_CIRC_ALL]);
     assert_true(gap < r.opts.min_ld_gap);
@@ -719,6 +721,7 @@ static void long_verdict_reasons_reach_every_writer_whole(void **state)
     hs_circuit_opts o = hs_circuit_opts_default();
     o.route_attn = o.route_dla = o.adj_key_diff = o.decide_patch = o.decide_drop = o.min_ld_gap = 0.0;
     o.comp_draws = 2;
+    o.discover = 0; /* the verdicts' reasons alone: EAP-IG over 16 x 2 heads is not read here */
     hs_circuit_report r;
     hs_error err = {0};
     assert_int_equal(hs_circuit_run(m, g_t, &o, &r, &err), HS_OK);

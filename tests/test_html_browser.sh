@@ -43,12 +43,14 @@
 #     diverging ends as the browser computes them, a click or Enter on a head
 #     shows its pattern in viridis; its faithfulness curve on a log x axis;
 #   - 12 layers x 12 heads x 256 tokens (a model trained 2 steps): the page
-#     loads within HS_HTML_MAX_LOAD_MS (default 20000) and no hover or click
-#     frame takes over 100 ms (Event Timing, input to paint);
+#     loads, 30 token hovers, 30 grid hovers and 6 clicks run without a page
+#     error (its load time and longest frame, input to paint, are measured by
+#     bench/html_page.sh against the 100 ms target, not timed here);
 #   - with /usr/bin/firefox-esr present, the tired page's checks in Firefox too
 #     (the token row by keyboard focus: puppeteer's pointer over WebDriver
 #     BiDi sometimes lands one token off after a scroll).
-# Screenshots are kept in BUILD_DIR/browser-artefacts/.
+# Screenshots are kept in BUILD_DIR/browser-artefacts/. In a sanitizer build
+# (HS_SANITIZE) the commands run but no page is opened (see check() below).
 # Without chromium (or the npm driver) the test is skipped (exit 77) unless
 # CI is set, where it fails (cli_lib.sh's skip_test).
 # Run as: bash tests/test_html_browser.sh BUILD_DIR HEADSCOPE_BIN
@@ -73,8 +75,21 @@ ART="$BUILD_DIR/browser-artefacts"
 mkdir -p "$ART"
 PY=/usr/bin/python3
 shopt -s nullglob
-check() { node "$HERE/browser/check_page.js" --exe "$CHROMIUM" "$@" || fail "browser check: $*"; }
-viewer() { node "$HERE/browser/check_viewer.js" --exe "$CHROMIUM" "$@" || fail "viewer check: $*"; }
+# In a sanitizer build (scripts/test.sh's asan stage) every headscope command
+# below runs, under ASan and UBSan, but the pages are not opened in a browser:
+# their bytes are the plain build's (test_golden_cli pins every page byte for
+# byte in both builds), whose run of this test checked them in Chromium; the
+# browser part is most of this test's time and would be the same run again.
+SANITIZED=0
+grep -q '^HS_SANITIZE:BOOL=ON' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null && SANITIZED=1
+check() {
+    [ "$SANITIZED" = 0 ] || return 0
+    node "$HERE/browser/check_page.js" --exe "$CHROMIUM" "$@" || fail "browser check: $*"
+}
+viewer() {
+    [ "$SANITIZED" = 0 ] || return 0
+    node "$HERE/browser/check_viewer.js" --exe "$CHROMIUM" "$@" || fail "viewer check: $*"
+}
 
 M="$TMP/m.safetensors"
 run 0 train train --out "$M" --steps 150 --eval-every 0
@@ -95,7 +110,7 @@ viewer --page "$TMP/tired/index.html" --keys
 
 # the same page in Firefox, when Debian's firefox-esr is installed (not by
 # deps.sh: an optional check that no Chromium-only API crept in)
-if [ -x /usr/bin/firefox-esr ]; then
+if [ -x /usr/bin/firefox-esr ] && [ "$SANITIZED" = 0 ]; then
     node "$HERE/browser/check_page.js" --browser firefox --exe /usr/bin/firefox-esr \
         --page "$TMP/tired/index.html" --json "$TMP/tired/attention_grid.json" \
         --hover focus --shot "$ART/inspect_tired_firefox.png" || fail "the page in firefox-esr"
@@ -263,6 +278,6 @@ LONG=$("$PY" -c "
 w = '$TIRED'.split()
 print(' '.join(w[(7 * i) % len(w)] for i in range(256)))")
 run 0 big inspect --model "$B" --sentence "$LONG" --out "$TMP/big" --format html
-check --page "$TMP/big/index.html" --shot "$ART/big_12x12x256.png" --perf --max-frame-ms 100 \
-    --max-load-ms "${HS_HTML_MAX_LOAD_MS:-20000}"
-echo "browser checks passed; screenshots in $ART"
+check --page "$TMP/big/index.html" --shot "$ART/big_12x12x256.png" --perf
+if [ "$SANITIZED" = 1 ]; then echo "sanitizer build: every command ran; the browser checks are the plain build's run"
+else echo "browser checks passed; screenshots in $ART"; fi
