@@ -29,6 +29,7 @@ void hs_timeline_report_free(hs_timeline_report *r)
     free(r->best);
     free(r->heldout_loss);
     free(r->heldout_icl);
+    free(r->seen_ids);
     cJSON_Delete(r->json);
     memset(r, 0, sizeof *r);
 }
@@ -182,6 +183,18 @@ static hs_status text_open(hs_timeline_report *r, const hs_loaded *ld, const hs_
     if (ld->meta.task == NULL || strstr(ld->meta.task, h) == NULL)
         hs_note(notes, HS_NOTE_CMD, "the corpus (FNV-1a %.16s) is not the one %s was trained on", h + 1,
                 r->files[0]);
+    /* the ids the training part holds: the repeated random tokens are drawn among them */
+    const int V = ld->model->cfg.d_vocab;
+    char *seen = calloc((size_t)V, 1);
+    r->seen_ids = malloc((size_t)V * sizeof *r->seen_ids);
+    if (!seen || !r->seen_ids) {
+        free(seen);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < (*t)->n_train; k++) seen[(*t)->train[k]] = 1;
+    for (int v = 0; v < V; v++)
+        if (seen[v]) r->seen_ids[r->n_seen_ids++] = v;
+    free(seen);
     r->heldout_loss = malloc((size_t)r->n * sizeof *r->heldout_loss);
     r->heldout_icl = malloc((size_t)r->n * sizeof *r->heldout_icl);
     if (!r->heldout_loss || !r->heldout_icl) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
@@ -230,7 +243,9 @@ static hs_status compute_points(hs_timeline_report *r, int models, const hs_time
             /* the model's own tokens: its tokenizer's (padding ids left out), else every id */
             const int V = ld.model->cfg.d_vocab;
             const int nt = ld.vocab_is_ids || (int)ld.vocab->n > V ? V : (int)ld.vocab->n;
-            const hs_timeline_rep_opts o = hs_timeline_rep_opts_default();
+            hs_timeline_rep_opts o = hs_timeline_rep_opts_default();
+            o.ids = r->seen_ids;
+            o.n_ids = r->n_seen_ids;
             s = hs_timeline_point_repeated(ld.model, ld.vocab_is_ids ? -1 : hs_tok_bos(ld.vocab), nt, &o,
                                            &r->points[i], &pe);
         } else if (s == HS_OK) {
@@ -276,6 +291,7 @@ static hs_status summarise(hs_timeline_report *r, double *drop_by, hs_error *err
         if (p->n_decision > 0 && r->first_decision < 0) r->first_decision = i;
     }
     r->jump = r->induction && L > 1 ? hs_timeline_jump(r->best, n, 1) : -1;
+    if (r->jump >= 0 && !(r->best[r->jump] > r->best[r->jump - 1])) r->jump = -1; /* it never rises */
     r->drop = hs_timeline_jump(lossv, n, -1);
     *drop_by = r->drop >= 0 ? lossv[r->drop - 1] - lossv[r->drop] : NAN;
     free(lossv);
@@ -342,6 +358,7 @@ static hs_status report_json(hs_timeline_report *r, const char *dir, double drop
     }
     add_num(sum, "first_step_circuit_holds", r->first_hold >= 0 ? r->steps[r->first_hold] : NAN);
     if (r->heldout_icl) {
+        cJSON_AddNumberToObject(sum, "repeated_tokens_drawn_from", r->n_seen_ids);
         add_num(sum, "heldout_icl_jump_step", r->icl_jump >= 0 ? r->steps[r->icl_jump] : NAN);
         add_num(sum, "heldout_icl_jump", r->icl_jump >= 0 ? r->heldout_icl[r->icl_jump] -
                                                                 r->heldout_icl[r->icl_jump - 1]
