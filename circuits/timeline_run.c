@@ -426,10 +426,10 @@ static hs_status write_plots(const hs_timeline_report *r, hs_outdir *od, const h
     static const char *const ACC[1] = {"held-out accuracy"};
     static const char *const LOSS_I[2] = {"loss, every token", "loss, repeated segment"};
     static const char *const LOSS_W[1] = {"held-out loss"};
-    static const char *const ICL_T[2] = {"held-out text", "repeated random tokens"};
     static const char *const LOSS_T[2] = {"held-out text", "repeated segment"};
-    char icl_title[128];
-    snprintf(icl_title, sizeof icl_title, "in-context learning: loss at token %d minus token %d",
+    static const char *const ICL_T[2] = {"held-out text", "repeated tokens"};
+    char icl_title[128]; /* text: token n_ctx-1 minus n_ctx/10; repeated: 2nd half minus 1st */
+    snprintf(icl_title, sizeof icl_title, "in-context learning score (late minus early loss; text: token %d − %d)",
              r->icl_late, r->icl_early);
     hs_viz_panel P[4] = {
         {y0, (size_t)LH, hl.at, induction ? "induction score (second occurrence → token after the first)"
@@ -442,7 +442,8 @@ static hs_status write_plots(const hs_timeline_report *r, hs_outdir *od, const h
         {y3, induction ? 2u : 1u, text ? LOSS_T : induction ? LOSS_I : LOSS_W, "loss", "nats", 0.0, 0.0, 0}};
     double mark = NAN;
     char mlabel[96] = "";
-    if (induction && r->jump >= 0) {
+    /* the jump is marked when it is a visible rise (a text run's may be 1e-4) */
+    if (induction && r->jump >= 0 && r->best[r->jump] - r->best[r->jump - 1] >= 0.05) {
         mark = r->steps[r->jump];
         snprintf(mlabel, sizeof mlabel, "induction jump, step %d", r->steps[r->jump]);
     } else if (!induction && r->first_decision >= 0) {

@@ -38,7 +38,7 @@ static const char LADDER_HELP[] =
     "  --width D          d_model (default 128)\n"
     "  --ctx T            window length (default 128)\n"
     "  --batch B          windows a step (default 32; the chapter's 64 doubles the\n"
-    "                     time: ~34 min on 2 cores against ~17, bench/ladder_time.sh)\n"
+    "                     time: ~34 min on 2 cores against ~12-17, bench/ladder_time.sh)\n"
     "  --lr X             peak learning rate (default 1e-3)\n"
     "  --seed S           initialisation and batch seed (default 0)\n"
     "  --val-fraction X   held out: the last X of each file (default 0.1)\n"
