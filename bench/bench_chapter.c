@@ -25,7 +25,16 @@
  *           pre-norm against post-norm (norm_place post, no final norm), on
  *           one batch of 16 windows of uniform random tokens (the chapter's
  *           batch was text: the same architecture, another input)
+ *   attnstats MODEL CORPUS...  a text model's attention on the first 16
+ *           held-out windows of the corpus (split as its run did): the
+ *           standard deviation of the scores q.k / scale over every visible
+ *           (query, key) pair of every head (hook_attn_scores), the mean row
+ *           entropy (nats) and the fraction of rows putting over 0.99 on one
+ *           token (hook_pattern; rows of queries 1.., query 0 sees one key),
+ *           one JSON line: the chapter's "training without the division"
+ *           columns, on a checkpoint at initialisation and after training
  * usage: bench_chapter varqk|softmax|params|cost|gradnorm [--max-tokens N (2048)] [--threads N]
+ *        bench_chapter attnstats MODEL CORPUS...
  * The random numbers: splitmix64 seeded 1, Box-Muller (not the chapter's torch
  * stream: the same distribution, other draws).
  */
@@ -37,6 +46,8 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "probe/probe.h"
+#include "tasks/text.h"
 
 static uint64_t rng_state = 1;
 
@@ -256,8 +267,73 @@ static int gradnorm(void)
     return 0;
 }
 
+static int attnstats(const char *path, char **files, int n_files)
+{
+    hs_error err = {0};
+    hs_loaded ld;
+    if (hs_load(path, HS_NEED_VOCAB, NULL, NULL, &ld, &err) != HS_OK) {
+        fprintf(stderr, "bench_chapter: %s\n", err.msg);
+        return 1;
+    }
+    hs_corpus c;
+    hs_text *t = NULL;
+    hs_acts *acts = NULL;
+    hs_cache cache;
+    hs_cache_init(&cache);
+    hs_status st = ld.is_text && ld.meta.vocab ? HS_OK : hs_fail(&err, HS_ERR_INPUT, "%s is not a text model", path);
+    if (st == HS_OK) st = hs_corpus_read((const char *const *)files, (size_t)n_files, &c, &err);
+    if (st == HS_OK) {
+        st = hs_text_create(&c, ld.meta.vocab, strlen(ld.meta.vocab), &ld.text, &t, &err);
+        hs_corpus_free(&c);
+    }
+    const int T = ld.text.n_ctx, L = ld.model->cfg.n_layers, H = ld.model->cfg.n_heads;
+    const int W = st == HS_OK ? (hs_text_windows(t, T) < 16 ? (int)hs_text_windows(t, T) : 16) : 0;
+    if (st == HS_OK) st = hs_acts_create(&ld.model->cfg, W, T, 0, &acts, &err);
+    static const char *const filt[2] = {"blocks.*.attn.hook_attn_scores", "blocks.*.attn.hook_pattern"};
+    if (st == HS_OK) st = hs_run_with_cache(ld.model, acts, t->heldout, W, T, filt, 2, NULL, &cache, &err);
+    double s1 = 0.0, s2 = 0.0, ent = 0.0, pairs = 0.0, rows = 0.0, onehot = 0.0;
+    for (int l = 0; l < L && st == HS_OK; l++) {
+        const hs_cache_entry *sc = hs_cache_getf(&cache, "blocks.%d.attn.hook_attn_scores", l);
+        const hs_cache_entry *pa = hs_cache_getf(&cache, "blocks.%d.attn.hook_pattern", l);
+        if (!sc || !pa) {
+            st = hs_fail(&err, HS_ERR_NOMEM, "out of memory");
+            break;
+        }
+        for (size_t r = 0; r < (size_t)W * H * T; r++) { /* rows of [W, H, T, T] */
+            const int i = (int)(r % (size_t)T);
+            const float *srow = sc->data + r * T, *prow = pa->data + r * T;
+            double mx = 0.0, e = 0.0;
+            for (int j = 0; j <= i; j++) {
+                s1 += srow[j];
+                s2 += (double)srow[j] * srow[j];
+                if (prow[j] > 0.0f) e -= prow[j] * log(prow[j]);
+                if (prow[j] > mx) mx = prow[j];
+            }
+            pairs += i + 1;
+            if (i == 0) continue;
+            ent += e;
+            onehot += mx > 0.99;
+            rows += 1.0;
+        }
+    }
+    if (st == HS_OK) {
+        const double mean = s1 / pairs;
+        printf("{\"score_std\": %.6g, \"entropy\": %.6g, \"onehot_rows\": %.6g, \"windows\": %d, \"n_ctx\": %d, "
+               "\"attn_scale\": %.6g}\n", sqrt(s2 / pairs - mean * mean), ent / rows, onehot / rows, W, T,
+               hs_attn_scale(&ld.model->cfg));
+    } else {
+        fprintf(stderr, "bench_chapter: %s: %s\n", path, err.msg);
+    }
+    hs_cache_free(&cache);
+    hs_acts_destroy(acts);
+    hs_text_destroy(t);
+    hs_loaded_free(&ld);
+    return st == HS_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 4 && !strcmp(argv[1], "attnstats")) return attnstats(argv[2], argv + 3, argc - 3);
     int max_t = 2048, threads = 0;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "--max-tokens") && i + 1 < argc) max_t = atoi(argv[++i]);

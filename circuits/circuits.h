@@ -528,6 +528,9 @@ typedef struct {
     int rep_len;     /* n: tokens per half (50, TL's and Olsson et al.'s; at most (n_ctx - bos) / 2) */
     int n_seqs;      /* sequences (10) */
     uint64_t seed;   /* the draw (0; hs_task_rng, splitmix64) */
+    const int *ids;  /* (n_ids) the ids drawn from, each 0..d_vocab-1 and not bos; NULL: 0..n_tokens-1
+                        (a text run's: the ids its training part holds) */
+    int n_ids;
 } hs_timeline_rep_opts;
 
 hs_timeline_rep_opts hs_timeline_rep_opts_default(void);
@@ -537,7 +540,7 @@ hs_timeline_rep_opts hs_timeline_rep_opts_default(void);
  * revisions): the standard of TransformerLens and Olsson et al. (2022),
  * "In-context learning and induction heads": o->n_seqs sequences of
  * n = min(o->rep_len, (n_ctx - b) / 2) tokens drawn uniformly (seeded) from
- * ids 0..n_tokens-1 other than bos, each repeated once, bos first when
+ * ids 0..n_tokens-1 (or o->ids) other than bos, each repeated once, bos first when
  * bos >= 0 (b = 1, else 0): T = b + 2n positions. Per head, averaged over
  * the sequences (hook_pattern [H, dest, src]):
  *   ind[l*H+h]  = mean over k = 0..n-1 of A[b+n+k, b+k+1] (each second-half
@@ -553,7 +556,8 @@ hs_timeline_rep_opts hs_timeline_rep_opts_default(void);
  * 0.35 and 0.5); heads names them ("L0H1 -> L1H0"); n_decision counts heads
  * of layers 1.. with ind >= ind_min. out->tokens keeps the sequences.
  * Errors: HS_ERR_INPUT when n < 2 (n_ctx too small), n_tokens outside
- * 2..d_vocab or n_seqs < 1; HS_ERR_NOMEM; *out zeroed on failure.
+ * 2..d_vocab, n_seqs < 1, o->ids with fewer than 2 ids or one out of range or
+ * the BOS; HS_ERR_NOMEM; *out zeroed on failure.
  */
 hs_status hs_timeline_point_repeated(const hs_model *m, int bos, int n_tokens, const hs_timeline_rep_opts *o,
                                      hs_timeline_point *out, hs_error *err);
@@ -564,6 +568,14 @@ int hs_timeline_jump(const double *y, int n, int sign);
 
 /* ------------------------------------------------------------------------ */
 /* Circuits over a training run (circuits/timeline_run.c; `headscope timeline`)  */
+
+/* Text checkpoints' held-out corpus (timeline --corpus): the files the run
+ * trained on (paths[n]), encoded once with the first checkpoint's tokenizer
+ * and split as its task metadata says (hs_text_create); NULL or n == 0: none. */
+typedef struct {
+    const char *const *paths;
+    size_t n;
+} hs_timeline_corpus;
 
 /* Every kept checkpoint's timeline point, in step order, and the steps where
  * things happened. Free with hs_timeline_report_free. */
@@ -578,11 +590,22 @@ typedef struct {
     int induction;             /* 1: an induction run (or repeated random tokens); 0: Winograd */
     int repeated;              /* 1: checkpoints without a task (--models), scored on repeated
                                   random tokens (hs_timeline_point_repeated) */
-    int jump;                  /* index of the largest rise of best (induction, L > 1), or -1 */
+    int jump;                  /* index of the largest rise of best (induction, L > 1), or -1
+                                  (none, or it never rises) */
     int drop;                  /* index of the largest drop of the loss (induction: the
                                   repeated-segment loss), or -1 */
     int first_hold;            /* first index where the circuit holds (Winograd: step 2), or -1 */
     int first_decision;        /* Winograd: first index with decision heads, or -1 */
+    int text;                  /* 1: text checkpoints (train --task text), scored on repeated
+                                  random tokens of their BPE (no BOS) as `repeated` is */
+    double *heldout_loss;      /* [n] text with a corpus: the held-out loss (nats, windows of the
+                                  trained n_ctx: hs_text_perplexity), else NULL */
+    double *heldout_icl;       /* [n] and its ICL score (loss at token icl_late minus at
+                                  icl_early, nats; Olsson et al. 2022), else NULL */
+    int icl_early, icl_late;   /* the positions heldout_icl compares (n_ctx / 10, n_ctx - 1) */
+    int *seen_ids, n_seen_ids; /* text with a corpus: the ids its training part holds, the
+                                  repeated random tokens' draw (else NULL, 0: every id) */
+    int icl_jump;              /* index of the largest drop of heldout_icl, or -1 (it never falls) */
     cJSON *json;               /* every number (timeline_numbers.json): {"dir", "task",
                                   "n_layers", "n_heads", "summary", "checkpoints", "head_names"} */
     int n_files;               /* files written into the output folder (0 without one) */
@@ -590,8 +613,13 @@ typedef struct {
 
 /*
  * Reads every checkpoint dir/step-NNNNNN.safetensors (train's keep folder)
- * in step order (hs_load with HS_NEED_ANY_TASK; its notes go to notes) and
- * computes each one's point (hs_timeline_point_induction / _winograd). With
+ * in step order (hs_load with HS_NEED_ANY_TASK | HS_ALLOW_TEXT; its notes go
+ * to notes) and computes each one's point (hs_timeline_point_induction /
+ * _winograd; a text model's: hs_timeline_point_repeated on its BPE's ids, no
+ * BOS (with corpus: the ids its training part holds, not bytes it never saw),
+ * and with corpus its held-out loss and ICL score, hs_text_perplexity at
+ * the trained n_ctx, a note when the corpus's FNV-1a differs from the run's;
+ * without corpus a note says the held-out ICL score was not computed). With
  * out_dir (else NULL), writes there (output/, command "timeline", the
  * checkpoints as inputs) the line plots timeline.{png,svg,pdf,json} (one
  * line per head of the task's head score and of the previous-token score,
@@ -602,11 +630,13 @@ typedef struct {
  * NULL). pool: where figures are written (may be NULL). Errors: HS_ERR_IO "cannot open folder P: ...",
  * HS_ERR_INPUT "P holds no step-NNNNNN.safetensors checkpoints (train --keep
  * P)", "P is not from the same run (task or shape differs from the first
- * checkpoint)", hs_load's, "P: <the point's error>", the figure's and the
- * output folder's; HS_ERR_NOMEM. *out zeroed on failure.
+ * checkpoint)", "corpus: the checkpoints are not text models", hs_load's,
+ * hs_corpus_read's and hs_text_create's, "P: <the point's error>", the
+ * figure's and the output folder's; HS_ERR_NOMEM. *out zeroed on failure.
  */
-hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, hs_pool *pool,
-                          const hs_notes *notes, hs_timeline_report *out, hs_error *err);
+hs_status hs_timeline_run(const char *dir, const char *out_dir, const hs_timeline_corpus *corpus,
+                          hs_figopts *fo, hs_pool *pool, const hs_notes *notes, hs_timeline_report *out,
+                          hs_error *err);
 /*
  * The same over the n checkpoints paths (anything hs_load reads: headscope
  * files, Hugging Face folders such as a run's public revisions step1000/,
@@ -623,8 +653,8 @@ hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, 
  * the checkpoints then must carry none.
  */
 hs_status hs_timeline_run_models(const char *const *paths, const int *steps, int n, const char *out_dir,
-                                 hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
-                                 hs_timeline_report *out, hs_error *err);
+                                 const hs_timeline_corpus *corpus, hs_figopts *fo, hs_pool *pool,
+                                 const hs_notes *notes, hs_timeline_report *out, hs_error *err);
 void hs_timeline_report_free(hs_timeline_report *r);
 
 /* ------------------------------------------------------------------------ */

@@ -137,7 +137,7 @@ done:
 
 hs_timeline_rep_opts hs_timeline_rep_opts_default(void)
 {
-    hs_timeline_rep_opts o = {50, 10, 0};
+    hs_timeline_rep_opts o = {50, 10, 0, NULL, 0};
     return o;
 }
 
@@ -164,6 +164,11 @@ hs_status hs_timeline_point_repeated(const hs_model *m, int bos, int n_tokens, c
     const hs_config *c = &m->cfg;
     const int L = c->n_layers, H = c->n_heads, V = c->d_vocab, b0 = bos >= 0;
     const int n = o->rep_len < (c->n_ctx - b0) / 2 ? o->rep_len : (c->n_ctx - b0) / 2, T = b0 + 2 * n;
+    int ids_ok = !o->ids || o->n_ids >= 2;
+    for (int i = 0; o->ids && i < o->n_ids; i++) ids_ok &= o->ids[i] >= 0 && o->ids[i] < V && o->ids[i] != bos;
+    if (!ids_ok)
+        return hs_fail(err, HS_ERR_INPUT, "repeated random tokens: the ids to draw need 2 or more, each in "
+                       "0..%d and not the BOS", V - 1);
     if (n < 2 || o->n_seqs < 1 || n_tokens < 2 || n_tokens > V)
         return hs_fail(err, HS_ERR_INPUT, "repeated random tokens need a length >= 2 (n_ctx %d gives %d), "
                        ">= 1 sequence and 2..d_vocab tokens to draw (%d)", c->n_ctx, n, n_tokens);
@@ -187,7 +192,8 @@ hs_status hs_timeline_point_repeated(const hs_model *m, int bos, int n_tokens, c
         if (b0) t[0] = bos;
         for (int k = 0; k < n; k++) {
             int v;
-            do v = (int)hs_task_rng_below(&rng, (uint64_t)n_tokens);
+            do v = o->ids ? o->ids[hs_task_rng_below(&rng, (uint64_t)o->n_ids)]
+                          : (int)hs_task_rng_below(&rng, (uint64_t)n_tokens);
             while (v == bos);
             t[b0 + k] = t[b0 + n + k] = v;
         }

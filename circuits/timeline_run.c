@@ -7,6 +7,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "circuits/circuits.h"
+#include "tasks/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +27,9 @@ void hs_timeline_report_free(hs_timeline_report *r)
     free(r->files);
     free(r->steps);
     free(r->best);
+    free(r->heldout_loss);
+    free(r->heldout_icl);
+    free(r->seen_ids);
     cJSON_Delete(r->json);
     memset(r, 0, sizeof *r);
 }
@@ -159,43 +163,113 @@ static hs_status list_models(const char *const *paths, const int *steps, int n, 
     return s;
 }
 
+/* The held-out stream of corpus for the text checkpoint ld (its tokenizer and
+ * split): *t, and r's held-out arrays; a note when it is not the run's corpus. */
+static hs_status text_open(hs_timeline_report *r, const hs_loaded *ld, const hs_timeline_corpus *corpus,
+                           const hs_notes *notes, hs_text **t, hs_error *err)
+{
+    hs_corpus c;
+    hs_status s = hs_corpus_read(corpus->paths, corpus->n, &c, err);
+    if (s != HS_OK) return s;
+    s = ld->meta.vocab ? hs_text_create(&c, ld->meta.vocab, strlen(ld->meta.vocab), &ld->text, t, err)
+                       : hs_fail(err, HS_ERR_INPUT, "%s carries no tokenizer", r->files[0]);
+    hs_corpus_free(&c);
+    if (s != HS_OK) return s;
+    if ((int)(*t)->tok->n != ld->model->cfg.d_vocab)
+        return hs_fail(err, HS_ERR_CONFIG, "the tokenizer has %zu tokens but d_vocab is %d", (*t)->tok->n,
+                       ld->model->cfg.d_vocab);
+    char h[24];
+    snprintf(h, sizeof h, "\"%016llx\"", (unsigned long long)(*t)->corpus_hash);
+    if (ld->meta.task == NULL || strstr(ld->meta.task, h) == NULL)
+        hs_note(notes, HS_NOTE_CMD, "the corpus (FNV-1a %.16s) is not the one %s was trained on", h + 1,
+                r->files[0]);
+    /* the ids the training part holds: the repeated random tokens are drawn among them */
+    const int V = ld->model->cfg.d_vocab;
+    char *seen = calloc((size_t)V, 1);
+    r->seen_ids = malloc((size_t)V * sizeof *r->seen_ids);
+    if (!seen || !r->seen_ids) {
+        free(seen);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    for (size_t k = 0; k < (*t)->n_train; k++) seen[(*t)->train[k]] = 1;
+    for (int v = 0; v < V; v++)
+        if (seen[v]) r->seen_ids[r->n_seen_ids++] = v;
+    free(seen);
+    r->heldout_loss = malloc((size_t)r->n * sizeof *r->heldout_loss);
+    r->heldout_icl = malloc((size_t)r->n * sizeof *r->heldout_icl);
+    if (!r->heldout_loss || !r->heldout_icl) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    return HS_OK;
+}
+
 /* Every checkpoint's point; all of one run (task and shape). models: the
- * checkpoints may carry no task (then: repeated random tokens). */
-static hs_status compute_points(hs_timeline_report *r, int models, const hs_notes *notes, hs_error *err)
+ * checkpoints may carry no task (then: repeated random tokens). Text
+ * checkpoints: repeated random tokens of their BPE, and the held-out loss and
+ * ICL score on corpus when given. */
+static hs_status compute_points(hs_timeline_report *r, int models, const hs_timeline_corpus *corpus,
+                                const hs_notes *notes, hs_error *err)
 {
     r->induction = -1;
-    for (int i = 0; i < r->n; i++) {
+    r->icl_jump = -1;
+    hs_text *text = NULL;
+    hs_status s = HS_OK;
+    for (int i = 0; i < r->n && s == HS_OK; i++) {
         hs_loaded ld;
-        hs_status s = hs_load(r->files[i], models ? 0 : HS_NEED_ANY_TASK, NULL, notes, &ld, err);
-        if (s != HS_OK) return s;
+        s = hs_load(r->files[i], models ? 0 : HS_NEED_ANY_TASK | HS_ALLOW_TEXT, NULL, notes, &ld, err);
+        if (s != HS_OK) break;
         const int is_ind = ld.ind != NULL || (ld.task == NULL);
         const int is_rep = ld.ind == NULL && ld.task == NULL;
-        if (r->induction >= 0 && (is_ind != r->induction || is_rep != r->repeated ||
+        if (r->induction >= 0 && (is_ind != r->induction || is_rep != r->repeated || ld.is_text != r->text ||
                                   ld.model->cfg.n_layers != r->L || ld.model->cfg.n_heads != r->H)) {
             hs_loaded_free(&ld);
-            return hs_fail(err, HS_ERR_INPUT, "%s is not from the same run (task or shape differs from "
-                           "the first checkpoint)", r->files[i]);
+            s = hs_fail(err, HS_ERR_INPUT, "%s is not from the same run (task or shape differs from the "
+                        "first checkpoint)", r->files[i]);
+            break;
         }
         r->induction = is_ind;
         r->repeated = is_rep;
+        r->text = ld.is_text;
         r->L = ld.model->cfg.n_layers;
         r->H = ld.model->cfg.n_heads;
+        if (i == 0 && corpus && corpus->n > 0) {
+            s = ld.is_text ? text_open(r, &ld, corpus, notes, &text, err)
+                           : hs_fail(err, HS_ERR_INPUT, "--corpus: the checkpoints are not text models "
+                                     "(train --task text)");
+        } else if (i == 0 && ld.is_text) {
+            hs_note(notes, HS_NOTE_CMD, "text checkpoints without --corpus: the held-out ICL score is not "
+                    "computed");
+        }
         hs_error pe = {0};
-        if (is_rep) {
+        if (s == HS_OK && is_rep) {
             /* the model's own tokens: its tokenizer's (padding ids left out), else every id */
             const int V = ld.model->cfg.d_vocab;
             const int nt = ld.vocab_is_ids || (int)ld.vocab->n > V ? V : (int)ld.vocab->n;
-            const hs_timeline_rep_opts o = hs_timeline_rep_opts_default();
+            hs_timeline_rep_opts o = hs_timeline_rep_opts_default();
+            o.ids = r->seen_ids;
+            o.n_ids = r->n_seen_ids;
             s = hs_timeline_point_repeated(ld.model, ld.vocab_is_ids ? -1 : hs_tok_bos(ld.vocab), nt, &o,
                                            &r->points[i], &pe);
-        } else {
+        } else if (s == HS_OK) {
             s = is_ind ? hs_timeline_point_induction(ld.model, ld.ind, &r->points[i], &pe)
                        : hs_timeline_point_winograd(ld.model, ld.task, &r->points[i], &pe);
         }
+        if (s == HS_OK && text) {
+            hs_text_score sc;
+            s = hs_text_perplexity(ld.model, text->heldout, text->n_heldout, text->p.n_ctx, 0, &sc, &pe);
+            r->heldout_loss[i] = sc.loss;
+            r->heldout_icl[i] = sc.icl_score;
+            r->icl_early = sc.icl_early;
+            r->icl_late = sc.icl_late;
+        }
         hs_loaded_free(&ld);
-        if (s != HS_OK) return hs_fail(err, s, "%s: %s", r->files[i], pe.msg);
+        if (s != HS_OK && pe.msg[0]) s = hs_fail(err, s, "%s: %s", r->files[i], pe.msg);
     }
-    return HS_OK;
+    hs_text_destroy(text);
+    if (s == HS_OK && r->heldout_icl) {
+        r->icl_jump = hs_timeline_jump(r->heldout_icl, r->n, -1);
+        if (r->icl_jump >= 0 && !(r->heldout_icl[r->icl_jump] < r->heldout_icl[r->icl_jump - 1]))
+            r->icl_jump = -1; /* the score never falls */
+    }
+    return s;
 }
 
 /* The best head score of each checkpoint and the steps where things
@@ -217,6 +291,7 @@ static hs_status summarise(hs_timeline_report *r, double *drop_by, hs_error *err
         if (p->n_decision > 0 && r->first_decision < 0) r->first_decision = i;
     }
     r->jump = r->induction && L > 1 ? hs_timeline_jump(r->best, n, 1) : -1;
+    if (r->jump >= 0 && !(r->best[r->jump] > r->best[r->jump - 1])) r->jump = -1; /* it never rises */
     r->drop = hs_timeline_jump(lossv, n, -1);
     *drop_by = r->drop >= 0 ? lossv[r->drop - 1] - lossv[r->drop] : NAN;
     free(lossv);
@@ -249,6 +324,10 @@ static cJSON *point_json(const hs_timeline_report *r, int i)
         add_num(o, "segment_loss", p->seg_loss);
         add_num(o, "icl_score", p->icl);
     }
+    if (r->heldout_icl) {
+        add_num(o, "heldout_loss", r->heldout_loss[i]);
+        add_num(o, "heldout_icl_score", r->heldout_icl[i]);
+    }
     cJSON_AddItemToObject(o, "previous_token", farr(p->prev, LH));
     cJSON_AddItemToObject(o, "induction", farr(p->ind, LH));
     if (p->first_noun) cJSON_AddItemToObject(o, "first_noun", farr(p->first_noun, LH));
@@ -265,7 +344,8 @@ static hs_status report_json(hs_timeline_report *r, const char *dir, double drop
     cJSON *root = r->json = cJSON_CreateObject();
     if (!root) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     cJSON_AddStringToObject(root, "dir", dir);
-    cJSON_AddStringToObject(root, "task", r->repeated ? "repeated random tokens"
+    cJSON_AddStringToObject(root, "task", r->text       ? "text (repeated random tokens)"
+                                          : r->repeated ? "repeated random tokens"
                                           : r->induction ? "induction" : "winograd");
     cJSON_AddNumberToObject(root, "n_layers", r->L);
     cJSON_AddNumberToObject(root, "n_heads", r->H);
@@ -277,6 +357,15 @@ static hs_status report_json(hs_timeline_report *r, const char *dir, double drop
         cJSON_AddStringToObject(sum, "loss_drop_of", r->induction ? "repeated-segment loss" : "held-out loss");
     }
     add_num(sum, "first_step_circuit_holds", r->first_hold >= 0 ? r->steps[r->first_hold] : NAN);
+    if (r->heldout_icl) {
+        cJSON_AddNumberToObject(sum, "repeated_tokens_drawn_from", r->n_seen_ids);
+        add_num(sum, "heldout_icl_jump_step", r->icl_jump >= 0 ? r->steps[r->icl_jump] : NAN);
+        add_num(sum, "heldout_icl_jump", r->icl_jump >= 0 ? r->heldout_icl[r->icl_jump] -
+                                                                r->heldout_icl[r->icl_jump - 1]
+                                                          : NAN);
+        cJSON_AddNumberToObject(sum, "heldout_icl_early", r->icl_early);
+        cJSON_AddNumberToObject(sum, "heldout_icl_late", r->icl_late);
+    }
     if (!r->induction)
         add_num(sum, "first_step_decision_heads", r->first_decision >= 0 ? r->steps[r->first_decision] : NAN);
     cJSON *arr = cJSON_AddArrayToObject(root, "checkpoints");
@@ -310,7 +399,8 @@ static hs_status write_plots(const hs_timeline_report *r, hs_outdir *od, const h
     }
     float *x = malloc((size_t)n * sizeof *x);
     float *y0 = malloc((size_t)LH * n * sizeof *y0), *y1 = malloc((size_t)LH * n * sizeof *y1);
-    float *y2 = malloc((size_t)n * sizeof *y2), *y3 = malloc((size_t)n * 2 * sizeof *y3);
+    float *y2 = malloc((size_t)n * 2 * sizeof *y2), *y3 = malloc((size_t)n * 2 * sizeof *y3);
+    const int text = r->heldout_icl != NULL; /* the metric panel: the two ICL scores */
     hs_labels hl;
     hs_labels_init(&hl, (size_t)LH);
     for (int k = 0; k < LH; k++) hs_labels_set(&hl, (size_t)k, "L%dH%d", k / H, k % H);
@@ -328,24 +418,32 @@ static hs_status write_plots(const hs_timeline_report *r, hs_outdir *od, const h
             y0[k * n + i] = induction ? p->ind[k] : p->first_noun[k];
             y1[k * n + i] = p->prev[k];
         }
-        y2[i] = (float)p->accuracy;
-        y3[i] = (float)p->loss;
+        y2[i] = (float)(text ? r->heldout_icl[i] : p->accuracy);
+        y2[n + i] = (float)(text ? p->icl : NAN);
+        y3[i] = (float)(text ? r->heldout_loss[i] : p->loss);
         y3[n + i] = (float)(induction ? p->seg_loss : NAN);
     }
     static const char *const ACC[1] = {"held-out accuracy"};
     static const char *const LOSS_I[2] = {"loss, every token", "loss, repeated segment"};
     static const char *const LOSS_W[1] = {"held-out loss"};
+    static const char *const LOSS_T[2] = {"held-out text", "repeated segment"};
+    static const char *const ICL_T[2] = {"held-out text", "repeated tokens"};
+    char icl_title[128]; /* text: token n_ctx-1 minus n_ctx/10; repeated: 2nd half minus 1st */
+    snprintf(icl_title, sizeof icl_title, "in-context learning score (late minus early loss; text: token %d − %d)",
+             r->icl_late, r->icl_early);
     hs_viz_panel P[4] = {
         {y0, (size_t)LH, hl.at, induction ? "induction score (second occurrence → token after the first)"
                                           : "first-noun score (attention at 14 on x)",
          "score", 0.0, 1.0, 0},
         {y1, (size_t)LH, hl.at, "previous-token score (TL mul)", "score", 0.0, 1.0, 0},
-        {y2, 1, ACC, induction ? "repeated-segment accuracy (held-out)" : "referent accuracy at 14 (held-out)",
-         "accuracy", 0.0, 1.0, 0},
-        {y3, induction ? 2u : 1u, induction ? LOSS_I : LOSS_W, "loss", "nats", 0.0, 0.0, 0}};
+        {y2, text ? 2u : 1u, text ? ICL_T : ACC,
+         text ? icl_title : induction ? "repeated-segment accuracy (held-out)" : "referent accuracy at 14 (held-out)",
+         text ? "nats" : "accuracy", 0.0, text ? 0.0 : 1.0, 0},
+        {y3, induction ? 2u : 1u, text ? LOSS_T : induction ? LOSS_I : LOSS_W, "loss", "nats", 0.0, 0.0, 0}};
     double mark = NAN;
     char mlabel[96] = "";
-    if (induction && r->jump >= 0) {
+    /* the jump is marked when it is a visible rise (a text run's may be 1e-4) */
+    if (induction && r->jump >= 0 && r->best[r->jump] - r->best[r->jump - 1] >= 0.05) {
         mark = r->steps[r->jump];
         snprintf(mlabel, sizeof mlabel, "induction jump, step %d", r->steps[r->jump]);
     } else if (!induction && r->first_decision >= 0) {
@@ -354,7 +452,7 @@ static hs_status write_plots(const hs_timeline_report *r, hs_outdir *od, const h
     }
     char title[160];
     snprintf(title, sizeof title, "%s over training (%d checkpoints)",
-             induction ? "induction circuit" : "referent circuit", n);
+             r->text ? "induction heads on text" : induction ? "induction circuit" : "referent circuit", n);
     hs_viz_options vo = hs_figopts_for(fo, HS_FIG_SIGNED, 0.0);
     hs_error fe = {0};
     if (hs_figopts_images(fo) &&
@@ -399,26 +497,29 @@ static hs_status write_folder(hs_timeline_report *r, const char *dir, hs_outdir 
 }
 
 /* The run over the checkpoints out already lists (label: the report's "dir"). */
-static hs_status run_listed(const char *label, int models, hs_status s, const char *out_dir, hs_figopts *fo,
-                            hs_pool *pool, const hs_notes *notes, hs_timeline_report *out, hs_error *err)
+static hs_status run_listed(const char *label, int models, hs_status s, const char *out_dir,
+                            const hs_timeline_corpus *corpus, hs_figopts *fo, hs_pool *pool,
+                            const hs_notes *notes, hs_timeline_report *out, hs_error *err)
 {
     hs_outdir od;
     memset(&od, 0, sizeof od);
     const char *dir = label;
     double drop_by = NAN;
     if (s == HS_OK && out_dir) {
-        /* the checkpoints are inputs: never replaced or removed by the output folder */
-        const char **inputs = calloc((size_t)out->n + 1, sizeof *inputs);
+        /* the checkpoints and the corpus are inputs: never replaced or removed by the output folder */
+        const size_t nc = corpus ? corpus->n : 0;
+        const char **inputs = calloc((size_t)out->n + nc + 1, sizeof *inputs);
         if (!inputs) {
             s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         } else {
             for (int i = 0; i < out->n; i++) inputs[i] = out->files[i];
+            for (size_t i = 0; i < nc; i++) inputs[(size_t)out->n + i] = corpus->paths[i];
             s = hs_figopts_font_open(fo, err);
             if (s == HS_OK) s = hs_outdir_open(&od, "timeline", out_dir, fo, inputs, pool, notes, err);
             free(inputs);
         }
     }
-    if (s == HS_OK) s = compute_points(out, models, notes, err);
+    if (s == HS_OK) s = compute_points(out, models, corpus, notes, err);
     if (s == HS_OK) s = summarise(out, &drop_by, err);
     if (s == HS_OK) s = report_json(out, dir, drop_by, err);
     if (s == HS_OK && out_dir) s = write_folder(out, dir, &od, fo, notes, err);
@@ -427,18 +528,19 @@ static hs_status run_listed(const char *label, int models, hs_status s, const ch
     return s;
 }
 
-hs_status hs_timeline_run(const char *dir, const char *out_dir, hs_figopts *fo, hs_pool *pool,
-                          const hs_notes *notes, hs_timeline_report *out, hs_error *err)
+hs_status hs_timeline_run(const char *dir, const char *out_dir, const hs_timeline_corpus *corpus,
+                          hs_figopts *fo, hs_pool *pool, const hs_notes *notes, hs_timeline_report *out,
+                          hs_error *err)
 {
     memset(out, 0, sizeof *out);
-    return run_listed(dir, 0, list_ckpts(dir, out, err), out_dir, fo, pool, notes, out, err);
+    return run_listed(dir, 0, list_ckpts(dir, out, err), out_dir, corpus, fo, pool, notes, out, err);
 }
 
 hs_status hs_timeline_run_models(const char *const *paths, const int *steps, int n, const char *out_dir,
-                                 hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
-                                 hs_timeline_report *out, hs_error *err)
+                                 const hs_timeline_corpus *corpus, hs_figopts *fo, hs_pool *pool,
+                                 const hs_notes *notes, hs_timeline_report *out, hs_error *err)
 {
     memset(out, 0, sizeof *out);
-    return run_listed("--models", 1, list_models(paths, steps, n, out, err), out_dir, fo, pool, notes, out,
-                      err);
+    return run_listed("--models", 1, list_models(paths, steps, n, out, err), out_dir, corpus, fo, pool, notes,
+                      out, err);
 }

@@ -18,8 +18,8 @@
 #include "expout.h"
 
 static const char TIMELINE_HELP[] =
-    "usage: headscope timeline DIR [--out OUTDIR] [--json]\n"
-    "       headscope timeline --models CKPT... [--steps N,N,...] [--out OUTDIR] [--json]\n"
+    "usage: headscope timeline DIR [--corpus FILE...] [--out OUTDIR] [--json]\n"
+    "       headscope timeline --models CKPT... [--steps N,N,...] [--corpus FILE]... [--out OUTDIR] [--json]\n"
     "\n"
     "Reads every checkpoint DIR/step-NNNNNN.safetensors (train --keep DIR) in step\n"
     "order, or with --models the checkpoints given (files or Hugging Face folders,\n"
@@ -35,7 +35,14 @@ static const char TIMELINE_HELP[] =
     "verdict. Reports the step of the largest jump of the best induction score\n"
     "and of the largest loss drop (induction), the first step where the circuit\n"
     "holds, and for Winograd the first step with decision heads.\n"
+    "Text checkpoints (train --task text) are scored as a checkpoint without a task\n"
+    "(repeated random tokens of their BPE, no BOS); with --corpus (the run's files)\n"
+    "drawn among the ids its training part holds, and the held-out loss and the\n"
+    "in-context-learning score (loss at token n_ctx-1\n"
+    "minus at n_ctx/10, nats; Olsson et al. 2022) and the step of its largest drop.\n"
     "\n"
+    "  --corpus FILE...  text checkpoints: the corpus they trained on (files after\n"
+    "                 DIR are corpus files too; with --models repeat --corpus)\n"
     "  --out OUTDIR   write timeline.json (every number) and the line plots\n"
     "                 timeline.{png,svg,json} (one line per head; the metric and\n"
     "                 loss on their own panels) into OUTDIR (created if missing)\n"
@@ -46,18 +53,26 @@ static const char TIMELINE_HELP[] =
 /* The report as a table on stdout. */
 static void print_table(const hs_timeline_report *r, const char *dir, const char *out)
 {
-    const int ind = r->induction;
+    const int ind = r->induction, txt = r->heldout_icl != NULL;
     printf("%s timeline of %s: %d checkpoints, %d layers x %d heads\n",
-           r->repeated ? "induction (repeated random tokens)" : ind ? "induction" : "winograd", dir,
-           r->n, r->L, r->H);
-    printf("%8s %8s %8s  %-14s %-10s %s\n", "step", ind ? "seg loss" : "loss", "acc",
-           ind ? "best ind." : "best 1st-noun", ind ? "holds" : "step 2", "heads / verdict");
+           r->text ? "text (repeated random tokens)" : r->repeated ? "induction (repeated random tokens)"
+                   : ind ? "induction" : "winograd", dir, r->n, r->L, r->H);
+    if (txt) printf("%8s %8s %9s ", "step", "text loss", "text ICL");
+    else printf("%8s ", "step");
+    printf("%8s %8s  %-14s %-10s %s\n", ind ? "seg loss" : "loss", "acc", ind ? "best ind." : "best 1st-noun",
+           ind ? "holds" : "step 2", "heads / verdict");
     for (int i = 0; i < r->n; i++) {
         const hs_timeline_point *p = &r->points[i];
-        printf("%8d %8.4f %7.1f%%  %-14.3f %-10s %s\n", r->steps[i], ind ? p->seg_loss : p->loss,
-               100 * p->accuracy, r->best[i], p->holds ? "yes" : "no", p->holds ? p->heads : p->verdict);
+        if (txt) printf("%8d %9.4f %9.4f ", r->steps[i], r->heldout_loss[i], r->heldout_icl[i]);
+        else printf("%8d ", r->steps[i]);
+        printf("%8.4f %7.1f%%  %-14.3f %-10s %s\n", ind ? p->seg_loss : p->loss, 100 * p->accuracy, r->best[i],
+               p->holds ? "yes" : "no", p->holds ? p->heads : p->verdict);
     }
     if (r->jump >= 0) printf("largest induction-score jump: at step %d\n", r->steps[r->jump]);
+    if (r->icl_jump >= 0)
+        printf("largest drop of the held-out ICL score (loss at token %d minus %d): at step %d (%+.4f nats)\n",
+               r->icl_late, r->icl_early, r->steps[r->icl_jump],
+               r->heldout_icl[r->icl_jump] - r->heldout_icl[r->icl_jump - 1]);
     if (r->drop >= 0)
         printf("largest %s drop: at step %d\n", ind ? "repeated-segment loss" : "loss", r->steps[r->drop]);
     if (r->first_hold >= 0)
@@ -72,8 +87,9 @@ static void print_table(const hs_timeline_report *r, const char *dir, const char
 
 int cmd_timeline(int argc, char **argv)
 {
-    enum { O_OUT = 256, O_JSON, O_MODELS, O_STEPS };
+    enum { O_OUT = 256, O_JSON, O_MODELS, O_STEPS, O_CORPUS };
     static const struct option opts[] = {{"out", required_argument, 0, O_OUT},
+                                         {"corpus", required_argument, 0, O_CORPUS},
                                          {"json", no_argument, 0, O_JSON},
                                          {"models", no_argument, 0, O_MODELS},
                                          {"steps", required_argument, 0, O_STEPS},
@@ -81,32 +97,43 @@ int cmd_timeline(int argc, char **argv)
                                          CLI_FIGOPTS_LONGOPTS,
                                          {0, 0, 0, 0}};
     const char *C = "timeline", *out = NULL, *steps_arg = NULL;
-    int json = 0, models = 0, c;
+    int json = 0, models = 0, c, n_corpus = 0;
+    const char **corpus = calloc((size_t)argc + 1, sizeof *corpus);
+    if (!corpus) return cli_usage_error(C, "out of memory");
     hs_figopts fo;
     hs_figopts_default(&fo, 150);
     cli_opts op = {.cmd = C, .help = TIMELINE_HELP, .fo = &fo};
     while ((c = cli_opt_next(&op, argc, argv, opts)) != CLI_OPT_END) {
         switch (c) {
-        case CLI_OPT_EXIT: hs_figopts_free(&fo); return op.status;
+        case CLI_OPT_EXIT: hs_figopts_free(&fo); free(corpus); return op.status;
+        case O_CORPUS: corpus[n_corpus++] = optarg; break;
         case O_OUT: out = optarg; break;
         case O_JSON: json = 1; break;
         case O_MODELS: models = 1; break;
         case O_STEPS: steps_arg = optarg; break;
         }
     }
+    /* timeline DIR --corpus F1 F2 ...: the arguments after DIR are corpus files */
+    if (!models && n_corpus > 0) {
+        for (int i = optind + 1; i < argc; i++) corpus[n_corpus++] = argv[i];
+        if (argc > optind + 1) argc = optind + 1;
+    }
     if (!models && optind + 1 != argc) {
         hs_figopts_free(&fo);
+        free(corpus);
         return cli_usage_error(C, "needs exactly one folder of checkpoints (train --keep DIR), or "
                                "--models CKPT...");
     }
     if (models && optind >= argc) {
         hs_figopts_free(&fo);
+        free(corpus);
         return cli_usage_error(C, "--models needs the checkpoints");
     }
     const int n = argc - optind;
     int *steps = NULL;
     if (steps_arg && !models) {
         hs_figopts_free(&fo);
+        free(corpus);
         return cli_usage_error(C, "--steps goes with --models");
     }
     if (steps_arg) {
@@ -124,6 +151,7 @@ int cmd_timeline(int argc, char **argv)
         }
         if (bad || k != n) {
             free(steps);
+            free(corpus);
             hs_figopts_free(&fo);
             return cli_usage_error(C, "--steps needs one step per checkpoint (%d), comma-separated, "
                                    "got '%s'", n, steps_arg);
@@ -134,10 +162,12 @@ int cmd_timeline(int argc, char **argv)
     hs_timeline_report r;
     hs_error err = {0};
     int rc = 1;
+    const hs_timeline_corpus tc = {corpus, (size_t)n_corpus};
     const hs_status st = models ? hs_timeline_run_models((const char *const *)argv + optind, steps, n, out,
-                                                         &fo, NULL, &notes, &r, &err)
-                                : hs_timeline_run(dir, out, &fo, NULL, &notes, &r, &err);
+                                                         &tc, &fo, NULL, &notes, &r, &err)
+                                : hs_timeline_run(dir, out, &tc, &fo, NULL, &notes, &r, &err);
     free(steps);
+    free(corpus);
     if (st != HS_OK) {
         rc = cli_error(C, &err);
     } else if (json) {

@@ -110,6 +110,8 @@ static const char TRAIN_HELP[] =
     "                         no final norm: post also turns the final norm off\n"
     "  --attn-replace         the attention's output replaces the residual instead of\n"
     "                         being added to it (the chapter's \"replace, not add\" rows)\n"
+    "  --attn-scale X         scores are q.k / X (TransformerLens' attn_scale; default\n"
+    "                         sqrt(d_head)); 1 = no division, as the chapter's ablation\n"
     "  e.g. the microGPT block: --norm rmsnorm --act relu --no-bias --embed-norm --no-final-norm\n"
     "\n"
     "The canonical induction pair: --task induction --d-mlp 0 --layers 2 (and 1).\n"
@@ -270,6 +272,7 @@ static const train_opt OPTS[] = {
     {"parallel-attn-mlp", K_SET, G_MODEL, A(job.cfg.parallel_attn_mlp), 1, 0, NULL, NULL},
     {"norm-place", K_ENUM, G_MODEL, A(norm_place), 0, 0, "pre, post", hs_norm_place_parse},
     {"attn-replace", K_SET, G_MODEL, A(job.cfg.attn_replace), 1, 0, NULL, NULL},
+    {"attn-scale", K_F32, G_MODEL, A(job.cfg.attn_scale), 1e-6, 1e6, "a number in (0, 1e6]", NULL},
     {"out", K_STR, 0, A(job.out), 0, 0, NULL, NULL},
     {"init", K_ENUM, G_MODEL, A(init), 0, 0, "pytorch, gpt2", hs_init_parse},
     {"keep", K_STR, 0, A(job.keep), 0, 0, NULL, NULL},

@@ -140,7 +140,7 @@ static hs_status load_task(const char *path, int need, const hs_load_source *src
         if (need & HS_NEED_TASK)
             return hs_fail(err, HS_ERR_INPUT, "%s is a text model; this command works on Winograd "
                            "models", path);
-        if (need & HS_NEED_ANY_TASK)
+        if ((need & HS_NEED_ANY_TASK) && !(need & HS_ALLOW_TEXT))
             return hs_fail(err, HS_ERR_INPUT, "%s is a text model; this command needs a Winograd "
                            "or induction task", path);
         out->is_text = 1;

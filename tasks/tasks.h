@@ -487,8 +487,9 @@ typedef struct {
 } hs_load_source;
 
 /* What a command needs beyond the weights: the vocabulary, a Winograd task
- * (an induction model is refused), any task. */
-enum { HS_NEED_VOCAB = 1, HS_NEED_TASK = 2, HS_NEED_ANY_TASK = 4 };
+ * (an induction model is refused), any task; HS_ALLOW_TEXT beside
+ * HS_NEED_ANY_TASK: a text model counts as one (timeline). */
+enum { HS_NEED_VOCAB = 1, HS_NEED_TASK = 2, HS_NEED_ANY_TASK = 4, HS_ALLOW_TEXT = 8 };
 
 /*
  * Loads the checkpoint at path (a .safetensors file, or a Hugging Face GPT-2

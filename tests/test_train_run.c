@@ -232,7 +232,7 @@ static void timeline_points_equal_each_checkpoint_alone(void **state)
     hs_figopts_default(&fo, 150);
     fo.png = fo.svg = fo.pdf = 0; /* the numbers: no font needed */
     hs_timeline_report tr;
-    if (hs_timeline_run(keep, tl, &fo, NULL, NULL, &tr, &err) != HS_OK) fail_msg("timeline: %s", err.msg);
+    if (hs_timeline_run(keep, tl, NULL, &fo, NULL, NULL, &tr, &err) != HS_OK) fail_msg("timeline: %s", err.msg);
     assert_int_equal(tr.n, 3);
     assert_int_equal(tr.steps[0], 0);
     assert_int_equal(tr.steps[1], 10);

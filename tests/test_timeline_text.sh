@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# tests/test_timeline_text.sh -- `timeline` on text checkpoints (issue 31):
+# a tiny two-layer attention-only text run (two small fortunes files, a BPE
+# of 300, windows of 32, 20 steps, kept at steps 0 and 20) read by
+# `timeline DIR --corpus FILES`:
+#   - the route: the task is "text (repeated random tokens)", every repeated
+#     token is one the training part holds, and their count is the number of
+#     distinct ids of the training part (computed here from `tokenize`'s ids);
+#   - each checkpoint's held-out loss and ICL score (the loss at token 31 minus
+#     at token 3, averaged over the held-out windows) equal a float64 numpy
+#     forward written here from TransformerLens' semantics (LayerNorm,
+#     learned positions, q.k / sqrt(d_head), causal softmax) to 1e-4;
+#   - the step of the ICL score's largest drop is 20 when it drops, absent
+#     when it does not; without --corpus a text run is still read (no held-out
+#     numbers), and --corpus on an induction run is refused in one line.
+# Without fortunes the test is skipped (exit 77; a failure with CI set).
+# Run as: bash tests/test_timeline_text.sh BUILD_DIR HEADSCOPE_BIN
+set -euo pipefail
+
+BUILD_DIR=${1:?usage: test_timeline_text.sh BUILD_DIR HEADSCOPE_BIN}
+HS=${2:?usage: test_timeline_text.sh BUILD_DIR HEADSCOPE_BIN}
+HERE=$(cd "$(dirname "$0")" && pwd)
+PY=/usr/bin/python3
+mkdir -p "$BUILD_DIR/testtmp"
+TMP=$(cd "$(mktemp -d "$BUILD_DIR/testtmp/tltext.XXXXXX")" && pwd)
+trap 'rm -rf "$TMP"' EXIT
+# shellcheck source=tests/cli_lib.sh
+source "$HERE/cli_lib.sh"
+
+FORT=/usr/share/games/fortunes
+[ -f "$FORT/goedel" ] && [ -f "$FORT/linuxcookie" ] ||
+    skip_test "no fortunes corpus in $FORT (bash scripts/deps.sh installs it)"
+FILES=("$FORT/goedel" "$FORT/linuxcookie")
+
+run 0 train train --task text --corpus "${FILES[@]}" --vocab-size 300 --layers 2 --d-mlp 0 --d-model 16 \
+    --heads 2 --n-ctx 32 --batch 8 --steps 20 --lr 1e-2 --eval-every 0 --checkpoint-every 20 \
+    --keep "$TMP/keep" --out "$TMP/m.safetensors"
+run 0 tl timeline "$TMP/keep" --corpus "${FILES[@]}" --json
+run 0 tltable timeline "$TMP/keep" --corpus "${FILES[@]}"
+grep -q "largest drop of the held-out ICL score\|text loss" "$TMP/tltable.out" || fail "timeline: no held-out columns"
+run 0 nocorpus timeline "$TMP/keep" --json
+grep -q "without --corpus" "$TMP/nocorpus.err" || fail "timeline without --corpus: no note"
+"$PY" - "$TMP" "${FILES[@]}" <<'PYEOF' > "$TMP/files.jsonl"
+import json, sys
+for f in sys.argv[2:]:
+    print(json.dumps(open(f, encoding="utf-8").read()))
+PYEOF
+run 0 tok tokenize --model "$TMP/keep/step-000000.safetensors" --jsonl "$TMP/files.jsonl"
+
+"$PY" - "$TMP" <<'PYEOF' || fail "timeline's held-out numbers differ from the float64 reference"
+import json, math, struct, sys
+import numpy as np
+tmp = sys.argv[1]
+tl = json.load(open(tmp + "/tl.out"))
+bare = json.load(open(tmp + "/nocorpus.out"))
+assert tl["task"] == "text (repeated random tokens)", tl["task"]
+assert bare["task"] == tl["task"] and "heldout_icl_score" not in bare["checkpoints"][0], bare["checkpoints"][0]
+files = [json.loads(l)["ids"] for l in open(tmp + "/tok.out")]
+train, held = [], []
+for ids in files:  # the last floor(0.1 n) tokens of each file are held out
+    nh = int(math.floor(len(ids) * 0.1))
+    train += ids[:len(ids) - nh]
+    held += ids[len(ids) - nh:]
+seen = set(train)
+s = tl["summary"]
+assert s["repeated_tokens_drawn_from"] == len(seen), (s["repeated_tokens_drawn_from"], len(seen))
+assert all(t in seen for q in tl["repeated_tokens"] for t in q)
+T = 32
+W = (len(held) - 1) // T
+assert s["heldout_icl_early"] == T // 10 and s["heldout_icl_late"] == T - 1, s
+
+def read_st(path):
+    with open(path, "rb") as fh:
+        n = struct.unpack("<Q", fh.read(8))[0]
+        h = json.loads(fh.read(n))
+        data = fh.read()
+    h.pop("__metadata__")
+    return {k: np.frombuffer(data[v["data_offsets"][0]:v["data_offsets"][1]], "<f4").astype(np.float64)
+            .reshape(v["shape"]) for k, v in h.items()}
+
+def ln(x, w, b):
+    x = x - x.mean(-1, keepdims=True)
+    return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * w + b
+
+def logits(P, tok):  # tok [B, T] -> logits [B, T, V]
+    x = P["embed.W_E"][tok] + P["pos_embed.W_pos"][:T]
+    mask = np.triu(np.ones((T, T), bool), 1)
+    for l in range(2):
+        p = "blocks.%d." % l
+        h = ln(x, P[p + "ln1.w"], P[p + "ln1.b"])
+        q, k, v = (np.einsum("btd,hde->bthe", h, P[p + "attn.W_" + n]) + P[p + "attn.b_" + n] for n in "QKV")
+        sc = np.where(mask, -np.inf, np.einsum("bqhe,bkhe->bhqk", q, k) / math.sqrt(q.shape[-1]))
+        a = np.exp(sc - sc.max(-1, keepdims=True))
+        a /= a.sum(-1, keepdims=True)
+        z = np.einsum("bhqk,bkhe->bqhe", a, v)
+        x = x + np.einsum("bqhe,hed->bqd", z, P[p + "attn.W_O"]) + P[p + "attn.b_O"]
+    return ln(x, P["ln_final.w"], P["ln_final.b"]) @ P["unembed.W_U"] + P["unembed.b_U"]
+
+tok = np.array([held[w * T:(w + 1) * T] for w in range(W)])
+tgt = np.array([held[w * T + 1:(w + 1) * T + 1] for w in range(W)])
+icl = []
+for c in tl["checkpoints"]:
+    lg = logits(read_st(tmp + "/keep/step-%06d.safetensors" % c["step"]), tok)
+    m = lg.max(-1, keepdims=True)
+    nll = (m + np.log(np.exp(lg - m).sum(-1, keepdims=True)))[..., 0] - np.take_along_axis(lg, tgt[..., None], -1)[..., 0]
+    loss, score = nll.mean(), nll[:, T - 1].mean() - nll[:, T // 10].mean()
+    assert abs(c["heldout_loss"] - loss) < 1e-4, (c["step"], c["heldout_loss"], loss)
+    assert abs(c["heldout_icl_score"] - score) < 1e-4, (c["step"], c["heldout_icl_score"], score)
+    icl.append(score)
+    print("step %d: held-out loss %.5f (reference %.5f), ICL score %+.5f (reference %+.5f) over %d windows"
+          % (c["step"], c["heldout_loss"], loss, c["heldout_icl_score"], score, W))
+assert [c["step"] for c in tl["checkpoints"]] == [0, 20]
+if icl[1] < icl[0]:
+    assert s["heldout_icl_jump_step"] == 20, s
+else:
+    assert s.get("heldout_icl_jump_step") is None, s
+PYEOF
+run 0 ind train --task induction --layers 2 --d-mlp 0 --steps 2 --checkpoint-every 2 --keep "$TMP/ik" \
+    --out "$TMP/i.safetensors"
+run 1 indcorpus timeline "$TMP/ik" --corpus "${FILES[@]}"
+one_line indcorpus "not text models"
+echo "PASS: test_timeline_text"
