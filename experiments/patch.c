@@ -19,11 +19,14 @@
 #include <string.h>
 
 /* One sweep: act in layer, head (-1: a layer-level act; HEADS_OF_LAYER:
- * every head of the layer at every position, one batch), pos (-1: all). */
+ * the heads u0 .. u0 + nu - 1 (unit u = l H + h: head h of layer l) at every
+ * position, in batches, group_run), pos (-1: all). */
 typedef struct {
     int act, layer, head, pos;
-    double *ld, *metric; /* where its mean LD and normalised metric go (HEADS_OF_LAYER: H of each) */
+    double *ld, *metric; /* where its mean LD and normalised metric go (HEADS_OF_LAYER: the
+                          * act's whole (L, H) tables, by unit) */
     int same;            /* 1: provably the corrupted run at every read position (no sweep) */
+    int u0, nu;          /* HEADS_OF_LAYER: its units */
 } pjob;
 #define HEADS_OF_LAYER (-2)
 
@@ -130,12 +133,15 @@ static double mean_rows(const double *v, int n)
     return s / n;
 }
 
-/* The heads of one layer in one batch: H copies of the n rows, copy h with
- * head h's clean value written at every position. */
+/* Heads in one batch: a copy of the n rows for each unit (layer l, head h)
+ * u = l H + h of a run of units, copy k (unit u0 + k) with head h's clean
+ * value written at every position of layer l. A batch's units may span
+ * layers (a set too small to fill a batch alone, group_run); a hook of layer
+ * l leaves the rows of other layers' units as they are. */
 typedef struct {
-    const hs_cache_entry *src; /* the clean value, n rows */
+    const hs_cache_entry *src; /* layer's clean value, n rows */
     int act, n, r0, b;         /* the set's rows; the chunk's first row and real rows */
-    int h0;                    /* the batch's first head (row block 0) */
+    int u0, layer, H;          /* the batch's first unit; the hook's layer; heads a layer */
 } ghook;
 
 static int group_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
@@ -149,7 +155,9 @@ static int group_hook(const char *name, const int64_t *shape, int ndim, float *d
     const int64_t B = shape[0];
     for (int64_t i = 0; i < B; i++) {
         const int64_t r = g->r0 + (i < g->b ? i : g->b - 1); /* padded rows repeat the last */
-        const int64_t h = g->h0 + r / g->n, src = r % g->n;
+        const int64_t u = g->u0 + r / g->n, src = r % g->n;
+        if (u / g->H != g->layer) continue; /* another layer's unit: patched there */
+        const int64_t h = u % g->H;
         if (g->act == HS_PATCH_PATTERN) { /* [B, H, T(dest), T(src)]: head h's rows */
             const size_t one = (size_t)shape[2] * shape[3];
             memcpy(data + ((size_t)i * shape[1] + h) * one, e->data + ((size_t)src * shape[1] + h) * one,
@@ -167,21 +175,27 @@ static int group_hook(const char *name, const int64_t *shape, int ndim, float *d
 typedef struct {
     pctx *c;
     const pjob *jb;
-    const hs_cache_entry *src;
-    double *ld; /* (hb n) per-row LDs of the batch */
-    int h0;     /* the batch's first head */
+    double *ld; /* (nu n) per-row LDs of the batch */
+    int u0, nu; /* the batch's units */
 } group_arg;
 
 static hs_status group_hooks(void *arg, hs_engine_worker *w, int chunk, int r0, int b)
 {
     (void)chunk;
     const group_arg *ga = arg;
-    ghook *g = malloc(sizeof *g);
-    if (g == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
-    *g = (ghook){ga->src, ga->jb->act, ga->c->n, r0, b, ga->h0};
-    char name[64];
-    snprintf(name, sizeof name, hs_patch_hooks[ga->jb->act], ga->jb->layer);
-    return hs_hooks_add_owned(w->hk, name, group_hook, g, free, &w->err);
+    const int H = ga->c->m->cfg.n_heads;
+    for (int l = ga->u0 / H; l <= (ga->u0 + ga->nu - 1) / H; l++) {
+        char name[64];
+        snprintf(name, sizeof name, hs_patch_hooks[ga->jb->act], l);
+        const hs_cache_entry *src = hs_cache_get(ga->c->clean, name);
+        if (src == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "the model has no point %s", name);
+        ghook *g = malloc(sizeof *g);
+        if (g == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+        *g = (ghook){src, ga->jb->act, ga->c->n, r0, b, ga->u0, l, H};
+        hs_status st = hs_hooks_add_owned(w->hk, name, group_hook, g, free, &w->err);
+        if (st != HS_OK) return st;
+    }
+    return HS_OK;
 }
 
 static void group_rows(void *arg, hs_engine_worker *w, const float *logits, int r0, int b)
@@ -204,55 +218,67 @@ static void group_rows(void *arg, hs_engine_worker *w, const float *logits, int 
 #endif
 #define GROUP_BYTES ((size_t)(HS_PATCH_GROUP_BYTES))
 
-/* Every head of jb's layer at every position, in sweeps of hb heads x n rows
- * (as many heads as GROUP_BYTES allows, all H for GPT-2 small's 50 IOI
- * prompts), from the layer on; a row's values are those of its head's own
- * sweep (the engine's per-row kernels), so each head's cell is the one a
- * sweep of its own gives. Reads one position when every prompt reads the
- * same one. */
+/* Units a job of heads takes: one layer's H, or, when its sweeps read one
+ * position (one_pos >= 0) and H n rows are fewer than the engine pads such
+ * a batch to (HS_ENGINE_MIN_TOKENS), the fewest units from there with an
+ * even row count of at least that, at most a chunk. */
+static int units_per_job(int H, int n, int one_pos)
+{
+    if (one_pos < 0 || H * n >= HS_ENGINE_MIN_TOKENS) return H;
+    int u = (HS_ENGINE_MIN_TOKENS + n - 1) / n;
+    if ((u * n) % 2 != 0) u++;
+    return u * n <= HS_ENGINE_CHUNK ? u : H;
+}
+
+/* The units [jb->u0, jb->u0 + jb->nu) (each head of jb's layer, or a run of
+ * units across layers) at every position, in sweeps of hb units x n rows (as
+ * many as GROUP_BYTES allows, all H for GPT-2 small's 50 IOI prompts), each
+ * from its first unit's layer on; a row's values are those of its unit's own
+ * sweep (the engine's per-row kernels; a later layer's unit runs the layers
+ * before it unpatched, its corrupted run's values), so each cell is the one
+ * a sweep of its own gives. A set of one prompt at GPT-2 small: 16 heads a
+ * batch over 9 batches, where a layer's 12 were padded to 16 rows over 12.
+ * Reads one position when every prompt reads the same one. */
 static hs_status group_run(hs_engine *e, hs_engine_worker *w, const pjob *jb, pctx *c)
 {
     const int H = c->m->cfg.n_heads, n = c->n, t = c->t, D = c->m->cfg.d_model;
     const size_t set_bytes = (size_t)n * t * D * sizeof(float);
-    const int hb = set_bytes * H <= GROUP_BYTES ? H : set_bytes >= GROUP_BYTES ? 1 : (int)(GROUP_BYTES / set_bytes);
+    const int nu = jb->nu;
+    const int hb = set_bytes * nu <= GROUP_BYTES ? nu : set_bytes >= GROUP_BYTES ? 1 : (int)(GROUP_BYTES / set_bytes);
     const int R = hb * n;
-    char name[64];
-    snprintf(name, sizeof name, hs_patch_hooks[jb->act], jb->layer);
-    const hs_cache_entry *src = hs_cache_get(c->clean, name);
-    if (src == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "the model has no point %s", name);
-    const hs_cache_entry *rp = hs_cache_getf(c->corr, "blocks.%d.hook_resid_pre", jb->layer);
     int *tok = malloc((size_t)R * t * sizeof(int));
     double *ld = malloc((size_t)R * sizeof(double));
-    float *res = rp && jb->layer > 0 ? malloc((size_t)R * t * D * sizeof(float)) : NULL;
-    if (tok == NULL || ld == NULL || (rp && jb->layer > 0 && res == NULL)) {
+    float *res = malloc((size_t)R * t * D * sizeof(float));
+    if (tok == NULL || ld == NULL || res == NULL) {
         free(tok);
         free(ld);
         free(res);
         return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
     }
-    hs_cache_entry re;
-    hs_cache rc = {0, 0, NULL, 1};
-    for (int h = 0; h < hb; h++) {
-        memcpy(tok + (size_t)h * n * t, c->dst, (size_t)n * t * sizeof(int));
-        if (res) memcpy(res + (size_t)h * n * t * D, rp->data, (size_t)n * t * D * sizeof(float));
-    }
+    for (int h = 0; h < hb; h++) memcpy(tok + (size_t)h * n * t, c->dst, (size_t)n * t * sizeof(int));
     hs_status st = HS_OK;
     w->read_pos = c->read_pos;
-    for (int h0 = 0; h0 < H && st == HS_OK; h0 += hb) {
-        const int nh = H - h0 < hb ? H - h0 : hb; /* the last batch may hold fewer heads */
-        if (res) {
+    for (int k0 = 0; k0 < nu && st == HS_OK; k0 += hb) {
+        const int nh = nu - k0 < hb ? nu - k0 : hb; /* the last batch may hold fewer units */
+        const int u0 = jb->u0 + k0, l0 = u0 / H;
+        /* the corrupted run's residual entering the first unit's layer, once a unit */
+        const hs_cache_entry *rp = hs_cache_getf(c->corr, "blocks.%d.hook_resid_pre", l0);
+        hs_cache_entry re;
+        hs_cache rc = {0, 0, NULL, 1};
+        if (rp && l0 > 0) {
+            for (int h = 0; h < nh; h++) memcpy(res + (size_t)h * n * t * D, rp->data, set_bytes);
             re = *rp;
             re.shape[0] = nh * n;
             re.numel = (size_t)nh * n * t * D;
             re.data = res;
             rc = (hs_cache){1, 1, &re, 1};
         }
-        group_arg ga = {c, jb, src, ld, h0};
-        st = hs_engine_sweep_from(e, w, tok, nh * n, res ? jb->layer : 0, &rc, group_hooks, group_rows, &ga);
+        group_arg ga = {c, jb, ld, u0, nh};
+        st = hs_engine_sweep_from(e, w, tok, nh * n, rp && l0 > 0 ? l0 : 0, &rc, group_hooks, group_rows, &ga);
         for (int h = 0; h < nh && st == HS_OK; h++) {
             const double v = mean_rows(ld + (size_t)h * n, c->n_real);
-            jb->ld[h0 + h] = v;
-            jb->metric[h0 + h] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
+            jb->ld[u0 + h] = v;
+            jb->metric[u0 + h] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
         }
     }
     w->read_pos = -1;
@@ -465,30 +491,33 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
         same_prefix[p] = (unsigned char)same;
     }
     int nj = 0;
+    const int U = units_per_job(H, np, one_pos); /* heads a job of heads takes: >= H */
     for (int a = 0; a < HS_PATCH_N; a++) {
         if (!(acts & (1u << a))) continue;
+        for (int u0 = 0; hs_patch_act_is_head(a) && all_pos && u0 < L * H; u0 += U)
+            c.jobs[nj++] = (pjob){a, u0 / H, HEADS_OF_LAYER, -1, out->ld[a], out->metric[a], 0, u0,
+                                  L * H - u0 < U ? L * H - u0 : U};
         for (int l = 0; l < L; l++) {
             if (!hs_patch_act_is_head(a)) {
                 for (int p = 0; p < t; p++)
                     c.jobs[nj++] = (pjob){a, l, -1, p, &out->ld[a][l * t + p], &out->metric[a][l * t + p],
-                                      same_prefix[p] || unreachable(a, l, p, L, max_pos, read)};
+                                          same_prefix[p] || unreachable(a, l, p, L, max_pos, read), 0, 0};
                 continue;
             }
-            if (all_pos) c.jobs[nj++] = (pjob){a, l, HEADS_OF_LAYER, -1, &out->ld[a][l * H], &out->metric[a][l * H], 0};
             for (int h = 0; h < H; h++) {
                 for (int p = 0; p < t && each_pos; p++) {
                     const size_t k = ((size_t)l * H + h) * t + p;
                     c.jobs[nj++] = (pjob){a, l, h, p, &out->ld_pos[a][k], &out->metric_pos[a][k],
-                                          same_prefix[p] || unreachable(a, l, p, L, max_pos, read)};
+                                          same_prefix[p] || unreachable(a, l, p, L, max_pos, read), 0, 0};
                 }
             }
         }
     }
-    /* activations for the most rows a forward runs on: a layer's heads in
-     * one batch (H np rows, chunked) at the t = 1 rule of a read position,
+    /* activations for the most rows a forward runs on: a job's heads in
+     * one batch (U np rows, chunked) at the t = 1 rule of a read position,
      * the most any sweep or base run here needs (a set of one prompt: 16
      * rows, not a chunk's 32) */
-    const int most = H * np < HS_ENGINE_CHUNK ? H * np : HS_ENGINE_CHUNK;
+    const int most = U * np < HS_ENGINE_CHUNK ? U * np : HS_ENGINE_CHUNK;
     if ((st = hs_engine_init_rows(&e, m, pool, t, hs_engine_run_rows(most, 1), err)) != HS_OK) goto fail;
     c.row_ld = calloc((size_t)e.n_workers, sizeof *c.row_ld);
     if (c.row_ld == NULL) goto oom;
@@ -500,7 +529,7 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     c.clean = &clean;
     c.read_pos = one_pos; /* a layer's heads in one batch have H n rows: read p alone */
     e.read_pos = read_pos; /* the caches above are whole; the patched runs read p alone */
-    e.progress = "sweeps"; /* hs_pool_progress per job: a cell, or a layer's heads */
+    e.progress = "sweeps"; /* hs_pool_progress per job: a cell, or a batch of heads */
     c.ld_clean = out->ld_clean = mean_rows(lds, n);
     c.ld_corr = out->ld_corr = mean_rows(lds + np, n);
     if ((st = hs_engine_views(&clean, np, &c.src_v, err)) != HS_OK) goto fail;
