@@ -308,7 +308,8 @@ hs_status hs_ckpt_check_mask(const hs_ckpt_src *src, int i, int lead, int window
     }
     const uint64_t n = (uint64_t)sh[lead], total = n * n, per = HS_CKPT_CHUNK / l->elsize;
     /* the mapped file's bytes when it is mapped (GPT-2 small: 12 masks of
-     * 4 MiB, no copy), else a chunk read at a time */
+     * 4 MiB, no copy; each part's pages let go once checked), else a chunk
+     * read at a time */
     const hs_st_shard *sd = &src->shards[l->shard];
     const int mapped = sd->map != NULL && l->offset <= sd->size && total * l->elsize <= sd->size - l->offset;
     unsigned char *chunk = mapped ? NULL : malloc(HS_CKPT_CHUNK);
@@ -346,6 +347,15 @@ hs_status hs_ckpt_check_mask(const hs_ckpt_src *src, int i, int lead, int window
             }
             k = row_end;
         }
+#ifdef MADV_DONTNEED
+        /* the part's whole pages let go (never read again): the masks
+         * (GPT-2 small: 48 MB) do not add to the resident set */
+        if (mapped) {
+            const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)part,
+                            lo = (a + page - 1) & ~(page - 1), hi = (a + nk * l->elsize) & ~(page - 1);
+            if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        }
+#endif
     }
     free(chunk);
     return s;
