@@ -93,7 +93,7 @@ static float half_to_float(uint16_t h)
 
 /* The index of the first non-finite value of x (n), or n; *max_abs gets the
  * largest |x| among the finite values (0 when none), for the magnitude
- * warning (hs_ckpt_shard_max). One vector pass on the bits (every exponent
+ * warning (hs_ckpt_in_place_max). One vector pass on the bits (every exponent
  * field all ones? and the largest |x|: the order of non-negative floats is
  * that of their bits), then a scalar search only when a value is not finite;
  * eight lanes at a time (AVX2 where the CPU has it). |x|'s bits are below
