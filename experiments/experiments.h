@@ -152,7 +152,7 @@ void hs_heads_summary(const hs_heads_report *r, hs_buf *b);
  * above-diagonal value at [i, j]); HS_ERR_IO. */
 hs_status hs_target_pattern_load(const char *path, int t, float **D, hs_error *err);
 
-/* Activation patching (experiments/patch.c; TL patching.py get_act_patch_*). The
+/* Activation patching (experiments/patch.c, its report patch_report.c; TL patching.py get_act_patch_*). The
  * activations patched, each a hook point of every layer l: */
 typedef enum {
     HS_PATCH_RESID_PRE = 0, /* blocks.l.hook_resid_pre [B,T,D]: by layer x position */

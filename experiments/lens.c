@@ -36,8 +36,9 @@ typedef struct {
     double *rows;          /* (n_points, n, 4 + t): p_answer, logit, top1 == answer, ld, p_final[t] */
 } lens_ctx;
 
-/* Point k's rows of the chunk from its logits lg (bp * t, V). */
-static void lens_point_rows(const lens_ctx *lc, int k, int r0, int b, const float *real, const float *lg)
+/* Point k's rows of the chunk from its logits lg (bp * t, V); fin_top (b * t)
+ * the model's own top-1 token at each position (-1: none). */
+static void lens_point_rows(const lens_ctx *lc, int k, int r0, int b, const int *fin_top, const float *lg)
 {
     const int V = lc->m->cfg.d_vocab, t = lc->t;
     const size_t W = 4 + (size_t)t;
@@ -49,7 +50,7 @@ static void lens_point_rows(const lens_ctx *lc, int k, int r0, int b, const floa
             double mx = -INFINITY, Z = 0.0;
             for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
             for (int v = 0; v < V; v++) Z += exp((double)x[v] - mx);
-            const int fin = hs_argmax(real + ((size_t)i * t + q) * V, (size_t)V);
+            const int fin = fin_top[(size_t)i * t + q];
             o[4 + q] = fin >= 0 ? exp((double)x[fin] - mx) / Z : NAN;
             if (row == 0) lc->r->top1[(size_t)k * t + q] = hs_argmax(x, (size_t)V);
             if (q != lc->p->pos[ri]) continue;
@@ -89,9 +90,16 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     const int G = N >= LENS_ROWS ? 1 : (int)(LENS_ROWS / N) < L + 1 ? (int)(LENS_ROWS / N) : L + 1;
     const size_t GN = (size_t)G * N;
     float *scratch = malloc((GN * (2 * (size_t)D + 2) + GN * V) * sizeof(float));
-    if (scratch == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    int *fin = malloc(N * sizeof(int));
+    if (scratch == NULL || fin == NULL) {
+        free(scratch);
+        free(fin);
+        return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    }
     float *in = scratch + GN * (D + 2), *lg = in + GN * D;
+    /* the model's own prediction at each real row's position, once for all points */
     const float *real = hs_cache_get(&w->tmp, "logits")->data;
+    for (size_t q = 0; q < (size_t)b * t; q++) fin[q] = hs_argmax(real + q * V, (size_t)V);
     for (int k0 = 0; k0 <= L; k0 += G) {
         const int g = L + 1 - k0 < G ? L + 1 - k0 : G;
         for (int k = k0; k < k0 + g; k++) {
@@ -102,9 +110,10 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
         }
         hs_final_logits(m, in, (size_t)g * N, scratch, lg);
         for (int k = k0; k < k0 + g; k++)
-            lens_point_rows(lc, k, r0, b, real, lg + (size_t)(k - k0) * N * V);
+            lens_point_rows(lc, k, r0, b, fin, lg + (size_t)(k - k0) * N * V);
     }
     free(scratch);
+    free(fin);
     return HS_OK;
 }
 

@@ -9,7 +9,8 @@
  * Every sweep runs all prompts chunk by chunk on one worker; per-prompt
  * logit differences are stored by row and summed in row order, so every
  * number is bit-identical for any thread count and equals one prompt at a
- * time (tests/test_experiments.c).
+ * time (tests/test_experiments.c). The report's JSON and tables are
+ * experiments/patch_report.c's.
  */
 #include "experiments/patch_internal.h"
 
@@ -17,47 +18,15 @@
 #include <stdio.h>
 #include <string.h>
 
-const char *const hs_patch_act_names[HS_PATCH_N] = {"resid_pre", "attn_out", "mlp_out", "resid_post",
-                                                    "z", "q", "k", "v", "pattern"};
-/* the hook point of each act in layer l */
-const char *const hs_patch_hooks[HS_PATCH_N] = {"blocks.%d.hook_resid_pre", "blocks.%d.hook_attn_out",
-                                             "blocks.%d.hook_mlp_out", "blocks.%d.hook_resid_post",
-                                             "blocks.%d.attn.hook_z", "blocks.%d.attn.hook_q",
-                                             "blocks.%d.attn.hook_k", "blocks.%d.attn.hook_v",
-                                             "blocks.%d.attn.hook_pattern"};
-
-int hs_patch_act_is_head(int act)
-{
-    return act >= HS_PATCH_Z;
-}
-
-int hs_patch_act_parse(const char *name)
-{
-    for (int a = 0; a < HS_PATCH_N; a++)
-        if (strcmp(name, hs_patch_act_names[a]) == 0) return a;
-    return -1;
-}
-
-void hs_patch_report_free(hs_patch_report *r)
-{
-    if (r == NULL) return;
-    for (int a = 0; a < HS_PATCH_N; a++) {
-        free(r->metric[a]);
-        free(r->ld[a]);
-        free(r->metric_pos[a]);
-        free(r->ld_pos[a]);
-        free(r->atp_metric[a]);
-        free(r->atp_metric_pos[a]);
-    }
-    memset(r, 0, sizeof *r);
-}
-
 /* One sweep: act in layer, head (-1: a layer-level act; HEADS_OF_LAYER:
- * every head of the layer at every position, one batch), pos (-1: all). */
+ * the heads u0 .. u0 + nu - 1 (unit u = l H + h: head h of layer l) at every
+ * position, in batches, group_run), pos (-1: all). */
 typedef struct {
     int act, layer, head, pos;
-    double *ld, *metric; /* where its mean LD and normalised metric go (HEADS_OF_LAYER: H of each) */
+    double *ld, *metric; /* where its mean LD and normalised metric go (HEADS_OF_LAYER: the
+                          * act's whole (L, H) tables, by unit) */
     int same;            /* 1: provably the corrupted run at every read position (no sweep) */
+    int u0, nu;          /* HEADS_OF_LAYER: its units */
 } pjob;
 #define HEADS_OF_LAYER (-2)
 
@@ -164,12 +133,15 @@ static double mean_rows(const double *v, int n)
     return s / n;
 }
 
-/* The heads of one layer in one batch: H copies of the n rows, copy h with
- * head h's clean value written at every position. */
+/* Heads in one batch: a copy of the n rows for each unit (layer l, head h)
+ * u = l H + h of a run of units, copy k (unit u0 + k) with head h's clean
+ * value written at every position of layer l. A batch's units may span
+ * layers (a set too small to fill a batch alone, group_run); a hook of layer
+ * l leaves the rows of other layers' units as they are. */
 typedef struct {
-    const hs_cache_entry *src; /* the clean value, n rows */
+    const hs_cache_entry *src; /* layer's clean value, n rows */
     int act, n, r0, b;         /* the set's rows; the chunk's first row and real rows */
-    int h0;                    /* the batch's first head (row block 0) */
+    int u0, layer, H;          /* the batch's first unit; the hook's layer; heads a layer */
 } ghook;
 
 static int group_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
@@ -183,7 +155,9 @@ static int group_hook(const char *name, const int64_t *shape, int ndim, float *d
     const int64_t B = shape[0];
     for (int64_t i = 0; i < B; i++) {
         const int64_t r = g->r0 + (i < g->b ? i : g->b - 1); /* padded rows repeat the last */
-        const int64_t h = g->h0 + r / g->n, src = r % g->n;
+        const int64_t u = g->u0 + r / g->n, src = r % g->n;
+        if (u / g->H != g->layer) continue; /* another layer's unit: patched there */
+        const int64_t h = u % g->H;
         if (g->act == HS_PATCH_PATTERN) { /* [B, H, T(dest), T(src)]: head h's rows */
             const size_t one = (size_t)shape[2] * shape[3];
             memcpy(data + ((size_t)i * shape[1] + h) * one, e->data + ((size_t)src * shape[1] + h) * one,
@@ -201,21 +175,27 @@ static int group_hook(const char *name, const int64_t *shape, int ndim, float *d
 typedef struct {
     pctx *c;
     const pjob *jb;
-    const hs_cache_entry *src;
-    double *ld; /* (hb n) per-row LDs of the batch */
-    int h0;     /* the batch's first head */
+    double *ld; /* (nu n) per-row LDs of the batch */
+    int u0, nu; /* the batch's units */
 } group_arg;
 
 static hs_status group_hooks(void *arg, hs_engine_worker *w, int chunk, int r0, int b)
 {
     (void)chunk;
     const group_arg *ga = arg;
-    ghook *g = malloc(sizeof *g);
-    if (g == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
-    *g = (ghook){ga->src, ga->jb->act, ga->c->n, r0, b, ga->h0};
-    char name[64];
-    snprintf(name, sizeof name, hs_patch_hooks[ga->jb->act], ga->jb->layer);
-    return hs_hooks_add_owned(w->hk, name, group_hook, g, free, &w->err);
+    const int H = ga->c->m->cfg.n_heads;
+    for (int l = ga->u0 / H; l <= (ga->u0 + ga->nu - 1) / H; l++) {
+        char name[64];
+        snprintf(name, sizeof name, hs_patch_hooks[ga->jb->act], l);
+        const hs_cache_entry *src = hs_cache_get(ga->c->clean, name);
+        if (src == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "the model has no point %s", name);
+        ghook *g = malloc(sizeof *g);
+        if (g == NULL) return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+        *g = (ghook){src, ga->jb->act, ga->c->n, r0, b, ga->u0, l, H};
+        hs_status st = hs_hooks_add_owned(w->hk, name, group_hook, g, free, &w->err);
+        if (st != HS_OK) return st;
+    }
+    return HS_OK;
 }
 
 static void group_rows(void *arg, hs_engine_worker *w, const float *logits, int r0, int b)
@@ -238,55 +218,67 @@ static void group_rows(void *arg, hs_engine_worker *w, const float *logits, int 
 #endif
 #define GROUP_BYTES ((size_t)(HS_PATCH_GROUP_BYTES))
 
-/* Every head of jb's layer at every position, in sweeps of hb heads x n rows
- * (as many heads as GROUP_BYTES allows, all H for GPT-2 small's 50 IOI
- * prompts), from the layer on; a row's values are those of its head's own
- * sweep (the engine's per-row kernels), so each head's cell is the one a
- * sweep of its own gives. Reads one position when every prompt reads the
- * same one. */
+/* Units a job of heads takes: one layer's H, or, when its sweeps read one
+ * position (one_pos >= 0) and H n rows are fewer than the engine pads such
+ * a batch to (HS_ENGINE_MIN_TOKENS), the fewest units from there with an
+ * even row count of at least that, at most a chunk. */
+static int units_per_job(int H, int n, int one_pos)
+{
+    if (one_pos < 0 || H * n >= HS_ENGINE_MIN_TOKENS) return H;
+    int u = (HS_ENGINE_MIN_TOKENS + n - 1) / n;
+    if ((u * n) % 2 != 0) u++;
+    return u * n <= HS_ENGINE_CHUNK ? u : H;
+}
+
+/* The units [jb->u0, jb->u0 + jb->nu) (each head of jb's layer, or a run of
+ * units across layers) at every position, in sweeps of hb units x n rows (as
+ * many as GROUP_BYTES allows, all H for GPT-2 small's 50 IOI prompts), each
+ * from its first unit's layer on; a row's values are those of its unit's own
+ * sweep (the engine's per-row kernels; a later layer's unit runs the layers
+ * before it unpatched, its corrupted run's values), so each cell is the one
+ * a sweep of its own gives. A set of one prompt at GPT-2 small: 16 heads a
+ * batch over 9 batches, where a layer's 12 were padded to 16 rows over 12.
+ * Reads one position when every prompt reads the same one. */
 static hs_status group_run(hs_engine *e, hs_engine_worker *w, const pjob *jb, pctx *c)
 {
     const int H = c->m->cfg.n_heads, n = c->n, t = c->t, D = c->m->cfg.d_model;
     const size_t set_bytes = (size_t)n * t * D * sizeof(float);
-    const int hb = set_bytes * H <= GROUP_BYTES ? H : set_bytes >= GROUP_BYTES ? 1 : (int)(GROUP_BYTES / set_bytes);
+    const int nu = jb->nu;
+    const int hb = set_bytes * nu <= GROUP_BYTES ? nu : set_bytes >= GROUP_BYTES ? 1 : (int)(GROUP_BYTES / set_bytes);
     const int R = hb * n;
-    char name[64];
-    snprintf(name, sizeof name, hs_patch_hooks[jb->act], jb->layer);
-    const hs_cache_entry *src = hs_cache_get(c->clean, name);
-    if (src == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "the model has no point %s", name);
-    const hs_cache_entry *rp = hs_cache_getf(c->corr, "blocks.%d.hook_resid_pre", jb->layer);
     int *tok = malloc((size_t)R * t * sizeof(int));
     double *ld = malloc((size_t)R * sizeof(double));
-    float *res = rp && jb->layer > 0 ? malloc((size_t)R * t * D * sizeof(float)) : NULL;
-    if (tok == NULL || ld == NULL || (rp && jb->layer > 0 && res == NULL)) {
+    float *res = malloc((size_t)R * t * D * sizeof(float));
+    if (tok == NULL || ld == NULL || res == NULL) {
         free(tok);
         free(ld);
         free(res);
         return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
     }
-    hs_cache_entry re;
-    hs_cache rc = {0, 0, NULL, 1};
-    for (int h = 0; h < hb; h++) {
-        memcpy(tok + (size_t)h * n * t, c->dst, (size_t)n * t * sizeof(int));
-        if (res) memcpy(res + (size_t)h * n * t * D, rp->data, (size_t)n * t * D * sizeof(float));
-    }
+    for (int h = 0; h < hb; h++) memcpy(tok + (size_t)h * n * t, c->dst, (size_t)n * t * sizeof(int));
     hs_status st = HS_OK;
     w->read_pos = c->read_pos;
-    for (int h0 = 0; h0 < H && st == HS_OK; h0 += hb) {
-        const int nh = H - h0 < hb ? H - h0 : hb; /* the last batch may hold fewer heads */
-        if (res) {
+    for (int k0 = 0; k0 < nu && st == HS_OK; k0 += hb) {
+        const int nh = nu - k0 < hb ? nu - k0 : hb; /* the last batch may hold fewer units */
+        const int u0 = jb->u0 + k0, l0 = u0 / H;
+        /* the corrupted run's residual entering the first unit's layer, once a unit */
+        const hs_cache_entry *rp = hs_cache_getf(c->corr, "blocks.%d.hook_resid_pre", l0);
+        hs_cache_entry re;
+        hs_cache rc = {0, 0, NULL, 1};
+        if (rp && l0 > 0) {
+            for (int h = 0; h < nh; h++) memcpy(res + (size_t)h * n * t * D, rp->data, set_bytes);
             re = *rp;
             re.shape[0] = nh * n;
             re.numel = (size_t)nh * n * t * D;
             re.data = res;
             rc = (hs_cache){1, 1, &re, 1};
         }
-        group_arg ga = {c, jb, src, ld, h0};
-        st = hs_engine_sweep_from(e, w, tok, nh * n, res ? jb->layer : 0, &rc, group_hooks, group_rows, &ga);
+        group_arg ga = {c, jb, ld, u0, nh};
+        st = hs_engine_sweep_from(e, w, tok, nh * n, rp && l0 > 0 ? l0 : 0, &rc, group_hooks, group_rows, &ga);
         for (int h = 0; h < nh && st == HS_OK; h++) {
             const double v = mean_rows(ld + (size_t)h * n, c->n_real);
-            jb->ld[h0 + h] = v;
-            jb->metric[h0 + h] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
+            jb->ld[u0 + h] = v;
+            jb->metric[u0 + h] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
         }
     }
     w->read_pos = -1;
@@ -390,14 +382,6 @@ hs_status hs_patch_check(const hs_model *m, int n, int t, const int *answer, con
                        "query heads (n_key_value_heads %d): patch q, z or pattern per head",
                        cfg->n_heads / hs_kv_heads(cfg), hs_kv_heads(cfg));
     return HS_OK;
-}
-
-int hs_patch_by_parse(const char *s)
-{
-    if (strcmp(s, "head") == 0) return HS_PATCH_BY_HEAD;
-    if (strcmp(s, "head,position") == 0) return HS_PATCH_BY_HEAD_POS;
-    if (strcmp(s, "both") == 0) return HS_PATCH_BY_BOTH;
-    return -1;
 }
 
 hs_status hs_patch_run_tokens(const hs_model *m, hs_pool *pool, const int *src, const int *dst, int n, int t,
@@ -507,30 +491,33 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
         same_prefix[p] = (unsigned char)same;
     }
     int nj = 0;
+    const int U = units_per_job(H, np, one_pos); /* heads a job of heads takes: >= H */
     for (int a = 0; a < HS_PATCH_N; a++) {
         if (!(acts & (1u << a))) continue;
+        for (int u0 = 0; hs_patch_act_is_head(a) && all_pos && u0 < L * H; u0 += U)
+            c.jobs[nj++] = (pjob){a, u0 / H, HEADS_OF_LAYER, -1, out->ld[a], out->metric[a], 0, u0,
+                                  L * H - u0 < U ? L * H - u0 : U};
         for (int l = 0; l < L; l++) {
             if (!hs_patch_act_is_head(a)) {
                 for (int p = 0; p < t; p++)
                     c.jobs[nj++] = (pjob){a, l, -1, p, &out->ld[a][l * t + p], &out->metric[a][l * t + p],
-                                      same_prefix[p] || unreachable(a, l, p, L, max_pos, read)};
+                                          same_prefix[p] || unreachable(a, l, p, L, max_pos, read), 0, 0};
                 continue;
             }
-            if (all_pos) c.jobs[nj++] = (pjob){a, l, HEADS_OF_LAYER, -1, &out->ld[a][l * H], &out->metric[a][l * H], 0};
             for (int h = 0; h < H; h++) {
                 for (int p = 0; p < t && each_pos; p++) {
                     const size_t k = ((size_t)l * H + h) * t + p;
                     c.jobs[nj++] = (pjob){a, l, h, p, &out->ld_pos[a][k], &out->metric_pos[a][k],
-                                          same_prefix[p] || unreachable(a, l, p, L, max_pos, read)};
+                                          same_prefix[p] || unreachable(a, l, p, L, max_pos, read), 0, 0};
                 }
             }
         }
     }
-    /* activations for the most rows a forward runs on: a layer's heads in
-     * one batch (H np rows, chunked) at the t = 1 rule of a read position,
+    /* activations for the most rows a forward runs on: a job's heads in
+     * one batch (U np rows, chunked) at the t = 1 rule of a read position,
      * the most any sweep or base run here needs (a set of one prompt: 16
      * rows, not a chunk's 32) */
-    const int most = H * np < HS_ENGINE_CHUNK ? H * np : HS_ENGINE_CHUNK;
+    const int most = U * np < HS_ENGINE_CHUNK ? U * np : HS_ENGINE_CHUNK;
     if ((st = hs_engine_init_rows(&e, m, pool, t, hs_engine_run_rows(most, 1), err)) != HS_OK) goto fail;
     c.row_ld = calloc((size_t)e.n_workers, sizeof *c.row_ld);
     if (c.row_ld == NULL) goto oom;
@@ -542,7 +529,7 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     c.clean = &clean;
     c.read_pos = one_pos; /* a layer's heads in one batch have H n rows: read p alone */
     e.read_pos = read_pos; /* the caches above are whole; the patched runs read p alone */
-    e.progress = "sweeps"; /* hs_pool_progress per job: a cell, or a layer's heads */
+    e.progress = "sweeps"; /* hs_pool_progress per job: a cell, or a batch of heads */
     c.ld_clean = out->ld_clean = mean_rows(lds, n);
     c.ld_corr = out->ld_corr = mean_rows(lds + np, n);
     if ((st = hs_engine_views(&clean, np, &c.src_v, err)) != HS_OK) goto fail;
@@ -630,246 +617,4 @@ hs_status hs_patch_run_method(const hs_model *m, hs_pool *pool, const hs_prompts
     }
     hs_patch_join(out, &a);
     return HS_OK;
-}
-
-/* [[v[0..C-1]], ...] of R rows (v row-major). */
-static cJSON *matrix(const double *v, int R, int C)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int r = 0; a && r < R; r++) {
-        cJSON *row = cJSON_CreateArray();
-        if (!row || !cJSON_AddItemToArray(a, row)) {
-            cJSON_Delete(row);
-            cJSON_Delete(a);
-            return NULL;
-        }
-        for (int c = 0; c < C; c++)
-            if (!cJSON_AddItemToArray(row, hs_json_num_or_null(v[(size_t)r * C + c]))) {
-                cJSON_Delete(a);
-                return NULL;
-            }
-    }
-    return a;
-}
-
-/* v (L, H, T) as [layer][position][head], TransformerLens' get_act_patch_*_by_pos order. */
-static cJSON *cube(const double *v, int L, int H, int T)
-{
-    cJSON *a = cJSON_CreateArray();
-    double *t = malloc((size_t)H * T * sizeof *t);
-    for (int l = 0; a && t && l < L; l++) {
-        for (int h = 0; h < H; h++)
-            for (int p = 0; p < T; p++) t[(size_t)p * H + h] = v[((size_t)l * H + h) * T + p];
-        cJSON *m = matrix(t, T, H);
-        if (!m || !cJSON_AddItemToArray(a, m)) {
-            cJSON_Delete(m);
-            cJSON_Delete(a);
-            free(t);
-            return NULL;
-        }
-    }
-    if (t == NULL) {
-        cJSON_Delete(a);
-        return NULL;
-    }
-    free(t);
-    return a;
-}
-
-static int add(cJSON *o, const char *k, cJSON *v)
-{
-    if (v && cJSON_AddItemToObject(o, k, v)) return 1;
-    cJSON_Delete(v);
-    return 0;
-}
-
-/* The metric's description for the report's method. */
-static const char *metric_text(const hs_patch_report *r)
-{
-    if (r->method == HS_PATCH_ATP)
-        return "attribution patching (AtP): the first-order estimate of the normalised logit difference "
-               "(LD_patched - LD_corrupted) / (LD_clean - LD_corrupted), LD_patched - LD_corrupted ~ "
-               "(a_clean - a_corrupted) . dLD/da at the corrupted run, LD = logit(answer) - logit(wrong) at "
-               "each prompt's position, averaged over the prompts";
-    return "normalised logit difference (LD_patched - LD_corrupted) / (LD_clean - LD_corrupted), LD = "
-           "logit(answer) - logit(wrong) at each prompt's position, averaged over the prompts";
-}
-
-/* Method BOTH: act a's AtP cells and Pearson's r beside the exact ones. */
-static int add_atp(cJSON *x, const hs_patch_report *r, int a)
-{
-    if (!hs_patch_act_is_head(a))
-        return add(x, "atp_metric", matrix(r->atp_metric[a], r->L, r->t)) &&
-               add(x, "pearson", hs_json_num_or_null(r->pearson[a]));
-    return add(x, "atp_metric", matrix(r->atp_metric[a], r->L, r->H)) &&
-           add(x, "atp_metric_by_position", cube(r->atp_metric_pos[a], r->L, r->H, r->t)) &&
-           add(x, "pearson", hs_json_num_or_null(r->pearson[a])) &&
-           add(x, "pearson_by_position", hs_json_num_or_null(r->pearson_pos[a]));
-}
-
-int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap)
-{
-    /* the spread of every patched cell's raw LD */
-    double lo = INFINITY, hi = -INFINITY;
-    for (int a = 0; a < HS_PATCH_N; a++) {
-        const int head = hs_patch_act_is_head(a);
-        const size_t n = head ? (size_t)r->L * r->H : (size_t)r->L * r->t;
-        for (size_t i = 0; (r->acts & (1u << a)) && r->ld[a] && i < n; i++)
-            if (isfinite(r->ld[a][i])) lo = fmin(lo, r->ld[a][i]), hi = fmax(hi, r->ld[a][i]);
-        for (size_t i = 0; (r->acts & (1u << a)) && head && r->ld_pos[a] && i < n * r->t; i++)
-            if (isfinite(r->ld_pos[a][i])) lo = fmin(lo, r->ld_pos[a][i]), hi = fmax(hi, r->ld_pos[a][i]);
-    }
-    const double gap = fabs(r->ld_clean - r->ld_corr);
-    if (isfinite(r->ld_clean) && isfinite(r->ld_corr) && gap > 0 && hi - lo > HS_PATCH_GAP_SPREAD * gap) {
-        snprintf(why, cap, "the clean and corrupted logit differences are too close (LD %+.3f clean, %+.3f "
-                 "corrupted: a gap of %.2g) against the spread of the patched cells' LD (%.3f, %.0f times the "
-                 "gap; the bound is %g times), so the normalised LD is noise over a small number; the raw LD "
-                 "of every cell is in the JSON",
-                 r->ld_clean, r->ld_corr, gap, hi - lo, (hi - lo) / gap, HS_PATCH_GAP_SPREAD);
-        return 0;
-    }
-    if (isfinite(r->ld_clean) && isfinite(r->ld_corr) && r->ld_clean != r->ld_corr) {
-        if (cap) why[0] = '\0';
-        return 1;
-    }
-    if (r->ld_clean == r->ld_corr)
-        snprintf(why, cap, "clean and corrupted logit differences coincide (LD %+.3f both), so the "
-                 "normalised LD (LD_patched - LD_corrupted) / (LD_clean - LD_corrupted) is undefined; "
-                 "the raw LD of every cell is in the JSON", r->ld_clean);
-    else
-        snprintf(why, cap, "a logit difference is not finite (clean %g, corrupted %g)", r->ld_clean,
-                 r->ld_corr);
-    return 0;
-}
-
-cJSON *hs_patch_json(const hs_patch_report *r)
-{
-    cJSON *o = cJSON_CreateObject(), *acts = cJSON_CreateObject();
-    char why[512];
-    const int usable = hs_patch_usable(r, why, sizeof why);
-    int ok = o && acts && (r->method == HS_PATCH_EXACT ||
-                           cJSON_AddStringToObject(o, "method", hs_patch_method_names[r->method])) &&
-             cJSON_AddStringToObject(o, "metric", metric_text(r)) &&
-             add(o, "ld_clean", hs_json_num_or_null(r->ld_clean)) && add(o, "ld_corrupted", hs_json_num_or_null(r->ld_corr)) &&
-             cJSON_AddBoolToObject(o, "usable", usable) &&
-             (usable || cJSON_AddStringToObject(o, "why_not_usable", why)) &&
-             cJSON_AddNumberToObject(o, "prompts", r->n) && cJSON_AddNumberToObject(o, "tokens", r->t);
-    for (int a = 0; a < HS_PATCH_N && ok; a++) {
-        if (!(r->acts & (1u << a))) continue;
-        cJSON *x = cJSON_CreateObject();
-        ok = add(acts, hs_patch_act_names[a], x);
-        if (!ok) break;
-        char hook[64];
-        snprintf(hook, sizeof hook, hs_patch_hooks[a], 0);
-        hook[7] = 'l'; /* "blocks.l...." */
-        ok = cJSON_AddStringToObject(x, "hook", hook) != NULL;
-        if (hs_patch_act_is_head(a)) {
-            const char *by = r->by == HS_PATCH_BY_HEAD       ? "head (all positions) [layer][head]"
-                             : r->by == HS_PATCH_BY_HEAD_POS ? "by_position [layer][position][head], TransformerLens' "
-                                                                "get_act_patch_*_by_pos order"
-                                                             : "head (all positions) [layer][head]; by_position "
-                                                               "[layer][position][head], TransformerLens' "
-                                                               "get_act_patch_*_by_pos order";
-            ok = ok && cJSON_AddStringToObject(x, "by", by);
-            if (r->metric[a])
-                ok = ok && add(x, "metric", matrix(r->metric[a], r->L, r->H)) &&
-                     add(x, "ld", matrix(r->ld[a], r->L, r->H));
-            if (r->metric_pos[a])
-                ok = ok && add(x, "metric_by_position", cube(r->metric_pos[a], r->L, r->H, r->t)) &&
-                     add(x, "ld_by_position", cube(r->ld_pos[a], r->L, r->H, r->t));
-        } else {
-            ok = ok && cJSON_AddStringToObject(x, "by", "layer x position [layer][position]") &&
-                 add(x, "metric", matrix(r->metric[a], r->L, r->t)) && add(x, "ld", matrix(r->ld[a], r->L, r->t));
-        }
-        if (ok && r->method == HS_PATCH_BOTH) ok = add_atp(x, r, a);
-    }
-    if (ok) ok = add(o, "acts", acts);
-    else cJSON_Delete(acts);
-    if (!ok) {
-        cJSON_Delete(o);
-        return NULL;
-    }
-    return o;
-}
-
-/* Act a's table of metric (and metric_pos for a head act); what: "" for
- * the report's own values, ", AtP estimate" beside the exact ones. */
-static void act_table(const hs_patch_report *r, int a, const double *metric, const double *metric_pos,
-                      const char *what, hs_buf *b)
-{
-    char hook[64];
-    snprintf(hook, sizeof hook, hs_patch_hooks[a], 0);
-    hook[7] = 'l';
-    if (!hs_patch_act_is_head(a)) {
-        hs_buf_printf(b, "\n%s (%s)%s, layer x position:\n%-6s", hs_patch_act_names[a], hook, what, "");
-        for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %6d", p);
-        hs_buf_printf(b, "\n");
-        for (int l = 0; l < r->L; l++) {
-            hs_buf_printf(b, "L%-5d", l);
-            for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %+6.2f", metric[l * r->t + p]);
-            hs_buf_printf(b, "\n");
-        }
-        return;
-    }
-    if (metric_pos == NULL) { /* --by head */
-        hs_buf_printf(b, "\n%s (%s)%s, by head, all positions:\n%-6s", hs_patch_act_names[a], hook, what, "");
-        for (int h = 0; h < r->H; h++) hs_buf_printf(b, " %6s%d", "H", h);
-        hs_buf_printf(b, "\n");
-        for (int l = 0; l < r->L; l++) {
-            hs_buf_printf(b, "L%-5d", l);
-            for (int h = 0; h < r->H; h++) hs_buf_printf(b, " %+7.2f", metric[l * r->H + h]);
-            hs_buf_printf(b, "\n");
-        }
-        return;
-    }
-    if (metric == NULL)
-        hs_buf_printf(b, "\n%s (%s)%s, by head, each position\n%-6s", hs_patch_act_names[a], hook, what, "");
-    else
-        hs_buf_printf(b, "\n%s (%s)%s, by head: all positions | each position\n%-6s %6s |", hs_patch_act_names[a],
-                      hook, what, "", "all");
-    for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %6d", p);
-    hs_buf_printf(b, "\n");
-    for (int l = 0; l < r->L; l++)
-        for (int h = 0; h < r->H; h++) {
-            char name[24];
-            snprintf(name, sizeof name, "L%dH%d", l, h);
-            hs_buf_printf(b, "%-6s", name);
-            if (metric) hs_buf_printf(b, " %+6.2f |", metric[l * r->H + h]);
-            for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %+6.2f", metric_pos[((size_t)l * r->H + h) * r->t + p]);
-            hs_buf_printf(b, "\n");
-        }
-}
-
-void hs_patch_summary(const hs_patch_report *r, hs_buf *b)
-{
-    hs_buf_printf(b, "patch: %d prompt%s of %d tokens, clean -> corrupted; LD = logit(answer) - logit(wrong): "
-                     "clean %+.3f, corrupted %+.3f\n",
-                  r->n, r->n == 1 ? "" : "s", r->t, r->ld_clean, r->ld_corr);
-    if (r->method == HS_PATCH_ATP)
-        hs_buf_printf(b, "values: attribution patching (AtP), the first-order estimate of the normalised LD "
-                         "(a_clean - a_corrupted) . dLD/da at the corrupted run / (LD_clean - LD_corrupted)\n");
-    else if (r->method == HS_PATCH_BOTH)
-        hs_buf_printf(b, "values: each act's exact sweep, then its AtP estimate ((a_clean - a_corrupted) . dLD/da "
-                         "at the corrupted run, normalised alike) and Pearson's r between them\n");
-    char why[512];
-    if (!hs_patch_usable(r, why, sizeof why)) {
-        hs_buf_printf(b, "not usable: %s\n", why);
-        return;
-    }
-    hs_buf_printf(b, "values: normalised LD (0 = corrupted, 1 = clean restored); layers, heads and positions "
-                     "count from 0\n");
-    for (int a = 0; a < HS_PATCH_N; a++) {
-        if (!(r->acts & (1u << a))) continue;
-        act_table(r, a, r->metric[a], r->metric_pos[a], "", b);
-        if (r->method != HS_PATCH_BOTH) continue;
-        act_table(r, a, r->atp_metric[a], r->atp_metric_pos[a], ", AtP estimate", b);
-        const int head = hs_patch_act_is_head(a);
-        const int cells = head ? r->L * r->H : r->L * r->t;
-        char rs[32], rp[32];
-        snprintf(rs, sizeof rs, isnan(r->pearson[a]) ? "undefined" : "%+.3f", r->pearson[a]);
-        snprintf(rp, sizeof rp, isnan(r->pearson_pos[a]) ? "undefined" : "%+.3f", r->pearson_pos[a]);
-        hs_buf_printf(b, "Pearson r, exact vs AtP: %s over %d cells", rs, cells);
-        if (head) hs_buf_printf(b, "; by position %s over %d cells", rp, cells * r->t);
-        hs_buf_printf(b, "\n");
-    }
 }

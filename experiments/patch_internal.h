@@ -1,14 +1,15 @@
 /*
- * experiments/patch_internal.h -- what patch's exact sweep (patch.c) and its
- * attribution estimate (atp.c) share and nothing else includes: the acts'
- * hook points, the argument checks, joining the two reports.
+ * experiments/patch_internal.h -- what patch's exact sweep (patch.c), its
+ * attribution estimate (atp.c) and its report (patch_report.c) share and
+ * nothing else includes: the acts' hook points, the argument checks,
+ * joining the two reports.
  */
 #ifndef HS_PATCH_INTERNAL_H
 #define HS_PATCH_INTERNAL_H
 
 #include "experiments/experiments.h"
 
-/* The hook point of each act of patch, "%d" the layer (experiments/patch.c). */
+/* The hook point of each act of patch, "%d" the layer (experiments/patch_report.c). */
 extern const char *const hs_patch_hooks[HS_PATCH_N];
 
 /* patch's checks of its arguments (hs_patch_run_tokens's HS_ERR_INPUT

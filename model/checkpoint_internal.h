@@ -94,6 +94,8 @@ typedef struct {
                                 * NULL when it could not be (then read with pread) */
     int given;                 /* 1 once a model took map (hs_ckpt_in_place): the model
                                 * unmaps it, hs_ckpt_src_close does not */
+    float in_place_max;        /* the largest finite |w| of the tensors used in place from map
+                                * (hs_ckpt_in_place's scan; 0 before any) */
 } hs_st_shard;
 
 /* A checkpoint opened for reading: every shard's header merged, the shards
@@ -142,6 +144,13 @@ hs_status hs_ckpt_read(const hs_ckpt_src *src, int i, size_t first, size_t n, fl
  * it (hs_ckpt_read). Errors: hs_ckpt_read's HS_ERR_NUMERIC; HS_ERR_NOMEM. */
 hs_status hs_ckpt_in_place(const hs_ckpt_src *src, int i, hs_model *m, float **out,
                            hs_error *err);
+/* The largest finite |w| over the tensors used in place (hs_ckpt_in_place)
+ * from the mapped shard that holds the bytes [p, p + bytes), as their
+ * finiteness scan found it; -1 when no such shard holds them. Every pointer
+ * into a mapping comes from hs_ckpt_in_place, so it bounds |w| of any
+ * parameter there: the magnitude warning (model/checkpoint.c) scans again
+ * only what it does not cover. */
+float hs_ckpt_in_place_max(const hs_ckpt_src *src, const void *p, size_t bytes);
 /* Bytes [first, first + n) of buffer i (src->x.bufs), as stored, into dst. */
 hs_status hs_ckpt_read_buf(const hs_ckpt_src *src, int i, size_t first, size_t n, void *dst,
                            hs_error *err);

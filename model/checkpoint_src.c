@@ -12,7 +12,7 @@
  * resident set does not count), and a conversion goes through a 1 MiB chunk
  * at most.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* pread, madvise (MADV_POPULATE_READ) */
 #include "model/model.h"
 #include "model/checkpoint.h"
 #include "model/checkpoint_internal.h"
@@ -91,29 +91,44 @@ static float half_to_float(uint16_t h)
     return f;
 }
 
-/* The index of the first non-finite value of x (n), or n. One vector pass
- * (every exponent field all ones?), then a scalar search only when one is
- * (AVX2 where the CPU has it). */
+/* The index of the first non-finite value of x (n), or n; *max_abs gets the
+ * largest |x| among the finite values (0 when none), for the magnitude
+ * warning (hs_ckpt_in_place_max). One vector pass on the bits (every exponent
+ * field all ones? and the largest |x|: the order of non-negative floats is
+ * that of their bits), then a scalar search only when a value is not finite;
+ * eight lanes at a time (AVX2 where the CPU has it). |x|'s bits are below
+ * 2^31: signed compares (one instruction on SSE2, where unsigned ones are
+ * emulated). */
 HS_CLONES
-static size_t first_nonfinite(const float *x, size_t n)
+static size_t first_nonfinite(const float *x, size_t n, float *max_abs)
 {
-    typedef uint32_t u8v __attribute__((vector_size(32)));
-    const u8v mask = {0x7f800000u, 0x7f800000u, 0x7f800000u, 0x7f800000u,
-                      0x7f800000u, 0x7f800000u, 0x7f800000u, 0x7f800000u};
-    u8v bad = {0};
+    typedef int32_t i8v __attribute__((vector_size(32)));
+    const int32_t ABS = 0x7fffffff, INF = 0x7f800000;
+    i8v bad = {0}, mx = {0};
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
-        u8v v;
+        i8v v;
         memcpy(&v, x + i, sizeof v);
-        bad |= (u8v)((v & mask) == mask);
+        v &= ABS;
+        const i8v fin = (i8v)(v < INF);
+        bad |= ~fin;
+        v &= fin; /* non-finite -> 0 */
+        const i8v gt = (i8v)(v > mx);
+        mx = (gt & v) | (~gt & mx);
     }
-    uint32_t any = 0;
-    for (int k = 0; k < 8; k++) any |= bad[k];
-    for (; i < n && !any; i++) {
-        uint32_t u;
+    int32_t any = 0, m = 0;
+    for (int k = 0; k < 8; k++) {
+        any |= bad[k];
+        m = mx[k] > m ? mx[k] : m;
+    }
+    for (; i < n; i++) {
+        int32_t u;
         memcpy(&u, x + i, sizeof u);
-        any = (u & 0x7f800000u) == 0x7f800000u;
+        u &= ABS;
+        if (u >= INF) any = 1;
+        else if (u > m) m = u;
     }
+    memcpy(max_abs, &m, sizeof *max_abs);
     if (!any) return n;
     for (i = 0; i < n; i++) {
         uint32_t u;
@@ -158,7 +173,8 @@ hs_status hs_ckpt_read(const hs_ckpt_src *src, int i, size_t first, size_t n, fl
         hs_status s = shard_read(sh, off, k * l->elsize, direct ? (void *)d : (void *)raw, err);
         if (s != HS_OK) return s;
         if (!direct) convert(d, raw, k, l->dtype);
-        const size_t bad = first_nonfinite(d, k);
+        float mx;
+        const size_t bad = first_nonfinite(d, k, &mx);
         if (bad < k) {
             const float v = d[bad];
             return hs_fail(err, HS_ERR_NUMERIC, "%s: tensor '%s' has a non-finite value (%s) at "
@@ -186,7 +202,15 @@ hs_status hs_ckpt_in_place(const hs_ckpt_src *src, int i, hs_model *m, float **o
         l->offset > sh->size || (uint64_t)n * 4 > sh->size - l->offset || n == 0)
         return HS_OK;
     const float *p = (const float *)(const void *)(sh->map + l->offset);
-    const size_t bad = first_nonfinite(p, n);
+#ifdef MADV_POPULATE_READ
+    /* the tensor's pages mapped in one call (Linux 5.14), not a fault per
+     * few pages as the scan below first reads them; a hint: failure is
+     * harmless (an older kernel says EINVAL) */
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a0 = (uintptr_t)p & ~(page - 1);
+    (void)madvise((void *)a0, (uintptr_t)p - a0 + (size_t)n * 4, MADV_POPULATE_READ);
+#endif
+    float mx;
+    const size_t bad = first_nonfinite(p, n, &mx);
     if (bad < n) {
         const float v = p[bad];
         return hs_fail(err, HS_ERR_NUMERIC, "%s: tensor '%s' has a non-finite value (%s) at "
@@ -196,8 +220,21 @@ hs_status hs_ckpt_in_place(const hs_ckpt_src *src, int i, hs_model *m, float **o
     hs_status s = hs_model_adopt_map(m, sh->map, (size_t)sh->size, err);
     if (s != HS_OK) return s;
     sh->given = 1;
+    if (mx > sh->in_place_max) sh->in_place_max = mx;
     *out = (float *)(void *)(sh->map + l->offset);
     return HS_OK;
+}
+
+float hs_ckpt_in_place_max(const hs_ckpt_src *src, const void *p, size_t bytes)
+{
+    const uintptr_t b = (uintptr_t)p;
+    for (int k = 0; src && k < src->n_shards; k++) {
+        const hs_st_shard *sh = &src->shards[k];
+        const uintptr_t lo = (uintptr_t)sh->map;
+        if (sh->map && sh->given && b >= lo && b - lo <= sh->size && bytes <= sh->size - (b - lo))
+            return sh->in_place_max;
+    }
+    return -1.0f;
 }
 
 hs_status hs_ckpt_read_buf(const hs_ckpt_src *src, int i, size_t first, size_t n, void *dst,
@@ -216,6 +253,35 @@ static int nonzero(const unsigned char *p, hs_st_dtype dtype, size_t elsize)
     for (size_t b = 0; b < elsize; b++)
         if (p[b]) return 1;
     return 0;
+}
+
+/* The index of the first of the cnt stored elements at p (dtype, elsize
+ * bytes each) whose nonzero() is not want, or cnt: one vector pass over the
+ * bits for F32, F16 and BF16 (little-endian host), then a search only when
+ * one is. */
+HS_CLONES
+static size_t first_mismatch(const unsigned char *p, size_t cnt, hs_st_dtype dtype, size_t elsize, int want)
+{
+    uint32_t miss = 0;
+    if (dtype == HS_ST_F32 && host_is_little_endian()) {
+        for (size_t k = 0; k < cnt; k++) {
+            uint32_t u;
+            memcpy(&u, p + 4 * k, 4);
+            miss |= (uint32_t)(((u & 0x7fffffffu) != 0) != want);
+        }
+    } else if ((dtype == HS_ST_F16 || dtype == HS_ST_BF16) && host_is_little_endian()) {
+        for (size_t k = 0; k < cnt; k++) {
+            uint16_t u;
+            memcpy(&u, p + 2 * k, 2);
+            miss |= (uint32_t)(((u & 0x7fffu) != 0) != want);
+        }
+    } else {
+        miss = 1;
+    }
+    if (!miss) return cnt;
+    for (size_t k = 0; k < cnt; k++)
+        if (nonzero(p + k * elsize, dtype, elsize) != want) return k;
+    return cnt;
 }
 
 hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_error *err)
@@ -241,27 +307,55 @@ hs_status hs_ckpt_check_mask(const hs_ckpt_src *src, int i, int lead, int window
                        b->names[i], dims, lead ? "[1, 1, n, n]" : "[n, n]");
     }
     const uint64_t n = (uint64_t)sh[lead], total = n * n, per = HS_CKPT_CHUNK / l->elsize;
-    unsigned char *chunk = malloc(HS_CKPT_CHUNK);
-    if (chunk == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    /* the mapped file's bytes when it is mapped (GPT-2 small: 12 masks of
+     * 4 MiB, no copy; each part's pages let go once checked), else a chunk
+     * read at a time */
+    const hs_st_shard *sd = &src->shards[l->shard];
+    const int mapped = sd->map != NULL && l->offset <= sd->size && total * l->elsize <= sd->size - l->offset;
+    unsigned char *chunk = mapped ? NULL : malloc(HS_CKPT_CHUNK);
+    if (!mapped && chunk == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     hs_status s = HS_OK;
     for (uint64_t k0 = 0; k0 < total && s == HS_OK; k0 += per) {
         const uint64_t nk = total - k0 < per ? total - k0 : per;
-        s = hs_ckpt_read_buf(src, i, (size_t)(k0 * l->elsize), (size_t)(nk * l->elsize), chunk, err);
-        for (uint64_t k = 0; k < nk && s == HS_OK; k++) {
+        const unsigned char *part = mapped ? sd->map + l->offset + k0 * l->elsize : chunk;
+        if (!mapped) s = hs_ckpt_read_buf(src, i, (size_t)(k0 * l->elsize), (size_t)(nk * l->elsize), chunk, err);
+        /* row by row: zero before the window, nonzero in it, zero after it */
+        for (uint64_t k = 0; k < nk && s == HS_OK;) {
             const uint64_t r = (k0 + k) / n, c = (k0 + k) % n;
-            const int want = c <= r && (window <= 0 || r - c < (uint64_t)window);
-            if (nonzero(chunk + k * l->elsize, l->dtype, l->elsize) == want) continue;
-            if (window > 0)
-                s = hs_fail(err, HS_ERR_FORMAT, "%s: %.64s is not the local (window %d) mask: row "
-                            "%llu, column %llu is %s where a local (window %d) mask has %d",
-                            src->fname, b->names[i], window, (unsigned long long)r,
-                            (unsigned long long)c, want ? "0" : "nonzero", window, want);
-            else
-                s = hs_fail(err, HS_ERR_FORMAT, "%s: %.64s is not the causal mask: row %llu, column "
-                            "%llu is %s where a causal mask has %d (headscope computes causal "
-                            "attention only)", src->fname, b->names[i], (unsigned long long)r,
-                            (unsigned long long)c, want ? "0" : "nonzero", want);
+            const uint64_t row_end = k + (n - c) < nk ? k + (n - c) : nk;
+            const uint64_t on = window > 0 && r + 1 > (uint64_t)window ? r + 1 - (uint64_t)window : 0;
+            /* [k, row_end) in three ranges of want 0, 1, 0: columns < on, on..r, > r */
+            const uint64_t b1 = k + (on > c ? on - c : 0), b2 = k + (r + 1 > c ? r + 1 - c : 0);
+            const uint64_t cut[4] = {k, b1 < row_end ? b1 : row_end, b2 < row_end ? b2 : row_end, row_end};
+            for (int g = 0; g < 3 && s == HS_OK; g++) {
+                if (cut[g + 1] <= cut[g]) continue;
+                const int want = g == 1;
+                const uint64_t bad = cut[g] + first_mismatch(part + cut[g] * l->elsize, (size_t)(cut[g + 1] - cut[g]),
+                                                             l->dtype, l->elsize, want);
+                if (bad == cut[g + 1]) continue;
+                const uint64_t br = (k0 + bad) / n, bc = (k0 + bad) % n;
+                if (window > 0)
+                    s = hs_fail(err, HS_ERR_FORMAT, "%s: %.64s is not the local (window %d) mask: row "
+                                "%llu, column %llu is %s where a local (window %d) mask has %d",
+                                src->fname, b->names[i], window, (unsigned long long)br,
+                                (unsigned long long)bc, want ? "0" : "nonzero", window, want);
+                else
+                    s = hs_fail(err, HS_ERR_FORMAT, "%s: %.64s is not the causal mask: row %llu, column "
+                                "%llu is %s where a causal mask has %d (headscope computes causal "
+                                "attention only)", src->fname, b->names[i], (unsigned long long)br,
+                                (unsigned long long)bc, want ? "0" : "nonzero", want);
+            }
+            k = row_end;
         }
+#ifdef MADV_DONTNEED
+        /* the part's whole pages let go (never read again): the masks
+         * (GPT-2 small: 48 MB) do not add to the resident set */
+        if (mapped) {
+            const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a = (uintptr_t)part,
+                            lo = (a + page - 1) & ~(page - 1), hi = (a + nk * l->elsize) & ~(page - 1);
+            if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+        }
+#endif
     }
     free(chunk);
     return s;

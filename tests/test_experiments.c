@@ -346,14 +346,17 @@ static void patch_identities_and_batch_independence(void **state)
         assert_memory_equal(b1.ld[a], b3.ld[a], cells * sizeof(double));
         if (hs_patch_act_is_head(a)) assert_memory_equal(b1.ld_pos[a], b3.ld_pos[a], cells * t * sizeof(double));
     }
-    /* one pair at a time: the per-pair LDs, summed in order, give the batched grid */
-    double *acc = calloc((size_t)L * H * t, sizeof *acc);
+    /* one pair at a time: the per-pair LDs, summed in order, give the batched
+     * grid; the all-position cells too (one pair's heads run in batches that
+     * span layers, experiments/patch.c units_per_job; the set's a layer's) */
+    double *acc = calloc((size_t)L * H * t, sizeof *acc), *acc_all = calloc((size_t)L * H, sizeof *acc_all);
     for (int i = 0; i < n; i++) {
         hs_patch_report one;
         assert_int_equal(hs_patch_run_tokens(g_m, NULL, src + (size_t)i * t, dst + (size_t)i * t, 1, t, g_p.answer + i,
                                              g_p.wrong + i, g_p.pos + i, 1u << HS_PATCH_Z, &one, &err),
                          HS_OK);
         for (int k = 0; k < L * H * t; k++) acc[k] += one.ld_pos[HS_PATCH_Z][k];
+        for (int k = 0; k < L * H; k++) acc_all[k] += one.ld[HS_PATCH_Z][k];
         hs_patch_report_free(&one);
     }
     /* the cells left out of the sweeps (the last layer's z at a position no
@@ -391,7 +394,11 @@ static void patch_identities_and_batch_independence(void **state)
     for (int k = 0; k < L * H * t; k++)
         if (!(acc[k] / n == b1.ld_pos[HS_PATCH_Z][k]))
             fail_msg("cell %d: one at a time %.17g, batched %.17g", k, acc[k] / n, b1.ld_pos[HS_PATCH_Z][k]);
+    for (int k = 0; k < L * H; k++)
+        if (!(acc_all[k] / n == b1.ld[HS_PATCH_Z][k]))
+            fail_msg("head %d: one at a time %.17g, batched %.17g", k, acc_all[k] / n, b1.ld[HS_PATCH_Z][k]);
     free(acc);
+    free(acc_all);
     hs_patch_report_free(&b1);
     hs_patch_report_free(&b3);
     hs_pool_destroy(pool);
