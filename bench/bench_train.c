@@ -140,7 +140,7 @@ int main(int argc, char **argv)
     size_t n_rows = 0;
     int *stream = token_file ? read_tokens(token_file, T, cfg.d_vocab, B, &n_rows) : NULL;
     hs_acts *acts = NULL;
-    if (hs_acts_create(&cfg, B, T, 1, &acts, &err) != HS_OK) die("acts", &err);
+    if (hs_acts_create(&cfg, B, T, HS_ACTS_TRAIN, &acts, &err) != HS_OK) die("acts", &err);
     if (blas_threads > 0) {
         if (hs_acts_set_threads(acts, 1, &err) != HS_OK) die("threads", &err);
         openblas_set_num_threads(blas_threads);
