@@ -5,6 +5,7 @@ data, optimiser and batch, with the sgemm roofline at each size's own shapes.
 
 usage: /usr/bin/python3 bench/scale.py [--build DIR] [--threads N] [--peer fast|tl]
                                        [--out FILE.json] [--md FILE.md] [--fig PREFIX] [--quick]
+                                       [--large-steps N]
 
 The sizes (batch 64, d_head 16 at d_model 64 and 32 above, 4x MLP, vocabulary 64, random tokens):
 a middle point (d_model 128, 4 layers, context 64) and one axis varied at a time around it --
@@ -13,7 +14,7 @@ d_model 64/128/256/512, layers 2/4/8, context 18/64/256 -- plus the large corner
 largest size the issue names, in ~10 minutes on a quiet 2-core machine; the full 4x3x3 cross
 product would take hours at the large end (tens of seconds a step, each side). Steps: 2 warm-up
 and up to 30 timed, fewer as a step grows (at least 5 timed after 1 warm-up under 1 TFLOP a step,
-3 above; timed_steps()).
+3 above; timed_steps(); --large-steps N: 1 + N above 1 TFLOP).
 
 Data: per context, one file of 4 batches of random tokens (numpy default_rng(0), int32 rows of
 context + 1), read by both sides (bench_train --tokens, torch_peer.py --task tokens); inputs the
@@ -26,7 +27,9 @@ OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=N. Each side is its own process under /usr/
 Per row: ms/step (median of the timed steps) both, peer / headscope, FLOPs per step (matmuls +
 attention, bench/bench_shapes.h), achieved GFLOP/s, the one-core sgemm rate at the step's
 shapes (bench_sgemm --threads 1 with the size's flags: the roofline = FLOPs / that rate) and the
-two-core ideal (FLOPs / (2 x that rate)), step / two-core ideal for each side, peak RSS each.
+two-core ideal (FLOPs / (2 x that rate)), step / two-core ideal for each side, peak RSS each,
+and the buffers headscope's step allocates (bench_train's JSON: acts_mb + acts_grad_mb +
+params_train_mb), the bulk of its peak.
 
 Writes --out (default bench/results/scale.json: every number, machine, load average), --md
 (default bench/results/scale.md: the table) and the figure --fig (default
@@ -125,6 +128,8 @@ def log(msg):
 
 def measure(r, a, work, tokens):
     warm, steps = timed_steps(r["gflop"] * 1e9)
+    if a.large_steps and r["gflop"] >= 1e3:
+        warm, steps = 1, min(steps, a.large_steps)
     r["warmup"], r["steps"] = warm, steps
     tag = "d%d_l%d_t%d" % (r["d_model"], r["layers"], r["ctx"])
     flags = shape_flags(r) + ["--ctx", str(r["ctx"]), "--vocab", str(VOCAB)]
@@ -136,6 +141,8 @@ def measure(r, a, work, tokens):
     with open(hj) as fh:
         h = json.load(fh)
     r["hs_ms"], r["hs_min_ms"] = h["step_ms"], h["step_min_ms"]
+    # the buffers headscope allocates (the peak's expected bulk; pages never touched do not count)
+    r["hs_buffers_mb"] = h["acts_mb"] + h["acts_grad_mb"] + h["params_train_mb"]
     assert abs(h["gflop_per_step"] - r["gflop"]) < 1e-3 * r["gflop"], (h["gflop_per_step"], r["gflop"])
     # the peer, same threads
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
@@ -172,18 +179,25 @@ def markdown(doc):
          "", "Sizes: " + doc["design"], "",
          "| d_model | heads x d_head | layers | context | why | GFLOP/step | steps | headscope ms | peer ms | "
          "peer / headscope | headscope GFLOP/s | peer GFLOP/s | sgemm 1-core GFLOP/s | 1-core roofline ms | "
-         "%d-core ideal ms | headscope / ideal | peer / ideal | headscope RSS MB | peer RSS MB |" % doc["threads"],
-         "|" + "---:|" * 4 + "---|" + "---:|" * 14]
+         "%d-core ideal ms | headscope / ideal | peer / ideal | headscope RSS MB | peer RSS MB | "
+         "headscope buffers MB |" % doc["threads"],
+         "|" + "---:|" * 4 + "---|" + "---:|" * 15]
     for r in doc["rows"]:
         L.append("| %d | %d x %d | %d | %d | %s | %.2f | %d+%d | %.1f | %.1f | %.2fx | %.1f | %.1f | %.1f%s | %.1f | "
-                 "%.1f | %.2fx | %.2fx | %.0f | %.0f |" %
+                 "%.1f | %.2fx | %.2fx | %.0f | %.0f | %.0f |" %
                  (r["d_model"], r["heads"], r["d_head"], r["layers"], r["ctx"], r["why"], r["gflop"], r["warmup"],
                   r["steps"], r["hs_ms"], r["peer_ms"], r["peer_over_hs"], r["hs_gflops"], r["peer_gflops"],
                   r["sgemm_1core_gflops"], "*" if r["sgemm_summed"] else "", r["roofline_1core_ms"],
-                  r["ideal_2core_ms"], r["hs_over_ideal"], r["peer_over_ideal"], r["hs_rss_mb"], r["peer_rss_mb"]))
+                  r["ideal_2core_ms"], r["hs_over_ideal"], r["peer_over_ideal"], r["hs_rss_mb"], r["peer_rss_mb"],
+                  r["hs_buffers_mb"]))
     L += ["", "steps: warm-up + timed; ms: median of the timed steps. *: sgemm rate from the per-product times "
           "summed (the step's products are too large to repeat back to back within the timer's budget). "
-          "Ideal: FLOPs / (%d x the one-core sgemm rate at the step's shapes)." % doc["threads"]]
+          "Ideal: FLOPs / (%d x the one-core sgemm rate at the step's shapes). RSS: peak, MB of 2^20 bytes "
+          "(/usr/bin/time %%M). headscope buffers: what its step allocates (activations in hs_train's training "
+          "layout, the backward's scratch and transposed weights, parameters with gradients, the second batch "
+          "part's gradients and AdamW's moments; bench_train's JSON): the peak is these plus the process "
+          "(libraries, OpenBLAS' buffers), less pages never touched (the transposed weights of products "
+          "OpenBLAS runs as they lie)." % doc["threads"]]
     if doc.get("growth"):
         L += ["", "How cost grows (ms/step ratio over the axis's range, vs the FLOPs ratio): " + doc["growth"]]
     return "\n".join(L)
@@ -215,6 +229,9 @@ def main():
     ap.add_argument("--md", default=os.path.join(HERE, "results", "scale.md"))
     ap.add_argument("--fig", default=os.path.join(HERE, "results", "scale_fig"))
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test, not a measurement")
+    ap.add_argument("--large-steps", type=int, default=0,
+                    help="at most 1 warm-up + N timed steps at sizes of 1 TFLOP a step and up (a loaded "
+                         "machine, where one corner step takes minutes; peak RSS does not depend on it)")
     ap.add_argument("--work", help="scratch folder (default a new temporary one, removed at the end)")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)

@@ -607,9 +607,10 @@ typedef struct {
  * layer's after a forward (the backward makes each layer's again, the same
  * bits: model_internal.h, hs_lean_ln1); the scores in the backward's scratch;
  * act' made again in the backward. The numbers are those of HS_ACTS_GRAD,
- * bit for bit; at d_model 512, 8 layers, 256 tokens, batch 64 the memory is
- * 9.2 -> 5.9 GB (bench/scale.py). hs_forward refuses an observer or a
- * logit_pos on them, hs_backward_acts refuses them. */
+ * bit for bit; at d_model 512, 8 layers, 256 tokens, batch 64 the step's
+ * peak RSS is 6,094 MiB against 9,170 (bench/scale.py; docs/DESIGN.md).
+ * hs_forward refuses an observer or a logit_pos on them, hs_backward_acts
+ * refuses them. */
 enum { HS_ACTS_INFER = 0, HS_ACTS_GRAD = 1, HS_ACTS_TRAIN = 2 };
 
 /* Allocates activations for batches up to B sequences of up to T tokens
