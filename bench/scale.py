@@ -16,7 +16,8 @@ product would take hours at the large end (tens of seconds a step, each side). S
 and up to 30 timed, fewer as a step grows (at least 5 timed after 1 warm-up under 1 TFLOP a step,
 3 above; timed_steps(). On a loaded machine: --max-steps N, at most 1 + N at every size;
 --large-steps N, 1 + N from 1 TFLOP; --largest-first measures the largest sizes first, and the
-rows measured so far are written after each size, marked partial, so a run cut short keeps them).
+rows measured so far are written after each size, marked partial, so a run cut short keeps them;
+--max-gflop X measures the sizes up to X GFLOP a step only).
 
 Data: per context, one file of 4 batches of random tokens (numpy default_rng(0), int32 rows of
 context + 1), read by both sides (bench_train --tokens, torch_peer.py --task tokens); inputs the
@@ -272,6 +273,9 @@ def main():
     ap.add_argument("--largest-first", action="store_true",
                     help="measure the sizes from the most FLOPs down (the table keeps its order); with the "
                          "rows measured so far written after each size, a run cut short keeps the large ones")
+    ap.add_argument("--max-gflop", type=float, default=0,
+                    help="measure only the sizes up to this many GFLOP a step (the corner apart, on a machine "
+                         "with too little memory free for it)")
     ap.add_argument("--large-steps", type=int, default=0,
                     help="at most 1 warm-up + N timed steps at sizes of 1 TFLOP a step and up (a loaded "
                          "machine, where one corner step takes minutes; peak RSS does not depend on it)")
@@ -292,6 +296,8 @@ def main():
     rows = sizes(a.quick)
     for r in rows:
         r["gflop"] = flops(r) * 1e-9
+    if a.max_gflop:
+        rows = [r for r in rows if r["gflop"] <= a.max_gflop]
     token_files = {}
     for T in sorted({r["ctx"] for r in rows}):
         path = os.path.join(work, "tokens_t%d.i32" % T)
