@@ -11,7 +11,7 @@
  * usage: bench_train [--steps N] [--warmup N] [--threads N] [--blas-threads N]
  *                    [--batch B] [--d-model D] [--layers L] [--heads H]
  *                    [--d-head dh] [--d-mlp M] [--ctx T] [--vocab V]
- *                    [--tokens FILE] [--no-roofline] [--json FILE]
+ *                    [--tokens FILE] [--no-roofline] [--full-acts] [--json FILE]
  * Shape flags (bench_shapes.h): the model; --ctx, --vocab or --tokens mean
  * random tokens instead of the Winograd task (T default 18, V 36): batch k
  * is rows [kB, (k+1)B) of --tokens FILE (little-endian int32 rows of T + 1
@@ -23,8 +23,13 @@
  * on a helper thread, OpenBLAS at 1 thread; default 0 = auto, as hs_train).
  * --blas-threads N: instead, no helper thread and OpenBLAS' own threading at
  * N threads (the alternative the library does not take; for comparison).
+ * --full-acts: the activations' full layout (HS_ACTS_GRAD: every hook
+ * point kept per layer, act' stored) instead of hs_train's (HS_ACTS_TRAIN),
+ * the same numbers: the two side by side (time, peak RSS).
  * The roofline is measured at OpenBLAS 1 thread (the library's setting)
- * unless --blas-threads is given.
+ * unless --blas-threads is given. The JSON also has the sizes of the buffers
+ * the step allocates (acts_mb, acts_grad_mb, params_train_mb), which
+ * bench/scale.py adds up against the measured peak RSS.
  */
 #include "bench_shapes.h"
 
@@ -96,6 +101,7 @@ static void token_batch(const int *stream, size_t n_rows, size_t k, hs_task_rng 
 int main(int argc, char **argv)
 {
     int steps = 300, warmup = 30, threads = 0, blas_threads = 0, batch = 64, roofline = 1;
+    int layout = HS_ACTS_TRAIN;
     const char *json = NULL, *token_file = NULL;
     bench_shape sh = bench_shape_default();
     for (int i = 1; i < argc; i++) {
@@ -110,11 +116,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--no-roofline")) roofline = 0;
+        else if (!strcmp(argv[i], "--full-acts")) layout = HS_ACTS_GRAD;
         else {
             fprintf(stderr,
                     "usage: bench_train [--steps N] [--warmup N] [--threads N] [--blas-threads N] "
                     "[--batch B] [--d-model D] [--layers L] [--heads H] [--d-head dh] [--d-mlp M] "
-                    "[--ctx T] [--vocab V] [--tokens FILE] [--no-roofline] [--json FILE]\n");
+                    "[--ctx T] [--vocab V] [--tokens FILE] [--no-roofline] [--full-acts] [--json FILE]\n");
             return 2;
         }
     }
@@ -140,7 +147,7 @@ int main(int argc, char **argv)
     size_t n_rows = 0;
     int *stream = token_file ? read_tokens(token_file, T, cfg.d_vocab, B, &n_rows) : NULL;
     hs_acts *acts = NULL;
-    if (hs_acts_create(&cfg, B, T, 1, &acts, &err) != HS_OK) die("acts", &err);
+    if (hs_acts_create(&cfg, B, T, layout, &acts, &err) != HS_OK) die("acts", &err);
     if (blas_threads > 0) {
         if (hs_acts_set_threads(acts, 1, &err) != HS_OK) die("threads", &err);
         openblas_set_num_threads(blas_threads);
@@ -249,7 +256,14 @@ int main(int argc, char **argv)
             fprintf(f, ",\n  \"sgemm_roofline_gflops\": %.2f,\n  \"roofline_ms\": %.4f,\n"
                        "  \"step_over_roofline\": %.3f,\n  \"step_min_over_roofline\": %.3f",
                     roof_gflops, roof_s * 1e3, med[PH_STEP] / roof_s, step_min / roof_s);
-        fprintf(f, ",\n  \"final_loss\": %.5f\n}\n", loss);
+        /* the buffers the step allocates (MB of 2^20 bytes): activations
+         * (the training layout, HS_ACTS_TRAIN, unless --full-acts), the backward's scratch and
+         * transposed weights, and per parameter its value, gradient, the
+         * second batch part's gradient and AdamW's two moments */
+        fprintf(f, ",\n  \"acts_mb\": %.1f,\n  \"acts_grad_mb\": %.1f,\n  \"params_train_mb\": %.1f",
+                acts->n_floats * 4.0 / 1048576.0, acts->n_d_floats * 4.0 / 1048576.0,
+                (double)m->n_params * (3 + HS_GRAD_PARTS) * 4.0 / 1048576.0);
+        fprintf(f, ",\n  \"final_loss\": %.9g\n}\n", loss);
         if (fclose(f) != 0) {
             perror(json);
             return 1;

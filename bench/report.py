@@ -278,6 +278,9 @@ def targets(d):
     if sc and sc.get("rows"):
         worst = min(r["peer_over_hs"] for r in sc["rows"])
         out.append(("scaling: ahead of the peer at every size (least peer / headscope)", worst, "%.2fx", worst > 1.0))
+        mem = max(r["hs_rss_mb"] / r["peer_rss_mb"] for r in sc["rows"])
+        out.append(("scaling: peak RSS at or below the peer's at every size (largest headscope / peer, issue 30)",
+                    mem, "%.2fx", mem <= 1.0))
         large = [r["hs_over_ideal"] for r in sc["rows"] if r["gflop"] >= LARGE_GFLOP]
         far = max(large) if large else None
         out.append(("scaling: within 1.3x of the two-core ideal from %.0f GFLOP/step (worst)" % LARGE_GFLOP, far,

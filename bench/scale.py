@@ -5,6 +5,7 @@ data, optimiser and batch, with the sgemm roofline at each size's own shapes.
 
 usage: /usr/bin/python3 bench/scale.py [--build DIR] [--threads N] [--peer fast|tl]
                                        [--out FILE.json] [--md FILE.md] [--fig PREFIX] [--quick]
+                                       [--max-steps N] [--large-steps N] [--largest-first]
 
 The sizes (batch 64, d_head 16 at d_model 64 and 32 above, 4x MLP, vocabulary 64, random tokens):
 a middle point (d_model 128, 4 layers, context 64) and one axis varied at a time around it --
@@ -13,7 +14,10 @@ d_model 64/128/256/512, layers 2/4/8, context 18/64/256 -- plus the large corner
 largest size the issue names, in ~10 minutes on a quiet 2-core machine; the full 4x3x3 cross
 product would take hours at the large end (tens of seconds a step, each side). Steps: 2 warm-up
 and up to 30 timed, fewer as a step grows (at least 5 timed after 1 warm-up under 1 TFLOP a step,
-3 above; timed_steps()).
+3 above; timed_steps(). On a loaded machine: --max-steps N, at most 1 + N at every size;
+--large-steps N, 1 + N from 1 TFLOP; --largest-first measures the largest sizes first, and the
+rows measured so far are written after each size, marked partial, so a run cut short keeps them;
+--max-gflop X measures the sizes up to X GFLOP a step only).
 
 Data: per context, one file of 4 batches of random tokens (numpy default_rng(0), int32 rows of
 context + 1), read by both sides (bench_train --tokens, torch_peer.py --task tokens); inputs the
@@ -26,7 +30,9 @@ OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=N. Each side is its own process under /usr/
 Per row: ms/step (median of the timed steps) both, peer / headscope, FLOPs per step (matmuls +
 attention, bench/bench_shapes.h), achieved GFLOP/s, the one-core sgemm rate at the step's
 shapes (bench_sgemm --threads 1 with the size's flags: the roofline = FLOPs / that rate) and the
-two-core ideal (FLOPs / (2 x that rate)), step / two-core ideal for each side, peak RSS each.
+two-core ideal (FLOPs / (2 x that rate)), step / two-core ideal for each side, peak RSS each,
+and the buffers headscope's step allocates (bench_train's JSON: acts_mb + acts_grad_mb +
+params_train_mb), the bulk of its peak.
 
 Writes --out (default bench/results/scale.json: every number, machine, load average), --md
 (default bench/results/scale.md: the table) and the figure --fig (default
@@ -125,6 +131,10 @@ def log(msg):
 
 def measure(r, a, work, tokens):
     warm, steps = timed_steps(r["gflop"] * 1e9)
+    if a.max_steps:
+        warm, steps = min(warm, 1), min(steps, a.max_steps)
+    if a.large_steps and r["gflop"] >= 1e3:
+        warm, steps = 1, min(steps, a.large_steps)
     r["warmup"], r["steps"] = warm, steps
     tag = "d%d_l%d_t%d" % (r["d_model"], r["layers"], r["ctx"])
     flags = shape_flags(r) + ["--ctx", str(r["ctx"]), "--vocab", str(VOCAB)]
@@ -136,6 +146,8 @@ def measure(r, a, work, tokens):
     with open(hj) as fh:
         h = json.load(fh)
     r["hs_ms"], r["hs_min_ms"] = h["step_ms"], h["step_min_ms"]
+    # the buffers headscope allocates (the peak's expected bulk; pages never touched do not count)
+    r["hs_buffers_mb"] = h["acts_mb"] + h["acts_grad_mb"] + h["params_train_mb"]
     assert abs(h["gflop_per_step"] - r["gflop"]) < 1e-3 * r["gflop"], (h["gflop_per_step"], r["gflop"])
     # the peer, same threads
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), OPENBLAS_NUM_THREADS=str(a.threads))
@@ -169,21 +181,36 @@ def markdown(doc):
          "vocabulary %d, random tokens (the same file for both), AdamW, %s; load average %s at the start, "
          "%s at the end." % (doc["peer"], doc["threads"], BATCH, VOCAB, doc["machine"], doc["loadavg_start"],
                              doc["loadavg_end"]),
-         "", "Sizes: " + doc["design"], "",
+         "", "Sizes: " + doc["design"], ""]
+    caps = doc.get("steps_cap") or {}
+    if caps.get("max_steps") or caps.get("large_steps"):
+        L += ["Steps capped for a loaded machine: at most 1 warm-up + %s timed at every size%s." %
+              (caps.get("max_steps") or "the usual", ", 1 + %d from 1 TFLOP a step" % caps["large_steps"]
+               if caps.get("large_steps") else ""), ""]
+    if doc.get("partial"):
+        L += ["PARTIAL: the sizes measured so far.", ""]
+    L += [
          "| d_model | heads x d_head | layers | context | why | GFLOP/step | steps | headscope ms | peer ms | "
          "peer / headscope | headscope GFLOP/s | peer GFLOP/s | sgemm 1-core GFLOP/s | 1-core roofline ms | "
-         "%d-core ideal ms | headscope / ideal | peer / ideal | headscope RSS MB | peer RSS MB |" % doc["threads"],
-         "|" + "---:|" * 4 + "---|" + "---:|" * 14]
+         "%d-core ideal ms | headscope / ideal | peer / ideal | headscope RSS MB | peer RSS MB | "
+         "headscope buffers MB |" % doc["threads"],
+         "|" + "---:|" * 4 + "---|" + "---:|" * 15]
     for r in doc["rows"]:
         L.append("| %d | %d x %d | %d | %d | %s | %.2f | %d+%d | %.1f | %.1f | %.2fx | %.1f | %.1f | %.1f%s | %.1f | "
-                 "%.1f | %.2fx | %.2fx | %.0f | %.0f |" %
+                 "%.1f | %.2fx | %.2fx | %.0f | %.0f | %.0f |" %
                  (r["d_model"], r["heads"], r["d_head"], r["layers"], r["ctx"], r["why"], r["gflop"], r["warmup"],
                   r["steps"], r["hs_ms"], r["peer_ms"], r["peer_over_hs"], r["hs_gflops"], r["peer_gflops"],
                   r["sgemm_1core_gflops"], "*" if r["sgemm_summed"] else "", r["roofline_1core_ms"],
-                  r["ideal_2core_ms"], r["hs_over_ideal"], r["peer_over_ideal"], r["hs_rss_mb"], r["peer_rss_mb"]))
+                  r["ideal_2core_ms"], r["hs_over_ideal"], r["peer_over_ideal"], r["hs_rss_mb"], r["peer_rss_mb"],
+                  r["hs_buffers_mb"]))
     L += ["", "steps: warm-up + timed; ms: median of the timed steps. *: sgemm rate from the per-product times "
           "summed (the step's products are too large to repeat back to back within the timer's budget). "
-          "Ideal: FLOPs / (%d x the one-core sgemm rate at the step's shapes)." % doc["threads"]]
+          "Ideal: FLOPs / (%d x the one-core sgemm rate at the step's shapes). RSS: peak, MB of 2^20 bytes "
+          "(/usr/bin/time %%M). headscope buffers: what its step allocates (activations in hs_train's training "
+          "layout, the backward's scratch and transposed weights, parameters with gradients, the second batch "
+          "part's gradients and AdamW's moments; bench_train's JSON): the peak is these plus the process "
+          "(libraries, OpenBLAS' buffers), less pages never touched (the transposed weights of products "
+          "OpenBLAS runs as they lie)." % doc["threads"]]
     if doc.get("growth"):
         L += ["", "How cost grows (ms/step ratio over the axis's range, vs the FLOPs ratio): " + doc["growth"]]
     return "\n".join(L)
@@ -206,6 +233,32 @@ def growth(rows, quick):
     return "; ".join(out) + "."
 
 
+def write_doc(a, rows, load0, t0, partial=False):
+    """Writes --out (every number) and --md (the table) for these rows; returns the document."""
+    with open("/proc/loadavg") as fh:
+        load1 = " ".join(fh.read().split()[:3])
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+    doc = {"bench": "headscope bench/scale.py", "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+           "machine": "%s, %d CPUs" % (cpu, os.cpu_count()), "loadavg_start": load0, "loadavg_end": load1,
+           "threads": a.threads, "peer": a.peer, "batch": BATCH, "vocab": VOCAB, "quick": a.quick,
+           "steps_cap": {"max_steps": a.max_steps, "large_steps": a.large_steps}, "partial": partial,
+           "design": ("a middle point (d_model %(d_model)d, %(layers)d layers, context %(ctx)d) with one axis varied "
+                      "at a time around it (d_model, layers, context), plus the large corner; each axis's effect "
+                      "alone and the largest size within ~10 minutes, where the full cross product would take "
+                      "hours" % (QUICK_MIDDLE if a.quick else MIDDLE)),
+           "rows": rows, "seconds": time.time() - t0}
+    doc["growth"] = growth(rows, a.quick)
+    for path in (a.out, a.md):
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(a.out + ".tmp", "w") as fh:
+        json.dump(doc, fh, indent=1)
+        fh.write("\n")
+    os.replace(a.out + ".tmp", a.out)
+    with open(a.md, "w") as fh:
+        fh.write(markdown(doc) + "\n")
+    return doc
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -215,6 +268,17 @@ def main():
     ap.add_argument("--md", default=os.path.join(HERE, "results", "scale.md"))
     ap.add_argument("--fig", default=os.path.join(HERE, "results", "scale_fig"))
     ap.add_argument("--quick", action="store_true", help="tiny sizes: a smoke test, not a measurement")
+    ap.add_argument("--max-steps", type=int, default=0,
+                    help="at most 1 warm-up + N timed steps at every size (a loaded machine)")
+    ap.add_argument("--largest-first", action="store_true",
+                    help="measure the sizes from the most FLOPs down (the table keeps its order); with the "
+                         "rows measured so far written after each size, a run cut short keeps the large ones")
+    ap.add_argument("--max-gflop", type=float, default=0,
+                    help="measure only the sizes up to this many GFLOP a step (the corner apart, on a machine "
+                         "with too little memory free for it)")
+    ap.add_argument("--large-steps", type=int, default=0,
+                    help="at most 1 warm-up + N timed steps at sizes of 1 TFLOP a step and up (a loaded "
+                         "machine, where one corner step takes minutes; peak RSS does not depend on it)")
     ap.add_argument("--work", help="scratch folder (default a new temporary one, removed at the end)")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
@@ -232,35 +296,21 @@ def main():
     rows = sizes(a.quick)
     for r in rows:
         r["gflop"] = flops(r) * 1e-9
+    if a.max_gflop:
+        rows = [r for r in rows if r["gflop"] <= a.max_gflop]
     token_files = {}
     for T in sorted({r["ctx"] for r in rows}):
         path = os.path.join(work, "tokens_t%d.i32" % T)
         np.random.default_rng(0).integers(0, VOCAB, (4 * BATCH, T + 1), dtype=np.int32).astype("<i4").tofile(path)
         token_files[T] = path
     log("%d sizes, %d threads, peer --impl %s (work %s)" % (len(rows), a.threads, a.peer, work))
-    for r in rows:
+    order = sorted(rows, key=lambda r: -r["gflop"]) if a.largest_first else rows
+    for i, r in enumerate(order):
         measure(r, a, work, token_files[r["ctx"]])
-    with open("/proc/loadavg") as fh:
-        load1 = " ".join(fh.read().split()[:3])
-    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    doc = {"bench": "headscope bench/scale.py", "date": time.strftime("%Y-%m-%d %H:%M %Z"),
-           "machine": "%s, %d CPUs" % (cpu, os.cpu_count()), "loadavg_start": load0, "loadavg_end": load1,
-           "threads": a.threads, "peer": a.peer, "batch": BATCH, "vocab": VOCAB, "quick": a.quick,
-           "design": ("a middle point (d_model %(d_model)d, %(layers)d layers, context %(ctx)d) with one axis varied "
-                      "at a time around it (d_model, layers, context), plus the large corner; each axis's effect "
-                      "alone and the largest size within ~10 minutes, where the full cross product would take "
-                      "hours" % (QUICK_MIDDLE if a.quick else MIDDLE)),
-           "rows": rows, "seconds": time.time() - t0}
-    doc["growth"] = growth(rows, a.quick)
-    for path in (a.out, a.md):
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(a.out + ".tmp", "w") as fh:
-        json.dump(doc, fh, indent=1)
-        fh.write("\n")
-    os.replace(a.out + ".tmp", a.out)
+        if i + 1 < len(order):  # the rows so far, marked partial, in case the run is cut short
+            write_doc(a, [x for x in rows if "hs_ms" in x], load0, t0, partial=True)
+    doc = write_doc(a, rows, load0, t0)
     md = markdown(doc)
-    with open(a.md, "w") as fh:
-        fh.write(md + "\n")
     # the figure: ms/step against FLOPs per step, log-log; sizes with equal FLOPs keep the first
     pts = sorted(rows, key=lambda r: r["gflop"])
     tsv = os.path.join(work, "scale.tsv")

@@ -318,6 +318,22 @@ void hs_attn_backward(float *dq, float *dk, float *dv, float *dpattern, float *d
     }
 }
 
+/* The training layout (HS_ACTS_TRAIN): layer l's ln2_out (hs_lean_ln2) and
+ * mlp_post (hs_lean_post) made again in the buffers every layer shares, the
+ * bits of the unobserved forward (model_internal.h); with mlp_post,
+ * act'(mlp_pre) in dact (BT x M; ReLU: untouched), from the same pass. */
+static void lean_remake_mlp(const hs_acts *acts, const hs_config *c, const hs_block_params *bp,
+                            int l, float *dact, size_t BT)
+{
+    const hs_block_acts *ba = &acts->blocks[l];
+    if (hs_lean_ln2(c))
+        hs_norm_apply_affine(ba->ln2_out, c->parallel_attn_mlp ? ba->resid_pre : ba->resid_mid,
+                             ba->ln2_mean, ba->ln2_rstd, bp->ln2_w, bp->ln2_b, BT, c->d_model, 1, 1);
+    if (hs_lean_post(c))
+        hs_act_forward(ba->mlp_post, c->act == HS_ACT_RELU ? NULL : dact, ba->mlp_pre,
+                       BT * c->d_mlp, c->act);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Weight-gradient jobs on the pool's lane (hs_acts_set_pool)                */
 
@@ -452,9 +468,18 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
             /* dresid is d(resid_post) = d(mlp_out) and flows on to resid_mid */
             hs_dx_product(dpost, 0.0f, dresid, bp->W_out, hs_acts_wT(acts, c, l, 5), BT, M, D);
             j = (dw_job){0, gp->W_out, gp->b_out, ba->mlp_post, dresid, BT, M, D, 0, 0, NULL};
-            long t_out = dw_submit(w, &j);
-            hs_pool_wait(w, t_dpre);
-            if (c->gated_mlp) {
+            const int remake_post = acts->lean && hs_lean_post(c);
+            long t_out = remake_post ? 0 : dw_submit(w, &j);
+            hs_pool_wait(w, t_dpre); /* its jobs read dpre, dlin and ln2_out */
+            if (acts->lean) {
+                lean_remake_mlp(acts, c, bp, l, dpre, BT);
+                if (remake_post) t_out = dw_submit(w, &j);
+            }
+            if (remake_post && c->act != HS_ACT_RELU) { /* act' in dpre (lean_remake_mlp) */
+                hs_mul_long(dpre, dpost, dpre, BT * M);
+                hs_dx_product(dln, 0.0f, dpre, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
+                j = (dw_job){0, gp->W_in, gp->b_in, ba->ln2_out, dpre, BT, D, M, 0, 0, NULL};
+            } else if (c->gated_mlp) {
                 hs_gated_grad(dpre, dlin, dpost, acts, c, l, BT * M);
                 hs_sgemm(0, 1, (int)BT, D, M, 1.0f, dpre, M, bp->W_gate, M, 0.0f, dln, D);
                 hs_dx_product(dln, 1.0f, dlin, bp->W_in, hs_acts_wT(acts, c, l, 4), BT, D, M);
@@ -491,6 +516,9 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
         j = (dw_job){0, gp->W_O, gp->b_O, ba->z, dresid, BT, H * dh, D, 0, 0, NULL};
         long t_o = dw_submit(w, &j);
         hs_pool_wait(w, t_qkv);
+        if (acts->lean && hs_lean_ln1(c)) /* ln1_out again (the QKV jobs read it) */
+            hs_norm_apply_affine(ba->ln1_out, ba->resid_pre, ba->ln1_mean, ba->ln1_rstd, bp->ln1_w,
+                                 bp->ln1_b, BT, D, 1, 1);
         hs_attn_backward(dq, dk, dv, NULL, datt, vT, dz, ba->att, ba->q, ba->k, ba->v, B, T, H, Hkv,
                          dh, c->attn == HS_ATTN_SOFTMAX, 1.0f / hs_attn_scale_at(c, l));
         if (c->pos == HS_POS_ROTARY) { /* d(rotated q, k) -> d(q, k): the transpose */

@@ -324,6 +324,10 @@ hs_status hs_backward_acts(const hs_model *m, hs_acts *acts, const float *dlogit
     if (acts->d_mem == NULL)
         return hs_fail(err, HS_ERR_INPUT, "backward to the activations: the activations were made "
                                           "without gradient scratch (hs_acts_create with_grad 0)");
+    if (acts->lean)
+        return hs_fail(err, HS_ERR_INPUT, "backward to the activations: the activations are the "
+                                          "training layout (HS_ACTS_TRAIN), which keeps what "
+                                          "hs_backward reads only; make them with HS_ACTS_GRAD");
     if (acts->b < 1 || acts->t < 1)
         return hs_fail(err, HS_ERR_INPUT, "backward to the activations: no forward has run");
     if (acts->logit_pos >= 0)

@@ -206,7 +206,9 @@ static hs_status forward_block(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
     const int D = c->d_model;
     char nm[96];
 
-    if (l > 0) memcpy(ba->resid_pre, acts->blocks[l - 1].resid_post, k.BT * D * sizeof(float));
+    /* (the training layout's resid_pre is the previous resid_post itself) */
+    if (l > 0 && ba->resid_pre != acts->blocks[l - 1].resid_post)
+        memcpy(ba->resid_pre, acts->blocks[l - 1].resid_post, k.BT * D * sizeof(float));
     /* one sequence without gradients on several layers: one slot, packed here
      * (the forward is one part); otherwise hs_forward packed every layer */
     if (acts->wpack_slots < c->n_layers) hs_pack_qkv(m, acts, l);
@@ -354,6 +356,9 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
                        acts->B, acts->T);
     if (T > c->n_ctx)
         return hs_fail(err, HS_ERR_INPUT, "forward: %d positions exceed n_ctx %d", T, c->n_ctx);
+    if (acts->lean && (observer || acts->logit_pos >= 0))
+        return hs_fail(err, HS_ERR_INPUT, "forward: training activations (HS_ACTS_TRAIN) run without "
+                                          "observer at every position");
     const size_t BT = (size_t)B * T;
     for (size_t i = 0; i < BT; i++)
         if (tokens[i] < 0 || tokens[i] >= V)

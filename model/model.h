@@ -569,6 +569,8 @@ typedef struct {
                                    * may round differently where OpenBLAS runs them; on
                                    * libxsmm (hs_sgemm) a row's bits do not depend on
                                    * the row count; tested to 1e-5). */
+    int lean;                     /* 1: made with HS_ACTS_TRAIN (hs_acts_create): only what
+                                   * hs_backward reads is kept per layer */
     int edited;                   /* 1 when the last forward's observer changed a point after
                                    * hook_tokens, hook_embed and hook_pos_embed (returned 1
                                    * there): the activations are not those of the model's own
@@ -594,8 +596,26 @@ typedef struct {
                                    * 3.5), made likewise; NULL otherwise */
 } hs_acts;
 
+/* hs_acts_create's with_grad. HS_ACTS_INFER: a forward's activations, each
+ * hook point's buffer kept per layer. HS_ACTS_GRAD: the same plus the
+ * backward's scratch (hs_backward, hs_backward_acts) and act'(mlp_pre) per
+ * layer. HS_ACTS_TRAIN: the training layout, for hs_forward without observer
+ * at every position then hs_backward only (hs_train): per layer only what
+ * the backward reads (resid_pre = the previous layer's resid_post, q, k, v,
+ * the pattern, z, resid_mid, the norms' statistics, mlp_pre); attn_out,
+ * ln1_out, ln2_out and mlp_post one buffer for every layer, holding the last
+ * layer's after a forward (the backward makes each layer's again, the same
+ * bits: model_internal.h, hs_lean_ln1); the scores in the backward's scratch;
+ * act' made again in the backward. The numbers are those of HS_ACTS_GRAD,
+ * bit for bit; at d_model 512, 8 layers, 256 tokens, batch 64 the step's
+ * peak RSS is 6,094 MiB against 9,170 (bench/scale.py; docs/DESIGN.md).
+ * hs_forward refuses an observer or a logit_pos on them, hs_backward_acts
+ * refuses them. */
+enum { HS_ACTS_INFER = 0, HS_ACTS_GRAD = 1, HS_ACTS_TRAIN = 2 };
+
 /* Allocates activations for batches up to B sequences of up to T tokens
- * (T <= n_ctx). with_grad = 1 also allocates backward scratch. */
+ * (T <= n_ctx), with_grad one of HS_ACTS_* (above). Errors: HS_ERR_INPUT
+ * for B, T or with_grad out of range; HS_ERR_NOMEM. */
 hs_status hs_acts_create(const hs_config *cfg, int B, int T, int with_grad,
                          hs_acts **out, hs_error *err);
 void hs_acts_destroy(hs_acts *a);

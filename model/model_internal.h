@@ -122,6 +122,27 @@ static inline const float *hs_qkv_packed(const hs_model *m, const hs_acts *a, in
     return hs_acts_wpack(a, c, l, which);
 }
 
+/* The training layout (HS_ACTS_TRAIN, acts->lean) keeps one buffer of
+ * ln1_out, ln2_out and mlp_post for every layer when these say so (and of
+ * attn_out always); the backward makes layer l's again from what it keeps,
+ * bit for bit the forward's: LN1's and LN2's outputs from their input and
+ * the forward's mean and rstd (hs_norm_apply_affine, as the unobserved
+ * forward's fused pass), mlp_post = act(mlp_pre) with act'(mlp_pre)
+ * (hs_act_forward) in the same pass. Where they are 0 the slot is kept per
+ * layer (a copy of the input without a norm; the gated MLP's product). */
+static inline int hs_lean_ln1(const hs_config *c)
+{
+    return hs_ln1_in_front(c);
+}
+static inline int hs_lean_ln2(const hs_config *c)
+{
+    return c->d_mlp > 0 && c->norm != HS_NORM_NONE && c->norm_place == HS_NORM_PRE;
+}
+static inline int hs_lean_post(const hs_config *c)
+{
+    return c->d_mlp > 0 && !c->gated_mlp;
+}
+
 /* Floats of the backward's transposed weights (hs_acts_wT). */
 static inline size_t hs_wT_floats(const hs_config *c)
 {

@@ -55,7 +55,7 @@ hs_status hs_train(hs_model *m, const hs_train_opts *o, hs_batch_fn batch_fn, vo
     hs_status s = hs_model_alloc_train(m, err);
     if (s != HS_OK) return s;
     hs_acts *acts = NULL;
-    s = hs_acts_create(&m->cfg, o->batch, o->seq_len, 1, &acts, err);
+    s = hs_acts_create(&m->cfg, o->batch, o->seq_len, HS_ACTS_TRAIN, &acts, err);
     if (s != HS_OK) return s;
     s = hs_acts_set_threads(acts, o->threads, err);
     if (s != HS_OK) {

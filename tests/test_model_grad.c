@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -64,6 +65,38 @@ static float loss_of(hs_model *m, hs_acts *a, const int *tok, const int *tgt)
     return hs_cross_entropy(m, a, tgt, NULL);
 }
 
+/* The training layout (HS_ACTS_TRAIN: layers share ln1_out, ln2_out,
+ * mlp_post and attn_out, the backward makes them again) on 2 workers (the
+ * weight gradients on the pool's lane) gives the loss, every gradient and
+ * d_x0 of the full layout a (one thread), bit for bit; a's gradients stay in
+ * m->grad_mem. */
+static void training_layout_matches(hs_model *m, hs_acts *a, const int *tok, const int *tgt,
+                                    float loss0, const float *dx0, const char *label)
+{
+    hs_error err;
+    hs_acts *lean = NULL;
+    assert_int_equal(hs_acts_create(&m->cfg, B, T, HS_ACTS_TRAIN, &lean, &err), HS_OK);
+    assert_int_equal(hs_acts_set_threads(lean, 2, &err), HS_OK);
+    assert_true(lean->n_floats < a->n_floats || m->cfg.n_layers == 1);
+    float *g0 = malloc(m->n_params * sizeof(float));
+    static float dx1[(B_MAX * 5 + T_MAX) * 8];
+    assert_non_null(g0);
+    memcpy(g0, m->grad_mem, m->n_params * sizeof(float));
+    const float loss1 = loss_of(m, lean, tok, tgt);
+    hs_zero_grad(m);
+    hs_backward(m, lean, tok, tgt, dx1);
+    if (memcmp(&loss0, &loss1, sizeof loss0) != 0)
+        fail_msg("%s: training layout's loss %.9g, the full layout's %.9g", label, loss1, loss0);
+    for (size_t i = 0; i < m->n_params; i++)
+        if (memcmp(&g0[i], &m->grad_mem[i], sizeof(float)) != 0)
+            fail_msg("%s: training layout's gradient %zu is %.9g, the full layout's %.9g", label, i,
+                     m->grad_mem[i], g0[i]);
+    assert_memory_equal(dx0, dx1, (size_t)B * T * m->cfg.d_model * sizeof(float));
+    memcpy(m->grad_mem, g0, m->n_params * sizeof(float));
+    free(g0);
+    hs_acts_destroy(lean);
+}
+
 static void check_config(hs_config cfg, const char *label)
 {
     hs_error err;
@@ -95,11 +128,12 @@ static void check_config(hs_config cfg, const char *label)
     }
     float dx0[(B_MAX * 5 + T_MAX) * 8];
 
-    loss_of(m, a, tok, tgt);
+    const float loss0 = loss_of(m, a, tok, tgt);
     size_t n_signs = relu_signs(m, a, kinks0);
     int skipped = 0;
     hs_zero_grad(m);
     hs_backward(m, a, tok, tgt, dx0);
+    training_layout_matches(m, a, tok, tgt, loss0, dx0, label);
 
 
     const float eps = 8e-2f;
@@ -245,12 +279,50 @@ static void gradients_at_a_long_context_match_finite_differences(void **state)
     T = 5;
 }
 
+static int any_point(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name, (void)shape, (void)ndim, (void)data, (void)ctx;
+    return 0;
+}
+
+/* The training layout keeps what hs_backward reads only: an observed
+ * forward, a forward at one logit position and hs_backward_acts are
+ * refused with HS_ERR_INPUT; a with_grad beyond HS_ACTS_TRAIN too. */
+static void training_layout_refuses_what_it_cannot_serve(void **state)
+{
+    (void)state;
+    hs_error err;
+    hs_config c = hs_config_default();
+    c.n_ctx = 5;
+    c.d_vocab = V;
+    hs_model *m = NULL;
+    assert_int_equal(hs_model_create(&c, &m, &err), HS_OK);
+    hs_model_init(m);
+    hs_acts *a = NULL;
+    assert_int_equal(hs_acts_create(&m->cfg, 2, 5, HS_ACTS_TRAIN + 1, &a, &err), HS_ERR_INPUT);
+    assert_int_equal(hs_acts_create(&m->cfg, 2, 5, HS_ACTS_TRAIN, &a, &err), HS_OK);
+    const int tok[10] = {1, 3, 0, 6, 2, 5, 5, 4, 1, 0};
+    const hs_observer obs = {any_point, NULL, NULL};
+    assert_int_equal(hs_forward(m, a, tok, 2, 5, &obs, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "HS_ACTS_TRAIN"));
+    a->logit_pos = 4;
+    assert_int_equal(hs_forward(m, a, tok, 2, 5, NULL, &err), HS_ERR_INPUT);
+    a->logit_pos = -1;
+    assert_int_equal(hs_forward(m, a, tok, 2, 5, NULL, &err), HS_OK);
+    float dl[10 * V] = {0};
+    assert_int_equal(hs_backward_acts(m, a, dl, &obs, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "HS_ACTS_GRAD"));
+    hs_acts_destroy(a);
+    hs_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gradients_match_finite_differences_for_every_switch),
         cmocka_unit_test(gradients_of_a_split_batch_match_finite_differences),
         cmocka_unit_test(gradients_at_a_long_context_match_finite_differences),
+        cmocka_unit_test(training_layout_refuses_what_it_cannot_serve),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
