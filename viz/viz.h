@@ -227,7 +227,11 @@ typedef struct hs_viz_figure hs_viz_figure;
  * tokens:  T UTF-8 labels (destination labels on the left axis, source labels
  *          rotated 90 degrees under the map). title: UTF-8, may be NULL,
  *          e.g. "L1H3 attention".
- * opt: NULL = defaults. On success *out is a new figure (caller destroys).
+ * opt: NULL = defaults. When every token label cannot be shown at a width
+ * asked of a column or more (and no --annotate), every k-th label is drawn
+ * (or none) with a note under the title saying so, within the width and the
+ * height budget (issue 35: a 20-token GPT-2 head in a column).
+ * On success *out is a new figure (caller destroys).
  * Errors: HS_ERR_INPUT (T out of 1..HS_VIZ_MAX_TOKENS, NULL or invalid UTF-8
  * label, bad option), HS_ERR_NUMERIC (non-finite unmasked value),
  * HS_ERR_IO (no usable font), HS_ERR_NOMEM. */

@@ -370,6 +370,27 @@ static hs_status grid_auto(hs_viz_figure **out, vz_grid_args *a, const hs_viz_op
     return s;
 }
 
+hs_status vz_attention_thinned(hs_viz_figure **out, const float *pattern, size_t T,
+                               const char *const *tokens, const char *title,
+                               const hs_viz_options *opt, hs_error *err)
+{
+    static const char *const none[1] = {""};
+    hs_viz_options o;
+    if (opt) o = *opt;
+    else hs_viz_options_default(&o);
+    const double hmax = o.max_height_in > 0 ? o.max_height_in : HS_VIZ_MAX_HEIGHT_IN;
+    if (!(o.width_in > 0)) o.width_in = HS_VIZ_COLUMN_IN;
+    vz_grid_args a = {pattern, 1, 1, T, tokens, none, none, title, 1, 1, 1, hmax};
+    hs_status s = vz_fit_width(out, build_grid, &a, &o, o.width_in, "attention pattern", err);
+    if (s == HS_OK && (*out)->height / (*out)->dpi > hmax + 1e-9) {
+        hs_viz_figure_destroy(*out);
+        *out = NULL;
+        s = hs_fail(err, HS_ERR_INPUT, "attention pattern of %zu tokens: over the %g in height budget "
+                    "even with its labels thinned", T, hmax);
+    }
+    return s;
+}
+
 hs_status hs_viz_grid_figure(hs_viz_figure **out, const float *patterns, size_t L, size_t H,
                              size_t T, const char *const *tokens, const char *title,
                              const hs_viz_options *opt, hs_error *err)

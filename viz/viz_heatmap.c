@@ -274,7 +274,19 @@ hs_status hs_viz_attention_figure(hs_viz_figure **out, const float *pattern, siz
     if (!s) s = vz_check_title(title, "title", err);
     if (s) return s;
     vz_attn_args a = {pattern, T, tokens, title};
-    return vz_fit_width(out, build_attention, &a, opt, HS_VIZ_COLUMN_IN, "attention pattern", err);
+    s = vz_fit_width(out, build_attention, &a, opt, HS_VIZ_COLUMN_IN, "attention pattern", err);
+    /* every label cannot be shown at the width asked (a column or wider):
+     * every k-th label within the width (issue 35: a 20-token head in a
+     * column, a 60-token head on a page) */
+    if (s == HS_ERR_INPUT && opt && opt->width_in >= HS_VIZ_COLUMN_IN - 1e-9 && !opt->annotate) {
+        hs_viz_figure *t = NULL;
+        hs_error e2 = {0};
+        if (vz_attention_thinned(&t, pattern, T, tokens, title, opt, &e2) == HS_OK) {
+            *out = t;
+            return HS_OK;
+        }
+    }
+    return s;
 }
 
 typedef struct {

@@ -383,6 +383,15 @@ typedef hs_status (*vz_build)(hs_viz_figure **out, const void *args, const hs_vi
 hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
                        const hs_viz_options *opt, double auto_in, const char *what, hs_error *err);
 
+/* A single attention pattern [T, T] that cannot show every token label at the
+ * width asked: laid out as a 1 x 1 grid with every k-th token label (or
+ * none), said under the title, within the width and the height budget
+ * (viz_grid.c).
+ * Errors as hs_viz_attention_figure; HS_ERR_INPUT when even that does not fit. */
+hs_status vz_attention_thinned(hs_viz_figure **out, const float *pattern, size_t T,
+                               const char *const *tokens, const char *title,
+                               const hs_viz_options *opt, hs_error *err);
+
 /* ---- utf-8 (viz_layout.c, over common's hs_utf8_decode) ---- */
 /* Number of code points in valid UTF-8 s. */
 size_t vz_utf8_len(const char *s);

@@ -1,6 +1,6 @@
 """Checks a headscope output folder's figures against a width (tests/test_fig_widths.sh).
 
-Usage: fig_widths.py DIR WIDTH_IN
+Usage: fig_widths.py DIR WIDTH_IN [--dpi D] [--max-height IN [--tall-ok STEM]]
 
 For every PNG, SVG and PDF the folder's index.json lists: the PNG's pHYs
 states WIDTH_IN to the nearest pixel per metre (|w / ppm - W| <= half a pixel),
@@ -8,9 +8,15 @@ the SVG is exactly WIDTH_IN wide ("%.4fin"), the PDF's media box exactly
 WIDTH_IN x 72 pt wide (pdfinfo); the SVG's smallest text is >= 6 pt; and every
 label its JSON (stem.json) lists (a bar chart's labels, a matrix's row_labels
 and col_labels, else an attention figure's tokens) is a <text> of its SVG (figures shorten labels over 24 code points to 23 and
-"..."). Prints one line per file checked; exits 1 naming the first failure.
+"..."), unless the figure says under its title what it thinned ("every 3rd
+token label shown", "no token labels: ...", "the 44 largest of 172 ...").
+With --dpi D: each figure's PNG is its PDF's size at D dpi to a pixel in width
+and height, and its SVG the PDF's size (PNG, PDF and SVG of one layout). With
+--max-height IN: no PDF is taller than IN inches (the height budget).
+Prints one line per file checked; exits 1 naming the first failure.
 """
 import json
+import re
 import os
 import struct
 import subprocess
@@ -18,6 +24,12 @@ import sys
 import xml.etree.ElementTree as ET
 
 d, W = sys.argv[1], float(sys.argv[2])
+opt = dict(zip(sys.argv[3::2], sys.argv[4::2]))
+DPI = float(opt["--dpi"]) if "--dpi" in opt else None
+MAXH = float(opt["--max-height"]) if "--max-height" in opt else None
+TALL_OK = opt.get("--tall-ok")  # a stem known over the budget (an open item the caller names)
+THINNED = re.compile(r"(every [0-9]+(st|nd|rd|th) token label shown|no token labels: |the [0-9]+ largest of )")
+sizes = {}  # stem -> {ext: (width_in, height_in)}
 idx = json.load(open(os.path.join(d, "index.json")))
 files = [f["file"] for f in idx["files"]]
 bad = []
@@ -32,13 +44,14 @@ for name in files:
     stem, ext = os.path.splitext(name)
     if ext == ".png":
         b = open(p, "rb").read()
-        w = struct.unpack(">I", b[16:20])[0]
+        w, h = struct.unpack(">II", b[16:24])
         i = b.find(b"pHYs")
         ppm = struct.unpack(">I", b[i + 4:i + 8])[0]
         win = w / (ppm * 0.0254)
         if abs(win - W) > 0.5 / (ppm * 0.0254) + 1e-9:
             bad.append("%s: %.4f in wide, not %.4f" % (name, win, W))
-        print("%s %d px %.4f in" % (name, w, win))
+        sizes.setdefault(stem, {})["png"] = (w, h)
+        print("%s %d x %d px %.4f in" % (name, w, h, win))
     elif ext == ".svg":
         root = ET.parse(p).getroot()
         ns = "{http://www.w3.org/2000/svg}"
@@ -47,6 +60,7 @@ for name in files:
             bad.append("%s: width %s, not %.4fin" % (name, wa, W))
         vb = [float(v) for v in root.get("viewBox").split()]
         ppi = vb[2] / W
+        sizes.setdefault(stem, {})["svg"] = (W, vb[3] / ppi)
         texts, small = set(), 99.0
         for t in root.iter(ns + "text"):
             texts.add("".join(t.itertext()))
@@ -61,18 +75,32 @@ for name in files:
             # prompt's, not drawn)
             keys = ("labels",) if "labels" in j else ("row_labels", "col_labels") \
                 if "row_labels" in j else ("tokens",)
+            thinned = any(THINNED.search(t) for t in texts)
             for key in keys:
                 for lab in j.get(key) or []:
-                    if isinstance(lab, str) and shown(lab) not in texts:
+                    if isinstance(lab, str) and shown(lab) not in texts and not thinned:
                         bad.append("%s: no label %r (%s)" % (name, lab, key))
         print("%s smallest text %.2f pt" % (name, small))
     elif ext == ".pdf":
         info = subprocess.run(["pdfinfo", p], capture_output=True, text=True, check=True).stdout
         size = [l for l in info.splitlines() if l.startswith("Page size:")][0]
-        wpt = float(size.split()[2])
+        wpt, hpt = float(size.split()[2]), float(size.split()[4])
+        sizes.setdefault(stem, {})["pdf"] = (wpt / 72.0, hpt / 72.0)
+        if MAXH is not None and hpt > MAXH * 72.0 + 0.01 and stem != TALL_OK:
+            bad.append("%s: %.2f in tall, over the %.2f in budget" % (name, hpt / 72.0, MAXH))
         if abs(wpt - W * 72.0) > 0.01:
             bad.append("%s: %s, not %.2f pt wide" % (name, size, W * 72.0))
         print("%s %s" % (name, size))
+if DPI is not None:
+    for stem, z in sorted(sizes.items()):
+        if "pdf" not in z:
+            continue
+        pw, ph = z["pdf"][0] * DPI, z["pdf"][1] * DPI
+        if "png" in z and (abs(z["png"][0] - pw) > 1 or abs(z["png"][1] - ph) > 1):
+            bad.append("%s: PNG %d x %d px, PDF %.1f x %.1f px at %g dpi" % (stem, *z["png"], pw, ph, DPI))
+        if "svg" in z and abs(z["svg"][1] * DPI - ph) > 1:
+            bad.append("%s: SVG %.1f px tall, PDF %.1f px at %g dpi" % (stem, z["svg"][1] * DPI, ph, DPI))
+        print("%s: PNG, PDF and SVG agree at %g dpi" % (stem, DPI))
 if bad:
     print("FAIL: " + "; ".join(bad[:5]), file=sys.stderr)
     sys.exit(1)
