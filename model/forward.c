@@ -336,7 +336,7 @@ static hs_status fwd_part_run(void *ctx, int j, int worker, hs_error *err)
     const int b1 = hs_batch_part_start(f->B, f->T, f->parts, j + 1);
     if (b1 == b0) return HS_OK;
     hs_acts view = hs_acts_view(f->acts, &f->m->cfg, b0, f->T);
-    hs_hook_ctx hc = {NULL, 0};
+    hs_hook_ctx hc = {NULL, 0, NULL};
     return forward_body(f->m, &view, f->tokens + (size_t)b0 * f->T, b1 - b0, f->T, &hc, err);
 }
 
@@ -361,7 +361,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
                            tokens[i], i, V);
     acts->b = B;
     acts->t = T;
-    hs_hook_ctx hc = {observer, 0};
+    hs_hook_ctx hc = {observer, 0, NULL};
     HS_ASSERT(acts->wpack_slots >= c->n_layers || (acts->wpack_slots == 1 && B == 1));
     if (acts->wpack_slots >= c->n_layers) /* else each block packs its own (forward_block) */
         for (int l = 0; l < c->n_layers; l++) hs_pack_qkv(m, acts, l);
@@ -380,6 +380,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
      * same bits (hs_blas_threads) */
     const int workers = hs_pool_threads(acts->pool);
     const int blas_par = workers > 1 && BT >= HS_BLAS_PAR_ROWS;
+    if (workers > 1) hc.pool = acts->pool; /* the attention's heads (model/attention.c) */
     if (blas_par) hs_blas_threads(workers);
     hs_status s = forward_body(m, acts, tokens, B, T, &hc, err);
     if (blas_par) hs_blas_threads(1);

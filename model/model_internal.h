@@ -496,6 +496,10 @@ typedef struct {
     int changed;            /* 1 once the observer changed a point after the input's
                              * (hs_hook sets it; forward_embed clears it after
                              * hook_pos_embed; hs_forward copies it to acts->edited) */
+    hs_pool *pool;          /* workers a step may spread its heads or rows over
+                             * (hs_pool_for): acts->pool when the forward runs as
+                             * one part on the caller's thread, else NULL (a
+                             * batch part already runs inside a pool job) */
 } hs_hook_ctx;
 
 /* Block l of one forward over B sequences of T positions, as its steps see
