@@ -369,8 +369,9 @@ static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts
     si->tmp = in[2] + BT * HD;
     int attn_edited = 0;
     if (want[3]) {
-        repeat_heads(attn_in, ba->resid_pre, BT, H, D);
         snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
+        attn_in = hs_hook_dest(hc, nm, attn_in, 4, B, T, H, D); /* the observer's buffer */
+        repeat_heads(attn_in, ba->resid_pre, BT, H, D);
         const int r = hs_hook(hc, nm, attn_in, 4, B, T, H, D);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
         attn_edited = r > 0;
@@ -383,11 +384,12 @@ static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts
             if (attn_edited) si->src[x] = attn_in;
             continue;
         }
+        snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
+        in[x] = hs_hook_dest(hc, nm, in[x], 4, B, T, nh, D);
         if (attn_edited)
             memcpy(in[x], attn_in, BT * HD * sizeof(float));
         else
             repeat_heads(in[x], ba->resid_pre, BT, nh, D);
-        snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
         const int r = hs_hook(hc, nm, in[x], 4, B, T, nh, D);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
         if (r > 0 || attn_edited) si->src[x] = in[x];
@@ -537,14 +539,17 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
             for (int h = 0; h < H; h++) slopes[h] = (float)sd[h];
             mods.slopes = slopes;
         }
-        attn_scores(pool, acts->scores, acts->scratch, ba->q, ba->k, B, T, H, hs_kv_heads(k->c), dh,
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
+        /* the scores are the forward's scratch: written where the observer
+         * keeps them when it offers a buffer (hs_forward_dest) */
+        float *scores = hs_hook_dest(k->hc, nm, acts->scores, 4, B, H, T, T);
+        attn_scores(pool, scores, acts->scratch, ba->q, ba->k, B, T, H, hs_kv_heads(k->c), dh,
                     1.0f / hs_attn_scale_at(k->c, k->l),
                     mods.slopes || mods.window ? &mods : NULL);
-        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
-        int r = hs_hook(k->hc, nm, acts->scores, 4, B, H, T, T);
+        int r = hs_hook(k->hc, nm, scores, 4, B, H, T, T);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-        attn_softmax(pool, ba->att, acts->scores, B, H, T,
-                     r > 0 && above_diagonal_edited(acts->scores, B, H, T, -INFINITY));
+        attn_softmax(pool, ba->att, scores, B, H, T,
+                     r > 0 && above_diagonal_edited(scores, B, H, T, -INFINITY));
     } else {
         attn_uniform(ba->att, B, H, T);
     }

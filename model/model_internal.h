@@ -496,6 +496,8 @@ typedef struct {
     int changed;            /* 1 once the observer changed a point after the input's
                              * (hs_hook sets it; forward_embed clears it after
                              * hook_pos_embed; hs_forward copies it to acts->edited) */
+    hs_observer_dest_fn dest; /* NULL, or where obs would like its scratch points
+                               * written (hs_forward_dest) */
     hs_pool *pool;          /* workers a step may spread its heads or rows over
                              * (hs_pool_for): acts->pool when the forward runs as
                              * one part on the caller's thread, else NULL (a
@@ -529,6 +531,18 @@ static inline int hs_hook(hs_hook_ctx *hc, const char *name, float *data, int nd
     int r = hc->obs->fn(name, shape, ndim, data, hc->obs->ctx);
     if (r > 0) hc->changed = 1;
     return r < 0 ? -1 : (r > 0);
+}
+
+/* The observer's buffer for point `name` (hs_forward_dest) when it wants
+ * the point and offers one, else fallback. */
+static inline float *hs_hook_dest(hs_hook_ctx *hc, const char *name, float *fallback, int ndim,
+                                  int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    if (hc->obs == NULL || hc->dest == NULL) return fallback;
+    if (hc->obs->wants && !hc->obs->wants(name, hc->obs->ctx)) return fallback;
+    int64_t shape[4] = {d0, d1, d2, d3};
+    float *d = hc->dest(name, shape, ndim, hc->obs->ctx);
+    return d ? d : fallback;
 }
 
 /* 1 when there is an observer and it wants the point `name`. */

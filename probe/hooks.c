@@ -380,6 +380,8 @@ typedef struct {
     int oom;
     hs_cache_entry *old; /* the previous run's entries (their data reused in order) */
     int n_old;
+    float *pending;      /* cache_dest's buffer for the next entry, until cache_fn takes it */
+    size_t pending_n;
 } cache_ctx;
 
 /* n floats for a cache entry, freed with free(): a block of 2 MiB or more
@@ -416,6 +418,33 @@ static int cache_wants(const char *name, void *ctx)
     return cache_filter(cc, name) || hooks_want(cc->dp.hk, name);
 }
 
+/* The buffer for the cache's next entry, of n floats: the previous run's
+ * entry at this place when it has this size (its pages are resident
+ * already), else a new one. NULL when memory runs out. */
+static float *cache_next_buffer(cache_ctx *cc, size_t numel)
+{
+    const hs_cache *c = cc->cache;
+    if (c->n < cc->n_old && cc->old[c->n].data && cc->old[c->n].numel == numel) {
+        float *d = cc->old[c->n].data;
+        cc->old[c->n].data = NULL;
+        return d;
+    }
+    return cache_alloc(numel);
+}
+
+/* hs_forward_dest's dest: a point the cache keeps is written by the forward into
+ * the buffer its entry will own (cache_fn then copies nothing). */
+static float *cache_dest(const char *name, const int64_t *shape, int ndim, void *ctx)
+{
+    cache_ctx *cc = ctx;
+    if (!cache_filter(cc, name) || cc->pending || ndim < 1 || ndim > 4) return NULL;
+    size_t numel = 1;
+    for (int i = 0; i < ndim; i++) numel *= (size_t)shape[i];
+    cc->pending = cache_next_buffer(cc, numel);
+    cc->pending_n = cc->pending ? numel : 0;
+    return cc->pending;
+}
+
 static int cache_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
 {
     cache_ctx *cc = ctx;
@@ -444,14 +473,14 @@ static int cache_fn(const char *name, const int64_t *shape, int ndim, float *dat
         numel *= (size_t)shape[i];
     }
     e->numel = numel;
-    /* the previous run's entry at this place, when it has this size: its
-     * buffer is reused (its pages are resident already) */
-    if (c->n < cc->n_old && cc->old[c->n].data && cc->old[c->n].numel == numel) {
-        e->data = cc->old[c->n].data;
-        cc->old[c->n].data = NULL;
-    } else {
-        e->data = cache_alloc(numel);
+    if (cc->pending && data == cc->pending && numel == cc->pending_n) {
+        /* written in place (cache_dest) */
+        e->data = cc->pending;
+        cc->pending = NULL;
+        c->n++;
+        return r;
     }
+    e->data = cache_next_buffer(cc, numel);
     if (e->data == NULL) {
         cc->oom = 1;
         return -1;
@@ -485,9 +514,11 @@ hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens,
         free(old);
         return st;
     }
-    cache_ctx cc = {{hooks, -1, {0}, {0}, 0, NULL, 0}, filters, n_filters, cache, 0, old, n_old};
+    cache_ctx cc = {{hooks, -1, {0}, {0}, 0, NULL, 0}, filters, n_filters, cache, 0, old, n_old,
+                    NULL, 0};
     hs_observer obs = {cache_fn, cache_wants, &cc};
-    st = hs_forward(m, acts, tokens, b, t, &obs, err);
+    st = hs_forward_dest(m, acts, tokens, b, t, &obs, cache_dest, err);
+    free(cc.pending); /* an abort between cache_dest and cache_fn */
     for (int i = 0; i < n_old; i++) free(old[i].data);
     free(old);
     dispatch_free(&cc.dp);
