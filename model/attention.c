@@ -243,6 +243,82 @@ static void attn_softmax(hs_pool *pool, float *att, const float *scores, int B, 
     }
 }
 
+/* ------------------------------------------------------------------------ */
+/* Causal blocks (no observer)                                               */
+
+/* Rows of a causal block: libxsmm's row block (common/gemm.c), so a block's
+ * product runs the kernels of the whole tile's. */
+#define CAUSAL_ROWS 64
+
+/* 1 when a forward without observer may run the attention in causal row
+ * blocks (attn_causal_bg): the whole softmax rows are not kept for anyone
+ * to read above the diagonal, and every block's product is wide enough that
+ * libxsmm gives each value the bits of the whole tile's (N a multiple of
+ * 64, or T itself when T % 64 is not 1..16, common/gemm.c narrow). */
+static int causal_blocks_ok(const hs_block_step *k, int T)
+{
+    return k->hc->obs == NULL && T >= HS_ATTN_POOL_T && (T % 64 == 0 || T % 64 > 16);
+}
+
+typedef struct {
+    float *scores, *att, *z, *kT;
+    const float *q, *k, *v;
+    int B, T, H, Hkv, dh;
+    float inv_scale;
+} causal_job;
+
+/* Sequence b, the query heads of key head g, without observer: per block of
+ * CAUSAL_ROWS query rows [i0, i1) the scores against keys [0, i1) alone
+ * (scaled; keys above the diagonal are not read), their softmax (whole rows
+ * of att written, exact zeros above the diagonal, as attn_softmax), then z's
+ * rows = att[i0:i1, 0:i1] v[0:i1]: the causal half of the T x T products,
+ * while a block is in cache. The same values as attn_scores, attn_softmax
+ * and attn_mix: each score and each z is the same sum in the same order (the
+ * keys beyond i1 add exact zeros there). */
+HS_CLONES
+static void attn_causal_bg(const causal_job *cj, int b, int g)
+{
+    const int T = cj->T, H = cj->H, Hkv = cj->Hkv, dh = cj->dh, group = H / Hkv;
+    const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh, TT = (size_t)T * T;
+    const hs_v8 vscale = HS_V8_SET1(cj->inv_scale);
+    float *kT = cj->kT + (size_t)b * KD * T + (size_t)g * dh * T;
+    hs_transpose_rows(kT, cj->k + (size_t)b * T * KD + (size_t)g * dh, T, dh, KD);
+    const float *v = cj->v + (size_t)b * T * KD + (size_t)g * dh;
+    for (int h = g * group; h < (g + 1) * group; h++) {
+        float *S = cj->scores + ((size_t)b * H + h) * TT, *A = cj->att + ((size_t)b * H + h) * TT;
+        const float *q = cj->q + (size_t)b * T * HD + (size_t)h * dh;
+        float *z = cj->z + (size_t)b * T * HD + (size_t)h * dh;
+        for (int i0 = 0; i0 < T; i0 += CAUSAL_ROWS) {
+            const int i1 = i0 + CAUSAL_ROWS < T ? i0 + CAUSAL_ROWS : T, rows = i1 - i0;
+            float *Sb = S + (size_t)i0 * T;
+            hs_sgemm(0, 0, rows, i1, dh, 1.0f, q + (size_t)i0 * HD, (int)HD, kT, T, 0.0f, Sb, T);
+            for (int i = i0; i < i1; i++) {
+                float *Si = S + (size_t)i * T;
+                int j = 0;
+                for (; j + 8 <= i + 1; j += 8) {
+                    hs_v8 x;
+                    HS_V8_LOAD(x, Si + j);
+                    x *= vscale;
+                    HS_V8_STORE(Si + j, x);
+                }
+                for (; j <= i; j++) Si[j] *= cj->inv_scale;
+            }
+            HS_SIMD_CALL(hs_softmax_rows_at_, A + (size_t)i0 * T, Sb, (size_t)rows, T, 0, (size_t)i0);
+            hs_sgemm(0, 0, rows, dh, i1, 1.0f, A + (size_t)i0 * T, T, v, (int)KD, 0.0f,
+                     z + (size_t)i0 * HD, (int)HD);
+        }
+    }
+}
+
+static hs_status attn_causal_job(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const causal_job *cj = ctx;
+    attn_causal_bg(cj, j / cj->Hkv, j % cj->Hkv);
+    return HS_OK;
+}
+
 /* 1 if any entry of x (B,H,T,T) above the diagonal differs from `masked`
  * (-inf for scores, 0 for patterns): an observer wrote there. */
 static int above_diagonal_edited(const float *x, int B, int H, int T, float masked)
@@ -530,6 +606,14 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
     hs_pool *pool = T >= HS_ATTN_POOL_T ? k->hc->pool : NULL;
     char nm[96];
 
+    if (k->c->attn == HS_ATTN_SOFTMAX && causal_blocks_ok(k, T) && k->c->pos != HS_POS_ALIBI &&
+        !k->c->attn_local[k->l]) {
+        causal_job cj = {acts->scores, ba->att, ba->z, acts->scratch, ba->q, ba->k, ba->v, B, T, H,
+                         hs_kv_heads(k->c), dh, 1.0f / hs_attn_scale_at(k->c, k->l)};
+        hs_error e2;
+        (void)hs_pool_for(pool, B * cj.Hkv, attn_causal_job, &cj, &e2); /* cannot fail */
+        return HS_OK;
+    }
     if (k->c->attn == HS_ATTN_SOFTMAX) {
         float slopes[64]; /* n_heads <= 64 (hs_config_validate) */
         score_mods mods = {NULL, k->c->attn_local[k->l] ? k->c->window_size : 0};
