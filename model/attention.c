@@ -6,7 +6,10 @@
  *
  * Kernels are plain functions (outputs first, then inputs, weights, dims);
  * how attention runs as hs_sgemm products over whole T x T tiles and the
- * softmax's two row paths: model_internal.h (HS_SOFTMAX_LONG_T).
+ * softmax's two row paths: model_internal.h (HS_SOFTMAX_LONG_T). A forward
+ * running as one part spreads the (b, h) tiles over its pool (hc->pool);
+ * without observer, at T >= 64, the tiles run in causal row blocks
+ * (attn_causal_bg, the same bits).
  */
 #include "model.h"
 #include "model_internal.h"

@@ -160,7 +160,9 @@ static inline float *hs_acts_wT(const hs_acts *a, const hs_config *c, int l, int
  * above it a row sums in 16 fixed lanes (model_simd.h). Default step (T 18),
  * one thread: the attention kernels 17% -> ~9% of the step (forward 4.2 ->
  * 3.8 ms). The choice depends on T alone, so a prompt's values do not depend
- * on its batch or the thread count. */
+ * on its batch or the thread count. Without observer at T >= 64 the
+ * forward runs the same sums in causal row blocks (model/attention.c,
+ * attn_causal_bg). */
 #define HS_SOFTMAX_LONG_T 32 /* the softmax's long-row path from here on */
 
 /* out (C,R) = in (R,C)^T with in's rows ld apart, in 8 x 8 blocks: the
