@@ -664,7 +664,9 @@ static hs_status attn_output(const hs_block_step *k, hs_error *err)
     if (!k->fuse && bp->b_O) hs_add_bias_rows(ba->attn_out, bp->b_O, BT, D);
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_result", k->l);
     if (hs_hook_wants(k->hc, nm)) {
-        float *res = k->acts->scratch; /* (B,T,H,D) */
+        /* (B,T,H,D) in the forward's scratch, or where the observer keeps it
+         * (hs_forward_dest) */
+        float *res = hs_hook_dest(k->hc, nm, k->acts->scratch, 4, k->B, k->T, H, D);
         for (int h = 0; h < H; h++)
             hs_sgemm(0, 0, (int)BT, D, dh, 1.0f,
                         ba->z + (size_t)h * dh, H * dh, bp->W_O + (size_t)h * dh * D, D, 0.0f,

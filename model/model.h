@@ -638,12 +638,12 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int b,
                      const hs_observer *observer, hs_error *err);
 /* hs_forward whose observer is also asked where to write the points whose
  * values live in the forward's scratch between two calls (hook_attn_in,
- * hook_q/k/v_input, hook_attn_scores): at such a point that observer->wants,
+ * hook_q/k/v_input, hook_attn_scores, hook_result): at such a point that observer->wants,
  * dest(name, shape, ndim, observer->ctx) may return a buffer it owns, into
  * which the forward then writes the point; observer->fn is called at that
  * point next, with data = that buffer, before dest is asked again. The
  * forward reads and writes the buffer until it returns. An observer that
- * keeps points (hs_run_with_cache) so has them with no copy: 2.4 GB a
+ * keeps points (hs_run_with_cache) so has them with no copy: 2.9 GB a
  * forward at GPT-2 small, 1,024 tokens. dest NULL: hs_forward. */
 hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                           const hs_observer *observer, hs_observer_dest_fn dest, hs_error *err);
