@@ -6,7 +6,10 @@
  *
  * Kernels are plain functions (outputs first, then inputs, weights, dims);
  * how attention runs as hs_sgemm products over whole T x T tiles and the
- * softmax's two row paths: model_internal.h (HS_SOFTMAX_LONG_T).
+ * softmax's two row paths: model_internal.h (HS_SOFTMAX_LONG_T). A forward
+ * running as one part spreads the (b, h) tiles over its pool (hc->pool);
+ * without observer, at T >= 64, the tiles run in causal row blocks
+ * (attn_causal_bg, the same bits).
  */
 #include "model.h"
 #include "model_internal.h"
@@ -57,6 +60,11 @@ void hs_pack_qkv(const hs_model *m, hs_acts *acts, int l)
 /* ------------------------------------------------------------------------ */
 /* Scores, softmax, mix                                                      */
 
+/* Positions from which a one-part forward spreads the attention's (b, h)
+ * tiles over its pool (below, a T x T tile is too short to pay for waking
+ * the workers). */
+#define HS_ATTN_POOL_T 64
+
 /* The score of query i, key j beyond the product (attn_scores): ALiBi's
  * slope * (j - i) per head (slopes NULL: none), and a local window (window
  * 0: none): keys with i - j >= window masked. */
@@ -65,56 +73,85 @@ typedef struct {
     int window;
 } score_mods;
 
-/* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale_at), j > i = -inf.
+/* scores (B,H,T,T) <- q.k * inv_scale (inv_scale = 1 / hs_attn_scale_at), j > i = -inf,
+ * for sequence b and the query heads of key head g alone (one job of
+ * attn_scores_job; every (b, g) writes its own tiles).
  * q (B,T,H,dh), k (B,T,Hkv,dh) (query head h reads key head hs_kv_head);
- * kT (Hkv*dh, T) scratch. Per sequence k is transposed once,
- * then per head S = q k^T is an NN product (hs_sgemm: libxsmm) over the
- * whole T x T tile, scaled and masked after; with mods, ALiBi's bias added
- * after the scaling and the local window masked (score_mods). */
-HS_CLONES
-static void attn_scores(float *scores, float *kT, const float *q, const float *k, int B, int T,
-                        int H, int Hkv, int dh, float inv_scale, const score_mods *mods)
-{
-    const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh;
-    const int group = H / Hkv;
-    const hs_v8 vscale = HS_V8_SET1(inv_scale);
+ * kT (B, Hkv*dh, T) scratch. Key head g's columns of sequence b are
+ * transposed once, then per head S = q k^T is an NN product (hs_sgemm:
+ * libxsmm) over the whole T x T tile, scaled and masked after; with mods,
+ * ALiBi's bias added after the scaling and the local window masked
+ * (score_mods). */
+typedef struct {
+    float *scores, *kT;
+    const float *q, *k;
+    int B, T, H, Hkv, dh;
+    float inv_scale;
+    const score_mods *mods;
     hs_sgemm_plan qk;
-    hs_sgemm_plan_init(&qk, 0, 0, T, T, dh, 1.0f, (int)HD, T, 0.0f, T);
-    for (int b = 0; b < B; b++) {
-        hs_transpose_rows(kT, k + (size_t)b * T * KD, T, (int)KD, KD);
-        for (int h = 0; h < H; h++) {
-            float *S = scores + ((size_t)b * H + h) * T * T;
-            hs_sgemm_run(&qk, q + (size_t)b * T * HD + (size_t)h * dh,
-                         kT + (size_t)(h / group) * dh * T, S);
-            if (mods) { /* ALiBi and / or a local window: the plain loop */
-                const float slope = mods->slopes ? mods->slopes[h] : 0.0f;
-                for (int i = 0; i < T; i++) {
-                    float *Si = S + (size_t)i * T;
-                    for (int j = 0; j < T; j++) {
-                        if (j > i || (mods->window > 0 && i - j >= mods->window)) {
-                            Si[j] = -INFINITY;
-                            continue;
-                        }
-                        Si[j] *= inv_scale;
-                        if (mods->slopes) Si[j] += slope * (float)(j - i);
-                    }
-                }
-                continue;
-            }
+} scores_job;
+
+HS_CLONES
+static void attn_scores_bg(const scores_job *sj, int b, int g)
+{
+    const int T = sj->T, H = sj->H, Hkv = sj->Hkv, dh = sj->dh, group = H / Hkv;
+    const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh;
+    const float inv_scale = sj->inv_scale;
+    const score_mods *mods = sj->mods;
+    const hs_v8 vscale = HS_V8_SET1(inv_scale);
+    float *kT = sj->kT + (size_t)b * KD * T + (size_t)g * dh * T;
+    hs_transpose_rows(kT, sj->k + (size_t)b * T * KD + (size_t)g * dh, T, dh, KD);
+    for (int h = g * group; h < (g + 1) * group; h++) {
+        float *S = sj->scores + ((size_t)b * H + h) * T * T;
+        hs_sgemm_run(&sj->qk, sj->q + (size_t)b * T * HD + (size_t)h * dh, kT, S);
+        if (mods) { /* ALiBi and / or a local window: the plain loop */
+            const float slope = mods->slopes ? mods->slopes[h] : 0.0f;
             for (int i = 0; i < T; i++) {
                 float *Si = S + (size_t)i * T;
-                int j = 0;
-                for (; j + 8 <= i + 1; j += 8) {
-                    hs_v8 x;
-                    HS_V8_LOAD(x, Si + j);
-                    x *= vscale;
-                    HS_V8_STORE(Si + j, x);
+                for (int j = 0; j < T; j++) {
+                    if (j > i || (mods->window > 0 && i - j >= mods->window)) {
+                        Si[j] = -INFINITY;
+                        continue;
+                    }
+                    Si[j] *= inv_scale;
+                    if (mods->slopes) Si[j] += slope * (float)(j - i);
                 }
-                for (; j <= i; j++) Si[j] *= inv_scale;
-                for (; j < T; j++) Si[j] = -INFINITY;
             }
+            continue;
+        }
+        for (int i = 0; i < T; i++) {
+            float *Si = S + (size_t)i * T;
+            int j = 0;
+            for (; j + 8 <= i + 1; j += 8) {
+                hs_v8 x;
+                HS_V8_LOAD(x, Si + j);
+                x *= vscale;
+                HS_V8_STORE(Si + j, x);
+            }
+            for (; j <= i; j++) Si[j] *= inv_scale;
+            for (; j < T; j++) Si[j] = -INFINITY;
         }
     }
+}
+
+static hs_status attn_scores_job(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const scores_job *sj = ctx;
+    attn_scores_bg(sj, j / sj->Hkv, j % sj->Hkv);
+    return HS_OK;
+}
+
+/* Every (b, g) of attn_scores_bg, spread over pool (NULL: this thread). */
+static void attn_scores(hs_pool *pool, float *scores, float *kT, const float *q, const float *k,
+                        int B, int T, int H, int Hkv, int dh, float inv_scale,
+                        const score_mods *mods)
+{
+    scores_job sj = {scores, kT, q, k, B, T, H, Hkv, dh, inv_scale, mods, {0}};
+    hs_sgemm_plan_init(&sj.qk, 0, 0, T, T, dh, 1.0f, H * dh, T, 0.0f, T);
+    hs_error err;
+    (void)hs_pool_for(pool, B * Hkv, attn_scores_job, &sj, &err); /* the jobs cannot fail */
 }
 
 /* att (B,H,T,T) <- row softmax of scores over j <= i (full = 0; exact 0 above
@@ -127,11 +164,33 @@ static void softmax_rows_long(float *att, const float *scores, size_t rows, int 
     HS_SIMD_CALL(hs_softmax_rows_, att, scores, rows, T, full);
 }
 
-HS_CLONES
-static void attn_softmax(float *att, const float *scores, int B, int H, int T, int full)
+/* The long rows' softmax of one (b, h) tile a job (attn_softmax). */
+typedef struct {
+    float *att;
+    const float *scores;
+    int T, full;
+} softmax_job;
+
+static hs_status softmax_tile_job(void *ctx, int j, int worker, hs_error *err)
 {
-    if (T >= HS_SOFTMAX_LONG_T) { /* long rows: 16-lane sums (model_simd.h) */
-        softmax_rows_long(att, scores, (size_t)B * H * T, T, full);
+    (void)worker;
+    (void)err;
+    const softmax_job *sj = ctx;
+    const size_t TT = (size_t)sj->T * sj->T;
+    /* a tile's row r is row r % T of it, as in one call over every row */
+    softmax_rows_long(sj->att + (size_t)j * TT, sj->scores + (size_t)j * TT, (size_t)sj->T, sj->T,
+                      sj->full);
+    return HS_OK;
+}
+
+HS_CLONES
+static void attn_softmax(hs_pool *pool, float *att, const float *scores, int B, int H, int T,
+                         int full)
+{
+    if (T >= HS_SOFTMAX_LONG_T) { /* long rows: 16-lane sums (model_simd.h), a tile a job */
+        softmax_job sj = {att, scores, T, full};
+        hs_error err;
+        (void)hs_pool_for(pool, B * H, softmax_tile_job, &sj, &err); /* cannot fail */
         return;
     }
     /* short rows, a (b, h) tile at a time: each row's maximum; the shifted
@@ -187,6 +246,82 @@ static void attn_softmax(float *att, const float *scores, int B, int H, int T, i
     }
 }
 
+/* ------------------------------------------------------------------------ */
+/* Causal blocks (no observer)                                               */
+
+/* Rows of a causal block: libxsmm's row block (common/gemm.c), so a block's
+ * product runs the kernels of the whole tile's. */
+#define CAUSAL_ROWS 64
+
+/* 1 when a forward without observer may run the attention in causal row
+ * blocks (attn_causal_bg): the whole softmax rows are not kept for anyone
+ * to read above the diagonal, and every block's product is wide enough that
+ * libxsmm gives each value the bits of the whole tile's (N a multiple of
+ * 64, or T itself when T % 64 is not 1..16, common/gemm.c narrow). */
+static int causal_blocks_ok(const hs_block_step *k, int T)
+{
+    return k->hc->obs == NULL && T >= HS_ATTN_POOL_T && (T % 64 == 0 || T % 64 > 16);
+}
+
+typedef struct {
+    float *scores, *att, *z, *kT;
+    const float *q, *k, *v;
+    int B, T, H, Hkv, dh;
+    float inv_scale;
+} causal_job;
+
+/* Sequence b, the query heads of key head g, without observer: per block of
+ * CAUSAL_ROWS query rows [i0, i1) the scores against keys [0, i1) alone
+ * (scaled; keys above the diagonal are not read), their softmax (whole rows
+ * of att written, exact zeros above the diagonal, as attn_softmax), then z's
+ * rows = att[i0:i1, 0:i1] v[0:i1]: the causal half of the T x T products,
+ * while a block is in cache. The same values as attn_scores, attn_softmax
+ * and attn_mix: each score and each z is the same sum in the same order (the
+ * keys beyond i1 add exact zeros there). */
+HS_CLONES
+static void attn_causal_bg(const causal_job *cj, int b, int g)
+{
+    const int T = cj->T, H = cj->H, Hkv = cj->Hkv, dh = cj->dh, group = H / Hkv;
+    const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh, TT = (size_t)T * T;
+    const hs_v8 vscale = HS_V8_SET1(cj->inv_scale);
+    float *kT = cj->kT + (size_t)b * KD * T + (size_t)g * dh * T;
+    hs_transpose_rows(kT, cj->k + (size_t)b * T * KD + (size_t)g * dh, T, dh, KD);
+    const float *v = cj->v + (size_t)b * T * KD + (size_t)g * dh;
+    for (int h = g * group; h < (g + 1) * group; h++) {
+        float *S = cj->scores + ((size_t)b * H + h) * TT, *A = cj->att + ((size_t)b * H + h) * TT;
+        const float *q = cj->q + (size_t)b * T * HD + (size_t)h * dh;
+        float *z = cj->z + (size_t)b * T * HD + (size_t)h * dh;
+        for (int i0 = 0; i0 < T; i0 += CAUSAL_ROWS) {
+            const int i1 = i0 + CAUSAL_ROWS < T ? i0 + CAUSAL_ROWS : T, rows = i1 - i0;
+            float *Sb = S + (size_t)i0 * T;
+            hs_sgemm(0, 0, rows, i1, dh, 1.0f, q + (size_t)i0 * HD, (int)HD, kT, T, 0.0f, Sb, T);
+            for (int i = i0; i < i1; i++) {
+                float *Si = S + (size_t)i * T;
+                int j = 0;
+                for (; j + 8 <= i + 1; j += 8) {
+                    hs_v8 x;
+                    HS_V8_LOAD(x, Si + j);
+                    x *= vscale;
+                    HS_V8_STORE(Si + j, x);
+                }
+                for (; j <= i; j++) Si[j] *= cj->inv_scale;
+            }
+            HS_SIMD_CALL(hs_softmax_rows_at_, A + (size_t)i0 * T, Sb, (size_t)rows, T, 0, (size_t)i0);
+            hs_sgemm(0, 0, rows, dh, i1, 1.0f, A + (size_t)i0 * T, T, v, (int)KD, 0.0f,
+                     z + (size_t)i0 * HD, (int)HD);
+        }
+    }
+}
+
+static hs_status attn_causal_job(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const causal_job *cj = ctx;
+    attn_causal_bg(cj, j / cj->Hkv, j % cj->Hkv);
+    return HS_OK;
+}
+
 /* 1 if any entry of x (B,H,T,T) above the diagonal differs from `masked`
  * (-inf for scores, 0 for patterns): an observer wrote there. */
 static int above_diagonal_edited(const float *x, int B, int H, int T, float masked)
@@ -212,21 +347,37 @@ static void attn_uniform(float *att, int B, int H, int T)
 /* z (B,T,H,dh) = att (B,H,T,T) @ v (B,T,Hkv,dh) per (b,h) (head h reads
  * value head hs_kv_head): one NN product
  * (hs_sgemm: libxsmm) over every src, as TransformerLens mixes (weights an
- * observer wrote above the diagonal of hook_pattern are mixed in). */
-static void attn_mix(float *z, const float *att, const float *v, int B, int T, int H, int Hkv,
-                     int dh)
+ * observer wrote above the diagonal of hook_pattern are mixed in); one (b,
+ * h) a job, spread over pool (NULL: this thread). */
+typedef struct {
+    float *z;
+    const float *att, *v;
+    int T, H, Hkv, dh;
+    hs_sgemm_plan av;
+} mix_job;
+
+static hs_status attn_mix_job(void *ctx, int j, int worker, hs_error *err)
 {
+    (void)worker;
+    (void)err;
+    const mix_job *mj = ctx;
+    const int b = j / mj->H, h = j % mj->H, T = mj->T, dh = mj->dh;
+    const size_t HD = (size_t)mj->H * dh, KD = (size_t)mj->Hkv * dh;
     /* whole rows: above the diagonal the weights are exact zeros (or an
      * observer's, which TransformerLens mixes in) */
-    const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh;
-    const int group = H / Hkv;
-    hs_sgemm_plan av;
-    hs_sgemm_plan_init(&av, 0, 0, T, dh, T, 1.0f, T, (int)KD, 0.0f, (int)HD);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            hs_sgemm_run(&av, att + ((size_t)b * H + h) * T * T,
-                         v + (size_t)b * T * KD + (size_t)(h / group) * dh,
-                         z + (size_t)b * T * HD + (size_t)h * dh);
+    hs_sgemm_run(&mj->av, mj->att + (size_t)j * T * T,
+                 mj->v + (size_t)b * T * KD + (size_t)(h / (mj->H / mj->Hkv)) * dh,
+                 mj->z + (size_t)b * T * HD + (size_t)h * dh);
+    return HS_OK;
+}
+
+static void attn_mix(hs_pool *pool, float *z, const float *att, const float *v, int B, int T,
+                     int H, int Hkv, int dh)
+{
+    mix_job mj = {z, att, v, T, H, Hkv, dh, {0}};
+    hs_sgemm_plan_init(&mj.av, 0, 0, T, dh, T, 1.0f, T, Hkv * dh, 0.0f, H * dh);
+    hs_error err;
+    (void)hs_pool_for(pool, B * H, attn_mix_job, &mj, &err); /* the jobs cannot fail */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -244,8 +395,19 @@ static void attn_mix(float *z, const float *att, const float *v, int B, int T, i
  * also wants them gets HS_ERR_INPUT. Called after the ordinary projections. */
 typedef struct {
     float *mem;          /* NULL = no split input observed */
-    float *rep, *in[3];  /* (BT,H,D): the repeat of resid_pre; q, k, v inputs */
+    float *tmp;          /* (BT,D) then 2 x BT statistics: split_apply's scratch */
+    const float *src[3]; /* (BT,nh,D): the q, k, v input an edit may have changed
+                          * (the observer returned 1 at it or at hook_attn_in);
+                          * NULL: that input is resid_pre repeated */
 } split_in;
+
+/* out (BT,nh,D) <- resid_pre (BT,D) repeated over nh heads. */
+static void repeat_heads(float *out, const float *resid_pre, size_t BT, int nh, int D)
+{
+    for (size_t i = 0; i < BT; i++)
+        for (int h = 0; h < nh; h++)
+            memcpy(out + (i * nh + h) * D, resid_pre + i * D, (size_t)D * sizeof(float));
+}
 
 static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts *acts,
                               const hs_block_acts *ba, int B, int T, split_in *si, hs_error *err)
@@ -264,13 +426,15 @@ static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts
         want[x] = (softmax || x == 2) && hs_hook_wants(hc, nm);
     }
     si->mem = NULL;
+    for (int x = 0; x < 3; x++) si->src[x] = NULL;
     if (!want[0] && !want[1] && !want[2] && !want[3]) return HS_OK;
-    /* rep (BT,H,D) the repeat, attn_in and in[x] each input, then (split_apply)
-     * tmp (BT,D) and statistics 2 x BT */
+    /* attn_in and in[x] each input (BT,H,D) (only those observed are
+     * written), then (split_apply) tmp (BT,D) and statistics 2 x BT; an input
+     * the observer left unchanged (returned 0) is never compared */
     /* acts' scratch for them, grown here and kept for the next forward
-     * (GPT-2 small at 1,024 tokens: 189 MB a layer, which a fresh block
+     * (GPT-2 small at 1,024 tokens: 151 MB a layer, which a fresh block
      * faulted in and cleared at every layer of every run) */
-    const size_t need = BT * HD * 5 + BT * D + 2 * BT;
+    const size_t need = BT * HD * 4 + BT * D + 2 * BT;
     if (acts->split_cap < need) {
         hs_floats_free(acts->split_mem);
         acts->split_mem = hs_floats_alloc(need);
@@ -278,57 +442,64 @@ static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts
     }
     float *mem = acts->split_mem;
     if (mem == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory for blocks.%d split inputs", l);
-    float *rep = mem, *attn_in = rep + BT * HD;
+    float *attn_in = mem, *in[3];
+    for (int x = 0; x < 3; x++) in[x] = attn_in + (size_t)(x + 1) * BT * HD;
     si->mem = mem;
-    si->rep = rep;
-    for (int x = 0; x < 3; x++) si->in[x] = attn_in + (size_t)(x + 1) * BT * HD;
-    for (size_t i = 0; i < BT; i++)
-        for (int h = 0; h < H; h++)
-            memcpy(rep + (i * H + h) * D, ba->resid_pre + i * D, (size_t)D * sizeof(float));
-    memcpy(attn_in, rep, BT * HD * sizeof(float));
+    si->tmp = in[2] + BT * HD;
+    int attn_edited = 0;
     if (want[3]) {
         snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
-        if (hs_hook(hc, nm, attn_in, 4, B, T, H, D) < 0)
-            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        attn_in = hs_hook_dest(hc, nm, attn_in, 4, B, T, H, D); /* the observer's buffer */
+        repeat_heads(attn_in, ba->resid_pre, BT, H, D);
+        const int r = hs_hook(hc, nm, attn_in, 4, B, T, H, D);
+        if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        attn_edited = r > 0;
     }
     for (int x = 0; x < 3; x++) {
         const int nh = x == 0 ? H : hs_kv_heads(c); /* the repeat's heads */
-        if (nh == H)
-            memcpy(si->in[x], attn_in, BT * HD * sizeof(float));
-        else
-            for (size_t i = 0; i < BT; i++)
-                for (int h = 0; h < nh; h++)
-                    memcpy(si->in[x] + (i * nh + h) * D, ba->resid_pre + i * D, (size_t)D * sizeof(float));
-        if (!want[x]) continue;
+        /* each input starts as hook_attn_in (after its edit) or, with GQA
+         * (no hook_attn_in), as resid_pre repeated over nh heads */
+        if (!want[x]) {
+            if (attn_edited) si->src[x] = attn_in;
+            continue;
+        }
         snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
-        if (hs_hook(hc, nm, si->in[x], 4, B, T, nh, D) < 0)
-            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        in[x] = hs_hook_dest(hc, nm, in[x], 4, B, T, nh, D);
+        if (attn_edited)
+            memcpy(in[x], attn_in, BT * HD * sizeof(float));
+        else
+            repeat_heads(in[x], ba->resid_pre, BT, nh, D);
+        const int r = hs_hook(hc, nm, in[x], 4, B, T, nh, D);
+        if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        if (r > 0 || attn_edited) si->src[x] = in[x];
     }
     return HS_OK;
 }
 
 /* After the ordinary projections: q, k or v of each head whose split input
- * was edited, recomputed from it (split_inputs). */
+ * was edited (differs from resid_pre in some row), recomputed from it
+ * (split_inputs). */
 static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_block_acts *ba,
                              int B, int T, int ln1_observed, hs_error *err)
 {
     const hs_config *c = &m->cfg;
     const hs_block_params *bp = &m->params.blocks[l];
     const int D = c->d_model, H = c->n_heads, dh = c->d_head;
-    const size_t BT = (size_t)B * T, HD = (size_t)H * D;
+    const size_t BT = (size_t)B * T;
     static const char *const kinds[3] = {"q", "k", "v"};
-    float *tmp = si->in[2] + BT * HD, *mean = tmp + BT * D, *rstd = mean + BT;
+    float *tmp = si->tmp, *mean = tmp + BT * D, *rstd = mean + BT;
     const int group = H / hs_kv_heads(c);
     const int has_ln1 = hs_ln1_in_front(c);
     float *outs[3] = {ba->q, ba->k, ba->v};
     const float *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
     for (int x = 0; x < 3; x++) {
         if (c->attn != HS_ATTN_SOFTMAX && x < 2) continue;
+        if (si->src[x] == NULL) continue; /* unchanged: resid_pre repeated */
         const int nh = x == 0 ? H : hs_kv_heads(c); /* heads of this input (GQA: k, v) */
         for (int h = 0; h < nh; h++) {
             int edited = 0;
             for (size_t i = 0; i < BT && !edited; i++)
-                edited = memcmp(si->in[x] + (i * nh + h) * D, si->rep + (i * H + h) * D,
+                edited = memcmp(si->src[x] + (i * nh + h) * D, ba->resid_pre + i * D,
                                 (size_t)D * sizeof(float)) != 0;
             if (!edited) continue;
             if (ln1_observed)
@@ -336,7 +507,7 @@ static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_bl
                                "runs ln1 per head, whose points ([B,T,H,1]) headscope does not "
                                "offer; do not hook blocks.%d.ln1.* in the same run", l, kinds[x], l);
             for (size_t i = 0; i < BT; i++)
-                memcpy(tmp + i * D, si->in[x] + (i * nh + h) * D, (size_t)D * sizeof(float));
+                memcpy(tmp + i * D, si->src[x] + (i * nh + h) * D, (size_t)D * sizeof(float));
             if (has_ln1) {
                 hs_norm_stats(mean, rstd, tmp, BT, D, c->norm, c->eps);
                 hs_norm_apply_affine(tmp, tmp, mean, rstd, bp->ln1_w, bp->ln1_b, BT, D, 1, 1);
@@ -432,8 +603,20 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
     hs_block_acts *ba = k->ba;
     hs_acts *acts = k->acts;
     const int H = k->c->n_heads, dh = k->c->d_head, B = k->B, T = k->T;
+    /* heads over the pool's workers when the forward runs as one part
+     * (hc->pool) and the tiles are large enough to gain: every tile is the
+     * same computation on whichever thread, so the bits do not change */
+    hs_pool *pool = T >= HS_ATTN_POOL_T ? k->hc->pool : NULL;
     char nm[96];
 
+    if (k->c->attn == HS_ATTN_SOFTMAX && causal_blocks_ok(k, T) && k->c->pos != HS_POS_ALIBI &&
+        !k->c->attn_local[k->l]) {
+        causal_job cj = {acts->scores, ba->att, ba->z, acts->scratch, ba->q, ba->k, ba->v, B, T, H,
+                         hs_kv_heads(k->c), dh, 1.0f / hs_attn_scale_at(k->c, k->l)};
+        hs_error e2;
+        (void)hs_pool_for(pool, B * cj.Hkv, attn_causal_job, &cj, &e2); /* cannot fail */
+        return HS_OK;
+    }
     if (k->c->attn == HS_ATTN_SOFTMAX) {
         float slopes[64]; /* n_heads <= 64 (hs_config_validate) */
         score_mods mods = {NULL, k->c->attn_local[k->l] ? k->c->window_size : 0};
@@ -443,21 +626,24 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
             for (int h = 0; h < H; h++) slopes[h] = (float)sd[h];
             mods.slopes = slopes;
         }
-        attn_scores(acts->scores, acts->scratch, ba->q, ba->k, B, T, H, hs_kv_heads(k->c), dh,
+        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
+        /* the scores are the forward's scratch: written where the observer
+         * keeps them when it offers a buffer (hs_forward_dest) */
+        float *scores = hs_hook_dest(k->hc, nm, acts->scores, 4, B, H, T, T);
+        attn_scores(pool, scores, acts->scratch, ba->q, ba->k, B, T, H, hs_kv_heads(k->c), dh,
                     1.0f / hs_attn_scale_at(k->c, k->l),
                     mods.slopes || mods.window ? &mods : NULL);
-        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
-        int r = hs_hook(k->hc, nm, acts->scores, 4, B, H, T, T);
+        int r = hs_hook(k->hc, nm, scores, 4, B, H, T, T);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-        attn_softmax(ba->att, acts->scores, B, H, T,
-                     r > 0 && above_diagonal_edited(acts->scores, B, H, T, -INFINITY));
+        attn_softmax(pool, ba->att, scores, B, H, T,
+                     r > 0 && above_diagonal_edited(scores, B, H, T, -INFINITY));
     } else {
         attn_uniform(ba->att, B, H, T);
     }
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_pattern", k->l);
     int rp = hs_hook(k->hc, nm, ba->att, 4, B, H, T, T);
     if (rp < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-    attn_mix(ba->z, ba->att, ba->v, B, T, H, hs_kv_heads(k->c), dh);
+    attn_mix(pool, ba->z, ba->att, ba->v, B, T, H, hs_kv_heads(k->c), dh);
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_z", k->l);
     HS_HOOK(k->hc, nm, ba->z, 4, B, T, H, dh);
     return HS_OK;
@@ -478,7 +664,9 @@ static hs_status attn_output(const hs_block_step *k, hs_error *err)
     if (!k->fuse && bp->b_O) hs_add_bias_rows(ba->attn_out, bp->b_O, BT, D);
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_result", k->l);
     if (hs_hook_wants(k->hc, nm)) {
-        float *res = k->acts->scratch; /* (B,T,H,D) */
+        /* (B,T,H,D) in the forward's scratch, or where the observer keeps it
+         * (hs_forward_dest) */
+        float *res = hs_hook_dest(k->hc, nm, k->acts->scratch, 4, k->B, k->T, H, D);
         for (int h = 0; h < H; h++)
             hs_sgemm(0, 0, (int)BT, D, dh, 1.0f,
                         ba->z + (size_t)h * dh, H * dh, bp->W_O + (size_t)h * dh * D, D, 0.0f,

@@ -338,7 +338,7 @@ static hs_status fwd_part_run(void *ctx, int j, int worker, hs_error *err)
     const int b1 = hs_batch_part_start(f->B, f->T, f->parts, j + 1);
     if (b1 == b0) return HS_OK;
     hs_acts view = hs_acts_view(f->acts, &f->m->cfg, b0, f->T);
-    hs_hook_ctx hc = {NULL, 0};
+    hs_hook_ctx hc = {NULL, 0, NULL, NULL};
     return forward_body(f->m, &view, f->tokens + (size_t)b0 * f->T, b1 - b0, f->T, &hc, err);
 }
 
@@ -348,6 +348,12 @@ static hs_status fwd_part_run(void *ctx, int j, int worker, hs_error *err)
 
 hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
                      const hs_observer *observer, hs_error *err)
+{
+    return hs_forward_dest(m, acts, tokens, B, T, observer, NULL, err);
+}
+
+hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
+                          const hs_observer *observer, hs_observer_dest_fn dest, hs_error *err)
 {
     const hs_config *c = &m->cfg;
     const int V = c->d_vocab;
@@ -366,7 +372,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
                            tokens[i], i, V);
     acts->b = B;
     acts->t = T;
-    hs_hook_ctx hc = {observer, 0};
+    hs_hook_ctx hc = {observer, 0, dest, NULL};
     HS_ASSERT(acts->wpack_slots >= c->n_layers || (acts->wpack_slots == 1 && B == 1));
     if (acts->wpack_slots >= c->n_layers) /* else each block packs its own (forward_block) */
         for (int l = 0; l < c->n_layers; l++) hs_pack_qkv(m, acts, l);
@@ -385,6 +391,7 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B,
      * same bits (hs_blas_threads) */
     const int workers = hs_pool_threads(acts->pool);
     const int blas_par = workers > 1 && BT >= HS_BLAS_PAR_ROWS;
+    if (workers > 1) hc.pool = acts->pool; /* the attention's heads (model/attention.c) */
     if (blas_par) hs_blas_threads(workers);
     hs_status s = forward_body(m, acts, tokens, B, T, &hc, err);
     if (blas_par) hs_blas_threads(1);

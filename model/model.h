@@ -487,6 +487,10 @@ typedef struct {
     hs_observer_wants_fn wants;   /* NULL = every point */
     void *ctx;
 } hs_observer;
+/* Where an observer would like point `name` written (hs_forward_dest): a
+ * buffer of the shape's element count that it owns and keeps beyond the
+ * forward, or NULL (the forward writes its own); ctx is the observer's. */
+typedef float *(*hs_observer_dest_fn)(const char *name, const int64_t *shape, int ndim, void *ctx);
 
 /* One hook point of a config: its name and, if it has one, a second name
  * (alias) that means the same point ("logits" / "unembed.hook_out"). */
@@ -652,6 +656,17 @@ hs_status hs_acts_set_threads(hs_acts *a, int threads, hs_error *err);
  */
 hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                      const hs_observer *observer, hs_error *err);
+/* hs_forward whose observer is also asked where to write the points whose
+ * values live in the forward's scratch between two calls (hook_attn_in,
+ * hook_q/k/v_input, hook_attn_scores, hook_result): at such a point that observer->wants,
+ * dest(name, shape, ndim, observer->ctx) may return a buffer it owns, into
+ * which the forward then writes the point; observer->fn is called at that
+ * point next, with data = that buffer, before dest is asked again. The
+ * forward reads and writes the buffer until it returns. An observer that
+ * keeps points (hs_run_with_cache) so has them with no copy: 2.9 GB a
+ * forward at GPT-2 small, 1,024 tokens. dest NULL: hs_forward. */
+hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
+                          const hs_observer *observer, hs_observer_dest_fn dest, hs_error *err);
 
 /* The model's output head applied to any residual (the logit lens): logits
  * (N, V) = LN_final(resid) W_U + b_U with the final norm's statistics (mean,

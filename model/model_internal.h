@@ -181,7 +181,9 @@ static inline float *hs_acts_wT(const hs_acts *a, const hs_config *c, int l, int
  * above it a row sums in 16 fixed lanes (model_simd.h). Default step (T 18),
  * one thread: the attention kernels 17% -> ~9% of the step (forward 4.2 ->
  * 3.8 ms). The choice depends on T alone, so a prompt's values do not depend
- * on its batch or the thread count. */
+ * on its batch or the thread count. Without observer at T >= 64 the
+ * forward runs the same sums in causal row blocks (model/attention.c,
+ * attn_causal_bg). */
 #define HS_SOFTMAX_LONG_T 32 /* the softmax's long-row path from here on */
 
 /* out (C,R) = in (R,C)^T with in's rows ld apart, in 8 x 8 blocks: the
@@ -517,6 +519,12 @@ typedef struct {
     int changed;            /* 1 once the observer changed a point after the input's
                              * (hs_hook sets it; forward_embed clears it after
                              * hook_pos_embed; hs_forward copies it to acts->edited) */
+    hs_observer_dest_fn dest; /* NULL, or where obs would like its scratch points
+                               * written (hs_forward_dest) */
+    hs_pool *pool;          /* workers a step may spread its heads or rows over
+                             * (hs_pool_for): acts->pool when the forward runs as
+                             * one part on the caller's thread, else NULL (a
+                             * batch part already runs inside a pool job) */
 } hs_hook_ctx;
 
 /* Block l of one forward over B sequences of T positions, as its steps see
@@ -546,6 +554,18 @@ static inline int hs_hook(hs_hook_ctx *hc, const char *name, float *data, int nd
     int r = hc->obs->fn(name, shape, ndim, data, hc->obs->ctx);
     if (r > 0) hc->changed = 1;
     return r < 0 ? -1 : (r > 0);
+}
+
+/* The observer's buffer for point `name` (hs_forward_dest) when it wants
+ * the point and offers one, else fallback. */
+static inline float *hs_hook_dest(hs_hook_ctx *hc, const char *name, float *fallback, int ndim,
+                                  int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    if (hc->obs == NULL || hc->dest == NULL) return fallback;
+    if (hc->obs->wants && !hc->obs->wants(name, hc->obs->ctx)) return fallback;
+    int64_t shape[4] = {d0, d1, d2, d3};
+    float *d = hc->dest(name, shape, ndim, hc->obs->ctx);
+    return d ? d : fallback;
 }
 
 /* 1 when there is an observer and it wants the point `name`. */

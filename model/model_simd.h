@@ -320,13 +320,15 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_exp_span_)(float *out, const floa
  * exact 0 after the last column used; a row whose maximum is not finite (or
  * holding a NaN) gets 0 everywhere. The sum runs in 16 fixed lanes (column j
  * into lane j % 16, then the lanes added pairwise: 8 apart, 4, 2, 1), so
- * every width gives the same bits. */
-HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_)(float *att, const float *scores,
-                                                             size_t rows, int T, int full)
+ * every width gives the same bits. hs_softmax_rows_at_: the same on rows
+ * that start at row r0 of a tile (row r is row (r0 + r) % T of it). */
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_at_)(float *att, const float *scores,
+                                                                size_t rows, int T, int full,
+                                                                size_t r0)
 {
     enum { L = 16, NA = 16 / HS_SIMD_W };
     for (size_t r = 0; r < rows; r++) {
-        const int n = full ? T : (int)(r % (size_t)T) + 1;
+        const int n = full ? T : (int)((r0 + r) % (size_t)T) + 1;
         const float *s = scores + r * T;
         float *a = att + r * T;
         float mx;
@@ -373,6 +375,12 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_)(float *att, const 
         for (; j < n; j++) a[j] *= inv;
         memset(a + n, 0, (size_t)(T - n) * sizeof(float));
     }
+}
+
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_)(float *att, const float *scores,
+                                                             size_t rows, int T, int full)
+{
+    HS_SIMD_NAME(hs_softmax_rows_at_)(att, scores, rows, T, full, 0);
 }
 
 #undef VF

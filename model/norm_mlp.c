@@ -193,6 +193,42 @@ static void bias_act_forward(float *out, float *dact, float *pre, const float *b
     }
 }
 
+/* bias_act_forward's rows spread over a pool: one part of the rows a job
+ * (every row's values are its own: the bits of one call). */
+typedef struct {
+    float *out, *dact, *pre;
+    const float *bias;
+    size_t N;
+    int M, parts;
+    hs_act act;
+} bias_act_job;
+
+static hs_status bias_act_part(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const bias_act_job *b = ctx;
+    const size_t r0 = b->N * (size_t)j / (size_t)b->parts, r1 = b->N * (size_t)(j + 1) / (size_t)b->parts;
+    const size_t o = r0 * (size_t)b->M;
+    bias_act_forward(b->out + o, b->dact ? b->dact + o : NULL, b->pre + o, b->bias, r1 - r0, b->M,
+                     b->act);
+    return HS_OK;
+}
+
+/* bias_act_forward over the workers of pool (NULL or few rows: this thread). */
+static void bias_act_pool(hs_pool *pool, float *out, float *dact, float *pre, const float *bias,
+                          size_t N, int M, hs_act act)
+{
+    const int w = hs_pool_threads(pool);
+    if (w < 2 || N < 64) {
+        bias_act_forward(out, dact, pre, bias, N, M, act);
+        return;
+    }
+    bias_act_job b = {out, dact, pre, bias, N, M, w, act};
+    hs_error err;
+    (void)hs_pool_for(pool, w, bias_act_part, &b, &err); /* cannot fail */
+}
+
 /* SiLU (model_internal.h): x / (1 + exp(-x)) in float, and its derivative
  * s (1 + x (1 - s)), s = 1 / (1 + exp(-x)). */
 void hs_silu_forward(float *out, float *dact, const float *inp, size_t n)
@@ -336,14 +372,16 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
         if (s != HS_OK) return s;
     } else if (k->fuse) {
         hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
-        bias_act_forward(ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, bp->b_in, BT, M,
-                         c->act);
+        bias_act_pool(k->hc->pool, ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, bp->b_in,
+                      BT, M, c->act);
     } else {
         hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
         if (bp->b_in) hs_add_bias_rows(ba->mlp_pre, bp->b_in, BT, M);
         snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
         HS_HOOK(k->hc, nm, ba->mlp_pre, 3, B, T, M, 0);
-        hs_act_forward(ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, BT * M, c->act);
+        /* row by row, the bits of one call (elementwise) */
+        bias_act_pool(k->hc->pool, ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, NULL, BT,
+                      M, c->act);
         snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_post", l);
         HS_HOOK(k->hc, nm, ba->mlp_post, 3, B, T, M, 0);
     }

@@ -380,7 +380,45 @@ typedef struct {
     int oom;
     hs_cache_entry *old; /* the previous run's entries (their data reused in order) */
     int n_old;
+    float *pending;      /* cache_dest's buffer for the next entry, until cache_fn takes it */
+    size_t pending_n;
+    hs_pool *pool;       /* the forward's workers for large copies (NULL: this thread) */
 } cache_ctx;
+
+/* A large copy split over the pool's workers (cache_copy). */
+typedef struct {
+    float *dst;
+    const float *src;
+    size_t n;
+    int parts;
+} copy_job;
+
+static hs_status copy_part(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const copy_job *c = ctx;
+    /* parts start on whole cache lines (16 floats) */
+    const size_t a = (c->n * (size_t)j / (size_t)c->parts) & ~(size_t)15;
+    const size_t b = j + 1 == c->parts ? c->n : (c->n * (size_t)(j + 1) / (size_t)c->parts) & ~(size_t)15;
+    memcpy(c->dst + a, c->src + a, (b - a) * sizeof(float));
+    return HS_OK;
+}
+
+/* dst <- src (n floats): from 4 MB on, over the pool's workers (one core
+ * alone does not reach the memory's bandwidth; GPT-2 small's patterns are
+ * 50 MB a layer at 1,024 tokens). */
+static void cache_copy(const cache_ctx *cc, float *dst, const float *src, size_t n)
+{
+    const int w = hs_pool_threads(cc->pool);
+    if (w < 2 || n < ((size_t)1 << 20)) {
+        memcpy(dst, src, n * sizeof(float));
+        return;
+    }
+    copy_job c = {dst, src, n, w};
+    hs_error err;
+    (void)hs_pool_for(cc->pool, w, copy_part, &c, &err); /* cannot fail */
+}
 
 /* n floats for a cache entry, freed with free(): a block of 2 MiB or more
  * starts on a 2 MiB boundary and is advised huge (MADV_HUGEPAGE), so its
@@ -416,6 +454,33 @@ static int cache_wants(const char *name, void *ctx)
     return cache_filter(cc, name) || hooks_want(cc->dp.hk, name);
 }
 
+/* The buffer for the cache's next entry, of n floats: the previous run's
+ * entry at this place when it has this size (its pages are resident
+ * already), else a new one. NULL when memory runs out. */
+static float *cache_next_buffer(cache_ctx *cc, size_t numel)
+{
+    const hs_cache *c = cc->cache;
+    if (c->n < cc->n_old && cc->old[c->n].data && cc->old[c->n].numel == numel) {
+        float *d = cc->old[c->n].data;
+        cc->old[c->n].data = NULL;
+        return d;
+    }
+    return cache_alloc(numel);
+}
+
+/* hs_forward_dest's dest: a point the cache keeps is written by the forward into
+ * the buffer its entry will own (cache_fn then copies nothing). */
+static float *cache_dest(const char *name, const int64_t *shape, int ndim, void *ctx)
+{
+    cache_ctx *cc = ctx;
+    if (!cache_filter(cc, name) || cc->pending || ndim < 1 || ndim > 4) return NULL;
+    size_t numel = 1;
+    for (int i = 0; i < ndim; i++) numel *= (size_t)shape[i];
+    cc->pending = cache_next_buffer(cc, numel);
+    cc->pending_n = cc->pending ? numel : 0;
+    return cc->pending;
+}
+
 static int cache_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
 {
     cache_ctx *cc = ctx;
@@ -444,19 +509,19 @@ static int cache_fn(const char *name, const int64_t *shape, int ndim, float *dat
         numel *= (size_t)shape[i];
     }
     e->numel = numel;
-    /* the previous run's entry at this place, when it has this size: its
-     * buffer is reused (its pages are resident already) */
-    if (c->n < cc->n_old && cc->old[c->n].data && cc->old[c->n].numel == numel) {
-        e->data = cc->old[c->n].data;
-        cc->old[c->n].data = NULL;
-    } else {
-        e->data = cache_alloc(numel);
+    if (cc->pending && data == cc->pending && numel == cc->pending_n) {
+        /* written in place (cache_dest) */
+        e->data = cc->pending;
+        cc->pending = NULL;
+        c->n++;
+        return r;
     }
+    e->data = cache_next_buffer(cc, numel);
     if (e->data == NULL) {
         cc->oom = 1;
         return -1;
     }
-    memcpy(e->data, data, numel * sizeof(float));
+    cache_copy(cc, e->data, data, numel);
     c->n++;
     return r;
 }
@@ -485,9 +550,13 @@ hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens,
         free(old);
         return st;
     }
-    cache_ctx cc = {{hooks, -1, {0}, {0}, 0, NULL, 0}, filters, n_filters, cache, 0, old, n_old};
+    /* acts->pool: set only on activations a forward uses outside any pool
+     * job (the engine's workers have none), so its workers are free here */
+    cache_ctx cc = {{hooks, -1, {0}, {0}, 0, NULL, 0}, filters, n_filters, cache, 0, old, n_old,
+                    NULL, 0, acts->pool};
     hs_observer obs = {cache_fn, cache_wants, &cc};
-    st = hs_forward(m, acts, tokens, b, t, &obs, err);
+    st = hs_forward_dest(m, acts, tokens, b, t, &obs, cache_dest, err);
+    free(cc.pending); /* an abort between cache_dest and cache_fn */
     for (int i = 0; i < n_old; i++) free(old[i].data);
     free(old);
     dispatch_free(&cc.dp);

@@ -520,6 +520,58 @@ static void observer_that_reads_or_adds_zero_leaves_logits_bit_identical(void **
     observer_noop_leaves_logits_bit_identical(c, "uniform attn-only");
 }
 
+/* Without observer, T >= 64, the attention runs in causal row blocks on the
+ * pool (model/attention.c attn_causal_bg): the logits and every layer's
+ * pattern (whole rows, zeros above the diagonal: what the backward reads)
+ * have the bits of the observed forward's whole T x T tiles, on one thread
+ * and on two, at T a multiple of 64, T % 64 past 16, and T % 64 in 1..16
+ * (the whole tiles kept). */
+static void causal_blocks_give_the_bits_of_whole_tiles(void **state)
+{
+    (void)state;
+    hs_config c = small_config();
+    c.d_model = 32;
+    c.n_heads = 2;
+    c.d_head = 16;
+    c.d_mlp = 48;
+    c.n_ctx = 200;
+    c.d_vocab = 11;
+    hs_model *m = new_model(&c);
+    randomise(m, 17, 0.5);
+    static const int Ts[] = {64, 100, 130, 200};
+    for (int threads = 1; threads <= 2; threads++)
+        for (size_t k = 0; k < sizeof Ts / sizeof Ts[0]; k++) {
+            const int T = Ts[k];
+            int tok[200];
+            for (int i = 0; i < T; i++) tok[i] = (i * 7 + 3) % c.d_vocab;
+            hs_acts *a = new_acts(m, 1, T, 0);
+            hs_error err;
+            assert_int_equal(hs_acts_set_threads(a, threads, &err), HS_OK);
+            const size_t nl = (size_t)T * c.d_vocab, na = (size_t)c.n_heads * T * T;
+            float *lg = malloc(nl * sizeof(float)), *att = malloc(c.n_layers * na * sizeof(float));
+            assert_non_null(lg);
+            assert_non_null(att);
+            run(m, a, tok, 1, T, NULL);
+            memcpy(lg, a->logits, nl * sizeof(float));
+            for (int l = 0; l < c.n_layers; l++)
+                memcpy(att + l * na, a->blocks[l].att, na * sizeof(float));
+            touch_ctx reader = {0, 0, 0, NULL, NULL};
+            hs_observer obs = {touch_fn, NULL, &reader};
+            run(m, a, tok, 1, T, &obs);
+            if (memcmp(lg, a->logits, nl * sizeof(float)) != 0)
+                fail_msg("T %d, %d threads: logits differ from the observed forward's (max %g)", T,
+                         threads, max_abs_diff(lg, a->logits, nl));
+            for (int l = 0; l < c.n_layers; l++)
+                if (memcmp(att + l * na, a->blocks[l].att, na * sizeof(float)) != 0)
+                    fail_msg("T %d, %d threads: layer %d's pattern differs (max %g)", T, threads, l,
+                             max_abs_diff(att + l * na, a->blocks[l].att, na));
+            free(lg);
+            free(att);
+            hs_acts_destroy(a);
+        }
+    hs_model_destroy(m);
+}
+
 typedef struct {
     const char *point;   /* hook name to edit */
     int head, H, width;  /* zero head `head` of H heads, `width` floats each (dh or D) */
@@ -1438,6 +1490,7 @@ int main(void)
         cmocka_unit_test(logits_at_one_position_match_the_whole_forward),
         cmocka_unit_test(pattern_rows_sum_to_one_with_exact_zeros_above_the_diagonal),
         cmocka_unit_test(observer_that_reads_or_adds_zero_leaves_logits_bit_identical),
+        cmocka_unit_test(causal_blocks_give_the_bits_of_whole_tiles),
         cmocka_unit_test(zeroing_a_heads_z_changes_logits_exactly_as_removing_the_head),
         cmocka_unit_test(observer_returning_negative_aborts_with_callback_error),
         cmocka_unit_test(observer_sees_every_documented_point_with_its_shape),
