@@ -105,19 +105,6 @@ hs_status hs_api_figure_heatmap(const float *m, int R, int C, const char *const 
     return wrap(st, f, out, err);
 }
 
-/* An edge by |score| descending, then by index (the figure's cap keeps the strongest). */
-typedef struct {
-    double a;
-    size_t e;
-} edge_abs;
-
-static int cmp_edge_abs(const void *x, const void *y)
-{
-    const edge_abs *a = x, *b = y;
-    if (a->a != b->a) return a->a > b->a ? -1 : 1;
-    return a->e < b->e ? -1 : a->e > b->e;
-}
-
 hs_status hs_api_figure_circuit(const hs_api_model *h, const char *graph_json, const char *title, double width_in,
                                 double dpi, int *n_drawn, hs_api_figure **out, hs_error *err)
 {
@@ -130,7 +117,6 @@ hs_status hs_api_figure_circuit(const hs_api_model *h, const char *graph_json, c
     hs_status st = hs_graph_build(cfg, &g, err);
     double *scores = NULL;
     unsigned char *in = NULL;
-    edge_abs *k = NULL;
     if (st == HS_OK) {
         scores = malloc((g.n_edges ? g.n_edges : 1) * sizeof *scores);
         in = calloc(g.n_edges ? g.n_edges : 1, 1);
@@ -139,25 +125,14 @@ hs_status hs_api_figure_circuit(const hs_api_model *h, const char *graph_json, c
     if (st == HS_OK) st = hs_graph_json_parse(&g, cfg, graph_json, strlen(graph_json), "graph", scores, in, err);
     size_t n = 0;
     for (size_t e = 0; st == HS_OK && e < g.n_edges; e++) n += in[e] != 0;
-    if (st == HS_OK && n > HS_VIZ_MAX_EDGES) { /* as discover's figure: the strongest by |score| */
-        if ((k = malloc(n * sizeof *k)) == NULL) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-        size_t m = 0;
-        for (size_t e = 0; st == HS_OK && e < g.n_edges; e++)
-            if (in[e]) k[m++] = (edge_abs){fabs(scores[e]), e};
-        if (st == HS_OK) {
-            qsort(k, m, sizeof *k, cmp_edge_abs);
-            memset(in, 0, g.n_edges);
-            for (size_t i = 0; i < HS_VIZ_MAX_EDGES; i++) in[k[i].e] = 1;
-            n = HS_VIZ_MAX_EDGES;
-        }
-    }
+    if (st == HS_OK) /* as discover's figure: the strongest by |score| up to the cap */
+        st = hs_circuit_keep_strongest(&g, scores, in, HS_VIZ_MAX_EDGES, &n, err);
     hs_viz_figure *f = NULL;
     if (st == HS_OK) {
         const hs_viz_options o = options(width_in, dpi);
         st = hs_graph_figure(&g, scores, in, title, &o, &f, NULL, err);
     }
     if (st == HS_OK) *n_drawn = (int)n;
-    free(k);
     free(in);
     free(scores);
     hs_graph_free(&g);

@@ -113,6 +113,27 @@ hs_status hs_circuit_select(const hs_graph *g, const double *scores, long top_n,
     return st;
 }
 
+hs_status hs_circuit_keep_strongest(const hs_graph *g, const double *scores, unsigned char *in_circuit, size_t cap,
+                                    size_t *n_kept, hs_error *err)
+{
+    size_t n = 0;
+    for (size_t e = 0; e < g->n_edges; e++) n += in_circuit[e] != 0;
+    if (n_kept) *n_kept = n < cap ? n : cap;
+    if (n <= cap) return HS_OK;
+    if (scores == NULL) {
+        for (size_t e = 0, m = 0; e < g->n_edges; e++)
+            if (in_circuit[e] && m++ >= cap) in_circuit[e] = 0;
+        return HS_OK;
+    }
+    size_t *order = malloc(g->n_edges * sizeof *order);
+    if (order == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_status st = hs_edge_ranking(g, scores, order, err);
+    for (size_t k = 0, m = 0; st == HS_OK && k < g->n_edges; k++)
+        if (in_circuit[order[k]] && m++ >= cap) in_circuit[order[k]] = 0;
+    free(order);
+    return st;
+}
+
 const char *const hs_select_names[HS_SELECT_N] = {"topn", "greedy", "signed"};
 
 int hs_select_parse(const char *s)

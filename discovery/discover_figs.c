@@ -43,19 +43,6 @@ static hs_status put_figure(hs_outdir *od, const char *stem, hs_viz_figure *fig,
     return s;
 }
 
-/* An edge by |score| descending, then by index. */
-typedef struct {
-    double a;
-    size_t e;
-} edge_abs;
-
-static int cmp_edge_abs(const void *x, const void *y)
-{
-    const edge_abs *a = x, *b = y;
-    if (a->a != b->a) return a->a > b->a ? -1 : 1;
-    return a->e < b->e ? -1 : a->e > b->e;
-}
-
 hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph *g, const double *scores,
                                 const unsigned char *in_graph, const char *title, const char *shows,
                                 hs_error *err)
@@ -65,21 +52,14 @@ hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph 
     const int images = hs_figopts_images(od->fo), data = hs_figopts_data(od->fo);
     if (!images && !data) return HS_OK;
     unsigned char *top = NULL;
-    if (n > HS_VIZ_MAX_EDGES) {
-        /* the strongest edges by |score| up to the cap (by index when no scores) */
-        edge_abs *k = malloc(n * sizeof *k);
-        top = calloc(g->n_edges, 1);
-        if (!k || !top) {
-            free(k);
+    if (n > HS_VIZ_MAX_EDGES) { /* the strongest edges by |score| up to the cap (by index when no scores) */
+        if ((top = malloc(g->n_edges)) == NULL) return oom(err);
+        for (size_t e = 0; e < g->n_edges; e++) top[e] = !in_graph || in_graph[e];
+        hs_status ks = hs_circuit_keep_strongest(g, scores, top, HS_VIZ_MAX_EDGES, NULL, err);
+        if (ks != HS_OK) {
             free(top);
-            return oom(err);
+            return ks;
         }
-        size_t m = 0;
-        for (size_t e = 0; e < g->n_edges; e++)
-            if (!in_graph || in_graph[e]) k[m++] = (edge_abs){scores ? fabs(scores[e]) : 0, e};
-        qsort(k, m, sizeof *k, cmp_edge_abs);
-        for (size_t i = 0; i < HS_VIZ_MAX_EDGES; i++) top[k[i].e] = 1;
-        free(k);
         in_graph = top;
         hs_note(&od->notes, HS_NOTE_CMD, "note: the circuit has %zu edges, over the figure's cap of %d; "
                 "%s draws the %d strongest by |score| (graph.json holds every edge)", n, HS_VIZ_MAX_EDGES,

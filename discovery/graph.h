@@ -126,6 +126,14 @@ hs_status hs_circuit_prune(const hs_graph *g, unsigned char *in_circuit, unsigne
  * threshold >= 0; HS_ERR_NUMERIC for a score that is not finite. */
 hs_status hs_circuit_select(const hs_graph *g, const double *scores, long top_n, double threshold,
                             unsigned char *in_circuit, size_t *n_kept, hs_error *err);
+/* Caps a circuit for drawing: in_circuit [n_edges] keeps, of its edges, the
+ * cap strongest by |score| (ranked as hs_edge_ranking), or the first cap by
+ * index when scores is NULL; unchanged when it has at most cap edges.
+ * *n_kept (may be NULL): its edges after. HS_ERR_NUMERIC for a score that is
+ * not finite; HS_ERR_NOMEM. (The figures' HS_VIZ_MAX_EDGES cap: discover's
+ * circuit figure and the Python package's figures.circuit.) */
+hs_status hs_circuit_keep_strongest(const hs_graph *g, const double *scores, unsigned char *in_circuit, size_t cap,
+                                    size_t *n_kept, hs_error *err);
 
 /*
  * How a circuit of n edges is chosen from edge scores (hs_edge_order):

@@ -7,7 +7,8 @@
  * its receiver joins, and ties to the lower index), its circuits after
  * pruning against top-n's, and its heap against a naive O(n E) greedy on a
  * 2 x 4 graph with MLPs with many tied scores; n = E is the whole graph;
- * a threshold keeps an edge whose |score| equals it (>=, discovery.h).
+ * a threshold keeps an edge whose |score| equals it (>=, discovery.h); a
+ * figure's cap keeps a circuit's strongest edges (hs_circuit_keep_strongest).
  */
 #include <math.h>
 #include <setjmp.h>
@@ -15,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
@@ -111,11 +113,49 @@ static void an_edge_at_the_threshold_is_kept(void **state)
     hs_graph_free(&g);
 }
 
+/* The figures' cap (hs_circuit_keep_strongest) on the 12-edge graph above: of
+ * the circuit {e0, e1, e3, e6, e9, e10, e11} (|score| 9, 3, 4.999, 10, 2, 2, 5),
+ * cap 4 keeps e6, e0, e11 and e3 (e2 at 4, outside the circuit, takes no
+ * place); cap 6 adds e1 and e9 of the tie e9/e10 (the lower index); without
+ * scores the first 4 by index; a circuit within the cap is left as it is. */
+static void a_figures_cap_keeps_the_strongest_edges(void **state)
+{
+    (void)state;
+    hs_config cf = hs_config_default();
+    cf.n_layers = 2, cf.n_heads = 1, cf.d_mlp = 0, cf.d_model = 8, cf.d_head = 8;
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&cf, &g, &err), HS_OK);
+    const double sc[12] = {9, -3, 4, -4.999, 0.5, -0.5, 10, 3, 0.1, 2, -2, 5};
+    const unsigned char circ[12] = {1, 1, 0, 1, 0, 0, 1, 0, 0, 1, 1, 1};
+    const unsigned char top4[12] = {1, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 1};
+    const unsigned char top6[12] = {1, 1, 0, 1, 0, 0, 1, 0, 0, 1, 0, 1};
+    const unsigned char first4[12] = {1, 1, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0};
+    unsigned char c[12];
+    size_t kept = 99;
+    memcpy(c, circ, 12);
+    assert_int_equal(hs_circuit_keep_strongest(&g, sc, c, 4, &kept, &err), HS_OK);
+    assert_int_equal(kept, 4);
+    assert_memory_equal(c, top4, 12);
+    memcpy(c, circ, 12);
+    assert_int_equal(hs_circuit_keep_strongest(&g, sc, c, 6, &kept, &err), HS_OK);
+    assert_memory_equal(c, top6, 12);
+    memcpy(c, circ, 12);
+    assert_int_equal(hs_circuit_keep_strongest(&g, NULL, c, 4, &kept, &err), HS_OK);
+    assert_memory_equal(c, first4, 12);
+    memcpy(c, circ, 12);
+    assert_int_equal(hs_circuit_keep_strongest(&g, sc, c, 7, &kept, &err), HS_OK);
+    assert_int_equal(kept, 7);
+    assert_memory_equal(c, circ, 12);
+    hs_graph_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(greedy_grows_from_logits),
         cmocka_unit_test(an_edge_at_the_threshold_is_kept),
+        cmocka_unit_test(a_figures_cap_keeps_the_strongest_edges),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
