@@ -9,6 +9,7 @@
 #include "capi/headscope.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,16 +56,33 @@ static hs_status wrap(hs_status st, hs_viz_figure *f, hs_api_figure **out, hs_er
 }
 
 hs_status hs_api_figure_attention(const float *patterns, int L, int H, int T, const char *const *tokens,
-                                  const char *title, double width_in, double dpi, hs_api_figure **out,
-                                  hs_error *err)
+                                  int first_layer, const char *title, double width_in, double dpi,
+                                  hs_api_figure **out, hs_error *err)
 {
     *out = NULL;
     if (patterns == NULL || tokens == NULL) return hs_fail(err, HS_ERR_INPUT, "a figure needs patterns and tokens");
     if (L < 0 || H < 1 || T < 1) return hs_fail(err, HS_ERR_INPUT, "a figure needs at least one head of one token");
+    if (L > HS_VIZ_MAX_LAYERS || first_layer < -1 || first_layer > 99999)
+        return hs_fail(err, HS_ERR_INPUT, "a grid has 1..%d layers from layer >= 0 (or -1: unnamed), not %d from %d",
+                       HS_VIZ_MAX_LAYERS, L, first_layer);
     const hs_viz_options o = options(width_in, dpi);
     hs_viz_figure *f = NULL;
-    hs_status st = L == 0 ? hs_viz_attention_figure(&f, patterns, (size_t)T, tokens, title, &o, err)
-                          : hs_viz_grid_figure(&f, patterns, (size_t)L, (size_t)H, (size_t)T, tokens, title, &o, err);
+    hs_status st;
+    if (L == 0) {
+        st = hs_viz_attention_figure(&f, patterns, (size_t)T, tokens, title, &o, err);
+    } else {
+        char names[HS_VIZ_MAX_LAYERS][16];
+        const char *rows[HS_VIZ_MAX_LAYERS];
+        for (int l = 0; l < L; l++) {
+            if (first_layer < 0)
+                names[l][0] = '\0';
+            else
+                snprintf(names[l], sizeof names[l], "L%d", first_layer + l);
+            rows[l] = names[l];
+        }
+        st = hs_viz_grid_figure_labeled(&f, patterns, (size_t)L, (size_t)H, (size_t)T, tokens, rows, NULL, title,
+                                        &o, err);
+    }
     return wrap(st, f, out, err);
 }
 

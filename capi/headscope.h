@@ -193,8 +193,11 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
  * without a font), HS_ERR_INPUT for a path of another extension.
  *   attention: L = 0, H = 1: one head's pattern [T, T] = [dest, src]
  *     (hs_viz_attention_figure); L >= 1: the layers x heads grid of
- *     patterns [L, H, T, T] (hs_viz_grid_figure), labelled with tokens (T),
- *     titled title (may be NULL).
+ *     patterns [L, H, T, T] (hs_viz_grid_figure_labeled), labelled with
+ *     tokens (T), titled title (may be NULL); its rows are layers
+ *     first_layer .. first_layer + L - 1 ("L<first_layer>".., so one layer's
+ *     heads [1, H, T, T] read "L5" when they are layer 5's), or unnamed with
+ *     first_layer -1 (heads of no stated layer: no layer name is made up).
  *   bars: values [N] with N labels (hs_viz_bars_figure: DLA, ablation),
  *     xlabel the axis title (may be NULL); the axis fitted to the data.
  *   heatmap: m [R, C] row-major with R row and C column labels, axis titles
@@ -213,7 +216,7 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
  */
 typedef struct hs_api_figure hs_api_figure;
 hs_status hs_api_figure_attention(const float *patterns, int L, int H, int T, const char *const *tokens,
-                                  const char *title, double width_in, double dpi, hs_api_figure **out,
+                                  int first_layer, const char *title, double width_in, double dpi, hs_api_figure **out,
                                   hs_error *err);
 hs_status hs_api_figure_bars(const float *values, int N, const char *const *labels, const char *title,
                              const char *xlabel, const char *note, double width_in, double dpi, hs_api_figure **out,

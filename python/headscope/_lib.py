@@ -133,7 +133,7 @@ _SIGS = {
     "hs_api_cache_free": (None, [_P]),
     "hs_api_run": (_I, [_P, _P, ctypes.POINTER(ctypes.c_int64), _I, _I, ctypes.POINTER(_S), _I,
                         ctypes.POINTER(_S), _I, HOOK_FN, ctypes.POINTER(_P), _P, ctypes.POINTER(_P), _E]),
-    "hs_api_figure_attention": (_I, [ctypes.POINTER(ctypes.c_float), _I, _I, _I, ctypes.POINTER(_S), _S,
+    "hs_api_figure_attention": (_I, [ctypes.POINTER(ctypes.c_float), _I, _I, _I, ctypes.POINTER(_S), _I, _S,
                                      ctypes.c_double, ctypes.c_double, ctypes.POINTER(_P), _E]),
     "hs_api_figure_bars": (_I, [ctypes.POINTER(ctypes.c_float), _I, ctypes.POINTER(_S), _S, _S, _S, ctypes.c_double,
                                 ctypes.c_double, ctypes.POINTER(_P), _E]),

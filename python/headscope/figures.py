@@ -100,19 +100,24 @@ def _f32(a):
     return a.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
 
 
-def attention(pattern, tokens, path=None, width=None, title=None, dpi=None):
+def attention(pattern, tokens, path=None, width=None, title=None, dpi=None, layer=None):
     """An attention figure: pattern [dest, src] for one head, [n_heads, dest,
     src] for a row of heads, or [n_layers, n_heads, dest, src] for the grid
     of every head (e.g. cache["pattern", 0][0], or np.stack of every layer's
     [0]); src > dest drawn masked. tokens: the T labels
-    (model.to_str_tokens). path: also save to this .png, .svg or .pdf (None:
-    not saved); width in inches (None: the figure's default; a width the
-    labels do not fit is a HeadscopeError naming one that does); dpi (None:
-    300). Returns a Figure (inline in Jupyter)."""
+    (model.to_str_tokens). layer: the layer of a row of heads (its row reads
+    "L<layer>", its heads L<layer>H0..), or of a grid's first row (default
+    0); a row of heads without it is drawn with no layer name. path: also
+    save to this .png, .svg or .pdf (None: not saved); width in inches
+    (None: the figure's default; a width the labels do not fit is a
+    HeadscopeError naming one that does); dpi (None: 300). Returns a Figure
+    (inline in Jupyter)."""
     p = np.ascontiguousarray(pattern, dtype=np.float32)
     if p.ndim not in (2, 3, 4) or p.shape[-1] != p.shape[-2]:
         raise HeadscopeError("pattern is [dest, src], [head, dest, src] or [layer, head, dest, src] with "
                              "dest == src, got %s" % list(p.shape))
+    if layer is not None and (isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or layer < 0):
+        raise HeadscopeError("layer is a layer index >= 0, got %r" % (layer,))
     T = p.shape[-1]
     arr, _keep = _labels(tokens, T, "tokens")
     if p.ndim == 2:
@@ -121,8 +126,9 @@ def attention(pattern, tokens, path=None, width=None, title=None, dpi=None):
         L, H = 1, p.shape[0]
     else:
         L, H = p.shape[0], p.shape[1]
+    first = int(layer) if layer is not None else (0 if p.ndim == 4 else -1)
     return _make(_lib.lib.hs_api_figure_attention, "attention %s" % list(p.shape), path, _f32(p), L, H, T, arr,
-                 _opt(title), float(width or 0), float(dpi or 0))
+                 first, _opt(title), float(width or 0), float(dpi or 0))
 
 
 def grid(patterns, tokens, path=None, width=None, title=None, dpi=None):

@@ -171,14 +171,17 @@ class HookedTransformer:
         return np.stack(rows)
 
     def to_str_tokens(self, input, prepend_bos=True):
-        """Each token's exact string: a list for a text or a 1-D / [1, pos]
-        array of ids, a list of lists for a list of texts (TL's to_str_tokens;
-        bytes that are not UTF-8 on their own as U+FFFD)."""
+        """Each token's exact string: a list for a text, one id (an int or a
+        0-d array: a list of one, as TL's), or a 1-D / [1, pos] array of ids,
+        a list of lists for a list of texts (TL's to_str_tokens; bytes that
+        are not UTF-8 on their own as U+FFFD)."""
         if isinstance(input, str):
             return self.to_str_tokens(self.to_tokens(input, prepend_bos)[0])
         if isinstance(input, (list, tuple)) and input and isinstance(input[0], str):
             return [self.to_str_tokens(s, prepend_bos) for s in input]
         ids = np.asarray(input)
+        if ids.ndim == 0:
+            ids = ids.reshape(1)
         if ids.ndim == 2:
             if ids.shape[0] != 1:
                 raise HeadscopeError("to_str_tokens takes one sequence, got a batch of %d" % ids.shape[0])
@@ -194,6 +197,16 @@ class HookedTransformer:
                 raise HeadscopeError("token id %d is outside the vocabulary [0, %d)" % (i, self.cfg.d_vocab))
             out.append(s.decode("utf-8"))
         return out
+
+    def to_single_str_token(self, token):
+        """The string of one token id (TL's to_single_str_token): an int or a
+        0-d integer array. HeadscopeError for anything else or an id outside
+        the vocabulary."""
+        ids = np.asarray(token)
+        if ids.ndim != 0 or ids.dtype.kind not in "iu":
+            raise HeadscopeError("to_single_str_token takes one integer token id, got %s %s"
+                                 % (ids.dtype, list(ids.shape)))
+        return self.to_str_tokens(ids)[0]
 
     def to_string(self, tokens):
         """The text of token ids: a str for 1-D ids, a list of str for [batch,

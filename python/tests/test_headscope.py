@@ -232,6 +232,11 @@ def test_to_tokens_equals_cli_tokenize(tiny, tiny_path, tmp_path):
     assert tiny.to_string(tiny.to_tokens(texts[0])[0]) == texts[0]
     assert tiny.to_string(tiny.to_tokens([texts[0]])) == [texts[0]]
     assert tiny.to_single_token("animal") == 12
+    # one id, as a researcher passes logits[0, -1].argmax(): TL's list of one
+    assert tiny.to_str_tokens(np.int64(12)) == ["animal"] == tiny.to_str_tokens(12)
+    assert tiny.to_single_str_token(12) == "animal"
+    with pytest.raises(headscope.HeadscopeError, match="one integer token id"):
+        tiny.to_single_str_token([12])
 
 
 def test_gpt2_bpe_tokens_and_weights(gpt2_dir, tmp_path):
@@ -399,6 +404,15 @@ def test_attention_figures(tiny, tmp_path):
     doc = xml.dom.minidom.parseString(f.svg())
     ids = {g.getAttribute("id") for g in doc.getElementsByTagName("g")}
     assert {"L0H0", "L1H3"} <= ids
+    # one layer's heads named by their layer, or by none: never a made-up L0
+    f = headscope.figures.attention(cache["pattern", 1][0], toks, layer=1, dpi=72)
+    ids = {g.getAttribute("id") for g in xml.dom.minidom.parseString(f.svg()).getElementsByTagName("g")}
+    assert {"L1H0", "L1H3"} <= ids and not any(i.startswith("L0") for i in ids)
+    f = headscope.figures.attention(cache["pattern", 1][0], toks, dpi=72)
+    ids = {g.getAttribute("id") for g in xml.dom.minidom.parseString(f.svg()).getElementsByTagName("g")}
+    assert not any(i.startswith("L0") or i.startswith("L1") for i in ids)
+    with pytest.raises(headscope.HeadscopeError, match="layer is a layer index >= 0"):
+        headscope.figures.attention(cache["pattern", 1][0], toks, layer=-1)
     with pytest.raises(headscope.HeadscopeError, match=r"cannot show every label in 0.50 in .* needs 2.24 in"):
         headscope.figures.attention(cache["pattern", 1][0, 0], toks, tmp_path / "b.png", width=0.5)
     with pytest.raises(headscope.HeadscopeError, match="tokens are 14 strings"):
