@@ -15,7 +15,7 @@
 #                inspect / circuit / weights it when this build has them, and
 #                eval missing and corrupt files (JOBS runs at a time)
 #   6. fuzz      clang -DHS_FUZZ=ON -DHS_SANITIZE=ON into build-fuzz/; every
-#                tests/fuzz/fuzz_*.c runs HS_FUZZ_SECONDS (default 30) from its
+#                tests/fuzz/fuzz_*.c runs HS_FUZZ_SECONDS (default 20) from its
 #                seed corpus, FUZZ_JOBS (default JOBS) targets at a time; any
 #                crash fails (the input is kept in build-fuzz/)
 # Prints the wall and CPU time of each stage. Environment:
@@ -27,7 +27,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 JOBS=${JOBS:-$(nproc)}
-FUZZ_SECONDS=${HS_FUZZ_SECONDS:-30}
+FUZZ_SECONDS=${HS_FUZZ_SECONDS:-20}
 STAGES=${HS_TEST_STAGES:-build asan tsan valgrind fuzz}
 for s in $STAGES; do  # a misspelt stage must not pass by running nothing
     case "$s" in
