@@ -108,7 +108,10 @@ long hs_circeval_forwards(const hs_circeval *ce);
 const hs_graph *hs_circeval_graph(const hs_circeval *ce);
 hs_metric_kind hs_circeval_metric_kind(const hs_circeval *ce);
 /* The metric of each of n_circuits circuits in_circuit[k] ([n_edges] each)
- * into metric[k], the chunks of every circuit run as jobs on the pool.
+ * into metric[k], the chunks of every circuit run as jobs on the pool. A
+ * circuit whose metric is already known is not run again: the empty one
+ * takes m(empty), the whole one m(M), and one among the last 32 run its
+ * remembered metric (the same runs of the same code: the same bits).
  * HS_ERR_INPUT for no circuit; the engine's errors. */
 hs_status hs_circeval_metrics(hs_circeval *ce, int n_circuits, const unsigned char *const *in_circuit,
                               double *metric, hs_error *err);
