@@ -149,12 +149,28 @@ static void regress_tokenizer(const char *path, const unsigned char *buf, size_t
     hs_tokenizer_destroy(v);
 }
 
+/* tests/fuzz/regressions/tokenizer_json/: fuzz_tokenizer_json inputs (byte 0
+ * even: the rest is a tokenizer.json; odd: vocab.json and merges.txt, not
+ * kept here yet). */
+static void regress_tokenizer_json(const char *path, const unsigned char *buf, size_t n)
+{
+    if (n < 3 || (buf[0] & 1u)) return;
+    hs_tokenizer *t = NULL;
+    hs_error err = {0};
+    hs_status st = hs_tokenizer_from_hf_json((const char *)buf + 1, n - 1, "tokenizer.json", &t, &err);
+    if (st != HS_OK)
+        assert_one_line_error(st, &err, path);
+    else
+        hs_tokenizer_destroy(t);
+}
+
 static void fuzz_regressions_give_clean_errors(void **state)
 {
     (void)state;
     int n = for_each_file("fuzz/regressions/safetensors", regress_checkpoint);
     n += for_each_file("fuzz/regressions/config", regress_config);
     n += for_each_file("fuzz/regressions/tokenizer", regress_tokenizer);
+    n += for_each_file("fuzz/regressions/tokenizer_json", regress_tokenizer_json);
     printf("fuzz regressions checked: %d\n", n);
     assert_true(n >= 1); /* the config newline case at least */
 }

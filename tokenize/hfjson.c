@@ -463,8 +463,9 @@ static hs_status read_added(const cJSON *list, const char *name, hs_pipe *p, hs_
         snprintf(f, sizeof f, "added_tokens[%d]", i++);
         const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
         const cJSON *c = cJSON_GetObjectItemCaseSensitive(e, "content");
-        if (!cJSON_IsNumber(id) || !cJSON_IsString(c) || c->valuestring[0] == '\0')
-            continue; /* the vocabulary's reader names it */
+        if (!cJSON_IsNumber(id) || !(id->valuedouble >= 0 && id->valuedouble < 2147483647.0) ||
+            !cJSON_IsString(c) || c->valuestring[0] == '\0')
+            continue; /* the vocabulary's reader names it (an id past int: no cast, fuzz_tokenizer_json) */
         hs_added *a = grow((void **)&p->added, &p->n_added, sizeof *a);
         if (!a || !(a->content = hs_strdup(c->valuestring)))
             return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", name);
