@@ -18,6 +18,12 @@ skip_test() {
     exit 77
 }
 
+# has GREP-ARGS...: grep that reads all of its input, for the right side of a
+# pipe: `grep -q` stops at the first match, and under `set -o pipefail` the
+# writer's SIGPIPE then fails the pipeline although the line was there (seen
+# as `ldd ... | grep -q libasan` failing one run in three under load)
+has() { grep "$@" >/dev/null; }
+
 # run EXPECTED_RC NAME args...: runs headscope, checks the exit status; stdout
 # in $TMP/NAME.out, stderr in $TMP/NAME.err
 run() {

@@ -156,7 +156,7 @@ grep -q 'note: .*cr already holds 1 file headscope did not write; they are kept'
 [ "$(cat "$TMP/cr/notes.txt")" = keep ] || fail "reuse: the user's file was changed"
 rm "$TMP/cr/notes.txt"
 check_folder "$TMP/cr" report.json
-ls "$TMP/cr" | grep -qE '^composition_|\.(png|svg)$' && fail "reuse: stale files: $(ls "$TMP/cr")"
+ls "$TMP/cr" | has -E '^composition_|\.(png|svg)$' && fail "reuse: stale files: $(ls "$TMP/cr")"
 
 # uniform attention: no scores, no Q/K composition
 MU="$TMP/mu.safetensors"

@@ -42,7 +42,7 @@ rc=0
 # (its re-exec with OPENBLAS_CORETYPE would start the loader, not headscope)
 v=$(OPENBLAS_CORETYPE=Prescott "$HS" --version) || fail "--version with OPENBLAS_CORETYPE failed"
 case "$v" in "headscope "*"(OpenBLAS core Prescott)") ;; *) fail "--version does not keep the user's core: $v" ;; esac
-"$HS" --version | grep -q "OpenBLAS core [A-Za-z0-9]" || fail "--version does not name the OpenBLAS core"
+"$HS" --version | grep "OpenBLAS core [A-Za-z0-9]" >/dev/null || fail "--version does not name the OpenBLAS core"
 LDSO=
 for f in /lib64/ld-linux-x86-64.so.2 /lib/ld-linux-aarch64.so.1; do [ -x "$f" ] && LDSO=$f && break; done
 if [ -n "$LDSO" ]; then

@@ -30,7 +30,7 @@ SMALL=(--d-model 16 --heads 2 --eval-every 0)
 S="the animal did not cross the street"
 M="$TMP/m.safetensors"
 run 0 train train --out "$M" --steps 3 "${SMALL[@]}"
-no_tmp() { ! find "$1" -name '*.tmp*' | grep -q . || fail "$2: temp files left: $(find "$1" -name '*.tmp*')"; }
+no_tmp() { ! find "$1" -name '*.tmp*' | has . || fail "$2: temp files left: $(find "$1" -name '*.tmp*')"; }
 
 # ---------------------------------------------------------------------------
 # train --out / --dataset: an existing file is refused unless --force
@@ -52,7 +52,7 @@ one_line same "^headscope train: --dataset and --out are the same file, .*/same.
 run 0 force train --out "$TMP/keep.safetensors" --force --steps 1 --seed 5 "${SMALL[@]}"
 cmp -s "$TMP/keep.before" "$TMP/keep.safetensors" && fail "force: --force did not replace the file"
 help=$("$HS" train --help)
-echo "$help" | grep -q -- "--force .*replace --out" || fail "train --help does not describe --force"
+echo "$help" | has -- "--force .*replace --out" || fail "train --help does not describe --force"
 echo "ok: train refuses an existing --out/--dataset unless --force"
 
 # "1 step"; no held-out accuracy before the first evaluation
@@ -62,7 +62,7 @@ grep -qx "held-out referent accuracy [0-9.]*% after 1 step" "$TMP/one.out" ||
 grep -q "; 1 step, batch 64" "$TMP/one.err" || fail "one: model line: $(cat "$TMP/one.err")"
 grep -qE '(^|[^0-9.])1 steps([^/]|$)' "$TMP/one.out" "$TMP/one.err" && fail "one: '1 steps' printed"
 run 0 ev train --out "$TMP/ev.safetensors" --steps 3 --eval-every 2 --log-every 1 --d-model 16 --heads 2
-grep '^step 1/3 ' "$TMP/ev.err" | grep -q 'held-out' && fail "ev: accuracy shown before the first evaluation: $(grep '^step 1/3' "$TMP/ev.err")"
+grep '^step 1/3 ' "$TMP/ev.err" | has 'held-out' && fail "ev: accuracy shown before the first evaluation: $(grep '^step 1/3' "$TMP/ev.err")"
 grep -q '^step 2/3 .* held-out acc *[0-9.]*% (step 2) ' "$TMP/ev.err" || fail "ev: no accuracy at step 2: $(cat "$TMP/ev.err")"
 grep -q '^step 3/3 .* held-out acc *[0-9.]*% (step 3) ' "$TMP/ev.err" || fail "ev: no accuracy at step 3"
 grep -q '(step 0)' "$TMP/ev.err" && fail "ev: '(step 0)' printed"
@@ -214,7 +214,7 @@ run 1 deep inspect --model "$M" --sentence "$S" --out "$TMP/a/b/c" --format json
 one_line deep "^headscope inspect: cannot create folder .*/a/b/c: its parent folder does not exist (headscope creates the last folder only)$"
 [ ! -e "$TMP/a" ] || fail "deep: created $TMP/a"
 for c in inspect weights circuit; do
-    "$HS" "$c" --help | tr -s ' \n' ' ' | grep -q "created if missing, its parent must exist" ||
+    "$HS" "$c" --help | tr -s ' \n' ' ' | has "created if missing, its parent must exist" ||
         fail "$c --help does not say the parent must exist"
 done
 echo "ok: --out with a missing parent is refused, as every --help says"
@@ -288,7 +288,7 @@ EOF
     cc -std=c11 "${SAN[@]}" -I"$TMP/prefix/include/headscope" "$TMP/uses_lib.c" -L"$TMP/prefix/lib" -lheadscope \
         $(pkg-config --libs lapacke openblas libpng freetype2 fontconfig libcjson) -lm -o "$TMP/uses_lib" ||
         fail "install: a program cannot build against the installed library"
-    "$TMP/uses_lib" | grep -q '"eps":1e-05' || fail "install: the library program printed $("$TMP/uses_lib")"
+    "$TMP/uses_lib" | has '"eps":1e-05' || fail "install: the library program printed $("$TMP/uses_lib")"
     echo "ok: cmake --install puts headscope on the PATH; the library and headers build a program"
 fi
 echo "hardening: all cases pass"

@@ -43,9 +43,9 @@ run 0 wet inspect --model "$M" --sentence "$WET" --out "$TMP/wet"
 # an operator minus in a figure's title and axis is U+2212, as in its numbers
 grep -q "logit difference &apos;[a-z]*&apos; − &apos;street&apos; at position" "$TMP/tired/dla_vs.svg" ||
     fail "dla_vs.svg: the title's minus is not U+2212"
-grep '<text' "$TMP/tired/dla_vs.svg" | grep -q ' - ' && fail "dla_vs.svg: a hyphen-minus as an operator"
+grep '<text' "$TMP/tired/dla_vs.svg" | has ' - ' && fail "dla_vs.svg: a hyphen-minus as an operator"
 # stderr: at most the one note naming the figures wider than their default
-grep -v '^note: [0-9]* figures\? \(is\|are\) wider than' "$TMP/tired.err" | grep -q . &&
+grep -v '^note: [0-9]* figures\? \(is\|are\) wider than' "$TMP/tired.err" | has . &&
     fail "tired: unexpected stderr: $(cat "$TMP/tired.err")"
 [ "$(wc -l <"$TMP/tired.err")" -le 1 ] || fail "tired: more than one note: $(cat "$TMP/tired.err")"
 
@@ -170,7 +170,7 @@ for f in os.listdir(d):
 EOF
 
 # the printed rows: one per layer without --heads
-grep -c '^L[0-9] ' "$TMP/wet.out" | grep -qx 2 || fail "wet: expected 2 layer rows: $(cat "$TMP/wet.out")"
+grep -c '^L[0-9] ' "$TMP/wet.out" | has -x 2 || fail "wet: expected 2 layer rows: $(cat "$TMP/wet.out")"
 grep -q '^L0H0 ' "$TMP/wet.out" && fail "wet: per-head rows without --heads"
 
 # --only: just those heads' figures, and a grid of them in that order
@@ -232,10 +232,10 @@ check_folder "$TMP/evil"
 # --format json: no images; --position: shorter rows; figure options
 run 0 fmt inspect --model "$M" --sentence "$TIRED" --out "$TMP/fmt" --format json --position 6
 check_folder "$TMP/fmt"
-ls "$TMP/fmt" | grep -qE '\.(png|svg)$' && fail "--format json wrote images"
+ls "$TMP/fmt" | has -E '\.(png|svg)$' && fail "--format json wrote images"
 row=$(grep '^L0 ' "$TMP/fmt.out")
 [ "$(echo "$row" | wc -w)" -eq 8 ] || fail "--position 6: L0 row should have 7 items: $row"
-echo "$row" | grep -q 'street:' || fail "--position 6: row should end at street: $row"
+echo "$row" | has 'street:' || fail "--position 6: row should end at street: $row"
 # a width that cannot hold every label (and every value) at the font size asked:
 # each such figure is skipped with one note naming its files and the width that
 # fits, and the rest of the run is written (one unfit figure cancelled it all);
@@ -244,22 +244,22 @@ run 0 narrow6 inspect --model "$M" --sentence "$TIRED" --out "$TMP/narrow6" --fo
     --dpi 72 --width 6 --font-size 10 --cmap greys --range auto --annotate --only L0H0
 grep -q "^headscope inspect: note: L0H0.png, L0H0.svg not written: attention pattern cannot show every label in 6.00 in at 10 pt: it needs [0-9.]* in; HINT: --width" \
     "$TMP/narrow6.err" || fail "narrow: no note naming L0H0.png, L0H0.svg: $(cat "$TMP/narrow6.err")"
-grep -v '^headscope inspect: note: [A-Za-z0-9_]*\.png, [A-Za-z0-9_]*\.svg not written: ' "$TMP/narrow6.err" | grep -q . &&
+grep -v '^headscope inspect: note: [A-Za-z0-9_]*\.png, [A-Za-z0-9_]*\.svg not written: ' "$TMP/narrow6.err" | has . &&
     fail "narrow: stderr holds more than the notes: $(cat "$TMP/narrow6.err")"
 check_folder "$TMP/narrow6" dla.png dla.svg predictions.json
 [ -e "$TMP/narrow6/L0H0.png" ] && fail "narrow: the figure that does not fit was written"
 run 0 paper inspect --model "$M" --sentence "$TIRED" --out "$TMP/paper" --format png,svg,pdf \
     --dpi 72 --width page --font-size 10 --cmap greys --range auto --annotate --only L0H0
 check_folder "$TMP/paper" L0H0.pdf dla.pdf  # one --only head: L0H0 is its picture
-pngcheck -v "$TMP/paper/L0H0.png" | grep -q 'pHYs' || fail "--dpi: no pHYs chunk"
+pngcheck -v "$TMP/paper/L0H0.png" | has 'pHYs' || fail "--dpi: no pHYs chunk"
 grep -q 'width="6.75' "$TMP/paper/L0H0.svg" || fail "--width page: the SVG is not 6.75 in wide"
-pdfinfo "$TMP/paper/L0H0.pdf" | grep -q 'Page size: *486 x' || fail "--width page: PDF not 486 pt wide"
+pdfinfo "$TMP/paper/L0H0.pdf" | has 'Page size: *486 x' || fail "--width page: PDF not 486 pt wide"
 # a paper's build is reproducible: the PDF's creation date is SOURCE_DATE_EPOCH
 # (reproducible-builds.org) when set, not the time of writing
 export SOURCE_DATE_EPOCH=86400
 run 0 sde inspect --model "$M" --sentence "$TIRED" --out "$TMP/sde" --format pdf --only L1H1
 unset SOURCE_DATE_EPOCH
-TZ=UTC pdfinfo "$TMP/sde/L1H1.pdf" | grep -q '^CreationDate: *Fri Jan  2 00:00:00 1970' ||
+TZ=UTC pdfinfo "$TMP/sde/L1H1.pdf" | has '^CreationDate: *Fri Jan  2 00:00:00 1970' ||
     fail "SOURCE_DATE_EPOCH=86400: the PDF's CreationDate is not 1970-01-02: $(TZ=UTC pdfinfo "$TMP/sde/L1H1.pdf" | grep Date)"
 
 # the figures papers show: the tired / wet pair and its difference, cropped
@@ -314,7 +314,7 @@ grep -q 'no figure per head' "$TMP/over.err" && fail "--all-heads: said it skipp
 # the layer mean and the grid's JSON still written; --only's heads get theirs
 run 0 many inspect --model "$M33" --sentence "the animal" --out "$TMP/many" --format png,json
 check_folder "$TMP/many" attention_grid.json L0_mean.png L0_mean.json
-ls "$TMP/many" | grep -q '^L0H[0-9]*\.' && fail "33 heads: wrote per-head files by default"
+ls "$TMP/many" | has '^L0H[0-9]*\.' && fail "33 heads: wrote per-head files by default"
 grep -q '33 heads (over 16): no figure per head.*--only.*--all-heads' "$TMP/many.err" ||
     fail "33 heads: no note saying the per-head figures were skipped"
 run 0 manyonly inspect --model "$M33" --sentence "the animal" --out "$TMP/manyonly" --format png,json --only L0H7

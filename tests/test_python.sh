@@ -39,9 +39,10 @@ rm -rf "$TMP/src/build" "$TMP/src/"*.egg-info # (a `pip install ./python` leaves
 HEADSCOPE_BUILD="$BUILD_DIR" "$VENV/bin/python" -m pip install --quiet --no-index --no-build-isolation \
     "$TMP/src" >"$TMP/pip.log" 2>&1 || fail "pip install: $(tail -20 "$TMP/pip.log")"
 
-# an ASan build's library needs the ASan runtime first in the process
+# an ASan build's library needs the ASan runtime first in the process (pytest runs with
+# --capture=sys so that a sanitizer report, written to fd 2, reaches the log)
 ENVS=()
-if ldd "$BUILD_DIR/libheadscope.so" | grep -q libasan; then
+if ldd "$BUILD_DIR/libheadscope.so" | has libasan; then
     # (leaks: CPython's own allocations would be reported; the RSS test skips)
     ENVS+=("LD_PRELOAD=$(gcc -print-file-name=libasan.so)" "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
         "HS_ASAN=1")
@@ -61,7 +62,7 @@ fi
 
 cd "$TMP"
 env ${ENVS[@]+"${ENVS[@]}"} HS="$HS" HS_ROOT="$ROOT" HS_GPT2_DIR="$GPT2" PYTHONDONTWRITEBYTECODE=1 \
-    "$VENV/bin/python" -m pytest -q -p no:cacheprovider "$ROOT/python/tests" ||
+    "$VENV/bin/python" -m pytest -q --capture=sys -p no:cacheprovider "$ROOT/python/tests" ||
     fail "pytest python/tests"
 # the example notebook, top to bottom, in a kernel of the venv (with the GPT-2
 # folder: its IOI section), and its figures are there

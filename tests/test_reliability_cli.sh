@@ -25,7 +25,7 @@ line=$(grep '^headscope train: ' "$T/err") || fail "no 'headscope train:' line: 
 echo "$line"
 step=$(echo "$line" | sed -nE 's/.*(loss|gradient norm) is (NaN|Inf) at step ([0-9]+).*/\3/p')
 [ -n "$step" ] || fail "message does not say NaN/Inf at step N: $line"
-echo "$line" | grep -q 'keeps the last complete checkpoint' || fail "message does not mention the checkpoint: $line"
+echo "$line" | grep 'keeps the last complete checkpoint' >/dev/null || fail "message does not mention the checkpoint: $line"
 if [ "$step" -gt 1 ]; then
     # The file is complete and its weights finite (the step-(N-1) model may
     # itself overflow in a forward pass, so `eval` is not the judge here: the
@@ -56,7 +56,7 @@ else
     [ ! -e "$T/m.safetensors" ] || fail "stopped at step 1 but --out was written"
     echo "ok: stopped at step 1, nothing written"
 fi
-ls "$T" | grep -q '\.tmp' && fail "temp files left: $(ls "$T")"
+ls "$T" | grep '\.tmp' >/dev/null && fail "temp files left: $(ls "$T")"
 
 # 2. no --checkpoint-every: an existing --out is untouched
 printf 'an older model\n' >"$T/old.safetensors"
@@ -67,5 +67,5 @@ rc=0
 grep -q '^headscope train: .* at step [0-9]*; .*nothing was written to --out' "$T/err" ||
     fail "unexpected message: $(cat "$T/err")"
 cmp -s "$T/old.safetensors" "$T/old.copy" || fail "existing --out changed after a NaN stop"
-ls "$T" | grep -q '\.tmp' && fail "temp files left: $(ls "$T")"
+ls "$T" | grep '\.tmp' >/dev/null && fail "temp files left: $(ls "$T")"
 echo "ok: existing --out untouched after a NaN stop"

@@ -89,7 +89,7 @@ EOF
 # --fold none and --format json: only JSON files
 run 0 wn weights --model "$M" --out "$TMP/wn" --fold none --format json
 check_folder "$TMP/wn"
-ls "$TMP/wn" | grep -qE '\.(png|svg)$' && fail "--format json wrote images"
+ls "$TMP/wn" | has -E '\.(png|svg)$' && fail "--format json wrote images"
 grep -q '"fold":[[:space:]]*"none"' "$TMP/wn/copying.json" || fail "--fold none not recorded"
 
 # uniform attention: no QK, said so; 1 layer: no cross-layer files
@@ -99,8 +99,8 @@ run 0 wu weights --model "$U" --out "$TMP/wu" --format json,svg
 check_folder "$TMP/wu"
 grep -q 'uniform attention' "$TMP/wu.out" || fail "uniform: not said: $(cat "$TMP/wu.out")"
 grep -q 'one layer' "$TMP/wu.out" || fail "1 layer: not said: $(cat "$TMP/wu.out")"
-ls "$TMP/wu" | grep -q '_QK\.' && fail "uniform: QK files written"
-ls "$TMP/wu" | grep -qE '^(composition|virtual)' && fail "1 layer: cross-layer files written"
+ls "$TMP/wu" | has '_QK\.' && fail "uniform: QK files written"
+ls "$TMP/wu" | has -E '^(composition|virtual)' && fail "1 layer: cross-layer files written"
 [ -f "$TMP/wu/L0H0_OV.json" ] || fail "uniform: no OV circuit"
 
 # a reused --out folder: the first run's files go, a file the user put there stays
@@ -112,7 +112,7 @@ grep -q 'note: .*wr already holds 1 file headscope did not write; they are kept'
 [ "$(cat "$TMP/wr/notes.txt")" = keep ] || fail "reuse: the user's file was changed"
 rm "$TMP/wr/notes.txt"
 check_folder "$TMP/wr"
-ls "$TMP/wr" | grep -qE '^(composition|virtual)|\.(png|svg)$' && fail "reuse: stale files: $(ls "$TMP/wr")"
+ls "$TMP/wr" | has -E '^(composition|virtual)|\.(png|svg)$' && fail "reuse: stale files: $(ls "$TMP/wr")"
 
 # errors
 echo x >"$TMP/regular"
