@@ -780,4 +780,20 @@ hs_status hs_cache_run(const hs_model *m, const hs_tokenizer *v, hs_pool *pool, 
 int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap);
 #define HS_PATCH_GAP_SPREAD 2.0
 
+/*
+ * 1 when r's normalised LD is usable but its clean - corrupted gap deserves a
+ * word: LD_clean below LD_corr (the clean prompts favour the answer over the
+ * wrong token less than the corrupted ones do: a prompt set whose answer and
+ * wrong tokens are swapped, or a model that does not do the task; the cells
+ * still map 0 to corrupted and 1 to clean, so restoring the clean run moves
+ * the LD away from the answer), or |LD_clean - LD_corr| under
+ * HS_PATCH_GAP_MIN logits (circuit's own threshold, min_gap in circuits.h:
+ * a few tenths of a logit is within what one prompt moves by chance). why
+ * (cap bytes, one line without "note: ") names the two LDs; 0 and why ""
+ * otherwise, and when the set is not usable (hs_patch_usable says why).
+ * The summary prints "note: why", the JSON has "gap_note".
+ */
+int hs_patch_gap_note(const hs_patch_report *r, char *why, size_t cap);
+#define HS_PATCH_GAP_MIN 1.0
+
 #endif /* HS_EXPERIMENTS_H */

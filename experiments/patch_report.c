@@ -163,6 +163,26 @@ int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap)
     return 0;
 }
 
+int hs_patch_gap_note(const hs_patch_report *r, char *why, size_t cap)
+{
+    if (cap) why[0] = '\0';
+    char unused[8];
+    if (!hs_patch_usable(r, unused, sizeof unused)) return 0;
+    const double gap = r->ld_clean - r->ld_corr;
+    if (gap < 0)
+        snprintf(why, cap, "the clean LD (%+.3f) is below the corrupted LD (%+.3f): the clean prompts do not "
+                 "favour the answer over the wrong token more than the corrupted ones do (answer and wrong "
+                 "swapped, or a model that does not do the task), so a cell near 1 moves the LD away from "
+                 "the answer", r->ld_clean, r->ld_corr);
+    else if (gap < HS_PATCH_GAP_MIN)
+        snprintf(why, cap, "the clean - corrupted gap is %.3f logits (LD %+.3f clean, %+.3f corrupted), under "
+                 "%g: the normalised LD divides by a difference within what one prompt moves by chance",
+                 gap, r->ld_clean, r->ld_corr, HS_PATCH_GAP_MIN);
+    else
+        return 0;
+    return 1;
+}
+
 cJSON *hs_patch_json(const hs_patch_report *r)
 {
     cJSON *o = cJSON_CreateObject(), *acts = cJSON_CreateObject();
@@ -174,6 +194,7 @@ cJSON *hs_patch_json(const hs_patch_report *r)
              add(o, "ld_clean", hs_json_num_or_null(r->ld_clean)) && add(o, "ld_corrupted", hs_json_num_or_null(r->ld_corr)) &&
              cJSON_AddBoolToObject(o, "usable", usable) &&
              (usable || cJSON_AddStringToObject(o, "why_not_usable", why)) &&
+             (!hs_patch_gap_note(r, why, sizeof why) || cJSON_AddStringToObject(o, "gap_note", why)) &&
              cJSON_AddNumberToObject(o, "prompts", r->n) && cJSON_AddNumberToObject(o, "tokens", r->t);
     for (int a = 0; a < HS_PATCH_N && ok; a++) {
         if (!(r->acts & (1u << a))) continue;
@@ -277,6 +298,7 @@ void hs_patch_summary(const hs_patch_report *r, hs_buf *b)
         hs_buf_printf(b, "not usable: %s\n", why);
         return;
     }
+    if (hs_patch_gap_note(r, why, sizeof why)) hs_buf_printf(b, "note: %s\n", why);
     hs_buf_printf(b, "values: normalised LD (0 = corrupted, 1 = clean restored); layers, heads and positions "
                      "count from 0\n");
     for (int a = 0; a < HS_PATCH_N; a++) {

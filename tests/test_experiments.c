@@ -704,6 +704,43 @@ static void patch_tiny_gap_is_not_usable(void **state)
     assert_non_null(strstr(why, "coincide"));
 }
 
+/* hs_patch_gap_note: a usable set whose clean LD is below the corrupted one
+ * (the new user's 4 IOI prompts on random GPT-2 weights: 0.057 logits the
+ * wrong way) and one whose gap is under HS_PATCH_GAP_MIN each get a note
+ * naming both LDs, in the summary and the JSON; a wide gap gets none. */
+static void patch_gap_note_wrong_sign_and_small(void **state)
+{
+    (void)state;
+    double ld[3] = {-0.02, 0.01, 0.037}, metric[3] = {0, 0.5, 1};
+    hs_patch_report r;
+    memset(&r, 0, sizeof r);
+    r.L = 1, r.H = 1, r.t = 3, r.n = 4;
+    r.acts = 1u << HS_PATCH_RESID_PRE;
+    r.ld[HS_PATCH_RESID_PRE] = ld, r.metric[HS_PATCH_RESID_PRE] = metric, r.metric_pos[HS_PATCH_RESID_PRE] = metric;
+    r.ld_clean = -0.020, r.ld_corr = 0.037;
+    char why[512];
+    assert_int_equal(hs_patch_usable(&r, why, sizeof why), 1);
+    assert_int_equal(hs_patch_gap_note(&r, why, sizeof why), 1);
+    if (!strstr(why, "below") || !strstr(why, "-0.020") || !strstr(why, "+0.037")) fail_msg("why: %s", why);
+    hs_buf b = {0};
+    hs_patch_summary(&r, &b);
+    if (!b.s || !strstr(b.s, "\nnote: the clean LD (-0.020) is below")) fail_msg("summary: %s", b.s);
+    hs_buf_free(&b);
+    cJSON *j = hs_patch_json(&r);
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(j, "gap_note");
+    if (!cJSON_IsString(g) || !strstr(g->valuestring, "below")) fail_msg("no gap_note in the JSON");
+    cJSON_Delete(j);
+    r.ld_clean = 0.5, r.ld_corr = 0.1, ld[0] = 0.1, ld[1] = 0.3, ld[2] = 0.5; /* right sign, 0.4 logits */
+    assert_int_equal(hs_patch_gap_note(&r, why, sizeof why), 1);
+    if (!strstr(why, "0.400 logits") || !strstr(why, "under 1")) fail_msg("why: %s", why);
+    r.ld_clean = 8, r.ld_corr = -8, ld[0] = -8, ld[1] = 0, ld[2] = 8; /* 16 logits the right way */
+    assert_int_equal(hs_patch_gap_note(&r, why, sizeof why), 0);
+    assert_string_equal(why, "");
+    j = hs_patch_json(&r);
+    assert_null(cJSON_GetObjectItemCaseSensitive(j, "gap_note"));
+    cJSON_Delete(j);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Starting at a later layer                                                 */
 
@@ -935,6 +972,7 @@ int main(void)
         cmocka_unit_test(lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics),
         cmocka_unit_test(ablate_zero_and_mean_equal_hand_ablation),
         cmocka_unit_test(patch_tiny_gap_is_not_usable),
+        cmocka_unit_test(patch_gap_note_wrong_sign_and_small),
         cmocka_unit_test(a_run_from_a_later_layer_is_bit_identical_to_the_full_run),
         cmocka_unit_test(engine_sweep_from_a_later_layer_equals_the_full_sweep),
         cmocka_unit_test(engine_with_fewer_rows_gives_the_same_bits),
