@@ -86,7 +86,7 @@ static hs_status write_folder(hs_outdir *od, const hs_ladder_report *r, hs_error
               : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     cJSON_Delete(j);
     if (s == HS_OK)
-        s = hs_outdir_matrix(od, HS_FIG_BARS, "ladder_perplexity", vals, n, 1, labels, NULL,
+        s = hs_outdir_matrix(od, HS_FIG_BARS_MAGNITUDE, "ladder_perplexity", vals, n, 1, labels, NULL,
                              "the ladder: held-out perplexity per row", "held-out perplexity",
                              NULL, 0.0, "perplexity", NULL,
                              "held-out perplexity of each ladder row", err);

@@ -312,7 +312,8 @@ hs_status hs_outdir_matrix(hs_outdir *o, hs_fig_kind kind, const char *stem, con
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     hs_status s = HS_OK;
-    const size_t cap = kind == HS_FIG_BARS ? HS_VIZ_MAX_BARS : HS_VIZ_MAX_TOKENS;
+    const int bars = kind == HS_FIG_BARS || kind == HS_FIG_BARS_MAGNITUDE;
+    const size_t cap = bars ? HS_VIZ_MAX_BARS : HS_VIZ_MAX_TOKENS;
     if (hs_figopts_images(fo)) {
         if (R > cap || C > HS_VIZ_MAX_TOKENS) {
             hs_note(&o->notes, HS_NOTE_CMD, "note: %s is %zu x %zu, over the figure cap; "
@@ -322,7 +323,7 @@ hs_status hs_outdir_matrix(hs_outdir *o, hs_fig_kind kind, const char *stem, con
             vo.value_label = q;
             vo.note = note;
             hs_error fe = {0};
-            if (kind == HS_FIG_BARS)
+            if (bars)
                 s = hs_viz_bars_figure(&fig, m, R, rl, title, xl, &vo, &fe);
             else if (kind == HS_FIG_NONNEG)
                 s = hs_viz_matrix_figure(&fig, m, R, C, rl, cl, title, xl, yl, &vo, &fe);
@@ -332,9 +333,9 @@ hs_status hs_outdir_matrix(hs_outdir *o, hs_fig_kind kind, const char *stem, con
         }
     }
     if (s == HS_OK && hs_figopts_data(fo)) {
-        s = kind == HS_FIG_BARS ? hs_viz_bars_json(&j, m, R, rl, title, xl, err)
+        s = bars ? hs_viz_bars_json(&j, m, R, rl, title, xl, err)
                                 : hs_viz_signed_json(&j, m, R, C, rl, cl, title, xl, yl, err);
-        if (s == HS_OK && kind != HS_FIG_BARS) s = hs_figopts_add_scale(j, fo, kind, lim, err);
+        if (s == HS_OK && !bars) s = hs_figopts_add_scale(j, fo, kind, lim, err);
         if (s == HS_OK && (!hs_json_add_copies(j, o->context) ||
                            (note && (!cJSON_AddBoolToObject(j, "usable", 0) ||
                                      !cJSON_AddStringToObject(j, "why_not_usable", note)))))

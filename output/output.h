@@ -60,6 +60,8 @@ typedef enum {
     HS_FIG_SIGNED,        /* a signed matrix: diverging map centred on 0 */
     HS_FIG_NONNEG,        /* a non-negative matrix: sequential map from 0 */
     HS_FIG_BARS,          /* a bar chart */
+    HS_FIG_BARS_MAGNITUDE, /* a bar chart of a quantity with no sign (perplexity, a loss):
+                             grey bars, no "+" (hs_viz_options.magnitude) */
 } hs_fig_kind;
 
 /* Defaults: viz defaults at dpi (the command's choice), PNG + SVG + JSON. */
@@ -230,7 +232,8 @@ hs_status hs_outdir_page(hs_outdir *o, const char *stem, cJSON *data, hs_error *
 
 /* One matrix or bar figure with its JSON: stem.{png,svg,pdf,json} in the
  * formats chosen. kind: HS_FIG_SIGNED (R x C, diverging), HS_FIG_BARS (R
- * values), HS_FIG_NONNEG (R x C, sequential from 0). m: [R, C] row-major
+ * values), HS_FIG_BARS_MAGNITUDE (R values of a quantity with no sign, grey
+ * bars; a negative value is HS_ERR_INPUT), HS_FIG_NONNEG (R x C, sequential from 0). m: [R, C] row-major
  * (bars: [R]); rl: R row labels, cl: C column labels (NULL for bars). lim:
  * a limit shared by the figures of a kind (hs_figopts_for). q: the quantity
  * the colour bar (or bar axis) shows, with its unit. note: a line on the

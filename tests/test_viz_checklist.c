@@ -69,6 +69,45 @@ static void bars_write_no_signed_zero(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* A quantity with no sign (the ladder's perplexity per row, seen drawn as
+ * red "+66" bars): hs_viz_options.magnitude draws every bar the one grey,
+ * no label with "+", and refuses a negative value; the same values as signed
+ * bars keep their red and "+" (what the ladder drew before). */
+static void magnitude_bars_have_no_sign(void **state)
+{
+    (void)state;
+    static const float v[3] = {66.02f, 304.24f, 41.47f};
+    static const char *lb[3] = {"no context", "uniform", "+ MLP"};
+    for (int mag = 0; mag <= 1; mag++) {
+        hs_viz_options o;
+        hs_viz_options_default(&o);
+        o.magnitude = mag;
+        hs_viz_figure *f = NULL;
+        hs_error err = {0};
+        assert_int_equal(hs_viz_bars_figure(&f, v, 3, lb, "held-out perplexity", "perplexity", &o, &err), HS_OK);
+        size_t bars = 0, grey = 0, plus = 0;
+        for (size_t i = 0; i < f->n_rects; i++) {
+            if (f->rects[i].kind != VZ_R_BAR) continue;
+            bars++;
+            grey += memcmp(f->rects[i].rgb, VZ_BAR_GREY, 3) == 0;
+        }
+        for (size_t i = 0; i < f->n_texts; i++) plus += f->texts[i].s[0] == '+' && f->texts[i].s[1] >= '0' && f->texts[i].s[1] <= '9';
+        assert_int_equal(bars, 3);
+        assert_int_equal(grey, mag ? 3 : 0);
+        assert_int_equal(plus, mag ? 0 : 3);
+        hs_viz_figure_destroy(f);
+    }
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.magnitude = 1;
+    static const float neg[2] = {1.0f, -0.5f};
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_bars_figure(&f, neg, 2, lb, "t", NULL, &o, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "bar value 1 is negative"));
+    assert_null(f);
+}
+
 /* A signed heatmap's annotations and colour bar around zero. */
 static void heatmap_writes_no_signed_zero(void **state)
 {
@@ -188,6 +227,7 @@ int main(void)
         cmocka_unit_test(many_bars_keep_the_largest_and_sum_the_rest),
         cmocka_unit_test(the_rule_itself),
         cmocka_unit_test(bars_write_no_signed_zero),
+        cmocka_unit_test(magnitude_bars_have_no_sign),
         cmocka_unit_test(heatmap_writes_no_signed_zero),
         cmocka_unit_test(faithfulness_curve_is_a_column_by_default),
     };

@@ -173,6 +173,10 @@ typedef struct {
                               that would meet a neighbour panel's left out), said in the
                               note under the title, or as unlabelled thumbnails.
                               0 (default) = HS_VIZ_MAX_HEIGHT_IN */
+    int magnitude;         /* bar charts: nonzero for a quantity with no sign (a perplexity,
+                              a loss, a count): every bar one neutral grey, value labels
+                              without "+", the axis from 0; a negative value is HS_ERR_INPUT.
+                              0 (default): signed bars, red >= 0 and blue < 0 */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */

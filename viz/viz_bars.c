@@ -1,7 +1,8 @@
 /*
  * viz/viz_bars.c -- the horizontal bar chart: one labelled bar a value from a
  * zero line (diverging blue for < 0, red for >= 0), each value written at
- * its bar's end in one number format, and an x axis with nice ticks that
+ * its bar's end in one number format (a magnitude chart: every bar grey,
+ * no "+"), and an x axis with nice ticks that
  * ends on ticks (a fixed range widens it, never clips it) and its title
  * under it, wrapped at spaces to the axis's length.
  */
@@ -13,16 +14,16 @@
 #include "viz/viz_internal.h"
 
 /* A bar's value label: fixed decimals (dec), or scientific when sci; a
- * negative number with U+2212. */
-static void fmt_bar(char *buf, size_t n, double v, int dec, int sci)
+ * negative number with U+2212; "+" before a positive one unless unsig. */
+static void fmt_bar(char *buf, size_t n, double v, int dec, int sci, int unsig)
 {
     if (sci && v == 0.0) {
         snprintf(buf, n, "0");
     } else if (sci) {
-        snprintf(buf, n, "%+.2e", v);
+        snprintf(buf, n, unsig ? "%.2e" : "%+.2e", v);
         vz_short_exp(buf);
     } else {
-        snprintf(buf, n, "%+.*f", dec, v);
+        snprintf(buf, n, unsig ? "%.*f" : "%+.*f", dec, v);
     }
     vz_minus_sign(buf, n); /* U+2212, as every figure label */
 }
@@ -127,6 +128,7 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
     hs_status s = vz_ctx_init(&c, opt, err);
     if (s) return s;
     c.fit = fit;
+
     if (c.o.range == HS_VIZ_RANGE_FIXED && a->explicit_range && c.o.vmax > c.o.vmin) {
         /* a fixed range widens (never clips) the axis */
         if (c.o.vmin < lo) lo = c.o.vmin;
@@ -144,7 +146,7 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
     int vw = 0;
     char buf[64];
     for (size_t i = 0; i < N; i++) {
-        fmt_bar(buf, sizeof buf, values[i], bar_dec, bar_sci);
+        fmt_bar(buf, sizeof buf, values[i], bar_dec, bar_sci, c.o.magnitude);
         vw = vz_imax(vw, vz_text_len(&c, buf, c.apx));
     }
     int row = vz_imax((int)ceil(lh * 1.3), vz_label_pitch(&c, bl, N)), bar = (int)lround(row * 0.7);
@@ -173,6 +175,7 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
     unsigned char pos[3], neg[3];
     memcpy(pos, vz_diverging[220], 3);
     memcpy(neg, vz_diverging[35], 3);
+    if (c.o.magnitude) memcpy(pos, VZ_BAR_GREY, 3); /* no sign: no diverging colour */
     for (size_t i = 0; i < N && !s; i++) {
         int y = top + (int)i * row;
         int tw = vz_text_len(&c, bl[i], c.fpx);
@@ -184,7 +187,7 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
         if (!s && bwid > 0)
             s = vz_add_rect_kind(&c, bx, y + (row - bar) / 2, bwid, bar, v >= 0 ? pos : neg,
                                  VZ_R_BAR, -1, (int)i, -1);
-        fmt_bar(buf, sizeof buf, v, bar_dec, bar_sci);
+        fmt_bar(buf, sizeof buf, v, bar_dec, bar_sci, c.o.magnitude);
         int vtw = vz_text_len(&c, buf, c.apx);
         int vx = v >= 0 ? xv + pad / 2 : xv - pad / 2 - vtw;
         if (!s) s = vz_add_text(&c, buf, c.apx, 0, vx, y + (row - c.alh) / 2,
@@ -287,10 +290,14 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
     if (!s) s = vz_check_title(title, "title", err);
     if (!s) s = vz_check_title(xlabel, "x label", err);
     if (s) return s;
-    for (size_t i = 0; i < N; i++)
+    for (size_t i = 0; i < N; i++) {
         if (!isfinite(values[i]))
             return hs_fail(err, HS_ERR_NUMERIC, "bar value %zu is not finite (%g)", i,
                            (double)values[i]);
+        if (opt && opt->magnitude && values[i] < 0)
+            return hs_fail(err, HS_ERR_INPUT, "bar value %zu is negative (%g) in a chart of a quantity "
+                           "with no sign", i, (double)values[i]);
+    }
     vz_bars_args a = {values, N, labels, title, xlabel, opt != NULL};
     s = vz_fit_width(out, build_bars, &a, opt, HS_VIZ_COLUMN_IN, "bar chart", err);
     const double hmax = opt && opt->max_height_in > 0 ? opt->max_height_in : HS_VIZ_MAX_HEIGHT_IN;

@@ -17,6 +17,9 @@ const unsigned char VZ_HATCH_RGB[3] = {0x60, 0x60, 0x60};
 const unsigned char VZ_BLACK[3] = {0, 0, 0};
 const unsigned char VZ_WHITE[3] = {255, 255, 255};
 const unsigned char VZ_FRAME[3] = {0x40, 0x40, 0x40};
+/* the bars of a quantity with no sign (hs_viz_options.magnitude): a mid grey,
+   neither end of the diverging map */
+const unsigned char VZ_BAR_GREY[3] = {0x8c, 0x8c, 0x8c};
 
 const unsigned char vz_viridis[256][3] = {
     {68,1,84}, {68,2,86}, {69,4,87}, {69,5,89}, {70,7,90}, {70,8,92}, {70,10,93}, {70,11,94},

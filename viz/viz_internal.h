@@ -242,8 +242,9 @@ typedef struct {
     int sci;
 } vz_ticks;
 
-/* Text, frames and lines: black, white, the frame's dark grey (viz_color.c). */
-extern const unsigned char VZ_BLACK[3], VZ_WHITE[3], VZ_FRAME[3];
+/* Text, frames and lines: black, white, the frame's dark grey; the bars of a
+ * magnitude chart, grey (viz_color.c). */
+extern const unsigned char VZ_BLACK[3], VZ_WHITE[3], VZ_FRAME[3], VZ_BAR_GREY[3];
 
 static inline int vz_imax(int a, int b) { return a > b ? a : b; }
 static inline int vz_imin(int a, int b) { return a < b ? a : b; }
