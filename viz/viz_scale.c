@@ -172,7 +172,10 @@ static void scale_ticks(const vz_scale *sc, double min_gap, vz_scale_ticks *out)
     out->v[out->n] = sc->vmin;
     fmt_end(out->s[out->n++], 32, sc->vmin, tk.sci, dec);
     for (int i = 0; i < tk.n; i++) {
-        if ((tk.v[i] - sc->vmin) / span < min_gap || (sc->vmax - tk.v[i]) / span < min_gap) continue;
+        /* (1e-9: a tick exactly min_gap from an end keeps its label; in float
+           (1 - 0.8) / 1 is 0.19999999999999996, which dropped GPT-2's 0.8) */
+        if ((tk.v[i] - sc->vmin) / span < min_gap - 1e-9 || (sc->vmax - tk.v[i]) / span < min_gap - 1e-9)
+            continue;
         out->v[out->n] = tk.v[i];
         vz_fmt_tick(out->s[out->n++], 32, tk.v[i], &fixed);
     }
