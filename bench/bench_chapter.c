@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model/train.h"
 #include "probe/probe.h"
 #include "tasks/text.h"
 

@@ -3,6 +3,7 @@
  * global-norm gradient clipping: one flat loop over the parameter allocation.
  */
 #include "model.h"
+#include "train.h"
 #include "model_internal.h"
 
 #include <math.h>

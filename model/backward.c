@@ -7,6 +7,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "model.h"
+#include "train.h"
 #include "model_internal.h"
 
 #include <math.h>

@@ -5,6 +5,7 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include "model.h"
+#include "train.h"
 
 #include <math.h>
 #include <time.h>

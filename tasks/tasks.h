@@ -58,6 +58,7 @@
 
 #include "common/common.h"
 #include "model/model.h"
+#include "model/train.h"
 #include "model/checkpoint.h"
 #include "tokenize/tokenize.h"
 

@@ -40,6 +40,7 @@
 #include <cmocka.h>
 
 #include "model/model.h"
+#include "model/train.h"
 #include "model/checkpoint.h"
 #include "model/model_internal.h"
 #include "fixture.h"

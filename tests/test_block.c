@@ -44,6 +44,7 @@
 #include "discovery/discovery.h"
 #include "experiments/experiments.h"
 #include "model/model.h"
+#include "model/train.h"
 #include "model/checkpoint.h"
 #include "probe/probe.h"
 

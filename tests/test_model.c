@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "model/model.h"
+#include "model/train.h"
 #include "model/model_internal.h" /* the GELU kernels */
 
 /* ------------------------------------------------------------------------ */

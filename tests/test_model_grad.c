@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "model/model.h"
+#include "model/train.h"
 #include "model/model_internal.h" /* HS_SOFTMAX_LONG_T */
 
 enum { V = 7, B_MAX = 32, T_MAX = HS_SOFTMAX_LONG_T };

@@ -30,6 +30,7 @@
 #include <cmocka.h>
 
 #include "model/model.h"
+#include "model/train.h"
 
 /* ------------------------------------------------------------------------ */
 /* The dump                                                                  */

@@ -28,6 +28,7 @@
 
 #include "model/checkpoint_internal.h"
 #include "model/model.h"
+#include "model/train.h"
 #include "model/checkpoint.h"
 #include "tasks/tasks.h"
 
