@@ -102,15 +102,45 @@ static hs_status sentence(const cJSON *o, const char *key, const hs_tokenizer *v
     return HS_OK;
 }
 
+/* 1 when s[0..n) ends inside a string or with a brace or bracket open: a
+ * line cut short (the rest of a JSON value missing), not a malformed one */
+static int json_cut_short(const char *s, size_t n)
+{
+    int depth = 0, in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (in_str) {
+            if (s[i] == '\\') i++;
+            else if (s[i] == '"') in_str = 0;
+        } else if (s[i] == '"') {
+            in_str = 1;
+        } else if (s[i] == '{' || s[i] == '[') {
+            depth++;
+        } else if (s[i] == '}' || s[i] == ']') {
+            depth--;
+        }
+    }
+    return in_str || depth > 0;
+}
+
 static hs_status parse_line(const char *s, size_t n, const char *name, int line, const hs_tokenizer *v,
                             int n_ctx, int flags, hs_prompts *p, int *cap, hs_error *err)
 {
     static const char *const KEYS[] = {"prompt", "corrupted", "answer", "wrong", "position"};
     hs_status st = HS_OK;
     hs_tokens tc = {0}, tr = {0};
-    cJSON *o = cJSON_ParseWithLength(s, n);
+    const char *end = NULL;
+    cJSON *o = cJSON_ParseWithLengthOpts(s, n, &end, 0);
+    if (!o) {
+        size_t at = end && end >= s && end <= s + n ? (size_t)(end - s) : 0;
+        if (json_cut_short(s, n))
+            st = hs_fail(err, HS_ERR_INPUT, "%s:%d: the line ends inside its JSON object (cut short? each line "
+                         "is one whole {\"prompt\": ...})", name, line);
+        else
+            st = hs_fail(err, HS_ERR_INPUT, "%s:%d: not valid JSON at byte %zu of the line", name, line, at + 1);
+        goto done;
+    }
     if (!cJSON_IsObject(o)) {
-        st = hs_fail(err, HS_ERR_INPUT, "%s:%d: not a JSON object", name, line);
+        st = hs_fail(err, HS_ERR_INPUT, "%s:%d: not a JSON object (each line is one {\"prompt\": ...})", name, line);
         goto done;
     }
     for (const cJSON *f = o->child; f; f = f->next) {

@@ -178,6 +178,9 @@ static void prompt_sets_refuse_bad_lines_with_file_and_line(void **state)
         {"{\"prompt\": \"the animal\", \"answer\": \"cat\", \"position\": 2}\n",
          "set.jsonl:1: \"position\" must be an integer in [0, 1]"},
         {"[1, 2]\n", "set.jsonl:1: not a JSON object"},
+        {"{\"prompt\": \"the animal\", \"answer\": \"cat\"}\n{\"prompt\": \"the ani\n",
+         "set.jsonl:2: the line ends inside its JSON object (cut short?"},
+        {"{\"prompt\": \"the animal\", \"answer\" \"cat\"}\n", "set.jsonl:1: not valid JSON at byte 35 of the line"},
         {"{\"prompt\": 3, \"answer\": \"cat\"}\n", "set.jsonl:1: \"prompt\" must be a string"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
