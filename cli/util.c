@@ -126,9 +126,15 @@ int cli_load_src(const char *cmd, const char *path, int need, const hs_load_sour
     struct stat sb;
     if (path && stat(path, &sb) != 0 && errno == ENOENT) {
         memset(out, 0, sizeof *out);
-        hs_fail(&err, HS_ERR_IO, "cannot open %s: No such file or directory; headscope never downloads: fetch the "
-                "model folder first (e.g. `git clone https://huggingface.co/openai-community/gpt2`) and give its path",
-                path);
+        /* a file's name (a checkpoint headscope wrote) is a typo or a moved
+           file; a bare name ("gpt2") is a model the user hoped we would fetch */
+        const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+        if (strchr(base, '.'))
+            hs_fail(&err, HS_ERR_IO, "cannot open %s: No such file or directory", path);
+        else
+            hs_fail(&err, HS_ERR_IO, "cannot open %s: No such file or directory; headscope never downloads: fetch "
+                    "the model folder first (e.g. `git clone https://huggingface.co/openai-community/gpt2`) and "
+                    "give its path", path);
         return cli_error(cmd, &err);
     }
     return hs_load(path, need, src, &notes, out, &err) != HS_OK ? cli_error(cmd, &err) : 0;
