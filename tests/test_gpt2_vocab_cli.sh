@@ -70,6 +70,22 @@ assert j["vs_token"] == sys.argv[2] and j["vs_id"] == int(sys.argv[3]), (j["vs_t
 PYEOF
 done
 grep -q "^logit difference .* - Mary: " "$TMP/vs.out" || fail "terminal: $(cat "$TMP/vs.out")"
+# the top predictions' probabilities in one column whatever the tokens' lengths (40 of the real
+# vocabulary's 50,257 on random weights: some are longer than the 10-column minimum, one past
+# 24 code points would be cut with an ellipsis)
+rm -rf "$TMP/in"
+run 0 top40 inspect --model "$M" --sentence "$S" --top 40 --out "$TMP/in" --format json
+"$PY" - "$TMP/top40.out" <<'PYEOF' || fail "top predictions' column: $(sed -n '/^top predictions/,$p' "$TMP/top40.out")"
+import sys
+lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
+i = next(k for k, l in enumerate(lines) if l.startswith("top predictions at position"))
+rows = [l for l in lines[i + 1:i + 41]]
+assert len(rows) == 40 and all(r.startswith("  ") for r in rows), rows
+starts = {len(r.rsplit(" ", 1)[0]) for r in rows}                # where it starts, in code points
+assert len(starts) == 1, sorted(starts)
+widest = max(len(r.rsplit(" ", 1)[0].strip()) for r in rows)
+assert widest > 10 and widest <= 24, widest                        # the test saw a long token
+PYEOF
 run 1 vs2 inspect --model "$M" --sentence "$S" --vs " Marianne" --out "$TMP/in2" --format json
 refused vs2 "--vs ' Marianne' is 2 tokens (' Marian' 'ne'); --vs takes one token of the vocabulary$"
 [ ! -e "$TMP/in2" ] || fail "in2 written"
