@@ -108,6 +108,44 @@ static void magnitude_bars_have_no_sign(void **state)
     assert_null(f);
 }
 
+/* x labels rotated only when they would collide: a layer x head matrix's
+ * "H0".."H3" (the issue: rotated 90 degrees across 6.75 in) lie level, each
+ * centred under its column and clear of its neighbours; 18 token labels
+ * ("because", "street") in the same width stay rotated. */
+static void x_labels_rotated_only_when_they_would_collide(void **state)
+{
+    (void)state;
+    static const float m[2 * 4] = {0.1f, -0.2f, 0.3f, 0.9f, 0.2f, 0.1f, 0.25f, 0.4f};
+    static const char *rows[2] = {"L0", "L1"}, *heads[4] = {"H0", "H1", "H2", "H3"};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.width_in = 6.75;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_signed_figure(&f, m, 2, 4, rows, heads, "patch", "head", "layer", &o, &err), HS_OK);
+    int n = 0, prev_right = -1;
+    for (size_t i = 0; i < f->n_texts; i++) {
+        const vz_text *t = &f->texts[i];
+        if (t->role != VZ_T_XTICK) continue;
+        assert_int_equal(t->rot, 0);
+        assert_true(t->ix > prev_right); /* left to right, not meeting */
+        prev_right = t->ix + t->iw;
+        n++;
+    }
+    assert_int_equal(n, 4);
+    hs_viz_figure_destroy(f);
+    enum { T = 18 };
+    static const char *tok[T] = {"the", "animal", "did", "not", "cross", "the", "street", "because", "it",
+                                 "was", "too", "tired", ",", "so", "the", "animal", "waited", "."};
+    float a[T * T];
+    for (int i = 0; i < T * T; i++) a[i] = (float)((i * 7) % 11) / 10.0f - 0.5f;
+    assert_int_equal(hs_viz_signed_figure(&f, a, T, T, tok, tok, "t", "key", "query", &o, &err), HS_OK);
+    n = 0;
+    for (size_t i = 0; i < f->n_texts; i++) n += f->texts[i].role == VZ_T_XTICK && f->texts[i].rot == 90;
+    assert_int_equal(n, T);
+    hs_viz_figure_destroy(f);
+}
+
 /* A signed heatmap's annotations and colour bar around zero. */
 static void heatmap_writes_no_signed_zero(void **state)
 {
@@ -228,6 +266,7 @@ int main(void)
         cmocka_unit_test(the_rule_itself),
         cmocka_unit_test(bars_write_no_signed_zero),
         cmocka_unit_test(magnitude_bars_have_no_sign),
+        cmocka_unit_test(x_labels_rotated_only_when_they_would_collide),
         cmocka_unit_test(heatmap_writes_no_signed_zero),
         cmocka_unit_test(faithfulness_curve_is_a_column_by_default),
     };

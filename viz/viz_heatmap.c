@@ -198,12 +198,21 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
         s = vz_add_text(c, rl[i], c->fpx, 0, left - lw - pad - w,
                         top + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, VZ_BLACK);
     }
-    /* column labels, rotated, their ends against the map */
-    int ybelow = top + PH + lw + pad;
-    for (size_t j = 0; j < hs->C && !s; j++)
-        s = vz_add_text(c, cl[j], c->fpx, 90, left + (int)j * cell + (cell - lh) / 2, ybelow,
-                        VZ_A_END, VZ_T_XTICK, VZ_BLACK);
-    int bottom = ybelow + cmax;
+    /* column labels: level and centred under their columns when each fits its
+       column with a pad to spare (a layer x head matrix's "H0".."H3"), else
+       rotated, their ends against the map (tokens) */
+    int ybelow = top + PH + lw + pad, level = cmax + pad <= cell;
+    for (size_t j = 0; j < hs->C && !s; j++) {
+        if (level) {
+            int w = vz_text_len(c, cl[j], c->fpx);
+            s = vz_add_text(c, cl[j], c->fpx, 0, left + (int)j * cell + (cell - w) / 2, ybelow,
+                            VZ_A_MIDDLE, VZ_T_XTICK, VZ_BLACK);
+        } else {
+            s = vz_add_text(c, cl[j], c->fpx, 90, left + (int)j * cell + (cell - lh) / 2, ybelow,
+                            VZ_A_END, VZ_T_XTICK, VZ_BLACK);
+        }
+    }
+    int bottom = ybelow + (level ? lh : cmax);
     if (!s) s = vz_begin_group(c, "axes");
     if (!s && xlab_w) {
         s = vz_add_text(c, hs->xlabel, c->fpx, 0, left + PW / 2 - xlab_w / 2, bottom + pad,
