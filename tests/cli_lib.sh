@@ -18,6 +18,27 @@ skip_test() {
     exit 77
 }
 
+# cli_tmp NAME: TMP = a fresh folder NAME.XXXXXX under $BUILD_DIR/testtmp
+# (or $HS_TEST_TMP), an absolute path, removed when the test exits
+cli_tmp() {
+    local root=${HS_TEST_TMP:-$BUILD_DIR/testtmp}
+    mkdir -p "$root"
+    TMP=$(cd "$(mktemp -d "$root/$1.XXXXXX")" && pwd)
+    trap 'rm -rf "$TMP"' EXIT
+}
+
+# fortunes_files NAME...: FILES = those files of Debian's fortunes corpus
+# (FORT its folder), or skip_test when one is missing
+fortunes_files() {
+    FORT=/usr/share/games/fortunes
+    FILES=()
+    local f
+    for f in "$@"; do
+        [ -f "$FORT/$f" ] || skip_test "no fortunes corpus in $FORT (bash scripts/deps.sh installs it)"
+        FILES+=("$FORT/$f")
+    done
+}
+
 # has GREP-ARGS...: grep that reads all of its input, for the right side of a
 # pipe: `grep -q` stops at the first match, and under `set -o pipefail` the
 # writer's SIGPIPE then fails the pipeline although the line was there (seen

@@ -17,16 +17,10 @@ BUILD_DIR=${1:?usage: test_text_division_cli.sh BUILD_DIR HEADSCOPE_BIN}
 HS=${2:?usage: test_text_division_cli.sh BUILD_DIR HEADSCOPE_BIN}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
-mkdir -p "$BUILD_DIR/testtmp"
-TMP=$(cd "$(mktemp -d "$BUILD_DIR/testtmp/textdiv.XXXXXX")" && pwd)
-trap 'rm -rf "$TMP"' EXIT
 # shellcheck source=tests/cli_lib.sh
 source "$HERE/cli_lib.sh"
-
-FORT=/usr/share/games/fortunes
-[ -f "$FORT/goedel" ] && [ -f "$FORT/linuxcookie" ] ||
-    skip_test "no fortunes corpus in $FORT (bash scripts/deps.sh installs it)"
-FILES=("$FORT/goedel" "$FORT/linuxcookie")
+cli_tmp textdiv
+fortunes_files goedel linuxcookie
 
 run 2 badscale train --task text --corpus "${FILES[@]}" --attn-scale 0 --out "$TMP/x.safetensors"
 one_line badscale "--attn-scale"

@@ -21,16 +21,10 @@ BUILD_DIR=${1:?usage: test_timeline_text.sh BUILD_DIR HEADSCOPE_BIN}
 HS=${2:?usage: test_timeline_text.sh BUILD_DIR HEADSCOPE_BIN}
 HERE=$(cd "$(dirname "$0")" && pwd)
 PY=/usr/bin/python3
-mkdir -p "$BUILD_DIR/testtmp"
-TMP=$(cd "$(mktemp -d "$BUILD_DIR/testtmp/tltext.XXXXXX")" && pwd)
-trap 'rm -rf "$TMP"' EXIT
 # shellcheck source=tests/cli_lib.sh
 source "$HERE/cli_lib.sh"
-
-FORT=/usr/share/games/fortunes
-[ -f "$FORT/goedel" ] && [ -f "$FORT/linuxcookie" ] ||
-    skip_test "no fortunes corpus in $FORT (bash scripts/deps.sh installs it)"
-FILES=("$FORT/goedel" "$FORT/linuxcookie")
+cli_tmp tltext
+fortunes_files goedel linuxcookie
 
 run 0 train train --task text --corpus "${FILES[@]}" --vocab-size 300 --layers 2 --d-mlp 0 --d-model 16 \
     --heads 2 --n-ctx 32 --batch 8 --steps 20 --lr 1e-2 --eval-every 0 --checkpoint-every 20 \
