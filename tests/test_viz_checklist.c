@@ -146,6 +146,65 @@ static void x_labels_rotated_only_when_they_would_collide(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* The span of the colour bar (VZ_R_CBAR) and of the map's cells, px. */
+static void cbar_and_map(const hs_viz_figure *f, int *bar_top, int *bar_h, int *map_top, int *map_h)
+{
+    int lo = 1 << 30, hi = -1;
+    *bar_h = -1;
+    for (size_t i = 0; i < f->n_rects; i++) {
+        const vz_rect *r = &f->rects[i];
+        if (r->kind == VZ_R_CBAR) *bar_top = r->y, *bar_h = r->h;
+        if (r->kind == VZ_R_CELL || r->kind == VZ_R_MASKED) {
+            lo = r->y < lo ? r->y : lo;
+            hi = r->y + r->h > hi ? r->y + r->h : hi;
+        }
+    }
+    *map_top = lo, *map_h = hi - lo;
+}
+
+/* Colour bars no taller than their plot (seen: patch_z, lens_final,
+ * path_patching's bars ran past the map's foot to hold their quantity
+ * label): a 2 x 4 layer x head matrix whose label "normalised logit
+ * difference" is longer than the map, and a 3 x 15 lens whose one word
+ * "probability" is: each bar spans exactly the map's rows, the first label
+ * wrapped along the bar, the second level over it. */
+static void colour_bars_no_taller_than_their_plot(void **state)
+{
+    (void)state;
+    static const float m[2 * 4] = {0.1f, -0.2f, 0.3f, 0.9f, 0.2f, 0.1f, 0.25f, 0.4f};
+    static const char *rows[2] = {"L0", "L1"}, *heads[4] = {"H0", "H1", "H2", "H3"};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.value_label = "normalised logit difference";
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_signed_figure(&f, m, 2, 4, rows, heads, "patch", "head", "layer", &o, &err), HS_OK);
+    int bt, bh, mt, mh, lines = 0;
+    cbar_and_map(f, &bt, &bh, &mt, &mh);
+    if (bt != mt || bh != mh) fail_msg("2 x 4: bar %d+%d, map %d+%d", bt, bh, mt, mh);
+    for (size_t i = 0; i < f->n_texts; i++) lines += f->texts[i].role == VZ_T_AXIS && f->texts[i].rot == 90 &&
+                                                     strcmp(f->groups[f->texts[i].group], "colorbar") == 0;
+    assert_true(lines >= 2); /* wrapped along the bar */
+    hs_viz_figure_destroy(f);
+    enum { C = 15 };
+    float lens[3 * C];
+    const char *pos[C], *streams[3] = {"L0 resid_pre", "L1 resid_pre", "L1 resid_post"};
+    static const char *words[C] = {"0 the", "1 street", "2 did", "3 not", "4 cross", "5 the", "6 cat", "7 because",
+                                   "8 it", "9 was", "10 too", "11 tired", "12 ,", "13 so", "14 the"};
+    for (int j = 0; j < C; j++) pos[j] = words[j];
+    for (int i = 0; i < 3 * C; i++) lens[i] = (float)(i % 7) / 6.0f;
+    o.value_label = "probability";
+    assert_int_equal(hs_viz_matrix_figure(&f, lens, 3, C, streams, pos, "logit lens", "position", "stream", &o, &err),
+                     HS_OK);
+    cbar_and_map(f, &bt, &bh, &mt, &mh);
+    if (bt != mt || bh != mh) fail_msg("3 x 15: bar %d+%d, map %d+%d", bt, bh, mt, mh);
+    int level = 0;
+    for (size_t i = 0; i < f->n_texts; i++)
+        level += strcmp(f->texts[i].s, "probability") == 0 && f->texts[i].rot == 0 && f->texts[i].iy + f->texts[i].ih <= bt;
+    assert_int_equal(level, 1);
+    hs_viz_figure_destroy(f);
+}
+
 /* A signed heatmap's annotations and colour bar around zero. */
 static void heatmap_writes_no_signed_zero(void **state)
 {
@@ -267,6 +326,7 @@ int main(void)
         cmocka_unit_test(bars_write_no_signed_zero),
         cmocka_unit_test(magnitude_bars_have_no_sign),
         cmocka_unit_test(x_labels_rotated_only_when_they_would_collide),
+        cmocka_unit_test(colour_bars_no_taller_than_their_plot),
         cmocka_unit_test(heatmap_writes_no_signed_zero),
         cmocka_unit_test(faithfulness_curve_is_a_column_by_default),
     };

@@ -180,13 +180,26 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     for (size_t i = 0; hs->mask && i < hs->R * hs->C; i++) any_mask |= hs->mask[i] != 0;
     int legend = (hs->causal && hs->R > 1 && hs->C > 1) || any_mask;
     int legend_w = legend ? lh + lw + pad / 2 + vz_text_len(c, "masked", c->fpx) : 0;
-    int rest = left + lw + cgap + vz_imax(bw + lw + vz_colorbar_label_width(c, sc), legend_w) + m;
-    int avail = (int)lround(c->o.width_in * c->o.dpi) - c->fit->extra - rest;
-    int cell = avail / (int)nmax;
-    if (cell < cell_min) {
-        cell = cell_min;
-        c->fit->cramped = 1;
+    /* the colour bar is as tall as the map (a reviewer marks a taller one),
+       at least its two end labels apart; its quantity label wraps onto as
+       many lines as keep each within the bar, and the cells give up the
+       width the extra lines take; with a word longer than the bar (a short
+       map's "probability") the label lies level over the bar, the map one
+       line lower */
+    const int cb_min = 2 * lh; /* its end labels, centred on its ends, a line apart */
+    int cell = 0, lines = 1, cramped = 0;
+    for (int pass = 0; pass < 4; pass++) {
+        int rest = left + lw + cgap + vz_imax(bw + lw + vz_colorbar_label_width(c, sc, lines, bw + lw), legend_w) + m;
+        int avail = (int)lround(c->o.width_in * c->o.dpi) - c->fit->extra - rest;
+        cell = avail / (int)nmax;
+        cramped = cell < cell_min;
+        if (cramped) cell = cell_min;
+        int need = vz_colorbar_label_lines(c, sc, vz_imax((int)hs->R * cell, cb_min));
+        if (need == lines || (need >= 0 && need < lines) || (need < 0 && lines < 0)) break;
+        lines = need < 0 ? -1 : need;
     }
+    if (cramped) c->fit->cramped = 1;
+    if (lines < 0) top += VZ_CBAR_TITLE_H(c);
     if (title_w + 2 * m > (int)lround(c->o.width_in * c->o.dpi)) c->fit->cramped = 1;
     int PW = (int)hs->C * cell, PH = (int)hs->R * cell;
 
@@ -227,9 +240,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     }
     int right = left + PW + lw;
     int cbx = left + PW + lw + cgap;
-    /* the bar is at least as tall as its quantity label, which runs along it */
-    int cbh = vz_imax(vz_imax(PH, (int)lround(0.8 * c->o.dpi)),
-                      sc->label ? vz_text_len(c, sc->label, c->fpx) : 0), cbb = 0;
+    int cbh = vz_imax(PH, cb_min), cbb = 0;
     if (!s) s = vz_add_colorbar(c, sc, 1, cbx, top, bw, cbh, &right, &cbb);
     bottom = vz_imax(bottom, cbb);
     if (!s && legend) {
@@ -500,8 +511,8 @@ static hs_status build_strip(hs_viz_figure **out, const void *args, const hs_viz
     int title_w = 0, title_h = s ? 0 : vz_title_block(&c, a->title, &title_w);
     int cell_min = vz_imax(vz_label_pitch(&c, rl, R), vz_label_pitch(&c, cl, a->C));
     int bw = vz_imax(lh, (int)lround(0.12 * c.o.dpi)), cgap = 2 * pad;
-    int bars = 2 * bw + 2 * lw + vz_colorbar_label_width(&c, &s1) +
-               vz_colorbar_label_width(&c, &s2) + cgap;
+    int bars = 2 * bw + 2 * lw + vz_colorbar_label_width(&c, &s1, 1, bw + lw) +
+               vz_colorbar_label_width(&c, &s2, 1, bw + lw) + cgap;
     int left = m + rmax + pad + lw, top = m + title_h + lh / 2;
     int avail = (int)lround(c.o.width_in * c.o.dpi) - c.fit->extra - left - lw - cgap - bars - m;
     int cell = avail / (int)a->C;

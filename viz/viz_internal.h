@@ -334,12 +334,21 @@ void vz_minus_sign(char *buf, size_t n);
 double vz_round_out(double v, double span, int up);
 void vz_short_exp(char *buf);
 /* The colour bar of sc at (x, y), bw x bh, vertical or horizontal, with its
- * labels, in group "colorbar"; *right / *bottom get its extent. The width a
- * vertical bar's labels take right of it. The masked-cell swatch and its
- * word at (x, y), in group "legend". */
+ * labels, in group "colorbar"; *right / *bottom get its extent. A vertical
+ * bar's quantity label runs along it, wrapped at spaces onto as many lines
+ * as keep each within bh, or lies level over the bar when a word is longer
+ * than bh (vz_colorbar_label_lines). The width a vertical
+ * bar's labels take right of it with its quantity on `lines` lines. The
+ * masked-cell swatch and its word at (x, y), in group "legend". */
 hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, int y, int bw, int bh,
                           int *right, int *bottom);
-int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc);
+int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc, int lines, int bar_w);
+/* Lines sc's quantity label takes along a vertical bar len px tall (1 when
+ * it fits; 0 without a label; -1 when a word of it is longer than the bar:
+ * the label then lies level over the bar, as its title, in the
+ * VZ_CBAR_TITLE_H px above the bar the caller keeps free). */
+#define VZ_CBAR_TITLE_H(c) ((c)->lh + (c)->lh / 2 + (c)->pad / 4) /* clear of the top tick label, centred on the bar top */
+int vz_colorbar_label_lines(vz_ctx *c, const vz_scale *sc, int len);
 hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom);
 /* Whether c's accents are grey: cmap GREYS or hs_viz_options.grey_accents. */
 int vz_grey_accents(const vz_ctx *c);

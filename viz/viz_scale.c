@@ -183,6 +183,33 @@ static void scale_ticks(const vz_scale *sc, double min_gap, vz_scale_ticks *out)
     fmt_end(out->s[out->n++], 32, sc->vmax, tk.sci, dec);
 }
 
+/* The next line of label from byte *at: as many whole words (split at
+ * spaces) as fit in len px, at least one; into line (cap bytes, cut there
+ * if longer). 0 when the label is done. */
+static int wrap_next(vz_ctx *c, const char *label, size_t *at, int len, char *line, size_t cap)
+{
+    size_t i = *at, n = strlen(label);
+    while (i < n && label[i] == ' ') i++;
+    if (i >= n) return 0;
+    size_t end = i, best = 0;
+    while (end < n) {
+        size_t e = end;
+        while (e < n && label[e] == ' ') e++;
+        while (e < n && label[e] != ' ') e++;
+        size_t k = e - i < cap - 1 ? e - i : cap - 1;
+        memcpy(line, label + i, k);
+        line[k] = '\0';
+        if (best && vz_text_len(c, line, c->fpx) > len) break;
+        best = e;
+        end = e;
+    }
+    size_t k = best - i < cap - 1 ? best - i : cap - 1;
+    memcpy(line, label + i, k);
+    line[k] = '\0';
+    *at = best;
+    return 1;
+}
+
 /* Colour bar at (x, y), size bw x bh, in its own group "colorbar".
  * Vertical: top = vmax, tick labels on its right and the quantity
  * (sc->label, rotated) right of them. Horizontal: left = vmin, tick labels
@@ -227,13 +254,26 @@ hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, in
     }
     if (!s && sc->label && sc->label[0]) {
         int w = vz_text_len(c, sc->label, c->fpx);
-        if (vertical) {
-            int ly = y + bh / 2 - w / 2;
-            if (ly < y) ly = y;
-            s = vz_add_text(c, sc->label, c->fpx, 90, mx + c->pad / 2, ly, VZ_A_MIDDLE, VZ_T_AXIS,
-                            VZ_BLACK);
-            mx += c->pad / 2 + c->lh;
-            my = vz_imax(my, ly + w);
+        if (vertical && vz_widest_word(c, sc->label, c->fpx) > bh) {
+            /* a word longer than the bar (a short map's "probability"): the
+               label level over the bar, as its title (the caller keeps the
+               line above the bar free: VZ_CBAR_TITLE_H) */
+            s = vz_add_text(c, sc->label, c->fpx, 0, x, y - VZ_CBAR_TITLE_H(c), VZ_A_START, VZ_T_AXIS, VZ_BLACK);
+            mx = vz_imax(mx, x + w);
+        } else if (vertical) { /* line k of the wrapped label k line heights right of the first */
+            char line[256];
+            size_t at = 0;
+            int k = 0;
+            while (!s && wrap_next(c, sc->label, &at, bh, line, sizeof line)) {
+                int lw_k = vz_text_len(c, line, c->fpx);
+                int ly = y + bh / 2 - lw_k / 2;
+                if (ly < y) ly = y;
+                s = vz_add_text(c, line, c->fpx, 90, mx + c->pad / 2 + k * c->lh, ly, VZ_A_MIDDLE,
+                                VZ_T_AXIS, VZ_BLACK);
+                my = vz_imax(my, ly + lw_k);
+                k++;
+            }
+            mx += c->pad / 2 + k * c->lh;
         } else {
             s = vz_add_text(c, sc->label, c->fpx, 0, x + bw / 2 - w / 2, my + c->pad / 4, VZ_A_MIDDLE,
                             VZ_T_AXIS, VZ_BLACK);
@@ -247,16 +287,30 @@ hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, in
 }
 
 /* Width a vertical colour bar's labels take right of the bar (ticks and the
- * quantity), for planning a layout. */
-int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc)
+ * quantity on `lines` lines; -1: level over the bar, bar_w px wide), for
+ * planning a layout. */
+int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc, int lines, int bar_w)
 {
     vz_scale_ticks tk;
     scale_ticks(sc, 0.0, &tk);
     int w = 0;
     for (int i = 0; i < tk.n; i++) w = vz_imax(w, vz_text_len(c, tk.s[i], c->fpx));
     w += (int)lround(c->fpx * 0.3) + c->pad / 2 + c->lw;
-    if (sc->label && sc->label[0]) w += c->pad / 2 + c->lh;
+    if (sc->label && sc->label[0] && lines >= 0) w += c->pad / 2 + vz_imax(lines, 1) * c->lh;
+    if (sc->label && sc->label[0] && lines < 0) /* over the bar, from its left edge */
+        w = vz_imax(w, vz_text_len(c, sc->label, c->fpx) - bar_w);
     return w;
+}
+
+int vz_colorbar_label_lines(vz_ctx *c, const vz_scale *sc, int len)
+{
+    if (!sc->label || !sc->label[0]) return 0;
+    if (vz_widest_word(c, sc->label, c->fpx) > len) return -1;
+    char line[256];
+    size_t at = 0;
+    int k = 0;
+    while (wrap_next(c, sc->label, &at, len, line, sizeof line)) k++;
+    return k;
 }
 
 int vz_grey_accents(const vz_ctx *c)
