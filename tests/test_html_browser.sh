@@ -46,6 +46,8 @@
 #     the number of edges drawn, a positive and a negative edge have viz's
 #     diverging ends as the browser computes them, a click or Enter on a head
 #     shows its pattern in viridis; its faithfulness curve on a log x axis;
+#   - the same circuit's folder without its attention, beside a folder of the
+#     same model (2 x 4, d_model 16) holding it: the head's click draws it;
 #   - 12 layers x 12 heads x 256 tokens (a model trained 2 steps): the page
 #     loads, 30 token hovers, 30 grid hovers and 6 clicks run without a page
 #     error (its load time and longest frame, input to paint, are measured by
@@ -284,6 +286,25 @@ PYEOF
 run 0 graph_view view "$TMP/graph" --out "$TMP/graph.html"
 check --page "$TMP/graph.html" --graph "$TMP/graph/graph.json" --json "$TMP/graph/attention.json" \
     --shot "$ART/circuit_graph.png"
+# the same circuit with its attention in another folder of the same model
+# (2 x 4, d_model 16) on the page: a head's click finds it there
+mkdir "$TMP/graph_only" "$TMP/graph_att"
+cp "$TMP/graph/graph.json" "$TMP/graph/faithfulness_curve.json" "$TMP/graph_only/"
+cp "$TMP/graph/attention.json" "$TMP/graph_att/"
+"$PY" - "$TMP/graph" "$TMP/graph_only" "$TMP/graph_att" <<'PYEOF'
+import json, os, sys
+src, only, att = sys.argv[1:4]
+idx = json.load(open(os.path.join(src, "index.json")))
+files = [f for f in idx["files"] if f["file"] != "attention.json"]
+json.dump(dict(idx, files=files), open(os.path.join(only, "index.json"), "w"))
+json.dump({"generator": "headscope test inspect", "command": "inspect",
+           "config": {"n_layers": 2, "n_heads": 4, "d_model": 16},
+           "files": [{"file": "attention.json", "format": "json", "shows": "attention of prompt 0"}]},
+          open(os.path.join(att, "index.json"), "w"))
+PYEOF
+run 0 graph_elsewhere view "$TMP/graph_only" "$TMP/graph_att" --out "$TMP/graph2.html"
+check --page "$TMP/graph2.html" --graph "$TMP/graph/graph.json" --json "$TMP/graph_att/attention.json" \
+    --shot "$ART/circuit_graph_elsewhere.png"
 
 # 12 layers x 12 heads x 256 tokens
 B="$TMP/big.safetensors"

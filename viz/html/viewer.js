@@ -605,6 +605,27 @@
   var bars = FIGS.bars, predictions = FIGS.predictions, matrix = FIGS.matrix, lines = FIGS.lines;
 
   /* ---- one run (one output folder) ---- */
+  /* the same model, as far as two configs both say: layers and heads, and
+     d_model, d_vocab, n_ctx where both name them */
+  function sameModel(a, b) {
+    if (!a || !b || !a.n_layers || !a.n_heads) return false;
+    return ['n_layers', 'n_heads', 'd_model', 'd_vocab', 'n_ctx'].every(function (k) {
+      return a[k] === undefined || b[k] === undefined || a[k] === b[k];
+    }) && b.n_layers !== undefined && b.n_heads !== undefined;
+  }
+  /* the first attention file (with head names and tokens) of any folder on
+     the page whose model is CFG's (a graph's cfg) */
+  function attentionOf(cfg) {
+    for (var i = 0; i < DATA.runs.length; i++) {
+      var r = DATA.runs[i], files = r.files || {}, stems = Object.keys(files);
+      for (var j = 0; j < stems.length; j++) {
+        var a = files[stems[j]];
+        if (a && a.attention && a.attention_head_names && a.tokens &&
+            sameModel(cfg, (r.index && r.index.config) || a.config)) return a;
+      }
+    }
+    return null;
+  }
   function shows(run, stem) {
     var files = (run.index && run.index.files) || [];
     for (var i = 0; i < files.length; i++) if (files[i].file === stem + '.json') return files[i].shows;
@@ -625,6 +646,7 @@
       if (!f || !f.cfg || !f.nodes || !f.edges || Array.isArray(f.nodes)) return;
       var att = null;
       stems.forEach(function (s2) { var a = files[s2]; if (!att && a.attention && a.attention_head_names && a.tokens) att = a; });
+      if (!att) att = attentionOf(f.cfg); /* another folder on the page, of the same model */
       sec.appendChild(hsCircuitView(f, att, { el: el, tip: tip, fmt: fmt, word: word, css: css, rgbAt: rgbAt, CMAPS: CMAPS,
         unpack: unpack, canvas: canvas, patternImage: patternImage,
         select: function (l, h, m) { if (SHARED.views.length) select(l, h, m); } }));
