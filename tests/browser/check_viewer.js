@@ -295,7 +295,8 @@ async function checkCircuit(page, result) {
   rep.heads.forEach((h) => {
     const r = rows.find((x) => x[0] === h.name);
     if (!r) fail(`no evidence row for ${h.name}`);
-    const pts = (100 * h.mean_ablation.drop.crosser).toFixed(2);
+    /* the page writes a negative number with U+2212, as the figures do */
+    const pts = (100 * h.mean_ablation.drop.crosser).toFixed(2).replace('-', '\u2212');
     if (r[ca] !== pts) fail(`${h.name}: ablation drop shown as ${r[ca]}, the report's ${h.mean_ablation.drop.crosser} is ${pts} points`);
     const a = h.attention_at_14;
     const isKey = feat && Math.abs(a.crosser.adjective - a.crossed.adjective) >= akd;
