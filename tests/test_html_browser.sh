@@ -172,8 +172,7 @@ run 0 wet_only inspect --model "$M" --sentence "$WET" --only L1H1,L0H2 --out "$T
 run 0 other_train train --out "$TMP/o.safetensors" --layers 1 --heads 2 --d-model 16 --steps 2 --eval-every 0
 run 0 other inspect --model "$TMP/o.safetensors" --sentence "$WET" --out "$TMP/other" --format json
 run 0 by_name view "$TMP/tired" "$TMP/wet_only" "$TMP/other" --out "$TMP/by_name.html"
-viewer --page "$TMP/by_name.html" --pin L1H1 --models 2
-viewer --page "$TMP/by_name.html" --pin L0H0,missing:1 --shot "$ART/view_by_name.png"
+viewer --page "$TMP/by_name.html" --pin "L1H1;L0H0,missing:1" --models 2 --shot "$ART/view_by_name.png"
 # a file headscope did not write is not overwritten
 mkdir "$TMP/f" && cp "$TMP/tired/"*.json "$TMP/f/" && echo "mine" >"$TMP/f/index.html"
 "$PY" - "$TMP/f/index.json" <<'PYEOF'

@@ -28,9 +28,9 @@
  *     large head's status names the head shown, with its value, after the
  *     head changes.
  *   --heading TEXT: the page's <h1> says TEXT.
- *   --pin L1H1[,missing:I:J]: pinning L1H1 in the first folder shows L1H1
- *     in every compare panel, matched by name; panels I, J say "not in this
- *     folder" instead.
+ *   --pin L1H1[,missing:I:J][;L0H0...]: pinning L1H1 in the first folder
+ *     shows L1H1 in every compare panel, matched by name; panels I, J say
+ *     "not in this folder" instead (each spec after ';' pinned in turn).
  *   --models N: the folders are of N models, compared only within a model,
  *     each compare section named by its model, one line naming them all.
  *   --circuit REPORT.json (a Winograd circuit with an adjective-key route):
@@ -387,7 +387,7 @@ async function checkModels(page, n, result) {
     }
     if (args.keys) await checkKeys(page, result);
     if (args.circuit) await checkCircuit(page, result);
-    if (args.pin) await checkPin(page, String(args.pin), result);
+    if (args.pin) for (const spec of String(args.pin).split(';')) await checkPin(page, spec, result);
     if (args.models) await checkModels(page, Number(args.models), result);
     if (args.heading) {
       const h1 = await page.$eval('h1', (e) => e.textContent);
