@@ -29,6 +29,10 @@
 #     page's heading names both folders (check_viewer.js --heading);
 #   - a circuit whose route has an adjective-key head: that head's roles cell
 #     says so, and ablation drops are in points (check_viewer.js --circuit);
+#   - view tired wet_only other (wet_only: inspect --only L1H1,L0H2; other: a
+#     1 x 2 model): pinning L1H1 shows L1H1 in tired's and wet_only's compare
+#     panels, pinning L0H0 says wet_only has none; other is compared with
+#     neither, and the page names both models (check_viewer.js --pin, --models);
 #   - view DIR DIR (tired + wet) makes one page that passes the same checks,
 #     and index.html is listed in the first folder's index.json;
 #   - circuit --format html: every patching cell is its value through the
@@ -42,6 +46,8 @@
 #     the number of edges drawn, a positive and a negative edge have viz's
 #     diverging ends as the browser computes them, a click or Enter on a head
 #     shows its pattern in viridis; its faithfulness curve on a log x axis;
+#   - the same circuit's folder without its attention, beside a folder of the
+#     same model (2 x 4, d_model 16) holding it: the head's click draws it;
 #   - 12 layers x 12 heads x 256 tokens (a model trained 2 steps): the page
 #     loads, 30 token hovers, 30 grid hovers and 6 clicks run without a page
 #     error (its load time and longest frame, input to paint, are measured by
@@ -158,6 +164,15 @@ check_folder "$TMP/wet"
 run 0 view2 view "$TMP/wet" "$TMP/tired"
 check_folder "$TMP/wet" index.html
 check --page "$TMP/wet/index.html" --json "$TMP/wet/attention_grid.json" --shot "$ART/view_wet_tired.png"
+# heads compared by name: wet with only L1H1 and L0H2 beside tired (2 x 4):
+# pinning L1H1 shows wet's L1H1, pinning L0H0 says wet has none (never
+# wet's second pattern, L0H2); a folder of another model (1 x 2, 2 steps)
+# is compared with neither, and the page names the two models
+run 0 wet_only inspect --model "$M" --sentence "$WET" --only L1H1,L0H2 --out "$TMP/wet_only" --format json
+run 0 other_train train --out "$TMP/o.safetensors" --layers 1 --heads 2 --d-model 16 --steps 2 --eval-every 0
+run 0 other inspect --model "$TMP/o.safetensors" --sentence "$WET" --out "$TMP/other" --format json
+run 0 by_name view "$TMP/tired" "$TMP/wet_only" "$TMP/other" --out "$TMP/by_name.html"
+viewer --page "$TMP/by_name.html" --pin "L1H1;L0H0,missing:1" --models 2 --shot "$ART/view_by_name.png"
 # a file headscope did not write is not overwritten
 mkdir "$TMP/f" && cp "$TMP/tired/"*.json "$TMP/f/" && echo "mine" >"$TMP/f/index.html"
 "$PY" - "$TMP/f/index.json" <<'PYEOF'
@@ -270,6 +285,25 @@ PYEOF
 run 0 graph_view view "$TMP/graph" --out "$TMP/graph.html"
 check --page "$TMP/graph.html" --graph "$TMP/graph/graph.json" --json "$TMP/graph/attention.json" \
     --shot "$ART/circuit_graph.png"
+# the same circuit with its attention in another folder of the same model
+# (2 x 4, d_model 16) on the page: a head's click finds it there
+mkdir "$TMP/graph_only" "$TMP/graph_att"
+cp "$TMP/graph/graph.json" "$TMP/graph/faithfulness_curve.json" "$TMP/graph_only/"
+cp "$TMP/graph/attention.json" "$TMP/graph_att/"
+"$PY" - "$TMP/graph" "$TMP/graph_only" "$TMP/graph_att" <<'PYEOF'
+import json, os, sys
+src, only, att = sys.argv[1:4]
+idx = json.load(open(os.path.join(src, "index.json")))
+files = [f for f in idx["files"] if f["file"] != "attention.json"]
+json.dump(dict(idx, files=files), open(os.path.join(only, "index.json"), "w"))
+json.dump({"generator": "headscope test inspect", "command": "inspect",
+           "config": {"n_layers": 2, "n_heads": 4, "d_model": 16},
+           "files": [{"file": "attention.json", "format": "json", "shows": "attention of prompt 0"}]},
+          open(os.path.join(att, "index.json"), "w"))
+PYEOF
+run 0 graph_elsewhere view "$TMP/graph_only" "$TMP/graph_att" --out "$TMP/graph2.html"
+check --page "$TMP/graph2.html" --graph "$TMP/graph/graph.json" --json "$TMP/graph_att/attention.json" \
+    --shot "$ART/circuit_graph_elsewhere.png"
 
 # 12 layers x 12 heads x 256 tokens
 B="$TMP/big.safetensors"

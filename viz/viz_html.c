@@ -18,9 +18,11 @@ extern const char vz_html_css[];
 extern const char vz_html_body[];
 extern const char vz_html_graph_js[];
 extern const char vz_html_report_js[];
+extern const char vz_html_figs_js[];
 extern const char vz_html_js[];
-extern const char vz_html_graph_js_sha256[]; /* SHA-256 in hex of the three scripts */
+extern const char vz_html_graph_js_sha256[]; /* SHA-256 in hex of the four scripts */
 extern const char vz_html_report_js_sha256[];
+extern const char vz_html_figs_js_sha256[];
 extern const char vz_html_js_sha256[];
 
 /* ---- packed attention -------------------------------------------------- */
@@ -673,6 +675,8 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
     hs_buf_puts(&b, " ");
     hashed = hashed && put_hash_source(&b, vz_html_report_js_sha256);
     hs_buf_puts(&b, " ");
+    hashed = hashed && put_hash_source(&b, vz_html_figs_js_sha256);
+    hs_buf_puts(&b, " ");
     hashed = hashed && put_hash_source(&b, vz_html_js_sha256);
     hs_buf_puts(&b, "; style-src 'unsafe-inline'; img-src data:; form-action 'none'; base-uri 'none'\">\n"
                     "<title>");
@@ -689,6 +693,8 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
     hs_buf_puts(&b, vz_html_graph_js); /* defines hsCircuitView, which viewer.js calls */
     hs_buf_puts(&b, "</script>\n<script>");
     hs_buf_puts(&b, vz_html_report_js); /* defines hsCircuitReport, which viewer.js calls */
+    hs_buf_puts(&b, "</script>\n<script>");
+    hs_buf_puts(&b, vz_html_figs_js); /* defines hsFigures, which viewer.js calls */
     hs_buf_puts(&b, "</script>\n<script>");
     hs_buf_puts(&b, vz_html_js);
     hs_buf_puts(&b, "</script>\n</body>\n</html>\n");

@@ -28,6 +28,11 @@
  *     large head's status names the head shown, with its value, after the
  *     head changes.
  *   --heading TEXT: the page's <h1> says TEXT.
+ *   --pin L1H1[,missing:I:J][;L0H0...]: pinning L1H1 in the first folder
+ *     shows L1H1 in every compare panel, matched by name; panels I, J say
+ *     "not in this folder" instead (each spec after ';' pinned in turn).
+ *   --models N: the folders are of N models, compared only within a model,
+ *     each compare section named by its model, one line naming them all.
  *   --circuit REPORT.json (a Winograd circuit with an adjective-key route):
  *     the evidence table's ablation drops are the report's in points, and
  *     exactly the heads the route's adjective-key rule names have that role.
@@ -290,7 +295,8 @@ async function checkCircuit(page, result) {
   rep.heads.forEach((h) => {
     const r = rows.find((x) => x[0] === h.name);
     if (!r) fail(`no evidence row for ${h.name}`);
-    const pts = (100 * h.mean_ablation.drop.crosser).toFixed(2);
+    /* the page writes a negative number with U+2212, as the figures do */
+    const pts = (100 * h.mean_ablation.drop.crosser).toFixed(2).replace('-', '\u2212');
     if (r[ca] !== pts) fail(`${h.name}: ablation drop shown as ${r[ca]}, the report's ${h.mean_ablation.drop.crosser} is ${pts} points`);
     const a = h.attention_at_14;
     const isKey = feat && Math.abs(a.crosser.adjective - a.crossed.adjective) >= akd;
@@ -299,6 +305,52 @@ async function checkCircuit(page, result) {
   });
   if (!keyed) fail('no head of the report is an adjective-key head: the check checks nothing');
   result.adjective_key_heads = keyed;
+}
+
+/* --pin L1H1[,missing:L0H0]: pin each head in the first folder's view; every
+   compare panel shows that head by name, or says it is not in its folder
+   (the folders named after "missing:" by their index on the page) */
+async function checkPin(page, spec, result) {
+  const [name, missing] = spec.split(',');
+  const miss = missing ? missing.replace(/^missing:/, '').split(':').map(Number) : [];
+  const m = /^L(\d+)H(\d+)$/.exec(name);
+  if (!m) fail(`--pin ${spec}: not L<l>H<h>`);
+  const shown = await page.evaluate((l, h) => {
+    window.hsViewer.select(l, h, 'head');
+    const pin = [...document.querySelectorAll('button')].find((b) => b.textContent === 'pin this head');
+    pin.click();
+    return [...document.querySelectorAll('figure.compare canvas.head')].map((c) =>
+      [c.dataset.name, c.dataset.missing, c.closest('figure').querySelector('h3').textContent]);
+  }, Number(m[1]), Number(m[2]));
+  if (shown.length < 2) fail(`${shown.length} compare panels`);
+  shown.forEach(([n, mi, cap], i) => {
+    if (n !== name) fail(`compare panel ${i} shows ${n} (${cap}) with ${name} pinned`);
+    const want = miss.includes(i);
+    if ((mi === '1') !== want) fail(`compare panel ${i}: ${want ? 'shows a head its folder lacks' : 'says its head is missing'} (${cap})`);
+    if (want && !cap.includes('not in this folder')) fail(`compare panel ${i}'s caption '${cap}' does not say the head is missing`);
+  });
+  result['pin_' + name] = shown.map((s) => s[2]);
+}
+
+/* --models N: the page's folders are of N models: one compare section per
+   model holding two or more folders, each holding folders of one model only,
+   and a line naming the N models */
+async function checkModels(page, n, result) {
+  const st = await page.evaluate(() => {
+    const runs = window.hsViewer.views.map((v) => v.model);
+    const secs = [...document.querySelectorAll('section.compare-model')].map((s) =>
+      [s.dataset.model, s.querySelector('h2').textContent, s.querySelectorAll('canvas.head').length]);
+    const note = document.querySelector('p.note');
+    return { models: [...new Set(runs)].length, secs, note: note ? note.textContent : null };
+  });
+  if (st.models !== n) fail(`the views are of ${st.models} models, expected ${n}`);
+  if (n > 1 && (!st.note || !st.note.includes(n + ' different models'))) fail(`no line says the folders hold ${n} models: ${st.note}`);
+  for (const [key, h2, k] of st.secs) {
+    const views = await page.evaluate((key) => window.hsViewer.views.filter((v) => v.model === key).length, key);
+    if (views !== k) fail(`the compare section '${h2}' has ${k} panels for ${views} folders of its model`);
+    if (n > 1 && !/ of .* \(\d+ layers x \d+ heads\)/.test(h2)) fail(`the compare section '${h2}' does not name its model`);
+  }
+  result.models = st;
 }
 
 (async () => {
@@ -335,6 +387,8 @@ async function checkCircuit(page, result) {
     }
     if (args.keys) await checkKeys(page, result);
     if (args.circuit) await checkCircuit(page, result);
+    if (args.pin) for (const spec of String(args.pin).split(';')) await checkPin(page, spec, result);
+    if (args.models) await checkModels(page, Number(args.models), result);
     if (args.heading) {
       const h1 = await page.$eval('h1', (e) => e.textContent);
       if (h1 !== args.heading) fail(`the page's heading is '${h1}', expected '${args.heading}'`);
@@ -354,6 +408,7 @@ async function checkCircuit(page, result) {
     }
     if (args.long !== undefined) await checkLong(browser, page, Number(args.long), result);
     if (args.bidi !== undefined) await checkBidi(page, Number(args.bidi), result);
+    if (args.shot) await page.screenshot({ path: args.shot, fullPage: true });
     if (errors.length) fail('errors in the page: ' + errors.join(' | '));
     console.log(JSON.stringify(result));
   } finally {

@@ -6,7 +6,8 @@
  * view (hover or focus a token: its attention row as shading and lines, the
  * numbers beside it), bars, matrices, the circuit's verdicts and evidence
  * (viewer_report.js, hsCircuitReport), and a found circuit's graph
- * (viewer_graph.js, hsCircuitView).
+ * (viewer_graph.js, hsCircuitView); bars, matrices and line plots are
+ * viewer_figs.js (hsFigures).
  * Plain ES2017 for current Chromium and Firefox; no library, no request.
  * Colours come only from the colour tables in the data (viz_color.c's), with
  * the PNG figures' rule: index = round(clamp(t, 0, 1) * 255).
@@ -55,12 +56,15 @@
     return cp.length > MAX_LABEL ? cp.slice(0, MAX_LABEL - 1).join('') + '…' : String(t);
   }
   function word(t) { return whole(short(t)); }
-  function fmt(v, d) { return v === null || v === undefined ? '–' : Number(v).toFixed(d === undefined ? 3 : d); }
+  /* a number as the page writes it: a negative one with U+2212 (the figures' minus), never ASCII "-" */
+  function fmt(v, d) {
+    return v === null || v === undefined ? '–' : Number(v).toFixed(d === undefined ? 3 : d).replace('-', '\u2212');
+  }
   /* a signed value as the figures write it (viz's vz_minus_sign): "+" or U+2212, none on a value that rounds to 0 */
   function signed(v, d) {
     var t = fmt(v, d);
-    if (/^-?0(\.0+)?$/.test(t)) return t.replace('-', '');
-    return (v > 0 ? '+' : '') + t.replace('-', '\u2212');
+    if (/^\u2212?0(\.0+)?$/.test(t)) return t.replace('\u2212', '');
+    return (v > 0 ? '+' : '') + t;
   }
 
   /* ---- small DOM helpers ---- */
@@ -193,6 +197,17 @@
   }
 
   /* ---- the attention view of one run (inspect's attention_grid) ---- */
+  /* which model a folder's patterns are of: its index's config (every field), else
+     the attention file's layers x heads; folders of different models are never
+     compared head for head */
+  function modelKey(run, cfg) {
+    var c = (run.index && run.index.config) || cfg || {};
+    return JSON.stringify(Object.keys(c).sort().map(function (k) { return [k, c[k]]; }));
+  }
+  function modelName(v) {
+    var idx = v.run.index || {}, base = idx.model ? String(idx.model).split('/').filter(Boolean).pop() : 'model';
+    return base + ' (' + v.L + ' layers x ' + v.H + ' heads)';
+  }
   var SHARED = { views: [], layer: 0, head: 0, mode: 'head', pinned: null };
 
   function AttentionView(run, file) {
@@ -214,6 +229,7 @@
     var q = typeof file.query_position === 'number' ? file.query_position - this.first : A.T - 1;
     this.dest = Math.max(0, Math.min(A.T - 1, q));
     this.run = run;
+    this.model = modelKey(run, cfg);
     var T = A.T, TT = T * T;
     this.images = [];
     for (var k = 0; k < A.H; k++) this.images.push(patternImage(A.a, k * TT, T, this.causal));
@@ -237,10 +253,24 @@
   AttentionView.prototype.headName = function (l, h) {
     return this.names[l * this.H + h] || ('L' + l + 'H' + h);
   };
-  /* the pattern shown: {a, off, name} for the selected head or its layer's mean */
+  /* the index of head NAME ("L1H1") in this view's patterns, or -1 */
+  AttentionView.prototype.find = function (name) {
+    if (this.named) return this.names.indexOf(name);
+    var m = /^L(\d+)H(\d+)$/.exec(name);
+    return m && +m[1] < this.L && +m[2] < this.H ? +m[1] * this.H + +m[2] : -1;
+  };
+  /* the pattern shown: {a, off, name} for the selected head or its layer's mean;
+     the pinned one (pin) is matched by name in views of the pin's model, and is
+     {missing: true, name} where this folder lacks that head */
   AttentionView.prototype.current = function (pin) {
-    var l = SHARED.layer, h = SHARED.head, mode = SHARED.mode;
-    if (pin && SHARED.pinned) { l = SHARED.pinned.layer; h = SHARED.pinned.head; mode = SHARED.pinned.mode; }
+    var l = SHARED.layer, h = SHARED.head, mode = SHARED.mode, P = SHARED.pinned;
+    if (pin && P && P.model === this.model) {
+      if (P.mode === 'mean' && !this.named && P.layer < this.L)
+        return { a: this.means[P.layer].a, off: 0, img: this.means[P.layer].img, name: 'L' + P.layer + ' mean of ' + this.H + ' heads' };
+      var kp = P.mode === 'mean' ? -1 : this.find(P.name);
+      if (kp < 0) return { missing: true, name: P.mode === 'mean' ? 'L' + P.layer + ' mean' : P.name };
+      return { a: this.A.a, off: kp * this.T * this.T, img: this.images[kp], name: this.names[kp] || P.name };
+    }
     if (l >= this.L) l = this.L - 1;
     if (h >= this.H) h = this.H - 1;
     if (mode === 'mean')
@@ -370,6 +400,16 @@
       var cur = self.current(pin), g = cv.g;
       if (said) say(said.d, said.s, null); /* the cell of the head shown now */
       g.clearRect(0, 0, w, h);
+      cv.c.setAttribute('data-name', cur.name);
+      cv.c.setAttribute('data-missing', cur.missing ? '1' : '0');
+      if (cur.missing) {
+        g.fillStyle = '#222';
+        g.font = '14px sans-serif';
+        g.textAlign = 'center';
+        g.fillText(cur.name + ': not in this folder', w / 2, h / 2);
+        cv.c.setAttribute('aria-label', cur.name + ': not in this folder');
+        return;
+      }
       g.imageSmoothingEnabled = false;
       g.drawImage(cur.img, ml, mt, T * cell, T * cell);
       g.fillStyle = '#222';
@@ -390,10 +430,10 @@
       if (document.activeElement === cv.c) cursorFrame(g, ml + cursor.c * cell, mt + cursor.r * cell, cell);
       cv.c.setAttribute('aria-label', cur.name + ': attention pattern over ' + T + ' tokens, rows = destination, ' +
         'columns = source. Focus and use the arrow keys to read cells.');
-      cv.c.setAttribute('data-name', cur.name);
     }
     function say(d, s, ev) {
       var cur = self.current(pin), masked = self.causal && s > d;
+      if (cur.missing) { status.textContent = cur.name + ': not in this folder'; said = null; return; }
       var text = cur.name + ' · ' + self.show[d] + ' (' + (d + self.first) + ') → ' + self.show[s] + ' (' +
         (s + self.first) + '): ' + (masked ? 'masked' : fmt(self.value(cur, d, s)));
       status.textContent = text;
@@ -433,7 +473,9 @@
     modeHead.addEventListener('click', function () { select(SHARED.layer, SHARED.head, 'head'); });
     modeMean.addEventListener('click', function () { select(SHARED.layer, SHARED.head, 'mean'); });
     pinBtn.addEventListener('click', function () {
-      SHARED.pinned = { layer: SHARED.layer, head: SHARED.head, mode: SHARED.mode };
+      /* by name, for the folders of this view's model (the head shown here) */
+      SHARED.pinned = { layer: Math.min(SHARED.layer, self.L - 1), mode: SHARED.mode, model: self.model,
+        name: self.current().name };
       SHARED.views.forEach(function (v) { v.update(); });
     });
     this.modeButtons = [modeHead, modeMean];
@@ -555,181 +597,35 @@
     SHARED.views.forEach(function (v) { v.update(); });
   }
 
-  /* ---- bars, predictions, matrices ---- */
-  function bars(file, caption) {
-    var vals = file.values, labs = file.labels, n = vals.length, m = 0;
-    vals.forEach(function (v) { m = Math.max(m, Math.abs(v)); });
-    if (!(m > 0)) m = 1;
-    var neg = vals.some(function (v) { return v < 0; }), zero = neg ? 50 : 0;
-    var dec = Math.max(0, Math.min(4, 2 - Math.floor(Math.log10(m))));
-    var g = el('div', { cls: 'bars', role: 'table', 'aria-label': file.title || 'bars' });
-    for (var i = 0; i < n; i++) {
-      var v = vals[i], w = Math.abs(v) / m * (neg ? 50 : 100);
-      var bar = el('div', { cls: 'bar' });
-      bar.style.left = (v < 0 ? zero - w : zero) + '%';
-      bar.style.width = w + '%';
-      bar.style.background = css(v < 0 ? BAR_NEG : BAR_POS);
-      var z = el('div', { cls: 'zero' });
-      z.style.left = zero + '%';
-      g.appendChild(el('div', { cls: 'lab', role: 'rowheader', title: whole(labs[i]) }, [el('bdi', { text: short(labs[i]) })]));
-      g.appendChild(el('div', { cls: 'track', title: whole(labs[i]) + ': ' + fmt(v, dec) }, [z, bar]));
-      g.appendChild(el('div', { cls: 'val', role: 'cell', text: signed(v, dec) }));
-    }
-    return el('figure', { cls: 'panel' }, [el('h3', { text: file.title || '' }), g,
-      el('figcaption', { text: (file.xlabel ? file.xlabel + '. ' : '') + (caption || '') })]);
-  }
-  function predictions(file) {
-    var t = el('table', {}, [el('caption', { text: 'top predictions at position ' + file.query_position +
-      ' (' + word(file.query_token) + ')' }), el('tr', {}, [el('th', { text: 'token' }), el('th', { text: 'probability' }),
-      el('th', { text: 'logit' })])]);
-    file.predictions.forEach(function (p) {
-      t.appendChild(el('tr', {}, [el('td', { title: whole(p.token) }, [el('bdi', { text: short(p.token) })]), el('td', { text: fmt(p.prob, 4) }),
-        el('td', { text: fmt(p.logit, 3) })]));
-    });
-    return el('figure', { cls: 'panel' }, [el('h3', { text: 'Predictions' }), t]);
-  }
-
-  /* A matrix heatmap; signed data on the diverging map over [-max|v|, max|v|],
-   * non-negative on the attention map from 0 (to 1, or the maximum above 1). */
-  function matrix(stem, file, caption) {
-    var V = file.values, R = V.length, C = V[0].length, mn = 0, mx = 0;
-    V.forEach(function (r) { r.forEach(function (v) { if (v !== null) { mn = Math.min(mn, v); mx = Math.max(mx, v); } }); });
-    /* the figure's own scale when its JSON says it (colour_scale), else the
-       figures' auto rule: signed data symmetric about 0, non-negative from 0 */
-    var cs = file.colour_scale || { cmap: mn < 0 ? 'diverging' : DATA.cmap, range: 'auto' };
-    var signed = cs.cmap === 'diverging', lim = Math.max(Math.abs(mn), Math.abs(mx)) || 1;
-    var lo = signed ? -lim : 0, hi = signed ? lim : (mx > 0 ? mx : 1), map = CMAPS[cs.cmap] || ATT_MAP;
-    if (cs.range === 'fixed') { lo = cs.vmin; hi = cs.vmax; }
-    var cell = Math.max(4, Math.min(28, Math.floor(560 / C)));
-    var probe = document.createElement('canvas').getContext('2d');
-    probe.font = '12px sans-serif';
-    var rw = 0, cw = 0, rl = (file.row_labels || []).map(word), cl = (file.col_labels || []).map(word);
-    rl.forEach(function (t) { rw = Math.max(rw, probe.measureText(t).width); });
-    cl.forEach(function (t) { cw = Math.max(cw, probe.measureText(t).width); });
-    var ml = Math.ceil(rw) + 8, mt = Math.ceil(cw) + 8, w = ml + C * cell + 4, h = mt + R * cell + 4;
-    var cv = canvas(w, h, (file.title || stem) + ': ' + R + ' x ' + C + ' matrix; focus and use the arrow keys to read values');
-    cv.c.id = 'fig-' + stem;
-    cv.c.setAttribute('data-x0', ml);
-    cv.c.setAttribute('data-y0', mt);
-    cv.c.setAttribute('data-cell', cell);
-    var g = cv.g, status = el('p', { cls: 'status', 'aria-live': 'polite' }), hl = null;
-    function draw() {
-      g.clearRect(0, 0, w, h);
-      for (var i = 0; i < R; i++)
-        for (var j = 0; j < C; j++) {
-          var v = V[i][j];
-          g.fillStyle = css(v === null ? MASKED : rgbAt(map, cindex((v - lo) / (hi - lo))));
-          g.fillRect(ml + j * cell, mt + i * cell, cell, cell);
-        }
-      g.fillStyle = '#222';
-      g.font = '12px sans-serif';
-      g.textAlign = 'right';
-      var every = Math.max(1, Math.ceil(13 / cell));
-      for (var r = 0; r < R; r += every) g.fillText(rl[r], ml - 4, mt + r * cell + cell / 2 + 4);
-      g.save();
-      g.translate(ml, mt - 4);
-      g.rotate(-Math.PI / 2);
-      g.textAlign = 'left';
-      for (var c = 0; c < C; c += every) g.fillText(cl[c], 0, c * cell + cell / 2 + 4);
-      g.restore();
-      if (hl) {
-        g.strokeStyle = '#c0392b';
-        g.lineWidth = 2;
-        hl.forEach(function (r) { g.strokeRect(ml - 1, mt + r * cell - 1, C * cell + 2, cell + 2); });
-      }
-      if (document.activeElement === cv.c) cursorFrame(g, ml + cur.c * cell, mt + cur.r * cell, cell);
-    }
-    function say(i, j, ev) {
-      var v = V[i][j];
-      var text = rl[i] + ' · ' + cl[j] + ': ' + (v === null ? 'not reported' : fmt(v));
-      status.textContent = text;
-      if (ev) tip(text, ev.clientX, ev.clientY);
-    }
-    var cur = { r: 0, c: 0 };
-    cv.c.addEventListener('mousemove', perFrame(function (ev) {
-      var r = cv.c.getBoundingClientRect();
-      var j = Math.floor((ev.clientX - r.left - ml) / cell), i = Math.floor((ev.clientY - r.top - mt) / cell);
-      if (i >= 0 && j >= 0 && i < R && j < C) say(i, j, ev); else tip(null);
-    }));
-    cv.c.addEventListener('mouseleave', function () { tip(null); });
-    cv.c.addEventListener('keydown', function (ev) {
-      if (arrowKey(ev, cur, R, C)) { say(cur.r, cur.c, null); draw(); }
-    });
-    onFocusChange(cv.c, draw);
-    draw();
-    var fig = el('figure', { cls: 'panel' }, [el('h3', { text: file.title || stem }),
-      el('div', { cls: 'scroll' }, [cv.c]), status,
-      colourBar(map, lo, hi, signed ? 'signed, 0 = white' : 'value'),
-      el('figcaption', { text: [file.ylabel ? 'rows: ' + file.ylabel : '', file.xlabel ? 'columns: ' + file.xlabel : '',
-        caption || ''].filter(Boolean).join('. ') })]);
-    fig.highlight = function (rows) { hl = rows; draw(); };
-    return fig;
-  }
-
-  /* Line plots over a shared x ({"x", "panels": [{"title", "ylabel",
-   * "series": [{"label", "y"}]}]}, e.g. timeline): one SVG per panel, the
-   * static figure's series colours, each point's value on hover/focus. */
-  var SERIES = table(PAGE.colormaps.series);
-  function lines(file, caption) {
-    var NS = 'http://www.w3.org/2000/svg', x = file.x, W = 520, Hh = 180, ml = 50, mr = 110, mt = 8, mb = 30;
-    /* "x_scale": "log" (e.g. faithfulness over circuit size): x in decades, ticks at powers of ten */
-    var lx = file.x_scale === 'log' ? Math.log10 : function (v) { return v; };
-    var xmin = lx(x[0]), xmax = lx(x[x.length - 1]) === xmin ? xmin + 1 : lx(x[x.length - 1]);
-    var xticks = [x[0], x[x.length - 1]], mark = typeof file.mark_y === 'number' ? file.mark_y : null;
-    if (file.x_scale === 'log')
-      for (var e = Math.ceil(xmin - 1e-6), xticks = []; e <= xmax + 1e-6; e++) xticks.push(Math.pow(10, e));
-    var box = el('figure', { cls: 'panel' }, [el('h3', { text: file.title || '' })]);
-    function sv(tag, attrs) {
-      var e = document.createElementNS(NS, tag);
-      Object.keys(attrs).forEach(function (k) { e.setAttribute(k, attrs[k]); });
-      return e;
-    }
-    file.panels.forEach(function (p) {
-      var lo = Infinity, hi = -Infinity;
-      p.series.forEach(function (s) { s.y.forEach(function (v) { if (v !== null) { lo = Math.min(lo, v); hi = Math.max(hi, v); } }); });
-      if (mark !== null) { lo = Math.min(lo, mark, 0); hi = Math.max(hi, mark); } /* the figure's y_cover */
-      if (!(hi > lo)) { lo -= 0.5; hi += 0.5; }
-      var pad = 0.05 * (hi - lo); lo -= pad; hi += pad;
-      var X = function (v) { return ml + (lx(v) - xmin) / (xmax - xmin) * (W - ml - mr); };
-      var Y = function (v) { return mt + (hi - v) / (hi - lo) * (Hh - mt - mb); };
-      var svg = sv('svg', { width: W, height: Hh, role: 'img', 'aria-label': (p.title || '') + ': ' + p.series.length + ' lines over ' + (file.xlabel || 'x') });
-      svg.appendChild(sv('rect', { x: ml, y: mt, width: W - ml - mr, height: Hh - mt - mb, fill: 'none', stroke: '#888' }));
-      [lo + pad, (lo + hi) / 2, hi - pad].forEach(function (v) {
-        var t = sv('text', { x: ml - 4, y: Y(v) + 4, 'text-anchor': 'end', 'font-size': 11 });
-        t.textContent = fmt(v, 2);
-        svg.appendChild(t);
-      });
-      if (mark !== null) svg.appendChild(sv('line', { x1: ml, x2: W - mr, y1: Y(mark), y2: Y(mark), stroke: '#909090', 'stroke-dasharray': '5 4' }));
-      xticks.forEach(function (v) {
-        var t = sv('text', { x: X(v), y: Hh - mb + 14, 'text-anchor': 'middle', 'font-size': 11 });
-        t.textContent = String(v);
-        svg.appendChild(t);
-      });
-      p.series.forEach(function (s, k) {
-        var col = css(rgbAt(SERIES, k % 10)), d = '', up = true;
-        s.y.forEach(function (v, i) {
-          if (v === null) { up = true; return; }
-          d += (up ? 'M' : 'L') + X(x[i]).toFixed(1) + ' ' + Y(v).toFixed(1) + ' ';
-          up = false;
-          var c = sv('circle', { cx: X(x[i]), cy: Y(v), r: 3, fill: col, tabindex: '0' });
-          var t = sv('title', {});
-          t.textContent = word(s.label) + ' at ' + (file.xlabel || 'x') + ' ' + x[i] + ': ' + fmt(v);
-          c.appendChild(t);
-          svg.appendChild(c);
-        });
-        svg.insertBefore(sv('path', { d: d, fill: 'none', stroke: col, 'stroke-width': 1.5 }), svg.children[1]);
-        var lg = sv('text', { x: W - mr + 8, y: mt + 12 + 13 * k, 'font-size': 11, fill: col });
-        lg.textContent = short(s.label);
-        svg.appendChild(lg);
-      });
-      box.appendChild(el('h3', { text: p.title || '' }));
-      box.appendChild(svg);
-    });
-    box.appendChild(el('figcaption', { text: [file.xlabel ? 'x: ' + file.xlabel : '', caption || ''].filter(Boolean).join('. ') }));
-    return box;
-  }
+  /* the figures of the other files (viewer_figs.js, hsFigures) */
+  var FIGS = hsFigures({ el: el, css: css, fmt: fmt, signed: signed, short: short, whole: whole, word: word,
+    tip: tip, canvas: canvas, CMAPS: CMAPS, BAR_NEG: BAR_NEG, BAR_POS: BAR_POS, perFrame: perFrame, arrowKey: arrowKey,
+    cursorFrame: cursorFrame, onFocusChange: onFocusChange, cindex: cindex, rgbAt: rgbAt, colourBar: colourBar,
+    ATT_MAP: ATT_MAP, MASKED: MASKED, DATA: DATA, PAGE: PAGE, table: table });
+  var bars = FIGS.bars, predictions = FIGS.predictions, matrix = FIGS.matrix, lines = FIGS.lines;
 
   /* ---- one run (one output folder) ---- */
+  /* the same model, as far as two configs both say: layers and heads, and
+     d_model, d_vocab, n_ctx where both name them */
+  function sameModel(a, b) {
+    if (!a || !b || !a.n_layers || !a.n_heads) return false;
+    return ['n_layers', 'n_heads', 'd_model', 'd_vocab', 'n_ctx'].every(function (k) {
+      return a[k] === undefined || b[k] === undefined || a[k] === b[k];
+    }) && b.n_layers !== undefined && b.n_heads !== undefined;
+  }
+  /* the first attention file (with head names and tokens) of any folder on
+     the page whose model is CFG's (a graph's cfg) */
+  function attentionOf(cfg) {
+    for (var i = 0; i < DATA.runs.length; i++) {
+      var r = DATA.runs[i], files = r.files || {}, stems = Object.keys(files);
+      for (var j = 0; j < stems.length; j++) {
+        var a = files[stems[j]];
+        if (a && a.attention && a.attention_head_names && a.tokens &&
+            sameModel(cfg, (r.index && r.index.config) || a.config)) return a;
+      }
+    }
+    return null;
+  }
   function shows(run, stem) {
     var files = (run.index && run.index.files) || [];
     for (var i = 0; i < files.length; i++) if (files[i].file === stem + '.json') return files[i].shows;
@@ -750,6 +646,7 @@
       if (!f || !f.cfg || !f.nodes || !f.edges || Array.isArray(f.nodes)) return;
       var att = null;
       stems.forEach(function (s2) { var a = files[s2]; if (!att && a.attention && a.attention_head_names && a.tokens) att = a; });
+      if (!att) att = attentionOf(f.cfg); /* another folder on the page, of the same model */
       sec.appendChild(hsCircuitView(f, att, { el: el, tip: tip, fmt: fmt, word: word, css: css, rgbAt: rgbAt, CMAPS: CMAPS,
         unpack: unpack, canvas: canvas, patternImage: patternImage,
         select: function (l, h, m) { if (SHARED.views.length) select(l, h, m); } }));
@@ -789,13 +686,27 @@
     app.appendChild(sec);
   }
 
-  /* two or more sentences: the pinned head side by side */
+  /* two or more sentences of one model: the pinned head side by side, matched
+     by name; folders of another model get their own section, never mixed */
   function renderCompare(app) {
-    var views = DATA.runs.map(function (r) { return r.view; }).filter(Boolean);
-    if (views.length < 2) return;
+    var views = DATA.runs.map(function (r) { return r.view; }).filter(Boolean), groups = [], byKey = {};
+    views.forEach(function (v) {
+      if (!byKey[v.model]) { byKey[v.model] = []; groups.push(byKey[v.model]); }
+      byKey[v.model].push(v);
+    });
+    var many = groups.length > 1, at = app.firstChild;
+    groups.forEach(function (g) {
+      if (g.length > 1) app.insertBefore(compareSection(g, many), at);
+    });
+    if (many)
+      app.insertBefore(el('p', { cls: 'sub note', text: 'These folders hold ' + groups.length + ' different models (' +
+        groups.map(function (g) { return modelName(g[0]); }).join('; ') + '): heads are compared only between folders of one model.' }), app.firstChild);
+  }
+  function compareSection(views, many) {
     var row = el('div', { cls: 'row' });
-    var sec = el('section', { cls: 'run' }, [el('h2', { text: 'Compare sentences: the pinned head' }),
-      el('p', { cls: 'sub', text: 'Pin a head with “pin this head” below; until then the selected head is shown.' }), row]);
+    var sec = el('section', { cls: 'run compare-model', 'data-model': views[0].model },
+      [el('h2', { text: 'Compare sentences' + (many ? ' of ' + modelName(views[0]) : '') + ': the pinned head' }),
+      el('p', { cls: 'sub', text: 'Pin a head with “pin this head” below; it is matched by name in each folder; until then the selected head is shown.' }), row]);
     views.forEach(function (v) {
       var fig = el('figure', { cls: 'panel compare' });
       var cap = el('h3');
@@ -803,12 +714,13 @@
       var draw = v.headCanvas(fig, true);
       v.drawPinned = function () {
         draw();
-        cap.textContent = v.current(true).name + ' · ' + v.show.join(' ');
+        var cur = v.current(true);
+        cap.textContent = cur.name + (cur.missing ? ' · not in this folder' : '') + ' · ' + v.show.join(' ');
       };
       v.drawPinned();
       row.appendChild(fig);
     });
-    app.insertBefore(sec, app.firstChild);
+    return sec;
   }
 
   var t0 = performance.now();
