@@ -22,7 +22,9 @@
  * (no peak of the CPU, no memory traffic). The full cache's 4.4 GB at GPT-2
  * small, 1,024 tokens (the patterns and scores alone 2 x 600 MB) are written
  * once a run whatever the forward does, so the full-cache ratio has a floor
- * above 1 set by the memory's write rate. The last position's roofline
+ * above 1 set by the memory's write rate (the timed runs reuse the cache's
+ * buffers and fault no page: `perf stat -e page-faults` counts the same at
+ * --runs 1 and 3). The last position's roofline
  * counts the whole T x T score and mix products, while that forward (no
  * observer) runs them in causal blocks of 64 rows, about 53% of them at
  * 1,024 tokens: that roofline is the looser of the two.
