@@ -18,6 +18,16 @@
  *            model reads it transposed).
  * The ratio forward / roofline is what issues 24 and 30 bound (1.3x with
  * the full cache, 1.2x for the last position's logits).
+ * What the rooflines leave out: both count FLOPs only at hs_sgemm's own rate
+ * (no peak of the CPU, no memory traffic). The full cache's 4.4 GB at GPT-2
+ * small, 1,024 tokens (the patterns and scores alone 2 x 600 MB) are written
+ * once a run whatever the forward does, so the full-cache ratio has a floor
+ * above 1 set by the memory's write rate (the timed runs reuse the cache's
+ * buffers and fault no page: `perf stat -e page-faults` counts the same at
+ * --runs 1 and 3). The last position's roofline
+ * counts the whole T x T score and mix products, while that forward (no
+ * observer) runs them in causal blocks of 64 rows, about 53% of them at
+ * 1,024 tokens: that roofline is the looser of the two.
  *
  * usage: bench_gpt2 PATH [--threads N] [--runs R] [--ctx T] [--json FILE]
  */
