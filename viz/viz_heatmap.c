@@ -151,6 +151,7 @@ typedef struct {
     int causal;
     const char *annot_fmt;
     const unsigned char *mask; /* [R, C] nonzero = masked, or NULL */
+    int thin; /* 1: every k-th row and column label, the smallest k the width allows (issue 35) */
 } vz_heat_spec;
 
 static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *sc,
@@ -169,10 +170,8 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     int cell_min = vz_imax(vz_label_pitch(c, rl, hs->R), vz_label_pitch(c, cl, hs->C));
     if (hs->annot_fmt)
         cell_min = vz_imax(cell_min, vz_annot_width(c, hs->data, hs->R * hs->C, hs->annot_fmt) + pad);
-    int title_w, title_h = vz_title_block(c, hs->title, &title_w);
     int ylab_w = hs->ylabel && hs->ylabel[0] ? vz_text_len(c, hs->ylabel, c->fpx) : 0;
     int xlab_w = hs->xlabel && hs->xlabel[0] ? vz_text_len(c, hs->xlabel, c->fpx) : 0;
-    int top = m + title_h + lh / 2;
     int left = m + (ylab_w ? lh + pad : 0) + rmax + pad + lw;
     int bw = vz_imax(lh, (int)lround(0.12 * c->o.dpi));
     int cgap = 2 * pad;
@@ -185,19 +184,43 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
        many lines as keep each within the bar, and the cells give up the
        width the extra lines take; with a word longer than the bar (a short
        map's "probability") the label lies level over the bar, the map one
-       line lower */
+       line lower. Thinned (hs->thin): labels at 0, k, 2k, ... on both axes
+       (the cells are square), k the smallest whose labels fit the cells the
+       width leaves; one note under the title names it */
     const int cb_min = 2 * lh; /* its end labels, centred on its ends, a line apart */
+    const int cell_min_all = cell_min;
     int cell = 0, lines = 1, cramped = 0;
+    size_t every = 1;
     for (int pass = 0; pass < 4; pass++) {
         int rest = left + lw + cgap + vz_imax(bw + lw + vz_colorbar_label_width(c, sc, lines, bw + lw), legend_w) + m;
         int avail = (int)lround(c->o.width_in * c->o.dpi) - c->fit->extra - rest;
         cell = avail / (int)nmax;
+        every = 1;
+        cell_min = cell_min_all;
+        if (hs->thin && !hs->annot_fmt && cell < cell_min) {
+            int c1 = cell < 1 ? 1 : cell;
+            every = (size_t)((cell_min + c1 - 1) / c1);
+            if (every > nmax) every = nmax;
+            cell_min = (cell_min + (int)every - 1) / (int)every;
+        }
         cramped = cell < cell_min;
         if (cramped) cell = cell_min;
         int need = vz_colorbar_label_lines(c, sc, vz_imax((int)hs->R * cell, cb_min));
         if (need == lines || (need >= 0 && need < lines) || (need < 0 && lines < 0)) break;
         lines = need < 0 ? -1 : need;
     }
+    char note[256];
+    if (every > 1) {
+        const char *sfx = every % 10 == 2 && every % 100 != 12 ? "nd"
+                        : every % 10 == 3 && every % 100 != 13 ? "rd" : "th";
+        snprintf(note, sizeof note, "%s%severy %zu%s label shown", c->o.note ? c->o.note : "",
+                 c->o.note ? "; " : "", every, sfx);
+        c->o.note = note;
+        cmax = 0;
+        for (size_t j = 0; j < hs->C; j += every) cmax = vz_imax(cmax, vz_text_len(c, cl[j], c->fpx));
+    }
+    int title_w, title_h = vz_title_block(c, hs->title, &title_w);
+    int top = m + title_h + lh / 2;
     if (cramped) c->fit->cramped = 1;
     if (lines < 0) top += VZ_CBAR_TITLE_H(c);
     if (title_w + 2 * m > (int)lround(c->o.width_in * c->o.dpi)) c->fit->cramped = 1;
@@ -206,16 +229,16 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     s = vz_add_heatmap(c, hs->data, hs->mask, hs->R, hs->C, left, top, cell, sc, hs->causal, 0,
                        hs->annot_fmt, "panel");
     /* row labels, right-aligned against the map */
-    for (size_t i = 0; i < hs->R && !s; i++) {
+    for (size_t i = 0; i < hs->R && !s; i += every) {
         int w = vz_text_len(c, rl[i], c->fpx);
         s = vz_add_text(c, rl[i], c->fpx, 0, left - lw - pad - w,
                         top + (int)i * cell + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, VZ_BLACK);
     }
     /* column labels: level and centred under their columns when each fits its
        column with a pad to spare (a layer x head matrix's "H0".."H3"), else
-       rotated, their ends against the map (tokens) */
-    int ybelow = top + PH + lw + pad, level = cmax + pad <= cell;
-    for (size_t j = 0; j < hs->C && !s; j++) {
+       rotated, their ends against the map (tokens); thinned, every k-th */
+    int ybelow = top + PH + lw + pad, level = cmax + pad <= cell * (int)every;
+    for (size_t j = 0; j < hs->C && !s; j += every) {
         if (level) {
             int w = vz_text_len(c, cl[j], c->fpx);
             s = vz_add_text(c, cl[j], c->fpx, 0, left + (int)j * cell + (cell - w) / 2, ybelow,
@@ -276,7 +299,7 @@ static hs_status build_attention(hs_viz_figure **out, const void *args, const hs
     if (s) return s;
     vz_heat_spec hs = {a->pattern, a->T, a->T, a->tokens, a->tokens, a->title,
                        "source (key)", "destination (query)", c.o.causal_mask,
-                       c.o.annotate ? "%.2f" : NULL, NULL};
+                       c.o.annotate ? "%.2f" : NULL, NULL, 0};
     s = heat_figure(&c, &hs, &sc, out, err);
     hs_viz_figure_destroy(c.f);
     return s;
@@ -316,6 +339,7 @@ typedef struct {
     const char *const *row_labels, *const *col_labels;
     const char *title, *xlabel, *ylabel;
     int seq; /* 0: signed (diverging, symmetric range); 1: non-negative (sequential, from 0) */
+    int thin; /* 1: every k-th label (vz_heat_spec.thin) */
 } vz_matrix_args;
 
 static hs_status build_matrix(hs_viz_figure **out, const void *args, const hs_viz_options *o,
@@ -382,7 +406,7 @@ static hs_status build_matrix(hs_viz_figure **out, const void *args, const hs_vi
         data = shown;
     }
     vz_heat_spec hs = {data, R, C, a->row_labels, a->col_labels, a->title, a->xlabel, a->ylabel, 0,
-                       o->annotate ? (a->seq ? "%.2f" : "%.2g") : NULL, mask};
+                       o->annotate ? (a->seq ? "%.2f" : "%.2g") : NULL, mask, a->thin};
     s = heat_figure(&c, &hs, &sc, out, err);
     hs_viz_figure_destroy(c.f);
     free(shown);
@@ -409,8 +433,22 @@ static hs_status matrix_figure(hs_viz_figure **out, const vz_matrix_args *a,
         hs_viz_options_default(&o);
         o.range = HS_VIZ_RANGE_AUTO;
     }
-    return vz_fit_width(out, build_matrix, a, &o, HS_VIZ_COLUMN_IN, a->title ? a->title : "matrix",
-                        err);
+    const char *what = a->title ? a->title : "matrix";
+    hs_status s2 = vz_fit_width(out, build_matrix, a, &o, HS_VIZ_COLUMN_IN, what, err);
+    /* every label cannot be shown at the width asked (a column or wider):
+     * every k-th label within it (issue 35: the lens's 20 positions in a
+     * column, patch's 60 on a page), as hs_viz_attention_figure does */
+    if (s2 == HS_ERR_INPUT && o.width_in >= HS_VIZ_COLUMN_IN - 1e-9 && !o.annotate) {
+        vz_matrix_args t = *a;
+        t.thin = 1;
+        hs_viz_figure *f = NULL;
+        hs_error e2 = {0};
+        if (vz_fit_width(&f, build_matrix, &t, &o, HS_VIZ_COLUMN_IN, what, &e2) == HS_OK) {
+            *out = f;
+            return HS_OK;
+        }
+    }
+    return s2;
 }
 
 hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
@@ -429,7 +467,7 @@ hs_status hs_viz_signed_figure_masked(hs_viz_figure **out, const float *m,
                                       const char *xlabel, const char *ylabel,
                                       const hs_viz_options *opt, hs_error *err)
 {
-    vz_matrix_args a = {m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, 0};
+    vz_matrix_args a = {m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, 0, 0};
     return matrix_figure(out, &a, opt, err);
 }
 
@@ -449,7 +487,7 @@ hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
                                       const char *xlabel, const char *ylabel,
                                       const hs_viz_options *opt, hs_error *err)
 {
-    vz_matrix_args a = {m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, 1};
+    vz_matrix_args a = {m, mask, R, C, row_labels, col_labels, title, xlabel, ylabel, 1, 0};
     return matrix_figure(out, &a, opt, err);
 }
 
