@@ -4,11 +4,14 @@
  * "\u22120.00": a value that rounds to zero at the label's precision prints
  * as "0.00"; GPT-2's dla.svg had 22 of them); the faithfulness curve, one
  * panel, is a column wide by default (3.25 in in its SVG) as --help says of
- * every one-panel figure, not the 5.67 in of a 4.5 in plot.
+ * every one-panel figure, not the 5.67 in of a 4.5 in plot; unsigned bars
+ * carry no sign or diverging red; a bar axis ends within a tick of the data;
+ * one label size per figure (title 1.2x, values 0.8x).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 
+#include "output/output.h"
 #include "viz_check.h"
 
 /* s is a number that prints as zero with a sign in front ("+0.00",
@@ -318,6 +321,65 @@ static void many_bars_keep_the_largest_and_sum_the_rest(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* Checklist: axis ranges from the data, rounded outward, not a fixed scale
+ * (ablate_change ran to +5 for a largest change of +0.04): the bars as the
+ * CLI draws them (hs_figopts_for, no limit) end on ticks within one tick
+ * step of the data. */
+static void bar_axis_range_from_the_data(void **state)
+{
+    (void)state;
+    static const float v[5] = {0.04f, -0.013f, 0.021f, 0.0f, 0.008f};
+    static const char *lb[5] = {"L0H0", "L0H1", "L1H0", "L1H1", "mlp1"};
+    hs_figopts fo;
+    hs_figopts_default(&fo, 150);
+    hs_viz_options o = hs_figopts_for(&fo, HS_FIG_BARS, 0.0);
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_bars_figure(&f, v, 5, lb, "ablation", "change", &o, &err), HS_OK);
+    double lo = 1e30, hi = -1e30;
+    int n = 0;
+    for (size_t i = 0; i < f->n_texts; i++)
+        if (f->texts[i].role == VZ_T_CBAR) {
+            char b[64];
+            snprintf(b, sizeof b, "%s", f->texts[i].s);
+            char *u = strstr(b, "\xe2\x88\x92"); /* U+2212 */
+            double x = u ? -strtod(u + 3, NULL) : strtod(b, NULL);
+            lo = fmin(lo, x), hi = fmax(hi, x), n++;
+        }
+    print_message("axis %g..%g (%d ticks) for data -0.013..0.04\n", lo, hi, n);
+    assert_true(n >= 2);
+    assert_true(hi >= 0.04 - 1e-9 && hi <= 0.06 + 1e-9);
+    assert_true(lo <= -0.013 + 1e-9 && lo >= -0.03 - 1e-9);
+    hs_viz_figure_destroy(f);
+}
+
+/* Checklist: one font size per figure unless asked: every label, tick, header
+ * and axis title at one size; the title at 1.2x and the values in cells and
+ * at bars at 0.8x (both documented in viz.h). */
+static void one_font_size_per_figure(void **state)
+{
+    (void)state;
+    static const float m[3 * 3] = {0.1f, -0.2f, 0.3f, 0.4f, -0.5f, 0.6f, 0.7f, -0.8f, 0.9f};
+    static const char *rl[3] = {"a", "b", "c"};
+    hs_figopts fo;
+    hs_figopts_default(&fo, 150);
+    hs_viz_options o = hs_figopts_for(&fo, HS_FIG_SIGNED, 0.0);
+    o.annotate = 1;
+    o.width_in = HS_VIZ_COLUMN_IN;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_signed_figure(&f, m, 3, 3, rl, rl, "a title", "key", "query", &o, &err), HS_OK);
+    double label = 0;
+    for (size_t i = 0; i < f->n_texts; i++) {
+        const vz_text *t = &f->texts[i];
+        if (t->role == VZ_T_TITLE || t->role == VZ_T_ANNOT || t->role == VZ_T_VALUE) continue;
+        if (label == 0) label = t->px;
+        if (fabs(t->px - label) > 1e-9) fail_msg("'%s' at %.2f px, labels at %.2f px", t->s, t->px, label);
+    }
+    assert_true(label > 0);
+    hs_viz_figure_destroy(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +391,8 @@ int main(void)
         cmocka_unit_test(colour_bars_no_taller_than_their_plot),
         cmocka_unit_test(heatmap_writes_no_signed_zero),
         cmocka_unit_test(faithfulness_curve_is_a_column_by_default),
+        cmocka_unit_test(bar_axis_range_from_the_data),
+        cmocka_unit_test(one_font_size_per_figure),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
