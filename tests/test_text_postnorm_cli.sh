@@ -15,16 +15,10 @@ set -euo pipefail
 BUILD_DIR=${1:?usage: test_text_postnorm_cli.sh BUILD_DIR HEADSCOPE_BIN}
 HS=${2:?usage: test_text_postnorm_cli.sh BUILD_DIR HEADSCOPE_BIN}
 HERE=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$BUILD_DIR/testtmp"
-TMP=$(cd "$(mktemp -d "$BUILD_DIR/testtmp/textpost.XXXXXX")" && pwd)
-trap 'rm -rf "$TMP"' EXIT
 # shellcheck source=tests/cli_lib.sh
 source "$HERE/cli_lib.sh"
-
-FORT=/usr/share/games/fortunes
-[ -f "$FORT/goedel" ] && [ -f "$FORT/linuxcookie" ] ||
-    skip_test "no fortunes corpus in $FORT (bash scripts/deps.sh installs it)"
-FILES=("$FORT/goedel" "$FORT/linuxcookie")
+cli_tmp textpost
+fortunes_files goedel linuxcookie
 STEPS=150
 LR=3e-3
 
