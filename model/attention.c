@@ -92,13 +92,27 @@ typedef struct {
 } scores_job;
 
 HS_CLONES
+/* Si[0..n) *= inv_scale, eight at a time then one at a time: the causal
+ * rows' scores, the same bits either way */
+static inline void scale_row(float *Si, int n, float inv_scale)
+{
+    const hs_v8 vscale = HS_V8_SET1(inv_scale);
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        hs_v8 x;
+        HS_V8_LOAD(x, Si + j);
+        x *= vscale;
+        HS_V8_STORE(Si + j, x);
+    }
+    for (; j < n; j++) Si[j] *= inv_scale;
+}
+
 static void attn_scores_bg(const scores_job *sj, int b, int g)
 {
     const int T = sj->T, H = sj->H, Hkv = sj->Hkv, dh = sj->dh, group = H / Hkv;
     const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh;
     const float inv_scale = sj->inv_scale;
     const score_mods *mods = sj->mods;
-    const hs_v8 vscale = HS_V8_SET1(inv_scale);
     float *kT = sj->kT + (size_t)b * KD * T + (size_t)g * dh * T;
     hs_transpose_rows(kT, sj->k + (size_t)b * T * KD + (size_t)g * dh, T, dh, KD);
     for (int h = g * group; h < (g + 1) * group; h++) {
@@ -121,15 +135,8 @@ static void attn_scores_bg(const scores_job *sj, int b, int g)
         }
         for (int i = 0; i < T; i++) {
             float *Si = S + (size_t)i * T;
-            int j = 0;
-            for (; j + 8 <= i + 1; j += 8) {
-                hs_v8 x;
-                HS_V8_LOAD(x, Si + j);
-                x *= vscale;
-                HS_V8_STORE(Si + j, x);
-            }
-            for (; j <= i; j++) Si[j] *= inv_scale;
-            for (; j < T; j++) Si[j] = -INFINITY;
+            scale_row(Si, i + 1, inv_scale);
+            for (int j = i + 1; j < T; j++) Si[j] = -INFINITY;
         }
     }
 }
@@ -283,7 +290,6 @@ static void attn_causal_bg(const causal_job *cj, int b, int g)
 {
     const int T = cj->T, H = cj->H, Hkv = cj->Hkv, dh = cj->dh, group = H / Hkv;
     const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh, TT = (size_t)T * T;
-    const hs_v8 vscale = HS_V8_SET1(cj->inv_scale);
     float *kT = cj->kT + (size_t)b * KD * T + (size_t)g * dh * T;
     hs_transpose_rows(kT, cj->k + (size_t)b * T * KD + (size_t)g * dh, T, dh, KD);
     const float *v = cj->v + (size_t)b * T * KD + (size_t)g * dh;
@@ -297,14 +303,7 @@ static void attn_causal_bg(const causal_job *cj, int b, int g)
             hs_sgemm(0, 0, rows, i1, dh, 1.0f, q + (size_t)i0 * HD, (int)HD, kT, T, 0.0f, Sb, T);
             for (int i = i0; i < i1; i++) {
                 float *Si = S + (size_t)i * T;
-                int j = 0;
-                for (; j + 8 <= i + 1; j += 8) {
-                    hs_v8 x;
-                    HS_V8_LOAD(x, Si + j);
-                    x *= vscale;
-                    HS_V8_STORE(Si + j, x);
-                }
-                for (; j <= i; j++) Si[j] *= cj->inv_scale;
+                scale_row(Si, i + 1, cj->inv_scale);
             }
             HS_SIMD_CALL(hs_softmax_rows_at_, A + (size_t)i0 * T, Sb, (size_t)rows, T, 0, (size_t)i0);
             hs_sgemm(0, 0, rows, dh, i1, 1.0f, A + (size_t)i0 * T, T, v, (int)KD, 0.0f,
