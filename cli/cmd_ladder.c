@@ -22,7 +22,7 @@
 
 static const char LADDER_HELP[] =
     "usage: headscope ladder --corpus FILE... --out DIR [--tokenizer FILE | --vocab-size N]\n"
-    "                        [--steps N] [--width D] [--ctx T] [--batch B] [--lr X]\n"
+    "                        [--steps N] [--d-model D] [--ctx T] [--batch B] [--lr X]\n"
     "                        [--seed S] [--val-fraction X] [--threads N] [figure options]\n"
     "\n"
     "The chapter's ablation ladder: one-block text models on the corpus, each row\n"
@@ -31,14 +31,14 @@ static const char LADDER_HELP[] =
     "added; four heads; + MLP; + LayerNorm), their parameters and held-out\n"
     "perplexity. The \"replacing\" rows (1, 2, 4) train with attn_replace: the\n"
     "attention's output replaces the residual instead of being added to it.\n"
-    "(--width here is d_model; the figure keeps its default width.)\n"
     "  --corpus FILE...   text files (UTF-8)\n"
     "  --tokenizer FILE   a tokenizer.json; default a BPE of --vocab-size (1024)\n"
     "  --steps N          steps a row (default 3000, the chapter's)\n"
-    "  --width D          d_model (default 128)\n"
+    "  --d-model D        the residual width d_model (default 128)\n"
     "  --ctx T            window length (default 128)\n"
-    "  --batch B          windows a step (default 32; the chapter's 64 doubles the\n"
-    "                     time: ~34 min on 2 cores against ~12-17, bench/ladder_time.sh)\n"
+    "  --batch B          windows a step (default 32: the whole ladder took 21 min on\n"
+    "                     2 cores, README; the chapter's 64 takes about twice as long,\n"
+    "                     bench/ladder_time.sh)\n"
     "  --lr X             peak learning rate (default 1e-3)\n"
     "  --seed S           initialisation and batch seed (default 0)\n"
     "  --val-fraction X   held out: the last X of each file (default 0.1)\n"
@@ -95,14 +95,14 @@ static hs_status write_folder(hs_outdir *od, const hs_ladder_report *r, hs_error
 
 int cmd_ladder(int argc, char **argv)
 {
-    enum { O_CORPUS = 256, O_OUT, O_TOK, O_VOCAB, O_STEPS, O_WIDTH, O_CTX, O_BATCH, O_LR, O_SEED,
+    enum { O_CORPUS = 256, O_OUT, O_TOK, O_VOCAB, O_STEPS, O_DMODEL, O_CTX, O_BATCH, O_LR, O_SEED,
            O_VAL, O_THREADS };
     static const struct option opts[] = {{"corpus", required_argument, 0, O_CORPUS},
                                          {"out", required_argument, 0, O_OUT},
                                          {"tokenizer", required_argument, 0, O_TOK},
                                          {"vocab-size", required_argument, 0, O_VOCAB},
                                          {"steps", required_argument, 0, O_STEPS},
-                                         {"width", required_argument, 0, O_WIDTH},
+                                         {"d-model", required_argument, 0, O_DMODEL},
                                          {"ctx", required_argument, 0, O_CTX},
                                          {"batch", required_argument, 0, O_BATCH},
                                          {"lr", required_argument, 0, O_LR},
@@ -137,7 +137,7 @@ int cmd_ladder(int argc, char **argv)
         case O_TOK: lo.tokenizer = optarg; break;
         case O_VOCAB: INT_OPT(lo.vocab_size, 257, HS_BPE_TRAIN_MAX_VOCAB, "vocab-size") break;
         case O_STEPS: INT_OPT(lo.steps, 1, 10000000, "steps") break;
-        case O_WIDTH: INT_OPT(lo.width, 4, 4096, "width") break;
+        case O_DMODEL: INT_OPT(lo.d_model, 4, 4096, "d-model") break;
         case O_CTX: INT_OPT(lo.ctx, 2, 4096, "ctx") break;
         case O_BATCH: INT_OPT(lo.batch, 1, 4096, "batch") break;
         case O_LR:
@@ -203,8 +203,8 @@ int cmd_ladder(int argc, char **argv)
         const hs_ladder_row *w = &r.rows[i];
         printf("%-30s %10zu %12.2f\n", w->name, w->n_params, w->perplexity);
     }
-    printf("unigram baseline %.2f; %d steps, width %d, ctx %d, batch %d, lr %g, vocabulary %zu\n",
-           r.unigram_perplexity, lo.steps, lo.width, lo.ctx, lo.batch, (double)lo.lr, r.V);
+    printf("unigram baseline %.2f; %d steps, d_model %d, ctx %d, batch %d, lr %g, vocabulary %zu\n",
+           r.unigram_perplexity, lo.steps, lo.d_model, lo.ctx, lo.batch, (double)lo.lr, r.V);
     printf("wrote %d files to %s (listed in %s/index.json)\n", hs_outdir_n_files(&od), out, out);
     hs_outdir_close(&od);
     hs_ladder_report_free(&r);

@@ -93,7 +93,7 @@ echo "0/4 the tables without a corpus (bench_chapter)" >&2
 
 echo "1/5 the ladder" >&2
 "$HS" ladder --corpus "${CORPUS[@]}" --tokenizer "$RUNS/tokenizer.json" --steps "$STEPS" \
-    --width "$WIDTH" --ctx "$CTX" --batch "$BATCH" --lr "$LR" --out "$RUNS/ladder" \
+    --d-model "$WIDTH" --ctx "$CTX" --batch "$BATCH" --lr "$LR" --out "$RUNS/ladder" \
     > "$RUNS/ladder.log" 2>&1
 
 echo "2/5 positions" >&2

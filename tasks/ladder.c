@@ -19,7 +19,7 @@ typedef struct {
     hs_attn attn;
     int pos;            /* 1 learned positions, 0 none */
     int heads;          /* 1 or 4 */
-    int mlp;            /* 1: d_mlp = 4 width */
+    int mlp;            /* 1: d_mlp = 4 d_model */
     int norm;           /* 1: LayerNorm (ln1, ln2, final) */
 } row_def;
 
@@ -53,7 +53,7 @@ hs_ladder_opts hs_ladder_opts_default(void)
     hs_ladder_opts o;
     memset(&o, 0, sizeof o);
     o.steps = 3000;
-    o.width = 128;
+    o.d_model = 128;
     o.ctx = 128;
     o.batch = 32; /* the chapter's 64 takes ~34 min on 2 cores; 32 ~12-17 (bench/ladder_time.sh) */
     o.lr = 1e-3f;
@@ -73,6 +73,7 @@ static void row_job(const hs_ladder_opts *o, int r, const char *tok, size_t tok_
     j->n_corpus = o->n_corpus;
     j->tokenizer_json = tok;
     j->tokenizer_json_len = tok_len;
+    j->tokenizer_json_from = o->tokenizer ? o->tokenizer : "trained on the corpus";
     j->text.val_fraction = o->val_fraction;
     j->text.n_ctx = d->context ? o->ctx : 1;
     j->train.steps = o->steps;
@@ -89,10 +90,10 @@ static void row_job(const hs_ladder_opts *o, int r, const char *tok, size_t tok_
     j->ctx = o->ctx_cb;
     hs_config *c = &j->cfg;
     c->n_layers = 1;
-    c->d_model = o->width;
+    c->d_model = o->d_model;
     c->n_heads = d->heads;
-    c->d_head = o->width / d->heads > 0 ? o->width / d->heads : 1;
-    c->d_mlp = d->mlp ? 4 * o->width : 0;
+    c->d_head = o->d_model / d->heads > 0 ? o->d_model / d->heads : 1;
+    c->d_mlp = d->mlp ? 4 * o->d_model : 0;
     c->attn = d->attn;
     c->attn_replace = d->replace;
     c->pos = d->pos ? HS_POS_LEARNED : HS_POS_NONE;
@@ -113,8 +114,8 @@ hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladde
 {
     memset(out, 0, sizeof *out);
     out->opts = *o;
-    if (o->steps < 1 || o->width < 4 || o->ctx < 2 || o->batch < 1 || !(o->lr > 0))
-        return hs_fail(err, HS_ERR_INPUT, "ladder: steps, width (>= 4), ctx (>= 2), batch and lr "
+    if (o->steps < 1 || o->d_model < 4 || o->ctx < 2 || o->batch < 1 || !(o->lr > 0))
+        return hs_fail(err, HS_ERR_INPUT, "ladder: steps, d_model (>= 4), ctx (>= 2), batch and lr "
                        "must be positive");
     if (o->models_dir == NULL) return hs_fail(err, HS_ERR_INPUT, "ladder: no folder for the models");
     hs_corpus c;
@@ -186,7 +187,7 @@ cJSON *hs_ladder_json(const hs_ladder_report *r)
     }
     cJSON *s = cJSON_AddObjectToObject(o, "settings");
     cJSON_AddNumberToObject(s, "steps", p->steps);
-    cJSON_AddNumberToObject(s, "width", p->width);
+    cJSON_AddNumberToObject(s, "d_model", p->d_model);
     cJSON_AddNumberToObject(s, "ctx", p->ctx);
     cJSON_AddNumberToObject(s, "batch", p->batch);
     cJSON_AddNumberToObject(s, "lr", hs_f32_shortest(p->lr));

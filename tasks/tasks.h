@@ -566,6 +566,8 @@ typedef struct {
     const char *tokenizer_json; /* or its text in memory (tokenizer_json_len bytes; wins
                                   over tokenizer): the ladder's rows share one BPE */
     size_t tokenizer_json_len;
+    const char *tokenizer_json_from; /* where tokenizer_json came from, for the run's note
+                                  (e.g. "trained on the corpus"; NULL: "given") */
     hs_text_params text;       /* the text task's windows, split and BPE size */
     /* the model (ignored with resume) */
     hs_config cfg;             /* d_vocab is the task's; n_ctx: induction's ind.n_ctx, Winograd

@@ -142,7 +142,7 @@ typedef struct {
     size_t n_corpus;
     const char *tokenizer;     /* a tokenizer.json, or NULL: a BPE of vocab_size */
     int vocab_size;            /* 1024 */
-    int steps, width, ctx, batch; /* 3000, 128, 128, 32: the chapter's but batch 64 (the whole
+    int steps, d_model, ctx, batch; /* 3000, 128, 128, 32: the chapter's but batch 64 (the whole
                                      ladder in under 30 min on 2 cores: bench/ladder_time.sh) */
     float lr;                  /* 1e-3 */
     double val_fraction;       /* 0.1 */

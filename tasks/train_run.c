@@ -316,7 +316,7 @@ static hs_status create_text(const hs_train_job *job, const hs_notes *notes, run
         if (tj) memcpy(tj, job->tokenizer_json, job->tokenizer_json_len);
         n = job->tokenizer_json_len;
         s = tj ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
-        out->tokenizer_from = "given";
+        out->tokenizer_from = job->tokenizer_json_from ? job->tokenizer_json_from : "given";
     } else if (job->tokenizer) {
         s = hs_read_file(job->tokenizer, &tj, &n, err);
         out->tokenizer_from = job->tokenizer;

@@ -31,7 +31,7 @@ CORPUS=("$FT/cookie" "$FT/computers" "$FT/definitions" "$FT/men-women")
 
 run 2 noout ladder --corpus "${CORPUS[@]}"
 one_line noout "--out DIR is required"
-run 0 ladder ladder --corpus "${CORPUS[@]}" --vocab-size 512 --steps 300 --width 32 --ctx 32 \
+run 0 ladder ladder --corpus "${CORPUS[@]}" --vocab-size 512 --steps 300 --d-model 32 --ctx 32 \
     --batch 32 --lr 3e-3 --out "$TMP/lad"
 check_folder "$TMP/lad" ladder.json ladder_perplexity.png ladder_perplexity.svg \
     ladder_perplexity.json tokenizer.json row-0.safetensors row-8.safetensors
@@ -57,7 +57,7 @@ assert P[6] == P[5], P                 # four heads of d/4: the same parameters
 assert P[7] - P[6] == 2 * D * 4 * D + 4 * D + D, P  # W_in, b_in, W_out, b_out
 assert P[8] - P[7] == 3 * 2 * D, P     # ln1, ln2, ln_final
 s = j["settings"]
-assert s["steps"] == 300 and s["width"] == D and s["ctx"] == 32 and s["vocab"] == V, s
+assert s["steps"] == 300 and s["d_model"] == D and s["ctx"] == 32 and s["vocab"] == V, s
 assert ppl[1] > ppl[0], ("uniform averaging should be worse than no context", ppl)
 assert ppl[3] > ppl[0], ("averaging (added) should be worse than no context", ppl)
 assert ppl[3] < ppl[2], ("adding the average should beat replacing with it", ppl)
