@@ -236,20 +236,6 @@ static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
 
 /* Token id as a terminal shows it: its display form (hs_tok_display) with
  * every character that could change the line shown as <U+XXXX>; NULL on OOM. */
-/* The bytes of the first k code points of the valid UTF-8 s (all of it when
- * it has fewer); *count gets how many code points that is. */
-static size_t code_point_prefix(const char *s, size_t k, size_t *count)
-{
-    size_t n = 0, i = 0, len = strlen(s);
-    uint32_t cp;
-    for (; i < len && n < k; n++) {
-        size_t step = hs_utf8_decode((const unsigned char *)s + i, len - i, &cp);
-        i += step ? step : 1;
-    }
-    *count = n;
-    return i;
-}
-
 static char *shown(const hs_tokenizer *v, int id)
 {
     hs_buf d = {0};
@@ -286,14 +272,15 @@ static int print_report(const char *C, const hs_inspect_opts *o, const hs_tokeni
     }
     printf("top predictions at position %d:\n", r->pos);
     /* one column for the probabilities: tokens padded to the widest shown (in
-       code points, at least 10), one longer than TOP_COLS cut with an ellipsis */
+       terminal columns, cli_term_prefix: a CJK character is two; at least 10),
+       one wider than TOP_COLS cut with an ellipsis */
     enum { TOP_COLS = 24 };
     size_t cols = 10;
     for (int i = 0; i < r->n_top; i++) {
         char *w = shown(v, r->top_ids[i]);
         if (!w) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
         size_t n;
-        code_point_prefix(w, SIZE_MAX, &n);
+        cli_term_prefix(w, SIZE_MAX, &n);
         cols = n > cols ? (n > TOP_COLS ? TOP_COLS : n) : cols;
         free(w);
     }
@@ -301,10 +288,10 @@ static int print_report(const char *C, const hs_inspect_opts *o, const hs_tokeni
         char *w = shown(v, r->top_ids[i]);
         if (!w) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
         size_t n, m;
-        code_point_prefix(w, SIZE_MAX, &n);
-        if (n > cols) { /* cut at a code point, then "…" */
-            w[code_point_prefix(w, cols - 1, &m)] = '\0';
-            printf("  %s\u2026 %.4f\n", w, r->top_probs[i]);
+        cli_term_prefix(w, SIZE_MAX, &n);
+        if (n > cols) { /* cut at a code point within cols - 1 columns, then "…" */
+            w[cli_term_prefix(w, cols - 1, &m)] = '\0';
+            printf("  %s\u2026%*s %.4f\n", w, (int)(cols - 1 - m), "", r->top_probs[i]);
         } else {
             printf("  %s%*s %.4f\n", w, (int)(cols - n), "", r->top_probs[i]);
         }

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+
+#include <utf8proc.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -283,4 +285,21 @@ int cli_corpus_files(const char *cmd, const char **given, int n_given, int argc,
     for (int i = 0; i < n_given; i++) (*files)[i] = given[i];
     for (int i = next; i < argc; i++) (*files)[n_given + i - next] = argv[i];
     return n;
+}
+
+size_t cli_term_prefix(const char *s, size_t max_cols, size_t *cols)
+{
+    size_t i = 0, w = 0;
+    const size_t len = strlen(s);
+    while (i < len) {
+        utf8proc_int32_t cp;
+        const utf8proc_ssize_t step = utf8proc_iterate((const utf8proc_uint8_t *)s + i,
+                                                       (utf8proc_ssize_t)(len - i), &cp);
+        const size_t cw = step > 0 ? (size_t)utf8proc_charwidth(cp) : 1;
+        if (w + cw > max_cols) break;
+        w += cw;
+        i += step > 0 ? (size_t)step : 1;
+    }
+    *cols = w;
+    return i;
 }

@@ -125,4 +125,12 @@ int cli_parse_int(const char *s, long lo, long hi, long *out);
 int cli_parse_u64(const char *s, unsigned long long *out);
 int cli_parse_float(const char *s, double lo, double hi, double *out);
 
+/* The terminal columns of the first bytes of the valid UTF-8 s: each code
+ * point counts utf8proc_charwidth's width (2 for East Asian wide and
+ * fullwidth characters and emoji, 0 for combining marks, 1 otherwise).
+ * Returns how many bytes make the longest prefix of s of at most max_cols
+ * columns (all of s when it fits) and puts that prefix's columns in *cols.
+ * Call with max_cols SIZE_MAX for the whole string's columns. */
+size_t cli_term_prefix(const char *s, size_t max_cols, size_t *cols);
+
 #endif

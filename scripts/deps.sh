@@ -6,7 +6,7 @@ PKGS=(build-essential cmake pkg-config
       libopenblas-dev liblapacke-dev libxsmm-dev libpng-dev zlib1g-dev libdeflate-dev
       libfreetype-dev libfontconfig-dev fonts-dejavu-core fonts-noto-core fonts-noto-cjk fonts-symbola
       libcairo2-dev libharfbuzz-dev
-      libcjson-dev libcmocka-dev libpcre2-dev)
+      libcjson-dev libcmocka-dev libpcre2-dev libutf8proc-dev)
 # fonts-noto-core, fonts-noto-cjk, fonts-symbola: the glyphs DejaVu Sans lacks
 # (CJK, Devanagari, monochrome emoji) for figure labels (viz/viz_fallback.c)
 # test: viz checks (pngcheck, xmllint; poppler-utils' pdfinfo, pdffonts,

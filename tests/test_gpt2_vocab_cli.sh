@@ -70,20 +70,25 @@ assert j["vs_token"] == sys.argv[2] and j["vs_id"] == int(sys.argv[3]), (j["vs_t
 PYEOF
 done
 grep -q "^logit difference .* - Mary: " "$TMP/vs.out" || fail "terminal: $(cat "$TMP/vs.out")"
-# the top predictions' probabilities in one column whatever the tokens' lengths (40 of the real
+# the top predictions' probabilities in one column whatever the tokens' lengths (100 of the real
 # vocabulary's 50,257 on random weights: some are longer than the 10-column minimum, one past
-# 24 code points would be cut with an ellipsis)
+# 24 columns would be cut with an ellipsis), counted in terminal columns: the katakana 'ト' among
+# them takes two (East Asian width W), so counting code points would shift its row
 rm -rf "$TMP/in"
-run 0 top40 inspect --model "$M" --sentence "$S" --top 40 --out "$TMP/in" --format json
-"$PY" - "$TMP/top40.out" <<'PYEOF' || fail "top predictions' column: $(sed -n '/^top predictions/,$p' "$TMP/top40.out")"
-import sys
+run 0 top100 inspect --model "$M" --sentence "$S" --top 100 --out "$TMP/in" --format json
+"$PY" - "$TMP/top100.out" <<'PYEOF' || fail "top predictions' column: $(sed -n '/^top predictions/,$p' "$TMP/top100.out")"
+import sys, unicodedata
 lines = open(sys.argv[1], encoding="utf-8").read().split("\n")
 i = next(k for k, l in enumerate(lines) if l.startswith("top predictions at position"))
-rows = [l for l in lines[i + 1:i + 41]]
-assert len(rows) == 40 and all(r.startswith("  ") for r in rows), rows
-starts = {len(r.rsplit(" ", 1)[0]) for r in rows}                # where it starts, in code points
+rows = [l for l in lines[i + 1:i + 101]]
+assert len(rows) == 100 and all(r.startswith("  ") for r in rows), rows
+def cols(t):  # a terminal's columns: wide and fullwidth 2, combining marks 0
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1
+               for c in t)
+assert any(any(unicodedata.east_asian_width(c) in "WF" for c in r) for r in rows), "no wide token"
+starts = {cols(r.rsplit(" ", 1)[0]) for r in rows}               # where it starts, in columns
 assert len(starts) == 1, sorted(starts)
-widest = max(len(r.rsplit(" ", 1)[0].strip()) for r in rows)
+widest = max(cols(r.rsplit(" ", 1)[0].strip()) for r in rows)
 assert widest > 10 and widest <= 24, widest                        # the test saw a long token
 PYEOF
 run 1 vs2 inspect --model "$M" --sentence "$S" --vs " Marianne" --out "$TMP/in2" --format json
