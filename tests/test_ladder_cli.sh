@@ -36,6 +36,8 @@ run 0 ladder ladder --corpus "${CORPUS[@]}" --vocab-size 512 --steps 300 --d-mod
 check_folder "$TMP/lad" ladder.json ladder_perplexity.png ladder_perplexity.svg \
     ladder_perplexity.json tokenizer.json row-0.safetensors row-8.safetensors
 grep -q "^+ LayerNorm " "$TMP/ladder.out" || fail "ladder: no table: $(cat "$TMP/ladder.out")"
+# the rows' note says where the shared BPE came from (it said "given" when none was)
+grep -q "BPE of 512 tokens (trained on the corpus)" "$TMP/ladder.err" || fail "ladder: BPE note: $(cat "$TMP/ladder.err")"
 "$PY" - "$TMP/lad/ladder.json" <<'PYEOF' || fail "ladder.json"
 import json, sys
 j = json.load(open(sys.argv[1]))
