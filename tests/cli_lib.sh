@@ -39,6 +39,16 @@ fortunes_files() {
     done
 }
 
+# sanitized_build: true when BUILD_DIR is a sanitizer build (HS_SANITIZE=ON in
+# its CMakeCache.txt: scripts/test.sh's asan stage, which runs every test again
+# after the plain build's run). There a test may run its headscope commands in
+# a shorter form (fewer training steps) and leave to the plain run the checks
+# that need the long form (a trained model's perplexity or accuracy) or that
+# run no headscope code (an outside reference's own computation): ASan and
+# UBSan watch every code path of the long form in the short one. Each test
+# that does so says in its header what it leaves to the plain run.
+sanitized_build() { grep -q '^HS_SANITIZE:BOOL=ON' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null; }
+
 # has GREP-ARGS...: grep that reads all of its input, for the right side of a
 # pipe: `grep -q` stops at the first match, and under `set -o pipefail` the
 # writer's SIGPIPE then fails the pipeline although the line was there (seen

@@ -707,29 +707,33 @@ static void one_layer_model_gets_a_report(void **state)
     hs_model_destroy(m);
 }
 
-/* Verdict reasons have no length limit: 16 heads a layer and every threshold
- * at 0 make the route's evidence name every head's features (over 5,000
- * characters); the JSON and the summary carry all of it, the last head's
- * words included (fixed 1,024-byte buffers cut it before). */
+/* Verdict reasons have no length limit: three layers of 8 heads and every
+ * threshold at 0 make the route's evidence name every head's features (16
+ * decision heads, over 5,000 characters; step 2's reason over 1,024); the
+ * JSON and the summary carry all of it, the last head's words included
+ * (fixed 1,024-byte buffers cut it before). Two layers of 16 heads gave as
+ * long a reason at twice the cost: path patching runs every layer-0 head
+ * into every decision head (16 x 16 x 3 forwards there, 8 x 16 x 3 here). */
 static void long_verdict_reasons_reach_every_writer_whole(void **state)
 {
     (void)state;
-    hs_config c = test_config(2);
-    c.n_heads = 16;
+    hs_config c = test_config(3);
+    c.n_heads = 8;
     c.d_head = 4;
     hs_model *m = train_model(&c, 0);
     hs_circuit_opts o = hs_circuit_opts_default();
     o.route_attn = o.route_dla = o.adj_key_diff = o.decide_patch = o.decide_drop = o.min_ld_gap = 0.0;
     o.comp_draws = 2;
-    o.discover = 0; /* the verdicts' reasons alone: EAP-IG over 16 x 2 heads is not read here */
+    o.discover = 0; /* the verdicts' reasons alone: EAP-IG over 8 x 3 heads is not read here */
     hs_circuit_report r;
     hs_error err = {0};
     assert_int_equal(hs_circuit_run(m, g_t, &o, &r, &err), HS_OK);
     const size_t n = strlen(r.route_reason);
     print_message("route evidence: %zu characters, step 2: %zu\n", n, strlen(r.step2_reason));
     assert_true(n >= 5000);
-    assert_non_null(strstr(r.route_reason, "L1H15 puts"));
-    assert_non_null(strstr(r.step2_reason, "L1H15 (patching"));
+    assert_true(strlen(r.step2_reason) > 1024);
+    assert_non_null(strstr(r.route_reason, "L2H7 puts"));
+    assert_non_null(strstr(r.step2_reason, "L2H7 (patching"));
     cJSON *j = NULL;
     assert_int_equal(hs_circuit_report_json(&r, NULL, &j, &err), HS_OK);
     const cJSON *ev = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(j, "verdict"), "route"), "evidence");

@@ -12,7 +12,9 @@
 # warm / pre-norm cold); at lr 3e-3 or 150 steps the cold post-norm run
 # sometimes trains (seed 0 at 300 steps: 39.83), so the finding is asserted
 # where it holds for every seed tried. Without fortunes the test is skipped
-# (exit 77; a failure with CI set).
+# (exit 77; a failure with CI set). In a sanitizer build (cli_lib.sh's
+# sanitized_build) the three runs train 30 steps and the finding, which
+# needs the 300, is the plain build's check.
 # Run as: bash tests/test_text_postnorm_cli.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
 
@@ -24,6 +26,7 @@ source "$HERE/cli_lib.sh"
 cli_tmp textpost
 fortunes_files goedel linuxcookie
 STEPS=300
+sanitized_build && STEPS=30
 LR=4e-3
 
 run 0 bpe bpe --corpus "${FILES[@]}" --vocab-size 300 --out "$TMP/tok.json"
@@ -36,6 +39,10 @@ for v in post-cold post-warm pre-cold; do
         --warmup "$warm" --norm-place "$place" --eval-every 0 --out "$TMP/$v.safetensors"
 done
 uni=$(sed -n 's/.*unigram perplexity \([0-9.]*\).*/\1/p' "$TMP/train-post-cold.err" | head -1)
+if [ "$STEPS" -ne 300 ]; then
+    echo "PASS: test_text_postnorm_cli (sanitizer build: $STEPS steps, the finding is the plain build's check)"
+    exit 0
+fi
 echo "held-out perplexity: post-norm no warmup $(ppl post-cold), post-norm warmup $(ppl post-warm), pre-norm no warmup $(ppl pre-cold); unigram $uni"
 awk -v pc="$(ppl post-cold)" -v pw="$(ppl post-warm)" -v pr="$(ppl pre-cold)" -v u="$uni" \
     'BEGIN { exit !(u > 0 && pc >= 0.95 * u && pc > 1.4 * pw && pr < 0.95 * pw) }' ||

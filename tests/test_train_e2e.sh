@@ -3,23 +3,30 @@
 # Asserts held-out referent accuracy >= 95% for a small default-shaped model
 # trained for 800 steps, that eval --json and train agree, and that the same
 # seed gives a byte-identical checkpoint (with 1 or 2 threads) while another
-# seed does not.
+# seed does not. In a sanitizer build (cli_lib.sh's sanitized_build) the
+# first model trains 100 steps instead of 800 and all but its accuracy (the
+# plain build's check, which needs the 800 steps) is asserted as here.
 set -euo pipefail
 BUILD=$1
 HS=$2
+BUILD_DIR=$BUILD
+# shellcheck source=tests/cli_lib.sh
+source "$(dirname "$0")/cli_lib.sh"
 T=$(mktemp -d "$BUILD/testtmp/e2e.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+STEPS=800
+sanitized_build && STEPS=100
 
-"$HS" train --steps 800 --seed 1 --eval-every 0 --out "$T/a.safetensors" 2>"$T/train.log" >"$T/train.out"
+"$HS" train --steps "$STEPS" --seed 1 --eval-every 0 --out "$T/a.safetensors" 2>"$T/train.log" >"$T/train.out"
 grep -q "wrote $T/a.safetensors" "$T/train.out"
 "$HS" eval --model "$T/a.safetensors" --json >"$T/eval.json"
 acc=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["accuracy"])' "$T/eval.json")
-echo "held-out accuracy after 800 steps: $acc"
-/usr/bin/python3 - "$T/eval.json" "$T/train.out" <<'PY'
+echo "held-out accuracy after $STEPS steps: $acc"
+/usr/bin/python3 - "$T/eval.json" "$T/train.out" "$STEPS" <<'PY'
 import json, re, sys
 e = json.load(open(sys.argv[1]))
 assert e["n"] == 192, e["n"]
-assert e["accuracy"] >= 0.95, f"held-out accuracy {e['accuracy']} < 0.95"
+assert e["accuracy"] >= 0.95 or sys.argv[3] != "800", f"held-out accuracy {e['accuracy']} < 0.95"
 roles = e["by_role"]
 assert roles["crosser"]["n"] == 96 and roles["crossed"]["n"] == 96
 train_line = open(sys.argv[2]).read()
