@@ -210,14 +210,15 @@ static int foreign_page(const char *dir)
 }
 
 /* The folders dir0's own page shows, as its index.json records them
- * (page_folders), or NULL when it records none. */
-static const cJSON *own_page_folders(const cJSON *run0)
+ * (page_folders); a page listed without them is the folder's alone (the
+ * page of a run's --format html), *alone set. NULL when none is listed. */
+static const cJSON *own_page_folders(const cJSON *run0, const cJSON *alone)
 {
     const cJSON *files = cJSON_GetObjectItem(cJSON_GetObjectItem(run0, "index"), "files");
     for (const cJSON *f = files ? files->child : NULL; f; f = f->next) {
         const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(f, "file"));
         const cJSON *a = cJSON_GetObjectItem(f, "folders");
-        if (fn && strcmp(fn, "index.html") == 0) return cJSON_IsArray(a) ? a : NULL;
+        if (fn && strcmp(fn, "index.html") == 0) return cJSON_IsArray(a) ? a : alone;
     }
     return NULL;
 }
@@ -263,7 +264,9 @@ static hs_status page_path(const char *const *dirs, int n, const cJSON *run0, co
         return hs_fail(err, HS_ERR_INPUT, "%s/index.html exists and %s/index.json does not list "
                        "it with its size and hash; not overwriting it (choose a file with --out)",
                        dir0, dir0);
-    const cJSON *had = own_page_folders(run0);
+    cJSON *alone = cJSON_CreateStringArray((const char *const[]){"."}, 1);
+    if (!alone) return oom(err);
+    const cJSON *had = own_page_folders(run0, alone);
     if (!out_file && n > 1 && !force && hs_out_owns(dir0, "index.html") &&
         !(had && want && cJSON_Compare(had, want, 1))) {
         hs_buf what = {0}; /* what the page there shows, from its index entry */
@@ -285,8 +288,10 @@ static hs_status page_path(const char *const *dirs, int n, const cJSON *run0, co
                                          "folders replaces it only with --force (or choose a file "
                                          "with --out)", dir0, what.s, n);
         hs_buf_free(&what);
+        cJSON_Delete(alone);
         return s;
     }
+    cJSON_Delete(alone);
     hs_status s = out_file ? hs_check_new_file("--out", out_file, force, err) : HS_OK;
     if (s != HS_OK) return s;
     *path = out_file ? hs_strdup(out_file) : hs_path_join(dir0, "index.html");
