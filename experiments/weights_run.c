@@ -85,46 +85,76 @@ static hs_status oom(hs_error *err)
  * optionally masked, with a shared limit (lim > 0 and --range fixed) or its
  * own scale. title is in hs_viz_options.title_markup's markup (the figure
  * typesets its scripts, the JSON holds its plain form). The JSON: viz's, then the run's context, the colour scale and
- * extra's keys (extra is consumed; NULL is out of memory). */
+ * extra's keys (extra is consumed; NULL is out of memory). Over the figure
+ * cap (HS_VIZ_MAX_TOKENS a side): with crop, the figure shows the leading
+ * cap x cap block (rows and columns in the order given: the top tokens by
+ * norm first) with a note under its title, the caller noting it once for
+ * every such figure; without, its JSON alone with a note. */
 static hs_status write_signed(const w_run *x, const char *stem, const float *mat,
                               const unsigned char *mask, size_t R, size_t C,
                               const char *const *rl, const char *const *cl, const char *title,
                               const char *xlabel, const char *ylabel, double lim, const char *q,
-                              const char *shows, cJSON *extra, hs_error *err)
+                              const char *shows, int crop, cJSON *extra, hs_error *err)
 {
     const hs_figopts *fo = x->od->fo;
     const hs_fig_kind kind = x->nonneg ? HS_FIG_NONNEG : HS_FIG_SIGNED;
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     hs_status s = extra ? HS_OK : oom(err);
+    const size_t cap = HS_VIZ_MAX_TOKENS, over = R > cap || C > cap;
+    float *cm = NULL; /* the leading block when cropped */
+    unsigned char *cmask = NULL;
     if (s == HS_OK && hs_figopts_images(fo)) {
-        if (R > HS_VIZ_MAX_TOKENS || C > HS_VIZ_MAX_TOKENS) {
+        if (over && !crop) {
             hs_note(x->notes, HS_NOTE_CMD, "note: %s is %zu x %zu, over the figure cap of %d per "
                     "side; writing its JSON only", stem, R, C, HS_VIZ_MAX_TOKENS);
         } else {
+            const float *fm = mat;
+            const unsigned char *fmask = mask;
+            const size_t FR = R < cap ? R : cap, FC = C < cap ? C : cap;
+            char note[160];
+            if (over) {
+                cm = malloc(FR * FC * sizeof *cm);
+                cmask = mask ? malloc(FR * FC) : NULL;
+                if (!cm || (mask && !cmask)) s = oom(err);
+                for (size_t i = 0; s == HS_OK && i < FR; i++) {
+                    memcpy(cm + i * FC, mat + i * C, FC * sizeof *cm);
+                    if (mask) memcpy(cmask + i * FC, mask + i * C, FC);
+                }
+                fm = cm;
+                fmask = cmask;
+                snprintf(note, sizeof note, "the first %zu of %zu tokens (the figure cap); the JSON "
+                         "holds all %zu", FR, R, R);
+            }
             hs_viz_options o = hs_figopts_for(fo, kind, lim);
             o.value_label = q;
             o.title_markup = 1;
+            if (over) o.note = note;
             if (x->annotate_small && R * C <= 256) o.annotate = 1;
             hs_error fe = {0};
+            hs_status fs = HS_OK;
             /* the values written in the cells are ours, not asked: dropped
                when they keep the figure from the width */
-            for (int k = 0; k < 2 && (k == 0 || (s == HS_ERR_INPUT && o.annotate && !fo->viz.annotate)); k++) {
+            for (int k = 0; s == HS_OK && k < 2 &&
+                            (k == 0 || (fs == HS_ERR_INPUT && o.annotate && !fo->viz.annotate));
+                 k++) {
                 o.annotate &= k == 0;
                 if (x->nonneg)
-                    s = mask ? hs_viz_matrix_figure_masked(&fig, mat, mask, R, C, rl, cl, title,
-                                                           xlabel, ylabel, &o, &fe)
-                             : hs_viz_matrix_figure(&fig, mat, R, C, rl, cl, title, xlabel, ylabel,
-                                                    &o, &fe);
+                    fs = fmask ? hs_viz_matrix_figure_masked(&fig, fm, fmask, FR, FC, rl, cl, title,
+                                                             xlabel, ylabel, &o, &fe)
+                               : hs_viz_matrix_figure(&fig, fm, FR, FC, rl, cl, title, xlabel,
+                                                      ylabel, &o, &fe);
                 else
-                    s = mask ? hs_viz_signed_figure_masked(&fig, mat, mask, R, C, rl, cl, title,
-                                                           xlabel, ylabel, &o, &fe)
-                             : hs_viz_signed_figure(&fig, mat, R, C, rl, cl, title, xlabel, ylabel,
-                                                    &o, &fe);
+                    fs = fmask ? hs_viz_signed_figure_masked(&fig, fm, fmask, FR, FC, rl, cl, title,
+                                                             xlabel, ylabel, &o, &fe)
+                               : hs_viz_signed_figure(&fig, fm, FR, FC, rl, cl, title, xlabel,
+                                                      ylabel, &o, &fe);
             }
-            s = hs_outdir_unfit(x->od, stem, s, &fe, err);
+            if (s == HS_OK) s = hs_outdir_unfit(x->od, stem, fs, &fe, err);
         }
     }
+    free(cm);
+    free(cmask);
     char *plain = NULL;
     if (s == HS_OK && hs_figopts_data(fo) && !(plain = hs_viz_title_plain(title))) s = oom(err);
     if (s == HS_OK && hs_figopts_data(fo)) {
@@ -311,6 +341,10 @@ static hs_status write_circuits(const w_run *x, const w_nums *nu, const hs_token
     const double lim[2] = {uniform ? 0 : max_abs(nu->qk, (size_t)x->NA * VV),
                            max_abs(nu->ov, (size_t)x->NA * VV)};
     char title[256], shows[320], stem[64];
+    if (V > HS_VIZ_MAX_TOKENS && hs_figopts_images(x->od->fo)) /* one note for every head's figures */
+        hs_note(x->notes, HS_NOTE_CMD, "note: %d tokens, over the figure cap of %d a side: the %s "
+                "figures of the %d heads show the first %d (their JSON holds all %d)", nu->n,
+                HS_VIZ_MAX_TOKENS, uniform ? "OV" : "QK and OV", x->NA, HS_VIZ_MAX_TOKENS, nu->n);
     for (int i = 0; i < x->NA && s == HS_OK; i++)
         for (int c = uniform ? 1 : 0; c < 2 && s == HS_OK; c++) {
             const char *nm = x->names[i];
@@ -331,7 +365,7 @@ static hs_status write_circuits(const w_run *x, const w_nums *nu, const hs_token
             }
             s = write_signed(x, stem, (c ? nu->ov : nu->qk) + (size_t)i * VV, NULL, V, V, vocab,
                              vocab, title, CIRCUITS[c].xl, CIRCUITS[c].yl, lim[c], CIRCUITS[c].q,
-                             shows, e, err);
+                             shows, 1, e, err);
         }
     cJSON_Delete(sub);
     hs_labels_free(&lab);
@@ -423,7 +457,7 @@ static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *e
                          "Frobenius norm",
                          "Frobenius norms of the cross-layer virtual-weight products W_O^A W_Q^B, "
                          "W_O^A W_K^B, W_O^A W_V^B (sender A = row, receiver B.input = column); the "
-                         "JSON holds every [d_head, d_head] product", extra, err);
+                         "JSON holds every [d_head, d_head] product", 0, extra, err);
         extra = NULL;
         x->annotate_small = 0;
         x->nonneg = 0;
@@ -500,7 +534,7 @@ static hs_status write_composition(const w_run *x, const hs_comp_scores *cs, int
                  cs->baseline, cs->baseline_std, cs->n_draws);
         s = write_signed(x, stem, cmat, cmask, (size_t)NA, (size_t)NA, x->names, x->names, title,
                          "receiver head", "sender head", comp_lim, "composition score − baseline",
-                         shows, e, err);
+                         shows, 0, e, err);
     }
     free(cmat);
     free(cmask);

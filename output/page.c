@@ -3,8 +3,10 @@
  * (output.h, hs_view_run; `headscope view`): each folder's index.json and
  * the JSON files it lists, read back and packed into one offline page.
  */
+#define _XOPEN_SOURCE 700 /* realpath */
 #include "output/output.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -112,10 +114,57 @@ static hs_status load_run(const char *dir, cJSON **out, hs_error *err)
     return s;
 }
 
+/* Folder dir as seen from folder base: the relative path between their real
+ * paths ("." for base itself, "../wet" for a sibling); NULL when either
+ * cannot be resolved or out of memory. The caller frees it. */
+static char *rel_folder(const char *base, const char *dir)
+{
+    char *b = realpath(base, NULL), *d = realpath(dir, NULL);
+    hs_buf r = {0};
+    if (b && d) {
+        size_t i = 0, c = 0; /* c: the common prefix, ending at a component boundary */
+        for (; b[i] && b[i] == d[i]; i++)
+            if (b[i] == '/') c = i;
+        if ((b[i] == '\0' || b[i] == '/') && (d[i] == '\0' || d[i] == '/')) c = i;
+        for (const char *q = b + c; *q; q++) /* one ".." per component of base past c */
+            if (*q == '/' && q[1] && q[1] != '/') hs_buf_puts(&r, r.len ? "/.." : "..");
+        const char *rest = d + c;
+        while (*rest == '/') rest++;
+        if (*rest) hs_buf_printf(&r, "%s%s", r.len ? "/" : "", rest);
+        if (!r.len) hs_buf_puts(&r, ".");
+    }
+    free(b);
+    free(d);
+    if (!b || !d || r.oom) {
+        hs_buf_free(&r);
+        return NULL;
+    }
+    return r.s;
+}
+
+/* The folders of this run, each as seen from dirs[0] (rel_folder), as a JSON
+ * array, or NULL (a folder that cannot be resolved, out of memory). */
+static cJSON *page_folders(const char *const *dirs, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) {
+        char *rel = rel_folder(dirs[0], dirs[i]);
+        cJSON *v = rel ? cJSON_CreateString(rel) : NULL;
+        free(rel);
+        if (!v || !cJSON_AddItemToArray(a, v)) {
+            cJSON_Delete(v);
+            cJSON_Delete(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
 /* With the default page: lists index.html (written at dir) in
  * DIR/index.json with its size and hash, as every run lists its files, so
- * the next run in DIR may replace or remove it. */
-static hs_status list_page(const char *dir, const cJSON *run, hs_error *err)
+ * the next run in DIR may replace or remove it, and the folders it shows
+ * (page_folders), so the same command run again replaces its own page. */
+static hs_status list_page(const char *dir, const cJSON *run, cJSON *folders, hs_error *err)
 {
     cJSON *idx = cJSON_Duplicate(cJSON_GetObjectItem(run, "index"), 1);
     cJSON *files = cJSON_GetObjectItem(idx, "files");
@@ -137,8 +186,10 @@ static hs_status list_page(const char *dir, const cJSON *run, hs_error *err)
              cJSON_AddStringToObject(e, "shows", "one offline page to explore this folder's data "
                                                  "(headscope view; open it in a browser)") &&
              cJSON_AddNumberToObject(e, "bytes", bytes) &&
-             cJSON_AddStringToObject(e, "fnv1a64", hex) && cJSON_AddItemToArray(files, e);
+             cJSON_AddStringToObject(e, "fnv1a64", hex) && folders &&
+             cJSON_AddItemToObject(e, "folders", folders) && cJSON_AddItemToArray(files, e);
     if (ok) e = NULL;
+    else if (!cJSON_GetObjectItem(e, "folders")) cJSON_Delete(folders);
     hs_status s = ok ? hs_viz_write_json(idx, path, err) : oom(err);
     cJSON_Delete(e);
     cJSON_Delete(idx);
@@ -158,21 +209,89 @@ static int foreign_page(const char *dir)
     return there && !hs_out_owns(dir, "index.html");
 }
 
-/* Checks where the page of n folders goes (before anything is written) into
- * *path: an existing page is replaced only when headscope wrote it (listed in
- * its folder's index) and it is that folder's own page again (n == 1), or
- * with force, as an existing --out FILE. */
-static hs_status page_path(const char *dir0, int n, const char *out_file, int force, char **path,
-                           hs_error *err)
+/* The folders dir0's own page shows, as its index.json records them
+ * (page_folders); a page listed without them is the folder's alone (the
+ * page of a run's --format html), *alone set. NULL when none is listed. */
+static const cJSON *own_page_folders(const cJSON *run0, const cJSON *alone)
 {
+    const cJSON *files = cJSON_GetObjectItem(cJSON_GetObjectItem(run0, "index"), "files");
+    for (const cJSON *f = files ? files->child : NULL; f; f = f->next) {
+        const char *fn = cJSON_GetStringValue(cJSON_GetObjectItem(f, "file"));
+        const cJSON *a = cJSON_GetObjectItem(f, "folders");
+        if (fn && strcmp(fn, "index.html") == 0) return cJSON_IsArray(a) ? a : alone;
+    }
+    return NULL;
+}
+
+/* Appends folder rel (as seen from dir0) as a path a user would type: dir0
+ * itself for ".", "runs/wet" for "../wet" seen from "runs/tired". */
+static void put_folder(hs_buf *b, const char *dir0, const char *rel)
+{
+    char *base = malloc(strlen(dir0) + 2); /* dir0, or "." */
+    if (!base) {
+        b->oom = 1;
+        return;
+    }
+    strcpy(base, dir0);
+    size_t n = strlen(base);
+    while (n > 1 && base[n - 1] == '/') base[--n] = '\0';
+    if (strcmp(rel, ".") == 0) rel = "";
+    for (; strncmp(rel, "..", 2) == 0 && (rel[2] == '/' || rel[2] == '\0'); rel += rel[2] ? 3 : 2) {
+        char *slash = strrchr(base, '/');
+        const char *last = slash ? slash + 1 : base;
+        if (strcmp(last, ".") == 0 || strcmp(last, "..") == 0 || strcmp(base, "/") == 0) break;
+        if (slash == base) base[1] = '\0';
+        else if (slash) *slash = '\0';
+        else strcpy(base, ".");
+    }
+    if (!*rel) hs_buf_puts(b, base);
+    else if (strcmp(base, ".") == 0) hs_buf_puts(b, rel);
+    else hs_buf_printf(b, "%s%s%s", base, strcmp(base, "/") == 0 ? "" : "/", rel);
+    free(base);
+}
+
+/* Checks where the page of n folders goes (before anything is written) into
+ * *path. dir0's own page (dirs[0]/index.html) is replaced when headscope wrote
+ * it (listed in its index with its size and hash) and this page is dir0's
+ * alone (n == 1), or it shows the same folders as the page there (the same
+ * command run again: want, page_folders), or with force; an existing --out
+ * FILE only with force. */
+static hs_status page_path(const char *const *dirs, int n, const cJSON *run0, const cJSON *want,
+                           const char *out_file, int force, char **path, hs_error *err)
+{
+    const char *dir0 = dirs[0];
     if (!out_file && foreign_page(dir0))
         return hs_fail(err, HS_ERR_INPUT, "%s/index.html exists and %s/index.json does not list "
                        "it with its size and hash; not overwriting it (choose a file with --out)",
                        dir0, dir0);
-    if (!out_file && n > 1 && !force && hs_out_owns(dir0, "index.html"))
-        return hs_fail(err, HS_ERR_INPUT, "%s/index.html exists (the page of %s alone); a page of %d "
-                       "folders replaces it only with --force (or choose a file with --out)",
-                       dir0, dir0, n);
+    cJSON *alone = cJSON_CreateStringArray((const char *const[]){"."}, 1);
+    if (!alone) return oom(err);
+    const cJSON *had = own_page_folders(run0, alone);
+    if (!out_file && n > 1 && !force && hs_out_owns(dir0, "index.html") &&
+        !(had && want && cJSON_Compare(had, want, 1))) {
+        hs_buf what = {0}; /* what the page there shows, from its index entry */
+        const int k = cJSON_GetArraySize(had);
+        if (!had || k < 1) {
+            hs_buf_puts(&what, "a page of folders its index.json does not record");
+        } else {
+            hs_buf_puts(&what, "the page of ");
+            int i = 0;
+            for (const cJSON *f = had->child; f; f = f->next, i++) {
+                const char *rel = cJSON_GetStringValue(f);
+                hs_buf_puts(&what, i == 0 ? "" : i == k - 1 ? " and " : ", ");
+                put_folder(&what, dir0, rel ? rel : "?");
+            }
+            if (k == 1) hs_buf_puts(&what, " alone");
+        }
+        hs_status s = what.oom ? oom(err)
+                               : hs_fail(err, HS_ERR_INPUT, "%s/index.html exists (%s); a page of %d "
+                                         "folders replaces it only with --force (or choose a file "
+                                         "with --out)", dir0, what.s, n);
+        hs_buf_free(&what);
+        cJSON_Delete(alone);
+        return s;
+    }
+    cJSON_Delete(alone);
     hs_status s = out_file ? hs_check_new_file("--out", out_file, force, err) : HS_OK;
     if (s != HS_OK) return s;
     *path = out_file ? hs_strdup(out_file) : hs_path_join(dir0, "index.html");
@@ -227,8 +346,11 @@ hs_status hs_view_run(const char *const *dirs, int n, const char *out_file, int 
         }
     }
     if (s == HS_OK && out_file) s = refuse_input(runs, out_file, err);
-    if (s == HS_OK) s = page_path(dirs[0], n, out_file, force, &out->path, err);
     const cJSON *run0 = cJSON_GetArrayItem(runs, 0);
+    cJSON *folders = s == HS_OK && !out_file ? page_folders(dirs, n) : NULL;
+    if (s == HS_OK && !out_file && !folders)
+        s = hs_fail(err, HS_ERR_IO, "cannot resolve the folders' paths (realpath) to record them");
+    if (s == HS_OK) s = page_path(dirs, n, run0, folders, out_file, force, &out->path, err);
     if (s == HS_OK) {
         data = hs_page_data(runs, cmap); /* owns runs and run0 now */
         runs = NULL;
@@ -238,7 +360,11 @@ hs_status hs_view_run(const char *const *dirs, int n, const char *out_file, int 
         s = !data || title.oom ? oom(err) : hs_viz_write_html(data, title.s, out->path, err);
         hs_buf_free(&title);
     }
-    if (s == HS_OK && !out_file) s = list_page(dirs[0], run0, err);
+    if (s == HS_OK && !out_file) {
+        s = list_page(dirs[0], run0, folders, err); /* takes folders */
+        folders = NULL;
+    }
+    cJSON_Delete(folders);
     cJSON_Delete(data);
     cJSON_Delete(runs);
     if (s != HS_OK) hs_view_report_free(out);

@@ -23,12 +23,13 @@
 #   matrix figures that do not thin their labels yet (lens_final, patch by
 #   layer x position at 60 tokens, a pair's differences and strip in a
 #   column).
-#   Left out, with the reason: discover and faithfulness (EAP's curve of 11
-#   circuit sizes costs over a minute of CPU here; discover's circuit graph of
-#   12 heads a layer is refused in a column, "needs 6.30 in"), circuit (the Winograd toy's check: refused
-#   without task metadata, shown below), ablate and weights (168 ablated
-#   forwards, 144 x 144 composition scores: tens of CPU seconds each at this
-#   size; their figures' shapes do not depend on the model's width).
+#   discover (on a toy of GPT-2's 12 x 12 heads) and weights (on GPT-2's
+#   vocabulary), cheaply: see their case below.
+#   Left out, with the reason: faithfulness (EAP's curve of 11 circuit sizes
+#   costs over a minute of CPU here; its figures are discover's), circuit
+#   (the Winograd toy's check: refused without task metadata, shown below),
+#   ablate (168 ablated forwards: tens of CPU seconds at this size; its
+#   figures' shapes do not depend on the model's width).
 #   Skipped (exit 77) without the tokenizer files unless CI is set.
 # Run as: bash tests/test_fig_widths_gpt2.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
@@ -140,6 +141,47 @@ done
 for dpi in 72 300; do
     run 0 "g$dpi" inspect --model "$G" --sentence "$S20" --out "$TMP/g$dpi" --width page --dpi "$dpi" "${FMT[@]}"
     check "g$dpi" 6.75 "$dpi" "$QROW"
+done
+# discover and weights at GPT-2's shapes, cheaply (issue 35; their GPT-2
+# runs cost 40-60 CPU seconds each here, in the scores, not the figures):
+# - discover on a toy of GPT-2's 12 layers x 12 heads (d_model 24; the graph
+#   is GPT-2's, 32,491 edges, and its default 5% circuit over the figure's
+#   cap of 1,024 edges): the circuit drawn at both widths, in a column each
+#   layer's heads on two rows of 6 (it was refused, "needs 6.30 in"), with
+#   the cap's one note (and no other);
+# - weights --top-tokens 200 on a 2 x 2 model with GPT-2's vocabulary (the
+#   QK/OV figures are GPT-2's: 128 x 128 of its tokens): every head's QK and
+#   OV written with the first 128 tokens and one summary note (it was 8
+#   notes here, 292 on GPT-2, and no QK/OV image).
+# The circuit is over the height budget (open: 1,024 edges on 38 rows).
+# one_note NAME REGEX: NAME's only note (a progress line aside) matches REGEX
+one_note() {
+    [ "$(grep -c 'note: ' "$TMP/$1.err")" -eq 1 ] || fail "$1: not one note: $(cat "$TMP/$1.err")"
+    has -- "$2" "$TMP/$1.err" || fail "$1: no note matches '$2': $(cat "$TMP/$1.err")"
+}
+run 0 t12 train --out "$TMP/t12.safetensors" --steps 1 --layers 12 --heads 12 --d-model 24 --seed 1 --eval-every 0
+printf '%s\n' '{"prompt": "the animal did not cross the street because it was too tired , so the", "corrupted": "the animal did not cross the street because it was too wet , so the", "answer": "animal", "wrong": "street"}' \
+    '{"prompt": "the dog did not cross the road because it was too slow , so the", "corrupted": "the dog did not cross the road because it was too wide , so the", "answer": "dog", "wrong": "road"}' >"$TMP/toy.jsonl"
+CAP='^headscope discover: note: the circuit has 16[0-9][0-9] edges, over the figure'"'"'s cap of 1024; circuit draws the 1024 strongest by |score|'
+"$PY" "$HERE/py/make_hf_gpt2_bpe.py" "$TMP/gv" "$ENC"
+for wn in column page; do
+    w=3.25
+    [ "$wn" = page ] && w=6.75
+    o=(--width "$wn" --dpi 72 --format png,svg,pdf,json)
+    run 0 "disc_$wn" discover --model "$TMP/t12.safetensors" --data "$TMP/toy.jsonl" --method eap --out "$TMP/disc_$wn" "${o[@]}"
+    one_note "disc_$wn" "$CAP"
+    TALL_OK=circuit check "disc_$wn" "$w" 72
+    for f in circuit faithfulness_curve; do
+        [ -e "$TMP/disc_$wn/$f.pdf" ] || fail "disc_$wn: no $f.pdf"
+    done
+    run 0 "wts_$wn" weights --model "$TMP/gv" --top-tokens 200 --out "$TMP/wts_$wn" --width "$wn" --dpi 72 --format png,svg,pdf,json
+    one_note "wts_$wn" '^headscope weights: note: 200 tokens, over the figure cap of 128 a side: the QK and OV figures of the 4 heads show the first 128 (their JSON holds all 200)$'
+    check "wts_$wn" "$w" 72
+    for f in L0H0_QK L1H1_OV; do
+        [ -e "$TMP/wts_$wn/$f.pdf" ] || fail "wts_$wn: no $f.pdf"
+        "$PY" -c 'import json, sys; j = json.load(open(sys.argv[1])); assert len(j["values"]) == 200, len(j["values"])' "$TMP/wts_$wn/$f.json" ||
+            fail "wts_$wn: $f.json does not hold the 200 tokens"
+    done
 done
 # circuit is the Winograd toy's check: on this model it is refused in one line
 run 1 circ circuit --model "$G" --out "$TMP/circ"

@@ -30,9 +30,10 @@
 #   - a circuit whose route has an adjective-key head: that head's roles cell
 #     says so, and ablation drops are in points (check_viewer.js --circuit);
 #   - view tired wet_only other (wet_only: inspect --only L1H1,L0H2; other: a
-#     1 x 2 model): pinning L1H1 shows L1H1 in tired's and wet_only's compare
-#     panels, pinning L0H0 says wet_only has none; other is compared with
-#     neither, and the page names both models (check_viewer.js --pin, --models);
+#     1 x 2 model): selecting, then pinning, L1H1 shows L1H1 in tired's and wet_only's compare
+#     panels, L0H0 says wet_only has none; other is compared with
+#     neither, and the page names both models (check_viewer.js --select,
+#     --pin, --models);
 #   - view DIR DIR (tired + wet) makes one page that passes the same checks,
 #     and index.html is listed in the first folder's index.json;
 #   - circuit --format html: every patching cell is its value through the
@@ -165,14 +166,14 @@ run 0 view2 view "$TMP/wet" "$TMP/tired"
 check_folder "$TMP/wet" index.html
 check --page "$TMP/wet/index.html" --json "$TMP/wet/attention_grid.json" --shot "$ART/view_wet_tired.png"
 # heads compared by name: wet with only L1H1 and L0H2 beside tired (2 x 4):
-# pinning L1H1 shows wet's L1H1, pinning L0H0 says wet has none (never
-# wet's second pattern, L0H2); a folder of another model (1 x 2, 2 steps)
+# selecting, then pinning, L1H1 shows wet's L1H1, L0H0 says wet has none
+# (never wet's second pattern, L0H2, at L1H1's clamped position); a folder of another model (1 x 2, 2 steps)
 # is compared with neither, and the page names the two models
 run 0 wet_only inspect --model "$M" --sentence "$WET" --only L1H1,L0H2 --out "$TMP/wet_only" --format json
 run 0 other_train train --out "$TMP/o.safetensors" --layers 1 --heads 2 --d-model 16 --steps 2 --eval-every 0
 run 0 other inspect --model "$TMP/o.safetensors" --sentence "$WET" --out "$TMP/other" --format json
 run 0 by_name view "$TMP/tired" "$TMP/wet_only" "$TMP/other" --out "$TMP/by_name.html"
-viewer --page "$TMP/by_name.html" --pin "L1H1;L0H0,missing:1" --models 2 --shot "$ART/view_by_name.png"
+viewer --page "$TMP/by_name.html" --select "L1H1;L0H0,missing:1" --pin "L1H1;L0H0,missing:1" --models 2 --shot "$ART/view_by_name.png"
 # a file headscope did not write is not overwritten
 mkdir "$TMP/f" && cp "$TMP/tired/"*.json "$TMP/f/" && echo "mine" >"$TMP/f/index.html"
 "$PY" - "$TMP/f/index.json" <<'PYEOF'

@@ -13,7 +13,9 @@
 #     still every matrix's values;
 #   - a page replaces only a page headscope wrote that the user asked for:
 #     `view A B` refuses A's own page without --force, as `--out FILE` refuses
-#     an existing FILE; `view A` writes A's page again; the page's <title>
+#     an existing FILE; `view A` writes A's page again, and `view A B` run a
+#     second time its page of A and B (index.json records a page's folders),
+#     while `view A C` refuses it, naming A and B; the page's <title>
 #     (its heading) says "headscope view" and every folder;
 # Run as: bash tests/test_view.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
@@ -124,4 +126,21 @@ run 0 two_force view "$TMP/base" "$TMP/b2" --force
 grep -q "<title>headscope view · $TMP/base, $TMP/b2</title>" "$TMP/base/index.html" ||
     fail "two_force: the page's title does not name both folders: $(grep -o '<title>.*</title>' "$TMP/base/index.html")"
 check_folder "$TMP/base" index.html
+# the same command run again replaces its own page (the README's `view A B`):
+# index.json records the folders the page shows, as seen from base
+run 0 two_again view "$TMP/base" "$TMP/b2"
+has -F "<title>headscope view · $TMP/base, $TMP/b2</title>" "$TMP/base/index.html" ||
+    fail "two_again: the page is not the page of both folders"
+"$PY" - "$TMP/base/index.json" <<'PYEOF' || fail "two_again: index.json does not record the page's folders"
+import json, sys
+e = [f for f in json.load(open(sys.argv[1]))["files"] if f["file"] == "index.html"]
+assert len(e) == 1 and e[0]["folders"] == [".", "../b2"], e
+PYEOF
+check_folder "$TMP/base" index.html
+# other folders: refused, the message naming the folders of the page there
+cp -r "$TMP/b2" "$TMP/b3"
+cp "$TMP/base/index.html" "$TMP/two.before"
+run 1 other view "$TMP/base" "$TMP/b3"
+one_line other "^headscope view: .*/base/index.html exists (the page of .*/base and .*/b2); a page of 2 folders replaces it only with --force (or choose a file with --out)$"
+cmp -s "$TMP/two.before" "$TMP/base/index.html" || fail "other: view replaced the page of base and b2 without --force"
 echo "ok: a page replaces another only as the output-folder policy and --force say"

@@ -420,11 +420,28 @@ static void the_width_promise_is_kept_or_refused(void **state)
     check_geometry(f, "12 x 12 circuit at page width");
     assert_int_equal(n_paths(f), N_BIG + 4);
     hs_viz_figure_destroy(f);
-    /* 12 x 12 in a column: refused in one line naming the width that fits */
-    assert_int_equal(circuit_figure(12, 12, BIG, sc, N_BIG, HS_VIZ_COLUMN_IN, &f, NULL, &err), HS_ERR_INPUT);
+    /* 12 x 12 in a column (GPT-2's heads; refused before, "needs 6.30 in"):
+       each layer's 12 heads wrapped onto two rows of 6, a0.h6 over a0.h0 in
+       its column, the MLP in the last column, exactly a column wide, no edge
+       crossing a box */
+    if (circuit_figure(12, 12, BIG, sc, N_BIG, HS_VIZ_COLUMN_IN, &f, NULL, &err)) fail_msg("%s", err.msg);
+    assert_int_equal(f->width, (int)lround(HS_VIZ_COLUMN_IN * 300));
+    check_geometry(f, "12 x 12 circuit wrapped in a column");
+    assert_int_equal(n_paths(f), N_BIG + 4);
+    const vz_rect *h0 = box_of(f, "a0_h0"), *h5 = box_of(f, "a0_h5"), *h6 = box_of(f, "a0_h6"),
+                  *h11 = box_of(f, "a0_h11"), *m0 = box_of(f, "m0"), *a1 = box_of(f, "a1_h0");
+    assert_true(h6->y + h6->h <= h0->y); /* above it */
+    assert_true(h6->x == h0->x && h11->x == h5->x);
+    assert_true(h5->x > h0->x && h11->y == h6->y);
+    assert_true(m0->y + m0->h <= h6->y && a1->y + a1->h <= m0->y); /* the MLP over both rows, a1 over it */
+    assert_true(abs(m0->x + m0->w - (h5->x + h5->w)) < 2);
+    hs_viz_figure_destroy(f);
+    /* too narrow even for 4 rows of 3: refused in one line naming the width
+       that fits the graph as given */
+    assert_int_equal(circuit_figure(12, 12, BIG, sc, N_BIG, 1.0, &f, NULL, &err), HS_ERR_INPUT);
     assert_null(f);
     print_message("%s\n", err.msg);
-    assert_non_null(strstr(err.msg, "circuit graph cannot show every label in 3.25 in at 6 pt"));
+    assert_non_null(strstr(err.msg, "circuit graph cannot show every label in 1.00 in at 6 pt"));
     assert_null(strchr(err.msg, '\n'));
     const char *w = strstr(err.msg, "HINT: --width ");
     assert_non_null(w);

@@ -19,6 +19,10 @@ static const unsigned char FAINT_TEXT[3] = {0x9a, 0x9a, 0x9a};
 static const unsigned char BOX_FILL[3] = {0xf2, 0xf2, 0xf2};
 static const unsigned char SAMPLE_RGB[3] = {0x40, 0x40, 0x40};
 static const char *const PORT_NAME[4] = {"", "q", "k", "v"};
+/* Rows a figure may draw: a graph's rows, each wrapped onto at most
+ * MAX_WRAP rows when its columns are too many for the width (wrap_rows). */
+#define MAX_WRAP 4
+#define ROWS_DRAWN (MAX_WRAP * HS_VIZ_MAX_GRAPH_ROWS)
 
 /* An edge's colour: the diverging map's end of its sign. */
 static void sign_rgb(float s, unsigned char rgb[3])
@@ -208,9 +212,9 @@ static hs_status plan_sizes(graph_plan *p, int target, vz_fit *fit)
     p->bx = calloc(n, sizeof *p->bx), p->by = calloc(n, sizeof *p->by);
     p->bw = calloc(n, sizeof *p->bw), p->bh = calloc(n, sizeof *p->bh);
     const size_t ne = g->n_edges ? g->n_edges : 1;
-    p->rtop = calloc(HS_VIZ_MAX_GRAPH_ROWS, sizeof *p->rtop);
-    p->rbot = calloc(HS_VIZ_MAX_GRAPH_ROWS, sizeof *p->rbot);
-    p->gap_h = calloc(HS_VIZ_MAX_GRAPH_ROWS, sizeof *p->gap_h);
+    p->rtop = calloc(ROWS_DRAWN, sizeof *p->rtop);
+    p->rbot = calloc(ROWS_DRAWN, sizeof *p->rbot);
+    p->gap_h = calloc(ROWS_DRAWN, sizeof *p->gap_h);
     p->chan = calloc(ne, sizeof *p->chan);
     p->y1 = calloc(ne, sizeof *p->y1), p->y2 = calloc(ne, sizeof *p->y2);
     p->xc = calloc(ne, sizeof *p->xc);
@@ -589,6 +593,50 @@ static hs_status add_body(graph_plan *p)
     return s;
 }
 
+/* g's nodes with each row of more than per nodes wrapped onto rows of per:
+ * its j-th node from the left on the row's (j / per)-th row from the bottom,
+ * at column j % per; a row of n <= per nodes stays one row, its columns
+ * kept but pulled left of per (an MLP in column 12 lands in the last
+ * column), a centred node alone on its row as before. Rows stay in order,
+ * so every edge still runs upward (no edge joins two nodes of one row).
+ * row, col: [n_nodes]; at most MAX_WRAP rows a row when per >= ceil(the
+ * most nodes of a row / MAX_WRAP). */
+static void wrap_rows(const hs_viz_graph *g, int per, int *row, int *col)
+{
+    int R = 0, base = 0;
+    for (size_t i = 0; i < g->n_nodes; i++) R = vz_imax(R, g->row[i] + 1);
+    for (int r = 0; r < R; r++) {
+        int n = 0, sub = 1;
+        for (size_t i = 0; i < g->n_nodes; i++) n += g->row[i] == r;
+        for (size_t i = 0; i < g->n_nodes; i++) {
+            if (g->row[i] != r) continue;
+            int j = 0; /* nodes of the row left of i (columns are distinct on a row) */
+            for (size_t k = 0; k < g->n_nodes; k++) j += g->row[k] == r && g->col[k] < g->col[i];
+            if (g->col[i] < 0) {
+                row[i] = base, col[i] = -1;
+            } else if (n <= per) {
+                row[i] = base, col[i] = vz_imin(g->col[i], per - (n - j));
+            } else {
+                row[i] = base + j / per, col[i] = j % per;
+                sub = vz_imax(sub, j / per + 1);
+            }
+        }
+        base += sub;
+    }
+}
+
+/* The most nodes on one row of g. */
+static int widest_row(const hs_viz_graph *g)
+{
+    int most = 1;
+    for (size_t i = 0; i < g->n_nodes; i++) {
+        int n = 0;
+        for (size_t k = 0; k < g->n_nodes; k++) n += g->row[k] == g->row[i];
+        most = vz_imax(most, n);
+    }
+    return most;
+}
+
 static hs_status build_graph(hs_viz_figure **out, const void *args, const hs_viz_options *opt,
                              vz_fit *fit, hs_error *err)
 {
@@ -607,7 +655,7 @@ static hs_status build_graph(hs_viz_figure **out, const void *args, const hs_viz
     if (!s) {
         /* the columns first (the routes' channels), then each gap as high as
            its tracks need (a track 0.04 in apart, at most two base gaps) */
-        int tracks[HS_VIZ_MAX_GRAPH_ROWS];
+        int tracks[ROWS_DRAWN];
         const int g0 = base_gap(&c);
         for (int r = 0; r < p.R; r++) p.gap_h[r] = g0;
         plan_boxes(&p, m + title_h);
@@ -644,9 +692,38 @@ hs_status hs_viz_graph_figure(const hs_viz_graph *g, const char *title, const hs
     if (s) return s;
     int C = 1;
     for (size_t i = 0; i < g->n_nodes; i++) C = vz_imax(C, g->col[i] + 1);
+    const double def_in = C <= 6 ? HS_VIZ_COLUMN_IN : HS_VIZ_PAGE_IN;
     const graph_args a = {g, title};
-    return vz_fit_width(out, build_graph, &a, opt, C <= 6 ? HS_VIZ_COLUMN_IN : HS_VIZ_PAGE_IN,
-                        "circuit graph", err);
+    s = vz_fit_width(out, build_graph, &a, opt, def_in, "circuit graph", err);
+    const int N = widest_row(g);
+    if (s != HS_ERR_INPUT || N < 2) return s;
+    /* too wide (GPT-2's 12 heads and an MLP in a column): each row's columns
+       wrapped onto 2, 3 or 4 rows, the first that fits; else the refusal of
+       the graph as given (the width it needs) */
+    int *row = malloc(g->n_nodes * sizeof *row), *col = malloc(g->n_nodes * sizeof *col);
+    if (!row || !col) {
+        free(row);
+        free(col);
+        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    }
+    hs_error e2 = {0};
+    hs_status s2 = HS_ERR_INPUT;
+    for (int k = 2, last = N; k <= MAX_WRAP && s2 == HS_ERR_INPUT; k++) {
+        const int per = (N + k - 1) / k;
+        if (per == last) continue;
+        last = per;
+        hs_viz_graph w = *g;
+        wrap_rows(g, per, row, col);
+        w.row = row;
+        w.col = col;
+        const graph_args aw = {&w, title};
+        s2 = vz_fit_width(out, build_graph, &aw, opt, def_in, "circuit graph", &e2);
+    }
+    free(row);
+    free(col);
+    if (s2 == HS_ERR_INPUT) return s; /* err: the graph as given */
+    if (s2 != HS_OK && err) *err = e2;
+    return s2;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -31,6 +31,9 @@
  *   --pin L1H1[,missing:I:J][;L0H0...]: pinning L1H1 in the first folder
  *     shows L1H1 in every compare panel, matched by name; panels I, J say
  *     "not in this folder" instead (each spec after ';' pinned in turn).
+ *   --select SPECS: the same with each head selected, before any pin (the
+ *     compare panels without a pin follow the selected head by name too,
+ *     never the head at the same position).
  *   --models N: the folders are of N models, compared only within a model,
  *     each compare section named by its model, one line naming them all.
  *   --circuit REPORT.json (a Winograd circuit with an adjective-key route):
@@ -307,29 +310,30 @@ async function checkCircuit(page, result) {
   result.adjective_key_heads = keyed;
 }
 
-/* --pin L1H1[,missing:L0H0]: pin each head in the first folder's view; every
+/* --pin L1H1[,missing:1]: pin each head in the first folder's view; every
    compare panel shows that head by name, or says it is not in its folder
-   (the folders named after "missing:" by their index on the page) */
-async function checkPin(page, spec, result) {
+   (the folders named after "missing:" by their index on the page).
+   --select (pin false): the same with the head only selected, not pinned */
+async function checkPin(page, spec, result, pin = true) {
   const [name, missing] = spec.split(',');
   const miss = missing ? missing.replace(/^missing:/, '').split(':').map(Number) : [];
   const m = /^L(\d+)H(\d+)$/.exec(name);
-  if (!m) fail(`--pin ${spec}: not L<l>H<h>`);
-  const shown = await page.evaluate((l, h) => {
+  const what = pin ? 'pinned' : 'selected';
+  if (!m) fail(`--${pin ? 'pin' : 'select'} ${spec}: not L<l>H<h>`);
+  const shown = await page.evaluate((l, h, pin) => {
     window.hsViewer.select(l, h, 'head');
-    const pin = [...document.querySelectorAll('button')].find((b) => b.textContent === 'pin this head');
-    pin.click();
+    if (pin) [...document.querySelectorAll('button')].find((b) => b.textContent === 'pin this head').click();
     return [...document.querySelectorAll('figure.compare canvas.head')].map((c) =>
       [c.dataset.name, c.dataset.missing, c.closest('figure').querySelector('h3').textContent]);
-  }, Number(m[1]), Number(m[2]));
+  }, Number(m[1]), Number(m[2]), pin);
   if (shown.length < 2) fail(`${shown.length} compare panels`);
   shown.forEach(([n, mi, cap], i) => {
-    if (n !== name) fail(`compare panel ${i} shows ${n} (${cap}) with ${name} pinned`);
+    if (n !== name) fail(`compare panel ${i} shows ${n} (${cap}) with ${name} ${what}`);
     const want = miss.includes(i);
-    if ((mi === '1') !== want) fail(`compare panel ${i}: ${want ? 'shows a head its folder lacks' : 'says its head is missing'} (${cap})`);
+    if ((mi === '1') !== want) fail(`compare panel ${i}: ${want ? 'shows a head its folder lacks' : 'says its head is missing'} (${cap}) with ${name} ${what}`);
     if (want && !cap.includes('not in this folder')) fail(`compare panel ${i}'s caption '${cap}' does not say the head is missing`);
   });
-  result['pin_' + name] = shown.map((s) => s[2]);
+  result[(pin ? 'pin_' : 'select_') + name] = shown.map((s) => s[2]);
 }
 
 /* --models N: the page's folders are of N models: one compare section per
@@ -387,6 +391,7 @@ async function checkModels(page, n, result) {
     }
     if (args.keys) await checkKeys(page, result);
     if (args.circuit) await checkCircuit(page, result);
+    if (args.select) for (const spec of String(args.select).split(';')) await checkPin(page, spec, result, false);
     if (args.pin) for (const spec of String(args.pin).split(';')) await checkPin(page, spec, result);
     if (args.models) await checkModels(page, Number(args.models), result);
     if (args.heading) {

@@ -208,7 +208,9 @@
     var idx = v.run.index || {}, base = idx.model ? String(idx.model).split('/').filter(Boolean).pop() : 'model';
     return base + ' (' + v.L + ' layers x ' + v.H + ' heads)';
   }
-  var SHARED = { views: [], layer: 0, head: 0, mode: 'head', pinned: null };
+  /* chosen: per model, the head last selected in a view of it {mode, layer, name},
+     which its compare panels show by name until a head is pinned */
+  var SHARED = { views: [], layer: 0, head: 0, mode: 'head', pinned: null, chosen: {} };
 
   function AttentionView(run, file) {
     var A = unpack(file.attention);
@@ -260,11 +262,16 @@
     return m && +m[1] < this.L && +m[2] < this.H ? +m[1] * this.H + +m[2] : -1;
   };
   /* the pattern shown: {a, off, name} for the selected head or its layer's mean;
-     the pinned one (pin) is matched by name in views of the pin's model, and is
-     {missing: true, name} where this folder lacks that head */
+     a compare panel's (pin) is matched by name in views of one model: the pinned
+     head, else the head last selected in a view of this model, else the first
+     folder's selected head (this.ref), and is {missing: true, name} where this
+     folder lacks that head (never the head at the same position) */
   AttentionView.prototype.current = function (pin) {
     var l = SHARED.layer, h = SHARED.head, mode = SHARED.mode, P = SHARED.pinned;
-    if (pin && P && P.model === this.model) {
+    if (pin && !(P && P.model === this.model))
+      P = SHARED.chosen[this.model] || (this.ref ? { mode: mode, layer: Math.min(l, this.ref.L - 1),
+        name: this.ref.current().name } : null);
+    if (pin && P) {
       if (P.mode === 'mean' && !this.named && P.layer < this.L)
         return { a: this.means[P.layer].a, off: 0, img: this.means[P.layer].img, name: 'L' + P.layer + ' mean of ' + this.H + ' heads' };
       var kp = P.mode === 'mean' ? -1 : this.find(P.name);
@@ -315,12 +322,12 @@
     cv.c.addEventListener('mouseleave', function () { tip(null); });
     cv.c.addEventListener('click', function (ev) {
       var p = at(ev);
-      if (p) select(p.l, p.h, 'head');
+      if (p) select(p.l, p.h, 'head', self);
     });
     cv.c.addEventListener('keydown', function (ev) {
       var at = { r: SHARED.layer, c: SHARED.head };
-      if (ev.key === 'Enter' || ev.key === ' ') { select(at.r, at.c, 'head'); ev.preventDefault(); return; }
-      if (arrowKey(ev, at, L, H)) select(at.r, at.c, SHARED.mode);
+      if (ev.key === 'Enter' || ev.key === ' ') { select(at.r, at.c, 'head', self); ev.preventDefault(); return; }
+      if (arrowKey(ev, at, L, H)) select(at.r, at.c, SHARED.mode, self);
     });
     var fig = el('figure', { cls: 'panel fit' }, [
       el('h3', { text: this.named ? 'The patterns (click one)' : 'Every head (layers x heads)' }),
@@ -470,8 +477,8 @@
     var modeHead = el('button', { 'aria-pressed': 'true', text: 'per head' });
     var modeMean = el('button', { 'aria-pressed': 'false', text: 'head-averaged per layer' });
     var pinBtn = el('button', { text: 'pin this head' });
-    modeHead.addEventListener('click', function () { select(SHARED.layer, SHARED.head, 'head'); });
-    modeMean.addEventListener('click', function () { select(SHARED.layer, SHARED.head, 'mean'); });
+    modeHead.addEventListener('click', function () { select(SHARED.layer, SHARED.head, 'head', self); });
+    modeMean.addEventListener('click', function () { select(SHARED.layer, SHARED.head, 'mean', self); });
     pinBtn.addEventListener('click', function () {
       /* by name, for the folders of this view's model (the head shown here) */
       SHARED.pinned = { layer: Math.min(SHARED.layer, self.L - 1), mode: SHARED.mode, model: self.model,
@@ -590,10 +597,13 @@
     this.showRow(this.dest);
     if (this.drawPinned) this.drawPinned();
   };
-  function select(l, h, mode) {
+  /* a head (or a layer's mean) selected in view `from` (default: the first) */
+  function select(l, h, mode, from) {
     SHARED.layer = l;
     SHARED.head = h;
     SHARED.mode = mode;
+    var v = from || SHARED.views[0];
+    if (v) SHARED.chosen[v.model] = { mode: mode, layer: Math.min(l, v.L - 1), name: v.current().name };
     SHARED.views.forEach(function (v) { v.update(); });
   }
 
@@ -706,8 +716,9 @@
     var row = el('div', { cls: 'row' });
     var sec = el('section', { cls: 'run compare-model', 'data-model': views[0].model },
       [el('h2', { text: 'Compare sentences' + (many ? ' of ' + modelName(views[0]) : '') + ': the pinned head' }),
-      el('p', { cls: 'sub', text: 'Pin a head with “pin this head” below; it is matched by name in each folder; until then the selected head is shown.' }), row]);
+      el('p', { cls: 'sub', text: 'Pin a head with “pin this head” below; until then the head last selected is shown. Either is matched by name in each folder.' }), row]);
     views.forEach(function (v) {
+      v.ref = views[0];
       var fig = el('figure', { cls: 'panel compare' });
       var cap = el('h3');
       fig.appendChild(cap);
