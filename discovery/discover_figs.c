@@ -62,8 +62,8 @@ hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph 
         }
         in_graph = top;
         hs_note(&od->notes, HS_NOTE_CMD, "note: the circuit has %zu edges, over the figure's cap of %d; "
-                "%s draws the %d strongest by |score| (graph.json holds every edge)", n, HS_VIZ_MAX_EDGES,
-                stem, HS_VIZ_MAX_EDGES);
+                "%s draws at most the %d strongest by |score|, fewer when they do not fit the height "
+                "(graph.json holds every edge)", n, HS_VIZ_MAX_EDGES, stem, HS_VIZ_MAX_EDGES);
     }
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;

@@ -419,6 +419,13 @@ void hs_faith_summary(const hs_faith_report *r, hs_buf *b);
  * its width and colour. title may be NULL; o: the figure's options (NULL =
  * defaults). *fig (when fig is not NULL) and *json (when json is not NULL)
  * are new (hs_viz_figure_destroy, cJSON_Delete); on failure both are NULL.
+ * The figure keeps to the height budget as the bar charts do (o's
+ * max_height_in, HS_VIZ_MAX_HEIGHT_IN by default): when every edge makes it
+ * taller (GPT-2's 1,024 strongest on 12 layers of 12 heads), it draws the
+ * largest k strongest edges by |score| that fit and only the nodes they
+ * touch (rows and a layer's heads closed up, names unchanged), its note under
+ * the title saying "the k strongest of n edges by |score| and their nodes";
+ * *json keeps every in_graph edge and every node.
  * Errors: hs_viz_graph_figure's (a score not finite: HS_ERR_NUMERIC; the
  * width promise: HS_ERR_INPUT), HS_ERR_NOMEM. */
 hs_status hs_graph_figure(const hs_graph *g, const double *scores, const unsigned char *in_graph,

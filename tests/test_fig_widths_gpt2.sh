@@ -153,7 +153,9 @@ done
 #   QK/OV figures are GPT-2's: 128 x 128 of its tokens): every head's QK and
 #   OV written with the first 128 tokens and one summary note (it was 8
 #   notes here, 292 on GPT-2, and no QK/OV image).
-# The circuit is over the height budget (open: 1,024 edges on 38 rows).
+# The circuit keeps to the height budget: the strongest edges that fit and
+# their nodes alone, said under its title (1,024 edges on 38 rows were 18 in
+# tall in a column).
 # one_note NAME REGEX: NAME's only note (a progress line aside) matches REGEX
 one_note() {
     [ "$(grep -c 'note: ' "$TMP/$1.err")" -eq 1 ] || fail "$1: not one note: $(cat "$TMP/$1.err")"
@@ -162,7 +164,7 @@ one_note() {
 run 0 t12 train --out "$TMP/t12.safetensors" --steps 1 --layers 12 --heads 12 --d-model 24 --seed 1 --eval-every 0
 printf '%s\n' '{"prompt": "the animal did not cross the street because it was too tired , so the", "corrupted": "the animal did not cross the street because it was too wet , so the", "answer": "animal", "wrong": "street"}' \
     '{"prompt": "the dog did not cross the road because it was too slow , so the", "corrupted": "the dog did not cross the road because it was too wide , so the", "answer": "dog", "wrong": "road"}' >"$TMP/toy.jsonl"
-CAP='^headscope discover: note: the circuit has 16[0-9][0-9] edges, over the figure'"'"'s cap of 1024; circuit draws the 1024 strongest by |score|'
+CAP='^headscope discover: note: the circuit has 16[0-9][0-9] edges, over the figure'"'"'s cap of 1024; circuit draws at most the 1024 strongest by |score|, fewer when they do not fit the height'
 "$PY" "$HERE/py/make_hf_gpt2_bpe.py" "$TMP/gv" "$ENC"
 for wn in column page; do
     w=3.25
@@ -170,7 +172,7 @@ for wn in column page; do
     o=(--width "$wn" --dpi 72 --format png,svg,pdf,json)
     run 0 "disc_$wn" discover --model "$TMP/t12.safetensors" --data "$TMP/toy.jsonl" --method eap --out "$TMP/disc_$wn" "${o[@]}"
     one_note "disc_$wn" "$CAP"
-    TALL_OK=circuit check "disc_$wn" "$w" 72
+    check "disc_$wn" "$w" 72
     for f in circuit faithfulness_curve; do
         [ -e "$TMP/disc_$wn/$f.pdf" ] || fail "disc_$wn: no $f.pdf"
     done

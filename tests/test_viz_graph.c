@@ -44,6 +44,9 @@ static double big_score(size_t i)
     return i % 7 == 3 ? -0.6 * s : s;
 }
 
+/* The height budget circuit_figure gives (0: the default 9 in). */
+static double g_max_height_in;
+
 /* The figure (and JSON when j is not NULL) of a circuit at width_in. */
 static hs_status circuit_figure(int L, int H, const char *const *edges, const double *sc, size_t n,
                                 double width_in, hs_viz_figure **f, cJSON **j, hs_error *err)
@@ -55,6 +58,7 @@ static hs_status circuit_figure(int L, int H, const char *const *edges, const do
     hs_viz_options o;
     hs_viz_options_default(&o);
     o.width_in = width_in;
+    o.max_height_in = g_max_height_in;
     hs_status s = hs_graph_figure(&g, scores, in, "a circuit", &o, f, j, err);
     free(scores);
     free(in);
@@ -423,8 +427,11 @@ static void the_width_promise_is_kept_or_refused(void **state)
     /* 12 x 12 in a column (GPT-2's heads; refused before, "needs 6.30 in"):
        each layer's 12 heads wrapped onto two rows of 6, a0.h6 over a0.h0 in
        its column, the MLP in the last column, exactly a column wide, no edge
-       crossing a box */
+       crossing a box (every node drawn: a budget of 30 in; at 9 in only the
+       circuit's nodes are, a_graph_over_the_height_budget_...) */
+    g_max_height_in = 30;
     if (circuit_figure(12, 12, BIG, sc, N_BIG, HS_VIZ_COLUMN_IN, &f, NULL, &err)) fail_msg("%s", err.msg);
+    g_max_height_in = 0;
     assert_int_equal(f->width, (int)lround(HS_VIZ_COLUMN_IN * 300));
     check_geometry(f, "12 x 12 circuit wrapped in a column");
     assert_int_equal(n_paths(f), N_BIG + 4);
@@ -677,8 +684,10 @@ static void the_glue_takes_every_edge_and_unit_scores(void **state)
 }
 
 /* A circuit past the figure's cap of 1,024 edges (issue 35: GPT-2's default
- * 5 % circuit, 1,598 edges, got no figure at all): the figure draws the
- * 1,024 strongest by |score| (its JSON lists them), with a note. */
+ * 5 % circuit, 1,598 edges, got no figure at all): the figure's JSON lists
+ * the 1,024 strongest by |score|, with a note; the figure itself keeps to
+ * the 9 in height (1,024 edges on 12 layers were 10.9 in tall at a page):
+ * the strongest that fit and their nodes. */
 static void a_circuit_past_the_cap_draws_its_strongest_edges(void **state)
 {
     (void)state;
@@ -723,8 +732,14 @@ static void a_circuit_past_the_cap_draws_its_strongest_edges(void **state)
         fail_msg("%s", err.msg);
     hs_outdir_close(&od);
     char *jp = hs_path_join(dir, "circuit.json"), *pp = hs_path_join(dir, "circuit.png");
-    struct stat st;
-    assert_int_equal(stat(pp, &st), 0);
+    FILE *pf = fopen(pp, "rb"); /* the PNG's IHDR height at 72 dpi: at most 9 in */
+    unsigned char hdr[24];
+    assert_non_null(pf);
+    assert_int_equal(fread(hdr, 1, sizeof hdr, pf), sizeof hdr);
+    fclose(pf);
+    const unsigned long png_h = (unsigned long)hdr[20] << 24 | hdr[21] << 16 | hdr[22] << 8 | hdr[23];
+    print_message("circuit.png: %lu px tall at 72 dpi\n", png_h);
+    assert_true(png_h <= 9 * 72 && png_h > 3 * 72);
     FILE *fp = fopen(jp, "rb");
     assert_non_null(fp);
     fseek(fp, 0, SEEK_END);
@@ -750,6 +765,54 @@ static void a_circuit_past_the_cap_draws_its_strongest_edges(void **state)
     hs_graph_free(&g);
 }
 
+/* A graph taller than the height budget (GPT-2's 12 x 12 heads, every 40th
+ * edge: 813 edges, 18 in in a column before) draws its strongest edges that
+ * fit and only their nodes: at most 9 in, fewer edges, fewer node boxes, the
+ * geometry whole and no edge through a box; a 9 in budget it fits already
+ * (the 2 x 4 graph) is drawn as before, every node included. */
+static void a_graph_over_the_height_budget_draws_its_strongest_edges(void **state)
+{
+    (void)state;
+    hs_config cfg = hs_config_default();
+    cfg.n_layers = 12;
+    cfg.n_heads = 12;
+    cfg.d_mlp = 4 * cfg.d_model;
+    hs_graph g;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&cfg, &g, &err), HS_OK);
+    double *sc = malloc(g.n_edges * sizeof *sc);
+    unsigned char *in = calloc(g.n_edges, 1);
+    assert_non_null(sc);
+    assert_non_null(in);
+    size_t n_in = 0;
+    for (size_t e = 0; e < g.n_edges; e++) {
+        sc[e] = (double)((e * 7919) % 10007) / 10007.0 - 0.3;
+        if (e % 40 == 0) in[e] = 1, n_in++;
+    }
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.width_in = HS_VIZ_COLUMN_IN;
+    hs_viz_figure *f = NULL;
+    if (hs_graph_figure(&g, sc, in, "a tall circuit", &o, &f, NULL, &err)) fail_msg("%s", err.msg);
+    const double h_in = (double)hs_viz_figure_height(f) / hs_viz_figure_dpi(f);
+    size_t boxes = 0;
+    for (size_t i = 0; i < f->n_groups; i++) boxes += f->groups[i][0] == 'a' && strstr(f->groups[i], "_h");
+    print_message("%zu edges: %.2f in tall, %zu edge paths, %zu head boxes\n", n_in, h_in, n_paths(f), boxes);
+    assert_true(h_in <= HS_VIZ_MAX_HEIGHT_IN + 1e-9 && h_in > 0.5 * HS_VIZ_MAX_HEIGHT_IN);
+    assert_true(n_paths(f) > 10 && n_paths(f) < n_in);
+    assert_true(boxes > 0 && boxes < 144); /* the heads of the drawn edges alone */
+    check_geometry(f, "12 x 12 circuit fitted to the height");
+    assert_int_equal(box_crossings(f, "12 x 12 fitted"), 0);
+    int noted = 0;
+    for (size_t i = 0; i < f->n_texts; i++)
+        noted |= strstr(f->texts[i].s, "strongest of 813 edges by |score| and their nodes") != NULL;
+    assert_true(noted);
+    hs_viz_figure_destroy(f);
+    free(sc);
+    free(in);
+    hs_graph_free(&g);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -762,6 +825,7 @@ int main(void)
         cmocka_unit_test(faithfulness_curve_has_log_x_and_the_unit_line),
         cmocka_unit_test(no_edge_crosses_a_box),
         cmocka_unit_test(a_circuit_past_the_cap_draws_its_strongest_edges),
+        cmocka_unit_test(a_graph_over_the_height_budget_draws_its_strongest_edges),
         cmocka_unit_test(dashes_only_when_both_signs_are_drawn),
         cmocka_unit_test(the_glue_takes_every_edge_and_unit_scores),
     };
