@@ -71,6 +71,10 @@ static const char TRAIN_HELP[] =
     "                         one); default: a BPE of --vocab-size trained on the corpus\n"
     "  --vocab-size N         that BPE's vocabulary (default 1024, the chapter's)\n"
     "  --val-fraction X       held out: the last X of each file's tokens (default 0.1)\n"
+    "  --repeat P             with probability P a window holds a span of itself (n_ctx/8\n"
+    "                         to n_ctx/4 tokens) a second time later, at a random\n"
+    "                         distance: text where induction pays; the held-out windows\n"
+    "                         get theirs from a fixed seed (default 0: plain text)\n"
     "  --n-ctx N              window length in tokens (default 128); every position of\n"
     "                         a random window of the training part is a target\n"
     "                         held-out perplexity over the held-out part's consecutive\n"
@@ -207,6 +211,7 @@ typedef struct {
     int model_flag, task_flag;      /* a model or task option was given (refused with --resume) */
     int vocab_size;                 /* --vocab-size; 0 = not given */
     double val_fraction;            /* --val-fraction; 0 = not given */
+    double repeat;                  /* --repeat; -1 = not given */
     const char **corpus;            /* --corpus values (argc of them at most) */
     int n_corpus;
 } train_args;
@@ -282,6 +287,7 @@ static const train_opt OPTS[] = {
     {"corpus", K_CORPUS, G_TASK, 0, 0, 0, NULL, NULL},
     {"tokenizer", K_STR, G_TASK, A(job.tokenizer), 0, 0, NULL, NULL},
     {"val-fraction", K_F64, G_TASK, A(val_fraction), 0.01, 0.5, "a number in [0.01, 0.5]", NULL},
+    {"repeat", K_F64, G_TASK, A(repeat), 0.0, 1.0, "a number in [0, 1]", NULL},
     {"warmup", K_INT, G_MODEL, A(job.train.warmup), 0, 10000000, NULL, NULL},
     {"n-ctx", K_INT, G_TASK, A(n_ctx), 4, 4096, NULL, NULL},
     {"seg-len", K_RANGE, G_TASK, A(seg), 2, 0, "MIN:MAX with 2 <= MIN <= MAX", NULL},
@@ -408,6 +414,7 @@ static int train_job_of(int argc, char **argv, hs_train_job *job)
     a.attn = a.job.cfg.attn;
     a.norm_place = a.job.cfg.norm_place;
     a.init = a.job.init;
+    a.repeat = -1.0;
     a.seg[0] = ipd.seg_min, a.seg[1] = ipd.seg_max;
     a.gap[0] = ipd.gap_min, a.gap[1] = ipd.gap_max;
     a.corpus = calloc((size_t)argc + 1, sizeof *a.corpus);
@@ -433,8 +440,8 @@ static int train_job_of(int argc, char **argv, hs_train_job *job)
     } else {
         free(a.corpus);
     }
-    if (!j->text_task && (j->tokenizer || a.val_fraction > 0)) {
-        return cli_usage_error(C, "--tokenizer and --val-fraction are for --task text");
+    if (!j->text_task && (j->tokenizer || a.val_fraction > 0 || a.repeat >= 0)) {
+        return cli_usage_error(C, "--tokenizer, --val-fraction and --repeat are for --task text");
     }
     if (j->text_task && j->tokenizer && a.vocab_size > 0) {
         free(files);
@@ -452,6 +459,7 @@ static int train_job_of(int argc, char **argv, hs_train_job *job)
     if (j->text_task) {
         if (a.vocab_size > 0) j->text.vocab_size = a.vocab_size;
         if (a.val_fraction > 0) j->text.val_fraction = a.val_fraction;
+        if (a.repeat >= 0) j->text.repeat = a.repeat;
         if (a.n_ctx > 0) j->text.n_ctx = a.n_ctx;
     } else if (a.vocab_size > 0) {
         j->ind.n_symbols = a.vocab_size;

@@ -442,16 +442,36 @@ double hs_ind_score_accuracy(const hs_ind_score *s);
  * T - 1, targets one further), every position scored: exp(mean cross-entropy
  * in nats). The unigram baseline: token frequencies of the training stream
  * with add-one smoothing over the vocabulary, scored on the same targets.
+ *
+ * Repeats (repeat = P > 0; `train --task text --repeat P`): induction is of
+ * use only where text repeats within the window, which in 128-256 tokens of
+ * prose it rarely does. With probability P a window's T input tokens hold one
+ * span of themselves a second time, later, at a random distance: a span of L
+ * tokens (L uniform in [max(2, T/8), max(2, T/4)]) starting at a (uniform in
+ * [0, T - 2L]) is copied over the tokens from b on (b uniform in [a + L,
+ * T - L]), every target following its input as ever (the target at T - 1 is
+ * the stream's next token). The draws: one uniform double against P, then
+ * L, a, b by hs_task_rng_below, from the batch stream for training windows
+ * (none at all when P is 0: the stream and its bits are those of a run
+ * without repeats) and for the held-out windows from an hs_task_rng seeded
+ * with HS_TEXT_REPEAT_SEED, window by window at hs_text_create, so the held-out
+ * perplexity and ICL score are measured on the distribution trained on; the
+ * unigram baseline is computed on the stream with the copies.
  */
 typedef struct {
     int n_ctx;            /* T: window length (128, the chapter's) */
     double val_fraction;  /* held out per file (0.1), in [0.01, 0.5] */
     int vocab_size;       /* a BPE trained on the corpus when no tokenizer is given (1024) */
+    double repeat;        /* P in [0, 1]: a window's chance of holding a span twice (0) */
 } hs_text_params;
 
+/* The held-out repeats' hs_task_rng seed. */
+#define HS_TEXT_REPEAT_SEED 31u
+
 hs_text_params hs_text_params_default(void);
-/* n_ctx and val_fraction back from that JSON (the rest describes the corpus
- * trained on); HS_ERR_FORMAT when they are missing or out of range. */
+/* n_ctx, val_fraction and repeat (0 when absent) back from that JSON (the rest
+ * describes the corpus trained on); HS_ERR_FORMAT when they are missing or out
+ * of range. */
 hs_status hs_text_params_from_json(const char *json, hs_text_params *p, hs_error *err);
 /* The text task's corpus, batches, perplexity, eval, sampling: tasks/text.h. */
 /* ------------------------------------------------------------------------ */

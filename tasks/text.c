@@ -14,7 +14,7 @@
 
 hs_text_params hs_text_params_default(void)
 {
-    hs_text_params p = {128, 0.1, 1024};
+    hs_text_params p = {128, 0.1, 1024, 0.0};
     return p;
 }
 
@@ -32,6 +32,20 @@ static uint64_t fnv1a64(uint64_t h, const unsigned char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 1099511628211ull;
     return h;
+}
+
+/* With probability P, the T tokens w hold a span of L of themselves again
+ * later (tasks.h's text section: the draws and their order). */
+static void repeat_span(int *w, int T, double P, hs_task_rng *r)
+{
+    if ((double)(hs_task_rng_next(r) >> 11) * (1.0 / 9007199254740992.0) >= P) return;
+    const int lo = T / 8 > 2 ? T / 8 : 2, hi = T / 4 > 2 ? T / 4 : 2;
+    if (T < 2 * lo) return;
+    int L = lo + (int)hs_task_rng_below(r, (uint64_t)(hi - lo + 1));
+    if (2 * L > T) L = T / 2;
+    const int a = (int)hs_task_rng_below(r, (uint64_t)(T - 2 * L + 1));
+    const int b = a + L + (int)hs_task_rng_below(r, (uint64_t)(T - L - (a + L) + 1));
+    memcpy(w + b, w + a, (size_t)L * sizeof *w); /* b >= a + L: no overlap */
 }
 
 /* The unigram model of the training stream (add-one smoothing over the V
@@ -60,6 +74,8 @@ hs_status hs_text_create(const hs_corpus *c, const char *tok_json, size_t tok_js
     if (!(p->val_fraction >= 0.01 && p->val_fraction <= 0.5))
         return hs_fail(err, HS_ERR_INPUT, "--val-fraction %g is not in [0.01, 0.5]",
                        p->val_fraction);
+    if (!(p->repeat >= 0.0 && p->repeat <= 1.0))
+        return hs_fail(err, HS_ERR_INPUT, "--repeat %g is not in [0, 1]", p->repeat);
     hs_text *t = calloc(1, sizeof *t);
     if (!t) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     t->p = *p;
@@ -113,6 +129,13 @@ hs_status hs_text_create(const hs_corpus *c, const char *tok_json, size_t tok_js
         st = hs_fail(err, HS_ERR_INPUT, "the corpus's held-out part (--val-fraction %g) has %zu "
                      "tokens, too few for one window of %d", p->val_fraction, t->n_heldout,
                      p->n_ctx);
+    if (st == HS_OK && p->repeat > 0.0) {
+        hs_task_rng r;
+        hs_task_rng_seed(&r, HS_TEXT_REPEAT_SEED);
+        const size_t W = hs_text_windows(t, p->n_ctx);
+        for (size_t w = 0; w < W; w++)
+            repeat_span(t->heldout + w * (size_t)p->n_ctx, p->n_ctx, p->repeat, &r);
+    }
     if (st == HS_OK) t->unigram_ppl = unigram_perplexity(t);
     if (st != HS_OK) {
         hs_text_destroy(t);
@@ -134,6 +157,11 @@ void hs_text_batch(const hs_text *t, hs_task_rng *r, size_t B, int T, int *token
         const size_t s = (size_t)hs_task_rng_below(r, span);
         memcpy(tokens + b * (size_t)T, t->train + s, (size_t)T * sizeof *tokens);
         memcpy(targets + b * (size_t)T, t->train + s + 1, (size_t)T * sizeof *targets);
+        if (t->p.repeat > 0.0) {
+            int *w = tokens + b * (size_t)T;
+            repeat_span(w, T, t->p.repeat, r);
+            memcpy(targets + b * (size_t)T, w + 1, (size_t)(T - 1) * sizeof *targets);
+        }
     }
 }
 
@@ -214,6 +242,7 @@ hs_status hs_text_task_json(const hs_text *t, char **json, hs_error *err)
     cJSON_AddStringToObject(o, "name", "text");
     cJSON_AddNumberToObject(o, "n_ctx", t->p.n_ctx);
     cJSON_AddNumberToObject(o, "val_fraction", t->p.val_fraction);
+    if (t->p.repeat > 0.0) cJSON_AddNumberToObject(o, "repeat", t->p.repeat);
     cJSON_AddStringToObject(o, "split", "the last val_fraction of each file's tokens is held out");
     cJSON_AddNumberToObject(o, "files", (double)t->n_files);
     cJSON_AddNumberToObject(o, "bytes", (double)t->bytes);
@@ -234,16 +263,20 @@ hs_status hs_text_params_from_json(const char *json, hs_text_params *p, hs_error
     const cJSON *name = cJSON_GetObjectItemCaseSensitive(o, "name");
     const cJSON *T = cJSON_GetObjectItemCaseSensitive(o, "n_ctx");
     const cJSON *vf = cJSON_GetObjectItemCaseSensitive(o, "val_fraction");
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(o, "repeat");
     const int ok = cJSON_IsString(name) && strcmp(name->valuestring, "text") == 0 &&
                    cJSON_IsNumber(T) && T->valuedouble >= 1 && T->valuedouble <= 65536 &&
-                   cJSON_IsNumber(vf) && vf->valuedouble >= 0.01 && vf->valuedouble <= 0.5;
+                   cJSON_IsNumber(vf) && vf->valuedouble >= 0.01 && vf->valuedouble <= 0.5 &&
+                   (rp == NULL || (cJSON_IsNumber(rp) && rp->valuedouble >= 0.0 &&
+                                   rp->valuedouble <= 1.0));
     if (ok) {
         p->n_ctx = (int)T->valuedouble;
         p->val_fraction = vf->valuedouble;
+        p->repeat = rp ? rp->valuedouble : 0.0;
     }
     cJSON_Delete(o);
     return ok ? HS_OK : hs_fail(err, HS_ERR_FORMAT, "the text task's metadata lacks n_ctx or "
-                                "val_fraction");
+                                "val_fraction, or its repeat is not in [0, 1]");
 }
 
 hs_status hs_text_eval(const hs_model *m, const char *tok_json, const hs_text_params *trained,

@@ -27,9 +27,10 @@ typedef struct {
 } hs_text;
 
 /* Encodes corpus c with the tokenizer.json text tok_json (tok_json_len
- * bytes; hs_tokenizer_from_hf_json) and splits it as above. Errors
+ * bytes; hs_tokenizer_from_hf_json) and splits it as above (with p->repeat
+ * > 0 the held-out windows get their repeats: tasks.h). Errors
  * (HS_ERR_INPUT unless said): n_ctx outside [1, 65536] (HS_ERR_CONFIG),
- * val_fraction outside [0.01, 0.5], the tokenizer's errors, a file holding a
+ * val_fraction outside [0.01, 0.5], repeat outside [0, 1], the tokenizer's errors, a file holding a
  * NUL byte, a training part shorter than n_ctx + 2 tokens or a held-out part
  * without one window; HS_ERR_NOMEM. *out NULL on failure; free with
  * hs_text_destroy (NULL ok). */
@@ -38,7 +39,9 @@ hs_status hs_text_create(const hs_corpus *c, const char *tok_json, size_t tok_js
 void hs_text_destroy(hs_text *t);
 /* Held-out windows of T tokens: (n_heldout - 1) / T (0 when none fit). */
 size_t hs_text_windows(const hs_text *t, int T);
-/* A training batch: B windows of T tokens from r, tokens and targets (B, T). */
+/* A training batch: B windows of T tokens from r, tokens and targets (B, T);
+ * with t->p.repeat > 0 each window holds a repeated span with that
+ * probability (tasks.h's text section). */
 void hs_text_batch(const hs_text *t, hs_task_rng *r, size_t B, int T, int *tokens, int *targets);
 
 /* Perplexity over a token stream. */
@@ -66,7 +69,7 @@ hs_status hs_text_perplexity(const hs_model *m, const int *stream, size_t n, int
                              hs_text_score *out, hs_error *err);
 
 /* The checkpoint's `task` metadata: {"name": "text", "n_ctx", "val_fraction",
- * "split", "files", "bytes", "corpus_fnv1a64", "train_tokens",
+ * "repeat" (only when > 0), "split", "files", "bytes", "corpus_fnv1a64", "train_tokens",
  * "heldout_tokens", "unigram_perplexity"}. *json malloc'd. */
 hs_status hs_text_task_json(const hs_text *t, char **json, hs_error *err);
 

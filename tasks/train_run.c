@@ -440,6 +440,11 @@ static void describe(const hs_train_job *job, const run_state *r, const hs_notes
                 "of %d; unigram perplexity %.2f", t->n_files, t->n_files == 1 ? "" : "s", t->bytes,
                 t->tok->n, out->tokenizer_from, t->n_train, t->n_heldout, t->p.val_fraction,
                 out->text_windows, t->p.n_ctx, t->unigram_ppl);
+        if (t->p.repeat > 0.0)
+            hs_note(notes, HS_NOTE_PLAIN, "repeats: a window holds a span of %d to %d of its tokens "
+                    "twice with probability %g (held-out windows too, seed %u)",
+                    t->p.n_ctx / 8 > 2 ? t->p.n_ctx / 8 : 2, t->p.n_ctx / 4 > 2 ? t->p.n_ctx / 4 : 2,
+                    t->p.repeat, HS_TEXT_REPEAT_SEED);
     } else if (r->tt.ind) {
         const hs_ind_params *p = &r->tt.ind->p;
         out->ind = *p;

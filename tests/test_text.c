@@ -6,7 +6,8 @@
  * (a model whose logits are all equal scores exactly V; against a
  * hand-computed mean cross-entropy over the windows), the unigram baseline
  * (recomputed here), the task metadata round trip, greedy generation equal to
- * the argmax of a forward at each step, and seeded sampling reproducible. The
+ * the argmax of a forward at each step, and seeded sampling reproducible;
+ * --repeat's windows (one span copied later, training and held-out). The
  * BPE trainer's edge cases: a tie broken toward the smallest pair, runs of one
  * byte (overlapping pairs), the vocabulary the corpus allows.
  */
@@ -61,7 +62,7 @@ typedef struct {
     hs_text *t;
 } fixture;
 
-static void make_fixture(fixture *f, int n_ctx)
+static void make_fixture_repeat(fixture *f, int n_ctx, double repeat)
 {
     memset(f, 0, sizeof *f);
     hs_error err = {0};
@@ -72,8 +73,14 @@ static void make_fixture(fixture *f, int n_ctx)
     hs_text_params p = hs_text_params_default();
     p.n_ctx = n_ctx;
     p.val_fraction = 0.25;
+    p.repeat = repeat;
     if (hs_text_create(&f->c, f->b.json, f->b.json_len, &p, &f->t, &err) != HS_OK)
         fail_msg("%s", err.msg);
+}
+
+static void make_fixture(fixture *f, int n_ctx)
+{
+    make_fixture_repeat(f, n_ctx, 0.0);
 }
 
 static void free_fixture(fixture *f)
@@ -137,6 +144,99 @@ static void split_per_file(void **state)
     hs_tokens_free(&ta);
     hs_tokens_free(&tb);
     free_fixture(&f);
+}
+
+/* 1 when the T tokens w equal plain except in one span [b, b + L) that holds
+ * w[a .. a + L) again, L in [lo, hi], a + L <= b, b + L <= T (or equal
+ * plain where the copy happened to change nothing); *copied: a span differed. */
+static int is_repeat_of(const int *w, const int *plain, int T, int lo, int hi, int *copied)
+{
+    int first = -1, last = -1;
+    for (int i = 0; i < T; i++)
+        if (w[i] != plain[i]) {
+            if (first < 0) first = i;
+            last = i;
+        }
+    *copied = first >= 0;
+    if (first < 0) return 1;
+    for (int L = lo; L <= hi; L++)
+        for (int b = last - L + 1 > 0 ? last - L + 1 : 0; b <= first && b + L <= T; b++)
+            for (int a = 0; a + L <= b; a++)
+                if (memcmp(w + a, w + b, (size_t)L * sizeof *w) == 0) return 1;
+    return 0;
+}
+
+/* --repeat: with P = 1 every training window is a window of the training
+ * stream but for one span of T/8..T/4 tokens copied from earlier in it, the
+ * targets still the inputs shifted by one (the last the stream's next token);
+ * every held-out window likewise (seeded, so two builds agree); with P = 0 the
+ * batch is the plain stream's and the draws are those of a run before repeats
+ * existed; the metadata carries repeat only when it is set. */
+static void repeated_spans(void **state)
+{
+    (void)state;
+    enum { T = 16, B = 24 };
+    fixture f, g;
+    make_fixture_repeat(&f, T, 1.0);
+    make_fixture(&g, T);
+    assert_int_equal(f.t->n_train, g.t->n_train);
+    assert_memory_equal(f.t->train, g.t->train, f.t->n_train * sizeof(int));
+    hs_task_rng r, r0;
+    hs_task_rng_seed(&r, 5);
+    int tok[B * T], tgt[B * T], n_copied = 0, copied;
+    hs_text_batch(f.t, &r, B, T, tok, tgt);
+    for (int b = 0; b < B; b++) {
+        const int *w = tok + b * T;
+        int found = 0;
+        for (size_t s = 0; s + T + 1 <= f.t->n_train && !found; s++)
+            found = tgt[b * T + T - 1] == f.t->train[s + T] &&
+                    is_repeat_of(w, f.t->train + s, T, 2, 4, &copied);
+        assert_true(found);
+        n_copied += copied;
+        assert_memory_equal(tgt + b * T, w + 1, (T - 1) * sizeof(int));
+    }
+    assert_true(n_copied >= B / 2); /* a copied span rarely equals what it covers */
+    /* held-out: window by window against the plain stream */
+    const size_t W = hs_text_windows(f.t, T);
+    int held_copied = 0;
+    for (size_t w = 0; w < W; w++) {
+        assert_true(is_repeat_of(f.t->heldout + w * T, g.t->heldout + w * T, T, 2, 4, &copied));
+        held_copied += copied;
+    }
+    assert_true(held_copied >= 1);
+    assert_int_equal(f.t->heldout[W * T], g.t->heldout[W * T]);
+    /* P = 0: the plain windows, one draw per window as before repeats */
+    hs_task_rng_seed(&r, 5);
+    hs_task_rng_seed(&r0, 5);
+    int tok0[B * T], tgt0[B * T];
+    hs_text_batch(g.t, &r0, B, T, tok0, tgt0);
+    for (int b = 0; b < B; b++) {
+        const size_t s = (size_t)hs_task_rng_below(&r, (uint64_t)(g.t->n_train - T));
+        assert_memory_equal(tok0 + b * T, g.t->train + s, T * sizeof(int));
+        assert_memory_equal(tgt0 + b * T, g.t->train + s + 1, T * sizeof(int));
+    }
+    assert_int_equal(hs_task_rng_next(&r), hs_task_rng_next(&r0));
+    /* metadata */
+    hs_error err = {0};
+    char *js = NULL, *js0 = NULL;
+    hs_text_params p;
+    assert_int_equal(hs_text_task_json(f.t, &js, &err), HS_OK);
+    assert_int_equal(hs_text_params_from_json(js, &p, &err), HS_OK);
+    assert_near(p.repeat, 1.0, 0.0);
+    assert_int_equal(hs_text_task_json(g.t, &js0, &err), HS_OK);
+    assert_null(strstr(js0, "repeat"));
+    assert_int_equal(hs_text_params_from_json(js0, &p, &err), HS_OK);
+    assert_near(p.repeat, 0.0, 0.0);
+    free(js);
+    free(js0);
+    /* out of range */
+    hs_text *bad = NULL;
+    hs_text_params q = hs_text_params_default();
+    q.repeat = 1.5;
+    assert_int_equal(hs_text_create(&f.c, f.b.json, f.b.json_len, &q, &bad, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "--repeat"));
+    free_fixture(&f);
+    free_fixture(&g);
 }
 
 static hs_model *small_model(int V, int n_ctx)
@@ -340,6 +440,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(split_per_file),
+        cmocka_unit_test(repeated_spans),
         cmocka_unit_test(perplexity_values),
         cmocka_unit_test(generation),
         cmocka_unit_test(bpe_by_hand),

@@ -12,7 +12,13 @@
 #     learned positions, q.k / sqrt(d_head), causal softmax) to 1e-4;
 #   - the step of the ICL score's largest drop is 20 when it drops, absent
 #     when it does not; without --corpus a text run is still read (no held-out
-#     numbers), and --corpus on an induction run is refused in one line.
+#     numbers), and --corpus on an induction run is refused in one line;
+#   - --repeat 1 (a span of 4-8 tokens of each window copied later in it): the
+#     checkpoint's task metadata says so and its unigram baseline (on the
+#     held-out windows with their copies) differs from the plain run's; the
+#     held-out windows timeline --corpus rebuilds from it are eval's (same
+#     loss and ICL score); --repeat is refused off the text task and outside
+#     [0, 1].
 # Without fortunes the test is skipped (exit 77; a failure with CI set).
 # Run as: bash tests/test_timeline_text.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
@@ -109,6 +115,41 @@ if icl[1] < icl[0]:
 else:
     assert s.get("heldout_icl_jump_step") is None, s
 PYEOF
+# --repeat 1: the checkpoint carries it, so timeline --corpus and eval rebuild
+# the same held-out windows with their copied spans (seed 31): the same loss;
+# the unigram baseline on them is not the plain run's (same BPE, same split);
+# --repeat is refused off the text task
+run 0 rtrain train --task text --corpus "${FILES[@]}" --vocab-size 300 --layers 2 --d-mlp 0 --d-model 16 \
+    --heads 2 --n-ctx 32 --batch 8 --steps 20 --lr 1e-2 --eval-every 0 --checkpoint-every 20 \
+    --repeat 1 --keep "$TMP/rkeep" --out "$TMP/r.safetensors"
+has "repeats: a window holds a span of 4 to 8 of its tokens twice with probability 1" "$TMP/rtrain.err" \
+    || fail "train --repeat 1: no note of the repeats"
+run 0 rtl timeline "$TMP/rkeep" --corpus "${FILES[@]}" --json
+run 0 reval eval --model "$TMP/rkeep/step-000020.safetensors" --corpus "${FILES[@]}" --json
+run 0 peval eval --model "$TMP/keep/step-000020.safetensors" --corpus "${FILES[@]}" --json
+"$PY" - "$TMP" <<'PYEOF' || fail "--repeat: eval and timeline disagree on the held-out windows"
+import json, math, sys
+tmp = sys.argv[1]
+tl = json.load(open(tmp + "/rtl.out"))["checkpoints"][-1]
+ev, plain = json.load(open(tmp + "/reval.out")), json.load(open(tmp + "/peval.out"))
+assert tl["step"] == 20 and abs(tl["heldout_loss"] - ev["loss"]) < 1e-6, (tl, ev)
+assert abs(tl["heldout_icl_score"] - ev["icl_score"]) < 1e-6, (tl, ev)
+assert ev["tokens"] == plain["tokens"], (ev, plain)
+def task(path):
+    import struct
+    with open(path, "rb") as fh:
+        n = struct.unpack("<Q", fh.read(8))[0]
+        return json.loads(json.loads(fh.read(n))["__metadata__"]["task"])
+rt, pt = task(tmp + "/r.safetensors"), task(tmp + "/m.safetensors")
+assert rt["repeat"] == 1 and "repeat" not in pt, (rt, pt)
+assert rt["heldout_tokens"] == pt["heldout_tokens"] and rt["unigram_perplexity"] != pt["unigram_perplexity"], (rt, pt)
+assert abs(ev["unigram_perplexity"] - rt["unigram_perplexity"]) < 1e-3 * rt["unigram_perplexity"], (ev, rt)
+print("--repeat 1: held-out loss %.5f (eval %.5f), ICL %+.5f" % (tl["heldout_loss"], ev["loss"], tl["heldout_icl_score"]))
+PYEOF
+run 2 rind train --task induction --repeat 0.5 --out "$TMP/x.safetensors"
+one_line rind "for --task text"
+run 2 rbad train --task text --corpus "${FILES[@]}" --repeat 2 --out "$TMP/x.safetensors"
+one_line rbad "repeat needs a number in \[0, 1\]"
 run 0 ind train --task induction --layers 2 --d-mlp 0 --steps 2 --checkpoint-every 2 --keep "$TMP/ik" \
     --out "$TMP/i.safetensors"
 run 1 indcorpus timeline "$TMP/ik" --corpus "${FILES[@]}"
