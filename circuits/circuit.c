@@ -329,7 +329,7 @@ static hs_status ijob_hooks(void *arg, hs_engine_worker *w, int k, int r0, int b
         mc->D = c->D;
         char pat[64];
         snprintf(pat, sizeof pat, "blocks.%d.hook_mlp_out", jb->layer);
-        return hs_hooks_add_owned(w->hk, pat, mlp_ablate_hook, mc, free, &w->err);
+        return hs_hooks_add_trusted(w->hk, pat, mlp_ablate_hook, mc, free, NULL, &w->err);
     }
     case J_PATCH:
         for (int i = 0; i < jb->n_heads && st == HS_OK; i++)
