@@ -329,7 +329,7 @@ static hs_status ijob_hooks(void *arg, hs_engine_worker *w, int k, int r0, int b
         mc->D = c->D;
         char pat[64];
         snprintf(pat, sizeof pat, "blocks.%d.hook_mlp_out", jb->layer);
-        return hs_hooks_add_owned(w->hk, pat, mlp_ablate_hook, mc, free, &w->err);
+        return hs_hooks_add_trusted(w->hk, pat, mlp_ablate_hook, mc, free, NULL, &w->err);
     }
     case J_PATCH:
         for (int i = 0; i < jb->n_heads && st == HS_OK; i++)
@@ -513,12 +513,35 @@ done:
     return st;
 }
 
-/* Composition, and phase C: path patching from each layer-0 head into each
- * decision head's q, k and v (q and k only with softmax attention). */
+/* The composition scores (weights alone: ~20 ms of one core on the default
+ * model, most of it the random baseline's draws) as the pool's lane job,
+ * started before phase A: worker 1 computes them while the caller's thread
+ * runs the engine's first jobs, and then joins it, where run in line they
+ * held both cores to one for their whole time. The same calls on the same
+ * weights: the same bits. */
+typedef struct {
+    const hs_model *m;
+    int draws;
+    uint64_t seed;
+    hs_comp_scores *out; /* the report's; nothing else reads it until the wait */
+    hs_status st;
+    hs_error err;
+} comp_job;
+
+static void comp_lane(void *arg)
+{
+    comp_job *cj;
+    memcpy(&cj, arg, sizeof cj);
+    cj->st = hs_composition_scores(cj->m, HS_FOLD_LN, cj->draws, cj->seed, cj->out, &cj->err);
+}
+
+/* Phase C: path patching from each layer-0 head into each decision head's
+ * q, k and v (q and k only with softmax attention); the composition scores
+ * are in r already (comp_lane). */
 static hs_status composition_and_paths(hs_circ_ctx *c, hs_circuit_report *r, hs_error *err)
 {
-    hs_status st = hs_composition_scores(c->m, HS_FOLD_LN, r->opts.comp_draws, r->opts.comp_seed, &r->comp, err);
-    if (st != HS_OK || r->n_decision == 0) return st;
+    hs_status st = HS_OK;
+    if (r->n_decision == 0) return st;
     const int H = c->H, softmax = c->m->cfg.attn == HS_ATTN_SOFTMAX;
     const int n_path = H * r->n_decision * 3;
     r->path = malloc((size_t)n_path * sizeof(float));
@@ -560,6 +583,10 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
     st = ctx_init(&c, m, t, err);
     if (st == HS_OK) st = workers_init(&c, r->opts.threads, err);
     if (st == HS_OK) st = report_init(&c, r, err);
+    comp_job cj = {m, r->opts.comp_draws, r->opts.comp_seed, &r->comp, HS_ERR_INPUT, {0}};
+    comp_job *cjp = &cj;
+    long comp_ticket = -1;
+    if (st == HS_OK) comp_ticket = hs_pool_async(c.pool, comp_lane, &cjp, sizeof cjp);
     if (st == HS_OK) st = clean_and_corrupted(&c, r, err);
     if (st == HS_OK) { /* the evidence in the clean cache and the weights */
         hs_circ_invariant(&c, r);
@@ -570,6 +597,11 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
     if (st == HS_OK) { /* step 1's candidates, then what ablating and patching them does */
         hs_circ_find_pushers(r);
         st = ablate_and_patch(&c, r, err);
+    }
+    if (comp_ticket >= 0) hs_pool_wait(c.pool, comp_ticket); /* before anything returns */
+    if (st == HS_OK && cj.st != HS_OK) {
+        *err = cj.err;
+        st = cj.st;
     }
     if (st == HS_OK) { /* step 2's decision heads, then the paths into them */
         hs_circ_find_decision(r);

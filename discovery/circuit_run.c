@@ -237,7 +237,7 @@ static hs_status add_hook(hs_engine_worker *w, chunk_job *cj, int *k, int kind, 
     snprintf(name, sizeof name, fmt, layer);
     hook_ctx *h = &cj->hc[(*k)++];
     *h = (hook_ctx){cj, kind, layer};
-    return hs_hooks_add(w->hk, name, kind <= CAP_MLP ? capture_hook : receiver_hook, h, &w->err);
+    return hs_hooks_add_trusted(w->hk, name, kind <= CAP_MLP ? capture_hook : receiver_hook, h, NULL, NULL, &w->err);
 }
 
 /* Registers the chunk's hooks (hs_engine_hooks_fn). */

@@ -105,7 +105,7 @@ hs_status hs_hooks_add_zero_ablation(hs_hooks *hk, const hs_model *m, const hs_h
     ablate_ctx *a;
     hs_status st = ablate_new(m, heads, n_heads, &a, err);
     if (st != HS_OK) return st;
-    return hs_hooks_add_owned(hk, "blocks.*.attn.hook_z", ablate_hook, a, ablate_free, err);
+    return hs_hooks_add_trusted(hk, "blocks.*.attn.hook_z", ablate_hook, a, ablate_free, NULL, err);
 }
 
 hs_status hs_hooks_add_mean_ablation(hs_hooks *hk, const hs_model *m, const hs_cache *ref,
@@ -153,7 +153,7 @@ hs_status hs_hooks_add_mean_ablation(hs_hooks *hk, const hs_model *m, const hs_c
         for (int64_t j = 0; j < n_pos * dh; j++) a->means[i][j] = (float)(acc[j] / cnt);
         free(acc);
     }
-    return hs_hooks_add_owned(hk, "blocks.*.attn.hook_z", ablate_hook, a, ablate_free, err);
+    return hs_hooks_add_trusted(hk, "blocks.*.attn.hook_z", ablate_hook, a, ablate_free, NULL, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -215,7 +215,7 @@ hs_status hs_hooks_add_patch(hs_hooks *hk, const hs_cache *clean, const char *pa
                              hs_error *err)
 {
     if (clean == NULL) return hs_fail(err, HS_ERR_INPUT, "patch: no clean cache");
-    return hs_hooks_add_explained(hk, pattern, patch_hook, (void *)clean, NULL, patch_explain, err);
+    return hs_hooks_add_trusted(hk, pattern, patch_hook, (void *)clean, NULL, patch_explain, err);
 }
 
 typedef struct {
@@ -265,7 +265,7 @@ hs_status hs_hooks_add_patch_head(hs_hooks *hk, const hs_cache *clean, hs_head h
     pc->pos = pos;
     char pat[64];
     snprintf(pat, sizeof pat, "blocks.%d.attn.hook_z", head.layer);
-    return hs_hooks_add_explained(hk, pat, patch_head_hook, pc, free, patch_head_explain, err);
+    return hs_hooks_add_trusted(hk, pat, patch_head_hook, pc, free, patch_head_explain, err);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -303,6 +303,74 @@ static int path_hook(const char *name, const int64_t *shape, int ndim, float *da
         memcpy(data + (bt * H + pc->head) * pc->dh, pc->in[which] + bt * pc->dh,
                (size_t)pc->dh * sizeof(float));
     return 1;
+}
+
+/* A row xi (D floats) normalised in place: (xi - mu) / s, times the weight w
+ * and plus the bias b (NULL: none), in double. */
+static void ln_apply(float *xi, int D, double mu, double s, const float *w, const float *b)
+{
+    for (int d = 0; d < D; d++) {
+        double v = (xi[d] - mu) / s;
+        if (w) v *= w[d];
+        if (b) v += b[d];
+        xi[d] = (float)v;
+    }
+}
+
+/* The receiver's norm over the BT rows of x (D floats each), in place: each
+ * row's mean (center: LayerNorm; else 0, RMSNorm) and variance summed in
+ * double in column order, its scale sqrt(var + eps) or frozen[row]. Four
+ * rows' sums run side by side, each still in column order, so their
+ * additions overlap instead of waiting on one another (the same operations
+ * on each row as one row at a time: the same bits; ~4% of `circuit`'s CPU
+ * was these sums, one row at a time). */
+static void ln_rows(float *x, int64_t BT, int D, int center, const float *frozen, double eps,
+                    const float *w, const float *b)
+{
+    int64_t bt = 0;
+    for (; bt + 4 <= BT; bt += 4) {
+        float *r0 = x + bt * D, *r1 = r0 + D, *r2 = r1 + D, *r3 = r2 + D;
+        double m0 = 0.0, m1 = 0.0, m2 = 0.0, m3 = 0.0;
+        if (center) {
+            for (int d = 0; d < D; d++) {
+                m0 += r0[d];
+                m1 += r1[d];
+                m2 += r2[d];
+                m3 += r3[d];
+            }
+            m0 /= D;
+            m1 /= D;
+            m2 /= D;
+            m3 /= D;
+        }
+        double v0 = 0.0, v1 = 0.0, v2 = 0.0, v3 = 0.0;
+        for (int d = 0; d < D; d++) {
+            const double a0 = r0[d] - m0, a1 = r1[d] - m1, a2 = r2[d] - m2, a3 = r3[d] - m3;
+            v0 += a0 * a0;
+            v1 += a1 * a1;
+            v2 += a2 * a2;
+            v3 += a3 * a3;
+        }
+        v0 /= D;
+        v1 /= D;
+        v2 /= D;
+        v3 /= D;
+        ln_apply(r0, D, m0, frozen ? (double)frozen[bt] : sqrt(v0 + eps), w, b);
+        ln_apply(r1, D, m1, frozen ? (double)frozen[bt + 1] : sqrt(v1 + eps), w, b);
+        ln_apply(r2, D, m2, frozen ? (double)frozen[bt + 2] : sqrt(v2 + eps), w, b);
+        ln_apply(r3, D, m3, frozen ? (double)frozen[bt + 3] : sqrt(v3 + eps), w, b);
+    }
+    for (; bt < BT; bt++) {
+        float *xi = x + bt * D;
+        double mu = 0.0, var = 0.0;
+        if (center) {
+            for (int d = 0; d < D; d++) mu += xi[d];
+            mu /= D;
+        }
+        for (int d = 0; d < D; d++) var += (xi[d] - mu) * (xi[d] - mu);
+        var /= D;
+        ln_apply(xi, D, mu, frozen ? (double)frozen[bt] : sqrt(var + eps), w, b);
+    }
 }
 
 hs_status hs_hooks_add_path_patch(hs_hooks *hk, const hs_model *m, const hs_cache *clean,
@@ -385,25 +453,9 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
                     m->params.blocks[sender.layer].W_O + (size_t)sender.head * dh * D, D, 1.0f, x, D);
     }
     /* LN1 of the receiver's layer, own scale or frozen */
-    if (has_ln) {
-        for (int64_t bt = 0; bt < BT; bt++) {
-            float *xi = x + bt * D;
-            double mu = 0.0, var = 0.0;
-            if (c->norm == HS_NORM_LAYERNORM) {
-                for (int d = 0; d < D; d++) mu += xi[d];
-                mu /= D;
-            }
-            for (int d = 0; d < D; d++) var += (xi[d] - mu) * (xi[d] - mu);
-            var /= D;
-            double s = sc ? (double)sc->data[bt] : sqrt(var + (double)c->eps);
-            for (int d = 0; d < D; d++) {
-                double v = (xi[d] - mu) / s;
-                if (bp2->ln1_w) v *= bp2->ln1_w[d];
-                if (bp2->ln1_b) v += bp2->ln1_b[d];
-                xi[d] = (float)v;
-            }
-        }
-    }
+    if (has_ln)
+        ln_rows(x, BT, D, c->norm == HS_NORM_LAYERNORM, sc ? sc->data : NULL, (double)c->eps, bp2->ln1_w,
+                bp2->ln1_b);
     for (int w = 0; w < 3; w++) {
         if (!(inputs & (1 << w))) continue;
         int ldw; /* W_Q/W_K/W_V in the table or packed in place (hs_head_qkv) */
@@ -423,7 +475,7 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
     free(dz);
     char pat[64];
     snprintf(pat, sizeof pat, "blocks.%d.attn.hook_*", receiver.layer);
-    return hs_hooks_add_owned(hk, pat, path_hook, pc, path_free, err);
+    return hs_hooks_add_trusted(hk, pat, path_hook, pc, path_free, NULL, err);
 fail:
     free(x);
     free(dz);

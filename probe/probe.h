@@ -112,6 +112,14 @@ typedef int (*hs_hook_explain_fn)(void *ctx, const char *name, const int64_t *sh
 hs_status hs_hooks_add_explained(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *ctx,
                                  void (*free_ctx)(void *), hs_hook_explain_fn explain,
                                  hs_error *err);
+/* hs_hooks_add_explained for a hook whose return value is the truth: it
+ * returns 1 whenever it may have written into the point and 0 only when it
+ * left every float as it was. The registry then keeps no copy of the point to
+ * compare after its hooks (when every hook matching it is trusted): for the
+ * library's own interventions; a caller's hook, which may edit in place and
+ * return 0 as TransformerLens allows, is added untrusted. */
+hs_status hs_hooks_add_trusted(hs_hooks *hk, const char *pattern, hs_hook_fn fn, void *ctx,
+                               void (*free_ctx)(void *), hs_hook_explain_fn explain, hs_error *err);
 /* Removes every hook (freeing owned contexts). */
 void hs_hooks_clear(hs_hooks *hk);
 /* Number of registered hooks (0 for NULL). */

@@ -451,6 +451,50 @@ static void in_place_edits_count_whatever_the_hook_returns(void **state)
     hs_model_destroy(m);
 }
 
+/* A trusted hook (hs_hooks_add_trusted, whose registry keeps no copy of the
+ * point) that leaves the point alone and returns 0, registered before an
+ * untrusted hook that edits in place and returns 0: the edit still counts
+ * (the copy is taken before the first untrusted hook), at every point. */
+static int leave_alone(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name, (void)shape, (void)ndim, (void)data, (void)ctx;
+    return 0;
+}
+
+static void trusted_hook_before_an_in_place_edit(void **state)
+{
+    (void)state;
+    hs_config cfg = tiny(16);
+    hs_model *m = random_model_of(&cfg, 11);
+    hs_acts *a = acts_for(m, 1, 3);
+    const int tok[3] = {1, 3, 2};
+    const size_t n = 3 * V;
+    float l0[3 * V], l1[3 * V];
+    hs_hook_point pts[64];
+    const int np = hs_hook_points(&cfg, pts, 64);
+    assert_true(np > 20 && np <= 64);
+    for (int i = 0; i < np; i++) {
+        hs_hooks *hk = NULL;
+        hs_error err;
+        bump_ctx bc = {0};
+        assert_int_equal(hs_hooks_create(&hk, &err), HS_OK);
+        assert_int_equal(hs_hooks_add_trusted(hk, pts[i].name, leave_alone, NULL, NULL, NULL, &err), HS_OK);
+        assert_int_equal(hs_hooks_add(hk, pts[i].name, bump, &bc, &err), HS_OK);
+        hs_cache c;
+        hs_cache_init(&c);
+        const char *f[] = {"logits"};
+        run_cache(m, a, tok, 1, 3, f, 1, hk, &c);
+        memcpy(l0, hs_cache_get(&c, "logits")->data, n * sizeof(float));
+        hs_cache_free(&c);
+        hs_hooks_destroy(hk);
+        logits_with(m, a, tok, pts[i].name, bump, 1, l1, n);
+        if (memcmp(l0, l1, sizeof l0) != 0)
+            fail_msg("%s: an in-place edit returning 0 after a trusted hook is lost", pts[i].name);
+    }
+    hs_acts_destroy(a);
+    hs_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -464,6 +508,7 @@ int main(void)
         cmocka_unit_test(patch_between_shapes_names_both),
         cmocka_unit_test(scores_are_divided_by_attn_scale),
         cmocka_unit_test(in_place_edits_count_whatever_the_hook_returns),
+        cmocka_unit_test(trusted_hook_before_an_in_place_edit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
