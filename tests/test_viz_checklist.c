@@ -380,6 +380,48 @@ static void one_font_size_per_figure(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* Counts the texts of f equal to s. */
+static int count_texts(const hs_viz_figure *f, const char *s)
+{
+    int n = 0;
+    for (size_t i = 0; i < f->n_texts; i++) n += strcmp(f->texts[i].s, s) == 0;
+    return n;
+}
+
+/* The BOS as a short symbol in every figure (issue 35: GPT-2's 13-character
+ * `<|endoftext|>` was the longest label of every GPT-2 figure and drove its
+ * width): a head, a grid and bars show `⟨bos⟩`, other `<|NAME|>` tokens
+ * `⟨name⟩`; a label that only looks alike stays as it is. */
+static void special_tokens_shown_short(void **state)
+{
+    (void)state;
+    static const char *tok[4] = {"<|endoftext|>", "\xc2\xb7Mary", "<|im_start|>", "<|a b|>"};
+    static const float p[4 * 4] = {1, 0, 0, 0, .5f, .5f, 0, 0, .2f, .3f, .5f, 0, .1f, .2f, .3f, .4f};
+    static const char *BOS = "\xe2\x9f\xa8" "bos" "\xe2\x9f\xa9", *IM = "\xe2\x9f\xa8" "im_start" "\xe2\x9f\xa9";
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 100;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_attention_figure(&f, p, 4, tok, "a head", &o, &err), HS_OK);
+    assert_int_equal(count_texts(f, BOS), 2); /* down and across */
+    assert_int_equal(count_texts(f, IM), 2);
+    assert_int_equal(count_texts(f, "<|a b|>"), 2);
+    assert_int_equal(count_texts(f, "<|endoftext|>"), 0);
+    hs_viz_figure_destroy(f);
+    float g[2 * 16];
+    memcpy(g, p, sizeof p);
+    memcpy(g + 16, p, sizeof p);
+    assert_int_equal(hs_viz_grid_figure(&f, g, 1, 2, 4, tok, "a grid", &o, &err), HS_OK);
+    assert_true(count_texts(f, BOS) >= 2);
+    assert_int_equal(count_texts(f, "<|endoftext|>"), 0);
+    hs_viz_figure_destroy(f);
+    static const float v[2] = {0.5f, -0.25f};
+    assert_int_equal(hs_viz_bars_figure(&f, v, 2, tok, "bars", "logit", &o, &err), HS_OK);
+    assert_int_equal(count_texts(f, BOS), 1);
+    hs_viz_figure_destroy(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +435,7 @@ int main(void)
         cmocka_unit_test(faithfulness_curve_is_a_column_by_default),
         cmocka_unit_test(bar_axis_range_from_the_data),
         cmocka_unit_test(one_font_size_per_figure),
+        cmocka_unit_test(special_tokens_shown_short),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,7 +51,8 @@
  *   heads 1..HS_VIZ_MAX_HEADS, bars 1..HS_VIZ_MAX_BARS. Labels are UTF-8;
  *   labels longer than HS_VIZ_MAX_LABEL code points are shortened to
  *   HS_VIZ_MAX_LABEL - 1 code points plus "…" in figures (JSON keeps them
- *   whole). Grids label their outer axes (shared axes: every token left of
+ *   whole), and a special token `<|NAME|>` is shown as `⟨name⟩` in every
+ *   figure (GPT-2's `<|endoftext|>` BOS as `⟨bos⟩`; JSON keeps the token). Grids label their outer axes (shared axes: every token left of
  *   each row of panels and under the lowest panel of each column; L<l> row
  *   and H<h> column headers, or each panel named over it when rearranged).
  *   A canvas is at most HS_VIZ_MAX_PX pixels on a side.
