@@ -393,6 +393,12 @@ void hs_viz_figure_destroy(hs_viz_figure *f);
  * font size, so the figure came out wider (its width is f's canvas width /
  * dpi); 0 when it kept its default or a width was asked. The CLI says so. */
 double hs_viz_figure_grown_from_in(const hs_viz_figure *f);
+/* The size, pt, f's labels (ticks, headers, axis titles, notes) were laid
+ * out at: font_pt, or the smaller size vz_fit_width took to fit the width
+ * (font_min_pt..font_pt); 0 for NULL or a figure without labels. A command
+ * drawing several figures reads it off the first to draw the rest at that
+ * one size (inspect: one font size per run). */
+double hs_viz_figure_label_pt(const hs_viz_figure *f);
 
 /* The figure's width in inches: the width asked (what the PDF and SVG are),
  * else canvas px / dpi. */

@@ -582,5 +582,15 @@ void hs_viz_figure_destroy(hs_viz_figure *f)
 }
 
 double hs_viz_figure_grown_from_in(const hs_viz_figure *f) { return f ? f->grown_from_in : 0; }
+
+double hs_viz_figure_label_pt(const hs_viz_figure *f)
+{
+    for (size_t i = 0; f && i < f->n_texts; i++) {
+        const vz_text *t = &f->texts[i];
+        if (t->role != VZ_T_TITLE && t->role != VZ_T_ANNOT && t->role != VZ_T_VALUE)
+            return round(t->px * 72.0 / f->dpi * 100.0) / 100.0; /* to 0.01 pt: no float noise */
+    }
+    return 0;
+}
 double hs_viz_figure_width_in(const hs_viz_figure *f) { return f ? f->width_in : 0; }
 
