@@ -278,6 +278,11 @@ static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
         if (R <= HS_VIZ_MAX_TOKENS && S <= HS_VIZ_MAX_TOKENS)
             fs = hs_viz_matrix_figure(&fig, m, R, S, names, cols, t, "source (key)", "head", &vo,
                                       &fe);
+        else if (!x->o->n_only && R == (size_t)x->L * x->H && S <= HS_VIZ_MAX_TOKENS &&
+                 x->L <= HS_VIZ_MAX_LAYERS && x->H <= HS_VIZ_MAX_HEADS)
+            /* more heads than a matrix's rows (GPT-2's 144): a block per layer */
+            fs = hs_viz_rows_blocks_figure(&fig, m, (size_t)x->L, (size_t)x->H, S, cols, t,
+                                           "source (key)", &vo, &fe);
         else
             hs_fail(&fe, HS_ERR_INPUT, "%zu heads x %zu sources, over the figure cap of %d", R, S,
                     HS_VIZ_MAX_TOKENS);

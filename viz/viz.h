@@ -328,6 +328,25 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
                              const char *const *labels, const char *title, const char *xlabel,
                              const hs_viz_options *opt, hs_error *err);
 
+/* Rows of many heads as layers x heads blocks (inspect's query row of GPT-2's
+ * 144 heads, over the HS_VIZ_MAX_TOKENS rows of one matrix): rows [L * H, S]
+ * (head l * H + h's row over S sources, attention weights), one block of H
+ * rows x S columns per layer named "L<l>" over it, the blocks in the
+ * arrangement (columns of blocks from L down to 1) whose square cells are
+ * largest within the width (default a page, HS_VIZ_PAGE_IN) and the height
+ * budget (opt->max_height_in, default HS_VIZ_MAX_HEIGHT_IN); head names H<h>
+ * left of each row of blocks, col_labels [S] under the lowest block of each
+ * column, every k-th of both (the smallest k whose labels fit the cells)
+ * with a note under the title when they cannot all be shown; a horizontal
+ * colour bar under them (opt's cmap and range, as hs_viz_matrix_figure).
+ * xlabel may be NULL. Errors: HS_ERR_INPUT (NULL rows, L, H or S out of
+ * 1..HS_VIZ_MAX_LAYERS / _HEADS / _TOKENS, bad labels, an empty fixed range,
+ * no cell of a pixel at the width), HS_ERR_NUMERIC (a value not finite),
+ * HS_ERR_NOMEM. */
+hs_status hs_viz_rows_blocks_figure(hs_viz_figure **out, const float *rows, size_t L, size_t H,
+                                    size_t S, const char *const *col_labels, const char *title,
+                                    const char *xlabel, const hs_viz_options *opt, hs_error *err);
+
 /* Canvas size in pixels, and the dpi it was laid out for. */
 size_t hs_viz_figure_width(const hs_viz_figure *f);
 size_t hs_viz_figure_height(const hs_viz_figure *f);
