@@ -462,8 +462,9 @@ hs_status hs_inspect_run(const hs_model *m, const hs_tokenizer *tok, const hs_in
     hs_cache_init(&cache);
     hs_outdir od = {0};
     float *pats = NULL, *pats2 = NULL;
-    insp_run x = {.m = m, .tok = tok, .o = o, .notes = notes, .od = &od, .ta = &ta,
+    insp_run x = {.m = m, .tok = tok, .o = o, .notes = notes, .od = &od, .fo = fo, .ta = &ta,
                   .cache = &cache, .L = m->cfg.n_layers, .H = m->cfg.n_heads, .vs_id = -1};
+    const double font_pt = fo->viz.font_pt, font_min_pt = fo->viz.font_min_pt; /* insp_pin_font */
     hs_status s = check_input(&x, &ta, &tb, err);
     if (s == HS_OK)
         s = forward(&x, o->sentence2 ? tb.ids : NULL, &acts, &cache, &pats, &pats2, err);
@@ -484,6 +485,7 @@ hs_status hs_inspect_run(const hs_model *m, const hs_tokenizer *tok, const hs_in
     if (s == HS_OK) s = fill_rows(&x, out, err);
     if (s == HS_OK) out->n_files = hs_outdir_n_files(&od);
     hs_outdir_close(&od);
+    fo->viz.font_pt = font_pt, fo->viz.font_min_pt = font_min_pt;
     free(pats);
     free(pats2);
     hs_cache_free(&cache);

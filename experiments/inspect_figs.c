@@ -75,6 +75,20 @@ typedef struct {
  * a single pattern, and its JSON; cropped to x->a..x->b with the query row
  * framed. A figure over the caps, or one the width cannot hold, is written
  * as JSON only with a note naming its files (hs_outdir_unfit). */
+/* One font size per run (a reviewer's checklist): with no --font-size, the
+ * first figure drawn takes the largest size its labels fit at (8 pt down to
+ * 6); every later figure of the run is drawn at that size and no smaller,
+ * thinning its labels where they do not fit (a default-model grid at 7.5 pt
+ * in a column had its heads, strip and bars at 8). */
+static void insp_pin_font(const insp_run *x, const hs_viz_figure *fig)
+{
+    const double pt = hs_viz_figure_label_pt(fig);
+    if (fig && x->fo && x->fo->viz.font_min_pt > 0 && pt > 0) {
+        x->fo->viz.font_pt = pt;
+        x->fo->viz.font_min_pt = 0;
+    }
+}
+
 static hs_status write_attention(const insp_run *x, const att_fig *f, const float *pat,
                                  hs_error *err)
 {
@@ -111,6 +125,7 @@ static hs_status write_attention(const insp_run *x, const att_fig *f, const floa
             if (n == 1) s = hs_viz_attention_figure(&fig, pat, T, toks, f->title, &vo, &fe);
             else s = hs_viz_grid_figure_labeled(&fig, pat, f->rows, f->cols, T, toks, f->row_h,
                                                 f->col_h, f->title, &vo, &fe);
+            if (s == HS_OK) insp_pin_font(x, fig);
             s = hs_outdir_unfit(od, f->stem, s, &fe, err);
         }
     }
@@ -263,6 +278,11 @@ static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
         if (R <= HS_VIZ_MAX_TOKENS && S <= HS_VIZ_MAX_TOKENS)
             fs = hs_viz_matrix_figure(&fig, m, R, S, names, cols, t, "source (key)", "head", &vo,
                                       &fe);
+        else if (!x->o->n_only && R == (size_t)x->L * x->H && S <= HS_VIZ_MAX_TOKENS &&
+                 x->L <= HS_VIZ_MAX_LAYERS && x->H <= HS_VIZ_MAX_HEADS)
+            /* more heads than a matrix's rows (GPT-2's 144): a block per layer */
+            fs = hs_viz_rows_blocks_figure(&fig, m, (size_t)x->L, (size_t)x->H, S, cols, t,
+                                           "source (key)", &vo, &fe);
         else
             hs_fail(&fe, HS_ERR_INPUT, "%zu heads x %zu sources, over the figure cap of %d", R, S,
                     HS_VIZ_MAX_TOKENS);

@@ -17,6 +17,8 @@ typedef struct {
     const hs_inspect_opts *o;
     const hs_notes *notes;
     hs_outdir *od;              /* the open output folder */
+    hs_figopts *fo;             /* its options: the first figure drawn pins the run's label
+                                   size in them (insp_pin_font), hs_inspect_run restores them */
     const hs_tokens *ta;        /* sentence A */
     const char *const *lab;     /* [T] A's tokens as figures show them */
     const char *const *lab2;    /* [T] B's, or NULL without a pair */

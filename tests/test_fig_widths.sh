@@ -6,7 +6,7 @@
 #   in PNG, SVG and PDF: the run succeeds; each figure is exactly the width
 #   (PNG pHYs to the pixel per metre, SVG and PDF exactly; tests/py/
 #   fig_widths.py), its smallest text >= 6 pt, every label of its JSON a text
-#   of its SVG; and the only figures skipped (a note naming their files) are
+#   of its SVG, an inspect run's labels at one size in all its figures; and the only figures skipped (a note naming their files) are
 #   those that truly cannot fit: weights' full QK and OV circuits of the 36-word
 #   vocabulary in a column (36 labels side by side at 6 pt need 3.45 in before
 #   the token labels and the colour bar). Overlap and the smallest text of
@@ -38,8 +38,9 @@ FMT=(--format png,svg,pdf,json)
 # check NAME WIDTH_IN [ALLOWED_NOTE_REGEX]: the run NAME's folder holds figures
 # exactly WIDTH_IN wide; its stderr holds no note but those ALLOWED
 check() {
-    local name=$1 w=$2 allow=${3:-}
-    "$PY" "$HERE/py/fig_widths.py" "$TMP/$name" "$w" >"$TMP/$name.widths" ||
+    local name=$1 w=$2 allow=${3:-} one=()
+    case $name in i_* | ip_* | io_*) one=(--one-size 1) ;; esac # an inspect run: one label size
+    "$PY" "$HERE/py/fig_widths.py" "$TMP/$name" "$w" "${one[@]}" >"$TMP/$name.widths" ||
         fail "$name: $(tail -n 1 "$TMP/$name.widths")"
     grep -q '\.pdf Page size' "$TMP/$name.widths" || fail "$name: no PDF checked"
     local notes

@@ -380,6 +380,117 @@ static void one_font_size_per_figure(void **state)
     hs_viz_figure_destroy(f);
 }
 
+/* A pair's strip (inspect --sentence A --sentence B: 12 layers' rows of A
+ * and B over their 12 differences, 20 sources; issue 35): on a page within
+ * the 9 in height budget (it was 9.17 in), in a column written with every
+ * 2nd label and the note (it was refused), at one label size (no font
+ * shrunk), and each block's colour bar exactly as tall as the block (the
+ * two bars were as tall as their labels, the 36 rows' height or 0.8 in). */
+static void pair_strip_fits_with_bars_as_tall_as_their_blocks(void **state)
+{
+    (void)state;
+    enum { N = 12, C = 20 };
+    static float rows[2 * N * C], diff[N * C];
+    char rb[2 * N][32], db[N][32], cb[C][16];
+    const char *rl[2 * N], *dl[N], *cl[C];
+    for (int i = 0; i < 2 * N; i++) {
+        snprintf(rb[i], sizeof rb[i], "L%d \xc2\xb7%s", i / 2, i % 2 ? "hot" : "cold");
+        rl[i] = rb[i];
+    }
+    for (int i = 0; i < N; i++) {
+        snprintf(db[i], sizeof db[i], "L%d \xc2\xb7" "hot \xe2\x88\x92 \xc2\xb7" "cold", i);
+        dl[i] = db[i];
+    }
+    for (int j = 0; j < C; j++) {
+        snprintf(cb[j], sizeof cb[j], j ? "\xc2\xb7w%d" : "<|endoftext|>", j);
+        cl[j] = cb[j];
+    }
+    for (int i = 0; i < 2 * N * C; i++) rows[i] = (float)(i % 7) / 7.0f;
+    for (int i = 0; i < N * C; i++) diff[i] = (float)(i % 5 - 2) / 50.0f;
+    for (int w = 0; w < 2; w++) {
+        hs_figopts fo;
+        hs_figopts_default(&fo, 100);
+        hs_viz_options o = hs_figopts_for(&fo, HS_FIG_ATTENTION, 0.0);
+        o.width_in = w ? HS_VIZ_PAGE_IN : HS_VIZ_COLUMN_IN;
+        o.font_min_pt = 0; /* the run's one size (inspect pins it after its first figure) */
+        hs_viz_figure *f = NULL;
+        hs_error err = {0};
+        hs_status st = hs_viz_rows_pair_figure(&f, rows, 2 * N, rl, diff, N, dl, C, cl, "pair", "source (key)",
+                                               0.05, "\xc2\xb7" "hot \xe2\x88\x92 \xc2\xb7" "cold", &o, &err);
+        if (st != HS_OK) fail_msg("%s: %s", w ? "page" : "column", err.msg);
+        const hs_viz_figure *v = f->vec ? f->vec : f;
+        if (v->height > 9.0 * v->dpi + 1e-9) fail_msg("%s: %.2f in tall", w ? "page" : "column", v->height / v->dpi);
+        int notes = 0, bars = 0;
+        double label = 0;
+        for (size_t i = 0; i < v->n_texts; i++) {
+            const vz_text *t = &v->texts[i];
+            notes += strcmp(t->s, "every 2nd label shown") == 0;
+            if (t->role == VZ_T_TITLE) continue;
+            if (label == 0) label = t->px;
+            if (fabs(t->px - label) > 1e-9) fail_msg("'%s' at %.2f px, labels at %.2f px", t->s, t->px, label);
+        }
+        assert_true(fabs(label - 8.0 / 72.0 * v->dpi) < 1e-6);
+        assert_int_equal(notes, w ? 0 : 1);
+        for (size_t k = 0; k < v->n_rects; k++) {
+            const vz_rect *b = &v->rects[k];
+            if (b->kind != VZ_R_CBAR) continue;
+            int lo = 1 << 30, hi = -1; /* the cells of block `bars` (panel 0: rows, 1: difference) */
+            for (size_t i = 0; i < v->n_rects; i++)
+                if (v->rects[i].kind == VZ_R_CELL && v->rects[i].panel == bars) {
+                    lo = v->rects[i].y < lo ? v->rects[i].y : lo;
+                    hi = v->rects[i].y + v->rects[i].h > hi ? v->rects[i].y + v->rects[i].h : hi;
+                }
+            if (b->y != lo || b->h != hi - lo)
+                fail_msg("%s: bar %d at %d+%d, its block %d+%d", w ? "page" : "column", bars, b->y, b->h, lo, hi - lo);
+            bars++;
+        }
+        assert_int_equal(bars, 2);
+        hs_viz_figure_destroy(f);
+    }
+}
+
+/* Counts the texts of f equal to s. */
+static int count_texts(const hs_viz_figure *f, const char *s)
+{
+    int n = 0;
+    for (size_t i = 0; i < f->n_texts; i++) n += strcmp(f->texts[i].s, s) == 0;
+    return n;
+}
+
+/* The BOS as a short symbol in every figure (issue 35: GPT-2's 13-character
+ * `<|endoftext|>` was the longest label of every GPT-2 figure and drove its
+ * width): a head, a grid and bars show `⟨bos⟩`, other `<|NAME|>` tokens
+ * `⟨name⟩`; a label that only looks alike stays as it is. */
+static void special_tokens_shown_short(void **state)
+{
+    (void)state;
+    static const char *tok[4] = {"<|endoftext|>", "\xc2\xb7Mary", "<|im_start|>", "<|a b|>"};
+    static const float p[4 * 4] = {1, 0, 0, 0, .5f, .5f, 0, 0, .2f, .3f, .5f, 0, .1f, .2f, .3f, .4f};
+    static const char *BOS = "\xe2\x9f\xa8" "bos" "\xe2\x9f\xa9", *IM = "\xe2\x9f\xa8" "im_start" "\xe2\x9f\xa9";
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 100;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_viz_attention_figure(&f, p, 4, tok, "a head", &o, &err), HS_OK);
+    assert_int_equal(count_texts(f, BOS), 2); /* down and across */
+    assert_int_equal(count_texts(f, IM), 2);
+    assert_int_equal(count_texts(f, "<|a b|>"), 2);
+    assert_int_equal(count_texts(f, "<|endoftext|>"), 0);
+    hs_viz_figure_destroy(f);
+    float g[2 * 16];
+    memcpy(g, p, sizeof p);
+    memcpy(g + 16, p, sizeof p);
+    assert_int_equal(hs_viz_grid_figure(&f, g, 1, 2, 4, tok, "a grid", &o, &err), HS_OK);
+    assert_true(count_texts(f, BOS) >= 2);
+    assert_int_equal(count_texts(f, "<|endoftext|>"), 0);
+    hs_viz_figure_destroy(f);
+    static const float v[2] = {0.5f, -0.25f};
+    assert_int_equal(hs_viz_bars_figure(&f, v, 2, tok, "bars", "logit", &o, &err), HS_OK);
+    assert_int_equal(count_texts(f, BOS), 1);
+    hs_viz_figure_destroy(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -393,6 +504,8 @@ int main(void)
         cmocka_unit_test(faithfulness_curve_is_a_column_by_default),
         cmocka_unit_test(bar_axis_range_from_the_data),
         cmocka_unit_test(one_font_size_per_figure),
+        cmocka_unit_test(special_tokens_shown_short),
+        cmocka_unit_test(pair_strip_fits_with_bars_as_tall_as_their_blocks),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -51,7 +51,8 @@
  *   heads 1..HS_VIZ_MAX_HEADS, bars 1..HS_VIZ_MAX_BARS. Labels are UTF-8;
  *   labels longer than HS_VIZ_MAX_LABEL code points are shortened to
  *   HS_VIZ_MAX_LABEL - 1 code points plus "…" in figures (JSON keeps them
- *   whole). Grids label their outer axes (shared axes: every token left of
+ *   whole), and a special token `<|NAME|>` is shown as `⟨name⟩` in every
+ *   figure (GPT-2's `<|endoftext|>` BOS as `⟨bos⟩`; JSON keeps the token). Grids label their outer axes (shared axes: every token left of
  *   each row of panels and under the lowest panel of each column; L<l> row
  *   and H<h> column headers, or each panel named over it when rearranged).
  *   A canvas is at most HS_VIZ_MAX_PX pixels on a side.
@@ -327,6 +328,25 @@ hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
                              const char *const *labels, const char *title, const char *xlabel,
                              const hs_viz_options *opt, hs_error *err);
 
+/* Rows of many heads as layers x heads blocks (inspect's query row of GPT-2's
+ * 144 heads, over the HS_VIZ_MAX_TOKENS rows of one matrix): rows [L * H, S]
+ * (head l * H + h's row over S sources, attention weights), one block of H
+ * rows x S columns per layer named "L<l>" over it, the blocks in the
+ * arrangement (columns of blocks from L down to 1) whose square cells are
+ * largest within the width (default a page, HS_VIZ_PAGE_IN) and the height
+ * budget (opt->max_height_in, default HS_VIZ_MAX_HEIGHT_IN); head names H<h>
+ * left of each row of blocks, col_labels [S] under the lowest block of each
+ * column, every k-th of both (the smallest k whose labels fit the cells)
+ * with a note under the title when they cannot all be shown; a horizontal
+ * colour bar under them (opt's cmap and range, as hs_viz_matrix_figure).
+ * xlabel may be NULL. Errors: HS_ERR_INPUT (NULL rows, L, H or S out of
+ * 1..HS_VIZ_MAX_LAYERS / _HEADS / _TOKENS, bad labels, an empty fixed range,
+ * no cell of a pixel at the width), HS_ERR_NUMERIC (a value not finite),
+ * HS_ERR_NOMEM. */
+hs_status hs_viz_rows_blocks_figure(hs_viz_figure **out, const float *rows, size_t L, size_t H,
+                                    size_t S, const char *const *col_labels, const char *title,
+                                    const char *xlabel, const hs_viz_options *opt, hs_error *err);
+
 /* Canvas size in pixels, and the dpi it was laid out for. */
 size_t hs_viz_figure_width(const hs_viz_figure *f);
 size_t hs_viz_figure_height(const hs_viz_figure *f);
@@ -392,6 +412,12 @@ void hs_viz_figure_destroy(hs_viz_figure *f);
  * font size, so the figure came out wider (its width is f's canvas width /
  * dpi); 0 when it kept its default or a width was asked. The CLI says so. */
 double hs_viz_figure_grown_from_in(const hs_viz_figure *f);
+/* The size, pt, f's labels (ticks, headers, axis titles, notes) were laid
+ * out at: font_pt, or the smaller size vz_fit_width took to fit the width
+ * (font_min_pt..font_pt); 0 for NULL or a figure without labels. A command
+ * drawing several figures reads it off the first to draw the rest at that
+ * one size (inspect: one font size per run). */
+double hs_viz_figure_label_pt(const hs_viz_figure *f);
 
 /* The figure's width in inches: the width asked (what the PDF and SVG are),
  * else canvas px / dpi. */

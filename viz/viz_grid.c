@@ -223,22 +223,30 @@ static hs_status build_grid(hs_viz_figure **out, const void *args, const hs_viz_
            the width leaves (no labels: thumbnails when even one cell in T is
            too narrow, and the labels' room goes to the panels) */
         const int left0 = m + lh + pad + g.rh_w + hgap + pad + lw;
-        int cell = (int)((lround(c.o.width_in * dpi) - fit->extra - left0 - g.tmax - lw - m -
-                          (C - 1) * g.gap) / (C * (long)T));
-        /* and the height budget: the panels' rows, their labels, axis title
-           and colour bar under them */
-        const int below = g.tmax + 6 * pad + 4 * lh + (int)lround(0.06 * dpi) + m;
-        const int cell_h = (int)((lround(a->hmax * dpi) - (m + 2 * c.tlh + 2 * lh + pad) - below -
-                                  (R - 1) * g.gap) / (R * (long)T));
-        cell = vz_imin(cell, cell_h);
-        g.cell_max = cell;
+        /* the cell the width and the height budget leave beside and under
+           labels tm px long (the panels' rows, their labels, axis title and
+           colour bar under them) */
+#define GRID_CELL(tm)                                                                              \
+    vz_imin((int)((lround(c.o.width_in * dpi) - fit->extra - left0 - (tm) - lw - m -               \
+                   (C - 1) * g.gap) / (C * (long)T)),                                              \
+            (int)((lround(a->hmax * dpi) - (m + 2 * c.tlh + 2 * lh + pad) -                        \
+                   ((tm) + 6 * pad + 4 * lh + (int)lround(0.06 * dpi) + m) - (R - 1) * g.gap) /    \
+                  (R * (long)T)))
+        int cell = GRID_CELL(g.tmax);
         if (cell < 1) cell = 1;
         if (cell < pitch) g.every = (size_t)((pitch + cell - 1) / cell);
-        if (g.every > T) g.every = T + 1, g.tmax = 0;
+        if (g.every > T) { /* thumbnails: a frame around a row a hair tall would hide it */
+            g.every = T + 1, g.tmax = 0;
+            c.o.highlight_row = -1;
+        }
         if (g.every > 1 && g.every <= T) { /* room for the labels drawn only */
             g.tmax = 0;
             for (size_t i = 0; i < T; i += g.every) g.tmax = vz_imax(g.tmax, vz_text_len(&c, g.tl[i], c.fpx));
         }
+        /* the room the labels left drawn do not take goes to the panels
+           (thumbnails: all of it); k stays, the cells only grow */
+        g.cell_max = GRID_CELL(g.tmax);
+#undef GRID_CELL
         if (g.every > 1) {
             const char *sfx = g.every % 10 == 2 && g.every % 100 != 12 ? "nd"
                             : g.every % 10 == 3 && g.every % 100 != 13 ? "rd" : "th";

@@ -502,6 +502,8 @@ typedef struct {
     const char *const *top_labels, *const *diff_labels, *const *col_labels;
     const char *title, *xlabel, *diff_label;
     double diff_lim;
+    double hmax; /* the height budget, inches */
+    int thin;    /* 1: every k-th row and column label, the smallest k the width and height allow */
 } vz_strip_args;
 
 /* The rows' labels (top block then difference block) prepared into rl
@@ -515,6 +517,11 @@ static hs_status strip_labels(vz_ctx *c, const vz_strip_args *a, char **rl, int 
     return s;
 }
 
+/* The strip: the sentences' rows over their difference, square cells as
+ * large as the width and the height budget allow, each block's colour bar
+ * beside it and as tall as it (at least its two end labels apart), the two
+ * bars one above the other; thinned (a->thin), every k-th row and column
+ * label with one note under the title. */
 static hs_status build_strip(hs_viz_figure **out, const void *args, const hs_viz_options *o,
                              vz_fit *fit, hs_error *err)
 {
@@ -545,50 +552,85 @@ static hs_status build_strip(hs_viz_figure **out, const void *args, const hs_viz
     if (!rl || !cl) s = HS_ERR_NOMEM;
     if (!s) s = strip_labels(&c, a, rl, &rmax);
     if (!s) s = vz_prepare_labels(&c, a->col_labels, a->C, cl, &cmax);
-    const int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw, gap = lh / 2;
-    int title_w = 0, title_h = s ? 0 : vz_title_block(&c, a->title, &title_w);
-    int cell_min = vz_imax(vz_label_pitch(&c, rl, R), vz_label_pitch(&c, cl, a->C));
-    int bw = vz_imax(lh, (int)lround(0.12 * c.o.dpi)), cgap = 2 * pad;
-    int bars = 2 * bw + 2 * lw + vz_colorbar_label_width(&c, &s1, 1, bw + lw) +
-               vz_colorbar_label_width(&c, &s2, 1, bw + lw) + cgap;
-    int left = m + rmax + pad + lw, top = m + title_h + lh / 2;
-    int avail = (int)lround(c.o.width_in * c.o.dpi) - c.fit->extra - left - lw - cgap - bars - m;
-    int cell = avail / (int)a->C;
-    if (cell < cell_min) {
-        cell = cell_min;
-        c.fit->cramped = 1;
+    if (s) goto done;
+    const int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw, cb_min = 2 * lh;
+    const int cell_min_all = vz_imax(vz_label_pitch(&c, rl, R), vz_label_pitch(&c, cl, a->C));
+    const int bw = vz_imax(lh, (int)lround(0.12 * c.o.dpi)), cgap = 2 * pad;
+    const int xw = a->xlabel && a->xlabel[0] ? vz_text_len(&c, a->xlabel, c.fpx) : 0;
+    const int left = m + rmax + pad + lw, target = (int)lround(c.o.width_in * c.o.dpi) - c.fit->extra;
+    const int hbud = (int)lround(a->hmax * c.o.dpi);
+    const char *note0 = c.o.note;
+    char note[256];
+    int title_w = 0, title_h = 0, cell = 0, top = 0, gap = 0, cramped = 0, l1 = 1, l2 = 1, cshown = cmax;
+    size_t every = 1;
+    for (int pass = 0; pass < 4; pass++) {
+        title_h = vz_title_block(&c, a->title, &title_w);
+        int bars = bw + lw + vz_imax(vz_colorbar_label_width(&c, &s1, l1, bw + lw),
+                                     vz_colorbar_label_width(&c, &s2, l2, bw + lw));
+        cell = (target - left - lw - cgap - bars - m) / (int)a->C;
+        /* a level bar title needs the line above its bar */
+        top = m + title_h + lh / 2 + (l1 < 0 ? VZ_CBAR_TITLE_H(&c) : 0);
+        gap = lh + pad + (l2 < 0 ? VZ_CBAR_TITLE_H(&c) : 0);
+        int below = lw + pad + cshown + (xw ? pad + lh : 0) + m;
+        if (hbud > 0) cell = vz_imin(cell, (hbud - top - gap - below) / (int)R);
+        every = 1;
+        int cell_min = cell_min_all;
+        if (a->thin && cell < cell_min) {
+            int c1 = cell < 1 ? 1 : cell;
+            every = (size_t)((cell_min + c1 - 1) / c1);
+            cell_min = (cell_min + (int)every - 1) / (int)every;
+        }
+        cramped = cell < cell_min;
+        if (cramped) cell = cell_min;
+        c.o.note = note0;
+        cshown = 0;
+        for (size_t j = 0; j < a->C; j += every) cshown = vz_imax(cshown, vz_text_len(&c, cl[j], c.fpx));
+        if (every > 1) {
+            const char *sfx = every % 10 == 2 && every % 100 != 12 ? "nd"
+                            : every % 10 == 3 && every % 100 != 13 ? "rd" : "th";
+            snprintf(note, sizeof note, "%s%severy %zu%s label shown", note0 ? note0 : "",
+                     note0 ? "; " : "", every, sfx);
+            c.o.note = note;
+        }
+        int n1 = vz_colorbar_label_lines(&c, &s1, vz_imax((int)a->R1 * cell, cb_min));
+        int n2 = vz_colorbar_label_lines(&c, &s2, vz_imax((int)a->R2 * cell, cb_min));
+        int t2 = vz_title_block(&c, a->title, &title_w);
+        if (n1 == l1 && n2 == l2 && t2 == title_h) break;
+        l1 = n1, l2 = n2;
     }
+    if (cramped) c.fit->cramped = 1;
     if (title_w + 2 * m > (int)lround(c.o.width_in * c.o.dpi)) c.fit->cramped = 1;
-    const int PW = (int)a->C * cell, y2 = top + (int)a->R1 * cell + gap;
-    if (!s) s = vz_add_heatmap(&c, a->top, NULL, a->R1, a->C, left, top, cell, &s1, 0, 0, NULL,
-                               "rows");
+    const int PW = (int)a->C * cell, bh1 = vz_imax((int)a->R1 * cell, cb_min);
+    const int bh2 = vz_imax((int)a->R2 * cell, cb_min);
+    const int y2 = top + vz_imax((int)a->R1 * cell, bh1) + gap;
+    s = vz_add_heatmap(&c, a->top, NULL, a->R1, a->C, left, top, cell, &s1, 0, 0, NULL, "rows");
     if (!s) s = vz_add_heatmap(&c, a->diff, NULL, a->R2, a->C, left, y2, cell, &s2, 0, 1, NULL,
                                "difference");
     for (size_t i = 0; i < R && !s; i++) {
+        size_t k = i < a->R1 ? i : i - a->R1; /* every k-th of each block from its first */
+        if (k % every) continue;
         int y = i < a->R1 ? top + (int)i * cell : y2 + (int)(i - a->R1) * cell;
         s = vz_add_text(&c, rl[i], c.fpx, 0, left - lw - pad - vz_text_len(&c, rl[i], c.fpx),
                         y + (cell - lh) / 2, VZ_A_END, VZ_T_YTICK, VZ_BLACK);
     }
     const int ybelow = y2 + (int)a->R2 * cell + lw + pad;
-    for (size_t j = 0; j < a->C && !s; j++)
+    for (size_t j = 0; j < a->C && !s; j += every)
         s = vz_add_text(&c, cl[j], c.fpx, 90, left + (int)j * cell + (cell - lh) / 2, ybelow,
                         VZ_A_END, VZ_T_XTICK, VZ_BLACK);
-    int bottom = ybelow + cmax, right = left + PW + lw, b1 = 0, b2 = 0;
-    int xw = a->xlabel && a->xlabel[0] ? vz_text_len(&c, a->xlabel, c.fpx) : 0;
+    int bottom = ybelow + cshown, right = left + PW + lw, r1 = 0, b1 = 0, b2 = 0;
     if (!s) s = vz_begin_group(&c, "axes");
     if (!s && xw) {
         s = vz_add_text(&c, a->xlabel, c.fpx, 0, left + PW / 2 - xw / 2, bottom + pad,
                         VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
         bottom += pad + lh;
     }
-    /* the bars side by side, each as tall as the strip or its quantity label */
-    int cbh = vz_imax(y2 + (int)a->R2 * cell - top, (int)lround(0.8 * c.o.dpi));
-    cbh = vz_imax(cbh, vz_imax(vz_text_len(&c, s1.label, c.fpx),
-                               s2.label ? vz_text_len(&c, s2.label, c.fpx) : 0));
-    if (!s) s = vz_add_colorbar(&c, &s1, 1, left + PW + lw + cgap, top, bw, cbh, &right, &b1);
-    if (!s) s = vz_add_colorbar(&c, &s2, 1, right + cgap, top, bw, cbh, &right, &b2);
-    bottom = vz_imax(vz_imax(bottom, b1), vz_imax(b2, top + cbh + lh / 2 + lh % 2));
+    const int bx = left + PW + lw + cgap;
+    if (!s) s = vz_add_colorbar(&c, &s1, 1, bx, top, bw, bh1, &r1, &b1);
+    if (!s) s = vz_add_colorbar(&c, &s2, 1, bx, y2, bw, bh2, &right, &b2);
+    right = vz_imax(right, r1);
+    bottom = vz_imax(vz_imax(bottom, b1), vz_imax(b2, y2 + bh2 + lh / 2 + lh % 2));
     if (!s) s = vz_finish_titled(&c, a->title, title_w, title_h, right, bottom, out, err);
+done:
     vz_free_labels(rl, R);
     vz_free_labels(cl, a->C);
     hs_viz_figure_destroy(c.f);
@@ -632,7 +674,27 @@ hs_status hs_viz_rows_pair_figure(hs_viz_figure **out, const float *rows, size_t
     if (opt) o = *opt;
     else hs_viz_options_default(&o);
     o.causal_mask = 0;
+    const double hmax = o.max_height_in > 0 ? o.max_height_in : HS_VIZ_MAX_HEIGHT_IN;
     vz_strip_args a = {rows, diff, R1, R2, C, row_labels, diff_labels, col_labels, title,
-                       xlabel, diff_label, diff_lim};
-    return vz_fit_width(out, build_strip, &a, &o, HS_VIZ_COLUMN_IN, "rows strip", err);
+                       xlabel, diff_label, diff_lim, hmax, 0};
+    s = vz_fit_width(out, build_strip, &a, &o, HS_VIZ_COLUMN_IN, "rows strip", err);
+    if (s == HS_OK && (*out)->height / (*out)->dpi <= hmax + 1e-9) return s;
+    /* every label cannot be shown within the width and the height budget
+       (a pair's 20 tokens in a column, its 36 rows on a page): every k-th
+       label, as the matrices do; without a width asked, at a column */
+    if ((s == HS_OK || s == HS_ERR_INPUT) && !o.annotate) {
+        hs_viz_options t = o;
+        if (!(t.width_in > 0)) t.width_in = HS_VIZ_COLUMN_IN;
+        a.thin = 1;
+        hs_viz_figure *f = NULL;
+        hs_error e2 = {0};
+        if (vz_fit_width(&f, build_strip, &a, &t, HS_VIZ_COLUMN_IN, "rows strip", &e2) == HS_OK &&
+            f->height / f->dpi <= hmax + 1e-9) {
+            hs_viz_figure_destroy(*out);
+            *out = f;
+            return HS_OK;
+        }
+        hs_viz_figure_destroy(f);
+    }
+    return s;
 }

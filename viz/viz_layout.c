@@ -25,10 +25,43 @@ size_t vz_utf8_len(const char *s)
     return n;
 }
 
-/* The label as shown in a figure: control characters become '?', more than
- * HS_VIZ_MAX_LABEL code points become HS_VIZ_MAX_LABEL-1 plus "…". */
+/* A special token's short symbol, or NULL: a whole label `<|NAME|>` (NAME
+ * of ASCII letters, digits and '_', as GPT-2, GPT-NeoX, Llama 3 and Qwen
+ * spell their special tokens) is shown as `⟨name⟩`, the beginning and end of
+ * text by their usual names (GPT-2's `<|endoftext|>`, the BOS TransformerLens
+ * prepends, as `⟨bos⟩`: 5 code points for 13, the longest label of every
+ * GPT-2 figure). Written into buf (at least 40 bytes). */
+static const char *special_short(const char *s, char *buf, size_t n)
+{
+    static const char *const ALIAS[][2] = {
+        {"endoftext", "bos"}, {"begin_of_text", "bos"}, {"startoftext", "bos"},
+        {"end_of_text", "eos"}, {"eot_id", "eot"},
+    };
+    size_t len = strlen(s);
+    if (len < 5 || len > 28 || strncmp(s, "<|", 2) != 0 || strcmp(s + len - 2, "|>") != 0) return NULL;
+    for (size_t i = 2; i < len - 2; i++) {
+        char ch = s[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') || ch == '_'))
+            return NULL;
+    }
+    char name[32];
+    snprintf(name, sizeof name, "%.*s", (int)(len - 4), s + 2);
+    const char *shown = name;
+    for (size_t k = 0; k < sizeof ALIAS / sizeof *ALIAS; k++)
+        if (strcmp(name, ALIAS[k][0]) == 0) shown = ALIAS[k][1];
+    snprintf(buf, n, "\xe2\x9f\xa8%s\xe2\x9f\xa9", shown); /* U+27E8 .. U+27E9 */
+    return buf;
+}
+
+/* The label as shown in a figure (every figure kind's labels come through
+ * here): a special token as its short symbol (special_short), control
+ * characters become '?', more than HS_VIZ_MAX_LABEL code points become
+ * HS_VIZ_MAX_LABEL-1 plus "…". The JSON keeps the label itself. */
 char *vz_display_label(const char *s)
 {
+    char sp[48];
+    const char *short_form = special_short(s, sp, sizeof sp);
+    if (short_form) return hs_strdup(short_form);
     size_t n = strlen(s);
     char *d = malloc(n + 4);
     if (!d) return NULL;
@@ -549,5 +582,15 @@ void hs_viz_figure_destroy(hs_viz_figure *f)
 }
 
 double hs_viz_figure_grown_from_in(const hs_viz_figure *f) { return f ? f->grown_from_in : 0; }
+
+double hs_viz_figure_label_pt(const hs_viz_figure *f)
+{
+    for (size_t i = 0; f && i < f->n_texts; i++) {
+        const vz_text *t = &f->texts[i];
+        if (t->role != VZ_T_TITLE && t->role != VZ_T_ANNOT && t->role != VZ_T_VALUE)
+            return round(t->px * 72.0 / f->dpi * 100.0) / 100.0; /* to 0.01 pt: no float noise */
+    }
+    return 0;
+}
 double hs_viz_figure_width_in(const hs_viz_figure *f) { return f ? f->width_in : 0; }
 

@@ -1,6 +1,6 @@
 """Checks a headscope output folder's figures against a width (tests/test_fig_widths.sh).
 
-Usage: fig_widths.py DIR WIDTH_IN [--dpi D] [--max-height IN [--tall-ok STEM]]
+Usage: fig_widths.py DIR WIDTH_IN [--dpi D] [--max-height IN [--tall-ok STEM]] [--one-size 1]
 
 For every PNG, SVG and PDF the folder's index.json lists: the PNG's pHYs
 states WIDTH_IN to the nearest pixel per metre (|w / ppm - W| <= half a pixel),
@@ -8,11 +8,13 @@ the SVG is exactly WIDTH_IN wide ("%.4fin"), the PDF's media box exactly
 WIDTH_IN x 72 pt wide (pdfinfo); the SVG's smallest text is >= 6 pt; and every
 label its JSON (stem.json) lists (a bar chart's labels, a matrix's row_labels
 and col_labels, else an attention figure's tokens) is a <text> of its SVG (figures shorten labels over 24 code points to 23 and
-"..."), unless the figure says under its title what it thinned ("every 3rd
+"...", and show a special token <|NAME|> as its symbol: <|endoftext|> as U+27E8 bos U+27E9), unless the figure says under its title what it thinned ("every 3rd
 token label shown", "no token labels: ...", "the 44 largest of 172 ...").
 With --dpi D: each figure's PNG is its PDF's size at D dpi to a pixel in width
 and height, and its SVG the PDF's size (PNG, PDF and SVG of one layout). With
---max-height IN: no PDF is taller than IN inches (the height budget).
+--max-height IN: no PDF is taller than IN inches (the height budget). With
+--one-size 1: every label of every SVG in the folder is at one font size (one
+size per run).
 Prints one line per file checked; exits 1 naming the first failure.
 """
 import json
@@ -30,12 +32,24 @@ MAXH = float(opt["--max-height"]) if "--max-height" in opt else None
 TALL_OK = opt.get("--tall-ok")  # a stem known over the budget (an open item the caller names)
 THINNED = re.compile(r"(every [0-9]+(st|nd|rd|th) (token )?label shown|no token labels: |the [0-9]+ largest of )")
 sizes = {}  # stem -> {ext: (width_in, height_in)}
+# one font size per run (a reviewer's checklist): every label, tick, header,
+# axis title and note of every SVG in the folder at one size (titles 1.2x and
+# values 0.8x of it are other classes)
+LABEL_CLASSES = ("xtick", "ytick", "header", "cbar", "axis", "label")
+label_pt = {}  # size in pt -> the first SVG with a label at it
 idx = json.load(open(os.path.join(d, "index.json")))
 files = [f["file"] for f in idx["files"]]
 bad = []
 
 
+ALIAS = {"endoftext": "bos", "begin_of_text": "bos", "startoftext": "bos", "end_of_text": "eos", "eot_id": "eot"}
+
+
 def shown(s):
+    # a special token <|NAME|> as its short symbol (viz_layout.c special_short)
+    m = re.fullmatch(r"<\|([A-Za-z0-9_]{1,24})\|>", s)
+    if m:
+        return "\u27e8%s\u27e9" % ALIAS.get(m.group(1), m.group(1))
     return s if len(s) <= 24 else s[:23] + "\u2026"
 
 
@@ -65,6 +79,8 @@ for name in files:
         for t in root.iter(ns + "text"):
             texts.add("".join(t.itertext()))
             small = min(small, float(t.get("font-size")) * 72.0 / ppi)
+            if t.get("class") in LABEL_CLASSES:
+                label_pt.setdefault(round(float(t.get("font-size")) * 72.0 / ppi, 2), name)
         if small < 6.0 - 0.01:
             bad.append("%s: text of %.2f pt" % (name, small))
         jp = os.path.join(d, stem + ".json")
@@ -78,6 +94,10 @@ for name in files:
             thinned = any(THINNED.search(t) for t in texts)
             for key in keys:
                 for lab in j.get(key) or []:
+                    # a query row's head L1H2 in layers x heads blocks: its block L1, its row H2
+                    lh = re.fullmatch(r"(L[0-9]+)(H[0-9]+)", lab) if isinstance(lab, str) else None
+                    if lh and lh.group(1) in texts and lh.group(2) in texts:
+                        continue
                     if isinstance(lab, str) and shown(lab) not in texts and not thinned:
                         bad.append("%s: no label %r (%s)" % (name, lab, key))
         print("%s smallest text %.2f pt" % (name, small))
@@ -101,6 +121,8 @@ if DPI is not None:
         if "svg" in z and abs(z["svg"][1] * DPI - ph) > 1:
             bad.append("%s: SVG %.1f px tall, PDF %.1f px at %g dpi" % (stem, z["svg"][1] * DPI, ph, DPI))
         print("%s: PNG, PDF and SVG agree at %g dpi" % (stem, DPI))
+if "--one-size" in opt and len(label_pt) > 1:
+    bad.append("labels at %s pt in one run" % ", ".join("%g (%s)" % (k, v) for k, v in sorted(label_pt.items())))
 if bad:
     print("FAIL: " + "; ".join(bad[:5]), file=sys.stderr)
     sys.exit(1)
