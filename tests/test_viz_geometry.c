@@ -422,8 +422,8 @@ static size_t series0_rects(const hs_viz_figure *f)
 }
 
 /* markers_only: the same points in the same order, inside a padded frame,
- * and nothing else in the series' colour but its 5 markers and legend
- * swatch; with lines there is more (the joining runs). */
+ * and nothing else in the series' colour but its 5 markers and the legend's
+ * marker (no piece of line); with lines there is more (the joining runs). */
 static void markers_only_draws_no_lines(void **state)
 {
     (void)state;
@@ -441,7 +441,9 @@ static void markers_only_draws_no_lines(void **state)
         if (hs_viz_lines_figure(&f, x, 5, &P, 1, "points", "x", NAN, NULL, &o, &err) != HS_OK)
             fail_msg("lines: %s", err.msg);
         check_geometry(f, only ? "markers only" : "lines");
-        assert_int_equal(marker_centres(f, cx[only], cy[only], 8), 5);
+        /* the 5 points, then the legend's marker (drawn last, on its piece of line) */
+        assert_int_equal(marker_centres(f, cx[only], cy[only], 8), 5 + 1);
+        assert_true(cx[only][5] > cx[only][4]);
         n[only] = series0_rects(f);
         hs_viz_figure_destroy(f);
     }
@@ -454,6 +456,55 @@ static void markers_only_draws_no_lines(void **state)
     assert_true(cx[1][0] - cx[0][0] > 5 && cx[0][4] - cx[1][4] > 5);
     assert_int_equal(n[1], 5 + 1);
     assert_true(n[0] > n[1] + 4);
+}
+
+/* Series are told apart without their colours (issue 35: methods overlaid
+ * on the faithfulness curve differed by colour only, and the legend showed a
+ * filled square for a line): series 0's markers are filled squares, series
+ * 1's open (a white square inside each), series 2's a plus (two bars, no
+ * square); each legend entry is a piece of line (wider than tall, in the
+ * series' colour) with the series' marker on it. */
+static void series_differ_by_marker_and_legends_show_a_line(void **state)
+{
+    (void)state;
+    float x[4] = {1, 2, 3, 4}, y[12] = {1, 2, 3, 4, 2, 3, 4, 5, 3, 4, 5, 6};
+    const char *lab[] = {"EAP", "EAP-IG", "ACDC"};
+    hs_viz_panel P = {y, 3, lab, NULL, "faithfulness", 0, 0, 0};
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    if (hs_viz_lines_figure(&f, x, 4, &P, 1, "three methods", "x", NAN, NULL, &o, &err) != HS_OK)
+        fail_msg("lines: %s", err.msg);
+    check_geometry(f, "three series");
+    size_t squares[3] = {0}, white_in[3] = {0}, line_pieces[3] = {0};
+    int mk = 0;
+    for (int i = 0; i < 3; i++) {
+        unsigned char rgb[3];
+        hs_viz_series_rgb((size_t)i, rgb);
+        for (size_t k = 0; k < f->n_rects; k++) {
+            const vz_rect *r = &f->rects[k];
+            if (memcmp(r->rgb, rgb, 3)) continue;
+            if (r->w == r->h && r->w > 2) {
+                squares[i]++;
+                mk = r->w;
+                for (size_t j = 0; j < f->n_rects; j++) /* a white square inside it */
+                    white_in[i] += !memcmp(f->rects[j].rgb, VZ_WHITE, 3) && f->rects[j].x > r->x &&
+                                   f->rects[j].x + f->rects[j].w < r->x + r->w && f->rects[j].y > r->y &&
+                                   f->rects[j].y + f->rects[j].h < r->y + r->h;
+            }
+            line_pieces[i] += r->w >= 3 * r->h && r->w > 8;
+        }
+    }
+    print_message("squares %zu %zu %zu, white inside %zu %zu %zu, marker side %d\n", squares[0], squares[1],
+                  squares[2], white_in[0], white_in[1], white_in[2], mk);
+    assert_int_equal(squares[0], 4 + 1); /* 4 points and the legend's */
+    assert_int_equal(white_in[0], 0);
+    assert_int_equal(squares[1], 4 + 1);
+    assert_int_equal(white_in[1], 4 + 1);
+    assert_int_equal(squares[2], 0);
+    for (int i = 0; i < 3; i++) assert_true(line_pieces[i] >= 1);
+    hs_viz_figure_destroy(f);
 }
 
 static void log_axes_put_a_power_law_on_a_straight_line(void **state)
@@ -477,7 +528,7 @@ static void log_axes_put_a_power_law_on_a_straight_line(void **state)
             fail_msg("lines: %s", err.msg);
         check_geometry(f, logs ? "log-log lines" : "linear lines");
         double cx[8], cy[8];
-        assert_int_equal(marker_centres(f, cx, cy, 8), 4);
+        assert_int_equal(marker_centres(f, cx, cy, 8), 4 + 1); /* and the legend's */
         const double dx = cx[1] - cx[0], dy = cy[1] - cy[0];
         assert_true(dx > 10); /* left to right */
         if (logs) assert_true(dy < -10); /* and up */
@@ -617,6 +668,7 @@ int main(void)
         cmocka_unit_test(grown_figures_say_so),
         cmocka_unit_test(one_row_colour_bar_label_stays_on_the_bar),
         cmocka_unit_test(narrow_body_is_centred_under_a_wide_title),
+        cmocka_unit_test(series_differ_by_marker_and_legends_show_a_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

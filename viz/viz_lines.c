@@ -333,8 +333,31 @@ static hs_status add_y_marker(const lines_plan *pl, size_t p, const lines_frame 
     return s;
 }
 
+/* Series i's point marker, side mk centred on (cx, cy): a filled square,
+ * an open square or a plus by i mod 3, so that series stay told apart
+ * without their colours (issue 35: methods overlaid differed by colour
+ * only). */
+static hs_status add_point(vz_ctx *c, int cx, int cy, int mk, size_t i, const unsigned char rgb[3])
+{
+    const int x = cx - mk / 2, y = cy - mk / 2;
+    switch (i % 3) {
+    case 0: return vz_add_rect(c, x, y, mk, mk, rgb);
+    case 1: { /* open: a white square in a frame a third of its side thick */
+        const int t = mk / 3 > 1 ? mk / 3 : 1;
+        hs_status s = vz_add_rect(c, x, y, mk, mk, rgb);
+        return s ? s : vz_add_rect(c, x + t, y + t, mk - 2 * t, mk - 2 * t, VZ_WHITE);
+    }
+    default: { /* a plus, a little wider than the square */
+        const int t = mk / 3 > 1 ? mk / 3 : 1, w = mk + mk / 3;
+        hs_status s = vz_add_rect(c, cx - w / 2, cy - t / 2, w, t, rgb);
+        return s ? s : vz_add_rect(c, cx - t / 2, cy - w / 2, t, w, rgb);
+    }
+    }
+}
+
 /* Series i of panel p: its line (unless markers only) and point markers,
- * clamped to the panel's range, NaN points left out; then its legend entry. */
+ * clamped to the panel's range, NaN points left out; then its legend entry:
+ * a piece of its line with its marker. */
 static hs_status add_series(const lines_plan *pl, size_t p, const lines_frame *fr, size_t i)
 {
     vz_ctx *c = pl->c;
@@ -355,13 +378,13 @@ static hs_status add_series(const lines_plan *pl, size_t p, const lines_frame *f
             s = add_segment(c, x_px(pl, x[k]), y_px(pl, fr, cy), x_px(pl, x[k + 1]), y_px(pl, fr, ny),
                             pl->thick, rgb);
         }
-        if (!s)
-            s = vz_add_rect(c, (int)lround(x_px(pl, x[k])) - mk / 2,
-                            (int)lround(y_px(pl, fr, cy)) - mk / 2, mk, mk, rgb);
+        if (!s) s = add_point(c, (int)lround(x_px(pl, x[k])), (int)lround(y_px(pl, fr, cy)), mk, i, rgb);
     }
     int ly = fr->top + (int)i * (lh + pad / 2);
     int lx = pl->left + pl->PW + 2 * pad;
-    if (!s) s = vz_add_rect(c, lx, ly + (lh - pl->swatch) / 2, pl->swatch, pl->swatch, rgb);
+    if (!s && !c->o.markers_only)
+        s = vz_add_rect(c, lx, ly + lh / 2 - pl->thick / 2, pl->swatch, pl->thick, rgb);
+    if (!s) s = add_point(c, lx + pl->swatch / 2, ly + lh / 2, mk, i, rgb);
     char *d = vz_display_label(P->labels[i]);
     if (!d) s = HS_ERR_NOMEM;
     if (!s)
@@ -447,7 +470,7 @@ hs_status hs_viz_lines_figure(hs_viz_figure **out, const float *x, size_t N, con
     pl.tl = (int)lround(c.fpx * 0.3);
     s = plan_axes(&pl);
     if (s) goto done;
-    pl.swatch = (int)lround(lh * 0.8);
+    pl.swatch = (int)lround(lh * 1.6); /* a piece of line, its marker in the middle */
     pl.left = m + lh + pad + pl.ytick_w + pad + pl.tl;
     pl.PW = (int)lround(4.5 * dpi);
     pl.legend_total = pad * 2 + pl.swatch + pad + pl.legend_w;
