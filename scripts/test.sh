@@ -208,9 +208,10 @@ if want fuzz && [ "$FUZZ_SECONDS" -gt 0 ]; then
     # about ceil(targets / FUZZ_JOBS) x FUZZ_SECONDS.
     FUZZ_JOBS=${FUZZ_JOBS:-$JOBS}
     fuzz_one() {  # fuzz_one NAME: runs one target; its summary in build-fuzz/NAME.result
-        local name=$1 seeds work regress t0 rc execs
+        local name=$1 seeds grown="" work regress t0 rc execs
         case "$name" in
-            fuzz_safetensors) seeds=tests/checkpoint/corpus ;;
+            # the corrupt-checkpoint corpus, and what fuzzing grew from it
+            fuzz_safetensors) seeds=tests/checkpoint/corpus grown=tests/fuzz/corpus_safetensors ;;
             *) seeds=tests/fuzz/corpus_${name#fuzz_} ;;
         esac
         work=build-fuzz/corpus_$name
@@ -223,7 +224,7 @@ if want fuzz && [ "$FUZZ_SECONDS" -gt 0 ]; then
         ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 "build-fuzz/$name" \
             -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
             -artifact_prefix=build-fuzz/artifacts/"$name"- \
-            "$work" "$seeds" ${regress:+"$regress"} >build-fuzz/"$name".log 2>&1 || rc=$?
+            "$work" "$seeds" ${grown:+"$grown"} ${regress:+"$regress"} >build-fuzz/"$name".log 2>&1 || rc=$?
         execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' build-fuzz/"$name".log | grep -o '[0-9]*$' || echo "?")
         echo "$rc $execs $(($(date +%s) - t0))" >build-fuzz/"$name".result
     }
