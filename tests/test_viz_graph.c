@@ -616,13 +616,20 @@ static void faithfulness_curve_has_log_x_and_the_unit_line(void **state)
     unsigned char green[3], orange[3];
     hs_viz_series_rgb(2, green);
     hs_viz_series_rgb(1, orange);
-    int low = -1, high = 1 << 30;
-    for (size_t i = 0; i < fig->n_rects; i++) {
+    int low = -1, high = 1 << 30, mk = 0;
+    for (size_t i = 0; i < fig->n_rects; i++) { /* series 1's markers: open squares of side mk */
         const vz_rect *r = &fig->rects[i];
-        if (r->w != r->h || r->x > right) continue; /* point markers, not the legend's swatches */
-        if (!memcmp(r->rgb, green, 3)) low = vz_imax(low, r->y + r->h / 2);
-        if (!memcmp(r->rgb, orange, 3)) high = vz_imin(high, r->y + r->h / 2);
+        if (r->w != r->h || r->x > right || memcmp(r->rgb, orange, 3)) continue; /* not the legend's */
+        mk = vz_imax(mk, r->w);
+        high = vz_imin(high, r->y + r->h / 2);
     }
+    const int bar = mk / 3 > 1 ? mk / 3 : 1;
+    for (size_t i = 0; i < fig->n_rects; i++) { /* series 2's: pluses, their bars mk + mk / 3 long */
+        const vz_rect *r = &fig->rects[i];
+        if (r->x > right || memcmp(r->rgb, green, 3) || r->w != mk + mk / 3 || r->h != bar) continue;
+        low = vz_imax(low, r->y + r->h / 2);
+    }
+    assert_true(mk > 2 && low >= 0);
     assert_true(low > zero_y + 5 && high < one_y - 5);
     /* the dashed line at f = 1 lies at the "1.0" tick, labelled */
     int dashes = 0;
