@@ -116,28 +116,15 @@ static hs_status arrays_fill(const hs_graph *g, const double *scores, const unsi
     return HS_OK;
 }
 
-typedef struct {
-    double mag;
-    size_t e;
-} edge_mag;
-
-/* |score| descending, then edge index */
-static int cmp_mag(const void *x, const void *y)
-{
-    const edge_mag *a = x, *b = y;
-    if (a->mag != b->mag) return a->mag > b->mag ? -1 : 1;
-    return (a->e > b->e) - (a->e < b->e);
-}
-
-/* The figure of the k strongest drawn edges (by[0..k)) and their nodes
- * alone, its note under the title saying so. */
-static hs_status strongest_figure(const hs_graph *g, const double *scores, const edge_mag *by, size_t k,
+/* The figure of the k strongest drawn edges (by[0..k), edge indices) and
+ * their nodes alone, its note under the title saying so. */
+static hs_status strongest_figure(const hs_graph *g, const double *scores, const size_t *by, size_t k,
                                   size_t n_drawn, unsigned char *mask, const char *title,
                                   const hs_viz_options *o, hs_viz_figure **fig, graph_arrays *a,
                                   hs_error *err)
 {
     memset(mask, 0, g->n_edges);
-    for (size_t i = 0; i < k; i++) mask[by[i].e] = 1;
+    for (size_t i = 0; i < k; i++) mask[by[i]] = 1;
     arrays_free(a);
     memset(a, 0, sizeof *a);
     hs_status s = arrays_fill(g, scores, mask, 1, a, err);
@@ -170,19 +157,22 @@ static hs_status fit_height(const hs_graph *g, const double *scores, const unsig
     if (!TOO_TALL(*fig)) return HS_OK;
     size_t n = 0;
     for (size_t e = 0; e < g->n_edges; e++) n += !in_graph || in_graph[e];
-    edge_mag *by = malloc((n ? n : 1) * sizeof *by);
+    size_t *by = malloc((g->n_edges ? g->n_edges : 1) * sizeof *by); /* hs_edge_ranking's order */
     unsigned char *mask = malloc(g->n_edges ? g->n_edges : 1);
-    if (!by || !mask) {
+    hs_status s = by && mask ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    if (s == HS_OK && scores) s = hs_edge_ranking(g, scores, by, err);
+    else if (s == HS_OK)
+        for (size_t e = 0; e < g->n_edges; e++) by[e] = e;
+    size_t m = 0; /* the drawn edges alone, in that order */
+    for (size_t i = 0; s == HS_OK && i < g->n_edges; i++)
+        if (!in_graph || in_graph[by[i]]) by[m++] = by[i];
+    if (s != HS_OK) {
         free(by);
         free(mask);
-        return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        return s;
     }
-    for (size_t e = 0, i = 0; e < g->n_edges; e++)
-        if (!in_graph || in_graph[e]) by[i++] = (edge_mag){scores ? fabs(scores[e]) : 0.0, e};
-    qsort(by, n, sizeof *by, cmp_mag);
     size_t lo = 1, hi = n + 1; /* the largest k that fits is in [lo, hi): hi does not */
     hs_viz_figure *f = NULL;
-    hs_status s = HS_OK;
     while (s == HS_OK && hi - lo > 1) { /* every edge with only its nodes first */
         const size_t k = hi == n + 1 ? n : lo + (hi - lo) / 2;
         s = strongest_figure(g, scores, by, k, n, mask, title, o, &f, a, err);
