@@ -274,15 +274,17 @@ static hs_status write_dla(const insp_run *x, int tok_a, int tok_b, const char *
     char *title = NULL, *xlabel = NULL, *shows = NULL;
     if (wa && (tok_b < 0 || wb)) {
         const char *q = x->lab[x->pos];
+        char val[32]; /* as the figure's ticks write numbers: no 31 digits for a 1e30 logit */
+        hs_viz_fmt_value(val, sizeof val, value);
         if (tok_b >= 0) {
-            title = hs_strfmt("logit difference '%s' − '%s' at position %d ('%s'): %.3f", wa, wb,
-                              x->pos, q, value);
+            title = hs_strfmt("logit difference '%s' − '%s' at position %d ('%s'): %s", wa, wb,
+                              x->pos, q, val);
             xlabel = hs_strfmt("direct contribution to logit('%s') − logit('%s')", wa, wb);
             shows = hs_strfmt("direct logit attribution of each component to logit('%s') - "
                               "logit('%s') at position %d", wa, wb, x->pos);
         } else {
-            title = hs_strfmt("direct logit attribution to '%s' at position %d ('%s'): %.3f", wa,
-                              x->pos, q, value);
+            title = hs_strfmt("direct logit attribution to '%s' at position %d ('%s'): %s", wa,
+                              x->pos, q, val);
             xlabel = hs_strfmt("direct contribution to logit('%s')", wa);
             shows = hs_strfmt("direct logit attribution of each component to the predicted "
                               "token '%s' at position %d", wa, x->pos);

@@ -259,6 +259,13 @@ for c in inspect eval; do
     one_line "absurd_$c" "^headscope $c: warning: unembed.b_U holds |w| up to 1e+30; training never produces |w| > 1e+04: predictions from these weights mean nothing$"
 done
 echo "ok: absurd weights warn once, naming the tensor"
+# ... and a figure's title states such a value as its ticks would (issue 35: a
+# 31-digit number in the DLA title when the unembedding is 1e30), U+2212 minus
+run 0 absurd_svg inspect --model "$B" --sentence "$S" --out "$TMP/absurd_svg" --format svg --only L0H0
+grep -o '<text class="title"[^>]*>[^<]*' "$TMP/absurd_svg/dla.svg" | has 'e30$' ||
+    fail "absurd: the DLA title does not state the 1e30 value in the tick format: $(grep -o 'class="title"[^>]*>[^<]*' "$TMP/absurd_svg/dla.svg")"
+! grep -h -o '>[^<]*[0-9]\{8,\}[^<]*<' "$TMP/absurd_svg"/*.svg | has . ||
+    fail "absurd: a figure's text has a run of 8 digits: $(grep -h -o '>[^<]*[0-9]\{8,\}[^<]*<' "$TMP/absurd_svg"/*.svg | head -3)"
 
 # cmake --install: headscope on the PATH, and the library links
 if command -v cmake >/dev/null; then

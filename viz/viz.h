@@ -347,6 +347,14 @@ hs_status hs_viz_rows_blocks_figure(hs_viz_figure **out, const float *rows, size
                                     size_t S, const char *const *col_labels, const char *title,
                                     const char *xlabel, const hs_viz_options *opt, hs_error *err);
 
+/* A value as a figure's title states it (the bar charts' and ticks' rules):
+ * three decimals for 1e-3 <= |v| < 1e5 and for 0, else scientific with
+ * four significant digits and a short exponent ("8.302e30", not the 31
+ * digits %.3f writes for a logit of 1e30 scale), a minus as U+2212, no sign
+ * on a value that prints as zero. Writes at most n bytes (n >= 24 holds any
+ * double). */
+void hs_viz_fmt_value(char *buf, size_t n, double v);
+
 /* Canvas size in pixels, and the dpi it was laid out for. */
 size_t hs_viz_figure_width(const hs_viz_figure *f);
 size_t hs_viz_figure_height(const hs_viz_figure *f);

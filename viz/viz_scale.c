@@ -81,6 +81,16 @@ void vz_short_exp(char *buf)
     snprintf(e + 1, 16, "%s", tail);
 }
 
+void hs_viz_fmt_value(char *buf, size_t n, double v)
+{
+    const double a = fabs(v);
+    if (!isfinite(v)) snprintf(buf, n, "%g", v);
+    else if (a == 0.0 || (a >= 1e-3 && a < 1e5)) snprintf(buf, n, "%.3f", v);
+    else snprintf(buf, n, "%.3e", v);
+    vz_short_exp(buf);
+    vz_minus_sign(buf, n);
+}
+
 /* One tick label: fixed decimals, or scientific with enough digits to tell
  * neighbouring ticks apart. */
 void vz_fmt_tick(char *buf, size_t n, double v, const vz_ticks *t)
