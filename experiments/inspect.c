@@ -269,11 +269,14 @@ static hs_status write_dla(const insp_run *x, int tok_a, int tok_b, const char *
     int n = d.n + has_const + (bU != NULL);
     float *vals = malloc((size_t)n * sizeof *vals);
     const char **labels = malloc((size_t)n * sizeof *labels);
-    /* vocabulary words and the prompt's tokens are user text: no fixed buffers */
-    char *wa = display(x->tok, tok_a), *wb = tok_b >= 0 ? display(x->tok, tok_b) : NULL;
+    /* vocabulary words and the prompt's tokens are user text: no fixed buffers. The
+       titles are prose: each token's exact string in quotes (' Mary', a control
+       character as <U+000A>), the display form (·Mary) being the axes' */
+    char *wa = hs_visible_dup(hs_tok_str(x->tok, tok_a)),
+         *wb = tok_b >= 0 ? hs_visible_dup(hs_tok_str(x->tok, tok_b)) : NULL,
+         *q = hs_visible_dup(x->ta->strs[x->pos]);
     char *title = NULL, *xlabel = NULL, *shows = NULL;
-    if (wa && (tok_b < 0 || wb)) {
-        const char *q = x->lab[x->pos];
+    if (wa && q && (tok_b < 0 || wb)) {
         char val[32]; /* as the figure's ticks write numbers: no 31 digits for a 1e30 logit */
         hs_viz_fmt_value(val, sizeof val, value);
         if (tok_b >= 0) {
@@ -321,6 +324,7 @@ static hs_status write_dla(const insp_run *x, int tok_a, int tok_b, const char *
     cJSON_Delete(j);
     free(wa);
     free(wb);
+    free(q);
     free(title);
     free(xlabel);
     free(shows);

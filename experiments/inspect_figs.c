@@ -256,9 +256,13 @@ static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
     }
     size_t T = (size_t)x->T, S = (size_t)(c1 - c0 + 1);
     float *m = malloc(R * S * sizeof *m);
-    /* the token is the user's text: no fixed buffer */
-    char *title = hs_strfmt("attention from position %d ('%s'), by head%s", x->pos,
-                            x->lab[x->pos], x->tag ? x->tag : "");
+    /* the token is the user's text: no fixed buffer; its exact string, as prose
+       quotes it (the display form is the axes') */
+    char *q = hs_visible_dup(x->ta->strs[x->pos]);
+    char *title = q ? hs_strfmt("attention from position %d ('%s'), by head%s", x->pos, q,
+                                x->tag ? x->tag : "")
+                    : NULL;
+    free(q);
     char *shows = hs_strfmt("attention row of each head at query position %d over sources %d..%d "
                             "[head, src]", x->pos, c0, c1);
     hs_viz_figure *fig = NULL;
