@@ -29,7 +29,7 @@ static const struct {
     {"lens", cmd_lens, "the logit lens per layer on a sentence or a prompt set"},
     {"heads", cmd_heads, "every head's detector scores (previous-token, induction, ...) on prompts"},
     {"timeline", cmd_timeline, "circuits over training: scores and verdicts of every kept checkpoint"},
-    {"discover", cmd_discover, "find a circuit: edge scores (exact patching, ACDC), faithfulness, ROC"},
+    {"discover", cmd_discover, "find a circuit: edge scores (exact patching, EAP, EAP-IG, ACDC), faithfulness, ROC"},
     {"faithfulness", cmd_faithfulness, "run a circuit from a graph.json: its faithfulness and the curve"},
     {"prompts", cmd_prompts, "write a prompt set: IOI (Wang et al. 2022) for a GPT-2 tokenizer"},
     {"tokenize", cmd_tokenize, "a model's tokens of a text or of JSON lines (TL's to_tokens / to_str_tokens)"},

@@ -65,8 +65,12 @@ void hs_note(const hs_notes *n, hs_note_kind kind, const char *fmt, ...)
 hs_status hs_check_new_file(const char *opt, const char *path, int force, hs_error *err)
 {
     struct stat st;
-    if (!force && path && stat(path, &st) == 0)
+    if (!force && path && stat(path, &st) == 0) {
+        if (!S_ISREG(st.st_mode)) /* --force would not replace it either (hs_check_out_path) */
+            return hs_fail(err, HS_ERR_INPUT, "%s %s exists and is not a regular file; name a file", opt,
+                           path);
         return hs_fail(err, HS_ERR_INPUT, "%s %s already exists; use --force to replace it", opt, path);
+    }
     return HS_OK;
 }
 

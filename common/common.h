@@ -98,7 +98,9 @@ hs_status hs_check_out_path(const char *path, hs_error *err);
 /* A file a command would create: refused when something is already at path
  * (stat succeeds) and force is 0, since it is the user's data: HS_ERR_INPUT
  * "OPT PATH already exists; use --force to replace it" (opt: the option
- * naming it, "--out"). Where it may be written is hs_check_out_path's. */
+ * naming it, "--out"), or, for a folder or other non-file that --force
+ * would not replace either, "OPT PATH exists and is not a regular file;
+ * name a file". Where it may be written is hs_check_out_path's. */
 hs_status hs_check_new_file(const char *opt, const char *path, int force, hs_error *err);
 
 /* An open atomic writer. fp is a normal FILE* to write into. */

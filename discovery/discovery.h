@@ -424,7 +424,8 @@ void hs_faith_summary(const hs_faith_report *r, hs_buf *b);
  * taller (GPT-2's 1,024 strongest on 12 layers of 12 heads), it draws the
  * largest k strongest edges by |score| that fit and only the nodes they
  * touch (rows and a layer's heads closed up, names unchanged), its note under
- * the title saying "the k strongest of n edges by |score| and their nodes";
+ * the title saying "drawn: its k strongest edges by |score| and their nodes"
+ * (the title gives the circuit's size);
  * *json keeps every in_graph edge and every node.
  * Errors: hs_viz_graph_figure's (a score not finite: HS_ERR_NUMERIC; the
  * width promise: HS_ERR_INPUT), HS_ERR_NOMEM. */

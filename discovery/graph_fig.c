@@ -134,10 +134,10 @@ static hs_status strongest_figure(const hs_graph *g, const double *scores, const
     if (o) vo = *o;
     else hs_viz_options_default(&vo);
     if (k < n_drawn)
-        snprintf(note, sizeof note, "%s%sthe %zu strongest of %zu edges by |score| and their nodes, to fit "
-                 "the height", vo.note ? vo.note : "", vo.note ? "; " : "", k, n_drawn);
+        snprintf(note, sizeof note, "%s%sdrawn: its %zu strongest edges by |score| and their nodes, to fit "
+                 "the height", vo.note ? vo.note : "", vo.note ? "; " : "", k);
     else
-        snprintf(note, sizeof note, "%s%sonly the nodes of the %zu edges, to fit the height",
+        snprintf(note, sizeof note, "%s%sdrawn: only the nodes of its %zu edges, to fit the height",
                  vo.note ? vo.note : "", vo.note ? "; " : "", k);
     vo.note = note;
     return hs_viz_graph_figure(&a->v, title, &vo, fig, err);

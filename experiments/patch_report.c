@@ -255,7 +255,11 @@ static void act_table(const hs_patch_report *r, int a, const double *metric, con
     }
     if (metric_pos == NULL) { /* --by head */
         hs_buf_printf(b, "\n%s (%s)%s, by head, all positions:\n%-6s", hs_patch_act_names[a], hook, what, "");
-        for (int h = 0; h < r->H; h++) hs_buf_printf(b, " %6s%d", "H", h);
+        for (int h = 0; h < r->H; h++) { /* right-aligned over the %+7.2f cells, H10 too */
+            char hn[16];
+            snprintf(hn, sizeof hn, "H%d", h);
+            hs_buf_printf(b, " %7s", hn);
+        }
         hs_buf_printf(b, "\n");
         for (int l = 0; l < r->L; l++) {
             hs_buf_printf(b, "L%-5d", l);

@@ -47,6 +47,10 @@ one_line ioi_exists "^headscope prompts: --out .*/c.jsonl already exists; use --
 cmp -s "$TMP/c.before" "$TMP/c.jsonl" || fail "ioi_exists: the existing file changed"
 run 0 ioi_force prompts ioi --model "$M" --n 40 --seed 5 --out "$TMP/c.jsonl" --force
 cmp -s "$TMP/a.jsonl" "$TMP/c.jsonl" || fail "ioi_force: --force did not write the set"
+# a folder at --out: --force would not replace it either, so no hint to use it (a new user's trial)
+mkdir -p "$TMP/adir"
+run 1 ioi_dir prompts ioi --model "$M" --n 40 --seed 5 --out "$TMP/adir"
+one_line ioi_dir "^headscope prompts: --out .*/adir exists and is not a regular file; name a file$"
 run 0 ioi_abc prompts ioi --model "$M" --n 12 --seed 5 --corrupt abc --template 2 --out "$TMP/abc.jsonl"
 
 # the sets checked with GPT-2's own algorithm
