@@ -297,6 +297,13 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
         r->m_empty = hs_circeval_empty(ce);
         hs_faith_usable(r->m_full, r->m_empty, o->metric, &r->usable, r->why, sizeof r->why);
         if (!r->usable) hs_note(notes, HS_NOTE_CMD, "note: faithfulness is undefined: %s", r->why);
+        /* a higher-is-better metric the full model does worse on than the empty circuit (answer and
+           wrong swapped, or a model that does not do the task): as patch's hs_patch_gap_note */
+        if (r->usable && o->metric != HS_METRIC_KL && r->m_full < r->m_empty)
+            hs_note(notes, HS_NOTE_CMD, "note: m(M) %+.4f is below m(empty) %+.4f (mean %s): the full model "
+                    "favours the answer less than the ablated run does (answer and wrong swapped, or a "
+                    "model that does not do the task), so faithfulness measures the way to a worse "
+                    "metric and may pass 1", r->m_full, r->m_empty, hs_metric_names[o->metric]);
         st = method_scores(run, pool, p, ce, o, r, err);
         if (r->method == HS_DISCOVER_EXACT || r->method == HS_DISCOVER_ACDC) r->forwards = hs_circeval_forwards(ce);
     }

@@ -189,6 +189,17 @@ assert c["usable"] is False and c["cpr"] is None and all(p["faithfulness"] is No
 assert r["circuit"]["faithfulness"] is None, r["circuit"]
 PYEOF
 run 0 near_txt discover --model "$M" --data "$TMP/near.jsonl"
+# answer and wrong swapped on every prompt: m(M) below m(empty), said in a note (a new user's trial: a
+# faithfulness of 1.05 and a curve to 1.66 came without a hint); none on the set the right way round
+"$PY" -c "
+import json, sys
+for line in open(sys.argv[1]).readlines()[:32]:
+    o = json.loads(line); o['answer'], o['wrong'] = o['wrong'], o['answer']
+    print(json.dumps(o))" "$P" >"$TMP/swapped.jsonl"
+run 0 swapped discover --model "$M" --data "$TMP/swapped.jsonl" --method eap --json
+has '^headscope discover: note: m(M) -[0-9.]* is below m(empty) [-+][0-9.]* (mean logit-diff): the full model favours' \
+    "$TMP/swapped.err" || fail "swapped: no note: $(cat "$TMP/swapped.err")"
+! has 'is below m(empty)' "$TMP/ig.err" || fail "ig: a wrong-way note on the right-way set"
 grep -q '^m(M) -0.0228 (the model), m(empty) -0.0414 (every edge ablated); faithfulness not usable: ' \
     "$TMP/near_txt.out" || fail "near: summary line: $(head -3 "$TMP/near_txt.out")"
 grep -q 'faithfulness undefined$' "$TMP/near_txt.out" || fail "near: a faithfulness number printed"
