@@ -142,7 +142,7 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
                  "corrupted, %s", nm, head ? "per head at every position [layer][head]"
                                            : "by layer x position");
         s = hs_outdir_matrix(od, HS_FIG_SIGNED, stem, f.m, R, C, lay_l, head ? head_l : pos_l,
-                             title, head ? "head" : "position", "layer", 1.0,
+                             title, head ? "head" : "position (first prompt's tokens)", "layer", 1.0,
                              "normalised logit difference", NULL, shows, err);
         if (s != HS_OK || !head) continue;
     by_position:
@@ -153,7 +153,9 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
         snprintf(shows, sizeof shows, "normalised logit difference when one head's %s is patched "
                  "at one position [layer*heads + head][position]", nm);
         s = hs_outdir_matrix(od, HS_FIG_SIGNED, stem, f.m, (size_t)L * H, (size_t)T, lh_l, pos_l,
-                             title, a == HS_PATCH_PATTERN ? "destination position" : "position",
+                             title,
+                             a == HS_PATCH_PATTERN ? "destination position (first prompt's tokens)"
+                                                   : "position (first prompt's tokens)",
                              "head", 1.0, "normalised logit difference", NULL, shows, err);
     }
     return fig_end(&f, s);
@@ -174,7 +176,7 @@ hs_status hs_lens_figures(const hs_lens_report *r, const hs_prompts *p, const hs
     for (size_t i = 0; s == HS_OK && i < (size_t)K * T; i++) f.m[i] = (float)r->p_final[i];
     if (s == HS_OK)
         s = hs_outdir_matrix(od, HS_FIG_NONNEG, "lens_final", f.m, (size_t)K, (size_t)T, f.lab.at,
-                             f.lab.at + K, "logit lens: probability of the model's final prediction",
+                             f.lab.at + K, "logit lens: probability of the model's final prediction (mean over the prompts)",
                              "position (first prompt's tokens)", "residual stream", 1.0,
                              "probability", NULL,
                              "the probability the logit lens at each point gives to the model's "
