@@ -22,6 +22,15 @@ static char *display(const hs_tokenizer *t, int id)
     return hs_buf_take(&b);
 }
 
+/* Token id as a prose title quotes it: its exact string with every character
+ * that could change the line shown as <U+XXXX> (hs_visible_dup); a padding
+ * id past the tokenizer's tokens has none: its display form "#id". */
+static char *exact_shown(const hs_tokenizer *t, int id)
+{
+    const char *s = hs_tok_str(t, id);
+    return s ? hs_visible_dup(s) : display(t, id);
+}
+
 void hs_inspect_opts_default(hs_inspect_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -272,8 +281,7 @@ static hs_status write_dla(const insp_run *x, int tok_a, int tok_b, const char *
     /* vocabulary words and the prompt's tokens are user text: no fixed buffers. The
        titles are prose: each token's exact string in quotes (' Mary', a control
        character as <U+000A>), the display form (·Mary) being the axes' */
-    char *wa = hs_visible_dup(hs_tok_str(x->tok, tok_a)),
-         *wb = tok_b >= 0 ? hs_visible_dup(hs_tok_str(x->tok, tok_b)) : NULL,
+    char *wa = exact_shown(x->tok, tok_a), *wb = tok_b >= 0 ? exact_shown(x->tok, tok_b) : NULL,
          *q = hs_visible_dup(x->ta->strs[x->pos]);
     char *title = NULL, *xlabel = NULL, *shows = NULL;
     if (wa && q && (tok_b < 0 || wb)) {
