@@ -93,7 +93,7 @@ typedef struct {
 
 HS_CLONES
 /* Si[0..n) *= inv_scale, eight at a time then one at a time: the causal
- * rows' scores, the same bits either way */
+ * rows' scores and a renormalised pattern row, the same bits either way */
 static inline void scale_row(float *Si, int n, float inv_scale)
 {
     const hs_v8 vscale = HS_V8_SET1(inv_scale);
@@ -239,16 +239,7 @@ static void attn_softmax(hs_pool *pool, float *att, const float *scores, int B, 
             }
             float sum = 0.0f;
             for (int j = 0; j < T; j++) sum += a[j];
-            const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-            const hs_v8 vinv = HS_V8_SET1(inv);
-            int j = 0;
-            for (; j + 8 <= T; j += 8) {
-                hs_v8 v;
-                HS_V8_LOAD(v, a + j);
-                v *= vinv;
-                HS_V8_STORE(a + j, v);
-            }
-            for (; j < T; j++) a[j] *= inv;
+            scale_row(a, T, sum > 0.0f ? 1.0f / sum : 0.0f);
         }
     }
 }
