@@ -690,6 +690,30 @@ static void the_glue_takes_every_edge_and_unit_scores(void **state)
     hs_graph_free(&g);
 }
 
+/* GPT-2 small's graph (12 x 12 heads, MLPs; 32,491 edges), every edge a
+ * fixed pseudo-random score in [-0.3, 0.7) and every every-th edge in the
+ * circuit: how many. *sc and *in are malloc'd (the caller frees them and
+ * hs_graph_free's g). */
+static size_t gpt2_graph_every(size_t every, hs_graph *g, double **sc, unsigned char **in)
+{
+    hs_config cfg = hs_config_default();
+    cfg.n_layers = 12;
+    cfg.n_heads = 12;
+    cfg.d_mlp = 4 * cfg.d_model;
+    hs_error err = {0};
+    assert_int_equal(hs_graph_build(&cfg, g, &err), HS_OK);
+    *sc = malloc(g->n_edges * sizeof **sc);
+    *in = calloc(g->n_edges, 1);
+    assert_non_null(*sc);
+    assert_non_null(*in);
+    size_t n_in = 0;
+    for (size_t e = 0; e < g->n_edges; e++) {
+        (*sc)[e] = (double)((e * 7919) % 10007) / 10007.0 - 0.3;
+        if (e % every == 0) (*in)[e] = 1, n_in++;
+    }
+    return n_in;
+}
+
 /* A circuit past the figure's cap of 1,024 edges (issue 35: GPT-2's default
  * 5 % circuit, 1,598 edges, got no figure at all): the figure's JSON lists
  * the 1,024 strongest by |score|, with a note; the figure itself keeps to
@@ -698,22 +722,11 @@ static void the_glue_takes_every_edge_and_unit_scores(void **state)
 static void a_circuit_past_the_cap_draws_its_strongest_edges(void **state)
 {
     (void)state;
-    hs_config cfg = hs_config_default();
-    cfg.n_layers = 12;
-    cfg.n_heads = 12;
-    cfg.d_mlp = 4 * cfg.d_model;
     hs_graph g;
     hs_error err = {0};
-    assert_int_equal(hs_graph_build(&cfg, &g, &err), HS_OK);
-    double *sc = malloc(g.n_edges * sizeof *sc);
-    unsigned char *in = calloc(g.n_edges, 1);
-    assert_non_null(sc);
-    assert_non_null(in);
-    size_t n_in = 0;
-    for (size_t e = 0; e < g.n_edges; e++) {
-        sc[e] = (double)((e * 7919) % 10007) / 10007.0 - 0.3;
-        if (e % 20 == 0) in[e] = 1, n_in++;
-    }
+    double *sc;
+    unsigned char *in;
+    const size_t n_in = gpt2_graph_every(20, &g, &sc, &in);
     assert_true(n_in > HS_VIZ_MAX_EDGES);
     /* the 1,024th strongest |score| among the circuit's */
     double *a = malloc(n_in * sizeof *a);
@@ -775,27 +788,16 @@ static void a_circuit_past_the_cap_draws_its_strongest_edges(void **state)
 /* A graph taller than the height budget (GPT-2's 12 x 12 heads, every 40th
  * edge: 813 edges, 18 in in a column before) draws its strongest edges that
  * fit and only their nodes: at most 9 in, fewer edges, fewer node boxes, the
- * geometry whole and no edge through a box; a 9 in budget it fits already
- * (the 2 x 4 graph) is drawn as before, every node included. */
+ * geometry whole and no edge through a box (a graph within the budget is
+ * drawn whole, every node included: the tests above). */
 static void a_graph_over_the_height_budget_draws_its_strongest_edges(void **state)
 {
     (void)state;
-    hs_config cfg = hs_config_default();
-    cfg.n_layers = 12;
-    cfg.n_heads = 12;
-    cfg.d_mlp = 4 * cfg.d_model;
     hs_graph g;
     hs_error err = {0};
-    assert_int_equal(hs_graph_build(&cfg, &g, &err), HS_OK);
-    double *sc = malloc(g.n_edges * sizeof *sc);
-    unsigned char *in = calloc(g.n_edges, 1);
-    assert_non_null(sc);
-    assert_non_null(in);
-    size_t n_in = 0;
-    for (size_t e = 0; e < g.n_edges; e++) {
-        sc[e] = (double)((e * 7919) % 10007) / 10007.0 - 0.3;
-        if (e % 40 == 0) in[e] = 1, n_in++;
-    }
+    double *sc;
+    unsigned char *in;
+    const size_t n_in = gpt2_graph_every(40, &g, &sc, &in);
     hs_viz_options o;
     hs_viz_options_default(&o);
     o.width_in = HS_VIZ_COLUMN_IN;
