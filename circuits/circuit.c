@@ -230,16 +230,18 @@ static void ld_sum(const hs_circ_ctx *c, const double *d, double ld[3])
 static hs_status phase_a_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     hs_circ_ctx *c = arg;
+    /* (the last two of each: the discovery section's evaluator's, for_eval) */
     if (j == 0) {
         static const char *const filt[] = {
             "hook_embed", "?hook_pos_embed", "blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale",
             "?blocks.*.attn.hook_attn_scores", "blocks.*.attn.hook_pattern", "blocks.*.attn.hook_z",
-            "?blocks.*.hook_mlp_out", "?ln_final.hook_scale", "logits"};
-        return hs_engine_cache(e, w, c->tok_clean, c->n, filt, 10, NULL, &c->clean);
+            "?blocks.*.hook_mlp_out", "?ln_final.hook_scale", "logits", "blocks.*.attn.hook_result"};
+        return hs_engine_cache(e, w, c->tok_clean, c->n, filt, c->for_eval ? 11 : 10, NULL, &c->clean);
     }
     static const char *const filt[] = {"blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale",
-                                       "blocks.*.attn.hook_z", "logits"};
-    return hs_engine_cache(e, w, c->tok_corr, c->n, filt, 4, NULL, &c->corr);
+                                       "blocks.*.attn.hook_z", "logits", "blocks.*.attn.hook_result",
+                                       "?blocks.*.hook_mlp_out"};
+    return hs_engine_cache(e, w, c->tok_corr, c->n, filt, c->for_eval ? 6 : 4, NULL, &c->corr);
 }
 
 /* Phase A; then the position-wise means of blocks.l.attn.hook_z and
@@ -587,6 +589,7 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
     comp_job *cjp = &cj;
     long comp_ticket = -1;
     if (st == HS_OK) comp_ticket = hs_pool_async(c.pool, comp_lane, &cjp, sizeof cjp);
+    c.for_eval = r->opts.discover;
     if (st == HS_OK) st = clean_and_corrupted(&c, r, err);
     if (st == HS_OK) { /* the evidence in the clean cache and the weights */
         hs_circ_invariant(&c, r);

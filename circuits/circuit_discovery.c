@@ -64,9 +64,11 @@ static hs_status rank_heads(hs_circ_discovery *d, hs_error *err)
 /* The section on prompt set p (corrupted partners, answers, wrong answers):
  * EAP-IG, the 5 % circuit, the curve, the named edges (names[n_named], edge
  * names of g, with their path-patching values) against the top top_k
- * head->head edges. pool may be NULL. */
-static hs_status discovery_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const char (*names)[48],
-                               const double *values, int n_named, int top_k, hs_circ_discovery *d, hs_error *err)
+ * head->head edges. pool may be NULL; clean and corr: the check's caches of
+ * p's two runs for the evaluator (hs_circeval_create_cached), or NULL. */
+static hs_status discovery_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_cache *clean,
+                               const hs_cache *corr, const char (*names)[48], const double *values, int n_named,
+                               int top_k, hs_circ_discovery *d, hs_error *err)
 {
     hs_circeval *ce = NULL;
     d->ran = 1;
@@ -90,7 +92,10 @@ static hs_status discovery_run(const hs_model *m, hs_pool *pool, const hs_prompt
         d->named_value[d->n_named++] = values[i];
     }
     if (s == HS_OK) s = hs_eap_scores(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, d->ig_steps, d->scores, err);
-    if (s == HS_OK) s = hs_circeval_create(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, &ce, err);
+    if (s == HS_OK && clean)
+        s = hs_circeval_create_cached(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, clean, corr, &ce, err);
+    else if (s == HS_OK)
+        s = hs_circeval_create(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, &ce, err);
     if (s == HS_OK) s = hs_faith_curve_run(ce, d->scores, HS_SELECT_TOPN, &d->curve, err);
     if (s == HS_OK) {
         d->m_full = d->curve.m_full;
@@ -165,7 +170,9 @@ hs_status hs_circ_discovery_winograd(const hs_circ_ctx *c, hs_circuit_report *r,
                  "answer = its referent, wrong = the partner's, read at position %d", c->np, HS_WG_POS_QUERY);
         snprintf(d->named_by, sizeof d->named_by, "layer-0 head -> decision-head input with path patching "
                  "|normalised LD| >= %.2f, decide_patch", r->opts.decide_patch);
-        s = discovery_run(c->m, c->pool, &p, (const char (*)[48])names, values, n_named, n_named, d, err);
+        /* phase A's caches of these very runs (for_eval): the evaluator does not run them again */
+        s = discovery_run(c->m, c->pool, &p, c->for_eval ? &c->clean : NULL, c->for_eval ? &c->corr : NULL,
+                          (const char (*)[48])names, values, n_named, n_named, d, err);
     }
     hs_prompts_free(&p);
     free(names);
@@ -250,7 +257,7 @@ hs_status hs_circ_discovery_induction(const hs_model *m, const hs_induction *t, 
              "head attends in either run", n);
     snprintf(d->named_by, sizeof d->named_by, "each previous-token head -> the named induction head's keys, "
              "the edges its path patching runs");
-    s = discovery_run(m, NULL, &p, (const char (*)[48])names, values, n_named, 5, d, err);
+    s = discovery_run(m, NULL, &p, NULL, NULL, (const char (*)[48])names, values, n_named, 5, d, err);
 done:
     hs_prompts_free(&p);
     free(names);

@@ -74,6 +74,8 @@ typedef struct {
     int *ref_clean, *ref_corr; /* (n) vocab ids: the clean / corrupted sentence's referent */
     int n_chunks;             /* hs_engine_chunks(n) */
     hs_cache clean, corr;     /* caches of the clean / corrupted runs, all n rows */
+    int for_eval;             /* 1: they also hold every hook_result and hook_mlp_out, the
+                                 discovery section's evaluator's (hs_circeval_create_cached) */
     hs_cache *clean_v, *corr_v; /* (n_chunks) borrowed views of each chunk's rows */
     hs_cache means;           /* batch-1 "reference" cache: position-wise means */
     const float **mlp_mean;   /* (L) (T, D) or NULL: data of entries of `means` */

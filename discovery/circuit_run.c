@@ -41,8 +41,9 @@ struct hs_circeval {
     int *tok;            /* (n, t) clean tokens */
     const int *answer, *wrong, *pos; /* (n) borrowed from the prompts; wrong = answer without one */
     hs_engine e;
-    hs_cache clean;      /* n rows: every layer's resid_pre, hook_result, hook_mlp_out */
-    hs_cache ablc;       /* resample: n rows of the corrupted run; mean: batch 1 */
+    hs_cache own_clean, own_abl; /* the runs' caches when ce ran them (hs_circeval_create) */
+    const hs_cache *clean; /* n rows: every layer's resid_pre, hook_result, hook_mlp_out */
+    const hs_cache *ablc;  /* resample: n rows of the corrupted run; mean: batch 1; own_* or the caller's */
     src_ref *sclean, *sabl; /* (n_send) */
     int *recv_of;        /* (n_nodes, 3): receiver of a node's q/k/v (or whole at [0]) */
     float *ref;          /* (n, V) the clean logits at each prompt's position */
@@ -316,7 +317,7 @@ static hs_status chunk_job_run(hs_engine *e, hs_engine_worker *w, int j, void *a
         cj.miss = cj.need + ce->n_send;
         cj.last = cj.cur + ce->n_send;
         plan(&cj);
-        st = hs_cache_view_rows(&view, &ce->clean, R0, cj.b, &w->err);
+        st = hs_cache_view_rows(&view, ce->clean, R0, cj.b, &w->err);
     }
     if (st == HS_OK)
         st = hs_engine_sweep_from(e, w, ce->tok + (size_t)R0 * ce->t, cj.b, cj.start, &view, chunk_hooks, chunk_rows, &cj);
@@ -381,8 +382,8 @@ static hs_status cache_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     const cache_ctx *cc = arg;
     static const char *const fc[] = {"blocks.*.hook_resid_pre", "blocks.*.attn.hook_result", "?blocks.*.hook_mlp_out"};
     static const char *const fa[] = {"blocks.0.hook_resid_pre", "blocks.*.attn.hook_result", "?blocks.*.hook_mlp_out"};
-    if (j == 0) return hs_engine_cache(e, w, cc->ce->tok, cc->ce->n, fc, 3, NULL, &cc->ce->clean);
-    return hs_engine_cache(e, w, cc->corr, cc->ce->n, fa, 3, NULL, &cc->ce->ablc);
+    if (j == 0) return hs_engine_cache(e, w, cc->ce->tok, cc->ce->n, fc, 3, NULL, &cc->ce->own_clean);
+    return hs_engine_cache(e, w, cc->corr, cc->ce->n, fa, 3, NULL, &cc->ce->own_abl);
 }
 
 static hs_status check_set(const hs_model *m, const hs_prompts *p, const hs_graph *g, hs_metric_kind metric,
@@ -432,17 +433,52 @@ static hs_status alloc_scratch(hs_circeval *ce, hs_error *err)
     return HS_OK;
 }
 
-/* The caches, the sender tables, m(M) (with the clean logits) and m(empty). */
-static hs_status prepare(hs_circeval *ce, const hs_prompts *p, hs_error *err)
+/* 1 when name ends in suffix. */
+static int ends_in(const char *name, const char *suffix)
+{
+    const size_t n = strlen(name), k = strlen(suffix);
+    return n >= k && strcmp(name + n - k, suffix) == 0;
+}
+
+/* A given cache's entries the runs read (resid_pre, hook_result,
+ * hook_mlp_out) hold n prompts of t positions. */
+static hs_status check_given(const hs_circeval *ce, const hs_cache *c, const char *what, hs_error *err)
+{
+    for (int i = 0; i < c->n; i++) {
+        const hs_cache_entry *en = &c->e[i];
+        if (!ends_in(en->name, ".hook_resid_pre") && !ends_in(en->name, ".attn.hook_result") &&
+            !ends_in(en->name, ".hook_mlp_out"))
+            continue;
+        if (en->ndim < 3 || en->shape[0] != ce->n || en->shape[1] != ce->t)
+            return hs_fail(err, HS_ERR_INPUT, "circuit run: the %s run's cache holds %s not of %d prompts of %d "
+                           "positions", what, en->name, ce->n, ce->t);
+    }
+    return HS_OK;
+}
+
+/* The caches (run here unless given: clean, abl), the sender tables, m(M)
+ * (with the clean logits) and m(empty). */
+static hs_status prepare(hs_circeval *ce, const hs_prompts *p, const hs_cache *clean, const hs_cache *abl,
+                         hs_error *err)
 {
     cache_ctx cc = {ce, p->corr};
-    hs_status st = hs_engine_for(&ce->e, ce->abl == HS_ABLATE_RESAMPLE ? 2 : 1, cache_job, &cc, err);
+    hs_status st = HS_OK;
+    if (clean) {
+        ce->clean = clean;
+        ce->ablc = abl ? abl : &ce->own_abl;
+        st = check_given(ce, clean, "clean", err);
+        if (st == HS_OK && abl) st = check_given(ce, abl, "corrupted", err);
+    } else {
+        ce->clean = &ce->own_clean;
+        ce->ablc = &ce->own_abl;
+        st = hs_engine_for(&ce->e, ce->abl == HS_ABLATE_RESAMPLE ? 2 : 1, cache_job, &cc, err);
+    }
     if (st == HS_OK && ce->abl == HS_ABLATE_MEAN) {
         static const char *const fa[] = {"blocks.0.hook_resid_pre", "blocks.*.attn.hook_result", "?blocks.*.hook_mlp_out"};
-        st = hs_engine_means(&ce->e, ce->tok, (size_t)ce->n, fa, 3, &ce->ablc, err);
+        st = hs_engine_means(&ce->e, ce->tok, (size_t)ce->n, fa, 3, &ce->own_abl, err);
     }
-    if (st == HS_OK) st = sender_refs(ce, &ce->clean, ce->sclean, err);
-    if (st == HS_OK && ce->abl != HS_ABLATE_ZERO) st = sender_refs(ce, &ce->ablc, ce->sabl, err);
+    if (st == HS_OK) st = sender_refs(ce, ce->clean, ce->sclean, err);
+    if (st == HS_OK && ce->abl != HS_ABLATE_ZERO) st = sender_refs(ce, ce->ablc, ce->sabl, err);
     double *rowm = st == HS_OK ? malloc((size_t)ce->n * 2 * sizeof(double)) : NULL;
     unsigned char *none = st == HS_OK ? calloc(ce->g->n_edges ? ce->g->n_edges : 1, 1) : NULL;
     if (st == HS_OK && (!rowm || !none)) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
@@ -467,12 +503,16 @@ static hs_status prepare(hs_circeval *ce, const hs_prompts *p, hs_error *err)
     return st;
 }
 
-hs_status hs_circeval_create(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
-                             hs_metric_kind metric, hs_ablate_method ablation, hs_circeval **out, hs_error *err)
+static hs_status create(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                        hs_metric_kind metric, hs_ablate_method ablation, const hs_cache *clean,
+                        const hs_cache *corr, hs_circeval **out, hs_error *err)
 {
     *out = NULL;
     hs_status st = check_set(m, p, g, metric, ablation, err);
     if (st != HS_OK) return st;
+    if (clean && (ablation == HS_ABLATE_RESAMPLE) != (corr != NULL))
+        return hs_fail(err, HS_ERR_INPUT, "circuit run: the corrupted run's cache is given with resample "
+                       "ablation, and only then");
     hs_circeval *ce = calloc(1, sizeof *ce);
     if (ce == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     ce->m = m;
@@ -494,7 +534,7 @@ hs_status hs_circeval_create(const hs_model *m, hs_pool *pool, const hs_prompts 
     ce->e.whole_chunks = 1; /* the hooks' scratch is (HS_ENGINE_CHUNK, t, D) per chunk */
     ce->e.progress = "circuit runs x chunks"; /* each batch of circuits a phase of its own */
     if (st == HS_OK) st = alloc_scratch(ce, err);
-    if (st == HS_OK) st = prepare(ce, p, err);
+    if (st == HS_OK) st = prepare(ce, p, clean, corr, err);
     if (st != HS_OK) {
         hs_circeval_destroy(ce);
         return st;
@@ -502,6 +542,23 @@ hs_status hs_circeval_create(const hs_model *m, hs_pool *pool, const hs_prompts 
     ce->forwards = 0;
     *out = ce;
     return HS_OK;
+}
+
+hs_status hs_circeval_create(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                             hs_metric_kind metric, hs_ablate_method ablation, hs_circeval **out, hs_error *err)
+{
+    return create(m, pool, p, g, metric, ablation, NULL, NULL, out, err);
+}
+
+hs_status hs_circeval_create_cached(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                                    hs_metric_kind metric, hs_ablate_method ablation, const hs_cache *clean,
+                                    const hs_cache *corr, hs_circeval **out, hs_error *err)
+{
+    if (clean == NULL) {
+        *out = NULL;
+        return hs_fail(err, HS_ERR_INPUT, "circuit run: no clean run's cache given");
+    }
+    return create(m, pool, p, g, metric, ablation, clean, corr, out, err);
 }
 
 void hs_circeval_destroy(hs_circeval *ce)
@@ -516,8 +573,8 @@ void hs_circeval_destroy(hs_circeval *ce)
     free(ce->upd);
     free(ce->mscr);
     hs_engine_free(&ce->e);
-    hs_cache_free(&ce->clean);
-    hs_cache_free(&ce->ablc);
+    hs_cache_free(&ce->own_clean);
+    hs_cache_free(&ce->own_abl);
     free(ce->sclean);
     free(ce->sabl);
     free(ce->recv_of);

@@ -96,6 +96,22 @@ typedef struct hs_circeval hs_circeval;
  * ablated run; the engine's errors. Free with hs_circeval_destroy. */
 hs_status hs_circeval_create(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
                              hs_metric_kind metric, hs_ablate_method ablation, hs_circeval **out, hs_error *err);
+/* As hs_circeval_create, with the clean run's and (resample ablation: then
+ * and only then) the corrupted run's caches given instead of run: a caller
+ * that cached the two runs already (circuit's phase A) saves two forward
+ * passes of the set. clean: hs_engine_cache of p->clean (p->n rows of p->t
+ * tokens, whole chunks) holding at least every layer's
+ * blocks.l.hook_resid_pre, blocks.l.attn.hook_result and (a model with MLPs)
+ * blocks.l.hook_mlp_out; corr: the same of p->corr with at least
+ * blocks.0.hook_resid_pre and the same senders; other entries are ignored.
+ * Borrowed: both must outlive ce. Caches of the engine's runs of these
+ * tokens give every metric hs_circeval_create gives, bit for bit (the
+ * forward computes the same values whatever else it caches). Errors as
+ * hs_circeval_create's, and HS_ERR_INPUT for a cache of another shape or
+ * without a sender's output. */
+hs_status hs_circeval_create_cached(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                                    hs_metric_kind metric, hs_ablate_method ablation, const hs_cache *clean,
+                                    const hs_cache *corr, hs_circeval **out, hs_error *err);
 void hs_circeval_destroy(hs_circeval *ce);
 /* m(M), the full circuit's metric (the clean run; 0 exactly for kl), and
  * m(empty), the empty circuit's. */

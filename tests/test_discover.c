@@ -9,7 +9,8 @@
  *     each head -> head edge equals the engine's path patching of that
  *     sender and receiver input; a circuit of every edge but one equals that
  *     edge patched, bit for bit, for all 110 edges; 1 and 2 threads give the
- *     same bits; faithfulness is undefined (usable 0, JSON null, no NaN)
+ *     same bits; the evaluator on given caches (circuit's phase A's) gives
+ *     the bits it gives on its own runs; faithfulness is undefined (usable 0, JSON null, no NaN)
  *     when clean and corrupted coincide;
  *   - on a hand-built model with a planted circuit (a previous-token head
  *     a0.h2 read by an induction head a1.h1 through K-composition; the six
@@ -177,6 +178,59 @@ static void full_is_clean_and_empty_is_corrupted(void **state)
     /* kl: the full circuit is exactly the clean distribution */
     ce = make_ce(g_m, &g_p, &g_g, HS_METRIC_KL, HS_ABLATE_MEAN, 1, &pool);
     assert_true(hs_circeval_full(ce) == 0.0 && hs_circeval_empty(ce) > 0.1);
+    hs_circeval_destroy(ce);
+    hs_pool_destroy(pool);
+}
+
+/* hs_circeval_create_cached on caches made as circuit's phase A makes them
+ * (more entries than the evaluator reads, the pattern's [n, H, t, t] among
+ * them) gives the bits hs_circeval_create gives: m(M), m(empty), a curve's
+ * points; a cache of other rows, or no corrupted cache with resample, is
+ * refused with one line. */
+static void given_caches_give_the_same_bits(void **state)
+{
+    (void)state;
+    hs_pool *pool;
+    hs_circeval *ce = make_ce(g_m, &g_p, &g_g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, 2, &pool);
+    hs_engine e;
+    hs_error err = {0};
+    if (hs_engine_init(&e, g_m, NULL, g_p.t, &err) != HS_OK) fail_msg("%s", err.msg);
+    e.whole_chunks = 1;
+    static const char *const fc[] = {"hook_embed", "blocks.*.hook_resid_pre", "blocks.*.attn.hook_pattern",
+                                     "blocks.*.attn.hook_z", "?blocks.*.hook_mlp_out", "logits",
+                                     "blocks.*.attn.hook_result"};
+    static const char *const fr[] = {"blocks.*.hook_resid_pre", "blocks.*.attn.hook_z", "logits",
+                                     "blocks.*.attn.hook_result", "?blocks.*.hook_mlp_out"};
+    hs_cache cc = {0}, cr = {0}, few = {0};
+    if (hs_engine_cache(&e, &e.w[0], g_p.clean, g_p.n, fc, 7, NULL, &cc) != HS_OK ||
+        hs_engine_cache(&e, &e.w[0], g_p.corr, g_p.n, fr, 5, NULL, &cr) != HS_OK ||
+        hs_engine_cache(&e, &e.w[0], g_p.clean, g_p.n - 1, fc, 7, NULL, &few) != HS_OK)
+        fail_msg("%s", e.w[0].err.msg);
+    hs_circeval *cg = NULL;
+    assert_int_equal(hs_circeval_create_cached(g_m, pool, &g_p, &g_g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE,
+                                               &cc, &cr, &cg, &err), HS_OK);
+    assert_true(hs_circeval_full(cg) == hs_circeval_full(ce) && hs_circeval_empty(cg) == hs_circeval_empty(ce));
+    assert_true(hs_circeval_full(ce) > 5.0); /* the model reads the referent */
+    double *sc = calloc(g_g.n_edges, sizeof *sc);
+    for (size_t k = 0; k < g_g.n_edges; k++) sc[k] = (double)((k * 53) % 97);
+    hs_faith_curve a, b;
+    assert_int_equal(hs_faith_curve_run(ce, sc, HS_SELECT_TOPN, &a, &err), HS_OK);
+    assert_int_equal(hs_faith_curve_run(cg, sc, HS_SELECT_TOPN, &b, &err), HS_OK);
+    for (int k = 0; k <= HS_FAITH_N; k++) assert_true(a.pt[k].metric == b.pt[k].metric);
+    assert_true(a.pt[5].metric != a.pt[9].metric); /* the points differ: circuits were run */
+    hs_circeval_destroy(cg);
+    assert_int_equal(hs_circeval_create_cached(g_m, pool, &g_p, &g_g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE,
+                                               &few, &cr, &cg, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "clean run's cache holds blocks.0.hook_resid_pre not of 192 prompts"));
+    assert_null(cg);
+    assert_int_equal(hs_circeval_create_cached(g_m, pool, &g_p, &g_g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE,
+                                               &cc, NULL, &cg, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "with resample ablation, and only then"));
+    free(sc);
+    hs_cache_free(&cc);
+    hs_cache_free(&cr);
+    hs_cache_free(&few);
+    hs_engine_free(&e);
     hs_circeval_destroy(ce);
     hs_pool_destroy(pool);
 }
@@ -878,6 +932,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(full_is_clean_and_empty_is_corrupted),
+        cmocka_unit_test(given_caches_give_the_same_bits),
         cmocka_unit_test(one_edge_patched_is_path_patching),
         cmocka_unit_test(all_but_one_edge_is_that_edge_patched),
         cmocka_unit_test(undefined_when_clean_and_corrupted_coincide),
