@@ -65,7 +65,8 @@ static hs_status rank_heads(hs_circ_discovery *d, hs_error *err)
  * EAP-IG, the 5 % circuit, the curve, the named edges (names[n_named], edge
  * names of g, with their path-patching values) against the top top_k
  * head->head edges. pool may be NULL; clean and corr: the check's caches of
- * p's two runs for the evaluator (hs_circeval_create_cached), or NULL. */
+ * p's two runs for EAP-IG (hs_eap_scores_cached) and the evaluator
+ * (hs_circeval_create_cached), or NULL. */
 static hs_status discovery_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_cache *clean,
                                const hs_cache *corr, const char (*names)[48], const double *values, int n_named,
                                int top_k, hs_circ_discovery *d, hs_error *err)
@@ -91,7 +92,10 @@ static hs_status discovery_run(const hs_model *m, hs_pool *pool, const hs_prompt
         d->named[d->n_named] = (size_t)e;
         d->named_value[d->n_named++] = values[i];
     }
-    if (s == HS_OK) s = hs_eap_scores(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, d->ig_steps, d->scores, err);
+    if (s == HS_OK && clean)
+        s = hs_eap_scores_cached(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, d->ig_steps, clean, d->scores, err);
+    else if (s == HS_OK)
+        s = hs_eap_scores(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, d->ig_steps, d->scores, err);
     if (s == HS_OK && clean)
         s = hs_circeval_create_cached(m, pool, p, &d->g, HS_METRIC_LOGIT_DIFF, HS_ABLATE_RESAMPLE, clean, corr, &ce, err);
     else if (s == HS_OK)

@@ -527,6 +527,18 @@ hs_status hs_faithfulness_figure(const double *percent, size_t n, const double *
  * the metric needs them, ig_steps outside 0 .. 1000; HS_ERR_NOMEM. */
 hs_status hs_eap_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
                         hs_metric_kind metric, int ig_steps, double *scores, hs_error *err);
+/* hs_eap_scores (EAP-IG: ig_steps >= 1) with the clean run given instead of
+ * run once per chunk: clean, an engine cache of p->clean (p->n rows of p->t
+ * positions, as hs_engine_cache makes it) holding hook_embed, logits,
+ * blocks.0.hook_resid_pre, every blocks.l.attn.hook_result and (with MLPs)
+ * blocks.l.hook_mlp_out; other entries are ignored. Borrowed. The forward
+ * gives a row the same values whatever else it caches or however many rows
+ * run beside it, so the scores are hs_eap_scores's bit for bit. Errors as
+ * hs_eap_scores's; HS_ERR_INPUT for ig_steps 0, a grouped-query model, or a
+ * cache lacking an entry or of another shape. */
+hs_status hs_eap_scores_cached(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                               hs_metric_kind metric, int ig_steps, const hs_cache *clean, double *scores,
+                               hs_error *err);
 
 /* EAP and EAP-IG under any ablation (hs_ablate_method) and either alpha
  * schedule. With resample, ig_right 0 it is hs_eap_scores bit for bit. The

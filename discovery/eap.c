@@ -51,6 +51,7 @@ typedef struct {
     float *emb_mean;               /* mean: (t*D) hook_embed's position-wise mean (EAP-IG's ablated input) */
     int n_real, t;
     const int *clean, *corr, *answer, *wrong, *pos; /* padded to whole chunks */
+    const hs_cache *given;         /* the clean run's cache (hs_eap_scores_cached), or NULL */
     int n_send;                    /* senders: every node but logits */
     int *first_node;               /* (L) node of a{l}.h0 */
     int n_points;
@@ -218,6 +219,32 @@ static void keep_ref(const eap_ctx *c, const eap_run *r, const hs_acts *a, const
         memcpy(r->w->ref + (size_t)b * V, a->logits + ((size_t)b * c->t + pos[b]) * V, (size_t)V * sizeof(float));
 }
 
+/* The clean run's captures from the given cache (what cap_fn and keep_ref
+ * take from the clean forward): the senders into delta, hook_embed into
+ * r->emb (padded rows: the last real row's, as the padded tokens repeat it),
+ * the logits at each real row's position into ref. */
+static void from_given(const eap_ctx *c, eap_run *r, int r0, const int *pos)
+{
+    const hs_cache *g = c->given;
+    const int t = c->t, V = c->m->cfg.d_vocab;
+    const size_t TD = (size_t)t * c->m->cfg.d_model;
+    for (int i = 0; i < g->n; i++) {
+        const hs_cache_entry *en = &g->e[i];
+        const size_t row = en->numel / (size_t)en->shape[0];
+        if (strcmp(en->name, "hook_embed") == 0) {
+            memcpy(r->emb, en->data + (size_t)r0 * TD, (size_t)r->b * TD * sizeof(float));
+            for (int b = r->b; b < HS_ENGINE_CHUNK; b++)
+                memcpy(r->emb + (size_t)b * TD, r->emb + (size_t)(r->b - 1) * TD, TD * sizeof(float));
+        } else if (strcmp(en->name, "logits") == 0) {
+            for (int b = 0; b < r->b; b++)
+                memcpy(r->w->ref + (size_t)b * V, en->data + ((size_t)(r0 + b) * t + pos[b]) * V,
+                       (size_t)V * sizeof(float));
+        } else if (cap_wants(en->name, r)) {
+            cap_fn(en->name, en->shape, en->ndim, en->data + (size_t)r0 * row, r);
+        }
+    }
+}
+
 static hs_status eap_job(hs_engine *e, hs_engine_worker *w, int k, void *arg)
 {
     (void)e;
@@ -249,8 +276,12 @@ static hs_status eap_job(hs_engine *e, hs_engine_worker *w, int k, void *arg)
     if (resample) r.emb = r.w->e_clean;
     else fill_ablated(c, &r);
     r.subtract = resample ? 0 : 1;
-    s = hs_forward(c->m, aw->acts, clean, HS_ENGINE_CHUNK, t, &cap, &w->err);
-    if (s == HS_OK) keep_ref(c, &r, aw->acts, pos);
+    if (c->given) {
+        from_given(c, &r, r0, pos);
+    } else {
+        s = hs_forward(c->m, aw->acts, clean, HS_ENGINE_CHUNK, t, &cap, &w->err);
+        if (s == HS_OK) keep_ref(c, &r, aw->acts, pos);
+    }
     int step = c->k0;
     if (resample) {
         r.subtract = 2;
@@ -424,14 +455,37 @@ static hs_status eap_means(eap_ctx *c, hs_engine *e, hs_error *err)
     return s;
 }
 
-hs_status hs_eap_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
-                     const hs_eap_opts *o, double *scores, hs_error *err)
+/* The given clean cache holds p->n rows of p->t positions of hook_embed,
+ * logits and every sender's output. */
+static hs_status check_given(const hs_model *m, const hs_prompts *p, const hs_cache *g, hs_error *err)
+{
+    const hs_config *cfg = &m->cfg;
+    char nm[64];
+    for (int i = -2; i < 3 * cfg->n_layers; i++) {
+        const int l = i < 0 ? 0 : i / 3;
+        if (i == -2) snprintf(nm, sizeof nm, "hook_embed");
+        else if (i == -1) snprintf(nm, sizeof nm, "logits");
+        else if (i % 3 == 0 && l == 0) snprintf(nm, sizeof nm, "blocks.0.hook_resid_pre");
+        else if (i % 3 == 0) continue;
+        else if (i % 3 == 1) snprintf(nm, sizeof nm, "blocks.%d.attn.hook_result", l);
+        else if (cfg->d_mlp > 0) snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);
+        else continue;
+        const hs_cache_entry *en = hs_cache_get(g, nm);
+        if (en == NULL || en->ndim < 3 || en->shape[0] != p->n || en->shape[1] != p->t)
+            return hs_fail(err, HS_ERR_INPUT, "EAP: the clean run's cache %s %s of %d prompts of %d positions",
+                           en ? "holds" : "lacks", nm, p->n, p->t);
+    }
+    return HS_OK;
+}
+
+static hs_status attribute(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                           const hs_eap_opts *o, const hs_cache *given, double *scores, hs_error *err)
 {
     hs_status s = eap_check(m, p, g, o->metric, o->ablation, o->ig_steps, err);
     if (s != HS_OK) return s;
     if (hs_kv_heads(&m->cfg) != m->cfg.n_heads) { /* the graph's per-query-head k, v receivers */
         hs_model *u = NULL;
-        if ((s = hs_model_ungrouped(m, &u, err)) == HS_OK) s = hs_eap_run(u, pool, p, g, o, scores, err);
+        if ((s = hs_model_ungrouped(m, &u, err)) == HS_OK) s = attribute(u, pool, p, g, o, NULL, scores, err);
         free(u);
         return s;
     }
@@ -447,6 +501,7 @@ hs_status hs_eap_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, cons
     c.n_real = p->n;
     c.t = p->t;
     c.n_send = g->n_nodes - 1;
+    c.given = given;
     hs_engine e;
     memset(&e, 0, sizeof e);
     if ((s = hs_engine_init(&e, m, pool, p->t, err)) == HS_OK && (s = eap_points(&c, err)) == HS_OK &&
@@ -467,11 +522,30 @@ hs_status hs_eap_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, cons
     return s;
 }
 
+hs_status hs_eap_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                     const hs_eap_opts *o, double *scores, hs_error *err)
+{
+    return attribute(m, pool, p, g, o, NULL, scores, err);
+}
+
 hs_status hs_eap_scores(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
                         hs_metric_kind metric, int ig_steps, double *scores, hs_error *err)
 {
     const hs_eap_opts o = {metric, HS_ABLATE_RESAMPLE, ig_steps, 0};
-    return hs_eap_run(m, pool, p, g, &o, scores, err);
+    return attribute(m, pool, p, g, &o, NULL, scores, err);
+}
+
+hs_status hs_eap_scores_cached(const hs_model *m, hs_pool *pool, const hs_prompts *p, const hs_graph *g,
+                               hs_metric_kind metric, int ig_steps, const hs_cache *clean, double *scores,
+                               hs_error *err)
+{
+    const hs_eap_opts o = {metric, HS_ABLATE_RESAMPLE, ig_steps, 0};
+    hs_status s = eap_check(m, p, g, metric, HS_ABLATE_RESAMPLE, ig_steps, err);
+    if (s == HS_OK && ig_steps < 1) s = hs_fail(err, HS_ERR_INPUT, "EAP: a given clean run is EAP-IG's (ig_steps >= 1)");
+    if (s == HS_OK && hs_kv_heads(&m->cfg) != m->cfg.n_heads)
+        s = hs_fail(err, HS_ERR_INPUT, "EAP: a given clean run needs a model without grouped-query attention");
+    if (s == HS_OK) s = check_given(m, p, clean, err);
+    return s == HS_OK ? attribute(m, pool, p, g, &o, clean, scores, err) : s;
 }
 
 void hs_eap_node_scores(const hs_graph *g, const double *edge_scores, double *node_scores)

@@ -10,7 +10,8 @@
  *     sender and receiver input; a circuit of every edge but one equals that
  *     edge patched, bit for bit, for all 110 edges; 1 and 2 threads give the
  *     same bits; the evaluator on given caches (circuit's phase A's) gives
- *     the bits it gives on its own runs; faithfulness is undefined (usable 0, JSON null, no NaN)
+ *     the bits it gives on its own runs, and EAP-IG on a given clean run
+ *     its own run's; faithfulness is undefined (usable 0, JSON null, no NaN)
  *     when clean and corrupted coincide;
  *   - on a hand-built model with a planted circuit (a previous-token head
  *     a0.h2 read by an induction head a1.h1 through K-composition; the six
@@ -233,6 +234,42 @@ static void given_caches_give_the_same_bits(void **state)
     hs_engine_free(&e);
     hs_circeval_destroy(ce);
     hs_pool_destroy(pool);
+}
+
+/* hs_eap_scores_cached on a cache of the clean run (more entries than it
+ * reads) gives hs_eap_scores's bits; 40 prompts: a short last chunk, its
+ * padded rows made from the cache as the padded tokens make them. */
+static void eap_on_a_given_clean_run_gives_the_same_bits(void **state)
+{
+    (void)state;
+    hs_prompts q = g_p;
+    q.n = 40;
+    hs_engine e;
+    hs_error err = {0};
+    if (hs_engine_init(&e, g_m, NULL, q.t, &err) != HS_OK) fail_msg("%s", err.msg);
+    e.whole_chunks = 1;
+    static const char *const fc[] = {"hook_embed", "blocks.*.hook_resid_pre", "blocks.*.attn.hook_pattern",
+                                     "?blocks.*.hook_mlp_out", "logits", "blocks.*.attn.hook_result"};
+    hs_cache cc = {0}, few = {0};
+    if (hs_engine_cache(&e, &e.w[0], q.clean, q.n, fc, 6, NULL, &cc) != HS_OK ||
+        hs_engine_cache(&e, &e.w[0], q.clean, q.n, fc, 5, NULL, &few) != HS_OK)
+        fail_msg("%s", e.w[0].err.msg);
+    const size_t E = g_g.n_edges;
+    double *a = malloc(E * sizeof *a), *b = malloc(E * sizeof *b);
+    assert_int_equal(hs_eap_scores(g_m, NULL, &q, &g_g, HS_METRIC_LOGIT_DIFF, 2, a, &err), HS_OK);
+    assert_int_equal(hs_eap_scores_cached(g_m, NULL, &q, &g_g, HS_METRIC_LOGIT_DIFF, 2, &cc, b, &err), HS_OK);
+    assert_memory_equal(a, b, E * sizeof *a);
+    double largest = 0;
+    for (size_t k = 0; k < E; k++) largest = fmax(largest, fabs(a[k]));
+    assert_true(largest > 0.5); /* edges scored: not a vacuous comparison */
+    assert_int_equal(hs_eap_scores_cached(g_m, NULL, &q, &g_g, HS_METRIC_LOGIT_DIFF, 2, &few, b, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "lacks blocks.0.attn.hook_result"));
+    assert_int_equal(hs_eap_scores_cached(g_m, NULL, &q, &g_g, HS_METRIC_LOGIT_DIFF, 0, &cc, b, &err), HS_ERR_INPUT);
+    free(a);
+    free(b);
+    hs_cache_free(&cc);
+    hs_cache_free(&few);
+    hs_engine_free(&e);
 }
 
 /* The path-patching metric of sender a0.h{s} -> a1.h{r} input x (C6,
@@ -933,6 +970,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(full_is_clean_and_empty_is_corrupted),
         cmocka_unit_test(given_caches_give_the_same_bits),
+        cmocka_unit_test(eap_on_a_given_clean_run_gives_the_same_bits),
         cmocka_unit_test(one_edge_patched_is_path_patching),
         cmocka_unit_test(all_but_one_edge_is_that_edge_patched),
         cmocka_unit_test(undefined_when_clean_and_corrupted_coincide),
