@@ -532,6 +532,11 @@ static hs_status create(const hs_model *m, hs_pool *pool, const hs_prompts *p, c
     else memcpy(ce->tok, p->clean, (size_t)p->n * p->t * sizeof(int));
     if (st == HS_OK) st = hs_engine_init(&ce->e, m, pool, p->t, err);
     ce->e.whole_chunks = 1; /* the hooks' scratch is (HS_ENGINE_CHUNK, t, D) per chunk */
+    /* every prompt read at one position (circuit's 14): the runs compute the
+       logits there alone (and the last block there, when no hook reads it) */
+    int one_pos = st == HS_OK;
+    for (int i = 1; i < p->n && one_pos; i++) one_pos = p->pos[i] == p->pos[0];
+    if (one_pos) ce->e.read_pos = p->pos[0];
     ce->e.progress = "circuit runs x chunks"; /* each batch of circuits a phase of its own */
     if (st == HS_OK) st = alloc_scratch(ce, err);
     if (st == HS_OK) st = prepare(ce, p, clean, corr, err);

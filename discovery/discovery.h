@@ -75,7 +75,10 @@
  * before it take their values from the clean run's cache. The metric
  * (hs_metric_value at each prompt's position; kl against the clean run's
  * logits there) is averaged over the set, summed in prompt order in double.
- * Every value is bit-identical for any thread count. Memory: the clean run's
+ * When every prompt is read at one position, the runs compute the logits
+ * there alone (hs_engine.read_pos; the last block there too when no hook
+ * reads it): the same values. Every value is bit-identical for any thread
+ * count. Memory: the clean run's
  * and the ablated run's sender outputs for the whole set ((L (H + 1) + 1) n t D
  * floats each, plus every layer's resid_pre) and, per worker, one chunk's
  * difference per sender.
