@@ -42,6 +42,10 @@ typedef struct {
     const hs_cache *corr;         /* the corrupted run's blocks.*.hook_resid_pre (n rows): a
                                    * cell of layer l runs from blocks.l on (hs_engine_sweep_from) */
     double **row_ld;              /* (workers) (n) per-row LD scratch */
+    int suffix_s;                 /* > 0: z's all-position cells run from this position on
+                                   * (hs_forward_suffix; every prompt equals its corrupted
+                                   * partner before it and reads at or after it); 0: off */
+    const float **ck, **cv;       /* (L) the corrupted run's hook_k, hook_v (suffix_s > 0) */
     pjob *jobs;
     double ld_clean, ld_corr;
 } pctx;
@@ -211,6 +215,68 @@ static void group_rows(void *arg, hs_engine_worker *w, const float *logits, int 
     }
 }
 
+/* z's clean values written into a pass of hs_forward_suffix: sequence r is
+ * head r / n of the layer (prompt r % n), at the positions s.. */
+typedef struct {
+    const float *zc; /* the layer's clean hook_z (np, t, H, dh) */
+    int n, t, s, H, dh;
+} zedit;
+
+static void suffix_edit_z(void *ctx, float *z, int b0, int nb, int ns)
+{
+    const zedit *ze = ctx;
+    const size_t HD = (size_t)ze->H * ze->dh;
+    for (int b = 0; b < nb; b++) {
+        const int r = b0 + b, h = r / ze->n, i = r % ze->n;
+        for (int q = 0; q < ns; q++)
+            memcpy(z + ((size_t)b * ns + q) * HD + (size_t)h * ze->dh,
+                   ze->zc + ((size_t)i * ze->t + ze->s + q) * HD + (size_t)h * ze->dh, (size_t)ze->dh * sizeof(float));
+    }
+}
+
+/* A layer's heads' z at every position when c->suffix_s > 0: the positions
+ * before s are the corrupted run's whatever head is patched (the clean value
+ * there is the corrupted one bit for bit: same tokens, per-row kernels), so
+ * each head's n prompts run from the layer on at the positions s.. alone,
+ * the last block at the read position, and read the answer's and the wrong
+ * token's logits alone (hs_forward_suffix): 5 of 16 positions for IOI. */
+static hs_status suffix_group_run(hs_engine_worker *w, const pjob *jb, pctx *c)
+{
+    const int H = c->m->cfg.n_heads, n = c->n_real, B = jb->nu * n, l = jb->layer;
+    const hs_cache_entry *rp = hs_cache_getf(c->corr, "blocks.%d.hook_resid_pre", l);
+    const hs_cache_entry *zc = hs_cache_getf(c->clean, "blocks.%d.attn.hook_z", l);
+    if (rp == NULL || zc == NULL) return hs_fail(&w->err, HS_ERR_INPUT, "patch: no blocks.%d resid_pre or z cached", l);
+    int *iv = malloc((size_t)B * 4 * sizeof(int));
+    float *lg = malloc((size_t)B * 2 * sizeof(float));
+    if (iv == NULL || lg == NULL) {
+        free(iv);
+        free(lg);
+        return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    }
+    int *row = iv, *read = iv + B, *tok = iv + 2 * (size_t)B;
+    for (int r = 0; r < B; r++) {
+        const int i = r % n;
+        row[r] = i;
+        read[r] = c->pos[i];
+        tok[2 * r] = c->answer[i];
+        tok[2 * r + 1] = c->wrong[i];
+    }
+    zedit ze = {zc->data, n, c->t, c->suffix_s, H, c->m->cfg.d_head};
+    const hs_suffix_run run = {l, B, c->t, c->suffix_s, row, rp->data, c->ck, c->cv, suffix_edit_z, &ze,
+                               read, tok, 2};
+    hs_status st = hs_forward_suffix(c->m, &run, lg, &w->err);
+    for (int k = 0; k < jb->nu && st == HS_OK; k++) {
+        double s = 0.0;
+        for (int i = 0; i < n; i++) s += (double)lg[2 * ((size_t)k * n + i)] - (double)lg[2 * ((size_t)k * n + i) + 1];
+        const double v = s / n;
+        jb->ld[jb->u0 + k] = v;
+        jb->metric[jb->u0 + k] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
+    }
+    free(iv);
+    free(lg);
+    return st;
+}
+
 /* The most bytes a batch of heads' residual copies may take (their tokens
  * and per-row LDs beside them are smaller): heads are batched up to it. */
 #ifndef HS_PATCH_GROUP_BYTES /* (a build may set it lower, to test batches of fewer heads) */
@@ -291,7 +357,9 @@ static hs_status group_run(hs_engine *e, hs_engine_worker *w, const pjob *jb, pc
 static hs_status pjob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     pctx *c = arg;
-    if (c->jobs[j].head == HEADS_OF_LAYER) return group_run(e, w, &c->jobs[j], c);
+    if (c->jobs[j].head == HEADS_OF_LAYER)
+        return c->suffix_s > 0 && c->jobs[j].act == HS_PATCH_Z ? suffix_group_run(w, &c->jobs[j], c)
+                                                               : group_run(e, w, &c->jobs[j], c);
     if (c->jobs[j].same) { /* every read logit is the corrupted run's, bit for bit */
         *c->jobs[j].ld = c->ld_corr;
         *c->jobs[j].metric = hs_patch_metric(c->ld_corr, c->ld_corr, c->ld_clean);
@@ -340,7 +408,7 @@ static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     base_arg *ba = arg;
     pctx *c = ba->c;
-    static const char *const cfilt[] = {"blocks.*.hook_resid_pre"};
+    static const char *const cfilt[] = {"blocks.*.hook_resid_pre", "blocks.*.attn.hook_k", "blocks.*.attn.hook_v"};
     hs_cache *out = j == 0 ? ba->clean : ba->corr;
     ld_hook_ctx lh = {c, j == 0 ? ba->ld_src : ba->ld_dst, 0};
     hs_hooks *hk = NULL;
@@ -348,7 +416,7 @@ static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     if (st == HS_OK) st = hs_hooks_add(hk, "logits", ld_hook, &lh, &w->err);
     if (st == HS_OK)
         st = j == 0 ? hs_engine_cache(e, w, c->src, c->n, ba->filt, ba->nf, hk, out)
-                    : hs_engine_cache(e, w, c->dst, c->n, cfilt, 1, hk, out);
+                    : hs_engine_cache(e, w, c->dst, c->n, cfilt, c->suffix_s > 0 ? 3 : 1, hk, out);
     hs_hooks_destroy(hk);
     return st;
 }
@@ -490,8 +558,18 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
         for (int i = 0; i < n && same; i++) same = src[(size_t)i * t + p] == dst[(size_t)i * t + p];
         same_prefix[p] = (unsigned char)same;
     }
+    /* z's all-position cells from the first position where a pair differs
+     * on (suffix_group_run), when every prompt reads there or later */
+    if ((acts & (1u << HS_PATCH_Z)) && all_pos && hs_forward_suffix_ok(cfg)) {
+        int s = 0;
+        while (s < t && same_prefix[s]) s++;
+        for (int i = 0; i < n && s > 0; i++)
+            if (pos[i] < s) s = 0;
+        c.suffix_s = s < t ? s : 0;
+    }
     int nj = 0;
-    const int U = units_per_job(H, np, one_pos); /* heads a job of heads takes: >= H */
+    /* heads a job of heads takes: >= H; a layer's H with the suffix runs */
+    const int U = c.suffix_s > 0 ? H : units_per_job(H, np, one_pos);
     for (int a = 0; a < HS_PATCH_N; a++) {
         if (!(acts & (1u << a))) continue;
         for (int u0 = 0; hs_patch_act_is_head(a) && all_pos && u0 < L * H; u0 += U)
@@ -527,6 +605,21 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     if ((st = hs_engine_for(&e, 2, base_job, &ba, err)) != HS_OK) goto fail;
     c.corr = &corr;
     c.clean = &clean;
+    if (c.suffix_s > 0) {
+        c.ck = calloc((size_t)L * 2, sizeof *c.ck);
+        if (c.ck == NULL) goto oom;
+        c.cv = c.ck + L;
+        for (int l = 0; l < L; l++) {
+            const hs_cache_entry *k = hs_cache_getf(&corr, "blocks.%d.attn.hook_k", l);
+            const hs_cache_entry *v = hs_cache_getf(&corr, "blocks.%d.attn.hook_v", l);
+            if (k == NULL || v == NULL) {
+                st = hs_fail(err, HS_ERR_INPUT, "patch: the corrupted run has no blocks.%d.attn.hook_k/v", l);
+                goto fail;
+            }
+            c.ck[l] = k->data;
+            c.cv[l] = v->data;
+        }
+    }
     c.read_pos = one_pos; /* a layer's heads in one batch have H n rows: read p alone */
     e.read_pos = read_pos; /* the caches above are whole; the patched runs read p alone */
     e.progress = "sweeps"; /* hs_pool_progress per job: a cell, or a batch of heads */
@@ -553,6 +646,7 @@ done:
     hs_cache_free(&corr);
     hs_engine_free(&e);
     free(c.jobs);
+    free((void *)c.ck);
     free(lds);
     if (st != HS_OK) hs_patch_report_free(out);
     return st;

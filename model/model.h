@@ -680,6 +680,43 @@ hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, i
  * none): resid W_U + b_U. scratch: (N, D) floats plus 2 N. resid (N, D). */
 void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scratch, float *logits);
 
+/* A patched run from block `layer` on at the positions s..t-1 alone
+ * (model/suffix.c): activation patching where every clean prompt equals its
+ * corrupted partner up to s (IOI's pairs differ from S2 on: 5 of 16
+ * positions) recomputes only the positions a patch can change. */
+/* The edit at block `layer`'s hook_z: z (nb, ns, H, dh) holds sequences
+ * b0 .. b0 + nb - 1 of the run at positions s .. s + ns - 1, in place. */
+typedef void (*hs_suffix_z_fn)(void *ctx, float *z, int b0, int nb, int ns);
+typedef struct {
+    int layer;                  /* the first block run, in [0, L) */
+    int B, t, s;                /* sequences; positions; the first position run, 0 < s < t */
+    const int *row;             /* (B) the row of the reference run's tensors sequence b reads */
+    const float *resid;         /* (n, t, D) blocks.{layer}.hook_resid_pre of the reference run */
+    const float *const *k, *const *v; /* (L) blocks.l.attn.hook_k / hook_v (n, t, H, dh) of the
+                                 * reference run, for every l >= layer (the others unread) */
+    hs_suffix_z_fn edit_z;      /* NULL: none */
+    void *ctx;
+    const int *read;            /* (B) the position whose logits a sequence reads, in [s, t) */
+    const int *tok;             /* (B, n_tok) the tokens whose logits are read there */
+    int n_tok;
+} hs_suffix_run;
+/* 1 when hs_forward_suffix runs cfg's blocks: pre-norm, sequential, added,
+ * softmax attention without rotary, ALiBi, local layers or grouped keys,
+ * d_head a multiple of 8. */
+int hs_forward_suffix_ok(const hs_config *cfg);
+/* logits (B, n_tok) <- logits[b, read[b], tok[b, j]] of the forward of
+ * blocks r->layer.. whose positions before s are the reference run's (the
+ * keys and values there read from r->k, r->v) and whose input at s.. is
+ * r->resid's rows, z edited by r->edit_z at block r->layer. Equals the full
+ * forward with the same edit (hs_run_tail_with_hooks) when the edit leaves
+ * every position before s as the reference run has it, to float32 rounding
+ * (the scores', mix's and logits' sums are written out here; the products
+ * are the forward's, on fewer rows). Single-threaded; allocates its scratch
+ * (about 64 (t - s) rows of 6 D + 4 H dh floats). HS_ERR_INPUT: a model
+ * hs_forward_suffix_ok refuses, or a range outside the model or run;
+ * HS_ERR_NOMEM. */
+hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *logits, hs_error *err);
+
 /*
  * Mean next-token cross-entropy over the positions whose target is >= 0
  * (targets (b,t); -1 = ignore). Uses acts->logits of the last forward and
