@@ -712,9 +712,9 @@ int hs_forward_suffix_ok(const hs_config *cfg);
  * every position before s as the reference run has it, to float32 rounding
  * (the scores', mix's and logits' sums are written out here; the products
  * are the forward's, on fewer rows). Single-threaded; allocates its scratch
- * (about 64 (t - s) rows of 6 D + 4 H dh floats). HS_ERR_INPUT: a model
- * hs_forward_suffix_ok refuses, or a range outside the model or run;
- * HS_ERR_NOMEM. */
+ * (about 2,048 rows, or t - s when more, of 3 D + 4 H dh + 2 max(D, d_mlp)
+ * floats). HS_ERR_INPUT: a model hs_forward_suffix_ok refuses, or a range
+ * outside the model or run; HS_ERR_NOMEM. */
 hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *logits, hs_error *err);
 
 /*

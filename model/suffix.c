@@ -33,8 +33,18 @@ int hs_forward_suffix_ok(const hs_config *c)
     return c->d_head % 8 == 0;
 }
 
-/* Sequences a pass of hs_forward_suffix takes at once. */
-#define SUFFIX_SEQS 64
+/* Sequences a pass of hs_forward_suffix takes at once: up to SUFFIX_SEQS,
+ * and about SUFFIX_ROWS rows (long suffixes: fewer sequences, at least one),
+ * so each product re-reads its weights for many rows and the scratch stays
+ * within ~(6 D + 4 H dh) SUFFIX_ROWS floats (~95 MB at GPT-2 small). */
+#define SUFFIX_SEQS 128
+#define SUFFIX_ROWS 2048
+
+static int pass_seqs(int ns)
+{
+    const int k = SUFFIX_ROWS / ns;
+    return k < 1 ? 1 : k > SUFFIX_SEQS ? SUFFIX_SEQS : k;
+}
 
 /* Rows of a product over n rows: n rounded up to whole 16-row units, so a
  * row's bits do not depend on the rows beside it (hs_sgemm). */
@@ -69,7 +79,7 @@ static void axpy_dh(float *z, float p, const float *v, int dh)
     }
 }
 
-/* The scratch of one pass (rows R = rows16(SUFFIX_SEQS * ns)). */
+/* The scratch of one pass (rows R = rows16(pass_seqs(ns) * ns)). */
 typedef struct {
     float *x, *ln, *qkv, *z, *ao, *pre, *post, *mean, *rstd, *wq, *sc;
 } suffix_buf;
@@ -240,7 +250,8 @@ hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *lo
             return hs_fail(err, HS_ERR_INPUT, "forward suffix: sequence %d reads position %d outside %d..%d", b,
                            r->read[b], r->s, r->t - 1);
     const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
-    const size_t R = rows16((size_t)SUFFIX_SEQS * (r->t - r->s));
+    const int per = pass_seqs(r->t - r->s);
+    const size_t R = rows16((size_t)per * (r->t - r->s));
     const size_t wide = (size_t)(M > D ? M : D);
     suffix_buf sb;
     const size_t floats = R * D * 3 + R * 3 * HD + R * HD + 2 * R * wide + 2 * R + (size_t)D * HD + (size_t)r->t;
@@ -257,8 +268,7 @@ hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *lo
     sb.rstd = sb.mean + R;
     sb.wq = sb.rstd + R;
     sb.sc = sb.wq + (size_t)D * HD;
-    for (int b0 = 0; b0 < r->B; b0 += SUFFIX_SEQS)
-        suffix_pass(m, r, &sb, b0, r->B - b0 < SUFFIX_SEQS ? r->B - b0 : SUFFIX_SEQS, logits);
+    for (int b0 = 0; b0 < r->B; b0 += per) suffix_pass(m, r, &sb, b0, r->B - b0 < per ? r->B - b0 : per, logits);
     free(mem);
     return HS_OK;
 }
