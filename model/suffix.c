@@ -1,6 +1,6 @@
 /*
  * model/suffix.c -- a patched run's tail at the positions from s on
- * (hs_forward_suffix, model.h): blocks layer.. of B sequences whose
+ * (hs_forward_suffix, model.h): blocks layer[b].. of B sequences whose
  * positions before s are those of a reference run (the corrupted run of
  * activation patching, when every clean prompt equals its corrupted partner
  * up to s), computed at the positions s..t-1 alone with the keys and values
@@ -138,19 +138,24 @@ static void suffix_rest(const hs_model *m, int l, suffix_buf *sb, size_t N)
     hs_add_long(sb->x, sb->x, sb->ao, N * D);
 }
 
-/* Sequences [b0, b0 + nb) of r through every block from r->layer on. */
+/* Sequences [b0, b0 + nb) of r, each from its block r->layer[b] on: at
+ * block l the sequences entered by then (a prefix: r->layer is
+ * nondecreasing) run as one product, those entering at l appended with their
+ * input from r->resid[l]. A row's values do not depend on the rows beside it
+ * (whole 16-row products), so this is each sequence's own run. */
 static void suffix_pass(const hs_model *m, const hs_suffix_run *r, suffix_buf *sb, int b0, int nb, float *logits)
 {
     const hs_config *c = &m->cfg;
     const int D = c->d_model, H = c->n_heads, dh = c->d_head, HD = H * dh, L = c->n_layers;
     const int t = r->t, s = r->s, ns = t - s;
-    const size_t N = (size_t)nb * ns, R = rows16(N);
-    /* block layer's input: the reference run's resid_pre at positions s.. */
-    for (int b = 0; b < nb; b++)
-        memcpy(sb->x + (size_t)b * ns * D, r->resid + ((size_t)r->row[b0 + b] * t + s) * D,
-               (size_t)ns * D * sizeof(float));
-    for (size_t i = N; i < R; i++) memcpy(sb->x + i * D, sb->x + (N - 1) * D, (size_t)D * sizeof(float));
-    for (int l = r->layer; l < L; l++) {
+    int act = 0; /* sequences entered */
+    for (int l = r->layer[b0]; l < L; l++) {
+        const int act0 = act;
+        for (; act < nb && r->layer[b0 + act] == l; act++) /* block l's input at positions s.. */
+            memcpy(sb->x + (size_t)act * ns * D, r->resid[l] + ((size_t)r->row[b0 + act] * t + s) * D,
+                   (size_t)ns * D * sizeof(float));
+        const size_t N = (size_t)act * ns, R = rows16(N);
+        for (size_t i = N; i < R; i++) memcpy(sb->x + i * D, sb->x + (N - 1) * D, (size_t)D * sizeof(float));
         const hs_block_params *bp = &m->params.blocks[l];
         const float *in = sb->x;
         if (hs_ln1_in_front(c)) {
@@ -160,7 +165,7 @@ static void suffix_pass(const hs_model *m, const hs_suffix_run *r, suffix_buf *s
         }
         suffix_qkv(m, l, sb->qkv, in, R, sb->wq);
         const float inv_scale = 1.0f / hs_attn_scale_at(c, l);
-        for (int b = 0; b < nb; b++) {
+        for (int b = 0; b < act; b++) {
             const size_t ref = (size_t)r->row[b0 + b] * t;
             const float *kr = r->k[l] + ref * HD, *vr = r->v[l] + ref * HD;
             const float *qkv = sb->qkv + (size_t)b * ns * 3 * HD;
@@ -190,7 +195,7 @@ static void suffix_pass(const hs_model *m, const hs_suffix_run *r, suffix_buf *s
                 }
             }
         }
-        if (l == r->layer && r->edit_z) r->edit_z(r->ctx, sb->z, b0, nb, ns);
+        if (act > act0 && r->edit_z) r->edit_z(r->ctx, sb->z + (size_t)act0 * ns * HD, b0 + act0, act - act0, ns);
         if (l < L - 1) {
             for (size_t i = N; i < R; i++) memcpy(sb->z + i * HD, sb->z + (N - 1) * HD, (size_t)HD * sizeof(float));
             suffix_rest(m, l, sb, R);
@@ -241,14 +246,17 @@ hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *lo
     if (!hs_forward_suffix_ok(c))
         return hs_fail(err, HS_ERR_INPUT, "forward suffix: the model's blocks are not the pre-norm, "
                                           "additive, softmax ones it runs");
-    if (r->layer < 0 || r->layer >= c->n_layers || r->B < 1 || r->s < 1 || r->s >= r->t || r->t > c->n_ctx ||
-        r->n_tok < 1)
-        return hs_fail(err, HS_ERR_INPUT, "forward suffix: layer %d, %d sequences, positions %d..%d of %d",
-                       r->layer, r->B, r->s, r->t - 1, r->t);
-    for (int b = 0; b < r->B; b++)
+    if (r->B < 1 || r->s < 1 || r->s >= r->t || r->t > c->n_ctx || r->n_tok < 1)
+        return hs_fail(err, HS_ERR_INPUT, "forward suffix: %d sequences, positions %d..%d of %d", r->B, r->s,
+                       r->t - 1, r->t);
+    for (int b = 0; b < r->B; b++) {
         if (r->read[b] < r->s || r->read[b] >= r->t)
             return hs_fail(err, HS_ERR_INPUT, "forward suffix: sequence %d reads position %d outside %d..%d", b,
                            r->read[b], r->s, r->t - 1);
+        if (r->layer[b] < 0 || r->layer[b] >= c->n_layers || (b > 0 && r->layer[b] < r->layer[b - 1]))
+            return hs_fail(err, HS_ERR_INPUT, "forward suffix: sequence %d starts at block %d (blocks 0..%d, "
+                           "nondecreasing)", b, r->layer[b], c->n_layers - 1);
+    }
     const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
     const int per = pass_seqs(r->t - r->s);
     const size_t R = rows16((size_t)per * (r->t - r->s));
