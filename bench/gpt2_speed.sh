@@ -17,8 +17,9 @@
 #   patch      `headscope patch --acts z --by head` over N IOI prompts
 #              (`headscope prompts ioi --template 0`: every prompt the same
 #              length), cut at PATCH_TIMEOUT seconds, with the FLOPs its
-#              products do (each cell from its layer on, the logits at the
-#              read position alone) and their roofline at the forward's
+#              products do (each cell from its layer on at the positions from
+#              the pairs' first difference on, the last block and two logits
+#              at the read position) and their roofline at the forward's
 #              sgemm rate (step 3) | the peer's hook_z patching by head (all
 #              positions, a full forward per head); the largest relative
 #              difference between the two's cells.
@@ -50,7 +51,7 @@ while [ $# -gt 0 ]; do
         --prompts) PROMPTS="$2"; shift ;;
         --patch-timeout) PATCH_TIMEOUT="$2"; shift ;;
         --ctx) CTX="$2"; shift ;;
-        -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "gpt2_speed.sh: unknown option $1" >&2; exit 2 ;;
     esac
     shift
@@ -132,27 +133,35 @@ PATCH_S=""
 if timeout "$PATCH_TIMEOUT" "$HS" patch --model "$DIR" --data "$W/ioi.jsonl" --acts z --by head --threads "$THREADS" \
     --json > "$W/patch.json" 2> "$W/patch.err"; then
     PATCH_S=$(echo "$(date +%s.%N) - $t0" | bc)
-    # the FLOPs of the products: the clean and corrupted runs (full logits),
-    # then per head of layer l the layers l.. of every prompt, the last one
-    # from its attention output on at the read position, and the logits there
-    "$PY" - "$DIR/config.json" "$W/patch.json" "$W/fwd.json" "$PATCH_S" <<'PYEOF'
+    # the FLOPs of the products: the clean and corrupted runs (full logits at
+    # every position), then per head of layer l its prompts from layer l on
+    # at the positions from S on (S: the first position where a prompt and
+    # its corrupted partner differ; experiments/patch.c suffix_group_run):
+    # layers l..L-2 at those positions, the last layer's Q/K/V there and its
+    # W_O and MLP at the read position, and two columns of W_U; causal
+    # attention counted per query over its keys. The rows the products are
+    # padded with (whole 16-row units) are not counted.
+    "$PY" - "$DIR/config.json" "$W/patch.json" "$W/fwd.json" "$PATCH_S" "$W/ioi_ids.jsonl" <<'PYEOF'
 import json, sys
 c = json.load(open(sys.argv[1])); p = json.load(open(sys.argv[2])); f = json.load(open(sys.argv[3]))
 s = float(sys.argv[4])
+ids = [json.loads(l)["ids"] for l in open(sys.argv[5])]
 L, H, D, V = c["n_layer"], c["n_head"], c["n_embd"], c["vocab_size"]
 F = c.get("n_inner") or 4 * D
 n, t = p["prompts"], p["tokens"]
-layer = 2 * D * (3 * D + D + 2 * F)            # per token: QKV, W_O, MLP in and out
-attn = 2 * 2 * t * t * D / 2                    # per token: QK^T and the mix, causal half
-last = 2 * D * (3 * D) + 2 * D * (D + 2 * F) / t  # the last layer: QKV at every token, the rest at one
-unembed = 2 * D * V
-base = 2 * n * t * (L * (layer + attn) + unembed)
-cells = sum(H * n * (t * ((L - 1 - l) * (layer + attn) + last + attn) + unembed) for l in range(L))
+S = min(next(k for k in range(t) if a[k] != b[k]) for a, b in zip(ids[0::2], ids[1::2]))
+proj = 2 * D * 3 * D                              # per row: Q, K, V
+rest = 2 * D * (D + 2 * F)                        # per row: W_O, the MLP in and out
+attn = lambda q0: sum(2 * 2 * D * (q + 1) for q in range(q0, t))  # scores and mix, queries q0..t-1
+base = 2 * n * (L * (t * (proj + rest) + attn(0)) + t * 2 * D * V)
+ns = t - S
+suffix = lambda l: (L - 1 - l) * (ns * (proj + rest) + attn(S)) + ns * proj + attn(S) + rest + 2 * 2 * D
+cells = sum(H * n * suffix(l) for l in range(L))
 gf = (base + cells) / 1e9
 rate = f["gflop"] / (f["roofline_ms"] / 1e3)   # GFLOP/s of hs_sgemm at the forward's shapes
-print("patch: headscope patch --acts z --by head over %d IOI prompts of %d tokens: %.1f s; %.0f GFLOP "
-      "(%.0f GFLOP/s), roofline at the forward's sgemm rate (%.0f GFLOP/s) %.1f s: %.2fx" % (
-          n, t, s, gf, gf / s, rate, gf / rate, s / (gf / rate)))
+print("patch: headscope patch --acts z --by head over %d IOI prompts of %d tokens (positions %d.. run): %.1f s; "
+      "%.0f GFLOP (%.0f GFLOP/s), roofline at the forward's sgemm rate (%.0f GFLOP/s) %.1f s: %.2fx" % (
+          n, t, S, s, gf, gf / s, rate, gf / rate, s / (gf / rate)))
 PYEOF
 else
     echo "patch: headscope patch --acts z --by head over $PROMPTS IOI prompts did not finish within $PATCH_TIMEOUT s"

@@ -218,7 +218,12 @@ typedef struct {
  * (which must have "corrupted", "answer" and "wrong"), one sweep over the set
  * per cell, on pool. acts: bits of hs_patch_act. HS_ERR_INPUT when p lacks
  * them or the model does not produce an act (mlp_out with d_mlp 0, q/k with
- * uniform attention). Free out with hs_patch_report_free. */
+ * uniform attention). Free out with hs_patch_report_free. z's all-position
+ * cells run the positions from the pairs' first difference on when every
+ * prompt reads there or later (hs_forward_suffix): equal to the full patched
+ * forward's to float32 rounding; every cell is the same for any thread count
+ * and, when every pair first differs at the same position, equals the set's
+ * prompts run one at a time (summed in order). */
 hs_status hs_patch_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, unsigned acts,
                        hs_patch_report *out, hs_error *err);
 /* The same on token arrays: src (n, t) the runs patched from, dst (n, t) the

@@ -29,6 +29,7 @@ typedef struct {
     int u0, nu;          /* HEADS_OF_LAYER: its units */
 } pjob;
 #define HEADS_OF_LAYER (-2)
+#define SUFFIX_UNITS (-3) /* z at every position from suffix_s on: units u0, u0 + nu, .. (suffix_job_run) */
 
 typedef struct {
     const hs_model *m;
@@ -42,6 +43,11 @@ typedef struct {
     const hs_cache *corr;         /* the corrupted run's blocks.*.hook_resid_pre (n rows): a
                                    * cell of layer l runs from blocks.l on (hs_engine_sweep_from) */
     double **row_ld;              /* (workers) (n) per-row LD scratch */
+    int suffix_s;                 /* > 0: z's all-position cells run from this position on
+                                   * (hs_forward_suffix; every prompt equals its corrupted
+                                   * partner before it and reads at or after it); 0: off */
+    const float **ck, **cv, **cr; /* (L) the corrupted run's hook_k, hook_v, hook_resid_pre and */
+    const float **cz;             /* the clean run's hook_z (suffix_s > 0) */
     pjob *jobs;
     double ld_clean, ld_corr;
 } pctx;
@@ -211,6 +217,71 @@ static void group_rows(void *arg, hs_engine_worker *w, const float *logits, int 
     }
 }
 
+/* z's clean values written into a pass of hs_forward_suffix: sequence r is
+ * prompt r % n of the job's unit k = r / n (unit u = j + k J: head u % H of
+ * layer u / H), at the positions s.. */
+typedef struct {
+    const float *const *zl; /* (L) the clean hook_z (np, t, H, dh) */
+    int n, t, s, H, dh, j, J;
+} zedit;
+
+static void suffix_edit_z(void *ctx, float *z, int b0, int nb, int ns)
+{
+    const zedit *ze = ctx;
+    const size_t HD = (size_t)ze->H * ze->dh;
+    for (int b = 0; b < nb; b++) {
+        const int r = b0 + b, u = ze->j + r / ze->n * ze->J, h = u % ze->H, i = r % ze->n;
+        const float *zc = ze->zl[u / ze->H];
+        for (int q = 0; q < ns; q++)
+            memcpy(z + ((size_t)b * ns + q) * HD + (size_t)h * ze->dh,
+                   zc + ((size_t)i * ze->t + ze->s + q) * HD + (size_t)h * ze->dh, (size_t)ze->dh * sizeof(float));
+    }
+}
+
+/* z at every position when c->suffix_s > 0, the units u = j, j + J, .. of
+ * job j (jb->u0 = j, jb->nu = J): the positions before s are the corrupted
+ * run's whatever head is patched (the clean value there is the corrupted
+ * one bit for bit: same tokens, per-row kernels), so each unit's n prompts
+ * run from its layer on at the positions s.. alone, the last block at the
+ * read position, and read the answer's and the wrong token's logits alone
+ * (hs_forward_suffix: 5 of 16 positions for IOI); the units that have
+ * started by a layer run there as one product. */
+static hs_status suffix_job_run(hs_engine_worker *w, const pjob *jb, pctx *c)
+{
+    const int H = c->m->cfg.n_heads, LH = c->m->cfg.n_layers * H, n = c->n_real, j = jb->u0, J = jb->nu;
+    const int K = (LH - j + J - 1) / J, B = K * n;
+    int *iv = malloc((size_t)B * 5 * sizeof(int));
+    float *lg = malloc((size_t)B * 2 * sizeof(float));
+    if (iv == NULL || lg == NULL) {
+        free(iv);
+        free(lg);
+        return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    }
+    int *layer = iv, *row = iv + B, *read = iv + 2 * (size_t)B, *tok = iv + 3 * (size_t)B;
+    for (int r = 0; r < B; r++) {
+        const int i = r % n;
+        layer[r] = (j + r / n * J) / H;
+        row[r] = i;
+        read[r] = c->pos[i];
+        tok[2 * r] = c->answer[i];
+        tok[2 * r + 1] = c->wrong[i];
+    }
+    zedit ze = {c->cz, n, c->t, c->suffix_s, H, c->m->cfg.d_head, j, J};
+    const hs_suffix_run run = {B, c->t, c->suffix_s, layer, row, c->cr, c->ck, c->cv, suffix_edit_z, &ze,
+                               read, tok, 2};
+    hs_status st = hs_forward_suffix(c->m, &run, lg, &w->err);
+    for (int k = 0; k < K && st == HS_OK; k++) {
+        double s = 0.0;
+        for (int i = 0; i < n; i++) s += (double)lg[2 * ((size_t)k * n + i)] - (double)lg[2 * ((size_t)k * n + i) + 1];
+        const double v = s / n;
+        jb->ld[j + k * J] = v;
+        jb->metric[j + k * J] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
+    }
+    free(iv);
+    free(lg);
+    return st;
+}
+
 /* The most bytes a batch of heads' residual copies may take (their tokens
  * and per-row LDs beside them are smaller): heads are batched up to it. */
 #ifndef HS_PATCH_GROUP_BYTES /* (a build may set it lower, to test batches of fewer heads) */
@@ -291,6 +362,7 @@ static hs_status group_run(hs_engine *e, hs_engine_worker *w, const pjob *jb, pc
 static hs_status pjob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     pctx *c = arg;
+    if (c->jobs[j].head == SUFFIX_UNITS) return suffix_job_run(w, &c->jobs[j], c);
     if (c->jobs[j].head == HEADS_OF_LAYER) return group_run(e, w, &c->jobs[j], c);
     if (c->jobs[j].same) { /* every read logit is the corrupted run's, bit for bit */
         *c->jobs[j].ld = c->ld_corr;
@@ -340,7 +412,7 @@ static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     base_arg *ba = arg;
     pctx *c = ba->c;
-    static const char *const cfilt[] = {"blocks.*.hook_resid_pre"};
+    static const char *const cfilt[] = {"blocks.*.hook_resid_pre", "blocks.*.attn.hook_k", "blocks.*.attn.hook_v"};
     hs_cache *out = j == 0 ? ba->clean : ba->corr;
     ld_hook_ctx lh = {c, j == 0 ? ba->ld_src : ba->ld_dst, 0};
     hs_hooks *hk = NULL;
@@ -348,7 +420,7 @@ static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     if (st == HS_OK) st = hs_hooks_add(hk, "logits", ld_hook, &lh, &w->err);
     if (st == HS_OK)
         st = j == 0 ? hs_engine_cache(e, w, c->src, c->n, ba->filt, ba->nf, hk, out)
-                    : hs_engine_cache(e, w, c->dst, c->n, cfilt, 1, hk, out);
+                    : hs_engine_cache(e, w, c->dst, c->n, cfilt, c->suffix_s > 0 ? 3 : 1, hk, out);
     hs_hooks_destroy(hk);
     return st;
 }
@@ -464,7 +536,7 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
             n_jobs += (int)cells * t;
         }
     }
-    c.jobs = calloc((size_t)(n_jobs ? n_jobs : 1), sizeof *c.jobs);
+    c.jobs = calloc((size_t)n_jobs + (size_t)L * H, sizeof *c.jobs); /* + z's suffix jobs (<= L H) */
     if (!lds || !c.jobs || !psrc || !pdst || !pans || !pwr || !ppos) goto oom;
     /* Cells whose patch cannot reach a read logit, left out of the sweeps
      * (their LD is the corrupted one exactly): a position after every read
@@ -490,11 +562,30 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
         for (int i = 0; i < n && same; i++) same = src[(size_t)i * t + p] == dst[(size_t)i * t + p];
         same_prefix[p] = (unsigned char)same;
     }
+    /* z's all-position cells from the first position where a pair differs
+     * on (suffix_group_run), when every prompt reads there or later */
+    if ((acts & (1u << HS_PATCH_Z)) && all_pos && hs_forward_suffix_ok(cfg)) {
+        int s = 0;
+        while (s < t && same_prefix[s]) s++;
+        for (int i = 0; i < n && s > 0; i++)
+            if (pos[i] < s) s = 0;
+        c.suffix_s = s < t ? s : 0;
+    }
     int nj = 0;
     const int U = units_per_job(H, np, one_pos); /* heads a job of heads takes: >= H */
+    /* z's suffix jobs: J of them, job j the units j, j + J, ..: about 128
+     * sequences (n each) a job where the set allows, at least one a worker,
+     * at most H (progress in H steps) */
+    int J = (int)((long)L * H * n / 128);
+    if (J > H) J = H;
+    if (J < hs_pool_threads(pool)) J = hs_pool_threads(pool);
+    if (J > L * H) J = L * H;
     for (int a = 0; a < HS_PATCH_N; a++) {
         if (!(acts & (1u << a))) continue;
-        for (int u0 = 0; hs_patch_act_is_head(a) && all_pos && u0 < L * H; u0 += U)
+        for (int j = 0; a == HS_PATCH_Z && c.suffix_s > 0 && j < J; j++)
+            c.jobs[nj++] = (pjob){a, 0, SUFFIX_UNITS, -1, out->ld[a], out->metric[a], 0, j, J};
+        for (int u0 = 0; hs_patch_act_is_head(a) && all_pos && !(a == HS_PATCH_Z && c.suffix_s > 0) && u0 < L * H;
+             u0 += U)
             c.jobs[nj++] = (pjob){a, u0 / H, HEADS_OF_LAYER, -1, out->ld[a], out->metric[a], 0, u0,
                                   L * H - u0 < U ? L * H - u0 : U};
         for (int l = 0; l < L; l++) {
@@ -518,7 +609,13 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
      * the most any sweep or base run here needs (a set of one prompt: 16
      * rows, not a chunk's 32) */
     const int most = U * np < HS_ENGINE_CHUNK ? U * np : HS_ENGINE_CHUNK;
-    if ((st = hs_engine_init_rows(&e, m, pool, t, hs_engine_run_rows(most, 1), err)) != HS_OK) goto fail;
+    /* z alone at every position from the suffix on: the base runs' rows
+     * alone (np, whole sequences; 1 prompt of GPT-2: 256 MB of activations
+     * less to fault in) */
+    const int base_only = acts == (1u << HS_PATCH_Z) && c.suffix_s > 0 && !each_pos;
+    const int rows = base_only ? hs_engine_run_rows(np < HS_ENGINE_CHUNK ? np : HS_ENGINE_CHUNK, t)
+                               : hs_engine_run_rows(most, 1);
+    if ((st = hs_engine_init_rows(&e, m, pool, t, rows, err)) != HS_OK) goto fail;
     c.row_ld = calloc((size_t)e.n_workers, sizeof *c.row_ld);
     if (c.row_ld == NULL) goto oom;
     for (int i = 0; i < e.n_workers; i++)
@@ -527,6 +624,27 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     if ((st = hs_engine_for(&e, 2, base_job, &ba, err)) != HS_OK) goto fail;
     c.corr = &corr;
     c.clean = &clean;
+    if (c.suffix_s > 0) {
+        c.ck = calloc((size_t)L * 4, sizeof *c.ck);
+        if (c.ck == NULL) goto oom;
+        c.cv = c.ck + L;
+        c.cr = c.cv + L;
+        c.cz = c.cr + L;
+        for (int l = 0; l < L; l++) {
+            const hs_cache_entry *k = hs_cache_getf(&corr, "blocks.%d.attn.hook_k", l);
+            const hs_cache_entry *v = hs_cache_getf(&corr, "blocks.%d.attn.hook_v", l);
+            const hs_cache_entry *rp = hs_cache_getf(&corr, "blocks.%d.hook_resid_pre", l);
+            const hs_cache_entry *z = hs_cache_getf(&clean, "blocks.%d.attn.hook_z", l);
+            if (k == NULL || v == NULL || rp == NULL || z == NULL) {
+                st = hs_fail(err, HS_ERR_INPUT, "patch: the runs have no blocks.%d k, v, resid_pre or z cached", l);
+                goto fail;
+            }
+            c.ck[l] = k->data;
+            c.cv[l] = v->data;
+            c.cr[l] = rp->data;
+            c.cz[l] = z->data;
+        }
+    }
     c.read_pos = one_pos; /* a layer's heads in one batch have H n rows: read p alone */
     e.read_pos = read_pos; /* the caches above are whole; the patched runs read p alone */
     e.progress = "sweeps"; /* hs_pool_progress per job: a cell, or a batch of heads */
@@ -553,6 +671,7 @@ done:
     hs_cache_free(&corr);
     hs_engine_free(&e);
     free(c.jobs);
+    free((void *)c.ck);
     free(lds);
     if (st != HS_OK) hs_patch_report_free(out);
     return st;

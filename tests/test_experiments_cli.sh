@@ -5,8 +5,8 @@
 # different lengths, answer not in the vocabulary, missing wrong) refused with
 # exit 1, one line naming file:line; --out folders whose files all parse and
 # are all listed; --json parsed; patch over circuit's 192 held-out pairs gives
-# circuit's per-head patching numbers exactly (hook_z at 14 and at every
-# position); heads' previous-token scores sit in [0, 1] with one per head.
+# circuit's per-head patching numbers (hook_z at 14 exactly, at every
+# position to float32 rounding); heads' previous-token scores sit in [0, 1] with one per head.
 # Run as: bash tests/test_experiments_cli.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
 
@@ -114,8 +114,10 @@ for h in c["heads"]:
     # TransformerLens' get_act_patch_*_by_pos order: [layer][position][head]
     a, b = z["metric_by_position"][l][14][k], h["patching"]["pos14"]["both"]
     assert a == b, (h["name"], a, b)
+    # every position at once: float32 rounding apart (patch runs the positions
+    # from the pairs' first difference on, hs_forward_suffix; circuit whole rows)
     a, b = z["metric"][l][k], h["patching"]["all_positions"]["both"]
-    assert a == b, (h["name"], a, b)
+    assert abs(a - b) <= 1e-6 * (1 + abs(b)), (h["name"], a, b)
 PYEOF
 
 # folders
