@@ -517,7 +517,10 @@ hs_status hs_viz_html_pack(cJSON *data, hs_error *err);
  * "colormaps": the 256-entry tables of hs_viz_cmap_rgb for viridis, greys
  * and diverging, the line plots' series colours (hs_viz_series_rgb, 10) and
  * the masked-cell colour, as hex strings, so the page
- * colours cells exactly as the PNG/SVG figures do. Inside the page's
+ * colours cells exactly as the PNG/SVG figures do, and "shown": {string:
+ * display form} for every string of data of at most HS_VIZ_MAX_LABEL code
+ * points the figures show otherwise (their own function: `<|endoftext|>` as
+ * `⟨bos⟩`), which the page shows (a longer one shortened as they do). Inside the page's
  * <script type="application/json"> element '<', '>', '&', U+2028 and U+2029
  * are written as \u escapes, so no string in data can end the element.
  * title: the page's <title> (UTF-8; HTML-escaped), may be NULL.
