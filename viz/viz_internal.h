@@ -343,6 +343,11 @@ void vz_short_exp(char *buf);
 hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, int y, int bw, int bh,
                           int *right, int *bottom);
 int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc, int lines, int bar_w);
+/* The least length (px) of a vertical colour bar, so it shows its two ends
+ * and the tick between them (0 of a difference's symmetric scale) as every
+ * longer bar does: a bar beside a block of one or two rows is drawn this
+ * long, past the block. */
+int vz_colorbar_min_len(const vz_ctx *c);
 /* Lines sc's quantity label takes along a vertical bar len px tall (1 when
  * it fits; 0 without a label; -1 when a word of it is longer than the bar:
  * the label then lies level over the bar, as its title, in the

@@ -296,6 +296,13 @@ hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, in
     return s;
 }
 
+int vz_colorbar_min_len(const vz_ctx *c)
+{
+    /* vz_add_colorbar keeps vertical labels 1.2 lines apart: the middle tick
+       half the bar from each end (0 of a symmetric scale) needs 2.4 lines */
+    return (int)ceil(2.4 * c->lh) + 1;
+}
+
 /* Width a vertical colour bar's labels take right of the bar (ticks and the
  * quantity on `lines` lines; -1: level over the bar, bar_w px wide), for
  * planning a layout. */
