@@ -623,7 +623,7 @@ hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_
                             hs_error *err);
 
 /* ------------------------------------------------------------------------ */
-/* The circuit graph (viz_graph.c): a circuit found in a model, as a layered
+/* The circuit graph (viz_graph.c, viz_graph_route.c, viz_graph_draw.c): a circuit found in a model, as a layered
  * drawing a paper can use. viz knows no model: the caller places each node
  * on a row (0 = bottom) and a column and says which nodes take three inputs
  * (q, k, v: attention heads); experiments/ (hs_graph_figure) places MIB's
@@ -646,7 +646,10 @@ hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_
  * channel between two columns (the nearest with a lane to spare), and
  * rises into its receiver's port from the gap under the receiver's row (a
  * node of one input: the edges spread over its bottom); straight runs with
- * rounded corners, one stroked path per edge. The gaps between rows grow
+ * rounded corners, one stroked path per edge, ending in a filled arrowhead
+ * whose tip touches the port (edges point from the earlier component to the
+ * later; 0.75 w + 0.6 pt each side of an edge w wide, at least 1.5 pt, 1.5
+ * times as long, at least 3 pt). The gaps between rows grow
  * with their tracks (0.04 in apart, up to twice the least gap). Colour by
  * sign: score >= 0 the diverging map's positive end (hs_viz_cmap_rgb(
  * DIVERGING, 1), dark red), score < 0 its negative end (t = 0, dark blue),
@@ -655,7 +658,11 @@ hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_
  * linear: HS_VIZ_EDGE_MIN_PT + (HS_VIZ_EDGE_MAX_PT - HS_VIZ_EDGE_MIN_PT) *
  * |score| / max |score| points (max over the edges drawn), so a wider edge
  * always has the larger |score|. A legend under the graph names the colours
- * and the widths of the weakest and strongest |score|.
+ * and the widths of the weakest and strongest |score| (samples with their
+ * arrowheads), the q k v letters (a sample, k and v grey: "a head's inputs
+ * (grey: no edge)") when a head of the circuit is drawn, and a faint box
+ * ("not in the circuit") when a node is outside it. Every text but the
+ * title at the one label size (the q k v letters too).
  *
  * SVG: a <g id> per node (its name made an XML id: "a1_h0", "m1", "input")
  * and per edge ("e-" + sender + "-" + receiver, then "-" + its port for a

@@ -266,6 +266,7 @@ hs_status vz_add_curve(vz_ctx *c, const double xy[8], double width, double dash_
     memcpy(k->rgb, rgb, 3);
     k->group = c->group;
     k->joined = 0;
+    k->filled = 0;
     return HS_OK;
 }
 
@@ -278,6 +279,15 @@ static hs_status add_run(vz_ctx *c, double ax, double ay, double bx, double by, 
                           ax + 2 * (bx - ax) / 3, ay + 2 * (by - ay) / 3, bx, by};
     hs_status s = vz_add_curve(c, xy, width, on, off, rgb);
     if (!s && !first) c->f->curves[c->f->n_curves - 1].joined = 1;
+    return s;
+}
+
+hs_status vz_add_polygon(vz_ctx *c, const double *pts, size_t n, const unsigned char rgb[3])
+{
+    hs_status s = HS_OK;
+    for (size_t i = 1; i < n && !s; i++)
+        s = add_run(c, pts[2 * i - 2], pts[2 * i - 1], pts[2 * i], pts[2 * i + 1], i == 1, 0, 0, 0, rgb);
+    if (!s) c->f->curves[c->f->n_curves - (n - 1)].filled = 1;
     return s;
 }
 
