@@ -77,6 +77,7 @@
 #define HS_VIZ_MAX_HEADS 32
 #define HS_VIZ_MAX_BARS 256
 #define HS_VIZ_MAX_LABEL 24   /* code points shown in a figure label */
+#define HS_VIZ_MAX_WHOLE_LABEL 48 /* ... with hs_viz_options.whole_labels */
 #define HS_VIZ_GRID_MAX_IN 24.0 /* inches: the widest figure (asked or grown to) */
 #define HS_VIZ_MAX_PX 16384   /* pixels: canvas cap per side */
 #define HS_VIZ_COLUMN_IN 3.25 /* inches: one column of a two-column paper */
@@ -144,11 +145,18 @@ typedef struct {
     int y_cover;           /* line plots: nonzero makes a panel's ymin < ymax a range the axis
                               covers rather than fixes: [min(ymin, data), max(ymax, data)],
                               padded by 5% (faithfulness: [min(0, f), max(1, f)]). Default 0 */
-    double mark_y;         /* line plots: a dashed horizontal line at y = mark_y through every
-                              panel whose range holds it (e.g. faithfulness 1, the full
-                              model); NAN (default) = none */
-    const char *mark_y_label; /* line plots: the text at mark_y's line (right end, above it);
-                              NULL (default) = none */
+    double mark_y;         /* a reference value on the value axis. Line plots: a dashed
+                              horizontal line at y = mark_y through every panel whose range
+                              holds it (e.g. faithfulness 1, the full model). Bar charts: a
+                              dashed black line across the bars at the value mark_y, the
+                              axis widened to hold it (e.g. the ladder's unigram
+                              perplexity). NAN (default) = none */
+    const char *mark_y_label; /* the text at mark_y's line: line plots at its left end above
+                              it, bar charts over the bars centred on it; NULL (default) =
+                              none */
+    int whole_labels;      /* nonzero: labels (names a program writes, e.g. the ladder's
+                              rows) shown whole up to HS_VIZ_MAX_WHOLE_LABEL code points
+                              rather than shortened past HS_VIZ_MAX_LABEL. Default 0 */
     size_t layout_rows, layout_cols; /* grids (hs_viz_grid_figure*): the panels in rows x cols
                               slots filled row by row, each panel named over it (the
                               caller's L x H keeps its row and column headers); rows x cols

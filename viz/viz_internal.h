@@ -308,6 +308,9 @@ hs_status vz_add_frame(vz_ctx *c, int x, int y, int w, int h, const unsigned cha
 hs_status vz_check_labels(const char *const *labels, size_t n, const char *what, hs_error *err);
 hs_status vz_check_title(const char *t, const char *what, hs_error *err);
 char *vz_display_label(const char *s);
+/* vz_display_label shortening past max (>= 2) code points rather than
+ * HS_VIZ_MAX_LABEL (hs_viz_options.whole_labels). */
+char *vz_display_label_max(const char *s, size_t max);
 /* Labels as shown into shown[n] (owned; HS_ERR_NOMEM) and the widest; frees
  * them and shown (NULL is a no-op); the pitch (px) they need side by side. */
 hs_status vz_prepare_labels(vz_ctx *c, const char *const *in, size_t n, char **shown, int *maxw);

@@ -57,7 +57,9 @@ static const char *special_short(const char *s, char *buf, size_t n)
  * here): a special token as its short symbol (special_short), control
  * characters become '?', more than HS_VIZ_MAX_LABEL code points become
  * HS_VIZ_MAX_LABEL-1 plus "…". The JSON keeps the label itself. */
-char *vz_display_label(const char *s)
+char *vz_display_label(const char *s) { return vz_display_label_max(s, HS_VIZ_MAX_LABEL); }
+
+char *vz_display_label_max(const char *s, size_t max)
 {
     char sp[48];
     const char *short_form = special_short(s, sp, sizeof sp);
@@ -67,7 +69,7 @@ char *vz_display_label(const char *s)
     if (!d) return NULL;
     size_t cps = 0, total = vz_utf8_len(s), o = 0, i = 0;
     while (i < n) {
-        if (total > HS_VIZ_MAX_LABEL && cps == HS_VIZ_MAX_LABEL - 1) {
+        if (total > max && cps == max - 1) {
             memcpy(d + o, "\xe2\x80\xa6", 3);
             o += 3;
             break;
@@ -391,7 +393,7 @@ hs_status vz_prepare_labels(vz_ctx *c, const char *const *in, size_t n, char **s
 {
     *maxw = 0;
     for (size_t i = 0; i < n; i++) {
-        shown[i] = vz_display_label(in[i]);
+        shown[i] = vz_display_label_max(in[i], c->o.whole_labels ? HS_VIZ_MAX_WHOLE_LABEL : HS_VIZ_MAX_LABEL);
         if (!shown[i]) return HS_ERR_NOMEM;
         int w = vz_text_len(c, shown[i], c->fpx);
         if (w > *maxw) *maxw = w;
