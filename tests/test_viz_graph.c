@@ -1,10 +1,11 @@
 /*
- * tests/test_viz_graph.c -- the circuit graph figure (viz/viz_graph.c) and
+ * tests/test_viz_graph.c -- the circuit graph figure (viz/viz_graph*.c) and
  * its glue from the circuit graph (experiments/graph_fig.c), and the
  * faithfulness curve: MIB's layout (input at the bottom, a layer's heads
  * side by side, its MLP on the row above them, logits on top), every edge
  * from its sender's top into its receiver's q, k or v port (under the
- * letter), widths linear in |score| as documented and so ordered by it,
+ * letter) through an arrowhead whose tip touches it, a legend that explains
+ * the grey letters and faint nodes, one label size, widths linear in |score| as documented and so ordered by it,
  * colours the diverging map's ends by sign (read back from the PNG's
  * pixels), the width promise (exact, or refused naming the width that
  * fits, which then fits exactly), bad graphs refused in one line, the
