@@ -75,7 +75,7 @@ static hs_status write_folder(hs_outdir *od, const hs_ladder_report *r, hs_error
         free(data);
         free(path);
         vals[n] = (float)r->rows[i].perplexity;
-        labels[n++] = r->rows[i].label;
+        labels[n++] = r->rows[i].name; /* whole: the chapter's row names */
     }
     if (s == HS_OK)
         s = hs_outdir_file(od, "tokenizer.json", "json", r->tokenizer_json, r->tokenizer_json_len,
@@ -85,11 +85,31 @@ static hs_status write_folder(hs_outdir *od, const hs_ladder_report *r, hs_error
         s = j ? hs_outdir_json(od, "ladder", j, "each row's parameters and held-out perplexity", err)
               : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     cJSON_Delete(j);
+    /* the bars against the unigram baseline the chapter compares every row
+       with (a labelled reference line), the row names whole */
+    const char *title = "the ladder: held-out perplexity per row", *xl = "held-out perplexity";
+    char ref[64];
+    snprintf(ref, sizeof ref, "unigram baseline %.1f", r->unigram_perplexity);
+    hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_BARS_MAGNITUDE, 0.0);
+    vo.value_label = "perplexity";
+    vo.mark_y = r->unigram_perplexity;
+    vo.mark_y_label = ref;
+    vo.whole_labels = 1;
+    hs_viz_figure *fig = NULL;
+    hs_error fe = {0};
+    if (s == HS_OK && hs_figopts_images(od->fo))
+        s = hs_outdir_unfit(od, "ladder_perplexity",
+                            hs_viz_bars_figure(&fig, vals, n, labels, title, xl, &vo, &fe), &fe, err);
+    cJSON *bj = NULL;
+    if (s == HS_OK && hs_figopts_data(od->fo) &&
+        (s = hs_viz_bars_json(&bj, vals, n, labels, title, xl, err)) == HS_OK &&
+        !cJSON_AddNumberToObject(bj, "unigram_perplexity", r->unigram_perplexity))
+        s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (s == HS_OK)
-        s = hs_outdir_matrix(od, HS_FIG_BARS_MAGNITUDE, "ladder_perplexity", vals, n, 1, labels, NULL,
-                             "the ladder: held-out perplexity per row", "held-out perplexity",
-                             NULL, 0.0, "perplexity", NULL,
-                             "held-out perplexity of each ladder row", err);
+        s = hs_outdir_figure(od, "ladder_perplexity", &fig, bj, "held-out perplexity of each ladder row, "
+                             "the unigram baseline a dashed line", err);
+    cJSON_Delete(bj);
+    hs_viz_figure_destroy(fig);
     return s;
 }
 

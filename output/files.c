@@ -401,6 +401,12 @@ static hs_status write_index(hs_outdir *o, const cJSON *extra, hs_error *err)
             s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         }
     }
+    /* another command's files (view's page) stay listed: this run keeps them */
+    cJSON *others = s == HS_OK ? out_others_kept(o, o->files) : NULL, *e;
+    if (s == HS_OK && !others) s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    while (s == HS_OK && others && (e = cJSON_DetachItemFromArray(others, 0)) != NULL)
+        cJSON_AddItemToArray(files, e);
+    cJSON_Delete(others);
     char *path = s == HS_OK ? hs_path_join(o->stage, "index.json") : NULL;
     if (s == HS_OK && !path) s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (s == HS_OK && (s = hs_viz_write_json(idx, path, err)) != HS_OK) s = out_error(o, err);

@@ -291,6 +291,38 @@ static int is_new(const cJSON *files, const char *name)
     return 0;
 }
 
+/* 1 when index entry e records that another command than cmd wrote its
+ * file ("by": `view`'s page in a run's folder): a run of cmd never removes
+ * it (output.h's policy). */
+static int by_other(const cJSON *e, const char *cmd)
+{
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(e, "by");
+    return cJSON_IsString(by) && strcmp(by->valuestring, cmd) != 0;
+}
+
+cJSON *out_others_kept(const hs_outdir *o, const cJSON *files)
+{
+    old_index oi;
+    read_old_index(o->dir, &oi);
+    cJSON *kept = cJSON_CreateArray();
+    const cJSON *e, *old = oi.headscope ? cJSON_GetObjectItemCaseSensitive(oi.idx, "files") : NULL;
+    cJSON_ArrayForEach(e, old)
+    {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
+        if (!kept || !by_other(e, o->cmd) || !cJSON_IsString(f) || is_new(files, f->valuestring) ||
+            !owned(&oi, o->dir, f->valuestring, &o->inputs))
+            continue;
+        cJSON *d = cJSON_Duplicate(e, 1);
+        if (!d || !cJSON_AddItemToArray(kept, d)) {
+            cJSON_Delete(d);
+            cJSON_Delete(kept);
+            kept = NULL;
+        }
+    }
+    cJSON_Delete(oi.idx);
+    return kept;
+}
+
 /* Moves stage/name over dir/name. */
 static hs_status move_in(const hs_outdir *o, const char *name, hs_error *err)
 {
@@ -342,7 +374,8 @@ static hs_status check_names(const hs_outdir *o, const old_index *oi, hs_error *
     return s;
 }
 
-/* Step 3: removes what the earlier run wrote that this one does not; their
+/* Step 3: removes what the earlier run wrote that this one does not (not
+ * what another command wrote there: by_other); their
  * names (the first 8) into removed; returns how many. */
 static long remove_old(const hs_outdir *o, const old_index *oi, hs_buf *removed)
 {
@@ -352,7 +385,7 @@ static long remove_old(const hs_outdir *o, const old_index *oi, hs_buf *removed)
     cJSON_ArrayForEach(e, old)
     {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
-        if (!cJSON_IsString(f) || is_new(o->files, f->valuestring) ||
+        if (!cJSON_IsString(f) || is_new(o->files, f->valuestring) || by_other(e, o->cmd) ||
             strcmp(f->valuestring, "index.json") == 0 || !owned(oi, o->dir, f->valuestring, &o->inputs))
             continue;
         char *path = hs_path_join(o->dir, f->valuestring);
@@ -363,6 +396,19 @@ static long remove_old(const hs_outdir *o, const old_index *oi, hs_buf *removed)
         free(path);
     }
     return n_removed;
+}
+
+/* 1 when name is another command's file the new index lists (out_others_kept). */
+static int other_listed(const old_index *oi, const hs_outdir *o, const char *name)
+{
+    const cJSON *e, *old = oi->headscope ? cJSON_GetObjectItemCaseSensitive(oi->idx, "files") : NULL;
+    cJSON_ArrayForEach(e, old)
+    {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
+        if (cJSON_IsString(f) && strcmp(f->valuestring, name) == 0)
+            return by_other(e, o->cmd) && owned(oi, o->dir, name, &o->inputs);
+    }
+    return 0;
 }
 
 hs_status out_stage_commit(hs_outdir *o, hs_error *err)
@@ -397,7 +443,8 @@ hs_status out_stage_commit(hs_outdir *o, hs_error *err)
         int kept = 0;
         DIR *d = opendir(o->dir);
         for (struct dirent *de; d && (de = readdir(d)) != NULL;)
-            if (plain_name(de->d_name) && !is_new(o->files, de->d_name)) kept++;
+            if (plain_name(de->d_name) && !is_new(o->files, de->d_name) && !other_listed(&oi, o, de->d_name))
+                kept++;
         if (d) closedir(d);
         if (kept > 0)
             hs_note(&o->notes, HS_NOTE_PLAIN, "note: %s already holds %d file%s headscope did "

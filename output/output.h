@@ -145,7 +145,9 @@ void hs_labels_free(hs_labels *l);
  * note what it replaced and removed. A name this run writes that is taken by
  * any other file (the user's, one changed since, an input, an index.json
  * headscope did not write) is refused before anything in DIR changes. Files
- * no index vouches for are kept, with a note.
+ * no index vouches for are kept, with a note. A file the index says another
+ * command wrote (its entry's "by": the page `headscope view` adds) is never
+ * removed, and stays listed (out_others_kept) while it is unchanged.
  */
 
 /* The files a command reads (compared by device and inode). */

@@ -15,6 +15,13 @@
  * holds. DIR unchanged on a refusal. */
 hs_status out_stage_commit(hs_outdir *o, hs_error *err);
 
+/* The entries of DIR's earlier index.json for files another command wrote
+ * there (their "by": `view`'s page) that are still as listed and that this
+ * run does not write (files: its entries): a new array (caller deletes) the
+ * new index lists again, so the run neither removes them nor disowns them.
+ * NULL when out of memory. */
+cJSON *out_others_kept(const hs_outdir *o, const cJSON *files);
+
 /* Removes the working folder and everything in it (and DIR when this run
  * created it and it is empty); safe when there is none. */
 void out_stage_discard(hs_outdir *o);

@@ -183,6 +183,7 @@ static hs_status list_page(const char *dir, const cJSON *run, cJSON *folders, hs
     int ok = idx && files && e && path && page && hs_out_digest(page, &bytes, hex) == 0 &&
              cJSON_AddStringToObject(e, "file", "index.html") &&
              cJSON_AddStringToObject(e, "format", "html") &&
+             cJSON_AddStringToObject(e, "by", "view") && /* another command's run keeps it */
              cJSON_AddStringToObject(e, "shows", "one offline page to explore this folder's data "
                                                  "(headscope view; open it in a browser)") &&
              cJSON_AddNumberToObject(e, "bytes", bytes) &&

@@ -352,6 +352,36 @@ static void view_makes_the_folders_page(void **state)
     assert_int_equal(stat(out, &st), 0);
     assert_true(st.st_size > 4);
     hs_view_report_free(&r);
+    /* inspect run again into the folder keeps view's page (another command's
+       file) and lists it again, so view may still replace it */
+    hs_inspect_opts o;
+    hs_inspect_opts_default(&o);
+    o.model_path = "checkpoint/circuit_tiny.safetensors";
+    o.sentence = TIRED;
+    o.out_dir = dir;
+    hs_figopts fo;
+    hs_figopts_default(&fo, 72);
+    hs_buf said = {0};
+    const hs_notes notes = {keep_note, &said};
+    hs_inspect_report ir;
+    const off_t page_bytes = stat(page, &st) == 0 ? st.st_size : -1;
+    if (hs_inspect_run(g_L.model, g_L.vocab, &o, &fo, NULL, &notes, &ir, &err) != HS_OK)
+        fail_msg("%s", err.msg);
+    hs_inspect_report_free(&ir);
+    hs_figopts_free(&fo);
+    assert_int_equal(stat(page, &st), 0);
+    assert_int_equal((long)st.st_size, (long)page_bytes);
+    assert_int_equal(hs_out_owns(dir, "index.html"), 1);
+    if (said.s && strstr(said.s, "index.html")) fail_msg("inspect said: %s", said.s);
+    hs_buf_free(&said);
+    cJSON *idx = read_json(dir, "index.json");
+    const cJSON *f, *by = NULL;
+    cJSON_ArrayForEach(f, cJSON_GetObjectItem(idx, "files"))
+        if (strcmp(cJSON_GetStringValue(cJSON_GetObjectItem(f, "file")), "index.html") == 0)
+            by = cJSON_GetObjectItem(f, "by");
+    assert_string_equal(cJSON_GetStringValue(by), "view");
+    assert_string_equal(cJSON_GetStringValue(cJSON_GetObjectItem(idx, "command")), "inspect");
+    cJSON_Delete(idx);
     free(out);
     free(page);
     free(dir);

@@ -2,7 +2,8 @@
 # tests/test_ladder_cli.sh -- `headscope ladder` on a short run where the
 # effects are large (four fortunes files, 0.6 MB, a BPE of 512,
 # width 32, windows of 32, batch 32, 300 steps at lr 3e-3; ~15 s): the folder
-# (ladder.json, the figure, each row's model, the BPE, listed in index.json),
+# (ladder.json, the figure, each row's model, the BPE, listed in index.json;
+# the figure's rows named whole, the unigram baseline a labelled line),
 # the parameter counts' differences exactly what each row adds (nothing for
 # replacing or adding; the position table; Q and K with their biases; nothing
 # for four heads; the MLP; three LayerNorms), the three "replacing" rows'
@@ -42,6 +43,21 @@ run 0 ladder ladder --corpus "${CORPUS[@]}" --vocab-size 512 --steps "$STEPS" --
 check_folder "$TMP/lad" ladder.json ladder_perplexity.png ladder_perplexity.svg \
     ladder_perplexity.json tokenizer.json row-0.safetensors row-8.safetensors
 grep -q "^+ LayerNorm " "$TMP/ladder.out" || fail "ladder: no table: $(cat "$TMP/ladder.out")"
+# the figure: every row name whole and the unigram baseline as a labelled
+# dashed line at its value (the chapter compares every row with it)
+"$PY" - "$TMP/lad" <<'PYEOF' || fail "ladder figure"
+import json, re, sys
+d = sys.argv[1]
+j, fig = json.load(open(d + "/ladder.json")), json.load(open(d + "/ladder_perplexity.json"))
+svg = open(d + "/ladder_perplexity.svg", encoding="utf-8").read()
+texts = re.findall(r"<text[^>]*>(.*?)</text>", svg, re.S)
+for r in j["rows"]:
+    assert r["row"] in texts, (r["row"], texts)
+u = j["settings"]["unigram_perplexity"]
+assert abs(fig["unigram_perplexity"] - u) < 1e-9, (fig["unigram_perplexity"], u)
+assert "unigram baseline %.1f" % u in texts, texts
+assert re.search(r'<g id="reference">', svg), "no reference line group"
+PYEOF
 # the rows' note says where the shared BPE came from (it said "given" when none was)
 grep -q "BPE of 512 tokens (trained on the corpus)" "$TMP/ladder.err" || fail "ladder: BPE note: $(cat "$TMP/ladder.err")"
 "$PY" - "$TMP/lad/ladder.json" "$STEPS" <<'PYEOF' || fail "ladder.json"

@@ -182,6 +182,42 @@ static void tokenizer_folds_case_and_says_so(void **state)
     hs_tokenizer_destroy(v);
 }
 
+/* The word suggested for an unknown word (NULL: the message suggests none). */
+static void expect_nearest(const hs_tokenizer *v, const char *word, const char *want)
+{
+    hs_tokens t;
+    hs_error err;
+    assert_int_equal(tok(v, word, 18, &t, &err), HS_ERR_INPUT);
+    const char *at = strstr(err.msg, "nearest vocabulary word: '");
+    if (!want) {
+        if (at) fail_msg("'%s' suggests a word: %s", word, err.msg);
+        return;
+    }
+    if (!at) fail_msg("'%s' suggests no word, want '%s': %s", word, want, err.msg);
+    at += strlen("nearest vocabulary word: '");
+    const char *end = strchr(at, '\'');
+    assert_non_null(end);
+    if ((size_t)(end - at) != strlen(want) || strncmp(at, want, strlen(want)) != 0)
+        fail_msg("'%s' suggests '%.*s', want '%s'", word, (int)(end - at), at, want);
+}
+
+/* The suggestion: the fewest edits, then the longest shared start, within a
+ * typo's reach (1 edit under 8 code points, 2 from 8). */
+static void tokenizer_suggests_what_a_typo_meant(void **state)
+{
+    (void)state;
+    hs_tokenizer *v = make_vocab();
+    expect_nearest(v, "anmial", "animal"); /* a swap: 1 edit */
+    expect_nearest(v, "tird", "tired");
+    expect_nearest(v, "cot", "cow");       /* 1 edit from not, cat and cow: cow shares "co" */
+    expect_nearest(v, "waaitedd", "waited"); /* 8 code points: 2 edits reach */
+    expect_nearest(v, "sleepy", NULL);     /* 2 edits from steep: another word, not a typo */
+    expect_nearest(v, "steeep", "steep");  /* 6 code points, 1 edit */
+    expect_nearest(v, "zebra", NULL);
+    expect_nearest(v, "ox", NULL);         /* 1 edit from fox, but half of a 2-letter word */
+    hs_tokenizer_destroy(v);
+}
+
 static void tokenizer_rejects_bad_sentences(void **state)
 {
     (void)state;
@@ -362,6 +398,7 @@ int main(void)
         cmocka_unit_test(vocab_json_rejects_bad_lists),
         cmocka_unit_test(vocab_create_rejects_missing_word),
         cmocka_unit_test(tokenizer_splits_punctuation),
+        cmocka_unit_test(tokenizer_suggests_what_a_typo_meant),
         cmocka_unit_test(tokenizer_folds_case_and_says_so),
         cmocka_unit_test(tokenizer_rejects_bad_sentences),
         cmocka_unit_test(tokenizer_accepts_exactly_n_ctx_tokens),

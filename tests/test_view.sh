@@ -17,6 +17,8 @@
 #     second time its page of A and B (index.json records a page's folders),
 #     while `view A C` refuses it, naming A and B; the page's <title>
 #     (its heading) says "headscope view" and every folder;
+#   - a token <|endoftext|> comes with its display form ⟨bos⟩ (the page's
+#     "shown", made by the figures' vz_display_label);
 # Run as: bash tests/test_view.sh BUILD_DIR HEADSCOPE_BIN
 set -euo pipefail
 
@@ -112,6 +114,20 @@ for stem, f in files.items():
 print("weights page: %d bytes, virtual_weights.json %d bytes" % (len(page.encode()), os.path.getsize(os.path.join(d, "virtual_weights.json"))))
 PYEOF
 echo "ok: the page embeds only what the viewer reads"
+
+# special tokens as the figures show them: the page carries each string's
+# display form from the figures' own function (<|endoftext|> as ⟨bos⟩)
+edit bos attention_grid.json 'j["tokens"][0] = "<|endoftext|>"'
+run 0 bos_view view "$TMP/bos" --out "$TMP/bos.html"
+"$PY" - "$TMP/bos.html" <<'PYEOF' || fail "the page does not show <|endoftext|> as the figures do"
+import json, re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+m = re.search(r'<script type="application/json" id="hs-data">(.*?)</script>', page, re.S)
+shown = json.loads(m.group(1))["shown"]
+assert shown.get("<|endoftext|>") == "\u27e8bos\u27e9", shown
+assert "the" not in shown and "animal" not in shown, shown
+PYEOF
+echo "ok: the page shows <|endoftext|> as the figures do"
 
 # one policy for replacing a page: A's own page is A's; a page of A and B
 # replaces it only with --force, as --out FILE is replaced only with --force

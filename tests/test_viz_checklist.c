@@ -449,6 +449,90 @@ static void pair_strip_fits_with_bars_as_tall_as_their_blocks(void **state)
     }
 }
 
+/* A difference of one row (a pair of one head): its colour bar, longer than
+ * the block, has the middle tick (0) between its ends, as every taller bar
+ * has; before, 2 lines long, only its two ends. */
+static void short_colour_bar_has_its_middle_tick(void **state)
+{
+    (void)state;
+    enum { C = 6 };
+    static const char *RL[2] = {"L0 cold", "L0 hot"}, *DL[1] = {"L0 hot \xe2\x88\x92 cold"};
+    static const char *CL[C] = {"a", "b", "c", "d", "e", "f"};
+    float rows[2 * C], diff[C];
+    for (int i = 0; i < 2 * C; i++) rows[i] = (float)(i % 5) / 5.0f;
+    for (int i = 0; i < C; i++) diff[i] = (float)(i % 3 - 1) / 20.0f;
+    hs_viz_options o;
+    hs_viz_options_default(&o);
+    o.dpi = 100;
+    hs_viz_figure *f = NULL;
+    hs_error err = {0};
+    if (hs_viz_rows_pair_figure(&f, rows, 2, RL, diff, 1, DL, C, CL, "pair", "source", 0.1, "wet \xe2\x88\x92 tired",
+                                &o, &err) != HS_OK)
+        fail_msg("%s", err.msg);
+    const hs_viz_figure *v = f->vec ? f->vec : f;
+    const vz_rect *bar = NULL; /* the second colour bar: the difference's */
+    for (size_t k = 0, n = 0; k < v->n_rects; k++)
+        if (v->rects[k].kind == VZ_R_CBAR && n++ == 1) bar = &v->rects[k];
+    assert_non_null(bar);
+    int ticks = 0, zero = 0;
+    for (size_t i = 0; i < v->n_texts; i++) {
+        const vz_text *t = &v->texts[i];
+        const int cy = t->y + t->h / 2;
+        if (t->role != VZ_T_CBAR || t->x < bar->x + bar->w || cy < bar->y - 1 || cy > bar->y + bar->h + 1) continue;
+        ticks++;
+        zero += strcmp(t->s, "0.0") == 0 || strcmp(t->s, "0.00") == 0;
+    }
+    if (ticks != 3 || zero != 1) fail_msg("the difference bar has %d tick labels (%d of them 0), want 3 (1)", ticks, zero);
+    /* its quantity wraps at spaces, a lone minus kept with the word after it */
+    for (size_t i = 0; i < v->n_texts; i++)
+        if (v->texts[i].role == VZ_T_AXIS && strcmp(v->texts[i].s, "\xe2\x88\x92") == 0)
+            fail_msg("the difference bar's label has a line of a lone minus");
+    hs_viz_figure_destroy(f);
+}
+
+/* A bar chart's reference line (the ladder's unigram baseline): dashed
+ * rects in group "reference" at the value's x (between the ends of the bars
+ * of 2 and 3 for 2.5), its label over the bars; with whole_labels a 28
+ * code-point row name is shown whole (shortened past 24 without). */
+static void bars_reference_line_and_whole_labels(void **state)
+{
+    (void)state;
+    static const float v[3] = {1.0f, 2.0f, 3.0f};
+    static const char *L[3] = {"no context", "average added, not replacing", "+ MLP"};
+    for (int whole = 0; whole < 2; whole++) {
+        hs_viz_options o;
+        hs_viz_options_default(&o);
+        o.dpi = 100;
+        o.magnitude = 1;
+        o.mark_y = 2.5;
+        o.mark_y_label = "unigram baseline 2.5";
+        o.whole_labels = whole;
+        hs_viz_figure *f = NULL;
+        hs_error err = {0};
+        if (hs_viz_bars_figure(&f, v, 3, L, "ladder", "perplexity", &o, &err) != HS_OK) fail_msg("%s", err.msg);
+        const hs_viz_figure *g = f->vec ? f->vec : f;
+        int ref = -1, named = 0, dashes = 0, labelled = 0;
+        for (size_t i = 0; i < g->n_groups; i++)
+            if (strcmp(g->groups[i], "reference") == 0) ref = (int)i;
+        assert_true(ref >= 0);
+        double end2 = 0, end3 = 0, x = -1;
+        for (size_t i = 0; i < g->n_rects; i++) {
+            const vz_rect *r = &g->rects[i];
+            if (r->kind == VZ_R_BAR && r->row == 1) end2 = r->x + r->w;
+            if (r->kind == VZ_R_BAR && r->row == 2) end3 = r->x + r->w;
+            if (r->group == ref) x = r->x + r->w / 2.0, dashes++;
+        }
+        if (!(dashes >= 3 && x > end2 && x < end3)) fail_msg("%d dashes at x %.1f; bars of 2 and 3 end at %.1f, %.1f", dashes, x, end2, end3);
+        for (size_t i = 0; i < g->n_texts; i++) {
+            named += strcmp(g->texts[i].s, L[1]) == 0;
+            labelled += g->texts[i].group == ref && strcmp(g->texts[i].s, "unigram baseline 2.5") == 0;
+        }
+        assert_int_equal(named, whole);
+        assert_int_equal(labelled, 1);
+        hs_viz_figure_destroy(f);
+    }
+}
+
 /* Counts the texts of f equal to s. */
 static int count_texts(const hs_viz_figure *f, const char *s)
 {
@@ -506,6 +590,8 @@ int main(void)
         cmocka_unit_test(one_font_size_per_figure),
         cmocka_unit_test(special_tokens_shown_short),
         cmocka_unit_test(pair_strip_fits_with_bars_as_tall_as_their_blocks),
+        cmocka_unit_test(short_colour_bar_has_its_middle_tick),
+        cmocka_unit_test(bars_reference_line_and_whole_labels),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,10 +1,11 @@
 /*
- * tests/test_viz_graph.c -- the circuit graph figure (viz/viz_graph.c) and
+ * tests/test_viz_graph.c -- the circuit graph figure (viz/viz_graph*.c) and
  * its glue from the circuit graph (experiments/graph_fig.c), and the
  * faithfulness curve: MIB's layout (input at the bottom, a layer's heads
  * side by side, its MLP on the row above them, logits on top), every edge
  * from its sender's top into its receiver's q, k or v port (under the
- * letter), widths linear in |score| as documented and so ordered by it,
+ * letter) through an arrowhead whose tip touches it, a legend that explains
+ * the grey letters and faint nodes, one label size, widths linear in |score| as documented and so ordered by it,
  * colours the diverging map's ends by sign (read back from the PNG's
  * pixels), the width promise (exact, or refused naming the width that
  * fits, which then fits exactly), bad graphs refused in one line, the
@@ -109,11 +110,32 @@ static const vz_curve *path_end(const hs_viz_figure *f, const vz_curve *k)
     return &f->curves[i];
 }
 
-/* Stroked paths (a curve and those joined to it count once). */
+/* Stroked paths (a curve and those joined to it count once; arrowheads,
+ * filled, not). */
 static size_t n_paths(const hs_viz_figure *f)
 {
     size_t n = 0;
-    for (size_t i = 0; i < f->n_curves; i++) n += !f->curves[i].joined;
+    for (size_t i = 0; i < f->n_curves; i++) n += !f->curves[i].joined && !f->curves[i].filled;
+    return n;
+}
+
+/* The arrowhead of the edge whose group is id: its filled path's first curve
+ * (which starts at the tip). */
+static const vz_curve *arrow_of(const hs_viz_figure *f, const char *id)
+{
+    const int g = group_of(f, id);
+    for (size_t i = 0; i < f->n_curves; i++)
+        if (f->curves[i].group == g && f->curves[i].filled) return &f->curves[i];
+    fail_msg("edge %s has no arrowhead", id);
+    return NULL;
+}
+
+/* Arrowheads: filled paths in edges' groups. */
+static size_t n_arrows(const hs_viz_figure *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_curves; i++)
+        n += f->curves[i].filled && strncmp(f->groups[f->curves[i].group], "e-", 2) == 0;
     return n;
 }
 
@@ -188,6 +210,7 @@ static void edges_enter_the_q_k_or_v_port(void **state)
     (void)state;
     hs_viz_figure *f = small_figure(NULL);
     assert_int_equal(n_paths(f), N_SMALL + 4); /* + the legend's four samples */
+    assert_int_equal(n_arrows(f), N_SMALL);
     double port_x[3] = {0};
     for (size_t i = 0; i < N_SMALL; i++) {
         char id[64], from[16], to[16], port[4];
@@ -198,7 +221,15 @@ static void edges_enter_the_q_k_or_v_port(void **state)
            into the receiver's bottom (to half a pixel: the PNG's copy rounds
            the boxes of the layout at VZ_VECTOR_DPI to its pixels) */
         assert_true(k0->x0 > s->x && k0->x0 < s->x + s->w && fabs(k0->y0 - s->y) <= 0.5);
-        assert_true(fabs(k->y3 - (r->y + r->h)) <= 0.5);
+        /* an arrowhead pointing up, its tip at the receiver's bottom under
+           the path's end, the stroke ending inside it (below the tip, above
+           its base) */
+        const vz_curve *a = arrow_of(f, id), *a2 = a + 1;
+        assert_true(fabs(a->y0 - (r->y + r->h)) <= 0.5 && fabs(a->x0 - k->x3) < 1e-9);
+        const double base = a2->y3, half = fabs(a2->x3 - a2->x0) / 2;
+        if (!(k->y3 > a->y0 && k->y3 < base && half > k->width / 2))
+            fail_msg("%s: stroke ends at %.1f, the head's tip %.1f and base %.1f (half-width %.1f, "
+                     "stroke %.1f)", SMALL[i], k->y3, a->y0, base, half, k->width);
         /* leaving upward, arriving from below */
         assert_true(k0->y1 < k0->y0 && k0->x1 == k0->x0 && k->y2 > k->y3 && k->x2 == k->x3);
         if (!port[0]) {
@@ -353,6 +384,44 @@ static void dashes_only_when_both_signs_are_drawn(void **state)
             fail_msg("%s: a dash of %.1f px on a path of %.1f px", f->groups[k->group], k->dash_on, len);
     }
     assert_int_equal(dashed, 2);
+    hs_viz_figure_destroy(f);
+}
+
+/* The legend explains every mark (a new user's trial: grey q k v letters and
+ * faint nodes went unexplained): the small circuit's legend has a sample
+ * q k v (q black, k and v grey) with its words and a faint box "not in the
+ * circuit"; a circuit of every node has no faint box. One label size: every
+ * text but the title at 8 pt, the q k v letters too (discover's figure
+ * mixed 6.4 and 8 pt). */
+static void legend_explains_letters_and_faint_nodes(void **state)
+{
+    (void)state;
+    hs_viz_figure *f = small_figure(NULL);
+    const int lg = group_of(f, "legend");
+    int letters = 0, grey = 0, faint_words = 0, qkv_words = 0, boxes = 0;
+    for (size_t i = 0; i < f->n_texts; i++) {
+        const vz_text *t = &f->texts[i];
+        if (t->role != VZ_T_TITLE && fabs(t->px - 8.0 * f->dpi / 72.0) > 1e-6)
+            fail_msg("'%s' at %.2f pt, labels at 8 pt", t->s, t->px * 72.0 / f->dpi);
+        if (t->group != lg) continue;
+        if (!strcmp(t->s, "q") || !strcmp(t->s, "k") || !strcmp(t->s, "v")) {
+            letters++;
+            grey += t->rgb[0] != 0;
+        }
+        faint_words += strcmp(t->s, "not in the circuit") == 0;
+        qkv_words += strstr(t->s, "inputs (grey: no edge)") != NULL;
+    }
+    for (size_t i = 0; i < f->n_rects; i++) boxes += f->rects[i].group == lg;
+    if (letters != 3 || grey != 2 || faint_words != 1 || qkv_words != 1 || boxes < 1)
+        fail_msg("legend: %d letters (%d grey), faint words %d, q k v words %d, %d rects", letters, grey,
+                 faint_words, qkv_words, boxes);
+    hs_viz_figure_destroy(f);
+    /* every node in the circuit: no faint box to explain */
+    static const char *const ALL[] = {"input->a0.h0<q>", "a0.h0->m0", "m0->logits"};
+    static const double AS[] = {1.0, 0.5, 0.25};
+    hs_error err = {0};
+    if (circuit_figure(1, 1, ALL, AS, 3, 0, &f, NULL, &err)) fail_msg("%s", err.msg);
+    for (size_t i = 0; i < f->n_texts; i++) assert_true(strcmp(f->texts[i].s, "not in the circuit") != 0);
     hs_viz_figure_destroy(f);
 }
 
@@ -674,7 +743,7 @@ static void the_glue_takes_every_edge_and_unit_scores(void **state)
     assert_int_equal(n_paths(f), 110 + 2); /* the legend: one sign, one width */
     for (size_t i = 0; i < f->n_curves; i++)
         if (!strncmp(f->groups[f->curves[i].group], "e-", 2))
-            assert_true(fabs(f->curves[i].width - 3.0 * f->dpi / 72.0) < 1e-9);
+            assert_true(f->curves[i].width == 0 || fabs(f->curves[i].width - 3.0 * f->dpi / 72.0) < 1e-9); /* 0: an arrowhead */
     check_geometry(f, "every edge of 2 x 4");
     hs_viz_figure_destroy(f);
     cJSON_Delete(j);
@@ -827,6 +896,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mib_layout_puts_layers_bottom_to_top),
         cmocka_unit_test(edges_enter_the_q_k_or_v_port),
+        cmocka_unit_test(legend_explains_letters_and_faint_nodes),
         cmocka_unit_test(widths_follow_abs_score_and_colours_the_sign),
         cmocka_unit_test(the_width_promise_is_kept_or_refused),
         cmocka_unit_test(bad_graphs_are_refused_in_one_line),

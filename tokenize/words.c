@@ -252,24 +252,31 @@ static size_t edit_distance(const uint32_t *a, size_t na, const uint32_t *b, siz
     return d[na][nb];
 }
 
-/* The vocabulary word closest to word when one is close (at most 2 edits and
- * fewer than half its code points), else NULL. Ties go to the lower id. */
+/* The vocabulary word a user most likely meant by word, else NULL: the
+ * fewest edits (edit_distance), ties to the longest shared first code points
+ * (a typo keeps a word's start), then the lower id; suggested only within a
+ * typo's reach: 1 edit for a word of under 8 code points, 2 from 8 on, and
+ * fewer edits than half its code points ('anmial' -> 'animal', 'tird' ->
+ * 'tired'; 'sleepy' is 2 edits from 'steep', a different word: none). */
 static const char *nearest_word(const hs_tokenizer *v, const char *word)
 {
     uint32_t a[EDIT_MAX], b[EDIT_MAX];
-    size_t na = code_points(word, a, EDIT_MAX), best_d = (size_t)-1;
+    size_t na = code_points(word, a, EDIT_MAX), best_d = (size_t)-1, best_pre = 0;
     const char *best = NULL;
     if (na > EDIT_MAX) return NULL;
     for (size_t i = 0; i < v->n; i++) {
         size_t nb = code_points(v->words[i], b, EDIT_MAX);
         if (nb > EDIT_MAX) continue;
-        size_t d = edit_distance(a, na, b, nb);
-        if (d < best_d) {
+        size_t d = edit_distance(a, na, b, nb), pre = 0;
+        while (pre < na && pre < nb && a[pre] == b[pre]) pre++;
+        if (d < best_d || (d == best_d && pre > best_pre)) {
             best_d = d;
+            best_pre = pre;
             best = v->words[i];
         }
     }
-    return (best_d <= 2 && 2 * best_d < na) ? best : NULL;
+    const size_t reach = na >= 8 ? 2 : 1;
+    return (best_d <= reach && 2 * best_d < na) ? best : NULL;
 }
 
 /* "unknown word 'W' at position P[ (it holds U+XXXX at byte B, ...)][; nearest

@@ -77,6 +77,7 @@
 #define HS_VIZ_MAX_HEADS 32
 #define HS_VIZ_MAX_BARS 256
 #define HS_VIZ_MAX_LABEL 24   /* code points shown in a figure label */
+#define HS_VIZ_MAX_WHOLE_LABEL 48 /* ... with hs_viz_options.whole_labels */
 #define HS_VIZ_GRID_MAX_IN 24.0 /* inches: the widest figure (asked or grown to) */
 #define HS_VIZ_MAX_PX 16384   /* pixels: canvas cap per side */
 #define HS_VIZ_COLUMN_IN 3.25 /* inches: one column of a two-column paper */
@@ -144,11 +145,18 @@ typedef struct {
     int y_cover;           /* line plots: nonzero makes a panel's ymin < ymax a range the axis
                               covers rather than fixes: [min(ymin, data), max(ymax, data)],
                               padded by 5% (faithfulness: [min(0, f), max(1, f)]). Default 0 */
-    double mark_y;         /* line plots: a dashed horizontal line at y = mark_y through every
-                              panel whose range holds it (e.g. faithfulness 1, the full
-                              model); NAN (default) = none */
-    const char *mark_y_label; /* line plots: the text at mark_y's line (right end, above it);
-                              NULL (default) = none */
+    double mark_y;         /* a reference value on the value axis. Line plots: a dashed
+                              horizontal line at y = mark_y through every panel whose range
+                              holds it (e.g. faithfulness 1, the full model). Bar charts: a
+                              dashed black line across the bars at the value mark_y, the
+                              axis widened to hold it (e.g. the ladder's unigram
+                              perplexity). NAN (default) = none */
+    const char *mark_y_label; /* the text at mark_y's line: line plots at its left end above
+                              it, bar charts over the bars centred on it; NULL (default) =
+                              none */
+    int whole_labels;      /* nonzero: labels (names a program writes, e.g. the ladder's
+                              rows) shown whole up to HS_VIZ_MAX_WHOLE_LABEL code points
+                              rather than shortened past HS_VIZ_MAX_LABEL. Default 0 */
     size_t layout_rows, layout_cols; /* grids (hs_viz_grid_figure*): the panels in rows x cols
                               slots filled row by row, each panel named over it (the
                               caller's L x H keeps its row and column headers); rows x cols
@@ -517,7 +525,10 @@ hs_status hs_viz_html_pack(cJSON *data, hs_error *err);
  * "colormaps": the 256-entry tables of hs_viz_cmap_rgb for viridis, greys
  * and diverging, the line plots' series colours (hs_viz_series_rgb, 10) and
  * the masked-cell colour, as hex strings, so the page
- * colours cells exactly as the PNG/SVG figures do. Inside the page's
+ * colours cells exactly as the PNG/SVG figures do, and "shown": {string:
+ * display form} for every string of data of at most HS_VIZ_MAX_LABEL code
+ * points the figures show otherwise (their own function: `<|endoftext|>` as
+ * `⟨bos⟩`), which the page shows (a longer one shortened as they do). Inside the page's
  * <script type="application/json"> element '<', '>', '&', U+2028 and U+2029
  * are written as \u escapes, so no string in data can end the element.
  * title: the page's <title> (UTF-8; HTML-escaped), may be NULL.
@@ -620,7 +631,7 @@ hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_
                             hs_error *err);
 
 /* ------------------------------------------------------------------------ */
-/* The circuit graph (viz_graph.c): a circuit found in a model, as a layered
+/* The circuit graph (viz_graph.c, viz_graph_route.c, viz_graph_draw.c): a circuit found in a model, as a layered
  * drawing a paper can use. viz knows no model: the caller places each node
  * on a row (0 = bottom) and a column and says which nodes take three inputs
  * (q, k, v: attention heads); experiments/ (hs_graph_figure) places MIB's
@@ -643,7 +654,10 @@ hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_
  * channel between two columns (the nearest with a lane to spare), and
  * rises into its receiver's port from the gap under the receiver's row (a
  * node of one input: the edges spread over its bottom); straight runs with
- * rounded corners, one stroked path per edge. The gaps between rows grow
+ * rounded corners, one stroked path per edge, ending in a filled arrowhead
+ * whose tip touches the port (edges point from the earlier component to the
+ * later; 0.75 w + 0.6 pt each side of an edge w wide, at least 1.5 pt, 1.5
+ * times as long, at least 3 pt). The gaps between rows grow
  * with their tracks (0.04 in apart, up to twice the least gap). Colour by
  * sign: score >= 0 the diverging map's positive end (hs_viz_cmap_rgb(
  * DIVERGING, 1), dark red), score < 0 its negative end (t = 0, dark blue),
@@ -652,7 +666,11 @@ hs_status hs_viz_lines_json(cJSON **out, const float *x, size_t N, const hs_viz_
  * linear: HS_VIZ_EDGE_MIN_PT + (HS_VIZ_EDGE_MAX_PT - HS_VIZ_EDGE_MIN_PT) *
  * |score| / max |score| points (max over the edges drawn), so a wider edge
  * always has the larger |score|. A legend under the graph names the colours
- * and the widths of the weakest and strongest |score|.
+ * and the widths of the weakest and strongest |score| (samples with their
+ * arrowheads), the q k v letters (a sample, k and v grey: "a head's inputs
+ * (grey: no edge)") when a head of the circuit is drawn, and a faint box
+ * ("not in the circuit") when a node is outside it. Every text but the
+ * title at the one label size (the q k v letters too).
  *
  * SVG: a <g id> per node (its name made an XML id: "a1_h0", "m1", "input")
  * and per edge ("e-" + sender + "-" + receiver, then "-" + its port for a

@@ -2,7 +2,8 @@
  * viz/viz_bars.c -- the horizontal bar chart: one labelled bar a value from a
  * zero line (diverging blue for < 0, red for >= 0), each value written at
  * its bar's end in one number format (a magnitude chart: every bar grey,
- * no "+"), and an x axis with nice ticks that
+ * no "+"), a dashed reference line at a value (opt->mark_y, labelled
+ * over the bars), and an x axis with nice ticks that
  * ends on ticks (a fixed range widens it, never clips it) and its title
  * under it, wrapped at spaces to the axis's length.
  */
@@ -105,6 +106,24 @@ static hs_status add_bar_axis(vz_ctx *c, const bar_axis *ax, int top, int PH, in
     return s;
 }
 
+/* The reference line (opt->mark_y): dashed, black, across the bars (top,
+ * PH px high) at its value, in group "reference"; its label (lab, may be
+ * NULL) over the bars centred on it, kept within [left, right). */
+static hs_status add_bar_mark(vz_ctx *c, const bar_axis *ax, const char *lab, int top, int PH, int left,
+                              int right)
+{
+    const int x = bar_x(ax, c->o.mark_y), t = c->lw, dash = (int)lround(c->lh * 0.4);
+    hs_status s = vz_begin_group(c, "reference");
+    for (int y = top; y < top + PH && !s; y += 2 * dash)
+        s = vz_add_rect(c, x - t / 2, y, t, y + dash > top + PH ? top + PH - y : dash, VZ_BLACK);
+    if (!s && lab) {
+        const int w = vz_text_len(c, lab, c->apx);
+        const int lx = vz_imax(left, vz_imin(x - w / 2, right - w));
+        s = vz_add_text(c, lab, c->apx, 0, lx, top - c->alh - c->pad / 4, VZ_A_MIDDLE, VZ_T_LABEL, VZ_BLACK);
+    }
+    return s;
+}
+
 static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_options *opt,
                             vz_fit *fit, hs_error *err)
 {
@@ -129,6 +148,8 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
     if (s) return s;
     c.fit = fit;
 
+    const int mark = isfinite(c.o.mark_y); /* the reference line: the axis holds it */
+    if (mark) lo = fmin(lo, c.o.mark_y), hi = fmax(hi, c.o.mark_y);
     if (c.o.range == HS_VIZ_RANGE_FIXED && a->explicit_range && c.o.vmax > c.o.vmin) {
         /* a fixed range widens (never clips) the axis */
         if (c.o.vmin < lo) lo = c.o.vmin;
@@ -158,7 +179,9 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
     for (size_t i = 0; i < N; i++) any_nonneg |= values[i] >= 0;
     int padL = any_neg ? vw + pad : 0, padR = any_nonneg ? vw + pad : 0;
     int left = m + lmax + pad;
-    int top = m + title_h;
+    /* the reference line's label over the bars */
+    const char *mark_lab = mark && c.o.mark_y_label && c.o.mark_y_label[0] ? c.o.mark_y_label : NULL;
+    int top = m + title_h + (mark_lab ? c.alh + pad / 2 : 0);
     int target = (int)lround(c.o.width_in * dpi) - fit->extra;
     bar_axis ax;
     plan_bar_axis(&c, lo, hi, target - left - m, padL, padR, &ax);
@@ -194,6 +217,7 @@ static hs_status build_bars(hs_viz_figure **out, const void *args, const hs_viz_
                                 v >= 0 ? VZ_A_START : VZ_A_END, VZ_T_VALUE, VZ_BLACK);
     }
     int right = ax.ax0 + ax.PW + padR, bottom = 0;
+    if (!s && mark) s = add_bar_mark(&c, &ax, mark_lab, top, PH, left, right);
     if (!s) s = add_bar_axis(&c, &ax, top, PH, &right, &bottom);
     if (!s && xlab_w) {
         int cx = ax.ax0 + ax.PW / 2, ww;

@@ -187,7 +187,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
        line lower. Thinned (hs->thin): labels at 0, k, 2k, ... on both axes
        (the cells are square), k the smallest whose labels fit the cells the
        width leaves; one note under the title names it */
-    const int cb_min = 2 * lh; /* its end labels, centred on its ends, a line apart */
+    const int cb_min = vz_colorbar_min_len(c); /* its ends and a tick between them */
     const int cell_min_all = cell_min;
     int cell = 0, lines = 1, cramped = 0;
     size_t every = 1;
@@ -519,7 +519,8 @@ static hs_status strip_labels(vz_ctx *c, const vz_strip_args *a, char **rl, int 
 
 /* The strip: the sentences' rows over their difference, square cells as
  * large as the width and the height budget allow, each block's colour bar
- * beside it and as tall as it (at least its two end labels apart), the two
+ * beside it and as tall as it (at least vz_colorbar_min_len: its ends and
+ * the tick between them), the two
  * bars one above the other; thinned (a->thin), every k-th row and column
  * label with one note under the title. */
 static hs_status build_strip(hs_viz_figure **out, const void *args, const hs_viz_options *o,
@@ -553,7 +554,7 @@ static hs_status build_strip(hs_viz_figure **out, const void *args, const hs_viz
     if (!s) s = strip_labels(&c, a, rl, &rmax);
     if (!s) s = vz_prepare_labels(&c, a->col_labels, a->C, cl, &cmax);
     if (s) goto done;
-    const int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw, cb_min = 2 * lh;
+    const int m = c.margin, pad = c.pad, lh = c.lh, lw = c.lw, cb_min = vz_colorbar_min_len(&c);
     const int cell_min_all = vz_imax(vz_label_pitch(&c, rl, R), vz_label_pitch(&c, cl, a->C));
     const int bw = vz_imax(lh, (int)lround(0.12 * c.o.dpi)), cgap = 2 * pad;
     const int xw = a->xlabel && a->xlabel[0] ? vz_text_len(&c, a->xlabel, c.fpx) : 0;

@@ -632,6 +632,31 @@ static int put_hash_source(hs_buf *b, const char *hex)
     return 1;
 }
 
+/* Adds to shown every string of node (arrays and objects walked, depth at
+ * most 16) whose display form differs from it: {string: as the figures show
+ * it} (vz_display_label, the one function for both: `<|endoftext|>` as
+ * `⟨bos⟩`, a control character as '?') of at most HS_VIZ_MAX_LABEL code
+ * points (a longer one the page shortens as the figures do: the first
+ * HS_VIZ_MAX_LABEL - 1 and "…"). 0 when out of memory. */
+static int add_shown(cJSON *shown, const cJSON *node, int depth)
+{
+    if (cJSON_IsString(node)) {
+        const char *s = node->valuestring;
+        if (strlen(s) > 4 * HS_VIZ_MAX_LABEL || !hs_utf8_valid(s) || vz_utf8_len(s) > HS_VIZ_MAX_LABEL ||
+            cJSON_GetObjectItemCaseSensitive(shown, s))
+            return 1; /* longer: the page shortens it as vz_display_label does */
+        char *d = vz_display_label(s);
+        if (!d) return 0;
+        int ok = strcmp(d, s) == 0 || cJSON_AddStringToObject(shown, s, d) != NULL;
+        free(d);
+        return ok;
+    }
+    if (depth >= 16 || !(cJSON_IsArray(node) || cJSON_IsObject(node))) return 1;
+    for (const cJSON *c = node->child; c; c = c->next)
+        if (!add_shown(shown, c, depth + 1)) return 0;
+    return 1;
+}
+
 hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const char *title,
                            hs_error *err)
 {
@@ -648,6 +673,8 @@ hs_status hs_viz_html_page(char **html, size_t *len, const cJSON *data, const ch
              cJSON_AddNumberToObject(top, "max_label", HS_VIZ_MAX_LABEL); /* labels shortened past it */
     if (ok && cJSON_AddItemToObject(top, "colormaps", maps)) maps = NULL;
     else ok = 0;
+    cJSON *shown = ok ? cJSON_AddObjectToObject(top, "shown") : NULL; /* the figures' display forms */
+    ok = shown && add_shown(shown, ref, 0);
     if (ok && cJSON_AddItemToObject(top, "data", ref)) ref = NULL;
     else ok = 0;
     hs_buf jb = {0}; /* the one JSON printer, without white space */

@@ -65,6 +65,8 @@ typedef struct {
     int joined;    /* 1: continues the curve before it (of its group) as one stroked
                       path, its start that curve's end, drawn with that curve's width,
                       dashes (running on along the path) and colour */
+    int filled;    /* 1 (on a path's first curve): the path closed and filled with rgb,
+                      not stroked (an arrowhead); width unused */
 } vz_curve;
 
 /* One shaped glyph: glyph id and its origin relative to the pen start on the
@@ -287,6 +289,10 @@ hs_status vz_add_curve(vz_ctx *c, const double xy[8], double width, double dash_
  * as joined curves (vz_curve.joined). HS_ERR_NOMEM or HS_OK. */
 hs_status vz_add_path(vz_ctx *c, const double *pts, size_t n, const double *radius, double width,
                       double dash_on, double dash_off, const unsigned char rgb[3]);
+/* A filled polygon through pts[n] (x, y pairs, n >= 3; closed back to its
+ * first point) in rgb: joined straight curves, the first one filled
+ * (vz_curve.filled). HS_ERR_NOMEM or HS_OK. */
+hs_status vz_add_polygon(vz_ctx *c, const double *pts, size_t n, const unsigned char rgb[3]);
 /* A text item, its box's top-left at (x, y). HS_ERR_NOMEM or HS_OK. */
 hs_status vz_add_text(vz_ctx *c, const char *s, double px, int rot, int x, int y, vz_anchor anchor,
                       vz_role role, const unsigned char rgb[3]);
@@ -302,6 +308,9 @@ hs_status vz_add_frame(vz_ctx *c, int x, int y, int w, int h, const unsigned cha
 hs_status vz_check_labels(const char *const *labels, size_t n, const char *what, hs_error *err);
 hs_status vz_check_title(const char *t, const char *what, hs_error *err);
 char *vz_display_label(const char *s);
+/* vz_display_label shortening past max (>= 2) code points rather than
+ * HS_VIZ_MAX_LABEL (hs_viz_options.whole_labels). */
+char *vz_display_label_max(const char *s, size_t max);
 /* Labels as shown into shown[n] (owned; HS_ERR_NOMEM) and the widest; frees
  * them and shown (NULL is a no-op); the pitch (px) they need side by side. */
 hs_status vz_prepare_labels(vz_ctx *c, const char *const *in, size_t n, char **shown, int *maxw);
@@ -343,6 +352,11 @@ void vz_short_exp(char *buf);
 hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, int y, int bw, int bh,
                           int *right, int *bottom);
 int vz_colorbar_label_width(vz_ctx *c, const vz_scale *sc, int lines, int bar_w);
+/* The least length (px) of a vertical colour bar, so it shows its two ends
+ * and the tick between them (0 of a difference's symmetric scale) as every
+ * longer bar does: a bar beside a block of one or two rows is drawn this
+ * long, past the block. */
+int vz_colorbar_min_len(const vz_ctx *c);
 /* Lines sc's quantity label takes along a vertical bar len px tall (1 when
  * it fits; 0 without a label; -1 when a word of it is longer than the bar:
  * the label then lies level over the bar, as its title, in the
@@ -401,6 +415,98 @@ hs_status vz_fit_width(hs_viz_figure **out, vz_build build, const void *args,
 hs_status vz_attention_thinned(hs_viz_figure **out, const float *pattern, size_t T,
                                const char *const *tokens, const char *title,
                                const hs_viz_options *opt, hs_error *err);
+
+/* ---- the circuit graph: viz_graph.c (checks, sizes, rows, the figure, its
+ * JSON) over viz_graph_route.c (edge routes) and viz_graph_draw.c (nodes,
+ * edges, arrowheads, legend); route and draw never call each other ---- */
+
+/* Rows a graph figure may draw: a graph's rows, each wrapped onto at most
+ * VZ_GRAPH_MAX_WRAP rows when its columns are too many for the width. */
+#define VZ_GRAPH_MAX_WRAP 4
+#define VZ_GRAPH_ROWS_DRAWN (VZ_GRAPH_MAX_WRAP * HS_VIZ_MAX_GRAPH_ROWS)
+
+/* One legend entry: a sample (a line, a faint box, the q k v letters) and its words. */
+typedef enum { VZ_LEG_LINE = 0, VZ_LEG_FAINT_BOX, VZ_LEG_PORTS } vz_leg_kind;
+typedef struct {
+    char text[64];
+    vz_leg_kind kind;
+    double width_px; /* a line's width */
+    int dashed;
+    unsigned char rgb[3];
+} vz_leg_item;
+
+/* A graph figure's plan: which nodes are the circuit's, the boxes, rows,
+ * columns and the edges' routes. */
+typedef struct {
+    vz_ctx *c;
+    const hs_viz_graph *g;
+    int R, C;
+    unsigned char *strong;    /* [n_nodes] in the circuit (drawn over the edges) */
+    unsigned char *port_used; /* [n_nodes * 4] an edge ends at that port */
+    char **shown;             /* [n_nodes] labels as shown (owned) */
+    int *bx, *by, *bw, *bh;   /* [n_nodes] boxes, px */
+    int colw;                 /* a column node's box width */
+    int left, pitch, span;    /* the columns' left edge, pitch, total width */
+    int *rtop, *rbot;         /* [R] each row's band (canvas y, top down) */
+    int *gap_h;               /* [R] the gap's height above row r (r < R - 1), px */
+    int *chan;                /* [n_edges] the column boundary an edge climbs in, -1 none */
+    double *y1, *y2, *xc;     /* [n_edges] its tracks: leaving, arriving (y); climbing (x) */
+    double *xs, *xr;          /* [n_edges] where it leaves its sender and enters its receiver */
+    double maxabs;
+    int mixed;                /* edges of both signs are drawn: the negative ones dashed */
+    vz_leg_item leg[7];
+    int n_leg, sample;        /* legend entries, a sample's length */
+} vz_gplan;
+
+/* An arrowhead's half-width and length (px) on an edge w px wide: 0.75 w +
+ * 0.6 pt each side (at least 1.5 pt), so it stands out of the thickest
+ * edge (3 pt: 2.85 pt) and shows on the thinnest; 1.5 times as long, at
+ * least 3 pt (its tip at the receiver's port, the edge's stroke ending
+ * inside it). */
+static inline double vz_arrow_half(const vz_ctx *c, double w)
+{
+    const double k = c->o.dpi / 72.0, h = 0.75 * w + 0.6 * k;
+    return h > 1.5 * k ? h : 1.5 * k;
+}
+static inline double vz_arrow_len(const vz_ctx *c, double w)
+{
+    const double k = c->o.dpi / 72.0, l = 1.5 * vz_arrow_half(c, w);
+    return l > 3.0 * k ? l : 3.0 * k;
+}
+
+/* viz_graph_route.c: edges never cross a box but their own two. Each sets
+ * the plan's route arrays from its boxes (bx.., rtop, rbot). */
+/* Every edge's ends at its sender's top centre and its receiver's port (or
+ * bottom centre). */
+void vz_graph_centre_ends(vz_gplan *p);
+/* The channel of every edge that skips rows and the tracks each gap needs:
+ * tracks[R]. */
+void vz_graph_route_channels(vz_gplan *p, int *tracks);
+/* Spreads the edges leaving (entering a node of one input) one node over
+ * its top (bottom). HS_ERR_NOMEM or HS_OK. */
+hs_status vz_graph_route_ends(vz_gplan *p);
+/* Every edge's tracks and lane; wmax: the widest edge, px (lines kept half
+ * of it off the boxes, arriving runs an arrowhead of it under the row).
+ * HS_ERR_NOMEM or HS_OK. */
+hs_status vz_graph_route_lanes(vz_gplan *p, double wmax);
+
+/* viz_graph_draw.c. */
+/* "", "q", "k", "v": a port's letter (hs_viz_port). */
+extern const char *const VZ_PORT_NAME[4];
+/* An edge's colour: the diverging map's end of its sign. */
+void vz_graph_sign_rgb(float s, unsigned char rgb[3]);
+/* An edge's width in points: HS_VIZ_EDGE_MIN_PT + (MAX - MIN) |score| / maxabs. */
+double vz_graph_edge_pt(double abs_score, double maxabs);
+/* The legend's entries (p->leg): the signs present, the weakest and
+ * strongest |score|, a faint box when a node is outside the circuit, the
+ * q k v letters when a head of the circuit has one. */
+void vz_graph_plan_legend(vz_gplan *p);
+/* The nodes outside the circuit, the edges weakest first (each with its
+ * arrowhead), the circuit's nodes over them. HS_ERR_NOMEM or HS_OK. */
+hs_status vz_graph_add_body(vz_gplan *p);
+/* The legend under the graph from y, wrapping at the columns' width;
+ * returns its bottom; *st the status. */
+int vz_graph_add_legend(vz_gplan *p, int y, hs_status *st);
 
 /* ---- utf-8 (viz_layout.c, over common's hs_utf8_decode) ---- */
 /* Number of code points in valid UTF-8 s. */

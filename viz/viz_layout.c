@@ -57,7 +57,9 @@ static const char *special_short(const char *s, char *buf, size_t n)
  * here): a special token as its short symbol (special_short), control
  * characters become '?', more than HS_VIZ_MAX_LABEL code points become
  * HS_VIZ_MAX_LABEL-1 plus "…". The JSON keeps the label itself. */
-char *vz_display_label(const char *s)
+char *vz_display_label(const char *s) { return vz_display_label_max(s, HS_VIZ_MAX_LABEL); }
+
+char *vz_display_label_max(const char *s, size_t max)
 {
     char sp[48];
     const char *short_form = special_short(s, sp, sizeof sp);
@@ -67,7 +69,7 @@ char *vz_display_label(const char *s)
     if (!d) return NULL;
     size_t cps = 0, total = vz_utf8_len(s), o = 0, i = 0;
     while (i < n) {
-        if (total > HS_VIZ_MAX_LABEL && cps == HS_VIZ_MAX_LABEL - 1) {
+        if (total > max && cps == max - 1) {
             memcpy(d + o, "\xe2\x80\xa6", 3);
             o += 3;
             break;
@@ -266,6 +268,7 @@ hs_status vz_add_curve(vz_ctx *c, const double xy[8], double width, double dash_
     memcpy(k->rgb, rgb, 3);
     k->group = c->group;
     k->joined = 0;
+    k->filled = 0;
     return HS_OK;
 }
 
@@ -278,6 +281,15 @@ static hs_status add_run(vz_ctx *c, double ax, double ay, double bx, double by, 
                           ax + 2 * (bx - ax) / 3, ay + 2 * (by - ay) / 3, bx, by};
     hs_status s = vz_add_curve(c, xy, width, on, off, rgb);
     if (!s && !first) c->f->curves[c->f->n_curves - 1].joined = 1;
+    return s;
+}
+
+hs_status vz_add_polygon(vz_ctx *c, const double *pts, size_t n, const unsigned char rgb[3])
+{
+    hs_status s = HS_OK;
+    for (size_t i = 1; i < n && !s; i++)
+        s = add_run(c, pts[2 * i - 2], pts[2 * i - 1], pts[2 * i], pts[2 * i + 1], i == 1, 0, 0, 0, rgb);
+    if (!s) c->f->curves[c->f->n_curves - (n - 1)].filled = 1;
     return s;
 }
 
@@ -381,7 +393,7 @@ hs_status vz_prepare_labels(vz_ctx *c, const char *const *in, size_t n, char **s
 {
     *maxw = 0;
     for (size_t i = 0; i < n; i++) {
-        shown[i] = vz_display_label(in[i]);
+        shown[i] = vz_display_label_max(in[i], c->o.whole_labels ? HS_VIZ_MAX_WHOLE_LABEL : HS_VIZ_MAX_LABEL);
         if (!shown[i]) return HS_ERR_NOMEM;
         int w = vz_text_len(c, shown[i], c->fpx);
         if (w > *maxw) *maxw = w;

@@ -266,7 +266,8 @@ static void draw_text(cairo_t *cr, const hs_viz_figure *f, const vz_text *t)
 }
 
 /* Curve i and the curves joined to it: one path stroked with butt ends
- * (round joins), dashed from its start when asked. */
+ * (round joins), dashed from its start when asked; or closed and filled
+ * (vz_curve.filled). */
 static void draw_curve(cairo_t *cr, const hs_viz_figure *f, size_t i)
 {
     const vz_curve *k = &f->curves[i];
@@ -284,7 +285,12 @@ static void draw_curve(cairo_t *cr, const hs_viz_figure *f, size_t i)
         const vz_curve *q = &f->curves[j];
         cairo_curve_to(cr, q->x1, q->y1, q->x2, q->y2, q->x3, q->y3);
     }
-    cairo_stroke(cr);
+    if (k->filled) {
+        cairo_close_path(cr);
+        cairo_fill(cr);
+    } else {
+        cairo_stroke(cr);
+    }
     cairo_restore(cr);
 }
 

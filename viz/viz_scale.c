@@ -194,8 +194,9 @@ static void scale_ticks(const vz_scale *sc, double min_gap, vz_scale_ticks *out)
 }
 
 /* The next line of label from byte *at: as many whole words (split at
- * spaces) as fit in len px, at least one; into line (cap bytes, cut there
- * if longer). 0 when the label is done. */
+ * spaces; "A − B" one word: a lone U+2212 minus joins its neighbours) as fit in len
+ * px, at least one; into line (cap bytes, cut there if longer). 0 when the
+ * label is done. */
 static int wrap_next(vz_ctx *c, const char *label, size_t *at, int len, char *line, size_t cap)
 {
     size_t i = *at, n = strlen(label);
@@ -206,6 +207,16 @@ static int wrap_next(vz_ctx *c, const char *label, size_t *at, int len, char *li
         size_t e = end;
         while (e < n && label[e] == ' ') e++;
         while (e < n && label[e] != ' ') e++;
+        /* a difference "wet − tired" stays one piece: a lone minus takes the
+           word before it and the word after it along */
+        for (;;) {
+            size_t m = e;
+            while (m < n && label[m] == ' ') m++;
+            if (!(n - m > 3 && memcmp(label + m, "\xe2\x88\x92 ", 4) == 0)) break;
+            e = m + 3;
+            while (e < n && label[e] == ' ') e++;
+            while (e < n && label[e] != ' ') e++;
+        }
         size_t k = e - i < cap - 1 ? e - i : cap - 1;
         memcpy(line, label + i, k);
         line[k] = '\0';
@@ -294,6 +305,13 @@ hs_status vz_add_colorbar(vz_ctx *c, const vz_scale *sc, int vertical, int x, in
     *right = mx;
     *bottom = my;
     return s;
+}
+
+int vz_colorbar_min_len(const vz_ctx *c)
+{
+    /* vz_add_colorbar keeps vertical labels 1.2 lines apart: the middle tick
+       half the bar from each end (0 of a symmetric scale) needs 2.4 lines */
+    return (int)ceil(2.4 * c->lh) + 1;
 }
 
 /* Width a vertical colour bar's labels take right of the bar (ticks and the

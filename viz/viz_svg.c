@@ -258,7 +258,7 @@ static int write_cells(hs_buf *b, const hs_viz_figure *f, size_t first, unsigned
 }
 
 /* Curve i and the curves joined to it as one <path>: the same Beziers,
- * width and dashes as the PNG's. */
+ * width and dashes as the PNG's (a filled one closed and filled). */
 static void write_curve(hs_buf *b, const hs_viz_figure *f, size_t i)
 {
     const vz_curve *k = &f->curves[i];
@@ -266,6 +266,10 @@ static void write_curve(hs_buf *b, const hs_viz_figure *f, size_t i)
     for (size_t j = i; j < f->n_curves && (j == i || f->curves[j].joined); j++) {
         const vz_curve *q = &f->curves[j];
         hs_buf_printf(b, " C%.2f %.2f %.2f %.2f %.2f %.2f", q->x1, q->y1, q->x2, q->y2, q->x3, q->y3);
+    }
+    if (k->filled) { /* an arrowhead: closed and filled */
+        hs_buf_printf(b, " Z\" fill=\"#%02x%02x%02x\"/>\n", k->rgb[0], k->rgb[1], k->rgb[2]);
+        return;
     }
     hs_buf_printf(b, "\" fill=\"none\" stroke=\"#%02x%02x%02x\" stroke-width=\"%.3f\"", k->rgb[0],
                   k->rgb[1], k->rgb[2], k->width);

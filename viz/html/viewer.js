@@ -47,11 +47,14 @@
      reorders the numbers and words around it, in text, titles, canvases and
      SVG alike (Unicode Bidirectional Algorithm, UAX #9, rules X5a-X6a) */
   function whole(t) { return '\u2068' + t + '\u2069'; }
-  /* ... and shortened for display as the figures shorten labels (past
-     HS_VIZ_MAX_LABEL code points: the first ones and "…"); titles hold it
+  /* ... and shown as the figures show labels: PAGE.shown holds the display
+     form viz_html.c made with the figures' own function (vz_display_label)
+     of every short string of the data it changes (`<|endoftext|>` as ⟨bos⟩);
+     past HS_VIZ_MAX_LABEL code points the first ones and "…"; titles hold it
      whole (whole), the data is never changed */
-  var MAX_LABEL = PAGE.max_label || 24;
+  var MAX_LABEL = PAGE.max_label || 24, SHOWN = PAGE.shown || {};
   function short(t) {
+    if (Object.prototype.hasOwnProperty.call(SHOWN, String(t))) return SHOWN[String(t)];
     var cp = Array.from(String(t));
     return cp.length > MAX_LABEL ? cp.slice(0, MAX_LABEL - 1).join('') + '…' : String(t);
   }
