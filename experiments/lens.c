@@ -79,8 +79,13 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     const int r0 = j * HS_ENGINE_CHUNK, bp = hs_engine_chunk_rows(lc->n, j);
     const int b = lc->p->n - r0 < bp ? lc->p->n - r0 : bp;
     const size_t N = (size_t)bp * t;
-    static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.hook_resid_post", "logits"};
-    hs_status st = hs_run_with_cache(m, w->acts, lc->tok + (size_t)r0 * t, bp, t, filt, 3, NULL, &w->tmp, &w->err);
+    /* the residuals only: the forward's own logits are the last point's lens
+     * (below), so the forward makes none (HS_LOGITS_NONE: one product with
+     * W_U less a chunk, GPT-2 small: 1.2 GFLOP and a 154 MB pass a prompt) */
+    static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.hook_resid_post"};
+    w->acts->logit_pos = HS_LOGITS_NONE;
+    hs_status st = hs_run_with_cache(m, w->acts, lc->tok + (size_t)r0 * t, bp, t, filt, 2, NULL, &w->tmp, &w->err);
+    w->acts->logit_pos = -1;
     if (st != HS_OK) return st;
     /* the points in groups of G, each group's residuals side by side in one
      * product with W_U (G N rows, at most LENS_ROWS when N is smaller):
@@ -97,10 +102,11 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
         return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
     }
     float *in = scratch + GN * (D + 2), *lg = in + GN * D;
-    /* the model's own prediction at each real row's position, once for all points */
-    const float *real = hs_cache_get(&w->tmp, "logits")->data;
-    for (size_t q = 0; q < (size_t)b * t; q++) fin[q] = hs_argmax(real + q * V, (size_t)V);
-    for (int k0 = 0; k0 <= L; k0 += G) {
+    /* the groups [0, G), [G, 2G), ... last first: the last point's lens
+     * (the final norm's statistics recomputed from blocks.L-1.hook_resid_post,
+     * as the forward computes them) is the model's own logits, whose top-1 at
+     * each real row's position (fin) every point's rows read */
+    for (int k0 = L / G * G; k0 >= 0; k0 -= G) {
         const int g = L + 1 - k0 < G ? L + 1 - k0 : G;
         for (int k = k0; k < k0 + g; k++) {
             const hs_cache_entry *re = k < L ? hs_cache_getf(&w->tmp, "blocks.%d.hook_resid_pre", k)
@@ -109,6 +115,10 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
             memcpy(in + (size_t)(k - k0) * N * D, re->data, N * D * sizeof(float));
         }
         hs_final_logits(m, in, (size_t)g * N, scratch, lg);
+        if (k0 + g == L + 1) {
+            const float *real = lg + (size_t)(L - k0) * N * V;
+            for (size_t q = 0; q < (size_t)b * t; q++) fin[q] = hs_argmax(real + q * V, (size_t)V);
+        }
         for (int k = k0; k < k0 + g; k++)
             lens_point_rows(lc, k, r0, b, fin, lg + (size_t)(k - k0) * N * V);
     }
