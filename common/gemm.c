@@ -287,14 +287,15 @@ static void skx_probe(void)
 #endif
 }
 
-/* 1 when skinny_nn takes the NN product (alpha 1, beta 0 or 1): OpenBLAS at
+/* 1 when skinny_nn takes the NN product (alpha 1, beta 0 or 1; a weight
+ * libxsmm takes, up to HS_XSMM_MAX_WEIGHT floats, is not skinny): OpenBLAS at
  * one thread a call (hs_blas_one_thread, headscope's setting outside a
  * forward's large products): its threaded driver halves a K block in
  * another rounding (K 1000 at 2 threads: other bits). */
 static int skinny_ok(int M, int N, int K, float alpha, float beta)
 {
     if (M < 1 || M > HS_SKINNY_ROWS || N < 1 || K < 1 || alpha != 1.0f || (beta != 0.0f && beta != 1.0f) ||
-        (double)M * N * K < HS_SKINNY_MIN_MNK)
+        (double)M * N * K < HS_SKINNY_MIN_MNK || (long)N * K <= HS_XSMM_MAX_WEIGHT)
         return 0;
     pthread_once(&skx_once, skx_probe);
     return skx_core && openblas_get_num_threads() == 1;
