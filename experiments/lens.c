@@ -36,6 +36,18 @@ typedef struct {
     double *rows;          /* (n_points, n, 4 + t): p_answer, logit, top1 == answer, ld, p_final[t] */
 } lens_ctx;
 
+/* hs_argmax of x (V) given mx, its largest value (NaN skipped), and Z, the
+ * sum of exp(x - mx): the first index holding mx, found without a pass over
+ * the rest, when Z is not NaN (a NaN in x would have made it one); else
+ * hs_argmax itself (-1 with a NaN, an infinity's first index). */
+static int top_of(const float *x, int V, double mx, double Z)
+{
+    if (Z != Z) return hs_argmax(x, (size_t)V);
+    for (int v = 0; v < V; v++)
+        if (x[v] == mx) return v;
+    return hs_argmax(x, (size_t)V);
+}
+
 /* Point k's rows of the chunk from its logits lg (bp * t, V); fin_top (b * t)
  * the model's own top-1 token at each position (-1: none). */
 static void lens_point_rows(const lens_ctx *lc, int k, int r0, int b, const int *fin_top, const float *lg)
@@ -52,13 +64,13 @@ static void lens_point_rows(const lens_ctx *lc, int k, int r0, int b, const int 
             for (int v = 0; v < V; v++) Z += exp((double)x[v] - mx);
             const int fin = fin_top[(size_t)i * t + q];
             o[4 + q] = fin >= 0 ? exp((double)x[fin] - mx) / Z : NAN;
-            if (row == 0) lc->r->top1[(size_t)k * t + q] = hs_argmax(x, (size_t)V);
+            if (row == 0) lc->r->top1[(size_t)k * t + q] = top_of(x, V, mx, Z);
             if (q != lc->p->pos[ri]) continue;
             const int a = lc->p->answer[ri];
             if (a >= 0) {
                 o[0] = exp((double)x[a] - mx) / Z;
                 o[1] = x[a];
-                o[2] = hs_argmax(x, (size_t)V) == a;
+                o[2] = top_of(x, V, mx, Z) == a;
                 if (lc->p->wrong) o[3] = (double)x[a] - (double)x[lc->p->wrong[ri]];
             }
         }
