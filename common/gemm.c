@@ -246,6 +246,188 @@ static void clear_upper(void)
 #endif
 }
 
+/* ------------------------------------------------------------------------ */
+/* Skinny NN products on OpenBLAS's SkylakeX core, without its packing        */
+/*
+ * A product of a few rows by a large weight (GPT-2 small at one prompt: 15
+ * rows by 85 M weights a forward) spends most of its OpenBLAS time packing
+ * the weight (340 MB copied for 2.6 GFLOP: 60 ms of a 0.45 s one-prompt
+ * `lens`), as it must for large row counts. skinny_nn computes the same
+ * numbers from the weight as it lies. Bits: OpenBLAS 0.3.21's SkylakeX sgemm
+ * (driver/level3.c with SGEMM_DEFAULT_Q 448) splits K into blocks (K - k0 >=
+ * 2 Q: Q; > Q: half of it rounded up to 16; else the rest), sums each block
+ * as one k-sequential FMA chain from 0 per element and adds the blocks into C
+ * in order (C zeroed first when beta is 0: c = ((0 + a_0) + a_1) + ...);
+ * checked element for element against cblas_sgemm under that core at every
+ * M 1..32 for K x N 768 x 2304, 768 x 768, 768 x 3072, 3072 x 768, 768 x
+ * 50257, 200 x 300 (tests/test_gemm.c pins it), OpenBLAS at one thread a
+ * call (skinny_ok). Below M N K = 1e6
+ * OpenBLAS takes its small-matrix kernel instead (other sums), so those stay
+ * on OpenBLAS; so does every other core, whose blocks differ.
+ */
+#define HS_SKINNY_ROWS 16
+#define HS_SKINNY_MIN_MNK 2000000.0
+#define HS_OB_SKX_Q 448
+
+/* The K block OpenBLAS's level-3 driver takes with rem of K left. */
+static int ob_block(int rem)
+{
+    if (rem >= 2 * HS_OB_SKX_Q) return HS_OB_SKX_Q;
+    if (rem > HS_OB_SKX_Q) return (rem / 2 + 15) / 16 * 16;
+    return rem;
+}
+
+static pthread_once_t skx_once = PTHREAD_ONCE_INIT;
+static int skx_core; /* 1: OpenBLAS runs SkylakeX and the CPU has AVX-512F */
+
+static void skx_probe(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    skx_core = strcmp(hs_blas_core(), "SkylakeX") == 0 && __builtin_cpu_supports("avx512f");
+#endif
+}
+
+/* 1 when skinny_nn takes the NN product (alpha 1, beta 0 or 1; a weight
+ * libxsmm takes, up to HS_XSMM_MAX_WEIGHT floats, is not skinny): OpenBLAS at
+ * one thread a call (hs_blas_one_thread, headscope's setting outside a
+ * forward's large products): its threaded driver halves a K block in
+ * another rounding (K 1000 at 2 threads: other bits). */
+static int skinny_ok(int M, int N, int K, float alpha, float beta)
+{
+    if (M < 1 || M > HS_SKINNY_ROWS || N < 1 || K < 1 || alpha != 1.0f || (beta != 0.0f && beta != 1.0f) ||
+        (double)M * N * K < HS_SKINNY_MIN_MNK || (long)N * K <= HS_XSMM_MAX_WEIGHT)
+        return 0;
+    pthread_once(&skx_once, skx_probe);
+    return skx_core && openblas_get_num_threads() == 1;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+/* rows of a register block: 6 rows x 4 vectors of 16 columns = 24
+ * accumulators (the last block's missing rows read zeros) */
+#define SK_R 6
+/* weight rows a register block's loop prefetches ahead */
+#define SK_PF 32
+
+/* C (M, N) = A (M, K) B (K, N) + beta C, row-major, M <= HS_SKINNY_ROWS, in
+ * OpenBLAS SkylakeX's sums (above). Each K block: A's block copied (zero rows
+ * padding the last register block), then per 64-column panel every register
+ * block of rows runs the block's k-sequential chains and adds them into C;
+ * the weight is read where it lies, once from memory (the later row blocks
+ * find the panel, <= 448 x 64 floats, in L2). */
+__attribute__((target("avx512f"))) static void skinny_nn(int M, int N, int K, const float *A, int lda,
+                                                         const float *B, int ldb, float beta, float *C,
+                                                         int ldc)
+{
+    enum { RP = (HS_SKINNY_ROWS + SK_R - 1) / SK_R * SK_R };
+    float ap[RP * HS_OB_SKX_Q];
+    if (beta == 0.0f)
+        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
+    const int Mp = (M + SK_R - 1) / SK_R * SK_R;
+    for (int k0 = 0; k0 < K;) {
+        const int kl = ob_block(K - k0);
+        for (int i = 0; i < Mp; i++) /* ap[i kl + k]: row i's block (0 past M) */
+            for (int k = 0; k < kl; k++) ap[(size_t)i * kl + k] = i < M ? A[(size_t)i * lda + k0 + k] : 0.0f;
+        for (int j0 = 0; j0 < N; j0 += 64) {
+            __mmask16 mk[4];
+            for (int v = 0; v < 4; v++) {
+                const int w = N - j0 - 16 * v;
+                mk[v] = w >= 16 ? (__mmask16)0xffff : w <= 0 ? (__mmask16)0 : (__mmask16)((1u << w) - 1);
+            }
+            for (int i0 = 0; i0 < Mp; i0 += SK_R) {
+                /* 24 accumulators held in registers: written out, as GCC
+                 * keeps an array of them in memory */
+#define SK_Z(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = c##r##0, c##r##2 = c##r##0, c##r##3 = c##r##0
+                SK_Z(0);
+                SK_Z(1);
+                SK_Z(2);
+                SK_Z(3);
+                SK_Z(4);
+                SK_Z(5);
+                const float *a = ap + (size_t)i0 * kl;
+                const float *b = B + (size_t)k0 * ldb + j0;
+                for (int k = 0; k < kl; k++, b += ldb) {
+                    /* the panel's row SK_PF ahead: its stride (a weight
+                     * row, KBs) is beyond the hardware's stride prefetch */
+                    const char *pf = (const char *)(b + (size_t)SK_PF * ldb);
+                    _mm_prefetch(pf, _MM_HINT_T0);
+                    _mm_prefetch(pf + 64, _MM_HINT_T0);
+                    _mm_prefetch(pf + 128, _MM_HINT_T0);
+                    _mm_prefetch(pf + 192, _MM_HINT_T0);
+                    const __m512 b0 = _mm512_maskz_loadu_ps(mk[0], b), b1 = _mm512_maskz_loadu_ps(mk[1], b + 16),
+                                 b2 = _mm512_maskz_loadu_ps(mk[2], b + 32), b3 = _mm512_maskz_loadu_ps(mk[3], b + 48);
+#define SK_ROW(r)                                                   \
+    do {                                                            \
+        const __m512 x = _mm512_set1_ps(a[(size_t)(r) * kl + k]);   \
+        c##r##0 = _mm512_fmadd_ps(x, b0, c##r##0);                  \
+        c##r##1 = _mm512_fmadd_ps(x, b1, c##r##1);                  \
+        c##r##2 = _mm512_fmadd_ps(x, b2, c##r##2);                  \
+        c##r##3 = _mm512_fmadd_ps(x, b3, c##r##3);                  \
+    } while (0)
+                    SK_ROW(0);
+                    SK_ROW(1);
+                    SK_ROW(2);
+                    SK_ROW(3);
+                    SK_ROW(4);
+                    SK_ROW(5);
+#undef SK_ROW
+                }
+                /* C += the block's sums, row by row (rows past M: none) */
+#define SK_ADD(r, v)                                                                    \
+    _mm512_mask_storeu_ps(c + 16 * (v), mk[v],                                          \
+                          _mm512_add_ps(_mm512_maskz_loadu_ps(mk[v], c + 16 * (v)), c##r##v))
+#define SK_OUT(r)                                                   \
+    if (i0 + (r) < M) {                                             \
+        float *c = C + (size_t)(i0 + (r)) * ldc + j0;               \
+        SK_ADD(r, 0);                                               \
+        SK_ADD(r, 1);                                               \
+        SK_ADD(r, 2);                                               \
+        SK_ADD(r, 3);                                               \
+    }
+                SK_OUT(0)
+                SK_OUT(1)
+                SK_OUT(2)
+                SK_OUT(3)
+                SK_OUT(4)
+                SK_OUT(5)
+#undef SK_OUT
+#undef SK_ADD
+#undef SK_Z
+            }
+        }
+        k0 += kl;
+    }
+}
+#define HS_HAVE_SKINNY 1
+#endif
+
+/* OpenBLAS's product, or skinny_nn's where it gives the same bits without
+ * the packing. */
+static void blas_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                       const float *B, int ldb, float beta, float *C, int ldc)
+{
+#ifdef HS_HAVE_SKINNY
+    if (!ta && !tb && skinny_ok(M, N, K, alpha, beta)) {
+        skinny_nn(M, N, K, A, lda, B, ldb, beta, C, ldc);
+        clear_upper();
+        return;
+    }
+#endif
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, alpha,
+                A, lda, B, ldb, beta, C, ldc);
+}
+
+int hs_sgemm_skinny(int ta, int tb, int M, int N, int K, float alpha, float beta)
+{
+#ifdef HS_HAVE_SKINNY
+    return !ta && !tb && skinny_ok(M, N, K, alpha, beta);
+#else
+    (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)beta;
+    return 0;
+#endif
+}
+
 static void plan_make(hs_sgemm_plan *p, int ta, int tb, int M, int N, int K, float alpha, int lda,
                       int ldb, float beta, int ldc, int rows_vary)
 {
@@ -287,9 +469,7 @@ void hs_sgemm_run(const hs_sgemm_plan *p, const float *A, const float *B, float 
 {
     if (p->M <= 0 || p->N <= 0) return;
     if (!p->xsmm) {
-        cblas_sgemm(CblasRowMajor, p->ta ? CblasTrans : CblasNoTrans,
-                    p->tb ? CblasTrans : CblasNoTrans, p->M, p->N, p->K, p->alpha, A, p->lda, B,
-                    p->ldb, p->beta, C, p->ldc);
+        blas_sgemm(p->ta, p->tb, p->M, p->N, p->K, p->alpha, A, p->lda, B, p->ldb, p->beta, C, p->ldc);
         return;
     }
     if (p->ta) { /* TN: one call */

@@ -36,6 +36,18 @@ typedef struct {
     double *rows;          /* (n_points, n, 4 + t): p_answer, logit, top1 == answer, ld, p_final[t] */
 } lens_ctx;
 
+/* hs_argmax of x (V) given mx, its largest value (NaN skipped), and Z, the
+ * sum of exp(x - mx): the first index holding mx, found without a pass over
+ * the rest, when Z is not NaN (a NaN in x would have made it one); else
+ * hs_argmax itself (-1 with a NaN, an infinity's first index). */
+static int top_of(const float *x, int V, double mx, double Z)
+{
+    if (Z != Z) return hs_argmax(x, (size_t)V);
+    for (int v = 0; v < V; v++)
+        if (x[v] == mx) return v;
+    return hs_argmax(x, (size_t)V);
+}
+
 /* Point k's rows of the chunk from its logits lg (bp * t, V); fin_top (b * t)
  * the model's own top-1 token at each position (-1: none). */
 static void lens_point_rows(const lens_ctx *lc, int k, int r0, int b, const int *fin_top, const float *lg)
@@ -52,13 +64,13 @@ static void lens_point_rows(const lens_ctx *lc, int k, int r0, int b, const int 
             for (int v = 0; v < V; v++) Z += exp((double)x[v] - mx);
             const int fin = fin_top[(size_t)i * t + q];
             o[4 + q] = fin >= 0 ? exp((double)x[fin] - mx) / Z : NAN;
-            if (row == 0) lc->r->top1[(size_t)k * t + q] = hs_argmax(x, (size_t)V);
+            if (row == 0) lc->r->top1[(size_t)k * t + q] = top_of(x, V, mx, Z);
             if (q != lc->p->pos[ri]) continue;
             const int a = lc->p->answer[ri];
             if (a >= 0) {
                 o[0] = exp((double)x[a] - mx) / Z;
                 o[1] = x[a];
-                o[2] = hs_argmax(x, (size_t)V) == a;
+                o[2] = top_of(x, V, mx, Z) == a;
                 if (lc->p->wrong) o[3] = (double)x[a] - (double)x[lc->p->wrong[ri]];
             }
         }
@@ -79,8 +91,13 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     const int r0 = j * HS_ENGINE_CHUNK, bp = hs_engine_chunk_rows(lc->n, j);
     const int b = lc->p->n - r0 < bp ? lc->p->n - r0 : bp;
     const size_t N = (size_t)bp * t;
-    static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.hook_resid_post", "logits"};
-    hs_status st = hs_run_with_cache(m, w->acts, lc->tok + (size_t)r0 * t, bp, t, filt, 3, NULL, &w->tmp, &w->err);
+    /* the residuals only: the forward's own logits are the last point's lens
+     * (below), so the forward makes none (HS_LOGITS_NONE: one product with
+     * W_U less a chunk, GPT-2 small: 1.2 GFLOP and a 154 MB pass a prompt) */
+    static const char *const filt[] = {"blocks.*.hook_resid_pre", "blocks.*.hook_resid_post"};
+    w->acts->logit_pos = HS_LOGITS_NONE;
+    hs_status st = hs_run_with_cache(m, w->acts, lc->tok + (size_t)r0 * t, bp, t, filt, 2, NULL, &w->tmp, &w->err);
+    w->acts->logit_pos = -1;
     if (st != HS_OK) return st;
     /* the points in groups of G, each group's residuals side by side in one
      * product with W_U (G N rows, at most LENS_ROWS when N is smaller):
@@ -97,10 +114,11 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
         return hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
     }
     float *in = scratch + GN * (D + 2), *lg = in + GN * D;
-    /* the model's own prediction at each real row's position, once for all points */
-    const float *real = hs_cache_get(&w->tmp, "logits")->data;
-    for (size_t q = 0; q < (size_t)b * t; q++) fin[q] = hs_argmax(real + q * V, (size_t)V);
-    for (int k0 = 0; k0 <= L; k0 += G) {
+    /* the groups [0, G), [G, 2G), ... last first: the last point's lens
+     * (the final norm's statistics recomputed from blocks.L-1.hook_resid_post,
+     * as the forward computes them) is the model's own logits, whose top-1 at
+     * each real row's position (fin) every point's rows read */
+    for (int k0 = L / G * G; k0 >= 0; k0 -= G) {
         const int g = L + 1 - k0 < G ? L + 1 - k0 : G;
         for (int k = k0; k < k0 + g; k++) {
             const hs_cache_entry *re = k < L ? hs_cache_getf(&w->tmp, "blocks.%d.hook_resid_pre", k)
@@ -109,6 +127,10 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
             memcpy(in + (size_t)(k - k0) * N * D, re->data, N * D * sizeof(float));
         }
         hs_final_logits(m, in, (size_t)g * N, scratch, lg);
+        if (k0 + g == L + 1) {
+            const float *real = lg + (size_t)(L - k0) * N * V;
+            for (size_t q = 0; q < (size_t)b * t; q++) fin[q] = hs_argmax(real + q * V, (size_t)V);
+        }
         for (int k = k0; k < k0 + g; k++)
             lens_point_rows(lc, k, r0, b, fin, lg + (size_t)(k - k0) * N * V);
     }

@@ -330,6 +330,9 @@ hs_status hs_backward_acts(const hs_model *m, hs_acts *acts, const float *dlogit
                                           "hs_backward reads only; make them with HS_ACTS_GRAD");
     if (acts->b < 1 || acts->t < 1)
         return hs_fail(err, HS_ERR_INPUT, "backward to the activations: no forward has run");
+    if (acts->logit_pos == HS_LOGITS_NONE)
+        return hs_fail(err, HS_ERR_INPUT, "backward to the activations: the forward computed no logits "
+                                          "(acts->logit_pos HS_LOGITS_NONE)");
     if (acts->logit_pos >= 0)
         return hs_fail(err, HS_ERR_INPUT, "backward to the activations: the forward computed the logits "
                                           "at one position only (acts->logit_pos %d)", acts->logit_pos);

@@ -290,7 +290,7 @@ static hs_status forward_layers(const hs_model *m, hs_acts *acts, const int *tok
         s = forward_block(hc, m, acts, l, B, T, &done, err);
         if (done) return s;
     }
-    if (s == HS_OK) s = forward_unembed(hc, m, acts, B, T, err);
+    if (s == HS_OK && acts->logit_pos != HS_LOGITS_NONE) s = forward_unembed(hc, m, acts, B, T, err);
     return s;
 }
 
@@ -362,7 +362,7 @@ hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, i
                        acts->B, acts->T);
     if (T > c->n_ctx)
         return hs_fail(err, HS_ERR_INPUT, "forward: %d positions exceed n_ctx %d", T, c->n_ctx);
-    if (acts->lean && (observer || acts->logit_pos >= 0))
+    if (acts->lean && (observer || acts->logit_pos != -1))
         return hs_fail(err, HS_ERR_INPUT, "forward: training activations (HS_ACTS_TRAIN) run without "
                                           "observer at every position");
     const size_t BT = (size_t)B * T;

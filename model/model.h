@@ -537,6 +537,9 @@ typedef struct {
                          * LN2 (norm_place post with d_mlp > 0; else no floats) */
 } hs_block_acts;
 
+/* hs_acts.logit_pos: a forward without the final norm and the logits */
+#define HS_LOGITS_NONE (-2)
+
 typedef struct {
     int B, T;                     /* capacity the buffers were made for */
     int b, t;                     /* shape of the last forward */
@@ -574,7 +577,12 @@ typedef struct {
                                    * up to the last bits (products over another row count
                                    * may round differently where OpenBLAS runs them; on
                                    * libxsmm (hs_sgemm) a row's bits do not depend on
-                                   * the row count; tested to 1e-5). */
+                                   * the row count; tested to 1e-5).
+                                   * HS_LOGITS_NONE: no final norm and no logits at all
+                                   * (their points do not fire; acts->logits holds nothing
+                                   * of use): a reader of the residual stream alone, the
+                                   * logit lens (experiments/lens.c), spared a product with
+                                   * W_U (GPT-2: 50,257 x 768) a run. */
     int lean;                     /* 1: made with HS_ACTS_TRAIN (hs_acts_create): only what
                                    * hs_backward reads is kept per layer */
     int edited;                   /* 1 when the last forward's observer changed a point after
@@ -775,7 +783,7 @@ float hs_cross_entropy(const hs_model *m, hs_acts *acts, const int *targets, int
  * call; it must not write it) and returns 0, or < 0 to abort
  * (HS_ERR_CALLBACK; > 0 too: a gradient observer must not change data).
  * Needs acts made with with_grad and the last forward run whole
- * (acts->logit_pos < 0) with no edit after the input (acts->edited = 0):
+ * (acts->logit_pos -1) with no edit after the input (acts->edited = 0):
  * HS_ERR_INPUT otherwise. An observer of that forward may have edited
  * hook_tokens, hook_embed or hook_pos_embed: the gradient is then that of
  * the forward from those inputs (EAP-IG's interpolated embeddings,

@@ -508,6 +508,31 @@ static void lens_last_layer_is_the_logits_and_layer_0_uses_its_own_statistics(vo
     assert_true(max_final > 0.1);
     free(scratch);
     free(lg);
+    /* the lens's forward (HS_LOGITS_NONE): the same residuals, bit for bit,
+     * and no final norm or logits (their points never fire); a backward
+     * from it is refused */
+    hs_cache c2 = {0};
+    a->logit_pos = HS_LOGITS_NONE;
+    assert_int_equal(hs_run_with_cache(g_m, a, g_p.clean, B, t, f, 4, NULL, &c2, &err), HS_OK);
+    a->logit_pos = -1;
+    assert_int_equal(c2.n, 2 * L);
+    assert_null(hs_cache_get(&c2, "logits"));
+    assert_null(hs_cache_get(&c2, "ln_final.hook_scale"));
+    for (int l = 0; l < L; l++) {
+        const hs_cache_entry *x1 = hs_cache_getf(&c, "blocks.%d.hook_resid_post", l);
+        assert_memory_equal(x1->data, hs_cache_getf(&c2, "blocks.%d.hook_resid_post", l)->data, N * D * sizeof(float));
+    }
+    hs_cache_free(&c2);
+    hs_acts *ga = NULL;
+    assert_int_equal(hs_acts_create(&g_m->cfg, 1, t, 1, &ga, &err), HS_OK);
+    ga->logit_pos = HS_LOGITS_NONE;
+    assert_int_equal(hs_forward(g_m, ga, g_p.clean, 1, t, NULL, &err), HS_OK);
+    float *dl = calloc((size_t)t * V, sizeof(float));
+    assert_non_null(dl);
+    assert_int_equal(hs_backward_acts(g_m, ga, dl, NULL, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "the forward computed no logits"));
+    free(dl);
+    hs_acts_destroy(ga);
     hs_cache_free(&c);
     hs_acts_destroy(a);
     /* the report: the last point's numbers are the model's (top-1 = answer on every pair) */

@@ -290,6 +290,14 @@ def bad_cases(out, rng):
     folder("nan_weight", ts=[(n, d, np.where(np.arange(a.size).reshape(a.shape) == 3, np.nan, a)
                               if n == "wpe.weight" else a) for n, d, a in tensors],
            expect="tensor 'wpe.weight' has a non-finite value (NaN) at index 3")
+    # wte (13 x 16 = 208 values): -inf at 200, past the loader's last whole
+    # 64-value block (its scalar tail), the values before it finite
+    folder("inf_weight", ts=[(n, d, np.where(np.arange(a.size).reshape(a.shape) == 200, -np.inf, a)
+                              if n == "wte.weight" else a) for n, d, a in tensors],
+           expect="tensor 'wte.weight' has a non-finite value (-Inf) at index 200")
+    folder("mask_hole", ts=[(n, d, causal_mask(8, d, (3, 1)) if n == "h.0.attn.bias" else a)
+                            for n, d, a in tensors],
+           expect="h.0.attn.bias is not the causal mask: row 3, column 1 is 0 where a causal mask has 1")
     with open(os.path.join(bad, "cases.tsv"), "w") as f:
         for case, expect in cases:
             f.write("%s\t%s\n" % (case, expect))
