@@ -297,9 +297,7 @@ int hs_argmax(const float *x, size_t n);
  * module calls (common/gemm.c): libxsmm's JIT kernels where they beat
  * OpenBLAS (alpha 1, beta 0 or 1; A B with B at most 256 K elements, or
  * A^T B with M N and K (M + N) at most 256 K each: every product of the
- * default training step), OpenBLAS's cblas_sgemm otherwise (or, for a few
- * rows by a large weight on OpenBLAS's SkylakeX core, a kernel with its bits:
- * hs_sgemm_skinny). Which one runs
+ * default training step), OpenBLAS's cblas_sgemm otherwise. Which one runs
  * depends on the shape only. An NN product's row gets the same bits whatever
  * rows share its call as long as calls start on 16-row units (rows in blocks
  * of 64, or of 16 padded for outputs whose last 64-column block is 1-16
@@ -320,17 +318,6 @@ void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
  * into B (the backward's input gradients); elsewhere OpenBLAS takes the
  * transposed operand as it lies. */
 int hs_sgemm_nn_jit(int N, int K);
-
-/* 1 when hs_sgemm (and a plan) runs this product on its own kernel for few
- * rows by a large weight instead of OpenBLAS: NN, alpha 1, beta 0 or 1, M <=
- * 16, M N K >= 2e6 (not libxsmm's: weights over 256 K floats), OpenBLAS
- * at one thread a call (hs_blas_one_thread) and its core SkylakeX on a CPU
- * with AVX-512F (hs_blas_core). It
- * gives the bits OpenBLAS 0.3.21's SkylakeX sgemm gives (the same blocks of
- * K, summed in the same order; common/gemm.c) without packing the weight:
- * GPT-2 small's forward at one 15-token prompt no longer copies its 340 MB.
- * Every other core and shape: 0 (OpenBLAS as before). */
-int hs_sgemm_skinny(int ta, int tb, int M, int N, int K, float alpha, float beta);
 
 /* Float arrays for the products (common/common.c): n floats, zeroed, on a
  * 64-byte boundary (a cache line), so a row that starts a multiple of 16

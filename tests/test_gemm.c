@@ -6,13 +6,8 @@
  * do not depend on the rows in the same call (what makes a batch split over
  * threads give one pass's values); a plan gives hs_sgemm's bits; the float
  * arrays the products run on (hs_floats_alloc) are zeroed, on a cache line,
- * and, from 2 MiB, on a 2 MiB boundary with every float writable; few rows
- * by a large weight on OpenBLAS's SkylakeX core (hs_sgemm_skinny) give
- * cblas_sgemm's own bits, and those of its sums written out (the program
- * starts itself again with OPENBLAS_CORETYPE, as the CLI does, where
- * OpenBLAS falls back to older kernels than the CPU runs).
+ * and, from 2 MiB, on a 2 MiB boundary with every float writable.
  */
-#define _DEFAULT_SOURCE /* setenv */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,8 +17,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-#include <cblas.h>
-#include <unistd.h>
 
 #include "common/common.h"
 
@@ -209,89 +202,14 @@ static void float_arrays_are_zeroed_aligned_and_whole(void **state)
     hs_floats_free(NULL);
 }
 
-/* OpenBLAS 0.3.21 SkylakeX's sum for C[i][j] (common/gemm.c): K in blocks
- * of 448 (K - k0 >= 896: 448; > 448: half, rounded up to 16; else the
- * rest), each a k-sequential FMA chain from 0, added into C in order. */
-static float skx_sum(float c, int K, const float *A, const float *B, int ldb, int j)
+int main(void)
 {
-    for (int k0 = 0; k0 < K;) {
-        const int rem = K - k0, l = rem >= 896 ? 448 : rem > 448 ? (rem / 2 + 15) / 16 * 16 : rem;
-        float a = 0.0f;
-        for (int k = k0; k < k0 + l; k++) a = fmaf(A[k], B[(size_t)k * ldb + j], a);
-        c = c + a;
-        k0 += l;
-    }
-    return c;
-}
-
-static void skinny_products_have_openblas_bits(void **state)
-{
-    (void)state;
-    static const struct {
-        int M, K, N;
-        float beta;
-    } s[] = {{15, 768, 400, 0}, {16, 3072, 96, 0}, {6, 768, 768, 1}, {7, 1000, 300, 0},
-             {1, 3072, 768, 1}, {13, 896, 520, 0}, {17, 768, 768, 0}, {3, 768, 768, 0}};
-    hs_blas_one_thread(); /* headscope's OpenBLAS setting (hs_pool_create) */
-    int on = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-    on = strcmp(hs_blas_core(), "SkylakeX") == 0 && __builtin_cpu_supports("avx512f");
-#endif
-    print_message("OpenBLAS core %s: the skinny kernel %s\n", hs_blas_core(), on ? "runs" : "does not run");
-    for (size_t c = 0; c < sizeof s / sizeof s[0]; c++) {
-        const int M = s[c].M, K = s[c].K, N = s[c].N, lda = K + 5, ldb = N + 7, ldc = N + 3;
-        const float beta = s[c].beta;
-        /* rows past 16 or M N K under 2e6 stay on OpenBLAS (every weight
-         * here is libxsmm's limit, 256 K floats, or more) */
-        const int want = on && M <= 16 && (double)M * N * K >= 2e6;
-        assert_int_equal(hs_sgemm_skinny(0, 0, M, N, K, 1.0f, beta), want);
-        float *A = filled((size_t)M * lda, 3u + (unsigned)c), *B = filled((size_t)K * ldb, 5u + (unsigned)c);
-        float *C = filled((size_t)M * ldc, 9u), *C2 = malloc((size_t)M * ldc * sizeof(float));
-        float *C0 = malloc((size_t)M * ldc * sizeof(float));
-        assert_non_null(C2);
-        assert_non_null(C0);
-        if (beta == 0.0f)
-            for (int i = 0; i < M; i++) C[(size_t)i * ldc] = NAN; /* never read */
-        memcpy(C2, C, (size_t)M * ldc * sizeof(float));
-        memcpy(C0, C, (size_t)M * ldc * sizeof(float));
-        hs_sgemm(0, 0, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb, beta, C2, ldc);
-        if (memcmp(C, C2, (size_t)M * ldc * sizeof(float)) != 0)
-            fail_msg("%d x %d x %d beta %g: hs_sgemm's bits are not cblas_sgemm's", M, N, K, (double)beta);
-        if (on) /* OpenBLAS's blocks written out */
-            for (int i = 0; i < M; i++)
-                for (int j = 0; j < N; j++) {
-                    const float c0 = beta == 0.0f ? 0.0f : C0[(size_t)i * ldc + j];
-                    const float w = skx_sum(c0, K, A + (size_t)i * lda, B, ldb, j);
-                    if (memcmp(&w, &C[(size_t)i * ldc + j], sizeof w) != 0)
-                        fail_msg("%d x %d x %d beta %g: C[%d][%d] %.9g, OpenBLAS's sum %.9g", M, N, K,
-                                 (double)beta, i, j, (double)C[(size_t)i * ldc + j], (double)w);
-                }
-        free(C0);
-        free(A);
-        free(B);
-        free(C);
-        free(C2);
-    }
-}
-
-int main(int argc, char **argv)
-{
-    /* OpenBLAS's kernels as the CLI runs them (cli/main.c): started again
-     * with the core the CPU runs when OpenBLAS fell back to an older one */
-    (void)argc;
-    const char *core = hs_blas_core_advice(), *pre = getenv("LD_PRELOAD");
-    if (core != NULL && !(pre && strstr(pre, "vgpreload")) && setenv("OPENBLAS_CORETYPE", core, 1) == 0) {
-        execv("/proc/self/exe", argv);
-        unsetenv("OPENBLAS_CORETYPE");
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(every_transpose_pair_matches_double),
         cmocka_unit_test(a_row_gets_the_same_bits_in_any_call),
         cmocka_unit_test(narrow_outputs_give_the_same_bits_in_any_split),
         cmocka_unit_test(a_plan_gives_the_bits_of_hs_sgemm),
         cmocka_unit_test(float_arrays_are_zeroed_aligned_and_whole),
-        cmocka_unit_test(skinny_products_have_openblas_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
