@@ -29,7 +29,11 @@
  * observer) runs them in causal blocks of 64 rows, about 53% of them at
  * 1,024 tokens: that roofline is the looser of the two.
  *
+ * --only cache|last runs that forward alone and no roofline (to profile it:
+ * perf record -g build/bench_gpt2 PATH --only cache).
+ *
  * usage: bench_gpt2 PATH [--threads N] [--runs R] [--ctx T] [--json FILE]
+ *                   [--only cache|last]
  */
 #include "bench_shapes.h"
 #include "probe/probe.h"
@@ -80,13 +84,15 @@ int main(int argc, char **argv)
         return 2;
     }
     int threads = 2, runs = 5, T = 0;
-    const char *json = NULL;
+    const char *json = NULL, *only = NULL;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--runs")) runs = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--ctx")) T = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+        else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
     }
+    const int do_cache = !only || !strcmp(only, "cache"), do_last = !only || !strcmp(only, "last");
     if (runs < 1 || runs > 99) runs = 5;
     openblas_set_num_threads(threads);
     hs_error err = {0};
@@ -111,9 +117,9 @@ int main(int argc, char **argv)
     }
     hs_cache cache;
     hs_cache_init(&cache);
-    double ms[100];
+    double ms[100] = {0};
     size_t cached = 0;
-    for (int r = -1; r < runs; r++) {
+    for (int r = -1; do_cache && r < runs; r++) {
         const double t0 = bench_now();
         if (hs_run_with_cache(m, acts, tok, 1, T, NULL, 0, NULL, &cache, &err) != HS_OK) {
             fprintf(stderr, "bench_gpt2: %s\n", err.msg);
@@ -124,7 +130,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < cache.n; i++) cached += cache.e[i].numel * sizeof(float);
     const double fwd_ms = bench_median(ms, runs);
     acts->logit_pos = T - 1;
-    for (int r = -1; r < runs; r++) {
+    for (int r = -1; do_last && r < runs; r++) {
         const double t0 = bench_now();
         if (hs_forward(m, acts, tok, 1, T, NULL, &err) != HS_OK) {
             fprintf(stderr, "bench_gpt2: %s\n", err.msg);
@@ -134,6 +140,10 @@ int main(int argc, char **argv)
     }
     acts->logit_pos = -1;
     const double last_ms = bench_median(ms, runs);
+    if (only) {
+        printf("%s: %.1f ms (median of %d)\n", only, do_cache ? fwd_ms : last_ms, runs);
+        return 0;
+    }
 
     bench_gemm g[40], gl[16];
     int n_proj;
