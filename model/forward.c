@@ -372,6 +372,7 @@ hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, i
                            tokens[i], i, V);
     acts->b = B;
     acts->t = T;
+    memset(acts->att_elsewhere, 0, sizeof acts->att_elsewhere); /* attn_pattern sets them */
     hs_hook_ctx hc = {observer, 0, dest, NULL};
     HS_ASSERT(acts->wpack_slots >= c->n_layers || (acts->wpack_slots == 1 && B == 1));
     if (acts->wpack_slots >= c->n_layers) /* else each block packs its own (forward_block) */

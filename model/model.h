@@ -521,7 +521,8 @@ typedef struct {
     float *ln1_out;     /* (B,T,D) LN1 output (== resid_pre copy if ln1 off) */
     float *ln1_mean, *ln1_rstd; /* (B,T) */
     float *q, *k, *v;   /* (B,T,H,dh) */
-    float *att;         /* (B,H,T,T) pattern */
+    float *att;         /* (B,H,T,T) pattern (stale after a forward whose observer
+                         * took it, hs_acts.att_elsewhere) */
     float *z;           /* (B,T,H,dh) */
     float *attn_out;    /* (B,T,D) */
     float *resid_mid;   /* (B,T,D) */
@@ -581,6 +582,12 @@ typedef struct {
                                    * hook_tokens, hook_embed and hook_pos_embed (returned 1
                                    * there): the activations are not those of the model's own
                                    * computation, and hs_backward_acts refuses them */
+    unsigned char att_elsewhere[HS_MAX_LAYERS]; /* 1: the last forward wrote block l's
+                                   * pattern into its observer's buffer (hs_forward_dest:
+                                   * hs_run_with_cache's entry, no second copy), and
+                                   * blocks[l].att is stale; hs_backward and
+                                   * hs_backward_acts compute it again from q and k first
+                                   * (the same kernels: the same bits) */
     hs_pool *pool;                /* workers of hs_forward / hs_backward (hs_acts_set_pool); NULL = the caller's thread */
     int own_pool;                 /* 1 when hs_acts_set_threads made pool (destroyed with a) */
     int wpack_slots;              /* layers the forward's packed W_Q/K/V hold (model_internal.h,

@@ -593,6 +593,13 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
                                  int B, int T, int D, hs_norm type, float eps, float *scratch,
                                  hs_error *err);
 
+/* acts->blocks[l].att again for every layer l the last forward wrote
+ * elsewhere (hs_acts.att_elsewhere, then cleared): the scores of q and k
+ * (acts->scores, acts->scratch as the forward's scratch) and their softmax,
+ * or the uniform pattern, by the forward's kernels: the bits the forward
+ * wrote. Spreads the heads over acts->pool as a one-part forward does. */
+void hs_attn_patterns_restore(const hs_model *m, hs_acts *acts);
+
 /* Packs layer l's W_Q, W_K (softmax only) and W_V into acts (hs_acts_wpack):
  * every layer once per hs_forward, or (wpack_slots 1 below n_layers: one
  * sequence without gradients) each as its block starts. */
