@@ -667,7 +667,9 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int b,
                      const hs_observer *observer, hs_error *err);
 /* hs_forward whose observer is also asked where to write the points whose
  * values live in the forward's scratch between two calls (hook_attn_in,
- * hook_q/k/v_input, hook_attn_scores, hook_result): at such a point that observer->wants,
+ * hook_q/k/v_input, hook_attn_scores, hook_result) and the patterns
+ * (hook_pattern: acts->blocks[l].att is then stale, hs_acts.att_elsewhere):
+ * at such a point that observer->wants,
  * dest(name, shape, ndim, observer->ctx) may return a buffer it owns, into
  * which the forward then writes the point; observer->fn is called at that
  * point next, with data = that buffer, before dest is asked again. The
@@ -676,6 +678,14 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int b,
  * forward at GPT-2 small, 1,024 tokens. dest NULL: hs_forward. */
 hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                           const hs_observer *observer, hs_observer_dest_fn dest, hs_error *err);
+
+/* dst <- src (n floats, the same bits; the ranges do not overlap), dst
+ * written with streaming (non-temporal) stores where the CPU has them (SSE2),
+ * else memcpy: for buffers nothing reads soon (an activation cache's
+ * entries, the split inputs), whose lines then need not be read before
+ * they are written nor evict what the next kernel reads. Fenced: the
+ * stores are visible to other threads once it returns. */
+void hs_copy_streaming(float *dst, const float *src, size_t n);
 
 /* The model's output head applied to any residual (the logit lens): logits
  * (N, V) = LN_final(resid) W_U + b_U with the final norm's statistics (mean,

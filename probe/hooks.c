@@ -11,9 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 /* ------------------------------------------------------------------------ */
 /* Name patterns                                                             */
@@ -430,31 +427,6 @@ typedef struct {
     int parts;
 } copy_job;
 
-/* dst <- src (n floats, the same bits), dst written with streaming stores
- * where SSE2 has them: a cache entry is not read again by the forward, so
- * its lines need neither be read first (a plain store reads each line before
- * writing it: 3 bytes of traffic for 2) nor evict what the next kernel reads.
- * The fence makes the stores visible before the pool's job returns. */
-static void copy_streaming(float *dst, const float *src, size_t n)
-{
-#if defined(__SSE2__)
-    size_t i = 0;
-    for (; i < n && ((uintptr_t)(dst + i) & 15u) != 0; i++) dst[i] = src[i];
-    for (; i + 16 <= n; i += 16) {
-        const __m128 a = _mm_loadu_ps(src + i), b = _mm_loadu_ps(src + i + 4);
-        const __m128 c = _mm_loadu_ps(src + i + 8), d = _mm_loadu_ps(src + i + 12);
-        _mm_stream_ps(dst + i, a);
-        _mm_stream_ps(dst + i + 4, b);
-        _mm_stream_ps(dst + i + 8, c);
-        _mm_stream_ps(dst + i + 12, d);
-    }
-    for (; i < n; i++) dst[i] = src[i];
-    _mm_sfence();
-#else
-    memcpy(dst, src, n * sizeof(float));
-#endif
-}
-
 static hs_status copy_part(void *ctx, int j, int worker, hs_error *err)
 {
     (void)worker;
@@ -463,12 +435,12 @@ static hs_status copy_part(void *ctx, int j, int worker, hs_error *err)
     /* parts start on whole cache lines (16 floats) */
     const size_t a = (c->n * (size_t)j / (size_t)c->parts) & ~(size_t)15;
     const size_t b = j + 1 == c->parts ? c->n : (c->n * (size_t)(j + 1) / (size_t)c->parts) & ~(size_t)15;
-    copy_streaming(c->dst + a, c->src + a, b - a);
+    hs_copy_streaming(c->dst + a, c->src + a, b - a);
     return HS_OK;
 }
 
 /* dst <- src (n floats): from 256 KB on with streaming stores
- * (copy_streaming), from 4 MB on over the pool's workers (one core alone
+ * (hs_copy_streaming), from 4 MB on over the pool's workers (one core alone
  * does not reach the memory's bandwidth; GPT-2 small's MLP activations are
  * 12.6 MB a layer at 1,024 tokens). */
 static void cache_copy(const cache_ctx *cc, float *dst, const float *src, size_t n)
@@ -479,7 +451,7 @@ static void cache_copy(const cache_ctx *cc, float *dst, const float *src, size_t
         return;
     }
     if (w < 2 || n < ((size_t)1 << 20)) {
-        copy_streaming(dst, src, n);
+        hs_copy_streaming(dst, src, n);
         return;
     }
     copy_job c = {dst, src, n, w};
