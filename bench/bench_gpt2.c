@@ -24,11 +24,18 @@
  * once a run whatever the forward does, so the full-cache ratio has a floor
  * above 1 set by the memory's write rate (the timed runs reuse the cache's
  * buffers and fault no page: `perf stat -e page-faults` counts the same at
- * --runs 1 and 3). The last position's roofline
+ * --runs 1 and 3). On this VM one core writes 600 MB at 5.3-5.9 GB/s
+ * (memset) or 8.7-11.5 GB/s (streaming stores), at load 5-6: the 4.4 GB
+ * alone take 0.38-0.5 s, about half the full-cache roofline, so 1.3x of a
+ * FLOPs-only roofline is below what the memory allows unless the writes
+ * overlap the products (3.5 GB are written by the forward in place, the
+ * rest copied with streaming stores). The last position's roofline
  * counts the whole T x T score and mix products, while that forward (no
  * observer) runs them in causal blocks of 64 rows, about 53% of them at
  * 1,024 tokens: that roofline is the looser of the two.
  *
+ * Each forward's process CPU time a run (every thread's, OpenBLAS' waiting
+ * helpers too) is printed beside its wall time, for a loaded machine.
  * --only cache|last runs that forward alone and no roofline (to profile it:
  * perf record -g build/bench_gpt2 PATH --only cache).
  *
