@@ -237,7 +237,7 @@ static hs_status forward_block(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
         if (k.fuse && k.bp->b_O) hs_add_bias_rows(ba->attn_out, k.bp->b_O, k.BT, D);
         memcpy(sum, ba->attn_out, k.BT * D * sizeof(float));
     } else if (k.fuse) {
-        hs_bias_residual(sum, ba->resid_pre, ba->attn_out, k.bp->b_O, k.BT, D, 1);
+        hs_bias_residual_pool(hc->pool, sum, ba->resid_pre, ba->attn_out, k.bp->b_O, k.BT, D, 1);
     } else {
         hs_add_long(sum, ba->resid_pre, ba->attn_out, k.BT * D);
     }

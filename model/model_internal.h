@@ -225,6 +225,12 @@ void hs_add_bias_rows(float *out, const float *bias, size_t N, int OC);
 void hs_bias_residual(float *resid_out, const float *resid, float *y, const float *bias,
                       size_t N, int D, int keep_y);
 
+/* hs_bias_residual with its rows spread over pool's workers (NULL, one
+ * worker or few rows: this thread): every row's values are its own, so the
+ * bits are one call's. */
+void hs_bias_residual_pool(hs_pool *pool, float *resid_out, const float *resid, float *y,
+                           const float *bias, size_t N, int D, int keep_y);
+
 /* ------------------------------------------------------------------------ */
 /* Explicit SIMD for the element-wise loops (GCC/clang vector extensions).   */
 /*
