@@ -24,18 +24,40 @@
  * once a run whatever the forward does, so the full-cache ratio has a floor
  * above 1 set by the memory's write rate (the timed runs reuse the cache's
  * buffers and fault no page: `perf stat -e page-faults` counts the same at
- * --runs 1 and 3). The last position's roofline
+ * --runs 1 and 3). On this VM one core writes 600 MB at 5.3-5.9 GB/s
+ * (memset) or 8.7-11.5 GB/s (streaming stores), at load 5-6: the 4.4 GB
+ * alone take 0.38-0.5 s, about half the full-cache roofline, so 1.3x of a
+ * FLOPs-only roofline is below what the memory allows unless the writes
+ * overlap the products (3.5 GB are written by the forward in place, the
+ * rest copied with streaming stores). The last position's roofline
  * counts the whole T x T score and mix products, while that forward (no
  * observer) runs them in causal blocks of 64 rows, about 53% of them at
  * 1,024 tokens: that roofline is the looser of the two.
  *
+ * Each forward's process CPU time a run (every thread's, OpenBLAS' waiting
+ * helpers too) is printed beside the CPU time of its roofline's products
+ * run once each as the forward runs them (the least of 3 passes): on a
+ * loaded machine those ratios hold where the wall times' do not.
+ * --only cache|last runs that forward alone and no roofline (to profile it:
+ * perf record -g build/bench_gpt2 PATH --only cache).
+ *
  * usage: bench_gpt2 PATH [--threads N] [--runs R] [--ctx T] [--json FILE]
+ *                   [--only cache|last]
  */
 #include "bench_shapes.h"
 #include "probe/probe.h"
 #include "model/checkpoint.h"
 
 void openblas_set_num_threads(int num_threads);
+
+/* This process's CPU time in seconds, every thread's (a run's CPU beside
+ * its wall time on a shared machine). */
+static double cpu_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
 
 /* The forward's sgemm products at T tokens (projections, then attention). */
 static int forward_gemms(const hs_config *c, int T, bench_gemm *g, int *n_proj)
@@ -80,13 +102,15 @@ int main(int argc, char **argv)
         return 2;
     }
     int threads = 2, runs = 5, T = 0;
-    const char *json = NULL;
+    const char *json = NULL, *only = NULL;
     for (int i = 2; i + 1 < argc; i += 2) {
         if (!strcmp(argv[i], "--threads")) threads = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--runs")) runs = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--ctx")) T = atoi(argv[i + 1]);
         else if (!strcmp(argv[i], "--json")) json = argv[i + 1];
+        else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
     }
+    const int do_cache = !only || !strcmp(only, "cache"), do_last = !only || !strcmp(only, "last");
     if (runs < 1 || runs > 99) runs = 5;
     openblas_set_num_threads(threads);
     hs_error err = {0};
@@ -111,29 +135,34 @@ int main(int argc, char **argv)
     }
     hs_cache cache;
     hs_cache_init(&cache);
-    double ms[100];
+    double ms[100] = {0}, cpu[100] = {0};
     size_t cached = 0;
-    for (int r = -1; r < runs; r++) {
-        const double t0 = bench_now();
+    for (int r = -1; do_cache && r < runs; r++) {
+        const double t0 = bench_now(), c0 = cpu_now();
         if (hs_run_with_cache(m, acts, tok, 1, T, NULL, 0, NULL, &cache, &err) != HS_OK) {
             fprintf(stderr, "bench_gpt2: %s\n", err.msg);
             return 1;
         }
-        if (r >= 0) ms[r] = (bench_now() - t0) * 1e3;
+        if (r >= 0) ms[r] = (bench_now() - t0) * 1e3, cpu[r] = (cpu_now() - c0) * 1e3;
     }
     for (int i = 0; i < cache.n; i++) cached += cache.e[i].numel * sizeof(float);
-    const double fwd_ms = bench_median(ms, runs);
+    const double fwd_ms = bench_median(ms, runs), fwd_cpu = bench_median(cpu, runs);
     acts->logit_pos = T - 1;
-    for (int r = -1; r < runs; r++) {
-        const double t0 = bench_now();
+    for (int r = -1; do_last && r < runs; r++) {
+        const double t0 = bench_now(), c0 = cpu_now();
         if (hs_forward(m, acts, tok, 1, T, NULL, &err) != HS_OK) {
             fprintf(stderr, "bench_gpt2: %s\n", err.msg);
             return 1;
         }
-        if (r >= 0) ms[r] = (bench_now() - t0) * 1e3;
+        if (r >= 0) ms[r] = (bench_now() - t0) * 1e3, cpu[r] = (cpu_now() - c0) * 1e3;
     }
     acts->logit_pos = -1;
-    const double last_ms = bench_median(ms, runs);
+    const double last_ms = bench_median(ms, runs), last_cpu = bench_median(cpu, runs);
+    if (only) {
+        printf("%s: %.1f ms, CPU %.1f ms (medians of %d)\n", only, do_cache ? fwd_ms : last_ms,
+               do_cache ? fwd_cpu : last_cpu, runs);
+        return 0;
+    }
 
     bench_gemm g[40], gl[16];
     int n_proj;
@@ -154,11 +183,29 @@ int main(int argc, char **argv)
     }
     double last_roof_ms = 0;
     for (int i = 0; i < nl; i++) last_roof_ms += gl[i].count * bench_time_gemm(&gl[i], &bb, 5) * 1e3;
+    /* the same products' process CPU time, once each as the forward runs
+     * them (count calls), the least of 3 passes: the ratios of CPU times
+     * hold on a loaded machine, where wall times do not */
+    double roof_cpu = HUGE_VAL, last_roof_cpu = HUGE_VAL;
+    for (int pass = 0; pass < 3; pass++) {
+        double c0 = cpu_now();
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < g[i].count; k++) bench_gemm_call(&g[i], &bb);
+        const double c1 = cpu_now();
+        for (int i = 0; i < nl; i++)
+            for (int k = 0; k < gl[i].count; k++) bench_gemm_call(&gl[i], &bb);
+        const double c2 = cpu_now();
+        if ((c1 - c0) * 1e3 < roof_cpu) roof_cpu = (c1 - c0) * 1e3;
+        if ((c2 - c1) * 1e3 < last_roof_cpu) last_roof_cpu = (c2 - c1) * 1e3;
+    }
     bench_bufs_free(&bb);
     printf("forward with the full cache (%d points, %.0f MB) at %d tokens, %d threads: %.1f ms "
            "(median of %d)\nsgemm roofline at its shapes: %.1f ms (%.1f GFLOP; projections and "
            "unembedding alone %.1f ms): %.2fx\n", cache.n, cached / 1e6, T, threads, fwd_ms, runs,
            roof_ms, gflop, proj_ms, fwd_ms / roof_ms);
+    printf("process CPU time a run (every thread's, OpenBLAS' waiting ones too): full cache %.1f "
+           "ms against its products' %.1f ms: %.2fx; last position %.1f ms against %.1f ms: %.2fx\n",
+           fwd_cpu, roof_cpu, fwd_cpu / roof_cpu, last_cpu, last_roof_cpu, last_cpu / last_roof_cpu);
     printf("forward keeping the last position's logits: %.1f ms (median of %d); its roofline %.1f "
            "ms: %.2fx\n", last_ms, runs, last_roof_ms, last_ms / last_roof_ms);
     if (json) {

@@ -91,6 +91,20 @@ typedef struct {
     hs_sgemm_plan qk;
 } scores_job;
 
+/* Rows of a causal block: libxsmm's row block (common/gemm.c), so a block's
+ * product runs the kernels of the whole tile's. */
+#define CAUSAL_ROWS 64
+
+/* 1 when the T x T products may run in causal row blocks of CAUSAL_ROWS
+ * (query rows [i0, i1) against keys [0, i1) alone): every block's product
+ * is wide enough that libxsmm gives each value the bits of the whole tile's
+ * (N a multiple of 64, or T itself when T % 64 is not 1..16, common/gemm.c
+ * narrow), and the keys beyond i1 add exact zeros to the mix. */
+static int causal_rows_ok(int T)
+{
+    return T >= HS_ATTN_POOL_T && (T % 64 == 0 || T % 64 > 16);
+}
+
 HS_CLONES
 /* Si[0..n) *= inv_scale, eight at a time then one at a time: the causal
  * rows' scores and a renormalised pattern row, the same bits either way */
@@ -105,6 +119,20 @@ static inline void scale_row(float *Si, int n, float inv_scale)
         HS_V8_STORE(Si + j, x);
     }
     for (; j < n; j++) Si[j] *= inv_scale;
+}
+
+/* Block l's score_mods (c's ALiBi slopes into slopes[n_heads], its local
+ * window). */
+static void score_mods_of(score_mods *mods, float *slopes, const hs_config *c, int l)
+{
+    mods->slopes = NULL;
+    mods->window = c->attn_local[l] ? c->window_size : 0;
+    if (c->pos == HS_POS_ALIBI) {
+        double sd[64];
+        hs_alibi_slopes(c->n_heads, sd);
+        for (int h = 0; h < c->n_heads; h++) slopes[h] = (float)sd[h];
+        mods->slopes = slopes;
+    }
 }
 
 static void attn_scores_bg(const scores_job *sj, int b, int g)
@@ -141,12 +169,40 @@ static void attn_scores_bg(const scores_job *sj, int b, int g)
     }
 }
 
+/* attn_scores_bg without mods in causal row blocks (causal_rows_ok): each
+ * block's scores against the keys up to its last row alone, the rest of its
+ * rows -inf without a product (the same bits as the whole tile's). */
+static void attn_scores_causal_bg(const scores_job *sj, int b, int g)
+{
+    const int T = sj->T, H = sj->H, Hkv = sj->Hkv, dh = sj->dh, group = H / Hkv;
+    const size_t HD = (size_t)H * dh, KD = (size_t)Hkv * dh;
+    float *kT = sj->kT + (size_t)b * KD * T + (size_t)g * dh * T;
+    hs_transpose_rows(kT, sj->k + (size_t)b * T * KD + (size_t)g * dh, T, dh, KD);
+    for (int h = g * group; h < (g + 1) * group; h++) {
+        float *S = sj->scores + ((size_t)b * H + h) * T * T;
+        const float *q = sj->q + (size_t)b * T * HD + (size_t)h * dh;
+        for (int i0 = 0; i0 < T; i0 += CAUSAL_ROWS) {
+            const int i1 = i0 + CAUSAL_ROWS < T ? i0 + CAUSAL_ROWS : T;
+            hs_sgemm(0, 0, i1 - i0, i1, dh, 1.0f, q + (size_t)i0 * HD, (int)HD, kT, T, 0.0f,
+                     S + (size_t)i0 * T, T);
+            for (int i = i0; i < i1; i++) {
+                float *Si = S + (size_t)i * T;
+                scale_row(Si, i + 1, sj->inv_scale);
+                for (int j = i + 1; j < T; j++) Si[j] = -INFINITY;
+            }
+        }
+    }
+}
+
 static hs_status attn_scores_job(void *ctx, int j, int worker, hs_error *err)
 {
     (void)worker;
     (void)err;
     const scores_job *sj = ctx;
-    attn_scores_bg(sj, j / sj->Hkv, j % sj->Hkv);
+    if (sj->mods == NULL && causal_rows_ok(sj->T))
+        attn_scores_causal_bg(sj, j / sj->Hkv, j % sj->Hkv);
+    else
+        attn_scores_bg(sj, j / sj->Hkv, j % sj->Hkv);
     return HS_OK;
 }
 
@@ -247,18 +303,13 @@ static void attn_softmax(hs_pool *pool, float *att, const float *scores, int B, 
 /* ------------------------------------------------------------------------ */
 /* Causal blocks (no observer)                                               */
 
-/* Rows of a causal block: libxsmm's row block (common/gemm.c), so a block's
- * product runs the kernels of the whole tile's. */
-#define CAUSAL_ROWS 64
-
 /* 1 when a forward without observer may run the attention in causal row
  * blocks (attn_causal_bg): the whole softmax rows are not kept for anyone
- * to read above the diagonal, and every block's product is wide enough that
- * libxsmm gives each value the bits of the whole tile's (N a multiple of
- * 64, or T itself when T % 64 is not 1..16, common/gemm.c narrow). */
+ * to read above the diagonal, and the blocks give the whole tile's bits
+ * (causal_rows_ok). */
 static int causal_blocks_ok(const hs_block_step *k, int T)
 {
-    return k->hc->obs == NULL && T >= HS_ATTN_POOL_T && (T % 64 == 0 || T % 64 > 16);
+    return k->hc->obs == NULL && causal_rows_ok(T);
 }
 
 typedef struct {
@@ -343,6 +394,7 @@ typedef struct {
     float *z;
     const float *att, *v;
     int T, H, Hkv, dh;
+    int causal; /* 1: exact zeros above the diagonal, rows in causal blocks (causal_rows_ok) */
     hs_sgemm_plan av;
 } mix_job;
 
@@ -353,18 +405,29 @@ static hs_status attn_mix_job(void *ctx, int j, int worker, hs_error *err)
     const mix_job *mj = ctx;
     const int b = j / mj->H, h = j % mj->H, T = mj->T, dh = mj->dh;
     const size_t HD = (size_t)mj->H * dh, KD = (size_t)mj->Hkv * dh;
+    const float *A = mj->att + (size_t)j * T * T;
+    const float *v = mj->v + (size_t)b * T * KD + (size_t)(h / (mj->H / mj->Hkv)) * dh;
+    float *z = mj->z + (size_t)b * T * HD + (size_t)h * dh;
+    if (mj->causal) { /* the weights of keys beyond a block's last row are exact zeros */
+        for (int i0 = 0; i0 < T; i0 += CAUSAL_ROWS) {
+            const int i1 = i0 + CAUSAL_ROWS < T ? i0 + CAUSAL_ROWS : T;
+            hs_sgemm(0, 0, i1 - i0, dh, i1, 1.0f, A + (size_t)i0 * T, T, v, (int)KD, 0.0f,
+                     z + (size_t)i0 * HD, (int)HD);
+        }
+        return HS_OK;
+    }
     /* whole rows: above the diagonal the weights are exact zeros (or an
      * observer's, which TransformerLens mixes in) */
-    hs_sgemm_run(&mj->av, mj->att + (size_t)j * T * T,
-                 mj->v + (size_t)b * T * KD + (size_t)(h / (mj->H / mj->Hkv)) * dh,
-                 mj->z + (size_t)b * T * HD + (size_t)h * dh);
+    hs_sgemm_run(&mj->av, A, v, z);
     return HS_OK;
 }
 
+/* causal: att holds exact zeros above the diagonal (no observer wrote
+ * there), so the rows may run in causal blocks where causal_rows_ok(T). */
 static void attn_mix(hs_pool *pool, float *z, const float *att, const float *v, int B, int T,
-                     int H, int Hkv, int dh)
+                     int H, int Hkv, int dh, int causal)
 {
-    mix_job mj = {z, att, v, T, H, Hkv, dh, {0}};
+    mix_job mj = {z, att, v, T, H, Hkv, dh, causal && causal_rows_ok(T), {0}};
     hs_sgemm_plan_init(&mj.av, 0, 0, T, dh, T, 1.0f, T, Hkv * dh, 0.0f, H * dh);
     hs_error err;
     (void)hs_pool_for(pool, B * H, attn_mix_job, &mj, &err); /* the jobs cannot fail */
@@ -391,12 +454,15 @@ typedef struct {
                           * NULL: that input is resid_pre repeated */
 } split_in;
 
-/* out (BT,nh,D) <- resid_pre (BT,D) repeated over nh heads. */
+/* out (BT,nh,D) <- resid_pre (BT,D) repeated over nh heads, with streaming
+ * stores (hs_copy_streaming: the forward reads out again only when an
+ * observer edited it; GPT-2 small at 1,024 tokens: 38 MB a layer repeated
+ * into 453 MB). */
 static void repeat_heads(float *out, const float *resid_pre, size_t BT, int nh, int D)
 {
     for (size_t i = 0; i < BT; i++)
         for (int h = 0; h < nh; h++)
-            memcpy(out + (i * nh + h) * D, resid_pre + i * D, (size_t)D * sizeof(float));
+            hs_copy_streaming(out + (i * nh + h) * D, resid_pre + i * D, (size_t)D);
 }
 
 static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts *acts,
@@ -456,7 +522,7 @@ static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts
         snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
         in[x] = hs_hook_dest(hc, nm, in[x], 4, B, T, nh, D);
         if (attn_edited)
-            memcpy(in[x], attn_in, BT * HD * sizeof(float));
+            hs_copy_streaming(in[x], attn_in, BT * HD);
         else
             repeat_heads(in[x], ba->resid_pre, BT, nh, D);
         const int r = hs_hook(hc, nm, in[x], 4, B, T, nh, D);
@@ -607,15 +673,18 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
         (void)hs_pool_for(pool, B * cj.Hkv, attn_causal_job, &cj, &e2); /* cannot fail */
         return HS_OK;
     }
+    /* the pattern is written where the observer keeps it when it offers a
+     * buffer (hs_forward_dest: hs_run_with_cache's entry), and read there by
+     * the mix; att then stays stale unless an edit made it differ from the
+     * model's own (hs_acts.att_elsewhere: the backward computes it again) */
+    char np[96];
+    snprintf(np, sizeof np, "blocks.%d.attn.hook_pattern", k->l);
+    float *att = ba->att;
+    int r = 0;
     if (k->c->attn == HS_ATTN_SOFTMAX) {
         float slopes[64]; /* n_heads <= 64 (hs_config_validate) */
-        score_mods mods = {NULL, k->c->attn_local[k->l] ? k->c->window_size : 0};
-        if (k->c->pos == HS_POS_ALIBI) {
-            double sd[64];
-            hs_alibi_slopes(H, sd);
-            for (int h = 0; h < H; h++) slopes[h] = (float)sd[h];
-            mods.slopes = slopes;
-        }
+        score_mods mods;
+        score_mods_of(&mods, slopes, k->c, k->l);
         snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
         /* the scores are the forward's scratch: written where the observer
          * keeps them when it offers a buffer (hs_forward_dest) */
@@ -623,20 +692,57 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
         attn_scores(pool, scores, acts->scratch, ba->q, ba->k, B, T, H, hs_kv_heads(k->c), dh,
                     1.0f / hs_attn_scale_at(k->c, k->l),
                     mods.slopes || mods.window ? &mods : NULL);
-        int r = hs_hook(k->hc, nm, scores, 4, B, H, T, T);
+        r = hs_hook(k->hc, nm, scores, 4, B, H, T, T);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-        attn_softmax(pool, ba->att, scores, B, H, T,
+        /* asked after the scores' hook: the observer fills one buffer at a
+         * time (hs_forward_dest) */
+        att = hs_hook_dest(k->hc, np, ba->att, 4, B, H, T, T);
+        attn_softmax(pool, att, scores, B, H, T,
                      r > 0 && above_diagonal_edited(scores, B, H, T, -INFINITY));
     } else {
-        attn_uniform(ba->att, B, H, T);
+        att = hs_hook_dest(k->hc, np, ba->att, 4, B, H, T, T);
+        attn_uniform(att, B, H, T);
     }
-    snprintf(nm, sizeof nm, "blocks.%d.attn.hook_pattern", k->l);
-    int rp = hs_hook(k->hc, nm, ba->att, 4, B, H, T, T);
-    if (rp < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-    attn_mix(pool, ba->z, ba->att, ba->v, B, T, H, hs_kv_heads(k->c), dh);
+    int rp = hs_hook(k->hc, np, att, 4, B, H, T, T);
+    if (rp < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", np);
+    if (att != ba->att) {
+        if (r > 0 || rp > 0) /* edited: not what q and k give again */
+            memcpy(ba->att, att, (size_t)B * H * T * T * sizeof(float));
+        else
+            acts->att_elsewhere[k->l] = 1;
+    }
+    /* causal blocks unless an observer edited a point so far (above the
+     * diagonal of the scores or the pattern, or a v whose inf or NaN the
+     * zero weights would carry into z, as TransformerLens' product does) */
+    const int causal = !k->hc->changed;
+    attn_mix(pool, ba->z, att, ba->v, B, T, H, hs_kv_heads(k->c), dh, causal);
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_z", k->l);
     HS_HOOK(k->hc, nm, ba->z, 4, B, T, H, dh);
     return HS_OK;
+}
+
+void hs_attn_patterns_restore(const hs_model *m, hs_acts *acts)
+{
+    const hs_config *c = &m->cfg;
+    const int B = acts->b, T = acts->t, H = c->n_heads;
+    /* the pool as a one-part forward's (hs_forward_dest): the bits do not
+     * depend on it */
+    hs_pool *pool = T >= HS_ATTN_POOL_T && hs_pool_threads(acts->pool) > 1 ? acts->pool : NULL;
+    for (int l = 0; l < c->n_layers; l++) {
+        if (!acts->att_elsewhere[l]) continue;
+        acts->att_elsewhere[l] = 0;
+        hs_block_acts *ba = &acts->blocks[l];
+        if (c->attn != HS_ATTN_SOFTMAX) {
+            attn_uniform(ba->att, B, H, T);
+            continue;
+        }
+        float slopes[64];
+        score_mods mods;
+        score_mods_of(&mods, slopes, c, l);
+        attn_scores(pool, acts->scores, acts->scratch, ba->q, ba->k, B, T, H, hs_kv_heads(c),
+                    c->d_head, 1.0f / hs_attn_scale_at(c, l), mods.slopes || mods.window ? &mods : NULL);
+        attn_softmax(pool, ba->att, acts->scores, B, H, T, 0);
+    }
 }
 
 /* Block l's attn_out (B,T,D) = z W_O, all heads in one sgemm, + b_O unless

@@ -628,6 +628,7 @@ void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targe
     int n_valid = 0;
     for (size_t i = 0; i < BT; i++) n_valid += targets[i] >= 0;
     const float inv_n = n_valid > 0 ? 1.0f / (float)n_valid : 0.0f;
+    hs_attn_patterns_restore(m, acts); /* patterns an observer took (hs_run_with_cache) */
     hs_transpose_weights(m, acts);
     const int parts = hs_batch_parts(acts->b, acts->t, HS_GRAD_PARTS);
     if (parts < 2) {

@@ -341,6 +341,7 @@ hs_status hs_backward_acts(const hs_model *m, hs_acts *acts, const float *dlogit
                                           "changed a point after the embedding; its activations are "
                                           "not the model's own computation");
     if (grad_obs == NULL || grad_obs->fn == NULL) return HS_OK;
+    hs_attn_patterns_restore(m, acts); /* patterns an observer took (hs_run_with_cache) */
     gbwd g = {.m = m, .c = &m->cfg, .acts = acts, .obs = grad_obs, .B = acts->b, .T = acts->t};
     g.BT = (size_t)g.B * g.T;
     const int L = m->cfg.n_layers, deepest = deepest_stage(&g);

@@ -15,7 +15,11 @@
 
 #include <math.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* The forward pass                                                           */
@@ -233,7 +237,7 @@ static hs_status forward_block(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
         if (k.fuse && k.bp->b_O) hs_add_bias_rows(ba->attn_out, k.bp->b_O, k.BT, D);
         memcpy(sum, ba->attn_out, k.BT * D * sizeof(float));
     } else if (k.fuse) {
-        hs_bias_residual(sum, ba->resid_pre, ba->attn_out, k.bp->b_O, k.BT, D, 1);
+        hs_bias_residual_pool(hc->pool, sum, ba->resid_pre, ba->attn_out, k.bp->b_O, k.BT, D, 1);
     } else {
         hs_add_long(sum, ba->resid_pre, ba->attn_out, k.BT * D);
     }
@@ -372,6 +376,7 @@ hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, i
                            tokens[i], i, V);
     acts->b = B;
     acts->t = T;
+    memset(acts->att_elsewhere, 0, sizeof acts->att_elsewhere); /* attn_pattern sets them */
     hs_hook_ctx hc = {observer, 0, dest, NULL};
     HS_ASSERT(acts->wpack_slots >= c->n_layers || (acts->wpack_slots == 1 && B == 1));
     if (acts->wpack_slots >= c->n_layers) /* else each block packs its own (forward_block) */
@@ -397,6 +402,26 @@ hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, i
     if (blas_par) hs_blas_threads(1);
     acts->edited = hc.changed;
     return s;
+}
+
+void hs_copy_streaming(float *dst, const float *src, size_t n)
+{
+#if defined(__SSE2__)
+    size_t i = 0;
+    for (; i < n && ((uintptr_t)(dst + i) & 15u) != 0; i++) dst[i] = src[i];
+    for (; i + 16 <= n; i += 16) {
+        const __m128 a = _mm_loadu_ps(src + i), b = _mm_loadu_ps(src + i + 4);
+        const __m128 c = _mm_loadu_ps(src + i + 8), d = _mm_loadu_ps(src + i + 12);
+        _mm_stream_ps(dst + i, a);
+        _mm_stream_ps(dst + i + 4, b);
+        _mm_stream_ps(dst + i + 8, c);
+        _mm_stream_ps(dst + i + 12, d);
+    }
+    for (; i < n; i++) dst[i] = src[i];
+    _mm_sfence();
+#else
+    memcpy(dst, src, n * sizeof(float));
+#endif
 }
 
 /* The cross-entropy in HS_GRAD_PARTS fixed parts of the rows (not one per

@@ -521,7 +521,8 @@ typedef struct {
     float *ln1_out;     /* (B,T,D) LN1 output (== resid_pre copy if ln1 off) */
     float *ln1_mean, *ln1_rstd; /* (B,T) */
     float *q, *k, *v;   /* (B,T,H,dh) */
-    float *att;         /* (B,H,T,T) pattern */
+    float *att;         /* (B,H,T,T) pattern (stale after a forward whose observer
+                         * took it, hs_acts.att_elsewhere) */
     float *z;           /* (B,T,H,dh) */
     float *attn_out;    /* (B,T,D) */
     float *resid_mid;   /* (B,T,D) */
@@ -589,6 +590,12 @@ typedef struct {
                                    * hook_tokens, hook_embed and hook_pos_embed (returned 1
                                    * there): the activations are not those of the model's own
                                    * computation, and hs_backward_acts refuses them */
+    unsigned char att_elsewhere[HS_MAX_LAYERS]; /* 1: the last forward wrote block l's
+                                   * pattern into its observer's buffer (hs_forward_dest:
+                                   * hs_run_with_cache's entry, no second copy), and
+                                   * blocks[l].att is stale; hs_backward and
+                                   * hs_backward_acts compute it again from q and k first
+                                   * (the same kernels: the same bits) */
     hs_pool *pool;                /* workers of hs_forward / hs_backward (hs_acts_set_pool); NULL = the caller's thread */
     int own_pool;                 /* 1 when hs_acts_set_threads made pool (destroyed with a) */
     int wpack_slots;              /* layers the forward's packed W_Q/K/V hold (model_internal.h,
@@ -668,7 +675,9 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int b,
                      const hs_observer *observer, hs_error *err);
 /* hs_forward whose observer is also asked where to write the points whose
  * values live in the forward's scratch between two calls (hook_attn_in,
- * hook_q/k/v_input, hook_attn_scores, hook_result): at such a point that observer->wants,
+ * hook_q/k/v_input, hook_attn_scores, hook_result) and the patterns
+ * (hook_pattern: acts->blocks[l].att is then stale, hs_acts.att_elsewhere):
+ * at such a point that observer->wants,
  * dest(name, shape, ndim, observer->ctx) may return a buffer it owns, into
  * which the forward then writes the point; observer->fn is called at that
  * point next, with data = that buffer, before dest is asked again. The
@@ -677,6 +686,14 @@ hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int b,
  * forward at GPT-2 small, 1,024 tokens. dest NULL: hs_forward. */
 hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                           const hs_observer *observer, hs_observer_dest_fn dest, hs_error *err);
+
+/* dst <- src (n floats, the same bits; the ranges do not overlap), dst
+ * written with streaming (non-temporal) stores where the CPU has them (SSE2),
+ * else memcpy: for buffers nothing reads soon (an activation cache's
+ * entries, the split inputs), whose lines then need not be read before
+ * they are written nor evict what the next kernel reads. Fenced: the
+ * stores are visible to other threads once it returns. */
+void hs_copy_streaming(float *dst, const float *src, size_t n);
 
 /* The model's output head applied to any residual (the logit lens): logits
  * (N, V) = LN_final(resid) W_U + b_U with the final norm's statistics (mean,

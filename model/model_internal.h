@@ -225,6 +225,12 @@ void hs_add_bias_rows(float *out, const float *bias, size_t N, int OC);
 void hs_bias_residual(float *resid_out, const float *resid, float *y, const float *bias,
                       size_t N, int D, int keep_y);
 
+/* hs_bias_residual with its rows spread over pool's workers (NULL, one
+ * worker or few rows: this thread): every row's values are its own, so the
+ * bits are one call's. */
+void hs_bias_residual_pool(hs_pool *pool, float *resid_out, const float *resid, float *y,
+                           const float *bias, size_t N, int D, int keep_y);
+
 /* ------------------------------------------------------------------------ */
 /* Explicit SIMD for the element-wise loops (GCC/clang vector extensions).   */
 /*
@@ -592,6 +598,13 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
                                  float *rstd, const float *inp, const float *w, const float *b,
                                  int B, int T, int D, hs_norm type, float eps, float *scratch,
                                  hs_error *err);
+
+/* acts->blocks[l].att again for every layer l the last forward wrote
+ * elsewhere (hs_acts.att_elsewhere, then cleared): the scores of q and k
+ * (acts->scores, acts->scratch as the forward's scratch) and their softmax,
+ * or the uniform pattern, by the forward's kernels: the bits the forward
+ * wrote. Spreads the heads over acts->pool as a one-part forward does. */
+void hs_attn_patterns_restore(const hs_model *m, hs_acts *acts);
 
 /* Packs layer l's W_Q, W_K (softmax only) and W_V into acts (hs_acts_wpack):
  * every layer once per hs_forward, or (wpack_slots 1 below n_layers: one

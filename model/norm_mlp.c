@@ -176,6 +176,80 @@ void hs_bias_residual(float *resid_out, const float *resid, float *y, const floa
         }
 }
 
+/* A row-wise pass's rows in parts over a pool (rows_pool): fn(ctx, r0, r1)
+ * on rows [r0, r1) of N, one part a job. */
+typedef void (*rows_fn)(const void *ctx, size_t r0, size_t r1);
+
+typedef struct {
+    rows_fn fn;
+    const void *ctx;
+    size_t N;
+    int parts;
+} rows_job;
+
+static hs_status rows_part(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const rows_job *r = ctx;
+    r->fn(r->ctx, r->N * (size_t)j / (size_t)r->parts, r->N * (size_t)(j + 1) / (size_t)r->parts);
+    return HS_OK;
+}
+
+/* fn over rows [0, N) spread over pool's workers (NULL, one worker or fewer
+ * than 64 rows: this thread, in one call). */
+static void rows_pool(hs_pool *pool, size_t N, rows_fn fn, const void *ctx)
+{
+    const int w = hs_pool_threads(pool);
+    if (w < 2 || N < 64) {
+        fn(ctx, 0, N);
+        return;
+    }
+    rows_job r = {fn, ctx, N, w};
+    hs_error err;
+    (void)hs_pool_for(pool, w, rows_part, &r, &err); /* cannot fail */
+}
+
+typedef struct {
+    float *resid_out, *y;
+    const float *resid, *bias;
+    int D, keep_y;
+} bias_residual_rows;
+
+static void bias_residual_part(const void *ctx, size_t r0, size_t r1)
+{
+    const bias_residual_rows *b = ctx;
+    const size_t o = r0 * (size_t)b->D;
+    hs_bias_residual(b->resid_out + o, b->resid + o, b->y + o, b->bias, r1 - r0, b->D, b->keep_y);
+}
+
+void hs_bias_residual_pool(hs_pool *pool, float *resid_out, const float *resid, float *y,
+                           const float *bias, size_t N, int D, int keep_y)
+{
+    const bias_residual_rows b = {resid_out, y, resid, bias, D, keep_y};
+    rows_pool(pool, N, bias_residual_part, &b);
+}
+
+/* A norm's statistics and its application (hs_norm_stats, then
+ * hs_norm_apply_affine) row by row over a pool (rows_pool). */
+typedef struct {
+    float *out, *mean, *rstd;
+    const float *inp, *w, *b;
+    int D, normalize, affine, stats, apply;
+    hs_norm type;
+    float eps;
+} norm_rows;
+
+static void norm_part(const void *ctx, size_t r0, size_t r1)
+{
+    const norm_rows *n = ctx;
+    const size_t o = r0 * (size_t)n->D;
+    if (n->stats) hs_norm_stats(n->mean + r0, n->rstd + r0, n->inp + o, r1 - r0, n->D, n->type, n->eps);
+    if (n->apply)
+        hs_norm_apply_affine(n->out + o, n->inp + o, n->mean + r0, n->rstd + r0, n->w, n->b,
+                             r1 - r0, n->D, n->normalize, n->affine);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Activation functions                                                      */
 
@@ -276,7 +350,12 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
                                  hs_error *err)
 {
     size_t N = (size_t)B * T;
-    hs_norm_stats(mean, rstd, inp, N, D, type, eps);
+    /* row by row over the forward's workers (hc->pool; NULL: this thread):
+     * each row's values are its own, the bits of one call */
+    norm_rows nr = {out, mean, rstd, inp, w, b, D, 1, 1, 1, 0, type, eps};
+    rows_pool(hc->pool, N, norm_part, &nr);
+    nr.stats = 0;
+    nr.apply = 1;
     char nm[96];
     if (hc->obs) {
         snprintf(nm, sizeof nm, "%s.hook_scale", prefix);
@@ -292,15 +371,18 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
     if (hc->obs) {
         snprintf(nm, sizeof nm, "%s.hook_normalized", prefix);
         if (hs_hook_wants(hc, nm)) {
-            hs_norm_apply_affine(out, inp, mean, rstd, w, b, N, D, 1, 0);
+            nr.normalize = 1, nr.affine = 0;
+            rows_pool(hc->pool, N, norm_part, &nr);
             if (hs_hook(hc, nm, out, 3, B, T, D, 0) < 0)
                 return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-            hs_norm_apply_affine(out, inp, mean, rstd, w, b, N, D, 0, 1);
+            nr.normalize = 0, nr.affine = 1;
+            rows_pool(hc->pool, N, norm_part, &nr);
             return HS_OK;
         }
     }
     /* fused: the same per-element operations in the same order */
-    hs_norm_apply_affine(out, inp, mean, rstd, w, b, N, D, 1, 1);
+    nr.normalize = 1, nr.affine = 1;
+    rows_pool(hc->pool, N, norm_part, &nr);
     return HS_OK;
 }
 
@@ -392,7 +474,7 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
      * resid_post, or into sum_mlp for the post-norm LN2 */
     float *sum = post ? ba->sum_mlp : ba->resid_post;
     if (k->fuse) {
-        hs_bias_residual(sum, ba->resid_mid, mlp_out, bp->b_out, BT, D, 0);
+        hs_bias_residual_pool(k->hc->pool, sum, ba->resid_mid, mlp_out, bp->b_out, BT, D, 0);
     } else {
         if (bp->b_out) hs_add_bias_rows(mlp_out, bp->b_out, BT, D);
         snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);

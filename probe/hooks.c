@@ -435,18 +435,23 @@ static hs_status copy_part(void *ctx, int j, int worker, hs_error *err)
     /* parts start on whole cache lines (16 floats) */
     const size_t a = (c->n * (size_t)j / (size_t)c->parts) & ~(size_t)15;
     const size_t b = j + 1 == c->parts ? c->n : (c->n * (size_t)(j + 1) / (size_t)c->parts) & ~(size_t)15;
-    memcpy(c->dst + a, c->src + a, (b - a) * sizeof(float));
+    hs_copy_streaming(c->dst + a, c->src + a, b - a);
     return HS_OK;
 }
 
-/* dst <- src (n floats): from 4 MB on, over the pool's workers (one core
- * alone does not reach the memory's bandwidth; GPT-2 small's patterns are
- * 50 MB a layer at 1,024 tokens). */
+/* dst <- src (n floats): from 256 KB on with streaming stores
+ * (hs_copy_streaming), from 4 MB on over the pool's workers (one core alone
+ * does not reach the memory's bandwidth; GPT-2 small's MLP activations are
+ * 12.6 MB a layer at 1,024 tokens). */
 static void cache_copy(const cache_ctx *cc, float *dst, const float *src, size_t n)
 {
     const int w = hs_pool_threads(cc->pool);
-    if (w < 2 || n < ((size_t)1 << 20)) {
+    if (n < ((size_t)1 << 16)) {
         memcpy(dst, src, n * sizeof(float));
+        return;
+    }
+    if (w < 2 || n < ((size_t)1 << 20)) {
+        hs_copy_streaming(dst, src, n);
         return;
     }
     copy_job c = {dst, src, n, w};

@@ -5,6 +5,9 @@
  * every entry of a run on a reused cache equals, bit for bit, the same run
  * on a fresh cache and fresh activations, also when the second run has
  * other tokens, fewer positions (entries of other sizes) or other filters.
+ * The patterns a cache takes (written in its entries, not in the
+ * activations: hs_acts.att_elsewhere) are computed again for the backward,
+ * with the same bits.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -69,8 +72,18 @@ static void reused_buffers_give_the_fresh_values(void **state)
     const struct { const int *tok; int t; const char *const *f; int nf; } runs[] = {
         {t1, 12, NULL, 0}, {t2, 12, NULL, 0}, {t1, 12, split, 4}, {t2, 7, split, 4}, {t1, 12, NULL, 0},
     };
+    const float *first[512];
     for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
         run(m, a, runs[r].tok, runs[r].t, runs[r].f, runs[r].nf, &reused);
+        /* the second run (the same points and sizes) writes every entry
+         * into the first run's buffer, those written in place by the
+         * forward (scores, patterns, split inputs) too */
+        assert_true(reused.n <= 512);
+        for (int i = 0; i < reused.n && r < 2; i++) {
+            if (r == 0) first[i] = reused.e[i].data;
+            else if (reused.e[i].data != first[i])
+                fail_msg("%s: a new buffer, not the previous run's", reused.e[i].name);
+        }
         hs_acts *fa = NULL;
         assert_int_equal(hs_acts_create(&m->cfg, 1, 12, 0, &fa, &err), HS_OK);
         hs_cache fresh;
@@ -86,10 +99,67 @@ static void reused_buffers_give_the_fresh_values(void **state)
     hs_model_destroy(m);
 }
 
+/* d f / d q of layer 0 into ctx (a float buffer of its size). */
+static int keep_dq(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    if (ctx == NULL || strcmp(name, "blocks.0.attn.hook_q") != 0) return 0;
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    memcpy(ctx, data, n * sizeof(float));
+    return 0;
+}
+
+static void taken_patterns_are_computed_again_for_the_backward(void **state)
+{
+    (void)state;
+    hs_model *m = make_model();
+    const hs_config *c = &m->cfg;
+    hs_error err;
+    hs_acts *a = NULL, *b = NULL;
+    assert_int_equal(hs_acts_create(c, 1, 12, 1, &a, &err), HS_OK);
+    assert_int_equal(hs_acts_create(c, 1, 12, 1, &b, &err), HS_OK);
+    int tok[12];
+    float dl[12 * 23];
+    for (int i = 0; i < 12; i++) tok[i] = (i * 7 + 2) % 23;
+    for (int i = 0; i < 12 * 23; i++) dl[i] = (float)((i * 13) % 17) / 17.0f - 0.5f;
+    hs_cache cache;
+    hs_cache_init(&cache);
+    run(m, a, tok, 12, NULL, 0, &cache);
+    const size_t np = (size_t)c->n_heads * 12 * 12, nq = (size_t)12 * c->n_heads * c->d_head;
+    for (int l = 0; l < c->n_layers; l++) {
+        assert_int_equal(a->att_elsewhere[l], 1); /* the cache's entry, not a second copy */
+        memset(a->blocks[l].att, 0x7f, np * sizeof(float)); /* stale: anything */
+    }
+    /* the same forward keeping its patterns (an observer without buffers) */
+    const hs_observer none = {keep_dq, NULL, NULL};
+    assert_int_equal(hs_forward(m, b, tok, 1, 12, &none, &err), HS_OK);
+    float *ga = calloc(nq, sizeof(float)), *gb = calloc(nq, sizeof(float));
+    assert_non_null(ga);
+    assert_non_null(gb);
+    const hs_observer oa = {keep_dq, NULL, ga}, ob = {keep_dq, NULL, gb};
+    assert_int_equal(hs_backward_acts(m, a, dl, &oa, &err), HS_OK);
+    assert_int_equal(hs_backward_acts(m, b, dl, &ob, &err), HS_OK);
+    assert_memory_equal(ga, gb, nq * sizeof(float));
+    for (int l = 0; l < c->n_layers; l++) {
+        const hs_cache_entry *e = hs_cache_getf(&cache, "blocks.%d.attn.hook_pattern", l);
+        assert_non_null(e);
+        assert_int_equal(a->att_elsewhere[l], 0);
+        assert_memory_equal(a->blocks[l].att, e->data, np * sizeof(float));
+        assert_memory_equal(b->blocks[l].att, e->data, np * sizeof(float));
+    }
+    free(ga);
+    free(gb);
+    hs_cache_free(&cache);
+    hs_acts_destroy(a);
+    hs_acts_destroy(b);
+    hs_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reused_buffers_give_the_fresh_values),
+        cmocka_unit_test(taken_patterns_are_computed_again_for_the_backward),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
