@@ -17,6 +17,9 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 const char *hs_status_str(hs_status st)
 {
@@ -330,4 +333,24 @@ int hs_argmax(const float *x, size_t n)
         if (x[i] > x[best]) best = i;
     }
     return (int)best;
+}
+
+void hs_copy_streaming(float *dst, const float *src, size_t n)
+{
+#if defined(__SSE2__)
+    size_t i = 0;
+    for (; i < n && ((uintptr_t)(dst + i) & 15u) != 0; i++) dst[i] = src[i];
+    for (; i + 16 <= n; i += 16) {
+        const __m128 a = _mm_loadu_ps(src + i), b = _mm_loadu_ps(src + i + 4);
+        const __m128 c = _mm_loadu_ps(src + i + 8), d = _mm_loadu_ps(src + i + 12);
+        _mm_stream_ps(dst + i, a);
+        _mm_stream_ps(dst + i + 4, b);
+        _mm_stream_ps(dst + i + 8, c);
+        _mm_stream_ps(dst + i + 12, d);
+    }
+    for (; i < n; i++) dst[i] = src[i];
+    _mm_sfence();
+#else
+    memcpy(dst, src, n * sizeof(float));
+#endif
 }

@@ -319,6 +319,14 @@ void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
  * transposed operand as it lies. */
 int hs_sgemm_nn_jit(int N, int K);
 
+/* dst <- src (n floats, the same bits; the ranges do not overlap), dst
+ * written with streaming (non-temporal) stores where the CPU has them (SSE2),
+ * else memcpy: for buffers nothing reads soon (an activation cache's
+ * entries, the split inputs), whose lines then need not be read before
+ * they are written nor evict what the next kernel reads. Fenced: the
+ * stores are visible to other threads once it returns. */
+void hs_copy_streaming(float *dst, const float *src, size_t n);
+
 /* Float arrays for the products (common/common.c): n floats, zeroed, on a
  * 64-byte boundary (a cache line), so a row that starts a multiple of 16
  * floats from there is read and written by whole-line vector loads and

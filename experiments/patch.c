@@ -13,6 +13,7 @@
  * experiments/patch_report.c's.
  */
 #include "experiments/patch_internal.h"
+#include "model/suffix.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -17,9 +17,6 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 /* ------------------------------------------------------------------------ */
 /* The forward pass                                                           */
@@ -402,26 +399,6 @@ hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, i
     if (blas_par) hs_blas_threads(1);
     acts->edited = hc.changed;
     return s;
-}
-
-void hs_copy_streaming(float *dst, const float *src, size_t n)
-{
-#if defined(__SSE2__)
-    size_t i = 0;
-    for (; i < n && ((uintptr_t)(dst + i) & 15u) != 0; i++) dst[i] = src[i];
-    for (; i + 16 <= n; i += 16) {
-        const __m128 a = _mm_loadu_ps(src + i), b = _mm_loadu_ps(src + i + 4);
-        const __m128 c = _mm_loadu_ps(src + i + 8), d = _mm_loadu_ps(src + i + 12);
-        _mm_stream_ps(dst + i, a);
-        _mm_stream_ps(dst + i + 4, b);
-        _mm_stream_ps(dst + i + 8, c);
-        _mm_stream_ps(dst + i + 12, d);
-    }
-    for (; i < n; i++) dst[i] = src[i];
-    _mm_sfence();
-#else
-    memcpy(dst, src, n * sizeof(float));
-#endif
 }
 
 /* The cross-entropy in HS_GRAD_PARTS fixed parts of the rows (not one per

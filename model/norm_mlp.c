@@ -267,40 +267,29 @@ static void bias_act_forward(float *out, float *dact, float *pre, const float *b
     }
 }
 
-/* bias_act_forward's rows spread over a pool: one part of the rows a job
- * (every row's values are its own: the bits of one call). */
+/* bias_act_forward's rows spread over a pool (rows_pool: every row's values
+ * are its own, the bits of one call). */
 typedef struct {
     float *out, *dact, *pre;
     const float *bias;
-    size_t N;
-    int M, parts;
+    int M;
     hs_act act;
-} bias_act_job;
+} bias_act_rows;
 
-static hs_status bias_act_part(void *ctx, int j, int worker, hs_error *err)
+static void bias_act_part(const void *ctx, size_t r0, size_t r1)
 {
-    (void)worker;
-    (void)err;
-    const bias_act_job *b = ctx;
-    const size_t r0 = b->N * (size_t)j / (size_t)b->parts, r1 = b->N * (size_t)(j + 1) / (size_t)b->parts;
+    const bias_act_rows *b = ctx;
     const size_t o = r0 * (size_t)b->M;
     bias_act_forward(b->out + o, b->dact ? b->dact + o : NULL, b->pre + o, b->bias, r1 - r0, b->M,
                      b->act);
-    return HS_OK;
 }
 
 /* bias_act_forward over the workers of pool (NULL or few rows: this thread). */
 static void bias_act_pool(hs_pool *pool, float *out, float *dact, float *pre, const float *bias,
                           size_t N, int M, hs_act act)
 {
-    const int w = hs_pool_threads(pool);
-    if (w < 2 || N < 64) {
-        bias_act_forward(out, dact, pre, bias, N, M, act);
-        return;
-    }
-    bias_act_job b = {out, dact, pre, bias, N, M, w, act};
-    hs_error err;
-    (void)hs_pool_for(pool, w, bias_act_part, &b, &err); /* cannot fail */
+    const bias_act_rows b = {out, dact, pre, bias, M, act};
+    rows_pool(pool, N, bias_act_part, &b);
 }
 
 /* SiLU (model_internal.h): x / (1 + exp(-x)) in float, and its derivative

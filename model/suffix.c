@@ -1,6 +1,6 @@
 /*
  * model/suffix.c -- a patched run's tail at the positions from s on
- * (hs_forward_suffix, model.h): blocks layer[b].. of B sequences whose
+ * (hs_forward_suffix, model/suffix.h): blocks layer[b].. of B sequences whose
  * positions before s are those of a reference run (the corrupted run of
  * activation patching, when every clean prompt equals its corrupted partner
  * up to s), computed at the positions s..t-1 alone with the keys and values
@@ -16,7 +16,7 @@
  * logits' columns are written out here, so a cell can differ from the
  * full forward's in float32 rounding (the sums' order), never more.
  */
-#include "model.h"
+#include "suffix.h"
 #include "model_internal.h"
 
 #include <math.h>

@@ -440,15 +440,23 @@ hs_status out_stage_commit(hs_outdir *o, hs_error *err)
                     n_removed, n_removed == 1 ? "" : "s", o->dir, removed.s ? removed.s : "",
                     n_removed > 8 ? ", ..." : "");
         /* 4. say what else the folder holds */
-        int kept = 0;
+        int kept = 0, pages = 0;
         DIR *d = opendir(o->dir);
-        for (struct dirent *de; d && (de = readdir(d)) != NULL;)
-            if (plain_name(de->d_name) && !is_new(o->files, de->d_name) && !other_listed(&oi, o, de->d_name))
-                kept++;
+        for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
+            if (!plain_name(de->d_name) || is_new(o->files, de->d_name)) continue;
+            if (other_listed(&oi, o, de->d_name)) pages++;
+            else kept++;
+        }
         if (d) closedir(d);
         if (kept > 0)
             hs_note(&o->notes, HS_NOTE_PLAIN, "note: %s already holds %d file%s headscope did "
                     "not write; they are kept", o->dir, kept, kept == 1 ? "" : "s");
+        /* another command's page (view's) shows the folder as that command saw it */
+        if (pages > 0)
+            hs_note(&o->notes, HS_NOTE_PLAIN, "note: %s keeps %d file%s another headscope "
+                    "command wrote (view's page): %s the folder's earlier outputs until that "
+                    "command runs again (headscope view %s)", o->dir, pages, pages == 1 ? "" : "s",
+                    pages == 1 ? "it shows" : "they show", o->dir);
     }
     hs_buf_free(&removed);
     cJSON_Delete(oi.idx);

@@ -198,6 +198,9 @@ run 0 v6 inspect --model "$M" --sentence "$S" --out "$V" --format json
 grep -q "index.html" "$TMP/v6.err" && fail "v6: inspect touched view's page: $(cat "$TMP/v6.err")"
 cmp -s "$TMP/view_page.before" "$V/index.html" || fail "v6: inspect removed or changed view's page"
 grep -q '"by":[[:space:]]*"view"' "$V/index.json" || fail "v6: view's page is no longer listed as view's"
+# ... and says the kept page shows the folder's earlier outputs until view runs again
+has -F "keeps 1 file another headscope command wrote (view's page): it shows the folder's earlier outputs until that command runs again (headscope view $V)" < "$TMP/v6.err" ||
+    fail "v6: no note that view's page is now stale: $(cat "$TMP/v6.err")"
 check_folder "$V"
 run 0 v7 view "$V"
 echo "<!-- mine -->" >>"$V/index.html"

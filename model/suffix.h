@@ -1,0 +1,54 @@
+/*
+ * model/suffix.h -- a patched run's tail at the positions a patch can change
+ * (model/suffix.c), for activation patching (experiments/patch.c).
+ *
+ * Owns: model/suffix.c. May call: model.h, common/. Knows nothing of probes,
+ * prompt sets or figures: the caller hands it the reference run's tensors.
+ */
+#ifndef HS_SUFFIX_H
+#define HS_SUFFIX_H
+
+#include "model/model.h"
+
+/* A patched run from block `layer` on at the positions s..t-1 alone
+ * (model/suffix.c): activation patching where every clean prompt equals its
+ * corrupted partner up to s (IOI's pairs differ from S2 on: 5 of 16
+ * positions) recomputes only the positions a patch can change. */
+/* The edit at hook_z of the block sequences b0 .. b0 + nb - 1 enter at (one
+ * block, layer[b0]): z (nb, ns, H, dh) holds them at positions s .. s + ns - 1,
+ * edited in place. */
+typedef void (*hs_suffix_z_fn)(void *ctx, float *z, int b0, int nb, int ns);
+typedef struct {
+    int B, t, s;                /* sequences; positions; the first position run, 0 < s < t */
+    const int *layer;           /* (B) the block sequence b starts at, in [0, L), nondecreasing */
+    const int *row;             /* (B) the row of the reference run's tensors sequence b reads */
+    const float *const *resid;  /* (L) blocks.l.hook_resid_pre (n, t, D) of the reference run, for
+                                 * every l some sequence starts at (the others unread) */
+    const float *const *k, *const *v; /* (L) blocks.l.attn.hook_k / hook_v (n, t, H, dh) of the
+                                 * reference run, for every l >= layer[0] (the others unread) */
+    hs_suffix_z_fn edit_z;      /* NULL: none */
+    void *ctx;
+    const int *read;            /* (B) the position whose logits a sequence reads, in [s, t) */
+    const int *tok;             /* (B, n_tok) the tokens whose logits are read there */
+    int n_tok;
+} hs_suffix_run;
+/* 1 when hs_forward_suffix runs cfg's blocks: pre-norm, sequential, added,
+ * softmax attention without rotary, ALiBi, local layers or grouped keys,
+ * d_head a multiple of 8. */
+int hs_forward_suffix_ok(const hs_config *cfg);
+/* logits (B, n_tok) <- logits[b, read[b], tok[b, j]] of the forward of
+ * blocks layer[b].. whose positions before s are the reference run's (the
+ * keys and values there read from r->k, r->v) and whose input at s.. is
+ * r->resid[layer[b]]'s rows, z edited by r->edit_z at block layer[b]; the
+ * sequences that have started by block l run there as one product (a row's
+ * values do not depend on the others: whole 16-row products). Equals the full
+ * forward with the same edit (hs_run_tail_with_hooks) when the edit leaves
+ * every position before s as the reference run has it, to float32 rounding
+ * (the scores', mix's and logits' sums are written out here; the products
+ * are the forward's, on fewer rows). Single-threaded; allocates its scratch
+ * (about 2,048 rows, or t - s when more, of 3 D + 4 H dh + 2 max(D, d_mlp)
+ * floats). HS_ERR_INPUT: a model hs_forward_suffix_ok refuses, or a range
+ * outside the model or run; HS_ERR_NOMEM. */
+hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *logits, hs_error *err);
+
+#endif
