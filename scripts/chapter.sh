@@ -30,7 +30,11 @@
 # CTX 128, BATCH 64, LR 1e-3, VOCAB 1024, NORM_STEPS 1000, NORM_LR 3e-3,
 # NORM_WARMUP 200, POS_CTX 64, MAX_TOKENS 4096, DIV_STEPS 1500, DIV_BATCH 32,
 # DIV_WIDTHS "32 64 256 1024"; HEADSCOPE (default build/headscope),
-# BENCH_CHAPTER (default build/bench_chapter).
+# BENCH_CHAPTER (default build/bench_chapter). STAGES (default "ladder positions
+# norm blocks division") runs those stages, in that order; RESUME=1 keeps every
+# run a previous call finished (its model file, the ladder's ladder.json, the BPE)
+# instead of training it again, so a run of hours can be stopped and taken up
+# again (a run writes its model only when it ends).
 #   bash scripts/chapter.sh $(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' | sort) out
 # A quick check of the script: STEPS=20 NORM_STEPS=20 DIV_STEPS=20 WIDTH=16 BATCH=4 DIV_BATCH=4 bash scripts/chapter.sh ...
 set -euo pipefail
@@ -46,17 +50,20 @@ STEPS=${STEPS:-3000} WIDTH=${WIDTH:-128} CTX=${CTX:-128} BATCH=${BATCH:-64} LR=$
 VOCAB=${VOCAB:-1024} NORM_STEPS=${NORM_STEPS:-1000} NORM_LR=${NORM_LR:-3e-3}
 NORM_WARMUP=${NORM_WARMUP:-200} POS_CTX=${POS_CTX:-64} MAX_TOKENS=${MAX_TOKENS:-4096}
 DIV_STEPS=${DIV_STEPS:-1500} DIV_BATCH=${DIV_BATCH:-32} DIV_WIDTHS=${DIV_WIDTHS:-32 64 256 1024}
+STAGES=${STAGES:-ladder positions norm blocks division} RESUME=${RESUME:-0}
 RUNS="$OUT/runs"
-rm -rf "$RUNS/ladder" # the ladder refuses a folder that exists (hs_outdir)
 mkdir -p "$RUNS"
+# finished FILE: RESUME=1 and a previous call wrote FILE
+finished() { [ "$RESUME" = 1 ] && [ -s "$1" ]; }
 
-"$HS" bpe --corpus "${CORPUS[@]}" --vocab-size "$VOCAB" --out "$RUNS/tokenizer.json" --force \
+finished "$RUNS/tokenizer.json" || "$HS" bpe --corpus "${CORPUS[@]}" --vocab-size "$VOCAB" --out "$RUNS/tokenizer.json" --force \
     > "$RUNS/bpe.log"
 
 # train NAME ARGS...: a text model on the shared BPE (4 heads, 4d MLP unless ARGS say otherwise)
 train() {
     local name=$1
     shift
+    finished "$RUNS/$name.safetensors" && return 0
     "$HS" train --task text --corpus "${CORPUS[@]}" --tokenizer "$RUNS/tokenizer.json" \
         --d-model "$WIDTH" --batch "$BATCH" --eval-every 0 --out "$RUNS/$name.safetensors" --force \
         "$@" > "$RUNS/$name.log" 2>&1
@@ -91,45 +98,65 @@ echo "0/4 the tables without a corpus (bench_chapter)" >&2
     echo "0.0977 ... 0.1613 (1.65)."; echo
 } > "$RUNS/bench.md"
 
-echo "1/5 the ladder" >&2
-"$HS" ladder --corpus "${CORPUS[@]}" --tokenizer "$RUNS/tokenizer.json" --steps "$STEPS" \
-    --d-model "$WIDTH" --ctx "$CTX" --batch "$BATCH" --lr "$LR" --out "$RUNS/ladder" \
-    > "$RUNS/ladder.log" 2>&1
+stage_ladder() {
+    echo "1/5 the ladder" >&2
+    finished "$RUNS/ladder/ladder.json" && return 0
+    rm -rf "$RUNS/ladder" # the ladder refuses a folder that exists (hs_outdir)
+    "$HS" ladder --corpus "${CORPUS[@]}" --tokenizer "$RUNS/tokenizer.json" --steps "$STEPS" \
+        --d-model "$WIDTH" --ctx "$CTX" --batch "$BATCH" --lr "$LR" --out "$RUNS/ladder" \
+        > "$RUNS/ladder.log" 2>&1
+}
 
-echo "2/5 positions" >&2
-for p in learned sinusoidal rotary alibi none; do
-    train "pos-$p" --pos "$p" --n-ctx "$POS_CTX" --layers 1 --steps "$STEPS" --lr "$LR"
-    for n in "$POS_CTX" $((2 * POS_CTX)) $((4 * POS_CTX)); do evaljson "pos-$p" heldout "$n"; done
-done
-
-echo "3/5 pre- and post-norm at 12 blocks" >&2
-for place in pre post; do
-    for w in 0 "$NORM_WARMUP"; do
-        train "norm-$place-w$w" --norm-place "$place" --warmup "$w" --layers 12 --n-ctx "$CTX" \
-            --steps "$NORM_STEPS" --lr "$NORM_LR"
-        evaljson "norm-$place-w$w" heldout
+stage_positions() {
+    echo "2/5 positions" >&2
+    for p in learned sinusoidal rotary alibi none; do
+        train "pos-$p" --pos "$p" --n-ctx "$POS_CTX" --layers 1 --steps "$STEPS" --lr "$LR"
+        for n in "$POS_CTX" $((2 * POS_CTX)) $((4 * POS_CTX)); do evaljson "pos-$p" heldout "$n"; done
     done
-done
+}
 
-echo "4/5 one block against two" >&2
-for l in 1 2; do
-    train "blocks-$l" --layers "$l" --n-ctx "$CTX" --steps "$STEPS" --lr "$LR"
-    evaljson "blocks-$l" heldout
-    evaljson "blocks-$l" train
-done
-
-echo "5/5 training without the division by sqrt(d_k)" >&2
-for dk in $DIV_WIDTHS; do
-    for div in on off; do
-        name="div-$dk-$div"
-        rm -rf "$RUNS/$name.keep"
-        train "$name" --layers 1 --heads 1 --d-head "$dk" --no-ln1 --n-ctx "$CTX" --steps "$DIV_STEPS" \
-            --lr "$LR" --batch "$DIV_BATCH" --keep "$RUNS/$name.keep" --checkpoint-every "$DIV_STEPS" \
-            $([ "$div" = off ] && echo --attn-scale 1)
-        evaljson "$name" heldout
-        "$BC" attnstats "$RUNS/$name.keep/step-000000.safetensors" "${CORPUS[@]}" > "$RUNS/$name.init.json"
-        "$BC" attnstats "$RUNS/$name.safetensors" "${CORPUS[@]}" > "$RUNS/$name.end.json"
+stage_norm() {
+    echo "3/5 pre- and post-norm at 12 blocks" >&2
+    for place in pre post; do
+        for w in 0 "$NORM_WARMUP"; do
+            train "norm-$place-w$w" --norm-place "$place" --warmup "$w" --layers 12 --n-ctx "$CTX" \
+                --steps "$NORM_STEPS" --lr "$NORM_LR"
+            evaljson "norm-$place-w$w" heldout
+        done
     done
+}
+
+stage_blocks() {
+    echo "4/5 one block against two" >&2
+    for l in 1 2; do
+        train "blocks-$l" --layers "$l" --n-ctx "$CTX" --steps "$STEPS" --lr "$LR"
+        evaljson "blocks-$l" heldout
+        evaljson "blocks-$l" train
+    done
+}
+
+stage_division() {
+    echo "5/5 training without the division by sqrt(d_k)" >&2
+    for dk in $DIV_WIDTHS; do
+        for div in on off; do
+            name="div-$dk-$div"
+            finished "$RUNS/$name.safetensors" || rm -rf "$RUNS/$name.keep"
+            train "$name" --layers 1 --heads 1 --d-head "$dk" --no-ln1 --n-ctx "$CTX" \
+                --steps "$DIV_STEPS" --lr "$LR" --batch "$DIV_BATCH" --keep "$RUNS/$name.keep" \
+                --checkpoint-every "$DIV_STEPS" $([ "$div" = off ] && echo --attn-scale 1)
+            evaljson "$name" heldout
+            "$BC" attnstats "$RUNS/$name.keep/step-000000.safetensors" "${CORPUS[@]}" \
+                > "$RUNS/$name.init.json"
+            "$BC" attnstats "$RUNS/$name.safetensors" "${CORPUS[@]}" > "$RUNS/$name.end.json"
+        done
+    done
+}
+
+for stage in $STAGES; do
+    case $stage in
+        ladder | positions | norm | blocks | division) "stage_$stage" ;;
+        *) echo "scripts/chapter.sh: unknown stage '$stage' in STAGES" >&2; exit 2 ;;
+    esac
 done
 
 "$PY" - "$RUNS" "$OUT" "$POS_CTX" "$NORM_WARMUP" "$DIV_WIDTHS" <<'PYEOF'
@@ -137,46 +164,68 @@ import json, os, sys
 runs, out, pc, wu = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 dws = [int(w) for w in sys.argv[5].split()]
 J = lambda f: json.load(open(os.path.join(runs, f)))
+H = lambda f: os.path.exists(os.path.join(runs, f))
 def ppl(e): return "%.2f" % e["perplexity"] if "perplexity" in e else "refused"
 res, md = {}, ["# The chapter's tables on this corpus (scripts/chapter.sh)", ""]
 md += open(os.path.join(runs, "bench.md")).read().rstrip("\n").split("\n") + [""]
-lad = J("ladder/ladder.json")
-res["ladder"] = lad
-md += ["## The ladder", "", "| row | params | held-out perplexity |", "|---|---:|---:|"]
-md += ["| %s | %d | %.2f |" % (r["row"], r["params"], r["perplexity"]) for r in lad["rows"]]
-md += ["", "The chapter (Shakespeare): learned weights beat uniform by 14 points, four heads 3 more,",
-       "the same head 9 points better added than replacing, LayerNorm 1.8 points.", ""]
+
+def section(title, last_file, body):
+    """body() -> the section's lines; a stage no call has run yet (STAGES) is said to be missing"""
+    global md
+    md += body() if H(last_file) else ["## " + title, "", "Not run yet (STAGES).", ""]
+
+def ladder():
+    lad = res["ladder"] = J("ladder/ladder.json")
+    return (["## The ladder", "", "| row | params | held-out perplexity |", "|---|---:|---:|"]
+            + ["| %s | %d | %.2f |" % (r["row"], r["params"], r["perplexity"]) for r in lad["rows"]]
+            + ["", "The chapter (Shakespeare): learned weights beat uniform by 14 points, four heads 3 more,",
+               "the same head 9 points better added than replacing, LayerNorm 1.8 points.", ""])
+
 ns = (pc, 2 * pc, 4 * pc)
-res["positions"] = {p: {n: J("pos-%s.heldout.%d.json" % (p, n)) for n in ns}
-                    for p in ("learned", "sinusoidal", "rotary", "alibi", "none")}
-md += ["## Positions (trained at %d)" % pc, "", "| positions | " + " | ".join(map(str, ns)) + " |",
-       "|---|" + "---:|" * len(ns)]
-md += ["| %s | %s |" % (p, " | ".join(ppl(v[n]) for n in ns)) for p, v in res["positions"].items()]
-md += ["", "The chapter: learned falls off a cliff past 64; sinusoidal does not extrapolate; RoPE",
-       "degrades in a controlled way; ALiBi improves, 44.95 -> 42.49.", ""]
-res["norm"] = {"%s, warmup %d" % (pl, w): J("norm-%s-w%d.heldout.json" % (pl, w))
-               for pl in ("pre", "post") for w in (0, wu)}
-md += ["## Pre- and post-norm, 12 blocks", "", "| norm | held-out perplexity |", "|---|---:|"]
-md += ["| %s | %s |" % (k, ppl(v)) for k, v in res["norm"].items()]
-md += ["", "The chapter: pre 37.82, pre + warmup 37.62, post 308.05, post + warmup 37.88.", ""]
-res["blocks"] = {l: {s: J("blocks-%d.%s.json" % (l, s)) for s in ("train", "heldout")} for l in (1, 2)}
-md += ["## One block against two", "", "| blocks | train | held-out |", "|---|---:|---:|"]
-md += ["| %d | %s | %s |" % (l, ppl(v["train"]), ppl(v["heldout"])) for l, v in res["blocks"].items()]
-md += ["", "The chapter: two blocks 14.49 / 40.57, one block 18.77 / 38.07.", ""]
-res["division"] = {"%d %s" % (dk, dv): {"heldout": J("div-%d-%s.heldout.json" % (dk, dv)),
-                                        "init": J("div-%d-%s.init.json" % (dk, dv)),
-                                        "end": J("div-%d-%s.end.json" % (dk, dv))}
-                   for dk in dws for dv in ("on", "off")}
-md += ["## Training without the division by sqrt(d_k)", "",
-       "| d_k | division | held-out perplexity | score std, init -> end | entropy at the end (nats) |"
-       " rows over 0.99 on one token |", "|---:|---|---:|---:|---:|---:|"]
-for k, v in res["division"].items():
-    dk, dv = k.split()
-    md += ["| %s | %s | %s | %.3g -> %.4g | %.3f | %.1f%% |" % (dk, "yes" if dv == "on" else "no", ppl(v["heldout"]),
-           v["init"]["score_std"], v["end"]["score_std"], v["end"]["entropy"], 100 * v["end"]["onehot_rows"])]
-md += ["", "The chapter: at d_k 32 no difference (without slightly better); at 256 without costs 18 points,",
-       "at 1024 17; without, the score std goes from 21 to 5,147, entropy to zero, 99.9% of rows over 0.99",
-       "on one token; with it the score std ends at 3.44.", ""]
+def positions():
+    res["positions"] = {p: {n: J("pos-%s.heldout.%d.json" % (p, n)) for n in ns}
+                        for p in ("learned", "sinusoidal", "rotary", "alibi", "none")}
+    return (["## Positions (trained at %d)" % pc, "", "| positions | " + " | ".join(map(str, ns)) + " |",
+             "|---|" + "---:|" * len(ns)]
+            + ["| %s | %s |" % (p, " | ".join(ppl(v[n]) for n in ns)) for p, v in res["positions"].items()]
+            + ["", "The chapter: learned falls off a cliff past 64; sinusoidal does not extrapolate; RoPE",
+               "degrades in a controlled way; ALiBi improves, 44.95 -> 42.49.", ""])
+
+def norm():
+    res["norm"] = {"%s, warmup %d" % (pl, w): J("norm-%s-w%d.heldout.json" % (pl, w))
+                   for pl in ("pre", "post") for w in (0, wu)}
+    return (["## Pre- and post-norm, 12 blocks", "", "| norm | held-out perplexity |", "|---|---:|"]
+            + ["| %s | %s |" % (k, ppl(v)) for k, v in res["norm"].items()]
+            + ["", "The chapter: pre 37.82, pre + warmup 37.62, post 308.05, post + warmup 37.88.", ""])
+
+def blocks():
+    res["blocks"] = {l: {s: J("blocks-%d.%s.json" % (l, s)) for s in ("train", "heldout")} for l in (1, 2)}
+    return (["## One block against two", "", "| blocks | train | held-out |", "|---|---:|---:|"]
+            + ["| %d | %s | %s |" % (l, ppl(v["train"]), ppl(v["heldout"])) for l, v in res["blocks"].items()]
+            + ["", "The chapter: two blocks 14.49 / 40.57, one block 18.77 / 38.07.", ""])
+
+def division():
+    res["division"] = {"%d %s" % (dk, dv): {"heldout": J("div-%d-%s.heldout.json" % (dk, dv)),
+                                            "init": J("div-%d-%s.init.json" % (dk, dv)),
+                                            "end": J("div-%d-%s.end.json" % (dk, dv))}
+                       for dk in dws for dv in ("on", "off")}
+    rows = ["## Training without the division by sqrt(d_k)", "",
+            "| d_k | division | held-out perplexity | score std, init -> end | entropy at the end (nats) |"
+            " rows over 0.99 on one token |", "|---:|---|---:|---:|---:|---:|"]
+    for k, v in res["division"].items():
+        dk, dv = k.split()
+        rows += ["| %s | %s | %s | %.3g -> %.4g | %.3f | %.1f%% |" % (
+            dk, "yes" if dv == "on" else "no", ppl(v["heldout"]), v["init"]["score_std"],
+            v["end"]["score_std"], v["end"]["entropy"], 100 * v["end"]["onehot_rows"])]
+    return rows + ["", "The chapter: at d_k 32 no difference (without slightly better); at 256 without costs 18 points,",
+                   "at 1024 17; without, the score std goes from 21 to 5,147, entropy to zero, 99.9% of rows over 0.99",
+                   "on one token; with it the score std ends at 3.44.", ""]
+
+section("The ladder", "ladder/ladder.json", ladder)
+section("Positions (trained at %d)" % pc, "pos-none.heldout.%d.json" % (4 * pc), positions)
+section("Pre- and post-norm, 12 blocks", "norm-post-w%d.heldout.json" % wu, norm)
+section("One block against two", "blocks-2.train.json", blocks)
+section("Training without the division by sqrt(d_k)", "div-%d-off.end.json" % dws[-1], division)
 json.dump(res, open(os.path.join(out, "chapter.json"), "w"), indent=1)
 open(os.path.join(out, "chapter.md"), "w").write("\n".join(md) + "\n")
 print("\n".join(md))
