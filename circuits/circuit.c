@@ -24,9 +24,11 @@
  * worker's row buffers and are summed in row order.
  */
 #include "circuits/circuits_internal.h"
+#include "model/suffix.h"
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define T_RUN HS_CIRC_T  /* positions 0..14 */
@@ -227,6 +229,14 @@ static void ld_sum(const hs_circ_ctx *c, const double *d, double ld[3])
 /* ------------------------------------------------------------------------ */
 /* Phase A: the clean and corrupted caches, the mean-ablation reference      */
 
+/* 1 when path patching into the last layer runs the last block alone at
+ * position 14 (hs_forward_suffix from the corrupted run's z: path_job_last),
+ * from the corrupted run's q, k, v of that block (phase A caches them). */
+static int last_layer_paths(const hs_circ_ctx *c)
+{
+    return c->L >= 2 && hs_forward_suffix_ok(&c->m->cfg);
+}
+
 static hs_status phase_a_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     hs_circ_ctx *c = arg;
@@ -238,10 +248,17 @@ static hs_status phase_a_job(hs_engine *e, hs_engine_worker *w, int j, void *arg
             "?blocks.*.hook_mlp_out", "?ln_final.hook_scale", "logits", "blocks.*.attn.hook_result"};
         return hs_engine_cache(e, w, c->tok_clean, c->n, filt, c->for_eval ? 11 : 10, NULL, &c->clean);
     }
-    static const char *const filt[] = {"blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale",
-                                       "blocks.*.attn.hook_z", "logits", "blocks.*.attn.hook_result",
-                                       "?blocks.*.hook_mlp_out"};
-    return hs_engine_cache(e, w, c->tok_corr, c->n, filt, c->for_eval ? 6 : 4, NULL, &c->corr);
+    /* (then the last block's q, k, v when path patching into it runs there
+     * alone, last_layer_paths) */
+    char qkv[3][48];
+    const char *filt[] = {"blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale", "blocks.*.attn.hook_z", "logits",
+                          "blocks.*.attn.hook_result", "?blocks.*.hook_mlp_out", qkv[0], qkv[1], qkv[2]};
+    int nf = c->for_eval ? 6 : 4;
+    for (int x = 0; x < 3 && last_layer_paths(c); x++) {
+        snprintf(qkv[x], sizeof qkv[x], "blocks.%d.attn.hook_%c", c->L - 1, "qkv"[x]);
+        filt[nf++] = qkv[x];
+    }
+    return hs_engine_cache(e, w, c->tok_corr, c->n, filt, nf, NULL, &c->corr);
 }
 
 /* Phase A; then the position-wise means of blocks.l.attn.hook_z and
@@ -351,11 +368,93 @@ static void ijob_rows(void *arg, hs_engine_worker *w, const float *logits, int r
             on_corr ? ij->c->ld[w->index] : NULL);
 }
 
+/* A path-patching job into a last-layer receiver: its patched input at
+ * every row and position (hs_path_patch_inputs, the hook's own values), the
+ * rest of its q, k, v the corrupted run's; the last block alone at position
+ * 14 from the corrupted run's z there, the receiver's z computed again
+ * (hs_forward_suffix with z_last): the bits of the engine's run from that
+ * block with the path patch's hooks, without the other heads' attention and
+ * the block at the other 14 positions. */
+typedef struct {
+    const hs_circ_ctx *c;
+    int head;
+    const float *in[3];  /* (n T, dh) the receiver's patched inputs, or NULL */
+    const float *qkv[3]; /* (n, T, H, dh) the corrupted run's hook_q, hook_k, hook_v of the block */
+} path_last;
+
+static void path_last_qkv(void *ctx, int b, float *q, float *k, float *v)
+{
+    const path_last *p = ctx;
+    const int H = p->c->H, dh = p->c->m->cfg.d_head;
+    float *out[3] = {q, k, v};
+    for (int x = 0; x < 3; x++) {
+        if (p->in[x]) {
+            memcpy(out[x], p->in[x] + (size_t)b * T_RUN * dh, (size_t)T_RUN * dh * sizeof(float));
+            continue;
+        }
+        for (int i = 0; i < T_RUN; i++)
+            memcpy(out[x] + (size_t)i * dh, p->qkv[x] + (((size_t)b * T_RUN + i) * H + p->head) * dh,
+                   (size_t)dh * sizeof(float));
+    }
+}
+
+static hs_status path_job_last(hs_circ_ctx *c, hs_engine_worker *w, const ijob *jb)
+{
+    const int n = c->n, L = c->L, V = c->V;
+    float *in[3] = {NULL, NULL, NULL};
+    hs_status st = hs_path_patch_inputs(c->m, &c->clean, &c->corr, &jb->sender, 1, jb->receiver, jb->inputs,
+                                        HS_LN_RECOMPUTE, in, &w->err);
+    if (st != HS_OK) return st;
+    path_last pl = {c, jb->receiver.head, {in[0], in[1], in[2]}, {NULL, NULL, NULL}};
+    for (int x = 0; x < 3; x++) {
+        const hs_cache_entry *en = hs_cache_getf(&c->corr, "blocks.%d.attn.hook_%c", L - 1, "qkv"[x]);
+        HS_ASSERT(en != NULL);
+        pl.qkv[x] = en->data;
+    }
+    const hs_cache_entry *zl = hs_cache_getf(&c->corr, "blocks.%d.attn.hook_z", L - 1);
+    const hs_cache_entry *rp = hs_cache_getf(&c->corr, "blocks.%d.hook_resid_pre", L - 1);
+    HS_ASSERT(zl != NULL && rp != NULL);
+    int *ints = malloc((size_t)n * 3 * sizeof(int));
+    const float **resid = calloc((size_t)L, sizeof *resid);
+    float *lg = malloc((size_t)n * V * sizeof(float));
+    if (!ints || !resid || !lg) st = hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    if (st == HS_OK) {
+        int *layer = ints, *row = ints + n, *read = ints + 2 * n;
+        for (int i = 0; i < n; i++) {
+            layer[i] = L - 1;
+            row[i] = i;
+            read[i] = Q;
+        }
+        resid[L - 1] = rp->data;
+        hs_suffix_run run = {n, T_RUN, 0, layer, row, (const float *const *)resid, NULL, NULL, NULL, NULL,
+                             read, NULL, 0, zl->data, jb->receiver.head, path_last_qkv};
+        run.ctx = &pl;
+        st = hs_forward_suffix(c->m, &run, lg, &w->err);
+    }
+    for (int i = 0; i < n && st == HS_OK; i++) {
+        const float *row = lg + (size_t)i * V;
+        c->ld[w->index][i] = (double)row[c->ref_clean[i]] - (double)row[c->ref_corr[i]];
+    }
+    free(ints);
+    free(resid);
+    free(lg);
+    for (int x = 0; x < 3; x++) free(in[x]);
+    return st;
+}
+
 static hs_status ijob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     const ijobs *all = arg;
     hs_circ_ctx *c = all->c;
     const ijob *jb = &all->jobs[j];
+    if (jb->kind == J_PATH && jb->receiver.layer == c->L - 1 && last_layer_paths(c)) {
+        hs_status st = path_job_last(c, w, jb);
+        if (st != HS_OK) return st;
+        double ld[3];
+        ld_sum(c, c->ld[w->index], ld);
+        for (int d = 0; d < 3; d++) jb->metric[d] = hs_patch_metric(ld[d], all->r->ld_corr[d], all->r->ld_clean[d]);
+        return HS_OK;
+    }
     ijobs one = {c, all->jobs, all->r, jb};
     const int on_corr = jb->kind == J_PATCH || jb->kind == J_PATH;
     /* the layers before the intervention's are those of the run it starts

@@ -790,3 +790,16 @@ hs_status hs_attention_forward(const hs_block_step *k, hs_error *err)
     if (s == HS_OK) s = attn_output(k, err);
     return s;
 }
+
+/* One sequence's one head as the forward computes it (model_internal.h):
+ * attn_scores, attn_softmax and attn_mix on a batch of one sequence and one
+ * head, so every value is the forward's. */
+void hs_attn_head_forward(const hs_model *m, int l, const float *q, const float *k, const float *v, int T,
+                          float *scratch, float *z)
+{
+    const int dh = m->cfg.d_head;
+    float *scores = scratch, *att = scores + (size_t)T * T, *kT = att + (size_t)T * T;
+    attn_scores(NULL, scores, kT, q, k, 1, T, 1, 1, dh, 1.0f / hs_attn_scale_at(&m->cfg, l), NULL);
+    attn_softmax(NULL, att, scores, 1, 1, T, 0);
+    attn_mix(NULL, z, att, v, 1, T, 1, 1, dh, 0);
+}

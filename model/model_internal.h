@@ -606,6 +606,15 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
  * wrote. Spreads the heads over acts->pool as a one-part forward does. */
 void hs_attn_patterns_restore(const hs_model *m, hs_acts *acts);
 
+/* z (T, dh) <- one sequence's one head of block l's softmax attention, by
+ * the forward's kernels on a batch of one (b, h) tile (the same shapes, so
+ * the same bits as that head of the forward with no observer editing its
+ * scores or pattern): q, k, v (T, dh) that head's rows; causal, no ALiBi or
+ * local window (hs_forward_suffix_ok's models). scratch: 2 T^2 + dh T floats.
+ * For a caller that recomputes a single head (model/suffix.c's z edits). */
+void hs_attn_head_forward(const hs_model *m, int l, const float *q, const float *k, const float *v, int T,
+                          float *scratch, float *z);
+
 /* Packs layer l's W_Q, W_K (softmax only) and W_V into acts (hs_acts_wpack):
  * every layer once per hs_forward, or (wpack_slots 1 below n_layers: one
  * sequence without gradients) each as its block starts. */

@@ -82,6 +82,9 @@ static void axpy_dh(float *z, float p, const float *v, int dh)
 /* The scratch of one pass (rows R = rows16(pass_seqs(ns) * ns)). */
 typedef struct {
     float *x, *ln, *qkv, *z, *ao, *pre, *post, *mean, *rstd, *wq, *sc;
+    float *lg;   /* (rows, V) every logit (n_tok 0), else NULL */
+    float *head; /* the recomputed head's q, k, v (3 t dh), its z (t dh) and
+                  * hs_attn_head_forward's scratch (2 t^2 + dh t) */
 } suffix_buf;
 
 /* out (N, 3 HD) <- ln (N, D) times layer l's W_Q | W_K | W_V + their biases,
@@ -137,6 +140,8 @@ static void suffix_rest(const hs_model *m, int l, suffix_buf *sb, size_t N)
     hs_matmul_forward(sb->ao, sb->post, bp->W_out, bp->b_out, N, M, D);
     hs_add_long(sb->x, sb->x, sb->ao, N * D);
 }
+
+static void suffix_last(const hs_model *m, const hs_suffix_run *r, suffix_buf *sb, int b0, int nb, float *logits);
 
 /* Sequences [b0, b0 + nb) of r, each from its block r->layer[b] on: at
  * block l the sequences entered by then (a prefix: r->layer is
@@ -203,41 +208,85 @@ static void suffix_pass(const hs_model *m, const hs_suffix_run *r, suffix_buf *s
         }
         /* the last block from its attention output on: each sequence's read
          * row alone, compacted to the first rows */
-        const size_t Rl = rows16((size_t)nb);
         for (int b = 0; b < nb; b++) {
             const size_t from = (size_t)b * ns + (size_t)(r->read[b0 + b] - s);
             memmove(sb->z + (size_t)b * HD, sb->z + from * HD, (size_t)HD * sizeof(float));
             memmove(sb->x + (size_t)b * D, sb->x + from * D, (size_t)D * sizeof(float));
         }
-        for (size_t i = (size_t)nb; i < Rl; i++) {
-            memcpy(sb->z + i * HD, sb->z + (size_t)(nb - 1) * HD, (size_t)HD * sizeof(float));
-            memcpy(sb->x + i * D, sb->x + (size_t)(nb - 1) * D, (size_t)D * sizeof(float));
-        }
-        suffix_rest(m, l, sb, Rl);
-        const float *fin = sb->x;
-        if (c->ln_final && c->norm != HS_NORM_NONE) {
-            hs_norm_stats(sb->mean, sb->rstd, sb->x, (size_t)nb, D, c->norm, c->eps);
-            hs_norm_apply_affine(sb->ln, sb->x, sb->mean, sb->rstd, m->params.ln_final_w, m->params.ln_final_b,
-                                 (size_t)nb, D, 1, 1);
-            fin = sb->ln;
-        }
-        /* the named tokens' columns of W_U: each a dot product over D in double */
-        for (int b = 0; b < nb; b++)
-            for (int j = 0; j < r->n_tok; j++) {
-                const int v = r->tok[(size_t)(b0 + b) * r->n_tok + j];
-                const float *f = fin + (size_t)b * D;
-                double acc = 0.0;
-                if (m->params.W_U_T) {
-                    const float *w = m->params.W_U_T + (size_t)v * D;
-                    for (int d = 0; d < D; d++) acc += (double)f[d] * w[d];
-                } else {
-                    for (int d = 0; d < D; d++) acc += (double)f[d] * hs_unembed_at(m, d, v);
-                }
-                float lg = (float)acc;
-                if (m->params.b_U) lg += m->params.b_U[v];
-                logits[(size_t)(b0 + b) * r->n_tok + j] = lg;
-            }
+        suffix_last(m, r, sb, b0, nb, logits);
     }
+}
+
+/* The last block from its attention output on for sequences [b0, b0 + nb):
+ * sb->x (nb, D) their residual and sb->z (nb, HD) their heads' mix at their
+ * read rows; the final norm, then the named tokens' logits, or with
+ * r->n_tok 0 every logit by the forward's product (hs_unembed_forward). */
+static void suffix_last(const hs_model *m, const hs_suffix_run *r, suffix_buf *sb, int b0, int nb, float *logits)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model, HD = c->n_heads * c->d_head, V = c->d_vocab;
+    const size_t Rl = rows16((size_t)nb);
+    for (size_t i = (size_t)nb; i < Rl; i++) {
+        memcpy(sb->z + i * HD, sb->z + (size_t)(nb - 1) * HD, (size_t)HD * sizeof(float));
+        memcpy(sb->x + i * D, sb->x + (size_t)(nb - 1) * D, (size_t)D * sizeof(float));
+    }
+    suffix_rest(m, c->n_layers - 1, sb, Rl);
+    const float *fin = sb->x;
+    if (c->ln_final && c->norm != HS_NORM_NONE) {
+        hs_norm_stats(sb->mean, sb->rstd, sb->x, (size_t)nb, D, c->norm, c->eps);
+        hs_norm_apply_affine(sb->ln, sb->x, sb->mean, sb->rstd, m->params.ln_final_w, m->params.ln_final_b,
+                             (size_t)nb, D, 1, 1);
+        fin = sb->ln;
+    }
+    if (r->n_tok == 0) { /* every logit: the forward's product, on whole 16-row units */
+        if (fin != sb->ln) memcpy(sb->ln, fin, (size_t)nb * D * sizeof(float));
+        for (size_t i = (size_t)nb; i < Rl; i++)
+            memcpy(sb->ln + i * D, sb->ln + (size_t)(nb - 1) * D, (size_t)D * sizeof(float));
+        hs_unembed_forward(sb->lg, sb->ln, &m->params, Rl, D, V);
+        memcpy(logits + (size_t)b0 * V, sb->lg, (size_t)nb * V * sizeof(float));
+        return;
+    }
+    /* the named tokens' columns of W_U: each a dot product over D in double */
+    for (int b = 0; b < nb; b++)
+        for (int j = 0; j < r->n_tok; j++) {
+            const int v = r->tok[(size_t)(b0 + b) * r->n_tok + j];
+            const float *f = fin + (size_t)b * D;
+            double acc = 0.0;
+            if (m->params.W_U_T) {
+                const float *w = m->params.W_U_T + (size_t)v * D;
+                for (int d = 0; d < D; d++) acc += (double)f[d] * w[d];
+            } else {
+                for (int d = 0; d < D; d++) acc += (double)f[d] * hs_unembed_at(m, d, v);
+            }
+            float lg = (float)acc;
+            if (m->params.b_U) lg += m->params.b_U[v];
+            logits[(size_t)(b0 + b) * r->n_tok + j] = lg;
+        }
+}
+
+/* Sequences [b0, b0 + nb) of a run at the last block's read rows alone
+ * (r->z_last): the residual from r->resid[L - 1] and z from r->z_last there,
+ * r->head's z recomputed from head_qkv's q, k, v by the forward's kernels
+ * (hs_attn_head_forward), r->edit_z, then the block from its attention
+ * output on (suffix_last). */
+static void suffix_last_pass(const hs_model *m, const hs_suffix_run *r, suffix_buf *sb, int b0, int nb,
+                             float *logits)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model, dh = c->d_head, HD = c->n_heads * dh, L = c->n_layers, t = r->t;
+    for (int b = 0; b < nb; b++) {
+        const size_t row = (size_t)r->row[b0 + b] * t + (size_t)r->read[b0 + b];
+        memcpy(sb->x + (size_t)b * D, r->resid[L - 1] + row * D, (size_t)D * sizeof(float));
+        memcpy(sb->z + (size_t)b * HD, r->z_last + row * HD, (size_t)HD * sizeof(float));
+        if (r->head < 0) continue;
+        float *q = sb->head, *k = q + (size_t)t * dh, *v = k + (size_t)t * dh, *z = v + (size_t)t * dh;
+        r->head_qkv(r->ctx, b0 + b, q, k, v);
+        hs_attn_head_forward(m, L - 1, q, k, v, t, z + (size_t)t * dh, z);
+        memcpy(sb->z + (size_t)b * HD + (size_t)r->head * dh, z + (size_t)r->read[b0 + b] * dh,
+               (size_t)dh * sizeof(float));
+    }
+    if (r->edit_z) r->edit_z(r->ctx, sb->z, b0, nb, 1);
+    suffix_last(m, r, sb, b0, nb, logits);
 }
 
 hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *logits, hs_error *err)
@@ -246,23 +295,33 @@ hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *lo
     if (!hs_forward_suffix_ok(c))
         return hs_fail(err, HS_ERR_INPUT, "forward suffix: the model's blocks are not the pre-norm, "
                                           "additive, softmax ones it runs");
-    if (r->B < 1 || r->s < 1 || r->s >= r->t || r->t > c->n_ctx || r->n_tok < 1)
+    const int last = r->z_last != NULL; /* the last block's read rows alone */
+    if (r->B < 1 || r->t > c->n_ctx || r->n_tok < 0 || (r->n_tok > 0 && r->tok == NULL) ||
+        (last ? r->t < 1 : r->s < 1 || r->s >= r->t))
         return hs_fail(err, HS_ERR_INPUT, "forward suffix: %d sequences, positions %d..%d of %d", r->B, r->s,
                        r->t - 1, r->t);
+    if (last && (r->head < -1 || r->head >= c->n_heads || (r->head >= 0 && r->head_qkv == NULL)))
+        return hs_fail(err, HS_ERR_INPUT, "forward suffix: head %d to recompute (heads 0..%d, with its q, k, v)",
+                       r->head, c->n_heads - 1);
+    const int s0 = last ? 0 : r->s;
     for (int b = 0; b < r->B; b++) {
-        if (r->read[b] < r->s || r->read[b] >= r->t)
+        if (r->read[b] < s0 || r->read[b] >= r->t)
             return hs_fail(err, HS_ERR_INPUT, "forward suffix: sequence %d reads position %d outside %d..%d", b,
-                           r->read[b], r->s, r->t - 1);
-        if (r->layer[b] < 0 || r->layer[b] >= c->n_layers || (b > 0 && r->layer[b] < r->layer[b - 1]))
+                           r->read[b], s0, r->t - 1);
+        if (r->layer[b] < 0 || r->layer[b] >= c->n_layers || (b > 0 && r->layer[b] < r->layer[b - 1]) ||
+            (last && r->layer[b] != c->n_layers - 1))
             return hs_fail(err, HS_ERR_INPUT, "forward suffix: sequence %d starts at block %d (blocks 0..%d, "
-                           "nondecreasing)", b, r->layer[b], c->n_layers - 1);
+                           "nondecreasing%s)", b, r->layer[b], c->n_layers - 1,
+                           last ? "; the last alone with z_last" : "");
     }
-    const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
-    const int per = pass_seqs(r->t - r->s);
-    const size_t R = rows16((size_t)per * (r->t - r->s));
+    const int D = c->d_model, dh = c->d_head, HD = c->n_heads * dh, M = c->d_mlp, t = r->t;
+    const int ns = last ? 1 : t - r->s, per = pass_seqs(ns);
+    const size_t R = rows16((size_t)per * ns);
     const size_t wide = (size_t)(M > D ? M : D);
+    const size_t lg = r->n_tok == 0 ? R * (size_t)c->d_vocab : 0;
+    const size_t head = last && r->head >= 0 ? 5 * (size_t)t * dh + 2 * (size_t)t * t : 0;
     suffix_buf sb;
-    const size_t floats = R * D * 3 + R * 3 * HD + R * HD + 2 * R * wide + 2 * R + (size_t)D * HD + (size_t)r->t;
+    const size_t floats = R * D * 3 + R * 3 * HD + R * HD + 2 * R * wide + 2 * R + (size_t)D * HD + (size_t)t + lg + head;
     float *mem = malloc(floats * sizeof(float));
     if (mem == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     sb.x = mem;
@@ -276,7 +335,13 @@ hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *lo
     sb.rstd = sb.mean + R;
     sb.wq = sb.rstd + R;
     sb.sc = sb.wq + (size_t)D * HD;
-    for (int b0 = 0; b0 < r->B; b0 += per) suffix_pass(m, r, &sb, b0, r->B - b0 < per ? r->B - b0 : per, logits);
+    sb.lg = lg ? sb.sc + t : NULL;
+    sb.head = head ? sb.sc + t + lg : NULL;
+    for (int b0 = 0; b0 < r->B; b0 += per) {
+        const int nb = r->B - b0 < per ? r->B - b0 : per;
+        if (last) suffix_last_pass(m, r, &sb, b0, nb, logits);
+        else suffix_pass(m, r, &sb, b0, nb, logits);
+    }
     free(mem);
     return HS_OK;
 }

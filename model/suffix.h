@@ -18,6 +18,9 @@
  * block, layer[b0]): z (nb, ns, H, dh) holds them at positions s .. s + ns - 1,
  * edited in place. */
 typedef void (*hs_suffix_z_fn)(void *ctx, float *z, int b0, int nb, int ns);
+/* Head r->head's q, k, v (t, dh) each at every position of sequence b
+ * (z_last runs). */
+typedef void (*hs_suffix_qkv_fn)(void *ctx, int b, float *q, float *k, float *v);
 typedef struct {
     int B, t, s;                /* sequences; positions; the first position run, 0 < s < t */
     const int *layer;           /* (B) the block sequence b starts at, in [0, L), nondecreasing */
@@ -30,13 +33,23 @@ typedef struct {
     void *ctx;
     const int *read;            /* (B) the position whose logits a sequence reads, in [s, t) */
     const int *tok;             /* (B, n_tok) the tokens whose logits are read there */
-    int n_tok;
+    int n_tok;                  /* 0: every logit there, by the forward's product (tok unread) */
+    /* The last block alone at the read rows (z_last not NULL; s, k, v then
+     * unread): for edits that leave the last block's attention as the
+     * reference run has it but for one head's inputs (path patching into
+     * the last layer) or its z at the read row (patching, ablating z there).
+     * Every sequence starts there (layer[b] = L - 1), read[b] in [0, t). */
+    const float *z_last;        /* (n, t, H, dh) blocks.{L-1}.attn.hook_z of the reference run */
+    int head;                   /* -1, or the head whose z at the read row is computed again from
+                                 * head_qkv's q, k, v by the forward's kernels (hs_attn_head_forward:
+                                 * the forward's bits) */
+    hs_suffix_qkv_fn head_qkv;
 } hs_suffix_run;
 /* 1 when hs_forward_suffix runs cfg's blocks: pre-norm, sequential, added,
  * softmax attention without rotary, ALiBi, local layers or grouped keys,
  * d_head a multiple of 8. */
 int hs_forward_suffix_ok(const hs_config *cfg);
-/* logits (B, n_tok) <- logits[b, read[b], tok[b, j]] of the forward of
+/* logits (B, n_tok) (n_tok 0: (B, V)) <- logits[b, read[b], tok[b, j]] of the forward of
  * blocks layer[b].. whose positions before s are the reference run's (the
  * keys and values there read from r->k, r->v) and whose input at s.. is
  * r->resid[layer[b]]'s rows, z edited by r->edit_z at block layer[b]; the
@@ -47,8 +60,11 @@ int hs_forward_suffix_ok(const hs_config *cfg);
  * (the scores', mix's and logits' sums are written out here; the products
  * are the forward's, on fewer rows). Single-threaded; allocates its scratch
  * (about 2,048 rows, or t - s when more, of 3 D + 4 H dh + 2 max(D, d_mlp)
- * floats). HS_ERR_INPUT: a model hs_forward_suffix_ok refuses, or a range
- * outside the model or run; HS_ERR_NOMEM. */
+ * floats). With z_last: the last block from the reference's z at each read
+ * row (one head's computed again, edit_z with ns = 1 at the read row), then
+ * as above: the full forward's bits when n_tok is 0 (every operation the
+ * forward's, on the read rows). HS_ERR_INPUT: a model hs_forward_suffix_ok
+ * refuses, or a range outside the model or run; HS_ERR_NOMEM. */
 hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *logits, hs_error *err);
 
 #endif

@@ -380,10 +380,11 @@ hs_status hs_hooks_add_path_patch(hs_hooks *hk, const hs_model *m, const hs_cach
     return hs_hooks_add_path_patch_senders(hk, m, clean, corr, &sender, 1, receiver, inputs, ln, err);
 }
 
-hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const hs_cache *clean,
-                                          const hs_cache *corr, const hs_head *senders, int n_senders,
-                                          hs_head receiver, int inputs, hs_ln_mode ln, hs_error *err)
+hs_status hs_path_patch_inputs(const hs_model *m, const hs_cache *clean, const hs_cache *corr,
+                               const hs_head *senders, int n_senders, hs_head receiver, int inputs,
+                               hs_ln_mode ln, float *in[3], hs_error *err)
 {
+    for (int w = 0; w < 3; w++) in[w] = NULL;
     const hs_config *c = &m->cfg;
     const int D = c->d_model, H = c->n_heads, dh = c->d_head;
     hs_status st = check_head(m, receiver, err);
@@ -427,17 +428,12 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
     const int64_t B = rp->shape[0], T = rp->shape[1], BT = B * T;
     const hs_block_params *bp2 = &m->params.blocks[receiver.layer];
 
-    path_ctx *pc = calloc(1, sizeof *pc);
     float *x = malloc((size_t)(BT * D) * sizeof(float));
     float *dz = malloc((size_t)(BT * dh) * sizeof(float));
-    if (pc == NULL || x == NULL || dz == NULL) {
+    if (x == NULL || dz == NULL) {
         st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    pc->head = receiver.head;
-    pc->B = B;
-    pc->T = T;
-    pc->dh = dh;
     /* x = resid_pre_corr + sum over senders A of (z_clean - z_corr)^A W_O^A */
     memcpy(x, rp->data, (size_t)(BT * D) * sizeof(float));
     for (int i = 0; i < n_senders; i++) {
@@ -461,26 +457,48 @@ hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const
         int ldw; /* W_Q/W_K/W_V in the table or packed in place (hs_head_qkv) */
         const float *W = hs_head_qkv(m, receiver.layer, w, receiver.head, &ldw);
         const float *bW = w == 0 ? bp2->b_Q : w == 1 ? bp2->b_K : bp2->b_V;
-        pc->in[w] = malloc((size_t)(BT * dh) * sizeof(float));
-        if (pc->in[w] == NULL) {
+        in[w] = malloc((size_t)(BT * dh) * sizeof(float));
+        if (in[w] == NULL) {
             st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
             goto fail;
         }
-        hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, x, D, W, ldw, 0.0f, pc->in[w], dh);
+        hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, x, D, W, ldw, 0.0f, in[w], dh);
         if (bW)
             for (int64_t bt = 0; bt < BT; bt++)
-                for (int d = 0; d < dh; d++) pc->in[w][bt * dh + d] += bW[(w == 0 ? receiver.head : hs_kv_head(c, receiver.head)) * dh + d];
+                for (int d = 0; d < dh; d++) in[w][bt * dh + d] += bW[(w == 0 ? receiver.head : hs_kv_head(c, receiver.head)) * dh + d];
     }
     free(x);
     free(dz);
-    char pat[64];
-    snprintf(pat, sizeof pat, "blocks.%d.attn.hook_*", receiver.layer);
-    return hs_hooks_add_trusted(hk, pat, path_hook, pc, path_free, NULL, err);
+    return HS_OK;
 fail:
     free(x);
     free(dz);
-    path_free(pc);
+    for (int w = 0; w < 3; w++) {
+        free(in[w]);
+        in[w] = NULL;
+    }
     return st;
+}
+
+hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const hs_cache *clean,
+                                          const hs_cache *corr, const hs_head *senders, int n_senders,
+                                          hs_head receiver, int inputs, hs_ln_mode ln, hs_error *err)
+{
+    path_ctx *pc = calloc(1, sizeof *pc);
+    if (pc == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_status st = hs_path_patch_inputs(m, clean, corr, senders, n_senders, receiver, inputs, ln, pc->in, err);
+    if (st != HS_OK) {
+        free(pc);
+        return st;
+    }
+    const hs_cache_entry *rp = hs_cache_getf(corr, "blocks.%d.hook_resid_pre", receiver.layer);
+    pc->head = receiver.head;
+    pc->B = rp->shape[0];
+    pc->T = rp->shape[1];
+    pc->dh = m->cfg.d_head;
+    char pat[64];
+    snprintf(pat, sizeof pat, "blocks.%d.attn.hook_*", receiver.layer);
+    return hs_hooks_add_trusted(hk, pat, path_hook, pc, path_free, NULL, err);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -338,6 +338,15 @@ hs_status hs_hooks_add_path_patch(hs_hooks *hk, const hs_model *m, const hs_cach
 hs_status hs_hooks_add_path_patch_senders(hs_hooks *hk, const hs_model *m, const hs_cache *clean,
                                           const hs_cache *corr, const hs_head *senders, int n_senders,
                                           hs_head receiver, int inputs, hs_ln_mode ln, hs_error *err);
+/* The patched inputs those hooks write, for a caller that runs the
+ * receiver's attention itself (circuit's path patching into the last layer,
+ * hs_forward_suffix): in[w] (B*T, dh), malloc'd, the receiver head's
+ * replacement for input w (HS_INPUT_Q = w 0, K 1, V 2) at every batch row and
+ * position for each w in inputs, NULL for the others; the caller frees them.
+ * The same computation as the hooks' (the same bits); the same errors. */
+hs_status hs_path_patch_inputs(const hs_model *m, const hs_cache *clean, const hs_cache *corr,
+                               const hs_head *senders, int n_senders, hs_head receiver, int inputs,
+                               hs_ln_mode ln, float *in[3], hs_error *err);
 
 /*
  * Logit difference (C6): mean over batch rows r of
