@@ -368,24 +368,28 @@ static void ijob_rows(void *arg, hs_engine_worker *w, const float *logits, int r
             on_corr ? ij->c->ld[w->index] : NULL);
 }
 
-/* A path-patching job into a last-layer receiver: its patched input at
- * every row and position (hs_path_patch_inputs, the hook's own values), the
- * rest of its q, k, v the corrupted run's; the last block alone at position
- * 14 from the corrupted run's z there, the receiver's z computed again
- * (hs_forward_suffix with z_last): the bits of the engine's run from that
- * block with the path patch's hooks, without the other heads' attention and
- * the block at the other 14 positions. */
+/* A job whose intervention is in the last block alone (last_block_job):
+ * path patching into a last-layer receiver, patching or mean-ablating
+ * last-layer heads' z. The last block runs alone at position 14
+ * (hs_forward_suffix with z_last) from the run's z there: the receiver's z
+ * computed again from its patched input (hs_path_patch_inputs, the hook's
+ * own values) and the rest of its q, k, v (the corrupted run's), or the
+ * heads' z there replaced (the clean run's, or the means'): the bits of the
+ * engine's run from that block with the job's hooks, without the other
+ * heads' attention and the block at the other 14 positions. */
 typedef struct {
     const hs_circ_ctx *c;
-    int head;
-    const float *in[3];  /* (n T, dh) the receiver's patched inputs, or NULL */
-    const float *qkv[3]; /* (n, T, H, dh) the corrupted run's hook_q, hook_k, hook_v of the block */
-} path_last;
+    const ijob *jb;
+    const float *in[3];  /* J_PATH: (n T, dh) the receiver's patched inputs, or NULL */
+    const float *qkv[3]; /* J_PATH: (n, T, H, dh) the corrupted run's hook_q, hook_k, hook_v */
+    const float *zsrc;   /* J_ABLATE, J_PATCH: (rows, T, H, dh) the heads' z to write */
+    size_t zrow;         /* zsrc's floats from one row to the next (0: the means' one row) */
+} last_ctx;
 
-static void path_last_qkv(void *ctx, int b, float *q, float *k, float *v)
+static void last_qkv(void *ctx, int b, float *q, float *k, float *v)
 {
-    const path_last *p = ctx;
-    const int H = p->c->H, dh = p->c->m->cfg.d_head;
+    const last_ctx *p = ctx;
+    const int H = p->c->H, dh = p->c->m->cfg.d_head, h = p->jb->receiver.head;
     float *out[3] = {q, k, v};
     for (int x = 0; x < 3; x++) {
         if (p->in[x]) {
@@ -393,26 +397,64 @@ static void path_last_qkv(void *ctx, int b, float *q, float *k, float *v)
             continue;
         }
         for (int i = 0; i < T_RUN; i++)
-            memcpy(out[x] + (size_t)i * dh, p->qkv[x] + (((size_t)b * T_RUN + i) * H + p->head) * dh,
+            memcpy(out[x] + (size_t)i * dh, p->qkv[x] + (((size_t)b * T_RUN + i) * H + h) * dh,
                    (size_t)dh * sizeof(float));
     }
 }
 
-static hs_status path_job_last(hs_circ_ctx *c, hs_engine_worker *w, const ijob *jb)
+/* z (nb, 1, H, dh) of sequences b0.. at position 14: the job's heads from zsrc. */
+static void last_edit_z(void *ctx, float *z, int b0, int nb, int ns)
 {
-    const int n = c->n, L = c->L, V = c->V;
+    (void)ns;
+    const last_ctx *p = ctx;
+    const int H = p->c->H, dh = p->c->m->cfg.d_head;
+    for (int b = 0; b < nb; b++)
+        for (int i = 0; i < p->jb->n_heads; i++) {
+            const int h = p->jb->heads[i].head;
+            memcpy(z + ((size_t)b * H + h) * dh, p->zsrc + (size_t)(b0 + b) * p->zrow + ((size_t)Q * H + h) * dh,
+                   (size_t)dh * sizeof(float));
+        }
+}
+
+/* 1 when job jb's intervention is in the last block and that block runs
+ * alone there (last_block_job). */
+static int last_block_alone(const hs_circ_ctx *c, const ijob *jb)
+{
+    if (!last_layer_paths(c)) return 0;
+    if (jb->kind == J_PATH) return jb->receiver.layer == c->L - 1;
+    if (jb->kind != J_ABLATE && jb->kind != J_PATCH) return 0;
+    for (int i = 0; i < jb->n_heads; i++)
+        if (jb->heads[i].layer != c->L - 1) return 0;
+    return jb->kind == J_ABLATE || jb->pos == Q || jb->pos == -1;
+}
+
+/* Job jb with last_block_alone: the per-row argmax (ablations) or LD
+ * (patches) into the worker's row buffers. */
+static hs_status last_block_job(hs_circ_ctx *c, hs_engine_worker *w, const ijob *jb)
+{
+    const int n = c->n, L = c->L, V = c->V, on_corr = jb->kind != J_ABLATE;
+    const hs_cache *run = on_corr ? &c->corr : &c->clean;
     float *in[3] = {NULL, NULL, NULL};
-    hs_status st = hs_path_patch_inputs(c->m, &c->clean, &c->corr, &jb->sender, 1, jb->receiver, jb->inputs,
-                                        HS_LN_RECOMPUTE, in, &w->err);
+    hs_status st = HS_OK;
+    if (jb->kind == J_PATH)
+        st = hs_path_patch_inputs(c->m, &c->clean, &c->corr, &jb->sender, 1, jb->receiver, jb->inputs,
+                                  HS_LN_RECOMPUTE, in, &w->err);
     if (st != HS_OK) return st;
-    path_last pl = {c, jb->receiver.head, {in[0], in[1], in[2]}, {NULL, NULL, NULL}};
-    for (int x = 0; x < 3; x++) {
+    last_ctx lc = {c, jb, {in[0], in[1], in[2]}, {NULL, NULL, NULL}, NULL, 0};
+    for (int x = 0; x < 3 && jb->kind == J_PATH; x++) {
         const hs_cache_entry *en = hs_cache_getf(&c->corr, "blocks.%d.attn.hook_%c", L - 1, "qkv"[x]);
         HS_ASSERT(en != NULL);
-        pl.qkv[x] = en->data;
+        lc.qkv[x] = en->data;
     }
-    const hs_cache_entry *zl = hs_cache_getf(&c->corr, "blocks.%d.attn.hook_z", L - 1);
-    const hs_cache_entry *rp = hs_cache_getf(&c->corr, "blocks.%d.hook_resid_pre", L - 1);
+    if (jb->kind != J_PATH) {
+        const hs_cache_entry *zs = hs_cache_getf(jb->kind == J_ABLATE ? &c->means : &c->clean,
+                                                 "blocks.%d.attn.hook_z", L - 1);
+        HS_ASSERT(zs != NULL);
+        lc.zsrc = zs->data;
+        lc.zrow = jb->kind == J_ABLATE ? 0 : (size_t)T_RUN * c->H * c->m->cfg.d_head;
+    }
+    const hs_cache_entry *zl = hs_cache_getf(run, "blocks.%d.attn.hook_z", L - 1);
+    const hs_cache_entry *rp = hs_cache_getf(run, "blocks.%d.hook_resid_pre", L - 1);
     HS_ASSERT(zl != NULL && rp != NULL);
     int *ints = malloc((size_t)n * 3 * sizeof(int));
     const float **resid = calloc((size_t)L, sizeof *resid);
@@ -426,14 +468,16 @@ static hs_status path_job_last(hs_circ_ctx *c, hs_engine_worker *w, const ijob *
             read[i] = Q;
         }
         resid[L - 1] = rp->data;
-        hs_suffix_run run = {n, T_RUN, 0, layer, row, (const float *const *)resid, NULL, NULL, NULL, NULL,
-                             read, NULL, 0, zl->data, jb->receiver.head, path_last_qkv};
-        run.ctx = &pl;
-        st = hs_forward_suffix(c->m, &run, lg, &w->err);
+        const int path = jb->kind == J_PATH;
+        hs_suffix_run sr = {n, T_RUN, 0, layer, row, (const float *const *)resid, NULL, NULL,
+                            path ? NULL : last_edit_z, &lc, read, NULL, 0, zl->data,
+                            path ? jb->receiver.head : -1, path ? last_qkv : NULL};
+        st = hs_forward_suffix(c->m, &sr, lg, &w->err);
     }
-    for (int i = 0; i < n && st == HS_OK; i++) {
+    for (int i = 0; i < n && st == HS_OK; i++) { /* as rows_of */
         const float *row = lg + (size_t)i * V;
-        c->ld[w->index][i] = (double)row[c->ref_clean[i]] - (double)row[c->ref_corr[i]];
+        if (on_corr) c->ld[w->index][i] = (double)row[c->ref_clean[i]] - (double)row[c->ref_corr[i]];
+        else c->pred[w->index][i] = hs_argmax(row, (size_t)V);
     }
     free(ints);
     free(resid);
@@ -447,23 +491,20 @@ static hs_status ijob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     const ijobs *all = arg;
     hs_circ_ctx *c = all->c;
     const ijob *jb = &all->jobs[j];
-    if (jb->kind == J_PATH && jb->receiver.layer == c->L - 1 && last_layer_paths(c)) {
-        hs_status st = path_job_last(c, w, jb);
-        if (st != HS_OK) return st;
-        double ld[3];
-        ld_sum(c, c->ld[w->index], ld);
-        for (int d = 0; d < 3; d++) jb->metric[d] = hs_patch_metric(ld[d], all->r->ld_corr[d], all->r->ld_clean[d]);
-        return HS_OK;
-    }
     ijobs one = {c, all->jobs, all->r, jb};
     const int on_corr = jb->kind == J_PATCH || jb->kind == J_PATH;
-    /* the layers before the intervention's are those of the run it starts
-     * from (the clean or corrupted cache): start there (bit-identical) */
-    int layer = jb->kind == J_ABLATE_MLP ? jb->layer : jb->kind == J_PATH ? jb->receiver.layer : c->L;
-    for (int i = 0; i < jb->n_heads && (jb->kind == J_ABLATE || jb->kind == J_PATCH); i++)
-        if (jb->heads[i].layer < layer) layer = jb->heads[i].layer;
-    hs_status st = hs_engine_sweep_from(e, w, on_corr ? c->tok_corr : c->tok_clean, c->n, layer,
-                                        on_corr ? &c->corr : &c->clean, ijob_hooks, ijob_rows, &one);
+    hs_status st;
+    if (last_block_alone(c, jb)) {
+        st = last_block_job(c, w, jb);
+    } else {
+        /* the layers before the intervention's are those of the run it
+         * starts from (the clean or corrupted cache): start there (bit-identical) */
+        int layer = jb->kind == J_ABLATE_MLP ? jb->layer : jb->kind == J_PATH ? jb->receiver.layer : c->L;
+        for (int i = 0; i < jb->n_heads && (jb->kind == J_ABLATE || jb->kind == J_PATCH); i++)
+            if (jb->heads[i].layer < layer) layer = jb->heads[i].layer;
+        st = hs_engine_sweep_from(e, w, on_corr ? c->tok_corr : c->tok_clean, c->n, layer,
+                                  on_corr ? &c->corr : &c->clean, ijob_hooks, ijob_rows, &one);
+    }
     if (st != HS_OK) return st;
     if (!on_corr) return score_preds(c, c->pred[w->index], jb->acc, NULL, &w->err);
     double ld[3];
