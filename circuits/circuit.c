@@ -317,9 +317,9 @@ typedef struct {
     int pos;              /* J_PATCH: position patched, -1 all */
     int layer;            /* J_ABLATE_MLP */
     hs_head sender, receiver;
-    int inputs;           /* J_PATH: HS_INPUT_* bit */
+    int inputs;           /* J_PATH: HS_INPUT_* bits, each patched in a run of its own */
     double *acc;          /* J_ABLATE*: (3) accuracy by group */
-    double *metric;       /* J_PATCH, J_PATH: (3) normalised patching metric */
+    double *metric;       /* J_PATCH: (3) normalised patching metric; J_PATH: (3, 3) by input q, k, v */
 } ijob;
 
 typedef struct {
@@ -429,18 +429,15 @@ static int last_block_alone(const hs_circ_ctx *c, const ijob *jb)
 }
 
 /* Job jb with last_block_alone: the per-row argmax (ablations) or LD
- * (patches) into the worker's row buffers. */
-static hs_status last_block_job(hs_circ_ctx *c, hs_engine_worker *w, const ijob *jb)
+ * (patches) into the worker's row buffers. J_PATH: input x patched, in[x]
+ * its values (hs_path_patch_inputs). */
+static hs_status last_block_job(hs_circ_ctx *c, hs_engine_worker *w, const ijob *jb, int x_in, float *const in[3])
 {
     const int n = c->n, L = c->L, V = c->V, on_corr = jb->kind != J_ABLATE;
     const hs_cache *run = on_corr ? &c->corr : &c->clean;
-    float *in[3] = {NULL, NULL, NULL};
     hs_status st = HS_OK;
-    if (jb->kind == J_PATH)
-        st = hs_path_patch_inputs(c->m, &c->clean, &c->corr, &jb->sender, 1, jb->receiver, jb->inputs,
-                                  HS_LN_RECOMPUTE, in, &w->err);
-    if (st != HS_OK) return st;
-    last_ctx lc = {c, jb, {in[0], in[1], in[2]}, {NULL, NULL, NULL}, NULL, 0};
+    last_ctx lc = {c, jb, {NULL, NULL, NULL}, {NULL, NULL, NULL}, NULL, 0};
+    if (jb->kind == J_PATH) lc.in[x_in] = in[x_in];
     for (int x = 0; x < 3 && jb->kind == J_PATH; x++) {
         const hs_cache_entry *en = hs_cache_getf(&c->corr, "blocks.%d.attn.hook_%c", L - 1, "qkv"[x]);
         HS_ASSERT(en != NULL);
@@ -482,6 +479,40 @@ static hs_status last_block_job(hs_circ_ctx *c, hs_engine_worker *w, const ijob 
     free(ints);
     free(resid);
     free(lg);
+    return st;
+}
+
+/* The normalised metric [3] of the LDs in the worker's row buffer. */
+static void metric_of(const hs_circ_ctx *c, const hs_engine_worker *w, const hs_circuit_report *r, double *metric)
+{
+    double ld[3];
+    ld_sum(c, c->ld[w->index], ld);
+    for (int d = 0; d < 3; d++) metric[d] = hs_patch_metric(ld[d], r->ld_corr[d], r->ld_clean[d]);
+}
+
+/* A path-patching job: each input of jb->inputs patched in a run of its
+ * own; the patched inputs computed once for all of them (the same values as
+ * one at a time: the receiver's x and its LN do not depend on the input). */
+static hs_status path_job(hs_engine *e, hs_engine_worker *w, const ijobs *all, const ijob *jb)
+{
+    hs_circ_ctx *c = all->c;
+    const int last = last_block_alone(c, jb);
+    float *in[3] = {NULL, NULL, NULL};
+    hs_status st = HS_OK;
+    if (last)
+        st = hs_path_patch_inputs(c->m, &c->clean, &c->corr, &jb->sender, 1, jb->receiver, jb->inputs,
+                                  HS_LN_RECOMPUTE, in, &w->err);
+    for (int x = 0; x < 3 && st == HS_OK; x++) {
+        if (!(jb->inputs & (1 << x))) continue;
+        ijob one = *jb;
+        one.inputs = 1 << x;
+        ijobs ij = {c, all->jobs, all->r, &one};
+        if (last)
+            st = last_block_job(c, w, &one, x, in);
+        else
+            st = hs_engine_sweep_from(e, w, c->tok_corr, c->n, jb->receiver.layer, &c->corr, ijob_hooks, ijob_rows, &ij);
+        if (st == HS_OK) metric_of(c, w, all->r, jb->metric + 3 * x);
+    }
     for (int x = 0; x < 3; x++) free(in[x]);
     return st;
 }
@@ -491,15 +522,16 @@ static hs_status ijob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     const ijobs *all = arg;
     hs_circ_ctx *c = all->c;
     const ijob *jb = &all->jobs[j];
+    if (jb->kind == J_PATH) return path_job(e, w, all, jb);
     ijobs one = {c, all->jobs, all->r, jb};
-    const int on_corr = jb->kind == J_PATCH || jb->kind == J_PATH;
+    const int on_corr = jb->kind == J_PATCH;
     hs_status st;
     if (last_block_alone(c, jb)) {
-        st = last_block_job(c, w, jb);
+        st = last_block_job(c, w, jb, 0, NULL);
     } else {
         /* the layers before the intervention's are those of the run it
          * starts from (the clean or corrupted cache): start there (bit-identical) */
-        int layer = jb->kind == J_ABLATE_MLP ? jb->layer : jb->kind == J_PATH ? jb->receiver.layer : c->L;
+        int layer = jb->kind == J_ABLATE_MLP ? jb->layer : c->L;
         for (int i = 0; i < jb->n_heads && (jb->kind == J_ABLATE || jb->kind == J_PATCH); i++)
             if (jb->heads[i].layer < layer) layer = jb->heads[i].layer;
         st = hs_engine_sweep_from(e, w, on_corr ? c->tok_corr : c->tok_clean, c->n, layer,
@@ -507,9 +539,7 @@ static hs_status ijob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     }
     if (st != HS_OK) return st;
     if (!on_corr) return score_preds(c, c->pred[w->index], jb->acc, NULL, &w->err);
-    double ld[3];
-    ld_sum(c, c->ld[w->index], ld);
-    for (int d = 0; d < 3; d++) jb->metric[d] = hs_patch_metric(ld[d], all->r->ld_corr[d], all->r->ld_clean[d]);
+    metric_of(c, w, all->r, jb->metric);
     return HS_OK;
 }
 
@@ -694,14 +724,10 @@ static hs_status composition_and_paths(hs_circ_ctx *c, hs_circuit_report *r, hs_
         goto done;
     }
     int nj = 0;
-    for (int s = 0; s < H; s++)
+    for (int s = 0; s < H; s++) /* a job per edge, its inputs one run each */
         for (int d = 0; d < r->n_decision; d++)
-            for (int w = 0; w < 3; w++) {
-                const int i = (s * r->n_decision + d) * 3 + w;
-                if (w < 2 && !softmax) continue;
-                jobs[nj++] = (ijob){.kind = J_PATH, .sender = {0, s}, .receiver = r->decision[d],
-                                    .inputs = 1 << w, .metric = met[i]};
-            }
+            jobs[nj++] = (ijob){.kind = J_PATH, .sender = {0, s}, .receiver = r->decision[d],
+                                .inputs = softmax ? 7 : 4, .metric = met[(s * r->n_decision + d) * 3]};
     ijobs ij = {c, jobs, r, NULL};
     st = hs_engine_for(&c->eng, nj, ijob_run, &ij, err);
     for (int i = 0; i < n_path; i++)
