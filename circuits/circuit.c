@@ -229,10 +229,11 @@ static void ld_sum(const hs_circ_ctx *c, const double *d, double ld[3])
 /* ------------------------------------------------------------------------ */
 /* Phase A: the clean and corrupted caches, the mean-ablation reference      */
 
-/* 1 when path patching into the last layer runs the last block alone at
- * position 14 (hs_forward_suffix from the corrupted run's z: path_job_last),
- * from the corrupted run's q, k, v of that block (phase A caches them). */
-static int last_layer_paths(const hs_circ_ctx *c)
+/* 1 when interventions whose effect on position 14 starts at a block's
+ * position 14 or in the last block run there alone (hs_forward_suffix:
+ * suffix_job), from the corrupted run's k, v of every block and q of the
+ * last (phase A caches them). */
+static int suffix_runs(const hs_circ_ctx *c)
 {
     return c->L >= 2 && hs_forward_suffix_ok(&c->m->cfg);
 }
@@ -248,15 +249,18 @@ static hs_status phase_a_job(hs_engine *e, hs_engine_worker *w, int j, void *arg
             "?blocks.*.hook_mlp_out", "?ln_final.hook_scale", "logits", "blocks.*.attn.hook_result"};
         return hs_engine_cache(e, w, c->tok_clean, c->n, filt, c->for_eval ? 11 : 10, NULL, &c->clean);
     }
-    /* (then the last block's q, k, v when path patching into it runs there
-     * alone, last_layer_paths) */
-    char qkv[3][48];
+    /* (then every block's k, v and the last block's q for the runs of
+     * hs_forward_suffix, suffix_runs) */
+    char q_last[48];
     const char *filt[] = {"blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale", "blocks.*.attn.hook_z", "logits",
-                          "blocks.*.attn.hook_result", "?blocks.*.hook_mlp_out", qkv[0], qkv[1], qkv[2]};
+                          "blocks.*.attn.hook_result", "?blocks.*.hook_mlp_out", "blocks.*.attn.hook_k",
+                          "blocks.*.attn.hook_v", q_last};
     int nf = c->for_eval ? 6 : 4;
-    for (int x = 0; x < 3 && last_layer_paths(c); x++) {
-        snprintf(qkv[x], sizeof qkv[x], "blocks.%d.attn.hook_%c", c->L - 1, "qkv"[x]);
-        filt[nf++] = qkv[x];
+    if (suffix_runs(c)) {
+        snprintf(q_last, sizeof q_last, "blocks.%d.attn.hook_q", c->L - 1);
+        filt[nf++] = filt[6];
+        filt[nf++] = filt[7];
+        filt[nf++] = q_last;
     }
     return hs_engine_cache(e, w, c->tok_corr, c->n, filt, nf, NULL, &c->corr);
 }
@@ -416,24 +420,32 @@ static void last_edit_z(void *ctx, float *z, int b0, int nb, int ns)
         }
 }
 
-/* 1 when job jb's intervention is in the last block and that block runs
- * alone there (last_block_job). */
-static int last_block_alone(const hs_circ_ctx *c, const ijob *jb)
+/* How job jb runs on hs_forward_suffix (suffix_job): 0 not (the engine's
+ * run from its block), 1 the last block alone at position 14 (an edit in
+ * the last block: path patching into it, its heads' z patched or
+ * mean-ablated), 2 from the block of the heads it patches at position 14 on,
+ * at position 14 alone (every earlier position is the corrupted run's). */
+static int suffix_kind(const hs_circ_ctx *c, const ijob *jb)
 {
-    if (!last_layer_paths(c)) return 0;
+    if (!suffix_runs(c)) return 0;
     if (jb->kind == J_PATH) return jb->receiver.layer == c->L - 1;
     if (jb->kind != J_ABLATE && jb->kind != J_PATCH) return 0;
-    for (int i = 0; i < jb->n_heads; i++)
-        if (jb->heads[i].layer != c->L - 1) return 0;
-    return jb->kind == J_ABLATE || jb->pos == Q || jb->pos == -1;
+    int last = 1;
+    for (int i = 0; i < jb->n_heads; i++) {
+        last &= jb->heads[i].layer == c->L - 1;
+        if (jb->heads[i].layer != jb->heads[0].layer) return 0;
+    }
+    if (last) return jb->kind == J_ABLATE || jb->pos == Q || jb->pos == -1;
+    return jb->kind == J_PATCH && jb->pos == Q ? 2 : 0;
 }
 
-/* Job jb with last_block_alone: the per-row argmax (ablations) or LD
- * (patches) into the worker's row buffers. J_PATH: input x patched, in[x]
- * its values (hs_path_patch_inputs). */
-static hs_status last_block_job(hs_circ_ctx *c, hs_engine_worker *w, const ijob *jb, int x_in, float *const in[3])
+/* Job jb on hs_forward_suffix (suffix_kind): the per-row argmax
+ * (ablations) or LD (patches) into the worker's row buffers. J_PATH: input
+ * x patched, in[x] its values (hs_path_patch_inputs). */
+static hs_status suffix_job(hs_circ_ctx *c, hs_engine_worker *w, const ijob *jb, int x_in, float *const in[3])
 {
-    const int n = c->n, L = c->L, V = c->V, on_corr = jb->kind != J_ABLATE;
+    const int n = c->n, L = c->L, V = c->V, on_corr = jb->kind != J_ABLATE, kind = suffix_kind(c, jb);
+    const int l0 = kind == 1 ? L - 1 : jb->heads[0].layer; /* the block the runs start at */
     const hs_cache *run = on_corr ? &c->corr : &c->clean;
     hs_status st = HS_OK;
     last_ctx lc = {c, jb, {NULL, NULL, NULL}, {NULL, NULL, NULL}, NULL, 0};
@@ -445,30 +457,38 @@ static hs_status last_block_job(hs_circ_ctx *c, hs_engine_worker *w, const ijob 
     }
     if (jb->kind != J_PATH) {
         const hs_cache_entry *zs = hs_cache_getf(jb->kind == J_ABLATE ? &c->means : &c->clean,
-                                                 "blocks.%d.attn.hook_z", L - 1);
+                                                 "blocks.%d.attn.hook_z", l0);
         HS_ASSERT(zs != NULL);
         lc.zsrc = zs->data;
         lc.zrow = jb->kind == J_ABLATE ? 0 : (size_t)T_RUN * c->H * c->m->cfg.d_head;
     }
     const hs_cache_entry *zl = hs_cache_getf(run, "blocks.%d.attn.hook_z", L - 1);
-    const hs_cache_entry *rp = hs_cache_getf(run, "blocks.%d.hook_resid_pre", L - 1);
+    const hs_cache_entry *rp = hs_cache_getf(run, "blocks.%d.hook_resid_pre", l0);
     HS_ASSERT(zl != NULL && rp != NULL);
     int *ints = malloc((size_t)n * 3 * sizeof(int));
-    const float **resid = calloc((size_t)L, sizeof *resid);
+    const float **ptrs = calloc(3 * (size_t)L, sizeof *ptrs); /* resid, k, v by layer */
     float *lg = malloc((size_t)n * V * sizeof(float));
-    if (!ints || !resid || !lg) st = hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
+    if (!ints || !ptrs || !lg) st = hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
     if (st == HS_OK) {
         int *layer = ints, *row = ints + n, *read = ints + 2 * n;
         for (int i = 0; i < n; i++) {
-            layer[i] = L - 1;
+            layer[i] = l0;
             row[i] = i;
             read[i] = Q;
         }
-        resid[L - 1] = rp->data;
+        ptrs[l0] = rp->data;
+        for (int l = l0; l < L && kind == 2; l++) {
+            const hs_cache_entry *k = hs_cache_getf(run, "blocks.%d.attn.hook_k", l);
+            const hs_cache_entry *v = hs_cache_getf(run, "blocks.%d.attn.hook_v", l);
+            HS_ASSERT(k != NULL && v != NULL);
+            ptrs[L + l] = k->data;
+            ptrs[2 * L + l] = v->data;
+        }
         const int path = jb->kind == J_PATH;
-        hs_suffix_run sr = {n, T_RUN, 0, layer, row, (const float *const *)resid, NULL, NULL,
-                            path ? NULL : last_edit_z, &lc, read, NULL, 0, zl->data,
-                            path ? jb->receiver.head : -1, path ? last_qkv : NULL};
+        hs_suffix_run sr = {n, T_RUN, Q, layer, row, (const float *const *)ptrs, (const float *const *)ptrs + L,
+                            (const float *const *)ptrs + 2 * L, path ? NULL : last_edit_z, &lc, read, NULL, 0,
+                            kind == 1 ? zl->data : NULL, path ? jb->receiver.head : -1, path ? last_qkv : NULL,
+                            kind == 2};
         st = hs_forward_suffix(c->m, &sr, lg, &w->err);
     }
     for (int i = 0; i < n && st == HS_OK; i++) { /* as rows_of */
@@ -477,7 +497,7 @@ static hs_status last_block_job(hs_circ_ctx *c, hs_engine_worker *w, const ijob 
         else c->pred[w->index][i] = hs_argmax(row, (size_t)V);
     }
     free(ints);
-    free(resid);
+    free(ptrs);
     free(lg);
     return st;
 }
@@ -496,7 +516,7 @@ static void metric_of(const hs_circ_ctx *c, const hs_engine_worker *w, const hs_
 static hs_status path_job(hs_engine *e, hs_engine_worker *w, const ijobs *all, const ijob *jb)
 {
     hs_circ_ctx *c = all->c;
-    const int last = last_block_alone(c, jb);
+    const int last = suffix_kind(c, jb);
     float *in[3] = {NULL, NULL, NULL};
     hs_status st = HS_OK;
     if (last)
@@ -508,7 +528,7 @@ static hs_status path_job(hs_engine *e, hs_engine_worker *w, const ijobs *all, c
         one.inputs = 1 << x;
         ijobs ij = {c, all->jobs, all->r, &one};
         if (last)
-            st = last_block_job(c, w, &one, x, in);
+            st = suffix_job(c, w, &one, x, in);
         else
             st = hs_engine_sweep_from(e, w, c->tok_corr, c->n, jb->receiver.layer, &c->corr, ijob_hooks, ijob_rows, &ij);
         if (st == HS_OK) metric_of(c, w, all->r, jb->metric + 3 * x);
@@ -526,8 +546,8 @@ static hs_status ijob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     ijobs one = {c, all->jobs, all->r, jb};
     const int on_corr = jb->kind == J_PATCH;
     hs_status st;
-    if (last_block_alone(c, jb)) {
-        st = last_block_job(c, w, jb, 0, NULL);
+    if (suffix_kind(c, jb)) {
+        st = suffix_job(c, w, jb, 0, NULL);
     } else {
         /* the layers before the intervention's are those of the run it
          * starts from (the clean or corrupted cache): start there (bit-identical) */

@@ -170,7 +170,26 @@ static void suffix_pass(const hs_model *m, const hs_suffix_run *r, suffix_buf *s
         }
         suffix_qkv(m, l, sb->qkv, in, R, sb->wq);
         const float inv_scale = 1.0f / hs_attn_scale_at(c, l);
-        for (int b = 0; b < act; b++) {
+        for (int b = 0; b < act && r->exact; b++) /* each head's whole tile, the forward's kernels */
+            for (int h = 0; h < H; h++) {
+                const size_t ref = (size_t)r->row[b0 + b] * t;
+                const float *qkv = sb->qkv + (size_t)b * ns * 3 * HD;
+                float *q = sb->head, *k = q + (size_t)t * dh, *v = k + (size_t)t * dh, *z = v + (size_t)t * dh;
+                memset(q, 0, (size_t)s * dh * sizeof(float)); /* rows before s: not read */
+                for (int j = 0; j < t; j++) {
+                    const float *kj = j < s ? r->k[l] + (ref + (size_t)j) * HD : qkv + (size_t)(j - s) * 3 * HD + HD;
+                    const float *vj = j < s ? r->v[l] + (ref + (size_t)j) * HD : qkv + (size_t)(j - s) * 3 * HD + 2 * HD;
+                    memcpy(k + (size_t)j * dh, kj + (size_t)h * dh, (size_t)dh * sizeof(float));
+                    memcpy(v + (size_t)j * dh, vj + (size_t)h * dh, (size_t)dh * sizeof(float));
+                    if (j >= s) memcpy(q + (size_t)j * dh, qkv + (size_t)(j - s) * 3 * HD + (size_t)h * dh,
+                                       (size_t)dh * sizeof(float));
+                }
+                hs_attn_head_forward(m, l, q, k, v, t, z + (size_t)t * dh, z);
+                for (int i = 0; i < ns; i++)
+                    memcpy(sb->z + ((size_t)b * ns + i) * HD + (size_t)h * dh, z + (size_t)(s + i) * dh,
+                           (size_t)dh * sizeof(float));
+            }
+        for (int b = 0; b < act && !r->exact; b++) {
             const size_t ref = (size_t)r->row[b0 + b] * t;
             const float *kr = r->k[l] + ref * HD, *vr = r->v[l] + ref * HD;
             const float *qkv = sb->qkv + (size_t)b * ns * 3 * HD;
@@ -319,7 +338,7 @@ hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *lo
     const size_t R = rows16((size_t)per * ns);
     const size_t wide = (size_t)(M > D ? M : D);
     const size_t lg = r->n_tok == 0 ? R * (size_t)c->d_vocab : 0;
-    const size_t head = last && r->head >= 0 ? 5 * (size_t)t * dh + 2 * (size_t)t * t : 0;
+    const size_t head = (last && r->head >= 0) || r->exact ? 5 * (size_t)t * dh + 2 * (size_t)t * t : 0;
     suffix_buf sb;
     const size_t floats = R * D * 3 + R * 3 * HD + R * HD + 2 * R * wide + 2 * R + (size_t)D * HD + (size_t)t + lg + head;
     float *mem = malloc(floats * sizeof(float));

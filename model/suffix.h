@@ -44,6 +44,10 @@ typedef struct {
                                  * head_qkv's q, k, v by the forward's kernels (hs_attn_head_forward:
                                  * the forward's bits) */
     hs_suffix_qkv_fn head_qkv;
+    int exact;                  /* 1: the attention at s.. by the forward's kernels on each head's
+                                 * whole t x t tile (hs_attn_head_forward; rows before s from k, v):
+                                 * with n_tok 0 the full forward's bits, for short t (circuit's
+                                 * 15 positions). 0: the rows s.. alone, sums written out here */
 } hs_suffix_run;
 /* 1 when hs_forward_suffix runs cfg's blocks: pre-norm, sequential, added,
  * softmax attention without rotary, ALiBi, local layers or grouped keys,
