@@ -268,10 +268,35 @@ static hs_status phase_a_job(hs_engine *e, hs_engine_worker *w, int j, void *arg
 /* Phase A; then the position-wise means of blocks.l.attn.hook_z and
  * blocks.l.hook_mlp_out over the reference examples into c->means (entries
  * of batch 1), and the chunk views of the caches. */
-static hs_status run_phase_a(hs_circ_ctx *c, const hs_wg_example *ex, size_t n_ex, hs_error *err)
+/* The evidence read from the clean cache and the weights (circuit_evidence.c)
+ * as the pool's lane job, started once the clean cache is in: worker 1
+ * reads it while the means' jobs run, instead of both cores waiting on one
+ * for it after them. It writes only its own fields of the report. */
+typedef struct {
+    const hs_circ_ctx *c;
+    hs_circuit_report *r;
+    hs_status st;
+    hs_error err;
+} evidence_job;
+
+static void evidence_lane(void *arg)
+{
+    evidence_job *ej;
+    memcpy(&ej, arg, sizeof ej);
+    hs_circ_invariant(ej->c, ej->r);
+    hs_circ_attention(ej->c, ej->r);
+    ej->st = hs_circ_dla(ej->c, ej->r, &ej->err);
+    if (ej->st == HS_OK) ej->st = hs_circ_copying(ej->c->m, ej->r, &ej->err);
+}
+
+/* Phase A's two runs; then (ej not NULL) the evidence lane job, its ticket
+ * in *ticket. */
+static hs_status run_phase_a(hs_circ_ctx *c, const hs_wg_example *ex, size_t n_ex, evidence_job *ej, long *ticket,
+                             hs_error *err)
 {
     hs_status st = hs_engine_for(&c->eng, 2, phase_a_job, c, err);
     if (st != HS_OK) return st;
+    *ticket = hs_pool_async(c->pool, evidence_lane, &ej, sizeof ej);
     if (n_ex > (size_t)HS_ENGINE_CHUNK * 1000000)
         return hs_fail(err, HS_ERR_INPUT, "circuit: the reference split is too large");
     int *tok = malloc(n_ex * T_RUN * sizeof(int));
@@ -640,14 +665,15 @@ static hs_status report_init(const hs_circ_ctx *c, hs_circuit_report *r, hs_erro
 
 /* Phase A (the clean and corrupted runs, the mean-ablation reference), then
  * the clean accuracy and other-noun rate and the two runs' LDs. */
-static hs_status clean_and_corrupted(hs_circ_ctx *c, hs_circuit_report *r, hs_error *err)
+static hs_status clean_and_corrupted(hs_circ_ctx *c, hs_circuit_report *r, evidence_job *ej, long *ticket,
+                                     hs_error *err)
 {
     size_t n_ref;
     const hs_wg_example *ref = hs_winograd_examples(c->t, r->opts.ablate_ref, &n_ref);
     if (n_ref == 0)
         return hs_fail(err, HS_ERR_INPUT, "circuit: the %s split is empty", hs_wg_split_name(r->opts.ablate_ref));
     r->n_ablate_ref = n_ref;
-    hs_status st = run_phase_a(c, ref, n_ref, err);
+    hs_status st = run_phase_a(c, ref, n_ref, ej, ticket, err);
     if (st != HS_OK) return st;
     const hs_cache_entry *lg = hs_cache_get(&c->clean, "logits");
     HS_ASSERT(lg != NULL);
@@ -776,13 +802,16 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
     long comp_ticket = -1;
     if (st == HS_OK) comp_ticket = hs_pool_async(c.pool, comp_lane, &cjp, sizeof cjp);
     c.for_eval = r->opts.discover;
-    if (st == HS_OK) st = clean_and_corrupted(&c, r, err);
-    if (st == HS_OK) { /* the evidence in the clean cache and the weights */
-        hs_circ_invariant(&c, r);
-        hs_circ_attention(&c, r);
-        st = hs_circ_dla(&c, r, err);
+    /* the evidence in the clean cache and the weights: the lane's job
+     * beside the means (run_phase_a) */
+    evidence_job ej = {&c, r, HS_ERR_INPUT, {0}};
+    long ev_ticket = -1;
+    if (st == HS_OK) st = clean_and_corrupted(&c, r, &ej, &ev_ticket, err);
+    if (ev_ticket >= 0) hs_pool_wait(c.pool, ev_ticket); /* before anything returns */
+    if (st == HS_OK && ej.st != HS_OK) {
+        *err = ej.err;
+        st = ej.st;
     }
-    if (st == HS_OK) st = hs_circ_copying(m, r, err);
     if (st == HS_OK) { /* step 1's candidates, then what ablating and patching them does */
         hs_circ_find_pushers(r);
         st = ablate_and_patch(&c, r, err);
