@@ -104,6 +104,32 @@ static int chunk_row(const chunk_job *cj, int i)
     return cj->R0 + (i < cj->b ? i : cj->b - 1);
 }
 
+/* 8 floats at a time (GCC vector extensions; the baseline gets two SSE
+ * operations per vector, AVX2 machines one: target_clones as model/'s
+ * kernels). The same additions per element as one at a time: the same bits. */
+typedef float cr_v8 __attribute__((vector_size(32)));
+typedef int cr_v8i __attribute__((vector_size(32)));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(HS_NO_CLONES)
+#define CR_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CR_CLONES
+#endif
+
+/* o[0..D) = (a ? a : 0) - x, 8 floats at a time: the same subtractions. */
+CR_CLONES
+static void diff_row(float *o, const float *a, const float *x, int D)
+{
+    int k = 0;
+    for (; k + 8 <= D; k += 8) {
+        cr_v8 va = {0}, vx;
+        if (a) memcpy(&va, a + k, sizeof va);
+        memcpy(&vx, x + k, sizeof vx);
+        va -= vx;
+        memcpy(o + k, &va, sizeof va);
+    }
+    for (; k < D; k++) o[k] = (a ? a[k] : 0.0f) - x[k];
+}
+
 /* diff_u (CHUNK, t, D) = a_u,abl - x, x the run's output of u (stride xs
  * floats between positions), or the clean cache's when x is NULL. */
 static void fill_diff(chunk_job *cj, int u, const float *x, size_t xs)
@@ -115,13 +141,9 @@ static void fill_diff(chunk_job *cj, int u, const float *x, size_t xs)
     for (int i = 0; i < HS_ENGINE_CHUNK; i++) {
         const size_t r = (size_t)chunk_row(cj, i);
         for (int p = 0; p < t; p++) {
-            float *o = d + ((size_t)i * t + p) * D;
             const float *xa = a->base ? a->base + r * a->row + (size_t)p * a->pos : NULL;
             const float *xc = x ? x + ((size_t)i * t + p) * xs : c->base + r * c->row + (size_t)p * c->pos;
-            if (xa)
-                for (int k = 0; k < D; k++) o[k] = xa[k] - xc[k];
-            else
-                for (int k = 0; k < D; k++) o[k] = 0.0f - xc[k];
+            diff_row(d + ((size_t)i * t + p) * D, xa, xc, D);
         }
     }
 }
@@ -148,16 +170,6 @@ static int capture_hook(const char *name, const int64_t *shape, int ndim, float 
     return 0;
 }
 
-/* 8 floats at a time (GCC vector extensions; the baseline gets two SSE
- * operations per vector, AVX2 machines one: target_clones as model/'s
- * kernels). The same additions per element as one at a time: the same bits. */
-typedef float cr_v8 __attribute__((vector_size(32)));
-typedef int cr_v8i __attribute__((vector_size(32)));
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__) && !defined(HS_NO_CLONES)
-#define CR_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define CR_CLONES
-#endif
 
 /* Rows 0..rows-1 of x (stride xs floats) += u_i, u_i (D floats, in upd) the
  * sum of the n diffs cur[0..n) at row i (diff + cur[j] * one + i * D) in
