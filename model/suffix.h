@@ -1,6 +1,7 @@
 /*
  * model/suffix.h -- a patched run's tail at the positions a patch can change
- * (model/suffix.c), for activation patching (experiments/patch.c).
+ * (model/suffix.c), for activation patching (experiments/patch.c) and the
+ * circuit check's patches, ablations and path patches (circuits/circuit.c).
  *
  * Owns: model/suffix.c. May call: model.h, common/. Knows nothing of probes,
  * prompt sets or figures: the caller hands it the reference run's tensors.
