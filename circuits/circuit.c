@@ -20,11 +20,14 @@
  *      means of the mean-ablation reference (hs_engine_means);
  *   B: every ablation and activation patch (they need A's caches and means);
  *   C: path patching (it needs the decision heads found from B).
+ * A job whose intervention's effect on position 14 starts at position 14 of
+ * a block or in the last block runs there alone (circuits/circuit_suffix.c,
+ * the same bits); the evidence read from the clean cache runs as the pool's
+ * lane job beside the means.
  * A job writes only its own output slots; per-row results go to the
  * worker's row buffers and are summed in row order.
  */
 #include "circuits/circuits_internal.h"
-#include "model/suffix.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -229,15 +232,6 @@ static void ld_sum(const hs_circ_ctx *c, const double *d, double ld[3])
 /* ------------------------------------------------------------------------ */
 /* Phase A: the clean and corrupted caches, the mean-ablation reference      */
 
-/* 1 when interventions whose effect on position 14 starts at a block's
- * position 14 or in the last block run there alone (hs_forward_suffix:
- * suffix_job), from the corrupted run's k, v of every block and q of the
- * last (phase A caches them). */
-static int suffix_runs(const hs_circ_ctx *c)
-{
-    return c->L >= 2 && hs_forward_suffix_ok(&c->m->cfg);
-}
-
 static hs_status phase_a_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     hs_circ_ctx *c = arg;
@@ -250,13 +244,13 @@ static hs_status phase_a_job(hs_engine *e, hs_engine_worker *w, int j, void *arg
         return hs_engine_cache(e, w, c->tok_clean, c->n, filt, c->for_eval ? 11 : 10, NULL, &c->clean);
     }
     /* (then every block's k, v and the last block's q for the runs of
-     * hs_forward_suffix, suffix_runs) */
+     * hs_forward_suffix, hs_circ_suffix_runs) */
     char q_last[48];
     const char *filt[] = {"blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale", "blocks.*.attn.hook_z", "logits",
                           "blocks.*.attn.hook_result", "?blocks.*.hook_mlp_out", "blocks.*.attn.hook_k",
                           "blocks.*.attn.hook_v", q_last};
     int nf = c->for_eval ? 6 : 4;
-    if (suffix_runs(c)) {
+    if (hs_circ_suffix_runs(c)) {
         snprintf(q_last, sizeof q_last, "blocks.%d.attn.hook_q", c->L - 1);
         filt[nf++] = filt[6];
         filt[nf++] = filt[7];
@@ -397,134 +391,13 @@ static void ijob_rows(void *arg, hs_engine_worker *w, const float *logits, int r
             on_corr ? ij->c->ld[w->index] : NULL);
 }
 
-/* A job whose intervention is in the last block alone (last_block_job):
- * path patching into a last-layer receiver, patching or mean-ablating
- * last-layer heads' z. The last block runs alone at position 14
- * (hs_forward_suffix with z_last) from the run's z there: the receiver's z
- * computed again from its patched input (hs_path_patch_inputs, the hook's
- * own values) and the rest of its q, k, v (the corrupted run's), or the
- * heads' z there replaced (the clean run's, or the means'): the bits of the
- * engine's run from that block with the job's hooks, without the other
- * heads' attention and the block at the other 14 positions. */
-typedef struct {
-    const hs_circ_ctx *c;
-    const ijob *jb;
-    const float *in[3];  /* J_PATH: (n T, dh) the receiver's patched inputs, or NULL */
-    const float *qkv[3]; /* J_PATH: (n, T, H, dh) the corrupted run's hook_q, hook_k, hook_v */
-    const float *zsrc;   /* J_ABLATE, J_PATCH: (rows, T, H, dh) the heads' z to write */
-    size_t zrow;         /* zsrc's floats from one row to the next (0: the means' one row) */
-} last_ctx;
-
-static void last_qkv(void *ctx, int b, float *q, float *k, float *v)
+/* Job jb as hs_circ_suffix_run's edit (input x of a path patch, in[x] its
+ * values). */
+static hs_circ_edit edit_of(const ijob *jb, int x, float *const in[3])
 {
-    const last_ctx *p = ctx;
-    const int H = p->c->H, dh = p->c->m->cfg.d_head, h = p->jb->receiver.head;
-    float *out[3] = {q, k, v};
-    for (int x = 0; x < 3; x++) {
-        if (p->in[x]) {
-            memcpy(out[x], p->in[x] + (size_t)b * T_RUN * dh, (size_t)T_RUN * dh * sizeof(float));
-            continue;
-        }
-        for (int i = 0; i < T_RUN; i++)
-            memcpy(out[x] + (size_t)i * dh, p->qkv[x] + (((size_t)b * T_RUN + i) * H + h) * dh,
-                   (size_t)dh * sizeof(float));
-    }
-}
-
-/* z (nb, 1, H, dh) of sequences b0.. at position 14: the job's heads from zsrc. */
-static void last_edit_z(void *ctx, float *z, int b0, int nb, int ns)
-{
-    (void)ns;
-    const last_ctx *p = ctx;
-    const int H = p->c->H, dh = p->c->m->cfg.d_head;
-    for (int b = 0; b < nb; b++)
-        for (int i = 0; i < p->jb->n_heads; i++) {
-            const int h = p->jb->heads[i].head;
-            memcpy(z + ((size_t)b * H + h) * dh, p->zsrc + (size_t)(b0 + b) * p->zrow + ((size_t)Q * H + h) * dh,
-                   (size_t)dh * sizeof(float));
-        }
-}
-
-/* How job jb runs on hs_forward_suffix (suffix_job): 0 not (the engine's
- * run from its block), 1 the last block alone at position 14 (an edit in
- * the last block: path patching into it, its heads' z patched or
- * mean-ablated), 2 from the block of the heads it patches at position 14 on,
- * at position 14 alone (every earlier position is the corrupted run's). */
-static int suffix_kind(const hs_circ_ctx *c, const ijob *jb)
-{
-    if (!suffix_runs(c)) return 0;
-    if (jb->kind == J_PATH) return jb->receiver.layer == c->L - 1;
-    if (jb->kind != J_ABLATE && jb->kind != J_PATCH) return 0;
-    int last = 1;
-    for (int i = 0; i < jb->n_heads; i++) {
-        last &= jb->heads[i].layer == c->L - 1;
-        if (jb->heads[i].layer != jb->heads[0].layer) return 0;
-    }
-    if (last) return jb->kind == J_ABLATE || jb->pos == Q || jb->pos == -1;
-    return jb->kind == J_PATCH && jb->pos == Q ? 2 : 0;
-}
-
-/* Job jb on hs_forward_suffix (suffix_kind): the per-row argmax
- * (ablations) or LD (patches) into the worker's row buffers. J_PATH: input
- * x patched, in[x] its values (hs_path_patch_inputs). */
-static hs_status suffix_job(hs_circ_ctx *c, hs_engine_worker *w, const ijob *jb, int x_in, float *const in[3])
-{
-    const int n = c->n, L = c->L, V = c->V, on_corr = jb->kind != J_ABLATE, kind = suffix_kind(c, jb);
-    const int l0 = kind == 1 ? L - 1 : jb->heads[0].layer; /* the block the runs start at */
-    const hs_cache *run = on_corr ? &c->corr : &c->clean;
-    hs_status st = HS_OK;
-    last_ctx lc = {c, jb, {NULL, NULL, NULL}, {NULL, NULL, NULL}, NULL, 0};
-    if (jb->kind == J_PATH) lc.in[x_in] = in[x_in];
-    for (int x = 0; x < 3 && jb->kind == J_PATH; x++) {
-        const hs_cache_entry *en = hs_cache_getf(&c->corr, "blocks.%d.attn.hook_%c", L - 1, "qkv"[x]);
-        HS_ASSERT(en != NULL);
-        lc.qkv[x] = en->data;
-    }
-    if (jb->kind != J_PATH) {
-        const hs_cache_entry *zs = hs_cache_getf(jb->kind == J_ABLATE ? &c->means : &c->clean,
-                                                 "blocks.%d.attn.hook_z", l0);
-        HS_ASSERT(zs != NULL);
-        lc.zsrc = zs->data;
-        lc.zrow = jb->kind == J_ABLATE ? 0 : (size_t)T_RUN * c->H * c->m->cfg.d_head;
-    }
-    const hs_cache_entry *zl = hs_cache_getf(run, "blocks.%d.attn.hook_z", L - 1);
-    const hs_cache_entry *rp = hs_cache_getf(run, "blocks.%d.hook_resid_pre", l0);
-    HS_ASSERT(zl != NULL && rp != NULL);
-    int *ints = malloc((size_t)n * 3 * sizeof(int));
-    const float **ptrs = calloc(3 * (size_t)L, sizeof *ptrs); /* resid, k, v by layer */
-    float *lg = malloc((size_t)n * V * sizeof(float));
-    if (!ints || !ptrs || !lg) st = hs_fail(&w->err, HS_ERR_NOMEM, "out of memory");
-    if (st == HS_OK) {
-        int *layer = ints, *row = ints + n, *read = ints + 2 * n;
-        for (int i = 0; i < n; i++) {
-            layer[i] = l0;
-            row[i] = i;
-            read[i] = Q;
-        }
-        ptrs[l0] = rp->data;
-        for (int l = l0; l < L && kind == 2; l++) {
-            const hs_cache_entry *k = hs_cache_getf(run, "blocks.%d.attn.hook_k", l);
-            const hs_cache_entry *v = hs_cache_getf(run, "blocks.%d.attn.hook_v", l);
-            HS_ASSERT(k != NULL && v != NULL);
-            ptrs[L + l] = k->data;
-            ptrs[2 * L + l] = v->data;
-        }
-        const int path = jb->kind == J_PATH;
-        hs_suffix_run sr = {n, T_RUN, Q, layer, row, (const float *const *)ptrs, (const float *const *)ptrs + L,
-                            (const float *const *)ptrs + 2 * L, path ? NULL : last_edit_z, &lc, read, NULL, 0,
-                            kind == 1 ? zl->data : NULL, path ? jb->receiver.head : -1, path ? last_qkv : NULL,
-                            kind == 2};
-        st = hs_forward_suffix(c->m, &sr, lg, &w->err);
-    }
-    for (int i = 0; i < n && st == HS_OK; i++) { /* as rows_of */
-        const float *row = lg + (size_t)i * V;
-        if (on_corr) c->ld[w->index][i] = (double)row[c->ref_clean[i]] - (double)row[c->ref_corr[i]];
-        else c->pred[w->index][i] = hs_argmax(row, (size_t)V);
-    }
-    free(ints);
-    free(ptrs);
-    free(lg);
-    return st;
+    const int kind = jb->kind == J_PATH ? HS_CIRC_EDIT_PATH : jb->kind == J_PATCH ? HS_CIRC_EDIT_PATCH
+                     : jb->kind == J_ABLATE ? HS_CIRC_EDIT_ABLATE : -1;
+    return (hs_circ_edit){kind, jb->heads, jb->n_heads, jb->pos, jb->receiver, x, in};
 }
 
 /* The normalised metric [3] of the LDs in the worker's row buffer. */
@@ -541,7 +414,7 @@ static void metric_of(const hs_circ_ctx *c, const hs_engine_worker *w, const hs_
 static hs_status path_job(hs_engine *e, hs_engine_worker *w, const ijobs *all, const ijob *jb)
 {
     hs_circ_ctx *c = all->c;
-    const int last = suffix_kind(c, jb);
+    const int last = hs_circ_suffix_kind(c, &(hs_circ_edit){HS_CIRC_EDIT_PATH, NULL, 0, Q, jb->receiver, 0, NULL});
     float *in[3] = {NULL, NULL, NULL};
     hs_status st = HS_OK;
     if (last)
@@ -552,10 +425,13 @@ static hs_status path_job(hs_engine *e, hs_engine_worker *w, const ijobs *all, c
         ijob one = *jb;
         one.inputs = 1 << x;
         ijobs ij = {c, all->jobs, all->r, &one};
-        if (last)
-            st = suffix_job(c, w, &one, x, in);
-        else
-            st = hs_engine_sweep_from(e, w, c->tok_corr, c->n, jb->receiver.layer, &c->corr, ijob_hooks, ijob_rows, &ij);
+        if (last) {
+            const hs_circ_edit ed = edit_of(&one, x, in);
+            st = hs_circ_suffix_run(c, &ed, NULL, c->ld[w->index], &w->err);
+        } else {
+            st = hs_engine_sweep_from(e, w, c->tok_corr, c->n, jb->receiver.layer, &c->corr, ijob_hooks, ijob_rows,
+                                      &ij);
+        }
         if (st == HS_OK) metric_of(c, w, all->r, jb->metric + 3 * x);
     }
     for (int x = 0; x < 3; x++) free(in[x]);
@@ -571,8 +447,10 @@ static hs_status ijob_run(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     ijobs one = {c, all->jobs, all->r, jb};
     const int on_corr = jb->kind == J_PATCH;
     hs_status st;
-    if (suffix_kind(c, jb)) {
-        st = suffix_job(c, w, jb, 0, NULL);
+    const hs_circ_edit ed = edit_of(jb, 0, NULL);
+    if (ed.kind >= 0 && hs_circ_suffix_kind(c, &ed)) {
+        st = hs_circ_suffix_run(c, &ed, on_corr ? NULL : c->pred[w->index], on_corr ? c->ld[w->index] : NULL,
+                                &w->err);
     } else {
         /* the layers before the intervention's are those of the run it
          * starts from (the clean or corrupted cache): start there (bit-identical) */

@@ -4,11 +4,14 @@
  * *_internal.h). Not public API; not installed. Dims legend as circuits.h; T = HS_CIRC_T = 15
  * positions (0..14), n held-out rows.
  *
- * The two-step referent-circuit check (hs_circuit_run) is four files:
+ * The two-step referent-circuit check (hs_circuit_run) is five files:
  *   circuit.c           the run: opts, the matched held-out rows (the run
  *                       context below), the experiment engine's phases A-C
  *                       (clean and corrupted caches, ablations, patching,
  *                       path patching), composition;
+ *   circuit_suffix.c    the interventions that run at position 14 alone
+ *                       (hs_forward_suffix: path patching into the last
+ *                       layer, patching and ablating z at 14);
  *   circuit_evidence.c  the evidence read from the clean cache: the layer-0
  *                       invariant, attention by role, DLA, copying;
  *   circuit_verdict.c   the verdict rules (pushers, decision heads, step 1,
@@ -84,6 +87,42 @@ typedef struct {
     int **pred;               /* (workers) (n) argmax at 14 per held-out row, -1 on NaN */
     double **ld;              /* (workers) (n) logit(ref_clean) - logit(ref_corr) at 14 per row */
 } hs_circ_ctx;
+
+/* ------------------------------------------------------------------------ */
+/* Runs at position 14 alone (circuits/circuit_suffix.c)                       */
+
+/* An intervention of the check: path patching (the receiver's input `input`,
+ * 0 q, 1 k, 2 v, in[input] its values by hs_path_patch_inputs, (n T, dh)),
+ * patching heads' z from the clean run at `pos` (14 or -1: all), or
+ * mean-ablating heads' z (c->means). */
+enum { HS_CIRC_EDIT_PATH, HS_CIRC_EDIT_PATCH, HS_CIRC_EDIT_ABLATE };
+typedef struct {
+    int kind;
+    const hs_head *heads; /* PATCH, ABLATE */
+    int n_heads;
+    int pos;              /* PATCH */
+    hs_head receiver;     /* PATH */
+    int input;            /* PATH */
+    float *const *in;     /* PATH: (3) */
+} hs_circ_edit;
+
+/* 1 when the model's blocks run on hs_forward_suffix (two layers at least);
+ * phase A then caches every block's hook_k, hook_v and the last's hook_q. */
+int hs_circ_suffix_runs(const hs_circ_ctx *c);
+
+/* How hs_circ_suffix_run takes e: 0 not (the engine's run from its block),
+ * 1 the last block alone at position 14 (an edit in the last block: path
+ * patching into it, its heads' z patched or mean-ablated), 2 from the block
+ * of the heads e patches at 14 on, at position 14 alone (every earlier
+ * position is the corrupted run's). */
+int hs_circ_suffix_kind(const hs_circ_ctx *c, const hs_circ_edit *e);
+
+/* Intervention e (hs_circ_suffix_kind not 0) on the n held-out rows: the
+ * argmax at 14 into pred[n] and the LD there into ld[n] (either may be
+ * NULL), the bits of the engine's run with e's hooks (hs_forward_suffix,
+ * z_last or exact, every logit by the forward's product). Reads c's caches
+ * only (workers may run it side by side). HS_ERR_INPUT, HS_ERR_NOMEM. */
+hs_status hs_circ_suffix_run(const hs_circ_ctx *c, const hs_circ_edit *e, int *pred, double *ld, hs_error *err);
 
 /* ------------------------------------------------------------------------ */
 /* Evidence from the clean cache (circuits/circuit_evidence.c)                  */
