@@ -45,13 +45,14 @@ static const char LADDER_HELP[] =
     "Writes DIR/ladder.json, DIR/ladder_perplexity.{png,svg,json}, DIR/row-R.safetensors\n"
     "and DIR/tokenizer.json (listed in DIR/index.json).\n";
 
-/* A row's progress: a log line every log_every steps and at the end. */
-static void ladder_progress(void *ctx, const hs_train_progress *p)
+/* A row's progress: a log line every log_every steps and at the end (two
+ * rows' lines interleave when they train at once: each names its row). */
+static void ladder_progress(void *ctx, int row, const hs_train_progress *p)
 {
     (void)ctx;
     if (!p->logged) return;
-    fprintf(stderr, "  step %d/%d loss %.4f %.0f steps/s ETA %.0fs\n", p->step, p->steps, p->loss,
-            p->steps_per_s, p->eta_s);
+    fprintf(stderr, "  row %d step %d/%d loss %.4f %.1f steps/s ETA %.0fs\n", row, p->step, p->steps,
+            p->loss, p->steps_per_s, p->eta_s);
 }
 
 /* Registers the rows' models and the BPE (written into the working folder)
