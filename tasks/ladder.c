@@ -55,7 +55,7 @@ hs_ladder_opts hs_ladder_opts_default(void)
     o.steps = 3000;
     o.d_model = 128;
     o.ctx = 128;
-    o.batch = 32; /* the chapter's 64 takes ~34 min on 2 cores; 32 ~12-17 (bench/ladder_time.sh) */
+    o.batch = 32; /* the chapter's 64: 28-32 min on 2 cores by CPU/2 under load (bench/ladder_time.sh) */
     o.lr = 1e-3f;
     o.val_fraction = 0.1;
     o.vocab_size = 1024;

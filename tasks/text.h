@@ -197,7 +197,7 @@ hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladde
                         hs_error *err);
 void hs_ladder_report_free(hs_ladder_report *r);
 /* ladder.json: {"rows": [{"row", "adds", "params", "perplexity",
- * "heldout_tokens", "n_ctx", "batch", "config"}], "settings": {"steps", "width",
+ * "heldout_tokens", "n_ctx", "batch", "config"}], "settings": {"steps", "d_model",
  * "ctx", "batch", "lr", "seed", "val_fraction", "vocab", "tokenizer",
  * "corpus", "unigram_perplexity"}}. NULL out of memory. */
 cJSON *hs_ladder_json(const hs_ladder_report *r);
