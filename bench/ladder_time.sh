@@ -12,20 +12,23 @@
 # scale). Prints the load average before and after: on a shared machine the
 # wall estimate is an upper bound, the CPU one closer to a quiet machine's.
 #
-#   bench/ladder_time.sh [--threads N] [--steps S] [--short A,B]   (BUILD=build by default)
+#   bench/ladder_time.sh [--threads N] [--steps S] [--batch B] [--short A,B]   (BUILD=build by default)
+# (--batch: the ladder's --batch; default its own default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 THREADS=2
 STEPS=""
+BATCH=()
 A=10
 B=40
 while [ $# -gt 0 ]; do
     case $1 in
     --threads) THREADS=$2; shift 2 ;;
     --steps) STEPS=$2; shift 2 ;;
+    --batch) BATCH=(--batch "$2"); shift 2 ;;
     --short) A=${2%,*}; B=${2#*,}; shift 2 ;;
-    *) echo "usage: bench/ladder_time.sh [--threads N] [--steps S] [--short A,B]" >&2; exit 2 ;;
+    *) echo "usage: bench/ladder_time.sh [--threads N] [--steps S] [--batch B] [--short A,B]" >&2; exit 2 ;;
     esac
 done
 mapfile -t FILES < <(find /usr/share/games/fortunes -maxdepth 1 -type f ! -name '*.*' | sort)
@@ -38,9 +41,9 @@ trap 'rm -rf "$TMP"' EXIT
 echo "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
 for s in "$A" "$B"; do
     /usr/bin/time -f "%e %U %S" -o "$TMP/t$s" "$BUILD/headscope" ladder --corpus "${FILES[@]}" \
-        --tokenizer "$TMP/tok.json" --steps "$s" --threads "$THREADS" --out "$TMP/l$s" >"$TMP/l$s.log" 2>&1
+        --tokenizer "$TMP/tok.json" --steps "$s" "${BATCH[@]}" --threads "$THREADS" --out "$TMP/l$s" >"$TMP/l$s.log" 2>&1
     read -r w u k <"$TMP/t$s"
-    echo "ladder --steps $s --threads $THREADS: wall ${w} s, CPU $(echo "$u + $k" | bc) s"
+    echo "ladder --steps $s ${BATCH[*]} --threads $THREADS: wall ${w} s, CPU $(echo "$u + $k" | bc) s"
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
 /usr/bin/python3 - "$TMP/t$A" "$TMP/t$B" "$A" "$B" "$STEPS" "$THREADS" <<'PYEOF'

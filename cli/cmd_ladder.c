@@ -37,21 +37,24 @@ static const char LADDER_HELP[] =
     "  --d-model D        the residual width d_model (default 128)\n"
     "  --ctx T            window length (default 128)\n"
     "  --batch B          windows a step (default 32: the whole ladder took 21 min on\n"
-    "                     2 cores, README; the chapter's 64 takes about twice as long,\n"
+    "                     2 cores, README; the chapter's 64 takes 28-32 min by CPU / 2,\n"
     "                     bench/ladder_time.sh)\n"
     "  --lr X             peak learning rate (default 1e-3)\n"
     "  --seed S           initialisation and batch seed (default 0)\n"
     "  --val-fraction X   held out: the last X of each file (default 0.1)\n"
+    "  --threads N        rows trained at once, one thread each (default every CPU;\n"
+    "                     1: one row at a time); the same numbers at every N\n"
     "Writes DIR/ladder.json, DIR/ladder_perplexity.{png,svg,json}, DIR/row-R.safetensors\n"
     "and DIR/tokenizer.json (listed in DIR/index.json).\n";
 
-/* A row's progress: a log line every log_every steps and at the end. */
-static void ladder_progress(void *ctx, const hs_train_progress *p)
+/* A row's progress: a log line every log_every steps and at the end (two
+ * rows' lines interleave when they train at once: each names its row). */
+static void ladder_progress(void *ctx, int row, const hs_train_progress *p)
 {
     (void)ctx;
     if (!p->logged) return;
-    fprintf(stderr, "  step %d/%d loss %.4f %.0f steps/s ETA %.0fs\n", p->step, p->steps, p->loss,
-            p->steps_per_s, p->eta_s);
+    fprintf(stderr, "  row %d step %d/%d loss %.4f %.1f steps/s ETA %.0fs\n", row, p->step, p->steps,
+            p->loss, p->steps_per_s, p->eta_s);
 }
 
 /* Registers the rows' models and the BPE (written into the working folder)

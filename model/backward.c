@@ -406,6 +406,22 @@ void hs_zero_grad(hs_model *m)
  * the weight-gradient jobs on w's lane (NULL: each at once, in order).
  * inv_n = 1 / the valid targets of the whole batch. d_x0 as hs_backward's,
  * for these rows. */
+/* y (n) = x (n) * a, in hs_v8 (the loop's bits; -O2 leaves the plain loop
+ * scalar: the cross-entropy's gradient, 4% of a ladder row's step) */
+HS_CLONES
+static void ce_grad_scale(float *restrict y, const float *restrict x, float a, int n)
+{
+    const hs_v8 va = HS_V8_SET1(a);
+    int j = 0;
+    for (; j + 8 <= n; j += 8) {
+        hs_v8 v;
+        HS_V8_LOAD(v, x + j);
+        v *= va;
+        HS_V8_STORE(y + j, v);
+    }
+    for (; j < n; j++) y[j] = x[j] * a;
+}
+
 static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *acts,
                           const hs_grad_scratch *gs, hs_pool *w, const int *tokens,
                           const int *targets, float inv_n, float *d_x0)
@@ -430,7 +446,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
             memset(dl, 0, (size_t)V * sizeof(float));
             continue;
         }
-        for (int j = 0; j < V; j++) dl[j] = pr[j] * inv_n;
+        ce_grad_scale(dl, pr, inv_n, V);
         dl[targets[i]] -= inv_n;
     }
 

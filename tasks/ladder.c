@@ -55,7 +55,7 @@ hs_ladder_opts hs_ladder_opts_default(void)
     o.steps = 3000;
     o.d_model = 128;
     o.ctx = 128;
-    o.batch = 32; /* the chapter's 64 takes ~34 min on 2 cores; 32 ~12-17 (bench/ladder_time.sh) */
+    o.batch = 32; /* the chapter's 64: 28-32 min on 2 cores by CPU/2 under load (bench/ladder_time.sh) */
     o.lr = 1e-3f;
     o.val_fraction = 0.1;
     o.vocab_size = 1024;
@@ -80,14 +80,11 @@ static void row_job(const hs_ladder_opts *o, int r, const char *tok, size_t tok_
     /* the same tokens per step: windows of one token come ctx times as many */
     j->train.batch = d->context ? o->batch : o->batch * o->ctx;
     j->train.opt.lr = o->lr;
-    j->train.threads = o->threads;
     j->seed = o->seed;
     j->eval_every = 0;
     j->log_every = o->log_every > 0 ? o->log_every : 250;
     j->out = out;
     j->force = 1;
-    j->progress = o->progress;
-    j->ctx = o->ctx_cb;
     hs_config *c = &j->cfg;
     c->n_layers = 1;
     c->d_model = o->d_model;
@@ -109,6 +106,68 @@ void hs_ladder_report_free(hs_ladder_report *r)
     memset(r, 0, sizeof *r);
 }
 
+/* Rows run in lanes (hs_ladder_run): a row's notes say which row they are
+ * about, as two rows' notes interleave. */
+typedef struct {
+    const hs_notes *up;
+    const hs_ladder_opts *o;
+    int row;
+} row_ctx;
+
+static void row_note(void *ctx, hs_note_kind kind, const char *line)
+{
+    const row_ctx *rc = ctx;
+    hs_note(rc->up, kind, "row %d: %s", rc->row, line);
+}
+
+static void row_progress(void *ctx, const hs_train_progress *p)
+{
+    const row_ctx *rc = ctx;
+    rc->o->progress(rc->o->ctx_cb, rc->row, p);
+}
+
+typedef struct {
+    const hs_ladder_opts *o;
+    hs_ladder_report *out;
+    int lanes, row_threads;
+    row_ctx rc[HS_LADDER_ROWS];
+    double unigram[HS_LADDER_ROWS];
+} lanes_job;
+
+/* The rows by cost, the dearest first (the MLP's rows, the heads', the
+ * averages', the bigram's), so that two lanes end close together. */
+static const int LANE_ORDER[HS_LADDER_ROWS] = {8, 7, 6, 5, 4, 3, 2, 1, 0};
+
+/* Job j of the lanes: one row's run, alone on its worker. */
+static hs_status row_run(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    lanes_job *L = ctx;
+    const hs_ladder_opts *o = L->o;
+    const int r = L->lanes > 1 ? LANE_ORDER[j] : j;
+    hs_ladder_row *row = &L->out->rows[r];
+    const hs_notes notes = {row_note, &L->rc[r]};
+    char *path = hs_strfmt("%s/row-%d.safetensors", o->models_dir, r);
+    if (!path) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    hs_train_job tj;
+    row_job(o, r, L->out->tokenizer_json, L->out->tokenizer_json_len, path, &tj);
+    tj.train.threads = L->row_threads;
+    tj.progress = o->progress ? row_progress : NULL;
+    tj.ctx = &L->rc[r];
+    hs_note(&notes, HS_NOTE_CMD, "%s", row->name);
+    hs_train_result tr;
+    hs_status s = hs_train_run(&tj, &notes, &tr, err);
+    free(path);
+    if (s != HS_OK) return s;
+    row->n_params = tr.n_params;
+    row->perplexity = tr.perplexity;
+    row->cfg = tr.cfg;
+    row->batch = tj.train.batch;
+    row->heldout_tokens = tr.text_windows * (size_t)tr.cfg.n_ctx;
+    L->unigram[r] = tr.unigram_perplexity;
+    return HS_OK;
+}
+
 hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladder_report *out,
                         hs_error *err)
 {
@@ -118,6 +177,7 @@ hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladde
         return hs_fail(err, HS_ERR_INPUT, "ladder: steps, d_model (>= 4), ctx (>= 2), batch and lr "
                        "must be positive");
     if (o->models_dir == NULL) return hs_fail(err, HS_ERR_INPUT, "ladder: no folder for the models");
+    if (o->threads < 0) return hs_fail(err, HS_ERR_INPUT, "ladder: threads must be >= 0");
     hs_corpus c;
     hs_status s = hs_corpus_read(o->corpus, o->n_corpus, &c, err);
     if (s != HS_OK) return s;
@@ -138,31 +198,27 @@ hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladde
     }
     hs_bpe_trained_free(&b);
     hs_corpus_free(&c);
-    for (int r = 0; r < HS_LADDER_ROWS && s == HS_OK; r++) {
-        hs_ladder_row *row = &out->rows[r];
-        row->name = ROWS[r].row;
-        row->label = ROWS[r].label;
-        row->adds = ROWS[r].adds;
-        row->perplexity = NAN;
-        char *path = hs_strfmt("%s/row-%d.safetensors", o->models_dir, r);
-        if (!path) {
-            s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
-            break;
-        }
-        hs_train_job j;
-        row_job(o, r, out->tokenizer_json, out->tokenizer_json_len, path, &j);
-        hs_note(notes, HS_NOTE_CMD, "row %d: %s", r, row->name);
-        hs_train_result tr;
-        s = hs_train_run(&j, notes, &tr, err);
-        free(path);
-        if (s != HS_OK) break;
-        row->n_params = tr.n_params;
-        row->perplexity = tr.perplexity;
-        row->cfg = tr.cfg;
-        row->batch = j.train.batch;
-        row->heldout_tokens = tr.text_windows * (size_t)tr.cfg.n_ctx;
-        out->unigram_perplexity = tr.unigram_perplexity;
-        out->V = (size_t)tr.cfg.d_vocab;
+    lanes_job L;
+    memset(&L, 0, sizeof L);
+    L.o = o;
+    L.out = out;
+    const int threads = o->threads > 0 ? o->threads : hs_pool_cpus();
+    L.lanes = threads < HS_LADDER_ROWS ? threads : HS_LADDER_ROWS;
+    L.row_threads = L.lanes > 1 ? 1 : threads;
+    for (int r = 0; r < HS_LADDER_ROWS; r++) {
+        out->rows[r].name = ROWS[r].row;
+        out->rows[r].label = ROWS[r].label;
+        out->rows[r].adds = ROWS[r].adds;
+        out->rows[r].perplexity = NAN;
+        L.rc[r] = (row_ctx){notes, o, r};
+    }
+    hs_pool *lanes = NULL;
+    if (s == HS_OK && L.lanes > 1) s = hs_pool_create(L.lanes, &lanes, err);
+    if (s == HS_OK) s = hs_pool_for(lanes, HS_LADDER_ROWS, row_run, &L, err);
+    hs_pool_destroy(lanes);
+    if (s == HS_OK) {
+        out->unigram_perplexity = L.unigram[HS_LADDER_ROWS - 1];
+        out->V = (size_t)out->rows[HS_LADDER_ROWS - 1].cfg.d_vocab;
     }
     if (s != HS_OK) hs_ladder_report_free(out);
     return s;

@@ -150,10 +150,13 @@ typedef struct {
     float lr;                  /* 1e-3 */
     double val_fraction;       /* 0.1 */
     unsigned long long seed;   /* 0 */
-    int threads;               /* 0 = every CPU */
+    int threads;               /* 0 = every CPU; N >= 2: min(N, 9) rows train at once, one
+                                  thread each (hs_ladder_run) */
     const char *models_dir;    /* each row's model: DIR/row-R.safetensors (required) */
     int log_every;             /* progress lines (250) */
-    hs_train_progress_fn progress; /* each row's progress, or NULL */
+    void (*progress)(void *ctx, int row, const hs_train_progress *p); /* each row's progress
+                                  (row 0..8), or NULL; called from the rows' threads, two
+                                  rows' calls at once when they train at once */
     void *ctx_cb;              /* progress's */
 } hs_ladder_opts;
 
@@ -180,15 +183,21 @@ typedef struct {
     size_t tokenizer_json_len;
 } hs_ladder_report;
 
-/* Trains every row (hs_train_run, text task; a note names each row) and
- * fills *out. Errors: HS_ERR_INPUT for
+/* Trains every row (hs_train_run, text task; a note names each row, and
+ * each row's own notes start "row R: ") and fills *out. The rows are
+ * independent (each its own seed, data stream and model), so with threads N
+ * >= 2 they train in min(N, 9) lanes at once, one thread each, the dearest
+ * rows first (a row's step at batch 64 does not keep two threads busy; two
+ * rows keep two cores busy); a row's values are those of the row trained
+ * alone at any thread count (training's values do not depend on the pool:
+ * hs_train). Errors: HS_ERR_INPUT for
  * settings out of range or no models_dir; the corpus's, the BPE's and each
  * run's. *out freed on failure. */
 hs_status hs_ladder_run(const hs_ladder_opts *o, const hs_notes *notes, hs_ladder_report *out,
                         hs_error *err);
 void hs_ladder_report_free(hs_ladder_report *r);
 /* ladder.json: {"rows": [{"row", "adds", "params", "perplexity",
- * "heldout_tokens", "n_ctx", "batch", "config"}], "settings": {"steps", "width",
+ * "heldout_tokens", "n_ctx", "batch", "config"}], "settings": {"steps", "d_model",
  * "ctx", "batch", "lr", "seed", "val_fraction", "vocab", "tokenizer",
  * "corpus", "unigram_perplexity"}}. NULL out of memory. */
 cJSON *hs_ladder_json(const hs_ladder_report *r);

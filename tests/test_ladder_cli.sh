@@ -11,7 +11,8 @@
 # shows: uniform averaging (replacing, or added) is worse than no context;
 # adding beats replacing (the average, and one learned head); a learned head
 # beats the uniform average; four heads beat one; the MLP helps. `eval --corpus` on a row's model
-# gives the perplexity ladder.json records for it.
+# gives the perplexity ladder.json records for it. A tiny ladder at --threads
+# 1 and 2 (rows one at a time, or two at once) gives the same bytes.
 # Without fortunes the test is skipped (exit 77; a failure with CI set).
 # In a sanitizer build (cli_lib.sh's sanitized_build) the ladder trains 30
 # steps instead of 300, and everything but the perplexities' order (the
@@ -101,4 +102,20 @@ import json, sys
 e = json.load(open(sys.argv[1])); j = json.load(open(sys.argv[2]))
 assert e["perplexity"] == j["rows"][8]["perplexity"], (e, j["rows"][8])
 ' "$TMP/eval.out" "$TMP/lad/ladder.json" || fail "eval on row 8 differs from ladder.json"
+# rows train two at a time at --threads 2 (lanes, one thread each), one at a
+# time at --threads 1: every row's model and ladder.json the same bytes
+# (a row's values do not depend on what trains beside it); each row's notes
+# and progress lines name it
+for t in 1 2; do
+    run 0 "tiny$t" ladder --corpus "$FT/men-women" --tokenizer "$TMP/lad/tokenizer.json" --steps 3 \
+        --d-model 8 --ctx 8 --batch 4 --threads "$t" --out "$TMP/tiny$t"
+done
+for f in ladder.json row-0.safetensors row-3.safetensors row-5.safetensors row-6.safetensors \
+    row-8.safetensors; do
+    cmp "$TMP/tiny1/$f" "$TMP/tiny2/$f" >/dev/null || fail "ladder: $f differs between --threads 1 and 2"
+done
+grep "^row 7: model: 1 layer, d_model 8, 4 heads x 2, d_mlp 32" "$TMP/tiny2.err" >/dev/null ||
+    fail "ladder: row 7's note does not name its row: $(cat "$TMP/tiny2.err")"
+grep "^  row 4 step 3/3 loss " "$TMP/tiny2.err" >/dev/null ||
+    fail "ladder: row 4's progress line does not name its row: $(cat "$TMP/tiny2.err")"
 echo "PASS: test_ladder_cli"
