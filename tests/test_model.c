@@ -526,7 +526,10 @@ static void observer_that_reads_or_adds_zero_leaves_logits_bit_identical(void **
  * pattern (whole rows, zeros above the diagonal: what the backward reads)
  * have the bits of the observed forward's whole T x T tiles, on one thread
  * and on two, at T a multiple of 64, T % 64 past 16, and T % 64 in 1..16
- * (the whole tiles kept). */
+ * (the whole tiles kept). A forward at one position (logit_pos = T - 1:
+ * the blocks' weights not kept, hs_acts.att_elsewhere) gives every layer's
+ * z the same bits, and the patterns come back as they were for a backward
+ * (hs_attn_patterns_restore). */
 static void causal_blocks_give_the_bits_of_whole_tiles(void **state)
 {
     (void)state;
@@ -566,6 +569,24 @@ static void causal_blocks_give_the_bits_of_whole_tiles(void **state)
                 if (memcmp(att + l * na, a->blocks[l].att, na * sizeof(float)) != 0)
                     fail_msg("T %d, %d threads: layer %d's pattern differs (max %g)", T, threads, l,
                              max_abs_diff(att + l * na, a->blocks[l].att, na));
+            const size_t nz = (size_t)T * c.n_heads * c.d_head;
+            float *z = malloc(c.n_layers * nz * sizeof(float));
+            assert_non_null(z);
+            for (int l = 0; l < c.n_layers; l++) memcpy(z + l * nz, a->blocks[l].z, nz * sizeof(float));
+            a->logit_pos = T - 1;
+            run(m, a, tok, 1, T, NULL);
+            a->logit_pos = -1;
+            for (int l = 0; l < c.n_layers; l++) {
+                if (memcmp(z + l * nz, a->blocks[l].z, nz * sizeof(float)) != 0)
+                    fail_msg("T %d, %d threads, one position: layer %d's z differs (max %g)", T,
+                             threads, l, max_abs_diff(z + l * nz, a->blocks[l].z, nz));
+                assert_int_equal(a->att_elsewhere[l], T % 64 == 0 || T % 64 > 16);
+            }
+            hs_attn_patterns_restore(m, a);
+            for (int l = 0; l < c.n_layers; l++)
+                if (memcmp(att + l * na, a->blocks[l].att, na * sizeof(float)) != 0)
+                    fail_msg("T %d, %d threads: layer %d's restored pattern differs", T, threads, l);
+            free(z);
             free(lg);
             free(att);
             hs_acts_destroy(a);
