@@ -23,14 +23,13 @@
 
 /* out (N, H*dh) = inp (N, D) @ Wp (D, H*dh) + b (H*dh): all heads' projection
  * in one sgemm on the packed weights (hs_acts_wpack), C pre-filled with b. */
-static void heads_project(float *out, const float *inp, const float *Wp, int ldw, const float *b,
-                          size_t N, int D, int H, int dh)
+static void heads_project(hs_pool *pool, float *out, const float *inp, const float *Wp, int ldw,
+                          const float *b, size_t N, int D, int H, int dh)
 {
     const int HD = H * dh;
     if (b)
         for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)HD, b, (size_t)HD * sizeof(float));
-    hs_sgemm(0, 0, (int)N, HD, D, 1.0f, inp, D, Wp, ldw,
-                b ? 1.0f : 0.0f, out, HD);
+    hs_sgemm_pool(pool, 0, (int)N, HD, D, 1.0f, inp, D, Wp, ldw, b ? 1.0f : 0.0f, out, HD);
 }
 
 /* Packs W (H, D, dh) into Wp (D, H*dh). */
@@ -625,12 +624,12 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
     const float *Wp;
     if (c->attn == HS_ATTN_SOFTMAX) {
         Wp = hs_qkv_packed(k->m, k->acts, l, 0, &ldw);
-        heads_project(ba->q, ba->ln1_out, Wp, ldw, bp->b_Q, k->BT, D, H, dh);
+        heads_project(k->hc->pool, ba->q, ba->ln1_out, Wp, ldw, bp->b_Q, k->BT, D, H, dh);
         Wp = hs_qkv_packed(k->m, k->acts, l, 1, &ldw);
-        heads_project(ba->k, ba->ln1_out, Wp, ldw, bp->b_K, k->BT, D, Hkv, dh);
+        heads_project(k->hc->pool, ba->k, ba->ln1_out, Wp, ldw, bp->b_K, k->BT, D, Hkv, dh);
     }
     Wp = hs_qkv_packed(k->m, k->acts, l, 2, &ldw);
-    heads_project(ba->v, ba->ln1_out, Wp, ldw, bp->b_V, k->BT, D, Hkv, dh);
+    heads_project(k->hc->pool, ba->v, ba->ln1_out, Wp, ldw, bp->b_V, k->BT, D, Hkv, dh);
     if (si.mem) {
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_scale", l);
         int ln1_observed = hs_ln1_in_front(c) && hs_hook_wants(k->hc, nm);
@@ -769,7 +768,8 @@ static hs_status attn_output(const hs_block_step *k, hs_error *err)
     const size_t BT = k->BT;
     char nm[96];
 
-    hs_sgemm(0, 0, (int)BT, D, H * dh, 1.0f, ba->z, H * dh, bp->W_O, D, 0.0f, ba->attn_out, D);
+    hs_sgemm_pool(k->hc->pool, 0, (int)BT, D, H * dh, 1.0f, ba->z, H * dh, bp->W_O, D, 0.0f,
+                  ba->attn_out, D);
     if (!k->fuse && bp->b_O) hs_add_bias_rows(ba->attn_out, bp->b_O, BT, D);
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_result", k->l);
     if (hs_hook_wants(k->hc, nm)) {
