@@ -213,8 +213,9 @@ int main(int argc, char **argv)
     bench_bufs bb;
     const size_t cap_full = bench_gemm_cap(g, n), cap_last = bench_gemm_cap(gl, nl);
     bench_bufs_init(&bb, cap_full > cap_last ? cap_full : cap_last);
-    /* the roofline at the forward's threads: a one-sequence forward runs
-     * its products on OpenBLAS' threads, one per worker (hs_blas_threads) */
+    /* the roofline at the forward's threads, each product on OpenBLAS' own
+     * threads as before (its definition kept; the forward now splits its
+     * products' rows over its pool instead, hs_sgemm_pool in model/) */
     openblas_set_num_threads(threads);
     double proj_ms = 0, roof_ms = 0, gflop = 0;
     for (int i = 0; i < n; i++) {
