@@ -22,14 +22,13 @@
 /* Projections                                                               */
 
 /* out (N, H*dh) = inp (N, D) @ Wp (D, H*dh) + b (H*dh): all heads' projection
- * in one sgemm on the packed weights (hs_acts_wpack), C pre-filled with b. */
+ * in one sgemm on the packed weights (hs_acts_wpack), C pre-filled with b
+ * (rows over pool's workers: hs_sgemm_pool_fill). */
 static void heads_project(hs_pool *pool, float *out, const float *inp, const float *Wp, int ldw,
                           const float *b, size_t N, int D, int H, int dh)
 {
     const int HD = H * dh;
-    if (b)
-        for (size_t i = 0; i < N; i++) memcpy(out + i * (size_t)HD, b, (size_t)HD * sizeof(float));
-    hs_sgemm_pool(pool, 0, (int)N, HD, D, 1.0f, inp, D, Wp, ldw, b ? 1.0f : 0.0f, out, HD);
+    hs_sgemm_pool_fill(pool, b, 0, (int)N, HD, D, 1.0f, inp, D, Wp, ldw, b ? 1.0f : 0.0f, out, HD);
 }
 
 /* Packs W (H, D, dh) into Wp (D, H*dh). */

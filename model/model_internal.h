@@ -218,6 +218,12 @@ void hs_matmul_forward(float *out, const float *inp, const float *W, const float
  * helper of its spins (sched_yield) beside the pool's workers. */
 void hs_sgemm_pool(hs_pool *pool, int tb, int M, int N, int K, float alpha, const float *A,
                    int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* hs_sgemm_pool with each of C's rows set to fill (N floats; NULL: none)
+ * first, by the part that then runs the product on it (beta 1 adds the
+ * product to it): a bias pre-filled on the workers, not on this thread. */
+void hs_sgemm_pool_fill(hs_pool *pool, const float *fill, int tb, int M, int N, int K,
+                        float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                        float *C, int ldc);
 
 /* hs_matmul_forward with its product on pool (hs_sgemm_pool). */
 void hs_matmul_forward_pool(hs_pool *pool, float *out, const float *inp, const float *W,

@@ -153,6 +153,7 @@ typedef struct {
     float alpha, beta;
     const float *A, *B;
     float *C;
+    const float *fill; /* NULL, or the row (N) each part copies into its rows of C first */
 } gemm_rows;
 
 /* Row where part j of p starts: M j / parts, rounded to a multiple of 64. */
@@ -169,23 +170,34 @@ static hs_status gemm_rows_part(void *ctx, int j, int worker, hs_error *err)
     (void)err;
     const gemm_rows *g = ctx;
     const int r0 = gemm_part_row(g, j), r1 = gemm_part_row(g, j + 1);
+    if (g->fill)
+        for (int i = r0; i < r1; i++)
+            memcpy(g->C + (size_t)i * g->ldc, g->fill, (size_t)g->N * sizeof(float));
     if (r1 > r0)
         hs_sgemm(0, g->tb, r1 - r0, g->N, g->K, g->alpha, g->A + (size_t)r0 * g->lda, g->lda, g->B,
                  g->ldb, g->beta, g->C + (size_t)r0 * g->ldc, g->ldc);
     return HS_OK;
 }
 
+void hs_sgemm_pool_fill(hs_pool *pool, const float *fill, int tb, int M, int N, int K,
+                        float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                        float *C, int ldc)
+{
+    const int w = hs_pool_threads(pool);
+    gemm_rows g = {tb, M, N, K, lda, ldb, ldc, 1, alpha, beta, A, B, C, fill};
+    if (w >= 2 && M >= HS_BLAS_PAR_ROWS) g.parts = w;
+    if (g.parts == 1) {
+        (void)gemm_rows_part(&g, 0, 0, NULL); /* this thread */
+        return;
+    }
+    hs_error err;
+    (void)hs_pool_for(pool, g.parts, gemm_rows_part, &g, &err); /* cannot fail */
+}
+
 void hs_sgemm_pool(hs_pool *pool, int tb, int M, int N, int K, float alpha, const float *A,
                    int lda, const float *B, int ldb, float beta, float *C, int ldc)
 {
-    const int w = hs_pool_threads(pool);
-    if (w < 2 || M < HS_BLAS_PAR_ROWS) {
-        hs_sgemm(0, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-        return;
-    }
-    const gemm_rows g = {tb, M, N, K, lda, ldb, ldc, w, alpha, beta, A, B, C};
-    hs_error err;
-    (void)hs_pool_for(pool, w, gemm_rows_part, (void *)&g, &err); /* cannot fail */
+    hs_sgemm_pool_fill(pool, NULL, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
 void hs_matmul_forward_pool(hs_pool *pool, float *out, const float *inp, const float *W,
