@@ -424,14 +424,14 @@ int hs_pool_cpus(void);
 void hs_blas_one_thread(void);
 
 /* OpenBLAS at n threads per call for the products that follow (n <= 1: back
- * to one, helpers stopped: hs_blas_one_thread). For a forward that runs as
- * one part (one sequence, or an observer) on a pool of n workers, whose
- * large products would otherwise use one core (model/forward.c). OpenBLAS
- * splits a product's rows and columns over its threads, never the inner
- * dimension, so each value is the same sum in the same order: the bits do
- * not depend on n (GPT-2 small's logits at 1,024 tokens, 1 and 2 threads:
- * identical). Process wide: not for forwards running concurrently on pools
- * of their own. */
+ * to one, helpers stopped: hs_blas_one_thread). OpenBLAS splits a product's
+ * rows and columns over its threads, never the inner dimension, so each
+ * value is the same sum in the same order: the bits do not depend on n
+ * (GPT-2 small's logits at 1,024 tokens, 1 and 2 threads: identical).
+ * Process wide: not for forwards running concurrently on pools of their
+ * own. The forward calls it with 1 only: a one-part forward splits its
+ * products' rows over its own pool (model/ hs_sgemm_pool), whose workers
+ * sleep between jobs where OpenBLAS' helpers spin. */
 void hs_blas_threads(int n);
 
 /* Creates a pool of `threads` workers: the caller's thread is worker 0 and

@@ -277,7 +277,7 @@ static hs_status forward_unembed(hs_hook_ctx *hc, const hs_model *m, hs_acts *ac
         memcpy(acts->lnf_out, final_resid, BT * D * sizeof(float));
     }
     HS_HOOK(hc, "unembed.hook_in", acts->lnf_out, 3, B, T, D, 0);
-    hs_unembed_forward(acts->logits, acts->lnf_out, P, BT, D, V);
+    hs_unembed_forward_pool(hc->pool, acts->logits, acts->lnf_out, P, BT, D, V);
     HS_HOOK(hc, "logits", acts->logits, 3, B, T, V, 0);
     return HS_OK;
 }
@@ -343,10 +343,6 @@ static hs_status fwd_part_run(void *ctx, int j, int worker, hs_error *err)
     return forward_body(f->m, &view, f->tokens + (size_t)b0 * f->T, b1 - b0, f->T, &hc, err);
 }
 
-/* Rows from which a one-part forward on a pool of several workers lets
- * OpenBLAS run its products on them (below, a product is too short to gain). */
-#define HS_BLAS_PAR_ROWS 256
-
 hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int B, int T,
                      const hs_observer *observer, hs_error *err)
 {
@@ -388,15 +384,17 @@ hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, i
         acts->edited = 0;
         return hs_pool_for(acts->pool, parts, fwd_part_run, &f, err);
     }
-    /* one part on a pool of several workers: the large products (at least
-     * HS_BLAS_PAR_ROWS rows) use them through OpenBLAS' own threads, the
-     * same bits (hs_blas_threads) */
-    const int workers = hs_pool_threads(acts->pool);
-    const int blas_par = workers > 1 && BT >= HS_BLAS_PAR_ROWS;
-    if (workers > 1) hc.pool = acts->pool; /* the attention's heads (model/attention.c) */
-    if (blas_par) hs_blas_threads(workers);
+    /* one part on a pool of several workers: the attention's heads, the
+     * row passes and the large products' rows (hs_sgemm_pool: at least
+     * HS_BLAS_PAR_ROWS rows, the bits of one call) over its workers, with
+     * OpenBLAS at one thread a call: the pool owns the threads (OpenBLAS'
+     * own helpers spun in sched_yield beside the pool's workers, ~11% of a
+     * forward's cycles at GPT-2 small, 1,024 tokens) */
+    if (hs_pool_threads(acts->pool) > 1) {
+        hc.pool = acts->pool;
+        hs_blas_threads(1);
+    }
     hs_status s = forward_body(m, acts, tokens, B, T, &hc, err);
-    if (blas_par) hs_blas_threads(1);
     acts->edited = hc.changed;
     return s;
 }

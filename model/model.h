@@ -592,7 +592,9 @@ typedef struct {
                                    * computation, and hs_backward_acts refuses them */
     unsigned char att_elsewhere[HS_MAX_LAYERS]; /* 1: the last forward wrote block l's
                                    * pattern into its observer's buffer (hs_forward_dest:
-                                   * hs_run_with_cache's entry, no second copy), and
+                                   * hs_run_with_cache's entry, no second copy), or kept
+                                   * none (no observer, logit_pos != -1: nothing reads it
+                                   * after such a forward), and
                                    * blocks[l].att is stale; hs_backward and
                                    * hs_backward_acts compute it again from q and k first
                                    * (the same kernels: the same bits) */

@@ -205,6 +205,30 @@ static inline void hs_transpose_rows(float *out, const float *in, int R, int C, 
 void hs_matmul_forward(float *out, const float *inp, const float *W, const float *bias, size_t N,
                        int C, int OC);
 
+/* Rows from which a one-part forward spreads a product's rows over its pool
+ * (hs_sgemm_pool; below, a product is too short to gain). */
+#define HS_BLAS_PAR_ROWS 256
+
+/* hs_sgemm(0, tb, M, N, K, ...) with C's rows in one part per worker of pool,
+ * each part starting on a multiple of 64 rows (libxsmm's row block and a
+ * multiple of OpenBLAS' 16-row unit, common/gemm.c: every row gets the bits
+ * of one call), each part one single-threaded hs_sgemm on its worker. NULL
+ * pool, one worker or M < HS_BLAS_PAR_ROWS: one call on this thread. The
+ * forward's one owner of threads: OpenBLAS stays at one thread a call, so no
+ * helper of its spins (sched_yield) beside the pool's workers. */
+void hs_sgemm_pool(hs_pool *pool, int tb, int M, int N, int K, float alpha, const float *A,
+                   int lda, const float *B, int ldb, float beta, float *C, int ldc);
+/* hs_sgemm_pool with each of C's rows set to fill (N floats; NULL: none)
+ * first, by the part that then runs the product on it (beta 1 adds the
+ * product to it): a bias pre-filled on the workers, not on this thread. */
+void hs_sgemm_pool_fill(hs_pool *pool, const float *fill, int tb, int M, int N, int K,
+                        float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                        float *C, int ldc);
+
+/* hs_matmul_forward with its product on pool (hs_sgemm_pool). */
+void hs_matmul_forward_pool(hs_pool *pool, float *out, const float *inp, const float *W,
+                            const float *bias, size_t N, int C, int OC);
+
 /* out (N,D) = (inp - mean) * rstd (normalize), then * w (+ b) (affine; w, b
  * may be NULL); normalize = 0 applies the affine part to out in place. The
  * same operations in the same order whether or not the observer sits
@@ -698,6 +722,9 @@ void hs_unembed_dx(float *dx, const float *dlogits, const hs_model *m, const hs_
 /* logits (N, V) = inp (N, D) W_U + b_U, W_U as stored (hs_matmul_forward,
  * or W_U_T read transposed, the bias added after). */
 void hs_unembed_forward(float *logits, const float *inp, const hs_params *P, size_t N, int D, int V);
+/* hs_unembed_forward with its product on pool (hs_sgemm_pool). */
+void hs_unembed_forward_pool(hs_pool *pool, float *logits, const float *inp, const hs_params *P,
+                             size_t N, int D, int V);
 
 /* Fills hs_acts_wT from m's weights and the last forward's packed W_Q/K/V
  * (only the matrices hs_dx_product reads transposed), on acts->pool. */

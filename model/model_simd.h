@@ -321,19 +321,24 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_exp_span_)(float *out, const floa
  * holding a NaN) gets 0 everywhere. The sum runs in 16 fixed lanes (column j
  * into lane j % 16, then the lanes added pairwise: 8 apart, 4, 2, 1), so
  * every width gives the same bits. hs_softmax_rows_at_: the same on rows
- * that start at row r0 of a tile (row r is row (r0 + r) % T of it). */
-HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_at_)(float *att, const float *scores,
-                                                                size_t rows, int T, int full,
-                                                                size_t r0)
+ * that start at row r0 of a tile (row r is row (r0 + r) % T of it).
+ * hs_softmax_rows_w_: hs_softmax_rows_at_ (full = 0) on rows ld floats apart
+ * that are written (and read: the last column used, with zeros after it)
+ * up to column width alone, width >= r0 + rows: a causal block of rows [r0, r0 +
+ * rows) of a tile, whose keys beyond width no product reads; each value the
+ * bits of hs_softmax_rows_at_'s. */
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_w_)(float *att, const float *scores,
+                                                               size_t rows, int T, int full,
+                                                               size_t r0, int ld, int width)
 {
     enum { L = 16, NA = 16 / HS_SIMD_W };
     for (size_t r = 0; r < rows; r++) {
         const int n = full ? T : (int)((r0 + r) % (size_t)T) + 1;
-        const float *s = scores + r * T;
-        float *a = att + r * T;
+        const float *s = scores + r * (size_t)ld;
+        float *a = att + r * (size_t)ld;
         float mx;
         if (!hs_row_max(s, n, &mx)) {
-            memset(a, 0, (size_t)T * sizeof(float));
+            memset(a, 0, (size_t)width * sizeof(float));
             continue;
         }
         VF acc[NA], vmx;
@@ -373,8 +378,15 @@ HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_at_)(float *att, con
             memcpy(a + j, &e, sizeof e);
         }
         for (; j < n; j++) a[j] *= inv;
-        memset(a + n, 0, (size_t)(T - n) * sizeof(float));
+        memset(a + n, 0, (size_t)(width - n) * sizeof(float));
     }
+}
+
+HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_at_)(float *att, const float *scores,
+                                                                size_t rows, int T, int full,
+                                                                size_t r0)
+{
+    HS_SIMD_NAME(hs_softmax_rows_w_)(att, scores, rows, T, full, r0, T, T);
 }
 
 HS_SIMD_TGT static inline void HS_SIMD_NAME(hs_softmax_rows_)(float *att, const float *scores,

@@ -147,14 +147,80 @@ void hs_matmul_forward(float *out, const float *inp, const float *W, const float
     if (bias) hs_add_bias_rows(out, bias, N, OC);
 }
 
-void hs_unembed_forward(float *logits, const float *inp, const hs_params *P, size_t N, int D, int V)
+/* One product's rows in parts (hs_sgemm_pool). */
+typedef struct {
+    int tb, M, N, K, lda, ldb, ldc, parts;
+    float alpha, beta;
+    const float *A, *B;
+    float *C;
+    const float *fill; /* NULL, or the row (N) each part copies into its rows of C first */
+} gemm_rows;
+
+/* Row where part j of p starts: M j / parts, rounded to a multiple of 64. */
+static int gemm_part_row(const gemm_rows *g, int j)
 {
-    if (P->W_U) {
-        hs_matmul_forward(logits, inp, P->W_U, P->b_U, N, D, V);
+    if (j >= g->parts) return g->M;
+    const int r = (int)(((long)g->M * j / g->parts + 32) / 64) * 64;
+    return r < g->M ? r : g->M;
+}
+
+static hs_status gemm_rows_part(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const gemm_rows *g = ctx;
+    const int r0 = gemm_part_row(g, j), r1 = gemm_part_row(g, j + 1);
+    if (g->fill)
+        for (int i = r0; i < r1; i++)
+            memcpy(g->C + (size_t)i * g->ldc, g->fill, (size_t)g->N * sizeof(float));
+    if (r1 > r0)
+        hs_sgemm(0, g->tb, r1 - r0, g->N, g->K, g->alpha, g->A + (size_t)r0 * g->lda, g->lda, g->B,
+                 g->ldb, g->beta, g->C + (size_t)r0 * g->ldc, g->ldc);
+    return HS_OK;
+}
+
+void hs_sgemm_pool_fill(hs_pool *pool, const float *fill, int tb, int M, int N, int K,
+                        float alpha, const float *A, int lda, const float *B, int ldb, float beta,
+                        float *C, int ldc)
+{
+    const int w = hs_pool_threads(pool);
+    gemm_rows g = {tb, M, N, K, lda, ldb, ldc, 1, alpha, beta, A, B, C, fill};
+    if (w >= 2 && M >= HS_BLAS_PAR_ROWS) g.parts = w;
+    if (g.parts == 1) {
+        (void)gemm_rows_part(&g, 0, 0, NULL); /* this thread */
         return;
     }
-    hs_sgemm(0, 1, (int)N, V, D, 1.0f, inp, D, P->W_U_T, D, 0.0f, logits, V);
+    hs_error err;
+    (void)hs_pool_for(pool, g.parts, gemm_rows_part, &g, &err); /* cannot fail */
+}
+
+void hs_sgemm_pool(hs_pool *pool, int tb, int M, int N, int K, float alpha, const float *A,
+                   int lda, const float *B, int ldb, float beta, float *C, int ldc)
+{
+    hs_sgemm_pool_fill(pool, NULL, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void hs_matmul_forward_pool(hs_pool *pool, float *out, const float *inp, const float *W,
+                            const float *bias, size_t N, int C, int OC)
+{
+    hs_sgemm_pool(pool, 0, (int)N, OC, C, 1.0f, inp, C, W, OC, 0.0f, out, OC);
+    if (bias) hs_add_bias_rows(out, bias, N, OC);
+}
+
+void hs_unembed_forward_pool(hs_pool *pool, float *logits, const float *inp, const hs_params *P,
+                             size_t N, int D, int V)
+{
+    if (P->W_U) {
+        hs_matmul_forward_pool(pool, logits, inp, P->W_U, P->b_U, N, D, V);
+        return;
+    }
+    hs_sgemm_pool(pool, 1, (int)N, V, D, 1.0f, inp, D, P->W_U_T, D, 0.0f, logits, V);
     if (P->b_U) hs_add_bias_rows(logits, P->b_U, N, V);
+}
+
+void hs_unembed_forward(float *logits, const float *inp, const hs_params *P, size_t N, int D, int V)
+{
+    hs_unembed_forward_pool(NULL, logits, inp, P, N, D, V);
 }
 
 /* The fused bias + residual pass (model_internal.h). */
@@ -390,10 +456,12 @@ static hs_status gated_hidden(const hs_block_step *k, hs_error *err)
     const int D = c->d_model, M = c->d_mlp, l = k->l, B = k->B, T = k->T;
     const size_t BT = k->BT;
     char nm[96];
-    hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_gate, M, 0.0f, ba->mlp_pre, M);
+    hs_sgemm_pool(k->hc->pool, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_gate, M, 0.0f,
+                  ba->mlp_pre, M);
     snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
     HS_HOOK(k->hc, nm, ba->mlp_pre, 3, B, T, M, 0);
-    hs_matmul_forward(ba->mlp_pre_linear, ba->ln2_out, bp->W_in, bp->b_in, BT, D, M);
+    hs_matmul_forward_pool(k->hc->pool, ba->mlp_pre_linear, ba->ln2_out, bp->W_in, bp->b_in, BT,
+                           D, M);
     snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre_linear", l);
     HS_HOOK(k->hc, nm, ba->mlp_pre_linear, 3, B, T, M, 0);
     hs_act_forward(ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, BT * M, c->act);
@@ -442,11 +510,13 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
         hs_status s = gated_hidden(k, err);
         if (s != HS_OK) return s;
     } else if (k->fuse) {
-        hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
+        hs_sgemm_pool(k->hc->pool, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f,
+                      ba->mlp_pre, M);
         bias_act_pool(k->hc->pool, ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, bp->b_in,
                       BT, M, c->act);
     } else {
-        hs_sgemm(0, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f, ba->mlp_pre, M);
+        hs_sgemm_pool(k->hc->pool, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f,
+                      ba->mlp_pre, M);
         if (bp->b_in) hs_add_bias_rows(ba->mlp_pre, bp->b_in, BT, M);
         snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
         HS_HOOK(k->hc, nm, ba->mlp_pre, 3, B, T, M, 0);
@@ -457,7 +527,8 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
         HS_HOOK(k->hc, nm, ba->mlp_post, 3, B, T, M, 0);
     }
     float *mlp_out = k->acts->scratch;
-    hs_sgemm(0, 0, (int)BT, D, M, 1.0f, ba->mlp_post, M, bp->W_out, D, 0.0f, mlp_out, D);
+    hs_sgemm_pool(k->hc->pool, 0, (int)BT, D, M, 1.0f, ba->mlp_post, M, bp->W_out, D, 0.0f,
+                  mlp_out, D);
     /* the residual: resid_mid (resid_pre + attn_out, parallel too: TL's
      * resid_pre + attn_out + mlp_out in that order) + mlp_out, into
      * resid_post, or into sum_mlp for the post-norm LN2 */

@@ -521,12 +521,65 @@ static void observer_that_reads_or_adds_zero_leaves_logits_bit_identical(void **
     observer_noop_leaves_logits_bit_identical(c, "uniform attn-only");
 }
 
+/* A one-part forward of 256 rows or more on two workers splits its
+ * products' rows over the pool (model/ hs_sgemm_pool, parts on 64-row
+ * multiples: rows 0..127 and 128..299 here), libxsmm's products and
+ * OpenBLAS' (W_in and W_out of 64 x 4200 > libxsmm's 256 K weights) alike:
+ * every residual and the logits have one thread's bits, observed or not. */
+static void pool_split_products_give_one_threads_bits(void **state)
+{
+    (void)state;
+    enum { T = 300 };
+    hs_config c = small_config();
+    c.n_layers = 2;
+    c.d_model = 64;
+    c.n_heads = 2;
+    c.d_head = 32;
+    c.d_mlp = 4200;
+    c.n_ctx = T;
+    c.d_vocab = 11;
+    hs_model *m = new_model(&c);
+    randomise(m, 23, 0.3);
+    int tok[T];
+    for (int i = 0; i < T; i++) tok[i] = (i * 5 + 1) % c.d_vocab;
+    const size_t nl = (size_t)T * c.d_vocab, nr = (size_t)T * c.d_model;
+    float *ref = malloc((nl + c.n_layers * nr) * sizeof(float));
+    assert_non_null(ref);
+    for (int threads = 1; threads <= 2; threads++)
+        for (int observed = 0; observed <= 1; observed++) {
+            hs_acts *a = new_acts(m, 1, T, 0);
+            hs_error err;
+            assert_int_equal(hs_acts_set_threads(a, threads, &err), HS_OK);
+            touch_ctx reader = {0, 0, 0, NULL, NULL};
+            hs_observer obs = {touch_fn, NULL, &reader};
+            run(m, a, tok, 1, T, observed ? &obs : NULL);
+            if (threads == 1 && !observed) {
+                memcpy(ref, a->logits, nl * sizeof(float));
+                for (int l = 0; l < c.n_layers; l++)
+                    memcpy(ref + nl + l * nr, a->blocks[l].resid_post, nr * sizeof(float));
+            }
+            if (memcmp(ref, a->logits, nl * sizeof(float)) != 0)
+                fail_msg("%d threads, observed %d: logits differ (max %g)", threads, observed,
+                         max_abs_diff(ref, a->logits, nl));
+            for (int l = 0; l < c.n_layers; l++)
+                if (memcmp(ref + nl + l * nr, a->blocks[l].resid_post, nr * sizeof(float)) != 0)
+                    fail_msg("%d threads, observed %d: layer %d's resid_post differs", threads,
+                             observed, l);
+            hs_acts_destroy(a);
+        }
+    free(ref);
+    hs_model_destroy(m);
+}
+
 /* Without observer, T >= 64, the attention runs in causal row blocks on the
  * pool (model/attention.c attn_causal_bg): the logits and every layer's
  * pattern (whole rows, zeros above the diagonal: what the backward reads)
  * have the bits of the observed forward's whole T x T tiles, on one thread
  * and on two, at T a multiple of 64, T % 64 past 16, and T % 64 in 1..16
- * (the whole tiles kept). */
+ * (the whole tiles kept). A forward at one position (logit_pos = T - 1:
+ * the blocks' weights not kept, hs_acts.att_elsewhere) gives every layer's
+ * z the same bits, and the patterns come back as they were for a backward
+ * (hs_attn_patterns_restore). */
 static void causal_blocks_give_the_bits_of_whole_tiles(void **state)
 {
     (void)state;
@@ -566,6 +619,24 @@ static void causal_blocks_give_the_bits_of_whole_tiles(void **state)
                 if (memcmp(att + l * na, a->blocks[l].att, na * sizeof(float)) != 0)
                     fail_msg("T %d, %d threads: layer %d's pattern differs (max %g)", T, threads, l,
                              max_abs_diff(att + l * na, a->blocks[l].att, na));
+            const size_t nz = (size_t)T * c.n_heads * c.d_head;
+            float *z = malloc(c.n_layers * nz * sizeof(float));
+            assert_non_null(z);
+            for (int l = 0; l < c.n_layers; l++) memcpy(z + l * nz, a->blocks[l].z, nz * sizeof(float));
+            a->logit_pos = T - 1;
+            run(m, a, tok, 1, T, NULL);
+            a->logit_pos = -1;
+            for (int l = 0; l < c.n_layers; l++) {
+                if (memcmp(z + l * nz, a->blocks[l].z, nz * sizeof(float)) != 0)
+                    fail_msg("T %d, %d threads, one position: layer %d's z differs (max %g)", T,
+                             threads, l, max_abs_diff(z + l * nz, a->blocks[l].z, nz));
+                assert_int_equal(a->att_elsewhere[l], T % 64 == 0 || T % 64 > 16);
+            }
+            hs_attn_patterns_restore(m, a);
+            for (int l = 0; l < c.n_layers; l++)
+                if (memcmp(att + l * na, a->blocks[l].att, na * sizeof(float)) != 0)
+                    fail_msg("T %d, %d threads: layer %d's restored pattern differs", T, threads, l);
+            free(z);
             free(lg);
             free(att);
             hs_acts_destroy(a);
@@ -1492,6 +1563,7 @@ int main(void)
         cmocka_unit_test(pattern_rows_sum_to_one_with_exact_zeros_above_the_diagonal),
         cmocka_unit_test(observer_that_reads_or_adds_zero_leaves_logits_bit_identical),
         cmocka_unit_test(causal_blocks_give_the_bits_of_whole_tiles),
+        cmocka_unit_test(pool_split_products_give_one_threads_bits),
         cmocka_unit_test(zeroing_a_heads_z_changes_logits_exactly_as_removing_the_head),
         cmocka_unit_test(observer_returning_negative_aborts_with_callback_error),
         cmocka_unit_test(observer_sees_every_documented_point_with_its_shape),
