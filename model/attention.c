@@ -2,7 +2,8 @@
  * model/attention.c -- the attention half of a block: the kernels (all heads'
  * Q, K, V projection on packed weights, the scores, the softmax or the
  * uniform pattern, the mix) and the step that runs them with their observer
- * points (hs_attention_forward), TransformerLens' split inputs included.
+ * points (hs_attention_forward); TransformerLens' split inputs are in
+ * attention_split.c.
  *
  * Kernels are plain functions (outputs first, then inputs, weights, dims);
  * how attention runs as hs_sgemm products over whole T x T tiles and the
@@ -440,158 +441,12 @@ static void attn_mix(hs_pool *pool, float *z, const float *att, const float *v, 
 }
 
 /* ------------------------------------------------------------------------ */
-/* Split inputs                                                              */
-
-/* TransformerLens' split attention inputs (hook_attn_in, hook_q/k/v_input,
- * [B,T,H,D], resid_pre repeated per head; with grouped-query attention
- * hook_k_input and hook_v_input [B,T,Hkv,D] and no hook_attn_in, as TL's
- * blocks repeat along n_key_value_heads). When an observer wants one of
- * them it sees it; if it changed any (compared with the repeat, so a hook
- * that returns 1 without writing changes nothing), the q, k or v of every
- * head whose input changed is recomputed from that head's own input: LN1 per
- * head (its statistics from that input), then x W[h] + b[h]. The LN1 points
- * then stay unobserved (TL has them per head, [B,T,H,1]): an observer that
- * also wants them gets HS_ERR_INPUT. Called after the ordinary projections. */
-typedef struct {
-    float *mem;          /* NULL = no split input observed */
-    float *tmp;          /* (BT,D) then 2 x BT statistics: split_apply's scratch */
-    const float *src[3]; /* (BT,nh,D): the q, k, v input an edit may have changed
-                          * (the observer returned 1 at it or at hook_attn_in);
-                          * NULL: that input is resid_pre repeated */
-} split_in;
-
-/* out (BT,nh,D) <- resid_pre (BT,D) repeated over nh heads, with streaming
- * stores (hs_copy_streaming: the forward reads out again only when an
- * observer edited it; GPT-2 small at 1,024 tokens: 38 MB a layer repeated
- * into 453 MB). */
-static void repeat_heads(float *out, const float *resid_pre, size_t BT, int nh, int D)
-{
-    for (size_t i = 0; i < BT; i++)
-        for (int h = 0; h < nh; h++)
-            hs_copy_streaming(out + (i * nh + h) * D, resid_pre + i * D, (size_t)D);
-}
-
-static hs_status split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts *acts,
-                              const hs_block_acts *ba, int B, int T, split_in *si, hs_error *err)
-{
-    const hs_config *c = &m->cfg;
-    const int D = c->d_model, H = c->n_heads;
-    const int softmax = c->attn == HS_ATTN_SOFTMAX, grouped = hs_kv_heads(c) != H;
-    const size_t BT = (size_t)B * T, HD = (size_t)H * D;
-    static const char *const kinds[3] = {"q", "k", "v"};
-    char nm[96];
-    int want[4];
-    snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
-    want[3] = !grouped && hs_hook_wants(hc, nm); /* not offered with GQA (hs_hook_points) */
-    for (int x = 0; x < 3; x++) {
-        snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
-        want[x] = (softmax || x == 2) && hs_hook_wants(hc, nm);
-    }
-    si->mem = NULL;
-    for (int x = 0; x < 3; x++) si->src[x] = NULL;
-    if (!want[0] && !want[1] && !want[2] && !want[3]) return HS_OK;
-    /* attn_in and in[x] each input (BT,H,D) (only those observed are
-     * written), then (split_apply) tmp (BT,D) and statistics 2 x BT; an input
-     * the observer left unchanged (returned 0) is never compared */
-    /* acts' scratch for them, grown here and kept for the next forward
-     * (GPT-2 small at 1,024 tokens: 151 MB a layer, which a fresh block
-     * faulted in and cleared at every layer of every run) */
-    const size_t need = BT * HD * 4 + BT * D + 2 * BT;
-    if (acts->split_cap < need) {
-        hs_floats_free(acts->split_mem);
-        acts->split_mem = hs_floats_alloc(need);
-        acts->split_cap = acts->split_mem ? need : 0;
-    }
-    float *mem = acts->split_mem;
-    if (mem == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory for blocks.%d split inputs", l);
-    float *attn_in = mem, *in[3];
-    for (int x = 0; x < 3; x++) in[x] = attn_in + (size_t)(x + 1) * BT * HD;
-    si->mem = mem;
-    si->tmp = in[2] + BT * HD;
-    int attn_edited = 0;
-    if (want[3]) {
-        snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
-        attn_in = hs_hook_dest(hc, nm, attn_in, 4, B, T, H, D); /* the observer's buffer */
-        repeat_heads(attn_in, ba->resid_pre, BT, H, D);
-        const int r = hs_hook(hc, nm, attn_in, 4, B, T, H, D);
-        if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-        attn_edited = r > 0;
-    }
-    for (int x = 0; x < 3; x++) {
-        const int nh = x == 0 ? H : hs_kv_heads(c); /* the repeat's heads */
-        /* each input starts as hook_attn_in (after its edit) or, with GQA
-         * (no hook_attn_in), as resid_pre repeated over nh heads */
-        if (!want[x]) {
-            if (attn_edited) si->src[x] = attn_in;
-            continue;
-        }
-        snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
-        in[x] = hs_hook_dest(hc, nm, in[x], 4, B, T, nh, D);
-        if (attn_edited)
-            hs_copy_streaming(in[x], attn_in, BT * HD);
-        else
-            repeat_heads(in[x], ba->resid_pre, BT, nh, D);
-        const int r = hs_hook(hc, nm, in[x], 4, B, T, nh, D);
-        if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
-        if (r > 0 || attn_edited) si->src[x] = in[x];
-    }
-    return HS_OK;
-}
-
-/* After the ordinary projections: q, k or v of each head whose split input
- * was edited (differs from resid_pre in some row), recomputed from it
- * (split_inputs). */
-static hs_status split_apply(const split_in *si, const hs_model *m, int l, hs_block_acts *ba,
-                             int B, int T, int ln1_observed, hs_error *err)
-{
-    const hs_config *c = &m->cfg;
-    const hs_block_params *bp = &m->params.blocks[l];
-    const int D = c->d_model, H = c->n_heads, dh = c->d_head;
-    const size_t BT = (size_t)B * T;
-    static const char *const kinds[3] = {"q", "k", "v"};
-    float *tmp = si->tmp, *mean = tmp + BT * D, *rstd = mean + BT;
-    const int group = H / hs_kv_heads(c);
-    const int has_ln1 = hs_ln1_in_front(c);
-    float *outs[3] = {ba->q, ba->k, ba->v};
-    const float *bs[3] = {bp->b_Q, bp->b_K, bp->b_V};
-    for (int x = 0; x < 3; x++) {
-        if (c->attn != HS_ATTN_SOFTMAX && x < 2) continue;
-        if (si->src[x] == NULL) continue; /* unchanged: resid_pre repeated */
-        const int nh = x == 0 ? H : hs_kv_heads(c); /* heads of this input (GQA: k, v) */
-        for (int h = 0; h < nh; h++) {
-            int edited = 0;
-            for (size_t i = 0; i < BT && !edited; i++)
-                edited = memcmp(si->src[x] + (i * nh + h) * D, ba->resid_pre + i * D,
-                                (size_t)D * sizeof(float)) != 0;
-            if (!edited) continue;
-            if (ln1_observed)
-                return hs_fail(err, HS_ERR_INPUT, "blocks.%d: an edited hook_attn_in/hook_%s_input "
-                               "runs ln1 per head, whose points ([B,T,H,1]) headscope does not "
-                               "offer; do not hook blocks.%d.ln1.* in the same run", l, kinds[x], l);
-            for (size_t i = 0; i < BT; i++)
-                memcpy(tmp + i * D, si->src[x] + (i * nh + h) * D, (size_t)D * sizeof(float));
-            if (has_ln1) {
-                hs_norm_stats(mean, rstd, tmp, BT, D, c->norm, c->eps);
-                hs_norm_apply_affine(tmp, tmp, mean, rstd, bp->ln1_w, bp->ln1_b, BT, D, 1, 1);
-            }
-            float *o = outs[x] + (size_t)h * dh;
-            if (bs[x])
-                for (size_t i = 0; i < BT; i++)
-                    memcpy(o + i * nh * dh, bs[x] + (size_t)h * dh, (size_t)dh * sizeof(float));
-            int ldw; /* hs_head_qkv takes a query head: h's first for a key/value head */
-            const float *Wh = hs_head_qkv(m, l, x, x == 0 ? h : h * group, &ldw);
-            hs_sgemm(0, 0, (int)BT, dh, D, 1.0f, tmp, D, Wh, ldw, bs[x] ? 1.0f : 0.0f, o, nh * dh);
-        }
-    }
-    return HS_OK;
-}
-
-/* ------------------------------------------------------------------------ */
 /* The attention step                                                        */
 
 /* LN1 of block l's resid_pre (with its points), then q, k, v (B,T,H,dh), each
- * observed: TransformerLens' split inputs first when observed (split_inputs),
- * their edits applied after the ordinary projections (split_apply). */
+ * observed: TransformerLens' split inputs first when observed
+ * (hs_attn_split_inputs, attention_split.c), their edits applied after the
+ * ordinary projections (hs_attn_split_apply). */
 static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
 {
     const hs_config *c = k->c;
@@ -601,9 +456,9 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
     const int Hkv = hs_kv_heads(c);
     char nm[96];
 
-    split_in si = {NULL, NULL, {NULL, NULL, NULL}};
+    hs_split_in si = {NULL, NULL, {NULL, NULL, NULL}};
     if (k->hc->obs) {
-        hs_status s = split_inputs(k->hc, k->m, l, k->acts, ba, B, T, &si, err);
+        hs_status s = hs_attn_split_inputs(k->hc, k->m, l, k->acts, ba, B, T, &si, err);
         if (s != HS_OK) return s;
     }
 
@@ -634,7 +489,7 @@ static hs_status attn_qkv(const hs_block_step *k, hs_error *err)
         int ln1_observed = hs_ln1_in_front(c) && hs_hook_wants(k->hc, nm);
         snprintf(nm, sizeof nm, "blocks.%d.ln1.hook_normalized", l);
         ln1_observed |= hs_ln1_in_front(c) && hs_hook_wants(k->hc, nm);
-        hs_status s = split_apply(&si, k->m, l, ba, B, T, ln1_observed, err);
+        hs_status s = hs_attn_split_apply(&si, k->m, l, ba, B, T, ln1_observed, err);
         if (s != HS_OK) return s;
     }
     if (c->attn == HS_ATTN_SOFTMAX) {

@@ -769,4 +769,26 @@ void hs_attn_backward(float *dq, float *dk, float *dv, float *dpattern, float *d
                       const float *v, int B, int T, int H, int Hkv, int dh, int softmax,
                       float inv_scale);
 
+/* TransformerLens' split attention inputs at one layer (attention_split.c
+ * says what they are and how an edit is applied). */
+typedef struct {
+    float *mem;          /* NULL = no split input observed */
+    float *tmp;          /* (BT,D) then 2 x BT statistics: hs_attn_split_apply's scratch */
+    const float *src[3]; /* (BT,nh,D): the q, k, v input an edit may have changed
+                          * (the observer returned 1 at it or at hook_attn_in);
+                          * NULL: that input is resid_pre repeated */
+} hs_split_in;
+
+/* The split inputs an observer wants at layer l (B x T rows), each offered
+ * at its hook point; *si says which came back edited (si->mem NULL: none
+ * observed). acts' split scratch is grown and kept. Errors: HS_ERR_NOMEM,
+ * HS_ERR_CALLBACK (an observer aborted). */
+hs_status hs_attn_split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts *acts,
+                              const hs_block_acts *ba, int B, int T, hs_split_in *si, hs_error *err);
+/* After the ordinary projections: q, k or v of each head whose input in *si
+ * was edited, recomputed from it into ba. Errors: HS_ERR_INPUT when
+ * ln1_observed (TL's per-head LN1 points are not offered). */
+hs_status hs_attn_split_apply(const hs_split_in *si, const hs_model *m, int l, hs_block_acts *ba,
+                             int B, int T, int ln1_observed, hs_error *err);
+
 #endif
