@@ -134,7 +134,11 @@ static hs_status run_cache(const hs_model *m, hs_pool *pool, const hs_prompts *p
     hs_cache *parts = calloc((size_t)k, sizeof *parts);
     if (parts == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     hs_engine e;
-    hs_status st = hs_engine_init(&e, m, pool, p->t, err);
+    /* activations for the rows a forward runs on: a set of fewer prompts than
+     * a chunk touches its own rows, not a chunk's (one GPT-2 sentence of 561
+     * tokens asked 32 x its full cache, 26 GB, and was refused) */
+    const int rows = p->n < HS_ENGINE_CHUNK ? hs_engine_padded(p->n, p->t) : HS_ENGINE_CHUNK;
+    hs_status st = hs_engine_init_rows(&e, m, pool, p->t, rows, err);
     cache_job_ctx cj = {p->clean, p->n, filters, n_filters, parts};
     if (st == HS_OK) st = hs_engine_for(&e, k, cache_job, &cj, err);
     if (st == HS_OK) st = merge(parts, k, p->n, c, err);
