@@ -144,8 +144,8 @@ static hs_status discover_figures(const hs_model *m, const hs_prompts *p, const 
     const char *mt = METHOD_TITLES[r->method];
     if (isnan(r->faithfulness)) snprintf(f, sizeof f, "undefined");
     else snprintf(f, sizeof f, "%.2f", r->faithfulness);
-    snprintf(title, sizeof title, "%s circuit (%s): %zu of %zu edges, faithfulness %s", mt, r->chosen_by, r->n_kept,
-             r->g.n_edges, f);
+    snprintf(title, sizeof title, "%s circuit (%s, then pruned): %zu of %zu edges, faithfulness %s", mt,
+             r->chosen_by, r->n_kept, r->g.n_edges, f);
     hs_status st = hs_graph_figure_write(od, "circuit", &r->g, r->scores, r->in_circuit, title,
                                          "the circuit: layers bottom to top, edge width by |score|, colour by "
                                          "sign, each edge into its head's q, k or v", err);
