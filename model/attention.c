@@ -109,15 +109,7 @@ HS_CLONES
  * rows' scores and a renormalised pattern row, the same bits either way */
 static inline void scale_row(float *Si, int n, float inv_scale)
 {
-    const hs_v8 vscale = HS_V8_SET1(inv_scale);
-    int j = 0;
-    for (; j + 8 <= n; j += 8) {
-        hs_v8 x;
-        HS_V8_LOAD(x, Si + j);
-        x *= vscale;
-        HS_V8_STORE(Si + j, x);
-    }
-    for (; j < n; j++) Si[j] *= inv_scale;
+    hs_scale(Si, Si, inv_scale, n);
 }
 
 /* Block l's score_mods (c's ALiBi slopes into slopes[n_heads], its local

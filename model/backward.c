@@ -409,17 +409,9 @@ void hs_zero_grad(hs_model *m)
 /* y (n) = x (n) * a, in hs_v8 (the loop's bits; -O2 leaves the plain loop
  * scalar: the cross-entropy's gradient, 4% of a ladder row's step) */
 HS_CLONES
-static void ce_grad_scale(float *restrict y, const float *restrict x, float a, int n)
+static void ce_grad_scale(float *y, const float *x, float a, int n)
 {
-    const hs_v8 va = HS_V8_SET1(a);
-    int j = 0;
-    for (; j + 8 <= n; j += 8) {
-        hs_v8 v;
-        HS_V8_LOAD(v, x + j);
-        v *= va;
-        HS_V8_STORE(y + j, v);
-    }
-    for (; j < n; j++) y[j] = x[j] * a;
+    hs_scale(y, x, a, n);
 }
 
 static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *acts,

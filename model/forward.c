@@ -457,17 +457,9 @@ static inline void ce_shift(float *restrict pr, const float *restrict lg, float 
 }
 
 /* pr (V) *= inv */
-static inline void ce_scale(float *restrict pr, float inv, int V)
+static inline void ce_scale(float *pr, float inv, int V)
 {
-    const hs_v8 vi = HS_V8_SET1(inv);
-    int k = 0;
-    for (; k + 8 <= V; k += 8) {
-        hs_v8 x;
-        HS_V8_LOAD(x, pr + k);
-        x *= vi;
-        HS_V8_STORE(pr + k, x);
-    }
-    for (; k < V; k++) pr[k] *= inv;
+    hs_scale(pr, pr, inv, V);
 }
 
 /* out[g] = the double sum of row g of pr (8 rows of V), each in k order */
