@@ -259,7 +259,7 @@ def circuit(model, discovery, path=None, title=None, width=None, dpi=None):
     if title is None and isinstance(discovery, dict) and "circuit" in discovery:
         # discover --out's title (discovery/discover.c)
         c, f = discovery["circuit"], discovery["circuit"].get("faithfulness")
-        title = "%s circuit (%s): %d of %d edges, faithfulness %s" % (
+        title = "%s circuit (%s, then pruned): %d of %d edges, faithfulness %s" % (
             _METHOD_TITLES.get(discovery.get("method"), discovery.get("method")), c.get("chosen_by"),
             c.get("edges", 0), discovery.get("n_edges", 0), "undefined" if f is None else "%.2f" % f)
     n = ctypes.c_int()
