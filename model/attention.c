@@ -267,15 +267,7 @@ static void attn_softmax(hs_pool *pool, float *att, const float *scores, int B, 
                 bad |= 1u << i;
                 mx = 0.0f;
             }
-            const hs_v8 vmx = HS_V8_SET1(mx);
-            int j = 0;
-            for (; j + 8 <= T; j += 8) {
-                hs_v8 v;
-                HS_V8_LOAD(v, s + j);
-                v -= vmx;
-                HS_V8_STORE(a + j, v);
-            }
-            for (; j < T; j++) a[j] = s[j] - mx;
+            hs_shift(a, s, mx, T);
         }
         hs_exp_span(A, A, TT);
         for (int i = 0; i < T; i++) {

@@ -443,17 +443,9 @@ static inline float ce_row_max(const float *restrict lg, int V)
 }
 
 /* pr (V) = lg (V) - m */
-static inline void ce_shift(float *restrict pr, const float *restrict lg, float m, int V)
+static inline void ce_shift(float *pr, const float *lg, float m, int V)
 {
-    const hs_v8 vm = HS_V8_SET1(m);
-    int k = 0;
-    for (; k + 8 <= V; k += 8) {
-        hs_v8 x;
-        HS_V8_LOAD(x, lg + k);
-        x -= vm;
-        HS_V8_STORE(pr + k, x);
-    }
-    for (; k < V; k++) pr[k] = lg[k] - m;
+    hs_shift(pr, lg, m, V);
 }
 
 /* pr (V) *= inv */

@@ -71,6 +71,21 @@ static inline __attribute__((always_inline)) void hs_scale(float *y, const float
     for (; i < n; i++) y[i] = x[i] * a;
 }
 
+/* y (n) = x (n) - m, eight at a time then one at a time (y may be x): a
+ * softmax row's shift by its maximum (attention, the cross-entropy) */
+static inline __attribute__((always_inline)) void hs_shift(float *y, const float *x, float m, int n)
+{
+    int i = 0;
+    const hs_v8 vm = HS_V8_SET1(m);
+    for (; i + 8 <= n; i += 8) {
+        hs_v8 v;
+        HS_V8_LOAD(v, x + i);
+        v -= vm;
+        HS_V8_STORE(y + i, v);
+    }
+    for (; i < n; i++) y[i] = x[i] - m;
+}
+
 /* y (n) = sum_{r < count} coef[r * cs] * X[r * xs .. + n], summed from 0 in r
  * order: the same bits as zeroing y and calling hs_axpy per r, with y held in
  * registers (16 floats at a time) instead of reloaded per r. */
