@@ -50,7 +50,9 @@ typedef struct {
     const float **ck, **cv, **cr; /* (L) the corrupted run's hook_k, hook_v, hook_resid_pre and */
     const float **cz;             /* the clean run's hook_z (suffix_s > 0) */
     pjob *jobs;
-    double ld_clean, ld_corr;
+    double ld_clean, ld_corr;     /* the base runs' mean LDs, every logit's product */
+    double ld2_clean, ld2_corr;   /* the same from the two read columns alone (suffix_s > 0:
+                                   * the suffix runs' arithmetic, hs_final_token_logits) */
 } pctx;
 
 typedef struct {
@@ -276,7 +278,7 @@ static hs_status suffix_job_run(hs_engine_worker *w, const pjob *jb, pctx *c)
         for (int i = 0; i < n; i++) s += (double)lg[2 * ((size_t)k * n + i)] - (double)lg[2 * ((size_t)k * n + i) + 1];
         const double v = s / n;
         jb->ld[j + k * J] = v;
-        jb->metric[j + k * J] = hs_patch_metric(v, c->ld_corr, c->ld_clean);
+        jb->metric[j + k * J] = hs_patch_metric(v, c->ld2_corr, c->ld2_clean);
     }
     free(iv);
     free(lg);
@@ -387,7 +389,9 @@ typedef struct {
     const char *const *filt;
     int nf;
     hs_cache *clean, *corr;
-    double *ld_src, *ld_dst; /* (n) */
+    double *ld_src, *ld_dst; /* (n) from every logit (the sweeps' arithmetic) */
+    double *ld2_src, *ld2_dst; /* (n) from the two read columns (the suffix runs'), or NULL */
+    int all_logits;          /* 0: every patched run is a suffix run: no logits at all */
 } base_arg;
 
 /* Reads each row's LD from the logits as a base run passes them (the
@@ -409,6 +413,42 @@ static int ld_hook(const char *name, const int64_t *shape, int ndim, float *data
     return 0;
 }
 
+/* The same LDs from blocks.{L-1}.hook_resid_post (b, t, D) when the
+ * patched runs are suffix runs: each prompt's read row through the final
+ * norm, then the answer's and the wrong token's columns of W_U alone
+ * (hs_final_token_logits, the suffix runs' own arithmetic), not every logit
+ * at every position (GPT-2: a 154 MB product with W_U a run). */
+static int ld_resid_hook(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name;
+    ld_hook_ctx *h = ctx;
+    const pctx *c = h->c;
+    const int D = c->m->cfg.d_model;
+    if (ndim != 3 || shape[1] != c->t || shape[2] != D) return -1;
+    const int b = (int)shape[0] < c->n - h->r0 ? (int)shape[0] : c->n - h->r0;
+    if (b < 1) return -1; /* more rows than the set */
+    float *x = malloc((size_t)b * (2 * (size_t)D + 4) * sizeof(float));
+    int *tok = malloc((size_t)b * 2 * sizeof(int));
+    if (x == NULL || tok == NULL) {
+        free(x);
+        free(tok);
+        return -1;
+    }
+    float *scratch = x + (size_t)b * D, *lg = scratch + (size_t)b * (D + 2);
+    for (int i = 0; i < b; i++) {
+        const int r = h->r0 + i;
+        memcpy(x + (size_t)i * D, data + ((size_t)i * c->t + c->pos[r]) * D, (size_t)D * sizeof(float));
+        tok[2 * i] = c->answer[r];
+        tok[2 * i + 1] = c->wrong[r];
+    }
+    hs_final_token_logits(c->m, x, b, tok, 2, scratch, lg);
+    for (int i = 0; i < b; i++) h->out[h->r0 + i] = (double)lg[2 * i] - (double)lg[2 * i + 1];
+    h->r0 += (int)shape[0];
+    free(x);
+    free(tok);
+    return 0;
+}
+
 static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
     base_arg *ba = arg;
@@ -416,12 +456,18 @@ static hs_status base_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     static const char *const cfilt[] = {"blocks.*.hook_resid_pre", "blocks.*.attn.hook_k", "blocks.*.attn.hook_v"};
     hs_cache *out = j == 0 ? ba->clean : ba->corr;
     ld_hook_ctx lh = {c, j == 0 ? ba->ld_src : ba->ld_dst, 0};
+    ld_hook_ctx l2 = {c, j == 0 ? ba->ld2_src : ba->ld2_dst, 0};
+    char last[64];
+    snprintf(last, sizeof last, "blocks.%d.hook_resid_post", c->m->cfg.n_layers - 1);
     hs_hooks *hk = NULL;
     hs_status st = hs_hooks_create(&hk, &w->err);
-    if (st == HS_OK) st = hs_hooks_add(hk, "logits", ld_hook, &lh, &w->err);
+    if (st == HS_OK && ba->all_logits) st = hs_hooks_add(hk, "logits", ld_hook, &lh, &w->err);
+    if (st == HS_OK && ba->ld2_src) st = hs_hooks_add(hk, last, ld_resid_hook, &l2, &w->err);
+    if (!ba->all_logits) w->acts->logit_pos = HS_LOGITS_NONE; /* no final norm, no logits */
     if (st == HS_OK)
         st = j == 0 ? hs_engine_cache(e, w, c->src, c->n, ba->filt, ba->nf, hk, out)
                     : hs_engine_cache(e, w, c->dst, c->n, cfilt, c->suffix_s > 0 ? 3 : 1, hk, out);
+    w->acts->logit_pos = -1;
     hs_hooks_destroy(hk);
     return st;
 }
@@ -510,7 +556,7 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     hs_engine e;
     memset(&e, 0, sizeof e);
     hs_cache clean = {0}, corr = {0};
-    double *lds = malloc((size_t)np * 2 * sizeof *lds);
+    double *lds = calloc((size_t)np * 4, sizeof *lds);
     const char *filt[HS_PATCH_N];
     char pats[HS_PATCH_N][48];
     int nf = 0, n_jobs = 0;
@@ -621,7 +667,12 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     if (c.row_ld == NULL) goto oom;
     for (int i = 0; i < e.n_workers; i++)
         if ((c.row_ld[i] = malloc((size_t)np * sizeof(double))) == NULL) goto oom;
-    base_arg ba = {&c, filt, nf, &clean, &corr, lds, lds + np};
+    /* the base runs' LDs for each cell by its patched run's arithmetic: every
+     * logit's product for the sweeps, the two read columns for the suffix
+     * runs (z alone at every position: no logits at all, GPT-2: a 154 MB
+     * product with W_U a run less) */
+    base_arg ba = {&c, filt, nf, &clean, &corr, lds, lds + np, c.suffix_s > 0 ? lds + 2 * np : NULL,
+                   c.suffix_s > 0 ? lds + 3 * np : NULL, !base_only};
     if ((st = hs_engine_for(&e, 2, base_job, &ba, err)) != HS_OK) goto fail;
     c.corr = &corr;
     c.clean = &clean;
@@ -651,6 +702,10 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     e.progress = "sweeps"; /* hs_pool_progress per job: a cell, or a batch of heads */
     c.ld_clean = out->ld_clean = mean_rows(lds, n);
     c.ld_corr = out->ld_corr = mean_rows(lds + np, n);
+    if (c.suffix_s > 0) { /* reported as z's all-position cells read them (--by head's = the default's) */
+        c.ld2_clean = out->ld_clean = mean_rows(lds + 2 * np, n);
+        c.ld2_corr = out->ld_corr = mean_rows(lds + 3 * np, n);
+    }
     if ((st = hs_engine_views(&clean, np, &c.src_v, err)) != HS_OK) goto fail;
     st = hs_engine_for(&e, nj, pjob_run, &c, err);
     goto done;

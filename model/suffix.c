@@ -236,6 +236,44 @@ static void suffix_pass(const hs_model *m, const hs_suffix_run *r, suffix_buf *s
     }
 }
 
+/* The named tokens' columns of W_U for nb rows fin (nb, D), already through
+ * the final norm: logits[b, j] = fin[b] . W_U[:, tok[b, j]] (a dot product
+ * over D in double, rounded to float) + b_U. */
+static void token_logits(const hs_model *m, const float *fin, int nb, const int *tok, int n_tok, float *logits)
+{
+    const int D = m->cfg.d_model;
+    for (int b = 0; b < nb; b++)
+        for (int j = 0; j < n_tok; j++) {
+            const int v = tok[(size_t)b * n_tok + j];
+            const float *f = fin + (size_t)b * D;
+            double acc = 0.0;
+            if (m->params.W_U_T) {
+                const float *w = m->params.W_U_T + (size_t)v * D;
+                for (int d = 0; d < D; d++) acc += (double)f[d] * w[d];
+            } else {
+                for (int d = 0; d < D; d++) acc += (double)f[d] * hs_unembed_at(m, d, v);
+            }
+            float lg = (float)acc;
+            if (m->params.b_U) lg += m->params.b_U[v];
+            logits[(size_t)b * n_tok + j] = lg;
+        }
+}
+
+void hs_final_token_logits(const hs_model *m, const float *resid, int nb, const int *tok, int n_tok,
+                           float *scratch, float *logits)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model;
+    const float *fin = resid;
+    if (c->ln_final && c->norm != HS_NORM_NONE) {
+        float *ln = scratch, *mean = scratch + (size_t)nb * D, *rstd = mean + nb;
+        hs_norm_stats(mean, rstd, resid, (size_t)nb, D, c->norm, c->eps);
+        hs_norm_apply_affine(ln, resid, mean, rstd, m->params.ln_final_w, m->params.ln_final_b, (size_t)nb, D, 1, 1);
+        fin = ln;
+    }
+    token_logits(m, fin, nb, tok, n_tok, logits);
+}
+
 /* The last block from its attention output on for sequences [b0, b0 + nb):
  * sb->x (nb, D) their residual and sb->z (nb, HD) their heads' mix at their
  * read rows; the final norm, then the named tokens' logits, or with
@@ -265,22 +303,7 @@ static void suffix_last(const hs_model *m, const hs_suffix_run *r, suffix_buf *s
         memcpy(logits + (size_t)b0 * V, sb->lg, (size_t)nb * V * sizeof(float));
         return;
     }
-    /* the named tokens' columns of W_U: each a dot product over D in double */
-    for (int b = 0; b < nb; b++)
-        for (int j = 0; j < r->n_tok; j++) {
-            const int v = r->tok[(size_t)(b0 + b) * r->n_tok + j];
-            const float *f = fin + (size_t)b * D;
-            double acc = 0.0;
-            if (m->params.W_U_T) {
-                const float *w = m->params.W_U_T + (size_t)v * D;
-                for (int d = 0; d < D; d++) acc += (double)f[d] * w[d];
-            } else {
-                for (int d = 0; d < D; d++) acc += (double)f[d] * hs_unembed_at(m, d, v);
-            }
-            float lg = (float)acc;
-            if (m->params.b_U) lg += m->params.b_U[v];
-            logits[(size_t)(b0 + b) * r->n_tok + j] = lg;
-        }
+    token_logits(m, fin, nb, r->tok + (size_t)b0 * r->n_tok, r->n_tok, logits + (size_t)b0 * r->n_tok);
 }
 
 /* Sequences [b0, b0 + nb) of a run at the last block's read rows alone

@@ -71,5 +71,13 @@ int hs_forward_suffix_ok(const hs_config *cfg);
  * forward's, on the read rows). HS_ERR_INPUT: a model hs_forward_suffix_ok
  * refuses, or a range outside the model or run; HS_ERR_NOMEM. */
 hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *logits, hs_error *err);
+/* logits (nb, n_tok) <- the named tokens' logits of the residuals resid
+ * (nb, D) (a run's last blocks.{L-1}.hook_resid_post rows): the final norm
+ * with each row's own statistics, then tok[b, j]'s column of W_U, a dot
+ * product over D in double, + b_U: hs_forward_suffix's arithmetic for its
+ * read logits (n_tok > 0), so a base run read this way and the suffix runs
+ * share it (experiments/patch.c). scratch: nb (D + 2) floats. */
+void hs_final_token_logits(const hs_model *m, const float *resid, int nb, const int *tok, int n_tok,
+                           float *scratch, float *logits);
 
 #endif
