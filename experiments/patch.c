@@ -702,9 +702,13 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     e.progress = "sweeps"; /* hs_pool_progress per job: a cell, or a batch of heads */
     c.ld_clean = out->ld_clean = mean_rows(lds, n);
     c.ld_corr = out->ld_corr = mean_rows(lds + np, n);
-    if (c.suffix_s > 0) { /* reported as z's all-position cells read them (--by head's = the default's) */
-        c.ld2_clean = out->ld_clean = mean_rows(lds + 2 * np, n);
-        c.ld2_corr = out->ld_corr = mean_rows(lds + 3 * np, n);
+    if (c.suffix_s > 0) {
+        c.ld2_clean = mean_rows(lds + 2 * np, n);
+        c.ld2_corr = mean_rows(lds + 3 * np, n);
+    }
+    if (base_only) { /* the LDs reported: every logit's when the base runs make them */
+        out->ld_clean = c.ld2_clean;
+        out->ld_corr = c.ld2_corr;
     }
     if ((st = hs_engine_views(&clean, np, &c.src_v, err)) != HS_OK) goto fail;
     st = hs_engine_for(&e, nj, pjob_run, &c, err);

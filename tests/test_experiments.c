@@ -353,6 +353,23 @@ static void patch_identities_and_batch_independence(void **state)
         assert_memory_equal(b1.ld[a], b3.ld[a], cells * sizeof(double));
         if (hs_patch_act_is_head(a)) assert_memory_equal(b1.ld_pos[a], b3.ld_pos[a], cells * t * sizeof(double));
     }
+    /* z alone by head: the base runs make no logits and read the answer's and
+     * the wrong token's columns at the read row (hs_final_token_logits, the
+     * suffix runs' arithmetic, which the default run's z cells also divide
+     * by): the cells are the default run's bit for bit, the LDs reported
+     * those of every logit's product to float32 rounding */
+    {
+        hs_patch_report zh;
+        assert_int_equal(hs_patch_run_tokens_by(g_m, NULL, src, dst, n, t, g_p.answer, g_p.wrong, g_p.pos,
+                                                1u << HS_PATCH_Z, HS_PATCH_BY_HEAD, &zh, &err),
+                         HS_OK);
+        assert_memory_equal(zh.metric[HS_PATCH_Z], b1.metric[HS_PATCH_Z], (size_t)L * H * sizeof(double));
+        if (!(fabs(zh.ld_clean - b1.ld_clean) <= 1e-5 * (1.0 + fabs(b1.ld_clean))) ||
+            !(fabs(zh.ld_corr - b1.ld_corr) <= 1e-5 * (1.0 + fabs(b1.ld_corr))) || zh.ld_clean == zh.ld_corr)
+            fail_msg("two columns: clean %.9g corrupted %.9g; every logit: %.9g %.9g", zh.ld_clean, zh.ld_corr,
+                     b1.ld_clean, b1.ld_corr);
+        hs_patch_report_free(&zh);
+    }
     /* one pair at a time: the per-pair LDs, summed in order, give the batched
      * grid; the all-position cells too (one pair's heads run in batches that
      * span layers, experiments/patch.c units_per_job; the set's a layer's) */
