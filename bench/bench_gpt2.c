@@ -2,9 +2,11 @@
  * bench/bench_gpt2.c -- a forward with the full activation cache at a GPT-2
  * checkpoint's whole context, in process, beside the sgemm roofline at its
  * shapes (bench/gpt2_speed.sh runs it next to bench/gpt2_peer.py):
- *   forward: hs_run_with_cache (every hook point copied, TransformerLens'
+ *   forward: hs_run_with_cache (every hook point kept, TransformerLens'
  *            run_with_cache) on one sequence of T random tokens (seeded),
  *            median of RUNS calls after one untimed call;
+ *   tl:      the same with the points TL's run_with_cache keeps on GPT-2
+ *            (tl_points below), against the same roofline;
  *   roofline: the least time of the same forward's sgemm products alone
  *            through hs_sgemm (bench_shapes.h: Q/K/V, W_O, W_in, W_out, W_U
  *            at (T, .) and, per layer and head, the score product
@@ -19,20 +21,35 @@
  * The ratio forward / roofline is what issues 24 and 30 bound (1.3x with
  * the full cache, 1.2x for the last position's logits).
  * What the rooflines leave out: both count FLOPs only at hs_sgemm's own rate
- * (no peak of the CPU, no memory traffic). The full cache's 4.4 GB at GPT-2
- * small, 1,024 tokens (the patterns and scores alone 2 x 600 MB) are written
- * once a run whatever the forward does, so the full-cache ratio has a floor
- * above 1 set by the memory's write rate (the timed runs reuse the cache's
- * buffers and fault no page: `perf stat -e page-faults` counts the same at
- * --runs 1 and 3). On this VM one core writes 600 MB at 5.3-5.9 GB/s
- * (memset) or 8.7-11.5 GB/s (streaming stores), at load 5-6: the 4.4 GB
- * alone take 0.38-0.5 s, about half the full-cache roofline, so 1.3x of a
- * FLOPs-only roofline is below what the memory allows unless the writes
- * overlap the products (3.5 GB are written by the forward in place, the
- * rest copied with streaming stores). The last position's roofline
- * counts the whole T x T score and mix products, while that forward (no
- * observer) runs them in causal blocks of 64 rows, about 53% of them at
- * 1,024 tokens: that roofline is the looser of the two.
+ * (no peak of the CPU, no memory traffic). The full cache at GPT-2 small,
+ * 1,024 tokens holds 283 points, 4,446 MB: every point headscope offers,
+ * where TransformerLens' run_with_cache on from_pretrained("gpt2") keeps
+ * 208, 1,922 MB (its default config computes no hook_result, hook_attn_in,
+ * hook_q/k/v_input, hook_mlp_in, hook_tokens: 453 + 453 + 3 x 453 + 38 MB;
+ * logits 206 MB are its output, not an entry). Neither the PyTorch peer
+ * (bench/gpt2_peer.py, ~2.1 GB kept) nor the roofline counts those 2.3 GB
+ * nor hook_result's 14.5 GFLOP (144 products of K = 64, ~45 ms at the
+ * roofline's rate): the "tl" line times the forward with TL's points alone
+ * against the same roofline (its products are exactly the roofline's).
+ * Every entry is written once a run whatever the forward does (the timed
+ * runs reuse the cache's buffers and fault no page), so each ratio has a
+ * floor above 1 set by the memory's write rate: on this VM one core
+ * writes 600 MB at 5.3-5.9 GB/s (memset) or 8.7-11.5 GB/s (streaming
+ * stores) at load 5-6 (5.0 GB/s streaming at load 12.7, 02:13Z). With the
+ * quiet roofline of 902 ms (00:13Z) and no write overlapping a product:
+ *   full cache: (902 + 45 + 4,446 MB / 8.7-11.5 GB/s = 387-511) / 902 =
+ *               1.48-1.62x: 1.3x is below what the memory allows (it would
+ *               need 4.4 GB written in ~225 ms, 19.8 GB/s, beside no product);
+ *   TL's cache: (902 + 1,922 MB / 8.7-11.5 GB/s = 167-221) / 902 =
+ *               1.19-1.25x: 1.3x leaves 50-104 ms for everything else.
+ * The scores and patterns (1.2 GB of either) are streamed to the cache's
+ * entries from causal blocks in L2 (model/attention.c attn_causal_bg: no
+ * read back); the split inputs' repeats and hook_result are written in
+ * place; the other entries are copied with streaming stores (0.97 GB read
+ * and written again: resid-sized points, mlp pre/post, logits). The last
+ * position's roofline counts the whole T x T score and mix products, while
+ * that forward (no observer) runs them in causal blocks of 64 rows, about
+ * 53% of them at 1,024 tokens: that roofline is the looser of the two.
  *
  * Each forward's process CPU time a run (every thread's, OpenBLAS' waiting
  * helpers too) is printed beside the CPU time of its roofline's products
