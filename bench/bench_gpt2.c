@@ -24,7 +24,7 @@
  * (no peak of the CPU, no memory traffic). The full cache at GPT-2 small,
  * 1,024 tokens holds 283 points, 4,446 MB: every point headscope offers,
  * where TransformerLens' run_with_cache on from_pretrained("gpt2") keeps
- * 208, 1,922 MB (its default config computes no hook_result, hook_attn_in,
+ * 208, 1,935 MB (its default config computes no hook_result, hook_attn_in,
  * hook_q/k/v_input, hook_mlp_in, hook_tokens: 453 + 453 + 3 x 453 + 38 MB;
  * logits 206 MB are its output, not an entry). Neither the PyTorch peer
  * (bench/gpt2_peer.py, ~2.1 GB kept) nor the roofline counts those 2.3 GB
@@ -40,8 +40,8 @@
  *   full cache: (902 + 45 + 4,446 MB / 8.7-11.5 GB/s = 387-511) / 902 =
  *               1.48-1.62x: 1.3x is below what the memory allows (it would
  *               need 4.4 GB written in ~225 ms, 19.8 GB/s, beside no product);
- *   TL's cache: (902 + 1,922 MB / 8.7-11.5 GB/s = 167-221) / 902 =
- *               1.19-1.25x: 1.3x leaves 50-104 ms for everything else.
+ *   TL's cache: (902 + 1,935 MB / 8.7-11.5 GB/s = 168-222) / 902 =
+ *               1.19-1.25x: 1.3x leaves 49-103 ms for everything else.
  * The scores and patterns (1.2 GB of either) are streamed to the cache's
  * entries from causal blocks in L2 (model/attention.c attn_causal_bg: no
  * read back); the split inputs' repeats and hook_result are written in
