@@ -2,9 +2,11 @@
  * bench/bench_gpt2.c -- a forward with the full activation cache at a GPT-2
  * checkpoint's whole context, in process, beside the sgemm roofline at its
  * shapes (bench/gpt2_speed.sh runs it next to bench/gpt2_peer.py):
- *   forward: hs_run_with_cache (every hook point copied, TransformerLens'
+ *   forward: hs_run_with_cache (every hook point kept, TransformerLens'
  *            run_with_cache) on one sequence of T random tokens (seeded),
  *            median of RUNS calls after one untimed call;
+ *   tl:      the same with the points TL's run_with_cache keeps on GPT-2
+ *            (tl_points below), against the same roofline;
  *   roofline: the least time of the same forward's sgemm products alone
  *            through hs_sgemm (bench_shapes.h: Q/K/V, W_O, W_in, W_out, W_U
  *            at (T, .) and, per layer and head, the score product
@@ -19,20 +21,35 @@
  * The ratio forward / roofline is what issues 24 and 30 bound (1.3x with
  * the full cache, 1.2x for the last position's logits).
  * What the rooflines leave out: both count FLOPs only at hs_sgemm's own rate
- * (no peak of the CPU, no memory traffic). The full cache's 4.4 GB at GPT-2
- * small, 1,024 tokens (the patterns and scores alone 2 x 600 MB) are written
- * once a run whatever the forward does, so the full-cache ratio has a floor
- * above 1 set by the memory's write rate (the timed runs reuse the cache's
- * buffers and fault no page: `perf stat -e page-faults` counts the same at
- * --runs 1 and 3). On this VM one core writes 600 MB at 5.3-5.9 GB/s
- * (memset) or 8.7-11.5 GB/s (streaming stores), at load 5-6: the 4.4 GB
- * alone take 0.38-0.5 s, about half the full-cache roofline, so 1.3x of a
- * FLOPs-only roofline is below what the memory allows unless the writes
- * overlap the products (3.5 GB are written by the forward in place, the
- * rest copied with streaming stores). The last position's roofline
- * counts the whole T x T score and mix products, while that forward (no
- * observer) runs them in causal blocks of 64 rows, about 53% of them at
- * 1,024 tokens: that roofline is the looser of the two.
+ * (no peak of the CPU, no memory traffic). The full cache at GPT-2 small,
+ * 1,024 tokens holds 283 points, 4,446 MB: every point headscope offers,
+ * where TransformerLens' run_with_cache on from_pretrained("gpt2") keeps
+ * 208, 1,935 MB (its default config computes no hook_result, hook_attn_in,
+ * hook_q/k/v_input, hook_mlp_in, hook_tokens: 453 + 453 + 3 x 453 + 38 MB;
+ * logits 206 MB are its output, not an entry). Neither the PyTorch peer
+ * (bench/gpt2_peer.py, ~2.1 GB kept) nor the roofline counts those 2.3 GB
+ * nor hook_result's 14.5 GFLOP (144 products of K = 64, ~45 ms at the
+ * roofline's rate): the "tl" line times the forward with TL's points alone
+ * against the same roofline (its products are exactly the roofline's).
+ * Every entry is written once a run whatever the forward does (the timed
+ * runs reuse the cache's buffers and fault no page), so each ratio has a
+ * floor above 1 set by the memory's write rate: on this VM one core
+ * writes 600 MB at 5.3-5.9 GB/s (memset) or 8.7-11.5 GB/s (streaming
+ * stores) at load 5-6 (5.0 GB/s streaming at load 12.7, 02:13Z). With the
+ * quiet roofline of 902 ms (00:13Z) and no write overlapping a product:
+ *   full cache: (902 + 45 + 4,446 MB / 8.7-11.5 GB/s = 387-511) / 902 =
+ *               1.48-1.62x: 1.3x is below what the memory allows (it would
+ *               need 4.4 GB written in ~225 ms, 19.8 GB/s, beside no product);
+ *   TL's cache: (902 + 1,935 MB / 8.7-11.5 GB/s = 168-222) / 902 =
+ *               1.19-1.25x: 1.3x leaves 49-103 ms for everything else.
+ * The scores and patterns (1.2 GB of either) are streamed to the cache's
+ * entries from causal blocks in L2 (model/attention.c attn_causal_bg: no
+ * read back); the split inputs' repeats and hook_result are written in
+ * place; the other entries are copied with streaming stores (0.97 GB read
+ * and written again: resid-sized points, mlp pre/post, logits). The last
+ * position's roofline counts the whole T x T score and mix products, while
+ * that forward (no observer) runs them in causal blocks of 64 rows, about
+ * 53% of them at 1,024 tokens: that roofline is the looser of the two.
  *
  * Each forward's process CPU time a run (every thread's, OpenBLAS' waiting
  * helpers too) is printed beside the CPU time of its roofline's products
@@ -49,11 +66,11 @@
  * weights read again from disk), and its least time beside its median: the
  * rooflines are least times, so min/min is the ratio free of the load's
  * noise, median/min the one issues 24 and 30 state (kept).
- * --only cache|last runs that forward alone and no roofline (to profile it:
+ * --only cache|tl|last runs that forward alone and no roofline (to profile it:
  * perf record -g build/bench_gpt2 PATH --only cache).
  *
  * usage: bench_gpt2 PATH [--threads N] [--runs R] [--ctx T] [--json FILE]
- *                   [--only cache|last]
+ *                   [--only cache|tl|last]
  */
 #include "bench_shapes.h"
 #include "probe/probe.h"
@@ -86,6 +103,58 @@ static double cpu_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The points TransformerLens' run_with_cache keeps on
+ * HookedTransformer.from_pretrained("gpt2") (its default config: no
+ * use_attn_result, use_split_qkv_input, use_attn_in, use_hook_mlp_in,
+ * use_hook_tokens, so no hook_result, hook_q/k/v_input, hook_attn_in,
+ * hook_mlp_in, hook_tokens); its logits are the run's output, not an entry
+ * (ours are in acts->logits). "?": points a model may not have. */
+static const char *const tl_points[] = {
+    "hook_embed", "?hook_pos_embed", "blocks.*.hook_resid_pre", "?blocks.*.ln1.hook_scale",
+    "?blocks.*.ln1.hook_normalized", "?blocks.*.attn.hook_q", "?blocks.*.attn.hook_k",
+    "blocks.*.attn.hook_v", "?blocks.*.attn.hook_attn_scores", "blocks.*.attn.hook_pattern",
+    "blocks.*.attn.hook_z", "blocks.*.hook_attn_out", "?blocks.*.hook_resid_mid",
+    "?blocks.*.ln2.hook_scale", "?blocks.*.ln2.hook_normalized", "?blocks.*.mlp.hook_pre",
+    "?blocks.*.mlp.hook_post", "?blocks.*.hook_mlp_out", "blocks.*.hook_resid_post",
+    "?ln_final.hook_scale", "?ln_final.hook_normalized"};
+
+/* RUNS timed hs_run_with_cache calls after one untimed one (filters as
+ * hs_run_with_cache's; NULL: every point), on one cache freed after. */
+typedef struct {
+    double ms, least, cpu; /* median, least wall; median CPU (ms) */
+    long minor, major;     /* page faults in the timed runs */
+    size_t bytes;
+    int points;
+} cache_timing;
+
+static int time_cache(const hs_model *m, hs_acts *acts, const int *tok, int T,
+                      const char *const *filters, int n_filters, int runs, cache_timing *out)
+{
+    hs_cache cache;
+    hs_cache_init(&cache);
+    double ms[100] = {0}, cpu[100] = {0};
+    long min0 = 0, maj0 = 0, min1 = 0;
+    hs_error err = {0};
+    for (int r = -1; r < runs; r++) {
+        if (r == 0) maj0 = faults_now(&min0);
+        const double t0 = bench_now(), c0 = cpu_now();
+        if (hs_run_with_cache(m, acts, tok, 1, T, filters, n_filters, NULL, &cache, &err) != HS_OK) {
+            fprintf(stderr, "bench_gpt2: %s\n", err.msg);
+            return -1;
+        }
+        if (r >= 0) ms[r] = (bench_now() - t0) * 1e3, cpu[r] = (cpu_now() - c0) * 1e3;
+    }
+    out->major = faults_now(&min1) - maj0;
+    out->minor = min1 - min0;
+    out->bytes = 0;
+    for (int i = 0; i < cache.n; i++) out->bytes += cache.e[i].numel * sizeof(float);
+    out->points = cache.n;
+    hs_cache_free(&cache);
+    out->ms = bench_median(ms, runs), out->cpu = bench_median(cpu, runs);
+    out->least = least(ms, runs);
+    return 0;
 }
 
 /* The forward's sgemm products at T tokens (projections, then attention). */
@@ -127,7 +196,8 @@ static int last_gemms(const hs_model *m, int T, bench_gemm *g)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: bench_gpt2 PATH [--threads N] [--runs R] [--ctx T] [--json FILE]\n");
+        fprintf(stderr, "usage: bench_gpt2 PATH [--threads N] [--runs R] [--ctx T] [--json FILE] "
+                        "[--only cache|tl|last]\n");
         return 2;
     }
     int threads = 2, runs = 5, T = 0;
@@ -140,6 +210,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--only")) only = argv[i + 1];
     }
     const int do_cache = !only || !strcmp(only, "cache"), do_last = !only || !strcmp(only, "last");
+    const int do_tl = !only || !strcmp(only, "tl");
     if (runs < 1 || runs > 99) runs = 5;
     openblas_set_num_threads(threads);
     hs_error err = {0};
@@ -162,27 +233,18 @@ int main(int argc, char **argv)
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         tok[t] = (int)(x % (unsigned long long)m->cfg.d_vocab);
     }
-    hs_cache cache;
-    hs_cache_init(&cache);
     double ms[100] = {0}, cpu[100] = {0};
-    size_t cached = 0;
     long min0 = 0, min1 = 0, maj0 = 0, maj1 = 0;
-    for (int r = -1; do_cache && r < runs; r++) {
-        if (r == 0) maj0 = faults_now(&min0);
-        const double t0 = bench_now(), c0 = cpu_now();
-        if (hs_run_with_cache(m, acts, tok, 1, T, NULL, 0, NULL, &cache, &err) != HS_OK) {
-            fprintf(stderr, "bench_gpt2: %s\n", err.msg);
-            return 1;
-        }
-        if (r >= 0) ms[r] = (bench_now() - t0) * 1e3, cpu[r] = (cpu_now() - c0) * 1e3;
-    }
-    maj1 = faults_now(&min1);
-    const long fwd_min = min1 - min0, fwd_maj = maj1 - maj0;
-    for (int i = 0; i < cache.n; i++) cached += cache.e[i].numel * sizeof(float);
-    const int cache_n = cache.n;
-    hs_cache_free(&cache); /* the last position's runs as on a fresh process */
-    const double fwd_ms = bench_median(ms, runs), fwd_cpu = bench_median(cpu, runs);
-    const double fwd_least = least(ms, runs);
+    cache_timing full = {0}, tl = {0};
+    if (do_cache && time_cache(m, acts, tok, T, NULL, 0, runs, &full) != 0) return 1;
+    if (do_tl && time_cache(m, acts, tok, T, tl_points, (int)(sizeof tl_points / sizeof *tl_points),
+                            runs, &tl) != 0)
+        return 1;
+    /* the last position's runs as on a fresh process: each cache is freed */
+    const size_t cached = full.bytes;
+    const int cache_n = full.points;
+    const double fwd_ms = full.ms, fwd_cpu = full.cpu, fwd_least = full.least;
+    const long fwd_min = full.minor, fwd_maj = full.major;
     acts->logit_pos = T - 1;
     for (int r = -1; do_last && r < runs; r++) {
         if (r == 0) maj0 = faults_now(&min0);
@@ -199,10 +261,11 @@ int main(int argc, char **argv)
     const double last_ms = bench_median(ms, runs), last_cpu = bench_median(cpu, runs);
     const double last_least = least(ms, runs);
     if (only) {
+        const cache_timing lt = {last_ms, last_least, last_cpu, last_min, last_maj, 0, 0};
+        const cache_timing *o = do_cache ? &full : do_tl ? &tl : &lt;
         printf("%s: %.1f ms (least %.1f), CPU %.1f ms (medians of %d); page faults in the timed "
-               "runs %ld minor, %ld major\n", only, do_cache ? fwd_ms : last_ms,
-               do_cache ? fwd_least : last_least, do_cache ? fwd_cpu : last_cpu, runs,
-               do_cache ? fwd_min : last_min, do_cache ? fwd_maj : last_maj);
+               "runs %ld minor, %ld major\n", only, o->ms, o->least, o->cpu, runs, o->minor,
+               o->major);
         return 0;
     }
 
@@ -248,6 +311,10 @@ int main(int argc, char **argv)
            "runs %ld minor, %ld major)\n", cache_n, cached / 1e6, T, threads, fwd_ms, runs,
            roof_ms, gflop, proj_ms, fwd_ms / roof_ms, fwd_least, fwd_least / roof_ms, fwd_min,
            fwd_maj);
+    printf("forward with TransformerLens' default cache (gpt2's run_with_cache: %d points, %.0f MB; "
+           "no hook_result, split inputs, hook_mlp_in; the logits its output): %.1f ms (median of "
+           "%d): %.2fx the same roofline (least %.1f ms: %.2fx); CPU %.1f ms\n", tl.points,
+           tl.bytes / 1e6, tl.ms, runs, tl.ms / roof_ms, tl.least, tl.least / roof_ms, tl.cpu);
     printf("process CPU time a run (every thread's, OpenBLAS' waiting ones too): full cache %.1f "
            "ms against its products' %.1f ms: %.2fx; last position %.1f ms against %.1f ms: %.2fx\n",
            fwd_cpu, roof_cpu, fwd_cpu / roof_cpu, last_cpu, last_roof_cpu, last_cpu / last_roof_cpu);
@@ -265,10 +332,12 @@ int main(int argc, char **argv)
                    "\"cache_points\": %d, \"cache_mb\": %.1f, \"roofline_ms\": %.3f, "
                    "\"roofline_proj_ms\": %.3f, \"gflop\": %.3f, \"ratio\": %.3f, "
                    "\"forward_last_ms\": %.3f, \"roofline_last_ms\": %.3f, \"ratio_last\": %.3f, "
-                   "\"forward_cache_least_ms\": %.3f, \"forward_last_least_ms\": %.3f}\n",
+                   "\"forward_cache_least_ms\": %.3f, \"forward_last_least_ms\": %.3f, "
+                   "\"forward_tl_cache_ms\": %.3f, \"forward_tl_cache_least_ms\": %.3f, "
+                   "\"tl_cache_points\": %d, \"tl_cache_mb\": %.1f}\n",
                 T, threads, runs, fwd_ms, cache_n, cached / 1e6, roof_ms, proj_ms, gflop,
                 fwd_ms / roof_ms, last_ms, last_roof_ms, last_ms / last_roof_ms, fwd_least,
-                last_least);
+                last_least, tl.ms, tl.least, tl.points, tl.bytes / 1e6);
         if (fclose(f) != 0) return 1;
     }
     hs_acts_destroy(acts);

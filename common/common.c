@@ -335,7 +335,7 @@ int hs_argmax(const float *x, size_t n)
     return (int)best;
 }
 
-void hs_copy_streaming(float *dst, const float *src, size_t n)
+void hs_store_streaming(float *dst, const float *src, size_t n)
 {
 #if defined(__SSE2__)
     size_t i = 0;
@@ -349,8 +349,20 @@ void hs_copy_streaming(float *dst, const float *src, size_t n)
         _mm_stream_ps(dst + i + 12, d);
     }
     for (; i < n; i++) dst[i] = src[i];
-    _mm_sfence();
 #else
     memcpy(dst, src, n * sizeof(float));
 #endif
+}
+
+void hs_streaming_fence(void)
+{
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
+}
+
+void hs_copy_streaming(float *dst, const float *src, size_t n)
+{
+    hs_store_streaming(dst, src, n);
+    hs_streaming_fence();
 }

@@ -326,6 +326,13 @@ int hs_sgemm_nn_jit(int N, int K);
  * they are written nor evict what the next kernel reads. Fenced: the
  * stores are visible to other threads once it returns. */
 void hs_copy_streaming(float *dst, const float *src, size_t n);
+/* hs_copy_streaming without its fence: for many short rows (a causal
+ * block's rows of an attention tile written to a cache entry) followed by
+ * one hs_streaming_fence before anyone else reads them. */
+void hs_store_streaming(float *dst, const float *src, size_t n);
+/* Orders this thread's streaming stores before its later stores (sfence):
+ * after hs_store_streaming, before the work is handed to another thread. */
+void hs_streaming_fence(void);
 
 /* Float arrays for the products (common/common.c): n floats, zeroed, on a
  * 64-byte boundary (a cache line), so a row that starts a multiple of 16

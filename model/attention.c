@@ -286,13 +286,16 @@ static void attn_softmax(hs_pool *pool, float *att, const float *scores, int B, 
 /* ------------------------------------------------------------------------ */
 /* Causal blocks (no observer)                                               */
 
-/* 1 when a forward without observer may run the attention in causal row
- * blocks (attn_causal_bg): the whole softmax rows are not kept for anyone
- * to read above the diagonal, and the blocks give the whole tile's bits
- * (causal_rows_ok). */
+/* 1 when block k may run its attention in causal row blocks
+ * (attn_causal_bg) if no observer edits its scores or pattern: softmax
+ * attention without ALiBi or a local window, nothing edited before it (an
+ * edited v's inf or NaN the zero weights would carry into z, as
+ * TransformerLens' product does), and blocks that give the whole tile's
+ * bits (causal_rows_ok). */
 static int causal_blocks_ok(const hs_block_step *k, int T)
 {
-    return k->hc->obs == NULL && causal_rows_ok(T);
+    return k->c->attn == HS_ATTN_SOFTMAX && k->c->pos != HS_POS_ALIBI && !k->c->attn_local[k->l] &&
+           !k->hc->changed && causal_rows_ok(T);
 }
 
 typedef struct {
@@ -301,8 +304,12 @@ typedef struct {
     int B, T, H, Hkv, dh;
     float inv_scale;
     int keep_att; /* 1: att's tiles written whole; 0: no reader after the forward
-                   * (acts->logit_pos != -1), each block's weights in rows [0,
-                   * CAUSAL_ROWS) of the job's first tile alone */
+                   * (acts->logit_pos != -1, or the pattern kept in keep_a),
+                   * each block's weights in rows [0, CAUSAL_ROWS) of the job's
+                   * first tile alone */
+    float *keep_s, *keep_a; /* (B,H,T,T) an observer keeps (hs_hook_keeps), or NULL:
+                             * each block's scores (-inf above the diagonal) and
+                             * weights (0 there) written there with streaming stores */
 } causal_job;
 
 /* Sequence b, the query heads of key head g, without observer: per block of
@@ -317,7 +324,14 @@ typedef struct {
  * scores tile for every block and head (256 KB at T 1,024: in L2, where the
  * whole lower triangle, 2 MB a head, went out to memory); without keep_att
  * the weights too (the job's first att tile's first rows, up to column i1):
- * GPT-2 small at 1,024 tokens then writes ~0.9 GB less a forward. */
+ * GPT-2 small at 1,024 tokens then writes ~0.9 GB less a forward. An
+ * observer that only keeps the scores or the pattern (keep_s, keep_a: the
+ * activation cache's entries) gets each block's rows whole from that buffer
+ * in cache (the scores' rows -inf above the diagonal, the weights' 0), with
+ * streaming stores: written once, never read back (the whole-tile path
+ * wrote the scores, read them for the softmax, wrote the pattern and read
+ * it for the mix: ~2 GB of traffic a forward less at GPT-2 small, 1,024
+ * tokens). */
 HS_CLONES
 static void attn_causal_bg(const causal_job *cj, int b, int g)
 {
@@ -332,17 +346,27 @@ static void attn_causal_bg(const causal_job *cj, int b, int g)
         float *A = cj->att + ((size_t)b * H + h) * TT;
         const float *q = cj->q + (size_t)b * T * HD + (size_t)h * dh;
         float *z = cj->z + (size_t)b * T * HD + (size_t)h * dh;
+        float *ks = cj->keep_s ? cj->keep_s + ((size_t)b * H + h) * TT : NULL;
+        float *ka = cj->keep_a ? cj->keep_a + ((size_t)b * H + h) * TT : NULL;
         for (int i0 = 0; i0 < T; i0 += CAUSAL_ROWS) {
             const int i1 = i0 + CAUSAL_ROWS < T ? i0 + CAUSAL_ROWS : T, rows = i1 - i0;
             hs_sgemm(0, 0, rows, i1, dh, 1.0f, q + (size_t)i0 * HD, (int)HD, kT, T, 0.0f, Sb, T);
-            for (int i = i0; i < i1; i++) scale_row(Sb + (size_t)(i - i0) * T, i + 1, cj->inv_scale);
+            for (int i = i0; i < i1; i++) {
+                float *Si = Sb + (size_t)(i - i0) * T;
+                scale_row(Si, i + 1, cj->inv_scale);
+                if (ks == NULL) continue;
+                for (int j = i + 1; j < T; j++) Si[j] = -INFINITY; /* not read by the softmax */
+                hs_store_streaming(ks + (size_t)i * T, Si, (size_t)T);
+            }
             float *Ai = cj->keep_att ? A + (size_t)i0 * T : Ab;
             HS_SIMD_CALL(hs_softmax_rows_w_, Ai, Sb, (size_t)rows, T, 0, (size_t)i0, T,
-                         cj->keep_att ? T : i1);
+                         cj->keep_att || ka ? T : i1);
+            if (ka) hs_store_streaming(ka + (size_t)i0 * T, Ai, (size_t)rows * T);
             hs_sgemm(0, 0, rows, dh, i1, 1.0f, Ai, T, v, (int)KD, 0.0f, z + (size_t)i0 * HD,
                      (int)HD);
         }
     }
+    if (cj->keep_s || cj->keep_a) hs_streaming_fence(); /* before the pool's job ends */
 }
 
 static hs_status attn_causal_job(void *ctx, int j, int worker, hs_error *err)
@@ -510,43 +534,66 @@ static hs_status attn_pattern(const hs_block_step *k, hs_error *err)
     hs_pool *pool = T >= HS_ATTN_POOL_T ? k->hc->pool : NULL;
     char nm[96];
 
-    if (k->c->attn == HS_ATTN_SOFTMAX && causal_blocks_ok(k, T) && k->c->pos != HS_POS_ALIBI &&
-        !k->c->attn_local[k->l]) {
-        /* no backward follows a forward at one position or none
-         * (hs_backward_acts refuses it; hs_backward computes a pattern
-         * flagged elsewhere again first), so its patterns are not kept */
-        const int keep_att = acts->logit_pos == -1;
-        causal_job cj = {acts->scores, ba->att, ba->z, acts->scratch, ba->q, ba->k, ba->v, B, T, H,
-                         hs_kv_heads(k->c), dh, 1.0f / hs_attn_scale_at(k->c, k->l), keep_att};
-        hs_error e2;
-        (void)hs_pool_for(pool, B * cj.Hkv, attn_causal_job, &cj, &e2); /* cannot fail */
-        if (!keep_att) acts->att_elsewhere[k->l] = 1;
-        return HS_OK;
-    }
-    /* the pattern is written where the observer keeps it when it offers a
-     * buffer (hs_forward_dest: hs_run_with_cache's entry), and read there by
-     * the mix; att then stays stale unless an edit made it differ from the
-     * model's own (hs_acts.att_elsewhere: the backward computes it again) */
     char np[96];
+    snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
     snprintf(np, sizeof np, "blocks.%d.attn.hook_pattern", k->l);
-    float *att = ba->att;
+    /* the scores and the pattern are written where the observer keeps them
+     * when it offers a buffer (hs_forward_dest: hs_run_with_cache's
+     * entries); with an observer that only keeps both (or wants neither)
+     * they run in causal blocks (hs_hook_keeps, attn_causal_bg) */
+    float *scores = NULL, *att = NULL;
+    int have_s = 0, have_a = 0;
+    if (causal_blocks_ok(k, T)) {
+        float *ks, *ka = NULL;
+        const int keeps_s = hs_hook_keeps(k->hc, nm, acts->scores, &ks, 4, B, H, T, T);
+        const int keeps_a = keeps_s && hs_hook_keeps(k->hc, np, ba->att, &ka, 4, B, H, T, T);
+        scores = ks ? ks : acts->scores, have_s = 1;
+        att = ka ? ka : ba->att, have_a = keeps_s;
+        if (keeps_s && keeps_a) {
+            /* no backward follows a forward at one position or none
+             * (hs_backward_acts refuses it; hs_backward computes a pattern
+             * flagged elsewhere again first), so its patterns are not kept */
+            const int keep_att = acts->logit_pos == -1 && ka == NULL;
+            causal_job cj = {acts->scores, ba->att, ba->z, acts->scratch, ba->q, ba->k, ba->v,
+                             B, T, H, hs_kv_heads(k->c), dh,
+                             1.0f / hs_attn_scale_at(k->c, k->l), keep_att, ks, ka};
+            hs_error e2;
+            (void)hs_pool_for(pool, B * cj.Hkv, attn_causal_job, &cj, &e2); /* cannot fail */
+            if (!keep_att) acts->att_elsewhere[k->l] = 1;
+            /* the observer only keeps them: it is told now, in order */
+            const char *pts[2] = {nm, np};
+            float *bufs[2] = {ks, ka};
+            for (int x = 0; x < 2; x++) {
+                if (bufs[x] == NULL) continue;
+                const int r = hs_hook(k->hc, pts[x], bufs[x], 4, B, H, T, T);
+                if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", pts[x]);
+                if (r > 0)
+                    return hs_fail(err, HS_ERR_CALLBACK, "observer changed %s, which it said it "
+                                   "only keeps (hs_observer_dest_fn)", pts[x]);
+            }
+            snprintf(nm, sizeof nm, "blocks.%d.attn.hook_z", k->l);
+            HS_HOOK(k->hc, nm, ba->z, 4, B, T, H, dh);
+            return HS_OK;
+        }
+    }
+    /* the whole tiles: the pattern is read by the mix where it was written;
+     * att then stays stale unless an edit made it differ from the model's
+     * own (hs_acts.att_elsewhere: the backward computes it again) */
     int r = 0;
     if (k->c->attn == HS_ATTN_SOFTMAX) {
         float slopes[64]; /* n_heads <= 64 (hs_config_validate) */
         score_mods mods;
         score_mods_of(&mods, slopes, k->c, k->l);
-        snprintf(nm, sizeof nm, "blocks.%d.attn.hook_attn_scores", k->l);
-        /* the scores are the forward's scratch: written where the observer
-         * keeps them when it offers a buffer (hs_forward_dest) */
-        float *scores = hs_hook_dest(k->hc, nm, acts->scores, 4, B, H, T, T);
+        /* the scores are the forward's scratch unless the observer keeps them */
+        if (!have_s) scores = hs_hook_dest(k->hc, nm, acts->scores, 4, B, H, T, T);
         attn_scores(pool, scores, acts->scratch, ba->q, ba->k, B, T, H, hs_kv_heads(k->c), dh,
                     1.0f / hs_attn_scale_at(k->c, k->l),
                     mods.slopes || mods.window ? &mods : NULL);
         r = hs_hook(k->hc, nm, scores, 4, B, H, T, T);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
         /* asked after the scores' hook: the observer fills one buffer at a
-         * time (hs_forward_dest) */
-        att = hs_hook_dest(k->hc, np, ba->att, 4, B, H, T, T);
+         * time (hs_forward_dest), unless asked above */
+        if (!have_a) att = hs_hook_dest(k->hc, np, ba->att, 4, B, H, T, T);
         attn_softmax(pool, att, scores, B, H, T,
                      r > 0 && above_diagonal_edited(scores, B, H, T, -INFINITY));
     } else {
@@ -614,10 +661,12 @@ static hs_status attn_output(const hs_block_step *k, hs_error *err)
         /* (B,T,H,D) in the forward's scratch, or where the observer keeps it
          * (hs_forward_dest) */
         float *res = hs_hook_dest(k->hc, nm, k->acts->scratch, 4, k->B, k->T, H, D);
+        /* each head's rows over the pool (hs_sgemm_pool: the bits of one
+         * call; on this thread alone, OpenBLAS at one thread in a one-part
+         * forward, 14.5 GFLOP at GPT-2 small, 1,024 tokens ran on one core) */
         for (int h = 0; h < H; h++)
-            hs_sgemm(0, 0, (int)BT, D, dh, 1.0f,
-                        ba->z + (size_t)h * dh, H * dh, bp->W_O + (size_t)h * dh * D, D, 0.0f,
-                        res + (size_t)h * D, H * D);
+            hs_sgemm_pool(k->hc->pool, 0, (int)BT, D, dh, 1.0f, ba->z + (size_t)h * dh, H * dh,
+                          bp->W_O + (size_t)h * dh * D, D, 0.0f, res + (size_t)h * D, H * D);
         int r = hs_hook(k->hc, nm, res, 4, k->B, k->T, H, D);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
         if (r > 0) {

@@ -21,15 +21,39 @@
 #include <stdio.h>
 #include <string.h>
 
-/* out (BT,nh,D) <- resid_pre (BT,D) repeated over nh heads, with streaming
- * stores (hs_copy_streaming: the forward reads out again only when an
- * observer edited it; GPT-2 small at 1,024 tokens: 38 MB a layer repeated
- * into 453 MB). */
-static void repeat_heads(float *out, const float *resid_pre, size_t BT, int nh, int D)
+/* A repeat's rows in parts over the pool (repeat_heads). */
+typedef struct {
+    float *out;
+    const float *resid_pre;
+    size_t BT;
+    int nh, D, parts;
+} repeat_job;
+
+static hs_status repeat_part(void *ctx, int j, int worker, hs_error *err)
 {
-    for (size_t i = 0; i < BT; i++)
-        for (int h = 0; h < nh; h++)
-            hs_copy_streaming(out + (i * nh + h) * D, resid_pre + i * D, (size_t)D);
+    (void)worker;
+    (void)err;
+    const repeat_job *r = ctx;
+    const size_t i0 = r->BT * (size_t)j / (size_t)r->parts, i1 = r->BT * (size_t)(j + 1) / (size_t)r->parts;
+    for (size_t i = i0; i < i1; i++)
+        for (int h = 0; h < r->nh; h++)
+            hs_store_streaming(r->out + (i * r->nh + h) * r->D, r->resid_pre + i * r->D, (size_t)r->D);
+    hs_streaming_fence(); /* one fence a part, not one a row */
+    return HS_OK;
+}
+
+/* out (BT,nh,D) <- resid_pre (BT,D) repeated over nh heads, with streaming
+ * stores (hs_store_streaming: the forward reads out again only when an
+ * observer edited it; GPT-2 small at 1,024 tokens: 38 MB a layer repeated
+ * into 453 MB), its rows in one part per worker of pool (NULL: this
+ * thread; one core alone does not reach the memory's write rate). */
+static void repeat_heads(hs_pool *pool, float *out, const float *resid_pre, size_t BT, int nh, int D)
+{
+    const int w = hs_pool_threads(pool);
+    repeat_job r = {out, resid_pre, BT, nh, D, w > 1 && BT >= 64 ? w : 1};
+    hs_error err;
+    if (r.parts == 1) (void)repeat_part(&r, 0, 0, &err);
+    else (void)hs_pool_for(pool, r.parts, repeat_part, &r, &err); /* cannot fail */
 }
 
 hs_status hs_attn_split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts *acts,
@@ -73,7 +97,7 @@ hs_status hs_attn_split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_act
     if (want[3]) {
         snprintf(nm, sizeof nm, "blocks.%d.hook_attn_in", l);
         attn_in = hs_hook_dest(hc, nm, attn_in, 4, B, T, H, D); /* the observer's buffer */
-        repeat_heads(attn_in, ba->resid_pre, BT, H, D);
+        repeat_heads(hc->pool, attn_in, ba->resid_pre, BT, H, D);
         const int r = hs_hook(hc, nm, attn_in, 4, B, T, H, D);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
         attn_edited = r > 0;
@@ -91,7 +115,7 @@ hs_status hs_attn_split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_act
         if (attn_edited)
             hs_copy_streaming(in[x], attn_in, BT * HD);
         else
-            repeat_heads(in[x], ba->resid_pre, BT, nh, D);
+            repeat_heads(hc->pool, in[x], ba->resid_pre, BT, nh, D);
         const int r = hs_hook(hc, nm, in[x], 4, B, T, nh, D);
         if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
         if (r > 0 || attn_edited) si->src[x] = in[x];

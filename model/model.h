@@ -490,9 +490,12 @@ typedef struct {
     void *ctx;
 } hs_observer;
 /* Where an observer would like point `name` written (hs_forward_dest): a
- * buffer of the shape's element count that it owns and keeps beyond the
- * forward, or NULL (the forward writes its own); ctx is the observer's. */
-typedef float *(*hs_observer_dest_fn)(const char *name, const int64_t *shape, int ndim, void *ctx);
+ * buffer of the shape's element count it owns beyond the forward, or NULL
+ * (the forward writes its own); ctx is the observer's. *keeps (0 on entry)
+ * = 1: it only keeps the values there (fn returns <= 0, reads the buffer
+ * after the forward): the forward may fill it in parts, fn once whole. */
+typedef float *(*hs_observer_dest_fn)(const char *name, const int64_t *shape, int ndim, int *keeps,
+                                      void *ctx);
 
 /* One hook point of a config: its name and, if it has one, a second name
  * (alias) that means the same point ("logits" / "unembed.hook_out"). */
@@ -675,17 +678,16 @@ hs_status hs_acts_set_threads(hs_acts *a, int threads, hs_error *err);
  */
 hs_status hs_forward(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                      const hs_observer *observer, hs_error *err);
-/* hs_forward whose observer is also asked where to write the points whose
- * values live in the forward's scratch between two calls (hook_attn_in,
- * hook_q/k/v_input, hook_attn_scores, hook_result) and the patterns
- * (hook_pattern: acts->blocks[l].att is then stale, hs_acts.att_elsewhere):
- * at such a point that observer->wants,
- * dest(name, shape, ndim, observer->ctx) may return a buffer it owns, into
- * which the forward then writes the point; observer->fn is called at that
- * point next, with data = that buffer, before dest is asked again. The
- * forward reads and writes the buffer until it returns. An observer that
- * keeps points (hs_run_with_cache) so has them with no copy: 2.9 GB a
- * forward at GPT-2 small, 1,024 tokens. dest NULL: hs_forward. */
+/* hs_forward whose observer is also asked where to write the points living
+ * in the forward's scratch between two calls (hook_attn_in, hook_q/k/v_input,
+ * hook_attn_scores, hook_result) and hook_pattern (blocks[l].att then stale,
+ * hs_acts.att_elsewhere): at such a point it wants, dest(name, shape, ndim,
+ * &keeps, observer->ctx) may return a buffer it owns; the forward writes the
+ * point there and calls fn with it next (after hook_attn_scores dest may
+ * first be asked for hook_pattern: fn then at the two in order). An observer
+ * that only keeps both (or wants neither) gets them from causal blocks in
+ * cache, streamed (attention.c attn_causal_bg; fn after z; the same values).
+ * dest NULL: hs_forward. */
 hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, int b, int t,
                           const hs_observer *observer, hs_observer_dest_fn dest, hs_error *err);
 

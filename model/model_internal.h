@@ -417,6 +417,13 @@ static inline int hs_hook(hs_hook_ctx *hc, const char *name, float *data, int nd
     return r < 0 ? -1 : (r > 0);
 }
 
+/* 1 when there is an observer and it wants the point `name`. */
+static inline int hs_hook_wants(hs_hook_ctx *hc, const char *name)
+{
+    if (hc->obs == NULL) return 0;
+    return hc->obs->wants == NULL || hc->obs->wants(name, hc->obs->ctx);
+}
+
 /* The observer's buffer for point `name` (hs_forward_dest) when it wants
  * the point and offers one, else fallback. */
 static inline float *hs_hook_dest(hs_hook_ctx *hc, const char *name, float *fallback, int ndim,
@@ -425,15 +432,29 @@ static inline float *hs_hook_dest(hs_hook_ctx *hc, const char *name, float *fall
     if (hc->obs == NULL || hc->dest == NULL) return fallback;
     if (hc->obs->wants && !hc->obs->wants(name, hc->obs->ctx)) return fallback;
     int64_t shape[4] = {d0, d1, d2, d3};
-    float *d = hc->dest(name, shape, ndim, hc->obs->ctx);
+    int keeps = 0;
+    float *d = hc->dest(name, shape, ndim, &keeps, hc->obs->ctx);
     return d ? d : fallback;
 }
 
-/* 1 when there is an observer and it wants the point `name`. */
-static inline int hs_hook_wants(hs_hook_ctx *hc, const char *name)
+/* Whether the observer only keeps point `name` (hs_observer_dest_fn's
+ * keeps): 1 with *buf = NULL when it does not want the point (nobody reads
+ * it), 1 with *buf = its buffer when it keeps the values there and reads
+ * nothing before the forward returns, else 0 (*buf = its buffer or
+ * fallback: the ordinary path, fn called once the point is written). */
+static inline int hs_hook_keeps(hs_hook_ctx *hc, const char *name, float *fallback, float **buf,
+                                int ndim, int64_t d0, int64_t d1, int64_t d2, int64_t d3)
 {
-    if (hc->obs == NULL) return 0;
-    return hc->obs->wants == NULL || hc->obs->wants(name, hc->obs->ctx);
+    *buf = NULL;
+    if (!hs_hook_wants(hc, name)) return 1;
+    *buf = fallback;
+    if (hc->dest == NULL) return 0;
+    int64_t shape[4] = {d0, d1, d2, d3};
+    int keeps = 0;
+    float *d = hc->dest(name, shape, ndim, &keeps, hc->obs->ctx);
+    if (d == NULL) return 0;
+    *buf = d;
+    return keeps;
 }
 
 /* hs_hook in a step: returns from it with HS_ERR_CALLBACK (in `err`) when

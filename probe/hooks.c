@@ -414,8 +414,11 @@ typedef struct {
     int oom;
     hs_cache_entry *old; /* the previous run's entries (their data reused in order) */
     int n_old;
-    float *pending;      /* cache_dest's buffer for the next entry, until cache_fn takes it */
-    size_t pending_n;
+    float *pending[2];   /* cache_dest's buffers for the next entries, in order, until
+                          * cache_fn takes them (two: a block's scores and pattern,
+                          * hs_forward_dest) */
+    size_t pending_n[2];
+    int n_pending;
     hs_pool *pool;       /* the forward's workers for large copies (NULL: this thread) */
 } cache_ctx;
 
@@ -440,9 +443,10 @@ static hs_status copy_part(void *ctx, int j, int worker, hs_error *err)
 }
 
 /* dst <- src (n floats): from 256 KB on with streaming stores
- * (hs_copy_streaming), from 4 MB on over the pool's workers (one core alone
+ * (hs_copy_streaming), from 1 MB on over the pool's workers (one core alone
  * does not reach the memory's bandwidth; GPT-2 small's MLP activations are
- * 12.6 MB a layer at 1,024 tokens). */
+ * 12.6 MB a layer at 1,024 tokens, its residual-sized points 3.1 MB, 13 of
+ * them a layer). */
 static void cache_copy(const cache_ctx *cc, float *dst, const float *src, size_t n)
 {
     const int w = hs_pool_threads(cc->pool);
@@ -450,7 +454,7 @@ static void cache_copy(const cache_ctx *cc, float *dst, const float *src, size_t
         memcpy(dst, src, n * sizeof(float));
         return;
     }
-    if (w < 2 || n < ((size_t)1 << 20)) {
+    if (w < 2 || n < ((size_t)1 << 18)) {
         hs_copy_streaming(dst, src, n);
         return;
     }
@@ -493,31 +497,36 @@ static int cache_wants(const char *name, void *ctx)
     return cache_filter(cc, name) || hooks_want(cc->dp.hk, name);
 }
 
-/* The buffer for the cache's next entry, of n floats: the previous run's
- * entry at this place when it has this size (its pages are resident
+/* The buffer for the cache's entry at index at, of n floats: the previous
+ * run's entry at this place when it has this size (its pages are resident
  * already), else a new one. NULL when memory runs out. */
-static float *cache_next_buffer(cache_ctx *cc, size_t numel)
+static float *cache_next_buffer(cache_ctx *cc, int at, size_t numel)
 {
-    const hs_cache *c = cc->cache;
-    if (c->n < cc->n_old && cc->old[c->n].data && cc->old[c->n].numel == numel) {
-        float *d = cc->old[c->n].data;
-        cc->old[c->n].data = NULL;
+    if (at < cc->n_old && cc->old[at].data && cc->old[at].numel == numel) {
+        float *d = cc->old[at].data;
+        cc->old[at].data = NULL;
         return d;
     }
     return cache_alloc(numel);
 }
 
 /* hs_forward_dest's dest: a point the cache keeps is written by the forward into
- * the buffer its entry will own (cache_fn then copies nothing). */
-static float *cache_dest(const char *name, const int64_t *shape, int ndim, void *ctx)
+ * the buffer its entry will own (cache_fn then copies nothing); *keeps when
+ * no hook of the run is at the point (the cache only stores it). */
+static float *cache_dest(const char *name, const int64_t *shape, int ndim, int *keeps, void *ctx)
 {
     cache_ctx *cc = ctx;
-    if (!cache_filter(cc, name) || cc->pending || ndim < 1 || ndim > 4) return NULL;
+    if (!cache_filter(cc, name) || cc->n_pending == 2 || ndim < 1 || ndim > 4) return NULL;
     size_t numel = 1;
     for (int i = 0; i < ndim; i++) numel *= (size_t)shape[i];
-    cc->pending = cache_next_buffer(cc, numel);
-    cc->pending_n = cc->pending ? numel : 0;
-    return cc->pending;
+    const int q = cc->n_pending;
+    float *d = cache_next_buffer(cc, cc->cache->n + q, numel);
+    if (d == NULL) return NULL;
+    cc->pending[q] = d;
+    cc->pending_n[q] = numel;
+    cc->n_pending++;
+    *keeps = !hooks_want(cc->dp.hk, name);
+    return d;
 }
 
 static int cache_fn(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
@@ -548,14 +557,16 @@ static int cache_fn(const char *name, const int64_t *shape, int ndim, float *dat
         numel *= (size_t)shape[i];
     }
     e->numel = numel;
-    if (cc->pending && data == cc->pending && numel == cc->pending_n) {
+    if (cc->n_pending > 0 && data == cc->pending[0] && numel == cc->pending_n[0]) {
         /* written in place (cache_dest) */
-        e->data = cc->pending;
-        cc->pending = NULL;
+        e->data = cc->pending[0];
+        cc->pending[0] = cc->pending[1], cc->pending_n[0] = cc->pending_n[1];
+        cc->pending[1] = NULL, cc->pending_n[1] = 0;
+        cc->n_pending--;
         c->n++;
         return r;
     }
-    e->data = cache_next_buffer(cc, numel);
+    e->data = cache_next_buffer(cc, c->n, numel);
     if (e->data == NULL) {
         cc->oom = 1;
         return -1;
@@ -592,10 +603,10 @@ hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens,
     /* acts->pool: set only on activations a forward uses outside any pool
      * job (the engine's workers have none), so its workers are free here */
     cache_ctx cc = {{hooks, -1, {0}, {0}, 0, NULL, 0}, filters, n_filters, cache, 0, old, n_old,
-                    NULL, 0, acts->pool};
+                    {NULL, NULL}, {0, 0}, 0, acts->pool};
     hs_observer obs = {cache_fn, cache_wants, &cc};
     st = hs_forward_dest(m, acts, tokens, b, t, &obs, cache_dest, err);
-    free(cc.pending); /* an abort between cache_dest and cache_fn */
+    for (int q = 0; q < cc.n_pending; q++) free(cc.pending[q]); /* an abort between cache_dest and cache_fn */
     for (int i = 0; i < n_old; i++) free(old[i].data);
     free(old);
     dispatch_free(&cc.dp);

@@ -155,11 +155,81 @@ static void taken_patterns_are_computed_again_for_the_backward(void **state)
     hs_model_destroy(m);
 }
 
+static int read_only(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name, (void)shape, (void)ndim, (void)data, (void)ctx;
+    return 0;
+}
+
+/* At T >= 64 a cache that only keeps the scores and the patterns gets them
+ * from the attention's causal blocks, written with streaming stores while a
+ * block is in cache (model/attention.c attn_causal_bg; acts->scores then
+ * holds a block's scratch); a hook at hook_pattern, or at
+ * hook_attn_scores, keeps the whole tiles (acts->scores untouched, the
+ * scores in the cache's entry). Every entry has the same bits either way,
+ * on one thread and on two, at T a multiple of 64 and T % 64 past 16, and
+ * with --names keeping the patterns alone. */
+static void kept_scores_and_patterns_in_causal_blocks_equal_the_whole_tiles(void **state)
+{
+    (void)state;
+    hs_config c = hs_config_default();
+    c.n_ctx = 100;
+    c.d_vocab = 23;
+    c.seed = 11;
+    hs_model *m = NULL;
+    hs_error err;
+    assert_int_equal(hs_model_create(&c, &m, &err), HS_OK);
+    hs_model_init(m);
+    int tok[100];
+    for (int i = 0; i < 100; i++) tok[i] = (i * 7 + 2) % 23;
+    static const char *const points[2] = {"blocks.*.attn.hook_pattern", "blocks.*.attn.hook_attn_scores"};
+    static const char *const only_pattern[1] = {"blocks.*.attn.hook_pattern"};
+    static const int Ts[2] = {64, 100};
+    for (int threads = 1; threads <= 2; threads++)
+        for (int k = 0; k < 2; k++) {
+            const int T = Ts[k];
+            const size_t ns = (size_t)c.n_heads * T * T;
+            hs_acts *a = NULL;
+            assert_int_equal(hs_acts_create(&m->cfg, 1, T, 0, &a, &err), HS_OK);
+            assert_int_equal(hs_acts_set_threads(a, threads, &err), HS_OK);
+            for (int f = 0; f < 2; f++) {
+                hs_cache kept, whole;
+                hs_cache_init(&kept);
+                hs_cache_init(&whole);
+                const char *const *filt = f ? only_pattern : NULL;
+                memset(a->scores, 0x7f, ns * sizeof(float));
+                if (hs_run_with_cache(m, a, tok, 1, T, filt, f, NULL, &kept, &err) != HS_OK)
+                    fail_msg("%s", err.msg);
+                size_t blocks = 0;
+                for (size_t i = 0; i < ns; i++) blocks += a->scores[i] != a->scores[ns - 1];
+                if (blocks == 0) fail_msg("T %d: no causal block wrote acts->scores", T);
+                for (int p = 0; p < 2; p++) {
+                    hs_hooks *hk = NULL;
+                    assert_int_equal(hs_hooks_create(&hk, &err), HS_OK);
+                    assert_int_equal(hs_hooks_add(hk, points[p], read_only, NULL, &err), HS_OK);
+                    memset(a->scores, 0x7f, ns * sizeof(float));
+                    if (hs_run_with_cache(m, a, tok, 1, T, filt, f, hk, &whole, &err) != HS_OK)
+                        fail_msg("%s", err.msg);
+                    for (size_t i = 0; i < ns; i++)
+                        if (a->scores[i] != a->scores[0] && f == 0)
+                            fail_msg("T %d: hooked at %s, acts->scores written", T, points[p]);
+                    same_cache(&kept, &whole);
+                    hs_hooks_destroy(hk);
+                }
+                hs_cache_free(&kept);
+                hs_cache_free(&whole);
+            }
+            hs_acts_destroy(a);
+        }
+    hs_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reused_buffers_give_the_fresh_values),
         cmocka_unit_test(taken_patterns_are_computed_again_for_the_backward),
+        cmocka_unit_test(kept_scores_and_patterns_in_causal_blocks_equal_the_whole_tiles),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
