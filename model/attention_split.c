@@ -21,15 +21,25 @@
 #include <stdio.h>
 #include <string.h>
 
-/* out (BT,nh,D) <- resid_pre (BT,D) repeated over nh heads, with streaming
- * stores (hs_copy_streaming: the forward reads out again only when an
- * observer edited it; GPT-2 small at 1,024 tokens: 38 MB a layer repeated
- * into 453 MB). */
+/* A repeat of this many bytes or more is written with streaming stores. */
+#define REPEAT_STREAM_BYTES ((size_t)8 << 20)
+
+/* out (BT,nh,D) <- resid_pre (BT,D) repeated over nh heads. A large repeat
+ * with streaming stores (hs_copy_streaming: the forward reads out again only
+ * when an observer edited it; GPT-2 small at 1,024 tokens: 38 MB a layer
+ * repeated into 453 MB); a small one (a toy's chunk: 0.5 MB) with ordinary
+ * stores: the observer that asked for it (circuit runs' receivers) reads it
+ * at once from cache, and streaming D floats at a time paid a store fence
+ * per row and head (circuit: ~5% of its CPU). The same values either way. */
 static void repeat_heads(float *out, const float *resid_pre, size_t BT, int nh, int D)
 {
+    const int stream = BT * (size_t)nh * (size_t)D * sizeof(float) >= REPEAT_STREAM_BYTES;
     for (size_t i = 0; i < BT; i++)
-        for (int h = 0; h < nh; h++)
-            hs_copy_streaming(out + (i * nh + h) * D, resid_pre + i * D, (size_t)D);
+        for (int h = 0; h < nh; h++) {
+            float *o = out + (i * nh + h) * D;
+            if (stream) hs_copy_streaming(o, resid_pre + i * D, (size_t)D);
+            else memcpy(o, resid_pre + i * D, (size_t)D * sizeof(float));
+        }
 }
 
 hs_status hs_attn_split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_acts *acts,
@@ -88,8 +98,10 @@ hs_status hs_attn_split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_act
         }
         snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
         in[x] = hs_hook_dest(hc, nm, in[x], 4, B, T, nh, D);
-        if (attn_edited)
+        if (attn_edited && BT * HD * sizeof(float) >= REPEAT_STREAM_BYTES)
             hs_copy_streaming(in[x], attn_in, BT * HD);
+        else if (attn_edited)
+            memcpy(in[x], attn_in, BT * HD * sizeof(float));
         else
             repeat_heads(in[x], ba->resid_pre, BT, nh, D);
         const int r = hs_hook(hc, nm, in[x], 4, B, T, nh, D);
