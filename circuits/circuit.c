@@ -177,6 +177,10 @@ static hs_status ctx_init(hs_circ_ctx *c, const hs_model *m, const hs_winograd *
         c->ref_clean[i] = c->ex[i]->ref_id;
         c->ref_corr[i] = c->ex[pi]->ref_id;
     }
+    c->s_diff = T_RUN;
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < c->s_diff; p++)
+            if (c->tok_clean[(size_t)i * T_RUN + p] != c->tok_corr[(size_t)i * T_RUN + p]) c->s_diff = p;
     c->n_chunks = hs_engine_chunks(n);
     return HS_OK;
 }
