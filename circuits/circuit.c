@@ -301,7 +301,11 @@ static hs_status run_phase_a(hs_circ_ctx *c, const hs_wg_example *ex, size_t n_e
     if (tok == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < n_ex; i++) memcpy(tok + i * T_RUN, ex[i].tokens, T_RUN * sizeof(int));
     static const char *const filt[] = {"blocks.*.attn.hook_z", "blocks.*.hook_mlp_out"};
+    /* no final norm and no logits in the means' runs (HS_LOGITS_NONE): they
+     * read no point there, and the points they read are the same bits */
+    for (int i = 0; i < c->eng.n_workers; i++) c->eng.w[i].acts->logit_pos = HS_LOGITS_NONE;
     st = hs_engine_means(&c->eng, tok, n_ex, filt, c->m->cfg.d_mlp > 0 ? 2 : 1, &c->means, err);
+    for (int i = 0; i < c->eng.n_workers; i++) c->eng.w[i].acts->logit_pos = -1;
     free(tok);
     if (st != HS_OK) return st;
     c->mlp_mean = calloc((size_t)c->L, sizeof *c->mlp_mean);
