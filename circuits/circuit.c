@@ -177,6 +177,10 @@ static hs_status ctx_init(hs_circ_ctx *c, const hs_model *m, const hs_winograd *
         c->ref_clean[i] = c->ex[i]->ref_id;
         c->ref_corr[i] = c->ex[pi]->ref_id;
     }
+    c->s_diff = T_RUN;
+    for (int i = 0; i < n; i++)
+        for (int p = 0; p < c->s_diff; p++)
+            if (c->tok_clean[(size_t)i * T_RUN + p] != c->tok_corr[(size_t)i * T_RUN + p]) c->s_diff = p;
     c->n_chunks = hs_engine_chunks(n);
     return HS_OK;
 }
@@ -297,7 +301,11 @@ static hs_status run_phase_a(hs_circ_ctx *c, const hs_wg_example *ex, size_t n_e
     if (tok == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < n_ex; i++) memcpy(tok + i * T_RUN, ex[i].tokens, T_RUN * sizeof(int));
     static const char *const filt[] = {"blocks.*.attn.hook_z", "blocks.*.hook_mlp_out"};
+    /* no final norm and no logits in the means' runs (HS_LOGITS_NONE): they
+     * read no point there, and the points they read are the same bits */
+    for (int i = 0; i < c->eng.n_workers; i++) c->eng.w[i].acts->logit_pos = HS_LOGITS_NONE;
     st = hs_engine_means(&c->eng, tok, n_ex, filt, c->m->cfg.d_mlp > 0 ? 2 : 1, &c->means, err);
+    for (int i = 0; i < c->eng.n_workers; i++) c->eng.w[i].acts->logit_pos = -1;
     free(tok);
     if (st != HS_OK) return st;
     c->mlp_mean = calloc((size_t)c->L, sizeof *c->mlp_mean);

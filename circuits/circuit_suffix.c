@@ -4,7 +4,9 @@
  * block, run there alone on hs_forward_suffix (model/suffix.h) instead of
  * the engine's run of whole blocks at 15 positions: path patching into a
  * last-layer receiver, patching or mean-ablating last-layer heads' z, and
- * patching a head's z at 14 (circuits_internal.h, hs_circ_suffix_run). Each
+ * patching a head's z at 14 or at every position (there from the pairs'
+ * first differing token on, c->s_diff: before it the clean and corrupted z
+ * are the same; circuits_internal.h, hs_circ_suffix_run). Each
  * gives the bits of the engine's run with the intervention's hooks (the
  * forward's kernels on fewer rows: circuit --json byte-identical).
  */
@@ -32,7 +34,8 @@ int hs_circ_suffix_kind(const hs_circ_ctx *c, const hs_circ_edit *e)
         if (e->heads[i].layer != e->heads[0].layer) return 0;
     }
     if (last) return e->kind == HS_CIRC_EDIT_ABLATE || e->pos == Q || e->pos == -1;
-    return e->kind == HS_CIRC_EDIT_PATCH && e->pos == Q ? 2 : 0;
+    if (e->kind != HS_CIRC_EDIT_PATCH) return 0;
+    return e->pos == Q || (e->pos == -1 && c->s_diff >= 1 && c->s_diff <= Q) ? 2 : 0;
 }
 
 /* What the run's callbacks read. */
@@ -63,18 +66,21 @@ static void edit_qkv(void *ctx, int b, float *q, float *k, float *v)
     }
 }
 
-/* z (nb, 1, H, dh) of sequences b0.. at position 14: the edit's heads from
- * zsrc, as the patch and mean-ablation hooks write them (hs_suffix_z_fn). */
+/* z (nb, ns, H, dh) of sequences b0.. at positions T - ns .. 14 (the read
+ * row 14 alone with ns 1): the edit's heads from zsrc, as the patch and
+ * mean-ablation hooks write them (hs_suffix_z_fn). */
 static void edit_z(void *ctx, float *z, int b0, int nb, int ns)
 {
-    (void)ns;
     const suffix_ctx *p = ctx;
     const int H = p->c->H, dh = p->c->m->cfg.d_head;
     for (int b = 0; b < nb; b++)
-        for (int i = 0; i < p->e->n_heads; i++) {
-            const int h = p->e->heads[i].head;
-            memcpy(z + ((size_t)b * H + h) * dh, p->zsrc + (size_t)(b0 + b) * p->zrow + ((size_t)Q * H + h) * dh,
-                   (size_t)dh * sizeof(float));
+        for (int j = 0; j < ns; j++) {
+            const size_t pos = (size_t)(T_RUN - ns + j);
+            for (int i = 0; i < p->e->n_heads; i++) {
+                const int h = p->e->heads[i].head;
+                memcpy(z + (((size_t)b * ns + j) * H + h) * dh,
+                       p->zsrc + (size_t)(b0 + b) * p->zrow + (pos * H + h) * dh, (size_t)dh * sizeof(float));
+            }
         }
 }
 
@@ -122,7 +128,8 @@ hs_status hs_circ_suffix_run(const hs_circ_ctx *c, const hs_circ_edit *e, int *p
             ptrs[L + l] = k->data;
             ptrs[2 * L + l] = v->data;
         }
-        hs_suffix_run sr = {n, T_RUN, Q, layer, row, (const float *const *)ptrs, (const float *const *)ptrs + L,
+        const int s = kind == 2 && e->pos == -1 ? c->s_diff : Q; /* the first position run */
+        hs_suffix_run sr = {n, T_RUN, s, layer, row, (const float *const *)ptrs, (const float *const *)ptrs + L,
                             (const float *const *)ptrs + 2 * L, path ? NULL : edit_z, &sc, read, NULL, 0,
                             kind == 1 ? zl->data : NULL, path ? e->receiver.head : -1, path ? edit_qkv : NULL,
                             kind == 2};

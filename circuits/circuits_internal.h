@@ -75,6 +75,8 @@ typedef struct {
     const hs_wg_example **ex; /* (n) clean order */
     int *tok_clean, *tok_corr; /* (n, T) */
     int *ref_clean, *ref_corr; /* (n) vocab ids: the clean / corrupted sentence's referent */
+    int s_diff;               /* the first position where some row's clean and corrupted
+                                 tokens differ (the adjective, 11); T when none */
     int n_chunks;             /* hs_engine_chunks(n) */
     hs_cache clean, corr;     /* caches of the clean / corrupted runs, all n rows */
     int for_eval;             /* 1: they also hold every hook_result and hook_mlp_out, the
@@ -113,8 +115,10 @@ int hs_circ_suffix_runs(const hs_circ_ctx *c);
 /* How hs_circ_suffix_run takes e: 0 not (the engine's run from its block),
  * 1 the last block alone at position 14 (an edit in the last block: path
  * patching into it, its heads' z patched or mean-ablated), 2 from the block
- * of the heads e patches at 14 on, at position 14 alone (every earlier
- * position is the corrupted run's). */
+ * of the heads e patches on, at the positions the patch changes alone: 14
+ * for a patch at 14, c->s_diff.. for one at every position (before s_diff
+ * the two runs' tokens, so their z, are the same: patching there changes no
+ * bit), every earlier position the corrupted run's. */
 int hs_circ_suffix_kind(const hs_circ_ctx *c, const hs_circ_edit *e);
 
 /* Intervention e (hs_circ_suffix_kind not 0) on the n held-out rows: the

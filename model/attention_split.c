@@ -21,6 +21,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* A repeat of this many bytes or more is written with streaming stores. */
+#define REPEAT_STREAM_BYTES ((size_t)8 << 20)
+
 /* A repeat's rows in parts over the pool (repeat_heads). */
 typedef struct {
     float *out;
@@ -42,13 +45,23 @@ static hs_status repeat_part(void *ctx, int j, int worker, hs_error *err)
     return HS_OK;
 }
 
-/* out (BT,nh,D) <- resid_pre (BT,D) repeated over nh heads, with streaming
- * stores (hs_store_streaming: the forward reads out again only when an
- * observer edited it; GPT-2 small at 1,024 tokens: 38 MB a layer repeated
- * into 453 MB), its rows in one part per worker of pool (NULL: this
- * thread; one core alone does not reach the memory's write rate). */
+/* out (BT,nh,D) <- resid_pre (BT,D) repeated over nh heads. A large repeat
+ * (REPEAT_STREAM_BYTES and more) with streaming stores (hs_store_streaming:
+ * the forward reads out again only when an observer edited it; GPT-2 small
+ * at 1,024 tokens: 38 MB a layer repeated into 453 MB), its rows in one part
+ * per worker of pool (NULL: this thread; one core alone does not reach the
+ * memory's write rate); a small one (a toy's chunk: 0.5 MB) with ordinary
+ * stores on this thread: the observer that asked for it (circuit runs'
+ * receivers) reads it at once from cache, and streaming paid a store fence
+ * per row and head (circuit: ~5% of its CPU). The same values either way. */
 static void repeat_heads(hs_pool *pool, float *out, const float *resid_pre, size_t BT, int nh, int D)
 {
+    if (BT * (size_t)nh * (size_t)D * sizeof(float) < REPEAT_STREAM_BYTES) {
+        for (size_t i = 0; i < BT; i++)
+            for (int h = 0; h < nh; h++)
+                memcpy(out + (i * nh + h) * D, resid_pre + i * D, (size_t)D * sizeof(float));
+        return;
+    }
     const int w = hs_pool_threads(pool);
     repeat_job r = {out, resid_pre, BT, nh, D, w > 1 && BT >= 64 ? w : 1};
     hs_error err;
@@ -112,8 +125,10 @@ hs_status hs_attn_split_inputs(hs_hook_ctx *hc, const hs_model *m, int l, hs_act
         }
         snprintf(nm, sizeof nm, "blocks.%d.hook_%s_input", l, kinds[x]);
         in[x] = hs_hook_dest(hc, nm, in[x], 4, B, T, nh, D);
-        if (attn_edited)
+        if (attn_edited && BT * HD * sizeof(float) >= REPEAT_STREAM_BYTES)
             hs_copy_streaming(in[x], attn_in, BT * HD);
+        else if (attn_edited)
+            memcpy(in[x], attn_in, BT * HD * sizeof(float));
         else
             repeat_heads(hc->pool, in[x], ba->resid_pre, BT, nh, D);
         const int r = hs_hook(hc, nm, in[x], 4, B, T, nh, D);
