@@ -21,12 +21,13 @@
 #include "model/model.h"
 #include "probe/probe.h"
 
-static hs_model *make_model(void)
+/* The default config's model at n_ctx positions, 23 tokens, seeded. */
+static hs_model *make_model(int n_ctx, uint64_t seed)
 {
     hs_config c = hs_config_default();
-    c.n_ctx = 12;
+    c.n_ctx = n_ctx;
     c.d_vocab = 23;
-    c.seed = 7;
+    c.seed = seed;
     hs_model *m = NULL;
     hs_error err;
     assert_int_equal(hs_model_create(&c, &m, &err), HS_OK);
@@ -55,7 +56,7 @@ static void run(const hs_model *m, hs_acts *a, const int *tok, int t, const char
 static void reused_buffers_give_the_fresh_values(void **state)
 {
     (void)state;
-    hs_model *m = make_model();
+    hs_model *m = make_model(12, 7);
     hs_error err;
     hs_acts *a = NULL;
     assert_int_equal(hs_acts_create(&m->cfg, 1, 12, 0, &a, &err), HS_OK);
@@ -112,7 +113,7 @@ static int keep_dq(const char *name, const int64_t *shape, int ndim, float *data
 static void taken_patterns_are_computed_again_for_the_backward(void **state)
 {
     (void)state;
-    hs_model *m = make_model();
+    hs_model *m = make_model(12, 7);
     const hs_config *c = &m->cfg;
     hs_error err;
     hs_acts *a = NULL, *b = NULL;
@@ -172,14 +173,8 @@ static int read_only(const char *name, const int64_t *shape, int ndim, float *da
 static void kept_scores_and_patterns_in_causal_blocks_equal_the_whole_tiles(void **state)
 {
     (void)state;
-    hs_config c = hs_config_default();
-    c.n_ctx = 100;
-    c.d_vocab = 23;
-    c.seed = 11;
-    hs_model *m = NULL;
+    hs_model *m = make_model(100, 11);
     hs_error err;
-    assert_int_equal(hs_model_create(&c, &m, &err), HS_OK);
-    hs_model_init(m);
     int tok[100];
     for (int i = 0; i < 100; i++) tok[i] = (i * 7 + 2) % 23;
     static const char *const points[2] = {"blocks.*.attn.hook_pattern", "blocks.*.attn.hook_attn_scores"};
@@ -188,7 +183,7 @@ static void kept_scores_and_patterns_in_causal_blocks_equal_the_whole_tiles(void
     for (int threads = 1; threads <= 2; threads++)
         for (int k = 0; k < 2; k++) {
             const int T = Ts[k];
-            const size_t ns = (size_t)c.n_heads * T * T;
+            const size_t ns = (size_t)m->cfg.n_heads * T * T;
             hs_acts *a = NULL;
             assert_int_equal(hs_acts_create(&m->cfg, 1, T, 0, &a, &err), HS_OK);
             assert_int_equal(hs_acts_set_threads(a, threads, &err), HS_OK);
