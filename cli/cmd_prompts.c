@@ -49,7 +49,7 @@ static void report(const hs_ioi_set *s, int n, const char *out)
 {
     printf("wrote %d IOI prompts to %s: %d ABBA, %d BABA; %d tokens each (BOS included)\n", n, out,
            s->n_abba, s->n_baba, s->n_tokens);
-    printf("templates:");
+    printf("templates drawn from:");
     for (int i = 0; i < s->n_templates; i++) printf(" %d", s->templates[i]);
     printf("\none token with a leading space: %d of %d names, %d of %d places, %d of %d objects\n",
            s->n_names, s->n_names_listed, s->n_places, s->n_places_listed, s->n_objects,

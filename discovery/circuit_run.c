@@ -595,7 +595,7 @@ static hs_status create(const hs_model *m, hs_pool *pool, const hs_prompts *p, c
     int one_pos = st == HS_OK;
     for (int i = 1; i < p->n && one_pos; i++) one_pos = p->pos[i] == p->pos[0];
     if (one_pos) ce->e.read_pos = p->pos[0];
-    ce->e.progress = "circuit runs x chunks"; /* each batch of circuits a phase of its own */
+    ce->e.progress = "circuits evaluated (circuits x chunks of 32 prompts)"; /* a batch a phase */
     if (st == HS_OK) st = alloc_scratch(ce, err);
     if (st == HS_OK) st = prepare(ce, p, clean, corr, err);
     if (st != HS_OK) {

@@ -506,7 +506,7 @@ static hs_status attribute(const hs_model *m, hs_pool *pool, const hs_prompts *p
     memset(&e, 0, sizeof e);
     if ((s = hs_engine_init(&e, m, pool, p->t, err)) == HS_OK && (s = eap_points(&c, err)) == HS_OK &&
         (s = eap_alloc(&c, p, &e, err)) == HS_OK && (c.abl != HS_ABLATE_MEAN || (s = eap_means(&c, &e, err)) == HS_OK)) {
-        e.progress = "EAP chunks of 32 prompts"; /* hs_pool_progress per chunk */
+        e.progress = c.ig ? "EAP-IG chunks of 32 prompts" : "EAP chunks of 32 prompts"; /* per chunk */
         s = hs_engine_for(&e, hs_engine_chunks(p->n), eap_job, &c, err);
     }
     if (s == HS_OK) { /* chunk sums in chunk order; the mean over prompts and steps */

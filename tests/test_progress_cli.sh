@@ -55,9 +55,9 @@ HEADSCOPE_PROGRESS=0 run 0 ap ablate --model "$M" --data "$TMP/p40.jsonl" --meth
 NC=$("$PY" -c "import json,sys; print(len(json.load(open(sys.argv[1]))['components']))" "$TMP/ap.out")
 progress_lines ap ablate components "$NC"
 HEADSCOPE_PROGRESS=0 run 0 dp discover --model "$M" --data "$TMP/p40.jsonl" --top 20 --method eap-ig --json
-progress_lines dp discover "EAP chunks of 32 prompts" 2
+progress_lines dp discover "EAP-IG chunks of 32 prompts" 2
 HEADSCOPE_PROGRESS=0 run 0 dx discover --model "$M" --data "$TMP/p40.jsonl" --top 20 --json
-grep -q "^discover: circuit runs x chunks [0-9]*/[0-9]* ETA" "$TMP/dx.err" ||
+grep -q "^discover: circuits evaluated (circuits x chunks of 32 prompts) [0-9]*/[0-9]* ETA" "$TMP/dx.err" ||
     fail "discover: no progress of its circuit runs: $(head -3 "$TMP/dx.err")"
 HEADSCOPE_PROGRESS=0 run 0 wp weights --model "$M" --out "$TMP/wp" --dpi 72 --format json
 progress_lines wp weights "heads' full QK and OV circuits" $((L * H))
