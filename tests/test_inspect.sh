@@ -44,6 +44,12 @@ run 0 wet inspect --model "$M" --sentence "$WET" --out "$TMP/wet"
 grep -q "logit difference &apos;[a-z]*&apos; − &apos;street&apos; at position" "$TMP/tired/dla_vs.svg" ||
     fail "dla_vs.svg: the title's minus is not U+2212"
 grep '<text' "$TMP/tired/dla_vs.svg" | has ' - ' && fail "dla_vs.svg: a hyphen-minus as an operator"
+# the query row's red-orange frame is named in the legend (grid and one head)
+for f in attention_grid L1H1; do
+    awk '/<g id="legend">/{p=1} /<g id="title">/{p=0} p' "$TMP/tired/$f.svg" >"$TMP/legend.svg"
+    has '>query row</text>' "$TMP/legend.svg" && has 'fill="#ff4500"' "$TMP/legend.svg" ||
+        fail "$f.svg: no query-row frame in the legend"
+done
 # stderr: at most the one note naming the figures wider than their default
 grep -v '^headscope inspect: note: [0-9]* figures\? \(is\|are\) wider than' "$TMP/tired.err" | has . &&
     fail "tired: unexpected stderr: $(cat "$TMP/tired.err")"

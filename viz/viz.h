@@ -120,7 +120,8 @@ typedef struct {
     const char *value_label; /* the quantity (and unit) the colour bar shows, e.g. "logit";
                               NULL = "attention weight" for attention figures, none otherwise */
     int highlight_row;     /* attention figures: a frame around this destination row (the
-                              query position) in every panel; -1 (default) = none */
+                              query position) in every panel, named in the legend ("query
+                              row"); -1 (default) = none */
     const char *note;      /* one line under the title in dark red, e.g. why the numbers are
                               not usable; NULL = none */
     hs_viz_cmap cmap;      /* colour map; DEFAULT picks per figure kind */

@@ -55,24 +55,8 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
         }
     }
     if (!s) s = vz_add_frame(c, x0, y0, (int)C * cell, (int)R * cell, VZ_FRAME);
-    if (!s && c->attention && c->o.highlight_row >= 0 && (size_t)c->o.highlight_row < R) {
-        /* the query row: a frame of twice the line width, red-orange (viridis has
-           it nowhere); under greys black with a white inner line, seen on any grey */
-        static const unsigned char HILITE[3] = {0xff, 0x45, 0x00}, BLACK[3] = {0, 0, 0};
-        const int greys = sc->cmap == HS_VIZ_CMAP_GREYS || vz_grey_accents(c);
-        const unsigned char *fc = greys ? BLACK : HILITE;
-        int lw = c->lw, y = y0 + c->o.highlight_row * cell, w = (int)C * cell;
-        s = vz_add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, fc);
-        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y + cell, w + 4 * lw, 2 * lw, fc);
-        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y, 2 * lw, cell, fc);
-        if (!s) s = vz_add_rect(c, x0 + w, y, 2 * lw, cell, fc);
-        if (!s && greys && lw > 0) { /* the white line: the band's inner half */
-            s = vz_add_rect(c, x0 - lw, y - lw, w + 2 * lw, lw, VZ_WHITE);
-            if (!s) s = vz_add_rect(c, x0 - lw, y + cell, w + 2 * lw, lw, VZ_WHITE);
-            if (!s) s = vz_add_rect(c, x0 - lw, y, lw, cell, VZ_WHITE);
-            if (!s) s = vz_add_rect(c, x0 + w, y, lw, cell, VZ_WHITE);
-        }
-    }
+    if (!s && vz_query_frame_on(c, R)) /* the query row */
+        s = vz_add_query_frame(c, sc, x0, y0 + c->o.highlight_row * cell, (int)C * cell, cell);
     return s;
 }
 
@@ -177,8 +161,9 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     int cgap = 2 * pad;
     int any_mask = 0;
     for (size_t i = 0; hs->mask && i < hs->R * hs->C; i++) any_mask |= hs->mask[i] != 0;
-    int legend = (hs->causal && hs->R > 1 && hs->C > 1) || any_mask;
-    int legend_w = legend ? lh + lw + pad / 2 + vz_text_len(c, "masked", c->fpx) : 0;
+    const int masked = (hs->causal && hs->R > 1 && hs->C > 1) || any_mask;
+    const int query = vz_query_frame_on(c, hs->R), legend = masked || query;
+    int legend_w = vz_legend_width(c, masked, query);
     /* the colour bar is as tall as the map (a reviewer marks a taller one),
        at least its two end labels apart; its quantity label wraps onto as
        many lines as keep each within the bar, and the cells give up the
@@ -269,7 +254,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     if (!s && legend) {
         int lr, lb;
         /* below the colour bar's lowest tick label */
-        s = vz_add_mask_legend(c, cbx, top + cbh + lh / 2 + pad, &lr, &lb);
+        s = vz_add_legend(c, sc, masked, query, cbx, top + cbh + lh / 2 + pad, &lr, &lb);
         right = vz_imax(right, lr);
         bottom = vz_imax(bottom, lb);
     }
