@@ -195,11 +195,16 @@ hs_status hs_lens_figures(const hs_lens_report *r, const hs_prompts *p, const hs
     pos_labels(&f.lab, (size_t)K, p, tok);
     if (f.lab.oom && s == HS_OK) s = oom(err);
     for (size_t i = 0; s == HS_OK && i < (size_t)K * T; i++) f.m[i] = (float)r->p_final[i];
+    /* one prompt: its own tokens; several: their mean, the positions named by the first's */
+    const int one = p->n == 1;
     if (s == HS_OK)
         s = hs_outdir_matrix(od, HS_FIG_NONNEG, "lens_final", f.m, (size_t)K, (size_t)T, f.lab.at,
-                             f.lab.at + K, "logit lens: probability of the model's final prediction (mean over the prompts)",
-                             "position (first prompt's tokens)", "residual stream", 1.0,
-                             "probability", NULL,
+                             f.lab.at + K,
+                             one ? "logit lens: probability of the model's final prediction"
+                                 : "logit lens: probability of the model's final prediction, mean "
+                                   "over the prompts",
+                             one ? "position" : "position (labelled with the first prompt's tokens)",
+                             "residual stream", 1.0, "probability", NULL,
                              "the probability the logit lens at each point gives to the model's "
                              "own top-1 token at each position, averaged over the prompts "
                              "[point][position]", err);

@@ -150,6 +150,14 @@ assert all(0.0 <= v <= 1.0 for r in s for v in r)
 PYEOF
 run 0 lo lens --model "$M" --data "$TMP/pairs.jsonl" --out "$TMP/lo" --dpi 72
 check_folder "$TMP/lo" lens.json lens_final.png
+# lens_final over 192 prompts: one statement of what is drawn (the mean, the
+# positions named by the first prompt's tokens); the y title longer than the
+# 3 rows are tall lies level over the row labels, not rotated past them
+has -F '<title>logit lens: probability of the model&apos;s final prediction, mean over the prompts</title>' "$TMP/lo/lens_final.svg" &&
+    has '<text[^>]*>position (labelled with the first prompt&apos;s tokens)</text>' "$TMP/lo/lens_final.svg" ||
+    fail "lens_final.svg: the title and x label do not say mean over the prompts / first prompt's tokens"
+has '<text [^>]*x="[0-9]*" y="[0-9]*">residual stream</text>' "$TMP/lo/lens_final.svg" ||
+    fail "lens_final.svg: the y title is not level: $(grep 'residual stream' "$TMP/lo/lens_final.svg")"
 "$PY" - "$TMP/lo/lens.json" "$TMP/pz.out" <<'PYEOF' || fail "lens.json"
 import json, sys
 l = json.load(open(sys.argv[1]))

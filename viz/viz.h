@@ -282,7 +282,9 @@ hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns,
 /* A signed matrix (virtual weights, composition scores, attributions) with a
  * diverging colour map centred on zero (opt->cmap DEFAULT = diverging).
  * m: [R, C] row-major. row_labels: R labels (left axis), col_labels: C labels
- * (rotated, under the map); xlabel/ylabel: axis titles, may be NULL.
+ * (rotated, under the map); xlabel/ylabel: axis titles, may be NULL (the
+ * y title along the map, rotated, or level over the row labels when it is
+ * longer than the map is tall: a lens's 3 rows).
  * Range: AUTO = [-max|m|, max|m|] (default for this figure when opt is NULL),
  * FIXED = [-opt->vmax, opt->vmax]. Errors as above (R, C in 1..HS_VIZ_MAX_TOKENS). */
 hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,

@@ -156,6 +156,10 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
         cell_min = vz_imax(cell_min, vz_annot_width(c, hs->data, hs->R * hs->C, hs->annot_fmt) + pad);
     int ylab_w = hs->ylabel && hs->ylabel[0] ? vz_text_len(c, hs->ylabel, c->fpx) : 0;
     int xlab_w = hs->xlabel && hs->xlabel[0] ? vz_text_len(c, hs->xlabel, c->fpx) : 0;
+    /* the y title along the map, rotated; one longer than the map is tall
+       (lens_final's "residual stream" beside 3 rows) lies level over the
+       row labels instead, its right end at theirs (ylevel) */
+    int ylevel = 0;
     int left = m + (ylab_w ? lh + pad : 0) + rmax + pad + lw;
     int bw = vz_imax(lh, (int)lround(0.12 * c->o.dpi));
     int cgap = 2 * pad;
@@ -176,23 +180,29 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     const int cell_min_all = cell_min;
     int cell = 0, lines = 1, cramped = 0;
     size_t every = 1;
-    for (int pass = 0; pass < 4; pass++) {
-        int rest = left + lw + cgap + vz_imax(bw + lw + vz_colorbar_label_width(c, sc, lines, bw + lw), legend_w) + m;
-        int avail = (int)lround(c->o.width_in * c->o.dpi) - c->fit->extra - rest;
-        cell = avail / (int)nmax;
-        every = 1;
-        cell_min = cell_min_all;
-        if (hs->thin && !hs->annot_fmt && cell < cell_min) {
-            int c1 = cell < 1 ? 1 : cell;
-            every = (size_t)((cell_min + c1 - 1) / c1);
-            if (every > nmax) every = nmax;
-            cell_min = (cell_min + (int)every - 1) / (int)every;
+    for (;;) { /* the rotated y title; once more level when it is longer than the map */
+        for (int pass = 0; pass < 4; pass++) {
+            int rest = left + lw + cgap + vz_imax(bw + lw + vz_colorbar_label_width(c, sc, lines, bw + lw), legend_w) + m;
+            int avail = (int)lround(c->o.width_in * c->o.dpi) - c->fit->extra - rest;
+            cell = avail / (int)nmax;
+            every = 1;
+            cell_min = cell_min_all;
+            if (hs->thin && !hs->annot_fmt && cell < cell_min) {
+                int c1 = cell < 1 ? 1 : cell;
+                every = (size_t)((cell_min + c1 - 1) / c1);
+                if (every > nmax) every = nmax;
+                cell_min = (cell_min + (int)every - 1) / (int)every;
+            }
+            cramped = cell < cell_min;
+            if (cramped) cell = cell_min;
+            int need = vz_colorbar_label_lines(c, sc, vz_imax((int)hs->R * cell, cb_min));
+            if (need == lines || (need >= 0 && need < lines) || (need < 0 && lines < 0)) break;
+            lines = need < 0 ? -1 : need;
         }
-        cramped = cell < cell_min;
-        if (cramped) cell = cell_min;
-        int need = vz_colorbar_label_lines(c, sc, vz_imax((int)hs->R * cell, cb_min));
-        if (need == lines || (need >= 0 && need < lines) || (need < 0 && lines < 0)) break;
-        lines = need < 0 ? -1 : need;
+        if (ylevel || ylab_w <= (int)hs->R * cell) break;
+        ylevel = 1;
+        left = m + vz_imax(rmax, ylab_w) + pad + lw;
+        lines = 1;
     }
     char note[256];
     if (every > 1) {
@@ -207,7 +217,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     int title_w, title_h = vz_title_block(c, hs->title, &title_w);
     int top = m + title_h + lh / 2;
     if (cramped) c->fit->cramped = 1;
-    if (lines < 0) top += VZ_CBAR_TITLE_H(c);
+    if (lines < 0 || ylevel) top += VZ_CBAR_TITLE_H(c);
     if (title_w + 2 * m > (int)lround(c->o.width_in * c->o.dpi)) c->fit->cramped = 1;
     int PW = (int)hs->C * cell, PH = (int)hs->R * cell;
 
@@ -240,7 +250,10 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
                         VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
         bottom += pad + lh;
     }
-    if (!s && ylab_w) {
+    if (!s && ylab_w && ylevel) {
+        s = vz_add_text(c, hs->ylabel, c->fpx, 0, left - lw - pad - ylab_w, top - lh - lh / 4 - lw,
+                        VZ_A_END, VZ_T_AXIS, VZ_BLACK);
+    } else if (!s && ylab_w) {
         int yy = top + PH / 2 - ylab_w / 2;
         if (yy < top) yy = top;
         s = vz_add_text(c, hs->ylabel, c->fpx, 90, m, yy, VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
