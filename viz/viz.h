@@ -736,7 +736,8 @@ hs_status hs_viz_graph_json(const hs_viz_graph *g, const char *title, cJSON **ou
 
 /* One strip a paper prints for a pair of sentences (the chapter's tired /
  * wet rows): rows [R1, C] on the attention scale (opt's cmap, vmin/vmax or
- * the rows' range under AUTO, value_label or "attention weight"; no causal
+ * the rows' range under AUTO, value_label or "attention": one line beside
+ * a few rows, level over the bar when even that is longer; no causal
  * mask), and under it, after a gap, diff [R2, C] on the diverging map
  * [-diff_lim, diff_lim] (its colour bar labelled diff_label, may be NULL);
  * the two colour bars side by side on the right. row_labels R1 and

@@ -532,7 +532,7 @@ static hs_status build_strip(hs_viz_figure **out, const void *args, const hs_viz
     if (s) return s;
     c.fit = fit;
     s1 = (vz_scale){o->vmin, o->vmax, o->cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_VIRIDIS : o->cmap,
-                    o->value_label ? o->value_label : "attention weight"};
+                    o->value_label ? o->value_label : "attention"}; /* one line beside a few rows */
     if (o->range == HS_VIZ_RANGE_AUTO) {
         s1.vmin = INFINITY;
         s1.vmax = -INFINITY;
