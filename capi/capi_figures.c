@@ -148,7 +148,7 @@ hs_status hs_api_figure_circuit(const hs_api_model *h, const char *graph_json, c
     hs_viz_figure *f = NULL;
     if (st == HS_OK) {
         const hs_viz_options o = options(width_in, dpi);
-        st = hs_graph_figure(&g, scores, in, title, &o, &f, NULL, err);
+        st = hs_graph_figure(&g, scores, in, title, &o, &f, NULL, NULL, err);
     }
     if (st == HS_OK) *n_drawn = (int)n;
     free(in);

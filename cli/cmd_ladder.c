@@ -90,7 +90,17 @@ static hs_status write_folder(hs_outdir *od, const hs_ladder_report *r, hs_error
     cJSON_Delete(j);
     /* the bars against the unigram baseline the chapter compares every row
        with (a labelled reference line), the row names whole */
-    const char *title = "the ladder: held-out perplexity per row", *xl = "held-out perplexity";
+    /* the title's second part: the run it shows, each number kept with its
+       noun by a no-break space (U+00A0) where the title wraps */
+    const hs_ladder_opts *lo = &r->opts;
+    const char *c0 = lo->n_corpus ? strrchr(lo->corpus[0], '/') : NULL;
+    char *title = hs_strfmt("the ladder: held-out perplexity per row (%d\u00a0steps of batch\u00a0%d, "
+                            "d_model\u00a0%d, context\u00a0%d; corpus %s%s%zu\u00a0file%s)", lo->steps,
+                            lo->batch, lo->d_model,
+                            lo->ctx, lo->n_corpus == 1 ? (c0 ? c0 + 1 : lo->corpus[0]) : "",
+                            lo->n_corpus == 1 ? ", " : "", lo->n_corpus, lo->n_corpus == 1 ? "" : "s");
+    const char *xl = "held-out perplexity";
+    if (s == HS_OK && !title) s = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     char ref[64];
     snprintf(ref, sizeof ref, "unigram baseline %.1f", r->unigram_perplexity);
     hs_viz_options vo = hs_figopts_for(od->fo, HS_FIG_BARS_MAGNITUDE, 0.0);
@@ -113,6 +123,7 @@ static hs_status write_folder(hs_outdir *od, const hs_ladder_report *r, hs_error
                              "the unigram baseline a dashed line", err);
     cJSON_Delete(bj);
     hs_viz_figure_destroy(fig);
+    free(title);
     return s;
 }
 

@@ -1,6 +1,6 @@
 /*
  * cli/cmd_prompts.c -- `headscope prompts ioi`: writes a prompt set for
- * patch / ablate / dla / lens / heads. Thin: opens the model's tokenizer,
+ * every command that reads one (patch, discover, ...). Thin: opens the model's tokenizer,
  * calls hs_ioi_generate (tasks/ioi.c), writes the file, says what went in.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -24,7 +24,8 @@ static const char PROMPTS_HELP[] =
     "  {\"prompt\": \"Then, Mary and John went to the store. John gave a drink to\",\n"
     "   \"corrupted\": \"Then, Mary and John went to the store. Sara gave a drink to\",\n"
     "   \"answer\": \" Mary\", \"wrong\": \" John\"}\n"
-    "ready for patch, ablate, dla, lens and heads (answer = the indirect object,\n"
+    "ready for every command that reads a prompt set (--data): patch, ablate, dla,\n"
+    "lens, heads, cache, discover and faithfulness (answer = the indirect object,\n"
     "wrong = the subject).\n"
     "\n"
     "  --model M          a folder with a BPE tokenizer (GPT-2's files or a\n"

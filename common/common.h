@@ -56,8 +56,9 @@ hs_status hs_fail(hs_error *err, hs_status st, const char *fmt, ...)
  * prints; the CLI's function prints each note as one line on stderr. A NULL
  * hs_notes (or fn) drops them. kind says how the line is shown:
  * HS_NOTE_CMD prefixed with the program and command ("headscope inspect:
- * note: ..."), HS_NOTE_PLAIN as it is ("note: DIR already holds ...").
- * line is one line without a newline, valid during the call only. */
+ * note: DIR already holds ...": every note), HS_NOTE_PLAIN as it is (a
+ * run's own report lines, e.g. train's "model: 2 layers, ..."). line is one
+ * line without a newline, valid during the call only. */
 typedef enum { HS_NOTE_CMD = 0, HS_NOTE_PLAIN = 1 } hs_note_kind;
 typedef struct {
     void (*fn)(void *ctx, hs_note_kind kind, const char *line);

@@ -52,7 +52,8 @@ hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph 
     const int images = hs_figopts_images(od->fo), data = hs_figopts_data(od->fo);
     if (!images && !data) return HS_OK;
     unsigned char *top = NULL;
-    if (n > HS_VIZ_MAX_EDGES) { /* the strongest edges by |score| up to the cap (by index when no scores) */
+    const int capped = n > HS_VIZ_MAX_EDGES;
+    if (capped) { /* the strongest edges by |score| up to the cap (by index when no scores) */
         if ((top = malloc(g->n_edges)) == NULL) return oom(err);
         for (size_t e = 0; e < g->n_edges; e++) top[e] = !in_graph || in_graph[e];
         hs_status ks = hs_circuit_keep_strongest(g, scores, top, HS_VIZ_MAX_EDGES, NULL, err);
@@ -61,23 +62,31 @@ hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph 
             return ks;
         }
         in_graph = top;
-        hs_note(&od->notes, HS_NOTE_CMD, "note: the circuit has %zu edges, over the figure's cap of %d; "
-                "%s draws at most the %d strongest by |score|, fewer when they do not fit the height "
-                "(graph.json holds every edge)", n, HS_VIZ_MAX_EDGES, stem, HS_VIZ_MAX_EDGES);
     }
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     hs_error fe = {0};
+    size_t drawn = 0;
     hs_status s = hs_graph_figure(g, scores, in_graph, title, &od->fo->viz, images ? &fig : NULL, data ? &j : NULL,
-                                  &fe);
+                                  &drawn, &fe);
     if (s == HS_ERR_INPUT && images) { /* the figure cannot be drawn: its JSON alone */
         s = hs_outdir_unfit(od, stem, s, &fe, err);
-        if (s == HS_OK && data) s = hs_graph_figure(g, scores, in_graph, title, &od->fo->viz, NULL, &j, err);
+        if (s == HS_OK && data)
+            s = hs_graph_figure(g, scores, in_graph, title, &od->fo->viz, NULL, &j, NULL, err);
     } else if (s != HS_OK && err) {
         *err = fe;
     }
     free(top);
     if (s != HS_OK) return s;
+    if (capped && fig) /* what is drawn: the cap's strongest, or fewer to fit the height */
+        hs_note(&od->notes, HS_NOTE_CMD, "note: the circuit has %zu edges, over the figure's cap of %d; "
+                "%s draws its %zu strongest by |score|%s (%s.json the %d strongest, graph.json every "
+                "edge)", n, HS_VIZ_MAX_EDGES, stem, drawn,
+                drawn < HS_VIZ_MAX_EDGES ? ", as many as fit the height" : "", stem, HS_VIZ_MAX_EDGES);
+    else if (capped && data)
+        hs_note(&od->notes, HS_NOTE_CMD, "note: the circuit has %zu edges, over the figure's cap of %d; "
+                "%s.json holds the %d strongest by |score| (graph.json every edge)", n, HS_VIZ_MAX_EDGES,
+                stem, HS_VIZ_MAX_EDGES);
     return put_figure(od, stem, fig, j, shows, err);
 }
 

@@ -445,12 +445,13 @@ void hs_faith_summary(const hs_faith_report *r, hs_buf *b);
  * touch (rows and a layer's heads closed up, names unchanged), its note under
  * the title saying "drawn: its k strongest edges by |score| and their nodes"
  * (the title gives the circuit's size);
- * *json keeps every in_graph edge and every node.
+ * *json keeps every in_graph edge and every node. *drawn (when drawn is not
+ * NULL): the edges the figure draws (0 without fig or after a failure).
  * Errors: hs_viz_graph_figure's (a score not finite: HS_ERR_NUMERIC; the
  * width promise: HS_ERR_INPUT), HS_ERR_NOMEM. */
 hs_status hs_graph_figure(const hs_graph *g, const double *scores, const unsigned char *in_graph,
                           const char *title, const hs_viz_options *o, hs_viz_figure **fig,
-                          cJSON **json, hs_error *err);
+                          cJSON **json, size_t *drawn, hs_error *err);
 
 /* The faithfulness curve: faithfulness (y) over circuit size (x, percent of
  * the graph's edges on a log10 axis: MIB's 0.1, 0.2, 0.5, ... 100), one line
@@ -593,7 +594,8 @@ hs_status hs_graph_json_write(hs_outdir *od, const hs_graph *g, const hs_config 
  * in the formats od->fo chooses; arguments as hs_graph_figure, every edge of
  * in_graph drawn. A circuit of more than HS_VIZ_MAX_EDGES edges is drawn
  * with its HS_VIZ_MAX_EDGES strongest by |score| (the first in edge order
- * without scores), with a note to od's notes saying so. Errors: hs_graph_figure's (the width
+ * without scores), with a note to od's notes saying so and how many the
+ * figure draws (fewer when they do not fit the height: hs_graph_figure). Errors: hs_graph_figure's (the width
  * promise: HS_ERR_INPUT naming the width that fits), the folder's. */
 hs_status hs_graph_figure_write(hs_outdir *od, const char *stem, const hs_graph *g, const double *scores,
                                 const unsigned char *in_graph, const char *title, const char *shows,

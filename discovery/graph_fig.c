@@ -150,13 +150,14 @@ static hs_status strongest_figure(const hs_graph *g, const double *scores, const
  * the figure, are replaced by those of the one kept. */
 static hs_status fit_height(const hs_graph *g, const double *scores, const unsigned char *in_graph,
                             const char *title, const hs_viz_options *o, hs_viz_figure **fig,
-                            graph_arrays *a, hs_error *err)
+                            graph_arrays *a, size_t *drawn, hs_error *err)
 {
     const double hmax = o && o->max_height_in > 0 ? o->max_height_in : HS_VIZ_MAX_HEIGHT_IN;
 #define TOO_TALL(f) ((double)hs_viz_figure_height(f) / hs_viz_figure_dpi(f) > hmax + 1e-9)
-    if (!TOO_TALL(*fig)) return HS_OK;
     size_t n = 0;
     for (size_t e = 0; e < g->n_edges; e++) n += !in_graph || in_graph[e];
+    *drawn = n;
+    if (!TOO_TALL(*fig)) return HS_OK;
     size_t *by = malloc((g->n_edges ? g->n_edges : 1) * sizeof *by); /* hs_edge_ranking's order */
     unsigned char *mask = malloc(g->n_edges ? g->n_edges : 1);
     hs_status s = by && mask ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
@@ -191,20 +192,23 @@ static hs_status fit_height(const hs_graph *g, const double *scores, const unsig
     if (s != HS_OK) return s;
     hs_viz_figure_destroy(*fig);
     *fig = f;
+    *drawn = lo;
     return HS_OK;
 }
 
 hs_status hs_graph_figure(const hs_graph *g, const double *scores, const unsigned char *in_graph,
                           const char *title, const hs_viz_options *o, hs_viz_figure **fig,
-                          cJSON **json, hs_error *err)
+                          cJSON **json, size_t *drawn, hs_error *err)
 {
     if (fig) *fig = NULL;
     if (json) *json = NULL;
+    size_t k = 0;
     graph_arrays a = {0};
     hs_status s = arrays_fill(g, scores, in_graph, 0, &a, err);
     if (!s && json) s = hs_viz_graph_json(&a.v, title, json, err); /* every in_graph edge */
     if (!s && fig) s = hs_viz_graph_figure(&a.v, title, o, fig, err);
-    if (!s && fig) s = fit_height(g, scores, in_graph, title, o, fig, &a, err);
+    if (!s && fig) s = fit_height(g, scores, in_graph, title, o, fig, &a, &k, err);
+    if (drawn) *drawn = s ? 0 : k;
     if (s && fig) {
         hs_viz_figure_destroy(*fig);
         *fig = NULL;

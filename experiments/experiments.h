@@ -508,7 +508,9 @@ cJSON *hs_run_context(const hs_config *cfg, const char *model_path);
  *   positions labelled with the first prompt of p's tokens (tok's strings);
  *   the values are r->metric (method ATP: AtP's estimates, titled so; BOTH:
  *   the exact sweep's). When the report is not usable (hs_patch_usable) none
- *   is drawn: a note to od's notes says why.
+ *   is drawn: a note to od's notes says why; when its gap deserves a word
+ *   (hs_patch_gap_note: clean LD below corrupted, or a gap under
+ *   HS_PATCH_GAP_MIN) each figure says so in one line under its title.
  * hs_lens_figures: lens_final [n_points, t]: the probability each lens point
  *   gives to the model's final prediction; positions as patch's.
  * hs_ablate_figures: ablate_change, bars [n_comp]: the metric's change when

@@ -101,6 +101,25 @@ hs_status hs_heads_figures(const hs_heads_report *r, const hs_config *cfg, const
     return fig_end(&f, s);
 }
 
+/* The figures' line for r's gap note (hs_patch_gap_note; its terminal
+ * note says the same at length) into note, or NULL when there is none:
+ * "clean LD −0.23 is below corrupted −0.15: ..." or "clean − corrupted LD
+ * gap of only 0.08 logits: ...". */
+static const char *patch_gap_line(const hs_patch_report *r, char *note, size_t cap)
+{
+    char why[512];
+    if (!hs_patch_gap_note(r, why, sizeof why)) return NULL;
+    const double c = r->ld_clean, k = r->ld_corr;
+    if (c < k)
+        snprintf(note, cap, "clean LD %s%.2f is below corrupted %s%.2f: a cell near 1 moves the LD "
+                 "away from the answer", c < 0 ? "−" : "+", fabs(c), k < 0 ? "−" : "+",
+                 fabs(k));
+    else
+        snprintf(note, cap, "clean − corrupted LD gap of only %.2f logits (under %g): every "
+                 "value divides by it", c - k, HS_PATCH_GAP_MIN);
+    return note;
+}
+
 /* Per act a layer x position (or layer x head) matrix; per head act also
  * heads x positions. */
 hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const hs_tokenizer *tok,
@@ -125,6 +144,8 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
     for (int i = 0; i < L * H; i++) hs_labels_set(&f.lab, k++, "L%dH%d", i / H, i % H);
     if (f.lab.oom && s == HS_OK) s = oom(err);
     const char **pos_l = f.lab.at, **lay_l = pos_l + T, **head_l = lay_l + L, **lh_l = head_l + H;
+    char gap_line[200];
+    const char *gap_note = patch_gap_line(r, gap_line, sizeof gap_line);
     /* AtP's estimates alone say so; with the exact sweep beside them the figures are the sweep's */
     const char *how = r->method == HS_PATCH_ATP ? "AtP estimate of patching" : "patching";
     for (int a = 0; a < HS_PATCH_N && s == HS_OK; a++) {
@@ -143,7 +164,7 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
                                            : "by layer x position");
         s = hs_outdir_matrix(od, HS_FIG_SIGNED, stem, f.m, R, C, lay_l, head ? head_l : pos_l,
                              title, head ? "head" : "position (first prompt's tokens)", "layer", 1.0,
-                             "normalised logit difference", NULL, shows, err);
+                             "normalised logit difference", gap_note, shows, err);
         if (s != HS_OK || !head) continue;
     by_position:
         if (r->metric_pos[a] == NULL) continue; /* --by head */
@@ -156,7 +177,7 @@ hs_status hs_patch_figures(const hs_patch_report *r, const hs_prompts *p, const 
                              title,
                              a == HS_PATCH_PATTERN ? "destination position (first prompt's tokens)"
                                                    : "position (first prompt's tokens)",
-                             "head", 1.0, "normalised logit difference", NULL, shows, err);
+                             "head", 1.0, "normalised logit difference", gap_note, shows, err);
     }
     return fig_end(&f, s);
 }
@@ -174,11 +195,16 @@ hs_status hs_lens_figures(const hs_lens_report *r, const hs_prompts *p, const hs
     pos_labels(&f.lab, (size_t)K, p, tok);
     if (f.lab.oom && s == HS_OK) s = oom(err);
     for (size_t i = 0; s == HS_OK && i < (size_t)K * T; i++) f.m[i] = (float)r->p_final[i];
+    /* one prompt: its own tokens; several: their mean, the positions named by the first's */
+    const int one = p->n == 1;
     if (s == HS_OK)
         s = hs_outdir_matrix(od, HS_FIG_NONNEG, "lens_final", f.m, (size_t)K, (size_t)T, f.lab.at,
-                             f.lab.at + K, "logit lens: probability of the model's final prediction (mean over the prompts)",
-                             "position (first prompt's tokens)", "residual stream", 1.0,
-                             "probability", NULL,
+                             f.lab.at + K,
+                             one ? "logit lens: probability of the model's final prediction"
+                                 : "logit lens: probability of the model's final prediction, mean "
+                                   "over the prompts",
+                             one ? "position" : "position (labelled with the first prompt's tokens)",
+                             "residual stream", 1.0, "probability", NULL,
                              "the probability the logit lens at each point gives to the model's "
                              "own top-1 token at each position, averaged over the prompts "
                              "[point][position]", err);

@@ -421,7 +421,7 @@ hs_status hs_outdir_commit(hs_outdir *o, const cJSON *extra, hs_error *err)
     if (s == HS_OK) s = write_index(o, extra, err);
     if (s != HS_OK) return s;
     if (o->n_wide && !o->wide.oom)
-        hs_note(&o->notes, HS_NOTE_PLAIN, "note: %d figure%s wider than %s default width so "
+        hs_note(&o->notes, HS_NOTE_CMD, "note: %d figure%s wider than %s default width so "
                 "every label fits: %s; --width sets it", o->n_wide, o->n_wide > 1 ? "s are" : " is",
                 o->n_wide > 1 ? "their" : "its", o->wide.s);
     return out_stage_commit(o, err);

@@ -449,11 +449,11 @@ hs_status out_stage_commit(hs_outdir *o, hs_error *err)
         }
         if (d) closedir(d);
         if (kept > 0)
-            hs_note(&o->notes, HS_NOTE_PLAIN, "note: %s already holds %d file%s headscope did "
+            hs_note(&o->notes, HS_NOTE_CMD, "note: %s already holds %d file%s headscope did "
                     "not write; they are kept", o->dir, kept, kept == 1 ? "" : "s");
         /* another command's page (view's) shows the folder as that command saw it */
         if (pages > 0)
-            hs_note(&o->notes, HS_NOTE_PLAIN, "note: %s keeps %d file%s another headscope "
+            hs_note(&o->notes, HS_NOTE_CMD, "note: %s keeps %d file%s another headscope "
                     "command wrote (view's page): %s the folder's earlier outputs until that "
                     "command runs again (headscope view %s)", o->dir, pages, pages == 1 ? "" : "s",
                     pages == 1 ? "it shows" : "they show", o->dir);

@@ -304,9 +304,11 @@ typedef struct {
  * without "command" and "files" ("DIR/index.json is not an index headscope
  * wrote ..."), a file the page cannot take ("DIR/F: ..."), dirs[0]/index.html
  * that its index does not list with the size and hash it has ("... not
- * overwriting it (choose a file with --out)"), with n > 1 dirs[0]/index.html
- * existing without force (the folder's own page: "... replaces it only with
- * --force"), out_file existing without force ("--out F already exists; use
+ * overwriting it (choose a file with --out)"), dirs[0]/index.html existing
+ * without force as a page of other folders than dirs (the page of A and B
+ * over A's own page, or A's own page over the page of A and B: "DIR/index.html
+ * exists (the page of A and B); the page of A alone replaces it only with
+ * --force ..."; the page of the same folders is written again), out_file existing without force ("--out F already exists; use
  * --force to replace it"), out_file one of the files the page is made from
  * (a folder's index.json or a file it lists, same device and inode: refused
  * even with force: "--out F is one of the files the page is made from ...");

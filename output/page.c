@@ -251,16 +251,36 @@ static void put_folder(hs_buf *b, const char *dir0, const char *rel)
     free(base);
 }
 
-/* Checks where the page of n folders goes (before anything is written) into
- * *path. dir0's own page (dirs[0]/index.html) is replaced when headscope wrote
- * it (listed in its index with its size and hash) and this page is dir0's
- * alone (n == 1), or it shows the same folders as the page there (the same
- * command run again: want, page_folders), or with force; an existing --out
- * FILE only with force. */
-static hs_status page_path(const char *const *dirs, int n, const cJSON *run0, const cJSON *want,
+/* Appends the page of folders fs (as seen from dir0) to *what: "the page of
+ * runs/tired alone", "the page of runs/tired and runs/wet"; "a page of
+ * folders its index.json does not record" for none. */
+static void put_page(hs_buf *what, const char *dir0, const cJSON *fs)
+{
+    const int k = cJSON_GetArraySize(fs);
+    if (!fs || k < 1) {
+        hs_buf_puts(what, "a page of folders its index.json does not record");
+        return;
+    }
+    hs_buf_puts(what, "the page of ");
+    int i = 0;
+    for (const cJSON *f = fs->child; f; f = f->next, i++) {
+        const char *rel = cJSON_GetStringValue(f);
+        hs_buf_puts(what, i == 0 ? "" : i == k - 1 ? " and " : ", ");
+        put_folder(what, dir0, rel ? rel : "?");
+    }
+    if (k == 1) hs_buf_puts(what, " alone");
+}
+
+/* Checks where the page of the folders want goes (before anything is
+ * written) into *path. dir0's own page (dir0/index.html) is replaced when
+ * headscope wrote it (listed in its index with its size and hash) and it
+ * shows the same folders as this page (the same command run again: want, page_folders; a
+ * page listed without folders is dir0's alone), or with force: the page of A
+ * and B over A's own page and A's own page over the page of A and B alike;
+ * an existing --out FILE only with force. */
+static hs_status page_path(const char *dir0, const cJSON *run0, const cJSON *want,
                            const char *out_file, int force, char **path, hs_error *err)
 {
-    const char *dir0 = dirs[0];
     if (!out_file && foreign_page(dir0))
         return hs_fail(err, HS_ERR_INPUT, "%s/index.html exists and %s/index.json does not list "
                        "it with its size and hash; not overwriting it (choose a file with --out)",
@@ -268,27 +288,18 @@ static hs_status page_path(const char *const *dirs, int n, const cJSON *run0, co
     cJSON *alone = cJSON_CreateStringArray((const char *const[]){"."}, 1);
     if (!alone) return oom(err);
     const cJSON *had = own_page_folders(run0, alone);
-    if (!out_file && n > 1 && !force && hs_out_owns(dir0, "index.html") &&
+    if (!out_file && !force && hs_out_owns(dir0, "index.html") &&
         !(had && want && cJSON_Compare(had, want, 1))) {
-        hs_buf what = {0}; /* what the page there shows, from its index entry */
-        const int k = cJSON_GetArraySize(had);
-        if (!had || k < 1) {
-            hs_buf_puts(&what, "a page of folders its index.json does not record");
-        } else {
-            hs_buf_puts(&what, "the page of ");
-            int i = 0;
-            for (const cJSON *f = had->child; f; f = f->next, i++) {
-                const char *rel = cJSON_GetStringValue(f);
-                hs_buf_puts(&what, i == 0 ? "" : i == k - 1 ? " and " : ", ");
-                put_folder(&what, dir0, rel ? rel : "?");
-            }
-            if (k == 1) hs_buf_puts(&what, " alone");
-        }
-        hs_status s = what.oom ? oom(err)
-                               : hs_fail(err, HS_ERR_INPUT, "%s/index.html exists (%s); a page of %d "
-                                         "folders replaces it only with --force (or choose a file "
-                                         "with --out)", dir0, what.s, n);
+        hs_buf what = {0}, now = {0}; /* the page there (its index entry), this one */
+        put_page(&what, dir0, had);
+        put_page(&now, dir0, want);
+        hs_status s = what.oom || now.oom
+                          ? oom(err)
+                          : hs_fail(err, HS_ERR_INPUT, "%s/index.html exists (%s); %s replaces it "
+                                    "only with --force (or choose a file with --out)", dir0, what.s,
+                                    now.s);
         hs_buf_free(&what);
+        hs_buf_free(&now);
         cJSON_Delete(alone);
         return s;
     }
@@ -351,7 +362,7 @@ hs_status hs_view_run(const char *const *dirs, int n, const char *out_file, int 
     cJSON *folders = s == HS_OK && !out_file ? page_folders(dirs, n) : NULL;
     if (s == HS_OK && !out_file && !folders)
         s = hs_fail(err, HS_ERR_IO, "cannot resolve the folders' paths (realpath) to record them");
-    if (s == HS_OK) s = page_path(dirs, n, run0, folders, out_file, force, &out->path, err);
+    if (s == HS_OK) s = page_path(dirs[0], run0, folders, out_file, force, &out->path, err);
     if (s == HS_OK) {
         data = hs_page_data(runs, cmap); /* owns runs and run0 now */
         runs = NULL;

@@ -22,6 +22,13 @@ for cmd in train eval inspect circuit weights demo; do
     grep -q "^  $cmd " "$TMP/out" || fail "--help does not list the '$cmd' command"
 done
 [ ! -s "$TMP/err" ] || fail "--help wrote to stderr: $(cat "$TMP/err")"
+# prompts --help names every command that reads a prompt set (--data)
+"$HS" prompts --help | tr '\n' ' ' >"$TMP/prompts_help"
+for cmd in $(sed -n 's/^  \([a-z]*\) .*/\1/p' "$TMP/out"); do
+    "$HS" "$cmd" --help 2>/dev/null | grep -e '^  --data ' >/dev/null || continue
+    grep -e "[ ,]$cmd[ ,]" "$TMP/prompts_help" >/dev/null ||
+        fail "prompts --help does not name $cmd, which reads a prompt set: $(cat "$TMP/prompts_help")"
+done
 
 # unknown subcommand: exit 2, one line on stderr naming it, nothing on stdout
 rc=0

@@ -124,6 +124,19 @@ PYEOF
 run 0 po patch --model "$M" --data "$TMP/pairs.jsonl" --acts resid_pre,z --out "$TMP/po" --dpi 72
 check_folder "$TMP/po" patch.json patch_resid_pre.png patch_z.svg patch_z_by_position.json
 grep -q "wrote 11 files to $TMP/po" "$TMP/po.out" || fail "patch: summary does not count its files"
+grep '<text' "$TMP/po/patch_z.svg" | has -e 'gap of only' -e 'is below corrupted' &&
+    fail "patch_z.svg: a gap warning on a set whose gap is wide"
+# answer and wrong swapped: the clean LD below the corrupted one; the figures
+# say so under their title as the terminal's note does
+head -4 "$TMP/pairs.jsonl" | "$PY" -c '
+import json, sys
+for l in sys.stdin:
+    d = json.loads(l); d["answer"], d["wrong"] = d["wrong"], d["answer"]; print(json.dumps(d))' >"$TMP/swap.jsonl"
+run 0 swap patch --model "$M" --data "$TMP/swap.jsonl" --acts resid_pre --out "$TMP/swap" --format svg
+has "note: the clean LD ([-+][0-9.]*) is below the corrupted LD" "$TMP/swap.out" ||
+    fail "swap: no gap note in the summary: $(cat "$TMP/swap.out")"
+has '<text[^>]*>[^<]*clean LD −[0-9.]* is below corrupted' "$TMP/swap/patch_resid_pre.svg" ||
+    fail "swap: patch_resid_pre.svg does not say the clean LD is below the corrupted one"
 run 0 ho heads --model "$M" --data "$TMP/pairs.jsonl" --out "$TMP/ho" --dpi 72
 check_folder "$TMP/ho" heads.json heads_previous-token.png heads_first-noun.json
 "$PY" - "$TMP/ho/heads.json" <<'PYEOF' || fail "heads.json"
@@ -137,6 +150,14 @@ assert all(0.0 <= v <= 1.0 for r in s for v in r)
 PYEOF
 run 0 lo lens --model "$M" --data "$TMP/pairs.jsonl" --out "$TMP/lo" --dpi 72
 check_folder "$TMP/lo" lens.json lens_final.png
+# lens_final over 192 prompts: one statement of what is drawn (the mean, the
+# positions named by the first prompt's tokens); the y title longer than the
+# 3 rows are tall lies level over the row labels, not rotated past them
+has -F '<title>logit lens: probability of the model&apos;s final prediction, mean over the prompts</title>' "$TMP/lo/lens_final.svg" &&
+    has '<text[^>]*>position (labelled with the first prompt&apos;s tokens)</text>' "$TMP/lo/lens_final.svg" ||
+    fail "lens_final.svg: the title and x label do not say mean over the prompts / first prompt's tokens"
+has '<text [^>]*x="[0-9]*" y="[0-9]*">residual stream</text>' "$TMP/lo/lens_final.svg" ||
+    fail "lens_final.svg: the y title is not level: $(grep 'residual stream' "$TMP/lo/lens_final.svg")"
 "$PY" - "$TMP/lo/lens.json" "$TMP/pz.out" <<'PYEOF' || fail "lens.json"
 import json, sys
 l = json.load(open(sys.argv[1]))

@@ -161,7 +161,7 @@ one_note() {
 run 0 t12 train --out "$TMP/t12.safetensors" --steps 1 --layers 12 --heads 12 --d-model 24 --seed 1 --eval-every 0
 printf '%s\n' '{"prompt": "the animal did not cross the street because it was too tired , so the", "corrupted": "the animal did not cross the street because it was too wet , so the", "answer": "animal", "wrong": "street"}' \
     '{"prompt": "the dog did not cross the road because it was too slow , so the", "corrupted": "the dog did not cross the road because it was too wide , so the", "answer": "dog", "wrong": "road"}' >"$TMP/toy.jsonl"
-CAP='^headscope discover: note: the circuit has 16[0-9][0-9] edges, over the figure'"'"'s cap of 1024; circuit draws at most the 1024 strongest by |score|, fewer when they do not fit the height'
+CAP='^headscope discover: note: the circuit has 16[0-9][0-9] edges, over the figure'"'"'s cap of 1024; circuit draws its [0-9]* strongest by |score|, as many as fit the height (circuit.json the 1024 strongest, graph.json every edge)$'
 "$PY" "$HERE/py/make_hf_gpt2_bpe.py" "$TMP/gv" "$ENC"
 for wn in column page; do
     w=3.25
@@ -169,6 +169,10 @@ for wn in column page; do
     o=(--width "$wn" --dpi 72 --format png,svg,pdf,json)
     run 0 "disc_$wn" discover --model "$TMP/t12.safetensors" --data "$TMP/toy.jsonl" --method eap --out "$TMP/disc_$wn" "${o[@]}"
     one_note "disc_$wn" "$CAP"
+    # the note's count is what the figure draws (one <g id="e-..."> per edge)
+    k=$(sed -n 's/.*circuit draws its \([0-9]*\) strongest.*/\1/p' "$TMP/disc_$wn.err")
+    [ "$k" -eq "$(grep -o '<g id="e-' "$TMP/disc_$wn/circuit.svg" | wc -l)" ] ||
+        fail "disc_$wn: the note says $k edges drawn, circuit.svg has $(grep -o '<g id="e-' "$TMP/disc_$wn/circuit.svg" | wc -l)"
     check "disc_$wn" "$w" 72
     for f in circuit faithfulness_curve; do
         [ -e "$TMP/disc_$wn/$f.pdf" ] || fail "disc_$wn: no $f.pdf"

@@ -158,7 +158,7 @@ viewer --page "$TMP/injected.html" --csp
 
 # view: two sentences in one page; index.html joins the first folder's index
 run 1 view_own view "$TMP/tired" "$TMP/wet"
-one_line view_own "index.html exists (the page of .*/tired alone); a page of 2 folders replaces it only with --force"
+one_line view_own "index.html exists (the page of .*/tired alone); the page of .*/tired and .*/wet replaces it only with --force"
 run 0 view view "$TMP/tired" "$TMP/wet" --force
 viewer --page "$TMP/tired/index.html" --heading "headscope view · $TMP/tired, $TMP/wet"
 check_folder "$TMP/wet"

@@ -44,8 +44,14 @@ run 0 wet inspect --model "$M" --sentence "$WET" --out "$TMP/wet"
 grep -q "logit difference &apos;[a-z]*&apos; − &apos;street&apos; at position" "$TMP/tired/dla_vs.svg" ||
     fail "dla_vs.svg: the title's minus is not U+2212"
 grep '<text' "$TMP/tired/dla_vs.svg" | has ' - ' && fail "dla_vs.svg: a hyphen-minus as an operator"
+# the query row's red-orange frame is named in the legend (grid and one head)
+for f in attention_grid L1H1; do
+    awk '/<g id="legend">/{p=1} /<g id="title">/{p=0} p' "$TMP/tired/$f.svg" >"$TMP/legend.svg"
+    has '>query row</text>' "$TMP/legend.svg" && has 'fill="#ff4500"' "$TMP/legend.svg" ||
+        fail "$f.svg: no query-row frame in the legend"
+done
 # stderr: at most the one note naming the figures wider than their default
-grep -v '^note: [0-9]* figures\? \(is\|are\) wider than' "$TMP/tired.err" | has . &&
+grep -v '^headscope inspect: note: [0-9]* figures\? \(is\|are\) wider than' "$TMP/tired.err" | has . &&
     fail "tired: unexpected stderr: $(cat "$TMP/tired.err")"
 [ "$(wc -l <"$TMP/tired.err")" -le 1 ] || fail "tired: more than one note: $(cat "$TMP/tired.err")"
 
@@ -195,13 +201,13 @@ grep -q '^L0H0 ' "$TMP/only.out" && fail "--only --heads: printed an unselected 
 # note line names each with its width (the PNG's width is that, at 300 dpi)
 run 0 wide inspect --model "$M" --sentence "$TIRED" --out "$TMP/wide" --only L1H1,L0H2 --dpi 300 \
     --annotate --format png
-[ "$(grep -c '^note: ' "$TMP/wide.err")" -eq 1 ] || fail "wide: $(cat "$TMP/wide.err")"
+[ "$(grep -c '^headscope inspect: note: ' "$TMP/wide.err")" -eq 1 ] || fail "wide: $(cat "$TMP/wide.err")"
 W=$("$PY" -c 'import struct,sys; print("%.2f" % (struct.unpack(">I", open(sys.argv[1], "rb").read()[16:20])[0] / 300))' "$TMP/wide/L1H1.png")
-grep -q "^note: .* wider than their default width so every label fits: .*L1H1 $W in.*--width sets it" \
+grep -q "^headscope inspect: note: .* wider than their default width so every label fits: .*L1H1 $W in.*--width sets it" \
     "$TMP/wide.err" || fail "wide: note does not name L1H1 $W in: $(cat "$TMP/wide.err")"
 awk -v w="$W" 'BEGIN { exit !(w > 3.25) }' || fail "wide: L1H1 is $W in, expected wider than 3.25"
 run 0 narrow inspect --model "$M" --sentence "$TIRED" --out "$TMP/narrow" --only L1H1 --format png
-grep -q '^note: ' "$TMP/narrow.err" && fail "narrow: a note without a grown figure"
+grep -q '^headscope inspect: note: ' "$TMP/narrow.err" && fail "narrow: a note without a grown figure"
 
 # a reused --out folder: the first run's files go, a file the user put there stays
 run 0 reuse1 inspect --model "$M" --sentence "$TIRED" --out "$TMP/reuse"

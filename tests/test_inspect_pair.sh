@@ -96,6 +96,11 @@ a, b = h["attention"]
 assert abs(c["values"][0][0] - a[8][0]) < 1e-6
 PYEOF
 grep -q 'id="difference"' "$TMP/strip/query_row_pair.svg" || fail "query_row_pair.svg: no difference group"
+# the rows' colour bar is titled in one line beside the 4 rows ("attention
+# weight" wrapped onto two beside them)
+has '>attention</text>' "$TMP/strip/query_row_pair.svg" &&
+    ! has '>weight</text>' "$TMP/strip/query_row_pair.svg" ||
+    fail "query_row_pair.svg: the rows' colour bar title is not one line 'attention'"
 
 # 3. typography: U+2212 for negative numbers, titles a reader wants, colour
 #    bar labels at round values with one precision (also under --range auto)

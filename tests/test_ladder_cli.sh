@@ -46,7 +46,7 @@ check_folder "$TMP/lad" ladder.json ladder_perplexity.png ladder_perplexity.svg 
 grep -q "^+ LayerNorm " "$TMP/ladder.out" || fail "ladder: no table: $(cat "$TMP/ladder.out")"
 # the figure: every row name whole and the unigram baseline as a labelled
 # dashed line at its value (the chapter compares every row with it)
-"$PY" - "$TMP/lad" <<'PYEOF' || fail "ladder figure"
+"$PY" - "$TMP/lad" "$STEPS" <<'PYEOF' || fail "ladder figure"
 import json, re, sys
 d = sys.argv[1]
 j, fig = json.load(open(d + "/ladder.json")), json.load(open(d + "/ladder_perplexity.json"))
@@ -58,6 +58,11 @@ u = j["settings"]["unigram_perplexity"]
 assert abs(fig["unigram_perplexity"] - u) < 1e-9, (fig["unigram_perplexity"], u)
 assert "unigram baseline %.1f" % u in texts, texts
 assert re.search(r'<g id="reference">', svg), "no reference line group"
+# the title says which run it shows: its steps, batch, width, context and
+# corpus (each number kept with its noun by a no-break space)
+run = "(%s\u00a0steps of batch\u00a032, d_model\u00a032, context\u00a032; corpus 4\u00a0files)" % sys.argv[2]
+assert run in fig["title"], fig["title"]
+assert run in " ".join(texts), texts
 PYEOF
 # the rows' note says where the shared BPE came from (it said "given" when none was)
 grep -q "BPE of 512 tokens (trained on the corpus)" "$TMP/ladder.err" || fail "ladder: BPE note: $(cat "$TMP/ladder.err")"

@@ -129,14 +129,15 @@ assert "the" not in shown and "animal" not in shown, shown
 PYEOF
 echo "ok: the page shows <|endoftext|> as the figures do"
 
-# one policy for replacing a page: A's own page is A's; a page of A and B
-# replaces it only with --force, as --out FILE is replaced only with --force
+# one policy for replacing a page: a page of other folders replaces the
+# page there only with --force (A+B over A, A over A+B), as --out FILE is
+# replaced only with --force; the same folders' page is simply rewritten
 run 0 own1 view "$TMP/base"
 run 0 own2 view "$TMP/base"
 cp "$TMP/base/index.html" "$TMP/own.before"
 cp -r "$TMP/base" "$TMP/b2" && rm "$TMP/b2/index.html"
 run 1 two view "$TMP/base" "$TMP/b2"
-one_line two "^headscope view: .*/base/index.html exists (the page of .*/base alone); a page of 2 folders replaces it only with --force (or choose a file with --out)$"
+one_line two "^headscope view: .*/base/index.html exists (the page of .*/base alone); the page of .*/base and .*/b2 replaces it only with --force (or choose a file with --out)$"
 cmp -s "$TMP/own.before" "$TMP/base/index.html" || fail "two: view replaced a folder's own page without --force"
 run 0 two_force view "$TMP/base" "$TMP/b2" --force
 grep -q "<title>headscope view · $TMP/base, $TMP/b2</title>" "$TMP/base/index.html" ||
@@ -157,6 +158,15 @@ check_folder "$TMP/base" index.html
 cp -r "$TMP/b2" "$TMP/b3"
 cp "$TMP/base/index.html" "$TMP/two.before"
 run 1 other view "$TMP/base" "$TMP/b3"
-one_line other "^headscope view: .*/base/index.html exists (the page of .*/base and .*/b2); a page of 2 folders replaces it only with --force (or choose a file with --out)$"
+one_line other "^headscope view: .*/base/index.html exists (the page of .*/base and .*/b2); the page of .*/base and .*/b3 replaces it only with --force (or choose a file with --out)$"
 cmp -s "$TMP/two.before" "$TMP/base/index.html" || fail "other: view replaced the page of base and b2 without --force"
+# the same rule the other way: A's own page over the page of A and B
+run 1 alone view "$TMP/base"
+one_line alone "^headscope view: .*/base/index.html exists (the page of .*/base and .*/b2); the page of .*/base alone replaces it only with --force (or choose a file with --out)$"
+cmp -s "$TMP/two.before" "$TMP/base/index.html" || fail "alone: view A replaced the page of A and B without --force"
+run 0 alone_force view "$TMP/base" --force
+has -F "<title>headscope view · $TMP/base</title>" "$TMP/base/index.html" ||
+    fail "alone_force: the page is not base's own page"
+check_folder "$TMP/base" index.html
+run 0 alone_again view "$TMP/base"
 echo "ok: a page replaces another only as the output-folder policy and --force say"

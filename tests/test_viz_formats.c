@@ -122,7 +122,7 @@ static hs_viz_figure *kind(int k, double dpi, const char **name)
         double *sc;
         unsigned char *in;
         circuit_fixture(2, 4, E, S, 6, &g, &sc, &in);
-        s = hs_graph_figure(&g, sc, in, "a circuit", &o, &f, NULL, &err);
+        s = hs_graph_figure(&g, sc, in, "a circuit", &o, &f, NULL, NULL, &err);
         free(sc);
         free(in);
         hs_graph_free(&g);

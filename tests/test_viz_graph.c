@@ -60,7 +60,7 @@ static hs_status circuit_figure(int L, int H, const char *const *edges, const do
     hs_viz_options_default(&o);
     o.width_in = width_in;
     o.max_height_in = g_max_height_in;
-    hs_status s = hs_graph_figure(&g, scores, in, "a circuit", &o, f, j, err);
+    hs_status s = hs_graph_figure(&g, scores, in, "a circuit", &o, f, j, NULL, err);
     free(scores);
     free(in);
     hs_graph_free(&g);
@@ -738,7 +738,7 @@ static void the_glue_takes_every_edge_and_unit_scores(void **state)
     hs_viz_figure *f = NULL;
     cJSON *j = NULL;
     /* no flags, no scores: all 110 edges, each of score 1 and the widest width */
-    if (hs_graph_figure(&g, NULL, NULL, NULL, NULL, &f, &j, &err)) fail_msg("%s", err.msg);
+    if (hs_graph_figure(&g, NULL, NULL, NULL, NULL, &f, &j, NULL, &err)) fail_msg("%s", err.msg);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "edges")), 110);
     assert_int_equal(n_paths(f), 110 + 2); /* the legend: one sign, one width */
     for (size_t i = 0; i < f->n_curves; i++)
@@ -752,7 +752,7 @@ static void the_glue_takes_every_edge_and_unit_scores(void **state)
     cfg.n_layers = 12;
     cfg.n_heads = 12;
     assert_int_equal(hs_graph_build(&cfg, &g, &err), HS_OK);
-    assert_int_equal(hs_graph_figure(&g, NULL, NULL, NULL, NULL, &f, &j, &err), HS_ERR_INPUT);
+    assert_int_equal(hs_graph_figure(&g, NULL, NULL, NULL, NULL, &f, &j, NULL, &err), HS_ERR_INPUT);
     assert_null(f);
     assert_null(j);
     assert_non_null(strstr(err.msg, "32491 edges; a figure draws up to 1024"));
@@ -871,13 +871,17 @@ static void a_graph_over_the_height_budget_draws_its_strongest_edges(void **stat
     hs_viz_options_default(&o);
     o.width_in = HS_VIZ_COLUMN_IN;
     hs_viz_figure *f = NULL;
-    if (hs_graph_figure(&g, sc, in, "a tall circuit", &o, &f, NULL, &err)) fail_msg("%s", err.msg);
+    size_t drawn = 0;
+    if (hs_graph_figure(&g, sc, in, "a tall circuit", &o, &f, NULL, &drawn, &err)) fail_msg("%s", err.msg);
     const double h_in = (double)hs_viz_figure_height(f) / hs_viz_figure_dpi(f);
     size_t boxes = 0;
     for (size_t i = 0; i < f->n_groups; i++) boxes += f->groups[i][0] == 'a' && strstr(f->groups[i], "_h");
     print_message("%zu edges: %.2f in tall, %zu edge paths, %zu head boxes\n", n_in, h_in, n_paths(f), boxes);
     assert_true(h_in <= HS_VIZ_MAX_HEIGHT_IN + 1e-9 && h_in > 0.5 * HS_VIZ_MAX_HEIGHT_IN);
     assert_true(n_paths(f) > 10 && n_paths(f) < n_in);
+    size_t edge_groups = 0; /* one group "e-<sender>-<receiver>..." per edge drawn */
+    for (size_t i = 0; i < f->n_groups; i++) edge_groups += strncmp(f->groups[i], "e-", 2) == 0;
+    assert_int_equal(drawn, edge_groups); /* what the caller's note says is drawn */
     assert_true(boxes > 0 && boxes < 144); /* the heads of the drawn edges alone */
     check_geometry(f, "12 x 12 circuit fitted to the height");
     assert_int_equal(box_crossings(f, "12 x 12 fitted"), 0);

@@ -86,7 +86,7 @@ static hs_status make_graph(int page, double width_in, hs_viz_figure **f, hs_err
     hs_viz_options_default(&o);
     o.width_in = width_in;
     o.dpi = 200;
-    hs_status s = hs_graph_figure(&g, scores, in, "circuit found by EAP-IG", &o, f, NULL, err);
+    hs_status s = hs_graph_figure(&g, scores, in, "circuit found by EAP-IG", &o, f, NULL, NULL, err);
     free(scores);
     free(in);
     hs_graph_free(&g);

@@ -120,7 +120,8 @@ typedef struct {
     const char *value_label; /* the quantity (and unit) the colour bar shows, e.g. "logit";
                               NULL = "attention weight" for attention figures, none otherwise */
     int highlight_row;     /* attention figures: a frame around this destination row (the
-                              query position) in every panel; -1 (default) = none */
+                              query position) in every panel, named in the legend ("query
+                              row"); -1 (default) = none */
     const char *note;      /* one line under the title in dark red, e.g. why the numbers are
                               not usable; NULL = none */
     hs_viz_cmap cmap;      /* colour map; DEFAULT picks per figure kind */
@@ -281,7 +282,9 @@ hs_status hs_viz_grid_figure_labeled(hs_viz_figure **out, const float *patterns,
 /* A signed matrix (virtual weights, composition scores, attributions) with a
  * diverging colour map centred on zero (opt->cmap DEFAULT = diverging).
  * m: [R, C] row-major. row_labels: R labels (left axis), col_labels: C labels
- * (rotated, under the map); xlabel/ylabel: axis titles, may be NULL.
+ * (rotated, under the map); xlabel/ylabel: axis titles, may be NULL (the
+ * y title along the map, rotated, or level over the row labels when it is
+ * longer than the map is tall: a lens's 3 rows).
  * Range: AUTO = [-max|m|, max|m|] (default for this figure when opt is NULL),
  * FIXED = [-opt->vmax, opt->vmax]. Errors as above (R, C in 1..HS_VIZ_MAX_TOKENS). */
 hs_status hs_viz_signed_figure(hs_viz_figure **out, const float *m, size_t R, size_t C,
@@ -733,7 +736,8 @@ hs_status hs_viz_graph_json(const hs_viz_graph *g, const char *title, cJSON **ou
 
 /* One strip a paper prints for a pair of sentences (the chapter's tired /
  * wet rows): rows [R1, C] on the attention scale (opt's cmap, vmin/vmax or
- * the rows' range under AUTO, value_label or "attention weight"; no causal
+ * the rows' range under AUTO, value_label or "attention": one line beside
+ * a few rows, level over the bar when even that is longer; no causal
  * mask), and under it, after a gap, diff [R2, C] on the diverging map
  * [-diff_lim, diff_lim] (its colour bar labelled diff_label, may be NULL);
  * the two colour bars side by side on the right. row_labels R1 and

@@ -4,7 +4,8 @@
  * column headers: L0, H3, or the caller's) or in any rows x cols one (each
  * panel named over it, e.g. L1H0, filled row by row), shared axes (token
  * labels down the left column and under the lowest panel of each column),
- * and a horizontal colour bar with the masked-cell legend under the grid.
+ * and a horizontal colour bar with the legend (masked cells, the query
+ * row's frame) under the grid.
  * Without a layout asked, the first of the caller's arrangement and the
  * ones with fewer columns (grid_layouts) that fits the width and the height
  * budget is drawn; when none does, the caller's arrangement with every k-th
@@ -157,12 +158,13 @@ static hs_status add_grid_labels(vz_ctx *c, const vz_grid_args *a, const grid_pl
 static hs_status add_grid_colorbar(vz_ctx *c, const vz_scale *sc, const grid_plan *g, size_t T,
                                    int target, int *right, int *bottom)
 {
-    const int m = c->margin, pad = c->pad, lh = c->lh, lw = c->lw;
+    const int m = c->margin, pad = c->pad, lh = c->lh;
     const double dpi = c->o.dpi;
     const int left = g->left, gridW = g->gridW;
     int bh = vz_imax((int)lround(0.6 * lh), (int)lround(0.06 * dpi));
-    int legend = c->o.causal_mask && T > 1;
-    int legend_w = legend ? lh + lw + pad / 2 + vz_text_len(c, "masked", c->fpx) + 3 * pad : 0;
+    const int masked = c->o.causal_mask && T > 1, query = vz_query_frame_on(c, T);
+    const int legend = masked || query;
+    int legend_w = legend ? vz_legend_width(c, masked, query) + 3 * pad : 0;
     /* the strip under the grid: the grid's width or the rest of the target's */
     int strip = vz_imax(gridW, target - left - m);
     int cbw = vz_imax(vz_imin((int)lround(2.5 * dpi), strip - legend_w), (int)lround(1.0 * dpi));
@@ -175,7 +177,7 @@ static hs_status add_grid_colorbar(vz_ctx *c, const vz_scale *sc, const grid_pla
     *bottom = vz_imax(*bottom, cbb);
     if (!s && legend) {
         int lr, lb;
-        s = vz_add_mask_legend(c, cbx + cbw + 3 * pad, cby + bh / 2 - lh / 2, &lr, &lb);
+        s = vz_add_legend(c, sc, masked, query, cbx + cbw + 3 * pad, cby + bh / 2 - lh / 2, &lr, &lb);
         *right = vz_imax(*right, lr);
         *bottom = vz_imax(*bottom, lb);
     }

@@ -55,24 +55,8 @@ hs_status vz_add_heatmap(vz_ctx *c, const float *data, const unsigned char *mask
         }
     }
     if (!s) s = vz_add_frame(c, x0, y0, (int)C * cell, (int)R * cell, VZ_FRAME);
-    if (!s && c->attention && c->o.highlight_row >= 0 && (size_t)c->o.highlight_row < R) {
-        /* the query row: a frame of twice the line width, red-orange (viridis has
-           it nowhere); under greys black with a white inner line, seen on any grey */
-        static const unsigned char HILITE[3] = {0xff, 0x45, 0x00}, BLACK[3] = {0, 0, 0};
-        const int greys = sc->cmap == HS_VIZ_CMAP_GREYS || vz_grey_accents(c);
-        const unsigned char *fc = greys ? BLACK : HILITE;
-        int lw = c->lw, y = y0 + c->o.highlight_row * cell, w = (int)C * cell;
-        s = vz_add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, fc);
-        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y + cell, w + 4 * lw, 2 * lw, fc);
-        if (!s) s = vz_add_rect(c, x0 - 2 * lw, y, 2 * lw, cell, fc);
-        if (!s) s = vz_add_rect(c, x0 + w, y, 2 * lw, cell, fc);
-        if (!s && greys && lw > 0) { /* the white line: the band's inner half */
-            s = vz_add_rect(c, x0 - lw, y - lw, w + 2 * lw, lw, VZ_WHITE);
-            if (!s) s = vz_add_rect(c, x0 - lw, y + cell, w + 2 * lw, lw, VZ_WHITE);
-            if (!s) s = vz_add_rect(c, x0 - lw, y, lw, cell, VZ_WHITE);
-            if (!s) s = vz_add_rect(c, x0 + w, y, lw, cell, VZ_WHITE);
-        }
-    }
+    if (!s && vz_query_frame_on(c, R)) /* the query row */
+        s = vz_add_query_frame(c, sc, x0, y0 + c->o.highlight_row * cell, (int)C * cell, cell);
     return s;
 }
 
@@ -172,13 +156,18 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
         cell_min = vz_imax(cell_min, vz_annot_width(c, hs->data, hs->R * hs->C, hs->annot_fmt) + pad);
     int ylab_w = hs->ylabel && hs->ylabel[0] ? vz_text_len(c, hs->ylabel, c->fpx) : 0;
     int xlab_w = hs->xlabel && hs->xlabel[0] ? vz_text_len(c, hs->xlabel, c->fpx) : 0;
+    /* the y title along the map, rotated; one longer than the map is tall
+       (lens_final's "residual stream" beside 3 rows) lies level over the
+       row labels instead, its right end at theirs (ylevel) */
+    int ylevel = 0;
     int left = m + (ylab_w ? lh + pad : 0) + rmax + pad + lw;
     int bw = vz_imax(lh, (int)lround(0.12 * c->o.dpi));
     int cgap = 2 * pad;
     int any_mask = 0;
     for (size_t i = 0; hs->mask && i < hs->R * hs->C; i++) any_mask |= hs->mask[i] != 0;
-    int legend = (hs->causal && hs->R > 1 && hs->C > 1) || any_mask;
-    int legend_w = legend ? lh + lw + pad / 2 + vz_text_len(c, "masked", c->fpx) : 0;
+    const int masked = (hs->causal && hs->R > 1 && hs->C > 1) || any_mask;
+    const int query = vz_query_frame_on(c, hs->R), legend = masked || query;
+    int legend_w = vz_legend_width(c, masked, query);
     /* the colour bar is as tall as the map (a reviewer marks a taller one),
        at least its two end labels apart; its quantity label wraps onto as
        many lines as keep each within the bar, and the cells give up the
@@ -191,23 +180,29 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     const int cell_min_all = cell_min;
     int cell = 0, lines = 1, cramped = 0;
     size_t every = 1;
-    for (int pass = 0; pass < 4; pass++) {
-        int rest = left + lw + cgap + vz_imax(bw + lw + vz_colorbar_label_width(c, sc, lines, bw + lw), legend_w) + m;
-        int avail = (int)lround(c->o.width_in * c->o.dpi) - c->fit->extra - rest;
-        cell = avail / (int)nmax;
-        every = 1;
-        cell_min = cell_min_all;
-        if (hs->thin && !hs->annot_fmt && cell < cell_min) {
-            int c1 = cell < 1 ? 1 : cell;
-            every = (size_t)((cell_min + c1 - 1) / c1);
-            if (every > nmax) every = nmax;
-            cell_min = (cell_min + (int)every - 1) / (int)every;
+    for (;;) { /* the rotated y title; once more level when it is longer than the map */
+        for (int pass = 0; pass < 4; pass++) {
+            int rest = left + lw + cgap + vz_imax(bw + lw + vz_colorbar_label_width(c, sc, lines, bw + lw), legend_w) + m;
+            int avail = (int)lround(c->o.width_in * c->o.dpi) - c->fit->extra - rest;
+            cell = avail / (int)nmax;
+            every = 1;
+            cell_min = cell_min_all;
+            if (hs->thin && !hs->annot_fmt && cell < cell_min) {
+                int c1 = cell < 1 ? 1 : cell;
+                every = (size_t)((cell_min + c1 - 1) / c1);
+                if (every > nmax) every = nmax;
+                cell_min = (cell_min + (int)every - 1) / (int)every;
+            }
+            cramped = cell < cell_min;
+            if (cramped) cell = cell_min;
+            int need = vz_colorbar_label_lines(c, sc, vz_imax((int)hs->R * cell, cb_min));
+            if (need == lines || (need >= 0 && need < lines) || (need < 0 && lines < 0)) break;
+            lines = need < 0 ? -1 : need;
         }
-        cramped = cell < cell_min;
-        if (cramped) cell = cell_min;
-        int need = vz_colorbar_label_lines(c, sc, vz_imax((int)hs->R * cell, cb_min));
-        if (need == lines || (need >= 0 && need < lines) || (need < 0 && lines < 0)) break;
-        lines = need < 0 ? -1 : need;
+        if (ylevel || ylab_w <= (int)hs->R * cell) break;
+        ylevel = 1;
+        left = m + vz_imax(rmax, ylab_w) + pad + lw;
+        lines = 1;
     }
     char note[256];
     if (every > 1) {
@@ -222,7 +217,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     int title_w, title_h = vz_title_block(c, hs->title, &title_w);
     int top = m + title_h + lh / 2;
     if (cramped) c->fit->cramped = 1;
-    if (lines < 0) top += VZ_CBAR_TITLE_H(c);
+    if (lines < 0 || ylevel) top += VZ_CBAR_TITLE_H(c);
     if (title_w + 2 * m > (int)lround(c->o.width_in * c->o.dpi)) c->fit->cramped = 1;
     int PW = (int)hs->C * cell, PH = (int)hs->R * cell;
 
@@ -255,7 +250,10 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
                         VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
         bottom += pad + lh;
     }
-    if (!s && ylab_w) {
+    if (!s && ylab_w && ylevel) {
+        s = vz_add_text(c, hs->ylabel, c->fpx, 0, left - lw - pad - ylab_w, top - lh - lh / 4 - lw,
+                        VZ_A_END, VZ_T_AXIS, VZ_BLACK);
+    } else if (!s && ylab_w) {
         int yy = top + PH / 2 - ylab_w / 2;
         if (yy < top) yy = top;
         s = vz_add_text(c, hs->ylabel, c->fpx, 90, m, yy, VZ_A_MIDDLE, VZ_T_AXIS, VZ_BLACK);
@@ -269,7 +267,7 @@ static hs_status heat_figure(vz_ctx *c, const vz_heat_spec *hs, const vz_scale *
     if (!s && legend) {
         int lr, lb;
         /* below the colour bar's lowest tick label */
-        s = vz_add_mask_legend(c, cbx, top + cbh + lh / 2 + pad, &lr, &lb);
+        s = vz_add_legend(c, sc, masked, query, cbx, top + cbh + lh / 2 + pad, &lr, &lb);
         right = vz_imax(right, lr);
         bottom = vz_imax(bottom, lb);
     }
@@ -534,7 +532,7 @@ static hs_status build_strip(hs_viz_figure **out, const void *args, const hs_viz
     if (s) return s;
     c.fit = fit;
     s1 = (vz_scale){o->vmin, o->vmax, o->cmap == HS_VIZ_CMAP_DEFAULT ? HS_VIZ_CMAP_VIRIDIS : o->cmap,
-                    o->value_label ? o->value_label : "attention weight"};
+                    o->value_label ? o->value_label : "attention"}; /* one line beside a few rows */
     if (o->range == HS_VIZ_RANGE_AUTO) {
         s1.vmin = INFINITY;
         s1.vmax = -INFINITY;

@@ -363,7 +363,20 @@ int vz_colorbar_min_len(const vz_ctx *c);
  * VZ_CBAR_TITLE_H px above the bar the caller keeps free). */
 #define VZ_CBAR_TITLE_H(c) ((c)->lh + (c)->lh / 2 + (c)->pad / 4) /* clear of the top tick label, centred on the bar top */
 int vz_colorbar_label_lines(vz_ctx *c, const vz_scale *sc, int len);
-hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom);
+/* Whether c's attention panels of rows rows frame a query row
+ * (hs_viz_options.highlight_row within them). */
+int vz_query_frame_on(const vz_ctx *c, size_t rows);
+/* The query row's frame (red-orange, 2 line widths; black with a white
+ * inner line when the accents are grey) around the w x h px rectangle at
+ * (x0, y): drawn outside it. */
+hs_status vz_add_query_frame(vz_ctx *c, const vz_scale *sc, int x0, int y, int w, int h);
+/* The legend of an attention figure's marks, one entry a line from (x, y)
+ * down: a masked cell's swatch "masked" (masked nonzero), the query row's
+ * frame "query row" (query nonzero); *right and *bottom get its extent.
+ * vz_legend_width: its width, px. */
+int vz_legend_width(vz_ctx *c, int masked, int query);
+hs_status vz_add_legend(vz_ctx *c, const vz_scale *sc, int masked, int query, int x, int y, int *right,
+                        int *bottom);
 /* Whether c's accents are grey: cmap GREYS or hs_viz_options.grey_accents. */
 int vz_grey_accents(const vz_ctx *c);
 /* The fill of masked cells (under VZ_HATCH_RGB's hatching) that stays apart

@@ -354,17 +354,62 @@ const unsigned char *vz_mask_rgb(const vz_ctx *c)
     return vz_grey_accents(c) ? PAPER : HS_VIZ_MASK_RGB;
 }
 
-/* Masked-cell legend swatch at (x, y); *right and *bottom get its extent. */
-hs_status vz_add_mask_legend(vz_ctx *c, int x, int y, int *right, int *bottom)
+int vz_query_frame_on(const vz_ctx *c, size_t rows)
 {
-    int sw = c->lh;
-    if (vz_begin_group(c, "legend")) return HS_ERR_NOMEM;
-    hs_status s = vz_add_rect_kind(c, x, y, sw, sw, vz_mask_rgb(c), VZ_R_MASKED, -1, -1, -1);
-    if (!s) s = vz_add_frame(c, x, y, sw, sw, VZ_FRAME);
-    int tx = x + sw + c->lw + c->pad / 2;
-    if (!s) s = vz_add_text(c, "masked", c->fpx, 0, tx, y, VZ_A_START, VZ_T_LABEL, VZ_BLACK);
-    *right = tx + vz_text_len(c, "masked", c->fpx);
-    *bottom = y + sw + c->lw;
+    return c->attention && c->o.highlight_row >= 0 && (size_t)c->o.highlight_row < rows;
+}
+
+hs_status vz_add_query_frame(vz_ctx *c, const vz_scale *sc, int x0, int y, int w, int h)
+{
+    /* a frame of twice the line width, red-orange (viridis has it nowhere);
+       under greys black with a white inner line, seen on any grey */
+    static const unsigned char HILITE[3] = {0xff, 0x45, 0x00}, BLACK[3] = {0, 0, 0};
+    const int greys = sc->cmap == HS_VIZ_CMAP_GREYS || vz_grey_accents(c);
+    const unsigned char *fc = greys ? BLACK : HILITE;
+    const int lw = c->lw;
+    hs_status s = vz_add_rect(c, x0 - 2 * lw, y - 2 * lw, w + 4 * lw, 2 * lw, fc);
+    if (!s) s = vz_add_rect(c, x0 - 2 * lw, y + h, w + 4 * lw, 2 * lw, fc);
+    if (!s) s = vz_add_rect(c, x0 - 2 * lw, y, 2 * lw, h, fc);
+    if (!s) s = vz_add_rect(c, x0 + w, y, 2 * lw, h, fc);
+    if (!s && greys && lw > 0) { /* the white line: the band's inner half */
+        s = vz_add_rect(c, x0 - lw, y - lw, w + 2 * lw, lw, VZ_WHITE);
+        if (!s) s = vz_add_rect(c, x0 - lw, y + h, w + 2 * lw, lw, VZ_WHITE);
+        if (!s) s = vz_add_rect(c, x0 - lw, y, lw, h, VZ_WHITE);
+        if (!s) s = vz_add_rect(c, x0 + w, y, lw, h, VZ_WHITE);
+    }
     return s;
 }
 
+static const char *const LEGEND_TEXT[2] = {"masked", "query row"};
+
+int vz_legend_width(vz_ctx *c, int masked, int query)
+{
+    int w = 0;
+    for (int k = 0; k < 2; k++)
+        if (k == 0 ? masked : query)
+            w = vz_imax(w, c->lh + c->lw + c->pad / 2 + vz_text_len(c, LEGEND_TEXT[k], c->fpx));
+    return w;
+}
+
+hs_status vz_add_legend(vz_ctx *c, const vz_scale *sc, int masked, int query, int x, int y, int *right,
+                        int *bottom)
+{
+    const int sw = c->lh, lw = c->lw, tx = x + sw + lw + c->pad / 2;
+    if (vz_begin_group(c, "legend")) return HS_ERR_NOMEM;
+    hs_status s = HS_OK;
+    *right = x, *bottom = y;
+    for (int k = 0; k < 2 && !s; k++) {
+        if (!(k == 0 ? masked : query)) continue;
+        if (k == 0) { /* a masked cell */
+            s = vz_add_rect_kind(c, x, y, sw, sw, vz_mask_rgb(c), VZ_R_MASKED, -1, -1, -1);
+            if (!s) s = vz_add_frame(c, x, y, sw, sw, VZ_FRAME);
+        } else { /* the query row's frame around an empty cell */
+            s = vz_add_query_frame(c, sc, x + 2 * lw, y + 2 * lw, sw - 4 * lw, sw - 4 * lw);
+        }
+        if (!s) s = vz_add_text(c, LEGEND_TEXT[k], c->fpx, 0, tx, y, VZ_A_START, VZ_T_LABEL, VZ_BLACK);
+        *right = vz_imax(*right, tx + vz_text_len(c, LEGEND_TEXT[k], c->fpx));
+        *bottom = y + sw + lw;
+        y += sw + c->pad;
+    }
+    return s;
+}
