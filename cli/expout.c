@@ -18,6 +18,9 @@ void cli_exp_init(cli_exp *x, const char *cmd)
 int cli_exp_open(cli_exp *x, int prompt_flags)
 {
     hs_error err = {0};
+    /* the pool first: the load splits its scan of the weights over it */
+    if (hs_pool_create(x->threads, &x->pool, &err) != HS_OK) return cli_error(x->cmd, &err);
+    x->from.pool = x->pool;
     int lrc = cli_load_src(x->cmd, x->model, HS_NEED_VOCAB, &x->from, &x->Ld);
     if (lrc) return lrc;
     const int n_ctx = x->Ld.model->cfg.n_ctx;
@@ -35,7 +38,6 @@ int cli_exp_open(cli_exp *x, int prompt_flags)
     if (x->out && (cli_figopts_font(x->cmd, &x->fo) ||
                    cli_outdir_open(&x->od, x->cmd, x->out, &x->fo, inputs)))
         return 1;
-    if (hs_pool_create(x->threads, &x->pool, &err) != HS_OK) return cli_error(x->cmd, &err);
     x->od.pool = x->pool; /* the figures are drawn on it too */
     cli_progress_init(&x->prog, x->cmd);
     hs_pool_set_progress(x->pool, cli_progress_print, &x->prog);

@@ -389,6 +389,25 @@ void hs_sgemm_plan_init(hs_sgemm_plan *p, int ta, int tb, int M, int N, int K, f
  * number of threads at once. */
 void hs_sgemm_run(const hs_sgemm_plan *p, const float *A, const float *B, float *C);
 
+struct hs_pool;
+/* hs_sgemm(0, tb, M, N, K, ...) with C's COLUMNS in one part per worker of
+ * pool (each part starting on a multiple of 64 columns, one single-threaded
+ * hs_sgemm on its worker, which packs only its columns of B), then bias (N
+ * floats; NULL: none) added to every row of C, each part its own columns (the
+ * bits of hs_sgemm then a row-by-row add). For a product with few rows and
+ * a wide B (the unembedding of a few positions: 208 x 50,257 x 768 at GPT-2
+ * small), where a split of the rows (model/ hs_sgemm_pool) has every worker
+ * pack all of B. Split only when every part has at least 64 columns and 4 M
+ * elements of op(B): such parts, and the whole, run on OpenBLAS, whose every
+ * element is one k-sequential FMA chain whatever columns share its call, so
+ * the bits equal one call's (checked on OpenBLAS 0.3.21 at GPT-2's W_U, NN
+ * and NT, SkylakeX and the default core); else one call on this thread (as
+ * with pool NULL or one worker). Not from inside a job of pool (hs_pool_for
+ * is not reentrant). No errors. */
+void hs_sgemm_cols_pool(struct hs_pool *pool, int tb, int M, int N, int K, float alpha,
+                        const float *A, int lda, const float *B, int ldb, float beta, float *C,
+                        int ldc, const float *bias);
+
 /* ------------------------------------------------------------------------ */
 /* The worker pool: the one mechanism every parallel part of the library     */
 /* uses (the trainer's batch split and weight-gradient lane, the experiment  */

@@ -318,3 +318,60 @@ void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
     plan_make(&p, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc, 1);
     hs_sgemm_run(&p, A, B, C);
 }
+
+/* ------------------------------------------------------------------------ */
+/* One product's columns over a pool (hs_sgemm_cols_pool)                     */
+
+/* the fewest elements of op(B) a column part must have: below, the product is
+ * too small to gain from a second worker, and a part of a libxsmm-sized NN
+ * product could go to libxsmm with other kernels */
+#define HS_COLS_MIN_WEIGHT (4L * 1024 * 1024)
+
+typedef struct {
+    int tb, M, N, K, lda, ldb, ldc, parts;
+    float alpha, beta;
+    const float *A, *B, *bias;
+    float *C;
+} gemm_cols;
+
+/* Column where part j starts: N j / parts, rounded to a multiple of 64. */
+static int cols_part_start(const gemm_cols *g, int j)
+{
+    if (j >= g->parts) return g->N;
+    const int c = (int)(((long)g->N * j / g->parts + 32) / 64) * 64;
+    return c < g->N ? c : g->N;
+}
+
+static hs_status cols_part(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const gemm_cols *g = ctx;
+    const int c0 = cols_part_start(g, j), c1 = cols_part_start(g, j + 1);
+    if (c1 <= c0) return HS_OK;
+    const float *B = g->B + (g->tb ? (size_t)c0 * g->ldb : (size_t)c0);
+    hs_sgemm(0, g->tb, g->M, c1 - c0, g->K, g->alpha, g->A, g->lda, B, g->ldb, g->beta, g->C + c0, g->ldc);
+    if (g->bias)
+        for (int i = 0; i < g->M; i++) {
+            float *restrict c = g->C + (size_t)i * g->ldc;
+            for (int k = c0; k < c1; k++) c[k] += g->bias[k];
+        }
+    return HS_OK;
+}
+
+void hs_sgemm_cols_pool(hs_pool *pool, int tb, int M, int N, int K, float alpha, const float *A,
+                        int lda, const float *B, int ldb, float beta, float *C, int ldc,
+                        const float *bias)
+{
+    gemm_cols g = {tb, M, N, K, lda, ldb, ldc, hs_pool_threads(pool), alpha, beta, A, B, bias, C};
+    if (M <= 0 || N <= 0) return;
+    /* parts of at least 64 columns and HS_COLS_MIN_WEIGHT elements of op(B) */
+    while (g.parts > 1 && ((long)N / g.parts < 64 || (long)N / g.parts * K < HS_COLS_MIN_WEIGHT)) g.parts--;
+    if (g.parts <= 1) {
+        g.parts = 1;
+        (void)cols_part(&g, 0, 0, NULL); /* this thread */
+        return;
+    }
+    hs_error err;
+    (void)hs_pool_for(pool, g.parts, cols_part, &g, &err); /* cannot fail */
+}

@@ -34,6 +34,9 @@ typedef struct {
     int n, t;
     hs_lens_report *r;
     double *rows;          /* (n_points, n, 4 + t): p_answer, logit, top1 == answer, ld, p_final[t] */
+    hs_pool *pool;         /* a set of one chunk: the pool its products' columns and its
+                            * rows are split over (lens_job then runs on the caller's
+                            * thread, outside the pool's jobs); else NULL */
 } lens_ctx;
 
 /* hs_argmax of x (V) given mx, its largest value (NaN skipped), and Z, the
@@ -48,13 +51,14 @@ static int top_of(const float *x, int V, double mx, double Z)
     return hs_argmax(x, (size_t)V);
 }
 
-/* Point k's rows of the chunk from its logits lg (bp * t, V); fin_top (b * t)
- * the model's own top-1 token at each position (-1: none). */
-static void lens_point_rows(const lens_ctx *lc, int k, int r0, int b, const int *fin_top, const float *lg)
+/* Point k's rows i0..i1-1 of the chunk from its logits lg (bp * t, V);
+ * fin_top (b * t) the model's own top-1 token at each position (-1: none). */
+static void lens_point_rows(const lens_ctx *lc, int k, int r0, int i0, int i1, const int *fin_top,
+                            const float *lg)
 {
     const int V = lc->m->cfg.d_vocab, t = lc->t;
     const size_t W = 4 + (size_t)t;
-    for (int i = 0; i < b; i++) {
+    for (int i = i0; i < i1; i++) {
         const int row = r0 + i, ri = row;
         double *o = lc->rows + ((size_t)k * lc->n + row) * W;
         for (int q = 0; q < t; q++) {
@@ -79,6 +83,25 @@ static void lens_point_rows(const lens_ctx *lc, int k, int r0, int b, const int 
 
 /* Rows of one product with W_U (a group of points, lens_job). */
 #define LENS_ROWS 256
+
+/* A group's rows over the pool (lc->pool): one job per point and prompt. */
+typedef struct {
+    const lens_ctx *lc;
+    int k0, r0, b;
+    size_t NV;             /* floats of one point's logits */
+    const int *fin;
+    const float *lg;       /* the group's logits, point k0 first */
+} rows_job_ctx;
+
+static hs_status rows_job(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const rows_job_ctx *c = ctx;
+    const int kk = j / c->b, i = j % c->b;
+    lens_point_rows(c->lc, c->k0 + kk, c->r0, i, i + 1, c->fin, c->lg + (size_t)kk * c->NV);
+    return HS_OK;
+}
 
 static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
 {
@@ -126,13 +149,17 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
             HS_ASSERT(re != NULL);
             memcpy(in + (size_t)(k - k0) * N * D, re->data, N * D * sizeof(float));
         }
-        hs_final_logits(m, in, (size_t)g * N, scratch, lg);
+        hs_final_logits_pool(lc->pool, m, in, (size_t)g * N, scratch, lg);
         if (k0 + g == L + 1) {
             const float *real = lg + (size_t)(L - k0) * N * V;
             for (size_t q = 0; q < (size_t)b * t; q++) fin[q] = hs_argmax(real + q * V, (size_t)V);
         }
-        for (int k = k0; k < k0 + g; k++)
-            lens_point_rows(lc, k, r0, b, fin, lg + (size_t)(k - k0) * N * V);
+        if (lc->pool) { /* every point's prompts, one job each (each writes its own rows) */
+            rows_job_ctx rc = {lc, k0, r0, b, N * V, fin, lg};
+            (void)hs_pool_for(lc->pool, g * b, rows_job, &rc, &w->err); /* cannot fail */
+        } else {
+            for (int k = k0; k < k0 + g; k++) lens_point_rows(lc, k, r0, 0, b, fin, lg + (size_t)(k - k0) * N * V);
+        }
     }
     free(scratch);
     free(fin);
@@ -175,9 +202,19 @@ hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_
     /* activations for the rows a forward runs on (np: a set of one prompt
      * touches one prompt's, not a chunk's) */
     if (st == HS_OK) st = hs_engine_init_rows(&e, m, pool, t, np < HS_ENGINE_CHUNK ? np : HS_ENGINE_CHUNK, err);
-    lens_ctx lc = {m, p, tok, np, t, out, rows};
+    lens_ctx lc = {m, p, tok, np, t, out, rows, NULL};
     e.progress = "chunks of up to 32 prompts";
-    if (st == HS_OK) st = hs_engine_for(&e, hs_engine_chunks(np), lens_job, &lc, err);
+    if (st == HS_OK && hs_engine_chunks(np) == 1 && hs_pool_threads(pool) > 1) {
+        /* one chunk: one forward, on this thread (worker 0's activations),
+         * then the products with W_U by columns and the rows by point and
+         * prompt over the pool, whose other workers would otherwise idle */
+        lc.pool = pool;
+        st = lens_job(&e, &e.w[0], 0, &lc);
+        if (st != HS_OK) *err = e.w[0].err;
+        else if (e.progress) hs_pool_progress(pool, e.progress, 1, 1);
+    } else if (st == HS_OK) {
+        st = hs_engine_for(&e, hs_engine_chunks(np), lens_job, &lc, err);
+    }
     for (int k = 0; k < K && st == HS_OK; k++) {
         double s[4] = {0, 0, 0, 0};
         for (int i = 0; i < p->n; i++) /* the real prompts, in order */

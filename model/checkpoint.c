@@ -711,8 +711,8 @@ hs_status hs_checkpoint_parse(const unsigned char *buf, size_t n, const char *na
     return s;
 }
 
-hs_status hs_checkpoint_load_notes(const char *path, const hs_notes *notes, hs_model **out,
-                                   hs_meta *meta, int *n_skipped, hs_error *err)
+hs_status hs_checkpoint_load_pool(const char *path, const hs_notes *notes, hs_pool *pool,
+                                  hs_model **out, hs_meta *meta, int *n_skipped, hs_error *err)
 {
     hs_ckpt_src src;
     *out = NULL;
@@ -720,9 +720,16 @@ hs_status hs_checkpoint_load_notes(const char *path, const hs_notes *notes, hs_m
     if (n_skipped) *n_skipped = 0;
     hs_status s = hs_ckpt_src_open(path, skip_buffer, &src, err);
     if (s != HS_OK) return s;
+    src.pool = pool;
     s = load_from_src(&src, notes, out, meta, n_skipped, err);
     hs_ckpt_src_close(&src);
     return s;
+}
+
+hs_status hs_checkpoint_load_notes(const char *path, const hs_notes *notes, hs_model **out,
+                                   hs_meta *meta, int *n_skipped, hs_error *err)
+{
+    return hs_checkpoint_load_pool(path, notes, NULL, out, meta, n_skipped, err);
 }
 
 hs_status hs_checkpoint_load(const char *path, hs_model **out, hs_meta *meta, int *n_skipped,

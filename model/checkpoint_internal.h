@@ -110,6 +110,8 @@ typedef struct {
     hs_st_shard *shards;       /* (n_shards) */
     int n_shards;
     int index_ignored;         /* a folder with model.safetensors and an index: the file was read */
+    hs_pool *pool;             /* NULL, or the pool hs_ckpt_in_place splits a large tensor's
+                                * mapping and finiteness scan over (borrowed; set after open) */
 } hs_ckpt_src;
 
 /* Opens the checkpoint at path: a .safetensors file, or a folder holding

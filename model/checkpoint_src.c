@@ -175,6 +175,80 @@ static size_t first_nonfinite(const float *x, size_t n, float *max_abs)
     return n;
 }
 
+/* Pages of x (n floats) mapped in one call (Linux 5.14), not a fault per few
+ * pages as a scan first reads them; a hint: failure is harmless (an older
+ * kernel says EINVAL). */
+static void populate(const float *x, size_t n)
+{
+#ifdef MADV_POPULATE_READ
+    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a0 = (uintptr_t)x & ~(page - 1);
+    (void)madvise((void *)a0, (uintptr_t)x - a0 + n * 4, MADV_POPULATE_READ);
+#else
+    (void)x;
+    (void)n;
+#endif
+}
+
+/* floats from which scan_mapped splits a tensor over the pool (GPT-2 small:
+ * W_E, the attention's and the MLP's weights, 90% of its floats) */
+#define HS_SCAN_PAR_MIN ((size_t)1 << 20)
+#define HS_SCAN_MAX_PARTS 8
+
+typedef struct {
+    const float *x;
+    size_t n;
+    int parts;
+    int32_t m[HS_SCAN_MAX_PARTS]; /* absmax_bits of each part */
+} scan_job;
+
+static size_t scan_part_start(const scan_job *s, int j)
+{
+    return j >= s->parts ? s->n : (s->n / (size_t)s->parts * (size_t)j) & ~(size_t)15;
+}
+
+static hs_status scan_part(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    scan_job *s = ctx;
+    const size_t a = scan_part_start(s, j), b = scan_part_start(s, j + 1);
+    populate(s->x + a, b - a);
+    s->m[j] = absmax_bits(s->x + a, b - a);
+    return HS_OK;
+}
+
+/* first_nonfinite of a tensor used in place from the mapped file, its pages
+ * mapped in first (populate): with pool (2+ workers) and n >=
+ * HS_SCAN_PAR_MIN, in one contiguous part per worker (at most
+ * HS_SCAN_MAX_PARTS), each mapping and scanning its own; the largest bits of
+ * the parts are those of the whole, and a non-finite value's index is
+ * searched from the first part that holds one: the same result. */
+static size_t scan_mapped(hs_pool *pool, const float *x, size_t n, float *max_abs)
+{
+    int parts = hs_pool_threads(pool);
+    if (parts > HS_SCAN_MAX_PARTS) parts = HS_SCAN_MAX_PARTS;
+    if (parts < 2 || n < HS_SCAN_PAR_MIN) {
+        populate(x, n);
+        return first_nonfinite(x, n, max_abs);
+    }
+    scan_job s = {x, n, parts, {0}};
+    hs_error err;
+    (void)hs_pool_for(pool, parts, scan_part, &s, &err); /* cannot fail */
+    int32_t m = 0;
+    for (int j = 0; j < parts; j++) m = s.m[j] > m ? s.m[j] : m;
+    if (m < 0x7f800000) {
+        memcpy(max_abs, &m, sizeof *max_abs);
+        return n;
+    }
+    for (int j = 0; j < parts; j++)
+        if (s.m[j] >= 0x7f800000) {
+            const size_t a = scan_part_start(&s, j);
+            float unused;
+            return a + first_nonfinite(x + a, scan_part_start(&s, j + 1) - a, &unused);
+        }
+    return n;
+}
+
 /* Converts n stored values (dtype, little-endian bytes in raw) to floats. */
 static void convert(float *dst, const unsigned char *raw, size_t n, hs_st_dtype dtype)
 {
@@ -239,15 +313,8 @@ hs_status hs_ckpt_in_place(const hs_ckpt_src *src, int i, hs_model *m, float **o
         l->offset > sh->size || (uint64_t)n * 4 > sh->size - l->offset || n == 0)
         return HS_OK;
     const float *p = (const float *)(const void *)(sh->map + l->offset);
-#ifdef MADV_POPULATE_READ
-    /* the tensor's pages mapped in one call (Linux 5.14), not a fault per
-     * few pages as the scan below first reads them; a hint: failure is
-     * harmless (an older kernel says EINVAL) */
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a0 = (uintptr_t)p & ~(page - 1);
-    (void)madvise((void *)a0, (uintptr_t)p - a0 + (size_t)n * 4, MADV_POPULATE_READ);
-#endif
     float mx;
-    const size_t bad = first_nonfinite(p, n, &mx);
+    const size_t bad = scan_mapped(src->pool, p, n, &mx);
     if (bad < n) {
         const float v = p[bad];
         return hs_fail(err, HS_ERR_NUMERIC, "%s: tensor '%s' has a non-finite value (%s) at "

@@ -548,3 +548,23 @@ void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scr
     }
     hs_unembed_forward(logits, out, P, N, D, c->d_vocab);
 }
+
+void hs_final_logits_pool(hs_pool *pool, const hs_model *m, const float *resid, size_t N, float *scratch,
+                          float *logits)
+{
+    const hs_config *c = &m->cfg;
+    const hs_params *P = &m->params;
+    const int D = c->d_model, V = c->d_vocab;
+    float *out = scratch, *mean = scratch + N * D, *rstd = mean + N;
+    if (c->ln_final && c->norm != HS_NORM_NONE) {
+        hs_norm_stats(mean, rstd, resid, N, D, c->norm, c->eps);
+        hs_norm_apply_affine(out, resid, mean, rstd, P->ln_final_w, P->ln_final_b, N, D, 1, 1);
+    } else {
+        memcpy(out, resid, N * D * sizeof(float));
+    }
+    /* hs_unembed_forward's product and bias, by columns */
+    if (P->W_U)
+        hs_sgemm_cols_pool(pool, 0, (int)N, V, D, 1.0f, out, D, P->W_U, V, 0.0f, logits, V, P->b_U);
+    else
+        hs_sgemm_cols_pool(pool, 1, (int)N, V, D, 1.0f, out, D, P->W_U_T, D, 0.0f, logits, V, P->b_U);
+}

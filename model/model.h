@@ -700,6 +700,13 @@ hs_status hs_forward_dest(const hs_model *m, hs_acts *acts, const int *tokens, i
  * OpenBLAS does, whose kernel depends on the product's size). No final norm (or norm
  * none): resid W_U + b_U. scratch: (N, D) floats plus 2 N. resid (N, D). */
 void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scratch, float *logits);
+/* hs_final_logits with the product's columns (the vocabulary) split over
+ * pool's workers (hs_sgemm_cols_pool: each packs only its part of W_U; the
+ * same bits), the final norm on this thread: for a few rows against GPT-2's
+ * 50,257 columns. pool NULL, one worker or a small W_U: hs_final_logits'
+ * one call. Not from inside a job of pool. */
+void hs_final_logits_pool(hs_pool *pool, const hs_model *m, const float *resid, size_t N,
+                          float *scratch, float *logits);
 
 /*
  * Mean next-token cross-entropy over the positions whose target is >= 0

@@ -197,7 +197,7 @@ hs_status hs_load(const char *path, int need, const hs_load_source *src, const h
     const int tl = src->process && strcmp(src->process, "tl") == 0;
     if (src->process && !tl && strcmp(src->process, "raw") != 0)
         return hs_fail(err, HS_ERR_INPUT, "--process '%.32s' is not known (tl or raw)", src->process);
-    hs_status st = hs_checkpoint_load_notes(path, notes, &out->model, &out->meta, NULL, err);
+    hs_status st = hs_checkpoint_load_pool(path, notes, src->pool, &out->model, &out->meta, NULL, err);
     if (st != HS_OK) return st;
     if (out->meta.warning) hs_note(notes, HS_NOTE_CMD, "warning: %s", out->meta.warning);
     if (tl) {

@@ -505,6 +505,8 @@ typedef struct {
                                  * default processing (hs_model_process_tl) */
     int no_bos;                 /* 1: the tokenizer prepends no BOS (hs_tok_set_bos) */
     int no_special;             /* 1: special tokens in text are their bytes (hs_tok_set_special) */
+    hs_pool *pool;              /* NULL, or a pool the load splits its scan of the weights over
+                                 * (hs_checkpoint_load_pool; borrowed) */
 } hs_load_source;
 
 /* What a command needs beyond the weights: the vocabulary, a Winograd task
