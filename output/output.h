@@ -147,7 +147,9 @@ void hs_labels_free(hs_labels *l);
  * headscope did not write) is refused before anything in DIR changes. Files
  * no index vouches for are kept, with a note. A file the index says another
  * command wrote (its entry's "by": the page `headscope view` adds) is never
- * removed, and stays listed (out_others_kept) while it is unchanged.
+ * removed, and stays listed (out_others_kept) while it is unchanged. A file
+ * the run would replace by the same bytes (a rerun) is left in place, and the
+ * run's copy removed before it reaches the disk.
  */
 
 /* The files a command reads (compared by device and inode). */

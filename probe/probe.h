@@ -6,7 +6,7 @@
  *
  * Owns: everything between a model's forward pass and an analysis' numbers.
  * May call: model/ (hs_forward and its observer, hs_params, the safetensors
- * writer) and common/; OpenBLAS (cblas) and LAPACKE. Task-agnostic: it knows
+ * writer) and common/; OpenBLAS (cblas, and its LAPACK's dgeev). Task-agnostic: it knows
  * nothing of Winograd or of any task; a task builds its detectors from the
  * caller-supplied target pattern of hs_detect_heads.
  * Formulas and sources: docs/CIRCUITS.md, cited below as "C<n>" for
@@ -537,7 +537,7 @@ hs_status hs_full_OV_tokens(const hs_model *m, hs_head h, hs_fold fold, const in
  * Eigenvalue copying score (C4; [FW] "Detecting Copying Behavior", TL
  * Main_Demo): (sum lambda).real / sum |lambda| over the eigenvalues of the
  * full OV circuit W_U W_OV W_E, computed from the (dh,dh) matrix
- * K = W_O W_U W_E W_V (same nonzero eigenvalues) with LAPACKE_dgeev.
+ * K = W_O W_U W_E W_V (same nonzero eigenvalues) with LAPACK's dgeev.
  * In [-1, 1]; 1 iff all nonzero eigenvalues are positive real. pos_frac (may
  * be NULL): #{Re lambda > 0} / #{lambda != 0} ([IH] "fraction positive").
  * 0 (and pos_frac 0) when every eigenvalue is 0. HS_ERR_NUMERIC if dgeev fails.

@@ -6,9 +6,50 @@
 #include "probe/probe.h"
 
 #include <cblas.h>
-#include <lapacke.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* LAPACK's dgeev as OpenBLAS exports it (Debian's libopenblas carries all
+ * of LAPACK; Fortran: every argument by address, then the hidden lengths of
+ * the two character arguments). Called directly rather than through
+ * LAPACKE: liblapacke and the reference LAPACK, libblas and libtmglib it
+ * pulls in cost every headscope process ~1 ms of dynamic loading (`inspect`
+ * 2.5% of its wall time) for this one call, whose dgeev_ resolved to
+ * OpenBLAS's anyway (first in the global symbol scope). */
+extern void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const int *lda,
+                   double *wr, double *wi, double *vl, const int *ldvl, double *vr,
+                   const int *ldvr, double *work, const int *lwork, int *info, size_t len_jobvl,
+                   size_t len_jobvr);
+
+/* The eigenvalues (wr + i wi, [n] each) of the n x n row-major matrix K, as
+ * LAPACKE_dgeev(LAPACK_ROW_MAJOR, 'N', 'N', ...) computed them: NaN refused
+ * (-5), the workspace queried, K transposed into a column-major copy, dgeev_
+ * on it (so the same arithmetic, bit for bit). Returns LAPACK's info; -1011
+ * when memory ran out (LAPACKE's LAPACK_WORK_MEMORY_ERROR). */
+static int eigenvalues(const double *K, int n, double *wr, double *wi)
+{
+    for (size_t i = 0; i < (size_t)n * n; i++)
+        if (isnan(K[i])) return -5;
+    int info = 0, lwork = -1, one = 1;
+    double q = 0, dummy = 0;
+    dgeev_("N", "N", &n, &dummy, &n, wr, wi, NULL, &one, NULL, &one, &q, &lwork, &info, 1, 1);
+    if (info != 0) return info;
+    lwork = (int)q;
+    double *work = malloc((size_t)(lwork > 1 ? lwork : 1) * sizeof *work);
+    double *a = malloc((size_t)n * n * sizeof *a);
+    if (!work || !a) {
+        free(work);
+        free(a);
+        return -1011;
+    }
+    for (int r = 0; r < n; r++)
+        for (int c = 0; c < n; c++) a[(size_t)c * n + r] = K[(size_t)r * n + c];
+    dgeev_("N", "N", &n, a, &n, wr, wi, NULL, &one, NULL, &one, work, &lwork, &info, 1, 1);
+    free(work);
+    free(a);
+    return info;
+}
 
 static hs_status check_head(const hs_model *m, hs_head h, hs_error *err)
 {
@@ -539,7 +580,7 @@ static hs_status copying_from_double(double *K, int n, double *score, double *po
         free(wi);
         return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     }
-    lapack_int info = LAPACKE_dgeev(LAPACK_ROW_MAJOR, 'N', 'N', n, K, n, wr, wi, NULL, 1, NULL, 1);
+    int info = eigenvalues(K, n, wr, wi);
     if (info != 0) {
         free(wr);
         free(wi);

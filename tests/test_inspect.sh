@@ -227,6 +227,20 @@ check_folder "$TMP/reuse"
 n2=$(ls "$TMP/reuse" | wc -l)
 [ "$n2" -lt "$n1" ] || fail "reuse: $n2 files after the smaller run, $n1 before"
 [ ! -e "$TMP/reuse/L0H0.png" ] || fail "reuse: L0H0.png from the first run is still there"
+# a rerun that writes the same bytes leaves those files in place (same inode:
+# replacing one frees its blocks, a discard each on a `discard` mount), the
+# staged copies gone; a file whose bytes changed is replaced
+ino() { stat -c %i "$1"; }
+i1=$(ino "$TMP/one/attention_grid.json")
+x1=$(ino "$TMP/one/index.json")
+run 0 one_again inspect --model "$M" --sentence "$TIRED" --out "$TMP/one" --only L1H1 --format json
+[ "$(ino "$TMP/one/attention_grid.json")" = "$i1" ] && [ "$(ino "$TMP/one/index.json")" = "$x1" ] ||
+    fail "rerun: a file holding the same bytes was replaced"
+check_folder "$TMP/one"
+run 0 one_wet inspect --model "$M" --sentence "$WET" --out "$TMP/one" --only L1H1 --format json
+[ "$(ino "$TMP/one/attention_grid.json")" != "$i1" ] && grep -q '"wet"' "$TMP/one/attention_grid.json" ||
+    fail "rerun: a file whose bytes changed was not replaced"
+check_folder "$TMP/one"
 # an index entry that leaves the folder is never followed
 mkdir "$TMP/evil"
 echo x >"$TMP/victim"

@@ -193,9 +193,10 @@ typedef struct {
 void hs_viz_options_default(hs_viz_options *o);
 
 /* The font file every figure would use for font_path (NULL = the search
- * above: $HS_FONT, fontconfig, the Debian path), into a malloc'd *path (caller
- * frees). A caller drawing many figures resolves it once and passes it as
- * font_path: the fontconfig lookup costs a few ms per figure.
+ * above: $HS_FONT, the Debian path /usr/share/fonts/truetype/dejavu/
+ * DejaVuSans.ttf when it is there, else fontconfig's DejaVu Sans), into a
+ * malloc'd *path (caller frees). A caller drawing many figures resolves it
+ * once and passes it as font_path: the fontconfig lookup costs a few ms.
  * Errors: HS_ERR_IO (no usable font), HS_ERR_NOMEM. */
 hs_status hs_viz_font_path(const char *font_path, char **path, hs_error *err);
 

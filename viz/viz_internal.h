@@ -150,7 +150,7 @@ extern const unsigned char vz_viridis[256][3];
 extern const unsigned char vz_diverging[256][3];
 
 /* ---- font (viz_font.c) ---- */
-/* Resolves the font path: explicit, $HS_FONT, fontconfig, Debian path.
+/* Resolves the font path: explicit, $HS_FONT, Debian path, fontconfig.
  * *path malloc'd. */
 hs_status vz_font_find(const char *explicit_path, char **path, hs_error *err);
 hs_status vz_font_open(vz_font **f, const char *path, hs_error *err);
