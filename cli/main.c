@@ -8,40 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <printf.h>
-#include <wchar.h>
 
 #include "cli.h"
-
-/* glibc's printf extension hooks, refused for this program. libquadmath
- * (loaded under OpenBLAS through libgfortran; headscope never prints a
- * __float128) registers a %Q modifier and its own 'f'/'e'/'g'/'a' handlers
- * from a library constructor; once any hook is registered every printf of
- * the process takes glibc's slow positional path (printf_positional parses
- * each format twice): the SVG and JSON writers' numbers cost ~35% more
- * (`inspect`: ~9% of its CPU in printf_positional). Defined here, in the
- * executable, these definitions are the ones every library binds to, so
- * libquadmath's registration fails as its code allows (it then registers
- * nothing) and printf keeps its fast path; the output is the same, as
- * libquadmath's handlers print doubles as glibc does. Only the program: the
- * library and the tests link libquadmath as it comes. */
-int register_printf_type(printf_va_arg_function fct)
-{
-    (void)fct;
-    return -1;
-}
-int register_printf_modifier(const wchar_t *str)
-{
-    (void)str;
-    return -1;
-}
-int register_printf_specifier(int spec, printf_function fn, printf_arginfo_size_function arginfo)
-{
-    (void)spec;
-    (void)fn;
-    (void)arginfo;
-    return -1;
-}
 
 static const struct {
     const char *name;
