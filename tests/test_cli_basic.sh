@@ -57,4 +57,12 @@ if [ -n "$LDSO" ]; then
     case "$v" in "headscope "*) ;; *) fail "headscope through $LDSO printed: $v" ;; esac
 fi
 
+# the program's RUNPATH has no empty entry (an empty one is the current
+# directory: the loader would look there for every library first)
+rp=$(readelf -d "$HS" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]/\1/p; s/.*(RPATH).*\[\(.*\)\]/\1/p')
+[ -z "$rp" ] || case ":$rp:" in
+    *::*) fail "headscope's RUNPATH '$rp' has an empty entry (the current directory)" ;;
+esac
+
 echo "cli_basic: ok"
+
