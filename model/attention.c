@@ -655,7 +655,7 @@ static hs_status attn_output(const hs_block_step *k, hs_error *err)
 
     hs_sgemm_pool(k->hc->pool, 0, (int)BT, D, H * dh, 1.0f, ba->z, H * dh, bp->W_O, D, 0.0f,
                   ba->attn_out, D);
-    if (!k->fuse && bp->b_O) hs_add_bias_rows(ba->attn_out, bp->b_O, BT, D);
+    if (!k->fuse && bp->b_O) hs_add_bias_rows_pool(k->hc->pool, ba->attn_out, bp->b_O, BT, D);
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_result", k->l);
     if (hs_hook_wants(k->hc, nm)) {
         /* (B,T,H,D) in the forward's scratch, or where the observer keeps it
