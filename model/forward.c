@@ -207,15 +207,30 @@ static hs_status forward_block(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
     const int D = c->d_model;
     char nm[96];
 
-    /* (the training layout's resid_pre is the previous resid_post itself) */
-    if (l > 0 && ba->resid_pre != acts->blocks[l - 1].resid_post)
-        memcpy(ba->resid_pre, acts->blocks[l - 1].resid_post, k.BT * D * sizeof(float));
     /* one sequence without gradients on several layers: one slot, packed here
      * (the forward is one part); otherwise hs_forward packed every layer */
     if (acts->wpack_slots < c->n_layers) hs_pack_qkv(m, acts, l);
     snprintf(nm, sizeof nm, "blocks.%d.hook_resid_pre", l);
-    HS_HOOK(hc, nm, ba->resid_pre, 3, B, T, D, 0);
-    hs_status s = hs_attention_forward(&k, err);
+    hs_status s = HS_OK;
+    /* (the training layout's resid_pre is the previous resid_post itself) */
+    const float *prev = l > 0 ? acts->blocks[l - 1].resid_post : NULL;
+    if (prev && ba->resid_pre != prev) {
+        /* the copy over the pool's workers, the rows streamed from it to an
+         * observer that only keeps the point (hs_hook_keeps) */
+        float *kr;
+        if (hs_hook_keeps(hc, nm, ba->resid_pre, &kr, 3, B, T, D, 0)) {
+            hs_copy_keep_pool(hc->pool, ba->resid_pre, prev, kr, k.BT, D);
+            s = hs_hook_kept(hc, nm, kr, 3, B, T, D, 0, err);
+            if (s != HS_OK) return s;
+        } else {
+            hs_copy_keep_pool(hc->pool, ba->resid_pre, prev, NULL, k.BT, D);
+            if (hs_hook_into(hc, nm, ba->resid_pre, kr, k.BT * D, 3, B, T, D, 0) < 0)
+                return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        }
+    } else {
+        HS_HOOK(hc, nm, ba->resid_pre, 3, B, T, D, 0);
+    }
+    s = hs_attention_forward(&k, err);
     if (s != HS_OK) return s;
     if (last && last_block_at_one_position(m, acts, T, hc)) {
         last_block_at_one_position_run(m, acts, B, T);

@@ -262,6 +262,11 @@ void hs_bias_residual_pool(hs_pool *pool, float *resid_out, const float *resid, 
 void hs_bias_residual_keep_pool(hs_pool *pool, float *resid_out, const float *resid, float *y,
                                 const float *bias, size_t N, int D, float *ky, float *kr);
 
+/* dst (N, D) <- src, and to keep too (may be NULL: an observer's buffer
+ * for a point it only keeps) with streaming stores while the rows are in
+ * L1, rows over pool's workers, fenced before the call returns. */
+void hs_copy_keep_pool(hs_pool *pool, float *dst, const float *src, float *keep, size_t N, int D);
+
 /* hs_add_bias_rows with its rows spread over pool's workers (NULL, one
  * worker or fewer than 64 rows: this thread): the bits of one call. */
 void hs_add_bias_rows_pool(hs_pool *pool, float *out, const float *bias, size_t N, int OC);

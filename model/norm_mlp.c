@@ -334,6 +334,31 @@ void hs_bias_residual_keep_pool(hs_pool *pool, float *resid_out, const float *re
 }
 
 typedef struct {
+    float *dst, *keep;
+    const float *src;
+    int D;
+} copy_keep_rows;
+
+/* 16 rows at a time: copied, then streamed from L1 to keep. */
+static void copy_keep_part(const void *ctx, size_t r0, size_t r1)
+{
+    const copy_keep_rows *c = ctx;
+    const size_t D = (size_t)c->D;
+    for (size_t a = r0; a < r1; a += 16) {
+        const size_t n = ((a + 16 < r1 ? a + 16 : r1) - a) * D, o = a * D;
+        memcpy(c->dst + o, c->src + o, n * sizeof(float));
+        if (c->keep) hs_store_streaming(c->keep + o, c->dst + o, n);
+    }
+    if (c->keep) hs_streaming_fence(); /* before the pool's job ends */
+}
+
+void hs_copy_keep_pool(hs_pool *pool, float *dst, const float *src, float *keep, size_t N, int D)
+{
+    const copy_keep_rows c = {dst, keep, src, D};
+    rows_pool(pool, N, copy_keep_part, &c);
+}
+
+typedef struct {
     float *out;
     const float *bias;
     int OC;
