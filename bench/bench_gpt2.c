@@ -44,9 +44,14 @@
  *               1.19-1.25x: 1.3x leaves 49-103 ms for everything else.
  * The scores and patterns (1.2 GB of either) are streamed to the cache's
  * entries from causal blocks in L2 (model/attention.c attn_causal_bg: no
- * read back); the split inputs' repeats and hook_result are written in
- * place; the other entries are copied with streaming stores (0.97 GB read
- * and written again: resid-sized points, mlp pre/post, logits). The last
+ * read back; the -inf and zeros above the diagonal streamed without being
+ * written or read first, hs_store_streaming_fill); the split inputs'
+ * repeats and hook_result are written in place; mlp pre/post, attn_out,
+ * resid_mid, mlp_out, resid_post, resid_pre and the norms' scale and
+ * normalized rows are streamed from L1 by the pass that makes them (bias +
+ * GELU, the residual's adds, the norm, resid_pre's copy: fwd9); of TL's
+ * points only hook_embed, hook_pos_embed, block 0's resid_pre, q, k, v and
+ * z are copied after their step (160 MB; 0.97 GB before). The last
  * position's roofline counts the whole T x T score and mix products, while
  * that forward (no observer) runs them in causal blocks of 64 rows, about
  * 53% of them at 1,024 tokens: that roofline is the looser of the two.
