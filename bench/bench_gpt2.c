@@ -44,9 +44,26 @@
  *               1.19-1.25x: 1.3x leaves 49-103 ms for everything else.
  * The scores and patterns (1.2 GB of either) are streamed to the cache's
  * entries from causal blocks in L2 (model/attention.c attn_causal_bg: no
- * read back); the split inputs' repeats and hook_result are written in
- * place; the other entries are copied with streaming stores (0.97 GB read
- * and written again: resid-sized points, mlp pre/post, logits). The last
+ * read back; the -inf and zeros above the diagonal streamed without being
+ * written or read first, hs_store_streaming_fill); the split inputs'
+ * repeats and hook_result are written in place; mlp pre/post, attn_out,
+ * resid_mid, mlp_out, resid_post, resid_pre and the norms' scale and
+ * normalized rows are streamed from L1 by the pass that makes them (bias +
+ * GELU, the residual's adds, the norm, resid_pre's copy: fwd9); of TL's
+ * points only hook_embed, hook_pos_embed, block 0's resid_pre, q, k, v and
+ * z are copied after their step (160 MB; 0.97 GB before). That removed
+ * ~0.95 GB of memory traffic a TL-cache forward (mlp pre/post 453 MB, the
+ * norms 236, the residual passes 227, resid_pre 35: bytes counted per pass)
+ * and ~0.7 GB of passes that ran on one core beside an idle worker (the
+ * observed path's bias and residual adds, resid_pre's memcpy). Measured only
+ * under load (05:26-05:32Z, load 5.8-8.5, 4x a quiet run's wall): TL-cache
+ * CPU a run, medians of 5, 3 alternated pairs: 2,571 / 2,470 / 2,653 ms
+ * (main 832f436) against 2,426 / 2,496 / 2,548 (fwd9); in one full run
+ * each, TL-cache CPU against the products' CPU 1.20x (main) -> 1.16x, the
+ * every-point cache's 1.34x -> 1.25x. The wall ratio against 1.3x needs a
+ * quiet machine. What is left beyond the products: the 1.2 GB of scores and
+ * patterns streamed (at the write floor), the softmax's exp (~4% of the
+ * forward's samples), GELU (~1.3%), the q/k/v/z copies (160 MB). The last
  * position's roofline counts the whole T x T score and mix products, while
  * that forward (no observer) runs them in causal blocks of 64 rows, about
  * 53% of them at 1,024 tokens: that roofline is the looser of the two.

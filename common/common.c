@@ -354,6 +354,39 @@ void hs_store_streaming(float *dst, const float *src, size_t n)
 #endif
 }
 
+void hs_store_streaming_fill(float *dst, const float *src, size_t ns, float fill, size_t n)
+{
+#if defined(__SSE2__)
+    size_t i = 0;
+    for (; i < n && ((uintptr_t)(dst + i) & 15u) != 0; i++) dst[i] = i < ns ? src[i] : fill;
+    for (; i + 16 <= ns; i += 16) {
+        const __m128 a = _mm_loadu_ps(src + i), b = _mm_loadu_ps(src + i + 4);
+        const __m128 c = _mm_loadu_ps(src + i + 8), d = _mm_loadu_ps(src + i + 12);
+        _mm_stream_ps(dst + i, a);
+        _mm_stream_ps(dst + i + 4, b);
+        _mm_stream_ps(dst + i + 8, c);
+        _mm_stream_ps(dst + i + 12, d);
+    }
+    if (i < ns && i + 16 <= n) { /* the block where src ends, built here */
+        float t[16];
+        for (size_t k = 0; k < 16; k++) t[k] = i + k < ns ? src[i + k] : fill;
+        for (size_t k = 0; k < 16; k += 4) _mm_stream_ps(dst + i + k, _mm_loadu_ps(t + k));
+        i += 16;
+    }
+    const __m128 f = _mm_set1_ps(fill);
+    for (; i + 16 <= n; i += 16) {
+        _mm_stream_ps(dst + i, f);
+        _mm_stream_ps(dst + i + 4, f);
+        _mm_stream_ps(dst + i + 8, f);
+        _mm_stream_ps(dst + i + 12, f);
+    }
+    for (; i < n; i++) dst[i] = i < ns ? src[i] : fill;
+#else
+    memcpy(dst, src, ns * sizeof(float));
+    for (size_t i = ns; i < n; i++) dst[i] = fill;
+#endif
+}
+
 void hs_streaming_fence(void)
 {
 #if defined(__SSE2__)

@@ -331,6 +331,11 @@ void hs_copy_streaming(float *dst, const float *src, size_t n);
  * block's rows of an attention tile written to a cache entry) followed by
  * one hs_streaming_fence before anyone else reads them. */
 void hs_store_streaming(float *dst, const float *src, size_t n);
+/* hs_store_streaming of src's first ns floats (ns <= n) into dst, then
+ * dst[ns..n) = fill, with no store to src and no read beyond ns: a causal
+ * row of an attention tile (its scores -inf, its weights 0 above the
+ * diagonal) written to a cache entry without filling the row first. */
+void hs_store_streaming_fill(float *dst, const float *src, size_t ns, float fill, size_t n);
 /* Orders this thread's streaming stores before its later stores (sfence):
  * after hs_store_streaming, before the work is handed to another thread. */
 void hs_streaming_fence(void);

@@ -354,14 +354,18 @@ static void attn_causal_bg(const causal_job *cj, int b, int g)
             for (int i = i0; i < i1; i++) {
                 float *Si = Sb + (size_t)(i - i0) * T;
                 scale_row(Si, i + 1, cj->inv_scale);
-                if (ks == NULL) continue;
-                for (int j = i + 1; j < T; j++) Si[j] = -INFINITY; /* not read by the softmax */
-                hs_store_streaming(ks + (size_t)i * T, Si, (size_t)T);
+                /* the row then -inf above the diagonal, streamed (the
+                 * softmax reads no score there) */
+                if (ks) hs_store_streaming_fill(ks + (size_t)i * T, Si, (size_t)i + 1, -INFINITY, (size_t)T);
             }
             float *Ai = cj->keep_att ? A + (size_t)i0 * T : Ab;
             HS_SIMD_CALL(hs_softmax_rows_w_, Ai, Sb, (size_t)rows, T, 0, (size_t)i0, T,
-                         cj->keep_att || ka ? T : i1);
-            if (ka) hs_store_streaming(ka + (size_t)i0 * T, Ai, (size_t)rows * T);
+                         cj->keep_att ? T : i1);
+            /* each row's weights, then zeros above the diagonal, streamed */
+            if (ka)
+                for (int i = i0; i < i1; i++)
+                    hs_store_streaming_fill(ka + (size_t)i * T, Ai + (size_t)(i - i0) * T,
+                                            (size_t)i + 1, 0.0f, (size_t)T);
             hs_sgemm(0, 0, rows, dh, i1, 1.0f, Ai, T, v, (int)KD, 0.0f, z + (size_t)i0 * HD,
                      (int)HD);
         }
@@ -655,7 +659,7 @@ static hs_status attn_output(const hs_block_step *k, hs_error *err)
 
     hs_sgemm_pool(k->hc->pool, 0, (int)BT, D, H * dh, 1.0f, ba->z, H * dh, bp->W_O, D, 0.0f,
                   ba->attn_out, D);
-    if (!k->fuse && bp->b_O) hs_add_bias_rows(ba->attn_out, bp->b_O, BT, D);
+    if (!k->fuse && bp->b_O) hs_add_bias_rows_pool(k->hc->pool, ba->attn_out, bp->b_O, BT, D);
     snprintf(nm, sizeof nm, "blocks.%d.attn.hook_result", k->l);
     if (hs_hook_wants(k->hc, nm)) {
         /* (B,T,H,D) in the forward's scratch, or where the observer keeps it

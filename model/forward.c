@@ -207,29 +207,71 @@ static hs_status forward_block(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
     const int D = c->d_model;
     char nm[96];
 
-    /* (the training layout's resid_pre is the previous resid_post itself) */
-    if (l > 0 && ba->resid_pre != acts->blocks[l - 1].resid_post)
-        memcpy(ba->resid_pre, acts->blocks[l - 1].resid_post, k.BT * D * sizeof(float));
     /* one sequence without gradients on several layers: one slot, packed here
      * (the forward is one part); otherwise hs_forward packed every layer */
     if (acts->wpack_slots < c->n_layers) hs_pack_qkv(m, acts, l);
     snprintf(nm, sizeof nm, "blocks.%d.hook_resid_pre", l);
-    HS_HOOK(hc, nm, ba->resid_pre, 3, B, T, D, 0);
-    hs_status s = hs_attention_forward(&k, err);
+    hs_status s = HS_OK;
+    /* (the training layout's resid_pre is the previous resid_post itself) */
+    const float *prev = l > 0 ? acts->blocks[l - 1].resid_post : NULL;
+    if (prev && ba->resid_pre != prev) {
+        /* the copy over the pool's workers, the rows streamed from it to an
+         * observer that only keeps the point (hs_hook_keeps) */
+        float *kr;
+        if (hs_hook_keeps(hc, nm, ba->resid_pre, &kr, 3, B, T, D, 0)) {
+            hs_copy_keep_pool(hc->pool, ba->resid_pre, prev, kr, k.BT, D);
+            s = hs_hook_kept(hc, nm, kr, 3, B, T, D, 0, err);
+            if (s != HS_OK) return s;
+        } else {
+            hs_copy_keep_pool(hc->pool, ba->resid_pre, prev, NULL, k.BT, D);
+            if (hs_hook_into(hc, nm, ba->resid_pre, kr, k.BT * D, 3, B, T, D, 0) < 0)
+                return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        }
+    } else {
+        HS_HOOK(hc, nm, ba->resid_pre, 3, B, T, D, 0);
+    }
+    s = hs_attention_forward(&k, err);
     if (s != HS_OK) return s;
     if (last && last_block_at_one_position(m, acts, T, hc)) {
         last_block_at_one_position_run(m, acts, B, T);
         *done = 1;
         return HS_OK;
     }
-    snprintf(nm, sizeof nm, "blocks.%d.hook_attn_out", l);
-    HS_HOOK(hc, nm, ba->attn_out, 3, B, T, D, 0);
     /* the residual after the attention: resid_pre + attn_out (attn_out
      * alone with attn_replace), through LN1 with norm_place post (its input
      * kept in sum_attn) */
     float *after_attn = (c->d_mlp > 0) ? ba->resid_mid : ba->resid_post;
     const int post = c->norm_place == HS_NORM_POST;
     float *sum = post ? ba->sum_attn : after_attn;
+    char nr[96];
+    snprintf(nm, sizeof nm, "blocks.%d.hook_attn_out", l);
+    snprintf(nr, sizeof nr, "blocks.%d.hook_resid_mid", l);
+    /* TL: no hook_resid_mid in parallel with the MLP */
+    const int mid_point = c->d_mlp > 0 && !c->parallel_attn_mlp;
+    float *kr = NULL;
+    if (hc->obs && !c->attn_replace && !post && mid_point) {
+        /* an observer that only keeps attn_out and resid_mid (the activation
+         * cache) gets their rows from the residual's one pass (the bias
+         * added in the attention's step); else the points one at a time */
+        float *ko;
+        const int keeps_o = hs_hook_keeps(hc, nm, ba->attn_out, &ko, 3, B, T, D, 0);
+        const int keeps_r = keeps_o && hs_hook_keeps(hc, nr, ba->resid_mid, &kr, 3, B, T, D, 0);
+        if (keeps_o && keeps_r) {
+            hs_bias_residual_keep_pool(hc->pool, sum, ba->resid_pre, ba->attn_out, NULL, k.BT, D,
+                                       ko, kr);
+            s = hs_hook_kept(hc, nm, ko, 3, B, T, D, 0, err);
+            if (s == HS_OK) s = hs_hook_kept(hc, nr, kr, 3, B, T, D, 0, err);
+            if (s == HS_OK) s = hs_mlp_forward(&k, err);
+            return s;
+        }
+        if (hs_hook_into(hc, nm, ba->attn_out, ko, k.BT * D, 3, B, T, D, 0) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        hs_bias_residual_pool(hc->pool, sum, ba->resid_pre, ba->attn_out, NULL, k.BT, D, 1);
+        if (hs_hook_into(hc, nr, ba->resid_mid, kr, k.BT * D, 3, B, T, D, 0) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nr);
+        return hs_mlp_forward(&k, err);
+    }
+    HS_HOOK(hc, nm, ba->attn_out, 3, B, T, D, 0);
     if (c->attn_replace) {
         if (k.fuse && k.bp->b_O) hs_add_bias_rows(ba->attn_out, k.bp->b_O, k.BT, D);
         memcpy(sum, ba->attn_out, k.BT * D * sizeof(float));
@@ -247,10 +289,9 @@ static hs_status forward_block(hs_hook_ctx *hc, const hs_model *m, hs_acts *acts
     } else if (post) {
         memcpy(after_attn, ba->sum_attn, k.BT * D * sizeof(float));
     }
-    if (c->d_mlp > 0) {
-        s = hs_mlp_forward(&k, err);
-        if (s != HS_OK) return s;
-    }
+    if (mid_point) HS_HOOK(hc, nr, ba->resid_mid, 3, B, T, D, 0);
+    /* the MLP tells resid_post */
+    if (c->d_mlp > 0) return hs_mlp_forward(&k, err);
     snprintf(nm, sizeof nm, "blocks.%d.hook_resid_post", l);
     HS_HOOK(hc, nm, ba->resid_post, 3, B, T, D, 0);
     return HS_OK;

@@ -255,6 +255,22 @@ void hs_bias_residual(float *resid_out, const float *resid, float *y, const floa
 void hs_bias_residual_pool(hs_pool *pool, float *resid_out, const float *resid, float *y,
                            const float *bias, size_t N, int D, int keep_y);
 
+/* hs_bias_residual_pool with keep_y, each row of y and of resid_out also
+ * written to ky and kr (either may be NULL: an observer's buffers for points
+ * it only keeps, hs_hook_keeps) with streaming stores while the row is in
+ * L1, fenced before the call returns. The bits of hs_bias_residual. */
+void hs_bias_residual_keep_pool(hs_pool *pool, float *resid_out, const float *resid, float *y,
+                                const float *bias, size_t N, int D, float *ky, float *kr);
+
+/* dst (N, D) <- src, and to keep too (may be NULL: an observer's buffer
+ * for a point it only keeps) with streaming stores while the rows are in
+ * L1, rows over pool's workers, fenced before the call returns. */
+void hs_copy_keep_pool(hs_pool *pool, float *dst, const float *src, float *keep, size_t N, int D);
+
+/* hs_add_bias_rows with its rows spread over pool's workers (NULL, one
+ * worker or fewer than 64 rows: this thread): the bits of one call. */
+void hs_add_bias_rows_pool(hs_pool *pool, float *out, const float *bias, size_t N, int OC);
+
 #include "model_v8.h" /* hs_v8, HS_CLONES and the element-wise kernels */
 
 /* AdamW's scalars for one run of elements (model/adamw.c): decay = 1 - lr wd
@@ -465,6 +481,21 @@ static inline int hs_hook_keeps(hs_hook_ctx *hc, const char *name, float *fallba
             return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", (nm)); \
         }                                                                                     \
     } while (0)
+
+/* Point nm, whose n values the forward computed in own, told to the
+ * observer at buf, the buffer hs_hook_keeps gave when it did not say
+ * "keeps": buf NULL or own: hs_hook on own; else own copied into buf (the
+ * observer's), observed there, and an edit copied back into own. Returns
+ * hs_hook's value. */
+int hs_hook_into(hs_hook_ctx *hc, const char *nm, float *own, float *buf, size_t n, int ndim,
+                 int64_t d0, int64_t d1, int64_t d2, int64_t d3);
+
+/* Point nm that the observer only keeps (hs_hook_keeps returned 1), its
+ * values written in buf (NULL: not wanted, nothing told): the observer told
+ * now. HS_ERR_CALLBACK when it aborts, or when it edits (it said it only
+ * keeps the point: what followed did not read its edit). */
+hs_status hs_hook_kept(hs_hook_ctx *hc, const char *nm, float *buf, int ndim, int64_t d0,
+                       int64_t d1, int64_t d2, int64_t d3, hs_error *err);
 
 /* A norm with its two points: <prefix>.hook_scale (B,T,1) then
  * <prefix>.hook_normalized (B,T,D), then the affine part: out (B,T,D),

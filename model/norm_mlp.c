@@ -296,6 +296,108 @@ void hs_bias_residual_pool(hs_pool *pool, float *resid_out, const float *resid, 
     rows_pool(pool, N, bias_residual_part, &b);
 }
 
+/* hs_bias_residual with keep_y, each row of y and of resid_out then copied
+ * to ky, kr (either may be NULL) with streaming stores while in L1, one
+ * fence a part (the pool's job ends after it). */
+HS_CLONES
+static void bias_residual_keep(float *resid_out, const float *resid, float *y, const float *bias,
+                               size_t N, int D, float *ky, float *kr)
+{
+    for (size_t i = 0; i < N; i++) {
+        const size_t o = i * (size_t)D;
+        hs_bias_residual(resid_out + o, resid + o, y + o, bias, 1, D, 1);
+        if (ky) hs_store_streaming(ky + o, y + o, (size_t)D);
+        if (kr) hs_store_streaming(kr + o, resid_out + o, (size_t)D);
+    }
+    if (ky || kr) hs_streaming_fence();
+}
+
+typedef struct {
+    float *resid_out, *y, *ky, *kr;
+    const float *resid, *bias;
+    int D;
+} bias_residual_keep_rows;
+
+static void bias_residual_keep_part(const void *ctx, size_t r0, size_t r1)
+{
+    const bias_residual_keep_rows *b = ctx;
+    const size_t o = r0 * (size_t)b->D;
+    bias_residual_keep(b->resid_out + o, b->resid + o, b->y + o, b->bias, r1 - r0, b->D,
+                       b->ky ? b->ky + o : NULL, b->kr ? b->kr + o : NULL);
+}
+
+void hs_bias_residual_keep_pool(hs_pool *pool, float *resid_out, const float *resid, float *y,
+                                const float *bias, size_t N, int D, float *ky, float *kr)
+{
+    const bias_residual_keep_rows b = {resid_out, y, ky, kr, resid, bias, D};
+    rows_pool(pool, N, bias_residual_keep_part, &b);
+}
+
+typedef struct {
+    float *dst, *keep;
+    const float *src;
+    int D;
+} copy_keep_rows;
+
+/* 16 rows at a time: copied, then streamed from L1 to keep. */
+static void copy_keep_part(const void *ctx, size_t r0, size_t r1)
+{
+    const copy_keep_rows *c = ctx;
+    const size_t D = (size_t)c->D;
+    for (size_t a = r0; a < r1; a += 16) {
+        const size_t n = ((a + 16 < r1 ? a + 16 : r1) - a) * D, o = a * D;
+        memcpy(c->dst + o, c->src + o, n * sizeof(float));
+        if (c->keep) hs_store_streaming(c->keep + o, c->dst + o, n);
+    }
+    if (c->keep) hs_streaming_fence(); /* before the pool's job ends */
+}
+
+void hs_copy_keep_pool(hs_pool *pool, float *dst, const float *src, float *keep, size_t N, int D)
+{
+    const copy_keep_rows c = {dst, keep, src, D};
+    rows_pool(pool, N, copy_keep_part, &c);
+}
+
+typedef struct {
+    float *out;
+    const float *bias;
+    int OC;
+} bias_rows;
+
+static void bias_rows_part(const void *ctx, size_t r0, size_t r1)
+{
+    const bias_rows *b = ctx;
+    hs_add_bias_rows(b->out + r0 * (size_t)b->OC, b->bias, r1 - r0, b->OC);
+}
+
+void hs_add_bias_rows_pool(hs_pool *pool, float *out, const float *bias, size_t N, int OC)
+{
+    const bias_rows b = {out, bias, OC};
+    rows_pool(pool, N, bias_rows_part, &b);
+}
+
+int hs_hook_into(hs_hook_ctx *hc, const char *nm, float *own, float *buf, size_t n, int ndim,
+                 int64_t d0, int64_t d1, int64_t d2, int64_t d3)
+{
+    if (buf == NULL || buf == own) return hs_hook(hc, nm, own, ndim, d0, d1, d2, d3);
+    memcpy(buf, own, n * sizeof(float));
+    const int r = hs_hook(hc, nm, buf, ndim, d0, d1, d2, d3);
+    if (r > 0) memcpy(own, buf, n * sizeof(float));
+    return r;
+}
+
+hs_status hs_hook_kept(hs_hook_ctx *hc, const char *nm, float *buf, int ndim, int64_t d0,
+                       int64_t d1, int64_t d2, int64_t d3, hs_error *err)
+{
+    if (buf == NULL) return HS_OK;
+    const int r = hs_hook(hc, nm, buf, ndim, d0, d1, d2, d3);
+    if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+    if (r > 0)
+        return hs_fail(err, HS_ERR_CALLBACK, "observer changed %s, which it said it only keeps "
+                       "(hs_observer_dest_fn)", nm);
+    return HS_OK;
+}
+
 /* A norm's statistics and its application (hs_norm_stats, then
  * hs_norm_apply_affine) row by row over a pool (rows_pool). */
 typedef struct {
@@ -304,7 +406,34 @@ typedef struct {
     int D, normalize, affine, stats, apply;
     hs_norm type;
     float eps;
+    float *ks, *kn; /* norm_kept_part: the kept hook_scale, hook_normalized (may be NULL) */
 } norm_rows;
+
+/* Rows of a norm_kept_part chunk: 16 rows of GPT-2 small's 768 are 48 KB. */
+#define NORM_KEPT_ROWS 16
+
+/* The whole norm of rows [r0, r1) for an observer that only keeps its
+ * points, NORM_KEPT_ROWS rows at a time while they are in L1/L2: the
+ * statistics, the scale 1 / rstd into ks, the normalised rows (streamed to
+ * kn), then the affine part in place: the operations of the observed path
+ * (hs_norm_forward_hooked) in its order, row by row. */
+static void norm_kept_part(const void *ctx, size_t r0, size_t r1)
+{
+    const norm_rows *n = ctx;
+    const size_t D = (size_t)n->D;
+    for (size_t a = r0; a < r1; a += NORM_KEPT_ROWS) {
+        const size_t b = a + NORM_KEPT_ROWS < r1 ? a + NORM_KEPT_ROWS : r1, o = a * D;
+        hs_norm_stats(n->mean + a, n->rstd + a, n->inp + o, b - a, n->D, n->type, n->eps);
+        if (n->ks)
+            for (size_t i = a; i < b; i++) n->ks[i] = 1.0f / n->rstd[i];
+        hs_norm_apply_affine(n->out + o, n->inp + o, n->mean + a, n->rstd + a, n->w, n->b, b - a,
+                             n->D, 1, 0);
+        if (n->kn) hs_store_streaming(n->kn + o, n->out + o, (b - a) * D);
+        hs_norm_apply_affine(n->out + o, n->out + o, n->mean + a, n->rstd + a, n->w, n->b, b - a,
+                             n->D, 0, 1);
+    }
+    if (n->kn) hs_streaming_fence(); /* before the pool's job ends */
+}
 
 static void norm_part(const void *ctx, size_t r0, size_t r1)
 {
@@ -324,19 +453,24 @@ static void norm_part(const void *ctx, size_t r0, size_t r1)
  * the bits of hs_add_bias_rows and hs_act_forward. */
 HS_CLONES
 static void bias_act_forward(float *out, float *dact, float *pre, const float *bias, size_t N,
-                             int M, hs_act act)
+                             int M, hs_act act, float *kp, float *ko)
 {
     for (size_t i = 0; i < N; i++) {
         const size_t o = i * (size_t)M;
         if (bias) hs_add(pre + o, pre + o, bias, (size_t)M);
         hs_act_forward(out + o, dact ? dact + o : NULL, pre + o, (size_t)M, act);
+        /* the points an observer only keeps (hs_hook_keeps): the rows
+         * streamed there from L1, read by no one before the forward ends */
+        if (kp) hs_store_streaming(kp + o, pre + o, (size_t)M);
+        if (ko) hs_store_streaming(ko + o, out + o, (size_t)M);
     }
+    if (kp || ko) hs_streaming_fence(); /* before the pool's job ends */
 }
 
 /* bias_act_forward's rows spread over a pool (rows_pool: every row's values
  * are its own, the bits of one call). */
 typedef struct {
-    float *out, *dact, *pre;
+    float *out, *dact, *pre, *kp, *ko;
     const float *bias;
     int M;
     hs_act act;
@@ -347,14 +481,15 @@ static void bias_act_part(const void *ctx, size_t r0, size_t r1)
     const bias_act_rows *b = ctx;
     const size_t o = r0 * (size_t)b->M;
     bias_act_forward(b->out + o, b->dact ? b->dact + o : NULL, b->pre + o, b->bias, r1 - r0, b->M,
-                     b->act);
+                     b->act, b->kp ? b->kp + o : NULL, b->ko ? b->ko + o : NULL);
 }
 
-/* bias_act_forward over the workers of pool (NULL or few rows: this thread). */
+/* bias_act_forward over the workers of pool (NULL or few rows: this
+ * thread); kp, ko (may be NULL): where pre and out are kept too. */
 static void bias_act_pool(hs_pool *pool, float *out, float *dact, float *pre, const float *bias,
-                          size_t N, int M, hs_act act)
+                          size_t N, int M, hs_act act, float *kp, float *ko)
 {
-    const bias_act_rows b = {out, dact, pre, bias, M, act};
+    const bias_act_rows b = {out, dact, pre, kp, ko, bias, M, act};
     rows_pool(pool, N, bias_act_part, &b);
 }
 
@@ -407,16 +542,33 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
     size_t N = (size_t)B * T;
     /* row by row over the forward's workers (hc->pool; NULL: this thread):
      * each row's values are its own, the bits of one call */
-    norm_rows nr = {out, mean, rstd, inp, w, b, D, 1, 1, 1, 0, type, eps};
+    norm_rows nr = {out, mean, rstd, inp, w, b, D, 1, 1, 1, 0, type, eps, NULL, NULL};
+    char nm[96], nn[96];
+    snprintf(nm, sizeof nm, "%s.hook_scale", prefix);
+    snprintf(nn, sizeof nn, "%s.hook_normalized", prefix);
+    /* an observer that only keeps both points (the activation cache): the
+     * whole norm in one pass over rows, the points streamed to its buffers
+     * (norm_kept_part: 4 passes over the rows and the cache's copy were 5) */
+    float *ks = NULL, *kn = NULL;
+    int keeps_s = 0, keeps_n = 0;
+    if (hc->obs) {
+        keeps_s = hs_hook_keeps(hc, nm, scratch, &ks, 3, B, T, 1, 0);
+        keeps_n = keeps_s && hs_hook_keeps(hc, nn, out, &kn, 3, B, T, D, 0);
+        if (keeps_s && keeps_n && (ks || kn)) {
+            nr.ks = ks, nr.kn = kn;
+            rows_pool(hc->pool, N, norm_kept_part, &nr);
+            hs_status s = hs_hook_kept(hc, nm, ks, 3, B, T, 1, 0, err);
+            if (s == HS_OK) s = hs_hook_kept(hc, nn, kn, 3, B, T, D, 0, err);
+            return s;
+        }
+    }
     rows_pool(hc->pool, N, norm_part, &nr);
     nr.stats = 0;
     nr.apply = 1;
-    char nm[96];
     if (hc->obs) {
-        snprintf(nm, sizeof nm, "%s.hook_scale", prefix);
         if (hs_hook_wants(hc, nm)) {
             for (size_t i = 0; i < N; i++) scratch[i] = 1.0f / rstd[i];
-            int r = hs_hook(hc, nm, scratch, 3, B, T, 1, 0);
+            int r = hs_hook_into(hc, nm, scratch, ks, N, 3, B, T, 1, 0);
             if (r < 0) return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
             if (r > 0) /* only entries the observer changed: 1/(1/x) is not always x */
                 for (size_t i = 0; i < N; i++)
@@ -424,12 +576,11 @@ hs_status hs_norm_forward_hooked(hs_hook_ctx *hc, const char *prefix, float *out
         }
     }
     if (hc->obs) {
-        snprintf(nm, sizeof nm, "%s.hook_normalized", prefix);
-        if (hs_hook_wants(hc, nm)) {
+        if (hs_hook_wants(hc, nn)) {
             nr.normalize = 1, nr.affine = 0;
             rows_pool(hc->pool, N, norm_part, &nr);
-            if (hs_hook(hc, nm, out, 3, B, T, D, 0) < 0)
-                return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+            if (hs_hook_into(hc, nn, out, kn, N * (size_t)D, 3, B, T, D, 0) < 0)
+                return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nn);
             nr.normalize = 0, nr.affine = 1;
             rows_pool(hc->pool, N, norm_part, &nr);
             return HS_OK;
@@ -481,13 +632,9 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
     const int post = c->norm_place == HS_NORM_POST;
     char nm[96];
 
-    /* the MLP reads resid_mid, or resid_pre in parallel with the attention
-     * (TL: no hook_resid_mid then) */
+    /* the MLP reads resid_mid (its point told by model/forward.c), or
+     * resid_pre in parallel with the attention (TL: no hook_resid_mid then) */
     float *in = c->parallel_attn_mlp ? ba->resid_pre : ba->resid_mid;
-    if (!c->parallel_attn_mlp) {
-        snprintf(nm, sizeof nm, "blocks.%d.hook_resid_mid", l);
-        HS_HOOK(k->hc, nm, ba->resid_mid, 3, B, T, D, 0);
-    }
     /* hook_mlp_in: the input of ln2 alone (a copy in ln2_out, normalised
      * in place), so an edit leaves the residual skip as it was */
     const float *ln2_in = in;
@@ -513,18 +660,37 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
         hs_sgemm_pool(k->hc->pool, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f,
                       ba->mlp_pre, M);
         bias_act_pool(k->hc->pool, ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, bp->b_in,
-                      BT, M, c->act);
+                      BT, M, c->act, NULL, NULL);
     } else {
         hs_sgemm_pool(k->hc->pool, 0, (int)BT, M, D, 1.0f, ba->ln2_out, D, bp->W_in, M, 0.0f,
                       ba->mlp_pre, M);
-        if (bp->b_in) hs_add_bias_rows(ba->mlp_pre, bp->b_in, BT, M);
+        char nq[96];
         snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_pre", l);
-        HS_HOOK(k->hc, nm, ba->mlp_pre, 3, B, T, M, 0);
-        /* row by row, the bits of one call (elementwise) */
-        bias_act_pool(k->hc->pool, ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, NULL, BT,
-                      M, c->act);
-        snprintf(nm, sizeof nm, "blocks.%d.mlp.hook_post", l);
-        HS_HOOK(k->hc, nm, ba->mlp_post, 3, B, T, M, 0);
+        snprintf(nq, sizeof nq, "blocks.%d.mlp.hook_post", l);
+        /* an observer that only keeps both (the activation cache): one pass,
+         * the bias, the activation and each row streamed to its buffers
+         * (hs_hook_keeps; the separate passes and the cache's copies read
+         * and wrote mlp_pre and mlp_post 8 times, 100 MB a layer at GPT-2
+         * small, 1,024 tokens); else the points one at a time */
+        float *kp, *kq = NULL;
+        const int keeps_p = hs_hook_keeps(k->hc, nm, ba->mlp_pre, &kp, 3, B, T, M, 0);
+        const int keeps_q = keeps_p && hs_hook_keeps(k->hc, nq, ba->mlp_post, &kq, 3, B, T, M, 0);
+        if (keeps_p && keeps_q) {
+            bias_act_pool(k->hc->pool, ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre,
+                          bp->b_in, BT, M, c->act, kp, kq);
+            hs_status s = hs_hook_kept(k->hc, nm, kp, 3, B, T, M, 0, err);
+            if (s == HS_OK) s = hs_hook_kept(k->hc, nq, kq, 3, B, T, M, 0, err);
+            if (s != HS_OK) return s;
+        } else {
+            if (bp->b_in) hs_add_bias_rows_pool(k->hc->pool, ba->mlp_pre, bp->b_in, BT, M);
+            if (hs_hook_into(k->hc, nm, ba->mlp_pre, kp, BT * M, 3, B, T, M, 0) < 0)
+                return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+            /* row by row, the bits of one call (elementwise) */
+            bias_act_pool(k->hc->pool, ba->mlp_post, hs_acts_dact(k->acts, c, l), ba->mlp_pre, NULL,
+                          BT, M, c->act, NULL, NULL);
+            if (hs_hook_into(k->hc, nq, ba->mlp_post, kq, BT * M, 3, B, T, M, 0) < 0)
+                return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nq);
+        }
     }
     float *mlp_out = k->acts->scratch;
     hs_sgemm_pool(k->hc->pool, 0, (int)BT, D, M, 1.0f, ba->mlp_post, M, bp->W_out, D, 0.0f,
@@ -533,19 +699,43 @@ hs_status hs_mlp_forward(const hs_block_step *k, hs_error *err)
      * resid_pre + attn_out + mlp_out in that order) + mlp_out, into
      * resid_post, or into sum_mlp for the post-norm LN2 */
     float *sum = post ? ba->sum_mlp : ba->resid_post;
+    char nr[96];
+    snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);
+    snprintf(nr, sizeof nr, "blocks.%d.hook_resid_post", l);
     if (k->fuse) {
         hs_bias_residual_pool(k->hc->pool, sum, ba->resid_mid, mlp_out, bp->b_out, BT, D, 0);
+    } else if (!post) {
+        /* as the hidden layer's: an observer that only keeps mlp_out and
+         * resid_post gets their rows from the residual's one pass */
+        float *ko, *kr = NULL;
+        const int keeps_o = hs_hook_keeps(k->hc, nm, mlp_out, &ko, 3, B, T, D, 0);
+        const int keeps_r = keeps_o && hs_hook_keeps(k->hc, nr, ba->resid_post, &kr, 3, B, T, D, 0);
+        if (keeps_o && keeps_r) {
+            hs_bias_residual_keep_pool(k->hc->pool, sum, ba->resid_mid, mlp_out, bp->b_out, BT, D,
+                                       ko, kr);
+            hs_status s = hs_hook_kept(k->hc, nm, ko, 3, B, T, D, 0, err);
+            if (s == HS_OK) s = hs_hook_kept(k->hc, nr, kr, 3, B, T, D, 0, err);
+            return s;
+        }
+        if (bp->b_out) hs_add_bias_rows_pool(k->hc->pool, mlp_out, bp->b_out, BT, D);
+        if (hs_hook_into(k->hc, nm, mlp_out, ko, BT * D, 3, B, T, D, 0) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nm);
+        hs_bias_residual_pool(k->hc->pool, sum, ba->resid_mid, mlp_out, NULL, BT, D, 1);
+        if (hs_hook_into(k->hc, nr, ba->resid_post, kr, BT * D, 3, B, T, D, 0) < 0)
+            return hs_fail(err, HS_ERR_CALLBACK, "forward aborted by observer at %s", nr);
+        return HS_OK;
     } else {
-        if (bp->b_out) hs_add_bias_rows(mlp_out, bp->b_out, BT, D);
-        snprintf(nm, sizeof nm, "blocks.%d.hook_mlp_out", l);
+        if (bp->b_out) hs_add_bias_rows_pool(k->hc->pool, mlp_out, bp->b_out, BT, D);
         HS_HOOK(k->hc, nm, mlp_out, 3, B, T, D, 0);
-        hs_add_long(sum, ba->resid_mid, mlp_out, BT * D);
+        hs_bias_residual_pool(k->hc->pool, sum, ba->resid_mid, mlp_out, NULL, BT, D, 1);
     }
     if (post) {
         snprintf(nm, sizeof nm, "blocks.%d.ln2", l);
-        return hs_norm_forward_hooked(k->hc, nm, ba->resid_post, ba->ln2_mean, ba->ln2_rstd,
-                                      ba->sum_mlp, bp->ln2_w, bp->ln2_b, B, T, D, c->norm, c->eps,
-                                      k->acts->scratch, err);
+        hs_status s = hs_norm_forward_hooked(k->hc, nm, ba->resid_post, ba->ln2_mean, ba->ln2_rstd,
+                                             ba->sum_mlp, bp->ln2_w, bp->ln2_b, B, T, D, c->norm,
+                                             c->eps, k->acts->scratch, err);
+        if (s != HS_OK) return s;
     }
+    HS_HOOK(k->hc, nr, ba->resid_post, 3, B, T, D, 0);
     return HS_OK;
 }

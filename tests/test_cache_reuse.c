@@ -219,12 +219,88 @@ static void kept_scores_and_patterns_in_causal_blocks_equal_the_whole_tiles(void
     hs_model_destroy(m);
 }
 
+/* Doubles every value of the point it sits at. */
+static int doubles(const char *name, const int64_t *shape, int ndim, float *data, void *ctx)
+{
+    (void)name, (void)ctx;
+    size_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= (size_t)shape[i];
+    for (size_t i = 0; i < n; i++) data[i] *= 2.0f;
+    return 1;
+}
+
+/* A cache that only keeps the points gets mlp pre/post, attn_out +
+ * resid_mid, mlp_out + resid_post, the norms' scale + normalized and
+ * resid_pre from the passes that make them (streamed, hs_hook_keeps); a
+ * read-only hook at one of them takes the point-by-point path (the values
+ * copied into the cache's buffer): every entry has the same bits either
+ * way, on one thread and two. An editing hook there (the point doubled)
+ * gives the logits of hs_run_with_hooks with the same hook, and the cache
+ * holds the edited values. */
+static void points_kept_from_their_passes_equal_the_hooked_path(void **state)
+{
+    (void)state;
+    const int T = 100;
+    hs_model *m = make_model(T, 13);
+    hs_error err;
+    int tok[100];
+    for (int i = 0; i < T; i++) tok[i] = (i * 5 + 3) % 23;
+    static const char *const points[] = {
+        "blocks.*.mlp.hook_pre", "blocks.*.mlp.hook_post", "blocks.*.hook_attn_out",
+        "blocks.*.hook_resid_mid", "blocks.*.hook_mlp_out", "blocks.*.hook_resid_post",
+        "blocks.*.hook_resid_pre", "blocks.*.ln1.hook_scale", "blocks.*.ln2.hook_normalized",
+        "ln_final.hook_normalized"};
+    const int np = (int)(sizeof points / sizeof points[0]);
+    const size_t nl = (size_t)T * m->cfg.d_vocab;
+    float *lg = malloc(nl * sizeof(float));
+    assert_non_null(lg);
+    for (int threads = 1; threads <= 2; threads++) {
+        hs_acts *a = NULL;
+        assert_int_equal(hs_acts_create(&m->cfg, 1, T, 0, &a, &err), HS_OK);
+        assert_int_equal(hs_acts_set_threads(a, threads, &err), HS_OK);
+        hs_cache kept, hooked;
+        hs_cache_init(&kept);
+        hs_cache_init(&hooked);
+        run(m, a, tok, T, NULL, 0, &kept);
+        for (int p = 0; p < np; p++) {
+            for (int edit = 0; edit < 2; edit++) {
+                hs_hooks *hk = NULL;
+                assert_int_equal(hs_hooks_create(&hk, &err), HS_OK);
+                assert_int_equal(hs_hooks_add(hk, points[p], edit ? doubles : read_only, NULL, &err), HS_OK);
+                if (hs_run_with_cache(m, a, tok, 1, T, NULL, 0, hk, &hooked, &err) != HS_OK)
+                    fail_msg("%s", err.msg);
+                if (!edit) {
+                    same_cache(&kept, &hooked);
+                } else {
+                    memcpy(lg, a->logits, nl * sizeof(float));
+                    const hs_cache_entry *e = hs_cache_get(&hooked, "blocks.0.hook_resid_post");
+                    assert_non_null(e);
+                    const hs_cache_entry *k0 = hs_cache_get(&kept, "blocks.0.hook_resid_post");
+                    if (memcmp(e->data, k0->data, e->numel * sizeof(float)) == 0 &&
+                        strcmp(points[p], "ln_final.hook_normalized") != 0)
+                        fail_msg("doubling %s changed nothing", points[p]);
+                    if (hs_run_with_hooks(m, a, tok, 1, T, hk, &err) != HS_OK) fail_msg("%s", err.msg);
+                    if (memcmp(lg, a->logits, nl * sizeof(float)) != 0)
+                        fail_msg("doubling %s: the cached run's logits differ from the hooked run's", points[p]);
+                }
+                hs_hooks_destroy(hk);
+            }
+        }
+        hs_cache_free(&kept);
+        hs_cache_free(&hooked);
+        hs_acts_destroy(a);
+    }
+    free(lg);
+    hs_model_destroy(m);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(reused_buffers_give_the_fresh_values),
         cmocka_unit_test(taken_patterns_are_computed_again_for_the_backward),
         cmocka_unit_test(kept_scores_and_patterns_in_causal_blocks_equal_the_whole_tiles),
+        cmocka_unit_test(points_kept_from_their_passes_equal_the_hooked_path),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -202,6 +202,36 @@ static void float_arrays_are_zeroed_aligned_and_whole(void **state)
     hs_floats_free(NULL);
 }
 
+/* hs_store_streaming_fill: every offset of dst (aligned and not), every
+ * split ns of a row n long (0, inside the first 16-float block, at a block
+ * boundary, the whole row): dst holds src up to ns, fill after it, bit for
+ * bit (-inf and a NaN payload too), and nothing beyond n is written. */
+static void a_streamed_row_with_its_fill_is_exact(void **state)
+{
+    (void)state;
+    float src[80], dst[96];
+    for (int i = 0; i < 80; i++) src[i] = (float)(i * 3 + 1) * (i % 2 ? -0.5f : 0.25f);
+    src[7] = NAN;
+    const float fills[2] = {-INFINITY, 0.0f};
+    const size_t ns_of[] = {0, 1, 5, 15, 16, 17, 31, 32, 47, 63, 64};
+    for (int f = 0; f < 2; f++)
+        for (size_t off = 0; off < 8; off++)
+            for (size_t k = 0; k < sizeof ns_of / sizeof ns_of[0]; k++) {
+                const size_t n = 64, ns = ns_of[k];
+                for (int i = 0; i < 96; i++) dst[i] = 7.0f;
+                hs_store_streaming_fill(dst + off, src, ns, fills[f], n);
+                hs_streaming_fence();
+                for (size_t i = 0; i < n; i++) {
+                    const float want = i < ns ? src[i] : fills[f];
+                    if (memcmp(&dst[off + i], &want, sizeof want) != 0)
+                        fail_msg("offset %zu, ns %zu, fill %g: dst[%zu] = %g, want %g", off, ns,
+                                 (double)fills[f], i, (double)dst[off + i], (double)want);
+                }
+                for (size_t i = 0; i < off; i++) assert_true(dst[i] == 7.0f);
+                for (size_t i = off + n; i < 96; i++) assert_true(dst[i] == 7.0f);
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -210,6 +240,7 @@ int main(void)
         cmocka_unit_test(narrow_outputs_give_the_same_bits_in_any_split),
         cmocka_unit_test(a_plan_gives_the_bits_of_hs_sgemm),
         cmocka_unit_test(float_arrays_are_zeroed_aligned_and_whole),
+        cmocka_unit_test(a_streamed_row_with_its_fill_is_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
