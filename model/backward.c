@@ -406,12 +406,24 @@ void hs_zero_grad(hs_model *m)
  * the weight-gradient jobs on w's lane (NULL: each at once, in order).
  * inv_n = 1 / the valid targets of the whole batch. d_x0 as hs_backward's,
  * for these rows. */
-/* y (n) = x (n) * a, in hs_v8 (the loop's bits; -O2 leaves the plain loop
- * scalar: the cross-entropy's gradient, 4% of a ladder row's step) */
+/* The cross-entropy's gradient rows [0, n) of V: dl = pr * inv_n, minus
+ * inv_n at the target (a row whose target is < 0: zeros), and dbias (V, may
+ * be NULL) += each row in row order while it is in L1 (bias_backward's bits,
+ * without its second pass over dl: 32 MB a ladder row's step). In hs_v8 (the
+ * plain loops' bits; -O2 leaves the plain loop scalar). */
 HS_CLONES
-static void ce_grad_scale(float *y, const float *x, float a, int n)
+static void ce_grad_rows(float *dl, float *dbias, const float *pr, const int *targets, float inv_n,
+                         size_t n, int V)
 {
-    hs_scale(y, x, a, n);
+    for (size_t i = 0; i < n; i++, dl += V, pr += V) {
+        if (targets[i] < 0) {
+            memset(dl, 0, (size_t)V * sizeof(float));
+        } else {
+            hs_scale(dl, pr, inv_n, V);
+            dl[targets[i]] -= inv_n;
+        }
+        if (dbias) hs_add(dbias, dbias, dl, (size_t)V);
+    }
 }
 
 static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *acts,
@@ -430,17 +442,9 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     float *dk = gs->dk, *dv = gs->dv, *dpre = gs->dpre, *dpost = gs->dpost;
     float *dlogits = gs->dlogits, *datt = gs->datt, *vT = gs->vT;
 
-    /* cross-entropy: dlogits = (probs - onehot) / n_valid on valid positions */
-    for (size_t i = 0; i < BT; i++) {
-        float *dl = dlogits + i * V;
-        const float *pr = acts->probs + i * V;
-        if (targets[i] < 0) {
-            memset(dl, 0, (size_t)V * sizeof(float));
-            continue;
-        }
-        ce_grad_scale(dl, pr, inv_n, V);
-        dl[targets[i]] -= inv_n;
-    }
+    /* cross-entropy: dlogits = (probs - onehot) / n_valid on valid positions,
+     * with b_U's gradient (its column sums) */
+    ce_grad_rows(dlogits, G->b_U, acts->probs, targets, inv_n, BT, V);
 
     /* The weight gradients go to w's lane (or run at once without it); the
      * input-gradient chain stays here. A buffer a queued job reads is waited
@@ -450,7 +454,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
 
     /* unembed and final norm */
     hs_dx_product(dlnf, 0.0f, dlogits, P->W_U, hs_acts_wT(acts, c, c->n_layers, 0), BT, D, V);
-    j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL};
+    j = (dw_job){0, G->W_U, NULL, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL}; /* b_U: above */
     dw_submit(w, &j);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
     if (c->ln_final && has_norm) {
