@@ -440,7 +440,11 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
 
     float *dresid = gs->dresid, *dln = gs->dln, *dlnf = gs->dlnf, *dz = gs->dz, *dq = gs->dq;
     float *dk = gs->dk, *dv = gs->dv, *dpre = gs->dpre, *dpost = gs->dpost;
-    float *dlogits = gs->dlogits, *datt = gs->datt, *vT = gs->vT;
+    /* the training layout (hs_train: probs is not read after the backward)
+     * takes the gradient in place of probs: no write-allocate of a second
+     * BT x V buffer (32 MB a ladder row's step) */
+    float *dlogits = acts->lean ? acts->probs : gs->dlogits;
+    float *datt = gs->datt, *vT = gs->vT;
 
     /* cross-entropy: dlogits = (probs - onehot) / n_valid on valid positions,
      * with b_U's gradient (its column sums) */
