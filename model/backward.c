@@ -411,6 +411,10 @@ void hs_zero_grad(hs_model *m)
  * be NULL) += each row in row order while it is in L1 (bias_backward's bits,
  * without its second pass over dl: 32 MB a ladder row's step). In hs_v8 (the
  * plain loops' bits; -O2 leaves the plain loop scalar). */
+/* Rows of the cross-entropy's gradient a block (backward_rows): 128 x V
+ * floats of dlogits and of probs, 1 MB at V 1,024, in a core's L2. */
+#define CE_BLOCK 128
+
 HS_CLONES
 static void ce_grad_rows(float *dl, float *dbias, const float *pr, const int *targets, float inv_n,
                          size_t n, int V)
@@ -447,8 +451,18 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     float *datt = gs->datt, *vT = gs->vT;
 
     /* cross-entropy: dlogits = (probs - onehot) / n_valid on valid positions,
-     * with b_U's gradient (its column sums) */
-    ce_grad_rows(dlogits, G->b_U, acts->probs, targets, inv_n, BT, V);
+     * with b_U's gradient (its column sums), then the unembedding's input
+     * gradient dlnf, in blocks of CE_BLOCK rows when libxsmm runs it (the product reads each block of dlogits from L2, not
+     * memory; a block starts on a multiple of 64 rows, so each row meets the
+     * kernel it meets in one call: hs_sgemm's bits); else one call (OpenBLAS
+     * would pack W_U again for every block) */
+    const float *wTU = hs_acts_wT(acts, c, c->n_layers, 0);
+    const size_t blk = hs_sgemm_nn_jit(D, V) ? CE_BLOCK : BT;
+    for (size_t r0 = 0; r0 < BT; r0 += blk) {
+        const size_t n = BT - r0 < blk ? BT - r0 : blk;
+        ce_grad_rows(dlogits + r0 * V, G->b_U, acts->probs + r0 * V, targets + r0, inv_n, n, V);
+        hs_dx_product(dlnf + r0 * D, 0.0f, dlogits + r0 * V, P->W_U, wTU, n, D, V);
+    }
 
     /* The weight gradients go to w's lane (or run at once without it); the
      * input-gradient chain stays here. A buffer a queued job reads is waited
@@ -457,7 +471,6 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     dw_job j;
 
     /* unembed and final norm */
-    hs_dx_product(dlnf, 0.0f, dlogits, P->W_U, hs_acts_wT(acts, c, c->n_layers, 0), BT, D, V);
     j = (dw_job){0, G->W_U, NULL, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL}; /* b_U: above */
     dw_submit(w, &j);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
