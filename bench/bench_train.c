@@ -23,6 +23,10 @@
  * on a helper thread, OpenBLAS at 1 thread; default 0 = auto, as hs_train).
  * --blas-threads N: instead, no helper thread and OpenBLAS' own threading at
  * N threads (the alternative the library does not take; for comparison).
+ * --ladder-row R: the model and batch of `headscope ladder`'s row R (0..8,
+ * hs_ladder_row_job at its default settings but --batch, default 64: the
+ * chapter's; row 0 trains batch x 128 windows of one token) on random tokens
+ * of --vocab (default 1024), so the ladder's step can be split row by row.
  * --full-acts: the activations' full layout (HS_ACTS_GRAD: every hook
  * point kept per layer, act' stored) instead of hs_train's (HS_ACTS_TRAIN),
  * the same numbers: the two side by side (time, peak RSS).
@@ -34,6 +38,7 @@
 #include "bench_shapes.h"
 
 #include "tasks/tasks.h"
+#include "tasks/text.h"
 
 /* OpenBLAS extension (declared in OpenBLAS' cblas.h; repeated for others). */
 void openblas_set_num_threads(int num_threads);
@@ -101,7 +106,7 @@ static void token_batch(const int *stream, size_t n_rows, size_t k, hs_task_rng 
 int main(int argc, char **argv)
 {
     int steps = 300, warmup = 30, threads = 0, blas_threads = 0, batch = 64, roofline = 1;
-    int layout = HS_ACTS_TRAIN;
+    int layout = HS_ACTS_TRAIN, ladder_row = -1, batch_set = 0;
     const char *json = NULL, *token_file = NULL;
     bench_shape sh = bench_shape_default();
     for (int i = 1; i < argc; i++) {
@@ -113,7 +118,8 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--blas-threads") && i + 1 < argc) blas_threads = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--batch") && i + 1 < argc) batch = atoi(argv[++i]), batch_set = 1;
+        else if (!strcmp(argv[i], "--ladder-row") && i + 1 < argc) ladder_row = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json = argv[++i];
         else if (!strcmp(argv[i], "--no-roofline")) roofline = 0;
         else if (!strcmp(argv[i], "--full-acts")) layout = HS_ACTS_GRAD;
@@ -121,7 +127,8 @@ int main(int argc, char **argv)
             fprintf(stderr,
                     "usage: bench_train [--steps N] [--warmup N] [--threads N] [--blas-threads N] "
                     "[--batch B] [--d-model D] [--layers L] [--heads H] [--d-head dh] [--d-mlp M] "
-                    "[--ctx T] [--vocab V] [--tokens FILE] [--no-roofline] [--full-acts] [--json FILE]\n");
+                    "[--ctx T] [--vocab V] [--tokens FILE] [--ladder-row R] [--no-roofline] [--full-acts] "
+                    "[--json FILE]\n");
             return 2;
         }
     }
@@ -133,6 +140,22 @@ int main(int argc, char **argv)
     hs_error err;
     hs_winograd *task = NULL;
     bench_shape_finish(&sh);
+    if (ladder_row >= 0) {
+        if (ladder_row >= HS_LADDER_ROWS || token_file) {
+            fprintf(stderr, "bench_train: --ladder-row is 0..%d, on random tokens\n", HS_LADDER_ROWS - 1);
+            return 2;
+        }
+        hs_ladder_opts lo = hs_ladder_opts_default();
+        lo.batch = batch_set ? batch : 64;
+        hs_train_job j;
+        hs_ladder_row_job(&lo, ladder_row, NULL, 0, NULL, &j);
+        const int V = sh.tokens ? sh.cfg.d_vocab : lo.vocab_size;
+        sh.cfg = j.cfg;
+        sh.cfg.d_vocab = V;
+        sh.cfg.n_ctx = sh.T = j.text.n_ctx;
+        sh.tokens = 1;
+        batch = j.train.batch;
+    }
     if (!sh.tokens) {
         if (hs_winograd_create(HS_TASK_WINOGRAD, 0, NULL, &task, &err) != HS_OK) die("task", &err);
         sh.cfg.n_ctx = sh.T = HS_WG_LEN;

@@ -406,12 +406,28 @@ void hs_zero_grad(hs_model *m)
  * the weight-gradient jobs on w's lane (NULL: each at once, in order).
  * inv_n = 1 / the valid targets of the whole batch. d_x0 as hs_backward's,
  * for these rows. */
-/* y (n) = x (n) * a, in hs_v8 (the loop's bits; -O2 leaves the plain loop
- * scalar: the cross-entropy's gradient, 4% of a ladder row's step) */
+/* The cross-entropy's gradient rows [0, n) of V: dl = pr * inv_n, minus
+ * inv_n at the target (a row whose target is < 0: zeros), and dbias (V, may
+ * be NULL) += each row in row order while it is in L1 (bias_backward's bits,
+ * without its second pass over dl: 32 MB a ladder row's step). In hs_v8 (the
+ * plain loops' bits; -O2 leaves the plain loop scalar). */
+/* Rows of the cross-entropy's gradient a block (backward_rows): 128 x V
+ * floats of dlogits and of probs, 1 MB at V 1,024, in a core's L2. */
+#define CE_BLOCK 128
+
 HS_CLONES
-static void ce_grad_scale(float *y, const float *x, float a, int n)
+static void ce_grad_rows(float *dl, float *dbias, const float *pr, const int *targets, float inv_n,
+                         size_t n, int V)
 {
-    hs_scale(y, x, a, n);
+    for (size_t i = 0; i < n; i++, dl += V, pr += V) {
+        if (targets[i] < 0) {
+            memset(dl, 0, (size_t)V * sizeof(float));
+        } else {
+            hs_scale(dl, pr, inv_n, V);
+            dl[targets[i]] -= inv_n;
+        }
+        if (dbias) hs_add(dbias, dbias, dl, (size_t)V);
+    }
 }
 
 static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *acts,
@@ -428,18 +444,24 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
 
     float *dresid = gs->dresid, *dln = gs->dln, *dlnf = gs->dlnf, *dz = gs->dz, *dq = gs->dq;
     float *dk = gs->dk, *dv = gs->dv, *dpre = gs->dpre, *dpost = gs->dpost;
-    float *dlogits = gs->dlogits, *datt = gs->datt, *vT = gs->vT;
+    /* the training layout (hs_train: probs is not read after the backward)
+     * takes the gradient in place of probs: no write-allocate of a second
+     * BT x V buffer (32 MB a ladder row's step) */
+    float *dlogits = acts->lean ? acts->probs : gs->dlogits;
+    float *datt = gs->datt, *vT = gs->vT;
 
-    /* cross-entropy: dlogits = (probs - onehot) / n_valid on valid positions */
-    for (size_t i = 0; i < BT; i++) {
-        float *dl = dlogits + i * V;
-        const float *pr = acts->probs + i * V;
-        if (targets[i] < 0) {
-            memset(dl, 0, (size_t)V * sizeof(float));
-            continue;
-        }
-        ce_grad_scale(dl, pr, inv_n, V);
-        dl[targets[i]] -= inv_n;
+    /* cross-entropy: dlogits = (probs - onehot) / n_valid on valid positions,
+     * with b_U's gradient (its column sums), then the unembedding's input
+     * gradient dlnf, in blocks of CE_BLOCK rows when libxsmm runs it (the product reads each block of dlogits from L2, not
+     * memory; a block starts on a multiple of 64 rows, so each row meets the
+     * kernel it meets in one call: hs_sgemm's bits); else one call (OpenBLAS
+     * would pack W_U again for every block) */
+    const float *wTU = hs_acts_wT(acts, c, c->n_layers, 0);
+    const size_t blk = hs_sgemm_nn_jit(D, V) ? CE_BLOCK : BT;
+    for (size_t r0 = 0; r0 < BT; r0 += blk) {
+        const size_t n = BT - r0 < blk ? BT - r0 : blk;
+        ce_grad_rows(dlogits + r0 * V, G->b_U, acts->probs + r0 * V, targets + r0, inv_n, n, V);
+        hs_dx_product(dlnf + r0 * D, 0.0f, dlogits + r0 * V, P->W_U, wTU, n, D, V);
     }
 
     /* The weight gradients go to w's lane (or run at once without it); the
@@ -449,8 +471,7 @@ static void backward_rows(const hs_model *m, const hs_params *G, const hs_acts *
     dw_job j;
 
     /* unembed and final norm */
-    hs_dx_product(dlnf, 0.0f, dlogits, P->W_U, hs_acts_wT(acts, c, c->n_layers, 0), BT, D, V);
-    j = (dw_job){0, G->W_U, G->b_U, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL};
+    j = (dw_job){0, G->W_U, NULL, acts->lnf_out, dlogits, BT, D, V, 0, 0, NULL}; /* b_U: above */
     dw_submit(w, &j);
     const float *final_resid = acts->blocks[c->n_layers - 1].resid_post;
     if (c->ln_final && has_norm) {

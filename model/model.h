@@ -558,7 +558,8 @@ typedef struct {
     float *lnf_out;               /* (B,T,D) */
     float *lnf_mean, *lnf_rstd;   /* (B,T) */
     float *logits;                /* (B,T,V) */
-    float *probs;                 /* (B,T,V) softmax of logits (after loss) */
+    float *probs;                 /* (B,T,V) softmax of logits (after loss; HS_ACTS_TRAIN:
+                                     d loss / d logits after hs_backward) */
     /* backward scratch (hs_floats_alloc): every batch part's fixed slots, the
      * per-sequence slots (hs_backward), then dact_mem, then the transposed weights */
     float *d_mem;

@@ -23,6 +23,9 @@
  * grad_mem += part 1 += part 2 ... in that order (the data-parallel step of
  * llm.c / PyTorch DDP with a fixed reduction order). If d_x0 != NULL it also receives dLoss/d(x0)
  * (b,t,D), the gradient w.r.t. the summed input embedding (gradient checks).
+ * With acts made HS_ACTS_TRAIN it overwrites acts->probs with d loss /
+ * d logits (the training layout keeps no second B x T x V buffer's traffic;
+ * hs_cross_entropy makes probs again); the other layouts leave probs as it is.
  */
 void hs_backward(hs_model *m, hs_acts *acts, const int *tokens, const int *targets,
                  float *d_x0);

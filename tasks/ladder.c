@@ -62,9 +62,8 @@ hs_ladder_opts hs_ladder_opts_default(void)
     return o;
 }
 
-/* Row r's job (text task, the shared BPE). */
-static void row_job(const hs_ladder_opts *o, int r, const char *tok, size_t tok_len,
-                    const char *out, hs_train_job *j)
+void hs_ladder_row_job(const hs_ladder_opts *o, int r, const char *tok, size_t tok_len,
+                       const char *out, hs_train_job *j)
 {
     const row_def *d = &ROWS[r];
     hs_train_job_default(j);
@@ -150,7 +149,7 @@ static hs_status row_run(void *ctx, int j, int worker, hs_error *err)
     char *path = hs_strfmt("%s/row-%d.safetensors", o->models_dir, r);
     if (!path) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     hs_train_job tj;
-    row_job(o, r, L->out->tokenizer_json, L->out->tokenizer_json_len, path, &tj);
+    hs_ladder_row_job(o, r, L->out->tokenizer_json, L->out->tokenizer_json_len, path, &tj);
     tj.train.threads = L->row_threads;
     tj.progress = o->progress ? row_progress : NULL;
     tj.ctx = &L->rc[r];

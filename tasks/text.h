@@ -163,6 +163,14 @@ typedef struct {
 hs_ladder_opts hs_ladder_opts_default(void);
 /* Row i's name ("no context", ...), "?" out of range. */
 const char *hs_ladder_row_name(int i);
+/* Row r's (0 <= r < HS_LADDER_ROWS) training job under o, as hs_ladder_run
+ * trains it: the text task on o's corpus with the tokenizer.json tok
+ * (tok_len bytes, borrowed), its model's config (j->cfg; d_vocab set by
+ * hs_train_run from the tokenizer), windows j->text.n_ctx, batch
+ * j->train.batch, saved to out (borrowed). bench_train --ladder-row times a
+ * row's step with it. */
+void hs_ladder_row_job(const hs_ladder_opts *o, int r, const char *tok, size_t tok_len,
+                       const char *out, hs_train_job *j);
 
 typedef struct {
     const char *name, *adds;   /* static */
