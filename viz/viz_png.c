@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -491,103 +490,18 @@ hs_status vz_png_write_rgb(const char *path, const unsigned char *rgb, int w, in
     return write_rows(path, rgb, (size_t)(w > 0 ? w : 0) * 3, 0, w, h, dpi, pp, pool, err);
 }
 
-/* The pixels figures are drawn into, kept between figures: up to SURF_KEEP
- * buffers of at most SURF_KEEP_MAX bytes each, shared by every thread under
- * a mutex. A fresh buffer is fresh pages (a 2 x 4 model's heatmap at 150
- * dpi: 855 KB, ~210 page faults; `inspect` drew 13 figures into fresh
- * surfaces, a third of its page faults); a kept one is warm. Every pixel
- * is painted (vz_render starts with the white background), so a kept
- * buffer's old pixels never show. Held until the process ends (reachable). */
-#define SURF_KEEP 2
-#define SURF_KEEP_MAX ((size_t)16 << 20)
-static pthread_mutex_t surf_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-    unsigned char *p;
-    size_t cap;
-} surf_kept[SURF_KEEP];
-
-/* A buffer of at least n bytes (its size into *cap): the smallest kept one
- * that holds n, else a new one; NULL when memory ran out. */
-static unsigned char *surf_take(size_t n, size_t *cap)
-{
-    unsigned char *p = NULL;
-    pthread_mutex_lock(&surf_mu);
-    int best = -1;
-    for (int k = 0; k < SURF_KEEP; k++)
-        if (surf_kept[k].p && surf_kept[k].cap >= n && (best < 0 || surf_kept[k].cap < surf_kept[best].cap))
-            best = k;
-    if (best >= 0) {
-        p = surf_kept[best].p;
-        *cap = surf_kept[best].cap;
-        surf_kept[best].p = NULL;
-    }
-    pthread_mutex_unlock(&surf_mu);
-    if (p) return p;
-    *cap = n;
-    return malloc(n ? n : 1);
-}
-
-/* Gives back a buffer of surf_take: kept in a free slot, or in place of a
- * smaller kept one, else freed. */
-static void surf_give(unsigned char *p, size_t cap)
-{
-    if (!p) return;
-    if (cap > SURF_KEEP_MAX) {
-        free(p);
-        return;
-    }
-    pthread_mutex_lock(&surf_mu);
-    int slot = 0; /* a free slot, else the one holding the smallest buffer */
-    for (int k = 0; k < SURF_KEEP; k++) {
-        if (!surf_kept[k].p) {
-            slot = k;
-            break;
-        }
-        if (surf_kept[k].cap < surf_kept[slot].cap) slot = k;
-    }
-    unsigned char *drop = p;
-    if (!surf_kept[slot].p || surf_kept[slot].cap < cap) {
-        drop = surf_kept[slot].p;
-        surf_kept[slot].p = p;
-        surf_kept[slot].cap = cap;
-    }
-    pthread_mutex_unlock(&surf_mu);
-    free(drop);
-}
-
 hs_status hs_viz_figure_write_png(const hs_viz_figure *f, const char *path, hs_pool *pool,
                                   hs_error *err)
 {
     if (f == NULL) return hs_fail(err, HS_ERR_INPUT, "figure is NULL");
     hs_status s = hs_check_out_path(path, err);
     if (s != HS_OK) return s;
-    /* cairo_image_surface_create's own surface, but in a kept buffer */
-    int stride = cairo_format_stride_for_width(CAIRO_FORMAT_RGB24, f->width);
-    if (stride <= 0 || f->height < 1)
-        return hs_fail(err, HS_ERR_INPUT, "%s: image is empty or too wide (%d x %d)", path,
-                       f->width, f->height);
-    size_t cap = 0, n = (size_t)stride * (size_t)f->height;
-    unsigned char *px = surf_take(n, &cap);
-    cairo_surface_t *sf = px ? cairo_image_surface_create_for_data(px, CAIRO_FORMAT_RGB24, f->width,
-                                                                   f->height, stride)
-                             : NULL;
-    if (!sf || cairo_surface_status(sf) != CAIRO_STATUS_SUCCESS) {
-        if (sf) cairo_surface_destroy(sf);
-        surf_give(px, cap);
-        return hs_fail(err, HS_ERR_NOMEM, "out of memory for a %d x %d image", f->width, f->height);
-    }
-    cairo_t *cr = cairo_create(sf);
-    vz_render(cr, f);
-    cairo_status_t cs = cairo_status(cr);
-    cairo_destroy(cr);
-    cairo_surface_flush(sf);
-    if (cs != CAIRO_STATUS_SUCCESS)
-        s = hs_fail(err, HS_ERR_NOMEM, "drawing a %d x %d image: %s", f->width, f->height,
-                    cairo_status_to_string(cs));
-    else
-        s = write_rows(path, px, (size_t)stride, 1, f->width, f->height, vz_figure_ppi(f), NULL,
-                       pool, err);
+    cairo_surface_t *sf = NULL;
+    s = vz_render_image(f, &sf, err);
+    if (s != HS_OK) return s;
+    s = write_rows(path, cairo_image_surface_get_data(sf),
+                   (size_t)cairo_image_surface_get_stride(sf), 1, f->width, f->height,
+                   vz_figure_ppi(f), NULL, pool, err);
     cairo_surface_destroy(sf);
-    surf_give(px, cap);
     return s;
 }
