@@ -335,25 +335,6 @@ int hs_argmax(const float *x, size_t n)
     return (int)best;
 }
 
-void hs_store_streaming(float *dst, const float *src, size_t n)
-{
-#if defined(__SSE2__)
-    size_t i = 0;
-    for (; i < n && ((uintptr_t)(dst + i) & 15u) != 0; i++) dst[i] = src[i];
-    for (; i + 16 <= n; i += 16) {
-        const __m128 a = _mm_loadu_ps(src + i), b = _mm_loadu_ps(src + i + 4);
-        const __m128 c = _mm_loadu_ps(src + i + 8), d = _mm_loadu_ps(src + i + 12);
-        _mm_stream_ps(dst + i, a);
-        _mm_stream_ps(dst + i + 4, b);
-        _mm_stream_ps(dst + i + 8, c);
-        _mm_stream_ps(dst + i + 12, d);
-    }
-    for (; i < n; i++) dst[i] = src[i];
-#else
-    memcpy(dst, src, n * sizeof(float));
-#endif
-}
-
 void hs_store_streaming_fill(float *dst, const float *src, size_t ns, float fill, size_t n)
 {
 #if defined(__SSE2__)
@@ -385,6 +366,11 @@ void hs_store_streaming_fill(float *dst, const float *src, size_t ns, float fill
     memcpy(dst, src, ns * sizeof(float));
     for (size_t i = ns; i < n; i++) dst[i] = fill;
 #endif
+}
+
+void hs_store_streaming(float *dst, const float *src, size_t n)
+{
+    hs_store_streaming_fill(dst, src, n, 0.0f, n); /* no fill when ns == n */
 }
 
 void hs_streaming_fence(void)

@@ -575,7 +575,9 @@ float hs_cross_entropy(const hs_model *m, hs_acts *acts, const int *targets, int
     return n > 0 ? (float)(total / n) : 0.0f;
 }
 
-void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scratch, float *logits)
+/* The final norm of hs_final_logits(_pool) into scratch's first N x D floats
+ * (statistics recomputed from each row); returns them. */
+static float *final_norm(const hs_model *m, const float *resid, size_t N, float *scratch)
 {
     const hs_config *c = &m->cfg;
     const hs_params *P = &m->params;
@@ -587,22 +589,21 @@ void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scr
     } else {
         memcpy(out, resid, N * D * sizeof(float));
     }
-    hs_unembed_forward(logits, out, P, N, D, c->d_vocab);
+    return out;
+}
+
+void hs_final_logits(const hs_model *m, const float *resid, size_t N, float *scratch, float *logits)
+{
+    const float *out = final_norm(m, resid, N, scratch);
+    hs_unembed_forward(logits, out, &m->params, N, m->cfg.d_model, m->cfg.d_vocab);
 }
 
 void hs_final_logits_pool(hs_pool *pool, const hs_model *m, const float *resid, size_t N, float *scratch,
                           float *logits)
 {
-    const hs_config *c = &m->cfg;
     const hs_params *P = &m->params;
-    const int D = c->d_model, V = c->d_vocab;
-    float *out = scratch, *mean = scratch + N * D, *rstd = mean + N;
-    if (c->ln_final && c->norm != HS_NORM_NONE) {
-        hs_norm_stats(mean, rstd, resid, N, D, c->norm, c->eps);
-        hs_norm_apply_affine(out, resid, mean, rstd, P->ln_final_w, P->ln_final_b, N, D, 1, 1);
-    } else {
-        memcpy(out, resid, N * D * sizeof(float));
-    }
+    const int D = m->cfg.d_model, V = m->cfg.d_vocab;
+    const float *out = final_norm(m, resid, N, scratch);
     /* hs_unembed_forward's product and bias, by columns */
     if (P->W_U)
         hs_sgemm_cols_pool(pool, 0, (int)N, V, D, 1.0f, out, D, P->W_U, V, 0.0f, logits, V, P->b_U);
