@@ -121,7 +121,7 @@ int cmd_patch(int argc, char **argv)
             break;
         case O_BY:
             if ((by = hs_patch_by_parse(optarg)) < 0) {
-                cli_usage_error(C, "unknown --by '%s' (head, head,position, both)", optarg);
+                cli_usage_error(C, "unknown --by '%s' (one of: 'head', 'head,position', 'both')", optarg);
                 return 2;
             }
             break;

@@ -72,8 +72,10 @@ int cmd_prompts(int argc, char **argv)
         fputs(PROMPTS_HELP, stdout);
         return 0;
     }
-    if (argc < 2 || strcmp(argv[1], "ioi") != 0)
-        return cli_usage_error(C, "give the kind of prompt set: ioi");
+    if (argc < 2 || argv[1][0] == '-')
+        return cli_usage_error(C, "give the kind of prompt set first: ioi (the only kind)");
+    if (strcmp(argv[1], "ioi") != 0)
+        return cli_usage_error(C, "unknown kind of prompt set '%s' (the only kind: ioi)", argv[1]);
     hs_ioi_params p = {.n = -1, .seed = 0, .corrupt = HS_IOI_CORRUPT_S2, .template_id = -1};
     long v;
     int c;

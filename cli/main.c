@@ -31,7 +31,7 @@ static const struct {
     {"timeline", cmd_timeline, "circuits over training: scores and verdicts of every kept checkpoint"},
     {"discover", cmd_discover, "find a circuit: edge scores (exact patching, EAP, EAP-IG, ACDC), faithfulness, ROC"},
     {"faithfulness", cmd_faithfulness, "run a circuit from a graph.json: its faithfulness and the curve"},
-    {"prompts", cmd_prompts, "write a prompt set: IOI (Wang et al. 2022) for a GPT-2 tokenizer"},
+    {"prompts", cmd_prompts, "write a prompt set: IOI (Wang et al. 2022) for a model's BPE tokenizer"},
     {"tokenize", cmd_tokenize, "a model's tokens of a text or of JSON lines (TL's to_tokens / to_str_tokens)"},
     {"generate", cmd_generate, "a text model continues a prompt (greedy, temperature, top-k; seeded)"},
     {"ladder", cmd_ladder, "the chapter's ablation ladder on a corpus: parameters and perplexity per row"},

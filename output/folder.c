@@ -468,17 +468,41 @@ static long remove_old(const hs_outdir *o, const old_index *oi, hs_buf *removed)
     return n_removed;
 }
 
-/* 1 when name is another command's file the new index lists (out_others_kept). */
-static int other_listed(const old_index *oi, const hs_outdir *o, const char *name)
+/* The old index's entry of name when it is another command's file the new
+ * index lists (out_others_kept); NULL otherwise. */
+static const cJSON *other_listed(const old_index *oi, const hs_outdir *o, const char *name)
 {
     const cJSON *e, *old = oi->headscope ? cJSON_GetObjectItemCaseSensitive(oi->idx, "files") : NULL;
     cJSON_ArrayForEach(e, old)
     {
         const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
         if (cJSON_IsString(f) && strcmp(f->valuestring, name) == 0)
-            return by_other(e, o->cmd) && owned(oi, o->dir, name, &o->inputs);
+            return by_other(e, o->cmd) && owned(oi, o->dir, name, &o->inputs) ? e : NULL;
     }
-    return 0;
+    return NULL;
+}
+
+/* The command that rewrites view's page entry e of dir into b: "headscope
+ * view F..." with the page's folders (its "folders", each relative to dir)
+ * as seen from where dir was given; "headscope view DIR" when it has none. */
+static void view_command(hs_buf *b, const char *dir, const cJSON *e)
+{
+    const cJSON *fs = e ? cJSON_GetObjectItemCaseSensitive(e, "folders") : NULL, *f;
+    hs_buf_printf(b, "headscope view");
+    if (!cJSON_IsArray(fs) || cJSON_GetArraySize(fs) == 0) {
+        hs_buf_printf(b, " %s", dir);
+        return;
+    }
+    const char *slash = strrchr(dir, '/');
+    cJSON_ArrayForEach(f, fs)
+    {
+        if (!cJSON_IsString(f)) continue;
+        const char *r = f->valuestring;
+        if (strcmp(r, ".") == 0) hs_buf_printf(b, " %s", dir);
+        else if (strncmp(r, "../", 3) == 0 && !slash) hs_buf_printf(b, " %s", r + 3);
+        else if (strncmp(r, "../", 3) == 0) hs_buf_printf(b, " %.*s/%s", (int)(slash - dir), dir, r + 3);
+        else hs_buf_printf(b, " %s/%s", dir, r);
+    }
 }
 
 /* Removes stage/name: a new file identical to the one in DIR, which stays. */
@@ -546,22 +570,28 @@ hs_status out_stage_commit(hs_outdir *o, hs_error *err)
                     n_removed > 8 ? ", ..." : "");
         /* 5. say what else the folder holds */
         int kept = 0, pages = 0;
+        const cJSON *page = NULL;
         DIR *d = opendir(o->dir);
         for (struct dirent *de; d && (de = readdir(d)) != NULL;) {
             if (!plain_name(de->d_name) || is_new(o->files, de->d_name)) continue;
-            if (other_listed(&oi, o, de->d_name)) pages++;
-            else kept++;
+            const cJSON *pe = other_listed(&oi, o, de->d_name);
+            if (pe && pages++ == 0) page = pe;
+            else if (!pe) kept++;
         }
         if (d) closedir(d);
         if (kept > 0)
             hs_note(&o->notes, HS_NOTE_CMD, "note: %s already holds %d file%s headscope did "
                     "not write; they are kept", o->dir, kept, kept == 1 ? "" : "s");
         /* another command's page (view's) shows the folder as that command saw it */
-        if (pages > 0)
+        if (pages > 0) {
+            hs_buf cmd = {0};
+            view_command(&cmd, o->dir, page);
             hs_note(&o->notes, HS_NOTE_CMD, "note: %s keeps %d file%s another headscope "
                     "command wrote (view's page): %s the folder's earlier outputs until that "
-                    "command runs again (headscope view %s)", o->dir, pages, pages == 1 ? "" : "s",
-                    pages == 1 ? "it shows" : "they show", o->dir);
+                    "command runs again (%s)", o->dir, pages, pages == 1 ? "" : "s",
+                    pages == 1 ? "it shows" : "they show", cmd.s ? cmd.s : "headscope view");
+            hs_buf_free(&cmd);
+        }
     }
     hs_buf_free(&removed);
     cJSON_Delete(oi.idx);

@@ -202,6 +202,14 @@ grep -q '"by":[[:space:]]*"view"' "$V/index.json" || fail "v6: view's page is no
 has -F "keeps 1 file another headscope command wrote (view's page): it shows the folder's earlier outputs until that command runs again (headscope view $V)" < "$TMP/v6.err" ||
     fail "v6: no note that view's page is now stale: $(cat "$TMP/v6.err")"
 check_folder "$V"
+# ... naming the page's own folders when it shows two (view V W, then a run in V)
+V2="$TMP/view2" W2="$TMP/view2w"
+run 0 v2a inspect --model "$M" --sentence "$S" --out "$V2" --format json
+run 0 v2b inspect --model "$M" --sentence "the animal did" --out "$W2" --format json
+run 0 v2c view "$V2" "$W2"
+run 0 v2d inspect --model "$M" --sentence "$S" --out "$V2" --format json
+has -F "until that command runs again (headscope view $V2 $W2)" < "$TMP/v2d.err" ||
+    fail "v2d: the note does not name the page's two folders: $(cat "$TMP/v2d.err")"
 run 0 v7 view "$V"
 echo "<!-- mine -->" >>"$V/index.html"
 cp "$V/index.html" "$TMP/page.before"

@@ -127,7 +127,9 @@ one_line n0 '--n must be an integer in \[1, 1000000\]'
 run 2 noout prompts ioi --model "$M" --n 3
 one_line noout 'give --out FILE'
 run 2 kind prompts greater-than --model "$M" --n 3 --out "$TMP/k.jsonl"
-one_line kind 'give the kind of prompt set: ioi'
+one_line kind "unknown kind of prompt set 'greater-than' (the only kind: ioi)"
+run 2 nokind prompts --model "$M" --n 3 --out "$TMP/k.jsonl"
+one_line nokind 'give the kind of prompt set first: ioi (the only kind)'
 ck=$HERE/checkpoint/circuit_tiny.safetensors
 run 1 words prompts ioi --model "$ck" --n 3 --out "$TMP/w.jsonl"
 one_line words "IOI prompts need a byte-level BPE tokenizer (GPT-2's) that has the names as single tokens; this model has a word-level vocabulary of [0-9]* words"
