@@ -394,6 +394,27 @@ static hs_status move_in(const hs_outdir *o, const char *name, hs_error *err)
     return s;
 }
 
+static void view_command(hs_buf *b, const char *dir, const cJSON *e);
+
+/* The old index's entry of index.html when it is view's page of more folders
+ * than dir alone (its "folders" other than ["."]): a run of another command
+ * writing its own page there would replace it silently, which view itself
+ * refuses without --force (hs_view_run); NULL otherwise. */
+static const cJSON *view_page_of_more(const old_index *oi, const hs_outdir *o)
+{
+    const cJSON *e, *old = oi->headscope ? cJSON_GetObjectItemCaseSensitive(oi->idx, "files") : NULL;
+    cJSON_ArrayForEach(e, old)
+    {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(e, "file");
+        if (!cJSON_IsString(f) || strcmp(f->valuestring, "index.html") != 0) continue;
+        const cJSON *fs = cJSON_GetObjectItemCaseSensitive(e, "folders");
+        const int alone = cJSON_IsArray(fs) && cJSON_GetArraySize(fs) == 1 &&
+                          cJSON_IsString(fs->child) && strcmp(fs->child->valuestring, ".") == 0;
+        return by_other(e, o->cmd) && cJSON_IsArray(fs) && !alone ? e : NULL;
+    }
+    return NULL;
+}
+
 /* Step 1 of the commit: every name this run writes must be free, or a file
  * an earlier run wrote and nobody changed since; otherwise nothing is touched.
  * same[i] (one per entry of o->files, zeroed) is set for an owned file that
@@ -421,7 +442,14 @@ static hs_status check_names(const hs_outdir *o, const old_index *oi, unsigned c
                 ours = owned_or_same(oi, o, name, e, &eq);
             }
             same[i] = (unsigned char)(ours && eq);
-            if (!ours && n_conflict++ == 0) {
+            const cJSON *more = strcmp(name, "index.html") == 0 ? view_page_of_more(oi, o) : NULL;
+            if (more && n_conflict++ == 0) {
+                hs_buf cmd = {0};
+                view_command(&cmd, o->dir, more);
+                hs_buf_printf(&conflict, "%s is the page of several folders (%s); this run's own "
+                              "page would replace it", path, cmd.s ? cmd.s : "headscope view");
+                hs_buf_free(&cmd);
+            } else if (!more && !ours && n_conflict++ == 0) {
                 if (S_ISREG(sb.st_mode) && is_input(&o->inputs, &sb))
                     hs_buf_printf(&conflict, "%s is an input of this command", path);
                 else if (strcmp(name, "index.json") == 0)

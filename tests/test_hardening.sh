@@ -210,6 +210,12 @@ run 0 v2c view "$V2" "$W2"
 run 0 v2d inspect --model "$M" --sentence "$S" --out "$V2" --format json
 has -F "until that command runs again (headscope view $V2 $W2)" < "$TMP/v2d.err" ||
     fail "v2d: the note does not name the page's two folders: $(cat "$TMP/v2d.err")"
+# ... and a run writing its own page there does not replace the page of two silently
+cp "$V2/index.html" "$TMP/view2_page.before"
+run 1 v2e inspect --model "$M" --sentence "$S" --out "$V2" --format json,html
+has -F "index.html is the page of several folders (headscope view $V2 $W2); this run's own page would replace it; nothing was changed" < "$TMP/v2e.err" ||
+    fail "v2e: $(cat "$TMP/v2e.err")"
+cmp -s "$TMP/view2_page.before" "$V2/index.html" || fail "v2e: the page of two folders changed"
 run 0 v7 view "$V"
 echo "<!-- mine -->" >>"$V/index.html"
 cp "$V/index.html" "$TMP/page.before"
