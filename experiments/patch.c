@@ -338,14 +338,14 @@ static hs_status group_run(hs_engine *e, hs_engine_worker *w, const pjob *jb, pc
         /* the corrupted run's residual entering the first unit's layer, once a unit */
         const hs_cache_entry *rp = hs_cache_getf(c->corr, "blocks.%d.hook_resid_pre", l0);
         hs_cache_entry re;
-        hs_cache rc = {0, 0, NULL, 1};
+        hs_cache rc = {0, 0, NULL, 1, NULL};
         if (rp && l0 > 0) {
             for (int h = 0; h < nh; h++) memcpy(res + (size_t)h * n * t * D, rp->data, set_bytes);
             re = *rp;
             re.shape[0] = nh * n;
             re.numel = (size_t)nh * n * t * D;
             re.data = res;
-            rc = (hs_cache){1, 1, &re, 1};
+            rc = (hs_cache){1, 1, &re, 1, NULL};
         }
         group_arg ga = {c, jb, ld, u0, nh};
         st = hs_engine_sweep_from(e, w, tok, nh * n, rp && l0 > 0 ? l0 : 0, &rc, group_hooks, group_rows, &ga);

@@ -218,6 +218,8 @@ typedef struct {
     int n, cap;
     hs_cache_entry *e;
     int borrowed;       /* 1: a view; entries' data belong to another cache */
+    float *mem;         /* NULL, or one hs_floats_alloc block holding every entry's
+                         * data (hs_engine_cache), freed whole by hs_cache_free */
 } hs_cache;
 
 void hs_cache_init(hs_cache *c);
