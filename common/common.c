@@ -288,40 +288,60 @@ _Static_assert(sizeof(floats_head) <= 16 && alignof(max_align_t) >= 16, "a block
 /* Mappings given back by hs_floats_free, kept for the next hs_floats_alloc of
  * the same length: their pages are resident, so the next user's first writes
  * do not fault and the kernel clears nothing (a fresh page costs 0.1-2.6 ms
- * a MB on this VM, a memset of a resident one 0.04: circuit's engines, made
- * and freed one after the other, faulted in 30 MB that way). At most
- * FLOATS_KEPT blocks and FLOATS_KEPT_BYTES bytes; an allocation that finds no
- * block of its length gives every kept block back first, so memory resident
- * at any time is never more than without the keeping (a block is reused only
- * at its own length). Process-wide, behind kept_mu: the allocator's state, as
- * malloc's own free lists are. */
+ * a MB on this VM, clearing a resident one 0.04: circuit's engines, made and
+ * freed one after the other, faulted in 30 MB that way). At most FLOATS_KEPT
+ * blocks and FLOATS_KEPT_BYTES bytes (the most that is resident beyond what
+ * is allocated); a block that finds no room is unmapped. Process-wide,
+ * behind kept_mu: the allocator's state, as malloc's own free lists are. */
 #define FLOATS_KEPT 16
-#define FLOATS_KEPT_BYTES ((size_t)64 << 20)
+#define FLOATS_KEPT_BYTES ((size_t)32 << 20)
 static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
 static floats_head kept[FLOATS_KEPT];
 static int n_kept;
 static size_t kept_bytes;
 
-/* A kept block of length len (its start), else NULL after unmapping every
- * kept block. */
+/* A kept block of length len (its start), or NULL. */
 static char *kept_take(size_t len)
 {
     char *a = NULL;
     pthread_mutex_lock(&kept_mu);
-    for (int i = 0; i < n_kept; i++)
+    for (int i = n_kept - 1; i >= 0; i--) /* the last kept first */
         if (kept[i].map == len) {
             a = kept[i].base;
             kept_bytes -= len;
-            kept[i] = kept[--n_kept];
+            memmove(&kept[i], &kept[i + 1], (size_t)(n_kept - 1 - i) * sizeof *kept);
+            n_kept--;
             break;
         }
-    if (a == NULL) {
-        for (int i = 0; i < n_kept; i++) (void)munmap(kept[i].base, kept[i].map);
-        n_kept = 0;
-        kept_bytes = 0;
-    }
     pthread_mutex_unlock(&kept_mu);
     return a;
+}
+
+/* Zeroes the resident pages of the mapping [a, a + len) (a on a page
+ * boundary; mincore): the others read as zero already, and stay untouched. */
+static void clear_resident(char *a, size_t len)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char vec[256];
+    for (size_t at = 0; at < len; at += sizeof vec * page) {
+        const size_t n = len - at < sizeof vec * page ? len - at : sizeof vec * page;
+        const size_t np = (n + page - 1) / page;
+        if (mincore(a + at, n, vec) != 0) { /* cannot tell: clear it all */
+            memset(a + at, 0, n);
+            continue;
+        }
+        for (size_t k = 0; k < np;) {
+            if (!(vec[k] & 1)) {
+                k++;
+                continue;
+            }
+            size_t e = k + 1;
+            while (e < np && (vec[e] & 1)) e++;
+            const size_t from = k * page, to = e * page < n ? e * page : n;
+            memset(a + at + from, 0, to - from);
+            k = e;
+        }
+    }
 }
 
 /* Keeps the mapping h (hs_floats_free) or unmaps it when there is no room. */
@@ -356,7 +376,7 @@ float *hs_floats_alloc(size_t n)
         const size_t keep = bytes % HS_HUGE_PAGE >= HS_HUGE_PAGE / 2 ? whole : (bytes + page - 1) / page * page;
         char *a = kept_take(keep);
         if (a != NULL) {
-            memset(a, 0, keep);
+            clear_resident(a, keep);
         } else {
             const size_t len = whole + HS_HUGE_PAGE; /* room for the boundary */
             char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
