@@ -312,7 +312,8 @@ static hs_status run_phase_a(hs_circ_ctx *c, const hs_wg_example *ex, size_t n_e
     /* no final norm and no logits in the means' runs (HS_LOGITS_NONE): they
      * read no point there, and the points they read are the same bits */
     for (int i = 0; i < c->eng.n_workers; i++) c->eng.w[i].acts->logit_pos = HS_LOGITS_NONE;
-    st = hs_engine_means(&c->eng, tok, n_ex, filt, c->m->cfg.d_mlp > 0 ? 2 : 1, &c->means, err);
+    st = hs_circ_means_ok(c) ? hs_circ_means(c, tok, n_ex, err)
+                             : hs_engine_means(&c->eng, tok, n_ex, filt, c->m->cfg.d_mlp > 0 ? 2 : 1, &c->means, err);
     for (int i = 0; i < c->eng.n_workers; i++) c->eng.w[i].acts->logit_pos = -1;
     free(tok);
     if (st != HS_OK) return st;

@@ -271,7 +271,7 @@ static hs_status suffix_job_run(hs_engine_worker *w, const pjob *jb, pctx *c)
     }
     zedit ze = {c->cz, n, c->t, c->suffix_s, H, c->m->cfg.d_head, j, J};
     const hs_suffix_run run = {B, c->t, c->suffix_s, layer, row, c->cr, c->ck, c->cv, suffix_edit_z, &ze,
-                               read, tok, 2, NULL, -1, NULL, 0};
+                               read, tok, 2, NULL, -1, NULL, 0, NULL};
     hs_status st = hs_forward_suffix(c->m, &run, lg, &w->err);
     for (int k = 0; k < K && st == HS_OK; k++) {
         double s = 0.0;
