@@ -81,6 +81,20 @@ void hs_circuit_report_free(hs_circuit_report *r)
 /* ------------------------------------------------------------------------ */
 /* Run context                                                               */
 
+/* The engine and its workers' rows (pred, ld); the pool stays. */
+static void release_engine(hs_circ_ctx *c)
+{
+    for (int i = 0; i < c->eng.n_workers; i++) {
+        if (c->pred) free(c->pred[i]);
+        if (c->ld) free(c->ld[i]);
+    }
+    free(c->pred);
+    free(c->ld);
+    c->pred = NULL;
+    c->ld = NULL;
+    hs_engine_free(&c->eng);
+}
+
 static void ctx_free(hs_circ_ctx *c)
 {
     free(c->ex);
@@ -94,13 +108,7 @@ static void ctx_free(hs_circ_ctx *c)
     hs_cache_free(&c->corr);
     hs_cache_free(&c->means);
     free(c->mlp_mean);
-    for (int i = 0; i < c->eng.n_workers; i++) {
-        if (c->pred) free(c->pred[i]);
-        if (c->ld) free(c->ld[i]);
-    }
-    free(c->pred);
-    free(c->ld);
-    hs_engine_free(&c->eng);
+    release_engine(c);
     hs_pool_destroy(c->pool);
     memset(c, 0, sizeof *c);
 }
@@ -304,7 +312,8 @@ static hs_status run_phase_a(hs_circ_ctx *c, const hs_wg_example *ex, size_t n_e
     /* no final norm and no logits in the means' runs (HS_LOGITS_NONE): they
      * read no point there, and the points they read are the same bits */
     for (int i = 0; i < c->eng.n_workers; i++) c->eng.w[i].acts->logit_pos = HS_LOGITS_NONE;
-    st = hs_engine_means(&c->eng, tok, n_ex, filt, c->m->cfg.d_mlp > 0 ? 2 : 1, &c->means, err);
+    st = hs_circ_means_ok(c) ? hs_circ_means(c, tok, n_ex, err)
+                             : hs_engine_means(&c->eng, tok, n_ex, filt, c->m->cfg.d_mlp > 0 ? 2 : 1, &c->means, err);
     for (int i = 0; i < c->eng.n_workers; i++) c->eng.w[i].acts->logit_pos = -1;
     free(tok);
     if (st != HS_OK) return st;
@@ -712,7 +721,12 @@ hs_status hs_circuit_run(const hs_model *m, const hs_winograd *t, const hs_circu
         st = composition_and_paths(&c, r, err);
     }
     if (st == HS_OK) st = hs_circ_verdicts(r, err);
-    if (st == HS_OK && r->opts.discover) st = hs_circ_discovery_winograd(&c, r, err);
+    if (st == HS_OK && r->opts.discover) {
+        /* the engine's activations are given back before the section makes
+         * its own engines (hs_floats_alloc hands their pages on resident) */
+        release_engine(&c);
+        st = hs_circ_discovery_winograd(&c, r, err);
+    }
     ctx_free(&c);
     if (st != HS_OK) hs_circuit_report_free(r);
     return st;

@@ -132,7 +132,7 @@ hs_status hs_circ_suffix_run(const hs_circ_ctx *c, const hs_circ_edit *e, int *p
         hs_suffix_run sr = {n, T_RUN, s, layer, row, (const float *const *)ptrs, (const float *const *)ptrs + L,
                             (const float *const *)ptrs + 2 * L, path ? NULL : edit_z, &sc, read, NULL, 0,
                             kind == 1 ? zl->data : NULL, path ? e->receiver.head : -1, path ? edit_qkv : NULL,
-                            kind == 2};
+                            kind == 2, NULL};
         st = hs_forward_suffix(c->m, &sr, lg, err);
     }
     for (int i = 0; i < n && st == HS_OK; i++) { /* as circuit.c's rows_of */

@@ -108,6 +108,22 @@ typedef struct {
     float *const *in;     /* PATH: (3) */
 } hs_circ_edit;
 
+/* ------------------------------------------------------------------------ */
+/* The mean-ablation reference (circuits/circuit_means.c)                     */
+
+/* 1 when hs_circ_means can run c's model: hs_forward_suffix's blocks, learned
+ * positions added, no embedding norm, 0 < c->s_diff < T. */
+int hs_circ_means_ok(const hs_circ_ctx *c);
+/* c->means (freed first) <- the position-wise means of every block's
+ * blocks.l.attn.hook_z and blocks.l.hook_mlp_out over the n rows tok (n, T),
+ * entries of batch 1 in the forward's order: hs_engine_means' bits (each
+ * value summed in double in row order, then divided by n), each group of
+ * rows with the same tokens before c->s_diff run whole once on c->eng and
+ * its other rows from s_diff on alone (hs_forward_suffix, exact) on the
+ * group's keys and values. c->eng's workers as hs_engine_means leaves them.
+ * HS_ERR_INPUT (no rows), HS_ERR_NOMEM. */
+hs_status hs_circ_means(hs_circ_ctx *c, const int *tok, size_t n, hs_error *err);
+
 /* 1 when the model's blocks run on hs_forward_suffix (two layers at least);
  * phase A then caches every block's hook_k, hook_v and the last's hook_q. */
 int hs_circ_suffix_runs(const hs_circ_ctx *c);

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -284,11 +285,84 @@ typedef struct {
 } floats_head;
 _Static_assert(sizeof(floats_head) <= 16 && alignof(max_align_t) >= 16, "a block's head fits before it");
 
+/* Mappings given back by hs_floats_free, kept for the next hs_floats_alloc of
+ * the same length: their pages are resident, so the next user's first writes
+ * do not fault and the kernel clears nothing (a fresh page costs 0.1-2.6 ms
+ * a MB on this VM, clearing a resident one 0.04: circuit's engines, made and
+ * freed one after the other, faulted in 30 MB that way). At most FLOATS_KEPT
+ * blocks and FLOATS_KEPT_BYTES bytes (the most that is resident beyond what
+ * is allocated); a block that finds no room is unmapped. Process-wide,
+ * behind kept_mu: the allocator's state, as malloc's own free lists are. */
+#define FLOATS_KEPT 16
+#define FLOATS_KEPT_BYTES ((size_t)32 << 20)
+static pthread_mutex_t kept_mu = PTHREAD_MUTEX_INITIALIZER;
+static floats_head kept[FLOATS_KEPT];
+static int n_kept;
+static size_t kept_bytes;
+
+/* A kept block of length len (its start), or NULL. */
+static char *kept_take(size_t len)
+{
+    char *a = NULL;
+    pthread_mutex_lock(&kept_mu);
+    for (int i = n_kept - 1; i >= 0; i--) /* the last kept first */
+        if (kept[i].map == len) {
+            a = kept[i].base;
+            kept_bytes -= len;
+            memmove(&kept[i], &kept[i + 1], (size_t)(n_kept - 1 - i) * sizeof *kept);
+            n_kept--;
+            break;
+        }
+    pthread_mutex_unlock(&kept_mu);
+    return a;
+}
+
+/* Zeroes the resident pages of the mapping [a, a + len) (a on a page
+ * boundary; mincore): the others read as zero already, and stay untouched. */
+static void clear_resident(char *a, size_t len)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char vec[256];
+    for (size_t at = 0; at < len; at += sizeof vec * page) {
+        const size_t n = len - at < sizeof vec * page ? len - at : sizeof vec * page;
+        const size_t np = (n + page - 1) / page;
+        if (mincore(a + at, n, vec) != 0) { /* cannot tell: clear it all */
+            memset(a + at, 0, n);
+            continue;
+        }
+        for (size_t k = 0; k < np;) {
+            if (!(vec[k] & 1)) {
+                k++;
+                continue;
+            }
+            size_t e = k + 1;
+            while (e < np && (vec[e] & 1)) e++;
+            const size_t from = k * page, to = e * page < n ? e * page : n;
+            memset(a + at + from, 0, to - from);
+            k = e;
+        }
+    }
+}
+
+/* Keeps the mapping h (hs_floats_free) or unmaps it when there is no room. */
+static void kept_put(floats_head h)
+{
+    pthread_mutex_lock(&kept_mu);
+    const int keep = n_kept < FLOATS_KEPT && h.map <= FLOATS_KEPT_BYTES - kept_bytes;
+    if (keep) {
+        kept[n_kept++] = h;
+        kept_bytes += h.map;
+    }
+    pthread_mutex_unlock(&kept_mu);
+    if (!keep) (void)munmap(h.base, h.map);
+}
+
 /* A block of HS_HUGE_PAGE bytes or more (the head's 64 included) is an
  * anonymous mapping of its own, its head starting on a 2 MiB boundary (the
  * head and the floats share the first huge page), mapped larger by a huge
- * page and trimmed to the boundary and its length; the rest is calloc'd 64
- * bytes larger (room for the alignment and the head). */
+ * page and trimmed to the boundary and its length, or a kept mapping of that
+ * length cleared; the rest is calloc'd 64 bytes larger (room for the
+ * alignment and the head). */
 float *hs_floats_alloc(size_t n)
 {
     if (n == 0 || n > (SIZE_MAX - 64 - 2 * HS_HUGE_PAGE) / sizeof(float)) return NULL;
@@ -300,13 +374,18 @@ float *hs_floats_alloc(size_t n)
          * 1 MiB more resident than the block holds); a shorter one 4 KiB pages */
         const size_t page = (size_t)sysconf(_SC_PAGESIZE), whole = (bytes + HS_HUGE_PAGE - 1) & ~(HS_HUGE_PAGE - 1);
         const size_t keep = bytes % HS_HUGE_PAGE >= HS_HUGE_PAGE / 2 ? whole : (bytes + page - 1) / page * page;
-        const size_t len = whole + HS_HUGE_PAGE; /* room for the boundary */
-        char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (raw == MAP_FAILED) return NULL;
-        char *a = raw + (-(uintptr_t)raw & (HS_HUGE_PAGE - 1)); /* the boundary at or after raw */
-        if (a > raw) (void)munmap(raw, (size_t)(a - raw));
-        (void)munmap(a + keep, (size_t)(raw + len - (a + keep)));
-        (void)madvise(a, keep & ~(HS_HUGE_PAGE - 1), MADV_HUGEPAGE); /* a hint */
+        char *a = kept_take(keep);
+        if (a != NULL) {
+            clear_resident(a, keep);
+        } else {
+            const size_t len = whole + HS_HUGE_PAGE; /* room for the boundary */
+            char *raw = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (raw == MAP_FAILED) return NULL;
+            a = raw + (-(uintptr_t)raw & (HS_HUGE_PAGE - 1)); /* the boundary at or after raw */
+            if (a > raw) (void)munmap(raw, (size_t)(a - raw));
+            (void)munmap(a + keep, (size_t)(raw + len - (a + keep)));
+            (void)madvise(a, keep & ~(HS_HUGE_PAGE - 1), MADV_HUGEPAGE); /* a hint */
+        }
         h = (floats_head){a, keep};
     }
 #endif
@@ -321,7 +400,7 @@ void hs_floats_free(float *p)
     if (p == NULL) return;
     floats_head h;
     memcpy(&h, (char *)p - sizeof h, sizeof h);
-    if (h.map) (void)munmap(h.base, h.map);
+    if (h.map) kept_put(h);
     else free(h.base);
 }
 

@@ -504,7 +504,10 @@ static hs_status attribute(const hs_model *m, hs_pool *pool, const hs_prompts *p
     c.given = given;
     hs_engine e;
     memset(&e, 0, sizeof e);
-    if ((s = hs_engine_init(&e, m, pool, p->t, err)) == HS_OK && (s = eap_points(&c, err)) == HS_OK &&
+    /* the jobs' forwards run on the attribution workers' activations (c.aw);
+     * the engine's own (one row each but for the means) only in eap_means */
+    const int rows = c.abl == HS_ABLATE_MEAN ? HS_ENGINE_CHUNK : 1;
+    if ((s = hs_engine_init_rows(&e, m, pool, p->t, rows, err)) == HS_OK && (s = eap_points(&c, err)) == HS_OK &&
         (s = eap_alloc(&c, p, &e, err)) == HS_OK && (c.abl != HS_ABLATE_MEAN || (s = eap_means(&c, &e, err)) == HS_OK)) {
         e.progress = c.ig ? "EAP-IG chunks of 32 prompts" : "EAP chunks of 32 prompts"; /* per chunk */
         s = hs_engine_for(&e, hs_engine_chunks(p->n), eap_job, &c, err);

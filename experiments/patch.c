@@ -271,7 +271,7 @@ static hs_status suffix_job_run(hs_engine_worker *w, const pjob *jb, pctx *c)
     }
     zedit ze = {c->cz, n, c->t, c->suffix_s, H, c->m->cfg.d_head, j, J};
     const hs_suffix_run run = {B, c->t, c->suffix_s, layer, row, c->cr, c->ck, c->cv, suffix_edit_z, &ze,
-                               read, tok, 2, NULL, -1, NULL, 0};
+                               read, tok, 2, NULL, -1, NULL, 0, NULL};
     hs_status st = hs_forward_suffix(c->m, &run, lg, &w->err);
     for (int k = 0; k < K && st == HS_OK; k++) {
         double s = 0.0;
@@ -338,14 +338,14 @@ static hs_status group_run(hs_engine *e, hs_engine_worker *w, const pjob *jb, pc
         /* the corrupted run's residual entering the first unit's layer, once a unit */
         const hs_cache_entry *rp = hs_cache_getf(c->corr, "blocks.%d.hook_resid_pre", l0);
         hs_cache_entry re;
-        hs_cache rc = {0, 0, NULL, 1};
+        hs_cache rc = {0, 0, NULL, 1, NULL};
         if (rp && l0 > 0) {
             for (int h = 0; h < nh; h++) memcpy(res + (size_t)h * n * t * D, rp->data, set_bytes);
             re = *rp;
             re.shape[0] = nh * n;
             re.numel = (size_t)nh * n * t * D;
             re.data = res;
-            rc = (hs_cache){1, 1, &re, 1};
+            rc = (hs_cache){1, 1, &re, 1, NULL};
         }
         group_arg ga = {c, jb, ld, u0, nh};
         st = hs_engine_sweep_from(e, w, tok, nh * n, rp && l0 > 0 ? l0 : 0, &rc, group_hooks, group_rows, &ga);

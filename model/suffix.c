@@ -121,6 +121,7 @@ static void suffix_qkv(const hs_model *m, int l, float *out, const float *ln, si
 
 /* The attention's output, the residual and the MLP of layer l on x (N, D)
  * in place, z (N, HD) its heads' mix. */
+/* (ao then holds the MLP's output, or the attention's with no MLP.) */
 static void suffix_rest(const hs_model *m, int l, suffix_buf *sb, size_t N)
 {
     const hs_config *c = &m->cfg;
@@ -220,9 +221,10 @@ static void suffix_pass(const hs_model *m, const hs_suffix_run *r, suffix_buf *s
             }
         }
         if (act > act0 && r->edit_z) r->edit_z(r->ctx, sb->z + (size_t)act0 * ns * HD, b0 + act0, act - act0, ns);
-        if (l < L - 1) {
+        if (l < L - 1 || r->observe) {
             for (size_t i = N; i < R; i++) memcpy(sb->z + i * HD, sb->z + (N - 1) * HD, (size_t)HD * sizeof(float));
             suffix_rest(m, l, sb, R);
+            if (r->observe) r->observe(r->ctx, l, b0, act, ns, sb->z, c->d_mlp > 0 ? sb->ao : NULL);
             continue;
         }
         /* the last block from its attention output on: each sequence's read
@@ -345,9 +347,10 @@ hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *lo
     if (last && (r->head < -1 || r->head >= c->n_heads || (r->head >= 0 && r->head_qkv == NULL)))
         return hs_fail(err, HS_ERR_INPUT, "forward suffix: head %d to recompute (heads 0..%d, with its q, k, v)",
                        r->head, c->n_heads - 1);
+    if (r->observe && last) return hs_fail(err, HS_ERR_INPUT, "forward suffix: observe runs every position, not z_last");
     const int s0 = last ? 0 : r->s;
     for (int b = 0; b < r->B; b++) {
-        if (r->read[b] < s0 || r->read[b] >= r->t)
+        if (!r->observe && (r->read[b] < s0 || r->read[b] >= r->t))
             return hs_fail(err, HS_ERR_INPUT, "forward suffix: sequence %d reads position %d outside %d..%d", b,
                            r->read[b], s0, r->t - 1);
         if (r->layer[b] < 0 || r->layer[b] >= c->n_layers || (b > 0 && r->layer[b] < r->layer[b - 1]) ||
@@ -360,11 +363,11 @@ hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *lo
     const int ns = last ? 1 : t - r->s, per = pass_seqs(ns);
     const size_t R = rows16((size_t)per * ns);
     const size_t wide = (size_t)(M > D ? M : D);
-    const size_t lg = r->n_tok == 0 ? R * (size_t)c->d_vocab : 0;
+    const size_t lg = r->n_tok == 0 && !r->observe ? R * (size_t)c->d_vocab : 0;
     const size_t head = (last && r->head >= 0) || r->exact ? 5 * (size_t)t * dh + 2 * (size_t)t * t : 0;
     suffix_buf sb;
     const size_t floats = R * D * 3 + R * 3 * HD + R * HD + 2 * R * wide + 2 * R + (size_t)D * HD + (size_t)t + lg + head;
-    float *mem = malloc(floats * sizeof(float));
+    float *mem = hs_floats_alloc(floats); /* a run after another of its size: the same pages */
     if (mem == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
     sb.x = mem;
     sb.ln = sb.x + R * D;
@@ -384,6 +387,6 @@ hs_status hs_forward_suffix(const hs_model *m, const hs_suffix_run *r, float *lo
         if (last) suffix_last_pass(m, r, &sb, b0, nb, logits);
         else suffix_pass(m, r, &sb, b0, nb, logits);
     }
-    free(mem);
+    hs_floats_free(mem);
     return HS_OK;
 }

@@ -22,6 +22,11 @@ typedef void (*hs_suffix_z_fn)(void *ctx, float *z, int b0, int nb, int ns);
 /* Head r->head's q, k, v (t, dh) each at every position of sequence b
  * (z_last runs). */
 typedef void (*hs_suffix_qkv_fn)(void *ctx, int b, float *q, float *k, float *v);
+/* Block l's points at positions s .. s + ns - 1 of the sequences b0 .. b0 +
+ * nb - 1 that have entered by block l: z (nb, ns, H, dh) (blocks.l.attn.hook_z,
+ * after edit_z), mlp_out (nb, ns, D) (blocks.l.hook_mlp_out). */
+typedef void (*hs_suffix_points_fn)(void *ctx, int l, int b0, int nb, int ns, const float *z,
+                                    const float *mlp_out);
 typedef struct {
     int B, t, s;                /* sequences; positions; the first position run, 0 < s < t */
     const int *layer;           /* (B) the block sequence b starts at, in [0, L), nondecreasing */
@@ -49,6 +54,9 @@ typedef struct {
                                  * whole t x t tile (hs_attn_head_forward; rows before s from k, v):
                                  * with n_tok 0 the full forward's bits, for short t (circuit's
                                  * 15 positions). 0: the rows s.. alone, sums written out here */
+    hs_suffix_points_fn observe; /* NULL, or every block's z and MLP output at s.. (ctx): the
+                                 * last block then runs at every position s.. too, and
+                                 * no logit is computed (read, tok, logits unread; z_last NULL) */
 } hs_suffix_run;
 /* 1 when hs_forward_suffix runs cfg's blocks: pre-norm, sequential, added,
  * softmax attention without rotary, ALiBi, local layers or grouped keys,
@@ -65,7 +73,9 @@ int hs_forward_suffix_ok(const hs_config *cfg);
  * (the scores', mix's and logits' sums are written out here; the products
  * are the forward's, on fewer rows). Single-threaded; allocates its scratch
  * (about 2,048 rows, or t - s when more, of 3 D + 4 H dh + 2 max(D, d_mlp)
- * floats). With z_last: the last block from the reference's z at each read
+ * floats; hs_floats_alloc, so a run after one of the same size reuses its
+ * pages). With observe: every block's z and MLP output at s.. handed to it,
+ * the last block's too, and no logit (logits may be NULL). With z_last: the last block from the reference's z at each read
  * row (one head's computed again, edit_z with ns = 1 at the read row), then
  * as above: the full forward's bits when n_tok is 0 (every operation the
  * forward's, on the read rows). HS_ERR_INPUT: a model hs_forward_suffix_ok

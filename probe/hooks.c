@@ -400,7 +400,9 @@ void hs_cache_init(hs_cache *c) { memset(c, 0, sizeof *c); }
 void hs_cache_free(hs_cache *c)
 {
     if (c == NULL) return;
-    if (!c->borrowed) /* a view's data belong to the viewed cache */
+    if (c->mem) /* every entry's data in one block */
+        hs_floats_free(c->mem);
+    else if (!c->borrowed) /* a view's data belong to the viewed cache */
         for (int i = 0; i < c->n; i++) free(c->e[i].data);
     free(c->e);
     memset(c, 0, sizeof *c);
@@ -585,7 +587,7 @@ hs_status hs_run_with_cache(const hs_model *m, hs_acts *acts, const int *tokens,
      * page); whatever is not reused is freed after */
     hs_cache_entry *old = NULL;
     int n_old = 0;
-    if (!cache->borrowed) {
+    if (!cache->borrowed && cache->mem == NULL) {
         old = cache->e;
         n_old = cache->n;
         memset(cache, 0, sizeof *cache);

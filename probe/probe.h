@@ -218,6 +218,8 @@ typedef struct {
     int n, cap;
     hs_cache_entry *e;
     int borrowed;       /* 1: a view; entries' data belong to another cache */
+    float *mem;         /* NULL, or one hs_floats_alloc block holding every entry's
+                         * data (hs_engine_cache), freed whole by hs_cache_free */
 } hs_cache;
 
 void hs_cache_init(hs_cache *c);
@@ -700,8 +702,8 @@ hs_status hs_engine_for(hs_engine *e, int n_jobs, hs_engine_job fn, void *ctx, h
 
 /* On worker w: runs tokens (n, t) chunk by chunk with hooks (may be NULL) and
  * keeps the points matching filters (hs_run_with_cache) in out, entries of
- * batch n in row order (out is freed first, owned by the caller). Errors in
- * w->err. */
+ * batch n in row order, their data one hs_floats_alloc block (out->mem; out
+ * is freed first, owned by the caller, hs_cache_free). Errors in w->err. */
 hs_status hs_engine_cache(hs_engine *e, hs_engine_worker *w, const int *tokens, int n,
                           const char *const *filters, int n_filters, const hs_hooks *hooks,
                           hs_cache *out);

@@ -202,6 +202,44 @@ static void float_arrays_are_zeroed_aligned_and_whole(void **state)
     hs_floats_free(NULL);
 }
 
+/* A freed mapping comes back for the next block of its length, cleared: the
+ * same address (its pages resident), every float 0 again, whether its pages
+ * were written or never touched; a block of another length is mapped anew,
+ * zeroed too. */
+static void freed_float_arrays_are_reused_at_their_length_and_cleared(void **state)
+{
+    (void)state;
+    const size_t n = ((size_t)6 << 20) / sizeof(float); /* 6 MiB: a mapping of its own */
+    float *a = hs_floats_alloc(n), *b = hs_floats_alloc(n);
+    assert_non_null(a);
+    assert_non_null(b);
+    for (size_t i = 0; i < n; i++) a[i] = 1.0f + (float)(i % 7);
+    b[n / 2] = 5.0f; /* b's other pages never touched */
+    hs_floats_free(a);
+    hs_floats_free(b);
+    float *c = hs_floats_alloc(n), *d = hs_floats_alloc(n);
+    assert_non_null(c);
+    assert_non_null(d);
+    assert_ptr_equal(c, b); /* the last kept first */
+    assert_ptr_equal(d, a);
+    for (size_t i = 0; i < n; i++)
+        if (c[i] != 0.0f || d[i] != 0.0f)
+            fail_msg("reused block: float %zu = %g / %g, not cleared", i, (double)c[i], (double)d[i]);
+    c[n - 1] = 3.0f;
+    hs_floats_free(c);
+    float *e = hs_floats_alloc(n / 2); /* another length: a mapping of its own */
+    assert_non_null(e);
+    assert_true(e != c && e != d);
+    for (size_t i = 0; i < n / 2; i++)
+        if (e[i] != 0.0f) fail_msg("new block: float %zu = %g, not zeroed", i, (double)e[i]);
+    float *f = hs_floats_alloc(n); /* c's mapping again */
+    assert_ptr_equal(f, c);
+    assert_true(f[n - 1] == 0.0f && f[0] == 0.0f);
+    hs_floats_free(e);
+    hs_floats_free(f);
+    hs_floats_free(d);
+}
+
 /* hs_store_streaming_fill: every offset of dst (aligned and not), every
  * split ns of a row n long (0, inside the first 16-float block, at a block
  * boundary, the whole row): dst holds src up to ns, fill after it, bit for
@@ -240,6 +278,7 @@ int main(void)
         cmocka_unit_test(narrow_outputs_give_the_same_bits_in_any_split),
         cmocka_unit_test(a_plan_gives_the_bits_of_hs_sgemm),
         cmocka_unit_test(float_arrays_are_zeroed_aligned_and_whole),
+        cmocka_unit_test(freed_float_arrays_are_reused_at_their_length_and_cleared),
         cmocka_unit_test(a_streamed_row_with_its_fill_is_exact),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
