@@ -317,8 +317,10 @@ static char *kept_take(size_t len)
     return a;
 }
 
-/* Zeroes the resident pages of the mapping [a, a + len) (a on a page
- * boundary; mincore): the others read as zero already, and stay untouched. */
+/* Zeroes the mapping [a, a + len) (a on a page boundary): its resident
+ * pages by memset (mincore), the others by MADV_DONTNEED, which costs nothing
+ * for pages never faulted in and drops any that were swapped out (mincore
+ * counts those as not resident, and they would read back their old floats). */
 static void clear_resident(char *a, size_t len)
 {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -331,14 +333,12 @@ static void clear_resident(char *a, size_t len)
             continue;
         }
         for (size_t k = 0; k < np;) {
-            if (!(vec[k] & 1)) {
-                k++;
-                continue;
-            }
+            const int resident = vec[k] & 1;
             size_t e = k + 1;
-            while (e < np && (vec[e] & 1)) e++;
+            while (e < np && (vec[e] & 1) == resident) e++;
             const size_t from = k * page, to = e * page < n ? e * page : n;
-            memset(a + at + from, 0, to - from);
+            if (resident || madvise(a + at + from, to - from, MADV_DONTNEED) != 0)
+                memset(a + at + from, 0, to - from);
             k = e;
         }
     }
