@@ -48,7 +48,7 @@ L=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['config']['n_l
 H=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['config']['n_heads'])" <("$HS" lens --model "$M" --data "$TMP/p40.jsonl" --json 2>/dev/null))
 
 HEADSCOPE_PROGRESS=0 run 0 ph patch --model "$M" --data "$TMP/p40.jsonl" --acts z --by head --json
-progress_lines ph patch sweeps "$L" # one sweep per layer: its heads in one batch
+progress_lines ph patch "patched runs (a cell, or a layer's heads)" "$L" # one per layer: its heads in one batch
 HEADSCOPE_PROGRESS=0 run 0 lp lens --model "$M" --data "$TMP/p40.jsonl" --json
 progress_lines lp lens "chunks of up to 32 prompts" 2
 HEADSCOPE_PROGRESS=0 run 0 ap ablate --model "$M" --data "$TMP/p40.jsonl" --method zero --json
@@ -63,7 +63,7 @@ HEADSCOPE_PROGRESS=0 run 0 wp weights --model "$M" --out "$TMP/wp" --dpi 72 --fo
 progress_lines wp weights "heads' full QK and OV circuits" $((L * H))
 # a quick run on a non-terminal stderr says nothing of its progress
 run 0 pq patch --model "$M" --data "$TMP/p40.jsonl" --acts z --by head --json
-grep -q "sweeps" "$TMP/pq.err" && fail "patch: progress lines on a quick run: $(cat "$TMP/pq.err")"
+grep -q "patched runs" "$TMP/pq.err" && fail "patch: progress lines on a quick run: $(cat "$TMP/pq.err")"
 
 # --by: the cells asked for, equal to the default run's
 run 0 pb patch --model "$M" --data "$TMP/p40.jsonl" --acts z --json
