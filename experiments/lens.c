@@ -205,11 +205,14 @@ hs_status hs_lens_run(const hs_model *m, hs_pool *pool, const hs_prompts *p, hs_
     lens_ctx lc = {m, p, tok, np, t, out, rows, NULL};
     e.progress = "chunks of up to 32 prompts";
     if (st == HS_OK && hs_engine_chunks(np) == 1 && hs_pool_threads(pool) > 1) {
-        /* one chunk: one forward, on this thread (worker 0's activations),
+        /* one chunk: one forward, from this thread (worker 0's activations,
+         * its row passes and products over the pool: hs_acts_set_pool),
          * then the products with W_U by columns and the rows by point and
          * prompt over the pool, whose other workers would otherwise idle */
         lc.pool = pool;
+        hs_acts_set_pool(e.w[0].acts, pool);
         st = lens_job(&e, &e.w[0], 0, &lc);
+        hs_acts_set_pool(e.w[0].acts, NULL);
         if (st != HS_OK) *err = e.w[0].err;
         else if (e.progress) hs_pool_progress(pool, e.progress, 1, 1);
     } else if (st == HS_OK) {

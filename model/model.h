@@ -653,10 +653,10 @@ void hs_acts_destroy(hs_acts *a);
  * worker (hs_pool_for; parts start at a multiple of 16 rows, so each row
  * meets the same sgemm kernel as in one call; a batch with no such split runs
  * whole): every kernel works per row, so its values are those of one pass.
- * A forward that runs as one part (an observer, or no split) of 256 rows or
- * more runs its products on OpenBLAS' threads, one per worker
- * (hs_blas_threads: the same bits at every count), process wide for its
- * duration: two such forwards on pools of their own must not run at once.
+ * A forward that runs as one part (an observer, or no split) splits its row
+ * passes and its large products over the pool's workers (products of 256
+ * rows or more by rows, fewer by columns: the bits of one call), with
+ * OpenBLAS at one thread a call; not from inside a job of the same pool.
  * The backward splits a batch of two or more 16-row units into HS_GRAD_PARTS
  * parts whatever the thread count (data parallel: each part's whole backward
  * on one worker, its gradients in their own buffer, summed in part order), so

@@ -179,19 +179,69 @@ static hs_status gemm_rows_part(void *ctx, int j, int worker, hs_error *err)
     return HS_OK;
 }
 
+/* Column where part j of a column split of p starts: N j / parts, rounded
+ * to a multiple of 64. */
+static int gemm_part_col(const gemm_rows *g, int j)
+{
+    if (j >= g->parts) return g->N;
+    const int c = (int)(((long)g->N * j / g->parts + 32) / 64) * 64;
+    return c < g->N ? c : g->N;
+}
+
+static hs_status gemm_cols_part(void *ctx, int j, int worker, hs_error *err)
+{
+    (void)worker;
+    (void)err;
+    const gemm_rows *g = ctx;
+    const int c0 = gemm_part_col(g, j), c1 = gemm_part_col(g, j + 1);
+    if (c1 <= c0) return HS_OK;
+    if (g->fill)
+        for (int i = 0; i < g->M; i++)
+            memcpy(g->C + (size_t)i * g->ldc + c0, g->fill + c0, (size_t)(c1 - c0) * sizeof(float));
+    const float *B = g->B + (g->tb ? (size_t)c0 * g->ldb : (size_t)c0);
+    hs_sgemm(0, g->tb, g->M, c1 - c0, g->K, g->alpha, g->A, g->lda, B, g->ldb, g->beta, g->C + c0, g->ldc);
+    return HS_OK;
+}
+
+/* 1 when every column part of g (g->parts of them) is at least 64 columns
+ * wide and HS_BLAS_COLS_MACS(_DIRECT) multiply-adds, and an NN part's weight
+ * too large for libxsmm (hs_sgemm_nn_jit): then the parts and the whole run
+ * OpenBLAS' blocked path, whose K blocking depends on K and M only and whose
+ * every element is the same FMA sequence whatever columns share its call
+ * (its SkylakeX direct and small-matrix kernels take only products of fewer
+ * multiply-adds), so each column gets the bits of one call. */
+static int cols_split_ok(const gemm_rows *g)
+{
+    const long least = !g->tb && g->alpha == 1.0f && g->beta == 0.0f ? HS_BLAS_COLS_MACS_DIRECT : HS_BLAS_COLS_MACS;
+    for (int j = 0; j < g->parts; j++) {
+        const int n = gemm_part_col(g, j + 1) - gemm_part_col(g, j);
+        if (n < 64 || (long)g->M * n * g->K < least || (!g->tb && hs_sgemm_nn_jit(n, g->K))) return 0;
+    }
+    return 1;
+}
+
 void hs_sgemm_pool_fill(hs_pool *pool, const float *fill, int tb, int M, int N, int K,
                         float alpha, const float *A, int lda, const float *B, int ldb, float beta,
                         float *C, int ldc)
 {
     const int w = hs_pool_threads(pool);
     gemm_rows g = {tb, M, N, K, lda, ldb, ldc, 1, alpha, beta, A, B, C, fill};
-    if (w >= 2 && M >= HS_BLAS_PAR_ROWS) g.parts = w;
-    if (g.parts == 1) {
-        (void)gemm_rows_part(&g, 0, 0, NULL); /* this thread */
+    hs_error err;
+    if (w >= 2 && M >= HS_BLAS_PAR_ROWS) {
+        g.parts = w;
+        (void)hs_pool_for(pool, g.parts, gemm_rows_part, &g, &err); /* cannot fail */
         return;
     }
-    hs_error err;
-    (void)hs_pool_for(pool, g.parts, gemm_rows_part, &g, &err); /* cannot fail */
+    /* few rows: the columns over the workers, each packing only its part of
+     * B (a 16-row forward of GPT-2 small packs 340 MB of weights) */
+    for (g.parts = w; g.parts >= 2 && !cols_split_ok(&g); g.parts--) {
+    }
+    if (g.parts >= 2 && M > 0) {
+        (void)hs_pool_for(pool, g.parts, gemm_cols_part, &g, &err); /* cannot fail */
+        return;
+    }
+    g.parts = 1;
+    (void)gemm_rows_part(&g, 0, 0, NULL); /* this thread */
 }
 
 void hs_sgemm_pool(hs_pool *pool, int tb, int M, int N, int K, float alpha, const float *A,

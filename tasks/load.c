@@ -57,10 +57,34 @@ static hs_status past_vocab(const char *dir, const hs_tokenizer *v, int d_vocab,
                    strcmp(f, "tokenizer.json") == 0 ? "'s added_tokens" : "");
 }
 
-/* The vocabulary: src's file, the checkpoint's, a folder's tokenizer, or id
- * labels. */
+/* 1 when load_vocab reads the tokenizer of folder path unless the
+ * checkpoint names its vocabulary (its `vocab` metadata). */
+static int reads_folder_tokenizer(const char *path, int need, const hs_load_source *src)
+{
+    return !src->vocab && is_folder(path) &&
+           ((need & (HS_NEED_VOCAB | HS_NEED_TASK | HS_NEED_ANY_TASK)) ||
+            strcmp(tokenizer_file(path), "tokenizer") != 0);
+}
+
+/* A folder's tokenizer read on the pool's lane (hs_pool_async) while the
+ * weights load: hs_tokenizer_load_dir's result, status and error. */
+typedef struct {
+    const char *dir;
+    hs_tokenizer *tok;
+    hs_status st;
+    hs_error err;
+} early_tok;
+
+static void early_tok_run(void *arg)
+{
+    early_tok *e = *(early_tok **)arg;
+    e->st = hs_tokenizer_load_dir(e->dir, &e->tok, &e->err);
+}
+
+/* The vocabulary: src's file, the checkpoint's, a folder's tokenizer (early's
+ * when it read it already: early NULL, or its tok taken), or id labels. */
 static hs_status load_vocab(const char *path, int need, const hs_load_source *src,
-                            const hs_notes *notes, hs_loaded *out, hs_error *err)
+                            const hs_notes *notes, early_tok *early, hs_loaded *out, hs_error *err)
 {
     hs_status st;
     int padded = 0;
@@ -71,11 +95,17 @@ static hs_status load_vocab(const char *path, int need, const hs_load_source *sr
         st = hs_tokenizer_read(src->vocab, &out->vocab, err);
     } else if (out->meta.vocab) {
         st = hs_tokenizer_from_json(out->meta.vocab, &out->vocab, err);
-    } else if (is_folder(path) && ((need & (HS_NEED_VOCAB | HS_NEED_TASK | HS_NEED_ANY_TASK)) ||
-                                   strcmp(tokenizer_file(path), "tokenizer") != 0)) {
+    } else if (reads_folder_tokenizer(path, need, src)) {
         /* (a folder without any tokenizer file, read by a caller that needs no
          * vocabulary, gets id labels below, as a file without vocab metadata) */
-        st = hs_tokenizer_load_dir(path, &out->vocab, err);
+        if (early) {
+            st = early->st;
+            out->vocab = early->tok;
+            early->tok = NULL;
+            if (st != HS_OK) *err = early->err;
+        } else {
+            st = hs_tokenizer_load_dir(path, &out->vocab, err);
+        }
         if (st == HS_OK && (int)out->vocab->n > out->model->cfg.d_vocab)
             return past_vocab(path, out->vocab, out->model->cfg.d_vocab, err);
         /* config.json's vocab_size may pad the embedding past the tokenizer's
@@ -197,12 +227,27 @@ hs_status hs_load(const char *path, int need, const hs_load_source *src, const h
     const int tl = src->process && strcmp(src->process, "tl") == 0;
     if (src->process && !tl && strcmp(src->process, "raw") != 0)
         return hs_fail(err, HS_ERR_INPUT, "--process '%.32s' is not known (tl or raw)", src->process);
+    /* a folder's tokenizer (GPT-2 small's: ~50 ms, cJSON's parse of
+     * vocab.json and the merges' table) read on the pool's lane while the
+     * weights load and are scanned here, on the pool's other workers as
+     * they come free: a one-prompt run's load on both cores, not one after
+     * the other. Its error, if any, is said where load_vocab reads it
+     * (after the checkpoint's own), as without the pool. */
+    early_tok early = {path, NULL, HS_OK, {0}}, *ep = &early;
+    long ticket = 0;
+    const int overlap = hs_pool_threads(src->pool) >= 2 && reads_folder_tokenizer(path, need, src);
+    if (overlap) ticket = hs_pool_async(src->pool, early_tok_run, &ep, sizeof ep);
     hs_status st = hs_checkpoint_load_pool(path, notes, src->pool, &out->model, &out->meta, NULL, err);
-    if (st != HS_OK) return st;
+    hs_pool_wait(src->pool, ticket);
+    if (st != HS_OK) {
+        hs_tokenizer_destroy(early.tok);
+        return st;
+    }
     if (out->meta.warning) hs_note(notes, HS_NOTE_CMD, "warning: %s", out->meta.warning);
     if (tl) {
         st = hs_model_process_tl(out->model, err);
         if (st != HS_OK) {
+            hs_tokenizer_destroy(early.tok);
             hs_loaded_free(out);
             return st;
         }
@@ -210,7 +255,8 @@ hs_status hs_load(const char *path, int need, const hs_load_source *src, const h
                 "does (fold_ln, center_writing_weights, center_unembed, fold_value_biases); "
                 "every DLA output says \"weights\": \"tl-processed\"");
     }
-    st = load_vocab(path, need, src, notes, out, err);
+    if (st == HS_OK) st = load_vocab(path, need, src, notes, overlap ? &early : NULL, out, err);
+    hs_tokenizer_destroy(early.tok); /* read early, not taken (the checkpoint names its vocabulary) */
     if (st == HS_OK) st = load_task(path, need, src, notes, out, err);
     if (st != HS_OK) hs_loaded_free(out);
     return st;

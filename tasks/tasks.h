@@ -506,7 +506,8 @@ typedef struct {
     int no_bos;                 /* 1: the tokenizer prepends no BOS (hs_tok_set_bos) */
     int no_special;             /* 1: special tokens in text are their bytes (hs_tok_set_special) */
     hs_pool *pool;              /* NULL, or a pool the load splits its scan of the weights over
-                                 * (hs_checkpoint_load_pool; borrowed) */
+                                 * (hs_checkpoint_load_pool; borrowed), a folder's tokenizer read
+                                 * on its lane meanwhile (hs_pool_async); not from a job of it */
 } hs_load_source;
 
 /* What a command needs beyond the weights: the vocabulary, a Winograd task

@@ -6,7 +6,9 @@
  * do not depend on the rows in the same call (what makes a batch split over
  * threads give one pass's values); a plan gives hs_sgemm's bits; the float
  * arrays the products run on (hs_floats_alloc) are zeroed, on a cache line,
- * and, from 2 MiB, on a 2 MiB boundary with every float writable.
+ * and, from 2 MiB, on a 2 MiB boundary with every float writable; a product
+ * of few rows split over a pool by columns (model/ hs_sgemm_pool_fill) gives
+ * the bits of one call.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -19,6 +21,7 @@
 #include <cmocka.h>
 
 #include "common/common.h"
+#include "model/model_internal.h" /* hs_sgemm_pool_fill */
 
 static float *filled(size_t n, unsigned seed)
 {
@@ -270,6 +273,51 @@ static void a_streamed_row_with_its_fill_is_exact(void **state)
             }
 }
 
+/* hs_sgemm_pool_fill on a pool of 2 with fewer than HS_BLAS_PAR_ROWS rows
+ * (its columns split over the workers where each part is large enough) at
+ * GPT-2 small's shapes of a 16-row forward: Q/K/V's projection (bias filled
+ * first, beta 1; 2 x 1,152 columns), W_in (beta 0; 2 x 1,536), W_out (beta 0,
+ * K 3,072), W_O (beta 0: parts of 4.7 M multiply-adds would take OpenBLAS'
+ * direct kernel, so one call), a transposed B (W_U^T at 208 rows), a
+ * 1-row and a 255-row product: C bit for bit the one hs_sgemm call's on
+ * this thread (after the same fill), and a value checked against double. */
+static void few_rows_split_by_columns_give_one_calls_bits(void **state)
+{
+    (void)state;
+    hs_pool *pool = NULL;
+    hs_error err = {0};
+    assert_int_equal(hs_pool_create(2, &pool, &err), HS_OK);
+    static const struct {
+        int tb, M, N, K, fill;
+    } cases[] = {{0, 16, 2304, 768, 1}, {0, 16, 3072, 768, 0}, {0, 16, 768, 3072, 0},
+                 {0, 16, 768, 768, 0},  {1, 208, 4096, 768, 0}, {0, 1, 2304, 768, 1},
+                 {0, 255, 3072, 768, 0}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int tb = cases[c].tb, M = cases[c].M, N = cases[c].N, K = cases[c].K;
+        const int ldb = tb ? K : N, ldc = N;
+        float *A = filled((size_t)M * K, 3u + (unsigned)c), *B = filled((size_t)K * N, 5u + (unsigned)c);
+        float *bias = cases[c].fill ? filled((size_t)N, 9u) : NULL;
+        float *C1 = malloc((size_t)M * ldc * sizeof(float)), *C2 = malloc((size_t)M * ldc * sizeof(float));
+        assert_true(C1 && C2);
+        for (size_t i = 0; i < (size_t)M * ldc; i++) C1[i] = C2[i] = NAN; /* beta 0 must not read it */
+        for (int i = 0; bias && i < M; i++) memcpy(C1 + (size_t)i * ldc, bias, (size_t)N * sizeof(float));
+        const float beta = bias ? 1.0f : 0.0f;
+        hs_sgemm(0, tb, M, N, K, 1.0f, A, K, B, ldb, beta, C1, ldc);
+        hs_sgemm_pool_fill(pool, bias, tb, M, N, K, 1.0f, A, K, B, ldb, beta, C2, ldc);
+        if (memcmp(C1, C2, (size_t)M * ldc * sizeof(float)) != 0)
+            fail_msg("case %zu (tb %d, %d x %d x %d): the split's bits differ from one call's", c, tb, M, N, K);
+        const int i = M - 1, j = N - 1; /* the last element, in the last part */
+        const double want = (bias ? bias[j] : 0.0) + ref(0, tb, K, A, K, B, ldb, i, j);
+        assert_true(fabs(C2[(size_t)i * ldc + j] - want) < 1e-4 * (1.0 + fabs(want)));
+        free(A);
+        free(B);
+        free(bias);
+        free(C1);
+        free(C2);
+    }
+    hs_pool_destroy(pool);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -280,6 +328,7 @@ int main(void)
         cmocka_unit_test(float_arrays_are_zeroed_aligned_and_whole),
         cmocka_unit_test(freed_float_arrays_are_reused_at_their_length_and_cleared),
         cmocka_unit_test(a_streamed_row_with_its_fill_is_exact),
+        cmocka_unit_test(few_rows_split_by_columns_give_one_calls_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
