@@ -544,7 +544,8 @@ static int count_texts(const hs_viz_figure *f, const char *s)
 /* The BOS as a short symbol in every figure (issue 35: GPT-2's 13-character
  * `<|endoftext|>` was the longest label of every GPT-2 figure and drove its
  * width): a head, a grid and bars show `⟨bos⟩`, other `<|NAME|>` tokens
- * `⟨name⟩`; a label that only looks alike stays as it is. */
+ * `⟨name⟩`, also after a position (`0 ⟨bos⟩`); a label that only looks alike
+ * stays as it is. */
 static void special_tokens_shown_short(void **state)
 {
     (void)state;
@@ -572,6 +573,15 @@ static void special_tokens_shown_short(void **state)
     static const float v[2] = {0.5f, -0.25f};
     assert_int_equal(hs_viz_bars_figure(&f, v, 2, tok, "bars", "logit", &o, &err), HS_OK);
     assert_int_equal(count_texts(f, BOS), 1);
+    hs_viz_figure_destroy(f);
+    /* after a position, as a prompt set's position axis labels a token (lens, patch by position) */
+    static const char *at[3] = {"0 <|endoftext|>", "12 <|a b|>", "3\xc2\xb7<|im_start|>"};
+    static const float w[3] = {0.5f, -0.25f, 0.125f};
+    assert_int_equal(hs_viz_bars_figure(&f, w, 3, at, "bars", "logit", &o, &err), HS_OK);
+    assert_int_equal(count_texts(f, "0 " "\xe2\x9f\xa8" "bos" "\xe2\x9f\xa9"), 1);
+    assert_int_equal(count_texts(f, "0 <|endoftext|>"), 0);
+    assert_int_equal(count_texts(f, "12 <|a b|>"), 1);          /* not a special token */
+    assert_int_equal(count_texts(f, "3\xc2\xb7<|im_start|>"), 1); /* no position and space before it */
     hs_viz_figure_destroy(f);
 }
 

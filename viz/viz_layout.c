@@ -30,13 +30,20 @@ size_t vz_utf8_len(const char *s)
  * spell their special tokens) is shown as `⟨name⟩`, the beginning and end of
  * text by their usual names (GPT-2's `<|endoftext|>`, the BOS TransformerLens
  * prepends, as `⟨bos⟩`: 5 code points for 13, the longest label of every
- * GPT-2 figure). Written into buf (at least 40 bytes). */
+ * GPT-2 figure); so is one after a position, `12 <|NAME|>` (digits and one
+ * space, as the prompt sets' position axes label a token), as `12 ⟨name⟩`.
+ * Written into buf (at least 48 bytes). */
 static const char *special_short(const char *s, char *buf, size_t n)
 {
     static const char *const ALIAS[][2] = {
         {"endoftext", "bos"}, {"begin_of_text", "bos"}, {"startoftext", "bos"},
         {"end_of_text", "eos"}, {"eot_id", "eot"},
     };
+    size_t pos = 0; /* the digits and space of a position before the token */
+    while (pos < 8 && s[pos] >= '0' && s[pos] <= '9') pos++;
+    if (pos > 0 && s[pos] == ' ') pos++;
+    else pos = 0;
+    s += pos;
     size_t len = strlen(s);
     if (len < 5 || len > 28 || strncmp(s, "<|", 2) != 0 || strcmp(s + len - 2, "|>") != 0) return NULL;
     for (size_t i = 2; i < len - 2; i++) {
@@ -49,7 +56,7 @@ static const char *special_short(const char *s, char *buf, size_t n)
     const char *shown = name;
     for (size_t k = 0; k < sizeof ALIAS / sizeof *ALIAS; k++)
         if (strcmp(name, ALIAS[k][0]) == 0) shown = ALIAS[k][1];
-    snprintf(buf, n, "\xe2\x9f\xa8%s\xe2\x9f\xa9", shown); /* U+27E8 .. U+27E9 */
+    snprintf(buf, n, "%.*s\xe2\x9f\xa8%s\xe2\x9f\xa9", (int)pos, s - pos, shown); /* U+27E8 .. U+27E9 */
     return buf;
 }
 
