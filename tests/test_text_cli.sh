@@ -72,7 +72,7 @@ PYEOF
 run 1 longer eval --model "$TMP/m.safetensors" --corpus "${FILES[@]}" --n-ctx 128
 one_line longer "learned positions stop at n_ctx = 64 (asked for 128)"
 run 1 wg eval --model "$TMP/m.safetensors"
-one_line wg "is a text model"
+one_line wg "is a text model; give --corpus FILE... to score its perplexity"
 
 P="The meaning of life is"
 run 0 g1 generate --model "$TMP/m.safetensors" --prompt "$P" --max-new-tokens 40 --seed 5
@@ -116,5 +116,5 @@ run 0 inspect inspect --model "$TMP/m.safetensors" --sentence "The quick brown f
 check_folder "$TMP/ins"
 run 0 weights weights --model "$TMP/m.safetensors" --out "$TMP/w" --format json ${WSEL[@]+"${WSEL[@]}"}
 run 1 circuit circuit --model "$TMP/m.safetensors" --out "$TMP/c"
-one_line circuit "text model"
+one_line circuit "text model; this command needs a model trained on the Winograd or induction task (.*patch or discover --data"
 echo "PASS: test_text_cli"
