@@ -437,6 +437,17 @@ static void sum_ablation(hs_buf *s, const hs_circuit_report *r)
                   pct(b, sizeof b, r->acc_pushers[0]), pct(c3, sizeof c3, r->acc_pushers[1]));
 }
 
+/* The three pos14 cells of a patching row, under their headings (" %+6.2f"
+ * each, no sign on a zero: hs_buf_fixed). */
+static void patch_cells(hs_buf *s, const double v[3])
+{
+    hs_buf_fixed(s, v[0], 6, 2, 1);
+    hs_buf_puts(s, "          ");
+    hs_buf_fixed(s, v[1], 6, 2, 1);
+    hs_buf_puts(s, "        ");
+    hs_buf_fixed(s, v[2], 6, 2, 1);
+}
+
 static void sum_patching(hs_buf *s, const hs_circuit_report *r)
 {
     hs_buf_printf(s, "\nactivation patching (hook_z; clean = one role, corrupted = the other with the same nouns): "
@@ -446,14 +457,18 @@ static void sum_patching(hs_buf *s, const hs_circuit_report *r)
     hs_buf_printf(s, "       pos14: crosser->crossed crossed->crosser   both | all positions: both\n");
     for (int k = 0; k < r->L * r->H; k++) {
         const hs_circuit_head *hd = &r->heads[k];
-        hs_buf_printf(s, "  %-16s%+6.2f          %+6.2f        %+6.2f |  %+6.2f\n", hd->name,
-                  hd->patch_pos14[0], hd->patch_pos14[1], hd->patch_pos14[2], hd->patch_all[2]);
+        hs_buf_printf(s, "  %-16s", hd->name);
+        patch_cells(s, hd->patch_pos14);
+        hs_buf_puts(s, " |  ");
+        hs_buf_fixed(s, hd->patch_all[2], 6, 2, 1);
+        hs_buf_puts(s, "\n");
     }
     for (int l = 0; l < r->L; l++) {
         char lab[32];
         snprintf(lab, sizeof lab, "L%d (all heads)", l);
-        hs_buf_printf(s, "  %-16s%+6.2f          %+6.2f        %+6.2f |\n", lab, r->patch_layer[l][0],
-                  r->patch_layer[l][1], r->patch_layer[l][2]);
+        hs_buf_printf(s, "  %-16s", lab);
+        patch_cells(s, r->patch_layer[l]);
+        hs_buf_puts(s, " |\n");
     }
 }
 

@@ -223,6 +223,14 @@ char *hs_utf8_lossy_dup(const char *s);
  * bytes, RFC 3629). Same returns as hs_buf_append. */
 int hs_utf8_put(hs_buf *b, uint32_t cp);
 
+/* Appends v as printf's "%<+><width>.<decimals>f" (plus != 0: the + flag)
+ * writes it, except that a value that rounds to zero at that precision has
+ * no sign ("-0.00" and "+0.00" -> "0.00", padded to width): the one rule of
+ * every table and text line that rounds to fixed decimals (figures: viz's
+ * labels, the same rule). JSON keeps the exact float. Same returns as
+ * hs_buf_append. */
+int hs_buf_fixed(hs_buf *b, double v, int width, int decimals, int plus);
+
 /* Code-point classes of the text policy (docs/DESIGN.md, "Text that cannot
  * break a file or a terminal"): what a vocabulary may hold and how each
  * output shows it. */

@@ -237,6 +237,17 @@ char *hs_utf8_lossy_dup(const char *s)
     return hs_buf_take(&b);
 }
 
+int hs_buf_fixed(hs_buf *b, double v, int width, int decimals, int plus)
+{
+    char t[48];
+    const int n = snprintf(t, sizeof t, "%.*f", decimals, v);
+    /* a short text of only a sign, zeros and the point is a signed zero (a
+     * longer one, cut here, is a large number) */
+    const char *d = t + (t[0] == '-');
+    if (n > 0 && (size_t)n < sizeof t && isfinite(v) && d[strspn(d, "0.")] == '\0') v = 0.0;
+    return hs_buf_printf(b, plus && v != 0.0 ? "%+*.*f" : "%*.*f", width, decimals, v);
+}
+
 /* ---- the one float format --------------------------------------------------
  * hs_fmt_f32 is printf's "%.<p>g" for the least p in 1..9 whose text strtod
  * reads back (then cast to float) as x. For 1e-9 <= |x| < 1e9 that search is
