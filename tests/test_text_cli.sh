@@ -107,6 +107,17 @@ for s in range(1, 9):
     cut += text.count("\ufffd")
 assert cut > 0, "no sample cut a character: the check tested nothing"
 print("%d U+FFFD in 8 samples" % cut)
+# tokenize --decode of those ids writes the same text (it refused a cut character before)
+with open("%s/cut_ids.jsonl" % sys.argv[1], "w") as f:
+    for s in range(1, 9):
+        f.write(json.dumps(json.load(open("%s/uj%d.out" % (sys.argv[1], s)))["ids"]) + "\n")
+PYEOF
+run 0 dec tokenize --model "$TMP/m.safetensors" --decode --jsonl "$TMP/cut_ids.jsonl"
+"$PY" - "$TMP" <<'PYEOF' || fail "tokenize --decode differs from generate's text"
+import json, sys
+got = [json.loads(l) for l in open("%s/dec.out" % sys.argv[1], encoding="utf-8")]
+want = [json.load(open("%s/uj%d.out" % (sys.argv[1], s)))["text"] for s in range(1, 9)]
+assert got == want, (got, want)
 PYEOF
 
 run 0 tokenize tokenize --model "$TMP/m.safetensors" --text "Hello world"
