@@ -401,14 +401,15 @@ void hs_circ_discovery_summary(hs_buf *b, const hs_circ_discovery *d)
                   "the model's):", shown_hh(d));
     for (int i = 0; i < shown_hh(d); i++) {
         hs_graph_edge_name(&d->g, d->hh[i], nm, sizeof nm);
-        hs_buf_printf(b, "%s %s %+.4f", i ? "," : "", nm, d->scores[d->hh[i]]);
+        hs_buf_printf(b, "%s %s ", i ? "," : "", nm);
+        hs_buf_fixed(b, d->scores[d->hh[i]], 0, 4, 1);
     }
     hs_buf_printf(b, "\n  the path-patching edges circuit names (%s):", d->named_by);
     if (d->n_named == 0) hs_buf_puts(b, " none");
     for (int i = 0; i < d->n_named; i++) {
         hs_graph_edge_name(&d->g, d->named[i], nm, sizeof nm);
         hs_buf_printf(b, "%s %s %s", i ? "," : "", nm, isfinite(d->named_value[i]) ? "" : "(not run)");
-        if (isfinite(d->named_value[i])) hs_buf_printf(b, "%+.2f", d->named_value[i]);
+        if (isfinite(d->named_value[i])) hs_buf_fixed(b, d->named_value[i], 0, 2, 1);
     }
     if (d->n_named == 0) hs_buf_puts(b, "\n  agreement: nothing to compare\n");
     else

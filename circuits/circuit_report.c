@@ -338,10 +338,14 @@ static const char *pct(char *b, size_t n, double v)
     return b;
 }
 
-static const char *fmtv(char *b, size_t n, const char *f, double v)
+/* v as " %+<width>.2f" with no sign on a value that rounds to zero
+ * (hs_buf_fixed), or "n/a" when not finite; into b (n bytes). */
+static const char *fmtv(char *b, size_t n, int width, double v)
 {
-    if (isfinite(v)) snprintf(b, n, f, v);
-    else snprintf(b, n, "n/a");
+    hs_buf t = {0};
+    if (isfinite(v)) hs_buf_fixed(&t, v, width, 2, 1);
+    snprintf(b, n, "%s", !isfinite(v) ? "n/a" : t.s ? t.s : "?");
+    hs_buf_free(&t);
     return b;
 }
 
@@ -388,7 +392,7 @@ static void sum_invariant(hs_buf *s, const hs_circuit_report *r)
 /* The per-head table, then the head-averaged attention rows. */
 static void sum_heads(hs_buf *s, const hs_circuit_report *r)
 {
-    char a[32], b[32], c3[32];
+    char a[32], b[32], c3[32], d[5][32];
     hs_buf_printf(s, "per head at position 14 (means over the held-out sentences of each adjective role):\n");
     hs_buf_printf(s, "         attention crosser    | attention crossed    | DLA crosser | DLA crossed |       |"
                   " patch | ablated accuracy\n");
@@ -397,10 +401,12 @@ static void sum_heads(hs_buf *s, const hs_circuit_report *r)
     for (int k = 0; k < r->L * r->H; k++) {
         const hs_circuit_head *hd = &r->heads[k];
         if (k > 0 && hd->head == 0) hs_buf_printf(s, "\n");
-        hs_buf_printf(s, "  %-5s %.2f %.2f %.2f %.2f | %.2f %.2f %.2f %.2f | %+5.2f %+5.2f | %+5.2f %+5.2f | %+.2f | %s | %s %s",
+        hs_buf_printf(s, "  %-5s %.2f %.2f %.2f %.2f | %.2f %.2f %.2f %.2f | %s %s | %s %s | %s | %s | %s %s",
                   hd->name, hd->attn[0][0], hd->attn[0][1], hd->attn[0][2], hd->attn[0][3], hd->attn[1][0],
-                  hd->attn[1][1], hd->attn[1][2], hd->attn[1][3], hd->dla[0][0], hd->dla[0][1], hd->dla[1][0],
-                  hd->dla[1][1], hd->copying, fmtv(a, sizeof a, "%+5.2f", hd->patch_pos14[2]),
+                  hd->attn[1][1], hd->attn[1][2], hd->attn[1][3], fmtv(d[0], sizeof d[0], 5, hd->dla[0][0]),
+                  fmtv(d[1], sizeof d[1], 5, hd->dla[0][1]), fmtv(d[2], sizeof d[2], 5, hd->dla[1][0]),
+                  fmtv(d[3], sizeof d[3], 5, hd->dla[1][1]), fmtv(d[4], sizeof d[4], 0, hd->copying),
+                  fmtv(a, sizeof a, 5, hd->patch_pos14[2]),
                   pct(b, sizeof b, hd->acc_ablated[0]), pct(c3, sizeof c3, hd->acc_ablated[1]));
         if (hd->pusher) hs_buf_printf(s, "  <- pusher (%s)", hd->pusher == 1 ? "x" : hd->pusher == 2 ? "y" : "x,y");
         if (hd->decision) hs_buf_printf(s, "  <- decision");
@@ -437,6 +443,17 @@ static void sum_ablation(hs_buf *s, const hs_circuit_report *r)
                   pct(b, sizeof b, r->acc_pushers[0]), pct(c3, sizeof c3, r->acc_pushers[1]));
 }
 
+/* The three pos14 cells of a patching row, under their headings (" %+6.2f"
+ * each, no sign on a zero: hs_buf_fixed). */
+static void patch_cells(hs_buf *s, const double v[3])
+{
+    hs_buf_fixed(s, v[0], 6, 2, 1);
+    hs_buf_puts(s, "          ");
+    hs_buf_fixed(s, v[1], 6, 2, 1);
+    hs_buf_puts(s, "        ");
+    hs_buf_fixed(s, v[2], 6, 2, 1);
+}
+
 static void sum_patching(hs_buf *s, const hs_circuit_report *r)
 {
     hs_buf_printf(s, "\nactivation patching (hook_z; clean = one role, corrupted = the other with the same nouns): "
@@ -446,14 +463,18 @@ static void sum_patching(hs_buf *s, const hs_circuit_report *r)
     hs_buf_printf(s, "       pos14: crosser->crossed crossed->crosser   both | all positions: both\n");
     for (int k = 0; k < r->L * r->H; k++) {
         const hs_circuit_head *hd = &r->heads[k];
-        hs_buf_printf(s, "  %-16s%+6.2f          %+6.2f        %+6.2f |  %+6.2f\n", hd->name,
-                  hd->patch_pos14[0], hd->patch_pos14[1], hd->patch_pos14[2], hd->patch_all[2]);
+        hs_buf_printf(s, "  %-16s", hd->name);
+        patch_cells(s, hd->patch_pos14);
+        hs_buf_puts(s, " |  ");
+        hs_buf_fixed(s, hd->patch_all[2], 6, 2, 1);
+        hs_buf_puts(s, "\n");
     }
     for (int l = 0; l < r->L; l++) {
         char lab[32];
         snprintf(lab, sizeof lab, "L%d (all heads)", l);
-        hs_buf_printf(s, "  %-16s%+6.2f          %+6.2f        %+6.2f |\n", lab, r->patch_layer[l][0],
-                  r->patch_layer[l][1], r->patch_layer[l][2]);
+        hs_buf_printf(s, "  %-16s", lab);
+        patch_cells(s, r->patch_layer[l]);
+        hs_buf_puts(s, " |\n");
     }
 }
 
@@ -469,9 +490,9 @@ static void sum_composition(hs_buf *s, const hs_circuit_report *r)
             hs_buf_printf(s, "  L0H%-2d ->", h1);
             for (int h2 = 0; h2 < H; h2++) {
                 size_t i = (((size_t)0 * H + h1) * L + 1) * H + h2;
-                hs_buf_printf(s, "  L1H%d %s/%s/%s", h2, fmtv(a, sizeof a, "%+.2f", r->comp.q[i] - r->comp.baseline),
-                          fmtv(b, sizeof b, "%+.2f", r->comp.k[i] - r->comp.baseline),
-                          fmtv(c3, sizeof c3, "%+.2f", r->comp.v[i] - r->comp.baseline));
+                hs_buf_printf(s, "  L1H%d %s/%s/%s", h2, fmtv(a, sizeof a, 0, r->comp.q[i] - r->comp.baseline),
+                          fmtv(b, sizeof b, 0, r->comp.k[i] - r->comp.baseline),
+                          fmtv(c3, sizeof c3, 0, r->comp.v[i] - r->comp.baseline));
             }
             hs_buf_printf(s, "\n");
         }
@@ -483,8 +504,8 @@ static void sum_composition(hs_buf *s, const hs_circuit_report *r)
             for (int d = 0; d < r->n_decision; d++) {
                 const float *v = &r->path[((size_t)sd * r->n_decision + d) * 3];
                 hs_buf_printf(s, "  %s %s/%s/%s", r->heads[r->decision[d].layer * H + r->decision[d].head].name,
-                          fmtv(a, sizeof a, "%+.2f", v[0]), fmtv(b, sizeof b, "%+.2f", v[1]),
-                          fmtv(c3, sizeof c3, "%+.2f", v[2]));
+                          fmtv(a, sizeof a, 0, v[0]), fmtv(b, sizeof b, 0, v[1]),
+                          fmtv(c3, sizeof c3, 0, v[2]));
             }
             hs_buf_printf(s, "\n");
         }

@@ -290,8 +290,17 @@ hs_status hs_ind_circuit_summary(const hs_ind_circuit_report *r, char **text, hs
     hs_buf_printf(&b, "\nhead   prev-token  induction  (TL mul)  copying  acc. ablated  role\n");
     for (int k = 0; k < r->L * r->H; k++) {
         const hs_ind_head *h = &r->heads[k];
-        hs_buf_printf(&b, "%-6s %10.3f %10.3f %9.3f %8.3f %12.1f%%  %s\n", h->name, h->prev_score, h->ind_score,
-                      h->tl_induction, h->copying, 100 * h->acc_ablated,
+        hs_buf_printf(&b, "%-6s ", h->name);
+        hs_buf_fixed(&b, h->prev_score, 10, 3, 0);
+        hs_buf_puts(&b, " ");
+        hs_buf_fixed(&b, h->ind_score, 10, 3, 0);
+        hs_buf_puts(&b, " ");
+        hs_buf_fixed(&b, h->tl_induction, 9, 3, 0);
+        hs_buf_puts(&b, " ");
+        hs_buf_fixed(&b, h->copying, 8, 3, 0);
+        hs_buf_puts(&b, " ");
+        hs_buf_fixed(&b, 100 * h->acc_ablated, 12, 1, 0);
+        hs_buf_printf(&b, "%%  %s\n",
                       h->role == 1 ? "previous-token" : h->role == 2 ? "induction" : h->role == 3 ? "both" : "-");
     }
     hs_buf_printf(&b, "\n");

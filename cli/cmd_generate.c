@@ -89,6 +89,16 @@ int cmd_generate(int argc, char **argv)
     hs_status st = hs_tok_encode(L.vocab, prompt, 0, &tk, &err);
     if (st == HS_OK) st = hs_text_generate(L.model, tk.ids, tk.n, &go, &ids, &n, &err);
     if (st == HS_OK) st = hs_tok_decode(L.vocab, ids, n, &text, &err);
+    /* printed and in JSON as valid UTF-8: ids that cut a character give an
+     * ill-formed part, shown as U+FFFD as Hugging Face's decode does (the ids
+     * are the exact form) */
+    char *lossy = NULL;
+    if (st == HS_OK && (lossy = hs_utf8_lossy_dup(text)) == NULL)
+        st = hs_fail(&err, HS_ERR_NOMEM, "out of memory");
+    if (lossy != NULL) {
+        free(text);
+        text = lossy;
+    }
     if (st != HS_OK) {
         hs_tokens_free(&tk);
         free(ids);
@@ -100,13 +110,7 @@ int cmd_generate(int argc, char **argv)
         cJSON *pi = cJSON_AddArrayToObject(o, "prompt_ids"), *ai = cJSON_AddArrayToObject(o, "ids");
         for (size_t i = 0; i < tk.n; i++) cJSON_AddItemToArray(pi, cJSON_CreateNumber(tk.ids[i]));
         for (size_t i = 0; i < n; i++) cJSON_AddItemToArray(ai, cJSON_CreateNumber(ids[i]));
-        /* the text as JSON holds valid UTF-8 only: a cut character shows as U+FFFD
-         * (the ids are the exact form) */
-        hs_buf b = {0};
-        for (size_t i = 0; i < n; i++) hs_buf_puts(&b, hs_tok_str(L.vocab, ids[i]));
-        char *shown = hs_buf_take(&b);
-        cJSON_AddStringToObject(o, "text", hs_utf8_valid(text) ? text : shown ? shown : "");
-        free(shown);
+        cJSON_AddStringToObject(o, "text", text);
         char *out = hs_json_print(o);
         if (out) puts(out);
         free(out);

@@ -245,8 +245,44 @@ static char *shown(const hs_tokenizer *v, int id)
     return w;
 }
 
-/* What inspect prints: the chapter's rows, the predictions, the logit
- * difference, the files written. 0, or 1 after printing the error. */
+/* The n top predictions ids, probs at pos, one a line. 0, or 1 after
+ * printing the error. */
+static int print_top(const char *C, const hs_tokenizer *v, int pos, int n, const int *ids,
+                     const double *probs)
+{
+    printf("top predictions at position %d:\n", pos);
+    /* one column for the probabilities: tokens padded to the widest shown (in
+       terminal columns, cli_term_prefix: a CJK character is two; at least 10),
+       one wider than TOP_COLS cut with an ellipsis */
+    enum { TOP_COLS = 24 };
+    size_t cols = 10;
+    for (int i = 0; i < n; i++) {
+        char *w = shown(v, ids[i]);
+        if (!w) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
+        size_t k;
+        cli_term_prefix(w, SIZE_MAX, &k);
+        cols = k > cols ? (k > TOP_COLS ? TOP_COLS : k) : cols;
+        free(w);
+    }
+    for (int i = 0; i < n; i++) {
+        char *w = shown(v, ids[i]);
+        if (!w) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
+        size_t k, m;
+        cli_term_prefix(w, SIZE_MAX, &k);
+        if (k > cols) { /* cut at a code point within cols - 1 columns, then "…" */
+            w[cli_term_prefix(w, cols - 1, &m)] = '\0';
+            printf("  %s\u2026%*s %.4f\n", w, (int)(cols - 1 - m), "", probs[i]);
+        } else {
+            printf("  %s%*s %.4f\n", w, (int)(cols - k), "", probs[i]);
+        }
+        free(w);
+    }
+    return 0;
+}
+
+/* What inspect prints: the chapter's rows and the predictions (a pair: each
+ * sentence's under its name), the logit difference, the files written. 0,
+ * or 1 after printing the error. */
 static int print_report(const char *C, const hs_inspect_opts *o, const hs_tokenizer *v,
                         const hs_inspect_report *r)
 {
@@ -256,7 +292,6 @@ static int print_report(const char *C, const hs_inspect_opts *o, const hs_tokeni
     printf("attention from position %d ('%s') over positions 0..%d%s:\n", r->pos, qv, r->pos,
            o->head_rows ? " (per layer, head-averaged; then per head)" : " (per layer, head-averaged)");
     free(qv);
-    /* a pair: each sentence's rows under its name */
     for (int k = 0; k < (r->rows2 ? 2 : 1); k++) {
         if (r->rows2) {
             char *nm = hs_visible_dup(k ? r->name_b : r->name_a);
@@ -269,40 +304,16 @@ static int print_report(const char *C, const hs_inspect_opts *o, const hs_tokeni
                               (const char *const *)(k ? r->labels2 : r->labels), 0,
                               &err) != HS_OK)
             return cli_error(C, &err);
-    }
-    printf("top predictions at position %d:\n", r->pos);
-    /* one column for the probabilities: tokens padded to the widest shown (in
-       terminal columns, cli_term_prefix: a CJK character is two; at least 10),
-       one wider than TOP_COLS cut with an ellipsis */
-    enum { TOP_COLS = 24 };
-    size_t cols = 10;
-    for (int i = 0; i < r->n_top; i++) {
-        char *w = shown(v, r->top_ids[i]);
-        if (!w) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
-        size_t n;
-        cli_term_prefix(w, SIZE_MAX, &n);
-        cols = n > cols ? (n > TOP_COLS ? TOP_COLS : n) : cols;
-        free(w);
-    }
-    for (int i = 0; i < r->n_top; i++) {
-        char *w = shown(v, r->top_ids[i]);
-        if (!w) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
-        size_t n, m;
-        cli_term_prefix(w, SIZE_MAX, &n);
-        if (n > cols) { /* cut at a code point within cols - 1 columns, then "…" */
-            w[cli_term_prefix(w, cols - 1, &m)] = '\0';
-            printf("  %s\u2026%*s %.4f\n", w, (int)(cols - 1 - m), "", r->top_probs[i]);
-        } else {
-            printf("  %s%*s %.4f\n", w, (int)(cols - n), "", r->top_probs[i]);
+        if (print_top(C, v, r->pos, r->n_top, k ? r->top_ids2 : r->top_ids,
+                      k ? r->top_probs2 : r->top_probs))
+            return 1;
+        if (k == 0 && r->vs_id >= 0) { /* sentence A's */
+            char *wp = shown(v, r->top_ids[0]), *wv = shown(v, r->vs_id);
+            if (wp && wv) printf("logit difference %s - %s: %.4f\n", wp, wv, r->logit_diff);
+            free(wp);
+            free(wv);
+            if (!wp || !wv) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
         }
-        free(w);
-    }
-    if (r->vs_id >= 0) {
-        char *wp = shown(v, r->top_ids[0]), *wv = shown(v, r->vs_id);
-        if (wp && wv) printf("logit difference %s - %s: %.4f\n", wp, wv, r->logit_diff);
-        free(wp);
-        free(wv);
-        if (!wp || !wv) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});
     }
     printf("wrote %d files to %s (listed in %s/index.json)\n", r->n_files, o->out_dir, o->out_dir);
     return cli_stdout_done(C);

@@ -45,7 +45,8 @@ static const char TOKENIZE_HELP[] =
     "                   by default \"<|endoftext|>\" in a GPT-2 text is the one\n"
     "                   token 50256, as Hugging Face and TransformerLens have it\n"
     "  --decode         with --jsonl: reads one JSON list of ids a line and writes\n"
-    "                   the text they decode to as one JSON string a line\n"
+    "                   the text they decode to as one JSON string a line (ids\n"
+    "                   that cut a character: U+FFFD, as Hugging Face's decode)\n"
     "\n"
     "A tokenizer.json is run as Hugging Face tokenizers runs it (normalizer,\n"
     "pre-tokenizers, BPE, decoder); GPT-2's text is split exactly as OpenAI's\n"
@@ -113,10 +114,13 @@ static hs_status jsonl_line(const hs_tokenizer *t, const char *s, int decode, hs
         }
         if (n < 0 || k != n)
             st = hs_fail(err, HS_ERR_INPUT, "not one JSON list of token ids (integers >= 0)");
-        else if ((st = hs_tok_decode(t, ids, (size_t)n, &text, err)) == HS_OK && !hs_utf8_valid(text))
-            st = hs_fail(err, HS_ERR_INPUT, "the ids decode to bytes that are not UTF-8 (they cut "
-                         "a character), which a JSON string cannot carry");
-        if (st == HS_OK) res = cJSON_CreateString(text);
+        else st = hs_tok_decode(t, ids, (size_t)n, &text, err);
+        /* ids that cut a character: each ill-formed part one U+FFFD, as
+         * Hugging Face's decode (a JSON string holds valid UTF-8 only) */
+        char *lossy = st == HS_OK ? hs_utf8_lossy_dup(text) : NULL;
+        if (st == HS_OK && !lossy) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
+        if (st == HS_OK) res = cJSON_CreateString(lossy);
+        free(lossy);
         free(ids);
     }
     char *j = res ? cJSON_PrintUnformatted(res) : NULL;

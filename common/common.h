@@ -209,9 +209,27 @@ char *hs_strdup(const char *s);
 size_t hs_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp);
 /* 1 when the NUL-terminated s is entirely valid UTF-8 (hs_utf8_decode), else 0. */
 int hs_utf8_valid(const char *s);
+/* The number of bytes at s (n >= 1 available) that are one U+FFFD of a
+ * lossy decoding (the maximal subpart of an ill-formed sequence, Unicode 15
+ * section 3.9, as Python's errors="replace" and Rust's from_utf8_lossy
+ * count), when s does not start a valid sequence (hs_utf8_decode gives 0). */
+size_t hs_utf8_bad_len(const unsigned char *s, size_t n);
+/* A malloc'd copy of the NUL-terminated s (caller frees) that is valid UTF-8:
+ * each ill-formed part (hs_utf8_bad_len) replaced by one U+FFFD, as Python's
+ * bytes.decode("utf-8", errors="replace") and so Hugging Face tokenizers'
+ * decode do; valid s comes back byte for byte. NULL on OOM. */
+char *hs_utf8_lossy_dup(const char *s);
 /* Appends code point cp (<= U+10FFFF, not a surrogate) to b as UTF-8 (1..4
  * bytes, RFC 3629). Same returns as hs_buf_append. */
 int hs_utf8_put(hs_buf *b, uint32_t cp);
+
+/* Appends v as printf's "%<+><width>.<decimals>f" (plus != 0: the + flag)
+ * writes it, except that a value that rounds to zero at that precision has
+ * no sign ("-0.00" and "+0.00" -> "0.00", padded to width): the one rule of
+ * every table and text line that rounds to fixed decimals (figures: viz's
+ * labels, the same rule). JSON keeps the exact float. Same returns as
+ * hs_buf_append. */
+int hs_buf_fixed(hs_buf *b, double v, int width, int decimals, int plus);
 
 /* Code-point classes of the text policy (docs/DESIGN.md, "Text that cannot
  * break a file or a terminal"): what a vocabulary may hold and how each

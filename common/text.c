@@ -195,6 +195,59 @@ int hs_utf8_valid(const char *s)
     return 1;
 }
 
+size_t hs_utf8_bad_len(const unsigned char *s, size_t n)
+{
+    const unsigned char c = s[0];
+    size_t need;
+    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range (Table 3-7) */
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 1;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 2;
+        if (c == 0xE0) lo = 0xA0;
+        if (c == 0xED) hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 3;
+        if (c == 0xF0) lo = 0x90;
+        if (c == 0xF4) hi = 0x8F;
+    } else {
+        return 1;
+    }
+    size_t k = 1;
+    if (k < n && s[k] >= lo && s[k] <= hi)
+        for (k = 2; k < n && k <= need && (s[k] & 0xC0u) == 0x80u;) k++;
+    return k;
+}
+
+char *hs_utf8_lossy_dup(const char *s)
+{
+    hs_buf b = {0};
+    const unsigned char *p = (const unsigned char *)s;
+    const size_t n = strlen(s);
+    for (size_t k = 0; k < n;) {
+        size_t run = k; /* the longest valid run from k, appended at once */
+        uint32_t cp;
+        size_t len;
+        while (run < n && (len = hs_utf8_decode(p + run, n - run, &cp)) > 0) run += len;
+        hs_buf_append(&b, s + k, run - k);
+        if (run == n) break;
+        hs_utf8_put(&b, 0xFFFD);
+        k = run + hs_utf8_bad_len(p + run, n - run);
+    }
+    return hs_buf_take(&b);
+}
+
+int hs_buf_fixed(hs_buf *b, double v, int width, int decimals, int plus)
+{
+    char t[48];
+    const int n = snprintf(t, sizeof t, "%.*f", decimals, v);
+    /* a short text of only a sign, zeros and the point is a signed zero (a
+     * longer one, cut here, is a large number) */
+    const char *d = t + (t[0] == '-');
+    if (n > 0 && (size_t)n < sizeof t && isfinite(v) && d[strspn(d, "0.")] == '\0') v = 0.0;
+    return hs_buf_printf(b, plus && v != 0.0 ? "%+*.*f" : "%*.*f", width, decimals, v);
+}
+
 /* ---- the one float format --------------------------------------------------
  * hs_fmt_f32 is printf's "%.<p>g" for the least p in 1..9 whose text strtod
  * reads back (then cast to float) as x. For 1e-9 <= |x| < 1e9 that search is

@@ -156,8 +156,9 @@ static void curve_summary(const hs_faith_curve *c, hs_buf *b)
     hs_buf_printf(b, "  %8s %8s %10s %12s\n", "fraction", "edges", "metric", "faithfulness");
     for (int k = 0; k <= HS_FAITH_N; k++) {
         const hs_faith_point *p = &c->pt[k];
-        hs_buf_printf(b, "  %7.1f%% %8zu %+10.4f %12s\n", 100 * p->fraction, p->edges, p->metric,
-                      fmt_f(x, sizeof x, p->faithfulness));
+        hs_buf_printf(b, "  %7.1f%% %8zu ", 100 * p->fraction, p->edges);
+        hs_buf_fixed(b, p->metric, 10, 4, 1);
+        hs_buf_printf(b, " %12s\n", fmt_f(x, sizeof x, p->faithfulness));
     }
 }
 
@@ -212,7 +213,9 @@ void hs_discover_summary(const hs_discover_report *r, hs_buf *b)
     for (size_t i = 0; i < k; i++) {
         char name[96];
         hs_graph_edge_name(&r->g, top[i], name, sizeof name);
-        hs_buf_printf(b, "  %-22s %+10.4f%s\n", name, r->scores[top[i]], r->in_circuit[top[i]] ? "  in the circuit" : "");
+        hs_buf_printf(b, "  %-22s ", name);
+        hs_buf_fixed(b, r->scores[top[i]], 10, 4, 1);
+        hs_buf_puts(b, r->in_circuit[top[i]] ? "  in the circuit\n" : "\n");
     }
     if (r->has_roc) {
         hs_buf_puts(b, "against the true circuit:\n");

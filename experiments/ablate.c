@@ -303,7 +303,12 @@ void hs_ablate_summary(const hs_ablate_report *r, hs_buf *b)
         const hs_ablate_comp *c = &r->comp[k];
         char name[32];
         hs_ablate_comp_name(c, name, sizeof name);
-        hs_buf_printf(b, "%-12s %+9.3f %+9.3f %8.1f%% %+8.1f\n", name, c->metric, c->metric - r->metric_clean,
-                      100 * c->acc, 100 * (c->acc - r->acc_clean));
+        hs_buf_printf(b, "%-12s ", name);
+        hs_buf_fixed(b, c->metric, 9, 3, 1);
+        hs_buf_puts(b, " ");
+        hs_buf_fixed(b, c->metric - r->metric_clean, 9, 3, 1);
+        hs_buf_printf(b, " %8.1f%% ", 100 * c->acc);
+        hs_buf_fixed(b, 100 * (c->acc - r->acc_clean), 8, 1, 1);
+        hs_buf_puts(b, "\n");
     }
 }

@@ -175,7 +175,9 @@ void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b)
                   r->n, r->has_wrong ? "answer - wrong" : "the answer");
     double s = 0.0;
     for (int k = 0; k < r->n_comp; k++) {
-        hs_buf_printf(b, "  %-14s %+9.3f\n", r->labels[k], r->attr[k]);
+        hs_buf_printf(b, "  %-14s ", r->labels[k]);
+        hs_buf_fixed(b, r->attr[k], 9, 3, 1);
+        hs_buf_puts(b, "\n");
         s += r->attr[k];
     }
     hs_buf_printf(b, "  %-14s %+9.3f\n  %-14s %+9.3f\n  sum %+.3f = %s %+.3f\n", HS_DLA_LN_FINAL_B, r->constant,
@@ -187,7 +189,10 @@ void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b)
     for (int q = 0; q < r->t; q++) hs_buf_printf(b, " %7d", q);
     for (int k = 0; k < r->n_comp; k++) {
         hs_buf_printf(b, "\n  %-12s", r->labels[k]);
-        for (int q = 0; q < r->t; q++) hs_buf_printf(b, " %+7.2f", r->attr_pos[(size_t)k * r->t + q]);
+        for (int q = 0; q < r->t; q++) {
+            hs_buf_puts(b, " ");
+            hs_buf_fixed(b, r->attr_pos[(size_t)k * r->t + q], 7, 2, 1);
+        }
     }
     hs_buf_printf(b, "\n");
 }

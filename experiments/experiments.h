@@ -437,11 +437,11 @@ typedef struct {
     char **row_labels;   /* [n_rows] "L0", ..., then "L0H1", ... */
     float *rows2;        /* [n_rows, n_cols] the same rows of sentence B, or NULL alone */
     char **labels2;      /* [T] sentence B's tokens as rows show them, or NULL alone */
-    char *name_a, *name_b; /* a pair's sentences by the words where they differ ("tired",
-                          * "wet"; "(animal, tired)"; "sentence 1"), or NULL alone */
-    int n_top;           /* predictions at pos */
+    char *name_a, *name_b; /* a pair's names by the words where they differ ("tired", "wet") */
+    int n_top;           /* predictions at pos (of each sentence) */
     int *top_ids;        /* [n_top] token ids by falling logit (hs_top_k) */
     double *top_probs;   /* [n_top] their softmax probabilities */
+    int *top_ids2; double *top_probs2; /* [n_top] sentence B's, or NULL alone */
     int vs_id;           /* vs's token id, or -1 */
     double logit_diff;   /* logit(top_ids[0]) - logit(vs_id) at pos when vs_id >= 0 */
     int n_files;         /* files the folder's index.json lists (itself included) */

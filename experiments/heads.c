@@ -157,7 +157,10 @@ void hs_heads_summary(const hs_heads_report *r, hs_buf *b)
             snprintf(name, sizeof name, "L%dH%d", l, h);
             hs_buf_printf(b, "%-7s", name);
             for (int k = 0; k < HS_HEADS_N; k++)
-                if (r->has[k]) hs_buf_printf(b, " %15.3f", r->score[k][l * r->H + h]);
+                if (r->has[k]) {
+                    hs_buf_puts(b, " ");
+                    hs_buf_fixed(b, r->score[k][l * r->H + h], 15, 3, 0);
+                }
             hs_buf_printf(b, "\n");
         }
 }

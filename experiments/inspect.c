@@ -181,8 +181,10 @@ static void copy_patterns(const insp_run *x, const hs_cache *c, float *pats)
 /* Runs sentence A into cache (what the figures and DLA read) and pats, and
  * with a pair B's patterns into pats2 (the same acts: the same length). */
 static hs_status forward(const insp_run *x, const int *ids2, hs_acts **acts, hs_cache *cache,
-                         float **pats, float **pats2, hs_error *err)
+                         float **pats, float **pats2, float **logits2, hs_error *err)
 {
+    static const char *const filters2[] = {"blocks.*.attn.hook_pattern", "logits"};
+    const size_t V = (size_t)x->m->cfg.d_vocab;
     static const char *const filters[] = {"blocks.*.attn.hook_pattern", "hook_embed",
                                           "?hook_pos_embed", "blocks.0.hook_resid_pre",
                                           "blocks.*.attn.hook_z", "?blocks.*.hook_mlp_out",
@@ -196,19 +198,23 @@ static hs_status forward(const insp_run *x, const int *ids2, hs_acts **acts, hs_
     if (!ids2) return HS_OK;
     hs_cache c2;
     hs_cache_init(&c2);
-    if (!(*pats2 = malloc(n * sizeof **pats2))) s = oom(err);
-    else s = hs_run_with_cache(x->m, *acts, ids2, 1, x->T, filters, 1, NULL, &c2, err);
-    if (s == HS_OK) copy_patterns(x, &c2, *pats2);
+    if (!(*pats2 = malloc(n * sizeof **pats2)) || !(*logits2 = malloc(V * sizeof **logits2)))
+        s = oom(err);
+    else s = hs_run_with_cache(x->m, *acts, ids2, 1, x->T, filters2, 2, NULL, &c2, err);
+    if (s == HS_OK) {
+        copy_patterns(x, &c2, *pats2);
+        memcpy(*logits2, hs_cache_get(&c2, "logits")->data + (size_t)x->pos * V, V * sizeof **logits2);
+    }
     hs_cache_free(&c2);
     return s;
 }
 
-/* Refuses a non-finite logit at the query position (before anything is
- * written) and fills the report's top predictions and logit difference. */
-static hs_status predict(insp_run *x, int top, hs_inspect_report *out, hs_error *err)
+/* Refuses a non-finite logit among logits [V] (before anything is written)
+ * and puts the top predictions into *ids, *probs [*n] (malloc'd). */
+static hs_status top_of(const insp_run *x, const float *logits, int top, int *n, int **ids,
+                        double **probs, hs_error *err)
 {
     const int V = x->m->cfg.d_vocab;
-    const float *logits = hs_cache_get(x->cache, "logits")->data + (size_t)x->pos * V;
     for (int i = 0; i < V; i++)
         if (!isfinite(logits[i])) {
             char *d = display(x->tok, i), *w = d ? hs_visible_dup(d) : NULL;
@@ -221,14 +227,26 @@ static hs_status predict(insp_run *x, int top, hs_inspect_report *out, hs_error 
         }
     int K = top < 1 ? 1 : top > V ? V : top;
     if (K > 4096) K = 4096;
-    out->top_ids = malloc((size_t)K * sizeof *out->top_ids);
-    out->top_probs = malloc((size_t)K * sizeof *out->top_probs);
-    if (!out->top_ids || !out->top_probs) return oom(err);
-    out->n_top = hs_top_k(logits, V, K, out->top_ids, out->top_probs);
+    *ids = malloc((size_t)K * sizeof **ids);
+    *probs = malloc((size_t)K * sizeof **probs);
+    if (!*ids || !*probs) return oom(err);
+    *n = hs_top_k(logits, V, K, *ids, *probs);
+    return HS_OK;
+}
+
+/* Fills the report's top predictions (of both sentences of a pair) and
+ * logit difference at the query position (top_of's refusals). */
+static hs_status predict(insp_run *x, int top, hs_inspect_report *out, hs_error *err)
+{
+    const float *logits = hs_cache_get(x->cache, "logits")->data + (size_t)x->pos * x->m->cfg.d_vocab;
+    hs_status s = top_of(x, logits, top, &out->n_top, &out->top_ids, &out->top_probs, err);
+    if (s != HS_OK) return s;
     x->pred = out->top_ids[0];
     out->vs_id = x->vs_id;
     if (x->vs_id >= 0) out->logit_diff = (double)logits[x->pred] - logits[x->vs_id];
-    return HS_OK;
+    int n2 = 0;
+    if (x->logits2) s = top_of(x, x->logits2, top, &n2, &out->top_ids2, &out->top_probs2, err);
+    return s;
 }
 
 /* The DLA JSON's numbers: the target, the sum a reader can check. */
@@ -342,25 +360,37 @@ static hs_status write_dla(const insp_run *x, int tok_a, int tok_b, const char *
     return s;
 }
 
-/* predictions.json: the top predictions at the query position. */
+/* Adds the list key of n predictions (ids, probs; logits [V] their logits)
+ * to pj. 0 when memory ran out. */
+static int add_predictions(cJSON *pj, const char *key, const insp_run *x, int n, const int *ids,
+                           const double *probs, const float *logits)
+{
+    cJSON *arr = cJSON_AddArrayToObject(pj, key);
+    int ok = arr != NULL;
+    for (int i = 0; ok && i < n; i++) {
+        cJSON *e = cJSON_CreateObject();
+        const char *ts = hs_tok_str(x->tok, ids[i]); /* NULL: a padding id without a token */
+        ok = e && cJSON_AddItemToObject(e, "token", ts ? cJSON_CreateString(ts) : cJSON_CreateNull()) &&
+             cJSON_AddNumberToObject(e, "id", ids[i]) && cJSON_AddNumberToObject(e, "prob", probs[i]) &&
+             cJSON_AddNumberToObject(e, "logit", logits[ids[i]]) && cJSON_AddItemToArray(arr, e);
+        if (!ok) cJSON_Delete(e);
+    }
+    return ok;
+}
+
+/* predictions.json: the top predictions at the query position; with a pair
+ * also sentence B's ("sentence_b", "query_token_b", "predictions_b"). */
 static hs_status write_predictions(const insp_run *x, const hs_inspect_report *r, hs_error *err)
 {
     const float *logits = hs_cache_get(x->cache, "logits")->data + (size_t)x->pos * x->m->cfg.d_vocab;
     cJSON *pj = cJSON_CreateObject();
     int ok = insp_context(pj, x, 1) &&
-             cJSON_AddStringToObject(pj, "query_token", x->ta->strs[x->pos]);
-    cJSON *arr = ok ? cJSON_AddArrayToObject(pj, "predictions") : NULL;
-    ok = ok && arr;
-    for (int i = 0; ok && i < r->n_top; i++) {
-        cJSON *e = cJSON_CreateObject();
-        const char *ts = hs_tok_str(x->tok, r->top_ids[i]); /* NULL: a padding id without a token */
-        ok = e && cJSON_AddItemToObject(e, "token", ts ? cJSON_CreateString(ts) : cJSON_CreateNull()) &&
-             cJSON_AddNumberToObject(e, "id", r->top_ids[i]) &&
-             cJSON_AddNumberToObject(e, "prob", r->top_probs[i]) &&
-             cJSON_AddNumberToObject(e, "logit", logits[r->top_ids[i]]) &&
-             cJSON_AddItemToArray(arr, e);
-        if (!ok) cJSON_Delete(e);
-    }
+             cJSON_AddStringToObject(pj, "query_token", x->ta->strs[x->pos]) &&
+             add_predictions(pj, "predictions", x, r->n_top, r->top_ids, r->top_probs, logits);
+    if (ok && x->logits2 && r->top_ids2)
+        ok = cJSON_AddStringToObject(pj, "sentence_b", x->o->sentence2) &&
+             cJSON_AddStringToObject(pj, "query_token_b", x->tb->strs[x->pos]) &&
+             add_predictions(pj, "predictions_b", x, r->n_top, r->top_ids2, r->top_probs2, x->logits2);
     char shows[128];
     snprintf(shows, sizeof shows, "top %d next-token predictions at position %d with "
                                   "probabilities", r->n_top, x->pos);
@@ -475,13 +505,15 @@ hs_status hs_inspect_run(const hs_model *m, const hs_tokenizer *tok, const hs_in
     hs_cache cache;
     hs_cache_init(&cache);
     hs_outdir od = {0};
-    float *pats = NULL, *pats2 = NULL;
+    float *pats = NULL, *pats2 = NULL, *logits2 = NULL;
     insp_run x = {.m = m, .tok = tok, .o = o, .notes = notes, .od = &od, .fo = fo, .ta = &ta,
                   .cache = &cache, .L = m->cfg.n_layers, .H = m->cfg.n_heads, .vs_id = -1};
     const double font_pt = fo->viz.font_pt, font_min_pt = fo->viz.font_min_pt; /* insp_pin_font */
     hs_status s = check_input(&x, &ta, &tb, err);
     if (s == HS_OK)
-        s = forward(&x, o->sentence2 ? tb.ids : NULL, &acts, &cache, &pats, &pats2, err);
+        s = forward(&x, o->sentence2 ? tb.ids : NULL, &acts, &cache, &pats, &pats2, &logits2, err);
+    x.logits2 = logits2;
+    x.tb = o->sentence2 ? &tb : NULL;
     if (s == HS_OK) s = predict(&x, o->top, out, err);
     if (s == HS_OK) s = hs_figopts_font_wait(fo, pool, err);
     if (s == HS_OK) s = display_labels(tok, &ta, &out->labels, err);
@@ -502,6 +534,7 @@ hs_status hs_inspect_run(const hs_model *m, const hs_tokenizer *tok, const hs_in
     fo->viz.font_pt = font_pt, fo->viz.font_min_pt = font_min_pt;
     free(pats);
     free(pats2);
+    free(logits2);
     hs_cache_free(&cache);
     hs_acts_destroy(acts);
     hs_tokens_free(&ta);
@@ -521,5 +554,7 @@ void hs_inspect_report_free(hs_inspect_report *r)
     free(r->rows);
     free(r->top_ids);
     free(r->top_probs);
+    free(r->top_ids2);
+    free(r->top_probs2);
     memset(r, 0, sizeof *r);
 }

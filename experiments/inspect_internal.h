@@ -23,6 +23,8 @@ typedef struct {
     const char *const *lab;     /* [T] A's tokens as figures show them */
     const char *const *lab2;    /* [T] B's, or NULL without a pair */
     const int *ids2;            /* [T] B's token ids, or NULL */
+    const hs_tokens *tb;        /* sentence B, or NULL */
+    const float *logits2;       /* [d_vocab] B's logits at pos, or NULL */
     const hs_cache *cache;      /* A's run: patterns, components, logits */
     const float *pats, *pats2;  /* [L, H, T, T] hook_pattern of A, of B (or NULL) */
     int L, H, T;

@@ -294,8 +294,13 @@ void hs_lens_summary(const hs_lens_report *r, const hs_tokenizer *v, hs_buf *b)
         for (int k = 0; k < r->n_points; k++) {
             char name[64];
             hs_lens_point_name(r, k, name, sizeof name);
-            hs_buf_printf(b, "%-28s %9.4f %+9.3f %8.1f%%", name, r->p_answer[k], r->logit_answer[k], 100 * r->acc[k]);
-            if (r->has_wrong) hs_buf_printf(b, " %+9.3f", r->ld[k]);
+            hs_buf_printf(b, "%-28s %9.4f ", name, r->p_answer[k]);
+            hs_buf_fixed(b, r->logit_answer[k], 9, 3, 1);
+            hs_buf_printf(b, " %8.1f%%", 100 * r->acc[k]);
+            if (r->has_wrong) {
+                hs_buf_puts(b, " ");
+                hs_buf_fixed(b, r->ld[k], 9, 3, 1);
+            }
             hs_buf_printf(b, "\n");
         }
     }

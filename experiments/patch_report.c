@@ -234,6 +234,14 @@ cJSON *hs_patch_json(const hs_patch_report *r)
     return o;
 }
 
+/* One table cell: a space, then v as " %+<width>.2f" with no sign on a
+ * value that rounds to zero (hs_buf_fixed). */
+static void cell(hs_buf *b, double v, int width)
+{
+    hs_buf_puts(b, " ");
+    hs_buf_fixed(b, v, width, 2, 1);
+}
+
 /* Act a's table of metric (and metric_pos for a head act); what: "" for
  * the report's own values, ", AtP estimate" beside the exact ones. */
 static void act_table(const hs_patch_report *r, int a, const double *metric, const double *metric_pos,
@@ -248,7 +256,7 @@ static void act_table(const hs_patch_report *r, int a, const double *metric, con
         hs_buf_printf(b, "\n");
         for (int l = 0; l < r->L; l++) {
             hs_buf_printf(b, "L%-5d", l);
-            for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %+6.2f", metric[l * r->t + p]);
+            for (int p = 0; p < r->t; p++) cell(b, metric[l * r->t + p], 6);
             hs_buf_printf(b, "\n");
         }
         return;
@@ -263,7 +271,7 @@ static void act_table(const hs_patch_report *r, int a, const double *metric, con
         hs_buf_printf(b, "\n");
         for (int l = 0; l < r->L; l++) {
             hs_buf_printf(b, "L%-5d", l);
-            for (int h = 0; h < r->H; h++) hs_buf_printf(b, " %+7.2f", metric[l * r->H + h]);
+            for (int h = 0; h < r->H; h++) cell(b, metric[l * r->H + h], 7);
             hs_buf_printf(b, "\n");
         }
         return;
@@ -280,8 +288,11 @@ static void act_table(const hs_patch_report *r, int a, const double *metric, con
             char name[24];
             snprintf(name, sizeof name, "L%dH%d", l, h);
             hs_buf_printf(b, "%-6s", name);
-            if (metric) hs_buf_printf(b, " %+6.2f |", metric[l * r->H + h]);
-            for (int p = 0; p < r->t; p++) hs_buf_printf(b, " %+6.2f", metric_pos[((size_t)l * r->H + h) * r->t + p]);
+            if (metric) {
+                cell(b, metric[l * r->H + h], 6);
+                hs_buf_puts(b, " |");
+            }
+            for (int p = 0; p < r->t; p++) cell(b, metric_pos[((size_t)l * r->H + h) * r->t + p], 6);
             hs_buf_printf(b, "\n");
         }
 }

@@ -152,6 +152,11 @@ static void note_derived_split(const hs_winograd *t, const char *whence, const c
     free(pairs);
 }
 
+/* What a model with a BPE tokenizer (a pretrained folder, a text model)
+ * takes instead of a task's commands. */
+#define BPE_INSTEAD "on a pretrained or text model: a prompt set from `headscope prompts`, then " \
+                    "patch or discover --data FILE.jsonl"
+
 /* The task: the checkpoint's, or the Winograd split src names. */
 static hs_status load_task(const char *path, int need, const hs_load_source *src,
                            const hs_notes *notes, hs_loaded *out, hs_error *err)
@@ -167,12 +172,12 @@ static hs_status load_task(const char *path, int need, const hs_load_source *src
     const int is_text = out->meta.task != NULL && tname != NULL && strcmp(tname, "text") == 0;
     free(tname);
     if (is_text) {
-        if (need & HS_NEED_TASK)
-            return hs_fail(err, HS_ERR_INPUT, "%s is a text model; this command works on Winograd "
-                           "models", path);
+        if (need & HS_NEED_TASK) /* eval's Winograd score: a text model's score is its perplexity */
+            return hs_fail(err, HS_ERR_INPUT, "%s is a text model; give --corpus FILE... to score "
+                           "its perplexity (without it this command scores a Winograd model)", path);
         if ((need & HS_NEED_ANY_TASK) && !(need & HS_ALLOW_TEXT))
-            return hs_fail(err, HS_ERR_INPUT, "%s is a text model; this command needs a Winograd "
-                           "or induction task", path);
+            return hs_fail(err, HS_ERR_INPUT, "%s is a text model; this command needs a model "
+                           "trained on the Winograd or induction task (%s)", path, BPE_INSTEAD);
         out->is_text = 1;
         hs_tok_set_bos(out->vocab, 0);
         return hs_text_params_from_json(out->meta.task, &out->text, err);
@@ -191,6 +196,13 @@ static hs_status load_task(const char *path, int need, const hs_load_source *src
                                notes);
         return st;
     }
+    /* a BPE's vocabulary (a pretrained folder) is no task's: the split flags
+     * cannot make it one */
+    if ((need & (HS_NEED_TASK | HS_NEED_ANY_TASK)) && out->vocab != NULL &&
+        out->vocab->kind == HS_TOKENIZER_BPE)
+        return hs_fail(err, HS_ERR_INPUT, "%s has a BPE tokenizer and no task metadata; this "
+                       "command needs a model trained on the Winograd or induction task (%s)",
+                       path, BPE_INSTEAD);
     if (src->has_split_seed) {
         hs_status st = hs_winograd_create(HS_TASK_WINOGRAD, (uint64_t)src->split_seed, out->vocab,
                                           &out->task, err);

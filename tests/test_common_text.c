@@ -82,6 +82,50 @@ static void utf8_decoder_follows_rfc3629(void **state)
     assert_false(hs_utf8_valid("bad \xFF"));
 }
 
+/* hs_utf8_lossy_dup against Python's bytes.decode("utf-8", errors="replace")
+ * (the expected strings are its output): one U+FFFD per maximal subpart */
+static void lossy_copy_replaces_as_python_does(void **state)
+{
+    (void)state;
+    static const char *const cases[][2] = {
+        {"ch\xD5one", "ch\xEF\xBF\xBDone"},
+        {"\xE2\x82", "\xEF\xBF\xBD"},
+        {"a\xE2\x82" "b\xF0\x9F\x98", "a\xEF\xBF\xBD" "b\xEF\xBF\xBD"},
+        {"\xED\xA0\x80x", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBDx"},
+        {"\xC0\x80", "\xEF\xBF\xBD\xEF\xBF\xBD"},
+        {"\xF4\x90\x80\x80", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"},
+        {"ok \xC3\xA9", "ok \xC3\xA9"},
+        {"", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *s = hs_utf8_lossy_dup(cases[i][0]);
+        assert_non_null(s);
+        assert_string_equal(s, cases[i][1]);
+        assert_true(hs_utf8_valid(s));
+        free(s);
+    }
+}
+
+/* hs_buf_fixed: printf's fixed decimals, no sign on a value that rounds to
+ * zero ("-0.00" was in patch tables), padded alike */
+static void fixed_decimals_have_no_signed_zero(void **state)
+{
+    (void)state;
+    hs_buf b = {0};
+    hs_buf_fixed(&b, -0.004, 6, 2, 1);
+    hs_buf_fixed(&b, 0.004, 6, 2, 1);
+    hs_buf_fixed(&b, -0.0, 6, 2, 1);
+    hs_buf_fixed(&b, -0.005001, 6, 2, 1);
+    hs_buf_fixed(&b, 0.25, 6, 2, 1);
+    hs_buf_fixed(&b, -0.0004, 0, 3, 0);
+    assert_string_equal(b.s, "  0.00  0.00  0.00 -0.01 +0.250.000");
+    hs_buf_free(&b);
+    hs_buf_fixed(&b, -1e300, 0, 2, 0); /* too long for the zero check's buffer: as printf */
+    assert_int_equal(b.len, 305); /* "-", 301 digits, ".00" */
+    assert_true(strncmp(b.s, "-1000", 5) == 0);
+    hs_buf_free(&b);
+}
+
 static void float_format_is_shortest_round_trip(void **state)
 {
     (void)state;
@@ -223,6 +267,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(buf_grows_past_any_fixed_size),
         cmocka_unit_test(utf8_decoder_follows_rfc3629),
+        cmocka_unit_test(lossy_copy_replaces_as_python_does),
+        cmocka_unit_test(fixed_decimals_have_no_signed_zero),
         cmocka_unit_test(float_format_is_shortest_round_trip),
         cmocka_unit_test(float_format_matches_the_printf_search),
         cmocka_unit_test(code_points_fall_in_their_classes),

@@ -227,4 +227,24 @@ for f in ("L1H1.svg", "L0_mean.svg", "query_row.svg"):
 assert not os.path.exists(os.path.join(d, "attention_grid.svg"))
 PYEOF
 
+# 9. a pair prints each sentence's top predictions under its name, and
+#    predictions.json holds both: B's are those of B run alone
+run 0 predb inspect --model "$M" --sentence "$WET" --out "$TMP/predb" --format json
+"$PY" - "$TMP/rows2" "$TMP/rows2.out" "$TMP/predb" "$TMP/predb.out" <<'PYEOF' || fail "pair: B's predictions"
+import json, os, sys
+out, alone = open(sys.argv[2]).read().splitlines(), open(sys.argv[4]).read().splitlines()
+def top(lines):  # "top predictions at position P:" and its 5 lines (--top's default)
+    i = [k for k, l in enumerate(lines) if l.startswith("top predictions at position")][0]
+    return lines[i:i + 6]
+ia, ib = out.index("sentence A (tired):"), out.index("sentence B (wet):")
+a_tops = [l for l in out[ia:ib] if l.startswith("top predictions")]
+b_tops = [l for l in out[ib:] if l.startswith("top predictions")]
+assert len(a_tops) == 1 and len(b_tops) == 1, out
+assert top(out[ib:]) == top(alone), (top(out[ib:]), top(alone))
+p = json.load(open(os.path.join(sys.argv[1], "predictions.json")))
+q = json.load(open(os.path.join(sys.argv[3], "predictions.json")))
+assert p["predictions_b"] == q["predictions"] and p["query_token_b"] == q["query_token"], p
+assert p["sentence_b"] == q["sentence"] and p["predictions"] != p["predictions_b"], p
+PYEOF
+
 echo "inspect_pair: ok"

@@ -49,30 +49,6 @@ void hs_byte_alphabet(uint32_t cp_of[256], int byte_of[ALPHA_MAX])
     }
 }
 
-size_t hs_utf8_bad_len(const unsigned char *s, size_t n)
-{
-    const unsigned char c = s[0];
-    size_t need;
-    unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range (Table 3-7) */
-    if (c >= 0xC2 && c <= 0xDF) {
-        need = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-        need = 2;
-        if (c == 0xE0) lo = 0xA0;
-        if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-        need = 3;
-        if (c == 0xF0) lo = 0x90;
-        if (c == 0xF4) hi = 0x8F;
-    } else {
-        return 1;
-    }
-    size_t k = 1;
-    if (k < n && s[k] >= lo && s[k] <= hi)
-        for (k = 2; k < n && k <= need && (s[k] & 0xC0u) == 0x80u;) k++;
-    return k;
-}
-
 /* The character hs_tok_display shows for ASCII whitespace, a control or
  * DEL (tokenize.h lists them), or 0 for any other code point. */
 static uint32_t visible_cp(uint32_t cp)

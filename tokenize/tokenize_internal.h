@@ -259,10 +259,4 @@ typedef int (*hs_bpe_piece_fn)(const unsigned char *piece, size_t n, void *ctx);
 hs_status hs_bpe_split(const unsigned char *s, size_t n, hs_bpe_piece_fn fn, void *ctx,
                        hs_error *err);
 
-/* The number of bytes at s (n >= 1 available) that are one U+FFFD of a
- * lossy decoding (the maximal subpart of an ill-formed sequence, Unicode 15
- * section 3.9, as Python's errors="replace" and Rust's from_utf8_lossy
- * count), when s does not start a valid sequence. */
-size_t hs_utf8_bad_len(const unsigned char *s, size_t n);
-
 #endif
