@@ -8,7 +8,7 @@ the SVG is exactly WIDTH_IN wide ("%.4fin"), the PDF's media box exactly
 WIDTH_IN x 72 pt wide (pdfinfo); the SVG's smallest text is >= 6 pt; and every
 label its JSON (stem.json) lists (a bar chart's labels, a matrix's row_labels
 and col_labels, else an attention figure's tokens) is a <text> of its SVG (figures shorten labels over 24 code points to 23 and
-"...", and show a special token <|NAME|> as its symbol: <|endoftext|> as U+27E8 bos U+27E9), unless the figure says under its title what it thinned ("every 3rd
+"...", and show a special token <|NAME|> as its symbol: <|endoftext|> as U+27E8 bos U+27E9, also after a position, "0 <|endoftext|>"), unless the figure says under its title what it thinned ("every 3rd
 token label shown", "no token labels: ...", "the 44 largest of 172 ...").
 With --dpi D: each figure's PNG is its PDF's size at D dpi to a pixel in width
 and height, and its SVG the PDF's size (PNG, PDF and SVG of one layout). With
@@ -46,10 +46,11 @@ ALIAS = {"endoftext": "bos", "begin_of_text": "bos", "startoftext": "bos", "end_
 
 
 def shown(s):
-    # a special token <|NAME|> as its short symbol (viz_layout.c special_short)
-    m = re.fullmatch(r"<\|([A-Za-z0-9_]{1,24})\|>", s)
+    # a special token <|NAME|> as its short symbol, also after a position "N "
+    # (viz_layout.c special_short)
+    m = re.fullmatch(r"([0-9]{1,8} )?<\|([A-Za-z0-9_]{1,24})\|>", s)
     if m:
-        return "\u27e8%s\u27e9" % ALIAS.get(m.group(1), m.group(1))
+        return "%s\u27e8%s\u27e9" % (m.group(1) or "", ALIAS.get(m.group(2), m.group(2)))
     return s if len(s) <= 24 else s[:23] + "\u2026"
 
 
