@@ -98,12 +98,7 @@ static hs_status run_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
     for (int b = 0; b < nb && st == HS_OK; b++) {
         const int row = mc->run[i0 + b], g = mc->group[row];
         idx[nb + b] = b;
-        for (int p = s; p < t; p++) { /* forward_embed: W_E[token] + W_pos[p] */
-            const float *we = m->params.W_E + (size_t)mc->tok[(size_t)row * t + p] * D;
-            const float *wp = m->params.W_pos + (size_t)p * D;
-            float *o = x + ((size_t)b * t + p) * D;
-            for (int i = 0; i < D; i++) o[i] = we[i] + wp[i];
-        }
+        st = hs_suffix_embed(m, mc->tok + (size_t)row * t, s, t, x + (size_t)b * t * D, &w->err);
         for (int l = 0; l < L; l++)
             for (int which = 0; which < 2; which++) {
                 const float *src = rep_row(mc, which ? "blocks.%d.attn.hook_v" : "blocks.%d.attn.hook_k", l, g,

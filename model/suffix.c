@@ -22,6 +22,26 @@
 #include <math.h>
 #include <string.h>
 
+hs_status hs_suffix_embed(const hs_model *m, const int *tok, int s, int t, float *x, hs_error *err)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model;
+    if (c->pos != HS_POS_LEARNED || c->embed_norm)
+        return hs_fail(err, HS_ERR_INPUT, "hs_suffix_embed: the model's positions are not learned and added "
+                       "without an embedding norm");
+    if (s < 0 || s > t || t > c->n_ctx)
+        return hs_fail(err, HS_ERR_INPUT, "hs_suffix_embed: positions %d..%d outside [0, %d)", s, t - 1, c->n_ctx);
+    for (int p = s; p < t; p++) {
+        if (tok[p] < 0 || tok[p] >= c->d_vocab)
+            return hs_fail(err, HS_ERR_INPUT, "hs_suffix_embed: token %d at position %d is not in [0, %d)",
+                           tok[p], p, c->d_vocab);
+        /* forward_embed's W_E row plus W_pos row (hs_add_long: the same sums) */
+        hs_add_long(x + (size_t)p * D, m->params.W_E + (size_t)tok[p] * D, m->params.W_pos + (size_t)p * D,
+                    (size_t)D);
+    }
+    return HS_OK;
+}
+
 int hs_forward_suffix_ok(const hs_config *c)
 {
     if (c->attn != HS_ATTN_SOFTMAX || c->norm_place != HS_NORM_PRE || c->attn_replace ||

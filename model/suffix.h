@@ -62,6 +62,13 @@ typedef struct {
  * softmax attention without rotary, ALiBi, local layers or grouped keys,
  * d_head a multiple of 8. */
 int hs_forward_suffix_ok(const hs_config *cfg);
+/* Block 0's input (blocks.0.hook_resid_pre) at positions s .. t - 1 of one
+ * sequence, as hs_forward makes it: x[p] (D) = W_E[tok[p]] + W_pos[p] for
+ * p in [s, t) (tok (t), x (t, D); rows before s untouched), for a model with
+ * learned positions added and no embedding norm (HS_ERR_INPUT otherwise, and
+ * for a token or position out of range). The input a suffix run takes at
+ * block 0 (hs_suffix_run's inputs). */
+hs_status hs_suffix_embed(const hs_model *m, const int *tok, int s, int t, float *x, hs_error *err);
 /* logits (B, n_tok) (n_tok 0: (B, V)) <- logits[b, read[b], tok[b, j]] of the forward of
  * blocks layer[b].. whose positions before s are the reference run's (the
  * keys and values there read from r->k, r->v) and whose input at s.. is

@@ -19,6 +19,7 @@
 #include "circuits/circuits.h"
 #include "circuits/circuits_internal.h"
 #include "model/checkpoint.h"
+#include "model/suffix.h"
 #include "tasks/tasks.h"
 
 static hs_model *g_m;
@@ -104,6 +105,27 @@ static void means_equal_engine_means_at_the_adjective(void **state)
     compare_at(1, 11);
 }
 
+/* hs_suffix_embed: W_E[tok] + W_pos[p] at p in [s, t), rows before s untouched; a token
+ * outside the vocabulary refused */
+static void suffix_embed_rows(void **state)
+{
+    (void)state;
+    const int D = g_m->cfg.d_model, tok[3] = {1, 2, 3};
+    float *x = calloc((size_t)3 * D, sizeof *x);
+    assert_non_null(x);
+    x[0] = 7.0f;
+    hs_error err = {0};
+    assert_int_equal(hs_suffix_embed(g_m, tok, 1, 3, x, &err), HS_OK);
+    assert_true(x[0] == 7.0f);
+    for (int p = 1; p < 3; p++)
+        for (int i = 0; i < D; i++)
+            assert_true(x[p * D + i] == g_m->params.W_E[tok[p] * D + i] + g_m->params.W_pos[p * D + i]);
+    const int bad[2] = {0, g_m->cfg.d_vocab};
+    assert_int_equal(hs_suffix_embed(g_m, bad, 0, 2, x, &err), HS_ERR_INPUT);
+    assert_non_null(strstr(err.msg, "is not in"));
+    free(x);
+}
+
 static void means_equal_engine_means_for_other_cuts(void **state)
 {
     (void)state;
@@ -117,6 +139,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(means_equal_engine_means_at_the_adjective),
         cmocka_unit_test(means_equal_engine_means_for_other_cuts),
+        cmocka_unit_test(suffix_embed_rows),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
