@@ -321,7 +321,14 @@ int hs_argmax(const float *x, size_t n);
  * rows share its call as long as calls start on 16-row units (rows in blocks
  * of 64, or of 16 padded for outputs whose last 64-column block is 1-16
  * wide, where libxsmm's AVX-512 kernel sums with more accumulators in short
- * blocks), so results do not depend on how a batch is split over threads. beta 0 ignores what C held (NaN included). M or N <= 0
+ * blocks), so results do not depend on how a batch is split over threads.
+ * An NN product of at most 64 rows whose B is past libxsmm's limit (a few
+ * positions against GPT-2's weights) runs on libxsmm too, reading B as it
+ * lies instead of packing a copy of it, in OpenBLAS' own K blocks, with
+ * OpenBLAS' bits (where a probe at a K's first use finds those blocks, and
+ * only with OpenBLAS at one thread a call; common/gemm.c, few_rows: 16 x
+ * 2,304 x 768 30.6 -> 21.1 ms for 24 weights, one thread).
+ * beta 0 ignores what C held (NaN included). M or N <= 0
  * does nothing. Runs on the calling thread; safe from any number of threads
  * at once (a shape's kernel is generated at its first use, under a mutex, and
  * kept until the process ends: a few KB each; LIBXSMM_TARGET picks an older
@@ -330,6 +337,23 @@ int hs_argmax(const float *x, size_t n);
  * OpenBLAS for the rest of the process. */
 void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc);
+
+/* 1 when hs_sgemm runs NN products of few rows whose inner dimension is K
+ * on libxsmm in OpenBLAS' K blocks (see hs_sgemm; probing K at its first
+ * call): OpenBLAS at one thread a call and a kernel family whose blocked
+ * sums libxsmm's kernels reproduce (SkylakeX and Cooperlake in 0.3.21, not
+ * Haswell). 0: such products stay on OpenBLAS. For tests and benches. */
+int hs_sgemm_few_rows_k(int K);
+
+/* OpenBLAS 0.3.21's kernels by a product's multiply-adds (M N K): an NN
+ * product with alpha 1 and beta 0 of fewer than HS_BLAS_DIRECT_MACS runs on
+ * its SkylakeX direct kernel (one FMA chain over all of K;
+ * sgemm_direct_performant.c), any product of fewer than HS_BLAS_SMALL_MACS
+ * on its small-matrix kernels (sgemm_small_kernel_permit_skylakex.c), the
+ * rest on its blocked path, which sums K in blocks: where bits depend on
+ * which one runs (hs_sgemm's few-row products, column splits). */
+#define HS_BLAS_DIRECT_MACS (28L * 512 * 512)
+#define HS_BLAS_SMALL_MACS (100L * 100 * 100 + 1)
 
 /* 1 when an NN product whose B is (K, N) is small enough for libxsmm
  * (alpha 1, beta 0 or 1, whatever its rows; a CPU without JIT still goes to
@@ -428,10 +452,11 @@ struct hs_pool;
  * a wide B (the unembedding of a few positions: 208 x 50,257 x 768 at GPT-2
  * small), where a split of the rows (model/ hs_sgemm_pool) has every worker
  * pack all of B. Split only when every part has at least 64 columns and 4 M
- * elements of op(B): such parts, and the whole, run on OpenBLAS, whose every
- * element is one k-sequential FMA chain whatever columns share its call, so
- * the bits equal one call's (checked on OpenBLAS 0.3.21 at GPT-2's W_U, NN
- * and NT, SkylakeX and the default core); else one call on this thread (as
+ * elements of op(B): such parts, and the whole, take OpenBLAS' blocked path
+ * (or hs_sgemm's few-row products, which have its bits), and only where
+ * hs_blas_cols_exact() says each element is then the same sum whatever
+ * columns share its call, so the bits equal one call's (test_gemm: GPT-2's
+ * W_U, NN and NT, SkylakeX and Cooperlake kernels); else one call on this thread (as
  * with pool NULL or one worker). Not from inside a job of pool (hs_pool_for
  * is not reentrant). No errors. */
 void hs_sgemm_cols_pool(struct hs_pool *pool, int tb, int M, int N, int K, float alpha,
@@ -451,6 +476,17 @@ typedef struct hs_pool hs_pool;
 /* The kernel family OpenBLAS runs its products on (openblas_get_corename():
  * "Haswell", "SkylakeX", "Prescott", ...). Static string; never NULL. */
 const char *hs_blas_core(void);
+
+/* 1 when OpenBLAS' kernel family gives each column of a product on its
+ * blocked path the bits of one call whatever columns share the call, so a
+ * split of a few-row product's columns over a pool (hs_sgemm_cols_pool,
+ * model/ hs_sgemm_pool_fill) leaves results independent of the thread
+ * count: its AVX-512 families in 0.3.21 (SkylakeX, Cooperlake,
+ * SapphireRapids; test_gemm checks GPT-2 small's shapes, NN and NT). Not
+ * Haswell or Zen, whose sums depend on where a column's block starts
+ * (16 x 2,304 x 768 split at column 1,152: 160 columns differ in the last
+ * bits), nor the others (not checked): there such products run whole. */
+int hs_blas_cols_exact(void);
 
 /* The OPENBLAS_CORETYPE this process should have been started with, or NULL
  * when OpenBLAS's choice is right. Debian 12's OpenBLAS 0.3.21 does not know

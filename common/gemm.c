@@ -25,7 +25,10 @@
  * any thread count (the forward's batch split hands each worker whole rows,
  * starting on 16-row units, which OpenBLAS needs); outputs whose last column
  * block is narrow (narrow()) go to OpenBLAS there. A plan has one row count
- * for all its calls, so it keeps libxsmm for those too.
+ * for all its calls, so it keeps libxsmm for those too. NN products of few
+ * rows against large weights run on libxsmm in OpenBLAS' own order of sums,
+ * with its bits (few_rows, below), so a row's value does not depend on the
+ * row count there either.
  */
 #define _DEFAULT_SOURCE /* MAP_ANONYMOUS */
 #include "common.h"
@@ -34,12 +37,15 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 
 #include <cblas.h>
 #include <libxsmm.h>
 #include <libxsmm_generator.h>
 #include <libxsmm/generator_common.h> /* LIBXSMM_ERR_BUFFER_TOO_SMALL */
+
+int openblas_get_num_threads(void); /* as common/pool.c: not in every cblas.h */
 
 /* rows a libxsmm NN kernel takes at once (the last block takes the rest) */
 #define HS_XSMM_ROWS 64
@@ -311,12 +317,225 @@ void hs_sgemm_run(const hs_sgemm_plan *p, const float *A, const float *B, float 
     clear_upper();
 }
 
+/* ------------------------------------------------------------------------ */
+/* Few rows against a large weight                                            */
+/*
+ * An NN product of a few rows against a weight past libxsmm's limit (a
+ * one-prompt forward of GPT-2 small: 16 rows against 340 MB of weights) on
+ * OpenBLAS packs all of B, a copy of the weight, for a product that reads it
+ * once: in such a forward OpenBLAS' packing took more cycles than its
+ * kernel. few_rows() reads the weight as it lies, with libxsmm's kernels, in
+ * the order of OpenBLAS' own sums, so C gets OpenBLAS' bits and a row's
+ * value still does not depend on how many rows share its call. OpenBLAS
+ * 0.3.21 at one thread (driver/level3/level3.c) runs a product of at least
+ * HS_BLAS_DIRECT_MACS multiply-adds on its blocked path, which sums K in
+ * blocks of GEMM_Q (the last two halves, rounded up to GEMM_UNROLL_M, when
+ * less than 2 GEMM_Q remain), each block one k-sequential FMA chain from 0
+ * added to C (zeroed first when beta is 0). GEMM_Q and the unroll are per
+ * kernel family and not exported, so a K's blocks are found by trial
+ * (probe_k): the first candidate whose product equals one cblas_sgemm
+ * call's bit for bit on a probe of that K is kept for the process; a K none
+ * matches (OpenBLAS' Haswell kernels, whose sums are ordered otherwise) stays
+ * on OpenBLAS. A block is made in calls of HS_FEW_KSUB rows of B, each after
+ * the first continuing the chains (beta 1), over tiles of HS_FEW_COLS
+ * columns. One thread, AMD EPYC (Cooperlake kernels), 24 weights each, weight
+ * pages not in cache: 16 x 2,304 x 768 30.6 -> 21.1 ms, 16 x 768 x 3,072
+ * 41.2 -> 26.6 ms, 64 x 2,304 x 768 37.5 -> 33.8 ms; from 96 rows OpenBLAS
+ * is as fast or faster (HS_FEW_ROWS). A whole block a call instead of
+ * HS_FEW_KSUB rows: 47 against 70 GFLOP/s (each 64-column strip walked down
+ * 320 rows of B, which the prefetchers do not follow).
+ */
+
+/* the most rows (M) few_rows() takes */
+#define HS_FEW_ROWS 64
+/* the K values whose blocks are remembered (a model has two or three) */
+#define HS_FEW_KS 16
+#define HS_FEW_COLS 768
+#define HS_FEW_KSUB 32
+
+typedef struct {
+    int K;
+    int q, u; /* GEMM_Q and GEMM_UNROLL_M found; q 0: none matched (OpenBLAS) */
+} few_k;
+
+static pthread_mutex_t few_mu = PTHREAD_MUTEX_INITIALIZER;
+static few_k few_ks[HS_FEW_KS];
+static int few_n;
+
+/* The end of the K block starting at ls (< K) under GEMM_Q q, unroll u. */
+static int kblock_end(int ls, int K, int q, int u)
+{
+    int l = K - ls;
+    if (l >= 2 * q) l = q;
+    else if (l > q) l = (l / 2 + u - 1) / u * u;
+    return ls + l;
+}
+
+/* The plans of one few_rows_run (at most 8: a tile of HS_FEW_COLS columns
+ * or the rest, HS_FEW_KSUB rows of B or a block's rest, beta 0 or 1), each
+ * made once: a kernel lookup takes the store's mutex, which the workers of
+ * a split product would otherwise contend for on every call. */
+typedef struct {
+    int n;
+    int key[8][3]; /* columns, rows of B, beta */
+    hs_sgemm_plan p[8];
+} few_plans;
+
+/* The plan for a call of M rows, w columns, k rows of B and beta (0 or 1),
+ * or NULL when libxsmm has no kernel for it (or the 8 are taken). */
+static const hs_sgemm_plan *few_plan(few_plans *fp, int M, int w, int k, int lda, int ldb, int beta)
+{
+    for (int i = 0; i < fp->n; i++)
+        if (fp->key[i][0] == w && fp->key[i][1] == k && fp->key[i][2] == beta) return &fp->p[i];
+    if (fp->n == 8) return NULL;
+    hs_sgemm_plan *p = &fp->p[fp->n];
+    plan_make(p, 0, 0, M, w, k, 1.0f, lda, ldb, beta ? 1.0f : 0.0f, w, 0);
+    if (!p->xsmm || p->pad) return NULL;
+    fp->key[fp->n][0] = w;
+    fp->key[fp->n][1] = k;
+    fp->key[fp->n][2] = beta;
+    fp->n++;
+    return p;
+}
+
+/* C (M, N) = A B + beta C in K blocks of (q, u): each block's product one
+ * FMA chain per element from 0 in tmp, then added to C. 0 (C as it was) when
+ * a kernel cannot be made or memory runs out. */
+static int few_rows_run(int q, int u, int M, int N, int K, const float *A, int lda, const float *B,
+                        int ldb, float beta, float *C, int ldc)
+{
+    const int W = N < HS_FEW_COLS ? N : HS_FEW_COLS;
+    few_plans fp;
+    fp.n = 0;
+    for (int ls = 0, le; ls < K; ls = le) { /* every plan first */
+        le = kblock_end(ls, K, q, u);
+        for (int c0 = 0; c0 < N; c0 += W)
+            for (int k0 = ls; k0 < le; k0 += HS_FEW_KSUB)
+                if (!few_plan(&fp, M, N - c0 < W ? N - c0 : W, le - k0 < HS_FEW_KSUB ? le - k0 : HS_FEW_KSUB,
+                              lda, ldb, k0 != ls))
+                    return 0;
+    }
+    float *tmp = malloc((size_t)M * W * sizeof(float));
+    if (tmp == NULL) return 0;
+    if (beta == 0.0f)
+        for (int i = 0; i < M; i++) memset(C + (size_t)i * ldc, 0, (size_t)N * sizeof(float));
+    for (int c0 = 0; c0 < N; c0 += W) {
+        const int w = N - c0 < W ? N - c0 : W;
+        for (int ls = 0, le; ls < K; ls = le) {
+            le = kblock_end(ls, K, q, u);
+            for (int k0 = ls; k0 < le; k0 += HS_FEW_KSUB) {
+                const int k = le - k0 < HS_FEW_KSUB ? le - k0 : HS_FEW_KSUB;
+                hs_sgemm_run(few_plan(&fp, M, w, k, lda, ldb, k0 != ls), A + k0, B + (size_t)k0 * ldb + c0, tmp);
+            }
+            for (int i = 0; i < M; i++) {
+                float *restrict c = C + (size_t)i * ldc + c0;
+                const float *restrict t = tmp + (size_t)i * w;
+                for (int j = 0; j < w; j++) c[j] += t[j];
+            }
+        }
+    }
+    free(tmp);
+    return 1;
+}
+
+/* GEMM_Q and unroll candidates, likeliest first (0.3.21: SkylakeX 448 --
+ * tried after 384, which gives K 768 the same blocks --, Cooperlake 320;
+ * then other families' values) */
+static const int few_q[] = {384, 448, 320, 256, 512, 192, 640, 768, 128, 224, 240};
+static const int few_u[] = {16, 8, 32, 4, 2};
+#define FEW_NQ ((int)(sizeof few_q / sizeof few_q[0]))
+#define FEW_NU ((int)(sizeof few_u / sizeof few_u[0]))
+
+/* 1 when candidate c (few_q[c / FEW_NU], few_u[c % FEW_NU]) gives K the
+ * blocks of an earlier candidate (tried already). */
+static int tried_before(int K, int c)
+{
+    for (int e = 0; e < c; e++) {
+        int a = 0, b = 0;
+        while (a < K && a == b) {
+            a = kblock_end(a, K, few_q[c / FEW_NU], few_u[c % FEW_NU]);
+            b = kblock_end(b, K, few_q[e / FEW_NU], few_u[e % FEW_NU]);
+        }
+        if (a == b) return 1;
+    }
+    return 0;
+}
+
+/* The blocks of K: the first candidate whose product equals cblas_sgemm's
+ * bit for bit on a probe (16 rows, the fewest columns that take OpenBLAS'
+ * blocked path, values from a hash of the index: sums whose rounding tells
+ * any two block structures apart); q 0 when none does or memory ran out.
+ * GPT-2 small's two K: ~3 ms each, once a process. */
+static few_k probe_k(int K)
+{
+    few_k r = {K, 0, 0};
+    const int M = 16, N = (int)((HS_BLAS_DIRECT_MACS / M / K + 64) / 64 * 64);
+    float *A = malloc(((size_t)M * K + (size_t)K * N + 2 * (size_t)M * N) * sizeof(float));
+    if (A == NULL) return r;
+    float *B = A + (size_t)M * K, *C0 = B + (size_t)K * N, *C1 = C0 + (size_t)M * N;
+    for (size_t i = 0; i < (size_t)M * K + (size_t)K * N; i++) /* [-0.5, 0.5) */
+        A[i] = (float)(((uint32_t)i * 2654435761u) >> 8) * (1.0f / 16777216.0f) - 0.5f;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C0, N);
+    for (int c = 0; c < FEW_NQ * FEW_NU && !r.q; c++) {
+        if (tried_before(K, c)) continue;
+        if (few_rows_run(few_q[c / FEW_NU], few_u[c % FEW_NU], M, N, K, A, K, B, N, 0.0f, C1, N) &&
+            memcmp(C0, C1, (size_t)M * N * sizeof(float)) == 0) {
+            r.q = few_q[c / FEW_NU];
+            r.u = few_u[c % FEW_NU];
+        }
+    }
+    free(A);
+    return r;
+}
+
+/* K's blocks (probed at its first use), or q 0. */
+static few_k blocks_of(int K)
+{
+    pthread_mutex_lock(&few_mu);
+    few_k r = {K, 0, 0};
+    int i = 0;
+    while (i < few_n && few_ks[i].K != K) i++;
+    if (i < few_n) r = few_ks[i];
+    else if (few_n < HS_FEW_KS) r = few_ks[few_n++] = probe_k(K);
+    pthread_mutex_unlock(&few_mu);
+    return r;
+}
+
+/* 1 when hs_sgemm's NN product (alpha 1, beta 0 or 1) of few rows was made
+ * here, with OpenBLAS' bits; 0: nothing written, OpenBLAS' turn. Only with
+ * OpenBLAS at one thread a call (as headscope runs it, hs_blas_one_thread):
+ * its threaded driver blocks K otherwise. */
+static int few_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
+                    float beta, float *C, int ldc)
+{
+    if (M > HS_FEW_ROWS || hs_sgemm_nn_jit(N, K) || narrow(N) || (long)M * N * K < HS_BLAS_DIRECT_MACS ||
+        openblas_get_num_threads() != 1)
+        return 0;
+    const few_k k = blocks_of(K);
+    return k.q && few_rows_run(k.q, k.u, M, N, K, A, lda, B, ldb, beta, C, ldc);
+}
+
+int hs_sgemm_few_rows_k(int K)
+{
+    return K > 0 && openblas_get_num_threads() == 1 && blocks_of(K).q > 0;
+}
+
 void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
               const float *B, int ldb, float beta, float *C, int ldc)
 {
     hs_sgemm_plan p; /* a call's rows may be any part of a batch: no narrow kernels */
     plan_make(&p, ta, tb, M, N, K, alpha, lda, ldb, beta, ldc, 1);
+    if (!p.xsmm && !ta && !tb && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && M > 0 &&
+        few_rows(M, N, K, A, lda, B, ldb, beta, C, ldc))
+        return;
     hs_sgemm_run(&p, A, B, C);
+}
+
+int hs_blas_cols_exact(void)
+{
+    const char *c = hs_blas_core();
+    return strcasecmp(c, "SkylakeX") == 0 || strcasecmp(c, "Cooperlake") == 0 ||
+           strcasecmp(c, "SapphireRapids") == 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -367,6 +586,7 @@ void hs_sgemm_cols_pool(hs_pool *pool, int tb, int M, int N, int K, float alpha,
     if (M <= 0 || N <= 0) return;
     /* parts of at least 64 columns and HS_COLS_MIN_WEIGHT elements of op(B) */
     while (g.parts > 1 && ((long)N / g.parts < 64 || (long)N / g.parts * K < HS_COLS_MIN_WEIGHT)) g.parts--;
+    if (g.parts > 1 && !hs_blas_cols_exact()) g.parts = 1; /* e.g. OpenBLAS' Haswell kernels */
     if (g.parts <= 1) {
         g.parts = 1;
         (void)cols_part(&g, 0, 0, NULL); /* this thread */

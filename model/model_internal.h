@@ -209,26 +209,18 @@ void hs_matmul_forward(float *out, const float *inp, const float *W, const float
  * (hs_sgemm_pool; below, a product is too short to gain). */
 #define HS_BLAS_PAR_ROWS 256
 
-/* The fewest multiply-adds (M x columns x K) each part of a column split
- * (hs_sgemm_pool, fewer than HS_BLAS_PAR_ROWS rows) must have, so that the
- * parts take OpenBLAS' blocked path as the whole does (a part on another
- * kernel could get other bits): OpenBLAS 0.3.21 runs an NN product with
- * alpha 1 and beta 0 of fewer than 28 x 512 x 512 on its SkylakeX direct
- * kernel (one FMA chain over all of K, where the blocked path sums K in
- * blocks; sgemm_direct_performant.c), and any product of at most 100^3 on
- * its small-matrix kernels (sgemm_small_kernel_permit_skylakex.c). */
-#define HS_BLAS_COLS_MACS_DIRECT (28L * 512 * 512)
-#define HS_BLAS_COLS_MACS (100L * 100 * 100 + 1)
 
 /* hs_sgemm(0, tb, M, N, K, ...) with C's rows in one part per worker of pool,
  * each part starting on a multiple of 64 rows (libxsmm's row block and a
  * multiple of OpenBLAS' 16-row unit, common/gemm.c: every row gets the bits
  * of one call), each part one single-threaded hs_sgemm on its worker. With
  * M < HS_BLAS_PAR_ROWS, C's columns instead, in parts starting on multiples
- * of 64 columns, each at least 64 wide and HS_BLAS_COLS_MACS(_DIRECT)
+ * of 64 columns, each at least 64 wide and HS_BLAS_DIRECT_MACS (NN, alpha 1, beta 0) or HS_BLAS_SMALL_MACS
  * multiply-adds,
  * its weight past libxsmm's (hs_sgemm_nn_jit), so that the parts and the
- * whole run OpenBLAS' blocked path (every column the bits of one call);
+ * whole run OpenBLAS' blocked path or hs_sgemm's few-row products (which
+ * have its bits), and only where hs_blas_cols_exact() (every column the
+ * bits of one call; not on OpenBLAS' Haswell kernels);
  * fewer workers when parts would be smaller. NULL pool, one worker, or no
  * such split: one call on this thread. The
  * forward's one owner of threads: OpenBLAS stays at one thread a call, so no

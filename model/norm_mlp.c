@@ -204,20 +204,21 @@ static hs_status gemm_cols_part(void *ctx, int j, int worker, hs_error *err)
 }
 
 /* 1 when every column part of g (g->parts of them) is at least 64 columns
- * wide and HS_BLAS_COLS_MACS(_DIRECT) multiply-adds, and an NN part's weight
- * too large for libxsmm (hs_sgemm_nn_jit): then the parts and the whole run
- * OpenBLAS' blocked path, whose K blocking depends on K and M only and whose
- * every element is the same FMA sequence whatever columns share its call
- * (its SkylakeX direct and small-matrix kernels take only products of fewer
- * multiply-adds), so each column gets the bits of one call. */
+ * wide and of HS_BLAS_DIRECT_MACS (NN, alpha 1, beta 0) or HS_BLAS_SMALL_MACS
+ * multiply-adds, an NN part's weight too large for libxsmm
+ * (hs_sgemm_nn_jit), and OpenBLAS' kernel family one that keeps a column's
+ * bits in any split (hs_blas_cols_exact): then the parts and the whole run
+ * OpenBLAS' blocked path (or hs_sgemm's few-row products, with its bits),
+ * whose K blocking depends on K alone, and each column gets the bits of one
+ * call. */
 static int cols_split_ok(const gemm_rows *g)
 {
-    const long least = !g->tb && g->alpha == 1.0f && g->beta == 0.0f ? HS_BLAS_COLS_MACS_DIRECT : HS_BLAS_COLS_MACS;
+    const long least = !g->tb && g->alpha == 1.0f && g->beta == 0.0f ? HS_BLAS_DIRECT_MACS : HS_BLAS_SMALL_MACS;
     for (int j = 0; j < g->parts; j++) {
         const int n = gemm_part_col(g, j + 1) - gemm_part_col(g, j);
         if (n < 64 || (long)g->M * n * g->K < least || (!g->tb && hs_sgemm_nn_jit(n, g->K))) return 0;
     }
-    return 1;
+    return hs_blas_cols_exact(); /* not with OpenBLAS' Haswell kernels */
 }
 
 void hs_sgemm_pool_fill(hs_pool *pool, const float *fill, int tb, int M, int N, int K,

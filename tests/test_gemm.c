@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include <cblas.h>
+
 #include "common/common.h"
 #include "model/model_internal.h" /* hs_sgemm_pool_fill */
 
@@ -318,6 +320,57 @@ static void few_rows_split_by_columns_give_one_calls_bits(void **state)
     hs_pool_destroy(pool);
 }
 
+/* hs_sgemm's NN products of few rows against a weight past libxsmm's limit
+ * (common/gemm.c, few_rows: libxsmm over column tiles in OpenBLAS' K blocks)
+ * at GPT-2 small's shapes (Q/K/V 768 x 2,304, W_in 768 x 3,072, W_out
+ * 3,072 x 768, W_O 768 x 768) and a K of blocks of unequal length (1,000),
+ * rows 16, 64, 17 and 3 (the last below the blocked path's size: OpenBLAS
+ * itself), beta 0 over NaN and beta 1 over a bias, strided operands: C bit
+ * for bit one cblas_sgemm call's, which is what every row of every batch
+ * size gets (the rows of a many-row product are OpenBLAS'), and a value
+ * checked against double. */
+static void few_rows_get_openblas_bits(void **state)
+{
+    (void)state;
+    hs_blas_one_thread(); /* as headscope runs OpenBLAS (the path's condition) */
+    static const struct {
+        int M, N, K;
+        float beta;
+    } cases[] = {{16, 2304, 768, 1.0f}, {16, 3072, 768, 0.0f}, {16, 768, 3072, 0.0f}, {16, 768, 768, 0.0f},
+                 {64, 2304, 768, 0.0f}, {17, 1152, 1000, 1.0f}, {3, 2304, 768, 0.0f},
+                 {40, 1024, 600, 0.0f}, {16, 1024, 600, 1.0f}, {64, 640, 1000, 0.0f}, {33, 896, 2000, 0.0f},
+                 {8, 2304, 768, 0.0f},  {1, 3072, 3072, 0.0f}, {2, 3072, 3072, 1.0f}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const int M = cases[c].M, N = cases[c].N, K = cases[c].K, lda = K + 16, ldb = N + 64, ldc = N + 32;
+        float *A = filled((size_t)M * lda, 21u + (unsigned)c), *B = filled((size_t)K * ldb, 23u + (unsigned)c);
+        float *C1 = malloc((size_t)M * ldc * sizeof(float)), *C2 = malloc((size_t)M * ldc * sizeof(float));
+        assert_true(C1 && C2);
+        for (size_t i = 0; i < (size_t)M * ldc; i++)
+            C1[i] = C2[i] = cases[c].beta != 0.0f ? (float)(i % 7) - 3.0f : NAN;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb, cases[c].beta, C1, ldc);
+        hs_sgemm(0, 0, M, N, K, 1.0f, A, lda, B, ldb, cases[c].beta, C2, ldc);
+        for (int i = 0; i < M; i++)
+            if (memcmp(C1 + (size_t)i * ldc, C2 + (size_t)i * ldc, (size_t)N * sizeof(float)) != 0)
+                fail_msg("%d x %d x %d, beta %g: row %d's bits differ from cblas_sgemm's", M, N, K,
+                         (double)cases[c].beta, i);
+        const int i = M - 1, j = N - 1;
+        const double want = (cases[c].beta != 0.0f ? (double)(((size_t)i * ldc + j) % 7) - 3.0 : 0.0) +
+                            ref(0, 0, K, A, lda, B, ldb, i, j);
+        assert_true(fabs(C2[(size_t)i * ldc + j] - want) < 1e-4 * (1.0 + fabs(want)));
+        free(A);
+        free(B);
+        free(C1);
+        free(C2);
+    }
+    /* the path itself ran, where its blocks are known to match: OpenBLAS'
+     * AVX-512 families (elsewhere the products above were OpenBLAS' own) */
+    const char *core = hs_blas_core();
+    if (strcmp(core, "SkylakeX") == 0 || strcmp(core, "Cooperlake") == 0) {
+        assert_int_equal(hs_sgemm_few_rows_k(768), 1);
+        assert_int_equal(hs_sgemm_few_rows_k(3072), 1);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -329,6 +382,7 @@ int main(void)
         cmocka_unit_test(freed_float_arrays_are_reused_at_their_length_and_cleared),
         cmocka_unit_test(a_streamed_row_with_its_fill_is_exact),
         cmocka_unit_test(few_rows_split_by_columns_give_one_calls_bits),
+        cmocka_unit_test(few_rows_get_openblas_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
