@@ -454,7 +454,7 @@ struct hs_pool;
  * pack all of B. Split only when every part has at least 64 columns and 4 M
  * elements of op(B): such parts, and the whole, take OpenBLAS' blocked path
  * (or hs_sgemm's few-row products, which have its bits), and only where
- * hs_blas_cols_exact() says each element is then the same sum whatever
+ * hs_blas_split_exact() says each element is then the same sum whatever
  * columns share its call, so the bits equal one call's (test_gemm: GPT-2's
  * W_U, NN and NT, SkylakeX and Cooperlake kernels); else one call on this thread (as
  * with pool NULL or one worker). Not from inside a job of pool (hs_pool_for
@@ -477,16 +477,18 @@ typedef struct hs_pool hs_pool;
  * "Haswell", "SkylakeX", "Prescott", ...). Static string; never NULL. */
 const char *hs_blas_core(void);
 
-/* 1 when OpenBLAS' kernel family gives each column of a product on its
- * blocked path the bits of one call whatever columns share the call, so a
- * split of a few-row product's columns over a pool (hs_sgemm_cols_pool,
- * model/ hs_sgemm_pool_fill) leaves results independent of the thread
- * count: its AVX-512 families in 0.3.21 (SkylakeX, Cooperlake,
- * SapphireRapids; test_gemm checks GPT-2 small's shapes, NN and NT). Not
- * Haswell or Zen, whose sums depend on where a column's block starts
- * (16 x 2,304 x 768 split at column 1,152: 160 columns differ in the last
- * bits), nor the others (not checked): there such products run whole. */
-int hs_blas_cols_exact(void);
+/* 1 when OpenBLAS' kernel family gives each element of a product the bits
+ * of one call whatever rows or columns share the call (on its blocked path
+ * for columns), so a split of a product's rows or of a few-row product's
+ * columns over a pool (model/ hs_sgemm_pool_fill, hs_sgemm_cols_pool)
+ * leaves results independent of the thread count: its AVX-512 families in
+ * 0.3.21 (SkylakeX, Cooperlake, SapphireRapids; test_gemm and test_model
+ * check GPT-2 small's shapes and a 300-row forward). Not Haswell or Zen,
+ * whose sums depend on where a column's or row's block starts (16 x 2,304 x
+ * 768 split at column 1,152: 160 columns differ in the last bits), nor the
+ * others (not checked): there the products OpenBLAS runs are not split
+ * (libxsmm's are: their rows are exact by construction, hs_sgemm). */
+int hs_blas_split_exact(void);
 
 /* The OPENBLAS_CORETYPE this process should have been started with, or NULL
  * when OpenBLAS's choice is right. Debian 12's OpenBLAS 0.3.21 does not know

@@ -531,7 +531,7 @@ void hs_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, 
     hs_sgemm_run(&p, A, B, C);
 }
 
-int hs_blas_cols_exact(void)
+int hs_blas_split_exact(void)
 {
     const char *c = hs_blas_core();
     return strcasecmp(c, "SkylakeX") == 0 || strcasecmp(c, "Cooperlake") == 0 ||
@@ -586,7 +586,7 @@ void hs_sgemm_cols_pool(hs_pool *pool, int tb, int M, int N, int K, float alpha,
     if (M <= 0 || N <= 0) return;
     /* parts of at least 64 columns and HS_COLS_MIN_WEIGHT elements of op(B) */
     while (g.parts > 1 && ((long)N / g.parts < 64 || (long)N / g.parts * K < HS_COLS_MIN_WEIGHT)) g.parts--;
-    if (g.parts > 1 && !hs_blas_cols_exact()) g.parts = 1; /* e.g. OpenBLAS' Haswell kernels */
+    if (g.parts > 1 && !hs_blas_split_exact()) g.parts = 1; /* e.g. OpenBLAS' Haswell kernels */
     if (g.parts <= 1) {
         g.parts = 1;
         (void)cols_part(&g, 0, 0, NULL); /* this thread */

@@ -219,7 +219,7 @@ void hs_matmul_forward(float *out, const float *inp, const float *W, const float
  * multiply-adds,
  * its weight past libxsmm's (hs_sgemm_nn_jit), so that the parts and the
  * whole run OpenBLAS' blocked path or hs_sgemm's few-row products (which
- * have its bits), and only where hs_blas_cols_exact() (every column the
+ * have its bits), and only where hs_blas_split_exact() (every column the
  * bits of one call; not on OpenBLAS' Haswell kernels);
  * fewer workers when parts would be smaller. NULL pool, one worker, or no
  * such split: one call on this thread. The

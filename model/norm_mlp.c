@@ -207,7 +207,7 @@ static hs_status gemm_cols_part(void *ctx, int j, int worker, hs_error *err)
  * wide and of HS_BLAS_DIRECT_MACS (NN, alpha 1, beta 0) or HS_BLAS_SMALL_MACS
  * multiply-adds, an NN part's weight too large for libxsmm
  * (hs_sgemm_nn_jit), and OpenBLAS' kernel family one that keeps a column's
- * bits in any split (hs_blas_cols_exact): then the parts and the whole run
+ * bits in any split (hs_blas_split_exact): then the parts and the whole run
  * OpenBLAS' blocked path (or hs_sgemm's few-row products, with its bits),
  * whose K blocking depends on K alone, and each column gets the bits of one
  * call. */
@@ -218,7 +218,7 @@ static int cols_split_ok(const gemm_rows *g)
         const int n = gemm_part_col(g, j + 1) - gemm_part_col(g, j);
         if (n < 64 || (long)g->M * n * g->K < least || (!g->tb && hs_sgemm_nn_jit(n, g->K))) return 0;
     }
-    return hs_blas_cols_exact(); /* not with OpenBLAS' Haswell kernels */
+    return hs_blas_split_exact(); /* not with OpenBLAS' Haswell kernels */
 }
 
 void hs_sgemm_pool_fill(hs_pool *pool, const float *fill, int tb, int M, int N, int K,
@@ -228,7 +228,10 @@ void hs_sgemm_pool_fill(hs_pool *pool, const float *fill, int tb, int M, int N, 
     const int w = hs_pool_threads(pool);
     gemm_rows g = {tb, M, N, K, lda, ldb, ldc, 1, alpha, beta, A, B, C, fill};
     hs_error err;
-    if (w >= 2 && M >= HS_BLAS_PAR_ROWS) {
+    /* rows: libxsmm's products (exact in any split), OpenBLAS' only on the
+     * kernel families that keep a row's bits in any split */
+    const int xsmm = !tb && alpha == 1.0f && (beta == 0.0f || beta == 1.0f) && hs_sgemm_nn_jit(N, K);
+    if (w >= 2 && M >= HS_BLAS_PAR_ROWS && (xsmm || hs_blas_split_exact())) {
         g.parts = w;
         (void)hs_pool_for(pool, g.parts, gemm_rows_part, &g, &err); /* cannot fail */
         return;

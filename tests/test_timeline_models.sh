@@ -43,9 +43,19 @@ run 0 orig timeline "$TMP/keep" --json
 run 0 models timeline --models "$TMP"/neox/step* --json
 run 0 models_out timeline --models "$TMP"/neox/step* --out "$TMP/tl" --format json
 check_folder "$TMP/tl" timeline.json timeline_numbers.json
-"$PY" - "$TMP/orig.out" "$TMP/models.out" "$TMP/tl/timeline_numbers.json" <<'PYEOF' || fail "timeline --models differs"
+# equal to the bit on OpenBLAS' AVX-512 kernel families, where the folders'
+# other layout (a tied or transposed unembedding: OpenBLAS' A B^T against
+# libxsmm's A B) sums in the same order; its Haswell and Zen kernels do not
+# (common.h, hs_blas_split_exact): there to 1e-6 relative
+CORE=$("$HS" --version | sed -n 's/.*OpenBLAS core \([A-Za-z0-9]*\).*/\1/p')
+"$PY" - "$TMP/orig.out" "$TMP/models.out" "$TMP/tl/timeline_numbers.json" "$CORE" <<'PYEOF' || fail "timeline --models differs"
 import json, sys
 a, b, c = (json.load(open(p)) for p in sys.argv[1:4])
+exact = sys.argv[4].lower() in ("skylakex", "cooperlake", "sapphirerapids")
+def same(u, v):
+    if exact or not (isinstance(u, float) and isinstance(v, float)):
+        return u == v
+    return abs(u - v) <= 1e-6 * max(1.0, abs(u), abs(v))
 assert b["checkpoints"] == c["checkpoints"] and b["summary"] == c["summary"], "printed and written differ"
 assert a["summary"] == b["summary"], (a["summary"], b["summary"])
 # the run forms its circuit inside the window (else the test shows little)
@@ -55,7 +65,7 @@ for x, y in zip(a["checkpoints"], b["checkpoints"]):
     assert y["file"].endswith("/step%d" % x["step"]), y["file"]
     for k in x:
         if k != "file":
-            assert x[k] == y[k], (x["step"], k, x[k], y[k])
+            assert same(x[k], y[k]), (x["step"], k, x[k], y[k])
 PYEOF
 
 # no task metadata: repeated random tokens
