@@ -76,9 +76,10 @@ static void step1_no_pusher(const hs_circuit_report *r, hs_buf *w)
         const hs_circuit_head *hd = &r->heads[h];
         const double a0 = hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ], a1 = hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_ADJ];
         if (fabs(a0 - a1) < o->adj_key_diff) continue;
-        hs_buf_printf(w, "%s %s %.2f on crosser / %.2f on crossed adjectives (patching it alone at 14: %+.2f)",
+        char pt[HS_FIXED_BUF];
+        hs_buf_printf(w, "%s %s %.2f on crosser / %.2f on crossed adjectives (patching it alone at 14: %s)",
                 any ? "," : "; instead layer 0 fetches the adjective by its key:", hd->name, a0, a1,
-                hd->patch_pos14[HS_CIRC_PATCH_BOTH]);
+                hs_fmt_fixed(pt, hd->patch_pos14[HS_CIRC_PATCH_BOTH], 2, 1));
         any = 1;
     }
     hs_buf_printf(w, "; mean-ablating layer 0's attention: held-out accuracy %.1f%% -> %.1f%%",
@@ -132,9 +133,11 @@ static void step2(hs_circuit_report *r, hs_buf *w)
         hs_buf_printf(w, "decision head%s", r->n_decision > 1 ? "s" : "");
         for (int i = 0; i < r->n_decision; i++) {
             const hs_circuit_head *hd = &r->heads[r->decision[i].layer * r->H + r->decision[i].head];
-            hs_buf_printf(w, "%s %s (patching %+.2f, ablation drops crosser %.1f / crossed %.1f points)",
-                    i ? ";" : "", hd->name, hd->patch_pos14[HS_CIRC_PATCH_BOTH],
-                    100 * (r->acc[0] - hd->acc_ablated[0]), 100 * (r->acc[1] - hd->acc_ablated[1]));
+            char pt[HS_FIXED_BUF], d0[HS_FIXED_BUF], d1[HS_FIXED_BUF];
+            hs_buf_printf(w, "%s %s (patching %s, ablation drops crosser %s / crossed %s points)",
+                    i ? ";" : "", hd->name, hs_fmt_fixed(pt, hd->patch_pos14[HS_CIRC_PATCH_BOTH], 2, 1),
+                    hs_fmt_fixed(d0, 100 * (r->acc[0] - hd->acc_ablated[0]), 1, 0),
+                    hs_fmt_fixed(d1, 100 * (r->acc[1] - hd->acc_ablated[1]), 1, 0));
         }
     }
 }
