@@ -656,9 +656,11 @@ static hs_status hf_read(const hs_ckpt_src *src, int i, const hf_target *t, hs_m
     return s;
 }
 
-/* HS_ERR_FORMAT naming the first table entry no file tensor filled as the
+/* HS_ERR_FORMAT naming the first table entry no file tensor claimed as the
  * file would name it ("h.12.ln_1.weight [768]", with the "transformer."
- * prefix when the file's names carry it), not as the table does. */
+ * prefix when the file's names carry it), not as the table does; before any
+ * tensor is read. W_U is never missing (tied to W_E without lm_head.weight)
+ * nor is b_U (GPT-2 has none: zero). */
 static hs_status hf_missing(const hs_ckpt_src *src, const hs_model *m, const unsigned char *filled, hs_error *err)
 {
     const hs_st_file *st = &src->x.st;
@@ -667,7 +669,8 @@ static hs_status hf_missing(const hs_ckpt_src *src, const hs_model *m, const uns
     for (int i = 0; i < m->n_tensors; i++) {
         char hf[64], dims[64];
         hf_target t;
-        if (filled[i] || !hf_name_of(m->tensors[i].name, hf, sizeof hf) || !hf_target_of(&m->cfg, hf, &t))
+        if (filled[i] || strcmp(m->tensors[i].name, "unembed.W_U") == 0 ||
+            !hf_name_of(m->tensors[i].name, hf, sizeof hf) || !hf_target_of(&m->cfg, hf, &t))
             continue;
         fmt_dims(dims, sizeof dims, t.shape, t.ndim);
         return hs_fail(err, HS_ERR_FORMAT, "%s: missing tensor %s%s %s (config.json's n_layer %d expects it)",
@@ -677,7 +680,7 @@ static hs_status hf_missing(const hs_ckpt_src *src, const hs_model *m, const uns
 }
 
 /* Every weight resolved and checked in header order (so the first wrong one
- * is reported), then read in file order; W_U tied to W_E when no
+ * is reported), a missing one named (hf_missing), then read in file order; W_U tied to W_E when no
  * lm_head.weight came; b_U zero; the buffers checked. */
 static hs_status hf_gpt2_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *filled,
                               hs_error *err)
@@ -689,6 +692,7 @@ static hs_status hf_gpt2_fill(const hs_ckpt_src *src, hs_model *m, unsigned char
     hs_status s = chunk && ts ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     /* (a block's ts[i].tl points into ts[i].buf: ts is not moved) */
     for (int i = 0; i < n && s == HS_OK; i++) s = hf_claim(src, i, m, &ts[i], filled, err);
+    if (s == HS_OK) s = hf_missing(src, m, filled, err);
     for (int o = 0; o < n && s == HS_OK; o++)
         s = hf_read(src, src->order[o], &ts[src->order[o]], m, chunk, cap, err);
     const int wu = table_index(m, "unembed.W_U"), we = table_index(m, "embed.W_E");
@@ -701,7 +705,6 @@ static hs_status hf_gpt2_fill(const hs_ckpt_src *src, hs_model *m, unsigned char
         memset(m->params.b_U, 0, (size_t)m->cfg.d_vocab * sizeof(float));
         filled[table_index(m, "unembed.b_U")] = 1;
     }
-    if (s == HS_OK) s = hf_missing(src, m, filled, err);
     if (s == HS_OK) s = check_buffers(src, err);
     free(ts);
     free(chunk);
