@@ -367,24 +367,25 @@ int hs_circ_discovery_json(cJSON *root, const hs_circ_discovery *d)
 
 static const char *fmt3(char *b, size_t n, double v)
 {
-    if (isfinite(v)) snprintf(b, n, "%.3f", v);
-    else snprintf(b, n, "undefined");
+    char t[HS_FIXED_BUF];
+    snprintf(b, n, "%s", isfinite(v) ? hs_fmt_fixed(t, v, 3, 0) : "undefined");
     return b;
 }
 
 void hs_circ_discovery_summary(hs_buf *b, const hs_circ_discovery *d)
 {
-    char x[32], y[32];
+    char x[32], y[32], m0[HS_FIXED_BUF], m1[HS_FIXED_BUF], m2[HS_FIXED_BUF];
     char nm[96];
     hs_buf_printf(b, "\ndiscovery (EAP-IG, %d steps; logit-diff, resample ablation): %d prompts of %d tokens, "
                   "%zu edges\n", d->ig_steps, d->n_prompts, d->t, d->g.n_edges);
     hs_buf_printf(b, "  prompt set: %s\n", d->prompt_set);
-    hs_buf_printf(b, "  circuit: the top %zu edges by |score| (MIB's 5 %%), %zu after pruning: metric %+.4f, "
-                  "faithfulness %s (the model %+.4f, every edge ablated %+.4f)%s%s\n", d->top_n, d->n_kept,
-                  d->m_circuit, fmt3(x, sizeof x, d->faithfulness), d->m_full, d->m_empty,
+    hs_buf_printf(b, "  circuit: the top %zu edges by |score| (MIB's 5 %%), %zu after pruning: metric %s, "
+                  "faithfulness %s (the model %s, every edge ablated %s)%s%s\n", d->top_n, d->n_kept,
+                  hs_fmt_fixed(m0, d->m_circuit, 4, 1), fmt3(x, sizeof x, d->faithfulness),
+                  hs_fmt_fixed(m1, d->m_full, 4, 1), hs_fmt_fixed(m2, d->m_empty, 4, 1),
                   d->usable ? "" : "; faithfulness undefined: ", d->usable ? "" : d->why);
     hs_buf_printf(b, "  circuit grown greedily from logits (EAP-IG's apply_greedy), %zu edges, %zu after pruning: "
-                  "metric %+.4f, faithfulness %s\n", d->top_n, d->n_kept_greedy, d->m_greedy,
+                  "metric %s, faithfulness %s\n", d->top_n, d->n_kept_greedy, hs_fmt_fixed(m0, d->m_greedy, 4, 1),
                   fmt3(x, sizeof x, d->f_greedy));
     hs_buf_puts(b, "  faithfulness at MIB's sizes:");
     for (int k = 1; k <= HS_FAITH_N; k++)

@@ -456,9 +456,10 @@ static void patch_cells(hs_buf *s, const double v[3])
 
 static void sum_patching(hs_buf *s, const hs_circuit_report *r)
 {
+    char lc[HS_FIXED_BUF], lk[HS_FIXED_BUF];
     hs_buf_printf(s, "\nactivation patching (hook_z; clean = one role, corrupted = the other with the same nouns): "
-                  "LD clean %+.2f, corrupted %+.2f\n",
-              r->ld_clean[2], r->ld_corr[2]);
+                  "LD clean %s, corrupted %s\n",
+              hs_fmt_fixed(lc, r->ld_clean[2], 2, 1), hs_fmt_fixed(lk, r->ld_corr[2], 2, 1));
     /* one label column (18 wide) for the head rows and the "L0 (all heads)" rows */
     hs_buf_printf(s, "       pos14: crosser->crossed crossed->crosser   both | all positions: both\n");
     for (int k = 0; k < r->L * r->H; k++) {

@@ -68,17 +68,19 @@ void hs_circ_find_decision(hs_circuit_report *r)
 static void step1_no_pusher(const hs_circuit_report *r, hs_buf *w)
 {
     const hs_circuit_opts *o = &r->opts;
-    hs_buf_printf(w, "no layer-0 head puts >= %.2f on x or y at position 14 with DLA >= %+.2f towards that noun "
+    char pd[HS_FIXED_BUF];
+    hs_buf_printf(w, "no layer-0 head puts >= %.2f on x or y at position 14 with DLA >= %s towards that noun "
              "(max weight on x %.2f, on y %.2f)",
-             o->push_attn, o->push_dla, max_attn0(r, HS_CIRC_ON_X), max_attn0(r, HS_CIRC_ON_Y));
+             o->push_attn, hs_fmt_fixed(pd, o->push_dla, 2, 1), max_attn0(r, HS_CIRC_ON_X), max_attn0(r, HS_CIRC_ON_Y));
     int any = 0;
     for (int h = 0; h < r->H; h++) {
         const hs_circuit_head *hd = &r->heads[h];
         const double a0 = hd->attn[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ], a1 = hd->attn[HS_CIRC_CROSSED][HS_CIRC_ON_ADJ];
         if (fabs(a0 - a1) < o->adj_key_diff) continue;
-        hs_buf_printf(w, "%s %s %.2f on crosser / %.2f on crossed adjectives (patching it alone at 14: %+.2f)",
+        char pt[HS_FIXED_BUF];
+        hs_buf_printf(w, "%s %s %.2f on crosser / %.2f on crossed adjectives (patching it alone at 14: %s)",
                 any ? "," : "; instead layer 0 fetches the adjective by its key:", hd->name, a0, a1,
-                hd->patch_pos14[HS_CIRC_PATCH_BOTH]);
+                hs_fmt_fixed(pt, hd->patch_pos14[HS_CIRC_PATCH_BOTH], 2, 1));
         any = 1;
     }
     hs_buf_printf(w, "; mean-ablating layer 0's attention: held-out accuracy %.1f%% -> %.1f%%",
@@ -99,10 +101,12 @@ static void step1(hs_circuit_report *r, hs_buf *w)
     hs_buf_printf(w, "pusher%s", r->n_pushers > 1 ? "s" : "");
     for (int i = 0; i < r->n_pushers; i++) {
         const hs_circuit_head *hd = &r->heads[r->pushers[i].head];
-        hs_buf_printf(w, " %s (%s%s%s: weight %.2f, DLA %+.2f)", hd->name,
+        char dl[HS_FIXED_BUF];
+        hs_buf_printf(w, " %s (%s%s%s: weight %.2f, DLA %s)", hd->name,
                 (hd->pusher & 1) ? "x" : "", hd->pusher == 3 ? "," : "", (hd->pusher & 2) ? "y" : "",
                 (hd->pusher & 1) ? hd->attn[HS_CIRC_ALL][HS_CIRC_ON_X] : hd->attn[HS_CIRC_ALL][HS_CIRC_ON_Y],
-                (hd->pusher & 1) ? hd->dla[HS_CIRC_ALL][HS_CIRC_DLA_X] : hd->dla[HS_CIRC_ALL][HS_CIRC_DLA_Y]);
+                hs_fmt_fixed(dl, (hd->pusher & 1) ? hd->dla[HS_CIRC_ALL][HS_CIRC_DLA_X] : hd->dla[HS_CIRC_ALL][HS_CIRC_DLA_Y],
+                             2, 1));
     }
     hs_buf_printf(w, "; mean-ablating %s: held-out accuracy %.1f%% -> %.1f%% (drop %.1f points %s %.1f)",
             r->n_pushers > 1 ? "them" : "it", 100 * r->acc[HS_CIRC_ALL],
@@ -132,9 +136,11 @@ static void step2(hs_circuit_report *r, hs_buf *w)
         hs_buf_printf(w, "decision head%s", r->n_decision > 1 ? "s" : "");
         for (int i = 0; i < r->n_decision; i++) {
             const hs_circuit_head *hd = &r->heads[r->decision[i].layer * r->H + r->decision[i].head];
-            hs_buf_printf(w, "%s %s (patching %+.2f, ablation drops crosser %.1f / crossed %.1f points)",
-                    i ? ";" : "", hd->name, hd->patch_pos14[HS_CIRC_PATCH_BOTH],
-                    100 * (r->acc[0] - hd->acc_ablated[0]), 100 * (r->acc[1] - hd->acc_ablated[1]));
+            char pt[HS_FIXED_BUF], d0[HS_FIXED_BUF], d1[HS_FIXED_BUF];
+            hs_buf_printf(w, "%s %s (patching %s, ablation drops crosser %s / crossed %s points)",
+                    i ? ";" : "", hd->name, hs_fmt_fixed(pt, hd->patch_pos14[HS_CIRC_PATCH_BOTH], 2, 1),
+                    hs_fmt_fixed(d0, 100 * (r->acc[0] - hd->acc_ablated[0]), 1, 0),
+                    hs_fmt_fixed(d1, 100 * (r->acc[1] - hd->acc_ablated[1]), 1, 0));
         }
     }
 }
@@ -186,6 +192,7 @@ static void route_features(hs_circuit_report *r)
     for (int k = 0; k < r->n_decision; k++) {
         const hs_circuit_head *hd = &r->heads[r->decision[k].layer * H + r->decision[k].head];
         const double (*A)[4] = hd->attn, (*Dl)[4] = hd->dla;
+        char dl[HS_FIXED_BUF];
         if (A[HS_CIRC_CROSSER][HS_CIRC_ON_ADJ] >= o->route_attn) {
             f |= HS_ROUTE_ADJ_READ;
             hs_buf_printf(&why, "adjective-read: %s puts %.2f on crosser adjectives; ", hd->name,
@@ -195,13 +202,13 @@ static void route_features(hs_circuit_report *r)
         const double dyx = -Dl[HS_CIRC_CROSSED][HS_CIRC_DLA_X_MINUS_Y], dxy = Dl[HS_CIRC_CROSSER][HS_CIRC_DLA_X_MINUS_Y];
         if (A[HS_CIRC_CROSSED][HS_CIRC_ON_Y] >= o->route_attn && dyx >= o->route_dla) {
             f |= HS_ROUTE_OTHER_NOUN;
-            hs_buf_printf(&why, "other-noun-fetch: %s puts %.2f on y with crossed adjectives and raises y over x (DLA y-x %+.2f); ",
-                    hd->name, A[HS_CIRC_CROSSED][HS_CIRC_ON_Y], dyx);
+            hs_buf_printf(&why, "other-noun-fetch: %s puts %.2f on y with crossed adjectives and raises y over x (DLA y-x %s); ",
+                    hd->name, A[HS_CIRC_CROSSED][HS_CIRC_ON_Y], hs_fmt_fixed(dl, dyx, 2, 1));
         }
         if (A[HS_CIRC_CROSSER][HS_CIRC_ON_X] >= o->route_attn && dxy >= o->route_dla) {
             f |= HS_ROUTE_REFERENT_FETCH;
-            hs_buf_printf(&why, "referent-fetch: %s puts %.2f on x with crosser adjectives and raises x over y (DLA x-y %+.2f); ",
-                    hd->name, A[HS_CIRC_CROSSER][HS_CIRC_ON_X], dxy);
+            hs_buf_printf(&why, "referent-fetch: %s puts %.2f on x with crosser adjectives and raises x over y (DLA x-y %s); ",
+                    hd->name, A[HS_CIRC_CROSSER][HS_CIRC_ON_X], hs_fmt_fixed(dl, dxy, 2, 1));
         }
         for (int g = 0; g < 2; g++)
             for (int nn = 0; nn < 2; nn++) {
@@ -209,8 +216,9 @@ static void route_features(hs_circuit_report *r)
                 const double d = (nn == 0 ? 1.0 : -1.0) * Dl[g][HS_CIRC_DLA_X_MINUS_Y];
                 if (a >= o->route_attn && d <= -o->route_dla) {
                     f |= HS_ROUTE_SUPPRESSION;
-                    hs_buf_printf(&why, "suppression: %s puts %.2f on %s with %s adjectives and lowers it below %s (DLA %+.2f); ",
-                            hd->name, a, nn == 0 ? "x" : "y", hs_wg_role_name((hs_wg_role)g), nn == 0 ? "y" : "x", d);
+                    hs_buf_printf(&why, "suppression: %s puts %.2f on %s with %s adjectives and lowers it below %s (DLA %s); ",
+                            hd->name, a, nn == 0 ? "x" : "y", hs_wg_role_name((hs_wg_role)g), nn == 0 ? "y" : "x",
+                            hs_fmt_fixed(dl, d, 2, 1));
                 }
             }
     }
@@ -281,9 +289,10 @@ void hs_circ_verdict_summary(hs_buf *s, const hs_circuit_report *r)
         hs_buf_printf(s, "step 2 (decision, layer >= 1): %s -- %s\n", r->step2_holds ? "HOLDS" : "does not hold",
                   r->step2_reason);
     hs_buf_printf(s, "route: %s%s%s\n", r->route, r->route_reason && r->route_reason[0] ? " -- " : "", r->route_reason);
-    hs_buf_printf(s, "thresholds: pusher attention >= %.2f and DLA >= %+.2f; step 1 ablation drop >= %.0f points; "
+    char pd[HS_FIXED_BUF];
+    hs_buf_printf(s, "thresholds: pusher attention >= %.2f and DLA >= %s; step 1 ablation drop >= %.0f points; "
                   "decision |patching| >= %.2f or a role's ablation drop >= %.0f points; route attention >= %.2f, "
                   "|DLA| >= %.2f, adjective-key role difference >= %.2f\n",
-              o->push_attn, o->push_dla, 100 * o->step1_drop, o->decide_patch, 100 * o->decide_drop, o->route_attn,
+              o->push_attn, hs_fmt_fixed(pd, o->push_dla, 2, 1), 100 * o->step1_drop, o->decide_patch, 100 * o->decide_drop, o->route_attn,
               o->route_dla, o->adj_key_diff);
 }

@@ -113,29 +113,32 @@ static void crit_ablate(hs_ind_circuit_report *r)
 static void crit_pair(hs_ind_circuit_report *r, const hs_ind_head *P, const hs_ind_head *I)
 {
     const hs_ind_circuit_opts *o = &r->opts;
+    char f0[HS_FIXED_BUF], f1[HS_FIXED_BUF], f2[HS_FIXED_BUF];
     set_ok(r, HS_IND_COMP, r->comp_k >= o->comp_min,
-           "K-composition %s -> %s: %.3f above the random baseline %.3f (%s %.2f; Q %+.3f, V %+.3f)",
-           P->name, I->name, r->comp_k, r->comp.baseline, r->comp_k >= o->comp_min ? ">=" : "<",
-           o->comp_min, r->comp_q, r->comp_v);
+           "K-composition %s -> %s: %s above the random baseline %.3f (%s %.2f; Q %s, V %s)",
+           P->name, I->name, hs_fmt_fixed(f0, r->comp_k, 3, 0), r->comp.baseline, r->comp_k >= o->comp_min ? ">=" : "<",
+           o->comp_min, hs_fmt_fixed(f1, r->comp_q, 3, 1), hs_fmt_fixed(f2, r->comp_v, 3, 1));
     const double gap = r->metric_clean - r->metric_corr;
     if (gap >= o->min_gap) {
         int ok = r->path[1] >= o->patch_k_min && fabs(r->path[0]) < o->patch_qv_max &&
                  fabs(r->path[2]) < o->patch_qv_max;
         set_ok(r, HS_IND_PATH, ok,
-               "path patching the previous-token head%s (%s%s) -> %s restores %.2f via keys (%s %.2f), %.2f via "
-               "queries, %.2f via values (%s %.2f)",
-               r->n_prev > 1 ? "s" : "", P->name, r->n_prev > 1 ? " and the others" : "", I->name, r->path[1],
-               r->path[1] >= o->patch_k_min ? ">=" : "<", o->patch_k_min, r->path[0], r->path[2],
+               "path patching the previous-token head%s (%s%s) -> %s restores %s via keys (%s %.2f), %s via "
+               "queries, %s via values (%s %.2f)",
+               r->n_prev > 1 ? "s" : "", P->name, r->n_prev > 1 ? " and the others" : "", I->name,
+               hs_fmt_fixed(f1, r->path[1], 2, 0), r->path[1] >= o->patch_k_min ? ">=" : "<", o->patch_k_min,
+               hs_fmt_fixed(f0, r->path[0], 2, 0), hs_fmt_fixed(f2, r->path[2], 2, 0),
                fabs(r->path[0]) < o->patch_qv_max && fabs(r->path[2]) < o->patch_qv_max ? "both |.| <"
                                                                                        : "not both |.| <",
                o->patch_qv_max);
     } else {
         set_ok(r, HS_IND_PATH, 0, "ablating the previous-token head%s moves the log-probability of the "
-               "repeated tokens by only %.2f nats (< %.2f): patching cannot decide",
-               r->n_prev > 1 ? "s" : "", gap, o->min_gap);
+               "repeated tokens by only %s nats (< %.2f): patching cannot decide",
+               r->n_prev > 1 ? "s" : "", hs_fmt_fixed(f0, gap, 2, 0), o->min_gap);
     }
-    set_ok(r, HS_IND_COPY, I->copying >= o->copy_min, "OV copying score of %s: %.3f (%s %.2f; %.0f%% of "
-           "eigenvalues positive)", I->name, I->copying, I->copying >= o->copy_min ? ">=" : "<", o->copy_min,
+    set_ok(r, HS_IND_COPY, I->copying >= o->copy_min, "OV copying score of %s: %s (%s %.2f; %.0f%% of "
+           "eigenvalues positive)", I->name, hs_fmt_fixed(f0, I->copying, 3, 0), I->copying >= o->copy_min ? ">=" : "<",
+           o->copy_min,
            100 * I->copying_pos);
 }
 
@@ -145,8 +148,10 @@ static void crit_no_pair(hs_ind_circuit_report *r, const hs_ind_head *I)
     const char *why = r->L < 2 ? "one layer" : "no previous-token / induction head pair";
     set_ok(r, HS_IND_COMP, 0, "%s: no composition to measure", why);
     set_ok(r, HS_IND_PATH, 0, "%s: no path to patch", why);
+    char f0[HS_FIXED_BUF];
     if (I)
-        set_ok(r, HS_IND_COPY, I->copying >= r->opts.copy_min, "OV copying score of %s: %.3f", I->name, I->copying);
+        set_ok(r, HS_IND_COPY, I->copying >= r->opts.copy_min, "OV copying score of %s: %s", I->name,
+               hs_fmt_fixed(f0, I->copying, 3, 0));
     else
         set_ok(r, HS_IND_COPY, 0, "%s: no induction head whose copying to score", why);
 }
@@ -284,9 +289,10 @@ hs_status hs_ind_circuit_summary(const hs_ind_circuit_report *r, char **text, hs
                   "tokens scored; %d symbols, context %d, segment %d..%d, gap %d..%d)\n",
                   r->L, r->L == 1 ? "" : "s", r->H, r->n_seqs, r->n_scored, r->task.n_symbols, r->task.n_ctx,
                   r->task.seg_min, r->task.seg_max, r->task.gap_min, r->task.gap_max);
+    char icl[HS_FIXED_BUF];
     hs_buf_printf(&b, "repeated-segment accuracy %.1f%% (chance %.1f%%), segment loss %.3f, loss %.3f, "
-                  "in-context-learning score %+.3f nats\n",
-                  100 * r->acc, 100 * r->chance, r->seg_loss, r->loss, r->icl_score);
+                  "in-context-learning score %s nats\n",
+                  100 * r->acc, 100 * r->chance, r->seg_loss, r->loss, hs_fmt_fixed(icl, r->icl_score, 3, 1));
     hs_buf_printf(&b, "\nhead   prev-token  induction  (TL mul)  copying  acc. ablated  role\n");
     for (int k = 0; k < r->L * r->H; k++) {
         const hs_ind_head *h = &r->heads[k];

@@ -309,7 +309,8 @@ static int print_report(const char *C, const hs_inspect_opts *o, const hs_tokeni
             return 1;
         if (k == 0 && r->vs_id >= 0) { /* sentence A's */
             char *wp = shown(v, r->top_ids[0]), *wv = shown(v, r->vs_id);
-            if (wp && wv) printf("logit difference %s - %s: %.4f\n", wp, wv, r->logit_diff);
+            char ld[HS_FIXED_BUF];
+            if (wp && wv) printf("logit difference %s - %s: %s\n", wp, wv, hs_fmt_fixed(ld, r->logit_diff, 4, 0));
             free(wp);
             free(wv);
             if (!wp || !wv) return cli_error(C, &(hs_error){HS_ERR_NOMEM, "out of memory"});

@@ -63,16 +63,18 @@ static void print_table(const hs_timeline_report *r, const char *dir, const char
            ind ? "holds" : "step 2", "heads / verdict");
     for (int i = 0; i < r->n; i++) {
         const hs_timeline_point *p = &r->points[i];
-        if (txt) printf("%8d %9.4f %9.4f ", r->steps[i], r->heldout_loss[i], r->heldout_icl[i]);
+        char icl[HS_FIXED_BUF];
+        if (txt) printf("%8d %9.4f %9s ", r->steps[i], r->heldout_loss[i], hs_fmt_fixed(icl, r->heldout_icl[i], 4, 0));
         else printf("%8d ", r->steps[i]);
         printf("%8.4f %7.1f%%  %-14.3f %-10s %s\n", ind ? p->seg_loss : p->loss, 100 * p->accuracy, r->best[i],
                p->holds ? "yes" : "no", p->holds ? p->heads : p->verdict);
     }
     if (r->jump >= 0) printf("largest induction-score jump: at step %d\n", r->steps[r->jump]);
+    char d[HS_FIXED_BUF];
     if (r->icl_jump >= 0)
-        printf("largest drop of the held-out ICL score (loss at token %d minus %d): at step %d (%+.4f nats)\n",
+        printf("largest drop of the held-out ICL score (loss at token %d minus %d): at step %d (%s nats)\n",
                r->icl_late, r->icl_early, r->steps[r->icl_jump],
-               r->heldout_icl[r->icl_jump] - r->heldout_icl[r->icl_jump - 1]);
+               hs_fmt_fixed(d, r->heldout_icl[r->icl_jump] - r->heldout_icl[r->icl_jump - 1], 4, 1));
     if (r->drop >= 0)
         printf("largest %s drop: at step %d\n", ind ? "repeated-segment loss" : "loss", r->steps[r->drop]);
     if (r->first_hold >= 0)

@@ -73,7 +73,8 @@ static void print_summary(const hs_weights_report *r, const char *fold)
     for (int i = 0; i < NA; i++) {
         char name[32];
         snprintf(name, sizeof name, "L%dH%d", i / NH, i % NH);
-        printf("  %-6s %+7.3f  %5.1f%%\n", name, r->copying[i], 100.0 * r->copying_pos[i]);
+        char c[HS_FIXED_BUF];
+        printf("  %-6s %7s  %5.1f%%\n", name, hs_fmt_fixed(c, r->copying[i], 3, 1), 100.0 * r->copying_pos[i]);
     }
     if (r->L < 2) return;
     printf("composition scores (random baseline %.3f +- %.3f); top pairs:\n", r->comp.baseline,

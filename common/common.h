@@ -227,9 +227,16 @@ int hs_utf8_put(hs_buf *b, uint32_t cp);
  * writes it, except that a value that rounds to zero at that precision has
  * no sign ("-0.00" and "+0.00" -> "0.00", padded to width): the one rule of
  * every table and text line that rounds to fixed decimals (figures: viz's
- * labels, the same rule). JSON keeps the exact float. Same returns as
- * hs_buf_append. */
+ * labels, the same rule). JSON keeps the exact float. decimals 0..9
+ * (HS_FIXED_MAX_DEC). Same returns as hs_buf_append. */
 int hs_buf_fixed(hs_buf *b, double v, int width, int decimals, int plus);
+/* The same text as hs_buf_fixed (width 0) written into out (at least
+ * HS_FIXED_BUF bytes, room for any finite double at 0..HS_FIXED_MAX_DEC
+ * decimals; decimals outside that range are clamped to it), for a line that
+ * printf formats as a whole ("clean %s, corrupted %s"); returns out. */
+#define HS_FIXED_MAX_DEC 9
+#define HS_FIXED_BUF 328
+char *hs_fmt_fixed(char out[HS_FIXED_BUF], double v, int decimals, int plus);
 
 /* Code-point classes of the text policy (docs/DESIGN.md, "Text that cannot
  * break a file or a terminal"): what a vocabulary may hold and how each

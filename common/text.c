@@ -237,15 +237,23 @@ char *hs_utf8_lossy_dup(const char *s)
     return hs_buf_take(&b);
 }
 
+char *hs_fmt_fixed(char out[HS_FIXED_BUF], double v, int decimals, int plus)
+{
+    if (decimals < 0) decimals = 0;
+    if (decimals > HS_FIXED_MAX_DEC) decimals = HS_FIXED_MAX_DEC;
+    /* DBL_MAX has 309 digits: sign, digits, point and 9 decimals fit in 321 */
+    snprintf(out, HS_FIXED_BUF, "%.*f", decimals, v);
+    /* a text of only a sign, zeros and the point is a signed zero */
+    const char *d = out + (out[0] == '-');
+    if (isfinite(v) && d[strspn(d, "0.")] == '\0') v = 0.0;
+    snprintf(out, HS_FIXED_BUF, plus && v != 0.0 ? "%+.*f" : "%.*f", decimals, v);
+    return out;
+}
+
 int hs_buf_fixed(hs_buf *b, double v, int width, int decimals, int plus)
 {
-    char t[48];
-    const int n = snprintf(t, sizeof t, "%.*f", decimals, v);
-    /* a short text of only a sign, zeros and the point is a signed zero (a
-     * longer one, cut here, is a large number) */
-    const char *d = t + (t[0] == '-');
-    if (n > 0 && (size_t)n < sizeof t && isfinite(v) && d[strspn(d, "0.")] == '\0') v = 0.0;
-    return hs_buf_printf(b, plus && v != 0.0 ? "%+*.*f" : "%*.*f", width, decimals, v);
+    char t[HS_FIXED_BUF];
+    return hs_buf_printf(b, "%*s", width, hs_fmt_fixed(t, v, decimals, plus));
 }
 
 /* ---- the one float format --------------------------------------------------

@@ -140,11 +140,11 @@ static void small_gap(int *usable, char *why, double *faithfulness, const hs_fai
 static hs_status discover_figures(const hs_model *m, const hs_prompts *p, const hs_discover_opts *o,
                                   const hs_notes *notes, const hs_discover_report *r, hs_outdir *od, hs_error *err)
 {
-    char title[200], f[32];
+    char title[200], f[HS_FIXED_BUF];
     const char *mt = METHOD_TITLES[r->method];
     if (isnan(r->faithfulness)) snprintf(f, sizeof f, "undefined");
-    else snprintf(f, sizeof f, "%.2f", r->faithfulness);
-    snprintf(title, sizeof title, "%s circuit (%s, then pruned): %zu of %zu edges, faithfulness %s", mt,
+    else hs_fmt_fixed(f, r->faithfulness, 2, 0);
+    snprintf(title, sizeof title, "%s circuit (%s, then pruned): %zu of %zu edges, faithfulness %.31s", mt,
              r->chosen_by, r->n_kept, r->g.n_edges, f);
     hs_status st = hs_graph_figure_write(od, "circuit", &r->g, r->scores, r->in_circuit, title,
                                          "the circuit: layers bottom to top, edge width by |score|, colour by "
@@ -299,11 +299,13 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
         if (!r->usable) hs_note(notes, HS_NOTE_CMD, "note: faithfulness is undefined: %s", r->why);
         /* a higher-is-better metric the full model does worse on than the empty circuit (answer and
            wrong swapped, or a model that does not do the task): as patch's hs_patch_gap_note */
+        char mf[HS_FIXED_BUF], me[HS_FIXED_BUF];
         if (r->usable && o->metric != HS_METRIC_KL && r->m_full < r->m_empty)
-            hs_note(notes, HS_NOTE_CMD, "note: m(M) %+.4f is below m(empty) %+.4f (mean %s): the full model "
+            hs_note(notes, HS_NOTE_CMD, "note: m(M) %s is below m(empty) %s (mean %s): the full model "
                     "favours the answer less than the ablated run does (answer and wrong swapped, or a "
                     "model that does not do the task), so faithfulness measures the way to a worse "
-                    "metric and may pass 1", r->m_full, r->m_empty, hs_metric_names[o->metric]);
+                    "metric and may pass 1", hs_fmt_fixed(mf, r->m_full, 4, 1), hs_fmt_fixed(me, r->m_empty, 4, 1),
+                    hs_metric_names[o->metric]);
         st = method_scores(run, pool, p, ce, o, r, err);
         if (r->method == HS_DISCOVER_EXACT || r->method == HS_DISCOVER_ACDC) r->forwards = hs_circeval_forwards(ce);
     }
@@ -330,11 +332,11 @@ hs_status hs_discover_run(const hs_model *m, hs_pool *pool, const hs_prompts *p,
 static hs_status faith_figures(const hs_faith_opts *o, const hs_notes *notes, const hs_faith_report *r,
                                hs_outdir *od, hs_error *err)
 {
-    char title[240], f[32];
+    char title[240], f[HS_FIXED_BUF];
     if (isnan(r->faithfulness)) snprintf(f, sizeof f, "undefined");
-    else snprintf(f, sizeof f, "%.2f", r->faithfulness);
+    else hs_fmt_fixed(f, r->faithfulness, 2, 0);
     const char *base = strrchr(o->graph, '/');
-    snprintf(title, sizeof title, "circuit of %.120s: %zu of %zu edges, faithfulness %s", base ? base + 1 : o->graph,
+    snprintf(title, sizeof title, "circuit of %.120s: %zu of %zu edges, faithfulness %.31s", base ? base + 1 : o->graph,
              r->n_kept, r->g.n_edges, f);
     hs_status st = hs_graph_figure_write(od, "circuit", &r->g, r->scores, r->in_circuit, title,
                                          "the graph.json's circuit, pruned: layers bottom to top, edge width by "

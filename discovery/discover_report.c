@@ -137,12 +137,20 @@ cJSON *hs_discover_json(const hs_discover_report *r)
     return o;
 }
 
-/* "+0.123" or "undefined". */
+/* "0.123" or "undefined" (no sign on a value that rounds to zero: hs_fmt_fixed). */
 static const char *fmt_f(char *buf, size_t cap, double f)
 {
-    if (isnan(f)) snprintf(buf, cap, "undefined");
-    else snprintf(buf, cap, "%.3f", f);
+    char t[HS_FIXED_BUF];
+    snprintf(buf, cap, "%s", isnan(f) ? "undefined" : hs_fmt_fixed(t, f, 3, 0));
     return buf;
+}
+
+/* The line of the full and the empty model's metric (m(M), m(empty)). */
+static void ends_line(double m_full, double m_empty, int usable, const char *why, hs_buf *b)
+{
+    char f[HS_FIXED_BUF], e[HS_FIXED_BUF];
+    hs_buf_printf(b, "m(M) %s (the model), m(empty) %s (every edge ablated)%s%s\n", hs_fmt_fixed(f, m_full, 4, 1),
+                  hs_fmt_fixed(e, m_empty, 4, 1), usable ? "" : "; faithfulness not usable: ", usable ? "" : why);
 }
 
 static void curve_summary(const hs_faith_curve *c, hs_buf *b)
@@ -178,11 +186,10 @@ static void roc_line(const char *what, const hs_roc_curve *c, int has_circuit, h
 
 void hs_discover_summary(const hs_discover_report *r, hs_buf *b)
 {
-    char x[32];
+    char x[32], m[HS_FIXED_BUF];
     hs_buf_printf(b, "discover (%s, %s, %s ablation): %d prompts, %zu edges\n", hs_discover_method_names[r->method],
                   hs_metric_names[r->metric], hs_ablate_method_names[r->ablation], r->n_prompts, r->g.n_edges);
-    hs_buf_printf(b, "m(M) %+.4f (the model), m(empty) %+.4f (every edge ablated)%s%s\n", r->m_full, r->m_empty,
-                  r->usable ? "" : "; faithfulness not usable: ", r->usable ? "" : r->why);
+    ends_line(r->m_full, r->m_empty, r->usable, r->why, b);
     if (r->method == HS_DISCOVER_ACDC)
         hs_buf_printf(b, "ACDC, tau %g (%s, %s order): %ld runs (%ld forwards), %ld edges skipped (nothing read "
                       "their node), %zu kept\n", r->tau, r->acdc_abs ? "|change| < tau" : "signed",
@@ -199,8 +206,8 @@ void hs_discover_summary(const hs_discover_report *r, hs_buf *b)
                       r->ig_right ? "1..m" : "0..m-1", r->forwards, r->backwards);
     else
         hs_buf_printf(b, "exact edge patching: %zu runs over the set (%ld forwards)\n", r->g.n_edges, r->forwards);
-    hs_buf_printf(b, "circuit (%s, pruned): %zu edges, metric %+.4f, faithfulness %s\n", r->chosen_by, r->n_kept,
-                  r->m_circuit, fmt_f(x, sizeof x, r->faithfulness));
+    hs_buf_printf(b, "circuit (%s, pruned): %zu edges, metric %s, faithfulness %s\n", r->chosen_by, r->n_kept,
+                  hs_fmt_fixed(m, r->m_circuit, 4, 1), fmt_f(x, sizeof x, r->faithfulness));
     curve_summary(&r->curve, b);
     size_t top[10];
     const size_t k = strongest(&r->g, r->scores, top, 10);
@@ -226,12 +233,11 @@ void hs_discover_summary(const hs_discover_report *r, hs_buf *b)
 
 void hs_faith_summary(const hs_faith_report *r, hs_buf *b)
 {
-    char x[32];
+    char x[32], m[HS_FIXED_BUF];
     hs_buf_printf(b, "faithfulness (%s, %s ablation): %d prompts, %zu edges in the graph\n", hs_metric_names[r->metric],
                   hs_ablate_method_names[r->ablation], r->n_prompts, r->g.n_edges);
-    hs_buf_printf(b, "m(M) %+.4f (the model), m(empty) %+.4f (every edge ablated)%s%s\n", r->m_full, r->m_empty,
-                  r->usable ? "" : "; faithfulness not usable: ", r->usable ? "" : r->why);
-    hs_buf_printf(b, "circuit (%zu in_graph edges, %zu after pruning): metric %+.4f, faithfulness %s\n", r->n_in_file,
-                  r->n_kept, r->m_circuit, fmt_f(x, sizeof x, r->faithfulness));
+    ends_line(r->m_full, r->m_empty, r->usable, r->why, b);
+    hs_buf_printf(b, "circuit (%zu in_graph edges, %zu after pruning): metric %s, faithfulness %s\n", r->n_in_file,
+                  r->n_kept, hs_fmt_fixed(m, r->m_circuit, 4, 1), fmt_f(x, sizeof x, r->faithfulness));
     curve_summary(&r->curve, b);
 }

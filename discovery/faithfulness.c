@@ -53,10 +53,12 @@ static void gap_check(hs_faith_curve *c, hs_metric_kind metric)
     const double gap = fabs(c->m_full - c->m_empty);
     if (!(hi - lo > HS_FAITH_GAP_SPREAD * gap)) return;
     c->usable = 0;
-    snprintf(c->why, sizeof c->why, "m(M) %+.4f and m(empty) %+.4f (mean %s) are too close: a gap of %.4f "
+    char mf[HS_FIXED_BUF], me[HS_FIXED_BUF];
+    snprintf(c->why, sizeof c->why, "m(M) %s and m(empty) %s (mean %s) are too close: a gap of %.4f "
              "against a spread of %.4f in the curve's m(C) (over %g times the gap), so normalised "
              "faithfulness is noise divided by a small number; every m(C) is in the JSON",
-             c->m_full, c->m_empty, hs_metric_names[metric], gap, hi - lo, HS_FAITH_GAP_SPREAD);
+             hs_fmt_fixed(mf, c->m_full, 4, 1), hs_fmt_fixed(me, c->m_empty, 4, 1), hs_metric_names[metric], gap,
+             hi - lo, HS_FAITH_GAP_SPREAD);
     for (int k = 0; k <= HS_FAITH_N; k++) c->pt[k].faithfulness = NAN;
 }
 

@@ -293,11 +293,12 @@ cJSON *hs_ablate_json(const hs_ablate_report *r)
 
 void hs_ablate_summary(const hs_ablate_report *r, hs_buf *b)
 {
-    hs_buf_printf(b, "ablate (%s%s): %d prompts; metric = %s; clean %+.3f, accuracy %.1f%%\n",
+    char m[HS_FIXED_BUF];
+    hs_buf_printf(b, "ablate (%s%s): %d prompts; metric = %s; clean %s, accuracy %.1f%%\n",
                   hs_ablate_method_names[r->method],
                   r->method == HS_ABLATE_ZERO ? "" : r->n_ref == r->n ? ", reference: the prompts" : ", reference set",
-                  r->n, r->has_wrong ? "mean logit(answer) - logit(wrong)" : "mean logit(answer)", r->metric_clean,
-                  100 * r->acc_clean);
+                  r->n, r->has_wrong ? "mean logit(answer) - logit(wrong)" : "mean logit(answer)",
+                  hs_fmt_fixed(m, r->metric_clean, 3, 1), 100 * r->acc_clean);
     hs_buf_printf(b, "%-12s %9s %9s %9s %9s\n", "ablated", "metric", "change", "accuracy", "change");
     for (int k = 0; k < r->n_comp; k++) {
         const hs_ablate_comp *c = &r->comp[k];

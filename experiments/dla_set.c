@@ -180,9 +180,11 @@ void hs_dla_set_summary(const hs_dla_set *r, hs_buf *b)
         hs_buf_puts(b, "\n");
         s += r->attr[k];
     }
-    hs_buf_printf(b, "  %-14s %+9.3f\n  %-14s %+9.3f\n  sum %+.3f = %s %+.3f\n", HS_DLA_LN_FINAL_B, r->constant,
-                  HS_DLA_B_U, r->unembed_bias, s + r->constant + r->unembed_bias, r->has_wrong ? "LD" : "logit",
-                  r->target);
+    char c[HS_FIXED_BUF], u[HS_FIXED_BUF], sum[HS_FIXED_BUF], t[HS_FIXED_BUF];
+    hs_buf_printf(b, "  %-14s %9s\n  %-14s %9s\n  sum %s = %s %s\n", HS_DLA_LN_FINAL_B,
+                  hs_fmt_fixed(c, r->constant, 3, 1), HS_DLA_B_U, hs_fmt_fixed(u, r->unembed_bias, 3, 1),
+                  hs_fmt_fixed(sum, s + r->constant + r->unembed_bias, 3, 1), r->has_wrong ? "LD" : "logit",
+                  hs_fmt_fixed(t, r->target, 3, 1));
     if (r->attr_pos == NULL) return;
     hs_buf_printf(b, "\nby position: what each component writes at position q, read through the final norm frozen "
                      "at the prompt's position and its direction; means over the prompts\n%-14s", "");

@@ -110,10 +110,13 @@ static const char *patch_gap_line(const hs_patch_report *r, char *note, size_t c
     char why[512];
     if (!hs_patch_gap_note(r, why, sizeof why)) return NULL;
     const double c = r->ld_clean, k = r->ld_corr;
+    char tc[HS_FIXED_BUF], tk[HS_FIXED_BUF]; /* no sign on a zero (hs_fmt_fixed), a minus as U+2212 */
+    hs_fmt_fixed(tc, c, 2, 1);
+    hs_fmt_fixed(tk, k, 2, 1);
     if (c < k)
-        snprintf(note, cap, "clean LD %s%.2f is below corrupted %s%.2f: a cell near 1 moves the LD "
-                 "away from the answer", c < 0 ? "−" : "+", fabs(c), k < 0 ? "−" : "+",
-                 fabs(k));
+        snprintf(note, cap, "clean LD %s%s is below corrupted %s%s: a cell near 1 moves the LD "
+                 "away from the answer", tc[0] == '-' ? "−" : "", tc + (tc[0] == '-'), tk[0] == '-' ? "−" : "",
+                 tk + (tk[0] == '-'));
     else
         snprintf(note, cap, "clean − corrupted LD gap of only %.2f logits (under %g): every "
                  "value divides by it", c - k, HS_PATCH_GAP_MIN);

@@ -22,13 +22,11 @@ static char *display(const hs_tokenizer *t, int id)
     return hs_buf_take(&b);
 }
 
-/* Token id as a prose title quotes it: its exact string with every character
- * that could change the line shown as <U+XXXX> (hs_visible_dup); a padding
- * id past the tokenizer's tokens has none: its display form "#id". */
-static char *exact_shown(const hs_tokenizer *t, int id)
+char *insp_tok_shown(const hs_tokenizer *t, int id)
 {
-    const char *s = hs_tok_str(t, id);
-    return s ? hs_visible_dup(s) : display(t, id);
+    char *d = display(t, id), *w = d ? hs_visible_dup(d) : NULL;
+    free(d);
+    return w;
 }
 
 void hs_inspect_opts_default(hs_inspect_opts *o)
@@ -217,11 +215,10 @@ static hs_status top_of(const insp_run *x, const float *logits, int top, int *n,
     const int V = x->m->cfg.d_vocab;
     for (int i = 0; i < V; i++)
         if (!isfinite(logits[i])) {
-            char *d = display(x->tok, i), *w = d ? hs_visible_dup(d) : NULL;
+            char *w = insp_tok_shown(x->tok, i);
             hs_status s = hs_fail(err, HS_ERR_NUMERIC, "the logit of '%s' at position %d is %s: "
                                   "the weights overflow float32", w ? w : "?", x->pos,
                                   isnan(logits[i]) ? "NaN" : logits[i] > 0 ? "+inf" : "-inf");
-            free(d);
             free(w);
             return s;
         }
@@ -297,10 +294,10 @@ static hs_status write_dla(const insp_run *x, int tok_a, int tok_b, const char *
     float *vals = malloc((size_t)n * sizeof *vals);
     const char **labels = malloc((size_t)n * sizeof *labels);
     /* vocabulary words and the prompt's tokens are user text: no fixed buffers. The
-       titles are prose: each token's exact string in quotes (' Mary', a control
-       character as <U+000A>), the display form (·Mary) being the axes' */
-    char *wa = exact_shown(x->tok, tok_a), *wb = tok_b >= 0 ? exact_shown(x->tok, tok_b) : NULL,
-         *q = hs_visible_dup(x->ta->strs[x->pos]);
+       titles quote each token as the axes, the pair titles and the terminal show it
+       ('·Mary'; an exact ' Mary' let a title wrap inside the quotes) */
+    char *wa = insp_tok_shown(x->tok, tok_a), *wb = tok_b >= 0 ? insp_tok_shown(x->tok, tok_b) : NULL,
+         *q = insp_tok_shown(x->tok, x->ta->ids[x->pos]);
     char *title = NULL, *xlabel = NULL, *shows = NULL;
     if (wa && q && (tok_b < 0 || wb)) {
         char val[32]; /* as the figure's ticks write numbers: no 31 digits for a 1e30 logit */
@@ -478,10 +475,9 @@ static hs_status write_folder(const insp_run *x, const hs_inspect_report *r, hs_
     if (s == HS_OK && !nonadd) s = write_dla(x, x->pred, -1, "dla", err);
     if (s == HS_OK && x->vs_id >= 0 && !nonadd) {
         if (x->vs_id == x->pred) {
-            char *d = display(x->tok, x->vs_id), *w = d ? hs_visible_dup(d) : NULL;
+            char *w = insp_tok_shown(x->tok, x->vs_id);
             hs_note(x->notes, HS_NOTE_CMD, "note: --vs %s is the predicted token; the logit "
                     "difference is 0", w ? w : "?");
-            free(d);
             free(w);
         }
         s = write_dla(x, x->pred, x->vs_id, "dla_vs", err);

@@ -256,9 +256,8 @@ static hs_status write_query_row(const insp_run *x, const float *pats, size_t R,
     }
     size_t T = (size_t)x->T, S = (size_t)(c1 - c0 + 1);
     float *m = malloc(R * S * sizeof *m);
-    /* the token is the user's text: no fixed buffer; its exact string, as prose
-       quotes it (the display form is the axes') */
-    char *q = hs_visible_dup(x->ta->strs[x->pos]);
+    /* the token is the user's text: no fixed buffer; quoted as the axes show it */
+    char *q = insp_tok_shown(x->tok, x->ta->ids[x->pos]);
     char *title = q ? hs_strfmt("attention from position %d ('%s'), by head%s", x->pos, q,
                                 x->tag ? x->tag : "")
                     : NULL;

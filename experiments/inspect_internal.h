@@ -40,6 +40,12 @@ typedef struct {
  * "query_position". 0 when memory ran out. */
 int insp_context(cJSON *o, const insp_run *x, int with_tokens);
 
+/* Token id as every title, note and message of inspect quotes it: its
+ * display form (hs_tok_display, as the axes and the terminal show it: GPT-2's
+ * " Mary" as `·Mary`, a padding id as "#id") with any character that could
+ * change the line as <U+XXXX> (hs_visible_dup). Malloc'd; NULL on OOM. */
+char *insp_tok_shown(const hs_tokenizer *t, int id);
+
 /* The title a figure gets: dflt, the user's title for the main figure
  * (main_fig), none with no_title. */
 const char *insp_title(const insp_run *x, const char *dflt, int main_fig);

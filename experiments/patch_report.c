@@ -141,12 +141,14 @@ int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap)
             if (isfinite(r->ld_pos[a][i])) lo = fmin(lo, r->ld_pos[a][i]), hi = fmax(hi, r->ld_pos[a][i]);
     }
     const double gap = fabs(r->ld_clean - r->ld_corr);
+    char c[HS_FIXED_BUF], k[HS_FIXED_BUF];
     if (isfinite(r->ld_clean) && isfinite(r->ld_corr) && gap > 0 && hi - lo > HS_PATCH_GAP_SPREAD * gap) {
-        snprintf(why, cap, "the clean and corrupted logit differences are too close (LD %+.3f clean, %+.3f "
+        snprintf(why, cap, "the clean and corrupted logit differences are too close (LD %s clean, %s "
                  "corrupted: a gap of %.2g) against the spread of the patched cells' LD (%.3f, %.0f times the "
                  "gap; the bound is %g times), so the normalised LD is noise over a small number; the raw LD "
                  "of every cell is in the JSON",
-                 r->ld_clean, r->ld_corr, gap, hi - lo, (hi - lo) / gap, HS_PATCH_GAP_SPREAD);
+                 hs_fmt_fixed(c, r->ld_clean, 3, 1), hs_fmt_fixed(k, r->ld_corr, 3, 1), gap, hi - lo,
+                 (hi - lo) / gap, HS_PATCH_GAP_SPREAD);
         return 0;
     }
     if (isfinite(r->ld_clean) && isfinite(r->ld_corr) && r->ld_clean != r->ld_corr) {
@@ -154,9 +156,9 @@ int hs_patch_usable(const hs_patch_report *r, char *why, size_t cap)
         return 1;
     }
     if (r->ld_clean == r->ld_corr)
-        snprintf(why, cap, "clean and corrupted logit differences coincide (LD %+.3f both), so the "
+        snprintf(why, cap, "clean and corrupted logit differences coincide (LD %s both), so the "
                  "normalised LD (LD_patched - LD_corrupted) / (LD_clean - LD_corrupted) is undefined; "
-                 "the raw LD of every cell is in the JSON", r->ld_clean);
+                 "the raw LD of every cell is in the JSON", hs_fmt_fixed(c, r->ld_clean, 3, 1));
     else
         snprintf(why, cap, "a logit difference is not finite (clean %g, corrupted %g)", r->ld_clean,
                  r->ld_corr);
@@ -169,15 +171,18 @@ int hs_patch_gap_note(const hs_patch_report *r, char *why, size_t cap)
     char unused[8];
     if (!hs_patch_usable(r, unused, sizeof unused)) return 0;
     const double gap = r->ld_clean - r->ld_corr;
+    char c[HS_FIXED_BUF], k[HS_FIXED_BUF];
+    hs_fmt_fixed(c, r->ld_clean, 3, 1);
+    hs_fmt_fixed(k, r->ld_corr, 3, 1);
     if (gap < 0)
-        snprintf(why, cap, "the clean LD (%+.3f) is below the corrupted LD (%+.3f): the clean prompts do not "
+        snprintf(why, cap, "the clean LD (%s) is below the corrupted LD (%s): the clean prompts do not "
                  "favour the answer over the wrong token more than the corrupted ones do (answer and wrong "
                  "swapped, or a model that does not do the task), so a cell near 1 moves the LD away from "
-                 "the answer", r->ld_clean, r->ld_corr);
+                 "the answer", c, k);
     else if (gap < HS_PATCH_GAP_MIN)
-        snprintf(why, cap, "the clean - corrupted gap is %.3f logits (LD %+.3f clean, %+.3f corrupted), under "
+        snprintf(why, cap, "the clean - corrupted gap is %.3f logits (LD %s clean, %s corrupted), under "
                  "%g: the normalised LD divides by a difference within what one prompt moves by chance",
-                 gap, r->ld_clean, r->ld_corr, HS_PATCH_GAP_MIN);
+                 gap, c, k, HS_PATCH_GAP_MIN);
     else
         return 0;
     return 1;
@@ -299,9 +304,11 @@ static void act_table(const hs_patch_report *r, int a, const double *metric, con
 
 void hs_patch_summary(const hs_patch_report *r, hs_buf *b)
 {
+    char c[HS_FIXED_BUF], k[HS_FIXED_BUF];
     hs_buf_printf(b, "patch: %d prompt%s of %d tokens, clean -> corrupted; LD = logit(answer) - logit(wrong): "
-                     "clean %+.3f, corrupted %+.3f\n",
-                  r->n, r->n == 1 ? "" : "s", r->t, r->ld_clean, r->ld_corr);
+                     "clean %s, corrupted %s\n",
+                  r->n, r->n == 1 ? "" : "s", r->t, hs_fmt_fixed(c, r->ld_clean, 3, 1),
+                  hs_fmt_fixed(k, r->ld_corr, 3, 1));
     if (r->method == HS_PATCH_ATP)
         hs_buf_printf(b, "values: attribution patching (AtP), the first-order estimate of the normalised LD "
                          "(a_clean - a_corrupted) . dLD/da at the corrupted run / (LD_clean - LD_corrupted)\n");
@@ -323,9 +330,11 @@ void hs_patch_summary(const hs_patch_report *r, hs_buf *b)
         act_table(r, a, r->atp_metric[a], r->atp_metric_pos[a], ", AtP estimate", b);
         const int head = hs_patch_act_is_head(a);
         const int cells = head ? r->L * r->H : r->L * r->t;
-        char rs[32], rp[32];
-        snprintf(rs, sizeof rs, isnan(r->pearson[a]) ? "undefined" : "%+.3f", r->pearson[a]);
-        snprintf(rp, sizeof rp, isnan(r->pearson_pos[a]) ? "undefined" : "%+.3f", r->pearson_pos[a]);
+        char rs[HS_FIXED_BUF], rp[HS_FIXED_BUF];
+        if (isnan(r->pearson[a])) snprintf(rs, sizeof rs, "undefined");
+        else hs_fmt_fixed(rs, r->pearson[a], 3, 1);
+        if (isnan(r->pearson_pos[a])) snprintf(rp, sizeof rp, "undefined");
+        else hs_fmt_fixed(rp, r->pearson_pos[a], 3, 1);
         hs_buf_printf(b, "Pearson r, exact vs AtP: %s over %d cells", rs, cells);
         if (head) hs_buf_printf(b, "; by position %s over %d cells", rp, cells * r->t);
         hs_buf_printf(b, "\n");

@@ -29,7 +29,10 @@
  * attn.c_proj.weight [D, D] -> W_O (H, dh, D) ("(i h) m -> i h m": the same
  * bytes); mlp.c_fc [D, M] -> W_in, mlp.c_proj [M, D] -> W_out, as they are;
  * lm_head.weight [V, D] -> W_U = its transpose when present, else W_E^T
- * (tied); b_U = 0 (GPT-2 has none). F32 tensors are used in place from the
+ * (tied); b_U = 0 (GPT-2 has none). A tensor config.json expects and the
+ * file lacks is refused under the name the file would give it
+ * ("h.12.ln_1.weight [768]", prefixed when the file's names are), not the
+ * table's. F32 tensors are used in place from the
  * file's read-only mapping (hs_ckpt_in_place): c_attn.weight as the block's
  * W_QKV (already the all-heads packed layout), lm_head.weight, or W_E when
  * tied, as W_U_T (W_U read transposed); no copy. F16/BF16 tensors and
@@ -419,18 +422,21 @@ typedef struct {
     int64_t shape[2];
 } hf_target;
 
+/* The tensors outside the blocks: the Hugging Face name (unprefixed), the
+ * TransformerLens name, how, and the rows. */
+static const struct {
+    const char *hf, *tl;
+    hf_kind kind;
+    int rows_vocab; /* 1: [V, D]; 2: [n_ctx, D]; 0: [D] */
+} TOP[] = {
+    {"wte.weight", "embed.W_E", HF_DIRECT, 1}, {"wpe.weight", "pos_embed.W_pos", HF_DIRECT, 2},
+    {"ln_f.weight", "ln_final.w", HF_DIRECT, 0}, {"ln_f.bias", "ln_final.b", HF_DIRECT, 0},
+    {"lm_head.weight", "unembed.W_U", HF_UNEMBED, 1},
+};
+
 /* The target of the weight named name (prefix stripped), 0 when it has none. */
 static int hf_target_of(const hs_config *c, const char *name, hf_target *t)
 {
-    static const struct {
-        const char *hf, *tl;
-        hf_kind kind;
-        int rows_vocab; /* 1: [V, D]; 2: [n_ctx, D]; 0: [D] */
-    } TOP[] = {
-        {"wte.weight", "embed.W_E", HF_DIRECT, 1}, {"wpe.weight", "pos_embed.W_pos", HF_DIRECT, 2},
-        {"ln_f.weight", "ln_final.w", HF_DIRECT, 0}, {"ln_f.bias", "ln_final.b", HF_DIRECT, 0},
-        {"lm_head.weight", "unembed.W_U", HF_UNEMBED, 1},
-    };
     const int64_t D = c->d_model, M = c->d_mlp;
     for (size_t i = 0; i < sizeof TOP / sizeof TOP[0]; i++) {
         if (strcmp(name, TOP[i].hf) != 0) continue;
@@ -453,6 +459,26 @@ static int hf_target_of(const hs_config *c, const char *name, hf_target *t)
         for (int d = 0; d < 2; d++)
             t->shape[d] = BLOCK[i].dims[d] == DIM_D ? D : BLOCK[i].dims[d] == DIM_3D ? 3 * D : M;
         return 1;
+    }
+    return 0;
+}
+
+/* The Hugging Face name (unprefixed) of the file tensor that fills table
+ * entry tl ("blocks.12.ln1.w" -> "h.12.ln_1.weight"; W_Q, W_K and W_V ->
+ * "h.<l>.attn.c_attn.weight") into buf; 0 when no GPT-2 tensor fills it. */
+static int hf_name_of(const char *tl, char *buf, size_t cap)
+{
+    for (size_t i = 0; i < sizeof TOP / sizeof TOP[0]; i++)
+        if (strcmp(tl, TOP[i].tl) == 0) return snprintf(buf, cap, "%s", TOP[i].hf), 1;
+    int l, n = 0;
+    if (sscanf(tl, "blocks.%d.%n", &l, &n) != 1 || n == 0) return 0;
+    char q[48], w[48];
+    snprintf(q, sizeof q, "%s", tl); /* W_K, W_V, b_K, b_V are filled by c_attn, as W_Q and b_Q */
+    const size_t k = strlen(q);
+    if (k > 2 && (q[k - 1] == 'K' || q[k - 1] == 'V') && q[k - 2] == '_') q[k - 1] = 'Q';
+    for (size_t i = 0; i < sizeof BLOCK / sizeof BLOCK[0]; i++) {
+        snprintf(w, sizeof w, BLOCK[i].tl, l);
+        if (strcmp(w, q) == 0) return snprintf(buf, cap, "h.%d.%s", l, BLOCK[i].hf), 1;
     }
     return 0;
 }
@@ -630,8 +656,31 @@ static hs_status hf_read(const hs_ckpt_src *src, int i, const hf_target *t, hs_m
     return s;
 }
 
+/* HS_ERR_FORMAT naming the first table entry no file tensor claimed as the
+ * file would name it ("h.12.ln_1.weight [768]", with the "transformer."
+ * prefix when the file's names carry it), not as the table does; before any
+ * tensor is read. W_U is never missing (tied to W_E without lm_head.weight)
+ * nor is b_U (GPT-2 has none: zero). */
+static hs_status hf_missing(const hs_ckpt_src *src, const hs_model *m, const unsigned char *filled, hs_error *err)
+{
+    const hs_st_file *st = &src->x.st;
+    int prefixed = 0;
+    for (int i = 0; i < st->n && !prefixed; i++) prefixed = strip(st->names[i]) != st->names[i];
+    for (int i = 0; i < m->n_tensors; i++) {
+        char hf[64], dims[64];
+        hf_target t;
+        if (filled[i] || strcmp(m->tensors[i].name, "unembed.W_U") == 0 ||
+            !hf_name_of(m->tensors[i].name, hf, sizeof hf) || !hf_target_of(&m->cfg, hf, &t))
+            continue;
+        fmt_dims(dims, sizeof dims, t.shape, t.ndim);
+        return hs_fail(err, HS_ERR_FORMAT, "%s: missing tensor %s%s %s (config.json's n_layer %d expects it)",
+                       src->fname, prefixed ? PREFIX : "", hf, dims, m->cfg.n_layers);
+    }
+    return HS_OK;
+}
+
 /* Every weight resolved and checked in header order (so the first wrong one
- * is reported), then read in file order; W_U tied to W_E when no
+ * is reported), a missing one named (hf_missing), then read in file order; W_U tied to W_E when no
  * lm_head.weight came; b_U zero; the buffers checked. */
 static hs_status hf_gpt2_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *filled,
                               hs_error *err)
@@ -643,6 +692,7 @@ static hs_status hf_gpt2_fill(const hs_ckpt_src *src, hs_model *m, unsigned char
     hs_status s = chunk && ts ? HS_OK : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     /* (a block's ts[i].tl points into ts[i].buf: ts is not moved) */
     for (int i = 0; i < n && s == HS_OK; i++) s = hf_claim(src, i, m, &ts[i], filled, err);
+    if (s == HS_OK) s = hf_missing(src, m, filled, err);
     for (int o = 0; o < n && s == HS_OK; o++)
         s = hf_read(src, src->order[o], &ts[src->order[o]], m, chunk, cap, err);
     const int wu = table_index(m, "unembed.W_U"), we = table_index(m, "embed.W_E");

@@ -120,7 +120,7 @@ static void fixed_decimals_have_no_signed_zero(void **state)
     hs_buf_fixed(&b, -0.0004, 0, 3, 0);
     assert_string_equal(b.s, "  0.00  0.00  0.00 -0.01 +0.250.000");
     hs_buf_free(&b);
-    hs_buf_fixed(&b, -1e300, 0, 2, 0); /* too long for the zero check's buffer: as printf */
+    hs_buf_fixed(&b, -1e300, 0, 2, 0); /* a long number whole (HS_FIXED_BUF holds any double) */
     assert_int_equal(b.len, 305); /* "-", 301 digits, ".00" */
     assert_true(strncmp(b.s, "-1000", 5) == 0);
     hs_buf_free(&b);

@@ -54,10 +54,9 @@ hs_status hs_viz_rows_format(char **text, size_t *len, const float *rows, size_t
         put_spaces(&b, indent - vz_utf8_len(label));
         size_t col = indent;
         for (size_t j = 0; j < T; j++) {
-            double v = rows[i * T + j];
-            if (v < 0 && v > -0.005) v = 0.0; /* no "-0.00" */
-            char num[48];
-            int nn = snprintf(num, sizeof num, ":%.2f", v);
+            char num[HS_FIXED_BUF + 1] = ":"; /* no "-0.00": hs_fmt_fixed */
+            hs_fmt_fixed(num + 1, rows[i * T + j], 2, 0);
+            const int nn = (int)strlen(num);
             char *tok = hs_visible_dup(tokens[j]); /* a terminal shows no raw format/bidi char */
             if (!tok) {
                 b.oom = 1;

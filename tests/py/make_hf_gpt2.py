@@ -298,6 +298,14 @@ def bad_cases(out, rng):
     folder("mask_hole", ts=[(n, d, causal_mask(8, d, (3, 1)) if n == "h.0.attn.bias" else a)
                             for n, d, a in tensors],
            expect="h.0.attn.bias is not the causal mask: row 3, column 1 is 0 where a causal mask has 1")
+    # a tensor the config expects and the file lacks is named as the file
+    # would name it (with its prefix), never by headscope's table name
+    folder("layer_missing", c=dict(cfg, n_layer=3), expect="missing tensor h.2.ln_1.weight [16] (config.json's n_layer 3")
+    folder("tensor_missing", ts=[t for t in tensors if t[0] != "h.1.ln_2.bias"],
+           expect="missing tensor h.1.ln_2.bias [16]")
+    folder("prefixed_missing", ts=[t for t in tensor_list(wt, cfg, prefix="transformer.")[0]
+                                   if t[0] != "transformer.h.0.attn.c_attn.weight"],
+           expect="missing tensor transformer.h.0.attn.c_attn.weight [16,48]")
     with open(os.path.join(bad, "cases.tsv"), "w") as f:
         for case, expect in cases:
             f.write("%s\t%s\n" % (case, expect))
