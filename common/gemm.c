@@ -438,23 +438,43 @@ static int few_rows_run(int q, int u, int M, int N, int K, const float *A, int l
     return 1;
 }
 
-/* GEMM_Q and unroll candidates, likeliest first (0.3.21: SkylakeX 448 --
- * tried after 384, which gives K 768 the same blocks --, Cooperlake 320;
- * then other families' values) */
+/* GEMM_Q and unroll candidates: OpenBLAS 0.3.21's for the family it runs
+ * first (SkylakeX 448, Cooperlake 320, unroll 16: found by this probe), then
+ * other values; a candidate giving K the blocks of an earlier one is not
+ * tried again. */
 static const int few_q[] = {384, 448, 320, 256, 512, 192, 640, 768, 128, 224, 240};
 static const int few_u[] = {16, 8, 32, 4, 2};
 #define FEW_NQ ((int)(sizeof few_q / sizeof few_q[0]))
 #define FEW_NU ((int)(sizeof few_u / sizeof few_u[0]))
+#define FEW_NC (1 + FEW_NQ * FEW_NU)
 
-/* 1 when candidate c (few_q[c / FEW_NU], few_u[c % FEW_NU]) gives K the
- * blocks of an earlier candidate (tried already). */
+/* Candidate c of the probe's order: c 0 the family's own (q 0: none known). */
+static void candidate(int c, int *q, int *u)
+{
+    if (c == 0) {
+        const char *f = hs_blas_core();
+        *q = strcasecmp(f, "SkylakeX") == 0 ? 448 : strcasecmp(f, "Cooperlake") == 0 ? 320 : 0;
+        *u = 16;
+        return;
+    }
+    *q = few_q[(c - 1) / FEW_NU];
+    *u = few_u[(c - 1) % FEW_NU];
+}
+
+/* 1 when candidate c gives K the blocks of an earlier candidate (or has
+ * none: q 0). */
 static int tried_before(int K, int c)
 {
+    int q, u;
+    candidate(c, &q, &u);
+    if (q == 0) return 1;
     for (int e = 0; e < c; e++) {
-        int a = 0, b = 0;
+        int q2, u2, a = 0, b = 0;
+        candidate(e, &q2, &u2);
+        if (q2 == 0) continue;
         while (a < K && a == b) {
-            a = kblock_end(a, K, few_q[c / FEW_NU], few_u[c % FEW_NU]);
-            b = kblock_end(b, K, few_q[e / FEW_NU], few_u[e % FEW_NU]);
+            a = kblock_end(a, K, q, u);
+            b = kblock_end(b, K, q2, u2);
         }
         if (a == b) return 1;
     }
@@ -465,7 +485,7 @@ static int tried_before(int K, int c)
  * bit for bit on a probe (16 rows, the fewest columns that take OpenBLAS'
  * blocked path, values from a hash of the index: sums whose rounding tells
  * any two block structures apart); q 0 when none does or memory ran out.
- * GPT-2 small's two K: ~3 ms each, once a process. */
+ * GPT-2 small's two K: ~2 ms each, once a process. */
 static few_k probe_k(int K)
 {
     few_k r = {K, 0, 0};
@@ -476,12 +496,14 @@ static few_k probe_k(int K)
     for (size_t i = 0; i < (size_t)M * K + (size_t)K * N; i++) /* [-0.5, 0.5) */
         A[i] = (float)(((uint32_t)i * 2654435761u) >> 8) * (1.0f / 16777216.0f) - 0.5f;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, A, K, B, N, 0.0f, C0, N);
-    for (int c = 0; c < FEW_NQ * FEW_NU && !r.q; c++) {
+    for (int c = 0; c < FEW_NC && !r.q; c++) {
+        int q, u;
+        candidate(c, &q, &u);
         if (tried_before(K, c)) continue;
-        if (few_rows_run(few_q[c / FEW_NU], few_u[c % FEW_NU], M, N, K, A, K, B, N, 0.0f, C1, N) &&
+        if (few_rows_run(q, u, M, N, K, A, K, B, N, 0.0f, C1, N) &&
             memcmp(C0, C1, (size_t)M * N * sizeof(float)) == 0) {
-            r.q = few_q[c / FEW_NU];
-            r.u = few_u[c % FEW_NU];
+            r.q = q;
+            r.u = u;
         }
     }
     free(A);

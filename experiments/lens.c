@@ -51,17 +51,18 @@ static int top_of(const float *x, int V, double mx, double Z)
     return hs_argmax(x, (size_t)V);
 }
 
-/* Point k's rows i0..i1-1 of the chunk from its logits lg (bp * t, V);
- * fin_top (b * t) the model's own top-1 token at each position (-1: none). */
-static void lens_point_rows(const lens_ctx *lc, int k, int r0, int i0, int i1, const int *fin_top,
-                            const float *lg)
+/* Point k's rows i0..i1-1 of the chunk, at positions q0..q1-1, from its
+ * logits lg (bp * t, V); fin_top (b * t) the model's own top-1 token at each
+ * position (-1: none). */
+static void lens_point_rows(const lens_ctx *lc, int k, int r0, int i0, int i1, int q0, int q1,
+                            const int *fin_top, const float *lg)
 {
     const int V = lc->m->cfg.d_vocab, t = lc->t;
     const size_t W = 4 + (size_t)t;
     for (int i = i0; i < i1; i++) {
         const int row = r0 + i, ri = row;
         double *o = lc->rows + ((size_t)k * lc->n + row) * W;
-        for (int q = 0; q < t; q++) {
+        for (int q = q0; q < q1; q++) {
             const float *x = lg + ((size_t)i * t + q) * V;
             double mx = -INFINITY, Z = 0.0;
             for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
@@ -84,10 +85,14 @@ static void lens_point_rows(const lens_ctx *lc, int k, int r0, int i0, int i1, c
 /* Rows of one product with W_U (a group of points, lens_job). */
 #define LENS_ROWS 256
 
-/* A group's rows over the pool (lc->pool): one job per point and prompt. */
+/* A group's rows over the pool (lc->pool): one job per point and prompt, or
+ * per point, prompt and position when those are fewer than 16 a worker (a
+ * one-prompt lens: 13 points, 13 jobs on 2 workers kept one idle for a
+ * job's time; 208 jobs of ~0.2 ms each do not). Each job writes its own
+ * rows and positions. */
 typedef struct {
     const lens_ctx *lc;
-    int k0, r0, b;
+    int k0, r0, b, qs;     /* qs: positions a job (t, or 1) */
     size_t NV;             /* floats of one point's logits */
     const int *fin;
     const float *lg;       /* the group's logits, point k0 first */
@@ -98,8 +103,8 @@ static hs_status rows_job(void *ctx, int j, int worker, hs_error *err)
     (void)worker;
     (void)err;
     const rows_job_ctx *c = ctx;
-    const int kk = j / c->b, i = j % c->b;
-    lens_point_rows(c->lc, c->k0 + kk, c->r0, i, i + 1, c->fin, c->lg + (size_t)kk * c->NV);
+    const int nq = c->lc->t / c->qs, q = j % nq * c->qs, kk = j / nq / c->b, i = j / nq % c->b;
+    lens_point_rows(c->lc, c->k0 + kk, c->r0, i, i + 1, q, q + c->qs, c->fin, c->lg + (size_t)kk * c->NV);
     return HS_OK;
 }
 
@@ -156,11 +161,13 @@ static hs_status lens_job(hs_engine *e, hs_engine_worker *w, int j, void *arg)
             const float *real = lg + (size_t)(L - k0) * N * V;
             for (size_t q = 0; q < (size_t)b * t; q++) fin[q] = hs_argmax(real + q * V, (size_t)V);
         }
-        if (lc->pool) { /* every point's prompts, one job each (each writes its own rows) */
-            rows_job_ctx rc = {lc, k0, r0, b, N * V, fin, lg};
-            (void)hs_pool_for(lc->pool, g * b, rows_job, &rc, &w->err); /* cannot fail */
+        if (lc->pool) { /* every point's prompts (and positions), one job each */
+            const int qs = g * b < 16 * hs_pool_threads(lc->pool) ? 1 : t;
+            rows_job_ctx rc = {lc, k0, r0, b, qs, N * V, fin, lg};
+            (void)hs_pool_for(lc->pool, g * b * (t / qs), rows_job, &rc, &w->err); /* cannot fail */
         } else {
-            for (int k = k0; k < k0 + g; k++) lens_point_rows(lc, k, r0, 0, b, fin, lg + (size_t)(k - k0) * N * V);
+            for (int k = k0; k < k0 + g; k++)
+                lens_point_rows(lc, k, r0, 0, b, 0, t, fin, lg + (size_t)(k - k0) * N * V);
         }
     }
     hs_floats_free(scratch);
