@@ -230,11 +230,16 @@ grep -q "tokenizers keeps it" "$TMP/tok_nover.err" || fail "tok_nover: the two r
 # 8. the Winograd/induction commands on a pretrained folder (a BPE, no task
 #    metadata): one line naming what they need and what to use instead, with
 #    or without the split flags (which cannot make GPT-2's vocabulary a task's)
-for c in "eval_nt:eval" "eval_seed:eval --split-seed 1" "circ_nt:circuit --out $TMP/circ" \
-    "circ_pairs:circuit --heldout-pairs $TMP/one.jsonl --out $TMP/circ"; do
+for c in "circ_nt:circuit --out $TMP/circ" "circ_pairs:circuit --heldout-pairs $TMP/one.jsonl --out $TMP/circ"; do
     # shellcheck disable=SC2086
     run 1 "${c%%:*}" ${c#*:} --model "$M"
     refused "${c%%:*}" "has a BPE tokenizer and no task metadata; this command needs a model trained on the Winograd or induction task (.*patch or discover --data"
+done
+# eval says what it scores (no induction model: it refuses those too)
+for c in "eval_nt:eval" "eval_seed:eval --split-seed 1"; do
+    # shellcheck disable=SC2086
+    run 1 "${c%%:*}" ${c#*:} --model "$M"
+    refused "${c%%:*}" "has a BPE tokenizer and no task metadata; this command scores a Winograd-task model's referent accuracy, or with --corpus FILE... a text model's (train --task text) perplexity (.*patch or discover --data"
 done
 [ ! -e "$TMP/circ" ] || fail "circuit on a pretrained folder made its folder"
 

@@ -89,7 +89,7 @@ assert r["induction_head"] is None and r["path_patching"]["k"] is None
 PY
 # eval refuses an induction model in one line (it scores Winograd sentences)
 run 1 ev eval --model "$TMP/one.safetensors"
-one_line ev "induction-task model"
+one_line ev "induction-task model; this command scores a Winograd-task model's referent accuracy, or with --corpus FILE... a text model's (train --task text) perplexity (an induction model's held-out accuracy: circuit or timeline)"
 
 # timeline: one entry per checkpoint, equal to circuit on each checkpoint alone
 run 0 tl timeline "$TMP/keep" --out "$TMP/tl" --format png,svg,json
