@@ -57,6 +57,8 @@ hs_status hs_timeline_point_induction(const hs_model *m, const hs_induction *t, 
         }
         out->holds = r.holds;
         out->n_decision = r.n_ind;
+        out->n_seqs = (int)r.n_seqs;
+        out->n_heldout = r.task.n_heldout;
         hs_buf hb = {0};
         if (r.prev_best.layer >= 0 && r.ind_best.layer >= 0)
             hs_buf_printf(&hb, "L0H%d -> L%dH%d", r.prev_best.head, r.ind_best.layer, r.ind_best.head);
