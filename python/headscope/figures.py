@@ -199,7 +199,8 @@ def dla(result, path=None, title=None, width=None, dpi=None):
     return bars(values, labels, path=path,
                 title=title if title is not None else
                 "direct logit attribution (final norm frozen), mean over the prompts",
-                xlabel="logit difference answer \u2212 wrong" if wrong else "answer logit", width=width, dpi=dpi)
+                xlabel="logit difference answer \u2212 wrong" if wrong else "answer logit", width=width, dpi=dpi,
+                add_up=True)  # they sum to the target: a tall chart sums the rest in one bar
 
 
 def patch(result, act, path=None, tokens=None, title=None, width=None, dpi=None):
