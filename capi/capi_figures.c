@@ -87,7 +87,7 @@ hs_status hs_api_figure_attention(const float *patterns, int L, int H, int T, co
 }
 
 hs_status hs_api_figure_bars(const float *values, int N, const char *const *labels, const char *title,
-                             const char *xlabel, const char *note, double width_in, double dpi, hs_api_figure **out,
+                             const char *xlabel, const char *note, int add_up, double width_in, double dpi, hs_api_figure **out,
                              hs_error *err)
 {
     *out = NULL;
@@ -95,6 +95,7 @@ hs_status hs_api_figure_bars(const float *values, int N, const char *const *labe
     hs_viz_options o = options(width_in, dpi);
     o.range = HS_VIZ_RANGE_AUTO; /* fitted to the data, as the CLI's bars */
     o.note = note;
+    o.bars_add_up = add_up != 0;
     hs_viz_figure *f = NULL;
     const hs_status st = hs_viz_bars_figure(&f, values, (size_t)N, labels, title, xlabel, &o, err);
     return wrap(st, f, out, err);

@@ -199,7 +199,10 @@ hs_status hs_api_experiment(hs_api_model *h, const char *kind, const char *data,
  *     heads [1, H, T, T] read "L5" when they are layer 5's), or unnamed with
  *     first_layer -1 (heads of no stated layer: no layer name is made up).
  *   bars: values [N] with N labels (hs_viz_bars_figure: DLA, ablation),
- *     xlabel the axis title (may be NULL); the axis fitted to the data.
+ *     xlabel the axis title (may be NULL); the axis fitted to the data;
+ *     add_up nonzero when the bars are the terms of one sum (DLA): a chart
+ *     too tall for a page sums the bars it leaves out in one "other n" bar,
+ *     else (0: separate runs or scores) they are said "not shown".
  *   heatmap: m [R, C] row-major with R row and C column labels, axis titles
  *     xlabel / ylabel (may be NULL), value_label the colour bar's quantity
  *     (may be NULL); is_signed: diverging map over [-limit, limit]
@@ -219,7 +222,7 @@ hs_status hs_api_figure_attention(const float *patterns, int L, int H, int T, co
                                   int first_layer, const char *title, double width_in, double dpi, hs_api_figure **out,
                                   hs_error *err);
 hs_status hs_api_figure_bars(const float *values, int N, const char *const *labels, const char *title,
-                             const char *xlabel, const char *note, double width_in, double dpi, hs_api_figure **out,
+                             const char *xlabel, const char *note, int add_up, double width_in, double dpi, hs_api_figure **out,
                              hs_error *err);
 hs_status hs_api_figure_heatmap(const float *m, int R, int C, const char *const *row_labels,
                                 const char *const *col_labels, const char *title, const char *xlabel,

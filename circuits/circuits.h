@@ -514,7 +514,10 @@ typedef struct {
     char *verdict;          /* one line; malloc'd; both freed by hs_timeline_point_free */
     int *tokens;            /* repeated random tokens only: the (n_seqs, seq_len) sequences
                                scored (malloc'd, freed by hs_timeline_point_free); else NULL */
-    int n_seqs, seq_len;
+    int n_seqs, seq_len;    /* the sequences scored (induction: the first n_seqs held-out
+                               ones, the circuit's 128); Winograd: 0 */
+    int n_heldout;          /* induction: the task's held-out sequences (512, all of which
+                               train scores); else 0 */
 } hs_timeline_point;
 
 hs_status hs_timeline_point_induction(const hs_model *m, const hs_induction *t, hs_timeline_point *out,

@@ -285,10 +285,16 @@ hs_status hs_ind_circuit_report_json(const hs_ind_circuit_report *r, const char 
 hs_status hs_ind_circuit_summary(const hs_ind_circuit_report *r, char **text, hs_error *err)
 {
     hs_buf b = {0};
-    hs_buf_printf(&b, "induction circuit, %d layer%s x %d heads, on %zu held-out sequences (%zu repeated-segment "
-                  "tokens scored; %d symbols, context %d, segment %d..%d, gap %d..%d)\n",
-                  r->L, r->L == 1 ? "" : "s", r->H, r->n_seqs, r->n_scored, r->task.n_symbols, r->task.n_ctx,
-                  r->task.seg_min, r->task.seg_max, r->task.gap_min, r->task.gap_max);
+    /* a subset: train's held-out accuracy is on all of them, so say which */
+    hs_buf_printf(&b, "induction circuit, %d layer%s x %d heads, on ", r->L, r->L == 1 ? "" : "s", r->H);
+    if (r->n_seqs < (size_t)r->task.n_heldout)
+        hs_buf_printf(&b, "the first %zu of the %d held-out sequences (train's accuracy: all %d; ", r->n_seqs,
+                      r->task.n_heldout, r->task.n_heldout);
+    else
+        hs_buf_printf(&b, "%zu held-out sequences (", r->n_seqs);
+    hs_buf_printf(&b, "%zu repeated-segment tokens scored; %d symbols, context %d, segment %d..%d, gap %d..%d)\n",
+                  r->n_scored, r->task.n_symbols, r->task.n_ctx, r->task.seg_min, r->task.seg_max,
+                  r->task.gap_min, r->task.gap_max);
     char icl[HS_FIXED_BUF];
     hs_buf_printf(&b, "repeated-segment accuracy %.1f%% (chance %.1f%%), segment loss %.3f, loss %.3f, "
                   "in-context-learning score %s nats\n",

@@ -57,6 +57,8 @@ hs_status hs_timeline_point_induction(const hs_model *m, const hs_induction *t, 
         }
         out->holds = r.holds;
         out->n_decision = r.n_ind;
+        out->n_seqs = (int)r.n_seqs;
+        out->n_heldout = r.task.n_heldout;
         hs_buf hb = {0};
         if (r.prev_best.layer >= 0 && r.ind_best.layer >= 0)
             hs_buf_printf(&hb, "L0H%d -> L%dH%d", r.prev_best.head, r.ind_best.layer, r.ind_best.head);
@@ -247,9 +249,12 @@ hs_status hs_timeline_point_repeated(const hs_model *m, int bos, int n_tokens, c
     if (L < 2)
         hs_buf_printf(&vb, "does not hold: one layer has no induction head");
     else
-        hs_buf_printf(&vb, "%s: previous-token L%dH%d %.3f (>= %.2f), induction L%dH%d %.3f (>= %.2f) on "
-                      "%d repeated random sequences of %d tokens", out->holds ? "holds" : "does not hold",
-                      pl, ph, pb, io.prev_min, il, ih, ib, io.ind_min, o->n_seqs, n);
+        /* each best score with its bar: "0.562 (>= 0.35)" when it clears it,
+         * else "0.062 (needs >= 0.35)" (a bare "(>= 0.35)" read as a claim) */
+        hs_buf_printf(&vb, "%s on %d repeated random sequences of %d tokens: previous-token L%dH%d %.3f "
+                      "(%s>= %.2f), induction L%dH%d %.3f (%s>= %.2f)", out->holds ? "holds" : "does not hold",
+                      o->n_seqs, n, pl, ph, pb, pb >= io.prev_min ? "" : "needs ", io.prev_min, il, ih, ib,
+                      ib >= io.ind_min ? "" : "needs ", io.ind_min);
     out->heads = hs_buf_take(&hb);
     out->verdict = hs_buf_take(&vb);
     if (!out->heads) out->heads = hs_strdup("");

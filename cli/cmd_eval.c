@@ -1,6 +1,7 @@
 /*
- * cli/cmd_eval.c -- `headscope eval`: referent accuracy at position 14 on the
- * train or held-out split, the wrong-noun rate, per role and per adjective.
+ * cli/cmd_eval.c -- `headscope eval`: a Winograd model's referent accuracy at
+ * position 14 on the train or held-out split, the wrong-noun rate, per role
+ * and per adjective; a text model's perplexity on a corpus (--corpus).
  */
 #include <getopt.h>
 #include <math.h>
@@ -27,6 +28,9 @@ static const char EVAL_HELP[] =
     "pair is predicted instead, by adjective role and by adjective.\n"
     "  --split NAME   heldout (default) | train\n"
     "  --json         print the numbers as one JSON object\n"
+    "An induction-task model is refused (circuit and timeline score it); so is a\n"
+    "pretrained folder (GPT-2: a prompt set from `headscope prompts`, then patch,\n"
+    "ablate, dla or discover).\n"
     "\n"
     "A text model (train --task text): its perplexity on a corpus, split as its run\n"
     "split the training corpus (the last val_fraction of each file's tokens held out),\n"

@@ -20,13 +20,15 @@ static const char GENERATE_HELP[] =
     "                          [--temperature T] [--top-k K] [--seed S] [--json]\n"
     "\n"
     "Continues TEXT with a model's tokenizer and weights, one token at a time (each a\n"
-    "forward of the last n_ctx tokens), and prints the prompt and its continuation.\n"
+    "forward of the last n_ctx tokens), and prints the prompt and its continuation\n"
+    "(without the BOS token a BPE tokenizer prepends, e.g. GPT-2's <|endoftext|>).\n"
     "  --max-new-tokens N  tokens to add (default 100)\n"
     "  --temperature T     softmax temperature (default 1; 0 = greedy)\n"
     "  --top-k K           draw among the K most likely tokens (default 0: all;\n"
     "                      1 = greedy: the argmax, ties to the lowest id)\n"
     "  --seed S            the draws' seed (default 0): the same seed, the same text\n"
-    "  --json              {\"prompt_ids\", \"ids\", \"text\"}: ids the exact form\n";
+    "  --json              {\"prompt_ids\", \"ids\", \"text\"}: ids the exact form, the\n"
+    "                      prepended BOS first in both; text without it\n";
 
 int cmd_generate(int argc, char **argv)
 {
@@ -88,7 +90,10 @@ int cmd_generate(int argc, char **argv)
     char *text = NULL;
     hs_status st = hs_tok_encode(L.vocab, prompt, 0, &tk, &err);
     if (st == HS_OK) st = hs_text_generate(L.model, tk.ids, tk.n, &go, &ids, &n, &err);
-    if (st == HS_OK) st = hs_tok_decode(L.vocab, ids, n, &text, &err);
+    /* the text leaves out the BOS encode prepended, as TL's generate returns
+     * its string (the ids keep it: the exact form the model read) */
+    const size_t skip = tk.n > 0 && hs_tok_bos(L.vocab) >= 0 && tk.ids[0] == hs_tok_bos(L.vocab);
+    if (st == HS_OK) st = hs_tok_decode(L.vocab, ids + skip, n - skip, &text, &err);
     /* printed and in JSON as valid UTF-8: ids that cut a character give an
      * ill-formed part, shown as U+FFFD as Hugging Face's decode does (the ids
      * are the exact form) */

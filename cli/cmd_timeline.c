@@ -57,6 +57,9 @@ static void print_table(const hs_timeline_report *r, const char *dir, const char
     printf("%s timeline of %s: %d checkpoints, %d layers x %d heads\n",
            r->text ? "text (repeated random tokens)" : r->repeated ? "induction (repeated random tokens)"
                    : ind ? "induction" : "winograd", dir, r->n, r->L, r->H);
+    if (ind && r->n > 0 && r->points[0].n_heldout > r->points[0].n_seqs)
+        printf("scored as circuit scores: on the first %d of the %d held-out sequences (train's accuracy "
+               "is on all %d)\n", r->points[0].n_seqs, r->points[0].n_heldout, r->points[0].n_heldout);
     if (txt) printf("%8s %8s %9s ", "step", "text loss", "text ICL");
     else printf("%8s ", "step");
     printf("%8s %8s  %-14s %-10s %s\n", ind ? "seg loss" : "loss", "acc", ind ? "best ind." : "best 1st-noun",

@@ -17,7 +17,7 @@ static const struct {
     const char *summary;
 } COMMANDS[] = {
     {"train", cmd_train, "train a model on a task and save it as .safetensors"},
-    {"eval", cmd_eval, "referent accuracy of a model on the train or held-out split"},
+    {"eval", cmd_eval, "score a model: Winograd referent accuracy, or a text model's perplexity"},
     {"inspect", cmd_inspect, "every head's attention on one sentence: figures, JSON, text rows"},
     {"circuit", cmd_circuit, "verify the two-step referent circuit on the held-out set"},
     {"weights", cmd_weights, "virtual weights: full QK/OV circuits, composition, copying"},

@@ -266,7 +266,7 @@ hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const ch
     for (int q = 0; q < T; q++) hs_labels_set(&f.lab, (size_t)(nb + q), "%d", q);
     if (f.lab.oom && s == HS_OK) s = oom(err);
     if (s == HS_OK)
-        s = hs_outdir_matrix(od, HS_FIG_BARS, "dla_bars", f.m, (size_t)nb, 1, f.lab.at, NULL,
+        s = hs_outdir_matrix(od, HS_FIG_BARS_SUM, "dla_bars", f.m, (size_t)nb, 1, f.lab.at, NULL,
                              "direct logit attribution (final norm frozen), mean over the prompts",
                              r->has_wrong ? "logit difference answer − wrong" : "answer logit",
                              NULL, 0.0, "logits", NULL,

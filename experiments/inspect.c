@@ -333,7 +333,7 @@ static hs_status write_dla(const insp_run *x, int tok_a, int tok_b, const char *
     }
     const char *t = insp_title(x, title, 0);
     if (s == HS_OK && hs_figopts_images(od->fo)) {
-        hs_viz_options bo = hs_figopts_for(od->fo, HS_FIG_BARS, 0);
+        hs_viz_options bo = hs_figopts_for(od->fo, HS_FIG_BARS_SUM, 0); /* they add up */
         hs_error fe = {0};
         s = hs_viz_bars_figure(&fig, vals, (size_t)n, labels, t, xlabel, &bo, &fe);
         s = hs_outdir_unfit(od, stem, s, &fe, err);

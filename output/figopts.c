@@ -96,8 +96,10 @@ hs_viz_options hs_figopts_for(const hs_figopts *fo, hs_fig_kind kind, double lim
         o.grey_accents = o.cmap == HS_VIZ_CMAP_GREYS; /* --cmap greys: the rest of it grey */
         o.cmap = HS_VIZ_CMAP_DEFAULT;
     }
-    if (kind == HS_FIG_BARS || kind == HS_FIG_BARS_MAGNITUDE) o.cmap = HS_VIZ_CMAP_DEFAULT;
+    if (kind == HS_FIG_BARS || kind == HS_FIG_BARS_MAGNITUDE || kind == HS_FIG_BARS_SUM)
+        o.cmap = HS_VIZ_CMAP_DEFAULT;
     o.magnitude = kind == HS_FIG_BARS_MAGNITUDE;
+    o.bars_add_up = kind == HS_FIG_BARS_SUM;
     int own = fo->range_set && fo->viz.range == HS_VIZ_RANGE_AUTO;
     if (kind == HS_FIG_ATTENTION) {
         if (!fo->vmin_set) o.vmin = 0.0;

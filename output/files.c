@@ -312,7 +312,7 @@ hs_status hs_outdir_matrix(hs_outdir *o, hs_fig_kind kind, const char *stem, con
     hs_viz_figure *fig = NULL;
     cJSON *j = NULL;
     hs_status s = HS_OK;
-    const int bars = kind == HS_FIG_BARS || kind == HS_FIG_BARS_MAGNITUDE;
+    const int bars = kind == HS_FIG_BARS || kind == HS_FIG_BARS_MAGNITUDE || kind == HS_FIG_BARS_SUM;
     const size_t cap = bars ? HS_VIZ_MAX_BARS : HS_VIZ_MAX_TOKENS;
     if (hs_figopts_images(fo)) {
         if (R > cap || C > HS_VIZ_MAX_TOKENS) {

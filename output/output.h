@@ -62,6 +62,9 @@ typedef enum {
     HS_FIG_BARS,          /* a bar chart */
     HS_FIG_BARS_MAGNITUDE, /* a bar chart of a quantity with no sign (perplexity, a loss):
                              grey bars, no "+" (hs_viz_options.magnitude) */
+    HS_FIG_BARS_SUM,      /* a bar chart whose bars are the terms of one sum (DLA): bars
+                             left out of a tall chart are summed in one bar
+                             (hs_viz_options.bars_add_up) */
 } hs_fig_kind;
 
 /* Defaults: viz defaults at dpi (the command's choice), PNG + SVG + JSON. */
@@ -237,7 +240,8 @@ hs_status hs_outdir_page(hs_outdir *o, const char *stem, cJSON *data, hs_error *
 /* One matrix or bar figure with its JSON: stem.{png,svg,pdf,json} in the
  * formats chosen. kind: HS_FIG_SIGNED (R x C, diverging), HS_FIG_BARS (R
  * values), HS_FIG_BARS_MAGNITUDE (R values of a quantity with no sign, grey
- * bars; a negative value is HS_ERR_INPUT), HS_FIG_NONNEG (R x C, sequential from 0). m: [R, C] row-major
+ * bars; a negative value is HS_ERR_INPUT), HS_FIG_BARS_SUM (R values that are
+ * the terms of one sum), HS_FIG_NONNEG (R x C, sequential from 0). m: [R, C] row-major
  * (bars: [R]); rl: R row labels, cl: C column labels (NULL for bars). lim:
  * a limit shared by the figures of a kind (hs_figopts_for). q: the quantity
  * the colour bar (or bar axis) shows, with its unit. note: a line on the

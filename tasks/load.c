@@ -154,6 +154,9 @@ static void note_derived_split(const hs_winograd *t, const char *whence, const c
 
 /* What a model with a BPE tokenizer (a pretrained folder, a text model)
  * takes instead of a task's commands. */
+/* What eval (HS_NEED_TASK) scores, said alike in each of its refusals. */
+#define EVAL_SCORES "this command scores a Winograd-task model's referent accuracy, or with " \
+                    "--corpus FILE... a text model's (train --task text) perplexity"
 #define BPE_INSTEAD "on a pretrained or text model: a prompt set from `headscope prompts`, then " \
                     "patch or discover --data FILE.jsonl"
 
@@ -184,8 +187,8 @@ static hs_status load_task(const char *path, int need, const hs_load_source *src
     }
     if (is_ind) {
         if (need & HS_NEED_TASK)
-            return hs_fail(err, HS_ERR_INPUT, "%s is an induction-task model; this command works "
-                           "on Winograd models", path);
+            return hs_fail(err, HS_ERR_INPUT, "%s is an induction-task model; %s (an induction "
+                           "model's held-out accuracy: circuit or timeline)", path, EVAL_SCORES);
         return hs_induction_from_task_json(out->meta.task, out->vocab, &out->ind, err);
     }
     if (out->meta.task != NULL) {
@@ -198,8 +201,11 @@ static hs_status load_task(const char *path, int need, const hs_load_source *src
     }
     /* a BPE's vocabulary (a pretrained folder) is no task's: the split flags
      * cannot make it one */
-    if ((need & (HS_NEED_TASK | HS_NEED_ANY_TASK)) && out->vocab != NULL &&
-        out->vocab->kind == HS_TOKENIZER_BPE)
+    if ((need & HS_NEED_TASK) && out->vocab != NULL && out->vocab->kind == HS_TOKENIZER_BPE)
+        return hs_fail(err, HS_ERR_INPUT, "%s has a BPE tokenizer and no task metadata; %s (on "
+                       "a pretrained model: a prompt set from `headscope prompts`, then patch or "
+                       "discover --data FILE.jsonl)", path, EVAL_SCORES);
+    if ((need & HS_NEED_ANY_TASK) && out->vocab != NULL && out->vocab->kind == HS_TOKENIZER_BPE)
         return hs_fail(err, HS_ERR_INPUT, "%s has a BPE tokenizer and no task metadata; this "
                        "command needs a model trained on the Winograd or induction task (%s)",
                        path, BPE_INSTEAD);

@@ -531,7 +531,11 @@ enum { HS_NEED_VOCAB = 1, HS_NEED_TASK = 2, HS_NEED_ANY_TASK = 4, HS_ALLOW_TEXT 
  * HS_ERR_INPUT "--process 'x' is not known (tl or raw)", "give --split-seed or
  * --heldout-pairs, not both", "P has no vocab metadata; ...", "P names its
  * task and split in its metadata; ...", "P is an induction-task model; this
- * command works on Winograd models", "P has no task metadata ..."; a
+ * command scores a Winograd-task model's referent accuracy, or ... a text
+ * model's ... perplexity ..." (HS_NEED_TASK: eval), "P has a BPE tokenizer and
+ * no task metadata; ..." (eval's sentence, or HS_NEED_ANY_TASK's "this command
+ * needs a model trained on the Winograd or induction task ..."), "P has no
+ * task metadata ..."; a
  * vocabulary whose size is not d_vocab (HS_ERR_CONFIG); the vocabulary's and
  * the task's own errors.
  */

@@ -230,12 +230,37 @@ grep -q "tokenizers keeps it" "$TMP/tok_nover.err" || fail "tok_nover: the two r
 # 8. the Winograd/induction commands on a pretrained folder (a BPE, no task
 #    metadata): one line naming what they need and what to use instead, with
 #    or without the split flags (which cannot make GPT-2's vocabulary a task's)
-for c in "eval_nt:eval" "eval_seed:eval --split-seed 1" "circ_nt:circuit --out $TMP/circ" \
-    "circ_pairs:circuit --heldout-pairs $TMP/one.jsonl --out $TMP/circ"; do
+for c in "circ_nt:circuit --out $TMP/circ" "circ_pairs:circuit --heldout-pairs $TMP/one.jsonl --out $TMP/circ"; do
     # shellcheck disable=SC2086
     run 1 "${c%%:*}" ${c#*:} --model "$M"
     refused "${c%%:*}" "has a BPE tokenizer and no task metadata; this command needs a model trained on the Winograd or induction task (.*patch or discover --data"
 done
+# eval says what it scores (no induction model: it refuses those too)
+for c in "eval_nt:eval" "eval_seed:eval --split-seed 1"; do
+    # shellcheck disable=SC2086
+    run 1 "${c%%:*}" ${c#*:} --model "$M"
+    refused "${c%%:*}" "has a BPE tokenizer and no task metadata; this command scores a Winograd-task model's referent accuracy, or with --corpus FILE... a text model's (train --task text) perplexity (.*patch or discover --data"
+done
 [ ! -e "$TMP/circ" ] || fail "circuit on a pretrained folder made its folder"
+
+# 9. generate leaves the BOS it prepended out of the text (TL's generate), text
+#    and --json alike; the ids keep it first; a prompt that starts with
+#    "<|endoftext|>" keeps its own
+run 0 gen generate --model "$M" --prompt "Hello, my name is" --max-new-tokens 5 --seed 1
+run 0 genj generate --model "$M" --prompt "Hello, my name is" --max-new-tokens 5 --seed 1 --json
+run 0 gene generate --model "$M" --prompt "<|endoftext|>Hello" --max-new-tokens 2 --seed 1 --json
+"$PY" - "$TMP" <<'PYEOF' || fail "generate: the BOS in the text"
+import json, sys
+d = sys.argv[1]
+text = open(d + "/gen.out", encoding="utf-8").read()
+assert text.startswith("Hello, my name is"), repr(text)
+j = json.load(open(d + "/genj.out"))
+assert j["text"] + "\n" == text, (j["text"], text)
+assert j["prompt_ids"][0] == 50256 and j["ids"][0] == 50256, j
+assert j["ids"][:len(j["prompt_ids"])] == j["prompt_ids"] and len(j["ids"]) == len(j["prompt_ids"]) + 5, j
+e = json.load(open(d + "/gene.out"))
+assert e["ids"][:2] == [50256, 50256], e
+assert e["text"].startswith("<|endoftext|>Hello") and not e["text"].startswith("<|endoftext|>" * 2), e["text"]
+PYEOF
 
 echo "test_gpt2_vocab_cli: ok"

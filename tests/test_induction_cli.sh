@@ -77,6 +77,17 @@ PY
 
 # circuit on an induction model (2 layers) and on a one-layer model
 run 0 circ circuit --model "$TMP/straight.safetensors" --out "$TMP/circ"
+# all 64 held-out sequences scored: said plainly; of 200, the circuit's first 128,
+# said in circuit's and timeline's output (train's accuracy is on all 200)
+has -F "on 64 held-out sequences (" "$TMP/circ.out" || fail "circ: $(head -n 1 "$TMP/circ.out")"
+run 0 sub train "${SMALL[@]}" --heldout 200 --steps 2 --keep "$TMP/subk" --checkpoint-every 2 \
+    --out "$TMP/sub.safetensors"
+run 0 circsub circuit --model "$TMP/sub.safetensors"
+has -F "on the first 128 of the 200 held-out sequences (train's accuracy: all 200; " "$TMP/circsub.out" ||
+    fail "circsub: $(head -n 1 "$TMP/circsub.out")"
+run 0 tlsub timeline "$TMP/subk"
+has -F "on the first 128 of the 200 held-out sequences (train's accuracy is on all 200)" "$TMP/tlsub.out" ||
+    fail "tlsub: $(head -n 2 "$TMP/tlsub.out")"
 check_folder "$TMP/circ" report.json heads.png ablation.json
 run 0 one train "${SMALL[@]}" --layers 1 --steps 5 --out "$TMP/one.safetensors"
 run 0 circ1 circuit --model "$TMP/one.safetensors" --json
@@ -89,7 +100,7 @@ assert r["induction_head"] is None and r["path_patching"]["k"] is None
 PY
 # eval refuses an induction model in one line (it scores Winograd sentences)
 run 1 ev eval --model "$TMP/one.safetensors"
-one_line ev "induction-task model"
+one_line ev "induction-task model; this command scores a Winograd-task model's referent accuracy, or with --corpus FILE... a text model's (train --task text) perplexity (an induction model's held-out accuracy: circuit or timeline)"
 
 # timeline: one entry per checkpoint, equal to circuit on each checkpoint alone
 run 0 tl timeline "$TMP/keep" --out "$TMP/tl" --format png,svg,json

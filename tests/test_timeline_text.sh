@@ -110,6 +110,16 @@ for c in tl["checkpoints"]:
     print("step %d: held-out loss %.5f (reference %.5f), ICL score %+.5f (reference %+.5f) over %d windows"
           % (c["step"], c["heldout_loss"], loss, c["heldout_icl_score"], score, W))
 assert [c["step"] for c in tl["checkpoints"]] == [0, 20]
+# the verdict gives each best score with its bar, as it stands: "0.562 (>= 0.35)"
+# or "0.062 (needs >= 0.35)" (not "0.062 (>= 0.35)", a claim it fails)
+import re
+for c in tl["checkpoints"]:
+    v = c["verdict"]
+    parts = re.findall(r"(previous-token|induction) L\d+H\d+ (\d\.\d{3}) \((needs )?>= (\d\.\d\d)\)", v)
+    assert len(parts) == 2, v
+    for name, score, needs, bar in parts:
+        assert (float(score) < float(bar)) == bool(needs), (name, v)
+    assert c["holds"] == (not any(p[2] for p in parts)) == v.startswith("holds on "), v
 if icl[1] < icl[0]:
     assert s["heldout_icl_jump_step"] == 20, s
 else:

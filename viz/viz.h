@@ -187,6 +187,10 @@ typedef struct {
                               a loss, a count): every bar one neutral grey, value labels
                               without "+", the axis from 0; a negative value is HS_ERR_INPUT.
                               0 (default): signed bars, red >= 0 and blue < 0 */
+    int bars_add_up;       /* bar charts held to the height budget: nonzero when the bars are
+                              terms of one sum (DLA: they add up to the logit difference), so
+                              the bars left out are drawn as one bar "other n" of their sum;
+                              0 (default): they are left out, "not shown" in the note */
 } hs_viz_options;
 
 /* Fills o with the defaults above. */
@@ -332,9 +336,11 @@ hs_status hs_viz_matrix_figure_masked(hs_viz_figure **out, const float *m,
  * (rounded out to a tick); an explicit FIXED [vmin, vmax] widens it, never clips.
  * xlabel: axis title (units), may be NULL. Held to the height budget
  * (opt->max_height_in, default HS_VIZ_MAX_HEIGHT_IN): a chart taller than it
- * shows the k - 1 largest bars by |value| in their order and one bar
- * "other n" summing the rest, k the largest that fits, said in the note
- * under the title (GPT-2's 172 DLA components: 44 and the other 128).
+ * shows the largest bars by |value| in their order, as many as fit, and
+ * says so in the note under the title: with opt->bars_add_up the k - 1
+ * largest and one bar "other n" summing the rest (GPT-2's 172 DLA
+ * components: 44 and the other 128 summed), else the k largest and "the
+ * other n not shown" (separate runs or scores, whose sum means nothing).
  * Errors as above (N in 1..HS_VIZ_MAX_BARS). */
 hs_status hs_viz_bars_figure(hs_viz_figure **out, const float *values, size_t N,
                              const char *const *labels, const char *title, const char *xlabel,

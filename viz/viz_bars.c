@@ -245,9 +245,10 @@ static int cmp_abs_desc(const void *x, const void *y)
     return a->i < b->i ? -1 : a->i > b->i;
 }
 
-/* *out (taller than hmax in) redrawn with the top k - 1 bars by |value| in
- * their order and one bar summing the rest, the largest k whose chart is
- * within hmax, a note under the title saying so. */
+/* *out (taller than hmax in) redrawn with the largest bars by |value| in
+ * their order, the most whose chart is within hmax, a note under the title
+ * saying so: with opt->bars_add_up the top k - 1 and one bar summing the
+ * rest (the terms of one sum), else the top k and the rest not shown. */
 static hs_status bars_top(hs_viz_figure **out, const float *values, size_t N,
                           const char *const *labels, const char *title, const char *xlabel,
                           const hs_viz_options *opt, double hmax, hs_error *err)
@@ -269,18 +270,22 @@ static hs_status bars_top(hs_viz_figure **out, const float *values, size_t N,
     char note[256], rest[64];
     size_t k = (size_t)((double)N * hmax / ((*out)->height / (*out)->dpi));
     for (; k >= 2; k = k * 9 / 10) {
+        const size_t shown = o.bars_add_up ? k - 1 : k; /* k rows either way */
         memset(keep, 0, N);
-        for (size_t i = 0; i + 1 < k; i++) keep[ord[i].i] = 1;
+        for (size_t i = 0; i < shown; i++) keep[ord[i].i] = 1;
         size_t n = 0;
         double sum = 0;
         for (size_t i = 0; i < N; i++) {
             if (keep[i]) v[n] = values[i], lb[n++] = labels[i];
             else sum += values[i];
         }
-        snprintf(rest, sizeof rest, "other %zu", N - (k - 1));
-        v[n] = (float)sum, lb[n++] = rest;
-        snprintf(note, sizeof note, "%s%sthe %zu largest of %zu by |value|; the other %zu summed", o.note ? o.note : "",
-                 o.note ? "; " : "", k - 1, N, N - (k - 1));
+        if (o.bars_add_up) {
+            snprintf(rest, sizeof rest, "other %zu", N - shown);
+            v[n] = (float)sum, lb[n++] = rest;
+        }
+        snprintf(note, sizeof note, "%s%sthe %zu largest of %zu by |value|; the other %zu %s",
+                 o.note ? o.note : "", o.note ? "; " : "", shown, N, N - shown,
+                 o.bars_add_up ? "summed" : "not shown");
         hs_viz_options o2 = o;
         o2.note = note;
         vz_bars_args a = {v, n, lb, title, xlabel, opt != NULL};

@@ -135,7 +135,7 @@ _SIGS = {
                         ctypes.POINTER(_S), _I, HOOK_FN, ctypes.POINTER(_P), _P, ctypes.POINTER(_P), _E]),
     "hs_api_figure_attention": (_I, [ctypes.POINTER(ctypes.c_float), _I, _I, _I, ctypes.POINTER(_S), _I, _S,
                                      ctypes.c_double, ctypes.c_double, ctypes.POINTER(_P), _E]),
-    "hs_api_figure_bars": (_I, [ctypes.POINTER(ctypes.c_float), _I, ctypes.POINTER(_S), _S, _S, _S, ctypes.c_double,
+    "hs_api_figure_bars": (_I, [ctypes.POINTER(ctypes.c_float), _I, ctypes.POINTER(_S), _S, _S, _S, _I, ctypes.c_double,
                                 ctypes.c_double, ctypes.POINTER(_P), _E]),
     "hs_api_figure_heatmap": (_I, [ctypes.POINTER(ctypes.c_float), _I, _I, ctypes.POINTER(_S), ctypes.POINTER(_S),
                                    _S, _S, _S, _I, ctypes.c_double, _S, _S, ctypes.c_double, ctypes.c_double,

@@ -143,19 +143,22 @@ def grid(patterns, tokens, path=None, width=None, title=None, dpi=None):
     return attention(p, tokens, path=path, width=width, title=title, dpi=dpi)
 
 
-def bars(values, labels, path=None, title=None, xlabel=None, note=None, width=None, dpi=None):
+def bars(values, labels, path=None, title=None, xlabel=None, note=None, width=None, dpi=None,
+         add_up=False):
     """A horizontal bar chart (the CLI's DLA and ablation bars): values [N]
     with N labels; positive bars red to the right, negative blue to the left,
-    each with its value; a chart taller than a page keeps the largest bars and
-    one "other n" bar (said in its note). note: a line in dark red under the
-    title (e.g. why the numbers are not usable). Other arguments as
-    attention()."""
+    each with its value; a chart taller than a page keeps the largest bars
+    (said in its note). add_up: the bars are the terms of one sum (DLA), so
+    the bars left out are drawn as one "other n" bar of their sum; False
+    (separate runs or scores, whose sum means nothing): they are left out.
+    note: a line in dark red under the title (e.g. why the numbers are not
+    usable). Other arguments as attention()."""
     v = np.ascontiguousarray(values, dtype=np.float32)
     if v.ndim != 1 or v.size == 0:
         raise HeadscopeError("bars' values are one non-empty row [N], got %s" % list(v.shape))
     arr, _keep = _labels(labels, v.size, "labels")
     return _make(_lib.lib.hs_api_figure_bars, "bars [%d]" % v.size, path, _f32(v), v.size, arr, _opt(title),
-                 _opt(xlabel), _opt(note), float(width or 0), float(dpi or 0))
+                 _opt(xlabel), _opt(note), int(bool(add_up)), float(width or 0), float(dpi or 0))
 
 
 def heatmap(matrix, row_labels, col_labels, path=None, signed=True, limit=None, title=None, xlabel=None,
@@ -196,7 +199,8 @@ def dla(result, path=None, title=None, width=None, dpi=None):
     return bars(values, labels, path=path,
                 title=title if title is not None else
                 "direct logit attribution (final norm frozen), mean over the prompts",
-                xlabel="logit difference answer \u2212 wrong" if wrong else "answer logit", width=width, dpi=dpi)
+                xlabel="logit difference answer \u2212 wrong" if wrong else "answer logit", width=width, dpi=dpi,
+                add_up=True)  # they sum to the target: a tall chart sums the rest in one bar
 
 
 def patch(result, act, path=None, tokens=None, title=None, width=None, dpi=None):

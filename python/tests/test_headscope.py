@@ -441,6 +441,16 @@ def test_figures_bars_heatmap_grid(tiny, tmp_path):
     assert (ca, cb) == ("#bf3338", "#2e77b5") and abs(wa - 2 * wb) <= 1
     assert f.save(tmp_path / "b.pdf") and (tmp_path / "b.pdf").read_bytes()[:5] == b"%PDF-"
     assert f.png()[:8] == b"\x89PNG\r\n\x1a\n" and f.size[0] == 975  # a column, 3.25 in at 300 dpi
+    # a chart too tall for a page: the largest bars; add_up (DLA's terms of one sum) sums the rest
+    # in one "other n" bar, else (separate runs, scores) the rest are "not shown" and have no bar
+    v = [(((i * 37) % 101) - 50) / 1000.0 for i in range(172)]
+    names = ["c%d" % i for i in range(172)]
+    for add_up in (True, False):
+        svg = headscope.figures.bars(v, names, title="t", add_up=add_up).svg()
+        other = re.findall(r">other (\d+)<", svg)
+        kept = len(re.findall(r">c\d+<", svg))
+        assert 10 < kept < 172 and other == ([str(172 - kept)] if add_up else []), (add_up, other, kept)
+        assert ("the other %d %s" % (172 - kept, "summed" if add_up else "not")) in svg, add_up
     # heatmap: signed = diverging around 0 (the largest |value| the darkest end), else viridis from 0
     m = np.array([[1.0, -0.5], [0.0, 0.25]], np.float32)
     fills = _svg_fills(headscope.figures.heatmap(m, ["r0", "r1"], ["c0", "c1"]).svg(), "path")
