@@ -51,6 +51,9 @@ static const char WEIGHTS_HELP[] =
     "                         (1..1024). A vocabulary over 1024 tokens (GPT-2's\n"
     "                         50,257) needs one of the two; the composition, virtual\n"
     "                         weights and copying scores are always every head's\n"
+    "  --threads N            worker threads computing the heads and head pairs and\n"
+    "                         drawing the figures, 0 = every CPU (default); the\n"
+    "                         numbers and files are the same for any N\n"
     "\n";
 
 /* What a run skipped, as the command says it on stdout (also before the
@@ -90,13 +93,14 @@ static void print_summary(const hs_weights_report *r, const char *fold)
 
 int cmd_weights(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_OUT, O_FOLD, O_DRAWS, O_TOKENS, O_TOP };
+    enum { O_MODEL = 256, O_OUT, O_FOLD, O_DRAWS, O_TOKENS, O_TOP, O_THREADS };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"out", required_argument, 0, O_OUT},
                                          {"fold", required_argument, 0, O_FOLD},
                                          {"comp-draws", required_argument, 0, O_DRAWS},
                                          {"tokens", required_argument, 0, O_TOKENS},
                                          {"top-tokens", required_argument, 0, O_TOP},
+                                         {"threads", required_argument, 0, O_THREADS},
                                          CLI_HELP_OPT,
                                          CLI_VOCAB_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
@@ -104,7 +108,7 @@ int cmd_weights(int argc, char **argv)
     const char *C = "weights";
     hs_weights_opts wo = hs_weights_opts_default();
     long draws = wo.comp_draws, top = 0;
-    int c;
+    int c, threads = 0;
     hs_load_source from = {0};
     hs_figopts fo;
     hs_figopts_default(&fo, 300);
@@ -130,6 +134,9 @@ int cmd_weights(int argc, char **argv)
                 return cli_usage_error(C, "--top-tokens needs an integer in [1, %d], got '%s'",
                                        HS_WEIGHTS_MAX_TOKENS, optarg);
             break;
+        case O_THREADS:
+            if (cli_parse_threads(C, optarg, &threads)) return 2;
+            break;
         }
     }
     int rest = cli_args_end(C, argc, argv, optind, wo.model_path);
@@ -145,11 +152,12 @@ int cmd_weights(int argc, char **argv)
     hs_error err = {0};
     hs_weights_report r;
     const hs_notes notes = cli_notes(C);
-    /* a pool of the caller's thread alone (the figures are written as before)
-     * that carries the progress printer */
+    /* the workers of the heads, the head pairs and the figures, carrying the
+     * progress printer */
     hs_pool *pool = NULL;
     cli_progress prog;
-    if (hs_pool_create(1, &pool, &err) != HS_OK) {
+    cli_say_threads(C, threads);
+    if (hs_pool_create(threads, &pool, &err) != HS_OK) {
         hs_loaded_free(&L);
         hs_figopts_free(&fo);
         return cli_error(C, &err);

@@ -618,8 +618,8 @@ typedef struct {
     int skip_qk;            /* the run passed every figure of Q/K, skipped (uniform attention) */
 } hs_weights_report;
 
-/* (pool, may be NULL, writes the figures and carries the progress: one
- * report per head's full circuits, hs_pool_progress.) */
+/* (pool, may be NULL: runs the heads, head pairs, draws and figures; carries
+ * the progress, one hs_pool_progress phase for each of the four.) */
 hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_weights_opts *o,
                          hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
                          hs_weights_report *out, hs_error *err);

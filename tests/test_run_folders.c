@@ -162,7 +162,7 @@ static void weights_json_equals_the_probe_and_a_hand_product(void **state)
 
     /* composition: the JSON's raw score of every reported pair is the probe's */
     hs_comp_scores cs = {0};
-    assert_int_equal(hs_composition_scores(m, HS_FOLD_NONE, 40, 0, &cs, &err), HS_OK);
+    assert_int_equal(hs_composition_scores(m, HS_FOLD_NONE, 40, 0, NULL, &cs, &err), HS_OK);
     cJSON *ck = read_json(dir, "composition_K.json");
     const cJSON *scores = cJSON_GetObjectItem(ck, "scores");
     int reported = 0;
