@@ -23,6 +23,7 @@ PY=/usr/bin/python3
 shopt -s nullglob
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "$0")/cli_lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
 
 M="$TMP/m.safetensors"
 run 0 train train --out "$M" --steps 60 --d-model 32 --eval-every 0
@@ -152,6 +153,19 @@ run 2 wbs weights --model "$B" --out "$TMP/wbs" --only L1H
 one_line wbs "--only takes heads like L1H0,L0H1, not 'L1H'"
 run 2 wbb weights --model "$B" --out "$TMP/wbb" --only L1H0 --all-heads
 one_line wbb "give --only LIST or --all-heads, not both"
+
+# the note naming figures wider than their default: every one up to 8, else
+# the first 6 and a summary of the rest (GPT-2's 288 were ~7,000 characters)
+run 0 wn weights --model "$HERE/checkpoint/circuit_tiny.safetensors" --out "$TMP/wn" --format png --dpi 72
+has -E '^headscope weights: note: 17 figures are wider than their default width so every label fits: L0H0_QK [0-9.]+ in, L0H0_OV [0-9.]+ in, L0H1_QK [0-9.]+ in, L0H1_OV [0-9.]+ in, L0H2_QK [0-9.]+ in, L0H2_OV [0-9.]+ in and 11 more \(4\.[0-9]+ to 6\.[0-9]+ in\); --width sets it$' "$TMP/wn.err" ||
+    fail "17 wide figures: not summarised: $(cat "$TMP/wn.err")"
+run 0 trainu12 train --out "$TMP/u12.safetensors" --steps 1 --d-model 24 --layers 1 --heads 12 --attn uniform --eval-every 0
+run 0 wu12 weights --model "$TMP/u12.safetensors" --out "$TMP/wu12" --format png --dpi 72
+has -E '^headscope weights: note: 12 figures are wider than their default width so every label fits: (L0H[0-5]_OV ([0-9.]+) in, ){5}L0H5_OV [0-9.]+ in and 6 more \([0-9.]+ in each\); --width sets it$' "$TMP/wu12.err" ||
+    fail "12 wide figures of one width: not summarised: $(cat "$TMP/wu12.err")"
+run 0 wu8 weights --model "$TMP/u12.safetensors" --out "$TMP/wu8" --format png --dpi 72 --only L0H0,L0H1,L0H2,L0H3,L0H4,L0H5,L0H6,L0H7
+has -E '^headscope weights: note: 8 figures are wider than their default width so every label fits: (L0H[0-6]_OV [0-9.]+ in, ){7}L0H7_OV [0-9.]+ in; --width sets it$' "$TMP/wu8.err" ||
+    fail "8 wide figures: not each named: $(cat "$TMP/wu8.err")"
 
 # errors
 echo x >"$TMP/regular"
