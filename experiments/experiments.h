@@ -619,7 +619,7 @@ typedef struct {
 } hs_weights_report;
 
 /* (pool, may be NULL: runs the heads, head pairs, draws and figures; carries
- * the progress, one hs_pool_progress phase for each of the four.) */
+ * the progress, an hs_pool_progress phase for each loop over heads or pairs.) */
 hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_weights_opts *o,
                          hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
                          hs_weights_report *out, hs_error *err);

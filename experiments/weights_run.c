@@ -440,6 +440,9 @@ static hs_status write_circuits(const w_run *x, const w_nums *nu, const hs_token
             s = write_signed(x, stem, (c ? nu->ov : nu->qk) + (size_t)k * VV, NULL, V, V, vocab,
                              vocab, title, CIRCUITS[c].xl, CIRCUITS[c].yl, lim[c], CIRCUITS[c].q,
                              shows, 1, e, err);
+            if (s == HS_OK) /* the figures drawn (their files are encoded on the pool) */
+                hs_pool_progress(x->pool, "heads' full QK and OV files", 2 * k + c + 1 - uniform * (k + 1),
+                                 (uniform ? 1 : 2) * nh);
         }
     cJSON_Delete(sub);
     hs_labels_free(&lab);

@@ -63,12 +63,13 @@ HEADSCOPE_PROGRESS=0 run 0 wp weights --model "$M" --out "$TMP/wp" --dpi 72 --fo
 progress_lines wp weights "heads' full QK and OV circuits" $((L * H))
 # every phase of weights that grows with the heads: the copying scores (one
 # per head), the virtual weights and composition scores (one per sender and
-# later layer) and the baseline's draws; on 2 threads the same lines, and the
-# same numbers and files as on 1
+# later layer), the baseline's draws and the heads' QK and OV files; on 2
+# threads the same lines, and the same numbers and files as on 1
 progress_lines wp weights "copying scores (heads)" $((L * H))
 progress_lines wp weights "virtual weights (sender, layer)" $((H * L * (L - 1) / 2))
 progress_lines wp weights "composition scores (sender, layer)" $((H * L * (L - 1) / 2))
 progress_lines wp weights "composition baseline draws" 300
+progress_lines wp weights "heads' full QK and OV files" $((2 * L * H))
 HEADSCOPE_PROGRESS=0 run 0 wp1 weights --model "$M" --out "$TMP/wp1" --dpi 72 --format json --threads 1
 HEADSCOPE_PROGRESS=0 run 0 wp2 weights --model "$M" --out "$TMP/wp2" --dpi 72 --format json --threads 2
 progress_lines wp2 weights "composition scores (sender, layer)" $((H * L * (L - 1) / 2))
