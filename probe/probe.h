@@ -553,13 +553,15 @@ hs_status hs_full_OV_tokens(const hs_model *m, hs_head h, hs_fold fold, const in
 hs_status hs_copying_score(const hs_model *m, hs_head h, hs_fold fold, double *score,
                            double *pos_frac, hs_error *err);
 /* Every head's copying score, score[l*H + h] (and pos_frac, may be NULL),
- * the same numbers as hs_copying_score head by head: the folded W_U and W_E
- * are converted to double once for all heads instead of once a head (at
- * GPT-2's vocabulary 600 MB a head). score, pos_frac (L*H). The heads run
- * on pool (NULL: the caller's thread; not from inside a job of the same
- * pool), each on one worker with scratch of its own (2 V dh doubles), and
- * report "copying scores (heads)" through it (hs_pool_progress); the same
- * bits for any pool. */
+ * hs_copying_score's numbers head by head to the last bits of K: the
+ * operands shared by the heads are made once, in double, and K is computed
+ * by whichever order of the product costs fewer multiply-adds (probe/
+ * weights.c: with GPT-2's vocabulary, G = W_U W_E (D,D) once, then W_O G
+ * W_V a head, 30 instead of 734 billion). score, pos_frac (L*H). G's row
+ * blocks and the heads run on pool (NULL: the caller's thread; not from
+ * inside a job of the same pool), each job on one worker with scratch of its
+ * own, and the heads report "copying scores (heads)" through it
+ * (hs_pool_progress); the same bits for any pool. */
 hs_status hs_copying_scores(const hs_model *m, hs_fold fold, hs_pool *pool, double *score,
                             double *pos_frac, hs_error *err);
 /* The same from a given square matrix K (n,n), row-major. */

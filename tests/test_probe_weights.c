@@ -375,6 +375,34 @@ static void pool_scores_equal_serial_scores(void **state)
     hs_model_destroy(m);
 }
 
+/* A vocabulary much larger than d_model: every head's copying score through
+ * the shared G = W_U W_E (hs_copying_scores, 4 heads) equals the by-head
+ * product's (hs_copying_score, one head) to 1e-12, on a pool too. */
+static void shared_copying_product_equals_the_by_head_product(void **state)
+{
+    (void)state;
+    hs_error err;
+    hs_model *m = random_model(small_config(2, 16, 2, 4, 200), 23);
+    hs_pool *pool = NULL;
+    assert_int_equal(hs_pool_create(2, &pool, &err), HS_OK);
+    double all[4], pos[4], all2[4], pos2[4];
+    assert_int_equal(hs_copying_scores(m, HS_FOLD_LN, NULL, all, pos, &err), HS_OK);
+    assert_int_equal(hs_copying_scores(m, HS_FOLD_LN, pool, all2, pos2, &err), HS_OK);
+    assert_memory_equal(all, all2, sizeof all);
+    assert_memory_equal(pos, pos2, sizeof pos);
+    double worst = 0.0;
+    for (int i = 0; i < 4; i++) {
+        double s1, p1;
+        assert_int_equal(hs_copying_score(m, (hs_head){i / 2, i % 2}, HS_FOLD_LN, &s1, &p1, &err), HS_OK);
+        worst = fmax(worst, fabs(s1 - all[i]));
+        assert_true(p1 == pos[i]);
+        assert_true(fabs(all[i]) > 1e-3); /* a score that could differ */
+    }
+    assert_true(worst <= 1e-12);
+    hs_pool_destroy(pool);
+    hs_model_destroy(m);
+}
+
 /* Sets W_O of head h so that W_O W_U W_E W_V = c I: W_O = c (Y^T Y)^{-1} Y^T
  * with Y = W_U W_E W_V (D,dh). */
 static void make_copying_head(hs_model *m, hs_head h, double c)
@@ -629,6 +657,7 @@ int main(void)
         cmocka_unit_test(subset_circuits_and_all_copying_scores_match),
         cmocka_unit_test(composition_scores_equal_dense_scores_and_skip_within_layer_pairs),
         cmocka_unit_test(pool_scores_equal_serial_scores),
+        cmocka_unit_test(shared_copying_product_equals_the_by_head_product),
         cmocka_unit_test(dense_score_is_one_for_aligned_and_zero_for_orthogonal),
         cmocka_unit_test(random_baseline_for_d_model_64_is_near_one_over_sqrt_64),
         cmocka_unit_test(full_circuits_match_dense_products),
