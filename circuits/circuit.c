@@ -645,7 +645,8 @@ static void comp_lane(void *arg)
 {
     comp_job *cj;
     memcpy(&cj, arg, sizeof cj);
-    cj->st = hs_composition_scores(cj->m, HS_FOLD_LN, cj->draws, cj->seed, cj->out, &cj->err);
+    cj->st = hs_composition_scores(cj->m, HS_FOLD_LN, cj->draws, cj->seed, NULL, cj->out,
+                                   &cj->err);
 }
 
 /* Phase C: path patching from each layer-0 head into each decision head's

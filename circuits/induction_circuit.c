@@ -253,7 +253,7 @@ static hs_status composition(const ictx *x, hs_ind_circuit_report *r, const hs_i
 {
     const hs_ind_circuit_opts *o = &r->opts;
     const int L = r->L, H = r->H;
-    hs_status s = hs_composition_scores(x->m, HS_FOLD_LN, o->comp_draws, o->comp_seed, &r->comp, err);
+    hs_status s = hs_composition_scores(x->m, HS_FOLD_LN, o->comp_draws, o->comp_seed, NULL, &r->comp, err);
     if (s != HS_OK) return s;
     const size_t ci = (((size_t)0 * H + (size_t)P->head) * L + (size_t)I->layer) * H + (size_t)I->head;
     r->comp_q = r->comp.q[ci] - r->comp.baseline;

@@ -78,36 +78,12 @@ static const char INSPECT_HELP[] =
     "or more for print.\n"
     "\n";
 
-#define MAX_SEL (HS_MAX_LAYERS * HS_VIZ_MAX_HEADS)
-
-/* Parses "L1H0,L0H1" into sel; 0 ok, -1 syntax error. */
-static int parse_heads(const char *s, hs_head *sel, int *n)
-{
-    *n = 0;
-    const char *p = s;
-    while (1) {
-        int l, h, used = 0;
-        if (sscanf(p, "L%dH%d%n", &l, &h, &used) != 2 || used == 0 || l < 0 || h < 0) return -1;
-        /* no signs or spaces inside a name */
-        for (int k = 0; k < used; k++)
-            if (p[k] == '-' || p[k] == '+' || p[k] == ' ') return -1;
-        if (*n >= MAX_SEL) return -1;
-        sel[*n].layer = l;
-        sel[*n].head = h;
-        (*n)++;
-        p += used;
-        if (*p == '\0') return 0;
-        if (*p != ',') return -1;
-        p++;
-    }
-}
-
 /* The command line: the run's options, where a checkpoint without a
  * vocabulary gets one, the --only heads, the worker threads. */
 typedef struct {
     hs_inspect_opts o;
     hs_load_source from;
-    hs_head sel[MAX_SEL];
+    hs_head sel[CLI_MAX_HEADS];
     int threads;
 } insp_args;
 
@@ -223,7 +199,7 @@ static int parse_args(int argc, char **argv, insp_args *a, hs_figopts *fo)
     int rest = cli_args_end(C, argc, argv, optind, o->model_path);
     if (rest) return rest;
     if (!o->sentence) return cli_usage_error(C, "--sentence \"...\" is required");
-    if (o->only_text && parse_heads(o->only_text, a->sel, &o->n_only))
+    if (o->only_text && cli_parse_heads(o->only_text, a->sel, &o->n_only))
         return cli_usage_error(C, "--only takes heads like L1H0,L0H1, not '%s'", o->only_text);
     o->only = o->n_only ? a->sel : NULL;
     for (int i = 0; i < o->n_only; i++)

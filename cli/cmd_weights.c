@@ -16,6 +16,10 @@
 #include "experiments/experiments.h"
 #include "util.h"
 
+/* HS_INSPECT_PER_HEAD_MAX in the help text */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static const char WEIGHTS_HELP[] =
     "usage: headscope weights --model FILE [--out DIR] [--fold ln|none] [options]\n"
     "\n"
@@ -23,6 +27,10 @@ static const char WEIGHTS_HELP[] =
     "  L<l>H<h>_QK     full QK circuit W_E W_QK W_E^T over the vocabulary\n"
     "                  [query token, key token] (not for uniform attention)\n"
     "  L<l>H<h>_OV     full OV circuit W_E W_OV W_U [attended token, output logit]\n"
+    "                  (both by default only for models of at most "
+    STR(HS_INSPECT_PER_HEAD_MAX) " heads in\n"
+    "                  all, e.g. the default 2 x 4: GPT-2's 144 get them for\n"
+    "                  --only's heads or with --all-heads)\n"
     "  virtual_weights Frobenius norms of W_O^A W_Q^B, W_O^A W_K^B, W_O^A W_V^B for\n"
     "                  every head A and head B of a later layer (the JSON also holds\n"
     "                  each [d_head, d_head] product)\n"
@@ -49,8 +57,16 @@ static const char WEIGHTS_HELP[] =
     "                         (GPT-2: \" Mary\" with its leading space), at most 1024\n"
     "  --top-tokens N         or over the N tokens with the largest embedding norm\n"
     "                         (1..1024). A vocabulary over 1024 tokens (GPT-2's\n"
-    "                         50,257) needs one of the two; the composition, virtual\n"
+    "                         50,257) needs one of the two for a head's circuits; the\n"
+    "                         composition, virtual\n"
     "                         weights and copying scores are always every head's\n"
+    "  --only LIST            the full circuits of these heads only, e.g. L1H0,L0H1\n"
+    "  --all-heads            every head's full circuits at any model size (GPT-2\n"
+    "                         small: 288 figures); without it a model of more than\n"
+    "                         " STR(HS_INSPECT_PER_HEAD_MAX) " heads gets none (a note says so)\n"
+    "  --threads N            worker threads computing the heads and head pairs and\n"
+    "                         drawing the figures, 0 = every CPU (default); the\n"
+    "                         numbers and files are the same for any N\n"
     "\n";
 
 /* What a run skipped, as the command says it on stdout (also before the
@@ -90,13 +106,16 @@ static void print_summary(const hs_weights_report *r, const char *fold)
 
 int cmd_weights(int argc, char **argv)
 {
-    enum { O_MODEL = 256, O_OUT, O_FOLD, O_DRAWS, O_TOKENS, O_TOP };
+    enum { O_MODEL = 256, O_OUT, O_FOLD, O_DRAWS, O_TOKENS, O_TOP, O_THREADS, O_ONLY, O_ALL };
     static const struct option opts[] = {{"model", required_argument, 0, O_MODEL},
                                          {"out", required_argument, 0, O_OUT},
                                          {"fold", required_argument, 0, O_FOLD},
                                          {"comp-draws", required_argument, 0, O_DRAWS},
                                          {"tokens", required_argument, 0, O_TOKENS},
                                          {"top-tokens", required_argument, 0, O_TOP},
+                                         {"threads", required_argument, 0, O_THREADS},
+                                         {"only", required_argument, 0, O_ONLY},
+                                         {"all-heads", no_argument, 0, O_ALL},
                                          CLI_HELP_OPT,
                                          CLI_VOCAB_OPT,
                                          CLI_FIGOPTS_LONGOPTS,
@@ -104,7 +123,8 @@ int cmd_weights(int argc, char **argv)
     const char *C = "weights";
     hs_weights_opts wo = hs_weights_opts_default();
     long draws = wo.comp_draws, top = 0;
-    int c;
+    int c, threads = 0;
+    static hs_head sel[CLI_MAX_HEADS];
     hs_load_source from = {0};
     hs_figopts fo;
     hs_figopts_default(&fo, 300);
@@ -130,6 +150,15 @@ int cmd_weights(int argc, char **argv)
                 return cli_usage_error(C, "--top-tokens needs an integer in [1, %d], got '%s'",
                                        HS_WEIGHTS_MAX_TOKENS, optarg);
             break;
+        case O_THREADS:
+            if (cli_parse_threads(C, optarg, &threads)) return 2;
+            break;
+        case O_ONLY:
+            if (cli_parse_heads(optarg, sel, &wo.n_only))
+                return cli_usage_error(C, "--only takes heads like L1H0,L0H1, not '%s'", optarg);
+            wo.only = sel;
+            break;
+        case O_ALL: wo.all_heads = 1; break;
         }
     }
     int rest = cli_args_end(C, argc, argv, optind, wo.model_path);
@@ -137,6 +166,7 @@ int cmd_weights(int argc, char **argv)
     wo.comp_draws = (int)draws;
     wo.top_tokens = (int)top;
     if (wo.tokens_path && top) return cli_usage_error(C, "give --tokens FILE or --top-tokens N, not both");
+    if (wo.n_only && wo.all_heads) return cli_usage_error(C, "give --only LIST or --all-heads, not both");
 
     hs_loaded L;
     int rc = cli_load_src(C, wo.model_path, 0, &from, &L);
@@ -145,11 +175,12 @@ int cmd_weights(int argc, char **argv)
     hs_error err = {0};
     hs_weights_report r;
     const hs_notes notes = cli_notes(C);
-    /* a pool of the caller's thread alone (the figures are written as before)
-     * that carries the progress printer */
+    /* the workers of the heads, the head pairs and the figures, carrying the
+     * progress printer */
     hs_pool *pool = NULL;
     cli_progress prog;
-    if (hs_pool_create(1, &pool, &err) != HS_OK) {
+    cli_say_threads(C, threads);
+    if (hs_pool_create(threads, &pool, &err) != HS_OK) {
         hs_loaded_free(&L);
         hs_figopts_free(&fo);
         return cli_error(C, &err);

@@ -165,6 +165,27 @@ int cli_parse_threads(const char *cmd, const char *s, int *out)
     return 0;
 }
 
+int cli_parse_heads(const char *s, hs_head *sel, int *n)
+{
+    *n = 0;
+    const char *p = s;
+    while (1) {
+        int l, h, used = 0;
+        if (sscanf(p, "L%dH%d%n", &l, &h, &used) != 2 || used == 0 || l < 0 || h < 0) return -1;
+        /* no signs or spaces inside a name */
+        for (int k = 0; k < used; k++)
+            if (p[k] == '-' || p[k] == '+' || p[k] == ' ') return -1;
+        if (*n >= CLI_MAX_HEADS) return -1;
+        sel[*n].layer = l;
+        sel[*n].head = h;
+        (*n)++;
+        p += used;
+        if (*p == '\0') return 0;
+        if (*p != ',') return -1;
+        p++;
+    }
+}
+
 void cli_say_threads(const char *cmd, int threads)
 {
     if (threads <= 0) return; /* the default, every CPU: nothing to say */

@@ -94,6 +94,12 @@ hs_notes cli_notes(const char *cmd);
  * 0 on success; otherwise prints the usage error naming the range and
  * returns 2. */
 int cli_parse_threads(const char *cmd, const char *s, int *out);
+/* The most heads a head list (--only) names: GPT-2 XL's 48 layers of up to
+ * HS_VIZ_MAX_HEADS heads. */
+#define CLI_MAX_HEADS (HS_MAX_LAYERS * HS_VIZ_MAX_HEADS)
+/* Parses a head list "L1H0,L0H1" (no signs or spaces) into sel
+ * (CLI_MAX_HEADS); 0 ok, -1 a syntax error or more than CLI_MAX_HEADS. */
+int cli_parse_heads(const char *s, hs_head *sel, int *n);
 /* Says on stderr how many worker threads a run uses ("threads: 1 of 2
  * CPUs") when --threads gave a count; nothing for 0 (the default, every
  * CPU), which is no news on every run. */

@@ -536,29 +536,29 @@ hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const ch
  * into the folder o->out (hs_outdir_open's policy; index.json's command
  * "weights"), from the probe's maths (probe.h section 6) under o->fold:
  *   L<l>H<h>_QK      full QK circuit W_E W_QK W_E^T [V, V] [query token, key
- *                    token] (hs_full_QK_tokens; not for uniform attention);
+ *                    token] (hs_full_QK_tokens; not for uniform attention), for
+ *                    o->only's heads (in its order), every head under
+ *                    o->all_heads or of a model of at most
+ *                    HS_INSPECT_PER_HEAD_MAX heads, else none (with a note);
  *   L<l>H<h>_OV      full OV circuit W_E W_OV W_U [V, V] [attended token,
  *                    output logit] (hs_full_OV_tokens), with its copying score
  *                    (over the whole vocabulary: a [d_head, d_head] product);
  *                    both restricted to n tokens [n, n] with o->tokens_path or
  *                    o->top_tokens (their JSON then has "token_ids" and
  *                    "tokens", the exact strings; labels are display forms),
- *                    which a vocabulary over HS_WEIGHTS_MAX_VOCAB needs:
- *                    without either it is refused (HS_ERR_INPUT "the
- *                    vocabulary has V tokens: the full QK and OV circuits over
- *                    it would be X GB a head; give --tokens FILE ... or
- *                    --top-tokens N ..."), before anything is computed;
- *                    a tokens file is refused naming its line ("FILE:L: ' Marianne'
- *                    is 2 tokens (' Marian' 'ne'); --tokens takes one token a
- *                    line", an empty line, a repeated token, more than
- *                    HS_WEIGHTS_MAX_TOKENS);
+ *                    which a vocabulary over HS_WEIGHTS_MAX_VOCAB needs when a
+ *                    head has files: without either, HS_ERR_INPUT "the vocabulary
+ *                    has V tokens: the full QK and OV circuits over it would be
+ *                    X GB a head; give --tokens FILE ... or --top-tokens N ...",
+ *                    before anything is computed; a tokens file is refused naming
+ *                    its line ("FILE:L: ' Marianne' is 2 tokens (' Marian' 'ne');
+ *                    --tokens takes one token a line", empty, repeated, too many);
  *   virtual_weights  Frobenius norms of W_O^A W_X^B [(L-1)*H, 3*(L-1)*H],
  *                    sender A (layers 0..L-2) x receiver B (layers 1..L-1) and
  *                    X = Q, K, V (columns B.Q, B.K, B.V); pairs with B not in
  *                    a later layer are masked (null); the JSON's "products"
- *                    holds every [d_head, d_head] product (hs_head_product)
- *                    up to HS_WEIGHTS_MAX_PRODUCT_VALUES numbers (else none,
- *                    with a note);
+ *                    holds every [d_head, d_head] product (hs_head_product) up
+ *                    to HS_WEIGHTS_MAX_PRODUCT_VALUES numbers (else none, noted);
  *   composition_Q/K/V  hs_composition_scores (o->comp_draws, seed 0) minus
  *                    the random baseline [L*H, L*H] (sender, receiver); the
  *                    JSON's "scores" the raw scores, null where not reported;
@@ -578,15 +578,15 @@ hs_status hs_dla_set_figures(const hs_dla_set *r, const hs_config *cfg, const ch
  * skip_* then say what the run had got past).
  */
 typedef struct {
-    const char *model_path; /* the checkpoint: in every JSON ("model"), and an input of the
-                             * folder (never replaced); may be NULL */
+    const char *model_path; /* the checkpoint: in every JSON ("model"), and an input (may be NULL) */
     const char *out;        /* the output folder */
+    const hs_head *only;    /* n_only heads whose full circuits get files (each once), or NULL */
+    int n_only, all_heads;  /* all_heads 1: every head's files, whatever the model's size */
     hs_fold fold;           /* HS_FOLD_LN (default) or HS_FOLD_NONE */
     int comp_draws;         /* random pairs of the composition baseline, 2..100000 */
     int vocab_is_ids;       /* 1: tok labels tokens by id (hs_tokenizer_ids): said in a note */
-    const char *tokens_path; /* the full circuits over these tokens only: one token a line
-                              * (hs_tok_one; GPT-2's " Mary" with its space), at most
-                              * HS_WEIGHTS_MAX_TOKENS, no repeats; or NULL */
+    const char *tokens_path; /* the full circuits over these tokens only, one a line (hs_tok_one;
+                              * " Mary"), at most HS_WEIGHTS_MAX_TOKENS, no repeats; or NULL */
     int top_tokens;         /* or over the N tokens of largest ||W_E[t]||_2 (largest first,
                              * ties by id), 1..HS_WEIGHTS_MAX_TOKENS; 0: not */
 } hs_weights_opts;
@@ -600,7 +600,7 @@ typedef struct {
  * holds the norms only and a note says so. */
 #define HS_WEIGHTS_MAX_PRODUCT_VALUES (1 << 22)
 
-/* out "weights-out", HS_FOLD_LN, HS_COMP_DRAWS draws, no model path. */
+/* out "weights-out", HS_FOLD_LN, HS_COMP_DRAWS draws, no model path, no only. */
 hs_weights_opts hs_weights_opts_default(void);
 
 typedef struct {
@@ -618,8 +618,8 @@ typedef struct {
     int skip_qk;            /* the run passed every figure of Q/K, skipped (uniform attention) */
 } hs_weights_report;
 
-/* (pool, may be NULL, writes the figures and carries the progress: one
- * report per head's full circuits, hs_pool_progress.) */
+/* (pool, may be NULL: runs the heads, head pairs, draws and figures; carries
+ * the progress, an hs_pool_progress phase for each loop over heads or pairs.) */
 hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_weights_opts *o,
                          hs_figopts *fo, hs_pool *pool, const hs_notes *notes,
                          hs_weights_report *out, hs_error *err);

@@ -11,6 +11,7 @@
 #include "experiments/experiments.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,14 +34,17 @@ typedef struct {
 
 /* The numbers of the run, computed before the folder is opened. */
 typedef struct {
-    float *qk, *ov;        /* (NA, n, n) full circuits over the n tokens; qk NULL for uniform attention */
+    int *heads;            /* (n_heads) the heads whose full circuits get files, in file order */
+    int n_heads;
+    float *qk, *ov;        /* (n_heads, n, n) full circuits over the n tokens; qk NULL for
+                            * uniform attention */
     int *ids;              /* (n) the tokens of the circuits, or NULL: the whole vocabulary */
     int n;                 /* tokens of the circuits */
 } w_nums;
 
 hs_weights_opts hs_weights_opts_default(void)
 {
-    const hs_weights_opts o = {NULL, "weights-out", HS_FOLD_LN, HS_COMP_DRAWS, 0, NULL, 0};
+    const hs_weights_opts o = {.out = "weights-out", .fold = HS_FOLD_LN, .comp_draws = HS_COMP_DRAWS};
     return o;
 }
 
@@ -265,27 +269,96 @@ static hs_status circuit_tokens(const hs_model *m, const hs_tokenizer *tok, cons
     return HS_OK;
 }
 
+/* The heads whose full circuits get files, into nu: o->only's (each in the
+ * model, once), every head under o->all_heads or of a model of at most
+ * HS_INSPECT_PER_HEAD_MAX heads (as inspect's per-head figures), else none,
+ * with a note saying how to ask. */
+static hs_status circuit_heads(const w_run *x, const hs_weights_opts *o, w_nums *nu, hs_error *err)
+{
+    const int NA = x->NA;
+    if (!(nu->heads = malloc((size_t)NA * sizeof *nu->heads))) return oom(err);
+    for (int i = 0; i < o->n_only; i++) {
+        const hs_head h = o->only[i];
+        if (h.layer < 0 || h.head < 0 || h.layer >= x->NL || h.head >= x->NH)
+            return hs_fail(err, HS_ERR_INPUT, "--only: L%dH%d is not a head of the model (%d layers "
+                           "x %d heads: L0H0..L%dH%d)", h.layer, h.head, x->NL, x->NH, x->NL - 1,
+                           x->NH - 1);
+        for (int k = 0; k < nu->n_heads; k++)
+            if (nu->heads[k] == h.layer * x->NH + h.head)
+                return hs_fail(err, HS_ERR_INPUT, "--only lists L%dH%d twice", h.layer, h.head);
+        nu->heads[nu->n_heads++] = h.layer * x->NH + h.head;
+    }
+    if (o->n_only) return HS_OK;
+    if (!o->all_heads && NA > HS_INSPECT_PER_HEAD_MAX) {
+        hs_note(x->notes, HS_NOTE_CMD, "note: %d heads (over %d): no full QK/OV circuit files per "
+                "head (L<l>H<h>_QK, _OV); ask for heads with --only L0H1,... or for all of them "
+                "with --all-heads (%d figures)", NA, HS_INSPECT_PER_HEAD_MAX,
+                x->m->cfg.attn == HS_ATTN_UNIFORM ? NA : 2 * NA);
+        return HS_OK;
+    }
+    for (int i = 0; i < NA; i++) nu->heads[nu->n_heads++] = i;
+    return HS_OK;
+}
+
+/* One phase's progress counted over the pool's workers: done grows by one a
+ * call, under mu, as hs_pool_progress asks. */
+typedef struct {
+    hs_pool *pool;
+    const char *what;
+    pthread_mutex_t mu;
+    long done, total;
+} w_progress;
+
+static void progress_step(w_progress *p)
+{
+    if (!hs_pool_has_progress(p->pool)) return;
+    pthread_mutex_lock(&p->mu);
+    hs_pool_progress(p->pool, p->what, ++p->done, p->total);
+    pthread_mutex_unlock(&p->mu);
+}
+
+/* compute's jobs: head nu->heads[i]'s full circuits into nu's slot i. */
+typedef struct {
+    const w_run *x;
+    hs_fold fold;
+    int uniform;
+    w_nums *nu;
+    w_progress pr;
+} circ_ctx;
+
+static hs_status circuit_job(void *ctx, int i, int worker, hs_error *err)
+{
+    (void)worker;
+    circ_ctx *c = ctx;
+    const w_run *x = c->x;
+    w_nums *nu = c->nu;
+    const size_t VV = (size_t)nu->n * nu->n;
+    hs_head h = {nu->heads[i] / x->NH, nu->heads[i] % x->NH};
+    hs_status s = c->uniform ? HS_OK : hs_full_QK_tokens(x->m, h, c->fold, nu->ids, nu->n, nu->qk + (size_t)i * VV, err);
+    if (s == HS_OK) s = hs_full_OV_tokens(x->m, h, c->fold, nu->ids, nu->n, nu->ov + (size_t)i * VV, err);
+    if (s == HS_OK) progress_step(&c->pr);
+    return s;
+}
+
 /* Every number first (shared colour scales need them all): the full
- * circuits into nu, the copying scores and composition scores into out. */
+ * circuits into nu, the copying scores and composition scores into out,
+ * each head (pair) a job on x->pool. */
 static hs_status compute(const w_run *x, hs_fold fold, int draws, int uniform, w_nums *nu,
                          hs_weights_report *out, hs_error *err)
 {
-    const int NA = x->NA;
+    const int NA = x->NA, nh = nu->n_heads;
     const size_t VV = (size_t)nu->n * nu->n;
-    nu->qk = uniform ? NULL : malloc((size_t)NA * VV * sizeof *nu->qk);
-    nu->ov = malloc((size_t)NA * VV * sizeof *nu->ov);
+    nu->qk = uniform || !nh ? NULL : malloc((size_t)nh * VV * sizeof *nu->qk);
+    nu->ov = nh ? malloc((size_t)nh * VV * sizeof *nu->ov) : NULL;
     out->copying = calloc((size_t)NA, sizeof *out->copying);
     out->copying_pos = calloc((size_t)NA, sizeof *out->copying_pos);
-    if ((!uniform && !nu->qk) || !nu->ov || !out->copying || !out->copying_pos) return oom(err);
-    for (int i = 0; i < NA; i++) {
-        hs_head h = {i / x->NH, i % x->NH};
-        hs_status s = uniform ? HS_OK : hs_full_QK_tokens(x->m, h, fold, nu->ids, nu->n, nu->qk + (size_t)i * VV, err);
-        if (s == HS_OK) s = hs_full_OV_tokens(x->m, h, fold, nu->ids, nu->n, nu->ov + (size_t)i * VV, err);
-        if (s != HS_OK) return s;
-        hs_pool_progress(x->pool, "heads' full QK and OV circuits", i + 1, NA);
-    }
-    hs_status s = hs_copying_scores(x->m, fold, out->copying, out->copying_pos, err);
-    return s == HS_OK ? hs_composition_scores(x->m, fold, draws, 0, &out->comp, err) : s;
+    if ((!uniform && nh && !nu->qk) || (nh && !nu->ov) || !out->copying || !out->copying_pos)
+        return oom(err);
+    circ_ctx c = {x, fold, uniform, nu, {x->pool, "heads' full QK and OV circuits", PTHREAD_MUTEX_INITIALIZER, 0, nh}};
+    hs_status s = hs_pool_for(x->pool, nh, circuit_job, &c, err);
+    pthread_mutex_destroy(&c.pr.mu);
+    if (s == HS_OK) s = hs_copying_scores(x->m, fold, x->pool, out->copying, out->copying_pos, err);
+    return s == HS_OK ? hs_composition_scores(x->m, fold, draws, 0, x->pool, &out->comp, err) : s;
 }
 
 /* The two full circuits: name, product, what a cell is, axes, quantity. */
@@ -322,7 +395,7 @@ static int token_labels(const w_nums *nu, const hs_tokenizer *tok, hs_labels *la
     return ok;
 }
 
-/* L<l>H<h>_QK (not for uniform attention) and L<l>H<h>_OV of every head. */
+/* L<l>H<h>_QK (not for uniform attention) and L<l>H<h>_OV of nu's heads. */
 static hs_status write_circuits(const w_run *x, const w_nums *nu, const hs_tokenizer *tok,
                                 const hs_weights_report *r, hs_error *err)
 {
@@ -336,17 +409,18 @@ static hs_status write_circuits(const w_run *x, const w_nums *nu, const hs_token
         return oom(err);
     }
     const char *const *vocab = lab.at;
-    const int uniform = nu->qk == NULL;
+    const int uniform = nu->qk == NULL, nh = nu->n_heads;
     hs_status s = HS_OK;
-    const double lim[2] = {uniform ? 0 : max_abs(nu->qk, (size_t)x->NA * VV),
-                           max_abs(nu->ov, (size_t)x->NA * VV)};
+    const double lim[2] = {uniform ? 0 : max_abs(nu->qk, (size_t)nh * VV),
+                           max_abs(nu->ov, (size_t)nh * VV)};
     char title[256], shows[320], stem[64];
     if (V > HS_VIZ_MAX_TOKENS && hs_figopts_images(x->od->fo)) /* one note for every head's figures */
         hs_note(x->notes, HS_NOTE_CMD, "note: %d tokens, over the figure cap of %d a side: the %s "
                 "figures of the %d heads show the first %d (their JSON holds all %d)", nu->n,
-                HS_VIZ_MAX_TOKENS, uniform ? "OV" : "QK and OV", x->NA, HS_VIZ_MAX_TOKENS, nu->n);
-    for (int i = 0; i < x->NA && s == HS_OK; i++)
+                HS_VIZ_MAX_TOKENS, uniform ? "OV" : "QK and OV", nh, HS_VIZ_MAX_TOKENS, nu->n);
+    for (int k = 0; k < nh && s == HS_OK; k++)
         for (int c = uniform ? 1 : 0; c < 2 && s == HS_OK; c++) {
+            const int i = nu->heads[k];
             const char *nm = x->names[i];
             snprintf(stem, sizeof stem, "%s_%s", nm, CIRCUITS[c].name);
             snprintf(title, sizeof title, "%s full %s circuit %s (fold %s)", nm, CIRCUITS[c].name,
@@ -363,9 +437,12 @@ static hs_status write_circuits(const w_run *x, const w_nums *nu, const hs_token
                 cJSON_Delete(e);
                 e = NULL;
             }
-            s = write_signed(x, stem, (c ? nu->ov : nu->qk) + (size_t)i * VV, NULL, V, V, vocab,
+            s = write_signed(x, stem, (c ? nu->ov : nu->qk) + (size_t)k * VV, NULL, V, V, vocab,
                              vocab, title, CIRCUITS[c].xl, CIRCUITS[c].yl, lim[c], CIRCUITS[c].q,
                              shows, 1, e, err);
+            if (s == HS_OK) /* the figures drawn (their files are encoded on the pool) */
+                hs_pool_progress(x->pool, "heads' full QK and OV files", 2 * k + c + 1 - uniform * (k + 1),
+                                 (uniform ? 1 : 2) * nh);
         }
     cJSON_Delete(sub);
     hs_labels_free(&lab);
@@ -397,50 +474,99 @@ static cJSON *product_json(const w_run *x, int a, int r, int k, float norm, cons
     return pe;
 }
 
+/* write_products' jobs: sender send[j] against the heads of receiver layer
+ * rlayer[j] (every job the same work): the norms, and with prods (the JSON
+ * keeps them) each product in its cell's place, else in the worker's
+ * scratch. */
+typedef struct {
+    const w_run *x;
+    hs_fold fold;
+    int uniform, ncol;
+    int *send, *rlayer;  /* (n_jobs) */
+    float *norms;        /* (n_send, ncol) */
+    unsigned char *pmask;/* (n_send, ncol), masked cells set already */
+    float *prods;        /* (n_send, ncol, dh, dh) or NULL */
+    float *scratch;      /* (workers, dh, dh) */
+    w_progress pr;
+} prod_ctx;
+
+static hs_status product_job(void *ctx, int j, int worker, hs_error *err)
+{
+    prod_ctx *p = ctx;
+    const int NH = p->x->NH, a = p->send[j], dh = p->x->m->cfg.d_head;
+    const size_t dd = (size_t)dh * dh;
+    for (int r = (p->rlayer[j] - 1) * NH; r < p->rlayer[j] * NH; r++)
+        for (int k = 0; k < 3; k++) {
+            const size_t idx = (size_t)a * p->ncol + r * 3 + k;
+            if (p->pmask[idx]) continue;
+            float *prod = p->prods ? p->prods + idx * dd : p->scratch + (size_t)worker * dd;
+            hs_head h1 = {a / NH, a % NH}, h2 = {p->rlayer[j], r % NH};
+            hs_status s = hs_head_product(p->x->m, h1, h2, (hs_comp)k, p->fold, prod, err);
+            if (s != HS_OK) return s;
+            double sq = 0;
+            for (size_t q = 0; q < dd; q++) sq += (double)prod[q] * prod[q];
+            p->norms[idx] = (float)sqrt(sq);
+        }
+    progress_step(&p->pr);
+    return HS_OK;
+}
+
 /* virtual_weights: senders in layers 0..L-2, receivers in later layers. */
 static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *err)
 {
     const int NH = x->NH, n_send = (x->NL - 1) * NH, n_recv = (x->NL - 1) * NH;
-    const int ncol = 3 * n_recv, dh = x->m->cfg.d_head;
+    const int ncol = 3 * n_recv, dh = x->m->cfg.d_head, nw = hs_pool_threads(x->pool);
+    const int n_jobs = NH * x->NL * (x->NL - 1) / 2; /* (sender, later layer) */
     const size_t dd = (size_t)dh * dh;
-    float *norms = malloc((size_t)n_send * ncol * sizeof *norms);
-    unsigned char *pmask = calloc((size_t)n_send * ncol, 1);
-    float *prod = malloc(dd * sizeof *prod);
-    hs_labels cols;
-    hs_labels_init(&cols, (size_t)ncol);
-    for (int r = 0; r < n_recv; r++)
-        for (int k = 0; k < 3; k++) hs_labels_set(&cols, (size_t)(r * 3 + k), "%s.%s", x->names[NH + r], COMP_NAME[k]);
     /* every product in the JSON while they are few (a tiny model's); GPT-2
      * small's 52,272 would be 214 million numbers */
     const double n_values = (double)n_send * ncol * (double)dd;
     const int keep = n_values <= HS_WEIGHTS_MAX_PRODUCT_VALUES;
+    prod_ctx p = {x, fold, uniform, ncol, malloc((size_t)n_jobs * sizeof(int)),
+                  malloc((size_t)n_jobs * sizeof(int)), malloc((size_t)n_send * ncol * sizeof(float)),
+                  calloc((size_t)n_send * ncol, 1),
+                  keep ? malloc((size_t)n_send * ncol * dd * sizeof(float)) : NULL,
+                  malloc((size_t)nw * dd * sizeof(float)),
+                  {x->pool, "virtual weights (sender, layer)", PTHREAD_MUTEX_INITIALIZER, 0, n_jobs}};
+    float *norms = p.norms;
+    unsigned char *pmask = p.pmask;
+    hs_labels cols;
+    hs_labels_init(&cols, (size_t)ncol);
+    for (int r = 0; r < n_recv; r++)
+        for (int k = 0; k < 3; k++) hs_labels_set(&cols, (size_t)(r * 3 + k), "%s.%s", x->names[NH + r], COMP_NAME[k]);
     cJSON *extra = cJSON_CreateObject(), *plist = keep ? cJSON_AddArrayToObject(extra, "products") : NULL;
     char note[320];
     snprintf(note, sizeof note, "values[a][r] = ||W_O^a W_X^r||_F for sender a (row) and receiver "
              "input r.X (column), X = Q, K, V; each product is [d_head, d_head], %s",
              keep ? "listed under products" : "not listed (more numbers than the JSON keeps)");
     const int ok = (plist || !keep) && cJSON_AddStringToObject(extra, "note", note);
-    hs_status s = !norms || !pmask || !prod || cols.oom || !ok ? oom(err) : HS_OK;
+    hs_status s = !p.send || !p.rlayer || !norms || !pmask || (keep && !p.prods) || !p.scratch ||
+                  cols.oom || !ok ? oom(err) : HS_OK;
     if (s == HS_OK && !keep)
         hs_note(x->notes, HS_NOTE_CMD, "note: virtual_weights.json holds the Frobenius norms only: "
                 "the %d x %d [d_head, d_head] products would be %.0f numbers (more than %d)",
                 n_send, ncol, n_values, HS_WEIGHTS_MAX_PRODUCT_VALUES);
-    for (int a = 0; a < n_send && s == HS_OK; a++)
-        for (int r = 0; r < n_recv && s == HS_OK; r++)
-            for (int k = 0; k < 3 && s == HS_OK; k++) {
-                size_t idx = (size_t)a * ncol + r * 3 + k;
-                hs_head h1 = {a / NH, a % NH}, h2 = {1 + r / NH, r % NH};
-                if (h2.layer <= h1.layer || (uniform && k != HS_COMP_V)) {
+    for (int a = 0, j = 0; s == HS_OK && a < n_send; a++) {
+        for (int l2 = a / NH + 1; l2 < x->NL; l2++, j++) {
+            p.send[j] = a;
+            p.rlayer[j] = l2;
+        }
+        for (int r = 0; r < n_recv; r++)
+            for (int k = 0; k < 3; k++) {
+                const size_t idx = (size_t)a * ncol + r * 3 + k;
+                if (1 + r / NH <= a / NH || (uniform && k != HS_COMP_V)) {
                     pmask[idx] = 1;
                     norms[idx] = NAN;
-                    continue;
                 }
-                if ((s = hs_head_product(x->m, h1, h2, (hs_comp)k, fold, prod, err)) != HS_OK) break;
-                double sq = 0;
-                for (size_t q = 0; q < dd; q++) sq += (double)prod[q] * prod[q];
-                norms[idx] = (float)sqrt(sq);
-                if (!keep) continue;
-                cJSON *pe = product_json(x, a, r, k, norms[idx], prod);
+            }
+    }
+    if (s == HS_OK) s = hs_pool_for(x->pool, n_jobs, product_job, &p, err);
+    for (int a = 0; keep && a < n_send && s == HS_OK; a++)
+        for (int r = 0; r < n_recv && s == HS_OK; r++)
+            for (int k = 0; k < 3 && s == HS_OK; k++) {
+                const size_t idx = (size_t)a * ncol + r * 3 + k;
+                if (pmask[idx]) continue;
+                cJSON *pe = product_json(x, a, r, k, norms[idx], p.prods + idx * dd);
                 if (!pe || !cJSON_AddItemToArray(plist, pe)) {
                     cJSON_Delete(pe);
                     s = oom(err);
@@ -464,9 +590,13 @@ static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *e
     }
     cJSON_Delete(extra);
     hs_labels_free(&cols);
+    pthread_mutex_destroy(&p.pr.mu);
+    free(p.send);
+    free(p.rlayer);
     free(norms);
     free(pmask);
-    free(prod);
+    free(p.prods);
+    free(p.scratch);
     return s;
 }
 
@@ -599,7 +729,7 @@ static void best_pairs(const w_run *x, hs_weights_report *r)
 static hs_status write_all(w_run *x, const w_nums *nu, const hs_tokenizer *tok, hs_fold fold,
                            hs_weights_report *r, hs_error *err)
 {
-    hs_status s = write_circuits(x, nu, tok, r, err);
+    hs_status s = nu->n_heads ? write_circuits(x, nu, tok, r, err) : HS_OK;
     if (s != HS_OK) return s;
     if (x->NL < 2) {
         r->skip_cross_layer = 1;
@@ -645,7 +775,9 @@ hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_we
     cJSON *ctx = hs_run_context(cfg, o->model_path);
     hs_status s = !ctx || names.oom || !cJSON_AddStringToObject(ctx, "fold", x.fold) ? oom(err) : HS_OK;
     x.ctx = ctx;
-    if (s == HS_OK) s = circuit_tokens(m, tok, o, &nu, err);
+    if (s == HS_OK) s = circuit_heads(&x, o, &nu, err);
+    /* the tokens when a head's circuits are written, or given */
+    if (s == HS_OK && (nu.n_heads || o->tokens_path || o->top_tokens)) s = circuit_tokens(m, tok, o, &nu, err);
     out->n_tokens = nu.n;
     if (s == HS_OK) s = compute(&x, o->fold, o->comp_draws, out->uniform, &nu, out, err);
     if (s == HS_OK) best_pairs(&x, out);
@@ -656,6 +788,7 @@ hs_status hs_weights_run(const hs_model *m, const hs_tokenizer *tok, const hs_we
     hs_outdir_close(&od);
     cJSON_Delete(ctx);
     hs_labels_free(&names);
+    free(nu.heads);
     free(nu.qk);
     free(nu.ov);
     free(nu.ids);

@@ -267,8 +267,17 @@ hs_status hs_outdir_figure(hs_outdir *o, const char *stem, hs_viz_figure **fig,
     hs_viz_figure *f = fig ? *fig : NULL;
     const int images = hs_figopts_images(o->fo);
     if (f && hs_viz_figure_grown_from_in(f) > 0 && images) {
-        hs_buf_printf(&o->wide, "%s%s %.2f in", o->n_wide ? ", " : "", stem,
-                      hs_viz_figure_width_in(f));
+        const double w = hs_viz_figure_width_in(f);
+        if (o->n_wide == HS_OUT_WIDE_LIST) { /* the list so far: the first few */
+            o->wide_cut = o->wide.len;
+            o->wide_min = o->wide_max = w;
+        }
+        if (o->n_wide < HS_OUT_WIDE_LIST + 2)
+            hs_buf_printf(&o->wide, "%s%s %.2f in", o->n_wide ? ", " : "", stem, w);
+        if (o->n_wide >= HS_OUT_WIDE_LIST) {
+            o->wide_min = w < o->wide_min ? w : o->wide_min;
+            o->wide_max = w > o->wide_max ? w : o->wide_max;
+        }
         o->n_wide++;
     }
     hs_status s = HS_OK;
@@ -420,10 +429,20 @@ hs_status hs_outdir_commit(hs_outdir *o, const cJSON *extra, hs_error *err)
     hs_status s = pending_flush(o, err); /* every figure's file is in the index first */
     if (s == HS_OK) s = write_index(o, extra, err);
     if (s != HS_OK) return s;
-    if (o->n_wide && !o->wide.oom)
+    if (o->n_wide && !o->wide.oom) {
+        /* every figure up to HS_OUT_WIDE_LIST + 2, else the first few and a summary */
+        char more[2 * HS_FIXED_BUF + 48] = "", a[HS_FIXED_BUF], b[HS_FIXED_BUF];
+        const int many = o->n_wide > HS_OUT_WIDE_LIST + 2;
+        hs_fmt_fixed(a, o->wide_min, 2, 0);
+        hs_fmt_fixed(b, o->wide_max, 2, 0);
+        if (many && strcmp(a, b) == 0)
+            snprintf(more, sizeof more, " and %d more (%s in each)", o->n_wide - HS_OUT_WIDE_LIST, a);
+        else if (many)
+            snprintf(more, sizeof more, " and %d more (%s to %s in)", o->n_wide - HS_OUT_WIDE_LIST, a, b);
         hs_note(&o->notes, HS_NOTE_CMD, "note: %d figure%s wider than %s default width so "
-                "every label fits: %s; --width sets it", o->n_wide, o->n_wide > 1 ? "s are" : " is",
-                o->n_wide > 1 ? "their" : "its", o->wide.s);
+                "every label fits: %.*s%s; --width sets it", o->n_wide, o->n_wide > 1 ? "s are" : " is",
+                o->n_wide > 1 ? "their" : "its", (int)(many ? o->wide_cut : o->wide.len), o->wide.s, more);
+    }
     return out_stage_commit(o, err);
 }
 

@@ -165,6 +165,12 @@ typedef struct {
 
 struct hs_out_pending;
 
+/* The figures a note names when more than HS_OUT_WIDE_LIST + 2 are wider than
+ * their default width: the first HS_OUT_WIDE_LIST, then "and N more (W in
+ * each)" or "(W1 to W2 in)" (288 of GPT-2's per-head figures were ~7,000
+ * characters on one line). */
+#define HS_OUT_WIDE_LIST 6
+
 /* An output folder and the index of what was written into it. Read dir,
  * files and page; the rest is the folder's own. */
 typedef struct {
@@ -182,8 +188,11 @@ typedef struct {
     char *stage;          /* DIR/stage_name: where the run's files go until committed (owned) */
     int created;          /* 1 when this run created DIR */
     int stage_fd;         /* the working folder, open from before the first file; -1 */
-    hs_buf wide;          /* "stem W in, ..." of the figures wider than their default */
-    int n_wide;
+    hs_buf wide;          /* "stem W in, ..." of the first HS_OUT_WIDE_LIST + 2 figures wider
+                           * than their default (the note lists them all up to that) */
+    int n_wide;           /* figures wider than their default */
+    size_t wide_cut;      /* wide's length after the first HS_OUT_WIDE_LIST */
+    double wide_min, wide_max; /* the widths (in) of those after the first HS_OUT_WIDE_LIST */
     struct hs_out_pending **pend; /* figures hs_outdir_figure took, until committed */
     int n_pend, cap_pend;
 } hs_outdir;

@@ -510,13 +510,19 @@ typedef struct {
     int n_draws;
 } hs_comp_scores;
 
+/* (probe/composition.c) pool: the workers the pairs and the draws run on
+ * (NULL: the caller's thread; not from inside a job of the same pool), and
+ * the progress they report (hs_pool_progress: "composition scores (sender,
+ * layer)", one unit per sender and later layer, then "composition baseline
+ * draws"); every value is the same bits for any pool. */
 hs_status hs_composition_scores(const hs_model *m, hs_fold fold, int n_draws, uint64_t seed,
-                                hs_comp_scores *out, hs_error *err);
+                                hs_pool *pool, hs_comp_scores *out, hs_error *err);
 void hs_comp_scores_free(hs_comp_scores *s);
 /* The random baseline alone: n_draws >= 2 draws of C(A B, C E), A, C (D,dh),
- * B, E (dh,D) iid N(0,1), from seed. */
-hs_status hs_comp_baseline(int d_model, int d_head, int n_draws, uint64_t seed, double *mean,
-                           double *std, hs_error *err);
+ * B, E (dh,D) iid N(0,1), from seed; the draws on pool (may be NULL), as
+ * above. */
+hs_status hs_comp_baseline(int d_model, int d_head, int n_draws, uint64_t seed, hs_pool *pool,
+                           double *mean, double *std, hs_error *err);
 
 /* Full QK circuit W_E W_QK W_E^T (V,V) [dest_tok, src_tok] and full OV circuit
  * W_E W_OV W_U (V,V) [src_tok, out_tok] (C2; W_U folded under HS_FOLD_LN). */
@@ -547,11 +553,17 @@ hs_status hs_full_OV_tokens(const hs_model *m, hs_head h, hs_fold fold, const in
 hs_status hs_copying_score(const hs_model *m, hs_head h, hs_fold fold, double *score,
                            double *pos_frac, hs_error *err);
 /* Every head's copying score, score[l*H + h] (and pos_frac, may be NULL),
- * the same numbers as hs_copying_score head by head: the folded W_U and W_E
- * are converted to double once for all heads instead of once a head (at
- * GPT-2's vocabulary 600 MB a head). score, pos_frac (L*H). */
-hs_status hs_copying_scores(const hs_model *m, hs_fold fold, double *score, double *pos_frac,
-                            hs_error *err);
+ * hs_copying_score's numbers head by head to the last bits of K: the
+ * operands shared by the heads are made once, in double, and K is computed
+ * by whichever order of the product costs fewer multiply-adds (probe/
+ * weights.c: with GPT-2's vocabulary, G = W_U W_E (D,D) once, then W_O G
+ * W_V a head, 30 instead of 734 billion). score, pos_frac (L*H). G's row
+ * blocks and the heads run on pool (NULL: the caller's thread; not from
+ * inside a job of the same pool), each job on one worker with scratch of its
+ * own, and the heads report "copying scores (heads)" through it
+ * (hs_pool_progress); the same bits for any pool. */
+hs_status hs_copying_scores(const hs_model *m, hs_fold fold, hs_pool *pool, double *score,
+                            double *pos_frac, hs_error *err);
 /* The same from a given square matrix K (n,n), row-major. */
 hs_status hs_copying_score_matrix(const float *K, int n, double *score, double *pos_frac,
                                   hs_error *err);

@@ -165,7 +165,7 @@ static void composition_scores_equal_dense_scores_and_skip_within_layer_pairs(vo
         if (variant == 2) c.attn = HS_ATTN_UNIFORM;
         hs_model *m = random_model(c, 10 + variant);
         hs_comp_scores cs;
-        assert_int_equal(hs_composition_scores(m, HS_FOLD_LN, 50, 7, &cs, &err), HS_OK);
+        assert_int_equal(hs_composition_scores(m, HS_FOLD_LN, 50, 7, NULL, &cs, &err), HS_OK);
         assert_int_equal(cs.L, L);
         assert_int_equal(cs.H, H);
         static float ov1[256], r[256], rt[256];
@@ -222,15 +222,15 @@ static void random_baseline_for_d_model_64_is_near_one_over_sqrt_64(void **state
     (void)state;
     hs_error err;
     double mean, std;
-    assert_int_equal(hs_comp_baseline(64, 16, 300, 42, &mean, &std, &err), HS_OK);
+    assert_int_equal(hs_comp_baseline(64, 16, 300, 42, NULL, &mean, &std, &err), HS_OK);
     printf("  baseline D 64, dh 16, 300 draws: %.4f +- %.4f (1/sqrt(64) = 0.125)\n", mean, std);
     assert_true(fabs(mean - 0.125) < 0.01);
     assert_true(std > 0.0 && std < 0.02);
     double m2, s2;
-    assert_int_equal(hs_comp_baseline(64, 4, 300, 43, &m2, &s2, &err), HS_OK);
+    assert_int_equal(hs_comp_baseline(64, 4, 300, 43, NULL, &m2, &s2, &err), HS_OK);
     printf("  baseline D 64, dh 4: %.4f +- %.4f\n", m2, s2);
     assert_true(fabs(m2 - 0.125) < 0.015);
-    assert_int_equal(hs_comp_baseline(256, 16, 100, 44, &m2, &s2, &err), HS_OK);
+    assert_int_equal(hs_comp_baseline(256, 16, 100, 44, NULL, &m2, &s2, &err), HS_OK);
     printf("  baseline D 256, dh 16: %.4f +- %.4f (1/16 = 0.0625)\n", m2, s2);
     assert_true(fabs(m2 - 0.0625) < 0.006);
     /* independent: dense scores of products of Gaussian factors drawn here */
@@ -253,7 +253,7 @@ static void random_baseline_for_d_model_64_is_near_one_over_sqrt_64(void **state
     assert_true(fabs(s / n - mean) < 0.01);
     /* the seed makes it reproducible */
     double m3, s3;
-    assert_int_equal(hs_comp_baseline(64, 16, 300, 42, &m3, &s3, &err), HS_OK);
+    assert_int_equal(hs_comp_baseline(64, 16, 300, 42, NULL, &m3, &s3, &err), HS_OK);
     assert_true(m3 == mean && s3 == std);
 }
 
@@ -307,12 +307,99 @@ static void subset_circuits_and_all_copying_scores_match(void **state)
     assert_int_equal(hs_full_OV_tokens(m, h, HS_FOLD_LN, bad, 1, sub, &err), HS_ERR_INPUT);
     assert_string_equal(err.msg, "full circuit: token id 6 is outside the vocabulary [0, 6)");
     double all[4], pos[4];
-    assert_int_equal(hs_copying_scores(m, HS_FOLD_LN, all, pos, &err), HS_OK);
+    assert_int_equal(hs_copying_scores(m, HS_FOLD_LN, NULL, all, pos, &err), HS_OK);
     for (int i = 0; i < 4; i++) {
         double s1, p1;
         assert_int_equal(hs_copying_score(m, (hs_head){i / 2, i % 2}, HS_FOLD_LN, &s1, &p1, &err), HS_OK);
         assert_true(s1 == all[i] && p1 == pos[i]);
     }
+    hs_model_destroy(m);
+}
+
+/* On a pool of 3 workers (the progress counted) the composition scores, the
+ * baseline and the copying scores are the serial run's bits, and each phase
+ * reports 1..total in order. */
+typedef struct {
+    char what[4][48];
+    long last[4], total[4];
+    int n, ordered;
+} phases;
+
+static void count_phase(void *ctx, const char *what, long done, long total)
+{
+    phases *p = ctx;
+    int i = 0;
+    while (i < p->n && strcmp(p->what[i], what) != 0) i++;
+    if (i == p->n && p->n < 4) snprintf(p->what[p->n++], sizeof p->what[0], "%s", what);
+    if (i >= 4) return;
+    p->ordered &= done == p->last[i] + 1;
+    p->last[i] = done;
+    p->total[i] = total;
+}
+
+static void pool_scores_equal_serial_scores(void **state)
+{
+    (void)state;
+    hs_error err;
+    const int L = 3, H = 3;
+    hs_model *m = random_model(small_config(L, 16, H, 4, 9), 21);
+    hs_pool *pool = NULL;
+    assert_int_equal(hs_pool_create(3, &pool, &err), HS_OK);
+    phases ph = {.ordered = 1};
+    hs_pool_set_progress(pool, count_phase, &ph);
+    hs_comp_scores a, b;
+    assert_int_equal(hs_composition_scores(m, HS_FOLD_LN, 50, 7, NULL, &a, &err), HS_OK);
+    assert_int_equal(hs_composition_scores(m, HS_FOLD_LN, 50, 7, pool, &b, &err), HS_OK);
+    const size_t n = (size_t)L * H * L * H;
+    assert_memory_equal(a.q, b.q, n * sizeof(float)); /* NAN cells too: the same bits */
+    assert_memory_equal(a.k, b.k, n * sizeof(float));
+    assert_memory_equal(a.v, b.v, n * sizeof(float));
+    assert_true(a.baseline == b.baseline && a.baseline_std == b.baseline_std);
+    double s1[9], p1[9], s2[9], p2[9];
+    assert_int_equal(hs_copying_scores(m, HS_FOLD_LN, NULL, s1, p1, &err), HS_OK);
+    assert_int_equal(hs_copying_scores(m, HS_FOLD_LN, pool, s2, p2, &err), HS_OK);
+    assert_memory_equal(s1, s2, sizeof s1);
+    assert_memory_equal(p1, p2, sizeof p1);
+    assert_true(ph.ordered);
+    assert_int_equal(ph.n, 3);
+    assert_string_equal(ph.what[0], "composition scores (sender, layer)");
+    assert_int_equal(ph.total[0], H * L * (L - 1) / 2);
+    assert_int_equal(ph.last[0], ph.total[0]);
+    assert_string_equal(ph.what[1], "composition baseline draws");
+    assert_int_equal(ph.last[1], 50);
+    assert_string_equal(ph.what[2], "copying scores (heads)");
+    assert_int_equal(ph.last[2], L * H);
+    hs_comp_scores_free(&a);
+    hs_comp_scores_free(&b);
+    hs_pool_destroy(pool);
+    hs_model_destroy(m);
+}
+
+/* A vocabulary much larger than d_model: every head's copying score through
+ * the shared G = W_U W_E (hs_copying_scores, 4 heads) equals the by-head
+ * product's (hs_copying_score, one head) to 1e-12, on a pool too. */
+static void shared_copying_product_equals_the_by_head_product(void **state)
+{
+    (void)state;
+    hs_error err;
+    hs_model *m = random_model(small_config(2, 16, 2, 4, 200), 23);
+    hs_pool *pool = NULL;
+    assert_int_equal(hs_pool_create(2, &pool, &err), HS_OK);
+    double all[4], pos[4], all2[4], pos2[4];
+    assert_int_equal(hs_copying_scores(m, HS_FOLD_LN, NULL, all, pos, &err), HS_OK);
+    assert_int_equal(hs_copying_scores(m, HS_FOLD_LN, pool, all2, pos2, &err), HS_OK);
+    assert_memory_equal(all, all2, sizeof all);
+    assert_memory_equal(pos, pos2, sizeof pos);
+    double worst = 0.0;
+    for (int i = 0; i < 4; i++) {
+        double s1, p1;
+        assert_int_equal(hs_copying_score(m, (hs_head){i / 2, i % 2}, HS_FOLD_LN, &s1, &p1, &err), HS_OK);
+        worst = fmax(worst, fabs(s1 - all[i]));
+        assert_true(p1 == pos[i]);
+        assert_true(fabs(all[i]) > 1e-3); /* a score that could differ */
+    }
+    assert_true(worst <= 1e-12);
+    hs_pool_destroy(pool);
     hs_model_destroy(m);
 }
 
@@ -569,6 +656,8 @@ int main(void)
         cmocka_unit_test(head_products_match_dense_products),
         cmocka_unit_test(subset_circuits_and_all_copying_scores_match),
         cmocka_unit_test(composition_scores_equal_dense_scores_and_skip_within_layer_pairs),
+        cmocka_unit_test(pool_scores_equal_serial_scores),
+        cmocka_unit_test(shared_copying_product_equals_the_by_head_product),
         cmocka_unit_test(dense_score_is_one_for_aligned_and_zero_for_orthogonal),
         cmocka_unit_test(random_baseline_for_d_model_64_is_near_one_over_sqrt_64),
         cmocka_unit_test(full_circuits_match_dense_products),

@@ -61,6 +61,28 @@ grep -q "^discover: circuits evaluated (circuits x chunks of 32 prompts) [0-9]*/
     fail "discover: no progress of its circuit runs: $(head -3 "$TMP/dx.err")"
 HEADSCOPE_PROGRESS=0 run 0 wp weights --model "$M" --out "$TMP/wp" --dpi 72 --format json
 progress_lines wp weights "heads' full QK and OV circuits" $((L * H))
+# every phase of weights that grows with the heads: the copying scores (one
+# per head), the virtual weights and composition scores (one per sender and
+# later layer), the baseline's draws and the heads' QK and OV files; on 2
+# threads the same lines, and the same numbers and files as on 1
+progress_lines wp weights "copying scores (heads)" $((L * H))
+progress_lines wp weights "virtual weights (sender, layer)" $((H * L * (L - 1) / 2))
+progress_lines wp weights "composition scores (sender, layer)" $((H * L * (L - 1) / 2))
+progress_lines wp weights "composition baseline draws" 300
+progress_lines wp weights "heads' full QK and OV files" $((2 * L * H))
+HEADSCOPE_PROGRESS=0 run 0 wp1 weights --model "$M" --out "$TMP/wp1" --dpi 72 --format json --threads 1
+HEADSCOPE_PROGRESS=0 run 0 wp2 weights --model "$M" --out "$TMP/wp2" --dpi 72 --format json --threads 2
+progress_lines wp2 weights "composition scores (sender, layer)" $((H * L * (L - 1) / 2))
+progress_lines wp2 weights "copying scores (heads)" $((L * H))
+[ "$(sed "s|$TMP/wp1|OUT|g" "$TMP/wp1.out")" = "$(sed "s|$TMP/wp2|OUT|g" "$TMP/wp2.out")" ] ||
+    fail "weights: stdout differs between --threads 1 and 2"
+for f in "$TMP"/wp1/*.json; do
+    b=$(basename "$f")
+    [ "$b" = index.json ] && continue
+    cmp -s "$f" "$TMP/wp2/$b" || fail "weights: $b differs between --threads 1 and 2"
+done
+run 2 wt weights --model "$M" --out "$TMP/wt" --threads -1
+has "^headscope weights: --threads needs an integer in \[0, " "$TMP/wt.err" || fail "weights --threads -1: $(cat "$TMP/wt.err")"
 # a quick run on a non-terminal stderr says nothing of its progress
 run 0 pq patch --model "$M" --data "$TMP/p40.jsonl" --acts z --by head --json
 grep -q "patched runs" "$TMP/pq.err" && fail "patch: progress lines on a quick run: $(cat "$TMP/pq.err")"

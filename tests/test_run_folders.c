@@ -162,7 +162,7 @@ static void weights_json_equals_the_probe_and_a_hand_product(void **state)
 
     /* composition: the JSON's raw score of every reported pair is the probe's */
     hs_comp_scores cs = {0};
-    assert_int_equal(hs_composition_scores(m, HS_FOLD_NONE, 40, 0, &cs, &err), HS_OK);
+    assert_int_equal(hs_composition_scores(m, HS_FOLD_NONE, 40, 0, NULL, &cs, &err), HS_OK);
     cJSON *ck = read_json(dir, "composition_K.json");
     const cJSON *scores = cJSON_GetObjectItem(ck, "scores");
     int reported = 0;
@@ -209,7 +209,9 @@ static void weights_json_equals_the_probe_and_a_hand_product(void **state)
         double sc, pos;
         const hs_head hh = {i / 4, i % 4};
         assert_int_equal(hs_copying_score(m, hh, HS_FOLD_NONE, &sc, &pos, &err), HS_OK);
-        assert_true(sc == r.copying[i] && pos == r.copying_pos[i]);
+        /* weights' 8 heads take the shared W_U W_E (probe/weights.c), one head
+           the by-head product: the same K to the last bits */
+        assert_true(fabs(sc - r.copying[i]) <= 1e-12 && pos == r.copying_pos[i]);
     }
     hs_comp_scores_free(&cs);
     hs_weights_report_free(&r);

@@ -23,6 +23,7 @@ PY=/usr/bin/python3
 shopt -s nullglob
 # shellcheck source=tests/cli_lib.sh
 source "$(dirname "$0")/cli_lib.sh"
+HERE=$(cd "$(dirname "$0")" && pwd)
 
 M="$TMP/m.safetensors"
 run 0 train train --out "$M" --steps 60 --d-model 32 --eval-every 0
@@ -113,6 +114,58 @@ grep -q 'note: .*wr already holds 1 file headscope did not write; they are kept'
 rm "$TMP/wr/notes.txt"
 check_folder "$TMP/wr"
 ls "$TMP/wr" | has -E '^(composition|virtual)|\.(png|svg)$' && fail "reuse: stale files: $(ls "$TMP/wr")"
+
+# a model of more than 16 heads (5 x 4): as inspect, no full circuit per head
+# unless asked (--only, --all-heads), one note saying how; the whole-model
+# files always
+B="$TMP/b.safetensors"
+run 0 trainb train --out "$B" --steps 1 --layers 5 --heads 4 --d-model 16 --eval-every 0
+run 0 wb weights --model "$B" --out "$TMP/wb" --dpi 72 --format png,json
+check_folder "$TMP/wb"
+ls "$TMP/wb" | has -E '^L[0-9]+H[0-9]+_' && fail "20 heads: per-head files by default: $(ls "$TMP/wb")"
+for f in copying.png copying.json composition_Q.json composition_K.json composition_V.json virtual_weights.json; do
+    [ -f "$TMP/wb/$f" ] || fail "20 heads: no $f"
+done
+[ "$(grep -c '^headscope weights: note: 20 heads (over 16): no full QK/OV circuit files per head (L<l>H<h>_QK, _OV); ask for heads with --only L0H1,... or for all of them with --all-heads (40 figures)$' "$TMP/wb.err")" -eq 1 ] ||
+    fail "20 heads: not one note saying so: $(cat "$TMP/wb.err")"
+run 0 wbo weights --model "$B" --out "$TMP/wbo" --dpi 72 --format png,json --only L3H1,L0H2
+check_folder "$TMP/wbo"
+[ "$(ls "$TMP/wbo" | grep -E '^L[0-9]+H[0-9]+_' | tr '\n' ' ')" = "L0H2_OV.json L0H2_OV.png L0H2_QK.json L0H2_QK.png L3H1_OV.json L3H1_OV.png L3H1_QK.json L3H1_QK.png " ] ||
+    fail "--only L3H1,L0H2: $(ls "$TMP/wbo")"
+has 'note: 20 heads' "$TMP/wbo.err" && fail "--only: the default's note: $(cat "$TMP/wbo.err")"
+"$PY" - "$TMP/wbo" "$TMP/wb" <<'EOF' || fail "--only: order or numbers"
+import json, os, sys
+d, base = sys.argv[1], sys.argv[2]
+files = [f["file"] for f in json.load(open(os.path.join(d, "index.json")))["files"]]
+heads = [f.split("_")[0] for f in files if f.startswith("L") and f.endswith("QK.json")]
+assert heads == ["L3H1", "L0H2"], heads  # in --only's order
+for f in ("copying.json", "composition_K.json"):  # the whole-model numbers as without --only
+    a, b = json.load(open(os.path.join(d, f))), json.load(open(os.path.join(base, f)))
+    assert a["values"] == b["values"], f
+EOF
+run 0 wba weights --model "$B" --out "$TMP/wba" --format json --all-heads
+[ "$(ls "$TMP/wba" | grep -cE '^L[0-9]+H[0-9]+_(QK|OV)\.json$')" -eq 40 ] || fail "--all-heads: $(ls "$TMP/wba")"
+run 1 wbx weights --model "$B" --out "$TMP/wbx" --only L5H0
+one_line wbx "L5H0 is not a head of the model (5 layers x 4 heads: L0H0..L4H3)"
+run 1 wbd weights --model "$B" --out "$TMP/wbd" --only L1H0,L1H0
+one_line wbd "--only lists L1H0 twice"
+run 2 wbs weights --model "$B" --out "$TMP/wbs" --only L1H
+one_line wbs "--only takes heads like L1H0,L0H1, not 'L1H'"
+run 2 wbb weights --model "$B" --out "$TMP/wbb" --only L1H0 --all-heads
+one_line wbb "give --only LIST or --all-heads, not both"
+
+# the note naming figures wider than their default: every one up to 8, else
+# the first 6 and a summary of the rest (GPT-2's 288 were ~7,000 characters)
+run 0 wn weights --model "$HERE/checkpoint/circuit_tiny.safetensors" --out "$TMP/wn" --format png --dpi 72
+has -E '^headscope weights: note: 17 figures are wider than their default width so every label fits: L0H0_QK [0-9.]+ in, L0H0_OV [0-9.]+ in, L0H1_QK [0-9.]+ in, L0H1_OV [0-9.]+ in, L0H2_QK [0-9.]+ in, L0H2_OV [0-9.]+ in and 11 more \(4\.[0-9]+ to 6\.[0-9]+ in\); --width sets it$' "$TMP/wn.err" ||
+    fail "17 wide figures: not summarised: $(cat "$TMP/wn.err")"
+run 0 trainu12 train --out "$TMP/u12.safetensors" --steps 1 --d-model 24 --layers 1 --heads 12 --attn uniform --eval-every 0
+run 0 wu12 weights --model "$TMP/u12.safetensors" --out "$TMP/wu12" --format png --dpi 72
+has -E '^headscope weights: note: 12 figures are wider than their default width so every label fits: (L0H[0-5]_OV ([0-9.]+) in, ){5}L0H5_OV [0-9.]+ in and 6 more \([0-9.]+ in each\); --width sets it$' "$TMP/wu12.err" ||
+    fail "12 wide figures of one width: not summarised: $(cat "$TMP/wu12.err")"
+run 0 wu8 weights --model "$TMP/u12.safetensors" --out "$TMP/wu8" --format png --dpi 72 --only L0H0,L0H1,L0H2,L0H3,L0H4,L0H5,L0H6,L0H7
+has -E '^headscope weights: note: 8 figures are wider than their default width so every label fits: (L0H[0-6]_OV [0-9.]+ in, ){7}L0H7_OV [0-9.]+ in; --width sets it$' "$TMP/wu8.err" ||
+    fail "8 wide figures: not each named: $(cat "$TMP/wu8.err")"
 
 # errors
 echo x >"$TMP/regular"
