@@ -600,6 +600,17 @@ int hs_pool_has_progress(const hs_pool *p);
 /* Reports progress to p's function, if any (p NULL: nothing). */
 void hs_pool_progress(hs_pool *p, const char *what, long done, long total);
 
+/* One phase's units counted from any worker: set {pool, what, 0, total}
+ * before the jobs; hs_pool_count_step adds one to done and reports it, under
+ * the pool's progress lock (so done reaches the function in order, one more
+ * a call). Nothing to free; without a pool or a progress function, nothing. */
+typedef struct {
+    hs_pool *pool;
+    const char *what;
+    long done, total;
+} hs_pool_count;
+void hs_pool_count_step(hs_pool_count *c);
+
 /* ------------------------------------------------------------------------ */
 /* JSON: the one printer (json.c). Every JSON headscope writes (figure and  */
 /* report files, index.json) or prints (--json) goes through it.           */

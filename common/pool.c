@@ -348,6 +348,15 @@ int hs_pool_has_progress(const hs_pool *p)
     return p != NULL && p->progress != NULL;
 }
 
+void hs_pool_count_step(hs_pool_count *c)
+{
+    hs_pool *p = c->pool;
+    if (p == NULL || p->progress == NULL) return;
+    pthread_mutex_lock(&p->progress_mu);
+    p->progress(p->progress_ctx, c->what, ++c->done, c->total);
+    pthread_mutex_unlock(&p->progress_mu);
+}
+
 void hs_pool_progress(hs_pool *p, const char *what, long done, long total)
 {
     if (p == NULL || p->progress == NULL) return;

@@ -11,7 +11,6 @@
 #include "experiments/experiments.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,30 +299,13 @@ static hs_status circuit_heads(const w_run *x, const hs_weights_opts *o, w_nums 
     return HS_OK;
 }
 
-/* One phase's progress counted over the pool's workers: done grows by one a
- * call, under mu, as hs_pool_progress asks. */
-typedef struct {
-    hs_pool *pool;
-    const char *what;
-    pthread_mutex_t mu;
-    long done, total;
-} w_progress;
-
-static void progress_step(w_progress *p)
-{
-    if (!hs_pool_has_progress(p->pool)) return;
-    pthread_mutex_lock(&p->mu);
-    hs_pool_progress(p->pool, p->what, ++p->done, p->total);
-    pthread_mutex_unlock(&p->mu);
-}
-
 /* compute's jobs: head nu->heads[i]'s full circuits into nu's slot i. */
 typedef struct {
     const w_run *x;
     hs_fold fold;
     int uniform;
     w_nums *nu;
-    w_progress pr;
+    hs_pool_count pr;
 } circ_ctx;
 
 static hs_status circuit_job(void *ctx, int i, int worker, hs_error *err)
@@ -336,7 +318,7 @@ static hs_status circuit_job(void *ctx, int i, int worker, hs_error *err)
     hs_head h = {nu->heads[i] / x->NH, nu->heads[i] % x->NH};
     hs_status s = c->uniform ? HS_OK : hs_full_QK_tokens(x->m, h, c->fold, nu->ids, nu->n, nu->qk + (size_t)i * VV, err);
     if (s == HS_OK) s = hs_full_OV_tokens(x->m, h, c->fold, nu->ids, nu->n, nu->ov + (size_t)i * VV, err);
-    if (s == HS_OK) progress_step(&c->pr);
+    if (s == HS_OK) hs_pool_count_step(&c->pr);
     return s;
 }
 
@@ -354,9 +336,8 @@ static hs_status compute(const w_run *x, hs_fold fold, int draws, int uniform, w
     out->copying_pos = calloc((size_t)NA, sizeof *out->copying_pos);
     if ((!uniform && nh && !nu->qk) || (nh && !nu->ov) || !out->copying || !out->copying_pos)
         return oom(err);
-    circ_ctx c = {x, fold, uniform, nu, {x->pool, "heads' full QK and OV circuits", PTHREAD_MUTEX_INITIALIZER, 0, nh}};
+    circ_ctx c = {x, fold, uniform, nu, {x->pool, "heads' full QK and OV circuits", 0, nh}};
     hs_status s = hs_pool_for(x->pool, nh, circuit_job, &c, err);
-    pthread_mutex_destroy(&c.pr.mu);
     if (s == HS_OK) s = hs_copying_scores(x->m, fold, x->pool, out->copying, out->copying_pos, err);
     return s == HS_OK ? hs_composition_scores(x->m, fold, draws, 0, x->pool, &out->comp, err) : s;
 }
@@ -487,7 +468,7 @@ typedef struct {
     unsigned char *pmask;/* (n_send, ncol), masked cells set already */
     float *prods;        /* (n_send, ncol, dh, dh) or NULL */
     float *scratch;      /* (workers, dh, dh) */
-    w_progress pr;
+    hs_pool_count pr;
 } prod_ctx;
 
 static hs_status product_job(void *ctx, int j, int worker, hs_error *err)
@@ -507,7 +488,7 @@ static hs_status product_job(void *ctx, int j, int worker, hs_error *err)
             for (size_t q = 0; q < dd; q++) sq += (double)prod[q] * prod[q];
             p->norms[idx] = (float)sqrt(sq);
         }
-    progress_step(&p->pr);
+    hs_pool_count_step(&p->pr);
     return HS_OK;
 }
 
@@ -527,7 +508,7 @@ static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *e
                   calloc((size_t)n_send * ncol, 1),
                   keep ? malloc((size_t)n_send * ncol * dd * sizeof(float)) : NULL,
                   malloc((size_t)nw * dd * sizeof(float)),
-                  {x->pool, "virtual weights (sender, layer)", PTHREAD_MUTEX_INITIALIZER, 0, n_jobs}};
+                  {x->pool, "virtual weights (sender, layer)", 0, n_jobs}};
     float *norms = p.norms;
     unsigned char *pmask = p.pmask;
     hs_labels cols;
@@ -590,7 +571,6 @@ static hs_status write_products(w_run *x, hs_fold fold, int uniform, hs_error *e
     }
     cJSON_Delete(extra);
     hs_labels_free(&cols);
-    pthread_mutex_destroy(&p.pr.mu);
     free(p.send);
     free(p.rlayer);
     free(norms);

@@ -12,7 +12,6 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,23 +35,6 @@ double hs_comp_score_dense(const float *Lm, const float *Rm, int n, int k, int p
     free(row);
     if (nl == 0.0 || nr == 0.0) return 0.0;
     return sqrt(nlr) / (sqrt(nl) * sqrt(nr));
-}
-
-/* One phase's progress counted over the pool's workers: done grows by one a
- * call, under the lock, as hs_pool_progress asks. */
-typedef struct {
-    hs_pool *pool;
-    const char *what;
-    pthread_mutex_t mu;
-    long done, total;
-} comp_progress;
-
-static void progress_step(comp_progress *p)
-{
-    if (!hs_pool_has_progress(p->pool)) return;
-    pthread_mutex_lock(&p->mu);
-    hs_pool_progress(p->pool, p->what, ++p->done, p->total);
-    pthread_mutex_unlock(&p->mu);
 }
 
 /* Double-precision head factors and their Gram matrices (C3 cheap form). */
@@ -135,7 +117,7 @@ typedef struct {
     double *c;       /* (n_draws) */
     double *scratch; /* (workers, per) */
     size_t per;
-    comp_progress pr;
+    hs_pool_count pr;
 } base_ctx;
 
 static hs_status base_draw(void *ctx, int it, int worker, hs_error *err)
@@ -163,7 +145,7 @@ static hs_status base_draw(void *ctx, int it, int worker, hs_error *err)
     double nl2 = trace_prod(GA, BBt, dh), nr2 = trace_prod(GC, EEt, dh);
     double nlr2 = gram_norm2(GA, M, EEt, dh, tmp2);
     b->c[it] = sqrt(fmax(nlr2, 0.0) / (nl2 * nr2));
-    progress_step(&b->pr);
+    hs_pool_count_step(&b->pr);
     return HS_OK;
 }
 
@@ -177,7 +159,7 @@ hs_status hs_comp_baseline(int d_model, int d_head, int n_draws, uint64_t seed, 
     const int nw = hs_pool_threads(pool);
     base_ctx b = {D, dh, seed, malloc((size_t)n_draws * sizeof(double)),
                   malloc((size_t)nw * per * sizeof(double)), per,
-                  {pool, "composition baseline draws", PTHREAD_MUTEX_INITIALIZER, 0, n_draws}};
+                  {pool, "composition baseline draws", 0, n_draws}};
     hs_status st = b.c && b.scratch ? hs_pool_for(pool, n_draws, base_draw, &b, err)
                                     : hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (st == HS_OK) {
@@ -190,7 +172,6 @@ hs_status hs_comp_baseline(int d_model, int d_head, int n_draws, uint64_t seed, 
         double var = (s2 - s1 * s1 / n_draws) / (n_draws - 1);
         *std = sqrt(fmax(var, 0.0));
     }
-    pthread_mutex_destroy(&b.pr.mu);
     free(b.c);
     free(b.scratch);
     return st;
@@ -208,7 +189,7 @@ typedef struct {
     double *M;          /* (workers, 3 hh) */
     float *tmpf;        /* (workers, 4 nf) */
     hs_comp_scores *out;
-    comp_progress pr;
+    hs_pool_count pr;
 } pair_ctx;
 
 /* Head i's double factors and Gram matrices into hd[i]. */
@@ -278,7 +259,7 @@ static hs_status pair_job(void *ctx, int j, int worker, hs_error *err)
                     0.0, Mm, dh);
         out->k[idx] = den > 0 ? (float)(sqrt(fmax(gram_norm2(a->GV, Mm, b->GQ, dh, tmp), 0.0)) / den) : 0.0f;
     }
-    progress_step(&p->pr);
+    hs_pool_count_step(&p->pr);
     return HS_OK;
 }
 
@@ -296,7 +277,7 @@ hs_status hs_composition_scores(const hs_model *m, hs_fold fold, int n_draws, ui
     pair_ctx p = {m, fold, c->attn == HS_ATTN_SOFTMAX, calloc(NH, sizeof(head_d)),
                   malloc(((size_t)n_jobs + 1) * sizeof(int)), malloc(((size_t)n_jobs + 1) * sizeof(int)),
                   malloc((size_t)nw * 3 * hh * sizeof(double)), malloc((size_t)nw * 4 * nf * sizeof(float)),
-                  out, {pool, "composition scores (sender, layer)", PTHREAD_MUTEX_INITIALIZER, 0, n_jobs}};
+                  out, {pool, "composition scores (sender, layer)", 0, n_jobs}};
     out->q = malloc(n4 * sizeof(float));
     out->k = malloc(n4 * sizeof(float));
     out->v = malloc(n4 * sizeof(float));
@@ -324,7 +305,6 @@ hs_status hs_composition_scores(const hs_model *m, hs_fold fold, int n_draws, ui
 done:
     if (p.hd)
         for (size_t i = 0; i < NH; i++) free(p.hd[i].Q);
-    pthread_mutex_destroy(&p.pr.mu);
     free(p.hd);
     free(p.send);
     free(p.rlayer);

@@ -7,7 +7,6 @@
 
 #include <cblas.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -553,7 +552,7 @@ hs_status hs_copying_score(const hs_model *m, hs_head h, hs_fold fold, double *s
 }
 
 /* hs_copying_scores' jobs: head i on a worker's scratch, its progress
- * counted under mu (done grows by one a call). */
+ * counted in pr (hs_pool_count_step). */
 typedef struct {
     const hs_model *m;
     hs_fold fold;
@@ -561,25 +560,19 @@ typedef struct {
     const copy_ops *c;
     copy_scratch *w; /* (workers) */
     double *score, *pos_frac;
-    hs_pool *pool;
-    pthread_mutex_t mu;
-    long done;
+    hs_pool_count pr;
 } copy_ctx;
 
 static hs_status copy_job(void *ctx, int i, int worker, hs_error *err)
 {
     copy_ctx *x = ctx;
-    const int H = x->m->cfg.n_heads, NA = x->m->cfg.n_layers * H;
+    const int H = x->m->cfg.n_heads;
     /* the worker's scratch at its first head (a worker without a head has none) */
     hs_status st = x->w[worker].K ? HS_OK : copy_scratch_make(x->m, x->shared, &x->w[worker], err);
     if (st == HS_OK)
         st = copying_head(x->m, (hs_head){i / H, i % H}, x->fold, x->c, &x->w[worker],
                                 &x->score[i], x->pos_frac ? &x->pos_frac[i] : NULL, err);
-    if (st == HS_OK && hs_pool_has_progress(x->pool)) {
-        pthread_mutex_lock(&x->mu);
-        hs_pool_progress(x->pool, "copying scores (heads)", ++x->done, NA);
-        pthread_mutex_unlock(&x->mu);
-    }
+    if (st == HS_OK) hs_pool_count_step(&x->pr);
     return st;
 }
 
@@ -591,13 +584,12 @@ hs_status hs_copying_scores(const hs_model *m, hs_fold fold, hs_pool *pool, doub
     copy_ops c;
     hs_status st = copy_ops_make(m, fold, shared, pool, &c, err);
     if (st != HS_OK) return st;
-    copy_ctx x = {m, fold, shared, &c, calloc((size_t)nw, sizeof(copy_scratch)), score, pos_frac, pool,
-                  PTHREAD_MUTEX_INITIALIZER, 0};
+    copy_ctx x = {m, fold, shared, &c, calloc((size_t)nw, sizeof(copy_scratch)), score, pos_frac,
+                  {pool, "copying scores (heads)", 0, NA}};
     if (!x.w) st = hs_fail(err, HS_ERR_NOMEM, "out of memory");
     if (st == HS_OK) st = hs_pool_for(pool, NA, copy_job, &x, err);
     for (int k = 0; x.w && k < nw; k++) copy_scratch_free(&x.w[k]);
     free(x.w);
-    pthread_mutex_destroy(&x.mu);
     copy_ops_free(&c);
     return st;
 }
