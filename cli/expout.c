@@ -52,6 +52,8 @@ int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows,
         fprintf(stderr, "headscope %s: out of memory\n", x->cmd);
         return 1;
     }
+    hs_model_destroy(x->Ld.model); /* nothing reads the weights again */
+    x->Ld.model = NULL;
     if (x->out) {
         hs_error err = {0};
         cJSON *extra = cJSON_CreateObject();

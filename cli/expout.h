@@ -60,7 +60,11 @@ int cli_exp_check(const cli_exp *x, int argc, char **argv, int sentence_ok);
 /* Writes NAME.json (json, with "model" and "config" added here) and
  * index.json into the folder when --out was given, then prints the JSON
  * (--json) or summary (plus the files written), and says the threads used
- * on stderr. 0 ok, 1 after printing. */
+ * on stderr. The model (x->Ld.model; its vocabulary stays) is freed once its
+ * config is in the JSON: its weights are unmapped while the pool's lane
+ * still draws the figures the index waits for (GPT-2 small: 5-10 ms of
+ * munmap, in pieces, hs_model_destroy, that ran after them). 0 ok, 1 after
+ * printing. */
 int cli_exp_finish(cli_exp *x, cJSON *json, const char *name, const char *shows, hs_buf *summary);
 /* For a command whose folder the library wrote itself (discover,
  * faithfulness): prints json (--json; NULL means memory ran out) or summary

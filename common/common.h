@@ -584,6 +584,9 @@ long hs_pool_async(hs_pool *p, void (*fn)(void *arg), const void *arg, size_t si
 void hs_pool_wait(hs_pool *p, long ticket);
 /* Waits until every lane job submitted so far has finished. */
 void hs_pool_wait_all(hs_pool *p);
+/* 1 when the lane job with this ticket has finished (p NULL or ticket 0:
+ * 1), without waiting: for a caller with other work to do meanwhile. */
+int hs_pool_done(hs_pool *p, long ticket);
 
 /* Progress of long work run on a pool: the caller (the CLI) sets a function
  * on the pool; the library's long loops (the experiment engine's jobs,

@@ -482,14 +482,15 @@ static int tried_before(int K, int c)
 }
 
 /* The blocks of K: the first candidate whose product equals cblas_sgemm's
- * bit for bit on a probe (16 rows, the fewest columns that take OpenBLAS'
- * blocked path, values from a hash of the index: sums whose rounding tells
- * any two block structures apart); q 0 when none does or memory ran out.
- * GPT-2 small's two K: ~2 ms each, once a process. */
+ * bit for bit on a probe (HS_FEW_ROWS rows, the fewest columns that take
+ * OpenBLAS' blocked path, values from a hash of the index: sums whose
+ * rounding tells any two block structures apart); q 0 when none does or
+ * memory ran out. GPT-2 small's two K: ~1.1 ms each, once a process, on
+ * the first product that needs them (16 rows and 4x the columns: ~2 ms). */
 static few_k probe_k(int K)
 {
     few_k r = {K, 0, 0};
-    const int M = 16, N = (int)((HS_BLAS_DIRECT_MACS / M / K + 64) / 64 * 64);
+    const int M = HS_FEW_ROWS, N = (int)((HS_BLAS_DIRECT_MACS / M / K + 64) / 64 * 64);
     float *A = malloc(((size_t)M * K + (size_t)K * N + 2 * (size_t)M * N) * sizeof(float));
     if (A == NULL) return r;
     float *B = A + (size_t)M * K, *C0 = B + (size_t)K * N, *C1 = C0 + (size_t)M * N;
@@ -524,13 +525,19 @@ static few_k blocks_of(int K)
 }
 
 /* 1 when hs_sgemm's NN product (alpha 1, beta 0 or 1) of few rows was made
- * here, with OpenBLAS' bits; 0: nothing written, OpenBLAS' turn. Only with
- * OpenBLAS at one thread a call (as headscope runs it, hs_blas_one_thread):
- * its threaded driver blocks K otherwise. */
+ * here, with OpenBLAS' bits; 0: nothing written, OpenBLAS' turn. Only where
+ * OpenBLAS would take its blocked path (from HS_BLAS_DIRECT_MACS with beta
+ * 0, whose smaller products its direct kernel takes; from
+ * HS_BLAS_SMALL_MACS with beta 1: a 16-row forward's Q, K and V projections
+ * over a bias, 16 x 384 x 768 a column part, packed 85 MB of GPT-2 small's
+ * weights on OpenBLAS, ~20 ms of CPU) and with OpenBLAS at one thread a call
+ * (as headscope runs it, hs_blas_one_thread): its threaded driver blocks K
+ * otherwise. */
 static int few_rows(int M, int N, int K, const float *A, int lda, const float *B, int ldb,
                     float beta, float *C, int ldc)
 {
-    if (M > HS_FEW_ROWS || hs_sgemm_nn_jit(N, K) || narrow(N) || (long)M * N * K < HS_BLAS_DIRECT_MACS ||
+    const long least = beta == 0.0f ? HS_BLAS_DIRECT_MACS : HS_BLAS_SMALL_MACS;
+    if (M > HS_FEW_ROWS || hs_sgemm_nn_jit(N, K) || narrow(N) || (long)M * N * K < least ||
         openblas_get_num_threads() != 1)
         return 0;
     const few_k k = blocks_of(K);

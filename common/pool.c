@@ -327,6 +327,15 @@ void hs_pool_wait(hs_pool *p, long ticket)
     pthread_mutex_unlock(&p->mu);
 }
 
+int hs_pool_done(hs_pool *p, long ticket)
+{
+    if (p == NULL || ticket <= 0) return 1;
+    pthread_mutex_lock(&p->mu);
+    const int done = p->done >= ticket;
+    pthread_mutex_unlock(&p->mu);
+    return done;
+}
+
 void hs_pool_wait_all(hs_pool *p)
 {
     if (p == NULL) return;

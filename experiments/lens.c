@@ -39,16 +39,13 @@ typedef struct {
                             * thread, outside the pool's jobs); else NULL */
 } lens_ctx;
 
-/* hs_argmax of x (V) given mx, its largest value (NaN skipped), and Z, the
- * sum of exp(x - mx): the first index holding mx, found without a pass over
- * the rest, when Z is not NaN (a NaN in x would have made it one); else
+/* hs_argmax of x (V) given first, the first index holding its largest
+ * value (NaN skipped; the max pass finds it), and Z, the sum of exp(x - mx):
+ * first when Z is not NaN (a NaN in x would have made it one); else
  * hs_argmax itself (-1 with a NaN, an infinity's first index). */
-static int top_of(const float *x, int V, double mx, double Z)
+static int top_of(const float *x, int V, int first, double Z)
 {
-    if (Z != Z) return hs_argmax(x, (size_t)V);
-    for (int v = 0; v < V; v++)
-        if (x[v] == mx) return v;
-    return hs_argmax(x, (size_t)V);
+    return Z != Z ? hs_argmax(x, (size_t)V) : first;
 }
 
 /* Point k's rows i0..i1-1 of the chunk, at positions q0..q1-1, from its
@@ -65,17 +62,22 @@ static void lens_point_rows(const lens_ctx *lc, int k, int r0, int i0, int i1, i
         for (int q = q0; q < q1; q++) {
             const float *x = lg + ((size_t)i * t + q) * V;
             double mx = -INFINITY, Z = 0.0;
-            for (int v = 0; v < V; v++) mx = x[v] > mx ? x[v] : mx;
+            int first = 0; /* the first index of the largest value (top-1 without another pass) */
+            for (int v = 0; v < V; v++)
+                if (x[v] > mx) {
+                    mx = x[v];
+                    first = v;
+                }
             for (int v = 0; v < V; v++) Z += exp((double)x[v] - mx);
             const int fin = fin_top[(size_t)i * t + q];
             o[4 + q] = fin >= 0 ? exp((double)x[fin] - mx) / Z : NAN;
-            if (row == 0) lc->r->top1[(size_t)k * t + q] = top_of(x, V, mx, Z);
+            if (row == 0) lc->r->top1[(size_t)k * t + q] = top_of(x, V, first, Z);
             if (q != lc->p->pos[ri]) continue;
             const int a = lc->p->answer[ri];
             if (a >= 0) {
                 o[0] = exp((double)x[a] - mx) / Z;
                 o[1] = x[a];
-                o[2] = top_of(x, V, mx, Z) == a;
+                o[2] = top_of(x, V, first, Z) == a;
                 if (lc->p->wrong) o[3] = (double)x[a] - (double)x[lc->p->wrong[ri]];
             }
         }

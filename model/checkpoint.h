@@ -133,8 +133,8 @@ hs_status hs_checkpoint_load_notes(const char *path, const hs_notes *notes, hs_m
                                    hs_meta *meta, int *n_skipped, hs_error *err);
 /* hs_checkpoint_load_notes with a pool (NULL: none; not from inside one of
  * its jobs) over whose workers each large F32 tensor used in place from the
- * mapped file is mapped in (MADV_POPULATE_READ) and scanned for non-finite
- * values, in parts (checkpoint_src.c): GPT-2 small's 500 MB at 2 workers in
+ * mapped file is scanned for non-finite values (its pages mapped in as the
+ * scan reads them), in parts (checkpoint_src.c): GPT-2 small's 500 MB at 2 workers in
  * about half the wall time. The same model, notes and errors (a non-finite
  * value: the first one's index, as one pass finds it). */
 hs_status hs_checkpoint_load_pool(const char *path, const hs_notes *notes, hs_pool *pool,

@@ -12,7 +12,7 @@
  * resident set does not count), and a conversion goes through a 1 MiB chunk
  * at most.
  */
-#define _DEFAULT_SOURCE /* pread, madvise (MADV_POPULATE_READ) */
+#define _DEFAULT_SOURCE /* pread, madvise */
 #include "model/model.h"
 #include "model/checkpoint.h"
 #include "model/checkpoint_internal.h"
@@ -175,20 +175,6 @@ static size_t first_nonfinite(const float *x, size_t n, float *max_abs)
     return n;
 }
 
-/* Pages of x (n floats) mapped in one call (Linux 5.14), not a fault per few
- * pages as a scan first reads them; a hint: failure is harmless (an older
- * kernel says EINVAL). */
-static void populate(const float *x, size_t n)
-{
-#ifdef MADV_POPULATE_READ
-    const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), a0 = (uintptr_t)x & ~(page - 1);
-    (void)madvise((void *)a0, (uintptr_t)x - a0 + n * 4, MADV_POPULATE_READ);
-#else
-    (void)x;
-    (void)n;
-#endif
-}
-
 /* floats from which scan_mapped splits a tensor over the pool (GPT-2 small:
  * W_E, the attention's and the MLP's weights, 90% of its floats) */
 #define HS_SCAN_PAR_MIN ((size_t)1 << 20)
@@ -212,13 +198,17 @@ static hs_status scan_part(void *ctx, int j, int worker, hs_error *err)
     (void)err;
     scan_job *s = ctx;
     const size_t a = scan_part_start(s, j), b = scan_part_start(s, j + 1);
-    populate(s->x + a, b - a);
     s->m[j] = absmax_bits(s->x + a, b - a);
     return HS_OK;
 }
 
-/* first_nonfinite of a tensor used in place from the mapped file, its pages
- * mapped in first (populate): with pool (2+ workers) and n >=
+/* first_nonfinite of a tensor used in place from the mapped file, whose
+ * pages the scan's reads map in (faults, which take only the mapping's own
+ * lock; a MADV_POPULATE_READ first held the process's mmap lock for a part's
+ * whole range, and the tokenizer read on the pool's lane meanwhile (tasks/
+ * hs_load) waited for it at every heap growth: a one-prompt GPT-2 load 40-52
+ * -> 34-36 ms wall, and the scan alone no slower, 1 or 2 workers, the file's
+ * pages in large folios or small). With pool (2+ workers) and n >=
  * HS_SCAN_PAR_MIN, in one contiguous part per worker (at most
  * HS_SCAN_MAX_PARTS), each mapping and scanning its own; the largest bits of
  * the parts are those of the whole, and a non-finite value's index is
@@ -227,10 +217,7 @@ static size_t scan_mapped(hs_pool *pool, const float *x, size_t n, float *max_ab
 {
     int parts = hs_pool_threads(pool);
     if (parts > HS_SCAN_MAX_PARTS) parts = HS_SCAN_MAX_PARTS;
-    if (parts < 2 || n < HS_SCAN_PAR_MIN) {
-        populate(x, n);
-        return first_nonfinite(x, n, max_abs);
-    }
+    if (parts < 2 || n < HS_SCAN_PAR_MIN) return first_nonfinite(x, n, max_abs);
     scan_job s = {x, n, parts, {0}};
     hs_error err;
     (void)hs_pool_for(pool, parts, scan_part, &s, &err); /* cannot fail */

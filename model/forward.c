@@ -610,3 +610,14 @@ void hs_final_logits_pool(hs_pool *pool, const hs_model *m, const float *resid, 
     else
         hs_sgemm_cols_pool(pool, 1, (int)N, V, D, 1.0f, out, D, P->W_U_T, D, 0.0f, logits, V, P->b_U);
 }
+
+void hs_model_warm(const hs_model *m)
+{
+    const hs_config *c = &m->cfg;
+    const int D = c->d_model, HD = c->n_heads * c->d_head, M = c->d_mlp;
+    /* (N, K) of the forward's NN products on a weight (hs_sgemm_pool) */
+    const int nk[5][2] = {{3 * HD, D}, {HD, D}, {D, HD}, {M, D}, {D, M}};
+    for (int i = 0; i < 5; i++)
+        if (nk[i][0] > 0 && nk[i][1] > 0 && !hs_sgemm_nn_jit(nk[i][0], nk[i][1]))
+            (void)hs_sgemm_few_rows_k(nk[i][1]);
+}

@@ -346,6 +346,17 @@ typedef struct hs_model {
 hs_status hs_model_create(const hs_config *cfg, hs_model **out, hs_error *err);
 void hs_model_destroy(hs_model *m);
 
+/* Probes, once a process, how OpenBLAS blocks the inner dimensions of m's
+ * few-row products whose weights are past libxsmm's limit (common.h
+ * hs_sgemm_few_rows_k: d_model, into the attention's and the MLP's inputs,
+ * and d_mlp, into the MLP's output), which the first forward on few rows
+ * would otherwise do between its products, its other workers waiting
+ * (GPT-2 small: two K, ~1.1 ms each). For a caller with a thread idle now
+ * (hs_load, while the tokenizer finishes on the pool's lane). Nothing
+ * changes a value; no errors (a probe that cannot run leaves the products
+ * on OpenBLAS, as the first forward would). */
+void hs_model_warm(const hs_model *m);
+
 /* Deterministic initialisation from cfg.seed with PyTorch's default layer
  * initialisations (what a PyTorch model of the same shape gets): W_E and W_pos
  * N(0, 1) (nn.Embedding); every other matrix U(-1/sqrt(fan_in), 1/sqrt(fan_in))

@@ -154,6 +154,7 @@ typedef struct {
     const float *A, *B;
     float *C;
     const float *fill; /* NULL, or the row (N) each part copies into its rows of C first */
+    int zero;          /* 1: each column part zeroes its columns of C first (beta is then 1) */
 } gemm_rows;
 
 /* Row where part j of p starts: M j / parts, rounded to a multiple of 64. */
@@ -198,6 +199,8 @@ static hs_status gemm_cols_part(void *ctx, int j, int worker, hs_error *err)
     if (g->fill)
         for (int i = 0; i < g->M; i++)
             memcpy(g->C + (size_t)i * g->ldc + c0, g->fill + c0, (size_t)(c1 - c0) * sizeof(float));
+    if (g->zero)
+        for (int i = 0; i < g->M; i++) memset(g->C + (size_t)i * g->ldc + c0, 0, (size_t)(c1 - c0) * sizeof(float));
     const float *B = g->B + (g->tb ? (size_t)c0 * g->ldb : (size_t)c0);
     hs_sgemm(0, g->tb, g->M, c1 - c0, g->K, g->alpha, g->A, g->lda, B, g->ldb, g->beta, g->C + c0, g->ldc);
     return HS_OK;
@@ -226,7 +229,7 @@ void hs_sgemm_pool_fill(hs_pool *pool, const float *fill, int tb, int M, int N, 
                         float *C, int ldc)
 {
     const int w = hs_pool_threads(pool);
-    gemm_rows g = {tb, M, N, K, lda, ldb, ldc, 1, alpha, beta, A, B, C, fill};
+    gemm_rows g = {tb, M, N, K, lda, ldb, ldc, 1, alpha, beta, A, B, C, fill, 0};
     hs_error err;
     /* rows: libxsmm's products (exact in any split), OpenBLAS' only on the
      * kernel families that keep a row's bits in any split */
@@ -239,6 +242,24 @@ void hs_sgemm_pool_fill(hs_pool *pool, const float *fill, int tb, int M, int N, 
     /* few rows: the columns over the workers, each packing only its part of
      * B (a 16-row forward of GPT-2 small packs 340 MB of weights) */
     for (g.parts = w; g.parts >= 2 && !cols_split_ok(&g); g.parts--) {
+    }
+    /* an NN product with beta 0 on OpenBLAS' blocked path (or hs_sgemm's
+     * few-row products, with its bits) whose column parts would be small
+     * enough for its direct kernel (a 16-row forward's W_O, 16 x 768 x 768:
+     * parts of 4.7 M multiply-adds; one call on this thread, ~4 ms of its
+     * forward): the parts zero their columns and add the product to them
+     * (beta 1, which OpenBLAS sums on its blocked path from HS_BLAS_SMALL_MACS:
+     * 0 + each K block's sum in turn, the bits of the whole call) */
+    if (g.parts < 2 && !tb && alpha == 1.0f && beta == 0.0f && !fill && !hs_sgemm_nn_jit(N, K) &&
+        (long)M * N * K >= HS_BLAS_DIRECT_MACS) {
+        g.beta = 1.0f;
+        g.zero = 1;
+        for (g.parts = w; g.parts >= 2 && !cols_split_ok(&g); g.parts--) {
+        }
+        if (g.parts < 2) {
+            g.beta = 0.0f;
+            g.zero = 0;
+        }
     }
     if (g.parts >= 2 && M > 0) {
         (void)hs_pool_for(pool, g.parts, gemm_cols_part, &g, &err); /* cannot fail */

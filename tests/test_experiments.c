@@ -17,6 +17,7 @@
  */
 #include <math.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -120,6 +121,41 @@ static hs_status failing_job(void *ctx, int j, int worker, hs_error *err)
     (void)worker;
     if (j == 5 || j == 9) return hs_fail(err, HS_ERR_INPUT, "job %d failed", j);
     return HS_OK;
+}
+
+/* A lane job that holds until its gate opens. */
+static void gated_lane(void *arg)
+{
+    atomic_int *gate;
+    memcpy(&gate, arg, sizeof gate);
+    while (!atomic_load(gate)) {
+    }
+}
+
+/* hs_pool_done: 0 while a lane job runs, 1 once it finished; 1 for a NULL
+ * pool, ticket 0, and the ticket of a pool of one worker (run at once). */
+static void pool_done_says_whether_a_lane_job_finished(void **state)
+{
+    (void)state;
+    hs_error err = {0};
+    hs_pool *pool = NULL;
+    atomic_int gate;
+    atomic_init(&gate, 0);
+    atomic_int *g = &gate;
+    assert_int_equal(hs_pool_create(2, &pool, &err), HS_OK);
+    const long t = hs_pool_async(pool, gated_lane, &g, sizeof g);
+    assert_true(t > 0);
+    assert_int_equal(hs_pool_done(pool, t), 0);
+    atomic_store(&gate, 1);
+    hs_pool_wait(pool, t);
+    assert_int_equal(hs_pool_done(pool, t), 1);
+    hs_pool_destroy(pool);
+    assert_int_equal(hs_pool_done(NULL, 3), 1);
+    assert_int_equal(hs_pool_create(1, &pool, &err), HS_OK);
+    const long t1 = hs_pool_async(pool, gated_lane, &g, sizeof g); /* the gate is open: runs and returns */
+    assert_int_equal(t1, 0);
+    assert_int_equal(hs_pool_done(pool, t1), 1);
+    hs_pool_destroy(pool);
 }
 
 static void pool_ordered_sums_and_errors(void **state)
@@ -1013,6 +1049,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(pool_ordered_sums_and_errors),
+        cmocka_unit_test(pool_done_says_whether_a_lane_job_finished),
         cmocka_unit_test(prompt_sets_refuse_bad_lines_with_file_and_line),
         cmocka_unit_test(patch_reproduces_circuit_per_head_numbers),
         cmocka_unit_test(patch_identities_and_batch_independence),

@@ -279,8 +279,9 @@ static void a_streamed_row_with_its_fill_is_exact(void **state)
  * (its columns split over the workers where each part is large enough) at
  * GPT-2 small's shapes of a 16-row forward: Q/K/V's projection (bias filled
  * first, beta 1; 2 x 1,152 columns), W_in (beta 0; 2 x 1,536), W_out (beta 0,
- * K 3,072), W_O (beta 0: parts of 4.7 M multiply-adds would take OpenBLAS'
- * direct kernel, so one call), a transposed B (W_U^T at 208 rows), a
+ * K 3,072), W_O (beta 0, parts of 4.7 M multiply-adds, which OpenBLAS'
+ * direct kernel would take: each part zeroes its columns, over NaN here, and
+ * adds its product with beta 1), a transposed B (W_U^T at 208 rows), a
  * 1-row and a 255-row product: C bit for bit the one hs_sgemm call's on
  * this thread (after the same fill), and a value checked against double. */
 static void few_rows_split_by_columns_give_one_calls_bits(void **state)
@@ -323,9 +324,12 @@ static void few_rows_split_by_columns_give_one_calls_bits(void **state)
 /* hs_sgemm's NN products of few rows against a weight past libxsmm's limit
  * (common/gemm.c, few_rows: libxsmm over column tiles in OpenBLAS' K blocks)
  * at GPT-2 small's shapes (Q/K/V 768 x 2,304, W_in 768 x 3,072, W_out
- * 3,072 x 768, W_O 768 x 768) and a K of blocks of unequal length (1,000),
- * rows 16, 64, 17 and 3 (the last below the blocked path's size: OpenBLAS
- * itself), beta 0 over NaN and beta 1 over a bias, strided operands: C bit
+ * 3,072 x 768, W_O 768 x 768, a column part of Q, K or V over its bias
+ * 768 x 384 with beta 1, and with beta 0, where OpenBLAS' direct kernel runs)
+ * and a K of blocks of unequal length (1,000), rows 16, 64, 17 and 3 (the
+ * last below the blocked path's size: OpenBLAS itself, and 3 x 384 x 1,000
+ * at beta 1 above its small-matrix kernels'), beta 0 over NaN and beta 1
+ * over a bias, strided operands: C bit
  * for bit one cblas_sgemm call's, which is what every row of every batch
  * size gets (the rows of a many-row product are OpenBLAS'), and a value
  * checked against double. */
@@ -339,7 +343,8 @@ static void few_rows_get_openblas_bits(void **state)
     } cases[] = {{16, 2304, 768, 1.0f}, {16, 3072, 768, 0.0f}, {16, 768, 3072, 0.0f}, {16, 768, 768, 0.0f},
                  {64, 2304, 768, 0.0f}, {17, 1152, 1000, 1.0f}, {3, 2304, 768, 0.0f},
                  {40, 1024, 600, 0.0f}, {16, 1024, 600, 1.0f}, {64, 640, 1000, 0.0f}, {33, 896, 2000, 0.0f},
-                 {8, 2304, 768, 0.0f},  {1, 3072, 3072, 0.0f}, {2, 3072, 3072, 1.0f}};
+                 {8, 2304, 768, 0.0f},  {1, 3072, 3072, 0.0f}, {2, 3072, 3072, 1.0f},
+                 {16, 384, 768, 1.0f},  {16, 768, 768, 1.0f},   {3, 384, 1000, 1.0f},  {16, 384, 768, 0.0f}};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         const int M = cases[c].M, N = cases[c].N, K = cases[c].K, lda = K + 16, ldb = N + 64, ldc = N + 32;
         float *A = filled((size_t)M * lda, 21u + (unsigned)c), *B = filled((size_t)K * ldb, 23u + (unsigned)c);
