@@ -699,7 +699,10 @@ hs_status hs_patch_run_tokens_by(const hs_model *m, hs_pool *pool, const int *sr
     }
     c.read_pos = one_pos; /* a layer's heads in one batch have H n rows: read p alone */
     e.read_pos = read_pos; /* the caches above are whole; the patched runs read p alone */
-    e.progress = "patched runs (a cell, or a layer's heads)"; /* hs_pool_progress per job */
+    /* a job as the user sees it: one cell; a layer's heads in one batch; or,
+     * z's suffix runs, a group of heads (every J-th of the model: a prompt
+     * of GPT-2 is one job, 1/1) */
+    e.progress = "batches of patched runs (a cell, a layer's heads, or a group of heads)"; /* hs_pool_progress per job */
     c.ld_clean = out->ld_clean = mean_rows(lds, n);
     c.ld_corr = out->ld_corr = mean_rows(lds + np, n);
     if (c.suffix_s > 0) {

@@ -48,7 +48,7 @@ L=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['config']['n_l
 H=$("$PY" -c "import json,sys; print(json.load(open(sys.argv[1]))['config']['n_heads'])" <("$HS" lens --model "$M" --data "$TMP/p40.jsonl" --json 2>/dev/null))
 
 HEADSCOPE_PROGRESS=0 run 0 ph patch --model "$M" --data "$TMP/p40.jsonl" --acts z --by head --json
-progress_lines ph patch "patched runs (a cell, or a layer's heads)" "$L" # one per layer: its heads in one batch
+progress_lines ph patch "batches of patched runs (a cell, a layer's heads, or a group of heads)" "$L" # one per layer: its heads in one batch
 HEADSCOPE_PROGRESS=0 run 0 lp lens --model "$M" --data "$TMP/p40.jsonl" --json
 progress_lines lp lens "chunks of up to 32 prompts" 2
 HEADSCOPE_PROGRESS=0 run 0 ap ablate --model "$M" --data "$TMP/p40.jsonl" --method zero --json
