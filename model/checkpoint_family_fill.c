@@ -430,10 +430,14 @@ static hs_status read_one(const hs_ckpt_src *src, int i, const target_t *t, hs_m
     return HS_OK;
 }
 
-/* The buffers: GPT-Neo's and GPT-NeoX's attention.bias masks checked. */
+/* The buffers: GPT-Neo's and GPT-NeoX's attention.bias masks checked
+ * (hs_ckpt_check_masks, over the pool). */
 static hs_status check_buffers(const hs_ckpt_src *src, const hs_hf_info *info, const hs_model *m,
                                hs_error *err)
 {
+    hs_ckpt_mask *k = malloc(((size_t)src->x.bufs.n + 1) * sizeof *k);
+    if (k == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    int n = 0;
     for (int i = 0; i < src->x.bufs.n; i++) {
         const char *name = src->x.bufs.names[i], *r;
         int l, window = -1;
@@ -445,11 +449,11 @@ static hs_status check_buffers(const hs_ckpt_src *src, const hs_hf_info *info, c
             (r = block_part(unprefixed(name, "gpt_neox."), "layers.", &l)) != NULL &&
             strcmp(r, "attention.bias") == 0)
             window = 0;
-        if (window < 0) continue;
-        hs_status s = hs_ckpt_check_mask(src, i, 2, window, err);
-        if (s != HS_OK) return s;
+        if (window >= 0) k[n++] = (hs_ckpt_mask){i, 2, window};
     }
-    return HS_OK;
+    hs_status s = hs_ckpt_check_masks(src, k, n, err);
+    free(k);
+    return s;
 }
 
 hs_status hs_checkpoint_family_fill(const hs_ckpt_src *src, const hs_hf_info *info, hs_model *m,

@@ -529,17 +529,20 @@ static hs_status read_qkv_w(const hs_ckpt_src *src, int i, hs_model *m, const ch
 }
 
 /* Every h.{l}.attn.bias checked to be the causal mask [1, 1, n, n]: any other
- * is refused (hs_ckpt_check_causal_mask). */
+ * is refused (hs_ckpt_check_masks, over the pool). */
 static hs_status check_buffers(const hs_ckpt_src *src, hs_error *err)
 {
+    hs_ckpt_mask *k = malloc(((size_t)src->x.bufs.n + 1) * sizeof *k);
+    if (k == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    int n = 0;
     for (int i = 0; i < src->x.bufs.n; i++) {
         int l;
         const char *rest = block_part(strip(src->x.bufs.names[i]), &l);
-        if (rest == NULL || strcmp(rest, "attn.bias") != 0) continue;
-        hs_status s = hs_ckpt_check_causal_mask(src, i, 2, err);
-        if (s != HS_OK) return s;
+        if (rest != NULL && strcmp(rest, "attn.bias") == 0) k[n++] = (hs_ckpt_mask){i, 2, 0};
     }
-    return HS_OK;
+    hs_status s = hs_ckpt_check_masks(src, k, n, err);
+    free(k);
+    return s;
 }
 
 /* "[a,b,...]" of shape (ndim dims) into buf. */

@@ -177,6 +177,18 @@ hs_status hs_ckpt_check_causal_mask(const hs_ckpt_src *src, int i, int lead, hs_
  * W) mask has". window 0 is hs_ckpt_check_causal_mask. */
 hs_status hs_ckpt_check_mask(const hs_ckpt_src *src, int i, int lead, int window, hs_error *err);
 
+/* One mask for hs_ckpt_check_masks: buffer i, lead and window as
+ * hs_ckpt_check_mask takes them. */
+typedef struct {
+    int i, lead, window;
+} hs_ckpt_mask;
+/* hs_ckpt_check_mask of masks[0..n), one job each over src->pool (a
+ * checkpoint's masks, GPT-2 small's 12 x 4 MiB, on whichever workers are
+ * free: the tokenizer may still hold the pool's lane); the error is the
+ * first failing mask's in the order given, the one checking them in turn
+ * would report. */
+hs_status hs_ckpt_check_masks(const hs_ckpt_src *src, const hs_ckpt_mask *masks, int n, hs_error *err);
+
 /* ------------------------------------------------------------------------ */
 /* Checkpoint layouts: the seam of the loader                                */
 /*

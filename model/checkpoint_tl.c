@@ -633,16 +633,20 @@ static hs_status tl_fill(const hs_ckpt_src *src, hs_model *m, unsigned char *fil
     /* attn.mask: TransformerLens' causal mask [n_ctx, n_ctx] (a local layer's: the window's,
      * config use_local_attn); any other mask headscope would compute wrongly: refused
      * (IGNORE, the -inf fill, is not read) */
+    hs_ckpt_mask *masks = malloc(((size_t)src->x.bufs.n + 1) * sizeof *masks);
+    if (masks == NULL) return hs_fail(err, HS_ERR_NOMEM, "out of memory");
+    int n = 0;
     for (int i = 0; i < src->x.bufs.n; i++) {
         const size_t len = strlen(src->x.bufs.names[i]), k = sizeof ".attn.mask" - 1;
         if (len < k || strcmp(src->x.bufs.names[i] + len - k, ".attn.mask") != 0) continue;
         int l = -1;
         const int local = sscanf(src->x.bufs.names[i], "blocks.%d.", &l) == 1 && l >= 0 &&
                           l < m->cfg.n_layers && m->cfg.attn_local[l];
-        hs_status s = hs_ckpt_check_mask(src, i, 0, local ? m->cfg.window_size : 0, err);
-        if (s != HS_OK) return s;
+        masks[n++] = (hs_ckpt_mask){i, 0, local ? m->cfg.window_size : 0};
     }
-    return HS_OK;
+    hs_status s = hs_ckpt_check_masks(src, masks, n, err);
+    free(masks);
+    return s;
 }
 
 const hs_ckpt_layout hs_ckpt_layout_tl = {

@@ -56,15 +56,21 @@ static int make_fixtures(void **state)
 
 static int g_skipped; /* the last load's *n_skipped */
 
-static hs_model *load(const char *name, hs_error *err, hs_status *st)
+/* name's folder loaded; with pool (NULL: none) its masks checked over it */
+static hs_model *load_pool(const char *name, hs_pool *pool, hs_error *err, hs_status *st)
 {
     char path[640];
     snprintf(path, sizeof path, "%s/%s", g_dir, name);
     hs_model *m = NULL;
     hs_notes notes = {keep_note, NULL};
     g_notes[0] = '\0';
-    *st = hs_checkpoint_load_notes(path, &notes, &m, NULL, &g_skipped, err);
+    *st = hs_checkpoint_load_pool(path, &notes, pool, &m, NULL, &g_skipped, err);
     return m;
+}
+
+static hs_model *load(const char *name, hs_error *err, hs_status *st)
+{
+    return load_pool(name, NULL, err, st);
 }
 
 /* The reference of a variant: tokens, patterns [L,H,T,T], logits [T,V]. */
@@ -152,6 +158,7 @@ static void every_variant_matches_the_float64_forward(void **state)
         {"scale_layer", "", -1},
         {"sharded", "", -1},
         {"deep", "", -1}, /* 24 layers, as GPT-2 medium */
+        {"mask_values", "", 2}, /* a -0 and a 2.0 in its masks: still causal */
     };
     for (size_t i = 0; i < sizeof V / sizeof V[0]; i++) {
         hs_error err;
@@ -297,6 +304,35 @@ static void a_noncausal_attn_bias_is_refused(void **state)
         fail_msg("message '%s'", err.msg);
 }
 
+/* The masks checked over a pool of 2 (hs_ckpt_check_masks, one job a
+ * mask): the same message, and with two masks wrong the first one's (h.0's,
+ * whichever worker finds its error first), as checked one after the other;
+ * a -0 and a 2.0 pass there as well. */
+static void masks_over_a_pool_say_what_one_thread_says(void **state)
+{
+    (void)state;
+    hs_pool *pool = NULL;
+    hs_error err = {HS_OK, ""};
+    assert_int_equal(hs_pool_create(2, &pool, &err), HS_OK);
+    static const char *const WANT[2][2] = {
+        {"noncausal", "h.1.attn.bias is not the causal mask: row 2, column 5 is nonzero where a causal mask has 0"},
+        {"noncausal2", "h.0.attn.bias is not the causal mask: row 4, column 1 is 0 where a causal mask has 1"},
+    };
+    for (int k = 0; k < 2; k++)
+        for (int p = 0; p < 2; p++) {
+            hs_status st;
+            err = (hs_error){HS_OK, ""};
+            hs_model *m = load_pool(WANT[k][0], p ? pool : NULL, &err, &st);
+            if (st != HS_ERR_FORMAT || m != NULL || !strstr(err.msg, WANT[k][1]))
+                fail_msg("%s (pool %d): status %d, message '%s'", WANT[k][0], p, st, err.msg);
+        }
+    hs_status st;
+    hs_model *m = load_pool("mask_values", pool, &err, &st);
+    if (st != HS_OK) fail_msg("mask_values over the pool: %s", err.msg);
+    hs_model_destroy(m);
+    hs_pool_destroy(pool);
+}
+
 /* Every bad folder: refused, one line naming the file and the problem. */
 static void bad_folders_are_refused_in_one_line(void **state)
 {
@@ -334,6 +370,7 @@ int main(void)
         cmocka_unit_test(transformerlens_processed_gpt2_loads_and_agrees),
         cmocka_unit_test(bad_folders_are_refused_in_one_line),
         cmocka_unit_test(a_noncausal_attn_bias_is_refused),
+        cmocka_unit_test(masks_over_a_pool_say_what_one_thread_says),
     };
     return cmocka_run_group_tests(tests, make_fixtures, NULL);
 }

@@ -241,6 +241,11 @@ static hs_status build_merges(const hs_bpe_spec *sp, hs_tokenizer *t, hs_error *
         return hs_fail(err, HS_ERR_NOMEM, "out of memory reading %s", sp->what);
     char *joined = NULL;
     size_t cap = 0;
+    /* a byte-level vocabulary's tokens have distinct bytes (build_strings),
+     * so the token after the last merge's result, when its bytes are the
+     * joined ones, is what the map would give (GPT-2: merge r makes token
+     * 256 + r): one comparison instead of a hash lookup */
+    int next = -1;
     for (size_t r = 0; r < sp->n_merges; r++) {
         const int a = sp->merges[r][0], b = sp->merges[r][1];
         const size_t n = lens[a] + lens[b];
@@ -255,7 +260,10 @@ static hs_status build_merges(const hs_bpe_spec *sp, hs_tokenizer *t, hs_error *
         }
         memcpy(joined, key[a], lens[a]);
         memcpy(joined + lens[a], key[b], lens[b]);
-        const int m = hs_idmap_get(keys, joined, n);
+        const int m = bl && next >= 0 && (size_t)next < sp->V && lens[next] == n && memcmp(key[next], joined, n) == 0
+                          ? next
+                          : hs_idmap_get(keys, joined, n);
+        next = m + 1;
         if (m < 0) {
             char *x = shown(sp->token[a]), *y = shown(sp->token[b]);
             hs_status st = sp->merge_line0
@@ -298,17 +306,25 @@ static hs_status build_file_strings(const hs_bpe_spec *sp, hs_bpe *bpe, hs_error
     return HS_OK;
 }
 
+/* The id of the token whose string is s (sp->by_token's lookup, else the
+ * first such id), or -1. */
+static int token_id(const hs_bpe_spec *sp, const char *s)
+{
+    if (sp->by_token) return hs_idmap_get(sp->by_token, s, strlen(s));
+    for (size_t i = 0; i < sp->V; i++)
+        if (strcmp(sp->token[i], s) == 0) return (int)i;
+    return -1;
+}
+
 /* The BOS: the post-processor's token before $A, else the first of the
  * names below that is a token (GPT-2's, Llama 3's, Llama 2's); -1. */
 static int find_bos(const hs_bpe_spec *sp)
 {
     static const char *const NAMES[] = {"<|endoftext|>", "<|begin_of_text|>", "<s>"};
-    for (int k = -1; k < 3; k++) {
-        const char *want = k < 0 ? sp->pipe->bos : NAMES[k];
-        if (want == NULL) continue;
-        for (size_t i = 0; i < sp->V; i++)
-            if (strcmp(sp->token[i], want) == 0) return (int)i;
-        if (k < 0) return -1;
+    if (sp->pipe->bos) return token_id(sp, sp->pipe->bos);
+    for (int k = 0; k < 3; k++) {
+        const int id = token_id(sp, NAMES[k]);
+        if (id >= 0) return id;
     }
     return -1;
 }

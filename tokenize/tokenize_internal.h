@@ -19,12 +19,14 @@
 #include "tokenize/tokenize.h"
 
 typedef struct {
-    uint32_t *hash;          /* (cap) the key's hash, low 32 bits */
-    int32_t *id;             /* (cap) the id, -1 for an empty slot */
+    uint64_t *slot;          /* (cap) the key's hash (low 32 bits) << 32 | its id;
+                              * HS_IDMAP_EMPTY for an empty slot */
     size_t cap;              /* a power of two; 0 before init */
     const char *const *keys; /* (ids) each id's key bytes, owned by the caller */
     const size_t *lens;      /* (ids) each key's length in bytes */
 } hs_idmap;
+
+#define HS_IDMAP_EMPTY UINT64_MAX
 
 /* Sizes m for up to n keys looked up in keys / lens (kept, not copied).
  * 0, or -1 when memory ran out. */
@@ -37,9 +39,12 @@ int hs_idmap_get(const hs_idmap *m, const void *key, size_t len);
 void hs_idmap_free(hs_idmap *m);
 
 typedef struct {
-    uint64_t *key;   /* (cap) a << 32 | b; HS_PAIR_EMPTY for an empty slot */
-    int32_t *rank;   /* (cap) */
-    int32_t *merged; /* (cap) */
+    uint64_t key;    /* a << 32 | b; HS_PAIR_EMPTY for an empty slot */
+    int32_t rank, merged;
+} hs_pair_slot;
+
+typedef struct {
+    hs_pair_slot *slot; /* (cap) a pair's key beside its values: one cache line a probe */
     size_t cap, n;   /* capacity (a power of two), pairs held */
     int shift;       /* 64 - log2(cap): the hash's top bits index the table */
 } hs_pairmap;
@@ -103,6 +108,7 @@ typedef struct {
     const char *what;           /* the vocabulary's file, for messages */
     const char *merges_what;    /* the merges' file, for messages */
     size_t merge_line0;         /* merges.txt's line (from 1) of merge 0; 0: a JSON list */
+    const hs_idmap *by_token;   /* token -> its id (each string at one id); NULL: none */
 } hs_bpe_spec;
 
 /* Builds a BPE tokenizer from spec. With a byte-level pipeline (a ByteLevel

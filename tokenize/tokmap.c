@@ -21,26 +21,25 @@ int hs_idmap_init(hs_idmap *m, size_t n, const char *const *keys, const size_t *
 {
     memset(m, 0, sizeof *m);
     m->cap = table_size(n);
-    m->hash = malloc(m->cap * sizeof *m->hash);
-    m->id = malloc(m->cap * sizeof *m->id);
-    if (!m->hash || !m->id) {
+    m->slot = malloc(m->cap * sizeof *m->slot);
+    if (!m->slot) {
         hs_idmap_free(m);
         return -1;
     }
-    memset(m->id, 0xff, m->cap * sizeof *m->id); /* -1 everywhere */
+    memset(m->slot, 0xff, m->cap * sizeof *m->slot); /* HS_IDMAP_EMPTY everywhere */
     m->keys = keys;
     m->lens = lens;
     return 0;
 }
 
-/* The slot holding key (len bytes, hash h), or the empty slot it would go to. */
+/* The slot holding key (len bytes, hash h), or the empty slot it would go
+ * to. A slot holds the hash beside the id: one cache line read a probe. */
 static size_t idmap_slot(const hs_idmap *m, const void *key, size_t len, uint32_t h)
 {
     size_t i = h & (m->cap - 1);
-    while (m->id[i] >= 0) {
-        const int32_t id = m->id[i];
-        if (m->hash[i] == h && m->lens[id] == len && memcmp(m->keys[id], key, len) == 0) break;
-        i = (i + 1) & (m->cap - 1);
+    for (uint64_t s; (s = m->slot[i]) != HS_IDMAP_EMPTY; i = (i + 1) & (m->cap - 1)) {
+        const uint32_t id = (uint32_t)s;
+        if ((uint32_t)(s >> 32) == h && m->lens[id] == len && memcmp(m->keys[id], key, len) == 0) break;
     }
     return i;
 }
@@ -50,22 +49,21 @@ int hs_idmap_put(hs_idmap *m, int id)
     const size_t len = m->lens[id];
     const uint32_t h = (uint32_t)hs_fnv1a64(m->keys[id], len);
     const size_t i = idmap_slot(m, m->keys[id], len, h);
-    if (m->id[i] >= 0) return m->id[i];
-    m->id[i] = id;
-    m->hash[i] = h;
+    if (m->slot[i] != HS_IDMAP_EMPTY) return (int)(uint32_t)m->slot[i];
+    m->slot[i] = (uint64_t)h << 32 | (uint32_t)id;
     return -1;
 }
 
 int hs_idmap_get(const hs_idmap *m, const void *key, size_t len)
 {
     if (m->cap == 0) return -1;
-    return m->id[idmap_slot(m, key, len, (uint32_t)hs_fnv1a64(key, len))];
+    const uint64_t s = m->slot[idmap_slot(m, key, len, (uint32_t)hs_fnv1a64(key, len))];
+    return s == HS_IDMAP_EMPTY ? -1 : (int)(uint32_t)s;
 }
 
 void hs_idmap_free(hs_idmap *m)
 {
-    free(m->hash);
-    free(m->id);
+    free(m->slot);
     memset(m, 0, sizeof *m);
 }
 
@@ -73,14 +71,9 @@ int hs_pairmap_init(hs_pairmap *m, size_t n)
 {
     memset(m, 0, sizeof *m);
     m->cap = table_size(n);
-    m->key = malloc(m->cap * sizeof *m->key);
-    m->rank = malloc(m->cap * sizeof *m->rank);
-    m->merged = malloc(m->cap * sizeof *m->merged);
-    if (!m->key || !m->rank || !m->merged) {
-        hs_pairmap_free(m);
-        return -1;
-    }
-    memset(m->key, 0xff, m->cap * sizeof *m->key); /* HS_PAIR_EMPTY */
+    m->slot = malloc(m->cap * sizeof *m->slot);
+    if (!m->slot) return -1;
+    for (size_t i = 0; i < m->cap; i++) m->slot[i].key = HS_PAIR_EMPTY;
     m->shift = 64;
     for (size_t c = m->cap; c > 1; c >>= 1) m->shift--;
     return 0;
@@ -90,34 +83,30 @@ int hs_pairmap_init(hs_pairmap *m, size_t n)
 static size_t pair_slot(const hs_pairmap *m, uint64_t k)
 {
     size_t i = (size_t)((k * 0x9E3779B97F4A7C15ull) >> m->shift);
-    while (m->key[i] != HS_PAIR_EMPTY && m->key[i] != k) i = (i + 1) & (m->cap - 1);
+    while (m->slot[i].key != HS_PAIR_EMPTY && m->slot[i].key != k) i = (i + 1) & (m->cap - 1);
     return i;
 }
 
 void hs_pairmap_put(hs_pairmap *m, int a, int b, int rank, int merged)
 {
     const uint64_t k = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    const size_t i = pair_slot(m, k);
-    HS_ASSERT(m->key[i] == k || m->n < m->cap / 2);
-    if (m->key[i] != k) m->n++;
-    m->key[i] = k;
-    m->rank[i] = rank;
-    m->merged[i] = merged;
+    hs_pair_slot *s = &m->slot[pair_slot(m, k)];
+    HS_ASSERT(s->key == k || m->n < m->cap / 2);
+    if (s->key != k) m->n++;
+    *s = (hs_pair_slot){k, rank, merged};
 }
 
 int hs_pairmap_get(const hs_pairmap *m, int a, int b, int *merged)
 {
     const uint64_t k = (uint64_t)(uint32_t)a << 32 | (uint32_t)b;
-    const size_t i = pair_slot(m, k);
-    if (m->key[i] != k) return -1;
-    *merged = m->merged[i];
-    return m->rank[i];
+    const hs_pair_slot *s = &m->slot[pair_slot(m, k)];
+    if (s->key != k) return -1;
+    *merged = s->merged;
+    return s->rank;
 }
 
 void hs_pairmap_free(hs_pairmap *m)
 {
-    free(m->key);
-    free(m->rank);
-    free(m->merged);
+    free(m->slot);
     memset(m, 0, sizeof *m);
 }

@@ -27,6 +27,9 @@ the values the folder stores (after any F16 / BF16 rounding). Variants:
                false, aliases hidden_size / num_attention_heads
   sharded      three shards and an index, gelu
   noncausal    base, with h.1.attn.bias not the causal mask (refused)
+  noncausal2   h.0's and h.1's attn.bias both not the causal mask (refused,
+               naming h.0)
+  mask_values  a -0 and a 2.0 in the masks (the causal mask all the same)
 OUTDIR/base_processed.safetensors is base converted to TransformerLens'
 layout (weight_conversions/gpt2.py) and processed as from_pretrained does
 (fold_ln, center_writing_weights, center_unembed, fold_value_biases), with a
@@ -127,15 +130,20 @@ def weights(rng, cfg, std=0.2, lm_head=False):
     return wt
 
 
-def causal_mask(P, dtype, flip=None):
+def causal_mask(P, dtype, flip=None, sets=()):
     m = np.tril(np.ones((P, P))).reshape(1, 1, P, P)
     if flip:
         m[0, 0, flip[0], flip[1]] = 1 - m[0, 0, flip[0], flip[1]]
+    for r, c, v in sets:
+        m[0, 0, r, c] = v
     return m
 
 
-def tensor_list(wt, cfg, dtype="F32", prefix="", buffers="F32", masked_bias=False, flip=None):
-    """[(name, dtype, values)] as a folder stores them, and the stored values."""
+def tensor_list(wt, cfg, dtype="F32", prefix="", buffers="F32", masked_bias=False, flip=None, sets=()):
+    """[(name, dtype, values)] as a folder stores them, and the stored values.
+    flip: (layer, row, col) or a list of them, where a layer's mask holds the
+    other value; sets: (layer, row, col, value), a value put there."""
+    flips = [flip] if flip and isinstance(flip[0], int) else list(flip or [])
     out, vals = [], {}
     for name, a in wt.items():
         full = name if name == "lm_head.weight" else prefix + name
@@ -143,8 +151,9 @@ def tensor_list(wt, cfg, dtype="F32", prefix="", buffers="F32", masked_bias=Fals
         vals[name] = stored(a, dtype)
     L, P = cfg["n_layer"], cfg["n_positions"]
     for layer in range(L if buffers else 0):
-        f = flip if flip and flip[0] == layer else None
-        out.append((prefix + "h.%d.attn.bias" % layer, buffers, causal_mask(P, buffers, f and f[1:])))
+        f = [x[1:] for x in flips if x[0] == layer]
+        v = [x[1:] for x in sets if x[0] == layer]
+        out.append((prefix + "h.%d.attn.bias" % layer, buffers, causal_mask(P, buffers, f[0] if f else None, v)))
         if masked_bias:
             out.append((prefix + "h.%d.attn.masked_bias" % layer, "F32", np.array(-1e4)))
     return out, vals
@@ -225,6 +234,16 @@ VARIANTS = {
     "noncausal": dict(cfg=dict(d=16, h=2, layers=2, v=17, npos=8, act="gelu_new"), flip=(1, 2, 5)),
     "deep": dict(cfg=dict(d=16, h=2, layers=24, v=17, npos=8, act="gelu_new")),  # GPT-2 medium's depth
 }
+# made after the bad cases, from a generator of their own (the variants above
+# and the bad cases keep their values)
+MASK_VARIANTS = {
+    # h.0's and h.1's masks both wrong: the first is the one named
+    "noncausal2": dict(cfg=dict(d=16, h=2, layers=2, v=17, npos=8, act="gelu_new"),
+                       flip=[(0, 4, 1), (1, 2, 5)]),
+    # a -0 where the mask has 0 and a 2 where it has 1: still the causal mask
+    "mask_values": dict(cfg=dict(d=16, h=2, layers=2, v=17, npos=8, act="gelu_new"),
+                        sets=[(0, 3, 6, -0.0), (1, 5, 2, 2.0)]),
+}
 
 
 def make_variant(out, name, spec, rng):
@@ -236,7 +255,8 @@ def make_variant(out, name, spec, rng):
                    n_head=cfg.get("n_head", cfg.get("num_attention_heads")))
     wt = weights(rng, ref_cfg, lm_head=spec.get("lm_head", False))
     tensors, vals = tensor_list(wt, ref_cfg, spec.get("dtype", "F32"), spec.get("prefix", ""),
-                                spec.get("buffers", "F32"), spec.get("masked_bias", False), spec.get("flip"))
+                                spec.get("buffers", "F32"), spec.get("masked_bias", False), spec.get("flip"),
+                                spec.get("sets", ()))
     write_folder(os.path.join(out, name), cfg, tensors, spec.get("shards", 1))
     T = min(ref_cfg["n_positions"], 12)
     ids = [int(i) for i in rng.integers(0, ref_cfg["vocab_size"], T)]
@@ -359,6 +379,10 @@ def main():
             make_processed(out, *got)
     shutil.rmtree(os.path.join(out, "bad"), ignore_errors=True)
     bad_cases(out, rng)
+    rng = np.random.default_rng(8)
+    for name, spec in MASK_VARIANTS.items():
+        shutil.rmtree(os.path.join(out, name), ignore_errors=True)
+        make_variant(out, name, spec, rng)
 
 
 if __name__ == "__main__":
