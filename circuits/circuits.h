@@ -596,7 +596,7 @@ typedef struct {
     int jump;                  /* index of the largest rise of best (induction, L > 1), or -1
                                   (none, or it never rises) */
     int drop;                  /* index of the largest drop of the loss (induction: the
-                                  repeated-segment loss), or -1 */
+                                  repeated-segment loss), or -1 (none, or it never falls) */
     int first_hold;            /* first index where the circuit holds (Winograd: step 2), or -1 */
     int first_decision;        /* Winograd: first index with decision heads, or -1 */
     int text;                  /* 1: text checkpoints (train --task text), scored on repeated

@@ -293,6 +293,7 @@ static hs_status summarise(hs_timeline_report *r, double *drop_by, hs_error *err
     r->jump = r->induction && L > 1 ? hs_timeline_jump(r->best, n, 1) : -1;
     if (r->jump >= 0 && !(r->best[r->jump] > r->best[r->jump - 1])) r->jump = -1; /* it never rises */
     r->drop = hs_timeline_jump(lossv, n, -1);
+    if (r->drop >= 0 && !(lossv[r->drop] < lossv[r->drop - 1])) r->drop = -1; /* it never falls */
     *drop_by = r->drop >= 0 ? lossv[r->drop - 1] - lossv[r->drop] : NAN;
     free(lossv);
     return HS_OK;

@@ -11,7 +11,8 @@
 #     forward written here from TransformerLens' semantics (LayerNorm,
 #     learned positions, q.k / sqrt(d_head), causal softmax) to 1e-4;
 #   - the step of the ICL score's largest drop is 20 when it drops, absent
-#     when it does not; without --corpus a text run is still read (no held-out
+#     when it does not, and so is the repeated-segment loss's (a rise was
+#     once named its "largest drop"); without --corpus a text run is still read (no held-out
 #     numbers), and --corpus on an induction run is refused in one line;
 #   - --repeat 1 (a span of 4-8 tokens of each window copied later in it): the
 #     checkpoint's task metadata says so and its unigram baseline (on the
@@ -38,6 +39,12 @@ run 0 train train --task text --corpus "${FILES[@]}" --vocab-size 300 --layers 2
 run 0 tl timeline "$TMP/keep" --corpus "${FILES[@]}" --json
 run 0 tltable timeline "$TMP/keep" --corpus "${FILES[@]}"
 grep -q "largest drop of the held-out ICL score\|text loss" "$TMP/tltable.out" || fail "timeline: no held-out columns"
+# the two checkpoints under each other's step: the repeated-segment loss rises
+mkdir -p "$TMP/swapped"
+cp "$TMP/keep/step-000020.safetensors" "$TMP/swapped/step-000000.safetensors"
+cp "$TMP/keep/step-000000.safetensors" "$TMP/swapped/step-000020.safetensors"
+run 0 tlsw timeline "$TMP/swapped" --corpus "${FILES[@]}" --json
+run 0 tlswtable timeline "$TMP/swapped" --corpus "${FILES[@]}"
 run 0 nocorpus timeline "$TMP/keep" --json
 grep -q "without --corpus" "$TMP/nocorpus.err" || fail "timeline without --corpus: no note"
 "$PY" - "$TMP" "${FILES[@]}" <<'PYEOF' > "$TMP/files.jsonl"
@@ -124,6 +131,21 @@ if icl[1] < icl[0]:
     assert s["heldout_icl_jump_step"] == 20, s
 else:
     assert s.get("heldout_icl_jump_step") is None, s
+# the repeated-segment loss's largest drop: named (and positive) only when it
+# falls; the swapped folder's rises (its steps' models exchanged), so there it
+# is absent, in the JSON and in the table
+for name in ("tl", "tlsw"):
+    t = json.load(open(tmp + "/" + name + ".out"))
+    seg, ts = [c["segment_loss"] for c in t["checkpoints"]], t["summary"]
+    if seg[1] < seg[0]:
+        assert ts["loss_drop_step"] == 20 and ts["loss_drop"] > 0, ts
+    else:
+        assert "loss_drop_step" not in ts and "loss_drop" not in ts, (seg, ts)
+    print("%s: repeated-segment loss %.4f -> %.4f; summary %s"
+          % (name, seg[0], seg[1], {k: v for k, v in ts.items() if "drop" in k}))
+sw = json.load(open(tmp + "/tlsw.out"))["checkpoints"]
+assert sw[1]["segment_loss"] > sw[0]["segment_loss"], [c["segment_loss"] for c in sw]
+assert "loss drop" not in open(tmp + "/tlswtable.out").read()
 PYEOF
 # --repeat 1: the checkpoint carries it, so timeline --corpus and eval rebuild
 # the same held-out windows with their copied spans (seed 31): the same loss;
