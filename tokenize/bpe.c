@@ -306,14 +306,10 @@ static hs_status build_file_strings(const hs_bpe_spec *sp, hs_bpe *bpe, hs_error
     return HS_OK;
 }
 
-/* The id of the token whose string is s (sp->by_token's lookup, else the
- * first such id), or -1. */
+/* The id of the token whose string is s, or -1. */
 static int token_id(const hs_bpe_spec *sp, const char *s)
 {
-    if (sp->by_token) return hs_idmap_get(sp->by_token, s, strlen(s));
-    for (size_t i = 0; i < sp->V; i++)
-        if (strcmp(sp->token[i], s) == 0) return (int)i;
-    return -1;
+    return hs_idmap_get(sp->by_token, s, strlen(s));
 }
 
 /* The BOS: the post-processor's token before $A, else the first of the

@@ -108,7 +108,7 @@ typedef struct {
     const char *what;           /* the vocabulary's file, for messages */
     const char *merges_what;    /* the merges' file, for messages */
     size_t merge_line0;         /* merges.txt's line (from 1) of merge 0; 0: a JSON list */
-    const hs_idmap *by_token;   /* token -> its id (each string at one id); NULL: none */
+    const hs_idmap *by_token;   /* token -> its id (each string at one id) */
 } hs_bpe_spec;
 
 /* Builds a BPE tokenizer from spec. With a byte-level pipeline (a ByteLevel
